@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+#include "fd-util.h"
+
+#include <fcntl.h>
+#include <string.h>
+
+#include "strbuf.h"
+
+int fd_set_cloexec(int fd, bool on) {
+        int f = fcntl(fd, F_GETFD);
+        if (f < 0)
+                return -errno;
+        int n = on ? (f | FD_CLOEXEC) : (f & ~FD_CLOEXEC);
+        if (n != f && fcntl(fd, F_SETFD, n) < 0)
+                return -errno;
+        return 0;
+}
+
+int fd_set_nonblock(int fd, bool on) {
+        int f = fcntl(fd, F_GETFL);
+        if (f < 0)
+                return -errno;
+        int n = on ? (f | O_NONBLOCK) : (f & ~O_NONBLOCK);
+        if (n != f && fcntl(fd, F_SETFL, n) < 0)
+                return -errno;
+        return 0;
+}
+
+int write_all(int fd, const void *p, size_t n) {
+        const char *c = p;
+        while (n > 0) {
+                ssize_t k = write(fd, c, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                c += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+ssize_t read_full(int fd, void *p, size_t n) {
+        size_t got = 0;
+        while (got < n) {
+                ssize_t k = read(fd, (char *)p + got, n - got);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                got += (size_t)k;
+        }
+        return (ssize_t)got;
+}
+
+int read_fd_all(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        b.max = max + 1;
+        for (;;) {
+                int r = strbuf_reserve(&b, 65536);
+                if (r == -ENOBUFS)
+                        r = strbuf_reserve(&b, 1);
+                if (r < 0)
+                        return r == -ENOBUFS ? -EFBIG : r;
+                size_t room = b.cap - b.len - 1;
+                ssize_t k = read(fd, b.data + b.len, room);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                b.len += (size_t)k;
+                b.data[b.len] = 0;
+                if (b.len > max)
+                        return -EFBIG;
+        }
+        if (ret_len)
+                *ret_len = b.len;
+        *ret = strbuf_steal(&b);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return read_fd_all(fd, max, ret, ret_len);
+}
+
+int fd_move_to(int fd, int target) {
+        if (fd == target)
+                return fd_set_cloexec(fd, false);
+        if (dup2(fd, target) < 0)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* File descriptor helpers. All return a negative errno on failure. */
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+int fd_set_cloexec(int fd, bool on);
+int fd_set_nonblock(int fd, bool on);
+/* Writes all n bytes, retrying on EINTR/short writes (blocking fds). */
+int write_all(int fd, const void *p, size_t n);
+/* Reads up to n bytes, retrying on EINTR; returns bytes read (short at EOF). */
+ssize_t read_full(int fd, void *p, size_t n);
+/* Reads a whole file (at most max bytes, else -EFBIG); *ret NUL-terminated,
+ * caller frees. */
+int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+int read_fd_all(int fd, size_t max, char **ret, size_t *ret_len);
+/* Moves fd to exactly target (dup2 when different, clears CLOEXEC). */
+int fd_move_to(int fd, int target);

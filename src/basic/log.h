@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Program-level logging. Library layers (basic, shared, core) do not log;
+ * they return errors. Programs log once, where they decide. */
+
+#include "macro.h"
+
+typedef enum { LOG_LVL_ERROR, LOG_LVL_WARNING, LOG_LVL_INFO, LOG_LVL_DEBUG } LogLevel;
+
+void log_setup(const char *ident, int fd);
+void log_set_level(LogLevel l);
+LogLevel log_get_level(void);
+/* "error" "warning" "info" "debug" -> level; -EINVAL otherwise. */
+int log_level_from_string(const char *s);
+void log_msg(LogLevel l, const char *fmt, ...) _printf_(2, 3);
+
+#define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warning(...) log_msg(LOG_LVL_WARNING, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#include "path-util.h"
+
+#include <string.h>
+
+char *path_join(const char *a, const char *b) {
+        size_t la = strlen(a);
+        while (la > 1 && a[la - 1] == '/')
+                la--;
+        while (*b == '/')
+                b++;
+        char *r = NULL;
+        if (asprintf(&r, "%.*s%s%s", (int)la, a, (la == 1 && a[0] == '/') || !*b ? "" : "/", b) < 0)
+                return NULL;
+        return r;
+}
+
+char *path_normalize(const char *p) {
+        if (!p || p[0] != '/')
+                return NULL;
+        size_t n = strlen(p);
+        char *out = malloc(n + 2);
+        if (!out)
+                return NULL;
+        size_t o = 0;
+        out[o++] = '/';
+        const char *s = p;
+        while (*s) {
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                const char *e = strchr(s, '/');
+                size_t len = e ? (size_t)(e - s) : strlen(s);
+                if (len == 1 && s[0] == '.') {
+                        /* skip */
+                } else if (len == 2 && s[0] == '.' && s[1] == '.') {
+                        if (o > 1) {
+                                o--; /* drop trailing slash */
+                                while (o > 1 && out[o - 1] != '/')
+                                        o--;
+                        }
+                } else {
+                        if (o > 1)
+                                out[o++] = '/';
+                        memcpy(out + o, s, len);
+                        o += len;
+                }
+                s += len;
+        }
+        if (o > 1 && out[o - 1] == '/')
+                o--;
+        out[o] = 0;
+        return out;
+}
+
+const char *path_startswith(const char *path, const char *prefix) {
+        if (streq(prefix, "/"))
+                return path[0] == '/' ? path + 1 : NULL;
+        size_t n = strlen(prefix);
+        if (strncmp(path, prefix, n) != 0)
+                return NULL;
+        if (path[n] == 0)
+                return path + n;
+        if (path[n] == '/')
+                return path + n + 1;
+        return NULL;
+}
+
+bool path_is_below_or_equal(const char *path, const char *prefix) {
+        return path_startswith(path, prefix) != NULL;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Lexical path helpers (no OS calls unless named so). */
+
+#include "macro.h"
+
+/* a + "/" + b, collapsing duplicate slashes at the seam. */
+char *path_join(const char *a, const char *b);
+/* Lexically normalizes an absolute path: collapses //, removes ".",
+ * resolves ".." (never above "/"). Returns NULL on OOM or relative input. */
+char *path_normalize(const char *p);
+/* If path equals prefix or lies below it, returns the remainder ("" when
+ * equal, never with a leading slash); else NULL. Both must be normalized. */
+const char *path_startswith(const char *path, const char *prefix);
+bool path_is_below_or_equal(const char *path, const char *prefix);

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* NULL-terminated string vectors. A strv owns its strings. */
+
+#include "macro.h"
+
+size_t strv_length(char *const *l);
+void strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+/* Appends a copy of s; *l may be NULL. */
+int strv_extend(char ***l, const char *s);
+/* Appends s, taking ownership (freed on failure). */
+int strv_consume(char ***l, char *s);
+int strv_extendf(char ***l, const char *fmt, ...) _printf_(2, 3);
+bool strv_contains(char *const *l, const char *s);
+char **strv_copy(char *const *l);
+/* Joins with sep; returns NULL on OOM. */
+char *strv_join(char *const *l, const char *sep);

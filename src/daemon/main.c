@@ -1,0 +1,3 @@
+/* PLACEHOLDER */
+int main(void);
+int main(void) { return 1; }

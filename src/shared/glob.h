@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* gitignore-style globs for masks. Pure: no OS calls.
+ *
+ * Syntax: '*' any run of characters except '/', '?' one character except
+ * '/', '[...]' a class ('!' or '^' negates, ranges a-z, '\' escapes), '\x'
+ * a literal x, '**' as a whole path component matches zero or more
+ * components. A pattern without '/' (other than a trailing one) matches the
+ * name at any depth; a pattern with a '/' is anchored at the workspace root
+ * (a leading '/' is allowed and means the same). A trailing '/' matches
+ * directories only. Negation ('!pattern') is refused: a mask cannot be
+ * un-masked. A match on a directory masks everything below it.
+ *
+ * Paths given to the matcher are relative to the workspace root, without a
+ * leading "./" or "/", components separated by single '/'. */
+
+#include <stdbool.h>
+
+#include "error.h"
+
+#define GLOB_MAX_PATTERN 4096
+
+typedef struct VsGlob VsGlob;
+
+/* Compiles pattern. On failure returns -EINVAL and sets *err to
+ * "column N: reason" (1-based byte column within the pattern). */
+int glob_compile(const char *pattern, VsGlob **ret, VsError **err);
+void glob_free(VsGlob *g);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsGlob *, glob_free);
+const char *glob_pattern(const VsGlob *g);
+
+/* Does the pattern match this exact path? */
+bool glob_match(const VsGlob *g, const char *relpath, bool is_dir);
+/* Could the pattern match relpath or anything below it (directory relpath)?
+ * Used to prune walks; false only when nothing below can match. */
+bool glob_could_match_below(const VsGlob *g, const char *reldir);
+
+/* A set of compiled patterns. */
+typedef struct VsGlobSet VsGlobSet;
+int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err); /* err: "mask[I]: column N: ..." */
+void glob_set_free(VsGlobSet *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsGlobSet *, glob_set_free);
+size_t glob_set_size(const VsGlobSet *s);
+/* True if relpath, or any of its ancestors (as directories), is matched. */
+bool glob_set_masks(const VsGlobSet *s, const char *relpath, bool is_dir);
+bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir);

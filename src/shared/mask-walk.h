@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Finds the existing paths under a workspace root that a mask set covers,
+ * pruning directories below which nothing can match. Does not follow
+ * symlinks; a matched directory is reported once and not descended. */
+
+#include "glob.h"
+
+typedef enum MaskKind { MASK_FILE, MASK_DIR, MASK_SYMLINK, MASK_OTHER } MaskKind;
+
+typedef struct MaskEntry {
+        char *relpath; /* relative to root */
+        MaskKind kind;
+} MaskEntry;
+
+typedef struct MaskList {
+        MaskEntry *items;
+        size_t n;
+} MaskList;
+
+#define MASK_WALK_MAX_ENTRIES 100000
+
+/* Walks root (absolute). Returns -E2BIG (with *err) past
+ * MASK_WALK_MAX_ENTRIES matches. Unreadable directories are skipped. */
+int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err);
+void mask_list_done(MaskList *l);

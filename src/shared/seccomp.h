@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The jail's seccomp-BPF denylist, compiled with libseccomp loaded at run
+ * time (dlopen), so that its absence degrades the sandbox instead of breaking
+ * it. Host side only: the worker never links libseccomp; it receives the
+ * compiled program and loads it with seccomp_load_bpf() (seccomp-load.c). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Environment variable naming the libseccomp shared object to load instead
+ * of "libseccomp.so.2" (tests point it at a missing file to force the
+ * degraded path). */
+#define VS_LIBSECCOMP_ENV "VECTORA_LIBSECCOMP"
+
+typedef struct VsSeccompOptions {
+        bool network;  /* false: also deny NETLINK_ROUTE and inet sockets */
+        bool lockdown; /* deny the extra lockdown entries */
+} VsSeccompOptions;
+
+/* One row of the denylist, for documentation and tests. */
+typedef struct VsSeccompRule {
+        const char *syscall;
+        int errno_value;      /* EPERM, or ENOSYS for clone3 */
+        const char *threat;   /* one line: why it is denied */
+        bool lockdown_only;
+        bool conditional;     /* argument-filtered (ioctl, socket) */
+} VsSeccompRule;
+
+const VsSeccompRule *seccomp_rules(size_t *ret_n);
+
+/* Compiles the filter for the native architecture (other architectures are
+ * killed). On success *ret_bpf holds a malloc'd array of struct sock_filter,
+ * *ret_len its size in bytes. Returns -ELIBACC (and *err saying what to
+ * install) when libseccomp cannot be loaded, other negative errnos on
+ * failure. */
+int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, VsError **err);
+
+/* True if libseccomp can be loaded (cached). */
+bool seccomp_available(void);
+
+/* Loads a compiled program into the calling thread (requires
+ * PR_SET_NO_NEW_PRIVS first). Worker side; no libseccomp needed. */
+int seccomp_load_bpf(const void *bpf, size_t len);

@@ -1,0 +1,1 @@
+/* PLACEHOLDER: not yet written */
