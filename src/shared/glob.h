@@ -45,3 +45,7 @@ size_t glob_set_size(const VsGlobSet *s);
 /* True if relpath, or any of its ancestors (as directories), is matched. */
 bool glob_set_masks(const VsGlobSet *s, const char *relpath, bool is_dir);
 bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir);
+
+/* As glob_compile, for a pattern of len bytes that may hold NUL bytes
+ * (refused with their column). */
+int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **err);

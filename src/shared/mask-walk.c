@@ -1,1 +1,207 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+#include "mask-walk.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The walk holds one directory descriptor per level and opens each child
+ * relative to its parent with O_NOFOLLOW, so a directory swapped for a
+ * symlink while we walk is never followed out of the workspace. One path
+ * buffer is reused for the whole walk; only matches allocate. */
+
+typedef struct Walk {
+        const VsGlobSet *set;
+        const char *root;
+        size_t max_entries;
+        MaskList list;
+        size_t cap;
+        char path[PATH_MAX];
+} Walk;
+
+void mask_list_done(MaskList *l) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < l->n; i++)
+                free(l->items[i].relpath);
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+}
+
+static int walk_add(Walk *w, MaskKind kind, VsError **err) {
+        if (w->list.n >= w->max_entries)
+                return vs_error_set(err, -E2BIG,
+                                    "more than %zu masked paths under %s; narrow the mask patterns or mask a parent directory",
+                                    w->max_entries, w->root);
+        if (w->list.n == w->cap) {
+                size_t ncap = w->cap ? w->cap * 2 : 16;
+                MaskEntry *items = realloc(w->list.items, ncap * sizeof *items);
+                if (!items)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                w->list.items = items;
+                w->cap = ncap;
+        }
+        char *copy = strdup(w->path);
+        if (!copy)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        w->list.items[w->list.n++] = (MaskEntry){ .relpath = copy, .kind = kind };
+        return 0;
+}
+
+static MaskKind kind_from_dtype(unsigned char t) {
+        switch (t) {
+        case DT_REG:
+                return MASK_FILE;
+        case DT_DIR:
+                return MASK_DIR;
+        case DT_LNK:
+                return MASK_SYMLINK;
+        default:
+                return MASK_OTHER;
+        }
+}
+
+static unsigned char dtype_from_mode(mode_t m) {
+        if (S_ISREG(m))
+                return DT_REG;
+        if (S_ISDIR(m))
+                return DT_DIR;
+        if (S_ISLNK(m))
+                return DT_LNK;
+        return DT_FIFO; /* stands for every other kind */
+}
+
+/* Errors that mean "this entry is gone or not ours to read": skipped.
+ * Anything else (EMFILE, ENOMEM, EIO...) aborts the walk, because skipping
+ * it would silently leave a secret unmasked. */
+static bool skippable(int r) {
+        return r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOTDIR || r == -ELOOP;
+}
+
+/* Walks the directory open as dfd (taken over) whose relative path is
+ * w->path[0..len). */
+static int walk_dir(Walk *w, int dfd, size_t len, VsError **err) {
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                int r = negative_errno();
+                safe_close(dfd);
+                return vs_error_set(err, r, "cannot read directory %s/%s: %s", w->root, w->path,
+                                    strerror(-r));
+        }
+
+        int r = 0;
+        for (;;) {
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de) {
+                        if (errno != 0 && !skippable(-errno))
+                                r = vs_error_set(err, -errno, "cannot read directory %s/%s: %s", w->root,
+                                                 w->path, strerror(errno));
+                        break;
+                }
+                const char *name = de->d_name;
+                if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+                        continue;
+
+                size_t nlen = strlen(name);
+                size_t plen = len + (len > 0) + nlen;
+                if (plen >= sizeof w->path) {
+                        w->path[len] = '\0';
+                        r = vs_error_set(err, -ENAMETOOLONG,
+                                         "path too long under %s/%s; masks cannot be checked there, shorten the tree",
+                                         w->root, w->path);
+                        break;
+                }
+                if (len > 0)
+                        w->path[len] = '/';
+                memcpy(w->path + len + (len > 0), name, nlen + 1);
+
+                unsigned char type = de->d_type;
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                                int k = negative_errno();
+                                if (skippable(k))
+                                        continue;
+                                r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
+                                                 strerror(-k));
+                                break;
+                        }
+                        type = dtype_from_mode(st.st_mode);
+                }
+                bool is_dir = type == DT_DIR;
+
+                /* No ancestor of this entry matched (matched directories are
+                 * not descended), so this is a match on the entry itself. */
+                if (glob_set_masks(w->set, w->path, is_dir)) {
+                        r = walk_add(w, kind_from_dtype(type), err);
+                        if (r < 0)
+                                break;
+                        continue;
+                }
+                if (!is_dir || !glob_set_could_match_below(w->set, w->path))
+                        continue;
+
+                int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd < 0) {
+                        int k = negative_errno();
+                        if (skippable(k))
+                                continue; /* unreadable, vanished or swapped for a non-directory */
+                        r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path,
+                                         strerror(-k));
+                        break;
+                }
+                r = walk_dir(w, cfd, plen, err);
+                if (r < 0)
+                        break;
+        }
+        w->path[len] = '\0';
+        closedir(d);
+        return r;
+}
+
+static int entry_cmp(const void *a, const void *b) {
+        return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
+}
+
+int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
+        _cleanup_free_ Walk *w = NULL;
+
+        if (!root || root[0] != '/')
+                return vs_error_set(err, -EINVAL, "mask walk root must be an absolute path");
+
+        w = calloc(1, sizeof *w);
+        if (!w)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        w->set = set;
+        w->root = root;
+        w->max_entries = max_entries;
+
+        if (glob_set_could_match_below(set, "")) {
+                /* The root itself is the caller's choice and may be reached
+                 * through a symlink; nothing inside it is followed. */
+                int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0) {
+                        int r = negative_errno();
+                        return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
+                }
+                int r = walk_dir(w, fd, 0, err);
+                if (r < 0) {
+                        mask_list_done(&w->list);
+                        return r;
+                }
+        }
+
+        /* A stable order keeps the generated backend invocation reproducible. */
+        if (w->list.n > 1)
+                qsort(w->list.items, w->list.n, sizeof *w->list.items, entry_cmp);
+        *ret = w->list;
+        return 0;
+}
+
+int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {
+        return mask_walk_max(root, set, MASK_WALK_MAX_ENTRIES, ret, err);
+}

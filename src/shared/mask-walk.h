@@ -25,3 +25,7 @@ typedef struct MaskList {
  * MASK_WALK_MAX_ENTRIES matches. Unreadable directories are skipped. */
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err);
 void mask_list_done(MaskList *l);
+/* As mask_walk, with a cap of max_entries matches instead of
+ * MASK_WALK_MAX_ENTRIES. The result is sorted by relpath (strcmp); on
+ * failure *ret is left untouched. */
+int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err);
