@@ -37,6 +37,8 @@ typedef enum JsonFieldType {
         JSON_FIELD_STRV,           /* char ** (NULL-terminated; vector malloc'd, strings borrowed) */
         JSON_FIELD_STRMAP,         /* json_t *: object whose values are all strings */
         JSON_FIELD_OBJECT,         /* json_t * (sub == NULL) or nested struct (sub != NULL) */
+        JSON_FIELD_IGNORE,         /* accepted, not checked or stored: for fields the caller
+                                    * validated already (e.g. "id" and "op" of a request) */
 } JsonFieldType;
 
 enum {
