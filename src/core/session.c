@@ -1,1 +1,212 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+#include "session.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "fd-util.h"
+#include "strv.h"
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t session_next_id(VsSession *s) {
+        return ++s->next_id;
+}
+
+/* Collects what the backend wrote to stderr (bwrap's own errors). */
+static char *drain_stderr(int fd) {
+        if (fd < 0)
+                return NULL;
+        fd_set_nonblock(fd, true);
+        char buf[4096];
+        size_t n = 0;
+        for (int i = 0; i < 50 && n < sizeof buf - 1; i++) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, 200) <= 0)
+                        break;
+                ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+                if (k <= 0)
+                        break;
+                n += (size_t)k;
+        }
+        buf[n] = 0;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = 0;
+        for (size_t i = 0; i < n; i++)
+                if (buf[i] == '\n')
+                        buf[i] = ' ';
+        return n ? strdup(buf) : NULL;
+}
+
+static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
+        for (;;) {
+                int r = jsonl_reader_next(s->reader, ret, err);
+                if (r != -EAGAIN)
+                        return r;
+                int timeout = -1;
+                if (deadline_us > 0) {
+                        int64_t left = deadline_us - (int64_t)now_us();
+                        if (left <= 0)
+                                return vs_error_set_kind(err, -ETIMEDOUT, "worker_timeout", "the worker did not answer in time");
+                        timeout = (int)((left + 999) / 1000);
+                }
+                struct pollfd p = { .fd = s->proc.fd, .events = POLLIN };
+                r = poll(&p, 1, timeout);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return vs_error_set(err, -errno, "poll: %m");
+                if (r == 0)
+                        continue;
+                ssize_t k = jsonl_reader_read_fd(s->reader, s->proc.fd);
+                if (k == -EAGAIN || k == -EINTR)
+                        continue;
+                if (k < 0)
+                        return vs_error_set_kind(err, (int)k, "worker_crashed", "reading from the worker: %s", strerror((int)-k));
+                if (k == 0)
+                        return vs_error_set_kind(err, -EPIPE, "worker_crashed", "the worker exited");
+        }
+}
+
+static int fail_start(VsSession *s, int r, VsError **err) {
+        _cleanup_free_ char *text = drain_stderr(s->proc.stderr_fd);
+        const char *diag = backend_diagnose(text);
+        if (diag)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "the jail could not start: %s (backend said: %s)",
+                                         diag, text);
+        if (text)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "the jail could not start: %s%s%s", text,
+                                         err && *err ? "; " : "", err && *err ? vs_error_message(*err) : "");
+        return vs_error_prefix(err, "the jail could not start");
+}
+
+int session_start(const VsLaunch *l, VsSession **ret, VsError **err) {
+        _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->proc.fd = s->proc.stderr_fd = -EBADF;
+        s->sandboxed = l->sandboxed;
+        int r = jsonl_reader_new(&s->reader);
+        if (r < 0)
+                return r;
+        if (l->degraded && !(s->degraded = strv_copy(l->degraded)))
+                return -ENOMEM;
+        uint64_t t0 = now_us();
+        r = worker_spawn(l, &s->proc, err);
+        if (r < 0)
+                return r;
+
+        int64_t deadline = (int64_t)(t0 + SESSION_HANDSHAKE_TIMEOUT_MS * 1000u);
+        JsonlMsg m = JSONL_MSG_INIT;
+        r = read_msg(s, deadline, &m, err);
+        if (r < 0)
+                return fail_start(s, r, err);
+        ProtocolHello hello = { 0 };
+        const char *type = protocol_message_type(m.obj);
+        if (!type || !streq(type, "hello") || (r = protocol_decode_hello(m.obj, &hello, err)) < 0) {
+                jsonl_msg_done(&m);
+                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not say hello");
+        }
+        bool version_ok = hello.version == PROTOCOL_VERSION;
+        protocol_hello_done(&hello);
+        jsonl_msg_done(&m);
+        if (!version_ok)
+                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable",
+                                         "worker protocol version mismatch; install a matching vectora-worker");
+
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        r = launch_encode_init(l, &out);
+        if (r < 0)
+                return vs_error_set(err, r, "encoding init: %s", strerror(-r));
+        r = write_all(s->proc.fd, out.data, out.len);
+        if (r < 0)
+                return fail_start(s, vs_error_set_kind(err, r, "sandbox_unavailable", "sending init: %s", strerror(-r)), err);
+
+        r = read_msg(s, deadline, &m, err);
+        if (r < 0)
+                return fail_start(s, r, err);
+        type = protocol_message_type(m.obj);
+        if (type && streq(type, "init_failed")) {
+                const char *msg = NULL;
+                protocol_decode_init_failed(m.obj, &msg, NULL);
+                r = vs_error_set_kind(err, -EPERM, "sandbox_unavailable", "the jail refused to start: %s",
+                                      msg ? msg : "unknown reason");
+                jsonl_msg_done(&m);
+                return r;
+        }
+        if (!type || !streq(type, "ready") || protocol_decode_ready(m.obj, &s->ready, err) < 0) {
+                jsonl_msg_done(&m);
+                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not become ready");
+        }
+        s->have_ready = true;
+        jsonl_msg_done(&m);
+        for (char **d = s->ready.degraded; d && *d; d++)
+                if (!strv_contains(s->degraded, *d) && (r = strv_extend(&s->degraded, *d)) < 0)
+                        return r;
+        s->spawn_to_ready_us = now_us() - t0;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err) {
+        int r = write_all(s->proc.fd, request->data, request->len);
+        if (r < 0)
+                return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
+        int64_t deadline = timeout_ms ? (int64_t)(now_us() + timeout_ms * 1000u) : 0;
+        return read_msg(s, deadline, ret, err);
+}
+
+void session_end(VsSession *s) {
+        if (!s)
+                return;
+        if (s->proc.fd >= 0 && s->have_ready) {
+                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+                if (protocol_encode_shutdown_request(&out, session_next_id(s)) >= 0)
+                        (void)!write_all(s->proc.fd, out.data, out.len);
+                shutdown(s->proc.fd, SHUT_WR);
+                /* Give it a moment to exit cleanly, then kill. */
+                for (int i = 0; i < 100 && s->proc.pid > 0; i++) {
+                        pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
+                        if (p == s->proc.pid) {
+                                s->proc.pid = 0;
+                                break;
+                        }
+                        struct timespec ts = { 0, 2 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
+        }
+        worker_proc_kill(&s->proc);
+        jsonl_reader_free(s->reader);
+        if (s->have_ready)
+                protocol_ready_done(&s->ready);
+        strv_free(s->degraded);
+        free(s);
+}
+
+int session_layers(const VsSession *s, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        int r = 0;
+        if (s->sandboxed) {
+                r = strv_extend(&l, "namespaces");
+                if (r >= 0 && s->ready.no_new_privs)
+                        r = strv_extend(&l, "no_new_privs");
+                if (r >= 0 && s->ready.seccomp)
+                        r = strv_extend(&l, "seccomp");
+                if (r >= 0 && s->ready.landlock_abi > 0)
+                        r = strv_extendf(&l, "landlock");
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}

@@ -1,1 +1,76 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+#include "tools.h"
+
+#include <string.h>
+
+#include "paths.h"
+#include "strbuf.h"
+
+int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
+                    char **ret, size_t *ret_len, size_t *ret_count, VsError **err) {
+        size_t lo = strlen(old_text), ln = strlen(new_text);
+        if (lo == 0)
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "old text must not be empty");
+        size_t count = 0;
+        for (const char *p = content; (size_t)(p - content) + lo <= len;) {
+                const char *hit = memmem(p, len - (size_t)(p - content), old_text, lo);
+                if (!hit)
+                        break;
+                count++;
+                p = hit + lo;
+        }
+        if (count == 0)
+                return vs_error_set_kind(err, -ENOENT, "edit_not_found",
+                                         "the old text was not found in the file; read the file again and copy the text exactly");
+        if (count > 1 && !replace_all)
+                return vs_error_set_kind(err, -ENOTUNIQ, "edit_not_unique",
+                                         "the old text occurs %zu times; add surrounding lines to make it unique, or set replace_all",
+                                         count);
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        const char *p = content, *end = content + len;
+        size_t done = 0;
+        int r;
+        while (p < end) {
+                const char *hit = (replace_all || done == 0) && (size_t)(end - p) >= lo ? memmem(p, (size_t)(end - p), old_text, lo) : NULL;
+                if (!hit) {
+                        if ((r = strbuf_append(&out, p, (size_t)(end - p))) < 0)
+                                return r;
+                        break;
+                }
+                if ((r = strbuf_append(&out, p, (size_t)(hit - p))) < 0 || (r = strbuf_append(&out, new_text, ln)) < 0)
+                        return r;
+                done++;
+                p = hit + lo;
+        }
+        size_t out_len = out.len;
+        char *s = strbuf_steal(&out);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        *ret_len = out_len;
+        if (ret_count)
+                *ret_count = done;
+        return 0;
+}
+
+int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err) {
+        _cleanup_(policy_freep) VsPolicy *p = NULL;
+        int r = config_load(workspace, &p, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *worker = NULL, *rt = NULL;
+        if ((r = vs_worker_path(&worker, err)) < 0)
+                return r;
+        if (p->sandboxed && (r = vs_runtime_dir(&rt, err)) < 0)
+                return r;
+        VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt };
+        _cleanup_(launch_freep) VsLaunch *l = NULL;
+        if ((r = launch_prepare(p, &o, &l, err)) < 0)
+                return r;
+        _cleanup_(session_endp) VsSession *s = NULL;
+        if ((r = session_start(l, &s, err)) < 0)
+                return r;
+        *ret_policy = TAKE_PTR(p);
+        *ret_session = TAKE_PTR(s);
+        return 0;
+}

@@ -1,1 +1,156 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+#include "worker-spawn.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "fd-util.h"
+#include "protocol.h"
+#include "strv.h"
+
+_noreturn_ static void child_fail(int errfd, int step, int e) {
+        int msg[2] = { step, e };
+        if (write(errfd, msg, sizeof msg) < 0) {
+                /* nothing more can be reported */
+        }
+        _exit(125);
+}
+
+enum { STEP_SIGNALS = 1, STEP_FDS, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+
+static const char *step_name(int s) {
+        switch (s) {
+        case STEP_SIGNALS: return "resetting signals";
+        case STEP_FDS: return "setting up descriptors";
+        case STEP_GROUPS: return "dropping supplementary groups";
+        case STEP_GID: return "switching group";
+        case STEP_UID: return "switching user";
+        case STEP_PDEATH: return "setting the parent-death signal";
+        default: return "executing";
+        }
+}
+
+int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
+        int sp[2], ep[2], errp[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+                return vs_error_set(err, -errno, "socketpair: %m");
+        _cleanup_close_ int ours = sp[0], theirs = sp[1];
+        if (pipe2(ep, O_CLOEXEC) < 0)
+                return vs_error_set(err, -errno, "pipe: %m");
+        _cleanup_close_ int err_r = ep[0], err_w = ep[1];
+        if (pipe2(errp, O_CLOEXEC) < 0)
+                return vs_error_set(err, -errno, "pipe: %m");
+        _cleanup_close_ int stderr_r = errp[0], stderr_w = errp[1];
+
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid < 0)
+                return vs_error_set(err, -errno, "fork: %m");
+        if (pid == 0) {
+                /* Child: only async-signal-safe work until exec. */
+                sigset_t all;
+                sigemptyset(&all);
+                for (int s = 1; s < NSIG; s++)
+                        signal(s, SIG_DFL);
+                if (sigprocmask(SIG_SETMASK, &all, NULL) < 0)
+                        child_fail(err_w, STEP_SIGNALS, errno);
+                if (dup2(theirs, 0) < 0 || dup2(theirs, 1) < 0 || dup2(stderr_w, 2) < 0)
+                        child_fail(err_w, STEP_FDS, errno);
+                if (l->switch_user) {
+                        /* The jail never runs as host root. */
+                        if (setgroups(0, NULL) < 0)
+                                child_fail(err_w, STEP_GROUPS, errno);
+                        if (setresgid(l->gid, l->gid, l->gid) < 0)
+                                child_fail(err_w, STEP_GID, errno);
+                        if (setresuid(l->uid, l->uid, l->uid) < 0)
+                                child_fail(err_w, STEP_UID, errno);
+                }
+                /* After the uid change, which clears it: die with the daemon. */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                        child_fail(err_w, STEP_PDEATH, errno);
+                if (getppid() != parent)
+                        _exit(125);
+                execvp(l->argv[0], l->argv);
+                child_fail(err_w, STEP_EXEC, errno);
+        }
+
+        theirs = safe_close(theirs);
+        err_w = safe_close(err_w);
+        stderr_w = safe_close(stderr_w);
+        int msg[2];
+        ssize_t k;
+        do
+                k = read(err_r, msg, sizeof msg);
+        while (k < 0 && errno == EINTR);
+        if (k == sizeof msg) {
+                waitpid(pid, NULL, 0);
+                if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed)
+                        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
+                                                 "%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)",
+                                                 l->argv[0]);
+                if (msg[0] == STEP_EXEC && msg[1] == EACCES && l->switch_user)
+                        return vs_error_set_kind(err, -EACCES, "sandbox_unavailable",
+                                                 "%s: permission denied for uid %u; the worker and bwrap must be readable and executable by the workspace owner",
+                                                 l->argv[0], (unsigned)l->uid);
+                return vs_error_set_kind(err, -msg[1], "sandbox_unavailable", "starting %s: %s: %s", l->argv[0],
+                                         step_name(msg[0]), strerror(msg[1]));
+        }
+        ret->pid = pid;
+        ret->fd = TAKE_FD(ours);
+        ret->stderr_fd = TAKE_FD(stderr_r);
+        return 0;
+}
+
+void worker_proc_kill(VsWorkerProc *w) {
+        if (w->pid > 0) {
+                kill(w->pid, SIGKILL);
+                while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                w->pid = 0;
+        }
+        w->fd = safe_close(w->fd);
+        w->stderr_fd = safe_close(w->stderr_fd);
+}
+
+int launch_encode_init(const VsLaunch *l, StrBuf *out) {
+        _cleanup_strv_free_ char **require = NULL;
+        int r;
+        if (l->require_seccomp && (r = strv_extend(&require, "seccomp")) < 0)
+                return r;
+        if (l->require_landlock && (r = strv_extend(&require, "landlock")) < 0)
+                return r;
+        ProtocolInit init = {
+                .mode = l->sandboxed ? PROTOCOL_MODE_JAIL : PROTOCOL_MODE_DIRECT,
+                .workspace = l->workspace,
+                .rw_paths = l->rw_paths,
+                .ro_paths = l->ro_paths,
+                .mask = l->mask,
+                .protected_paths = l->protected_paths,
+                .env = l->env,
+                .seccomp_bpf = l->bpf,
+                .seccomp_bpf_len = l->bpf_len,
+                .landlock = l->sandboxed && l->landlock_rw,
+                .landlock_rw = l->landlock_rw,
+                .require = require,
+                .limits = { .timeout_ms = l->timeout_ms, .max_output = l->max_output },
+        };
+        return protocol_encode_init(out, &init);
+}
+
+const char *backend_diagnose(const char *t) {
+        if (!t)
+                return NULL;
+        if (strstr(t, "setting up uid map") || strstr(t, "No permissions to create new namespace") ||
+            strstr(t, "Creating new namespace failed") || strstr(t, "unshare failed"))
+                return "user namespaces are refused on this host; enable them: sysctl -w kernel.unprivileged_userns_clone=1 (Debian), "
+                       "sysctl -w user.max_user_namespaces=15000, and on Ubuntu >= 23.10 either sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
+                       "or an AppArmor profile that allows userns for bwrap";
+        if (strstr(t, "Can't mount proc") || strstr(t, "Can't mount devpts"))
+                return "the kernel refused to mount /proc or /dev/pts in the jail (running inside a restricted container?); run the daemon on the host or in a VM";
+        return NULL;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+#include "launch.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "glob.h"
+#include "landlock.h"
+#include "mask-walk.h"
+#include "path-util.h"
+#include "seccomp.h"
+#include "strv.h"
+
+void launch_free(VsLaunch *l) {
+        if (!l)
+                return;
+        strv_free(l->argv);
+        free(l->workspace);
+        strv_free(l->rw_paths);
+        strv_free(l->ro_paths);
+        strv_free(l->mask);
+        strv_free(l->protected_paths);
+        strv_free(l->env);
+        free(l->bpf);
+        strv_free(l->landlock_rw);
+        strv_free(l->degraded);
+        free(l);
+}
+
+/* One compiled program per option set, for the life of the process: the
+ * filter depends only on (network, lockdown), and compiling costs ~1 ms. */
+typedef struct BpfCache {
+        bool done;
+        int r;
+        void *bpf;
+        size_t len;
+        char *error;
+} BpfCache;
+static BpfCache bpf_cache[2][2];
+
+static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_len, VsError **err) {
+        BpfCache *c = &bpf_cache[network][lockdown];
+        if (!c->done) {
+                VsSeccompOptions o = { .network = network, .lockdown = lockdown };
+                VsError *e = NULL;
+                c->r = seccomp_compile(&o, &c->bpf, &c->len, &e);
+                if (c->r < 0)
+                        c->error = strdup(vs_error_message(e));
+                vs_error_free(e);
+                /* A missing library may be installed later: only cache success. */
+                c->done = c->r >= 0;
+                if (!c->done) {
+                        int r = c->r;
+                        vs_error_set_kind(err, r, "sandbox_unavailable", "%s", c->error ? c->error : "seccomp failed");
+                        free(c->error);
+                        c->error = NULL;
+                        return r;
+                }
+        }
+        void *copy = malloc(c->len);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, c->bpf, c->len);
+        *ret = copy;
+        *ret_len = c->len;
+        return 0;
+}
+
+static int ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err) {
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create runtime directory %s: %m", dir);
+        _cleanup_free_ char *f = path_join(dir, "empty-file");
+        _cleanup_free_ char *d = path_join(dir, "empty-dir");
+        if (!f || !d)
+                return -ENOMEM;
+        struct stat st;
+        if (lstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
+                unlink(f);
+                int fd = open(f, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                if (fd < 0 && errno != EEXIST)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", f);
+                safe_close(fd);
+        }
+        if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                unlink(d);
+                if (mkdir(d, 0555) < 0 && errno != EEXIST)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", d);
+        }
+        /* The jail may run as another uid than the daemon: keep them readable. */
+        chmod(dir, 0755);
+        *ret_file = TAKE_PTR(f);
+        *ret_dir = TAKE_PTR(d);
+        return 0;
+}
+
+/* The jail never runs as host uid 0: a root caller runs it as the
+ * workspace's owner. A root-owned workspace is refused. */
+static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsError **err) {
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (geteuid() == 0) {
+                struct stat st;
+                if (stat(p->workspace, &st) < 0)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "workspace %s: %m", p->workspace);
+                if (st.st_uid == 0)
+                        return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
+                                                 "workspace %s is owned by root and the daemon runs as root; the jail never runs as host root: chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
+                                                 p->workspace, p->workspace);
+                uid = st.st_uid;
+                gid = st.st_gid;
+                struct passwd *pw = getpwuid(uid);
+                if (gid == 0)
+                        gid = pw && pw->pw_gid != 0 ? pw->pw_gid : 65534;
+                l->switch_user = true;
+        }
+        struct passwd *pw = getpwuid(uid);
+        char *user = strdup(pw && pw->pw_name ? pw->pw_name : "sandbox");
+        if (!user)
+                return -ENOMEM;
+        l->uid = uid;
+        l->gid = gid;
+        *ret_user = user;
+        return 0;
+}
+
+static int collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err) {
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        int r = glob_set_new(p->mask, &set, err);
+        if (r < 0)
+                return r;
+        VsMaskPath *out = NULL;
+        size_t n = 0;
+        /* The same patterns apply below every listed root, relative to it. */
+        for (size_t pass = 0; pass < 2; pass++) {
+                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass ? p->n_ro : p->n_rw;
+                for (size_t i = 0; i < nl; i++) {
+                        if (!list[i].resolved)
+                                continue;
+                        MaskList ml = { 0 };
+                        r = mask_walk(list[i].resolved, set, &ml, err);
+                        if (r < 0)
+                                goto fail;
+                        VsMaskPath *nn = realloc(out, (n + ml.n + 1) * sizeof *nn);
+                        if (!nn) {
+                                mask_list_done(&ml);
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        out = nn;
+                        for (size_t k = 0; k < ml.n; k++) {
+                                /* Symlinks are not mounted over: bwrap would follow them.
+                                 * Their targets are masked in their own right if they match. */
+                                if (ml.items[k].kind == MASK_SYMLINK)
+                                        continue;
+                                out[n].path = path_join(list[i].resolved, ml.items[k].relpath);
+                                out[n].dir = ml.items[k].kind == MASK_DIR;
+                                if (!out[n].path) {
+                                        mask_list_done(&ml);
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                n++;
+                        }
+                        mask_list_done(&ml);
+                }
+        }
+        *ret = out;
+        *ret_n = n;
+        return 0;
+fail:
+        for (size_t k = 0; k < n; k++)
+                free(out[k].path);
+        free(out);
+        return r;
+}
+
+static int resolved_list(const VsPath *l, size_t n, char ***ret) {
+        _cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (l[i].resolved) {
+                        int r = strv_extend(&v, l[i].resolved);
+                        if (r < 0)
+                                return r;
+                }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l) {
+        /* Unsandboxed: the worker runs on the host as the caller, with the
+         * caller's environment, exactly like tools without this layer. */
+        int r = strv_extend(&l->argv, o->worker_path);
+        if (r < 0)
+                return r;
+        extern char **environ;
+        l->env = strv_copy(environ);
+        if (!l->env)
+                return -ENOMEM;
+        l->workspace = strdup(p->workspace);
+        if (!l->workspace)
+                return -ENOMEM;
+        l->timeout_ms = 0;
+        l->max_output = 0;
+        return 0;
+}
+
+int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err) {
+        _cleanup_(launch_freep) VsLaunch *l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        int r;
+        l->sandboxed = p->sandboxed;
+        if (!p->sandboxed) {
+                r = launch_direct(p, o, l);
+                if (r < 0)
+                        return r;
+                *ret = TAKE_PTR(l);
+                return 0;
+        }
+        if (p->backend != VS_BACKEND_LOCAL)
+                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                         "backend \"%s\" is not available in this build; use backend = \"local\"",
+                                         vs_backend_name(p->backend));
+
+        _cleanup_free_ char *user = NULL;
+        r = pick_identity(p, l, &user, err);
+        if (r < 0)
+                return r;
+
+        if (!(l->workspace = strdup(p->workspace)) || !(l->mask = strv_copy(p->mask)))
+                return -ENOMEM;
+        if ((r = resolved_list(p->rw_paths, p->n_rw, &l->rw_paths)) < 0 ||
+            (r = resolved_list(p->ro_paths, p->n_ro, &l->ro_paths)) < 0 ||
+            (r = config_protected_paths(p, &l->protected_paths)) < 0 || (r = backend_local_jail_env(user, &l->env)) < 0)
+                return r;
+        l->timeout_ms = p->limits.timeout_s * 1000;
+        l->max_output = p->limits.max_output;
+        l->pids = p->limits.pids;
+        l->memory = p->limits.memory;
+        l->require_seccomp = l->require_landlock = p->lockdown;
+
+        /* Seccomp: compiled here, loaded by the worker. Missing libseccomp
+         * degrades (rule 4), or refuses under lockdown. */
+        _cleanup_(vs_error_freep) VsError *serr = NULL;
+        r = seccomp_cached(p->network, p->lockdown, &l->bpf, &l->bpf_len, &serr);
+        if (r < 0) {
+                if (p->lockdown)
+                        return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                                 "lockdown refuses to run without seccomp: %s", vs_error_message(serr));
+                if ((r = strv_extendf(&l->degraded, "seccomp: %s", vs_error_message(serr))) < 0)
+                        return r;
+        }
+
+        /* Landlock: writable are the rw_paths, /tmp and the private home. */
+        if ((l->landlock_rw = strv_copy(l->rw_paths)) == NULL || (r = strv_extend(&l->landlock_rw, "/tmp")) < 0 ||
+            (r = strv_extend(&l->landlock_rw, VS_JAIL_HOME)) < 0)
+                return l->landlock_rw ? r : -ENOMEM;
+        if (landlock_abi_version() <= 0) {
+                if (p->lockdown)
+                        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                                 "lockdown refuses to run without Landlock: this kernel has no Landlock (boot with lsm=...,landlock or use a kernel >= 5.13 with CONFIG_SECURITY_LANDLOCK)");
+                if ((r = strv_extend(&l->degraded, "landlock: the kernel has no Landlock")) < 0)
+                        return r;
+        }
+
+        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
+        r = ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
+        if (r < 0)
+                return r;
+
+        VsMaskPath *masks = NULL;
+        size_t n_masks = 0;
+        r = collect_masks(p, &masks, &n_masks, err);
+        if (r < 0)
+                return vs_error_prefix(err, "finding the paths to mask");
+        l->n_masked = n_masks;
+
+        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
+        if (!protected_existing)
+                r = -ENOMEM;
+        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
+                struct stat st;
+                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
+                        r = strv_extend(&protected_existing, *pp);
+        }
+
+        VsLocalEnv env = {
+                .bwrap = o->bwrap ? o->bwrap : "bwrap",
+                .worker_path = o->worker_path,
+                .empty_file = empty_file,
+                .empty_dir = empty_dir,
+                .uid = l->uid,
+                .gid = l->gid,
+                .masks = masks,
+                .n_masks = n_masks,
+                .protected_existing = protected_existing,
+                .env = l->env,
+        };
+        if (r >= 0)
+                r = backend_local_probe(&env, err);
+        if (r >= 0)
+                r = backend_local_argv(p, &env, &l->argv, err);
+        backend_local_env_done(&env);
+        for (size_t k = 0; k < n_masks; k++)
+                free(masks[k].path);
+        free(masks);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(l);
+        return 0;
+}

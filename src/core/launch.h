@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Everything needed to start one workspace's worker, computed from a
+ * policy: the backend command line, the identity to run it as, and the
+ * contents of the worker's `init` message (seccomp program, Landlock
+ * directories, masks, protected paths, environment). Used alike by the
+ * daemon and by the CLI's embedded mode. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "backend-local.h"
+#include "config.h"
+
+typedef struct VsLaunchOptions {
+        const char *worker_path; /* host path of the static worker */
+        const char *bwrap;       /* NULL: "bwrap" from PATH */
+        const char *runtime_dir; /* where the empty mask file/dir live (created if needed) */
+} VsLaunchOptions;
+
+typedef struct VsLaunch {
+        bool sandboxed;   /* false: direct mode, the worker runs on the host as the caller */
+        char **argv;      /* program and arguments to exec */
+        bool switch_user; /* drop to uid/gid before exec (the caller is root) */
+        uid_t uid;
+        gid_t gid;
+
+        /* init message */
+        char *workspace;
+        char **rw_paths, **ro_paths;
+        char **mask;
+        char **protected_paths;
+        char **env;          /* "K=V" */
+        void *bpf;           /* NULL: seccomp degraded (see degraded) */
+        size_t bpf_len;
+        char **landlock_rw;  /* directories writable under Landlock */
+        bool require_seccomp, require_landlock;
+        uint64_t timeout_ms, max_output;
+        uint64_t pids, memory;
+
+        char **degraded;     /* human-readable degradations known before start */
+        size_t n_masked;     /* masked paths mounted over */
+} VsLaunch;
+
+/* Computes the launch for a loaded policy. Refuses (kind
+ * "sandbox_unavailable") what cannot be run safely, e.g. lockdown with
+ * libseccomp missing, or a root-owned workspace when the caller is root. */
+int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err);
+void launch_free(VsLaunch *l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsLaunch *, launch_free);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#include "paths.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vs-build-config.h"
+#include "path-util.h"
+
+#ifndef VS_BUILD_WORKER
+#define VS_BUILD_WORKER ""
+#endif
+
+int vs_worker_path(char **ret, VsError **err) {
+        const char *e = getenv("VECTORA_WORKER");
+        const char *cands[] = { e, VS_BUILD_WORKER, VS_LIBEXECDIR "/vectora-worker" };
+        for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
+                if (!cands[i] || !cands[i][0])
+                        continue;
+                if (access(cands[i], X_OK) == 0) {
+                        *ret = strdup(cands[i]);
+                        return *ret ? 0 : -ENOMEM;
+                }
+                if (i == 0)
+                        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
+                                                 "VECTORA_WORKER=%s is not an executable file", e);
+        }
+        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
+                                 "vectora-worker not found in %s; reinstall vectora-sandbox or set VECTORA_WORKER",
+                                 VS_LIBEXECDIR);
+}
+
+int vs_runtime_dir(char **ret, VsError **err) {
+        const char *x = getenv("XDG_RUNTIME_DIR");
+        char *d = NULL;
+        if (x && x[0] == '/') {
+                struct stat st;
+                if (stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+                        d = path_join(x, "vectora-sandbox");
+        }
+        if (!d && asprintf(&d, "/tmp/vectora-sandbox-%u", (unsigned)geteuid()) < 0)
+                d = NULL;
+        if (!d)
+                return -ENOMEM;
+        if (mkdir(d, 0755) < 0 && errno != EEXIST) {
+                int r = vs_error_set(err, -errno, "cannot create runtime directory %s: %m", d);
+                free(d);
+                return r;
+        }
+        /* In a shared /tmp another user could have planted it first. */
+        struct stat st;
+        if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                int r = vs_error_set(err, -EPERM,
+                                     "runtime directory %s is not a directory owned by uid %u and writable only by it; remove it",
+                                     d, (unsigned)geteuid());
+                free(d);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+int vs_default_socket(char **ret, VsError **err) {
+        const char *e = getenv("VECTORA_SANDBOX_SOCKET");
+        if (e && *e) {
+                *ret = strdup(e);
+                return *ret ? 0 : -ENOMEM;
+        }
+        const char *x = getenv("XDG_RUNTIME_DIR");
+        if (x && x[0] == '/') {
+                *ret = path_join(x, "vectora-sandbox.sock");
+                return *ret ? 0 : -ENOMEM;
+        }
+        _cleanup_free_ char *d = NULL;
+        int r = vs_runtime_dir(&d, err);
+        if (r < 0)
+                return r;
+        *ret = path_join(d, "sock");
+        return *ret ? 0 : -ENOMEM;
+}

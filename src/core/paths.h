@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Where the programs find their parts at run time. */
+
+#include "error.h"
+
+/* The static worker: $VECTORA_WORKER, else the build tree's (when running
+ * from it), else the installed libexec copy. */
+int vs_worker_path(char **ret, VsError **err);
+/* A private runtime directory owned by the caller, 0755, never a symlink:
+ * $XDG_RUNTIME_DIR/vectora-sandbox, else /tmp/vectora-sandbox-UID. */
+int vs_runtime_dir(char **ret, VsError **err);
+/* The daemon socket: $VECTORA_SANDBOX_SOCKET, else
+ * $XDG_RUNTIME_DIR/vectora-sandbox.sock, else "sock" in the runtime dir. */
+int vs_default_socket(char **ret, VsError **err);

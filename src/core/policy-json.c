@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy-json.h"
+
+#include "strv.h"
+
+static json_t *paths_json(const VsPath *l, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+                json_t *o = json_pack("{s:s, s:s?, s:b}", "written", l[i].written, "resolved", l[i].resolved, "missing",
+                                      l[i].missing);
+                if (!o || json_array_append_new(a, o) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static json_t *strv_json(char *const *l) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && l && l[i]; i++)
+                if (json_array_append_new(a, json_string(l[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+json_t *policy_to_json(const VsPolicy *p) {
+        if (!p->sandboxed)
+                return json_pack("{s:s, s:s, s:b, s:s}", "workspace", p->workspace, "config", p->config_path, "sandboxed",
+                                 0, "reason", p->unsandboxed_reason ? p->unsandboxed_reason : "");
+        _cleanup_strv_free_ char **prot = NULL;
+        if (config_protected_paths(p, &prot) < 0)
+                return NULL;
+        json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}}",
+                              "workspace", p->workspace, "config", p->config_path, "sandboxed", 1, "backend",
+                              vs_backend_name(p->backend), "rw_paths", paths_json(p->rw_paths, p->n_rw), "ro_paths",
+                              paths_json(p->ro_paths, p->n_ro), "mask", strv_json(p->mask), "protected", strv_json(prot),
+                              "no_gpu", p->no_gpu, "lockdown", p->lockdown, "network", p->network, "idle_timeout",
+                              (json_int_t)p->idle_timeout_s, "limits", "timeout", (json_int_t)p->limits.timeout_s,
+                              "max_output", (json_int_t)p->limits.max_output, "pids", (json_int_t)p->limits.pids,
+                              "memory", (json_int_t)p->limits.memory);
+        if (!o)
+                return NULL;
+        json_t *b = NULL;
+        switch (p->backend) {
+        case VS_BACKEND_DOCKER:
+                b = json_pack("{s:s?, s:s?, s:s?}", "image", p->docker.image, "docker", p->docker.docker, "host",
+                              p->docker.host);
+                break;
+        case VS_BACKEND_SSH:
+                b = json_pack("{s:s?, s:s?, s:i, s:s?, s:s?, s:s?, s:s?}", "host", p->ssh.host, "user", p->ssh.user,
+                              "port", (int)p->ssh.port, "identity_file", p->ssh.identity_file, "known_hosts",
+                              p->ssh.known_hosts, "remote_root", p->ssh.remote_root, "worker_path", p->ssh.worker_path);
+                break;
+        case VS_BACKEND_MODAL:
+                b = json_pack("{s:s?, s:s?, s:I, s:s?, s:f, s:I, s:s?, s:s?}", "app", p->modal.app, "image",
+                              p->modal.image, "timeout", (json_int_t)p->modal.timeout_s, "region", p->modal.region,
+                              "cpu", p->modal.cpu, "memory", (json_int_t)p->modal.memory_mib, "sync", p->modal.sync,
+                              "volume", p->modal.volume);
+                break;
+        default:
+                break;
+        }
+        if (b && json_object_set_new(o, vs_backend_name(p->backend), b) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}

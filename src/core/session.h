@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A synchronous link to one worker: spawn, handshake, one request at a
+ * time. The CLI's embedded mode and the benchmarks use it; the daemon
+ * drives the same protocol asynchronously. */
+
+#include "jsonl.h"
+#include "protocol.h"
+#include "worker-spawn.h"
+
+#define SESSION_HANDSHAKE_TIMEOUT_MS 15000
+
+typedef struct VsSession {
+        VsWorkerProc proc;
+        JsonlReader *reader;
+        uint64_t next_id;
+        bool sandboxed;
+        ProtocolReady ready;  /* what the worker enforces */
+        bool have_ready;
+        char **degraded;      /* launch + worker degradations */
+        uint64_t spawn_to_ready_us;
+} VsSession;
+
+/* Spawns the worker for l and completes hello/init/ready. On failure
+ * (kind "sandbox_unavailable") nothing runs: the message includes the
+ * backend's own diagnostics. */
+int session_start(const VsLaunch *l, VsSession **ret, VsError **err);
+
+/* Sends one framed request (built with the protocol encoders, id from
+ * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */
+int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err);
+uint64_t session_next_id(VsSession *s);
+
+/* Asks the worker to shut down, waits briefly, then kills. NULL ok. */
+void session_end(VsSession *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsSession *, session_end);
+
+/* The layers in force, e.g. ["namespaces", "seccomp", "landlock"]. */
+int session_layers(const VsSession *s, char ***ret);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Tool semantics shared by the daemon and the CLI's embedded mode. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "error.h"
+#include "launch.h"
+#include "session.h"
+
+/* file_edit: replaces old_text by new_text in content. Refused
+ * (-ENOENT kind "edit_not_found") when old_text does not occur, and
+ * (-ENOTUNIQ kind "edit_not_unique") when it occurs more than once and
+ * replace_all is false; old_text must be non-empty. Pure. */
+int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
+                    char **ret, size_t *ret_len, size_t *ret_count, VsError **err);
+
+/* Loads the workspace's policy, prepares and starts its worker (embedded
+ * mode: one worker for one action). A refused config comes back with kind
+ * "config_invalid"; a backend that cannot start, "sandbox_unavailable". */
+int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err);

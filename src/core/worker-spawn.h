@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Starting a worker process for a launch, and the init message it gets.
+ *
+ * The worker's stdin and stdout are one end of a socketpair (so descriptors
+ * could be passed later); its stderr is a pipe the caller reads for logs and
+ * for the backend's own start-up errors (bwrap writes those there). */
+
+#include <sys/types.h>
+
+#include "launch.h"
+#include "strbuf.h"
+
+typedef struct VsWorkerProc {
+        pid_t pid;     /* the backend process (bwrap, or the worker in direct mode) */
+        int fd;        /* our end of the socketpair, CLOEXEC, blocking */
+        int stderr_fd; /* read end of the worker's stderr, CLOEXEC, or -EBADF */
+} VsWorkerProc;
+
+/* Spawns l->argv. Between fork and exec the child only resets signals,
+ * drops to l->uid/l->gid when l->switch_user, sets PR_SET_PDEATHSIG and
+ * moves descriptors; an exec failure comes back through a CLOEXEC pipe as
+ * an error here ("bwrap not found: apt-get install bubblewrap"). */
+int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
+
+/* Kills (SIGKILL) and reaps; accepts pid <= 0. Closes fds. */
+void worker_proc_kill(VsWorkerProc *w);
+
+/* Appends the framed init message for l. */
+int launch_encode_init(const VsLaunch *l, StrBuf *out);
+
+/* Turns a backend's stderr (e.g. bwrap's) into an actionable reason, when it
+ * names a known cause (user namespaces refused, ...). NULL if not. */
+const char *backend_diagnose(const char *stderr_text);

@@ -1,1 +1,0 @@
-/* PLACEHOLDER: not yet written */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The local backend: the bubblewrap command line that starts a worker.
+ *
+ * backend_local_argv() is pure: every fact about the host (which system
+ * directories exist, GPU nodes, the masked paths found by the walk, ids)
+ * comes in through VsLocalEnv, gathered by backend_local_probe() and the
+ * caller. That keeps the policy -> argv mapping unit-testable. */
+
+#include <sys/types.h>
+
+#include "config.h"
+
+/* Where the static worker appears inside the jail. */
+#define VS_JAIL_WORKER_PATH "/run/vectora/vectora-worker"
+/* The jail's private home (a tmpfs). */
+#define VS_JAIL_HOME "/home/sandbox"
+
+typedef struct VsMaskPath {
+        char *path; /* absolute host path */
+        bool dir;
+} VsMaskPath;
+
+typedef struct VsSymlink {
+        char *target; /* e.g. "usr/bin" */
+        char *path;   /* e.g. "/bin" */
+} VsSymlink;
+
+typedef struct VsLocalEnv {
+        const char *bwrap;       /* bwrap binary */
+        const char *worker_path; /* host path of the static worker */
+        const char *empty_file;  /* host path of an empty read-only file */
+        const char *empty_dir;   /* host path of an empty read-only directory */
+        uid_t uid;               /* ids the jail runs as (never 0) */
+        gid_t gid;
+        char **system_dirs;      /* existing system directories to bind read-only */
+        VsSymlink *symlinks;     /* merged-/usr links to recreate (/bin -> usr/bin) */
+        size_t n_symlinks;
+        char **gpu_nodes;        /* existing GPU device nodes */
+        const VsMaskPath *masks; /* existing paths to mask, from the walk */
+        size_t n_masks;
+        char **protected_existing; /* protected paths that exist (ro-bound) */
+        char **env;              /* "K=V" for the worker (after --clearenv) */
+} VsLocalEnv;
+
+/* Builds the bwrap argv (argv[0] = env->bwrap, ending with the worker
+ * path inside the jail). Borrows p and env; *ret_argv is owned by the caller. */
+int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_argv, VsError **err);
+
+/* Fills the host facts of env (system_dirs, symlinks, gpu_nodes) from the
+ * running system. Owned by env; release with backend_local_env_done(). */
+int backend_local_probe(VsLocalEnv *env, VsError **err);
+void backend_local_env_done(VsLocalEnv *env);
+
+/* The minimal allowlisted environment of the jail ("K=V" strv): PATH, HOME,
+ * USER, LOGNAME, SHELL, TERM, LANG, TMPDIR. Nothing of the caller's leaks. */
+int backend_local_jail_env(const char *user, char ***ret);
+
+/* Quotes argv for display (shell-style single quotes where needed). */
+char *argv_quote(char *const *argv);

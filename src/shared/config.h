@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* vectora.toml -> a typed, validated sandbox policy.
+ *
+ * Two steps, so the first is unit-testable without privileges:
+ *   config_parse()    pure: TOML text -> VsPolicy with paths as written
+ *                     (rule 2: any unknown key, wrong type, unknown backend,
+ *                     bad glob or bad path refuses, with "vectora.toml:L:C:").
+ *   config_resolve()  touches the OS: resolves rw/ro paths against the
+ *                     workspace root and $HOME, canonicalizes them, and
+ *                     applies lockdown's rules (rule 5).
+ * config_load() does both for a workspace directory (rule 1: no file or no
+ * [sandbox] table -> unsandboxed). */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "error.h"
+
+#define VS_CONFIG_FILE "vectora.toml"
+
+typedef enum VsBackend {
+        VS_BACKEND_LOCAL,
+        VS_BACKEND_DOCKER,
+        VS_BACKEND_SSH,
+        VS_BACKEND_MODAL,
+} VsBackend;
+
+const char *vs_backend_name(VsBackend b);
+
+typedef struct VsLimits {
+        uint64_t timeout_s;  /* per command */
+        uint64_t max_output; /* bytes kept per stream */
+        uint64_t pids;       /* processes in the jail */
+        uint64_t memory;     /* bytes */
+} VsLimits;
+
+typedef struct VsDockerConfig {
+        char *image;
+        char *docker; /* client binary */
+        char *host;   /* DOCKER_HOST, or NULL */
+} VsDockerConfig;
+
+typedef struct VsSshConfig {
+        char *host;
+        char *user;
+        unsigned port;
+        char *identity_file;
+        char *known_hosts;
+        char *remote_root;
+        char *worker_path;
+} VsSshConfig;
+
+typedef struct VsModalConfig {
+        char *app;
+        char *image;
+        uint64_t timeout_s;
+        char *region;
+        double cpu;          /* 0 = SDK default */
+        uint64_t memory_mib; /* 0 = SDK default */
+        char *sync;          /* "upload" | "volume" */
+        char *volume;
+} VsModalConfig;
+
+/* A path as written in vectora.toml, where, and what it resolved to. */
+typedef struct VsPath {
+        char *written;
+        unsigned line, col;
+        char *resolved; /* canonical absolute path; NULL before resolve or when missing */
+        bool missing;   /* did not exist (ignored unless lockdown, which refuses) */
+} VsPath;
+
+typedef struct VsPolicy {
+        char *workspace;   /* canonical absolute workspace root */
+        char *config_path; /* workspace/vectora.toml */
+        bool sandboxed;
+        char *unsandboxed_reason; /* when !sandboxed: why */
+
+        VsBackend backend;
+        VsPath *rw_paths;
+        size_t n_rw;
+        VsPath *ro_paths;
+        size_t n_ro;
+        char **mask; /* patterns, validated */
+        bool no_gpu;
+        bool lockdown;
+        bool network; /* effective: forced false under lockdown */
+        uint64_t idle_timeout_s;
+        VsLimits limits;
+        VsDockerConfig docker;
+        VsSshConfig ssh;
+        VsModalConfig modal;
+
+        /* Identity of the file the policy came from (for cheap change checks). */
+        struct stat config_stat;
+        bool has_config_stat;
+} VsPolicy;
+
+/* Where relative and ~ paths resolve. Borrowed strings. */
+typedef struct VsConfigEnv {
+        const char *workspace; /* absolute */
+        const char *home;      /* absolute, or NULL (then ~ paths are refused) */
+} VsConfigEnv;
+
+/* Pure. text need not be NUL-terminated. On failure returns a negative errno
+ * and *err is "vectora.toml:LINE:COL: ..." with kind "config_invalid". A
+ * document without [sandbox] (or enabled = false) yields an unsandboxed
+ * policy. */
+int config_parse(const char *text, size_t len, const VsConfigEnv *env, VsPolicy **ret, VsError **err);
+
+/* Resolves p->rw_paths/ro_paths in place (realpath), applying lockdown. */
+int config_resolve(VsPolicy *p, VsError **err);
+
+/* Reads DIR/vectora.toml (DIR canonicalized first), parses and resolves. A
+ * missing file is an unsandboxed policy, not an error. */
+int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err);
+
+/* Protected paths (absolute): the config file and .git/hooks, .git/config. */
+int config_protected_paths(const VsPolicy *p, char ***ret);
+
+void policy_free(VsPolicy *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsPolicy *, policy_free);
+
+/* "2G", "512M", "1024" -> bytes. -EINVAL/-ERANGE. */
+int parse_size(const char *s, uint64_t *ret);
