@@ -1,3 +1,395 @@
-/* PLACEHOLDER */
-int main(void);
-int main(void) { return 77; }
+/* SPDX-License-Identifier: MIT */
+/* Config rules 1, 2 and 5 of DESIGN.md, each with a failing example and the
+ * exact located message. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "path-util.h"
+#include "strv.h"
+
+static const VsConfigEnv test_env = { .workspace = "/ws", .home = "/home/u" };
+
+static VsPolicy *parse_ok(const char *text) {
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        int r = config_parse(text, strlen(text), &test_env, &p, &err);
+        if (r < 0)
+                fail_msg("unexpected error: %s", vs_error_message(err));
+        assert_non_null(p);
+        return p;
+}
+
+static void expect_error(const char *text, const char *message) {
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        int r = config_parse(text, strlen(text), &test_env, &p, &err);
+        assert_true(r < 0);
+        assert_null(p);
+        assert_non_null(err);
+        assert_string_equal(vs_error_kind(err), "config_invalid");
+        assert_string_equal(vs_error_message(err), message);
+        vs_error_free(err);
+}
+
+static void expect_error_prefix(const char *text, const char *prefix) {
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        int r = config_parse(text, strlen(text), &test_env, &p, &err);
+        assert_true(r < 0);
+        assert_null(p);
+        if (strncmp(vs_error_message(err), prefix, strlen(prefix)) != 0)
+                fail_msg("message '%s' does not start with '%s'", vs_error_message(err), prefix);
+        vs_error_free(err);
+}
+
+/* Rule 1 */
+static void test_no_sandbox_table(void **state) {
+        VsPolicy *p = parse_ok("[other]\nx = 1\n");
+        assert_false(p->sandboxed);
+        assert_string_equal(p->unsandboxed_reason, "vectora.toml has no [sandbox] table");
+        policy_free(p);
+}
+
+static void test_enabled_false(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\nenabled = false\nmask = [\"*.pem\"]\n");
+        assert_false(p->sandboxed);
+        assert_string_equal(p->unsandboxed_reason, "[sandbox] has enabled = false");
+        policy_free(p);
+}
+
+static void test_defaults(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\n");
+        assert_true(p->sandboxed);
+        assert_int_equal(p->backend, VS_BACKEND_LOCAL);
+        assert_int_equal(p->n_rw, 1);
+        assert_string_equal(p->rw_paths[0].written, ".");
+        assert_int_equal(p->n_ro, 0);
+        assert_int_equal(strv_length(p->mask), 0);
+        assert_true(p->no_gpu);
+        assert_false(p->lockdown);
+        assert_true(p->network);
+        assert_int_equal(p->idle_timeout_s, 600);
+        assert_int_equal(p->limits.timeout_s, 120);
+        assert_int_equal(p->limits.max_output, 1048576);
+        assert_int_equal(p->limits.pids, 512);
+        assert_int_equal(p->limits.memory, 2ull << 30);
+        assert_string_equal(p->workspace, "/ws");
+        assert_string_equal(p->config_path, "/ws/vectora.toml");
+        policy_free(p);
+}
+
+static void test_full(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\n"
+                               "enabled = true\n"
+                               "backend = \"ssh\"\n"
+                               "rw_paths = [\".\", \"~/cache\", \"/srv/data\"]\n"
+                               "ro_paths = [\"../shared-lib\"]\n"
+                               "mask = [\".env\", \"**/*.pem\", \"**/.ssh/**\", \"**/.aws/**\"]\n"
+                               "no_gpu = false\n"
+                               "network = false\n"
+                               "idle_timeout = 30\n"
+                               "[sandbox.limits]\n"
+                               "timeout = 5\nmax_output = 4096\npids = 64\nmemory = \"512M\"\n"
+                               "[sandbox.docker]\nimage = \"debian:12\"\ndocker = \"/usr/bin/docker\"\nhost = \"unix:///d.sock\"\n"
+                               "[sandbox.ssh]\nhost = \"build1\"\nuser = \"agent\"\nport = 2222\nidentity_file = \"~/.ssh/id\"\n"
+                               "known_hosts = \"/etc/kh\"\nremote_root = \"/work\"\nworker_path = \"/opt/w\"\n"
+                               "[sandbox.modal]\napp = \"a\"\nimage = \"python:3.12\"\ntimeout = 600\nregion = \"us-east\"\n"
+                               "cpu = 2\nmemory = 4096\nsync = \"volume\"\nvolume = \"vol1\"\n");
+        assert_int_equal(p->backend, VS_BACKEND_SSH);
+        assert_int_equal(p->n_rw, 3);
+        assert_string_equal(p->rw_paths[1].written, "~/cache");
+        assert_int_equal(p->rw_paths[1].line, 4);
+        assert_int_equal(p->n_ro, 1);
+        assert_int_equal(strv_length(p->mask), 4);
+        assert_string_equal(p->mask[1], "**/*.pem");
+        assert_false(p->no_gpu);
+        assert_false(p->network);
+        assert_int_equal(p->idle_timeout_s, 30);
+        assert_int_equal(p->limits.timeout_s, 5);
+        assert_int_equal(p->limits.max_output, 4096);
+        assert_int_equal(p->limits.pids, 64);
+        assert_int_equal(p->limits.memory, 512ull << 20);
+        assert_string_equal(p->docker.image, "debian:12");
+        assert_string_equal(p->docker.host, "unix:///d.sock");
+        assert_string_equal(p->ssh.host, "build1");
+        assert_int_equal(p->ssh.port, 2222);
+        assert_string_equal(p->ssh.remote_root, "/work");
+        assert_string_equal(p->modal.sync, "volume");
+        assert_true(p->modal.cpu == 2.0);
+        assert_int_equal(p->modal.memory_mib, 4096);
+        policy_free(p);
+}
+
+/* Rule 2: every way a config is refused, with its exact location. */
+static void test_unknown_key_typo(void **state) {
+        expect_error("[sandbox]\nro_path = []\n",
+                     "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
+                     "enabled, backend, rw_paths, ro_paths, mask, no_gpu, lockdown, network, idle_timeout, limits, "
+                     "docker, ssh, modal");
+}
+
+static void test_unknown_key_no_suggestion(void **state) {
+        expect_error("[sandbox]\n\n  completely_else = 1\n",
+                     "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
+                     "rw_paths, ro_paths, mask, no_gpu, lockdown, network, idle_timeout, limits, docker, ssh, modal");
+}
+
+static void test_unknown_key_subtable(void **state) {
+        expect_error("[sandbox]\n[sandbox.limits]\ncpus = 2\n",
+                     "vectora.toml:3:1: sandbox.limits: unknown key 'cpus'; allowed keys: timeout, max_output, pids, memory");
+}
+
+static void test_wrong_type(void **state) {
+        expect_error("[sandbox]\nenabled = \"yes\"\n",
+                     "vectora.toml:2:11: sandbox.enabled must be a boolean, not a string");
+        expect_error("[sandbox]\nrw_paths = \".\"\n",
+                     "vectora.toml:2:12: sandbox.rw_paths must be an array, not a string");
+        expect_error("[sandbox]\nidle_timeout = 1.5\n",
+                     "vectora.toml:2:16: sandbox.idle_timeout must be an integer, not a float");
+        expect_error("sandbox = 1\n", "vectora.toml:1:11: sandbox must be a table ([sandbox]), not integer");
+}
+
+static void test_wrong_element_type(void **state) {
+        expect_error("[sandbox]\nmask = [\".env\", 3]\n", "vectora.toml:2:17: sandbox.mask[1] must be a string, not integer");
+        expect_error("[sandbox]\nro_paths = [true]\n", "vectora.toml:2:13: sandbox.ro_paths[0] must be a string, not boolean");
+}
+
+static void test_unknown_backend(void **state) {
+        expect_error("[sandbox]\nbackend = \"podman\"\n",
+                     "vectora.toml:2:11: sandbox.backend: unknown backend \"podman\"; use one of \"local\", \"docker\", \"ssh\", \"modal\"");
+}
+
+static void test_bad_glob(void **state) {
+        expect_error_prefix("[sandbox]\nmask = [\"ok\", \"[abc\"]\n", "vectora.toml:2:15: sandbox.mask[1]: \"[abc\": column ");
+        expect_error_prefix("[sandbox]\nmask = [\"!keep.pem\"]\n", "vectora.toml:2:9: sandbox.mask[0]: \"!keep.pem\": column 1: ");
+}
+
+static void test_bad_paths(void **state) {
+        expect_error("[sandbox]\nrw_paths = [\"\"]\n",
+                     "vectora.toml:2:13: sandbox.rw_paths[0] is empty; use \".\" for the workspace root");
+        expect_error("[sandbox]\nrw_paths = [\".\", \"/usr\"]\n",
+                     "vectora.toml:2:18: sandbox.rw_paths[1]: \"/usr\" would make the system directory /usr writable inside the jail; list the project directories the agent needs instead");
+        expect_error("[sandbox]\nrw_paths = [\"/tmp/../\"]\n",
+                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/tmp/../\" would make the system directory / writable inside the jail; list the project directories the agent needs instead");
+        expect_error("[sandbox]\nro_paths = [\"~bob/x\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"~bob/x\": only \"~\" or \"~/...\" (the user's own home) is supported");
+        /* ro of a system dir is fine */
+        VsPolicy *p = parse_ok("[sandbox]\nro_paths = [\"/usr\"]\n");
+        policy_free(p);
+}
+
+static void test_malformed_toml(void **state) {
+        expect_error_prefix("[sandbox\nenabled = true\n", "vectora.toml:1:");
+        expect_error_prefix("[sandbox]\nenabled = true\nenabled = false\n", "vectora.toml:3:");
+        expect_error_prefix("[sandbox]\nmask = [\".env\"\n", "vectora.toml:");
+}
+
+static void test_limits(void **state) {
+        expect_error("[sandbox.limits]\nmemory = \"lots\"\n",
+                     "vectora.toml:2:10: sandbox.limits.memory: \"lots\" is not a size; write e.g. \"512M\" or \"2G\"");
+        expect_error("[sandbox.limits]\nmax_output = 10\n",
+                     "vectora.toml:2:14: sandbox.limits.max_output must be between 1024 and 67108864, not 10");
+        expect_error("[sandbox.limits]\ntimeout = 0\n",
+                     "vectora.toml:2:11: sandbox.limits.timeout must be between 1 and 604800, not 0");
+        expect_error("[sandbox.limits]\nmemory = true\n",
+                     "vectora.toml:2:10: sandbox.limits.memory must be a string like \"2G\" or an integer, not boolean");
+        VsPolicy *p = parse_ok("[sandbox.limits]\nmemory = 33554432\n");
+        assert_int_equal(p->limits.memory, 33554432);
+        policy_free(p);
+}
+
+static void test_backend_requirements(void **state) {
+        expect_error("x = 1\n[sandbox]\nbackend = \"docker\"\n",
+                     "vectora.toml:2:1: sandbox: backend = \"docker\" needs sandbox.docker.image (a local image name, e.g. image = \"debian:12\")");
+        expect_error("[sandbox]\nbackend = \"ssh\"\n", "vectora.toml:1:1: sandbox: backend = \"ssh\" needs sandbox.ssh.host");
+        expect_error("[sandbox.ssh]\nhost = \"-oProxyCommand=x\"\n", "vectora.toml:2:8: sandbox.ssh.host must not start with '-'");
+        expect_error("[sandbox.ssh]\nport = 70000\n", "vectora.toml:2:8: sandbox.ssh.port must be between 1 and 65535, not 70000");
+        expect_error("[sandbox.modal]\nsync = \"rsync\"\n",
+                     "vectora.toml:2:8: sandbox.modal.sync must be \"upload\" or \"volume\", not \"rsync\"");
+}
+
+/* Rule 5: lockdown forces network and GPU off. */
+static void test_lockdown_forces(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\nlockdown = true\nnetwork = true\nno_gpu = false\n");
+        assert_true(p->lockdown);
+        assert_false(p->network);
+        assert_true(p->no_gpu);
+        policy_free(p);
+}
+
+static void test_parse_size(void **state) {
+        uint64_t v = 0;
+        assert_int_equal(parse_size("2G", &v), 0);
+        assert_int_equal(v, 2ull << 30);
+        assert_int_equal(parse_size("512MiB", &v), 0);
+        assert_int_equal(v, 512ull << 20);
+        assert_int_equal(parse_size("1024", &v), 0);
+        assert_int_equal(v, 1024);
+        assert_int_equal(parse_size("1k", &v), 0);
+        assert_int_equal(v, 1024);
+        assert_int_equal(parse_size("", &v), -EINVAL);
+        assert_int_equal(parse_size("G", &v), -EINVAL);
+        assert_int_equal(parse_size("1X", &v), -EINVAL);
+        assert_int_equal(parse_size("99999999999999999999", &v), -ERANGE);
+        assert_int_equal(parse_size("17179869184T", &v), -ERANGE);
+}
+
+/* ---- resolution against a real tree (touches the OS) ---- */
+
+static char *make_tree(void) {
+        char tmpl[] = "/tmp/vs-test-config-XXXXXX";
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        char *ws = strdup(d);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s/sub", ws);
+        assert_int_equal(mkdir(buf, 0755), 0);
+        snprintf(buf, sizeof buf, "%s/outside", ws);
+        assert_int_equal(mkdir(buf, 0755), 0);
+        char link[4096];
+        snprintf(link, sizeof link, "%s/link", ws);
+        assert_int_equal(symlink(buf, link), 0);
+        return ws;
+}
+
+static void rm_tree(char *ws) {
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+        assert_int_equal(system(cmd), 0);
+        free(ws);
+}
+
+static int load_text(const char *ws, const char *text, VsPolicy **ret, VsError **err) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/vectora.toml", ws);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        return config_load(ws, ret, err);
+}
+
+static void test_resolve(void **state) {
+        char *ws = make_tree();
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = [\".\", \"sub/\", \"missing\"]\nro_paths = [\"link\"]\n", &p, &err), 0);
+        assert_string_equal(p->rw_paths[0].resolved, ws);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s/sub", ws);
+        assert_string_equal(p->rw_paths[1].resolved, buf);
+        assert_true(p->rw_paths[2].missing);
+        assert_null(p->rw_paths[2].resolved);
+        snprintf(buf, sizeof buf, "%s/outside", ws);
+        assert_string_equal(p->ro_paths[0].resolved, buf); /* canonical: the link's target */
+        policy_free(p);
+        rm_tree(ws);
+}
+
+static void test_lockdown_refuses_missing(void **state) {
+        char *ws = make_tree();
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        assert_true(load_text(ws, "[sandbox]\nlockdown = true\nrw_paths = [\".\", \"missing\"]\n", &p, &err) < 0);
+        char want[8192];
+        snprintf(want, sizeof want,
+                 "vectora.toml:3:18: sandbox.rw_paths[1]: \"missing\" (%s/missing) does not exist; lockdown refuses a listed path that is missing: create it or remove it from the list",
+                 ws);
+        assert_string_equal(vs_error_message(err), want);
+        vs_error_free(err);
+        rm_tree(ws);
+}
+
+static void test_lockdown_refuses_symlink(void **state) {
+        char *ws = make_tree();
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        assert_true(load_text(ws, "[sandbox]\nlockdown = true\nro_paths = [\"link\"]\n", &p, &err) < 0);
+        char want[8192];
+        snprintf(want, sizeof want,
+                 "vectora.toml:3:13: sandbox.ro_paths[0]: \"link\" goes through a symlink (%s/link -> %s/outside); lockdown refuses ambiguous paths: list the real path",
+                 ws, ws);
+        assert_string_equal(vs_error_message(err), want);
+        vs_error_free(err);
+        rm_tree(ws);
+}
+
+static void test_load_missing_file(void **state) {
+        char *ws = make_tree();
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        assert_int_equal(config_load(ws, &p, &err), 0);
+        assert_false(p->sandboxed);
+        assert_string_equal(p->unsandboxed_reason, "no vectora.toml in the workspace");
+        policy_free(p);
+        rm_tree(ws);
+}
+
+static void test_load_symlinked_config(void **state) {
+        char *ws = make_tree();
+        char a[4096], b[4096];
+        snprintf(a, sizeof a, "%s/outside/real.toml", ws);
+        FILE *f = fopen(a, "w");
+        assert_non_null(f);
+        fputs("[sandbox]\nenabled = false\n", f);
+        fclose(f);
+        snprintf(b, sizeof b, "%s/vectora.toml", ws);
+        assert_int_equal(symlink(a, b), 0);
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        assert_true(config_load(ws, &p, &err) < 0);
+        assert_string_equal(vs_error_message(err),
+                            "vectora.toml: is a symlink; the policy file must be a regular file in the workspace");
+        vs_error_free(err);
+        rm_tree(ws);
+}
+
+static void test_protected_paths(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\n");
+        char **l = NULL;
+        assert_int_equal(config_protected_paths(p, &l), 0);
+        assert_int_equal(strv_length(l), 3);
+        assert_string_equal(l[0], "/ws/vectora.toml");
+        assert_string_equal(l[1], "/ws/.git/hooks");
+        assert_string_equal(l[2], "/ws/.git/config");
+        strv_free(l);
+        policy_free(p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_no_sandbox_table),
+                cmocka_unit_test(test_enabled_false),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_full),
+                cmocka_unit_test(test_unknown_key_typo),
+                cmocka_unit_test(test_unknown_key_no_suggestion),
+                cmocka_unit_test(test_unknown_key_subtable),
+                cmocka_unit_test(test_wrong_type),
+                cmocka_unit_test(test_wrong_element_type),
+                cmocka_unit_test(test_unknown_backend),
+                cmocka_unit_test(test_bad_glob),
+                cmocka_unit_test(test_bad_paths),
+                cmocka_unit_test(test_malformed_toml),
+                cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_backend_requirements),
+                cmocka_unit_test(test_lockdown_forces),
+                cmocka_unit_test(test_parse_size),
+                cmocka_unit_test(test_resolve),
+                cmocka_unit_test(test_lockdown_refuses_missing),
+                cmocka_unit_test(test_lockdown_refuses_symlink),
+                cmocka_unit_test(test_load_missing_file),
+                cmocka_unit_test(test_load_symlinked_config),
+                cmocka_unit_test(test_protected_paths),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,40 @@
+# The two newcomer commands:
+#   make demo   the main job on the bundled example workspace, jailed
+#   make test   the whole test suite
+# Each installs its own dependencies (scripts/install-deps) and builds what it needs.
+
+BUILD ?= build
+MESON_OPTS ?=
+
+.PHONY: all deps build demo test test-asan fuzz bench conformance clean
+
+all: build
+
+deps:
+	@./scripts/install-deps
+
+$(BUILD)/build.ninja:
+	@meson setup $(BUILD) $(MESON_OPTS) >/dev/null
+
+build: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
+
+demo: build
+	@./scripts/demo $(BUILD)
+
+test: build
+	@./scripts/run-tests $(BUILD)
+
+test-asan: deps
+	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	@ninja -C build-asan >/dev/null || ninja -C build-asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/run-tests build-asan
+
+bench: build
+	@./scripts/run-bench $(BUILD)
+
+conformance: build
+	@../shared/conformance/run-toml-test $(BUILD)/tests/toml-test-decoder
+
+clean:
+	rm -rf build build-asan build-fuzz
