@@ -1,1 +1,585 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+/* Commands: fork/exec with a CLOEXEC error pipe, a process group per
+ * command, stdin fed from the request's raw bytes, stdout/stderr captured
+ * with a head+tail cap, timeouts and cancel by SIGKILL to the group, and
+ * reaping of every child (the worker may be pid 1 in the jail). */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "macro.h"
+#include "strv.h"
+#include "worker.h"
+
+#define DEFAULT_TIMEOUT_MS 120000u
+#define DEFAULT_MAX_OUTPUT (1024u * 1024u)
+/* Both streams and their markers must fit one raw payload. */
+#define MAX_OUTPUT_CAP (JSONL_MAX_RAW / 2 - 64)
+/* After the command exits, how long output may still arrive from
+ * processes it left behind holding the pipes. */
+#define DRAIN_GRACE_US (100u * 1000u)
+#define READ_CHUNK (64u * 1024u)
+
+typedef struct Capture {
+        int fd;          /* read end; -EBADF once closed */
+        char *data;      /* up to max bytes: everything, or head + tail ring */
+        size_t len;
+        size_t cap;
+        size_t max;
+        bool overflow;
+        size_t ring_w;   /* next write offset inside the tail ring */
+        uint64_t total;
+} Capture;
+
+struct Exec {
+        Exec *next;
+        uint64_t id;
+        pid_t pid;       /* the group leader; its pid is the pgid */
+        bool reaped;
+        int status;
+        int stdin_fd;
+        char *stdin_data;
+        size_t stdin_len, stdin_off;
+        Capture out, err;
+        uint64_t start_us, deadline_us, reaped_us;
+        bool timed_out, cancelled, killed;
+};
+
+uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* ---- output capture ---- */
+
+static int capture_feed(Capture *c, const char *p, size_t n) {
+        c->total += n;
+        if (!c->overflow) {
+                if (c->len + n <= c->max) {
+                        if (c->len + n > c->cap) {
+                                size_t nc = MAX(c->cap * 2, c->len + n);
+                                nc = MIN(MAX(nc, (size_t) 4096), c->max);
+                                char *d = realloc(c->data, nc);
+                                if (!d)
+                                        return -ENOMEM;
+                                c->data = d;
+                                c->cap = nc;
+                        }
+                        memcpy(c->data + c->len, p, n);
+                        c->len += n;
+                        return 0;
+                }
+                /* Past max: from now on keep the first half and a ring
+                 * of the last half. */
+                if (c->cap < c->max) {
+                        char *d = realloc(c->data, c->max ? c->max : 1);
+                        if (!d)
+                                return -ENOMEM;
+                        c->data = d;
+                        c->cap = c->max;
+                }
+                size_t m = c->max - c->len;
+                memcpy(c->data + c->len, p, m);
+                c->len = c->max;
+                p += m;
+                n -= m;
+                c->overflow = true;
+                c->ring_w = 0;
+        }
+        size_t head = c->max / 2, tail = c->max - head;
+        if (tail == 0)
+                return 0;
+        if (n >= tail) {
+                p += n - tail;
+                n = tail;
+        }
+        char *ring = c->data + head;
+        size_t first = MIN(n, tail - c->ring_w);
+        memcpy(ring + c->ring_w, p, first);
+        memcpy(ring, p + first, n - first);
+        c->ring_w = (c->ring_w + n) % tail;
+        return 0;
+}
+
+/* The kept bytes in order, with the marker when something was omitted.
+ * Points into c->data when nothing was. */
+static int capture_finish(Capture *c, StrBuf *tmp, const char **ret, size_t *ret_len) {
+        if (!c->overflow) {
+                *ret = c->data ? c->data : "";
+                *ret_len = c->len;
+                return 0;
+        }
+        size_t head = c->max / 2, tail = c->max - head;
+        char *ring = c->data + head;
+        int k;
+        if ((k = strbuf_append(tmp, c->data, head)) < 0 ||
+            (k = strbuf_appendf(tmp, "\n[... %llu bytes omitted ...]\n",
+                                (unsigned long long) (c->total - c->max))) < 0 ||
+            (k = strbuf_append(tmp, ring + c->ring_w, tail - c->ring_w)) < 0 ||
+            (k = strbuf_append(tmp, ring, c->ring_w)) < 0)
+                return k;
+        *ret = tmp->data;
+        *ret_len = tmp->len;
+        return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void exec_free(Exec *e) {
+        if (!e)
+                return;
+        safe_close(e->stdin_fd);
+        safe_close(e->out.fd);
+        safe_close(e->err.fd);
+        free(e->stdin_data);
+        free(e->out.data);
+        free(e->err.data);
+        free(e);
+}
+
+static void exec_kill(Exec *e) {
+        if (e->killed)
+                return;
+        /* The group outlives its leader while members remain; kernel pids
+         * are not reused as long as the group exists. */
+        (void) kill(-e->pid, SIGKILL);
+        if (!e->reaped)
+                (void) kill(e->pid, SIGKILL);
+        e->killed = true;
+}
+
+static bool exec_done(const Exec *e) {
+        return e->reaped && e->out.fd < 0 && e->err.fd < 0;
+}
+
+static int reply_unstarted(StrBuf *out, uint64_t id, int code, const char *fmt, const char *arg,
+                           const char *why) {
+        _cleanup_free_ char *msg = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        if (asprintf(&msg, fmt, arg, why) < 0)
+                return -ENOMEM;
+#pragma GCC diagnostic pop
+        size_t n = strlen(msg);
+        ProtocolExecReply r = {
+                .exit_code = code,
+                .stderr_len = n,
+                .stderr_total = n,
+        };
+        return protocol_encode_exec_reply(out, id, &r, "", msg);
+}
+
+static const char *env_get(char *const *env, const char *key) {
+        size_t kl = strlen(key);
+        for (char *const *e = env; e && *e; e++)
+                if (strncmp(*e, key, kl) == 0 && (*e)[kl] == '=')
+                        return *e + kl + 1;
+        return NULL;
+}
+
+/* init env overridden and extended by the request's. Strings borrowed. */
+static char **merge_env(char *const *base, char *const *add) {
+        size_t nb = strv_length(base), na = strv_length(add), n = 0;
+        char **l = calloc(nb + na + 1, sizeof(char *));
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < nb; i++) {
+                const char *eq = strchr(base[i], '=');
+                size_t kl = eq ? (size_t) (eq - base[i]) : strlen(base[i]);
+                bool overridden = false;
+                for (size_t j = 0; j < na && !overridden; j++)
+                        overridden = strncmp(add[j], base[i], kl) == 0 && add[j][kl] == '=';
+                if (!overridden)
+                        l[n++] = base[i];
+        }
+        for (size_t j = 0; j < na; j++)
+                l[n++] = add[j];
+        return l;
+}
+
+/* PATH lookup in the command's own environment, done before fork so the
+ * child only has to exec. Returns 0 and the path, or 126/127. */
+static int find_program(const char *name, char *const *env, int cwd_fd, char **ret) {
+        if (strchr(name, '/')) {
+                *ret = strdup(name);
+                return *ret ? 0 : -ENOMEM;
+        }
+        const char *path = env_get(env, "PATH");
+        if (!path)
+                path = "/usr/local/bin:/usr/bin:/bin";
+        int found_noexec = 0;
+        for (const char *s = path;; s++) {
+                const char *e = strchrnul(s, ':');
+                char *cand = NULL;
+                if (asprintf(&cand, "%.*s%s%s", (int) (e - s), s, e == s ? "" : "/", name) < 0)
+                        return -ENOMEM;
+                struct stat st;
+                if (fstatat(cwd_fd, cand, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+                        if (faccessat(cwd_fd, cand, X_OK, AT_EACCESS) == 0) {
+                                *ret = cand;
+                                return 0;
+                        }
+                        found_noexec = 1;
+                }
+                free(cand);
+                if (!*e)
+                        break;
+                s = e;
+        }
+        return found_noexec ? 126 : 127;
+}
+
+static _noreturn_ void child(int in_fd, int out_fd, int err_fd, int cwd_fd, int errpipe, pid_t parent,
+                             const char *path, char *const *argv, char *const *envp) {
+        /* Only what must happen between fork and exec: signals back to
+         * defaults, own process group, die with the worker, fds in place. */
+        sigset_t all;
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        signal(SIGPIPE, SIG_DFL); /* the worker ignores it; ignored stays ignored across exec */
+        setpgid(0, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
+                _exit(127);
+        int e = 0;
+        if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || fchdir(cwd_fd) < 0)
+                e = errno;
+        if (!e) {
+                execve(path, argv, envp);
+                e = errno;
+        }
+        (void) !write(errpipe, &e, sizeof e);
+        _exit(127);
+}
+
+int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj, char *stdin_data,
+               size_t stdin_len, StrBuf *out, VsError **err) {
+        _cleanup_free_ char *sdata = stdin_data;
+        ProtocolExecRequest req = {};
+        _cleanup_free_ char **envp = NULL;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int cwd_fd = -EBADF, in_r = -EBADF, in_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
+                            err_r = -EBADF, err_w = -EBADF, ep_r = -EBADF, ep_w = -EBADF;
+        int k, fds[2];
+
+        k = protocol_decode_exec_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        k = resolve_cwd(p, req.cwd, &cwd_fd, err);
+        if (k < 0)
+                goto finish;
+        envp = merge_env(d->env, req.env);
+        if (!envp) {
+                k = vs_error_set(err, -ENOMEM, "out of memory");
+                goto finish;
+        }
+
+        k = find_program(req.argv[0], envp, cwd_fd, &path);
+        if (k == -ENOMEM) {
+                vs_error_set(err, k, "out of memory");
+                goto finish;
+        }
+        if (k > 0) {
+                k = reply_unstarted(out, req.head.id, k, "vectora-worker: %s: %s\n", req.argv[0],
+                                    k == 127 ? "command not found" : "Permission denied");
+                goto finish;
+        }
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        out_r = fds[0], out_w = fds[1];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        err_r = fds[0], err_w = fds[1];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        ep_r = fds[0], ep_w = fds[1];
+        if (sdata) {
+                if (pipe2(fds, O_CLOEXEC) < 0)
+                        goto fail_errno;
+                in_r = fds[0], in_w = fds[1];
+        } else {
+                in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (in_r < 0)
+                        goto fail_errno;
+        }
+
+        uint64_t start = now_usec();
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid < 0)
+                goto fail_errno;
+        if (pid == 0)
+                child(in_r, out_w, err_w, cwd_fd, ep_w, parent, path, req.argv, envp);
+
+        /* Also here, so a kill before the child ran setpgid finds the group. */
+        (void) setpgid(pid, pid);
+        ep_w = safe_close(ep_w);
+        in_r = safe_close(in_r);
+        out_w = safe_close(out_w);
+        err_w = safe_close(err_w);
+
+        int child_errno = 0;
+        ssize_t n;
+        do
+                n = read(ep_r, &child_errno, sizeof child_errno);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t) sizeof child_errno) {
+                /* exec failed: the child exits at once; reap it here. */
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                k = reply_unstarted(out, req.head.id, child_errno == ENOENT ? 127 : 126,
+                                    "vectora-worker: %s: %s\n", req.argv[0], strerror(child_errno));
+                goto finish;
+        }
+
+        Exec *e = calloc(1, sizeof *e);
+        if (!e) {
+                (void) kill(-pid, SIGKILL);
+                (void) kill(pid, SIGKILL);
+                k = vs_error_set(err, -ENOMEM, "out of memory");
+                goto finish;
+        }
+        uint64_t timeout = req.timeout_ms ? req.timeout_ms : d->timeout_ms ? d->timeout_ms : DEFAULT_TIMEOUT_MS;
+        uint64_t max = req.max_output ? req.max_output : d->max_output ? d->max_output : DEFAULT_MAX_OUTPUT;
+        max = MIN(max, (uint64_t) MAX_OUTPUT_CAP);
+        *e = (Exec) {
+                .id = req.head.id,
+                .pid = pid,
+                .stdin_fd = -EBADF,
+                .out = { .fd = TAKE_FD(out_r), .max = (size_t) max },
+                .err = { .fd = TAKE_FD(err_r), .max = (size_t) max },
+                .start_us = start,
+                .deadline_us = start + MIN(timeout, (uint64_t) 1 << 40) * 1000u,
+        };
+        (void) fd_set_nonblock(e->out.fd, true);
+        (void) fd_set_nonblock(e->err.fd, true);
+        if (sdata) {
+                e->stdin_fd = TAKE_FD(in_w);
+                (void) fd_set_nonblock(e->stdin_fd, true);
+                e->stdin_data = TAKE_PTR(sdata);
+                e->stdin_len = stdin_len;
+        }
+        /* Append: replies of equal commands keep request order. */
+        Exec **tail = list;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = e;
+        k = 0;
+        goto finish;
+
+fail_errno:
+        k = negative_errno();
+        vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+finish:
+        protocol_exec_request_done(&req);
+        return k;
+}
+
+size_t exec_count_fds(Exec *list) {
+        size_t n = 0;
+        for (Exec *e = list; e; e = e->next)
+                n += 3;
+        return n;
+}
+
+size_t exec_fill_poll(Exec *list, struct pollfd *fds) {
+        size_t n = 0;
+        for (Exec *e = list; e; e = e->next) {
+                if (e->out.fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = e->out.fd, .events = POLLIN };
+                if (e->err.fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = e->err.fd, .events = POLLIN };
+                if (e->stdin_fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = e->stdin_fd, .events = POLLOUT };
+        }
+        return n;
+}
+
+static void drain(Capture *c) {
+        char buf[READ_CHUNK];
+        /* Bounded, so one chatty command cannot starve the others. */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = read(c->fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        c->fd = safe_close(c->fd);
+                        return;
+                }
+                if (capture_feed(c, buf, (size_t) n) < 0) {
+                        /* Out of memory: stop capturing, keep the command. */
+                        c->fd = safe_close(c->fd);
+                        return;
+                }
+        }
+}
+
+static void feed_stdin(Exec *e) {
+        while (e->stdin_off < e->stdin_len) {
+                ssize_t n = write(e->stdin_fd, e->stdin_data + e->stdin_off,
+                                  MIN(e->stdin_len - e->stdin_off, (size_t) 1 << 20));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n < 0)
+                        break; /* EPIPE: the command does not read its stdin */
+                e->stdin_off += (size_t) n;
+        }
+        e->stdin_fd = safe_close(e->stdin_fd);
+        e->stdin_data = (free(e->stdin_data), NULL);
+}
+
+static void send_reply(Exec *e, StrBuf *out) {
+        _cleanup_strbuf_ StrBuf t1 = STRBUF_INIT, t2 = STRBUF_INIT;
+        const char *so = "", *se = "";
+        size_t so_len = 0, se_len = 0;
+        ProtocolExecReply r = {
+                .timed_out = e->timed_out,
+                .cancelled = e->cancelled,
+                .stdout_total = e->out.total,
+                .stderr_total = e->err.total,
+                .duration_us = e->reaped_us - e->start_us,
+        };
+        if (WIFSIGNALED(e->status)) {
+                r.signal = WTERMSIG(e->status);
+                r.exit_code = 128 + r.signal;
+        } else
+                r.exit_code = WEXITSTATUS(e->status);
+        if (capture_finish(&e->out, &t1, &so, &so_len) < 0 || capture_finish(&e->err, &t2, &se, &se_len) < 0) {
+                so_len = se_len = 0;
+                so = se = "";
+        }
+        r.stdout_len = so_len;
+        r.stderr_len = se_len;
+        if (protocol_encode_exec_reply(out, e->id, &r, so, se) < 0)
+                (void) protocol_encode_error(out, true, e->id, PROTOCOL_ERROR_IO, "cannot encode the reply");
+}
+
+void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out) {
+        for (size_t i = 0; i < n; i++) {
+                if (!fds[i].revents)
+                        continue;
+                for (Exec *e = *list; e; e = e->next) {
+                        if (fds[i].fd == e->out.fd)
+                                drain(&e->out);
+                        else if (fds[i].fd == e->err.fd)
+                                drain(&e->err);
+                        else if (fds[i].fd == e->stdin_fd)
+                                feed_stdin(e);
+                        else
+                                continue;
+                        break;
+                }
+        }
+
+        uint64_t now = now_usec();
+        for (Exec **ep = list; *ep;) {
+                Exec *e = *ep;
+                if (!e->reaped && !e->killed && now >= e->deadline_us) {
+                        e->timed_out = true;
+                        exec_kill(e);
+                }
+                if (e->reaped && !exec_done(e) && now >= e->reaped_us + DRAIN_GRACE_US) {
+                        /* Something left behind still holds the pipes:
+                         * keep what arrived, stop waiting. */
+                        if (e->out.fd >= 0)
+                                drain(&e->out);
+                        if (e->err.fd >= 0)
+                                drain(&e->err);
+                        e->out.fd = safe_close(e->out.fd);
+                        e->err.fd = safe_close(e->err.fd);
+                }
+                if (exec_done(e)) {
+                        e->stdin_fd = safe_close(e->stdin_fd);
+                        send_reply(e, out);
+                        *ep = e->next;
+                        exec_free(e);
+                        continue;
+                }
+                ep = &e->next;
+        }
+}
+
+int exec_next_timeout_ms(Exec *list) {
+        uint64_t now = now_usec(), best = UINT64_MAX;
+        for (Exec *e = list; e; e = e->next) {
+                uint64_t t = UINT64_MAX;
+                if (!e->reaped && !e->killed)
+                        t = e->deadline_us;
+                else if (e->reaped && !exec_done(e))
+                        t = e->reaped_us + DRAIN_GRACE_US;
+                else if (exec_done(e))
+                        t = now;
+                best = MIN(best, t);
+        }
+        if (best == UINT64_MAX)
+                return -1;
+        if (best <= now)
+                return 0;
+        uint64_t ms = (best - now + 999) / 1000;
+        return ms > INT32_MAX ? INT32_MAX : (int) ms;
+}
+
+void exec_reap(Exec *list) {
+        for (;;) {
+                int status;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+                if (pid < 0 && errno == EINTR)
+                        continue;
+                if (pid <= 0)
+                        return;
+                /* Unknown pids are orphans reparented to us (pid 1, or
+                 * subreaper): reaping them is all there is to do. */
+                for (Exec *e = list; e; e = e->next)
+                        if (e->pid == pid && !e->reaped) {
+                                e->reaped = true;
+                                e->status = status;
+                                e->reaped_us = now_usec();
+                                break;
+                        }
+        }
+}
+
+bool exec_cancel(Exec *list, uint64_t id) {
+        for (Exec *e = list; e; e = e->next)
+                if (e->id == id) {
+                        if (!e->reaped || !exec_done(e)) {
+                                e->cancelled = true;
+                                exec_kill(e);
+                        }
+                        return true;
+                }
+        return false;
+}
+
+bool exec_id_in_use(Exec *list, uint64_t id) {
+        for (Exec *e = list; e; e = e->next)
+                if (e->id == id)
+                        return true;
+        return false;
+}
+
+void exec_kill_all(Exec **list) {
+        for (Exec *e = *list; e; e = e->next)
+                exec_kill(e);
+        while (*list) {
+                Exec *e = *list;
+                if (!e->reaped)
+                        while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                *list = e->next;
+                exec_free(e);
+        }
+}

@@ -1,1 +1,326 @@
-/* PLACEHOLDER: not yet written */
+/* SPDX-License-Identifier: MIT */
+/* read_file, write_file, stat, list_dir. Each resolves its path through
+ * resolve.c first (policy on every call), then acts relative to the
+ * directory descriptor it got, never by path again. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "macro.h"
+#include "sha256.h"
+#include "worker.h"
+
+#define CHUNK (256u * 1024u)
+
+static int io_error(VsError **err, int k, const char *path) {
+        return vs_error_set(err, k, "%s: %s", path, strerror(-k));
+}
+
+/* Opens the resolved target for reading; only regular files (a FIFO would
+ * block the worker, a device is not a file). */
+static int open_regular(const Resolved *r, struct stat *st, VsError **err) {
+        int fd = openat(r->dir_fd, r->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return io_error(err, negative_errno(), r->path);
+        if (fstat(fd, st) < 0) {
+                int k = negative_errno();
+                safe_close(fd);
+                return io_error(err, k, r->path);
+        }
+        if (!S_ISREG(st->st_mode)) {
+                safe_close(fd);
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "%s: not a regular file", r->path);
+        }
+        return fd;
+}
+
+/* Hashes the whole file; copies [offset, offset+limit) into *win. */
+static int hash_and_window(int fd, uint64_t offset, uint64_t limit, char out_hex[SHA256_HEX_LEN + 1],
+                           StrBuf *win) {
+        _cleanup_free_ char *buf = malloc(CHUNK);
+        Sha256 h;
+        uint64_t pos = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        sha256_begin(&h);
+        for (;;) {
+                ssize_t n = read(fd, buf, CHUNK);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                sha256_feed(&h, buf, (size_t) n);
+                if (win) {
+                        uint64_t a = MAX(pos, offset), b = MIN(pos + (uint64_t) n, offset + limit);
+                        if (a < b) {
+                                int k = strbuf_append(win, buf + (a - pos), (size_t) (b - a));
+                                if (k < 0)
+                                        return k;
+                        }
+                }
+                pos += (uint64_t) n;
+        }
+        sha256_end_hex(&h, out_hex);
+        return 0;
+}
+
+int fileops_read_file(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
+        ProtocolReadFileRequest req;
+        _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
+        _cleanup_strbuf_ StrBuf win = STRBUF_INIT;
+        char hex[SHA256_HEX_LEN + 1];
+        struct stat st;
+        int k;
+
+        k = protocol_decode_read_file_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        uint64_t limit = req.limit ? req.limit : JSONL_MAX_RAW;
+        if (limit > JSONL_MAX_RAW)
+                return vs_error_set_kind(err, -EFBIG, "too_large", "limit over %u bytes", JSONL_MAX_RAW);
+        k = resolve_path(p, req.path, PATH_FOLLOW_FINAL, &r, err);
+        if (k < 0)
+                return k;
+        if (!r.exists)
+                return io_error(err, -ENOENT, r.path);
+        _cleanup_close_ int fd = open_regular(&r, &st, err);
+        if (fd < 0)
+                return fd;
+        k = hash_and_window(fd, req.offset, limit, hex, &win);
+        if (k < 0)
+                return io_error(err, k, r.path);
+        ProtocolReadFileReply rep = {
+                .size = (uint64_t) st.st_size,
+                .sha256 = hex,
+                .offset = req.offset,
+                .eof = req.offset + win.len >= (uint64_t) st.st_size,
+        };
+        /* Hashing read the file as it is now; report that size. */
+        return protocol_encode_read_file_reply(out, req.head.id, &rep, win.data ? win.data : "", win.len);
+}
+
+static int hash_existing(const Resolved *r, char hex[SHA256_HEX_LEN + 1], VsError **err) {
+        struct stat st;
+        _cleanup_close_ int fd = open_regular(r, &st, err);
+        if (fd < 0)
+                return fd;
+        int k = hash_and_window(fd, 0, 0, hex, NULL);
+        if (k < 0)
+                return io_error(err, k, r->path);
+        return 0;
+}
+
+static int temp_open(int dirfd, char name[static 32]) {
+        for (int attempt = 0; attempt < 100; attempt++) {
+                static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+                uint8_t rnd[6];
+                if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+                        return negative_errno();
+                char suffix[7];
+                for (size_t i = 0; i < 6; i++)
+                        suffix[i] = chars[rnd[i] % (sizeof chars - 1)];
+                suffix[6] = 0;
+                snprintf(name, 32, ".vectora-tmp-%s", suffix);
+                int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                        return fd;
+                if (errno != EEXIST)
+                        return negative_errno();
+        }
+        return -EEXIST;
+}
+
+int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t len, StrBuf *out,
+                       VsError **err) {
+        ProtocolWriteFileRequest req;
+        _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
+        char tmp[32];
+        struct stat st;
+        int k;
+
+        k = protocol_decode_write_file_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        unsigned flags = PATH_WRITE | PATH_FOLLOW_FINAL | (req.create_parents ? PATH_CREATE_PARENTS : 0);
+        k = resolve_path(p, req.path, flags, &r, err);
+        if (k < 0)
+                return k;
+
+        bool exists = r.exists && fstatat(r.dir_fd, r.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (exists && S_ISDIR(st.st_mode))
+                return io_error(err, -EISDIR, r.path);
+        if (exists && !S_ISREG(st.st_mode))
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "%s: not a regular file", r.path);
+        if (req.if_sha256) {
+                if (!req.if_sha256[0] && exists)
+                        return vs_error_set_kind(err, -EEXIST, "precondition_failed", "%s: exists", r.path);
+                if (req.if_sha256[0]) {
+                        char hex[SHA256_HEX_LEN + 1];
+                        if (!exists)
+                                return vs_error_set_kind(err, -ENOENT, "precondition_failed",
+                                                         "%s: does not exist", r.path);
+                        k = hash_existing(&r, hex, err);
+                        if (k < 0)
+                                return k;
+                        if (!streq(hex, req.if_sha256))
+                                return vs_error_set_kind(err, -ESTALE, "precondition_failed",
+                                                         "%s: content changed (sha256 %s)", r.path, hex);
+                }
+        }
+
+        mode_t mode;
+        if (req.has_mode)
+                mode = (mode_t) req.mode;
+        else if (exists)
+                mode = st.st_mode & 07777;
+        else {
+                mode_t um = umask(0);
+                umask(um);
+                mode = 0666 & ~um;
+        }
+
+        _cleanup_close_ int fd = temp_open(r.dir_fd, tmp);
+        if (fd < 0)
+                return io_error(err, fd, r.path);
+        k = write_all(fd, data, len);
+        if (k >= 0 && fchmod(fd, mode) < 0)
+                k = negative_errno();
+        if (k >= 0 && exists && (st.st_uid != geteuid() || st.st_gid != getegid()))
+                (void) !fchown(fd, st.st_uid, st.st_gid); /* best effort: keep the owner */
+        if (k >= 0 && fsync(fd) < 0)
+                k = negative_errno();
+        if (k >= 0 && renameat(r.dir_fd, tmp, r.dir_fd, r.name) < 0)
+                k = negative_errno();
+        if (k < 0) {
+                unlinkat(r.dir_fd, tmp, 0);
+                return io_error(err, k, r.path);
+        }
+        /* The rename is durable only once the directory is. */
+        if (fsync(r.dir_fd) < 0)
+                return io_error(err, negative_errno(), r.path);
+
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(data, len, hex);
+        ProtocolWriteFileReply rep = { .size = len, .sha256 = hex, .created = !exists };
+        return protocol_encode_write_file_reply(out, req.head.id, &rep);
+}
+
+int fileops_stat(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
+        ProtocolPathRequest req;
+        _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
+        struct stat st;
+        int k;
+
+        k = protocol_decode_stat_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        k = resolve_path(p, req.path, 0, &r, err);
+        if (k < 0)
+                return k;
+        if (fstatat(r.dir_fd, r.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return io_error(err, negative_errno(), r.path);
+        ProtocolStatReply rep = {
+                .type = protocol_file_type_from_mode(st.st_mode),
+                .size = (uint64_t) st.st_size,
+                .mode = st.st_mode & 07777,
+                .mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+        };
+        return protocol_encode_stat_reply(out, req.head.id, &rep);
+}
+
+static int entry_cmp(const void *a, const void *b) {
+        return strcmp(((const ProtocolDirEntry *) a)->name, ((const ProtocolDirEntry *) b)->name);
+}
+
+int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
+        ProtocolPathRequest req;
+        _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
+        ProtocolDirEntry *entries = NULL;
+        size_t n = 0, cap = 0;
+        int k;
+
+        k = protocol_decode_list_dir_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        k = resolve_path(p, req.path, PATH_FOLLOW_FINAL, &r, err);
+        if (k < 0)
+                return k;
+        int fd = openat(r.dir_fd, r.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return io_error(err, negative_errno(), r.path);
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                k = negative_errno();
+                safe_close(fd);
+                return io_error(err, k, r.path);
+        }
+
+        struct dirent *de;
+        k = 0;
+        while ((errno = 0, de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                unsigned type = de->d_type;
+                ProtocolFileType t;
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                continue; /* gone meanwhile */
+                        t = protocol_file_type_from_mode(st.st_mode);
+                } else
+                        t = type == DT_REG ? PROTOCOL_FILE_FILE
+                            : type == DT_DIR ? PROTOCOL_FILE_DIR
+                            : type == DT_LNK ? PROTOCOL_FILE_SYMLINK
+                                             : PROTOCOL_FILE_OTHER;
+                char *child = NULL;
+                if (asprintf(&child, "%s/%s", streq(r.path, "/") ? "" : r.path, de->d_name) < 0) {
+                        k = -ENOMEM;
+                        break;
+                }
+                bool masked = policy_is_masked(p, child, t == PROTOCOL_FILE_DIR);
+                free(child);
+                if (masked)
+                        continue;
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 64;
+                        ProtocolDirEntry *ne = realloc(entries, nc * sizeof *ne);
+                        if (!ne) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        entries = ne;
+                        cap = nc;
+                }
+                char *name = strdup(de->d_name);
+                if (!name) {
+                        k = -ENOMEM;
+                        break;
+                }
+                entries[n++] = (ProtocolDirEntry) { .name = name, .type = t };
+        }
+        if (k == 0 && errno != 0)
+                k = negative_errno();
+        closedir(d);
+        if (k == 0) {
+                if (n)
+                        qsort(entries, n, sizeof *entries, entry_cmp);
+                ProtocolListDirReply rep = { .entries = entries, .n_entries = n };
+                k = protocol_encode_list_dir_reply(out, req.head.id, &rep);
+                if (k < 0)
+                        vs_error_set(err, k, "%s: cannot encode the reply", r.path);
+        } else
+                io_error(err, k, r.path);
+        for (size_t i = 0; i < n; i++)
+                free((char *) entries[i].name);
+        free(entries);
+        return k;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Internal interfaces of vectora-worker (one file per concern):
+ *   main.c     handshake, poll loop, request dispatch through the allowlist
+ *   enforce.c  the ordered hardening step
+ *   resolve.c  path policy: confined resolution, masks, protected paths
+ *   fileops.c  read_file, write_file, stat, list_dir
+ *   exec.c     commands: spawn, output capture, timeouts, cancel, reaping */
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "glob.h"
+#include "jsonl.h"
+#include "protocol.h"
+#include "strbuf.h"
+
+/* ---- enforce.c ---- */
+
+/* Applies the init policy to the calling process, in order: no_new_privs,
+ * Landlock, seccomp, then a self-check. On success *ret says what is
+ * enforced (degraded: malloc'd strv). A failed layer named in
+ * init->require returns -EPERM with *err; nothing is rolled back (the caller
+ * exits 125). */
+int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err);
+/* Layers this process could enforce (for hello): strv. */
+char **enforce_capabilities(int *ret_landlock_abi);
+
+/* ---- resolve.c ---- */
+
+typedef struct Policy {
+        ProtocolMode mode;
+        char *workspace;     /* normalized */
+        char **rw;           /* normalized; direct mode: "/" */
+        char **ro;
+        char **protected_paths;
+        VsGlobSet *masks;    /* NULL: none */
+} Policy;
+
+int policy_init(Policy *p, const ProtocolInit *init, VsError **err);
+void policy_done(Policy *p);
+
+typedef enum PathFlags {
+        PATH_WRITE = 1u << 0,          /* the target must be writable: rw root, not protected */
+        PATH_FOLLOW_FINAL = 1u << 1,   /* follow a symlink in the last component */
+        PATH_CREATE_PARENTS = 1u << 2, /* mkdir missing parents (with PATH_WRITE) */
+} PathFlags;
+
+typedef struct Resolved {
+        int dir_fd;  /* the parent directory (O_PATH; O_RDONLY|O_DIRECTORY with PATH_WRITE) */
+        char *name;  /* the last component, "." for a root itself */
+        char *path;  /* the resolved absolute path */
+        bool exists; /* the last component exists (lstat) */
+} Resolved;
+
+#define RESOLVED_INIT { -EBADF, NULL, NULL, false }
+
+/* Resolves path (absolute, or relative to the workspace) under the policy.
+ * Denials return -EACCES with *err kind "denied". The target's existence is
+ * not required. */
+int resolve_path(const Policy *p, const char *path, unsigned flags, Resolved *ret, VsError **err);
+void resolved_done(Resolved *r);
+/* Is this resolved absolute path masked (relative to the workspace)? */
+bool policy_is_masked(const Policy *p, const char *abs, bool is_dir);
+/* Opens a directory for exec's cwd (O_PATH), absolute or workspace-relative. */
+int resolve_cwd(const Policy *p, const char *cwd, int *ret_fd, VsError **err);
+
+/* ---- fileops.c (synchronous; each appends a reply to out) ---- */
+
+int fileops_read_file(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
+int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t len, StrBuf *out,
+                       VsError **err);
+int fileops_stat(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
+int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
+
+/* ---- exec.c ---- */
+
+typedef struct Exec Exec;
+
+typedef struct ExecDefaults {
+        char **env;          /* init env, "K=V" */
+        uint64_t timeout_ms;
+        uint64_t max_output;
+} ExecDefaults;
+
+/* Starts the command of an exec request. stdin_data (owned, free()) may be
+ * NULL. On success the Exec is linked into *list. A command that cannot
+ * start still "succeeds": its reply (126/127) is appended to out. */
+int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj, char *stdin_data,
+               size_t stdin_len, StrBuf *out, VsError **err);
+/* Number of pollfds exec_fill_poll() may use. */
+size_t exec_count_fds(Exec *list);
+/* Adds the pollfds of running commands; returns how many. */
+size_t exec_fill_poll(Exec *list, struct pollfd *fds);
+/* Services ready fds (the same array), timeouts and finished commands,
+ * appending replies to out. */
+void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out);
+/* Milliseconds until the nearest deadline, -1 when none. */
+int exec_next_timeout_ms(Exec *list);
+/* Reaps children (after SIGCHLD). */
+void exec_reap(Exec *list);
+/* Kills the command with this request id. */
+bool exec_cancel(Exec *list, uint64_t id);
+bool exec_id_in_use(Exec *list, uint64_t id);
+/* SIGKILLs every command group, reaps, frees; no replies. */
+void exec_kill_all(Exec **list);
+
+uint64_t now_usec(void);
