@@ -389,6 +389,8 @@ static int add_personality(const Lib *lib, void *ctx, const Entry *e, int nr, Vs
         return 0;
 }
 
+_Static_assert(AF_UNIX == 1 && AF_INET == 2 && AF_INET6 == 10 && AF_NETLINK == 16, "socket family numbering");
+
 static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, VsError **err) {
         static const uint64_t ns_flags[] = {
                 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -448,8 +450,6 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, VsError 
                 /* Allowed: AF_UNIX (1), AF_INET (2), AF_INET6 (10),
                  * AF_NETLINK (16). Everything at or above 17 in 64 bits,
                  * high garbage included, plus each gap below. */
-                _Static_assert(AF_UNIX == 1 && AF_INET == 2 && AF_INET6 == 10 && AF_NETLINK == 16,
-                               "socket family numbering");
                 for (uint64_t f = 0; f < 17; f++) {
                         if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK)
                                 continue;
