@@ -563,8 +563,13 @@ static int parse_string(Parser *p, StrBuf *out) {
         int r;
 
         out->max = TOML_MAX_INPUT;
-        if (!out->data && (r = strbuf_reserve(out, 0)) < 0)
-                return sb_err(p, r);
+        /* strbuf_reserve() does not write the terminating NUL, and an empty
+         * string must still come out as "" */
+        if (!out->data) {
+                if ((r = strbuf_reserve(out, 0)) < 0)
+                        return sb_err(p, r);
+                strbuf_clear(out);
+        }
         p->p += multiline ? 3 : 1;
         if (multiline && at_newline(p))
                 eat_newline(p); /* a newline right after the delimiter is trimmed */
@@ -722,7 +727,6 @@ static int parse_number(Parser *p, unsigned line, unsigned col, TomlNode **ret) 
                 q++;
         }
 
-        _cleanup_(toml_freep) TomlValue *v = NULL;
         if (e - q == 3 && (memcmp(q, "inf", 3) == 0 || memcmp(q, "nan", 3) == 0)) {
                 TomlNode *n = node_new(TOML_FLOAT, line, col, 0);
                 if (!n)
@@ -738,8 +742,8 @@ static int parse_number(Parser *p, unsigned line, unsigned col, TomlNode **ret) 
         if (e - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'o' || q[1] == 'b')) {
                 int base = q[1] == 'x' ? 16 : q[1] == 'o' ? 8 : 2;
                 if (sign)
-                        return fail(p, -EINVAL, line, col, "a sign is not allowed on a %s integer",
-                                    base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary");
+                        return fail(p, -EINVAL, line, col, "a sign is not allowed on %s integer",
+                                    base == 16 ? "a hexadecimal" : base == 8 ? "an octal" : "a binary");
                 const char *d = q + 2, *de = scan_digits(d, e, base);
                 if (de == d || de != e)
                         return fail(p, -EINVAL, line, col, "invalid %s integer '%.*s'",
@@ -1127,6 +1131,33 @@ static int parse_value(Parser *p, unsigned depth, TomlNode **ret) {
 
 /* ---- tree building ---- */
 
+/* "an integer", "an inline table"... for messages. */
+static const char *describe_node(const TomlNode *n) {
+        switch (n->v.type) {
+        case TOML_TABLE:
+                return n->flags & NODE_FROZEN ? "an inline table" : "a table";
+        case TOML_ARRAY:
+                return n->flags & NODE_AOT ? "an array of tables" : "an array";
+        case TOML_STRING:
+                return "a string";
+        case TOML_INTEGER:
+                return "an integer";
+        case TOML_FLOAT:
+                return "a float";
+        case TOML_BOOL:
+                return "a boolean";
+        case TOML_DATETIME:
+                return "an offset date-time";
+        case TOML_DATETIME_LOCAL:
+                return "a local date-time";
+        case TOML_DATE_LOCAL:
+                return "a local date";
+        case TOML_TIME_LOCAL:
+                return "a local time";
+        }
+        return "a value";
+}
+
 /* Inserts value (owned; freed on failure) at the dotted key kp in table. */
 static int insert_keyval(Parser *p, TomlNode *table, KeyPath *kp, TomlNode *value) {
         _cleanup_(toml_freep) TomlValue *v = &value->v;
@@ -1155,10 +1186,8 @@ static int insert_keyval(Parser *p, TomlNode *table, KeyPath *kp, TomlNode *valu
                 TomlNode *c = node_of(kv->value);
                 if (c->v.type != TOML_TABLE)
                         return fail(p, -EINVAL, k->line, k->col,
-                                    "cannot use '%s' as a table: it is already %s %s (defined at %u:%u)",
-                                    path_text(kp, i, &pb), c->v.type == TOML_ARRAY && (c->flags & NODE_AOT) ? "an" : "a",
-                                    c->v.type == TOML_ARRAY && (c->flags & NODE_AOT) ? "array of tables" : toml_type_name(c->v.type),
-                                    kv->line, kv->col);
+                                    "cannot use '%s' as a table: it is already %s (defined at %u:%u)",
+                                    path_text(kp, i, &pb), describe_node(c), kv->line, kv->col);
                 if (c->flags & NODE_FROZEN)
                         return fail(p, -EINVAL, k->line, k->col,
                                     "cannot add keys to inline table '%s' (defined at %u:%u)",
@@ -1225,9 +1254,8 @@ static int parse_header(Parser *p) {
                 }
                 if (c->v.type != TOML_TABLE)
                         return fail(p, -EINVAL, k->line, k->col,
-                                    "cannot use '%s' as a table: it is already a%s %s (defined at %u:%u)",
-                                    path_text(&kp, i, &pb), c->v.type == TOML_ARRAY ? "n" : "",
-                                    c->v.type == TOML_ARRAY ? "array" : toml_type_name(c->v.type), kv->line, kv->col);
+                                    "cannot use '%s' as a table: it is already %s (defined at %u:%u)",
+                                    path_text(&kp, i, &pb), describe_node(c), kv->line, kv->col);
                 if (c->flags & NODE_FROZEN)
                         return fail(p, -EINVAL, k->line, k->col,
                                     "cannot add keys to inline table '%s' (defined at %u:%u)",
@@ -1260,8 +1288,8 @@ static int parse_header(Parser *p) {
                                     path, kv->line, kv->col);
                 if (c->v.type != TOML_TABLE)
                         return fail(p, -EINVAL, line, col,
-                                    "cannot define table '%s': it is already a%s %s (defined at %u:%u)", path,
-                                    c->v.type == TOML_ARRAY ? "n" : "", toml_type_name(c->v.type), kv->line, kv->col);
+                                    "cannot define table '%s': it is already %s (defined at %u:%u)", path,
+                                    describe_node(c), kv->line, kv->col);
                 if (c->flags & NODE_FROZEN)
                         return fail(p, -EINVAL, line, col,
                                     "cannot define table '%s': it is already an inline table (defined at %u:%u)",
@@ -1295,8 +1323,8 @@ static int parse_header(Parser *p) {
                 arr = node_of(kv->value);
                 if (arr->v.type != TOML_ARRAY)
                         return fail(p, -EINVAL, line, col,
-                                    "cannot define array of tables '%s': it is already a %s (defined at %u:%u)", path,
-                                    toml_type_name(arr->v.type), kv->line, kv->col);
+                                    "cannot define array of tables '%s': it is already %s (defined at %u:%u)", path,
+                                    describe_node(arr), kv->line, kv->col);
                 if (!(arr->flags & NODE_AOT))
                         return fail(p, -EINVAL, line, col,
                                     "cannot append to static array '%s' (defined at %u:%u)", path, kv->line, kv->col);
