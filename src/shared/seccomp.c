@@ -294,7 +294,7 @@ static int lib_open(Lib *ret, VsError **err) {
                         lib_close(&lib);                                                 \
                         return vs_error_set(err, -ELIBACC,                               \
                                             "libseccomp could not be loaded (%s: no symbol %s); " \
-                                            "install libseccomp2 >= 2.5 (apt-get install libseccomp2)", \
+                                            "install libseccomp2 (apt-get install libseccomp2)", \
                                             path, sym);                                  \
                 }                                                                        \
         } while (0)
