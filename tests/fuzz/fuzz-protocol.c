@@ -1,5 +1,126 @@
-/* PLACEHOLDER */
+/* SPDX-License-Identifier: MIT */
+/* Every protocol decoder on every message the reader accepts from arbitrary
+ * bytes; what decodes is encoded again where an encoder exists. */
 #include <stdint.h>
-#include <stddef.h>
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }
+
+#include "jsonl.h"
+#include "protocol.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define TRY(call)                                                                          \
+        do {                                                                               \
+                VsError *_e = NULL;                                                        \
+                (void) (call);                                                             \
+                vs_error_free(_e);                                                         \
+        } while (0)
+
+static void decode_all(json_t *o, size_t raw_len) {
+        VsError *e = NULL;
+        StrBuf b = STRBUF_INIT;
+
+        ProtocolRequestHead head;
+        uint64_t id;
+        (void) protocol_peek_id(o, &id);
+        if (protocol_decode_request_head(o, &head, &e) == 0 &&
+            !protocol_op_to_string(head.op))
+                __builtin_trap();
+        vs_error_free(e), e = NULL;
+
+        ProtocolInit init;
+        if (protocol_decode_init(o, &init, &e) == 0) {
+                (void) protocol_encode_init(&b, &init);
+                protocol_init_done(&init);
+        }
+        vs_error_free(e), e = NULL;
+
+        ProtocolExecRequest ex;
+        if (protocol_decode_exec_request(o, &ex, &e) == 0) {
+                if (!ex.argv || !ex.argv[0])
+                        __builtin_trap();
+                (void) protocol_encode_exec_request(&b, ex.head.id, &ex, NULL, 0);
+                protocol_exec_request_done(&ex);
+        }
+        vs_error_free(e), e = NULL;
+
+        ProtocolReadFileRequest rf;
+        if (protocol_decode_read_file_request(o, &rf, &e) == 0)
+                (void) protocol_encode_read_file_request(&b, rf.head.id, &rf);
+        vs_error_free(e), e = NULL;
+        ProtocolWriteFileRequest wf;
+        if (protocol_decode_write_file_request(o, &wf, &e) == 0)
+                (void) protocol_encode_write_file_request(&b, wf.head.id, &wf, "", 0);
+        vs_error_free(e), e = NULL;
+        ProtocolPathRequest pr;
+        if (protocol_decode_stat_request(o, &pr, &e) == 0)
+                (void) protocol_encode_stat_request(&b, pr.head.id, pr.path);
+        vs_error_free(e), e = NULL;
+        if (protocol_decode_list_dir_request(o, &pr, &e) == 0)
+                (void) protocol_encode_list_dir_request(&b, pr.head.id, pr.path);
+        vs_error_free(e), e = NULL;
+        ProtocolCancelRequest cr;
+        if (protocol_decode_cancel_request(o, &cr, &e) == 0)
+                (void) protocol_encode_cancel_request(&b, cr.head.id, cr.target);
+        vs_error_free(e), e = NULL;
+        ProtocolRequestHead sh;
+        TRY(protocol_decode_shutdown_request(o, &sh, &_e));
+
+        ProtocolHello h;
+        if (protocol_decode_hello(o, &h, &e) == 0) {
+                (void) protocol_encode_hello(&b, &h);
+                protocol_hello_done(&h);
+        }
+        vs_error_free(e), e = NULL;
+        ProtocolReady rd;
+        if (protocol_decode_ready(o, &rd, &e) == 0) {
+                (void) protocol_encode_ready(&b, &rd);
+                protocol_ready_done(&rd);
+        }
+        vs_error_free(e), e = NULL;
+        const char *msg;
+        TRY(protocol_decode_init_failed(o, &msg, &_e));
+
+        ProtocolReplyHead rh;
+        TRY(protocol_decode_reply_head(o, &rh, &_e));
+        ProtocolExecReply er;
+        TRY(protocol_decode_exec_reply(o, raw_len, &er, &_e));
+        ProtocolReadFileReply rr;
+        TRY(protocol_decode_read_file_reply(o, &rr, &_e));
+        ProtocolWriteFileReply wr;
+        TRY(protocol_decode_write_file_reply(o, &wr, &_e));
+        ProtocolStatReply st;
+        if (protocol_decode_stat_reply(o, &st, &e) == 0)
+                (void) protocol_encode_stat_reply(&b, 0, &st);
+        vs_error_free(e), e = NULL;
+        ProtocolListDirReply ld;
+        if (protocol_decode_list_dir_reply(o, &ld, &e) == 0) {
+                (void) protocol_encode_list_dir_reply(&b, 0, &ld);
+                protocol_list_dir_reply_done(&ld);
+        }
+        vs_error_free(e), e = NULL;
+        bool found;
+        TRY(protocol_decode_cancel_reply(o, &found, &_e));
+
+        strbuf_done(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        JsonlReader *r = NULL;
+        if (jsonl_reader_new(&r) < 0)
+                return 0;
+        (void) jsonl_reader_feed(r, data, size);
+        for (;;) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                VsError *err = NULL;
+                int k = jsonl_reader_next(r, &m, &err);
+                vs_error_free(err);
+                if (k == -EBADMSG)
+                        continue;
+                if (k < 0)
+                        break;
+                decode_all(m.obj, m.raw_len);
+                jsonl_msg_done(&m);
+        }
+        jsonl_reader_free(r);
+        return 0;
+}
