@@ -1,3 +1,269 @@
-/* PLACEHOLDER */
-int main(void);
-int main(void) { return 1; }
+/* SPDX-License-Identifier: MIT */
+/* vectora-sandboxd: options, logging, signals, the loop. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "paths.h"
+#include "vs-build-config.h"
+
+static Server server;
+static int log_fd = STDERR_FILENO;
+static uv_signal_t sig_term, sig_int, sig_hup, sig_chld;
+
+uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t now_ms(void) {
+        return now_us() / 1000;
+}
+
+static int open_log(const char *path) {
+        return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+}
+
+void log_reopen(void) {
+        if (!server.opt.log_path)
+                return;
+        int fd = open_log(server.opt.log_path);
+        if (fd < 0) {
+                log_error("reopening the log %s: %m", server.opt.log_path);
+                return;
+        }
+        int old = log_fd;
+        log_fd = fd;
+        log_setup("vectora-sandboxd", fd);
+        if (old != STDERR_FILENO)
+                safe_close(old);
+}
+
+static void shutdown_now(Server *srv, const char *why) {
+        if (srv->shutting_down)
+                return;
+        srv->shutting_down = true;
+        log_info("%s: ending every worker and exiting", why);
+        server_stop(srv);
+        workspaces_free_all(srv);
+        links_kill_all(srv);
+        uv_signal_stop(&sig_term);
+        uv_signal_stop(&sig_int);
+        uv_signal_stop(&sig_hup);
+        uv_stop(srv->loop);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+        Server *srv = h->data;
+        switch (signum) {
+        case SIGTERM:
+        case SIGINT:
+                shutdown_now(srv, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+                break;
+        case SIGHUP:
+                log_reopen();
+                audit_reopen();
+                log_info("SIGHUP: logs reopened");
+                break;
+        case SIGCHLD: {
+                int status;
+                pid_t pid;
+                while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                        if (!link_reaped(srv, pid, status) && !pty_reaped(srv, pid, status))
+                                log_debug("reaped unknown child %d", (int)pid);
+                break;
+        }
+        }
+}
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "usage: vectora-sandboxd [OPTIONS]\n\n"
+                "Serves the terminal and file tools of many workspaces over a unix socket,\n"
+                "each sandboxed workspace through its own persistent jailed worker.\n\n"
+                "  --socket PATH        listen here (default $XDG_RUNTIME_DIR/vectora-sandbox.sock)\n"
+                "  --foreground         do not detach (what systemd and tests use)\n"
+                "  --log-level LEVEL    error, warning, info (default) or debug\n"
+                "  --log-file FILE      log here instead of stderr (reopened on SIGHUP)\n"
+                "  --audit-log FILE     one JSON line per call (reopened on SIGHUP)\n"
+                "  --max-clients N      connections at once (default 256)\n"
+                "  --max-workers N      live workers at once (default 64)\n"
+                "  --worker PATH        the vectora-worker binary\n"
+                "  --version, --help\n\n"
+                "See vectora-sandboxd(8).\n");
+}
+
+static int parse_uint(const char *s, unsigned *ret) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (!*s || *end || v == 0 || v > 1000000)
+                return -EINVAL;
+        *ret = (unsigned)v;
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, DaemonOptions *o) {
+        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_VERSION };
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, O_SOCKET },
+                { "foreground", no_argument, NULL, O_FG },
+                { "log-level", required_argument, NULL, O_LEVEL },
+                { "log-file", required_argument, NULL, O_LOGFILE },
+                { "audit-log", required_argument, NULL, O_AUDIT },
+                { "max-clients", required_argument, NULL, O_MAXC },
+                { "max-workers", required_argument, NULL, O_MAXW },
+                { "worker", required_argument, NULL, O_WORKER },
+                { "version", no_argument, NULL, O_VERSION },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c, r;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+                switch (c) {
+                case O_SOCKET: o->socket_path = strdup(optarg); break;
+                case O_FG: o->foreground = true; break;
+                case O_LEVEL:
+                        if ((r = log_level_from_string(optarg)) < 0) {
+                                fprintf(stderr, "vectora-sandboxd: --log-level takes error, warning, info or debug\n");
+                                return 2;
+                        }
+                        log_set_level((LogLevel)r);
+                        break;
+                case O_LOGFILE: o->log_path = strdup(optarg); break;
+                case O_AUDIT: o->audit_path = strdup(optarg); break;
+                case O_MAXC:
+                case O_MAXW:
+                        if (parse_uint(optarg, c == O_MAXC ? &o->max_clients : &o->max_workers) < 0) {
+                                fprintf(stderr, "vectora-sandboxd: %s takes a positive number\n",
+                                        c == O_MAXC ? "--max-clients" : "--max-workers");
+                                return 2;
+                        }
+                        break;
+                case O_WORKER: o->worker_path = strdup(optarg); break;
+                case O_VERSION: printf("vectora-sandboxd %s\n", VS_VERSION); return -1;
+                case 'h': usage(stdout); return -1;
+                default: usage(stderr); return 2;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "vectora-sandboxd: unexpected argument '%s'\n", argv[optind]);
+                return 2;
+        }
+        return 0;
+}
+
+/* Without --foreground: the parent exits once the child listens (or says
+ * why it could not), so "vectora-sandboxd && use it" works. */
+static int detach(int *ret_notify) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid > 0) {
+                close(p[1]);
+                char buf[1024];
+                ssize_t n = read(p[0], buf, sizeof buf - 1);
+                if (n > 0 && buf[0] == 0)
+                        _exit(0);
+                if (n > 0) {
+                        buf[n] = 0;
+                        fprintf(stderr, "vectora-sandboxd: %s\n", buf);
+                }
+                _exit(1);
+        }
+        close(p[0]);
+        setsid();
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+                dup2(null, STDIN_FILENO);
+                dup2(null, STDOUT_FILENO);
+                safe_close(null);
+        }
+        *ret_notify = p[1];
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        Server *srv = &server;
+        DaemonOptions *o = &srv->opt;
+        o->max_clients = 256;
+        o->max_workers = 64;
+        log_setup("vectora-sandboxd", STDERR_FILENO);
+        int r = parse_args(argc, argv, o);
+        if (r)
+                return r < 0 ? 0 : r;
+        signal(SIGPIPE, SIG_IGN);
+
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (!o->socket_path && vs_default_socket(&o->socket_path, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
+        if (!o->worker_path && vs_worker_path(&o->worker_path, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
+        if (vs_runtime_dir(&o->runtime_dir, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
+        int notify = -EBADF;
+        if (!o->foreground && detach(&notify) < 0) {
+                fprintf(stderr, "vectora-sandboxd: cannot detach: %m\n");
+                return 1;
+        }
+        if (o->log_path) {
+                if ((log_fd = open_log(o->log_path)) < 0) {
+                        fprintf(stderr, "vectora-sandboxd: opening %s: %m\n", o->log_path);
+                        return 1;
+                }
+                log_setup("vectora-sandboxd", log_fd);
+        }
+        if (o->audit_path && audit_open(o->audit_path, &err) < 0) {
+                log_error("%s", vs_error_message(err));
+                if (notify >= 0)
+                        (void)!write(notify, vs_error_message(err), strlen(vs_error_message(err)));
+                return 1;
+        }
+
+        srv->loop = uv_default_loop();
+        srv->started_ms = now_ms();
+        cgroup_probe(srv);
+        uv_signal_t *sigs[] = { &sig_term, &sig_int, &sig_hup, &sig_chld };
+        int signums[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                uv_signal_init(srv->loop, sigs[i]);
+                sigs[i]->data = srv;
+                uv_signal_start(sigs[i], on_signal, signums[i]);
+        }
+        if (server_start(srv, &err) < 0) {
+                log_error("%s", vs_error_message(err));
+                if (notify >= 0)
+                        (void)!write(notify, vs_error_message(err), strlen(vs_error_message(err)));
+                return 1;
+        }
+        log_info("listening on %s (uid %u, worker %s%s%s)", o->socket_path, (unsigned)geteuid(), o->worker_path,
+                 srv->cgroup_version ? ", cgroups v" : "", srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
+        if (!srv->cgroup_version)
+                log_warning("per-workspace pids/memory limits: %s", srv->cgroup_why_not);
+        if (notify >= 0) {
+                (void)!write(notify, "", 1);
+                notify = safe_close(notify);
+        }
+        uv_run(srv->loop, UV_RUN_DEFAULT);
+        if (!srv->shutting_down)
+                shutdown_now(srv, "loop ended");
+        /* Let close callbacks run; handles of dead links go away here. */
+        uv_run(srv->loop, UV_RUN_NOWAIT);
+        audit_close();
+        log_info("exited cleanly");
+        return 0;
+}

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-workspace pids and memory limits.
+ *
+ * Preferred: a cgroup per workspace (v2: /sys/fs/cgroup/vectora-sandboxd/
+ * ws-HASH with pids.max and memory.max; v1: the same under the pids and
+ * memory hierarchies). The jail's process tree is moved in after the
+ * worker's hello and before its init, i.e. before anything untrusted runs,
+ * so every later fork is counted.
+ *
+ * Without cgroups (an unprivileged daemon, a read-only cgroupfs), the tree
+ * gets RLIMIT_NPROC (counted per user namespace, i.e. per jail) and
+ * RLIMIT_AS (per process, so memory is not limited per workspace): status
+ * and every result report that as degraded, never silently. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "fd-util.h"
+#include "log.h"
+#include "path-util.h"
+#include "sha256.h"
+#include "strv.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+#define CG_NAME "vectora-sandboxd"
+
+static int write_file(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, text, strlen(text));
+        safe_close(fd);
+        return r;
+}
+
+static bool has_word(const char *text, const char *w) {
+        size_t n = strlen(w);
+        for (const char *p = text; (p = strstr(p, w)); p += n)
+                if ((p == text || isspace((unsigned char)p[-1])) && (!p[n] || isspace((unsigned char)p[n])))
+                        return true;
+        return false;
+}
+
+static void set_why(Server *srv, const char *why) {
+        free(srv->cgroup_why_not);
+        srv->cgroup_why_not = strdup(why);
+}
+
+void cgroup_probe(Server *srv) {
+        srv->cgroup_version = 0;
+        if (geteuid() != 0)
+                return set_why(srv, "cgroups need a daemon running as root");
+        _cleanup_free_ char *ctl = NULL;
+        size_t len;
+        if (read_file_at(AT_FDCWD, CG_ROOT "/cgroup.controllers", 4096, &ctl, &len) == 0) {
+                if (!has_word(ctl, "pids") || !has_word(ctl, "memory"))
+                        return set_why(srv, "cgroup v2 lacks the pids or memory controller");
+                if (mkdir(CG_ROOT "/" CG_NAME, 0755) < 0 && errno != EEXIST)
+                        return set_why(srv, "cannot create " CG_ROOT "/" CG_NAME " (read-only cgroupfs?)");
+                /* Our group holds no process itself, so it may delegate. */
+                if (write_file(CG_ROOT "/cgroup.subtree_control", "+pids +memory") < 0 ||
+                    write_file(CG_ROOT "/" CG_NAME "/cgroup.subtree_control", "+pids +memory") < 0)
+                        return set_why(srv, "cannot enable the pids and memory controllers in " CG_ROOT);
+                srv->cgroup_version = 2;
+                return;
+        }
+        struct stat st;
+        if (stat(CG_ROOT "/pids/cgroup.procs", &st) == 0) {
+                if (mkdir(CG_ROOT "/pids/" CG_NAME, 0755) < 0 && errno != EEXIST)
+                        return set_why(srv, "cannot create " CG_ROOT "/pids/" CG_NAME " (read-only cgroupfs?)");
+                if (stat(CG_ROOT "/memory/cgroup.procs", &st) == 0)
+                        (void)!mkdir(CG_ROOT "/memory/" CG_NAME, 0755);
+                srv->cgroup_version = 1;
+                return;
+        }
+        set_why(srv, "no writable cgroup hierarchy with the pids controller");
+}
+
+static char *group_name(const char *ws) {
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(ws, strlen(ws), hex);
+        hex[16] = 0;
+        char *s = NULL;
+        return asprintf(&s, "ws-%s", hex) < 0 ? NULL : s;
+}
+
+void cgroup_release(Workspace *ws) {
+        for (int i = 0; i < 2; i++)
+                if (ws->cgroup_paths[i]) {
+                        /* Fails while processes remain; a later prepare reuses it. */
+                        (void)!rmdir(ws->cgroup_paths[i]);
+                        free(ws->cgroup_paths[i]);
+                        ws->cgroup_paths[i] = NULL;
+                }
+}
+
+static int make_group(const char *parent, const char *name, char **ret) {
+        char *p = path_join(parent, name);
+        if (!p)
+                return -ENOMEM;
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+                int r = -errno;
+                free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int set_limit(const char *group, const char *file, uint64_t v) {
+        _cleanup_free_ char *p = path_join(group, file);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+        return p ? write_file(p, buf) : -ENOMEM;
+}
+
+void cgroup_prepare(Workspace *ws) {
+        Server *srv = ws->srv;
+        const VsLimits *lim = &ws->policy->limits;
+        strv_free(ws->limit_notes);
+        ws->limit_notes = NULL;
+        cgroup_release(ws);
+        _cleanup_free_ char *name = group_name(ws->path);
+        int r = name ? 0 : -ENOMEM;
+        if (r >= 0 && srv->cgroup_version == 2) {
+                r = make_group(CG_ROOT "/" CG_NAME, name, &ws->cgroup_paths[0]);
+                if (r >= 0)
+                        r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
+                if (r >= 0)
+                        r = set_limit(ws->cgroup_paths[0], "memory.max", lim->memory);
+                if (r >= 0) {
+                        /* Swap would let a hog page out past memory.max. */
+                        (void)set_limit(ws->cgroup_paths[0], "memory.swap.max", 0);
+                        strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", (unsigned long long)lim->pids);
+                        strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", (unsigned long long)lim->memory);
+                        ws->limits_degraded = false;
+                        return;
+                }
+        } else if (r >= 0 && srv->cgroup_version == 1) {
+                r = make_group(CG_ROOT "/pids/" CG_NAME, name, &ws->cgroup_paths[0]);
+                if (r >= 0)
+                        r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
+                if (r >= 0) {
+                        strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", (unsigned long long)lim->pids);
+                        int m = make_group(CG_ROOT "/memory/" CG_NAME, name, &ws->cgroup_paths[1]);
+                        if (m >= 0)
+                                m = set_limit(ws->cgroup_paths[1], "memory.limit_in_bytes", lim->memory);
+                        if (m >= 0) {
+                                (void)set_limit(ws->cgroup_paths[1], "memory.memsw.limit_in_bytes", lim->memory);
+                                strv_extendf(&ws->limit_notes, "memory: cgroup v1 memory.limit_in_bytes=%llu",
+                                             (unsigned long long)lim->memory);
+                                ws->limits_degraded = false;
+                        } else {
+                                strv_extendf(&ws->limit_notes,
+                                             "memory: not enforced per workspace (no memory cgroup: %s); RLIMIT_AS=%llu per process",
+                                             strerror(-m), (unsigned long long)lim->memory);
+                                ws->limits_degraded = true;
+                        }
+                        return;
+                }
+        }
+        cgroup_release(ws);
+        const char *why = srv->cgroup_version ? strerror(-r) : srv->cgroup_why_not;
+        strv_extendf(&ws->limit_notes, "pids: RLIMIT_NPROC=%llu per jail (cgroups unavailable: %s)",
+                     (unsigned long long)lim->pids, why);
+        strv_extendf(&ws->limit_notes,
+                     "memory: not enforced per workspace (cgroups unavailable: %s); RLIMIT_AS=%llu per process", why,
+                     (unsigned long long)lim->memory);
+        ws->limits_degraded = true;
+}
+
+/* The process and its descendants, from /proc (ppid links). */
+static int process_tree(pid_t root, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *pids = NULL, *ppids = NULL;
+        size_t n = 0, cap = 0;
+        DIR *d = opendir("/proc");
+        if (!d)
+                return -errno;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (!isdigit((unsigned char)de->d_name[0]))
+                        continue;
+                char path[300], buf[512];
+                snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t k = read(fd, buf, sizeof buf - 1);
+                safe_close(fd);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                char *e = strrchr(buf, ')');
+                int ppid;
+                if (!e || sscanf(e + 1, " %*c %d", &ppid) != 1)
+                        continue;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        pid_t *a = realloc(pids, cap * sizeof *a), *b = a ? realloc(ppids, cap * sizeof *b) : NULL;
+                        if (a)
+                                pids = a;
+                        if (b)
+                                ppids = b;
+                        if (!a || !b) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                }
+                pids[n] = (pid_t)atoi(de->d_name);
+                ppids[n] = ppid;
+                n++;
+        }
+        closedir(d);
+        pid_t *out = malloc((n + 1) * sizeof *out);
+        if (!out)
+                return -ENOMEM;
+        size_t m = 0;
+        out[m++] = root;
+        for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++)
+                        if (ppids[j] == out[i] && pids[j] != root)
+                                out[m++] = pids[j];
+        *ret = out;
+        *ret_n = m;
+        return 0;
+}
+
+void cgroup_confine(Workspace *ws, pid_t pid) {
+        _cleanup_free_ pid_t *tree = NULL;
+        size_t n = 0;
+        int r = process_tree(pid, &tree, &n);
+        if (r < 0) {
+                log_warning("workspace %s: cannot list the jail's processes: %s", ws->path, strerror(-r));
+                return;
+        }
+        const VsLimits *lim = &ws->policy->limits;
+        for (size_t i = 0; i < n; i++) {
+                char buf[32];
+                snprintf(buf, sizeof buf, "%d", (int)tree[i]);
+                bool in_pids = false;
+                for (int g = 0; g < 2; g++)
+                        if (ws->cgroup_paths[g]) {
+                                _cleanup_free_ char *p = path_join(ws->cgroup_paths[g], "cgroup.procs");
+                                r = p ? write_file(p, buf) : -ENOMEM;
+                                if (r < 0)
+                                        log_warning("workspace %s: moving pid %s into %s: %s", ws->path, buf,
+                                                    ws->cgroup_paths[g], strerror(-r));
+                                else if (g == 0)
+                                        in_pids = true;
+                        }
+                if (!in_pids) {
+                        struct rlimit rl = { lim->pids, lim->pids };
+                        if (prlimit(tree[i], RLIMIT_NPROC, &rl, NULL) < 0)
+                                log_warning("workspace %s: RLIMIT_NPROC on pid %d: %m", ws->path, (int)tree[i]);
+                }
+                if (!ws->cgroup_paths[1] && !(ws->cgroup_paths[0] && ws->srv->cgroup_version == 2)) {
+                        struct rlimit rl = { lim->memory, lim->memory };
+                        if (prlimit(tree[i], RLIMIT_AS, &rl, NULL) < 0)
+                                log_warning("workspace %s: RLIMIT_AS on pid %d: %m", ws->path, (int)tree[i]);
+                }
+        }
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* vectora-sandboxd internals: one loop, a socket server with clients, a
+ * table of workspaces each owning at most one live worker link.
+ *
+ * Ownership: the Server owns clients and workspaces. A Workspace owns its
+ * links (the current one and those draining after a policy change). A
+ * Request belongs to the tool code from decode to reply; it holds a
+ * reference on its Client, so a client that disconnects mid-call is freed
+ * only once its last request is answered (the answer is then dropped).
+ * A Call is the part of a Request queued on a workspace and sent to a
+ * worker; it lives inside its Request. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <uv.h>
+/* uv.h pulls in <sys/param.h>; macro.h has its own MIN/MAX. */
+#undef MIN
+#undef MAX
+
+#include "config.h"
+#include "error.h"
+#include "json-util.h"
+#include "jsonl.h"
+#include "launch.h"
+#include "protocol.h"
+#include "strbuf.h"
+
+typedef struct Server Server;
+typedef struct Client Client;
+typedef struct Workspace Workspace;
+typedef struct WorkerLink WorkerLink;
+typedef struct Call Call;
+typedef struct Request Request;
+typedef struct PtySession PtySession;
+
+/* ---- limits ---- */
+#define CLIENT_OUT_HIGH (8u << 20)    /* stop reading a client whose replies queue past this */
+#define CLIENT_OUT_LOW (1u << 20)     /* resume below this */
+#define CLIENT_MAX_INFLIGHT 256       /* requests in flight per client */
+#define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
+#define LINK_HANDSHAKE_TIMEOUT_MS 15000
+#define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
+#define RESTART_MAX 5                 /* at most this many crash restarts per window */
+#define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
+#define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
+
+typedef struct DaemonOptions {
+        char *socket_path;
+        char *log_path;   /* NULL: stderr */
+        char *audit_path; /* NULL: no audit log */
+        unsigned max_clients;
+        unsigned max_workers;
+        char *worker_path;
+        char *runtime_dir;
+        bool foreground;
+} DaemonOptions;
+
+typedef struct Counters {
+        uint64_t requests, ok, errors, refused, denied;
+        uint64_t spawns, spawn_failures, crashes, recycles, idle_ends;
+} Counters;
+
+struct Server {
+        uv_loop_t *loop;
+        DaemonOptions opt;
+        uv_pipe_t listener;
+        bool listening;
+        Client *clients;
+        unsigned n_clients;
+        Workspace *workspaces;
+        unsigned n_workers; /* live links (spawning, ready or draining) */
+        Counters counters;
+        uint64_t started_ms;
+        uint64_t next_pty_id;
+        bool shutting_down;
+        /* cgroup support, decided once at start (cgroup.c) */
+        int cgroup_version;     /* 0 none, 1 or 2 */
+        char *cgroup_why_not;   /* when 0: why */
+};
+
+uint64_t now_ms(void);
+uint64_t now_us(void);
+
+/* ---- server.c ---- */
+struct Client {
+        Server *srv;
+        Client *next, *prev;
+        uv_pipe_t pipe;
+        JsonlReader *reader;
+        uid_t uid;
+        pid_t pid;
+        unsigned refs;      /* 1 while connected + one per request in flight */
+        unsigned inflight;
+        size_t out_bytes;   /* queued to the socket, not yet written */
+        bool reading;
+        bool closing;       /* no more requests; close when writes drain */
+        bool closed;        /* handle closed or closing */
+        PtySession *ptys;
+};
+
+int server_start(Server *srv, VsError **err);
+void server_stop(Server *srv);
+/* Queues one framed message (takes the buffer's content). Dropped when the
+ * client is gone. */
+void client_send(Client *c, StrBuf *msg);
+/* Sends a JSON object as one line (steals the reference), raw optional. */
+void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len);
+void client_ref(Client *c);
+void client_unref(Client *c);
+/* Re-evaluates backpressure (after inflight or out_bytes changed). */
+void client_update_reading(Client *c);
+/* A client that stopped sending is closed once answered and flushed. */
+void client_maybe_close(Client *c);
+
+/* ---- workspace.c ---- */
+typedef enum WorkspaceState {
+        WS_UNSANDBOXED,
+        WS_SANDBOXED,
+        WS_REFUSED,
+} WorkspaceState;
+
+const char *workspace_state_name(WorkspaceState s);
+
+struct Workspace {
+        Server *srv;
+        Workspace *next;
+        char *path; /* canonical */
+        WorkspaceState state;
+        VsPolicy *policy;       /* NULL when refused */
+        VsError *config_error;  /* when refused */
+        uint64_t generation;    /* bumped on each policy change */
+        /* what vectora.toml looked like when read, for the cheap check */
+        bool cfg_exists;
+        struct stat cfg_st;
+
+        WorkerLink *link;     /* current worker: spawning or ready */
+        WorkerLink *draining; /* older links finishing in-flight calls */
+        Call *queue, *queue_tail; /* waiting for the current link to be ready */
+        size_t n_queued;
+        uv_timer_t idle_timer;
+        bool idle_timer_init;
+
+        /* crash restarts: times of the last RESTART_MAX */
+        uint64_t restarts[RESTART_MAX];
+        unsigned n_restarts;
+        char *last_error;
+        uint64_t last_error_ms;
+        Counters counters;
+
+        /* watching for masked paths appearing (watch.c) */
+        struct WorkspaceWatch *watch;
+
+        /* resource limits (cgroup.c) */
+        char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
+        char **limit_notes;    /* how pids/memory are enforced, or degraded */
+        bool limits_degraded;
+};
+
+/* Finds or creates the workspace for an absolute path (canonicalized) and
+ * brings its policy up to date with vectora.toml (cheap stat check). */
+int workspace_get(Server *srv, const char *path, Workspace **ret, VsError **err);
+/* Queues a call: sent when the workspace's worker is ready (spawned on
+ * demand). On failure the call's done callback runs (maybe later). */
+void workspace_submit(Workspace *ws, Call *c);
+/* Recycles the current worker now: in-flight calls fail with code. */
+void workspace_recycle(Workspace *ws, const char *code, const char *why);
+/* Link callbacks. */
+void workspace_link_ready(Workspace *ws, WorkerLink *l);
+void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
+void workspace_link_idle(Workspace *ws, WorkerLink *l);
+void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
+json_t *workspace_status(Workspace *ws);
+/* The "sandbox" object of results: backend, layers, degraded, generation. */
+json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l);
+void workspaces_free_all(Server *srv);
+
+/* ---- worker-link.c ---- */
+typedef enum LinkState {
+        LINK_SPAWNING,
+        LINK_READY,
+        LINK_DEAD,
+} LinkState;
+
+struct WorkerLink {
+        Server *srv;
+        Workspace *ws;
+        WorkerLink *next;          /* all links (worker-link.c) */
+        WorkerLink *next_draining; /* in ws->draining */
+        LinkState state;
+        bool draining;
+        uint64_t generation;
+        VsLaunch *launch;
+        pid_t pid;        /* backend process; 0 once reaped */
+        int64_t worker_pid; /* as the worker said in hello (its namespace's view) */
+        uv_pipe_t pipe;
+        uv_pipe_t errpipe;
+        unsigned open_handles;
+        uv_timer_t timer;
+        JsonlReader *reader;
+        uint64_t next_id;
+        Call *inflight;
+        size_t n_inflight;
+        char **layers;
+        char **degraded;
+        StrBuf errtail;   /* last bytes of the worker's stderr */
+        StrBuf errline;   /* partial stderr line */
+        uint64_t spawned_ms, ready_ms, last_used_ms;
+        const char *end_code; /* why in-flight calls fail when it ends */
+        char *end_reason;
+        bool freed_notified;
+};
+
+/* Spawns a worker for ws's current policy. The link reports through the
+ * workspace_link_* callbacks. */
+int link_start(Workspace *ws, WorkerLink **ret, VsError **err);
+/* Sends a call (the link must be ready). */
+void link_send(WorkerLink *l, Call *c);
+/* Ends the link: kills the process; in-flight calls fail with code. */
+void link_end(WorkerLink *l, const char *code, const char *reason);
+/* Asks a drained link to go: shutdown request then close. */
+void link_retire(WorkerLink *l);
+/* Called from the SIGCHLD handler. */
+bool link_reaped(Server *srv, pid_t pid, int status);
+json_t *link_status(WorkerLink *l);
+/* Kills every worker synchronously (daemon exit). */
+void links_kill_all(Server *srv);
+
+/* ---- calls ---- */
+/* Builds the worker request for worker id wid into out. */
+typedef int (*CallBuildFn)(Call *c, uint64_t wid, StrBuf *out);
+/* reply != NULL: the worker's reply (ownership stays with the caller);
+ * else the call failed before or without a reply: code/message say why. */
+typedef void (*CallDoneFn)(Call *c, WorkerLink *l, JsonlMsg *reply, const char *code, const char *message);
+
+struct Call {
+        Call *next;
+        uint64_t wid;
+        bool cancel_on_end;
+        CallBuildFn build;
+        CallDoneFn done;
+        Request *req;
+};
+
+/* ---- tools.c ---- */
+struct Request {
+        Server *srv;
+        Client *client;  /* referenced */
+        json_t *id;      /* the client's id (any JSON value), referenced; NULL = no reply wanted */
+        JsonlMsg msg;    /* the request: header object and raw payload */
+        const char *tool;
+        Workspace *ws;
+        uint64_t t0_us;
+        json_t *target;  /* for the audit log */
+        Call call;
+        bool binary;     /* results as raw payload instead of strings */
+        void *args;      /* decoded tool arguments (tools.c) */
+        const JsonField *args_table;
+        void (*free_args)(void *args);
+        /* file_edit */
+        const char *path, *old_s, *new_s;
+        bool all;
+        unsigned attempts;
+        char sha[65];
+        size_t count;
+        int stage;       /* 0 read, 1 write */
+};
+
+/* Sends the result of r (ok when error code is NULL), audits it and frees r.
+ * result: fields to add (stolen), may be NULL. */
+void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, const char *code,
+                    const char *message);
+
+void tools_handle(Client *c, JsonlMsg *m);
+/* Error reply for a line that could not be decoded at all. */
+void tools_reply_bad_line(Client *c, const char *code, const char *message);
+json_t *error_json(const char *code, const char *message);
+
+/* ---- pty.c ---- */
+void pty_open(Request *r, json_t *obj);
+void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m);
+void pty_close_all(Client *c);
+/* Restarts output of the client's PTYs paused by backpressure. */
+void pty_resume(Client *c);
+bool pty_reaped(Server *srv, pid_t pid, int status);
+
+/* ---- audit.c ---- */
+int audit_open(const char *path, VsError **err);
+void audit_reopen(void);
+typedef struct AuditRecord {
+        uid_t uid;
+        pid_t pid;
+        const char *workspace;
+        const char *tool;
+        json_t *target; /* borrowed */
+        bool sandboxed;
+        uint64_t generation;
+        const char *outcome; /* ok | error | denied | refused */
+        const char *code;
+        const char *reason;
+        uint64_t duration_ms;
+} AuditRecord;
+void audit_write(const AuditRecord *a);
+void audit_close(void);
+
+/* ---- watch.c ---- */
+int watch_start(Workspace *ws);
+void watch_stop(Workspace *ws);
+bool watch_active(Workspace *ws);
+
+/* ---- cgroup.c ---- */
+void cgroup_probe(Server *srv);
+/* Prepares ws's limits (creating cgroups). Notes what is degraded. */
+void cgroup_prepare(Workspace *ws);
+/* Moves the backend process tree of pid into ws's cgroups (or applies
+ * rlimits); called before init, when nothing untrusted runs yet. */
+void cgroup_confine(Workspace *ws, pid_t pid);
+void cgroup_release(Workspace *ws);
+
+/* ---- main.c ---- */
+void log_reopen(void);

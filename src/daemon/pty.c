@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* terminal_open: an interactive PTY on the host, for unsandboxed
+ * workspaces only. In a sandboxed workspace it is refused with
+ * "pty_not_sandboxed" (PTYs are not yet routed through the jail), never
+ * served by an unsandboxed shell. The session belongs to the connection
+ * that opened it: input, resize and close arrive there as messages, output
+ * and the exit status leave there as events. */
+#include <fcntl.h>
+#include <pty.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "strv.h"
+
+#define PTY_INPUT_MAX (1u << 20)
+
+struct PtySession {
+        PtySession *next;
+        Client *client; /* NULL once the client is gone */
+        uint64_t id;
+        int master;
+        pid_t pid;
+        uv_poll_t poll;
+        bool poll_init;
+        StrBuf in;      /* input the PTY did not take yet */
+        bool eof, reaped, paused, closed;
+        int status;
+};
+
+static PtySession *all_ptys;
+
+static void on_pty_closed(uv_handle_t *h) {
+        PtySession *p = h->data;
+        strbuf_done(&p->in);
+        free(p);
+}
+
+static void pty_unlink(PtySession *p) {
+        for (PtySession **pp = &all_ptys; *pp; pp = &(*pp)->next)
+                if (*pp == p) {
+                        *pp = p->next;
+                        break;
+                }
+}
+
+/* Frees p once the master is closed and the child reaped. */
+static void pty_maybe_free(PtySession *p) {
+        if (!p->closed || !p->reaped)
+                return;
+        pty_unlink(p);
+        if (p->poll_init)
+                uv_close((uv_handle_t *)&p->poll, on_pty_closed);
+        else
+                on_pty_closed((uv_handle_t *)&p->poll);
+}
+
+static void pty_send_exit(PtySession *p) {
+        if (!p->client)
+                return;
+        int code = WIFSIGNALED(p->status) ? 128 + WTERMSIG(p->status) : WEXITSTATUS(p->status);
+        client_send_json(p->client,
+                         json_pack("{s:s,s:I,s:i,s:i}", "event", "terminal_exit", "pty", (json_int_t)p->id, "exit_code",
+                                   code, "signal", WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0),
+                         NULL, 0);
+        client_unref(TAKE_PTR(p->client));
+}
+
+static void pty_close_master(PtySession *p) {
+        if (p->closed)
+                return;
+        p->closed = true;
+        if (p->poll_init)
+                uv_poll_stop(&p->poll);
+        p->master = safe_close(p->master);
+}
+
+static void update_poll(PtySession *p);
+
+static void on_pty_event(uv_poll_t *h, int status, int events) {
+        PtySession *p = h->data;
+        if (events & UV_WRITABLE && p->in.len) {
+                ssize_t k = write(p->master, p->in.data, p->in.len);
+                if (k > 0)
+                        strbuf_consume(&p->in, (size_t)k);
+        }
+        if (events & (UV_READABLE | UV_DISCONNECT) || status < 0) {
+                char buf[65536];
+                ssize_t k = read(p->master, buf, sizeof buf);
+                if (k > 0 && p->client) {
+                        json_t *o = json_pack("{s:s,s:I}", "event", "terminal_output", "pty", (json_int_t)p->id);
+                        client_send_json(p->client, o, buf, (size_t)k);
+                } else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                        /* EIO: the last holder of the slave side is gone. */
+                        p->eof = true;
+                        pty_close_master(p);
+                        if (p->reaped)
+                                pty_send_exit(p);
+                        pty_maybe_free(p);
+                        return;
+                }
+        }
+        update_poll(p);
+}
+
+static void update_poll(PtySession *p) {
+        if (p->closed)
+                return;
+        int ev = 0;
+        /* Backpressure: a client that does not read stops the output. */
+        p->paused = p->client && p->client->out_bytes > CLIENT_OUT_HIGH;
+        if (!p->paused)
+                ev |= UV_READABLE;
+        if (p->in.len)
+                ev |= UV_WRITABLE;
+        if (ev)
+                uv_poll_start(&p->poll, ev, on_pty_event);
+        else
+                uv_poll_stop(&p->poll);
+}
+
+void pty_resume(Client *c) {
+        for (PtySession *p = all_ptys; p; p = p->next)
+                if (p->client == c && p->paused && c->out_bytes < CLIENT_OUT_LOW)
+                        update_poll(p);
+}
+
+bool pty_reaped(Server *srv, pid_t pid, int status) {
+        for (PtySession *p = all_ptys; p; p = p->next)
+                if (p->pid == pid) {
+                        p->reaped = true;
+                        p->status = status;
+                        p->pid = 0;
+                        if (p->eof || p->closed)
+                                pty_send_exit(p);
+                        else {
+                                /* Drain what the shell wrote last, then EIO follows. */
+                        }
+                        pty_maybe_free(p);
+                        return true;
+                }
+        return false;
+}
+
+static void pty_kill(PtySession *p) {
+        if (p->pid > 0) {
+                kill(-p->pid, SIGHUP);
+                kill(-p->pid, SIGKILL);
+                kill(p->pid, SIGKILL);
+        }
+}
+
+void pty_close_all(Client *c) {
+        for (PtySession *p = all_ptys; p; p = p->next)
+                if (p->client == c) {
+                        client_unref(TAKE_PTR(p->client));
+                        pty_kill(p);
+                        pty_close_master(p);
+                }
+        /* Freed as their children are reaped. */
+}
+
+typedef struct OpenArgs {
+        uint64_t cols, rows;
+        char **argv;
+        json_t *env;
+        const char *term;
+} OpenArgs;
+
+static const JsonField open_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "cols", JSON_FIELD_UINT64, offsetof(OpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
+        { "rows", JSON_FIELD_UINT64, offsetof(OpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
+        { "argv", JSON_FIELD_STRV, offsetof(OpenArgs, argv), JSON_FIELD_NULLABLE, NULL },
+        { "env", JSON_FIELD_STRMAP, offsetof(OpenArgs, env), JSON_FIELD_NULLABLE, NULL },
+        { "term", JSON_FIELD_STRING, offsetof(OpenArgs, term), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+void pty_open(Request *r, json_t *obj) {
+        Workspace *ws = r->ws;
+        r->target = json_string("pty");
+        if (ws->state == WS_REFUSED)
+                return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+        if (ws->state == WS_SANDBOXED)
+                return request_finish(r, NULL, NULL, NULL, 0, "pty_not_sandboxed",
+                                      "interactive terminals are not yet routed through the jail, so this sandboxed workspace has none; "
+                                      "the one-shot terminal tool (vectora-sandbox run/exec) is sandboxed: use it instead");
+        OpenArgs a = { 0 };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (json_dispatch(obj, open_table, &a, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        struct winsize wsz = {
+                .ws_col = a.cols && a.cols < 10000 ? (unsigned short)a.cols : 80,
+                .ws_row = a.rows && a.rows < 10000 ? (unsigned short)a.rows : 24,
+        };
+        const char *shell = NULL;
+        struct passwd *pw = getpwuid(geteuid());
+        if (pw && pw->pw_shell && pw->pw_shell[0] == '/' && access(pw->pw_shell, X_OK) == 0)
+                shell = pw->pw_shell;
+        if (!shell)
+                shell = "/bin/sh";
+        PtySession *p = calloc(1, sizeof *p);
+        if (!p) {
+                json_dispatch_done(open_table, &a);
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        }
+        int master = -EBADF;
+        pid_t pid = forkpty(&master, NULL, NULL, &wsz);
+        if (pid < 0) {
+                int e = errno;
+                free(p);
+                json_dispatch_done(open_table, &a);
+                char buf[256];
+                snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror(e));
+                return request_finish(r, NULL, NULL, NULL, 0, "io", buf);
+        }
+        if (pid == 0) {
+                /* Child: a fresh session on the slave side (forkpty did setsid). */
+                for (int s = 1; s < NSIG; s++)
+                        signal(s, SIG_DFL);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                if (chdir(ws->path) < 0)
+                        _exit(126);
+                setenv("TERM", a.term ? a.term : "xterm-256color", 1);
+                setenv("PWD", ws->path, 1);
+                if (a.env) {
+                        const char *k;
+                        json_t *v;
+                        json_object_foreach(a.env, k, v) if (*k && !strchr(k, '=')) setenv(k, json_string_value(v), 1);
+                }
+                if (a.argv && a.argv[0])
+                        execvp(a.argv[0], a.argv);
+                else
+                        execl(shell, shell, "-i", (char *)NULL);
+                _exit(127);
+        }
+        json_dispatch_done(open_table, &a);
+        fcntl(master, F_SETFD, FD_CLOEXEC);
+        fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+        p->master = master;
+        p->pid = pid;
+        p->id = ++r->srv->next_pty_id;
+        p->client = r->client;
+        client_ref(p->client);
+        uv_poll_init(r->srv->loop, &p->poll, master);
+        p->poll.data = p;
+        p->poll_init = true;
+        p->next = all_ptys;
+        all_ptys = p;
+        update_poll(p);
+        log_info("workspace %s: PTY %llu (pid %d) for client pid %d", ws->path, (unsigned long long)p->id, (int)pid,
+                 (int)r->client->pid);
+        request_finish(r, NULL, json_pack("{s:I,s:i,s:s}", "pty", (json_int_t)p->id, "pid", (int)pid, "shell", shell),
+                       NULL, 0, NULL, NULL);
+}
+
+void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m) {
+        json_t *jp = json_object_get(obj, "pty");
+        PtySession *p = NULL;
+        if (json_is_integer(jp))
+                for (PtySession *q = all_ptys; q; q = q->next)
+                        if (q->client == c && (json_int_t)q->id == json_integer_value(jp) && !q->closed)
+                                p = q;
+        const char *code = NULL, *msg = NULL;
+        if (!p) {
+                code = "not_found";
+                msg = "no such open terminal on this connection";
+        } else if (streq(tool, "terminal_input")) {
+                const char *data = json_string_value(json_object_get(obj, "data"));
+                size_t len = data ? strlen(data) : 0;
+                if (m->has_raw) {
+                        data = m->raw;
+                        len = m->raw_len;
+                }
+                if (p->in.len + len > PTY_INPUT_MAX) {
+                        code = "too_large";
+                        msg = "the terminal is not taking input that fast";
+                } else if (len) {
+                        ssize_t k = p->in.len ? 0 : write(p->master, data, len);
+                        if (k < 0)
+                                k = 0;
+                        if ((size_t)k < len && strbuf_append(&p->in, data + k, len - (size_t)k) < 0) {
+                                code = "internal";
+                                msg = "out of memory";
+                        }
+                        update_poll(p);
+                }
+        } else if (streq(tool, "terminal_resize")) {
+                json_int_t cols = json_integer_value(json_object_get(obj, "cols"));
+                json_int_t rows = json_integer_value(json_object_get(obj, "rows"));
+                struct winsize wsz = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+                if (cols <= 0 || rows <= 0 || cols > 10000 || rows > 10000) {
+                        code = "bad_request";
+                        msg = "\"cols\" and \"rows\" must be 1..10000";
+                } else if (ioctl(p->master, TIOCSWINSZ, &wsz) < 0) {
+                        code = "io";
+                        msg = "resizing the terminal failed";
+                }
+        } else {
+                pty_kill(p);
+        }
+        if (!id)
+                return;
+        json_t *o = json_pack("{s:O,s:b}", "id", id, "ok", !code);
+        if (o && code)
+                json_object_set_new(o, "error", error_json(code, msg));
+        client_send_json(c, o, NULL, 0);
+}

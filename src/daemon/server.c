@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* The unix socket server: accept with a peer uid check, JSON-lines framing,
+ * bounded output queues with backpressure. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "daemon.h"
+#include "log.h"
+
+static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+typedef struct WriteReq {
+        uv_write_t w;
+        Client *client;
+        size_t len;
+        char *data;
+} WriteReq;
+
+void client_ref(Client *c) {
+        c->refs++;
+}
+
+static void client_free(Client *c) {
+        jsonl_reader_free(c->reader);
+        free(c);
+}
+
+void client_unref(Client *c) {
+        if (!c || --c->refs > 0)
+                return;
+        client_free(c);
+}
+
+static void on_client_closed(uv_handle_t *h) {
+        Client *c = h->data;
+        client_unref(c);
+}
+
+static void client_close(Client *c) {
+        if (c->closed)
+                return;
+        c->closed = true;
+        c->closing = true;
+        pty_close_all(c);
+        Server *srv = c->srv;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                srv->clients = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        srv->n_clients--;
+        uv_close((uv_handle_t *)&c->pipe, on_client_closed);
+}
+
+void client_maybe_close(Client *c) {
+        if (!c->closed && c->closing && c->out_bytes == 0 && c->inflight == 0)
+                client_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+        Client *c = h->data;
+        void *p = NULL;
+        size_t n = 0;
+        if (jsonl_reader_get_buffer(c->reader, 64 * 1024, &p, &n) < 0) {
+                buf->base = NULL;
+                buf->len = 0;
+                return;
+        }
+        buf->base = p;
+        buf->len = n;
+}
+
+void client_update_reading(Client *c) {
+        if (c->closed || c->closing)
+                return;
+        bool want = c->out_bytes < (c->reading ? CLIENT_OUT_HIGH : CLIENT_OUT_LOW) &&
+                    c->inflight < CLIENT_MAX_INFLIGHT;
+        if (want == c->reading)
+                return;
+        c->reading = want;
+        if (want) {
+                uv_read_start((uv_stream_t *)&c->pipe, on_alloc, server_on_read);
+        } else
+                uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+static void on_write(uv_write_t *w, int status) {
+        WriteReq *wr = (WriteReq *)w;
+        Client *c = wr->client;
+        c->out_bytes -= wr->len;
+        free(wr->data);
+        free(wr);
+        if (status < 0 && !c->closed) {
+                log_debug("client %d: write failed: %s", (int)c->pid, uv_strerror(status));
+                client_close(c);
+        } else if (!c->closed && c->closing)
+                client_maybe_close(c);
+        else {
+                client_update_reading(c);
+                pty_resume(c);
+        }
+        client_unref(c);
+}
+
+void client_send(Client *c, StrBuf *msg) {
+        if (!c || c->closed || msg->len == 0) {
+                strbuf_clear(msg);
+                return;
+        }
+        WriteReq *wr = calloc(1, sizeof *wr);
+        if (!wr) {
+                /* Out of memory: this client loses its reply; the daemon goes on. */
+                log_error("out of memory queueing a reply; closing client");
+                strbuf_clear(msg);
+                client_close(c);
+                return;
+        }
+        wr->len = msg->len;
+        wr->data = strbuf_steal(msg);
+        wr->client = c;
+        uv_buf_t b = uv_buf_init(wr->data, (unsigned)wr->len);
+        int r = uv_write(&wr->w, (uv_stream_t *)&c->pipe, &b, 1, on_write);
+        if (r < 0) {
+                free(wr->data);
+                free(wr);
+                client_close(c);
+                return;
+        }
+        client_ref(c);
+        c->out_bytes += b.len;
+        client_update_reading(c);
+}
+
+void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len) {
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        if (!obj)
+                return;
+        int r = jsonl_encode(obj, raw, raw_len, &out);
+        json_decref(obj);
+        if (r < 0) {
+                log_error("encoding a reply: %s", strerror(-r));
+                json_t *e = json_pack("{s:n,s:b,s:o}", "id", "ok", 0,
+                                      "error", error_json("internal", "the reply could not be encoded"));
+                if (e && jsonl_encode(e, NULL, 0, &out) < 0)
+                        strbuf_clear(&out);
+                json_decref(e);
+        }
+        client_send(c, &out);
+}
+
+static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+        Client *c = s->data;
+        if (nread == UV_ENOBUFS) {
+                log_error("client %d: out of memory reading a request; closing", (int)c->pid);
+                client_close(c);
+                return;
+        }
+        if (nread < 0) {
+                /* EOF: answer what is in flight, then close (a half-closed
+                 * client still reads its replies). */
+                uv_read_stop(s);
+                c->reading = false;
+                c->closing = true;
+                if (nread != UV_EOF)
+                        client_close(c);
+                else
+                        client_maybe_close(c);
+                return;
+        }
+        if (nread == 0)
+                return;
+        jsonl_reader_commit(c->reader, (size_t)nread);
+        client_ref(c);
+        while (!c->closed && !c->closing) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                int r = jsonl_reader_next(c->reader, &m, &err);
+                if (r == -EAGAIN)
+                        break;
+                if (r == -EBADMSG) {
+                        tools_reply_bad_line(c, "bad_request", vs_error_message(err));
+                        continue;
+                }
+                if (r < 0) {
+                        /* Framing lost (line over 1 MiB, bad raw): say why, then
+                         * hang up once the reply is out. */
+                        log_warning("client %d (uid %u): %s; disconnecting", (int)c->pid, (unsigned)c->uid,
+                                    vs_error_message(err));
+                        tools_reply_bad_line(c, r == -EMSGSIZE ? "request_too_large" : "bad_request",
+                                             vs_error_message(err));
+                        uv_read_stop(s);
+                        c->reading = false;
+                        c->closing = true;
+                        client_maybe_close(c);
+                        break;
+                }
+                tools_handle(c, &m);
+        }
+        client_unref(c);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+        Server *srv = l->data;
+        if (status < 0) {
+                log_warning("accept: %s", uv_strerror(status));
+                return;
+        }
+        Client *c = calloc(1, sizeof *c);
+        if (!c || jsonl_reader_new(&c->reader) < 0) {
+                /* The pending connection stays in the backlog; a later accept
+                 * retries once memory is back. */
+                log_error("out of memory accepting a client");
+                free(c);
+                return;
+        }
+        c->srv = srv;
+        c->refs = 1;
+        uv_pipe_init(srv->loop, &c->pipe, 0);
+        c->pipe.data = c;
+        if (uv_accept(l, (uv_stream_t *)&c->pipe) < 0) {
+                uv_close((uv_handle_t *)&c->pipe, on_client_closed);
+                return;
+        }
+        /* Link it first so client_close() can unlink it. */
+        c->next = srv->clients;
+        if (c->next)
+                c->next->prev = c;
+        srv->clients = c;
+        srv->n_clients++;
+
+        uv_os_fd_t fd;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                log_warning("cannot read the peer's credentials (%m); refusing the connection");
+                client_close(c);
+                return;
+        }
+        c->uid = cred.uid;
+        c->pid = cred.pid;
+        if (cred.uid != geteuid() && cred.uid != 0) {
+                log_warning("refused a connection from uid %u (pid %d): only uid %u and root may use this daemon",
+                            (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
+                tools_reply_bad_line(c, "forbidden", "this daemon serves only its own user");
+                c->closing = true;
+                client_maybe_close(c);
+                return;
+        }
+        if (srv->shutting_down || srv->n_clients > srv->opt.max_clients) {
+                log_warning("refused a connection from pid %d: %s", (int)cred.pid,
+                            srv->shutting_down ? "shutting down" : "too many connections");
+                tools_reply_bad_line(c, "busy", srv->shutting_down ? "the daemon is shutting down"
+                                                                   : "too many connections; try again later");
+                c->closing = true;
+                client_maybe_close(c);
+                return;
+        }
+        log_debug("client pid %d uid %u connected", (int)cred.pid, (unsigned)cred.uid);
+        client_update_reading(c);
+}
+
+/* An existing socket file: refuse to replace a live daemon's, remove a stale one. */
+static int check_stale(const char *path, VsError **err) {
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : vs_error_set(err, -errno, "%s: %m", path);
+        if (!S_ISSOCK(st.st_mode))
+                return vs_error_set(err, -EEXIST, "%s exists and is not a socket; remove it or pick another --socket", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return vs_error_set(err, -errno, "socket: %m");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+        safe_close(fd);
+        if (r == 0)
+                return vs_error_set(err, -EADDRINUSE, "another vectora-sandboxd is listening on %s", path);
+        if (unlink(path) < 0 && errno != ENOENT)
+                return vs_error_set(err, -errno, "removing the stale socket %s: %m", path);
+        return 0;
+}
+
+int server_start(Server *srv, VsError **err) {
+        int r = uv_pipe_init(srv->loop, &srv->listener, 0);
+        if (r < 0)
+                return vs_error_set(err, r, "uv_pipe_init: %s", uv_strerror(r));
+        srv->listener.data = srv;
+        srv->listening = true;
+
+        /* systemd socket activation: fd 3. */
+        const char *lp = getenv("LISTEN_PID"), *lf = getenv("LISTEN_FDS");
+        if (lp && lf && (pid_t)atol(lp) == getpid() && atoi(lf) >= 1) {
+                unsetenv("LISTEN_PID");
+                unsetenv("LISTEN_FDS");
+                unsetenv("LISTEN_FDNAMES");
+                fcntl(3, F_SETFD, FD_CLOEXEC);
+                r = uv_pipe_open(&srv->listener, 3);
+                if (r < 0)
+                        return vs_error_set(err, r, "using the socket passed by systemd: %s", uv_strerror(r));
+        } else {
+                if (strlen(srv->opt.socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+                        return vs_error_set(err, -ENAMETOOLONG, "socket path too long: %s", srv->opt.socket_path);
+                r = check_stale(srv->opt.socket_path, err);
+                if (r < 0)
+                        return r;
+                /* Created 0600 from the start: no window where others may connect. */
+                mode_t old = umask(0177);
+                r = uv_pipe_bind(&srv->listener, srv->opt.socket_path);
+                umask(old);
+                if (r < 0)
+                        return vs_error_set(err, r, "binding %s: %s", srv->opt.socket_path, uv_strerror(r));
+        }
+        r = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
+        if (r < 0)
+                return vs_error_set(err, r, "listening on %s: %s", srv->opt.socket_path, uv_strerror(r));
+        return 0;
+}
+
+void server_stop(Server *srv) {
+        if (srv->listening) {
+                srv->listening = false;
+                uv_close((uv_handle_t *)&srv->listener, NULL);
+                if (srv->opt.socket_path)
+                        unlink(srv->opt.socket_path);
+        }
+        while (srv->clients)
+                client_close(srv->clients);
+}

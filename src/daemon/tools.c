@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon API's tools: decode a client request (dispatch tables that
+ * reject unknown fields), turn it into worker calls, turn the worker's
+ * replies into results. Every result says how it ran ("sandboxed",
+ * "sandbox"); every call is audited. */
+#include <string.h>
+#include <unistd.h>
+
+#include <nettle/base64.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "strv.h"
+#include "tools.h"
+
+json_t *daemon_counters_json(const Counters *c);
+
+json_t *error_json(const char *code, const char *message) {
+        return json_pack("{s:s,s:s}", "code", code, "message", message ? message : code);
+}
+
+void tools_reply_bad_line(Client *c, const char *code, const char *message) {
+        c->srv->counters.errors++;
+        client_send_json(c, json_pack("{s:n,s:b,s:o}", "id", "ok", 0, "error", error_json(code, message)), NULL, 0);
+}
+
+static json_t *b64_json(const void *p, size_t n) {
+        char *out = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
+        if (!out)
+                return NULL;
+        base64_encode_raw(out, n, p);
+        json_t *s = json_stringn(out, BASE64_ENCODE_RAW_LENGTH(n));
+        free(out);
+        return s;
+}
+
+static int b64_decode(const char *s, char **ret, size_t *ret_len) {
+        size_t n = strlen(s);
+        char *out = malloc(BASE64_DECODE_LENGTH(n) + 1);
+        if (!out)
+                return -ENOMEM;
+        struct base64_decode_ctx ctx;
+        size_t len = BASE64_DECODE_LENGTH(n);
+        base64_decode_init(&ctx);
+        if (!base64_decode_update(&ctx, &len, (uint8_t *)out, n, s) || !base64_decode_final(&ctx)) {
+                free(out);
+                return -EINVAL;
+        }
+        *ret = out;
+        *ret_len = len;
+        return 0;
+}
+
+/* Text as a JSON string when it is valid UTF-8, else base64 under KEY_base64. */
+static void set_bytes(json_t *o, const char *key, const char *p, size_t n) {
+        json_t *s = json_stringn(p ? p : "", n);
+        if (s) {
+                json_object_set_new(o, key, s);
+                return;
+        }
+        char k[64];
+        snprintf(k, sizeof k, "%s_base64", key);
+        json_object_set_new(o, k, b64_json(p, n));
+}
+
+static bool sandboxed_of(Request *r, WorkerLink *l) {
+        if (l)
+                return l->launch->sandboxed;
+        return r->ws && r->ws->state == WS_SANDBOXED;
+}
+
+static const char *outcome_of(const char *code) {
+        if (!code)
+                return "ok";
+        if (streq(code, "config_invalid") || streq(code, "sandbox_unavailable") || streq(code, "pty_not_sandboxed") ||
+            streq(code, "forbidden"))
+                return "refused";
+        if (streq(code, "denied"))
+                return "denied";
+        return "error";
+}
+
+static void request_free(Request *r) {
+        if (r->args && r->free_args)
+                r->free_args(r->args);
+        if (r->args && r->args_table)
+                json_dispatch_done(r->args_table, r->args);
+        free(r->args);
+        json_decref(r->id);
+        json_decref(r->target);
+        jsonl_msg_done(&r->msg);
+        free(r);
+}
+
+void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, const char *code,
+                    const char *message) {
+        Server *srv = r->srv;
+        json_t *o = result ? result : json_object();
+        bool sandboxed = sandboxed_of(r, l);
+        if (o) {
+                json_object_set(o, "id", r->id ? r->id : json_null());
+                json_object_set_new(o, "ok", json_boolean(!code));
+                if (code)
+                        json_object_set_new(o, "error", error_json(code, message));
+                json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
+                if (r->ws)
+                        json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
+                else
+                        json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
+                                                                     "degraded", "generation", 0));
+        }
+        client_send_json(r->client, o, code ? NULL : raw, code ? 0 : raw_len);
+
+        const char *outcome = outcome_of(code);
+        Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
+        for (int i = 0; i < 2; i++)
+                if (cs[i]) {
+                        if (!code)
+                                cs[i]->ok++;
+                        else if (streq(outcome, "refused"))
+                                cs[i]->refused++;
+                        else if (streq(outcome, "denied"))
+                                cs[i]->denied++;
+                        else
+                                cs[i]->errors++;
+                }
+        if (code && r->ws && !streq(outcome, "denied") && !streq(code, "config_invalid"))
+                workspace_set_error(r->ws, "%s: %s: %s", r->tool, code, message ? message : "");
+        AuditRecord a = {
+                .uid = r->client->uid,
+                .pid = r->client->pid,
+                .workspace = r->ws ? r->ws->path : NULL,
+                .tool = r->tool,
+                .target = r->target,
+                .sandboxed = sandboxed,
+                .generation = l ? l->generation : r->ws ? r->ws->generation : 0,
+                .outcome = outcome,
+                .code = code,
+                .reason = code ? message : NULL,
+                .duration_ms = (now_us() - r->t0_us) / 1000,
+        };
+        audit_write(&a);
+        Client *c = r->client;
+        c->inflight--;
+        request_free(r);
+        client_update_reading(c);
+        client_maybe_close(c);
+        client_unref(c);
+}
+
+/* A worker reply that is an error: pass the worker's code through. */
+static bool reply_failed(Request *r, WorkerLink *l, JsonlMsg *m, ProtocolReplyHead *h) {
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (protocol_decode_reply_head(m->obj, h, &err) < 0) {
+                request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+                return true;
+        }
+        if (!h->ok) {
+                request_finish(r, l, NULL, NULL, 0, h->error_code_name ? h->error_code_name : "io",
+                               h->error_message ? h->error_message : "the worker refused the request");
+                return true;
+        }
+        return false;
+}
+
+/* ---- terminal ---- */
+
+typedef struct TerminalArgs {
+        const char *command;
+        char **argv;
+        const char *cwd;
+        json_t *env;
+        const char *stdin_text;
+        const char *stdin_base64;
+        uint64_t timeout;
+        uint64_t timeout_ms;
+        uint64_t max_output;
+        bool binary;
+        /* built */
+        char **envv;
+        char *stdin_data;
+        size_t stdin_len;
+} TerminalArgs;
+
+static const JsonField terminal_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "command", JSON_FIELD_STRING, offsetof(TerminalArgs, command), 0, NULL },
+        { "argv", JSON_FIELD_STRV, offsetof(TerminalArgs, argv), 0, NULL },
+        { "cwd", JSON_FIELD_STRING, offsetof(TerminalArgs, cwd), JSON_FIELD_NULLABLE, NULL },
+        { "env", JSON_FIELD_STRMAP, offsetof(TerminalArgs, env), JSON_FIELD_NULLABLE, NULL },
+        { "stdin", JSON_FIELD_STRING, offsetof(TerminalArgs, stdin_text), JSON_FIELD_NULLABLE, NULL },
+        { "stdin_base64", JSON_FIELD_STRING, offsetof(TerminalArgs, stdin_base64), JSON_FIELD_NULLABLE, NULL },
+        { "timeout", JSON_FIELD_UINT64, offsetof(TerminalArgs, timeout), JSON_FIELD_NULLABLE, NULL },
+        { "timeout_ms", JSON_FIELD_UINT64, offsetof(TerminalArgs, timeout_ms), JSON_FIELD_NULLABLE, NULL },
+        { "max_output", JSON_FIELD_UINT64, offsetof(TerminalArgs, max_output), JSON_FIELD_NULLABLE, NULL },
+        { "binary", JSON_FIELD_BOOL, offsetof(TerminalArgs, binary), 0, NULL },
+        {},
+};
+
+static void terminal_args_free(TerminalArgs *a) {
+        strv_free(a->envv);
+        free(a->stdin_data);
+}
+
+static int terminal_build(Call *c, uint64_t wid, StrBuf *out) {
+        Request *r = c->req;
+        TerminalArgs *a = r->args;
+        char *sh[] = { (char *)"/bin/sh", (char *)"-c", (char *)a->command, NULL };
+        uint64_t timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000;
+        /* A request may lower the policy's limits, never raise them. */
+        if (r->ws && r->ws->policy && r->ws->policy->sandboxed && timeout_ms > r->ws->policy->limits.timeout_s * 1000)
+                timeout_ms = r->ws->policy->limits.timeout_s * 1000;
+        uint64_t max_output = a->max_output;
+        if (r->ws && r->ws->policy && r->ws->policy->sandboxed && max_output > r->ws->policy->limits.max_output)
+                max_output = r->ws->policy->limits.max_output;
+        ProtocolExecRequest req = {
+                .argv = a->command ? sh : a->argv,
+                .cwd = a->cwd,
+                .env = a->envv,
+                .timeout_ms = timeout_ms,
+                .max_output = max_output,
+        };
+        return protocol_encode_exec_request(out, wid, &req, a->stdin_data, a->stdin_len);
+}
+
+static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+        Request *r = c->req;
+        TerminalArgs *a = r->args;
+        if (!m)
+                return request_finish(r, l, NULL, NULL, 0, code, message);
+        ProtocolReplyHead h;
+        if (reply_failed(r, l, m, &h))
+                return;
+        ProtocolExecReply e;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, &err) < 0)
+                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed exec reply");
+        json_t *o = json_object();
+        if (!o)
+                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+        json_object_set_new(o, "exit_code", json_integer(e.exit_code));
+        json_object_set_new(o, "signal", json_integer(e.signal));
+        json_object_set_new(o, "timed_out", json_boolean(e.timed_out));
+        json_object_set_new(o, "cancelled", json_boolean(e.cancelled));
+        json_object_set_new(o, "stdout_total", json_integer((json_int_t)e.stdout_total));
+        json_object_set_new(o, "stderr_total", json_integer((json_int_t)e.stderr_total));
+        json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
+        json_object_set_new(o, "duration_us", json_integer((json_int_t)e.duration_us));
+        if (a->binary) {
+                json_object_set_new(o, "stdout_len", json_integer((json_int_t)e.stdout_len));
+                json_object_set_new(o, "stderr_len", json_integer((json_int_t)e.stderr_len));
+                return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
+        }
+        set_bytes(o, "stdout", m->raw, e.stdout_len);
+        set_bytes(o, "stderr", m->raw ? m->raw + e.stdout_len : NULL, e.stderr_len);
+        request_finish(r, l, o, NULL, 0, NULL, NULL);
+}
+
+static int terminal_prepare(Request *r, const char **ret_code, char **ret_msg) {
+        TerminalArgs *a = r->args;
+        if (!!a->command == !!a->argv || (a->argv && !a->argv[0])) {
+                *ret_msg = strdup("give exactly one of \"command\" (a shell command line) or \"argv\" (non-empty)");
+                return -EINVAL;
+        }
+        if (a->env) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(a->env, k, v) {
+                        if (!*k || strchr(k, '=')) {
+                                *ret_msg = strdup("\"env\" keys must be non-empty and have no '='");
+                                return -EINVAL;
+                        }
+                        if (strv_extendf(&a->envv, "%s=%s", k, json_string_value(v)) < 0)
+                                return -ENOMEM;
+                }
+        }
+        int n = !!a->stdin_text + !!a->stdin_base64 + r->msg.has_raw;
+        if (n > 1) {
+                *ret_msg = strdup("give stdin once: \"stdin\", \"stdin_base64\" or a raw payload");
+                return -EINVAL;
+        }
+        if (a->stdin_text) {
+                a->stdin_len = strlen(a->stdin_text);
+                if (!(a->stdin_data = strdup(a->stdin_text)))
+                        return -ENOMEM;
+        } else if (a->stdin_base64) {
+                if (b64_decode(a->stdin_base64, &a->stdin_data, &a->stdin_len) < 0) {
+                        *ret_msg = strdup("\"stdin_base64\" is not valid base64");
+                        return -EINVAL;
+                }
+        } else if (r->msg.has_raw) {
+                a->stdin_data = jsonl_msg_steal_raw(&r->msg, &a->stdin_len);
+                if (!a->stdin_data)
+                        return -ENOMEM;
+        }
+        r->binary = a->binary;
+        if (a->command)
+                r->target = json_string(a->command);
+        else {
+                r->target = json_array();
+                for (char **s = a->argv; r->target && *s; s++)
+                        json_array_append_new(r->target, json_string(*s));
+        }
+        *ret_code = NULL;
+        return 0;
+}
+
+/* ---- file_read ---- */
+
+typedef struct ReadArgs {
+        const char *path;
+        uint64_t offset;
+        uint64_t limit;
+        bool binary;
+} ReadArgs;
+
+static const JsonField read_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "path", JSON_FIELD_STRING, offsetof(ReadArgs, path), JSON_FIELD_REQUIRED, NULL },
+        { "offset", JSON_FIELD_UINT64, offsetof(ReadArgs, offset), JSON_FIELD_NULLABLE, NULL },
+        { "limit", JSON_FIELD_UINT64, offsetof(ReadArgs, limit), JSON_FIELD_NULLABLE, NULL },
+        { "binary", JSON_FIELD_BOOL, offsetof(ReadArgs, binary), 0, NULL },
+        {},
+};
+
+static int read_build(Call *c, uint64_t wid, StrBuf *out) {
+        ReadArgs *a = c->req->args;
+        ProtocolReadFileRequest req = { .path = a->path, .offset = a->offset, .limit = a->limit };
+        return protocol_encode_read_file_request(out, wid, &req);
+}
+
+static void read_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+        Request *r = c->req;
+        ReadArgs *a = r->args;
+        if (!m)
+                return request_finish(r, l, NULL, NULL, 0, code, message);
+        ProtocolReplyHead h;
+        if (reply_failed(r, l, m, &h))
+                return;
+        ProtocolReadFileReply rf;
+        if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
+                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed read reply");
+        json_t *o = json_pack("{s:I,s:s,s:I,s:b,s:I}", "size", (json_int_t)rf.size, "sha256", rf.sha256, "offset",
+                              (json_int_t)rf.offset, "eof", rf.eof, "length", (json_int_t)m->raw_len);
+        if (!o)
+                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+        if (a->binary)
+                return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
+        set_bytes(o, "content", m->raw, m->raw_len);
+        request_finish(r, l, o, NULL, 0, NULL, NULL);
+}
+
+/* ---- file_write ---- */
+
+typedef struct WriteArgs {
+        const char *path;
+        const char *content;
+        const char *content_base64;
+        bool has_mode;
+        uint64_t mode;
+        bool create_parents;
+        const char *if_sha256;
+        char *data;
+        size_t len;
+} WriteArgs;
+
+static const JsonField write_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "path", JSON_FIELD_STRING, offsetof(WriteArgs, path), JSON_FIELD_REQUIRED, NULL },
+        { "content", JSON_FIELD_STRING, offsetof(WriteArgs, content), JSON_FIELD_NULLABLE, NULL },
+        { "content_base64", JSON_FIELD_STRING, offsetof(WriteArgs, content_base64), JSON_FIELD_NULLABLE, NULL },
+        { "mode", JSON_FIELD_UINT64, offsetof(WriteArgs, mode), JSON_FIELD_NULLABLE, NULL },
+        { "create_parents", JSON_FIELD_BOOL, offsetof(WriteArgs, create_parents), 0, NULL },
+        { "if_sha256", JSON_FIELD_STRING, offsetof(WriteArgs, if_sha256), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+static int write_build(Call *c, uint64_t wid, StrBuf *out) {
+        WriteArgs *a = c->req->args;
+        ProtocolWriteFileRequest req = {
+                .path = a->path,
+                .has_mode = a->has_mode,
+                .mode = a->mode,
+                .create_parents = a->create_parents,
+                .if_sha256 = a->if_sha256,
+        };
+        return protocol_encode_write_file_request(out, wid, &req, a->data, a->len);
+}
+
+static void write_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+        Request *r = c->req;
+        if (!m)
+                return request_finish(r, l, NULL, NULL, 0, code, message);
+        ProtocolReplyHead h;
+        if (reply_failed(r, l, m, &h))
+                return;
+        ProtocolWriteFileReply w;
+        if (protocol_decode_write_file_reply(m->obj, &w, NULL) < 0)
+                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed write reply");
+        request_finish(r, l,
+                       json_pack("{s:I,s:s,s:b}", "size", (json_int_t)w.size, "sha256", w.sha256, "created", w.created),
+                       NULL, 0, NULL, NULL);
+}
+
+static int write_prepare(Request *r, const char **ret_code, char **ret_msg) {
+        WriteArgs *a = r->args;
+        a->has_mode = json_object_get(r->msg.obj, "mode") && !json_is_null(json_object_get(r->msg.obj, "mode"));
+        if (a->has_mode && a->mode > 07777) {
+                *ret_msg = strdup("\"mode\" takes permission bits (at most 07777)");
+                return -EINVAL;
+        }
+        int n = !!a->content + !!a->content_base64 + r->msg.has_raw;
+        if (n != 1) {
+                *ret_msg = strdup("give the content once: \"content\", \"content_base64\" or a raw payload");
+                return -EINVAL;
+        }
+        if (a->content) {
+                a->len = strlen(a->content);
+                if (!(a->data = strdup(a->content)))
+                        return -ENOMEM;
+        } else if (a->content_base64) {
+                if (b64_decode(a->content_base64, &a->data, &a->len) < 0) {
+                        *ret_msg = strdup("\"content_base64\" is not valid base64");
+                        return -EINVAL;
+                }
+        } else if (!(a->data = jsonl_msg_steal_raw(&r->msg, &a->len)))
+                return -ENOMEM;
+        r->target = json_string(a->path);
+        *ret_code = NULL;
+        return 0;
+}
+
+/* ---- file_edit: read, apply, write if unchanged; re-read on a race ---- */
+
+typedef struct EditArgs {
+        const char *path;
+        const char *old_string;
+        const char *new_string;
+        bool replace_all;
+        char *edited;
+        size_t edited_len;
+} EditArgs;
+
+static const JsonField edit_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "path", JSON_FIELD_STRING, offsetof(EditArgs, path), JSON_FIELD_REQUIRED, NULL },
+        { "old_string", JSON_FIELD_STRING, offsetof(EditArgs, old_string), JSON_FIELD_REQUIRED, NULL },
+        { "new_string", JSON_FIELD_STRING, offsetof(EditArgs, new_string), JSON_FIELD_REQUIRED, NULL },
+        { "replace_all", JSON_FIELD_BOOL, offsetof(EditArgs, replace_all), 0, NULL },
+        {},
+};
+
+static int edit_build(Call *c, uint64_t wid, StrBuf *out) {
+        Request *r = c->req;
+        EditArgs *a = r->args;
+        if (r->stage == 0) {
+                ProtocolReadFileRequest req = { .path = a->path };
+                return protocol_encode_read_file_request(out, wid, &req);
+        }
+        ProtocolWriteFileRequest req = { .path = a->path, .if_sha256 = r->sha };
+        return protocol_encode_write_file_request(out, wid, &req, a->edited, a->edited_len);
+}
+
+static void edit_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+        Request *r = c->req;
+        EditArgs *a = r->args;
+        if (!m)
+                return request_finish(r, l, NULL, NULL, 0, code, message);
+        ProtocolReplyHead h;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (protocol_decode_reply_head(m->obj, &h, &err) < 0)
+                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+        if (r->stage == 1 && !h.ok && h.error_code == PROTOCOL_ERROR_PRECONDITION_FAILED) {
+                /* Someone changed the file between our read and write: redo
+                 * the edit on the new content, so neither change is lost. */
+                if (++r->attempts >= EDIT_MAX_ATTEMPTS)
+                        return request_finish(r, l, NULL, NULL, 0, "conflict",
+                                              "the file kept changing during the edit; try again");
+                free(a->edited);
+                a->edited = NULL;
+                r->stage = 0;
+                return workspace_submit(r->ws, &r->call);
+        }
+        if (!h.ok)
+                return request_finish(r, l, NULL, NULL, 0, h.error_code_name ? h.error_code_name : "io",
+                                      h.error_message ? h.error_message : "the worker refused the request");
+        if (r->stage == 0) {
+                ProtocolReadFileReply rf;
+                if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
+                        return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+                if (!rf.eof || rf.offset != 0)
+                        return request_finish(r, l, NULL, NULL, 0, "too_large", "the file is too large to edit in one piece");
+                snprintf(r->sha, sizeof r->sha, "%s", rf.sha256);
+                if (tool_edit_apply(m->raw ? m->raw : "", m->raw_len, a->old_string, a->new_string, a->replace_all,
+                                    &a->edited, &a->edited_len, &r->count, &err) < 0) {
+                        const char *k = vs_error_kind(err);
+                        return request_finish(r, l, NULL, NULL, 0, k ? k : "bad_request", vs_error_message(err));
+                }
+                r->stage = 1;
+                return workspace_submit(r->ws, &r->call);
+        }
+        ProtocolWriteFileReply w;
+        if (protocol_decode_write_file_reply(m->obj, &w, NULL) < 0)
+                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+        request_finish(r, l,
+                       json_pack("{s:I,s:I,s:s,s:I}", "replacements", (json_int_t)r->count, "size", (json_int_t)w.size,
+                                 "sha256", w.sha256, "retries", (json_int_t)r->attempts),
+                       NULL, 0, NULL, NULL);
+}
+
+static int edit_prepare(Request *r, const char **ret_code, char **ret_msg) {
+        EditArgs *a = r->args;
+        if (!a->old_string[0]) {
+                *ret_msg = strdup("\"old_string\" must not be empty");
+                return -EINVAL;
+        }
+        r->target = json_string(a->path);
+        *ret_code = NULL;
+        return 0;
+}
+
+/* ---- status ---- */
+
+static void status_reply(Request *r) {
+        Server *srv = r->srv;
+        json_t *o = json_object();
+        json_t *d = json_pack("{s:i,s:i,s:I,s:i,s:i,s:i,s:i,s:s?,s:s?}", "pid", (int)getpid(), "uid", (int)geteuid(),
+                              "uptime_s", (json_int_t)((now_ms() - srv->started_ms) / 1000), "clients",
+                              (int)srv->n_clients, "workers", (int)srv->n_workers, "max_workers",
+                              (int)srv->opt.max_workers, "max_clients", (int)srv->opt.max_clients, "socket",
+                              srv->opt.socket_path, "audit_log", srv->opt.audit_path);
+        if (d) {
+                json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
+                json_object_set_new(d, "cgroups", srv->cgroup_version ? json_integer(srv->cgroup_version) : json_null());
+                if (srv->cgroup_why_not)
+                        json_object_set_new(d, "cgroups_unavailable", json_string(srv->cgroup_why_not));
+        }
+        json_t *ws = json_array();
+        const char *only = json_string_value(json_object_get(r->msg.obj, "workspace"));
+        char canon[4096];
+        if (only && !realpath(only, canon))
+                snprintf(canon, sizeof canon, "%s", only);
+        for (Workspace *w = srv->workspaces; ws && w; w = w->next)
+                if (!only || streq(w->path, canon))
+                        json_array_append_new(ws, workspace_status(w));
+        if (o) {
+                json_object_set_new(o, "daemon", d);
+                json_object_set_new(o, "workspaces", ws);
+        }
+        r->target = json_null();
+        request_finish(r, NULL, o, NULL, 0, NULL, NULL);
+}
+
+/* ---- dispatch ---- */
+
+typedef struct Tool {
+        const char *name;
+        const JsonField *table;
+        size_t args_size;
+        int (*prepare)(Request *r, const char **ret_code, char **ret_msg);
+        CallBuildFn build;
+        CallDoneFn done;
+        void (*free_args)(void *a);
+} Tool;
+
+static void terminal_free(void *a) {
+        terminal_args_free(a);
+}
+static void write_free(void *a) {
+        free(((WriteArgs *)a)->data);
+}
+static void edit_free(void *a) {
+        free(((EditArgs *)a)->edited);
+}
+
+static const Tool tools[] = {
+        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_build, terminal_done, terminal_free },
+        { "file_read", read_table, sizeof(ReadArgs), NULL, read_build, read_done, NULL },
+        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_build, write_done, write_free },
+        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_build, edit_done, edit_free },
+};
+
+static const Tool *request_tool(Request *r) {
+        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
+                if (streq(r->tool, tools[i].name))
+                        return &tools[i];
+        return NULL;
+}
+
+void tools_handle(Client *c, JsonlMsg *m) {
+        Server *srv = c->srv;
+        json_t *id = json_object_get(m->obj, "id");
+        const char *tool = json_string_value(json_object_get(m->obj, "tool"));
+        if (tool && (streq(tool, "terminal_input") || streq(tool, "terminal_resize") || streq(tool, "terminal_close"))) {
+                pty_message(c, id, tool, m->obj, m);
+                jsonl_msg_done(m);
+                return;
+        }
+        srv->counters.requests++;
+        Request *r = calloc(1, sizeof *r);
+        if (!r) {
+                jsonl_msg_done(m);
+                tools_reply_bad_line(c, "internal", "out of memory");
+                return;
+        }
+        r->srv = srv;
+        r->client = c;
+        client_ref(c);
+        c->inflight++;
+        r->id = id ? json_incref(id) : NULL;
+        r->msg = *m;
+        *m = (JsonlMsg)JSONL_MSG_INIT;
+        r->t0_us = now_us();
+        r->call.req = r;
+        r->tool = tool ? tool : "?";
+        if (id && !json_is_integer(id) && !json_is_string(id) && !json_is_null(id))
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"id\" must be an integer or a string");
+        if (!tool)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"tool\" (a string)");
+        if (streq(tool, "status"))
+                return status_reply(r);
+
+        const Tool *t = request_tool(r);
+        if (!t && !streq(tool, "terminal_open"))
+                return request_finish(r, NULL, NULL, NULL, 0, "unknown_tool",
+                                      "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, status");
+
+        const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
+        if (!wsp)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"workspace\" (an absolute path)");
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        Workspace *ws = NULL;
+        if (workspace_get(srv, wsp, &ws, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
+                                      vs_error_message(err));
+        r->ws = ws;
+
+        if (streq(tool, "terminal_open"))
+                return pty_open(r, r->msg.obj);
+
+        r->args = calloc(1, t->args_size);
+        if (!r->args)
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        if (json_dispatch(r->msg.obj, t->table, r->args, &err) < 0) {
+                free(r->args);
+                r->args = NULL;
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        }
+        r->args_table = t->table;
+        r->free_args = t->free_args;
+        if (t->prepare) {
+                const char *code = "bad_request";
+                _cleanup_free_ char *msg = NULL;
+                int k = t->prepare(r, &code, &msg);
+                if (k < 0)
+                        return request_finish(r, NULL, NULL, NULL, 0, k == -ENOMEM ? "internal" : code,
+                                              msg ? msg : k == -ENOMEM ? "out of memory" : "bad request");
+        } else
+                r->target = json_string(((ReadArgs *)r->args)->path);
+        if (ws->state == WS_REFUSED)
+                return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+        r->call.build = t->build;
+        r->call.done = t->done;
+        workspace_submit(ws, &r->call);
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* Masks that hold over time: the jail masks what existed when it started
+ * (bind mounts over each matching path). A matching path that appears later
+ * (a host editor writes .env, a file is renamed to key.pem, a masked file is
+ * deleted and recreated) would be visible inside the running jail, so the
+ * workspace's rw/ro roots are watched with inotify and such an event
+ * recycles the worker: in-flight commands fail with "worker_recycled" and the
+ * next call gets a jail built with the new path masked. Directories are
+ * watched recursively up to WATCH_MAX_DIRS; masked directories are not
+ * entered (the jail sees them empty whatever they hold). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "glob.h"
+#include "log.h"
+#include "path-util.h"
+
+typedef struct WatchDir {
+        int wd;
+        size_t root;
+        char *rel; /* "" for the root */
+} WatchDir;
+
+typedef struct WorkspaceWatch {
+        Workspace *ws;
+        int fd;
+        uv_poll_t poll;
+        VsGlobSet *set;
+        char **roots;
+        size_t n_roots;
+        WatchDir *dirs;
+        size_t n_dirs;
+        bool partial;
+} WorkspaceWatch;
+
+#define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
+
+/* Walks a directory below root/rel: watches subdirectories, reports the
+ * first path that matches the masks (for directories moved in whole). */
+static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match) {
+        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
+        if (!abs)
+                return false;
+        int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return false;
+        }
+        bool found = false;
+        struct dirent *de;
+        while (!found && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                _cleanup_free_ char *sub = rel[0] ? path_join(rel, de->d_name) : strdup(de->d_name);
+                if (!sub)
+                        break;
+                bool is_dir = de->d_type == DT_DIR;
+                if (glob_set_masks(w->set, sub, is_dir)) {
+                        if (ret_match && !*ret_match)
+                                *ret_match = strdup(sub);
+                        found = ret_match != NULL;
+                        continue;
+                }
+                if (is_dir && add_dir(w, root, sub) >= 0)
+                        found = scan_dir(w, root, sub, ret_match) && ret_match;
+        }
+        closedir(d);
+        return found;
+}
+
+static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
+        if (w->n_dirs >= WATCH_MAX_DIRS) {
+                if (!w->partial)
+                        log_warning("workspace %s: more than %d directories; masked paths created deeper are caught only by the file tools",
+                                    w->ws->path, WATCH_MAX_DIRS);
+                w->partial = true;
+                return -ENOSPC;
+        }
+        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
+        if (!abs)
+                return -ENOMEM;
+        int wd = inotify_add_watch(w->fd, abs, WATCH_EVENTS);
+        if (wd < 0)
+                return -errno;
+        for (size_t i = 0; i < w->n_dirs; i++)
+                if (w->dirs[i].wd == wd)
+                        return 0;
+        WatchDir *nd = realloc(w->dirs, (w->n_dirs + 1) * sizeof *nd);
+        if (!nd)
+                return -ENOMEM;
+        w->dirs = nd;
+        char *r = strdup(rel);
+        if (!r)
+                return -ENOMEM;
+        w->dirs[w->n_dirs++] = (WatchDir){ .wd = wd, .root = root, .rel = r };
+        return 1;
+}
+
+static void on_event(uv_poll_t *h, int status, int events) {
+        WorkspaceWatch *w = h->data;
+        _Alignas(struct inotify_event) char buf[16384];
+        _cleanup_free_ char *hit = NULL;
+        for (;;) {
+                ssize_t n = read(w->fd, buf, sizeof buf);
+                if (n <= 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        struct inotify_event *ev = (struct inotify_event *)p;
+                        p += sizeof *ev + ev->len;
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                /* Events were lost: assume the worst. */
+                                if (!hit)
+                                        hit = strdup("(inotify queue overflow)");
+                                continue;
+                        }
+                        if (!ev->len)
+                                continue;
+                        WatchDir *wd = NULL;
+                        for (size_t i = 0; i < w->n_dirs; i++)
+                                if (w->dirs[i].wd == ev->wd) {
+                                        wd = &w->dirs[i];
+                                        break;
+                                }
+                        if (!wd)
+                                continue;
+                        _cleanup_free_ char *rel = wd->rel[0] ? path_join(wd->rel, ev->name) : strdup(ev->name);
+                        if (!rel)
+                                continue;
+                        bool is_dir = ev->mask & IN_ISDIR;
+                        if (glob_set_masks(w->set, rel, is_dir)) {
+                                if (!hit)
+                                        hit = TAKE_PTR(rel);
+                                continue;
+                        }
+                        if (is_dir && add_dir(w, wd->root, rel) >= 0)
+                                /* A directory moved in whole may hold matches already. */
+                                scan_dir(w, wd->root, rel, hit ? NULL : &hit);
+                }
+        }
+        if (!hit)
+                return;
+        Workspace *ws = w->ws;
+        bool running = ws->link || ws->draining;
+        log_info("workspace %s: masked path %s appeared%s", ws->path, hit,
+                 running ? "; recycling the worker so the jail masks it" : "");
+        if (running) {
+                char why[512];
+                snprintf(why, sizeof why,
+                         "a path matching the masks appeared (%s); the jail was rebuilt to mask it and this call was ended",
+                         hit);
+                workspace_recycle(ws, "worker_recycled", why);
+        }
+}
+
+bool watch_active(Workspace *ws) {
+        return ws->watch != NULL;
+}
+
+static void on_poll_closed(uv_handle_t *h) {
+        free(h->data);
+}
+
+void watch_stop(Workspace *ws) {
+        WorkspaceWatch *w = TAKE_PTR(ws->watch);
+        if (!w)
+                return;
+        uv_poll_stop(&w->poll);
+        w->fd = safe_close(w->fd);
+        glob_set_free(w->set);
+        for (size_t i = 0; i < w->n_dirs; i++)
+                free(w->dirs[i].rel);
+        free(w->dirs);
+        for (size_t i = 0; i < w->n_roots; i++)
+                free(w->roots[i]);
+        free(w->roots);
+        uv_close((uv_handle_t *)&w->poll, on_poll_closed);
+}
+
+int watch_start(Workspace *ws) {
+        const VsPolicy *p = ws->policy;
+        WorkspaceWatch *w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        w->ws = ws;
+        w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (w->fd < 0 || glob_set_new(p->mask, &w->set, &err) < 0 ||
+            !(w->roots = calloc(p->n_rw + p->n_ro + 1, sizeof(char *)))) {
+                log_warning("workspace %s: cannot watch for masked paths: %s", ws->path,
+                            w->fd < 0 ? strerror(errno) : err ? vs_error_message(err) : "out of memory");
+                safe_close(w->fd);
+                glob_set_free(w->set);
+                free(w);
+                return -EIO;
+        }
+        for (size_t pass = 0; pass < 2; pass++) {
+                const VsPath *l = pass ? p->ro_paths : p->rw_paths;
+                size_t n = pass ? p->n_ro : p->n_rw;
+                for (size_t i = 0; i < n; i++)
+                        if (l[i].resolved && (w->roots[w->n_roots] = strdup(l[i].resolved)))
+                                w->n_roots++;
+        }
+        for (size_t i = 0; i < w->n_roots; i++)
+                if (add_dir(w, i, "") >= 0)
+                        scan_dir(w, i, "", NULL);
+        uv_poll_init(ws->srv->loop, &w->poll, w->fd);
+        w->poll.data = w;
+        uv_poll_start(&w->poll, UV_READABLE, on_event);
+        ws->watch = w;
+        log_debug("workspace %s: watching %zu directories for masked paths", ws->path, w->n_dirs);
+        return 0;
+}

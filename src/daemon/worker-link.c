@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/* One worker process and the asynchronous protocol to it: the handshake
+ * (hello -> init -> ready), then many requests in flight, matched to their
+ * replies by id. Anything the worker says out of turn ends it (never the
+ * daemon): its in-flight calls fail with the link's end code. */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "strv.h"
+#include "worker-spawn.h"
+
+static WorkerLink *all_links;
+
+typedef struct LinkWrite {
+        uv_write_t w;
+        WorkerLink *link;
+        char *data;
+} LinkWrite;
+
+static void link_maybe_free(WorkerLink *l) {
+        if (l->open_handles > 0 || l->pid > 0)
+                return;
+        for (WorkerLink **p = &all_links; *p; p = &(*p)->next)
+                if (*p == l) {
+                        *p = l->next;
+                        break;
+                }
+        launch_free(l->launch);
+        jsonl_reader_free(l->reader);
+        strv_free(l->layers);
+        strv_free(l->degraded);
+        strbuf_done(&l->errtail);
+        strbuf_done(&l->errline);
+        free(l->end_reason);
+        free(l);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+        WorkerLink *l = h->data;
+        l->open_handles--;
+        link_maybe_free(l);
+}
+
+static void log_stderr_line(WorkerLink *l, const char *line) {
+        log_info("worker %s[%d]: %s", l->ws ? l->ws->path : "?", (int)l->pid, line);
+}
+
+static void flush_errline(WorkerLink *l) {
+        if (l->errline.len > 0) {
+                log_stderr_line(l, l->errline.data);
+                strbuf_clear(&l->errline);
+        }
+}
+
+/* Fails every in-flight call; the callbacks may free their requests. */
+static void fail_inflight(WorkerLink *l, const char *code, const char *msg) {
+        while (l->inflight) {
+                Call *c = l->inflight;
+                l->inflight = c->next;
+                l->n_inflight--;
+                c->next = NULL;
+                c->done(c, l, NULL, code, msg);
+        }
+}
+
+static void close_handles(WorkerLink *l) {
+        if (!uv_is_closing((uv_handle_t *)&l->pipe))
+                uv_close((uv_handle_t *)&l->pipe, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&l->errpipe))
+                uv_close((uv_handle_t *)&l->errpipe, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&l->timer))
+                uv_close((uv_handle_t *)&l->timer, on_handle_closed);
+}
+
+void link_end(WorkerLink *l, const char *code, const char *reason) {
+        if (l->state == LINK_DEAD)
+                return;
+        bool was_spawning = l->state == LINK_SPAWNING;
+        l->state = LINK_DEAD;
+        l->end_code = code;
+        free(l->end_reason);
+        l->end_reason = reason ? strdup(reason) : NULL;
+        /* bwrap has --die-with-parent, so the jail follows; the direct worker
+         * gets no further input either way. */
+        if (l->pid > 0)
+                kill(l->pid, SIGKILL);
+        l->srv->n_workers--;
+        flush_errline(l);
+        uv_read_stop((uv_stream_t *)&l->errpipe);
+        close_handles(l);
+        const char *msg = reason ? reason : "the worker ended";
+        fail_inflight(l, code, msg);
+        Workspace *ws = TAKE_PTR(l->ws);
+        if (ws) {
+                if (was_spawning)
+                        workspace_link_failed(ws, l, code, msg);
+                else
+                        workspace_link_failed(ws, l, code, msg);
+        }
+        link_maybe_free(l);
+}
+
+bool link_reaped(Server *srv, pid_t pid, int status) {
+        for (WorkerLink *l = all_links; l; l = l->next)
+                if (l->pid == pid) {
+                        if (WIFSIGNALED(status))
+                                log_debug("worker pid %d killed by signal %d", (int)pid, WTERMSIG(status));
+                        else
+                                log_debug("worker pid %d exited with status %d", (int)pid, WEXITSTATUS(status));
+                        l->pid = 0;
+                        if (l->state != LINK_DEAD) {
+                                char why[128];
+                                if (WIFSIGNALED(status))
+                                        snprintf(why, sizeof why, "the worker was killed by signal %d", WTERMSIG(status));
+                                else
+                                        snprintf(why, sizeof why, "the worker exited with status %d", WEXITSTATUS(status));
+                                /* Pipes may still hold its last replies: let them drain
+                                 * first; EOF then ends the link with this reason. */
+                                free(l->end_reason);
+                                l->end_reason = strdup(why);
+                        } else
+                                link_maybe_free(l);
+                        return true;
+                }
+        return false;
+}
+
+static void on_link_write(uv_write_t *w, int status) {
+        LinkWrite *lw = (LinkWrite *)w;
+        WorkerLink *l = lw->link;
+        free(lw->data);
+        free(lw);
+        if (status < 0 && l->state != LINK_DEAD)
+                link_end(l, "worker_crashed", "writing to the worker failed");
+}
+
+static int link_write(WorkerLink *l, StrBuf *b) {
+        LinkWrite *lw = calloc(1, sizeof *lw);
+        if (!lw)
+                return -ENOMEM;
+        size_t len = b->len;
+        lw->data = strbuf_steal(b);
+        lw->link = l;
+        uv_buf_t buf = uv_buf_init(lw->data, (unsigned)len);
+        int r = uv_write(&lw->w, (uv_stream_t *)&l->pipe, &buf, 1, on_link_write);
+        if (r < 0) {
+                free(lw->data);
+                free(lw);
+                return r;
+        }
+        return 0;
+}
+
+static int compute_layers(WorkerLink *l, const ProtocolReady *rd) {
+        int r = 0;
+        l->layers = calloc(1, sizeof(char *));
+        if (!l->layers)
+                return -ENOMEM;
+        if (l->launch->sandboxed) {
+                r = strv_extend(&l->layers, "namespaces");
+                if (r >= 0 && rd->no_new_privs)
+                        r = strv_extend(&l->layers, "no_new_privs");
+                if (r >= 0 && rd->seccomp)
+                        r = strv_extend(&l->layers, "seccomp");
+                if (r >= 0 && rd->landlock_abi > 0)
+                        r = strv_extend(&l->layers, "landlock");
+        }
+        if (r >= 0 && !(l->degraded = calloc(1, sizeof(char *))))
+                r = -ENOMEM;
+        for (char **d = l->launch->degraded; r >= 0 && d && *d; d++)
+                r = strv_extend(&l->degraded, *d);
+        for (char **d = rd->degraded; r >= 0 && d && *d; d++)
+                if (!strv_contains(l->degraded, *d))
+                        r = strv_extend(&l->degraded, *d);
+        return r;
+}
+
+static void fail_start(WorkerLink *l, const char *what) {
+        char buf[2048];
+        const char *tail = l->errtail.len ? l->errtail.data : NULL;
+        const char *diag = backend_diagnose(tail);
+        if (diag)
+                snprintf(buf, sizeof buf, "the jail could not start: %s (backend said: %s)", diag, tail);
+        else if (tail)
+                snprintf(buf, sizeof buf, "the jail could not start: %s; backend said: %s", what, tail);
+        else
+                snprintf(buf, sizeof buf, "the jail could not start: %s", what);
+        /* one line */
+        for (char *p = buf; *p; p++)
+                if (*p == '\n')
+                        *p = ' ';
+        link_end(l, "sandbox_unavailable", buf);
+}
+
+static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
+        const char *type = protocol_message_type(m->obj);
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (l->worker_pid == 0) {
+                ProtocolHello h = { 0 };
+                if (!type || !streq(type, "hello") || protocol_decode_hello(m->obj, &h, &err) < 0)
+                        return fail_start(l, "the worker did not say hello");
+                bool ok = h.version == PROTOCOL_VERSION;
+                l->worker_pid = h.pid > 0 ? h.pid : 1;
+                protocol_hello_done(&h);
+                if (!ok)
+                        return fail_start(l, "worker protocol version mismatch; install a matching vectora-worker");
+                /* The backend and the worker wait for init: nothing untrusted
+                 * runs yet, so the whole tree can be moved under limits now. */
+                if (l->launch->sandboxed && l->ws)
+                        cgroup_confine(l->ws, l->pid);
+                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+                int r = launch_encode_init(l->launch, &out);
+                if (r < 0 || link_write(l, &out) < 0)
+                        return fail_start(l, "sending init failed");
+                return;
+        }
+        if (type && streq(type, "init_failed")) {
+                const char *msg = NULL;
+                protocol_decode_init_failed(m->obj, &msg, NULL);
+                char buf[1024];
+                snprintf(buf, sizeof buf, "the jail refused to start: %s", msg ? msg : "unknown reason");
+                return link_end(l, "sandbox_unavailable", buf);
+        }
+        ProtocolReady rd = { 0 };
+        if (!type || !streq(type, "ready") || protocol_decode_ready(m->obj, &rd, &err) < 0)
+                return fail_start(l, "the worker did not become ready");
+        int r = compute_layers(l, &rd);
+        protocol_ready_done(&rd);
+        if (r < 0)
+                return link_end(l, "internal", "out of memory");
+        uv_timer_stop(&l->timer);
+        l->state = LINK_READY;
+        l->ready_ms = l->last_used_ms = now_ms();
+        for (char **d = l->degraded; d && *d; d++)
+                log_warning("workspace %s: running degraded: %s", l->ws->path, *d);
+        log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
+                 (unsigned long long)(l->ready_ms - l->spawned_ms), (unsigned long long)l->generation);
+        workspace_link_ready(l->ws, l);
+}
+
+static void handle_reply(WorkerLink *l, JsonlMsg *m) {
+        ProtocolReplyHead h;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (protocol_decode_reply_head(m->obj, &h, &err) < 0 || !h.has_id) {
+                char buf[512];
+                snprintf(buf, sizeof buf, "protocol violation: %s", err ? vs_error_message(err) : "a reply without id");
+                log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?", (int)l->pid, buf);
+                return link_end(l, "worker_crashed", buf);
+        }
+        Call **pp = &l->inflight;
+        while (*pp && (*pp)->wid != h.id)
+                pp = &(*pp)->next;
+        if (!*pp) {
+                log_warning("workspace %s: worker pid %d answered unknown id %llu; ending it", l->ws ? l->ws->path : "?",
+                            (int)l->pid, (unsigned long long)h.id);
+                return link_end(l, "worker_crashed", "protocol violation: a reply to no request");
+        }
+        Call *c = *pp;
+        *pp = c->next;
+        c->next = NULL;
+        l->n_inflight--;
+        l->last_used_ms = now_ms();
+        c->done(c, l, m, NULL, NULL);
+        if (l->n_inflight == 0 && l->state == LINK_READY) {
+                if (l->draining)
+                        link_end(l, "worker_recycled", "the policy changed");
+                else if (l->ws)
+                        workspace_link_idle(l->ws, l);
+        }
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+        WorkerLink *l = h->data;
+        void *p = NULL;
+        size_t n = 0;
+        if (jsonl_reader_get_buffer(l->reader, 256 * 1024, &p, &n) < 0) {
+                buf->base = NULL;
+                buf->len = 0;
+                return;
+        }
+        buf->base = p;
+        buf->len = n;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+        WorkerLink *l = s->data;
+        if (l->state == LINK_DEAD)
+                return;
+        if (nread < 0) {
+                uv_read_stop(s);
+                if (l->state == LINK_SPAWNING) {
+                        /* bwrap's own error may still be on its way to stderr. */
+                        if (!uv_is_active((uv_handle_t *)&l->errpipe))
+                                fail_start(l, l->end_reason ? l->end_reason : "the worker exited during the handshake");
+                        else
+                                l->end_code = "eof";
+                        return;
+                }
+                char why[256];
+                snprintf(why, sizeof why, "the worker ended unexpectedly (%s)",
+                         l->end_reason ? l->end_reason : nread == UV_EOF ? "end of its output" : uv_strerror((int)nread));
+                log_warning("workspace %s: worker pid %d: %s", l->ws ? l->ws->path : "?", (int)l->pid, why);
+                if (l->ws)
+                        l->ws->counters.crashes++;
+                l->srv->counters.crashes++;
+                return link_end(l, "worker_crashed", why);
+        }
+        if (nread == 0)
+                return;
+        jsonl_reader_commit(l->reader, (size_t)nread);
+        while (l->state != LINK_DEAD) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                int r = jsonl_reader_next(l->reader, &m, &err);
+                if (r == -EAGAIN)
+                        break;
+                if (r < 0) {
+                        char why[512];
+                        snprintf(why, sizeof why, "protocol violation: %s", vs_error_message(err));
+                        log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?",
+                                    (int)l->pid, why);
+                        if (l->state == LINK_SPAWNING)
+                                return fail_start(l, why);
+                        return link_end(l, "worker_crashed", why);
+                }
+                if (l->state == LINK_SPAWNING)
+                        handle_handshake(l, &m);
+                else
+                        handle_reply(l, &m);
+                jsonl_msg_done(&m);
+        }
+}
+
+static void on_err_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+        static char b[4096];
+        buf->base = b;
+        buf->len = sizeof b;
+}
+
+static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+        WorkerLink *l = s->data;
+        if (nread < 0) {
+                uv_read_stop(s);
+                flush_errline(l);
+                if (l->state == LINK_SPAWNING && l->end_code && streq(l->end_code, "eof"))
+                        fail_start(l, l->end_reason ? l->end_reason : "the worker exited during the handshake");
+                return;
+        }
+        for (ssize_t i = 0; i < nread; i++) {
+                char ch = buf->base[i];
+                if (ch == '\n' || l->errline.len >= 2048) {
+                        flush_errline(l);
+                        if (ch == '\n')
+                                continue;
+                }
+                (void)!strbuf_appendc(&l->errline, ch);
+        }
+        /* Keep the last 1 KiB for start-up diagnostics. */
+        (void)!strbuf_append(&l->errtail, buf->base, (size_t)nread);
+        if (l->errtail.len > 1024)
+                strbuf_consume(&l->errtail, l->errtail.len - 1024);
+}
+
+static void on_handshake_timeout(uv_timer_t *t) {
+        WorkerLink *l = t->data;
+        if (l->state == LINK_SPAWNING)
+                fail_start(l, "the worker did not finish its handshake in time");
+}
+
+int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
+        Server *srv = ws->srv;
+        VsLaunchOptions o = {
+                .worker_path = srv->opt.worker_path,
+                .runtime_dir = srv->opt.runtime_dir,
+        };
+        _cleanup_(launch_freep) VsLaunch *launch = NULL;
+        int r = launch_prepare(ws->policy, &o, &launch, err);
+        if (r < 0)
+                return r;
+        if (launch->sandboxed)
+                cgroup_prepare(ws);
+        WorkerLink *l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        if ((r = jsonl_reader_new(&l->reader)) < 0) {
+                free(l);
+                return r;
+        }
+        VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
+        r = worker_spawn(launch, &proc, err);
+        if (r < 0) {
+                jsonl_reader_free(l->reader);
+                free(l);
+                return r;
+        }
+        l->srv = srv;
+        l->ws = ws;
+        l->state = LINK_SPAWNING;
+        l->generation = ws->generation;
+        l->launch = TAKE_PTR(launch);
+        l->pid = proc.pid;
+        l->spawned_ms = now_ms();
+        l->next = all_links;
+        all_links = l;
+        srv->n_workers++;
+
+        uv_pipe_init(srv->loop, &l->pipe, 0);
+        uv_pipe_init(srv->loop, &l->errpipe, 0);
+        uv_timer_init(srv->loop, &l->timer);
+        l->pipe.data = l->errpipe.data = l->timer.data = l;
+        l->open_handles = 3;
+        int r1 = uv_pipe_open(&l->pipe, proc.fd);
+        int r2 = proc.stderr_fd >= 0 ? uv_pipe_open(&l->errpipe, proc.stderr_fd) : UV_EBADF;
+        if (r1 < 0)
+                safe_close(proc.fd);
+        if (r2 < 0)
+                safe_close(proc.stderr_fd);
+        if (r1 < 0) {
+                link_end(l, "sandbox_unavailable", "cannot watch the worker's socket");
+                return vs_error_set_kind(err, r1, "sandbox_unavailable", "cannot watch the worker's socket: %s",
+                                         uv_strerror(r1));
+        }
+        uv_read_start((uv_stream_t *)&l->pipe, on_alloc, on_read);
+        if (r2 == 0)
+                uv_read_start((uv_stream_t *)&l->errpipe, on_err_alloc, on_err_read);
+        uv_timer_start(&l->timer, on_handshake_timeout, LINK_HANDSHAKE_TIMEOUT_MS, 0);
+        log_info("workspace %s: spawned %s worker pid %d", ws->path, l->launch->sandboxed ? "jailed" : "direct",
+                 (int)l->pid);
+        *ret = l;
+        return 0;
+}
+
+void link_send(WorkerLink *l, Call *c) {
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        c->wid = ++l->next_id;
+        int r = c->build(c, c->wid, &out);
+        if (r < 0) {
+                c->done(c, l, NULL, r == -EMSGSIZE || r == -ENOBUFS ? "too_large" : "internal",
+                        r == -EMSGSIZE || r == -ENOBUFS ? "the request is too large for the worker protocol"
+                                                        : "the request could not be encoded");
+                return;
+        }
+        if (link_write(l, &out) < 0) {
+                c->done(c, l, NULL, "internal", "out of memory");
+                return;
+        }
+        c->next = l->inflight;
+        l->inflight = c;
+        l->n_inflight++;
+        l->last_used_ms = now_ms();
+}
+
+json_t *link_status(WorkerLink *l) {
+        static const char *const names[] = { "spawning", "ready", "dead" };
+        json_t *o = json_object();
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "state", json_string(l->draining ? "draining" : names[l->state]));
+        json_object_set_new(o, "pid", json_integer(l->pid));
+        json_object_set_new(o, "generation", json_integer((json_int_t)l->generation));
+        json_object_set_new(o, "in_flight", json_integer((json_int_t)l->n_inflight));
+        json_object_set_new(o, "sandboxed", json_boolean(l->launch->sandboxed));
+        json_object_set_new(o, "age_ms", json_integer((json_int_t)(now_ms() - l->spawned_ms)));
+        json_object_set_new(o, "idle_ms", json_integer((json_int_t)(now_ms() - l->last_used_ms)));
+        json_t *a = json_array();
+        for (char **s = l->layers; a && s && *s; s++)
+                json_array_append_new(a, json_string(*s));
+        json_object_set_new(o, "layers", a);
+        a = json_array();
+        for (char **s = l->degraded; a && s && *s; s++)
+                json_array_append_new(a, json_string(*s));
+        json_object_set_new(o, "degraded", a);
+        return o;
+}
+
+void links_kill_all(Server *srv) {
+        for (WorkerLink *l = all_links; l; l = l->next)
+                if (l->pid > 0)
+                        kill(l->pid, SIGKILL);
+        for (WorkerLink *l = all_links; l; l = l->next)
+                if (l->pid > 0) {
+                        while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                        l->pid = 0;
+                }
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-workspace state: the policy from vectora.toml (re-read when the file
+ * changes, checked by one stat per call), the worker's lifecycle (none ->
+ * spawning -> ready -> idle-ended), draining on policy changes, crash
+ * restarts under a rate limit. */
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "path-util.h"
+#include "policy-json.h"
+#include "strv.h"
+
+const char *workspace_state_name(WorkspaceState s) {
+        switch (s) {
+        case WS_UNSANDBOXED: return "unsandboxed";
+        case WS_SANDBOXED: return "sandboxed";
+        default: return "refused";
+        }
+}
+
+void workspace_set_error(Workspace *ws, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = NULL;
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (s) {
+                free(ws->last_error);
+                ws->last_error = s;
+                ws->last_error_ms = now_ms();
+        }
+}
+
+static void fail_queue(Workspace *ws, const char *code, const char *msg) {
+        while (ws->queue) {
+                Call *c = ws->queue;
+                ws->queue = c->next;
+                c->next = NULL;
+                ws->n_queued--;
+                c->done(c, NULL, NULL, code, msg);
+        }
+        ws->queue_tail = NULL;
+}
+
+/* The current link stops taking calls; it ends once its calls are answered. */
+static void drain_current(Workspace *ws, const char *why) {
+        WorkerLink *l = TAKE_PTR(ws->link);
+        if (!l)
+                return;
+        if (l->state != LINK_READY || l->n_inflight == 0) {
+                /* Nothing to finish (a spawning link has no calls of its own;
+                 * the queue moves on to the next link). */
+                link_end(l, "worker_recycled", why);
+                return;
+        }
+        l->draining = true;
+        l->next_draining = ws->draining;
+        ws->draining = l;
+}
+
+static void spawn(Workspace *ws);
+
+static bool same_stat(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static bool policy_same(const VsPolicy *a, const VsPolicy *b) {
+        if (!a || !b)
+                return false;
+        json_t *ja = policy_to_json(a), *jb = policy_to_json(b);
+        bool same = ja && jb && json_equal(ja, jb);
+        json_decref(ja);
+        json_decref(jb);
+        return same;
+}
+
+static void reload(Workspace *ws) {
+        _cleanup_free_ char *cfg = path_join(ws->path, VS_CONFIG_FILE);
+        struct stat st;
+        bool exists = cfg && stat(cfg, &st) == 0;
+        /* Noted before reading: a change during the read shows up next call. */
+        ws->cfg_exists = exists;
+        if (exists)
+                ws->cfg_st = st;
+        VsPolicy *p = NULL;
+        VsError *e = NULL;
+        int r = config_load(ws->path, &p, &e);
+        if (r < 0) {
+                bool was_refused = ws->state == WS_REFUSED;
+                bool same_error = was_refused && ws->config_error && e &&
+                                  streq(vs_error_message(ws->config_error), vs_error_message(e));
+                vs_error_free(ws->config_error);
+                ws->config_error = e ? e : NULL;
+                if (!ws->config_error)
+                        vs_error_set_kind(&ws->config_error, r, "config_invalid", "%s: %s", VS_CONFIG_FILE, strerror(-r));
+                if (same_error)
+                        return;
+                policy_free(ws->policy);
+                ws->policy = NULL;
+                ws->state = WS_REFUSED;
+                ws->generation++;
+                log_warning("workspace %s: refused: %s", ws->path, vs_error_message(ws->config_error));
+                workspace_set_error(ws, "%s", vs_error_message(ws->config_error));
+                watch_stop(ws);
+                drain_current(ws, "the configuration became invalid");
+                fail_queue(ws, "config_invalid", vs_error_message(ws->config_error));
+                return;
+        }
+        vs_error_free(ws->config_error);
+        ws->config_error = NULL;
+        if (ws->state != WS_REFUSED && policy_same(ws->policy, p)) {
+                policy_free(ws->policy);
+                ws->policy = p;
+                return;
+        }
+        bool first = ws->generation == 0;
+        policy_free(ws->policy);
+        ws->policy = p;
+        ws->state = p->sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED;
+        ws->generation++;
+        if (!first)
+                log_info("workspace %s: policy changed (generation %llu, %s)", ws->path,
+                         (unsigned long long)ws->generation, workspace_state_name(ws->state));
+        watch_stop(ws);
+        drain_current(ws, "the policy changed");
+        if (p->sandboxed && p->mask && p->mask[0])
+                watch_start(ws);
+        if (ws->queue && !ws->link)
+                spawn(ws);
+}
+
+static void refresh(Workspace *ws) {
+        _cleanup_free_ char *cfg = path_join(ws->path, VS_CONFIG_FILE);
+        struct stat st;
+        bool exists = cfg && stat(cfg, &st) == 0;
+        if (ws->generation > 0 && exists == ws->cfg_exists && (!exists || same_stat(&st, &ws->cfg_st)))
+                return;
+        reload(ws);
+}
+
+/* Unsandboxed policies carry no [sandbox] values: the default applies. */
+static uint64_t idle_timeout_ms(Workspace *ws) {
+        uint64_t s = ws->policy && ws->policy->idle_timeout_s ? ws->policy->idle_timeout_s : 600;
+        return s * 1000;
+}
+
+static void on_idle_timer(uv_timer_t *t) {
+        Workspace *ws = t->data;
+        WorkerLink *l = ws->link;
+        if (!l || l->state != LINK_READY || l->n_inflight > 0 || !ws->policy)
+                return;
+        uint64_t limit = idle_timeout_ms(ws);
+        uint64_t idle = now_ms() - l->last_used_ms;
+        if (idle + 5 < limit) {
+                uv_timer_start(&ws->idle_timer, on_idle_timer, limit - idle, 0);
+                return;
+        }
+        log_info("workspace %s: worker pid %d idle for %llu s; ending it", ws->path, (int)l->pid,
+                 (unsigned long long)(idle / 1000));
+        ws->counters.idle_ends++;
+        ws->srv->counters.idle_ends++;
+        ws->link = NULL;
+        link_end(l, "worker_recycled", "idle timeout");
+}
+
+int workspace_get(Server *srv, const char *path, Workspace **ret, VsError **err) {
+        if (!path || path[0] != '/')
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "\"workspace\" must be an absolute path");
+        char canon[PATH_MAX];
+        if (!realpath(path, canon))
+                return vs_error_set_kind(err, -errno, "workspace_not_found", "workspace %s: %m", path);
+        Workspace *ws;
+        for (ws = srv->workspaces; ws; ws = ws->next)
+                if (streq(ws->path, canon))
+                        break;
+        if (!ws) {
+                ws = calloc(1, sizeof *ws);
+                if (!ws || !(ws->path = strdup(canon))) {
+                        free(ws);
+                        return vs_error_set_kind(err, -ENOMEM, "internal", "out of memory");
+                }
+                ws->srv = srv;
+                uv_timer_init(srv->loop, &ws->idle_timer);
+                ws->idle_timer.data = ws;
+                ws->idle_timer_init = true;
+                ws->next = srv->workspaces;
+                srv->workspaces = ws;
+        }
+        refresh(ws);
+        *ret = ws;
+        return 0;
+}
+
+static bool restart_allowed(Workspace *ws) {
+        uint64_t now = now_ms();
+        unsigned recent = 0;
+        for (unsigned i = 0; i < ws->n_restarts && i < RESTART_MAX; i++)
+                if (now - ws->restarts[i] < RESTART_WINDOW_MS)
+                        recent++;
+        return recent < RESTART_MAX;
+}
+
+static void note_restart(Workspace *ws) {
+        memmove(ws->restarts + 1, ws->restarts, (RESTART_MAX - 1) * sizeof ws->restarts[0]);
+        ws->restarts[0] = now_ms();
+        if (ws->n_restarts < RESTART_MAX)
+                ws->n_restarts++;
+}
+
+/* Under the worker limit, ends the longest-idle worker of another workspace. */
+static bool make_room(Server *srv) {
+        if (srv->n_workers < srv->opt.max_workers)
+                return true;
+        Workspace *best = NULL;
+        for (Workspace *w = srv->workspaces; w; w = w->next)
+                if (w->link && w->link->state == LINK_READY && w->link->n_inflight == 0 &&
+                    (!best || w->link->last_used_ms < best->link->last_used_ms))
+                        best = w;
+        if (!best)
+                return false;
+        WorkerLink *l = TAKE_PTR(best->link);
+        log_info("worker limit (%u) reached: ending the idle worker of %s", srv->opt.max_workers, best->path);
+        link_end(l, "worker_recycled", "ended to make room under the worker limit");
+        return srv->n_workers < srv->opt.max_workers;
+}
+
+static void spawn(Workspace *ws) {
+        if (!restart_allowed(ws)) {
+                char buf[1024];
+                snprintf(buf, sizeof buf,
+                         "the worker failed %d times in %d s; not restarting it for now (last error: %s)", RESTART_MAX,
+                         RESTART_WINDOW_MS / 1000, ws->last_error ? ws->last_error : "unknown");
+                fail_queue(ws, "worker_crashed", buf);
+                return;
+        }
+        if (!make_room(ws->srv)) {
+                fail_queue(ws, "busy", "the daemon's worker limit is reached and every worker is busy; try again later");
+                return;
+        }
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        WorkerLink *l = NULL;
+        int r = link_start(ws, &l, &err);
+        ws->counters.spawns++;
+        ws->srv->counters.spawns++;
+        if (r < 0) {
+                const char *kind = vs_error_kind(err);
+                const char *code = kind && (streq(kind, "config_invalid") || streq(kind, "sandbox_unavailable"))
+                                           ? kind
+                                           : "sandbox_unavailable";
+                const char *msg = err ? vs_error_message(err) : strerror(-r);
+                log_warning("workspace %s: cannot start the worker: %s", ws->path, msg);
+                workspace_set_error(ws, "%s", msg);
+                ws->counters.spawn_failures++;
+                ws->srv->counters.spawn_failures++;
+                fail_queue(ws, code, msg);
+                return;
+        }
+        ws->link = l;
+}
+
+void workspace_submit(Workspace *ws, Call *c) {
+        c->next = NULL;
+        if (c->req && c->req->stage == 0 && c->req->attempts == 0)
+                ws->counters.requests++;
+        if (ws->link && ws->link->state == LINK_READY) {
+                uv_timer_stop(&ws->idle_timer);
+                link_send(ws->link, c);
+                return;
+        }
+        if (ws->n_queued >= WORKSPACE_MAX_QUEUE) {
+                c->done(c, NULL, NULL, "busy", "too many calls waiting for this workspace's worker");
+                return;
+        }
+        if (ws->queue_tail)
+                ws->queue_tail->next = c;
+        else
+                ws->queue = c;
+        ws->queue_tail = c;
+        ws->n_queued++;
+        if (!ws->link)
+                spawn(ws);
+}
+
+void workspace_link_ready(Workspace *ws, WorkerLink *l) {
+        while (ws->queue && ws->link == l && l->state == LINK_READY) {
+                Call *c = ws->queue;
+                ws->queue = c->next;
+                if (!ws->queue)
+                        ws->queue_tail = NULL;
+                ws->n_queued--;
+                c->next = NULL;
+                link_send(l, c);
+        }
+        if (l->n_inflight == 0 && ws->link == l)
+                workspace_link_idle(ws, l);
+}
+
+void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why) {
+        if (ws->link == l) {
+                ws->link = NULL;
+                bool crashed = streq(code, "worker_crashed") || streq(code, "sandbox_unavailable");
+                if (crashed) {
+                        note_restart(ws);
+                        workspace_set_error(ws, "%s", why);
+                }
+                if (ws->queue) {
+                        /* A link that never became ready: its start failed. */
+                        if (streq(code, "sandbox_unavailable")) {
+                                ws->counters.spawn_failures++;
+                                ws->srv->counters.spawn_failures++;
+                                fail_queue(ws, code, why);
+                        } else if (!ws->srv->shutting_down)
+                                spawn(ws);
+                }
+                return;
+        }
+        for (WorkerLink **p = &ws->draining; *p; p = &(*p)->next_draining)
+                if (*p == l) {
+                        *p = l->next_draining;
+                        break;
+                }
+}
+
+void workspace_link_idle(Workspace *ws, WorkerLink *l) {
+        if (ws->link != l || !ws->policy)
+                return;
+        uv_timer_start(&ws->idle_timer, on_idle_timer, idle_timeout_ms(ws), 0);
+}
+
+void workspace_recycle(Workspace *ws, const char *code, const char *why) {
+        ws->counters.recycles++;
+        ws->srv->counters.recycles++;
+        WorkerLink *l = TAKE_PTR(ws->link);
+        if (l)
+                link_end(l, code, why);
+        while (ws->draining) {
+                WorkerLink *d = ws->draining;
+                ws->draining = d->next_draining;
+                link_end(d, code, why);
+        }
+        if (ws->queue && !ws->srv->shutting_down)
+                spawn(ws);
+}
+
+static json_t *strv_json(char **l) {
+        json_t *a = json_array();
+        for (char **s = l; a && s && *s; s++)
+                json_array_append_new(a, json_string(*s));
+        return a;
+}
+
+json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
+        json_t *o = json_object();
+        if (!o)
+                return NULL;
+        bool sandboxed = l ? l->launch->sandboxed : ws->state == WS_SANDBOXED;
+        const char *backend = sandboxed && ws->policy ? vs_backend_name(ws->policy->backend) : "none";
+        json_object_set_new(o, "backend", ws->state == WS_REFUSED && !l ? json_null() : json_string(backend));
+        json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
+        json_object_set_new(o, "layers", strv_json(l ? l->layers : NULL));
+        json_t *deg = strv_json(l ? l->degraded : NULL);
+        if (deg && sandboxed)
+                for (char **s = ws->limit_notes; s && *s; s++)
+                        if (strstr(*s, "not enforced"))
+                                json_array_append_new(deg, json_string(*s));
+        json_object_set_new(o, "degraded", deg);
+        json_object_set_new(o, "generation", json_integer((json_int_t)(l ? l->generation : ws->generation)));
+        return o;
+}
+
+static json_t *counters_json(const Counters *c) {
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "requests", (json_int_t)c->requests, "ok",
+                         (json_int_t)c->ok, "errors", (json_int_t)c->errors, "refused", (json_int_t)c->refused,
+                         "denied", (json_int_t)c->denied, "spawns", (json_int_t)c->spawns, "spawn_failures",
+                         (json_int_t)c->spawn_failures, "crashes", (json_int_t)c->crashes, "recycles",
+                         (json_int_t)c->recycles, "idle_ends", (json_int_t)c->idle_ends);
+}
+
+json_t *daemon_counters_json(const Counters *c);
+json_t *daemon_counters_json(const Counters *c) {
+        return counters_json(c);
+}
+
+json_t *workspace_status(Workspace *ws) {
+        json_t *o = json_object();
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "path", json_string(ws->path));
+        json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
+        json_object_set_new(o, "generation", json_integer((json_int_t)ws->generation));
+        if (ws->config_error)
+                json_object_set_new(o, "config_error", json_string(vs_error_message(ws->config_error)));
+        if (ws->policy)
+                json_object_set_new(o, "policy", policy_to_json(ws->policy));
+        json_object_set_new(o, "worker", ws->link ? link_status(ws->link) : json_null());
+        json_t *d = json_array();
+        for (WorkerLink *l = ws->draining; d && l; l = l->next_draining)
+                json_array_append_new(d, link_status(l));
+        json_object_set_new(o, "draining", d);
+        json_object_set_new(o, "queued", json_integer((json_int_t)ws->n_queued));
+        json_object_set_new(o, "sandbox", workspace_sandbox_json(ws, ws->link && ws->link->state == LINK_READY ? ws->link : NULL));
+        json_object_set_new(o, "limits", strv_json(ws->limit_notes));
+        json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws)));
+        json_object_set_new(o, "counters", counters_json(&ws->counters));
+        unsigned recent = 0;
+        for (unsigned i = 0; i < ws->n_restarts; i++)
+                if (now_ms() - ws->restarts[i] < RESTART_WINDOW_MS)
+                        recent++;
+        json_object_set_new(o, "restarts_last_minute", json_integer(recent));
+        json_object_set_new(o, "restart_blocked", json_boolean(!restart_allowed(ws)));
+        if (ws->last_error) {
+                json_object_set_new(o, "last_error", json_string(ws->last_error));
+                json_object_set_new(o, "last_error_age_ms", json_integer((json_int_t)(now_ms() - ws->last_error_ms)));
+        } else
+                json_object_set_new(o, "last_error", json_null());
+        return o;
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+        free(h->data);
+}
+
+void workspaces_free_all(Server *srv) {
+        while (srv->workspaces) {
+                Workspace *ws = srv->workspaces;
+                srv->workspaces = ws->next;
+                workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
+                fail_queue(ws, "shutting_down", "the daemon is shutting down");
+                watch_stop(ws);
+                cgroup_release(ws);
+                policy_free(ws->policy);
+                vs_error_free(ws->config_error);
+                free(ws->last_error);
+                strv_free(ws->limit_notes);
+                free(ws->path);
+                uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);
+        }
+}
