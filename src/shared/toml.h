@@ -63,15 +63,20 @@ struct TomlValue {
         };
 };
 
-/* Parses data[0..len). On success *ret is the root table. On failure returns
- * a negative errno (-EINVAL for invalid TOML, -E2BIG over the limits,
- * -ENOMEM) and sets *err to "LINE:COL: reason". */
+/* Parses data[0..len) (need not be NUL-terminated; a leading UTF-8 BOM is
+ * skipped). On success *ret is the root table, owned by the caller. On
+ * failure returns a negative errno (-EINVAL for invalid TOML, -E2BIG over
+ * TOML_MAX_INPUT or TOML_MAX_DEPTH, -ENOMEM), leaves *ret untouched and sets
+ * *err to "LINE:COL: reason", e.g.
+ * "3:1: duplicate key 'a' (first defined at 1:1)". */
 int toml_parse(const char *data, size_t len, TomlValue **ret, VsError **err);
 
 void toml_free(TomlValue *v);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TomlValue *, toml_free);
 
-/* Looks up key in a table; NULL if absent or t is not a table. */
+/* Looks up key in a table (hashed for large tables); NULL if absent or t is
+ * not a table. Borrows: the result lives as long as the tree. A key that
+ * contains U+0000 cannot be named here; scan table.items for it. */
 const TomlKeyValue *toml_table_get(const TomlValue *t, const char *key);
 
 /* "table", "array", "string", "integer", "float", "boolean",

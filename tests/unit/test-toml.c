@@ -859,6 +859,10 @@ static void test_many_keys_is_linear(void **state) {
                 small = MIN(small, parse_seconds(&b));
         append_many_keys(&b, n);
         double big = parse_seconds(&b);
+        for (int i = 0; i < 2; i++)
+                big = MIN(big, parse_seconds(&b));
+        if (getenv("TOML_TEST_VERBOSE"))
+                fprintf(stderr, "10k keys: %.4f s, 100k keys: %.4f s\n", small, big);
         assert_true(big < 40 * small + 0.05);
 
         TomlValue *v = parse_ok_n(b.data, b.len);
