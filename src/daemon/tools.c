@@ -124,7 +124,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         else
                                 cs[i]->errors++;
                 }
-        if (code && r->ws && !streq(outcome, "denied") && !streq(code, "config_invalid"))
+        if (code && r->ws && !streq(outcome, "denied") && !streq(code, "config_invalid") && !streq(code, "pty_not_sandboxed"))
                 workspace_set_error(r->ws, "%s: %s: %s", r->tool, code, message ? message : "");
         AuditRecord a = {
                 .uid = r->client->uid,
