@@ -142,8 +142,8 @@ void jsonl_reader_commit(JsonlReader *r, size_t n) {
 }
 
 ssize_t jsonl_reader_read_fd(JsonlReader *r, int fd) {
-        void *p;
-        size_t n;
+        void *p = NULL;
+        size_t n = 0;
         int k = jsonl_reader_get_buffer(r, READ_CHUNK, &p, &n);
         if (k < 0)
                 return k;
