@@ -472,6 +472,26 @@ static bool next_component(const char **cursor, const char **ret_s, size_t *ret_
         }
 }
 
+/* Consumes one path component: next = positions reachable from live.
+ * Returns false when none is. */
+static bool step(const VsGlob *g, const bool *live, const char *s, size_t n, bool *next) {
+        size_t nc = g->n_comps;
+        bool alive = false;
+
+        memset(next, 0, nc + 1);
+        for (size_t i = 0; i < nc; i++) {
+                if (!live[i])
+                        continue;
+                if (g->comps[i].doublestar)
+                        next[i] = alive = true;
+                else if (seg_match(g, &g->comps[i], s, n))
+                        next[i + 1] = alive = true;
+        }
+        if (alive)
+                close_states(g, next);
+        return alive;
+}
+
 typedef enum EvalMode {
         EVAL_EXACT,     /* the path itself */
         EVAL_ANCESTORS, /* the path itself, or one of its ancestors as a directory */
@@ -497,19 +517,8 @@ static bool glob_eval(const VsGlob *g, const char *path, bool is_dir, EvalMode m
                         return true;
                 any_component = true;
 
-                bool alive = false;
-                memset(next, 0, nc + 1);
-                for (size_t i = 0; i < nc; i++) {
-                        if (!live[i])
-                                continue;
-                        if (g->comps[i].doublestar)
-                                next[i] = alive = true;
-                        else if (seg_match(g, &g->comps[i], s, n))
-                                next[i + 1] = alive = true;
-                }
-                if (!alive)
+                if (!step(g, live, s, n, next))
                         return false;
-                close_states(g, next);
                 bool *tmp = live;
                 live = next;
                 next = tmp;
@@ -605,4 +614,53 @@ bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir) {
                 if (glob_could_match_below(s->globs[i], reldir))
                         return true;
         return false;
+}
+
+/* A set state is, per pattern, its live positions as bytes (n_comps + 1
+ * each), concatenated in pattern order. */
+size_t glob_set_state_size(const VsGlobSet *s) {
+        size_t n = 0;
+        for (size_t i = 0; s && i < s->n; i++)
+                n += s->globs[i]->n_comps + 1;
+        return n;
+}
+
+void glob_set_state_init(const VsGlobSet *s, unsigned char *state) {
+        bool *live = (bool *)state;
+        for (size_t i = 0; s && i < s->n; i++) {
+                const VsGlob *g = s->globs[i];
+                memset(live, 0, g->n_comps + 1);
+                live[0] = true;
+                close_states(g, live);
+                live += g->n_comps + 1;
+        }
+}
+
+bool glob_set_step(const VsGlobSet *s, const unsigned char *state, const char *name, size_t len, bool is_dir,
+                   unsigned char *next, bool *ret_matched) {
+        const bool *live = (const bool *)state;
+        bool *out = (bool *)next;
+        bool any_alive = false, matched = false;
+
+        for (size_t i = 0; s && i < s->n; i++) {
+                const VsGlob *g = s->globs[i];
+                size_t nc = g->n_comps;
+                bool dead = true;
+                for (size_t k = 0; k <= nc; k++)
+                        if (live[k]) {
+                                dead = false;
+                                break;
+                        }
+                if (dead)
+                        memset(out, 0, nc + 1);
+                else if (step(g, live, name, len, out)) {
+                        any_alive = true;
+                        if (out[nc] && (is_dir || !g->dir_only))
+                                matched = true;
+                }
+                live += nc + 1;
+                out += nc + 1;
+        }
+        *ret_matched = matched;
+        return any_alive;
 }

@@ -49,3 +49,16 @@ bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir);
 /* As glob_compile, for a pattern of len bytes that may hold NUL bytes
  * (refused with their column). */
 int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **err);
+
+/* Incremental matching for walkers, so each directory entry costs one step
+ * instead of a rescan of its whole path. A state is glob_set_state_size()
+ * bytes owned by the caller; glob_set_state_init() gives the state of the
+ * root. glob_set_step() computes into next the state of dir/name (name is
+ * one component, len bytes, no '/') from the state of dir, sets
+ * *ret_matched to whether dir/name itself is matched (is_dir as in
+ * glob_match), and returns what glob_set_could_match_below(dir/name) would.
+ * Ancestors are not rechecked: a walker stops at a matched directory. */
+size_t glob_set_state_size(const VsGlobSet *s);
+void glob_set_state_init(const VsGlobSet *s, unsigned char *state);
+bool glob_set_step(const VsGlobSet *s, const unsigned char *state, const char *name, size_t len, bool is_dir,
+                   unsigned char *next, bool *ret_matched);

@@ -10,7 +10,8 @@
 /* The walk holds one directory descriptor per level and opens each child
  * relative to its parent with O_NOFOLLOW, so a directory swapped for a
  * symlink while we walk is never followed out of the workspace. One path
- * buffer is reused for the whole walk; only matches allocate. */
+ * buffer is reused for the whole walk, each entry is matched with one step
+ * from its directory's state, and only matches allocate. */
 
 typedef struct Walk {
         const VsGlobSet *set;
@@ -18,6 +19,9 @@ typedef struct Walk {
         size_t max_entries;
         MaskList list;
         size_t cap;
+        /* Match states, one slot per depth (see glob_set_step). */
+        unsigned char *states;
+        size_t state_size, state_slots;
         char path[PATH_MAX];
 } Walk;
 
@@ -81,18 +85,34 @@ static bool skippable(int r) {
         return r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOTDIR || r == -ELOOP;
 }
 
+static int ensure_slots(Walk *w, size_t slots, VsError **err) {
+        if (slots <= w->state_slots)
+                return 0;
+        size_t n = MAX(slots, w->state_slots * 2);
+        unsigned char *p = realloc(w->states, n * w->state_size);
+        if (!p)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        w->states = p;
+        w->state_slots = n;
+        return 0;
+}
+
 /* Walks the directory open as dfd (taken over) whose relative path is
- * w->path[0..len). */
-static int walk_dir(Walk *w, int dfd, size_t len, VsError **err) {
+ * w->path[0..len) and whose match state is slot depth. */
+static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
+        int r = ensure_slots(w, depth + 2, err);
+        if (r < 0) {
+                safe_close(dfd);
+                return r;
+        }
         DIR *d = fdopendir(dfd);
         if (!d) {
-                int r = negative_errno();
+                r = negative_errno();
                 safe_close(dfd);
                 return vs_error_set(err, r, "cannot read directory %s/%s: %s", w->root, w->path,
                                     strerror(-r));
         }
 
-        int r = 0;
         for (;;) {
                 errno = 0;
                 struct dirent *de = readdir(d);
@@ -135,14 +155,18 @@ static int walk_dir(Walk *w, int dfd, size_t len, VsError **err) {
                 bool is_dir = type == DT_DIR;
 
                 /* No ancestor of this entry matched (matched directories are
-                 * not descended), so this is a match on the entry itself. */
-                if (glob_set_masks(w->set, w->path, is_dir)) {
+                 * not descended), so only the entry itself is in question. */
+                const unsigned char *state = w->states + depth * w->state_size;
+                unsigned char *child = w->states + (depth + 1) * w->state_size;
+                bool matched;
+                bool below = glob_set_step(w->set, state, name, nlen, is_dir, child, &matched);
+                if (matched) {
                         r = walk_add(w, kind_from_dtype(type), err);
                         if (r < 0)
                                 break;
                         continue;
                 }
-                if (!is_dir || !glob_set_could_match_below(w->set, w->path))
+                if (!is_dir || !below)
                         continue;
 
                 int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -154,7 +178,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, VsError **err) {
                                          strerror(-k));
                         break;
                 }
-                r = walk_dir(w, cfd, plen, err);
+                r = walk_dir(w, cfd, plen, depth + 1, err);
                 if (r < 0)
                         break;
         }
@@ -163,12 +187,20 @@ static int walk_dir(Walk *w, int dfd, size_t len, VsError **err) {
         return r;
 }
 
+static void walk_free(Walk *w) {
+        if (!w)
+                return;
+        free(w->states);
+        free(w);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Walk *, walk_free);
+
 static int entry_cmp(const void *a, const void *b) {
         return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
 }
 
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
-        _cleanup_free_ Walk *w = NULL;
+        _cleanup_(walk_freep) Walk *w = NULL;
 
         if (!root || root[0] != '/')
                 return vs_error_set(err, -EINVAL, "mask walk root must be an absolute path");
@@ -188,7 +220,14 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
                         int r = negative_errno();
                         return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
                 }
-                int r = walk_dir(w, fd, 0, err);
+                w->state_size = glob_set_state_size(set);
+                int r = ensure_slots(w, 2, err);
+                if (r < 0) {
+                        safe_close(fd);
+                        return r;
+                }
+                glob_set_state_init(set, w->states);
+                r = walk_dir(w, fd, 0, 0, err);
                 if (r < 0) {
                         mask_list_done(&w->list);
                         return r;
