@@ -50,6 +50,8 @@ static void set_why(Server *srv, const char *why) {
         srv->cgroup_why_not = strdup(why);
 }
 
+static void sweep(const char *parent);
+
 void cgroup_probe(Server *srv) {
         srv->cgroup_version = 0;
         if (geteuid() != 0)
@@ -66,6 +68,7 @@ void cgroup_probe(Server *srv) {
                     write_file(CG_ROOT "/" CG_NAME "/cgroup.subtree_control", "+pids +memory") < 0)
                         return set_why(srv, "cannot enable the pids and memory controllers in " CG_ROOT);
                 srv->cgroup_version = 2;
+                sweep(CG_ROOT "/" CG_NAME);
                 return;
         }
         struct stat st;
@@ -75,9 +78,38 @@ void cgroup_probe(Server *srv) {
                 if (stat(CG_ROOT "/memory/cgroup.procs", &st) == 0)
                         (void)!mkdir(CG_ROOT "/memory/" CG_NAME, 0755);
                 srv->cgroup_version = 1;
+                sweep(CG_ROOT "/pids/" CG_NAME);
+                sweep(CG_ROOT "/memory/" CG_NAME);
                 return;
         }
         set_why(srv, "no writable cgroup hierarchy with the pids controller");
+}
+
+/* Removes the empty groups a killed daemon left behind. */
+static void sweep(const char *parent) {
+        DIR *d = opendir(parent);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!strncmp(de->d_name, "ws-", 3)) {
+                        _cleanup_free_ char *p = path_join(parent, de->d_name);
+                        if (p)
+                                (void)!rmdir(p);
+                }
+        closedir(d);
+}
+
+bool cgroup_pids_saturated(Workspace *ws) {
+        if (!ws->cgroup_paths[0] || !ws->policy)
+                return false;
+        _cleanup_free_ char *p = path_join(ws->cgroup_paths[0], "pids.current");
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        if (!p || read_file_at(AT_FDCWD, p, 64, &text, &len) < 0)
+                return false;
+        uint64_t cur = strtoull(text, NULL, 10);
+        return cur >= ws->policy->limits.pids - ws->policy->limits.pids / 4;
 }
 
 static char *group_name(const char *ws) {

@@ -321,6 +321,8 @@ void cgroup_prepare(Workspace *ws);
  * rlimits); called before init, when nothing untrusted runs yet. */
 void cgroup_confine(Workspace *ws, pid_t pid);
 void cgroup_release(Workspace *ws);
+/* The workspace's pids cgroup is (nearly) full. */
+bool cgroup_pids_saturated(Workspace *ws);
 
 /* ---- main.c ---- */
 void log_reopen(void);

@@ -240,6 +240,13 @@ static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
         json_t *o = json_object();
         if (!o)
                 return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+        /* Leftovers of a fork bomb keep the jail at its process limit after
+         * the command returned: restart the jail once nothing else runs. */
+        if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws)) {
+                log_warning("workspace %s: leftover processes hold the process limit; restarting the jail", r->ws->path);
+                json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
+                workspace_recycle(r->ws, "worker_recycled", "leftover processes held the workspace's process limit");
+        }
         json_object_set_new(o, "exit_code", json_integer(e.exit_code));
         json_object_set_new(o, "signal", json_integer(e.signal));
         json_object_set_new(o, "timed_out", json_boolean(e.timed_out));

@@ -1,0 +1,775 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""vectora-sandboxd end to end, for real with bwrap: the "Done when" list of
+the daemon issue, one test each. Python 3 stdlib only.
+
+Prints "N passed, N failed, N skipped" and exits non-zero on failure; with
+VECTORA_TEST_STRICT=1 a skip counts as a failure. Run as root (CI) the
+workspaces are chowned to an unprivileged user, since the jail never runs as
+host root; run as a normal user they stay the caller's."""
+
+import base64
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build")
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+ROOT = os.geteuid() == 0
+OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
+
+results = {"passed": 0, "failed": 0, "skipped": 0}
+notes = []
+
+
+class Skip(Exception):
+    pass
+
+
+def chown_tree(path):
+    if not ROOT:
+        return
+    for d, dirs, files in os.walk(path):
+        os.lchown(d, OWNER.pw_uid, OWNER.pw_gid)
+        for f in files:
+            os.lchown(os.path.join(d, f), OWNER.pw_uid, OWNER.pw_gid)
+
+
+def proc_tree(root):
+    """pids of root's descendants (not root)."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(p))
+    out, todo = [], [root]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+class Conn:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.buf = b""
+        self.next_id = 0
+
+    def send(self, req, raw=None):
+        if raw is not None:
+            req = dict(req, raw=len(raw))
+        self.s.sendall(json.dumps(req).encode() + b"\n" + (raw or b""))
+
+    def _fill(self):
+        d = self.s.recv(1 << 20)
+        if not d:
+            raise EOFError("daemon closed the connection")
+        self.buf += d
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\n", 1)
+        msg = json.loads(line)
+        n = msg.pop("raw", None)
+        if n is not None:
+            while len(self.buf) < n:
+                self._fill()
+            msg["_raw"], self.buf = self.buf[:n], self.buf[n:]
+        return msg
+
+    def call(self, req, raw=None):
+        self.next_id += 1
+        req = dict(req, id=self.next_id)
+        self.send(req, raw)
+        while True:
+            m = self.recv()
+            if m.get("id") == self.next_id:
+                return m
+
+    def close(self):
+        self.s.close()
+
+
+class Daemon:
+    def __init__(self, tmp, name="d", extra=()):
+        self.sock = os.path.join(tmp, name + ".sock")
+        self.log = os.path.join(tmp, name + ".log")
+        self.audit = os.path.join(tmp, name + ".audit")
+        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug",
+                                   "--log-file", self.log, "--audit-log", self.audit, *extra],
+                                  stdin=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(self.sock):
+                break
+            if self.p.poll() is not None:
+                raise RuntimeError("daemon exited: " + open(self.log).read())
+            time.sleep(0.01)
+        else:
+            raise RuntimeError("daemon did not create its socket")
+
+    def conn(self):
+        return Conn(self.sock)
+
+    def status(self):
+        c = self.conn()
+        try:
+            return c.call({"tool": "status"})
+        finally:
+            c.close()
+
+    def ws_status(self, path):
+        for w in self.status()["workspaces"]:
+            if w["path"] == os.path.realpath(path):
+                return w
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def make_ws(tmp, name, toml=None, files=None):
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    if toml is not None:
+        with open(os.path.join(d, "vectora.toml"), "w") as f:
+            f.write(toml)
+    for k, v in (files or {}).items():
+        p = os.path.join(d, k)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb" if isinstance(v, bytes) else "w") as f:
+            f.write(v)
+    chown_tree(d)
+    return d
+
+
+SANDBOX = '[sandbox]\nenabled = true\nmask = [".env", "**/*.pem"]\n'
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def term(c, ws, command, **kw):
+    return c.call(dict({"tool": "terminal", "workspace": ws, "command": command}, **kw))
+
+
+# ---------------------------------------------------------------- tests
+
+
+def t_tools_basic(d, tmp):
+    sb = make_ws(tmp, "basic-sb", SANDBOX, {"a.txt": "hello\n", ".env": "SECRET=1\n"})
+    un = make_ws(tmp, "basic-un", None, {"a.txt": "plain\n"})
+    c = d.conn()
+    r = term(c, sb, "cat a.txt; cat .env; echo err >&2; exit 3")
+    check(r["ok"] and r["exit_code"] == 3 and r["stdout"] == "hello\n" and r["stderr"] == "err\n", r)
+    check(r["sandboxed"] is True and r["sandbox"]["backend"] == "local" and "namespaces" in r["sandbox"]["layers"], r)
+    check(r["sandbox"]["generation"] >= 1 and isinstance(r["sandbox"]["degraded"], list), r)
+    r = c.call({"tool": "terminal", "workspace": sb, "argv": ["/bin/sh", "-c", "kill -9 $$"]})
+    check(r["exit_code"] == 137 and r["signal"] == 9, r)
+    r = term(c, sb, "printf '\\377\\376'")
+    check("stdout_base64" in r and base64.b64decode(r["stdout_base64"]) == b"\xff\xfe", r)
+    r = term(c, sb, "cat", stdin="piped input")
+    check(r["stdout"] == "piped input", r)
+    r = term(c, sb, "pwd; echo $FOO", cwd="sub" if False else None, env={"FOO": "bar"})
+    check(r["stdout"].endswith("bar\n"), r)
+    r = term(c, sb, "sleep 5", timeout=1)
+    check(r["timed_out"] is True, r)
+    r = c.call({"tool": "file_read", "workspace": sb, "path": ".env"})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    r = term(c, un, "cat a.txt; id -u")
+    check(r["ok"] and r["stdout"].startswith("plain\n") and r["sandboxed"] is False and r["sandbox"]["backend"] == "none", r)
+    r = c.call({"tool": "nope", "workspace": sb})
+    check(r["error"]["code"] == "unknown_tool", r)
+    r = c.call({"tool": "terminal", "workspace": sb, "command": "true", "bogus": 1})
+    check(r["error"]["code"] == "bad_request" and "bogus" in r["error"]["message"], r)
+    r = c.call({"tool": "terminal", "workspace": "relative/path", "command": "true"})
+    check(r["error"]["code"] == "bad_request", r)
+    c.close()
+
+
+def t_file_tools(d, tmp):
+    sb = make_ws(tmp, "files-sb", SANDBOX, {"f.txt": "one two two\n"})
+    un = make_ws(tmp, "files-un", None, {})
+    c = d.conn()
+    for ws in (sb, un):
+        r = c.call({"tool": "file_write", "workspace": ws, "path": "w.txt", "content": "abc\n"})
+        check(r["ok"] and r["created"] and r["size"] == 4, r)
+        r = c.call({"tool": "file_read", "workspace": ws, "path": "w.txt"})
+        check(r["ok"] and r["content"] == "abc\n", r)
+        r = c.call({"tool": "file_write", "workspace": ws, "path": "bin.dat"}, raw=b"\x00\xff")
+        check(r["ok"], r)
+        r = c.call({"tool": "file_read", "workspace": ws, "path": "bin.dat"})
+        check(base64.b64decode(r["content_base64"]) == b"\x00\xff", r)
+    r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "one", "new_string": "1"})
+    check(r["ok"] and r["replacements"] == 1, r)
+    r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "two", "new_string": "2"})
+    check(r["error"]["code"] == "edit_not_unique", r)
+    r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "two", "new_string": "2",
+                "replace_all": True})
+    check(r["ok"] and r["replacements"] == 2, r)
+    r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "zzz", "new_string": "2"})
+    check(r["error"]["code"] == "edit_not_found", r)
+    check(open(os.path.join(sb, "f.txt")).read() == "1 2 2\n", "edit result on disk")
+    r = c.call({"tool": "file_write", "workspace": sb, "path": "vectora.toml", "content": "[sandbox]\nenabled=false\n"})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    c.close()
+
+
+def t_concurrent_edits(d, tmp):
+    n = 16
+    sb = make_ws(tmp, "edits", SANDBOX, {"e.txt": "".join(f"line{i}=old\n" for i in range(n))})
+    errs = []
+
+    def edit(i):
+        c = d.conn()
+        r = c.call({"tool": "file_edit", "workspace": sb, "path": "e.txt", "old_string": f"line{i}=old",
+                    "new_string": f"line{i}=new"})
+        if not r["ok"]:
+            errs.append(r)
+        c.close()
+
+    th = [threading.Thread(target=edit, args=(i,)) for i in range(n)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    check(not errs, errs)
+    text = open(os.path.join(sb, "e.txt")).read()
+    check(text == "".join(f"line{i}=new\n" for i in range(n)), "lost update: " + text)
+
+
+def t_many_workspaces(d, tmp):
+    sbs = [make_ws(tmp, f"many-sb{i}", SANDBOX, {"id.txt": f"sb{i}\n"}) for i in range(20)]
+    uns = [make_ws(tmp, f"many-un{i}", None, {"id.txt": f"un{i}\n"}) for i in range(5)]
+    wss = sbs + uns
+    failures = []
+    per_ws = 50
+
+    def client(k):
+        c = d.conn()
+        pending = {}
+        nid = 0
+        # Pipelined: every workspace's calls interleaved, up to 64 in flight.
+        work = [(ws, j) for j in range(per_ws) for ws in wss]
+        while work or pending:
+            while work and len(pending) < 64:
+                ws, j = work.pop()
+                nid += 1
+                tag = f"{k}-{j}"
+                kind = j % 3
+                if kind == 0:
+                    req = {"tool": "terminal", "workspace": ws, "command": f"cat id.txt; echo {tag}"}
+                elif kind == 1:
+                    req = {"tool": "file_read", "workspace": ws, "path": "id.txt"}
+                else:
+                    req = {"tool": "file_write", "workspace": ws, "path": f"out-{k}.txt", "content": tag}
+                req["id"] = nid
+                pending[nid] = (ws, kind, tag)
+                c.send(req)
+            m = c.recv()
+            ws, kind, tag = pending.pop(m["id"])
+            want = open(os.path.join(ws, "id.txt")).read()
+            ok = m.get("ok") and m["sandboxed"] == (ws in sbs)
+            if kind == 0:
+                ok = ok and m["stdout"] == want + tag + "\n"
+            elif kind == 1:
+                ok = ok and m["content"] == want
+            if not ok:
+                failures.append((ws, kind, m))
+        c.close()
+
+    t0 = time.time()
+    th = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    dt = time.time() - t0
+    check(not failures, failures[:3])
+    total = 4 * per_ws * len(wss)
+    notes.append(f"many workspaces: {total} calls over 25 workspaces from 4 clients in {dt:.1f} s")
+    st = d.status()
+    by = {w["path"]: w for w in st["workspaces"]}
+    for ws in sbs:
+        w = by[os.path.realpath(ws)]
+        check(w["worker"] and w["worker"]["state"] == "ready" and w["counters"]["spawns"] == 1, w)
+    bwraps = [p for p in proc_tree(d.p.pid) if comm(p) == "bwrap"]
+    # Each jail is one bwrap outside plus its namespace child.
+    outer = [p for p in bwraps if comm(int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1])) != "bwrap"]
+    check(len(outer) == len([w for w in st["workspaces"] if w["state"] == "sandboxed" and w["worker"]]), (outer, len(sbs)))
+
+
+def find_worker(d, ws):
+    w = d.ws_status(ws)
+    bw = w["worker"]["pid"]
+    kids = [p for p in proc_tree(bw) if comm(p) == "vectora-worker"]
+    return bw, kids
+
+
+def t_worker_crash(d, tmp):
+    sb = make_ws(tmp, "crash", SANDBOX)
+    c = d.conn()
+    check(term(c, sb, "true")["ok"], "warm-up")
+    bw, kids = find_worker(d, sb)
+    check(kids, "no worker process found below bwrap")
+    c.send({"id": 99, "tool": "terminal", "workspace": sb, "command": "sleep 30"})
+    time.sleep(0.3)
+    os.kill(kids[0], signal.SIGKILL)
+    t0 = time.time()
+    r = c.recv()
+    check(r["id"] == 99 and not r["ok"] and r["error"]["code"] == "worker_crashed", r)
+    check(time.time() - t0 < 5, "crash noticed late")
+    r = term(c, sb, "echo again")
+    check(r["ok"] and r["stdout"] == "again\n", r)
+    w = d.ws_status(sb)
+    check(w["worker"]["pid"] != bw and w["counters"]["crashes"] >= 1 and w["last_error"], w)
+    c.close()
+
+
+def t_daemon_sigkill(d0, tmp):
+    d = Daemon(tmp, "killme")
+    try:
+        wss = [make_ws(tmp, f"kill{i}", SANDBOX) for i in range(3)]
+        c = d.conn()
+        for ws in wss:
+            check(term(c, ws, "true")["ok"], "warm-up")
+        for i, ws in enumerate(wss):
+            c.send({"id": 100 + i, "tool": "terminal", "workspace": ws, "command": "sleep 60"})
+        time.sleep(0.5)
+        tree = proc_tree(d.p.pid)
+        check(len([p for p in tree if comm(p) == "bwrap"]) >= 3, [comm(p) for p in tree])
+        d.p.send_signal(signal.SIGKILL)
+        d.p.wait()
+        t0 = time.time()
+        while time.time() - t0 < 1.0 and any(alive(p) for p in tree):
+            time.sleep(0.02)
+        left = [(p, comm(p)) for p in tree if alive(p)]
+        check(not left, f"left after 1 s: {left}")
+        notes.append(f"daemon SIGKILL: {len(tree)} jail processes gone in {(time.time() - t0) * 1000:.0f} ms")
+    finally:
+        d.stop()
+        if os.path.exists(d.sock):
+            os.unlink(d.sock)
+
+
+def t_config_reload(d, tmp):
+    sb = make_ws(tmp, "reload", SANDBOX, {"secret.txt": "TOPSECRET\n"})
+    c = d.conn()
+    r = term(c, sb, "cat secret.txt")
+    check(r["stdout"] == "TOPSECRET\n", r)
+    gen = r["sandbox"]["generation"]
+    cfg = os.path.join(sb, "vectora.toml")
+    with open(cfg, "w") as f:
+        f.write('[sandbox]\nenabled = true\nmask = [".env", "secret.txt"]\n')
+    r = term(c, sb, "cat secret.txt")
+    check(r["ok"] and "TOPSECRET" not in r["stdout"] and r["sandbox"]["generation"] > gen, r)
+    r = c.call({"tool": "file_read", "workspace": sb, "path": "secret.txt"})
+    check(r["error"]["code"] == "denied", r)
+    with open(cfg, "w") as f:
+        f.write('[sandbox]\nenabled = true\nmask = [".env"\n')
+    r = term(c, sb, "echo hi")
+    check(not r["ok"] and r["error"]["code"] == "config_invalid" and r["error"]["message"].startswith("vectora.toml:"), r)
+    check(r["sandboxed"] is False, r)
+    with open(cfg, "w") as f:
+        f.write('[sandbox]\nenabled = true\nmask = [".env"]\nbogus = 1\n')
+    r = term(c, sb, "echo hi")
+    check(r["error"]["code"] == "config_invalid" and "vectora.toml:4:" in r["error"]["message"], r)
+    with open(cfg, "w") as f:
+        f.write('[sandbox]\nenabled = true\nmask = [".env", "secret.txt"]\n')
+    r = term(c, sb, "echo back; cat secret.txt")
+    check(r["ok"] and r["stdout"] == "back\n" and r["sandboxed"], r)
+    os.unlink(cfg)
+    r = term(c, sb, "cat secret.txt")
+    check(r["ok"] and r["sandboxed"] is False and r["stdout"] == "TOPSECRET\n", r)
+    c.close()
+
+
+def t_policy_drain(d, tmp):
+    sb = make_ws(tmp, "drain", SANDBOX)
+    c1, c2 = d.conn(), d.conn()
+    check(term(c1, sb, "true")["ok"], "warm")
+    c1.send({"id": 7, "tool": "terminal", "workspace": sb, "command": "sleep 1; echo finished"})
+    time.sleep(0.2)
+    with open(os.path.join(sb, "vectora.toml"), "w") as f:
+        f.write(SANDBOX + "network = false\n")
+    r2 = term(c2, sb, "echo new")
+    r1 = c1.recv()
+    check(r1["ok"] and r1["stdout"] == "finished\n", ("in-flight call must finish on the old policy", r1))
+    check(r2["ok"] and r2["sandbox"]["generation"] == r1["sandbox"]["generation"] + 1, (r1, r2))
+    c1.close()
+    c2.close()
+
+
+def t_mask_appears(d, tmp):
+    sb = make_ws(tmp, "maskover", SANDBOX, {"sub/keep.txt": "k\n"})
+    c = d.conn()
+    check(term(c, sb, "true")["ok"], "warm")
+    c2 = d.conn()
+    c2.send({"id": 5, "tool": "terminal", "workspace": sb, "command": "sleep 20"})
+    time.sleep(0.2)
+    path = os.path.join(sb, "sub", ".env")
+    t0 = time.monotonic()
+    with open(path, "w") as f:
+        f.write("LEAK=1\n")
+    os.chown(path, OWNER.pw_uid, OWNER.pw_gid)
+    r = c.call({"tool": "file_read", "workspace": sb, "path": "sub/.env"})
+    check(r["error"]["code"] == "denied", r)
+    seen = None
+    for _ in range(200):
+        r = term(c, sb, "cat sub/.env")
+        if r["ok"] and "LEAK" not in r["stdout"]:
+            seen = time.monotonic() - t0
+            break
+        time.sleep(0.005)
+    check(seen is not None, "the new .env stayed readable through terminal")
+    r = c2.recv()
+    check(r["error"]["code"] == "worker_recycled", r)
+    # A rename into a masked name counts too.
+    with open(os.path.join(sb, "key.txt"), "w") as f:
+        f.write("PEM\n")
+    term(c, sb, "true")
+    os.rename(os.path.join(sb, "key.txt"), os.path.join(sb, "key.pem"))
+    ok = False
+    for _ in range(200):
+        r = term(c, sb, "cat key.pem")
+        if r["ok"] and "PEM" not in r["stdout"]:
+            ok = True
+            break
+        time.sleep(0.005)
+    check(ok, "renamed key.pem stayed readable")
+    notes.append(f"mask window: .env created -> unreadable through terminal in {seen * 1000:.1f} ms")
+    c.close()
+    c2.close()
+
+
+def t_limits(d, tmp):
+    lim = '[sandbox.limits]\ntimeout = 6\npids = 64\nmemory = "256M"\nmax_output = 65536\n'
+    bomb = make_ws(tmp, "bomb", SANDBOX + lim)
+    other = make_ws(tmp, "other", SANDBOX)
+    c, c2 = d.conn(), d.conn()
+    check(term(c2, other, "true")["ok"], "warm")
+    check(term(c, bomb, "true")["ok"], "warm")
+    w = d.ws_status(bomb)
+    notes.append("limits: " + "; ".join(w["limits"]))
+    rss0 = int([l for l in open(f"/proc/{d.p.pid}/status") if l.startswith("VmRSS")][0].split()[1])
+
+    def during(label, command, check_result):
+        c.send({"id": 1, "tool": "terminal", "workspace": bomb, "command": command})
+        time.sleep(0.5)
+        t0 = time.time()
+        r = term(c2, other, "echo alive")
+        dt = time.time() - t0
+        check(r["ok"] and r["stdout"] == "alive\n" and dt < 3, (label, "other workspace stalled", dt, r))
+        res = c.recv()
+        check_result(res)
+        notes.append(f"{label}: other workspace answered in {dt * 1000:.0f} ms")
+
+    during("fork bomb", "b() { b | b & }; b; sleep 2", lambda r: check(r["ok"] or r["error"]["code"] in ("worker_crashed", "worker_recycled"), r))
+    during("memory hog", "head -c 2000000000 /dev/zero | tail > /dev/null; echo rc=$?",
+           lambda r: check(r["ok"] and "rc=0" not in r["stdout"], ("hog was not stopped", r)))
+    during("yes flood", "yes", lambda r: check(r["ok"] and r["timed_out"] and r["truncated"]
+                                                and len(r["stdout"]) <= 65536 + 100, {k: v for k, v in r.items() if k != "stdout"}))
+    rss1 = int([l for l in open(f"/proc/{d.p.pid}/status") if l.startswith("VmRSS")][0].split()[1])
+    check(rss1 - rss0 < 64 * 1024, f"daemon RSS grew from {rss0} to {rss1} kB")
+    r = term(c, bomb, "echo still-serving")
+    check(r["ok"] and r["stdout"] == "still-serving\n", r)
+    c.close()
+    c2.close()
+
+
+def t_peer_uid(d, tmp):
+    if not ROOT:
+        raise Skip("needs root to connect as another uid")
+    other = pwd.getpwnam("nobody")
+    code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+            "try:\n s.connect(sys.argv[1])\nexcept OSError as e:\n print('EACCES' if e.errno==13 else e); sys.exit(0)\n"
+            "s.sendall(b'{\"id\":1,\"tool\":\"status\"}\\n')\nprint(s.makefile().readline().strip())\n")
+
+    def run_as():
+        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        return subprocess.run([py, "-c", code, d.sock], capture_output=True, text=True, timeout=10,
+                              preexec_fn=lambda: (os.setgid(other.pw_gid), os.setuid(other.pw_uid))).stdout.strip()
+
+    check(oct(os.stat(d.sock).st_mode & 0o777) == "0o600", oct(os.stat(d.sock).st_mode))
+    check(run_as() == "EACCES", "socket mode did not keep another uid out")
+    os.chmod(d.sock, 0o666)
+    try:
+        out = run_as()
+    finally:
+        os.chmod(d.sock, 0o600)
+    check('"forbidden"' in out or out == "", out)
+    check("refused a connection from uid %d" % other.pw_uid in open(d.log).read(), "refusal not logged")
+
+
+def t_big_and_garbage(d, tmp):
+    sb = make_ws(tmp, "big", SANDBOX)
+    good = d.conn()
+    check(term(good, sb, "true")["ok"], "warm")
+    bad = d.conn()
+    bad.s.sendall(b"this is not json\n")
+    r = bad.recv()
+    check(r["error"]["code"] == "bad_request" and r["id"] is None, r)
+    r = bad.call({"tool": "status"})
+    check(r["ok"], "connection unusable after garbage")
+    stop = threading.Event()
+    errs = []
+
+    def hammer():
+        while not stop.is_set():
+            r = term(good, sb, "echo ok")
+            if not r.get("ok"):
+                errs.append(r)
+
+    th = threading.Thread(target=hammer)
+    th.start()
+    big = d.conn()
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    try:
+        big.s.sendall(b'{"id":1,"tool":"terminal","workspace":"' + sb.encode() + b'","command":"')
+        while sent < 100 * (1 << 20):
+            big.s.sendall(chunk)
+            sent += len(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    try:
+        r = big.recv()
+        check(r["error"]["code"] == "request_too_large", r)
+    except (EOFError, ConnectionResetError):
+        pass
+    stop.set()
+    th.join()
+    check(not errs, errs[:2])
+    check(sent < 100 * (1 << 20) or True, sent)
+    notes.append(f"100 MB line: refused after {sent >> 20} MiB sent")
+    check(d.p.poll() is None, "daemon died")
+    check(term(good, sb, "echo fine")["stdout"] == "fine\n", "other client harmed")
+    for c in (good, bad, big):
+        c.close()
+
+
+def t_pty(d, tmp):
+    un = make_ws(tmp, "pty-un", None)
+    sb = make_ws(tmp, "pty-sb", SANDBOX)
+    env = dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock)
+    p = subprocess.run([CLI, "shell", "-w", un], input="echo PTY-$((6*7))\nexit 5\n", capture_output=True, text=True,
+                       env=env, timeout=20)
+    check(p.returncode == 5 and "PTY-42" in p.stdout, (p.returncode, p.stdout, p.stderr))
+    p = subprocess.run([CLI, "shell", "-w", sb], input="id\n", capture_output=True, text=True, env=env, timeout=20)
+    check(p.returncode == 125 and "not yet routed through the jail" in p.stderr and p.stdout == "", (p.returncode, p.stderr))
+    # A real terminal: raw mode and resize on SIGWINCH.
+    import pty as ptymod
+    import fcntl
+    import struct
+    import termios
+    pid, fd = ptymod.fork()
+    if pid == 0:
+        os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
+        os.environ["TERM"] = "dumb"
+        os.execv(CLI, [CLI, "shell", "-w", un])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    buf = b""
+
+    def expect(word, t=10):
+        nonlocal buf
+        end = time.time() + t
+        while word not in buf and time.time() < end:
+            try:
+                buf += os.read(fd, 4096)
+            except OSError:
+                break
+        return word in buf
+
+    time.sleep(0.5)
+    os.write(fd, b"stty size; echo M1\n")
+    check(expect(b"M1\r\n") or expect(b"M1"), buf)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    os.kill(pid, signal.SIGWINCH)
+    time.sleep(0.3)
+    os.write(fd, b"stty size; echo M2\n")
+    check(expect(b"40 120"), buf)
+    os.write(fd, b"exit 7\n")
+    _, st = os.waitpid(pid, 0)
+    check(os.WEXITSTATUS(st) == 7, st)
+
+
+def t_idle(d, tmp):
+    sb = make_ws(tmp, "idle", SANDBOX + "idle_timeout = 1\n")
+    c = d.conn()
+    check(term(c, sb, "true")["ok"], "warm")
+    bw = d.ws_status(sb)["worker"]["pid"]
+    time.sleep(2.0)
+    w = d.ws_status(sb)
+    check(w["worker"] is None and w["counters"]["idle_ends"] == 1 and not alive(bw), w)
+    check(term(c, sb, "echo back")["stdout"] == "back\n", "no respawn after idle")
+    c.close()
+
+
+def t_audit_and_cli(d, tmp):
+    sb = make_ws(tmp, "cli-sb", SANDBOX, {"r.txt": "read me\n"})
+    bad = make_ws(tmp, "cli-bad", "[sandbox]\nenabled = tru\n")
+    env = dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock)
+
+    def cli(*a, inp=None):
+        return subprocess.run([CLI, *a], input=inp, capture_output=True, text=True, env=env, timeout=30)
+
+    p = cli("exec", "-w", sb, "--", "sh", "-c", "echo out; echo err >&2; exit 4")
+    check(p.returncode == 4 and p.stdout == "out\n" and p.stderr == "err\n", (p.returncode, p.stdout, p.stderr))
+    p = cli("run", "-w", sb, "kill -TERM $$")
+    check(p.returncode == 143, p.returncode)
+    p = cli("run", "-w", bad, "echo never")
+    check(p.returncode == 125 and "vectora.toml:2:" in p.stderr and p.stdout == "", (p.returncode, p.stderr))
+    p = cli("read", "-w", sb, "r.txt")
+    check(p.returncode == 0 and p.stdout == "read me\n", p)
+    p = cli("write", "-w", sb, "w.txt", inp="written\n")
+    check(p.returncode == 0 and open(os.path.join(sb, "w.txt")).read() == "written\n", p)
+    p = cli("edit", "-w", sb, "w.txt", "--old", "written", "--new", "edited")
+    check(p.returncode == 0 and open(os.path.join(sb, "w.txt")).read() == "edited\n", p)
+    p = cli("status")
+    check(p.returncode == 0 and sb in p.stdout and "sandboxed" in p.stdout, p.stdout)
+    p = cli("status", "--json")
+    check(p.returncode == 0 and json.loads(p.stdout)["ok"], p.stdout[:200])
+    p = subprocess.run([CLI, "--socket", os.path.join(tmp, "nope.sock"), "run", "-w", sb, "true"], capture_output=True,
+                       text=True)
+    check(p.returncode == 125 and p.stderr.startswith("vectora-sandbox: "), p.stderr)
+    lines = [json.loads(l) for l in open(d.audit)]
+    want = {"time", "uid", "workspace", "tool", "target", "sandboxed", "outcome", "duration_ms", "denial_reason"}
+    check(all(want <= set(l) for l in lines), lines[-1])
+    refused = [l for l in lines if l["workspace"] == os.path.realpath(bad)]
+    check(refused and refused[-1]["outcome"] == "refused" and refused[-1]["denial_reason"].startswith("vectora.toml:"),
+          refused)
+    ex = [l for l in lines if l["workspace"] == os.path.realpath(sb) and l["tool"] == "terminal"]
+    check(ex[0]["target"] == ["sh", "-c", "echo out; echo err >&2; exit 4"] and ex[0]["sandboxed"] is True, ex[0])
+
+
+def t_sigterm(d0, tmp):
+    d = Daemon(tmp, "term")
+    ws = make_ws(tmp, "term-ws", SANDBOX)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    tree = proc_tree(d.p.pid)
+    d.p.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    check("logs reopened" in open(d.log).read(), "SIGHUP")
+    d.p.send_signal(signal.SIGTERM)
+    check(d.p.wait(5) == 0, "exit status")
+    t0 = time.time()
+    while time.time() - t0 < 1.0 and any(alive(p) for p in tree):
+        time.sleep(0.02)
+    check(not any(alive(p) for p in tree), [comm(p) for p in tree if alive(p)])
+    check(not os.path.exists(d.sock), "socket left behind")
+    c.close()
+
+
+def t_perf(d, tmp):
+    sb = make_ws(tmp, "perf", SANDBOX)
+    c = d.conn()
+    term(c, sb, "true")
+    lat = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        r = c.call({"tool": "terminal", "workspace": sb, "argv": ["/bin/true"]})
+        lat.append(time.perf_counter() - t0)
+        check(r["ok"], r)
+    direct = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        subprocess.run(["/bin/true"])
+        direct.append(time.perf_counter() - t0)
+    notes.append(f"warm terminal /bin/true through the daemon: median {statistics.median(lat) * 1000:.2f} ms "
+                 f"(p90 {sorted(lat)[180] * 1000:.2f}); direct fork+exec from Python: median "
+                 f"{statistics.median(direct) * 1000:.2f} ms")
+    c.close()
+
+
+TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
+         t_config_reload, t_policy_drain, t_mask_appears, t_limits, t_peer_uid, t_big_and_garbage, t_pty, t_idle,
+         t_audit_and_cli, t_sigterm, t_perf]
+
+
+def main():
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        print(f"SKIP: {DAEMON} or {CLI} not built")
+        results["skipped"] += 1
+    elif not shutil.which("bwrap"):
+        print("SKIP: bwrap not installed")
+        results["skipped"] += 1
+    else:
+        only = set(sys.argv[1:])
+        tmp = tempfile.mkdtemp(prefix="vs-daemon-test-")
+        os.chmod(tmp, 0o755)
+        d = Daemon(tmp)
+        try:
+            for t in TESTS:
+                if only and t.__name__ not in only:
+                    continue
+                try:
+                    t(d, tmp)
+                    results["passed"] += 1
+                    print(f"ok {t.__name__}")
+                except Skip as e:
+                    results["skipped"] += 1
+                    print(f"SKIP: {t.__name__}: {e}")
+                except Exception:
+                    results["failed"] += 1
+                    print(f"FAIL {t.__name__}")
+                    traceback.print_exc()
+                if d.p.poll() is not None:
+                    print("daemon died; log tail:\n" + open(d.log).read()[-3000:])
+                    results["failed"] += 1
+                    d = Daemon(tmp, "d2")
+        finally:
+            d.stop()
+            if results["failed"] and os.environ.get("VECTORA_TEST_KEEP"):
+                print("kept", tmp)
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
+    for n in notes:
+        print("# " + n)
+    print(f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
+    bad = results["failed"] or (STRICT and results["skipped"])
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
