@@ -42,6 +42,8 @@ static void field_done(const JsonField *f, void *target) {
 }
 
 static int dispatch_one(const JsonField *f, json_t *v, void *target, VsError **err) {
+        if (f->type == JSON_FIELD_IGNORE) /* target may be NULL for tables of only these */
+                return 0;
         void *p = FIELD_PTR(target, f);
 
         if (json_is_null(v) && (f->flags & JSON_FIELD_NULLABLE))

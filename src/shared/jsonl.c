@@ -222,10 +222,10 @@ int jsonl_reader_next(JsonlReader *r, JsonlMsg *ret, VsError **err) {
                 return 0;
         }
 
-        char *p = r->buf.data + r->start;
         size_t avail = r->buf.len - r->start;
         if (avail == 0)
                 return -EAGAIN;
+        char *p = r->buf.data + r->start;
         char *nl = memchr(p + r->scan, '\n', avail - r->scan);
         if (!nl) {
                 r->scan = avail;
