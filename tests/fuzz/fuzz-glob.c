@@ -6,6 +6,8 @@
  *  - could_match_below is monotonic: false for a directory means false
  *    and no match for everything below it;
  *  - glob_set_masks is exactly "the path or an ancestor directory matches";
+ *  - stepping a set state component by component (the walker's way)
+ *    agrees with glob_match and glob_could_match_below on every prefix;
  *  - the path, written as an escaped anchored literal, matches itself. */
 #include <stdint.h>
 #include <string.h>
@@ -82,6 +84,44 @@ static bool has_dotdot(const char *p) {
         }
 }
 
+static void check_steps(const VsGlobSet *s, const VsGlob *g, char *path) {
+        size_t ss = glob_set_state_size(s);
+        unsigned char *st = calloc(3, ss ? ss : 1);
+        if (!st)
+                return;
+        unsigned char *a = st, *b = st + ss, *c = st + 2 * ss;
+        glob_set_state_init(s, a);
+        size_t steps = 0;
+        for (char *p = path; *p && steps < MAX_PREFIXES;) {
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                char *e = strchrnul(p, '/');
+                size_t n = (size_t)(e - p);
+                if (n == 1 && p[0] == '.') {
+                        p = e;
+                        continue;
+                }
+                steps++;
+                bool md, mf;
+                bool below = glob_set_step(s, a, p, n, true, b, &md);
+                check(glob_set_step(s, a, p, n, false, c, &mf) == below);
+                check(memcmp(b, c, ss) == 0); /* the next state does not depend on is_dir */
+                char saved = *e;
+                *e = '\0';
+                check(below == glob_could_match_below(g, path));
+                check(md == glob_match(g, path, true));
+                check(mf == glob_match(g, path, false));
+                *e = saved;
+                unsigned char *t = a;
+                a = b;
+                b = t;
+                p = e;
+        }
+        free(st);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const uint8_t *nl = memchr(data, '\n', size);
         size_t plen = nl ? (size_t)(nl - data) : size;
@@ -141,6 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 check(glob_set_masks(s, path, d) == want);
                         }
                         check(glob_set_could_match_below(s, path) == below);
+                        check_steps(s, g, path);
                         glob_set_free(s);
                 }
                 free(pattern);

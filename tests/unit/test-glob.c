@@ -476,6 +476,33 @@ static void test_random_vs_reference(void **state) {
                                                  d ? "dir" : "file", want);
                         }
 
+                /* The walker's incremental stepping agrees with both. */
+                char *one[] = { text, NULL };
+                _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+                assert_int_equal(glob_set_new(one, &set, NULL), 0);
+                size_t ss = glob_set_state_size(set);
+                _cleanup_free_ unsigned char *st = malloc(5 * ss);
+                assert_non_null(st);
+                for (size_t k = 0; k < t.n; k++) {
+                        unsigned char *cur = st, *nxt = st + ss;
+                        glob_set_state_init(set, cur);
+                        char prefix[24] = "";
+                        for (size_t j = 0; j < t.depth[k]; j++) {
+                                const char *c = t.comps[k][j];
+                                snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix), "%s%s",
+                                         j ? "/" : "", c);
+                                bool md, mf;
+                                bool below = glob_set_step(set, cur, c, strlen(c), true, nxt, &md);
+                                assert_int_equal(glob_set_step(set, cur, c, strlen(c), false, st + 4 * ss, &mf),
+                                                 below);
+                                if (below != glob_could_match_below(g, prefix) ||
+                                    md != glob_match(g, prefix, true) || mf != glob_match(g, prefix, false))
+                                        fail_msg("stepping '%s' to '%s' disagrees", text, prefix);
+                                cur = cur == st ? st + ss : st;
+                                nxt = nxt == st ? st + ss : st;
+                        }
+                }
+
                 /* could_match_below must be true wherever something at or
                  * below the directory matches (depth 3 dirs, so below has room). */
                 for (size_t k = 0; k < t.n; k++) {
