@@ -13,7 +13,16 @@
  * un-masked. A match on a directory masks everything below it.
  *
  * Paths given to the matcher are relative to the workspace root, without a
- * leading "./" or "/", components separated by single '/'. */
+ * leading "./" or "/", components separated by single '/'.
+ *
+ * Details, as in git's wildmatch unless said: matching is byte-wise and
+ * case-sensitive; '*' matches a leading '.'; classes support [:alpha:] and
+ * the other POSIX names (ASCII); a trailing '**' matches inside a directory,
+ * not the directory itself. Unlike .gitignore, '#' and trailing spaces are
+ * literal (a mask list holds one pattern per element). Also refused: '/'
+ * inside a class, an empty range such as 'z-a', "//", and '/' alone.
+ * Stray empty and "." components in a path are ignored; glob_set_masks()
+ * treats a path with a ".." component as masked (fail closed). */
 
 #include <stdbool.h>
 
@@ -38,7 +47,7 @@ bool glob_could_match_below(const VsGlob *g, const char *reldir);
 
 /* A set of compiled patterns. */
 typedef struct VsGlobSet VsGlobSet;
-int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err); /* err: "mask[I]: column N: ..." */
+int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err); /* err: "mask[I]: column N: ...", I from 0 */
 void glob_set_free(VsGlobSet *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsGlobSet *, glob_set_free);
 size_t glob_set_size(const VsGlobSet *s);

@@ -21,8 +21,12 @@ typedef struct MaskList {
 
 #define MASK_WALK_MAX_ENTRIES 100000
 
-/* Walks root (absolute). Returns -E2BIG (with *err) past
- * MASK_WALK_MAX_ENTRIES matches. Unreadable directories are skipped. */
+/* Walks root (absolute; root itself may be reached through a symlink,
+ * nothing below it is followed). Returns -E2BIG (with *err) past
+ * MASK_WALK_MAX_ENTRIES matches. Unreadable (EACCES/EPERM) or vanished
+ * entries are skipped; any other error (EMFILE, ENOMEM, EIO, a path longer
+ * than PATH_MAX) fails the walk, since skipping could leave a secret
+ * unmasked. On success *ret is owned by the caller (mask_list_done()). */
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err);
 void mask_list_done(MaskList *l);
 /* As mask_walk, with a cap of max_entries matches instead of
