@@ -256,8 +256,9 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                         return r;
         }
 
-        /* Landlock: writable are the rw_paths, /tmp and the private home. */
+        /* Landlock: writable are the rw_paths, /tmp, /dev/shm and the private home. */
         if ((l->landlock_rw = strv_copy(l->rw_paths)) == NULL || (r = strv_extend(&l->landlock_rw, "/tmp")) < 0 ||
+            (r = strv_extend(&l->landlock_rw, "/dev/shm")) < 0 ||
             (r = strv_extend(&l->landlock_rw, VS_JAIL_HOME)) < 0)
                 return l->landlock_rw ? r : -ENOMEM;
         if (landlock_abi_version() <= 0) {

@@ -71,9 +71,11 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
                 if ((r = add3(&a, "--symlink", env->symlinks[i].target, env->symlinks[i].path)) < 0)
                         return r;
         /* Fresh /proc for the pid namespace, a minimal /dev (null, zero,
-         * full, random, urandom, tty, pts), private /tmp and home. */
+         * full, random, urandom, tty, pts) with a private /dev/shm, private
+         * /tmp and home. */
         if ((r = add2(&a, "--proc", "/proc")) < 0 || (r = add2(&a, "--dev", "/dev")) < 0 ||
-            (r = add2(&a, "--tmpfs", "/tmp")) < 0 || (r = add2(&a, "--tmpfs", VS_JAIL_HOME)) < 0)
+            (r = add2(&a, "--tmpfs", "/dev/shm")) < 0 || (r = add2(&a, "--tmpfs", "/tmp")) < 0 ||
+            (r = add2(&a, "--tmpfs", VS_JAIL_HOME)) < 0)
                 return r;
 
         /* rw_paths and ro_paths at their real paths, parents before children. */
