@@ -202,7 +202,10 @@ void pty_open(Request *r, json_t *obj) {
         };
         const char *shell = NULL;
         struct passwd *pw = getpwuid(geteuid());
-        if (pw && pw->pw_shell && pw->pw_shell[0] == '/' && access(pw->pw_shell, X_OK) == 0)
+        /* Service accounts have nologin/false as shell: use sh for them. */
+        if (pw && pw->pw_shell && pw->pw_shell[0] == '/' && access(pw->pw_shell, X_OK) == 0 &&
+            !strstr(pw->pw_shell, "nologin") && !streq(pw->pw_shell, "/bin/false") &&
+            !streq(pw->pw_shell, "/usr/bin/false"))
                 shell = pw->pw_shell;
         if (!shell)
                 shell = "/bin/sh";
