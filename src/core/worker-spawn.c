@@ -137,7 +137,8 @@ int launch_encode_init(const VsLaunch *l, StrBuf *out) {
                 .landlock = l->sandboxed && l->landlock_rw,
                 .landlock_rw = l->landlock_rw,
                 .require = require,
-                .limits = { .timeout_ms = l->timeout_ms, .max_output = l->max_output },
+                .limits = { .timeout_ms = l->timeout_ms, .max_output = l->max_output, .pids = l->pids,
+                            .memory = l->memory },
         };
         return protocol_encode_init(out, &init);
 }

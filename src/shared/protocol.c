@@ -418,8 +418,10 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
         else if (ok)
                 ok = set(o, "landlock", json_null());
         ok = ok && set(o, "require", strv_to_json(init->require)) &&
-             set(o, "limits", json_pack("{s:I, s:I}", "timeout_ms", (json_int_t) init->limits.timeout_ms,
-                                        "max_output", (json_int_t) init->limits.max_output));
+             set(o, "limits", json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t) init->limits.timeout_ms,
+                                        "max_output", (json_int_t) init->limits.max_output,
+                                        "pids", (json_int_t) init->limits.pids,
+                                        "memory", (json_int_t) init->limits.memory));
         if (!ok)
                 o = (json_decref(o), NULL);
         return emit(out, o, NULL, 0);
@@ -439,6 +441,8 @@ typedef struct InitWire {
 static const JsonField limits_table[] = {
         { "timeout_ms", JSON_FIELD_UINT64, offsetof(ProtocolLimits, timeout_ms), 0 },
         { "max_output", JSON_FIELD_UINT64, offsetof(ProtocolLimits, max_output), 0 },
+        { "pids", JSON_FIELD_UINT64, offsetof(ProtocolLimits, pids), 0 },
+        { "memory", JSON_FIELD_UINT64, offsetof(ProtocolLimits, memory), 0 },
         {}
 };
 

@@ -143,6 +143,8 @@ ProtocolMode protocol_mode_from_string(const char *s);
 typedef struct ProtocolLimits {
         uint64_t timeout_ms; /* per exec; 0 = none given (worker default 120000) */
         uint64_t max_output; /* bytes kept per stream; 0 = none given (worker default 1 MiB) */
+        uint64_t pids;       /* processes in the jail (RLIMIT_NPROC, counted per user namespace); 0 = none */
+        uint64_t memory;     /* bytes of address space per process (RLIMIT_AS); 0 = none */
 } ProtocolLimits;
 
 typedef struct ProtocolInit {

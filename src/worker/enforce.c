@@ -6,6 +6,7 @@
 #include <linux/seccomp.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,28 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
         if (init->mode == PROTOCOL_MODE_DIRECT) {
                 *ret = r;
                 return 0;
+        }
+
+        /* 0. Resource limits, inherited by every command. RLIMIT_NPROC is
+         * counted per user namespace (Linux >= 5.14 ucounts), so it caps the
+         * processes of this jail alone and a fork bomb stays inside it.
+         * RLIMIT_AS bounds each process's memory; a cgroup, where the daemon
+         * has one, bounds the jail's total. */
+        if (init->limits.pids) {
+                struct rlimit rl = { init->limits.pids, init->limits.pids };
+                if (setrlimit(RLIMIT_NPROC, &rl) < 0) {
+                        k = layer_failed(init, "limits", &degraded, err, strerror(errno));
+                        if (k < 0)
+                                return k;
+                }
+        }
+        if (init->limits.memory) {
+                struct rlimit rl = { init->limits.memory, init->limits.memory };
+                if (setrlimit(RLIMIT_AS, &rl) < 0) {
+                        k = layer_failed(init, "limits", &degraded, err, strerror(errno));
+                        if (k < 0)
+                                return k;
+                }
         }
 
         /* 1. no_new_privs first: it is what lets an unprivileged process
