@@ -18,7 +18,7 @@ void vs_error_free(VsError *err) {
         free(err);
 }
 
-static int vset(VsError **err, int code, const char *kind, const char *fmt, va_list ap) {
+_printf_(4, 0) static int vset(VsError **err, int code, const char *kind, const char *fmt, va_list ap) {
         if (code >= 0)
                 code = -EIO;
         if (!err)

@@ -19,6 +19,8 @@ int strbuf_reserve(StrBuf *b, size_t extra) {
                 return -ENOMEM;
         b->data = n;
         b->cap = ncap;
+        /* Keep the promise of strbuf.h: always NUL-terminated. */
+        b->data[b->len] = 0;
         return 0;
 }
 
