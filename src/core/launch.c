@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "launch.h"
+#include "launch-internal.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -68,7 +69,7 @@ static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_l
         return 0;
 }
 
-static int ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err) {
+int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err) {
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create runtime directory %s: %m", dir);
         _cleanup_free_ char *f = path_join(dir, "empty-file");
@@ -125,7 +126,7 @@ static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsErro
         return 0;
 }
 
-static int collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err) {
+int launch_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err) {
         _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
         int r = glob_set_new(p->mask, &set, err);
         if (r < 0)
@@ -209,6 +210,56 @@ static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *
         return 0;
 }
 
+/* The local backend: bubblewrap on this host. */
+static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        int r;
+        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
+        r = launch_ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
+        if (r < 0)
+                return r;
+
+        VsMaskPath *masks = NULL;
+        size_t n_masks = 0;
+        r = launch_collect_masks(p, &masks, &n_masks, err);
+        if (r < 0)
+                return vs_error_prefix(err, "finding the paths to mask");
+        l->n_masked = n_masks;
+
+        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
+        if (!protected_existing)
+                r = -ENOMEM;
+        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
+                struct stat st;
+                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
+                        r = strv_extend(&protected_existing, *pp);
+        }
+
+        VsLocalEnv env = {
+                .bwrap = o->bwrap ? o->bwrap : "bwrap",
+                .worker_path = o->worker_path,
+                .empty_file = empty_file,
+                .empty_dir = empty_dir,
+                .uid = l->uid,
+                .gid = l->gid,
+                .masks = masks,
+                .n_masks = n_masks,
+                .protected_existing = protected_existing,
+                .env = l->env,
+        };
+        if (r >= 0)
+                r = backend_local_probe(&env, err);
+        if (r >= 0)
+                r = backend_local_argv(p, &env, &l->argv, err);
+        backend_local_env_done(&env);
+        for (size_t k = 0; k < n_masks; k++)
+                free(masks[k].path);
+        free(masks);
+        if (r < 0)
+                return r;
+
+        return 0;
+}
+
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err) {
         _cleanup_(launch_freep) VsLaunch *l = calloc(1, sizeof *l);
         if (!l)
@@ -222,11 +273,6 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                 *ret = TAKE_PTR(l);
                 return 0;
         }
-        if (p->backend != VS_BACKEND_LOCAL)
-                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
-                                         "backend \"%s\" is not available in this build; use backend = \"local\"",
-                                         vs_backend_name(p->backend));
-
         _cleanup_free_ char *user = NULL;
         r = pick_identity(p, l, &user, err);
         if (r < 0)
@@ -269,47 +315,13 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                         return r;
         }
 
-        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
-        r = ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
-        if (r < 0)
-                return r;
-
-        VsMaskPath *masks = NULL;
-        size_t n_masks = 0;
-        r = collect_masks(p, &masks, &n_masks, err);
-        if (r < 0)
-                return vs_error_prefix(err, "finding the paths to mask");
-        l->n_masked = n_masks;
-
-        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
-        if (!protected_existing)
-                r = -ENOMEM;
-        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
-                struct stat st;
-                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
-                        r = strv_extend(&protected_existing, *pp);
+        switch (p->backend) {
+        case VS_BACKEND_LOCAL: r = launch_local_argv(p, o, l, err); break;
+        case VS_BACKEND_DOCKER: r = launch_docker_argv(p, o, l, err); break;
+        case VS_BACKEND_SSH: r = launch_ssh_argv(p, o, l, err); break;
+        case VS_BACKEND_MODAL: r = launch_modal_argv(p, o, l, err); break;
+        default: r = vs_error_set_kind(err, -EINVAL, "internal", "unknown backend");
         }
-
-        VsLocalEnv env = {
-                .bwrap = o->bwrap ? o->bwrap : "bwrap",
-                .worker_path = o->worker_path,
-                .empty_file = empty_file,
-                .empty_dir = empty_dir,
-                .uid = l->uid,
-                .gid = l->gid,
-                .masks = masks,
-                .n_masks = n_masks,
-                .protected_existing = protected_existing,
-                .env = l->env,
-        };
-        if (r >= 0)
-                r = backend_local_probe(&env, err);
-        if (r >= 0)
-                r = backend_local_argv(p, &env, &l->argv, err);
-        backend_local_env_done(&env);
-        for (size_t k = 0; k < n_masks; k++)
-                free(masks[k].path);
-        free(masks);
         if (r < 0)
                 return r;
 

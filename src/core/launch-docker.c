@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* PLACEHOLDER: the docker backend is being written. */
+#include "launch-internal.h"
+
+int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                 "backend \"docker\" is not available in this build; use backend = \"local\"");
+}

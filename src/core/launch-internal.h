@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Shared by the per-backend halves of launch_prepare(). Each backend gets
+ * a launch whose init contents (paths, masks, env, seccomp, Landlock,
+ * limits, identity) are already filled, and sets l->argv (and whatever
+ * else it needs) for its own isolation primitive. */
+
+#include "backend-local.h"
+#include "launch.h"
+
+int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
+int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
+int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
+
+/* The existing paths below the rw/ro roots that the masks cover
+ * (absolute; symlinks excluded). Caller frees each path and the array. */
+int launch_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err);
+/* Creates (if needed) the empty read-only file and directory that masks
+ * are mounted from, in dir. */
+int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err);

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* PLACEHOLDER: the modal backend is being written. */
+#include "launch-internal.h"
+
+int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                 "backend \"modal\" is not available in this build; use backend = \"local\"");
+}
