@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+#include "common.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "config.h"
+#include "fd-util.h"
+#include "path-util.h"
+#include "strv.h"
+
+static char *scratch;
+static BenchDaemon *running_daemon;
+
+void bench_log(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "  ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+void bench_die(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "bench: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        if (running_daemon)
+                bench_daemon_stop(running_daemon);
+        bench_scratch_cleanup();
+        exit(1);
+}
+
+const char *bench_build_root(void) {
+        const char *e = getenv("VECTORA_BUILD_ROOT");
+        return e && *e ? e : BENCH_BUILD_ROOT;
+}
+
+void bench_owner(uid_t *uid, gid_t *gid) {
+        if (geteuid() == 0) {
+                *uid = 65534;
+                *gid = 65534;
+        } else {
+                *uid = getuid();
+                *gid = getgid();
+        }
+}
+
+static void own(const char *path) {
+        uid_t u;
+        gid_t g;
+        bench_owner(&u, &g);
+        if (geteuid() == 0 && lchown(path, u, g) < 0)
+                bench_die("chown %s: %m", path);
+}
+
+static void on_fatal_signal(int sig) {
+        /* Good enough for a benchmark: the daemon and the scratch tree go. */
+        if (running_daemon && running_daemon->pid > 0)
+                kill(running_daemon->pid, SIGKILL);
+        bench_scratch_cleanup();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+const char *bench_scratch(void) {
+        if (scratch)
+                return scratch;
+        char tmpl[] = "/tmp/vectora-bench.XXXXXX";
+        if (!mkdtemp(tmpl))
+                bench_die("mkdtemp: %m");
+        scratch = strdup(tmpl);
+        if (!scratch)
+                bench_die("out of memory");
+        chmod(scratch, 0755);
+        own(scratch);
+        signal(SIGINT, on_fatal_signal);
+        signal(SIGTERM, on_fatal_signal);
+        _cleanup_free_ char *run = path_join(scratch, "run");
+        if (!run || mkdir(run, 0755) < 0)
+                bench_die("mkdir %s/run: %m", scratch);
+        /* The runtime directory (empty mask file and dir) lives in here. */
+        setenv("XDG_RUNTIME_DIR", run, 1);
+        return scratch;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+        (void)st;
+        (void)f;
+        if (flag == FTW_DP || flag == FTW_D)
+                rmdir(p);
+        else
+                unlink(p);
+        return 0;
+}
+
+void bench_rm_rf(const char *path) {
+        nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+void bench_scratch_cleanup(void) {
+        if (!scratch)
+                return;
+        bench_rm_rf(scratch);
+        free(scratch);
+        scratch = NULL;
+}
+
+void bench_mkdir(const char *path) {
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                bench_die("mkdir %s: %m", path);
+        own(path);
+}
+
+void bench_write_file(const char *path, const void *data, size_t len) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write_all(fd, data, len) < 0)
+                bench_die("writing %s: %m", path);
+        own(path);
+}
+
+char *bench_workspace(const char *name, const char *toml) {
+        char *ws = path_join(bench_scratch(), name);
+        if (!ws)
+                bench_die("out of memory");
+        bench_mkdir(ws);
+        if (toml) {
+                _cleanup_free_ char *f = path_join(ws, "vectora.toml");
+                bench_write_file(f, toml, strlen(toml));
+        }
+        return ws;
+}
+
+/* ---- daemon ------------------------------------------------------------ */
+
+static struct sockaddr_un sun_of(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(path);
+        if (n >= sizeof sa.sun_path)
+                bench_die("socket path too long: %s", path);
+        memcpy(sa.sun_path, path, n + 1);
+        return sa;
+}
+
+void bench_daemon_start(BenchDaemon *d, unsigned max_workers) {
+        const char *s = bench_scratch();
+        char sock[512], log[512], audit[512], daemon[512], worker[512], maxw[32];
+        snprintf(sock, sizeof sock, "%s/daemon.sock", s);
+        snprintf(log, sizeof log, "%s/daemon.log", s);
+        snprintf(audit, sizeof audit, "%s/audit.log", s);
+        snprintf(daemon, sizeof daemon, "%s/src/daemon/vectora-sandboxd", bench_build_root());
+        snprintf(worker, sizeof worker, "%s/src/worker/vectora-worker", bench_build_root());
+        snprintf(maxw, sizeof maxw, "%u", max_workers);
+        pid_t pid = fork();
+        if (pid < 0)
+                bench_die("fork: %m");
+        if (pid == 0) {
+                char *argv[] = { daemon, "--foreground", "--socket", sock, "--log-file", log, "--log-level", "warning",
+                                 "--audit-log", audit, "--max-workers", maxw, "--max-clients", "256",
+                                 "--worker", worker, NULL };
+                execv(daemon, argv);
+                _exit(127);
+        }
+        d->pid = pid;
+        d->socket = strdup(sock);
+        running_daemon = d;
+        for (int i = 0; i < 1000; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = sun_of(sock);
+                int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+                safe_close(fd);
+                if (ok)
+                        return;
+                if (waitpid(pid, NULL, WNOHANG) == pid) {
+                        d->pid = 0;
+                        bench_die("%s exited at start; see its log (%s)", daemon, log);
+                }
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        bench_die("%s did not listen on %s within 10 s", daemon, sock);
+}
+
+void bench_daemon_stop(BenchDaemon *d) {
+        if (d->pid > 0) {
+                kill(d->pid, SIGTERM);
+                int i;
+                for (i = 0; i < 1000; i++) {
+                        if (waitpid(d->pid, NULL, WNOHANG) == d->pid)
+                                break;
+                        struct timespec ts = { 0, 10 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
+                if (i == 1000) {
+                        kill(d->pid, SIGKILL);
+                        waitpid(d->pid, NULL, 0);
+                }
+                d->pid = 0;
+        }
+        free(d->socket);
+        d->socket = NULL;
+        if (running_daemon == d)
+                running_daemon = NULL;
+}
+
+/* ---- connection -------------------------------------------------------- */
+
+void bench_connect(BenchConn *c, const char *sock) {
+        *c = (BenchConn){ .fd = -EBADF };
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = sun_of(sock);
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+                bench_die("connecting to %s: %m", sock);
+        if (jsonl_reader_new(&c->rd) < 0)
+                bench_die("out of memory");
+}
+
+void bench_conn_close(BenchConn *c) {
+        c->fd = safe_close(c->fd);
+        jsonl_reader_free(c->rd);
+        c->rd = NULL;
+}
+
+char *bench_encode(json_t *obj, size_t raw_len, size_t *ret_len) {
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        json_object_set_new(obj, "id", json_integer(0));
+        if (jsonl_encode_header(obj, raw_len > 0, raw_len, &out) < 0)
+                bench_die("encoding a request");
+        *ret_len = out.len;
+        return strbuf_steal(&out);
+}
+
+uint64_t bench_send(BenchConn *c, json_t *obj, const void *raw, size_t raw_len) {
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        uint64_t id = ++c->next_id;
+        json_object_set_new(obj, "id", json_integer((json_int_t)id));
+        if (jsonl_encode_header(obj, raw != NULL, raw_len, &out) < 0)
+                bench_die("encoding a request");
+        bench_send_bytes(c, out.data, out.len);
+        if (raw_len)
+                bench_send_bytes(c, raw, raw_len);
+        return id;
+}
+
+void bench_send_bytes(BenchConn *c, const void *p, size_t n) {
+        int r = write_all(c->fd, p, n);
+        if (r < 0)
+                bench_die("sending to the daemon: %s", strerror(-r));
+}
+
+int bench_try_next(BenchConn *c, JsonlMsg *ret) {
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        int r = jsonl_reader_next(c->rd, ret, &err);
+        if (r < 0 && r != -EAGAIN)
+                bench_die("bad reply from the daemon: %s", vs_error_message(err));
+        return r;
+}
+
+void bench_recv(BenchConn *c, JsonlMsg *ret) {
+        for (;;) {
+                if (bench_try_next(c, ret) == 0)
+                        return;
+                ssize_t k = jsonl_reader_read_fd(c->rd, c->fd);
+                if (k == -EINTR || k == -EAGAIN)
+                        continue;
+                if (k <= 0)
+                        bench_die("the daemon closed the connection (%s)", k ? strerror((int)-k) : "EOF");
+        }
+}
+
+void bench_check_ok(const JsonlMsg *m, const char *what) {
+        json_t *ok = json_object_get(m->obj, "ok");
+        if (!json_is_true(ok)) {
+                char *s = json_dumps(m->obj, JSON_COMPACT);
+                bench_die("%s failed: %s", what, s ? s : "?");
+        }
+        json_t *ec = json_object_get(m->obj, "exit_code");
+        if (ec && json_integer_value(ec) != 0) {
+                char *s = json_dumps(m->obj, JSON_COMPACT);
+                bench_die("%s: the command failed: %s", what, s ? s : "?");
+        }
+}
+
+void bench_call(BenchConn *c, json_t *obj, const void *raw, size_t raw_len, JsonlMsg *ret, const char *what) {
+        bench_send(c, obj, raw, raw_len);
+        bench_recv(c, ret);
+        bench_check_ok(ret, what);
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+static void child_fds(int stdin_fd, int stdout_fd) {
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0)
+                _exit(126);
+        if (dup2(stdin_fd >= 0 ? stdin_fd : null, 0) < 0 || dup2(stdout_fd >= 0 ? stdout_fd : null, 1) < 0)
+                _exit(126);
+}
+
+int bench_fork_exec(char *const *argv, int stdin_fd, int stdout_fd) {
+        pid_t pid = fork();
+        if (pid < 0)
+                bench_die("fork: %m");
+        if (pid == 0) {
+                child_fds(stdin_fd, stdout_fd);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        bench_die("waitpid: %m");
+        return st;
+}
+
+void bench_percall_prepare(BenchPercall *p, const char *workspace) {
+        *p = (BenchPercall){ .bpf_fd = -EBADF };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        _cleanup_(policy_freep) VsPolicy *pol = NULL;
+        if (config_load(workspace, &pol, &err) < 0)
+                bench_die("%s: %s", workspace, vs_error_message(err));
+        char worker[512];
+        snprintf(worker, sizeof worker, "%s/src/worker/vectora-worker", bench_build_root());
+        _cleanup_free_ char *rt = path_join(getenv("XDG_RUNTIME_DIR"), "vectora-sandbox");
+        VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt };
+        if (launch_prepare(pol, &o, &p->launch, &err) < 0)
+                bench_die("launch for %s: %s", workspace, vs_error_message(err));
+        VsLaunch *l = p->launch;
+        if (!l->sandboxed || !l->bpf)
+                bench_die("%s: the per-call model needs a sandboxed workspace with seccomp", workspace);
+        size_t n = strv_length(l->argv);
+        if (n < 2 || !streq(l->argv[n - 2], "--"))
+                bench_die("unexpected bwrap argv shape");
+        for (size_t i = 0; i + 2 < n; i++)
+                if (strv_extend(&p->argv_prefix, l->argv[i]) < 0)
+                        bench_die("out of memory");
+        if (strv_extend(&p->argv_prefix, "--seccomp") < 0 || strv_extend(&p->argv_prefix, "3") < 0 ||
+            strv_extend(&p->argv_prefix, "--") < 0)
+                bench_die("out of memory");
+        p->bpf_fd = memfd_create("bench-seccomp", MFD_CLOEXEC);
+        if (p->bpf_fd < 0 || write_all(p->bpf_fd, l->bpf, l->bpf_len) < 0)
+                bench_die("memfd: %m");
+        p->n_masked = l->n_masked;
+}
+
+int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
+        _cleanup_strv_free_ char **argv = strv_copy(p->argv_prefix);
+        for (char *const *c = cmd; argv && *c; c++)
+                if (strv_extend(&argv, *c) < 0)
+                        bench_die("out of memory");
+        if (!argv)
+                bench_die("out of memory");
+        /* bwrap reads the filter from the descriptor's current offset. */
+        if (lseek(p->bpf_fd, 0, SEEK_SET) < 0)
+                bench_die("lseek: %m");
+        const VsLaunch *l = p->launch;
+        pid_t pid = fork();
+        if (pid < 0)
+                bench_die("fork: %m");
+        if (pid == 0) {
+                child_fds(stdin_fd, stdout_fd);
+                if (dup2(p->bpf_fd, 3) < 0)
+                        _exit(126);
+                if (l->switch_user && (setgroups(0, NULL) < 0 || setresgid(l->gid, l->gid, l->gid) < 0 ||
+                                       setresuid(l->uid, l->uid, l->uid) < 0))
+                        _exit(126);
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        bench_die("waitpid: %m");
+        return st;
+}
+
+void bench_percall_done(BenchPercall *p) {
+        launch_free(p->launch);
+        strv_free(p->argv_prefix);
+        p->bpf_fd = safe_close(p->bpf_fd);
+        *p = (BenchPercall){ .bpf_fd = -EBADF };
+}
