@@ -230,8 +230,43 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 r = -ENOMEM;
         for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
                 struct stat st;
-                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
-                        r = strv_extend(&protected_existing, *pp);
+                if (lstat(*pp, &st) == 0) {
+                        if (!S_ISLNK(st.st_mode)) {
+                                r = strv_extend(&protected_existing, *pp);
+                                continue;
+                        }
+                        /* A symlinked .git/hooks: protect where it leads. */
+                        _cleanup_free_ char *real = realpath(*pp, NULL);
+                        if (real)
+                                r = strv_extend(&protected_existing, real);
+                        continue;
+                }
+                /* Missing .git/hooks or .git/config in an existing .git:
+                 * the agent must not be able to create them either, so an
+                 * empty read-only one is mounted there (bwrap creates the
+                 * empty mount point in the workspace). */
+                _cleanup_free_ char *parent = strdup(*pp);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+                if (!slash) {
+                        r = -ENOMEM;
+                        break;
+                }
+                *slash = 0;
+                if (errno != ENOENT || lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                VsMaskPath *nm = realloc(masks, (n_masks + 1) * sizeof *nm);
+                if (!nm) {
+                        r = -ENOMEM;
+                        break;
+                }
+                masks = nm;
+                masks[n_masks].path = strdup(*pp);
+                masks[n_masks].dir = streq(slash + 1, "hooks");
+                if (!masks[n_masks].path) {
+                        r = -ENOMEM;
+                        break;
+                }
+                n_masks++;
         }
 
         VsLocalEnv env = {
