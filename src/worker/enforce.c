@@ -67,19 +67,11 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
         /* 0. Resource limits, inherited by every command. RLIMIT_NPROC is
          * counted per user namespace (Linux >= 5.14 ucounts), so it caps the
          * processes of this jail alone and a fork bomb stays inside it.
-         * RLIMIT_AS bounds each process's memory; a cgroup, where the daemon
-         * has one, bounds the jail's total. */
+         * RLIMIT_AS (limits.memory) is set per command in exec.c; a cgroup,
+         * where the daemon has one, bounds the jail's total. */
         if (init->limits.pids) {
                 struct rlimit rl = { init->limits.pids, init->limits.pids };
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0) {
-                        k = layer_failed(init, "limits", &degraded, err, strerror(errno));
-                        if (k < 0)
-                                return k;
-                }
-        }
-        if (init->limits.memory) {
-                struct rlimit rl = { init->limits.memory, init->limits.memory };
-                if (setrlimit(RLIMIT_AS, &rl) < 0) {
                         k = layer_failed(init, "limits", &degraded, err, strerror(errno));
                         if (k < 0)
                                 return k;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -244,6 +245,7 @@ typedef struct ChildArgs {
         const char *path;
         char *const *argv;
         char *const *envp;
+        uint64_t memory;
 } ChildArgs;
 
 /* Runs in the clone()d child, on its own stack, sharing the worker's memory
@@ -262,8 +264,15 @@ static int child(void *arg) {
         if (getppid() != a->parent)
                 _exit(127);
         int e = 0;
-        if (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 ||
-            fchdir(a->cwd_fd) < 0)
+        if (a->memory) {
+                /* Per command, not on the worker itself: the worker's own
+                 * address space (large under sanitizers) stays unbounded. */
+                struct rlimit rl = { a->memory, a->memory };
+                if (setrlimit(RLIMIT_AS, &rl) < 0)
+                        e = errno;
+        }
+        if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 ||
+                   fchdir(a->cwd_fd) < 0))
                 e = errno;
         if (!e) {
                 execve(a->path, a->argv, a->envp);
@@ -332,7 +341,7 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         uint64_t start = now_usec();
         ChildArgs ca = {
                 .in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .cwd_fd = cwd_fd, .errpipe = ep_w,
-                .parent = getpid(), .path = path, .argv = req.argv, .envp = envp,
+                .parent = getpid(), .path = path, .argv = req.argv, .envp = envp, .memory = d->memory,
         };
         pid_t pid = clone(child, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
         if (pid < 0)

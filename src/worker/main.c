@@ -102,6 +102,7 @@ static void handle_init(Worker *w, json_t *obj) {
                 .env = w->init.env,
                 .timeout_ms = w->init.limits.timeout_ms,
                 .max_output = w->init.limits.max_output,
+                .memory = w->init.limits.memory,
         };
         k = enforce_policy(&w->init, &ready, &err);
         if (k < 0)

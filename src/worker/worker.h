@@ -85,6 +85,7 @@ typedef struct ExecDefaults {
         char **env;          /* init env, "K=V" */
         uint64_t timeout_ms;
         uint64_t max_output;
+        uint64_t memory;     /* RLIMIT_AS of each command, 0 = none */
 } ExecDefaults;
 
 /* Starts the command of an exec request. stdin_data (owned, free()) may be

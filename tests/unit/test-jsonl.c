@@ -191,6 +191,8 @@ static void test_line_at_limit_ok(void **state) {
         JsonlReader *r = reader();
         JsonlMsg m = JSONL_MSG_INIT;
         char *big = malloc(JSONL_MAX_LINE + 2);
+        if (!big)
+                abort();
         /* {"a":"xxx...x"} of exactly JSONL_MAX_LINE bytes */
         size_t fill = JSONL_MAX_LINE - strlen("{\"a\":\"\"}");
         strcpy(big, "{\"a\":\"");
