@@ -80,7 +80,7 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         /* rw_paths and ro_paths at their real paths, parents before children. */
         size_t nb = 0;
-        _cleanup_free_ Bind *binds = calloc(p->n_rw + p->n_ro + 1, sizeof(Bind));
+        _cleanup_free_ Bind *binds = calloc(p->n_rw + p->n_ro + 2, sizeof(Bind));
         if (!binds)
                 return -ENOMEM;
         for (size_t i = 0; i < p->n_ro; i++)
@@ -89,6 +89,13 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         for (size_t i = 0; i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved)
                         binds[nb++] = (Bind){ p->rw_paths[i].resolved, true };
+        /* The workspace itself is always visible: read-only when no listed
+         * path covers it (rw_paths = [] makes a read-only workspace). */
+        bool covered = false;
+        for (size_t i = 0; i < nb; i++)
+                covered |= path_startswith(p->workspace, binds[i].path) != NULL;
+        if (!covered)
+                binds[nb++] = (Bind){ p->workspace, false };
         qsort(binds, nb, sizeof(Bind), cmp_bind);
         for (size_t i = 0; i < nb; i++)
                 if ((r = add3(&a, binds[i].rw ? "--bind" : "--ro-bind", binds[i].path, binds[i].path)) < 0)

@@ -25,7 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!p || err)
                 abort();
         if (p->sandboxed) {
-                if (p->n_rw == 0 || !p->mask)
+                /* rw_paths = [] is allowed (a read-only workspace), but the
+                 * list itself always exists once sandboxed. */
+                if (!p->rw_paths || !p->mask)
                         abort();
                 if (p->lockdown && (p->network || !p->no_gpu))
                         abort();

@@ -148,6 +148,24 @@ static void test_gpu_only_when_asked(void **state) {
         policy_free(p);
 }
 
+static void test_readonly_workspace(void **state) {
+        /* rw_paths = []: the workspace is still visible, read-only. */
+        VsPolicy *p = policy("[sandbox]\nrw_paths = []\n");
+        VsLocalEnv e = local_env();
+        char **argv = NULL;
+        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_true(find3(argv, "--ro-bind", "/ws", "/ws") >= 0);
+        assert_true(find3(argv, "--bind", "/ws", "/ws") < 0);
+        strv_free(argv);
+        policy_free(p);
+        /* Covered by a listed parent: no extra bind. */
+        p = policy("[sandbox]\nrw_paths = []\nro_paths = [\"/\"]\n");
+        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_true(find3(argv, "--ro-bind", "/ws", "/ws") < 0);
+        strv_free(argv);
+        policy_free(p);
+}
+
 static void test_refuses_root(void **state) {
         VsPolicy *p = policy("[sandbox]\n");
         VsLocalEnv e = local_env();
@@ -189,7 +207,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_namespaces_and_basics), cmocka_unit_test(test_masks_protected_order),
                 cmocka_unit_test(test_network_off),           cmocka_unit_test(test_gpu_only_when_asked),
-                cmocka_unit_test(test_refuses_root),          cmocka_unit_test(test_jail_env),
+                cmocka_unit_test(test_refuses_root), cmocka_unit_test(test_readonly_workspace),          cmocka_unit_test(test_jail_env),
                 cmocka_unit_test(test_argv_quote),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
