@@ -728,6 +728,21 @@ static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, co
                                 free(real);
                                 return r;
                         }
+        /* A listed path that contains the user's home or the runtime
+         * directory would show the host's secrets (~/.ssh, ~/.aws) or the
+         * daemon's socket inside the jail. */
+        const char *const sensitive[] = { env->home, getenv("XDG_RUNTIME_DIR") };
+        for (size_t k = 0; k < ELEMENTSOF(sensitive); k++)
+                if (sensitive[k] && sensitive[k][0] == '/' && !streq(sensitive[k], "/") &&
+                    path_startswith(sensitive[k], real)) {
+                        int r = config_error(err, -EPERM, vp->line, vp->col,
+                                             "sandbox.%s[%zu]: \"%s\" (%s) contains %s%s; list the project directories the agent needs instead",
+                                             list, idx, vp->written, real, sensitive[k],
+                                             k == 0 ? ", the home directory with its ~/.ssh and ~/.aws"
+                                                    : ", the runtime directory with the daemon's socket");
+                        free(real);
+                        return r;
+                }
         free(vp->resolved);
         vp->resolved = real;
         return 0;

@@ -323,6 +323,41 @@ static void test_lockdown_refuses_symlink(void **state) {
         rm_tree(ws);
 }
 
+static void test_refuses_home_ancestor(void **state) {
+        char *ws = make_tree();
+        char *old = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+        char home[4096];
+        snprintf(home, sizeof home, "%s/sub", ws);
+        setenv("HOME", home, 1);
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        /* The workspace contains HOME: refused, whether rw or ro. */
+        assert_true(load_text(ws, "[sandbox]\nrw_paths = []\nro_paths = [\".\"]\n", &p, &err) < 0);
+        char want[8192];
+        snprintf(want, sizeof want,
+                 "vectora.toml:3:13: sandbox.ro_paths[0]: \".\" (%s) contains %s, the home directory with its ~/.ssh and ~/.aws; list the project directories the agent needs instead",
+                 ws, home);
+        assert_string_equal(vs_error_message(err), want);
+        vs_error_free(err);
+        err = NULL;
+        /* A path below HOME is fine. */
+        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = [\"~\"]\n", &p, &err) < 0, true);
+        vs_error_free(err);
+        err = NULL;
+        char sub[8200];
+        snprintf(sub, sizeof sub, "%s/x", home);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = [\"~/x\"]\n", &p, &err), 0);
+        assert_string_equal(p->rw_paths[0].resolved, sub);
+        policy_free(p);
+        if (old)
+                setenv("HOME", old, 1);
+        else
+                unsetenv("HOME");
+        free(old);
+        rm_tree(ws);
+}
+
 static void test_load_missing_file(void **state) {
         char *ws = make_tree();
         VsPolicy *p = NULL;
@@ -387,6 +422,7 @@ int main(void) {
                 cmocka_unit_test(test_resolve),
                 cmocka_unit_test(test_lockdown_refuses_missing),
                 cmocka_unit_test(test_lockdown_refuses_symlink),
+                cmocka_unit_test(test_refuses_home_ancestor),
                 cmocka_unit_test(test_load_missing_file),
                 cmocka_unit_test(test_load_symlinked_config),
                 cmocka_unit_test(test_protected_paths),
