@@ -80,9 +80,11 @@ static void on_fatal_signal(int sig) {
 const char *bench_scratch(void) {
         if (scratch)
                 return scratch;
-        char tmpl[] = "/tmp/vectora-bench.XXXXXX";
+        const char *base = getenv("BENCH_SCRATCH_BASE");
+        char tmpl[512];
+        snprintf(tmpl, sizeof tmpl, "%s/vectora-bench.XXXXXX", base && *base ? base : "/tmp");
         if (!mkdtemp(tmpl))
-                bench_die("mkdtemp: %m");
+                bench_die("mkdtemp in %s: %m", base && *base ? base : "/tmp");
         scratch = strdup(tmpl);
         if (!scratch)
                 bench_die("out of memory");
@@ -357,7 +359,7 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
         p->n_masked = l->n_masked;
 }
 
-int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
+pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
         _cleanup_strv_free_ char **argv = strv_copy(p->argv_prefix);
         for (char *const *c = cmd; argv && *c; c++)
                 if (strv_extend(&argv, *c) < 0)
@@ -381,11 +383,19 @@ int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdou
                 execvp(argv[0], argv);
                 _exit(127);
         }
+        return pid;
+}
+
+int bench_wait(pid_t pid) {
         int st;
         while (waitpid(pid, &st, 0) < 0)
                 if (errno != EINTR)
                         bench_die("waitpid: %m");
         return st;
+}
+
+int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
+        return bench_wait(bench_percall_spawn(p, cmd, stdin_fd, stdout_fd));
 }
 
 void bench_percall_done(BenchPercall *p) {

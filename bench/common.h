@@ -31,7 +31,8 @@ static inline double now_us(void) {
 /* Build tree: $VECTORA_BUILD_ROOT, else the one this was compiled in. */
 const char *bench_build_root(void);
 
-/* A fresh scratch directory /tmp/vectora-bench.XXXXXX (0755, owned by the
+/* A fresh scratch directory /tmp/vectora-bench.XXXXXX (under
+ * $BENCH_SCRATCH_BASE instead of /tmp when set; 0755, owned by the
  * jail user), with XDG_RUNTIME_DIR pointed inside it so nothing is left
  * elsewhere. Removed by bench_scratch_cleanup(), also on SIGINT/SIGTERM. */
 const char *bench_scratch(void);
@@ -96,6 +97,9 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace);
 /* Runs cmd in a fresh jail; stdin/stdout from the given fds (-1: /dev/null).
  * Returns the wait status. */
 int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd);
+/* The same without waiting (the caller feeds or drains a pipe), then bench_wait(). */
+pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd);
+int bench_wait(pid_t pid);
 void bench_percall_done(BenchPercall *p);
 
 /* fork + exec + wait of argv by this process; returns the wait status. */
