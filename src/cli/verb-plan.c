@@ -44,7 +44,12 @@ int verb_plan(int argc, char **argv) {
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (!l->sandboxed)
                 printf("# unsandboxed (%s): the worker runs directly on the host\n", p->unsandboxed_reason);
-        else {
+        else if (l->notes) {
+                for (char **n = l->notes; *n; n++)
+                        printf("# %s\n", *n);
+                for (char **d = l->degraded; d && *d; d++)
+                        printf("# degraded: %s\n", *d);
+        } else {
                 printf("# local backend (bubblewrap), jail uid %u gid %u%s; %zu masked path(s)\n", (unsigned)l->uid,
                        (unsigned)l->gid, l->switch_user ? " (dropped from root)" : "", l->n_masked);
                 printf("# then, inside, the worker applies: no_new_privs, Landlock (writable: ");

@@ -27,6 +27,7 @@ void launch_free(VsLaunch *l) {
         free(l->bpf);
         strv_free(l->landlock_rw);
         strv_free(l->degraded);
+        strv_free(l->notes);
         free(l);
 }
 

@@ -40,6 +40,7 @@ typedef struct VsLaunch {
         uint64_t pids, memory;
 
         char **degraded;     /* human-readable degradations known before start */
+        char **notes;        /* what a remote backend will create, for `plan` (may be NULL) */
         size_t n_masked;     /* masked paths mounted over */
 } VsLaunch;
 
