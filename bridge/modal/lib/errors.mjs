@@ -31,7 +31,6 @@ export function bounded(promise, ms, what) {
       () => reject(new Unavailable(`${what}: no answer from Modal within ${Math.round(ms / 1000)} s (is api.modal.com reachable from this host?)`)),
       ms,
     );
-    timer.unref?.();
   });
   return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer));
 }
