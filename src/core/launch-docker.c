@@ -1,8 +1,83 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: the docker backend is being written. */
+/* The docker backend: one long-lived `docker run -i` container per
+ * workspace, the static worker bind-mounted in as its entrypoint. */
 #include "launch-internal.h"
 
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend-docker.h"
+#include "strv.h"
+
 int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
-        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
-                                 "backend \"docker\" is not available in this build; use backend = \"local\"");
+        int r;
+        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL, *name = NULL;
+        r = launch_ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
+        if (r < 0)
+                return r;
+        if ((r = backend_docker_name(p->workspace, &name)) < 0)
+                return r;
+
+        VsMaskPath *masks = NULL;
+        size_t n_masks = 0;
+        r = launch_collect_masks(p, &masks, &n_masks, err);
+        if (r < 0)
+                return vs_error_prefix(err, "finding the paths to mask");
+        l->n_masked = n_masks;
+
+        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
+        if (!protected_existing)
+                r = -ENOMEM;
+        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
+                struct stat st;
+                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
+                        r = strv_extend(&protected_existing, *pp);
+        }
+
+        /* Only the GPU node list is used; the probe is cheap. */
+        VsLocalEnv host = { 0 };
+        if (r >= 0 && !p->no_gpu)
+                r = backend_local_probe(&host, err);
+        VsDockerEnv env = {
+                .worker_path = o->worker_path,
+                .empty_file = empty_file,
+                .empty_dir = empty_dir,
+                .name = name,
+                .uid = l->uid,
+                .gid = l->gid,
+                .masks = masks,
+                .n_masks = n_masks,
+                .protected_existing = protected_existing,
+                .gpu_nodes = host.gpu_nodes,
+        };
+        if (r >= 0)
+                r = backend_docker_argv(p, &env, &l->argv, err);
+        if (r >= 0)
+                r = backend_docker_rm_argv(p, name, &l->pre_argv);
+        backend_local_env_done(&host);
+        for (size_t k = 0; k < n_masks; k++)
+                free(masks[k].path);
+        free(masks);
+        if (r < 0)
+                return r;
+
+        /* The docker client runs as the daemon (it needs the engine's
+         * socket); the container runs as the workspace owner (--user). */
+        l->switch_user = false;
+        /* RLIMIT_NPROC would count the owner's processes on the whole host
+         * (no user namespace): the engine's --pids-limit counts the
+         * container's alone. */
+        l->pids = 0;
+        _cleanup_free_ char *rm = argv_quote(l->pre_argv);
+        if (!rm ||
+            (r = strv_extendf(&l->notes, "docker backend: container %s from image %s, --user %u:%u, %zu masked path(s)%s",
+                              name, p->docker.image, (unsigned)l->uid, (unsigned)l->gid, l->n_masked,
+                              p->network ? "" : ", no network")) < 0 ||
+            (r = strv_extendf(&l->notes, "first (a leftover of an earlier daemon): %s", rm)) < 0 ||
+            (r = strv_extendf(&l->notes, "then, inside, the worker applies: no_new_privs, Landlock, seccomp (%zu BPF instructions) over the engine's own profile",
+                              l->bpf_len / 8)) < 0)
+                return rm ? r : -ENOMEM;
+        if (!(l->missing_hint = strdup("the docker backend needs the docker client (apt-get install docker.io, or set sandbox.docker.docker)")))
+                return -ENOMEM;
+        return 0;
 }

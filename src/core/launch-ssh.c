@@ -1,8 +1,111 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: the ssh backend is being written. */
+/* The ssh backend: the worker on a remote host, started through the local
+ * launcher (vectora-worker --ssh-launch), which deploys the worker there
+ * when its sha256 differs. The workspace's paths map to remote_root. */
 #include "launch-internal.h"
 
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend-ssh.h"
+#include "fd-util.h"
+#include "sha256.h"
+#include "strv.h"
+
+/* The worker's hash, recomputed only when the file changes. */
+static struct {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+        char hex[SHA256_HEX_LEN + 1];
+} hash_cache;
+
+static int worker_sha256(const char *path, char hex[SHA256_HEX_LEN + 1], VsError **err) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot read the worker %s: %m", path);
+        if (hash_cache.hex[0] && hash_cache.dev == st.st_dev && hash_cache.ino == st.st_ino &&
+            hash_cache.size == st.st_size && hash_cache.mtime.tv_sec == st.st_mtim.tv_sec &&
+            hash_cache.mtime.tv_nsec == st.st_mtim.tv_nsec) {
+                memcpy(hex, hash_cache.hex, sizeof hash_cache.hex);
+                return 0;
+        }
+        Sha256 s;
+        sha256_begin(&s);
+        char buf[65536];
+        for (;;) {
+                ssize_t k = read(fd, buf, sizeof buf);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "reading the worker %s: %m", path);
+                if (k == 0)
+                        break;
+                sha256_feed(&s, buf, (size_t)k);
+        }
+        sha256_end_hex(&s, hex);
+        hash_cache.dev = st.st_dev;
+        hash_cache.ino = st.st_ino;
+        hash_cache.size = st.st_size;
+        hash_cache.mtime = st.st_mtim;
+        memcpy(hash_cache.hex, hex, sizeof hash_cache.hex);
+        return 0;
+}
+
+static int remap(const VsPolicy *p, char ***l) {
+        char **m = NULL;
+        int r = backend_ssh_map_strv(p->workspace, p->ssh.remote_root, *l, &m);
+        if (r < 0)
+                return r;
+        strv_free(*l);
+        *l = m;
+        return 0;
+}
+
 int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
-        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
-                                 "backend \"ssh\" is not available in this build; use backend = \"local\"");
+        char hex[SHA256_HEX_LEN + 1];
+        int r = worker_sha256(o->worker_path, hex, err);
+        if (r < 0)
+                return r;
+
+        /* The init message speaks of the remote's paths. */
+        char *ws = backend_ssh_map_path(p->workspace, p->ssh.remote_root, p->workspace);
+        if (!ws)
+                return -ENOMEM;
+        free(l->workspace);
+        l->workspace = ws;
+        if ((r = remap(p, &l->rw_paths)) < 0 || (r = remap(p, &l->ro_paths)) < 0 ||
+            (r = remap(p, &l->protected_paths)) < 0 || (r = remap(p, &l->landlock_rw)) < 0)
+                return r;
+
+        VsRemoteJail j = {
+                .workspace = l->workspace,
+                .rw = l->rw_paths,
+                .ro = l->ro_paths,
+                .mask = l->mask,
+                .protected_paths = l->protected_paths,
+                .env = l->env,
+                .network = p->network,
+                .no_gpu = p->no_gpu,
+                .lockdown = p->lockdown,
+        };
+        r = backend_ssh_argv(p, o->worker_path, hex, &j, &l->argv, err);
+        if (r < 0)
+                return r;
+        if ((r = strv_extendf(&l->notes, "ssh backend: %s%s%s port %u, host key checked against %s", p->ssh.user ? p->ssh.user : "",
+                              p->ssh.user ? "@" : "", p->ssh.host, p->ssh.port ? p->ssh.port : 22,
+                              p->ssh.known_hosts ? p->ssh.known_hosts : "~/.ssh/known_hosts")) < 0 ||
+            (r = strv_extendf(&l->notes, "the worker at %s on the remote, uploaded when its sha256 is not %s", p->ssh.worker_path, hex)) < 0 ||
+            (r = strv_extendf(&l->notes, "workspace on the remote: %s; under bubblewrap there when the remote has it, else the worker alone (degraded; refused under lockdown)",
+                              l->workspace)) < 0 ||
+            (r = strv_extendf(&l->notes, "then, inside, the worker applies: no_new_privs, Landlock, seccomp (%zu BPF instructions)",
+                              l->bpf_len / 8)) < 0)
+                return r;
+        /* argv[0] is the local launcher (the worker binary itself). */
+        if (!(l->missing_hint = strdup("the ssh backend starts through the static worker; build or install vectora-worker")))
+                return -ENOMEM;
+        return 0;
 }

@@ -27,6 +27,8 @@ void launch_free(VsLaunch *l) {
         free(l->bpf);
         strv_free(l->landlock_rw);
         strv_free(l->degraded);
+        strv_free(l->pre_argv);
+        free(l->missing_hint);
         strv_free(l->notes);
         free(l);
 }
@@ -302,6 +304,7 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                 return -ENOMEM;
         int r;
         l->sandboxed = p->sandboxed;
+        l->backend_name = p->sandboxed ? vs_backend_name(p->backend) : "direct";
         if (!p->sandboxed) {
                 r = launch_direct(p, o, l);
                 if (r < 0)

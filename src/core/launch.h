@@ -42,6 +42,11 @@ typedef struct VsLaunch {
         char **degraded;     /* human-readable degradations known before start */
         char **notes;        /* what a remote backend will create, for `plan` (may be NULL) */
         size_t n_masked;     /* masked paths mounted over */
+
+        /* Backends other than local. */
+        char **pre_argv;     /* run to completion before argv, its outcome ignored (docker: remove a leftover container); NULL: none */
+        char *missing_hint;  /* what to install when argv[0] is not found; NULL: bubblewrap's hint */
+        const char *backend_name; /* "local", "docker", "ssh", ... (static) */
 } VsLaunch;
 
 /* Computes the launch for a loaded policy. Refuses (kind

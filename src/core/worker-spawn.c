@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "fd-util.h"
 #include "protocol.h"
@@ -35,8 +36,42 @@ static const char *step_name(int s) {
         }
 }
 
+/* Runs l->pre_argv to completion (at most 10 s), quietly: its outcome only
+ * prepares the ground (a leftover container removed), the start that
+ * follows reports what matters. */
+static void run_pre(const VsLaunch *l) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return;
+        if (pid == 0) {
+                for (int s = 1; s < NSIG; s++)
+                        signal(s, SIG_DFL);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+                        _exit(125);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execvp(l->pre_argv[0], l->pre_argv);
+                _exit(127);
+        }
+        for (int i = 0; i < 1000; i++) {
+                pid_t w = waitpid(pid, NULL, WNOHANG);
+                if (w == pid || (w < 0 && errno != EINTR))
+                        return;
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         int sp[2], ep[2], errp[2];
+        if (l->pre_argv && l->pre_argv[0])
+                run_pre(l);
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
                 return vs_error_set(err, -errno, "socketpair: %m");
         _cleanup_close_ int ours = sp[0], theirs = sp[1];
@@ -89,6 +124,9 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         while (k < 0 && errno == EINTR);
         if (k == sizeof msg) {
                 waitpid(pid, NULL, 0);
+                if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed && l->missing_hint)
+                        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable", "%s not found: %s", l->argv[0],
+                                                 l->missing_hint);
                 if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed)
                         return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
                                                  "%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)",
@@ -151,6 +189,25 @@ const char *backend_diagnose(const char *t) {
                 return "user namespaces are refused on this host; enable them: sysctl -w kernel.unprivileged_userns_clone=1 (Debian), "
                        "sysctl -w user.max_user_namespaces=15000, and on Ubuntu >= 23.10 either sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
                        "or an AppArmor profile that allows userns for bwrap";
+        /* docker */
+        if (strstr(t, "Cannot connect to the Docker daemon") || strstr(t, "Is the docker daemon running"))
+                return "the Docker engine is not running or not reachable at sandbox.docker.host (start it: systemctl start docker, or fix DOCKER_HOST)";
+        if (strstr(t, "permission denied while trying to connect to the Docker daemon socket") ||
+            (strstr(t, "docker.sock") && strstr(t, "permission denied")))
+                return "permission denied on the Docker engine's socket: the daemon's user must be allowed to use it (add it to the docker group, or run the daemon as root)";
+        if (strstr(t, "No such image") || strstr(t, "Unable to find image") || strstr(t, "pull access denied") ||
+            strstr(t, "image not known"))
+                return "the image named by sandbox.docker.image is not on the engine (nothing is pulled: docker pull or docker load it first)";
+        /* ssh */
+        if (strstr(t, "Host key verification failed") || strstr(t, "No ED25519 host key is known") ||
+            strstr(t, "No RSA host key is known") || strstr(t, "No ECDSA host key is known") ||
+            strstr(t, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
+                return "the remote host's key is not in sandbox.ssh.known_hosts (or changed); unknown keys are never accepted: verify it and add it (ssh-keyscan -p PORT HOST >> KNOWN_HOSTS, after checking the fingerprint)";
+        if (strstr(t, "Permission denied (publickey"))
+                return "the remote host refused the key: check sandbox.ssh.user and sandbox.ssh.identity_file (BatchMode: no passwords)";
+        if (strstr(t, "Connection refused") || strstr(t, "Connection timed out") || strstr(t, "No route to host") ||
+            strstr(t, "Could not resolve hostname") || strstr(t, "Connection closed by") || strstr(t, "Network is unreachable"))
+                return "the remote host named by sandbox.ssh.host is unreachable (check host, port and that sshd runs there)";
         if (strstr(t, "Can't mount proc") || strstr(t, "Can't mount devpts"))
                 return "the kernel refused to mount /proc or /dev/pts in the jail (running inside a restricted container?); run the daemon on the host or in a VM";
         return NULL;

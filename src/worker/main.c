@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "launcher.h"
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
@@ -93,6 +94,7 @@ static void handle_init(Worker *w, json_t *obj) {
         if (k < 0)
                 goto fail;
         w->init_obj = json_incref(obj);
+        unjailed_adjust_init(&w->init);
         k = policy_init(&w->policy, &w->init, &err);
         if (k < 0) {
                 vs_error_prefix(&err, "mask");
@@ -107,6 +109,10 @@ static void handle_init(Worker *w, json_t *obj) {
         k = enforce_policy(&w->init, &ready, &err);
         if (k < 0)
                 goto fail;
+        if (unjailed_degraded(&ready.degraded) < 0) {
+                k = vs_error_set(&err, -ENOMEM, "out of memory");
+                goto fail;
+        }
         for (char **d = ready.degraded; d && *d; d++)
                 log_warning("sandbox layer degraded: %s", *d);
         k = protocol_encode_ready(&w->out, &ready);
@@ -273,6 +279,15 @@ int main(int argc, char **argv) {
         if (argc > 1 && streq(argv[1], "--version")) {
                 printf("vectora-worker (protocol %d)\n", PROTOCOL_VERSION);
                 return 0;
+        }
+        /* The ssh backend's launcher modes (launcher.h). */
+        if (argc > 1 && streq(argv[1], "--ssh-launch"))
+                return ssh_launch_main(argc, argv);
+        if (argc > 1 && streq(argv[1], "--launch-jail"))
+                return launch_jail_main(argc, argv);
+        if (argc == 3 && streq(argv[1], "--unjailed")) {
+                unjailed_set(argv[2]);
+                argc = 1;
         }
         if (argc > 1) {
                 log_error("takes no arguments; it speaks docs/protocol.md on stdin/stdout");

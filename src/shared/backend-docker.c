@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+#include "backend-docker.h"
+
+#include <string.h>
+
+#include "sha256.h"
+#include "strbuf.h"
+#include "strv.h"
+
+int backend_docker_name(const char *workspace, char **ret) {
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(workspace, strlen(workspace), hex);
+        hex[16] = 0;
+        char *n = NULL;
+        if (asprintf(&n, VS_DOCKER_NAME_PREFIX "%s", hex) < 0)
+                return -ENOMEM;
+        *ret = n;
+        return 0;
+}
+
+/* docker reads --mount as one CSV record: a field with ',' or '"' is
+ * wrapped in double quotes, with inner quotes doubled. */
+static int csv_field(StrBuf *b, const char *key, const char *value) {
+        bool quote = strpbrk(value, ",\"") != NULL;
+        int r = 0;
+        if (quote)
+                r = strbuf_appendc(b, '"');
+        if (r >= 0)
+                r = strbuf_appendf(b, "%s=", key);
+        for (const char *c = value; r >= 0 && *c; c++)
+                r = *c == '"' && quote ? strbuf_appends(b, "\"\"") : strbuf_appendc(b, *c);
+        if (r >= 0 && quote)
+                r = strbuf_appendc(b, '"');
+        return r;
+}
+
+char *backend_docker_mount(const char *source, const char *target, bool readonly) {
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        if (strbuf_appends(&b, "type=bind,") < 0 || csv_field(&b, "source", source) < 0 || strbuf_appendc(&b, ',') < 0 ||
+            csv_field(&b, "target", target) < 0 || (readonly && strbuf_appends(&b, ",readonly") < 0))
+                return NULL;
+        return strbuf_steal(&b);
+}
+
+static int add(char ***a, const char *s) {
+        return strv_extend(a, s);
+}
+
+static int add2(char ***a, const char *x, const char *y) {
+        int r = strv_extend(a, x);
+        return r < 0 ? r : strv_extend(a, y);
+}
+
+static int add_mount(char ***a, const char *source, const char *target, bool readonly, VsError **err) {
+        /* A newline would end the CSV record early. */
+        if (strchr(source, '\n') || strchr(target, '\n'))
+                return vs_error_set_kind(err, -EINVAL, "sandbox_unavailable",
+                                         "path %s holds a newline, which docker's --mount cannot carry; rename it or use backend = \"local\"",
+                                         strchr(source, '\n') ? source : target);
+        char *m = backend_docker_mount(source, target, readonly);
+        if (!m)
+                return -ENOMEM;
+        int r = add(a, "--mount");
+        return r < 0 ? (free(m), r) : strv_consume(a, m);
+}
+
+static int add_client(char ***a, const VsPolicy *p) {
+        int r = add(a, p->docker.docker ? p->docker.docker : "docker");
+        if (r >= 0 && p->docker.host)
+                r = add2(a, "--host", p->docker.host);
+        return r;
+}
+
+typedef struct Bind {
+        const char *path;
+        bool rw;
+} Bind;
+
+static int cmp_bind(const void *a, const void *b) {
+        /* Shallower first, so a nested path is mounted over its parent. */
+        size_t la = strlen(((const Bind *)a)->path), lb = strlen(((const Bind *)b)->path);
+        return la < lb ? -1 : la > lb;
+}
+
+int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_argv, VsError **err) {
+        _cleanup_strv_free_ char **a = NULL;
+        int r;
+
+        if (!p->sandboxed)
+                return vs_error_set_kind(err, -EINVAL, "internal", "workspace %s is not sandboxed", p->workspace);
+        if (env->uid == 0 || env->gid == 0)
+                return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
+                                         "refusing to run a container as uid/gid 0; run the jail as an unprivileged user");
+        if (!p->docker.image || p->docker.image[0] == '-')
+                return vs_error_set_kind(err, -EINVAL, "config_invalid", "sandbox.docker.image must name a local image");
+
+        char user[64];
+        snprintf(user, sizeof user, "%u:%u", (unsigned)env->uid, (unsigned)env->gid);
+
+        /* -i with --rm: the worker speaks on the attached stdin/stdout, and
+         * the engine removes the container when it ends (stdin closes when
+         * the client goes, so the worker sees end of input and exits). No
+         * registry is ever asked: a missing image is an error, not a pull. */
+        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "run")) < 0 || (r = add(&a, "-i")) < 0 ||
+            (r = add(&a, "--rm")) < 0 || (r = add2(&a, "--name", env->name)) < 0 ||
+            (r = add2(&a, "--pull", "never")) < 0 || (r = add2(&a, "--log-driver", "none")) < 0)
+                return r;
+        /* The engine's own layers: no capabilities, no privilege gain,
+         * an unprivileged uid, a read-only root with private writable
+         * scratch space; the worker adds seccomp and Landlock inside. */
+        if ((r = add2(&a, "--cap-drop", "ALL")) < 0 || (r = add2(&a, "--security-opt", "no-new-privileges")) < 0 ||
+            (r = add2(&a, "--user", user)) < 0 || (r = add(&a, "--read-only")) < 0 ||
+            (r = add2(&a, "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777")) < 0 ||
+            (r = strv_extend(&a, "--tmpfs")) < 0 ||
+            (r = strv_extendf(&a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", VS_JAIL_HOME, (unsigned)env->uid,
+                              (unsigned)env->gid)) < 0 ||
+            (r = add2(&a, "--hostname", "vectora-sandbox")) < 0)
+                return r;
+        if (!p->network && (r = add2(&a, "--network", "none")) < 0)
+                return r;
+        /* Limits on the container's cgroup: the engine counts the
+         * container's processes, not the uid's on the whole host. */
+        if (p->limits.pids && ((r = add(&a, "--pids-limit")) < 0 || (r = strv_extendf(&a, "%llu", (unsigned long long)p->limits.pids)) < 0))
+                return r;
+        if (p->limits.memory &&
+            ((r = add(&a, "--memory")) < 0 || (r = strv_extendf(&a, "%llu", (unsigned long long)p->limits.memory)) < 0 ||
+             (r = add(&a, "--memory-swap")) < 0 || (r = strv_extendf(&a, "%llu", (unsigned long long)p->limits.memory)) < 0))
+                return r;
+
+        /* rw_paths and ro_paths at their real paths, parents before children. */
+        size_t nb = 0;
+        _cleanup_free_ Bind *binds = calloc(p->n_rw + p->n_ro + 1, sizeof(Bind));
+        if (!binds)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_ro; i++)
+                if (p->ro_paths[i].resolved)
+                        binds[nb++] = (Bind){ p->ro_paths[i].resolved, false };
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        binds[nb++] = (Bind){ p->rw_paths[i].resolved, true };
+        qsort(binds, nb, sizeof(Bind), cmp_bind);
+        for (size_t i = 0; i < nb; i++)
+                if ((r = add_mount(&a, binds[i].path, binds[i].path, !binds[i].rw, err)) < 0)
+                        return r;
+        /* Protected paths over the binds, masks over everything: empty and
+         * read-only, never a writable tmpfs. */
+        for (char **pp = env->protected_existing; pp && *pp; pp++)
+                if ((r = add_mount(&a, *pp, *pp, true, err)) < 0)
+                        return r;
+        for (size_t i = 0; i < env->n_masks; i++)
+                if ((r = add_mount(&a, env->masks[i].dir ? env->empty_dir : env->empty_file, env->masks[i].path, true,
+                                   err)) < 0)
+                        return r;
+        if ((r = add_mount(&a, env->worker_path, VS_JAIL_WORKER_PATH, true, err)) < 0)
+                return r;
+
+        /* GPU only when asked: the device nodes themselves. */
+        if (!p->no_gpu)
+                for (char **g = env->gpu_nodes; g && *g; g++)
+                        if ((r = add2(&a, "--device", *g)) < 0)
+                                return r;
+
+        /* The worker is the entrypoint whatever the image says; pid 1 in
+         * the container, it reaps orphans. */
+        if ((r = add2(&a, "--workdir", p->workspace)) < 0 || (r = add2(&a, "--entrypoint", VS_JAIL_WORKER_PATH)) < 0 ||
+            (r = add(&a, p->docker.image)) < 0)
+                return r;
+
+        *ret_argv = TAKE_PTR(a);
+        return 0;
+}
+
+int backend_docker_rm_argv(const VsPolicy *p, const char *name, char ***ret_argv) {
+        _cleanup_strv_free_ char **a = NULL;
+        int r;
+        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, name)) < 0)
+                return r;
+        *ret_argv = TAKE_PTR(a);
+        return 0;
+}

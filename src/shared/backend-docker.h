@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The docker backend: the `docker run -i` command line that starts one
+ * workspace's worker in a container on a Docker engine.
+ *
+ * backend_docker_argv() is pure, like backend_local_argv(): the masked
+ * paths found by the walk, the protected paths that exist, the GPU nodes and
+ * the ids come in through VsDockerEnv. The engine must see the same files as
+ * this host (a local engine, or one sharing the workspace's filesystem):
+ * paths are bind-mounted at their real paths. */
+
+#include <sys/types.h>
+
+#include "backend-local.h"
+#include "config.h"
+
+/* "vectora-" + the first 16 hex digits of sha256(workspace): stable across
+ * daemon restarts, so a new daemon removes what an earlier one left. */
+#define VS_DOCKER_NAME_PREFIX "vectora-"
+int backend_docker_name(const char *workspace, char **ret);
+
+typedef struct VsDockerEnv {
+        const char *worker_path;  /* host path of the static worker */
+        const char *empty_file;   /* host path of an empty read-only file */
+        const char *empty_dir;    /* host path of an empty read-only directory */
+        const char *name;         /* container name (backend_docker_name) */
+        uid_t uid;                /* --user (never 0) */
+        gid_t gid;
+        const VsMaskPath *masks;  /* existing paths to mask, from the walk */
+        size_t n_masks;
+        char **protected_existing; /* protected paths that exist (ro-bound) */
+        char **gpu_nodes;         /* existing GPU device nodes (used when no_gpu = false) */
+} VsDockerEnv;
+
+/* Builds `docker [--host H] run -i --rm --name N ... IMAGE` with the worker
+ * as the entrypoint. Borrows p and env; *ret_argv is owned by the caller.
+ * Refuses uid/gid 0 and paths docker's --mount syntax cannot carry. */
+int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_argv, VsError **err);
+
+/* `docker [--host H] rm -f NAME`: removes a leftover container before a
+ * start. *ret_argv owned by the caller. */
+int backend_docker_rm_argv(const VsPolicy *p, const char *name, char ***ret_argv);
+
+/* One --mount value: type=bind,source=S,target=T[,readonly], with fields
+ * quoted as docker's CSV parser expects when they hold ',' or '"'. NULL on
+ * OOM. */
+char *backend_docker_mount(const char *source, const char *target, bool readonly);

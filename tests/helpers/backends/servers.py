@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: MIT
+"""Real servers for the backend tests, started privately and stopped at the
+end: a Docker engine (dockerd on its own socket, data root and exec root
+under a temp dir, no bridge, no iptables) with a small image imported from a
+local busybox rootfs (no registry), and an sshd on a loopback port with a
+generated host key, one authorized key and a known_hosts file.
+
+Nothing is installed here (scripts/install-deps does that). A server that
+cannot start raises Unavailable with the reason; the caller reports SKIP
+loudly (and fails under VECTORA_TEST_STRICT=1).
+
+Python 3 stdlib only."""
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+
+# The sshd login user when the tests run as root (scripts/install-deps
+# creates it); run as a normal user, sshd runs as that user and logs it in.
+SSH_TEST_USER = "vectora-ssh"
+
+
+class Unavailable(Exception):
+    pass
+
+
+def _which(name, extra=("/usr/sbin", "/sbin", "/usr/bin")):
+    p = shutil.which(name)
+    if p:
+        return p
+    for d in extra:
+        if os.access(os.path.join(d, name), os.X_OK):
+            return os.path.join(d, name)
+    return None
+
+
+def _tail(path, n=1500):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
+
+
+class DockerEngine:
+    """dockerd on unix://TMP/docker.sock. .host is the DOCKER_HOST value."""
+
+    def __init__(self, tmp, timeout=40):
+        self.dir = os.path.join(tmp, "docker")
+        os.makedirs(self.dir, exist_ok=True)
+        self.sock = os.path.join(self.dir, "docker.sock")
+        self.host = "unix://" + self.sock
+        self.log = os.path.join(self.dir, "dockerd.log")
+        self.proc = None
+        dockerd = _which("dockerd")
+        self.docker = _which("docker")
+        if not dockerd or not self.docker:
+            raise Unavailable("dockerd/docker not installed (scripts/install-deps installs docker.io)")
+        if os.geteuid() != 0:
+            raise Unavailable("dockerd needs root here (rootless docker is not set up by the harness)")
+        cmd = [dockerd, "--host", self.host, "--data-root", os.path.join(self.dir, "data"),
+               "--exec-root", os.path.join(self.dir, "exec"), "--pidfile", os.path.join(self.dir, "dockerd.pid"),
+               "--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
+               "--userland-proxy=false", "--containerd-namespace", "vectora-test",
+               "--containerd-plugins-namespace", "vectora-test-plugins", "--log-level", "warn"]
+        with open(self.log, "w") as lf:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf, stderr=lf, start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise Unavailable("dockerd exited at start: " + _tail(self.log))
+            if os.path.exists(self.sock) and self.run(["info", "--format", "{{.ServerVersion}}"],
+                                                         check=False).returncode == 0:
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise Unavailable("dockerd did not answer within %d s: %s" % (timeout, _tail(self.log)))
+
+    def run(self, args, check=True, **kw):
+        r = subprocess.run([self.docker, "--host", self.host] + args, capture_output=True, text=True, **kw)
+        if check and r.returncode != 0:
+            raise RuntimeError("docker %s: %s" % (" ".join(args), r.stderr.strip()))
+        return r
+
+    def import_busybox(self, tmp, name="vectora-test:busybox"):
+        """A small image from busybox-static: /bin with every applet, /etc
+        with passwd and group, empty mount points."""
+        busybox = _which("busybox", ("/bin", "/usr/bin"))
+        if not busybox:
+            raise Unavailable("busybox not installed (scripts/install-deps installs busybox-static)")
+        r = subprocess.run(["file", "-L", busybox], capture_output=True, text=True) if shutil.which("file") else None
+        if r and "dynamically" in r.stdout:
+            raise Unavailable("busybox is not static (install busybox-static)")
+        tar = os.path.join(tmp, "rootfs.tar")
+        applets = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout.split()
+        with tarfile.open(tar, "w") as t:
+            def add_dir(path, mode=0o755):
+                ti = tarfile.TarInfo(path)
+                ti.type, ti.mode = tarfile.DIRTYPE, mode
+                t.addfile(ti)
+            for d in ("bin", "etc", "tmp", "proc", "dev", "sys", "run", "home", "usr", "root"):
+                add_dir(d, 0o1777 if d == "tmp" else 0o755)
+            t.add(busybox, "bin/busybox")
+            for a in applets:
+                if a != "busybox":
+                    ti = tarfile.TarInfo("bin/" + a)
+                    ti.type, ti.linkname = tarfile.SYMTYPE, "busybox"
+                    t.addfile(ti)
+            ti = tarfile.TarInfo("usr/bin")
+            ti.type, ti.linkname = tarfile.SYMTYPE, "../bin"
+            t.addfile(ti)
+            for fname, text in (("etc/passwd", "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/sh\n"),
+                                ("etc/group", "root:x:0:\nnogroup:x:65534:\n")):
+                data = text.encode()
+                ti = tarfile.TarInfo(fname)
+                ti.size, ti.mode = len(data), 0o644
+                import io
+                t.addfile(ti, io.BytesIO(data))
+        self.run(["import", tar, name])
+        return name
+
+    def stop(self):
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
+            for c in self.run(["ps", "-aq"], check=False).stdout.split():
+                self.run(["rm", "-f", c], check=False)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+        # Overlay mounts are gone with a clean stop; unmount what is left.
+        data = os.path.join(self.dir, "data")
+        try:
+            with open("/proc/self/mounts") as f:
+                mps = [l.split()[1] for l in f if l.split()[1].startswith(self.dir)]
+        except OSError:
+            mps = []
+        for m in sorted(mps, key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class SshServer:
+    """sshd -D on 127.0.0.1:PORT. .user logs in with .identity (readable by
+    client_owner), .known_hosts holds the host key. setenv: SetEnv for the
+    sessions (e.g. {"VECTORA_BWRAP": "none"} to act as a host without
+    bubblewrap)."""
+
+    def __init__(self, tmp, name="sshd", client_owner=None, setenv=None, timeout=15):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir)
+        os.chmod(self.dir, 0o755)
+        sshd = _which("sshd")
+        keygen = _which("ssh-keygen")
+        if not sshd or not keygen or not _which("ssh"):
+            raise Unavailable("sshd/ssh not installed (scripts/install-deps installs openssh-server and openssh-client)")
+        if os.geteuid() == 0:
+            try:
+                pw = pwd.getpwnam(SSH_TEST_USER)
+            except KeyError:
+                raise Unavailable("the sshd test user %r does not exist (scripts/install-deps creates it)" % SSH_TEST_USER)
+            os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        else:
+            pw = pwd.getpwuid(os.geteuid())
+        self.user, self.uid, self.gid = pw.pw_name, pw.pw_uid, pw.pw_gid
+        self.port = _free_port()
+        hostkey = os.path.join(self.dir, "host_ed25519")
+        self.identity = os.path.join(self.dir, "id_ed25519")
+        for k in (hostkey, self.identity):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", "vectora-test", "-f", k], check=True)
+        auth = os.path.join(self.dir, "authorized_keys")
+        shutil.copy(self.identity + ".pub", auth)
+        os.chmod(auth, 0o644)
+        if client_owner is not None:
+            os.chown(self.identity, client_owner[0], client_owner[1])
+        os.chmod(self.identity, 0o600)
+        with open(hostkey + ".pub") as f:
+            kt, kb = f.read().split()[:2]
+        self.known_hosts = os.path.join(self.dir, "known_hosts")
+        with open(self.known_hosts, "w") as f:
+            f.write("[127.0.0.1]:%d %s %s\n" % (self.port, kt, kb))
+        os.chmod(self.known_hosts, 0o644)
+        conf = os.path.join(self.dir, "sshd_config")
+        lines = ["Port %d" % self.port, "ListenAddress 127.0.0.1", "HostKey " + hostkey,
+                 "PidFile " + os.path.join(self.dir, "sshd.pid"), "AuthorizedKeysFile " + auth,
+                 "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+                 "PermitRootLogin no", "AllowUsers " + self.user, "X11Forwarding no", "AllowTcpForwarding no",
+                 "PrintMotd no", "LogLevel ERROR", "MaxStartups 100", "MaxSessions 100"]
+        if setenv:
+            lines.append("SetEnv " + " ".join("%s=%s" % kv for kv in setenv.items()))
+        with open(conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.log = os.path.join(self.dir, "sshd.log")
+        with open(self.log, "w") as lf:
+            self.proc = subprocess.Popen([sshd, "-D", "-e", "-f", conf], stdin=subprocess.DEVNULL, stdout=lf,
+                                         stderr=lf, start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise Unavailable("sshd exited at start: " + _tail(self.log))
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise Unavailable("sshd did not listen within %d s: %s" % (timeout, _tail(self.log)))
+
+    def toml(self, remote_root=None, worker_path=None):
+        s = ('[sandbox.ssh]\nhost = "127.0.0.1"\nuser = "%s"\nport = %d\nidentity_file = "%s"\nknown_hosts = "%s"\n'
+             % (self.user, self.port, self.identity, self.known_hosts))
+        if remote_root:
+            s += 'remote_root = "%s"\n' % remote_root
+        if worker_path:
+            s += 'worker_path = "%s"\n' % worker_path
+        return s
+
+    def sessions(self):
+        """pids of the per-connection sshd processes (children of the listener)."""
+        out = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == self.proc.pid:
+                out.append(int(p))
+        return out
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            for pid in self.sessions():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
