@@ -346,7 +346,18 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
             (r = strv_extend(&l->landlock_rw, "/dev/shm")) < 0 ||
             (r = strv_extend(&l->landlock_rw, VS_JAIL_HOME)) < 0)
                 return l->landlock_rw ? r : -ENOMEM;
-        if (landlock_abi_version() <= 0) {
+        /* VECTORA_NO_LANDLOCK=1 acts as a kernel without Landlock (and no
+         * rules reach the worker), so the degraded path can be tested. */
+        const char *no_landlock = secure_getenv("VECTORA_NO_LANDLOCK");
+        if (no_landlock && streq(no_landlock, "1")) {
+                if (p->lockdown)
+                        return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                                 "lockdown refuses to run without Landlock: Landlock is disabled by VECTORA_NO_LANDLOCK=1");
+                if ((r = strv_extend(&l->degraded, "landlock: disabled by VECTORA_NO_LANDLOCK=1")) < 0)
+                        return r;
+                strv_free(l->landlock_rw);
+                l->landlock_rw = NULL;
+        } else if (landlock_abi_version() <= 0) {
                 if (p->lockdown)
                         return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
                                                  "lockdown refuses to run without Landlock: this kernel has no Landlock (boot with lsm=...,landlock or use a kernel >= 5.13 with CONFIG_SECURITY_LANDLOCK)");

@@ -33,6 +33,43 @@ static int cmp_bind(const void *a, const void *b) {
         return la < lb ? -1 : la > lb;
 }
 
+static int cmp_depth(const void *a, const void *b) {
+        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+        return la < lb ? -1 : la > lb;
+}
+
+/* Every directory strictly between the rw root holding `path` and `path`
+ * becomes a mount point of its own, bound onto itself. The kernel refuses
+ * to rename or remove a mount point (EBUSY), so the jail cannot move such a
+ * directory aside: moving .git would carry the read-only mount over
+ * .git/hooks with it and leave a fresh, writable .git/hooks for a hook the
+ * host runs later; moving a masked file's parent would take the secret out
+ * from under a mask pattern anchored to its path for the next jail. Under a
+ * read-only root nothing can be moved anyway. Pure string work. */
+static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path) {
+        const Bind *root = NULL;
+        for (size_t i = 0; i < nb; i++)
+                if (path_is_below_or_equal(path, binds[i].path) &&
+                    (!root || strlen(binds[i].path) > strlen(root->path)))
+                        root = &binds[i];
+        if (!root || !root->rw)
+                return 0;
+        size_t rl = strlen(root->path);
+        if (strcmp(root->path, "/") == 0)
+                rl = 0;
+        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+                if (!dir)
+                        return -ENOMEM;
+                if (!strv_contains(*pins, dir)) {
+                        int r = strv_extend(pins, dir);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_argv, VsError **err) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
@@ -99,6 +136,20 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         qsort(binds, nb, sizeof(Bind), cmp_bind);
         for (size_t i = 0; i < nb; i++)
                 if ((r = add3(&a, binds[i].rw ? "--bind" : "--ro-bind", binds[i].path, binds[i].path)) < 0)
+                        return r;
+
+        /* Pin the directories leading to protected and masked paths. */
+        _cleanup_strv_free_ char **pins = NULL;
+        for (char **pp = env->protected_existing; pp && *pp; pp++)
+                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
+                        return r;
+        for (size_t i = 0; i < env->n_masks; i++)
+                if ((r = add_pins(&pins, binds, nb, env->masks[i].path)) < 0)
+                        return r;
+        if (pins)
+                qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        for (char **pp = pins; pp && *pp; pp++)
+                if ((r = add3(&a, "--bind", *pp, *pp)) < 0)
                         return r;
 
         /* Protected paths over the binds: the agent cannot rewrite its own
