@@ -149,6 +149,14 @@ class DockerEngine:
         shutil.rmtree(data, ignore_errors=True)
 
 
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def _free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -233,8 +241,9 @@ class SshServer:
         return s
 
     def sessions(self):
-        """pids of the per-connection sshd processes (children of the listener)."""
-        out = []
+        """pids of everything below the listener: the per-connection sshd
+        processes and what runs in the sessions."""
+        kids = {}
         for p in os.listdir("/proc"):
             if not p.isdigit():
                 continue
@@ -243,8 +252,12 @@ class SshServer:
                     st = f.read()
             except OSError:
                 continue
-            if int(st[st.rindex(")") + 2:].split()[1]) == self.proc.pid:
-                out.append(int(p))
+            kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append(int(p))
+        out, todo = [], [self.proc.pid]
+        while todo:
+            for k in kids.get(todo.pop(), []):
+                out.append(k)
+                todo.append(k)
         return out
 
     def stop(self):

@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The docker and ssh backends against real servers (issue 5's "Done
+when"), through the real daemon, side by side with the local backend.
+
+The harness (tests/helpers/backends/servers.py) starts a private dockerd
+(own socket, data root and exec root under a temp dir; an image imported
+from a busybox-static rootfs, no registry) and sshd on loopback ports (a
+generated host key, one authorized key, a known_hosts file; a second sshd
+whose sessions see no bubblewrap). Both are stopped at the end.
+
+Where a server cannot start here, its tests print "SKIP: reason" and count
+as skipped; with VECTORA_TEST_STRICT=1 a skip is a failure. Run as root the
+local and docker workspaces belong to nobody and the ssh workspace to the
+sshd test user (scripts/install-deps creates it); the jail never runs as
+root. Prints TAP, then "N passed, N failed, N skipped"; with
+VECTORA_BENCH_OUT=FILE the measurements are written there too.
+
+Python 3 stdlib only."""
+
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../helpers/backends"))
+import servers  # noqa: E402
+
+BUILD = os.path.abspath(os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(HERE, "../../build"))
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+ROOT = os.geteuid() == 0
+OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
+
+results = {"passed": 0, "failed": 0, "skipped": 0}
+counter = [0]
+notes = []
+
+
+class Skip(Exception):
+    pass
+
+
+def tap(name, fn):
+    counter[0] += 1
+    n = counter[0]
+    try:
+        fn()
+        print(f"ok {n} - {name}", flush=True)
+        results["passed"] += 1
+    except Skip as e:
+        print(f"# SKIP: {name}: {e}", flush=True)
+        if STRICT:
+            print(f"not ok {n} - {name} # SKIP (strict) {e}", flush=True)
+            results["failed"] += 1
+        else:
+            print(f"ok {n} - {name} # SKIP {e}", flush=True)
+            results["skipped"] += 1
+    except Exception:
+        print(f"not ok {n} - {name}", flush=True)
+        for line in traceback.format_exc().rstrip().splitlines():
+            print(f"#   {line}", flush=True)
+        results["failed"] += 1
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+class Conn:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.buf = b""
+        self.next_id = 0
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            d = self.s.recv(1 << 20)
+            if not d:
+                raise EOFError("daemon closed the connection")
+            self.buf += d
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, req):
+        self.next_id += 1
+        self.s.sendall(json.dumps(dict(req, id=self.next_id)).encode() + b"\n")
+        while True:
+            m = self.recv()
+            if m.get("id") == self.next_id:
+                return m
+
+    def close(self):
+        self.s.close()
+
+
+class Daemon:
+    def __init__(self, tmp):
+        self.sock = os.path.join(tmp, "d.sock")
+        self.log = os.path.join(tmp, "d.log")
+        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug",
+                                   "--log-file", self.log, "--audit-log", os.path.join(tmp, "d.audit")],
+                                  stdin=subprocess.DEVNULL)
+        for _ in range(300):
+            if os.path.exists(self.sock):
+                return
+            if self.p.poll() is not None:
+                raise RuntimeError("daemon exited: " + open(self.log).read())
+            time.sleep(0.01)
+        raise RuntimeError("daemon did not create its socket")
+
+    def conn(self):
+        return Conn(self.sock)
+
+    def status(self, ws):
+        c = self.conn()
+        try:
+            for w in c.call({"tool": "status"})["workspaces"]:
+                if w["path"] == os.path.realpath(ws):
+                    return w
+        finally:
+            c.close()
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def chown_tree(path, uid, gid):
+    if not ROOT:
+        return
+    for d, dirs, files in os.walk(path):
+        os.lchown(d, uid, gid)
+        for f in files:
+            os.lchown(os.path.join(d, f), uid, gid)
+
+
+def make_ws(parent, name, toml, owner, files=None):
+    d = os.path.join(parent, name)
+    os.makedirs(d)
+    files = dict({"a.txt": "hello from %s\n" % name, ".env": "SECRET=%s\n" % name}, **(files or {}))
+    if toml is not None:
+        files["vectora.toml"] = toml
+    for k, v in files.items():
+        p = os.path.join(d, k)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(v)
+    chown_tree(d, owner[0], owner[1])
+    return d
+
+
+BASE = '[sandbox]\nenabled = true\nbackend = "%s"\nmask = [".env", "**/*.pem"]\n'
+
+
+def term(c, ws, command, **kw):
+    return c.call(dict({"tool": "terminal", "workspace": ws, "command": command}, **kw))
+
+
+def ok(r, what):
+    check(r.get("ok"), "%s: %s" % (what, json.dumps(r)[:800]))
+    return r
+
+
+class Env:
+    pass
+
+
+E = Env()
+
+
+def setup(tmp):
+    E.tmp = tmp
+    E.owner = (OWNER.pw_uid, OWNER.pw_gid)
+    E.docker = E.docker_err = E.ssh = E.ssh_err = E.ssh_nobwrap = None
+    try:
+        E.docker = servers.DockerEngine(tmp)
+        E.image = E.docker.import_busybox(tmp)
+    except (servers.Unavailable, RuntimeError) as e:
+        E.docker_err = str(e)
+        if E.docker:
+            E.docker.stop()
+            E.docker = None
+    try:
+        ssh_user = pwd.getpwnam(servers.SSH_TEST_USER) if ROOT else OWNER
+        E.ssh_owner = (ssh_user.pw_uid, ssh_user.pw_gid)
+        E.ssh = servers.SshServer(tmp, "sshd", client_owner=E.ssh_owner)
+        E.ssh_nobwrap = servers.SshServer(tmp, "sshd-nobwrap", client_owner=E.ssh_owner,
+                                          setenv={"VECTORA_BWRAP": "none"})
+        E.remote = os.path.join(tmp, "remote")  # the ssh "host"'s side: workspaces and the deployed worker
+        os.makedirs(E.remote)
+        chown_tree(E.remote, *E.ssh_owner)
+    except (servers.Unavailable, KeyError) as e:
+        E.ssh_err = str(e)
+    E.d = Daemon(tmp)
+
+
+def need_docker():
+    if not E.docker:
+        raise Skip("Docker engine unavailable: " + E.docker_err)
+
+
+def need_ssh():
+    if not E.ssh:
+        raise Skip("sshd unavailable: " + E.ssh_err)
+
+
+def docker_toml(extra=""):
+    return BASE % "docker" + extra + '[sandbox.docker]\nimage = "%s"\nhost = "%s"\n' % (E.image, E.docker.host)
+
+
+def ssh_ws(name, server=None, extra="", remote_files=None):
+    """An ssh workspace: the local checkout (with vectora.toml) and its
+    remote_root on the "remote host", with the same files."""
+    server = server or E.ssh
+    remote = os.path.join(E.remote, name)
+    wpath = os.path.join(E.remote, "bin", "vectora-worker")
+    toml = BASE % "ssh" + extra + server.toml(remote_root=remote, worker_path=wpath)
+    local = make_ws(E.tmp, name, toml, E.ssh_owner)
+    make_ws(E.remote, name, toml, E.ssh_owner, remote_files)
+    return local, remote
+
+
+# ------------------------------------------------------------------ tests
+
+
+def four_tools(c, ws, on_disk):
+    """terminal, file_read, file_write, file_edit on ws; on_disk is where the
+    files really are (the remote_root for ssh)."""
+    name = os.path.basename(on_disk)
+    r = ok(term(c, ws, "cat a.txt; cat .env; echo out-$(id -u)"), "terminal")
+    check(r["exit_code"] == 0, r)
+    check(r["stdout"].startswith("hello from %s\n" % name), r["stdout"])
+    check("SECRET" not in r["stdout"], "the mask did not hold in the terminal: " + r["stdout"])
+    check(r["stdout"].strip().endswith("out-%d" % os.stat(on_disk).st_uid) or not ROOT, r["stdout"])
+    check(r["sandboxed"] and r["sandbox"]["state"] == "sandboxed", r["sandbox"])
+    r = ok(c.call({"tool": "file_read", "workspace": ws, "path": "a.txt"}), "file_read")
+    check(r["content"] == "hello from %s\n" % name, r)
+    r = c.call({"tool": "file_read", "workspace": ws, "path": ".env"})
+    check(not r.get("ok"), "file_read of a masked path: " + json.dumps(r))
+    ok(c.call({"tool": "file_write", "workspace": ws, "path": "new.txt", "content": "one two\n"}), "file_write")
+    r = ok(c.call({"tool": "file_edit", "workspace": ws, "path": "new.txt", "old_string": "two",
+                   "new_string": "three"}), "file_edit")
+    check(r["replacements"] == 1, r)
+    with open(os.path.join(on_disk, "new.txt")) as f:
+        check(f.read() == "one three\n", "file_edit did not land at " + on_disk)
+    return r
+
+
+def t_side_by_side():
+    need_docker()
+    need_ssh()
+    local = make_ws(E.tmp, "side-local", BASE % "local", E.owner)
+    dock = make_ws(E.tmp, "side-docker", docker_toml(), E.owner)
+    sshl, sshr = ssh_ws("side-ssh")
+    c = E.d.conn()
+    backends = {}
+    for ws, disk in ((local, local), (dock, dock), (sshl, sshr)):
+        four_tools(c, ws, disk)
+        r = ok(term(c, ws, "true"), "terminal")
+        backends[r["sandbox"]["backend"]] = r["sandbox"]
+    check(set(backends) == {"local", "docker", "ssh"}, backends)
+    for b, s in backends.items():
+        check("seccomp" in s["layers"], "%s: %s" % (b, s))
+    # All three workers alive at once.
+    for ws in (local, dock, sshl):
+        st = E.d.status(ws)
+        check(st and st["worker"] and st["worker"]["state"] == "ready", st)
+    c.close()
+
+
+def t_docker_container_shape():
+    need_docker()
+    ws = make_ws(E.tmp, "docker-shape", docker_toml(), E.owner)
+    c = E.d.conn()
+    r = ok(term(c, ws, "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp_filters)' /proc/self/status; "
+                "touch /usr/x 2>&1; touch /tmp/ok && echo tmp-ok; echo x > vectora.toml 2>&1; cat /proc/1/cmdline"),
+           "terminal")
+    out = r["stdout"]
+    check(out.splitlines()[0] == str(E.owner[0]) or not ROOT, out)
+    check("CapEff:\t0000000000000000" in out, out)
+    check("NoNewPrivs:\t1" in out, out)
+    filters = int(out.split("Seccomp_filters:")[1].split()[0])
+    check(filters >= 2, "the engine's profile and the worker's filter should both be loaded: " + out)
+    check("Read-only file system" in out and "tmp-ok" in out, out)
+    check("vectora-worker" in out, out)
+    with open(os.path.join(ws, "vectora.toml")) as f:
+        check(f.read().startswith("[sandbox]"), "vectora.toml was rewritten from inside the container")
+    names = E.docker.run(["ps", "--format", "{{.Names}}"]).stdout.split()
+    check(any(n.startswith("vectora-") for n in names), names)
+    c.close()
+
+
+def t_docker_lockdown_no_network():
+    need_docker()
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("0.0.0.0", 0))
+    lst.listen(16)
+    port = lst.getsockname()[1]
+    ips = {"127.0.0.1"}
+    try:
+        out = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+        ips.update(ip for ip in out if ":" not in ip)
+    except OSError:
+        pass
+    ws = make_ws(E.tmp, "docker-lockdown", docker_toml("lockdown = true\n"), E.owner)
+    c = E.d.conn()
+    try:
+        # Control: the listener accepts from the host.
+        socket.create_connection(("127.0.0.1", port), 2).close()
+        lst.settimeout(2)
+        lst.accept()[0].close()
+        script = "; ".join("nc -w 2 %s %d </dev/null && echo CONNECTED-%s || echo refused-%s" % (ip, port, ip, ip)
+                           for ip in sorted(ips))
+        r = ok(term(c, ws, script + "; cat /proc/net/dev"), "terminal")
+        check("CONNECTED" not in r["stdout"], "the locked-down container reached a host listener: " + r["stdout"])
+        devs = [l.split(":")[0].strip() for l in r["stdout"].splitlines() if ":" in l and "|" not in l
+                and not l.startswith("refused")]
+        check(devs == ["lo"], "network devices in the container: %s" % devs)
+        check(r["sandbox"]["backend"] == "docker", r["sandbox"])
+        lst.settimeout(0.2)
+        try:
+            lst.accept()
+            raise AssertionError("the listener saw a connection from the container")
+        except socket.timeout:
+            pass
+    finally:
+        lst.close()
+        c.close()
+
+
+def t_docker_killed_container():
+    need_docker()
+    ws = make_ws(E.tmp, "docker-kill", docker_toml(), E.owner)
+    c = E.d.conn()
+    ok(term(c, ws, "true"), "first call")
+    name = [n for n in E.docker.run(["ps", "--format", "{{.Names}}"]).stdout.split()
+            if n.startswith("vectora-")]
+    res = {}
+
+    def inflight():
+        c2 = E.d.conn()
+        res["r"] = term(c2, ws, "sleep 60")
+        c2.close()
+    th = threading.Thread(target=inflight)
+    th.start()
+    time.sleep(0.5)
+    import hashlib as _h
+    cname = "vectora-" + _h.sha256(os.path.realpath(ws).encode()).hexdigest()[:16]
+    check(cname in name, (cname, name))
+    t0 = time.time()
+    E.docker.run(["kill", cname])
+    th.join(30)
+    check(not th.is_alive(), "the in-flight call did not end")
+    r = res["r"]
+    check(not r.get("ok") and r["error"]["code"] == "worker_crashed", r)
+    notes.append("docker: container killed -> in-flight call failed in %.0f ms (%s)"
+                 % ((time.time() - t0) * 1000, r["error"]["message"]))
+    r = ok(term(c, ws, "echo back"), "the call after the kill")
+    check(r["stdout"] == "back\n", r)
+    c.close()
+
+
+def t_docker_leftover_removed():
+    need_docker()
+    ws = make_ws(E.tmp, "docker-leftover", docker_toml(), E.owner)
+    cname = "vectora-" + hashlib.sha256(os.path.realpath(ws).encode()).hexdigest()[:16]
+    # What a crashed earlier daemon could have left: a container of that name.
+    E.docker.run(["run", "-d", "--name", cname, E.image, "sleep", "600"])
+    c = E.d.conn()
+    r = ok(term(c, ws, "echo fresh"), "a start over a leftover container")
+    check(r["stdout"] == "fresh\n", r)
+    c.close()
+
+
+def t_docker_errors():
+    need_docker()
+    c = E.d.conn()
+    ws = make_ws(E.tmp, "docker-noimage", BASE % "docker" + '[sandbox.docker]\nimage = "vectora-test:missing"\nhost = "%s"\n'
+                 % E.docker.host, E.owner)
+    r = term(c, ws, "true")
+    check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable", r)
+    check("not on the engine" in r["error"]["message"], r["error"]["message"])
+    ws = make_ws(E.tmp, "docker-down", BASE % "docker" + '[sandbox.docker]\nimage = "x"\nhost = "unix://%s/nonexistent.sock"\n'
+                 % E.tmp, E.owner)
+    r = term(c, ws, "true")
+    check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable", r)
+    check("engine is not running" in r["error"]["message"], r["error"]["message"])
+    ws = make_ws(E.tmp, "docker-nobin", BASE % "docker" + '[sandbox.docker]\nimage = "x"\ndocker = "/nonexistent/docker"\n',
+                 E.owner)
+    r = term(c, ws, "true")
+    check(not r.get("ok") and "docker client" in r["error"]["message"], r)
+    c.close()
+
+
+def t_ssh_deploy_by_hash():
+    need_ssh()
+    wpath = os.path.join(E.remote, "bin", "vectora-worker")
+    local, remote = ssh_ws("ssh-deploy")
+    c = E.d.conn()
+    ok(term(c, local, "true"), "first call")
+    with open(WORKER, "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    with open(wpath, "rb") as f:
+        check(hashlib.sha256(f.read()).hexdigest() == want, "the deployed worker differs")
+    st1 = os.stat(wpath)
+    # A second workspace: the hash matches, nothing is uploaded.
+    local2, _ = ssh_ws("ssh-deploy2")
+    ok(term(c, local2, "true"), "second workspace")
+    st2 = os.stat(wpath)
+    check((st1.st_ino, st1.st_mtime_ns) == (st2.st_ino, st2.st_mtime_ns), "the worker was uploaded again")
+    # A corrupted remote copy is replaced (atomically: a new inode).
+    with open(wpath, "rb") as f:
+        data = bytearray(f.read())
+    data[1000:1007] = b"garbage"
+    with open(wpath + ".bad", "wb") as f:
+        f.write(data)
+    os.chmod(wpath + ".bad", 0o755)
+    os.rename(wpath + ".bad", wpath)
+    st2 = os.stat(wpath)
+    local3, _ = ssh_ws("ssh-deploy3")
+    ok(term(c, local3, "true"), "third workspace over a corrupted copy")
+    with open(wpath, "rb") as f:
+        check(hashlib.sha256(f.read()).hexdigest() == want, "the corrupted worker was not replaced")
+    check(os.stat(wpath).st_ino != st2.st_ino, "the worker was not replaced by a rename")
+    c.close()
+
+
+def t_ssh_unknown_host_key():
+    need_ssh()
+    local, _ = ssh_ws("ssh-hostkey")
+    kh = os.path.join(E.tmp, "other_known_hosts")
+    with open(E.ssh.known_hosts) as f:
+        host = f.read().split()[0]
+    # A key of the right type that is not the server's.
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(E.tmp, "wrongkey")], check=True)
+    with open(os.path.join(E.tmp, "wrongkey.pub")) as f:
+        kt, kb = f.read().split()[:2]
+    with open(kh, "w") as f:
+        f.write("%s %s %s\n" % (host, kt, kb))
+    os.chmod(kh, 0o644)
+    toml_path = os.path.join(local, "vectora.toml")
+    with open(toml_path) as f:
+        t = f.read().replace(E.ssh.known_hosts, kh)
+    with open(toml_path, "w") as f:
+        f.write(t)
+    c = E.d.conn()
+    r = term(c, local, "true")
+    check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable", r)
+    check("known_hosts" in r["error"]["message"], r["error"]["message"])
+    # An empty known_hosts: unknown, never accepted.
+    with open(kh, "w") as f:
+        pass
+    r = term(c, local, "true")
+    check(not r.get("ok") and "known_hosts" in r["error"]["message"], r)
+    with open(kh) as f:
+        check(f.read() == "", "the unknown host key was written to known_hosts")
+    c.close()
+
+
+def t_ssh_lockdown_refuses_no_bwrap():
+    need_ssh()
+    local, _ = ssh_ws("ssh-lockdown-nobwrap", server=E.ssh_nobwrap, extra="lockdown = true\n")
+    c = E.d.conn()
+    r = term(c, local, "echo ran")
+    check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable", r)
+    check("without bubblewrap" in r["error"]["message"], r["error"]["message"])
+    check("ran" not in json.dumps(r), r)
+    # The same remote with bubblewrap: lockdown runs.
+    local2, _ = ssh_ws("ssh-lockdown", extra="lockdown = true\n")
+    r = ok(term(c, local2, "echo ran"), "lockdown with bubblewrap")
+    check(r["stdout"] == "ran\n" and r["sandbox"]["degraded"] == [], r)
+    c.close()
+
+
+def t_ssh_no_bwrap_degraded():
+    need_ssh()
+    local, remote = ssh_ws("ssh-nobwrap", server=E.ssh_nobwrap)
+    c = E.d.conn()
+    r = ok(term(c, local, "echo ran"), "no bubblewrap, no lockdown")
+    check(r["stdout"] == "ran\n", r)
+    deg = " ".join(r["sandbox"]["degraded"])
+    check("no bubblewrap" in deg, r["sandbox"])
+    st = E.d.status(local)
+    check(st and "no bubblewrap" in " ".join(st["worker"]["degraded"]), st)
+    # The file tools still hold the masks.
+    r = c.call({"tool": "file_read", "workspace": local, "path": ".env"})
+    check(not r.get("ok"), r)
+    c.close()
+
+
+def t_ssh_dropped_connection():
+    need_ssh()
+    local, _ = ssh_ws("ssh-drop")
+    c = E.d.conn()
+    ok(term(c, local, "true"), "first call")
+    res = {}
+
+    def inflight():
+        c2 = E.d.conn()
+        res["r"] = term(c2, local, "sleep 60")
+        c2.close()
+    th = threading.Thread(target=inflight)
+    th.start()
+    time.sleep(0.5)
+    # The per-connection sshd processes (not the sessions' own children:
+    # the remote jail is ended by the connection's end, as it would be).
+    sess = [p for p in E.ssh.sessions() if (servers.comm(p) or "").startswith("sshd")]
+    check(sess, "no sshd session to drop")
+    t0 = time.time()
+    for pid in sess:
+        os.kill(pid, signal.SIGKILL)
+    th.join(30)
+    check(not th.is_alive(), "the in-flight call did not end")
+    r = res["r"]
+    check(not r.get("ok") and r["error"]["code"] == "worker_crashed", r)
+    notes.append("ssh: connection dropped -> in-flight call failed in %.0f ms (%s)"
+                 % ((time.time() - t0) * 1000, r["error"]["message"]))
+    r = ok(term(c, local, "echo back"), "the call after the drop")
+    check(r["stdout"] == "back\n", r)
+    c.close()
+
+
+def t_plan_prints_commands():
+    need_docker()
+    need_ssh()
+    dock = make_ws(E.tmp, "plan-docker", docker_toml(), E.owner)
+    r = subprocess.run([CLI, "plan", "-w", dock], capture_output=True, text=True)
+    check(r.returncode == 0 and " run -i --rm --name vectora-" in r.stdout and "--cap-drop ALL" in r.stdout, r.stdout)
+    local, _ = ssh_ws("plan-ssh")
+    r = subprocess.run([CLI, "plan", "-w", local], capture_output=True, text=True)
+    check(r.returncode == 0 and "StrictHostKeyChecking=yes" in r.stdout and "--launch-jail" in r.stdout, r.stdout)
+
+
+def measure():
+    """Cold start (first call on a fresh workspace: spawn, handshake, the
+    call) and warm `exec /bin/true` round trips through the daemon."""
+    need_docker()
+    need_ssh()
+    c = E.d.conn()
+    rows = []
+    for backend in ("local", "docker", "ssh"):
+        cold, warm = [], []
+        for i in range(5):
+            name = "bench-%s-%d" % (backend, i)
+            if backend == "local":
+                ws = make_ws(E.tmp, name, BASE % "local", E.owner)
+            elif backend == "docker":
+                ws = make_ws(E.tmp, name, docker_toml(), E.owner)
+            else:
+                ws, _ = ssh_ws(name)
+            t0 = time.perf_counter()
+            ok(c.call({"tool": "terminal", "workspace": ws, "argv": ["/bin/true"]}), "cold")
+            cold.append(time.perf_counter() - t0)
+        for _ in range(200):
+            t0 = time.perf_counter()
+            ok(c.call({"tool": "terminal", "workspace": ws, "argv": ["/bin/true"]}), "warm")
+            warm.append(time.perf_counter() - t0)
+        warm.sort()
+        rows.append((backend, statistics.median(cold) * 1000, statistics.median(warm) * 1000, warm[180] * 1000))
+    c.close()
+    lines = ["%-7s cold start median %7.1f ms   warm exec /bin/true median %6.2f ms (p90 %6.2f ms)" % r for r in rows]
+    for l in lines:
+        notes.append(l)
+    out = os.environ.get("VECTORA_BENCH_OUT")
+    if out:
+        with open(out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+TESTS = [
+    ("daemon serves local, docker and ssh workspaces side by side (terminal, file_read, file_write, file_edit)",
+     t_side_by_side),
+    ("docker: no capabilities, no_new_privs, stacked seccomp, read-only root, protected vectora.toml",
+     t_docker_container_shape),
+    ("docker: lockdown has no network (a host listener is unreachable)", t_docker_lockdown_no_network),
+    ("docker: a killed container fails the in-flight call; the next call recovers", t_docker_killed_container),
+    ("docker: a leftover container of the same name is removed at start", t_docker_leftover_removed),
+    ("docker: clear errors for a missing image, an engine down, a missing client", t_docker_errors),
+    ("ssh: the worker is deployed by sha256 (only when it differs, atomically)", t_ssh_deploy_by_hash),
+    ("ssh: an unknown or wrong host key is refused, never accepted", t_ssh_unknown_host_key),
+    ("ssh: lockdown refuses a remote without bubblewrap", t_ssh_lockdown_refuses_no_bwrap),
+    ("ssh: without bubblewrap the worker runs degraded, reported in the result and status", t_ssh_no_bwrap_degraded),
+    ("ssh: a dropped connection fails the in-flight call; the next call reconnects", t_ssh_dropped_connection),
+    ("plan prints the docker and ssh command lines", t_plan_prints_commands),
+    ("cold start and warm exec /bin/true, local vs docker vs ssh", measure),
+]
+
+
+def main():
+    for p in (DAEMON, CLI, WORKER):
+        if not os.access(p, os.X_OK):
+            print(f"Bail out! {p} not built")
+            return 1
+    tmp = tempfile.mkdtemp(prefix="vectora-backends-")
+    os.chmod(tmp, 0o755)
+    print(f"1..{len(TESTS)}", flush=True)
+    try:
+        setup(tmp)
+        if E.docker_err:
+            print(f"# SKIP: docker tests: {E.docker_err}", flush=True)
+        if E.ssh_err:
+            print(f"# SKIP: ssh tests: {E.ssh_err}", flush=True)
+        only = os.environ.get("VECTORA_TEST_ONLY")
+        for name, fn in TESTS:
+            if only and only not in fn.__name__:
+                continue
+            tap(name, fn)
+    finally:
+        for s in ("d", "docker", "ssh", "ssh_nobwrap"):
+            obj = getattr(E, s, None)
+            if obj:
+                try:
+                    obj.stop()
+                except Exception:
+                    traceback.print_exc()
+        shutil.rmtree(tmp, ignore_errors=True)
+    for n in notes:
+        print("# " + n)
+    print("# %d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
