@@ -147,10 +147,13 @@ int session_start(const VsLaunch *l, VsSession **ret, VsError **err) {
                 return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not become ready");
         }
         s->have_ready = true;
-        jsonl_msg_done(&m);
+        /* The decoded strings borrow from the message: copy them first. */
         for (char **d = s->ready.degraded; d && *d; d++)
-                if (!strv_contains(s->degraded, *d) && (r = strv_extend(&s->degraded, *d)) < 0)
+                if (!strv_contains(s->degraded, *d) && (r = strv_extend(&s->degraded, *d)) < 0) {
+                        jsonl_msg_done(&m);
                         return r;
+                }
+        jsonl_msg_done(&m);
         s->spawn_to_ready_us = now_us() - t0;
         *ret = TAKE_PTR(s);
         return 0;
