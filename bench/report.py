@@ -95,11 +95,12 @@ def fmt(v, unit):
 
 
 # The targets of issue 6. kind: figure (a figure's stat), ratio (a ratio's
-# stat), value (a single number), p99diff (p99 of ref minus p99 of ref2).
+# stat), value (a single number), p99diff (p99 of ref minus the median of
+# ref2: the slowest 1 % of calls against a typical direct exec).
 TARGETS = [
     dict(text="warm exec through the daemon: sandboxed / direct fork+exec <= 1.10 (median ratio)",
          kind="ratio", ref="exec.ratio.warm_direct", stat="median", op="<=", limit=1.10, unit="x"),
-    dict(text="warm exec p99 overhead under 150 us (p99 sandboxed minus p99 direct, same run)",
+    dict(text="warm exec p99 overhead under 150 us (p99 of sandboxed minus the median direct fork+exec, same run)",
          kind="p99diff", ref="exec.warm.m0", ref2="exec.direct", op="<", limit=150, unit="us"),
     dict(text="per-call bwrap / warm exec >= 6 with no masks",
          kind="ratio", ref="exec.ratio.percall_warm.m0", stat="median", op=">=", limit=6, unit="x"),
@@ -213,7 +214,7 @@ def main():
             elif t["kind"] == "value":
                 v = values[t["ref"]]
             elif t["kind"] == "p99diff":
-                v = figs[t["ref"]].stat("p99") - figs[t["ref2"]].stat("p99")
+                v = figs[t["ref"]].stat("p99") - figs[t["ref2"]].stat("median")
         except (KeyError, ValueError):
             v = None
         if v is None:
