@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "path-util.h"
 #include "sha256.h"
 #include "strbuf.h"
 #include "strv.h"
@@ -82,6 +83,38 @@ static int cmp_bind(const void *a, const void *b) {
         return la < lb ? -1 : la > lb;
 }
 
+/* Every directory strictly between the rw root holding `path` and `path`
+ * is bound onto itself: a mount point cannot be renamed (EBUSY), so the
+ * container cannot move .git aside (taking the read-only .git/hooks mount
+ * with it) and plant a fresh hooks directory, nor move a masked file's
+ * parent out from under a mask anchored to its path. As on the local
+ * backend (backend-local.c). */
+static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path) {
+        const Bind *root = NULL;
+        for (size_t i = 0; i < nb; i++)
+                if (path_is_below_or_equal(path, binds[i].path) && (!root || strlen(binds[i].path) > strlen(root->path)))
+                        root = &binds[i];
+        if (!root || !root->rw)
+                return 0;
+        size_t rl = streq(root->path, "/") ? 0 : strlen(root->path);
+        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+                if (!dir)
+                        return -ENOMEM;
+                if (!strv_contains(*pins, dir)) {
+                        int r = strv_extend(pins, dir);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int cmp_depth(const void *a, const void *b) {
+        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+        return la < lb ? -1 : la > lb;
+}
+
 int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_argv, VsError **err) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
@@ -141,6 +174,19 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
         qsort(binds, nb, sizeof(Bind), cmp_bind);
         for (size_t i = 0; i < nb; i++)
                 if ((r = add_mount(&a, binds[i].path, binds[i].path, !binds[i].rw, err)) < 0)
+                        return r;
+        _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
+        if (!pins)
+                return -ENOMEM;
+        for (char **pp = env->protected_existing; pp && *pp; pp++)
+                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
+                        return r;
+        for (size_t i = 0; i < env->n_masks; i++)
+                if ((r = add_pins(&pins, binds, nb, env->masks[i].path)) < 0)
+                        return r;
+        qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        for (char **pp = pins; *pp; pp++)
+                if ((r = add_mount(&a, *pp, *pp, false, err)) < 0)
                         return r;
         /* Protected paths over the binds, masks over everything: empty and
          * read-only, never a writable tmpfs. */

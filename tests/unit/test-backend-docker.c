@@ -119,6 +119,13 @@ static void test_mounts(void **state) {
         assert_true(ro < out);
         assert_true(ws < toml && out < toml);
         assert_true(toml < env && hooks < env && toml < ssh);
+        /* The directories leading to protected and masked paths are pinned
+         * (bound onto themselves, writable) before those mounts. */
+        int git = find2(a, "--mount", "type=bind,source=/ws/.git,target=/ws/.git");
+        int x = find2(a, "--mount", "type=bind,source=/ws/x,target=/ws/x");
+        assert_true(git > ws && git < hooks);
+        assert_true(x > ws && x < ssh);
+        assert_true(find2(a, "--mount", "type=bind,source=/ws/x/.ssh,target=/ws/x/.ssh") < 0);
         strv_free(a);
 }
 
