@@ -44,6 +44,12 @@ ROOT = os.geteuid() == 0
 NOBODY = 65534
 EXIT_REFUSED = 125
 
+# VECTORA_ESCAPE_BACKEND=docker|ssh: the same list against that backend
+# (tests/helpers/backends/escape_backend.py starts the server).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helpers/backends"))
+import escape_backend  # noqa: E402
+BACKEND = escape_backend.Backend(os.environ.get("VECTORA_ESCAPE_BACKEND", "local"))
+
 # What the jail's environment may contain (src/shared/backend-local.c,
 # backend_local_jail_env()).
 ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR"]
@@ -123,8 +129,8 @@ class Ctx:
         base = "/var/tmp" if os.path.isdir("/var/tmp") else None
         self.t = tempfile.mkdtemp(prefix=f"vectora-escape-{ident.name}-", dir=base)
         os.chmod(self.t, 0o755)
-        self.jail_uid = NOBODY if ROOT else os.geteuid()
-        self.jail_gid = NOBODY if ROOT else os.getegid()
+        self.jail_uid, self.jail_gid = BACKEND.jail_ids(NOBODY if ROOT else os.geteuid(),
+                                                        NOBODY if ROOT else os.getegid())
         tag = secrets.token_hex(6)
         self.m = {k: f"VECTORA-SECRET-{k}-{tag}" for k in
                   ("ssh", "rootssh", "env", "pem", "sshcfg", "sibling", "ropem", "anchored", "envvar")}
@@ -162,10 +168,10 @@ class Ctx:
         ws = os.path.join(self.t, name)
         ro = f'ro_paths = ["{self.rodata}"]\n'
         write(os.path.join(ws, "vectora.toml"),
-              "[sandbox]\nenabled = true\nbackend = \"local\"\nrw_paths = [\".\"]\n" + ro +
+              f"[sandbox]\nenabled = true\nbackend = \"{BACKEND.name}\"\nrw_paths = [\".\"]\n" + ro +
               f"mask = {MASK}\nno_gpu = true\n"
               f"lockdown = {'true' if lockdown else 'false'}\nnetwork = {'true' if network else 'false'}\n"
-              "[sandbox.limits]\ntimeout = 60\n")
+              "[sandbox.limits]\ntimeout = 60\n" + BACKEND.toml())
         write(os.path.join(ws, ".env"), f"API_KEY={self.m['env']}\n", 0o600)
         write(os.path.join(ws, "a/b/key.pem"), self.m["pem"], 0o600)
         write(os.path.join(ws, "x/.ssh/config"), self.m["sshcfg"], 0o600)
@@ -913,6 +919,12 @@ def _(c):
 # ---------------------------------------------------------------- runner
 
 def run_one(name, fn, c):
+    na = BACKEND.not_applicable(name)
+    if na:
+        counter[0] += 1
+        print(f"ok {counter[0]} - {name} # SKIP not applicable to {BACKEND.name}: {na}")
+        results["skipped"] += 1
+        return
     try:
         detail = fn(c)
         tap(True, name, detail)
@@ -962,7 +974,7 @@ def preflight():
 
 
 def main():
-    why = preflight()
+    why = preflight() or BACKEND.start()
     idents = identities()
     if why:
         for ident in idents:
@@ -972,6 +984,12 @@ def main():
         if not ROOT:
             tap(False, "[root] the whole list as root", skip="not running as root")
         for ident in idents:
+            na = BACKEND.identity_not_applicable(ident.uid)
+            if na:
+                counter[0] += 1
+                print(f"ok {counter[0]} - [{ident.name}] the whole list on {BACKEND.name} # SKIP not applicable: {na}")
+                results["skipped"] += 1
+                continue
             c = Ctx(ident)
             prefix = f"[{ident.name}] "
             try:
@@ -1003,6 +1021,7 @@ def main():
                 except (OSError, AttributeError):
                     pass
                 c.cleanup()
+    BACKEND.stop()
     print(f"1..{counter[0]}")
     print(f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
     sys.exit(1 if results["failed"] else 0)
