@@ -4,8 +4,9 @@ tests/escape/test_escape.py unchanged against a private dockerd or a
 loopback sshd (servers.py), with the workspaces' vectora.toml naming that
 backend. "local" (the default) changes nothing."""
 
+import atexit
 import os
-import pwd
+import shutil
 import tempfile
 
 import servers
@@ -23,6 +24,8 @@ class Backend:
         if self.name == "local":
             return None
         self.tmp = tempfile.mkdtemp(prefix="vectora-escape-%s-" % self.name)
+        # Stopped even when the suite dies half way.
+        atexit.register(self.stop)
         os.chmod(self.tmp, 0o755)
         try:
             if self.name == "docker":
@@ -91,6 +94,7 @@ class Backend:
     def stop(self):
         if self.server:
             self.server.stop()
+            self.server = None
         if self.tmp:
-            import shutil
             shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
