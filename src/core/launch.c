@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "glob.h"
+#include "idmap.h"
 #include "landlock.h"
 #include "mask-walk.h"
 #include "path-util.h"
@@ -27,10 +28,20 @@ void launch_free(VsLaunch *l) {
         free(l->bpf);
         strv_free(l->landlock_rw);
         strv_free(l->degraded);
+        launch_release_staging(l);
         strv_free(l->pre_argv);
         free(l->missing_hint);
         strv_free(l->notes);
         free(l);
+}
+
+void launch_release_staging(VsLaunch *l) {
+        if (!l)
+                return;
+        for (char **m = l->staged_mounts; m && *m; m++)
+                idmap_release(*m);
+        strv_free(l->staged_mounts);
+        l->staged_mounts = NULL;
 }
 
 /* One compiled program per option set, for the life of the process: the
@@ -100,7 +111,8 @@ int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsEr
 }
 
 /* The jail never runs as host uid 0: a root caller runs it as the
- * workspace's owner. A root-owned workspace is refused. */
+ * workspace's owner; a root-owned workspace as VS_IDMAP_UID through
+ * idmapped mounts (staged in launch_local_argv). */
 static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsError **err) {
         uid_t uid = getuid();
         gid_t gid = getgid();
@@ -108,10 +120,20 @@ static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsErro
                 struct stat st;
                 if (stat(p->workspace, &st) < 0)
                         return vs_error_set_kind(err, -errno, "sandbox_unavailable", "workspace %s: %m", p->workspace);
-                if (st.st_uid == 0)
-                        return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
-                                                 "workspace %s is owned by root and the daemon runs as root; the jail never runs as host root: chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
-                                                 p->workspace, p->workspace);
+                if (st.st_uid == 0) {
+                        /* Served through idmapped mounts as an unprivileged
+                         * uid (checked when the mounts are staged). */
+                        l->idmapped = true;
+                        l->switch_user = true;
+                        l->uid = VS_IDMAP_UID;
+                        l->gid = VS_IDMAP_GID;
+                        struct passwd *npw = getpwuid(VS_IDMAP_UID);
+                        char *nuser = strdup(npw && npw->pw_name ? npw->pw_name : "sandbox");
+                        if (!nuser)
+                                return -ENOMEM;
+                        *ret_user = nuser;
+                        return 0;
+                }
                 uid = st.st_uid;
                 gid = st.st_gid;
                 struct passwd *pw = getpwuid(uid);
@@ -272,7 +294,47 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 n_masks++;
         }
 
+        /* A root-owned workspace: each root-owned writable path is shown to
+         * the unprivileged jail through an idmapped mount, so it can write
+         * there while the files stay root's on disk. Where the kernel or
+         * filesystem cannot, refuse rather than run the jail as root. */
+        _cleanup_free_ VsBindSource *sources = NULL;
+        size_t n_sources = 0;
+        if (r >= 0 && l->idmapped) {
+                sources = calloc(p->n_rw + 1, sizeof *sources);
+                if (!sources)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < p->n_rw; i++) {
+                        struct stat st;
+                        const char *rw = p->rw_paths[i].resolved;
+                        if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
+                                continue;
+                        static unsigned counter;
+                        char *staging = NULL;
+                        if (asprintf(&staging, "%s/idmap-%d-%u", o->runtime_dir, (int)getpid(), ++counter) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        _cleanup_(vs_error_freep) VsError *ierr = NULL;
+                        int k = idmap_stage(rw, VS_IDMAP_UID, VS_IDMAP_GID, staging, &ierr);
+                        if (k < 0) {
+                                free(staging);
+                                r = vs_error_set_kind(err, k, "sandbox_unavailable",
+                                                      "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
+                                                      rw, vs_error_message(ierr), p->workspace);
+                                break;
+                        }
+                        if ((r = strv_consume(&l->staged_mounts, staging)) < 0)
+                                break;
+                        sources[n_sources].dest = rw;
+                        sources[n_sources].src = l->staged_mounts[strv_length(l->staged_mounts) - 1];
+                        n_sources++;
+                }
+        }
+
         VsLocalEnv env = {
+                .bind_sources = sources,
+                .n_bind_sources = n_sources,
                 .bwrap = o->bwrap ? o->bwrap : "bwrap",
                 .worker_path = o->worker_path,
                 .empty_file = empty_file,

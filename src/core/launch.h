@@ -47,6 +47,11 @@ typedef struct VsLaunch {
         char **pre_argv;     /* run to completion before argv, its outcome ignored (docker: remove a leftover container); NULL: none */
         char *missing_hint;  /* what to install when argv[0] is not found; NULL: bubblewrap's hint */
         const char *backend_name; /* "local", "docker", "ssh", ... (static) */
+
+        /* Root-owned workspace under a root caller: idmapped mounts staged
+         * for bwrap, released once the jail holds its own copy. */
+        bool idmapped;
+        char **staged_mounts;
 } VsLaunch;
 
 /* Computes the launch for a loaded policy. Refuses (kind
@@ -54,4 +59,7 @@ typedef struct VsLaunch {
  * libseccomp missing, or a root-owned workspace when the caller is root. */
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err);
 void launch_free(VsLaunch *l);
+/* Call once the backend has set up its mounts (the worker said hello):
+ * releases the staging mounts of an idmapped workspace. Idempotent. */
+void launch_release_staging(VsLaunch *l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsLaunch *, launch_free);

@@ -82,13 +82,16 @@ static int fail_start(VsSession *s, int r, VsError **err) {
         if (diag)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "the jail could not start: %s (backend said: %s)",
                                          diag, text);
-        if (text)
+        if (text) {
+                /* Copy the earlier reason first: setting err frees it. */
+                _cleanup_free_ char *prev = err && *err ? strdup(vs_error_message(*err)) : NULL;
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "the jail could not start: %s%s%s", text,
-                                         err && *err ? "; " : "", err && *err ? vs_error_message(*err) : "");
+                                         prev ? "; " : "", prev ? prev : "");
+        }
         return vs_error_prefix(err, "the jail could not start");
 }
 
-int session_start(const VsLaunch *l, VsSession **ret, VsError **err) {
+int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
@@ -115,6 +118,8 @@ int session_start(const VsLaunch *l, VsSession **ret, VsError **err) {
                 jsonl_msg_done(&m);
                 return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not say hello");
         }
+        /* The jail holds its own mounts now: drop any staging ones. */
+        launch_release_staging(l);
         bool version_ok = hello.version == PROTOCOL_VERSION;
         protocol_hello_done(&hello);
         jsonl_msg_done(&m);

@@ -25,7 +25,7 @@ typedef struct VsSession {
 /* Spawns the worker for l and completes hello/init/ready. On failure
  * (kind "sandbox_unavailable") nothing runs: the message includes the
  * backend's own diagnostics. */
-int session_start(const VsLaunch *l, VsSession **ret, VsError **err);
+int session_start(VsLaunch *l, VsSession **ret, VsError **err);
 
 /* Sends one framed request (built with the protocol encoders, id from
  * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */

@@ -202,6 +202,8 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
                 ProtocolHello h = { 0 };
                 if (!type || !streq(type, "hello") || protocol_decode_hello(m->obj, &h, &err) < 0)
                         return fail_start(l, "the worker did not say hello");
+                /* The jail holds its own mounts now: drop any staging ones. */
+                launch_release_staging(l->launch);
                 bool ok = h.version == PROTOCOL_VERSION;
                 l->worker_pid = h.pid > 0 ? h.pid : 1;
                 protocol_hello_done(&h);

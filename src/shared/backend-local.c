@@ -70,6 +70,21 @@ static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path
         return 0;
 }
 
+/* A pin's source: below its root's source when that root is bound from
+ * elsewhere (an idmapped staging mount), else the path itself. */
+static char *pin_source(const VsLocalEnv *env, const Bind *binds, size_t nb, const char *pin) {
+        const Bind *root = NULL;
+        for (size_t i = 0; i < nb; i++)
+                if (path_is_below_or_equal(pin, binds[i].path) && (!root || strlen(binds[i].path) > strlen(root->path)))
+                        root = &binds[i];
+        for (size_t k = 0; root && k < env->n_bind_sources; k++)
+                if (streq(env->bind_sources[k].dest, root->path)) {
+                        char *s = NULL;
+                        return asprintf(&s, "%s%s", env->bind_sources[k].src, pin + strlen(root->path)) < 0 ? NULL : s;
+                }
+        return strdup(pin);
+}
+
 int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_argv, VsError **err) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
@@ -134,9 +149,14 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         if (!covered)
                 binds[nb++] = (Bind){ p->workspace, false };
         qsort(binds, nb, sizeof(Bind), cmp_bind);
-        for (size_t i = 0; i < nb; i++)
-                if ((r = add3(&a, binds[i].rw ? "--bind" : "--ro-bind", binds[i].path, binds[i].path)) < 0)
+        for (size_t i = 0; i < nb; i++) {
+                const char *src = binds[i].path;
+                for (size_t k = 0; k < env->n_bind_sources; k++)
+                        if (streq(env->bind_sources[k].dest, binds[i].path))
+                                src = env->bind_sources[k].src;
+                if ((r = add3(&a, binds[i].rw ? "--bind" : "--ro-bind", src, binds[i].path)) < 0)
                         return r;
+        }
 
         /* Pin the directories leading to protected and masked paths. */
         _cleanup_strv_free_ char **pins = NULL;
@@ -148,9 +168,13 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
                         return r;
         if (pins)
                 qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
-        for (char **pp = pins; pp && *pp; pp++)
-                if ((r = add3(&a, "--bind", *pp, *pp)) < 0)
+        for (char **pp = pins; pp && *pp; pp++) {
+                _cleanup_free_ char *src = pin_source(env, binds, nb, *pp);
+                if (!src)
+                        return -ENOMEM;
+                if ((r = add3(&a, "--bind", src, *pp)) < 0)
                         return r;
+        }
 
         /* Protected paths over the binds: the agent cannot rewrite its own
          * policy or plant code the host runs later. */

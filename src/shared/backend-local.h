@@ -27,6 +27,13 @@ typedef struct VsSymlink {
         char *path;   /* e.g. "/bin" */
 } VsSymlink;
 
+/* A bind whose source differs from its destination (an idmapped
+ * staging mount shown at the real path). */
+typedef struct VsBindSource {
+        const char *dest;
+        const char *src;
+} VsBindSource;
+
 typedef struct VsLocalEnv {
         const char *bwrap;       /* bwrap binary */
         const char *worker_path; /* host path of the static worker */
@@ -42,6 +49,8 @@ typedef struct VsLocalEnv {
         size_t n_masks;
         char **protected_existing; /* protected paths that exist (ro-bound) */
         char **env;              /* "K=V" for the worker (after --clearenv) */
+        const VsBindSource *bind_sources; /* overrides for rw/ro binds, by destination */
+        size_t n_bind_sources;
 } VsLocalEnv;
 
 /* Builds the bwrap argv (argv[0] = env->bwrap, ending with the worker

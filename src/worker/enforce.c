@@ -78,6 +78,15 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
                 }
         }
 
+        /* Not dumpable: the commands of the jail run as the same uid, and
+         * must not read or write the worker's memory through /proc/1/mem
+         * or ptrace it (execve resets this for them, not for us). */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                k = layer_failed(init, "no_new_privs", &degraded, err, strerror(errno));
+                if (k < 0)
+                        return k;
+        }
+
         /* 1. no_new_privs first: it is what lets an unprivileged process
          * install Landlock and seccomp, and it keeps setuid binaries in the
          * jail from regaining what the next steps take away. */

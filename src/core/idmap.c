@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+#include "idmap.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "fd-util.h"
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+struct mount_attr {
+        __u64 attr_set;
+        __u64 attr_clr;
+        __u64 propagation;
+        __u64 userns_fd;
+};
+#endif
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, text, strlen(text));
+}
+
+/* A user namespace mapping 0 -> uid/gid, held by a child that waits;
+ * returns an fd on it. */
+static int make_userns(uid_t uid, gid_t gid, VsError **err) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return vs_error_set(err, -errno, "pipe: %m");
+        _cleanup_close_ int rd = p[0], wr = p[1];
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return vs_error_set(err, -errno, "pipe: %m");
+        _cleanup_close_ int ready_r = ready[0], ready_w = ready[1];
+        pid_t c = fork();
+        if (c < 0)
+                return vs_error_set(err, -errno, "fork: %m");
+        if (c == 0) {
+                char b;
+                /* Only the parent's copy of the write end may keep the pipe open. */
+                close(wr);
+                close(ready_r);
+                int ok = unshare(CLONE_NEWUSER) == 0;
+                (void) !write(ready_w, ok ? "1" : "0", 1);
+                (void) !read(rd, &b, 1);
+                _exit(0);
+        }
+        ready_w = safe_close(ready_w);
+        rd = safe_close(rd);
+        char b = '0';
+        int r = 0;
+        if (read(ready_r, &b, 1) != 1 || b != '1')
+                r = vs_error_set(err, -EPERM, "cannot create a user namespace for the idmapped mount");
+        char path[64], map[64];
+        int nsfd = -EBADF;
+        if (r >= 0) {
+                snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+                snprintf(path, sizeof path, "/proc/%d/uid_map", (int)c);
+                if ((r = write_file(path, map)) >= 0) {
+                        snprintf(path, sizeof path, "/proc/%d/setgroups", (int)c);
+                        (void)write_file(path, "deny");
+                        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+                        snprintf(path, sizeof path, "/proc/%d/gid_map", (int)c);
+                        r = write_file(path, map);
+                }
+                if (r < 0)
+                        vs_error_set(err, r, "writing the idmap: %s", strerror(-r));
+                else {
+                        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)c);
+                        nsfd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (nsfd < 0)
+                                r = vs_error_set(err, -errno, "opening the user namespace: %m");
+                }
+        }
+        wr = safe_close(wr); /* lets the child exit */
+        while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r < 0 ? r : nsfd;
+}
+
+int idmap_stage(const char *src, uid_t uid, gid_t gid, const char *staging, VsError **err) {
+        _cleanup_close_ int ns = make_userns(uid, gid, err);
+        if (ns < 0)
+                return ns;
+        _cleanup_close_ int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return vs_error_set(err, -errno, "open_tree(%s): %m", src);
+        struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
+                return vs_error_set(err, -errno, "the filesystem of %s does not support idmapped mounts: %m", src);
+        if (mkdir(staging, 0755) < 0)
+                return vs_error_set(err, -errno, "mkdir(%s): %m", staging);
+        if (syscall(SYS_move_mount, tree, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+                int r = vs_error_set(err, -errno, "move_mount(%s): %m", staging);
+                rmdir(staging);
+                return r;
+        }
+        return 0;
+}
+
+void idmap_release(const char *staging) {
+        if (!staging)
+                return;
+        (void) umount2(staging, MNT_DETACH);
+        (void) rmdir(staging);
+}
