@@ -52,6 +52,12 @@ typedef struct VsLaunch {
          * for bwrap, released once the jail holds its own copy. */
         bool idmapped;
         char **staged_mounts;
+
+        /* Borrowed, set by the caller before worker_spawn(): open
+         * cgroup.procs files the child joins (writes "0" to) before it
+         * execs, so the whole jail is counted from its first process. */
+        int cgroup_fds[2];
+        size_t n_cgroup_fds;
 } VsLaunch;
 
 /* Computes the launch for a loaded policy. Refuses (kind

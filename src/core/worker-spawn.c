@@ -22,12 +22,13 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_SIGNALS = 1, STEP_FDS, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+enum { STEP_SIGNALS = 1, STEP_FDS, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
 
 static const char *step_name(int s) {
         switch (s) {
         case STEP_SIGNALS: return "resetting signals";
         case STEP_FDS: return "setting up descriptors";
+        case STEP_CGROUP: return "joining the workspace's cgroup";
         case STEP_GROUPS: return "dropping supplementary groups";
         case STEP_GID: return "switching group";
         case STEP_UID: return "switching user";
@@ -96,6 +97,11 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                         child_fail(err_w, STEP_SIGNALS, errno);
                 if (dup2(theirs, 0) < 0 || dup2(theirs, 1) < 0 || dup2(stderr_w, 2) < 0)
                         child_fail(err_w, STEP_FDS, errno);
+                /* Into the workspace's cgroups while still privileged: the
+                 * whole jail descends from this process. */
+                for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
+                        if (write(l->cgroup_fds[i], "0", 1) != 1)
+                                child_fail(err_w, STEP_CGROUP, errno);
                 if (l->switch_user) {
                         /* The jail never runs as host root. */
                         if (setgroups(0, NULL) < 0)

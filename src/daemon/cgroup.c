@@ -3,14 +3,15 @@
  *
  * Preferred: a cgroup per workspace (v2: /sys/fs/cgroup/vectora-sandboxd/
  * ws-HASH with pids.max and memory.max; v1: the same under the pids and
- * memory hierarchies). The jail's process tree is moved in after the
- * worker's hello and before its init, i.e. before anything untrusted runs,
- * so every later fork is counted.
+ * memory hierarchies). The spawned child joins them before it execs
+ * (src/core/worker-spawn.c), so the whole jail is counted from its first
+ * process, and nothing has to scan /proc for its tree.
  *
- * Without cgroups (an unprivileged daemon, a read-only cgroupfs), the tree
- * gets RLIMIT_NPROC (counted per user namespace, i.e. per jail) and
- * RLIMIT_AS (per process, so memory is not limited per workspace): status
- * and every result report that as degraded, never silently. */
+ * Without cgroups (an unprivileged daemon, a read-only cgroupfs), the worker
+ * still sets RLIMIT_NPROC (counted per user namespace, i.e. per jail) and
+ * RLIMIT_AS per command (the `limits` of init): memory is then not limited
+ * per workspace, and status and every result report that as degraded, never
+ * silently. */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -205,94 +206,16 @@ void cgroup_prepare(Workspace *ws) {
         ws->limits_degraded = true;
 }
 
-/* The process and its descendants, from /proc (ppid links). */
-static int process_tree(pid_t root, pid_t **ret, size_t *ret_n) {
-        _cleanup_free_ pid_t *pids = NULL, *ppids = NULL;
-        size_t n = 0, cap = 0;
-        DIR *d = opendir("/proc");
-        if (!d)
-                return -errno;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (!isdigit((unsigned char)de->d_name[0]))
+void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1) {
+        int *out[2] = { ret_fd0, ret_fd1 };
+        for (int g = 0; g < 2; g++) {
+                *out[g] = -EBADF;
+                if (!ws->cgroup_paths[g])
                         continue;
-                char path[300], buf[512];
-                snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                ssize_t k = read(fd, buf, sizeof buf - 1);
-                safe_close(fd);
-                if (k <= 0)
-                        continue;
-                buf[k] = 0;
-                char *e = strrchr(buf, ')');
-                int ppid;
-                if (!e || sscanf(e + 1, " %*c %d", &ppid) != 1)
-                        continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 256;
-                        pid_t *a = realloc(pids, cap * sizeof *a), *b = a ? realloc(ppids, cap * sizeof *b) : NULL;
-                        if (a)
-                                pids = a;
-                        if (b)
-                                ppids = b;
-                        if (!a || !b) {
-                                closedir(d);
-                                return -ENOMEM;
-                        }
-                }
-                pids[n] = (pid_t)atoi(de->d_name);
-                ppids[n] = ppid;
-                n++;
-        }
-        closedir(d);
-        pid_t *out = malloc((n + 1) * sizeof *out);
-        if (!out)
-                return -ENOMEM;
-        size_t m = 0;
-        out[m++] = root;
-        for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++)
-                        if (ppids[j] == out[i] && pids[j] != root)
-                                out[m++] = pids[j];
-        *ret = out;
-        *ret_n = m;
-        return 0;
-}
-
-void cgroup_confine(Workspace *ws, pid_t pid) {
-        _cleanup_free_ pid_t *tree = NULL;
-        size_t n = 0;
-        int r = process_tree(pid, &tree, &n);
-        if (r < 0) {
-                log_warning("workspace %s: cannot list the jail's processes: %s", ws->path, strerror(-r));
-                return;
-        }
-        const VsLimits *lim = &ws->policy->limits;
-        for (size_t i = 0; i < n; i++) {
-                char buf[32];
-                snprintf(buf, sizeof buf, "%d", (int)tree[i]);
-                bool in_pids = false;
-                for (int g = 0; g < 2; g++)
-                        if (ws->cgroup_paths[g]) {
-                                _cleanup_free_ char *p = path_join(ws->cgroup_paths[g], "cgroup.procs");
-                                r = p ? write_file(p, buf) : -ENOMEM;
-                                if (r < 0)
-                                        log_warning("workspace %s: moving pid %s into %s: %s", ws->path, buf,
-                                                    ws->cgroup_paths[g], strerror(-r));
-                                else if (g == 0)
-                                        in_pids = true;
-                        }
-                if (!in_pids) {
-                        struct rlimit rl = { lim->pids, lim->pids };
-                        if (prlimit(tree[i], RLIMIT_NPROC, &rl, NULL) < 0)
-                                log_warning("workspace %s: RLIMIT_NPROC on pid %d: %m", ws->path, (int)tree[i]);
-                }
-                if (!ws->cgroup_paths[1] && !(ws->cgroup_paths[0] && ws->srv->cgroup_version == 2)) {
-                        struct rlimit rl = { lim->memory, lim->memory };
-                        if (prlimit(tree[i], RLIMIT_AS, &rl, NULL) < 0)
-                                log_warning("workspace %s: RLIMIT_AS on pid %d: %m", ws->path, (int)tree[i]);
-                }
+                _cleanup_free_ char *p = path_join(ws->cgroup_paths[g], "cgroup.procs");
+                if (p)
+                        *out[g] = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (*out[g] < 0)
+                        log_warning("workspace %s: cannot open %s: %m", ws->path, p ? p : "cgroup.procs");
         }
 }

@@ -319,7 +319,9 @@ void cgroup_probe(Server *srv);
 void cgroup_prepare(Workspace *ws);
 /* Moves the backend process tree of pid into ws's cgroups (or applies
  * rlimits); called before init, when nothing untrusted runs yet. */
-void cgroup_confine(Workspace *ws, pid_t pid);
+/* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the
+ * spawned child to join; -EBADF where there is none. */
+void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);
 void cgroup_release(Workspace *ws);
 /* The workspace's pids cgroup is (nearly) full. */
 bool cgroup_pids_saturated(Workspace *ws);

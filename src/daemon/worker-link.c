@@ -209,10 +209,6 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
                 protocol_hello_done(&h);
                 if (!ok)
                         return fail_start(l, "worker protocol version mismatch; install a matching vectora-worker");
-                /* The backend and the worker wait for init: nothing untrusted
-                 * runs yet, so the whole tree can be moved under limits now. */
-                if (l->launch->sandboxed && l->ws)
-                        cgroup_confine(l->ws, l->pid);
                 _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
                 int r = launch_encode_init(l->launch, &out);
                 if (r < 0 || link_write(l, &out) < 0)
@@ -382,8 +378,16 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         int r = launch_prepare(ws->policy, &o, &launch, err);
         if (r < 0)
                 return r;
-        if (launch->sandboxed)
+        /* The child joins the workspace's cgroups before it execs. */
+        _cleanup_close_ int cg0 = -EBADF, cg1 = -EBADF;
+        if (launch->sandboxed) {
                 cgroup_prepare(ws);
+                cgroup_open_procs(ws, &cg0, &cg1);
+                if (cg0 >= 0)
+                        launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
+                if (cg1 >= 0)
+                        launch->cgroup_fds[launch->n_cgroup_fds++] = cg1;
+        }
         WorkerLink *l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;

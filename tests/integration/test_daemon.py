@@ -491,6 +491,18 @@ def t_limits(d, tmp):
     check(term(c, bomb, "true")["ok"], "warm")
     w = d.ws_status(bomb)
     notes.append("limits: " + "; ".join(w["limits"]))
+    # Where the daemon reports a cgroup, the jail's processes are in it
+    # from the start (the spawned child joins it before exec).
+    if any("cgroup" in x for x in w["limits"]) and not any("pids: RLIMIT" in x for x in w["limits"]):
+        import glob as _g
+        procs = [p for p in _g.glob("/sys/fs/cgroup/pids/vectora-sandboxd/ws-*/cgroup.procs")
+                 + _g.glob("/sys/fs/cgroup/vectora-sandboxd/ws-*/cgroup.procs")]
+        members = set()
+        for p in procs:
+            members |= set(open(p).read().split())
+        check(len(members) >= 2, ("no jail process in any workspace cgroup", procs))
+        r = term(c, bomb, "cat /proc/self/cgroup")
+        check(r["ok"] and ("pids:/" in r["stdout"] or "0::/" in r["stdout"]), r)
     rss0 = int([l for l in open(f"/proc/{d.p.pid}/status") if l.startswith("VmRSS")][0].split()[1])
 
     def during(label, command, check_result):
