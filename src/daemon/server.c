@@ -140,15 +140,22 @@ void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len) {
         if (!obj)
                 return;
         int r = jsonl_encode(obj, raw, raw_len, &out);
+        /* Keep the id, so the client knows which call failed. */
+        json_t *id = json_incref(json_object_get(obj, "id"));
         json_decref(obj);
         if (r < 0) {
-                log_error("encoding a reply: %s", strerror(-r));
-                json_t *e = json_pack("{s:n,s:b,s:o}", "id", "ok", 0,
-                                      "error", error_json("internal", "the reply could not be encoded"));
+                log_warning("encoding a reply: %s", strerror(-r));
+                bool big = r == -EMSGSIZE || r == -ENOBUFS;
+                json_t *e = json_pack("{s:o,s:b,s:o}", "id", id ? id : json_null(), "ok", 0, "error",
+                                      big ? error_json("too_large",
+                                                       "the reply is over the 1 MiB line limit; ask for less (offset/limit) or for raw bytes (\"binary\": true)")
+                                          : error_json("internal", "the reply could not be encoded"));
+                id = NULL;
                 if (e && jsonl_encode(e, NULL, 0, &out) < 0)
                         strbuf_clear(&out);
                 json_decref(e);
         }
+        json_decref(id);
         client_send(c, &out);
 }
 

@@ -334,9 +334,17 @@ static const JsonField read_table[] = {
         {},
 };
 
+/* A text (JSON string) reply must fit one header line (JSONL_MAX_LINE):
+ * without "binary", a read returns at most this much, with "eof": false
+ * telling the client to go on from offset + length. */
+#define TEXT_READ_MAX (256u * 1024u)
+
 static int read_build(Call *c, uint64_t wid, StrBuf *out) {
         ReadArgs *a = c->req->args;
-        ProtocolReadFileRequest req = { .path = a->path, .offset = a->offset, .limit = a->limit };
+        uint64_t limit = a->limit;
+        if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
+                limit = TEXT_READ_MAX;
+        ProtocolReadFileRequest req = { .path = a->path, .offset = a->offset, .limit = limit };
         return protocol_encode_read_file_request(out, wid, &req);
 }
 

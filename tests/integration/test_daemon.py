@@ -244,6 +244,26 @@ def t_file_tools(d, tmp):
         check(r["ok"], r)
         r = c.call({"tool": "file_read", "workspace": ws, "path": "bin.dat"})
         check(base64.b64decode(r["content_base64"]) == b"\x00\xff", r)
+        # A 1 MiB text file comes back in pieces of at most 256 KiB, with
+        # eof false until the end; reassembled it is the file.
+        big = ("0123456789abcde\n" * 65536).encode()
+        r = c.call({"tool": "file_write", "workspace": ws, "path": "big.txt"}, raw=big)
+        check(r["ok"] and r["size"] == len(big), r)
+        got, off = b"", 0
+        while True:
+            r = c.call({"tool": "file_read", "workspace": ws, "path": "big.txt", "offset": off})
+            check(r["ok"] and r["length"] <= 256 * 1024 and r["id"] is not None, {k: v for k, v in r.items() if k != "content"})
+            got += r["content"].encode()
+            off += r["length"]
+            if r["eof"]:
+                break
+        check(got == big and off == len(big), ("reassembled", len(got)))
+        # Six-fold escaping of control characters: refused with the id kept.
+        ctl = b"\x01" * (200 * 1024)
+        check(c.call({"tool": "file_write", "workspace": ws, "path": "ctl.txt"}, raw=ctl)["ok"], "ctl write")
+        r = c.call({"tool": "file_read", "workspace": ws, "path": "ctl.txt"})
+        check(r["ok"] and base64.b64decode(r["content_base64"]) == ctl or
+              (not r["ok"] and r["error"]["code"] == "too_large" and r["id"] is not None), {k: v for k, v in r.items() if "content" not in k})
     r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "one", "new_string": "1"})
     check(r["ok"] and r["replacements"] == 1, r)
     r = c.call({"tool": "file_edit", "workspace": sb, "path": "f.txt", "old_string": "two", "new_string": "2"})
