@@ -45,6 +45,8 @@ typedef struct PtySession PtySession;
 #define CLIENT_MAX_INFLIGHT 256       /* requests in flight per client */
 #define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
 #define LINK_HANDSHAKE_TIMEOUT_MS 15000
+#define MAX_CONCURRENT_SPAWNS 4       /* jails starting at once; more wait their turn (a burst of first calls
+                                       * must not start hundreds of bwraps at once and time them all out) */
 #define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
 #define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
@@ -75,6 +77,8 @@ struct Server {
         unsigned n_clients;
         Workspace *workspaces;
         unsigned n_workers; /* live links (spawning, ready or draining) */
+        unsigned n_spawning; /* links between spawn and ready (at most MAX_CONCURRENT_SPAWNS) */
+        Workspace *spawn_wait_head, *spawn_wait_tail; /* waiting for a spawn slot */
         Counters counters;
         uint64_t started_ms;
         uint64_t next_pty_id;
@@ -130,6 +134,8 @@ const char *workspace_state_name(WorkspaceState s);
 struct Workspace {
         Server *srv;
         Workspace *next;
+        Workspace *next_spawn_wait; /* in srv->spawn_wait_* */
+        bool spawn_waiting;
         char *path; /* canonical */
         WorkspaceState state;
         VsPolicy *policy;       /* NULL when refused */
@@ -172,6 +178,9 @@ void workspace_submit(Workspace *ws, Call *c);
 void workspace_recycle(Workspace *ws, const char *code, const char *why);
 /* Link callbacks. */
 void workspace_link_ready(Workspace *ws, WorkerLink *l);
+/* A link left the spawning state (ready or ended): free its slot and start
+ * the next waiting workspace. */
+void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
 void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
@@ -190,6 +199,7 @@ typedef enum LinkState {
 struct WorkerLink {
         Server *srv;
         Workspace *ws;
+        bool holds_spawn_slot;     /* counted in srv->n_spawning until ready or ended */
         WorkerLink *next;          /* all links (worker-link.c) */
         WorkerLink *next_draining; /* in ws->draining */
         LinkState state;

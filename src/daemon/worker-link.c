@@ -80,6 +80,8 @@ void link_end(WorkerLink *l, const char *code, const char *reason) {
                 return;
         bool was_spawning = l->state == LINK_SPAWNING;
         l->state = LINK_DEAD;
+        /* After the state change: a waiting workspace may spawn from here. */
+        workspace_spawn_slot_free(l->srv, l);
         l->end_code = code;
         free(l->end_reason);
         l->end_reason = reason ? strdup(reason) : NULL;
@@ -237,6 +239,10 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
                  (unsigned long long)(l->ready_ms - l->spawned_ms), (unsigned long long)l->generation);
         workspace_link_ready(l->ws, l);
+        /* Only now, with its queued calls in flight, can the slot go: a
+         * waiting spawn may end an idle worker to make room, and this one
+         * must not look idle. */
+        workspace_spawn_slot_free(l->srv, l);
 }
 
 static void handle_reply(WorkerLink *l, JsonlMsg *m) {

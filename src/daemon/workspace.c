@@ -231,6 +231,20 @@ static bool make_room(Server *srv) {
 }
 
 static void spawn(Workspace *ws) {
+        Server *srv = ws->srv;
+        if (ws->spawn_waiting)
+                return;
+        if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS) {
+                /* Wait for a slot; the calls stay queued meanwhile. */
+                ws->spawn_waiting = true;
+                ws->next_spawn_wait = NULL;
+                if (srv->spawn_wait_tail)
+                        srv->spawn_wait_tail->next_spawn_wait = ws;
+                else
+                        srv->spawn_wait_head = ws;
+                srv->spawn_wait_tail = ws;
+                return;
+        }
         if (!restart_allowed(ws)) {
                 char buf[1024];
                 snprintf(buf, sizeof buf,
@@ -262,6 +276,25 @@ static void spawn(Workspace *ws) {
                 return;
         }
         ws->link = l;
+        l->holds_spawn_slot = true;
+        srv->n_spawning++;
+}
+
+void workspace_spawn_slot_free(Server *srv, WorkerLink *l) {
+        if (!l->holds_spawn_slot)
+                return;
+        l->holds_spawn_slot = false;
+        srv->n_spawning--;
+        while (srv->n_spawning < MAX_CONCURRENT_SPAWNS && srv->spawn_wait_head) {
+                Workspace *ws = srv->spawn_wait_head;
+                srv->spawn_wait_head = ws->next_spawn_wait;
+                if (!srv->spawn_wait_head)
+                        srv->spawn_wait_tail = NULL;
+                ws->next_spawn_wait = NULL;
+                ws->spawn_waiting = false;
+                if (ws->queue && !ws->link && !srv->shutting_down)
+                        spawn(ws);
+        }
 }
 
 void workspace_submit(Workspace *ws, Call *c) {
@@ -427,6 +460,7 @@ static void on_timer_closed(uv_handle_t *h) {
 }
 
 void workspaces_free_all(Server *srv) {
+        srv->spawn_wait_head = srv->spawn_wait_tail = NULL;
         while (srv->workspaces) {
                 Workspace *ws = srv->workspaces;
                 srv->workspaces = ws->next;

@@ -366,6 +366,28 @@ def find_worker(d, ws):
     return bw, kids
 
 
+def t_spawn_burst(d, tmp):
+    # 60 first calls in flight at once: jails start a few at a time (the
+    # daemon's spawn limit) instead of all timing out together; every call
+    # is answered correctly and each workspace gets exactly one worker.
+    wss = [make_ws(tmp, f"burst{i}", SANDBOX) for i in range(60)]
+    c = d.conn()
+    t0 = time.time()
+    for i, ws in enumerate(wss):
+        c.send({"id": 1000 + i, "tool": "terminal", "workspace": ws, "command": f"echo {i}"})
+    got = {}
+    while len(got) < len(wss):
+        m = c.recv()
+        got[m["id"]] = m
+    for i in range(len(wss)):
+        r = got[1000 + i]
+        check(r["ok"] and r["stdout"] == f"{i}\n" and r["sandboxed"], r)
+    pids = [d.ws_status(ws)["worker"]["pid"] for ws in wss]
+    check(len(set(pids)) == len(wss) and all(pids), pids)
+    notes.append(f"spawn burst: 60 first calls answered in {time.time() - t0:.1f} s")
+    c.close()
+
+
 def t_worker_crash(d, tmp):
     sb = make_ws(tmp, "crash", SANDBOX)
     c = d.conn()
@@ -759,7 +781,7 @@ def t_perf(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_config_reload, t_policy_drain, t_mask_appears, t_limits, t_peer_uid, t_big_and_garbage, t_pty, t_idle,
-         t_audit_and_cli, t_sigterm, t_perf]
+         t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
 
 
 def main():
