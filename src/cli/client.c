@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The CLI's daemon client: each verb is one daemon API call
- * (docs/daemon-api.md) over the unix socket; `shell` attaches a PTY. */
+ * (docs/protocol.md, "Daemon API") over the unix socket; `shell` attaches a PTY. */
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
