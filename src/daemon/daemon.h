@@ -115,6 +115,9 @@ void server_stop(Server *srv);
 void client_send(Client *c, StrBuf *msg);
 /* Sends a JSON object as one line (steals the reference), raw optional. */
 void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len);
+/* Same, with bulk text fields escaped straight into the line (jsonl.h). */
+void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size_t n_texts, const void *raw,
+                            size_t raw_len);
 void client_ref(Client *c);
 void client_unref(Client *c);
 /* Re-evaluates backpressure (after inflight or out_bytes changed). */
@@ -269,6 +272,8 @@ struct Request {
         json_t *target;  /* for the audit log */
         Call call;
         bool binary;     /* results as raw payload instead of strings */
+        JsonlText texts[2]; /* result strings borrowed from the worker's reply, sent by request_finish */
+        size_t n_texts;
         void *args;      /* decoded tool arguments (tools.c) */
         const JsonField *args_table;
         void (*free_args)(void *args);

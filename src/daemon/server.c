@@ -136,10 +136,16 @@ void client_send(Client *c, StrBuf *msg) {
 }
 
 void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len) {
+        client_send_json_texts(c, obj, NULL, 0, raw, raw_len);
+}
+
+void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size_t n_texts, const void *raw,
+                            size_t raw_len) {
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         if (!obj)
                 return;
-        int r = jsonl_encode(obj, raw, raw_len, &out);
+        int r = n_texts ? jsonl_encode_texts(obj, texts, n_texts, raw, raw_len, &out)
+                        : jsonl_encode(obj, raw, raw_len, &out);
         /* Keep the id, so the client knows which call failed. */
         json_t *id = json_incref(json_object_get(obj, "id"));
         json_decref(obj);

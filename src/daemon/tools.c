@@ -52,10 +52,13 @@ static int b64_decode(const char *s, char **ret, size_t *ret_len) {
 }
 
 /* Text as a JSON string when it is valid UTF-8, else base64 under KEY_base64. */
-static void set_bytes(json_t *o, const char *key, const char *p, size_t n) {
-        json_t *s = json_stringn(p ? p : "", n);
-        if (s) {
-                json_object_set_new(o, key, s);
+/* A result string: valid UTF-8 goes out as text, escaped straight into the
+ * reply line by request_finish (p must live until then: it points into the
+ * worker's reply, which outlives the done callback's request_finish);
+ * anything else as KEY_base64. */
+static void set_bytes(Request *r, json_t *o, const char *key, const char *p, size_t n) {
+        if (jsonl_utf8_valid(p ? p : "", n) && r->n_texts < ELEMENTSOF(r->texts)) {
+                r->texts[r->n_texts++] = (JsonlText){ key, p ? p : "", n };
                 return;
         }
         char k[64];
@@ -109,7 +112,8 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
                                                                      "degraded", "generation", 0));
         }
-        client_send_json(r->client, o, code ? NULL : raw, code ? 0 : raw_len);
+        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
+        r->n_texts = 0;
 
         const char *outcome = outcome_of(code);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
@@ -260,8 +264,8 @@ static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
                 json_object_set_new(o, "stderr_len", json_integer((json_int_t)e.stderr_len));
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
         }
-        set_bytes(o, "stdout", m->raw, e.stdout_len);
-        set_bytes(o, "stderr", m->raw ? m->raw + e.stdout_len : NULL, e.stderr_len);
+        set_bytes(r, o, "stdout", m->raw, e.stdout_len);
+        set_bytes(r, o, "stderr", m->raw ? m->raw + e.stdout_len : NULL, e.stderr_len);
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 
@@ -365,7 +369,7 @@ static void read_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, con
                 return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
         if (a->binary)
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
-        set_bytes(o, "content", m->raw, m->raw_len);
+        set_bytes(r, o, "content", m->raw, m->raw_len);
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 

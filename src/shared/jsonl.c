@@ -361,3 +361,122 @@ int jsonl_encode(json_t *obj, const void *raw, size_t raw_len, StrBuf *out) {
         }
         return 0;
 }
+
+bool jsonl_utf8_valid(const char *p, size_t n) {
+        const unsigned char *s = (const unsigned char *) p, *e = s + n;
+        while (s < e) {
+                /* ASCII runs, eight bytes at a time where aligned runs allow. */
+                while (e - s >= 8) {
+                        uint64_t w;
+                        memcpy(&w, s, 8);
+                        if (w & 0x8080808080808080ull)
+                                break;
+                        s += 8;
+                }
+                if (s >= e)
+                        break;
+                unsigned c = *s;
+                if (c < 0x80) {
+                        s++;
+                        continue;
+                }
+                size_t len;
+                unsigned min;
+                uint32_t cp;
+                if (c >= 0xc2 && c <= 0xdf) {
+                        len = 2, min = 0x80, cp = c & 0x1f;
+                } else if (c >= 0xe0 && c <= 0xef) {
+                        len = 3, min = 0x800, cp = c & 0x0f;
+                } else if (c >= 0xf0 && c <= 0xf4) {
+                        len = 4, min = 0x10000, cp = c & 0x07;
+                } else
+                        return false;
+                if ((size_t) (e - s) < len)
+                        return false;
+                for (size_t i = 1; i < len; i++) {
+                        if ((s[i] & 0xc0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (s[i] & 0x3f);
+                }
+                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                        return false;
+                s += len;
+        }
+        return true;
+}
+
+/* Escapes data as the inside of a JSON string: only '"', '\\' and control
+ * characters change; valid UTF-8 passes through as it is. */
+static int append_escaped(StrBuf *out, const char *data, size_t len) {
+        static const char hex[] = "0123456789abcdef";
+        const char *p = data, *e = data + len, *run = p;
+        while (p < e) {
+                unsigned char c = (unsigned char) *p;
+                if (c >= 0x20 && c != '"' && c != '\\') {
+                        p++;
+                        continue;
+                }
+                int k = strbuf_append(out, run, (size_t) (p - run));
+                if (k < 0)
+                        return k;
+                char esc[7] = { '\\', 0 };
+                size_t el = 2;
+                switch (c) {
+                case '"': esc[1] = '"'; break;
+                case '\\': esc[1] = '\\'; break;
+                case '\n': esc[1] = 'n'; break;
+                case '\r': esc[1] = 'r'; break;
+                case '\t': esc[1] = 't'; break;
+                case '\b': esc[1] = 'b'; break;
+                case '\f': esc[1] = 'f'; break;
+                default:
+                        esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
+                        el = 6;
+                }
+                k = strbuf_append(out, esc, el);
+                if (k < 0)
+                        return k;
+                run = ++p;
+        }
+        return strbuf_append(out, run, (size_t) (p - run));
+}
+
+int jsonl_encode_texts(json_t *obj, const JsonlText *texts, size_t n_texts, const void *raw, size_t raw_len,
+                       StrBuf *out) {
+        size_t old = out->len;
+        int k;
+        for (size_t i = 0; i < n_texts; i++) {
+                if (!texts[i].key || json_object_get(obj, texts[i].key))
+                        return -EINVAL;
+                if (!jsonl_utf8_valid(texts[i].data, texts[i].len))
+                        return -EILSEQ;
+        }
+        k = jsonl_encode_header(obj, raw != NULL, raw_len, out);
+        if (k < 0)
+                return k;
+        /* Reopen the object: drop its "}\n" and append the texts. */
+        out->len -= 2;
+        bool empty = out->len == old + 1; /* "{" */
+        for (size_t i = 0; k >= 0 && i < n_texts; i++) {
+                k = strbuf_appendf(out, "%s\"%s\":\"", empty && i == 0 ? "" : ",", texts[i].key);
+                if (k >= 0)
+                        k = append_escaped(out, texts[i].data, texts[i].len);
+                if (k >= 0)
+                        k = strbuf_appendc(out, '"');
+                if (k >= 0 && out->len - old > JSONL_MAX_LINE)
+                        k = -EMSGSIZE;
+        }
+        if (k >= 0)
+                k = strbuf_append(out, "}\n", 2);
+        if (k >= 0 && out->len - old - 1 > JSONL_MAX_LINE)
+                k = -EMSGSIZE;
+        if (k >= 0 && raw_len)
+                k = strbuf_append(out, raw, raw_len);
+        if (k < 0) {
+                out->len = old;
+                if (out->data)
+                        out->data[old] = 0;
+                return k;
+        }
+        return 0;
+}

@@ -100,6 +100,27 @@ bool jsonl_reader_failed(const JsonlReader *r);
  * -EMSGSIZE past the limits, -ENOMEM / -ENOBUFS from out. On failure out is
  * left as it was. */
 int jsonl_encode(json_t *obj, const void *raw, size_t raw_len, StrBuf *out);
+/* A string field added to an encoded object without building a json_t for
+ * it: bulk text (command output, file content) is escaped straight into the
+ * line, several times faster than jansson's encoder. key is borrowed and
+ * must be plain ASCII needing no escapes; data must be valid UTF-8
+ * (jsonl_utf8_valid()). */
+typedef struct JsonlText {
+        const char *key;
+        const char *data;
+        size_t len;
+} JsonlText;
+
+/* Whether p[0..n) is valid UTF-8 (no overlongs, surrogates, or code points
+ * over U+10FFFF). NUL bytes are valid (encoded as \u0000). Pure. */
+bool jsonl_utf8_valid(const char *p, size_t n);
+
+/* As jsonl_encode(), with the texts appended to obj's fields (obj must not
+ * hold their keys). Same errors, and -EILSEQ when a text is not valid UTF-8;
+ * out is left as it was on failure. */
+int jsonl_encode_texts(json_t *obj, const JsonlText *texts, size_t n_texts, const void *raw, size_t raw_len,
+                       StrBuf *out);
+
 /* Same, header line only: the caller sends the raw_len bytes itself (e.g.
  * with writev from its own buffers). with_raw: add "raw" even when 0. */
 int jsonl_encode_header(json_t *obj, bool with_raw, size_t raw_len, StrBuf *out);

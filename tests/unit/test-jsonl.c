@@ -638,6 +638,93 @@ static void test_write_request_checks(void **state) {
         json_decref(o);
 }
 
+/* ---- jsonl_encode_texts / jsonl_utf8_valid ---- */
+
+static void test_utf8_valid(void **state) {
+        struct {
+                const char *s;
+                size_t n;
+                bool ok;
+        } cases[] = {
+                { "plain ascii", 11, true },
+                { "\xc3\xa9", 2, true },                 /* é */
+                { "\xe2\x82\xac", 3, true },             /* € */
+                { "\xf0\x9f\x98\x80", 4, true },         /* U+1F600 */
+                { "a\0b", 3, true },                     /* NUL is valid (escaped) */
+                { "\xc0\xaf", 2, false },                /* overlong '/' */
+                { "\xe0\x80\xaf", 3, false },            /* overlong */
+                { "\xed\xa0\x80", 3, false },            /* surrogate U+D800 */
+                { "\xf4\x90\x80\x80", 4, false },        /* > U+10FFFF */
+                { "\xc3", 1, false },                    /* truncated */
+                { "\x80", 1, false },                    /* stray continuation */
+                { "abcdefgh\xff", 9, false },            /* after an 8-byte ASCII run */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+                if (jsonl_utf8_valid(cases[i].s, cases[i].n) != cases[i].ok)
+                        fail_msg("case %zu", i);
+}
+
+static void test_encode_texts_roundtrip(void **state) {
+        /* Random text with every control character and quote/backslash:
+         * jansson must decode exactly what went in. */
+        unsigned seed = 12345;
+        for (int round = 0; round < 2000; round++) {
+                char buf[300];
+                size_t n = (size_t) (rand_r(&seed) % sizeof buf);
+                for (size_t i = 0; i < n; i++) {
+                        int r = rand_r(&seed) % 5;
+                        buf[i] = r == 0 ? (char) (rand_r(&seed) % 0x20) : r == 1 ? '"' : r == 2 ? '\\' : (char) (0x20 + rand_r(&seed) % 0x5f);
+                }
+                json_t *o = json_pack("{s:i}", "id", round);
+                JsonlText t[2] = { { "stdout", buf, n }, { "stderr", "\xc3\xa9\n", 3 } };
+                StrBuf out = STRBUF_INIT;
+                assert_int_equal(jsonl_encode_texts(o, t, 2, NULL, 0, &out), 0);
+                assert_true(out.len > 0 && out.data[out.len - 1] == '\n');
+                json_error_t e;
+                json_t *back = json_loadb(out.data, out.len - 1, JSON_ALLOW_NUL, &e);
+                if (!back)
+                        fail_msg("round %d: %s in %s", round, e.text, out.data);
+                json_t *so = json_object_get(back, "stdout");
+                assert_true(json_is_string(so));
+                assert_int_equal(json_string_length(so), n);
+                assert_memory_equal(json_string_value(so), buf, n);
+                assert_string_equal(json_string_value(json_object_get(back, "stderr")), "\xc3\xa9\n");
+                assert_int_equal(json_integer_value(json_object_get(back, "id")), round);
+                json_decref(back);
+                json_decref(o);
+                strbuf_done(&out);
+        }
+}
+
+static void test_encode_texts_errors(void **state) {
+        json_t *o = json_pack("{s:i}", "id", 1);
+        StrBuf out = STRBUF_INIT;
+        JsonlText bad = { "stdout", "\xff", 1 };
+        assert_int_equal(jsonl_encode_texts(o, &bad, 1, NULL, 0, &out), -EILSEQ);
+        assert_int_equal(out.len, 0);
+        JsonlText dup = { "id", "x", 1 };
+        assert_int_equal(jsonl_encode_texts(o, &dup, 1, NULL, 0, &out), -EINVAL);
+        /* Over the line limit: refused, out untouched. */
+        size_t big = JSONL_MAX_LINE / 6 + 10;
+        char *ctl = calloc(1, big);
+        if (!ctl)
+                abort();
+        memset(ctl, 1, big);
+        JsonlText huge = { "content", ctl, big };
+        assert_int_equal(jsonl_encode_texts(o, &huge, 1, NULL, 0, &out), -EMSGSIZE);
+        assert_int_equal(out.len, 0);
+        /* Empty object plus raw: still one valid header with "raw". */
+        json_t *e = json_object();
+        JsonlText t = { "content", "hi", 2 };
+        assert_int_equal(jsonl_encode_texts(e, &t, 1, "RAW", 3, &out), 0);
+        assert_int_equal(out.len, strlen("{\"raw\":3,\"content\":\"hi\"}\nRAW"));
+        assert_memory_equal(out.data, "{\"raw\":3,\"content\":\"hi\"}\nRAW", out.len);
+        free(ctl);
+        json_decref(e);
+        json_decref(o);
+        strbuf_done(&out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_single),
@@ -663,6 +750,9 @@ int main(void) {
                 cmocka_unit_test(test_exec_roundtrip),
                 cmocka_unit_test(test_error_reply),
                 cmocka_unit_test(test_write_request_checks),
+                cmocka_unit_test(test_utf8_valid),
+                cmocka_unit_test(test_encode_texts_roundtrip),
+                cmocka_unit_test(test_encode_texts_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
