@@ -80,5 +80,5 @@ for table, heading in tables.items():
         check("%s key %s is documented" % (heading, k), "| `%s` |" % k in body)
 
 print("1..%d" % n)
-print("%d passed, %d failed, 0 skipped" % (n - failed, failed))
+print("# %d passed, %d failed, 0 skipped" % (n - failed, failed))
 sys.exit(1 if failed else 0)

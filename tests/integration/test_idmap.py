@@ -2,7 +2,7 @@
 """Root-owned workspaces under a root caller (DESIGN.md: the jail never runs
 as host uid 0): served through idmapped mounts as uid 65534.
 
-TAP output; a closing 'N passed, N failed, N skipped' line. Needs root; as
+TAP output; a closing '# N passed, N failed, N skipped' comment. Needs root; as
 another user it says SKIP (a failure under VECTORA_TEST_STRICT=1)."""
 import os
 import shutil
@@ -32,12 +32,12 @@ def report(name, ok, detail=""):
 
 
 def skip_all(reason):
-    print("SKIP: " + reason)
+    print("# SKIP: " + reason)
     print("1..0 # SKIP " + reason)
     if STRICT:
-        print("0 passed, 1 failed, 0 skipped")
+        print("# 0 passed, 1 failed, 0 skipped")
         sys.exit(1)
-    print("0 passed, 0 failed, 1 skipped")
+    print("# 0 passed, 0 failed, 1 skipped")
     sys.exit(0)
 
 
@@ -132,7 +132,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("1..%d" % n)
-    print("%d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
+    print("# %d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
     return 1 if results["failed"] else 0
 
 
