@@ -44,6 +44,26 @@ void launch_release_staging(VsLaunch *l) {
         l->staged_mounts = NULL;
 }
 
+void launch_trim(VsLaunch *l) {
+        if (!l)
+                return;
+        launch_release_staging(l);
+        strv_free(l->argv);
+        strv_free(l->rw_paths);
+        strv_free(l->ro_paths);
+        strv_free(l->mask);
+        strv_free(l->protected_paths);
+        strv_free(l->env);
+        strv_free(l->landlock_rw);
+        strv_free(l->pre_argv);
+        strv_free(l->notes);
+        free(l->bpf);
+        l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->env = l->landlock_rw = NULL;
+        l->pre_argv = l->notes = NULL;
+        l->bpf = NULL;
+        l->bpf_len = 0;
+}
+
 /* One compiled program per option set, for the life of the process: the
  * filter depends only on (network, lockdown), and compiling costs ~1 ms. */
 typedef struct BpfCache {

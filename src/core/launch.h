@@ -68,4 +68,8 @@ void launch_free(VsLaunch *l);
 /* Call once the backend has set up its mounts (the worker said hello):
  * releases the staging mounts of an idmapped workspace. Idempotent. */
 void launch_release_staging(VsLaunch *l);
+/* Once the worker is ready: drops what only the start needed (argv, init
+ * contents, the BPF copy), keeping sandboxed, backend_name and degraded. A
+ * long-lived daemon holds one launch per idle workspace. */
+void launch_trim(VsLaunch *l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsLaunch *, launch_free);

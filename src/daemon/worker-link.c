@@ -234,6 +234,7 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         uv_timer_stop(&l->timer);
         l->state = LINK_READY;
         l->ready_ms = l->last_used_ms = now_ms();
+        launch_trim(l->launch);
         for (char **d = l->degraded; d && *d; d++)
                 log_warning("workspace %s: running degraded: %s", l->ws->path, *d);
         log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
