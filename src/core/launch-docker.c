@@ -2,6 +2,7 @@
 /* The docker backend: one long-lived `docker run -i` container per
  * workspace, the static worker bind-mounted in as its entrypoint. */
 #include "launch-internal.h"
+#include "paths.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -38,8 +39,12 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         VsLocalEnv host = { 0 };
         if (r >= 0 && !p->no_gpu)
                 r = backend_local_probe(&host, err);
+        /* The image has its own libraries: the worker must be static. */
+        _cleanup_free_ char *worker = NULL;
+        if (r >= 0)
+                r = vs_static_worker_path(o->worker_path, &worker);
         VsDockerEnv env = {
-                .worker_path = o->worker_path,
+                .worker_path = worker,
                 .empty_file = empty_file,
                 .empty_dir = empty_dir,
                 .name = name,

@@ -3,6 +3,7 @@
  * launcher (vectora-worker --ssh-launch), which deploys the worker there
  * when its sha256 differs. The workspace's paths map to remote_root. */
 #include "launch-internal.h"
+#include "paths.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -67,7 +68,12 @@ static int remap(const VsPolicy *p, char ***l) {
 
 int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         char hex[SHA256_HEX_LEN + 1];
-        int r = worker_sha256(o->worker_path, hex, err);
+        /* What is deployed must be static (a sanitizer build's is not). */
+        _cleanup_free_ char *worker = NULL;
+        int r = vs_static_worker_path(o->worker_path, &worker);
+        if (r < 0)
+                return r;
+        r = worker_sha256(worker, hex, err);
         if (r < 0)
                 return r;
 
@@ -92,7 +98,7 @@ int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, Vs
                 .no_gpu = p->no_gpu,
                 .lockdown = p->lockdown,
         };
-        r = backend_ssh_argv(p, o->worker_path, hex, &j, &l->argv, err);
+        r = backend_ssh_argv(p, worker, hex, &j, &l->argv, err);
         if (r < 0)
                 return r;
         if ((r = strv_extendf(&l->notes, "ssh backend: %s%s%s port %u, host key checked against %s", p->ssh.user ? p->ssh.user : "",

@@ -30,6 +30,30 @@ int vs_worker_path(char **ret, VsError **err) {
                                  VS_LIBEXECDIR);
 }
 
+int vs_static_worker_path(const char *worker, char **ret) {
+        const char *e = getenv("VECTORA_WORKER_STATIC");
+        if (e && *e) {
+                *ret = strdup(e);
+                return *ret ? 0 : -ENOMEM;
+        }
+        _cleanup_free_ char *dir = strdup(worker);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+                *slash = 0;
+                _cleanup_free_ char *cand = path_join(*dir ? dir : "/", "vectora-worker-static");
+                if (!cand)
+                        return -ENOMEM;
+                if (access(cand, X_OK) == 0) {
+                        *ret = TAKE_PTR(cand);
+                        return 0;
+                }
+        }
+        *ret = strdup(worker);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int vs_runtime_dir(char **ret, VsError **err) {
         const char *x = getenv("XDG_RUNTIME_DIR");
         char *d = NULL;

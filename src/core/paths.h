@@ -8,6 +8,11 @@
 /* The static worker: $VECTORA_WORKER, else the build tree's (when running
  * from it), else the installed libexec copy. */
 int vs_worker_path(char **ret, VsError **err);
+/* The worker to ship into a container image or onto a remote host: it must
+ * be statically linked. $VECTORA_WORKER_STATIC, else a
+ * "vectora-worker-static" beside worker (what a sanitizer build makes), else
+ * worker itself (static in a normal build). */
+int vs_static_worker_path(const char *worker, char **ret);
 /* A private runtime directory owned by the caller, 0755, never a symlink:
  * $XDG_RUNTIME_DIR/vectora-sandbox, else /tmp/vectora-sandbox-UID. */
 int vs_runtime_dir(char **ret, VsError **err);

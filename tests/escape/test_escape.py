@@ -38,6 +38,14 @@ BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.
 BUILD = os.path.abspath(BUILD)
 CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
 WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+# A sanitizer build's worker cannot run as a command under the jail's
+# RLIMIT_AS (the sanitizer reserves terabytes of address space), and this
+# suite tests the jail, not the worker's memory safety (test-worker and
+# test-daemon run the instrumented worker): use the uninstrumented static
+# worker such a build makes.
+if os.path.exists(os.path.join(BUILD, "src/worker/vectora-worker-static")):
+    WORKER = os.path.join(BUILD, "src/worker/vectora-worker-static")
+    os.environ["VECTORA_WORKER"] = WORKER
 PROBE = os.path.join(BUILD, "tests/helpers/vectora-probe")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0

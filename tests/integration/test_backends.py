@@ -41,6 +41,11 @@ BUILD = os.path.abspath(os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(HER
 DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
 CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
 WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+# What the backends deploy: the static worker (a sanitizer build makes an
+# uninstrumented static one beside the instrumented worker).
+DEPLOYED_WORKER = WORKER
+if os.path.exists(os.path.join(BUILD, "src/worker/vectora-worker-static")):
+    DEPLOYED_WORKER = os.path.join(BUILD, "src/worker/vectora-worker-static")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
@@ -421,7 +426,7 @@ def t_ssh_deploy_by_hash():
     local, remote = ssh_ws("ssh-deploy")
     c = E.d.conn()
     ok(term(c, local, "true"), "first call")
-    with open(WORKER, "rb") as f:
+    with open(DEPLOYED_WORKER, "rb") as f:
         want = hashlib.sha256(f.read()).hexdigest()
     with open(wpath, "rb") as f:
         check(hashlib.sha256(f.read()).hexdigest() == want, "the deployed worker differs")
