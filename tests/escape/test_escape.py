@@ -1031,7 +1031,7 @@ def main():
                 c.cleanup()
     BACKEND.stop()
     print(f"1..{counter[0]}")
-    print(f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
+    print(f"# {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
     sys.exit(1 if results["failed"] else 0)
 
 
