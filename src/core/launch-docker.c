@@ -26,14 +26,8 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 return vs_error_prefix(err, "finding the paths to mask");
         l->n_masked = n_masks;
 
-        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
-        if (!protected_existing)
-                r = -ENOMEM;
-        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
-                struct stat st;
-                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode))
-                        r = strv_extend(&protected_existing, *pp);
-        }
+        _cleanup_strv_free_ char **protected_existing = NULL;
+        r = launch_protected_mounts(l, &protected_existing, &masks, &n_masks);
 
         /* Only the GPU node list is used; the probe is cheap. */
         VsLocalEnv host = { 0 };

@@ -16,6 +16,11 @@ int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, 
 /* The existing paths below the rw/ro roots that the masks cover
  * (absolute; symlinks excluded). Caller frees each path and the array. */
 int launch_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err);
+/* The protected paths (vectora.toml, .git/hooks, .git/config) as mounts:
+ * *ret_existing lists the existing ones to bind read-only (a symlinked one
+ * by its target); missing ones inside an existing .git are appended to
+ * *masks as empty read-only files/dirs, so the agent cannot create them. */
+int launch_protected_mounts(const VsLaunch *l, char ***ret_existing, VsMaskPath **masks, size_t *n_masks);
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir. */
 int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err);

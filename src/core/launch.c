@@ -255,6 +255,53 @@ static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *
         return 0;
 }
 
+int launch_protected_mounts(const VsLaunch *l, char ***ret_existing, VsMaskPath **masks, size_t *n_masks) {
+        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
+        if (!protected_existing)
+                return -ENOMEM;
+        int r = 0;
+        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
+                struct stat st;
+                if (lstat(*pp, &st) == 0) {
+                        if (!S_ISLNK(st.st_mode)) {
+                                r = strv_extend(&protected_existing, *pp);
+                                continue;
+                        }
+                        /* A symlinked .git/hooks: protect where it leads. */
+                        _cleanup_free_ char *real = realpath(*pp, NULL);
+                        if (real)
+                                r = strv_extend(&protected_existing, real);
+                        continue;
+                }
+                if (errno != ENOENT)
+                        continue;
+                /* Missing .git/hooks or .git/config in an existing .git:
+                 * the agent must not be able to create them either, so an
+                 * empty read-only one is mounted there (the backend creates
+                 * the empty mount point in the workspace). */
+                _cleanup_free_ char *parent = strdup(*pp);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+                if (!slash)
+                        return -ENOMEM;
+                *slash = 0;
+                if (lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                VsMaskPath *nm = realloc(*masks, (*n_masks + 1) * sizeof *nm);
+                if (!nm)
+                        return -ENOMEM;
+                *masks = nm;
+                nm[*n_masks].path = strdup(*pp);
+                nm[*n_masks].dir = streq(slash + 1, "hooks");
+                if (!nm[*n_masks].path)
+                        return -ENOMEM;
+                (*n_masks)++;
+        }
+        if (r < 0)
+                return r;
+        *ret_existing = TAKE_PTR(protected_existing);
+        return 0;
+}
+
 /* The local backend: bubblewrap on this host. */
 static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         int r;
@@ -270,49 +317,8 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 return vs_error_prefix(err, "finding the paths to mask");
         l->n_masked = n_masks;
 
-        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
-        if (!protected_existing)
-                r = -ENOMEM;
-        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
-                struct stat st;
-                if (lstat(*pp, &st) == 0) {
-                        if (!S_ISLNK(st.st_mode)) {
-                                r = strv_extend(&protected_existing, *pp);
-                                continue;
-                        }
-                        /* A symlinked .git/hooks: protect where it leads. */
-                        _cleanup_free_ char *real = realpath(*pp, NULL);
-                        if (real)
-                                r = strv_extend(&protected_existing, real);
-                        continue;
-                }
-                /* Missing .git/hooks or .git/config in an existing .git:
-                 * the agent must not be able to create them either, so an
-                 * empty read-only one is mounted there (bwrap creates the
-                 * empty mount point in the workspace). */
-                _cleanup_free_ char *parent = strdup(*pp);
-                char *slash = parent ? strrchr(parent, '/') : NULL;
-                if (!slash) {
-                        r = -ENOMEM;
-                        break;
-                }
-                *slash = 0;
-                if (errno != ENOENT || lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
-                        continue;
-                VsMaskPath *nm = realloc(masks, (n_masks + 1) * sizeof *nm);
-                if (!nm) {
-                        r = -ENOMEM;
-                        break;
-                }
-                masks = nm;
-                masks[n_masks].path = strdup(*pp);
-                masks[n_masks].dir = streq(slash + 1, "hooks");
-                if (!masks[n_masks].path) {
-                        r = -ENOMEM;
-                        break;
-                }
-                n_masks++;
-        }
+        _cleanup_strv_free_ char **protected_existing = NULL;
+        r = launch_protected_mounts(l, &protected_existing, &masks, &n_masks);
 
         /* A root-owned workspace: each root-owned writable path is shown to
          * the unprivileged jail through an idmapped mount, so it can write

@@ -136,14 +136,17 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         if (!rel)
                                 continue;
                         bool is_dir = ev->mask & IN_ISDIR;
+                        /* add_dir() may move w->dirs: keep what wd says. */
+                        size_t root = wd->root;
+                        wd = NULL;
                         if (glob_set_masks(w->set, rel, is_dir)) {
                                 if (!hit)
                                         hit = TAKE_PTR(rel);
                                 continue;
                         }
-                        if (is_dir && add_dir(w, wd->root, rel) >= 0)
+                        if (is_dir && add_dir(w, root, rel) >= 0)
                                 /* A directory moved in whole may hold matches already. */
-                                scan_dir(w, wd->root, rel, hit ? NULL : &hit);
+                                scan_dir(w, root, rel, hit ? NULL : &hit);
                 }
         }
         if (!hit)

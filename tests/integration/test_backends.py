@@ -317,6 +317,25 @@ def t_docker_container_shape():
     c.close()
 
 
+def t_missing_hooks_protected():
+    # A repository without .git/hooks (or .git/config): the jail must not be
+    # able to create them and plant a hook the host runs later, on the local
+    # backend and on docker alike.
+    backends = [("local", BASE % "local")]
+    if E.docker:
+        backends.append(("docker", docker_toml()))
+    c = E.d.conn()
+    for name, toml in backends:
+        ws = make_ws(E.tmp, "nohooks-" + name, toml, E.owner, {".git/HEAD": "ref: refs/heads/main\n"})
+        r = term(c, ws, "mkdir -p .git/hooks 2>&1; echo evil > .git/hooks/pre-commit 2>&1; "
+                        "echo '[core] fsmonitor = evil' >> .git/config 2>&1; echo done")
+        check(r.get("ok"), (name, r))
+        check(not os.path.exists(os.path.join(ws, ".git/hooks/pre-commit")), (name, "a hook was planted", r))
+        cfg = os.path.join(ws, ".git/config")
+        check(not os.path.exists(cfg) or "fsmonitor" not in open(cfg).read(), (name, ".git/config was written", r))
+    c.close()
+
+
 def t_docker_lockdown_no_network():
     need_docker()
     lst = socket.socket()
@@ -610,6 +629,7 @@ TESTS = [
     ("ssh: without bubblewrap the worker runs degraded, reported in the result and status", t_ssh_no_bwrap_degraded),
     ("ssh: a dropped connection fails the in-flight call; the next call reconnects", t_ssh_dropped_connection),
     ("plan prints the docker and ssh command lines", t_plan_prints_commands),
+    ("a missing .git/hooks or .git/config cannot be created from the jail (local, docker)", t_missing_hooks_protected),
     ("cold start and warm exec /bin/true, local vs docker vs ssh", measure),
 ]
 
