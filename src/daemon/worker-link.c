@@ -156,13 +156,23 @@ static int link_write(WorkerLink *l, StrBuf *b) {
         return 0;
 }
 
+static bool has_prefix_in(char **l, const char *prefix) {
+        for (char **d = l; d && *d; d++)
+                if (strncmp(*d, prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
 static int compute_layers(WorkerLink *l, const ProtocolReady *rd) {
         int r = 0;
         l->layers = calloc(1, sizeof(char *));
         if (!l->layers)
                 return -ENOMEM;
         if (l->launch->sandboxed) {
-                r = strv_extend(&l->layers, "namespaces");
+                /* A backend that could not build namespaces (ssh to a host
+                 * without bwrap) says so in degraded: never claim them. */
+                if (!has_prefix_in(rd->degraded, "namespaces:") && !has_prefix_in(l->launch->degraded, "namespaces:"))
+                        r = strv_extend(&l->layers, "namespaces");
                 if (r >= 0 && rd->no_new_privs)
                         r = strv_extend(&l->layers, "no_new_privs");
                 if (r >= 0 && rd->seccomp)

@@ -527,6 +527,8 @@ def t_ssh_no_bwrap_degraded():
     check(r["stdout"] == "ran\n", r)
     deg = " ".join(r["sandbox"]["degraded"])
     check("no bubblewrap" in deg, r["sandbox"])
+    # Without bwrap there are no namespaces: the layers must not claim them.
+    check("namespaces" not in r["sandbox"]["layers"], r["sandbox"])
     st = E.d.status(local)
     check(st and "no bubblewrap" in " ".join(st["worker"]["degraded"]), st)
     # The file tools still hold the masks.
