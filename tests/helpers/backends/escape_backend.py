@@ -35,7 +35,8 @@ class Backend:
             elif self.name == "ssh":
                 # The key is root's and world-readable (ssh accepts a key
                 # another user owns), so any identity of the suite may use it.
-                self.server = servers.SshServer(self.tmp, client_owner=(0, 0))
+                owner = (0, 0) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+                self.server = servers.SshServer(self.tmp, client_owner=owner)
                 os.chmod(self.server.identity, 0o644)
                 wbin = os.path.join(self.tmp, "wbin")
                 os.makedirs(wbin)

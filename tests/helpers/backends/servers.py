@@ -187,6 +187,12 @@ class SshServer:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         else:
             pw = pwd.getpwuid(os.geteuid())
+            # An unprivileged sshd can only log its own user in, and sshd
+            # refuses an account without a usable shell (nobody's nologin).
+            if os.path.basename(pw.pw_shell or "") in ("nologin", "false", "") or not os.path.isdir(pw.pw_dir):
+                raise Unavailable("an unprivileged sshd logs in only its own user, and %s has no login shell or home "
+                                  "(%s, %s): run the suite as root or as a user with a shell" %
+                                  (pw.pw_name, pw.pw_shell, pw.pw_dir))
         self.user, self.uid, self.gid = pw.pw_name, pw.pw_uid, pw.pw_gid
         self.port = _free_port()
         hostkey = os.path.join(self.dir, "host_ed25519")
