@@ -16,8 +16,15 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         r = launch_ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        if ((r = backend_docker_name(p->workspace, &name)) < 0)
+        _cleanup_free_ char *base = NULL;
+        if ((r = backend_docker_name(p->workspace, &base)) < 0)
                 return r;
+        /* Alternate names: after a policy change the old container drains
+         * its in-flight calls while the new one starts beside it. */
+        if (asprintf(&name, "%s-%c", base, o->instance % 2 ? 'b' : 'a') < 0) {
+                name = NULL;
+                return -ENOMEM;
+        }
 
         VsMaskPath *masks = NULL;
         size_t n_masks = 0;
@@ -52,7 +59,10 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         if (r >= 0)
                 r = backend_docker_argv(p, &env, &l->argv, err);
         if (r >= 0)
-                r = backend_docker_rm_argv(p, name, &l->pre_argv);
+                /* First start: whatever an earlier daemon left, under any
+                 * name; later starts: only a stale container of this name. */
+                r = o->instance == 0 ? backend_docker_rm_all_argv(p, base, &l->pre_argv)
+                                     : backend_docker_rm_argv(p, name, &l->pre_argv);
         backend_local_env_done(&host);
         for (size_t k = 0; k < n_masks; k++)
                 free(masks[k].path);

@@ -17,6 +17,11 @@ typedef struct VsLaunchOptions {
         const char *worker_path; /* host path of the static worker */
         const char *bwrap;       /* NULL: "bwrap" from PATH */
         const char *runtime_dir; /* where the empty mask file/dir live (created if needed) */
+        /* How many workers this caller started for the workspace before
+         * (0: the first). Backends whose workers have names (docker)
+         * alternate between two so a draining worker is not removed by its
+         * successor's start. */
+        uint64_t instance;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {

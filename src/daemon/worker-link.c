@@ -390,6 +390,7 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         VsLaunchOptions o = {
                 .worker_path = srv->opt.worker_path,
                 .runtime_dir = srv->opt.runtime_dir,
+                .instance = ws->counters.spawns,
         };
         _cleanup_(launch_freep) VsLaunch *launch = NULL;
         int r = launch_prepare(ws->policy, &o, &launch, err);

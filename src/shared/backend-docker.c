@@ -216,6 +216,16 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
         return 0;
 }
 
+int backend_docker_rm_all_argv(const VsPolicy *p, const char *base, char ***ret_argv) {
+        _cleanup_strv_free_ char **a = NULL;
+        int r;
+        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, base)) < 0 ||
+            (r = strv_extendf(&a, "%s-a", base)) < 0 || (r = strv_extendf(&a, "%s-b", base)) < 0)
+                return r;
+        *ret_argv = TAKE_PTR(a);
+        return 0;
+}
+
 int backend_docker_rm_argv(const VsPolicy *p, const char *name, char ***ret_argv) {
         _cleanup_strv_free_ char **a = NULL;
         int r;

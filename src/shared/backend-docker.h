@@ -41,6 +41,9 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
 /* `docker [--host H] rm -f NAME`: removes a leftover container before a
  * start. *ret_argv owned by the caller. */
 int backend_docker_rm_argv(const VsPolicy *p, const char *name, char ***ret_argv);
+/* `docker rm -f` of every name the workspace's containers may have had
+ * (the base name and both alternates): what an earlier daemon left. */
+int backend_docker_rm_all_argv(const VsPolicy *p, const char *base, char ***ret_argv);
 
 /* One --mount value: type=bind,source=S,target=T[,readonly], with fields
  * quoted as docker's CSV parser expects when they hold ',' or '"'. NULL on

@@ -102,6 +102,9 @@ class Conn:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
+    def send(self, req):
+        self.s.sendall(json.dumps(req).encode() + b"\n")
+
     def call(self, req):
         self.next_id += 1
         self.s.sendall(json.dumps(dict(req, id=self.next_id)).encode() + b"\n")
@@ -392,7 +395,8 @@ def t_docker_killed_container():
     th.start()
     time.sleep(0.5)
     import hashlib as _h
-    cname = "vectora-" + _h.sha256(os.path.realpath(ws).encode()).hexdigest()[:16]
+    # The first container of a workspace is NAME-a (NAME-b after a recycle).
+    cname = "vectora-" + _h.sha256(os.path.realpath(ws).encode()).hexdigest()[:16] + "-a"
     check(cname in name, (cname, name))
     t0 = time.time()
     E.docker.run(["kill", cname])
@@ -410,13 +414,42 @@ def t_docker_killed_container():
 def t_docker_leftover_removed():
     need_docker()
     ws = make_ws(E.tmp, "docker-leftover", docker_toml(), E.owner)
-    cname = "vectora-" + hashlib.sha256(os.path.realpath(ws).encode()).hexdigest()[:16]
-    # What a crashed earlier daemon could have left: a container of that name.
-    E.docker.run(["run", "-d", "--name", cname, E.image, "sleep", "600"])
+    base = "vectora-" + hashlib.sha256(os.path.realpath(ws).encode()).hexdigest()[:16]
+    # What a crashed earlier daemon could have left: containers under the
+    # names a workspace's containers take (NAME-a is the first start's, so
+    # without the clean-up the start would fail on a name conflict).
+    for cname in (base + "-a", base + "-b"):
+        E.docker.run(["run", "-d", "--name", cname, E.image, "sleep", "600"])
     c = E.d.conn()
-    r = ok(term(c, ws, "echo fresh"), "a start over a leftover container")
+    r = ok(term(c, ws, "echo fresh"), "a start over leftover containers")
     check(r["stdout"] == "fresh\n", r)
+    names = E.docker.run(["ps", "-a", "--format", "{{.Names}}"]).stdout.split()
+    check(base + "-b" not in names, ("the leftover NAME-b was not removed", names))
     c.close()
+
+
+def t_docker_policy_change_drains():
+    # Rule 7 on docker: a changed policy starts a new container while the
+    # old one finishes its in-flight call (alternating container names).
+    need_docker()
+    ws = make_ws(E.tmp, "docker-drain", docker_toml(), E.owner)
+    c, c2 = E.d.conn(), E.d.conn()
+    ok(term(c, ws, "true"), "warm")
+    c.send({"id": 77, "tool": "terminal", "workspace": ws, "command": "sleep 2; echo finished"})
+    time.sleep(0.5)
+    cfg = os.path.join(ws, "vectora.toml")
+    with open(cfg) as f:
+        text = f.read()
+    with open(cfg, "w") as f:
+        f.write(text.replace('mask = [".env", "**/*.pem"]', 'mask = [".env", "**/*.pem", "*.key"]'))
+    r2 = ok(term(c2, ws, "echo new-generation"), "a call under the new policy")
+    check(r2["stdout"] == "new-generation\n", r2)
+    r1 = c.recv()
+    check(r1.get("id") == 77 and r1.get("ok") and r1.get("stdout") == "finished\n",
+          ("the in-flight call on the old container did not finish", r1))
+    check(r1["sandbox"]["generation"] < r2["sandbox"]["generation"], (r1["sandbox"], r2["sandbox"]))
+    c.close()
+    c2.close()
 
 
 def t_docker_errors():
@@ -624,6 +657,7 @@ TESTS = [
     ("docker: lockdown has no network (a host listener is unreachable)", t_docker_lockdown_no_network),
     ("docker: a killed container fails the in-flight call; the next call recovers", t_docker_killed_container),
     ("docker: a leftover container of the same name is removed at start", t_docker_leftover_removed),
+    ("docker: a policy change lets the in-flight call finish on the old container", t_docker_policy_change_drains),
     ("docker: clear errors for a missing image, an engine down, a missing client", t_docker_errors),
     ("ssh: the worker is deployed by sha256 (only when it differs, atomically)", t_ssh_deploy_by_hash),
     ("ssh: an unknown or wrong host key is refused, never accepted", t_ssh_unknown_host_key),
