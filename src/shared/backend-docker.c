@@ -72,49 +72,6 @@ static int add_client(char ***a, const VsPolicy *p) {
         return r;
 }
 
-typedef struct Bind {
-        const char *path;
-        bool rw;
-} Bind;
-
-static int cmp_bind(const void *a, const void *b) {
-        /* Shallower first, so a nested path is mounted over its parent. */
-        size_t la = strlen(((const Bind *)a)->path), lb = strlen(((const Bind *)b)->path);
-        return la < lb ? -1 : la > lb;
-}
-
-/* Every directory strictly between the rw root holding `path` and `path`
- * is bound onto itself: a mount point cannot be renamed (EBUSY), so the
- * container cannot move .git aside (taking the read-only .git/hooks mount
- * with it) and plant a fresh hooks directory, nor move a masked file's
- * parent out from under a mask anchored to its path. As on the local
- * backend (backend-local.c). */
-static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path) {
-        const Bind *root = NULL;
-        for (size_t i = 0; i < nb; i++)
-                if (path_is_below_or_equal(path, binds[i].path) && (!root || strlen(binds[i].path) > strlen(root->path)))
-                        root = &binds[i];
-        if (!root || !root->rw)
-                return 0;
-        size_t rl = streq(root->path, "/") ? 0 : strlen(root->path);
-        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
-                if (!dir)
-                        return -ENOMEM;
-                if (!strv_contains(*pins, dir)) {
-                        int r = strv_extend(pins, dir);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-static int cmp_depth(const void *a, const void *b) {
-        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
-        return la < lb ? -1 : la > lb;
-}
-
 int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_argv, VsError **err) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
@@ -160,31 +117,19 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
              (r = add(&a, "--memory-swap")) < 0 || (r = strv_extendf(&a, "%llu", (unsigned long long)p->limits.memory)) < 0))
                 return r;
 
-        /* rw_paths and ro_paths at their real paths, parents before children. */
+        /* rw_paths and ro_paths at their real paths, parents before
+         * children, and the directories leading to protected and masked
+         * paths pinned: the same steps as the local backend. */
         size_t nb = 0;
-        _cleanup_free_ Bind *binds = calloc(p->n_rw + p->n_ro + 1, sizeof(Bind));
-        if (!binds)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_ro; i++)
-                if (p->ro_paths[i].resolved)
-                        binds[nb++] = (Bind){ p->ro_paths[i].resolved, false };
-        for (size_t i = 0; i < p->n_rw; i++)
-                if (p->rw_paths[i].resolved)
-                        binds[nb++] = (Bind){ p->rw_paths[i].resolved, true };
-        qsort(binds, nb, sizeof(Bind), cmp_bind);
+        _cleanup_free_ VsBind *binds = NULL;
+        if ((r = backend_binds(p, &binds, &nb)) < 0)
+                return r;
         for (size_t i = 0; i < nb; i++)
                 if ((r = add_mount(&a, binds[i].path, binds[i].path, !binds[i].rw, err)) < 0)
                         return r;
-        _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
-        if (!pins)
-                return -ENOMEM;
-        for (char **pp = env->protected_existing; pp && *pp; pp++)
-                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
-                        return r;
-        for (size_t i = 0; i < env->n_masks; i++)
-                if ((r = add_pins(&pins, binds, nb, env->masks[i].path)) < 0)
-                        return r;
-        qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        _cleanup_strv_free_ char **pins = NULL;
+        if ((r = backend_pins(binds, nb, env->protected_existing, env->masks, env->n_masks, &pins)) < 0)
+                return r;
         for (char **pp = pins; *pp; pp++)
                 if ((r = add_mount(&a, *pp, *pp, false, err)) < 0)
                         return r;

@@ -22,14 +22,9 @@ static int add3(char ***a, const char *x, const char *y, const char *z) {
         return r < 0 ? r : strv_extend(a, z);
 }
 
-typedef struct Bind {
-        const char *path;
-        bool rw;
-} Bind;
-
 static int cmp_bind(const void *a, const void *b) {
         /* Shallower first, so a nested path is mounted over its parent. */
-        size_t la = strlen(((const Bind *)a)->path), lb = strlen(((const Bind *)b)->path);
+        size_t la = strlen(((const VsBind *)a)->path), lb = strlen(((const VsBind *)b)->path);
         return la < lb ? -1 : la > lb;
 }
 
@@ -38,16 +33,30 @@ static int cmp_depth(const void *a, const void *b) {
         return la < lb ? -1 : la > lb;
 }
 
-/* Every directory strictly between the rw root holding `path` and `path`
- * becomes a mount point of its own, bound onto itself. The kernel refuses
- * to rename or remove a mount point (EBUSY), so the jail cannot move such a
- * directory aside: moving .git would carry the read-only mount over
- * .git/hooks with it and leave a fresh, writable .git/hooks for a hook the
- * host runs later; moving a masked file's parent would take the secret out
- * from under a mask pattern anchored to its path for the next jail. Under a
- * read-only root nothing can be moved anyway. Pure string work. */
-static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path) {
-        const Bind *root = NULL;
+int backend_binds(const VsPolicy *p, VsBind **ret, size_t *ret_n) {
+        size_t nb = 0;
+        VsBind *binds = calloc(p->n_rw + p->n_ro + 1, sizeof(VsBind));
+        if (!binds)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_ro; i++)
+                if (p->ro_paths[i].resolved)
+                        binds[nb++] = (VsBind){ p->ro_paths[i].resolved, false };
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        binds[nb++] = (VsBind){ p->rw_paths[i].resolved, true };
+        bool covered = false;
+        for (size_t i = 0; i < nb; i++)
+                covered |= path_startswith(p->workspace, binds[i].path) != NULL;
+        if (!covered)
+                binds[nb++] = (VsBind){ p->workspace, false };
+        qsort(binds, nb, sizeof(VsBind), cmp_bind);
+        *ret = binds;
+        *ret_n = nb;
+        return 0;
+}
+
+static int add_pins(char ***pins, const VsBind *binds, size_t nb, const char *path) {
+        const VsBind *root = NULL;
         for (size_t i = 0; i < nb; i++)
                 if (path_is_below_or_equal(path, binds[i].path) &&
                     (!root || strlen(binds[i].path) > strlen(root->path)))
@@ -70,10 +79,27 @@ static int add_pins(char ***pins, const Bind *binds, size_t nb, const char *path
         return 0;
 }
 
+int backend_pins(const VsBind *binds, size_t nb, char *const *protected_existing, const VsMaskPath *masks,
+                 size_t n_masks, char ***ret) {
+        _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
+        if (!pins)
+                return -ENOMEM;
+        int r;
+        for (char *const *pp = protected_existing; pp && *pp; pp++)
+                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
+                        return r;
+        for (size_t i = 0; i < n_masks; i++)
+                if ((r = add_pins(&pins, binds, nb, masks[i].path)) < 0)
+                        return r;
+        qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        *ret = TAKE_PTR(pins);
+        return 0;
+}
+
 /* A pin's source: below its root's source when that root is bound from
  * elsewhere (an idmapped staging mount), else the path itself. */
-static char *pin_source(const VsLocalEnv *env, const Bind *binds, size_t nb, const char *pin) {
-        const Bind *root = NULL;
+static char *pin_source(const VsLocalEnv *env, const VsBind *binds, size_t nb, const char *pin) {
+        const VsBind *root = NULL;
         for (size_t i = 0; i < nb; i++)
                 if (path_is_below_or_equal(pin, binds[i].path) && (!root || strlen(binds[i].path) > strlen(root->path)))
                         root = &binds[i];
@@ -132,23 +158,9 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         /* rw_paths and ro_paths at their real paths, parents before children. */
         size_t nb = 0;
-        _cleanup_free_ Bind *binds = calloc(p->n_rw + p->n_ro + 2, sizeof(Bind));
-        if (!binds)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_ro; i++)
-                if (p->ro_paths[i].resolved)
-                        binds[nb++] = (Bind){ p->ro_paths[i].resolved, false };
-        for (size_t i = 0; i < p->n_rw; i++)
-                if (p->rw_paths[i].resolved)
-                        binds[nb++] = (Bind){ p->rw_paths[i].resolved, true };
-        /* The workspace itself is always visible: read-only when no listed
-         * path covers it (rw_paths = [] makes a read-only workspace). */
-        bool covered = false;
-        for (size_t i = 0; i < nb; i++)
-                covered |= path_startswith(p->workspace, binds[i].path) != NULL;
-        if (!covered)
-                binds[nb++] = (Bind){ p->workspace, false };
-        qsort(binds, nb, sizeof(Bind), cmp_bind);
+        _cleanup_free_ VsBind *binds = NULL;
+        if ((r = backend_binds(p, &binds, &nb)) < 0)
+                return r;
         for (size_t i = 0; i < nb; i++) {
                 const char *src = binds[i].path;
                 for (size_t k = 0; k < env->n_bind_sources; k++)
@@ -160,14 +172,8 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         /* Pin the directories leading to protected and masked paths. */
         _cleanup_strv_free_ char **pins = NULL;
-        for (char **pp = env->protected_existing; pp && *pp; pp++)
-                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
-                        return r;
-        for (size_t i = 0; i < env->n_masks; i++)
-                if ((r = add_pins(&pins, binds, nb, env->masks[i].path)) < 0)
-                        return r;
-        if (pins)
-                qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        if ((r = backend_pins(binds, nb, env->protected_existing, env->masks, env->n_masks, &pins)) < 0)
+                return r;
         for (char **pp = pins; pp && *pp; pp++) {
                 _cleanup_free_ char *src = pin_source(env, binds, nb, *pp);
                 if (!src)

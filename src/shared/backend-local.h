@@ -27,6 +27,28 @@ typedef struct VsSymlink {
         char *path;   /* e.g. "/bin" */
 } VsSymlink;
 
+/* A listed path as the backends mount it. Borrowed path. */
+typedef struct VsBind {
+        const char *path;
+        bool rw;
+} VsBind;
+
+/* The rw_paths and ro_paths (resolved ones) at their real paths, plus the
+ * workspace read-only when no listed path covers it (rw_paths = [] makes a
+ * read-only workspace), parents before children. Shared by every backend
+ * that mounts paths (local, docker). *ret is malloc'd; paths borrowed. */
+int backend_binds(const VsPolicy *p, VsBind **ret, size_t *ret_n);
+
+/* The directories to pin (bind onto themselves): every directory strictly
+ * between the rw root holding a protected or masked path and that path. The
+ * kernel refuses to rename or remove a mount point (EBUSY), so the jail
+ * cannot move .git aside (taking the read-only .git/hooks mount with it)
+ * and plant a fresh hooks directory, nor move a masked file's parent out
+ * from under a mask anchored to its path. Under a read-only root nothing
+ * can be moved anyway. Sorted shallowest first; *ret owned (never NULL). */
+int backend_pins(const VsBind *binds, size_t nb, char *const *protected_existing, const VsMaskPath *masks,
+                 size_t n_masks, char ***ret);
+
 /* A bind whose source differs from its destination (an idmapped
  * staging mount shown at the real path). */
 typedef struct VsBindSource {

@@ -67,6 +67,15 @@ static char **build(const char *toml) {
         return argv;
 }
 
+static void test_readonly_workspace(void **state) {
+        /* rw_paths = []: the workspace is still there, read-only (the fix of
+         * the config fuzzer's finding, shared with the local backend). */
+        char **argv = build("[sandbox]\nbackend = \"docker\"\nrw_paths = []\n[sandbox.docker]\nimage = \"img\"\n");
+        assert_true(find2(argv, "--mount", "type=bind,source=/ws,target=/ws,readonly") >= 0);
+        assert_true(find2(argv, "--mount", "type=bind,source=/ws,target=/ws") < 0);
+        strv_free(argv);
+}
+
 static void test_name_is_stable_hash(void **state) {
         char *n = NULL;
         assert_int_equal(backend_docker_name("/ws", &n), 0);
@@ -230,6 +239,7 @@ int main(void) {
                 cmocka_unit_test(test_refuses_root),
                 cmocka_unit_test(test_mount_quoting),
                 cmocka_unit_test(test_newline_refused),
+                cmocka_unit_test(test_readonly_workspace),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
