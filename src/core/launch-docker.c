@@ -28,7 +28,7 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
 
         VsMaskPath *masks = NULL;
         size_t n_masks = 0;
-        r = launch_collect_masks(p, &masks, &n_masks, err);
+        r = backend_collect_masks(p, &masks, &n_masks, err);
         if (r < 0)
                 return vs_error_prefix(err, "finding the paths to mask");
         l->n_masked = n_masks;

@@ -13,9 +13,6 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
 int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
 int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
 
-/* The existing paths below the rw/ro roots that the masks cover
- * (absolute; symlinks excluded). Caller frees each path and the array. */
-int launch_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err);
 /* The protected paths (vectora.toml, .git/hooks, .git/config) as mounts:
  * *ret_existing lists the existing ones to bind read-only (a symlinked one
  * by its target); missing ones inside an existing .git are appended to

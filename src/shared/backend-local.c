@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -224,6 +225,58 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         *ret_argv = TAKE_PTR(a);
         return 0;
+}
+
+int backend_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err) {
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        int r = glob_set_new(p->mask, &set, err);
+        if (r < 0)
+                return r;
+        VsMaskPath *out = NULL;
+        size_t n = 0;
+        /* The same patterns apply below every listed root, relative to it. */
+        for (size_t pass = 0; pass < 2; pass++) {
+                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass ? p->n_ro : p->n_rw;
+                for (size_t i = 0; i < nl; i++) {
+                        if (!list[i].resolved)
+                                continue;
+                        MaskList ml = { 0 };
+                        r = mask_walk(list[i].resolved, set, &ml, err);
+                        if (r < 0)
+                                goto fail;
+                        VsMaskPath *nn = realloc(out, (n + ml.n + 1) * sizeof *nn);
+                        if (!nn) {
+                                mask_list_done(&ml);
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        out = nn;
+                        for (size_t k = 0; k < ml.n; k++) {
+                                /* Symlinks are not mounted over: bwrap would follow them.
+                                 * Their targets are masked in their own right if they match. */
+                                if (ml.items[k].kind == MASK_SYMLINK)
+                                        continue;
+                                out[n].path = path_join(list[i].resolved, ml.items[k].relpath);
+                                out[n].dir = ml.items[k].kind == MASK_DIR;
+                                if (!out[n].path) {
+                                        mask_list_done(&ml);
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                n++;
+                        }
+                        mask_list_done(&ml);
+                }
+        }
+        *ret = out;
+        *ret_n = n;
+        return 0;
+fail:
+        for (size_t k = 0; k < n; k++)
+                free(out[k].path);
+        free(out);
+        return r;
 }
 
 /* ---- host facts -------------------------------------------------------- */

@@ -49,6 +49,14 @@ int backend_binds(const VsPolicy *p, VsBind **ret, size_t *ret_n);
 int backend_pins(const VsBind *binds, size_t nb, char *const *protected_existing, const VsMaskPath *masks,
                  size_t n_masks, char ***ret);
 
+/* Walks every resolved rw/ro root with the mask patterns (relative to
+ * each root) and returns the existing paths to mount over, absolute;
+ * symlinks are left out (a mount would follow them; their targets are
+ * masked in their own right if they match). Touches the file system. The
+ * caller frees each path and the array. Used by every backend that mounts
+ * masks, on this host or (the remote launcher) on another. */
+int backend_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err);
+
 /* A bind whose source differs from its destination (an idmapped
  * staging mount shown at the real path). */
 typedef struct VsBindSource {

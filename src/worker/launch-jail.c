@@ -122,37 +122,8 @@ static VsPath *resolve_list(char **in, bool lockdown, size_t *ret_n) {
 
 static void collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        if (glob_set_new(p->mask, &set, &err) < 0)
-                refuse("mask: %s", vs_error_message(err));
-        VsMaskPath *out = NULL;
-        size_t n = 0;
-        for (size_t pass = 0; pass < 2; pass++) {
-                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
-                size_t nl = pass ? p->n_ro : p->n_rw;
-                for (size_t i = 0; i < nl; i++) {
-                        MaskList ml = { 0 };
-                        if (mask_walk(list[i].resolved, set, &ml, &err) < 0)
-                                refuse("finding the paths to mask on the remote host: %s", vs_error_message(err));
-                        VsMaskPath *nn = realloc(out, (n + ml.n + 1) * sizeof *nn);
-                        if (!nn)
-                                refuse("out of memory");
-                        out = nn;
-                        for (size_t k = 0; k < ml.n; k++) {
-                                /* bwrap would follow a symlink: not mounted over (its target is masked if it matches). */
-                                if (ml.items[k].kind == MASK_SYMLINK)
-                                        continue;
-                                out[n].path = path_join(list[i].resolved, ml.items[k].relpath);
-                                out[n].dir = ml.items[k].kind == MASK_DIR;
-                                if (!out[n].path)
-                                        refuse("out of memory");
-                                n++;
-                        }
-                        mask_list_done(&ml);
-                }
-        }
-        *ret = out;
-        *ret_n = n;
+        if (backend_collect_masks(p, ret, ret_n, &err) < 0)
+                refuse("finding the paths to mask on the remote host: %s", vs_error_message(err));
 }
 
 int launch_jail_main(int argc, char **argv) {
