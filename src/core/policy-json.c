@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "policy-json.h"
+#include "json-util.h"
 
 #include "strv.h"
 
@@ -16,16 +17,6 @@ static json_t *paths_json(const VsPath *l, size_t n) {
         return a;
 }
 
-static json_t *strv_json(char *const *l) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && l && l[i]; i++)
-                if (json_array_append_new(a, json_string(l[i])) < 0) {
-                        json_decref(a);
-                        return NULL;
-                }
-        return a;
-}
-
 json_t *policy_to_json(const VsPolicy *p) {
         if (!p->sandboxed)
                 return json_pack("{s:s, s:s, s:b, s:s}", "workspace", p->workspace, "config", p->config_path, "sandboxed",
@@ -36,7 +27,7 @@ json_t *policy_to_json(const VsPolicy *p) {
         json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}}",
                               "workspace", p->workspace, "config", p->config_path, "sandboxed", 1, "backend",
                               vs_backend_name(p->backend), "rw_paths", paths_json(p->rw_paths, p->n_rw), "ro_paths",
-                              paths_json(p->ro_paths, p->n_ro), "mask", strv_json(p->mask), "protected", strv_json(prot),
+                              paths_json(p->ro_paths, p->n_ro), "mask", json_strv(p->mask), "protected", json_strv(prot),
                               "no_gpu", p->no_gpu, "lockdown", p->lockdown, "network", p->network, "idle_timeout",
                               (json_int_t)p->idle_timeout_s, "limits", "timeout", (json_int_t)p->limits.timeout_s,
                               "max_output", (json_int_t)p->limits.max_output, "pids", (json_int_t)p->limits.pids,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "json-util.h"
 #include "log.h"
 #include "path-util.h"
 #include "policy-json.h"
@@ -381,13 +382,6 @@ void workspace_recycle(Workspace *ws, const char *code, const char *why) {
                 spawn(ws);
 }
 
-static json_t *strv_json(char **l) {
-        json_t *a = json_array();
-        for (char **s = l; a && s && *s; s++)
-                json_array_append_new(a, json_string(*s));
-        return a;
-}
-
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
         json_t *o = json_object();
         if (!o)
@@ -396,8 +390,8 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
         const char *backend = sandboxed && ws->policy ? vs_backend_name(ws->policy->backend) : "none";
         json_object_set_new(o, "backend", ws->state == WS_REFUSED && !l ? json_null() : json_string(backend));
         json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
-        json_object_set_new(o, "layers", strv_json(l ? l->layers : NULL));
-        json_t *deg = strv_json(l ? l->degraded : NULL);
+        json_object_set_new(o, "layers", json_strv(l ? l->layers : NULL));
+        json_t *deg = json_strv(l ? l->degraded : NULL);
         if (deg && sandboxed)
                 for (char **s = ws->limit_notes; s && *s; s++)
                         if (strstr(*s, "not enforced"))
@@ -438,7 +432,7 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "draining", d);
         json_object_set_new(o, "queued", json_integer((json_int_t)ws->n_queued));
         json_object_set_new(o, "sandbox", workspace_sandbox_json(ws, ws->link && ws->link->state == LINK_READY ? ws->link : NULL));
-        json_object_set_new(o, "limits", strv_json(ws->limit_notes));
+        json_object_set_new(o, "limits", json_strv(ws->limit_notes));
         json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws)));
         json_object_set_new(o, "counters", counters_json(&ws->counters));
         unsigned recent = 0;

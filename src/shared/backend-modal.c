@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "backend-modal.h"
+#include "json-util.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -142,16 +143,6 @@ int backend_modal_summary(const VsPolicy *p, const VsModalManifest *mf, char ***
         return 0;
 }
 
-static json_t *strv_json(char *const *l) {
-        json_t *a = json_array();
-        for (char *const *s = l; a && s && *s; s++)
-                if (json_array_append_new(a, json_string(*s)) < 0) {
-                        json_decref(a);
-                        return NULL;
-                }
-        return a;
-}
-
 static const char *kind_name(VsModalEntryKind k) {
         switch (k) {
         case VS_MODAL_DIR: return "dir";
@@ -187,9 +178,9 @@ int backend_modal_manifest_encode(const VsModalManifest *m, StrBuf *out) {
                         r = -ENOMEM;
         }
         if (r >= 0 && (json_object_set_new(o, "version", json_integer(1)) < 0 ||
-                       json_object_set_new(o, "rw_roots", strv_json(m->rw_roots)) < 0 ||
-                       json_object_set_new(o, "ro_roots", strv_json(m->ro_roots)) < 0 ||
-                       json_object_set_new(o, "protected", strv_json(m->protected_paths)) < 0 ||
+                       json_object_set_new(o, "rw_roots", json_strv(m->rw_roots)) < 0 ||
+                       json_object_set_new(o, "ro_roots", json_strv(m->ro_roots)) < 0 ||
+                       json_object_set_new(o, "protected", json_strv(m->protected_paths)) < 0 ||
                        json_object_set_new(o, "entries", entries) < 0))
                 r = -ENOMEM;
         else if (r < 0)

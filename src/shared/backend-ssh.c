@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "backend-ssh.h"
+#include "json-util.h"
 
 #include <string.h>
 
@@ -33,20 +34,10 @@ int backend_ssh_map_strv(const char *workspace, const char *remote_root, char *c
 
 /* ---- the remote launcher's policy ------------------------------------- */
 
-static json_t *strv_to_json(char *const *l) {
-        json_t *a = json_array();
-        for (char *const *s = l; a && s && *s; s++)
-                if (json_array_append_new(a, json_string(*s)) < 0) {
-                        json_decref(a);
-                        return NULL;
-                }
-        return a;
-}
-
 int backend_ssh_jail_encode(const VsRemoteJail *j, char **ret_hex) {
         json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b}", "workspace", j->workspace, "rw",
-                              strv_to_json(j->rw), "ro", strv_to_json(j->ro), "mask", strv_to_json(j->mask),
-                              "protected", strv_to_json(j->protected_paths), "env", strv_to_json(j->env), "network",
+                              json_strv(j->rw), "ro", json_strv(j->ro), "mask", json_strv(j->mask),
+                              "protected", json_strv(j->protected_paths), "env", json_strv(j->env), "network",
                               j->network, "no_gpu", j->no_gpu, "lockdown", j->lockdown);
         if (!o)
                 return -ENOMEM;

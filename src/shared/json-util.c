@@ -182,3 +182,13 @@ void json_dispatch_done(const JsonField table[], void *target) {
         for (size_t i = 0; table[i].name; i++)
                 field_done(&table[i], target);
 }
+
+json_t *json_strv(char *const *l) {
+        json_t *a = json_array();
+        for (char *const *s = l; a && s && *s; s++)
+                if (json_array_append_new(a, json_string(*s)) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}

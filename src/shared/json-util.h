@@ -70,3 +70,7 @@ void json_dispatch_done(const JsonField table[], void *target);
 
 /* Name of a json type for messages: "string", "integer", "object"... */
 const char *json_type_name(const json_t *v);
+
+/* A JSON array of the strings of l (NULL-terminated; NULL gives []). New
+ * reference, NULL on OOM. The encoding direction of JSON_FIELD_STRV. */
+json_t *json_strv(char *const *l);

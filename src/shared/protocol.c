@@ -202,18 +202,6 @@ static bool set(json_t *obj, const char *key, json_t *v) {
         return v && json_object_set_new(obj, key, v) == 0;
 }
 
-static json_t *strv_to_json(char *const *l) {
-        json_t *a = json_array();
-        if (!a)
-                return NULL;
-        for (char *const *s = l; s && *s; s++)
-                if (json_array_append_new(a, json_string(*s)) < 0) {
-                        json_decref(a);
-                        return NULL;
-                }
-        return a;
-}
-
 /* "K=V" entries as {"K":"V"}; entries without '=' are skipped. */
 static json_t *env_to_json(char *const *env) {
         json_t *o = json_object();
@@ -288,7 +276,7 @@ int protocol_encode_hello(StrBuf *out, const ProtocolHello *h) {
         json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I}", "type", "hello", "version",
                               (json_int_t) h->version, "arch", h->arch ? h->arch : "unknown", "pid",
                               (json_int_t) h->pid, "landlock_abi", (json_int_t) h->landlock_abi);
-        if (o && !set(o, "can", strv_to_json(h->can)))
+        if (o && !set(o, "can", json_strv(h->can)))
                 o = (json_decref(o), NULL);
         return emit(out, o, NULL, 0);
 }
@@ -324,7 +312,7 @@ int protocol_encode_ready(StrBuf *out, const ProtocolReady *r) {
         json_t *o = json_pack("{s:s, s:{s:b, s:b, s:I}}", "type", "ready", "enforced", "no_new_privs",
                               r->no_new_privs, "seccomp", r->seccomp, "landlock",
                               (json_int_t) r->landlock_abi);
-        if (o && !set(o, "degraded", strv_to_json(r->degraded)))
+        if (o && !set(o, "degraded", json_strv(r->degraded)))
                 o = (json_decref(o), NULL);
         return emit(out, o, NULL, 0);
 }
@@ -398,10 +386,10 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
         json_t *o = json_pack("{s:s, s:s, s:s}", "type", "init", "mode", mode, "workspace", init->workspace);
         if (!o)
                 return -ENOMEM;
-        bool ok = set(o, "rw_paths", strv_to_json(init->rw_paths)) &&
-                  set(o, "ro_paths", strv_to_json(init->ro_paths)) &&
-                  set(o, "mask", strv_to_json(init->mask)) &&
-                  set(o, "protected", strv_to_json(init->protected_paths)) &&
+        bool ok = set(o, "rw_paths", json_strv(init->rw_paths)) &&
+                  set(o, "ro_paths", json_strv(init->ro_paths)) &&
+                  set(o, "mask", json_strv(init->mask)) &&
+                  set(o, "protected", json_strv(init->protected_paths)) &&
                   set(o, "env", env_to_json(init->env));
         if (ok && init->seccomp_bpf) {
                 size_t n = BASE64_ENCODE_RAW_LENGTH(init->seccomp_bpf_len);
@@ -414,10 +402,10 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
         } else if (ok)
                 ok = set(o, "seccomp_bpf", json_null());
         if (ok && init->landlock)
-                ok = set(o, "landlock", json_pack("{s:o}", "rw", strv_to_json(init->landlock_rw)));
+                ok = set(o, "landlock", json_pack("{s:o}", "rw", json_strv(init->landlock_rw)));
         else if (ok)
                 ok = set(o, "landlock", json_null());
-        ok = ok && set(o, "require", strv_to_json(init->require)) &&
+        ok = ok && set(o, "require", json_strv(init->require)) &&
              set(o, "limits", json_pack("{s:I, s:I, s:I, s:I}", "timeout_ms", (json_int_t) init->limits.timeout_ms,
                                         "max_output", (json_int_t) init->limits.max_output,
                                         "pids", (json_int_t) init->limits.pids,
@@ -813,7 +801,7 @@ int protocol_encode_exec_request(StrBuf *out, uint64_t id, const ProtocolExecReq
         if (!r->argv || !r->argv[0])
                 return -EINVAL;
         json_t *o = request_new(id, PROTOCOL_OP_EXEC);
-        bool ok = o && set(o, "argv", strv_to_json(r->argv));
+        bool ok = o && set(o, "argv", json_strv(r->argv));
         if (ok && r->cwd)
                 ok = set(o, "cwd", json_string(r->cwd));
         if (ok && r->env)
