@@ -5,6 +5,12 @@
 
 #include "error.h"
 
+#include <stdbool.h>
+
+/* Whether this program runs from the build tree it was built in (its
+ * /proc/self/exe lies under the build root): only then are the tree's
+ * worker and modal bridge used instead of the installed ones. */
+bool vs_running_from_build_tree(void);
 /* The static worker: $VECTORA_WORKER, else the build tree's (when running
  * from it), else the installed libexec copy. */
 int vs_worker_path(char **ret, VsError **err);
