@@ -7,6 +7,7 @@
 #include "config.h"
 #include "policy-json.h"
 #include "strv.h"
+#include "tools.h"
 
 static void print_paths(const char *name, const VsPath *l, size_t n) {
         printf("%-13s", name);
@@ -20,8 +21,10 @@ static void print_paths(const char *name, const VsPath *l, size_t n) {
         printf("\n");
 }
 
-static void print_policy(const VsPolicy *p) {
+static void print_policy(const VsPolicy *p, const char *dir) {
         printf("%-13s%s\n%-13s%s\n", "workspace", p->workspace, "config", p->config_path);
+        if (!streq(dir, p->workspace))
+                printf("%-13s%s (a subdirectory: it runs in this workspace's jail, with that cwd)\n", "directory", dir);
         if (!p->sandboxed) {
                 printf("%-13sno: unsandboxed (%s); tools act directly on the host\n", "sandboxed",
                        p->unsandboxed_reason);
@@ -83,7 +86,8 @@ int verb_check(int argc, char **argv) {
 
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = config_load(ws, &p, &err);
+        _cleanup_free_ char *dir = NULL;
+        int r = tools_load_policy(ws, &p, &dir, &err);
         if (r < 0) {
                 if (json) {
                         json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", vs_error_kind(err), "message",
@@ -102,11 +106,13 @@ int verb_check(int argc, char **argv) {
                 json_t *o = policy_to_json(p);
                 if (!o)
                         return cli_fail(EXIT_REFUSED, "out of memory");
+                /* Which file governs the directory asked about. */
+                json_object_set_new(o, "directory", json_string(dir));
                 json_dumpf(o, stdout, JSON_INDENT(2));
                 printf("\n");
                 json_decref(o);
                 return 0;
         }
-        print_policy(p);
+        print_policy(p, dir);
         return 0;
 }

@@ -8,6 +8,7 @@
 #include "launch.h"
 #include "paths.h"
 #include "strv.h"
+#include "tools.h"
 
 int verb_plan(int argc, char **argv) {
         static const struct option opts[] = {
@@ -27,7 +28,7 @@ int verb_plan(int argc, char **argv) {
                 }
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = config_load(ws, &p, &err);
+        int r = tools_load_policy(ws, &p, NULL, &err);
         if (r < 0)
                 return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
         _cleanup_free_ char *worker = NULL, *rt = NULL;

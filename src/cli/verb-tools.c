@@ -18,11 +18,15 @@ static void warn_degraded(const VsSession *s) {
                 fprintf(stderr, "vectora-sandbox: warning: running degraded: %s\n", *d);
 }
 
-static int open_or_fail(const char *ws, VsPolicy **p, VsSession **s) {
+/* Embedded mode: the jail of the workspace governing ws (maybe an
+ * ancestor); *dir is ws canonicalized, where relative paths start. */
+static int open_or_fail(const char *ws, VsPolicy **p, VsSession **s, char **dir) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = tools_open(ws, p, s, &err);
         if (r < 0)
                 return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+        if (!(*dir = realpath(ws, NULL)))
+                return cli_fail(EXIT_REFUSED, "workspace %s: %m", ws);
         warn_degraded(*s);
         return 0;
 }
@@ -59,10 +63,12 @@ static int do_exec(const ExecOpts *o, char **argv_cmd) {
                 return client_exec(cli_socket(), o->ws, argv_cmd, NULL, o->cwd, o->env, o->timeout_s);
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(session_endp) VsSession *s = NULL;
-        int r = open_or_fail(o->ws, &p, &s);
+        _cleanup_free_ char *dir = NULL, *cwd = NULL;
+        int r = open_or_fail(o->ws, &p, &s, &dir);
         if (r)
                 return r;
-        ProtocolExecRequest req = { .argv = argv_cmd, .cwd = o->cwd, .env = o->env, .timeout_ms = o->timeout_s * 1000 };
+        ProtocolExecRequest req = { .argv = argv_cmd, .cwd = tools_in_dir(dir, o->cwd, &cwd), .env = o->env,
+                                    .timeout_ms = o->timeout_s * 1000 };
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         r = protocol_encode_exec_request(&out, session_next_id(s), &req, NULL, 0);
         if (r < 0)
@@ -190,10 +196,11 @@ int verb_read(int argc, char **argv) {
                 return client_read(cli_socket(), ws, path, offset, limit);
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(session_endp) VsSession *s = NULL;
-        int r = open_or_fail(ws, &p, &s);
+        _cleanup_free_ char *dir = NULL, *abs = NULL;
+        int r = open_or_fail(ws, &p, &s, &dir);
         if (r)
                 return r;
-        ProtocolReadFileRequest req = { .path = path, .offset = offset, .limit = limit };
+        ProtocolReadFileRequest req = { .path = tools_in_dir(dir, path, &abs), .offset = offset, .limit = limit };
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         if ((r = protocol_encode_read_file_request(&out, session_next_id(s), &req)) < 0)
                 return cli_fail(EXIT_REFUSED, "read: %s", strerror(-r));
@@ -258,9 +265,10 @@ int verb_write(int argc, char **argv) {
                 return client_write(cli_socket(), ws, argv[optind], data, len);
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(session_endp) VsSession *s = NULL;
-        if ((r = open_or_fail(ws, &p, &s)))
+        _cleanup_free_ char *dir = NULL, *abs = NULL;
+        if ((r = open_or_fail(ws, &p, &s, &dir)))
                 return r;
-        return write_through(s, "write", argv[optind], data, len, NULL);
+        return write_through(s, "write", tools_in_dir(dir, argv[optind], &abs), data, len, NULL);
 }
 
 int verb_edit(int argc, char **argv) {
@@ -290,20 +298,22 @@ int verb_edit(int argc, char **argv) {
                 return client_edit(cli_socket(), ws, argv[optind], old_text, new_text, all);
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(session_endp) VsSession *s = NULL;
-        int r = open_or_fail(ws, &p, &s);
+        _cleanup_free_ char *dir = NULL, *abs = NULL;
+        int r = open_or_fail(ws, &p, &s, &dir);
         if (r)
                 return r;
+        const char *path = tools_in_dir(dir, argv[optind], &abs);
         _cleanup_free_ char *content = NULL, *edited = NULL;
         size_t len = 0, elen = 0, count = 0;
         char sha[SHA256_HEX_LEN + 1];
-        if ((r = read_whole(s, argv[optind], &content, &len, sha)))
+        if ((r = read_whole(s, path, &content, &len, sha)))
                 return r;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (tool_edit_apply(content, len, old_text, new_text, all, &edited, &elen, &count, &err) < 0)
                 return cli_fail(1, "edit: %s", vs_error_message(err));
         /* if_sha256: a concurrent change between read and write is refused,
          * never silently overwritten. */
-        if ((r = write_through(s, "edit", argv[optind], edited, elen, sha)))
+        if ((r = write_through(s, "edit", path, edited, elen, sha)))
                 return r;
         fprintf(stderr, "vectora-sandbox: edit: %zu replacement%s\n", count, count == 1 ? "" : "s");
         return 0;

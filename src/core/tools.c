@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "path-util.h"
 #include "paths.h"
 #include "strbuf.h"
 
@@ -53,9 +54,29 @@ int tool_edit_apply(const char *content, size_t len, const char *old_text, const
         return 0;
 }
 
+int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, VsError **err) {
+        _cleanup_free_ char *root = NULL, *canon = NULL;
+        int r = config_locate(dir, &root, &canon, err);
+        if (r < 0)
+                return r;
+        if ((r = config_load(root, ret, err)) < 0)
+                return r;
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(canon);
+        return 0;
+}
+
+const char *tools_in_dir(const char *dir, const char *path, char **ret_buf) {
+        *ret_buf = NULL;
+        if (!dir || (path && path[0] == '/'))
+                return path;
+        *ret_buf = path_join(dir, path ? path : ".");
+        return *ret_buf;
+}
+
 int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
-        int r = config_load(workspace, &p, err);
+        int r = tools_load_policy(workspace, &p, NULL, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *worker = NULL, *rt = NULL;

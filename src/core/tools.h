@@ -18,7 +18,15 @@
 int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
                     char **ret, size_t *ret_len, size_t *ret_count, VsError **err);
 
+/* The policy governing dir: config_locate() then config_load() of that
+ * workspace root. *ret_dir (may be NULL): dir canonicalized. */
+int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, VsError **err);
+
 /* Loads the workspace's policy, prepares and starts its worker (embedded
  * mode: one worker for one action). A refused config comes back with kind
  * "config_invalid"; a backend that cannot start, "sandbox_unavailable". */
 int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err);
+/* A path given relative to the directory the action was asked in (dir,
+ * canonical) as the absolute path the worker resolves; absolute paths and
+ * NULL with dir NULL are returned as they are. Caller frees *ret_buf. */
+const char *tools_in_dir(const char *dir, const char *path, char **ret_buf);

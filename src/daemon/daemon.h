@@ -171,9 +171,12 @@ struct Workspace {
         bool limits_degraded;
 };
 
-/* Finds or creates the workspace for an absolute path (canonicalized) and
- * brings its policy up to date with vectora.toml (cheap stat check). */
-int workspace_get(Server *srv, const char *path, Workspace **ret, VsError **err);
+/* Finds or creates the workspace governing an absolute path (the nearest
+ * ancestor holding a vectora.toml, config_locate()) and brings its policy
+ * up to date with vectora.toml (cheap stat check). *ret_dir (may be NULL):
+ * the canonical path asked for when it is a subdirectory of the
+ * workspace, else NULL. */
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err);
 /* Queues a call: sent when the workspace's worker is ready (spawned on
  * demand). On failure the call's done callback runs (maybe later). */
 void workspace_submit(Workspace *ws, Call *c);
@@ -270,6 +273,8 @@ struct Request {
         Workspace *ws;
         uint64_t t0_us;
         json_t *target;  /* for the audit log */
+        char *dir;       /* a subdirectory of ws->path the request named: relative paths and the cwd start there */
+        char *dir_path;  /* the request's path or cwd made absolute under dir */
         Call call;
         bool binary;     /* results as raw payload instead of strings */
         JsonlText texts[2]; /* result strings borrowed from the worker's reply, sent by request_finish */

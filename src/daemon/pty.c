@@ -231,10 +231,12 @@ void pty_open(Request *r, json_t *obj) {
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
-                if (chdir(ws->path) < 0)
+                /* A subdirectory the client named is the shell's cwd. */
+                const char *cwd = r->dir ? r->dir : ws->path;
+                if (chdir(cwd) < 0)
                         _exit(126);
                 setenv("TERM", a.term ? a.term : "xterm-256color", 1);
-                setenv("PWD", ws->path, 1);
+                setenv("PWD", cwd, 1);
                 if (a.env) {
                         const char *k;
                         json_t *v;

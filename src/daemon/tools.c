@@ -10,6 +10,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "path-util.h"
 #include "strv.h"
 #include "tools.h"
 
@@ -91,6 +92,8 @@ static void request_free(Request *r) {
         free(r->args);
         json_decref(r->id);
         json_decref(r->target);
+        free(r->dir);
+        free(r->dir_path);
         jsonl_msg_done(&r->msg);
         free(r);
 }
@@ -588,6 +591,7 @@ typedef struct Tool {
         CallBuildFn build;
         CallDoneFn done;
         void (*free_args)(void *a);
+        size_t path_offset; /* the const char * argument relative to the named directory (path or cwd) */
 } Tool;
 
 static void terminal_free(void *a) {
@@ -601,10 +605,13 @@ static void edit_free(void *a) {
 }
 
 static const Tool tools[] = {
-        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_build, terminal_done, terminal_free },
-        { "file_read", read_table, sizeof(ReadArgs), NULL, read_build, read_done, NULL },
-        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_build, write_done, write_free },
-        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_build, edit_done, edit_free },
+        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_build, terminal_done, terminal_free,
+          offsetof(TerminalArgs, cwd) },
+        { "file_read", read_table, sizeof(ReadArgs), NULL, read_build, read_done, NULL, offsetof(ReadArgs, path) },
+        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_build, write_done, write_free,
+          offsetof(WriteArgs, path) },
+        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_build, edit_done, edit_free,
+          offsetof(EditArgs, path) },
 };
 
 static const Tool *request_tool(Request *r) {
@@ -657,7 +664,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"workspace\" (an absolute path)");
         _cleanup_(vs_error_freep) VsError *err = NULL;
         Workspace *ws = NULL;
-        if (workspace_get(srv, wsp, &ws, &err) < 0)
+        if (workspace_get(srv, wsp, &ws, &r->dir, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
                                       vs_error_message(err));
         r->ws = ws;
@@ -675,6 +682,15 @@ void tools_handle(Client *c, JsonlMsg *m) {
         }
         r->args_table = t->table;
         r->free_args = t->free_args;
+        /* A subdirectory was named: the call runs in the workspace's jail
+         * with relative paths and the cwd starting there (the worker
+         * resolves relative paths against the workspace root). */
+        const char **rel = (const char **)((char *)r->args + t->path_offset);
+        if (r->dir && (!*rel || (*rel)[0] != '/')) {
+                if (!(r->dir_path = path_join(r->dir, *rel ? *rel : ".")))
+                        return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                *rel = r->dir_path;
+        }
         if (t->prepare) {
                 const char *code = "bad_request";
                 _cleanup_free_ char *msg = NULL;

@@ -170,12 +170,16 @@ static void on_idle_timer(uv_timer_t *t) {
         link_end(l, "worker_recycled", "idle timeout");
 }
 
-int workspace_get(Server *srv, const char *path, Workspace **ret, VsError **err) {
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err) {
         if (!path || path[0] != '/')
                 return vs_error_set_kind(err, -EINVAL, "bad_request", "\"workspace\" must be an absolute path");
-        char canon[PATH_MAX];
-        if (!realpath(path, canon))
-                return vs_error_set_kind(err, -errno, "workspace_not_found", "workspace %s: %m", path);
+        /* A subdirectory runs in the jail of the workspace above it. */
+        _cleanup_free_ char *canon = NULL, *dir = NULL;
+        int r = config_locate(path, &canon, &dir, err);
+        if (r == -ENOMEM)
+                return vs_error_set_kind(err, r, "internal", "out of memory");
+        if (r < 0)
+                return r;
         Workspace *ws;
         for (ws = srv->workspaces; ws; ws = ws->next)
                 if (streq(ws->path, canon))
@@ -195,6 +199,8 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, VsError **err)
         }
         refresh(ws);
         *ret = ws;
+        if (ret_dir)
+                *ret_dir = streq(dir, ws->path) ? NULL : TAKE_PTR(dir);
         return 0;
 }
 

@@ -766,6 +766,22 @@ int config_resolve(VsPolicy *p, VsError **err) {
         return 0;
 }
 
+#define NOT_REGULAR_FMT                                                                                              \
+        VS_CONFIG_FILE ": %s is %s, not a regular file; replace it with a regular file (every tool call in this "     \
+                       "workspace is refused until then)"
+
+static const char *file_type_name(mode_t m) {
+        if (S_ISFIFO(m))
+                return "a FIFO";
+        if (S_ISSOCK(m))
+                return "a socket";
+        if (S_ISCHR(m) || S_ISBLK(m))
+                return "a device";
+        if (S_ISDIR(m))
+                return "a directory";
+        return "not a regular file";
+}
+
 int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
         _cleanup_free_ char *ws = realpath(workspace_dir, NULL);
         if (!ws)
@@ -777,7 +793,11 @@ int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
         _cleanup_free_ char *cfg = path_join(ws, VS_CONFIG_FILE);
         if (!cfg)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(cfg, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        /* O_NONBLOCK: a FIFO named vectora.toml (anything the agent can
+         * write can hold one) must not block the daemon's only loop in
+         * open(); O_NOFOLLOW: the policy is this file, not what a link in
+         * the tree points at. The type is checked before reading. */
+        _cleanup_close_ int fd = open(cfg, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0 && errno == ENOENT) {
                 _cleanup_(policy_freep) VsPolicy *p = calloc(1, sizeof *p);
                 if (!p)
@@ -791,6 +811,11 @@ int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
                 return 0;
         }
         if (fd < 0) {
+                /* A socket fails open() with ENXIO: say what it is instead. */
+                struct stat lst;
+                if (errno == ENXIO && lstat(cfg, &lst) == 0 && !S_ISREG(lst.st_mode))
+                        return vs_error_set_kind(err, -EINVAL, "config_invalid", NOT_REGULAR_FMT, cfg,
+                                                 file_type_name(lst.st_mode));
                 if (errno == ELOOP)
                         return vs_error_set_kind(err, -ELOOP, "config_invalid",
                                                  VS_CONFIG_FILE ": is a symlink; the policy file must be a regular file in the workspace");
@@ -799,7 +824,7 @@ int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
         if (fstat(fd, &st) < 0)
                 return vs_error_set_kind(err, -errno, "config_invalid", VS_CONFIG_FILE ": %m");
         if (!S_ISREG(st.st_mode))
-                return vs_error_set_kind(err, -EINVAL, "config_invalid", VS_CONFIG_FILE ": not a regular file");
+                return vs_error_set_kind(err, -EINVAL, "config_invalid", NOT_REGULAR_FMT, cfg, file_type_name(st.st_mode));
 
         _cleanup_free_ char *text = NULL;
         size_t len = 0;

@@ -117,6 +117,12 @@ int config_resolve(VsPolicy *p, VsError **err);
  * missing file is an unsandboxed policy, not an error. */
 int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err);
 
+/* The workspace root governing dir: the nearest ancestor (dir included)
+ * holding a vectora.toml of any file type, as git finds its repository;
+ * without one anywhere above, dir itself. *ret_root and *ret_dir (may be
+ * NULL) are canonical absolute paths; *ret_dir is dir canonicalized. */
+int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err);
+
 /* Protected paths (absolute): the config file and .git/hooks, .git/config. */
 int config_protected_paths(const VsPolicy *p, char ***ret);
 
