@@ -18,6 +18,7 @@ static const CliVerb verbs[] = {
         { "edit", verb_edit, "replace exact text in a file" },
         { "shell", verb_shell, "interactive terminal (PTY)" },
         { "status", verb_status, "daemon status: workspaces, workers, counters" },
+        { "mcp", verb_mcp, "an MCP server on stdio exposing the workspace's tools" },
 };
 
 static const char *socket_path;

@@ -165,7 +165,7 @@ static int fail(JsonlReader *r, int code, VsError **err, const char *what) {
 /* Nesting depth before parsing, so a deep line costs no allocation and
  * jansson's recursion stays shallow. Exact for valid JSON; for invalid
  * JSON the parser rejects the line anyway. */
-static bool depth_ok(const char *p, size_t n) {
+bool jsonl_depth_ok(const char *p, size_t n, int max_depth) {
         int depth = 0;
         bool in_str = false;
 
@@ -184,7 +184,7 @@ static bool depth_ok(const char *p, size_t n) {
                         break;
                 case '{':
                 case '[':
-                        if (++depth > JSONL_MAX_DEPTH)
+                        if (++depth > max_depth)
                                 return false;
                         break;
                 case '}':
@@ -239,7 +239,7 @@ int jsonl_reader_next(JsonlReader *r, JsonlMsg *ret, VsError **err) {
         r->start += line_len + 1;
         r->scan = 0;
 
-        if (!depth_ok(p, line_len))
+        if (!jsonl_depth_ok(p, line_len, JSONL_MAX_DEPTH))
                 return vs_error_set_kind(err, -EBADMSG, "bad_request",
                                          "JSON nested deeper than %d", JSONL_MAX_DEPTH);
         json_error_t jerr;

@@ -88,6 +88,11 @@ ssize_t jsonl_reader_read_fd(JsonlReader *r, int fd);
  * -EAGAIN. */
 int jsonl_reader_next(JsonlReader *r, JsonlMsg *ret, VsError **err);
 
+/* Whether the JSON text p[0..n) nests [] and {} at most max_depth deep
+ * (checked before parsing, so a deep line costs no allocation and jansson's
+ * recursion stays shallow). Exact for valid JSON. Pure. */
+bool jsonl_depth_ok(const char *p, size_t n, int max_depth);
+
 /* Bytes buffered but not yet returned as messages (for "EOF mid-message"
  * diagnostics). */
 size_t jsonl_reader_pending(const JsonlReader *r);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* vectora-sandbox mcp: how a decoded MCP tool call is served. Both ways
+ * answer with a reply shaped like the daemon API's (docs/protocol.md: ok,
+ * error, sandboxed, sandbox, the tool's fields, outputs and file content as
+ * the raw payload), which src/shared/mcp.c turns into the tool result. */
+
+#include <sys/stat.h>
+
+#include "config.h"
+#include "mcp.h"
+#include "session.h"
+
+/* Embedded: one persistent worker for the workspace, kept for the whole MCP
+ * session (warm calls), restarted when it dies or when vectora.toml
+ * changes. */
+typedef struct McpEmbedded {
+        const char *workspace; /* borrowed */
+        VsPolicy *policy;
+        VsSession *session;
+        struct stat config_st; /* vectora.toml when the session started */
+        bool config_present;
+} McpEmbedded;
+
+/* Serves call. *ret_reply is always set on success (a refusal is a reply
+ * with ok false); *ret_raw (malloc'd, may be NULL) is its raw payload.
+ * Fails only with -ENOMEM. */
+int mcp_embedded_call(McpEmbedded *e, const McpCall *call, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len);
+/* Ends the worker. */
+void mcp_embedded_done(McpEmbedded *e);

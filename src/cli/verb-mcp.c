@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/* vectora-sandbox mcp: an MCP server over stdio (JSON-RPC 2.0, one message
+ * per line) exposing the workspace's tools. A call goes through
+ * vectora-sandboxd when its socket answers, otherwise to a worker this
+ * process keeps for the session (src/cli/mcp-embedded.c). Standard output
+ * carries only protocol messages; diagnostics go to standard error. */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "cli.h"
+#include "fd-util.h"
+#include "jsonl.h"
+#include "jsonrpc.h"
+#include "mcp-serve.h"
+#include "paths.h"
+#include "vs-build-config.h"
+
+/* MCP: a request other than ping before initialize. */
+#define MCP_NOT_INITIALIZED -32002
+
+typedef struct McpServer {
+        char *workspace;     /* absolute */
+        const char *version; /* negotiated; NULL before initialize */
+        char *socket;        /* the daemon's, or NULL */
+        int fd;              /* connection to the daemon, or -EBADF */
+        JsonlReader *rd;
+        uint64_t next_id;
+        const char *mode;    /* what served the last call, for the log */
+        McpEmbedded emb;
+} McpServer;
+
+static void daemon_close(McpServer *s) {
+        s->fd = safe_close(s->fd);
+        jsonl_reader_free(TAKE_PTR(s->rd));
+}
+
+/* Connects when the daemon's socket answers; quiet otherwise (the caller
+ * then serves the call embedded). */
+static bool daemon_connect(McpServer *s) {
+        if (s->fd >= 0)
+                return true;
+        if (!s->socket)
+                return false;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(s->socket) >= sizeof sa.sun_path)
+                return false;
+        memcpy(sa.sun_path, s->socket, strlen(s->socket));
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || jsonl_reader_new(&s->rd) < 0)
+                return false;
+        s->fd = TAKE_FD(fd);
+        return true;
+}
+
+/* One daemon API call; the reply with our id. */
+static int daemon_call(McpServer *s, json_t *req, const char *raw, size_t raw_len, JsonlMsg *ret) {
+        uint64_t id = ++s->next_id;
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        int r = json_object_set_new(req, "id", json_integer((json_int_t)id));
+        if (r < 0)
+                return -ENOMEM;
+        if ((r = jsonl_encode(req, raw, raw_len, &out)) < 0 || (r = write_all(s->fd, out.data, out.len)) < 0)
+                return r;
+        for (;;) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                r = jsonl_reader_next(s->rd, &m, NULL);
+                if (r == 0) {
+                        json_t *rid = json_object_get(m.obj, "id");
+                        if (json_is_integer(rid) && (uint64_t)json_integer_value(rid) == id) {
+                                *ret = m;
+                                return 0;
+                        }
+                        jsonl_msg_done(&m); /* an event or a stray reply */
+                        continue;
+                }
+                if (r != -EAGAIN && r != -EBADMSG)
+                        return r;
+                ssize_t k = jsonl_reader_read_fd(s->rd, s->fd);
+                if (k == -EINTR || k == -EAGAIN)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? (int)k : -ECONNRESET;
+        }
+}
+
+static json_t *serve_call(McpServer *s, const McpCall *c) {
+        json_t *reply = NULL;
+        _cleanup_free_ char *raw = NULL;
+        size_t raw_len = 0;
+        const char *mode;
+        if (daemon_connect(s)) {
+                mode = "daemon";
+                json_t *req = NULL;
+                const char *in = NULL;
+                size_t in_len = 0;
+                if (mcp_call_request(c, s->workspace, &req, &in, &in_len) < 0)
+                        return NULL;
+                JsonlMsg m = JSONL_MSG_INIT;
+                int r = daemon_call(s, req, in, in_len, &m);
+                json_decref(req);
+                if (r < 0) {
+                        /* Not re-run embedded: the command may have run. */
+                        daemon_close(s);
+                        fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket, strerror(-r));
+                        return mcp_tool_error("daemon_lost",
+                                              "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
+                                              "Check its effect before retrying");
+                }
+                reply = TAKE_PTR(m.obj);
+                if (m.has_raw)
+                        raw = jsonl_msg_steal_raw(&m, &raw_len);
+                jsonl_msg_done(&m);
+        } else {
+                mode = "embedded";
+                if (mcp_embedded_call(&s->emb, c, &reply, &raw, &raw_len) < 0)
+                        return NULL;
+        }
+        if (!s->mode || !streq(s->mode, mode))
+                fprintf(stderr, "vectora-sandbox: mcp: serving %s %s\n", s->workspace,
+                        streq(mode, "daemon") ? "through vectora-sandboxd" : "with its own worker (no daemon reachable)");
+        s->mode = mode;
+        json_t *res = NULL;
+        (void)mcp_call_result(c, reply, raw, raw_len, mode, mcp_version_has_structured(s->version), &res);
+        json_decref(reply);
+        return res;
+}
+
+static json_t *on_initialize(McpServer *s, json_t *params, int *ret_code, const char **ret_msg, VsError **err) {
+        McpInitialize in;
+        if (mcp_decode_initialize(params, &in, err) < 0) {
+                *ret_code = JSONRPC_INVALID_PARAMS;
+                *ret_msg = vs_error_message(*err);
+                return NULL;
+        }
+        s->version = mcp_negotiate_version(in.protocol_version);
+        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s+}", "protocolVersion", s->version, "capabilities", "tools",
+                         "listChanged", false, "serverInfo", "name", "vectora-sandbox", "version", VS_VERSION,
+                         "instructions",
+                         "These tools act on the workspace ", s->workspace,
+                         " inside its sandbox (vectora.toml's [sandbox]). Use terminal to run commands and the file "
+                         "tools to read and change files. Each result ends with a line saying how it was sandboxed. "
+                         "A refusal (masked secret, read-only path, path outside the workspace) is final: report it, "
+                         "do not try to get around it.");
+}
+
+/* One message; the response to send, or NULL for none (a notification, a
+ * response, or out of memory). */
+static json_t *on_message(McpServer *s, json_t *msg) {
+        JsonRpcMessage m;
+        json_t *id = NULL;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (jsonrpc_decode(msg, &m, &id, &err) < 0)
+                return jsonrpc_response(id, NULL, JSONRPC_INVALID_REQUEST, vs_error_message(err));
+        if (m.kind != JSONRPC_REQUEST)
+                return NULL; /* notifications/initialized, cancelled, progress: nothing to answer */
+        json_t *result = NULL;
+        int code = 0;
+        const char *why = NULL;
+        if (streq(m.method, "initialize"))
+                result = on_initialize(s, m.params, &code, &why, &err);
+        else if (streq(m.method, "ping"))
+                result = json_object();
+        else if (!s->version) {
+                code = MCP_NOT_INITIALIZED;
+                why = "send initialize first";
+        } else if (streq(m.method, "tools/list"))
+                result = mcp_tools_list();
+        else if (streq(m.method, "tools/call")) {
+                McpCall c;
+                if (mcp_decode_call(m.params, &c, &err) == 0)
+                        result = serve_call(s, &c);
+                else if (streq_ptr(vs_error_kind(err), "bad_arguments"))
+                        result = mcp_tool_error("bad_arguments", vs_error_message(err));
+                else {
+                        code = JSONRPC_INVALID_PARAMS;
+                        why = vs_error_message(err);
+                }
+        } else {
+                code = JSONRPC_METHOD_NOT_FOUND;
+                why = "this server has: initialize, ping, tools/list, tools/call";
+        }
+        if (!result && !code) {
+                code = JSONRPC_INTERNAL_ERROR;
+                why = "out of memory";
+        }
+        json_t *resp = jsonrpc_response(m.id, result, code, why);
+        json_decref(result);
+        return resp;
+}
+
+static int on_line(McpServer *s, const char *p, size_t n, StrBuf *out) {
+        while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+                n--;
+        if (n == 0)
+                return 0;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        _cleanup_(json_decrefp) json_t *v = NULL;
+        int r = jsonrpc_parse_line(p, n, &v, &err);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return jsonrpc_encode_error(out, NULL, r == -EINVAL ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
+                                            vs_error_message(err));
+        if (json_is_object(v)) {
+                _cleanup_(json_decrefp) json_t *resp = on_message(s, v);
+                return resp ? jsonrpc_encode_line(out, resp) : 0;
+        }
+        /* A batch: part of revision 2025-03-26 only. */
+        if (!s->version || !streq(s->version, "2025-03-26"))
+                return jsonrpc_encode_error(out, NULL, JSONRPC_INVALID_REQUEST,
+                                            "batches are not part of the negotiated MCP revision; send one message per line");
+        _cleanup_(json_decrefp) json_t *all = json_array();
+        size_t i;
+        json_t *msg;
+        json_array_foreach(v, i, msg) {
+                json_t *resp = on_message(s, msg);
+                if (resp && json_array_append_new(all, resp) < 0)
+                        return -ENOMEM;
+        }
+        return json_array_size(all) ? jsonrpc_encode_line(out, all) : 0;
+}
+
+int verb_mcp(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "workspace", required_argument, NULL, 'w' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *ws = ".";
+        int c;
+        while ((c = getopt_long(argc, argv, "w:h", opts, NULL)) >= 0)
+                switch (c) {
+                case 'w': ws = optarg; break;
+                case 'h':
+                        printf("usage: vectora-sandbox mcp [-w DIR]\n"
+                               "An MCP server on stdin/stdout with the tools terminal, file_read, file_write and file_edit,\n"
+                               "acting on workspace DIR in its sandbox: through vectora-sandboxd when its socket answers,\n"
+                               "otherwise with one worker kept for the session. See the README for a client's config.\n");
+                        return 0;
+                default: return EXIT_CONFIG;
+                }
+        if (optind != argc)
+                return cli_fail(EXIT_CONFIG, "mcp: unexpected argument '%s'; usage: vectora-sandbox mcp [-w DIR]", argv[optind]);
+        char abs[PATH_MAX];
+        if (!realpath(ws, abs))
+                return cli_fail(EXIT_REFUSED, "mcp: workspace %s: %s", ws, strerror(errno));
+        McpServer s = { .fd = -EBADF, .workspace = abs, .emb = { .workspace = abs } };
+        _cleanup_free_ char *sock = NULL;
+        if (cli_socket())
+                sock = strdup(cli_socket());
+        else
+                (void)vs_default_socket(&sock, NULL);
+        s.socket = sock;
+        /* A client that goes away ends us through EOF or EPIPE, not a signal. */
+        signal(SIGPIPE, SIG_IGN);
+
+        _cleanup_strbuf_ StrBuf in = STRBUF_INIT;
+        bool skipping = false; /* inside a line over the limit */
+        size_t scanned = 0;    /* bytes of in known to hold no newline */
+        int rc = 0;
+        for (;;) {
+                if (strbuf_reserve(&in, 64 * 1024) < 0) {
+                        rc = cli_fail(EXIT_REFUSED, "mcp: out of memory");
+                        break;
+                }
+                ssize_t k = read(STDIN_FILENO, in.data + in.len, in.cap - in.len - 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                in.len += (size_t)k;
+                in.data[in.len] = 0;
+                size_t start = 0;
+                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+                /* Only the new bytes can hold the next newline. */
+                char *nl = memchr(in.data + scanned, '\n', in.len - scanned);
+                for (; nl; nl = memchr(in.data + start, '\n', in.len - start)) {
+                        size_t n = (size_t)(nl - (in.data + start));
+                        int r = skipping ? 0 : on_line(&s, in.data + start, n, &out);
+                        skipping = false;
+                        start += n + 1;
+                        if (r < 0) {
+                                rc = cli_fail(EXIT_REFUSED, "mcp: %s", strerror(-r));
+                                goto done;
+                        }
+                        /* Answer each message as it is done: a client may wait for it. */
+                        if (out.len && write_all(STDOUT_FILENO, out.data, out.len) < 0)
+                                goto done;
+                        strbuf_clear(&out);
+                }
+                strbuf_consume(&in, start);
+                scanned = in.len;
+                if (!skipping && in.len > JSONRPC_MAX_LINE) {
+                        (void)jsonrpc_encode_error(&out, NULL, JSONRPC_PARSE_ERROR, "message over the line limit");
+                        if (write_all(STDOUT_FILENO, out.data, out.len) < 0)
+                                break;
+                        skipping = true;
+                }
+                if (skipping) {
+                        strbuf_clear(&in);
+                        scanned = 0;
+                }
+        }
+done:
+        daemon_close(&s);
+        mcp_embedded_done(&s.emb);
+        return rc;
+}

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+#include "mcp.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "jsonl.h"
+#include "strbuf.h"
+
+/* Every revision this server can serve, newest first. 2025-03-26 added
+ * tool annotations (and batches, which jsonrpc.h accepts); 2025-06-18 added
+ * structuredContent and removed batches. The tools themselves are the same
+ * in all of them. */
+static const char *const versions[] = { "2025-06-18", "2025-03-26", "2024-11-05" };
+
+static const char *const tool_names[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = "terminal",
+        [MCP_TOOL_FILE_READ] = "file_read",
+        [MCP_TOOL_FILE_WRITE] = "file_write",
+        [MCP_TOOL_FILE_EDIT] = "file_edit",
+};
+
+const char *mcp_tool_name(McpTool t) {
+        return t < _MCP_TOOL_MAX ? tool_names[t] : NULL;
+}
+
+const char *mcp_negotiate_version(const char *requested) {
+        for (size_t i = 0; requested && i < ELEMENTSOF(versions); i++)
+                if (streq(requested, versions[i]))
+                        return versions[i];
+        return MCP_PROTOCOL_LATEST;
+}
+
+bool mcp_version_has_structured(const char *version) {
+        /* Revisions are dates: later ones sort after. */
+        return version && strcmp(version, "2025-06-18") >= 0;
+}
+
+typedef struct InitParams {
+        const char *protocol_version;
+        json_t *capabilities;
+        json_t *client_info;
+} InitParams;
+
+int mcp_decode_initialize(json_t *params, McpInitialize *ret, VsError **err) {
+        static const JsonField fields[] = {
+                { "protocolVersion", JSON_FIELD_STRING, offsetof(InitParams, protocol_version), JSON_FIELD_REQUIRED },
+                { "capabilities", JSON_FIELD_OBJECT, offsetof(InitParams, capabilities), 0 },
+                { "clientInfo", JSON_FIELD_OBJECT, offsetof(InitParams, client_info), 0 },
+                {},
+        };
+        if (!json_is_object(params))
+                return vs_error_set_kind(err, -EINVAL, "invalid_params", "initialize needs params (an object)");
+        InitParams p = {};
+        int r = json_dispatch_full(params, fields, JSON_DISPATCH_ALLOW_UNKNOWN, &p, err);
+        if (r < 0)
+                return r;
+        /* clientInfo's name is only logged: anything but a string is ignored. */
+        *ret = (McpInitialize) { .protocol_version = p.protocol_version,
+                                 .client_name = json_string_value(json_object_get(p.client_info, "name")) };
+        return 0;
+}
+
+/* ---- the catalogue ---- */
+
+#define SANDBOX_NOTE                                                                                            \
+        " It runs inside the workspace's sandbox as its vectora.toml declares: only the declared paths are "  \
+        "visible, writes outside rw_paths fail, masked files (secrets) are refused or read as empty, and "    \
+        "vectora.toml, .git control files and protected paths are read-only. A refusal is reported as a "     \
+        "tool error with the reason; do not try to work around it."
+
+typedef struct ToolDef {
+        const char *description;
+        const char *schema; /* JSON text of the inputSchema */
+        bool read_only;
+        bool destructive;
+} ToolDef;
+
+static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = {
+                "Run a shell command line (/bin/sh -c COMMAND) in the workspace and return its exit code, "
+                "stdout and stderr. Each call is a new shell: only files persist between calls (cd and "
+                "variables do not). The working directory is the workspace root unless cwd is given. At the "
+                "timeout the command's whole process group is killed. Very long output keeps its head and "
+                "tail with a marker in between." SANDBOX_NOTE,
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
+                "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. \\\"make test 2>&1 | tail -50\\\"\"},"
+                "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
+                "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":604800,\"description\":\"Seconds before the command is killed (default and cap: the workspace's limit, 120 s unless configured)\"},"
+                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"}}}",
+                false, true,
+        },
+        [MCP_TOOL_FILE_READ] = {
+                "Read a text file of the workspace. Returns up to limit bytes from offset (default: the first "
+                "256 KiB); when the file goes on, the result says the offset to continue at. Binary content "
+                "is not shown; inspect it with the terminal tool." SANDBOX_NOTE,
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
+                "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte offset to start at (default 0)\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 262144)\"}}}",
+                true, false,
+        },
+        [MCP_TOOL_FILE_WRITE] = {
+                "Create or replace a file of the workspace with the given content, atomically (a reader sees "
+                "the old or the new content, never a mix). To change part of a file, prefer file_edit." SANDBOX_NOTE,
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
+                "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
+                "\"content\":{\"type\":\"string\",\"description\":\"The whole new content of the file\"},"
+                "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default false)\"}}}",
+                false, true,
+        },
+        [MCP_TOOL_FILE_EDIT] = {
+                "Replace an exact piece of text in a file of the workspace. old_string must occur exactly "
+                "once (include surrounding lines to make it unique) unless replace_all is true; copy it "
+                "exactly from a file_read, including indentation. Safe against concurrent writers: a "
+                "change made meanwhile is re-read and the edit applied to it." SANDBOX_NOTE,
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"old_string\",\"new_string\"],\"properties\":{"
+                "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
+                "\"old_string\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The exact text to replace\"},"
+                "\"new_string\":{\"type\":\"string\",\"description\":\"The text to put in its place\"},"
+                "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence (default false: exactly one must exist)\"}}}",
+                false, true,
+        },
+};
+
+json_t *mcp_tools_list(void) {
+        json_t *tools = json_array();
+        for (size_t t = 0; tools && t < _MCP_TOOL_MAX; t++) {
+                json_t *schema = json_loads(tool_defs[t].schema, 0, NULL);
+                json_t *tool = schema ? json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", tool_names[t], "description",
+                                                  tool_defs[t].description, "inputSchema", schema, "annotations",
+                                                  "readOnlyHint", tool_defs[t].read_only, "destructiveHint",
+                                                  tool_defs[t].destructive, "openWorldHint", false)
+                                      : NULL;
+                if (!tool || json_array_append_new(tools, tool) < 0) {
+                        json_decref(tools);
+                        return NULL;
+                }
+        }
+        return tools ? json_pack("{s:o}", "tools", tools) : NULL;
+}
+
+/* ---- tools/call ---- */
+
+typedef struct CallParams {
+        const char *name;
+        json_t *arguments;
+        json_t *meta;
+} CallParams;
+
+static const JsonField terminal_fields[] = {
+        { "command", JSON_FIELD_STRING, offsetof(McpCall, command), JSON_FIELD_REQUIRED },
+        { "cwd", JSON_FIELD_STRING, offsetof(McpCall, cwd), JSON_FIELD_NULLABLE },
+        { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
+        { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField file_read_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
+        { "offset", JSON_FIELD_UINT64, offsetof(McpCall, offset), JSON_FIELD_NULLABLE },
+        { "limit", JSON_FIELD_UINT64, offsetof(McpCall, limit), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField file_write_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
+        { "content", JSON_FIELD_STRING, offsetof(McpCall, content), JSON_FIELD_REQUIRED },
+        { "create_parents", JSON_FIELD_BOOL, offsetof(McpCall, create_parents), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField file_edit_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
+        { "old_string", JSON_FIELD_STRING, offsetof(McpCall, old_string), JSON_FIELD_REQUIRED },
+        { "new_string", JSON_FIELD_STRING, offsetof(McpCall, new_string), JSON_FIELD_REQUIRED },
+        { "replace_all", JSON_FIELD_BOOL, offsetof(McpCall, replace_all), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = terminal_fields,
+        [MCP_TOOL_FILE_READ] = file_read_fields,
+        [MCP_TOOL_FILE_WRITE] = file_write_fields,
+        [MCP_TOOL_FILE_EDIT] = file_edit_fields,
+};
+
+static int bad_arguments(VsError **err, const char *tool, const char *why) {
+        return vs_error_set_kind(err, -EINVAL, "bad_arguments", "%s: %s", tool, why);
+}
+
+int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
+        static const JsonField fields[] = {
+                { "name", JSON_FIELD_STRING, offsetof(CallParams, name), JSON_FIELD_REQUIRED },
+                { "arguments", JSON_FIELD_OBJECT, offsetof(CallParams, arguments), JSON_FIELD_NULLABLE },
+                { "_meta", JSON_FIELD_OBJECT, offsetof(CallParams, meta), JSON_FIELD_NULLABLE },
+                {},
+        };
+        if (!json_is_object(params))
+                return vs_error_set_kind(err, -EINVAL, "invalid_params", "tools/call needs params (an object)");
+        CallParams p = {};
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        if (json_dispatch(params, fields, &p, &e) < 0)
+                return vs_error_set_kind(err, -EINVAL, "invalid_params", "tools/call: %s", vs_error_message(e));
+        McpTool tool = _MCP_TOOL_MAX;
+        for (size_t t = 0; t < _MCP_TOOL_MAX; t++)
+                if (streq(p.name, tool_names[t]))
+                        tool = (McpTool)t;
+        if (tool == _MCP_TOOL_MAX)
+                return vs_error_set_kind(err, -ENOENT, "unknown_tool",
+                                         "unknown tool '%s'; tools/list names the tools of this server", p.name);
+        McpCall c = { .tool = tool };
+        json_t *args = p.arguments;
+        _cleanup_(json_decrefp) json_t *empty = NULL;
+        if (!args && !(args = empty = json_object()))
+                return -ENOMEM;
+        int r = json_dispatch(args, arg_tables[tool], &c, &e);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return bad_arguments(err, p.name, vs_error_message(e));
+        if (tool == MCP_TOOL_TERMINAL && c.timeout_s > MCP_TIMEOUT_MAX_S)
+                return bad_arguments(err, p.name, "timeout is in seconds, at most 604800");
+        if (tool == MCP_TOOL_TERMINAL && json_object_get(args, "timeout") && c.timeout_s == 0)
+                return bad_arguments(err, p.name, "timeout must be at least 1 second");
+        if (tool == MCP_TOOL_FILE_READ) {
+                if (!json_object_get(args, "limit") || json_is_null(json_object_get(args, "limit")))
+                        c.limit = MCP_READ_DEFAULT_LIMIT;
+                if (c.limit == 0 || c.limit > MCP_READ_MAX_LIMIT)
+                        return bad_arguments(err, p.name, "limit must be 1..8388608 bytes");
+        }
+        if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
+                return bad_arguments(err, p.name, "old_string must not be empty");
+        if (c.path && !c.path[0])
+                return bad_arguments(err, p.name, "path must not be empty");
+        if (c.content)
+                c.content_len = json_string_length(json_object_get(args, "content"));
+        /* The strings borrow from params, which the caller keeps. */
+        *ret = c;
+        return 0;
+}
+
+int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, const char **ret_raw,
+                     size_t *ret_raw_len) {
+        json_t *o = json_pack("{s:s,s:s}", "tool", tool_names[c->tool], "workspace", workspace);
+        if (!o)
+                return -ENOMEM;
+        int r = 0;
+        *ret_raw = NULL;
+        *ret_raw_len = 0;
+        switch (c->tool) {
+        case MCP_TOOL_TERMINAL:
+                r |= json_object_set_new(o, "command", json_string(c->command));
+                if (c->cwd)
+                        r |= json_object_set_new(o, "cwd", json_string(c->cwd));
+                if (c->timeout_s)
+                        r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
+                if (c->stdin_text)
+                        r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                r |= json_object_set_new(o, "binary", json_true());
+                break;
+        case MCP_TOOL_FILE_READ:
+                r |= json_object_set_new(o, "path", json_string(c->path));
+                r |= json_object_set_new(o, "offset", json_integer((json_int_t)c->offset));
+                r |= json_object_set_new(o, "limit", json_integer((json_int_t)c->limit));
+                r |= json_object_set_new(o, "binary", json_true());
+                break;
+        case MCP_TOOL_FILE_WRITE:
+                r |= json_object_set_new(o, "path", json_string(c->path));
+                if (c->create_parents)
+                        r |= json_object_set_new(o, "create_parents", json_true());
+                /* Raw: a header line is limited to 1 MiB, content is not. */
+                *ret_raw = c->content;
+                *ret_raw_len = c->content_len;
+                break;
+        case MCP_TOOL_FILE_EDIT:
+                r |= json_object_set_new(o, "path", json_string(c->path));
+                r |= json_object_set_new(o, "old_string", json_string(c->old_string));
+                r |= json_object_set_new(o, "new_string", json_string(c->new_string));
+                r |= json_object_set_new(o, "replace_all", json_boolean(c->replace_all));
+                break;
+        default:
+                r = -1;
+        }
+        if (r) {
+                json_decref(o);
+                return -ENOMEM;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* ---- results ---- */
+
+/* Appends p[0..n) with every invalid UTF-8 sequence replaced by U+FFFD:
+ * command output is bytes, an MCP text is a JSON string. */
+static int append_lossy(StrBuf *out, const char *p, size_t n) {
+        if (jsonl_utf8_valid(p, n))
+                return strbuf_append(out, p, n);
+        size_t i = 0;
+        while (i < n) {
+                unsigned char c = (unsigned char)p[i];
+                size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+                int r;
+                if (len && i + len <= n && jsonl_utf8_valid(p + i, len))
+                        r = strbuf_append(out, p + i, len);
+                else {
+                        r = strbuf_appends(out, "\xef\xbf\xbd");
+                        len = 1;
+                }
+                if (r < 0)
+                        return r;
+                i += len;
+        }
+        return 0;
+}
+
+static int append_status(StrBuf *out, json_t *reply) {
+        json_t *sb = json_object_get(reply, "sandbox");
+        const char *backend = json_string_value(json_object_get(sb, "backend"));
+        int r;
+        if (json_is_true(json_object_get(reply, "sandboxed"))) {
+                r = strbuf_appendf(out, "[sandbox: %s jail", backend ? backend : "?");
+                size_t i;
+                json_t *v;
+                json_array_foreach(json_object_get(sb, "layers"), i, v) r |= strbuf_appendf(out, "%s%s", i ? ", " : " (",
+                                                                                             json_string_value(v));
+                if (json_array_size(json_object_get(sb, "layers")))
+                        r |= strbuf_appends(out, ")");
+                json_array_foreach(json_object_get(sb, "degraded"), i, v) r |=
+                        strbuf_appendf(out, "%s%s", i ? "; " : "; DEGRADED: ", json_string_value(v));
+                r |= strbuf_appends(out, "]");
+        } else if (backend && streq(backend, "none"))
+                r = strbuf_appends(out, "[not sandboxed: the workspace has no [sandbox] in vectora.toml; this ran on the host]");
+        else
+                r = strbuf_appends(out, "[nothing ran]");
+        return r < 0 ? -ENOMEM : 0;
+}
+
+static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
+        int r = 0;
+        switch (c->tool) {
+        case MCP_TOOL_TERMINAL: {
+                size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
+                size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
+                if (out_len > raw_len || err_len > raw_len - out_len)
+                        out_len = err_len = 0;
+                r |= append_lossy(t, raw, out_len);
+                if (err_len) {
+                        r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
+                        r |= append_lossy(t, raw + out_len, err_len);
+                }
+                if (t->len && t->data[t->len - 1] != '\n')
+                        r |= strbuf_appendc(t, '\n');
+                r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
+                if (json_is_true(json_object_get(reply, "timed_out")))
+                        r |= strbuf_appends(t, "; timed out: the command's process group was killed");
+                if (json_is_true(json_object_get(reply, "truncated")))
+                        r |= strbuf_appends(t, "; output truncated: head and tail kept");
+                r |= strbuf_appends(t, "]");
+                break;
+        }
+        case MCP_TOOL_FILE_READ: {
+                uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
+                uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
+                if (!jsonl_utf8_valid(raw, raw_len))
+                        r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
+                                            raw_len, (unsigned long long)off, (unsigned long long)size);
+                else
+                        r |= strbuf_append(t, raw, raw_len);
+                if (!json_is_true(json_object_get(reply, "eof")))
+                        r |= strbuf_appendf(t, "\n[%llu more bytes: call file_read with offset %llu to go on]",
+                                            (unsigned long long)(size > off + raw_len ? size - off - raw_len : 0),
+                                            (unsigned long long)(off + raw_len));
+                break;
+        }
+        case MCP_TOOL_FILE_WRITE:
+                r |= strbuf_appendf(t, "%s %s: %lld bytes", json_is_true(json_object_get(reply, "created")) ? "created" : "replaced",
+                                    c->path, (long long)json_integer_value(json_object_get(reply, "size")));
+                break;
+        case MCP_TOOL_FILE_EDIT: {
+                long long n = (long long)json_integer_value(json_object_get(reply, "replacements"));
+                r |= strbuf_appendf(t, "edited %s: %lld replacement%s", c->path, n, n == 1 ? "" : "s");
+                break;
+        }
+        default:
+                break;
+        }
+        return r < 0 ? -ENOMEM : 0;
+}
+
+json_t *mcp_tool_error(const char *code, const char *message) {
+        _cleanup_strbuf_ StrBuf t = STRBUF_INIT;
+        if (strbuf_appendf(&t, "error (%s): %s", code, message) < 0)
+                return NULL;
+        return json_pack("{s:[{s:s,s:s%}],s:b}", "content", "type", "text", "text", t.data, t.len, "isError", true);
+}
+
+int mcp_call_result(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, const char *served_by,
+                    bool structured, json_t **ret) {
+        _cleanup_strbuf_ StrBuf t = STRBUF_INIT;
+        bool ok = json_is_true(json_object_get(reply, "ok"));
+        int r;
+        if (ok)
+                r = result_text(c, reply, raw ? raw : "", raw ? raw_len : 0, &t);
+        else {
+                json_t *e = json_object_get(reply, "error");
+                const char *code = json_string_value(json_object_get(e, "code"));
+                const char *msg = json_string_value(json_object_get(e, "message"));
+                r = strbuf_appendf(&t, "%s (%s): %s", streq_ptr(code, "denied") ? "refused" : "error", code ? code : "error",
+                                   msg ? msg : "failed");
+        }
+        if (r < 0 || strbuf_appendc(&t, '\n') < 0 || append_status(&t, reply) < 0)
+                return -ENOMEM;
+        _cleanup_(json_decrefp) json_t *res = json_pack("{s:[{s:s,s:s%}],s:b}", "content", "type", "text", "text", t.data,
+                                                        t.len, "isError", !ok);
+        if (!res)
+                return -ENOMEM;
+        if (structured) {
+                _cleanup_(json_decrefp) json_t *s = json_deep_copy(reply);
+                if (!s || !json_is_object(s))
+                        return -ENOMEM;
+                json_object_del(s, "id");
+                if (json_object_set_new(s, "served_by", json_string(served_by)) < 0)
+                        return -ENOMEM;
+                /* Revisions with structuredContent ask for its JSON text as well. */
+                _cleanup_free_ char *text = json_dumps(s, JSON_COMPACT | JSON_SORT_KEYS);
+                json_t *blk = text ? json_pack("{s:s,s:s}", "type", "text", "text", text) : NULL;
+                if (!blk || json_array_append_new(json_object_get(res, "content"), blk) < 0 ||
+                    json_object_set(res, "structuredContent", s) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(res);
+        return 0;
+}

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""vectora-sandbox mcp driven by a plain JSON-RPC client over its stdio, in
+embedded mode (no daemon: the MCP process keeps one worker) and through a
+real vectora-sandboxd: initialize and revision negotiation, tools/list,
+tools/call of each tool, a refused call, a masked read, warm calls, protocol
+errors that stay protocol errors and refusals that stay tool errors. TAP."""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
+CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+ROOT = os.geteuid() == 0
+
+n = failed = 0
+
+
+def report(name, ok, detail=None):
+    global n, failed
+    n += 1
+    failed += not ok
+    print("%s %d - %s" % ("ok" if ok else "not ok", n, name), flush=True)
+    if not ok and detail is not None:
+        for line in str(detail).splitlines()[:25]:
+            print("#   " + line)
+
+
+class Mcp:
+    """A JSON-RPC 2.0 client over a child's stdin/stdout, one message per line."""
+
+    def __init__(self, ws, env):
+        self.err = tempfile.TemporaryFile()
+        self.p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.err, env=env)
+        self.next_id = 0
+
+    def send_line(self, line):
+        self.p.stdin.write(line if isinstance(line, bytes) else line.encode())
+        self.p.stdin.write(b"\n")
+        self.p.stdin.flush()
+
+    def recv(self):
+        line = self.p.stdout.readline()
+        if not line:
+            raise EOFError("the server closed stdout; stderr: " + self.stderr())
+        return json.loads(line)
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_line(json.dumps(msg))
+        resp = self.recv()
+        if resp.get("id") != self.next_id:
+            raise AssertionError("response id %r for request %d" % (resp.get("id"), self.next_id))
+        return resp
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_line(json.dumps(msg))
+
+    def call(self, tool, **args):
+        return self.request("tools/call", {"name": tool, "arguments": args})
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+    def close(self):
+        self.p.stdin.close()
+        try:
+            rc = self.p.wait(15)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        return rc
+
+
+def text_of(resp):
+    res = resp.get("result") or {}
+    return "".join(c.get("text", "") for c in res.get("content", [])[:1])
+
+
+def make_ws(tmp, name, toml, files):
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    if toml is not None:
+        with open(os.path.join(d, "vectora.toml"), "w") as f:
+            f.write(toml)
+    for k, v in files.items():
+        p = os.path.join(d, k)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(v)
+    if ROOT:
+        # The jail never runs as host root: give the workspace an owner.
+        for r, dirs, fs in os.walk(d):
+            for x in dirs + fs:
+                os.lchown(os.path.join(r, x), 65534, 65534)
+        os.chown(d, 65534, 65534)
+    return d
+
+
+TOML = '[sandbox]\nrw_paths = ["."]\nmask = [".env", "**/*.pem"]\nnetwork = false\n'
+
+
+def conversation(mode, ws, env):
+    m = Mcp(ws, env)
+    tag = "[%s] " % mode
+    try:
+        r = m.request("tools/list")
+        report(tag + "tools/list before initialize is a protocol error (-32002)",
+               r.get("error", {}).get("code") == -32002, r)
+
+        r = m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "test-mcp", "version": "1"}})
+        res = r.get("result", {})
+        report(tag + "initialize: revision 2025-06-18 agreed, tools capability, server info",
+               res.get("protocolVersion") == "2025-06-18" and "tools" in res.get("capabilities", {})
+               and res.get("serverInfo", {}).get("name") == "vectora-sandbox", r)
+        m.notify("notifications/initialized")
+
+        r = m.request("tools/list")
+        tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
+        report(tag + "tools/list: terminal, file_read, file_write, file_edit",
+               set(tools) == {"terminal", "file_read", "file_write", "file_edit"}, r)
+        report(tag + "each tool has a description and an object schema refusing unknown arguments",
+               tools and all(len(t.get("description", "")) > 80 and t["inputSchema"].get("type") == "object"
+                   and t["inputSchema"].get("additionalProperties") is False and t["inputSchema"].get("required")
+                   for t in tools.values()), tools)
+
+        r = m.call("terminal", command="echo out; echo err >&2; exit 3")
+        res = r.get("result", {})
+        sc = res.get("structuredContent", {})
+        report(tag + "terminal: output, stderr and exit code in the text; not a tool error",
+               res.get("isError") is False and text_of(r).startswith("out\n[stderr]\nerr\n[exit code 3]"), r)
+        report(tag + "terminal: the result says it ran sandboxed, with its layers, and what served it",
+               sc.get("sandboxed") is True and sc.get("exit_code") == 3 and "namespaces" in sc.get("sandbox", {}).get("layers", [])
+               and sc.get("served_by") == mode and "[sandbox: local jail (namespaces" in text_of(r), r)
+
+        r = m.call("terminal", command="cat .env; echo rc=$?")
+        report(tag + "terminal: a masked file reads as empty inside the jail",
+               "TOPSECRET" not in json.dumps(r) and "rc=0" in text_of(r), r)
+
+        r = m.call("file_read", path=".env")
+        res = r.get("result", {})
+        report(tag + "file_read of a masked file: a tool error (isError) naming the refusal, not a protocol error",
+               "error" not in r and res.get("isError") is True and "refused (denied)" in text_of(r)
+               and "TOPSECRET" not in json.dumps(r), r)
+
+        r = m.call("file_write", path="vectora.toml", content="[sandbox]\nenabled = false\n")
+        res = r.get("result", {})
+        report(tag + "file_write of vectora.toml (turning the sandbox off) is refused as a tool error",
+               res.get("isError") is True and "denied" in text_of(r), r)
+        with open(os.path.join(ws, "vectora.toml")) as f:
+            report(tag + "... and vectora.toml is unchanged", f.read() == TOML)
+
+        r = m.call("file_write", path="notes/todo.txt", content="one\ntwo\nthree\n", create_parents=True)
+        report(tag + "file_write: creates the file (with parents)",
+               r.get("result", {}).get("isError") is False and "created notes/todo.txt: 14 bytes" in text_of(r), r)
+        r = m.call("file_edit", path="notes/todo.txt", old_string="two", new_string="deux")
+        report(tag + "file_edit: one replacement", "edited notes/todo.txt: 1 replacement" in text_of(r)
+               and r["result"].get("structuredContent", {}).get("replacements") == 1, r)
+        r = m.call("file_read", path="notes/todo.txt")
+        report(tag + "file_read: the edited content", text_of(r).startswith("one\ndeux\nthree\n"), r)
+        with open(os.path.join(ws, "notes/todo.txt")) as f:
+            report(tag + "the host sees the written and edited file", f.read() == "one\ndeux\nthree\n")
+        r = m.call("file_edit", path="notes/todo.txt", old_string="nowhere", new_string="x")
+        report(tag + "file_edit of absent text: a tool error saying what to do",
+               r.get("result", {}).get("isError") is True and "edit_not_found" in text_of(r)
+               and "read the file again" in text_of(r), r)
+        r = m.call("file_read", path="notes/todo.txt", offset=4, limit=4)
+        report(tag + "file_read with offset and limit says where to go on",
+               text_of(r).startswith("deux\n[7 more bytes: call file_read with offset 8") , r)
+
+        big = ("0123456789abcdef" * 64 + "\n") * 3072  # 3 MiB: over the daemon's 1 MiB header line
+        r = m.call("file_write", path="big.txt", content=big)
+        r2 = m.call("terminal", command="sha256sum big.txt")
+        report(tag + "file_write of 3 MiB in one MCP line arrives intact",
+               r.get("result", {}).get("isError") is False and hashlib.sha256(big.encode()).hexdigest() in text_of(r2), (r, r2))
+
+        r = m.call("terminal", command="echo x", bogus=1)
+        report(tag + "an unknown argument: a tool error naming it (the agent can correct it)",
+               r.get("result", {}).get("isError") is True and "bogus" in text_of(r), r)
+        r = m.request("tools/call", {"name": "rm_rf", "arguments": {}})
+        report(tag + "an unknown tool: JSON-RPC invalid params (-32602)", r.get("error", {}).get("code") == -32602, r)
+        r = m.request("resources/list")
+        report(tag + "an unknown method: -32601", r.get("error", {}).get("code") == -32601, r)
+        m.send_line("{not json")
+        r = m.recv()
+        report(tag + "a line that is not JSON: parse error (-32700) with id null, and the session goes on",
+               r.get("error", {}).get("code") == -32700 and r.get("id") is None, r)
+        r = m.request("ping")
+        report(tag + "ping after a bad line", r.get("result") == {}, r)
+
+        # Warm: the worker (or the daemon's) lives across calls.
+        m.call("terminal", command="true")
+        t0 = time.monotonic()
+        for _ in range(10):
+            m.call("terminal", command="true")
+        per = (time.monotonic() - t0) / 10
+        r = m.call("terminal", command="echo $$ > /tmp/pid; cat /proc/1/comm")
+        r2 = m.call("terminal", command="cat /tmp/pid /proc/1/comm")
+        report(tag + "calls are warm: one jail serves the session (its /tmp persists; %.1f ms per call)" % (per * 1000),
+               "[exit code 0]" in text_of(r2) and text_of(r2).split("\n")[0].isdigit(), (r, r2))
+    finally:
+        rc = m.close()
+    report(tag + "EOF on stdin ends the server cleanly (exit 0)", rc == 0, m.stderr())
+    return m.stderr()
+
+
+def older_revisions(ws, env):
+    m = Mcp(ws, env)
+    try:
+        r = m.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                     "clientInfo": {"name": "old", "version": "0"}})
+        report("an older client (2024-11-05) is served in its revision",
+               r.get("result", {}).get("protocolVersion") == "2024-11-05", r)
+        r = m.call("terminal", command="echo hi")
+        res = r.get("result", {})
+        report("... its results have no structuredContent (not in that revision)",
+               "structuredContent" not in res and text_of(r).startswith("hi\n"), r)
+    finally:
+        m.close()
+    m = Mcp(ws, env)
+    try:
+        r = m.request("initialize", {"protocolVersion": "2099-01-01", "capabilities": {}})
+        report("an unknown revision is answered with the latest this server has",
+               r.get("result", {}).get("protocolVersion") == "2025-06-18", r)
+    finally:
+        m.close()
+    m = Mcp(ws, env)
+    try:
+        m.request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}})
+        m.send_line(json.dumps([{"jsonrpc": "2.0", "id": "a", "method": "ping"},
+                                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                {"jsonrpc": "2.0", "id": "b", "method": "tools/list"}]))
+        r = m.recv()
+        report("2025-03-26: a batch gets one array of responses (none for the notification)",
+               isinstance(r, list) and [x.get("id") for x in r] == ["a", "b"], r)
+    finally:
+        m.close()
+
+
+def refused_workspace(tmp, env):
+    ws = make_ws(tmp, "broken", "[sandbox]\nro_path = []\n", {"f": "x"})
+    m = Mcp(ws, env)
+    try:
+        m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        r = m.call("terminal", command="echo ran > ran.txt")
+        report("a refused config: the call is a tool error with the located reason, nothing ran",
+               r.get("result", {}).get("isError") is True and "vectora.toml:2:1" in text_of(r)
+               and not os.path.exists(os.path.join(ws, "ran.txt")), r)
+    finally:
+        m.close()
+
+
+class Daemon:
+    def __init__(self, tmp):
+        self.sock = os.path.join(tmp, "d.sock")
+        self.log = os.path.join(tmp, "d.log")
+        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
+                                  stdin=subprocess.DEVNULL)
+        for _ in range(500):
+            if os.path.exists(self.sock):
+                return
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RuntimeError("the daemon did not start: " + open(self.log).read())
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="vectora-mcp-", dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    files = {".env": "TOPSECRET=1\n", "src/main.c": "int main(void) { return 0; }\n"}
+    base = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    # No daemon anywhere: a socket path nobody listens on.
+    emb_env = dict(base, VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "nobody.sock"))
+    d = None
+    try:
+        ws = make_ws(tmp, "emb", TOML, files)
+        log = conversation("embedded", ws, emb_env)
+        report("[embedded] the log says it serves with its own worker", "with its own worker" in log, log)
+        older_revisions(ws, emb_env)
+        refused_workspace(tmp, emb_env)
+
+        d = Daemon(tmp)
+        ws = make_ws(tmp, "dmn", TOML, files)
+        log = conversation("daemon", ws, dict(base, VECTORA_SANDBOX_SOCKET=d.sock))
+        report("[daemon] the log says it serves through vectora-sandboxd", "through vectora-sandboxd" in log, log)
+    finally:
+        if d:
+            d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("1..%d" % n)
+    print("# %d of %d failed" % (failed, n) if failed else "# all %d passed" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
