@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -272,8 +273,13 @@ class Daemon:
         self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
                                   stdin=subprocess.DEVNULL)
         for _ in range(500):
-            if os.path.exists(self.sock):
+            # The file exists from bind(); wait until it also accepts.
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
                 return
+            except OSError:
+                pass
             if self.p.poll() is not None:
                 break
             time.sleep(0.01)

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+"""Python client for vectora-sandboxd: an AI agent's terminal and file tools,
+run in each workspace's jail as its ``vectora.toml`` declares.
+
+    from vectora_sandbox import Sandbox, SandboxError
+
+    with Sandbox(workspace="/home/me/proj") as sb:
+        r = sb.terminal("make test")
+        print(r.exit_code, r.text(), r.sandbox.layers)
+        sb.file_write("notes.txt", "hello\\n")
+        sb.file_edit("notes.txt", "hello", "hello, world")
+        try:
+            sb.file_read(".env")
+        except SandboxError as e:
+            print(e.code)          # "denied"
+
+Standard library only. The protocol is docs/protocol.md, "Daemon API".
+"""
+
+from .client import (
+    DaemonUnavailable,
+    EditResult,
+    FileContent,
+    Sandbox,
+    SandboxError,
+    SandboxInfo,
+    TerminalResult,
+    WriteResult,
+    default_socket,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox",
+    "SandboxError",
+    "DaemonUnavailable",
+    "SandboxInfo",
+    "TerminalResult",
+    "FileContent",
+    "WriteResult",
+    "EditResult",
+    "default_socket",
+    "__version__",
+]

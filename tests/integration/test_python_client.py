@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The Python client (clients/python) against a real vectora-sandboxd:
+`pip install` of the package, each tool, raw payloads of 10 MiB both ways,
+concurrent edits of one file from several threads, errors as exceptions
+carrying the API's code, and an unreachable daemon. TAP output."""
+import hashlib
+import inspect
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
+SOURCE = os.environ.get("VECTORA_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../.."))
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+CLIENT = os.path.join(SOURCE, "clients/python")
+ROOT = os.geteuid() == 0
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+
+n = failed = 0
+
+
+def report(name, ok, detail=None):
+    global n, failed
+    n += 1
+    failed += not ok
+    print("%s %d - %s" % ("ok" if ok else "not ok", n, name), flush=True)
+    if not ok and detail is not None:
+        for line in str(detail).splitlines()[:25]:
+            print("#   " + line)
+
+
+def skip(name, why):
+    global n, failed
+    n += 1
+    if STRICT:
+        failed += 1
+        print("not ok %d - %s # VECTORA_TEST_STRICT: cannot skip: %s" % (n, name, why))
+    else:
+        print("ok %d - %s # SKIP %s" % (n, name, why))
+
+
+def install(tmp):
+    """pip install ./clients/python, from a copy so the source tree stays clean.
+    Offline: the build backend (setuptools) must be installed already."""
+    src = os.path.join(tmp, "client-src")
+    shutil.copytree(CLIENT, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = os.path.join(tmp, "site")
+    py = shutil.which("python3", path="/usr/bin") or sys.executable
+    # setuptools first: importing pip first trips Debian's distutils shim.
+    probe = subprocess.run([py, "-c", "import setuptools, wheel, pip"], capture_output=True, text=True)
+    if probe.returncode:
+        skip("pip install ./clients/python", "%s has no pip/setuptools/wheel (python3-pip, python3-setuptools, "
+             "python3-wheel; scripts/install-deps installs them)" % py)
+        return None
+    r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-index",
+                        "--target", target, src], capture_output=True, text=True, timeout=300)
+    report("pip install ./clients/python (standard library only: nothing else is pulled in)",
+           r.returncode == 0 and sorted(os.listdir(target)) == ["vectora_sandbox", "vectora_sandbox-0.1.0.dist-info"],
+           r.stdout + r.stderr + str(os.listdir(target) if os.path.isdir(target) else ""))
+    report("the package ships py.typed (typed for checkers)",
+           os.path.exists(os.path.join(target, "vectora_sandbox/py.typed")))
+    return target
+
+
+def make_ws(tmp, name, toml, files):
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    if toml is not None:
+        with open(os.path.join(d, "vectora.toml"), "w") as f:
+            f.write(toml)
+    for k, v in files.items():
+        p = os.path.join(d, k)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(v)
+    if ROOT:
+        for r, dirs, fs in os.walk(d):
+            for x in dirs + fs:
+                os.lchown(os.path.join(r, x), 65534, 65534)
+        os.chown(d, 65534, 65534)
+    return d
+
+
+def expect_error(fn, code):
+    from vectora_sandbox import SandboxError
+    try:
+        fn()
+    except SandboxError as e:
+        return e.code == code, e
+    return False, "no exception"
+
+
+def tools(vs, sock, ws):
+    sb = vs.Sandbox(socket=sock, workspace=ws)
+    r = sb.terminal("echo out; echo err >&2; exit 3")
+    report("terminal: a command line; stdout, stderr (bytes) and the exit code",
+           r.exit_code == 3 and r.stdout == b"out\n" and r.stderr == b"err\n" and not r.ok, r)
+    report("terminal: the result says it ran sandboxed and which layers",
+           r.sandbox.sandboxed and r.sandbox.backend == "local" and "namespaces" in r.sandbox.layers
+           and r.sandbox.generation is not None, r.sandbox)
+    r = sb.terminal(["sh", "-c", 'printf "%s|%s" "$(cat)" "$GREETING"; pwd'], stdin=b"from stdin",
+                    env={"GREETING": "hi"}, cwd="src")
+    report("terminal: an argv, stdin as a raw payload, env and cwd",
+           r.stdout == ("from stdin|hi" + os.path.join(ws, "src") + "\n").encode(), r)
+    r = sb.terminal("sleep 10", timeout=0.5)
+    report("terminal: timeout kills it and says so", r.timed_out and r.exit_code != 0, r)
+    r = sb.terminal("cat .env; echo rc=$?")
+    report("terminal: a masked file reads as empty inside the jail", b"TOPSECRET" not in r.stdout and b"rc=0" in r.stdout, r)
+
+    ok, e = expect_error(lambda: sb.file_read(".env"), "denied")
+    report("file_read of a masked file raises SandboxError with code 'denied' and the reason",
+           ok and "TOPSECRET" not in str(e) and getattr(e, "reply", {}).get("sandboxed") is True, e)
+    ok, e = expect_error(lambda: sb.file_write("vectora.toml", "[sandbox]\nenabled = false\n"), "denied")
+    report("file_write of vectora.toml raises 'denied'", ok, e)
+
+    w = sb.file_write("notes/a.txt", "alpha\nbeta\n", create_parents=True)
+    report("file_write: creates (with parents); size and sha256",
+           w.created and w.size == 11 and w.sha256 == hashlib.sha256(b"alpha\nbeta\n").hexdigest(), w)
+    e = sb.file_edit("notes/a.txt", "beta", "gamma")
+    report("file_edit: one replacement", e.replacements == 1, e)
+    c = sb.file_read("notes/a.txt")
+    report("file_read: the edited content, eof, sha256",
+           c.content == b"alpha\ngamma\n" and c.eof and c.sha256 == hashlib.sha256(c.content).hexdigest(), c)
+    c = sb.file_read("notes/a.txt", offset=6, limit=3)
+    report("file_read with offset and limit", c.content == b"gam" and not c.eof and c.size == 12, c)
+    ok, e = expect_error(lambda: sb.file_edit("notes/a.txt", "nowhere", "x"), "edit_not_found")
+    report("file_edit of absent text raises 'edit_not_found'", ok, e)
+    ok, e = expect_error(lambda: sb.file_write("notes/a.txt", "x", if_sha256=""), "precondition_failed")
+    report("file_write with if_sha256='' (must not exist) on an existing file raises 'precondition_failed'", ok, e)
+
+    st = sb.status()
+    paths = [w.get("path") for w in st.get("workspaces", [])]
+    report("status: the daemon and this workspace", st.get("daemon", {}).get("pid") and ws in paths, st)
+    return sb
+
+
+def bulk(sb, ws):
+    data = os.urandom(10 * 1024 * 1024)
+    t0 = time.monotonic()
+    w = sb.file_write("bulk.bin", data)
+    t1 = time.monotonic()
+    c = sb.file_read("bulk.bin")
+    t2 = time.monotonic()
+    report("10 MiB of binary data written as a raw payload (%.0f ms)" % ((t1 - t0) * 1000),
+           w.size == len(data) and w.sha256 == hashlib.sha256(data).hexdigest(), w)
+    report("... read back whole and intact (%.0f ms)" % ((t2 - t1) * 1000), c.content == data and c.eof, len(c.content))
+    with open(os.path.join(ws, "bulk.bin"), "rb") as f:
+        report("... and the host sees the same bytes", f.read() == data)
+    r = sb.terminal("sha256sum bulk.bin")
+    report("... and so does the jail", hashlib.sha256(data).hexdigest().encode() in r.stdout, r)
+
+
+def concurrent_edits(sb, ws):
+    lines = ["line %02d\n" % i for i in range(16)]
+    sb.file_write("shared.txt", "".join(lines))
+    errors = []
+    start = threading.Barrier(16)
+
+    def edit(i):
+        try:
+            start.wait()
+            sb.file_edit("shared.txt", "line %02d\n" % i, "edited %02d\n" % i)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=edit, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    content = sb.file_read("shared.txt").text()
+    report("16 threads editing one file at once: every edit lands (none lost)",
+           not errors and content == "".join("edited %02d\n" % i for i in range(16)), (errors, content))
+
+
+def refused(vs, sock, tmp):
+    ws = make_ws(tmp, "broken", "[sandbox]\nro_path = []\n", {"f": "x"})
+    sb = vs.Sandbox(socket=sock)
+    ok, e = expect_error(lambda: sb.terminal("touch ran", workspace=ws), "config_invalid")
+    report("a refused vectora.toml raises 'config_invalid' with the located reason; nothing ran",
+           ok and "vectora.toml:2:1" in str(e) and not os.path.exists(os.path.join(ws, "ran")), e)
+    sb.close()
+
+
+def unreachable(vs, tmp):
+    sb = vs.Sandbox(socket=os.path.join(tmp, "nobody.sock"))
+    try:
+        sb.terminal("true", workspace=tmp)
+        ok, e = False, "no exception"
+    except vs.DaemonUnavailable as ex:
+        ok, e = ex.code == "daemon_unavailable" and isinstance(ex, ConnectionError) and "nobody.sock" in str(ex), ex
+    report("no daemon: DaemonUnavailable (a ConnectionError) naming the socket", ok, e)
+
+
+class Daemon:
+    def __init__(self, tmp):
+        self.sock = os.path.join(tmp, "d.sock")
+        self.log = os.path.join(tmp, "d.log")
+        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
+                                  stdin=subprocess.DEVNULL)
+        for _ in range(500):
+            # The file exists from bind(); wait until it also accepts.
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
+                return
+            except OSError:
+                pass
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RuntimeError("the daemon did not start: " + open(self.log).read())
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="vectora-py-", dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    d = None
+    try:
+        site = install(tmp)
+        sys.path.insert(0, site or os.path.join(CLIENT, "src"))
+        import vectora_sandbox as vs
+        report("the tests use the installed package" if site else "the tests use the source tree's package",
+               os.path.dirname(vs.__file__).startswith(site or CLIENT), vs.__file__)
+        untyped = []
+        for name, fn in vars(vs.Sandbox).items():
+            if callable(fn) and not name.startswith("_") or name == "__init__":
+                sig = inspect.signature(fn)
+                untyped += ["%s.%s" % (name, p) for p, v in sig.parameters.items()
+                            if p != "self" and v.annotation is inspect.Parameter.empty]
+                if sig.return_annotation is inspect.Signature.empty:
+                    untyped.append(name + " -> ?")
+                if not fn.__doc__ and name != "__init__":
+                    untyped.append(name + " (no docstring)")
+        report("every public method is annotated and documented", not untyped, untyped)
+        d = Daemon(tmp)
+        ws = make_ws(tmp, "ws", '[sandbox]\nrw_paths = ["."]\nmask = [".env"]\n',
+                     {".env": "TOPSECRET=1\n", "src/main.c": "int main(void) { return 0; }\n"})
+        with tools(vs, d.sock, ws) as sb:
+            bulk(sb, ws)
+            concurrent_edits(sb, ws)
+        refused(vs, d.sock, tmp)
+        unreachable(vs, tmp)
+    finally:
+        if d:
+            d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("1..%d" % n)
+    print("# %d of %d failed" % (failed, n) if failed else "# all %d passed" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
