@@ -6,7 +6,7 @@
 BUILD ?= build
 MESON_OPTS ?=
 
-.PHONY: all deps build demo test test-asan fuzz bench conformance clean
+.PHONY: all deps build demo test test-asan fuzz bench conformance deb clean
 
 all: build
 
@@ -33,8 +33,14 @@ test-asan: deps
 bench: build
 	@./scripts/run-bench $(BUILD)
 
+# The Debian package: build-deb/vectora-sandbox_VERSION_ARCH.deb (needs
+# dpkg-dev and debhelper; .ci/run lints, installs and exercises it).
+deb:
+	@./scripts/install-deps deb
+	@./scripts/build-deb build-deb
+
 conformance: build
 	@../shared/conformance/run-toml-test $(BUILD)/tests/toml-test-decoder
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb
