@@ -180,14 +180,18 @@ void session_end(VsSession *s) {
                 if (protocol_encode_shutdown_request(&out, session_next_id(s)) >= 0)
                         (void)!write_all(s->proc.fd, out.data, out.len);
                 shutdown(s->proc.fd, SHUT_WR);
-                /* Give it a moment to exit cleanly, then kill. */
-                for (int i = 0; i < 100 && s->proc.pid > 0; i++) {
+                /* Give it time to exit cleanly, then kill. A local worker
+                 * is gone within milliseconds; `docker run --rm` returns only
+                 * once its container is removed, which takes longer under
+                 * load, and killing it earlier leaves the container's name
+                 * taken for the next start in this workspace. */
+                for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
                         pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
                         if (p == s->proc.pid) {
                                 s->proc.pid = 0;
                                 break;
                         }
-                        struct timespec ts = { 0, 2 * 1000 * 1000 };
+                        struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
                         nanosleep(&ts, NULL);
                 }
         }

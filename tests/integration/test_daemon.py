@@ -135,14 +135,21 @@ class Daemon:
         self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug",
                                    "--log-file", self.log, "--audit-log", self.audit, *extra],
                                   stdin=subprocess.DEVNULL)
-        for _ in range(200):
-            if os.path.exists(self.sock):
+        # Wait until it accepts, not until the file exists: the file is
+        # there from bind() on, and a killed daemon's stale one is there
+        # before this daemon has even started (t_daemon_sigkill).
+        for _ in range(1000):
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
                 break
+            except OSError:
+                pass
             if self.p.poll() is not None:
                 raise RuntimeError("daemon exited: " + open(self.log).read())
             time.sleep(0.01)
         else:
-            raise RuntimeError("daemon did not create its socket")
+            raise RuntimeError("daemon did not listen on its socket")
 
     def conn(self):
         return Conn(self.sock)
