@@ -12,11 +12,9 @@
 
 int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         int r;
-        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL, *name = NULL;
-        r = launch_ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
-        if (r < 0)
+        _cleanup_free_ char *name = NULL, *base = NULL;
+        if ((r = launch_plan(p, o, l, err)) < 0)
                 return r;
-        _cleanup_free_ char *base = NULL;
         if ((r = backend_docker_name(p->workspace, &base)) < 0)
                 return r;
         /* Alternate names: after a policy change the old container drains
@@ -26,19 +24,9 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 return -ENOMEM;
         }
 
-        VsMaskPath *masks = NULL;
-        size_t n_masks = 0;
-        r = backend_collect_masks(p, &masks, &n_masks, err);
-        if (r < 0)
-                return vs_error_prefix(err, "finding the paths to mask");
-        l->n_masked = n_masks;
-
-        _cleanup_strv_free_ char **protected_existing = NULL;
-        r = launch_protected_mounts(l, &protected_existing, &masks, &n_masks);
-
         /* Only the GPU node list is used; the probe is cheap. */
         VsLocalEnv host = { 0 };
-        if (r >= 0 && !p->no_gpu)
+        if (!p->no_gpu)
                 r = backend_local_probe(&host, err);
         /* The image has its own libraries: the worker must be static. */
         _cleanup_free_ char *worker = NULL;
@@ -46,14 +34,10 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 r = vs_static_worker_path(o->worker_path, &worker);
         VsDockerEnv env = {
                 .worker_path = worker,
-                .empty_file = empty_file,
-                .empty_dir = empty_dir,
                 .name = name,
                 .uid = l->uid,
                 .gid = l->gid,
-                .masks = masks,
-                .n_masks = n_masks,
-                .protected_existing = protected_existing,
+                .plan = l->plan,
                 .gpu_nodes = host.gpu_nodes,
         };
         if (r >= 0)
@@ -64,9 +48,6 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 r = o->instance == 0 ? backend_docker_rm_all_argv(p, base, &l->pre_argv)
                                      : backend_docker_rm_argv(p, name, &l->pre_argv);
         backend_local_env_done(&host);
-        for (size_t k = 0; k < n_masks; k++)
-                free(masks[k].path);
-        free(masks);
         if (r < 0)
                 return r;
 

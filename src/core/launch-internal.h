@@ -7,17 +7,15 @@
  * else it needs) for its own isolation primitive. */
 
 #include "backend-local.h"
+#include "jail-plan.h"
 #include "launch.h"
 
 int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
 int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
 int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);
 
-/* The protected paths (vectora.toml, .git/hooks, .git/config) as mounts:
- * *ret_existing lists the existing ones to bind read-only (a symlinked one
- * by its target); missing ones inside an existing .git are appended to
- * *masks as empty read-only files/dirs, so the agent cannot create them. */
-int launch_protected_mounts(const VsLaunch *l, char ***ret_existing, VsMaskPath **masks, size_t *n_masks);
-/* Creates (if needed) the empty read-only file and directory that masks
- * are mounted from, in dir. */
-int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err);
+/* The jail plan (l->plan) from the policy and this host's facts: the
+ * mask walk, the protected paths as they exist, the empty mount sources in
+ * o->runtime_dir. Used by every backend that mounts (local, docker); the
+ * ssh remote launcher builds the same plan on its host. */
+int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err);

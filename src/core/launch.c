@@ -7,10 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "glob.h"
 #include "idmap.h"
+#include "jail-plan.h"
 #include "landlock.h"
-#include "mask-walk.h"
 #include "path-util.h"
 #include "seccomp.h"
 #include "strv.h"
@@ -32,6 +31,7 @@ void launch_free(VsLaunch *l) {
         strv_free(l->pre_argv);
         free(l->missing_hint);
         strv_free(l->notes);
+        jail_plan_free(l->plan);
         free(l);
 }
 
@@ -58,6 +58,8 @@ void launch_trim(VsLaunch *l) {
         strv_free(l->pre_argv);
         strv_free(l->notes);
         free(l->bpf);
+        jail_plan_free(l->plan);
+        l->plan = NULL;
         l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->env = l->landlock_rw = NULL;
         l->pre_argv = l->notes = NULL;
         l->bpf = NULL;
@@ -100,33 +102,6 @@ static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_l
         memcpy(copy, c->bpf, c->len);
         *ret = copy;
         *ret_len = c->len;
-        return 0;
-}
-
-int launch_ensure_runtime(const char *dir, char **ret_file, char **ret_dir, VsError **err) {
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create runtime directory %s: %m", dir);
-        _cleanup_free_ char *f = path_join(dir, "empty-file");
-        _cleanup_free_ char *d = path_join(dir, "empty-dir");
-        if (!f || !d)
-                return -ENOMEM;
-        struct stat st;
-        if (lstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
-                unlink(f);
-                int fd = open(f, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-                if (fd < 0 && errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", f);
-                safe_close(fd);
-        }
-        if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                unlink(d);
-                if (mkdir(d, 0555) < 0 && errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", d);
-        }
-        /* The jail may run as another uid than the daemon: keep them readable. */
-        chmod(dir, 0755);
-        *ret_file = TAKE_PTR(f);
-        *ret_dir = TAKE_PTR(d);
         return 0;
 }
 
@@ -204,135 +179,66 @@ static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *
         return 0;
 }
 
-int launch_protected_mounts(const VsLaunch *l, char ***ret_existing, VsMaskPath **masks, size_t *n_masks) {
-        _cleanup_strv_free_ char **protected_existing = calloc(1, sizeof(char *));
-        if (!protected_existing)
-                return -ENOMEM;
-        int r = 0;
-        for (char **pp = l->protected_paths; r >= 0 && pp && *pp; pp++) {
-                struct stat st;
-                if (lstat(*pp, &st) == 0) {
-                        if (!S_ISLNK(st.st_mode)) {
-                                r = strv_extend(&protected_existing, *pp);
-                                continue;
-                        }
-                        /* A symlinked .git/hooks: protect where it leads. */
-                        _cleanup_free_ char *real = realpath(*pp, NULL);
-                        if (real)
-                                r = strv_extend(&protected_existing, real);
-                        continue;
-                }
-                if (errno != ENOENT)
-                        continue;
-                /* Missing .git/hooks or .git/config in an existing .git:
-                 * the agent must not be able to create them either, so an
-                 * empty read-only one is mounted there (the backend creates
-                 * the empty mount point in the workspace). */
-                _cleanup_free_ char *parent = strdup(*pp);
-                char *slash = parent ? strrchr(parent, '/') : NULL;
-                if (!slash)
-                        return -ENOMEM;
-                *slash = 0;
-                if (lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
-                        continue;
-                VsMaskPath *nm = realloc(*masks, (*n_masks + 1) * sizeof *nm);
-                if (!nm)
-                        return -ENOMEM;
-                *masks = nm;
-                nm[*n_masks].path = strdup(*pp);
-                nm[*n_masks].dir = streq(slash + 1, "hooks");
-                if (!nm[*n_masks].path)
-                        return -ENOMEM;
-                (*n_masks)++;
-        }
+int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
+        int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        *ret_existing = TAKE_PTR(protected_existing);
+        VsJailFacts f = { 0 };
+        if ((r = jail_facts_collect(p, l->protected_paths, &f, err)) < 0)
+                return r;
+        r = jail_plan_build(p, l->protected_paths, &f, empty_file, empty_dir, l->env, &l->plan);
+        jail_facts_done(&f);
+        if (r < 0)
+                return r;
+        l->n_masked = l->plan->n_masked;
         return 0;
 }
 
 /* The local backend: bubblewrap on this host. */
 static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
-        int r;
-        _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
-        r = launch_ensure_runtime(o->runtime_dir, &empty_file, &empty_dir, err);
+        int r = launch_plan(p, o, l, err);
         if (r < 0)
                 return r;
-
-        VsMaskPath *masks = NULL;
-        size_t n_masks = 0;
-        r = backend_collect_masks(p, &masks, &n_masks, err);
-        if (r < 0)
-                return vs_error_prefix(err, "finding the paths to mask");
-        l->n_masked = n_masks;
-
-        _cleanup_strv_free_ char **protected_existing = NULL;
-        r = launch_protected_mounts(l, &protected_existing, &masks, &n_masks);
 
         /* A root-owned workspace: each root-owned writable path is shown to
          * the unprivileged jail through an idmapped mount, so it can write
          * there while the files stay root's on disk. Where the kernel or
          * filesystem cannot, refuse rather than run the jail as root. */
-        _cleanup_free_ VsBindSource *sources = NULL;
-        size_t n_sources = 0;
-        if (r >= 0 && l->idmapped) {
-                sources = calloc(p->n_rw + 1, sizeof *sources);
-                if (!sources)
-                        r = -ENOMEM;
-                for (size_t i = 0; r >= 0 && i < p->n_rw; i++) {
-                        struct stat st;
-                        const char *rw = p->rw_paths[i].resolved;
-                        if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
-                                continue;
-                        static unsigned counter;
-                        char *staging = NULL;
-                        if (asprintf(&staging, "%s/idmap-%d-%u", o->runtime_dir, (int)getpid(), ++counter) < 0) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        _cleanup_(vs_error_freep) VsError *ierr = NULL;
-                        int k = idmap_stage(rw, VS_IDMAP_UID, VS_IDMAP_GID, staging, &ierr);
-                        if (k < 0) {
-                                free(staging);
-                                r = vs_error_set_kind(err, k, "sandbox_unavailable",
-                                                      "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
-                                                      rw, vs_error_message(ierr), p->workspace);
-                                break;
-                        }
-                        if ((r = strv_consume(&l->staged_mounts, staging)) < 0)
-                                break;
-                        sources[n_sources].dest = rw;
-                        sources[n_sources].src = l->staged_mounts[strv_length(l->staged_mounts) - 1];
-                        n_sources++;
+        for (size_t i = 0; l->idmapped && i < p->n_rw; i++) {
+                struct stat st;
+                const char *rw = p->rw_paths[i].resolved;
+                if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
+                        continue;
+                static unsigned counter;
+                char *staging = NULL;
+                if (asprintf(&staging, "%s/idmap-%d-%u", o->runtime_dir, (int)getpid(), ++counter) < 0)
+                        return -ENOMEM;
+                _cleanup_(vs_error_freep) VsError *ierr = NULL;
+                int k = idmap_stage(rw, VS_IDMAP_UID, VS_IDMAP_GID, staging, &ierr);
+                if (k < 0) {
+                        free(staging);
+                        return vs_error_set_kind(err, k, "sandbox_unavailable",
+                                                 "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
+                                                 rw, vs_error_message(ierr), p->workspace);
                 }
+                if ((r = strv_consume(&l->staged_mounts, staging)) < 0 ||
+                    (r = jail_plan_rebase(l->plan, rw, l->staged_mounts[strv_length(l->staged_mounts) - 1])) < 0)
+                        return r;
         }
 
         VsLocalEnv env = {
-                .bind_sources = sources,
-                .n_bind_sources = n_sources,
                 .bwrap = o->bwrap ? o->bwrap : "bwrap",
                 .worker_path = o->worker_path,
-                .empty_file = empty_file,
-                .empty_dir = empty_dir,
                 .uid = l->uid,
                 .gid = l->gid,
-                .masks = masks,
-                .n_masks = n_masks,
-                .protected_existing = protected_existing,
-                .env = l->env,
+                .plan = l->plan,
         };
-        if (r >= 0)
-                r = backend_local_probe(&env, err);
+        r = backend_local_probe(&env, err);
         if (r >= 0)
                 r = backend_local_argv(p, &env, &l->argv, err);
         backend_local_env_done(&env);
-        for (size_t k = 0; k < n_masks; k++)
-                free(masks[k].path);
-        free(masks);
-        if (r < 0)
-                return r;
-
-        return 0;
+        return r;
 }
 
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err) {

@@ -47,6 +47,7 @@ typedef struct VsLaunch {
         char **degraded;     /* human-readable degradations known before start */
         char **notes;        /* what a remote backend will create, for `plan` (may be NULL) */
         size_t n_masked;     /* masked paths mounted over */
+        VsJailPlan *plan;    /* what the jail sees (local, docker); NULL for ssh (planned on the remote), modal, direct */
 
         /* Backends other than local. */
         char **pre_argv;     /* run to completion before argv, its outcome ignored (docker: remove a leftover container); NULL: none */

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "jail-plan.h"
 #include "path-util.h"
 #include "sha256.h"
 #include "strbuf.h"
@@ -117,31 +118,14 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
              (r = add(&a, "--memory-swap")) < 0 || (r = strv_extendf(&a, "%llu", (unsigned long long)p->limits.memory)) < 0))
                 return r;
 
-        /* rw_paths and ro_paths at their real paths, parents before
-         * children, and the directories leading to protected and masked
-         * paths pinned: the same steps as the local backend. */
-        size_t nb = 0;
-        _cleanup_free_ VsBind *binds = NULL;
-        if ((r = backend_binds(p, &binds, &nb)) < 0)
-                return r;
-        for (size_t i = 0; i < nb; i++)
-                if ((r = add_mount(&a, binds[i].path, binds[i].path, !binds[i].rw, err)) < 0)
+        /* The jail plan's mounts, in its order: the same listed paths,
+         * pins, protected paths and masks as every other backend. */
+        for (size_t i = 0; i < env->plan->n_mounts; i++) {
+                const VsJailMount *m = &env->plan->mounts[i];
+                bool writable = m->kind == VS_MOUNT_RW || m->kind == VS_MOUNT_PIN;
+                if ((r = add_mount(&a, m->src, m->dest, !writable, err)) < 0)
                         return r;
-        _cleanup_strv_free_ char **pins = NULL;
-        if ((r = backend_pins(binds, nb, env->protected_existing, env->masks, env->n_masks, &pins)) < 0)
-                return r;
-        for (char **pp = pins; *pp; pp++)
-                if ((r = add_mount(&a, *pp, *pp, false, err)) < 0)
-                        return r;
-        /* Protected paths over the binds, masks over everything: empty and
-         * read-only, never a writable tmpfs. */
-        for (char **pp = env->protected_existing; pp && *pp; pp++)
-                if ((r = add_mount(&a, *pp, *pp, true, err)) < 0)
-                        return r;
-        for (size_t i = 0; i < env->n_masks; i++)
-                if ((r = add_mount(&a, env->masks[i].dir ? env->empty_dir : env->empty_file, env->masks[i].path, true,
-                                   err)) < 0)
-                        return r;
+        }
         if ((r = add_mount(&a, env->worker_path, VS_JAIL_WORKER_PATH, true, err)) < 0)
                 return r;
 

@@ -4,9 +4,9 @@
 /* The docker backend: the `docker run -i` command line that starts one
  * workspace's worker in a container on a Docker engine.
  *
- * backend_docker_argv() is pure, like backend_local_argv(): the masked
- * paths found by the walk, the protected paths that exist, the GPU nodes and
- * the ids come in through VsDockerEnv. The engine must see the same files as
+ * backend_docker_argv() is pure, like backend_local_argv(): it renders the
+ * same jail plan (jail-plan.h) as --mount options; the GPU nodes and the
+ * ids come in through VsDockerEnv. The engine must see the same files as
  * this host (a local engine, or one sharing the workspace's filesystem):
  * paths are bind-mounted at their real paths. */
 
@@ -22,14 +22,10 @@ int backend_docker_name(const char *workspace, char **ret);
 
 typedef struct VsDockerEnv {
         const char *worker_path;  /* host path of the static worker */
-        const char *empty_file;   /* host path of an empty read-only file */
-        const char *empty_dir;    /* host path of an empty read-only directory */
         const char *name;         /* container name (backend_docker_name) */
         uid_t uid;                /* --user (never 0) */
         gid_t gid;
-        const VsMaskPath *masks;  /* existing paths to mask, from the walk */
-        size_t n_masks;
-        char **protected_existing; /* protected paths that exist (ro-bound) */
+        const VsJailPlan *plan;   /* what the jail sees (jail-plan.h), rendered as --mount */
         char **gpu_nodes;         /* existing GPU device nodes (used when no_gpu = false) */
 } VsDockerEnv;
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mask-walk.h"
+#include "jail-plan.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -21,95 +21,6 @@ static int add2(char ***a, const char *x, const char *y) {
 static int add3(char ***a, const char *x, const char *y, const char *z) {
         int r = add2(a, x, y);
         return r < 0 ? r : strv_extend(a, z);
-}
-
-static int cmp_bind(const void *a, const void *b) {
-        /* Shallower first, so a nested path is mounted over its parent. */
-        size_t la = strlen(((const VsBind *)a)->path), lb = strlen(((const VsBind *)b)->path);
-        return la < lb ? -1 : la > lb;
-}
-
-static int cmp_depth(const void *a, const void *b) {
-        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
-        return la < lb ? -1 : la > lb;
-}
-
-int backend_binds(const VsPolicy *p, VsBind **ret, size_t *ret_n) {
-        size_t nb = 0;
-        VsBind *binds = calloc(p->n_rw + p->n_ro + 1, sizeof(VsBind));
-        if (!binds)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_ro; i++)
-                if (p->ro_paths[i].resolved)
-                        binds[nb++] = (VsBind){ p->ro_paths[i].resolved, false };
-        for (size_t i = 0; i < p->n_rw; i++)
-                if (p->rw_paths[i].resolved)
-                        binds[nb++] = (VsBind){ p->rw_paths[i].resolved, true };
-        bool covered = false;
-        for (size_t i = 0; i < nb; i++)
-                covered |= path_startswith(p->workspace, binds[i].path) != NULL;
-        if (!covered)
-                binds[nb++] = (VsBind){ p->workspace, false };
-        qsort(binds, nb, sizeof(VsBind), cmp_bind);
-        *ret = binds;
-        *ret_n = nb;
-        return 0;
-}
-
-static int add_pins(char ***pins, const VsBind *binds, size_t nb, const char *path) {
-        const VsBind *root = NULL;
-        for (size_t i = 0; i < nb; i++)
-                if (path_is_below_or_equal(path, binds[i].path) &&
-                    (!root || strlen(binds[i].path) > strlen(root->path)))
-                        root = &binds[i];
-        if (!root || !root->rw)
-                return 0;
-        size_t rl = strlen(root->path);
-        if (strcmp(root->path, "/") == 0)
-                rl = 0;
-        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
-                if (!dir)
-                        return -ENOMEM;
-                if (!strv_contains(*pins, dir)) {
-                        int r = strv_extend(pins, dir);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-int backend_pins(const VsBind *binds, size_t nb, char *const *protected_existing, const VsMaskPath *masks,
-                 size_t n_masks, char ***ret) {
-        _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
-        if (!pins)
-                return -ENOMEM;
-        int r;
-        for (char *const *pp = protected_existing; pp && *pp; pp++)
-                if ((r = add_pins(&pins, binds, nb, *pp)) < 0)
-                        return r;
-        for (size_t i = 0; i < n_masks; i++)
-                if ((r = add_pins(&pins, binds, nb, masks[i].path)) < 0)
-                        return r;
-        qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
-        *ret = TAKE_PTR(pins);
-        return 0;
-}
-
-/* A pin's source: below its root's source when that root is bound from
- * elsewhere (an idmapped staging mount), else the path itself. */
-static char *pin_source(const VsLocalEnv *env, const VsBind *binds, size_t nb, const char *pin) {
-        const VsBind *root = NULL;
-        for (size_t i = 0; i < nb; i++)
-                if (path_is_below_or_equal(pin, binds[i].path) && (!root || strlen(binds[i].path) > strlen(root->path)))
-                        root = &binds[i];
-        for (size_t k = 0; root && k < env->n_bind_sources; k++)
-                if (streq(env->bind_sources[k].dest, root->path)) {
-                        char *s = NULL;
-                        return asprintf(&s, "%s%s", env->bind_sources[k].src, pin + strlen(root->path)) < 0 ? NULL : s;
-                }
-        return strdup(pin);
 }
 
 int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_argv, VsError **err) {
@@ -157,44 +68,15 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
             (r = add2(&a, "--tmpfs", VS_JAIL_HOME)) < 0)
                 return r;
 
-        /* rw_paths and ro_paths at their real paths, parents before children. */
-        size_t nb = 0;
-        _cleanup_free_ VsBind *binds = NULL;
-        if ((r = backend_binds(p, &binds, &nb)) < 0)
-                return r;
-        for (size_t i = 0; i < nb; i++) {
-                const char *src = binds[i].path;
-                for (size_t k = 0; k < env->n_bind_sources; k++)
-                        if (streq(env->bind_sources[k].dest, binds[i].path))
-                                src = env->bind_sources[k].src;
-                if ((r = add3(&a, binds[i].rw ? "--bind" : "--ro-bind", src, binds[i].path)) < 0)
+        /* The plan's mounts in its order: listed paths (parents first),
+         * pins, protected paths, then masks over everything (empty and
+         * read-only, never a tmpfs the agent could plant a file in). */
+        for (size_t i = 0; i < env->plan->n_mounts; i++) {
+                const VsJailMount *m = &env->plan->mounts[i];
+                bool writable = m->kind == VS_MOUNT_RW || m->kind == VS_MOUNT_PIN;
+                if ((r = add3(&a, writable ? "--bind" : "--ro-bind", m->src, m->dest)) < 0)
                         return r;
         }
-
-        /* Pin the directories leading to protected and masked paths. */
-        _cleanup_strv_free_ char **pins = NULL;
-        if ((r = backend_pins(binds, nb, env->protected_existing, env->masks, env->n_masks, &pins)) < 0)
-                return r;
-        for (char **pp = pins; pp && *pp; pp++) {
-                _cleanup_free_ char *src = pin_source(env, binds, nb, *pp);
-                if (!src)
-                        return -ENOMEM;
-                if ((r = add3(&a, "--bind", src, *pp)) < 0)
-                        return r;
-        }
-
-        /* Protected paths over the binds: the agent cannot rewrite its own
-         * policy or plant code the host runs later. */
-        for (char **pp = env->protected_existing; pp && *pp; pp++)
-                if ((r = add3(&a, "--ro-bind", *pp, *pp)) < 0)
-                        return r;
-
-        /* Masks last, over everything: empty and read-only, never a tmpfs
-         * (a writable tmpfs would let the agent plant a file there). */
-        for (size_t i = 0; i < env->n_masks; i++)
-                if ((r = add3(&a, "--ro-bind", env->masks[i].dir ? env->empty_dir : env->empty_file,
-                              env->masks[i].path)) < 0)
-                        return r;
 
         /* GPU only when asked: device nodes and a read-only /sys. */
         if (!p->no_gpu) {
@@ -211,7 +93,7 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         /* A minimal environment: nothing of the daemon's leaks in. */
         if ((r = add(&a, "--clearenv")) < 0)
                 return r;
-        for (char **e = env->env; e && *e; e++) {
+        for (char **e = env->plan->env; e && *e; e++) {
                 const char *eq = strchr(*e, '=');
                 if (!eq)
                         continue;
@@ -225,58 +107,6 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         *ret_argv = TAKE_PTR(a);
         return 0;
-}
-
-int backend_collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n, VsError **err) {
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = glob_set_new(p->mask, &set, err);
-        if (r < 0)
-                return r;
-        VsMaskPath *out = NULL;
-        size_t n = 0;
-        /* The same patterns apply below every listed root, relative to it. */
-        for (size_t pass = 0; pass < 2; pass++) {
-                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
-                size_t nl = pass ? p->n_ro : p->n_rw;
-                for (size_t i = 0; i < nl; i++) {
-                        if (!list[i].resolved)
-                                continue;
-                        MaskList ml = { 0 };
-                        r = mask_walk(list[i].resolved, set, &ml, err);
-                        if (r < 0)
-                                goto fail;
-                        VsMaskPath *nn = realloc(out, (n + ml.n + 1) * sizeof *nn);
-                        if (!nn) {
-                                mask_list_done(&ml);
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        out = nn;
-                        for (size_t k = 0; k < ml.n; k++) {
-                                /* Symlinks are not mounted over: bwrap would follow them.
-                                 * Their targets are masked in their own right if they match. */
-                                if (ml.items[k].kind == MASK_SYMLINK)
-                                        continue;
-                                out[n].path = path_join(list[i].resolved, ml.items[k].relpath);
-                                out[n].dir = ml.items[k].kind == MASK_DIR;
-                                if (!out[n].path) {
-                                        mask_list_done(&ml);
-                                        r = -ENOMEM;
-                                        goto fail;
-                                }
-                                n++;
-                        }
-                        mask_list_done(&ml);
-                }
-        }
-        *ret = out;
-        *ret_n = n;
-        return 0;
-fail:
-        for (size_t k = 0; k < n; k++)
-                free(out[k].path);
-        free(out);
-        return r;
 }
 
 /* ---- host facts -------------------------------------------------------- */

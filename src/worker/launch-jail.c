@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* --launch-jail POLICY_HEX: on the remote host of an ssh workspace.
  *
- * The remote's own paths and masks are only known there: this walks the
- * masks with the same code as the daemon, builds the bubblewrap command with
- * the same builder as the local backend, and execs it with this binary as
+ * The remote's own paths and masks are only known there: this builds the
+ * jail plan there with the same code as the daemon (jail-plan.h), renders
+ * it with the same bubblewrap renderer as the local backend, and execs it with this binary as
  * the jailed worker. Without bubblewrap the worker runs as the remote user
  * alone (reported degraded), except under lockdown, which refuses. A refusal
  * is told through the normal handshake (hello, then init_failed), so the
@@ -19,10 +19,9 @@
 #include "backend-local.h"
 #include "backend-ssh.h"
 #include "fd-util.h"
-#include "glob.h"
+#include "jail-plan.h"
 #include "launcher.h"
 #include "log.h"
-#include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -71,61 +70,6 @@ static char *find_in_path(const char *name) {
         return NULL;
 }
 
-static int ensure_empty(const char *dir, char **ret_file, char **ret_dir) {
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        _cleanup_free_ char *f = path_join(dir, "empty-file"), *d = path_join(dir, "empty-dir");
-        if (!f || !d)
-                return -ENOMEM;
-        struct stat st;
-        if (lstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
-                unlink(f);
-                int fd = open(f, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-                if (fd < 0 && errno != EEXIST)
-                        return -errno;
-                safe_close(fd);
-        }
-        if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                unlink(d);
-                if (mkdir(d, 0555) < 0 && errno != EEXIST)
-                        return -errno;
-        }
-        *ret_file = TAKE_PTR(f);
-        *ret_dir = TAKE_PTR(d);
-        return 0;
-}
-
-/* Resolves the listed paths here; a missing one is skipped, or refused
- * under lockdown (rule 5). */
-static VsPath *resolve_list(char **in, bool lockdown, size_t *ret_n) {
-        size_t n = strv_length(in), k = 0;
-        VsPath *out = calloc(n + 1, sizeof *out);
-        if (!out)
-                refuse("out of memory");
-        for (size_t i = 0; i < n; i++) {
-                char buf[PATH_MAX];
-                if (!realpath(in[i], buf)) {
-                        if (lockdown)
-                                refuse("lockdown: %s does not exist on the remote host (%m)", in[i]);
-                        continue;
-                }
-                if (lockdown && !streq(buf, in[i]))
-                        refuse("lockdown: %s is a symlink on the remote host (to %s)", in[i], buf);
-                out[k].written = in[i];
-                if (!(out[k].resolved = strdup(buf)))
-                        refuse("out of memory");
-                k++;
-        }
-        *ret_n = k;
-        return out;
-}
-
-static void collect_masks(const VsPolicy *p, VsMaskPath **ret, size_t *ret_n) {
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (backend_collect_masks(p, ret, ret_n, &err) < 0)
-                refuse("finding the paths to mask on the remote host: %s", vs_error_message(err));
-}
-
 int launch_jail_main(int argc, char **argv) {
         if (argc != 3) {
                 log_error("usage: vectora-worker --launch-jail POLICY_HEX");
@@ -169,46 +113,36 @@ int launch_jail_main(int argc, char **argv) {
                 refuse("cannot run the worker %s on the remote host: %m", self);
         }
 
-        VsPolicy p = {
-                .workspace = (char *)j.workspace,
-                .sandboxed = true,
-                .backend = VS_BACKEND_LOCAL,
-                .mask = j.mask,
-                .no_gpu = j.no_gpu,
-                .lockdown = j.lockdown,
-                .network = j.network,
-        };
-        p.rw_paths = resolve_list(j.rw, j.lockdown, &p.n_rw);
-        p.ro_paths = resolve_list(j.ro, j.lockdown, &p.n_ro);
-
-        VsMaskPath *masks = NULL;
-        size_t n_masks = 0;
-        collect_masks(&p, &masks, &n_masks);
-
         /* The empty mask sources live beside the deployed worker. */
         _cleanup_free_ char *dir = strndup(self, (size_t)(strrchr(self, '/') - self));
         _cleanup_free_ char *rt = dir ? path_join(dir, "run") : NULL;
         _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
-        int r = rt ? ensure_empty(rt, &empty_file, &empty_dir) : -ENOMEM;
-        if (r < 0)
-                refuse("cannot create the empty mask sources in %s on the remote host: %s", rt ? rt : "?", strerror(-r));
+        if (!rt)
+                refuse("out of memory");
+        if (jail_empty_sources(rt, &empty_file, &empty_dir, &err) < 0)
+                refuse("cannot create the empty mask sources on the remote host: %s", vs_error_message(err));
 
-        _cleanup_strv_free_ char **prot = calloc(1, sizeof(char *));
-        for (char **pp = j.protected_paths; prot && pp && *pp; pp++)
-                if (lstat(*pp, &st) == 0 && !S_ISLNK(st.st_mode) && strv_extend(&prot, *pp) < 0)
-                        refuse("out of memory");
+        /* The same plan as the daemon's host would make: the same mask
+         * walk, protected paths (a symlinked or missing one included),
+         * pins and order. */
+        _cleanup_(jail_plan_freep) VsJailPlan *plan = NULL;
+        if (jail_plan_remote(&j, empty_file, empty_dir, &plan, &err) < 0)
+                refuse("planning the jail on the remote host: %s", vs_error_message(err));
 
+        VsPolicy p = {
+                .workspace = (char *)j.workspace,
+                .sandboxed = true,
+                .backend = VS_BACKEND_LOCAL,
+                .no_gpu = j.no_gpu,
+                .lockdown = j.lockdown,
+                .network = j.network,
+        };
         VsLocalEnv env = {
                 .bwrap = bwrap,
                 .worker_path = self,
-                .empty_file = empty_file,
-                .empty_dir = empty_dir,
                 .uid = getuid(),
                 .gid = getgid(),
-                .masks = masks,
-                .n_masks = n_masks,
-                .protected_existing = prot,
-                .env = j.env,
+                .plan = plan,
         };
         char **bargv = NULL;
         if (backend_local_probe(&env, &err) < 0 || backend_local_argv(&p, &env, &bargv, &err) < 0)

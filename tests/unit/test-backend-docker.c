@@ -10,6 +10,7 @@
 
 #include "backend-docker.h"
 #include "config.h"
+#include "plan-fixture.h"
 #include "strv.h"
 
 static const VsConfigEnv test_env = { .workspace = "/ws", .home = "/home/u" };
@@ -37,16 +38,21 @@ static char *gpu[] = { (char *)"/dev/dri", NULL };
 static VsDockerEnv docker_env(void) {
         return (VsDockerEnv){
                 .worker_path = "/opt/vs/vectora-worker",
-                .empty_file = "/run/vs/empty-file",
-                .empty_dir = "/run/vs/empty-dir",
                 .name = "vectora-0c65a812b078db67",
                 .uid = 1000,
                 .gid = 1001,
-                .masks = masks,
-                .n_masks = 2,
-                .protected_existing = prot,
                 .gpu_nodes = gpu,
         };
+}
+
+/* Plans p from the given facts and renders it. */
+static int argv_for(const VsPolicy *p, VsDockerEnv *e, const VsMaskPath *m, size_t n_m, char ***ret, VsError **err) {
+        VsJailPlan *plan = fixture_plan(p, m, n_m, prot, NULL);
+        e->plan = plan;
+        int r = backend_docker_argv(p, e, ret, err);
+        e->plan = NULL;
+        jail_plan_free(plan);
+        return r;
 }
 
 static int find2(char **argv, const char *a, const char *b) {
@@ -61,7 +67,7 @@ static char **build(const char *toml) {
         VsDockerEnv e = docker_env();
         char **argv = NULL;
         VsError *err = NULL;
-        if (backend_docker_argv(p, &e, &argv, &err) < 0)
+        if (argv_for(p, &e, masks, 2, &argv, &err) < 0)
                 fail_msg("%s", vs_error_message(err));
         policy_free(p);
         return argv;
@@ -189,14 +195,14 @@ static void test_refuses_root(void **state) {
         char **argv = NULL;
         VsError *err = NULL;
         e.uid = 0;
-        assert_int_equal(backend_docker_argv(p, &e, &argv, &err), -EPERM);
+        assert_int_equal(argv_for(p, &e, masks, 2, &argv, &err), -EPERM);
         assert_string_equal(vs_error_kind(err), "sandbox_unavailable");
         assert_null(argv);
         vs_error_free(err);
         err = NULL;
         e.uid = 1000;
         e.gid = 0;
-        assert_int_equal(backend_docker_argv(p, &e, &argv, &err), -EPERM);
+        assert_int_equal(argv_for(p, &e, masks, 2, &argv, &err), -EPERM);
         vs_error_free(err);
         policy_free(p);
 }
@@ -217,11 +223,9 @@ static void test_newline_refused(void **state) {
         VsPolicy *p = policy(DOCKER IMAGE);
         VsDockerEnv e = docker_env();
         VsMaskPath bad[] = { { (char *)"/ws/a\nb", false } };
-        e.masks = bad;
-        e.n_masks = 1;
         char **argv = NULL;
         VsError *err = NULL;
-        assert_int_equal(backend_docker_argv(p, &e, &argv, &err), -EINVAL);
+        assert_int_equal(argv_for(p, &e, bad, 1, &argv, &err), -EINVAL);
         assert_non_null(strstr(vs_error_message(err), "newline"));
         vs_error_free(err);
         policy_free(p);

@@ -10,6 +10,7 @@
 
 #include "backend-local.h"
 #include "config.h"
+#include "plan-fixture.h"
 #include "strv.h"
 
 static const VsConfigEnv test_env = { .workspace = "/ws", .home = "/home/u" };
@@ -38,19 +39,23 @@ static VsLocalEnv local_env(void) {
         return (VsLocalEnv){
                 .bwrap = "bwrap",
                 .worker_path = "/opt/vs/vectora-worker",
-                .empty_file = "/run/vs/empty-file",
-                .empty_dir = "/run/vs/empty-dir",
                 .uid = 1000,
                 .gid = 1000,
                 .system_dirs = sys_dirs,
                 .symlinks = links,
                 .n_symlinks = 1,
                 .gpu_nodes = gpu,
-                .masks = masks,
-                .n_masks = 2,
-                .protected_existing = prot,
-                .env = envv,
         };
+}
+
+/* Plans p from the fixed facts above and renders it. */
+static int argv_for(const VsPolicy *p, VsLocalEnv *e, char ***ret, VsError **err) {
+        VsJailPlan *plan = fixture_plan(p, masks, 2, prot, envv);
+        e->plan = plan;
+        int r = backend_local_argv(p, e, ret, err);
+        e->plan = NULL;
+        jail_plan_free(plan);
+        return r;
 }
 
 /* Index of the first occurrence of the sequence a b c (c may be NULL). */
@@ -66,7 +71,7 @@ static void test_namespaces_and_basics(void **state) {
         VsPolicy *p = policy("[sandbox]\n");
         VsLocalEnv e = local_env();
         char **argv = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_string_equal(argv[0], "bwrap");
         const char *must[] = { "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
                                "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1", "--clearenv" };
@@ -100,7 +105,7 @@ static void test_masks_protected_order(void **state) {
         VsPolicy *p = policy("[sandbox]\nrw_paths = [\".\", \"/ws/sub\"]\nro_paths = [\"/data\"]\n");
         VsLocalEnv e = local_env();
         char **argv = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         int ws = find3(argv, "--bind", "/ws", "/ws");
         int sub = find3(argv, "--bind", "/ws/sub", "/ws/sub");
         int ro = find3(argv, "--ro-bind", "/data", "/data");
@@ -124,13 +129,13 @@ static void test_network_off(void **state) {
         VsPolicy *p = policy("[sandbox]\nnetwork = false\n");
         VsLocalEnv e = local_env();
         char **argv = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
         strv_free(argv);
         policy_free(p);
 
         p = policy("[sandbox]\nlockdown = true\nnetwork = true\n");
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
         strv_free(argv);
         policy_free(p);
@@ -140,7 +145,7 @@ static void test_gpu_only_when_asked(void **state) {
         VsPolicy *p = policy("[sandbox]\nno_gpu = false\n");
         VsLocalEnv e = local_env();
         char **argv = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--dev-bind", "/dev/dri", "/dev/dri") >= 0);
         assert_true(find3(argv, "--dev-bind", "/dev/nvidia0", "/dev/nvidia0") >= 0);
         assert_true(find3(argv, "--ro-bind", "/sys", "/sys") >= 0);
@@ -153,14 +158,14 @@ static void test_readonly_workspace(void **state) {
         VsPolicy *p = policy("[sandbox]\nrw_paths = []\n");
         VsLocalEnv e = local_env();
         char **argv = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--ro-bind", "/ws", "/ws") >= 0);
         assert_true(find3(argv, "--bind", "/ws", "/ws") < 0);
         strv_free(argv);
         policy_free(p);
         /* Covered by a listed parent: no extra bind. */
         p = policy("[sandbox]\nrw_paths = []\nro_paths = [\"/\"]\n");
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--ro-bind", "/ws", "/ws") < 0);
         strv_free(argv);
         policy_free(p);
@@ -172,7 +177,7 @@ static void test_refuses_root(void **state) {
         e.uid = 0;
         char **argv = NULL;
         VsError *err = NULL;
-        assert_int_equal(backend_local_argv(p, &e, &argv, &err), -EPERM);
+        assert_int_equal(argv_for(p, &e, &argv, &err), -EPERM);
         assert_null(argv);
         assert_string_equal(vs_error_message(err),
                             "refusing to run a jail as host uid/gid 0; run the jail as an unprivileged user");

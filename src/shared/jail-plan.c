@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* The pure half of the jail plan: policy + host facts -> ordered mounts. */
+#include "jail-plan.h"
+
+#include <string.h>
+
+#include "path-util.h"
+#include "strv.h"
+
+void jail_plan_free(VsJailPlan *plan) {
+        if (!plan)
+                return;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                free(plan->mounts[i].dest);
+                free(plan->mounts[i].src);
+        }
+        free(plan->mounts);
+        free(plan->workspace);
+        strv_free(plan->protected_paths);
+        strv_free(plan->env);
+        free(plan);
+}
+
+static int push(VsJailPlan *plan, VsMountKind kind, const char *dest, const char *src, bool dir, bool protects) {
+        VsJailMount *m = realloc(plan->mounts, (plan->n_mounts + 1) * sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        plan->mounts = m;
+        m[plan->n_mounts] = (VsJailMount){ .kind = kind, .dest = strdup(dest), .src = strdup(src), .dir = dir,
+                                           .protects = protects };
+        if (!m[plan->n_mounts].dest || !m[plan->n_mounts].src) {
+                free(m[plan->n_mounts].dest);
+                free(m[plan->n_mounts].src);
+                return -ENOMEM;
+        }
+        plan->n_mounts++;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_depth(const void *a, const void *b) {
+        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+        return la < lb ? -1 : la > lb;
+}
+
+/* The listed paths (resolved ones) at their real paths, plus the
+ * workspace read-only when no listed path covers it (rw_paths = [] makes
+ * a read-only workspace), parents before children so a nested path is
+ * mounted over its parent. */
+static int add_listed(VsJailPlan *plan, const VsPolicy *p) {
+        _cleanup_strv_free_ char **order = calloc(1, sizeof(char *));
+        if (!order)
+                return -ENOMEM;
+        int r;
+        for (size_t i = 0; i < p->n_ro; i++)
+                if (p->ro_paths[i].resolved && (r = strv_extend(&order, p->ro_paths[i].resolved)) < 0)
+                        return r;
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && (r = strv_extend(&order, p->rw_paths[i].resolved)) < 0)
+                        return r;
+        bool covered = false;
+        for (char **o = order; *o; o++)
+                covered |= path_startswith(p->workspace, *o) != NULL;
+        if (!covered && (r = strv_extend(&order, p->workspace)) < 0)
+                return r;
+        size_t n = strv_length(order);
+        /* Stable by depth: ro before rw at equal length, as listed. */
+        for (size_t i = 1; i < n; i++)
+                for (size_t k = i; k > 0 && cmp_depth(&order[k - 1], &order[k]) > 0; k--) {
+                        char *t = order[k];
+                        order[k] = order[k - 1];
+                        order[k - 1] = t;
+                }
+        for (char **o = order; *o; o++) {
+                bool rw = false;
+                for (size_t i = 0; i < p->n_rw; i++)
+                        rw |= p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, *o);
+                /* A path listed both ways: the later (rw) entry of the
+                 * same path wins, as it did when bwrap got both. */
+                if ((r = push(plan, rw ? VS_MOUNT_RW : VS_MOUNT_RO, *o, *o, true, false)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The innermost listed mount holding path, or NULL. */
+static const VsJailMount *root_of(const VsJailPlan *plan, const char *path) {
+        const VsJailMount *root = NULL;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                if ((m->kind == VS_MOUNT_RW || m->kind == VS_MOUNT_RO) && path_is_below_or_equal(path, m->dest) &&
+                    (!root || strlen(m->dest) > strlen(root->dest)))
+                        root = m;
+        }
+        return root;
+}
+
+/* Every directory strictly between the writable root holding path and
+ * path: bound onto itself, it cannot be renamed or removed (EBUSY), so the
+ * jail cannot move .git aside (taking the read-only .git/hooks with it)
+ * and plant a fresh one, nor move a masked file's parent out from under
+ * its mask. Under a read-only root nothing can be moved anyway. */
+static int add_pin_dirs(char ***pins, const VsJailPlan *plan, const char *path) {
+        const VsJailMount *root = root_of(plan, path);
+        if (!root || root->kind != VS_MOUNT_RW)
+                return 0;
+        size_t rl = streq(root->dest, "/") ? 0 : strlen(root->dest);
+        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+                if (!dir)
+                        return -ENOMEM;
+                if (!strv_contains(*pins, dir)) {
+                        int r = strv_extend(pins, dir);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJailFacts *f, const char *empty_file,
+                    const char *empty_dir, char *const *env, VsJailPlan **ret) {
+        _cleanup_(jail_plan_freep) VsJailPlan *plan = calloc(1, sizeof *plan);
+        if (!plan)
+                return -ENOMEM;
+        plan->network = p->network;
+        plan->no_gpu = p->no_gpu;
+        plan->lockdown = p->lockdown;
+        plan->limits = p->limits;
+        plan->n_masked = f->n_masks;
+        if (!(plan->workspace = strdup(p->workspace)) ||
+            !(plan->protected_paths = protected_paths ? strv_copy(protected_paths) : calloc(1, sizeof(char *))) ||
+            !(plan->env = env ? strv_copy(env) : calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        int r = add_listed(plan, p);
+        if (r < 0)
+                return r;
+
+        /* What gets sealed: protected paths that exist (and are seen at
+         * all), then masks and missing protected paths as empty mounts. */
+        _cleanup_strv_free_ char **protect = calloc(1, sizeof(char *));
+        if (!protect)
+                return -ENOMEM;
+        for (char **pp = f->protected_existing; pp && *pp; pp++)
+                if (root_of(plan, *pp) && !strv_contains(protect, *pp) && (r = strv_extend(&protect, *pp)) < 0)
+                        return r;
+
+        _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
+        if (!pins)
+                return -ENOMEM;
+        for (char **pp = protect; *pp; pp++)
+                if ((r = add_pin_dirs(&pins, plan, *pp)) < 0)
+                        return r;
+        for (size_t i = 0; i < f->n_masks; i++)
+                if ((r = add_pin_dirs(&pins, plan, f->masks[i].path)) < 0)
+                        return r;
+        for (size_t i = 0; i < f->n_missing; i++)
+                if (root_of(plan, f->protected_missing[i].path) &&
+                    (r = add_pin_dirs(&pins, plan, f->protected_missing[i].path)) < 0)
+                        return r;
+        qsort(pins, strv_length(pins), sizeof(char *), cmp_depth);
+        for (char **pp = pins; *pp; pp++)
+                if ((r = push(plan, VS_MOUNT_PIN, *pp, *pp, true, false)) < 0)
+                        return r;
+
+        /* Protected paths over the listed ones: the agent cannot rewrite
+         * its own policy or plant code the host runs later. */
+        for (char **pp = protect; *pp; pp++)
+                if ((r = push(plan, VS_MOUNT_PROTECT, *pp, *pp, false, false)) < 0)
+                        return r;
+        /* Masks last, over everything: empty and read-only, never a tmpfs
+         * (a writable tmpfs would let the agent plant a file there). */
+        for (size_t i = 0; i < f->n_masks; i++)
+                if ((r = push(plan, VS_MOUNT_MASK, f->masks[i].path, f->masks[i].dir ? empty_dir : empty_file,
+                              f->masks[i].dir, false)) < 0)
+                        return r;
+        /* A missing protected path (hooks or config in an existing .git):
+         * the agent must not create it either; the backend creates the
+         * empty mount point. */
+        for (size_t i = 0; i < f->n_missing; i++) {
+                const VsMaskPath *m = &f->protected_missing[i];
+                if (root_of(plan, m->path) &&
+                    (r = push(plan, VS_MOUNT_MASK, m->path, m->dir ? empty_dir : empty_file, m->dir, true)) < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(plan);
+        return 0;
+}
+
+int jail_plan_rebase(VsJailPlan *plan, const char *dest, const char *src) {
+        VsJailMount *root = NULL;
+        for (size_t i = 0; i < plan->n_mounts; i++)
+                if ((plan->mounts[i].kind == VS_MOUNT_RW || plan->mounts[i].kind == VS_MOUNT_RO) &&
+                    streq(plan->mounts[i].dest, dest))
+                        root = &plan->mounts[i];
+        if (!root)
+                return -ENOENT;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                VsJailMount *m = &plan->mounts[i];
+                if (m != root && (m->kind != VS_MOUNT_PIN || root_of(plan, m->dest) != root))
+                        continue;
+                char *s = NULL;
+                if (asprintf(&s, "%s%s", src, m->dest + strlen(dest)) < 0)
+                        return -ENOMEM;
+                free(m->src);
+                m->src = s;
+        }
+        return 0;
+}
+
+int jail_plan_sealed(const VsJailPlan *plan, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                int r;
+                if ((m->kind == VS_MOUNT_PROTECT || m->kind == VS_MOUNT_MASK) && !strv_contains(l, m->dest) &&
+                    (r = strv_extend(&l, m->dest)) < 0)
+                        return r;
+        }
+        qsort(l, strv_length(l), sizeof(char *), cmp_str);
+        *ret = TAKE_PTR(l);
+        return 0;
+}

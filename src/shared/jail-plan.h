@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* One jail plan for every backend: what a jail sees, decided once.
+ *
+ * The plan is a pure description computed from a policy and a few facts
+ * about the host (the paths the mask walk found, which protected paths
+ * exist): the listed paths at their real paths, the directories pinned so
+ * the jail cannot move a protected or masked path's parent aside, the
+ * protected paths read-only, the masks (and missing protected paths) as
+ * empty read-only files or directories, the environment and the limits.
+ * Each backend only renders it: bwrap's argv (local, and the ssh remote
+ * launcher on its host), docker's --mount list, the Modal manifest's
+ * protected set. So no backend can protect less than another.
+ *
+ * jail_plan_build() is pure; jail_facts_collect() is the one place that
+ * looks at the host for it (the same code on the daemon's host and, for
+ * ssh, on the remote). */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend-local.h"
+#include "backend-ssh.h"
+#include "config.h"
+
+typedef enum VsMountKind {
+        VS_MOUNT_RW,      /* a listed rw path */
+        VS_MOUNT_RO,      /* a listed ro path, or the workspace when nothing listed covers it */
+        VS_MOUNT_PIN,     /* a directory bound onto itself: the kernel refuses to rename a mount point */
+        VS_MOUNT_PROTECT, /* a protected path that exists, read-only */
+        VS_MOUNT_MASK,    /* an empty read-only file or directory over a masked or missing protected path */
+} VsMountKind;
+
+typedef struct VsJailMount {
+        VsMountKind kind;
+        char *dest;     /* absolute path in the jail, which is also its host path */
+        char *src;      /* host source: dest itself, a staging mount, or the empty file/dir */
+        bool dir;       /* masks: an empty directory (else an empty file) */
+        bool protects;  /* masks: stands for a missing protected path */
+} VsJailMount;
+
+/* What the host says, gathered by jail_facts_collect(). */
+typedef struct VsJailFacts {
+        VsMaskPath *masks;          /* existing masked paths (symlinks left out: a mount would follow them) */
+        size_t n_masks;
+        char **protected_existing;  /* protected paths that exist; a symlinked one by its target */
+        VsMaskPath *protected_missing; /* missing protected paths whose parent directory exists */
+        size_t n_missing;
+} VsJailFacts;
+
+typedef struct VsJailPlan {
+        char *workspace;
+        VsJailMount *mounts;     /* in mount order: listed paths (parents first), pins, protected, masks */
+        size_t n_mounts;
+        char **protected_paths;  /* every protected path of the policy (existing or not) */
+        char **env;              /* "K=V" of the jail */
+        bool network, no_gpu, lockdown;
+        VsLimits limits;
+        size_t n_masked;         /* masked paths found by the walk */
+} VsJailPlan;
+
+/* Builds the plan. Pure: borrows p and f; copies env, protected_paths and
+ * the empty sources. A symlinked protected path is protected at its target
+ * only when the target lies below a listed path (elsewhere the jail does
+ * not see it at all, and a mount would expose it). */
+int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJailFacts *f, const char *empty_file,
+                    const char *empty_dir, char *const *env, VsJailPlan **ret);
+void jail_plan_free(VsJailPlan *plan);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsJailPlan *, jail_plan_free);
+
+/* Shows the listed path dest from src instead (an idmapped staging mount):
+ * the listed mount and every pin below it take their source from below src.
+ * -ENOENT when dest is not a listed path of the plan. */
+int jail_plan_rebase(VsJailPlan *plan, const char *dest, const char *src);
+
+/* The paths the plan makes read-only and empty (protected and masked
+ * destinations), sorted; for comparing renderings. *ret owned. */
+int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
+
+/* ---- host-touching: the facts, the empty sources ---------------------- */
+
+/* Walks every listed root with the mask patterns (compiled here, once) and
+ * looks at each protected path. Touches the file system. */
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err);
+void jail_facts_done(VsJailFacts *f);
+
+/* Creates (if needed) the empty read-only file and directory that masks
+ * are mounted from, in dir. */
+int jail_empty_sources(const char *dir, char **ret_file, char **ret_dir, VsError **err);
+
+/* The ssh remote launcher's plan, on the remote host: the listed paths
+ * resolved there (a missing one skipped, or refused under lockdown, as is
+ * a symlinked one), then the same facts and the same builder as the
+ * daemon's host. Borrows j. */
+int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *empty_dir, VsJailPlan **ret,
+                     VsError **err);

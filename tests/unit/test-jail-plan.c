@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/* One jail plan for every backend: from the same policy and the same host,
+ * local (bwrap), docker (--mount) and ssh (the remote launcher's plan,
+ * rendered by bwrap on its host) seal the same set of paths read-only and
+ * empty, including a symlinked .git/hooks and a missing .git/config. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend-docker.h"
+#include "backend-local.h"
+#include "backend-ssh.h"
+#include "config.h"
+#include "jail-plan.h"
+#include "path-util.h"
+#include "strv.h"
+
+static char ws[64];
+
+static void put(const char *rel, const char *content) {
+        _cleanup_free_ char *p = path_join(ws, rel);
+        FILE *f = fopen(p, "we");
+        assert_non_null(f);
+        fputs(content, f);
+        fclose(f);
+}
+
+static void mk(const char *rel) {
+        _cleanup_free_ char *p = path_join(ws, rel);
+        assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static int setup(void **state) {
+        strcpy(ws, "/tmp/vs-jail-plan-XXXXXX");
+        assert_non_null(mkdtemp(ws));
+        /* A workspace whose .git has its hooks behind a symlink and no
+         * config: the two cases the ssh launcher's own copy once skipped. */
+        put("vectora.toml", "[sandbox]\nrw_paths = [\".\"]\nmask = [\".env\", \"**/.ssh/**\", \"*.pem\"]\n");
+        mk(".git");
+        mk(".git/real-hooks");
+        _cleanup_free_ char *hooks = path_join(ws, ".git/hooks");
+        assert_int_equal(symlink("real-hooks", hooks), 0);
+        put(".env", "SECRET=1\n");
+        mk("sub");
+        mk("sub/.ssh");
+        put("sub/.ssh/id_rsa", "key\n");
+        put("sub/key.pem", "pem\n");
+        /* A symlink matching a mask is not mounted over (a mount follows it). */
+        _cleanup_free_ char *link = path_join(ws, "link.pem");
+        assert_int_equal(symlink(".env", link), 0);
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static VsPolicy *load(void) {
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        if (config_load(ws, &p, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        return p;
+}
+
+/* Destinations of read-only mounts strictly below the workspace from a
+ * bwrap argv (--ro-bind SRC DEST). */
+static char **sealed_bwrap(char **argv) {
+        char **out = calloc(1, sizeof(char *));
+        for (size_t i = 0; argv[i]; i++)
+                if (streq(argv[i], "--ro-bind") && argv[i + 2]) {
+                        const char *rest = path_startswith(argv[i + 2], ws);
+                        if (rest && *rest && !strv_contains(out, argv[i + 2]))
+                                assert_int_equal(strv_extend(&out, argv[i + 2]), 0);
+                }
+        return out;
+}
+
+/* The same from a docker argv (--mount type=bind,source=S,target=T,readonly). */
+static char **sealed_docker(char **argv) {
+        char **out = calloc(1, sizeof(char *));
+        for (size_t i = 0; argv[i]; i++) {
+                if (!streq(argv[i], "--mount") || !strstr(argv[i + 1], ",readonly"))
+                        continue;
+                const char *t = strstr(argv[i + 1], ",target=");
+                assert_non_null(t);
+                _cleanup_free_ char *target = strndup(t + 8, (size_t)(strstr(t, ",readonly") - t - 8));
+                const char *rest = path_startswith(target, ws);
+                if (rest && *rest && !strv_contains(out, target))
+                        assert_int_equal(strv_extend(&out, target), 0);
+        }
+        return out;
+}
+
+static int cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void assert_same_set(char **a, char **b, const char *what) {
+        qsort(a, strv_length(a), sizeof(char *), cmp);
+        qsort(b, strv_length(b), sizeof(char *), cmp);
+        _cleanup_free_ char *ja = strv_join(a, " "), *jb = strv_join(b, " ");
+        if (!streq(ja, jb))
+                fail_msg("%s: [%s] != [%s]", what, ja, jb);
+}
+
+static VsJailPlan *plan_here(const VsPolicy *p, char **prot) {
+        VsJailFacts f = { 0 };
+        VsError *err = NULL;
+        if (jail_facts_collect(p, prot, &f, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        VsJailPlan *plan = NULL;
+        assert_int_equal(jail_plan_build(p, prot, &f, "/e/file", "/e/dir", NULL, &plan), 0);
+        jail_facts_done(&f);
+        return plan;
+}
+
+static void test_same_sealed_set_everywhere(void **state) {
+        VsPolicy *p = load();
+        char **prot = NULL;
+        assert_int_equal(config_protected_paths(p, &prot), 0);
+
+        /* What this workspace must seal, from its layout above. */
+        char **want = NULL;
+        const char *rel[] = { "vectora.toml", ".git/real-hooks", ".git/config", ".env", "sub/.ssh/id_rsa", "sub/key.pem" };
+        for (size_t i = 0; i < ELEMENTSOF(rel); i++)
+                assert_int_equal(strv_consume(&want, path_join(ws, rel[i])), 0);
+
+        /* local */
+        VsJailPlan *plan = plan_here(p, prot);
+        char **planned = NULL;
+        assert_int_equal(jail_plan_sealed(plan, &planned), 0);
+        assert_same_set(planned, want, "plan");
+        VsLocalEnv le = { .bwrap = "bwrap", .worker_path = "/w", .uid = 1000, .gid = 1000, .plan = plan };
+        char **bargv = NULL;
+        assert_int_equal(backend_local_argv(p, &le, &bargv, NULL), 0);
+        char **local = sealed_bwrap(bargv);
+        assert_same_set(local, want, "local");
+
+        /* docker, from the same plan */
+        VsDockerEnv de = { .worker_path = "/w", .name = "n", .uid = 1000, .gid = 1000, .plan = plan };
+        free(p->docker.image);
+        p->docker.image = strdup("debian:12");
+        char **dargv = NULL;
+        assert_int_equal(backend_docker_argv(p, &de, &dargv, NULL), 0);
+        char **docker = sealed_docker(dargv);
+        assert_same_set(docker, want, "docker");
+
+        /* ssh: what the daemon sends the remote launcher, decoded there,
+         * planned there with its own walk, rendered by bwrap there. */
+        char **rw = NULL, **ro = calloc(1, sizeof(char *));
+        for (size_t i = 0; i < p->n_rw; i++)
+                assert_int_equal(strv_extend(&rw, p->rw_paths[i].resolved), 0);
+        char *envv[] = { (char *)"PATH=/bin", NULL };
+        VsRemoteJail j = { .workspace = p->workspace, .rw = rw, .ro = ro, .mask = p->mask,
+                           .protected_paths = prot, .env = envv, .network = true, .no_gpu = true };
+        char *hex = NULL;
+        assert_int_equal(backend_ssh_jail_encode(&j, &hex), 0);
+        VsRemoteJail rj = { 0 };
+        json_t *obj = NULL;
+        assert_int_equal(backend_ssh_jail_decode(hex, &rj, &obj, NULL), 0);
+        VsJailPlan *rplan = NULL;
+        VsError *err = NULL;
+        if (jail_plan_remote(&rj, "/e/file", "/e/dir", &rplan, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        le.plan = rplan;
+        char **rargv = NULL;
+        assert_int_equal(backend_local_argv(p, &le, &rargv, NULL), 0);
+        char **remote = sealed_bwrap(rargv);
+        assert_same_set(remote, want, "ssh");
+        assert_true(strv_contains(rargv, "PATH"));
+
+        /* The missing config is an empty file, the symlinked hooks are
+         * sealed at their target, .git is pinned below the rw root. */
+        _cleanup_free_ char *cfg = path_join(ws, ".git/config"), *git = path_join(ws, ".git");
+        bool cfg_seen = false, git_pinned = false;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                if (streq(m->dest, cfg)) {
+                        cfg_seen = true;
+                        assert_int_equal(m->kind, VS_MOUNT_MASK);
+                        assert_true(m->protects);
+                        assert_false(m->dir);
+                        assert_string_equal(m->src, "/e/file");
+                }
+                git_pinned |= m->kind == VS_MOUNT_PIN && streq(m->dest, git);
+        }
+        assert_true(cfg_seen && git_pinned);
+
+        backend_ssh_jail_done(&rj);
+        json_decref(obj);
+        free(hex);
+        strv_free(rw);
+        strv_free(ro);
+        strv_free(remote);
+        strv_free(rargv);
+        jail_plan_free(rplan);
+        strv_free(docker);
+        strv_free(dargv);
+        strv_free(local);
+        strv_free(bargv);
+        strv_free(planned);
+        jail_plan_free(plan);
+        strv_free(want);
+        strv_free(prot);
+        policy_free(p);
+}
+
+static void test_order_and_rebase(void **state) {
+        VsPolicy *p = load();
+        char **prot = NULL;
+        assert_int_equal(config_protected_paths(p, &prot), 0);
+        VsJailPlan *plan = plan_here(p, prot);
+        /* Listed paths, then pins, then protected, then masks. */
+        for (size_t i = 1; i < plan->n_mounts; i++) {
+                int a = plan->mounts[i - 1].kind == VS_MOUNT_RO ? VS_MOUNT_RW : (int)plan->mounts[i - 1].kind;
+                int b = plan->mounts[i].kind == VS_MOUNT_RO ? VS_MOUNT_RW : (int)plan->mounts[i].kind;
+                assert_true(a <= b);
+        }
+        /* A staging mount replaces the listed path's source and its pins'. */
+        assert_int_equal(jail_plan_rebase(plan, ws, "/stage"), 0);
+        _cleanup_free_ char *git = path_join(ws, ".git");
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                if (m->kind == VS_MOUNT_RW)
+                        assert_string_equal(m->src, "/stage");
+                if (m->kind == VS_MOUNT_PIN && streq(m->dest, git))
+                        assert_string_equal(m->src, "/stage/.git");
+                if (m->kind == VS_MOUNT_PROTECT)
+                        assert_string_equal(m->src, m->dest);
+        }
+        assert_int_equal(jail_plan_rebase(plan, "/nowhere", "/stage"), -ENOENT);
+        jail_plan_free(plan);
+        strv_free(prot);
+        policy_free(p);
+}
+
+static void test_symlink_target_outside_not_exposed(void **state) {
+        /* A .git/hooks leading out of every listed path: the jail does not
+         * see the target, so the plan must not mount it in. */
+        VsPolicy *p = load();
+        char *prot[] = { (char *)"/etc", NULL };
+        VsJailFacts f = { .protected_existing = prot };
+        VsJailPlan *plan = NULL;
+        assert_int_equal(jail_plan_build(p, prot, &f, "/e/file", "/e/dir", NULL, &plan), 0);
+        for (size_t i = 0; i < plan->n_mounts; i++)
+                assert_string_not_equal(plan->mounts[i].dest, "/etc");
+        jail_plan_free(plan);
+        policy_free(p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_same_sealed_set_everywhere),
+                cmocka_unit_test(test_order_and_rebase),
+                cmocka_unit_test(test_symlink_target_outside_not_exposed),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
