@@ -3,6 +3,9 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "strbuf.h"
 
@@ -99,4 +102,39 @@ int fd_move_to(int fd, int target) {
         if (dup2(fd, target) < 0)
                 return -errno;
         return 0;
+}
+
+/* Async-signal-safe (no allocation): called between fork and exec. */
+static int close_span(unsigned lo, unsigned hi) {
+        if (lo > hi)
+                return 0;
+        if (syscall(SYS_close_range, lo, hi, 0) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return -errno;
+        /* Kernels before 5.9: one by one, up to the descriptor limit. */
+        struct rlimit rl;
+        unsigned max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (unsigned)rl.rlim_cur : 65536u;
+        for (unsigned fd = lo; fd <= hi && fd < max; fd++)
+                (void)close((int)fd);
+        return 0;
+}
+
+int close_all_fds_except(const int *keep, size_t n_keep) {
+        unsigned lo = 0;
+        /* keep is small: take its members in increasing order. */
+        for (;;) {
+                int next = -1;
+                for (size_t i = 0; i < n_keep; i++)
+                        if (keep[i] >= 0 && (unsigned)keep[i] >= lo && (next < 0 || keep[i] < next))
+                                next = keep[i];
+                if (next < 0)
+                        return close_span(lo, ~0u);
+                if ((unsigned)next > lo) {
+                        int r = close_span(lo, (unsigned)next - 1);
+                        if (r < 0)
+                                return r;
+                }
+                lo = (unsigned)next + 1;
+        }
 }

@@ -19,3 +19,8 @@ int read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *re
 int read_fd_all(int fd, size_t max, char **ret, size_t *ret_len);
 /* Moves fd to exactly target (dup2 when different, clears CLOEXEC). */
 int fd_move_to(int fd, int target);
+/* Closes every descriptor but those in keep (negative entries ignored),
+ * with close_range(2) where the kernel has it. Async-signal-safe: for the
+ * child between fork and exec, so nothing the caller left open (a shell's
+ * `exec 9<~`) reaches a jail. */
+int close_all_fds_except(const int *keep, size_t n_keep);

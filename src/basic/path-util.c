@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "path-util.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *path_join(const char *a, const char *b) {
         size_t la = strlen(a);
@@ -69,4 +72,24 @@ const char *path_startswith(const char *path, const char *prefix) {
 
 bool path_is_below_or_equal(const char *path, const char *prefix) {
         return path_startswith(path, prefix) != NULL;
+}
+
+char *path_find_executable_os(const char *name, const char *path_env) {
+        if (strchr(name, '/'))
+                return access(name, X_OK) == 0 ? strdup(name) : NULL;
+        char *all = NULL;
+        if (asprintf(&all, "%s:/usr/bin:/bin:/usr/local/bin", path_env ? path_env : "") < 0)
+                return NULL;
+        char *save = NULL, *found = NULL;
+        for (char *d = strtok_r(all, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+                if (d[0] != '/')
+                        continue;
+                char *f = path_join(d, name);
+                if (f && access(f, X_OK) == 0)
+                        found = f;
+                else
+                        free(f);
+        }
+        free(all);
+        return found;
 }

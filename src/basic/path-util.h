@@ -14,3 +14,7 @@ char *path_normalize(const char *p);
  * equal, never with a leading slash); else NULL. Both must be normalized. */
 const char *path_startswith(const char *path, const char *prefix);
 bool path_is_below_or_equal(const char *path, const char *prefix);
+/* Touches the file system: name if it holds a slash and is executable,
+ * else the first executable name in path_env's absolute directories, then
+ * /usr/bin, /bin, /usr/local/bin. NULL when none (or on OOM). */
+char *path_find_executable_os(const char *name, const char *path_env);

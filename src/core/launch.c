@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -234,11 +235,29 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 .gid = l->gid,
                 .plan = l->plan,
         };
+        _cleanup_free_ char *bwrap = path_find_executable_os(env.bwrap, getenv("PATH"));
+        if (!bwrap)
+                return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
+                                         "%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)", env.bwrap);
+        env.bwrap = bwrap;
+        _cleanup_strv_free_ char **bargv = NULL;
         r = backend_local_probe(&env, err);
         if (r >= 0)
-                r = backend_local_argv(p, &env, &l->argv, err);
+                r = backend_local_argv(p, &env, &bargv, err);
         backend_local_env_done(&env);
-        return r;
+        if (r < 0)
+                return r;
+        /* bwrap runs under the keeper (vectora-worker --keep), which ends
+         * the whole jail at once when we die or send it SIGTERM, even one
+         * still being set up (where --die-with-parent does not reach). */
+        if ((r = strv_extend(&l->argv, o->worker_path)) < 0 || (r = strv_extend(&l->argv, "--keep")) < 0 ||
+            (r = strv_extend(&l->argv, "--")) < 0)
+                return r;
+        for (char **a = bargv; *a; a++)
+                if ((r = strv_extend(&l->argv, *a)) < 0)
+                        return r;
+        l->end_signal = SIGTERM;
+        return 0;
 }
 
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err) {
@@ -247,6 +266,7 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                 return -ENOMEM;
         int r;
         l->sandboxed = p->sandboxed;
+        l->end_signal = SIGKILL;
         l->backend_name = p->sandboxed ? vs_backend_name(p->backend) : "direct";
         if (!p->sandboxed) {
                 r = launch_direct(p, o, l);

@@ -27,6 +27,7 @@ typedef struct VsLaunchOptions {
 typedef struct VsLaunch {
         bool sandboxed;   /* false: direct mode, the worker runs on the host as the caller */
         char **argv;      /* program and arguments to exec */
+        int end_signal;   /* what ends argv[0] and the jail below it: SIGTERM for the keeper (local), else SIGKILL */
         bool switch_user; /* drop to uid/gid before exec (the caller is root) */
         uid_t uid;
         gid_t gid;

@@ -51,7 +51,9 @@ static void run_pre(const VsLaunch *l) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+                int keep[] = { 0, 1, 2 };
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+                    close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                         _exit(125);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execvp(l->pre_argv[0], l->pre_argv);
@@ -102,6 +104,12 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
                         if (write(l->cgroup_fds[i], "0", 1) != 1)
                                 child_fail(err_w, STEP_CGROUP, errno);
+                /* Nothing else the caller holds reaches the backend, the
+                 * jail or the container: only the channel, stderr and the
+                 * exec-error pipe (CLOEXEC) stay. */
+                int keep[] = { 0, 1, 2, err_w };
+                if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                        child_fail(err_w, STEP_FDS, errno);
                 if (l->switch_user) {
                         /* The jail never runs as host root. */
                         if (setgroups(0, NULL) < 0)
@@ -145,6 +153,7 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                                          step_name(msg[0]), strerror(msg[1]));
         }
         ret->pid = pid;
+        ret->end_signal = l->end_signal ? l->end_signal : SIGKILL;
         ret->fd = TAKE_FD(ours);
         ret->stderr_fd = TAKE_FD(stderr_r);
         return 0;
@@ -152,7 +161,7 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
 
 void worker_proc_kill(VsWorkerProc *w) {
         if (w->pid > 0) {
-                kill(w->pid, SIGKILL);
+                kill(w->pid, w->end_signal ? w->end_signal : SIGKILL);
                 while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 w->pid = 0;

@@ -16,6 +16,7 @@ typedef struct VsWorkerProc {
         pid_t pid;     /* the backend process (bwrap, or the worker in direct mode) */
         int fd;        /* our end of the socketpair, CLOEXEC, blocking */
         int stderr_fd; /* read end of the worker's stderr, CLOEXEC, or -EBADF */
+        int end_signal; /* ends pid and everything below it (VsLaunch.end_signal) */
 } VsWorkerProc;
 
 /* Spawns l->argv. Between fork and exec the child only resets signals,
@@ -24,7 +25,8 @@ typedef struct VsWorkerProc {
  * an error here ("bwrap not found: apt-get install bubblewrap"). */
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
 
-/* Kills (SIGKILL) and reaps; accepts pid <= 0. Closes fds. */
+/* Ends pid with its end_signal (the keeper ends the jail below it at once)
+ * and reaps; accepts pid <= 0. Closes fds. */
 void worker_proc_kill(VsWorkerProc *w);
 
 /* Appends the framed init message for l. */

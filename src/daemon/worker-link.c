@@ -75,6 +75,10 @@ static void close_handles(WorkerLink *l) {
                 uv_close((uv_handle_t *)&l->timer, on_handle_closed);
 }
 
+static int link_end_signal(const WorkerLink *l) {
+        return l->launch && l->launch->end_signal ? l->launch->end_signal : SIGKILL;
+}
+
 void link_end(WorkerLink *l, const char *code, const char *reason) {
         if (l->state == LINK_DEAD)
                 return;
@@ -85,10 +89,11 @@ void link_end(WorkerLink *l, const char *code, const char *reason) {
         l->end_code = code;
         free(l->end_reason);
         l->end_reason = reason ? strdup(reason) : NULL;
-        /* bwrap has --die-with-parent, so the jail follows; the direct worker
+        /* The local backend's keeper ends the whole jail on its end
+         * signal (SIGTERM), even one still being set up; the direct worker
          * gets no further input either way. */
         if (l->pid > 0)
-                kill(l->pid, SIGKILL);
+                kill(l->pid, link_end_signal(l));
         l->srv->n_workers--;
         flush_errline(l);
         uv_read_stop((uv_stream_t *)&l->errpipe);
@@ -503,7 +508,7 @@ json_t *link_status(WorkerLink *l) {
 void links_kill_all(Server *srv) {
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0)
-                        kill(l->pid, SIGKILL);
+                        kill(l->pid, link_end_signal(l));
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0) {
                         while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)

@@ -22,6 +22,13 @@
 
 #define DEFAULT_TIMEOUT_MS 120000u
 #define DEFAULT_MAX_OUTPUT (1024u * 1024u)
+
+/* A request's value under init's ceiling (0: none asked / no ceiling). */
+static uint64_t exec_ceiling(uint64_t asked, uint64_t ceiling, uint64_t fallback) {
+        if (ceiling)
+                return asked ? MIN(asked, ceiling) : ceiling;
+        return asked ? asked : fallback;
+}
 /* Both streams and their markers must fit one raw payload. */
 #define MAX_OUTPUT_CAP (JSONL_MAX_RAW / 2 - 64)
 /* After the command exits, how long output may still arrive from
@@ -375,8 +382,11 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
                 k = vs_error_set(err, -ENOMEM, "out of memory");
                 goto finish;
         }
-        uint64_t timeout = req.timeout_ms ? req.timeout_ms : d->timeout_ms ? d->timeout_ms : DEFAULT_TIMEOUT_MS;
-        uint64_t max = req.max_output ? req.max_output : d->max_output ? d->max_output : DEFAULT_MAX_OUTPUT;
+        /* The limits from init are ceilings: a request may ask for less,
+         * never for more (the policy's timeout = 2 holds against a request
+         * for 10, whoever sent it). */
+        uint64_t timeout = exec_ceiling(req.timeout_ms, d->timeout_ms, DEFAULT_TIMEOUT_MS);
+        uint64_t max = exec_ceiling(req.max_output, d->max_output, DEFAULT_MAX_OUTPUT);
         max = MIN(max, (uint64_t) MAX_OUTPUT_CAP);
         *e = (Exec) {
                 .id = req.head.id,

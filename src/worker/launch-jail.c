@@ -53,23 +53,6 @@ _printf_(1, 2) _noreturn_ static void refuse(const char *fmt, ...) {
         _exit(125);
 }
 
-static char *find_in_path(const char *name) {
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *all = NULL;
-        if (asprintf(&all, "%s:/usr/bin:/bin:/usr/local/bin", path ? path : "") < 0)
-                return NULL;
-        char *save = NULL;
-        for (char *d = strtok_r(all, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-                if (d[0] != '/')
-                        continue;
-                char *f = path_join(d, name);
-                if (f && access(f, X_OK) == 0)
-                        return f;
-                free(f);
-        }
-        return NULL;
-}
-
 int launch_jail_main(int argc, char **argv) {
         if (argc != 3) {
                 log_error("usage: vectora-worker --launch-jail POLICY_HEX");
@@ -99,7 +82,7 @@ int launch_jail_main(int argc, char **argv) {
         const char *want = getenv("VECTORA_BWRAP");
         _cleanup_free_ char *bwrap = want && streq(want, "none") ? NULL
                                      : want && want[0] == '/' ? (access(want, X_OK) == 0 ? strdup(want) : NULL)
-                                                              : find_in_path("bwrap");
+                                                              : path_find_executable_os("bwrap", getenv("PATH"));
         if (!bwrap) {
                 if (j.lockdown)
                         refuse("lockdown refuses a remote host without bubblewrap: install it there (apt-get install bubblewrap), or turn lockdown off to run the worker as the remote user alone");

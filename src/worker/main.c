@@ -275,6 +275,13 @@ int main(int argc, char **argv) {
         _cleanup_free_ struct pollfd *fds = NULL;
         size_t fds_cap = 0;
 
+        /* First of all: the channel (stdin/stdout) and stderr are all this
+         * process keeps of what it was started with. A descriptor its
+         * starter left open (a directory of the host user's) would
+         * otherwise be reachable from every command through /proc/self/fd. */
+        static const int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO };
+        if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                return EXIT_SANDBOX;
         log_setup("vectora-worker", STDERR_FILENO);
         if (argc > 1 && streq(argv[1], "--version")) {
                 printf("vectora-worker (protocol %d)\n", PROTOCOL_VERSION);
@@ -285,6 +292,8 @@ int main(int argc, char **argv) {
                 return ssh_launch_main(argc, argv);
         if (argc > 1 && streq(argv[1], "--launch-jail"))
                 return launch_jail_main(argc, argv);
+        if (argc > 1 && streq(argv[1], "--keep"))
+                return keeper_main(argc, argv);
         if (argc == 3 && streq(argv[1], "--unjailed")) {
                 unjailed_set(argv[2]);
                 argc = 1;

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
 CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
@@ -31,6 +32,12 @@ def cli(*args, stdin=None, env=None):
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     e.update(env or {})
     return subprocess.run([CLI] + list(args), input=stdin, capture_output=True, text=True, env=e, timeout=60)
+
+
+def cli_with_fd(fd, *args):
+    """The CLI started with fd left open, as by a shell's `exec 9<~`."""
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    return subprocess.run([CLI] + list(args), capture_output=True, text=True, env=e, timeout=60, pass_fds=(fd,))
 
 
 def ws(tmp, name, toml, files=None):
@@ -115,6 +122,33 @@ def main():
         report("exec: not found -> 127", r.returncode == 127, r)
         r = cli("run", "-w", sb, "--timeout", "1", "sleep 30")
         report("run --timeout: the group is killed, 128+9 and a note", r.returncode == 137 and "timed out" in r.stderr, r)
+        capped = ws(tmp, "capped", "[sandbox]\n[sandbox.limits]\ntimeout = 2\n")
+        t0 = time.monotonic()
+        r = cli("exec", "-w", capped, "--timeout", "10", "--", "sleep", "8")
+        dt = time.monotonic() - t0
+        report("exec --timeout 10 under timeout = 2: the policy's ceiling holds (killed at ~2 s)",
+               r.returncode == 137 and "timed out" in r.stderr and dt < 6, (r, dt))
+
+        # A descriptor the caller left open (a directory of the host user's
+        # that the jail cannot otherwise see) never reaches the jail.
+        secret = os.path.join(tmp, "host-secret")
+        os.makedirs(os.path.join(secret, ".ssh"))
+        with open(os.path.join(secret, ".ssh/id_rsa"), "w") as f:
+            f.write("HOST-PRIVATE-KEY\n")
+        # Readable by the jail's uid: only the mount namespace hides it, so
+        # an inherited descriptor would be the whole attack.
+        chmod_tree = [secret, os.path.join(secret, ".ssh")]
+        for p in chmod_tree:
+            os.chmod(p, 0o755)
+        fd = os.open(secret, os.O_RDONLY | os.O_DIRECTORY)
+        os.dup2(fd, 9)
+        os.close(fd)
+        try:
+            r = cli_with_fd(9, "run", "-w", sb, "ls /proc/self/fd; cat /proc/self/fd/9/.ssh/id_rsa")
+        finally:
+            os.close(9)
+        report("embedded: a descriptor left open by the caller (exec 9<dir) is closed before the jail",
+               "HOST-PRIVATE-KEY" not in r.stdout and r.returncode != 0 and "9" not in r.stdout.split(), r)
         r = cli("exec", "-w", sb, "--env", "GREETING=hi", "--", "sh", "-c", "echo $GREETING $VECTORA_CLI_SECRET",
                 env={"VECTORA_CLI_SECRET": "leaked"})
         report("exec --env adds a variable; the CLI's own environment stays out",
