@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -108,6 +109,8 @@ typedef enum Cond {
         COND_SOCK_RAW,         /* SOCK_RAW on any family but AF_NETLINK */
         COND_NETLINK_NOT_ROUTE,
         COND_FAMILY_NOT_ALLOWED, /* families other than unix, inet, inet6, netlink */
+        COND_MODE_SETID,       /* args[arg] (a mode) has S_ISUID or S_ISGID */
+        COND_MODE_DEVICE,      /* args[arg] (a mode) is S_IFCHR or S_IFBLK */
 } Cond;
 
 typedef struct Entry {
@@ -129,6 +132,7 @@ typedef struct Entry {
 #define DENY_ARG(name, when, arg, value, threat) { name, EPERM, when, COND_ARG_EQ32, arg, value, 0, threat }
 #define DENY_IF(name, when, cond, threat) { name, EPERM, when, cond, 0, 0, 0, threat }
 #define DENY_LOCKDOWN(name, threat) { name, EPERM, WHEN_LOCKDOWN, COND_NONE, 0, 0, 0, threat }
+#define DENY_MODE(name, cond, arg, nr, threat) { name, EPERM, WHEN_ALWAYS, cond, arg, 0, nr, threat }
 
 static const Entry entries[] = {
         /* Kernel code and kernel state. */
@@ -190,6 +194,46 @@ static const Entry entries[] = {
         DENY("name_to_handle_at", "obtain file handles for open_by_handle_at; inode information leak"),
         DENY("fanotify_init", "watch or intercept file access filesystem-wide"),
 
+        /* No file the jail creates may grant privileges to whoever runs or
+         * opens it later on the host: a root-owned workspace is written
+         * through an idmapped mount, so what the jail creates is root's on
+         * disk, and `chmod 4755` there would leave a setuid-root program.
+         * The mode is an argument register in every variant but openat2. */
+        DENY_MODE("chmod", COND_MODE_SETID, 1, 0, "set a setuid/setgid bit: a privileged program left on the host"),
+        DENY_MODE("fchmod", COND_MODE_SETID, 1, 0, "set a setuid/setgid bit: a privileged program left on the host"),
+        DENY_MODE("fchmodat", COND_MODE_SETID, 2, 0, "set a setuid/setgid bit: a privileged program left on the host"),
+        DENY_MODE("fchmodat2", COND_MODE_SETID, 2, 452, "set a setuid/setgid bit: a privileged program left on the host"),
+        DENY_MODE("open", COND_MODE_SETID, 2, 0, "create a file already setuid/setgid (O_CREAT with mode 04755)"),
+        DENY_MODE("openat", COND_MODE_SETID, 3, 0, "create a file already setuid/setgid (O_CREAT with mode 04755)"),
+        DENY_MODE("creat", COND_MODE_SETID, 1, 0, "create a file already setuid/setgid"),
+        DENY_MODE("mknod", COND_MODE_SETID, 1, 0, "create a regular file already setuid/setgid"),
+        DENY_MODE("mknodat", COND_MODE_SETID, 2, 0, "create a regular file already setuid/setgid"),
+        DENY_MODE("mknod", COND_MODE_DEVICE, 1, 0, "create a device node: raw access to a disk or device for whoever opens it"),
+        DENY_MODE("mknodat", COND_MODE_DEVICE, 2, 0, "create a device node: raw access to a disk or device for whoever opens it"),
+        { "openat2", ENOSYS, WHEN_ALWAYS, COND_NONE, 0, 0, 437,
+          "its flags and mode sit in memory seccomp cannot inspect; ENOSYS makes callers fall back to openat" },
+        /* xattr names sit in memory too: no setting at all (EOPNOTSUPP, as
+         * on a filesystem without xattrs, which tools already expect). */
+        { "setxattr", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 0,
+          "security.capability: file capabilities granted to whoever runs the file" },
+        { "lsetxattr", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 0,
+          "security.capability: file capabilities granted to whoever runs the file" },
+        { "fsetxattr", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 0,
+          "security.capability: file capabilities granted to whoever runs the file" },
+        { "setxattrat", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 463,
+          "security.capability: file capabilities granted to whoever runs the file" },
+        /* Ownership: a jail without capabilities can only give a file to
+         * its own groups, which the host may trust (a setgid-directory
+         * group); nothing an agent does needs it (cp -p and tar ignore
+         * EPERM here). */
+        DENY("chown", "give a file to another owner or group"),
+        DENY("lchown", "give a file to another owner or group"),
+        DENY("fchown", "give a file to another owner or group"),
+        DENY("fchownat", "give a file to another owner or group"),
+        DENY("chown32", "give a file to another owner or group"),
+        DENY("lchown32", "give a file to another owner or group"),
+        DENY("fchown32", "give a file to another owner or group"),
+
         /* Other processes, namespaces, mitigations. */
         DENY("ptrace", "read and rewrite other processes in the jail (the worker included)"),
         DENY("process_vm_readv", "read another process's memory (the worker's)"),
@@ -221,17 +265,19 @@ static const Entry entries[] = {
         DENY_ARG("ioctl", WHEN_ALWAYS, 1, TIOCLINUX, "TIOCLINUX: console selection paste, the same injection on virtual consoles"),
         DENY_ARG("ioctl", WHEN_LOCKDOWN, 1, TIOCSETD, "TIOCSETD: switch line discipline, loading rarely used kernel code (n_gsm, n_hdlc CVEs)"),
 
-        /* Sockets. The kernel reads family, type and protocol as ints. */
-        DENY_ARG("socket", WHEN_ALWAYS, 0, AF_PACKET, "AF_PACKET: raw link-layer frames, sniffing and spoofing"),
-        DENY_ARG("socket", WHEN_ALWAYS, 0, AF_VSOCK, "AF_VSOCK: reach the hypervisor or host directly, outside any network namespace"),
+        /* Sockets. The kernel reads family, type and protocol as ints.
+         * Only unix, inet, inet6 and netlink are ever allowed: AF_PACKET
+         * (raw frames), AF_VSOCK (the hypervisor, outside any network
+         * namespace), AF_ALG (the kernel crypto API, a repeated exploit
+         * path), bluetooth, can, tipc, rds, xdp and the rest serve no agent. */
+        DENY_IF("socket", WHEN_ALWAYS, COND_FAMILY_NOT_ALLOWED,
+                "families other than unix, inet, inet6, netlink (packet, vsock, alg, bluetooth, can, tipc, rds...): exploit surface, raw frames, the hypervisor"),
         DENY_IF("socket", WHEN_ALWAYS, COND_SOCK_RAW, "SOCK_RAW (but netlink): forge IP packets"),
         DENY_IF("socket", WHEN_ALWAYS, COND_NETLINK_NOT_ROUTE,
                 "netlink other than NETLINK_ROUTE: audit, uevents, sock_diag (lists the host's sockets), netfilter, xfrm"),
         DENY_ARG("socket", WHEN_NET_OFF, 0, AF_NETLINK, "network off: no netlink at all"),
         DENY_ARG("socket", WHEN_NET_OFF, 0, AF_INET, "network off: no IPv4 sockets (the empty network namespace is the first wall)"),
         DENY_ARG("socket", WHEN_NET_OFF, 0, AF_INET6, "network off: no IPv6 sockets (the empty network namespace is the first wall)"),
-        DENY_IF("socket", WHEN_LOCKDOWN, COND_FAMILY_NOT_ALLOWED,
-                "lockdown: families other than unix, inet, inet6, netlink (bluetooth, can, tipc, rds, alg...): exploit surface"),
 
         /* Lockdown only: rare legitimate uses. */
         DENY_LOCKDOWN("mincore", "page-cache residency of shared files: a side channel on the host's activity"),
@@ -460,6 +506,22 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, VsError 
                 }
                 c[0] = (VsScmpArgCmp) { .arg = 0, .op = VS_SCMP_CMP_GE, .datum_a = 17 };
                 return add(lib, ctx, e, nr, 1, c, err);
+
+        case COND_MODE_SETID:
+        case COND_MODE_DEVICE: {
+                /* Setid: either bit alone (bits above the 16 the kernel
+                 * reads only deny more when they match). Device: the file
+                 * type is a character or block device. */
+                static const uint64_t setid[2][2] = { { S_ISUID, S_ISUID }, { S_ISGID, S_ISGID } };
+                static const uint64_t device[2][2] = { { S_IFMT, S_IFCHR }, { S_IFMT, S_IFBLK } };
+                const uint64_t (*rows)[2] = e->cond == COND_MODE_SETID ? setid : device;
+                for (size_t i = 0; i < 2; i++) {
+                        c[0] = masked_eq(e->arg, rows[i][0], rows[i][1]);
+                        if ((r = add(lib, ctx, e, nr, 1, c, err)) < 0)
+                                return r;
+                }
+                return 0;
+        }
         }
         return vs_error_set(err, -EINVAL, "seccomp rule for %s: unknown condition", e->syscall);
 }

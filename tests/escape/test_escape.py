@@ -28,6 +28,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -728,6 +729,50 @@ def _(c):
 @attempt("the worker's memory is not writable (/proc/1/mem)")
 def _(c):
     return expect_blocked(c.probe(c.ws, "worker-mem"))
+
+
+# -- files that grant privileges, on every backend (issue 11): a root-owned
+# workspace is written through an idmapped mount, so what the jail creates is
+# root's on disk; a setuid bit, a device node or file capabilities there
+# would be a privilege for whoever on the host runs or opens it.
+
+PRIV_FILES = [
+    ("chmod-suid", "chmod 4755"), ("chmod-sgid", "chmod 2755"), ("fchmod-suid", "fchmod 4755"),
+    ("fchmodat-suid", "fchmodat 4755"), ("fchmodat2-suid", "fchmodat2 6755"),
+    ("open-suid", "open(O_CREAT, 04755)"), ("openat-sgid", "openat(O_CREAT, 02755)"), ("creat-suid", "creat(04755)"),
+    ("openat2-suid", "openat2(O_CREAT, 04755)"), ("mknod-suid", "mknod(S_IFREG|04755)"),
+    ("mknodat-sgid", "mknodat(S_IFREG|02755)"), ("mknod-chr", "mknod a character device (1:3)"),
+    ("mknod-blk", "mknod a block device (8:0)"), ("mknodat-chr", "mknodat a character device (1:5)"),
+    ("setxattr-cap", "setxattr security.capability"), ("lsetxattr-cap", "lsetxattr security.capability"),
+    ("fsetxattr-cap", "fsetxattr security.capability"),
+]
+
+
+def priv_file_attempt(kind, what):
+    def fn(c):
+        path = os.path.join(c.ws, f"priv-{kind}")
+        v = expect_blocked(c.probe(c.ws, "privfile", kind, path))
+        # What the host sees (the same files on local and docker).
+        if os.path.lexists(path):
+            st = os.lstat(path)
+            if st.st_mode & 0o6000 or stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+                raise Fail(f"ESCAPED: on the host {path} is mode {st.st_mode:o}")
+        return v
+    attempt(f"exec: no privileged file: {what}")(fn)
+
+
+for _kind, _what in PRIV_FILES:
+    priv_file_attempt(_kind, _what)
+
+
+@attempt("the workspace mount is nosuid,nodev inside")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "nosuid", c.ws))
+
+
+@attempt("socket(AF_ALG): the kernel crypto API is out of reach")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "alg"))
 
 
 # -- processes

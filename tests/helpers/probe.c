@@ -39,7 +39,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -397,6 +399,150 @@ static int cmd_hardlink(int argc, char **argv) {
                 return BLOCKED("link(%s, %s): %s", argv[0], argv[1], errname(errno));
         char *args[] = { argv[1], argv[2] };
         return cmd_read(2, args);
+}
+
+/* ---- files that grant privileges --------------------------------------------- */
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+static bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+/* privfile KIND PATH: try to leave at PATH a file that grants privileges to
+ * whoever later runs or opens it on the host: a setuid/setgid bit (through
+ * each chmod/open/mknod variant), a device node, file capabilities. The
+ * verdict is what lies at PATH afterwards, whatever the call returned. */
+static int cmd_privfile(int argc, char **argv) {
+        if (argc < 2)
+                return usage_error("privfile KIND PATH");
+        const char *kind = argv[0], *path = argv[1];
+        bool chmod_kind = strncmp(kind, "chmod", 5) == 0 || strncmp(kind, "fchmod", 6) == 0 || strstr(kind, "setxattr");
+        (void)unlink(path);
+        if (chmod_kind) {
+                int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0755);
+                if (fd < 0)
+                        return usage_error("cannot create the test file");
+                close(fd);
+        }
+        int dfd = -1;
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        {
+                char dir[4096];
+                snprintf(dir, sizeof dir, "%.*s", (int)(base - path), path);
+                dfd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        /* Capability set v2: CAP_SETUID (7) permitted and effective. */
+        static const uint32_t cap[5] = { 0x02000001u, 1u << 7, 0, 0, 0 };
+        long r = -1;
+        errno = 0;
+        if (streq(kind, "chmod-suid"))
+                r = chmod(path, 04755);
+        else if (streq(kind, "chmod-sgid"))
+                r = chmod(path, 02755);
+        else if (streq(kind, "fchmod-suid")) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                r = fchmod(fd, 04755);
+                close(fd);
+        } else if (streq(kind, "fchmodat-suid"))
+                r = syscall(SYS_fchmodat, dfd, base, 04755);
+        else if (streq(kind, "fchmodat2-suid"))
+                r = syscall(SYS_fchmodat2, dfd, base, 06755, 0);
+        else if (streq(kind, "open-suid"))
+                r = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 04755);
+        else if (streq(kind, "openat-sgid"))
+                r = openat(dfd, base, O_CREAT | O_WRONLY | O_CLOEXEC, 02755);
+        else if (streq(kind, "creat-suid"))
+                r = creat(path, 04755);
+        else if (streq(kind, "openat2-suid")) {
+                struct { uint64_t flags, mode, resolve; } how = { O_CREAT | O_WRONLY | O_CLOEXEC, 04755, 0 };
+                r = syscall(SYS_openat2, dfd, base, &how, sizeof how);
+        } else if (streq(kind, "mknod-suid"))
+                r = mknod(path, S_IFREG | 04755, 0);
+        else if (streq(kind, "mknodat-sgid"))
+                r = mknodat(dfd, base, S_IFREG | 02755, 0);
+        else if (streq(kind, "mknod-chr"))
+                r = mknod(path, S_IFCHR | 0666, makedev(1, 3));
+        else if (streq(kind, "mknod-blk"))
+                r = mknod(path, S_IFBLK | 0666, makedev(8, 0));
+        else if (streq(kind, "mknodat-chr"))
+                r = mknodat(dfd, base, S_IFCHR | 0666, makedev(1, 5));
+        else if (streq(kind, "setxattr-cap"))
+                r = setxattr(path, "security.capability", cap, sizeof cap, 0);
+        else if (streq(kind, "lsetxattr-cap"))
+                r = lsetxattr(path, "security.capability", cap, sizeof cap, 0);
+        else if (streq(kind, "fsetxattr-cap")) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                r = fsetxattr(fd, "security.capability", cap, sizeof cap, 0);
+                close(fd);
+        } else
+                return usage_error("privfile: unknown kind");
+        int e = errno;
+        if (r >= 0 && (strncmp(kind, "open", 4) == 0 || strncmp(kind, "creat", 5) == 0))
+                close((int)r);
+        if (dfd >= 0)
+                close(dfd);
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return BLOCKED("%s: %s, nothing created", kind, r < 0 ? errname(e) : "succeeded");
+        char xa[64];
+        ssize_t xl = getxattr(path, "security.capability", xa, sizeof xa);
+        if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+                return ESCAPED("%s: a device node %u:%u is at %s", kind, major(st.st_rdev), minor(st.st_rdev), path);
+        if (st.st_mode & (S_ISUID | S_ISGID))
+                return ESCAPED("%s: %s is mode %04o", kind, path, (unsigned)(st.st_mode & 07777));
+        if (xl > 0)
+                return ESCAPED("%s: %s carries security.capability", kind, path);
+        return BLOCKED("%s: %s; %s is mode %04o, no capabilities", kind, r < 0 ? errname(e) : "succeeded", path,
+                       (unsigned)(st.st_mode & 07777));
+}
+
+/* nosuid PATH: the mount holding PATH is nosuid and nodev (a setuid file or
+ * a device node there would grant nothing inside). */
+static int cmd_nosuid(int argc, char **argv) {
+        if (argc < 1)
+                return usage_error("nosuid PATH");
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return ESCAPED("cannot read /proc/self/mountinfo: %s", errname(errno));
+        char line[8192], best[4096] = "", opts[1024] = "";
+        while (fgets(line, sizeof line, f)) {
+                char mp[4096], o[1024];
+                if (sscanf(line, "%*s %*s %*s %*s %4095s %1023s", mp, o) != 2)
+                        continue;
+                size_t l = strlen(mp);
+                bool under = streq(mp, "/") || (strncmp(argv[0], mp, l) == 0 && (argv[0][l] == '/' || !argv[0][l]));
+                /* The last matching line is the top mount of the longest prefix. */
+                if (under && l >= strlen(best)) {
+                        snprintf(best, sizeof best, "%s", mp);
+                        snprintf(opts, sizeof opts, "%s", o);
+                }
+        }
+        fclose(f);
+        char padded[1100];
+        snprintf(padded, sizeof padded, ",%s,", opts);
+        bool nosuid = strstr(padded, ",nosuid,") != NULL, nodev = strstr(padded, ",nodev,") != NULL;
+        if (!nosuid || !nodev)
+                return ESCAPED("the mount at %s holding %s is %s (want nosuid,nodev)", best, argv[0], opts);
+        return BLOCKED("the mount at %s holding %s is %s", best, argv[0], opts);
+}
+
+/* alg: the kernel crypto API socket family must be refused by the filter
+ * (EPERM) before the kernel sees it: any other errno means it reached the
+ * kernel, which merely lacked or refused it this time. */
+static int cmd_alg(int argc, char **argv) {
+        int fd = socket(38 /* AF_ALG */, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0 && errno == EPERM)
+                return BLOCKED("socket(AF_ALG): EPERM");
+        if (fd < 0)
+                return ESCAPED("socket(AF_ALG) reached the kernel: %s", errname(errno));
+        close(fd);
+        return ESCAPED("socket(AF_ALG) succeeded");
 }
 
 /* ---- identity ------------------------------------------------------------- */
@@ -1119,7 +1265,8 @@ static const Cmd cmds[] = {
         { "tcp", cmd_tcp },           { "udp", cmd_udp },
         { "ifaces", cmd_ifaces },     { "env", cmd_env },
         { "devices", cmd_devices },   { "tiocsti", cmd_tiocsti },
-        { "syscalls", cmd_syscalls },
+        { "syscalls", cmd_syscalls }, { "privfile", cmd_privfile },
+        { "nosuid", cmd_nosuid },     { "alg", cmd_alg },
 };
 
 int main(int argc, char **argv) {

@@ -78,6 +78,10 @@ class Backend:
             "degraded: no libseccomp: runs, warns, Seccomp: 0": "the engine's own seccomp profile stays under the "
                                                                "worker's; the degradation itself is reported as on local",
             "degraded: no Landlock: runs, warns": "its control writes in /dev, which the engine mounts root-owned",
+            "the workspace mount is nosuid,nodev inside": "docker's --mount has no nosuid/nodev option for binds; "
+                                                          "inside, no-new-privileges makes a setuid file inert, and "
+                                                          "the seccomp filter keeps one from being made (the "
+                                                          "privileged-file attempts run on docker too)",
         },
         "ssh": {
             "degraded: no Landlock: runs, warns": "its control needs a /dev the jail's uid can write once Landlock is "
