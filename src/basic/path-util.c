@@ -38,11 +38,12 @@ char *path_normalize(const char *p) {
                 if (len == 1 && s[0] == '.') {
                         /* skip */
                 } else if (len == 2 && s[0] == '.' && s[1] == '.') {
-                        if (o > 1) {
-                                o--; /* drop trailing slash */
-                                while (o > 1 && out[o - 1] != '/')
-                                        o--;
-                        }
+                        /* Drop the last component and the slash before it
+                         * ("/a/b" -> "/a"; "/a" -> "/"). */
+                        while (o > 1 && out[o - 1] != '/')
+                                o--;
+                        if (o > 1)
+                                o--;
                 } else {
                         if (o > 1)
                                 out[o++] = '/';

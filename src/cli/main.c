@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "paths.h"
 #include "macro.h"
 #include "vs-build-config.h"
 
@@ -87,6 +88,7 @@ int main(int argc, char **argv) {
                 usage(stderr);
                 return EXIT_CONFIG;
         }
+        vs_reserve_own_dirs(cli_socket());
         for (size_t v = 0; v < ELEMENTSOF(verbs); v++)
                 if (streq(argv[i], verbs[v].name)) {
                         optind = 1;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "paths.h"
 
+#include "forbidden.h"
+
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,4 +129,30 @@ int vs_default_socket(char **ret, VsError **err) {
                 return r;
         *ret = path_join(d, "sock");
         return *ret ? 0 : -ENOMEM;
+}
+
+static void reserve(const char *dir, bool below_too) {
+        (void)forbidden_reserve(dir, below_too);
+        _cleanup_free_ char *real = realpath(dir, NULL);
+        if (real)
+                (void)forbidden_reserve(real, below_too);
+}
+
+void vs_reserve_own_dirs(const char *socket_path) {
+        _cleanup_free_ char *rt = NULL, *sock = NULL;
+        if (vs_runtime_dir(&rt, NULL) >= 0)
+                reserve(rt, true);
+        if ((!socket_path || !*socket_path) && vs_default_socket(&sock, NULL) >= 0)
+                socket_path = sock;
+        if (!socket_path || socket_path[0] != '/')
+                return;
+        _cleanup_free_ char *dir = strdup(socket_path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (!slash)
+                return;
+        if (slash == dir)
+                slash[1] = 0;
+        else
+                *slash = 0;
+        reserve(dir, false);
 }

@@ -25,3 +25,9 @@ int vs_runtime_dir(char **ret, VsError **err);
 /* The daemon socket: $VECTORA_SANDBOX_SOCKET, else
  * $XDG_RUNTIME_DIR/vectora-sandbox.sock, else "sock" in the runtime dir. */
 int vs_default_socket(char **ret, VsError **err);
+/* Registers this program's runtime directory and the daemon socket's
+ * directory (socket_path, or the default one) with forbidden_reserve(), so
+ * that no policy may list them: a jail that reaches the socket could ask
+ * the daemon for unsandboxed commands. Best effort; called at start-up by
+ * the daemon and the CLI. */
+void vs_reserve_own_dirs(const char *socket_path);

@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
+        vs_reserve_own_dirs(o->socket_path);
         int notify = -EBADF;
         if (!o->foreground && detach(&notify) < 0) {
                 fprintf(stderr, "vectora-sandboxd: cannot detach: %m\n");

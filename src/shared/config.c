@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "fd-util.h"
+#include "forbidden.h"
 #include "glob.h"
 #include "path-util.h"
 #include "strv.h"
@@ -299,9 +300,6 @@ static char *path_absolute(const char *written, const VsConfigEnv *env) {
         return path_normalize(joined);
 }
 
-/* A writable system directory would let the agent change what the host runs. */
-static const char *const forbidden_rw[] = { "/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/boot",
-                                            "/proc", "/sys", "/dev", "/run", "/var", "/root", "/home" };
 
 static int h_paths(const KeyCtx *c, VsError **err) {
         const TomlValue *arr = c->kv->value;
@@ -330,16 +328,17 @@ static int h_paths(const KeyCtx *c, VsError **err) {
                 p->col = v->col;
                 if (!p->written)
                         return -ENOMEM;
-                if (rw) {
-                        _cleanup_free_ char *abs = path_absolute(v->string.ptr, c->env);
-                        if (!abs)
-                                return -ENOMEM;
-                        for (size_t k = 0; k < ELEMENTSOF(forbidden_rw); k++)
-                                if (streq(abs, forbidden_rw[k]))
-                                        return config_error(err, -EPERM, v->line, v->col,
-                                                            "%s.%s[%zu]: \"%s\" would make the system directory %s writable inside the jail; list the project directories the agent needs instead",
-                                                            c->table, c->key, i, v->string.ptr, abs);
-                }
+                /* By prefix (forbidden.h): a system directory, or what
+                 * shows the host's secrets or the daemon's socket. */
+                _cleanup_free_ char *abs = path_absolute(v->string.ptr, c->env);
+                if (!abs)
+                        return -ENOMEM;
+                char why[512];
+                if (forbidden_lexical(abs, rw, why, sizeof why))
+                        return config_error(err, -EPERM, v->line, v->col,
+                                            "%s.%s[%zu]: \"%s\"%s%s%s is %s; list the project directories the agent needs instead",
+                                            c->table, c->key, i, v->string.ptr, streq(abs, v->string.ptr) ? "" : " (",
+                                            streq(abs, v->string.ptr) ? "" : abs, streq(abs, v->string.ptr) ? "" : ")", why);
         }
         return 0;
 }
@@ -719,30 +718,28 @@ static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, co
                 free(real);
                 return r;
         }
-        if (streq(list, "rw_paths"))
-                for (size_t k = 0; k < ELEMENTSOF(forbidden_rw); k++)
-                        if (streq(real, forbidden_rw[k])) {
-                                int r = config_error(err, -EPERM, vp->line, vp->col,
-                                                     "sandbox.%s[%zu]: \"%s\" resolves to the system directory %s, which must stay read-only",
-                                                     list, idx, vp->written, real);
-                                free(real);
-                                return r;
-                        }
-        /* A listed path that contains the user's home or the runtime
-         * directory would show the host's secrets (~/.ssh, ~/.aws) or the
-         * daemon's socket inside the jail. */
-        const char *const sensitive[] = { env->home, getenv("XDG_RUNTIME_DIR") };
-        for (size_t k = 0; k < ELEMENTSOF(sensitive); k++)
-                if (sensitive[k] && sensitive[k][0] == '/' && !streq(sensitive[k], "/") &&
-                    path_startswith(sensitive[k], real)) {
-                        int r = config_error(err, -EPERM, vp->line, vp->col,
-                                             "sandbox.%s[%zu]: \"%s\" (%s) contains %s%s; list the project directories the agent needs instead",
-                                             list, idx, vp->written, real, sensitive[k],
-                                             k == 0 ? ", the home directory with its ~/.ssh and ~/.aws"
-                                                    : ", the runtime directory with the daemon's socket");
-                        free(real);
-                        return r;
-                }
+        /* Again on the real path (a symlink may lead into /etc), and
+         * against the host's accounts: another user's home, or a
+         * directory holding the caller's home or runtime directory. */
+        struct stat wst;
+        char why[512];
+        VsHomes homes = { 0 };
+        int hr = forbidden_homes_of(stat(p->workspace, &wst) == 0 ? wst.st_uid : getuid(), &homes);
+        if (hr < 0) {
+                free(real);
+                return hr;
+        }
+        homes.caller_home = env->home;
+        homes.runtime_dir = getenv("XDG_RUNTIME_DIR");
+        bool bad = forbidden_resolved(real, streq(list, "rw_paths"), &homes, why, sizeof why) != NULL;
+        forbidden_homes_done(&homes);
+        if (bad) {
+                int r = config_error(err, -EPERM, vp->line, vp->col,
+                                     "sandbox.%s[%zu]: \"%s\" resolves to %s, which is %s; list the project directories the agent needs instead",
+                                     list, idx, vp->written, real, why);
+                free(real);
+                return r;
+        }
         free(vp->resolved);
         vp->resolved = real;
         return 0;

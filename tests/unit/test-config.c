@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "forbidden.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -177,14 +178,64 @@ static void test_bad_paths(void **state) {
         expect_error("[sandbox]\nrw_paths = [\"\"]\n",
                      "vectora.toml:2:13: sandbox.rw_paths[0] is empty; use \".\" for the workspace root");
         expect_error("[sandbox]\nrw_paths = [\".\", \"/usr\"]\n",
-                     "vectora.toml:2:18: sandbox.rw_paths[1]: \"/usr\" would make the system directory /usr writable inside the jail; list the project directories the agent needs instead");
+                     "vectora.toml:2:18: sandbox.rw_paths[1]: \"/usr\" is the directory /usr, a system directory that must stay read-only in the jail; list the project directories the agent needs instead");
         expect_error("[sandbox]\nrw_paths = [\"/tmp/../\"]\n",
-                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/tmp/../\" would make the system directory / writable inside the jail; list the project directories the agent needs instead");
+                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/tmp/../\" (/) is the system directory / as a whole, which must stay read-only; list the project directories the agent needs instead");
+        /* By prefix: anywhere below a system directory (an exact-name
+         * match once let these through). */
+        expect_error("[sandbox]\nrw_paths = [\".\", \"/etc/cron.d\"]\n",
+                     "vectora.toml:2:18: sandbox.rw_paths[1]: \"/etc/cron.d\" is below /etc, a system directory that must stay read-only in the jail; list the project directories the agent needs instead");
+        expect_error("[sandbox]\nrw_paths = [\"/usr/local/bin\"]\n",
+                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/usr/local/bin\" is below /usr, a system directory that must stay read-only in the jail; list the project directories the agent needs instead");
+        expect_error("[sandbox]\nrw_paths = [\"/var/lib/dpkg/x/../info\"]\n",
+                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/var/lib/dpkg/x/../info\" (/var/lib/dpkg/info) is below /var/lib, a system directory that must stay read-only in the jail; list the project directories the agent needs instead");
+        expect_error("[sandbox]\nrw_paths = [\"/boot/grub\"]\n",
+                     "vectora.toml:2:13: sandbox.rw_paths[0]: \"/boot/grub\" is below /boot, a system directory that must stay read-only in the jail; list the project directories the agent needs instead");
+        /* Read-only too where it shows the host's secrets or sockets. */
+        expect_error("[sandbox]\nro_paths = [\"/proc/1\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"/proc/1\" is at or below /proc, the host's processes (their environments, memory maps, open files); list the project directories the agent needs instead");
+        expect_error("[sandbox]\nro_paths = [\"/run/docker.sock\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"/run/docker.sock\" is at or below /run, the host's sockets (the sandbox daemon's, docker's, D-Bus); list the project directories the agent needs instead");
+        expect_error("[sandbox]\nro_paths = [\"/\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"/\" is a directory containing /proc, the host's processes (their environments, memory maps, open files); list the project directories the agent needs instead");
+        expect_error("[sandbox]\nro_paths = [\"/root/.ssh\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"/root/.ssh\" is at or below /root, root's home; list the project directories the agent needs instead");
         expect_error("[sandbox]\nro_paths = [\"~bob/x\"]\n",
                      "vectora.toml:2:13: sandbox.ro_paths[0]: \"~bob/x\": only \"~\" or \"~/...\" (the user's own home) is supported");
         /* ro of a system dir is fine */
         VsPolicy *p = parse_ok("[sandbox]\nro_paths = [\"/usr\"]\n");
         policy_free(p);
+}
+
+static void test_forbidden_homes_and_daemon(void **state) {
+        char buf[512];
+        char *others[] = { (char *)"/home/bob", (char *)"/srv/carol", NULL };
+        VsHomes h = { .caller_home = "/home/me", .runtime_dir = "/run/user/1000", .owner_home = (char *)"/home/owner",
+                      .others = others };
+        /* Below the owner's own home: a project. */
+        assert_null(forbidden_resolved("/home/owner/proj", true, &h, buf, sizeof buf));
+        /* Another user's home, at or below, rw or ro. */
+        assert_string_equal(forbidden_resolved("/home/bob/proj", true, &h, buf, sizeof buf),
+                            "at or below /home/bob, another user's home");
+        assert_string_equal(forbidden_resolved("/srv/carol", false, &h, buf, sizeof buf),
+                            "at or below /srv/carol, another user's home");
+        assert_string_equal(forbidden_resolved("/srv", false, &h, buf, sizeof buf),
+                            "a directory containing /srv/carol, another user's home");
+        /* Never a directory holding the owner's or the caller's home. */
+        assert_string_equal(forbidden_resolved("/home/owner", false, &h, buf, sizeof buf),
+                            "a directory containing /home/owner, the home directory with its ~/.ssh and ~/.aws");
+        /* The daemon's socket directory may not be contained (what is
+         * beside the socket may be listed); its runtime directory not even
+         * entered. */
+        assert_int_equal(forbidden_reserve("/var/tmp/vs-forbidden-sock", false), 0);
+        assert_int_equal(forbidden_reserve("/var/tmp/vs-forbidden-rt", true), 0);
+        assert_string_equal(forbidden_lexical("/var/tmp/vs-forbidden-sock", false, buf, sizeof buf),
+                            "a directory containing /var/tmp/vs-forbidden-sock, the sandbox daemon's socket directory (a jail reaching the socket could ask the daemon for unsandboxed commands)");
+        assert_null(forbidden_lexical("/var/tmp/vs-forbidden-sock/ws", true, buf, sizeof buf));
+        assert_string_equal(forbidden_lexical("/var/tmp/vs-forbidden-rt/idmap-1", false, buf, sizeof buf),
+                            "at or below /var/tmp/vs-forbidden-rt, the sandbox daemon's runtime directory (a jail reaching the socket could ask the daemon for unsandboxed commands)");
+        expect_error("[sandbox]\nro_paths = [\"/var/tmp/\"]\n",
+                     "vectora.toml:2:13: sandbox.ro_paths[0]: \"/var/tmp/\" (/var/tmp) is a directory containing /var/tmp/vs-forbidden-rt, the sandbox daemon's runtime directory (a jail reaching the socket could ask the daemon for unsandboxed commands); list the project directories the agent needs instead");
 }
 
 static void test_malformed_toml(void **state) {
@@ -335,7 +386,7 @@ static void test_refuses_home_ancestor(void **state) {
         assert_true(load_text(ws, "[sandbox]\nrw_paths = []\nro_paths = [\".\"]\n", &p, &err) < 0);
         char want[8192];
         snprintf(want, sizeof want,
-                 "vectora.toml:3:13: sandbox.ro_paths[0]: \".\" (%s) contains %s, the home directory with its ~/.ssh and ~/.aws; list the project directories the agent needs instead",
+                 "vectora.toml:3:13: sandbox.ro_paths[0]: \".\" resolves to %s, which is a directory containing %s, the home directory with its ~/.ssh and ~/.aws; list the project directories the agent needs instead",
                  ws, home);
         assert_string_equal(vs_error_message(err), want);
         vs_error_free(err);
@@ -414,6 +465,7 @@ int main(void) {
                 cmocka_unit_test(test_unknown_backend),
                 cmocka_unit_test(test_bad_glob),
                 cmocka_unit_test(test_bad_paths),
+                cmocka_unit_test(test_forbidden_homes_and_daemon),
                 cmocka_unit_test(test_malformed_toml),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_backend_requirements),
