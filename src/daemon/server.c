@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include "daemon.h"
+#include "peer.h"
 #include "log.h"
 
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -260,6 +261,17 @@ static void on_connection(uv_stream_t *l, int status) {
                 log_warning("refused a connection from uid %u (pid %d): only uid %u and root may use this daemon",
                             (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
                 tools_reply_bad_line(c, "forbidden", "this daemon serves only its own user");
+                c->closing = true;
+                client_maybe_close(c);
+                return;
+        }
+        char why[256];
+        int k = peer_check_namespaces(fd, cred.pid, why, sizeof why);
+        if (k < 0) {
+                log_warning("refused a connection from uid %u: %s", (unsigned)cred.uid, why);
+                tools_reply_bad_line(c, "forbidden",
+                                     k == -EPERM ? "this daemon serves no jail: connect from outside any sandbox"
+                                                 : "the peer could not be identified; connect from a process outside any sandbox");
                 c->closing = true;
                 client_maybe_close(c);
                 return;

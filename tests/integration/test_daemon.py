@@ -671,6 +671,37 @@ def t_peer_uid(d, tmp):
     check("refused a connection from uid %d" % other.pw_uid in open(d.log).read(), "refusal not logged")
 
 
+def t_peer_namespace(d, tmp):
+    # A process in another user or pid namespace (a jail, a container) that
+    # reaches the socket runs as an accepted uid, so SO_PEERCRED alone let
+    # it in: it could ask for a command in an unsandboxed workspace. The
+    # daemon refuses it now, whatever its uid.
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) is not installed")
+    un = make_ws(tmp, "peer-ns-un", None, {})
+    # The refusal may come (and the connection close) before the request
+    # is sent: the reply is read either way.
+    code = ("import json,socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+            "try:\n s.sendall((json.dumps({'id':1,'tool':'terminal','workspace':sys.argv[2],'command':'id -u'})+'\\n').encode())\n"
+            "except OSError:\n pass\n"
+            "print(s.makefile().readline().strip())\n")
+    py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    variants = [("user namespace", ["unshare", "--user", "--map-current-user"]),
+                ("user and pid namespaces", ["unshare", "--user", "--map-current-user", "--pid", "--fork"])]
+    if ROOT:
+        variants.append(("pid namespace", ["unshare", "--pid", "--fork"]))
+    # Control: the same client from the daemon's own namespaces is served.
+    r = subprocess.run([py, "-c", code, d.sock, un], capture_output=True, text=True, timeout=20)
+    check('"ok":true' in r.stdout.replace(" ", ""), ("control", r.stdout, r.stderr))
+    for what, pre in variants:
+        r = subprocess.run(pre + [py, "-c", code, d.sock, un], capture_output=True, text=True, timeout=20)
+        if r.returncode != 0 and "unshare" in r.stderr:
+            raise Skip(f"this host refuses {what}s to this user: {r.stderr.strip()}")
+        check('"forbidden"' in r.stdout and '"ok":true' not in r.stdout.replace(" ", ""), (what, r.stdout, r.stderr))
+    log = open(d.log).read()
+    check("in another user namespace" in log, "refusal not logged with its reason")
+
+
 def t_big_and_garbage(d, tmp):
     sb = make_ws(tmp, "big", SANDBOX)
     good = d.conn()
@@ -857,7 +888,7 @@ def t_perf(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_mask_appears, t_limits, t_peer_uid, t_big_and_garbage, t_pty, t_idle,
+         t_config_reload, t_policy_drain, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
 
 

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The daemon serves no jail: a peer whose user or pid namespace differs
+ * from the daemon's is refused, whatever its uid. A jail runs as the
+ * daemon's own uid (or the workspace owner's), so SO_PEERCRED alone would
+ * let a jail that reached the socket ask for a command in an unsandboxed
+ * workspace. */
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* fd: the accepted connection; pid: SO_PEERCRED's. 0 when the peer shares
+ * both namespaces; -EPERM with why set when it does not; any other
+ * negative errno with why set when it cannot be told (the caller refuses
+ * then too). The peer is pinned with SO_PEERPIDFD where the kernel has it
+ * (>= 6.5), so a reused pid cannot stand in for a peer that exited;
+ * elsewhere pidfd_open() after the fact narrows that window. */
+int peer_check_namespaces(int fd, pid_t pid, char *why, size_t n);
