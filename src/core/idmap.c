@@ -87,7 +87,7 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
         return r < 0 ? r : nsfd;
 }
 
-int idmap_stage(const char *src, uid_t uid, gid_t gid, const char *staging, VsError **err) {
+int idmap_prepare(const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
         _cleanup_close_ int ns = make_userns(uid, gid, err);
         if (ns < 0)
                 return ns;
@@ -98,19 +98,19 @@ int idmap_stage(const char *src, uid_t uid, gid_t gid, const char *staging, VsEr
         struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
                 return vs_error_set(err, -errno, "the filesystem of %s does not support idmapped mounts: %m", src);
-        if (mkdir(staging, 0755) < 0)
-                return vs_error_set(err, -errno, "mkdir(%s): %m", staging);
-        if (syscall(SYS_move_mount, tree, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-                int r = vs_error_set(err, -errno, "move_mount(%s): %m", staging);
-                rmdir(staging);
-                return r;
-        }
+        *ret_fd = TAKE_FD(tree);
         return 0;
 }
 
-void idmap_release(const char *staging) {
-        if (!staging)
-                return;
-        (void) umount2(staging, MNT_DETACH);
-        (void) rmdir(staging);
+int idmap_attach(const int *fds, char *const *paths, size_t n) {
+        if (n == 0)
+                return 0;
+        /* A mount namespace of the jail's own, nothing propagating back to
+         * the host's: the idmapped trees exist there and nowhere else. */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++)
+                if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, paths[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return -errno;
+        return 0;
 }

@@ -11,13 +11,18 @@
 
 #include "error.h"
 
-/* The unprivileged identity a root-owned workspace is served as. */
-#define VS_IDMAP_UID 65534
-#define VS_IDMAP_GID 65534
+/* The unprivileged identity a root-owned workspace is served as: a
+ * dedicated uid/gid, not nobody (65534), so that no other process on the
+ * host (every daemon runs things as nobody) shares the jail's identity.
+ * No account should use it. */
+#define VS_IDMAP_UID 2147483646
+#define VS_IDMAP_GID 2147483646
 
-/* Clones the mount tree at src, idmaps it (0 -> uid/gid) and attaches it
- * at staging (created, must not exist). */
-int idmap_stage(const char *src, uid_t uid, gid_t gid, const char *staging, VsError **err);
-/* Detaches the staging mount (the jail keeps its own copy) and removes the
- * directory. Accepts NULL. */
-void idmap_release(const char *staging);
+/* Clones the mount tree at src and idmaps it (0 -> uid/gid), detached:
+ * *ret_fd is the new tree, attached by worker_spawn() over src inside the
+ * jail's own mount namespace only (idmap_attach()), so no other process
+ * can ever reach it. */
+int idmap_prepare(const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
+/* Async-signal-safe, for the child between fork and exec (still root):
+ * a private mount namespace, with each tree attached over its path. */
+int idmap_attach(const int *fds, char *const *paths, size_t n);

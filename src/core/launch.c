@@ -39,10 +39,13 @@ void launch_free(VsLaunch *l) {
 void launch_release_staging(VsLaunch *l) {
         if (!l)
                 return;
-        for (char **m = l->staged_mounts; m && *m; m++)
-                idmap_release(*m);
-        strv_free(l->staged_mounts);
-        l->staged_mounts = NULL;
+        for (size_t i = 0; i < l->n_idmap; i++)
+                safe_close(l->idmap_fds[i]);
+        free(l->idmap_fds);
+        strv_free(l->idmap_paths);
+        l->idmap_fds = NULL;
+        l->idmap_paths = NULL;
+        l->n_idmap = 0;
 }
 
 void launch_trim(VsLaunch *l) {
@@ -108,7 +111,7 @@ static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_l
 
 /* The jail never runs as host uid 0: a root caller runs it as the
  * workspace's owner; a root-owned workspace as VS_IDMAP_UID through
- * idmapped mounts (staged in launch_local_argv). */
+ * idmapped mounts (prepared in launch_local_argv). */
 static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsError **err) {
         uid_t uid = getuid();
         gid_t gid = getgid();
@@ -204,27 +207,30 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
 
         /* A root-owned workspace: each root-owned writable path is shown to
          * the unprivileged jail through an idmapped mount, so it can write
-         * there while the files stay root's on disk. Where the kernel or
+         * there while the files stay root's on disk. The tree is attached
+         * over the path in the jail's own mount namespace only (no staging
+         * directory any other process could reach). Where the kernel or
          * filesystem cannot, refuse rather than run the jail as root. */
         for (size_t i = 0; l->idmapped && i < p->n_rw; i++) {
                 struct stat st;
                 const char *rw = p->rw_paths[i].resolved;
                 if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
                         continue;
-                static unsigned counter;
-                char *staging = NULL;
-                if (asprintf(&staging, "%s/idmap-%d-%u", o->runtime_dir, (int)getpid(), ++counter) < 0)
-                        return -ENOMEM;
                 _cleanup_(vs_error_freep) VsError *ierr = NULL;
-                int k = idmap_stage(rw, VS_IDMAP_UID, VS_IDMAP_GID, staging, &ierr);
-                if (k < 0) {
-                        free(staging);
+                int fd = -EBADF;
+                int k = idmap_prepare(rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
+                if (k < 0)
                         return vs_error_set_kind(err, k, "sandbox_unavailable",
                                                  "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
                                                  rw, vs_error_message(ierr), p->workspace);
+                int *nf = realloc(l->idmap_fds, (l->n_idmap + 1) * sizeof *nf);
+                if (!nf) {
+                        safe_close(fd);
+                        return -ENOMEM;
                 }
-                if ((r = strv_consume(&l->staged_mounts, staging)) < 0 ||
-                    (r = jail_plan_rebase(l->plan, rw, l->staged_mounts[strv_length(l->staged_mounts) - 1])) < 0)
+                l->idmap_fds = nf;
+                l->idmap_fds[l->n_idmap++] = fd;
+                if ((r = strv_extend(&l->idmap_paths, rw)) < 0)
                         return r;
         }
 

@@ -55,10 +55,13 @@ typedef struct VsLaunch {
         char *missing_hint;  /* what to install when argv[0] is not found; NULL: bubblewrap's hint */
         const char *backend_name; /* "local", "docker", "ssh", ... (static) */
 
-        /* Root-owned workspace under a root caller: idmapped mounts staged
-         * for bwrap, released once the jail holds its own copy. */
+        /* Root-owned workspace under a root caller: idmapped trees
+         * (detached, CLOEXEC) attached over idmap_paths in the child's own
+         * mount namespace by worker_spawn(); closed once the jail runs. */
         bool idmapped;
-        char **staged_mounts;
+        int *idmap_fds;
+        char **idmap_paths;
+        size_t n_idmap;
 
         /* Borrowed, set by the caller before worker_spawn(): open
          * cgroup.procs files the child joins (writes "0" to) before it
@@ -72,8 +75,8 @@ typedef struct VsLaunch {
  * libseccomp missing, or a root-owned workspace when the caller is root. */
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err);
 void launch_free(VsLaunch *l);
-/* Call once the backend has set up its mounts (the worker said hello):
- * releases the staging mounts of an idmapped workspace. Idempotent. */
+/* Call once the jail is started: closes the idmapped trees (the jail's
+ * mount namespace holds them). Idempotent. */
 void launch_release_staging(VsLaunch *l);
 /* Once the worker is ready: drops what only the start needed (argv, init
  * contents, the BPF copy), keeping sandboxed, backend_name and degraded. A

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "fd-util.h"
+#include "idmap.h"
 #include "protocol.h"
 #include "strv.h"
 
@@ -22,12 +23,13 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_SIGNALS = 1, STEP_FDS, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+enum { STEP_SIGNALS = 1, STEP_FDS, STEP_IDMAP, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
 
 static const char *step_name(int s) {
         switch (s) {
         case STEP_SIGNALS: return "resetting signals";
         case STEP_FDS: return "setting up descriptors";
+        case STEP_IDMAP: return "attaching the idmapped workspace in a private mount namespace";
         case STEP_CGROUP: return "joining the workspace's cgroup";
         case STEP_GROUPS: return "dropping supplementary groups";
         case STEP_GID: return "switching group";
@@ -104,6 +106,10 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
                         if (write(l->cgroup_fds[i], "0", 1) != 1)
                                 child_fail(err_w, STEP_CGROUP, errno);
+                /* A root-owned workspace's idmapped trees, over their paths,
+                 * in a mount namespace of this child's own (still root). */
+                if (idmap_attach(l->idmap_fds, l->idmap_paths, l->n_idmap) < 0)
+                        child_fail(err_w, STEP_IDMAP, errno);
                 /* Nothing else the caller holds reaches the backend, the
                  * jail or the container: only the channel, stderr and the
                  * exec-error pipe (CLOEXEC) stay. */

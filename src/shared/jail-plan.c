@@ -190,27 +190,6 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         return 0;
 }
 
-int jail_plan_rebase(VsJailPlan *plan, const char *dest, const char *src) {
-        VsJailMount *root = NULL;
-        for (size_t i = 0; i < plan->n_mounts; i++)
-                if ((plan->mounts[i].kind == VS_MOUNT_RW || plan->mounts[i].kind == VS_MOUNT_RO) &&
-                    streq(plan->mounts[i].dest, dest))
-                        root = &plan->mounts[i];
-        if (!root)
-                return -ENOENT;
-        for (size_t i = 0; i < plan->n_mounts; i++) {
-                VsJailMount *m = &plan->mounts[i];
-                if (m != root && (m->kind != VS_MOUNT_PIN || root_of(plan, m->dest) != root))
-                        continue;
-                char *s = NULL;
-                if (asprintf(&s, "%s%s", src, m->dest + strlen(dest)) < 0)
-                        return -ENOMEM;
-                free(m->src);
-                m->src = s;
-        }
-        return 0;
-}
-
 int jail_plan_sealed(const VsJailPlan *plan, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)

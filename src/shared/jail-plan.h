@@ -35,7 +35,7 @@ typedef enum VsMountKind {
 typedef struct VsJailMount {
         VsMountKind kind;
         char *dest;     /* absolute path in the jail, which is also its host path */
-        char *src;      /* host source: dest itself, a staging mount, or the empty file/dir */
+        char *src;      /* host source: dest itself, or the empty file/dir */
         bool dir;       /* masks: an empty directory (else an empty file) */
         bool protects;  /* masks: stands for a missing protected path */
 } VsJailMount;
@@ -68,11 +68,6 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
                     const char *empty_dir, char *const *env, VsJailPlan **ret);
 void jail_plan_free(VsJailPlan *plan);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsJailPlan *, jail_plan_free);
-
-/* Shows the listed path dest from src instead (an idmapped staging mount):
- * the listed mount and every pin below it take their source from below src.
- * -ENOENT when dest is not a listed path of the plan. */
-int jail_plan_rebase(VsJailPlan *plan, const char *dest, const char *src);
 
 /* The paths the plan makes read-only and empty (protected and masked
  * destinations), sorted; for comparing renderings. *ret owned. */

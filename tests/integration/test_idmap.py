@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Root-owned workspaces under a root caller (DESIGN.md: the jail never runs
-as host uid 0): served through idmapped mounts as uid 65534.
+as host uid 0): served through idmapped mounts as a dedicated uid (not nobody,
+which other processes on the host run as), the idmapped tree attached only in
+the jail's own mount namespace.
 
 TAP output; a closing '# N passed, N failed, N skipped' comment. Needs root; as
 another user it says SKIP (a failure under VECTORA_TEST_STRICT=1)."""
@@ -9,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
@@ -16,6 +19,7 @@ SRC = os.environ.get("VECTORA_SOURCE_ROOT", os.path.join(os.path.dirname(__file_
 CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
 DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+JAIL_ID = "2147483646"  # VS_IDMAP_UID in src/core/idmap.h
 
 results = {"passed": 0, "failed": 0, "skipped": 0}
 n = 0
@@ -50,9 +54,10 @@ def cli(ws, *args, env=None, stdin=None):
                           capture_output=True, text=True, env=e, timeout=60)
 
 
-def staged_mounts():
+def idmapped_mounts():
+    """Idmapped mounts in the host's mount namespace (the test's own)."""
     with open("/proc/self/mountinfo") as f:
-        return [l for l in f if "/idmap-" in l]
+        return [l for l in f if "idmapped" in l.split(" - ")[0].split()[5].split(",") or "/idmap-" in l]
 
 
 def make_ws(tmp):
@@ -76,13 +81,13 @@ def main():
         report("the test workspace is root-owned", st.st_uid == 0 and st.st_gid == 0, st)
 
         r = cli(ws, "run", "id -u; id -g")
-        report("the jail runs as uid/gid 65534, not host root",
-               r.returncode == 0 and r.stdout.split() == ["65534", "65534"], r)
+        report("the jail runs as the dedicated uid/gid, not host root nor nobody",
+               r.returncode == 0 and r.stdout.split() == [JAIL_ID, JAIL_ID], r)
 
         r = cli(ws, "run", "echo made-in-jail > created.txt && stat -c '%u %g' created.txt")
         host = os.stat(os.path.join(ws, "created.txt"))
         report("a file created in the jail appears as the jail's own",
-               r.returncode == 0 and r.stdout.strip() == "65534 65534", r)
+               r.returncode == 0 and r.stdout.strip() == JAIL_ID + " " + JAIL_ID, r)
         report("the same file stays root's on disk", host.st_uid == 0 and host.st_gid == 0, host)
 
         r = cli(ws, "exec", "--", "cat", "root-only.txt")
@@ -99,7 +104,28 @@ def main():
         r = cli(ws, "write", "vectora.toml", stdin="[sandbox]\nenabled = false\n")
         report("vectora.toml stays protected", r.returncode == 125, r)
 
-        report("no staging mount is left after an embedded action", staged_mounts() == [], staged_mounts())
+        # The attack: while a jail of the root-owned workspace starts, its
+        # idmapped tree was staged under /run/vectora-sandbox where any
+        # process running as the jail's uid (then nobody) could write
+        # through it, creating root-owned files. Now it never appears in the
+        # host's mount namespace at all.
+        seen, stop = [], threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                m = idmapped_mounts()
+                if m:
+                    seen.extend(m)
+                    return
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            for _ in range(5):
+                cli(ws, "exec", "--", "true")
+        finally:
+            stop.set()
+            t.join()
+        report("no idmapped mount of the workspace is ever visible on the host while jails start", seen == [], seen)
 
         # Through the daemon: the staging mount is released after hello,
         # while the worker keeps serving from its own copy.
@@ -115,11 +141,11 @@ def main():
             e = dict(os.environ, **env)
             r1 = subprocess.run([CLI, "run", "-w", ws, "echo warm > warm.txt; id -u"], capture_output=True,
                                 text=True, env=e, timeout=60)
-            left = staged_mounts()
+            left = idmapped_mounts()
             r2 = subprocess.run([CLI, "run", "-w", ws, "cat warm.txt"], capture_output=True, text=True, env=e,
                                 timeout=60)
-            report("through the daemon the jail runs as 65534", r1.returncode == 0 and r1.stdout.strip() == "65534", r1)
-            report("the daemon releases the staging mount once the jail holds its copy", left == [], left)
+            report("through the daemon the jail runs as the dedicated uid", r1.returncode == 0 and r1.stdout.strip() == JAIL_ID, r1)
+            report("with a warm jail, the host's mount namespace holds no idmapped mount", left == [], left)
             report("the warm worker keeps serving the workspace", r2.returncode == 0 and r2.stdout.strip() == "warm", r2)
             report("files written through the daemon stay root's on disk",
                    os.stat(os.path.join(ws, "warm.txt")).st_uid == 0)

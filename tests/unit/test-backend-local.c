@@ -163,10 +163,17 @@ static void test_readonly_workspace(void **state) {
         assert_true(find3(argv, "--bind", "/ws", "/ws") < 0);
         strv_free(argv);
         policy_free(p);
-        /* Covered by a listed parent: no extra bind. */
-        p = policy("[sandbox]\nrw_paths = []\nro_paths = [\"/\"]\n");
+        /* Covered by a listed parent: no extra bind of the workspace. */
+        static const VsConfigEnv nested = { .workspace = "/srv/projects/ws", .home = "/home/u" };
+        VsError *err = NULL;
+        p = NULL;
+        const char *text = "[sandbox]\nrw_paths = []\nro_paths = [\"/srv/projects\"]\n";
+        if (config_parse(text, strlen(text), &nested, &p, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        p->ro_paths[0].resolved = strdup("/srv/projects");
         assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
-        assert_true(find3(argv, "--ro-bind", "/ws", "/ws") < 0);
+        assert_true(find3(argv, "--ro-bind", "/srv/projects", "/srv/projects") >= 0);
+        assert_true(find3(argv, "--ro-bind", "/srv/projects/ws", "/srv/projects/ws") < 0);
         strv_free(argv);
         policy_free(p);
 }
