@@ -79,6 +79,27 @@ for table, heading in tables.items():
             continue
         check("%s key %s is documented" % (heading, k), "| `%s` |" % k in body)
 
+# The MCP server (docs/mcp.md): every tool of src/shared/mcp.c's table with
+# its row, every argument of its dispatch tables, every revision it serves
+# and the tool-error codes of its own.
+mcp_c = read("src/shared/mcp.c")
+mcp_md = read("docs/mcp.md")
+mcp_tools = re.findall(r'\[MCP_TOOL_[A-Z_]+\] = "([a-z_]+)"', mcp_c)
+check("the MCP tool table was found", len(mcp_tools) >= 4, str(mcp_tools))
+for t in mcp_tools:
+    check("MCP tool %s has its row in docs/mcp.md" % t, "| `%s` |" % t in mcp_md)
+mcp_args = set(re.findall(r'\{ "([a-z_]+)", JSON_FIELD_[A-Z0-9_]+, offsetof\(McpCall', mcp_c))
+check("the MCP argument tables were found", len(mcp_args) >= 8, str(mcp_args))
+for a in sorted(mcp_args):
+    check("MCP argument %s is documented" % a, "`%s`" % a in mcp_md)
+revs = re.findall(r'"(\d{4}-\d{2}-\d{2})"', mcp_c.split("versions[] =", 1)[1].split(";", 1)[0])
+check("the MCP revision list was found", len(revs) >= 2, str(revs))
+for v in revs:
+    check("MCP revision %s is documented" % v, "`%s`" % v in mcp_md)
+cli_src = "".join(read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c"))
+for c in sorted(set(re.findall(r'mcp_tool_error\("([a-z_]+)"', cli_src))):
+    check("MCP tool error %s is documented" % c, "`%s`" % c in mcp_md)
+
 print("1..%d" % n)
 print("# %d passed, %d failed, 0 skipped" % (n - failed, failed))
 sys.exit(1 if failed else 0)

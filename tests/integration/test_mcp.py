@@ -214,6 +214,15 @@ def conversation(mode, ws, env):
         r2 = m.call("terminal", command="cat /tmp/pid /proc/1/comm")
         report(tag + "calls are warm: one jail serves the session (its /tmp persists; %.1f ms per call)" % (per * 1000),
                "[exit code 0]" in text_of(r2) and text_of(r2).split("\n")[0].isdigit(), (r, r2))
+
+        # The host tightens the policy mid-session: the next call obeys it.
+        with open(os.path.join(ws, "vectora.toml"), "w") as f:
+            f.write(TOML.replace('"**/*.pem"]', '"**/*.pem", "notes/**"]'))
+        r = m.call("file_read", path="notes/todo.txt")
+        report(tag + "vectora.toml tightened mid-session (notes/** masked): the next call is refused",
+               r.get("result", {}).get("isError") is True and "denied" in text_of(r), r)
+        r = m.call("terminal", command="cat notes/todo.txt | wc -c")
+        report(tag + "... and the jail serving the session masks it too", text_of(r).startswith("0\n"), r)
     finally:
         rc = m.close()
     report(tag + "EOF on stdin ends the server cleanly (exit 0)", rc == 0, m.stderr())
