@@ -107,7 +107,11 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
                               (unsigned)env->gid)) < 0 ||
             (r = add2(&a, "--hostname", "vectora-sandbox")) < 0)
                 return r;
-        if (!p->network && (r = add2(&a, "--network", "none")) < 0)
+        /* Network off: the container's own namespace with only its loopback.
+         * The engine turns IPv6 off in it; loopback on ::1 is turned back on
+         * so that a test suite serving on ::1 works as on the local backend. */
+        if (!p->network && ((r = add2(&a, "--network", "none")) < 0 ||
+                            (r = add2(&a, "--sysctl", "net.ipv6.conf.lo.disable_ipv6=0")) < 0))
                 return r;
         /* Limits on the container's cgroup: the engine counts the
          * container's processes, not the uid's on the whole host. */

@@ -276,8 +276,11 @@ static const Entry entries[] = {
         DENY_IF("socket", WHEN_ALWAYS, COND_NETLINK_NOT_ROUTE,
                 "netlink other than NETLINK_ROUTE: audit, uevents, sock_diag (lists the host's sockets), netfilter, xfrm"),
         DENY_ARG("socket", WHEN_NET_OFF, 0, AF_NETLINK, "network off: no netlink at all"),
-        DENY_ARG("socket", WHEN_NET_OFF, 0, AF_INET, "network off: no IPv4 sockets (the empty network namespace is the first wall)"),
-        DENY_ARG("socket", WHEN_NET_OFF, 0, AF_INET6, "network off: no IPv6 sockets (the empty network namespace is the first wall)"),
+        /* With the network off (or an allowlist) the jail's own namespace has
+         * only its loopback, which a test suite needs (servers on 127.0.0.1);
+         * the empty namespace is what keeps the host's network out. */
+        DENY_ARG("socket", WHEN_LOCKDOWN, 0, AF_INET, "lockdown: no IPv4 sockets at all, not even the jail's own loopback"),
+        DENY_ARG("socket", WHEN_LOCKDOWN, 0, AF_INET6, "lockdown: no IPv6 sockets at all, not even the jail's own loopback"),
 
         /* Lockdown only: rare legitimate uses. */
         DENY_LOCKDOWN("mincore", "page-cache residency of shared files: a side channel on the host's activity"),

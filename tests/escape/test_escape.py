@@ -818,14 +818,25 @@ def _(c):
     return expect_blocked(c.probe(c.ws_net, "unix", c.tmp_sock))
 
 
-@attempt("network = false: TCP to the host's 127.0.0.1 listener fails")
+@attempt("network = false: TCP to the host's 127.0.0.1 listener fails (the jail's loopback is its own)")
 def _(c):
     return expect_blocked(c.probe(c.ws, "tcp", "127.0.0.1", str(c.tcp_port)))
 
 
-@attempt("network = false: UDP out fails")
+@attempt("network = false: TCP to the host's own address: no route (ENETUNREACH)")
 def _(c):
-    return expect_blocked(c.probe(c.ws, "udp", "127.0.0.1", "53"))
+    v = expect_blocked(c.probe(c.ws, "tcp", c.host_addr, str(c.tcp_any_port)))
+    if "ENETUNREACH" not in v:
+        raise Fail(f"expected ENETUNREACH (no route out of the jail's namespace), got: {v}")
+    return v
+
+
+@attempt("network = false: UDP out fails (no route)")
+def _(c):
+    v = expect_blocked(c.probe(c.ws, "udp", c.host_addr, "53"))
+    if "ENETUNREACH" not in v:
+        raise Fail(f"expected ENETUNREACH (no route out of the jail's namespace), got: {v}")
+    return v
 
 
 @attempt("network = false: TCP over IPv6 to ::1 fails")
@@ -836,6 +847,24 @@ def _(c):
 @attempt("network = false: only the loopback interface")
 def _(c):
     return expect_blocked(c.probe(c.ws, "ifaces"))
+
+
+@attempt("network = false: a server and a client on 127.0.0.1 inside the jail work")
+def _(c):
+    return expect_escaped(c.probe(c.ws, "loopback", "127.0.0.1"))
+
+
+@attempt("network = false: a server and a client on ::1 inside the jail work")
+def _(c):
+    return expect_escaped(c.probe(c.ws, "loopback", "::1"))
+
+
+@attempt("lockdown: not even the jail's own loopback (inet sockets refused)")
+def _(c):
+    v = expect_blocked(c.probe(c.ws_lock, "loopback", "127.0.0.1"))
+    if "EPERM" not in v:
+        raise Fail(f"expected EPERM from seccomp under lockdown, got: {v}")
+    return v
 
 
 @attempt("lockdown: TCP to the host's 127.0.0.1 listener fails")
@@ -851,6 +880,11 @@ def _(c):
 @attempt("control: network = true reaches the host listener (the tests above can fail)")
 def _(c):
     return expect_escaped(c.probe(c.ws_net, "tcp", "127.0.0.1", str(c.tcp_port)))
+
+
+@attempt("control: network = true reaches the host's own address (the no-route tests can fail)")
+def _(c):
+    return expect_escaped(c.probe(c.ws_net, "tcp", c.host_addr, str(c.tcp_any_port)))
 
 
 # -- environment, devices, terminals
@@ -1007,6 +1041,18 @@ def run_syscalls(c, prefix):
             tap(status == "BLOCKED", f"{prefix}seccomp ({label}): {sc} denied", ln)
 
 
+def host_address():
+    """The address the host would send from (no packet is sent)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))
+        return s.getsockname()[0]
+    except OSError as e:
+        raise RuntimeError(f"the host has no address outside loopback to test the jail against: {e}")
+    finally:
+        s.close()
+
+
 def identities():
     if ROOT:
         return [Identity("root", 0, 0, []),
@@ -1047,6 +1093,10 @@ def main():
             prefix = f"[{ident.name}] "
             try:
                 c.tcp_port = c.listen_tcp()
+                # The host's own non-loopback address, with a listener on it:
+                # the jail without network must get no route to it.
+                c.host_addr = host_address()
+                c.tcp_any_port = c.listen_tcp(addr=c.host_addr)
                 try:
                     c.listen_tcp(socket.AF_INET6, "::1")
                 except OSError:

@@ -604,18 +604,23 @@ static void child_sockets(const void *arg) {
         EXPECT_ERRNO(socket(AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT), EPERM);
 
         if (net) {
-                EXPECT_OK(socket(AF_INET, SOCK_STREAM, 0));
-                EXPECT_OK(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-                EXPECT_NOT_EPERM(socket(AF_INET6, SOCK_STREAM, 0));
                 /* getifaddrs() and ip(8) use SOCK_RAW netlink. */
                 EXPECT_OK(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
                 EXPECT_OK(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE));
         } else {
+                EXPECT_ERRNO(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), EPERM);
+                EXPECT_ERRNO(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE), EPERM);
+        }
+        /* Inet sockets: the jail's own loopback works with the network off;
+         * only lockdown refuses them. */
+        if (!p->opts.lockdown) {
+                EXPECT_OK(socket(AF_INET, SOCK_STREAM, 0));
+                EXPECT_OK(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+                EXPECT_NOT_EPERM(socket(AF_INET6, SOCK_STREAM, 0));
+        } else {
                 EXPECT_ERRNO(socket(AF_INET, SOCK_STREAM, 0), EPERM);
                 EXPECT_ERRNO(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), EPERM);
                 EXPECT_ERRNO(socket(AF_INET6, SOCK_STREAM, 0), EPERM);
-                EXPECT_ERRNO(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), EPERM);
-                EXPECT_ERRNO(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE), EPERM);
         }
 
         /* Families an agent never needs, in every mode: the kernel crypto
@@ -637,7 +642,9 @@ static bool socket_denied(const VsSeccompOptions *o, unsigned long family, unsig
                 return true;
         if (family == AF_NETLINK && protocol != NETLINK_ROUTE)
                 return true;
-        if (!net && (family == AF_NETLINK || family == AF_INET || family == AF_INET6))
+        if (!net && family == AF_NETLINK)
+                return true;
+        if (o->lockdown && (family == AF_INET || family == AF_INET6))
                 return true;
         if (family != AF_UNIX && family != AF_INET && family != AF_INET6 && family != AF_NETLINK)
                 return true;

@@ -73,6 +73,8 @@ class Backend:
                                                 "host uid directly (the uid tests above check it is not 0)",
             "control: network = true reaches the host listener": "the test engine runs with --bridge none: a "
                                                                  "container has no network to reach the host with",
+            "control: network = true reaches the host's own address": "the test engine runs with --bridge none: a "
+                                                                      "container has no network to reach the host with",
             "no_gpu = true: no GPU nodes, no /sys": "docker always mounts a read-only sysfs; GPU device nodes are only "
                                                     "added with no_gpu = false (unit-tested)",
             "degraded: no libseccomp: runs, warns, Seccomp: 0": "the engine's own seccomp profile stays under the "
