@@ -39,13 +39,19 @@ static const char *step_name(int s) {
         }
 }
 
-/* Runs l->pre_argv to completion (at most 10 s), quietly: its outcome only
- * prepares the ground (a leftover container removed), the start that
- * follows reports what matters. */
-static void run_pre(const VsLaunch *l) {
+/* Runs l->pre_argv once to completion, quietly but for the start of its
+ * stderr (into errbuf); its exit status, or -1 when it could not run or
+ * had to be killed at the deadline (*budget, in 10 ms ticks). */
+static int run_pre_once(const VsLaunch *l, int *budget, char *errbuf, size_t errsize) {
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -1;
         pid_t pid = fork();
-        if (pid < 0)
-                return;
+        if (pid < 0) {
+                close(ep[0]);
+                close(ep[1]);
+                return -1;
+        }
         if (pid == 0) {
                 for (int s = 1; s < NSIG; s++)
                         signal(s, SIG_DFL);
@@ -54,23 +60,59 @@ static void run_pre(const VsLaunch *l) {
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
                 int keep[] = { 0, 1, 2 };
-                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(ep[1], 2) < 0 ||
                     close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                         _exit(125);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execvp(l->pre_argv[0], l->pre_argv);
                 _exit(127);
         }
-        for (int i = 0; i < 1000; i++) {
-                pid_t w = waitpid(pid, NULL, WNOHANG);
-                if (w == pid || (w < 0 && errno != EINTR))
-                        return;
+        close(ep[1]);
+        size_t used = 0;
+        int status = -1;
+        bool done = false;
+        for (; *budget > 0 && !done; (*budget)--) {
+                ssize_t n;
+                while (used + 1 < errsize && (n = read(ep[0], errbuf + used, errsize - 1 - used)) > 0)
+                        used += (size_t)n;
+                int st;
+                pid_t w = waitpid(pid, &st, WNOHANG);
+                if (w == pid) {
+                        status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                        done = true;
+                        break;
+                }
+                if (w < 0 && errno != EINTR)
+                        break;
                 struct timespec ts = { 0, 10 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+        ssize_t n;
+        while (used + 1 < errsize && (n = read(ep[0], errbuf + used, errsize - 1 - used)) > 0)
+                used += (size_t)n;
+        errbuf[used] = 0;
+        close(ep[0]);
+        if (!done) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        return status;
+}
+
+/* Runs l->pre_argv (at most 10 s in all), quietly: it prepares the ground
+ * (a leftover container removed), the start that follows reports what
+ * matters. It is repeated while the engine says a removal is already in
+ * progress: a container it is still auto-removing (--rm of the previous
+ * run) keeps its name until then, and the start would fail on the name. */
+static void run_pre(const VsLaunch *l) {
+        int budget = 1000;
+        char err[4096];
+        while (budget > 0 && run_pre_once(l, &budget, err, sizeof err) != 0 && strstr(err, "already in progress")) {
+                struct timespec ts = { 0, 50 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+                budget -= 5;
+        }
 }
 
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
@@ -198,6 +240,8 @@ int launch_encode_init(const VsLaunch *l, StrBuf *out) {
                 .require = require,
                 .limits = { .timeout_ms = l->timeout_ms, .max_output = l->max_output, .pids = l->pids,
                             .memory = l->memory },
+                .proxy_socket = l->proxy_socket,
+                .proxy_port = l->proxy_socket ? VS_JAIL_PROXY_PORT : 0,
         };
         return protocol_encode_init(out, &init);
 }
