@@ -40,9 +40,16 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                 _cleanup_free_ char *j = strv_join(prot, ", ");
                 printf("%-13s%s (read-only)\n", "protected", j ? j : "");
         }
-        printf("%-13s%s\n%-13s%s\n%-13s%s%s\n%-13s%llus\n", "no_gpu", p->no_gpu ? "true" : "false", "lockdown",
-               p->lockdown ? "true" : "false", "network", p->network ? "true" : "false",
-               p->lockdown ? " (forced off by lockdown)" : "", "idle_timeout", (unsigned long long)p->idle_timeout_s);
+        printf("%-13s%s\n%-13s%s\n", "no_gpu", p->no_gpu ? "true" : "false", "lockdown", p->lockdown ? "true" : "false");
+        if (p->net_allowlist) {
+                printf("%-13sallowlist through the daemon's proxy (no direct network):", "network");
+                for (size_t i = 0; i < p->n_net_rules; i++)
+                        printf("%s %s", i ? "," : "", p->net_rules[i].written);
+                printf("%s\n", p->n_net_rules ? "" : " (empty: nothing)");
+        } else
+                printf("%-13s%s%s\n", "network", p->network ? "true" : "false",
+                       p->lockdown ? " (forced off by lockdown)" : "");
+        printf("%-13s%llus\n", "idle_timeout", (unsigned long long)p->idle_timeout_s);
         printf("%-13stimeout=%llus max_output=%llu pids=%llu memory=%llu\n", "limits",
                (unsigned long long)p->limits.timeout_s, (unsigned long long)p->limits.max_output,
                (unsigned long long)p->limits.pids, (unsigned long long)p->limits.memory);

@@ -34,6 +34,19 @@ json_t *policy_to_json(const VsPolicy *p) {
                               "memory", (json_int_t)p->limits.memory);
         if (!o)
                 return NULL;
+        if (p->net_allowlist) {
+                /* The entries as written: what the user reads and edits. */
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < p->n_net_rules; i++)
+                        if (json_array_append_new(a, json_string(p->net_rules[i].written)) < 0) {
+                                json_decref(a);
+                                a = NULL;
+                        }
+                if (!a || json_object_set_new(o, "network_allow", a) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
         json_t *b = NULL;
         switch (p->backend) {
         case VS_BACKEND_DOCKER:

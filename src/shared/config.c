@@ -46,6 +46,9 @@ void policy_free(VsPolicy *p) {
                 vspath_done(&p->ro_paths[i]);
         free(p->ro_paths);
         strv_free(p->mask);
+        for (size_t i = 0; i < p->n_net_rules; i++)
+                net_rule_done(&p->net_rules[i]);
+        free(p->net_rules);
         free(p->docker.image);
         free(p->docker.docker);
         free(p->docker.host);
@@ -382,8 +385,62 @@ static int h_lockdown(const KeyCtx *c, VsError **err) {
         c->policy->lockdown = c->kv->value->boolean;
         return 0;
 }
+#define CONFIG_MAX_NET_RULES 1024
+
+/* true | false | ["host", "*.suffix", "host:port", "10.0.0.5", "[fd00::1]:80"] */
 static int h_network(const KeyCtx *c, VsError **err) {
-        c->policy->network = c->kv->value->boolean;
+        const TomlValue *arr = c->kv->value;
+        VsPolicy *p = c->policy;
+        if (arr->type == TOML_BOOL) {
+                p->network = arr->boolean;
+                return 0;
+        }
+        if (arr->type != TOML_ARRAY)
+                return config_error(err, -EINVAL, arr->line, arr->col,
+                                    "sandbox.network must be true, false or a list of hosts like [\"pypi.org\", \"*.npmjs.org\", \"github.com:443\"], not %s",
+                                    toml_type_name(arr->type));
+        if (arr->array.n > CONFIG_MAX_NET_RULES)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.network has more than %d entries",
+                                    CONFIG_MAX_NET_RULES);
+        VsNetRule *rules = calloc(arr->array.n + 1, sizeof *rules);
+        if (!rules)
+                return -ENOMEM;
+        size_t n = 0;
+        int r = 0;
+        for (size_t i = 0; i < arr->array.n && r >= 0; i++) {
+                const TomlValue *v = arr->array.items[i];
+                _cleanup_(vs_error_freep) VsError *nerr = NULL;
+                if (v->type != TOML_STRING)
+                        r = config_error(err, -EINVAL, v->line, v->col, "sandbox.network[%zu] must be a string, not %s",
+                                         i, toml_type_name(v->type));
+                else if (strlen(v->string.ptr) != v->string.len)
+                        r = config_error(err, -EINVAL, v->line, v->col,
+                                         "sandbox.network[%zu] must not contain NUL characters", i);
+                else if ((r = net_rule_parse(v->string.ptr, &rules[n], &nerr)) < 0) {
+                        if (r != -ENOMEM)
+                                r = config_error(err, r, v->line, v->col, "sandbox.network[%zu]: \"%s\": %s", i,
+                                                 v->string.ptr, vs_error_message(nerr));
+                } else {
+                        rules[n].line = v->line;
+                        rules[n].col = v->col;
+                        if (!(rules[n++].written = strdup(v->string.ptr)))
+                                r = -ENOMEM;
+                }
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        net_rule_done(&rules[i]);
+                free(rules);
+                return r;
+        }
+        for (size_t i = 0; i < p->n_net_rules; i++)
+                net_rule_done(&p->net_rules[i]);
+        free(p->net_rules);
+        p->net_rules = rules;
+        p->n_net_rules = n;
+        p->net_allowlist = true;
+        /* The jail keeps its own empty namespace; the proxy is its only way out. */
+        p->network = false;
         return 0;
 }
 static int h_idle_timeout(const KeyCtx *c, VsError **err) {
@@ -570,7 +627,7 @@ static const KeyDef sandbox_keys[] = {
         { "mask", TOML_ARRAY, h_mask },
         { "no_gpu", TOML_BOOL, h_no_gpu },
         { "lockdown", TOML_BOOL, h_lockdown },
-        { "network", TOML_BOOL, h_network },
+        { "network", TOML_ANY, h_network },
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },
         { "limits", TOML_TABLE, h_limits },
         { "docker", TOML_TABLE, h_docker },
@@ -623,6 +680,7 @@ static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err)
                 /* Rule 5: lockdown turns network and GPU off whatever else is written. */
                 p->network = false;
                 p->no_gpu = true;
+                p->net_allowlist = false;
         }
         return 0;
 }

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "net-policy.h"
 
 #define VS_CONFIG_FILE "vectora.toml"
 
@@ -86,7 +87,13 @@ typedef struct VsPolicy {
         char **mask; /* patterns, validated */
         bool no_gpu;
         bool lockdown;
-        bool network; /* effective: forced false under lockdown */
+        bool network; /* effective: the host's network shared; forced false under lockdown */
+        /* network = [..]: the jail keeps its empty namespace (network is
+         * false) and reaches only these through the daemon's proxy. Cleared
+         * under lockdown. An empty list is an allowlist that allows nothing. */
+        bool net_allowlist;
+        VsNetRule *net_rules;
+        size_t n_net_rules;
         uint64_t idle_timeout_s;
         VsLimits limits;
         VsDockerConfig docker;

@@ -277,6 +277,51 @@ static void test_lockdown_forces(void **state) {
         policy_free(p);
 }
 
+static void test_network_allowlist(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\nnetwork = [\"pypi.org\", \"*.npmjs.org\", \"github.com:443\", \"10.0.0.5:5432\"]\n");
+        /* The jail keeps its empty namespace; the proxy is the way out. */
+        assert_false(p->network);
+        assert_true(p->net_allowlist);
+        assert_int_equal(p->n_net_rules, 4);
+        assert_string_equal(p->net_rules[1].host, "npmjs.org");
+        assert_int_equal(p->net_rules[1].kind, VS_NET_WILDCARD);
+        assert_string_equal(p->net_rules[2].written, "github.com:443");
+        assert_int_equal(p->net_rules[2].line, 2);
+        assert_int_equal(p->net_rules[2].col, 39);
+        assert_int_equal(p->net_rules[3].port, 5432);
+        policy_free(p);
+
+        /* An empty list allows nothing, visibly (every request is denied). */
+        p = parse_ok("[sandbox]\nnetwork = []\n");
+        assert_false(p->network);
+        assert_true(p->net_allowlist);
+        assert_int_equal(p->n_net_rules, 0);
+        policy_free(p);
+
+        p = parse_ok("[sandbox]\nnetwork = false\n");
+        assert_false(p->network);
+        assert_false(p->net_allowlist);
+        policy_free(p);
+
+        /* Lockdown forces the network off, allowlist included. */
+        p = parse_ok("[sandbox]\nlockdown = true\nnetwork = [\"pypi.org\"]\n");
+        assert_false(p->network);
+        assert_false(p->net_allowlist);
+        policy_free(p);
+}
+
+static void test_network_bad_entries(void **state) {
+        expect_error("[sandbox]\nnetwork = [\"pypi.org\", \"*\"]\n",
+                     "vectora.toml:2:24: sandbox.network[1]: \"*\": a wildcard is written \"*.example.com\" (any name below example.com); \"*\" alone or elsewhere in a name is refused");
+        expect_error("[sandbox]\nnetwork = [\"github.com:99999\"]\n",
+                     "vectora.toml:2:12: sandbox.network[0]: \"github.com:99999\": port \"99999\" must be a number from 1 to 65535");
+        expect_error("[sandbox]\nnetwork = [\"https://pypi.org/simple\"]\n",
+                     "vectora.toml:2:12: sandbox.network[0]: \"https://pypi.org/simple\": write the host name alone (\"pypi.org\"), not a URL or a path");
+        expect_error("[sandbox]\nnetwork = [1]\n", "vectora.toml:2:12: sandbox.network[0] must be a string, not integer");
+        expect_error("[sandbox]\nnetwork = \"pypi.org\"\n",
+                     "vectora.toml:2:11: sandbox.network must be true, false or a list of hosts like [\"pypi.org\", \"*.npmjs.org\", \"github.com:443\"], not string");
+}
+
 static void test_parse_size(void **state) {
         uint64_t v = 0;
         assert_int_equal(parse_size("2G", &v), 0);
@@ -478,6 +523,8 @@ int main(void) {
                 cmocka_unit_test(test_load_missing_file),
                 cmocka_unit_test(test_load_symlinked_config),
                 cmocka_unit_test(test_protected_paths),
+                cmocka_unit_test(test_network_allowlist),
+                cmocka_unit_test(test_network_bad_entries),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

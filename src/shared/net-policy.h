@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The network allowlist: `network = ["pypi.org", "*.npmjs.org",
+ * "github.com:443", "10.0.0.5:5432"]`.
+ *
+ * Pure (no OS calls): entries are parsed once from the config, and the
+ * daemon's proxy asks net_match() for each request's host and port, then
+ * net_address_allowed() for each address the name resolved to. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "error.h"
+
+typedef enum VsNetKind {
+        VS_NET_NAME,     /* exact host name: "pypi.org" */
+        VS_NET_WILDCARD, /* "*.npmjs.org": any name below npmjs.org, not npmjs.org itself */
+        VS_NET_IP,       /* a literal address: "10.0.0.5", "[fd00::1]:8080" */
+} VsNetKind;
+
+typedef struct VsNetRule {
+        VsNetKind kind;
+        char *host;       /* lowercase; for a wildcard the suffix after "*."; for an IP its canonical text */
+        uint16_t port;    /* 0: any port */
+        char *written;    /* the entry as written, for messages ("the policy line to change") */
+        unsigned line, col;
+} VsNetRule;
+
+/* Longest host name (RFC 1035) and its longest label. */
+#define VS_NET_HOST_MAX 253
+#define VS_NET_LABEL_MAX 63
+
+/* Parses one entry. On failure a negative errno and *err says what is
+ * wrong with it (the caller adds the location). The rule's written/line/col
+ * are left for the caller. */
+int net_rule_parse(const char *entry, VsNetRule *ret, VsError **err);
+void net_rule_done(VsNetRule *r);
+
+/* Normalizes a host name from a request in place (lowercase, one trailing
+ * dot dropped; IPv6 brackets removed). -EINVAL when it is neither a valid
+ * host name nor an IP literal. */
+int net_host_normalize(char *host);
+
+/* The first rule that allows host:port, or NULL. host must be normalized. */
+const VsNetRule *net_match(const VsNetRule *rules, size_t n, const char *host, uint16_t port);
+
+/* Why an address is special (NULL: an ordinary public address):
+ * "loopback", "link-local", "private", "shared address space (CGNAT)",
+ * "multicast", "unspecified", "reserved". */
+const char *net_address_class(const struct sockaddr *sa);
+
+/* Whether the proxy may connect to sa for a request that rule allowed: an
+ * IP entry allows exactly its own address; an exact name may reach public,
+ * private and CGNAT addresses but not loopback, link-local (cloud metadata),
+ * multicast, unspecified or reserved ones; a wildcard only public ones.
+ * On refusal *ret_why names the class. */
+bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const char **ret_why);
