@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "net-policy.h"
+#include "proxy-parse.h"
 
 static VsNetRule rule(const char *entry) {
         VsNetRule r = { 0 };
@@ -220,6 +221,163 @@ static void test_address_policy(void **state) {
         assert_string_equal(why, "not the listed address");
 }
 
+/* ---- the proxy's parsers ---- */
+
+static VsHttpHead head_ok(const char *text) {
+        VsHttpHead h = { 0 };
+        VsError *err = NULL;
+        int64_t end = http_head_end(text, strlen(text));
+        assert_true(end > 0);
+        if (http_head_parse(text, (size_t)end, &h, &err) < 0)
+                fail_msg("%s: %s", text, vs_error_message(err));
+        return h;
+}
+
+static void head_bad(const char *text, int code, const char *message) {
+        VsHttpHead h = { 0 };
+        VsError *err = NULL;
+        int64_t end = http_head_end(text, strlen(text));
+        assert_true(end > 0);
+        assert_int_equal(http_head_parse(text, (size_t)end, &h, &err), code);
+        if (!strstr(vs_error_message(err), message))
+                fail_msg("%s: message '%s' lacks '%s'", text, vs_error_message(err), message);
+        vs_error_free(err);
+}
+
+static void test_http_head(void **state) {
+        const char *c = "CONNECT PyPI.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\n\r\n\x16\x03\x01";
+        assert_int_equal(http_head_end(c, strlen(c)), strlen(c) - 3);
+        assert_int_equal(http_head_end(c, 20), 0);
+        VsHttpHead h = head_ok(c);
+        assert_true(h.connect);
+        assert_string_equal(h.host, "pypi.org");
+        assert_int_equal(h.port, 443);
+        assert_null(h.path);
+        http_head_done(&h);
+
+        h = head_ok("CONNECT [FD00::1]:8443 HTTP/1.1\r\n\r\n");
+        assert_string_equal(h.host, "fd00::1");
+        assert_int_equal(h.port, 8443);
+        http_head_done(&h);
+
+        h = head_ok("GET http://Files.Example.org/a/b.whl?x=1 HTTP/1.1\r\nHost: files.example.org\r\n"
+                    "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n"
+                    "Accept: */*\r\n\r\n");
+        assert_false(h.connect);
+        assert_string_equal(h.method, "GET");
+        assert_string_equal(h.host, "files.example.org");
+        assert_int_equal(h.port, 80);
+        assert_string_equal(h.path, "/a/b.whl?x=1");
+        assert_string_equal(h.forward_headers, "Host: files.example.org\r\nAccept: */*\r\nConnection: close\r\n");
+        http_head_done(&h);
+
+        h = head_ok("POST http://10.0.0.5:5000?q HTTP/1.0\r\n\r\n");
+        assert_string_equal(h.host, "10.0.0.5");
+        assert_int_equal(h.port, 5000);
+        assert_string_equal(h.path, "/?q");
+        http_head_done(&h);
+
+        head_bad("GET / HTTP/1.1\r\nHost: pypi.org\r\n\r\n", -EPROTONOSUPPORT, "names its target in full");
+        head_bad("GET https://pypi.org/ HTTP/1.1\r\n\r\n", -EPROTONOSUPPORT, "https goes through CONNECT");
+        head_bad("CONNECT pypi.org HTTP/1.1\r\n\r\n", -EINVAL, "CONNECT needs host:port");
+        head_bad("CONNECT pypi.org:0 HTTP/1.1\r\n\r\n", -EINVAL, "CONNECT needs host:port");
+        head_bad("CONNECT user@pypi.org:443 HTTP/1.1\r\n\r\n", -EINVAL, "CONNECT needs host:port");
+        head_bad("GET http://evil.test@pypi.org/ HTTP/1.1\r\n\r\n", -EINVAL, "malformed host");
+        head_bad("GET http://a_b.org/ HTTP/1.1\r\n\r\n", -EINVAL, "malformed host");
+        head_bad("GET http://a.org/ HTTP/2.0\r\n\r\n", -EINVAL, "unsupported HTTP version");
+        head_bad("GET http://a.org/ HTTP/1.1\r\nX: 1\r\n folded\r\n\r\n", -EINVAL, "folded header lines");
+        head_bad("GET http://a.org/ HTTP/1.1\r\nBad Name: 1\r\n\r\n", -EINVAL, "malformed header name");
+        head_bad("GET http://a.org/ HTTP/1.1\r\nX: a\nY: b\r\n\r\n", -EINVAL, "control character");
+        head_bad("G(T http://a.org/ HTTP/1.1\r\n\r\n", -EINVAL, "malformed method");
+
+        /* No end within the bound. */
+        static char big[VS_HTTP_HEAD_MAX + 10];
+        memset(big, 'a', sizeof big);
+        assert_int_equal(http_head_end(big, sizeof big), -E2BIG);
+}
+
+/* A minimal ClientHello: each sni (NULL-terminated list) as one
+ * server_name extension; split: the handshake across two records. */
+static size_t client_hello(uint8_t *out, const char *const *snis, bool split) {
+        uint8_t body[2048];
+        size_t n = 0;
+        body[n++] = 3, body[n++] = 3;          /* legacy_version */
+        memset(body + n, 7, 32), n += 32;      /* random */
+        body[n++] = 0;                          /* session id */
+        body[n++] = 0, body[n++] = 2, body[n++] = 0x13, body[n++] = 0x01; /* one suite */
+        body[n++] = 1, body[n++] = 0;          /* null compression */
+        size_t ext_len_at = n;
+        n += 2;
+        body[n++] = 0x00, body[n++] = 0x0b, body[n++] = 0, body[n++] = 2, body[n++] = 1, body[n++] = 0; /* ec_point_formats */
+        for (const char *const *s = snis; s && *s; s++) {
+                size_t l = strlen(*s);
+                body[n++] = 0, body[n++] = 0; /* server_name */
+                body[n++] = (uint8_t)((l + 5) >> 8), body[n++] = (uint8_t)(l + 5);
+                body[n++] = (uint8_t)((l + 3) >> 8), body[n++] = (uint8_t)(l + 3);
+                body[n++] = 0;
+                body[n++] = (uint8_t)(l >> 8), body[n++] = (uint8_t)l;
+                memcpy(body + n, *s, l), n += l;
+        }
+        size_t el = n - ext_len_at - 2;
+        body[ext_len_at] = (uint8_t)(el >> 8), body[ext_len_at + 1] = (uint8_t)el;
+        uint8_t hs[2100];
+        hs[0] = 1, hs[1] = 0, hs[2] = (uint8_t)(n >> 8), hs[3] = (uint8_t)n;
+        memcpy(hs + 4, body, n);
+        size_t hl = n + 4, o = 0;
+        size_t cut = split ? hl / 2 : hl;
+        for (size_t at = 0; at < hl;) {
+                size_t k = at == 0 ? cut : hl - at;
+                out[o++] = 22, out[o++] = 3, out[o++] = 1, out[o++] = (uint8_t)(k >> 8), out[o++] = (uint8_t)k;
+                memcpy(out + o, hs + at, k), o += k, at += k;
+        }
+        return o;
+}
+
+static void test_tls_sni(void **state) {
+        uint8_t b[4096];
+        char *sni = NULL;
+        VsError *err = NULL;
+        const char *one[] = { "Registry.NPMJS.org", NULL };
+        size_t n = client_hello(b, one, false);
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), 1);
+        assert_string_equal(sni, "registry.npmjs.org");
+        free(sni);
+        sni = NULL;
+        /* Incomplete: every proper prefix asks for more. */
+        for (size_t k = 1; k < n; k++)
+                assert_int_equal(tls_client_hello_sni(b, k, &sni, &err), 0);
+        /* Across two records. */
+        n = client_hello(b, one, true);
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), 1);
+        assert_string_equal(sni, "registry.npmjs.org");
+        free(sni);
+        sni = (char *)1;
+        /* No server_name. */
+        n = client_hello(b, NULL, false);
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), 1);
+        assert_null(sni);
+        /* Two server_name extensions: refused. */
+        const char *two[] = { "pypi.org", "evil.test", NULL };
+        n = client_hello(b, two, false);
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), -EINVAL);
+        assert_non_null(strstr(vs_error_message(err), "two server_name"));
+        vs_error_free(err);
+        err = NULL;
+        /* A name that is no host name. */
+        const char *bad[] = { "a b", NULL };
+        n = client_hello(b, bad, false);
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), -EINVAL);
+        vs_error_free(err);
+        err = NULL;
+        /* Not TLS. */
+        assert_int_equal(tls_client_hello_sni((const uint8_t *)"SSH-2.0-x\r\n", 11, &sni, &err), -EPROTO);
+        /* A handshake that is not a ClientHello. */
+        n = client_hello(b, one, false);
+        b[5] = 2;
+        assert_int_equal(tls_client_hello_sni(b, n, &sni, &err), -EINVAL);
+        vs_error_free(err);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entries),
@@ -228,6 +386,8 @@ int main(void) {
                 cmocka_unit_test(test_normalize),
                 cmocka_unit_test(test_address_classes),
                 cmocka_unit_test(test_address_policy),
+                cmocka_unit_test(test_http_head),
+                cmocka_unit_test(test_tls_sni),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
