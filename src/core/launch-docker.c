@@ -39,6 +39,7 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 .gid = l->gid,
                 .plan = l->plan,
                 .gpu_nodes = host.gpu_nodes,
+                .proxy_socket = l->proxy_socket ? o->proxy_socket : NULL,
         };
         if (r >= 0)
                 r = backend_docker_argv(p, &env, &l->argv, err);

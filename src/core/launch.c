@@ -240,6 +240,7 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 .uid = l->uid,
                 .gid = l->gid,
                 .plan = l->plan,
+                .proxy_socket = l->proxy_socket ? o->proxy_socket : NULL,
         };
         _cleanup_free_ char *bwrap = path_find_executable_os(env.bwrap, getenv("PATH"));
         if (!bwrap)
@@ -263,6 +264,30 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 if ((r = strv_extend(&l->argv, *a)) < 0)
                         return r;
         l->end_signal = SIGTERM;
+        return 0;
+}
+
+/* The network allowlist: the worker relays 127.0.0.1:VS_JAIL_PROXY_PORT
+ * to the daemon's proxy, and the usual proxy variables point there (both
+ * cases: curl reads http_proxy only in lower case, others the upper). */
+static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        if (!o->proxy_socket)
+                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                         "network = [...] is served by the daemon's proxy: run the command through vectora-sandboxd (start it, or set VECTORA_SANDBOX_SOCKET), or use network = false");
+        if (p->backend != VS_BACKEND_LOCAL && p->backend != VS_BACKEND_DOCKER)
+                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                         "network = [...] is not supported on the %s backend yet (only local and docker relay the proxy into the jail); use network = false or true",
+                                         vs_backend_name(p->backend));
+        static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                             "http_proxy", "https_proxy", "all_proxy" };
+        int r;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if ((r = strv_extendf(&l->env, "%s=http://127.0.0.1:%d", names[i], VS_JAIL_PROXY_PORT)) < 0)
+                        return r;
+        if ((r = strv_extend(&l->env, "NO_PROXY=localhost,127.0.0.1")) < 0 ||
+            (r = strv_extend(&l->env, "no_proxy=localhost,127.0.0.1")) < 0)
+                return r;
+        l->proxy_socket = VS_JAIL_PROXY_SOCKET;
         return 0;
 }
 
@@ -297,6 +322,8 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
         l->pids = p->limits.pids;
         l->memory = p->limits.memory;
         l->require_seccomp = l->require_landlock = p->lockdown;
+        if (p->net_allowlist && (r = launch_network_allowlist(p, o, l, err)) < 0)
+                return r;
 
         /* Seccomp: compiled here, loaded by the worker. Missing libseccomp
          * degrades (rule 4), or refuses under lockdown. */

@@ -22,6 +22,9 @@ typedef struct VsLaunchOptions {
          * alternate between two so a draining worker is not removed by its
          * successor's start. */
         uint64_t instance;
+        /* Host path of the workspace's network proxy socket (the daemon's);
+         * NULL: none, and a policy with a network allowlist is refused. */
+        const char *proxy_socket;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {
@@ -38,6 +41,7 @@ typedef struct VsLaunch {
         char **mask;
         char **protected_paths;
         char **env;          /* "K=V" */
+        const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */
         size_t bpf_len;
         char **landlock_rw;  /* directories writable under Landlock */

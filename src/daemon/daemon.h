@@ -38,6 +38,7 @@ typedef struct WorkerLink WorkerLink;
 typedef struct Call Call;
 typedef struct Request Request;
 typedef struct PtySession PtySession;
+typedef struct Proxy Proxy;
 
 /* ---- limits ---- */
 #define CLIENT_OUT_HIGH (8u << 20)    /* stop reading a client whose replies queue past this */
@@ -169,6 +170,10 @@ struct Workspace {
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
         bool limits_degraded;
+
+        /* network allowlist (proxy.c): created with the first worker of a
+         * policy that has one, ended with the workspace */
+        Proxy *proxy;
 };
 
 /* Finds or creates the workspace governing an absolute path (the nearest
@@ -327,6 +332,27 @@ typedef struct AuditRecord {
 } AuditRecord;
 void audit_write(const AuditRecord *a);
 void audit_close(void);
+
+/* ---- proxy.c ---- */
+#define PROXY_RECENT_DENIALS 32
+typedef struct ProxyDenial {
+        uint64_t time_us;
+        char host[256];
+        uint16_t port;
+        char reason[400];
+} ProxyDenial;
+/* Starts ws's proxy if it has none (its socket under the runtime
+ * directory) and lets peer_uid (the jail's) connect. *ret_path borrowed. */
+int proxy_ensure(Workspace *ws, uid_t peer_uid, const char **ret_path, VsError **err);
+/* Ends the listener and every connection; frees once they are closed. */
+void proxy_stop(Proxy *px);
+/* The denials recorded at or after since_us, as [{host, port, reason}],
+ * or NULL when none (or no proxy). */
+json_t *proxy_denials_since(Proxy *px, uint64_t since_us);
+/* {open, connections, denied}, or NULL without a proxy. */
+json_t *proxy_status(Proxy *px);
+/* Sets the uid allowed to connect (the jail's, known once the launch is). */
+void proxy_set_peer(Proxy *px, uid_t uid);
 
 /* ---- watch.c ---- */
 int watch_start(Workspace *ws);

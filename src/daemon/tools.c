@@ -98,6 +98,21 @@ static void request_free(Request *r) {
         free(r);
 }
 
+/* Network allowlist: what the proxy refused while the call ran, and a
+ * word on a direct connection's ENETUNREACH (strerror's text, as tools
+ * print it), so the agent sees why a download failed. */
+static void network_result(Request *r, json_t *o) {
+        json_t *d = proxy_denials_since(r->ws->proxy, r->t0_us);
+        if (d)
+                json_object_set_new(o, "network_denied", d);
+        for (size_t i = 0; i < r->n_texts; i++)
+                if (r->texts[i].data && memmem(r->texts[i].data, r->texts[i].len, "Network is unreachable", 22)) {
+                        json_object_set_new(o, "network_note",
+                                            json_string("the jail has no direct network: only the hosts in network = [...] are reachable, through the proxy that HTTP_PROXY/HTTPS_PROXY name (http://127.0.0.1:3128)"));
+                        break;
+                }
+}
+
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, const char *code,
                     const char *message) {
         Server *srv = r->srv;
@@ -109,6 +124,8 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 if (code)
                         json_object_set_new(o, "error", error_json(code, message));
                 json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
+                if (r->ws && r->ws->proxy)
+                        network_result(r, o);
                 if (r->ws)
                         json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
                 else

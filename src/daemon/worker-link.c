@@ -397,10 +397,16 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
                 .runtime_dir = srv->opt.runtime_dir,
                 .instance = ws->counters.spawns,
         };
+        int r;
+        if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &o.proxy_socket, err)) < 0)
+                return r;
         _cleanup_(launch_freep) VsLaunch *launch = NULL;
-        int r = launch_prepare(ws->policy, &o, &launch, err);
+        r = launch_prepare(ws->policy, &o, &launch, err);
         if (r < 0)
                 return r;
+        /* Only the jail's uid may use the proxy. */
+        if (o.proxy_socket)
+                proxy_set_peer(ws->proxy, launch->uid);
         /* The child joins the workspace's cgroups before it execs. */
         _cleanup_close_ int cg0 = -EBADF, cg1 = -EBADF;
         if (launch->sandboxed) {

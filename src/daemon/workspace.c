@@ -441,6 +441,20 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "limits", json_strv(ws->limit_notes));
         json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws)));
         json_object_set_new(o, "counters", counters_json(&ws->counters));
+        if (ws->policy && ws->policy->net_allowlist) {
+                /* The allowlist as written, and what its proxy carried. */
+                json_t *n = proxy_status(ws->proxy);
+                if (!n)
+                        n = json_pack("{s:i, s:i, s:i}", "open", 0, "connections", 0, "denied", 0);
+                json_t *allow = json_array();
+                for (size_t i = 0; allow && i < ws->policy->n_net_rules; i++)
+                        json_array_append_new(allow, json_string(ws->policy->net_rules[i].written));
+                if (n && allow)
+                        json_object_set_new(n, "allow", allow);
+                else
+                        json_decref(allow);
+                json_object_set_new(o, "network", n);
+        }
         unsigned recent = 0;
         for (unsigned i = 0; i < ws->n_restarts; i++)
                 if (now_ms() - ws->restarts[i] < RESTART_WINDOW_MS)
@@ -467,6 +481,7 @@ void workspaces_free_all(Server *srv) {
                 workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
                 watch_stop(ws);
+                proxy_stop(ws->proxy);
                 cgroup_release(ws);
                 policy_free(ws->policy);
                 vs_error_free(ws->config_error);

@@ -132,6 +132,8 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
         }
         if ((r = add_mount(&a, env->worker_path, VS_JAIL_WORKER_PATH, true, err)) < 0)
                 return r;
+        if (env->proxy_socket && (r = add_mount(&a, env->proxy_socket, VS_JAIL_PROXY_SOCKET, true, err)) < 0)
+                return r;
 
         /* GPU only when asked: the device nodes themselves. */
         if (!p->no_gpu)

@@ -27,6 +27,7 @@ typedef struct VsDockerEnv {
         gid_t gid;
         const VsJailPlan *plan;   /* what the jail sees (jail-plan.h), rendered as --mount */
         char **gpu_nodes;         /* existing GPU device nodes (used when no_gpu = false) */
+        const char *proxy_socket; /* host path of the daemon's proxy socket (network allowlist), or NULL */
 } VsDockerEnv;
 
 /* Builds `docker [--host H] run -i --rm --name N ... IMAGE` with the worker

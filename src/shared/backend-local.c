@@ -89,6 +89,10 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
 
         if ((r = add3(&a, "--ro-bind", env->worker_path, VS_JAIL_WORKER_PATH)) < 0)
                 return r;
+        /* The allowlist's only way out; connect() on a socket is not a
+         * write to the mount, so read-only is enough. */
+        if (env->proxy_socket && (r = add3(&a, "--ro-bind", env->proxy_socket, VS_JAIL_PROXY_SOCKET)) < 0)
+                return r;
 
         /* A minimal environment: nothing of the daemon's leaks in. */
         if ((r = add(&a, "--clearenv")) < 0)

@@ -14,6 +14,10 @@
 
 /* Where the static worker appears inside the jail. */
 #define VS_JAIL_WORKER_PATH "/run/vectora/vectora-worker"
+/* Network allowlist: the daemon's proxy socket as the jail sees it, and
+ * the port the worker's relay listens on at 127.0.0.1 inside the jail. */
+#define VS_JAIL_PROXY_SOCKET "/run/vectora/proxy.sock"
+#define VS_JAIL_PROXY_PORT 3128
 /* The jail's private home (a tmpfs). */
 #define VS_JAIL_HOME "/home/sandbox"
 
@@ -40,6 +44,7 @@ typedef struct VsLocalEnv {
         size_t n_symlinks;
         char **gpu_nodes;        /* existing GPU device nodes */
         const VsJailPlan *plan;  /* what the jail sees (jail-plan.h): rendered, never changed */
+        const char *proxy_socket; /* host path of the daemon's proxy socket (network allowlist), or NULL */
 } VsLocalEnv;
 
 /* Renders the plan as the bwrap argv (argv[0] = env->bwrap, ending with

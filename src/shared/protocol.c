@@ -410,6 +410,9 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
                                         "max_output", (json_int_t) init->limits.max_output,
                                         "pids", (json_int_t) init->limits.pids,
                                         "memory", (json_int_t) init->limits.memory));
+        if (ok && init->proxy_socket)
+                ok = set(o, "proxy", json_pack("{s:s, s:i}", "socket", init->proxy_socket, "port",
+                                               (int) init->proxy_port));
         if (!ok)
                 o = (json_decref(o), NULL);
         return emit(out, o, NULL, 0);
@@ -424,7 +427,19 @@ typedef struct InitWire {
         json_t *landlock;
         char **require;
         ProtocolLimits limits;
+        json_t *proxy;
 } InitWire;
+
+typedef struct ProxyWire {
+        const char *socket;
+        uint64_t port;
+} ProxyWire;
+
+static const JsonField proxy_table[] = {
+        { "socket", JSON_FIELD_STRING, offsetof(ProxyWire, socket), JSON_FIELD_REQUIRED },
+        { "port", JSON_FIELD_UINT64, offsetof(ProxyWire, port), JSON_FIELD_REQUIRED },
+        {}
+};
 
 static const JsonField limits_table[] = {
         { "timeout_ms", JSON_FIELD_UINT64, offsetof(ProtocolLimits, timeout_ms), 0 },
@@ -447,6 +462,7 @@ static const JsonField init_table[] = {
         { "landlock", JSON_FIELD_OBJECT, offsetof(InitWire, landlock), JSON_FIELD_NULLABLE },
         { "require", JSON_FIELD_STRV, offsetof(InitWire, require), 0 },
         { "limits", JSON_FIELD_OBJECT, offsetof(InitWire, limits), 0, limits_table },
+        { "proxy", JSON_FIELD_OBJECT, offsetof(InitWire, proxy), 0 },
         {}
 };
 
@@ -526,6 +542,20 @@ int protocol_decode_init(json_t *obj, ProtocolInit *ret, VsError **err) {
                 k = decode_bpf(w.seccomp_bpf, &init.seccomp_bpf, &init.seccomp_bpf_len, err);
                 if (k < 0)
                         goto fail;
+        }
+        if (w.proxy) {
+                ProxyWire pw = {};
+                k = json_dispatch(w.proxy, proxy_table, &pw, err);
+                if (k < 0) {
+                        vs_error_prefix(err, "field 'proxy'");
+                        goto fail;
+                }
+                if (pw.socket[0] != '/' || pw.port < 1 || pw.port > 65535) {
+                        k = bad(err, "field '%s' needs an absolute socket path and a port from 1 to 65535", "proxy");
+                        goto fail;
+                }
+                init.proxy_socket = pw.socket;
+                init.proxy_port = (uint16_t) pw.port;
         }
         k = env_from_json(w.env, &init.env, err);
         if (k < 0)

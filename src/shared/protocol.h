@@ -161,6 +161,10 @@ typedef struct ProtocolInit {
         char **landlock_rw;       /* landlock.rw */
         char **require;           /* layers that must not degrade */
         ProtocolLimits limits;
+        /* Network allowlist: relay 127.0.0.1:proxy_port in the jail to the
+         * daemon's proxy at this unix socket path (in the jail). NULL: none. */
+        const char *proxy_socket;
+        uint16_t proxy_port;
 } ProtocolInit;
 
 int protocol_encode_init(StrBuf *out, const ProtocolInit *init);

@@ -109,6 +109,14 @@ static void handle_init(Worker *w, json_t *obj) {
         k = enforce_policy(&w->init, &ready, &err);
         if (k < 0)
                 goto fail;
+        /* The network allowlist's way out, started once the relay is as
+         * confined as everything else in the jail. */
+        if (w->init.proxy_socket) {
+                pid_t relay;
+                k = proxy_relay_start(w->init.proxy_socket, w->init.proxy_port, &relay, &err);
+                if (k < 0)
+                        goto fail;
+        }
         if (unjailed_degraded(&ready.degraded) < 0) {
                 k = vs_error_set(&err, -ENOMEM, "out of memory");
                 goto fail;

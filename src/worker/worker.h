@@ -27,6 +27,11 @@
  * init->require returns -EPERM with *err; nothing is rolled back (the caller
  * exits 125). */
 int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err);
+
+/* proxy-relay.c: listens on 127.0.0.1:port in the jail and relays each
+ * connection to the daemon's proxy at socket_path, in a child process
+ * (*ret_pid) that dies with the worker. Call after enforce_policy(). */
+int proxy_relay_start(const char *socket_path, uint16_t port, pid_t *ret_pid, VsError **err);
 /* Layers this process could enforce (for hello): strv. */
 char **enforce_capabilities(int *ret_landlock_abi);
 

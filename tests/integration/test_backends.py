@@ -378,6 +378,67 @@ def t_docker_lockdown_no_network():
         c.close()
 
 
+def host_address():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))
+        return s.getsockname()[0]
+    finally:
+        s.close()
+
+
+def t_docker_network_allowlist():
+    """The same relay in a --network none container: busybox wget through
+    http_proxy reaches the listed address and port, is refused another port
+    with a 403 that lands in network_denied, and a direct connection has no
+    route. (Names and HTTPS are covered on the local backend by
+    test-network; the proxy is the same.)"""
+    need_docker()
+    import http.server
+    host = host_address()
+    www = os.path.join(E.tmp, "net-www")
+    os.makedirs(www, exist_ok=True)
+    with open(os.path.join(www, "hello.txt"), "w") as f:
+        f.write("hello through the proxy\n")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+    srv = http.server.ThreadingHTTPServer((host, 0), lambda *a, **k: Quiet(*a, directory=www, **k))
+    other = socket.socket()
+    other.bind((host, 0))
+    other.listen(4)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port, oport = srv.server_address[1], other.getsockname()[1]
+    ws = make_ws(E.tmp, "docker-allowlist", docker_toml('network = ["%s:%d"]\n' % (host, port)), E.owner)
+    c = E.d.conn()
+    try:
+        r = ok(term(c, ws, "wget -q -O - http://%s:%d/hello.txt" % (host, port)), "terminal")
+        check(r["exit_code"] == 0 and r["stdout"] == "hello through the proxy\n" and r["sandbox"]["backend"] == "docker",
+              r)
+        r = ok(term(c, ws, "wget -q -O - http://%s:%d/ 2>&1; echo rc=$?" % (host, oport)), "terminal")
+        nd = r.get("network_denied") or []
+        check("403" in r["stdout"] and nd and nd[0]["host"] == host and nd[0]["port"] == oport, r)
+        r = ok(term(c, ws, "wget -Y off -q -O - http://%s:%d/hello.txt 2>&1; echo rc=$?" % (host, port)), "terminal")
+        check("Network is unreachable" in r["stdout"] and "no direct network" in r.get("network_note", ""), r)
+    finally:
+        c.close()
+        srv.shutdown()
+        other.close()
+
+
+def t_ssh_network_allowlist_refused():
+    need_ssh()
+    ws, _ = ssh_ws("ssh-allowlist", extra='network = ["pypi.org"]\n')
+    c = E.d.conn()
+    try:
+        r = term(c, ws, "true")
+        check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable" and
+              "not supported on the ssh backend" in r["error"]["message"], r)
+    finally:
+        c.close()
+
+
 def t_docker_killed_container():
     need_docker()
     ws = make_ws(E.tmp, "docker-kill", docker_toml(), E.owner)
@@ -655,6 +716,8 @@ TESTS = [
     ("docker: no capabilities, no_new_privs, stacked seccomp, read-only root, protected vectora.toml",
      t_docker_container_shape),
     ("docker: lockdown has no network (a host listener is unreachable)", t_docker_lockdown_no_network),
+    ("docker: a network allowlist through the relay in a --network none container", t_docker_network_allowlist),
+    ("ssh: a network allowlist is refused with a clear error", t_ssh_network_allowlist_refused),
     ("docker: a killed container fails the in-flight call; the next call recovers", t_docker_killed_container),
     ("docker: a leftover container of the same name is removed at start", t_docker_leftover_removed),
     ("docker: a policy change lets the in-flight call finish on the old container", t_docker_policy_change_drains),

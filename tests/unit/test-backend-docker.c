@@ -153,6 +153,16 @@ static void test_lockdown_no_network(void **state) {
         /* The container's own loopback keeps ::1. */
         assert_true(find2(a, "--sysctl", "net.ipv6.conf.lo.disable_ipv6=0") >= 0);
         strv_free(a);
+
+        /* An allowlist: --network none too, and the proxy socket mounted. */
+        VsPolicy *p = policy(DOCKER "network = [\"pypi.org\"]\n" IMAGE);
+        VsDockerEnv e = docker_env();
+        e.proxy_socket = "/run/vs/proxy.sock";
+        assert_int_equal(backend_docker_argv(p, &e, &a, NULL), 0);
+        assert_true(find2(a, "--network", "none") >= 0);
+        assert_true(find2(a, "--mount", "type=bind,source=/run/vs/proxy.sock,target=" VS_JAIL_PROXY_SOCKET ",readonly") >= 0);
+        strv_free(a);
+        policy_free(p);
 }
 
 static void test_gpu_only_when_asked(void **state) {

@@ -137,6 +137,18 @@ static void test_network_off(void **state) {
         p = policy("[sandbox]\nlockdown = true\nnetwork = true\n");
         assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
+        /* No proxy socket without an allowlist. */
+        assert_true(find3(argv, "--ro-bind", "/run/vs/proxy.sock", NULL) < 0);
+        strv_free(argv);
+        policy_free(p);
+
+        /* An allowlist: the empty namespace, and the daemon's proxy socket
+         * mounted read-only where the worker's relay expects it. */
+        p = policy("[sandbox]\nnetwork = [\"pypi.org\"]\n");
+        e.proxy_socket = "/run/vs/proxy.sock";
+        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
+        assert_true(find3(argv, "--ro-bind", "/run/vs/proxy.sock", VS_JAIL_PROXY_SOCKET) >= 0);
         strv_free(argv);
         policy_free(p);
 }

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The network allowlist end to end (issue 14, "Done when"), for real: a
+daemon, bwrap jails, HTTP and HTTPS servers on the host (the HTTPS one with
+a self-signed certificate made here with openssl), and curl and Python's
+urllib inside the jail going through the proxy variables.
+
+Names: the daemon runs in a private mount namespace whose /etc/hosts is the
+test's own (the host's file is never edited), so "allowed.test" and friends
+resolve to the host's address, and "loop.wild.test" to 127.0.0.1 (a
+wildcard entry leading to loopback). That needs root (CI runs as root); as
+a normal user the name-based tests say SKIP with the reason.
+
+TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
+import http.server
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_daemon import CLI, DAEMON, OWNER, ROOT, Conn, chown_tree  # noqa: E402
+
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+counter = [0]
+failed = [0]
+
+
+def tap(ok, name, detail=""):
+    counter[0] += 1
+    print(f"{'ok' if ok else 'not ok'} {counter[0]} - {name}")
+    if not ok:
+        failed[0] += 1
+    for ln in str(detail).splitlines()[:40]:
+        print("#   " + ln)
+
+
+def skip(name, why):
+    counter[0] += 1
+    print(f"ok {counter[0]} - {name} # SKIP {why}")
+    if STRICT:
+        failed[0] += 1
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(json.dumps(what, indent=1, default=str)[:4000] if not isinstance(what, str) else what)
+
+
+def host_address():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))
+        return s.getsockname()[0]
+    finally:
+        s.close()
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+
+def serve(root, addr, context=None):
+    handler = lambda *a, **k: Quiet(*a, directory=root, **k)  # noqa: E731
+    srv = http.server.ThreadingHTTPServer((addr, 0), handler)
+    if context:
+        srv.socket = context.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+class Daemon:
+    """The daemon in a private mount namespace with the test's /etc/hosts."""
+
+    def __init__(self, tmp, hosts):
+        self.sock = os.path.join(tmp, "d.sock")
+        self.log = os.path.join(tmp, "d.log")
+        self.audit = os.path.join(tmp, "d.audit")
+        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+               'mount --bind "$0" /etc/hosts && exec "$@"', hosts,
+               DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug", "--log-file", self.log,
+               "--audit-log", self.audit]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        for _ in range(500):
+            # The socket file appears at bind(), a moment before listen().
+            if os.path.exists(self.sock):
+                try:
+                    Conn(self.sock).close()
+                    return
+                except ConnectionRefusedError:
+                    pass
+            if self.p.poll() is not None:
+                raise RuntimeError("daemon exited: " + (open(self.log).read() if os.path.exists(self.log) else ""))
+            time.sleep(0.01)
+        raise RuntimeError("daemon did not create its socket")
+
+    def call(self, req):
+        c = Conn(self.sock)
+        try:
+            return c.call(req)
+        finally:
+            c.close()
+
+    def run(self, ws, command, timeout=60):
+        return self.call({"tool": "terminal", "workspace": ws, "command": command, "timeout": timeout})
+
+    def ws_status(self, ws):
+        for w in self.call({"tool": "status"})["workspaces"]:
+            if w["path"] == os.path.realpath(ws):
+                return w
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def make_ws(tmp, name, toml, files=None):
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "vectora.toml"), "w") as f:
+        f.write(toml)
+    for k, v in (files or {}).items():
+        with open(os.path.join(d, k), "w") as f:
+            f.write(v)
+    chown_tree(d)
+    return d
+
+
+# Inside the jail: serve and connect on 127.0.0.1 as a test suite's fixture
+# would (an HTTP server and urllib, no proxy for loopback: NO_PROXY).
+LOOPBACK_SUITE = r"""
+import http.server, threading, urllib.request
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"fixture ok")
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=s.serve_forever, daemon=True).start()
+print(urllib.request.urlopen("http://127.0.0.1:%d/" % s.server_address[1], timeout=10).read().decode())
+"""
+
+# CONNECT to an allowed host, then a TLS hello naming another.
+SNI_MISMATCH = r"""
+import socket, ssl, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT secure.test:%s HTTP/1.1\r\nHost: secure.test:%s\r\n\r\n" % (sys.argv[1].encode(), sys.argv[1].encode()))
+head = s.recv(4096)
+print("proxy said:", head.split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context(cafile="ca.pem")
+ctx.check_hostname = False
+try:
+    t = ctx.wrap_socket(s, server_hostname="other.test")
+    print("HANDSHAKE COMPLETED")
+except (ssl.SSLError, OSError) as e:
+    print("handshake failed:", type(e).__name__)
+"""
+
+URLLIB = r"""
+import ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile="ca.pem")
+for url in sys.argv[1:]:
+    print(urllib.request.urlopen(url, timeout=20, context=ctx).read().decode().strip())
+"""
+
+DIRECT = r"""
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+    print("CONNECTED")
+except OSError as e:
+    print("direct connect failed:", e)
+    sys.exit(7)
+"""
+
+
+def main():
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        skip("network allowlist", f"{DAEMON} or {CLI} not built")
+        return finish()
+    for tool in ("bwrap", "curl", "openssl", "unshare"):
+        if not shutil.which(tool):
+            skip("network allowlist", f"{tool} is not installed (scripts/install-deps)")
+            return finish()
+    if not ROOT:
+        skip("network allowlist", "needs root: the daemon runs in a private mount namespace with the test's "
+             "/etc/hosts (CI runs as root)")
+        return finish()
+    tmp = tempfile.mkdtemp(prefix="vs-network-test-")
+    os.chmod(tmp, 0o755)
+    servers, d = [], None
+    try:
+        run_all(tmp, servers)
+    finally:
+        for s in servers:
+            s.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
+    print(f"1..{counter[0]}")
+    sys.exit(1 if failed[0] else 0)
+
+
+def run_all(tmp, servers):
+    host = host_address()
+    www = os.path.join(tmp, "www")
+    os.makedirs(www)
+    with open(os.path.join(www, "hello.txt"), "w") as f:
+        f.write("hello from the host\n")
+    # A self-signed certificate for secure.test (and nothing else).
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "crt.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                    "-days", "2", "-subj", "/CN=secure.test", "-addext", "subjectAltName=DNS:secure.test"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    plain = serve(www, host)
+    tls = serve(www, host, ctx)
+    servers += [plain, tls]
+    port, sport = plain.server_address[1], tls.server_address[1]
+    hosts = os.path.join(tmp, "hosts")
+    with open(hosts, "w") as f:
+        f.write(f"127.0.0.1 localhost\n{host} allowed.test denied.test secure.test other.test pub.wild.test\n"
+                "127.0.0.1 loop.wild.test\n169.254.169.254 meta.wild.test\n")
+    ca = open(crt).read()
+    allow = make_ws(tmp, "allow", '[sandbox]\nnetwork = ["allowed.test", "secure.test", "*.wild.test"]\n',
+                    {"ca.pem": ca})
+    off = make_ws(tmp, "off", "[sandbox]\nnetwork = false\n")
+    lock = make_ws(tmp, "lock", "[sandbox]\nlockdown = true\n")
+    with open(os.path.join(tmp, "suite.py"), "w") as f:
+        f.write(LOOPBACK_SUITE)
+    for ws in (allow, off, lock):
+        for name, text in (("suite.py", LOOPBACK_SUITE), ("sni.py", SNI_MISMATCH), ("fetch.py", URLLIB),
+                           ("direct.py", DIRECT)):
+            with open(os.path.join(ws, name), "w") as f:
+                f.write(text)
+        chown_tree(ws)
+    d = Daemon(tmp, hosts)
+    try:
+        tests(d, tmp, host, port, sport, allow, off, lock)
+    finally:
+        d.stop()
+        if failed[0]:
+            print("# daemon log tail:\n" + "\n".join("#   " + ln for ln in open(d.log).read()[-3000:].splitlines()))
+
+
+def attempt(name, fn):
+    try:
+        detail = fn()
+        tap(True, name, detail or "")
+    except Exception as e:
+        tap(False, name, str(e) if isinstance(e, Fail) else traceback.format_exc())
+
+
+def tests(d, tmp, host, port, sport, allow, off, lock):
+    def loopback(ws, want):
+        def t():
+            r = d.run(ws, "python3 suite.py")
+            if want:
+                check(r.get("ok") and r.get("exit_code") == 0 and "fixture ok" in r.get("stdout", ""), r)
+            else:
+                check(r.get("ok") and r.get("exit_code") != 0 and "fixture ok" not in r.get("stdout", ""), r)
+            return (r.get("stdout", "") + r.get("stderr", "")).strip()[-300:]
+        return t
+
+    attempt("network = false: a test suite serving and connecting on 127.0.0.1 in the jail passes", loopback(off, True))
+    attempt("allowlist: the same test suite passes", loopback(allow, True))
+    attempt("lockdown: the test suite cannot even create an inet socket", loopback(lock, False))
+
+    def env_set():
+        r = d.run(allow, "env | grep -i _proxy= | sort")
+        want = [f"{k}=http://127.0.0.1:3128" for k in ("ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY")] + \
+            ["NO_PROXY=localhost,127.0.0.1"] + \
+            [f"{k}=http://127.0.0.1:3128" for k in ("all_proxy", "http_proxy", "https_proxy")] + \
+            ["no_proxy=localhost,127.0.0.1"]
+        check(r.get("ok") and sorted(r["stdout"].split()) == sorted(want), r)
+        return r["stdout"].strip()
+    attempt("allowlist: the proxy variables, both cases, and NO_PROXY", env_set)
+
+    def allowed_curl():
+        r = d.run(allow, f"curl -sS -f http://allowed.test:{port}/hello.txt")
+        check(r.get("exit_code") == 0 and r["stdout"] == "hello from the host\n" and "network_denied" not in r, r)
+        return r["stdout"].strip()
+    attempt("curl: an allowed name over HTTP works", allowed_curl)
+
+    def allowed_https():
+        r = d.run(allow, f"curl -sS -f --cacert ca.pem https://secure.test:{sport}/hello.txt")
+        check(r.get("exit_code") == 0 and r["stdout"] == "hello from the host\n", r)
+        return r["stdout"].strip()
+    attempt("curl: an allowed name over HTTPS (CONNECT, self-signed certificate) works", allowed_https)
+
+    def urllib_both():
+        r = d.run(allow, f"python3 fetch.py http://allowed.test:{port}/hello.txt https://secure.test:{sport}/hello.txt")
+        check(r.get("exit_code") == 0 and r["stdout"] == "hello from the host\nhello from the host\n", r)
+        return r["stdout"].strip()
+    attempt("Python urllib: HTTP and HTTPS through the environment work", urllib_both)
+
+    def denied():
+        r = d.run(allow, f"curl -sS -i http://denied.test:{port}/hello.txt")
+        out = r.get("stdout", "")
+        check(r.get("ok") and "HTTP/1.1 403" in out and "denied.test" in out and "network = [...]" in out and
+              "hello from the host" not in out, r)
+        nd = r.get("network_denied")
+        check(nd and nd[0]["host"] == "denied.test" and nd[0]["port"] == port and
+              "not in the workspace's network allowlist" in nd[0]["reason"], r)
+        time.sleep(0.2)
+        audit = [json.loads(ln) for ln in open(d.audit)]
+        hits = [a for a in audit if a.get("tool") == "network" and "denied.test" in json.dumps(a)]
+        check(hits and hits[-1].get("outcome") == "denied", audit[-5:])
+        return out.splitlines()[-1] + "\n" + json.dumps(nd)
+    attempt("an unlisted name: 403 naming the host and the policy line, network_denied, audit log", denied)
+
+    def denied_https():
+        r = d.run(allow, f"curl -sS --cacert ca.pem https://other.test:{sport}/hello.txt")
+        check(r.get("exit_code") != 0 and r.get("network_denied") and r["network_denied"][0]["host"] == "other.test", r)
+        return r.get("stderr", "").strip()
+    attempt("an unlisted name over HTTPS: CONNECT refused, in network_denied", denied_https)
+
+    def wildcard():
+        r = d.run(allow, f"curl -sS -f http://pub.wild.test:{port}/hello.txt")
+        check(r.get("exit_code") == 0 and r["stdout"] == "hello from the host\n", ("control failed", r))
+        for name, cls in (("loop.wild.test", "loopback"), ("meta.wild.test", "link-local")):
+            r = d.run(allow, f"curl -sS -i http://{name}:{port}/hello.txt")
+            nd = r.get("network_denied") or []
+            check("HTTP/1.1 403" in r.get("stdout", "") and nd and nd[0]["host"] == name and cls in nd[0]["reason"],
+                  r)
+        return nd[0]["reason"]
+    attempt("a wildcard name resolving to loopback or 169.254.169.254 is refused (a public one works)", wildcard)
+
+    def sni():
+        r = d.run(allow, f"python3 sni.py {sport}")
+        out = r.get("stdout", "")
+        check("proxy said: HTTP/1.1 200" in out and "HANDSHAKE COMPLETED" not in out, r)
+        nd = r.get("network_denied") or []
+        check(nd and nd[0]["host"] == "secure.test" and "SNI" in nd[0]["reason"] and "other.test" in nd[0]["reason"],
+              r)
+        return nd[0]["reason"]
+    attempt("a CONNECT whose TLS SNI differs from its host is refused", sni)
+
+    def direct():
+        r = d.run(allow, f"python3 direct.py {host} {port}")
+        check(r.get("exit_code") == 7 and "Network is unreachable" in r.get("stdout", ""), r)
+        check("no direct network" in r.get("network_note", ""), r)
+        return r["stdout"].strip() + "\n" + r["network_note"]
+    attempt("a direct connect() gets ENETUNREACH and the result says the jail has no direct network", direct)
+
+    def status():
+        w = d.ws_status(allow)
+        n = w.get("network") if w else None
+        check(n and n["allow"] == ["allowed.test", "secure.test", "*.wild.test"] and n["denied"] >= 5 and
+              n["connections"] >= 10 and n["open"] >= 0, w)
+        return json.dumps(n)
+    attempt("status: the allowlist, connections and denials of the workspace", status)
+
+
+if __name__ == "__main__":
+    main()
