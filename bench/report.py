@@ -231,7 +231,7 @@ def main():
             w(f.read().rstrip() + "\n")
 
     titles = {"exec": "1. Warm exec", "files": "2. File operations", "cold": "3. Cold start",
-              "memory": "4. Memory", "scale": "5. Scale"}
+              "memory": "4. Memory", "scale": "5. Scale", "network": "6. Network allowlist: a download through the proxy"}
     for d in docs:
         w(f"## {titles.get(d['bench'], d['bench'])}\n")
         if d["figures"]:
