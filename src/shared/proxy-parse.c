@@ -104,8 +104,9 @@ static int split_authority(const char *a, size_t n, bool need_port, uint16_t def
  * and what was meant for the proxy. Connection: close is added instead, so
  * that one client connection carries one request to one checked host. */
 static bool drop_header(const char *name, size_t n) {
-        static const char *const drop[] = { "connection", "proxy-connection", "proxy-authorization", "keep-alive",
-                                            "te", "upgrade", "proxy-authenticate" };
+        static const char *const drop[] = { "connection", "keep-alive", "te", "upgrade" };
+        if (n >= 6 && ieq(name, 6, "proxy-")) /* Proxy-Connection, Proxy-Authorization, ... */
+                return true;
         for (size_t i = 0; i < ELEMENTSOF(drop); i++)
                 if (ieq(name, n, drop[i]))
                         return true;
