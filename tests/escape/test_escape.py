@@ -22,6 +22,7 @@ stand-in, a sibling directory of the workspace.
 Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
 non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
 
+import json
 import os
 import pwd
 import secrets
@@ -48,6 +49,7 @@ if os.path.exists(os.path.join(BUILD, "src/worker/vectora-worker-static")):
     WORKER = os.path.join(BUILD, "src/worker/vectora-worker-static")
     os.environ["VECTORA_WORKER"] = WORKER
 PROBE = os.path.join(BUILD, "tests/helpers/vectora-probe")
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -172,6 +174,8 @@ class Ctx:
         self.ws_lock = self.make_ws("ws-lock", network=False, lockdown=True)
         self.listeners = []
         self.sleeper = None
+        self.daemon = None
+        self.ws_allow = None
 
     def make_ws(self, name, network, lockdown=False):
         ws = os.path.join(self.t, name)
@@ -179,7 +183,8 @@ class Ctx:
         write(os.path.join(ws, "vectora.toml"),
               f"[sandbox]\nenabled = true\nbackend = \"{BACKEND.name}\"\nrw_paths = [\".\"]\n" + ro +
               f"mask = {MASK}\nno_gpu = true\n"
-              f"lockdown = {'true' if lockdown else 'false'}\nnetwork = {'true' if network else 'false'}\n"
+              f"lockdown = {'true' if lockdown else 'false'}\n"
+              f"network = {json.dumps(network) if isinstance(network, list) else 'true' if network else 'false'}\n"
               "[sandbox.limits]\ntimeout = 60\n" + BACKEND.toml())
         write(os.path.join(ws, ".env"), f"API_KEY={self.m['env']}\n", 0o600)
         write(os.path.join(ws, "a/b/key.pem"), self.m["pem"], 0o600)
@@ -228,7 +233,32 @@ class Ctx:
         return subprocess.run(cmd, env=self.env(extra_env), input=stdin, capture_output=True, timeout=timeout)
 
     def probe(self, ws, *args, extra_env=None):
+        if ws == self.ws_allow:
+            # A network allowlist is served by the daemon's proxy.
+            extra_env = dict(extra_env or {}, VECTORA_SANDBOX_SOCKET=self.allow_sock)
         return self.cli(["exec", "-w", ws, "--", self.probe_path(ws)] + list(args), extra_env)
+
+    def start_allowlist(self):
+        """A workspace whose allowlist names the host's own address and one
+        port, and a daemon (as this identity) to serve its proxy."""
+        self.ws_allow = self.make_ws("ws-allow", network=[f"{self.host_addr}:{self.tcp_any_port}"])
+        self.allow_sock = os.path.join(self.xdg, "allow-daemon.sock")
+        log = os.path.join(self.xdg, "allow-daemon.log")
+        self.daemon = subprocess.Popen(self.ident.prefix + [DAEMON, "--foreground", "--socket", self.allow_sock,
+                                                            "--log-file", log],
+                                       env=self.env(), stdin=subprocess.DEVNULL)
+        for _ in range(500):
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.allow_sock)
+                s.close()
+                return
+            except OSError:
+                if self.daemon.poll() is not None:
+                    break
+                time.sleep(0.01)
+        raise Fail("the daemon for the allowlisted workspace did not start: " +
+                   (open(log).read()[-2000:] if os.path.exists(log) else ""))
 
     def listen_tcp(self, family=socket.AF_INET, addr="127.0.0.1"):
         s = socket.socket(family, socket.SOCK_STREAM)
@@ -252,6 +282,13 @@ class Ctx:
         return self.sleeper.pid
 
     def cleanup(self):
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.terminate()
+            try:
+                self.daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
         for s in self.listeners:
             s.close()
         if self.sleeper and self.sleeper.poll() is None:
@@ -818,45 +855,74 @@ def _(c):
     return expect_blocked(c.probe(c.ws_net, "unix", c.tmp_sock))
 
 
-@attempt("network = false: TCP to the host's 127.0.0.1 listener fails (the jail's loopback is its own)")
-def _(c):
-    return expect_blocked(c.probe(c.ws, "tcp", "127.0.0.1", str(c.tcp_port)))
-
-
-@attempt("network = false: TCP to the host's own address: no route (ENETUNREACH)")
-def _(c):
-    v = expect_blocked(c.probe(c.ws, "tcp", c.host_addr, str(c.tcp_any_port)))
+def expect_unreachable(r):
+    v = expect_blocked(r)
     if "ENETUNREACH" not in v:
         raise Fail(f"expected ENETUNREACH (no route out of the jail's namespace), got: {v}")
     return v
 
 
-@attempt("network = false: UDP out fails (no route)")
+# The same attempts with the network off and with an allowlist (issue 14):
+# either way the jail's namespace is empty but for its own loopback.
+for label, attr in (("network = false", "ws"), ("allowlist", "ws_allow")):
+    def _mk(label=label, attr=attr):
+        @attempt(f"{label}: TCP to the host's 127.0.0.1 listener fails (the jail's loopback is its own)")
+        def _(c):
+            return expect_blocked(c.probe(getattr(c, attr), "tcp", "127.0.0.1", str(c.tcp_port)))
+
+        @attempt(f"{label}: TCP to the host's own address: no route (ENETUNREACH)")
+        def _(c):
+            return expect_unreachable(c.probe(getattr(c, attr), "tcp", c.host_addr, str(c.tcp_any_port)))
+
+        @attempt(f"{label}: UDP out fails (no route)")
+        def _(c):
+            return expect_unreachable(c.probe(getattr(c, attr), "udp", c.host_addr, "53"))
+
+        @attempt(f"{label}: TCP over IPv6 to ::1 fails")
+        def _(c):
+            return expect_blocked(c.probe(getattr(c, attr), "tcp", "::1", str(c.tcp_port)))
+
+        @attempt(f"{label}: only the loopback interface")
+        def _(c):
+            return expect_blocked(c.probe(getattr(c, attr), "ifaces"))
+
+        @attempt(f"{label}: a server and a client on 127.0.0.1 inside the jail work")
+        def _(c):
+            return expect_escaped(c.probe(getattr(c, attr), "loopback", "127.0.0.1"))
+
+        @attempt(f"{label}: a server and a client on ::1 inside the jail work")
+        def _(c):
+            return expect_escaped(c.probe(getattr(c, attr), "loopback", "::1"))
+    _mk()
+
+
+@attempt("allowlist: through the proxy, the host's 127.0.0.1 listener is refused (403)")
 def _(c):
-    v = expect_blocked(c.probe(c.ws, "udp", c.host_addr, "53"))
-    if "ENETUNREACH" not in v:
-        raise Fail(f"expected ENETUNREACH (no route out of the jail's namespace), got: {v}")
+    v = expect_blocked(c.probe(c.ws_allow, "proxy-connect", "127.0.0.1", str(c.tcp_port)))
+    if "403" not in v:
+        raise Fail(f"expected the proxy's 403, got: {v}")
     return v
 
 
-@attempt("network = false: TCP over IPv6 to ::1 fails")
+@attempt("allowlist: through the proxy, the cloud metadata address is refused (403)")
 def _(c):
-    return expect_blocked(c.probe(c.ws, "tcp", "::1", str(c.tcp_port)))
+    v = expect_blocked(c.probe(c.ws_allow, "proxy-connect", "169.254.169.254", "80"))
+    if "403" not in v:
+        raise Fail(f"expected the proxy's 403, got: {v}")
+    return v
 
 
-@attempt("network = false: only the loopback interface")
+@attempt("allowlist: through the proxy, another port of the listed address is refused (403)")
 def _(c):
-    return expect_blocked(c.probe(c.ws, "ifaces"))
+    v = expect_blocked(c.probe(c.ws_allow, "proxy-connect", c.host_addr, str(c.tcp_port)))
+    if "403" not in v:
+        raise Fail(f"expected the proxy's 403, got: {v}")
+    return v
 
 
-@attempt("network = false: a server and a client on 127.0.0.1 inside the jail work")
+@attempt("control: through the proxy, the listed address and port are reached (the refusals above can fail)")
 def _(c):
-    return expect_escaped(c.probe(c.ws, "loopback", "127.0.0.1"))
-
-
-@attempt("network = false: a server and a client on ::1 inside the jail work")
-def _(c):
-    return expect_escaped(c.probe(c.ws, "loopback", "::1"))
+    return expect_escaped(c.probe(c.ws_allow, "proxy-connect", c.host_addr, str(c.tcp_any_port)))
 
 
 @attempt("lockdown: not even the jail's own loopback (inet sockets refused)")
@@ -946,6 +1012,7 @@ for name, path in (("/tmp", "/tmp/vectora-probe"), ("$HOME", "/home/sandbox/vect
 SYSCALL_RUNS = [
     ("network off", "ws", ["always", "net-off"]),
     ("network on", "ws_net", ["always"]),
+    ("allowlist", "ws_allow", ["always", "net-off"]),
     ("lockdown", "ws_lock", ["net-off", "lockdown"]),
 ]
 
@@ -1025,6 +1092,12 @@ def run_one(name, fn, c):
 
 def run_syscalls(c, prefix):
     for label, ws_attr, groups in SYSCALL_RUNS:
+        na = BACKEND.not_applicable(f"{label}: seccomp")
+        if na:
+            counter[0] += 1
+            print(f"ok {counter[0]} - {prefix}seccomp ({label}) # SKIP not applicable to {BACKEND.name}: {na}")
+            results["skipped"] += 1
+            continue
         ws = getattr(c, ws_attr)
         try:
             r = c.probe(ws, "syscalls", *groups)
@@ -1108,6 +1181,8 @@ def main():
                 c.tmp_sock = os.path.join(tempfile.gettempdir(), f"vectora-escape-{secrets.token_hex(4)}.sock")
                 c.listen_unix(path=c.tmp_sock)
                 c.start_sleeper()
+                if not BACKEND.not_applicable("allowlist:"):
+                    c.start_allowlist()
                 # A smoke run first: if the jail cannot start at all, every
                 # attempt would "pass" for the wrong reason.
                 r = c.cli(["exec", "-w", c.ws, "--", c.probe_path(c.ws), "status", "NoNewPrivs=1"])

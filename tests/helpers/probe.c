@@ -822,6 +822,51 @@ static int cmd_loopback(int argc, char **argv) {
         return ESCAPED("served and connected on %s inside the jail", argv[0]);
 }
 
+/* proxy-connect HOST PORT: through the network allowlist's proxy (the
+ * relay on 127.0.0.1:3128 in the jail), ask for a tunnel to HOST:PORT.
+ * ESCAPED when the proxy answers 200 (a tunnel was opened), BLOCKED with
+ * its status line otherwise. */
+static int cmd_proxy_connect(int argc, char **argv) {
+        if (argc < 2)
+                return usage_error("proxy-connect HOST PORT");
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(3128),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return BLOCKED("socket: %s", errname(errno));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+                int e = errno;
+                close(fd);
+                return BLOCKED("connect(127.0.0.1:3128): %s (no proxy in this jail)", errname(e));
+        }
+        char req[512], resp[512];
+        int n = snprintf(req, sizeof req, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", argv[0], argv[1], argv[0],
+                         argv[1]);
+        size_t got = 0;
+        if (write(fd, req, (size_t)n) != n) {
+                int e = errno;
+                close(fd);
+                return BLOCKED("write: %s", errname(e));
+        }
+        while (got < sizeof resp - 1) {
+                ssize_t k = read(fd, resp + got, sizeof resp - 1 - got);
+                if (k <= 0)
+                        break;
+                got += (size_t)k;
+                resp[got] = 0;
+                if (strstr(resp, "\r\n"))
+                        break;
+        }
+        close(fd);
+        resp[got] = 0;
+        char *eol = strstr(resp, "\r\n");
+        if (eol)
+                *eol = 0;
+        if (strncmp(resp, "HTTP/1.1 200", 12) == 0)
+                return ESCAPED("the proxy opened a tunnel to %s:%s: %s", argv[0], argv[1], resp);
+        return BLOCKED("the proxy answered: %s", got ? resp : "(nothing)");
+}
+
 /* ifaces: /proc/net/dev lists the network namespace's interfaces. */
 static int cmd_ifaces(int argc, char **argv) {
         FILE *f = fopen("/proc/net/dev", "re");
@@ -1317,7 +1362,7 @@ static const Cmd cmds[] = {
         { "unix", cmd_unix_path },    { "abstract", cmd_unix_abstract },
         { "tcp", cmd_tcp },           { "udp", cmd_udp },
         { "ifaces", cmd_ifaces },     { "env", cmd_env },
-        { "loopback", cmd_loopback },
+        { "loopback", cmd_loopback },  { "proxy-connect", cmd_proxy_connect },
         { "devices", cmd_devices },   { "tiocsti", cmd_tiocsti },
         { "syscalls", cmd_syscalls }, { "privfile", cmd_privfile },
         { "nosuid", cmd_nosuid },     { "alg", cmd_alg },

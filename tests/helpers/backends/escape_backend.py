@@ -86,6 +86,9 @@ class Backend:
                                                           "privileged-file attempts run on docker too)",
         },
         "ssh": {
+            "control: through the proxy": "the ssh backend refuses a network allowlist until its relay exists",
+            "allowlist:": "the ssh backend refuses a network allowlist until its relay exists (test-backends "
+                          "checks the refusal)",
             "degraded: no Landlock: runs, warns": "its control needs a /dev the jail's uid can write once Landlock is "
                                                   "off; under the remote's bwrap (run by the ssh login user) /dev "
                                                   "stays unwritable, which is stricter; the warning half is checked",
