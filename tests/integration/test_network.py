@@ -363,6 +363,23 @@ def tests(d, tmp, host, port, sport, allow, off, lock):
         return r["stdout"].strip() + "\n" + r["network_note"]
     attempt("a direct connect() gets ENETUNREACH and the result says the jail has no direct network", direct)
 
+    def embedded_and_check():
+        env = dict(os.environ)
+        env.pop("VECTORA_SANDBOX_SOCKET", None)
+        r = subprocess.run([CLI, "exec", "-w", allow, "--", "true"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        check(r.returncode == 125 and "served by the daemon's proxy" in r.stderr and "vectora-sandboxd" in r.stderr,
+              {"rc": r.returncode, "stderr": r.stderr})
+        c = subprocess.run([CLI, "check", "-w", allow], capture_output=True, text=True, env=env, timeout=60)
+        check(c.returncode == 0 and "allowlist through the daemon's proxy" in c.stdout and "*.wild.test" in c.stdout,
+              {"rc": c.returncode, "stdout": c.stdout, "stderr": c.stderr})
+        j = json.loads(subprocess.run([CLI, "check", "-w", allow, "--json"], capture_output=True, text=True,
+                                      env=env, timeout=60).stdout)
+        check(j.get("network") is False and j.get("network_allow") == ["allowed.test", "secure.test", "*.wild.test"], j)
+        return r.stderr.strip()
+    attempt("embedded mode (no daemon) refuses an allowlist with exit 125 and says what to run; check shows it",
+            embedded_and_check)
+
     def status():
         w = d.ws_status(allow)
         n = w.get("network") if w else None
