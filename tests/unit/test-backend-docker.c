@@ -158,7 +158,7 @@ static void test_lockdown_no_network(void **state) {
         VsPolicy *p = policy(DOCKER "network = [\"pypi.org\"]\n" IMAGE);
         VsDockerEnv e = docker_env();
         e.proxy_socket = "/run/vs/proxy.sock";
-        assert_int_equal(backend_docker_argv(p, &e, &a, NULL), 0);
+        assert_int_equal(argv_for(p, &e, masks, 2, &a, NULL), 0);
         assert_true(find2(a, "--network", "none") >= 0);
         assert_true(find2(a, "--mount", "type=bind,source=/run/vs/proxy.sock,target=" VS_JAIL_PROXY_SOCKET ",readonly") >= 0);
         strv_free(a);

@@ -146,7 +146,7 @@ static void test_network_off(void **state) {
          * mounted read-only where the worker's relay expects it. */
         p = policy("[sandbox]\nnetwork = [\"pypi.org\"]\n");
         e.proxy_socket = "/run/vs/proxy.sock";
-        assert_int_equal(backend_local_argv(p, &e, &argv, NULL), 0);
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
         assert_true(find3(argv, "--ro-bind", "/run/vs/proxy.sock", VS_JAIL_PROXY_SOCKET) >= 0);
         strv_free(argv);
