@@ -24,6 +24,7 @@ int verb_edit(int argc, char **argv);
 int verb_shell(int argc, char **argv);
 int verb_status(int argc, char **argv);
 int verb_mcp(int argc, char **argv);
+int verb_allow(int argc, char **argv);
 
 /* Prints "vectora-sandbox: MSG" to stderr; returns code. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -108,6 +108,9 @@ static void warn_degraded(json_t *reply) {
         size_t i;
         json_t *v;
         json_array_foreach(d, i, v) fprintf(stderr, "vectora-sandbox: warning: running degraded: %s\n", json_string_value(v));
+        const char *pending = json_string_value(json_object_get(reply, "policy_pending"));
+        if (pending)
+                fprintf(stderr, "vectora-sandbox: warning: %s\n", pending);
 }
 
 static json_t *request(const char *tool, const char *ws) {
@@ -122,6 +125,20 @@ static json_t *request(const char *tool, const char *ws) {
                 json_object_set_new(o, "workspace", json_string(abs));
         }
         return o;
+}
+
+int client_request(const char *socket, const char *tool, const char *ws, json_t **ret) {
+        json_t *req = request(tool, ws);
+        if (!req)
+                return EXIT_REFUSED;
+        JsonlMsg m = JSONL_MSG_INIT;
+        int r = call(socket, req, NULL, 0, &m);
+        json_decref(req);
+        if (r)
+                return r;
+        *ret = json_incref(m.obj);
+        jsonl_msg_done(&m);
+        return 0;
 }
 
 int client_exec(const char *socket, const char *ws, char **argv, const char *command, const char *cwd, char **env,
@@ -266,27 +283,23 @@ static void print_strings(const char *label, json_t *a) {
 }
 
 int client_status(const char *socket, bool json) {
-        json_t *req = request("status", NULL);
-        if (!req)
-                return EXIT_REFUSED;
-        JsonlMsg m = JSONL_MSG_INIT;
-        int r = call(socket, req, NULL, 0, &m);
-        json_decref(req);
+        json_t *obj = NULL;
+        int r = client_request(socket, "status", NULL, &obj);
         if (r)
                 return r;
-        if (!json_is_true(json_object_get(m.obj, "ok"))) {
-                r = reply_error(m.obj, "status");
-                jsonl_msg_done(&m);
+        if (!json_is_true(json_object_get(obj, "ok"))) {
+                r = reply_error(obj, "status");
+                json_decref(obj);
                 return r;
         }
         if (json) {
-                json_object_del(m.obj, "id");
-                json_dumpf(m.obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+                json_object_del(obj, "id");
+                json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
                 printf("\n");
-                jsonl_msg_done(&m);
+                json_decref(obj);
                 return 0;
         }
-        json_t *d = json_object_get(m.obj, "daemon");
+        json_t *d = json_object_get(obj, "daemon");
         json_t *c = json_object_get(d, "counters");
         printf("vectora-sandboxd pid %lld, uid %lld, up %llds: %lld client(s), %lld worker(s) (max %lld)\n",
                json_integer_value(json_object_get(d, "pid")), json_integer_value(json_object_get(d, "uid")),
@@ -302,7 +315,7 @@ int client_status(const char *socket, bool json) {
                 printf("per-workspace limits degraded: %s\n", json_string_value(json_object_get(d, "cgroups_unavailable")));
         size_t i;
         json_t *w;
-        json_array_foreach(json_object_get(m.obj, "workspaces"), i, w) {
+        json_array_foreach(json_object_get(obj, "workspaces"), i, w) {
                 printf("\n%s\n  state: %s (policy generation %lld)\n", json_string_value(json_object_get(w, "path")),
                        json_string_value(json_object_get(w, "state")),
                        json_integer_value(json_object_get(w, "generation")));
@@ -327,7 +340,7 @@ int client_status(const char *socket, bool json) {
                 if (json_string_value(json_object_get(w, "last_error")))
                         printf("  last error: %s\n", json_string_value(json_object_get(w, "last_error")));
         }
-        jsonl_msg_done(&m);
+        json_decref(obj);
         return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 /* argv, or command (a shell command line) when argv is NULL. */
 int client_exec(const char *socket, const char *ws, char **argv, const char *command, const char *cwd, char **env,
                 uint64_t timeout_s);
@@ -19,3 +21,6 @@ int client_edit(const char *socket, const char *ws, const char *path, const char
                 bool all);
 int client_shell(const char *socket, const char *ws);
 int client_status(const char *socket, bool json);
+/* One request {"tool": tool, "workspace": ws (made absolute)}; *ret: the
+ * reply object (a reference), or a CLI exit status after printing why. */
+int client_request(const char *socket, const char *tool, const char *ws, json_t **ret);

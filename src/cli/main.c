@@ -20,6 +20,7 @@ static const CliVerb verbs[] = {
         { "shell", verb_shell, "interactive terminal (PTY)" },
         { "status", verb_status, "daemon status: workspaces, workers, counters" },
         { "mcp", verb_mcp, "an MCP server on stdio exposing the workspace's tools" },
+        { "allow", verb_allow, "approve a pending loosening of the policy (shows the difference)" },
 };
 
 static const char *socket_path;

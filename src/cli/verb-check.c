@@ -93,8 +93,8 @@ int verb_check(int argc, char **argv) {
 
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        _cleanup_free_ char *dir = NULL;
-        int r = tools_load_policy(ws, &p, &dir, &err);
+        _cleanup_free_ char *dir = NULL, *pending = NULL;
+        int r = tools_load_policy(ws, &p, &dir, &pending, &err);
         if (r < 0) {
                 if (json) {
                         json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", vs_error_kind(err), "message",
@@ -113,13 +113,17 @@ int verb_check(int argc, char **argv) {
                 json_t *o = policy_to_json(p);
                 if (!o)
                         return cli_fail(EXIT_REFUSED, "out of memory");
-                /* Which file governs the directory asked about. */
+                /* Which file governs the directory asked about, and
+                 * whether a loosening waits for approval. */
                 json_object_set_new(o, "directory", json_string(dir));
+                json_object_set_new(o, "policy_pending", pending ? json_string(pending) : json_null());
                 json_dumpf(o, stdout, JSON_INDENT(2));
                 printf("\n");
                 json_decref(o);
                 return 0;
         }
         print_policy(p, dir);
+        if (pending)
+                printf("%-13s%s\n", "pending", pending);
         return 0;
 }

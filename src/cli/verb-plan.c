@@ -28,9 +28,12 @@ int verb_plan(int argc, char **argv) {
                 }
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = tools_load_policy(ws, &p, NULL, &err);
+        _cleanup_free_ char *pending = NULL;
+        int r = tools_load_policy(ws, &p, NULL, &pending, &err);
         if (r < 0)
                 return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+        if (pending)
+                fprintf(stderr, "vectora-sandbox: warning: %s\n", pending);
         _cleanup_free_ char *worker = NULL, *rt = NULL;
         if (vs_worker_path(&worker, &err) < 0)
                 return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));

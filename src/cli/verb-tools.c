@@ -22,9 +22,12 @@ static void warn_degraded(const VsSession *s) {
  * ancestor); *dir is ws canonicalized, where relative paths start. */
 static int open_or_fail(const char *ws, VsPolicy **p, VsSession **s, char **dir) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = tools_open(ws, p, s, &err);
+        _cleanup_free_ char *pending = NULL;
+        int r = tools_open(ws, p, s, &pending, &err);
         if (r < 0)
                 return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+        if (pending)
+                fprintf(stderr, "vectora-sandbox: warning: %s\n", pending);
         if (!(*dir = realpath(ws, NULL)))
                 return cli_fail(EXIT_REFUSED, "workspace %s: %m", ws);
         warn_degraded(*s);

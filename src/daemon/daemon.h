@@ -61,6 +61,7 @@ typedef struct DaemonOptions {
         unsigned max_workers;
         char *worker_path;
         char *runtime_dir;
+        char *state_dir;  /* the approved-policy store (approval.h) */
         bool foreground;
 } DaemonOptions;
 
@@ -144,6 +145,7 @@ struct Workspace {
         WorkspaceState state;
         VsPolicy *policy;       /* NULL when refused */
         VsError *config_error;  /* when refused */
+        char *pending;          /* a loosening of vectora.toml waiting for `allow` (the approved policy serves) */
         uint64_t generation;    /* bumped on each policy change */
         /* what vectora.toml looked like when read, for the cheap check */
         bool cfg_exists;
@@ -177,11 +179,14 @@ struct Workspace {
 };
 
 /* Finds or creates the workspace governing an absolute path (the nearest
- * ancestor holding a vectora.toml, config_locate()) and brings its policy
- * up to date with vectora.toml (cheap stat check). *ret_dir (may be NULL):
- * the canonical path asked for when it is a subdirectory of the
- * workspace, else NULL. */
-int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err);
+ * ancestor holding a vectora.toml, approval_locate()) and brings its
+ * policy up to date with vectora.toml (cheap stat check). *ret_dir (may be
+ * NULL): the canonical path asked for when it is a subdirectory of the
+ * workspace, else NULL. *ret_pending (may be NULL): set when a nested
+ * vectora.toml waits for approval. */
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err);
+/* Re-reads vectora.toml and the approved policy now (after an approval). */
+void workspace_reload(Workspace *ws);
 /* Queues a call: sent when the workspace's worker is ready (spawned on
  * demand). On failure the call's done callback runs (maybe later). */
 void workspace_submit(Workspace *ws, Call *c);
@@ -280,6 +285,7 @@ struct Request {
         json_t *target;  /* for the audit log */
         char *dir;       /* a subdirectory of ws->path the request named: relative paths and the cwd start there */
         char *dir_path;  /* the request's path or cwd made absolute under dir */
+        char *pending;   /* policy_pending of the result: what waited for approval when the call was taken */
         Call call;
         bool binary;     /* results as raw payload instead of strings */
         JsonlText texts[2]; /* result strings borrowed from the worker's reply, sent by request_finish */

@@ -8,6 +8,7 @@
 
 #include <nettle/base64.h>
 
+#include "approval.h"
 #include "daemon.h"
 #include "log.h"
 #include "path-util.h"
@@ -94,6 +95,7 @@ static void request_free(Request *r) {
         json_decref(r->target);
         free(r->dir);
         free(r->dir_path);
+        free(r->pending);
         jsonl_msg_done(&r->msg);
         free(r);
 }
@@ -126,6 +128,9 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
                 if (r->ws && r->ws->proxy)
                         network_result(r, o);
+                /* A loosening of vectora.toml waiting for the host's
+                 * approval: this call ran under the approved policy. */
+                json_object_set_new(o, "policy_pending", r->pending ? json_string(r->pending) : json_null());
                 if (r->ws)
                         json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
                 else
@@ -598,6 +603,43 @@ static void status_reply(Request *r) {
         request_finish(r, NULL, o, NULL, 0, NULL, NULL);
 }
 
+/* ---- policy_allow ---- */
+
+/* The host user approves the current vectora.toml of the workspace the
+ * request names (approval.h). Peers inside a jail never get here (the
+ * server refuses them); an agent backend must not expose this tool. */
+static void policy_allow_reply(Request *r) {
+        static const JsonField allow_table[] = {
+                { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+                {},
+        };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        char none;
+        if (json_dispatch(r->msg.obj, allow_table, &none, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
+        r->target = json_string(wsp);
+        VsAllowResult a = {};
+        if (approval_allow(r->srv->opt.state_dir, r->dir ? r->dir : r->ws->path, &a, &err) < 0) {
+                const char *k = vs_error_kind(err);
+                return request_finish(r, NULL, NULL, NULL, 0, k ? k : "config_invalid", vs_error_message(err));
+        }
+        log_info("workspace %s: policy approved by uid %u%s", a.root, (unsigned)r->client->uid,
+                 a.changed ? "" : " (no change)");
+        json_t *o = approval_allow_to_json(&a);
+        approval_allow_result_done(&a);
+        /* The approval applies from the next call: re-read now, so the
+         * worker is recycled under the approved policy. */
+        workspace_reload(r->ws);
+        free(r->pending);
+        r->pending = r->ws->pending ? strdup(r->ws->pending) : NULL;
+        if (!o)
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        request_finish(r, NULL, o, NULL, 0, NULL, NULL);
+}
+
 /* ---- dispatch ---- */
 
 typedef struct Tool {
@@ -672,19 +714,24 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return status_reply(r);
 
         const Tool *t = request_tool(r);
-        if (!t && !streq(tool, "terminal_open"))
+        if (!t && !streq(tool, "terminal_open") && !streq(tool, "policy_allow"))
                 return request_finish(r, NULL, NULL, NULL, 0, "unknown_tool",
-                                      "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, status");
+                                      "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
+                                      "policy_allow, status");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)
                 return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"workspace\" (an absolute path)");
         _cleanup_(vs_error_freep) VsError *err = NULL;
         Workspace *ws = NULL;
-        if (workspace_get(srv, wsp, &ws, &r->dir, &err) < 0)
+        if (workspace_get(srv, wsp, &ws, &r->dir, &r->pending, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
                                       vs_error_message(err));
         r->ws = ws;
+        if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        if (streq(tool, "policy_allow"))
+                return policy_allow_reply(r);
 
         if (streq(tool, "terminal_open"))
                 return pty_open(r, r->msg.obj);

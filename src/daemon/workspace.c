@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "approval.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "log.h"
@@ -91,8 +92,19 @@ static void reload(Workspace *ws) {
                 ws->cfg_st = st;
         VsPolicy *p = NULL;
         VsError *e = NULL;
-        int r = config_load(ws->path, &p, &e);
+        _cleanup_free_ char *pending = NULL;
+        /* What serves: the file's policy, or the approved one while a
+         * loosening waits for the host's approval (approval.h). */
+        int r = approval_evaluate(ws->srv->opt.state_dir, ws->path, &p, &pending, &e);
+        if (r >= 0 && !streq_ptr(pending, ws->pending)) {
+                if (pending)
+                        log_warning("workspace %s: %s", ws->path, pending);
+                free(ws->pending);
+                ws->pending = TAKE_PTR(pending);
+        }
         if (r < 0) {
+                free(ws->pending);
+                ws->pending = NULL;
                 bool was_refused = ws->state == WS_REFUSED;
                 bool same_error = was_refused && ws->config_error && e &&
                                   streq(vs_error_message(ws->config_error), vs_error_message(e));
@@ -170,12 +182,16 @@ static void on_idle_timer(uv_timer_t *t) {
         link_end(l, "worker_recycled", "idle timeout");
 }
 
-int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err) {
+void workspace_reload(Workspace *ws) {
+        reload(ws);
+}
+
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err) {
         if (!path || path[0] != '/')
                 return vs_error_set_kind(err, -EINVAL, "bad_request", "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
-        _cleanup_free_ char *canon = NULL, *dir = NULL;
-        int r = config_locate(path, &canon, &dir, err);
+        _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
+        int r = approval_locate(srv->opt.state_dir, path, &canon, &dir, &nested, err);
         if (r == -ENOMEM)
                 return vs_error_set_kind(err, r, "internal", "out of memory");
         if (r < 0)
@@ -201,6 +217,8 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
         *ret = ws;
         if (ret_dir)
                 *ret_dir = streq(dir, ws->path) ? NULL : TAKE_PTR(dir);
+        if (ret_pending)
+                *ret_pending = TAKE_PTR(nested);
         return 0;
 }
 
@@ -392,10 +410,17 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
         json_t *o = json_object();
         if (!o)
                 return NULL;
+        /* With a link: the worker that served the call, not the workspace
+         * as it is at reply time (a draining worker finishing a call after
+         * the config became invalid still served it sandboxed). */
         bool sandboxed = l ? l->launch->sandboxed : ws->state == WS_SANDBOXED;
-        const char *backend = sandboxed && ws->policy ? vs_backend_name(ws->policy->backend) : "none";
+        const char *backend = !sandboxed                   ? "none"
+                              : l && l->launch->backend_name ? l->launch->backend_name
+                              : ws->policy                   ? vs_backend_name(ws->policy->backend)
+                                                             : "none";
         json_object_set_new(o, "backend", ws->state == WS_REFUSED && !l ? json_null() : json_string(backend));
-        json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
+        json_object_set_new(o, "state", json_string(l ? workspace_state_name(sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED)
+                                                       : workspace_state_name(ws->state)));
         json_object_set_new(o, "layers", json_strv(l ? l->layers : NULL));
         json_t *deg = json_strv(l ? l->degraded : NULL);
         if (deg && sandboxed)
@@ -429,6 +454,7 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "generation", json_integer((json_int_t)ws->generation));
         if (ws->config_error)
                 json_object_set_new(o, "config_error", json_string(vs_error_message(ws->config_error)));
+        json_object_set_new(o, "policy_pending", ws->pending ? json_string(ws->pending) : json_null());
         if (ws->policy)
                 json_object_set_new(o, "policy", policy_to_json(ws->policy));
         json_object_set_new(o, "worker", ws->link ? link_status(ws->link) : json_null());
@@ -485,6 +511,7 @@ void workspaces_free_all(Server *srv) {
                 cgroup_release(ws);
                 policy_free(ws->policy);
                 vs_error_free(ws->config_error);
+                free(ws->pending);
                 free(ws->last_error);
                 strv_free(ws->limit_notes);
                 free(ws->path);
