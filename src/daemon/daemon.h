@@ -167,6 +167,8 @@ struct Workspace {
 
         /* watching for masked paths appearing (watch.c) */
         struct WorkspaceWatch *watch;
+        /* what the protected paths were when the worker spawned (protect.c) */
+        struct WorkspaceProtect *protect;
 
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
@@ -364,6 +366,16 @@ void proxy_set_peer(Proxy *px, uid_t uid);
 int watch_start(Workspace *ws);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+
+/* ---- protect.c ---- */
+typedef struct WorkspaceProtect WorkspaceProtect;
+/* Notes what the protected paths are now (the worker being spawned binds
+ * these) and watches their directories. */
+void protect_arm(Workspace *ws);
+void protect_disarm(Workspace *ws);
+/* Recycles the worker when a protected path changed on the host since it
+ * spawned; true when it did. */
+bool protect_check(Workspace *ws);
 
 /* ---- cgroup.c ---- */
 void cgroup_probe(Server *srv);

@@ -214,6 +214,9 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 srv->workspaces = ws;
         }
         refresh(ws);
+        /* Before this call is served: a protected path replaced on the
+         * host has detached the running jail's read-only mount on it. */
+        protect_check(ws);
         *ret = ws;
         if (ret_dir)
                 *ret_dir = streq(dir, ws->path) ? NULL : TAKE_PTR(dir);
@@ -301,6 +304,7 @@ static void spawn(Workspace *ws) {
                 return;
         }
         ws->link = l;
+        protect_arm(ws);
         l->holds_spawn_slot = true;
         srv->n_spawning++;
 }
@@ -508,6 +512,7 @@ void workspaces_free_all(Server *srv) {
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
+                protect_disarm(ws);
                 cgroup_release(ws);
                 policy_free(ws->policy);
                 vs_error_free(ws->config_error);

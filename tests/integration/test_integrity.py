@@ -20,7 +20,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The daemon harness (Conn, Daemon, make_ws) is test_daemon.py's own.
-from test_daemon import CLI, DAEMON, OWNER, ROOT, STRICT, Daemon, check, make_ws, term  # noqa: E402
+from test_daemon import CLI, DAEMON, OWNER, ROOT, STRICT, Daemon, check, chown_tree, make_ws, term  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
@@ -343,7 +343,10 @@ def t_result_describes_the_serving_worker(d, tmp):
     check(term(c, ws, "true")["sandboxed"] is True, "first call")
     c.send({"id": 500, "tool": "terminal", "workspace": ws, "command": "sleep 1.5; echo done"})
     time.sleep(0.5)
-    save(ws, "[sandbox]\nbogus = 1\n")
+    # In place (same inode: the jail's read-only mount stays, so the
+    # worker drains rather than being recycled).
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write("[sandbox]\nbogus = 1\n")
     c2 = d.conn()
     r2 = term(c2, ws, "true")
     check(r2["error"]["code"] == "config_invalid", r2)
@@ -355,6 +358,99 @@ def t_result_describes_the_serving_worker(d, tmp):
           and r["sandbox"]["backend"] == "local", r)
     c.close()
     c2.close()
+
+
+# ---------------------------------------------------------------- host-side replacement of protected paths
+
+
+def host_git(ws, *args):
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], check=True, capture_output=True)
+    chown_tree(ws)
+
+
+WRITE_PROTECTED = ("for f in vectora.toml .git/config .git/hooks/pre-commit; do "
+                   "if printf '# planted\\n' >> $f 2>/dev/null; then echo WROTE $f; fi; done; echo end")
+
+
+def unchanged(ws):
+    for rel in ("vectora.toml", ".git/config"):
+        with open(os.path.join(ws, rel)) as f:
+            check("planted" not in f.read(), rel + " was written from the jail")
+    check(not os.path.exists(os.path.join(ws, ".git/hooks/pre-commit")), "a hook was planted")
+
+
+def t_host_save_keeps_protection(d, tmp):
+    """Editors and git save by rename; that detached the jail's read-only
+    mount, and the running jail could then write vectora.toml and append a
+    core.fsmonitor to .git/config. The worker is now recycled before the
+    next call (and at once on the inotify event)."""
+    ws = make_ws(tmp, "hostsave", SANDBOX, {".env": "SECRET=save\n"})
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    pid1 = c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
+    save(ws, SANDBOX)                                   # an editor's save
+    host_git(ws, "config", "user.name", "host")         # git's own lockfile rename
+    shutil.rmtree(os.path.join(ws, ".git/hooks"))       # hooks replaced whole
+    os.mkdir(os.path.join(ws, ".git/hooks"))
+    chown_tree(ws)
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n" and r["sandboxed"] is True, r)
+    unchanged(ws)
+    pid2 = c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
+    check(pid2 != pid1, "the worker was not recycled")
+    c.close()
+
+
+def t_git_appearing_later_is_protected(d, tmp):
+    """A git init on the host after the jail started: its config and hooks
+    were writable in the running jail."""
+    ws = make_ws(tmp, "lategit", SANDBOX)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    host_git(ws, "init", "-q")
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    unchanged(ws)
+    c.close()
+
+
+def t_recycle_window(d, tmp):
+    """A command already running when the host saves: how long until the
+    jail is gone. Measured, reported, and bounded."""
+    ws = make_ws(tmp, "window", SANDBOX)
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    loop = ("while :; do if printf '# in\\n' >> .git/config 2>/dev/null; then echo WROTE; exit 0; fi; done")
+    windows, wrote = [], 0
+    for i in range(5):
+        c.send({"id": 900 + i, "tool": "terminal", "workspace": ws, "command": loop, "timeout": 20})
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        host_git(ws, "config", "user.name", "host%d" % i)  # renames config.lock over config, then exits
+        t1 = time.monotonic()
+        while True:
+            r = c.recv()
+            if r.get("id") == 900 + i:
+                break
+        t2 = time.monotonic()
+        windows.append(((t2 - t1) * 1000, (t2 - t0) * 1000))
+        if r.get("ok"):
+            wrote += r.get("stdout") == "WROTE\n"
+        else:
+            check(r["error"]["code"] == "worker_recycled" and ".git/config changed on the host" in r["error"]["message"], r)
+        # Whatever landed in the window, the next call's jail protects it again.
+        r2 = term(c, ws, "printf '# after\\n' >> .git/config 2>/dev/null && echo WROTE; echo end")
+        check(r2["stdout"] == "end\n", r2)
+    lo = sorted(w[0] for w in windows)
+    hi = sorted(w[1] for w in windows)
+    print("# recycle window (host rename -> the running command's jail ended): between %.1f ms (from git's exit) and "
+          "%.1f ms (from git's start), median of %d; max %.1f ms; %d of %d busy-loop writers got a write in"
+          % (lo[len(lo) // 2], hi[len(hi) // 2], len(windows), hi[-1], wrote, len(windows)))
+    check(hi[-1] < 5000, windows)
+    c.close()
 
 
 TESTS = [
@@ -371,6 +467,9 @@ TESTS = [
     t_embedded_mode_approval,
     t_store_refused_as_listed_path,
     t_result_describes_the_serving_worker,
+    t_host_save_keeps_protection,
+    t_git_appearing_later_is_protected,
+    t_recycle_window,
 ]
 
 
