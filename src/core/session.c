@@ -46,6 +46,28 @@ static char *drain_stderr(int fd) {
         return n ? strdup(buf) : NULL;
 }
 
+/* A protected path replaced on the host detached the jail's read-only
+ * mount on it: the worker is ended before it can write there. */
+static int protect_changed(VsSession *s, VsError **err) {
+        const char *what = s->protect ? protect_snapshot_changed(s->protect) : NULL;
+        if (!what)
+                return 0;
+        int r = vs_error_set_kind(err, -ESTALE, "worker_recycled",
+                                  "%s changed on the host during the action; its jail lost the read-only mount there "
+                                  "and was ended; run the action again",
+                                  what);
+        worker_proc_kill(&s->proc);
+        return r;
+}
+
+void session_watch_protected(VsSession *s, VsProtectSnapshot *snap) {
+        protect_snapshot_free(s->protect);
+        s->protect = snap;
+        if (s->protect_fd >= 0)
+                close(s->protect_fd);
+        s->protect_fd = snap ? protect_snapshot_watch(snap) : -EBADF;
+}
+
 static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
         for (;;) {
                 int r = jsonl_reader_next(s->reader, ret, err);
@@ -58,13 +80,18 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                                 return vs_error_set_kind(err, -ETIMEDOUT, "worker_timeout", "the worker did not answer in time");
                         timeout = (int)((left + 999) / 1000);
                 }
-                struct pollfd p = { .fd = s->proc.fd, .events = POLLIN };
-                r = poll(&p, 1, timeout);
+                struct pollfd p[2] = { { .fd = s->proc.fd, .events = POLLIN }, { .fd = s->protect_fd, .events = POLLIN } };
+                r = poll(p, s->protect_fd >= 0 ? 2 : 1, timeout);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
                         return vs_error_set(err, -errno, "poll: %m");
-                if (r == 0)
+                if (s->protect_fd >= 0 && (p[1].revents & POLLIN)) {
+                        protect_snapshot_drain(s->protect_fd);
+                        if ((r = protect_changed(s, err)) < 0)
+                                return r;
+                }
+                if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         continue;
                 ssize_t k = jsonl_reader_read_fd(s->reader, s->proc.fd);
                 if (k == -EAGAIN || k == -EINTR)
@@ -95,7 +122,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        s->proc.fd = s->proc.stderr_fd = -EBADF;
+        s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         s->sandboxed = l->sandboxed;
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)
@@ -165,7 +192,10 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
 }
 
 int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err) {
-        int r = write_all(s->proc.fd, request->data, request->len);
+        int r = protect_changed(s, err);
+        if (r < 0)
+                return r;
+        r = write_all(s->proc.fd, request->data, request->len);
         if (r < 0)
                 return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
         int64_t deadline = timeout_ms ? (int64_t)(now_us() + timeout_ms * 1000u) : 0;
@@ -200,6 +230,9 @@ void session_end(VsSession *s) {
         if (s->have_ready)
                 protocol_ready_done(&s->ready);
         strv_free(s->degraded);
+        protect_snapshot_free(s->protect);
+        if (s->protect_fd >= 0)
+                close(s->protect_fd);
         free(s);
 }
 

@@ -97,9 +97,15 @@ int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_ses
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;
+        /* Noted before the jail binds them (protect-snapshot.h). */
+        _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
+        if (p->sandboxed && (r = protect_snapshot_take(p, &snap)) < 0)
+                return r;
         _cleanup_(session_endp) VsSession *s = NULL;
         if ((r = session_start(l, &s, err)) < 0)
                 return r;
+        if (snap)
+                session_watch_protected(s, TAKE_PTR(snap));
         *ret_policy = TAKE_PTR(p);
         *ret_session = TAKE_PTR(s);
         if (ret_pending)

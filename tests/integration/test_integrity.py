@@ -453,6 +453,22 @@ def t_recycle_window(d, tmp):
     c.close()
 
 
+def t_embedded_action_ends_on_host_save(d, tmp):
+    """Embedded mode: one jail for one action, so the window is the
+    action's length; a host save during it ends the action."""
+    ws = make_ws(tmp, "embsave", SANDBOX)
+    host_git(ws, "init", "-q")
+    env = {"VECTORA_SANDBOX_STATE_DIR": os.path.join(tmp, "embsave-state")}
+    p = subprocess.Popen([CLI, "run", "-w", ws, "sleep 2; printf '# planted\\n' >> .git/config && echo WROTE"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict({k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}, **env))
+    time.sleep(1)
+    host_git(ws, "config", "user.name", "host")
+    out, err = p.communicate(timeout=30)
+    check(p.returncode == 125 and "WROTE" not in out and ".git/config changed on the host" in err, (p.returncode, out, err))
+    unchanged(ws)
+
+
 TESTS = [
     t_fifo_config_does_not_block,
     t_socket_and_device_config,
@@ -470,6 +486,7 @@ TESTS = [
     t_host_save_keeps_protection,
     t_git_appearing_later_is_protected,
     t_recycle_window,
+    t_embedded_action_ends_on_host_save,
 ]
 
 
