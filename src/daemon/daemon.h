@@ -366,6 +366,13 @@ void proxy_set_peer(Proxy *px, uid_t uid);
 int watch_start(Workspace *ws);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+/* More directories than WATCH_MAX_DIRS: masks are not kept over time
+ * below the ones left out (reported in "degraded"; refused under lockdown). */
+bool watch_partial(Workspace *ws);
+#define WATCH_PARTIAL_NOTE                                                                                           \
+        "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
+        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it)"
+
 
 /* ---- protect.c ---- */
 typedef struct WorkspaceProtect WorkspaceProtect;

@@ -766,6 +766,10 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 r->target = json_string(((ReadArgs *)r->args)->path);
         if (ws->state == WS_REFUSED)
                 return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+        /* Lockdown refuses a guarantee it cannot keep (rule 5). */
+        if (ws->policy && ws->policy->sandboxed && ws->policy->lockdown && watch_partial(ws))
+                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable",
+                                      "lockdown: " WATCH_PARTIAL_NOTE "; list narrower paths or mask the large trees");
         r->call.build = t->build;
         r->call.done = t->done;
         workspace_submit(ws, &r->call);

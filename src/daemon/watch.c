@@ -77,6 +77,31 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
         return found;
 }
 
+/* A watched directory moved in under a new name (mkdir d; mv d .aws):
+ * inotify keeps its watch, so its events must be matched under the new
+ * name, and so must those of the directories below it. */
+static int rename_dir(WorkspaceWatch *w, size_t i, size_t root, const char *rel) {
+        if (w->dirs[i].root == root && streq(w->dirs[i].rel, rel))
+                return 0;
+        _cleanup_free_ char *old = TAKE_PTR(w->dirs[i].rel);
+        size_t old_root = w->dirs[i].root, n = strlen(old);
+        if (!(w->dirs[i].rel = strdup(rel)))
+                return -ENOMEM;
+        w->dirs[i].root = root;
+        for (size_t k = 0; k < w->n_dirs; k++) {
+                WatchDir *d = &w->dirs[k];
+                if (k == i || d->root != old_root || strncmp(d->rel, old, n) != 0 || d->rel[n] != '/')
+                        continue;
+                char *moved = NULL;
+                if (asprintf(&moved, "%s%s", rel, d->rel + n) < 0)
+                        return -ENOMEM;
+                free(d->rel);
+                d->rel = moved;
+                d->root = root;
+        }
+        return 1;
+}
+
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (w->n_dirs >= WATCH_MAX_DIRS) {
                 if (!w->partial)
@@ -93,7 +118,7 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
                 return -errno;
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].wd == wd)
-                        return 0;
+                        return rename_dir(w, i, root, rel);
         WatchDir *nd = realloc(w->dirs, (w->n_dirs + 1) * sizeof *nd);
         if (!nd)
                 return -ENOMEM;
@@ -166,6 +191,10 @@ static void on_event(uv_poll_t *h, int status, int events) {
 
 bool watch_active(Workspace *ws) {
         return ws->watch != NULL;
+}
+
+bool watch_partial(Workspace *ws) {
+        return ws->watch && ws->watch->partial;
 }
 
 static void on_poll_closed(uv_handle_t *h) {

@@ -431,6 +431,8 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
                 for (char **s = ws->limit_notes; s && *s; s++)
                         if (strstr(*s, "not enforced"))
                                 json_array_append_new(deg, json_string(*s));
+        if (deg && sandboxed && watch_partial(ws))
+                json_array_append_new(deg, json_string(WATCH_PARTIAL_NOTE));
         json_object_set_new(o, "degraded", deg);
         json_object_set_new(o, "generation", json_integer((json_int_t)(l ? l->generation : ws->generation)));
         return o;

@@ -469,6 +469,73 @@ def t_embedded_action_ends_on_host_save(d, tmp):
     unchanged(ws)
 
 
+# ---------------------------------------------------------------- masks over time
+
+
+def host_write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    chown_tree(os.path.dirname(path))
+
+
+def eventually_masked(c, ws, command, secret):
+    """The watcher recycles on the inotify event; give it a moment."""
+    for _ in range(50):
+        r = term(c, ws, command)
+        if secret not in r.get("stdout", ""):
+            return r
+        time.sleep(0.1)
+    raise AssertionError(("still readable", r))
+
+
+def t_rename_into_masked_name(d, tmp):
+    """mkdir d; mv d .aws in the jail, then the host fills .aws: the watcher
+    once kept the old name and the new secret was readable through run."""
+    ws = make_ws(tmp, "renamemask", '[sandbox]\nenabled = true\nmask = ["**/.aws/**"]\n')
+    c = d.conn()
+    r = term(c, ws, "mkdir d && echo made")
+    check(r["stdout"] == "made\n", r)
+    # The daemon watches d now; the rename keeps that watch (same inode).
+    r = term(c, ws, "mv d .aws && echo moved")
+    check(r.get("stdout") == "moved\n" or r["error"]["code"] == "worker_recycled", r)
+    check(os.path.isdir(os.path.join(ws, ".aws")), "the rename did not happen")
+    host_write(os.path.join(ws, ".aws/credentials"), "AWS=renamed\n")
+    eventually_masked(c, ws, "cat .aws/credentials 2>/dev/null; true", "AWS=")
+    r = c.call({"tool": "file_read", "workspace": ws, "path": ".aws/credentials"})
+    check(r["error"]["code"] == "denied", r)
+    c.close()
+
+
+def t_masks_under_other_roots(d, tmp):
+    """The file tools re-checked masks only under the workspace root: a key
+    created later under another listed root was readable through file_read."""
+    other = make_ws(tmp, "otherroot", None, {"lib.txt": "data\n"})
+    ws = make_ws(tmp, "rootsmask", '[sandbox]\nenabled = true\nro_paths = ["%s"]\nmask = ["**/*.pem"]\n' % other)
+    c = d.conn()
+    r = c.call({"tool": "file_read", "workspace": ws, "path": os.path.join(other, "lib.txt")})
+    check(r["ok"] and r["content"] == "data\n", r)
+    host_write(os.path.join(other, "sub/new.pem"), "PEM=later\n")
+    r = c.call({"tool": "file_read", "workspace": ws, "path": os.path.join(other, "sub/new.pem")})
+    check(not r["ok"] and r["error"]["code"] == "denied" and "masked" in r["error"]["message"], r)
+    eventually_masked(c, ws, "cat %s 2>/dev/null; true" % os.path.join(other, "sub/new.pem"), "PEM=")
+    c.close()
+
+
+def t_watch_limit_is_reported(d, tmp):
+    """Past the watch limit (a normal node_modules reaches it) new secrets
+    were readable with only a daemon log line."""
+    files = {"node_modules/p%04d/index.js" % i: "" for i in range(4200)}
+    ws = make_ws(tmp, "manydirs", SANDBOX, files)
+    c = d.conn()
+    r = term(c, ws, "true")
+    check(r["ok"] and any("masks over time" in x for x in r["sandbox"]["degraded"]), r)
+    lock = make_ws(tmp, "manydirs-lock", SANDBOX + "lockdown = true\n", files)
+    r = term(c, lock, "echo ran")
+    check(not r["ok"] and r["error"]["code"] == "sandbox_unavailable" and "masks over time" in r["error"]["message"], r)
+    c.close()
+
+
 TESTS = [
     t_fifo_config_does_not_block,
     t_socket_and_device_config,
@@ -487,6 +554,9 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
+    t_rename_into_masked_name,
+    t_masks_under_other_roots,
+    t_watch_limit_is_reported,
 ]
 
 
