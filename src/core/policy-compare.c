@@ -7,28 +7,41 @@
 #include "policy-json.h"
 #include "strv.h"
 
-static const char *path_of(const VsPath *p) {
-        return p->resolved ? p->resolved : p->written;
+/* The path as the jail would see it: resolved, else (a missing path, or
+ * one not resolved yet) written, made absolute against the workspace. */
+static char *path_of(const char *workspace, const VsPath *p) {
+        if (p->resolved)
+                return strdup(p->resolved);
+        if (p->written[0] == '/')
+                return path_normalize(p->written);
+        if (p->written[0] == '~')
+                return strdup(p->written);
+        _cleanup_free_ char *j = path_join(workspace, p->written);
+        return j ? path_normalize(j) : NULL;
 }
 
-/* path lies at or below one of the listed paths. */
-static bool covered(const VsPath *p, const VsPath *l, size_t n) {
+/* p lies at or below one of the listed paths. */
+static bool covered(const char *a, const char *lws, const VsPath *l, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                const char *a = path_of(p), *b = path_of(&l[i]);
-                if (a[0] == '/' && b[0] == '/' ? path_is_below_or_equal(a, b) : streq(a, b))
+                _cleanup_free_ char *b = path_of(lws, &l[i]);
+                if (b && (a[0] == '/' && b[0] == '/' ? path_is_below_or_equal(a, b) : streq(a, b)))
                         return true;
         }
         return false;
 }
 
-static int paths_loosen(char ***out, const char *key, const VsPath *l, size_t n, const VsPath *a1, size_t n1,
-                        const VsPath *a2, size_t n2, const char *what) {
-        for (size_t i = 0; i < n; i++)
-                if (!covered(&l[i], a1, n1) && !covered(&l[i], a2, n2)) {
-                        int r = strv_extendf(out, "%s: %s is new (%s)", key, path_of(&l[i]), what);
+static int paths_loosen(char ***out, const char *key, const char *ws, const VsPath *l, size_t n, const char *aws,
+                        const VsPath *a1, size_t n1, const VsPath *a2, size_t n2, const char *what) {
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *a = path_of(ws, &l[i]);
+                if (!a)
+                        return -ENOMEM;
+                if (!covered(a, aws, a1, n1) && !covered(a, aws, a2, n2)) {
+                        int r = strv_extendf(out, "%s: %s is new (%s)", key, a, what);
                         if (r < 0)
                                 return r;
                 }
+        }
         return 0;
 }
 
@@ -91,9 +104,10 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
             (r = strv_extendf(&out, "backend: %s -> %s", vs_backend_name(a->backend), vs_backend_name(p->backend))) < 0)
                 return r;
         /* Writable only where it was; readable only where it was readable. */
-        if ((r = paths_loosen(&out, "rw_paths", p->rw_paths, p->n_rw, a->rw_paths, a->n_rw, NULL, 0, "writable")) < 0 ||
-            (r = paths_loosen(&out, "ro_paths", p->ro_paths, p->n_ro, a->rw_paths, a->n_rw, a->ro_paths, a->n_ro,
-                              "readable")) < 0)
+        if ((r = paths_loosen(&out, "rw_paths", p->workspace, p->rw_paths, p->n_rw, a->workspace, a->rw_paths, a->n_rw,
+                              NULL, 0, "writable")) < 0 ||
+            (r = paths_loosen(&out, "ro_paths", p->workspace, p->ro_paths, p->n_ro, a->workspace, a->rw_paths, a->n_rw,
+                              a->ro_paths, a->n_ro, "readable")) < 0)
                 return r;
         for (char **m = a->mask; m && *m; m++)
                 if (!strv_contains(p->mask, *m) && (r = strv_extendf(&out, "mask: \"%s\" is removed", *m)) < 0)
