@@ -469,6 +469,31 @@ def t_embedded_action_ends_on_host_save(d, tmp):
     unchanged(ws)
 
 
+def t_git_init_in_jail(d, tmp):
+    """In a workspace without .git, git init in the jail followed by writes
+    to .git/config and .git/hooks succeeded; the host user's next git
+    status there ran what was planted. The .git appearing changes the
+    protected snapshot: the worker is recycled at once (the command ends),
+    and the next jail mounts the new config and hooks read-only."""
+    planted, ended = 0, 0
+    c = d.conn()
+    for i in range(5):
+        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX)
+        check(term(c, ws, "true")["ok"], "first call")
+        r = term(c, ws, "git init -q && printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; "
+                        "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit; echo done")
+        ended += r.get("error", {}).get("code") == "worker_recycled"
+        cfg = os.path.join(ws, ".git/config")
+        planted += (os.path.exists(cfg) and "evil" in open(cfg).read()) or \
+            os.path.exists(os.path.join(ws, ".git/hooks/pre-commit"))
+        r = term(c, ws, "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config 2>/dev/null && echo WROTE; "
+                        "printf x > .git/hooks/post-checkout 2>/dev/null && echo WROTE; echo end")
+        check(r["ok"] and r["stdout"] == "end\n", r)
+    print("# git init in the jail: %d of 5 commands ended by the recycle, %d planted" % (ended, planted))
+    check(planted == 0, planted)
+    c.close()
+
+
 # ---------------------------------------------------------------- masks over time
 
 
@@ -554,6 +579,7 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
+    t_git_init_in_jail,
     t_rename_into_masked_name,
     t_masks_under_other_roots,
     t_watch_limit_is_reported,
