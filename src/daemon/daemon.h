@@ -136,6 +136,12 @@ typedef enum WorkspaceState {
 
 const char *workspace_state_name(WorkspaceState s);
 
+#define HOST_RUN_NOTES 32
+typedef struct HostRunNote {
+        char *path;
+        uint64_t us; /* when the watcher saw it (now_us) */
+} HostRunNote;
+
 struct Workspace {
         Server *srv;
         Workspace *next;
@@ -169,6 +175,9 @@ struct Workspace {
         struct WorkspaceWatch *watch;
         /* what the protected paths were when the worker spawned (protect.c) */
         struct WorkspaceProtect *protect;
+        /* files the host runs later that the jail wrote, most recent last (watch.c) */
+        HostRunNote host_run[HOST_RUN_NOTES];
+        size_t n_host_run;
 
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
@@ -202,6 +211,11 @@ void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
 void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
+/* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
+ * ...) was created or written under the workspace's listed paths. */
+void workspace_note_host_run(Workspace *ws, const char *path);
+/* Those noted at or after since_us, each once. */
+json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us);
 json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l);
@@ -337,6 +351,7 @@ typedef struct AuditRecord {
         const char *code;
         const char *reason;
         uint64_t duration_ms;
+        json_t *host_run; /* borrowed: files the host runs later written while the call ran (may be NULL) */
 } AuditRecord;
 void audit_write(const AuditRecord *a);
 void audit_close(void);

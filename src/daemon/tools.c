@@ -120,6 +120,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         Server *srv = r->srv;
         json_t *o = result ? result : json_object();
         bool sandboxed = sandboxed_of(r, l);
+        json_t *host_run = NULL;
         if (o) {
                 json_object_set(o, "id", r->id ? r->id : json_null());
                 json_object_set_new(o, "ok", json_boolean(!code));
@@ -131,6 +132,10 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 /* A loosening of vectora.toml waiting for the host's
                  * approval: this call ran under the approved policy. */
                 json_object_set_new(o, "policy_pending", r->pending ? json_string(r->pending) : json_null());
+                /* Files the host runs later written while this call ran
+                 * (by it, or by anything else in the jail meanwhile). */
+                if (r->ws && (host_run = workspace_host_run_since(r->ws, r->t0_us)))
+                        json_object_set(o, "host_run_files", host_run);
                 if (r->ws)
                         json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
                 else
@@ -167,8 +172,10 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 .code = code,
                 .reason = code ? message : NULL,
                 .duration_ms = (now_us() - r->t0_us) / 1000,
+                .host_run = json_array_size(host_run) ? host_run : NULL,
         };
         audit_write(&a);
+        json_decref(host_run);
         Client *c = r->client;
         c->inflight--;
         request_free(r);

@@ -37,13 +37,50 @@ typedef struct WorkspaceWatch {
         bool partial;
 } WorkspaceWatch;
 
-#define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+#define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+/* Files the host runs later (its git, editors, agents, direnv): one that
+ * a call creates or changes is listed in the results of the calls in
+ * flight and in the audit log. Matched at any depth: a host opens
+ * subdirectories as projects too. The root .git's own control files are
+ * read-only in the jail; a .git anywhere else is the agent's. */
+static const char *const host_run_names[] = {
+        ".envrc", ".vscode/tasks.json", ".vscode/settings.json", ".mcp.json", ".claude/settings.json",
+        ".claude/settings.local.json",
+};
+
+static bool ends_with_component(const char *rel, const char *tail) {
+        size_t n = strlen(rel), k = strlen(tail);
+        return n >= k && streq(rel + n - k, tail) && (n == k || rel[n - k - 1] == '/');
+}
+
+static bool host_runs(const char *rel) {
+        for (size_t i = 0; i < ELEMENTSOF(host_run_names); i++)
+                if (ends_with_component(rel, host_run_names[i]))
+                        return true;
+        /* sub/.git itself, or its config and hooks (not the root's). */
+        const char *g = strstr(rel, ".git");
+        for (; g; g = strstr(g + 1, ".git")) {
+                if (g == rel || g[-1] != '/' || (g[4] && g[4] != '/'))
+                        continue;
+                const char *rest = g + 4;
+                if (!*rest || streq(rest, "/config") || strncmp(rest, "/hooks/", 7) == 0 || streq(rest, "/hooks"))
+                        return true;
+        }
+        return false;
+}
+
+static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel) {
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        if (abs)
+                workspace_note_host_run(w->ws, abs);
+}
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
 
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
-static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match) {
+static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
         _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
         if (!abs)
                 return false;
@@ -64,6 +101,10 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 if (!sub)
                         break;
                 bool is_dir = de->d_type == DT_DIR;
+                /* A directory that appeared may hold such files already
+                 * (made before its watch was added). */
+                if (note && host_runs(sub))
+                        note_host_run(w, root, sub);
                 if (glob_set_masks(w->set, sub, is_dir)) {
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
@@ -71,7 +112,7 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                         continue;
                 }
                 if (is_dir && add_dir(w, root, sub) >= 0)
-                        found = scan_dir(w, root, sub, ret_match) && ret_match;
+                        found = scan_dir(w, root, sub, ret_match, note) && ret_match;
         }
         closedir(d);
         return found;
@@ -164,6 +205,10 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         /* add_dir() may move w->dirs: keep what wd says. */
                         size_t root = wd->root;
                         wd = NULL;
+                        if (host_runs(rel))
+                                note_host_run(w, root, rel);
+                        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                                continue; /* a write to an existing file: masked already if it matches */
                         if (glob_set_masks(w->set, rel, is_dir)) {
                                 if (!hit)
                                         hit = TAKE_PTR(rel);
@@ -171,7 +216,7 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         }
                         if (is_dir && add_dir(w, root, rel) >= 0)
                                 /* A directory moved in whole may hold matches already. */
-                                scan_dir(w, root, rel, hit ? NULL : &hit);
+                                scan_dir(w, root, rel, hit ? NULL : &hit, true);
                 }
         }
         if (!hit)
@@ -243,7 +288,7 @@ int watch_start(Workspace *ws) {
         }
         for (size_t i = 0; i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
-                        scan_dir(w, i, "", NULL);
+                        scan_dir(w, i, "", NULL, false);
         uv_poll_init(ws->srv->loop, &w->poll, w->fd);
         w->poll.data = w;
         uv_poll_start(&w->poll, UV_READABLE, on_event);

@@ -142,7 +142,8 @@ static void reload(Workspace *ws) {
                          (unsigned long long)ws->generation, workspace_state_name(ws->state));
         watch_stop(ws);
         drain_current(ws, "the policy changed");
-        if (p->sandboxed && p->mask && p->mask[0])
+        /* Masks over time, and files the host runs later being written. */
+        if (p->sandboxed)
                 watch_start(ws);
         if (ws->queue && !ws->link)
                 spawn(ws);
@@ -180,6 +181,30 @@ static void on_idle_timer(uv_timer_t *t) {
         ws->srv->counters.idle_ends++;
         ws->link = NULL;
         link_end(l, "worker_recycled", "idle timeout");
+}
+
+void workspace_note_host_run(Workspace *ws, const char *path) {
+        HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
+        free(n->path);
+        n->path = strdup(path);
+        n->us = now_us();
+        log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
+}
+
+json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
+                HostRunNote *n = &ws->host_run[i];
+                if (!n->path || n->us < since_us)
+                        continue;
+                bool dup = false;
+                size_t k;
+                json_t *v;
+                json_array_foreach(a, k, v) dup = dup || streq(json_string_value(v), n->path);
+                if (!dup)
+                        json_array_append_new(a, json_string(n->path));
+        }
+        return a;
 }
 
 void workspace_reload(Workspace *ws) {
@@ -519,6 +544,8 @@ void workspaces_free_all(Server *srv) {
                 policy_free(ws->policy);
                 vs_error_free(ws->config_error);
                 free(ws->pending);
+                for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                        free(ws->host_run[i].path);
                 free(ws->last_error);
                 strv_free(ws->limit_notes);
                 free(ws->path);

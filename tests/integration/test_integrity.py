@@ -494,6 +494,33 @@ def t_git_init_in_jail(d, tmp):
     c.close()
 
 
+def t_host_run_files_reported(d, tmp):
+    """Files the host runs later that a call creates or changes (a .git
+    below the root, .envrc, .vscode/tasks.json, .mcp.json, .claude/...) are
+    listed in that call's result and in the audit log."""
+    ws = make_ws(tmp, "hostrun", SANDBOX, {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
+    c = d.conn()
+    r = term(c, ws, "echo plain > notes.txt")
+    check(r["ok"] and r["host_run_files"] == [], r)
+    cases = [
+        ("git init -q sub && echo x", [os.path.join(ws, "sub/.git")]),
+        ("printf 'echo hi' > .envrc", [os.path.join(ws, ".envrc")]),
+        ("printf '{}' > .vscode/tasks.json", [os.path.join(ws, ".vscode/tasks.json")]),
+        ("mkdir -p sub/.claude && printf '{}' > sub/.claude/settings.json", [os.path.join(ws, "sub/.claude/settings.json")]),
+        ("printf '{}' > .mcp.json", [os.path.join(ws, ".mcp.json")]),
+    ]
+    for cmd, want in cases:
+        r = term(c, ws, cmd)
+        check(r["ok"] and all(w in r["host_run_files"] for w in want), (cmd, r))
+    r = c.call({"tool": "file_write", "workspace": ws, "path": "sub/.envrc", "content": "echo hi\n"})
+    check(r["ok"] and os.path.join(ws, "sub/.envrc") in r["host_run_files"], r)
+    c.close()
+    with open(d.audit) as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    listed = set(p for rec in recs if rec.get("workspace") == ws for p in rec.get("host_run_files", []))
+    check(os.path.join(ws, ".envrc") in listed and os.path.join(ws, "sub/.envrc") in listed, listed)
+
+
 # ---------------------------------------------------------------- masks over time
 
 
@@ -580,6 +607,7 @@ TESTS = [
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
     t_git_init_in_jail,
+    t_host_run_files_reported,
     t_rename_into_masked_name,
     t_masks_under_other_roots,
     t_watch_limit_is_reported,
