@@ -1101,6 +1101,10 @@ def live_write_after_host_change(rel, host_change):
         text = read_host(target)
         if (isinstance(text, bytes) and b"planted by the jail" in text) or b"WROTE" in out:
             raise Fail(f"ESCAPED: {rel} written after the host replaced it (exit {p.returncode}): {text!r}")
+        # Blocked for the right reason: the action was ended, not refused
+        # before it ran.
+        if p.returncode != 125 or b"changed on the host" not in err:
+            raise Fail(f"the action was not ended by the host's change (exit {p.returncode}): {err!r}")
         return f"BLOCKED: exit {p.returncode}: {err.decode(errors='replace').strip()}"
     return run
 
