@@ -46,8 +46,28 @@ static char *drain_stderr(int fd) {
         return n ? strdup(buf) : NULL;
 }
 
+/* After end of input: give the worker time to exit cleanly (the caller
+ * kills it then). A local worker is gone within milliseconds; `docker run
+ * --rm` returns only once its container is removed, which takes longer
+ * under load, and killing it earlier leaves the container's name taken for
+ * the next start in this workspace. */
+static void wait_exit(VsSession *s) {
+        for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
+                pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
+                if (p == s->proc.pid) {
+                        s->proc.pid = 0;
+                        break;
+                }
+                struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* A protected path replaced on the host detached the jail's read-only
- * mount on it: the worker is ended before it can write there. */
+ * mount on it: the worker is ended before it can write there. Killing
+ * bwrap ends the local jail at once; a container dies with its worker,
+ * which ends at end of input (killing the docker client would leave the
+ * container, and its name, behind for a while). */
 static int protect_changed(VsSession *s, VsError **err) {
         const char *what = s->protect ? protect_snapshot_changed(s->protect) : NULL;
         if (!what)
@@ -56,6 +76,10 @@ static int protect_changed(VsSession *s, VsError **err) {
                                   "%s changed on the host during the action; its jail lost the read-only mount there "
                                   "and was ended; run the action again",
                                   what);
+        if (!s->local && s->proc.fd >= 0) {
+                shutdown(s->proc.fd, SHUT_WR);
+                wait_exit(s);
+        }
         worker_proc_kill(&s->proc);
         return r;
 }
@@ -124,6 +148,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
                 return -ENOMEM;
         s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         s->sandboxed = l->sandboxed;
+        s->local = !l->backend_name || streq(l->backend_name, "local");
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)
                 return r;
@@ -210,20 +235,7 @@ void session_end(VsSession *s) {
                 if (protocol_encode_shutdown_request(&out, session_next_id(s)) >= 0)
                         (void)!write_all(s->proc.fd, out.data, out.len);
                 shutdown(s->proc.fd, SHUT_WR);
-                /* Give it time to exit cleanly, then kill. A local worker
-                 * is gone within milliseconds; `docker run --rm` returns only
-                 * once its container is removed, which takes longer under
-                 * load, and killing it earlier leaves the container's name
-                 * taken for the next start in this workspace. */
-                for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
-                        pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
-                        if (p == s->proc.pid) {
-                                s->proc.pid = 0;
-                                break;
-                        }
-                        struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
-                        nanosleep(&ts, NULL);
-                }
+                wait_exit(s);
         }
         worker_proc_kill(&s->proc);
         jsonl_reader_free(s->reader);

@@ -17,6 +17,7 @@ typedef struct VsSession {
         JsonlReader *reader;
         uint64_t next_id;
         bool sandboxed;
+        bool local;           /* the worker runs under bwrap on this host (or directly) */
         ProtocolReady ready;  /* what the worker enforces */
         bool have_ready;
         char **degraded;      /* launch + worker degradations */
