@@ -151,6 +151,7 @@ struct Workspace {
 
         WorkerLink *link;     /* current worker: spawning or ready */
         WorkerLink *draining; /* older links finishing in-flight calls */
+        unsigned n_old_jails; /* ended links whose processes are not reaped yet: no new jail starts meanwhile */
         Call *queue, *queue_tail; /* waiting for the current link to be ready */
         size_t n_queued;
         uv_timer_t idle_timer;
@@ -194,6 +195,8 @@ void workspace_link_ready(Workspace *ws, WorkerLink *l);
 void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
 void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
+/* The last process of an ended jail of ws was reaped: a waiting start may go. */
+void workspace_old_jail_gone(Workspace *ws);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
 json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */
@@ -213,6 +216,7 @@ struct WorkerLink {
         bool holds_spawn_slot;     /* counted in srv->n_spawning until ready or ended */
         WorkerLink *next;          /* all links (worker-link.c) */
         WorkerLink *next_draining; /* in ws->draining */
+        Workspace *old_ws;         /* ended, not yet reaped: counted in old_ws->n_old_jails */
         LinkState state;
         bool draining;
         uint64_t generation;
