@@ -5,7 +5,12 @@
  * over one transport (link.c: the daemon's API, or embedded through
  * src/core). Every verb builds a daemon API request, gets back an
  * API-shaped result (the daemon's own, or one made the same way in
- * embedded mode), and prints it as text or, with --json, as JSON. */
+ * embedded mode), and prints it as text or, with --json, as JSON.
+ *
+ * A new verb: a row in cli_verbs (main.c) naming its options (a new one in
+ * cli_options), a line in each completion script (completion/), and its
+ * entry in docs/man/vectora-sandbox.1; test-cli and test-docs check that
+ * help, completion and the man page list every verb and option. */
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -96,7 +96,7 @@ static void print_workspace(json_t *w) {
                 printf("  %-10s%lld in the last minute%s\n", "restarts", (long long)num(w, "restarts_last_minute"),
                        json_is_true(json_object_get(w, "restart_blocked")) ? " (paused until the minute passes)" : "");
         if (json_string_value(json_object_get(w, "last_error")))
-                printf("  %-10s%s\n", "last error", json_string_value(json_object_get(w, "last_error")));
+                printf("  %-10s%s\n", "error", json_string_value(json_object_get(w, "last_error")));
 }
 
 static void print_status(json_t *res) {

@@ -405,10 +405,17 @@ class Daemon:
         self.log = os.path.join(tmp, name + ".log")
         self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
                                   stdin=subprocess.DEVNULL, env=base_env())
-        for _ in range(500):
-            if os.path.exists(self.sock) or self.p.poll() is not None:
+        # Listening, not merely bound: a connection must succeed.
+        for _ in range(1000):
+            if self.p.poll() is not None:
                 break
-            time.sleep(0.01)
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.sock)
+                s.close()
+                break
+            except OSError:
+                time.sleep(0.01)
         self.env = {"VECTORA_SANDBOX_SOCKET": self.sock}
 
     def call(self, req):
