@@ -198,6 +198,23 @@ def t_exit_codes(sb):
            r.returncode == 125 and "no-such-dir" in r.stderr, r)
 
 
+def t_subdirectory(sb, env=None, daemon=False, label="embedded"):
+    sub = os.path.join(sb, "subdir")
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, "s.txt"), "w") as f:
+        f.write("in sub\n")
+    if ROOT:
+        os.chown(sub, 65534, 65534)
+        os.chown(os.path.join(sub, "s.txt"), 65534, 65534)
+    r = cli("run", "-w", sub, "pwd; cat s.txt", env=env, daemon=daemon)
+    report("-w a subdirectory (%s): its workspace's jail, cwd and paths from the subdirectory" % label,
+           r.returncode == 0 and r.stdout == sub + "\nin sub\n", r)
+    r = cli("read", "-w", sub, "s.txt", env=env, daemon=daemon)
+    r2 = cli("write", "-w", sub, "w/new.txt", stdin="x\n", env=env, daemon=daemon)
+    report("read/write -w a subdirectory (%s): relative to it" % label,
+           r.stdout == "in sub\n" and r2.returncode == 0 and os.path.exists(os.path.join(sub, "w/new.txt")), (r, r2))
+
+
 def t_options_anywhere(sb):
     r = cli("run", "pwd", "-w", sb)
     report("run 'pwd' -w DIR: options after the command line", r.returncode == 0 and r.stdout.strip() == sb, r)
@@ -461,6 +478,7 @@ def t_daemon_mode(tmp, sb, plain):
         report("API: require_sandbox on a sandboxed workspace runs", j.get("ok") is True and j.get("stdout") == "fine\n", j)
         j = d.call({"id": 3, "tool": "file_read", "workspace": sb, "path": "f.txt", "require_sandbox": "yes"})
         report("API: require_sandbox must be a boolean", j.get("ok") is False and j["error"]["code"] == "bad_request", j)
+        t_subdirectory(sb, env=d.env, daemon=True, label="daemon")
         r = dc("edit", "-w", sb, "f.txt", "--old", "o", "--new", "0")
         report("daemon: edit suggests --all", r.returncode == 1 and "--all" in r.stderr and "replace_all" not in r.stderr, r)
 
@@ -847,6 +865,7 @@ def main():
         t_write_parents(sb)
         t_exit_codes(sb)
         t_options_anywhere(sb)
+        t_subdirectory(sb)
         t_messages(sb)
         t_json_every_verb(tmp, sb, plain)
         t_help()
