@@ -91,7 +91,8 @@ static int terminal(const CliArgs *a, json_t *req) {
                 return oom();
         }
         JsonlMsg m = JSONL_MSG_INIT;
-        int r = call(a, l, req, in ? in : "", in ? in_len : 0, &m);
+        /* No stdin read: none sent, and the command gets /dev/null. */
+        int r = call(a, l, req, in, in_len, &m);
         if (r)
                 return r;
         size_t out_len = (size_t)json_integer_value(json_object_get(m.obj, "stdout_len"));
