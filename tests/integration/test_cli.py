@@ -353,6 +353,17 @@ def t_require_sandbox(tmp, sb, plain):
     report("--require-sandbox: enabled = false is refused too", r.returncode == 125, r)
     r = cli("run", "-w", sb, "--require-sandbox", "echo ok")
     report("--require-sandbox in a sandboxed workspace runs", r.returncode == 0 and r.stdout == "ok\n", r)
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "terminal", "arguments": {"command": "touch ran-mcp"}}}]
+    r = cli("mcp", "-w", plain, "--require-sandbox", stdin="".join(json.dumps(m) + "\n" for m in msgs))
+    replies = [jload(l) or {} for l in r.stdout.splitlines()]
+    call = [x for x in replies if x.get("id") == 2]
+    report("mcp --require-sandbox: a tool call in an unsandboxed workspace is an error result, nothing ran",
+           call and call[0].get("result", {}).get("isError") is True and "sandbox_required" in json.dumps(call[0])
+           and not os.path.exists(os.path.join(plain, "ran-mcp")), r)
     r = cli("run", "-w", plain, "touch ran", env={"VECTORA_REQUIRE_SANDBOX": "0"})
     report("VECTORA_REQUIRE_SANDBOX=0 does not require", r.returncode == 0 and os.path.exists(marker), r)
 
