@@ -24,6 +24,8 @@ void launch_free(VsLaunch *l) {
         strv_free(l->ro_paths);
         strv_free(l->mask);
         strv_free(l->protected_paths);
+        strv_free(l->verify_empty);
+        strv_free(l->verify_readonly);
         strv_free(l->env);
         free(l->bpf);
         strv_free(l->landlock_rw);
@@ -57,6 +59,8 @@ void launch_trim(VsLaunch *l) {
         strv_free(l->ro_paths);
         strv_free(l->mask);
         strv_free(l->protected_paths);
+        strv_free(l->verify_empty);
+        strv_free(l->verify_readonly);
         strv_free(l->env);
         strv_free(l->landlock_rw);
         strv_free(l->pre_argv);
@@ -65,6 +69,7 @@ void launch_trim(VsLaunch *l) {
         jail_plan_free(l->plan);
         l->plan = NULL;
         l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->env = l->landlock_rw = NULL;
+        l->verify_empty = l->verify_readonly = NULL;
         l->pre_argv = l->notes = NULL;
         l->bpf = NULL;
         l->bpf_len = 0;
@@ -196,6 +201,14 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         if (r < 0)
                 return r;
         l->n_masked = l->plan->n_masked;
+        /* What the worker checks before ready (worker/verify.c). */
+        for (size_t i = 0; i < l->plan->n_mounts; i++) {
+                const VsJailMount *m = &l->plan->mounts[i];
+                if (m->kind == VS_MOUNT_MASK && (r = strv_extend(&l->verify_empty, m->dest)) < 0)
+                        return r;
+                if (m->kind == VS_MOUNT_PROTECT && (r = strv_extend(&l->verify_readonly, m->dest)) < 0)
+                        return r;
+        }
         return 0;
 }
 

@@ -40,6 +40,8 @@ typedef struct VsLaunch {
         char **rw_paths, **ro_paths;
         char **mask;
         char **protected_paths;
+        char **verify_empty;    /* the plan's masks: the worker checks them before ready */
+        char **verify_readonly; /* the plan's protected mounts: likewise */
         char **env;          /* "K=V" */
         const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */

@@ -26,8 +26,11 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **re
 
 /* Loads the workspace's policy, prepares and starts its worker (embedded
  * mode: one worker for one action). A refused config comes back with kind
- * "config_invalid"; a backend that cannot start, "sandbox_unavailable". */
-int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, char **ret_pending,
+ * "config_invalid"; a backend that cannot start, "sandbox_unavailable"; an
+ * unsandboxed workspace under require_sandbox, "sandbox_required" (nothing
+ * started). *ret_pending (may be NULL): as tools_load_policy's. */
+int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
+               char **ret_pending,
                VsError **err);
 /* A path given relative to the directory the action was asked in (dir,
  * canonical) as the absolute path the worker resolves; absolute paths and

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -86,16 +87,21 @@ void cgroup_probe(Server *srv) {
         set_why(srv, "no writable cgroup hierarchy with the pids controller");
 }
 
-/* Removes the empty groups a killed daemon left behind. */
+/* Removes the empty groups a killed daemon left behind. Not the young
+ * ones: another daemon on the host creates a group empty and has its
+ * jail join it a moment later, and removing it in between fails that
+ * start (ENODEV on cgroup.procs). */
 static void sweep(const char *parent) {
         DIR *d = opendir(parent);
         if (!d)
                 return;
+        time_t now = time(NULL);
         struct dirent *de;
         while ((de = readdir(d)))
                 if (!strncmp(de->d_name, "ws-", 3)) {
                         _cleanup_free_ char *p = path_join(parent, de->d_name);
-                        if (p)
+                        struct stat st;
+                        if (p && stat(p, &st) == 0 && now - st.st_ctime >= 60)
                                 (void)!rmdir(p);
                 }
         closedir(d);

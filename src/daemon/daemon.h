@@ -61,7 +61,8 @@ typedef struct DaemonOptions {
         unsigned max_workers;
         char *worker_path;
         char *runtime_dir;
-        char *state_dir;  /* the approved-policy store (approval.h) */
+        char *state_dir;    /* the approved-policy store (approval.h) */
+        char *pidfile_path; /* NULL: none */
         bool foreground;
 } DaemonOptions;
 
@@ -159,6 +160,7 @@ struct Workspace {
 
         WorkerLink *link;     /* current worker: spawning or ready */
         WorkerLink *draining; /* older links finishing in-flight calls */
+        unsigned n_old_jails; /* ended links whose processes are not reaped yet: no new jail starts meanwhile */
         Call *queue, *queue_tail; /* waiting for the current link to be ready */
         size_t n_queued;
         uv_timer_t idle_timer;
@@ -210,6 +212,8 @@ void workspace_link_ready(Workspace *ws, WorkerLink *l);
 void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
 void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
+/* The last process of an ended jail of ws was reaped: a waiting start may go. */
+void workspace_old_jail_gone(Workspace *ws);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
 /* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
  * ...) was created or written under the workspace's listed paths. */
@@ -234,6 +238,7 @@ struct WorkerLink {
         bool holds_spawn_slot;     /* counted in srv->n_spawning until ready or ended */
         WorkerLink *next;          /* all links (worker-link.c) */
         WorkerLink *next_draining; /* in ws->draining */
+        Workspace *old_ws;         /* ended, not yet reaped: counted in old_ws->n_old_jails */
         LinkState state;
         bool draining;
         uint64_t generation;
@@ -414,3 +419,20 @@ bool cgroup_pids_saturated(Workspace *ws);
 
 /* ---- main.c ---- */
 void log_reopen(void);
+
+/* ---- startup.c ---- */
+/* Timestamps on each line, or syslog priorities when stderr is journald's. */
+void startup_log_style(const DaemonOptions *o);
+/* Detached without --log-file: o->log_path in the runtime directory. */
+int startup_default_log(DaemonOptions *o, VsError **err);
+/* The socket's directory must exist and be writable: say so plainly. */
+int startup_check_socket_dir(const char *socket_path, VsError **err);
+/* Forks; the parent waits for startup_ready()/startup_failed() and exits
+ * with the outcome. The child gets its own session, /dev/null as stdin and
+ * stdout, log_fd as stderr, and *ret_notify to report through. */
+int startup_detach(int log_fd, int *ret_notify);
+/* Listening: the pidfile, systemd's READY=1, the launching shell released. */
+int startup_ready(const DaemonOptions *o, int *notify, VsError **err);
+void startup_failed(int *notify, const char *why);
+/* Exiting: systemd's STOPPING=1, the pidfile removed. */
+void startup_stopping(const DaemonOptions *o);

@@ -78,7 +78,7 @@ static const char *outcome_of(const char *code) {
         if (!code)
                 return "ok";
         if (streq(code, "config_invalid") || streq(code, "sandbox_unavailable") || streq(code, "pty_not_sandboxed") ||
-            streq(code, "forbidden"))
+            streq(code, "forbidden") || streq(code, "sandbox_required"))
                 return "refused";
         if (streq(code, "denied"))
                 return "denied";
@@ -222,6 +222,7 @@ static const JsonField terminal_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "command", JSON_FIELD_STRING, offsetof(TerminalArgs, command), 0, NULL },
         { "argv", JSON_FIELD_STRV, offsetof(TerminalArgs, argv), 0, NULL },
         { "cwd", JSON_FIELD_STRING, offsetof(TerminalArgs, cwd), JSON_FIELD_NULLABLE, NULL },
@@ -363,6 +364,7 @@ static const JsonField read_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(ReadArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "offset", JSON_FIELD_UINT64, offsetof(ReadArgs, offset), JSON_FIELD_NULLABLE, NULL },
         { "limit", JSON_FIELD_UINT64, offsetof(ReadArgs, limit), JSON_FIELD_NULLABLE, NULL },
@@ -423,6 +425,7 @@ static const JsonField write_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(WriteArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "content", JSON_FIELD_STRING, offsetof(WriteArgs, content), JSON_FIELD_NULLABLE, NULL },
         { "content_base64", JSON_FIELD_STRING, offsetof(WriteArgs, content_base64), JSON_FIELD_NULLABLE, NULL },
@@ -502,6 +505,7 @@ static const JsonField edit_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(EditArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "old_string", JSON_FIELD_STRING, offsetof(EditArgs, old_string), JSON_FIELD_REQUIRED, NULL },
         { "new_string", JSON_FIELD_STRING, offsetof(EditArgs, new_string), JSON_FIELD_REQUIRED, NULL },
@@ -620,6 +624,7 @@ static void policy_allow_reply(Request *r) {
                 { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
                 { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
                 { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by the caller */
                 {},
         };
         _cleanup_(vs_error_freep) VsError *err = NULL;
@@ -737,8 +742,18 @@ void tools_handle(Client *c, JsonlMsg *m) {
         r->ws = ws;
         if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))
                 return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        /* A platform that must never run unsandboxed says so per call: the
+         * workspace as resolved now (a wrong path, a missing or
+         * section-less vectora.toml) is refused rather than run on the host.
+         * policy_allow runs nothing in the workspace, so it is not refused. */
+        json_t *req_sb = json_object_get(r->msg.obj, "require_sandbox");
+        if (req_sb && !json_is_boolean(req_sb))
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"require_sandbox\" must be a boolean");
         if (streq(tool, "policy_allow"))
                 return policy_allow_reply(r);
+        if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
+                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_required",
+                                      "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");
 
         if (streq(tool, "terminal_open"))
                 return pty_open(r, r->msg.obj);

@@ -92,8 +92,15 @@ void link_end(WorkerLink *l, const char *code, const char *reason) {
         /* The local backend's keeper ends the whole jail on its end
          * signal (SIGTERM), even one still being set up; the direct worker
          * gets no further input either way. */
-        if (l->pid > 0)
+        if (l->pid > 0) {
                 kill(l->pid, link_end_signal(l));
+                /* Until it is reaped (the keeper ends only once the whole
+                 * jail is gone), the workspace starts no new jail. */
+                if (l->ws) {
+                        l->old_ws = l->ws;
+                        l->ws->n_old_jails++;
+                }
+        }
         l->srv->n_workers--;
         flush_errline(l);
         uv_read_stop((uv_stream_t *)&l->errpipe);
@@ -118,6 +125,9 @@ bool link_reaped(Server *srv, pid_t pid, int status) {
                         else
                                 log_debug("worker pid %d exited with status %d", (int)pid, WEXITSTATUS(status));
                         l->pid = 0;
+                        Workspace *old = TAKE_PTR(l->old_ws);
+                        if (old)
+                                workspace_old_jail_gone(old);
                         if (l->state != LINK_DEAD) {
                                 char why[128];
                                 if (WIFSIGNALED(status))

@@ -287,6 +287,13 @@ static void spawn(Workspace *ws) {
         Server *srv = ws->srv;
         if (ws->spawn_waiting)
                 return;
+        /* No process of an old jail of the workspace runs while the next is
+         * set up: a draining jail finishes its calls and is ended, its
+         * processes are reaped, then the walk and the start happen
+         * (workspace_old_jail_gone() comes back here). A hostile command
+         * still running could otherwise race the new jail's mounts. */
+        if (ws->draining || ws->n_old_jails > 0)
+                return;
         if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS) {
                 /* Wait for a slot; the calls stay queued meanwhile. */
                 ws->spawn_waiting = true;
@@ -412,6 +419,13 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         *p = l->next_draining;
                         break;
                 }
+}
+
+void workspace_old_jail_gone(Workspace *ws) {
+        if (ws->n_old_jails > 0)
+                ws->n_old_jails--;
+        if (ws->queue && !ws->link && !ws->srv->shutting_down)
+                spawn(ws);
 }
 
 void workspace_link_idle(Workspace *ws, WorkerLink *l) {

@@ -390,6 +390,8 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
                   set(o, "ro_paths", json_strv(init->ro_paths)) &&
                   set(o, "mask", json_strv(init->mask)) &&
                   set(o, "protected", json_strv(init->protected_paths)) &&
+                  set(o, "verify_empty", json_strv(init->verify_empty)) &&
+                  set(o, "verify_readonly", json_strv(init->verify_readonly)) &&
                   set(o, "env", env_to_json(init->env));
         if (ok && init->seccomp_bpf) {
                 size_t n = BASE64_ENCODE_RAW_LENGTH(init->seccomp_bpf_len);
@@ -421,7 +423,7 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
 typedef struct InitWire {
         const char *mode;
         const char *workspace;
-        char **rw_paths, **ro_paths, **mask, **protected_paths;
+        char **rw_paths, **ro_paths, **mask, **protected_paths, **verify_empty, **verify_readonly;
         json_t *env;
         const char *seccomp_bpf;
         json_t *landlock;
@@ -457,6 +459,8 @@ static const JsonField init_table[] = {
         { "ro_paths", JSON_FIELD_STRV, offsetof(InitWire, ro_paths), 0 },
         { "mask", JSON_FIELD_STRV, offsetof(InitWire, mask), 0 },
         { "protected", JSON_FIELD_STRV, offsetof(InitWire, protected_paths), 0 },
+        { "verify_empty", JSON_FIELD_STRV, offsetof(InitWire, verify_empty), 0 },
+        { "verify_readonly", JSON_FIELD_STRV, offsetof(InitWire, verify_readonly), 0 },
         { "env", JSON_FIELD_STRMAP, offsetof(InitWire, env), 0 },
         { "seccomp_bpf", JSON_FIELD_STRING_OR_NULL, offsetof(InitWire, seccomp_bpf), 0 },
         { "landlock", JSON_FIELD_OBJECT, offsetof(InitWire, landlock), JSON_FIELD_NULLABLE },
@@ -518,7 +522,8 @@ int protocol_decode_init(json_t *obj, ProtocolInit *ret, VsError **err) {
                 goto fail;
         }
         if (!strv_all_absolute(w.rw_paths, &p) || !strv_all_absolute(w.ro_paths, &p) ||
-            !strv_all_absolute(w.protected_paths, &p)) {
+            !strv_all_absolute(w.protected_paths, &p) || !strv_all_absolute(w.verify_empty, &p) ||
+            !strv_all_absolute(w.verify_readonly, &p)) {
                 k = bad(err, "path '%.256s' is not absolute", p);
                 goto fail;
         }
@@ -566,6 +571,8 @@ int protocol_decode_init(json_t *obj, ProtocolInit *ret, VsError **err) {
         init.ro_paths = w.ro_paths;
         init.mask = w.mask;
         init.protected_paths = w.protected_paths;
+        init.verify_empty = w.verify_empty;
+        init.verify_readonly = w.verify_readonly;
         init.landlock = w.landlock != NULL;
         init.landlock_rw = lw.rw;
         init.require = w.require;
@@ -587,6 +594,8 @@ void protocol_init_done(ProtocolInit *init) {
         free(init->ro_paths);
         free(init->mask);
         free(init->protected_paths);
+        free(init->verify_empty);
+        free(init->verify_readonly);
         strv_free(init->env);
         free(init->seccomp_bpf);
         free(init->landlock_rw);

@@ -64,7 +64,14 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
                 return 0;
         }
 
-        /* 0. Resource limits, inherited by every command. RLIMIT_NPROC is
+        /* 0. The mounts are the plan's: masked paths empty and read-only,
+         * protected ones read-only, no symlink on the way (verify.c). First,
+         * before any layer: a jail whose setup was raced does not start. */
+        k = verify_mounts(init, err);
+        if (k < 0)
+                return k;
+
+        /* 0b. Resource limits, inherited by every command. RLIMIT_NPROC is
          * counted per user namespace (Linux >= 5.14 ucounts), so it caps the
          * processes of this jail alone and a fork bomb stays inside it.
          * RLIMIT_AS (limits.memory) is set per command in exec.c; a cgroup,

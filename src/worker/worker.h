@@ -32,6 +32,10 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err);
  * connection to the daemon's proxy at socket_path, in a child process
  * (*ret_pid) that dies with the worker. Call after enforce_policy(). */
 int proxy_relay_start(const char *socket_path, uint16_t port, pid_t *ret_pid, VsError **err);
+/* verify.c: init's verify_empty paths are empty read-only files/dirs and
+ * its verify_readonly paths on read-only mounts, none reached through a
+ * symlink; fails (kind "init_failed") otherwise. */
+int verify_mounts(const ProtocolInit *init, VsError **err);
 /* Layers this process could enforce (for hello): strv. */
 char **enforce_capabilities(int *ret_landlock_abi);
 

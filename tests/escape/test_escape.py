@@ -229,7 +229,10 @@ class Ctx:
         return e
 
     def cli(self, args, extra_env=None, stdin=b"", timeout=120):
-        cmd = self.ident.prefix + [CLI] + args
+        # Embedded unless a daemon is named: the listener planted at the
+        # default socket below is bait for the jail, not a daemon for the CLI.
+        named = bool((extra_env or {}).get("VECTORA_SANDBOX_SOCKET"))
+        cmd = self.ident.prefix + [CLI] + ([] if named else ["--no-daemon"]) + args
         return subprocess.run(cmd, env=self.env(extra_env), input=stdin, capture_output=True, timeout=timeout)
 
     def probe(self, ws, *args, extra_env=None):
@@ -1092,9 +1095,11 @@ def host_replace(path, text, uid, gid):
 def live_write_after_host_change(rel, host_change):
     def run(c):
         target = os.path.join(c.ws, rel)
-        cmd = c.ident.prefix + [CLI, "exec", "-w", c.ws, "--", "sh", "-c",
+        # Embedded (the default socket holds the section's bait listener).
+        cmd = c.ident.prefix + [CLI, "--no-daemon", "exec", "-w", c.ws, "--", "sh", "-c",
                                 f"sleep 3; printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
-        p = subprocess.Popen(cmd, env=c.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen(cmd, env=c.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
         time.sleep(1.2)
         host_change(c, target)
         out, err = p.communicate(timeout=120)

@@ -563,6 +563,40 @@ def t_policy_drain(d, tmp):
     c2.close()
 
 
+def t_drain_then_start(d, tmp):
+    # A policy change: the old jail finishes its in-flight call, is ended and
+    # reaped, and only then is the next jail walked and started (a hostile
+    # command still running in the old jail could otherwise race the new
+    # jail's mounts). The new call is answered after the old one, by the new
+    # generation, and no process of the old jail is left when it runs.
+    sb = make_ws(tmp, "drain-start", SANDBOX)
+    c1, c2 = d.conn(), d.conn()
+    check(term(c1, sb, "true")["ok"], "warm")
+    old = d.ws_status(sb)["worker"]["pid"]
+    c1.send({"id": 8, "tool": "terminal", "workspace": sb, "command": "sleep 1.5; echo finished"})
+    time.sleep(0.2)
+    with open(os.path.join(sb, "vectora.toml"), "w") as f:
+        f.write(SANDBOX + "network = false\n")
+    got = []
+
+    def second():
+        got.append((term(c2, sb, "echo new"), time.time()))
+    t = threading.Thread(target=second)
+    t.start()
+    r1 = c1.recv()
+    t1 = time.time()
+    t.join(30)
+    check(got, "the second call was not answered")
+    r2, t2 = got[0]
+    check(r1["ok"] and r1["stdout"] == "finished\n", r1)
+    check(r2["ok"] and r2["stdout"] == "new\n" and r2["sandbox"]["generation"] == r1["sandbox"]["generation"] + 1,
+          (r1, r2))
+    check(t2 >= t1, ("the new jail served before the old one had finished", t1, t2))
+    check(not alive(old) and not [p for p in proc_tree(old) if alive(p)], ("old jail still alive", old))
+    c1.close()
+    c2.close()
+
+
 def t_mask_appears(d, tmp):
     sb = make_ws(tmp, "maskover", SANDBOX, {"sub/keep.txt": "k\n"})
     c = d.conn()
@@ -893,7 +927,7 @@ def t_perf(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
 
 

@@ -235,6 +235,38 @@ def init_malformed_fails_closed(env):
 
 
 @test
+def init_verifies_the_mounts(env):
+    # Before ready the worker checks what the plan mounted: a masked path
+    # must be an empty file or directory on a read-only mount, a protected
+    # one on a read-only mount, neither reached through a symlink. Here,
+    # outside any jail, none of that holds: each is refused (fail closed).
+    link = os.path.join(env.ws, "link-env")            # a symlink (to .env)
+    secret = os.path.join(env.ws, ".env")               # not empty, writable
+    emptyw = os.path.join(env.ws, "empty-writable")     # empty, but writable
+    Env.write(emptyw, b"")
+    cases = [(dict(verify_empty=[link]), "through a symlink"),
+             (dict(verify_empty=[os.path.join(env.ws, "sub", "..", "link-ok")]), "through a symlink"),
+             (dict(verify_empty=[emptyw]), "not on a read-only mount"),
+             (dict(verify_empty=[secret]), "not on a read-only mount"),
+             (dict(verify_readonly=[os.path.join(env.ws, "vectora.toml")]), "not on a read-only mount")]
+    for extra, want in cases:
+        w = Worker()
+        try:
+            _, msg = w.handshake(env.jail(**extra))
+            assert msg["type"] == "init_failed" and want in msg["error"], (extra, msg)
+            assert w.proc.wait(timeout=5) == 125
+        finally:
+            w.close()
+    # /proc/self is a symlink: so is a path through it.
+    w = Worker()
+    try:
+        _, msg = w.handshake(env.jail(verify_readonly=["/proc/self/status"]))
+        assert msg["type"] == "init_failed" and "through a symlink" in msg["error"], msg
+    finally:
+        w.close()
+
+
+@test
 def request_before_init_refused(env):
     w = Worker()
     try:
