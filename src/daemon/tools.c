@@ -142,9 +142,6 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
                                                                      "degraded", "generation", 0));
         }
-        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
-        r->n_texts = 0;
-
         const char *outcome = outcome_of(code);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
         for (int i = 0; i < 2; i++)
@@ -174,8 +171,12 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 .duration_ms = (now_us() - r->t0_us) / 1000,
                 .host_run = json_array_size(host_run) ? host_run : NULL,
         };
+        /* The audit record is written before the reply leaves: a client
+         * that has its result can find the call in the log. */
         audit_write(&a);
         json_decref(host_run);
+        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
+        r->n_texts = 0;
         Client *c = r->client;
         c->inflight--;
         request_free(r);

@@ -54,24 +54,29 @@ static bool ends_with_component(const char *rel, const char *tail) {
         return n >= k && streq(rel + n - k, tail) && (n == k || rel[n - k - 1] == '/');
 }
 
-static bool host_runs(const char *rel) {
+/* The length of rel's prefix to report when rel is a file the host runs
+ * later, else 0. Anything inside a nested repository (sub/.git itself, its
+ * config, its hooks) is reported as that sub/.git: one entry however many
+ * files git writes there, so a `git init` cannot push other notes out of
+ * the workspace's ring. The root .git is not the agent's (read-only). */
+static size_t host_runs(const char *rel) {
         for (size_t i = 0; i < ELEMENTSOF(host_run_names); i++)
                 if (ends_with_component(rel, host_run_names[i]))
-                        return true;
-        /* sub/.git itself, or its config and hooks (not the root's). */
+                        return strlen(rel);
         const char *g = strstr(rel, ".git");
         for (; g; g = strstr(g + 1, ".git")) {
                 if (g == rel || g[-1] != '/' || (g[4] && g[4] != '/'))
                         continue;
                 const char *rest = g + 4;
                 if (!*rest || streq(rest, "/config") || strncmp(rest, "/hooks/", 7) == 0 || streq(rest, "/hooks"))
-                        return true;
+                        return (size_t) (rest - rel);
         }
-        return false;
+        return 0;
 }
 
-static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel) {
-        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_t len) {
+        _cleanup_free_ char *head = strndup(rel, len);
+        _cleanup_free_ char *abs = head ? path_join(w->roots[root], head) : NULL;
         if (abs)
                 workspace_note_host_run(w->ws, abs);
 }
@@ -103,8 +108,9 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 bool is_dir = de->d_type == DT_DIR;
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
-                if (note && host_runs(sub))
-                        note_host_run(w, root, sub);
+                size_t hr = note ? host_runs(sub) : 0;
+                if (hr)
+                        note_host_run(w, root, sub, hr);
                 if (glob_set_masks(w->set, sub, is_dir)) {
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
@@ -205,8 +211,9 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         /* add_dir() may move w->dirs: keep what wd says. */
                         size_t root = wd->root;
                         wd = NULL;
-                        if (host_runs(rel))
-                                note_host_run(w, root, rel);
+                        size_t hr = host_runs(rel);
+                        if (hr)
+                                note_host_run(w, root, rel, hr);
                         if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
                                 continue; /* a write to an existing file: masked already if it matches */
                         if (glob_set_masks(w->set, rel, is_dir)) {

@@ -184,6 +184,13 @@ static void on_idle_timer(uv_timer_t *t) {
 }
 
 void workspace_note_host_run(Workspace *ws, const char *path) {
+        /* A path noted already is refreshed, not noted twice: a burst of
+         * writes to one file keeps the ring for other files. */
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
+                        ws->host_run[i].us = now_us();
+                        return;
+                }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
         n->path = strdup(path);
