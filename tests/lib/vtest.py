@@ -201,12 +201,16 @@ class Daemon:
     def conn(self):
         return Conn(self.sock)
 
-    def status(self):
+    def call(self, req, raw=None):
+        """One request on a connection of its own."""
         c = self.conn()
         try:
-            return c.call({"tool": "status"})
+            return c.call(req, raw)
         finally:
             c.close()
+
+    def status(self):
+        return self.call({"tool": "status"})
 
     def ws_status(self, path):
         for w in self.status()["workspaces"]:
