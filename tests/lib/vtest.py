@@ -213,16 +213,16 @@ class Daemon:
         return self.call({"tool": "status"})
 
     def ws_status(self, path):
-        for w in self.status()["workspaces"]:
+        for w in self.call({"tool": "status"})["workspaces"]:
             if w["path"] == os.path.realpath(path):
                 return w
         return None
 
-    def stop(self):
+    def stop(self, timeout=10):
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
             try:
-                self.p.wait(10)
+                self.p.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
