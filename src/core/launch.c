@@ -200,6 +200,13 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         jail_facts_done(&f);
         if (r < 0)
                 return r;
+        /* The file tools refuse what the plan found too (a .git file's
+         * target, submodules, worktrees). */
+        char **prot = strv_copy(l->plan->protected_paths);
+        if (!prot)
+                return -ENOMEM;
+        strv_free(l->protected_paths);
+        l->protected_paths = prot;
         l->n_masked = l->plan->n_masked;
         /* What the worker checks before ready (worker/verify.c). */
         for (size_t i = 0; i < l->plan->n_mounts; i++) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "git-control.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -61,6 +62,18 @@ int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
         int r = config_protected_paths(p, &prot);
         if (r < 0)
                 return r;
+        /* And the .git control files the jail plan found (a .git file's
+         * target, submodules, worktrees): a host save over one detaches
+         * its mount the same way. */
+        VsGitControls gc = { 0 };
+        if ((r = git_controls_collect(p->workspace, &gc)) < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < gc.n; i++)
+                if (!strv_contains(prot, gc.items[i].path))
+                        r = strv_extend(&prot, gc.items[i].path);
+        git_controls_done(&gc);
+        if (r < 0)
+                return r;
         /* Each path and its parents up to the root: a .git replaced or
          * created whole changes its own identity. */
         for (char **pp = prot; *pp; pp++) {
@@ -72,6 +85,11 @@ int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
                 }
                 if (!cur)
                         return -ENOMEM;
+                /* One outside the workspace (a .git file's target) is noted
+                 * by itself. */
+                if (!path_is_below_or_equal(*pp, s->root) && !strv_contains(s->paths, *pp) &&
+                    (r = strv_extend(&s->paths, *pp)) < 0)
+                        return r;
         }
         s->n = strv_length(s->paths);
         if (!(s->ids = calloc(s->n + 1, sizeof *s->ids)))

@@ -52,6 +52,11 @@ void protect_arm(Workspace *ws) {
         protect_disarm(ws);
         if (!ws->policy || !ws->policy->sandboxed)
                 return;
+        /* ssh: the remote launcher makes the .git placeholders, on files
+         * this host may share (remote_root unset); noted once the worker
+         * is ready (worker-link.c arms it again then). */
+        if (ws->policy->backend == VS_BACKEND_SSH && ws->link && ws->link->state != LINK_READY)
+                return;
         WorkspaceProtect *p = calloc(1, sizeof *p);
         if (!p) {
                 log_warning("workspace %s: out of memory noting the protected paths", ws->path);

@@ -941,10 +941,23 @@ int config_protected_paths(const VsPolicy *p, char ***ret) {
         if (!l)
                 return -ENOMEM;
         /* vectora.toml: the agent must not switch its own sandbox off.
-         * .git/hooks and .git/config: both make the host run code later
-         * (hooks directly; config through core.hooksPath, core.fsmonitor,
-         * core.sshCommand and friends). */
-        static const char *const rel[] = { VS_CONFIG_FILE, ".git/hooks", ".git/config" };
+         * The .git control files: what git executes or obeys (hooks
+         * directly; config through core.hooksPath, core.fsmonitor,
+         * core.sshCommand and friends; commondir moves both elsewhere).
+         * These are the root .git's; the jail plan adds those of a .git
+         * file's target, submodules and worktrees (git-control.h). */
+        static const char *const rel[] = { VS_CONFIG_FILE,
+                                           ".git/hooks",
+                                           ".git/config",
+                                           ".git/config.worktree",
+                                           ".git/info/attributes",
+                                           ".git/info/exclude",
+                                           ".git/info/sparse-checkout",
+                                           ".git/info/grafts",
+                                           ".git/commondir",
+                                           ".git/remotes",
+                                           ".git/branches",
+                                           ".git/objects/info/alternates" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
                 int r = strv_consume(&l, path_join(p->workspace, rel[i]));
                 if (r < 0)

@@ -135,7 +135,7 @@ int config_from_text(const char *workspace, const char *text, size_t len, VsPoli
  * NULL) are canonical absolute paths; *ret_dir is dir canonicalized. */
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err);
 
-/* Protected paths (absolute): the config file and .git/hooks, .git/config. */
+/* Protected paths (absolute): the config file and .git control files of the root .git. */
 int config_protected_paths(const VsPolicy *p, char ***ret);
 
 void policy_free(VsPolicy *p);

@@ -22,6 +22,7 @@ stand-in, a sibling directory of the workspace.
 Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
 non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
 
+import itertools
 import json
 import os
 import pwd
@@ -655,6 +656,120 @@ def _(c):
     v = expect_blocked(c.probe(ws, "swap-dir", os.path.join(ws, ".git"), ".", "config"))
     check()
     return v
+
+
+# -- the .git control files: git's state stays writable, what git executes
+#    or obeys cannot be written nor created (a missing one has a placeholder)
+
+def git_ws(c, name, layout):
+    """A workspace of make_ws's shape whose .git is rearranged by layout(ws)."""
+    ws = c.make_ws(name, network=False)
+    layout(ws)
+    chown_tree(ws, c.jail_uid, c.jail_gid)
+    return ws
+
+
+def git_dir(path, hooks=True):
+    """A minimal gitdir at path (what git itself checks for, plus config)."""
+    write(os.path.join(path, "HEAD"), "ref: refs/heads/main\n")
+    write(os.path.join(path, "config"), "[core]\n\tbare = false\n")
+    os.makedirs(os.path.join(path, "objects/info"), exist_ok=True)
+    os.makedirs(os.path.join(path, "refs/heads"), exist_ok=True)
+    if hooks:
+        write(os.path.join(path, "hooks/pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
+
+
+def no_hooks(ws):
+    shutil.rmtree(os.path.join(ws, ".git/hooks"))
+
+
+def submodule(ws):
+    git_dir(os.path.join(ws, ".git/modules/lib"))
+    git_dir(os.path.join(ws, ".git/modules/lib/modules/nested"), hooks=False)
+
+
+def linked_worktree(ws):
+    admin = os.path.join(ws, ".git/worktrees/wt")
+    write(os.path.join(admin, "commondir"), "../..\n")
+    write(os.path.join(admin, "gitdir"), os.path.join(ws, "wt/.git") + "\n")
+    write(os.path.join(admin, "HEAD"), "ref: refs/heads/wt\n")
+
+
+def gitfile(ws):
+    # .git is a file: "gitdir: repo.git" (as a submodule's checkout or a
+    # separate-git-dir clone has).
+    shutil.rmtree(os.path.join(ws, ".git"))
+    git_dir(os.path.join(ws, "repo.git"))
+    write(os.path.join(ws, ".git"), "gitdir: repo.git\n")
+
+
+def gitfile_worktree(ws):
+    # .git is a linked worktree's file: gitdir: main.git/worktrees/wt, whose
+    # commondir leads to main.git (config and hooks there).
+    shutil.rmtree(os.path.join(ws, ".git"))
+    main = os.path.join(ws, "main.git")
+    git_dir(main)
+    write(os.path.join(main, "worktrees/wt/commondir"), "../..\n")
+    write(os.path.join(main, "worktrees/wt/gitdir"), os.path.join(ws, ".git") + "\n")
+    write(os.path.join(main, "worktrees/wt/HEAD"), "ref: refs/heads/wt\n")
+    write(os.path.join(ws, ".git"), f"gitdir: {main}/worktrees/wt\n")
+
+
+GIT_WS = itertools.count()
+
+
+def git_write(layout, rel):
+    """The probe appends to (or creates) rel; blocked, and nothing of it is
+    on the host (a missing file may now be its empty placeholder)."""
+    def run(c):
+        ws = git_ws(c, f"ws-git-{next(GIT_WS)}-{layout.__name__}", layout) if layout else c.ws
+        target = os.path.join(ws, rel)
+        check = host_unchanged(c, ws, PROTECTED)
+        v = expect_blocked(c.probe(ws, "write", target))
+        check()
+        after = read_host(target)
+        if isinstance(after, bytes) and b"vectora-probe was here" in after:
+            raise Fail(f"ESCAPED: {rel} was written on the host: {after!r}")
+        return v
+    return run
+
+
+for name, layout, rel in (
+        ("a new .git/config.worktree", None, ".git/config.worktree"),
+        ("a new .git/info/attributes (no info/)", None, ".git/info/attributes"),
+        ("a new .git/info/exclude (no info/)", None, ".git/info/exclude"),
+        ("a new .git/commondir", None, ".git/commondir"),
+        ("a new .git/objects/info/alternates", None, ".git/objects/info/alternates"),
+        ("a new .git/remotes/origin", None, ".git/remotes/origin"),
+        ("a new .git/branches/origin", None, ".git/branches/origin"),
+        (".git/hooks/pre-commit where hooks/ is missing", no_hooks, ".git/hooks/pre-commit"),
+        ("a submodule's .git/modules/lib/config", submodule, ".git/modules/lib/config"),
+        ("a submodule's new hook .git/modules/lib/hooks/post-checkout", submodule,
+         ".git/modules/lib/hooks/post-checkout"),
+        ("a nested submodule's new .git/modules/lib/modules/nested/hooks/pre-push", submodule,
+         ".git/modules/lib/modules/nested/hooks/pre-push"),
+        ("a worktree's .git/worktrees/wt/commondir", linked_worktree, ".git/worktrees/wt/commondir"),
+        ("a worktree's new .git/worktrees/wt/config.worktree", linked_worktree,
+         ".git/worktrees/wt/config.worktree"),
+        ("the .git file (gitdir: repo.git) itself", gitfile, ".git"),
+        ("the config of a .git file's target", gitfile, "repo.git/config"),
+        ("a new hook in a .git file's target", gitfile, "repo.git/hooks/post-checkout"),
+        ("a linked worktree's commondir (through its .git file)", gitfile_worktree,
+         "main.git/worktrees/wt/commondir"),
+        ("the common config of a linked worktree (through commondir)", gitfile_worktree, "main.git/config"),
+        ("a new hook in a linked worktree's common dir", gitfile_worktree, "main.git/hooks/post-commit"),
+):
+    attempt(f"exec: write {name}")(git_write(layout, rel))
+
+
+@attempt("control: git's own state stays writable (.git/ORIG_HEAD, packed-refs, index.lock)")
+def _(c):
+    # The blocks above could pass with a read-only .git; git add, commit,
+    # checkout and fetch need these.
+    for rel in (".git/ORIG_HEAD", ".git/packed-refs", ".git/index.lock"):
+        expect_escaped(c.probe(c.ws, "write", os.path.join(c.ws, rel)))
+        os.unlink(os.path.join(c.ws, rel))
+    return "ORIG_HEAD, packed-refs and index.lock written"
 
 
 def tool_refused(args_fn, stdin=b"pwned\n", targets=None):

@@ -26,11 +26,15 @@ SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
 
 def cli(*args, stdin=None, timeout=60, sock=None, env=None):
+    """Embedded (--no-daemon) unless sock names this test's daemon: a daemon
+    someone runs at the default socket (/run/vectora-sandbox.sock as root;
+    another checkout's test-cli starts one) is not the code under test."""
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     e.update(env or {})
     if sock:
         e["VECTORA_SANDBOX_SOCKET"] = sock
-    return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, env=e, timeout=timeout)
+    pre = [] if sock else ["--no-daemon"]
+    return subprocess.run([CLI, *pre, *args], input=stdin, capture_output=True, text=True, env=e, timeout=timeout)
 
 
 # ---------------------------------------------------------------- config reading
@@ -451,18 +455,68 @@ def t_recycle_window(d, tmp):
 
 def t_embedded_action_ends_on_host_save(d, tmp):
     """Embedded mode: one jail for one action, so the window is the
-    action's length; a host save during it ends the action."""
+    action's length; a host save during it ends the action. The command
+    says when it runs and waits for the test's go, so the host's save falls
+    inside the action whatever the load (a fixed sleep once let the save
+    land before the jail existed), and --no-daemon keeps the action in this
+    build (without it the CLI took a daemon at the default socket, once
+    another checkout's, whose jail let the write through)."""
     ws = make_ws(tmp, "embsave", SANDBOX)
     host_git(ws, "init", "-q")
     env = {"VECTORA_SANDBOX_STATE_DIR": os.path.join(tmp, "embsave-state")}
-    p = subprocess.Popen([CLI, "run", "-w", ws, "sleep 2; printf '# planted\\n' >> .git/config && echo WROTE"],
+    started, go = os.path.join(ws, "started"), os.path.join(ws, "go")
+    p = subprocess.Popen([CLI, "--no-daemon", "run", "-w", ws,
+                          "touch started; while [ ! -e go ]; do sleep 0.02; done; "
+                          "printf '# planted\\n' >> .git/config && echo WROTE"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict({k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}, **env))
-    time.sleep(1)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(os.path.exists(started), "the command did not start: %r" % (p.poll(),))
     host_git(ws, "config", "user.name", "host")
-    out, err = p.communicate(timeout=30)
+    open(go, "w").close()
+    out, err = p.communicate(timeout=60)
     check(p.returncode == 125 and "WROTE" not in out and ".git/config changed on the host" in err, (p.returncode, out, err))
     unchanged(ws)
+
+
+def t_git_state_writable_control_sealed(d, tmp):
+    """All of .git is read-only in the jail but git's own state: git add,
+    commit, checkout and gc work, while config, config.worktree, hooks,
+    info/attributes, commondir, remotes, objects/info/alternates can be
+    neither written nor created, also where they were missing (the host
+    gets an empty placeholder; commondir's says "." and the host's git
+    still works). The file tools refuse them too."""
+    ws = make_ws(tmp, "gitctl", SANDBOX, {"f.txt": "one\n"})
+    host_git(ws, "init", "-q")
+    for rel in (".git/hooks", ".git/info"):
+        shutil.rmtree(os.path.join(ws, rel), ignore_errors=True)
+    c = d.conn()
+    control = [".git/config", ".git/config.worktree", ".git/hooks/pre-commit", ".git/info/attributes",
+               ".git/info/exclude", ".git/commondir", ".git/remotes/origin", ".git/branches/origin",
+               ".git/objects/info/alternates"]
+    r = term(c, ws, "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; "
+                    "git add f.txt && git commit -qm one && git checkout -qb topic && echo two >> f.txt && "
+                    "git commit -qam two && git checkout -q - && git gc -q 2>/dev/null; git log --oneline --all | wc -l; "
+                    "for f in %s; do printf '[core]\\n\\tfsmonitor = evil\\n' >> $f 2>/dev/null && echo WROTE $f; done; "
+                    "echo end" % " ".join(control))
+    check(r["ok"] and r["stdout"] == "2\nend\n", r)
+    for rel in control:
+        p = os.path.join(ws, rel)
+        check(not os.path.exists(p) or "evil" not in open(p).read(), rel + " was written from the jail")
+    check(os.listdir(os.path.join(ws, ".git/hooks")) == [], "hooks placeholder not empty")
+    with open(os.path.join(ws, ".git/commondir")) as f:
+        check(f.read() == ".", "commondir placeholder")
+    st = os.stat(os.path.join(ws, ".git/config.worktree"))
+    check(st.st_uid == os.stat(ws).st_uid, "the placeholder is not the workspace owner's")
+    out = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, "log", "--oneline", "topic"],
+                         capture_output=True, text=True)
+    check(out.returncode == 0 and len(out.stdout.splitlines()) == 2, out)
+    for rel in (".git/info/attributes", ".git/commondir", ".git/config.worktree"):
+        r = c.call({"tool": "file_write", "workspace": ws, "path": rel, "content": "x\n"})
+        check(not r["ok"] and r["error"]["code"] == "denied" and "protected" in r["error"]["message"], (rel, r))
+    c.close()
 
 
 def t_git_init_in_jail(d, tmp):
@@ -605,6 +659,7 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
+    t_git_state_writable_control_sealed,
     t_git_init_in_jail,
     t_host_run_files_reported,
     t_rename_into_masked_name,
