@@ -54,7 +54,7 @@ void protect_snapshot_free(VsProtectSnapshot *s) {
         free(s);
 }
 
-int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
+int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapshot **ret) {
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *s = calloc(1, sizeof *s);
         _cleanup_strv_free_ char **prot = NULL;
         if (!s || !(s->root = strdup(p->workspace)) || !(s->paths = calloc(1, sizeof(char *))))
@@ -66,12 +66,15 @@ int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
          * target, submodules, worktrees): a host save over one detaches
          * its mount the same way. */
         VsGitControls gc = { 0 };
-        if ((r = git_controls_collect(p->workspace, &gc)) < 0)
+        if ((r = git_controls_collect(p->workspace, !p->git_init, &gc)) < 0)
                 return r;
         for (size_t i = 0; r >= 0 && i < gc.n; i++)
                 if (!strv_contains(prot, gc.items[i].path))
                         r = strv_extend(&prot, gc.items[i].path);
         git_controls_done(&gc);
+        for (char *const *e = extra; r >= 0 && e && *e; e++)
+                if (!strv_contains(prot, *e))
+                        r = strv_extend(&prot, *e);
         if (r < 0)
                 return r;
         /* Each path and its parents up to the root: a .git replaced or

@@ -107,12 +107,12 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
          * there, on files this host may share (remote_root unset). */
         bool after = p->sandboxed && p->backend == VS_BACKEND_SSH;
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
-        if (p->sandboxed && !after && (r = protect_snapshot_take(p, &snap)) < 0)
+        if (p->sandboxed && !after && (r = protect_snapshot_take(p, launch_host_paths(l), &snap)) < 0)
                 return r;
         _cleanup_(session_endp) VsSession *s = NULL;
         if ((r = session_start(l, &s, err)) < 0)
                 return r;
-        if (after && (r = protect_snapshot_take(p, &snap)) < 0)
+        if (after && (r = protect_snapshot_take(p, NULL, &snap)) < 0)
                 return r;
         if (snap)
                 session_watch_protected(s, TAKE_PTR(snap));

@@ -65,7 +65,7 @@ void protect_arm(Workspace *ws) {
         p->ws = ws;
         p->fd = -EBADF;
         ws->protect = p;
-        int r = protect_snapshot_take(ws->policy, &p->snap);
+        int r = protect_snapshot_take(ws->policy, ws->link ? launch_host_paths(ws->link->launch) : NULL, &p->snap);
         if (r < 0) {
                 /* Without a snapshot every call recycles (protect_check):
                  * fail closed rather than serve an unchecked jail. */

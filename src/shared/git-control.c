@@ -208,7 +208,7 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
         return each_subdir(w, worktrees, 0, worktree_entry);
 }
 
-int git_controls_collect(const char *workspace, VsGitControls *ret) {
+int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret) {
         VsGitControls out = { 0 };
         Walk w = { .out = &out };
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
@@ -216,8 +216,18 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
                 return -ENOMEM;
         int r = 0;
         struct stat st;
-        if (lstat(dotgit, &st) == 0) {
-                if (S_ISDIR(st.st_mode))
+        if (lstat(dotgit, &st) < 0) {
+                if (errno == ENOENT && seal_missing_root)
+                        r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
+        } else {
+                _cleanup_free_ char *head = path_join(dotgit, "HEAD");
+                struct stat hst;
+                if (!head)
+                        r = -ENOMEM;
+                else if (S_ISDIR(st.st_mode) && lstat(head, &hst) < 0 && errno == ENOENT && seal_missing_root)
+                        /* An empty placeholder (or a half-made .git): sealed whole. */
+                        r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
+                else if (S_ISDIR(st.st_mode))
                         r = expand_gitdir(&w, dotgit);
                 else if (S_ISREG(st.st_mode)) {
                         /* "gitdir: PATH" (a linked worktree, a submodule's

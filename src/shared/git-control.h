@@ -40,9 +40,12 @@ typedef struct VsGitControls {
 } VsGitControls;
 
 /* Reads the host (lstat, readdir, the .git file and commondir with
- * O_NOFOLLOW, at most a few KiB each); changes nothing. A workspace
- * without .git has none. */
-int git_controls_collect(const char *workspace, VsGitControls *ret);
+ * O_NOFOLLOW, at most a few KiB each); changes nothing. With
+ * seal_missing_root (git_init = false), a missing root .git, or one that
+ * is not a repository yet (no HEAD), is itself the one control path (a
+ * directory, read-only whole: `git init` in the jail cannot make a
+ * repository the host later trusts); else such a workspace has none. */
+int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret);
 void git_controls_done(VsGitControls *c);
 
 /* Makes a missing control file's placeholder: its parent reached without

@@ -28,6 +28,7 @@ void jail_facts_done(VsJailFacts *f) {
         mask_paths_free(f->protected_missing, f->n_missing);
         strv_free(f->protected_existing);
         strv_free(f->git_controls);
+        strv_free(f->protect_matches);
         *f = (VsJailFacts){ 0 };
 }
 
@@ -98,7 +99,7 @@ static bool below_rw(const VsPolicy *p, const char *path) {
  * first, then is protected like the others. */
 static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         VsGitControls gc = { 0 };
-        int r = git_controls_collect(p->workspace, &gc);
+        int r = git_controls_collect(p->workspace, !p->git_init, &gc);
         if (r == -E2BIG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                          "%s/.git: too many nested git directories (submodules, worktrees) to protect",
@@ -119,6 +120,43 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         }
         git_controls_done(&gc);
         return r;
+}
+
+/* What the protect globs name below the writable roots, found by the
+ * same walk as the masks (a matched directory is sealed whole). Under a
+ * read-only root everything is read-only already. A missing one is not
+ * made: an empty .envrc or tasks.json would itself change what direnv or
+ * the editor does; the file tools refuse to create it and the daemon
+ * reports one a command creates (host_run_files). */
+static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+        if (!(f->protect_matches = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        if (!p->protect || !p->protect[0])
+                return 0;
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        int r = glob_set_new(p->protect, &set, err);
+        if (r < 0)
+                return vs_error_prefix(err, "protect");
+        for (size_t i = 0; i < p->n_rw; i++) {
+                if (!p->rw_paths[i].resolved)
+                        continue;
+                MaskList ml = { 0 };
+                if ((r = mask_walk(p->rw_paths[i].resolved, set, &ml, err)) < 0)
+                        return vs_error_prefix(err, "finding the paths to protect");
+                for (size_t k = 0; r >= 0 && k < ml.n; k++) {
+                        _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
+                        struct stat st;
+                        if (!path)
+                                r = -ENOMEM;
+                        else if (lstat(path, &st) == 0 && (r = add_existing(f, path, &st)) >= 0 &&
+                                 !strv_contains(f->protect_matches, path))
+                                r = strv_extend(&f->protect_matches, path);
+                }
+                mask_list_done(&ml);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* Each protected path: an existing one is protected (a symlinked one where
@@ -150,7 +188,8 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (r < 0)
                         return r;
         }
-        return collect_git(p, f, err);
+        int r = collect_git(p, f, err);
+        return r < 0 ? r : collect_protect_globs(p, f, err);
 }
 
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {
@@ -244,6 +283,8 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
                 .sandboxed = true,
                 .backend = VS_BACKEND_LOCAL,
                 .mask = j->mask,
+                .protect = j->protect,
+                .git_init = j->git_init,
                 .no_gpu = j->no_gpu,
                 .lockdown = j->lockdown,
                 .network = j->network,

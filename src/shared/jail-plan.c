@@ -136,9 +136,11 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
             !(plan->env = env ? strv_copy(env) : calloc(1, sizeof(char *))))
                 return -ENOMEM;
         int r;
-        for (char **g = f->git_controls; g && *g; g++)
-                if (!strv_contains(plan->protected_paths, *g) && (r = strv_extend(&plan->protected_paths, *g)) < 0)
-                        return r;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (char **g = pass ? f->protect_matches : f->git_controls; g && *g; g++)
+                        if (!strv_contains(plan->protected_paths, *g) &&
+                            (r = strv_extend(&plan->protected_paths, *g)) < 0)
+                                return r;
         r = add_listed(plan, p);
         if (r < 0)
                 return r;

@@ -49,6 +49,7 @@ typedef struct VsJailFacts {
         VsMaskPath *protected_missing; /* missing protected paths whose parent directory exists */
         size_t n_missing;
         char **git_controls;        /* every .git control path found (git-control.h), existing or not */
+        char **protect_matches;     /* existing paths the protect globs name below the rw paths */
 } VsJailFacts;
 
 typedef struct VsJailPlan {

