@@ -475,10 +475,117 @@ def t_embedded_action_ends_on_host_save(d, tmp):
         time.sleep(0.01)
     check(os.path.exists(started), "the command did not start: %r" % (p.poll(),))
     host_git(ws, "config", "user.name", "host")
+    time.sleep(0.5)  # the reaction asked for (t_recycle_window measures it)
     open(go, "w").close()
     out, err = p.communicate(timeout=60)
     check(p.returncode == 125 and "WROTE" not in out and ".git/config changed on the host" in err, (p.returncode, out, err))
     unchanged(ws)
+
+
+SPARE_UID = 64999  # no process of this uid runs but the test's own
+
+
+def as_spare(*argv):
+    return ["setpriv", "--reuid=%d" % SPARE_UID, "--regid=%d" % SPARE_UID, "--clear-groups", *argv]
+
+
+def live_write_ends(ws, argv_prefix, env):
+    """A command in the jail waits for the test's go, then appends to
+    .git/config; the host renames a new .git/config in first (git's own
+    save). Returns (exit, stdout, stderr) of the CLI."""
+    started, go = os.path.join(ws, "started"), os.path.join(ws, "go")
+    for f in (started, go):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = subprocess.Popen(argv_prefix + ["exec", "-w", ws, "--", "sh", "-c",
+                                        "touch started; while [ ! -e go ]; do sleep 0.02; done; "
+                                        "printf '# planted\\n' >> .git/config && echo WROTE; exit 0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not os.path.exists(started):
+        p.kill()
+        check(False, "the command did not start: %r" % (p.communicate(timeout=10),))
+    cfg = os.path.join(ws, ".git/config")
+    with open(cfg + ".lock", "w") as f:
+        f.write("[core]\n\tbare = false\n[user]\n\tname = host\n")
+    os.chown(cfg + ".lock", SPARE_UID, SPARE_UID)
+    os.rename(cfg + ".lock", cfg)
+    # The jail must be gone within this (10 ms polling, or inotify's event;
+    # t_recycle_window measures the real window): the write then comes after.
+    time.sleep(0.5)
+    open(go, "w").close()
+    out, err = p.communicate(timeout=60)
+    check("planted" not in open(cfg).read(), ".git/config written from the jail after the host's save: %r" % err)
+    return p.returncode, out, err
+
+
+def t_running_command_watched_without_inotify(d, tmp):
+    """The inotify instance limit (fs.inotify.max_user_instances, 128 by
+    default) is per user, shared by every process of that uid. Once it was
+    reached (test suites running side by side as root), the protected-path
+    watch could not be made and a command already running wrote .git/config
+    after the host's save, exit 0 (embedded; the daemon only logged it). The
+    paths are now looked at every 10 ms instead, embedded and in the daemon."""
+    if not ROOT:
+        raise Skip("needs root to run as a spare uid whose inotify instances it can use up")
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    base = os.path.join(tmp, "noinotify")
+    ws = os.path.join(base, "ws")
+    for rel, text in (("vectora.toml", SANDBOX), (".git/HEAD", "ref: refs/heads/main\n"),
+                      (".git/config", "[core]\n\tbare = false\n")):
+        os.makedirs(os.path.dirname(os.path.join(ws, rel)), exist_ok=True)
+        with open(os.path.join(ws, rel), "w") as f:
+            f.write(text)
+    os.makedirs(os.path.join(base, "home"))
+    os.makedirs(os.path.join(base, "run"), mode=0o700)
+    for dp, dirs, files in os.walk(base):
+        for n in [dp] + [os.path.join(dp, f) for f in files]:
+            os.lchown(n, SPARE_UID, SPARE_UID)
+    hold = ("import ctypes, sys, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "fds = [fd for fd in iter(lambda: libc.inotify_init1(0), -1)]\n"
+            "print(len(fds), flush=True)\n"
+            "sys.stdin.read()\n")
+    holder = subprocess.Popen(as_spare(py, "-c", hold), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    daemon = None
+    env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    env.update(HOME=os.path.join(base, "home"), XDG_RUNTIME_DIR=os.path.join(base, "run"))
+    try:
+        check(int(holder.stdout.readline()) > 0, "no inotify instance held")
+        rc, out, err = live_write_ends(ws, as_spare(CLI, "--no-daemon"), env)
+        check(rc == 125 and "WROTE" not in out and "changed on the host" in err, (rc, out, err))
+        sock = os.path.join(base, "run", "d.sock")
+        log = os.path.join(base, "d.log")
+        daemon = subprocess.Popen(as_spare(DAEMON, "--foreground", "--socket", sock, "--log-file", log,
+                                           "--state-dir", os.path.join(base, "state")),
+                                  env=env, stdin=subprocess.DEVNULL)
+        for _ in range(1000):
+            if os.path.exists(sock) or daemon.poll() is not None:
+                break
+            time.sleep(0.01)
+        check(daemon.poll() is None, "the daemon did not start")
+        rc, out, err = live_write_ends(ws, as_spare(CLI), dict(env, VECTORA_SANDBOX_SOCKET=sock))
+        check(rc == 125 and "WROTE" not in out and "worker_recycled" in err, (rc, out, err))
+        check("looking at them every 10 ms" in open(log).read(), "the daemon did not say it fell back")
+        # Masks over time have no watch either: every result says so (it
+        # said nothing, and lockdown served), and lockdown refuses.
+        r = subprocess.run(as_spare(CLI, "--json", "run", "-w", ws, "true"), capture_output=True, text=True,
+                           env=dict(env, VECTORA_SANDBOX_SOCKET=sock), timeout=60)
+        res = json.loads(r.stdout)
+        check(any("not watched" in x for x in res["sandbox"]["degraded"]), res)
+        with open(os.path.join(ws, "vectora.toml"), "a") as f:
+            f.write("lockdown = true\n")
+        r = subprocess.run(as_spare(CLI, "run", "-w", ws, "echo ran"), capture_output=True, text=True,
+                           env=dict(env, VECTORA_SANDBOX_SOCKET=sock), timeout=60)
+        check(r.returncode == 125 and "ran" not in r.stdout and "inotify" in r.stderr, r)
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        if daemon:
+            daemon.terminate()
+            daemon.wait(10)
 
 
 def t_git_state_writable_control_sealed(d, tmp):
@@ -715,6 +822,7 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
+    t_running_command_watched_without_inotify,
     t_git_state_writable_control_sealed,
     t_git_init_refused_by_default,
     t_protect_globs,
