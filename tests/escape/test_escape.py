@@ -1256,14 +1256,30 @@ def host_replace(path, text, uid, gid):
 def live_write_after_host_change(rel, host_change):
     def run(c):
         target = os.path.join(c.ws, rel)
+        # The command says when it runs and waits for the go, so the host's
+        # change falls inside the action however slowly the jail starts (a
+        # fixed sleep let it land before an ssh jail existed under load).
+        tag = secrets.token_hex(4)
+        started, go = os.path.join(c.ws, f"started-{tag}"), os.path.join(c.ws, f"go-{tag}")
         # Embedded (the default socket holds the section's bait listener).
         cmd = c.ident.prefix + [CLI, "--no-daemon", "exec", "-w", c.ws, "--", "sh", "-c",
-                                f"sleep 3; printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
+                                f"touch started-{tag}; while [ ! -e go-{tag} ]; do sleep 0.02; done; "
+                                f"printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
         p = subprocess.Popen(cmd, env=c.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        time.sleep(1.2)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not os.path.exists(started):
+            p.kill()
+            raise Fail(f"the command did not start: {p.communicate(timeout=30)!r}")
         host_change(c, target)
+        time.sleep(0.5)  # the jail must be gone by then (inotify's event, or 10 ms polling)
+        open(go, "w").close()
         out, err = p.communicate(timeout=120)
+        for f in (started, go):
+            if os.path.exists(f):
+                os.unlink(f)
         text = read_host(target)
         if (isinstance(text, bytes) and b"planted by the jail" in text) or b"WROTE" in out:
             raise Fail(f"ESCAPED: {rel} written after the host replaced it (exit {p.returncode}): {text!r}")
