@@ -79,7 +79,7 @@ static int winch_pipe[2] = { -1, -1 };
 
 static void restore_tty(void) {
         if (raw_mode) {
-                tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
                 raw_mode = false;
         }
 }
@@ -141,7 +141,7 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
         if (tty && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
                 struct termios t = saved_tio;
                 cfmakeraw(&t);
-                if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) == 0) {
+                if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0) {
                         raw_mode = true;
                         atexit(restore_tty);
                 }

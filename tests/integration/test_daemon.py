@@ -667,39 +667,79 @@ def t_pty(d, tmp):
     p = subprocess.run([CLI, "shell", "-w", sb], input="id\n", capture_output=True, text=True, env=env, timeout=20)
     check(p.returncode == 125 and "not yet routed through the jail" in p.stderr and p.stdout == "", (p.returncode, p.stderr))
     # A real terminal: raw mode and resize on SIGWINCH.
-    import pty as ptymod
-    import fcntl
-    import struct
-    import termios
-    pid, fd = ptymod.fork()
-    if pid == 0:
-        os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
-        os.environ["TERM"] = "dumb"
-        os.execv(CLI, [CLI, "shell", "-w", un])
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    buf = b""
+    t = PtyShell(d, un)
+    time.sleep(0.5)
+    t.write(b"stty size; echo M1\n")
+    check(t.expect(b"M1"), t.buf)
+    t.resize(40, 120)
+    time.sleep(0.3)
+    t.write(b"stty size; echo M2\n")
+    check(t.expect(b"40 120"), t.buf)
+    t.write(b"exit 7\n")
+    check(t.wait() == 7, t.buf)
 
-    def expect(word, t=10):
-        nonlocal buf
+
+class PtyShell:
+    """`vectora-sandbox shell` on a real terminal (pty.fork), 100x30."""
+
+    def __init__(self, d, ws, rows=30, cols=100):
+        import pty as ptymod
+        self.pid, self.fd = ptymod.fork()
+        if self.pid == 0:
+            os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
+            os.environ["TERM"] = "dumb"
+            os.execv(CLI, [CLI, "shell", "-w", ws])
+        self.winsize(rows, cols)
+        self.buf = b""
+
+    def winsize(self, rows, cols):
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def resize(self, rows, cols):
+        self.winsize(rows, cols)
+        os.kill(self.pid, signal.SIGWINCH)
+
+    def write(self, b):
+        os.write(self.fd, b)
+
+    def expect(self, word, t=10):
         end = time.time() + t
-        while word not in buf and time.time() < end:
+        while word not in self.buf and time.time() < end:
+            import select
+            if not select.select([self.fd], [], [], max(0.0, end - time.time()))[0]:
+                break
             try:
-                buf += os.read(fd, 4096)
+                self.buf += os.read(self.fd, 4096)
             except OSError:
                 break
-        return word in buf
+        return word in self.buf
 
-    time.sleep(0.5)
-    os.write(fd, b"stty size; echo M1\n")
-    check(expect(b"M1\r\n") or expect(b"M1"), buf)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    os.kill(pid, signal.SIGWINCH)
-    time.sleep(0.3)
-    os.write(fd, b"stty size; echo M2\n")
-    check(expect(b"40 120"), buf)
-    os.write(fd, b"exit 7\n")
-    _, st = os.waitpid(pid, 0)
-    check(os.WEXITSTATUS(st) == 7, st)
+    def wait(self, t=20):
+        end = time.time() + t
+        while time.time() < end:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(st)
+            self.expect(b"\0never\0", 0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return None
+
+
+def t_pty_typeahead(d, tmp):
+    """What the user types before the prompt appears runs (as with ssh):
+    the terminal goes raw without a flush."""
+    un = make_ws(tmp, "pty-typeahead", None)
+    t = PtyShell(d, un)
+    # At once: the CLI has not even connected to the daemon yet.
+    t.write(b"echo TYPED-$((6*7)); exit 4\n")
+    check(t.expect(b"TYPED-42"), t.buf)
+    check(t.wait() == 4, t.buf)
 
 
 def t_idle(d, tmp):
@@ -796,7 +836,7 @@ def t_perf(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
 
 
