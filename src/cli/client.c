@@ -207,6 +207,12 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
                                         (void)!write_all(STDOUT_FILENO, e.raw, e.raw_len);
                                 else if (ev && streq(ev, "terminal_exit")) {
                                         status = (int)json_integer_value(json_object_get(e.obj, "exit_code"));
+                                        /* Ended by the sandbox layer (its jail was recycled): say why. */
+                                        const char *ended = json_string_value(json_object_get(e.obj, "message"));
+                                        if (ended) {
+                                                restore_tty();
+                                                fprintf(stderr, "\r\nvectora-sandbox: shell: %s\n", ended);
+                                        }
                                         done = true;
                                 }
                                 jsonl_msg_done(&e);
