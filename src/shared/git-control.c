@@ -293,12 +293,14 @@ static int open_dir_nofollow(const char *path) {
 }
 
 /* The repository's owner keeps owning what is made in it (the daemon may
- * be root). */
+ * be root). A caller that may not give it away (not root, in a shared
+ * group's repository) leaves it its own: the placeholder still seals. */
 static void chown_like_parent(int pfd, const char *name) {
         struct stat pst, st;
         if (fstat(pfd, &pst) == 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            (st.st_uid != pst.st_uid || st.st_gid != pst.st_gid))
-                (void)fchownat(pfd, name, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
+            (st.st_uid != pst.st_uid || st.st_gid != pst.st_gid) &&
+            fchownat(pfd, name, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
 }
 
 /* dir, made (mode 0755) with up to levels missing ancestors (objects/info

@@ -776,7 +776,7 @@ static void test_file_privileges(void **state) {
                 assert_child_ok(child_file_privileges, &p);
                 free(p.bpf);
         }
-        system("rm -rf /tmp/vs-seccomp-files-*");
+        assert_int_equal(system("rm -rf /tmp/vs-seccomp-files-*"), 0);
 }
 
 /* ---- personality ------------------------------------------------------------ */
