@@ -22,7 +22,7 @@ const char *cli_color(FILE *f, const char *sgr) {
 #define YELLOW "\033[33m"
 #define RESET "\033[0m"
 
-static void vfail(const char *fmt, va_list ap) {
+_printf_(1, 0) static void vfail(const char *fmt, va_list ap) {
         const char *on = cli_color(stderr, RED);
         fprintf(stderr, "%svectora-sandbox:%s ", on, *on ? RESET : "");
         vfprintf(stderr, fmt, ap);
