@@ -53,6 +53,8 @@ typedef struct Proxy Proxy;
 #define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
 #define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
 
+#define INSTANCE_ID_LEN 16             /* hex digits of sha256(socket path) naming an instance's groups and dirs */
+
 typedef struct DaemonOptions {
         char *socket_path;
         char *log_path;   /* NULL: stderr */
@@ -60,7 +62,7 @@ typedef struct DaemonOptions {
         unsigned max_clients;
         unsigned max_workers;
         char *worker_path;
-        char *runtime_dir;
+        char *runtime_dir; /* the user's runtime directory; instances live below it */
         bool foreground;
 } DaemonOptions;
 
@@ -87,6 +89,11 @@ struct Server {
         /* cgroup support, decided once at start (cgroup.c) */
         int cgroup_version;     /* 0 none, 1 or 2 */
         char *cgroup_why_not;   /* when 0: why */
+        char *cgroup_parents[2]; /* this instance's groups: v2 [0]; v1 [0] pids, [1] memory */
+        /* this daemon instance (instance.c) */
+        char instance_id[INSTANCE_ID_LEN + 1];
+        char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
+        int instance_lock_fd;
 };
 
 uint64_t now_ms(void);
@@ -110,6 +117,11 @@ struct Client {
 };
 
 int server_start(Server *srv, VsError **err);
+/* Closes the listening socket and removes the socket file. */
+void server_stop_listening(Server *srv);
+/* Every client stops sending and is closed once its replies are out. */
+void server_drain_clients(Server *srv);
+/* Stops listening and closes every client now. */
 void server_stop(Server *srv);
 /* Queues one framed message (takes the buffer's content). Dropped when the
  * client is gone. */
@@ -363,8 +375,26 @@ int watch_start(Workspace *ws);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
 
+/* ---- instance.c ---- */
+/* The id of the daemon serving socket_path. */
+int instance_id(const char *socket_path, char ret[INSTANCE_ID_LEN + 1]);
+/* Takes this instance's lock (refusing when another daemon holds it) and
+ * sets instance_id, instance_dir and instance_lock_fd. */
+int instance_acquire(Server *srv, VsError **err);
+/* Whether the instance id under runtime_root has a live daemon. */
+bool instance_alive(const char *runtime_root, const char *id);
+/* Removes the instance directory and lets the lock go (clean exit). */
+void instance_release(Server *srv);
+
 /* ---- cgroup.c ---- */
+/* Finds a writable hierarchy, creates this instance's groups, removes what
+ * an earlier run of this instance (or a dead other instance) left. */
 void cgroup_probe(Server *srv);
+/* Kills every process in the workspace's groups (the whole jail, also what
+ * escaped the worker's sight), waiting until they are empty. */
+void cgroup_kill(Workspace *ws);
+/* Removes this instance's groups (clean exit, after every cgroup_kill). */
+void cgroup_finish(Server *srv);
 /* Prepares ws's limits (creating cgroups). Notes what is degraded. */
 void cgroup_prepare(Workspace *ws);
 /* Moves the backend process tree of pid into ws's cgroups (or applies

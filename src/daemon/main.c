@@ -46,18 +46,41 @@ void log_reopen(void) {
                 safe_close(old);
 }
 
+static uv_timer_t shutdown_timer;
+static uint64_t shutdown_deadline_ms;
+
+/* Replies to the failed calls go out before the clients are closed; a
+ * client that does not read them is closed anyway after a while. */
+static void on_shutdown_tick(uv_timer_t *t) {
+        Server *srv = t->data;
+        if (srv->n_clients > 0 && now_ms() < shutdown_deadline_ms)
+                return;
+        uv_timer_stop(t);
+        uv_close((uv_handle_t *)t, NULL);
+        server_stop(srv);
+        uv_stop(srv->loop);
+}
+
+/* The order matters: calls in flight are answered "shutting_down" while
+ * their clients are still there to read it; the jails end (every process
+ * in each jail's cgroup) before their cgroups are removed, else the
+ * removal fails and leaves them behind; clients go last. */
 static void shutdown_now(Server *srv, const char *why) {
         if (srv->shutting_down)
                 return;
         srv->shutting_down = true;
         log_info("%s: ending every worker and exiting", why);
-        server_stop(srv);
+        server_stop_listening(srv);
         workspaces_free_all(srv);
-        links_kill_all(srv);
+        cgroup_finish(srv);
         uv_signal_stop(&sig_term);
         uv_signal_stop(&sig_int);
         uv_signal_stop(&sig_hup);
-        uv_stop(srv->loop);
+        server_drain_clients(srv);
+        shutdown_deadline_ms = now_ms() + 3000;
+        uv_timer_init(srv->loop, &shutdown_timer);
+        shutdown_timer.data = srv;
+        uv_timer_start(&shutdown_timer, on_shutdown_tick, 0, 20);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -216,6 +239,11 @@ int main(int argc, char **argv) {
                 return 1;
         }
         vs_reserve_own_dirs(o->socket_path);
+        srv->instance_lock_fd = -EBADF;
+        if (instance_acquire(srv, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
         int notify = -EBADF;
         if (!o->foreground && detach(&notify) < 0) {
                 fprintf(stderr, "vectora-sandboxd: cannot detach: %m\n");
@@ -260,10 +288,13 @@ int main(int argc, char **argv) {
                 notify = safe_close(notify);
         }
         uv_run(srv->loop, UV_RUN_DEFAULT);
-        if (!srv->shutting_down)
+        if (!srv->shutting_down) {
                 shutdown_now(srv, "loop ended");
+                uv_run(srv->loop, UV_RUN_DEFAULT);
+        }
         /* Let close callbacks run; handles of dead links go away here. */
         uv_run(srv->loop, UV_RUN_NOWAIT);
+        instance_release(srv);
         audit_close();
         log_info("exited cleanly");
         return 0;

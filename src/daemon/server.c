@@ -346,13 +346,28 @@ int server_start(Server *srv, VsError **err) {
         return 0;
 }
 
-void server_stop(Server *srv) {
+void server_stop_listening(Server *srv) {
         if (srv->listening) {
                 srv->listening = false;
                 uv_close((uv_handle_t *)&srv->listener, NULL);
                 if (srv->opt.socket_path)
                         unlink(srv->opt.socket_path);
         }
+}
+
+void server_drain_clients(Server *srv) {
+        for (Client *c = srv->clients, *next; c; c = next) {
+                next = c->next;
+                if (c->reading)
+                        uv_read_stop((uv_stream_t *)&c->pipe);
+                c->reading = false;
+                c->closing = true;
+                client_maybe_close(c);
+        }
+}
+
+void server_stop(Server *srv) {
+        server_stop_listening(srv);
         while (srv->clients)
                 client_close(srv->clients);
 }

@@ -489,13 +489,20 @@ static void on_timer_closed(uv_handle_t *h) {
 
 void workspaces_free_all(Server *srv) {
         srv->spawn_wait_head = srv->spawn_wait_tail = NULL;
-        while (srv->workspaces) {
-                Workspace *ws = srv->workspaces;
-                srv->workspaces = ws->next;
+        /* Calls first, so their clients hear "shutting_down"; then every
+         * process of every jail; only then can the cgroups go. */
+        for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
                 workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
+        }
+        for (Workspace *ws = srv->workspaces; ws; ws = ws->next)
+                cgroup_kill(ws);
+        links_kill_all(srv);
+        while (srv->workspaces) {
+                Workspace *ws = srv->workspaces;
+                srv->workspaces = ws->next;
                 cgroup_release(ws);
                 policy_free(ws->policy);
                 vs_error_free(ws->config_error);
