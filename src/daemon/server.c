@@ -155,7 +155,9 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                 bool big = r == -EMSGSIZE || r == -ENOBUFS;
                 json_t *e = json_pack("{s:o,s:b,s:o}", "id", id ? id : json_null(), "ok", 0, "error",
                                       big ? error_json("too_large",
-                                                       "the reply is over the 1 MiB line limit; ask for less (offset/limit) or for raw bytes (\"binary\": true)")
+                                                       json_string_length(id) > 64 * 1024
+                                                               ? "the reply is over the 1 MiB line limit because of its long \"id\"; use a shorter one"
+                                                               : "the reply is over the 1 MiB line limit; ask for raw bytes (\"binary\": true)")
                                           : error_json("internal", "the reply could not be encoded"));
                 id = NULL;
                 if (e && jsonl_encode(e, NULL, 0, &out) < 0)

@@ -52,13 +52,13 @@ static int b64_decode(const char *s, char **ret, size_t *ret_len) {
         return 0;
 }
 
-/* Text as a JSON string when it is valid UTF-8, else base64 under KEY_base64. */
-/* A result string: valid UTF-8 goes out as text, escaped straight into the
- * reply line by request_finish (p must live until then: it points into the
- * worker's reply, which outlives the done callback's request_finish);
- * anything else as KEY_base64. */
-static void set_bytes(Request *r, json_t *o, const char *key, const char *p, size_t n) {
-        if (jsonl_utf8_valid(p ? p : "", n) && r->n_texts < ELEMENTSOF(r->texts)) {
+/* A result string: valid UTF-8 that fits budget escaped goes out as text,
+ * escaped straight into the reply line by request_finish (p must live until
+ * then: it points into the worker's reply, which outlives the done
+ * callback's request_finish, or into r->owned); anything else as
+ * KEY_base64. */
+static void set_bytes(Request *r, json_t *o, const char *key, const char *p, size_t n, size_t budget) {
+        if (reply_bytes_as_text(p, n, budget) && r->n_texts < ELEMENTSOF(r->texts)) {
                 r->texts[r->n_texts++] = (JsonlText){ key, p ? p : "", n };
                 return;
         }
@@ -95,6 +95,8 @@ static void request_free(Request *r) {
         free(r->dir);
         free(r->dir_path);
         jsonl_msg_done(&r->msg);
+        free(r->owned[0]);
+        free(r->owned[1]);
         free(r);
 }
 
@@ -277,15 +279,32 @@ static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
         json_object_set_new(o, "cancelled", json_boolean(e.cancelled));
         json_object_set_new(o, "stdout_total", json_integer((json_int_t)e.stdout_total));
         json_object_set_new(o, "stderr_total", json_integer((json_int_t)e.stderr_total));
-        json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
         json_object_set_new(o, "duration_us", json_integer((json_int_t)e.duration_us));
         if (a->binary) {
+                json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
                 json_object_set_new(o, "stdout_len", json_integer((json_int_t)e.stdout_len));
                 json_object_set_new(o, "stderr_len", json_integer((json_int_t)e.stderr_len));
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
         }
-        set_bytes(r, o, "stdout", m->raw, e.stdout_len);
-        set_bytes(r, o, "stderr", m->raw ? m->raw + e.stdout_len : NULL, e.stderr_len);
+        /* As text both streams share one line: cut what would not fit, so
+         * the reply goes out with exit_code and timed_out intact. */
+        const char *sp[2] = { m->raw, m->raw ? m->raw + e.stdout_len : NULL };
+        size_t sn[2] = { e.stdout_len, e.stderr_len }, sb[2];
+        uint64_t st[2] = { e.stdout_total, e.stderr_total };
+        size_t budget = reply_budget(r->id);
+        reply_split_budget(budget, reply_bytes_cost(sp[0], sn[0], budget), reply_bytes_cost(sp[1], sn[1], budget), &sb[0],
+                           &sb[1]);
+        bool truncated = false;
+        for (int i = 0; i < 2; i++) {
+                if (reply_fit_output(sp[i], sn[i], st[i], sb[i], &sp[i], &sn[i], &r->owned[i]) < 0) {
+                        json_decref(o);
+                        return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+                }
+                truncated = truncated || st[i] > sn[i] || r->owned[i];
+        }
+        json_object_set_new(o, "truncated", json_boolean(truncated));
+        set_bytes(r, o, "stdout", sp[0], sn[0], sb[0]);
+        set_bytes(r, o, "stderr", sp[1], sn[1], sb[1]);
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 
@@ -389,7 +408,7 @@ static void read_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, con
                 return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
         if (a->binary)
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
-        set_bytes(r, o, "content", m->raw, m->raw_len);
+        set_bytes(r, o, "content", m->raw, m->raw_len, reply_budget(r->id));
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 

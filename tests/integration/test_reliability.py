@@ -8,8 +8,10 @@ TAP output with a closing '# N passed, N failed, N skipped' comment. A check
 that needs root (cgroups) says SKIP as another user; VECTORA_TEST_STRICT=1
 turns skips into failures. Builds on test_daemon.py's helpers."""
 
+import base64
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -172,6 +174,63 @@ def t_dead_instance_swept(d, tmp):
         n2.stop()
 
 
+# ---------------------------------------------------------------- replies
+
+
+MARKER = re.compile(r"\n\[\.\.\. (\d+) bytes omitted \.\.\.\]\n")
+
+
+def check_cut(r, key, total):
+    """A stream cut to head + marker + tail: the marker counts exactly what
+    is missing."""
+    text = r[key]
+    m = MARKER.search(text)
+    check(m, (key, len(text), text[:80]))
+    kept = len(text.encode()) - len(m.group(0))
+    check(int(m.group(1)) + kept == total, (key, m.group(1), kept, total))
+
+
+def t_flood_reply_delivered(d, tmp):
+    """Output over what one reply line can carry comes back cut with the
+    marker, exit_code and timed_out intact (before: too_large, no output)."""
+    sb = make_ws(tmp, "flood-sb", SANDBOX)
+    un = make_ws(tmp, "flood-un", None)
+    c = d.conn()
+    for ws in (sb, un):
+        r = term(c, ws, "yes | head -c 1100000; exit 7")
+        check(r["ok"] and r["exit_code"] == 7 and r["truncated"] and r["stdout_total"] == 1100000,
+              {k: v for k, v in r.items() if k not in ("stdout", "stderr")})
+        check(r["stdout"].startswith("y\ny\n") and r["stdout"].endswith("y\n"), "head and tail")
+        check_cut(r, "stdout", 1100000)
+        r = term(c, ws, "yes | head -c 600000; yes | head -c 600000 >&2")
+        check(r["ok"] and r["exit_code"] == 0 and r["truncated"], {k: v for k, v in r.items() if k not in ("stdout", "stderr")})
+        check_cut(r, "stdout", 600000)
+        check_cut(r, "stderr", 600000)
+        # NUL bytes are valid UTF-8 but take six bytes each escaped: whole
+        # as base64 where that fits, else cut too.
+        r = term(c, ws, "head -c 400000 /dev/zero")
+        check(r["ok"] and not r["truncated"] and base64.b64decode(r["stdout_base64"]) == b"\0" * 400000, "NULs")
+        r = term(c, ws, "head -c 900000 /dev/zero; exit 3")
+        check(r["ok"] and r["truncated"] and r["exit_code"] == 3, "NULs cut")
+        check(r["stdout"].startswith("\0\0") and r["stdout"].endswith("\0\0"), "NULs as text")
+        check_cut(r, "stdout", 900000)
+        r = term(c, ws, "yes", timeout=3)
+        check(r["ok"] and r["timed_out"] is True and r["truncated"] and r["stdout_total"] > 1000000,
+              {k: v for k, v in r.items() if k not in ("stdout", "stderr")})
+        check(MARKER.search(r["stdout"]), "marker")
+        # Small output is untouched.
+        r = term(c, ws, "echo small")
+        check(r["stdout"] == "small\n" and r["truncated"] is False, r)
+    # A 256 KiB file of control bytes is valid UTF-8 that would escape to
+    # 1.5 MiB: it comes as base64 instead of failing.
+    with open(os.path.join(sb, "ctl.bin"), "wb") as f:
+        f.write(b"\x01" * (256 * 1024))
+    r = c.call({"tool": "file_read", "workspace": sb, "path": "ctl.bin"})
+    check(r["ok"] and base64.b64decode(r["content_base64"]) == b"\x01" * (256 * 1024),
+          {k: v for k, v in r.items() if k != "content_base64"})
+    c.close()
+
+
 # ---------------------------------------------------------------- shutdown
 
 
@@ -222,7 +281,8 @@ def t_shutdown_order(d, tmp):
         s.stop()
 
 
-TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_shutdown_order]
+TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
+         t_shutdown_order]
 
 
 def report(name, ok, skip=None, detail=""):
