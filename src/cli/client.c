@@ -265,20 +265,49 @@ static void print_strings(const char *label, json_t *a) {
         printf("\n");
 }
 
-int client_status(const char *socket, bool json) {
-        json_t *req = request("status", NULL);
-        if (!req)
-                return EXIT_REFUSED;
+/* status comes in pages (a daemon may serve thousands of workspaces):
+ * fetch them all and show them as one list. */
+static int status_all_pages(const char *socket, JsonlMsg *ret) {
         JsonlMsg m = JSONL_MSG_INIT;
-        int r = call(socket, req, NULL, 0, &m);
-        json_decref(req);
+        json_int_t next = 0;
+        for (unsigned page = 0; page < 100000; page++) {
+                json_t *req = request("status", NULL);
+                if (!req)
+                        return EXIT_REFUSED;
+                json_object_set_new(req, "offset", json_integer(next));
+                json_object_set_new(req, "limit", json_integer(1000));
+                JsonlMsg p = JSONL_MSG_INIT;
+                int r = call(socket, req, NULL, 0, &p);
+                json_decref(req);
+                if (!r && !json_is_true(json_object_get(p.obj, "ok")))
+                        r = reply_error(p.obj, "status");
+                if (r) {
+                        jsonl_msg_done(&p);
+                        jsonl_msg_done(&m);
+                        return r;
+                }
+                json_t *nx = json_object_get(p.obj, "next_offset");
+                next = json_is_integer(nx) ? json_integer_value(nx) : -1;
+                if (!m.obj)
+                        m = p;
+                else {
+                        json_array_extend(json_object_get(m.obj, "workspaces"), json_object_get(p.obj, "workspaces"));
+                        jsonl_msg_done(&p);
+                }
+                if (next < 0)
+                        break;
+        }
+        json_object_del(m.obj, "next_offset");
+        json_object_del(m.obj, "offset");
+        *ret = m;
+        return 0;
+}
+
+int client_status(const char *socket, bool json) {
+        JsonlMsg m = JSONL_MSG_INIT;
+        int r = status_all_pages(socket, &m);
         if (r)
                 return r;
-        if (!json_is_true(json_object_get(m.obj, "ok"))) {
-                r = reply_error(m.obj, "status");
-                jsonl_msg_done(&m);
-                return r;
-        }
         if (json) {
                 json_object_del(m.obj, "id");
                 json_dumpf(m.obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);

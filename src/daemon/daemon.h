@@ -41,9 +41,22 @@ typedef struct PtySession PtySession;
 typedef struct Proxy Proxy;
 
 /* ---- limits ---- */
-#define CLIENT_OUT_HIGH (8u << 20)    /* stop reading a client whose replies queue past this */
-#define CLIENT_OUT_LOW (1u << 20)     /* resume below this */
+/* Backpressure (docs/protocol.md, "Limits"). A client's requests are taken
+ * (parsed, not only read) while all of these hold: */
 #define CLIENT_MAX_INFLIGHT 256       /* requests in flight per client */
+#define CLIENT_OUT_HIGH (8u << 20)    /* its unsent replies under this (then resume below LOW) */
+#define CLIENT_OUT_LOW (1u << 20)
+#define CLIENT_IN_MAX (96u << 20)     /* input it holds: buffered + payloads of its calls in flight */
+#define SERVER_IN_MAX (256u << 20)    /* all clients' input; over it only small holders go on */
+#define CLIENT_IN_FREE (2u << 20)     /* ... those holding under this, and one "leader" at a time */
+/* Replies past this much queued in memory go to a spool file (unlinked,
+ * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
+ * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client
+ * with a backlog spools its next replies at once. */
+#define CLIENT_OUT_MAX (32u << 20)
+#define SERVER_OUT_MAX (256u << 20)
+#define CLIENT_SPOOL_MAX (1024ull << 20)
+#define SPOOL_CHUNK (1u << 20)
 #define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
 #define LINK_HANDSHAKE_TIMEOUT_MS 15000
 #define MAX_CONCURRENT_SPAWNS 4       /* jails starting at once; more wait their turn (a burst of first calls
@@ -52,6 +65,9 @@ typedef struct Proxy Proxy;
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
 #define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
 #define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
+#define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
+#define WS_FREE_AFTER_MS 30000        /* an unused entry (no worker, call or queue) is freed after its
+                                       * idle_timeout, at least this */
 
 #define INSTANCE_ID_LEN 16             /* hex digits of sha256(socket path) naming an instance's groups and dirs */
 
@@ -83,6 +99,14 @@ struct Server {
         unsigned n_spawning; /* links between spawn and ready (at most MAX_CONCURRENT_SPAWNS) */
         Workspace *spawn_wait_head, *spawn_wait_tail; /* waiting for a spawn slot */
         Counters counters;
+        size_t in_bytes;         /* input held by all clients (server.c) */
+        size_t out_bytes;        /* replies queued in memory for all clients */
+        uint64_t spool_bytes;    /* replies spooled for all clients */
+        Client *in_leader;       /* over SERVER_IN_MAX: the one big holder still read */
+        uv_timer_t gc_timer;     /* workspace_gc */
+        bool gc_running;
+        uint64_t ws_freed;       /* entries freed since start */
+        bool resuming;
         uint64_t started_ms;
         uint64_t next_pty_id;
         bool shutting_down;
@@ -110,6 +134,14 @@ struct Client {
         unsigned refs;      /* 1 while connected + one per request in flight */
         unsigned inflight;
         size_t out_bytes;   /* queued to the socket, not yet written */
+        bool out_paused;    /* unsent replies went over CLIENT_OUT_HIGH, not yet under LOW */
+        size_t in_held;     /* request bytes (line + payload) of its calls in flight */
+        size_t in_counted;  /* its share of srv->in_bytes */
+        size_t msg_bytes;   /* bytes of the message being handed to tools_handle */
+        bool parsing;       /* in client_process (no re-entry) */
+        bool eof;           /* the client half-closed: take what is buffered, then close */
+        int spool_fd;       /* replies waiting on disk, in order after out_bytes; -EBADF: none */
+        uint64_t spool_r, spool_w;
         bool reading;
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
@@ -133,8 +165,11 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                             size_t raw_len);
 void client_ref(Client *c);
 void client_unref(Client *c);
-/* Re-evaluates backpressure (after inflight or out_bytes changed). */
+/* Re-evaluates backpressure (after inflight or out_bytes changed) and
+ * takes buffered requests that may now go. */
 void client_update_reading(Client *c);
+/* A request of c ended: its bytes no longer count against the budgets. */
+void client_release_input(Client *c, size_t bytes);
 /* A client that stopped sending is closed once answered and flushed. */
 void client_maybe_close(Client *c);
 
@@ -179,6 +214,10 @@ struct Workspace {
         /* watching for masked paths appearing (watch.c) */
         struct WorkspaceWatch *watch;
 
+        /* freeing unused entries (workspace.c, workspace_gc) */
+        unsigned refs;          /* requests pointing here (Request.ws) */
+        uint64_t last_used_ms;  /* last call or last worker activity */
+
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
@@ -214,6 +253,12 @@ json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l);
 void workspaces_free_all(Server *srv);
+/* Frees, every WS_GC_INTERVAL_MS, the entries with no worker, call or
+ * queue: at once when their directory is gone, else once unused for their
+ * idle_timeout (at least WS_FREE_AFTER_MS); their cgroups and watches go
+ * with them. */
+void workspace_gc_start(Server *srv);
+void workspace_gc_stop(Server *srv);
 
 /* ---- worker-link.c ---- */
 typedef enum LinkState {
@@ -311,6 +356,7 @@ struct Request {
         char sha[65];
         size_t count;
         int stage;       /* 0 read, 1 write */
+        size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 
 /* Sends the result of r (ok when error code is NULL), audits it and frees r.

@@ -71,6 +71,7 @@ static void shutdown_now(Server *srv, const char *why) {
         srv->shutting_down = true;
         log_info("%s: ending every worker and exiting", why);
         server_stop_listening(srv);
+        workspace_gc_stop(srv);
         workspaces_free_all(srv);
         cgroup_finish(srv);
         uv_signal_stop(&sig_term);
@@ -279,6 +280,7 @@ int main(int argc, char **argv) {
                         (void)!write(notify, vs_error_message(err), strlen(vs_error_message(err)));
                 return 1;
         }
+        workspace_gc_start(srv);
         log_info("listening on %s (uid %u, worker %s%s%s)", o->socket_path, (unsigned)geteuid(), o->worker_path,
                  srv->cgroup_version ? ", cgroups v" : "", srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
         if (!srv->cgroup_version)

@@ -4,6 +4,7 @@
  * spawning -> ready -> idle-ended), draining on policy changes, crash
  * restarts under a rate limit. */
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -197,6 +198,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 ws->next = srv->workspaces;
                 srv->workspaces = ws;
         }
+        ws->last_used_ms = now_ms();
         refresh(ws);
         *ret = ws;
         if (ret_dir)
@@ -487,6 +489,63 @@ static void on_timer_closed(uv_handle_t *h) {
         free(h->data);
 }
 
+/* ---- freeing unused entries ---- */
+
+static bool ws_unused(const Workspace *ws) {
+        return !ws->link && !ws->draining && !ws->queue && !ws->spawn_waiting && ws->refs == 0;
+}
+
+static void workspace_free(Workspace *ws) {
+        watch_stop(ws);
+        cgroup_kill(ws);
+        cgroup_release(ws);
+        policy_free(ws->policy);
+        vs_error_free(ws->config_error);
+        free(ws->last_error);
+        strv_free(ws->limit_notes);
+        free(ws->path);
+        uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);
+}
+
+static void on_gc(uv_timer_t *t) {
+        Server *srv = t->data;
+        uint64_t now = now_ms();
+        for (Workspace **p = &srv->workspaces; *p;) {
+                Workspace *ws = *p;
+                struct stat st;
+                /* An entry lives as long as its worker would (at least
+                 * WS_FREE_AFTER_MS), or not at all once its directory is gone. */
+                uint64_t keep = idle_timeout_ms(ws) > WS_FREE_AFTER_MS ? idle_timeout_ms(ws) : WS_FREE_AFTER_MS;
+                if (ws_unused(ws) && (now - ws->last_used_ms >= keep || stat(ws->path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                        log_debug("workspace %s: unused, entry freed", ws->path);
+                        *p = ws->next;
+                        srv->ws_freed++;
+                        workspace_free(ws);
+                        continue;
+                }
+                p = &ws->next;
+        }
+        /* Replies and payloads of a burst are large blocks the allocator
+         * keeps: give the unused ones back, so a long uptime does not
+         * carry the peak of its busiest minute. */
+        malloc_trim(0);
+}
+
+void workspace_gc_start(Server *srv) {
+        uv_timer_init(srv->loop, &srv->gc_timer);
+        srv->gc_timer.data = srv;
+        uv_timer_start(&srv->gc_timer, on_gc, WS_GC_INTERVAL_MS, WS_GC_INTERVAL_MS);
+        srv->gc_running = true;
+}
+
+void workspace_gc_stop(Server *srv) {
+        if (!srv->gc_running)
+                return;
+        srv->gc_running = false;
+        uv_timer_stop(&srv->gc_timer);
+        uv_close((uv_handle_t *)&srv->gc_timer, NULL);
+}
+
 void workspaces_free_all(Server *srv) {
         srv->spawn_wait_head = srv->spawn_wait_tail = NULL;
         /* Calls first, so their clients hear "shutting_down"; then every
@@ -503,12 +562,6 @@ void workspaces_free_all(Server *srv) {
         while (srv->workspaces) {
                 Workspace *ws = srv->workspaces;
                 srv->workspaces = ws->next;
-                cgroup_release(ws);
-                policy_free(ws->policy);
-                vs_error_free(ws->config_error);
-                free(ws->last_error);
-                strv_free(ws->limit_notes);
-                free(ws->path);
-                uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);
+                workspace_free(ws);
         }
 }

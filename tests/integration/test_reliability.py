@@ -9,21 +9,25 @@ that needs root (cgroups) says SKIP as another user; VECTORA_TEST_STRICT=1
 turns skips into failures. Builds on test_daemon.py's helpers."""
 
 import base64
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_daemon  # noqa: E402
-from test_daemon import (DAEMON, ROOT, SANDBOX, STRICT, Conn, alive, check, comm, make_ws,  # noqa: E402
-                         proc_tree, term)
+from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, STRICT, Conn, alive, check, comm,  # noqa: E402
+                         make_ws, proc_tree, term)
 
 CG_TOPS = ["/sys/fs/cgroup/vectora-sandboxd", "/sys/fs/cgroup/pids/vectora-sandboxd",
            "/sys/fs/cgroup/memory/vectora-sandboxd"]
@@ -86,6 +90,11 @@ def ws_groups(sock):
     for g in instance_groups(sock):
         out += [os.path.join(g, x) for x in os.listdir(g) if x.startswith("ws-")]
     return out
+
+
+def group_names(sock):
+    """The workspaces that have groups (v1: one in each hierarchy)."""
+    return sorted({os.path.basename(g) for g in ws_groups(sock)})
 
 
 def wait_exit(p, timeout):
@@ -231,6 +240,332 @@ def t_flood_reply_delivered(d, tmp):
     c.close()
 
 
+# ---------------------------------------------------------------- backpressure
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Probe:
+    """A well-behaved client timing small calls while others misbehave."""
+
+    def __init__(self, d, ws):
+        self.c, self.ws, self.lat, self.errors = d.conn(), ws, [], []
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run)
+        self.t.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            r = term(self.c, self.ws, "echo hi")
+            self.lat.append(time.monotonic() - t0)
+            if r.get("stdout") != "hi\n":
+                self.errors.append(r)
+            time.sleep(0.02)
+
+    def finish(self):
+        self.stop.set()
+        self.t.join(30)
+        self.c.close()
+        check(not self.errors and self.lat, ("the well-behaved client", self.errors[:2], len(self.lat)))
+        return max(self.lat)
+
+
+def t_inflight_cap(d, tmp):
+    """1 000 pipelined calls on one connection: at most 256 run at once,
+    every one is answered (before: all 1 000 ran at once)."""
+    ws = make_ws(tmp, "cap-ws", None)
+    other = make_ws(tmp, "cap-other", SANDBOX)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    probe = Probe(d, other)
+    N = 1000
+    c.s.sendall(b"".join(json.dumps({"id": i, "tool": "terminal", "workspace": ws, "command": "sleep 1"}).encode()
+                         + b"\n" for i in range(N)))
+    peak = 0
+    t0 = time.time()
+    got = {}
+    c.s.settimeout(0.2)
+    while len(got) < N and time.time() - t0 < 120:
+        w = d.ws_status(ws)["worker"]
+        peak = max(peak, w["in_flight"] if w else 0)
+        try:
+            while True:
+                r = c.recv()
+                got[r["id"]] = r
+        except (socket.timeout, BlockingIOError):
+            pass
+    c.s.settimeout(None)
+    worst = probe.finish()
+    check(len(got) == N and all(r["ok"] for r in got.values()), (len(got), [r for r in got.values() if not r["ok"]][:2]))
+    check(200 <= peak <= 256, ("peak in flight", peak))
+    check(worst < 2.0, ("the other client's worst latency", worst))
+    notes.append(f"1000 pipelined sleep 1: peak {peak} in flight, all answered in {time.time() - t0:.1f} s; "
+                 f"another client's worst call {worst * 1000:.0f} ms")
+    c.close()
+
+
+def t_unread_replies_bounded(d, tmp):
+    """A client that sends 300 calls with ~1 MiB replies and does not read:
+    the daemon's memory stays bounded (replies past 32 MiB spooled, no new
+    work taken past 8 MiB unsent), then everything arrives in full once it
+    reads (before: 266 MB in the daemon and as much in the worker)."""
+    s = Daemon(tmp, "unread")
+    ws = make_ws(tmp, "unread-ws", SANDBOX + "[sandbox.limits]\npids = 4096\n", {"big.txt": "y\n" * 500000})
+    other = make_ws(tmp, "unread-other", SANDBOX)
+    try:
+        c = s.conn()
+        check(term(c, ws, "true")["ok"], "warm")
+        base = rss_kib(s.p.pid)
+        probe = Probe(s, other)
+        N = 300
+        c.s.sendall(b"".join(json.dumps({"id": i, "tool": "terminal", "workspace": ws, "command": "cat big.txt"})
+                             .encode() + b"\n" for i in range(N)))
+        # The daemon takes the first 256 (the in-flight cap; nothing was
+        # unsent yet), then no more until the client reads.
+        peak, t0 = 0, time.time()
+        while time.time() - t0 < 120:
+            peak = max(peak, rss_kib(s.p.pid))
+            if s.ws_status(ws)["counters"]["ok"] >= 1 + 256:
+                break
+            time.sleep(0.1)
+        time.sleep(1)
+        peak = max(peak, rss_kib(s.p.pid))
+        st = s.status()["daemon"]
+        taken = s.ws_status(ws)["counters"]["requests"] - 1
+        worst = probe.finish()
+        check(peak - base < 100 * 1024, ("daemon RSS grew by MiB", (peak - base) // 1024))
+        check(st["replies_queued_bytes"] <= 40 << 20 and st["replies_spooled_bytes"] > 100 << 20, st)
+        check(256 <= taken < N, ("requests taken while the replies were unread", taken))
+        got = []
+        for _ in range(N):
+            r = c.recv()
+            got.append(r)
+        bad = [{k: v for k, v in r.items() if k != "stdout"} for r in got
+               if not (r["ok"] and r["truncated"] and r["stdout_total"] == 1000000)]
+        check(not bad, (len(bad), bad[:2]))
+        check(sorted(r["id"] for r in got) == list(range(N)), "ids")
+        st = s.status()["daemon"]
+        check(st["replies_spooled_bytes"] == 0 and st["input_held_bytes"] < 1 << 20, st)
+        check(worst < 2.0, ("the other client's worst latency", worst))
+        notes.append(f"unread replies: daemon RSS +{(peak - base) // 1024} MiB with ~{N} MiB of replies unread; "
+                     f"another client's worst call {worst * 1000:.0f} ms")
+        c.close()
+    finally:
+        s.stop()
+
+
+def t_big_uploads_bounded(d, tmp):
+    """20 connections each pushing a 60 MiB raw payload they never finish:
+    the daemon holds at most its input budget (before: 1.23 GB), and a
+    small client keeps its latency."""
+    s = Daemon(tmp, "uploads")
+    ws = make_ws(tmp, "up-ws", SANDBOX)
+    try:
+        base = rss_kib(s.p.pid)
+        probe = Probe(s, ws)
+        payload = memoryview(b"z" * (60 << 20))
+        conns = []
+        for i in range(20):
+            k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            k.connect(s.sock)
+            k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"u{i}",
+                                  "raw": (60 << 20) + 1}).encode() + b"\n")
+            k.setblocking(False)
+            conns.append([k, 0])
+        t0, peak = time.time(), 0
+        while time.time() - t0 < 10:
+            moved = 0
+            for e in conns:
+                try:
+                    n = e[0].send(payload[e[1]:e[1] + (1 << 20)])
+                    e[1] += n
+                    moved += n
+                except BlockingIOError:
+                    pass
+            peak = max(peak, rss_kib(s.p.pid))
+            if not moved:
+                time.sleep(0.05)
+        held = s.status()["daemon"]["input_held_bytes"]
+        sent = sum(e[1] for e in conns)
+        worst = probe.finish()
+        for e in conns:
+            e[0].close()
+        time.sleep(0.5)
+        after = s.status()["daemon"]["input_held_bytes"]
+        check(peak - base < 450 * 1024, ("daemon RSS grew by MiB", (peak - base) // 1024, "sent MiB", sent >> 20))
+        check(held <= (256 + 65 + 40) << 20, ("held", held >> 20))
+        check(after == 0, ("input still counted after the clients left", after))
+        check(worst < 2.0, ("the small client's worst latency", worst))
+        notes.append(f"20 unfinished 60 MiB uploads: {sent >> 20} MiB accepted, {held >> 20} MiB held, daemon RSS "
+                     f"+{(peak - base) // 1024} MiB; a small client's worst call {worst * 1000:.0f} ms")
+    finally:
+        s.stop()
+
+
+# ---------------------------------------------------------------- leftovers
+
+
+def temps(ws):
+    return [os.path.join(dp, f) for dp, _, fs in os.walk(ws) for f in fs if f.startswith(".vectora-tmp-")]
+
+
+def t_killed_write_temp_swept(d, tmp):
+    """A write killed mid-way leaves its temp file; the next worker removes
+    it at start (before: 44 files after 200 killed writes, never swept).
+    The temp file of a live write (its writer holds the flock) and a
+    lookalike name stay."""
+    ws = make_ws(tmp, "sweep-ws", SANDBOX, {"sub/keep.txt": "k\n"})
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    old = time.time() - 60
+    stale = os.path.join(ws, "sub", ".vectora-tmp-AbC123")      # as a crash leaves it
+    lookalike = os.path.join(ws, ".vectora-tmp-toolong1")
+    live = os.path.join(ws, "sub", ".vectora-tmp-LiVe01")        # a write in progress elsewhere
+    for path in (stale, lookalike, live):
+        with open(path, "w") as f:
+            f.write("partial")
+        chown_file(path)
+        os.utime(path, (old, old))
+    held = open(live, "rb")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    keep = {lookalike, live}
+    big = b"x" * (48 << 20)
+    killed = 0
+    for attempt in range(5):
+        c2 = d.conn()
+        c2.send({"id": 1, "tool": "file_write", "workspace": ws, "path": f"big{attempt}.bin"}, raw=big)
+        t0 = time.time()
+        while not [t for t in temps(ws) if t not in keep and t != stale] and time.time() - t0 < 10:
+            time.sleep(0.002)
+        w = d.ws_status(ws)["worker"]
+        kids = [p for p in proc_tree(w["pid"]) if comm(p) == "vectora-worker"] if w else []
+        if kids:
+            os.kill(kids[-1], signal.SIGKILL)
+        try:
+            killed += not c2.recv()["ok"]
+        except (EOFError, OSError):
+            pass
+        c2.close()
+    left = [t for t in temps(ws) if t not in keep]
+    check(killed >= 1 and left, ("no write was caught mid-way", killed, left))
+    time.sleep(2.5)  # older than a write's create-to-lock window
+    r = term(c, ws, "ls -a sub")  # a fresh worker: it sweeps as it starts
+    check(r["ok"], r)
+    rest = set(temps(ws))
+    check(rest == keep, ("after the sweep", sorted(rest)))
+    held.close()
+    r = c.call({"tool": "file_write", "workspace": ws, "path": "after.txt", "content": "ok"})
+    check(r["ok"], r)
+    notes.append(f"temp sweep: {len(left)} temp files of killed writes removed by the next worker")
+    c.close()
+
+
+def chown_file(path):
+    if ROOT:
+        os.lchown(path, OWNER.pw_uid, OWNER.pw_gid)
+
+
+def t_workspaces_freed(d, tmp):
+    """Workspace entries, their cgroups and watches are freed once unused:
+    at once when the directory is gone, else 30 s after the last call once
+    the worker ended (before: 601 entries listed after their directories
+    were deleted, 806 cgroup dirs after 400 cycles)."""
+    s = Daemon(tmp, "gc")
+    try:
+        toml = T_SANDBOX_IDLE1
+        wss = [make_ws(tmp, f"gc{i}", toml) for i in range(30)]
+        c = s.conn()
+        for ws in wss:
+            r = term(c, ws, "true")
+            check(r["ok"], r)
+        before = s.status()["summary"]["workspaces"]
+        groups_before = len(group_names(s.sock)) if ROOT else 0
+        check(before == 30, before)
+        gone, kept = wss[:20], wss[20:]
+        for ws in gone:
+            shutil.rmtree(ws)
+        t0 = time.time()
+        while time.time() - t0 < 20 and s.status()["summary"]["workspaces"] > 10:
+            time.sleep(0.5)
+        left = [w["path"] for w in s.status()["workspaces"]]
+        check(sorted(left) == sorted(os.path.realpath(w) for w in kept), ("entries of deleted dirs kept", len(left)))
+        if ROOT and groups_before:
+            check(groups_before == 30 and len(group_names(s.sock)) == 10, (groups_before, group_names(s.sock)))
+        # The rest: unused for 30 s (their workers idle-ended after 1 s).
+        while time.time() - t0 < 60 and s.status()["summary"]["workspaces"] > 0:
+            time.sleep(1)
+        check(s.status()["summary"]["workspaces"] == 0, "unused entries kept")
+        if ROOT and groups_before:
+            check(ws_groups(s.sock) == [], ws_groups(s.sock))
+        r = term(c, kept[0], "echo back")  # a freed entry comes back on the next call
+        check(r["ok"] and r["stdout"] == "back\n" and r["sandboxed"], r)
+        c.close()
+    finally:
+        s.stop()
+
+
+T_SANDBOX_IDLE1 = SANDBOX + "idle_timeout = 1\n"
+
+
+# ---------------------------------------------------------------- status
+
+
+def t_status_at_scale(d, tmp):
+    """status with 10 000 workspaces: a summary and pages that each fit a
+    line (before: too_large from 1 500 on, with a hint that did not apply)."""
+    base = os.path.join(tmp, "many")
+    os.makedirs(base)
+    N = 10000
+    paths = []
+    for i in range(N):
+        p = os.path.join(base, f"w{i:05d}")
+        os.makedirs(p)
+        with open(os.path.join(p, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nbogus = 1\n")  # refused at once: no worker needed
+        paths.append(p)
+    c = d.conn()
+    sent = 0
+    for chunk in range(0, N, 200):
+        for p in paths[chunk:chunk + 200]:
+            c.send({"id": sent, "tool": "terminal", "workspace": p, "command": "true"})
+            sent += 1
+        for _ in range(200):
+            r = c.recv()
+            check(r["error"]["code"] == "config_invalid", r)
+    t0 = time.time()
+    st = c.call({"tool": "status"})
+    check(st["ok"] and st["summary"]["workspaces"] >= N and st["summary"]["refused"] >= N, st.get("summary"))
+    seen, off, pages = [], 0, 0
+    while off is not None:
+        c.send({"id": "p", "tool": "status", "offset": off, "limit": 1000})
+        line = b""
+        while b"\n" not in c.buf:
+            c._fill()
+        line = c.buf.split(b"\n", 1)[0]
+        r = c.recv()
+        check(r["ok"] and len(line) <= 1 << 20, (len(line), r.get("error")))
+        seen += [w["path"] for w in r["workspaces"]]
+        off = r["next_offset"]
+        pages += 1
+    took = time.time() - t0
+    check(len(seen) == len(set(seen)) == st["summary"]["workspaces"] and seen == sorted(seen), (len(seen), len(set(seen))))
+    check(set(paths) <= set(seen), "missing workspaces")
+    r = c.call({"tool": "status", "workspace": paths[1234]})
+    check([w["path"] for w in r["workspaces"]] == [paths[1234]] and r["next_offset"] is None, r["workspaces"])
+    cli = subprocess.run([CLI, "status", "--json"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock))
+    check(cli.returncode == 0 and len(json.loads(cli.stdout)["workspaces"]) == len(seen), cli.stderr)
+    notes.append(f"status over {len(seen)} workspaces: {pages} pages in {took:.2f} s")
+    c.close()
+
+
 # ---------------------------------------------------------------- shutdown
 
 
@@ -282,7 +617,8 @@ def t_shutdown_order(d, tmp):
 
 
 TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
-         t_shutdown_order]
+         t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_killed_write_temp_swept,
+         t_workspaces_freed, t_status_at_scale, t_shutdown_order]
 
 
 def report(name, ok, skip=None, detail=""):
