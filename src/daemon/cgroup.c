@@ -59,7 +59,7 @@ static int make_group(const char *parent, const char *name, char **ret);
  * processes may fork while we read the list, and a process that left the
  * worker's sight (an inner bwrap reparented away) is still counted here.
  * Gives up after about two seconds (a task stuck in the kernel). */
-static bool kill_group(const char *group) {
+static bool kill_group(const char *group, bool wait) {
         _cleanup_free_ char *procs = path_join(group, "cgroup.procs");
         _cleanup_free_ char *killf = path_join(group, "cgroup.kill");
         if (!procs || !killf)
@@ -85,6 +85,8 @@ static bool kill_group(const char *group) {
                 }
                 if (!any)
                         return true;
+                if (!wait)
+                        return false;
                 nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
         }
         return false;
@@ -103,7 +105,7 @@ static void sweep(const char *parent, bool kill) {
                         if (!p)
                                 continue;
                         if (kill)
-                                (void)kill_group(p);
+                                (void)kill_group(p, true);
                         (void)rmdir(p);
                 }
         closedir(d);
@@ -189,9 +191,15 @@ void cgroup_probe(Server *srv) {
         set_why(srv, "no writable cgroup hierarchy with the pids controller");
 }
 
+void cgroup_kill_leftovers(Workspace *ws) {
+        for (int i = 0; i < 2; i++)
+                if (ws->cgroup_paths[i])
+                        (void)kill_group(ws->cgroup_paths[i], false);
+}
+
 void cgroup_kill(Workspace *ws) {
         for (int i = 0; i < 2; i++)
-                if (ws->cgroup_paths[i] && !kill_group(ws->cgroup_paths[i]))
+                if (ws->cgroup_paths[i] && !kill_group(ws->cgroup_paths[i], true))
                         log_warning("workspace %s: processes remain in %s after SIGKILL", ws->path, ws->cgroup_paths[i]);
 }
 

@@ -458,6 +458,9 @@ void cgroup_probe(Server *srv);
 /* Kills every process in the workspace's groups (the whole jail, also what
  * escaped the worker's sight), waiting until they are empty. */
 void cgroup_kill(Workspace *ws);
+/* The same in one pass, without waiting: for when a workspace's last jail
+ * ended (a process that escaped the worker's tree must not outlive it). */
+void cgroup_kill_leftovers(Workspace *ws);
 /* Removes this instance's groups (clean exit, after every cgroup_kill). */
 void cgroup_finish(Server *srv);
 /* Prepares ws's limits (creating cgroups). Notes what is degraded. */

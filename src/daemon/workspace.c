@@ -358,6 +358,11 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         note_restart(ws);
                         workspace_set_error(ws, "%s", why);
                 }
+                /* The workspace's last jail ended: whatever is left in its
+                 * cgroup (an inner bwrap that outlived its parent) goes
+                 * before a new jail joins the group. */
+                if (!ws->draining)
+                        cgroup_kill_leftovers(ws);
                 if (ws->queue) {
                         /* A link that never became ready: its start failed. */
                         if (streq(code, "sandbox_unavailable")) {
@@ -374,6 +379,8 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         *p = l->next_draining;
                         break;
                 }
+        if (!ws->link && !ws->draining)
+                cgroup_kill_leftovers(ws);
 }
 
 void workspace_old_jail_gone(Workspace *ws) {
