@@ -551,12 +551,33 @@ int server_start(Server *srv, VsError **err) {
                 r = check_stale(srv->opt.socket_path, err);
                 if (r < 0)
                         return r;
+                /* Bound under a temporary name and renamed into place once
+                 * listening: a client that sees the socket file can connect
+                 * (no "connection refused" between bind and listen). The
+                 * instance lock makes the name ours alone. */
+                _cleanup_free_ char *tmp = NULL;
+                if (asprintf(&tmp, "%s.%d", srv->opt.socket_path, (int)getpid()) < 0)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                const char *bind_path = strlen(tmp) < sizeof(((struct sockaddr_un *)0)->sun_path) ? tmp
+                                                                                                 : srv->opt.socket_path;
+                (void)unlink(tmp);
                 /* Created 0600 from the start: no window where others may connect. */
                 mode_t old = umask(0177);
-                r = uv_pipe_bind(&srv->listener, srv->opt.socket_path);
+                r = uv_pipe_bind(&srv->listener, bind_path);
                 umask(old);
                 if (r < 0)
-                        return vs_error_set(err, r, "binding %s: %s", srv->opt.socket_path, uv_strerror(r));
+                        return vs_error_set(err, r, "binding %s: %s", bind_path, uv_strerror(r));
+                r = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
+                if (r < 0) {
+                        (void)unlink(bind_path);
+                        return vs_error_set(err, r, "listening on %s: %s", srv->opt.socket_path, uv_strerror(r));
+                }
+                if (bind_path != srv->opt.socket_path && rename(bind_path, srv->opt.socket_path) < 0) {
+                        r = -errno;
+                        (void)unlink(bind_path);
+                        return vs_error_set(err, r, "moving the socket into place at %s: %m", srv->opt.socket_path);
+                }
+                return 0;
         }
         r = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
         if (r < 0)
