@@ -29,6 +29,11 @@ import test_daemon  # noqa: E402
 from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, STRICT, Conn, alive, check, comm,  # noqa: E402
                          make_ws, proc_tree, term)
 
+# A sanitizer build (it also makes a static uninstrumented worker) keeps
+# freed memory in quarantine: RSS says nothing there, the daemon's own
+# counters of held bytes still do.
+SANITIZED = os.path.exists(os.path.join(test_daemon.BUILD, "src/worker/vectora-worker-static"))
+
 CG_TOPS = ["/sys/fs/cgroup/vectora-sandboxd", "/sys/fs/cgroup/pids/vectora-sandboxd",
            "/sys/fs/cgroup/memory/vectora-sandboxd"]
 
@@ -340,7 +345,7 @@ def t_unread_replies_bounded(d, tmp):
         st = s.status()["daemon"]
         taken = s.ws_status(ws)["counters"]["requests"] - 1
         worst = probe.finish()
-        check(peak - base < 100 * 1024, ("daemon RSS grew by MiB", (peak - base) // 1024))
+        check(SANITIZED or peak - base < 100 * 1024, ("daemon RSS grew by MiB", (peak - base) // 1024))
         check(st["replies_queued_bytes"] <= 40 << 20 and st["replies_spooled_bytes"] > 100 << 20, st)
         check(256 <= taken < N, ("requests taken while the replies were unread", taken))
         got = []
@@ -407,7 +412,8 @@ def t_big_uploads_bounded(d, tmp):
             e[0].close()
         time.sleep(0.5)
         after = s.status()["daemon"]["input_held_bytes"]
-        check(peak - base < 450 * 1024, ("daemon RSS grew by MiB", (peak - base) // 1024, "sent MiB", sent >> 20))
+        check(SANITIZED or peak - base < 450 * 1024,
+              ("daemon RSS grew by MiB", (peak - base) // 1024, "sent MiB", sent >> 20))
         check(held <= (256 + 65 + 40) << 20, ("held", held >> 20))
         check(after == 0, ("input still counted after the clients left", after))
         check(worst < 2.0, ("the small client's worst latency", worst))
