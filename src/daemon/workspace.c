@@ -504,6 +504,7 @@ static bool ws_unused(const Workspace *ws) {
 
 static void workspace_free(Workspace *ws) {
         watch_stop(ws);
+        proxy_stop(ws->proxy);
         cgroup_kill(ws);
         cgroup_release(ws);
         policy_free(ws->policy);
