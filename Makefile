@@ -10,8 +10,13 @@ MESON_OPTS ?=
 
 all: build
 
+# What install-deps installs: everything, or for `make demo` only what the
+# demo needs (the modal bridge's npm packages, docker and sshd are for tests).
+DEPS ?= all
+demo: DEPS = demo
+
 deps:
-	@./scripts/install-deps
+	@./scripts/install-deps $(DEPS)
 
 $(BUILD)/build.ninja:
 	@meson setup $(BUILD) $(MESON_OPTS) >/dev/null

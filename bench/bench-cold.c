@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Cold start: the first call (`terminal` /bin/true) in a sandboxed
  * workspace, for workspaces of 100, 10 000 and 100 000 files with the
- * DESIGN.md example masks (4 of the files match them).
+ * example masks of docs/config.md (4 of the files match them).
  *
  *  - cold.N: a brand-new workspace path the daemon has never seen (config
  *    parse, mask walk, bwrap, worker hello/init/ready, the call); for 100

@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
         bench_out_value(&out, "memory.machine_per_ws_kb", per_ws);
         bench_out_value(&out, "memory.start_1000_s", n_ws == 1000 ? start_s : NAN);
         bench_out_value(&out, "memory.processes_per_jail", samples_median(&procs));
-        bench_out_note(&out, "%u sandboxed workspaces (vectora.toml only, DESIGN.md masks), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before (1 s settle each), divided by %u; it includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too: treat it as an upper bound.",
+        bench_out_note(&out, "%u sandboxed workspaces (vectora.toml only, masks `.env`, `**/*.pem`, `**/.ssh/**`, `**/.aws/**`), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before (1 s settle each), divided by %u; it includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too: treat it as an upper bound.",
                        n_ws, samples_median(&procs), n_ws);
         bench_out_print(&out);
 

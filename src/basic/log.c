@@ -8,12 +8,17 @@
 static const char *log_ident = "vectora";
 static int log_fd = STDERR_FILENO;
 static LogLevel log_level = LOG_LVL_INFO;
+static LogStyle log_style = LOG_STYLE_PLAIN;
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
 
 void log_setup(const char *ident, int fd) {
         log_ident = ident;
         log_fd = fd;
+}
+
+void log_set_style(LogStyle s) {
+        log_style = s;
 }
 
 void log_set_level(LogLevel l) {
@@ -40,8 +45,21 @@ void log_msg(LogLevel l, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        /* syslog priorities: err, warning, info, debug. */
+        static const int prio[] = { 3, 4, 6, 7 };
+        char head[64] = "";
+        if (log_style == LOG_STYLE_JOURNAL)
+                snprintf(head, sizeof head, "<%d>", prio[l]);
+        else if (log_style == LOG_STYLE_TIME) {
+                struct timespec ts;
+                struct tm tm;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                gmtime_r(&ts.tv_sec, &tm);
+                size_t k = strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
+                snprintf(head + k, sizeof head - k, ".%03ldZ ", ts.tv_nsec / 1000000);
+        }
         char line[4400];
-        int n = snprintf(line, sizeof line, "%s: %s: %s\n", log_ident, level_names[l], msg);
+        int n = snprintf(line, sizeof line, "%s%s: %s: %s\n", head, log_ident, level_names[l], msg);
         if (n > (int)sizeof line - 1)
                 n = (int)sizeof line - 1;
         if (n > 0 && write(log_fd, line, (size_t)n) < 0) {

@@ -8,7 +8,13 @@
 
 typedef enum { LOG_LVL_ERROR, LOG_LVL_WARNING, LOG_LVL_INFO, LOG_LVL_DEBUG } LogLevel;
 
+/* How each line starts: bare ("IDENT: LEVEL: msg"), with the UTC time first
+ * (a log file, a terminal), or with a syslog priority "<N>" that journald
+ * reads (stderr connected to the journal, which adds the time itself). */
+typedef enum { LOG_STYLE_PLAIN, LOG_STYLE_TIME, LOG_STYLE_JOURNAL } LogStyle;
+
 void log_setup(const char *ident, int fd);
+void log_set_style(LogStyle s);
 void log_set_level(LogLevel l);
 LogLevel log_get_level(void);
 /* "error" "warning" "info" "debug" -> level; -EINVAL otherwise. */

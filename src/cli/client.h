@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The CLI's daemon client: each verb as one daemon API call over the unix
- * socket (docs/protocol.md, "Daemon API"). Each returns the CLI exit status
- * (the command's own for exec; 125 when the sandbox refused; errors printed
- * as "vectora-sandbox: ..."). */
+/* The CLI's side of a vectora-sandboxd connection: connect, one framed
+ * message out, the next reply in; and `shell`, which attaches a PTY. */
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-/* argv, or command (a shell command line) when argv is NULL. */
-int client_exec(const char *socket, const char *ws, char **argv, const char *command, const char *cwd, char **env,
-                uint64_t timeout_s);
-int client_read(const char *socket, const char *ws, const char *path, uint64_t offset, uint64_t limit);
-int client_write(const char *socket, const char *ws, const char *path, const char *data, size_t len);
-int client_edit(const char *socket, const char *ws, const char *path, const char *old_text, const char *new_text,
-                bool all);
-int client_shell(const char *socket, const char *ws);
-int client_status(const char *socket, bool json);
+#include <jansson.h>
+
+#include "jsonl.h"
+
+/* Connects to socket. On failure *ret_why says what went wrong and what to
+ * do (-ENOMEM: nothing). */
+int client_connect(const char *socket, int *ret_fd, char **ret_why);
+int client_send(int fd, json_t *obj, const void *raw, size_t raw_len);
+/* The next message that is not a PTY event. */
+int client_recv(int fd, JsonlReader *rd, JsonlMsg *ret);
+/* The interactive terminal (terminal_open): returns the exit status. */
+int client_shell(const char *socket, const char *workspace, bool require_sandbox);

@@ -69,7 +69,7 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         /* The file as it is now: a change after this point is seen next call. */
         _cleanup_free_ char *cp = config_path(e);
         e->config_present = cp && stat(cp, &e->config_st) == 0;
-        int r = tools_open(e->workspace, &e->policy, &e->session, &err);
+        int r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -17,6 +17,7 @@
  * changes. */
 typedef struct McpEmbedded {
         const char *workspace; /* borrowed */
+        bool require_sandbox;  /* an unsandboxed workspace is refused (sandbox_required) */
         VsPolicy *policy;
         VsSession *session;
         struct stat config_st; /* vectora.toml when the session started */

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,54 +68,43 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                        p->modal.volume ? " volume=" : "", p->modal.volume ? p->modal.volume : "");
 }
 
-int verb_check(int argc, char **argv) {
-        static const struct option opts[] = {
-                { "workspace", required_argument, NULL, 'w' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *ws = ".";
-        bool json = false;
-        int c;
-        while ((c = getopt_long(argc, argv, "w:h", opts, NULL)) >= 0)
-                switch (c) {
-                case 'w': ws = optarg; break;
-                case 'j': json = true; break;
-                case 'h':
-                        printf("usage: vectora-sandbox check [-w DIR] [--json]\n");
-                        return 0;
-                default: return EXIT_CONFIG;
-                }
-        if (optind < argc)
-                return cli_fail(EXIT_CONFIG, "check: unexpected argument '%s'", argv[optind]);
+/* --require-sandbox where the policy is unsandboxed: the refusal every
+ * tool call would meet. */
+int cli_refuse_unsandboxed(const CliArgs *a, const VsPolicy *p) {
+        return cli_fail_code(a, EXIT_REFUSED, "sandbox_required",
+                             "%s: workspace %s would run unsandboxed (%s) and a sandbox is required (--require-sandbox or VECTORA_REQUIRE_SANDBOX); add a [sandbox] table to its vectora.toml (vectora-sandbox init)",
+                             a->verb->name, p->workspace, p->unsandboxed_reason);
+}
 
+int verb_check(const CliArgs *a) {
+        const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         _cleanup_free_ char *dir = NULL;
         int r = tools_load_policy(ws, &p, &dir, &err);
+        if (r == -ENOMEM)
+                return cli_fail(EXIT_REFUSED, "out of memory");
         if (r < 0) {
-                if (json) {
-                        json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", vs_error_kind(err), "message",
-                                              vs_error_message(err));
-                        if (o) {
-                                json_dumpf(o, stdout, JSON_INDENT(2));
-                                printf("\n");
-                                json_decref(o);
-                        }
-                }
+                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "config_invalid";
+                /* Not a config at all (a -w that does not exist): nothing to check. */
+                if (!streq(kind, "config_invalid"))
+                        return cli_fail_code(a, EXIT_REFUSED, streq(kind, "workspace_invalid") ? "workspace_not_found" : kind,
+                                             "check: %s", vs_error_message(err));
                 /* The located reason, and what happens meanwhile (rule 2). */
-                return cli_fail(EXIT_CONFIG, "%s (every tool call in this workspace is refused until this is fixed)",
-                                vs_error_message(err));
+                return cli_fail_code(a, EXIT_CONFIG, kind,
+                                     "%s (every tool call in this workspace is refused until this is fixed)",
+                                     vs_error_message(err));
         }
-        if (json) {
+        if (a->require_sandbox && !p->sandboxed)
+                return cli_refuse_unsandboxed(a, p);
+        if (a->json) {
                 json_t *o = policy_to_json(p);
                 if (!o)
                         return cli_fail(EXIT_REFUSED, "out of memory");
+                json_object_set_new(o, "ok", json_true());
                 /* Which file governs the directory asked about. */
                 json_object_set_new(o, "directory", json_string(dir));
-                json_dumpf(o, stdout, JSON_INDENT(2));
-                printf("\n");
+                cli_print_json(o);
                 json_decref(o);
                 return 0;
         }

@@ -4,7 +4,6 @@
  * vectora-sandboxd when its socket answers, otherwise to a worker this
  * process keeps for the session (src/cli/mcp-embedded.c). Standard output
  * carries only protocol messages; diagnostics go to standard error. */
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,7 +16,6 @@
 #include "jsonl.h"
 #include "jsonrpc.h"
 #include "mcp-serve.h"
-#include "paths.h"
 #include "vs-build-config.h"
 
 /* MCP: a request other than ping before initialize. */
@@ -31,6 +29,7 @@ typedef struct McpServer {
         JsonlReader *rd;
         uint64_t next_id;
         const char *mode;    /* what served the last call, for the log */
+        bool require_sandbox; /* every request carries "require_sandbox": true */
         McpEmbedded emb;
 } McpServer;
 
@@ -100,6 +99,10 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                 size_t in_len = 0;
                 if (mcp_call_request(c, s->workspace, &req, &in, &in_len) < 0)
                         return NULL;
+                if (s->require_sandbox && json_object_set_new(req, "require_sandbox", json_true()) < 0) {
+                        json_decref(req);
+                        return NULL;
+                }
                 JsonlMsg m = JSONL_MSG_INIT;
                 int r = daemon_call(s, req, in, in_len, &m);
                 json_decref(req);
@@ -225,36 +228,20 @@ static int on_line(McpServer *s, const char *p, size_t n, StrBuf *out) {
         return json_array_size(all) ? jsonrpc_encode_line(out, all) : 0;
 }
 
-int verb_mcp(int argc, char **argv) {
-        static const struct option opts[] = {
-                { "workspace", required_argument, NULL, 'w' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *ws = ".";
-        int c;
-        while ((c = getopt_long(argc, argv, "w:h", opts, NULL)) >= 0)
-                switch (c) {
-                case 'w': ws = optarg; break;
-                case 'h':
-                        printf("usage: vectora-sandbox mcp [-w DIR]\n"
-                               "An MCP server on stdin/stdout with the tools terminal, file_read, file_write and file_edit,\n"
-                               "acting on workspace DIR in its sandbox: through vectora-sandboxd when its socket answers,\n"
-                               "otherwise with one worker kept for the session. See the README for a client's config.\n");
-                        return 0;
-                default: return EXIT_CONFIG;
-                }
-        if (optind != argc)
-                return cli_fail(EXIT_CONFIG, "mcp: unexpected argument '%s'; usage: vectora-sandbox mcp [-w DIR]", argv[optind]);
+int verb_mcp(const CliArgs *a) {
+        const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
+        if (a->json)
+                return cli_fail_code(a, EXIT_USAGE, "usage", "mcp: its standard output is JSON-RPC already; drop --json");
         char abs[PATH_MAX];
         if (!realpath(ws, abs))
                 return cli_fail(EXIT_REFUSED, "mcp: workspace %s: %s", ws, strerror(errno));
-        McpServer s = { .fd = -EBADF, .workspace = abs, .emb = { .workspace = abs } };
+        McpServer s = { .fd = -EBADF, .workspace = abs, .require_sandbox = a->require_sandbox,
+                        .emb = { .workspace = abs, .require_sandbox = a->require_sandbox } };
+        /* The daemon named, or the one at the default socket when it starts:
+         * cli_socket() checks that socket is the caller's own. */
         _cleanup_free_ char *sock = NULL;
-        if (cli_socket())
-                sock = strdup(cli_socket());
-        else
-                (void)vs_default_socket(&sock, NULL);
+        if (cli_socket(a) && !(sock = strdup(cli_socket(a))))
+                return cli_fail(EXIT_REFUSED, "mcp: out of memory");
         s.socket = sock;
         /* A client that goes away ends us through EOF or EPIPE, not a signal. */
         signal(SIGPIPE, SIG_IGN);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "backend-local.h"
@@ -7,39 +6,49 @@
 #include "config.h"
 #include "launch.h"
 #include "paths.h"
+#include "json-util.h"
 #include "strv.h"
 #include "tools.h"
 
-int verb_plan(int argc, char **argv) {
-        static const struct option opts[] = {
-                { "workspace", required_argument, NULL, 'w' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        const char *ws = ".";
-        int c;
-        while ((c = getopt_long(argc, argv, "w:h", opts, NULL)) >= 0)
-                switch (c) {
-                case 'w': ws = optarg; break;
-                case 'h':
-                        printf("usage: vectora-sandbox plan [-w DIR]\n");
-                        return 0;
-                default: return EXIT_CONFIG;
-                }
+static int plan_fail(const CliArgs *a, const VsError *err) {
+        const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "sandbox_unavailable";
+        return cli_fail_code(a, EXIT_REFUSED, streq(kind, "workspace_invalid") ? "workspace_not_found" : kind, "plan: %s",
+                             vs_error_message(err));
+}
+
+static int plan_json(const CliArgs *a, const VsPolicy *p, const VsLaunch *l) {
+        json_t *o = json_pack("{s:b,s:b,s:s,s:o,s:o,s:o}", "ok", 1, "sandboxed", l->sandboxed, "backend",
+                              l->sandboxed ? vs_backend_name(p->backend) : "none", "argv", json_strv(l->argv), "notes",
+                              json_strv(l->notes), "degraded", json_strv(l->degraded));
+        if (!o)
+                return cli_fail(EXIT_REFUSED, "out of memory");
+        if (!l->sandboxed)
+                json_object_set_new(o, "unsandboxed_reason", json_string(p->unsandboxed_reason));
+        cli_print_json(o);
+        json_decref(o);
+        return 0;
+}
+
+int verb_plan(const CliArgs *a) {
+        const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = tools_load_policy(ws, &p, NULL, &err);
         if (r < 0)
-                return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+                return plan_fail(a, err);
+        if (a->require_sandbox && !p->sandboxed)
+                return cli_refuse_unsandboxed(a, p);
         _cleanup_free_ char *worker = NULL, *rt = NULL;
         if (vs_worker_path(&worker, &err) < 0)
-                return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+                return plan_fail(a, err);
         if (p->sandboxed && vs_runtime_dir(&rt, &err) < 0)
-                return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+                return plan_fail(a, err);
         VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt };
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if (launch_prepare(p, &o, &l, &err) < 0)
-                return cli_fail(EXIT_REFUSED, "%s", vs_error_message(err));
+                return plan_fail(a, err);
+        if (a->json)
+                return plan_json(a, p, l);
         _cleanup_free_ char *q = argv_quote(l->argv);
         if (!q)
                 return cli_fail(EXIT_REFUSED, "out of memory");

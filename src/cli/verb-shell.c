@@ -1,22 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "client.h"
 
-int verb_shell(int argc, char **argv) {
-        const char *ws = ".";
-        for (int i = 1; i < argc; i++) {
-                if ((streq(argv[i], "-w") || streq(argv[i], "--workspace")) && i + 1 < argc)
-                        ws = argv[++i];
-                else if (streq(argv[i], "-h") || streq(argv[i], "--help")) {
-                        printf("usage: vectora-sandbox shell [-w DIR]\n");
-                        return 0;
-                } else
-                        return cli_fail(EXIT_REFUSED, "shell: unexpected argument '%s'", argv[i]);
-        }
-        if (!cli_socket())
+int verb_shell(const CliArgs *a) {
+        if (a->json)
+                return cli_fail_code(a, EXIT_USAGE, "usage", "shell: an interactive terminal has no JSON form");
+        const char *sock = cli_socket(a);
+        if (!sock)
                 return cli_fail(EXIT_REFUSED,
-                                "shell: interactive terminals are served by the daemon; start vectora-sandboxd and pass --socket (or set VECTORA_SANDBOX_SOCKET)");
-        return client_shell(cli_socket(), ws);
+                                "shell: interactive terminals are served by the daemon, and none listens at %s; start vectora-sandboxd (or pass --socket)",
+                                cli_default_socket());
+        _cleanup_free_ char *ws = cli_workspace_abs(a);
+        if (!ws)
+                return cli_fail(EXIT_REFUSED, "shell: workspace %s: %m", a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".");
+        return client_shell(sock, ws, a->require_sandbox);
 }

@@ -74,22 +74,32 @@ int vs_static_worker_path(const char *worker, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int vs_runtime_dir(char **ret, VsError **err) {
+/* $XDG_RUNTIME_DIR when it is a directory of ours (a `su` keeps the other
+ * user's), else NULL. */
+static const char *user_runtime_base(void) {
         const char *x = getenv("XDG_RUNTIME_DIR");
+        struct stat st;
+        if (x && x[0] == '/' && stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+                return x;
+        return NULL;
+}
+
+static bool have_run(void) {
+        struct stat st;
+        return stat("/run", &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int vs_runtime_dir(char **ret, VsError **err) {
+        const char *x = user_runtime_base();
         char *d = NULL;
         /* As root the jails run as other users, who must reach the empty
          * mask sources here: never under a 0700 /run/user/0. */
         if (geteuid() == 0) {
-                struct stat rst;
-                d = strdup(stat("/run", &rst) == 0 && S_ISDIR(rst.st_mode) ? "/run/vectora-sandbox"
-                                                                             : "/tmp/vectora-sandbox-0");
+                d = strdup(have_run() ? "/run/vectora-sandbox" : "/tmp/vectora-sandbox-0");
                 if (!d)
                         return -ENOMEM;
-        } else if (x && x[0] == '/') {
-                struct stat st;
-                if (stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-                        d = path_join(x, "vectora-sandbox");
-        }
+        } else if (x)
+                d = path_join(x, "vectora-sandbox");
         if (!d && asprintf(&d, "/tmp/vectora-sandbox-%u", (unsigned)geteuid()) < 0)
                 d = NULL;
         if (!d)
@@ -112,23 +122,23 @@ int vs_runtime_dir(char **ret, VsError **err) {
         return 0;
 }
 
-int vs_default_socket(char **ret, VsError **err) {
+int vs_default_socket(char **ret) {
         const char *e = getenv("VECTORA_SANDBOX_SOCKET");
-        if (e && *e) {
-                *ret = strdup(e);
-                return *ret ? 0 : -ENOMEM;
-        }
-        const char *x = getenv("XDG_RUNTIME_DIR");
-        if (x && x[0] == '/') {
-                *ret = path_join(x, "vectora-sandbox.sock");
-                return *ret ? 0 : -ENOMEM;
-        }
-        _cleanup_free_ char *d = NULL;
-        int r = vs_runtime_dir(&d, err);
-        if (r < 0)
-                return r;
-        *ret = path_join(d, "sock");
-        return *ret ? 0 : -ENOMEM;
+        char *s = NULL;
+        if (e && *e)
+                s = strdup(e);
+        else if (geteuid() == 0 && have_run())
+                /* What the systemd socket unit's %t/vectora-sandbox.sock is for the system manager. */
+                s = strdup("/run/vectora-sandbox.sock");
+        else if (geteuid() != 0 && user_runtime_base())
+                /* ... and for a user's manager. */
+                s = path_join(user_runtime_base(), "vectora-sandbox.sock");
+        else if (asprintf(&s, "/tmp/vectora-sandbox-%u/sock", (unsigned)geteuid()) < 0)
+                s = NULL;
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
 }
 
 static void reserve(const char *dir, bool below_too) {
@@ -142,7 +152,7 @@ void vs_reserve_own_dirs(const char *socket_path) {
         _cleanup_free_ char *rt = NULL, *sock = NULL;
         if (vs_runtime_dir(&rt, NULL) >= 0)
                 reserve(rt, true);
-        if ((!socket_path || !*socket_path) && vs_default_socket(&sock, NULL) >= 0)
+        if ((!socket_path || !*socket_path) && vs_default_socket(&sock) >= 0)
                 socket_path = sock;
         if (!socket_path || socket_path[0] != '/')
                 return;

@@ -22,9 +22,12 @@ int vs_static_worker_path(const char *worker, char **ret);
 /* A private runtime directory owned by the caller, 0755, never a symlink:
  * $XDG_RUNTIME_DIR/vectora-sandbox, else /tmp/vectora-sandbox-UID. */
 int vs_runtime_dir(char **ret, VsError **err);
-/* The daemon socket: $VECTORA_SANDBOX_SOCKET, else
- * $XDG_RUNTIME_DIR/vectora-sandbox.sock, else "sock" in the runtime dir. */
-int vs_default_socket(char **ret, VsError **err);
+/* The daemon's default socket, the one path the daemon listens on and the
+ * CLI looks for: $VECTORA_SANDBOX_SOCKET, else /run/vectora-sandbox.sock for
+ * root, $XDG_RUNTIME_DIR/vectora-sandbox.sock for another user (when that is a
+ * directory of theirs), else /tmp/vectora-sandbox-UID/sock (the runtime
+ * directory's). Computed only: nothing is created. */
+int vs_default_socket(char **ret);
 /* Registers this program's runtime directory and the daemon socket's
  * directory (socket_path, or the default one) with forbidden_reserve(), so
  * that no policy may list them: a jail that reaches the socket could ask

@@ -74,11 +74,16 @@ const char *tools_in_dir(const char *dir, const char *path, char **ret_buf) {
         return *ret_buf;
 }
 
-int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err) {
+int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
+               VsError **err) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         int r = tools_load_policy(workspace, &p, NULL, err);
         if (r < 0)
                 return r;
+        if (require_sandbox && !p->sandboxed)
+                return vs_error_set_kind(err, -EPERM, "sandbox_required",
+                                         "workspace %s would run unsandboxed (%s) and a sandbox is required; add a [sandbox] table to its vectora.toml (vectora-sandbox init)",
+                                         p->workspace, p->unsandboxed_reason);
         _cleanup_free_ char *worker = NULL, *rt = NULL;
         if ((r = vs_worker_path(&worker, err)) < 0)
                 return r;

@@ -24,8 +24,11 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, VsError *
 
 /* Loads the workspace's policy, prepares and starts its worker (embedded
  * mode: one worker for one action). A refused config comes back with kind
- * "config_invalid"; a backend that cannot start, "sandbox_unavailable". */
-int tools_open(const char *workspace, VsPolicy **ret_policy, VsSession **ret_session, VsError **err);
+ * "config_invalid"; a backend that cannot start, "sandbox_unavailable"; an
+ * unsandboxed workspace under require_sandbox, "sandbox_required" (nothing
+ * started). */
+int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
+               VsError **err);
 /* A path given relative to the directory the action was asked in (dir,
  * canonical) as the absolute path the worker resolves; absolute paths and
  * NULL with dir NULL are returned as they are. Caller frees *ret_buf. */

@@ -42,6 +42,9 @@ void log_reopen(void) {
         int old = log_fd;
         log_fd = fd;
         log_setup("vectora-sandboxd", fd);
+        /* Detached, stderr (the workers', bwrap's) follows the log. */
+        if (!server.opt.foreground)
+                dup2(fd, STDERR_FILENO);
         if (old != STDERR_FILENO)
                 safe_close(old);
 }
@@ -70,6 +73,7 @@ static void shutdown_now(Server *srv, const char *why) {
                 return;
         srv->shutting_down = true;
         log_info("%s: ending every worker and exiting", why);
+        startup_stopping(&srv->opt);
         server_stop_listening(srv);
         workspace_gc_stop(srv);
         workspaces_free_all(srv);
@@ -112,10 +116,15 @@ static void usage(FILE *f) {
                 "usage: vectora-sandboxd [OPTIONS]\n\n"
                 "Serves the terminal and file tools of many workspaces over a unix socket,\n"
                 "each sandboxed workspace through its own persistent jailed worker.\n\n"
-                "  --socket PATH        listen here (default $XDG_RUNTIME_DIR/vectora-sandbox.sock)\n"
-                "  --foreground         do not detach (what systemd and tests use)\n"
+                "  --socket PATH        listen here (default: /run/vectora-sandbox.sock for root,\n"
+                "                       $XDG_RUNTIME_DIR/vectora-sandbox.sock for a user, else\n"
+                "                       /tmp/vectora-sandbox-UID/sock; $VECTORA_SANDBOX_SOCKET overrides)\n"
+                "  --foreground         stay attached, log to stderr (what systemd and tests use);\n"
+                "                       otherwise return once listening, log to --log-file\n"
                 "  --log-level LEVEL    error, warning, info (default) or debug\n"
-                "  --log-file FILE      log here instead of stderr (reopened on SIGHUP)\n"
+                "  --log-file FILE      log here (reopened on SIGHUP); default: stderr in the\n"
+                "                       foreground, RUNTIME_DIR/vectora-sandboxd.log detached\n"
+                "  --pidfile FILE       write the daemon's pid here once it listens\n"
                 "  --audit-log FILE     one JSON line per call (reopened on SIGHUP)\n"
                 "  --max-clients N      connections at once (default 256)\n"
                 "  --max-workers N      live workers at once (default 64)\n"
@@ -134,7 +143,7 @@ static int parse_uint(const char *s, unsigned *ret) {
 }
 
 static int parse_args(int argc, char **argv, DaemonOptions *o) {
-        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_VERSION };
+        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_VERSION, O_PIDFILE };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, O_SOCKET },
                 { "foreground", no_argument, NULL, O_FG },
@@ -144,6 +153,7 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                 { "max-clients", required_argument, NULL, O_MAXC },
                 { "max-workers", required_argument, NULL, O_MAXW },
                 { "worker", required_argument, NULL, O_WORKER },
+                { "pidfile", required_argument, NULL, O_PIDFILE },
                 { "version", no_argument, NULL, O_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -171,6 +181,7 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                         }
                         break;
                 case O_WORKER: o->worker_path = strdup(optarg); break;
+                case O_PIDFILE: o->pidfile_path = strdup(optarg); break;
                 case O_VERSION: printf("vectora-sandboxd %s\n", VS_VERSION); return -1;
                 case 'h': usage(stdout); return -1;
                 default: usage(stderr); return 2;
@@ -179,39 +190,6 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                 fprintf(stderr, "vectora-sandboxd: unexpected argument '%s'\n", argv[optind]);
                 return 2;
         }
-        return 0;
-}
-
-/* Without --foreground: the parent exits once the child listens (or says
- * why it could not), so "vectora-sandboxd && use it" works. */
-static int detach(int *ret_notify) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid > 0) {
-                close(p[1]);
-                char buf[1024];
-                ssize_t n = read(p[0], buf, sizeof buf - 1);
-                if (n > 0 && buf[0] == 0)
-                        _exit(0);
-                if (n > 0) {
-                        buf[n] = 0;
-                        fprintf(stderr, "vectora-sandboxd: %s\n", buf);
-                }
-                _exit(1);
-        }
-        close(p[0]);
-        setsid();
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0) {
-                dup2(null, STDIN_FILENO);
-                dup2(null, STDOUT_FILENO);
-                safe_close(null);
-        }
-        *ret_notify = p[1];
         return 0;
 }
 
@@ -227,40 +205,42 @@ int main(int argc, char **argv) {
         signal(SIGPIPE, SIG_IGN);
 
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (!o->socket_path && vs_default_socket(&o->socket_path, &err) < 0) {
-                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+        if (!o->socket_path && vs_default_socket(&o->socket_path) < 0) {
+                fprintf(stderr, "vectora-sandboxd: out of memory\n");
                 return 1;
         }
-        if (!o->worker_path && vs_worker_path(&o->worker_path, &err) < 0) {
-                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
-                return 1;
-        }
-        if (vs_runtime_dir(&o->runtime_dir, &err) < 0) {
+        if ((!o->worker_path && vs_worker_path(&o->worker_path, &err) < 0) ||
+            vs_runtime_dir(&o->runtime_dir, &err) < 0 || startup_check_socket_dir(o->socket_path, &err) < 0 ||
+            startup_default_log(o, &err) < 0) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
         vs_reserve_own_dirs(o->socket_path);
+        /* Before anything of this instance is touched: another daemon on
+         * the same socket holds the lock and is left alone. */
         srv->instance_lock_fd = -EBADF;
         if (instance_acquire(srv, &err) < 0) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
-        int notify = -EBADF;
-        if (!o->foreground && detach(&notify) < 0) {
-                fprintf(stderr, "vectora-sandboxd: cannot detach: %m\n");
-                return 1;
-        }
+        startup_log_style(o);
+        /* The log opens before detaching, so a bad --log-file is reported
+         * to the terminal that asked for it. */
         if (o->log_path) {
                 if ((log_fd = open_log(o->log_path)) < 0) {
-                        fprintf(stderr, "vectora-sandboxd: opening %s: %m\n", o->log_path);
+                        fprintf(stderr, "vectora-sandboxd: opening the log %s: %m\n", o->log_path);
                         return 1;
                 }
                 log_setup("vectora-sandboxd", log_fd);
         }
+        int notify = -EBADF;
+        if (!o->foreground && (r = startup_detach(log_fd, &notify)) < 0) {
+                fprintf(stderr, "vectora-sandboxd: cannot detach: %s\n", strerror(-r));
+                return 1;
+        }
         if (o->audit_path && audit_open(o->audit_path, &err) < 0) {
                 log_error("%s", vs_error_message(err));
-                if (notify >= 0)
-                        (void)!write(notify, vs_error_message(err), strlen(vs_error_message(err)));
+                startup_failed(&notify, vs_error_message(err));
                 return 1;
         }
 
@@ -276,19 +256,22 @@ int main(int argc, char **argv) {
         }
         if (server_start(srv, &err) < 0) {
                 log_error("%s", vs_error_message(err));
-                if (notify >= 0)
-                        (void)!write(notify, vs_error_message(err), strlen(vs_error_message(err)));
+                startup_failed(&notify, vs_error_message(err));
+                return 1;
+        }
+        if (startup_ready(o, &notify, &err) < 0) {
+                log_error("%s", vs_error_message(err));
+                startup_failed(&notify, vs_error_message(err));
+                server_stop(srv); /* our own socket: removed */
+                instance_release(srv);
                 return 1;
         }
         workspace_gc_start(srv);
-        log_info("listening on %s (uid %u, worker %s%s%s)", o->socket_path, (unsigned)geteuid(), o->worker_path,
-                 srv->cgroup_version ? ", cgroups v" : "", srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
+        log_info("listening on %s (pid %d, uid %u, worker %s%s%s)", o->socket_path, (int)getpid(), (unsigned)geteuid(),
+                 o->worker_path, srv->cgroup_version ? ", cgroups v" : "",
+                 srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
         if (!srv->cgroup_version)
                 log_warning("per-workspace pids/memory limits: %s", srv->cgroup_why_not);
-        if (notify >= 0) {
-                (void)!write(notify, "", 1);
-                notify = safe_close(notify);
-        }
         uv_run(srv->loop, UV_RUN_DEFAULT);
         if (!srv->shutting_down) {
                 shutdown_now(srv, "loop ended");

@@ -175,6 +175,7 @@ static const JsonField open_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "cols", JSON_FIELD_UINT64, offsetof(OpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
         { "rows", JSON_FIELD_UINT64, offsetof(OpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
         { "argv", JSON_FIELD_STRV, offsetof(OpenArgs, argv), JSON_FIELD_NULLABLE, NULL },

@@ -356,9 +356,16 @@ void client_send(Client *c, StrBuf *msg) {
         if (spool) {
                 int r = spool_append(c, msg->data, msg->len);
                 strbuf_clear(msg);
-                if (r < 0)
+                if (r < 0) {
                         client_close(c);
-                else if (!c->parsing)
+                        return;
+                }
+                /* The spool is drained as writes complete; with none in
+                 * flight (one reply over CLIENT_OUT_MAX on its own, such as
+                 * a 64 MiB file_read) nothing would ever start it. */
+                if (c->out_bytes < CLIENT_OUT_LOW)
+                        spool_drain(c);
+                if (!c->closed && !c->parsing)
                         client_update_reading(c);
                 return;
         }

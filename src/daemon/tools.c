@@ -77,7 +77,7 @@ static const char *outcome_of(const char *code) {
         if (!code)
                 return "ok";
         if (streq(code, "config_invalid") || streq(code, "sandbox_unavailable") || streq(code, "pty_not_sandboxed") ||
-            streq(code, "forbidden"))
+            streq(code, "forbidden") || streq(code, "sandbox_required"))
                 return "refused";
         if (streq(code, "denied"))
                 return "denied";
@@ -216,6 +216,7 @@ static const JsonField terminal_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "command", JSON_FIELD_STRING, offsetof(TerminalArgs, command), 0, NULL },
         { "argv", JSON_FIELD_STRV, offsetof(TerminalArgs, argv), 0, NULL },
         { "cwd", JSON_FIELD_STRING, offsetof(TerminalArgs, cwd), JSON_FIELD_NULLABLE, NULL },
@@ -374,6 +375,7 @@ static const JsonField read_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(ReadArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "offset", JSON_FIELD_UINT64, offsetof(ReadArgs, offset), JSON_FIELD_NULLABLE, NULL },
         { "limit", JSON_FIELD_UINT64, offsetof(ReadArgs, limit), JSON_FIELD_NULLABLE, NULL },
@@ -434,6 +436,7 @@ static const JsonField write_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(WriteArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "content", JSON_FIELD_STRING, offsetof(WriteArgs, content), JSON_FIELD_NULLABLE, NULL },
         { "content_base64", JSON_FIELD_STRING, offsetof(WriteArgs, content_base64), JSON_FIELD_NULLABLE, NULL },
@@ -513,6 +516,7 @@ static const JsonField edit_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
         { "path", JSON_FIELD_STRING, offsetof(EditArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "old_string", JSON_FIELD_STRING, offsetof(EditArgs, old_string), JSON_FIELD_REQUIRED, NULL },
         { "new_string", JSON_FIELD_STRING, offsetof(EditArgs, new_string), JSON_FIELD_REQUIRED, NULL },
@@ -789,6 +793,15 @@ void tools_handle(Client *c, JsonlMsg *m) {
                                       vs_error_message(err));
         r->ws = ws;
         ws->refs++;
+        /* A platform that must never run unsandboxed says so per call: the
+         * workspace as resolved now (a wrong path, a missing or
+         * section-less vectora.toml) is refused rather than run on the host. */
+        json_t *req_sb = json_object_get(r->msg.obj, "require_sandbox");
+        if (req_sb && !json_is_boolean(req_sb))
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"require_sandbox\" must be a boolean");
+        if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
+                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_required",
+                                      "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");
 
         if (streq(tool, "terminal_open"))
                 return pty_open(r, r->msg.obj);

@@ -673,6 +673,18 @@ static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err)
         if (p->backend == VS_BACKEND_MODAL && !p->modal.image)
                 return config_error(err, -EINVAL, sandbox->line, sandbox->col,
                                     "sandbox: backend = \"modal\" needs sandbox.modal.image (a registry image name)");
+        /* A table for another backend than the chosen one: a backend switched
+         * without its settings, or settings believed in force. Refused,
+         * located, rather than silently ignored. */
+        static const VsBackend tabled[] = { VS_BACKEND_DOCKER, VS_BACKEND_SSH, VS_BACKEND_MODAL };
+        for (size_t i = 0; i < ELEMENTSOF(tabled); i++) {
+                const char *name = vs_backend_name(tabled[i]);
+                const TomlKeyValue *kv = toml_table_get(sandbox, name);
+                if (kv && p->backend != tabled[i])
+                        return config_error(err, -EINVAL, kv->line, kv->col,
+                                            "sandbox.%s: settings for the %s backend, but backend = \"%s\"; set backend = \"%s\" or remove [sandbox.%s]",
+                                            name, name, vs_backend_name(p->backend), name, name);
+        }
         if (p->modal.sync && streq(p->modal.sync, "volume") && !p->modal.volume)
                 return config_error(err, -EINVAL, sandbox->line, sandbox->col,
                                     "sandbox.modal: sync = \"volume\" needs volume = \"NAME\"");

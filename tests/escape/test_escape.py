@@ -229,7 +229,10 @@ class Ctx:
         return e
 
     def cli(self, args, extra_env=None, stdin=b"", timeout=120):
-        cmd = self.ident.prefix + [CLI] + args
+        # Embedded unless a daemon is named: the listener planted at the
+        # default socket below is bait for the jail, not a daemon for the CLI.
+        named = bool((extra_env or {}).get("VECTORA_SANDBOX_SOCKET"))
+        cmd = self.ident.prefix + [CLI] + ([] if named else ["--no-daemon"]) + args
         return subprocess.run(cmd, env=self.env(extra_env), input=stdin, capture_output=True, timeout=timeout)
 
     def probe(self, ws, *args, extra_env=None):

@@ -52,7 +52,8 @@ check("the daemon tool table was found", len(tools) >= 4, str(tools))
 for t in tools + ["terminal_open", "status"]:
     check("daemon tool %s has its section" % t, re.search(r"^#### `%s`" % t, protocol_md, re.M) is not None)
 
-codes = set(re.findall(r'error_json\("([a-z_]+)"', daemon_src)) | set(re.findall(r'"(worker_[a-z]+|pty_not_sandboxed|config_invalid|sandbox_unavailable)"', daemon_src))
+codes = set(re.findall(r'error_json\("([a-z_]+)"', daemon_src)) | set(re.findall(r'"(worker_[a-z]+|pty_not_sandboxed|config_invalid|sandbox_unavailable)"', daemon_src)) \
+    | set(re.findall(r'request_finish\(r, NULL, NULL, NULL, 0, "([a-z_]+)"', daemon_src))
 check("daemon error codes were found", len(codes) >= 5, str(codes))
 for c in sorted(codes):
     check("daemon error code %s is documented" % c, "`%s`" % c in protocol_md)
@@ -99,6 +100,99 @@ for v in revs:
 cli_src = "".join(read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c"))
 for c in sorted(set(re.findall(r'mcp_tool_error\("([a-z_]+)"', cli_src))):
     check("MCP tool error %s is documented" % c, "`%s`" % c in mcp_md)
+
+# ---- the CLI, the daemon's start and the docs agree (issue 17) ----
+readme = read("README.md")
+man1 = read("docs/man/vectora-sandbox.1")
+man8 = read("docs/man/vectora-sandboxd.8")
+cli_main = read("src/cli/main.c")
+cli_h = read("src/cli/cli.h")
+output_c = read("src/cli/output.c")
+paths_c = read("src/core/paths.c")
+unit_socket = read("dist/vectora-sandboxd.socket.in")
+
+
+def roff(s):
+    return s.replace("-", "\\-")
+
+
+def man_section(text, name):
+    parts = re.split(r"^\.SH ", text, flags=re.M)
+    for p in parts:
+        if p.startswith(name):
+            return p
+    return ""
+
+
+# Verbs and options: every one in the CLI's tables is in its man page.
+verbs = re.findall(r'^\s*\{ "([a-z]+)", verb_[a-z]+,', cli_main, re.M)
+check("the CLI's verb table was found", len(verbs) >= 10, str(verbs))
+man_verbs = man_section(man1, "VERBS")
+for v in verbs:
+    check("verb %s is in vectora-sandbox(1)" % v, re.search(r"^\.B %s$" % v, man_verbs, re.M) is not None)
+opts = re.findall(r'\[OPT_[A-Z_]+\] = \{ "([a-z-]+)",', cli_main)
+check("the CLI's option table was found", len(opts) >= 15, str(opts))
+for o in opts:
+    check("option --%s is in vectora-sandbox(1)" % o, "\\-\\-" + roff(o) in man_section(man1, "OPTIONS"))
+
+# Exit codes: each the CLI defines, and each API code it maps to 1, in the
+# man page's EXIT STATUS; the README states the same statuses.
+exits = set(re.findall(r"#define EXIT_[A-Z]+ (\d+)", cli_h))
+check("the CLI's exit statuses were found", exits >= {"1", "2", "125"}, str(exits))
+man_exit = man_section(man1, "EXIT STATUS")
+for e in sorted(exits):
+    check("exit status %s is in vectora-sandbox(1)" % e, re.search(r"^\.B %s$" % e, man_exit, re.M) is not None)
+tool_errors = re.findall(r'"([a-z_]+)"', output_c.split("tool_errors[] = {", 1)[1].split("};", 1)[0])
+check("the CLI's exit-1 codes were found", len(tool_errors) >= 8, str(tool_errors))
+for c in tool_errors:
+    check("exit-1 code %s is in vectora-sandbox(1)'s EXIT STATUS" % c, re.search(r"^\.BR? %s\b" % c, man_exit, re.M) is not None)
+cli_codes = set(re.findall(r'cli_fail_code\([^,]+, EXIT_[A-Z]+, "([a-z_]+)"', read_all := "".join(
+    read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c")))) | set(
+    re.findall(r'fail_result\(ret, "([a-z_]+)"', read_all))
+check("the CLI's own error codes were found", {"usage", "sandbox_required", "daemon_unreachable"} <= cli_codes,
+      str(cli_codes))
+for c in sorted(cli_codes):
+    check("CLI error code %s is in vectora-sandbox(1) or the daemon API's" % c, c in man1 or "`%s`" % c in protocol_md)
+for status in ("125", "**2**", "**1**"):
+    check("README states exit status %s" % status, status in readme)
+
+# One default socket: what src/core/paths.c computes, everywhere.
+check("paths.c's root default is /run/vectora-sandbox.sock", '"/run/vectora-sandbox.sock"' in paths_c)
+check("paths.c's user default is $XDG_RUNTIME_DIR/vectora-sandbox.sock", '"vectora-sandbox.sock"' in paths_c)
+check("paths.c's fallback is /tmp/vectora-sandbox-UID/sock", '"/tmp/vectora-sandbox-%u/sock"' in paths_c)
+for name, text in (("README.md", readme), ("vectora-sandbox(1)", man1), ("vectora-sandboxd(8)", man8),
+                   ("docs/protocol.md", protocol_md)):
+    t = text.replace("\\", "")
+    check("%s names the root default socket" % name, "/run/vectora-sandbox.sock" in t)
+    check("%s names the user default socket" % name, "$XDG_RUNTIME_DIR/vectora-sandbox.sock" in t)
+    check("%s names the fallback socket" % name, "/tmp/vectora-sandbox-UID/sock" in t)
+check("the systemd socket unit listens on the default socket", "ListenStream=%t/vectora-sandbox.sock" in unit_socket)
+check("the service runs in the foreground and notifies readiness",
+      "--foreground" in read("dist/vectora-sandboxd.service.in") and "Type=notify" in read("dist/vectora-sandboxd.service.in"))
+
+# Figures: the README's headline figures are quoted from docs/benchmarks.md.
+bench_md = read("docs/benchmarks.md")
+headline = readme.split("Headline figures", 1)[1].split("\n## ", 1)[0]
+figures = re.findall(r"(\d[\d.]*)\s?(ms|us|x|kB|MB|s)\b", headline)
+check("the README's headline figures were found", len(figures) >= 12, str(figures))
+for num, unit in figures:
+    check("README figure %s %s is in docs/benchmarks.md" % (num, unit),
+          ("%s %s" % (num, unit)) in bench_md or ("%s%s" % (num, unit)) in bench_md)
+
+# Self-contained: no document cites a file the repository does not hold.
+docs = {"README.md": readme}
+for f in os.listdir(os.path.join(SRC, "docs")):
+    if f.endswith(".md"):
+        docs["docs/" + f] = read("docs/" + f)
+for f in os.listdir(os.path.join(SRC, "docs/man")):
+    if f[-1].isdigit():
+        docs["docs/man/" + f] = read("docs/man/" + f)
+for name, text in sorted(docs.items()):
+    check("%s cites no design document outside the repository" % name, "DESIGN.md" not in text)
+    cited = set(re.findall(r"(?<![\w/\"-])((?:src|docs|tests|bench|scripts|dist|completion|examples|bridge)/[A-Za-z0-9_./-]*[A-Za-z0-9_])",
+                           text.replace("\\", "")))
+    missing = [c for c in sorted(cited) if not os.path.exists(os.path.join(SRC, c)) and "*" not in c]
+    check("%s cites only files the repository holds" % name, not missing, str(missing))
 
 print("1..%d" % n)
 print("# %d passed, %d failed, 0 skipped" % (n - failed, failed))

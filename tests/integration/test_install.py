@@ -63,6 +63,8 @@ def layout(tmp):
         "/usr/lib/systemd/system/vectora-sandboxd.socket": "the system socket",
         "/usr/lib/systemd/user/vectora-sandboxd.service": "the user service",
         "/usr/lib/systemd/user/vectora-sandboxd.socket": "the user socket",
+        "/usr/share/bash-completion/completions/vectora-sandbox": "the bash completion",
+        "/usr/share/zsh/vendor-completions/_vectora-sandbox": "the zsh completion",
     }
     for path, what in want.items():
         report("meson install puts %s at %s" % (what, path), path in dests, "\n".join(sorted(dests)))

@@ -195,7 +195,8 @@ def test_exec_without_credentials_refuses_fast():
     p, dt = cli("exec", "-w", WS, "--", "sh", "-c", "echo RAN-UNSANDBOXED")
     assert p.returncode == 125, (p.returncode, p.stdout, p.stderr)
     assert "RAN-UNSANDBOXED" not in p.stdout
-    assert p.stderr.startswith("vectora-sandbox: the jail could not start: vectora-modal-bridge: no Modal credentials: "
+    assert p.stderr.startswith("vectora-sandbox: exec: sandbox_unavailable: the jail could not start: "
+                               "vectora-modal-bridge: no Modal credentials: "
                                "MODAL_TOKEN_ID/MODAL_TOKEN_SECRET are not in the daemon's environment"), p.stderr
     assert dt < 10, dt
 

@@ -69,6 +69,7 @@ static void test_paths(void **state) {
                 { "/", "/" },       { "//a//b/", "/a/b" }, { "/a/./b", "/a/b" },     { "/a/../b", "/b" },
                 { "/../..", "/" },  { "/a/b/..", "/a" },   { "/a/b/../../..", "/" }, { "/a/..b", "/a/..b" },
                 { "/a/b/../c", "/a/c" }, { "/a/../../b/./c/..", "/b" },
+                { "/a/b/c/../../d/", "/a/d" }, { "/a/b/../../c", "/c" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *n = path_normalize(cases[i].in);

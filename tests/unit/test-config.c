@@ -100,11 +100,8 @@ static void test_full(void **state) {
                                "idle_timeout = 30\n"
                                "[sandbox.limits]\n"
                                "timeout = 5\nmax_output = 4096\npids = 64\nmemory = \"512M\"\n"
-                               "[sandbox.docker]\nimage = \"debian:12\"\ndocker = \"/usr/bin/docker\"\nhost = \"unix:///d.sock\"\n"
                                "[sandbox.ssh]\nhost = \"build1\"\nuser = \"agent\"\nport = 2222\nidentity_file = \"~/.ssh/id\"\n"
-                               "known_hosts = \"/etc/kh\"\nremote_root = \"/work\"\nworker_path = \"/opt/w\"\n"
-                               "[sandbox.modal]\napp = \"a\"\nimage = \"python:3.12\"\ntimeout = 600\nregion = \"us-east\"\n"
-                               "cpu = 2\nmemory = 4096\nsync = \"volume\"\nvolume = \"vol1\"\n");
+                               "known_hosts = \"/etc/kh\"\nremote_root = \"/work\"\nworker_path = \"/opt/w\"\n");
         assert_int_equal(p->backend, VS_BACKEND_SSH);
         assert_int_equal(p->n_rw, 3);
         assert_string_equal(p->rw_paths[1].written, "~/cache");
@@ -119,15 +116,33 @@ static void test_full(void **state) {
         assert_int_equal(p->limits.max_output, 4096);
         assert_int_equal(p->limits.pids, 64);
         assert_int_equal(p->limits.memory, 512ull << 20);
-        assert_string_equal(p->docker.image, "debian:12");
-        assert_string_equal(p->docker.host, "unix:///d.sock");
         assert_string_equal(p->ssh.host, "build1");
         assert_int_equal(p->ssh.port, 2222);
         assert_string_equal(p->ssh.remote_root, "/work");
+        policy_free(p);
+        /* Each backend's table with its own backend. */
+        p = parse_ok("[sandbox]\nbackend = \"docker\"\n"
+                     "[sandbox.docker]\nimage = \"debian:12\"\ndocker = \"/usr/bin/docker\"\nhost = \"unix:///d.sock\"\n");
+        assert_string_equal(p->docker.image, "debian:12");
+        assert_string_equal(p->docker.host, "unix:///d.sock");
+        policy_free(p);
+        p = parse_ok("[sandbox]\nbackend = \"modal\"\n"
+                     "[sandbox.modal]\napp = \"a\"\nimage = \"python:3.12\"\ntimeout = 600\nregion = \"us-east\"\n"
+                     "cpu = 2\nmemory = 4096\nsync = \"volume\"\nvolume = \"vol1\"\n");
         assert_string_equal(p->modal.sync, "volume");
         assert_true(p->modal.cpu == 2.0);
         assert_int_equal(p->modal.memory_mib, 4096);
         policy_free(p);
+}
+
+/* A table for another backend than the chosen one is refused, located at
+ * the table, rather than silently ignored. */
+static void test_other_backend_table(void **state) {
+        expect_error("[sandbox]\nbackend = \"local\"\n[sandbox.docker]\nimage = \"debian:12\"\n",
+                     "vectora.toml:3:10: sandbox.docker: settings for the docker backend, but backend = \"local\"; set backend = \"docker\" or remove [sandbox.docker]");
+        expect_error_prefix("[sandbox]\n[sandbox.ssh]\nhost = \"h\"\n", "vectora.toml:2:10: sandbox.ssh: settings for the ssh backend, but backend = \"local\"");
+        expect_error_prefix("[sandbox]\nbackend = \"ssh\"\n[sandbox.ssh]\nhost = \"h\"\n[sandbox.modal]\nimage = \"i\"\n",
+                            "vectora.toml:5:10: sandbox.modal: settings for the modal backend, but backend = \"ssh\"");
 }
 
 /* Rule 2: every way a config is refused, with its exact location. */
@@ -514,6 +529,7 @@ int main(void) {
                 cmocka_unit_test(test_malformed_toml),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_backend_requirements),
+                cmocka_unit_test(test_other_backend_table),
                 cmocka_unit_test(test_lockdown_forces),
                 cmocka_unit_test(test_parse_size),
                 cmocka_unit_test(test_resolve),
