@@ -450,6 +450,8 @@ int instance_acquire(Server *srv, VsError **err);
 /* Whether the instance id under runtime_root has a live daemon. */
 bool instance_alive(const char *runtime_root, const char *id);
 /* Removes the instance directory and lets the lock go (clean exit). */
+/* After detaching: the lock names the daemon's own pid. */
+void instance_update_owner(Server *srv);
 void instance_release(Server *srv);
 
 /* ---- cgroup.c ---- */

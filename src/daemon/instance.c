@@ -20,6 +20,7 @@
 
 #include "daemon.h"
 #include "fd-util.h"
+#include "log.h"
 #include "path-util.h"
 #include "sha256.h"
 
@@ -117,7 +118,7 @@ int instance_acquire(Server *srv, VsError **err) {
                         char owner[256];
                         read_owner(fd, owner, sizeof owner);
                         return vs_error_set(err, -EADDRINUSE,
-                                            "another vectora-sandboxd (%s) already serves the socket %s (it holds %s); "
+                                            "another vectora-sandboxd is listening: %s already serves the socket %s (it holds %s); "
                                             "stop it first, or give this one another --socket",
                                             owner[0] ? owner : "pid unknown", sock, lock);
                 }
@@ -135,6 +136,17 @@ int instance_acquire(Server *srv, VsError **err) {
         }
         srv->instance_dir = TAKE_PTR(dir);
         return 0;
+}
+
+/* The lock says which process holds it: after detaching, that is the
+ * daemon, not the launcher that took it. */
+void instance_update_owner(Server *srv) {
+        if (srv->instance_lock_fd < 0)
+                return;
+        char line[64];
+        int n = snprintf(line, sizeof line, "pid %d\n", (int)getpid());
+        if (ftruncate(srv->instance_lock_fd, 0) < 0 || pwrite(srv->instance_lock_fd, line, (size_t)n, 0) != n)
+                log_warning("writing the daemon's pid to its instance lock: %m");
 }
 
 void instance_release(Server *srv) {

@@ -238,6 +238,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: cannot detach: %s\n", strerror(-r));
                 return 1;
         }
+        if (!o->foreground)
+                instance_update_owner(srv);
         if (o->audit_path && audit_open(o->audit_path, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
