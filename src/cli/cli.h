@@ -98,6 +98,7 @@ int verb_status(const CliArgs *a);
 int verb_init(const CliArgs *a);
 int verb_help(const CliArgs *a);
 int verb_mcp(const CliArgs *a);
+int verb_allow(const CliArgs *a);
 
 /* help.c: the verb's full help (synopsis, description, every option). */
 void cli_help_verb(FILE *f, const CliVerb *v);
@@ -122,8 +123,12 @@ int cli_exit_for_code(const char *code);
 int cli_print_error(const CliArgs *a, json_t *result);
 /* Prints obj on stdout, indented, keys sorted. */
 void cli_print_json(json_t *obj);
-/* "warning: running degraded: ..." for each entry of sandbox.degraded. */
+/* "warning: running degraded: ..." for each entry of sandbox.degraded,
+ * and the result's policy_pending (cli_warn_pending). */
 void cli_warn_degraded(json_t *result);
+/* "warning: MSG" for a loosening of the policy that waits for
+ * `vectora-sandbox allow` (approval.h). */
+void cli_warn_pending(const char *pending);
 /* Colour escape for stream f, or "" (no TTY, NO_COLOR set, TERM=dumb). */
 const char *cli_color(FILE *f, const char *sgr);
 /* Text as a JSON value under key (or key_base64 when not UTF-8) in o. */

@@ -30,6 +30,7 @@ struct CliLink {
         /* embedded */
         VsPolicy *policy;
         VsSession *session;
+        char *pending;       /* a loosening waiting for `vectora-sandbox allow`, or NULL */
         char *open_code;     /* the embedded worker could not start: why, for every call */
         char *open_message;
 };
@@ -54,6 +55,7 @@ void cli_link_free(CliLink *l) {
         jsonl_reader_free(l->reader);
         session_end(l->session);
         policy_free(l->policy);
+        free(l->pending);
         free(l->workspace);
         free(l->open_code);
         free(l->open_message);
@@ -113,7 +115,7 @@ static int embedded_open(CliLink *l) {
                 return 0;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = tools_open(l->workspace ? l->workspace : (l->args->val[OPT_WORKSPACE] ?: "."),
-                           l->args->require_sandbox, &l->policy, &l->session, &err);
+                           l->args->require_sandbox, &l->policy, &l->session, &l->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -144,7 +146,7 @@ static int worker_call(CliLink *l, StrBuf *req, JsonlMsg *m, JsonlMsg *ret) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return fail_result(ret, "worker_crashed", vs_error_message(err)) ?: 1;
+                return fail_result(ret, vs_error_kind(err) ?: "worker_crashed", vs_error_message(err)) ?: 1;
         ProtocolReplyHead h;
         if (protocol_decode_reply_head(m->obj, &h, &err) < 0) {
                 jsonl_msg_done(m);
@@ -344,6 +346,7 @@ static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_le
                 return r;
         json_object_set_new(ret->obj, "sandboxed", json_boolean(l->session->sandboxed));
         json_object_set_new(ret->obj, "sandbox", embedded_sandbox(l));
+        json_object_set_new(ret->obj, "policy_pending", l->pending ? json_string(l->pending) : json_null());
         return 0;
 }
 

@@ -99,6 +99,13 @@ const CliVerb cli_verbs[] = {
           "vectora-sandboxd when one is reachable when it starts, otherwise with one worker kept for the session.\n"
           "With --require-sandbox every call in an unsandboxed workspace is refused. See docs/mcp.md.",
           opts_mcp, 0, 0, false },
+        { "allow", verb_allow, "[-w DIR] [--json]", "approve a pending loosening of the policy (shows the difference)",
+          "Approves the current vectora.toml of the workspace governing DIR, after printing what it loosens and how it\n"
+          "differs from the approved one. A change that loosens the policy (a mask or protected path removed, a path\n"
+          "added or widened, network, limits, backend, the sandbox switched off) waits for this; until then the\n"
+          "approved policy keeps serving and every result says a change is pending. Through vectora-sandboxd\n"
+          "(policy_allow) when one is reachable, otherwise on the caller's own approval store.",
+          opts_none, 0, 0, false },
         { "init", verb_init, "[-w DIR] [--force]", "write a commented vectora.toml with safe defaults",
           "Writes DIR/vectora.toml with a [sandbox] table of safe defaults and a comment on every key, then checks it.\n"
           "An existing vectora.toml is kept unless --force is given.",

@@ -20,6 +20,7 @@
 void mcp_embedded_done(McpEmbedded *e) {
         session_end(TAKE_PTR(e->session));
         policy_free(TAKE_PTR(e->policy));
+        free(TAKE_PTR(e->pending));
 }
 
 static char *config_path(const McpEmbedded *e) {
@@ -56,7 +57,8 @@ static int add_sandbox(const McpEmbedded *e, json_t *reply) {
         json_t *s = json_pack("{s:s,s:s,s:o,s:o}", "backend", sb ? vs_backend_name(e->policy->backend) : "none", "state",
                               sb ? "sandboxed" : "unsandboxed", "layers", json_strv(layers), "degraded",
                               json_strv(e->session->degraded));
-        if (!s || json_object_set_new(reply, "sandbox", s) < 0 || json_object_set_new(reply, "sandboxed", json_boolean(sb)) < 0)
+        if (!s || json_object_set_new(reply, "sandbox", s) < 0 || json_object_set_new(reply, "sandboxed", json_boolean(sb)) < 0 ||
+            json_object_set_new(reply, "policy_pending", e->pending ? json_string(e->pending) : json_null()) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -69,7 +71,7 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         /* The file as it is now: a change after this point is seen next call. */
         _cleanup_free_ char *cp = config_path(e);
         e->config_present = cp && stat(cp, &e->config_st) == 0;
-        int r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &err);
+        int r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &e->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -22,6 +22,7 @@ typedef struct McpEmbedded {
         VsSession *session;
         struct stat config_st; /* vectora.toml when the session started */
         bool config_present;
+        char *pending;         /* a loosening waiting for `vectora-sandbox allow` (approval.h), or NULL */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

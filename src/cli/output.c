@@ -105,6 +105,14 @@ void cli_warn_degraded(json_t *result) {
         json_array_foreach(json_object_get(json_object_get(result, "sandbox"), "degraded"), i, v)
                 fprintf(stderr, "vectora-sandbox: %swarning:%s running degraded: %s\n", on, *on ? RESET : "",
                         json_string_value(v));
+        const char *pending = json_string_value(json_object_get(result, "policy_pending"));
+        if (pending)
+                cli_warn_pending(pending);
+}
+
+void cli_warn_pending(const char *pending) {
+        const char *on = cli_color(stderr, YELLOW);
+        fprintf(stderr, "vectora-sandbox: %swarning:%s %s\n", on, *on ? RESET : "", pending);
 }
 
 void cli_set_bytes(json_t *o, const char *key, const char *p, size_t n) {

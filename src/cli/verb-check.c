@@ -80,8 +80,8 @@ int verb_check(const CliArgs *a) {
         const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        _cleanup_free_ char *dir = NULL;
-        int r = tools_load_policy(ws, &p, &dir, &err);
+        _cleanup_free_ char *dir = NULL, *pending = NULL;
+        int r = tools_load_policy(ws, &p, &dir, &pending, &err);
         if (r == -ENOMEM)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (r < 0) {
@@ -102,12 +102,16 @@ int verb_check(const CliArgs *a) {
                 if (!o)
                         return cli_fail(EXIT_REFUSED, "out of memory");
                 json_object_set_new(o, "ok", json_true());
-                /* Which file governs the directory asked about. */
+                /* Which file governs the directory asked about, and
+                 * whether a loosening waits for approval. */
                 json_object_set_new(o, "directory", json_string(dir));
+                json_object_set_new(o, "policy_pending", pending ? json_string(pending) : json_null());
                 cli_print_json(o);
                 json_decref(o);
                 return 0;
         }
         print_policy(p, dir);
+        if (pending)
+                printf("%-13s%s\n", "pending", pending);
         return 0;
 }

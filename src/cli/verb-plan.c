@@ -33,9 +33,12 @@ int verb_plan(const CliArgs *a) {
         const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = tools_load_policy(ws, &p, NULL, &err);
+        _cleanup_free_ char *pending = NULL;
+        int r = tools_load_policy(ws, &p, NULL, &pending, &err);
         if (r < 0)
                 return plan_fail(a, err);
+        if (pending)
+                cli_warn_pending(pending);
         if (a->require_sandbox && !p->sandboxed)
                 return cli_refuse_unsandboxed(a, p);
         _cleanup_free_ char *worker = NULL, *rt = NULL;

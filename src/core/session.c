@@ -46,6 +46,52 @@ static char *drain_stderr(int fd) {
         return n ? strdup(buf) : NULL;
 }
 
+/* After end of input: give the worker time to exit cleanly (the caller
+ * kills it then). A local worker is gone within milliseconds; `docker run
+ * --rm` returns only once its container is removed, which takes longer
+ * under load, and killing it earlier leaves the container's name taken for
+ * the next start in this workspace. */
+static void wait_exit(VsSession *s) {
+        for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
+                pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
+                if (p == s->proc.pid) {
+                        s->proc.pid = 0;
+                        break;
+                }
+                struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
+/* A protected path replaced on the host detached the jail's read-only
+ * mount on it: the worker is ended before it can write there. Killing
+ * bwrap ends the local jail at once; a container dies with its worker,
+ * which ends at end of input (killing the docker client would leave the
+ * container, and its name, behind for a while). */
+static int protect_changed(VsSession *s, VsError **err) {
+        const char *what = s->protect ? protect_snapshot_changed(s->protect) : NULL;
+        if (!what)
+                return 0;
+        int r = vs_error_set_kind(err, -ESTALE, "worker_recycled",
+                                  "%s changed on the host during the action; its jail lost the read-only mount there "
+                                  "and was ended; run the action again",
+                                  what);
+        if (!s->local && s->proc.fd >= 0) {
+                shutdown(s->proc.fd, SHUT_WR);
+                wait_exit(s);
+        }
+        worker_proc_kill(&s->proc);
+        return r;
+}
+
+void session_watch_protected(VsSession *s, VsProtectSnapshot *snap) {
+        protect_snapshot_free(s->protect);
+        s->protect = snap;
+        if (s->protect_fd >= 0)
+                close(s->protect_fd);
+        s->protect_fd = snap ? protect_snapshot_watch(snap) : -EBADF;
+}
+
 static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
         for (;;) {
                 int r = jsonl_reader_next(s->reader, ret, err);
@@ -58,13 +104,18 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                                 return vs_error_set_kind(err, -ETIMEDOUT, "worker_timeout", "the worker did not answer in time");
                         timeout = (int)((left + 999) / 1000);
                 }
-                struct pollfd p = { .fd = s->proc.fd, .events = POLLIN };
-                r = poll(&p, 1, timeout);
+                struct pollfd p[2] = { { .fd = s->proc.fd, .events = POLLIN }, { .fd = s->protect_fd, .events = POLLIN } };
+                r = poll(p, s->protect_fd >= 0 ? 2 : 1, timeout);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
                         return vs_error_set(err, -errno, "poll: %m");
-                if (r == 0)
+                if (s->protect_fd >= 0 && (p[1].revents & POLLIN)) {
+                        protect_snapshot_drain(s->protect_fd);
+                        if ((r = protect_changed(s, err)) < 0)
+                                return r;
+                }
+                if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         continue;
                 ssize_t k = jsonl_reader_read_fd(s->reader, s->proc.fd);
                 if (k == -EAGAIN || k == -EINTR)
@@ -95,8 +146,9 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        s->proc.fd = s->proc.stderr_fd = -EBADF;
+        s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         s->sandboxed = l->sandboxed;
+        s->local = !l->backend_name || streq(l->backend_name, "local");
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)
                 return r;
@@ -165,7 +217,10 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
 }
 
 int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err) {
-        int r = write_all(s->proc.fd, request->data, request->len);
+        int r = protect_changed(s, err);
+        if (r < 0)
+                return r;
+        r = write_all(s->proc.fd, request->data, request->len);
         if (r < 0)
                 return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
         int64_t deadline = timeout_ms ? (int64_t)(now_us() + timeout_ms * 1000u) : 0;
@@ -180,26 +235,16 @@ void session_end(VsSession *s) {
                 if (protocol_encode_shutdown_request(&out, session_next_id(s)) >= 0)
                         (void)!write_all(s->proc.fd, out.data, out.len);
                 shutdown(s->proc.fd, SHUT_WR);
-                /* Give it time to exit cleanly, then kill. A local worker
-                 * is gone within milliseconds; `docker run --rm` returns only
-                 * once its container is removed, which takes longer under
-                 * load, and killing it earlier leaves the container's name
-                 * taken for the next start in this workspace. */
-                for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
-                        pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
-                        if (p == s->proc.pid) {
-                                s->proc.pid = 0;
-                                break;
-                        }
-                        struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
-                        nanosleep(&ts, NULL);
-                }
+                wait_exit(s);
         }
         worker_proc_kill(&s->proc);
         jsonl_reader_free(s->reader);
         if (s->have_ready)
                 protocol_ready_done(&s->ready);
         strv_free(s->degraded);
+        protect_snapshot_free(s->protect);
+        if (s->protect_fd >= 0)
+                close(s->protect_fd);
         free(s);
 }
 

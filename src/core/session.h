@@ -6,6 +6,7 @@
  * drives the same protocol asynchronously. */
 
 #include "jsonl.h"
+#include "protect-snapshot.h"
 #include "protocol.h"
 #include "worker-spawn.h"
 
@@ -16,16 +17,25 @@ typedef struct VsSession {
         JsonlReader *reader;
         uint64_t next_id;
         bool sandboxed;
+        bool local;           /* the worker runs under bwrap on this host (or directly) */
         ProtocolReady ready;  /* what the worker enforces */
         bool have_ready;
         char **degraded;      /* launch + worker degradations */
         uint64_t spawn_to_ready_us;
+        /* What the protected paths were before the jail started, and an
+         * inotify descriptor on their directories (-EBADF: none). */
+        VsProtectSnapshot *protect;
+        int protect_fd;
 } VsSession;
 
 /* Spawns the worker for l and completes hello/init/ready. On failure
  * (kind "sandbox_unavailable") nothing runs: the message includes the
  * backend's own diagnostics. */
 int session_start(VsLaunch *l, VsSession **ret, VsError **err);
+/* Takes snap (noted before session_start): from now on a call fails with
+ * kind "worker_recycled" when a protected path changes on the host (its
+ * jail lost the read-only mount), and the worker is ended. */
+void session_watch_protected(VsSession *s, VsProtectSnapshot *snap);
 
 /* Sends one framed request (built with the protocol encoders, id from
  * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */

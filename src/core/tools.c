@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "approval.h"
 #include "path-util.h"
 #include "paths.h"
 #include "strbuf.h"
@@ -54,15 +55,21 @@ int tool_edit_apply(const char *content, size_t len, const char *old_text, const
         return 0;
 }
 
-int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, VsError **err) {
-        _cleanup_free_ char *root = NULL, *canon = NULL;
-        int r = config_locate(dir, &root, &canon, err);
+int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **ret_pending, VsError **err) {
+        _cleanup_free_ char *store = NULL, *root = NULL, *canon = NULL, *nested = NULL, *pending = NULL;
+        int r = approval_store_dir(NULL, &store, err);
         if (r < 0)
                 return r;
-        if ((r = config_load(root, ret, err)) < 0)
+        if ((r = approval_locate(store, dir, &root, &canon, &nested, err)) < 0)
                 return r;
+        _cleanup_(policy_freep) VsPolicy *p = NULL;
+        if ((r = approval_evaluate(store, root, &p, &pending, err)) < 0)
+                return r;
+        *ret = TAKE_PTR(p);
         if (ret_dir)
                 *ret_dir = TAKE_PTR(canon);
+        if (ret_pending)
+                *ret_pending = nested ? TAKE_PTR(nested) : TAKE_PTR(pending);
         return 0;
 }
 
@@ -75,9 +82,11 @@ const char *tools_in_dir(const char *dir, const char *path, char **ret_buf) {
 }
 
 int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
+               char **ret_pending,
                VsError **err) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
-        int r = tools_load_policy(workspace, &p, NULL, err);
+        _cleanup_free_ char *pending = NULL;
+        int r = tools_load_policy(workspace, &p, NULL, &pending, err);
         if (r < 0)
                 return r;
         if (require_sandbox && !p->sandboxed)
@@ -93,10 +102,18 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;
+        /* Noted before the jail binds them (protect-snapshot.h). */
+        _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
+        if (p->sandboxed && (r = protect_snapshot_take(p, &snap)) < 0)
+                return r;
         _cleanup_(session_endp) VsSession *s = NULL;
         if ((r = session_start(l, &s, err)) < 0)
                 return r;
+        if (snap)
+                session_watch_protected(s, TAKE_PTR(snap));
         *ret_policy = TAKE_PTR(p);
         *ret_session = TAKE_PTR(s);
+        if (ret_pending)
+                *ret_pending = TAKE_PTR(pending);
         return 0;
 }

@@ -18,16 +18,19 @@
 int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
                     char **ret, size_t *ret_len, size_t *ret_count, VsError **err);
 
-/* The policy governing dir: config_locate() then config_load() of that
- * workspace root. *ret_dir (may be NULL): dir canonicalized. */
-int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, VsError **err);
+/* The policy serving dir (approval.h): the workspace governing it, and
+ * its file's policy or, while a loosening waits for approval, the approved
+ * one. *ret_dir (may be NULL): dir canonicalized. *ret_pending (may be
+ * NULL): what waits for `vectora-sandbox allow`, else NULL. */
+int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **ret_pending, VsError **err);
 
 /* Loads the workspace's policy, prepares and starts its worker (embedded
  * mode: one worker for one action). A refused config comes back with kind
  * "config_invalid"; a backend that cannot start, "sandbox_unavailable"; an
  * unsandboxed workspace under require_sandbox, "sandbox_required" (nothing
- * started). */
+ * started). *ret_pending (may be NULL): as tools_load_policy's. */
 int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
+               char **ret_pending,
                VsError **err);
 /* A path given relative to the directory the action was asked in (dir,
  * canonical) as the absolute path the worker resolves; absolute paths and

@@ -61,6 +61,8 @@ void audit_write(const AuditRecord *a) {
                 log_error("audit: out of memory; a record for %s was lost", a->tool);
                 return;
         }
+        if (a->host_run)
+                json_object_set(o, "host_run_files", a->host_run);
         char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(o);
         if (!line)

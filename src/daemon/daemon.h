@@ -79,6 +79,7 @@ typedef struct DaemonOptions {
         unsigned max_workers;
         char *worker_path;
         char *runtime_dir; /* the user's runtime directory; instances live below it */
+        char *state_dir;   /* the approved-policy store (approval.h), shared by instances */
         char *pidfile_path; /* NULL: none */
         bool foreground;
 } DaemonOptions;
@@ -183,6 +184,12 @@ typedef enum WorkspaceState {
 
 const char *workspace_state_name(WorkspaceState s);
 
+#define HOST_RUN_NOTES 32
+typedef struct HostRunNote {
+        char *path;
+        uint64_t us; /* when the watcher saw it (now_us) */
+} HostRunNote;
+
 struct Workspace {
         Server *srv;
         Workspace *next;
@@ -192,6 +199,7 @@ struct Workspace {
         WorkspaceState state;
         VsPolicy *policy;       /* NULL when refused */
         VsError *config_error;  /* when refused */
+        char *pending;          /* a loosening of vectora.toml waiting for `allow` (the approved policy serves) */
         uint64_t generation;    /* bumped on each policy change */
         /* what vectora.toml looked like when read, for the cheap check */
         bool cfg_exists;
@@ -214,6 +222,11 @@ struct Workspace {
 
         /* watching for masked paths appearing (watch.c) */
         struct WorkspaceWatch *watch;
+        /* what the protected paths were when the worker spawned (protect.c) */
+        struct WorkspaceProtect *protect;
+        /* files the host runs later that the jail wrote, most recent last (watch.c) */
+        HostRunNote host_run[HOST_RUN_NOTES];
+        size_t n_host_run;
 
         /* freeing unused entries (workspace.c, workspace_gc) */
         unsigned refs;          /* requests pointing here (Request.ws) */
@@ -230,11 +243,14 @@ struct Workspace {
 };
 
 /* Finds or creates the workspace governing an absolute path (the nearest
- * ancestor holding a vectora.toml, config_locate()) and brings its policy
- * up to date with vectora.toml (cheap stat check). *ret_dir (may be NULL):
- * the canonical path asked for when it is a subdirectory of the
- * workspace, else NULL. */
-int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err);
+ * ancestor holding a vectora.toml, approval_locate()) and brings its
+ * policy up to date with vectora.toml (cheap stat check). *ret_dir (may be
+ * NULL): the canonical path asked for when it is a subdirectory of the
+ * workspace, else NULL. *ret_pending (may be NULL): set when a nested
+ * vectora.toml waits for approval. */
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err);
+/* Re-reads vectora.toml and the approved policy now (after an approval). */
+void workspace_reload(Workspace *ws);
 /* Queues a call: sent when the workspace's worker is ready (spawned on
  * demand). On failure the call's done callback runs (maybe later). */
 void workspace_submit(Workspace *ws, Call *c);
@@ -250,6 +266,11 @@ void workspace_link_idle(Workspace *ws, WorkerLink *l);
 /* The last process of an ended jail of ws was reaped: a waiting start may go. */
 void workspace_old_jail_gone(Workspace *ws);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
+/* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
+ * ...) was created or written under the workspace's listed paths. */
+void workspace_note_host_run(Workspace *ws, const char *path);
+/* Those noted at or after since_us, each once. */
+json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us);
 json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l);
@@ -342,6 +363,7 @@ struct Request {
         json_t *target;  /* for the audit log */
         char *dir;       /* a subdirectory of ws->path the request named: relative paths and the cwd start there */
         char *dir_path;  /* the request's path or cwd made absolute under dir */
+        char *pending;   /* policy_pending of the result: what waited for approval when the call was taken */
         Call call;
         bool binary;     /* results as raw payload instead of strings */
         JsonlText texts[2]; /* result strings borrowed from the worker's reply, sent by request_finish */
@@ -411,6 +433,7 @@ typedef struct AuditRecord {
         const char *code;
         const char *reason;
         uint64_t duration_ms;
+        json_t *host_run; /* borrowed: files the host runs later written while the call ran (may be NULL) */
 } AuditRecord;
 void audit_write(const AuditRecord *a);
 void audit_close(void);
@@ -440,6 +463,23 @@ void proxy_set_peer(Proxy *px, uid_t uid);
 int watch_start(Workspace *ws);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+/* More directories than WATCH_MAX_DIRS: masks are not kept over time
+ * below the ones left out (reported in "degraded"; refused under lockdown). */
+bool watch_partial(Workspace *ws);
+#define WATCH_PARTIAL_NOTE                                                                                           \
+        "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
+        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it)"
+
+
+/* ---- protect.c ---- */
+typedef struct WorkspaceProtect WorkspaceProtect;
+/* Notes what the protected paths are now (the worker being spawned binds
+ * these) and watches their directories. */
+void protect_arm(Workspace *ws);
+void protect_disarm(Workspace *ws);
+/* Recycles the worker when a protected path changed on the host since it
+ * spawned; true when it did. */
+bool protect_check(Workspace *ws);
 
 /* ---- instance.c ---- */
 /* The id of the daemon serving socket_path. */

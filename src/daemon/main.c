@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "approval.h"
 #include "daemon.h"
 #include "log.h"
 #include "paths.h"
@@ -129,6 +130,7 @@ static void usage(FILE *f) {
                 "  --max-clients N      connections at once (default 256)\n"
                 "  --max-workers N      live workers at once (default 64)\n"
                 "  --worker PATH        the vectora-worker binary\n"
+                "  --state-dir DIR      the approved-policy store (default /var/lib/vectora-sandbox as root)\n"
                 "  --version, --help\n\n"
                 "See vectora-sandboxd(8).\n");
 }
@@ -143,7 +145,7 @@ static int parse_uint(const char *s, unsigned *ret) {
 }
 
 static int parse_args(int argc, char **argv, DaemonOptions *o) {
-        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_VERSION, O_PIDFILE };
+        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_STATE, O_VERSION, O_PIDFILE };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, O_SOCKET },
                 { "foreground", no_argument, NULL, O_FG },
@@ -153,6 +155,7 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                 { "max-clients", required_argument, NULL, O_MAXC },
                 { "max-workers", required_argument, NULL, O_MAXW },
                 { "worker", required_argument, NULL, O_WORKER },
+                { "state-dir", required_argument, NULL, O_STATE },
                 { "pidfile", required_argument, NULL, O_PIDFILE },
                 { "version", no_argument, NULL, O_VERSION },
                 { "help", no_argument, NULL, 'h' },
@@ -181,6 +184,7 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                         }
                         break;
                 case O_WORKER: o->worker_path = strdup(optarg); break;
+                case O_STATE: o->state_dir = strdup(optarg); break;
                 case O_PIDFILE: o->pidfile_path = strdup(optarg); break;
                 case O_VERSION: printf("vectora-sandboxd %s\n", VS_VERSION); return -1;
                 case 'h': usage(stdout); return -1;
@@ -216,6 +220,11 @@ int main(int argc, char **argv) {
                 return 1;
         }
         vs_reserve_own_dirs(o->socket_path);
+        _cleanup_free_ char *state = TAKE_PTR(o->state_dir);
+        if (approval_store_dir(state, &o->state_dir, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
         /* Before anything of this instance is touched: another daemon on
          * the same socket holds the lock and is left alone. */
         srv->instance_lock_fd = -EBADF;

@@ -8,6 +8,7 @@
 
 #include <nettle/base64.h>
 
+#include "approval.h"
 #include "daemon.h"
 #include "log.h"
 #include "path-util.h"
@@ -94,6 +95,7 @@ static void request_free(Request *r) {
         json_decref(r->target);
         free(r->dir);
         free(r->dir_path);
+        free(r->pending);
         jsonl_msg_done(&r->msg);
         if (r->ws)
                 r->ws->refs--;
@@ -122,6 +124,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         Server *srv = r->srv;
         json_t *o = result ? result : json_object();
         bool sandboxed = sandboxed_of(r, l);
+        json_t *host_run = NULL;
         if (o) {
                 json_object_set(o, "id", r->id ? r->id : json_null());
                 json_object_set_new(o, "ok", json_boolean(!code));
@@ -130,15 +133,19 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
                 if (r->ws && r->ws->proxy)
                         network_result(r, o);
+                /* A loosening of vectora.toml waiting for the host's
+                 * approval: this call ran under the approved policy. */
+                json_object_set_new(o, "policy_pending", r->pending ? json_string(r->pending) : json_null());
+                /* Files the host runs later written while this call ran
+                 * (by it, or by anything else in the jail meanwhile). */
+                if (r->ws && (host_run = workspace_host_run_since(r->ws, r->t0_us)))
+                        json_object_set(o, "host_run_files", host_run);
                 if (r->ws)
                         json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
                 else
                         json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
                                                                      "degraded", "generation", 0));
         }
-        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
-        r->n_texts = 0;
-
         const char *outcome = outcome_of(code);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
         for (int i = 0; i < 2; i++)
@@ -166,8 +173,14 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 .code = code,
                 .reason = code ? message : NULL,
                 .duration_ms = (now_us() - r->t0_us) / 1000,
+                .host_run = json_array_size(host_run) ? host_run : NULL,
         };
+        /* The audit record is written before the reply leaves: a client
+         * that has its result can find the call in the log. */
         audit_write(&a);
+        json_decref(host_run);
+        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
+        r->n_texts = 0;
         Client *c = r->client;
         c->inflight--;
         size_t in_bytes = r->in_bytes;
@@ -703,6 +716,44 @@ static void status_reply(Request *r) {
         request_finish(r, NULL, o, NULL, 0, NULL, NULL);
 }
 
+/* ---- policy_allow ---- */
+
+/* The host user approves the current vectora.toml of the workspace the
+ * request names (approval.h). Peers inside a jail never get here (the
+ * server refuses them); an agent backend must not expose this tool. */
+static void policy_allow_reply(Request *r) {
+        static const JsonField allow_table[] = {
+                { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
+                { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by the caller */
+                {},
+        };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        char none;
+        if (json_dispatch(r->msg.obj, allow_table, &none, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
+        r->target = json_string(wsp);
+        VsAllowResult a = {};
+        if (approval_allow(r->srv->opt.state_dir, r->dir ? r->dir : r->ws->path, &a, &err) < 0) {
+                const char *k = vs_error_kind(err);
+                return request_finish(r, NULL, NULL, NULL, 0, k ? k : "config_invalid", vs_error_message(err));
+        }
+        log_info("workspace %s: policy approved by uid %u%s", a.root, (unsigned)r->client->uid,
+                 a.changed ? "" : " (no change)");
+        json_t *o = approval_allow_to_json(&a);
+        approval_allow_result_done(&a);
+        /* The approval applies from the next call: re-read now, so the
+         * worker is recycled under the approved policy. */
+        workspace_reload(r->ws);
+        free(r->pending);
+        r->pending = r->ws->pending ? strdup(r->ws->pending) : NULL;
+        if (!o)
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+        request_finish(r, NULL, o, NULL, 0, NULL, NULL);
+}
+
 /* ---- dispatch ---- */
 
 typedef struct Tool {
@@ -779,26 +830,32 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return status_reply(r);
 
         const Tool *t = request_tool(r);
-        if (!t && !streq(tool, "terminal_open"))
+        if (!t && !streq(tool, "terminal_open") && !streq(tool, "policy_allow"))
                 return request_finish(r, NULL, NULL, NULL, 0, "unknown_tool",
-                                      "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, status");
+                                      "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
+                                      "policy_allow, status");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)
                 return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"workspace\" (an absolute path)");
         _cleanup_(vs_error_freep) VsError *err = NULL;
         Workspace *ws = NULL;
-        if (workspace_get(srv, wsp, &ws, &r->dir, &err) < 0)
+        if (workspace_get(srv, wsp, &ws, &r->dir, &r->pending, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
                                       vs_error_message(err));
         r->ws = ws;
         ws->refs++;
+        if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))
+                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
         /* A platform that must never run unsandboxed says so per call: the
          * workspace as resolved now (a wrong path, a missing or
-         * section-less vectora.toml) is refused rather than run on the host. */
+         * section-less vectora.toml) is refused rather than run on the host.
+         * policy_allow runs nothing in the workspace, so it is not refused. */
         json_t *req_sb = json_object_get(r->msg.obj, "require_sandbox");
         if (req_sb && !json_is_boolean(req_sb))
                 return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"require_sandbox\" must be a boolean");
+        if (streq(tool, "policy_allow"))
+                return policy_allow_reply(r);
         if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
                 return request_finish(r, NULL, NULL, NULL, 0, "sandbox_required",
                                       "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");
@@ -836,6 +893,10 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 r->target = json_string(((ReadArgs *)r->args)->path);
         if (ws->state == WS_REFUSED)
                 return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+        /* Lockdown refuses a guarantee it cannot keep (rule 5). */
+        if (ws->policy && ws->policy->sandboxed && ws->policy->lockdown && watch_partial(ws))
+                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable",
+                                      "lockdown: " WATCH_PARTIAL_NOTE "; list narrower paths or mask the large trees");
         r->call.build = t->build;
         r->call.done = t->done;
         workspace_submit(ws, &r->call);

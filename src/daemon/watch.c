@@ -37,13 +37,55 @@ typedef struct WorkspaceWatch {
         bool partial;
 } WorkspaceWatch;
 
-#define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+#define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+/* Files the host runs later (its git, editors, agents, direnv): one that
+ * a call creates or changes is listed in the results of the calls in
+ * flight and in the audit log. Matched at any depth: a host opens
+ * subdirectories as projects too. The root .git's own control files are
+ * read-only in the jail; a .git anywhere else is the agent's. */
+static const char *const host_run_names[] = {
+        ".envrc", ".vscode/tasks.json", ".vscode/settings.json", ".mcp.json", ".claude/settings.json",
+        ".claude/settings.local.json",
+};
+
+static bool ends_with_component(const char *rel, const char *tail) {
+        size_t n = strlen(rel), k = strlen(tail);
+        return n >= k && streq(rel + n - k, tail) && (n == k || rel[n - k - 1] == '/');
+}
+
+/* The length of rel's prefix to report when rel is a file the host runs
+ * later, else 0. Anything inside a nested repository (sub/.git itself, its
+ * config, its hooks) is reported as that sub/.git: one entry however many
+ * files git writes there, so a `git init` cannot push other notes out of
+ * the workspace's ring. The root .git is not the agent's (read-only). */
+static size_t host_runs(const char *rel) {
+        for (size_t i = 0; i < ELEMENTSOF(host_run_names); i++)
+                if (ends_with_component(rel, host_run_names[i]))
+                        return strlen(rel);
+        const char *g = strstr(rel, ".git");
+        for (; g; g = strstr(g + 1, ".git")) {
+                if (g == rel || g[-1] != '/' || (g[4] && g[4] != '/'))
+                        continue;
+                const char *rest = g + 4;
+                if (!*rest || streq(rest, "/config") || strncmp(rest, "/hooks/", 7) == 0 || streq(rest, "/hooks"))
+                        return (size_t) (rest - rel);
+        }
+        return 0;
+}
+
+static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_t len) {
+        _cleanup_free_ char *head = strndup(rel, len);
+        _cleanup_free_ char *abs = head ? path_join(w->roots[root], head) : NULL;
+        if (abs)
+                workspace_note_host_run(w->ws, abs);
+}
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
 
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
-static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match) {
+static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
         _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
         if (!abs)
                 return false;
@@ -64,6 +106,11 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 if (!sub)
                         break;
                 bool is_dir = de->d_type == DT_DIR;
+                /* A directory that appeared may hold such files already
+                 * (made before its watch was added). */
+                size_t hr = note ? host_runs(sub) : 0;
+                if (hr)
+                        note_host_run(w, root, sub, hr);
                 if (glob_set_masks(w->set, sub, is_dir)) {
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
@@ -71,10 +118,35 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                         continue;
                 }
                 if (is_dir && add_dir(w, root, sub) >= 0)
-                        found = scan_dir(w, root, sub, ret_match) && ret_match;
+                        found = scan_dir(w, root, sub, ret_match, note) && ret_match;
         }
         closedir(d);
         return found;
+}
+
+/* A watched directory moved in under a new name (mkdir d; mv d .aws):
+ * inotify keeps its watch, so its events must be matched under the new
+ * name, and so must those of the directories below it. */
+static int rename_dir(WorkspaceWatch *w, size_t i, size_t root, const char *rel) {
+        if (w->dirs[i].root == root && streq(w->dirs[i].rel, rel))
+                return 0;
+        _cleanup_free_ char *old = TAKE_PTR(w->dirs[i].rel);
+        size_t old_root = w->dirs[i].root, n = strlen(old);
+        if (!(w->dirs[i].rel = strdup(rel)))
+                return -ENOMEM;
+        w->dirs[i].root = root;
+        for (size_t k = 0; k < w->n_dirs; k++) {
+                WatchDir *d = &w->dirs[k];
+                if (k == i || d->root != old_root || strncmp(d->rel, old, n) != 0 || d->rel[n] != '/')
+                        continue;
+                char *moved = NULL;
+                if (asprintf(&moved, "%s%s", rel, d->rel + n) < 0)
+                        return -ENOMEM;
+                free(d->rel);
+                d->rel = moved;
+                d->root = root;
+        }
+        return 1;
 }
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
@@ -93,7 +165,7 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
                 return -errno;
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].wd == wd)
-                        return 0;
+                        return rename_dir(w, i, root, rel);
         WatchDir *nd = realloc(w->dirs, (w->n_dirs + 1) * sizeof *nd);
         if (!nd)
                 return -ENOMEM;
@@ -139,6 +211,11 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         /* add_dir() may move w->dirs: keep what wd says. */
                         size_t root = wd->root;
                         wd = NULL;
+                        size_t hr = host_runs(rel);
+                        if (hr)
+                                note_host_run(w, root, rel, hr);
+                        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                                continue; /* a write to an existing file: masked already if it matches */
                         if (glob_set_masks(w->set, rel, is_dir)) {
                                 if (!hit)
                                         hit = TAKE_PTR(rel);
@@ -146,7 +223,7 @@ static void on_event(uv_poll_t *h, int status, int events) {
                         }
                         if (is_dir && add_dir(w, root, rel) >= 0)
                                 /* A directory moved in whole may hold matches already. */
-                                scan_dir(w, root, rel, hit ? NULL : &hit);
+                                scan_dir(w, root, rel, hit ? NULL : &hit, true);
                 }
         }
         if (!hit)
@@ -166,6 +243,10 @@ static void on_event(uv_poll_t *h, int status, int events) {
 
 bool watch_active(Workspace *ws) {
         return ws->watch != NULL;
+}
+
+bool watch_partial(Workspace *ws) {
+        return ws->watch && ws->watch->partial;
 }
 
 static void on_poll_closed(uv_handle_t *h) {
@@ -214,7 +295,7 @@ int watch_start(Workspace *ws) {
         }
         for (size_t i = 0; i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
-                        scan_dir(w, i, "", NULL);
+                        scan_dir(w, i, "", NULL, false);
         uv_poll_init(ws->srv->loop, &w->poll, w->fd);
         w->poll.data = w;
         uv_poll_start(&w->poll, UV_READABLE, on_event);

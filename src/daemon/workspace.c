@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "approval.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "log.h"
@@ -92,8 +93,19 @@ static void reload(Workspace *ws) {
                 ws->cfg_st = st;
         VsPolicy *p = NULL;
         VsError *e = NULL;
-        int r = config_load(ws->path, &p, &e);
+        _cleanup_free_ char *pending = NULL;
+        /* What serves: the file's policy, or the approved one while a
+         * loosening waits for the host's approval (approval.h). */
+        int r = approval_evaluate(ws->srv->opt.state_dir, ws->path, &p, &pending, &e);
+        if (r >= 0 && !streq_ptr(pending, ws->pending)) {
+                if (pending)
+                        log_warning("workspace %s: %s", ws->path, pending);
+                free(ws->pending);
+                ws->pending = TAKE_PTR(pending);
+        }
         if (r < 0) {
+                free(ws->pending);
+                ws->pending = NULL;
                 bool was_refused = ws->state == WS_REFUSED;
                 bool same_error = was_refused && ws->config_error && e &&
                                   streq(vs_error_message(ws->config_error), vs_error_message(e));
@@ -131,7 +143,8 @@ static void reload(Workspace *ws) {
                          (unsigned long long)ws->generation, workspace_state_name(ws->state));
         watch_stop(ws);
         drain_current(ws, "the policy changed");
-        if (p->sandboxed && p->mask && p->mask[0])
+        /* Masks over time, and files the host runs later being written. */
+        if (p->sandboxed)
                 watch_start(ws);
         if (ws->queue && !ws->link)
                 spawn(ws);
@@ -171,12 +184,47 @@ static void on_idle_timer(uv_timer_t *t) {
         link_end(l, "worker_recycled", "idle timeout");
 }
 
-int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, VsError **err) {
+void workspace_note_host_run(Workspace *ws, const char *path) {
+        /* A path noted already is refreshed, not noted twice: a burst of
+         * writes to one file keeps the ring for other files. */
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
+                        ws->host_run[i].us = now_us();
+                        return;
+                }
+        HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
+        free(n->path);
+        n->path = strdup(path);
+        n->us = now_us();
+        log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
+}
+
+json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
+                HostRunNote *n = &ws->host_run[i];
+                if (!n->path || n->us < since_us)
+                        continue;
+                bool dup = false;
+                size_t k;
+                json_t *v;
+                json_array_foreach(a, k, v) dup = dup || streq(json_string_value(v), n->path);
+                if (!dup)
+                        json_array_append_new(a, json_string(n->path));
+        }
+        return a;
+}
+
+void workspace_reload(Workspace *ws) {
+        reload(ws);
+}
+
+int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err) {
         if (!path || path[0] != '/')
                 return vs_error_set_kind(err, -EINVAL, "bad_request", "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
-        _cleanup_free_ char *canon = NULL, *dir = NULL;
-        int r = config_locate(path, &canon, &dir, err);
+        _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
+        int r = approval_locate(srv->opt.state_dir, path, &canon, &dir, &nested, err);
         if (r == -ENOMEM)
                 return vs_error_set_kind(err, r, "internal", "out of memory");
         if (r < 0)
@@ -200,9 +248,14 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
         }
         ws->last_used_ms = now_ms();
         refresh(ws);
+        /* Before this call is served: a protected path replaced on the
+         * host has detached the running jail's read-only mount on it. */
+        protect_check(ws);
         *ret = ws;
         if (ret_dir)
                 *ret_dir = streq(dir, ws->path) ? NULL : TAKE_PTR(dir);
+        if (ret_pending)
+                *ret_pending = TAKE_PTR(nested);
         return 0;
 }
 
@@ -292,6 +345,7 @@ static void spawn(Workspace *ws) {
                 return;
         }
         ws->link = l;
+        protect_arm(ws);
         l->holds_spawn_slot = true;
         srv->n_spawning++;
 }
@@ -415,16 +469,25 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
         json_t *o = json_object();
         if (!o)
                 return NULL;
+        /* With a link: the worker that served the call, not the workspace
+         * as it is at reply time (a draining worker finishing a call after
+         * the config became invalid still served it sandboxed). */
         bool sandboxed = l ? l->launch->sandboxed : ws->state == WS_SANDBOXED;
-        const char *backend = sandboxed && ws->policy ? vs_backend_name(ws->policy->backend) : "none";
+        const char *backend = !sandboxed                   ? "none"
+                              : l && l->launch->backend_name ? l->launch->backend_name
+                              : ws->policy                   ? vs_backend_name(ws->policy->backend)
+                                                             : "none";
         json_object_set_new(o, "backend", ws->state == WS_REFUSED && !l ? json_null() : json_string(backend));
-        json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
+        json_object_set_new(o, "state", json_string(l ? workspace_state_name(sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED)
+                                                       : workspace_state_name(ws->state)));
         json_object_set_new(o, "layers", json_strv(l ? l->layers : NULL));
         json_t *deg = json_strv(l ? l->degraded : NULL);
         if (deg && sandboxed)
                 for (char **s = ws->limit_notes; s && *s; s++)
                         if (strstr(*s, "not enforced"))
                                 json_array_append_new(deg, json_string(*s));
+        if (deg && sandboxed && watch_partial(ws))
+                json_array_append_new(deg, json_string(WATCH_PARTIAL_NOTE));
         json_object_set_new(o, "degraded", deg);
         json_object_set_new(o, "generation", json_integer((json_int_t)(l ? l->generation : ws->generation)));
         return o;
@@ -452,6 +515,7 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "generation", json_integer((json_int_t)ws->generation));
         if (ws->config_error)
                 json_object_set_new(o, "config_error", json_string(vs_error_message(ws->config_error)));
+        json_object_set_new(o, "policy_pending", ws->pending ? json_string(ws->pending) : json_null());
         if (ws->policy)
                 json_object_set_new(o, "policy", policy_to_json(ws->policy));
         json_object_set_new(o, "worker", ws->link ? link_status(ws->link) : json_null());
@@ -498,17 +562,27 @@ static void on_timer_closed(uv_handle_t *h) {
 
 /* ---- freeing unused entries ---- */
 
+/* Kept however long it is idle: an entry with a loosening waiting for the
+ * host's approval, so status keeps listing it (policy_pending) until it is
+ * allowed or reverted. A protected-path snapshot (protect.c) is in use
+ * exactly while a jail lives (a link, ready or draining), which keeps the
+ * entry too; an idle entry's snapshot is stale and the next spawn takes a
+ * new one, so it goes with the entry. */
 static bool ws_unused(const Workspace *ws) {
-        return !ws->link && !ws->draining && !ws->queue && !ws->spawn_waiting && ws->refs == 0;
+        return !ws->pending && !ws->link && !ws->draining && !ws->queue && !ws->spawn_waiting && ws->refs == 0;
 }
 
 static void workspace_free(Workspace *ws) {
         watch_stop(ws);
         proxy_stop(ws->proxy);
+        protect_disarm(ws);
         cgroup_kill(ws);
         cgroup_release(ws);
         policy_free(ws->policy);
         vs_error_free(ws->config_error);
+        free(ws->pending);
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                free(ws->host_run[i].path);
         free(ws->last_error);
         strv_free(ws->limit_notes);
         free(ws->path);
@@ -563,6 +637,7 @@ void workspaces_free_all(Server *srv) {
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
+                protect_disarm(ws);
         }
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next)
                 cgroup_kill(ws);

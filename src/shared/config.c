@@ -849,7 +849,24 @@ static const char *file_type_name(mode_t m) {
         return "not a regular file";
 }
 
+int config_from_text(const char *workspace, const char *text, size_t len, VsPolicy **ret, VsError **err) {
+        const char *home = getenv("HOME");
+        VsConfigEnv env = { .workspace = workspace, .home = home && home[0] == '/' ? home : NULL };
+        _cleanup_(policy_freep) VsPolicy *p = NULL;
+        int r = config_parse(text, len, &env, &p, err);
+        if (r < 0)
+                return r;
+        if ((r = config_resolve(p, err)) < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
+        return config_load_text(workspace_dir, ret, NULL, NULL, err);
+}
+
+int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text, size_t *ret_len, VsError **err) {
         _cleanup_free_ char *ws = realpath(workspace_dir, NULL);
         if (!ws)
                 return vs_error_set_kind(err, -errno, "workspace_invalid", "workspace %s: %m", workspace_dir);
@@ -875,6 +892,10 @@ int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
                 if (!p->unsandboxed_reason)
                         return -ENOMEM;
                 *ret = TAKE_PTR(p);
+                if (ret_text)
+                        *ret_text = NULL;
+                if (ret_len)
+                        *ret_len = 0;
                 return 0;
         }
         if (fd < 0) {
@@ -902,18 +923,16 @@ int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err) {
         if (r < 0)
                 return vs_error_set_kind(err, r, "config_invalid", VS_CONFIG_FILE ": read failed: %s", strerror(-r));
 
-        const char *home = getenv("HOME");
-        VsConfigEnv env = { .workspace = ws, .home = home && home[0] == '/' ? home : NULL };
         _cleanup_(policy_freep) VsPolicy *p = NULL;
-        r = config_parse(text, len, &env, &p, err);
-        if (r < 0)
+        if ((r = config_from_text(ws, text, len, &p, err)) < 0)
                 return r;
         p->config_stat = st;
         p->has_config_stat = true;
-        r = config_resolve(p, err);
-        if (r < 0)
-                return r;
         *ret = TAKE_PTR(p);
+        if (ret_len)
+                *ret_len = len;
+        if (ret_text)
+                *ret_text = TAKE_PTR(text);
         return 0;
 }
 

@@ -123,6 +123,11 @@ int config_resolve(VsPolicy *p, VsError **err);
 /* Reads DIR/vectora.toml (DIR canonicalized first), parses and resolves. A
  * missing file is an unsandboxed policy, not an error. */
 int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err);
+/* The same, also handing out the exact bytes read (NUL-terminated; NULL
+ * when there is no file), so what is approved is what was parsed. */
+int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text, size_t *ret_len, VsError **err);
+/* Parses and resolves text as the vectora.toml of workspace (canonical). */
+int config_from_text(const char *workspace, const char *text, size_t len, VsPolicy **ret, VsError **err);
 
 /* The workspace root governing dir: the nearest ancestor (dir included)
  * holding a vectora.toml of any file type, as git finds its repository;

@@ -93,13 +93,26 @@ void resolved_done(Resolved *r) {
         *r = (Resolved) RESOLVED_INIT;
 }
 
+static bool masked_below(const Policy *p, const char *root, const char *abs, bool is_dir) {
+        const char *rel = path_startswith(abs, root);
+        return rel && *rel && glob_set_masks(p->masks, rel, is_dir);
+}
+
+/* The patterns apply below every listed root, relative to it, as the
+ * launch applies them (backend_collect_masks): a secret created later
+ * under a ro_path outside the workspace is refused too. */
 bool policy_is_masked(const Policy *p, const char *abs, bool is_dir) {
         if (!p->masks)
                 return false;
-        const char *rel = path_startswith(abs, p->workspace);
-        if (!rel || !*rel)
-                return false;
-        return glob_set_masks(p->masks, rel, is_dir);
+        if (masked_below(p, p->workspace, abs, is_dir))
+                return true;
+        for (char **s = p->rw; s && *s; s++)
+                if (masked_below(p, *s, abs, is_dir))
+                        return true;
+        for (char **s = p->ro; s && *s; s++)
+                if (masked_below(p, *s, abs, is_dir))
+                        return true;
+        return false;
 }
 
 static bool is_protected(const Policy *p, const char *abs) {

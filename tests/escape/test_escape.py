@@ -1075,6 +1075,65 @@ def _(c):
 
 # ---------------------------------------------------------------- runner
 
+# -- host-side changes during a live jail
+#
+# The host replaces a protected file while a command is already running in
+# the jail: editors save by renaming a temp file over vectora.toml, git
+# renames config.lock over .git/config; either detaches the jail's
+# read-only bind mount on that path. The command waits, then tries to
+# write the new file; the action must be ended first (worker_recycled).
+
+def host_replace(path, text, uid, gid):
+    tmp = path + ".host-tmp"
+    with open(tmp, "wb") as f:
+        f.write(text)
+    if ROOT:
+        os.chown(tmp, uid, gid)
+    os.rename(tmp, path)
+
+
+def live_write_after_host_change(rel, host_change):
+    def run(c):
+        target = os.path.join(c.ws, rel)
+        # Embedded (the default socket holds the section's bait listener).
+        cmd = c.ident.prefix + [CLI, "--no-daemon", "exec", "-w", c.ws, "--", "sh", "-c",
+                                f"sleep 3; printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
+        p = subprocess.Popen(cmd, env=c.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        time.sleep(1.2)
+        host_change(c, target)
+        out, err = p.communicate(timeout=120)
+        text = read_host(target)
+        if (isinstance(text, bytes) and b"planted by the jail" in text) or b"WROTE" in out:
+            raise Fail(f"ESCAPED: {rel} written after the host replaced it (exit {p.returncode}): {text!r}")
+        # Blocked for the right reason: the action was ended, not refused
+        # before it ran.
+        if p.returncode != 125 or b"changed on the host" not in err:
+            raise Fail(f"the action was not ended by the host's change (exit {p.returncode}): {err!r}")
+        return f"BLOCKED: exit {p.returncode}: {err.decode(errors='replace').strip()}"
+    return run
+
+
+attempt("host: git renames a new .git/config in; a running command then appends to it")(
+    live_write_after_host_change(".git/config", lambda c, t: host_replace(
+        t, b"[core]\n\tbare = false\n[user]\n\tname = host\n", c.jail_uid, c.jail_gid)))
+attempt("host: an editor saves vectora.toml by rename; a running command then appends to it")(
+    live_write_after_host_change("vectora.toml", lambda c, t: host_replace(
+        t, read_host(t), c.jail_uid, c.jail_gid)))
+
+
+def _hooks_replaced(c, target):
+    hooks = os.path.dirname(target)
+    shutil.rmtree(hooks)
+    os.mkdir(hooks)
+    if ROOT:
+        os.chown(hooks, c.jail_uid, c.jail_gid)
+
+
+attempt("host: .git/hooks replaced whole; a running command then plants a hook")(
+    live_write_after_host_change(".git/hooks/post-checkout", _hooks_replaced))
+
+
 def run_one(name, fn, c):
     na = BACKEND.not_applicable(name)
     if na:

@@ -444,8 +444,19 @@ def t_docker_killed_container():
     ws = make_ws(E.tmp, "docker-kill", docker_toml(), E.owner)
     c = E.d.conn()
     ok(term(c, ws, "true"), "first call")
-    name = [n for n in E.docker.run(["ps", "--format", "{{.Names}}"]).stdout.split()
-            if n.startswith("vectora-")]
+    import hashlib as _h
+    # The first container of a workspace is NAME-a (NAME-b after a recycle).
+    cname = "vectora-" + _h.sha256(os.path.realpath(ws).encode()).hexdigest()[:16] + "-a"
+    # The worker answers as soon as its process runs; the engine may list
+    # the container as running a moment later (seen under ASan on 2 cores).
+    deadline = time.time() + 10
+    while True:
+        name = [n for n in E.docker.run(["ps", "--format", "{{.Names}}"]).stdout.split()
+                if n.startswith("vectora-")]
+        if cname in name or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    check(cname in name, (cname, name))
     res = {}
 
     def inflight():
@@ -455,10 +466,6 @@ def t_docker_killed_container():
     th = threading.Thread(target=inflight)
     th.start()
     time.sleep(0.5)
-    import hashlib as _h
-    # The first container of a workspace is NAME-a (NAME-b after a recycle).
-    cname = "vectora-" + _h.sha256(os.path.realpath(ws).encode()).hexdigest()[:16] + "-a"
-    check(cname in name, (cname, name))
     t0 = time.time()
     E.docker.run(["kill", cname])
     th.join(30)

@@ -291,7 +291,7 @@ def t_json_every_verb(tmp, sb, plain):
 
 def t_help():
     r = cli("help")
-    verbs = ["check", "plan", "exec", "run", "read", "write", "edit", "shell", "status", "mcp", "init", "help"]
+    verbs = ["check", "plan", "exec", "run", "read", "write", "edit", "shell", "status", "mcp", "allow", "init", "help"]
     report("help lists every verb", r.returncode == 0 and all(re.search(r"^  %s " % v, r.stdout, re.M) for v in verbs), r.stdout)
     j = jload(cli("help", "--json").stdout) or {"verbs": []}
     bad = []

@@ -518,7 +518,7 @@ def t_config_reload(d, tmp):
     gen = r["sandbox"]["generation"]
     cfg = os.path.join(sb, "vectora.toml")
     with open(cfg, "w") as f:
-        f.write('[sandbox]\nenabled = true\nmask = [".env", "secret.txt"]\n')
+        f.write('[sandbox]\nenabled = true\nmask = [".env", "**/*.pem", "secret.txt"]\n')
     r = term(c, sb, "cat secret.txt")
     check(r["ok"] and "TOPSECRET" not in r["stdout"] and r["sandbox"]["generation"] > gen, r)
     r = c.call({"tool": "file_read", "workspace": sb, "path": "secret.txt"})
@@ -533,10 +533,15 @@ def t_config_reload(d, tmp):
     r = term(c, sb, "echo hi")
     check(r["error"]["code"] == "config_invalid" and "vectora.toml:4:" in r["error"]["message"], r)
     with open(cfg, "w") as f:
-        f.write('[sandbox]\nenabled = true\nmask = [".env", "secret.txt"]\n')
+        f.write('[sandbox]\nenabled = true\nmask = [".env", "**/*.pem", "secret.txt"]\n')
     r = term(c, sb, "echo back; cat secret.txt")
     check(r["ok"] and r["stdout"] == "back\n" and r["sandboxed"], r)
+    # Removing the file loosens: it waits for the host user's approval.
     os.unlink(cfg)
+    r = term(c, sb, "echo still; cat secret.txt")
+    check(r["ok"] and r["sandboxed"] is True and r["stdout"] == "still\n" and r["policy_pending"], r)
+    a = subprocess.run([CLI, "--socket", d.sock, "allow", "-w", sb], capture_output=True, text=True, timeout=60)
+    check(a.returncode == 0 and "the sandbox is switched off" in a.stdout, a)
     r = term(c, sb, "cat secret.txt")
     check(r["ok"] and r["sandboxed"] is False and r["stdout"] == "TOPSECRET\n", r)
     c.close()

@@ -6,6 +6,7 @@ CI, with the workspaces owned by an ordinary user) and, where the attack
 applies to it, the CLI's embedded mode. TAP output; a test that cannot run
 says SKIP with the reason (a failure under VECTORA_TEST_STRICT=1)."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -13,12 +14,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The daemon harness (Conn, Daemon, make_ws) is test_daemon.py's own.
-from test_daemon import CLI, DAEMON, ROOT, STRICT, Daemon, check, make_ws, term  # noqa: E402
+from test_daemon import CLI, DAEMON, OWNER, ROOT, STRICT, Daemon, check, chown_tree, make_ws, term  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
@@ -27,8 +29,9 @@ class Skip(Exception):
     pass
 
 
-def cli(*args, stdin=None, timeout=60, sock=None):
+def cli(*args, stdin=None, timeout=60, sock=None, env=None):
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e.update(env or {})
     if sock:
         e["VECTORA_SANDBOX_SOCKET"] = sock
     return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, env=e, timeout=timeout)
@@ -134,12 +137,492 @@ def t_check_says_which_file_governs(d, tmp):
         check(j["sandboxed"] is False and j["workspace"] == os.path.join(plain, "s"), j)
 
 
+# ---------------------------------------------------------------- approval of loosening changes
+
+
+def save(ws, text):
+    """Writes vectora.toml as editors do: a temp file renamed over it."""
+    tmp = os.path.join(ws, ".vectora.toml.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    if ROOT:
+        os.lchown(tmp, OWNER.pw_uid, OWNER.pw_gid)
+    os.rename(tmp, os.path.join(ws, "vectora.toml"))
+
+
+def allow(d, ws, *extra):
+    return cli("allow", "-w", ws, *extra, sock=d.sock)
+
+
+def t_loosening_waits_for_approval(d, tmp):
+    ws = make_ws(tmp, "loosen", SANDBOX, {".env": "SECRET=loosen\n"})
+    c = d.conn()
+    r = term(c, ws, "cat .env; echo ran")
+    check(r["ok"] and r["stdout"] == "ran\n" and r["policy_pending"] is None and r["sandboxed"] is True, r)
+    g1 = r["sandbox"]["generation"]
+    save(ws, '[sandbox]\nenabled = true\nmask = []\n')
+    r = term(c, ws, "cat .env; echo ran")
+    check(r["ok"] and "SECRET" not in r["stdout"] and r["sandbox"]["generation"] == g1, r)
+    check(r["policy_pending"] and 'mask: ".env" is removed' in r["policy_pending"]
+          and ("vectora-sandbox allow -w %s" % ws) in r["policy_pending"], r)
+    r = c.call({"tool": "file_read", "workspace": ws, "path": ".env"})
+    check(r["error"]["code"] == "denied" and r["policy_pending"], r)
+    st = c.call({"tool": "status", "workspace": ws})
+    check(st["workspaces"][0]["policy_pending"] == r["policy_pending"], st)
+    # The CLI through the daemon shows the pending change on every call.
+    rr = cli("run", "-w", ws, "true", sock=d.sock)
+    check(rr.returncode == 0 and "loosens the sandbox" in rr.stderr, rr)
+    # The host user approves: the difference first, then it applies.
+    a = allow(d, ws)
+    check(a.returncode == 0 and 'mask: ".env" is removed' in a.stdout and '-mask = [".env"]' in a.stdout
+          and "+mask = []" in a.stdout and ("approved: %s" % ws) in a.stdout, a)
+    r = term(c, ws, "cat .env")
+    check(r["ok"] and r["stdout"] == "SECRET=loosen\n" and r["policy_pending"] is None
+          and r["sandbox"]["generation"] > g1 and r["sandboxed"] is True, r)
+    a = allow(d, ws)
+    check(a.returncode == 0 and "nothing to approve" in a.stdout, a)
+    c.close()
+
+
+def t_tightening_applies_at_once(d, tmp):
+    ws = make_ws(tmp, "tighten", '[sandbox]\nenabled = true\nnetwork = true\n', {"secret.txt": "TIGHT\n"})
+    c = d.conn()
+    r = term(c, ws, "cat secret.txt")
+    check(r["stdout"] == "TIGHT\n", r)
+    g1 = r["sandbox"]["generation"]
+    save(ws, '[sandbox]\nenabled = true\nnetwork = false\nmask = ["secret.txt"]\n')
+    r = term(c, ws, "cat secret.txt; echo ran")
+    check(r["ok"] and r["stdout"] == "ran\n" and r["policy_pending"] is None and r["sandbox"]["generation"] > g1, r)
+    # And back: that loosens again, so it waits.
+    save(ws, '[sandbox]\nenabled = true\nnetwork = true\n')
+    r = term(c, ws, "cat secret.txt; echo ran")
+    check(r["stdout"] == "ran\n" and "network: false -> true" in r["policy_pending"]
+          and 'mask: "secret.txt" is removed' in r["policy_pending"], r)
+    c.close()
+
+
+def t_sandbox_removed_is_pending(d, tmp):
+    """Removing [sandbox], enabled = false, an empty file or no file at all:
+    each is a loosening that waits; the approved sandbox keeps serving."""
+    ws = make_ws(tmp, "removed", SANDBOX, {".env": "SECRET=removed\n"})
+    c = d.conn()
+    check(term(c, ws, "true")["sandboxed"] is True, "first call")
+    for text in ("", "[other]\nx = 1\n", "[sandbox]\nenabled = false\n", None):
+        if text is None:
+            os.unlink(os.path.join(ws, "vectora.toml"))
+        else:
+            save(ws, text)
+        r = term(c, ws, "cat .env; id -u")
+        check(r["ok"] and r["sandboxed"] is True and "SECRET" not in r["stdout"]
+              and "the sandbox is switched off" in (r["policy_pending"] or ""), (text, r))
+        # The CLI's check says the same.
+        k = cli("check", "--json", "-w", ws, sock=d.sock, env={"VECTORA_SANDBOX_STATE_DIR": d.state})
+        j = json.loads(k.stdout)
+        check(j["sandboxed"] is True and "switched off" in j["policy_pending"], (text, j))
+    # Approved: the workspace runs unsandboxed, as the host user chose.
+    a = allow(d, ws)
+    check(a.returncode == 0 and "the sandbox is switched off" in a.stdout and "UNSANDBOXED" in a.stdout, a)
+    r = term(c, ws, "cat .env")
+    check(r["ok"] and r["sandboxed"] is False and r["stdout"] == "SECRET=removed\n" and r["policy_pending"] is None, r)
+    c.close()
+
+
+def t_first_seen_applies_at_once(d, tmp):
+    ws = make_ws(tmp, "first", SANDBOX, {".env": "SECRET=first\n"})
+    c = d.conn()
+    r = term(c, ws, "cat .env; echo ran")
+    check(r["stdout"] == "ran\n" and r["sandboxed"] is True and r["policy_pending"] is None, r)
+    entry = os.path.join(d.state, "approved-%s.toml" % hashlib.sha256(ws.encode()).hexdigest())
+    check(open(entry).read() == SANDBOX, entry)
+    check((os.stat(d.state).st_mode & 0o777) == 0o700, oct(os.stat(d.state).st_mode))
+    c.close()
+
+
+def t_inplace_rewrite_has_no_window(d, tmp):
+    """A host program that rewrites vectora.toml in place (truncate, then
+    line by line) once let calls in that window run unsandboxed or under a
+    prefix lacking the mask line."""
+    text = '[sandbox]\nenabled = true\nrw_paths = ["."]\nmask = [".env"]\nnetwork = true\n'
+    ws = make_ws(tmp, "inplace", text, {".env": "SECRET=inplace\n"})
+    c = d.conn()
+    check(term(c, ws, "true")["sandboxed"] is True, "first call")
+    stop = threading.Event()
+    rewrites = [0]
+
+    def writer():
+        path = os.path.join(ws, "vectora.toml")
+        while not stop.is_set():
+            with open(path, "r+") as f:
+                f.truncate(0)
+                f.flush()
+                for line in text.splitlines(True):
+                    f.write(line)
+                    f.flush()
+                    time.sleep(0.0005)
+            rewrites[0] += 1
+
+    th = threading.Thread(target=writer)
+    th.start()
+    calls = leaks = unsandboxed = 0
+    t_end = time.monotonic() + 6
+    try:
+        while time.monotonic() < t_end:
+            r = term(c, ws, "cat .env 2>/dev/null; echo .")
+            calls += 1
+            if r.get("error", {}).get("code") == "config_invalid":
+                continue
+            leaks += "SECRET" in r.get("stdout", "")
+            unsandboxed += r["sandboxed"] is not True
+    finally:
+        stop.set()
+        th.join()
+    print("# in-place rewrites: %d rewrites, %d calls, %d leaks, %d unsandboxed" % (rewrites[0], calls, leaks, unsandboxed))
+    check(rewrites[0] > 20 and calls > 20, (rewrites[0], calls))
+    check(leaks == 0 and unsandboxed == 0, (leaks, unsandboxed))
+    c.close()
+
+
+def t_nested_config_needs_approval(d, tmp):
+    """The agent writes sub/vectora.toml without a sandbox and names sub/:
+    the enclosing workspace's policy keeps governing until the host user
+    approves the nested one."""
+    ws = make_ws(tmp, "nested", SANDBOX, {".env": "SECRET=nested\n", "sub/x": ""})
+    sub = os.path.join(ws, "sub")
+    c = d.conn()
+    r = term(c, ws, "printf '# mine now\\n' > sub/vectora.toml && echo planted")
+    check(r["ok"] and r["stdout"] == "planted\n", r)
+    r = term(c, sub, "cat ../.env; pwd")
+    check(r["ok"] and r["sandboxed"] is True and "SECRET" not in r["stdout"] and r["stdout"].endswith(sub + "\n"), r)
+    check(("vectora-sandbox allow -w %s" % sub) in (r["policy_pending"] or ""), r)
+    r = cli("run", "-w", sub, "cat ../.env; true", env={"VECTORA_SANDBOX_STATE_DIR": d.state})
+    check(r.returncode == 0 and "SECRET" not in r.stdout and "has not been approved" in r.stderr, r)
+    a = allow(d, sub)
+    check(a.returncode == 0 and ("approved: %s" % sub) in a.stdout, a)
+    r = term(c, sub, "cat ../.env")
+    check(r["ok"] and r["sandboxed"] is False and r["policy_pending"] is None, r)
+    c.close()
+
+
+def t_embedded_mode_approval(d, tmp):
+    state = os.path.join(tmp, "embedded-state")
+    env = {"VECTORA_SANDBOX_STATE_DIR": state}
+    ws = make_ws(tmp, "embedded", SANDBOX, {".env": "SECRET=embedded\n"})
+    r = cli("run", "-w", ws, "cat .env; echo ran", env=env)
+    check(r.returncode == 0 and r.stdout == "ran\n" and "warning" not in r.stderr, r)
+    save(ws, "[sandbox]\nenabled = false\n")
+    r = cli("run", "-w", ws, "cat .env; echo ran", env=env)
+    check(r.returncode == 0 and r.stdout == "ran\n" and "the sandbox is switched off" in r.stderr, r)
+    r = cli("check", "-w", ws, env=env)
+    check(r.returncode == 0 and "sandboxed    yes" in r.stdout and "pending      " in r.stdout, r)
+    r = cli("allow", "--json", "-w", ws, env=env)
+    j = json.loads(r.stdout)
+    check(r.returncode == 0 and j["approved"] == ws and j["changed"] is True and j["approved_sandboxed"] is False
+          and "+enabled = false" in j["difference"], j)
+    r = cli("run", "-w", ws, "cat .env", env=env)
+    check(r.returncode == 0 and r.stdout == "SECRET=embedded\n", r)
+
+
+def t_store_refused_as_listed_path(d, tmp):
+    state = os.path.join(tmp, "listed-state")
+    env = {"VECTORA_SANDBOX_STATE_DIR": state}
+    ws = make_ws(tmp, "listed", '[sandbox]\nenabled = true\nro_paths = ["%s"]\n' % tmp)
+    r = cli("check", "-w", ws, env=env)
+    check(r.returncode == 2 and "approved-policy store" in r.stderr and "vectora.toml:3:" in r.stderr, r)
+    c = d.conn()
+    ws2 = make_ws(tmp, "listed2", '[sandbox]\nenabled = true\nro_paths = ["%s"]\n' % d.state)
+    r = term(c, ws2, "ls %s" % d.state)
+    check(r["error"]["code"] == "config_invalid" and "approved-policy store" in r["error"]["message"], r)
+    c.close()
+
+
+def t_result_describes_the_serving_worker(d, tmp):
+    """A call finished by a draining worker once said "refused" (the state
+    at reply time); it says how that worker ran it."""
+    ws = make_ws(tmp, "drain", SANDBOX)
+    c = d.conn()
+    check(term(c, ws, "true")["sandboxed"] is True, "first call")
+    c.send({"id": 500, "tool": "terminal", "workspace": ws, "command": "sleep 1.5; echo done"})
+    time.sleep(0.5)
+    # In place (same inode: the jail's read-only mount stays, so the
+    # worker drains rather than being recycled).
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write("[sandbox]\nbogus = 1\n")
+    c2 = d.conn()
+    r2 = term(c2, ws, "true")
+    check(r2["error"]["code"] == "config_invalid", r2)
+    while True:
+        r = c.recv()
+        if r.get("id") == 500:
+            break
+    check(r["ok"] and r["stdout"] == "done\n" and r["sandboxed"] is True and r["sandbox"]["state"] == "sandboxed"
+          and r["sandbox"]["backend"] == "local", r)
+    c.close()
+    c2.close()
+
+
+# ---------------------------------------------------------------- host-side replacement of protected paths
+
+
+def host_git(ws, *args):
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], check=True, capture_output=True)
+    chown_tree(ws)
+
+
+WRITE_PROTECTED = ("for f in vectora.toml .git/config .git/hooks/pre-commit; do "
+                   "if printf '# planted\\n' >> $f 2>/dev/null; then echo WROTE $f; fi; done; echo end")
+
+
+def unchanged(ws):
+    for rel in ("vectora.toml", ".git/config"):
+        with open(os.path.join(ws, rel)) as f:
+            check("planted" not in f.read(), rel + " was written from the jail")
+    check(not os.path.exists(os.path.join(ws, ".git/hooks/pre-commit")), "a hook was planted")
+
+
+def t_host_save_keeps_protection(d, tmp):
+    """Editors and git save by rename; that detached the jail's read-only
+    mount, and the running jail could then write vectora.toml and append a
+    core.fsmonitor to .git/config. The worker is now recycled before the
+    next call (and at once on the inotify event)."""
+    ws = make_ws(tmp, "hostsave", SANDBOX, {".env": "SECRET=save\n"})
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    pid1 = c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
+    save(ws, SANDBOX)                                   # an editor's save
+    host_git(ws, "config", "user.name", "host")         # git's own lockfile rename
+    shutil.rmtree(os.path.join(ws, ".git/hooks"))       # hooks replaced whole
+    os.mkdir(os.path.join(ws, ".git/hooks"))
+    chown_tree(ws)
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n" and r["sandboxed"] is True, r)
+    unchanged(ws)
+    pid2 = c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
+    check(pid2 != pid1, "the worker was not recycled")
+    c.close()
+
+
+def t_git_appearing_later_is_protected(d, tmp):
+    """A git init on the host after the jail started: its config and hooks
+    were writable in the running jail."""
+    ws = make_ws(tmp, "lategit", SANDBOX)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    host_git(ws, "init", "-q")
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    unchanged(ws)
+    c.close()
+
+
+def t_recycle_window(d, tmp):
+    """A command already running when the host saves: how long until the
+    jail is gone. Measured, reported, and bounded."""
+    ws = make_ws(tmp, "window", SANDBOX)
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    loop = ("while :; do if printf '# in\\n' >> .git/config 2>/dev/null; then echo WROTE; exit 0; fi; done")
+    windows, wrote = [], 0
+    for i in range(5):
+        c.send({"id": 900 + i, "tool": "terminal", "workspace": ws, "command": loop, "timeout": 20})
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        host_git(ws, "config", "user.name", "host%d" % i)  # renames config.lock over config, then exits
+        t1 = time.monotonic()
+        while True:
+            r = c.recv()
+            if r.get("id") == 900 + i:
+                break
+        t2 = time.monotonic()
+        windows.append(((t2 - t1) * 1000, (t2 - t0) * 1000))
+        if r.get("ok"):
+            wrote += r.get("stdout") == "WROTE\n"
+        else:
+            check(r["error"]["code"] == "worker_recycled" and ".git/config changed on the host" in r["error"]["message"], r)
+        # Whatever landed in the window, the next call's jail protects it again.
+        r2 = term(c, ws, "printf '# after\\n' >> .git/config 2>/dev/null && echo WROTE; echo end")
+        check(r2["stdout"] == "end\n", r2)
+    lo = sorted(w[0] for w in windows)
+    hi = sorted(w[1] for w in windows)
+    print("# recycle window (host rename -> the running command's jail ended): between %.1f ms (from git's exit) and "
+          "%.1f ms (from git's start), median of %d; max %.1f ms; %d of %d busy-loop writers got a write in"
+          % (lo[len(lo) // 2], hi[len(hi) // 2], len(windows), hi[-1], wrote, len(windows)))
+    check(hi[-1] < 5000, windows)
+    c.close()
+
+
+def t_embedded_action_ends_on_host_save(d, tmp):
+    """Embedded mode: one jail for one action, so the window is the
+    action's length; a host save during it ends the action."""
+    ws = make_ws(tmp, "embsave", SANDBOX)
+    host_git(ws, "init", "-q")
+    env = {"VECTORA_SANDBOX_STATE_DIR": os.path.join(tmp, "embsave-state")}
+    p = subprocess.Popen([CLI, "run", "-w", ws, "sleep 2; printf '# planted\\n' >> .git/config && echo WROTE"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict({k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}, **env))
+    time.sleep(1)
+    host_git(ws, "config", "user.name", "host")
+    out, err = p.communicate(timeout=30)
+    check(p.returncode == 125 and "WROTE" not in out and ".git/config changed on the host" in err, (p.returncode, out, err))
+    unchanged(ws)
+
+
+def t_git_init_in_jail(d, tmp):
+    """In a workspace without .git, git init in the jail followed by writes
+    to .git/config and .git/hooks succeeded; the host user's next git
+    status there ran what was planted. The .git appearing changes the
+    protected snapshot: the worker is recycled at once (the command ends),
+    and the next jail mounts the new config and hooks read-only."""
+    planted, ended = 0, 0
+    c = d.conn()
+    for i in range(5):
+        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX)
+        check(term(c, ws, "true")["ok"], "first call")
+        r = term(c, ws, "git init -q && printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; "
+                        "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit; echo done")
+        ended += r.get("error", {}).get("code") == "worker_recycled"
+        cfg = os.path.join(ws, ".git/config")
+        planted += (os.path.exists(cfg) and "evil" in open(cfg).read()) or \
+            os.path.exists(os.path.join(ws, ".git/hooks/pre-commit"))
+        r = term(c, ws, "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config 2>/dev/null && echo WROTE; "
+                        "printf x > .git/hooks/post-checkout 2>/dev/null && echo WROTE; echo end")
+        check(r["ok"] and r["stdout"] == "end\n", r)
+    print("# git init in the jail: %d of 5 commands ended by the recycle, %d planted" % (ended, planted))
+    check(planted == 0, planted)
+    c.close()
+
+
+def t_host_run_files_reported(d, tmp):
+    """Files the host runs later that a call creates or changes (a .git
+    below the root, .envrc, .vscode/tasks.json, .mcp.json, .claude/...) are
+    listed in that call's result and in the audit log."""
+    ws = make_ws(tmp, "hostrun", SANDBOX, {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
+    c = d.conn()
+    r = term(c, ws, "echo plain > notes.txt")
+    check(r["ok"] and r["host_run_files"] == [], r)
+    cases = [
+        ("git init -q sub && echo x", [os.path.join(ws, "sub/.git")]),
+        ("printf 'echo hi' > .envrc", [os.path.join(ws, ".envrc")]),
+        ("printf '{}' > .vscode/tasks.json", [os.path.join(ws, ".vscode/tasks.json")]),
+        ("mkdir -p sub/.claude && printf '{}' > sub/.claude/settings.json", [os.path.join(ws, "sub/.claude/settings.json")]),
+        ("printf '{}' > .mcp.json", [os.path.join(ws, ".mcp.json")]),
+    ]
+    for cmd, want in cases:
+        r = term(c, ws, cmd)
+        check(r["ok"] and all(w in r["host_run_files"] for w in want), (cmd, r))
+        # A new repository is one entry, not one per file git wrote in it
+        # (a ring of notes that per-file entries could overflow).
+        check(not any("/.git/" in p for p in r["host_run_files"]), (cmd, r))
+    r = c.call({"tool": "file_write", "workspace": ws, "path": "sub/.envrc", "content": "echo hi\n"})
+    check(r["ok"] and os.path.join(ws, "sub/.envrc") in r["host_run_files"], r)
+    c.close()
+    with open(d.audit) as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    listed = set(p for rec in recs if rec.get("workspace") == ws for p in rec.get("host_run_files", []))
+    check(os.path.join(ws, ".envrc") in listed and os.path.join(ws, "sub/.envrc") in listed, listed)
+
+
+# ---------------------------------------------------------------- masks over time
+
+
+def host_write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    chown_tree(os.path.dirname(path))
+
+
+def eventually_masked(c, ws, command, secret):
+    """The watcher recycles on the inotify event; give it a moment."""
+    for _ in range(50):
+        r = term(c, ws, command)
+        if secret not in r.get("stdout", ""):
+            return r
+        time.sleep(0.1)
+    raise AssertionError(("still readable", r))
+
+
+def t_rename_into_masked_name(d, tmp):
+    """mkdir d; mv d .aws in the jail, then the host fills .aws: the watcher
+    once kept the old name and the new secret was readable through run."""
+    ws = make_ws(tmp, "renamemask", '[sandbox]\nenabled = true\nmask = ["**/.aws/**"]\n')
+    c = d.conn()
+    r = term(c, ws, "mkdir d && echo made")
+    check(r["stdout"] == "made\n", r)
+    # The daemon watches d now; the rename keeps that watch (same inode).
+    r = term(c, ws, "mv d .aws && echo moved")
+    check(r.get("stdout") == "moved\n" or r["error"]["code"] == "worker_recycled", r)
+    check(os.path.isdir(os.path.join(ws, ".aws")), "the rename did not happen")
+    host_write(os.path.join(ws, ".aws/credentials"), "AWS=renamed\n")
+    eventually_masked(c, ws, "cat .aws/credentials 2>/dev/null; true", "AWS=")
+    r = c.call({"tool": "file_read", "workspace": ws, "path": ".aws/credentials"})
+    check(r["error"]["code"] == "denied", r)
+    c.close()
+
+
+def t_masks_under_other_roots(d, tmp):
+    """The file tools re-checked masks only under the workspace root: a key
+    created later under another listed root was readable through file_read."""
+    other = make_ws(tmp, "otherroot", None, {"lib.txt": "data\n"})
+    ws = make_ws(tmp, "rootsmask", '[sandbox]\nenabled = true\nro_paths = ["%s"]\nmask = ["**/*.pem"]\n' % other)
+    c = d.conn()
+    r = c.call({"tool": "file_read", "workspace": ws, "path": os.path.join(other, "lib.txt")})
+    check(r["ok"] and r["content"] == "data\n", r)
+    host_write(os.path.join(other, "sub/new.pem"), "PEM=later\n")
+    r = c.call({"tool": "file_read", "workspace": ws, "path": os.path.join(other, "sub/new.pem")})
+    check(not r["ok"] and r["error"]["code"] == "denied" and "masked" in r["error"]["message"], r)
+    eventually_masked(c, ws, "cat %s 2>/dev/null; true" % os.path.join(other, "sub/new.pem"), "PEM=")
+    c.close()
+
+
+def t_watch_limit_is_reported(d, tmp):
+    """Past the watch limit (a normal node_modules reaches it) new secrets
+    were readable with only a daemon log line."""
+    files = {"node_modules/p%04d/index.js" % i: "" for i in range(4200)}
+    ws = make_ws(tmp, "manydirs", SANDBOX, files)
+    c = d.conn()
+    r = term(c, ws, "true")
+    check(r["ok"] and any("masks over time" in x for x in r["sandbox"]["degraded"]), r)
+    lock = make_ws(tmp, "manydirs-lock", SANDBOX + "lockdown = true\n", files)
+    r = term(c, lock, "echo ran")
+    check(not r["ok"] and r["error"]["code"] == "sandbox_unavailable" and "masks over time" in r["error"]["message"], r)
+    c.close()
+
+
 TESTS = [
     t_fifo_config_does_not_block,
     t_socket_and_device_config,
     t_subdirectory_runs_in_parent_jail,
     t_check_says_which_file_governs,
+    t_loosening_waits_for_approval,
+    t_tightening_applies_at_once,
+    t_sandbox_removed_is_pending,
+    t_first_seen_applies_at_once,
+    t_inplace_rewrite_has_no_window,
+    t_nested_config_needs_approval,
+    t_embedded_mode_approval,
+    t_store_refused_as_listed_path,
+    t_result_describes_the_serving_worker,
+    t_host_save_keeps_protection,
+    t_git_appearing_later_is_protected,
+    t_recycle_window,
+    t_embedded_action_ends_on_host_save,
+    t_git_init_in_jail,
+    t_host_run_files_reported,
+    t_rename_into_masked_name,
+    t_masks_under_other_roots,
+    t_watch_limit_is_reported,
 ]
+
+
+def start_daemon(tmp, name="d"):
+    """A daemon with its own approved-policy store."""
+    state = os.path.join(tmp, name + "-state")
+    d = Daemon(tmp, name, extra=("--state-dir", state))
+    d.state = state
+    return d
 
 
 def main():
@@ -154,7 +637,7 @@ def main():
     print("1..%d" % len(tests))
     tmp = tempfile.mkdtemp(prefix="vs-integrity-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
-    d = Daemon(tmp)
+    d = start_daemon(tmp)
     failed = skipped = 0
     try:
         for n, t in enumerate(tests, 1):
@@ -175,7 +658,7 @@ def main():
                 for line in open(d.log).read()[-3000:].splitlines():
                     print("#   " + line)
                 failed += 1
-                d = Daemon(tmp, "d%d" % n)
+                d = start_daemon(tmp, "d%d" % n)
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

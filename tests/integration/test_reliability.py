@@ -488,12 +488,20 @@ def chown_file(path):
         os.lchown(path, OWNER.pw_uid, OWNER.pw_gid)
 
 
+def host_git(ws, *args):
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], check=True, capture_output=True)
+    test_daemon.chown_tree(ws)
+
+
 def t_workspaces_freed(d, tmp):
     """Workspace entries, their cgroups and watches are freed once unused:
     at once when the directory is gone, else 30 s after the last call once
     the worker ended (before: 601 entries listed after their directories
-    were deleted, 806 cgroup dirs after 400 cycles)."""
-    s = Daemon(tmp, "gc")
+    were deleted, 806 cgroup dirs after 400 cycles). Never freed: an entry
+    whose loosening waits for approval (status keeps listing it), nor one
+    whose jail is alive with its protected-path snapshot (a host rename
+    over .git/config after the GC ran still ends its command)."""
+    s = Daemon(tmp, "gc", extra=("--state-dir", os.path.join(tmp, "gc-state")))
     try:
         toml = T_SANDBOX_IDLE1
         wss = [make_ws(tmp, f"gc{i}", toml) for i in range(30)]
@@ -501,25 +509,54 @@ def t_workspaces_freed(d, tmp):
         for ws in wss:
             r = term(c, ws, "true")
             check(r["ok"], r)
+        # A loosening (the mask removed) that waits for the host's approval.
+        pend = make_ws(tmp, "gc-pending", toml, {".env": "SECRET=gc\n"})
+        check(term(c, pend, "true")["policy_pending"] is None, "first seen")
+        with open(os.path.join(pend, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nenabled = true\nidle_timeout = 1\nmask = []\n")
+        r = term(c, pend, "cat .env; echo ran")
+        check(r["stdout"] == "ran\n" and 'mask: ".env" is removed' in (r["policy_pending"] or ""), r)
+        # A jail kept alive by a long command past every GC round.
+        prot = make_ws(tmp, "gc-protect", toml)
+        host_git(prot, "init", "-q")
+        lc = s.conn()
+        lc.send({"id": 7, "tool": "terminal", "workspace": prot, "command": "sleep 100; echo slept", "timeout": 110})
+        t_wait = time.time()
+        while time.time() - t_wait < 20 and not (s.ws_status(prot) or {}).get("worker"):
+            time.sleep(0.2)
         before = s.status()["summary"]["workspaces"]
         groups_before = len(group_names(s.sock)) if ROOT else 0
-        check(before == 30, before)
+        check(before == 32, before)
         gone, kept = wss[:20], wss[20:]
         for ws in gone:
             shutil.rmtree(ws)
         t0 = time.time()
-        while time.time() - t0 < 20 and s.status()["summary"]["workspaces"] > 10:
+        while time.time() - t0 < 20 and s.status()["summary"]["workspaces"] > 12:
             time.sleep(0.5)
         left = [w["path"] for w in s.status()["workspaces"]]
-        check(sorted(left) == sorted(os.path.realpath(w) for w in kept), ("entries of deleted dirs kept", len(left)))
+        check(sorted(left) == sorted(os.path.realpath(w) for w in kept + [pend, prot]),
+              ("entries of deleted dirs kept", len(left)))
         if ROOT and groups_before:
-            check(groups_before == 30 and len(group_names(s.sock)) == 10, (groups_before, group_names(s.sock)))
+            check(groups_before == 32 and len(group_names(s.sock)) == 12, (groups_before, group_names(s.sock)))
         # The rest: unused for 30 s (their workers idle-ended after 1 s).
-        while time.time() - t0 < 60 and s.status()["summary"]["workspaces"] > 0:
+        while time.time() - t0 < 60 and s.status()["summary"]["workspaces"] > 2:
             time.sleep(1)
-        check(s.status()["summary"]["workspaces"] == 0, "unused entries kept")
+        time.sleep(6)  # one more GC round past the point the others went
+        st = s.status()["workspaces"]
+        check(sorted(w["path"] for w in st) == sorted(os.path.realpath(w) for w in (pend, prot)),
+              ("unused entries kept, or the pending / live ones freed", [w["path"] for w in st]))
+        check('mask: ".env" is removed' in (s.ws_status(pend)["policy_pending"] or ""), s.ws_status(pend))
         if ROOT and groups_before:
-            check(ws_groups(s.sock) == [], ws_groups(s.sock))
+            check(group_names(s.sock) and len(group_names(s.sock)) <= 2, group_names(s.sock))
+        # The live jail's snapshot is still the one checked: git renames
+        # config.lock over .git/config and the command's jail ends.
+        host_git(prot, "config", "user.name", "gc-host")
+        r = lc.recv()
+        check(r.get("id") == 7 and not r["ok"] and r["error"]["code"] == "worker_recycled"
+              and ".git/config changed on the host" in r["error"]["message"], r)
+        lc.close()
+        r = term(c, pend, "cat .env; echo ran")  # still pending, still masked
+        check(r["stdout"] == "ran\n" and r["policy_pending"], r)
         r = term(c, kept[0], "echo back")  # a freed entry comes back on the next call
         check(r["ok"] and r["stdout"] == "back\n" and r["sandboxed"], r)
         c.close()

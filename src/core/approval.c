@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+#include "approval.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "json-util.h"
+#include "path-util.h"
+#include "paths.h"
+#include "policy-compare.h"
+#include "sha256.h"
+#include "strv.h"
+
+#define ENTRY_MAX_SIZE (1u << 20)
+
+/* ---- where the store lives ---- */
+
+static int mkdir_private(const char *d, VsError **err) {
+        if (mkdir(d, 0700) < 0 && errno != EEXIST)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", d);
+        struct stat st;
+        /* Another user must not own or write it: it decides what runs unsandboxed. */
+        if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
+                                         "%s is not a directory owned by uid %u and writable only by it; remove it", d,
+                                         (unsigned)geteuid());
+        return 0;
+}
+
+static bool usable_dir(const char *d) {
+        struct stat st;
+        return d && d[0] == '/' && stat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
+int approval_store_dir(const char *dir, char **ret, VsError **err) {
+        _cleanup_free_ char *d = NULL;
+        const char *e = dir ? dir : getenv("VECTORA_SANDBOX_STATE_DIR");
+        const char *home = getenv("HOME"), *xdg = getenv("XDG_STATE_HOME");
+        if (e && *e) {
+                if (e[0] != '/')
+                        return vs_error_set_kind(err, -EINVAL, "sandbox_unavailable",
+                                                 "the state directory must be an absolute path, not '%s'", e);
+                d = strdup(e);
+        } else if (geteuid() == 0)
+                d = strdup("/var/lib/vectora-sandbox");
+        else if (usable_dir(xdg))
+                d = path_join(xdg, "vectora-sandbox");
+        else if (usable_dir(home)) {
+                _cleanup_free_ char *local = path_join(home, ".local"), *state = path_join(home, ".local/state");
+                if (!local || !state)
+                        return -ENOMEM;
+                if ((mkdir(local, 0700) < 0 && errno != EEXIST) || (mkdir(state, 0700) < 0 && errno != EEXIST))
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create %s: %m", state);
+                d = path_join(state, "vectora-sandbox");
+        } else {
+                _cleanup_free_ char *rt = NULL;
+                int r = vs_runtime_dir(&rt, err);
+                if (r < 0)
+                        return r;
+                d = path_join(rt, "state");
+        }
+        if (!d)
+                return -ENOMEM;
+        int r = mkdir_private(d, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+/* ---- entries: STORE/approved-SHA256(root).toml, the approved text ---- */
+
+static char *entry_path(const char *store, const char *root) {
+        char hex[SHA256_HEX_LEN + 1], name[SHA256_HEX_LEN + 32];
+        sha256_hex(root, strlen(root), hex);
+        snprintf(name, sizeof name, "approved-%s.toml", hex);
+        return path_join(store, name);
+}
+
+static bool entry_exists(const char *store, const char *root) {
+        _cleanup_free_ char *p = entry_path(store, root);
+        struct stat st;
+        return p && lstat(p, &st) == 0;
+}
+
+/* -ENOENT when the workspace has no entry. */
+static int entry_read(const char *store, const char *root, char **ret, size_t *ret_len, VsError **err) {
+        _cleanup_free_ char *p = entry_path(store, root);
+        if (!p)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT)
+                return -ENOENT;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return vs_error_set_kind(err, fd < 0 ? -errno : -EINVAL, "sandbox_unavailable",
+                                         "the approved policy of %s (%s) cannot be read; remove that file and run "
+                                         "vectora-sandbox allow -w %s",
+                                         root, p, root);
+        int r = read_fd_all(fd, ENTRY_MAX_SIZE, ret, ret_len);
+        if (r < 0)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "reading %s: %s", p, strerror(-r));
+        return 0;
+}
+
+/* Atomically: a temp file, fsync, rename, fsync of the directory. */
+static int entry_write(const char *store, const char *root, const char *text, size_t len, VsError **err) {
+        _cleanup_free_ char *p = entry_path(store, root), *tmp = NULL;
+        if (!p || asprintf(&tmp, "%s.tmp", p) < 0)
+                return -ENOMEM;
+        int r = 0;
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || (r = write_all(fd, text ? text : "", len)) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
+                r = r < 0 ? r : -errno;
+                if (fd >= 0)
+                        unlink(tmp);
+                return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                         "cannot record the approved policy of %s in %s: %s; fix the state directory",
+                                         root, store, strerror(-r));
+        }
+        _cleanup_close_ int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0)
+                (void)fsync(dfd);
+        return 0;
+}
+
+/* ---- which workspace governs ---- */
+
+static bool holds_config(const char *store, const char *d) {
+        _cleanup_free_ char *cfg = path_join(d, VS_CONFIG_FILE);
+        struct stat st;
+        return (cfg && lstat(cfg, &st) == 0) || entry_exists(store, d);
+}
+
+/* The parent of an absolute canonical path ("/" stays "/"). */
+static char *parent_of(const char *p) {
+        char *d = strdup(p);
+        char *slash = d ? strrchr(d, '/') : NULL;
+        if (slash)
+                slash[slash == d ? 1 : 0] = 0;
+        return d;
+}
+
+/* The nearest ancestor of d (itself included) holding a config or an
+ * entry; NULL when none. */
+static int nearest(const char *store, const char *d, char **ret) {
+        _cleanup_free_ char *cur = strdup(d);
+        for (;;) {
+                if (!cur)
+                        return -ENOMEM;
+                if (holds_config(store, cur)) {
+                        *ret = TAKE_PTR(cur);
+                        return 0;
+                }
+                if (streq(cur, "/")) {
+                        *ret = NULL;
+                        return 0;
+                }
+                char *up = parent_of(cur);
+                free(cur);
+                cur = up;
+        }
+}
+
+int approval_locate(const char *store, const char *dir, char **ret_root, char **ret_dir, char **ret_pending,
+                    VsError **err) {
+        _cleanup_free_ char *canon = NULL, *first = NULL, *pending = NULL;
+        /* config_locate canonicalizes and checks the directory; its answer
+         * is refined here by the entries. */
+        int r = config_locate(dir, &first, &canon, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *cur = NULL;
+        if ((r = nearest(store, canon, &cur)) < 0)
+                return r;
+        if (!cur) {
+                *ret_root = TAKE_PTR(canon);
+                if (ret_dir && !(*ret_dir = strdup(*ret_root)))
+                        return -ENOMEM;
+                if (ret_pending)
+                        *ret_pending = NULL;
+                return 0;
+        }
+        /* A vectora.toml inside another workspace (the agent can write one
+         * in any directory it can write) governs only once approved. */
+        for (;;) {
+                if (streq(cur, "/") || entry_exists(store, cur))
+                        break;
+                _cleanup_free_ char *up = parent_of(cur), *outer = NULL;
+                if (!up || (r = nearest(store, up, &outer)) < 0)
+                        return -ENOMEM;
+                if (!outer)
+                        break; /* the outermost: first seen, it applies at once */
+                if (!pending &&
+                    asprintf(&pending,
+                             "%s/" VS_CONFIG_FILE " lies inside the workspace %s and has not been approved: %s's policy "
+                             "governs here until the host user runs: vectora-sandbox allow -w %s",
+                             cur, outer, outer, cur) < 0)
+                        return -ENOMEM;
+                free(cur);
+                cur = TAKE_PTR(outer);
+        }
+        *ret_root = TAKE_PTR(cur);
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(canon);
+        if (ret_pending)
+                *ret_pending = TAKE_PTR(pending);
+        return 0;
+}
+
+/* ---- evaluating a change ---- */
+
+/* The store must stay out of every jail: a listed path may neither hold it
+ * nor lie inside it. */
+static int check_store_unlisted(const char *store, const VsPolicy *p, VsError **err) {
+        if (!p->sandboxed)
+                return 0;
+        const VsPath *lists[2] = { p->rw_paths, p->ro_paths };
+        size_t ns[2] = { p->n_rw, p->n_ro };
+        const char *names[2] = { "rw_paths", "ro_paths" };
+        for (int k = 0; k < 2; k++)
+                for (size_t i = 0; i < ns[k]; i++) {
+                        const char *rp = lists[k][i].resolved;
+                        if (rp && (path_is_below_or_equal(store, rp) || path_is_below_or_equal(rp, store)))
+                                return vs_error_set_kind(err, -EPERM, "config_invalid",
+                                                         VS_CONFIG_FILE ":%u:%u: sandbox.%s[%zu]: %s would let the jail "
+                                                         "reach the approved-policy store %s; list narrower paths",
+                                                         lists[k][i].line, lists[k][i].col, names[k], i, rp, store);
+                }
+        return 0;
+}
+
+static char *pending_message(const char *root, char **loosenings) {
+        _cleanup_free_ char *j = strv_join(loosenings, "; ");
+        char *m = NULL;
+        if (!j || asprintf(&m,
+                           "%s/" VS_CONFIG_FILE " changed in a way that loosens the sandbox (%s); the approved policy "
+                           "keeps serving until the host user runs: vectora-sandbox allow -w %s",
+                           root, j, root) < 0)
+                return NULL;
+        return m;
+}
+
+int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
+        _cleanup_(policy_freep) VsPolicy *proposed = NULL, *approved = NULL;
+        _cleanup_free_ char *text = NULL, *atext = NULL;
+        size_t len = 0, alen = 0;
+        int r = config_load_text(root, &proposed, &text, &len, err);
+        if (r < 0)
+                return r;
+        if ((r = check_store_unlisted(store, proposed, err)) < 0)
+                return r;
+        r = entry_read(store, root, &atext, &alen, err);
+        if (r == -ENOENT) {
+                /* First seen: from nothing, any sandbox is a tightening. */
+                if (proposed->sandboxed && (r = entry_write(store, root, text, len, err)) < 0)
+                        return r;
+                *ret_pending = NULL;
+                *ret = TAKE_PTR(proposed);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if ((r = config_from_text(root, atext, alen, &approved, err)) < 0)
+                return vs_error_prefix(err, "the approved policy of %s no longer loads (fix vectora.toml, then run "
+                                            "vectora-sandbox allow -w %s)", root, root);
+        if ((r = check_store_unlisted(store, approved, err)) < 0)
+                return r;
+        _cleanup_strv_free_ char **loose = NULL;
+        if ((r = policy_loosenings(approved, proposed, &loose)) < 0)
+                return r;
+        if (loose[0]) {
+                char *m = pending_message(root, loose);
+                if (!m)
+                        return -ENOMEM;
+                approved->config_stat = proposed->config_stat;
+                approved->has_config_stat = proposed->has_config_stat;
+                *ret_pending = m;
+                *ret = TAKE_PTR(approved);
+                return 0;
+        }
+        /* As tight or tighter: it applies, and becomes what is approved. */
+        if ((len != alen || (len && memcmp(text, atext, len) != 0)) && (r = entry_write(store, root, text, len, err)) < 0)
+                return r;
+        *ret_pending = NULL;
+        *ret = TAKE_PTR(proposed);
+        return 0;
+}
+
+/* ---- approving ---- */
+
+static int split_lines(const char *text, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (const char *p = text; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                int r = strv_consume(&l, strndup(p, n));
+                if (r < 0)
+                        return r;
+                p += n + !!nl;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Lines only in a ("-") then lines only in b ("+"): what a reviewer needs
+ * to see for a file of a few dozen lines. */
+static int text_diff(const char *a, const char *b, char ***ret) {
+        _cleanup_strv_free_ char **la = NULL, **lb = NULL, **out = calloc(1, sizeof(char *));
+        int r;
+        if (!out || (r = split_lines(a, &la)) < 0 || (r = split_lines(b, &lb)) < 0)
+                return -ENOMEM;
+        for (char **s = la; *s; s++)
+                if (!strv_contains(lb, *s) && (r = strv_extendf(&out, "-%s", *s)) < 0)
+                        return r;
+        for (char **s = lb; *s; s++)
+                if (!strv_contains(la, *s) && (r = strv_extendf(&out, "+%s", *s)) < 0)
+                        return r;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsError **err) {
+        _cleanup_free_ char *first = NULL, *canon = NULL, *root = NULL, *text = NULL, *atext = NULL;
+        size_t len = 0, alen = 0;
+        int r = config_locate(dir, &first, &canon, err);
+        if (r < 0)
+                return r;
+        /* The nearest file, or entry: a directory whose vectora.toml is
+         * gone is the workspace whose removal is approved. */
+        if ((r = nearest(store, canon, &root)) < 0)
+                return r;
+        if (!root)
+                root = TAKE_PTR(canon);
+        _cleanup_(policy_freep) VsPolicy *proposed = NULL, *approved = NULL;
+        if ((r = config_load_text(root, &proposed, &text, &len, err)) < 0)
+                return vs_error_prefix(err, "nothing approved");
+        if ((r = check_store_unlisted(store, proposed, err)) < 0)
+                return vs_error_prefix(err, "nothing approved");
+        r = entry_read(store, root, &atext, &alen, err);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        _cleanup_strv_free_ char **loose = NULL, **diff = NULL;
+        if (atext && config_from_text(root, atext, alen, &approved, NULL) >= 0)
+                r = policy_loosenings(approved, proposed, &loose);
+        else
+                r = (loose = calloc(1, sizeof(char *))) ? 0 : -ENOMEM;
+        if (r < 0 || (r = text_diff(atext ? atext : "", text ? text : "", &diff)) < 0)
+                return r;
+        bool changed = !atext || len != alen || (len && memcmp(text, atext, len) != 0);
+        if (changed && (r = entry_write(store, root, text, len, err)) < 0)
+                return r;
+        *ret = (VsAllowResult){
+                .root = TAKE_PTR(root),
+                .loosenings = TAKE_PTR(loose),
+                .diff = TAKE_PTR(diff),
+                .changed = changed,
+                .sandboxed = proposed->sandboxed,
+        };
+        return 0;
+}
+
+void approval_allow_result_done(VsAllowResult *r) {
+        free(r->root);
+        strv_free(r->loosenings);
+        strv_free(r->diff);
+        *r = (VsAllowResult){};
+}
+
+json_t *approval_allow_to_json(const VsAllowResult *a) {
+        return json_pack("{s:s, s:b, s:b, s:o, s:o}", "approved", a->root, "changed", a->changed, "approved_sandboxed",
+                         a->sandboxed, "loosens", json_strv(a->loosenings), "difference", json_strv(a->diff));
+}

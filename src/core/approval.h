@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Loosening needs the host's approval (rule 7; the direnv model for a
+ * config file inside a tree an untrusted process can write).
+ *
+ * The store keeps, per workspace root, the exact vectora.toml text of the
+ * last policy the host accepted: on first sight, on every tightening, and
+ * on `vectora-sandbox allow`. It lives outside every path a jail can list
+ * (a policy listing it is refused). An entry also claims its directory when
+ * the file is gone, so deleting vectora.toml cannot hand the tree to a
+ * looser ancestor. A vectora.toml nested inside another workspace governs
+ * only once approved; until then the enclosing workspace's policy does.
+ * Daemon and embedded mode share this code. */
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "error.h"
+
+/* dir when not NULL; else $VECTORA_SANDBOX_STATE_DIR; else /var/lib/vectora-sandbox as root; else
+ * $XDG_STATE_HOME/vectora-sandbox or ~/.local/state/vectora-sandbox; else
+ * (no usable home) the runtime directory's "state". Created 0700, owned by
+ * the caller, never a symlink. */
+int approval_store_dir(const char *dir, char **ret, VsError **err);
+
+/* Which workspace governs dir (config_locate(), plus the two rules above).
+ * *ret_dir: dir canonicalized. *ret_pending (may be NULL): when a nested
+ * vectora.toml waits for approval, the message saying so, else NULL. */
+int approval_locate(const char *store, const char *dir, char **ret_root, char **ret_dir, char **ret_pending,
+                    VsError **err);
+
+/* The policy that serves the workspace at root: the file's, when it is as
+ * tight as the approved one or the workspace is seen for the first time
+ * (then recorded); else the approved one, with *ret_pending saying what
+ * the change loosens and the command that approves it. A file that does
+ * not load is refused (rule 2) as config_load() says. */
+int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err);
+
+typedef struct VsAllowResult {
+        char *root;         /* the workspace approved */
+        char **loosenings;  /* what the approval loosens (empty: nothing) */
+        char **diff;        /* "-line" (approved only) and "+line" (file only) */
+        bool changed;       /* the store changed */
+        bool sandboxed;     /* the approved policy is sandboxed */
+} VsAllowResult;
+
+/* Approves the current vectora.toml of the workspace nearest dir. Refused
+ * when the file does not load. */
+int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsError **err);
+void approval_allow_result_done(VsAllowResult *r);
+/* {"approved": root, "changed", "approved_sandboxed", "loosens": [...],
+ * "difference": [...]}: the policy_allow result (docs/protocol.md). */
+json_t *approval_allow_to_json(const VsAllowResult *r);

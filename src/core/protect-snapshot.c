@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+#include "protect-snapshot.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "path-util.h"
+#include "strv.h"
+
+typedef struct ProtectId {
+        bool exists;
+        dev_t dev;
+        ino_t ino;
+        mode_t type;
+        dev_t tdev; /* a symlink's target (a symlinked .git/hooks) */
+        ino_t tino;
+} ProtectId;
+
+struct VsProtectSnapshot {
+        char *root;
+        char **paths;
+        ProtectId *ids;
+        size_t n;
+};
+
+static ProtectId identify(const char *path) {
+        ProtectId id = {};
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return id;
+        id = (ProtectId){ .exists = true, .dev = st.st_dev, .ino = st.st_ino, .type = st.st_mode & S_IFMT };
+        if (S_ISLNK(st.st_mode) && stat(path, &st) == 0) {
+                id.tdev = st.st_dev;
+                id.tino = st.st_ino;
+        }
+        return id;
+}
+
+static bool same_id(const ProtectId *a, const ProtectId *b) {
+        return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->type == b->type &&
+               a->tdev == b->tdev && a->tino == b->tino;
+}
+
+void protect_snapshot_free(VsProtectSnapshot *s) {
+        if (!s)
+                return;
+        free(s->root);
+        strv_free(s->paths);
+        free(s->ids);
+        free(s);
+}
+
+int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
+        _cleanup_(protect_snapshot_freep) VsProtectSnapshot *s = calloc(1, sizeof *s);
+        _cleanup_strv_free_ char **prot = NULL;
+        if (!s || !(s->root = strdup(p->workspace)) || !(s->paths = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        int r = config_protected_paths(p, &prot);
+        if (r < 0)
+                return r;
+        /* Each path and its parents up to the root: a .git replaced or
+         * created whole changes its own identity. */
+        for (char **pp = prot; *pp; pp++) {
+                _cleanup_free_ char *cur = strdup(*pp);
+                while (cur && !streq(cur, s->root) && path_is_below_or_equal(cur, s->root)) {
+                        if (!strv_contains(s->paths, cur) && (r = strv_extend(&s->paths, cur)) < 0)
+                                return r;
+                        *strrchr(cur, '/') = 0;
+                }
+                if (!cur)
+                        return -ENOMEM;
+        }
+        s->n = strv_length(s->paths);
+        if (!(s->ids = calloc(s->n + 1, sizeof *s->ids)))
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n; i++)
+                s->ids[i] = identify(s->paths[i]);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+const char *protect_snapshot_changed(const VsProtectSnapshot *s) {
+        for (size_t i = 0; i < s->n; i++) {
+                ProtectId now = identify(s->paths[i]);
+                if (!same_id(&now, &s->ids[i]))
+                        return s->paths[i];
+        }
+        return NULL;
+}
+
+int protect_snapshot_watch(const VsProtectSnapshot *s) {
+        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF |
+                        IN_ONLYDIR | IN_DONT_FOLLOW;
+        if (inotify_add_watch(fd, s->root, mask) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        for (size_t i = 0; i < s->n; i++)
+                if (s->ids[i].exists && s->ids[i].type == S_IFDIR)
+                        (void)inotify_add_watch(fd, s->paths[i], mask);
+        return fd;
+}
+
+void protect_snapshot_drain(int fd) {
+        _Alignas(struct inotify_event) char buf[4096];
+        while (read(fd, buf, sizeof buf) > 0)
+                ;
+}

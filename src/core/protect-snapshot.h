@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the protected paths of a workspace were when its jail started.
+ * The jail makes them read-only with bind mounts over those inodes; a host
+ * program that renames a new file over one (editors, git's lockfiles)
+ * detaches that mount in the jail, which then sees the new file through
+ * its writable workspace. Comparing a snapshot taken before the jail
+ * started with the paths now says when the jail must be ended. The daemon
+ * (protect.c) and the CLI's embedded session both use it. */
+
+#include <stdbool.h>
+
+#include "config.h"
+
+typedef struct VsProtectSnapshot VsProtectSnapshot;
+
+/* Notes device, inode and type of each protected path of p and of its
+ * parents below the workspace root (.git), absent ones included. */
+int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret);
+/* The first path whose identity differs now, or NULL. */
+const char *protect_snapshot_changed(const VsProtectSnapshot *s);
+/* An inotify descriptor (non-blocking, CLOEXEC) that becomes readable when
+ * an entry of the directories holding the paths is created, removed or
+ * renamed: the moment to call protect_snapshot_changed(). Caller closes. */
+int protect_snapshot_watch(const VsProtectSnapshot *s);
+/* Reads and drops the pending events of such a descriptor. */
+void protect_snapshot_drain(int fd);
+void protect_snapshot_free(VsProtectSnapshot *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsProtectSnapshot *, protect_snapshot_free);

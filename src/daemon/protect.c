@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* Protected paths that survive host-side replacement (protect-snapshot.h):
+ * the daemon notes what vectora.toml and the .git control files were when
+ * each worker spawned and recycles the worker when that changes:
+ *   - on every call, before it is served (one lstat per path): no call ever
+ *     runs in a jail whose protection was detached;
+ *   - on an inotify event in the workspace root or .git, at once: a command
+ *     already running loses its jail within the loop's reaction time
+ *     (measured by tests/integration/test_integrity.py, t_recycle_window).
+ * A .git created on the host after the jail started changes the snapshot
+ * too (absent -> present), so it is protected before the next call. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "protect-snapshot.h"
+
+struct WorkspaceProtect {
+        Workspace *ws;
+        VsProtectSnapshot *snap;
+        int fd;
+        uv_poll_t poll;
+};
+
+static void on_event(uv_poll_t *h, int status, int events) {
+        WorkspaceProtect *p = h->data;
+        protect_snapshot_drain(p->fd);
+        protect_check(p->ws);
+}
+
+static void on_poll_closed(uv_handle_t *h) {
+        free(h->data);
+}
+
+void protect_disarm(Workspace *ws) {
+        WorkspaceProtect *p = TAKE_PTR(ws->protect);
+        if (!p)
+                return;
+        protect_snapshot_free(p->snap);
+        if (p->fd < 0) {
+                free(p);
+                return;
+        }
+        uv_poll_stop(&p->poll);
+        p->fd = safe_close(p->fd);
+        uv_close((uv_handle_t *)&p->poll, on_poll_closed);
+}
+
+void protect_arm(Workspace *ws) {
+        protect_disarm(ws);
+        if (!ws->policy || !ws->policy->sandboxed)
+                return;
+        WorkspaceProtect *p = calloc(1, sizeof *p);
+        if (!p) {
+                log_warning("workspace %s: out of memory noting the protected paths", ws->path);
+                return;
+        }
+        p->ws = ws;
+        p->fd = -EBADF;
+        ws->protect = p;
+        int r = protect_snapshot_take(ws->policy, &p->snap);
+        if (r < 0) {
+                /* Without a snapshot every call recycles (protect_check):
+                 * fail closed rather than serve an unchecked jail. */
+                log_warning("workspace %s: cannot note the protected paths: %s", ws->path, strerror(-r));
+                return;
+        }
+        /* Without the watch the per-call check still holds; only a command
+         * already running keeps its jail longer. */
+        p->fd = protect_snapshot_watch(p->snap);
+        if (p->fd < 0) {
+                log_warning("workspace %s: cannot watch the protected paths (%s); they are checked before each call",
+                            ws->path, strerror(-p->fd));
+                return;
+        }
+        uv_poll_init(ws->srv->loop, &p->poll, p->fd);
+        p->poll.data = p;
+        uv_poll_start(&p->poll, UV_READABLE, on_event);
+}
+
+bool protect_check(Workspace *ws) {
+        WorkspaceProtect *p = ws->protect;
+        if (!p || !(ws->link || ws->draining))
+                return false;
+        const char *what = p->snap ? protect_snapshot_changed(p->snap) : ws->path;
+        if (!what)
+                return false;
+        char why[PATH_MAX + 200];
+        snprintf(why, sizeof why,
+                 "%s changed on the host; the jail was rebuilt so its read-only mounts cover the new file, and this call was ended",
+                 what);
+        log_info("workspace %s: protected path %s changed on the host; recycling the worker", ws->path, what);
+        workspace_recycle(ws, "worker_recycled", why);
+        if (!ws->link)
+                protect_disarm(ws); /* nothing was waiting: the next spawn notes them again */
+        return true;
+}

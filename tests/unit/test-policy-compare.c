@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* policy_loosenings(): which changes to vectora.toml loosen the sandbox
+ * (they wait for the host's approval) and which do not (they apply at
+ * once). Pure: policies from config_parse(), paths as written. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "config.h"
+#include "policy-compare.h"
+#include "strv.h"
+
+static const VsConfigEnv env = { .workspace = "/ws", .home = "/home/u" };
+
+#define BASE "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/data\"]\nmask = [\".env\", \"**/*.pem\"]\nnetwork = false\n"
+
+/* The joined loosening lines of going from a to b. */
+static char *loosen(const char *a, const char *b) {
+        VsPolicy *pa = NULL, *pb = NULL;
+        VsError *err = NULL;
+        assert_int_equal(config_parse(a, strlen(a), &env, &pa, &err), 0);
+        assert_int_equal(config_parse(b, strlen(b), &env, &pb, &err), 0);
+        char **l = NULL;
+        assert_int_equal(policy_loosenings(pa, pb, &l), 0);
+        char *j = strv_join(l, "; ");
+        strv_free(l);
+        policy_free(pa);
+        policy_free(pb);
+        return j;
+}
+
+static void expect(const char *a, const char *b, const char *want) {
+        char *got = loosen(a, b);
+        if (!want)
+                assert_string_equal(got, "");
+        else if (!strstr(got, want))
+                fail_msg("want \"%s\" in \"%s\"", want, got);
+        free(got);
+}
+
+static void test_same_and_tighter(void **state) {
+        expect(BASE, BASE, NULL);
+        expect(BASE, BASE "no_gpu = true\nlockdown = true\n", NULL);
+        expect(BASE, "[sandbox]\nrw_paths = [\"src\"]\nro_paths = []\nmask = [\".env\", \"**/*.pem\", \"*.key\"]\nnetwork = false\n",
+               NULL);
+        expect(BASE "[sandbox.limits]\npids = 512\n", BASE "[sandbox.limits]\npids = 64\n", NULL);
+        /* A path moved from rw to ro is narrower. */
+        expect("[sandbox]\nrw_paths = [\".\", \"/srv\"]\n", "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/srv\"]\n", NULL);
+}
+
+static void test_from_nothing(void **state) {
+        expect("", BASE, NULL);
+        expect("[sandbox]\nenabled = false\n", BASE, NULL);
+}
+
+static void test_switched_off(void **state) {
+        expect(BASE, "", "the sandbox is switched off");
+        expect(BASE, "[other]\nx = 1\n", "the sandbox is switched off");
+        expect(BASE, "[sandbox]\nenabled = false\n", "the sandbox is switched off");
+        /* A prefix of the file, as an in-place writer leaves it. */
+        expect(BASE, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/data\"]\n", "mask: \".env\" is removed");
+}
+
+static void test_each_loosening(void **state) {
+        expect(BASE, "[sandbox]\nrw_paths = [\".\", \"/srv\"]\nro_paths = [\"/data\"]\nmask = [\".env\", \"**/*.pem\"]\nnetwork = false\n",
+               "rw_paths: /srv is new (writable)");
+        expect(BASE, "[sandbox]\nrw_paths = [\".\", \"/data\"]\nmask = [\".env\", \"**/*.pem\"]\nnetwork = false\n",
+               "rw_paths: /data is new (writable)");
+        expect(BASE, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/data\", \"/etc/ssl\"]\nmask = [\".env\", \"**/*.pem\"]\nnetwork = false\n",
+               "ro_paths: /etc/ssl is new (readable)");
+        expect(BASE, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/data\"]\nmask = [\".env\"]\nnetwork = false\n",
+               "mask: \"**/*.pem\" is removed");
+        expect(BASE, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/data\"]\nmask = [\".env\", \"**/*.pem\"]\n",
+               "network: false -> true");
+        expect(BASE "lockdown = true\n", BASE, "lockdown: true -> false");
+        expect(BASE, BASE "no_gpu = false\n", "no_gpu: true -> false");
+        expect(BASE, BASE "[sandbox.limits]\ntimeout = 100000\n", "limits.timeout: 120 -> 100000 (raised)");
+        expect(BASE, BASE "[sandbox.limits]\nmemory = \"64G\"\n", "limits.memory");
+        expect(BASE, BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"x\"\n", "backend: local -> docker");
+        expect(BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"a\"\n",
+               BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"b\"\n", "docker: changed");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_same_and_tighter),
+                cmocka_unit_test(test_from_nothing),
+                cmocka_unit_test(test_switched_off),
+                cmocka_unit_test(test_each_loosening),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
