@@ -9,9 +9,10 @@
 Several clients make mixed calls (commands with small, large and flooding
 output, timeouts, file writes, reads and edits, status) over sandboxed,
 unsandboxed and refused workspaces; meanwhile the policy of one workspace
-flaps, workers are SIGKILLed, writes are killed mid-way, the daemon is
-SIGKILLed and restarted (in the first third only), workspaces come and go
-(their directories deleted), and the load pauses for idle cycles longer
+flaps (its loosenings wait for approval, every other one is approved),
+workers are SIGKILLed, writes are killed mid-way, the daemon is SIGKILLed
+and restarted (in the first third only), workspaces come and go (their
+directories deleted), and the load pauses for idle cycles longer
 than the workers' idle_timeout.
 
 Figures (the daemon's RSS and fds, this instance's cgroup dirs, temp files
@@ -44,6 +45,12 @@ LOOSE = '[sandbox]\nenabled = true\nmask = [".env"]\nidle_timeout = %d\n' % IDLE
 TIGHT = '[sandbox]\nenabled = true\nmask = [".env", "**/*.pem", "secret*"]\nidle_timeout = %d\n' % IDLE_TIMEOUT
 RUNTIME_ROOT = "/run/vectora-sandbox" if os.geteuid() == 0 else None
 
+
+def daemon_args(tmp):
+    # Its own approval store: the flap workspace's loosenings wait there,
+    # and the host's store is left alone.
+    return ("--max-workers", "16", "--state-dir", os.path.join(tmp, "state"))
+
 stats = {"calls": 0, "ok": 0, "expected_errors": 0, "wrong": 0, "worker_kills": 0, "daemon_kills": 0,
          "write_kills": 0, "flaps": 0, "ws_churned": 0, "idle_cycles": 0}
 wrong = []
@@ -70,7 +77,7 @@ FAULT_CODES = {"worker_crashed", "worker_recycled", "sandbox_unavailable", "shut
 class World:
     def __init__(self, tmp):
         self.tmp = tmp
-        self.d = Daemon(tmp, "soak", extra=("--max-workers", "16"))
+        self.d = Daemon(tmp, "soak", extra=daemon_args(tmp))
         self.sb = [T.make_ws(tmp, f"sb{i}", SANDBOX, {"a.txt": "alpha\n", ".env": "SECRET=1\n"}) for i in range(4)]
         self.un = [T.make_ws(tmp, f"un{i}", None, {"a.txt": "alpha\n"}) for i in range(2)]
         self.flap = T.make_ws(tmp, "flap", TIGHT, {"a.txt": "alpha\n"})
@@ -192,9 +199,21 @@ def kill_a_worker_of(w, ws):
 
 
 def flap(w):
+    """Loosening and tightening in turn; every other loosening is approved
+    by the host (policy_allow), the rest stay pending until the next
+    tightening."""
     w.gen += 1
     with open(os.path.join(w.flap, "vectora.toml"), "w") as f:
         f.write(LOOSE if w.gen % 2 else TIGHT)
+    if w.gen % 4 == 1:
+        try:
+            c = w.d.conn()
+            r = c.call({"tool": "policy_allow", "workspace": w.flap})
+            c.close()
+            if not r.get("ok"):
+                bad(("policy_allow", r))
+        except (OSError, EOFError, ValueError):
+            pass
     count("flaps")
 
 
@@ -217,7 +236,7 @@ def restart_daemon(w):
     w.d.p.send_signal(signal.SIGKILL)
     w.d.p.wait()
     os.unlink(w.d.sock)
-    w.d = Daemon(w.tmp, "soak", extra=("--max-workers", "16"))
+    w.d = Daemon(w.tmp, "soak", extra=daemon_args(w.tmp))
     count("daemon_kills")
     w.pause.clear()
 
