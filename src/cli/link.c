@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Daemon API calls, to vectora-sandboxd or embedded. The embedded side is
- * the daemon's tool semantics in synchronous form over one VsSession:
- * terminal -> exec, file_read -> read_file, file_write -> write_file,
- * file_edit -> read, apply, write with if_sha256 (re-done when another
- * writer got in between). */
+/* Daemon API calls, to vectora-sandboxd or embedded. The embedded side
+ * maps the request onto the core's tool call (tool-call.h), driven over
+ * one VsSession. */
 #include <limits.h>
 #include <string.h>
 
@@ -12,11 +10,9 @@
 #include "json-util.h"
 #include "link.h"
 #include "protocol.h"
-#include "sha256.h"
 #include "strv.h"
+#include "tool-call.h"
 #include "tools.h"
-
-#define EDIT_MAX_ATTEMPTS 16 /* as the daemon's file_edit */
 
 struct CliLink {
         const CliArgs *args;
@@ -138,26 +134,28 @@ static json_t *embedded_sandbox(CliLink *l) {
         return o;
 }
 
-/* Sends one worker request; on a worker error fills *ret with it and
- * returns 1; on success m holds the reply. */
-static int worker_call(CliLink *l, StrBuf *req, JsonlMsg *m, JsonlMsg *ret) {
+/* The call's worker requests through the core's tool call (tool-call.h):
+ * the policy's limits as ceilings, file_edit's retry on a concurrent
+ * write. */
+static int embedded_run(CliLink *l, const VsToolArgs *args, JsonlMsg *ret) {
+        VsToolCall c;
+        tool_call_init(&c, args, l->policy);
+        json_t *result = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = session_call(l->session, req, 0, m, &err);
+        int r = tool_call_run(l->session, &c, &result, &m, &err);
+        tool_call_done(&c);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return fail_result(ret, vs_error_kind(err) ?: "worker_crashed", vs_error_message(err)) ?: 1;
-        ProtocolReplyHead h;
-        if (protocol_decode_reply_head(m->obj, &h, &err) < 0) {
-                jsonl_msg_done(m);
-                return fail_result(ret, "worker_crashed", vs_error_message(err)) ?: 1;
+                return fail_result(ret, vs_error_kind(err) ?: "worker_crashed", vs_error_message(err));
+        json_decref(m.obj);
+        m.obj = result;
+        if (json_object_set_new(result, "ok", json_true()) < 0) {
+                jsonl_msg_done(&m);
+                return -ENOMEM;
         }
-        if (!h.ok) {
-                r = fail_result(ret, h.error_code_name ? h.error_code_name : "io",
-                                h.error_message ? h.error_message : "failed");
-                jsonl_msg_done(m);
-                return r ?: 1;
-        }
+        *ret = m;
         return 0;
 }
 
@@ -178,151 +176,33 @@ static int embedded_terminal(CliLink *l, json_t *req, const void *raw, size_t ra
         /* Relative to the directory asked about, which may lie below the
          * workspace root (the nearest vectora.toml above it governs). */
         _cleanup_free_ char *cwd = NULL;
-        ProtocolExecRequest er = {
+        VsToolArgs a = {
+                .tool = VS_TOOL_TERMINAL,
                 .argv = argv,
                 .cwd = tools_in_dir(l->workspace, json_string_value(json_object_get(req, "cwd")), &cwd),
                 .env = env,
                 .timeout_ms = (uint64_t)json_integer_value(json_object_get(req, "timeout")) * 1000,
+                .data = raw,
+                .data_len = raw_len,
         };
-        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        int r = protocol_encode_exec_request(&out, session_next_id(l->session), &er, raw, raw_len);
-        if (r < 0)
-                return r;
-        JsonlMsg m = JSONL_MSG_INIT;
-        if ((r = worker_call(l, &out, &m, ret)))
-                return r < 0 ? r : 0;
-        ProtocolExecReply rep;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_exec_reply(m.obj, m.raw_len, &rep, &err) < 0) {
-                jsonl_msg_done(&m);
-                return fail_result(ret, "worker_crashed", vs_error_message(err));
-        }
-        json_t *o = json_pack("{s:b,s:I,s:I,s:b,s:b,s:I,s:I,s:I,s:I,s:b,s:I}", "ok", 1, "exit_code",
-                              (json_int_t)rep.exit_code, "signal", (json_int_t)rep.signal, "timed_out", rep.timed_out,
-                              "cancelled", rep.cancelled, "stdout_len", (json_int_t)rep.stdout_len, "stderr_len",
-                              (json_int_t)rep.stderr_len, "stdout_total", (json_int_t)rep.stdout_total, "stderr_total",
-                              (json_int_t)rep.stderr_total, "truncated",
-                              rep.stdout_total > rep.stdout_len || rep.stderr_total > rep.stderr_len, "duration_us",
-                              (json_int_t)rep.duration_us);
-        json_decref(m.obj);
-        m.obj = o;
-        *ret = m;
-        return o ? 0 : -ENOMEM;
+        return embedded_run(l, &a, ret);
 }
 
-static int embedded_read(CliLink *l, json_t *req, JsonlMsg *ret) {
+static int embedded_file(CliLink *l, VsToolKind tool, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
         _cleanup_free_ char *abs = NULL;
-        ProtocolReadFileRequest rr = {
+        VsToolArgs a = {
+                .tool = tool,
                 .path = tools_in_dir(l->workspace, json_string_value(json_object_get(req, "path")), &abs),
                 .offset = (uint64_t)json_integer_value(json_object_get(req, "offset")),
                 .limit = (uint64_t)json_integer_value(json_object_get(req, "limit")),
+                .create_parents = json_is_true(json_object_get(req, "create_parents")),
+                .old_text = json_string_value(json_object_get(req, "old_string")),
+                .new_text = json_string_value(json_object_get(req, "new_string")),
+                .replace_all = json_is_true(json_object_get(req, "replace_all")),
+                .data = raw,
+                .data_len = raw_len,
         };
-        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        int r = protocol_encode_read_file_request(&out, session_next_id(l->session), &rr);
-        if (r < 0)
-                return r;
-        JsonlMsg m = JSONL_MSG_INIT;
-        if ((r = worker_call(l, &out, &m, ret)))
-                return r < 0 ? r : 0;
-        ProtocolReadFileReply rep;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_read_file_reply(m.obj, &rep, &err) < 0) {
-                jsonl_msg_done(&m);
-                return fail_result(ret, "worker_crashed", vs_error_message(err));
-        }
-        json_t *o = json_pack("{s:b,s:I,s:I,s:s,s:I,s:b}", "ok", 1, "length", (json_int_t)m.raw_len, "size",
-                              (json_int_t)rep.size, "sha256", rep.sha256, "offset", (json_int_t)rep.offset, "eof",
-                              rep.eof);
-        json_decref(m.obj);
-        m.obj = o;
-        *ret = m;
-        return o ? 0 : -ENOMEM;
-}
-
-/* 0 and *ret the worker's write reply as a result, or 1 with *ret the
- * failure. */
-static int write_once(CliLink *l, const char *path, bool parents, const char *if_sha, const void *data, size_t len,
-                      JsonlMsg *ret) {
-        _cleanup_free_ char *abs = NULL;
-        ProtocolWriteFileRequest wr = { .path = tools_in_dir(l->workspace, path, &abs), .create_parents = parents,
-                                        .if_sha256 = if_sha };
-        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        int r = protocol_encode_write_file_request(&out, session_next_id(l->session), &wr, data, len);
-        if (r < 0)
-                return r;
-        JsonlMsg m = JSONL_MSG_INIT;
-        if ((r = worker_call(l, &out, &m, ret)))
-                return r;
-        ProtocolWriteFileReply rep;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_write_file_reply(m.obj, &rep, &err) < 0) {
-                jsonl_msg_done(&m);
-                return fail_result(ret, "worker_crashed", vs_error_message(err)) ?: 1;
-        }
-        json_t *o = json_pack("{s:b,s:I,s:s,s:b}", "ok", 1, "size", (json_int_t)rep.size, "sha256", rep.sha256,
-                              "created", rep.created);
-        jsonl_msg_done(&m);
-        if (!o)
-                return -ENOMEM;
-        *ret = (JsonlMsg)JSONL_MSG_INIT;
-        ret->obj = o;
-        return 0;
-}
-
-static int embedded_write(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
-        int r = write_once(l, json_string_value(json_object_get(req, "path")),
-                           json_is_true(json_object_get(req, "create_parents")), NULL, raw, raw_len, ret);
-        return r < 0 ? r : 0;
-}
-
-static int embedded_edit(CliLink *l, json_t *req, JsonlMsg *ret) {
-        const char *path = json_string_value(json_object_get(req, "path"));
-        const char *old_text = json_string_value(json_object_get(req, "old_string"));
-        const char *new_text = json_string_value(json_object_get(req, "new_string"));
-        bool all = json_is_true(json_object_get(req, "replace_all"));
-        for (int attempt = 0; attempt < EDIT_MAX_ATTEMPTS; attempt++) {
-                json_t *rq = json_pack("{s:s}", "path", path);
-                if (!rq)
-                        return -ENOMEM;
-                int r = embedded_read(l, rq, ret);
-                json_decref(rq);
-                if (r < 0)
-                        return r;
-                if (!json_is_true(json_object_get(ret->obj, "ok")))
-                        return 0;
-                if (!json_is_true(json_object_get(ret->obj, "eof"))) {
-                        jsonl_msg_done(ret);
-                        return fail_result(ret, "too_large", "the file is over 64 MiB, too large to edit in one piece");
-                }
-                char sha[SHA256_HEX_LEN + 1];
-                snprintf(sha, sizeof sha, "%s", json_string_value(json_object_get(ret->obj, "sha256")));
-                _cleanup_free_ char *edited = NULL;
-                size_t elen = 0, count = 0;
-                _cleanup_(vs_error_freep) VsError *err = NULL;
-                r = tool_edit_apply(ret->raw ? ret->raw : "", ret->raw_len, old_text, new_text, all, &edited, &elen,
-                                    &count, &err);
-                jsonl_msg_done(ret);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        return fail_result(ret, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
-                                           vs_error_message(err));
-                /* if_sha256: a change between read and write is never
-                 * overwritten; the edit is applied again to the new content. */
-                r = write_once(l, path, false, sha, edited, elen, ret);
-                if (r < 0)
-                        return r;
-                if (r == 0) {
-                        json_object_set_new(ret->obj, "replacements", json_integer((json_int_t)count));
-                        json_object_set_new(ret->obj, "retries", json_integer(attempt));
-                        return 0;
-                }
-                const char *code = json_string_value(json_object_get(json_object_get(ret->obj, "error"), "code"));
-                if (!code || !streq(code, "precondition_failed"))
-                        return 0;
-                jsonl_msg_done(ret);
-        }
-        return fail_result(ret, "conflict", "the file kept changing under the edit; try again");
+        return embedded_run(l, &a, ret);
 }
 
 static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
@@ -335,11 +215,11 @@ static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_le
         if (streq(tool, "terminal"))
                 r = embedded_terminal(l, req, raw, raw_len, ret);
         else if (streq(tool, "file_read"))
-                r = embedded_read(l, req, ret);
+                r = embedded_file(l, VS_TOOL_FILE_READ, req, NULL, 0, ret);
         else if (streq(tool, "file_write"))
-                r = embedded_write(l, req, raw, raw_len, ret);
+                r = embedded_file(l, VS_TOOL_FILE_WRITE, req, raw, raw_len, ret);
         else if (streq(tool, "file_edit"))
-                r = embedded_edit(l, req, ret);
+                r = embedded_file(l, VS_TOOL_FILE_EDIT, req, NULL, 0, ret);
         else
                 r = fail_result(ret, "unknown_tool", "this tool is served by the daemon only");
         if (r < 0)

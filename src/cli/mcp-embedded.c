@@ -9,13 +9,9 @@
 #include "mcp-serve.h"
 #include "path-util.h"
 #include "protocol.h"
-#include "sha256.h"
 #include "strv.h"
+#include "tool-call.h"
 #include "tools.h"
-
-/* Like the daemon's file_edit: re-read and re-apply when another writer
- * changed the file between our read and our write. */
-#define EDIT_MAX_RETRIES 16
 
 void mcp_embedded_done(McpEmbedded *e) {
         session_end(TAKE_PTR(e->session));
@@ -86,131 +82,47 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         return 0;
 }
 
-/* One request to the worker; a dead worker is ended so the next call
- * starts a fresh one. *ret_reply: the worker's reply, or a refusal. */
-static int worker_call(McpEmbedded *e, StrBuf *req, JsonlMsg *m, json_t **ret_refusal) {
+/* The call through the core's tool call (tool-call.h), as the daemon
+ * serves it: the policy's limits as ceilings, file_edit's retry on a
+ * concurrent write. */
+static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
+        VsToolCall c;
+        tool_call_init(&c, args, e->policy);
+        json_t *result = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = session_call(e->session, req, 0, m, &err);
-        if (r < 0) {
-                mcp_embedded_done(e);
-                const char *kind = vs_error_kind(err);
-                *ret_refusal = error_reply(kind ? kind : "worker_crashed", vs_error_message(err));
-                return *ret_refusal ? 0 : -ENOMEM;
-        }
-        return 0;
-}
-
-/* The worker's reply as the daemon would pass it on. */
-static int pass_on(McpEmbedded *e, JsonlMsg *m, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
-        json_t *reply = json_deep_copy(m->obj);
-        if (!reply || add_sandbox(e, reply) < 0) {
-                json_decref(reply);
-                return -ENOMEM;
-        }
-        json_object_del(reply, "id");
-        if (m->has_raw && json_is_true(json_object_get(reply, "ok")) &&
-            !json_object_get(reply, "length") && json_object_set_new(reply, "length", json_integer((json_int_t)m->raw_len)) < 0) {
-                json_decref(reply);
-                return -ENOMEM;
-        }
-        *ret_raw = m->has_raw ? jsonl_msg_steal_raw(m, ret_raw_len) : NULL;
-        if (m->has_raw && !*ret_raw) {
-                json_decref(reply);
-                return -ENOMEM;
-        }
-        *ret_reply = reply;
-        return 0;
-}
-
-static int do_exec(McpEmbedded *e, const McpCall *c, StrBuf *req) {
-        uint64_t timeout_ms = c->timeout_s * 1000;
-        /* The workspace's limit caps what a call asks for, as in the daemon. */
-        if (e->policy->sandboxed && (timeout_ms == 0 || timeout_ms > e->policy->limits.timeout_s * 1000))
-                timeout_ms = e->policy->limits.timeout_s * 1000;
-        char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)c->command, NULL };
-        ProtocolExecRequest x = { .argv = argv, .cwd = c->cwd, .timeout_ms = timeout_ms };
-        const char *in = c->stdin_text;
-        return protocol_encode_exec_request(req, session_next_id(e->session), &x, in, in ? strlen(in) : 0);
-}
-
-/* file_edit: read with the hash, apply, write only if the hash still
- * holds; lost-update safe like the daemon's. */
-static int do_edit(McpEmbedded *e, const McpCall *c, json_t **ret_reply) {
-        for (unsigned retries = 0;; retries++) {
-                _cleanup_strbuf_ StrBuf req = STRBUF_INIT;
-                ProtocolReadFileRequest rq = { .path = c->path };
-                int r = protocol_encode_read_file_request(&req, session_next_id(e->session), &rq);
-                if (r < 0)
-                        return r;
-                JsonlMsg m = JSONL_MSG_INIT;
-                json_t *refusal = NULL;
-                if ((r = worker_call(e, &req, &m, &refusal)) < 0 || refusal) {
-                        *ret_reply = refusal;
-                        return r;
-                }
-                ProtocolReplyHead h;
-                ProtocolReadFileReply rf;
-                if (protocol_decode_reply_head(m.obj, &h, NULL) < 0 || !h.ok ||
-                    protocol_decode_read_file_reply(m.obj, &rf, NULL) < 0 || !rf.eof || rf.offset != 0) {
-                        char *raw = NULL;
-                        size_t n = 0;
-                        if (h.ok)
-                                *ret_reply = error_reply("too_large", "the file is too large to edit in one piece");
-                        else if ((r = pass_on(e, &m, ret_reply, &raw, &n)) < 0) {
-                                jsonl_msg_done(&m);
-                                return r;
-                        }
-                        free(raw);
-                        jsonl_msg_done(&m);
-                        return *ret_reply ? 0 : -ENOMEM;
-                }
-                char sha[SHA256_HEX_LEN + 1];
-                snprintf(sha, sizeof sha, "%s", rf.sha256);
-                _cleanup_free_ char *edited = NULL;
-                size_t elen = 0, count = 0;
-                _cleanup_(vs_error_freep) VsError *err = NULL;
-                r = tool_edit_apply(m.raw ? m.raw : "", m.raw_len, c->old_string, c->new_string, c->replace_all, &edited,
-                                    &elen, &count, &err);
-                jsonl_msg_done(&m);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        *ret_reply = error_reply(vs_error_kind(err) ? vs_error_kind(err) : "bad_request", vs_error_message(err));
-                        if (*ret_reply && add_sandbox(e, *ret_reply) < 0)
-                                return -ENOMEM;
-                        return *ret_reply ? 0 : -ENOMEM;
-                }
-                strbuf_clear(&req);
-                ProtocolWriteFileRequest wq = { .path = c->path, .if_sha256 = sha };
-                if ((r = protocol_encode_write_file_request(&req, session_next_id(e->session), &wq, edited, elen)) < 0)
-                        return r;
-                if ((r = worker_call(e, &req, &m, &refusal)) < 0 || refusal) {
-                        *ret_reply = refusal;
-                        return r;
-                }
-                if (protocol_decode_reply_head(m.obj, &h, NULL) == 0 && !h.ok && h.error_code_name &&
-                    streq(h.error_code_name, "precondition_failed") && retries < EDIT_MAX_RETRIES) {
-                        jsonl_msg_done(&m);
-                        continue;
-                }
-                char *raw = NULL;
-                size_t n = 0;
-                if (h.ok && !json_object_get(m.obj, "replacements") &&
-                    (json_object_set_new(m.obj, "replacements", json_integer((json_int_t)count)) < 0 ||
-                     json_object_set_new(m.obj, "retries", json_integer(retries)) < 0)) {
-                        jsonl_msg_done(&m);
-                        return -ENOMEM;
-                }
-                if (!h.ok && h.error_code_name && streq(h.error_code_name, "precondition_failed")) {
-                        jsonl_msg_done(&m);
-                        *ret_reply = error_reply("conflict", "the file kept changing under the edit; read it again and retry");
-                        return *ret_reply ? 0 : -ENOMEM;
-                }
-                r = pass_on(e, &m, ret_reply, &raw, &n);
-                free(raw);
-                jsonl_msg_done(&m);
+        int r = tool_call_run(e->session, &c, &result, &m, &err);
+        tool_call_done(&c);
+        if (r == -ENOMEM)
                 return r;
+        if (r < 0) {
+                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "worker_crashed";
+                /* A worker that died, or broke the protocol, is ended: the
+                 * next call starts a fresh one. */
+                if (strncmp(kind, "worker_", 7) == 0) {
+                        *ret_reply = error_reply(kind, vs_error_message(err));
+                        mcp_embedded_done(e);
+                        return *ret_reply ? 0 : -ENOMEM;
+                }
+                *ret_reply = error_reply(kind, vs_error_message(err));
+                if (*ret_reply && add_sandbox(e, *ret_reply) < 0)
+                        return -ENOMEM;
+                return *ret_reply ? 0 : -ENOMEM;
         }
+        if (json_object_set_new(result, "ok", json_true()) < 0 || add_sandbox(e, result) < 0) {
+                json_decref(result);
+                jsonl_msg_done(&m);
+                return -ENOMEM;
+        }
+        bool has_raw = m.has_raw && m.raw;
+        *ret_raw = has_raw ? jsonl_msg_steal_raw(&m, ret_raw_len) : NULL;
+        jsonl_msg_done(&m);
+        if (has_raw && !*ret_raw) {
+                json_decref(result);
+                return -ENOMEM;
+        }
+        *ret_reply = result;
+        return 0;
 }
 
 /* The worker's own log (its stderr pipe) goes to ours: nobody else reads
@@ -234,40 +146,40 @@ static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, c
                 *ret_reply = refusal;
                 return r;
         }
-        if (c->tool == MCP_TOOL_FILE_EDIT)
-                return do_edit(e, c, ret_reply);
-        _cleanup_strbuf_ StrBuf req = STRBUF_INIT;
+        char *sh[] = { (char *)"/bin/sh", (char *)"-c", (char *)c->command, NULL };
+        VsToolArgs a = {
+                .argv = sh,
+                .cwd = c->cwd,
+                .timeout_ms = c->timeout_s * 1000,
+                .path = c->path,
+                .offset = c->offset,
+                .limit = c->limit,
+                .create_parents = c->create_parents,
+                .old_text = c->old_string,
+                .new_text = c->new_string,
+                .replace_all = c->replace_all,
+        };
         switch (c->tool) {
         case MCP_TOOL_TERMINAL:
-                r = do_exec(e, c, &req);
+                a.tool = VS_TOOL_TERMINAL;
+                a.data = c->stdin_text;
+                a.data_len = c->stdin_text ? strlen(c->stdin_text) : 0;
                 break;
-        case MCP_TOOL_FILE_READ: {
-                ProtocolReadFileRequest q = { .path = c->path, .offset = c->offset, .limit = c->limit };
-                r = protocol_encode_read_file_request(&req, session_next_id(e->session), &q);
+        case MCP_TOOL_FILE_READ:
+                a.tool = VS_TOOL_FILE_READ;
                 break;
-        }
-        case MCP_TOOL_FILE_WRITE: {
-                ProtocolWriteFileRequest q = { .path = c->path, .create_parents = c->create_parents };
-                r = protocol_encode_write_file_request(&req, session_next_id(e->session), &q, c->content, c->content_len);
+        case MCP_TOOL_FILE_WRITE:
+                a.tool = VS_TOOL_FILE_WRITE;
+                a.data = c->content;
+                a.data_len = c->content_len;
                 break;
-        }
+        case MCP_TOOL_FILE_EDIT:
+                a.tool = VS_TOOL_FILE_EDIT;
+                break;
         default:
-                r = -EINVAL;
+                return -EINVAL;
         }
-        if (r == -EMSGSIZE || r == -ENOBUFS) {
-                *ret_reply = error_reply("too_large", "the request is over the protocol's 64 MiB limit");
-                return *ret_reply ? 0 : -ENOMEM;
-        }
-        if (r < 0)
-                return -ENOMEM;
-        JsonlMsg m = JSONL_MSG_INIT;
-        if ((r = worker_call(e, &req, &m, &refusal)) < 0 || refusal) {
-                *ret_reply = refusal;
-                return r;
-        }
-        r = pass_on(e, &m, ret_reply, ret_raw, ret_raw_len);
-        jsonl_msg_done(&m);
-        return r;
+        return run_call(e, &a, ret_reply, ret_raw, ret_raw_len);
 }
 
 int mcp_embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {

@@ -107,13 +107,16 @@ static int entry_read(const char *store, const char *root, char **ret, size_t *r
         return 0;
 }
 
-/* Atomically: a temp file, fsync, rename, fsync of the directory. */
+/* Atomically: a temp file, fsync, rename, fsync of the directory. The temp
+ * name is this writer's own: two processes recording the same workspace at
+ * once (two embedded calls starting together) must not share one, or the
+ * second rename finds it gone. */
 static int entry_write(const char *store, const char *root, const char *text, size_t len, VsError **err) {
         _cleanup_free_ char *p = entry_path(store, root), *tmp = NULL;
-        if (!p || asprintf(&tmp, "%s.tmp", p) < 0)
+        if (!p || asprintf(&tmp, "%s.tmp.XXXXXX", p) < 0)
                 return -ENOMEM;
         int r = 0;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0 || (r = write_all(fd, text ? text : "", len)) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
                 r = r < 0 ? r : -errno;
                 if (fd >= 0)

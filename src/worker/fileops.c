@@ -7,6 +7,8 @@
 #include <sys/file.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -144,6 +146,26 @@ static int temp_open(int dirfd, char name[static 32]) {
         return -EEXIST;
 }
 
+/* Writers in one directory take turns from the precondition check to the
+ * rename: two workers (two embedded calls, each in its own jail) editing
+ * one file would otherwise both pass the sha256 check and one edit would be
+ * lost. The lock is advisory and anything in the jail can hold it, so it
+ * is waited for briefly only (LOCK_WAIT_MS). 0: held; -EWOULDBLOCK: still
+ * held by another after the wait; another negative errno: the filesystem
+ * has no locks (nothing to wait for). */
+#define LOCK_WAIT_MS 2000
+static int dir_lock(int dir_fd) {
+        for (unsigned waited = 0;; waited += 5) {
+                if (flock(dir_fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno == EINTR)
+                        continue;
+                if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+                        return -errno;
+                (void) nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+        }
+}
+
 int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t len, StrBuf *out,
                        VsError **err) {
         ProtocolWriteFileRequest req;
@@ -159,6 +181,14 @@ int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t le
         k = resolve_path(p, req.path, flags, &r, err);
         if (k < 0)
                 return k;
+
+        /* Released when r.dir_fd closes, after the rename. A plain write
+         * promises nothing about what it replaces: it goes ahead without the
+         * lock; a conditional one is refused, and the caller reads again. */
+        k = dir_lock(r.dir_fd);
+        if (k == -EWOULDBLOCK && req.if_sha256)
+                return vs_error_set_kind(err, k, "precondition_failed",
+                                         "%s: another writer holds its directory's lock", r.path);
 
         bool exists = r.exists && fstatat(r.dir_fd, r.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (exists && S_ISDIR(st.st_mode))

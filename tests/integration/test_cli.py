@@ -215,6 +215,31 @@ def t_subdirectory(sb, env=None, daemon=False, label="embedded"):
            r.stdout == "in sub\n" and r2.returncode == 0 and os.path.exists(os.path.join(sub, "w/new.txt")), (r, r2))
 
 
+def t_concurrent_edits(tmp, rounds=50):
+    """Two embedded edits of one file at once, each its own process and
+    jail: both land, every round (the core's file_edit writes only over the
+    content it read, and applies the edit again when the other got in)."""
+    d = ws(tmp, "edits", SANDBOX, {"e.txt": "".join("a%d b%d\n" % (i, i) for i in range(rounds))})
+    lost, retries = [], 0
+    for i in range(rounds):
+        # "a7 " -> "A7 " and " b7\n" -> " B7\n": each unique in the file.
+        edits = [("a%d " % i, "A%d " % i), (" b%d\n" % i, " B%d\n" % i)]
+        ps = [subprocess.Popen([CLI, "--no-daemon", "edit", "--json", "-w", d, "e.txt", "--old", o, "--new", n],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=base_env()) for o, n in edits]
+        outs = [p.communicate(timeout=120) + (p.returncode,) for p in ps]
+        for out, err, rc in outs:
+            j = jload(out) or {}
+            retries += j.get("retries", 0)
+            if rc != 0:
+                lost.append((i, rc, err))
+    with open(os.path.join(d, "e.txt")) as f:
+        got = f.read()
+    want = "".join("A%d B%d\n" % (i, i) for i in range(rounds))
+    report("two concurrent embedded edits of one file both land, %d rounds (%d retries)" % (rounds, retries),
+           not lost and got == want, (lost[:3], got[:400]))
+
+
 def t_options_anywhere(sb):
     r = cli("run", "pwd", "-w", sb)
     report("run 'pwd' -w DIR: options after the command line", r.returncode == 0 and r.stdout.strip() == sb, r)
@@ -876,6 +901,7 @@ def main():
         t_write_parents(sb)
         t_exit_codes(sb)
         t_options_anywhere(sb)
+        t_concurrent_edits(tmp)
         t_subdirectory(sb)
         t_messages(sb)
         t_json_every_verb(tmp, sb, plain)

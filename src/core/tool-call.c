@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+#include "tool-call.h"
+
+#include <string.h>
+
+#include "tools.h"
+
+void tool_call_init(VsToolCall *c, const VsToolArgs *args, const VsPolicy *policy) {
+        *c = (VsToolCall){ .a = *args };
+        /* Unsandboxed, the policy's limits were never asked for: the worker
+         * keeps its defaults, as a host shell would not cap either. */
+        if (policy && policy->sandboxed) {
+                c->max_timeout_ms = policy->limits.timeout_s * 1000;
+                c->max_output = policy->limits.max_output;
+        }
+}
+
+void tool_call_done(VsToolCall *c) {
+        free(c->edited);
+        c->edited = NULL;
+        c->edited_len = 0;
+}
+
+/* asked, lowered to ceiling; 0 (not asked) becomes the ceiling itself, so
+ * the request says the limit that holds. */
+static uint64_t ceiling(uint64_t asked, uint64_t max) {
+        if (!max)
+                return asked;
+        return asked && asked < max ? asked : max;
+}
+
+int tool_call_encode(VsToolCall *c, uint64_t wid, StrBuf *out) {
+        const VsToolArgs *a = &c->a;
+        switch (a->tool) {
+        case VS_TOOL_TERMINAL: {
+                ProtocolExecRequest q = {
+                        .argv = a->argv,
+                        .cwd = a->cwd,
+                        .env = a->env,
+                        .timeout_ms = ceiling(a->timeout_ms, c->max_timeout_ms),
+                        .max_output = ceiling(a->max_output, c->max_output),
+                };
+                return protocol_encode_exec_request(out, wid, &q, a->data, a->data_len);
+        }
+        case VS_TOOL_FILE_READ: {
+                ProtocolReadFileRequest q = { .path = a->path, .offset = a->offset, .limit = a->limit };
+                return protocol_encode_read_file_request(out, wid, &q);
+        }
+        case VS_TOOL_FILE_WRITE: {
+                ProtocolWriteFileRequest q = {
+                        .path = a->path,
+                        .has_mode = a->has_mode,
+                        .mode = a->mode,
+                        .create_parents = a->create_parents,
+                        .if_sha256 = a->if_sha256,
+                };
+                return protocol_encode_write_file_request(out, wid, &q, a->data ? a->data : "", a->data_len);
+        }
+        case VS_TOOL_FILE_EDIT:
+                if (c->stage == 0) {
+                        ProtocolReadFileRequest q = { .path = a->path };
+                        return protocol_encode_read_file_request(out, wid, &q);
+                } else {
+                        /* if_sha256: a change between our read and this
+                         * write is never overwritten (the worker refuses). */
+                        ProtocolWriteFileRequest q = { .path = a->path, .if_sha256 = c->sha };
+                        return protocol_encode_write_file_request(out, wid, &q, c->edited ? c->edited : "",
+                                                                  c->edited_len);
+                }
+        }
+        return -EINVAL;
+}
+
+static int malformed(VsError **err, const char *what) {
+        return vs_error_set_kind(err, -EPROTO, "worker_crashed", "the worker sent a malformed %s reply", what);
+}
+
+static int exec_result(JsonlMsg *m, json_t **ret, VsError **err) {
+        ProtocolExecReply e;
+        if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, NULL) < 0)
+                return malformed(err, "exec");
+        json_t *o = json_pack("{s:I,s:I,s:b,s:b,s:I,s:I,s:I,s:I,s:b,s:I}", "exit_code", (json_int_t)e.exit_code,
+                              "signal", (json_int_t)e.signal, "timed_out", e.timed_out, "cancelled", e.cancelled,
+                              "stdout_len", (json_int_t)e.stdout_len, "stderr_len", (json_int_t)e.stderr_len,
+                              "stdout_total", (json_int_t)e.stdout_total, "stderr_total", (json_int_t)e.stderr_total,
+                              "truncated", e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len,
+                              "duration_us", (json_int_t)e.duration_us);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+static int read_result(JsonlMsg *m, json_t **ret, VsError **err) {
+        ProtocolReadFileReply rf;
+        if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
+                return malformed(err, "read");
+        json_t *o = json_pack("{s:I,s:s,s:I,s:b,s:I}", "size", (json_int_t)rf.size, "sha256", rf.sha256, "offset",
+                              (json_int_t)rf.offset, "eof", rf.eof, "length", (json_int_t)m->raw_len);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+static int write_result(JsonlMsg *m, json_t **ret, VsError **err) {
+        ProtocolWriteFileReply w;
+        if (protocol_decode_write_file_reply(m->obj, &w, NULL) < 0)
+                return malformed(err, "write");
+        json_t *o = json_pack("{s:I,s:s,s:b}", "size", (json_int_t)w.size, "sha256", w.sha256, "created", w.created);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+/* file_edit, stage 0: the whole file read; apply the edit to it. */
+static int edit_apply(VsToolCall *c, JsonlMsg *m, VsError **err) {
+        ProtocolReadFileReply rf;
+        if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
+                return malformed(err, "read");
+        if (!rf.eof || rf.offset != 0)
+                return vs_error_set_kind(err, -EFBIG, "too_large",
+                                         "the file is over 64 MiB, too large to edit in one piece");
+        snprintf(c->sha, sizeof c->sha, "%s", rf.sha256);
+        free(c->edited);
+        c->edited = NULL;
+        return tool_edit_apply(m->raw ? m->raw : "", m->raw_len, c->a.old_text, c->a.new_text, c->a.replace_all,
+                               &c->edited, &c->edited_len, &c->count, err);
+}
+
+int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **err) {
+        ProtocolReplyHead h;
+        if (protocol_decode_reply_head(m->obj, &h, NULL) < 0)
+                return malformed(err, "");
+        if (c->a.tool == VS_TOOL_FILE_EDIT && c->stage == 1 && !h.ok &&
+            h.error_code == PROTOCOL_ERROR_PRECONDITION_FAILED) {
+                /* Another writer changed the file between our read and our
+                 * write: apply the edit again to the new content, so that
+                 * neither change is lost. */
+                if (++c->attempts >= TOOL_EDIT_MAX_ATTEMPTS)
+                        return vs_error_set_kind(err, -EBUSY, "conflict",
+                                                 "the file kept changing during the edit; read it again and retry");
+                c->stage = 0;
+                return TOOL_CALL_AGAIN;
+        }
+        if (!h.ok)
+                return vs_error_set_kind(err, -EIO, h.error_code_name ? h.error_code_name : "io", "%s",
+                                         h.error_message ? h.error_message : "the worker refused the request");
+        int r;
+        switch (c->a.tool) {
+        case VS_TOOL_TERMINAL:
+                return exec_result(m, ret_result, err);
+        case VS_TOOL_FILE_READ:
+                return read_result(m, ret_result, err);
+        case VS_TOOL_FILE_WRITE:
+                return write_result(m, ret_result, err);
+        case VS_TOOL_FILE_EDIT:
+                if (c->stage == 0) {
+                        if ((r = edit_apply(c, m, err)) < 0)
+                                return r;
+                        c->stage = 1;
+                        return TOOL_CALL_AGAIN;
+                }
+                if ((r = write_result(m, ret_result, err)) < 0)
+                        return r;
+                json_object_del(*ret_result, "created");
+                if (json_object_set_new(*ret_result, "replacements", json_integer((json_int_t)c->count)) < 0 ||
+                    json_object_set_new(*ret_result, "retries", json_integer((json_int_t)c->attempts)) < 0) {
+                        json_decref(TAKE_PTR(*ret_result));
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
+        for (;;) {
+                _cleanup_strbuf_ StrBuf req = STRBUF_INIT;
+                int r = tool_call_encode(c, session_next_id(s), &req);
+                if (r == -EMSGSIZE || r == -ENOBUFS)
+                        return vs_error_set_kind(err, r, "too_large", "the request is over the protocol's 64 MiB limit");
+                if (r < 0)
+                        return r;
+                JsonlMsg m = JSONL_MSG_INIT;
+                if ((r = session_call(s, &req, 0, &m, err)) < 0)
+                        return r;
+                json_t *result = NULL;
+                r = tool_call_feed(c, &m, &result, err);
+                if (r == TOOL_CALL_AGAIN) {
+                        jsonl_msg_done(&m);
+                        continue;
+                }
+                if (r < 0) {
+                        jsonl_msg_done(&m);
+                        return r;
+                }
+                *ret_result = result;
+                *ret_msg = m;
+                return 0;
+        }
+}
