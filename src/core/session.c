@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fd-util.h"
+#include "handshake.h"
 #include "strv.h"
 
 static uint64_t now_us(void) {
@@ -152,65 +153,37 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)
                 return r;
-        if (l->degraded && !(s->degraded = strv_copy(l->degraded)))
-                return -ENOMEM;
         uint64_t t0 = now_us();
         r = worker_spawn(l, &s->proc, err);
         if (r < 0)
                 return r;
 
+        /* The handshake (handshake.h), fed from blocking reads. */
         int64_t deadline = (int64_t)(t0 + SESSION_HANDSHAKE_TIMEOUT_MS * 1000u);
-        JsonlMsg m = JSONL_MSG_INIT;
-        r = read_msg(s, deadline, &m, err);
-        if (r < 0)
-                return fail_start(s, r, err);
-        ProtocolHello hello = { 0 };
-        const char *type = protocol_message_type(m.obj);
-        if (!type || !streq(type, "hello") || (r = protocol_decode_hello(m.obj, &hello, err)) < 0) {
+        _cleanup_(handshake_done) VsHandshake hs;
+        handshake_init(&hs, l);
+        for (;;) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                r = read_msg(s, deadline, &m, err);
+                if (r < 0)
+                        return fail_start(s, r, err);
+                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+                r = handshake_feed(&hs, &m, &out, err);
                 jsonl_msg_done(&m);
-                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not say hello");
-        }
-        /* The jail holds its own mounts now: drop any staging ones. */
-        launch_release_staging(l);
-        bool version_ok = hello.version == PROTOCOL_VERSION;
-        protocol_hello_done(&hello);
-        jsonl_msg_done(&m);
-        if (!version_ok)
-                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable",
-                                         "worker protocol version mismatch; install a matching vectora-worker");
-
-        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        r = launch_encode_init(l, &out);
-        if (r < 0)
-                return vs_error_set(err, r, "encoding init: %s", strerror(-r));
-        r = write_all(s->proc.fd, out.data, out.len);
-        if (r < 0)
-                return fail_start(s, vs_error_set_kind(err, r, "sandbox_unavailable", "sending init: %s", strerror(-r)), err);
-
-        r = read_msg(s, deadline, &m, err);
-        if (r < 0)
-                return fail_start(s, r, err);
-        type = protocol_message_type(m.obj);
-        if (type && streq(type, "init_failed")) {
-                const char *msg = NULL;
-                protocol_decode_init_failed(m.obj, &msg, NULL);
-                r = vs_error_set_kind(err, -EPERM, "sandbox_unavailable", "the jail refused to start: %s",
-                                      msg ? msg : "unknown reason");
-                jsonl_msg_done(&m);
-                return r;
-        }
-        if (!type || !streq(type, "ready") || protocol_decode_ready(m.obj, &s->ready, err) < 0) {
-                jsonl_msg_done(&m);
-                return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable", "the worker did not become ready");
+                if (r == -EPROTO)
+                        return fail_start(s, r, err);
+                if (r < 0)
+                        return r;
+                if (r == VS_HANDSHAKE_OK)
+                        break;
+                r = write_all(s->proc.fd, out.data, out.len);
+                if (r < 0)
+                        return fail_start(s, vs_error_set_kind(err, r, "sandbox_unavailable", "sending init: %s",
+                                                               strerror(-r)), err);
         }
         s->have_ready = true;
-        /* The decoded strings borrow from the message: copy them first. */
-        for (char **d = s->ready.degraded; d && *d; d++)
-                if (!strv_contains(s->degraded, *d) && (r = strv_extend(&s->degraded, *d)) < 0) {
-                        jsonl_msg_done(&m);
-                        return r;
-                }
-        jsonl_msg_done(&m);
+        s->layers = TAKE_PTR(hs.layers);
+        s->degraded = TAKE_PTR(hs.degraded);
         s->spawn_to_ready_us = now_us() - t0;
         *ret = TAKE_PTR(s);
         return 0;
@@ -239,8 +212,7 @@ void session_end(VsSession *s) {
         }
         worker_proc_kill(&s->proc);
         jsonl_reader_free(s->reader);
-        if (s->have_ready)
-                protocol_ready_done(&s->ready);
+        strv_free(s->layers);
         strv_free(s->degraded);
         protect_snapshot_free(s->protect);
         if (s->protect_fd >= 0)
@@ -249,21 +221,9 @@ void session_end(VsSession *s) {
 }
 
 int session_layers(const VsSession *s, char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        char **l = s->layers ? strv_copy(s->layers) : calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
-        int r = 0;
-        if (s->sandboxed) {
-                r = strv_extend(&l, "namespaces");
-                if (r >= 0 && s->ready.no_new_privs)
-                        r = strv_extend(&l, "no_new_privs");
-                if (r >= 0 && s->ready.seccomp)
-                        r = strv_extend(&l, "seccomp");
-                if (r >= 0 && s->ready.landlock_abi > 0)
-                        r = strv_extendf(&l, "landlock");
-        }
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(l);
+        *ret = l;
         return 0;
 }

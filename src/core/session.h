@@ -18,8 +18,8 @@ typedef struct VsSession {
         uint64_t next_id;
         bool sandboxed;
         bool local;           /* the worker runs under bwrap on this host (or directly) */
-        ProtocolReady ready;  /* what the worker enforces */
         bool have_ready;
+        char **layers;        /* what the jail enforces (handshake.h) */
         char **degraded;      /* launch + worker degradations */
         uint64_t spawn_to_ready_us;
         /* What the protected paths were before the jail started, and an

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "json-util.h"
 #include "jsonl.h"
+#include "handshake.h"
 #include "launch.h"
 #include "protocol.h"
 #include "strbuf.h"
@@ -301,7 +302,7 @@ struct WorkerLink {
         uint64_t generation;
         VsLaunch *launch;
         pid_t pid;        /* backend process; 0 once reaped */
-        int64_t worker_pid; /* as the worker said in hello (its namespace's view) */
+        VsHandshake hs;   /* hello, init, ready (handshake.h) */
         uv_pipe_t pipe;
         uv_pipe_t errpipe;
         unsigned open_handles;

@@ -28,6 +28,7 @@ static void link_maybe_free(WorkerLink *l) {
                         *p = l->next;
                         break;
                 }
+        handshake_done(&l->hs);
         launch_free(l->launch);
         jsonl_reader_free(l->reader);
         strv_free(l->layers);
@@ -171,40 +172,6 @@ static int link_write(WorkerLink *l, StrBuf *b) {
         return 0;
 }
 
-static bool has_prefix_in(char **l, const char *prefix) {
-        for (char **d = l; d && *d; d++)
-                if (strncmp(*d, prefix, strlen(prefix)) == 0)
-                        return true;
-        return false;
-}
-
-static int compute_layers(WorkerLink *l, const ProtocolReady *rd) {
-        int r = 0;
-        l->layers = calloc(1, sizeof(char *));
-        if (!l->layers)
-                return -ENOMEM;
-        if (l->launch->sandboxed) {
-                /* A backend that could not build namespaces (ssh to a host
-                 * without bwrap) says so in degraded: never claim them. */
-                if (!has_prefix_in(rd->degraded, "namespaces:") && !has_prefix_in(l->launch->degraded, "namespaces:"))
-                        r = strv_extend(&l->layers, "namespaces");
-                if (r >= 0 && rd->no_new_privs)
-                        r = strv_extend(&l->layers, "no_new_privs");
-                if (r >= 0 && rd->seccomp)
-                        r = strv_extend(&l->layers, "seccomp");
-                if (r >= 0 && rd->landlock_abi > 0)
-                        r = strv_extend(&l->layers, "landlock");
-        }
-        if (r >= 0 && !(l->degraded = calloc(1, sizeof(char *))))
-                r = -ENOMEM;
-        for (char **d = l->launch->degraded; r >= 0 && d && *d; d++)
-                r = strv_extend(&l->degraded, *d);
-        for (char **d = rd->degraded; r >= 0 && d && *d; d++)
-                if (!strv_contains(l->degraded, *d))
-                        r = strv_extend(&l->degraded, *d);
-        return r;
-}
-
 static void fail_start(WorkerLink *l, const char *what) {
         char buf[2048];
         const char *tail = l->errtail.len ? l->errtail.data : NULL;
@@ -222,40 +189,24 @@ static void fail_start(WorkerLink *l, const char *what) {
         link_end(l, "sandbox_unavailable", buf);
 }
 
+/* The handshake (handshake.h), fed message by message from on_read. */
 static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
-        const char *type = protocol_message_type(m->obj);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (l->worker_pid == 0) {
-                ProtocolHello h = { 0 };
-                if (!type || !streq(type, "hello") || protocol_decode_hello(m->obj, &h, &err) < 0)
-                        return fail_start(l, "the worker did not say hello");
-                /* The jail holds its own mounts now: drop any staging ones. */
-                launch_release_staging(l->launch);
-                bool ok = h.version == PROTOCOL_VERSION;
-                l->worker_pid = h.pid > 0 ? h.pid : 1;
-                protocol_hello_done(&h);
-                if (!ok)
-                        return fail_start(l, "worker protocol version mismatch; install a matching vectora-worker");
-                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-                int r = launch_encode_init(l->launch, &out);
-                if (r < 0 || link_write(l, &out) < 0)
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        int r = handshake_feed(&l->hs, m, &out, &err);
+        if (r == -EPERM) /* the jail refused: its own reason */
+                return link_end(l, "sandbox_unavailable", vs_error_message(err));
+        if (r == -ENOMEM)
+                return link_end(l, "internal", "out of memory");
+        if (r < 0)
+                return fail_start(l, vs_error_message(err));
+        if (r == VS_HANDSHAKE_SEND) {
+                if (link_write(l, &out) < 0)
                         return fail_start(l, "sending init failed");
                 return;
         }
-        if (type && streq(type, "init_failed")) {
-                const char *msg = NULL;
-                protocol_decode_init_failed(m->obj, &msg, NULL);
-                char buf[1024];
-                snprintf(buf, sizeof buf, "the jail refused to start: %s", msg ? msg : "unknown reason");
-                return link_end(l, "sandbox_unavailable", buf);
-        }
-        ProtocolReady rd = { 0 };
-        if (!type || !streq(type, "ready") || protocol_decode_ready(m->obj, &rd, &err) < 0)
-                return fail_start(l, "the worker did not become ready");
-        int r = compute_layers(l, &rd);
-        protocol_ready_done(&rd);
-        if (r < 0)
-                return link_end(l, "internal", "out of memory");
+        l->layers = TAKE_PTR(l->hs.layers);
+        l->degraded = TAKE_PTR(l->hs.degraded);
         uv_timer_stop(&l->timer);
         l->state = LINK_READY;
         l->ready_ms = l->last_used_ms = now_ms();
@@ -446,6 +397,7 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         l->state = LINK_SPAWNING;
         l->generation = ws->generation;
         l->launch = TAKE_PTR(launch);
+        handshake_init(&l->hs, l->launch);
         l->pid = proc.pid;
         l->spawned_ms = now_ms();
         l->next = all_links;

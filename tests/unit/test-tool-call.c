@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "msg-fixture.h"
 #include "config.h"
 #include "tool-call.h"
 
@@ -23,16 +24,6 @@ static unsigned interlopers;      /* writes by someone else, one after each of o
 static unsigned requests;
 static ProtocolExecRequest last_exec;
 static bool break_replies;        /* answer with a reply missing its fields */
-
-static JsonlMsg parse(const StrBuf *b) {
-        JsonlReader *r = NULL;
-        assert_int_equal(jsonl_reader_new(&r), 0);
-        assert_int_equal(jsonl_reader_feed(r, b->data, b->len), 0);
-        JsonlMsg m = JSONL_MSG_INIT;
-        assert_int_equal(jsonl_reader_next(r, &m, NULL), 0);
-        jsonl_reader_free(r);
-        return m;
-}
 
 /* Answers one request line as vectora-worker would, for this one file. */
 static JsonlMsg serve(const StrBuf *req) {
