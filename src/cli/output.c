@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <nettle/base64.h>
 
+#include "base64.h"
 #include "cli.h"
 
 const char *cli_color(FILE *f, const char *sgr) {
@@ -122,10 +122,8 @@ void cli_set_bytes(json_t *o, const char *key, const char *p, size_t n) {
         }
         char k[64];
         snprintf(k, sizeof k, "%s_base64", key);
-        char *b = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
-        if (!b)
-                return;
-        base64_encode_raw(b, n, (const uint8_t *)p);
-        json_object_set_new(o, k, json_stringn(b, BASE64_ENCODE_RAW_LENGTH(n)));
-        free(b);
+        size_t len = 0;
+        _cleanup_free_ char *b = base64_encode_alloc(p, n, &len);
+        if (b)
+                json_object_set_new(o, k, json_stringn(b, len));
 }

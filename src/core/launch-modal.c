@@ -21,10 +21,6 @@
 #include "strv.h"
 #include "vs-build-config.h"
 
-#ifndef VS_BUILD_MODAL_BRIDGE
-#define VS_BUILD_MODAL_BRIDGE ""
-#endif
-
 static int find_node(char **ret, VsError **err) {
         const char *e = getenv("VECTORA_NODE");
         if (e && *e) {
@@ -56,7 +52,7 @@ static int find_node(char **ret, VsError **err) {
 
 static int find_bridge(char **ret, VsError **err) {
         const char *e = getenv("VECTORA_MODAL_BRIDGE");
-        const char *cands[] = { e, vs_running_from_build_tree() ? VS_BUILD_MODAL_BRIDGE : NULL, VS_LIBEXECDIR "/vectora-sandbox/modal/bridge.mjs" };
+        const char *cands[] = { e, VS_LIBEXECDIR "/vectora-sandbox/modal/bridge.mjs" };
         for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
                 if (!cands[i] || !cands[i][0])
                         continue;

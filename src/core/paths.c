@@ -10,30 +10,13 @@
 #include "vs-build-config.h"
 #include "path-util.h"
 
-#ifndef VS_BUILD_WORKER
-#define VS_BUILD_WORKER ""
-#endif
-#ifndef VS_BUILD_ROOT
-#define VS_BUILD_ROOT ""
-#endif
-
-bool vs_running_from_build_tree(void) {
-        /* An installed program must never pick up a worker left in the tree
-         * it was built from (an older one, or one a user can rewrite): only
-         * a program that itself runs from the build tree uses the tree's. */
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        size_t rl = strlen(VS_BUILD_ROOT);
-        if (n <= 0 || rl == 0)
-                return false;
-        self[n] = 0;
-        return strncmp(self, VS_BUILD_ROOT, rl) == 0 && self[rl] == '/';
-}
-
 int vs_worker_path(char **ret, VsError **err) {
+        /* The installed worker, or the one VECTORA_WORKER names (the test
+         * suite's, from the build tree): never a path compiled in from the
+         * tree this program was built in (an older worker, or one a user
+         * can rewrite). */
         const char *e = getenv("VECTORA_WORKER");
-        const char *cands[] = { e, vs_running_from_build_tree() ? VS_BUILD_WORKER : NULL,
-                                VS_LIBEXECDIR "/vectora-worker" };
+        const char *cands[] = { e, VS_LIBEXECDIR "/vectora-worker" };
         for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
                 if (!cands[i] || !cands[i][0])
                         continue;

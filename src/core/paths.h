@@ -7,12 +7,8 @@
 
 #include <stdbool.h>
 
-/* Whether this program runs from the build tree it was built in (its
- * /proc/self/exe lies under the build root): only then are the tree's
- * worker and modal bridge used instead of the installed ones. */
-bool vs_running_from_build_tree(void);
-/* The static worker: $VECTORA_WORKER, else the build tree's (when running
- * from it), else the installed libexec copy. */
+/* The static worker: $VECTORA_WORKER (how the test suite and `meson
+ * devenv` name the build tree's), else the installed libexec copy. */
 int vs_worker_path(char **ret, VsError **err);
 /* The worker to ship into a container image or onto a remote host: it must
  * be statically linked. $VECTORA_WORKER_STATIC, else a

@@ -11,12 +11,7 @@
 #include "fd-util.h"
 #include "handshake.h"
 #include "strv.h"
-
-static uint64_t now_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+#include "time-util.h"
 
 uint64_t session_next_id(VsSession *s) {
         return ++s->next_id;

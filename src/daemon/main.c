@@ -18,16 +18,6 @@ static Server server;
 static int log_fd = STDERR_FILENO;
 static uv_signal_t sig_term, sig_int, sig_hup, sig_chld;
 
-uint64_t now_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t now_ms(void) {
-        return now_us() / 1000;
-}
-
 static int open_log(const char *path) {
         return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 }

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <nettle/base64.h>
 
+#include "base64.h"
 #include "json-util.h"
 #include "jsonl.h"
 #include "macro.h"
@@ -394,12 +394,7 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
                   set(o, "verify_readonly", json_strv(init->verify_readonly)) &&
                   set(o, "env", env_to_json(init->env));
         if (ok && init->seccomp_bpf) {
-                size_t n = BASE64_ENCODE_RAW_LENGTH(init->seccomp_bpf_len);
-                _cleanup_free_ char *b = malloc(n + 1);
-                if (b) {
-                        base64_encode_raw(b, init->seccomp_bpf_len, init->seccomp_bpf);
-                        b[n] = 0;
-                }
+                _cleanup_free_ char *b = base64_encode_alloc(init->seccomp_bpf, init->seccomp_bpf_len, NULL);
                 ok = b && set(o, "seccomp_bpf", json_string(b));
         } else if (ok)
                 ok = set(o, "seccomp_bpf", json_null());
@@ -480,15 +475,12 @@ static const JsonField landlock_table[] = {
 };
 
 static int decode_bpf(const char *b64, void **ret, size_t *ret_len, VsError **err) {
-        size_t n = strlen(b64);
-        struct base64_decode_ctx ctx;
-        size_t len = BASE64_DECODE_LENGTH(n);
-        _cleanup_free_ uint8_t *p = malloc(len + 1);
-
-        if (!p)
+        _cleanup_free_ char *p = NULL;
+        size_t len = 0;
+        int r = base64_decode_alloc(b64, strlen(b64), &p, &len);
+        if (r == -ENOMEM)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        base64_decode_init(&ctx);
-        if (!base64_decode_update(&ctx, &len, p, n, b64) || !base64_decode_final(&ctx))
+        if (r < 0)
                 return bad(err, "field '%s' is not valid base64", "seccomp_bpf");
         /* struct sock_filter is 8 bytes; the kernel takes at most 4096. */
         if (len == 0 || len % 8 != 0 || len / 8 > 4096)

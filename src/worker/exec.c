@@ -61,12 +61,6 @@ struct Exec {
         bool timed_out, cancelled, killed;
 };
 
-uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 /* ---- output capture ---- */
 
 static int capture_feed(Capture *c, const char *p, size_t n) {
@@ -345,7 +339,7 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
                         goto fail_errno;
         }
 
-        uint64_t start = now_usec();
+        uint64_t start = now_us();
         ChildArgs ca = {
                 .in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .cwd_fd = cwd_fd, .errpipe = ep_w,
                 .parent = getpid(), .path = path, .argv = req.argv, .envp = envp, .memory = d->memory,
@@ -521,7 +515,7 @@ void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out) {
                 }
         }
 
-        uint64_t now = now_usec();
+        uint64_t now = now_us();
         for (Exec **ep = list; *ep;) {
                 Exec *e = *ep;
                 if (!e->reaped && !e->killed && now >= e->deadline_us) {
@@ -550,7 +544,7 @@ void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out) {
 }
 
 int exec_next_timeout_ms(Exec *list) {
-        uint64_t now = now_usec(), best = UINT64_MAX;
+        uint64_t now = now_us(), best = UINT64_MAX;
         for (Exec *e = list; e; e = e->next) {
                 uint64_t t = UINT64_MAX;
                 if (!e->reaped && !e->killed)
@@ -583,7 +577,7 @@ void exec_reap(Exec *list) {
                         if (e->pid == pid && !e->reaped) {
                                 e->reaped = true;
                                 e->status = status;
-                                e->reaped_us = now_usec();
+                                e->reaped_us = now_us();
                                 break;
                         }
         }

@@ -17,6 +17,7 @@
 #include "glob.h"
 #include "jsonl.h"
 #include "protocol.h"
+#include "time-util.h"
 #include "strbuf.h"
 
 /* ---- enforce.c ---- */
@@ -126,4 +127,3 @@ bool exec_id_in_use(Exec *list, uint64_t id);
 /* SIGKILLs every command group, reaps, frees; no replies. */
 void exec_kill_all(Exec **list);
 
-uint64_t now_usec(void);

@@ -638,7 +638,8 @@ def t_readme(tmp):
         out = os.path.join(home, "status.json")
         with open(script, "w") as f:
             f.write("set -e\n" + block + "\nvectora-sandbox status --json > %s\n" % out)
-        e = {"PATH": path, "HOME": home, "LANG": "C.UTF-8"}
+        # The one variable an uninstalled build needs (an installed one finds its worker itself).
+        e = {"PATH": path, "HOME": home, "LANG": "C.UTF-8", "VECTORA_WORKER": os.path.join(BUILD, "src/worker/vectora-worker")}
         e.update({k: v for k, v in env.items() if not k.startswith("_")})
         p = subprocess.run(pre + ["sh", script], capture_output=True, text=True, env=e, timeout=120)
         st = jload(open(out).read()) if os.path.exists(out) else None

@@ -3,10 +3,10 @@
 """vectora-sandboxd end to end, for real with bwrap: the "Done when" list of
 the daemon issue, one test each. Python 3 stdlib only.
 
-Prints "N passed, N failed, N skipped" and exits non-zero on failure; with
-VECTORA_TEST_STRICT=1 a skip counts as a failure. Run as root (CI) the
-workspaces are chowned to an unprivileged user, since the jail never runs as
-host root; run as a normal user they stay the caller's."""
+TAP, each case a subtest (tests/lib/vtest.py); with VECTORA_TEST_STRICT=1 a
+skip counts as a failure. Run as root (CI) the workspaces are chowned to an
+unprivileged user, since the jail never runs as host root; run as a normal
+user they stay the caller's."""
 
 import base64
 import json
@@ -21,30 +21,12 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
-BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build")
-DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
-CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
-STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
-ROOT = os.geteuid() == 0
-OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import (CLI, DAEMON, OWNER, ROOT, STRICT, Conn, Daemon, Skip, Tap, check, chown_tree,  # noqa: E402,F401
+                   make_ws)
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
 notes = []
-
-
-class Skip(Exception):
-    pass
-
-
-def chown_tree(path):
-    if not ROOT:
-        return
-    for d, dirs, files in os.walk(path):
-        os.lchown(d, OWNER.pw_uid, OWNER.pw_gid)
-        for f in files:
-            os.lchown(os.path.join(d, f), OWNER.pw_uid, OWNER.pw_gid)
 
 
 def proc_tree(root):
@@ -84,120 +66,7 @@ def alive(pid):
         return False
 
 
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-        self.next_id = 0
-
-    def send(self, req, raw=None):
-        if raw is not None:
-            req = dict(req, raw=len(raw))
-        self.s.sendall(json.dumps(req).encode() + b"\n" + (raw or b""))
-
-    def _fill(self):
-        d = self.s.recv(1 << 20)
-        if not d:
-            raise EOFError("daemon closed the connection")
-        self.buf += d
-
-    def recv(self):
-        while b"\n" not in self.buf:
-            self._fill()
-        line, self.buf = self.buf.split(b"\n", 1)
-        msg = json.loads(line)
-        n = msg.pop("raw", None)
-        if n is not None:
-            while len(self.buf) < n:
-                self._fill()
-            msg["_raw"], self.buf = self.buf[:n], self.buf[n:]
-        return msg
-
-    def call(self, req, raw=None):
-        self.next_id += 1
-        req = dict(req, id=self.next_id)
-        self.send(req, raw)
-        while True:
-            m = self.recv()
-            if m.get("id") == self.next_id:
-                return m
-
-    def close(self):
-        self.s.close()
-
-
-class Daemon:
-    def __init__(self, tmp, name="d", extra=(), pass_fds=()):
-        self.sock = os.path.join(tmp, name + ".sock")
-        self.log = os.path.join(tmp, name + ".log")
-        self.audit = os.path.join(tmp, name + ".audit")
-        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug",
-                                   "--log-file", self.log, "--audit-log", self.audit, *extra],
-                                  stdin=subprocess.DEVNULL, pass_fds=pass_fds)
-        # Wait until it accepts, not until the file exists: the file is
-        # there from bind() on, and a killed daemon's stale one is there
-        # before this daemon has even started (t_daemon_sigkill).
-        for _ in range(1000):
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                break
-            except OSError:
-                pass
-            if self.p.poll() is not None:
-                raise RuntimeError("daemon exited: " + open(self.log).read())
-            time.sleep(0.01)
-        else:
-            raise RuntimeError("daemon did not listen on its socket")
-
-    def conn(self):
-        return Conn(self.sock)
-
-    def status(self):
-        c = self.conn()
-        try:
-            return c.call({"tool": "status"})
-        finally:
-            c.close()
-
-    def ws_status(self, path):
-        for w in self.status()["workspaces"]:
-            if w["path"] == os.path.realpath(path):
-                return w
-        return None
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-
-
-def make_ws(tmp, name, toml=None, files=None):
-    d = os.path.join(tmp, name)
-    os.makedirs(d)
-    if toml is not None:
-        with open(os.path.join(d, "vectora.toml"), "w") as f:
-            f.write(toml)
-    for k, v in (files or {}).items():
-        p = os.path.join(d, k)
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p, "wb" if isinstance(v, bytes) else "w") as f:
-            f.write(v)
-    chown_tree(d)
-    return d
-
-
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env", "**/*.pem"]\n'
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def term(c, ws, command, **kw):
@@ -933,47 +802,35 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
 
 
 def main():
+    tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
-        print(f"SKIP: {DAEMON} or {CLI} not built")
-        results["skipped"] += 1
+        tap.skip("vectora-sandboxd end to end", f"{DAEMON} or {CLI} not built")
     elif not shutil.which("bwrap"):
-        print("SKIP: bwrap not installed")
-        results["skipped"] += 1
+        tap.skip("vectora-sandboxd end to end", "bwrap not installed")
     else:
         only = set(sys.argv[1:])
         tmp = tempfile.mkdtemp(prefix="vs-daemon-test-")
         os.chmod(tmp, 0o755)
         d = Daemon(tmp)
+        restarts = 0
         try:
             for t in TESTS:
                 if only and t.__name__ not in only:
                     continue
-                try:
-                    t(d, tmp)
-                    results["passed"] += 1
-                    print(f"ok {t.__name__}")
-                except Skip as e:
-                    results["skipped"] += 1
-                    print(f"SKIP: {t.__name__}: {e}")
-                except Exception:
-                    results["failed"] += 1
-                    print(f"FAIL {t.__name__}")
-                    traceback.print_exc()
+                tap.case(t, d, tmp)
                 if d.p.poll() is not None:
-                    print("daemon died; log tail:\n" + open(d.log).read()[-3000:])
-                    results["failed"] += 1
-                    d = Daemon(tmp, "d2")
+                    tap.ok(f"{t.__name__}: the daemon survives it", False, "log tail:\n" + d.log_text()[-3000:])
+                    restarts += 1
+                    d = Daemon(tmp, "d%d" % (restarts + 1))
         finally:
             d.stop()
-            if results["failed"] and os.environ.get("VECTORA_TEST_KEEP"):
-                print("kept", tmp)
+            if tap.failed and os.environ.get("VECTORA_TEST_KEEP"):
+                tap.note("kept " + tmp)
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
     for n in notes:
-        print("# " + n)
-    print(f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
-    bad = results["failed"] or (STRICT and results["skipped"])
-    sys.exit(1 if bad else 0)
+        tap.note(n)
+    sys.exit(tap.finish())
 
 
 if __name__ == "__main__":

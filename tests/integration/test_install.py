@@ -109,8 +109,18 @@ def worker_choice(tmp):
         f.write('[sandbox]\nrw_paths = ["."]\n')
     env = {k: v for k, v in os.environ.items() if k not in ("VECTORA_WORKER", "VECTORA_SANDBOX_SOCKET")}
     build_worker = os.path.realpath(os.path.join(BUILD, "src/worker/vectora-worker"))
+    r = subprocess.run([CLI, "plan", "-w", ws], capture_output=True, text=True, env=dict(env, VECTORA_WORKER=build_worker),
+                       timeout=60)
+    report("VECTORA_WORKER names the worker (how the tests use the tree's)", build_worker in r.stdout,
+           r.stdout + r.stderr)
+    # Nothing about the tree is compiled in: even run from it, without the
+    # variable the CLI looks for the installed worker only.
     r = subprocess.run([CLI, "plan", "-w", ws], capture_output=True, text=True, env=env, timeout=60)
-    report("the CLI run from the build tree uses the tree's worker", build_worker in r.stdout, r.stdout + r.stderr)
+    text = r.stdout + r.stderr
+    report("the CLI run from the build tree without VECTORA_WORKER does not use the tree's worker",
+           build_worker not in text and os.path.realpath(BUILD) not in text and
+           ((r.returncode == 0 and "/libexec/vectora-worker" in r.stdout)
+            or (r.returncode == 125 and re.search(r"vectora-worker not found in /\S*libexec; reinstall", r.stderr))), text)
     # The same binary, copied out of the tree as `meson install` would.
     out = os.path.join(tmp, "bin")
     os.makedirs(out)

@@ -16,17 +16,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The daemon harness (Conn, Daemon, make_ws) is test_daemon.py's own.
-from test_daemon import CLI, DAEMON, OWNER, ROOT, STRICT, Daemon, check, chown_tree, make_ws, term  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from test_daemon import term  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402,F401
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
-
-
-class Skip(Exception):
-    pass
 
 
 def cli(*args, stdin=None, timeout=60, sock=None, env=None):
@@ -626,44 +622,28 @@ def start_daemon(tmp, name="d"):
 
 
 def main():
+    tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
-        print("1..0 # SKIP %s or %s not built" % (DAEMON, CLI))
-        sys.exit(1 if STRICT else 0)
+        tap.skip("integrity", "%s or %s not built" % (DAEMON, CLI))
+        sys.exit(tap.finish())
     if not shutil.which("bwrap"):
-        print("1..0 # SKIP bwrap not installed")
-        sys.exit(1 if STRICT else 0)
+        tap.skip("integrity", "bwrap not installed")
+        sys.exit(tap.finish())
     only = set(sys.argv[1:])
     tests = [t for t in TESTS if not only or t.__name__ in only]
-    print("1..%d" % len(tests))
     tmp = tempfile.mkdtemp(prefix="vs-integrity-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
     d = start_daemon(tmp)
-    failed = skipped = 0
     try:
         for n, t in enumerate(tests, 1):
-            try:
-                t(d, tmp)
-                print("ok %d - %s" % (n, t.__name__))
-            except Skip as e:
-                skipped += 1
-                print("%s %d - %s # SKIP %s" % ("not ok" if STRICT else "ok", n, t.__name__, e))
-                failed += STRICT
-            except Exception:
-                failed += 1
-                print("not ok %d - %s" % (n, t.__name__))
-                for line in traceback.format_exc().splitlines():
-                    print("#   " + line)
+            tap.case(t, d, tmp)
             if d.p.poll() is not None:
-                print("# daemon died; log tail:")
-                for line in open(d.log).read()[-3000:].splitlines():
-                    print("#   " + line)
-                failed += 1
+                tap.ok("%s: the daemon survives it" % t.__name__, False, "log tail:\n" + d.log_text()[-3000:])
                 d = start_daemon(tmp, "d%d" % n)
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print("# %d passed, %d failed, %d skipped" % (len(tests) - failed - skipped, failed, skipped))
-    sys.exit(1 if failed else 0)
+    sys.exit(tap.finish())
 
 
 if __name__ == "__main__":

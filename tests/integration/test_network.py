@@ -25,8 +25,8 @@ import threading
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_daemon import CLI, DAEMON, OWNER, ROOT, Conn, chown_tree  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import CLI, DAEMON, OWNER, ROOT, Conn, chown_tree  # noqa: E402
 
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 counter = [0]

@@ -7,12 +7,15 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <time.h>
 
+#include "base64.h"
 #include "error.h"
 #include "path-util.h"
 #include "sha256.h"
 #include "strbuf.h"
 #include "strv.h"
+#include "time-util.h"
 
 static void test_error_prefix(void **state) {
         VsError *e = NULL;
@@ -103,10 +106,54 @@ static void test_sha256(void **state) {
         assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+static void test_base64(void **state) {
+        /* RFC 4648's vectors, both ways. */
+        static const char *const v[][2] = { { "", "" },         { "f", "Zg==" },         { "fo", "Zm8=" },
+                                            { "foo", "Zm9v" },  { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+                                            { "foobar", "Zm9vYmFy" } };
+        for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+                size_t n = 0;
+                char *e = base64_encode_alloc(v[i][0], strlen(v[i][0]), &n);
+                assert_string_equal(e, v[i][1]);
+                assert_int_equal(n, strlen(v[i][1]));
+                free(e);
+                char *d = NULL;
+                assert_int_equal(base64_decode_alloc(v[i][1], strlen(v[i][1]), &d, &n), 0);
+                assert_int_equal(n, strlen(v[i][0]));
+                assert_memory_equal(d, v[i][0], n);
+                assert_int_equal(d[n], 0);
+                free(d);
+        }
+        /* Bytes that are not text survive. */
+        const char bin[] = { 0, (char)0xff, 0x10, (char)0x80 };
+        size_t n = 0;
+        char *e = base64_encode_alloc(bin, sizeof bin, NULL), *d = NULL;
+        assert_int_equal(base64_decode_alloc(e, strlen(e), &d, &n), 0);
+        assert_int_equal(n, sizeof bin);
+        assert_memory_equal(d, bin, n);
+        free(e);
+        free(d);
+        /* Not base64: refused, nothing returned. */
+        d = NULL;
+        assert_int_equal(base64_decode_alloc("Zm9v!", 5, &d, &n), -EINVAL);
+        assert_int_equal(base64_decode_alloc("Zm9vY", 5, &d, &n), -EINVAL);
+        assert_null(d);
+}
+
+static void test_clock(void **state) {
+        uint64_t a = now_us();
+        struct timespec ts = { 0, 2 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        uint64_t b = now_us();
+        assert_true(b >= a + 2000);
+        assert_true(now_ms() >= b / 1000);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_strbuf), cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_paths),        cmocka_unit_test(test_sha256),
+                cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: MIT
+"""The integration tests' shared harness: where the build is, TAP results
+(ok / not ok / SKIP, with VECTORA_TEST_STRICT=1 turning a skip into a
+failure), a daemon started and stopped for a test, and a daemon API
+connection. Python 3 stdlib only.
+
+Programs run from the build tree find the tree's worker through
+VECTORA_WORKER only (nothing about the tree is compiled into them): meson
+sets it, and so does this module for a test run by hand."""
+
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("VECTORA_SOURCE_ROOT") or os.path.normpath(os.path.join(HERE, "../.."))
+BUILD = os.path.abspath(os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(SRC, "build"))
+DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+ROOT = os.geteuid() == 0
+# The jail never runs as host root: as root, workspaces get this owner.
+OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
+
+os.environ.setdefault("VECTORA_WORKER", WORKER)
+os.environ.setdefault("VECTORA_MODAL_BRIDGE", os.path.join(SRC, "bridge/modal/bridge.mjs"))
+
+
+class Skip(Exception):
+    """Raised by a case that cannot run here; the reason is reported."""
+
+
+class Tap:
+    """TAP results: one line per case, the plan and a summary at the end."""
+
+    def __init__(self):
+        self.n = self.failed = self.skipped = 0
+
+    def ok(self, name, ok, detail=None):
+        self.n += 1
+        self.failed += not ok
+        print("%s %d - %s" % ("ok" if ok else "not ok", self.n, name), flush=True)
+        if not ok and detail is not None:
+            for line in str(detail).splitlines()[-40:]:
+                print("#   " + line)
+        return ok
+
+    def skip(self, name, why):
+        self.n += 1
+        self.skipped += 1
+        if STRICT:
+            self.failed += 1
+            print("not ok %d - %s # SKIP under VECTORA_TEST_STRICT: %s" % (self.n, name, why), flush=True)
+        else:
+            print("ok %d - %s # SKIP %s" % (self.n, name, why), flush=True)
+
+    def note(self, text):
+        for line in str(text).splitlines():
+            print("# " + line)
+
+    def case(self, fn, *args, name=None):
+        """Runs fn(*args) as one subtest: passes unless it raises; Skip
+        reports a skip."""
+        name = name or fn.__name__
+        try:
+            fn(*args)
+            return self.ok(name, True)
+        except Skip as e:
+            self.skip(name, str(e))
+        except Exception:
+            return self.ok(name, False, traceback.format_exc())
+
+    def finish(self):
+        """Prints the plan and the summary; the process's exit status."""
+        print("1..%d" % self.n)
+        print("# %d passed, %d failed, %d skipped" % (self.n - self.failed - (self.skipped if not STRICT else 0),
+                                                      self.failed, self.skipped))
+        return 1 if self.failed else 0
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def chown_tree(path):
+    if not ROOT:
+        return
+    for d, dirs, files in os.walk(path):
+        os.lchown(d, OWNER.pw_uid, OWNER.pw_gid)
+        for f in files:
+            os.lchown(os.path.join(d, f), OWNER.pw_uid, OWNER.pw_gid)
+
+
+def make_ws(tmp, name, toml=None, files=None):
+    """A workspace directory: vectora.toml (when given) and files, owned by
+    OWNER."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    if toml is not None:
+        with open(os.path.join(d, "vectora.toml"), "w") as f:
+            f.write(toml)
+    for k, v in (files or {}).items():
+        p = os.path.join(d, k)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb" if isinstance(v, bytes) else "w") as f:
+            f.write(v)
+    chown_tree(d)
+    return d
+
+
+class Conn:
+    """One daemon API connection: JSON lines, raw payloads after a header
+    that gives their length (returned as "_raw")."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.buf = b""
+        self.next_id = 0
+
+    def send(self, req, raw=None):
+        if raw is not None:
+            req = dict(req, raw=len(raw))
+        self.s.sendall(json.dumps(req).encode() + b"\n" + (raw or b""))
+
+    def _fill(self):
+        d = self.s.recv(1 << 20)
+        if not d:
+            raise EOFError("daemon closed the connection")
+        self.buf += d
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\n", 1)
+        msg = json.loads(line)
+        n = msg.pop("raw", None)
+        if n is not None:
+            while len(self.buf) < n:
+                self._fill()
+            msg["_raw"], self.buf = self.buf[:n], self.buf[n:]
+        return msg
+
+    def call(self, req, raw=None):
+        self.next_id += 1
+        req = dict(req, id=self.next_id)
+        self.send(req, raw)
+        while True:
+            m = self.recv()
+            if m.get("id") == self.next_id:
+                return m
+
+    def close(self):
+        self.s.close()
+
+
+class Daemon:
+    """vectora-sandboxd in the foreground on its own socket in tmp, logging
+    to tmp/NAME.log (and auditing to tmp/NAME.audit unless audit is
+    False); ready once it accepts a connection."""
+
+    def __init__(self, tmp, name="d", extra=(), pass_fds=(), env=None, audit=True, log_level="debug"):
+        self.sock = os.path.join(tmp, name + ".sock")
+        self.log = os.path.join(tmp, name + ".log")
+        self.audit = os.path.join(tmp, name + ".audit") if audit else None
+        argv = [DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log]
+        if log_level:
+            argv += ["--log-level", log_level]
+        if self.audit:
+            argv += ["--audit-log", self.audit]
+        self.p = subprocess.Popen(argv + list(extra), stdin=subprocess.DEVNULL, pass_fds=pass_fds, env=env)
+        # Wait until it accepts, not until the file exists: a killed
+        # daemon's stale socket file is there before this one started.
+        for _ in range(1000):
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
+                return
+            except OSError:
+                pass
+            if self.p.poll() is not None:
+                raise RuntimeError("the daemon exited: " + self.log_text())
+            time.sleep(0.01)
+        raise RuntimeError("the daemon did not listen on its socket: " + self.log_text())
+
+    def log_text(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def conn(self):
+        return Conn(self.sock)
+
+    def status(self):
+        c = self.conn()
+        try:
+            return c.call({"tool": "status"})
+        finally:
+            c.close()
+
+    def ws_status(self, path):
+        for w in self.status()["workspaces"]:
+            if w["path"] == os.path.realpath(path):
+                return w
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
