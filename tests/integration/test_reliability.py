@@ -26,13 +26,14 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_daemon  # noqa: E402
+import vtest  # noqa: E402 (on the path test_daemon set)
 from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, STRICT, Conn, alive, check, comm,  # noqa: E402
                          make_ws, proc_tree, term)
 
 # A sanitizer build (it also makes a static uninstrumented worker) keeps
 # freed memory in quarantine: RSS says nothing there, the daemon's own
 # counters of held bytes still do.
-SANITIZED = os.path.exists(os.path.join(test_daemon.BUILD, "src/worker/vectora-worker-static"))
+SANITIZED = os.path.exists(os.path.join(vtest.BUILD, "src/worker/vectora-worker-static"))
 
 CG_TOPS = ["/sys/fs/cgroup/vectora-sandboxd", "/sys/fs/cgroup/pids/vectora-sandboxd",
            "/sys/fs/cgroup/memory/vectora-sandboxd"]
