@@ -7,12 +7,15 @@
 
 void tool_call_init(VsToolCall *c, const VsToolArgs *args, const VsPolicy *policy) {
         *c = (VsToolCall){ .a = *args };
+        tool_call_ceilings(c, policy);
+}
+
+void tool_call_ceilings(VsToolCall *c, const VsPolicy *policy) {
         /* Unsandboxed, the policy's limits were never asked for: the worker
          * keeps its defaults, as a host shell would not cap either. */
-        if (policy && policy->sandboxed) {
-                c->max_timeout_ms = policy->limits.timeout_s * 1000;
-                c->max_output = policy->limits.max_output;
-        }
+        bool sb = policy && policy->sandboxed;
+        c->max_timeout_ms = sb ? policy->limits.timeout_s * 1000 : 0;
+        c->max_output = sb ? policy->limits.max_output : 0;
 }
 
 void tool_call_done(VsToolCall *c) {

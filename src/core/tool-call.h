@@ -80,6 +80,10 @@ typedef struct VsToolCall {
 /* Copies args (not what they point to). policy (may be NULL: no
  * ceilings) gives the limits when it is sandboxed. */
 void tool_call_init(VsToolCall *c, const VsToolArgs *args, const VsPolicy *policy);
+/* The ceilings from policy (NULL or unsandboxed: none), for a driver that
+ * takes them when each request goes out (the daemon: the policy may have
+ * been tightened since the call was taken). */
+void tool_call_ceilings(VsToolCall *c, const VsPolicy *policy);
 /* Frees what the call built. The call may be initialized again. */
 void tool_call_done(VsToolCall *c);
 

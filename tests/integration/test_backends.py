@@ -50,109 +50,25 @@ STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
-counter = [0]
+sys.path.insert(0, os.path.join(HERE, "../lib"))
+from vtest import Conn, Skip, Tap, check  # noqa: E402,F401
+import vtest  # noqa: E402
+
 notes = []
-
-
-class Skip(Exception):
-    pass
+T = Tap()
 
 
 def tap(name, fn):
-    counter[0] += 1
-    n = counter[0]
-    try:
-        fn()
-        print(f"ok {n} - {name}", flush=True)
-        results["passed"] += 1
-    except Skip as e:
-        print(f"# SKIP: {name}: {e}", flush=True)
-        if STRICT:
-            print(f"not ok {n} - {name} # SKIP (strict) {e}", flush=True)
-            results["failed"] += 1
-        else:
-            print(f"ok {n} - {name} # SKIP {e}", flush=True)
-            results["skipped"] += 1
-    except Exception:
-        print(f"not ok {n} - {name}", flush=True)
-        for line in traceback.format_exc().rstrip().splitlines():
-            print(f"#   {line}", flush=True)
-        results["failed"] += 1
+    T.case(fn, name=name)
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-        self.next_id = 0
-
-    def recv(self):
-        while b"\n" not in self.buf:
-            d = self.s.recv(1 << 20)
-            if not d:
-                raise EOFError("daemon closed the connection")
-            self.buf += d
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def send(self, req):
-        self.s.sendall(json.dumps(req).encode() + b"\n")
-
-    def call(self, req):
-        self.next_id += 1
-        self.s.sendall(json.dumps(dict(req, id=self.next_id)).encode() + b"\n")
-        while True:
-            m = self.recv()
-            if m.get("id") == self.next_id:
-                return m
-
-    def close(self):
-        self.s.close()
-
-
-class Daemon:
-    def __init__(self, tmp):
-        self.sock = os.path.join(tmp, "d.sock")
-        self.log = os.path.join(tmp, "d.log")
-        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug",
-                                   "--log-file", self.log, "--audit-log", os.path.join(tmp, "d.audit")],
-                                  stdin=subprocess.DEVNULL)
-        for _ in range(300):
-            if os.path.exists(self.sock):
-                return
-            if self.p.poll() is not None:
-                raise RuntimeError("daemon exited: " + open(self.log).read())
-            time.sleep(0.01)
-        raise RuntimeError("daemon did not create its socket")
-
-    def conn(self):
-        return Conn(self.sock)
-
+class Daemon(vtest.Daemon):
     def status(self, ws):
-        c = self.conn()
-        try:
-            for w in c.call({"tool": "status"})["workspaces"]:
-                if w["path"] == os.path.realpath(ws):
-                    return w
-        finally:
-            c.close()
-        return None
+        return self.ws_status(ws)
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        # Containers are removed as their workers end: give them time.
+        super().stop(timeout=20)
 
 
 def chown_tree(path, uid, gid):
@@ -747,7 +663,6 @@ def main():
             return 1
     tmp = tempfile.mkdtemp(prefix="vectora-backends-")
     os.chmod(tmp, 0o755)
-    print(f"1..{len(TESTS)}", flush=True)
     try:
         setup(tmp)
         if E.docker_err:
@@ -769,9 +684,8 @@ def main():
                     traceback.print_exc()
         shutil.rmtree(tmp, ignore_errors=True)
     for n in notes:
-        print("# " + n)
-    print("# %d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
-    return 1 if results["failed"] else 0
+        T.note(n)
+    return T.finish()
 
 
 if __name__ == "__main__":

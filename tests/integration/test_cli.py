@@ -28,27 +28,20 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
 ROOT = os.geteuid() == 0
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 
-n = failed = 0
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+
+tap = vtest.Tap()
+report, skip = tap.ok, tap.skip
 
 
-def report(name, ok, detail=None):
-    global n, failed
-    n += 1
-    failed += not ok
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name))
-    if not ok and detail is not None:
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
-
-
-def skip(name, why):
-    global n, failed
-    n += 1
-    if STRICT:
-        failed += 1
-        print("not ok %d - %s # SKIP under VECTORA_TEST_STRICT: %s" % (n, name, why))
-    else:
-        print("ok %d - %s # SKIP %s" % (n, name, why))
+def Daemon(tmp, name="d"):
+    """A daemon in the foreground on a private socket (tests/lib/vtest.py),
+    for the CLI's daemon mode: env names its socket."""
+    d = vtest.Daemon(tmp, name, env=base_env(), audit=False, log_level=None)
+    d.env = {"VECTORA_SANDBOX_SOCKET": d.sock}
+    return d
 
 
 def base_env(env=None):
@@ -448,48 +441,6 @@ def t_completion():
 
 def shlex_quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
-
-
-class Daemon:
-    """A daemon in the foreground on a private socket, for the CLI's daemon mode."""
-
-    def __init__(self, tmp, name="d"):
-        self.sock = os.path.join(tmp, name + ".sock")
-        self.log = os.path.join(tmp, name + ".log")
-        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
-                                  stdin=subprocess.DEVNULL, env=base_env())
-        # Listening, not merely bound: a connection must succeed.
-        for _ in range(1000):
-            if self.p.poll() is not None:
-                break
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(self.sock)
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.01)
-        self.env = {"VECTORA_SANDBOX_SOCKET": self.sock}
-
-    def call(self, req):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(self.sock)
-        s.sendall((json.dumps(req) + "\n").encode())
-        buf = b""
-        while not buf.endswith(b"\n"):
-            k = s.recv(65536)
-            if not k:
-                break
-            buf += k
-        s.close()
-        return json.loads(buf)
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
 
 
 def t_daemon_mode(tmp, sb, plain):
@@ -923,9 +874,7 @@ def main():
         t_readme(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n)
-    print("# %d passed, %d failed, 0 skipped" % (n - failed, failed))
-    return 1 if failed else 0
+    return tap.finish()
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ for real: no credentials, or credentials and no route to Modal, refuse with
 exit 125 and sandbox_unavailable within bounded time, in embedded mode and
 through the daemon, and nothing ever runs unsandboxed.
 
-Prints "N passed, N failed, N skipped"; VECTORA_TEST_STRICT=1 turns skips
-into failures."""
+TAP, a subtest per case (tests/lib/vtest.py); VECTORA_TEST_STRICT=1 turns
+skips into failures."""
 
 import json
 import os
@@ -33,31 +33,14 @@ STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
+sys.path.insert(0, os.path.join(HERE, "../lib"))
+from vtest import Daemon, Skip, Tap  # noqa: E402
 
-
-class Skip(Exception):
-    pass
+tap = Tap()
 
 
 def case(fn):
-    name = fn.__name__[5:]
-    try:
-        fn()
-        results["passed"] += 1
-        print("ok - " + name)
-    except Skip as e:
-        if STRICT:
-            results["failed"] += 1
-            print("FAIL - %s: skipped under VECTORA_TEST_STRICT: %s" % (name, e))
-        else:
-            results["skipped"] += 1
-            print("skip - %s: %s" % (name, e))
-    except Exception:
-        results["failed"] += 1
-        print("FAIL - " + name)
-        traceback.print_exc(file=sys.stdout)
-    sys.stdout.flush()
+    tap.case(fn, name=fn.__name__[5:])
 
 
 def need_node():
@@ -228,15 +211,9 @@ def daemon_call(sock, req, timeout=60):
 
 def test_daemon_without_credentials_reports_sandbox_unavailable():
     need_node()
-    sock = os.path.join(TMP, "d.sock")
-    log = os.path.join(TMP, "d.log")
-    d = subprocess.Popen([DAEMON, "--foreground", "--socket", sock, "--log-file", log, "--audit-log",
-                          os.path.join(TMP, "d.audit")], env=base_env(), stdin=subprocess.DEVNULL)
+    d = Daemon(TMP, env=base_env(), log_level=None)
+    sock = d.sock
     try:
-        for _ in range(300):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.01)
         t0 = time.monotonic()
         r = daemon_call(sock, {"tool": "terminal", "workspace": os.path.realpath(WS),
                                "command": "echo RAN-UNSANDBOXED"})
@@ -253,12 +230,7 @@ def test_daemon_without_credentials_reports_sandbox_unavailable():
         assert "no Modal credentials" in p.stderr, p.stderr
         assert dt < 10, dt
     finally:
-        d.send_signal(signal.SIGTERM)
-        try:
-            d.wait(10)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            d.wait()
+        d.stop()
 
 
 for t in [test_bridge_suite, test_check_accepts_modal, test_check_refuses_modal_without_image,
@@ -268,5 +240,4 @@ for t in [test_bridge_suite, test_check_accepts_modal, test_check_refuses_modal_
           test_daemon_without_credentials_reports_sandbox_unavailable]:
     case(t)
 shutil.rmtree(TMP, ignore_errors=True)
-print("%d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
-sys.exit(1 if results["failed"] else 0)
+sys.exit(tap.finish())

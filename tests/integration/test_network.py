@@ -26,27 +26,17 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, OWNER, ROOT, Conn, chown_tree  # noqa: E402
+import vtest  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, Conn, Tap, chown_tree  # noqa: E402,F401
 
-STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
-counter = [0]
-failed = [0]
+T = Tap()
 
 
 def tap(ok, name, detail=""):
-    counter[0] += 1
-    print(f"{'ok' if ok else 'not ok'} {counter[0]} - {name}")
-    if not ok:
-        failed[0] += 1
-    for ln in str(detail).splitlines()[:40]:
-        print("#   " + ln)
-
-
-def skip(name, why):
-    counter[0] += 1
-    print(f"ok {counter[0]} - {name} # SKIP {why}")
-    if STRICT:
-        failed[0] += 1
+    """A result, its detail shown either way (what was measured or refused)."""
+    T.ok(name, ok, detail)
+    if ok and detail:
+        T.note(detail)
 
 
 class Fail(Exception):
@@ -81,55 +71,15 @@ def serve(root, addr, context=None):
     return srv
 
 
-class Daemon:
+class Daemon(vtest.Daemon):
     """The daemon in a private mount namespace with the test's /etc/hosts."""
 
     def __init__(self, tmp, hosts):
-        self.sock = os.path.join(tmp, "d.sock")
-        self.log = os.path.join(tmp, "d.log")
-        self.audit = os.path.join(tmp, "d.audit")
-        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-               'mount --bind "$0" /etc/hosts && exec "$@"', hosts,
-               DAEMON, "--foreground", "--socket", self.sock, "--log-level", "debug", "--log-file", self.log,
-               "--audit-log", self.audit]
-        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
-        for _ in range(500):
-            # The socket file appears at bind(), a moment before listen().
-            if os.path.exists(self.sock):
-                try:
-                    Conn(self.sock).close()
-                    return
-                except ConnectionRefusedError:
-                    pass
-            if self.p.poll() is not None:
-                raise RuntimeError("daemon exited: " + (open(self.log).read() if os.path.exists(self.log) else ""))
-            time.sleep(0.01)
-        raise RuntimeError("daemon did not create its socket")
-
-    def call(self, req):
-        c = Conn(self.sock)
-        try:
-            return c.call(req)
-        finally:
-            c.close()
+        super().__init__(tmp, prefix=["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                      'mount --bind "$0" /etc/hosts && exec "$@"', hosts])
 
     def run(self, ws, command, timeout=60):
         return self.call({"tool": "terminal", "workspace": ws, "command": command, "timeout": timeout})
-
-    def ws_status(self, ws):
-        for w in self.call({"tool": "status"})["workspaces"]:
-            if w["path"] == os.path.realpath(ws):
-                return w
-        return None
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
 
 
 def make_ws(tmp, name, toml, files=None):
@@ -193,14 +143,14 @@ except OSError as e:
 
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
-        skip("network allowlist", f"{DAEMON} or {CLI} not built")
+        T.skip("network allowlist", f"{DAEMON} or {CLI} not built")
         return finish()
     for tool in ("bwrap", "curl", "openssl", "unshare"):
         if not shutil.which(tool):
-            skip("network allowlist", f"{tool} is not installed (scripts/install-deps)")
+            T.skip("network allowlist", f"{tool} is not installed (scripts/install-deps)")
             return finish()
     if not ROOT:
-        skip("network allowlist", "needs root: the daemon runs in a private mount namespace with the test's "
+        T.skip("network allowlist", "needs root: the daemon runs in a private mount namespace with the test's "
              "/etc/hosts (CI runs as root)")
         return finish()
     tmp = tempfile.mkdtemp(prefix="vs-network-test-")
@@ -216,8 +166,7 @@ def main():
 
 
 def finish():
-    print(f"1..{counter[0]}")
-    sys.exit(1 if failed[0] else 0)
+    sys.exit(T.finish())
 
 
 def run_all(tmp, servers):
@@ -259,7 +208,7 @@ def run_all(tmp, servers):
         tests(d, tmp, host, port, sport, allow, off, lock)
     finally:
         d.stop()
-        if failed[0]:
+        if T.failed:
             print("# daemon log tail:\n" + "\n".join("#   " + ln for ln in open(d.log).read()[-3000:].splitlines()))
 
 

@@ -22,27 +22,17 @@ CLIENT = os.path.join(SOURCE, "clients/python")
 ROOT = os.geteuid() == 0
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 
-n = failed = 0
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+
+tap = vtest.Tap()
+report, skip = tap.ok, tap.skip
 
 
-def report(name, ok, detail=None):
-    global n, failed
-    n += 1
-    failed += not ok
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name), flush=True)
-    if not ok and detail is not None:
-        for line in str(detail).splitlines()[:25]:
-            print("#   " + line)
-
-
-def skip(name, why):
-    global n, failed
-    n += 1
-    if STRICT:
-        failed += 1
-        print("not ok %d - %s # VECTORA_TEST_STRICT: cannot skip: %s" % (n, name, why))
-    else:
-        print("ok %d - %s # SKIP %s" % (n, name, why))
+def Daemon(tmp, name="d"):
+    """A daemon in the foreground on a private socket (tests/lib/vtest.py)."""
+    return vtest.Daemon(tmp, name, audit=False, log_level=None)
 
 
 def install(tmp):
@@ -198,34 +188,6 @@ def unreachable(vs, tmp):
     report("no daemon: DaemonUnavailable (a ConnectionError) naming the socket", ok, e)
 
 
-class Daemon:
-    def __init__(self, tmp):
-        self.sock = os.path.join(tmp, "d.sock")
-        self.log = os.path.join(tmp, "d.log")
-        self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log],
-                                  stdin=subprocess.DEVNULL)
-        for _ in range(500):
-            # The file exists from bind(); wait until it also accepts.
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                return
-            except OSError:
-                pass
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.01)
-        raise RuntimeError("the daemon did not start: " + open(self.log).read())
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-
-
 def main():
     tmp = tempfile.mkdtemp(prefix="vectora-py-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -259,9 +221,7 @@ def main():
         if d:
             d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n)
-    print("# %d of %d failed" % (failed, n) if failed else "# all %d passed" % n)
-    return 1 if failed else 0
+    return tap.finish()
 
 
 if __name__ == "__main__":

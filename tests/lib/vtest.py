@@ -165,9 +165,10 @@ class Conn:
 class Daemon:
     """vectora-sandboxd in the foreground on its own socket in tmp, logging
     to tmp/NAME.log (and auditing to tmp/NAME.audit unless audit is
-    False); ready once it accepts a connection."""
+    False); ready once it accepts a connection. prefix: a command that
+    execs the daemon's command line given after it (a namespace to run in)."""
 
-    def __init__(self, tmp, name="d", extra=(), pass_fds=(), env=None, audit=True, log_level="debug"):
+    def __init__(self, tmp, name="d", extra=(), pass_fds=(), env=None, audit=True, log_level="debug", prefix=()):
         self.sock = os.path.join(tmp, name + ".sock")
         self.log = os.path.join(tmp, name + ".log")
         self.audit = os.path.join(tmp, name + ".audit") if audit else None
@@ -176,7 +177,8 @@ class Daemon:
             argv += ["--log-level", log_level]
         if self.audit:
             argv += ["--audit-log", self.audit]
-        self.p = subprocess.Popen(argv + list(extra), stdin=subprocess.DEVNULL, pass_fds=pass_fds, env=env)
+        self.p = subprocess.Popen(list(prefix) + argv + list(extra), stdin=subprocess.DEVNULL, pass_fds=pass_fds,
+                                  env=env)
         # Wait until it accepts, not until the file exists: a killed
         # daemon's stale socket file is there before this one started.
         for _ in range(1000):
@@ -201,24 +203,28 @@ class Daemon:
     def conn(self):
         return Conn(self.sock)
 
-    def status(self):
+    def call(self, req, raw=None):
+        """One request on a connection of its own."""
         c = self.conn()
         try:
-            return c.call({"tool": "status"})
+            return c.call(req, raw)
         finally:
             c.close()
 
+    def status(self):
+        return self.call({"tool": "status"})
+
     def ws_status(self, path):
-        for w in self.status()["workspaces"]:
+        for w in self.call({"tool": "status"})["workspaces"]:
             if w["path"] == os.path.realpath(path):
                 return w
         return None
 
-    def stop(self):
+    def stop(self, timeout=10):
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
             try:
-                self.p.wait(10)
+                self.p.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
