@@ -39,6 +39,12 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                 _cleanup_free_ char *j = strv_join(prot, ", ");
                 printf("%-13s%s (read-only)\n", "protected", j ? j : "");
         }
+        _cleanup_free_ char *g = strv_join(p->protect, ", ");
+        printf("%-13s%s (read-only where they exist, never created by the file tools)\n", "protect",
+               g && *g ? g : "(none)");
+        printf("%-13s%s\n", "git_init",
+               p->git_init ? "true (the jail may create a repository at the root)"
+                           : "false (a missing root .git is a read-only empty directory in the jail)");
         printf("%-13s%s\n%-13s%s\n", "no_gpu", p->no_gpu ? "true" : "false", "lockdown", p->lockdown ? "true" : "false");
         if (p->net_allowlist) {
                 printf("%-13sallowlist through the daemon's proxy (no direct network):", "network");

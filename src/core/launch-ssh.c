@@ -93,6 +93,8 @@ int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, Vs
                 .ro = l->ro_paths,
                 .mask = l->mask,
                 .protected_paths = l->protected_paths,
+                .protect = l->protect,
+                .git_init = p->git_init,
                 .env = l->env,
                 .network = p->network,
                 .no_gpu = p->no_gpu,

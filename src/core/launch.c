@@ -24,6 +24,7 @@ void launch_free(VsLaunch *l) {
         strv_free(l->ro_paths);
         strv_free(l->mask);
         strv_free(l->protected_paths);
+        strv_free(l->protect);
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
         strv_free(l->env);
@@ -36,6 +37,12 @@ void launch_free(VsLaunch *l) {
         strv_free(l->notes);
         jail_plan_free(l->plan);
         free(l);
+}
+
+char *const *launch_host_paths(const VsLaunch *l) {
+        return l && l->plan && (streq(l->backend_name, "local") || streq(l->backend_name, "docker"))
+                       ? l->protected_paths
+                       : NULL;
 }
 
 void launch_release_staging(VsLaunch *l) {
@@ -59,6 +66,7 @@ void launch_trim(VsLaunch *l) {
         strv_free(l->ro_paths);
         strv_free(l->mask);
         strv_free(l->protected_paths);
+        strv_free(l->protect);
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
         strv_free(l->env);
@@ -68,7 +76,7 @@ void launch_trim(VsLaunch *l) {
         free(l->bpf);
         jail_plan_free(l->plan);
         l->plan = NULL;
-        l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->env = l->landlock_rw = NULL;
+        l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->protect = l->env = l->landlock_rw = NULL;
         l->verify_empty = l->verify_readonly = NULL;
         l->pre_argv = l->notes = NULL;
         l->bpf = NULL;
@@ -200,6 +208,13 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         jail_facts_done(&f);
         if (r < 0)
                 return r;
+        /* The file tools refuse what the plan found too (a .git file's
+         * target, submodules, worktrees). */
+        char **prot = strv_copy(l->plan->protected_paths);
+        if (!prot)
+                return -ENOMEM;
+        strv_free(l->protected_paths);
+        l->protected_paths = prot;
         l->n_masked = l->plan->n_masked;
         /* What the worker checks before ready (worker/verify.c). */
         for (size_t i = 0; i < l->plan->n_mounts; i++) {
@@ -324,7 +339,8 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
         if (r < 0)
                 return r;
 
-        if (!(l->workspace = strdup(p->workspace)) || !(l->mask = strv_copy(p->mask)))
+        if (!(l->workspace = strdup(p->workspace)) || !(l->mask = strv_copy(p->mask)) ||
+            !(l->protect = p->protect ? strv_copy(p->protect) : calloc(1, sizeof(char *))))
                 return -ENOMEM;
         if ((r = resolved_list(p->rw_paths, p->n_rw, &l->rw_paths)) < 0 ||
             (r = resolved_list(p->ro_paths, p->n_ro, &l->ro_paths)) < 0 ||

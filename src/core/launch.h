@@ -40,6 +40,7 @@ typedef struct VsLaunch {
         char **rw_paths, **ro_paths;
         char **mask;
         char **protected_paths;
+        char **protect; /* the policy's protect globs (the file tools refuse what they name) */
         char **verify_empty;    /* the plan's masks: the worker checks them before ready */
         char **verify_readonly; /* the plan's protected mounts: likewise */
         char **env;          /* "K=V" */
@@ -81,6 +82,9 @@ typedef struct VsLaunch {
  * libseccomp missing, or a root-owned workspace when the caller is root. */
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err);
 void launch_free(VsLaunch *l);
+/* The protected paths as this host's paths (local, docker), else NULL
+ * (ssh's are the remote's, Modal's the sandbox's). Borrowed. */
+char *const *launch_host_paths(const VsLaunch *l);
 /* Call once the jail is started: closes the idmapped trees (the jail's
  * mount namespace holds them). Idempotent. */
 void launch_release_staging(VsLaunch *l);

@@ -62,7 +62,7 @@ static int limit_loosens(char ***out, const char *key, uint64_t approved, uint64
  * loosening. */
 static const char *const ordered_keys[] = {
         "workspace", "config", "sandboxed", "reason", "backend", "rw_paths", "ro_paths",
-        "mask", "protected", "no_gpu", "lockdown", "network", "idle_timeout", "limits",
+        "mask", "protected", "protect", "git_init", "no_gpu", "lockdown", "network", "idle_timeout", "limits",
 };
 
 static bool is_ordered(const char *k) {
@@ -117,6 +117,12 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
         for (char **s = pa; *s; s++)
                 if (!strv_contains(pp, *s) && (r = strv_extendf(&out, "protected: %s is no longer read-only", *s)) < 0)
                         return r;
+        for (char **g = a->protect; g && *g; g++)
+                if (!strv_contains(p->protect, *g) &&
+                    (r = strv_extendf(&out, "protect: \"%s\" is removed (no longer read-only)", *g)) < 0)
+                        return r;
+        if ((r = flag_loosens(&out, "git_init", a->git_init, p->git_init, false)) < 0)
+                return r;
         if ((r = flag_loosens(&out, "no_gpu", a->no_gpu, p->no_gpu, true)) < 0 ||
             (r = flag_loosens(&out, "lockdown", a->lockdown, p->lockdown, true)) < 0 ||
             (r = flag_loosens(&out, "network", a->network, p->network, false)) < 0)

@@ -34,6 +34,11 @@ json_t *policy_to_json(const VsPolicy *p) {
                               "memory", (json_int_t)p->limits.memory);
         if (!o)
                 return NULL;
+        if (json_object_set_new(o, "protect", json_strv(p->protect)) < 0 ||
+            json_object_set_new(o, "git_init", json_boolean(p->git_init)) < 0) {
+                json_decref(o);
+                return NULL;
+        }
         if (p->net_allowlist) {
                 /* The entries as written: what the user reads and edits. */
                 json_t *a = json_array();

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "git-control.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -53,12 +54,27 @@ void protect_snapshot_free(VsProtectSnapshot *s) {
         free(s);
 }
 
-int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
+int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapshot **ret) {
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *s = calloc(1, sizeof *s);
         _cleanup_strv_free_ char **prot = NULL;
         if (!s || !(s->root = strdup(p->workspace)) || !(s->paths = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         int r = config_protected_paths(p, &prot);
+        if (r < 0)
+                return r;
+        /* And the .git control files the jail plan found (a .git file's
+         * target, submodules, worktrees): a host save over one detaches
+         * its mount the same way. */
+        VsGitControls gc = { 0 };
+        if ((r = git_controls_collect(p->workspace, !p->git_init, &gc)) < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < gc.n; i++)
+                if (!strv_contains(prot, gc.items[i].path))
+                        r = strv_extend(&prot, gc.items[i].path);
+        git_controls_done(&gc);
+        for (char *const *e = extra; r >= 0 && e && *e; e++)
+                if (!strv_contains(prot, *e))
+                        r = strv_extend(&prot, *e);
         if (r < 0)
                 return r;
         /* Each path and its parents up to the root: a .git replaced or
@@ -72,6 +88,11 @@ int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret) {
                 }
                 if (!cur)
                         return -ENOMEM;
+                /* One outside the workspace (a .git file's target) is noted
+                 * by itself. */
+                if (!path_is_below_or_equal(*pp, s->root) && !strv_contains(s->paths, *pp) &&
+                    (r = strv_extend(&s->paths, *pp)) < 0)
+                        return r;
         }
         s->n = strv_length(s->paths);
         if (!(s->ids = calloc(s->n + 1, sizeof *s->ids)))

@@ -16,8 +16,10 @@
 typedef struct VsProtectSnapshot VsProtectSnapshot;
 
 /* Notes device, inode and type of each protected path of p and of its
- * parents below the workspace root (.git), absent ones included. */
-int protect_snapshot_take(const VsPolicy *p, VsProtectSnapshot **ret);
+ * parents below the workspace root (.git), absent ones included, and of
+ * each path of extra (the launch's protected list: what the protect globs
+ * matched; NULL for a backend whose paths are not this host's). */
+int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapshot **ret);
 /* The first path whose identity differs now, or NULL. */
 const char *protect_snapshot_changed(const VsProtectSnapshot *s);
 /* An inotify descriptor (non-blocking, CLOEXEC) that becomes readable when

@@ -64,6 +64,9 @@ static void wait_exit(VsSession *s) {
  * bwrap ends the local jail at once; a container dies with its worker,
  * which ends at end of input (killing the docker client would leave the
  * container, and its name, behind for a while). */
+/* How often the protected paths are looked at when inotify is not there. */
+#define PROTECT_POLL_MS 10
+
 static int protect_changed(VsSession *s, VsError **err) {
         const char *what = s->protect ? protect_snapshot_changed(s->protect) : NULL;
         if (!what)
@@ -100,14 +103,23 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                                 return vs_error_set_kind(err, -ETIMEDOUT, "worker_timeout", "the worker did not answer in time");
                         timeout = (int)((left + 999) / 1000);
                 }
+                /* Without the inotify watch (no instance left: the limit,
+                 * fs.inotify.max_user_instances, is per user and shared with
+                 * every other process of this uid), the paths are looked at
+                 * every PROTECT_POLL_MS instead: never a running command
+                 * left unwatched (it once wrote .git/config after a host save). */
+                bool polling = s->protect && s->protect_fd < 0;
+                if (polling && (timeout < 0 || timeout > PROTECT_POLL_MS))
+                        timeout = PROTECT_POLL_MS;
                 struct pollfd p[2] = { { .fd = s->proc.fd, .events = POLLIN }, { .fd = s->protect_fd, .events = POLLIN } };
                 r = poll(p, s->protect_fd >= 0 ? 2 : 1, timeout);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
                         return vs_error_set(err, -errno, "poll: %m");
-                if (s->protect_fd >= 0 && (p[1].revents & POLLIN)) {
-                        protect_snapshot_drain(s->protect_fd);
+                if ((s->protect_fd >= 0 && (p[1].revents & POLLIN)) || polling) {
+                        if (!polling)
+                                protect_snapshot_drain(s->protect_fd);
                         if ((r = protect_changed(s, err)) < 0)
                                 return r;
                 }

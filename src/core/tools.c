@@ -102,12 +102,17 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;
-        /* Noted before the jail binds them (protect-snapshot.h). */
+        /* Noted before the jail binds them (protect-snapshot.h); on ssh
+         * once it is ready: the remote launcher makes the .git placeholders
+         * there, on files this host may share (remote_root unset). */
+        bool after = p->sandboxed && p->backend == VS_BACKEND_SSH;
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
-        if (p->sandboxed && (r = protect_snapshot_take(p, &snap)) < 0)
+        if (p->sandboxed && !after && (r = protect_snapshot_take(p, launch_host_paths(l), &snap)) < 0)
                 return r;
         _cleanup_(session_endp) VsSession *s = NULL;
         if ((r = session_start(l, &s, err)) < 0)
+                return r;
+        if (after && (r = protect_snapshot_take(p, NULL, &snap)) < 0)
                 return r;
         if (snap)
                 session_watch_protected(s, TAKE_PTR(snap));

@@ -232,6 +232,7 @@ int launch_encode_init(const VsLaunch *l, StrBuf *out) {
                 .ro_paths = l->ro_paths,
                 .mask = l->mask,
                 .protected_paths = l->protected_paths,
+                .protect = l->protect,
                 .verify_empty = l->verify_empty,
                 .verify_readonly = l->verify_readonly,
                 .env = l->env,

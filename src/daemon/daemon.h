@@ -464,12 +464,18 @@ void proxy_set_peer(Proxy *px, uid_t uid);
 int watch_start(Workspace *ws);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
-/* More directories than WATCH_MAX_DIRS: masks are not kept over time
- * below the ones left out (reported in "degraded"; refused under lockdown). */
-bool watch_partial(Workspace *ws);
+/* What masks over time cannot keep for a sandboxed workspace, or NULL:
+ * more directories than WATCH_MAX_DIRS (masks are not kept below the ones
+ * left out), or no watch at all (no inotify instance left). Reported in
+ * "degraded"; refused under lockdown. */
+const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
         "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
         "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it)"
+#define WATCH_MISSING_NOTE                                                                                           \
+        "masks over time: the listed paths are not watched (no inotify instance left: fs.inotify.max_user_instances);" \
+        " a masked path created later stays readable to commands until the worker restarts (the file tools still"   \
+        " refuse it), and files the host runs later are not reported"
 
 
 /* ---- protect.c ---- */

@@ -22,7 +22,16 @@ struct WorkspaceProtect {
         VsProtectSnapshot *snap;
         int fd;
         uv_poll_t poll;
+        uv_timer_t timer; /* without inotify: looked at every PROTECT_POLL_MS */
+        bool ticking;
 };
+
+#define PROTECT_POLL_MS 10
+
+static void on_tick(uv_timer_t *t) {
+        WorkspaceProtect *p = t->data;
+        protect_check(p->ws);
+}
 
 static void on_event(uv_poll_t *h, int status, int events) {
         WorkspaceProtect *p = h->data;
@@ -39,6 +48,12 @@ void protect_disarm(Workspace *ws) {
         if (!p)
                 return;
         protect_snapshot_free(p->snap);
+        p->snap = NULL;
+        if (p->ticking) {
+                uv_timer_stop(&p->timer);
+                uv_close((uv_handle_t *)&p->timer, on_poll_closed);
+                return;
+        }
         if (p->fd < 0) {
                 free(p);
                 return;
@@ -52,6 +67,11 @@ void protect_arm(Workspace *ws) {
         protect_disarm(ws);
         if (!ws->policy || !ws->policy->sandboxed)
                 return;
+        /* ssh: the remote launcher makes the .git placeholders, on files
+         * this host may share (remote_root unset); noted once the worker
+         * is ready (worker-link.c arms it again then). */
+        if (ws->policy->backend == VS_BACKEND_SSH && ws->link && ws->link->state != LINK_READY)
+                return;
         WorkspaceProtect *p = calloc(1, sizeof *p);
         if (!p) {
                 log_warning("workspace %s: out of memory noting the protected paths", ws->path);
@@ -60,19 +80,25 @@ void protect_arm(Workspace *ws) {
         p->ws = ws;
         p->fd = -EBADF;
         ws->protect = p;
-        int r = protect_snapshot_take(ws->policy, &p->snap);
+        int r = protect_snapshot_take(ws->policy, ws->link ? launch_host_paths(ws->link->launch) : NULL, &p->snap);
         if (r < 0) {
                 /* Without a snapshot every call recycles (protect_check):
                  * fail closed rather than serve an unchecked jail. */
                 log_warning("workspace %s: cannot note the protected paths: %s", ws->path, strerror(-r));
                 return;
         }
-        /* Without the watch the per-call check still holds; only a command
-         * already running keeps its jail longer. */
+        /* Without the watch (no inotify instance left: the limit is per
+         * user, shared with every process of this uid) a command already
+         * running would keep a jail whose mount was detached: the paths are
+         * looked at on a timer instead. */
         p->fd = protect_snapshot_watch(p->snap);
         if (p->fd < 0) {
-                log_warning("workspace %s: cannot watch the protected paths (%s); they are checked before each call",
-                            ws->path, strerror(-p->fd));
+                log_warning("workspace %s: cannot watch the protected paths (%s); looking at them every %d ms instead",
+                            ws->path, strerror(-p->fd), PROTECT_POLL_MS);
+                uv_timer_init(ws->srv->loop, &p->timer);
+                p->timer.data = p;
+                p->ticking = true;
+                uv_timer_start(&p->timer, on_tick, PROTECT_POLL_MS, PROTECT_POLL_MS);
                 return;
         }
         uv_poll_init(ws->srv->loop, &p->poll, p->fd);

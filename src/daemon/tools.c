@@ -894,9 +894,14 @@ void tools_handle(Client *c, JsonlMsg *m) {
         if (ws->state == WS_REFUSED)
                 return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
         /* Lockdown refuses a guarantee it cannot keep (rule 5). */
-        if (ws->policy && ws->policy->sandboxed && ws->policy->lockdown && watch_partial(ws))
-                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable",
-                                      "lockdown: " WATCH_PARTIAL_NOTE "; list narrower paths or mask the large trees");
+        const char *gap = ws->policy && ws->policy->lockdown ? watch_gap(ws) : NULL;
+        if (gap) {
+                char why[1024];
+                snprintf(why, sizeof why, "lockdown: %s; %s", gap,
+                         ws->watch ? "list narrower paths or mask the large trees"
+                                   : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
+                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable", why);
+        }
         r->call.build = t->build;
         r->call.done = t->done;
         workspace_submit(ws, &r->call);

@@ -245,8 +245,13 @@ bool watch_active(Workspace *ws) {
         return ws->watch != NULL;
 }
 
-bool watch_partial(Workspace *ws) {
-        return ws->watch && ws->watch->partial;
+const char *watch_gap(Workspace *ws) {
+        if (!ws->policy || !ws->policy->sandboxed)
+                return NULL;
+        /* watch_start() runs for every sandboxed policy: none means it failed. */
+        if (!ws->watch)
+                return WATCH_MISSING_NOTE;
+        return ws->watch->partial ? WATCH_PARTIAL_NOTE : NULL;
 }
 
 static void on_poll_closed(uv_handle_t *h) {

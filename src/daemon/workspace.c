@@ -326,6 +326,10 @@ static void spawn(Workspace *ws) {
                 fail_queue(ws, "busy", "the daemon's worker limit is reached and every worker is busy; try again later");
                 return;
         }
+        /* A watch that could not be made (no inotify instance left) is
+         * tried again with each new worker; meanwhile watch_gap() says so. */
+        if (ws->policy && ws->policy->sandboxed && !watch_active(ws))
+                watch_start(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
         WorkerLink *l = NULL;
         int r = link_start(ws, &l, &err);
@@ -486,8 +490,9 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
                 for (char **s = ws->limit_notes; s && *s; s++)
                         if (strstr(*s, "not enforced"))
                                 json_array_append_new(deg, json_string(*s));
-        if (deg && sandboxed && watch_partial(ws))
-                json_array_append_new(deg, json_string(WATCH_PARTIAL_NOTE));
+        const char *gap = sandboxed ? watch_gap(ws) : NULL;
+        if (deg && gap)
+                json_array_append_new(deg, json_string(gap));
         json_object_set_new(o, "degraded", deg);
         json_object_set_new(o, "generation", json_integer((json_int_t)(l ? l->generation : ws->generation)));
         return o;

@@ -35,10 +35,11 @@ int backend_ssh_map_strv(const char *workspace, const char *remote_root, char *c
 /* ---- the remote launcher's policy ------------------------------------- */
 
 int backend_ssh_jail_encode(const VsRemoteJail *j, char **ret_hex) {
-        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b}", "workspace", j->workspace, "rw",
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:b}", "workspace", j->workspace, "rw",
                               json_strv(j->rw), "ro", json_strv(j->ro), "mask", json_strv(j->mask),
-                              "protected", json_strv(j->protected_paths), "env", json_strv(j->env), "network",
-                              j->network, "no_gpu", j->no_gpu, "lockdown", j->lockdown);
+                              "protected", json_strv(j->protected_paths), "protect", json_strv(j->protect),
+                              "env", json_strv(j->env), "network",
+                              j->network, "no_gpu", j->no_gpu, "lockdown", j->lockdown, "git_init", j->git_init);
         if (!o)
                 return -ENOMEM;
         char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -65,10 +66,12 @@ static const JsonField jail_fields[] = {
         { "ro", JSON_FIELD_STRV, offsetof(VsRemoteJail, ro), JSON_FIELD_REQUIRED },
         { "mask", JSON_FIELD_STRV, offsetof(VsRemoteJail, mask), JSON_FIELD_REQUIRED },
         { "protected", JSON_FIELD_STRV, offsetof(VsRemoteJail, protected_paths), JSON_FIELD_REQUIRED },
+        { "protect", JSON_FIELD_STRV, offsetof(VsRemoteJail, protect), JSON_FIELD_REQUIRED },
         { "env", JSON_FIELD_STRV, offsetof(VsRemoteJail, env), JSON_FIELD_REQUIRED },
         { "network", JSON_FIELD_BOOL, offsetof(VsRemoteJail, network), JSON_FIELD_REQUIRED },
         { "no_gpu", JSON_FIELD_BOOL, offsetof(VsRemoteJail, no_gpu), JSON_FIELD_REQUIRED },
         { "lockdown", JSON_FIELD_BOOL, offsetof(VsRemoteJail, lockdown), JSON_FIELD_REQUIRED },
+        { "git_init", JSON_FIELD_BOOL, offsetof(VsRemoteJail, git_init), JSON_FIELD_REQUIRED },
         {},
 };
 

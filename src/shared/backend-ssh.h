@@ -36,6 +36,8 @@ typedef struct VsRemoteJail {
         char **rw, **ro;          /* remote paths */
         char **mask;              /* patterns (relative globs) */
         char **protected_paths;   /* remote paths */
+        char **protect;           /* protect globs (relative, as mask) */
+        bool git_init;            /* a missing root .git may be made */
         char **env;               /* "K=V" */
         bool network, no_gpu, lockdown;
 } VsRemoteJail;

@@ -46,6 +46,7 @@ void policy_free(VsPolicy *p) {
                 vspath_done(&p->ro_paths[i]);
         free(p->ro_paths);
         strv_free(p->mask);
+        strv_free(p->protect);
         for (size_t i = 0; i < p->n_net_rules; i++)
                 net_rule_done(&p->net_rules[i]);
         free(p->net_rules);
@@ -346,10 +347,11 @@ static int h_paths(const KeyCtx *c, VsError **err) {
         return 0;
 }
 
-static int h_mask(const KeyCtx *c, VsError **err) {
+/* A list of globs (mask, protect), each compiled once to validate it. */
+static int glob_list(const KeyCtx *c, char ***ret, VsError **err) {
         const TomlValue *arr = c->kv->value;
         if (arr->array.n > CONFIG_MAX_MASKS)
-                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.mask has more than %d entries",
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.%s has more than %d entries", c->key,
                                     CONFIG_MAX_MASKS);
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)
@@ -357,23 +359,47 @@ static int h_mask(const KeyCtx *c, VsError **err) {
         for (size_t i = 0; i < arr->array.n; i++) {
                 const TomlValue *v = arr->array.items[i];
                 if (v->type != TOML_STRING)
-                        return config_error(err, -EINVAL, v->line, v->col, "sandbox.mask[%zu] must be a string, not %s",
-                                            i, toml_type_name(v->type));
+                        return config_error(err, -EINVAL, v->line, v->col, "sandbox.%s[%zu] must be a string, not %s",
+                                            c->key, i, toml_type_name(v->type));
                 if (strlen(v->string.ptr) != v->string.len)
                         return config_error(err, -EINVAL, v->line, v->col,
-                                            "sandbox.mask[%zu] must not contain NUL characters", i);
+                                            "sandbox.%s[%zu] must not contain NUL characters", c->key, i);
                 _cleanup_(glob_freep) VsGlob *g = NULL;
                 _cleanup_(vs_error_freep) VsError *gerr = NULL;
                 int r = glob_compile(v->string.ptr, &g, &gerr);
                 if (r < 0)
-                        return config_error(err, r, v->line, v->col, "sandbox.mask[%zu]: \"%s\": %s", i, v->string.ptr,
-                                            vs_error_message(gerr));
+                        return config_error(err, r, v->line, v->col, "sandbox.%s[%zu]: \"%s\": %s", c->key, i,
+                                            v->string.ptr, vs_error_message(gerr));
                 r = strv_extend(&l, v->string.ptr);
                 if (r < 0)
                         return r;
         }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int h_mask(const KeyCtx *c, VsError **err) {
+        char **l = NULL;
+        int r = glob_list(c, &l, err);
+        if (r < 0)
+                return r;
         strv_free(c->policy->mask);
-        c->policy->mask = TAKE_PTR(l);
+        c->policy->mask = l;
+        return 0;
+}
+
+static int h_protect(const KeyCtx *c, VsError **err) {
+        char **l = NULL;
+        int r = glob_list(c, &l, err);
+        if (r < 0)
+                return r;
+        strv_free(c->policy->protect);
+        c->policy->protect = l;
+        return 0;
+}
+
+static int h_git_init(const KeyCtx *c, VsError **err) {
+        c->policy->git_init = c->kv->value->boolean;
         return 0;
 }
 
@@ -625,6 +651,8 @@ static const KeyDef sandbox_keys[] = {
         { "rw_paths", TOML_ARRAY, h_paths },
         { "ro_paths", TOML_ARRAY, h_paths },
         { "mask", TOML_ARRAY, h_mask },
+        { "protect", TOML_ARRAY, h_protect },
+        { "git_init", TOML_BOOL, h_git_init },
         { "no_gpu", TOML_BOOL, h_no_gpu },
         { "lockdown", TOML_BOOL, h_lockdown },
         { "network", TOML_ANY, h_network },
@@ -752,6 +780,13 @@ int config_parse(const char *text, size_t len, const VsConfigEnv *env, VsPolicy 
         }
         if (!p->mask && !(p->mask = calloc(1, sizeof(char *))))
                 return -ENOMEM;
+        if (!p->protect) {
+                if (!(p->protect = calloc(1, sizeof(char *))))
+                        return -ENOMEM;
+                for (const char *const *d = VS_PROTECT_DEFAULT; *d; d++)
+                        if ((r = strv_extend(&p->protect, *d)) < 0)
+                                return r;
+        }
         r = validate_policy(p, sb->value, err);
         if (r < 0)
                 return r;
@@ -936,15 +971,36 @@ int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text,
         return 0;
 }
 
+/* Files the host (its editor, direnv, agents) runs or obeys later, at any
+ * depth: a subdirectory is opened as a project too. */
+const char *const VS_PROTECT_DEFAULT[] = {
+        ".envrc",          "**/.vscode/tasks.json",    "**/.vscode/settings.json",
+        ".mcp.json",       "**/.claude/settings.json", "**/.claude/settings.local.json",
+        NULL,
+};
+
 int config_protected_paths(const VsPolicy *p, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         /* vectora.toml: the agent must not switch its own sandbox off.
-         * .git/hooks and .git/config: both make the host run code later
-         * (hooks directly; config through core.hooksPath, core.fsmonitor,
-         * core.sshCommand and friends). */
-        static const char *const rel[] = { VS_CONFIG_FILE, ".git/hooks", ".git/config" };
+         * The .git control files: what git executes or obeys (hooks
+         * directly; config through core.hooksPath, core.fsmonitor,
+         * core.sshCommand and friends; commondir moves both elsewhere).
+         * These are the root .git's; the jail plan adds those of a .git
+         * file's target, submodules and worktrees (git-control.h). */
+        static const char *const rel[] = { VS_CONFIG_FILE,
+                                           ".git/hooks",
+                                           ".git/config",
+                                           ".git/config.worktree",
+                                           ".git/info/attributes",
+                                           ".git/info/exclude",
+                                           ".git/info/sparse-checkout",
+                                           ".git/info/grafts",
+                                           ".git/commondir",
+                                           ".git/remotes",
+                                           ".git/branches",
+                                           ".git/objects/info/alternates" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
                 int r = strv_consume(&l, path_join(p->workspace, rel[i]));
                 if (r < 0)

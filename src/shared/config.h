@@ -85,6 +85,13 @@ typedef struct VsPolicy {
         VsPath *ro_paths;
         size_t n_ro;
         char **mask; /* patterns, validated */
+        /* protect = [...]: globs read-only in the jail and refused by the
+         * file tools (VS_PROTECT_DEFAULT when the key is absent), on top
+         * of vectora.toml and the .git control files, which always are. */
+        char **protect;
+        /* git_init = true: a missing root .git may be created in the jail
+         * (else it is a read-only empty directory there). */
+        bool git_init;
         bool no_gpu;
         bool lockdown;
         bool network; /* effective: the host's network shared; forced false under lockdown */
@@ -135,7 +142,11 @@ int config_from_text(const char *workspace, const char *text, size_t len, VsPoli
  * NULL) are canonical absolute paths; *ret_dir is dir canonicalized. */
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err);
 
-/* Protected paths (absolute): the config file and .git/hooks, .git/config. */
+/* protect's default: .envrc, .vscode/tasks.json and settings.json,
+ * .mcp.json, .claude/settings.json and settings.local.json. */
+extern const char *const VS_PROTECT_DEFAULT[];
+
+/* Protected paths (absolute): the config file and .git control files of the root .git. */
 int config_protected_paths(const VsPolicy *p, char ***ret);
 
 void policy_free(VsPolicy *p);

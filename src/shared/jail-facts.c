@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "fd-util.h"
+#include "git-control.h"
 #include "glob.h"
 #include "mask-walk.h"
 #include "path-util.h"
@@ -26,6 +27,8 @@ void jail_facts_done(VsJailFacts *f) {
         mask_paths_free(f->masks, f->n_masks);
         mask_paths_free(f->protected_missing, f->n_missing);
         strv_free(f->protected_existing);
+        strv_free(f->git_controls);
+        strv_free(f->protect_matches);
         *f = (VsJailFacts){ 0 };
 }
 
@@ -73,37 +76,120 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         return 0;
 }
 
+/* An existing protected path is protected (a symlinked one where it
+ * leads). */
+static int add_existing(VsJailFacts *f, const char *path, const struct stat *st) {
+        if (!S_ISLNK(st->st_mode))
+                return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
+        _cleanup_free_ char *real = realpath(path, NULL);
+        if (!real || strv_contains(f->protected_existing, real))
+                return 0;
+        return strv_extend(&f->protected_existing, real);
+}
+
+static bool below_rw(const VsPolicy *p, const char *path) {
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && path_is_below_or_equal(path, p->rw_paths[i].resolved))
+                        return true;
+        return false;
+}
+
+/* The .git control files (git-control.h): an existing one is protected;
+ * a missing one where the jail could create it gets its placeholder
+ * first, then is protected like the others. */
+static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+        VsGitControls gc = { 0 };
+        int r = git_controls_collect(p->workspace, !p->git_init, &gc);
+        if (r == -E2BIG)
+                return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                         "%s/.git: too many nested git directories (submodules, worktrees) to protect",
+                                         p->workspace);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < gc.n; i++) {
+                const VsGitControl *c = &gc.items[i];
+                struct stat st;
+                if ((r = strv_extend(&f->git_controls, c->path)) < 0)
+                        break;
+                if (lstat(c->path, &st) < 0 && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
+                        if ((r = git_control_make_placeholder(c, err)) < 0)
+                                break;
+                }
+                if (lstat(c->path, &st) == 0)
+                        r = add_existing(f, c->path, &st);
+        }
+        git_controls_done(&gc);
+        return r;
+}
+
+/* What the protect globs name below the writable roots, found by the
+ * same walk as the masks (a matched directory is sealed whole). Under a
+ * read-only root everything is read-only already. A missing one is not
+ * made: an empty .envrc or tasks.json would itself change what direnv or
+ * the editor does; the file tools refuse to create it and the daemon
+ * reports one a command creates (host_run_files). */
+static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+        if (!(f->protect_matches = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        if (!p->protect || !p->protect[0])
+                return 0;
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        int r = glob_set_new(p->protect, &set, err);
+        if (r < 0)
+                return vs_error_prefix(err, "protect");
+        for (size_t i = 0; i < p->n_rw; i++) {
+                if (!p->rw_paths[i].resolved)
+                        continue;
+                MaskList ml = { 0 };
+                if ((r = mask_walk(p->rw_paths[i].resolved, set, &ml, err)) < 0)
+                        return vs_error_prefix(err, "finding the paths to protect");
+                for (size_t k = 0; r >= 0 && k < ml.n; k++) {
+                        _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
+                        struct stat st;
+                        if (!path)
+                                r = -ENOMEM;
+                        else if (lstat(path, &st) == 0 && (r = add_existing(f, path, &st)) >= 0 &&
+                                 !strv_contains(f->protect_matches, path))
+                                r = strv_extend(&f->protect_matches, path);
+                }
+                mask_list_done(&ml);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* Each protected path: an existing one is protected (a symlinked one where
  * it leads); a missing one whose parent directory exists is recorded, so
- * the plan seals it with an empty mount and the agent cannot create it. */
-static int collect_protected(char *const *protected_paths, VsJailFacts *f) {
-        if (!(f->protected_existing = calloc(1, sizeof(char *))))
+ * the plan seals it with an empty mount and the agent cannot create it.
+ * Those under .git are the git controls' (collect_git). */
+static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, VsError **err) {
+        if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
+        if (!dotgit)
                 return -ENOMEM;
         for (char *const *pp = protected_paths; pp && *pp; pp++) {
                 struct stat st;
                 int r = 0;
-                if (lstat(*pp, &st) == 0) {
-                        if (!S_ISLNK(st.st_mode))
-                                r = strv_extend(&f->protected_existing, *pp);
-                        else {
-                                _cleanup_free_ char *real = realpath(*pp, NULL);
-                                if (real)
-                                        r = strv_extend(&f->protected_existing, real);
-                        }
-                } else if (errno == ENOENT) {
+                if (path_startswith(*pp, dotgit))
+                        continue;
+                if (lstat(*pp, &st) == 0)
+                        r = add_existing(f, *pp, &st);
+                else if (errno == ENOENT) {
                         _cleanup_free_ char *parent = strdup(*pp);
                         char *slash = parent ? strrchr(parent, '/') : NULL;
                         if (!slash)
                                 return -ENOMEM;
                         *slash = 0;
                         if (lstat(parent, &st) == 0 && S_ISDIR(st.st_mode))
-                                r = add_mask_path(&f->protected_missing, &f->n_missing, strdup(*pp),
-                                                  streq(slash + 1, "hooks"));
+                                r = add_mask_path(&f->protected_missing, &f->n_missing, strdup(*pp), false);
                 }
                 if (r < 0)
                         return r;
         }
-        return 0;
+        int r = collect_git(p, f, err);
+        return r < 0 ? r : collect_protect_globs(p, f, err);
 }
 
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {
@@ -113,7 +199,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFa
                 jail_facts_done(&f);
                 return vs_error_prefix(err, "finding the paths to mask");
         }
-        if ((r = collect_protected(protected_paths, &f)) < 0) {
+        if ((r = collect_protected(p, protected_paths, &f, err)) < 0) {
                 jail_facts_done(&f);
                 return r;
         }
@@ -197,6 +283,8 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
                 .sandboxed = true,
                 .backend = VS_BACKEND_LOCAL,
                 .mask = j->mask,
+                .protect = j->protect,
+                .git_init = j->git_init,
                 .no_gpu = j->no_gpu,
                 .lockdown = j->lockdown,
                 .network = j->network,

@@ -135,7 +135,13 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
             !(plan->protected_paths = protected_paths ? strv_copy(protected_paths) : calloc(1, sizeof(char *))) ||
             !(plan->env = env ? strv_copy(env) : calloc(1, sizeof(char *))))
                 return -ENOMEM;
-        int r = add_listed(plan, p);
+        int r;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (char **g = pass ? f->protect_matches : f->git_controls; g && *g; g++)
+                        if (!strv_contains(plan->protected_paths, *g) &&
+                            (r = strv_extend(&plan->protected_paths, *g)) < 0)
+                                return r;
+        r = add_listed(plan, p);
         if (r < 0)
                 return r;
 
@@ -177,9 +183,9 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
                 if ((r = push(plan, VS_MOUNT_MASK, f->masks[i].path, f->masks[i].dir ? empty_dir : empty_file,
                               f->masks[i].dir, false)) < 0)
                         return r;
-        /* A missing protected path (hooks or config in an existing .git):
-         * the agent must not create it either; the backend creates the
-         * empty mount point. */
+        /* A missing protected path (not a .git control file: those got
+         * a placeholder on the host first): the agent must not create it
+         * either; the backend creates the empty mount point. */
         for (size_t i = 0; i < f->n_missing; i++) {
                 const VsMaskPath *m = &f->protected_missing[i];
                 if (root_of(plan, m->path) &&

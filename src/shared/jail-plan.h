@@ -15,7 +15,8 @@
  *
  * jail_plan_build() is pure; jail_facts_collect() is the one place that
  * looks at the host for it (the same code on the daemon's host and, for
- * ssh, on the remote). */
+ * ssh, on the remote); it also makes the placeholders of missing .git
+ * control files, so that they have a mount point (git-control.h). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,13 +48,15 @@ typedef struct VsJailFacts {
         char **protected_existing;  /* protected paths that exist; a symlinked one by its target */
         VsMaskPath *protected_missing; /* missing protected paths whose parent directory exists */
         size_t n_missing;
+        char **git_controls;        /* every .git control path found (git-control.h), existing or not */
+        char **protect_matches;     /* existing paths the protect globs name below the rw paths */
 } VsJailFacts;
 
 typedef struct VsJailPlan {
         char *workspace;
         VsJailMount *mounts;     /* in mount order: listed paths (parents first), pins, protected, masks */
         size_t n_mounts;
-        char **protected_paths;  /* every protected path of the policy (existing or not) */
+        char **protected_paths;  /* every protected path of the policy and .git control path (existing or not) */
         char **env;              /* "K=V" of the jail */
         bool network, no_gpu, lockdown;
         VsLimits limits;
@@ -75,8 +78,10 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
 
 /* ---- host-touching: the facts, the empty sources ---------------------- */
 
-/* Walks every listed root with the mask patterns (compiled here, once) and
- * looks at each protected path. Touches the file system. */
+/* Walks every listed root with the mask patterns (compiled here, once),
+ * looks at each protected path and finds the .git control files, making
+ * the placeholders of missing ones below the rw paths. Touches the file
+ * system. */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 

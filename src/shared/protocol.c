@@ -390,6 +390,7 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
                   set(o, "ro_paths", json_strv(init->ro_paths)) &&
                   set(o, "mask", json_strv(init->mask)) &&
                   set(o, "protected", json_strv(init->protected_paths)) &&
+                  set(o, "protect", json_strv(init->protect)) &&
                   set(o, "verify_empty", json_strv(init->verify_empty)) &&
                   set(o, "verify_readonly", json_strv(init->verify_readonly)) &&
                   set(o, "env", env_to_json(init->env));
@@ -418,7 +419,7 @@ int protocol_encode_init(StrBuf *out, const ProtocolInit *init) {
 typedef struct InitWire {
         const char *mode;
         const char *workspace;
-        char **rw_paths, **ro_paths, **mask, **protected_paths, **verify_empty, **verify_readonly;
+        char **rw_paths, **ro_paths, **mask, **protected_paths, **protect, **verify_empty, **verify_readonly;
         json_t *env;
         const char *seccomp_bpf;
         json_t *landlock;
@@ -454,6 +455,7 @@ static const JsonField init_table[] = {
         { "ro_paths", JSON_FIELD_STRV, offsetof(InitWire, ro_paths), 0 },
         { "mask", JSON_FIELD_STRV, offsetof(InitWire, mask), 0 },
         { "protected", JSON_FIELD_STRV, offsetof(InitWire, protected_paths), 0 },
+        { "protect", JSON_FIELD_STRV, offsetof(InitWire, protect), 0 },
         { "verify_empty", JSON_FIELD_STRV, offsetof(InitWire, verify_empty), 0 },
         { "verify_readonly", JSON_FIELD_STRV, offsetof(InitWire, verify_readonly), 0 },
         { "env", JSON_FIELD_STRMAP, offsetof(InitWire, env), 0 },
@@ -563,6 +565,7 @@ int protocol_decode_init(json_t *obj, ProtocolInit *ret, VsError **err) {
         init.ro_paths = w.ro_paths;
         init.mask = w.mask;
         init.protected_paths = w.protected_paths;
+        init.protect = w.protect;
         init.verify_empty = w.verify_empty;
         init.verify_readonly = w.verify_readonly;
         init.landlock = w.landlock != NULL;
@@ -586,6 +589,7 @@ void protocol_init_done(ProtocolInit *init) {
         free(init->ro_paths);
         free(init->mask);
         free(init->protected_paths);
+        free(init->protect);
         free(init->verify_empty);
         free(init->verify_readonly);
         strv_free(init->env);

@@ -154,6 +154,7 @@ typedef struct ProtocolInit {
         char **ro_paths;
         char **mask;              /* globs relative to workspace */
         char **protected_paths;   /* "protected": absolute; never written */
+        char **protect;           /* globs relative to each listed root; never written */
         char **verify_empty;      /* absolute: must be empty read-only files/dirs before ready */
         char **verify_readonly;   /* absolute: must be on read-only mounts before ready */
         char **env;               /* "K=V" (decode: strings owned by the struct) */

@@ -69,6 +69,13 @@ int policy_init(Policy *p, const ProtocolInit *init, VsError **err) {
                         return k;
                 }
         }
+        if (init->protect && init->protect[0]) {
+                k = glob_set_new(init->protect, &n.protect, err);
+                if (k < 0) {
+                        policy_done(&n);
+                        return vs_error_prefix(err, "protect");
+                }
+        }
         *p = n;
         return 0;
 }
@@ -81,6 +88,7 @@ void policy_done(Policy *p) {
         strv_free(p->ro);
         strv_free(p->protected_paths);
         glob_set_free(p->masks);
+        glob_set_free(p->protect);
         *p = (Policy) {};
 }
 
@@ -93,33 +101,51 @@ void resolved_done(Resolved *r) {
         *r = (Resolved) RESOLVED_INIT;
 }
 
-static bool masked_below(const Policy *p, const char *root, const char *abs, bool is_dir) {
+static bool matched_below(const VsGlobSet *set, const char *root, const char *abs, bool is_dir) {
         const char *rel = path_startswith(abs, root);
-        return rel && *rel && glob_set_masks(p->masks, rel, is_dir);
+        return rel && *rel && glob_set_masks(set, rel, is_dir);
 }
 
 /* The patterns apply below every listed root, relative to it, as the
- * launch applies them (backend_collect_masks): a secret created later
- * under a ro_path outside the workspace is refused too. */
-bool policy_is_masked(const Policy *p, const char *abs, bool is_dir) {
-        if (!p->masks)
+ * launch applies them (jail_facts_collect): a path created later under a
+ * ro_path outside the workspace is matched too. */
+static bool set_matches(const Policy *p, const VsGlobSet *set, const char *abs, bool is_dir) {
+        if (!set)
                 return false;
-        if (masked_below(p, p->workspace, abs, is_dir))
+        if (matched_below(set, p->workspace, abs, is_dir))
                 return true;
         for (char **s = p->rw; s && *s; s++)
-                if (masked_below(p, *s, abs, is_dir))
+                if (matched_below(set, *s, abs, is_dir))
                         return true;
         for (char **s = p->ro; s && *s; s++)
-                if (masked_below(p, *s, abs, is_dir))
+                if (matched_below(set, *s, abs, is_dir))
                         return true;
         return false;
 }
 
+bool policy_is_masked(const Policy *p, const char *abs, bool is_dir) {
+        return set_matches(p, p->masks, abs, is_dir);
+}
+
+/* A protected path, or one a protect glob names, itself or a directory
+ * above it (a missing .envrc the agent would create is refused too). */
 static bool is_protected(const Policy *p, const char *abs) {
         for (char **s = p->protected_paths; s && *s; s++)
                 if (path_is_below_or_equal(abs, *s))
                         return true;
-        return false;
+        if (!p->protect)
+                return false;
+        _cleanup_free_ char *cur = strdup(abs);
+        if (!cur)
+                return true; /* fail closed */
+        for (bool dir = false;; dir = true) {
+                if (set_matches(p, p->protect, cur, dir) || (!dir && set_matches(p, p->protect, cur, true)))
+                        return true;
+                char *slash = strrchr(cur, '/');
+                if (!slash || slash == cur)
+                        return false;
+                *slash = 0;
+        }
 }
 
 /* The longest allowed root containing abs; on a tie ro wins (the stricter). */

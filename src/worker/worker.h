@@ -49,6 +49,7 @@ typedef struct Policy {
         char **ro;
         char **protected_paths;
         VsGlobSet *masks;    /* NULL: none */
+        VsGlobSet *protect;  /* protect = [...] globs; NULL: none */
 } Policy;
 
 int policy_init(Policy *p, const ProtocolInit *init, VsError **err);

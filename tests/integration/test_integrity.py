@@ -26,11 +26,15 @@ SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
 
 def cli(*args, stdin=None, timeout=60, sock=None, env=None):
+    """Embedded (--no-daemon) unless sock names this test's daemon: a daemon
+    someone runs at the default socket (/run/vectora-sandbox.sock as root;
+    another checkout's test-cli starts one) is not the code under test."""
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     e.update(env or {})
     if sock:
         e["VECTORA_SANDBOX_SOCKET"] = sock
-    return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, env=e, timeout=timeout)
+    pre = [] if sock else ["--no-daemon"]
+    return subprocess.run([CLI, *pre, *args], input=stdin, capture_output=True, text=True, env=e, timeout=timeout)
 
 
 # ---------------------------------------------------------------- config reading
@@ -451,22 +455,181 @@ def t_recycle_window(d, tmp):
 
 def t_embedded_action_ends_on_host_save(d, tmp):
     """Embedded mode: one jail for one action, so the window is the
-    action's length; a host save during it ends the action."""
+    action's length; a host save during it ends the action. The command
+    says when it runs and waits for the test's go, so the host's save falls
+    inside the action whatever the load (a fixed sleep once let the save
+    land before the jail existed), and --no-daemon keeps the action in this
+    build (without it the CLI took a daemon at the default socket, once
+    another checkout's, whose jail let the write through)."""
     ws = make_ws(tmp, "embsave", SANDBOX)
     host_git(ws, "init", "-q")
     env = {"VECTORA_SANDBOX_STATE_DIR": os.path.join(tmp, "embsave-state")}
-    p = subprocess.Popen([CLI, "run", "-w", ws, "sleep 2; printf '# planted\\n' >> .git/config && echo WROTE"],
+    started, go = os.path.join(ws, "started"), os.path.join(ws, "go")
+    p = subprocess.Popen([CLI, "--no-daemon", "run", "-w", ws,
+                          "touch started; while [ ! -e go ]; do sleep 0.02; done; "
+                          "printf '# planted\\n' >> .git/config && echo WROTE"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict({k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}, **env))
-    time.sleep(1)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(os.path.exists(started), "the command did not start: %r" % (p.poll(),))
     host_git(ws, "config", "user.name", "host")
-    out, err = p.communicate(timeout=30)
+    time.sleep(0.5)  # the reaction asked for (t_recycle_window measures it)
+    open(go, "w").close()
+    out, err = p.communicate(timeout=60)
     check(p.returncode == 125 and "WROTE" not in out and ".git/config changed on the host" in err, (p.returncode, out, err))
     unchanged(ws)
 
 
+SPARE_UID = 64999  # no process of this uid runs but the test's own
+
+
+def as_spare(*argv):
+    return ["setpriv", "--reuid=%d" % SPARE_UID, "--regid=%d" % SPARE_UID, "--clear-groups", *argv]
+
+
+def live_write_ends(ws, argv_prefix, env):
+    """A command in the jail waits for the test's go, then appends to
+    .git/config; the host renames a new .git/config in first (git's own
+    save). Returns (exit, stdout, stderr) of the CLI."""
+    started, go = os.path.join(ws, "started"), os.path.join(ws, "go")
+    for f in (started, go):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = subprocess.Popen(argv_prefix + ["exec", "-w", ws, "--", "sh", "-c",
+                                        "touch started; while [ ! -e go ]; do sleep 0.02; done; "
+                                        "printf '# planted\\n' >> .git/config && echo WROTE; exit 0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not os.path.exists(started):
+        p.kill()
+        check(False, "the command did not start: %r" % (p.communicate(timeout=10),))
+    cfg = os.path.join(ws, ".git/config")
+    with open(cfg + ".lock", "w") as f:
+        f.write("[core]\n\tbare = false\n[user]\n\tname = host\n")
+    os.chown(cfg + ".lock", SPARE_UID, SPARE_UID)
+    os.rename(cfg + ".lock", cfg)
+    # The jail must be gone within this (10 ms polling, or inotify's event;
+    # t_recycle_window measures the real window): the write then comes after.
+    time.sleep(0.5)
+    open(go, "w").close()
+    out, err = p.communicate(timeout=60)
+    check("planted" not in open(cfg).read(), ".git/config written from the jail after the host's save: %r" % err)
+    return p.returncode, out, err
+
+
+def t_running_command_watched_without_inotify(d, tmp):
+    """The inotify instance limit (fs.inotify.max_user_instances, 128 by
+    default) is per user, shared by every process of that uid. Once it was
+    reached (test suites running side by side as root), the protected-path
+    watch could not be made and a command already running wrote .git/config
+    after the host's save, exit 0 (embedded; the daemon only logged it). The
+    paths are now looked at every 10 ms instead, embedded and in the daemon."""
+    if not ROOT:
+        raise Skip("needs root to run as a spare uid whose inotify instances it can use up")
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    base = os.path.join(tmp, "noinotify")
+    ws = os.path.join(base, "ws")
+    for rel, text in (("vectora.toml", SANDBOX), (".git/HEAD", "ref: refs/heads/main\n"),
+                      (".git/config", "[core]\n\tbare = false\n")):
+        os.makedirs(os.path.dirname(os.path.join(ws, rel)), exist_ok=True)
+        with open(os.path.join(ws, rel), "w") as f:
+            f.write(text)
+    os.makedirs(os.path.join(base, "home"))
+    os.makedirs(os.path.join(base, "run"), mode=0o700)
+    for dp, dirs, files in os.walk(base):
+        for n in [dp] + [os.path.join(dp, f) for f in files]:
+            os.lchown(n, SPARE_UID, SPARE_UID)
+    hold = ("import ctypes, sys, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "fds = [fd for fd in iter(lambda: libc.inotify_init1(0), -1)]\n"
+            "print(len(fds), flush=True)\n"
+            "sys.stdin.read()\n")
+    holder = subprocess.Popen(as_spare(py, "-c", hold), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    daemon = None
+    env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    env.update(HOME=os.path.join(base, "home"), XDG_RUNTIME_DIR=os.path.join(base, "run"))
+    try:
+        check(int(holder.stdout.readline()) > 0, "no inotify instance held")
+        rc, out, err = live_write_ends(ws, as_spare(CLI, "--no-daemon"), env)
+        check(rc == 125 and "WROTE" not in out and "changed on the host" in err, (rc, out, err))
+        sock = os.path.join(base, "run", "d.sock")
+        log = os.path.join(base, "d.log")
+        daemon = subprocess.Popen(as_spare(DAEMON, "--foreground", "--socket", sock, "--log-file", log,
+                                           "--state-dir", os.path.join(base, "state")),
+                                  env=env, stdin=subprocess.DEVNULL)
+        for _ in range(1000):
+            if os.path.exists(sock) or daemon.poll() is not None:
+                break
+            time.sleep(0.01)
+        check(daemon.poll() is None, "the daemon did not start")
+        rc, out, err = live_write_ends(ws, as_spare(CLI), dict(env, VECTORA_SANDBOX_SOCKET=sock))
+        check(rc == 125 and "WROTE" not in out and "worker_recycled" in err, (rc, out, err))
+        check("looking at them every 10 ms" in open(log).read(), "the daemon did not say it fell back")
+        # Masks over time have no watch either: every result says so (it
+        # said nothing, and lockdown served), and lockdown refuses.
+        r = subprocess.run(as_spare(CLI, "--json", "run", "-w", ws, "true"), capture_output=True, text=True,
+                           env=dict(env, VECTORA_SANDBOX_SOCKET=sock), timeout=60)
+        res = json.loads(r.stdout)
+        check(any("not watched" in x for x in res["sandbox"]["degraded"]), res)
+        with open(os.path.join(ws, "vectora.toml"), "a") as f:
+            f.write("lockdown = true\n")
+        r = subprocess.run(as_spare(CLI, "run", "-w", ws, "echo ran"), capture_output=True, text=True,
+                           env=dict(env, VECTORA_SANDBOX_SOCKET=sock), timeout=60)
+        check(r.returncode == 125 and "ran" not in r.stdout and "inotify" in r.stderr, r)
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        if daemon:
+            daemon.terminate()
+            daemon.wait(10)
+
+
+def t_git_state_writable_control_sealed(d, tmp):
+    """All of .git is read-only in the jail but git's own state: git add,
+    commit, checkout and gc work, while config, config.worktree, hooks,
+    info/attributes, commondir, remotes, objects/info/alternates can be
+    neither written nor created, also where they were missing (the host
+    gets an empty placeholder; commondir's says "." and the host's git
+    still works). The file tools refuse them too."""
+    ws = make_ws(tmp, "gitctl", SANDBOX, {"f.txt": "one\n"})
+    host_git(ws, "init", "-q")
+    for rel in (".git/hooks", ".git/info"):
+        shutil.rmtree(os.path.join(ws, rel), ignore_errors=True)
+    c = d.conn()
+    control = [".git/config", ".git/config.worktree", ".git/hooks/pre-commit", ".git/info/attributes",
+               ".git/info/exclude", ".git/commondir", ".git/remotes/origin", ".git/branches/origin",
+               ".git/objects/info/alternates"]
+    r = term(c, ws, "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; "
+                    "git add f.txt && git commit -qm one && git checkout -qb topic && echo two >> f.txt && "
+                    "git commit -qam two && git checkout -q - && git gc -q 2>/dev/null; git log --oneline --all | wc -l; "
+                    "for f in %s; do printf '[core]\\n\\tfsmonitor = evil\\n' >> $f 2>/dev/null && echo WROTE $f; done; "
+                    "echo end" % " ".join(control))
+    check(r["ok"] and r["stdout"] == "2\nend\n", r)
+    for rel in control:
+        p = os.path.join(ws, rel)
+        check(not os.path.exists(p) or "evil" not in open(p).read(), rel + " was written from the jail")
+    check(os.listdir(os.path.join(ws, ".git/hooks")) == [], "hooks placeholder not empty")
+    with open(os.path.join(ws, ".git/commondir")) as f:
+        check(f.read() == ".", "commondir placeholder")
+    st = os.stat(os.path.join(ws, ".git/config.worktree"))
+    check(st.st_uid == os.stat(ws).st_uid, "the placeholder is not the workspace owner's")
+    out = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, "log", "--oneline", "topic"],
+                         capture_output=True, text=True)
+    check(out.returncode == 0 and len(out.stdout.splitlines()) == 2, out)
+    for rel in (".git/info/attributes", ".git/commondir", ".git/config.worktree"):
+        r = c.call({"tool": "file_write", "workspace": ws, "path": rel, "content": "x\n"})
+        check(not r["ok"] and r["error"]["code"] == "denied" and "protected" in r["error"]["message"], (rel, r))
+    c.close()
+
+
 def t_git_init_in_jail(d, tmp):
-    """In a workspace without .git, git init in the jail followed by writes
+    """In a workspace without .git that lets the agent make its repository
+    (git_init = true; by default the placeholder refuses git init, see
+    t_git_init_refused_by_default), git init in the jail followed by writes
     to .git/config and .git/hooks succeeded; the host user's next git
     status there ran what was planted. The .git appearing changes the
     protected snapshot: the worker is recycled at once (the command ends),
@@ -474,7 +637,7 @@ def t_git_init_in_jail(d, tmp):
     planted, ended = 0, 0
     c = d.conn()
     for i in range(5):
-        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX)
+        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX + "git_init = true\n")
         check(term(c, ws, "true")["ok"], "first call")
         r = term(c, ws, "git init -q && printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; "
                         "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit; echo done")
@@ -490,11 +653,65 @@ def t_git_init_in_jail(d, tmp):
     c.close()
 
 
+def t_git_init_refused_by_default(d, tmp):
+    """A workspace without .git: the jail could git init and plant config
+    and hooks before the daemon noticed (a race). Now a missing root .git is
+    an empty read-only directory in the jail: git init fails and nothing is
+    planted; on the host the empty .git changes nothing for git (it looks
+    further up). git_init = true lets the agent make the repository."""
+    ws = make_ws(tmp, "noinit", SANDBOX)
+    c = d.conn()
+    r = term(c, ws, "git init -q 2>/dev/null && echo INIT; mkdir .git/hooks 2>/dev/null && echo MKDIR; "
+                    "printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(os.path.isdir(os.path.join(ws, ".git")) and os.listdir(os.path.join(ws, ".git")) == [], "the placeholder")
+    check(os.stat(os.path.join(ws, ".git")).st_uid == os.stat(ws).st_uid, "the placeholder is not the owner's")
+    r = c.call({"tool": "file_write", "workspace": ws, "path": ".git/HEAD", "content": "ref: refs/heads/x\n"})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    # The host's git init still works in it, and the next call is served by a
+    # jail that protects the new repository's control files.
+    host_git(ws, "init", "-q")
+    r = term(c, ws, "printf x >> .git/config 2>/dev/null && echo WROTE; git status --short >/dev/null && echo STATUS")
+    check(r["ok"] and r["stdout"] == "STATUS\n", r)
+    # git_init = true: no placeholder, the jail may make the repository
+    # (then the race with the recycle that t_git_init_in_jail measures).
+    ws2 = make_ws(tmp, "yesinit", SANDBOX + "git_init = true\n")
+    check(term(c, ws2, "true")["ok"], "first call")
+    check(not os.path.exists(os.path.join(ws2, ".git")), "git_init = true still made a placeholder")
+    c.close()
+
+
+def t_protect_globs(d, tmp):
+    """protect = [...] (default: .envrc, .vscode/tasks.json and
+    settings.json, .mcp.json, .claude/settings*.json at any depth): existing
+    ones are read-only in the jail and cannot be moved aside; the file tools
+    refuse to write or create them; a written list replaces the default."""
+    ws = make_ws(tmp, "protect", SANDBOX, {".envrc": "echo host\n", "sub/.vscode/tasks.json": "{}\n",
+                                           ".claude/settings.json": "{}\n", "Makefile": "all:\n"})
+    c = d.conn()
+    r = term(c, ws, "for f in .envrc sub/.vscode/tasks.json .claude/settings.json; do "
+                    "printf x >> $f 2>/dev/null && echo WROTE $f; done; mv sub/.vscode sub/v 2>/dev/null && echo MOVED; "
+                    "mv .claude c 2>/dev/null && echo MOVED; printf x >> Makefile && echo MAKE; echo end")
+    check(r["ok"] and r["stdout"] == "MAKE\nend\n", r)
+    for rel, text in ((".envrc", "echo host\n"), ("sub/.vscode/tasks.json", "{}\n"), (".claude/settings.json", "{}\n")):
+        check(open(os.path.join(ws, rel)).read() == text, rel + " was written")
+    for rel in (".envrc", "other/.envrc", ".mcp.json", "x/.vscode/settings.json", ".claude/settings.local.json"):
+        r = c.call({"tool": "file_write", "workspace": ws, "path": rel, "content": "x\n"})
+        check(not r["ok"] and r["error"]["code"] == "denied" and "protected" in r["error"]["message"], (rel, r))
+    # A list of its own replaces the default (first seen: applies at once).
+    ws2 = make_ws(tmp, "protect2", SANDBOX + 'protect = ["Makefile"]\n', {".envrc": "echo host\n", "Makefile": "all:\n"})
+    r = term(c, ws2, "printf x >> Makefile 2>/dev/null && echo MAKE; printf '#\\n' >> .envrc && echo ENVRC")
+    check(r["ok"] and r["stdout"] == "ENVRC\n", r)
+    c.close()
+
+
 def t_host_run_files_reported(d, tmp):
     """Files the host runs later that a call creates or changes (a .git
     below the root, .envrc, .vscode/tasks.json, .mcp.json, .claude/...) are
     listed in that call's result and in the audit log."""
-    ws = make_ws(tmp, "hostrun", SANDBOX, {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
+    # protect = []: these would be read-only (existing) or refused by the
+    # file tools (t_protect_globs); reporting holds whatever protect says.
+    ws = make_ws(tmp, "hostrun", SANDBOX + "protect = []\n", {"sub/keep": "", ".vscode/tasks.json": "{}\n"})
     c = d.conn()
     r = term(c, ws, "echo plain > notes.txt")
     check(r["ok"] and r["host_run_files"] == [], r)
@@ -605,6 +822,10 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
+    t_running_command_watched_without_inotify,
+    t_git_state_writable_control_sealed,
+    t_git_init_refused_by_default,
+    t_protect_globs,
     t_git_init_in_jail,
     t_host_run_files_reported,
     t_rename_into_masked_name,

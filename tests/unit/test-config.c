@@ -149,14 +149,14 @@ static void test_other_backend_table(void **state) {
 static void test_unknown_key_typo(void **state) {
         expect_error("[sandbox]\nro_path = []\n",
                      "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
-                     "enabled, backend, rw_paths, ro_paths, mask, no_gpu, lockdown, network, idle_timeout, limits, "
+                     "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, limits, "
                      "docker, ssh, modal");
 }
 
 static void test_unknown_key_no_suggestion(void **state) {
         expect_error("[sandbox]\n\n  completely_else = 1\n",
                      "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
-                     "rw_paths, ro_paths, mask, no_gpu, lockdown, network, idle_timeout, limits, docker, ssh, modal");
+                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, limits, docker, ssh, modal");
 }
 
 static void test_unknown_key_subtable(void **state) {
@@ -503,10 +503,15 @@ static void test_protected_paths(void **state) {
         VsPolicy *p = parse_ok("[sandbox]\n");
         char **l = NULL;
         assert_int_equal(config_protected_paths(p, &l), 0);
-        assert_int_equal(strv_length(l), 3);
+        assert_int_equal(strv_length(l), 12);
         assert_string_equal(l[0], "/ws/vectora.toml");
-        assert_string_equal(l[1], "/ws/.git/hooks");
-        assert_string_equal(l[2], "/ws/.git/config");
+        const char *git[] = { "hooks", "config", "config.worktree", "info/attributes", "info/exclude", "commondir",
+                              "remotes", "branches", "objects/info/alternates" };
+        for (size_t i = 0; i < ELEMENTSOF(git); i++) {
+                char want[64];
+                snprintf(want, sizeof want, "/ws/.git/%s", git[i]);
+                assert_true(strv_contains(l, want));
+        }
         strv_free(l);
         policy_free(p);
 }

@@ -2,7 +2,8 @@
 /* One jail plan for every backend: from the same policy and the same host,
  * local (bwrap), docker (--mount) and ssh (the remote launcher's plan,
  * rendered by bwrap on its host) seal the same set of paths read-only and
- * empty, including a symlinked .git/hooks and a missing .git/config. */
+ * empty, including a symlinked .git/hooks, a missing .git/config and the
+ * other .git control files (missing ones get placeholders on the host). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -46,6 +47,7 @@ static int setup(void **state) {
          * config: the two cases the ssh launcher's own copy once skipped. */
         put("vectora.toml", "[sandbox]\nrw_paths = [\".\"]\nmask = [\".env\", \"**/.ssh/**\", \"*.pem\"]\n");
         mk(".git");
+        put(".git/HEAD", "ref: refs/heads/main\n");
         mk(".git/real-hooks");
         _cleanup_free_ char *hooks = path_join(ws, ".git/hooks");
         assert_int_equal(symlink("real-hooks", hooks), 0);
@@ -133,7 +135,10 @@ static void test_same_sealed_set_everywhere(void **state) {
 
         /* What this workspace must seal, from its layout above. */
         char **want = NULL;
-        const char *rel[] = { "vectora.toml", ".git/real-hooks", ".git/config", ".env", "sub/.ssh/id_rsa", "sub/key.pem" };
+        const char *rel[] = { "vectora.toml",     ".git/real-hooks", ".git/config",    ".git/config.worktree",
+                              ".git/commondir",   ".git/remotes",    ".git/branches",  ".git/objects/info/alternates",
+                              ".git/info/attributes", ".git/info/exclude", ".git/info/sparse-checkout",
+                              ".git/info/grafts", ".env", "sub/.ssh/id_rsa", "sub/key.pem" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++)
                 assert_int_equal(strv_consume(&want, path_join(ws, rel[i])), 0);
 
@@ -181,22 +186,36 @@ static void test_same_sealed_set_everywhere(void **state) {
         assert_same_set(remote, want, "ssh");
         assert_true(strv_contains(rargv, "PATH"));
 
-        /* The missing config is an empty file, the symlinked hooks are
-         * sealed at their target, .git is pinned below the rw root. */
+        /* The missing config got an empty placeholder on the host, sealed
+         * like an existing one; commondir's says "." (git refuses an empty
+         * one); the symlinked hooks are sealed at their target; .git is
+         * pinned below the rw root. */
         _cleanup_free_ char *cfg = path_join(ws, ".git/config"), *git = path_join(ws, ".git");
+        _cleanup_free_ char *cdir = path_join(ws, ".git/commondir");
+        struct stat st;
+        assert_int_equal(lstat(cfg, &st), 0);
+        assert_true(S_ISREG(st.st_mode) && st.st_size == 0);
+        char buf[8] = { 0 };
+        int fd = open(cdir, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read(fd, buf, sizeof buf - 1), 1);
+        close(fd);
+        assert_string_equal(buf, ".");
         bool cfg_seen = false, git_pinned = false;
         for (size_t i = 0; i < plan->n_mounts; i++) {
                 const VsJailMount *m = &plan->mounts[i];
                 if (streq(m->dest, cfg)) {
                         cfg_seen = true;
-                        assert_int_equal(m->kind, VS_MOUNT_MASK);
-                        assert_true(m->protects);
-                        assert_false(m->dir);
-                        assert_string_equal(m->src, "/e/file");
+                        assert_int_equal(m->kind, VS_MOUNT_PROTECT);
                 }
                 git_pinned |= m->kind == VS_MOUNT_PIN && streq(m->dest, git);
         }
         assert_true(cfg_seen && git_pinned);
+        /* The file tools refuse every one of them (the worker's list). */
+        for (size_t i = 2; i < 12; i++) {
+                _cleanup_free_ char *g = path_join(ws, rel[i]);
+                assert_true(strv_contains(plan->protected_paths, g));
+        }
 
         backend_ssh_jail_done(&rj);
         json_decref(obj);

@@ -48,6 +48,11 @@ static void test_same_and_tighter(void **state) {
         expect(BASE, "[sandbox]\nrw_paths = [\"src\"]\nro_paths = []\nmask = [\".env\", \"**/*.pem\", \"*.key\"]\nnetwork = false\n",
                NULL);
         expect(BASE "[sandbox.limits]\npids = 512\n", BASE "[sandbox.limits]\npids = 64\n", NULL);
+        /* More protected is tighter. */
+        expect(BASE, BASE "protect = [\".envrc\", \"**/.vscode/tasks.json\", \"**/.vscode/settings.json\", "
+                     "\".mcp.json\", \"**/.claude/settings.json\", \"**/.claude/settings.local.json\", \"Makefile\"]\n",
+               NULL);
+        expect(BASE "git_init = true\n", BASE, NULL);
         /* A path moved from rw to ro is narrower. */
         expect("[sandbox]\nrw_paths = [\".\", \"/srv\"]\n", "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/srv\"]\n", NULL);
 }
@@ -78,6 +83,11 @@ static void test_each_loosening(void **state) {
                "network: false -> true");
         expect(BASE "lockdown = true\n", BASE, "lockdown: true -> false");
         expect(BASE, BASE "no_gpu = false\n", "no_gpu: true -> false");
+        /* protect: the default set, then an entry dropped from a list. */
+        expect(BASE, BASE "protect = [\".envrc\"]\n", "protect: \".mcp.json\" is removed");
+        expect(BASE "protect = [\".envrc\", \"Makefile\"]\n", BASE "protect = [\".envrc\"]\n",
+               "protect: \"Makefile\" is removed");
+        expect(BASE, BASE "git_init = true\n", "git_init: false -> true");
         expect(BASE, BASE "[sandbox.limits]\ntimeout = 100000\n", "limits.timeout: 120 -> 100000 (raised)");
         expect(BASE, BASE "[sandbox.limits]\nmemory = \"64G\"\n", "limits.memory");
         expect(BASE, BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"x\"\n", "backend: local -> docker");

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* Finding a workspace's .git control files on the host (git-control.h). */
+#include "git-control.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "path-util.h"
+#include "strv.h"
+
+/* Bounds: a hostile tree cannot make the walk unbounded. */
+#define MAX_GITDIRS 128
+#define MAX_MODULE_DEPTH 6
+#define MAX_LINK_FILE 4096
+
+/* What a full gitdir (the main one, a common dir, a submodule's) holds
+ * that git executes or obeys. Missing ones get a placeholder; commondir's
+ * says "." because git refuses an empty one, and "." keeps the common
+ * directory where it is. */
+static const struct {
+        const char *name;
+        bool dir;
+        const char *content;
+} full_names[] = {
+        { "config", false, "" },         /* core.hooksPath, core.fsmonitor, core.sshCommand, aliases... */
+        { "config.worktree", false, "" }, /* the same, once extensions.worktreeConfig is set */
+        { "hooks", true, NULL },         /* run by commit, checkout, merge, push... */
+        /* info/ itself stays writable: gc and repack keep refs and packs there. */
+        { "info/attributes", false, "" }, /* filter and diff drivers, applied by checkout, diff, add */
+        { "info/exclude", false, "" },
+        { "info/sparse-checkout", false, "" },
+        { "info/grafts", false, "" },     /* rewrites history as git sees it */
+        { "commondir", false, "." },     /* moves config and hooks to another directory */
+        { "remotes", true, NULL },       /* legacy remote definitions (URLs) */
+        { "branches", true, NULL },      /* legacy remote definitions (URLs) */
+        { "objects/info/alternates", false, "" }, /* where objects come from */
+};
+
+/* A linked worktree's admin directory (worktrees/NAME): its own links and
+ * config; config and hooks come from the common directory. */
+static const struct {
+        const char *name;
+        bool placeholder;
+} linked_names[] = {
+        { "commondir", false }, /* a placeholder would make it a repository of its own */
+        { "gitdir", false },    /* the back link `git worktree prune/repair` obey */
+        { "config.worktree", true },
+};
+
+typedef struct Walk {
+        VsGitControls *out;
+        char **seen; /* gitdirs expanded (real paths) */
+        size_t n_seen;
+} Walk;
+
+void git_controls_done(VsGitControls *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                free(c->items[i].path);
+        free(c->items);
+        *c = (VsGitControls){ 0 };
+}
+
+static int push(VsGitControls *c, char *path, bool dir, bool placeholder, const char *content) {
+        if (!path)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n; i++)
+                if (streq(c->items[i].path, path)) {
+                        free(path);
+                        return 0;
+                }
+        VsGitControl *n = realloc(c->items, (c->n + 1) * sizeof *n);
+        if (!n) {
+                free(path);
+                return -ENOMEM;
+        }
+        c->items = n;
+        n[c->n++] = (VsGitControl){ .path = path, .dir = dir, .placeholder = placeholder, .content = content };
+        return 0;
+}
+
+/* A small regular file read without following a symlink (a .git file, a
+ * commondir), its trailing whitespace cut. NULL when absent or not that. */
+static char *read_link_file(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return NULL;
+        char *text = NULL;
+        size_t len = 0;
+        if (read_fd_all(fd, MAX_LINK_FILE, &text, &len) < 0)
+                return NULL;
+        while (len > 0 && strchr(" \t\r\n", text[len - 1]))
+                text[--len] = 0;
+        return text;
+}
+
+/* target read from a file in dir: absolute, or relative to dir; the real
+ * path of the directory it names, or NULL. */
+static char *resolve_from(const char *dir, const char *target) {
+        if (!target || !*target)
+                return NULL;
+        _cleanup_free_ char *j = target[0] == '/' ? strdup(target) : path_join(dir, target);
+        if (!j)
+                return NULL;
+        char *real = realpath(j, NULL);
+        struct stat st;
+        if (real && (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                free(real);
+                return NULL;
+        }
+        return real;
+}
+
+static bool is_dir_nofollow(const char *path) {
+        struct stat st;
+        return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int expand_gitdir(Walk *w, const char *gitdir);
+
+static int expand_linked(Walk *w, const char *admin, const char *common) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(linked_names); i++)
+                r = push(w->out, path_join(admin, linked_names[i].name), false, linked_names[i].placeholder, "");
+        return r < 0 ? r : common ? expand_gitdir(w, common) : 0;
+}
+
+/* fn(w, sub, depth) for each directory (not a symlink) in dir. */
+static int each_subdir(Walk *w, const char *dir, unsigned depth, int (*fn)(Walk *, const char *, unsigned)) {
+        DIR *d = opendir(dir);
+        if (!d)
+                return 0;
+        int r = 0;
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                _cleanup_free_ char *sub = path_join(dir, de->d_name);
+                if (!sub)
+                        r = -ENOMEM;
+                else if (is_dir_nofollow(sub))
+                        r = fn(w, sub, depth);
+        }
+        closedir(d);
+        return r;
+}
+
+static int walk_modules(Walk *w, const char *dir, unsigned depth);
+
+/* A submodule gitdir holds HEAD; its name may have slashes, so another
+ * directory is walked into. */
+static int module_entry(Walk *w, const char *sub, unsigned depth) {
+        _cleanup_free_ char *head = path_join(sub, "HEAD");
+        struct stat st;
+        if (!head)
+                return -ENOMEM;
+        return lstat(head, &st) == 0 ? expand_gitdir(w, sub) : walk_modules(w, sub, depth + 1);
+}
+
+static int walk_modules(Walk *w, const char *dir, unsigned depth) {
+        return depth > MAX_MODULE_DEPTH ? 0 : each_subdir(w, dir, depth, module_entry);
+}
+
+/* Each linked worktree's admin directory (worktrees/NAME). */
+static int worktree_entry(Walk *w, const char *sub, unsigned depth) {
+        return expand_linked(w, sub, NULL);
+}
+
+static int expand_gitdir(Walk *w, const char *gitdir) {
+        for (size_t i = 0; i < w->n_seen; i++)
+                if (streq(w->seen[i], gitdir))
+                        return 0;
+        if (w->n_seen >= MAX_GITDIRS)
+                return -E2BIG;
+        int r = strv_extend(&w->seen, gitdir);
+        if (r < 0)
+                return r;
+        w->n_seen++;
+
+        /* A commondir naming another directory: this is a linked
+         * worktree's admin directory, its config and hooks are there. */
+        _cleanup_free_ char *cpath = path_join(gitdir, "commondir");
+        if (!cpath)
+                return -ENOMEM;
+        _cleanup_free_ char *ctext = read_link_file(cpath);
+        _cleanup_free_ char *common = resolve_from(gitdir, ctext);
+        if (common && !streq(common, gitdir))
+                return expand_linked(w, gitdir, common);
+
+        for (size_t i = 0; i < ELEMENTSOF(full_names); i++)
+                if ((r = push(w->out, path_join(gitdir, full_names[i].name), full_names[i].dir, true,
+                              full_names[i].content)) < 0)
+                        return r;
+        _cleanup_free_ char *modules = path_join(gitdir, "modules");
+        _cleanup_free_ char *worktrees = path_join(gitdir, "worktrees");
+        if (!modules || !worktrees)
+                return -ENOMEM;
+        if ((r = walk_modules(w, modules, 0)) < 0)
+                return r;
+        return each_subdir(w, worktrees, 0, worktree_entry);
+}
+
+int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret) {
+        VsGitControls out = { 0 };
+        Walk w = { .out = &out };
+        _cleanup_free_ char *dotgit = path_join(workspace, ".git");
+        if (!dotgit)
+                return -ENOMEM;
+        int r = 0;
+        struct stat st;
+        if (lstat(dotgit, &st) < 0) {
+                if (errno == ENOENT && seal_missing_root)
+                        r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
+        } else {
+                _cleanup_free_ char *head = path_join(dotgit, "HEAD");
+                struct stat hst;
+                if (!head)
+                        r = -ENOMEM;
+                else if (S_ISDIR(st.st_mode) && lstat(head, &hst) < 0 && errno == ENOENT && seal_missing_root)
+                        /* An empty placeholder (or a half-made .git): sealed whole. */
+                        r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
+                else if (S_ISDIR(st.st_mode))
+                        r = expand_gitdir(&w, dotgit);
+                else if (S_ISREG(st.st_mode)) {
+                        /* "gitdir: PATH" (a linked worktree, a submodule's
+                         * checkout): the file itself is a control file (it
+                         * says where config and hooks are), and so is what
+                         * it names. */
+                        _cleanup_free_ char *text = read_link_file(dotgit);
+                        const char *target = text && strncmp(text, "gitdir:", 7) == 0 ? text + 7 : NULL;
+                        while (target && (*target == ' ' || *target == '\t'))
+                                target++;
+                        _cleanup_free_ char *gitdir = resolve_from(workspace, target);
+                        r = push(&out, TAKE_PTR(dotgit), false, false, NULL);
+                        if (r >= 0 && gitdir)
+                                r = expand_gitdir(&w, gitdir);
+                } else if (S_ISLNK(st.st_mode)) {
+                        /* Git follows it: protect where it leads. */
+                        _cleanup_free_ char *real = realpath(dotgit, NULL);
+                        if (real && is_dir_nofollow(real))
+                                r = expand_gitdir(&w, real);
+                }
+        }
+        strv_free(w.seen);
+        if (r < 0) {
+                git_controls_done(&out);
+                return r;
+        }
+        *ret = out;
+        return 0;
+}
+
+/* The directory path reached from / without following a symlink. */
+static int open_dir_nofollow(const char *path) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+        if (fd >= 0)
+                return (int)fd;
+        if (errno != ENOSYS && errno != EPERM)
+                return -errno;
+        /* No openat2: one component at a time. */
+        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return -errno;
+                safe_close(cur);
+                cur = next;
+        }
+        return TAKE_FD(cur);
+}
+
+/* The repository's owner keeps owning what is made in it (the daemon may
+ * be root). */
+static void chown_like_parent(int pfd, const char *name) {
+        struct stat pst, st;
+        if (fstat(pfd, &pst) == 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (st.st_uid != pst.st_uid || st.st_gid != pst.st_gid))
+                (void)fchownat(pfd, name, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
+}
+
+/* dir, made (mode 0755) with up to levels missing ancestors (objects/info
+ * of a .git without objects/), none reached through a symlink. */
+static int reach_dir(char *dir, unsigned levels) {
+        int fd = open_dir_nofollow(dir);
+        if (fd != -ENOENT || levels == 0)
+                return fd;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return fd;
+        *slash = 0;
+        _cleanup_close_ int up = reach_dir(dir, levels - 1);
+        *slash = '/';
+        if (up < 0)
+                return up;
+        if (mkdirat(up, slash + 1, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        chown_like_parent(up, slash + 1);
+        return open_dir_nofollow(dir);
+}
+
+int git_control_make_placeholder(const VsGitControl *c, VsError **err) {
+        _cleanup_free_ char *parent = strdup(c->path);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (!slash || slash == parent)
+                return -ENOMEM;
+        *slash = 0;
+        const char *name = slash + 1;
+        _cleanup_close_ int pfd = reach_dir(parent, 2);
+        if (pfd < 0)
+                return vs_error_set_kind(err, pfd, "sandbox_unavailable",
+                                         "cannot reach %s (a directory reached without symlinks) to protect %s: %s",
+                                         parent, name, strerror(-pfd));
+        if (c->dir) {
+                if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
+                                                 "cannot make the placeholder %s (so the jail cannot create it): %m", c->path);
+        } else {
+                _cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 && errno != EEXIST)
+                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
+                                                 "cannot make the placeholder %s (so the jail cannot create it): %m", c->path);
+                if (fd >= 0 && c->content && *c->content) {
+                        int r = write_all(fd, c->content, strlen(c->content));
+                        if (r < 0)
+                                return vs_error_set_kind(err, r, "sandbox_unavailable", "writing %s: %s", c->path, strerror(-r));
+                }
+        }
+        chown_like_parent(pfd, name);
+        return 0;
+}

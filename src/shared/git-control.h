@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The .git control files of a workspace: what git executes or obeys
+ * (config, config.worktree, hooks/, info/{attributes,exclude,sparse-checkout,
+ * grafts}, commondir, remotes/, branches/,
+ * objects/info/alternates, a worktree's gitdir link, the .git file itself)
+ * as opposed to the state git writes in ordinary work (objects, refs,
+ * logs, index, HEAD, ORIG_HEAD, FETCH_HEAD, packed-refs, *.lock, ...).
+ *
+ * Git writes its state by creating NAME.lock in the same directory and
+ * renaming it over NAME, so .git/ itself stays writable in the jail; a
+ * control file is sealed by a read-only bind mount over its own name, and
+ * a missing one by a placeholder made on the host first (a mount needs a
+ * mount point): empty, except commondir, whose placeholder says "." (this
+ * same directory: git reads an empty one as an error). With every control
+ * name taken, the jail can neither write one nor create a new one.
+ *
+ * The gitdirs looked at: the workspace's .git (a directory, or a file
+ * saying "gitdir: PATH", resolved on the host, relative to the workspace,
+ * without following a symlinked .git file); the common directory a
+ * commondir file names; every submodule gitdir under modules/; every
+ * linked worktree's admin directory under worktrees/. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+typedef struct VsGitControl {
+        char *path;          /* absolute */
+        bool dir;            /* a directory (hooks/, info/, ...) */
+        bool placeholder;    /* may be made when missing */
+        const char *content; /* a placeholder file's content (static) */
+} VsGitControl;
+
+typedef struct VsGitControls {
+        VsGitControl *items;
+        size_t n;
+} VsGitControls;
+
+/* Reads the host (lstat, readdir, the .git file and commondir with
+ * O_NOFOLLOW, at most a few KiB each); changes nothing. With
+ * seal_missing_root (git_init = false), a missing root .git, or one that
+ * is not a repository yet (no HEAD), is itself the one control path (a
+ * directory, read-only whole: `git init` in the jail cannot make a
+ * repository the host later trusts); else such a workspace has none. */
+int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret);
+void git_controls_done(VsGitControls *c);
+
+/* Makes a missing control file's placeholder: its parent reached without
+ * following symlinks, created O_EXCL / mkdirat, owned by the parent's
+ * owner and read-only. 0 when made or already there. */
+int git_control_make_placeholder(const VsGitControl *c, VsError **err);
