@@ -20,26 +20,31 @@
 #define MAX_LINK_FILE 4096
 
 /* What a full gitdir (the main one, a common dir, a submodule's) holds
- * that git executes or obeys. Missing ones get a placeholder; commondir's
- * says "." because git refuses an empty one, and "." keeps the common
- * directory where it is. */
+ * that git executes or obeys. Missing ones get a placeholder unless
+ * `placeholder` is false; commondir's says "." because git refuses an
+ * empty one, and "." keeps the common directory where it is. */
 static const struct {
         const char *name;
         bool dir;
+        bool placeholder;
         const char *content;
 } full_names[] = {
-        { "config", false, "" },         /* core.hooksPath, core.fsmonitor, core.sshCommand, aliases... */
-        { "config.worktree", false, "" }, /* the same, once extensions.worktreeConfig is set */
-        { "hooks", true, NULL },         /* run by commit, checkout, merge, push... */
-        /* info/ itself stays writable: gc and repack keep refs and packs there. */
-        { "info/attributes", false, "" }, /* filter and diff drivers, applied by checkout, diff, add */
-        { "info/exclude", false, "" },
-        { "info/sparse-checkout", false, "" },
-        { "info/grafts", false, "" },     /* rewrites history as git sees it */
-        { "commondir", false, "." },     /* moves config and hooks to another directory */
-        { "remotes", true, NULL },       /* legacy remote definitions (URLs) */
-        { "branches", true, NULL },      /* legacy remote definitions (URLs) */
-        { "objects/info/alternates", false, "" }, /* where objects come from */
+        { "config", false, true, "" },         /* core.hooksPath, core.fsmonitor, core.sshCommand, aliases... */
+        { "config.worktree", false, true, "" }, /* the same, once extensions.worktreeConfig is set */
+        { "hooks", true, true, NULL },         /* run by commit, checkout, merge, push... */
+        /* info/ itself stays writable: repack's update-server-info
+         * writes info/refs there (read-only, every gc prints errors). */
+        { "info/attributes", false, true, "" }, /* filter and diff drivers, applied by checkout, diff, add */
+        { "info/exclude", false, true, "" },
+        { "info/sparse-checkout", false, true, "" },
+        /* Rewrites history as git shows it (runs nothing). Read-only where
+         * it exists, never created: with the file present, even empty,
+         * every host git command prints a deprecation hint. */
+        { "info/grafts", false, false, "" },
+        { "commondir", false, true, "." },     /* moves config and hooks to another directory */
+        { "remotes", true, true, NULL },       /* legacy remote definitions (URLs) */
+        { "branches", true, true, NULL },      /* legacy remote definitions (URLs) */
+        { "objects/info/alternates", false, true, "" }, /* where objects come from */
 };
 
 /* A linked worktree's admin directory (worktrees/NAME): its own links and
@@ -196,8 +201,8 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
                 return expand_linked(w, gitdir, common);
 
         for (size_t i = 0; i < ELEMENTSOF(full_names); i++)
-                if ((r = push(w->out, path_join(gitdir, full_names[i].name), full_names[i].dir, true,
-                              full_names[i].content)) < 0)
+                if ((r = push(w->out, path_join(gitdir, full_names[i].name), full_names[i].dir,
+                              full_names[i].placeholder, full_names[i].content)) < 0)
                         return r;
         _cleanup_free_ char *modules = path_join(gitdir, "modules");
         _cleanup_free_ char *worktrees = path_join(gitdir, "worktrees");

@@ -416,6 +416,32 @@ def t_git_appearing_later_is_protected(d, tmp):
     c.close()
 
 
+def t_host_git_stays_quiet(d, tmp):
+    """The placeholders made for missing control files change nothing the
+    host's git says: after a sandboxed call, `git status` and `git log` on
+    the host print no hint or warning (an info/grafts, even empty, makes
+    every git command print a deprecation hint), and the jail cannot write
+    an existing info/grafts."""
+    ws = make_ws(tmp, "quietgit", SANDBOX)
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    r = term(c, ws, "printf 'x\\n' >> .git/info/attributes 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(not os.path.exists(os.path.join(ws, ".git/info/grafts")), "info/grafts was made on the host")
+    for args in (["status"], ["-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "--allow-empty", "-m", "x"],
+                 ["log", "--oneline", "-1"]):
+        p = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], capture_output=True, text=True)
+        check(p.returncode == 0 and p.stderr == "", (args, p.returncode, p.stderr))
+    chown_tree(ws)
+    host_write(os.path.join(ws, ".git/info/grafts"), "")
+    c.close()
+    c = d.conn()
+    r = term(c, ws, "printf 'a b\\n' >> .git/info/grafts 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(open(os.path.join(ws, ".git/info/grafts")).read() == "", "info/grafts written from the jail")
+    c.close()
+
+
 def t_recycle_window(d, tmp):
     """A command already running when the host saves: how long until the
     jail is gone. Measured, reported, and bounded."""
@@ -820,6 +846,7 @@ TESTS = [
     t_result_describes_the_serving_worker,
     t_host_save_keeps_protection,
     t_git_appearing_later_is_protected,
+    t_host_git_stays_quiet,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
     t_running_command_watched_without_inotify,
