@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "git-control.h"
@@ -112,8 +113,23 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
                 if ((r = strv_extend(&f->git_controls, c->path)) < 0)
                         break;
                 if (lstat(c->path, &st) < 0 && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
-                        if ((r = git_control_make_placeholder(c, err)) < 0)
+                        _cleanup_(vs_error_freep) VsError *perr = NULL;
+                        r = git_control_make_placeholder(c, &perr);
+                        /* Not root: the jail runs as this same uid, with less
+                         * (Landlock, no capabilities), so what this process
+                         * may not create there (a .git owned by root), the
+                         * jail may not either. Root is refused only where the
+                         * file system says so for root alone (NFS root_squash),
+                         * while the jail's uid might be let in: fail closed. */
+                        if (r == -EACCES || r == -EPERM || r == -EROFS) {
+                                if (geteuid() != 0 || r == -EROFS)
+                                        r = 0;
+                        }
+                        if (r < 0) {
+                                if (err && perr)
+                                        *err = TAKE_PTR(perr);
                                 break;
+                        }
                 }
                 if (lstat(c->path, &st) == 0)
                         r = add_existing(f, c->path, &st);

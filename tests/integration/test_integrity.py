@@ -614,6 +614,32 @@ def t_running_command_watched_without_inotify(d, tmp):
             daemon.wait(10)
 
 
+def t_placeholder_where_the_jail_cannot_write(d, tmp):
+    """A .git the caller cannot write (cloned by root, used by a user whose
+    CLI runs the jail as that user): the placeholders of its missing
+    control files cannot be made, and need not be (the jail, the same uid
+    with less, cannot create them either). Every call was refused."""
+    if not ROOT:
+        raise Skip("needs root to make a .git owned by another uid than the caller")
+    base = os.path.join(tmp, "rootgit")
+    ws = os.path.join(base, "ws")
+    os.makedirs(os.path.join(ws, ".git"))
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write(SANDBOX)
+    with open(os.path.join(ws, ".git/HEAD"), "w") as f:
+        f.write("ref: refs/heads/main\n")
+    os.makedirs(os.path.join(base, "home"))
+    for n in (base, ws, os.path.join(ws, "vectora.toml"), os.path.join(base, "home")):
+        os.lchown(n, SPARE_UID, SPARE_UID)
+    env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    env.update(HOME=os.path.join(base, "home"))
+    r = subprocess.run(as_spare(CLI, "--no-daemon", "run", "-w", ws,
+                                "echo ran; printf x > .git/config.worktree 2>/dev/null && echo WROTE; true"),
+                       capture_output=True, text=True, env=env, timeout=60)
+    check(r.returncode == 0 and r.stdout == "ran\n", r)
+    check(not os.path.exists(os.path.join(ws, ".git/config.worktree")), "a placeholder or a write appeared")
+
+
 def t_git_state_writable_control_sealed(d, tmp):
     """All of .git is read-only in the jail but git's own state: git add,
     commit, checkout and gc work, while config, config.worktree, hooks,
@@ -850,6 +876,7 @@ TESTS = [
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
     t_running_command_watched_without_inotify,
+    t_placeholder_where_the_jail_cannot_write,
     t_git_state_writable_control_sealed,
     t_git_init_refused_by_default,
     t_protect_globs,
