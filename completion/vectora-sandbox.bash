@@ -7,7 +7,7 @@ _vectora_sandbox() {
         local cur prev verb i
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        local verbs="check plan exec run read write edit shell status mcp allow init help"
+        local verbs="check plan exec run read write edit shell start logs stop ps status mcp allow init help"
         local common="-w --workspace --json --socket --no-daemon -h --help"
         local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--old|--new"
 
@@ -44,6 +44,9 @@ _vectora_sandbox() {
         write) opts="--no-parents --require-sandbox" ;;
         edit) opts="--old --new --all --require-sandbox" ;;
         init) opts="--force" ;;
+        start) opts="--timeout -e --env --cwd --require-sandbox" ;;
+        logs) opts="-f --follow" ;;
+        stop | ps) opts= ;;
         status | allow) opts= ;;
         help)
                 [[ $cur != -* ]] && { COMPREPLY=($(compgen -W "$verbs" -- "$cur")); return; }

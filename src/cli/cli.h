@@ -47,6 +47,7 @@ typedef enum CliOptId {
         OPT_NEW,
         OPT_ALL,
         OPT_FORCE,
+        OPT_FOLLOW,
         _OPT_MAX,
 } CliOptId;
 
@@ -99,6 +100,10 @@ int verb_init(const CliArgs *a);
 int verb_help(const CliArgs *a);
 int verb_mcp(const CliArgs *a);
 int verb_allow(const CliArgs *a);
+int verb_start(const CliArgs *a);
+int verb_logs(const CliArgs *a);
+int verb_stop(const CliArgs *a);
+int verb_ps(const CliArgs *a);
 
 /* help.c: the verb's full help (synopsis, description, every option). */
 void cli_help_verb(FILE *f, const CliVerb *v);

@@ -79,7 +79,7 @@ static int winch_pipe[2] = { -1, -1 };
 
 static void restore_tty(void) {
         if (raw_mode) {
-                tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
                 raw_mode = false;
         }
 }
@@ -141,7 +141,7 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
         if (tty && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
                 struct termios t = saved_tio;
                 cfmakeraw(&t);
-                if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) == 0) {
+                if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0) {
                         raw_mode = true;
                         atexit(restore_tty);
                 }
@@ -207,6 +207,12 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
                                         (void)!write_all(STDOUT_FILENO, e.raw, e.raw_len);
                                 else if (ev && streq(ev, "terminal_exit")) {
                                         status = (int)json_integer_value(json_object_get(e.obj, "exit_code"));
+                                        /* Ended by the sandbox layer (its jail was recycled): say why. */
+                                        const char *ended = json_string_value(json_object_get(e.obj, "message"));
+                                        if (ended) {
+                                                restore_tty();
+                                                fprintf(stderr, "\r\nvectora-sandbox: shell: %s\n", ended);
+                                        }
                                         done = true;
                                 }
                                 jsonl_msg_done(&e);

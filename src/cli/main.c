@@ -38,6 +38,7 @@ const CliOptSpec cli_options[_OPT_MAX] = {
         [OPT_NEW] = { "new", 0, "TEXT", "the replacement text" },
         [OPT_ALL] = { "all", 0, NULL, "replace every occurrence of --old" },
         [OPT_FORCE] = { "force", 0, NULL, "replace an existing vectora.toml" },
+        [OPT_FOLLOW] = { "follow", 'f', NULL, "keep printing new output until the process ends; exit with its status" },
 };
 
 #define END _OPT_MAX
@@ -49,6 +50,8 @@ static const CliOptId opts_edit[] = { OPT_OLD, OPT_NEW, OPT_ALL, OPT_REQUIRE_SAN
 static const CliOptId opts_init[] = { OPT_FORCE, END };
 static const CliOptId opts_mcp[] = { OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_none[] = { END };
+static const CliOptId opts_start[] = { OPT_TIMEOUT, OPT_ENV, OPT_CWD, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_logs[] = { OPT_FOLLOW, END };
 
 const CliVerb cli_verbs[] = {
         { "check", verb_check, "[-w DIR] [--json]", "show the effective policy, or the config error (exit 2)",
@@ -86,9 +89,28 @@ const CliVerb cli_verbs[] = {
           "content (up to 16 times).",
           opts_edit, 1, 1, false },
         { "shell", verb_shell, "[-w DIR]", "interactive terminal (PTY); daemon only",
-          "Opens an interactive terminal in the workspace through the daemon. A sandboxed workspace has none yet (the\n"
-          "one-shot run/exec are sandboxed); it is refused rather than opened on the host.",
+          "Opens an interactive terminal in the workspace through the daemon. In a sandboxed workspace it is a PTY in\n"
+          "the jail running /bin/sh -i as the jail's user, never a shell on the host; a policy change ends it (exit\n"
+          "125, with the reason). What is typed before the prompt appears is kept.",
           opts_policy, 0, 0, false },
+        { "start", verb_start, "[-w DIR] [--timeout S] [--env K=V] [--cwd DIR] 'COMMAND LINE'",
+          "start a background process in the jail (daemon only); prints its id",
+          "Starts COMMAND LINE (/bin/sh -c) as a background process in the workspace's jail, under its limits but\n"
+          "without the per-command timeout ([sandbox.limits] background_timeout, or --timeout, bound it instead),\n"
+          "and prints its id at once. It runs until it exits, is stopped, or its jail ends (a policy change, the\n"
+          "daemon's shutdown). Its output is kept (the last max_output bytes of each stream) for logs. The daemon\n"
+          "keeps it: without one, start is refused.",
+          opts_start, 1, 1, false },
+        { "logs", verb_logs, "[-w DIR] ID [--follow]", "a background process's output",
+          "Prints the kept stdout (to stdout) and stderr (to stderr) of background process ID, saying how many bytes\n"
+          "were dropped before them. With --follow, keeps printing until the process ends and exits with its status.",
+          opts_logs, 1, 1, false },
+        { "stop", verb_stop, "[-w DIR] ID", "end a background process",
+          "Sends SIGTERM to background process ID's process group, and SIGKILL when it has not ended 5 s later.",
+          opts_none, 1, 1, false },
+        { "ps", verb_ps, "[-w DIR] [--json]", "the workspace's background processes",
+          "Lists the workspace's background processes: running ones and the last ended ones, with their status.",
+          opts_none, 0, 0, false },
         { "status", verb_status, "[-w DIR] [--json]", "the daemon: workspaces, workers, layers, counters",
           "Shows what the daemon serves: each workspace's state, worker, enforced layers, degradations, pending\n"
           "changes and call counters. With -w, that workspace only.",

@@ -177,6 +177,7 @@ static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, c
                 a.tool = VS_TOOL_FILE_EDIT;
                 break;
         default:
+                /* Background processes are refused before this (verb-mcp.c). */
                 return -EINVAL;
         }
         return run_call(e, &a, ret_reply, ret_raw, ret_raw_len);

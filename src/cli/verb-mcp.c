@@ -118,6 +118,10 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                 if (m.has_raw)
                         raw = jsonl_msg_steal_raw(&m, &raw_len);
                 jsonl_msg_done(&m);
+        } else if (mcp_tool_needs_daemon(c->tool)) {
+                return mcp_tool_error("daemon_required",
+                                      "background processes are kept by vectora-sandboxd, and none is reachable; run the "
+                                      "command with the terminal tool instead, or ask the user to start the daemon");
         } else {
                 mode = "embedded";
                 if (mcp_embedded_call(&s->emb, c, &reply, &raw, &raw_len) < 0)

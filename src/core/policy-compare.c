@@ -132,6 +132,13 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
             (r = limit_loosens(&out, "pids", a->limits.pids, p->limits.pids)) < 0 ||
             (r = limit_loosens(&out, "memory", a->limits.memory, p->limits.memory)) < 0)
                 return r;
+        /* 0 is "none": setting one tightens, removing one loosens. */
+        if (a->limits.background_timeout_s &&
+            (!p->limits.background_timeout_s || p->limits.background_timeout_s > a->limits.background_timeout_s) &&
+            (r = strv_extendf(&out, "limits.background_timeout: %llu -> %s (raised)",
+                              (unsigned long long)a->limits.background_timeout_s,
+                              p->limits.background_timeout_s ? "more" : "none")) < 0)
+                return r;
         r = others_loosen(&out, a, p);
 done:
         if (r < 0)

@@ -24,14 +24,15 @@ json_t *policy_to_json(const VsPolicy *p) {
         _cleanup_strv_free_ char **prot = NULL;
         if (config_protected_paths(p, &prot) < 0)
                 return NULL;
-        json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}}",
+        json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}}",
                               "workspace", p->workspace, "config", p->config_path, "sandboxed", 1, "backend",
                               vs_backend_name(p->backend), "rw_paths", paths_json(p->rw_paths, p->n_rw), "ro_paths",
                               paths_json(p->ro_paths, p->n_ro), "mask", json_strv(p->mask), "protected", json_strv(prot),
                               "no_gpu", p->no_gpu, "lockdown", p->lockdown, "network", p->network, "idle_timeout",
                               (json_int_t)p->idle_timeout_s, "limits", "timeout", (json_int_t)p->limits.timeout_s,
                               "max_output", (json_int_t)p->limits.max_output, "pids", (json_int_t)p->limits.pids,
-                              "memory", (json_int_t)p->limits.memory);
+                              "memory", (json_int_t)p->limits.memory, "background_timeout",
+                              (json_int_t)p->limits.background_timeout_s);
         if (!o)
                 return NULL;
         if (json_object_set_new(o, "protect", json_strv(p->protect)) < 0 ||

@@ -319,6 +319,8 @@ struct WorkerLink {
         const char *end_code; /* why in-flight calls fail when it ends */
         char *end_reason;
         bool freed_notified;
+        struct JailSession *sessions; /* terminals and background processes in it (jail-session.h) */
+        unsigned n_sessions;
 };
 
 /* Spawns a worker for ws's current policy. The link reports through the

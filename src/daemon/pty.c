@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* terminal_open: an interactive PTY on the host, for unsandboxed
- * workspaces only. In a sandboxed workspace it is refused with
- * "pty_not_sandboxed" (PTYs are not yet routed through the jail), never
- * served by an unsandboxed shell. The session belongs to the connection
+ * workspaces. A sandboxed workspace's terminal runs in its jail instead
+ * (pty-jail.c), never on the host. The session belongs to the connection
  * that opened it: input, resize and close arrive there as messages, output
  * and the exit status leave there as events. */
 #include <fcntl.h>
@@ -13,8 +12,8 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 
-#include "daemon.h"
 #include "log.h"
+#include "jail-session.h"
 #include "strv.h"
 
 #define PTY_INPUT_MAX (1u << 20)
@@ -124,6 +123,7 @@ static void update_poll(PtySession *p) {
 }
 
 void pty_resume(Client *c) {
+        jail_pty_resume(c);
         for (PtySession *p = all_ptys; p; p = p->next)
                 if (p->client == c && p->paused && c->out_bytes < CLIENT_OUT_LOW)
                         update_poll(p);
@@ -155,6 +155,7 @@ static void pty_kill(PtySession *p) {
 }
 
 void pty_close_all(Client *c) {
+        jail_pty_close_all(c);
         for (PtySession *p = all_ptys; p; p = p->next)
                 if (p->client == c) {
                         client_unref(TAKE_PTR(p->client));
@@ -164,23 +165,16 @@ void pty_close_all(Client *c) {
         /* Freed as their children are reaped. */
 }
 
-typedef struct OpenArgs {
-        uint64_t cols, rows;
-        char **argv;
-        json_t *env;
-        const char *term;
-} OpenArgs;
-
-static const JsonField open_table[] = {
+const JsonField pty_open_table[] = {
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "cols", JSON_FIELD_UINT64, offsetof(OpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
-        { "rows", JSON_FIELD_UINT64, offsetof(OpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
-        { "argv", JSON_FIELD_STRV, offsetof(OpenArgs, argv), JSON_FIELD_NULLABLE, NULL },
-        { "env", JSON_FIELD_STRMAP, offsetof(OpenArgs, env), JSON_FIELD_NULLABLE, NULL },
-        { "term", JSON_FIELD_STRING, offsetof(OpenArgs, term), JSON_FIELD_NULLABLE, NULL },
+        { "cols", JSON_FIELD_UINT64, offsetof(PtyOpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
+        { "rows", JSON_FIELD_UINT64, offsetof(PtyOpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
+        { "argv", JSON_FIELD_STRV, offsetof(PtyOpenArgs, argv), JSON_FIELD_NULLABLE, NULL },
+        { "env", JSON_FIELD_STRMAP, offsetof(PtyOpenArgs, env), JSON_FIELD_NULLABLE, NULL },
+        { "term", JSON_FIELD_STRING, offsetof(PtyOpenArgs, term), JSON_FIELD_NULLABLE, NULL },
         {},
 };
 
@@ -190,12 +184,10 @@ void pty_open(Request *r, json_t *obj) {
         if (ws->state == WS_REFUSED)
                 return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
         if (ws->state == WS_SANDBOXED)
-                return request_finish(r, NULL, NULL, NULL, 0, "pty_not_sandboxed",
-                                      "interactive terminals are not yet routed through the jail, so this sandboxed workspace has none; "
-                                      "the one-shot terminal tool (vectora-sandbox run/exec) is sandboxed: use it instead");
-        OpenArgs a = { 0 };
+                return jail_pty_open(r, obj);
+        PtyOpenArgs a = { 0 };
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (json_dispatch(obj, open_table, &a, &err) < 0)
+        if (json_dispatch(obj, pty_open_table, &a, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
         struct winsize wsz = {
                 .ws_col = a.cols && a.cols < 10000 ? (unsigned short)a.cols : 80,
@@ -212,7 +204,7 @@ void pty_open(Request *r, json_t *obj) {
                 shell = "/bin/sh";
         PtySession *p = calloc(1, sizeof *p);
         if (!p) {
-                json_dispatch_done(open_table, &a);
+                json_dispatch_done(pty_open_table, &a);
                 return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
         }
         int master = -EBADF;
@@ -220,7 +212,7 @@ void pty_open(Request *r, json_t *obj) {
         if (pid < 0) {
                 int e = errno;
                 free(p);
-                json_dispatch_done(open_table, &a);
+                json_dispatch_done(pty_open_table, &a);
                 char buf[256];
                 snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror(e));
                 return request_finish(r, NULL, NULL, NULL, 0, "io", buf);
@@ -249,7 +241,7 @@ void pty_open(Request *r, json_t *obj) {
                         execl(shell, shell, "-i", (char *)NULL);
                 _exit(127);
         }
-        json_dispatch_done(open_table, &a);
+        json_dispatch_done(pty_open_table, &a);
         fcntl(master, F_SETFD, FD_CLOEXEC);
         fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
         p->master = master;
@@ -270,6 +262,8 @@ void pty_open(Request *r, json_t *obj) {
 }
 
 void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m) {
+        if (jail_pty_message(c, id, tool, obj, m))
+                return;
         json_t *jp = json_object_get(obj, "pty");
         PtySession *p = NULL;
         if (json_is_integer(jp))

@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "path-util.h"
+#include "jail-session.h"
 #include "strv.h"
 #include "tools.h"
 
@@ -26,7 +27,7 @@ void tools_reply_bad_line(Client *c, const char *code, const char *message) {
         client_send_json(c, json_pack("{s:n,s:b,s:o}", "id", "ok", 0, "error", error_json(code, message)), NULL, 0);
 }
 
-static json_t *b64_json(const void *p, size_t n) {
+json_t *b64_json(const void *p, size_t n) {
         char *out = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
         if (!out)
                 return NULL;
@@ -36,7 +37,7 @@ static json_t *b64_json(const void *p, size_t n) {
         return s;
 }
 
-static int b64_decode(const char *s, char **ret, size_t *ret_len) {
+int b64_decode(const char *s, char **ret, size_t *ret_len) {
         size_t n = strlen(s);
         char *out = malloc(BASE64_DECODE_LENGTH(n) + 1);
         if (!out)
@@ -830,9 +831,10 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return status_reply(r);
 
         const Tool *t = request_tool(r);
-        if (!t && !streq(tool, "terminal_open") && !streq(tool, "policy_allow"))
+        if (!t && !streq(tool, "terminal_open") && !streq(tool, "policy_allow") && !process_is_tool(tool))
                 return request_finish(r, NULL, NULL, NULL, 0, "unknown_tool",
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
+                                      "process_start, process_output, process_input, process_signal, process_list, "
                                       "policy_allow, status");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
@@ -862,6 +864,8 @@ void tools_handle(Client *c, JsonlMsg *m) {
 
         if (streq(tool, "terminal_open"))
                 return pty_open(r, r->msg.obj);
+        if (process_is_tool(tool))
+                return process_tool(r);
 
         r->args = calloc(1, t->args_size);
         if (!r->args)

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "daemon.h"
 #include "log.h"
+#include "jail-session.h"
 #include "strv.h"
 #include "worker-spawn.h"
 
@@ -108,6 +108,7 @@ void link_end(WorkerLink *l, const char *code, const char *reason) {
         close_handles(l);
         const char *msg = reason ? reason : "the worker ended";
         fail_inflight(l, code, msg);
+        jail_sessions_end(l, code, msg);
         Workspace *ws = TAKE_PTR(l->ws);
         if (ws) {
                 if (was_spawning)
@@ -311,7 +312,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 }
                 if (l->state == LINK_SPAWNING)
                         handle_handshake(l, &m);
-                else
+                else if (protocol_is_event(m.obj)) {
+                        _cleanup_free_ char *why = NULL;
+                        if (!jail_session_event(l, &m, &why)) {
+                                log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?",
+                                            (int)l->pid, why ? why : "protocol violation");
+                                link_end(l, "worker_crashed", why ? why : "protocol violation: a bad session event");
+                        }
+                } else
                         handle_reply(l, &m);
                 jsonl_msg_done(&m);
         }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "path-util.h"
 #include "policy-json.h"
+#include "jail-session.h"
 #include "strv.h"
 
 const char *workspace_state_name(WorkspaceState s) {
@@ -60,6 +61,8 @@ static void drain_current(Workspace *ws, const char *why) {
                 link_end(l, "worker_recycled", why);
                 return;
         }
+        /* Terminals and background processes end now, not when the calls do. */
+        jail_sessions_end(l, "worker_recycled", why);
         l->draining = true;
         l->next_draining = ws->draining;
         ws->draining = l;
@@ -168,7 +171,8 @@ static uint64_t idle_timeout_ms(Workspace *ws) {
 static void on_idle_timer(uv_timer_t *t) {
         Workspace *ws = t->data;
         WorkerLink *l = ws->link;
-        if (!l || l->state != LINK_READY || l->n_inflight > 0 || !ws->policy)
+        /* An open terminal or a running background process is work. */
+        if (!l || l->state != LINK_READY || l->n_inflight > 0 || l->n_sessions > 0 || !ws->policy)
                 return;
         uint64_t limit = idle_timeout_ms(ws);
         uint64_t idle = now_ms() - l->last_used_ms;
@@ -281,7 +285,7 @@ static bool make_room(Server *srv) {
                 return true;
         Workspace *best = NULL;
         for (Workspace *w = srv->workspaces; w; w = w->next)
-                if (w->link && w->link->state == LINK_READY && w->link->n_inflight == 0 &&
+                if (w->link && w->link->state == LINK_READY && w->link->n_inflight == 0 && w->link->n_sessions == 0 &&
                     (!best || w->link->last_used_ms < best->link->last_used_ms))
                         best = w;
         if (!best)
@@ -640,6 +644,7 @@ void workspaces_free_all(Server *srv) {
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
                 workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
+                process_forget_workspace(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
                 protect_disarm(ws);

@@ -478,6 +478,9 @@ static int h_idle_timeout(const KeyCtx *c, VsError **err) {
 static int h_lim_timeout(const KeyCtx *c, VsError **err) {
         return get_uint(c, 1, 7 * 24 * 3600, &c->policy->limits.timeout_s, err);
 }
+static int h_lim_background_timeout(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 1, 30 * 24 * 3600, &c->policy->limits.background_timeout_s, err);
+}
 static int h_lim_max_output(const KeyCtx *c, VsError **err) {
         return get_uint(c, 1024, 64u << 20, &c->policy->limits.max_output, err);
 }
@@ -601,6 +604,7 @@ static const KeyDef limits_keys[] = {
         { "max_output", TOML_INTEGER, h_lim_max_output },
         { "pids", TOML_INTEGER, h_lim_pids },
         { "memory", TOML_ANY, h_lim_memory },
+        { "background_timeout", TOML_INTEGER, h_lim_background_timeout },
 };
 static const KeyDef docker_keys[] = {
         { "image", TOML_STRING, h_docker_image },

@@ -36,6 +36,7 @@ typedef struct VsLimits {
         uint64_t max_output; /* bytes kept per stream */
         uint64_t pids;       /* processes in the jail */
         uint64_t memory;     /* bytes */
+        uint64_t background_timeout_s; /* per background process; 0 = none */
 } VsLimits;
 
 typedef struct VsDockerConfig {

@@ -19,7 +19,16 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_READ] = "file_read",
         [MCP_TOOL_FILE_WRITE] = "file_write",
         [MCP_TOOL_FILE_EDIT] = "file_edit",
+        [MCP_TOOL_PROCESS_START] = "process_start",
+        [MCP_TOOL_PROCESS_OUTPUT] = "process_output",
+        [MCP_TOOL_PROCESS_INPUT] = "process_input",
+        [MCP_TOOL_PROCESS_SIGNAL] = "process_signal",
+        [MCP_TOOL_PROCESS_LIST] = "process_list",
 };
+
+bool mcp_tool_needs_daemon(McpTool t) {
+        return t >= MCP_TOOL_PROCESS_START && t < _MCP_TOOL_MAX;
+}
 
 const char *mcp_tool_name(McpTool t) {
         return t < _MCP_TOOL_MAX ? tool_names[t] : NULL;
@@ -122,6 +131,53 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence (default false: exactly one must exist)\"}}}",
                 false, true,
         },
+        [MCP_TOOL_PROCESS_START] = {
+                "Start a long-running command (a dev server, a watcher, a REPL) in the background with "
+                "/bin/sh -c COMMAND and return its process id at once. It keeps running across tool calls "
+                "until it exits, is signalled, or the sandbox is restarted; read its output with "
+                "process_output. Needs the vectora-sandboxd daemon." SANDBOX_NOTE,
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
+                "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. \\\"npm run dev\\\"\"},"
+                "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
+                "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":2592000,\"description\":\"Seconds before it is killed (default: none, or the workspace's background_timeout)\"},"
+                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given on standard input, which is then closed (default: left open for process_input)\"}}}",
+                false, true,
+        },
+        [MCP_TOOL_PROCESS_OUTPUT] = {
+                "Read what a background process wrote since the given offsets (stdout and stderr apart), "
+                "optionally waiting up to wait_ms for more or for its end, and whether it still runs. The "
+                "result says the offsets to read on from and how many bytes were dropped (each stream keeps "
+                "the last bytes of a fixed-size buffer).",
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"process\"],\"properties\":{"
+                "\"process\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"The id process_start returned\"},"
+                "\"stdout_offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Read stdout from here (default 0)\"},"
+                "\"stderr_offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Read stderr from here (default 0)\"},"
+                "\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"Wait this long for new output or the end (default 0)\"}}}",
+                true, false,
+        },
+        [MCP_TOOL_PROCESS_INPUT] = {
+                "Write text to the standard input of a background process started with process_start (for a "
+                "REPL or a prompt); with eof its input is closed afterwards.",
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"process\",\"data\"],\"properties\":{"
+                "\"process\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"The id process_start returned\"},"
+                "\"data\":{\"type\":\"string\",\"description\":\"The text to write\"},"
+                "\"eof\":{\"type\":\"boolean\",\"description\":\"Close its standard input after the text (default false)\"}}}",
+                false, true,
+        },
+        [MCP_TOOL_PROCESS_SIGNAL] = {
+                "Send a signal to a background process's whole process group: TERM (the default) to stop "
+                "it, KILL when it does not stop, INT, HUP, ...",
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"process\"],\"properties\":{"
+                "\"process\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"The id process_start returned\"},"
+                "\"signal\":{\"type\":\"string\",\"enum\":[\"TERM\",\"KILL\",\"INT\",\"HUP\",\"QUIT\",\"USR1\",\"USR2\",\"CONT\",\"STOP\",\"WINCH\"],\"description\":\"The signal (default TERM)\"}}}",
+                false, true,
+        },
+        [MCP_TOOL_PROCESS_LIST] = {
+                "List the workspace's background processes: running ones and the last ended ones, with their "
+                "ids, commands and exit status.",
+                "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+                true, false,
+        },
 };
 
 json_t *mcp_tools_list(void) {
@@ -175,7 +231,40 @@ static const JsonField file_edit_fields[] = {
         { "replace_all", JSON_FIELD_BOOL, offsetof(McpCall, replace_all), JSON_FIELD_NULLABLE },
         {},
 };
+static const JsonField process_start_fields[] = {
+        { "command", JSON_FIELD_STRING, offsetof(McpCall, command), JSON_FIELD_REQUIRED },
+        { "cwd", JSON_FIELD_STRING, offsetof(McpCall, cwd), JSON_FIELD_NULLABLE },
+        { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
+        { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField process_output_fields[] = {
+        { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
+        { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
+        { "stderr_offset", JSON_FIELD_UINT64, offsetof(McpCall, stderr_offset), JSON_FIELD_NULLABLE },
+        { "wait_ms", JSON_FIELD_UINT64, offsetof(McpCall, wait_ms), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField process_input_fields[] = {
+        { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
+        { "data", JSON_FIELD_STRING, offsetof(McpCall, data), JSON_FIELD_REQUIRED },
+        { "eof", JSON_FIELD_BOOL, offsetof(McpCall, eof), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField process_signal_fields[] = {
+        { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
+        { "signal", JSON_FIELD_STRING, offsetof(McpCall, signal), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField process_list_fields[] = {
+        {},
+};
 static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_PROCESS_START] = process_start_fields,
+        [MCP_TOOL_PROCESS_OUTPUT] = process_output_fields,
+        [MCP_TOOL_PROCESS_INPUT] = process_input_fields,
+        [MCP_TOOL_PROCESS_SIGNAL] = process_signal_fields,
+        [MCP_TOOL_PROCESS_LIST] = process_list_fields,
         [MCP_TOOL_TERMINAL] = terminal_fields,
         [MCP_TOOL_FILE_READ] = file_read_fields,
         [MCP_TOOL_FILE_WRITE] = file_write_fields,
@@ -218,8 +307,16 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
                 return bad_arguments(err, p.name, vs_error_message(e));
         if (tool == MCP_TOOL_TERMINAL && c.timeout_s > MCP_TIMEOUT_MAX_S)
                 return bad_arguments(err, p.name, "timeout is in seconds, at most 604800");
-        if (tool == MCP_TOOL_TERMINAL && json_object_get(args, "timeout") && c.timeout_s == 0)
+        if (tool == MCP_TOOL_PROCESS_START && c.timeout_s > 30u * 24u * 3600u)
+                return bad_arguments(err, p.name, "timeout is in seconds, at most 2592000");
+        if ((tool == MCP_TOOL_TERMINAL || tool == MCP_TOOL_PROCESS_START) && json_object_get(args, "timeout") &&
+            c.timeout_s == 0)
                 return bad_arguments(err, p.name, "timeout must be at least 1 second");
+        if (tool == MCP_TOOL_PROCESS_OUTPUT && c.wait_ms > 60000)
+                return bad_arguments(err, p.name, "wait_ms is at most 60000");
+        if (mcp_tool_needs_daemon(tool) && tool != MCP_TOOL_PROCESS_START && tool != MCP_TOOL_PROCESS_LIST &&
+            c.process == 0)
+                return bad_arguments(err, p.name, "process must be an id that process_start returned");
         if (tool == MCP_TOOL_FILE_READ) {
                 if (!json_object_get(args, "limit") || json_is_null(json_object_get(args, "limit")))
                         c.limit = MCP_READ_DEFAULT_LIMIT;
@@ -275,6 +372,32 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                 r |= json_object_set_new(o, "old_string", json_string(c->old_string));
                 r |= json_object_set_new(o, "new_string", json_string(c->new_string));
                 r |= json_object_set_new(o, "replace_all", json_boolean(c->replace_all));
+                break;
+        case MCP_TOOL_PROCESS_START:
+                r |= json_object_set_new(o, "command", json_string(c->command));
+                if (c->cwd)
+                        r |= json_object_set_new(o, "cwd", json_string(c->cwd));
+                if (c->timeout_s)
+                        r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
+                if (c->stdin_text)
+                        r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                break;
+        case MCP_TOOL_PROCESS_OUTPUT:
+                r |= json_object_set_new(o, "process", json_integer((json_int_t)c->process));
+                r |= json_object_set_new(o, "stdout_offset", json_integer((json_int_t)c->stdout_offset));
+                r |= json_object_set_new(o, "stderr_offset", json_integer((json_int_t)c->stderr_offset));
+                r |= json_object_set_new(o, "wait_ms", json_integer((json_int_t)c->wait_ms));
+                break;
+        case MCP_TOOL_PROCESS_INPUT:
+                r |= json_object_set_new(o, "process", json_integer((json_int_t)c->process));
+                r |= json_object_set_new(o, "data", json_string(c->data));
+                r |= json_object_set_new(o, "eof", json_boolean(c->eof));
+                break;
+        case MCP_TOOL_PROCESS_SIGNAL:
+                r |= json_object_set_new(o, "process", json_integer((json_int_t)c->process));
+                r |= json_object_set_new(o, "signal", json_string(c->signal ? c->signal : "TERM"));
+                break;
+        case MCP_TOOL_PROCESS_LIST:
                 break;
         default:
                 r = -1;
@@ -334,6 +457,42 @@ static int append_status(StrBuf *out, json_t *reply) {
         return r < 0 ? -ENOMEM : 0;
 }
 
+static const char *process_state(json_t *p) {
+        static char buf[64];
+        if (json_is_true(json_object_get(p, "running")))
+                return "running";
+        if (json_object_get(p, "ended"))
+                return "ended with its sandbox";
+        snprintf(buf, sizeof buf, "exited with code %lld", (long long)json_integer_value(json_object_get(p, "exit_code")));
+        return buf;
+}
+
+static int process_output_text(json_t *reply, StrBuf *t) {
+        int r = 0;
+        static const char *const streams[] = { "stdout", "stderr" };
+        for (size_t i = 0; i < 2; i++) {
+                char k[32];
+                const char *s = json_string_value(json_object_get(reply, streams[i]));
+                snprintf(k, sizeof k, "%s_dropped", streams[i]);
+                json_int_t dropped = json_integer_value(json_object_get(reply, k));
+                if (dropped)
+                        r |= strbuf_appendf(t, "[%s: %lld earlier bytes were dropped]\n", streams[i], (long long)dropped);
+                if (i == 1 && s && *s)
+                        r |= strbuf_appends(t, "[stderr]\n");
+                if (s)
+                        r |= strbuf_appends(t, s);
+                else if (json_object_get(reply, i ? "stderr_base64" : "stdout_base64"))
+                        r |= strbuf_appendf(t, "[%s: bytes that are not text, not shown]", streams[i]);
+                if (t->len && t->data[t->len - 1] != '\n')
+                        r |= strbuf_appendc(t, '\n');
+        }
+        r |= strbuf_appendf(t, "[process %lld %s; next offsets: stdout_offset %lld, stderr_offset %lld]",
+                            (long long)json_integer_value(json_object_get(reply, "process")), process_state(reply),
+                            (long long)json_integer_value(json_object_get(reply, "stdout_offset")),
+                            (long long)json_integer_value(json_object_get(reply, "stderr_offset")));
+        return r;
+}
+
 static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
         int r = 0;
         switch (c->tool) {
@@ -378,6 +537,33 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
         case MCP_TOOL_FILE_EDIT: {
                 long long n = (long long)json_integer_value(json_object_get(reply, "replacements"));
                 r |= strbuf_appendf(t, "edited %s: %lld replacement%s", c->path, n, n == 1 ? "" : "s");
+                break;
+        }
+        case MCP_TOOL_PROCESS_START:
+                r |= strbuf_appendf(t, "started background process %lld; read its output with process_output",
+                                    (long long)json_integer_value(json_object_get(reply, "process")));
+                break;
+        case MCP_TOOL_PROCESS_OUTPUT:
+                r |= process_output_text(reply, t);
+                break;
+        case MCP_TOOL_PROCESS_INPUT:
+                r |= strbuf_appendf(t, "written to process %llu%s", (unsigned long long)c->process,
+                                    c->eof ? "; its input is closed" : "");
+                break;
+        case MCP_TOOL_PROCESS_SIGNAL:
+                r |= strbuf_appendf(t, "sent SIG%s to process %llu", c->signal ? c->signal : "TERM",
+                                    (unsigned long long)c->process);
+                break;
+        case MCP_TOOL_PROCESS_LIST: {
+                size_t i;
+                json_t *p;
+                json_array_foreach(json_object_get(reply, "processes"), i, p) {
+                        _cleanup_free_ char *cmd = json_dumps(json_object_get(p, "command"), JSON_ENCODE_ANY);
+                        r |= strbuf_appendf(t, "%lld: %s: %s\n", (long long)json_integer_value(json_object_get(p, "process")),
+                                            process_state(p), cmd ? cmd : "?");
+                }
+                if (!json_array_size(json_object_get(reply, "processes")))
+                        r |= strbuf_appends(t, "no background processes");
                 break;
         }
         default:

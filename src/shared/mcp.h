@@ -9,8 +9,7 @@
  * reply. The stdio loop and the two ways of serving a call (the daemon, or an
  * embedded worker) are the CLI's (src/cli/verb-mcp.c).
  *
- * Adding a tool (e.g. the background-process tools once the daemon has
- * them): a McpTool value, a row in the catalogue with its schema, a dispatch
+ * Adding a tool: a McpTool value, a row in the catalogue with its schema, a dispatch
  * table for its arguments, its request and its result text in mcp.c, and
  * its embedded implementation (or a refusal) in the CLI. */
 
@@ -36,6 +35,12 @@ typedef enum McpTool {
         MCP_TOOL_FILE_READ,
         MCP_TOOL_FILE_WRITE,
         MCP_TOOL_FILE_EDIT,
+        /* Background processes: served by the daemon only (it keeps them). */
+        MCP_TOOL_PROCESS_START,
+        MCP_TOOL_PROCESS_OUTPUT,
+        MCP_TOOL_PROCESS_INPUT,
+        MCP_TOOL_PROCESS_SIGNAL,
+        MCP_TOOL_PROCESS_LIST,
         _MCP_TOOL_MAX,
 } McpTool;
 
@@ -76,6 +81,12 @@ typedef struct McpCall {
         bool create_parents;
         const char *old_string, *new_string; /* file_edit */
         bool replace_all;
+        /* background processes (process_start: command, cwd, timeout_s, stdin_text) */
+        uint64_t process;
+        uint64_t stdout_offset, stderr_offset, wait_ms; /* process_output */
+        const char *data;     /* process_input */
+        bool eof;
+        const char *signal;   /* process_signal: a name, default TERM */
 } McpCall;
 
 /* tools/call params: {"name", "arguments", "_meta"}. Strings are borrowed
@@ -100,6 +111,8 @@ int mcp_call_request(const McpCall *call, const char *workspace, json_t **ret, c
  * without the bulk data, are also structuredContent, with served_by. */
 int mcp_call_result(const McpCall *call, json_t *reply, const char *raw, size_t raw_len, const char *served_by,
                     bool structured, json_t **ret);
+/* Whether the tool needs the daemon (embedded mode refuses it). */
+bool mcp_tool_needs_daemon(McpTool t);
 /* A tool error result with code and message (bad arguments, a daemon that
  * went away). */
 json_t *mcp_tool_error(const char *code, const char *message);

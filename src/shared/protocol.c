@@ -22,6 +22,11 @@ static const char *const op_names[_PROTOCOL_OP_MAX] = {
         [PROTOCOL_OP_LIST_DIR] = "list_dir",
         [PROTOCOL_OP_CANCEL] = "cancel",
         [PROTOCOL_OP_SHUTDOWN] = "shutdown",
+        [PROTOCOL_OP_SESSION_OPEN] = "session_open",
+        [PROTOCOL_OP_SESSION_INPUT] = "session_input",
+        [PROTOCOL_OP_SESSION_RESIZE] = "session_resize",
+        [PROTOCOL_OP_SESSION_SIGNAL] = "session_signal",
+        [PROTOCOL_OP_SESSION_PAUSE] = "session_pause",
 };
 
 const char *protocol_op_to_string(ProtocolOp op) {
@@ -61,6 +66,11 @@ static const bool allowlist[_PROTOCOL_STATE_MAX][_PROTOCOL_OP_MAX] = {
                 [PROTOCOL_OP_LIST_DIR] = true,
                 [PROTOCOL_OP_CANCEL] = true,
                 [PROTOCOL_OP_SHUTDOWN] = true,
+                [PROTOCOL_OP_SESSION_OPEN] = true,
+                [PROTOCOL_OP_SESSION_INPUT] = true,
+                [PROTOCOL_OP_SESSION_RESIZE] = true,
+                [PROTOCOL_OP_SESSION_SIGNAL] = true,
+                [PROTOCOL_OP_SESSION_PAUSE] = true,
         },
 };
 
@@ -1228,4 +1238,263 @@ int protocol_decode_cancel_reply(json_t *obj, bool *ret_found, VsError **err) {
 
 int protocol_encode_ok(StrBuf *out, uint64_t id) {
         return emit(out, reply_new(id), NULL, 0);
+}
+
+/* ---- sessions ---- */
+
+typedef struct SessionOpenWire {
+        ProtocolSessionOpenRequest r;
+        json_t *env;
+} SessionOpenWire;
+
+static const JsonField session_open_table[] = {
+        HEAD_FIELDS,
+        { "argv", JSON_FIELD_STRV, offsetof(SessionOpenWire, r.argv), JSON_FIELD_REQUIRED },
+        { "cwd", JSON_FIELD_STRING_OR_NULL, offsetof(SessionOpenWire, r.cwd), 0 },
+        { "env", JSON_FIELD_STRMAP, offsetof(SessionOpenWire, env), JSON_FIELD_NULLABLE },
+        { "pty", JSON_FIELD_BOOL, offsetof(SessionOpenWire, r.pty), 0 },
+        { "cols", JSON_FIELD_UINT64, offsetof(SessionOpenWire, r.cols), 0 },
+        { "rows", JSON_FIELD_UINT64, offsetof(SessionOpenWire, r.rows), 0 },
+        { "timeout_ms", JSON_FIELD_UINT64, offsetof(SessionOpenWire, r.timeout_ms), 0 },
+        {}
+};
+
+static bool winsize_ok(uint64_t cols, uint64_t rows) {
+        return cols >= 1 && rows >= 1 && cols <= PROTOCOL_SESSION_MAX_WINSIZE && rows <= PROTOCOL_SESSION_MAX_WINSIZE;
+}
+
+int protocol_decode_session_open_request(json_t *obj, ProtocolSessionOpenRequest *ret, VsError **err) {
+        SessionOpenWire w = {};
+        int k = decode_head_as(obj, PROTOCOL_OP_SESSION_OPEN, &w.r.head, err);
+        if (k < 0)
+                return k;
+        k = json_dispatch(obj, session_open_table, &w, err);
+        if (k < 0)
+                return k;
+        if (!w.r.argv[0] || !w.r.argv[0][0])
+                k = bad(err, "field '%s' must be a non-empty array", "argv");
+        else if (w.r.pty && !winsize_ok(w.r.cols, w.r.rows))
+                k = bad(err, "fields 'cols' and 'rows' must be 1..%s for a pty", "10000");
+        else if (!w.r.pty && (w.r.cols || w.r.rows))
+                k = bad(err, "fields 'cols' and 'rows' are for a %s only", "pty");
+        else
+                k = env_from_json(w.env, &w.r.env, err);
+        if (k < 0) {
+                json_dispatch_done(session_open_table, &w);
+                return k;
+        }
+        *ret = w.r;
+        return 0;
+}
+
+void protocol_session_open_request_done(ProtocolSessionOpenRequest *r) {
+        if (!r)
+                return;
+        free(r->argv);
+        strv_free(r->env);
+        r->argv = r->env = NULL;
+}
+
+int protocol_encode_session_open_request(StrBuf *out, uint64_t id, const ProtocolSessionOpenRequest *r) {
+        if (!r->argv || !r->argv[0] || (r->pty && !winsize_ok(r->cols, r->rows)))
+                return -EINVAL;
+        json_t *o = request_new(id, PROTOCOL_OP_SESSION_OPEN);
+        bool ok = o && set(o, "argv", json_strv(r->argv)) && (!r->cwd || set(o, "cwd", json_string(r->cwd))) &&
+                  (!r->env || set(o, "env", env_to_json(r->env))) &&
+                  (!r->timeout_ms || set(o, "timeout_ms", json_integer((json_int_t) r->timeout_ms)));
+        if (ok && r->pty)
+                ok = set(o, "pty", json_true()) && set(o, "cols", json_integer((json_int_t) r->cols)) &&
+                     set(o, "rows", json_integer((json_int_t) r->rows));
+        if (!ok)
+                o = (json_decref(o), NULL);
+        return emit(out, o, NULL, 0);
+}
+
+static const JsonField session_input_table[] = {
+        HEAD_FIELDS,
+        { "session", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, session), JSON_FIELD_REQUIRED },
+        { "eof", JSON_FIELD_BOOL, offsetof(ProtocolSessionRequest, eof), 0 },
+        {}
+};
+
+static const JsonField session_resize_table[] = {
+        HEAD_FIELDS,
+        { "session", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, session), JSON_FIELD_REQUIRED },
+        { "cols", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, cols), JSON_FIELD_REQUIRED },
+        { "rows", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, rows), JSON_FIELD_REQUIRED },
+        {}
+};
+
+static const JsonField session_signal_table[] = {
+        HEAD_FIELDS,
+        { "session", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, session), JSON_FIELD_REQUIRED },
+        { "signal", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, signal), JSON_FIELD_REQUIRED },
+        {}
+};
+
+static const JsonField session_pause_table[] = {
+        HEAD_FIELDS,
+        { "session", JSON_FIELD_UINT64, offsetof(ProtocolSessionRequest, session), JSON_FIELD_REQUIRED },
+        { "paused", JSON_FIELD_BOOL, offsetof(ProtocolSessionRequest, paused), JSON_FIELD_REQUIRED },
+        {}
+};
+
+static const JsonField *session_table(ProtocolOp op) {
+        switch (op) {
+        case PROTOCOL_OP_SESSION_INPUT:
+                return session_input_table;
+        case PROTOCOL_OP_SESSION_RESIZE:
+                return session_resize_table;
+        case PROTOCOL_OP_SESSION_SIGNAL:
+                return session_signal_table;
+        case PROTOCOL_OP_SESSION_PAUSE:
+                return session_pause_table;
+        default:
+                return NULL;
+        }
+}
+
+int protocol_decode_session_request(json_t *obj, ProtocolSessionRequest *ret, VsError **err) {
+        ProtocolSessionRequest r = {};
+        int k = protocol_decode_request_head(obj, &r.head, err);
+        if (k < 0)
+                return k;
+        const JsonField *t = session_table(r.head.op);
+        if (!t)
+                return bad(err, "expected a session op, not '%s'", protocol_op_to_string(r.head.op));
+        k = json_dispatch(obj, t, &r, err);
+        if (k < 0)
+                return k;
+        if (r.head.op == PROTOCOL_OP_SESSION_RESIZE && !winsize_ok(r.cols, r.rows))
+                return bad(err, "fields 'cols' and 'rows' must be 1..%s", "10000");
+        if (r.head.op == PROTOCOL_OP_SESSION_SIGNAL && (r.signal < 1 || r.signal > 64))
+                return bad(err, "field '%s' must be a signal number, 1..64", "signal");
+        *ret = r;
+        return 0;
+}
+
+int protocol_encode_session_request(StrBuf *out, uint64_t id, ProtocolOp op, const ProtocolSessionRequest *r,
+                                    const void *data, size_t len) {
+        if (!session_table(op))
+                return -EINVAL;
+        json_t *o = request_new(id, op);
+        bool ok = o && set(o, "session", json_integer((json_int_t) r->session));
+        switch (op) {
+        case PROTOCOL_OP_SESSION_INPUT:
+                ok = ok && (!r->eof || set(o, "eof", json_true()));
+                break;
+        case PROTOCOL_OP_SESSION_RESIZE:
+                ok = ok && set(o, "cols", json_integer((json_int_t) r->cols)) &&
+                     set(o, "rows", json_integer((json_int_t) r->rows));
+                break;
+        case PROTOCOL_OP_SESSION_SIGNAL:
+                ok = ok && set(o, "signal", json_integer((json_int_t) r->signal));
+                break;
+        default:
+                ok = ok && set(o, "paused", json_boolean(r->paused));
+                break;
+        }
+        if (!ok)
+                o = (json_decref(o), NULL);
+        bool input = op == PROTOCOL_OP_SESSION_INPUT && len > 0;
+        return emit(out, o, input ? data : NULL, input ? len : 0);
+}
+
+int protocol_encode_session_open_reply(StrBuf *out, uint64_t id, int64_t pid) {
+        json_t *o = reply_new(id);
+        if (o && !set(o, "pid", json_integer((json_int_t) pid)))
+                o = (json_decref(o), NULL);
+        return emit(out, o, NULL, 0);
+}
+
+typedef struct SessionOpenReplyWire {
+        int64_t pid;
+} SessionOpenReplyWire;
+
+static const JsonField session_open_reply_table[] = {
+        REPLY_FIELDS,
+        { "pid", JSON_FIELD_INT64, offsetof(SessionOpenReplyWire, pid), JSON_FIELD_REQUIRED },
+        {}
+};
+
+int protocol_decode_session_open_reply(json_t *obj, int64_t *ret_pid, VsError **err) {
+        SessionOpenReplyWire w = {};
+        int k = decode_ok_reply(obj, session_open_reply_table, &w, err);
+        if (k < 0)
+                return k;
+        *ret_pid = w.pid;
+        return 0;
+}
+
+static const char *const session_event_names[_PROTOCOL_SESSION_EVENT_MAX] = {
+        [PROTOCOL_SESSION_OUTPUT] = "session_output",
+        [PROTOCOL_SESSION_EXIT] = "session_exit",
+};
+
+bool protocol_is_event(json_t *obj) {
+        return json_object_get(obj, "event") != NULL;
+}
+
+int protocol_encode_session_event(StrBuf *out, const ProtocolSessionEvent *e, const void *data, size_t len) {
+        if (e->type < 0 || e->type >= _PROTOCOL_SESSION_EVENT_MAX)
+                return -EINVAL;
+        json_t *o = json_pack("{s:s, s:I}", "event", session_event_names[e->type], "session", (json_int_t) e->session);
+        bool ok = o != NULL;
+        if (ok && e->type == PROTOCOL_SESSION_OUTPUT)
+                ok = set(o, "stream", json_string(e->is_stderr ? "stderr" : "stdout"));
+        else if (ok)
+                ok = set(o, "exit_code", json_integer((json_int_t) e->exit_code)) &&
+                     set(o, "signal", json_integer((json_int_t) e->signal)) &&
+                     set(o, "timed_out", json_boolean(e->timed_out));
+        if (!ok)
+                o = (json_decref(o), NULL);
+        bool output = e->type == PROTOCOL_SESSION_OUTPUT;
+        return emit(out, o, output ? (data ? data : "") : NULL, output ? len : 0);
+}
+
+typedef struct SessionEventWire {
+        ProtocolSessionEvent e;
+        const char *stream;
+} SessionEventWire;
+
+static const JsonField session_output_table[] = {
+        { "event", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED },
+        { "session", JSON_FIELD_UINT64, offsetof(SessionEventWire, e.session), JSON_FIELD_REQUIRED },
+        { "stream", JSON_FIELD_STRING, offsetof(SessionEventWire, stream), JSON_FIELD_REQUIRED },
+        {}
+};
+
+static const JsonField session_exit_table[] = {
+        { "event", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED },
+        { "session", JSON_FIELD_UINT64, offsetof(SessionEventWire, e.session), JSON_FIELD_REQUIRED },
+        { "exit_code", JSON_FIELD_INT64, offsetof(SessionEventWire, e.exit_code), JSON_FIELD_REQUIRED },
+        { "signal", JSON_FIELD_INT64, offsetof(SessionEventWire, e.signal), JSON_FIELD_REQUIRED },
+        { "timed_out", JSON_FIELD_BOOL, offsetof(SessionEventWire, e.timed_out), 0 },
+        {}
+};
+
+int protocol_decode_session_event(json_t *obj, ProtocolSessionEvent *ret, VsError **err) {
+        SessionEventWire w = {};
+        json_t *ev = json_object_get(obj, "event");
+        if (!json_is_string(ev))
+                return bad(err, "field '%s' must be a string", "event");
+        if (streq(json_string_value(ev), "session_output"))
+                w.e.type = PROTOCOL_SESSION_OUTPUT;
+        else if (streq(json_string_value(ev), "session_exit"))
+                w.e.type = PROTOCOL_SESSION_EXIT;
+        else
+                return bad(err, "unknown event '%.32s'", json_string_value(ev));
+        int k = json_dispatch(obj, w.e.type == PROTOCOL_SESSION_OUTPUT ? session_output_table : session_exit_table, &w,
+                              err);
+        if (k < 0)
+                return k;
+        if (w.e.type == PROTOCOL_SESSION_OUTPUT) {
+                if (streq(w.stream, "stderr"))
+                        w.e.is_stderr = true;
+                else if (!streq(w.stream, "stdout"))
+                        return bad(err, "field '%s' must be \"stdout\" or \"stderr\"", "stream");
+        } else if (w.e.exit_code < 0 || w.e.exit_code > 255 || w.e.signal < 0 || w.e.signal > 64)
+                return bad(err, "fields 'exit_code' and 'signal' out of %s", "range");
+        *ret = w.e;
+        return 0;
 }

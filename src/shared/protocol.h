@@ -40,6 +40,11 @@ typedef enum ProtocolOp {
         PROTOCOL_OP_LIST_DIR,
         PROTOCOL_OP_CANCEL,
         PROTOCOL_OP_SHUTDOWN,
+        PROTOCOL_OP_SESSION_OPEN,   /* a long-lived process: terminal_open (PTY), process_start (pipes) */
+        PROTOCOL_OP_SESSION_INPUT,
+        PROTOCOL_OP_SESSION_RESIZE,
+        PROTOCOL_OP_SESSION_SIGNAL,
+        PROTOCOL_OP_SESSION_PAUSE,
         _PROTOCOL_OP_MAX,
         _PROTOCOL_OP_INVALID = -1,
 } ProtocolOp;
@@ -51,7 +56,7 @@ ProtocolOp protocol_op_from_string(const char *s);
 /* The worker's states (OpenSSH monitor style allowlist). */
 typedef enum ProtocolState {
         PROTOCOL_STATE_HELLO_SENT, /* accepts: init */
-        PROTOCOL_STATE_READY,      /* accepts: exec read_file write_file stat list_dir cancel shutdown */
+        PROTOCOL_STATE_READY,      /* accepts: exec read_file write_file stat list_dir cancel shutdown session_* */
         _PROTOCOL_STATE_MAX,
 } ProtocolState;
 
@@ -339,3 +344,70 @@ int protocol_decode_cancel_reply(json_t *obj, bool *ret_found, VsError **err);
 
 /* {"id":N,"ok":true} (shutdown). */
 int protocol_encode_ok(StrBuf *out, uint64_t id);
+
+/* ---- long-lived sessions: session_* requests, session_output/session_exit events ----
+ *
+ * A session is a process that outlives its request: an interactive
+ * terminal (a PTY inside the jail) or a background process (pipes). It is
+ * named by the id of its session_open request. Its output and its end
+ * travel as events, {"event":...,"session":N}, the only worker messages
+ * without an "id". */
+
+#define PROTOCOL_SESSION_MAX_WINSIZE 10000
+
+typedef struct ProtocolSessionOpenRequest {
+        ProtocolRequestHead head;
+        char **argv;          /* non-empty */
+        const char *cwd;      /* NULL = workspace */
+        char **env;           /* "K=V" added to init's env (decode: owned strings) */
+        bool pty;             /* a terminal (stdin/stdout/stderr on its slave side), else three pipes */
+        uint64_t cols, rows;  /* pty: 1..PROTOCOL_SESSION_MAX_WINSIZE */
+        uint64_t timeout_ms;  /* 0 = none: a session has no per-command timeout unless asked */
+} ProtocolSessionOpenRequest;
+
+/* session_input (raw payload: bytes for its stdin; eof: close stdin after
+ * them, pipes only), session_resize (cols, rows), session_signal (signal:
+ * 1..64, to the whole process group), session_pause (paused: stop or
+ * resume reading its output, for a client that does not keep up). */
+typedef struct ProtocolSessionRequest {
+        ProtocolRequestHead head;
+        uint64_t session;
+        bool eof;
+        uint64_t cols, rows;
+        uint64_t signal;
+        bool paused;
+} ProtocolSessionRequest;
+
+int protocol_encode_session_open_request(StrBuf *out, uint64_t id, const ProtocolSessionOpenRequest *r);
+int protocol_decode_session_open_request(json_t *obj, ProtocolSessionOpenRequest *ret, VsError **err);
+void protocol_session_open_request_done(ProtocolSessionOpenRequest *r);
+/* op: one of PROTOCOL_OP_SESSION_INPUT/RESIZE/SIGNAL/PAUSE; only its fields
+ * are written (data/len: input's raw payload). */
+int protocol_encode_session_request(StrBuf *out, uint64_t id, ProtocolOp op, const ProtocolSessionRequest *r,
+                                    const void *data, size_t len);
+/* Any of the four; ret->head.op says which. */
+int protocol_decode_session_request(json_t *obj, ProtocolSessionRequest *ret, VsError **err);
+
+/* session_open's reply: {"id":N,"ok":true,"pid":P} (P in the jail's pid namespace). */
+int protocol_encode_session_open_reply(StrBuf *out, uint64_t id, int64_t pid);
+int protocol_decode_session_open_reply(json_t *obj, int64_t *ret_pid, VsError **err);
+
+typedef enum ProtocolSessionEventType {
+        PROTOCOL_SESSION_OUTPUT, /* raw payload: bytes; stream "stdout" (a PTY's) or "stderr" */
+        PROTOCOL_SESSION_EXIT,   /* the process ended and its output is all sent; the session is gone */
+        _PROTOCOL_SESSION_EVENT_MAX,
+} ProtocolSessionEventType;
+
+typedef struct ProtocolSessionEvent {
+        ProtocolSessionEventType type;
+        uint64_t session;
+        bool is_stderr;     /* output */
+        int64_t exit_code;  /* exit: 0..255, 128+N when killed by signal N */
+        int64_t signal;     /* exit: N, else 0 */
+        bool timed_out;     /* exit: killed at its timeout_ms */
+} ProtocolSessionEvent;
+
+/* Is this worker message an event (it has an "event" field)? */
+bool protocol_is_event(json_t *obj);
+int protocol_encode_session_event(StrBuf *out, const ProtocolSessionEvent *e, const void *data, size_t len);
+int protocol_decode_session_event(json_t *obj, ProtocolSessionEvent *ret, VsError **err);

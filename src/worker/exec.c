@@ -189,7 +189,7 @@ static const char *env_get(char *const *env, const char *key) {
 }
 
 /* init env overridden and extended by the request's. Strings borrowed. */
-static char **merge_env(char *const *base, char *const *add) {
+char **exec_merge_env(char *const *base, char *const *add) {
         size_t nb = strv_length(base), na = strv_length(add), n = 0;
         char **l = calloc(nb + na + 1, sizeof(char *));
         if (!l)
@@ -210,7 +210,7 @@ static char **merge_env(char *const *base, char *const *add) {
 
 /* PATH lookup in the command's own environment, done before the clone so the
  * child only has to exec. Returns 0 and the path, or 126/127. */
-static int find_program(const char *name, char *const *env, int cwd_fd, char **ret) {
+int exec_find_program(const char *name, char *const *env, int cwd_fd, char **ret) {
         if (strchr(name, '/')) {
                 *ret = strdup(name);
                 return *ret ? 0 : -ENOMEM;
@@ -303,13 +303,13 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         k = resolve_cwd(p, req.cwd, &cwd_fd, err);
         if (k < 0)
                 goto finish;
-        envp = merge_env(d->env, req.env);
+        envp = exec_merge_env(d->env, req.env);
         if (!envp) {
                 k = vs_error_set(err, -ENOMEM, "out of memory");
                 goto finish;
         }
 
-        k = find_program(req.argv[0], envp, cwd_fd, &path);
+        k = exec_find_program(req.argv[0], envp, cwd_fd, &path);
         if (k == -ENOMEM) {
                 vs_error_set(err, k, "out of memory");
                 goto finish;
@@ -563,24 +563,15 @@ int exec_next_timeout_ms(Exec *list) {
         return ms > INT32_MAX ? INT32_MAX : (int) ms;
 }
 
-void exec_reap(Exec *list) {
-        for (;;) {
-                int status;
-                pid_t pid = waitpid(-1, &status, WNOHANG);
-                if (pid < 0 && errno == EINTR)
-                        continue;
-                if (pid <= 0)
-                        return;
-                /* Unknown pids are orphans reparented to us (pid 1, or
-                 * subreaper): reaping them is all there is to do. */
-                for (Exec *e = list; e; e = e->next)
-                        if (e->pid == pid && !e->reaped) {
-                                e->reaped = true;
-                                e->status = status;
-                                e->reaped_us = now_us();
-                                break;
-                        }
-        }
+bool exec_reaped(Exec *list, pid_t pid, int status) {
+        for (Exec *e = list; e; e = e->next)
+                if (e->pid == pid && !e->reaped) {
+                        e->reaped = true;
+                        e->status = status;
+                        e->reaped_us = now_us();
+                        return true;
+                }
+        return false;
 }
 
 bool exec_cancel(Exec *list, uint64_t id) {

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -23,6 +24,9 @@
 #define EXIT_SANDBOX 125
 /* Stop reading requests while this much output waits for the peer. */
 #define OUT_HIGH_WATER (128u * 1024u * 1024u)
+/* Stop reading sessions' output while this much waits: they are streams,
+ * and a flood must wait for the peer rather than grow this buffer. */
+#define SESSION_OUT_HIGH_WATER (1u << 20)
 
 typedef struct Worker {
         ProtocolState state;
@@ -34,6 +38,7 @@ typedef struct Worker {
         Policy policy;
         ExecDefaults defaults;
         Exec *execs;
+        Session *sessions;
         int sigfd;
         bool shutdown;
 } Worker;
@@ -49,6 +54,7 @@ static void flush_blocking(Worker *w) {
 
 static _noreturn_ void finish(Worker *w, int status) {
         exec_kill_all(&w->execs);
+        session_kill_all(&w->sessions);
         flush_blocking(w);
         _exit(status);
 }
@@ -169,7 +175,7 @@ static void handle_message(Worker *w, JsonlMsg *m) {
                 handle_init(w, m->obj);
                 return;
         case PROTOCOL_OP_EXEC: {
-                if (exec_id_in_use(w->execs, head.id)) {
+                if (exec_id_in_use(w->execs, head.id) || session_id_in_use(w->sessions, head.id)) {
                         reply_error(w, true, head.id, PROTOCOL_ERROR_BAD_REQUEST, "id already in flight");
                         return;
                 }
@@ -201,11 +207,25 @@ static void handle_message(Worker *w, JsonlMsg *m) {
                         k = protocol_encode_cancel_reply(&w->out, c.head.id, exec_cancel(w->execs, c.target));
                 break;
         }
+        case PROTOCOL_OP_SESSION_OPEN:
+                if (exec_id_in_use(w->execs, head.id) || session_id_in_use(w->sessions, head.id)) {
+                        reply_error(w, true, head.id, PROTOCOL_ERROR_BAD_REQUEST, "id already in flight");
+                        return;
+                }
+                k = session_open(&w->sessions, &w->policy, &w->defaults, m->obj, &w->out, &err);
+                break;
+        case PROTOCOL_OP_SESSION_INPUT:
+        case PROTOCOL_OP_SESSION_RESIZE:
+        case PROTOCOL_OP_SESSION_SIGNAL:
+        case PROTOCOL_OP_SESSION_PAUSE:
+                k = session_request(w->sessions, m->obj, m->raw, m->raw_len, &w->out, &err);
+                break;
         case PROTOCOL_OP_SHUTDOWN: {
                 ProtocolRequestHead h;
                 k = protocol_decode_shutdown_request(m->obj, &h, &err);
                 if (k >= 0) {
                         exec_kill_all(&w->execs);
+                        session_kill_all(&w->sessions);
                         k = protocol_encode_ok(&w->out, h.id);
                         w->shutdown = true;
                 }
@@ -255,6 +275,21 @@ static bool handle_input(Worker *w) {
                         break;
         }
         return true;
+}
+
+/* Reaps every child that ended. Unknown pids are orphans reparented to us
+ * (pid 1, or subreaper): reaping them is all there is to do. */
+static void reap(Worker *w) {
+        for (;;) {
+                int status;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+                if (pid < 0 && errno == EINTR)
+                        continue;
+                if (pid <= 0)
+                        return;
+                if (!exec_reaped(w->execs, pid, status))
+                        (void) session_reaped(w->sessions, pid, status);
+        }
 }
 
 static int setup_signals(void) {
@@ -336,7 +371,7 @@ int main(int argc, char **argv) {
                 if (!flush(&w))
                         finish(&w, 0);
 
-                size_t need = 3 + exec_count_fds(w.execs);
+                size_t need = 3 + exec_count_fds(w.execs) + session_count_fds(w.sessions);
                 if (need > fds_cap) {
                         struct pollfd *nf = realloc(fds, need * 2 * sizeof *nf);
                         if (!nf) {
@@ -351,9 +386,12 @@ int main(int argc, char **argv) {
                                            .events = POLLIN };
                 fds[1] = (struct pollfd) { .fd = pending_out ? STDOUT_FILENO : -1, .events = POLLOUT };
                 fds[2] = (struct pollfd) { .fd = w.sigfd, .events = POLLIN };
-                size_t n = 3 + exec_fill_poll(w.execs, fds + 3);
+                size_t n_exec = exec_fill_poll(w.execs, fds + 3);
+                size_t n = 3 + n_exec;
+                n += session_fill_poll(w.sessions, fds + n, w.out.len - w.out_off >= SESSION_OUT_HIGH_WATER);
 
-                int r = poll(fds, n, exec_next_timeout_ms(w.execs));
+                int t_exec = exec_next_timeout_ms(w.execs), t_sess = session_next_timeout_ms(w.sessions);
+                int r = poll(fds, n, t_exec < 0 ? t_sess : t_sess < 0 ? t_exec : MIN(t_exec, t_sess));
                 if (r < 0 && errno != EINTR) {
                         log_error("poll: %m");
                         finish(&w, EXIT_SANDBOX);
@@ -365,9 +403,10 @@ int main(int argc, char **argv) {
                         struct signalfd_siginfo si;
                         while (read(w.sigfd, &si, sizeof si) == (ssize_t) sizeof si)
                                 ;
-                        exec_reap(w.execs);
+                        reap(&w);
                 }
-                exec_process(&w.execs, fds + 3, n - 3, &w.out);
+                exec_process(&w.execs, fds + 3, n_exec, &w.out);
+                session_process(&w.sessions, fds + 3 + n_exec, n - 3 - n_exec, &w.out);
                 if (fds[0].revents && !handle_input(&w))
                         finish(&w, 0); /* end of input: like shutdown, without a reply */
         }

@@ -6,7 +6,8 @@
  *   enforce.c  the ordered hardening step
  *   resolve.c  path policy: confined resolution, masks, protected paths
  *   fileops.c  read_file, write_file, stat, list_dir
- *   exec.c     commands: spawn, output capture, timeouts, cancel, reaping */
+ *   exec.c     commands: spawn, output capture, timeouts, cancel
+ *   session.c  sessions: terminals and background processes that outlive their request */
 
 #include <poll.h>
 #include <stdbool.h>
@@ -120,11 +121,36 @@ size_t exec_fill_poll(Exec *list, struct pollfd *fds);
 void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out);
 /* Milliseconds until the nearest deadline, -1 when none. */
 int exec_next_timeout_ms(Exec *list);
-/* Reaps children (after SIGCHLD). */
-void exec_reap(Exec *list);
+/* A child was reaped: true when it was a command's. */
+bool exec_reaped(Exec *list, pid_t pid, int status);
+/* init env overridden and extended by add; a vector of borrowed strings
+ * (free() it, not them). NULL on OOM. */
+char **exec_merge_env(char *const *base, char *const *add);
+/* PATH lookup in env (relative entries against cwd_fd): 0 and *ret
+ * (malloc'd), 126 or 127, or -ENOMEM. */
+int exec_find_program(const char *name, char *const *env, int cwd_fd, char **ret);
 /* Kills the command with this request id. */
 bool exec_cancel(Exec *list, uint64_t id);
 bool exec_id_in_use(Exec *list, uint64_t id);
 /* SIGKILLs every command group, reaps, frees; no replies. */
 void exec_kill_all(Exec **list);
 
+/* ---- session.c ---- */
+
+typedef struct Session Session;
+
+/* session_open: starts the process and appends its reply (or returns a
+ * failure with *err: nothing started). Linked into *list. */
+int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t *obj, StrBuf *out, VsError **err);
+/* session_input/resize/signal/pause (data: input's raw payload, borrowed). */
+int session_request(Session *list, json_t *obj, const char *data, size_t len, StrBuf *out, VsError **err);
+bool session_id_in_use(Session *list, uint64_t id);
+size_t session_count_fds(Session *list);
+/* out_full: the queue to the peer is long; read no output meanwhile. */
+size_t session_fill_poll(Session *list, struct pollfd *fds, bool out_full);
+/* Services ready fds, timeouts and ended sessions, appending events to out. */
+void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out);
+int session_next_timeout_ms(Session *list);
+bool session_reaped(Session *list, pid_t pid, int status);
+/* SIGKILLs every session's group, reaps, frees; no events. */
+void session_kill_all(Session **list);

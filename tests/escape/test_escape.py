@@ -22,11 +22,15 @@ stand-in, a sibling directory of the workspace.
 Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
 non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
 
+import inspect
 import itertools
 import json
 import os
+import pty
+import re
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -177,6 +181,7 @@ class Ctx:
         self.sleeper = None
         self.daemon = None
         self.ws_allow = None
+        self.via = None  # "pty": c.probe runs the probe in a jail terminal
 
     def make_ws(self, name, network, lockdown=False):
         ws = os.path.join(self.t, name)
@@ -238,15 +243,40 @@ class Ctx:
         return subprocess.run(cmd, env=self.env(extra_env), input=stdin, capture_output=True, timeout=timeout)
 
     def probe(self, ws, *args, extra_env=None):
+        if self.via == "pty":
+            return self.pty_probe(ws, *args, extra_env=extra_env)
         if ws == self.ws_allow:
             # A network allowlist is served by the daemon's proxy.
             extra_env = dict(extra_env or {}, VECTORA_SANDBOX_SOCKET=self.allow_sock)
         return self.cli(["exec", "-w", ws, "--", self.probe_path(ws)] + list(args), extra_env)
 
+    def shell(self, ws, typed, extra_env=None, timeout=120):
+        """`vectora-sandbox shell` through the daemon, typed ahead on its
+        stdin; stdout with the terminal's CRLF as LF."""
+        r = self.cli(["shell", "-w", ws], dict(extra_env or {}, VECTORA_SANDBOX_SOCKET=self.allow_sock),
+                     stdin=typed.encode(), timeout=timeout)
+        r.stdout = r.stdout.replace(b"\r\n", b"\n")
+        return r
+
+    def pty_probe(self, ws, *args, extra_env=None):
+        """The probe as the shell of a terminal in the jail: its exit is the
+        session's."""
+        r = self.shell(ws, "exec " + " ".join(shlex.quote(a) for a in [self.probe_path(ws), *args]) + "\n",
+                       extra_env)
+        # The shell's prompt ("$ ") shares a line with what follows it.
+        r.stdout = re.sub(rb"(?m)^(\$ )+", b"", r.stdout)
+        return r
+
     def start_allowlist(self):
         """A workspace whose allowlist names the host's own address and one
         port, and a daemon (as this identity) to serve its proxy."""
         self.ws_allow = self.make_ws("ws-allow", network=[f"{self.host_addr}:{self.tcp_any_port}"])
+        self.start_daemon()
+
+    def start_daemon(self):
+        """A daemon as this identity: the allowlist's proxy, the terminals."""
+        if self.daemon:
+            return
         self.allow_sock = os.path.join(self.xdg, "allow-daemon.sock")
         log = os.path.join(self.xdg, "allow-daemon.log")
         self.daemon = subprocess.Popen(self.ident.prefix + [DAEMON, "--foreground", "--socket", self.allow_sock,
@@ -1121,7 +1151,10 @@ def _(c):
 
 @attempt("the CLI's environment does not leak in (only the allowlist)")
 def _(c):
-    return expect_blocked(c.probe(c.ws, "env", c.m["envvar"], *ENV_ALLOWLIST))
+    # An interactive shell exports what it computes itself: PWD (the jail's
+    # cwd) and, busybox's, SHLVL.
+    return expect_blocked(c.probe(c.ws, "env", c.m["envvar"], *ENV_ALLOWLIST,
+                                  *(["PWD", "SHLVL"] if c.via == "pty" else [])))
 
 
 @attempt("the worker's own environment (/proc/1/environ) has none of the CLI's")
@@ -1232,6 +1265,130 @@ def _(c):
     if r.returncode != EXIT_REFUSED or "lockdown" not in err or "Landlock" not in err:
         raise Fail(f"expected exit 125 naming lockdown and Landlock, got {r.returncode}:\n{out_of(r)}")
     return err.strip()
+
+
+# -- interactive terminals (a PTY session in the jail, through the daemon)
+
+PTY_ATTEMPTS = []
+
+
+def pty_attempt(name):
+    def deco(fn):
+        PTY_ATTEMPTS.append((name, fn))
+        return fn
+    return deco
+
+
+@pty_attempt("pty: the terminal is one of the jail's own devpts, not the host's (which holds a terminal of the test)")
+def _(c):
+    host_master, host_slave = pty.openpty()
+    try:
+        host_tty = os.ttyname(host_slave)
+        r = c.shell(c.ws, "echo TTY=$(tty) PTS=$(ls /dev/pts | tr '\\n' ,) DEV=$(stat -c %d /dev/pts); exit 3\n")
+    finally:
+        os.close(host_master)
+        os.close(host_slave)
+    out = r.stdout.decode(errors="replace")
+    m = re.search(r"TTY=(/dev/pts/\d+) PTS=([0-9a-z,]+) DEV=(\d+)", out)
+    if r.returncode != 3 or not m:
+        raise Fail(f"the shell did not run as expected (exit {r.returncode}):\n{out_of(r)}")
+    tty, pts, dev = m.group(1), sorted(x for x in m.group(2).split(",") if x), int(m.group(3))
+    if dev == os.stat("/dev/pts").st_dev:
+        raise Fail(f"ESCAPED: the jail's /dev/pts is the host's devpts (device {dev}), where {host_tty} lives")
+    if [x for x in pts if x.isdigit()] != [tty.rsplit("/", 1)[1]]:
+        raise Fail(f"ESCAPED: the jail's /dev/pts lists other terminals: {pts} (its own: {tty})")
+    return f"BLOCKED: {tty} on a devpts of its own (device {dev}); /dev/pts holds {pts}; the host's {host_tty} is not there"
+
+
+@pty_attempt("pty: TIOCSTI into the jail's own terminal (stdin is a terminal now) is refused")
+def _(c):
+    return expect_blocked(c.pty_probe(c.ws, "tiocsti"))
+
+
+def vm_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise Fail(f"no VmRSS for pid {pid}")
+
+
+FLOOD_CLIENT = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"tool": "terminal_open", "workspace": sys.argv[2], "id": 1, "cols": 80, "rows": 24,
+                      "argv": ["cat", "/dev/zero"]}).encode() + b"\n")
+buf = b""
+while b"\n" not in buf:
+    buf += s.recv(1)
+print(buf.decode().strip(), flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@pty_attempt("pty: an output flood the client never reads stays bounded (daemon memory; other calls answer)")
+def _(c):
+    # A client of this identity (the daemon checks its peers) that opens a
+    # terminal flooding output and never reads it.
+    fl = subprocess.Popen(c.ident.prefix + [sys.executable, "-c", FLOOD_CLIENT, c.allow_sock, c.ws, "4"],
+                          stdout=subprocess.PIPE, env=c.env())
+    try:
+        reply = json.loads(fl.stdout.readline() or b"{}")
+        if not reply.get("ok"):
+            raise Fail(f"terminal_open failed: {reply}")
+        rss0 = vm_rss_kib(c.daemon.pid)
+        time.sleep(3)
+        rss1 = vm_rss_kib(c.daemon.pid)
+        t0 = time.monotonic()
+        st = c.cli(["status"], {"VECTORA_SANDBOX_SOCKET": c.allow_sock}, timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        fl.kill()
+        fl.wait()
+    if st.returncode != 0:
+        raise Fail(f"the daemon stopped answering under the flood:\n{out_of(st)}")
+    if rss1 - rss0 > 64 * 1024:
+        raise Fail(f"ESCAPED: the daemon grew by {(rss1 - rss0) // 1024} MiB in 3 s of an unread terminal flood")
+    return f"BLOCKED: daemon RSS {rss0} -> {rss1} KiB over 3 s of an unread flood; status answered in {took:.2f} s"
+
+
+def uses_probe(fn):
+    """Attempts that run the probe in the jail (rerun in a terminal)."""
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
+    # Those that build a workspace of their own did so in the first pass.
+    return "c.probe(" in src and "make_ws(" not in src
+
+
+def run_pty(c, prefix):
+    """The terminal section: its own attempts, then every probe attempt and
+    the seccomp runs again with the probe as a terminal's shell: nothing a
+    one-shot command cannot reach may be reachable there."""
+    na = BACKEND.not_applicable("pty:")
+    if na:
+        counter[0] += 1
+        print(f"ok {counter[0]} - {prefix}pty: the terminal section # SKIP not applicable to {BACKEND.name}: {na}")
+        results["skipped"] += 1
+        return
+    try:
+        c.start_daemon()
+    except Exception:
+        tap(False, f"{prefix}pty: the daemon starts", traceback.format_exc())
+        return
+    for name, fn in PTY_ATTEMPTS:
+        run_one(prefix + name, fn, c)
+    c.via = "pty"
+    try:
+        for name, fn in ATTEMPTS:
+            # Degradation is the CLI's embedded launch (its env): not a terminal's.
+            if uses_probe(fn) and not name.startswith("degraded:"):
+                run_one(f"{prefix}pty: {name}", fn, c)
+        run_syscalls(c, prefix + "pty: ")
+    finally:
+        c.via = None
 
 
 # ---------------------------------------------------------------- runner
@@ -1432,6 +1589,7 @@ def main():
                 for name, fn in ATTEMPTS:
                     run_one(prefix + name, fn, c)
                 run_syscalls(c, prefix)
+                run_pty(c, prefix)
             finally:
                 try:
                     os.unlink(c.tmp_sock)

@@ -101,6 +101,27 @@ static void decode_all(json_t *o, size_t raw_len) {
         bool found;
         TRY(protocol_decode_cancel_reply(o, &found, &_e));
 
+        ProtocolSessionOpenRequest so;
+        if (protocol_decode_session_open_request(o, &so, &e) == 0) {
+                if (!so.argv || !so.argv[0])
+                        __builtin_trap();
+                if (protocol_encode_session_open_request(&b, so.head.id, &so) < 0)
+                        __builtin_trap(); /* what decodes must encode */
+                protocol_session_open_request_done(&so);
+        }
+        vs_error_free(e), e = NULL;
+        ProtocolSessionRequest sr;
+        if (protocol_decode_session_request(o, &sr, &e) == 0 &&
+            protocol_encode_session_request(&b, sr.head.id, sr.head.op, &sr, "", 0) < 0)
+                __builtin_trap();
+        vs_error_free(e), e = NULL;
+        int64_t spid;
+        TRY(protocol_decode_session_open_reply(o, &spid, &_e));
+        ProtocolSessionEvent ev;
+        if (protocol_decode_session_event(o, &ev, &e) == 0 && protocol_encode_session_event(&b, &ev, "", 0) < 0)
+                __builtin_trap();
+        vs_error_free(e), e = NULL;
+
         strbuf_done(&b);
 }
 

@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -665,42 +666,324 @@ def t_pty(d, tmp):
     p = subprocess.run([CLI, "shell", "-w", un], input="echo PTY-$((6*7))\nexit 5\n", capture_output=True, text=True,
                        env=env, timeout=20)
     check(p.returncode == 5 and "PTY-42" in p.stdout, (p.returncode, p.stdout, p.stderr))
-    p = subprocess.run([CLI, "shell", "-w", sb], input="id\n", capture_output=True, text=True, env=env, timeout=20)
-    check(p.returncode == 125 and "not yet routed through the jail" in p.stderr and p.stdout == "", (p.returncode, p.stderr))
+    # Sandboxed: the shell runs in the jail (t_pty_jail has the rest).
+    p = subprocess.run([CLI, "shell", "-w", sb], input="echo JAIL-$((6*7)); exit 9\n", capture_output=True, text=True,
+                       env=env, timeout=20)
+    check(p.returncode == 9 and "JAIL-42" in p.stdout, (p.returncode, p.stdout, p.stderr))
     # A real terminal: raw mode and resize on SIGWINCH.
-    import pty as ptymod
-    import fcntl
-    import struct
-    import termios
-    pid, fd = ptymod.fork()
-    if pid == 0:
-        os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
-        os.environ["TERM"] = "dumb"
-        os.execv(CLI, [CLI, "shell", "-w", un])
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    buf = b""
+    t = PtyShell(d, un)
+    time.sleep(0.5)
+    t.write(b"stty size; echo M1\n")
+    check(t.expect(b"M1"), t.buf)
+    t.resize(40, 120)
+    time.sleep(0.3)
+    t.write(b"stty size; echo M2\n")
+    check(t.expect(b"40 120"), t.buf)
+    t.write(b"exit 7\n")
+    check(t.wait() == 7, t.buf)
 
-    def expect(word, t=10):
-        nonlocal buf
+
+class PtyShell:
+    """`vectora-sandbox shell` on a real terminal (pty.fork), 100x30."""
+
+    def __init__(self, d, ws, rows=30, cols=100):
+        import pty as ptymod
+        self.pid, self.fd = ptymod.fork()
+        if self.pid == 0:
+            os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
+            os.environ["TERM"] = "dumb"
+            os.execv(CLI, [CLI, "shell", "-w", ws])
+        self.winsize(rows, cols)
+        self.buf = b""
+
+    def winsize(self, rows, cols):
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def resize(self, rows, cols):
+        self.winsize(rows, cols)
+        os.kill(self.pid, signal.SIGWINCH)
+
+    def write(self, b):
+        os.write(self.fd, b)
+
+    def expect(self, word, t=10):
         end = time.time() + t
-        while word not in buf and time.time() < end:
+        while word not in self.buf and time.time() < end:
+            import select
+            if not select.select([self.fd], [], [], max(0.0, end - time.time()))[0]:
+                break
             try:
-                buf += os.read(fd, 4096)
+                self.buf += os.read(self.fd, 4096)
             except OSError:
                 break
-        return word in buf
+        return word in self.buf
 
+    def wait(self, t=20):
+        end = time.time() + t
+        while time.time() < end:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(st)
+            self.expect(b"\0never\0", 0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return None
+
+
+def t_pty_typeahead(d, tmp):
+    """What the user types before the prompt appears runs (as with ssh):
+    the terminal goes raw without a flush."""
+    un = make_ws(tmp, "pty-typeahead", None)
+    t = PtyShell(d, un)
+    # At once: the CLI has not even connected to the daemon yet.
+    t.write(b"echo TYPED-$((6*7)); exit 4\n")
+    check(t.expect(b"TYPED-42"), t.buf)
+    check(t.wait() == 4, t.buf)
+
+
+def pty_events(c, pty, until, t=10):
+    """terminal_output of pty (joined) until a terminal_exit or until is seen."""
+    out, end = b"", time.time() + t
+    c.s.settimeout(t)
+    try:
+        while time.time() < end:
+            m = c.recv()
+            if m.get("event") == "terminal_output" and m["pty"] == pty:
+                out += m["_raw"]
+                if until and until in out:
+                    return out, None
+            elif m.get("event") == "terminal_exit" and m["pty"] == pty:
+                return out, m
+    finally:
+        c.s.settimeout(None)
+    raise AssertionError(("no", until, out))
+
+
+def t_pty_jail(d, tmp):
+    """A terminal in a sandboxed workspace is a PTY of the jail's own devpts,
+    as the jail's user: what a one-shot command cannot do, it cannot either."""
+    sb = make_ws(tmp, "pty-jail", SANDBOX, {".env": "SECRET=1\n", "a.txt": "hello\n"})
+    c = d.conn()
+    r = term(c, sb, "id -u; id -g")
+    check(r["ok"], r)
+    jail_ids = r["stdout"].split()
+    t = PtyShell(d, sb)
+    t.write(b"echo TYPED-$((6*7))\n")  # typeahead, before the jail has even started
+    check(t.expect(b"TYPED-42", 30), t.buf)
+    t.write(b"echo U=$(id -u):$(id -g):$(tty); cat .env; echo END$((0+1))\n")
+    check(t.expect(b"END1\r\n", 15) and b"SECRET" not in t.buf, t.buf)
+    m = re.search(rb"U=(\d+):(\d+):(/dev/pts/\d+)", t.buf)
+    check(m and [m.group(1).decode(), m.group(2).decode()] == jail_ids, (t.buf, jail_ids))
+    check(m.group(1) != b"0" or not ROOT, t.buf)
+    t.write(b"echo x >> vectora.toml; echo RC=$?; pwd; echo END$((1+1))\n")
+    check(t.expect(b"END2\r\n", 10) and (os.path.realpath(sb) + "\r\n").encode() in t.buf, t.buf)
+    check(re.search(rb"RC=[1-9]", t.buf), t.buf)
+    check(open(os.path.join(sb, "vectora.toml")).read() == SANDBOX, "vectora.toml was written")
+    t.resize(40, 120)
     time.sleep(0.5)
-    os.write(fd, b"stty size; echo M1\n")
-    check(expect(b"M1\r\n") or expect(b"M1"), buf)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    os.kill(pid, signal.SIGWINCH)
-    time.sleep(0.3)
-    os.write(fd, b"stty size; echo M2\n")
-    check(expect(b"40 120"), buf)
-    os.write(fd, b"exit 7\n")
-    _, st = os.waitpid(pid, 0)
-    check(os.WEXITSTATUS(st) == 7, st)
+    t.write(b"stty size; echo M2\n")
+    check(t.expect(b"40 120"), t.buf)
+    # A status call meanwhile: the worker is busy with a terminal, not idle.
+    w = d.ws_status(sb)["worker"]
+    t.write(b"exit 7\n")
+    check(t.wait() == 7, t.buf)
+    check(w and w["state"] == "ready", w)
+    lines = [json.loads(l) for l in open(d.audit)]
+    ends = [l for l in lines if l["tool"] == "terminal_exit" and l["workspace"] == os.path.realpath(sb)]
+    check(ends and ends[-1]["target"]["exit_code"] == 7 and ends[-1]["outcome"] == "ok" and ends[-1]["sandboxed"], ends)
+    c.close()
+
+
+def t_pty_jail_api(d, tmp):
+    """Several terminals per workspace; not idle while one is open; closed
+    with the connection; ended with a clear event when the policy changes."""
+    sb = make_ws(tmp, "pty-jail-api", SANDBOX + "idle_timeout = 1\n")
+    c = d.conn()
+    o1 = c.call({"tool": "terminal_open", "workspace": sb, "cols": 80, "rows": 24, "argv": ["/bin/sh"]})
+    o2 = c.call({"tool": "terminal_open", "workspace": sb, "cols": 80, "rows": 24})
+    check(o1["ok"] and o2["ok"] and o1["sandboxed"] and o1["pty"] != o2["pty"], (o1, o2))
+    c.send({"tool": "terminal_input", "pty": o1["pty"]}, b"echo one-$((1+1))\n")
+    out, _ = pty_events(c, o1["pty"], b"one-2")
+    r = c.call({"tool": "terminal_input", "pty": o2["pty"], "data": "echo two-$((1+2))\n"})
+    check(r["ok"], r)
+    out, _ = pty_events(c, o2["pty"], b"two-3")
+    pid = d.ws_status(sb)["worker"]["pid"]
+    time.sleep(2.5)  # past idle_timeout: a terminal is open
+    w = d.ws_status(sb)
+    check(w["worker"] and w["worker"]["pid"] == pid and w["counters"]["idle_ends"] == 0, w)
+    r = c.call({"tool": "terminal_resize", "pty": o1["pty"], "cols": 0, "rows": 5})
+    check(not r["ok"] and r["error"]["code"] == "bad_request", r)
+    r = c.call({"tool": "terminal_close", "pty": o2["pty"]})
+    check(r["ok"], r)
+    _, ex = pty_events(c, o2["pty"], None)
+    check(ex["signal"] == 9 and "ended" not in ex, ex)
+    # Another connection cannot touch this one's terminal.
+    c2 = d.conn()
+    r = c2.call({"tool": "terminal_input", "pty": o1["pty"], "data": "exit\n"})
+    check(not r["ok"] and r["error"]["code"] == "not_found", r)
+    c2.close()
+    # A tighter policy: the terminal ends with its jail, saying so.
+    with open(os.path.join(sb, "vectora.toml"), "w") as f:
+        f.write(SANDBOX.replace('"**/*.pem"', '"**/*.pem", "x"') + "idle_timeout = 1\n")
+    c2 = d.conn()
+    r = term(c2, sb, "echo new")
+    c2.close()
+    check(r["ok"] and r["stdout"] == "new\n", r)
+    _, ex = pty_events(c, o1["pty"], None)
+    check(ex["ended"] == "worker_recycled" and ex["exit_code"] == 125 and "jail" in ex["message"], ex)
+    r = c.call({"tool": "terminal_input", "pty": o1["pty"], "data": "x"})
+    check(not r["ok"] and r["error"]["code"] == "not_found", r)
+    # Closing the connection ends its terminals; then the worker idles out.
+    o3 = c.call({"tool": "terminal_open", "workspace": sb, "cols": 80, "rows": 24,
+                 "argv": ["/bin/sh", "-c", "echo $$ > shell.pid; exec sleep 1000"]})
+    check(o3["ok"], o3)
+    for _ in range(100):
+        if os.path.exists(os.path.join(sb, "shell.pid")):
+            break
+        time.sleep(0.05)
+    c.close()
+    time.sleep(2.5)
+    w = d.ws_status(sb)
+    check(w["worker"] is None and w["counters"]["idle_ends"] >= 1, w)
+
+
+def proc_wait(c, ws, pid_, want_exit=True, t=20, **offs):
+    """process_output until the process ended (or t seconds)."""
+    end = time.time() + t
+    out = err = ""
+    o = {"stdout_offset": 0, "stderr_offset": 0}
+    o.update(offs)
+    while time.time() < end:
+        r = c.call({"tool": "process_output", "workspace": ws, "process": pid_, "wait_ms": 2000, **o})
+        check(r["ok"], r)
+        out += r["stdout"]
+        err += r["stderr"]
+        o = {"stdout_offset": r["stdout_offset"], "stderr_offset": r["stderr_offset"]}
+        if not r["running"] and r["stdout_offset"] == r["stdout_total"] and r["stderr_offset"] == r["stderr_total"]:
+            return r, out, err
+    raise AssertionError(("still running", pid_, out, err))
+
+
+def t_process(d, tmp):
+    """Background processes: output across calls, input, signals, the ring
+    with its dropped count, the list, the per-process timeout, the jail's
+    limits, not idle while one runs, ended with the jail."""
+    lim = '[sandbox.limits]\nmax_output = 4096\npids = 64\nbackground_timeout = 30\n'
+    sb = make_ws(tmp, "proc", SANDBOX + "idle_timeout = 1\n" + lim, {".env": "SECRET=1\n"})
+    c = d.conn()
+    r = c.call({"tool": "process_start", "workspace": sb,
+                "command": "echo start; cat .env; read l; echo got-$l; echo err >&2; id -u; exit 3"})
+    check(r["ok"] and r["sandboxed"] and r["process"] >= 1 and r["pid"] > 0, r)
+    p1 = r["process"]
+    r = c.call({"tool": "process_output", "workspace": sb, "process": p1, "wait_ms": 5000})
+    check(r["ok"] and r["running"] and r["stdout"].startswith("start\n") and "SECRET" not in r["stdout"], r)
+    check(term(c, sb, "echo between")["stdout"] == "between\n", "a one-shot call meanwhile")
+    r = c.call({"tool": "process_input", "workspace": sb, "process": p1, "data": "typed\n"})
+    check(r["ok"], r)
+    r, out, err = proc_wait(c, sb, p1)
+    jail_uid = term(c, sb, "id -u")["stdout"]
+    check(out == "start\ngot-typed\n" + jail_uid and err == "err\n", (out, err))
+    check(r["exit_code"] == 3 and r["signal"] == 0 and r["timed_out"] is False and "ended" not in r, r)
+    # The ring keeps the last max_output bytes and says how many went.
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "seq 1 20000"})
+    p2 = r["process"]
+    r, out, _ = proc_wait(c, sb, p2)
+    total = len("".join(f"{i}\n" for i in range(1, 20001)))
+    r = c.call({"tool": "process_output", "workspace": sb, "process": p2})
+    check(r["stdout_total"] == total and r["stdout_dropped"] == total - 4096 and len(r["stdout"]) == 4096
+          and r["stdout"].endswith("19999\n20000\n") and r["stdout_offset"] == total, {k: v for k, v in r.items() if k != "stdout"})
+    r = c.call({"tool": "process_output", "workspace": sb, "process": p2, "stdout_offset": total - 6})
+    check(r["stdout"] == "20000\n" and r["stdout_dropped"] == 0, r)
+    # Signals, by name and number; the whole group.
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "sleep 100 & sleep 100"})
+    p3 = r["process"]
+    r = c.call({"tool": "process_signal", "workspace": sb, "process": p3, "signal": "TERM"})
+    check(r["ok"], r)
+    r, _, _ = proc_wait(c, sb, p3)
+    check(r["signal"] == 15 and r["exit_code"] == 143, r)
+    r = c.call({"tool": "process_signal", "workspace": sb, "process": p3, "signal": 9})
+    check(not r["ok"] and r["error"]["code"] == "process_ended", r)
+    r = c.call({"tool": "process_signal", "workspace": sb, "process": p1, "signal": "BOGUS"})
+    check(not r["ok"] and r["error"]["code"] == "bad_request", r)
+    r = c.call({"tool": "process_output", "workspace": sb, "process": 99999})
+    check(not r["ok"] and r["error"]["code"] == "not_found", r)
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "x", "argv": ["y"]})
+    check(not r["ok"] and r["error"]["code"] == "bad_request", r)
+    # A fork bomb in the background stays inside the workspace's pids limit.
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "b() { b | b & }; b; sleep 100"})
+    p4 = r["process"]
+    time.sleep(2)
+    # The bomb holds the limit: a command now may not even start (EAGAIN).
+    r = term(c, sb, "echo alive")
+    check(r["ok"] or r["error"]["code"] in ("worker_recycled", "io"), r)
+    jail = proc_tree(d.ws_status(sb)["worker"]["pid"])
+    check(len(jail) <= 64 + 3, (len(jail), [comm(p) for p in jail][:10]))  # + keeper's bwrap, bwrap's init, worker
+    c.call({"tool": "process_signal", "workspace": sb, "process": p4, "signal": "KILL"})
+    proc_wait(c, sb, p4)
+    # Not idle while one runs (idle_timeout = 1); the list shows them all.
+    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["sleep", "1000"]})
+    p5 = r["process"]
+    pid = d.ws_status(sb)["worker"]["pid"]
+    time.sleep(2.5)
+    w = d.ws_status(sb)
+    check(w["worker"] and w["worker"]["pid"] == pid, w)
+    r = c.call({"tool": "process_list", "workspace": sb})
+    ids = [(p["process"], p["running"]) for p in r["processes"]]
+    check(ids == [(p1, False), (p2, False), (p3, False), (p4, False), (p5, True)], r)
+    # A policy change ends it with the jail, saying so.
+    with open(os.path.join(sb, "vectora.toml"), "w") as f:
+        f.write(SANDBOX.replace('"**/*.pem"', '"**/*.pem", "y"') + "idle_timeout = 1\n" + lim)
+    check(term(c, sb, "true")["ok"], "after the change")
+    r, _, _ = proc_wait(c, sb, p5)
+    check(r["ended"] == "worker_recycled" and r["signal"] == 9, r)
+    # Now nothing runs: the worker idles out.
+    time.sleep(2.5)
+    check(d.ws_status(sb)["worker"] is None, d.ws_status(sb))
+    lines = [json.loads(l) for l in open(d.audit)]
+    ends = [l for l in lines if l["tool"] == "process_exit" and l["workspace"] == os.path.realpath(sb)]
+    check(len(ends) == 5 and ends[0]["target"]["exit_code"] == 3 and ends[-1]["error_code"] == "worker_recycled", ends)
+    starts = [l for l in lines if l["tool"] == "process_start" and l["workspace"] == os.path.realpath(sb)]
+    check(len(starts) == 6 and [x["outcome"] for x in starts].count("error") == 1 and starts[0]["outcome"] == "ok",
+          starts)
+    c.close()
+
+
+def t_process_timeout_and_shutdown(d0, tmp):
+    """background_timeout kills it; the daemon's shutdown ends every
+    background process (no process of the daemon's tree survives)."""
+    d = Daemon(tmp, "proc-term")
+    try:
+        ws = make_ws(tmp, "proc-term-ws", SANDBOX + "[sandbox.limits]\nbackground_timeout = 1\n")
+        un = make_ws(tmp, "proc-term-un", None)
+        c = d.conn()
+        r = c.call({"tool": "process_start", "workspace": ws, "argv": ["sleep", "100"], "timeout": 50})
+        r, _, _ = proc_wait(c, ws, r["process"])
+        check(r["timed_out"] is True and r["signal"] == 9 and 900 <= r["runtime_ms"] < 30000, r)
+        r1 = c.call({"tool": "process_start", "workspace": ws, "argv": ["sleep", "100"], "timeout": 0})
+        r2 = c.call({"tool": "process_start", "workspace": un, "command": "sleep 100; true"})
+        check(r1["ok"] and r2["ok"] and r2["sandboxed"] is False, (r1, r2))
+        # Both sleeps run (the shell may not have started its sleep yet).
+        end = time.time() + 20
+        while time.time() < end:
+            tree = proc_tree(d.p.pid)
+            if len([p for p in tree if comm(p) == "sleep"]) == 2:
+                break
+            time.sleep(0.05)
+        check(len([p for p in tree if comm(p) == "sleep"]) == 2, [comm(p) for p in tree])
+        d.p.send_signal(signal.SIGTERM)
+        check(d.p.wait(30) == 0, "exit status")
+        t0 = time.time()
+        while time.time() - t0 < 10.0 and any(alive(p) for p in tree):
+            time.sleep(0.02)
+        check(not any(alive(p) for p in tree), [comm(p) for p in tree if alive(p)])
+        c.close()
+    finally:
+        d.stop()
 
 
 def t_idle(d, tmp):
@@ -797,7 +1080,7 @@ def t_perf(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
 
 

@@ -133,12 +133,14 @@ def conversation(mode, ws, env):
 
         r = m.request("tools/list")
         tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
-        report(tag + "tools/list: terminal, file_read, file_write, file_edit",
-               set(tools) == {"terminal", "file_read", "file_write", "file_edit"}, r)
+        report(tag + "tools/list: terminal, file_read, file_write, file_edit and the background-process tools",
+               set(tools) == {"terminal", "file_read", "file_write", "file_edit", "process_start", "process_output",
+                              "process_input", "process_signal", "process_list"}, r)
         report(tag + "each tool has a description and an object schema refusing unknown arguments",
                tools and all(len(t.get("description", "")) > 80 and t["inputSchema"].get("type") == "object"
-                   and t["inputSchema"].get("additionalProperties") is False and t["inputSchema"].get("required")
-                   for t in tools.values()), tools)
+                   and t["inputSchema"].get("additionalProperties") is False
+                   and (t["inputSchema"].get("required") or n == "process_list")
+                   for n, t in tools.items()), tools)
 
         r = m.call("terminal", command="echo out; echo err >&2; exit 3")
         res = r.get("result", {})
@@ -203,6 +205,36 @@ def conversation(mode, ws, env):
                r.get("error", {}).get("code") == -32700 and r.get("id") is None, r)
         r = m.request("ping")
         report(tag + "ping after a bad line", r.get("result") == {}, r)
+
+        # Background processes: through the daemon they run across calls;
+        # embedded, nothing would keep them, so they are refused.
+        r = m.call("process_start", command="echo up; read l; echo got-$l; sleep 100")
+        if mode == "daemon":
+            sc = r.get("result", {}).get("structuredContent", {})
+            pid_ = sc.get("process")
+            report(tag + "process_start: an id at once, sandboxed",
+                   r["result"].get("isError") is False and pid_ and sc.get("sandboxed") is True
+                   and "started background process %s" % pid_ in text_of(r), r)
+            m.call("process_input", process=pid_, data="typed\n")
+            r = m.call("process_output", process=pid_, wait_ms=5000)
+            t = text_of(r)
+            for _ in range(20):
+                if "got-typed" in t:
+                    break
+                sc = r["result"]["structuredContent"]
+                r = m.call("process_output", process=pid_, wait_ms=2000, stdout_offset=sc["stdout_offset"])
+                t += text_of(r)
+            report(tag + "process_input then process_output: its output across calls, and that it runs",
+                   "up\n" in t and "got-typed" in t and "running; next offsets: stdout_offset" in t, t)
+            r = m.call("process_list")
+            report(tag + "process_list: it is listed, running", ("%s: running" % pid_) in text_of(r), r)
+            r = m.call("process_signal", process=pid_, signal="KILL")
+            r2 = m.call("process_output", process=pid_, wait_ms=5000, stdout_offset=10000)
+            report(tag + "process_signal KILL: it ends (exit 137)",
+                   "exited with code 137" in text_of(r2), (r, r2))
+        else:
+            report(tag + "process_start without a daemon: the tool error daemon_required",
+                   r.get("result", {}).get("isError") is True and "daemon_required" in text_of(r), r)
 
         # Warm: the worker (or the daemon's) lives across calls.
         m.call("terminal", command="true")

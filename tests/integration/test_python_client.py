@@ -130,6 +130,28 @@ def tools(vs, sock, ws):
     return sb
 
 
+def processes(vs, sb, ws):
+    pid_ = sb.process_start("echo up; read l; echo got-$l; echo oops >&2; exit 5")
+    sb.process_input(pid_, "typed\n")
+    out = err = b""
+    o = e = 0
+    for _ in range(30):
+        r = sb.process_output(pid_, stdout_offset=o, stderr_offset=e, wait=2)
+        out, err, o, e = out + r.stdout, err + r.stderr, r.stdout_offset, r.stderr_offset
+        if not r.info.running and o == r.info.stdout_total and e == r.info.stderr_total:
+            break
+    report("process_start/input/output: its output as bytes across calls, and its exit code",
+           out == b"up\ngot-typed\n" and err == b"oops\n" and r.info.exit_code == 5 and not r.info.running, (out, err, r))
+    p2 = sb.process_start(["sleep", "100"])
+    sb.process_signal(p2, "TERM")
+    r = sb.process_output(p2, wait=5)
+    report("process_signal: TERM ends it (exit 143)", r.info.exit_code == 143 and r.info.signal == 15, r)
+    ok, e = expect_error(lambda: sb.process_input(p2, "x"), "process_ended")
+    report("process_input to an ended process raises 'process_ended'", ok, e)
+    ids = [(p.process, p.running) for p in sb.process_list()]
+    report("process_list: both, oldest first", ids[-2:] == [(pid_, False), (p2, False)], ids)
+
+
 def bulk(sb, ws):
     data = os.urandom(10 * 1024 * 1024)
     t0 = time.monotonic()
@@ -214,6 +236,7 @@ def main():
                      {".env": "TOPSECRET=1\n", "src/main.c": "int main(void) { return 0; }\n"})
         with tools(vs, d.sock, ws) as sb:
             bulk(sb, ws)
+            processes(vs, sb, ws)
             concurrent_edits(sb, ws)
         refused(vs, d.sock, tmp)
         unreachable(vs, tmp)

@@ -722,6 +722,202 @@ def bubblewrap_pid1_with_seccomp(env):
         w.close()
 
 
+# ---------------------------------------------------------------- sessions
+
+def sreq(w, op, raw=None, **fields):
+    """A request whose reply may come after session events (kept for
+    session_collect)."""
+    w.next_id += 1
+    rid = w.next_id
+    w.send(dict(id=rid, op=op, **fields), raw)
+    while True:
+        m, data = w.recv()
+        if "event" in m:
+            w.events = getattr(w, "events", []) + [(m, data)]
+            continue
+        assert m.get("id") == rid, f"reply for {m.get('id')}, expected {rid}: {m}"
+        return m, data
+
+
+def session_collect(w, sid, timeout=10, stop=None):
+    """Output events of session sid (by stream) and its exit event."""
+    out = {"stdout": b"", "stderr": b""}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if getattr(w, "events", []):
+            m, raw = w.events.pop(0)
+        else:
+            m, raw = w.recv(timeout=max(0.01, deadline - time.monotonic()))
+        if m.get("event") == "session_output" and m["session"] == sid:
+            out[m["stream"]] += raw
+            if stop and stop in out["stdout"]:
+                return out, None
+        elif m.get("event") == "session_exit" and m["session"] == sid:
+            return out, m
+        else:
+            raise AssertionError(f"unexpected message {m}")
+    raise AssertionError(f"no exit of session {sid}: {out}")
+
+
+@test
+def session_pipes_output_input_exit(env):
+    w = Worker()
+    try:
+        w.handshake(env.jail())
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-c", "echo started; read l; echo got-$l; echo err >&2; exit 6"])
+        assert r["ok"] and r["pid"] > 0, r
+        sid = w.next_id
+        out, ex = session_collect(w, sid, stop=b"started\n")
+        assert ex is None and out["stdout"] == b"started\n", out
+        r, _ = sreq(w, "session_input", raw=b"line\n", session=sid)
+        assert r == {"id": w.next_id, "ok": True}, r
+        out, ex = session_collect(w, sid)
+        assert out == {"stdout": b"got-line\n", "stderr": b"err\n"}, out
+        assert ex == {"event": "session_exit", "session": sid, "exit_code": 6, "signal": 0, "timed_out": False}, ex
+        r, _ = sreq(w, "session_input", raw=b"x", session=sid)
+        assert err_code(r) == "not_found", r
+        # End of input: cat ends when its stdin closes.
+        r, _ = sreq(w, "session_open", argv=["cat"])
+        sid = w.next_id
+        r, _ = sreq(w, "session_input", raw=b"abc", session=sid, eof=True)
+        assert r["ok"], r
+        out, ex = session_collect(w, sid)
+        assert out["stdout"] == b"abc" and ex["exit_code"] == 0, (out, ex)
+    finally:
+        w.close()
+
+
+@test
+def session_signal_timeout_and_errors(env):
+    w = Worker()
+    try:
+        w.handshake(env.jail())
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-c", "sleep 100 & sleep 100"])
+        sid = w.next_id
+        pid = r["pid"]
+        r, _ = sreq(w, "session_signal", session=sid, signal=15)
+        assert r["ok"], r
+        _, ex = session_collect(w, sid)
+        assert ex["signal"] == 15 and ex["exit_code"] == 143, ex
+        assert pid_gone(pid), "the group leader survived"
+        r, _ = sreq(w, "session_open", argv=["sleep", "100"], timeout_ms=200)
+        sid = w.next_id
+        _, ex = session_collect(w, sid)
+        assert ex["timed_out"] is True and ex["signal"] == 9, ex
+        r, _ = sreq(w, "session_open", argv=["no-such-program-x"])
+        assert err_code(r) == "not_found" and "command not found" in r["error"]["message"], r
+        r, _ = sreq(w, "session_open", argv=["sh"], pty=True, cols=0, rows=24)
+        assert err_code(r) == "bad_request", r
+        r, _ = sreq(w, "session_resize", session=12345, cols=80, rows=24)
+        assert err_code(r) == "not_found", r
+        r, _ = sreq(w, "session_signal", session=1, signal=0)
+        assert err_code(r) == "bad_request", r
+        r, _ = sreq(w, "session_open", argv=["cat"], cwd="no-such-dir")
+        assert err_code(r) == "not_found", r
+    finally:
+        w.close()
+
+
+@test
+def session_pty(env):
+    w = Worker()
+    try:
+        w.handshake(env.jail())
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-c", "tty; stty size; read l; echo got-$l; exit 3"],
+                         pty=True, cols=100, rows=30, env={"TERM": "dumb"})
+        assert r["ok"], r
+        sid = w.next_id
+        out, ex = session_collect(w, sid, stop=b"30 100")
+        assert b"/dev/pts/" in out["stdout"], out
+        r, _ = sreq(w, "session_resize", session=sid, cols=120, rows=40)
+        assert r["ok"], r
+        r, _ = sreq(w, "session_input", raw=b"typed\n", session=sid)
+        assert r["ok"], r
+        out, ex = session_collect(w, sid)
+        assert b"got-typed" in out["stdout"] and out["stderr"] == b"" and ex["exit_code"] == 3, (out, ex)
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-i"], pty=True, cols=80, rows=24, env={"TERM": "dumb"})
+        sid = w.next_id
+        sreq(w, "session_input", raw=b"stty size; exit\n", session=sid)
+        out, ex = session_collect(w, sid)
+        assert ex["exit_code"] == 0 and b"24 80" in out["stdout"], (out, ex)
+        r, _ = sreq(w, "session_open", argv=["cat"], pty=True, cols=80, rows=24)
+        sid = w.next_id
+        r, _ = sreq(w, "session_input", raw=b"", session=sid, eof=True)
+        assert err_code(r) == "bad_request" and "^D" in r["error"]["message"], r
+        r, _ = sreq(w, "session_signal", session=sid, signal=9)
+        _, ex = session_collect(w, sid)
+        assert ex["signal"] == 9, ex
+    finally:
+        w.close()
+
+
+@test
+def session_flood_paused_is_bounded(env):
+    """A flooding session the peer does not read (or paused) blocks on its
+    full pipe: the worker's memory stays flat and requests still answer."""
+    w = Worker()
+    try:
+        w.handshake(env.jail())
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-c", "exec cat /dev/zero"])
+        sid = w.next_id
+        r, _ = sreq(w, "session_pause", session=sid, paused=True)
+        assert r["ok"], r
+        # Drain what was already sent, then nothing more arrives.
+        got = 0
+        while True:
+            try:
+                m, raw = w.recv(timeout=0.5)
+            except (socket.timeout, TimeoutError):
+                break
+            got += len(raw or b"")
+        rss0 = int(open(f"/proc/{w.proc.pid}/statm").read().split()[1])
+        time.sleep(0.5)
+        r, _ = w.request("stat", path="hello.txt")
+        assert r["ok"], r
+        rss1 = int(open(f"/proc/{w.proc.pid}/statm").read().split()[1])
+        assert rss1 - rss0 < 256, (rss0, rss1)
+        # Unpaused but never read: bounded by the worker's session high water.
+        r, _ = sreq(w, "session_pause", session=sid, paused=False)
+        time.sleep(1.0)
+        rss2 = int(open(f"/proc/{w.proc.pid}/statm").read().split()[1])
+        assert (rss2 - rss0) * 4096 < 16 << 20, (rss0, rss2)
+        w.send(dict(id=999, op="session_signal", session=sid, signal=9))
+        seen_exit = False
+        deadline = time.monotonic() + 20
+        while not seen_exit and time.monotonic() < deadline:
+            m, raw = w.recv()
+            seen_exit = m.get("event") == "session_exit"
+        assert seen_exit
+    finally:
+        w.close()
+
+
+@test
+def session_pty_in_bubblewrap_devpts(env):
+    """Under bwrap --dev the terminal is one of the jail's own devpts: the
+    host's /dev/pts entries are not there."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        raise Skip("bwrap is not installed")
+    probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip("bwrap cannot create namespaces here: " + probe.stderr.decode().strip())
+    host = sorted(x for x in os.listdir("/dev/pts") if x.isdigit())
+    prefix = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", env.ws, env.ws,
+              "--unshare-all", "--die-with-parent", "--as-pid-1", "--new-session"]
+    w = Worker(prefix)
+    try:
+        w.handshake(env.jail())
+        r, _ = sreq(w, "session_open", argv=["/bin/sh", "-c", "tty; ls /dev/pts; id -u"], pty=True, cols=80, rows=24)
+        assert r["ok"], (r, w.stderr())
+        out, ex = session_collect(w, w.next_id)
+        lines = out["stdout"].decode().split()
+        assert ex["exit_code"] == 0 and lines[0] == "/dev/pts/0", (out, ex)
+        assert sorted(x for x in lines[1:-1] if x.isdigit()) == ["0"], (lines, host)
+    finally:
+        w.close()
+
+
 # ---------------------------------------------------------------- bench
 
 def bench(n):

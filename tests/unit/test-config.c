@@ -82,6 +82,7 @@ static void test_defaults(void **state) {
         assert_int_equal(p->limits.timeout_s, 120);
         assert_int_equal(p->limits.max_output, 1048576);
         assert_int_equal(p->limits.pids, 512);
+        assert_int_equal(p->limits.background_timeout_s, 0); /* none */
         assert_int_equal(p->limits.memory, 2ull << 30);
         assert_string_equal(p->workspace, "/ws");
         assert_string_equal(p->config_path, "/ws/vectora.toml");
@@ -99,7 +100,7 @@ static void test_full(void **state) {
                                "network = false\n"
                                "idle_timeout = 30\n"
                                "[sandbox.limits]\n"
-                               "timeout = 5\nmax_output = 4096\npids = 64\nmemory = \"512M\"\n"
+                               "timeout = 5\nmax_output = 4096\npids = 64\nmemory = \"512M\"\nbackground_timeout = 3600\n"
                                "[sandbox.ssh]\nhost = \"build1\"\nuser = \"agent\"\nport = 2222\nidentity_file = \"~/.ssh/id\"\n"
                                "known_hosts = \"/etc/kh\"\nremote_root = \"/work\"\nworker_path = \"/opt/w\"\n");
         assert_int_equal(p->backend, VS_BACKEND_SSH);
@@ -116,6 +117,7 @@ static void test_full(void **state) {
         assert_int_equal(p->limits.max_output, 4096);
         assert_int_equal(p->limits.pids, 64);
         assert_int_equal(p->limits.memory, 512ull << 20);
+        assert_int_equal(p->limits.background_timeout_s, 3600);
         assert_string_equal(p->ssh.host, "build1");
         assert_int_equal(p->ssh.port, 2222);
         assert_string_equal(p->ssh.remote_root, "/work");
@@ -161,7 +163,8 @@ static void test_unknown_key_no_suggestion(void **state) {
 
 static void test_unknown_key_subtable(void **state) {
         expect_error("[sandbox]\n[sandbox.limits]\ncpus = 2\n",
-                     "vectora.toml:3:1: sandbox.limits: unknown key 'cpus'; allowed keys: timeout, max_output, pids, memory");
+                     "vectora.toml:3:1: sandbox.limits: unknown key 'cpus'; allowed keys: timeout, max_output, pids, memory, "
+                     "background_timeout");
 }
 
 static void test_wrong_type(void **state) {

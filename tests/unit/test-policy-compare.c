@@ -53,6 +53,9 @@ static void test_same_and_tighter(void **state) {
                      "\".mcp.json\", \"**/.claude/settings.json\", \"**/.claude/settings.local.json\", \"Makefile\"]\n",
                NULL);
         expect(BASE "git_init = true\n", BASE, NULL);
+        /* A background process's timeout: none -> one, or a shorter one. */
+        expect(BASE, BASE "[sandbox.limits]\nbackground_timeout = 60\n", NULL);
+        expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE "[sandbox.limits]\nbackground_timeout = 30\n", NULL);
         /* A path moved from rw to ro is narrower. */
         expect("[sandbox]\nrw_paths = [\".\", \"/srv\"]\n", "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"/srv\"]\n", NULL);
 }
@@ -90,6 +93,9 @@ static void test_each_loosening(void **state) {
         expect(BASE, BASE "git_init = true\n", "git_init: false -> true");
         expect(BASE, BASE "[sandbox.limits]\ntimeout = 100000\n", "limits.timeout: 120 -> 100000 (raised)");
         expect(BASE, BASE "[sandbox.limits]\nmemory = \"64G\"\n", "limits.memory");
+        expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE "[sandbox.limits]\nbackground_timeout = 90\n",
+               "limits.background_timeout: 60 -> more (raised)");
+        expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE, "limits.background_timeout: 60 -> none (raised)");
         expect(BASE, BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"x\"\n", "backend: local -> docker");
         expect(BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"a\"\n",
                BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"b\"\n", "docker: changed");

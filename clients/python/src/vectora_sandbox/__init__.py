@@ -21,6 +21,8 @@ from .client import (
     DaemonUnavailable,
     EditResult,
     FileContent,
+    ProcessInfo,
+    ProcessOutput,
     Sandbox,
     SandboxError,
     SandboxInfo,
@@ -40,6 +42,8 @@ __all__ = [
     "FileContent",
     "WriteResult",
     "EditResult",
+    "ProcessInfo",
+    "ProcessOutput",
     "default_socket",
     "__version__",
 ]

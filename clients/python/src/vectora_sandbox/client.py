@@ -9,6 +9,7 @@ connections so that calls from several threads run at the same time.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket as _socket
@@ -25,6 +26,8 @@ __all__ = [
     "FileContent",
     "WriteResult",
     "EditResult",
+    "ProcessInfo",
+    "ProcessOutput",
     "default_socket",
 ]
 
@@ -140,6 +143,55 @@ class EditResult:
     sha256: str
     retries: int
     sandbox: SandboxInfo
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A background process: ``running``, or ended with ``exit_code`` (128+N
+    for signal N). ``ended`` names what ended its jail under it (e.g.
+    ``"worker_recycled"``), with ``message``; ``None`` when it ended itself."""
+
+    process: int
+    pid: int
+    command: Union[str, List[str]]
+    running: bool
+    exit_code: Optional[int]
+    signal: Optional[int]
+    timed_out: bool
+    ended: Optional[str]
+    message: Optional[str]
+    runtime_ms: int
+    stdout_total: int
+    stderr_total: int
+
+    @classmethod
+    def from_reply(cls, r: Mapping[str, Any]) -> "ProcessInfo":
+        return cls(process=int(r.get("process", 0)), pid=int(r.get("pid", 0)), command=r.get("command", ""),
+                   running=bool(r.get("running")), exit_code=r.get("exit_code"), signal=r.get("signal"),
+                   timed_out=bool(r.get("timed_out")), ended=r.get("ended"), message=r.get("message"),
+                   runtime_ms=int(r.get("runtime_ms", 0)), stdout_total=int(r.get("stdout_total", 0)),
+                   stderr_total=int(r.get("stderr_total", 0)))
+
+
+@dataclass(frozen=True)
+class ProcessOutput:
+    """What a background process wrote past the offsets asked for. Pass
+    ``stdout_offset``/``stderr_offset`` to the next call to read on;
+    ``*_dropped`` counts bytes lost to the daemon's ring before these."""
+
+    info: ProcessInfo
+    stdout: bytes
+    stderr: bytes
+    stdout_offset: int
+    stderr_offset: int
+    stdout_dropped: int
+    stderr_dropped: int
+
+
+def _stream(reply: Mapping[str, Any], key: str) -> bytes:
+    if key in reply:
+        return str(reply[key]).encode("utf-8")
+    return base64.b64decode(reply.get(key + "_base64", ""))
 
 
 def default_socket() -> str:
@@ -393,6 +445,75 @@ class Sandbox:
         return EditResult(replacements=int(reply.get("replacements", 0)), size=int(reply.get("size", 0)),
                           sha256=str(reply.get("sha256", "")), retries=int(reply.get("retries", 0)),
                           sandbox=SandboxInfo.from_reply(reply))
+
+    # -- background processes (the daemon keeps them; docs/protocol.md, process_start)
+
+    def process_start(self, command: Union[str, Sequence[str]], *, workspace: Optional[str] = None,
+                      cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                      stdin: Optional[Union[str, Bytes]] = None, timeout: Optional[int] = None) -> int:
+        """Starts a background process in the workspace's jail; returns its id at once.
+
+        ``command`` is a shell command line or an argv list. It runs under the
+        jail's limits without the per-command timeout (``timeout`` seconds, or
+        the workspace's ``background_timeout``, bound it) until it exits, is
+        signalled, or its jail ends. ``stdin`` is written and then closed;
+        without it stdin stays open for :meth:`process_input`.
+        """
+        req: Dict[str, Any] = {"tool": "process_start", "workspace": self._ws(workspace)}
+        if isinstance(command, str):
+            req["command"] = command
+        else:
+            req["argv"] = list(command)
+        if cwd is not None:
+            req["cwd"] = cwd
+        if env:
+            req["env"] = dict(env)
+        if timeout is not None:
+            req["timeout"] = int(timeout)
+        raw: Optional[Bytes] = None
+        if stdin is not None:
+            raw = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        reply, _ = self._call(req, raw)
+        return int(reply["process"])
+
+    def process_output(self, process: int, *, workspace: Optional[str] = None, stdout_offset: int = 0,
+                       stderr_offset: int = 0, wait: Optional[float] = None) -> ProcessOutput:
+        """What the process wrote past the offsets (both 0: everything kept).
+
+        ``wait`` (seconds, at most 60): when there is nothing new and it runs,
+        wait that long for output or its end.
+        """
+        req: Dict[str, Any] = {"tool": "process_output", "workspace": self._ws(workspace), "process": int(process),
+                               "stdout_offset": int(stdout_offset), "stderr_offset": int(stderr_offset)}
+        if wait:
+            req["wait_ms"] = min(60000, max(0, int(wait * 1000)))
+        reply, _ = self._call(req)
+        return ProcessOutput(info=ProcessInfo.from_reply(reply), stdout=_stream(reply, "stdout"),
+                             stderr=_stream(reply, "stderr"), stdout_offset=int(reply.get("stdout_offset", 0)),
+                             stderr_offset=int(reply.get("stderr_offset", 0)),
+                             stdout_dropped=int(reply.get("stdout_dropped", 0)),
+                             stderr_dropped=int(reply.get("stderr_dropped", 0)))
+
+    def process_input(self, process: int, data: Union[str, Bytes], *, eof: bool = False,
+                      workspace: Optional[str] = None) -> None:
+        """Writes to the process's stdin (closed afterwards with ``eof``).
+
+        An ended process raises :class:`SandboxError` ``process_ended``.
+        """
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        req = {"tool": "process_input", "workspace": self._ws(workspace), "process": int(process), "eof": bool(eof)}
+        self._call(req, raw)
+
+    def process_signal(self, process: int, signal: Union[str, int] = "TERM", *,
+                       workspace: Optional[str] = None) -> None:
+        """Sends a signal (a name like ``"TERM"``/``"KILL"`` or a number) to the process's group."""
+        req = {"tool": "process_signal", "workspace": self._ws(workspace), "process": int(process), "signal": signal}
+        self._call(req)
+
+    def process_list(self, *, workspace: Optional[str] = None) -> List[ProcessInfo]:
+        """The workspace's background processes, oldest first (running, and the last ended ones)."""
+        reply, _ = self._call({"tool": "process_list", "workspace": self._ws(workspace)})
+        return [ProcessInfo.from_reply(p) for p in reply.get("processes", [])]
 
     def status(self, workspace: Optional[str] = None) -> Dict[str, Any]:
         """The daemon's status: ``daemon`` (pid, counters, ...) and ``workspaces``.

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Sessions in a worker (docs/protocol.md, "Sessions"): processes that
+ * outlive their request, an interactive terminal (terminal_open in a
+ * sandboxed workspace, pty-jail.c) or a background process (process.c).
+ *
+ * Ownership: the owner (a JailPty, a background process) embeds the
+ * JailSession and keeps it alive until its ended() callback has run; that
+ * callback runs exactly once, for the process's end (exit != NULL) or for
+ * the end of the jail under it (exit == NULL: code and why say what ended
+ * it). A session whose owner went away early is detached: the daemon keeps
+ * its own small record until the worker reports the end. A link with
+ * sessions is never idle. */
+
+#include "daemon.h"
+
+typedef struct JailSession JailSession;
+
+typedef struct JailSessionOps {
+        /* Output bytes (borrowed). */
+        void (*output)(JailSession *s, bool is_stderr, const char *data, size_t len);
+        void (*ended)(JailSession *s, const ProtocolSessionEvent *exit, const char *code, const char *why);
+} JailSessionOps;
+
+struct JailSession {
+        JailSession *next;        /* in link->sessions */
+        WorkerLink *link;         /* NULL before it opened and once it ended */
+        uint64_t wid;             /* the worker's name for it: session_open's request id */
+        int64_t pid;              /* in the jail's pid namespace */
+        bool paused;
+        const JailSessionOps *ops; /* NULL: detached (the owner is gone) */
+};
+
+/* Attaches s to the link that answered its session_open with wid. */
+void jail_session_attach(JailSession *s, WorkerLink *l, uint64_t wid, int64_t pid);
+/* Sends one session_input/resize/signal/pause request (r->session is
+ * filled in). The client (may be NULL) gets the answer to its id (may be
+ * NULL); data (input) is copied. Nothing is sent for an ended session. */
+void jail_session_send(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r, const void *data, size_t len,
+                       Client *client, json_t *id);
+/* The owner goes away: the process is killed (its group, SIGKILL) and no
+ * callback runs any more. */
+void jail_session_detach(JailSession *s);
+/* Stops or resumes reading its output in the worker. */
+void jail_session_pause(JailSession *s, bool paused);
+
+/* A session_open call's done callback: true and *ret_pid when the worker
+ * started it; otherwise r was finished with the failure (code/message when
+ * there is no reply m, the worker's error, or a malformed reply). */
+bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, const char *code, const char *message,
+                         int64_t *ret_pid);
+
+/* Lockdown refuses a guarantee it cannot keep (masks over time, rule 5), as
+ * for the one-shot tools: true when r was finished with that refusal. */
+bool jail_session_lockdown_refuses(Request *r);
+
+/* worker-link.c: an event from the worker. Returns false on a protocol
+ * violation (the link must end). */
+bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why);
+/* The link ends or starts draining: every session ends (ended() with code
+ * and why); a draining link's processes are killed, never moved to the
+ * next jail. */
+void jail_sessions_end(WorkerLink *l, const char *code, const char *why);
+
+/* ---- process.c: background processes ---- */
+bool process_is_tool(const char *tool);
+/* process_start/output/input/signal/list, the workspace resolved. */
+void process_tool(Request *r);
+/* The workspace goes away (daemon exit): its processes' records too. */
+void process_forget_workspace(Workspace *ws);
+
+/* ---- tools.c ---- */
+/* Bytes as a base64 JSON string (new reference, NULL on OOM). */
+json_t *b64_json(const void *p, size_t n);
+/* base64 text to malloc'd bytes: 0, -EINVAL or -ENOMEM. */
+int b64_decode(const char *s, char **ret, size_t *ret_len);
+
+/* ---- pty.c, pty-jail.c: terminal_open in a sandboxed workspace ---- */
+typedef struct PtyOpenArgs {
+        uint64_t cols, rows;
+        char **argv;
+        json_t *env;
+        const char *term;
+} PtyOpenArgs;
+/* terminal_open's fields, for json_dispatch(). */
+extern const JsonField pty_open_table[];
+
+void jail_pty_open(Request *r, json_t *obj);
+/* terminal_input/resize/close for one of c's jail terminals: false when
+ * the pty id is not one of them. */
+bool jail_pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m);
+void jail_pty_close_all(Client *c);
+void jail_pty_resume(Client *c);

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+/* Sessions: processes that outlive their request (docs/protocol.md,
+ * "Sessions"). An interactive terminal gets a PTY of the jail's own devpts
+ * (bwrap --dev, a container's /dev/pts): the host's terminals are not
+ * there to reach. A background process gets three pipes. Either way the
+ * process runs as every command does: the jail's user, init's environment,
+ * its own session and process group, killed with the worker. Output leaves
+ * as session_output events while it arrives; when the worker's queue to
+ * the daemon is long, or the daemon paused the session, the worker stops
+ * reading and the writer blocks on a full terminal or pipe: a flood costs
+ * the flooder, never the worker's memory. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "macro.h"
+#include "strv.h"
+#include "worker.h"
+
+/* Sessions per worker: each holds a process group and up to three fds. */
+#define SESSION_MAX 64
+/* Input the process has not taken yet, per session. */
+#define SESSION_INPUT_MAX (1u << 20)
+#define SESSION_READ_CHUNK (64u * 1024u)
+/* After the process exits, how long output may still arrive from what it
+ * left behind holding its terminal or pipes. */
+#define SESSION_DRAIN_GRACE_US (100u * 1000u)
+
+struct Session {
+        Session *next;
+        uint64_t id;
+        pid_t pid;        /* the session and group leader */
+        bool pty;
+        int io_fd;        /* pty: the master (input and output); pipes: stdin's write end */
+        int out_fd;       /* pipes: stdout's read end; pty: -EBADF (io_fd) */
+        int err_fd;       /* pipes: stderr's read end */
+        bool out_open;    /* pty: the master still gives output */
+        StrBuf in;        /* input not taken yet */
+        bool in_eof;      /* close stdin once in is written */
+        bool reaped, paused, timed_out, killed;
+        int status;
+        uint64_t deadline_us, reaped_us;
+};
+
+static void session_free(Session *s) {
+        if (!s)
+                return;
+        safe_close(s->io_fd);
+        safe_close(s->out_fd);
+        safe_close(s->err_fd);
+        strbuf_done(&s->in);
+        free(s);
+}
+
+static void session_kill(Session *s) {
+        if (s->killed)
+                return;
+        (void) kill(-s->pid, SIGKILL);
+        if (!s->reaped)
+                (void) kill(s->pid, SIGKILL);
+        s->killed = true;
+}
+
+static bool reading(const Session *s) {
+        return s->pty ? s->out_open : s->out_fd >= 0 || s->err_fd >= 0;
+}
+
+bool session_id_in_use(Session *list, uint64_t id) {
+        for (Session *s = list; s; s = s->next)
+                if (s->id == id)
+                        return true;
+        return false;
+}
+
+static Session *find(Session *list, uint64_t id) {
+        for (Session *s = list; s; s = s->next)
+                if (s->id == id)
+                        return s;
+        return NULL;
+}
+
+typedef struct SessionChild {
+        bool pty;
+        int in_fd, out_fd, err_fd, cwd_fd, errpipe;
+        pid_t parent;
+        uint64_t memory;
+        const char *path;
+        char *const *argv;
+        char *const *envp;
+} SessionChild;
+
+/* Between fork and exec: signals back to defaults, a session of its own
+ * (so the terminal is its controlling one and a signal reaches the whole
+ * group), die with the worker, fds in place. */
+static _noreturn_ void child(const SessionChild *a) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        signal(sig, SIG_DFL);
+        int e = 0;
+        if (setsid() < 0)
+                e = errno;
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != a->parent)
+                _exit(127);
+        if (!e && a->pty && ioctl(a->in_fd, TIOCSCTTY, 0) < 0)
+                e = errno;
+        if (!e && a->memory) {
+                struct rlimit rl = { a->memory, a->memory };
+                if (setrlimit(RLIMIT_AS, &rl) < 0)
+                        e = errno;
+        }
+        if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 || fchdir(a->cwd_fd) < 0))
+                e = errno;
+        if (!e) {
+                execve(a->path, a->argv, a->envp);
+                e = errno;
+        }
+        (void) !write(a->errpipe, &e, sizeof e);
+        _exit(127);
+}
+
+/* A terminal of the jail's devpts: the master (nonblocking) and its slave. */
+static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slave) {
+        _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0)
+                return negative_errno();
+        char name[64];
+        if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0)
+                return negative_errno();
+        int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (s < 0)
+                return negative_errno();
+        struct winsize wsz = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+        (void) ioctl(m, TIOCSWINSZ, &wsz);
+        (void) fd_set_nonblock(m, true);
+        *ret_master = TAKE_FD(m);
+        *ret_slave = s;
+        return 0;
+}
+
+int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t *obj, StrBuf *out, VsError **err) {
+        ProtocolSessionOpenRequest req = {};
+        _cleanup_free_ char **envp = NULL;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int cwd_fd = -EBADF, master = -EBADF, slave = -EBADF, in_r = -EBADF, in_w = -EBADF,
+                            out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF, ep_r = -EBADF,
+                            ep_w = -EBADF;
+        int k, fds[2];
+        size_t n = 0;
+
+        k = protocol_decode_session_open_request(obj, &req, err);
+        if (k < 0)
+                return k;
+        for (Session *s = *list; s; s = s->next)
+                n++;
+        if (n >= SESSION_MAX) {
+                k = vs_error_set_kind(err, -E2BIG, "too_large",
+                                      "this jail already runs %d terminals and background processes; end one first",
+                                      SESSION_MAX);
+                goto finish;
+        }
+        k = resolve_cwd(p, req.cwd, &cwd_fd, err);
+        if (k < 0)
+                goto finish;
+        envp = exec_merge_env(d->env, req.env);
+        if (!envp) {
+                k = vs_error_set(err, -ENOMEM, "out of memory");
+                goto finish;
+        }
+        k = exec_find_program(req.argv[0], envp, cwd_fd, &path);
+        if (k == -ENOMEM) {
+                vs_error_set(err, k, "out of memory");
+                goto finish;
+        }
+        if (k > 0) {
+                k = vs_error_set_kind(err, -ENOENT, k == 127 ? "not_found" : "denied", "%s: %s", req.argv[0],
+                                      k == 127 ? "command not found" : "Permission denied");
+                goto finish;
+        }
+
+        if (req.pty) {
+                k = open_pty(req.cols, req.rows, &master, &slave);
+                if (k < 0) {
+                        vs_error_set(err, k, "cannot open a terminal in the jail: %s", strerror(-k));
+                        goto finish;
+                }
+        } else {
+                if (pipe2(fds, O_CLOEXEC) < 0)
+                        goto fail_errno;
+                in_r = fds[0], in_w = fds[1];
+                if (pipe2(fds, O_CLOEXEC) < 0)
+                        goto fail_errno;
+                out_r = fds[0], out_w = fds[1];
+                if (pipe2(fds, O_CLOEXEC) < 0)
+                        goto fail_errno;
+                err_r = fds[0], err_w = fds[1];
+        }
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        ep_r = fds[0], ep_w = fds[1];
+
+        Session *s = calloc(1, sizeof *s);
+        if (!s) {
+                k = vs_error_set(err, -ENOMEM, "out of memory");
+                goto finish;
+        }
+        SessionChild ca = {
+                .pty = req.pty,
+                .in_fd = req.pty ? slave : in_r,
+                .out_fd = req.pty ? slave : out_w,
+                .err_fd = req.pty ? slave : err_w,
+                .cwd_fd = cwd_fd,
+                .errpipe = ep_w,
+                .parent = getpid(),
+                .memory = d->memory,
+                .path = path,
+                .argv = req.argv,
+                .envp = envp,
+        };
+        pid_t pid = fork();
+        if (pid < 0) {
+                free(s);
+                goto fail_errno;
+        }
+        if (pid == 0)
+                child(&ca);
+        ep_w = safe_close(ep_w);
+        slave = safe_close(slave);
+        in_r = safe_close(in_r);
+        out_w = safe_close(out_w);
+        err_w = safe_close(err_w);
+
+        int child_errno = 0;
+        ssize_t got;
+        do
+                got = read(ep_r, &child_errno, sizeof child_errno);
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t) sizeof child_errno) {
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                free(s);
+                k = vs_error_set_kind(err, -child_errno, child_errno == ENOENT ? "not_found" : "io", "%s: %s",
+                                      req.argv[0], strerror(child_errno));
+                goto finish;
+        }
+
+        *s = (Session) {
+                .id = req.head.id,
+                .pid = pid,
+                .pty = req.pty,
+                .io_fd = req.pty ? TAKE_FD(master) : TAKE_FD(in_w),
+                .out_fd = TAKE_FD(out_r),
+                .err_fd = TAKE_FD(err_r),
+                .out_open = req.pty,
+                .deadline_us = req.timeout_ms ? now_us() + MIN(req.timeout_ms, (uint64_t) 1 << 40) * 1000u : 0,
+        };
+        (void) fd_set_nonblock(s->io_fd, true);
+        if (s->out_fd >= 0)
+                (void) fd_set_nonblock(s->out_fd, true);
+        if (s->err_fd >= 0)
+                (void) fd_set_nonblock(s->err_fd, true);
+        s->next = *list;
+        *list = s;
+        k = protocol_encode_session_open_reply(out, req.head.id, pid);
+        goto finish;
+
+fail_errno:
+        k = negative_errno();
+        vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+finish:
+        protocol_session_open_request_done(&req);
+        return k;
+}
+
+static void feed_input(Session *s) {
+        while (s->in.len > 0 && s->io_fd >= 0) {
+                ssize_t n = write(s->io_fd, s->in.data, s->in.len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n < 0) {
+                        /* The reader is gone: what is left has nowhere to go. */
+                        strbuf_clear(&s->in);
+                        break;
+                }
+                strbuf_consume(&s->in, (size_t) n);
+        }
+        if (s->in.len == 0 && s->in_eof && !s->pty)
+                s->io_fd = safe_close(s->io_fd);
+}
+
+int session_request(Session *list, json_t *obj, const char *data, size_t len, StrBuf *out, VsError **err) {
+        ProtocolSessionRequest r;
+        int k = protocol_decode_session_request(obj, &r, err);
+        if (k < 0)
+                return k;
+        Session *s = find(list, r.session);
+        if (!s)
+                return vs_error_set_kind(err, -ENOENT, "not_found", "no session %llu (it may have ended)",
+                                         (unsigned long long) r.session);
+        switch (r.head.op) {
+        case PROTOCOL_OP_SESSION_INPUT:
+                if (r.eof && s->pty)
+                        return vs_error_set_kind(err, -EINVAL, "bad_request",
+                                                 "a terminal has no end of input to close: send its EOF character (^D)");
+                if (s->io_fd < 0 || (!s->pty && s->in_eof))
+                        return vs_error_set_kind(err, -EPIPE, "io", "the session's input is closed");
+                if (s->in.len + len > SESSION_INPUT_MAX)
+                        return vs_error_set_kind(err, -E2BIG, "too_large",
+                                                 "the process is not taking input that fast (1 MiB waits already)");
+                if (len && strbuf_append(&s->in, data, len) < 0)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                s->in_eof = r.eof;
+                feed_input(s);
+                break;
+        case PROTOCOL_OP_SESSION_RESIZE: {
+                struct winsize wsz = { .ws_row = (unsigned short) r.rows, .ws_col = (unsigned short) r.cols };
+                if (!s->pty)
+                        return vs_error_set_kind(err, -EINVAL, "bad_request", "only a terminal has a size");
+                if (ioctl(s->io_fd, TIOCSWINSZ, &wsz) < 0)
+                        return vs_error_set(err, negative_errno(), "resizing the terminal: %m");
+                break;
+        }
+        case PROTOCOL_OP_SESSION_SIGNAL:
+                /* The whole group: a shell's pipeline or a dev server's
+                 * children go with it. */
+                if (kill(-s->pid, (int) r.signal) < 0 && !s->reaped)
+                        (void) kill(s->pid, (int) r.signal);
+                break;
+        default:
+                s->paused = r.paused;
+                break;
+        }
+        return protocol_encode_ok(out, r.head.id);
+}
+
+size_t session_count_fds(Session *list) {
+        size_t n = 0;
+        for (Session *s = list; s; s = s->next)
+                n += 3;
+        return n;
+}
+
+size_t session_fill_poll(Session *list, struct pollfd *fds, bool out_full) {
+        size_t n = 0;
+        for (Session *s = list; s; s = s->next) {
+                bool rd = !out_full && !s->paused;
+                if (s->pty) {
+                        short ev = (short) ((rd && s->out_open ? POLLIN : 0) | (s->in.len ? POLLOUT : 0));
+                        if (ev && s->io_fd >= 0)
+                                fds[n++] = (struct pollfd) { .fd = s->io_fd, .events = ev };
+                        continue;
+                }
+                if (rd && s->out_fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = s->out_fd, .events = POLLIN };
+                if (rd && s->err_fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = s->err_fd, .events = POLLIN };
+                if (s->in.len && s->io_fd >= 0)
+                        fds[n++] = (struct pollfd) { .fd = s->io_fd, .events = POLLOUT };
+        }
+        return n;
+}
+
+/* Reads what is there (bounded, so one chatty session cannot starve the
+ * others) into output events. False once the stream ended. */
+static bool drain(Session *s, int fd, bool is_stderr, StrBuf *out) {
+        char buf[SESSION_READ_CHUNK];
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return true;
+                /* EIO on a master: the last holder of the slave side is gone. */
+                if (n <= 0)
+                        return false;
+                ProtocolSessionEvent e = { .type = PROTOCOL_SESSION_OUTPUT, .session = s->id, .is_stderr = is_stderr };
+                if (protocol_encode_session_event(out, &e, buf, (size_t) n) < 0)
+                        return false;
+        }
+        return true;
+}
+
+static void drain_stdout(Session *s, StrBuf *out) {
+        if (s->pty) {
+                if (s->out_open && !drain(s, s->io_fd, false, out))
+                        s->out_open = false;
+        } else if (s->out_fd >= 0 && !drain(s, s->out_fd, false, out))
+                s->out_fd = safe_close(s->out_fd);
+}
+
+static void drain_stderr(Session *s, StrBuf *out) {
+        if (!s->pty && s->err_fd >= 0 && !drain(s, s->err_fd, true, out))
+                s->err_fd = safe_close(s->err_fd);
+}
+
+static void send_exit(Session *s, StrBuf *out) {
+        ProtocolSessionEvent e = { .type = PROTOCOL_SESSION_EXIT, .session = s->id, .timed_out = s->timed_out };
+        if (WIFSIGNALED(s->status)) {
+                e.signal = WTERMSIG(s->status);
+                e.exit_code = 128 + e.signal;
+        } else
+                e.exit_code = WEXITSTATUS(s->status);
+        (void) protocol_encode_session_event(out, &e, NULL, 0);
+}
+
+void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) {
+        for (size_t i = 0; i < n; i++) {
+                if (!fds[i].revents)
+                        continue;
+                for (Session *s = *list; s; s = s->next) {
+                        if (fds[i].fd == s->io_fd) {
+                                if (fds[i].revents & POLLOUT)
+                                        feed_input(s);
+                                if (s->pty && fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+                                        drain_stdout(s, out);
+                                else if (!s->pty && fds[i].revents & (POLLHUP | POLLERR)) {
+                                        /* The process closed its stdin. */
+                                        strbuf_clear(&s->in);
+                                        s->io_fd = safe_close(s->io_fd);
+                                }
+                        } else if (fds[i].fd == s->out_fd)
+                                drain_stdout(s, out);
+                        else if (fds[i].fd == s->err_fd)
+                                drain_stderr(s, out);
+                        else
+                                continue;
+                        break;
+                }
+        }
+
+        uint64_t now = now_us();
+        for (Session **sp = list; *sp;) {
+                Session *s = *sp;
+                if (!s->reaped && !s->killed && s->deadline_us && now >= s->deadline_us) {
+                        s->timed_out = true;
+                        session_kill(s);
+                }
+                if (s->reaped && reading(s) && now >= s->reaped_us + SESSION_DRAIN_GRACE_US) {
+                        /* Something it left behind still holds the terminal
+                         * or the pipes: send what is there, stop waiting. */
+                        drain_stdout(s, out);
+                        drain_stderr(s, out);
+                        s->out_open = false;
+                        s->out_fd = safe_close(s->out_fd);
+                        s->err_fd = safe_close(s->err_fd);
+                }
+                if (s->reaped && !reading(s)) {
+                        send_exit(s, out);
+                        *sp = s->next;
+                        session_free(s);
+                        continue;
+                }
+                sp = &s->next;
+        }
+}
+
+int session_next_timeout_ms(Session *list) {
+        uint64_t now = now_us(), best = UINT64_MAX;
+        for (Session *s = list; s; s = s->next) {
+                if (s->reaped)
+                        best = MIN(best, reading(s) ? s->reaped_us + SESSION_DRAIN_GRACE_US : now);
+                else if (!s->killed && s->deadline_us)
+                        best = MIN(best, s->deadline_us);
+        }
+        if (best == UINT64_MAX)
+                return -1;
+        if (best <= now)
+                return 0;
+        uint64_t ms = (best - now + 999) / 1000;
+        return ms > INT32_MAX ? INT32_MAX : (int) ms;
+}
+
+bool session_reaped(Session *list, pid_t pid, int status) {
+        for (Session *s = list; s; s = s->next)
+                if (s->pid == pid && !s->reaped) {
+                        s->reaped = true;
+                        s->status = status;
+                        s->reaped_us = now_us();
+                        return true;
+                }
+        return false;
+}
+
+void session_kill_all(Session **list) {
+        for (Session *s = *list; s; s = s->next)
+                session_kill(s);
+        while (*list) {
+                Session *s = *list;
+                if (!s->reaped)
+                        while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                *list = s->next;
+                session_free(s);
+        }
+}
