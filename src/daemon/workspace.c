@@ -582,6 +582,8 @@ static bool ws_unused(const Workspace *ws) {
 }
 
 static void workspace_free(Workspace *ws) {
+        /* Ended background processes kept for their output point here. */
+        process_forget_workspace(ws);
         watch_stop(ws);
         proxy_stop(ws->proxy);
         protect_disarm(ws);
