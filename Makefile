@@ -6,7 +6,7 @@
 BUILD ?= build
 MESON_OPTS ?=
 
-.PHONY: all deps build demo test test-asan fuzz bench conformance deb clean
+.PHONY: all deps build demo test test-asan soak fuzz bench conformance deb clean
 
 all: build
 
@@ -34,6 +34,11 @@ test-asan: deps
 	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	@ninja -C build-asan >/dev/null || ninja -C build-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/run-tests build-asan
+
+# Minutes of mixed load with faults; fails on growth (tests/soak/soak.py).
+SOAK_SECONDS ?= 600
+soak: build
+	@VECTORA_BUILD_ROOT=$(abspath $(BUILD)) SOAK_SECONDS=$(SOAK_SECONDS) python3 tests/soak/soak.py
 
 bench: build
 	@./scripts/run-bench $(BUILD)

@@ -5,15 +5,19 @@
 #include <ftw.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "fd-util.h"
@@ -305,12 +309,24 @@ void bench_call(BenchConn *c, json_t *obj, const void *raw, size_t raw_len, Json
 
 /* ---- processes --------------------------------------------------------- */
 
+static int dev_null(void) {
+        static int fd = -EBADF;
+        if (fd < 0 && (fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+                bench_die("/dev/null: %m");
+        return fd;
+}
+
 static void child_fds(int stdin_fd, int stdout_fd) {
-        int null = open("/dev/null", O_RDWR);
-        if (null < 0)
+        if (dup2(stdin_fd >= 0 ? stdin_fd : dev_null(), 0) < 0 || dup2(stdout_fd >= 0 ? stdout_fd : dev_null(), 1) < 0)
                 _exit(126);
-        if (dup2(stdin_fd >= 0 ? stdin_fd : null, 0) < 0 || dup2(stdout_fd >= 0 ? stdout_fd : null, 1) < 0)
-                _exit(126);
+}
+
+int bench_wait(pid_t pid) {
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        bench_die("waitpid: %m");
+        return st;
 }
 
 int bench_fork_exec(char *const *argv, int stdin_fd, int stdout_fd) {
@@ -322,11 +338,118 @@ int bench_fork_exec(char *const *argv, int stdin_fd, int stdout_fd) {
                 execv(argv[0], argv);
                 _exit(127);
         }
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        bench_die("waitpid: %m");
-        return st;
+        return bench_wait(pid);
+}
+
+pid_t bench_posix_spawn(char *const *argv, int stdin_fd, int stdout_fd, int stderr_fd) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, stdin_fd >= 0 ? stdin_fd : dev_null(), 0);
+        posix_spawn_file_actions_adddup2(&fa, stdout_fd >= 0 ? stdout_fd : dev_null(), 1);
+        if (stderr_fd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, stderr_fd, 2);
+        pid_t pid;
+        int r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0)
+                bench_die("posix_spawn %s: %s", argv[0], strerror(r));
+        return pid;
+}
+
+int bench_posix_spawn_exec(char *const *argv, int stdin_fd, int stdout_fd) {
+        return bench_wait(bench_posix_spawn(argv, stdin_fd, stdout_fd, -1));
+}
+
+int bench_posix_spawn_capture(char *const *argv, size_t *ret_len) {
+        int out[2], err[2];
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+                bench_die("pipe: %m");
+        pid_t pid = bench_posix_spawn(argv, -1, out[1], err[1]);
+        close(out[1]);
+        close(err[1]);
+        struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = err[0], .events = POLLIN } };
+        size_t total = 0;
+        char buf[65536];
+        while (p[0].fd >= 0 || p[1].fd >= 0) {
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        bench_die("poll: %m");
+                }
+                for (int i = 0; i < 2; i++) {
+                        if (p[i].fd < 0 || !p[i].revents)
+                                continue;
+                        ssize_t n = read(p[i].fd, buf, sizeof buf);
+                        if (n > 0) {
+                                total += (size_t)n;
+                                continue;
+                        }
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        close(p[i].fd);
+                        p[i].fd = -1;
+                }
+        }
+        *ret_len = total;
+        return bench_wait(pid);
+}
+
+/* What the clone()d child needs; it shares this process's memory until
+ * execve, so it only reads this and makes raw system calls. */
+typedef struct VforkArgs {
+        const char *path;
+        char *const *argv;
+        int stdin_fd, stdout_fd, fd3;
+        bool switch_user;
+        uid_t uid;
+        gid_t gid;
+} VforkArgs;
+
+static int vfork_child(void *arg) {
+        const VforkArgs *a = arg;
+        child_fds(a->stdin_fd, a->stdout_fd);
+        /* dup2 onto itself keeps CLOEXEC: clear it by hand then. */
+        if (a->fd3 >= 0 && (a->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(a->fd3, 3)) < 0)
+                _exit(126);
+        if (a->switch_user && (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, a->gid, a->gid, a->gid) < 0 ||
+                               syscall(SYS_setresuid, a->uid, a->uid, a->uid) < 0))
+                _exit(126);
+        execve(a->path, a->argv, environ);
+        _exit(127);
+}
+
+/* CLONE_VFORK: this process waits until the child exec'd, so one stack serves. */
+static _Alignas(64) char vfork_stack[64 * 1024];
+
+static pid_t vfork_spawn(const VforkArgs *a) {
+        dev_null(); /* opened here, not in the child */
+        pid_t pid = clone(vfork_child, vfork_stack + sizeof vfork_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)a);
+        if (pid < 0)
+                bench_die("clone: %m");
+        return pid;
+}
+
+int bench_vfork_exec(char *const *argv, int stdin_fd, int stdout_fd) {
+        VforkArgs a = { .path = argv[0], .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .fd3 = -EBADF };
+        return bench_wait(vfork_spawn(&a));
+}
+
+/* execve takes a path: what execvp would run for name. */
+static char *find_in_path(const char *name) {
+        if (strchr(name, '/'))
+                return strdup(name);
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(path && *path ? path : "/usr/bin:/bin");
+        if (!copy)
+                bench_die("out of memory");
+        char *save = NULL;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                char *f = path_join(d, name);
+                if (f && access(f, X_OK) == 0)
+                        return f;
+                free(f);
+        }
+        bench_die("%s not found in PATH", name);
 }
 
 void bench_percall_prepare(BenchPercall *p, const char *workspace) {
@@ -347,7 +470,11 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
         size_t n = strv_length(l->argv);
         if (n < 2 || !streq(l->argv[n - 2], "--"))
                 bench_die("unexpected bwrap argv shape");
-        for (size_t i = 0; i + 2 < n; i++)
+        /* The daemon runs bwrap under the keeper (vectora-worker --keep --),
+         * which keeps no descriptor but stdio; the per-call model runs bwrap
+         * itself, one process fewer (which only favours it). */
+        size_t first = n > 3 && streq(l->argv[1], "--keep") && streq(l->argv[2], "--") ? 3 : 0;
+        for (size_t i = first; i + 2 < n; i++)
                 if (strv_extend(&p->argv_prefix, l->argv[i]) < 0)
                         bench_die("out of memory");
         if (strv_extend(&p->argv_prefix, "--seccomp") < 0 || strv_extend(&p->argv_prefix, "3") < 0 ||
@@ -357,6 +484,7 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
         if (p->bpf_fd < 0 || write_all(p->bpf_fd, l->bpf, l->bpf_len) < 0)
                 bench_die("memfd: %m");
         p->n_masked = l->n_masked;
+        p->bwrap_path = find_in_path(p->argv_prefix[0]);
 }
 
 pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
@@ -370,28 +498,11 @@ pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int s
         if (lseek(p->bpf_fd, 0, SEEK_SET) < 0)
                 bench_die("lseek: %m");
         const VsLaunch *l = p->launch;
-        pid_t pid = fork();
-        if (pid < 0)
-                bench_die("fork: %m");
-        if (pid == 0) {
-                child_fds(stdin_fd, stdout_fd);
-                if (dup2(p->bpf_fd, 3) < 0)
-                        _exit(126);
-                if (l->switch_user && (setgroups(0, NULL) < 0 || setresgid(l->gid, l->gid, l->gid) < 0 ||
-                                       setresuid(l->uid, l->uid, l->uid) < 0))
-                        _exit(126);
-                execvp(argv[0], argv);
-                _exit(127);
-        }
-        return pid;
-}
-
-int bench_wait(pid_t pid) {
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        bench_die("waitpid: %m");
-        return st;
+        /* Started the cheapest way (as the worker starts commands): the
+         * per-call model pays for bwrap, not for a page-table copy. */
+        VforkArgs a = { .path = p->bwrap_path, .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd,
+                        .fd3 = p->bpf_fd, .switch_user = l->switch_user, .uid = l->uid, .gid = l->gid };
+        return vfork_spawn(&a);
 }
 
 int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
@@ -400,6 +511,7 @@ int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdou
 
 void bench_percall_done(BenchPercall *p) {
         launch_free(p->launch);
+        free(p->bwrap_path);
         strv_free(p->argv_prefix);
         p->bpf_fd = safe_close(p->bpf_fd);
         *p = (BenchPercall){ .bpf_fd = -EBADF };

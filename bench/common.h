@@ -90,6 +90,7 @@ typedef struct BenchPercall {
         VsLaunch *launch;
         char **argv_prefix; /* bwrap ... --seccomp 3 -- (without the command) */
         int bpf_fd;         /* memfd holding the filter */
+        char *bwrap_path;   /* argv_prefix[0] looked up in PATH */
         size_t n_masked;
 } BenchPercall;
 
@@ -102,5 +103,17 @@ pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int s
 int bench_wait(pid_t pid);
 void bench_percall_done(BenchPercall *p);
 
-/* fork + exec + wait of argv by this process; returns the wait status. */
+/* The direct paths, each starting argv[0] (a path) and waiting for it;
+ * they return the wait status. stdin/stdout from the fds given (-1:
+ * /dev/null), stderr inherited.
+ *   fork + exec: copies the page tables (what the first benchmarks used);
+ *   posix_spawn: glibc's, clone(CLONE_VM|CLONE_VFORK) inside (what Python's
+ *     os.posix_spawn and subprocess use);
+ *   vfork: clone(CLONE_VM|CLONE_VFORK) + execve by hand, as the worker does. */
 int bench_fork_exec(char *const *argv, int stdin_fd, int stdout_fd);
+int bench_posix_spawn_exec(char *const *argv, int stdin_fd, int stdout_fd);
+int bench_vfork_exec(char *const *argv, int stdin_fd, int stdout_fd);
+/* posix_spawn with stdout and stderr through pipes read to EOF, as a
+ * platform capturing output does (and as the worker does). */
+int bench_posix_spawn_capture(char *const *argv, size_t *ret_len);
+pid_t bench_posix_spawn(char *const *argv, int stdin_fd, int stdout_fd, int stderr_fd);

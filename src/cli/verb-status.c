@@ -133,6 +133,43 @@ static void print_status(json_t *res) {
         json_array_foreach(wss, i, w) print_workspace(w);
 }
 
+/* status comes in pages (a daemon may serve thousands of workspaces, and
+ * one reply line carries only so much): fetch them all and show them as
+ * one result. A failed page is returned as it came. */
+static int status_all_pages(CliLink *l, const char *ws, JsonlMsg *ret) {
+        JsonlMsg m = JSONL_MSG_INIT;
+        json_int_t next = 0;
+        for (unsigned page = 0; page < 100000; page++) {
+                json_t *req = json_pack("{s:s,s:I,s:i}", "tool", "status", "offset", next, "limit", 1000);
+                if (req && ws)
+                        json_object_set_new(req, "workspace", json_string(ws));
+                JsonlMsg p = JSONL_MSG_INIT;
+                if (cli_link_call(l, req, NULL, 0, &p) < 0) {
+                        jsonl_msg_done(&m);
+                        return -ENOMEM;
+                }
+                if (!json_is_true(json_object_get(p.obj, "ok"))) {
+                        jsonl_msg_done(&m);
+                        *ret = p;
+                        return 0;
+                }
+                json_t *nx = json_object_get(p.obj, "next_offset");
+                next = json_is_integer(nx) ? json_integer_value(nx) : -1;
+                if (!m.obj)
+                        m = p;
+                else {
+                        json_array_extend(json_object_get(m.obj, "workspaces"), json_object_get(p.obj, "workspaces"));
+                        jsonl_msg_done(&p);
+                }
+                if (next < 0)
+                        break;
+        }
+        json_object_del(m.obj, "next_offset");
+        json_object_del(m.obj, "offset");
+        *ret = m;
+        return 0;
+}
+
 int verb_status(const CliArgs *a) {
         if (!cli_socket(a))
                 return cli_fail_code(a, EXIT_REFUSED, "daemon_unreachable",
@@ -141,18 +178,15 @@ int verb_status(const CliArgs *a) {
         _cleanup_(cli_link_freep) CliLink *l = NULL;
         if (cli_link_new(a, &l) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");
-        json_t *req = json_pack("{s:s}", "tool", "status");
-        if (req && a->val[OPT_WORKSPACE]) {
-                _cleanup_free_ char *ws = cli_workspace_abs(a);
-                if (!ws) {
-                        json_decref(req);
+        _cleanup_free_ char *ws = NULL;
+        if (a->val[OPT_WORKSPACE]) {
+                ws = cli_workspace_abs(a);
+                if (!ws)
                         return cli_fail_code(a, EXIT_REFUSED, "workspace_not_found", "status: workspace %s: %m",
                                              a->val[OPT_WORKSPACE]);
-                }
-                json_object_set_new(req, "workspace", json_string(ws));
         }
         JsonlMsg m = JSONL_MSG_INIT;
-        if (cli_link_call(l, req, NULL, 0, &m) < 0)
+        if (status_all_pages(l, ws, &m) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         int r = 0;
         if (!json_is_true(json_object_get(m.obj, "ok")))

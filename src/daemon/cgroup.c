@@ -2,8 +2,8 @@
 /* Per-workspace pids and memory limits.
  *
  * Preferred: a cgroup per workspace (v2: /sys/fs/cgroup/vectora-sandboxd/
- * ws-HASH with pids.max and memory.max; v1: the same under the pids and
- * memory hierarchies). The spawned child joins them before it execs
+ * INSTANCE/ws-HASH with pids.max and memory.max; v1: the same under the
+ * pids and memory hierarchies; INSTANCE is the daemon's, instance.c). The spawned child joins them before it execs
  * (src/core/worker-spawn.c), so the whole jail is counted from its first
  * process, and nothing has to scan /proc for its tree.
  *
@@ -13,10 +13,11 @@
  * per workspace, and status and every result report that as degraded, never
  * silently. */
 #include <ctype.h>
+#include <signal.h>
+#include <time.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -52,7 +53,115 @@ static void set_why(Server *srv, const char *why) {
         srv->cgroup_why_not = strdup(why);
 }
 
-static void sweep(const char *parent);
+static int make_group(const char *parent, const char *name, char **ret);
+
+/* Sends SIGKILL to every process in group until it is empty: a jail's
+ * processes may fork while we read the list, and a process that left the
+ * worker's sight (an inner bwrap reparented away) is still counted here.
+ * Gives up after about two seconds (a task stuck in the kernel). */
+static bool kill_group(const char *group, bool wait) {
+        _cleanup_free_ char *procs = path_join(group, "cgroup.procs");
+        _cleanup_free_ char *killf = path_join(group, "cgroup.kill");
+        if (!procs || !killf)
+                return false;
+        /* cgroup v2 (5.14+) kills the whole group in one step. */
+        (void)write_file(killf, "1");
+        for (int round = 0; round < 200; round++) {
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+                if (read_file_at(AT_FDCWD, procs, 4u << 20, &text, &len) < 0)
+                        return errno == ENOENT;
+                bool any = false;
+                for (char *p = text, *end; *p; p = end) {
+                        long pid = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        if (pid > 1 && pid != getpid()) {
+                                (void)kill((pid_t)pid, SIGKILL);
+                                any = true;
+                        }
+                        while (*end == '\n')
+                                end++;
+                }
+                if (!any)
+                        return true;
+                if (!wait)
+                        return false;
+                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
+/* Removes the workspace groups under parent (an instance's group) that an
+ * earlier run left, killing what still runs in them when kill is set. */
+static void sweep(const char *parent, bool kill) {
+        DIR *d = opendir(parent);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!strncmp(de->d_name, "ws-", 3)) {
+                        _cleanup_free_ char *p = path_join(parent, de->d_name);
+                        if (!p)
+                                continue;
+                        if (kill)
+                                (void)kill_group(p, true);
+                        (void)rmdir(p);
+                }
+        closedir(d);
+}
+
+static bool is_instance_name(const char *s) {
+        if (strlen(s) != INSTANCE_ID_LEN)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!isxdigit((unsigned char)*p))
+                        return false;
+        return true;
+}
+
+/* Instance groups whose daemon is gone (its lock is free): their jails
+ * serve nobody any more. A live instance's groups are never touched. */
+static void sweep_dead_instances(Server *srv, const char *top) {
+        DIR *d = opendir(top);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (!is_instance_name(de->d_name) || streq(de->d_name, srv->instance_id) ||
+                    instance_alive(srv->opt.runtime_dir, de->d_name))
+                        continue;
+                _cleanup_free_ char *p = path_join(top, de->d_name);
+                if (!p)
+                        continue;
+                sweep(p, true);
+                (void)rmdir(p);
+        }
+        closedir(d);
+}
+
+/* Creates top/ID, with the controllers delegated on v2, and cleans up. */
+static int make_instance_group(Server *srv, const char *top, bool v2, char **ret) {
+        if (mkdir(top, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        _cleanup_free_ char *ctl = path_join(top, "cgroup.subtree_control");
+        /* A group with no process of its own may delegate to its children. */
+        if (v2 && (!ctl || write_file(ctl, "+pids +memory") < 0))
+                return -EPERM;
+        sweep_dead_instances(srv, top);
+        _cleanup_free_ char *g = NULL;
+        int r = make_group(top, srv->instance_id, &g);
+        if (r < 0)
+                return r;
+        free(ctl);
+        ctl = path_join(g, "cgroup.subtree_control");
+        if (v2 && (!ctl || write_file(ctl, "+pids +memory") < 0))
+                return -EPERM;
+        /* Ours alone (the lock is held): what is left is from our crash. */
+        sweep(g, true);
+        *ret = TAKE_PTR(g);
+        return 0;
+}
 
 void cgroup_probe(Server *srv) {
         srv->cgroup_version = 0;
@@ -63,48 +172,45 @@ void cgroup_probe(Server *srv) {
         if (read_file_at(AT_FDCWD, CG_ROOT "/cgroup.controllers", 4096, &ctl, &len) == 0) {
                 if (!has_word(ctl, "pids") || !has_word(ctl, "memory"))
                         return set_why(srv, "cgroup v2 lacks the pids or memory controller");
-                if (mkdir(CG_ROOT "/" CG_NAME, 0755) < 0 && errno != EEXIST)
-                        return set_why(srv, "cannot create " CG_ROOT "/" CG_NAME " (read-only cgroupfs?)");
-                /* Our group holds no process itself, so it may delegate. */
-                if (write_file(CG_ROOT "/cgroup.subtree_control", "+pids +memory") < 0 ||
-                    write_file(CG_ROOT "/" CG_NAME "/cgroup.subtree_control", "+pids +memory") < 0)
+                if (write_file(CG_ROOT "/cgroup.subtree_control", "+pids +memory") < 0)
                         return set_why(srv, "cannot enable the pids and memory controllers in " CG_ROOT);
+                if (make_instance_group(srv, CG_ROOT "/" CG_NAME, true, &srv->cgroup_parents[0]) < 0)
+                        return set_why(srv, "cannot create and delegate " CG_ROOT "/" CG_NAME " (read-only cgroupfs?)");
                 srv->cgroup_version = 2;
-                sweep(CG_ROOT "/" CG_NAME);
                 return;
         }
         struct stat st;
         if (stat(CG_ROOT "/pids/cgroup.procs", &st) == 0) {
-                if (mkdir(CG_ROOT "/pids/" CG_NAME, 0755) < 0 && errno != EEXIST)
+                if (make_instance_group(srv, CG_ROOT "/pids/" CG_NAME, false, &srv->cgroup_parents[0]) < 0)
                         return set_why(srv, "cannot create " CG_ROOT "/pids/" CG_NAME " (read-only cgroupfs?)");
                 if (stat(CG_ROOT "/memory/cgroup.procs", &st) == 0)
-                        (void)!mkdir(CG_ROOT "/memory/" CG_NAME, 0755);
+                        (void)make_instance_group(srv, CG_ROOT "/memory/" CG_NAME, false, &srv->cgroup_parents[1]);
                 srv->cgroup_version = 1;
-                sweep(CG_ROOT "/pids/" CG_NAME);
-                sweep(CG_ROOT "/memory/" CG_NAME);
                 return;
         }
         set_why(srv, "no writable cgroup hierarchy with the pids controller");
 }
 
-/* Removes the empty groups a killed daemon left behind. Not the young
- * ones: another daemon on the host creates a group empty and has its
- * jail join it a moment later, and removing it in between fails that
- * start (ENODEV on cgroup.procs). */
-static void sweep(const char *parent) {
-        DIR *d = opendir(parent);
-        if (!d)
-                return;
-        time_t now = time(NULL);
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (!strncmp(de->d_name, "ws-", 3)) {
-                        _cleanup_free_ char *p = path_join(parent, de->d_name);
-                        struct stat st;
-                        if (p && stat(p, &st) == 0 && now - st.st_ctime >= 60)
-                                (void)!rmdir(p);
+void cgroup_kill_leftovers(Workspace *ws) {
+        for (int i = 0; i < 2; i++)
+                if (ws->cgroup_paths[i])
+                        (void)kill_group(ws->cgroup_paths[i], false);
+}
+
+void cgroup_kill(Workspace *ws) {
+        for (int i = 0; i < 2; i++)
+                if (ws->cgroup_paths[i] && !kill_group(ws->cgroup_paths[i], true))
+                        log_warning("workspace %s: processes remain in %s after SIGKILL", ws->path, ws->cgroup_paths[i]);
+}
+
+void cgroup_finish(Server *srv) {
+        for (int i = 0; i < 2; i++)
+                if (srv->cgroup_parents[i]) {
+                        if (rmdir(srv->cgroup_parents[i]) < 0 && errno != ENOENT)
+                                log_warning("cannot remove %s: %m", srv->cgroup_parents[i]);
+                        free(srv->cgroup_parents[i]);
+                        srv->cgroup_parents[i] = NULL;
                 }
-        closedir(d);
 }
 
 bool cgroup_pids_saturated(Workspace *ws) {
@@ -166,7 +272,7 @@ void cgroup_prepare(Workspace *ws) {
         _cleanup_free_ char *name = group_name(ws->path);
         int r = name ? 0 : -ENOMEM;
         if (r >= 0 && srv->cgroup_version == 2) {
-                r = make_group(CG_ROOT "/" CG_NAME, name, &ws->cgroup_paths[0]);
+                r = make_group(srv->cgroup_parents[0], name, &ws->cgroup_paths[0]);
                 if (r >= 0)
                         r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
                 if (r >= 0)
@@ -180,12 +286,12 @@ void cgroup_prepare(Workspace *ws) {
                         return;
                 }
         } else if (r >= 0 && srv->cgroup_version == 1) {
-                r = make_group(CG_ROOT "/pids/" CG_NAME, name, &ws->cgroup_paths[0]);
+                r = make_group(srv->cgroup_parents[0], name, &ws->cgroup_paths[0]);
                 if (r >= 0)
                         r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
                 if (r >= 0) {
                         strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", (unsigned long long)lim->pids);
-                        int m = make_group(CG_ROOT "/memory/" CG_NAME, name, &ws->cgroup_paths[1]);
+                        int m = srv->cgroup_parents[1] ? make_group(srv->cgroup_parents[1], name, &ws->cgroup_paths[1]) : -ENOENT;
                         if (m >= 0)
                                 m = set_limit(ws->cgroup_paths[1], "memory.limit_in_bytes", lim->memory);
                         if (m >= 0) {

@@ -42,9 +42,22 @@ typedef struct PtySession PtySession;
 typedef struct Proxy Proxy;
 
 /* ---- limits ---- */
-#define CLIENT_OUT_HIGH (8u << 20)    /* stop reading a client whose replies queue past this */
-#define CLIENT_OUT_LOW (1u << 20)     /* resume below this */
+/* Backpressure (docs/protocol.md, "Limits"). A client's requests are taken
+ * (parsed, not only read) while all of these hold: */
 #define CLIENT_MAX_INFLIGHT 256       /* requests in flight per client */
+#define CLIENT_OUT_HIGH (8u << 20)    /* its unsent replies under this (then resume below LOW) */
+#define CLIENT_OUT_LOW (1u << 20)
+#define CLIENT_IN_MAX (96u << 20)     /* input it holds: buffered + payloads of its calls in flight */
+#define SERVER_IN_MAX (256u << 20)    /* all clients' input; over it only small holders go on */
+#define CLIENT_IN_FREE (2u << 20)     /* ... those holding under this, and one "leader" at a time */
+/* Replies past this much queued in memory go to a spool file (unlinked,
+ * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
+ * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client
+ * with a backlog spools its next replies at once. */
+#define CLIENT_OUT_MAX (32u << 20)
+#define SERVER_OUT_MAX (256u << 20)
+#define CLIENT_SPOOL_MAX (1024ull << 20)
+#define SPOOL_CHUNK (1u << 20)
 #define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
 #define LINK_HANDSHAKE_TIMEOUT_MS 15000
 #define MAX_CONCURRENT_SPAWNS 4       /* jails starting at once; more wait their turn (a burst of first calls
@@ -53,6 +66,11 @@ typedef struct Proxy Proxy;
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
 #define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
 #define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
+#define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
+#define WS_FREE_AFTER_MS 30000        /* an unused entry (no worker, call or queue) is freed after its
+                                       * idle_timeout, at least this */
+
+#define INSTANCE_ID_LEN 16             /* hex digits of sha256(socket path) naming an instance's groups and dirs */
 
 typedef struct DaemonOptions {
         char *socket_path;
@@ -61,8 +79,8 @@ typedef struct DaemonOptions {
         unsigned max_clients;
         unsigned max_workers;
         char *worker_path;
-        char *runtime_dir;
-        char *state_dir;    /* the approved-policy store (approval.h) */
+        char *runtime_dir; /* the user's runtime directory; instances live below it */
+        char *state_dir;   /* the approved-policy store (approval.h), shared by instances */
         char *pidfile_path; /* NULL: none */
         bool foreground;
 } DaemonOptions;
@@ -84,12 +102,25 @@ struct Server {
         unsigned n_spawning; /* links between spawn and ready (at most MAX_CONCURRENT_SPAWNS) */
         Workspace *spawn_wait_head, *spawn_wait_tail; /* waiting for a spawn slot */
         Counters counters;
+        size_t in_bytes;         /* input held by all clients (server.c) */
+        size_t out_bytes;        /* replies queued in memory for all clients */
+        uint64_t spool_bytes;    /* replies spooled for all clients */
+        Client *in_leader;       /* over SERVER_IN_MAX: the one big holder still read */
+        uv_timer_t gc_timer;     /* workspace_gc */
+        bool gc_running;
+        uint64_t ws_freed;       /* entries freed since start */
+        bool resuming;
         uint64_t started_ms;
         uint64_t next_pty_id;
         bool shutting_down;
         /* cgroup support, decided once at start (cgroup.c) */
         int cgroup_version;     /* 0 none, 1 or 2 */
         char *cgroup_why_not;   /* when 0: why */
+        char *cgroup_parents[2]; /* this instance's groups: v2 [0]; v1 [0] pids, [1] memory */
+        /* this daemon instance (instance.c) */
+        char instance_id[INSTANCE_ID_LEN + 1];
+        char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
+        int instance_lock_fd;
 };
 
 uint64_t now_ms(void);
@@ -106,6 +137,14 @@ struct Client {
         unsigned refs;      /* 1 while connected + one per request in flight */
         unsigned inflight;
         size_t out_bytes;   /* queued to the socket, not yet written */
+        bool out_paused;    /* unsent replies went over CLIENT_OUT_HIGH, not yet under LOW */
+        size_t in_held;     /* request bytes (line + payload) of its calls in flight */
+        size_t in_counted;  /* its share of srv->in_bytes */
+        size_t msg_bytes;   /* bytes of the message being handed to tools_handle */
+        bool parsing;       /* in client_process (no re-entry) */
+        bool eof;           /* the client half-closed: take what is buffered, then close */
+        int spool_fd;       /* replies waiting on disk, in order after out_bytes; -EBADF: none */
+        uint64_t spool_r, spool_w;
         bool reading;
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
@@ -113,6 +152,11 @@ struct Client {
 };
 
 int server_start(Server *srv, VsError **err);
+/* Closes the listening socket and removes the socket file. */
+void server_stop_listening(Server *srv);
+/* Every client stops sending and is closed once its replies are out. */
+void server_drain_clients(Server *srv);
+/* Stops listening and closes every client now. */
 void server_stop(Server *srv);
 /* Queues one framed message (takes the buffer's content). Dropped when the
  * client is gone. */
@@ -124,8 +168,11 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                             size_t raw_len);
 void client_ref(Client *c);
 void client_unref(Client *c);
-/* Re-evaluates backpressure (after inflight or out_bytes changed). */
+/* Re-evaluates backpressure (after inflight or out_bytes changed) and
+ * takes buffered requests that may now go. */
 void client_update_reading(Client *c);
+/* A request of c ended: its bytes no longer count against the budgets. */
+void client_release_input(Client *c, size_t bytes);
 /* A client that stopped sending is closed once answered and flushed. */
 void client_maybe_close(Client *c);
 
@@ -182,6 +229,10 @@ struct Workspace {
         HostRunNote host_run[HOST_RUN_NOTES];
         size_t n_host_run;
 
+        /* freeing unused entries (workspace.c, workspace_gc) */
+        unsigned refs;          /* requests pointing here (Request.ws) */
+        uint64_t last_used_ms;  /* last call or last worker activity */
+
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
@@ -225,6 +276,12 @@ json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l);
 void workspaces_free_all(Server *srv);
+/* Frees, every WS_GC_INTERVAL_MS, the entries with no worker, call or
+ * queue: at once when their directory is gone, else once unused for their
+ * idle_timeout (at least WS_FREE_AFTER_MS); their cgroups and watches go
+ * with them. */
+void workspace_gc_start(Server *srv);
+void workspace_gc_stop(Server *srv);
 
 /* ---- worker-link.c ---- */
 typedef enum LinkState {
@@ -314,6 +371,7 @@ struct Request {
         bool binary;     /* results as raw payload instead of strings */
         JsonlText texts[2]; /* result strings borrowed from the worker's reply, sent by request_finish */
         size_t n_texts;
+        char *owned[2];     /* output cut to fit a reply (reply-fit.c), which texts may point into */
         void *args;      /* decoded tool arguments (tools.c) */
         const JsonField *args_table;
         void (*free_args)(void *args);
@@ -324,6 +382,7 @@ struct Request {
         char sha[65];
         size_t count;
         int stage;       /* 0 read, 1 write */
+        size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 
 /* Sends the result of r (ok when error code is NULL), audits it and frees r.
@@ -335,6 +394,24 @@ void tools_handle(Client *c, JsonlMsg *m);
 /* Error reply for a line that could not be decoded at all. */
 void tools_reply_bad_line(Client *c, const char *code, const char *message);
 json_t *error_json(const char *code, const char *message);
+
+/* ---- reply-fit.c ---- */
+/* Bytes a reply line has for its output strings, given the client's id. */
+size_t reply_budget(json_t *id);
+/* Whether p[0..n) goes out as text (valid UTF-8 fitting budget escaped)
+ * rather than base64. */
+bool reply_bytes_as_text(const char *p, size_t n, size_t budget);
+/* What p[0..n) takes in the line, as text or base64 (as above). */
+size_t reply_bytes_cost(const char *p, size_t n, size_t budget);
+/* Cuts captured output (p[0..n) kept of total produced, maybe already cut
+ * by the worker) to a head and a tail with the marker so that it costs at
+ * most budget; *ret_owned is the new buffer (NULL when nothing was cut),
+ * the caller frees it. */
+int reply_fit_output(const char *p, size_t n, uint64_t total, size_t budget, const char **ret_p, size_t *ret_n,
+                     char **ret_owned);
+/* Shares budget between two strings costing a and b: each keeps what it
+ * needs when the other leaves room, else half. */
+void reply_split_budget(size_t budget, size_t cost_a, size_t cost_b, size_t *ret_a, size_t *ret_b);
 
 /* ---- pty.c ---- */
 void pty_open(Request *r, json_t *obj);
@@ -413,8 +490,31 @@ void protect_disarm(Workspace *ws);
  * spawned; true when it did. */
 bool protect_check(Workspace *ws);
 
+/* ---- instance.c ---- */
+/* The id of the daemon serving socket_path. */
+int instance_id(const char *socket_path, char ret[INSTANCE_ID_LEN + 1]);
+/* Takes this instance's lock (refusing when another daemon holds it) and
+ * sets instance_id, instance_dir and instance_lock_fd. */
+int instance_acquire(Server *srv, VsError **err);
+/* Whether the instance id under runtime_root has a live daemon. */
+bool instance_alive(const char *runtime_root, const char *id);
+/* Removes the instance directory and lets the lock go (clean exit). */
+/* After detaching: the lock names the daemon's own pid. */
+void instance_update_owner(Server *srv);
+void instance_release(Server *srv);
+
 /* ---- cgroup.c ---- */
+/* Finds a writable hierarchy, creates this instance's groups, removes what
+ * an earlier run of this instance (or a dead other instance) left. */
 void cgroup_probe(Server *srv);
+/* Kills every process in the workspace's groups (the whole jail, also what
+ * escaped the worker's sight), waiting until they are empty. */
+void cgroup_kill(Workspace *ws);
+/* The same in one pass, without waiting: for when a workspace's last jail
+ * ended (a process that escaped the worker's tree must not outlive it). */
+void cgroup_kill_leftovers(Workspace *ws);
+/* Removes this instance's groups (clean exit, after every cgroup_kill). */
+void cgroup_finish(Server *srv);
 /* Prepares ws's limits (creating cgroups). Notes what is degraded. */
 void cgroup_prepare(Workspace *ws);
 /* Moves the backend process tree of pid into ws's cgroups (or applies

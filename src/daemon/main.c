@@ -40,19 +40,43 @@ void log_reopen(void) {
                 safe_close(old);
 }
 
+static uv_timer_t shutdown_timer;
+static uint64_t shutdown_deadline_ms;
+
+/* Replies to the failed calls go out before the clients are closed; a
+ * client that does not read them is closed anyway after a while. */
+static void on_shutdown_tick(uv_timer_t *t) {
+        Server *srv = t->data;
+        if (srv->n_clients > 0 && now_ms() < shutdown_deadline_ms)
+                return;
+        uv_timer_stop(t);
+        uv_close((uv_handle_t *)t, NULL);
+        server_stop(srv);
+        uv_stop(srv->loop);
+}
+
+/* The order matters: calls in flight are answered "shutting_down" while
+ * their clients are still there to read it; the jails end (every process
+ * in each jail's cgroup) before their cgroups are removed, else the
+ * removal fails and leaves them behind; clients go last. */
 static void shutdown_now(Server *srv, const char *why) {
         if (srv->shutting_down)
                 return;
         srv->shutting_down = true;
         log_info("%s: ending every worker and exiting", why);
         startup_stopping(&srv->opt);
-        server_stop(srv);
+        server_stop_listening(srv);
+        workspace_gc_stop(srv);
         workspaces_free_all(srv);
-        links_kill_all(srv);
+        cgroup_finish(srv);
         uv_signal_stop(&sig_term);
         uv_signal_stop(&sig_int);
         uv_signal_stop(&sig_hup);
-        uv_stop(srv->loop);
+        server_drain_clients(srv);
+        shutdown_deadline_ms = now_ms() + 3000;
+        uv_timer_init(srv->loop, &shutdown_timer);
+        shutdown_timer.data = srv;
+        uv_timer_start(&shutdown_timer, on_shutdown_tick, 0, 20);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -191,6 +215,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
+        /* Before anything of this instance is touched: another daemon on
+         * the same socket holds the lock and is left alone. */
+        srv->instance_lock_fd = -EBADF;
+        if (instance_acquire(srv, &err) < 0) {
+                fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
+                return 1;
+        }
         startup_log_style(o);
         /* The log opens before detaching, so a bad --log-file is reported
          * to the terminal that asked for it. */
@@ -206,6 +237,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: cannot detach: %s\n", strerror(-r));
                 return 1;
         }
+        if (!o->foreground)
+                instance_update_owner(srv);
         if (o->audit_path && audit_open(o->audit_path, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
@@ -231,18 +264,23 @@ int main(int argc, char **argv) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
                 server_stop(srv); /* our own socket: removed */
+                instance_release(srv);
                 return 1;
         }
+        workspace_gc_start(srv);
         log_info("listening on %s (pid %d, uid %u, worker %s%s%s)", o->socket_path, (int)getpid(), (unsigned)geteuid(),
                  o->worker_path, srv->cgroup_version ? ", cgroups v" : "",
                  srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
         if (!srv->cgroup_version)
                 log_warning("per-workspace pids/memory limits: %s", srv->cgroup_why_not);
         uv_run(srv->loop, UV_RUN_DEFAULT);
-        if (!srv->shutting_down)
+        if (!srv->shutting_down) {
                 shutdown_now(srv, "loop ended");
+                uv_run(srv->loop, UV_RUN_DEFAULT);
+        }
         /* Let close callbacks run; handles of dead links go away here. */
         uv_run(srv->loop, UV_RUN_NOWAIT);
+        instance_release(srv);
         audit_close();
         log_info("exited cleanly");
         return 0;

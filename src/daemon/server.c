@@ -24,8 +24,19 @@ void client_ref(Client *c) {
         c->refs++;
 }
 
+static void account_input(Client *c);
+
 static void client_free(Client *c) {
+        Server *srv = c->srv;
         jsonl_reader_free(c->reader);
+        c->reader = NULL;
+        c->in_held = 0;
+        account_input(c);
+        if (srv->in_leader == c)
+                srv->in_leader = NULL;
+        if (c->spool_fd >= 0)
+                srv->spool_bytes -= c->spool_w - c->spool_r;
+        safe_close(c->spool_fd);
         free(c);
 }
 
@@ -57,8 +68,10 @@ static void client_close(Client *c) {
         uv_close((uv_handle_t *)&c->pipe, on_client_closed);
 }
 
+static uint64_t unsent(const Client *c);
+
 void client_maybe_close(Client *c) {
-        if (!c->closed && c->closing && c->out_bytes == 0 && c->inflight == 0)
+        if (!c->closed && c->closing && unsent(c) == 0 && c->inflight == 0)
                 client_close(c);
 }
 
@@ -75,11 +88,128 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
         buf->len = n;
 }
 
+/* ---- input budgets ---- */
+
+static size_t client_in_bytes(const Client *c) {
+        return c->in_held + (c->reader ? jsonl_reader_pending(c->reader) : 0);
+}
+
+static void resume_all(Server *srv);
+
+/* Over the global budget the biggest holder among the paused ones is let
+ * on alone, so that some message always completes (and its input turns
+ * into a call that ends) instead of every big sender waiting for the
+ * others forever. */
+static void elect_leader(Server *srv) {
+        Client *l = srv->in_leader;
+        if (l && !l->closed && jsonl_reader_pending(l->reader) >= CLIENT_IN_FREE)
+                return;
+        Client *best = NULL;
+        for (Client *c = srv->clients; c; c = c->next)
+                if (!c->closed && !c->closing && jsonl_reader_pending(c->reader) >= CLIENT_IN_FREE &&
+                    (!best || jsonl_reader_pending(c->reader) > jsonl_reader_pending(best->reader)))
+                        best = c;
+        srv->in_leader = best;
+        if (best && best != l)
+                client_update_reading(best);
+}
+
+/* Keeps srv->in_bytes the sum of what every client holds. */
+static void account_input(Client *c) {
+        Server *srv = c->srv;
+        size_t now = client_in_bytes(c);
+        bool was_over = srv->in_bytes >= SERVER_IN_MAX;
+        srv->in_bytes = srv->in_bytes - c->in_counted + now;
+        c->in_counted = now;
+        if (srv->in_bytes >= SERVER_IN_MAX)
+                elect_leader(srv);
+        else if (was_over)
+                resume_all(srv);
+}
+
+static bool input_allowed(const Client *c) {
+        const Server *srv = c->srv;
+        size_t mine = client_in_bytes(c);
+        if (mine >= CLIENT_IN_MAX)
+                return false;
+        if (srv->in_bytes < SERVER_IN_MAX || mine < CLIENT_IN_FREE)
+                return true;
+        return c == srv->in_leader && srv->in_bytes < SERVER_IN_MAX + JSONL_MAX_LINE + JSONL_MAX_RAW;
+}
+
+void client_release_input(Client *c, size_t bytes) {
+        c->in_held -= bytes < c->in_held ? bytes : c->in_held;
+        account_input(c);
+}
+
+/* ---- taking requests ---- */
+
+static uint64_t unsent(const Client *c) {
+        return c->out_bytes + (c->spool_fd >= 0 ? c->spool_w - c->spool_r : 0);
+}
+
+/* Whether another request of c may be taken now: under the in-flight cap,
+ * its unsent replies under the mark (with hysteresis). */
+static bool may_take(Client *c) {
+        if (c->out_paused && unsent(c) < CLIENT_OUT_LOW)
+                c->out_paused = false;
+        else if (!c->out_paused && unsent(c) >= CLIENT_OUT_HIGH)
+                c->out_paused = true;
+        return !c->closed && (!c->closing || c->eof) && c->inflight < CLIENT_MAX_INFLIGHT && !c->out_paused;
+}
+
+static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* Takes the complete requests already buffered, as many as may go: at the
+ * in-flight cap or the reply mark, parsing stops, not only reading. */
+static void client_process(Client *c) {
+        if (c->parsing)
+                return;
+        c->parsing = true;
+        client_ref(c);
+        while (may_take(c)) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                size_t before = jsonl_reader_pending(c->reader);
+                int r = jsonl_reader_next(c->reader, &m, &err);
+                if (r == -EAGAIN)
+                        break;
+                c->msg_bytes = before - jsonl_reader_pending(c->reader);
+                if (r == -EBADMSG) {
+                        tools_reply_bad_line(c, "bad_request", vs_error_message(err));
+                        continue;
+                }
+                if (r < 0) {
+                        /* Framing lost (line over 1 MiB, bad raw): say why, then
+                         * hang up once the reply is out. */
+                        log_warning("client %d (uid %u): %s; disconnecting", (int)c->pid, (unsigned)c->uid,
+                                    vs_error_message(err));
+                        tools_reply_bad_line(c, r == -EMSGSIZE ? "request_too_large" : "bad_request",
+                                             vs_error_message(err));
+                        if (c->reading)
+                                uv_read_stop((uv_stream_t *)&c->pipe);
+                        c->reading = false;
+                        c->closing = true;
+                        client_maybe_close(c);
+                        break;
+                }
+                tools_handle(c, &m);
+                c->msg_bytes = 0;
+        }
+        c->parsing = false;
+        if (c->reader)
+                account_input(c);
+        client_maybe_close(c);
+        client_unref(c);
+}
+
 void client_update_reading(Client *c) {
+        if (c->closed)
+                return;
+        client_process(c);
         if (c->closed || c->closing)
                 return;
-        bool want = c->out_bytes < (c->reading ? CLIENT_OUT_HIGH : CLIENT_OUT_LOW) &&
-                    c->inflight < CLIENT_MAX_INFLIGHT;
+        bool want = may_take(c) && input_allowed(c);
         if (want == c->reading)
                 return;
         c->reading = want;
@@ -89,39 +219,116 @@ void client_update_reading(Client *c) {
                 uv_read_stop((uv_stream_t *)&c->pipe);
 }
 
+static void resume_all(Server *srv) {
+        if (srv->resuming)
+                return;
+        srv->resuming = true;
+        for (Client *c = srv->clients, *next; c; c = next) {
+                next = c->next;
+                if (!c->reading)
+                        client_update_reading(c);
+        }
+        srv->resuming = false;
+}
+
+/* ---- replies: memory, then a bounded spool ---- */
+
+static int queue_write(Client *c, char *data, size_t len);
+
+/* Moves spooled replies back to the socket while the memory queue is low. */
+static void spool_drain(Client *c) {
+        Server *srv = c->srv;
+        while (c->spool_fd >= 0 && !c->closed && c->out_bytes < CLIENT_OUT_LOW) {
+                if (c->spool_r == c->spool_w) {
+                        /* Caught up: later replies go straight out again. */
+                        c->spool_fd = safe_close(c->spool_fd);
+                        c->spool_r = c->spool_w = 0;
+                        return;
+                }
+                size_t n = c->spool_w - c->spool_r < SPOOL_CHUNK ? (size_t)(c->spool_w - c->spool_r) : SPOOL_CHUNK;
+                char *buf = malloc(n);
+                ssize_t k = buf ? pread(c->spool_fd, buf, n, (off_t)c->spool_r) : -1;
+                if (k <= 0) {
+                        log_error("client %d: reading back its spooled replies: %s; disconnecting", (int)c->pid,
+                                  buf ? (k < 0 ? strerror(errno) : "short file") : "out of memory");
+                        free(buf);
+                        client_close(c);
+                        return;
+                }
+                c->spool_r += (uint64_t)k;
+                srv->spool_bytes -= (uint64_t)k;
+                if (queue_write(c, buf, (size_t)k) < 0)
+                        return;
+        }
+}
+
+/* Appends a reply to the client's spool file (made on first use). */
+static int spool_append(Client *c, const char *data, size_t len) {
+        Server *srv = c->srv;
+        if (c->spool_w - c->spool_r + len > CLIENT_SPOOL_MAX) {
+                log_warning("client %d (uid %u) left over %llu MiB of replies unread; disconnecting", (int)c->pid,
+                            (unsigned)c->uid, (unsigned long long)(CLIENT_SPOOL_MAX >> 20));
+                return -ENOBUFS;
+        }
+        if (c->spool_fd < 0) {
+                static const char *const dirs[] = { "/var/tmp", "/tmp" };
+                for (size_t i = 0; i < ELEMENTSOF(dirs) && c->spool_fd < 0; i++)
+                        c->spool_fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+                if (c->spool_fd < 0) {
+                        log_error("client %d: cannot make a reply spool file (%m); disconnecting", (int)c->pid);
+                        return -errno;
+                }
+                c->spool_r = c->spool_w = 0;
+        }
+        for (size_t off = 0; off < len;) {
+                ssize_t k = pwrite(c->spool_fd, data + off, len - off, (off_t)(c->spool_w + off));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        log_error("client %d: spooling a reply: %m; disconnecting", (int)c->pid);
+                        return k < 0 ? -errno : -EIO;
+                }
+                off += (size_t)k;
+        }
+        c->spool_w += len;
+        srv->spool_bytes += len;
+        return 0;
+}
+
 static void on_write(uv_write_t *w, int status) {
         WriteReq *wr = (WriteReq *)w;
         Client *c = wr->client;
         c->out_bytes -= wr->len;
+        c->srv->out_bytes -= wr->len;
         free(wr->data);
         free(wr);
         if (status < 0 && !c->closed) {
                 log_debug("client %d: write failed: %s", (int)c->pid, uv_strerror(status));
                 client_close(c);
-        } else if (!c->closed && c->closing)
-                client_maybe_close(c);
-        else {
-                client_update_reading(c);
-                pty_resume(c);
+        } else if (!c->closed) {
+                spool_drain(c);
+                if (!c->closed && c->closing)
+                        client_maybe_close(c);
+                else if (!c->closed) {
+                        client_update_reading(c);
+                        pty_resume(c);
+                }
         }
         client_unref(c);
 }
 
-void client_send(Client *c, StrBuf *msg) {
-        if (!c || c->closed || msg->len == 0) {
-                strbuf_clear(msg);
-                return;
-        }
+/* Queues data (taken) to the socket. */
+static int queue_write(Client *c, char *data, size_t len) {
         WriteReq *wr = calloc(1, sizeof *wr);
         if (!wr) {
                 /* Out of memory: this client loses its reply; the daemon goes on. */
                 log_error("out of memory queueing a reply; closing client");
-                strbuf_clear(msg);
+                free(data);
                 client_close(c);
-                return;
+                return -ENOMEM;
         }
-        wr->len = msg->len;
-        wr->data = strbuf_steal(msg);
+        wr->len = len;
+        wr->data = data;
         wr->client = c;
         uv_buf_t b = uv_buf_init(wr->data, (unsigned)wr->len);
         int r = uv_write(&wr->w, (uv_stream_t *)&c->pipe, &b, 1, on_write);
@@ -129,11 +336,44 @@ void client_send(Client *c, StrBuf *msg) {
                 free(wr->data);
                 free(wr);
                 client_close(c);
-                return;
+                return r;
         }
         client_ref(c);
-        c->out_bytes += b.len;
-        client_update_reading(c);
+        c->out_bytes += len;
+        c->srv->out_bytes += len;
+        return 0;
+}
+
+void client_send(Client *c, StrBuf *msg) {
+        if (!c || c->closed || msg->len == 0) {
+                strbuf_clear(msg);
+                return;
+        }
+        Server *srv = c->srv;
+        /* In order: once anything is spooled, later replies follow it. */
+        bool spool = c->spool_fd >= 0 || c->out_bytes + msg->len > CLIENT_OUT_MAX ||
+                     (c->out_bytes > 0 && srv->out_bytes + msg->len > SERVER_OUT_MAX);
+        if (spool) {
+                int r = spool_append(c, msg->data, msg->len);
+                strbuf_clear(msg);
+                if (r < 0) {
+                        client_close(c);
+                        return;
+                }
+                /* The spool is drained as writes complete; with none in
+                 * flight (one reply over CLIENT_OUT_MAX on its own, such as
+                 * a 64 MiB file_read) nothing would ever start it. */
+                if (c->out_bytes < CLIENT_OUT_LOW)
+                        spool_drain(c);
+                if (!c->closed && !c->parsing)
+                        client_update_reading(c);
+                return;
+        }
+        size_t len = msg->len;
+        if (queue_write(c, strbuf_steal(msg), len) < 0)
+                return;
+        if (!c->parsing)
+                client_update_reading(c);
 }
 
 void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len) {
@@ -155,7 +395,9 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                 bool big = r == -EMSGSIZE || r == -ENOBUFS;
                 json_t *e = json_pack("{s:o,s:b,s:o}", "id", id ? id : json_null(), "ok", 0, "error",
                                       big ? error_json("too_large",
-                                                       "the reply is over the 1 MiB line limit; ask for less (offset/limit) or for raw bytes (\"binary\": true)")
+                                                       json_string_length(id) > 64 * 1024
+                                                               ? "the reply is over the 1 MiB line limit because of its long \"id\"; use a shorter one"
+                                                               : "the reply is over the 1 MiB line limit; ask for raw bytes (\"binary\": true)")
                                           : error_json("internal", "the reply could not be encoded"));
                 id = NULL;
                 if (e && jsonl_encode(e, NULL, 0, &out) < 0)
@@ -175,45 +417,27 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         }
         if (nread < 0) {
                 /* EOF: answer what is in flight, then close (a half-closed
-                 * client still reads its replies). */
+                 * client still reads its replies). Requests still buffered
+                 * are taken first. */
                 uv_read_stop(s);
                 c->reading = false;
-                c->closing = true;
-                if (nread != UV_EOF)
+                if (nread != UV_EOF) {
+                        c->closing = true;
                         client_close(c);
-                else
-                        client_maybe_close(c);
+                        return;
+                }
+                c->eof = c->closing = true;
+                client_ref(c);
+                client_process(c);
+                client_unref(c);
                 return;
         }
         if (nread == 0)
                 return;
         jsonl_reader_commit(c->reader, (size_t)nread);
         client_ref(c);
-        while (!c->closed && !c->closing) {
-                JsonlMsg m = JSONL_MSG_INIT;
-                _cleanup_(vs_error_freep) VsError *err = NULL;
-                int r = jsonl_reader_next(c->reader, &m, &err);
-                if (r == -EAGAIN)
-                        break;
-                if (r == -EBADMSG) {
-                        tools_reply_bad_line(c, "bad_request", vs_error_message(err));
-                        continue;
-                }
-                if (r < 0) {
-                        /* Framing lost (line over 1 MiB, bad raw): say why, then
-                         * hang up once the reply is out. */
-                        log_warning("client %d (uid %u): %s; disconnecting", (int)c->pid, (unsigned)c->uid,
-                                    vs_error_message(err));
-                        tools_reply_bad_line(c, r == -EMSGSIZE ? "request_too_large" : "bad_request",
-                                             vs_error_message(err));
-                        uv_read_stop(s);
-                        c->reading = false;
-                        c->closing = true;
-                        client_maybe_close(c);
-                        break;
-                }
-                tools_handle(c, &m);
-        }
+        client_process(c);
+        client_update_reading(c);
         client_unref(c);
 }
 
@@ -233,6 +457,7 @@ static void on_connection(uv_stream_t *l, int status) {
         }
         c->srv = srv;
         c->refs = 1;
+        c->spool_fd = -EBADF;
         uv_pipe_init(srv->loop, &c->pipe, 0);
         c->pipe.data = c;
         if (uv_accept(l, (uv_stream_t *)&c->pipe) < 0) {
@@ -333,12 +558,33 @@ int server_start(Server *srv, VsError **err) {
                 r = check_stale(srv->opt.socket_path, err);
                 if (r < 0)
                         return r;
+                /* Bound under a temporary name and renamed into place once
+                 * listening: a client that sees the socket file can connect
+                 * (no "connection refused" between bind and listen). The
+                 * instance lock makes the name ours alone. */
+                _cleanup_free_ char *tmp = NULL;
+                if (asprintf(&tmp, "%s.%d", srv->opt.socket_path, (int)getpid()) < 0)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                const char *bind_path = strlen(tmp) < sizeof(((struct sockaddr_un *)0)->sun_path) ? tmp
+                                                                                                 : srv->opt.socket_path;
+                (void)unlink(tmp);
                 /* Created 0600 from the start: no window where others may connect. */
                 mode_t old = umask(0177);
-                r = uv_pipe_bind(&srv->listener, srv->opt.socket_path);
+                r = uv_pipe_bind(&srv->listener, bind_path);
                 umask(old);
                 if (r < 0)
-                        return vs_error_set(err, r, "binding %s: %s", srv->opt.socket_path, uv_strerror(r));
+                        return vs_error_set(err, r, "binding %s: %s", bind_path, uv_strerror(r));
+                r = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
+                if (r < 0) {
+                        (void)unlink(bind_path);
+                        return vs_error_set(err, r, "listening on %s: %s", srv->opt.socket_path, uv_strerror(r));
+                }
+                if (bind_path != srv->opt.socket_path && rename(bind_path, srv->opt.socket_path) < 0) {
+                        r = -errno;
+                        (void)unlink(bind_path);
+                        return vs_error_set(err, r, "moving the socket into place at %s: %m", srv->opt.socket_path);
+                }
+                return 0;
         }
         r = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
         if (r < 0)
@@ -346,13 +592,28 @@ int server_start(Server *srv, VsError **err) {
         return 0;
 }
 
-void server_stop(Server *srv) {
+void server_stop_listening(Server *srv) {
         if (srv->listening) {
                 srv->listening = false;
                 uv_close((uv_handle_t *)&srv->listener, NULL);
                 if (srv->opt.socket_path)
                         unlink(srv->opt.socket_path);
         }
+}
+
+void server_drain_clients(Server *srv) {
+        for (Client *c = srv->clients, *next; c; c = next) {
+                next = c->next;
+                if (c->reading)
+                        uv_read_stop((uv_stream_t *)&c->pipe);
+                c->reading = false;
+                c->closing = true;
+                client_maybe_close(c);
+        }
+}
+
+void server_stop(Server *srv) {
+        server_stop_listening(srv);
         while (srv->clients)
                 client_close(srv->clients);
 }

@@ -54,13 +54,13 @@ int b64_decode(const char *s, char **ret, size_t *ret_len) {
         return 0;
 }
 
-/* Text as a JSON string when it is valid UTF-8, else base64 under KEY_base64. */
-/* A result string: valid UTF-8 goes out as text, escaped straight into the
- * reply line by request_finish (p must live until then: it points into the
- * worker's reply, which outlives the done callback's request_finish);
- * anything else as KEY_base64. */
-static void set_bytes(Request *r, json_t *o, const char *key, const char *p, size_t n) {
-        if (jsonl_utf8_valid(p ? p : "", n) && r->n_texts < ELEMENTSOF(r->texts)) {
+/* A result string: valid UTF-8 that fits budget escaped goes out as text,
+ * escaped straight into the reply line by request_finish (p must live until
+ * then: it points into the worker's reply, which outlives the done
+ * callback's request_finish, or into r->owned); anything else as
+ * KEY_base64. */
+static void set_bytes(Request *r, json_t *o, const char *key, const char *p, size_t n, size_t budget) {
+        if (reply_bytes_as_text(p, n, budget) && r->n_texts < ELEMENTSOF(r->texts)) {
                 r->texts[r->n_texts++] = (JsonlText){ key, p ? p : "", n };
                 return;
         }
@@ -98,6 +98,10 @@ static void request_free(Request *r) {
         free(r->dir_path);
         free(r->pending);
         jsonl_msg_done(&r->msg);
+        if (r->ws)
+                r->ws->refs--;
+        free(r->owned[0]);
+        free(r->owned[1]);
         free(r);
 }
 
@@ -180,7 +184,9 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         r->n_texts = 0;
         Client *c = r->client;
         c->inflight--;
+        size_t in_bytes = r->in_bytes;
         request_free(r);
+        client_release_input(c, in_bytes);
         client_update_reading(c);
         client_maybe_close(c);
         client_unref(c);
@@ -292,15 +298,32 @@ static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
         json_object_set_new(o, "cancelled", json_boolean(e.cancelled));
         json_object_set_new(o, "stdout_total", json_integer((json_int_t)e.stdout_total));
         json_object_set_new(o, "stderr_total", json_integer((json_int_t)e.stderr_total));
-        json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
         json_object_set_new(o, "duration_us", json_integer((json_int_t)e.duration_us));
         if (a->binary) {
+                json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
                 json_object_set_new(o, "stdout_len", json_integer((json_int_t)e.stdout_len));
                 json_object_set_new(o, "stderr_len", json_integer((json_int_t)e.stderr_len));
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
         }
-        set_bytes(r, o, "stdout", m->raw, e.stdout_len);
-        set_bytes(r, o, "stderr", m->raw ? m->raw + e.stdout_len : NULL, e.stderr_len);
+        /* As text both streams share one line: cut what would not fit, so
+         * the reply goes out with exit_code and timed_out intact. */
+        const char *sp[2] = { m->raw, m->raw ? m->raw + e.stdout_len : NULL };
+        size_t sn[2] = { e.stdout_len, e.stderr_len }, sb[2];
+        uint64_t st[2] = { e.stdout_total, e.stderr_total };
+        size_t budget = reply_budget(r->id);
+        reply_split_budget(budget, reply_bytes_cost(sp[0], sn[0], budget), reply_bytes_cost(sp[1], sn[1], budget), &sb[0],
+                           &sb[1]);
+        bool truncated = false;
+        for (int i = 0; i < 2; i++) {
+                if (reply_fit_output(sp[i], sn[i], st[i], sb[i], &sp[i], &sn[i], &r->owned[i]) < 0) {
+                        json_decref(o);
+                        return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+                }
+                truncated = truncated || st[i] > sn[i] || r->owned[i];
+        }
+        json_object_set_new(o, "truncated", json_boolean(truncated));
+        set_bytes(r, o, "stdout", sp[0], sn[0], sb[0]);
+        set_bytes(r, o, "stderr", sp[1], sn[1], sb[1]);
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 
@@ -405,7 +428,7 @@ static void read_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, con
                 return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
         if (a->binary)
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
-        set_bytes(r, o, "content", m->raw, m->raw_len);
+        set_bytes(r, o, "content", m->raw, m->raw_len, reply_budget(r->id));
         request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 
@@ -586,32 +609,110 @@ static int edit_prepare(Request *r, const char **ret_code, char **ret_msg) {
 
 /* ---- status ---- */
 
+#define STATUS_DEFAULT_LIMIT 100
+#define STATUS_MAX_LIMIT 1000
+
+typedef struct StatusArgs {
+        const char *workspace;
+        uint64_t offset;
+        uint64_t limit;
+} StatusArgs;
+
+static const JsonField status_table[] = {
+        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
+        { "workspace", JSON_FIELD_STRING, offsetof(StatusArgs, workspace), JSON_FIELD_NULLABLE, NULL },
+        { "offset", JSON_FIELD_UINT64, offsetof(StatusArgs, offset), JSON_FIELD_NULLABLE, NULL },
+        { "limit", JSON_FIELD_UINT64, offsetof(StatusArgs, limit), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+static int cmp_ws_path(const void *a, const void *b) {
+        return strcmp((*(Workspace *const *)a)->path, (*(Workspace *const *)b)->path);
+}
+
+/* Counts by state for the whole table: what a summary needs at any scale. */
+static json_t *status_summary(Server *srv, size_t *ret_total) {
+        size_t total = 0, by_state[3] = { 0 }, workers = 0, draining = 0, queued = 0;
+        for (Workspace *w = srv->workspaces; w; w = w->next) {
+                total++;
+                by_state[w->state <= WS_REFUSED ? w->state : WS_REFUSED]++;
+                workers += !!w->link;
+                for (WorkerLink *l = w->draining; l; l = l->next_draining)
+                        draining++;
+                queued += w->n_queued;
+        }
+        *ret_total = total;
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "workspaces", (json_int_t)total, "sandboxed",
+                         (json_int_t)by_state[WS_SANDBOXED], "unsandboxed", (json_int_t)by_state[WS_UNSANDBOXED],
+                         "refused", (json_int_t)by_state[WS_REFUSED], "with_worker", (json_int_t)workers, "draining",
+                         (json_int_t)draining, "queued", (json_int_t)queued);
+}
+
+/* One page of workspaces sorted by path, from offset: at most limit, and
+ * never more than one reply line carries (then next_offset says where to
+ * go on). */
 static void status_reply(Request *r) {
         Server *srv = r->srv;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        StatusArgs a = { 0 };
+        if (json_dispatch(r->msg.obj, status_table, &a, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        uint64_t limit = a.limit ? a.limit : STATUS_DEFAULT_LIMIT;
+        if (limit > STATUS_MAX_LIMIT)
+                limit = STATUS_MAX_LIMIT;
         json_t *o = json_object();
-        json_t *d = json_pack("{s:i,s:i,s:I,s:i,s:i,s:i,s:i,s:s?,s:s?}", "pid", (int)getpid(), "uid", (int)geteuid(),
-                              "uptime_s", (json_int_t)((now_ms() - srv->started_ms) / 1000), "clients",
+        json_t *d = json_pack("{s:i,s:i,s:I,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s}", "pid", (int)getpid(), "uid",
+                              (int)geteuid(), "uptime_s", (json_int_t)((now_ms() - srv->started_ms) / 1000), "clients",
                               (int)srv->n_clients, "workers", (int)srv->n_workers, "max_workers",
                               (int)srv->opt.max_workers, "max_clients", (int)srv->opt.max_clients, "socket",
-                              srv->opt.socket_path, "audit_log", srv->opt.audit_path);
+                              srv->opt.socket_path, "audit_log", srv->opt.audit_path, "instance", srv->instance_id);
         if (d) {
                 json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
                 json_object_set_new(d, "cgroups", srv->cgroup_version ? json_integer(srv->cgroup_version) : json_null());
                 if (srv->cgroup_why_not)
                         json_object_set_new(d, "cgroups_unavailable", json_string(srv->cgroup_why_not));
+                /* What the backpressure bounds hold right now. */
+                json_object_set_new(d, "input_held_bytes", json_integer((json_int_t)srv->in_bytes));
+                json_object_set_new(d, "replies_queued_bytes", json_integer((json_int_t)srv->out_bytes));
+                json_object_set_new(d, "replies_spooled_bytes", json_integer((json_int_t)srv->spool_bytes));
         }
-        json_t *ws = json_array();
-        const char *only = json_string_value(json_object_get(r->msg.obj, "workspace"));
+        size_t total = 0;
+        json_t *summary = status_summary(srv, &total);
         char canon[4096];
-        if (only && !realpath(only, canon))
-                snprintf(canon, sizeof canon, "%s", only);
-        for (Workspace *w = srv->workspaces; ws && w; w = w->next)
-                if (!only || streq(w->path, canon))
-                        json_array_append_new(ws, workspace_status(w));
+        if (a.workspace && !realpath(a.workspace, canon))
+                snprintf(canon, sizeof canon, "%s", a.workspace);
+        _cleanup_free_ Workspace **all = calloc(total ? total : 1, sizeof *all);
+        size_t n = 0;
+        for (Workspace *w = srv->workspaces; all && w; w = w->next)
+                if (!a.workspace || streq(w->path, canon))
+                        all[n++] = w;
+        if (all)
+                qsort(all, n, sizeof *all, cmp_ws_path);
+        json_t *ws = json_array();
+        size_t budget = reply_budget(r->id), used = 4096, i = a.offset;
+        for (; ws && all && i < n && json_array_size(ws) < limit; i++) {
+                json_t *e = workspace_status(all[i]);
+                size_t len = e ? json_dumpb(e, NULL, 0, JSON_COMPACT) : 0;
+                if (json_array_size(ws) > 0 && used + len + 1 > budget) {
+                        json_decref(e);
+                        break;
+                }
+                used += len + 1;
+                json_array_append_new(ws, e);
+        }
         if (o) {
                 json_object_set_new(o, "daemon", d);
+                json_object_set_new(o, "summary", summary);
                 json_object_set_new(o, "workspaces", ws);
+                json_object_set_new(o, "offset", json_integer((json_int_t)a.offset));
+                json_object_set_new(o, "next_offset", i < n ? json_integer((json_int_t)i) : json_null());
+        } else {
+                json_decref(d);
+                json_decref(summary);
+                json_decref(ws);
         }
+        json_dispatch_done(status_table, &a);
         r->target = json_null();
         request_finish(r, NULL, o, NULL, 0, NULL, NULL);
 }
@@ -714,6 +815,8 @@ void tools_handle(Client *c, JsonlMsg *m) {
         r->client = c;
         client_ref(c);
         c->inflight++;
+        r->in_bytes = c->msg_bytes;
+        c->in_held += r->in_bytes;
         r->id = id ? json_incref(id) : NULL;
         r->msg = *m;
         *m = (JsonlMsg)JSONL_MSG_INIT;
@@ -743,6 +846,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
                                       vs_error_message(err));
         r->ws = ws;
+        ws->refs++;
         if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))
                 return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
         /* A platform that must never run unsandboxed says so per call: the

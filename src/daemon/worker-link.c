@@ -365,7 +365,7 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         Server *srv = ws->srv;
         VsLaunchOptions o = {
                 .worker_path = srv->opt.worker_path,
-                .runtime_dir = srv->opt.runtime_dir,
+                .runtime_dir = srv->instance_dir,
                 .instance = ws->counters.spawns,
         };
         int r;

@@ -4,6 +4,7 @@
  * spawning -> ready -> idle-ended), draining on policy changes, crash
  * restarts under a rate limit. */
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -249,6 +250,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 ws->next = srv->workspaces;
                 srv->workspaces = ws;
         }
+        ws->last_used_ms = now_ms();
         refresh(ws);
         /* Before this call is served: a protected path replaced on the
          * host has detached the running jail's read-only mount on it. */
@@ -418,6 +420,11 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         note_restart(ws);
                         workspace_set_error(ws, "%s", why);
                 }
+                /* The workspace's last jail ended: whatever is left in its
+                 * cgroup (an inner bwrap that outlived its parent) goes
+                 * before a new jail joins the group. */
+                if (!ws->draining)
+                        cgroup_kill_leftovers(ws);
                 if (ws->queue) {
                         /* A link that never became ready: its start failed. */
                         if (streq(code, "sandbox_unavailable")) {
@@ -434,6 +441,8 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         *p = l->next_draining;
                         break;
                 }
+        if (!ws->link && !ws->draining)
+                cgroup_kill_leftovers(ws);
 }
 
 void workspace_old_jail_gone(Workspace *ws) {
@@ -560,26 +569,94 @@ static void on_timer_closed(uv_handle_t *h) {
         free(h->data);
 }
 
+/* ---- freeing unused entries ---- */
+
+/* Kept however long it is idle: an entry with a loosening waiting for the
+ * host's approval, so status keeps listing it (policy_pending) until it is
+ * allowed or reverted. A protected-path snapshot (protect.c) is in use
+ * exactly while a jail lives (a link, ready or draining), which keeps the
+ * entry too; an idle entry's snapshot is stale and the next spawn takes a
+ * new one, so it goes with the entry. */
+static bool ws_unused(const Workspace *ws) {
+        return !ws->pending && !ws->link && !ws->draining && !ws->queue && !ws->spawn_waiting && ws->refs == 0;
+}
+
+static void workspace_free(Workspace *ws) {
+        /* Ended background processes kept for their output point here. */
+        process_forget_workspace(ws);
+        watch_stop(ws);
+        proxy_stop(ws->proxy);
+        protect_disarm(ws);
+        cgroup_kill(ws);
+        cgroup_release(ws);
+        policy_free(ws->policy);
+        vs_error_free(ws->config_error);
+        free(ws->pending);
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                free(ws->host_run[i].path);
+        free(ws->last_error);
+        strv_free(ws->limit_notes);
+        free(ws->path);
+        uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);
+}
+
+static void on_gc(uv_timer_t *t) {
+        Server *srv = t->data;
+        uint64_t now = now_ms();
+        for (Workspace **p = &srv->workspaces; *p;) {
+                Workspace *ws = *p;
+                struct stat st;
+                /* An entry lives as long as its worker would (at least
+                 * WS_FREE_AFTER_MS), or not at all once its directory is gone. */
+                uint64_t keep = idle_timeout_ms(ws) > WS_FREE_AFTER_MS ? idle_timeout_ms(ws) : WS_FREE_AFTER_MS;
+                if (ws_unused(ws) && (now - ws->last_used_ms >= keep || stat(ws->path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                        log_debug("workspace %s: unused, entry freed", ws->path);
+                        *p = ws->next;
+                        srv->ws_freed++;
+                        workspace_free(ws);
+                        continue;
+                }
+                p = &ws->next;
+        }
+        /* Replies and payloads of a burst are large blocks the allocator
+         * keeps: give the unused ones back, so a long uptime does not
+         * carry the peak of its busiest minute. */
+        malloc_trim(0);
+}
+
+void workspace_gc_start(Server *srv) {
+        uv_timer_init(srv->loop, &srv->gc_timer);
+        srv->gc_timer.data = srv;
+        uv_timer_start(&srv->gc_timer, on_gc, WS_GC_INTERVAL_MS, WS_GC_INTERVAL_MS);
+        srv->gc_running = true;
+}
+
+void workspace_gc_stop(Server *srv) {
+        if (!srv->gc_running)
+                return;
+        srv->gc_running = false;
+        uv_timer_stop(&srv->gc_timer);
+        uv_close((uv_handle_t *)&srv->gc_timer, NULL);
+}
+
 void workspaces_free_all(Server *srv) {
         srv->spawn_wait_head = srv->spawn_wait_tail = NULL;
-        while (srv->workspaces) {
-                Workspace *ws = srv->workspaces;
-                srv->workspaces = ws->next;
+        /* Calls first, so their clients hear "shutting_down"; then every
+         * process of every jail; only then can the cgroups go. */
+        for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
                 workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
                 fail_queue(ws, "shutting_down", "the daemon is shutting down");
                 process_forget_workspace(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
                 protect_disarm(ws);
-                cgroup_release(ws);
-                policy_free(ws->policy);
-                vs_error_free(ws->config_error);
-                free(ws->pending);
-                for (size_t i = 0; i < HOST_RUN_NOTES; i++)
-                        free(ws->host_run[i].path);
-                free(ws->last_error);
-                strv_free(ws->limit_notes);
-                free(ws->path);
-                uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);
+        }
+        for (Workspace *ws = srv->workspaces; ws; ws = ws->next)
+                cgroup_kill(ws);
+        links_kill_all(srv);
+        while (srv->workspaces) {
+                Workspace *ws = srv->workspaces;
+                srv->workspaces = ws->next;
+                workspace_free(ws);
         }
 }

@@ -405,6 +405,48 @@ bool jsonl_utf8_valid(const char *p, size_t n) {
         return true;
 }
 
+/* What append_escaped() makes of one byte: itself, a two-character escape,
+ * or \u00XX. */
+static size_t escaped_cost(unsigned char c) {
+        if (c >= 0x20 && c != '"' && c != '\\')
+                return 1;
+        switch (c) {
+        case '"': case '\\': case '\n': case '\r': case '\t': case '\b': case '\f':
+                return 2;
+        default:
+                return 6;
+        }
+}
+
+size_t jsonl_escaped_len(const char *p, size_t n) {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++)
+                total += escaped_cost((unsigned char) p[i]);
+        return total;
+}
+
+static bool is_continuation(char c) {
+        return ((unsigned char) c & 0xc0) == 0x80;
+}
+
+size_t jsonl_escaped_prefix(const char *p, size_t n, size_t budget) {
+        size_t i = 0, used = 0;
+        while (i < n && used + escaped_cost((unsigned char) p[i]) <= budget)
+                used += escaped_cost((unsigned char) p[i++]);
+        while (i > 0 && i < n && is_continuation(p[i]))
+                i--;
+        return i;
+}
+
+size_t jsonl_escaped_suffix(const char *p, size_t n, size_t budget) {
+        size_t i = n, used = 0;
+        while (i > 0 && used + escaped_cost((unsigned char) p[i - 1]) <= budget)
+                used += escaped_cost((unsigned char) p[--i]);
+        while (i < n && is_continuation(p[i]))
+                i++;
+        return n - i;
+}
+
 /* Escapes data as the inside of a JSON string: only '"', '\\' and control
  * characters change; valid UTF-8 passes through as it is. */
 static int append_escaped(StrBuf *out, const char *data, size_t len) {

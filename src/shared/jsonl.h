@@ -120,6 +120,14 @@ typedef struct JsonlText {
  * over U+10FFFF). NUL bytes are valid (encoded as \u0000). Pure. */
 bool jsonl_utf8_valid(const char *p, size_t n);
 
+/* Bytes p[0..n) take escaped inside a JSON string (what
+ * jsonl_encode_texts() writes, without the quotes). Pure. */
+size_t jsonl_escaped_len(const char *p, size_t n);
+/* The length of the longest prefix (suffix) of p[0..n) whose escaped form
+ * takes at most budget bytes, never cutting a UTF-8 sequence. Pure. */
+size_t jsonl_escaped_prefix(const char *p, size_t n, size_t budget);
+size_t jsonl_escaped_suffix(const char *p, size_t n, size_t budget);
+
 /* As jsonl_encode(), with the texts appended to obj's fields (obj must not
  * hold their keys). Same errors, and -EILSEQ when a text is not valid UTF-8;
  * out is left as it was on failure. */

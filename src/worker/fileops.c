@@ -4,6 +4,7 @@
  * directory descriptor it got, never by path again. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -133,8 +134,12 @@ static int temp_open(int dirfd, char name[static 32]) {
                 suffix[6] = 0;
                 snprintf(name, 32, ".vectora-tmp-%s", suffix);
                 int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0)
+                if (fd >= 0) {
+                        /* Held until the write ends: a sweeper (sweep.c) that
+                         * can take it knows the writer died. */
+                        (void) flock(fd, LOCK_EX);
                         return fd;
+                }
                 if (errno != EEXIST)
                         return negative_errno();
         }

@@ -136,6 +136,11 @@ static void handle_init(Worker *w, json_t *obj) {
                 goto fail;
         }
         w->state = PROTOCOL_STATE_READY;
+        /* Ready goes out first; the sweep then runs before any request. */
+        (void) flush(w);
+        size_t swept = sweep_temp_files(&w->policy);
+        if (swept > 0)
+                log_info("removed %zu temp files of interrupted writes", swept);
         return;
 
 fail:

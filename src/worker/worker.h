@@ -81,6 +81,13 @@ bool policy_is_masked(const Policy *p, const char *abs, bool is_dir);
 /* Opens a directory for exec's cwd (O_PATH), absolute or workspace-relative. */
 int resolve_cwd(const Policy *p, const char *cwd, int *ret_fd, VsError **err);
 
+/* ---- sweep.c ---- */
+/* ".vectora-tmp-" and six letters or digits: write_file's temp names. */
+bool sweep_is_temp_name(const char *name);
+/* Removes the temp files of killed writes under the writable roots (the
+ * workspace in direct mode); returns how many. */
+size_t sweep_temp_files(const Policy *p);
+
 /* ---- fileops.c (synchronous; each appends a reply to out) ---- */
 
 int fileops_read_file(const Policy *p, json_t *obj, StrBuf *out, VsError **err);

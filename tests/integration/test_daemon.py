@@ -522,8 +522,9 @@ def t_limits(d, tmp):
     # from the start (the spawned child joins it before exec).
     if any("cgroup" in x for x in w["limits"]) and not any("pids: RLIMIT" in x for x in w["limits"]):
         import glob as _g
-        procs = [p for p in _g.glob("/sys/fs/cgroup/pids/vectora-sandboxd/ws-*/cgroup.procs")
-                 + _g.glob("/sys/fs/cgroup/vectora-sandboxd/ws-*/cgroup.procs")]
+        # vectora-sandboxd/INSTANCE/ws-HASH (docs/protocol.md, "Daemon instances")
+        procs = [p for p in _g.glob("/sys/fs/cgroup/pids/vectora-sandboxd/*/ws-*/cgroup.procs")
+                 + _g.glob("/sys/fs/cgroup/vectora-sandboxd/*/ws-*/cgroup.procs")]
         members = set()
         for p in procs:
             members |= set(open(p).read().split())

@@ -152,8 +152,9 @@ def main():
         finally:
             d.terminate()
             d.wait(timeout=10)
-        leftovers = [x for x in os.listdir("/run/vectora-sandbox") if x.startswith("idmap-")] \
-            if os.path.isdir("/run/vectora-sandbox") else []
+        # Staging lives in the runtime directory or, for a daemon, its instance's (d-*).
+        leftovers = [os.path.join(d, x) for d, dirs, files in os.walk("/run/vectora-sandbox")
+                     for x in dirs + files if x.startswith("idmap-")] if os.path.isdir("/run/vectora-sandbox") else []
         report("no staging directory is left behind", leftovers == [], leftovers)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

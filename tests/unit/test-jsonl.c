@@ -664,6 +664,39 @@ static void test_utf8_valid(void **state) {
                         fail_msg("case %zu", i);
 }
 
+static void test_escaped_len(void **state) {
+        /* The predicted size is what the encoder writes: {"s":"..."}\n is
+         * 9 bytes around the escaped text. */
+        unsigned seed = 777;
+        for (int round = 0; round < 500; round++) {
+                char buf[200];
+                size_t n = (size_t) (rand_r(&seed) % sizeof buf);
+                for (size_t i = 0; i < n; i++) {
+                        int r = rand_r(&seed) % 4;
+                        buf[i] = r == 0 ? (char) (rand_r(&seed) % 0x20) : r == 1 ? '"' : r == 2 ? '\\' : 'a';
+                }
+                json_t *o = json_object();
+                JsonlText t = { "s", buf, n };
+                StrBuf out = STRBUF_INIT;
+                assert_int_equal(jsonl_encode_texts(o, &t, 1, NULL, 0, &out), 0);
+                assert_int_equal(out.len, jsonl_escaped_len(buf, n) + 9);
+                /* A prefix and a suffix within a budget stay within it. */
+                size_t budget = (size_t) (rand_r(&seed) % 300);
+                size_t h = jsonl_escaped_prefix(buf, n, budget), tl = jsonl_escaped_suffix(buf, n, budget);
+                assert_true(h <= n && jsonl_escaped_len(buf, h) <= budget);
+                assert_true(tl <= n && jsonl_escaped_len(buf + n - tl, tl) <= budget);
+                if (h < n)
+                        assert_true(jsonl_escaped_len(buf, h + 1) > budget);
+                json_decref(o);
+                strbuf_done(&out);
+        }
+        /* Never inside a UTF-8 sequence: "é" is two bytes. */
+        assert_int_equal(jsonl_escaped_prefix("a\xc3\xa9" "b", 4, 2), 1);
+        assert_int_equal(jsonl_escaped_suffix("a\xc3\xa9" "b", 4, 2), 1);
+        assert_int_equal(jsonl_escaped_suffix("a\xc3\xa9" "b", 4, 3), 3);
+        assert_int_equal(jsonl_escaped_len("\x01\n\"x", 4), 6 + 2 + 2 + 1);
+}
+
 static void test_encode_texts_roundtrip(void **state) {
         /* Random text with every control character and quote/backslash:
          * jansson must decode exactly what went in. */
@@ -751,6 +784,7 @@ int main(void) {
                 cmocka_unit_test(test_error_reply),
                 cmocka_unit_test(test_write_request_checks),
                 cmocka_unit_test(test_utf8_valid),
+                cmocka_unit_test(test_escaped_len),
                 cmocka_unit_test(test_encode_texts_roundtrip),
                 cmocka_unit_test(test_encode_texts_errors),
         };

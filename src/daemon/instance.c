@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* One daemon instance per socket.
+ *
+ * Several daemons may run on one host (one per user, test suites, a
+ * system one): each owns what it creates, named after an instance id
+ * derived from its socket path. Its runtime directory is
+ * RUNTIME/d-ID (mask sources, staging, manifests) and its cgroups live
+ * under vectora-sandboxd/ID, so no daemon sweeps or joins another's
+ * groups. RUNTIME/d-ID/lock, held with flock() for the daemon's life,
+ * makes a second daemon on the same socket refuse to start even when the
+ * socket file was removed under the first one; it also tells a starting
+ * daemon which other instances are gone, so their leftovers may go. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "fd-util.h"
+#include "log.h"
+#include "path-util.h"
+#include "sha256.h"
+
+/* The socket's absolute path, its directory resolved (the socket file may
+ * not exist yet), so that two spellings of one socket give one id. */
+static int socket_identity(const char *socket_path, char **ret) {
+        _cleanup_free_ char *copy = strdup(socket_path);
+        if (!copy)
+                return -ENOMEM;
+        char *slash = strrchr(copy, '/');
+        const char *dir = ".", *base = copy;
+        if (slash) {
+                *slash = 0;
+                dir = *copy ? copy : "/";
+                base = slash + 1;
+        }
+        char canon[PATH_MAX];
+        if (!realpath(dir, canon))
+                return -errno;
+        *ret = path_join(canon, base);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int instance_id(const char *socket_path, char ret[INSTANCE_ID_LEN + 1]) {
+        _cleanup_free_ char *ident = NULL;
+        int r = socket_identity(socket_path, &ident);
+        if (r < 0)
+                return r;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(ident, strlen(ident), hex);
+        memcpy(ret, hex, INSTANCE_ID_LEN);
+        ret[INSTANCE_ID_LEN] = 0;
+        return 0;
+}
+
+static char *instance_dir_of(const char *runtime_root, const char *id) {
+        char *d = NULL;
+        return asprintf(&d, "%s/d-%s", runtime_root, id) < 0 ? NULL : d;
+}
+
+/* Whether the lock at path is held by a live daemon. A failed flock with
+ * EWOULDBLOCK means yes; no file, or a lock we could take, means no. */
+bool instance_alive(const char *runtime_root, const char *id) {
+        _cleanup_free_ char *d = instance_dir_of(runtime_root, id);
+        _cleanup_free_ char *lock = d ? path_join(d, "lock") : NULL;
+        if (!lock)
+                return true; /* out of memory: assume alive, sweep nothing */
+        _cleanup_close_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return errno != ENOENT;
+        if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+                return true;
+        (void)flock(fd, LOCK_UN);
+        return false;
+}
+
+static void read_owner(int fd, char *buf, size_t size) {
+        buf[0] = 0;
+        ssize_t n = pread(fd, buf, size - 1, 0);
+        if (n <= 0)
+                return;
+        buf[n] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+}
+
+int instance_acquire(Server *srv, VsError **err) {
+        const char *sock = srv->opt.socket_path;
+        int r = instance_id(sock, srv->instance_id);
+        if (r < 0)
+                return vs_error_set(err, r, "the directory of the socket %s: %s", sock, strerror(-r));
+        _cleanup_free_ char *dir = instance_dir_of(srv->opt.runtime_dir, srv->instance_id);
+        _cleanup_free_ char *lock = dir ? path_join(dir, "lock") : NULL;
+        if (!lock)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return vs_error_set(err, -errno, "cannot create the instance directory %s: %m", dir);
+        struct stat st;
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return vs_error_set(err, -EPERM,
+                                    "instance directory %s is not a directory owned by uid %u and writable only by it; remove it",
+                                    dir, (unsigned)geteuid());
+        /* Another starting daemon may hold the lock shared for a moment
+         * while it checks whether this instance is alive: retry briefly. */
+        for (int attempt = 0;; attempt++) {
+                _cleanup_close_ int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+                if (fd < 0)
+                        return vs_error_set(err, -errno, "opening the instance lock %s: %m", lock);
+                if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                        if (errno != EWOULDBLOCK)
+                                return vs_error_set(err, -errno, "locking %s: %m", lock);
+                        if (attempt < 100) {
+                                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+                                continue;
+                        }
+                        char owner[256];
+                        read_owner(fd, owner, sizeof owner);
+                        return vs_error_set(err, -EADDRINUSE,
+                                            "another vectora-sandboxd is listening: %s already serves the socket %s (it holds %s); "
+                                            "stop it first, or give this one another --socket",
+                                            owner[0] ? owner : "pid unknown", sock, lock);
+                }
+                /* A daemon exiting removes its lock file: holding a lock on
+                 * an unlinked file protects nothing, so take the new one. */
+                struct stat a, b;
+                if (fstat(fd, &a) < 0 || stat(lock, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+                        continue;
+                char line[64];
+                int n = snprintf(line, sizeof line, "pid %d\n", (int)getpid());
+                if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)n, 0) != n)
+                        return vs_error_set(err, -errno, "writing %s: %m", lock);
+                srv->instance_lock_fd = TAKE_FD(fd);
+                break;
+        }
+        srv->instance_dir = TAKE_PTR(dir);
+        return 0;
+}
+
+/* The lock says which process holds it: after detaching, that is the
+ * daemon, not the launcher that took it. */
+void instance_update_owner(Server *srv) {
+        if (srv->instance_lock_fd < 0)
+                return;
+        char line[64];
+        int n = snprintf(line, sizeof line, "pid %d\n", (int)getpid());
+        if (ftruncate(srv->instance_lock_fd, 0) < 0 || pwrite(srv->instance_lock_fd, line, (size_t)n, 0) != n)
+                log_warning("writing the daemon's pid to its instance lock: %m");
+}
+
+void instance_release(Server *srv) {
+        if (!srv->instance_dir)
+                return;
+        /* What launch_ensure_runtime() made, then the lock while still
+         * holding it, then the directory (kept if anything else is left). */
+        static const char *const files[] = { "empty-file", "lock" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *p = path_join(srv->instance_dir, files[i]);
+                if (p)
+                        (void)unlink(p);
+        }
+        _cleanup_free_ char *ed = path_join(srv->instance_dir, "empty-dir");
+        if (ed)
+                (void)rmdir(ed);
+        (void)rmdir(srv->instance_dir);
+        srv->instance_lock_fd = safe_close(srv->instance_lock_fd);
+}
