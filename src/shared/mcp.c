@@ -231,13 +231,6 @@ static const JsonField file_edit_fields[] = {
         { "replace_all", JSON_FIELD_BOOL, offsetof(McpCall, replace_all), JSON_FIELD_NULLABLE },
         {},
 };
-static const JsonField process_start_fields[] = {
-        { "command", JSON_FIELD_STRING, offsetof(McpCall, command), JSON_FIELD_REQUIRED },
-        { "cwd", JSON_FIELD_STRING, offsetof(McpCall, cwd), JSON_FIELD_NULLABLE },
-        { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
-        { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
-        {},
-};
 static const JsonField process_output_fields[] = {
         { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
         { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
@@ -260,7 +253,7 @@ static const JsonField process_list_fields[] = {
         {},
 };
 static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
-        [MCP_TOOL_PROCESS_START] = process_start_fields,
+        [MCP_TOOL_PROCESS_START] = terminal_fields, /* the same arguments, run in the background */
         [MCP_TOOL_PROCESS_OUTPUT] = process_output_fields,
         [MCP_TOOL_PROCESS_INPUT] = process_input_fields,
         [MCP_TOOL_PROCESS_SIGNAL] = process_signal_fields,
