@@ -29,6 +29,7 @@
 #include "jsonl.h"
 #include "handshake.h"
 #include "launch.h"
+#include "tool-call.h"
 #include "protocol.h"
 #include "strbuf.h"
 
@@ -64,7 +65,6 @@ typedef struct Proxy Proxy;
                                        * must not start hundreds of bwraps at once and time them all out) */
 #define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
-#define EDIT_MAX_ATTEMPTS 16          /* file_edit re-reads after a concurrent change */
 #define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
 #define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
 #define WS_FREE_AFTER_MS 30000        /* an unused entry (no worker, call or queue) is freed after its
@@ -375,13 +375,7 @@ struct Request {
         void *args;      /* decoded tool arguments (tools.c) */
         const JsonField *args_table;
         void (*free_args)(void *args);
-        /* file_edit */
-        const char *path, *old_s, *new_s;
-        bool all;
-        unsigned attempts;
-        char sha[65];
-        size_t count;
-        int stage;       /* 0 read, 1 write */
+        VsToolCall tc;   /* its worker requests and their replies (tool-call.h) */
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 

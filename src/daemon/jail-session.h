@@ -73,8 +73,6 @@ void process_forget_workspace(Workspace *ws);
 /* ---- tools.c ---- */
 /* Bytes as a base64 JSON string (new reference, NULL on OOM). */
 json_t *b64_json(const void *p, size_t n);
-/* base64 text to malloc'd bytes: 0, -EINVAL or -ENOMEM. */
-int b64_decode(const char *s, char **ret, size_t *ret_len);
 
 /* ---- pty.c, pty-jail.c: terminal_open in a sandboxed workspace ---- */
 typedef struct PtyOpenArgs {

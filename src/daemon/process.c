@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base64.h"
 #include "log.h"
 #include "path-util.h"
 #include "jail-session.h"
@@ -354,7 +355,7 @@ static void process_start(Request *r) {
                 if (!(a->stdin_data = strdup(a->stdin_text)))
                         return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
         } else if (a->stdin_base64) {
-                if (b64_decode(a->stdin_base64, &a->stdin_data, &a->stdin_len) < 0)
+                if (base64_decode_alloc(a->stdin_base64, strlen(a->stdin_base64), &a->stdin_data, &a->stdin_len) < 0)
                         return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"stdin_base64\" is not valid base64");
         } else if (r->msg.has_raw && !(a->stdin_data = jsonl_msg_steal_raw(&r->msg, &a->stdin_len)))
                 return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");

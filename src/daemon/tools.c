@@ -6,9 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <nettle/base64.h>
-
 #include "approval.h"
+#include "base64.h"
 #include "daemon.h"
 #include "log.h"
 #include "path-util.h"
@@ -28,30 +27,9 @@ void tools_reply_bad_line(Client *c, const char *code, const char *message) {
 }
 
 json_t *b64_json(const void *p, size_t n) {
-        char *out = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
-        if (!out)
-                return NULL;
-        base64_encode_raw(out, n, p);
-        json_t *s = json_stringn(out, BASE64_ENCODE_RAW_LENGTH(n));
-        free(out);
-        return s;
-}
-
-int b64_decode(const char *s, char **ret, size_t *ret_len) {
-        size_t n = strlen(s);
-        char *out = malloc(BASE64_DECODE_LENGTH(n) + 1);
-        if (!out)
-                return -ENOMEM;
-        struct base64_decode_ctx ctx;
-        size_t len = BASE64_DECODE_LENGTH(n);
-        base64_decode_init(&ctx);
-        if (!base64_decode_update(&ctx, &len, (uint8_t *)out, n, s) || !base64_decode_final(&ctx)) {
-                free(out);
-                return -EINVAL;
-        }
-        *ret = out;
-        *ret_len = len;
-        return 0;
+        size_t len = 0;
+        _cleanup_free_ char *out = base64_encode_alloc(p, n, &len);
+        return out ? json_stringn(out, len) : NULL;
 }
 
 /* A result string: valid UTF-8 that fits budget escaped goes out as text,
@@ -102,6 +80,7 @@ static void request_free(Request *r) {
                 r->ws->refs--;
         free(r->owned[0]);
         free(r->owned[1]);
+        tool_call_done(&r->tc);
         free(r);
 }
 
@@ -192,19 +171,42 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         client_unref(c);
 }
 
-/* A worker reply that is an error: pass the worker's code through. */
-static bool reply_failed(Request *r, WorkerLink *l, JsonlMsg *m, ProtocolReplyHead *h) {
+/* ---- the worker calls: the core's tool call (tool-call.h) ---- */
+
+/* The next worker request of r's call. The policy's limits are taken now,
+ * from the policy serving the workspace when the request goes out. */
+static int call_build(Call *c, uint64_t wid, StrBuf *out) {
+        Request *r = c->req;
+        tool_call_ceilings(&r->tc, r->ws ? r->ws->policy : NULL);
+        return tool_call_encode(&r->tc, wid, out);
+}
+
+/* The tool's own shaping of a finished call's result (defined with the
+ * tool table below). */
+static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
+
+static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+        Request *r = c->req;
+        if (!m)
+                return request_finish(r, l, NULL, NULL, 0, code, message);
+        json_t *o = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_reply_head(m->obj, h, &err) < 0) {
-                request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
-                return true;
-        }
-        if (!h->ok) {
-                request_finish(r, l, NULL, NULL, 0, h->error_code_name ? h->error_code_name : "io",
-                               h->error_message ? h->error_message : "the worker refused the request");
-                return true;
-        }
-        return false;
+        int k = tool_call_feed(&r->tc, m, &o, &err);
+        if (k == TOOL_CALL_AGAIN)
+                /* file_edit's next step (its write, or a read again after
+                 * another writer got in). */
+                return workspace_submit(r->ws, &r->call);
+        if (k == -ENOMEM)
+                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+        if (k < 0)
+                return request_finish(r, l, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "worker_crashed",
+                                      vs_error_message(err));
+        tool_shape(r, l, m, o);
+}
+
+/* Results without a payload: the fields as the core shaped them. */
+static void shape_fields(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
+        request_finish(r, l, o, NULL, 0, NULL, NULL);
 }
 
 /* ---- terminal ---- */
@@ -221,6 +223,7 @@ typedef struct TerminalArgs {
         uint64_t max_output;
         bool binary;
         /* built */
+        char *sh[4];          /* /bin/sh -c command */
         char **envv;
         char *stdin_data;
         size_t stdin_len;
@@ -249,42 +252,25 @@ static void terminal_args_free(TerminalArgs *a) {
         free(a->stdin_data);
 }
 
-static int terminal_build(Call *c, uint64_t wid, StrBuf *out) {
-        Request *r = c->req;
+static void terminal_args(Request *r, VsToolArgs *ret) {
         TerminalArgs *a = r->args;
-        char *sh[] = { (char *)"/bin/sh", (char *)"-c", (char *)a->command, NULL };
-        uint64_t timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000;
-        /* A request may lower the policy's limits, never raise them. */
-        if (r->ws && r->ws->policy && r->ws->policy->sandboxed && timeout_ms > r->ws->policy->limits.timeout_s * 1000)
-                timeout_ms = r->ws->policy->limits.timeout_s * 1000;
-        uint64_t max_output = a->max_output;
-        if (r->ws && r->ws->policy && r->ws->policy->sandboxed && max_output > r->ws->policy->limits.max_output)
-                max_output = r->ws->policy->limits.max_output;
-        ProtocolExecRequest req = {
-                .argv = a->command ? sh : a->argv,
+        a->sh[0] = (char *)"/bin/sh";
+        a->sh[1] = (char *)"-c";
+        a->sh[2] = (char *)a->command;
+        *ret = (VsToolArgs){
+                .tool = VS_TOOL_TERMINAL,
+                .argv = a->command ? a->sh : a->argv,
                 .cwd = a->cwd,
                 .env = a->envv,
-                .timeout_ms = timeout_ms,
-                .max_output = max_output,
+                .timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000,
+                .max_output = a->max_output,
+                .data = a->stdin_data,
+                .data_len = a->stdin_len,
         };
-        return protocol_encode_exec_request(out, wid, &req, a->stdin_data, a->stdin_len);
 }
 
-static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
-        Request *r = c->req;
+static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         TerminalArgs *a = r->args;
-        if (!m)
-                return request_finish(r, l, NULL, NULL, 0, code, message);
-        ProtocolReplyHead h;
-        if (reply_failed(r, l, m, &h))
-                return;
-        ProtocolExecReply e;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, &err) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed exec reply");
-        json_t *o = json_object();
-        if (!o)
-                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
         /* Leftovers of a fork bomb keep the jail at its process limit after
          * the command returned: restart the jail once nothing else runs. */
         if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws)) {
@@ -292,24 +278,18 @@ static void terminal_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
                 json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
                 workspace_recycle(r->ws, "worker_recycled", "leftover processes held the workspace's process limit");
         }
-        json_object_set_new(o, "exit_code", json_integer(e.exit_code));
-        json_object_set_new(o, "signal", json_integer(e.signal));
-        json_object_set_new(o, "timed_out", json_boolean(e.timed_out));
-        json_object_set_new(o, "cancelled", json_boolean(e.cancelled));
-        json_object_set_new(o, "stdout_total", json_integer((json_int_t)e.stdout_total));
-        json_object_set_new(o, "stderr_total", json_integer((json_int_t)e.stderr_total));
-        json_object_set_new(o, "duration_us", json_integer((json_int_t)e.duration_us));
-        if (a->binary) {
-                json_object_set_new(o, "truncated", json_boolean(e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len));
-                json_object_set_new(o, "stdout_len", json_integer((json_int_t)e.stdout_len));
-                json_object_set_new(o, "stderr_len", json_integer((json_int_t)e.stderr_len));
+        if (a->binary)
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
-        }
         /* As text both streams share one line: cut what would not fit, so
          * the reply goes out with exit_code and timed_out intact. */
-        const char *sp[2] = { m->raw, m->raw ? m->raw + e.stdout_len : NULL };
-        size_t sn[2] = { e.stdout_len, e.stderr_len }, sb[2];
-        uint64_t st[2] = { e.stdout_total, e.stderr_total };
+        size_t out_len = (size_t)json_integer_value(json_object_get(o, "stdout_len"));
+        size_t err_len = (size_t)json_integer_value(json_object_get(o, "stderr_len"));
+        json_object_del(o, "stdout_len");
+        json_object_del(o, "stderr_len");
+        const char *sp[2] = { m->raw, m->raw ? m->raw + out_len : NULL };
+        size_t sn[2] = { out_len, err_len }, sb[2];
+        uint64_t st[2] = { (uint64_t)json_integer_value(json_object_get(o, "stdout_total")),
+                           (uint64_t)json_integer_value(json_object_get(o, "stderr_total")) };
         size_t budget = reply_budget(r->id);
         reply_split_budget(budget, reply_bytes_cost(sp[0], sn[0], budget), reply_bytes_cost(sp[1], sn[1], budget), &sb[0],
                            &sb[1]);
@@ -355,7 +335,7 @@ static int terminal_prepare(Request *r, const char **ret_code, char **ret_msg) {
                 if (!(a->stdin_data = strdup(a->stdin_text)))
                         return -ENOMEM;
         } else if (a->stdin_base64) {
-                if (b64_decode(a->stdin_base64, &a->stdin_data, &a->stdin_len) < 0) {
+                if (base64_decode_alloc(a->stdin_base64, strlen(a->stdin_base64), &a->stdin_data, &a->stdin_len) < 0) {
                         *ret_msg = strdup("\"stdin_base64\" is not valid base64");
                         return -EINVAL;
                 }
@@ -402,30 +382,16 @@ static const JsonField read_table[] = {
  * telling the client to go on from offset + length. */
 #define TEXT_READ_MAX (256u * 1024u)
 
-static int read_build(Call *c, uint64_t wid, StrBuf *out) {
-        ReadArgs *a = c->req->args;
+static void read_args(Request *r, VsToolArgs *ret) {
+        ReadArgs *a = r->args;
         uint64_t limit = a->limit;
         if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
                 limit = TEXT_READ_MAX;
-        ProtocolReadFileRequest req = { .path = a->path, .offset = a->offset, .limit = limit };
-        return protocol_encode_read_file_request(out, wid, &req);
+        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_READ, .path = a->path, .offset = a->offset, .limit = limit };
 }
 
-static void read_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
-        Request *r = c->req;
+static void read_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         ReadArgs *a = r->args;
-        if (!m)
-                return request_finish(r, l, NULL, NULL, 0, code, message);
-        ProtocolReplyHead h;
-        if (reply_failed(r, l, m, &h))
-                return;
-        ProtocolReadFileReply rf;
-        if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed read reply");
-        json_t *o = json_pack("{s:I,s:s,s:I,s:b,s:I}", "size", (json_int_t)rf.size, "sha256", rf.sha256, "offset",
-                              (json_int_t)rf.offset, "eof", rf.eof, "length", (json_int_t)m->raw_len);
-        if (!o)
-                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
         if (a->binary)
                 return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
         set_bytes(r, o, "content", m->raw, m->raw_len, reply_budget(r->id));
@@ -460,31 +426,18 @@ static const JsonField write_table[] = {
         {},
 };
 
-static int write_build(Call *c, uint64_t wid, StrBuf *out) {
-        WriteArgs *a = c->req->args;
-        ProtocolWriteFileRequest req = {
+static void write_args(Request *r, VsToolArgs *ret) {
+        WriteArgs *a = r->args;
+        *ret = (VsToolArgs){
+                .tool = VS_TOOL_FILE_WRITE,
                 .path = a->path,
                 .has_mode = a->has_mode,
                 .mode = a->mode,
                 .create_parents = a->create_parents,
                 .if_sha256 = a->if_sha256,
+                .data = a->data,
+                .data_len = a->len,
         };
-        return protocol_encode_write_file_request(out, wid, &req, a->data, a->len);
-}
-
-static void write_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
-        Request *r = c->req;
-        if (!m)
-                return request_finish(r, l, NULL, NULL, 0, code, message);
-        ProtocolReplyHead h;
-        if (reply_failed(r, l, m, &h))
-                return;
-        ProtocolWriteFileReply w;
-        if (protocol_decode_write_file_reply(m->obj, &w, NULL) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed write reply");
-        request_finish(r, l,
-                       json_pack("{s:I,s:s,s:b}", "size", (json_int_t)w.size, "sha256", w.sha256, "created", w.created),
-                       NULL, 0, NULL, NULL);
 }
 
 static int write_prepare(Request *r, const char **ret_code, char **ret_msg) {
@@ -504,7 +457,7 @@ static int write_prepare(Request *r, const char **ret_code, char **ret_msg) {
                 if (!(a->data = strdup(a->content)))
                         return -ENOMEM;
         } else if (a->content_base64) {
-                if (b64_decode(a->content_base64, &a->data, &a->len) < 0) {
+                if (base64_decode_alloc(a->content_base64, strlen(a->content_base64), &a->data, &a->len) < 0) {
                         *ret_msg = strdup("\"content_base64\" is not valid base64");
                         return -EINVAL;
                 }
@@ -515,15 +468,13 @@ static int write_prepare(Request *r, const char **ret_code, char **ret_msg) {
         return 0;
 }
 
-/* ---- file_edit: read, apply, write if unchanged; re-read on a race ---- */
+/* ---- file_edit ---- */
 
 typedef struct EditArgs {
         const char *path;
         const char *old_string;
         const char *new_string;
         bool replace_all;
-        char *edited;
-        size_t edited_len;
 } EditArgs;
 
 static const JsonField edit_table[] = {
@@ -538,62 +489,12 @@ static const JsonField edit_table[] = {
         {},
 };
 
-static int edit_build(Call *c, uint64_t wid, StrBuf *out) {
-        Request *r = c->req;
+/* Read, apply, write if unchanged, again when another writer got in
+ * between: the core's (tool-call.h). */
+static void edit_args(Request *r, VsToolArgs *ret) {
         EditArgs *a = r->args;
-        if (r->stage == 0) {
-                ProtocolReadFileRequest req = { .path = a->path };
-                return protocol_encode_read_file_request(out, wid, &req);
-        }
-        ProtocolWriteFileRequest req = { .path = a->path, .if_sha256 = r->sha };
-        return protocol_encode_write_file_request(out, wid, &req, a->edited, a->edited_len);
-}
-
-static void edit_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
-        Request *r = c->req;
-        EditArgs *a = r->args;
-        if (!m)
-                return request_finish(r, l, NULL, NULL, 0, code, message);
-        ProtocolReplyHead h;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (protocol_decode_reply_head(m->obj, &h, &err) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
-        if (r->stage == 1 && !h.ok && h.error_code == PROTOCOL_ERROR_PRECONDITION_FAILED) {
-                /* Someone changed the file between our read and write: redo
-                 * the edit on the new content, so neither change is lost. */
-                if (++r->attempts >= EDIT_MAX_ATTEMPTS)
-                        return request_finish(r, l, NULL, NULL, 0, "conflict",
-                                              "the file kept changing during the edit; try again");
-                free(a->edited);
-                a->edited = NULL;
-                r->stage = 0;
-                return workspace_submit(r->ws, &r->call);
-        }
-        if (!h.ok)
-                return request_finish(r, l, NULL, NULL, 0, h.error_code_name ? h.error_code_name : "io",
-                                      h.error_message ? h.error_message : "the worker refused the request");
-        if (r->stage == 0) {
-                ProtocolReadFileReply rf;
-                if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
-                        return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
-                if (!rf.eof || rf.offset != 0)
-                        return request_finish(r, l, NULL, NULL, 0, "too_large", "the file is too large to edit in one piece");
-                snprintf(r->sha, sizeof r->sha, "%s", rf.sha256);
-                if (tool_edit_apply(m->raw ? m->raw : "", m->raw_len, a->old_string, a->new_string, a->replace_all,
-                                    &a->edited, &a->edited_len, &r->count, &err) < 0) {
-                        const char *k = vs_error_kind(err);
-                        return request_finish(r, l, NULL, NULL, 0, k ? k : "bad_request", vs_error_message(err));
-                }
-                r->stage = 1;
-                return workspace_submit(r->ws, &r->call);
-        }
-        ProtocolWriteFileReply w;
-        if (protocol_decode_write_file_reply(m->obj, &w, NULL) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
-        request_finish(r, l,
-                       json_pack("{s:I,s:I,s:s,s:I}", "replacements", (json_int_t)r->count, "size", (json_int_t)w.size,
-                                 "sha256", w.sha256, "retries", (json_int_t)r->attempts),
-                       NULL, 0, NULL, NULL);
+        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_EDIT, .path = a->path, .old_text = a->old_string,
+                             .new_text = a->new_string, .replace_all = a->replace_all };
 }
 
 static int edit_prepare(Request *r, const char **ret_code, char **ret_msg) {
@@ -762,8 +663,10 @@ typedef struct Tool {
         const JsonField *table;
         size_t args_size;
         int (*prepare)(Request *r, const char **ret_code, char **ret_msg);
-        CallBuildFn build;
-        CallDoneFn done;
+        /* The call for the core (tool-call.h), borrowing from r->args. */
+        void (*args)(Request *r, VsToolArgs *ret);
+        /* The result once the core is done: payload, reply fitting. */
+        void (*shape)(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
         void (*free_args)(void *a);
         size_t path_offset; /* the const char * argument relative to the named directory (path or cwd) */
 } Tool;
@@ -774,17 +677,14 @@ static void terminal_free(void *a) {
 static void write_free(void *a) {
         free(((WriteArgs *)a)->data);
 }
-static void edit_free(void *a) {
-        free(((EditArgs *)a)->edited);
-}
 
 static const Tool tools[] = {
-        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_build, terminal_done, terminal_free,
-          offsetof(TerminalArgs, cwd) },
-        { "file_read", read_table, sizeof(ReadArgs), NULL, read_build, read_done, NULL, offsetof(ReadArgs, path) },
-        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_build, write_done, write_free,
+        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_args, terminal_shape,
+          terminal_free, offsetof(TerminalArgs, cwd) },
+        { "file_read", read_table, sizeof(ReadArgs), NULL, read_args, read_shape, NULL, offsetof(ReadArgs, path) },
+        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_args, shape_fields, write_free,
           offsetof(WriteArgs, path) },
-        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_build, edit_done, edit_free,
+        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_args, shape_fields, NULL,
           offsetof(EditArgs, path) },
 };
 
@@ -793,6 +693,10 @@ static const Tool *request_tool(Request *r) {
                 if (streq(r->tool, tools[i].name))
                         return &tools[i];
         return NULL;
+}
+
+static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
+        request_tool(r)->shape(r, l, m, o);
 }
 
 void tools_handle(Client *c, JsonlMsg *m) {
@@ -906,7 +810,10 @@ void tools_handle(Client *c, JsonlMsg *m) {
                                    : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
                 return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable", why);
         }
-        r->call.build = t->build;
-        r->call.done = t->done;
+        VsToolArgs ta;
+        t->args(r, &ta);
+        tool_call_init(&r->tc, &ta, NULL); /* the ceilings: when each request goes out (call_build) */
+        r->call.build = call_build;
+        r->call.done = call_done;
         workspace_submit(ws, &r->call);
 }

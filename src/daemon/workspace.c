@@ -377,7 +377,7 @@ void workspace_spawn_slot_free(Server *srv, WorkerLink *l) {
 
 void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
-        if (c->req && c->req->stage == 0 && c->req->attempts == 0)
+        if (c->req && c->req->tc.stage == 0 && c->req->tc.attempts == 0) /* a call once, not each of its steps */
                 ws->counters.requests++;
         if (ws->link && ws->link->state == LINK_READY) {
                 uv_timer_stop(&ws->idle_timer);
