@@ -32,6 +32,7 @@
 #include "tool-call.h"
 #include "protocol.h"
 #include "strbuf.h"
+#include "time-util.h"
 
 typedef struct Server Server;
 typedef struct Client Client;
@@ -122,9 +123,6 @@ struct Server {
         char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
         int instance_lock_fd;
 };
-
-uint64_t now_ms(void);
-uint64_t now_us(void);
 
 /* ---- server.c ---- */
 struct Client {
