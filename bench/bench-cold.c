@@ -96,7 +96,7 @@ static char *make_tree(const char *name, unsigned n, unsigned timeout) {
 }
 
 static double first_call(BenchConn *c, const char *ws, int64_t *ret_generation) {
-        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", ws, "argv", "/bin/true");
+        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ws, "argv", "/bin/true");
         JsonlMsg m = JSONL_MSG_INIT;
         double t0 = now_us();
         bench_send(c, o, NULL, 0);

@@ -70,7 +70,7 @@ static double daemon_only_call(BenchConn *c, const Warm *w) {
         double t = now_us() - t0;
         json_t *e = json_object_get(m.obj, "error");
         if (json_is_true(json_object_get(m.obj, "ok")) ||
-            !json_equal(json_object_get(e, "code"), json_string("bad_request")))
+            !json_equal(json_object_get(e, "code"), json_string(api_error_name(API_ERROR_BAD_REQUEST))))
                 bench_die("the daemon-only probe was not answered bad_request");
         jsonl_msg_done(&m);
         return t;
@@ -134,7 +134,7 @@ static void echo_stop(Echo *e) {
 }
 
 static Warm warm_request(const char *ws, bool sandboxed) {
-        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", ws, "argv", "/bin/true");
+        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ws, "argv", "/bin/true");
         Warm w = { .sandboxed = sandboxed };
         w.req = bench_encode(o, 0, &w.len);
         json_decref(o);
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
         bench_connect(&c, d.socket);
 
         Warm w_un = warm_request(ws_un, false), w_m[N_MASKS];
-        json_t *bad = json_pack("{s:s,s:s,s:s}", "tool", "terminal", "workspace", ws_m[0], "argv", "/bin/true");
+        json_t *bad = json_pack("{s:s,s:s,s:s}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ws_m[0], "argv", "/bin/true");
         Warm w_bad = { 0 };
         w_bad.req = bench_encode(bad, 0, &w_bad.len);
         json_decref(bad);

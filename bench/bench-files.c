@@ -34,7 +34,7 @@ static char *text(size_t n) {
 typedef enum { ENC_TEXT, ENC_RAW } Enc;
 
 static double daemon_read(BenchConn *c, const char *ws, const char *path, Enc enc, size_t expect) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", "file_read", "workspace", ws, "path", path, "binary",
+        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path, "binary",
                               enc == ENC_RAW);
         JsonlMsg m = JSONL_MSG_INIT;
         double t0 = now_us();
@@ -51,7 +51,7 @@ static double daemon_read(BenchConn *c, const char *ws, const char *path, Enc en
 }
 
 static double daemon_write(BenchConn *c, const char *ws, const char *path, Enc enc, const char *data, size_t n) {
-        json_t *o = json_pack("{s:s,s:s,s:s}", "tool", "file_write", "workspace", ws, "path", path);
+        json_t *o = json_pack("{s:s,s:s,s:s}", "tool", api_tool_name(API_TOOL_FILE_WRITE), "workspace", ws, "path", path);
         if (enc == ENC_TEXT)
                 json_object_set_new(o, "content", json_stringn(data, n));
         JsonlMsg m = JSONL_MSG_INIT;

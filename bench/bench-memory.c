@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
          * compile) are in the daemon's baseline. */
         _cleanup_free_ char *warm = bench_workspace("warm", "[sandbox]\nenabled = true\n");
         JsonlMsg m = JSONL_MSG_INIT;
-        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", warm, "argv", "/bin/true");
+        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", warm, "argv", "/bin/true");
         bench_call(&c[0], o, NULL, 0, &m, "warm-up");
         json_decref(o);
         jsonl_msg_done(&m);
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
         while (done < n_ws) {
                 for (size_t i = 0; i < N_CONN; i++)
                         for (; inflight[i] < WINDOW && next < n_ws; inflight[i]++, next++) {
-                                o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", ws[next], "argv",
+                                o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ws[next], "argv",
                                               "/bin/true");
                                 bench_send(&c[i], o, NULL, 0);
                                 json_decref(o);

@@ -37,11 +37,11 @@ static void send_one(BenchConn *c, const Phase *p, double *sent_at, size_t cap) 
         unsigned op = (unsigned)(rng() % 100);
         json_t *o;
         if (op < 45)
-                o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", ws, "argv", "/bin/true");
+                o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ws, "argv", "/bin/true");
         else if (op < 90)
-                o = json_pack("{s:s,s:s,s:s}", "tool", "file_read", "workspace", ws, "path", "data.txt");
+                o = json_pack("{s:s,s:s,s:s}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", "data.txt");
         else
-                o = json_pack("{s:s,s:s,s:s,s:s}", "tool", "file_write", "workspace", ws, "path", "out.txt", "content",
+                o = json_pack("{s:s,s:s,s:s,s:s}", "tool", api_tool_name(API_TOOL_FILE_WRITE), "workspace", ws, "path", "out.txt", "content",
                               content4k);
         uint64_t id = c->next_id + 1;
         if (id >= cap)
@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < 2; k++)
                 for (unsigned i = 0; i < n_ws; i++) {
                         JsonlMsg m = JSONL_MSG_INIT;
-                        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", "terminal", "workspace", ph[k].ws[i], "argv",
+                        json_t *o = json_pack("{s:s,s:s,s:[s]}", "tool", api_tool_name(API_TOOL_TERMINAL), "workspace", ph[k].ws[i], "argv",
                                               "/bin/true");
                         bench_call(&c[0], o, NULL, 0, &m, "warm-up");
                         json_decref(o);

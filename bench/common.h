@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "api.h"
 #include "jsonl.h"
 #include "launch.h"
 

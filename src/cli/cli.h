@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "api.h"
 #include "error.h"
 #include "jsonl.h"
 

@@ -91,7 +91,7 @@ static void on_winch(int sig) {
 }
 
 int client_shell(const char *socket, const char *ws, bool require_sandbox) {
-        json_t *req = json_pack("{s:s,s:s}", "tool", "terminal_open", "workspace", ws);
+        json_t *req = json_pack("{s:s,s:s}", "tool", api_tool_name(API_TOOL_TERMINAL_OPEN), "workspace", ws);
         if (!req)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (require_sandbox)
@@ -170,7 +170,7 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
                                 ;
                         struct winsize now;
                         if (ioctl(STDIN_FILENO, TIOCGWINSZ, &now) == 0 && now.ws_col) {
-                                json_t *o = json_pack("{s:s,s:I,s:i,s:i}", "tool", "terminal_resize", "pty", pty, "cols",
+                                json_t *o = json_pack("{s:s,s:I,s:i,s:i}", "tool", api_tool_name(API_TOOL_TERMINAL_RESIZE), "pty", pty, "cols",
                                                       now.ws_col, "rows", now.ws_row);
                                 if (o)
                                         (void)!client_send(cfd, o, NULL, 0);
@@ -181,7 +181,7 @@ int client_shell(const char *socket, const char *ws, bool require_sandbox) {
                         char b[4096];
                         ssize_t k = read(STDIN_FILENO, b, sizeof b);
                         if (k > 0) {
-                                json_t *o = json_pack("{s:s,s:I}", "tool", "terminal_input", "pty", pty);
+                                json_t *o = json_pack("{s:s,s:I}", "tool", api_tool_name(API_TOOL_TERMINAL_INPUT), "pty", pty);
                                 if (o && client_send(cfd, o, b, (size_t)k) < 0) {
                                         json_decref(o);
                                         break;

@@ -115,7 +115,7 @@ static int embedded_open(CliLink *l) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                l->open_code = strdup(vs_error_kind(err) ? vs_error_kind(err) : "sandbox_unavailable");
+                l->open_code = strdup(vs_error_kind(err) ? vs_error_kind(err) : api_error_name(API_ERROR_SANDBOX_UNAVAILABLE));
                 l->open_message = strdup(vs_error_message(err));
                 if (!l->open_code || !l->open_message)
                         return -ENOMEM;
@@ -148,7 +148,7 @@ static int embedded_run(CliLink *l, const VsToolArgs *args, JsonlMsg *ret) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return fail_result(ret, vs_error_kind(err) ?: "worker_crashed", vs_error_message(err));
+                return fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED), vs_error_message(err));
         json_decref(m.obj);
         m.obj = result;
         if (json_object_set_new(result, "ok", json_true()) < 0) {
@@ -221,7 +221,7 @@ static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_le
         else if (streq(tool, "file_edit"))
                 r = embedded_file(l, VS_TOOL_FILE_EDIT, req, NULL, 0, ret);
         else
-                r = fail_result(ret, "unknown_tool", "this tool is served by the daemon only");
+                r = fail_result(ret, api_error_name(API_ERROR_UNKNOWN_TOOL), "this tool is served by the daemon only");
         if (r < 0)
                 return r;
         json_object_set_new(ret->obj, "sandboxed", json_boolean(l->session->sandboxed));
@@ -237,7 +237,7 @@ static int link_call(CliLink *l, json_t *q, const void *raw, size_t raw_len, Jso
                         char msg[PATH_MAX + 128];
                         snprintf(msg, sizeof msg, "workspace %s: %s", l->args->val[OPT_WORKSPACE] ?: ".",
                                  strerror(l->workspace_errno));
-                        return fail_result(ret, "workspace_not_found", msg);
+                        return fail_result(ret, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), msg);
                 }
                 json_object_set_new(q, "workspace", json_string(l->workspace));
         }

@@ -4,6 +4,7 @@
  * first are warm. Replies are built in the daemon API's shape. */
 #include <string.h>
 
+#include "api.h"
 #include "fd-util.h"
 #include "json-util.h"
 #include "mcp-serve.h"
@@ -72,7 +73,7 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
                 return r;
         if (r < 0) {
                 const char *kind = vs_error_kind(err);
-                *ret_refusal = error_reply(kind ? kind : "sandbox_unavailable", vs_error_message(err));
+                *ret_refusal = error_reply(kind ? kind : api_error_name(API_ERROR_SANDBOX_UNAVAILABLE), vs_error_message(err));
                 return *ret_refusal ? 0 : -ENOMEM;
         }
         /* tools_open may have found the workspace root above the directory. */
@@ -96,7 +97,7 @@ static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, 
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "worker_crashed";
+                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : api_error_name(API_ERROR_WORKER_CRASHED);
                 /* A worker that died, or broke the protocol, is ended: the
                  * next call starts a fresh one. */
                 if (strncmp(kind, "worker_", 7) == 0) {

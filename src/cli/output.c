@@ -56,12 +56,17 @@ int cli_exit_for_code(const char *code) {
         /* The tool ran in a working sandbox and failed on its own terms:
          * the same status a shell tool gives for it. Anything else means
          * the sandbox layer refused or failed, and nothing ran. */
-        static const char *const tool_errors[] = {
-                "not_found", "exists", "precondition_failed", "too_large", "io", "edit_not_found",
-                "edit_not_unique", "conflict", "cancelled", "changed",
+        static const ApiError tool_errors[] = {
+                API_ERROR_NOT_FOUND, API_ERROR_EXISTS, API_ERROR_PRECONDITION_FAILED, API_ERROR_TOO_LARGE,
+                API_ERROR_IO, API_ERROR_EDIT_NOT_FOUND, API_ERROR_EDIT_NOT_UNIQUE, API_ERROR_CONFLICT,
+                API_ERROR_CANCELLED,
         };
-        for (size_t i = 0; code && i < ELEMENTSOF(tool_errors); i++)
-                if (streq(code, tool_errors[i]))
+        /* The CLI's own: read's file changed between its pages. */
+        if (streq_ptr(code, "changed"))
+                return EXIT_TOOL;
+        ApiError e = api_error_from_name(code);
+        for (size_t i = 0; e >= 0 && i < ELEMENTSOF(tool_errors); i++)
+                if (e == tool_errors[i])
                         return EXIT_TOOL;
         return EXIT_REFUSED;
 }

@@ -44,13 +44,13 @@ static int print_result(const CliArgs *a, json_t *o) {
 static int allow_embedded(const CliArgs *a) {
         _cleanup_free_ char *ws = cli_workspace_abs(a);
         if (!ws)
-                return cli_fail_code(a, EXIT_REFUSED, "workspace_not_found", "allow: workspace %s: %m",
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), "allow: workspace %s: %m",
                                      a->val[OPT_WORKSPACE] ?: ".");
         _cleanup_(vs_error_freep) VsError *err = NULL;
         _cleanup_free_ char *store = NULL;
         VsAllowResult res = {};
         if (approval_store_dir(NULL, &store, &err) < 0 || approval_allow(store, ws, &res, &err) < 0)
-                return cli_fail_code(a, EXIT_REFUSED, vs_error_kind(err) ?: "config_invalid", "allow: %s",
+                return cli_fail_code(a, EXIT_REFUSED, vs_error_kind(err) ?: api_error_name(API_ERROR_CONFIG_INVALID), "allow: %s",
                                      vs_error_message(err));
         json_t *o = approval_allow_to_json(&res);
         approval_allow_result_done(&res);
@@ -70,7 +70,7 @@ int verb_allow(const CliArgs *a) {
         if (!cli_link_daemon(l))
                 return allow_embedded(a);
         JsonlMsg m = JSONL_MSG_INIT;
-        if (cli_link_call(l, json_pack("{s:s}", "tool", "policy_allow"), NULL, 0, &m) < 0)
+        if (cli_link_call(l, json_pack("{s:s}", "tool", api_tool_name(API_TOOL_POLICY_ALLOW)), NULL, 0, &m) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         int r = json_is_true(json_object_get(m.obj, "ok")) ? print_result(a, m.obj) : cli_print_error(a, m.obj);
         jsonl_msg_done(&m);

@@ -77,7 +77,7 @@ static void print_policy(const VsPolicy *p, const char *dir) {
 /* --require-sandbox where the policy is unsandboxed: the refusal every
  * tool call would meet. */
 int cli_refuse_unsandboxed(const CliArgs *a, const VsPolicy *p) {
-        return cli_fail_code(a, EXIT_REFUSED, "sandbox_required",
+        return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_SANDBOX_REQUIRED),
                              "%s: workspace %s would run unsandboxed (%s) and a sandbox is required (--require-sandbox or VECTORA_REQUIRE_SANDBOX); add a [sandbox] table to its vectora.toml (vectora-sandbox init)",
                              a->verb->name, p->workspace, p->unsandboxed_reason);
 }
@@ -91,10 +91,10 @@ int verb_check(const CliArgs *a) {
         if (r == -ENOMEM)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (r < 0) {
-                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "config_invalid";
+                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : api_error_name(API_ERROR_CONFIG_INVALID);
                 /* Not a config at all (a -w that does not exist): nothing to check. */
-                if (!streq(kind, "config_invalid"))
-                        return cli_fail_code(a, EXIT_REFUSED, streq(kind, "workspace_invalid") ? "workspace_not_found" : kind,
+                if (!api_error_is(kind, API_ERROR_CONFIG_INVALID))
+                        return cli_fail_code(a, EXIT_REFUSED, api_error_name(api_error_from_kind(kind, API_ERROR_CONFIG_INVALID)),
                                              "check: %s", vs_error_message(err));
                 /* The located reason, and what happens meanwhile (rule 2). */
                 return cli_fail_code(a, EXIT_CONFIG, kind,

@@ -56,17 +56,17 @@ int verb_init(const CliArgs *a) {
         const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         _cleanup_free_ char *dir = cli_workspace_abs(a);
         if (!dir)
-                return cli_fail_code(a, EXIT_REFUSED, "workspace_not_found", "init: workspace %s: %m", ws);
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), "init: workspace %s: %m", ws);
         _cleanup_free_ char *path = path_join(dir, VS_CONFIG_FILE), *tmp = NULL;
         if (!path || asprintf(&tmp, "%s.init-XXXXXX", path) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (!a->val[OPT_FORCE] && access(path, F_OK) == 0)
-                return cli_fail_code(a, EXIT_TOOL, "exists",
+                return cli_fail_code(a, EXIT_TOOL, api_error_name(API_ERROR_EXISTS),
                                      "init: %s exists; it is kept (vectora-sandbox check shows it; --force replaces it)", path);
         /* A temp file renamed over: never a half-written policy. */
         _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
-                return cli_fail_code(a, EXIT_TOOL, "io", "init: creating %s: %m", tmp);
+                return cli_fail_code(a, EXIT_TOOL, api_error_name(API_ERROR_IO), "init: creating %s: %m", tmp);
         int r = write_all(fd, template, sizeof template - 1);
         if (r >= 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
                 r = -errno;
@@ -74,13 +74,13 @@ int verb_init(const CliArgs *a) {
                 r = -errno;
         unlink(tmp);
         if (r == -EEXIST)
-                return cli_fail_code(a, EXIT_TOOL, "exists", "init: %s appeared meanwhile; it is kept", path);
+                return cli_fail_code(a, EXIT_TOOL, api_error_name(API_ERROR_EXISTS), "init: %s appeared meanwhile; it is kept", path);
         if (r < 0)
-                return cli_fail_code(a, EXIT_TOOL, "io", "init: writing %s: %s", path, strerror(-r));
+                return cli_fail_code(a, EXIT_TOOL, api_error_name(API_ERROR_IO), "init: writing %s: %s", path, strerror(-r));
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (config_load(dir, &p, &err) < 0)
-                return cli_fail_code(a, EXIT_CONFIG, "config_invalid", "init: wrote %s, but it is refused: %s", path,
+                return cli_fail_code(a, EXIT_CONFIG, api_error_name(API_ERROR_CONFIG_INVALID), "init: wrote %s, but it is refused: %s", path,
                                      vs_error_message(err));
         if (a->json) {
                 json_t *o = json_pack("{s:b,s:s,s:b}", "ok", 1, "path", path, "sandboxed", p->sandboxed);

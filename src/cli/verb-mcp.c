@@ -119,7 +119,7 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                         raw = jsonl_msg_steal_raw(&m, &raw_len);
                 jsonl_msg_done(&m);
         } else if (mcp_tool_needs_daemon(c->tool)) {
-                return mcp_tool_error("daemon_required",
+                return mcp_tool_error(api_error_name(API_ERROR_DAEMON_REQUIRED),
                                       "background processes are kept by vectora-sandboxd, and none is reachable; run the "
                                       "command with the terminal tool instead, or ask the user to start the daemon");
         } else {

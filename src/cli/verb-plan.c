@@ -11,8 +11,8 @@
 #include "tools.h"
 
 static int plan_fail(const CliArgs *a, const VsError *err) {
-        const char *kind = vs_error_kind(err) ? vs_error_kind(err) : "sandbox_unavailable";
-        return cli_fail_code(a, EXIT_REFUSED, streq(kind, "workspace_invalid") ? "workspace_not_found" : kind, "plan: %s",
+        ApiError code = api_error_from_kind(vs_error_kind(err), API_ERROR_SANDBOX_UNAVAILABLE);
+        return cli_fail_code(a, EXIT_REFUSED, api_error_name(code), "plan: %s",
                              vs_error_message(err));
 }
 

@@ -24,12 +24,12 @@ static int open_link(const CliArgs *a, CliLink **ret) {
         if (cli_link_new(a, &l) < 0)
                 return oom();
         if (!cli_link_daemon(l) && a->val[OPT_NO_DAEMON])
-                return cli_fail_code(a, EXIT_REFUSED, "daemon_required",
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_DAEMON_REQUIRED),
                                      "%s: background processes are kept by the daemon only; drop --no-daemon, or run the "
                                      "command in the foreground with vectora-sandbox run",
                                      a->verb->name);
         if (!cli_link_daemon(l))
-                return cli_fail_code(a, EXIT_REFUSED, "daemon_required",
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_DAEMON_REQUIRED),
                                      "%s: background processes are kept by the daemon, and none listens at %s; start "
                                      "vectora-sandboxd (or pass --socket), or run the command in the foreground with "
                                      "vectora-sandbox run",
@@ -65,7 +65,7 @@ static int parse_id(const CliArgs *a, json_int_t *ret) {
 }
 
 int verb_start(const CliArgs *a) {
-        json_t *req = json_pack("{s:s,s:s}", "tool", "process_start", "command", a->pos[0]);
+        json_t *req = json_pack("{s:s,s:s}", "tool", api_tool_name(API_TOOL_PROCESS_START), "command", a->pos[0]);
         if (!req)
                 return oom();
         if (a->val[OPT_CWD])
@@ -136,7 +136,7 @@ int verb_logs(const CliArgs *a) {
         json_int_t out_off = 0, err_off = 0;
         for (;;) {
                 JsonlMsg m = JSONL_MSG_INIT;
-                json_t *req = json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", "process_output", "process", id, "stdout_offset",
+                json_t *req = json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", api_tool_name(API_TOOL_PROCESS_OUTPUT), "process", id, "stdout_offset",
                                         out_off, "stderr_offset", err_off, "wait_ms", (json_int_t)(follow ? 30000 : 0));
                 if ((r = call(a, l, req, &m)))
                         return r;
@@ -188,7 +188,7 @@ int verb_stop(const CliArgs *a) {
         if ((r = open_link(a, &l)))
                 return r;
         JsonlMsg m = JSONL_MSG_INIT;
-        r = call(a, l, json_pack("{s:s,s:I}", "tool", "process_output", "process", id), &m);
+        r = call(a, l, json_pack("{s:s,s:I}", "tool", api_tool_name(API_TOOL_PROCESS_OUTPUT), "process", id), &m);
         if (r)
                 return r;
         if (!json_is_true(json_object_get(m.obj, "running"))) {
@@ -203,7 +203,7 @@ int verb_stop(const CliArgs *a) {
         jsonl_msg_done(&m);
         static const char *const sigs[] = { "TERM", "KILL" };
         for (size_t i = 0; i < 2; i++) {
-                r = call(a, l, json_pack("{s:s,s:I,s:s}", "tool", "process_signal", "process", id, "signal", sigs[i]), &m);
+                r = call(a, l, json_pack("{s:s,s:I,s:s}", "tool", api_tool_name(API_TOOL_PROCESS_SIGNAL), "process", id, "signal", sigs[i]), &m);
                 if (r)
                         return r;
                 jsonl_msg_done(&m);
@@ -212,7 +212,7 @@ int verb_stop(const CliArgs *a) {
                 clock_gettime(CLOCK_MONOTONIC, &t0);
                 for (;;) {
                         r = call(a, l,
-                                 json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", "process_output", "process", id, "wait_ms",
+                                 json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", api_tool_name(API_TOOL_PROCESS_OUTPUT), "process", id, "wait_ms",
                                            (json_int_t)500, "stdout_offset", (json_int_t)INT64_MAX >> 11,
                                            "stderr_offset", (json_int_t)INT64_MAX >> 11),
                                  &m);
@@ -234,7 +234,7 @@ int verb_stop(const CliArgs *a) {
                                 break;
                 }
         }
-        return cli_fail_code(a, EXIT_TOOL, "io", "stop: process %lld is still running after SIGKILL", (long long)id);
+        return cli_fail_code(a, EXIT_TOOL, api_error_name(API_ERROR_IO), "stop: process %lld is still running after SIGKILL", (long long)id);
 }
 
 int verb_ps(const CliArgs *a) {
@@ -243,7 +243,7 @@ int verb_ps(const CliArgs *a) {
         if (r)
                 return r;
         JsonlMsg m = JSONL_MSG_INIT;
-        if ((r = call(a, l, json_pack("{s:s}", "tool", "process_list"), &m)))
+        if ((r = call(a, l, json_pack("{s:s}", "tool", api_tool_name(API_TOOL_PROCESS_LIST)), &m)))
                 return r;
         if (a->json) {
                 cli_print_json(m.obj);

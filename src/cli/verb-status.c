@@ -140,7 +140,7 @@ static int status_all_pages(CliLink *l, const char *ws, JsonlMsg *ret) {
         JsonlMsg m = JSONL_MSG_INIT;
         json_int_t next = 0;
         for (unsigned page = 0; page < 100000; page++) {
-                json_t *req = json_pack("{s:s,s:I,s:i}", "tool", "status", "offset", next, "limit", 1000);
+                json_t *req = json_pack("{s:s,s:I,s:i}", "tool", api_tool_name(API_TOOL_STATUS), "offset", next, "limit", 1000);
                 if (req && ws)
                         json_object_set_new(req, "workspace", json_string(ws));
                 JsonlMsg p = JSONL_MSG_INIT;
@@ -182,7 +182,7 @@ int verb_status(const CliArgs *a) {
         if (a->val[OPT_WORKSPACE]) {
                 ws = cli_workspace_abs(a);
                 if (!ws)
-                        return cli_fail_code(a, EXIT_REFUSED, "workspace_not_found", "status: workspace %s: %m",
+                        return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), "status: workspace %s: %m",
                                              a->val[OPT_WORKSPACE]);
         }
         JsonlMsg m = JSONL_MSG_INIT;

@@ -76,13 +76,13 @@ static int terminal(const CliArgs *a, json_t *req) {
                 int r = read_fd_all(STDIN_FILENO, JSONL_MAX_RAW, &in, &in_len);
                 if (r == -EFBIG) {
                         json_decref(req);
-                        return cli_fail_code(a, EXIT_REFUSED, "too_large",
+                        return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_TOO_LARGE),
                                              "%s: stdin is over 64 MiB; write it to a file in the workspace (vectora-sandbox write) and redirect from it in the command",
                                              a->verb->name);
                 }
                 if (r < 0 && r != -EBADF) {
                         json_decref(req);
-                        return cli_fail_code(a, EXIT_REFUSED, "io", "%s: reading stdin: %s", a->verb->name, strerror(-r));
+                        return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_IO), "%s: reading stdin: %s", a->verb->name, strerror(-r));
                 }
         }
         _cleanup_(cli_link_freep) CliLink *l = NULL;
@@ -121,11 +121,11 @@ int verb_exec(const CliArgs *a) {
         json_t *argv = json_array();
         for (int i = 0; argv && i < a->n_pos; i++)
                 json_array_append_new(argv, json_string(a->pos[i]));
-        return terminal(a, json_pack("{s:s,s:o}", "tool", "terminal", "argv", argv));
+        return terminal(a, json_pack("{s:s,s:o}", "tool", api_tool_name(API_TOOL_TERMINAL), "argv", argv));
 }
 
 int verb_run(const CliArgs *a) {
-        return terminal(a, json_pack("{s:s,s:s}", "tool", "terminal", "command", a->pos[0]));
+        return terminal(a, json_pack("{s:s,s:s}", "tool", api_tool_name(API_TOOL_TERMINAL), "command", a->pos[0]));
 }
 
 /* ---- read ---- */
@@ -154,7 +154,7 @@ int verb_read(const CliArgs *a) {
                 uint64_t want = JSONL_MAX_RAW;
                 if (limit >= 0 && (uint64_t)limit - done < want)
                         want = (uint64_t)limit - done;
-                json_t *req = json_pack("{s:s,s:s,s:I,s:I}", "tool", "file_read", "path", path, "offset",
+                json_t *req = json_pack("{s:s,s:s,s:I,s:I}", "tool", api_tool_name(API_TOOL_FILE_READ), "path", path, "offset",
                                         (json_int_t)pos, "limit", (json_int_t)want);
                 JsonlMsg m = JSONL_MSG_INIT;
                 if ((r = call(a, l, req, NULL, 0, &m)))
@@ -210,13 +210,13 @@ int verb_write(const CliArgs *a) {
         size_t len = 0;
         int r = read_fd_all(STDIN_FILENO, JSONL_MAX_RAW, &data, &len);
         if (r == -EFBIG)
-                return cli_fail_code(a, EXIT_REFUSED, "too_large", "write: stdin is over 64 MiB, the most one write carries");
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_TOO_LARGE), "write: stdin is over 64 MiB, the most one write carries");
         if (r < 0)
-                return cli_fail_code(a, EXIT_REFUSED, "io", "write: reading stdin: %s", strerror(-r));
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_IO), "write: reading stdin: %s", strerror(-r));
         _cleanup_(cli_link_freep) CliLink *l = NULL;
         if (cli_link_new(a, &l) < 0)
                 return oom();
-        json_t *req = json_pack("{s:s,s:s,s:b}", "tool", "file_write", "path", a->pos[0], "create_parents",
+        json_t *req = json_pack("{s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_WRITE), "path", a->pos[0], "create_parents",
                                 !a->val[OPT_NO_PARENTS]);
         JsonlMsg m = JSONL_MSG_INIT;
         if ((r = call(a, l, req, data ? data : "", len, &m)))
@@ -238,7 +238,7 @@ int verb_edit(const CliArgs *a) {
         _cleanup_(cli_link_freep) CliLink *l = NULL;
         if (cli_link_new(a, &l) < 0)
                 return oom();
-        json_t *req = json_pack("{s:s,s:s,s:s,s:s,s:b}", "tool", "file_edit", "path", a->pos[0], "old_string",
+        json_t *req = json_pack("{s:s,s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_EDIT), "path", a->pos[0], "old_string",
                                 a->val[OPT_OLD], "new_string", a->val[OPT_NEW], "replace_all", a->val[OPT_ALL] != NULL);
         JsonlMsg m = JSONL_MSG_INIT;
         int r = call(a, l, req, NULL, 0, &m);

@@ -23,6 +23,7 @@
 #undef MIN
 #undef MAX
 
+#include "api.h"
 #include "config.h"
 #include "error.h"
 #include "json-util.h"
@@ -254,13 +255,13 @@ void workspace_reload(Workspace *ws);
  * demand). On failure the call's done callback runs (maybe later). */
 void workspace_submit(Workspace *ws, Call *c);
 /* Recycles the current worker now: in-flight calls fail with code. */
-void workspace_recycle(Workspace *ws, const char *code, const char *why);
+void workspace_recycle(Workspace *ws, ApiError code, const char *why);
 /* Link callbacks. */
 void workspace_link_ready(Workspace *ws, WorkerLink *l);
 /* A link left the spawning state (ready or ended): free its slot and start
  * the next waiting workspace. */
 void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
-void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why);
+void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why);
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
 /* The last process of an ended jail of ws was reaped: a waiting start may go. */
 void workspace_old_jail_gone(Workspace *ws);
@@ -314,7 +315,8 @@ struct WorkerLink {
         StrBuf errtail;   /* last bytes of the worker's stderr */
         StrBuf errline;   /* partial stderr line */
         uint64_t spawned_ms, ready_ms, last_used_ms;
-        const char *end_code; /* why in-flight calls fail when it ends */
+        ApiError end_code; /* why in-flight calls fail when it ends */
+        bool end_eof;      /* it ended on the worker closing its socket */
         char *end_reason;
         bool freed_notified;
         struct JailSession *sessions; /* terminals and background processes in it (jail-session.h) */
@@ -327,7 +329,7 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err);
 /* Sends a call (the link must be ready). */
 void link_send(WorkerLink *l, Call *c);
 /* Ends the link: kills the process; in-flight calls fail with code. */
-void link_end(WorkerLink *l, const char *code, const char *reason);
+void link_end(WorkerLink *l, ApiError code, const char *reason);
 /* Asks a drained link to go: shutdown request then close. */
 void link_retire(WorkerLink *l);
 /* Called from the SIGCHLD handler. */
@@ -341,7 +343,7 @@ void links_kill_all(Server *srv);
 typedef int (*CallBuildFn)(Call *c, uint64_t wid, StrBuf *out);
 /* reply != NULL: the worker's reply (ownership stays with the caller);
  * else the call failed before or without a reply: code/message say why. */
-typedef void (*CallDoneFn)(Call *c, WorkerLink *l, JsonlMsg *reply, const char *code, const char *message);
+typedef void (*CallDoneFn)(Call *c, WorkerLink *l, JsonlMsg *reply, ApiError code, const char *message);
 
 struct Call {
         Call *next;
@@ -359,6 +361,7 @@ struct Request {
         json_t *id;      /* the client's id (any JSON value), referenced; NULL = no reply wanted */
         JsonlMsg msg;    /* the request: header object and raw payload */
         const char *tool;
+        ApiTool which;   /* tool, _API_TOOL_INVALID when unknown */
         Workspace *ws;
         uint64_t t0_us;
         json_t *target;  /* for the audit log */
@@ -377,15 +380,15 @@ struct Request {
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 
-/* Sends the result of r (ok when error code is NULL), audits it and frees r.
+/* Sends the result of r (ok when code is API_OK), audits it and frees r.
  * result: fields to add (stolen), may be NULL. */
-void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, const char *code,
+void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message);
 
 void tools_handle(Client *c, JsonlMsg *m);
 /* Error reply for a line that could not be decoded at all. */
-void tools_reply_bad_line(Client *c, const char *code, const char *message);
-json_t *error_json(const char *code, const char *message);
+void tools_reply_bad_line(Client *c, ApiError code, const char *message);
+json_t *error_json(ApiError code, const char *message);
 
 /* ---- reply-fit.c ---- */
 /* Bytes a reply line has for its output strings, given the client's id. */

@@ -38,18 +38,18 @@ static int op_build(Call *c, uint64_t wid, StrBuf *out) {
         return protocol_encode_session_request(out, wid, op->op, &op->req, op->data, op->len);
 }
 
-static void op_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+static void op_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         SessionOp *op = (SessionOp *)c;
         ProtocolReplyHead h = { 0 };
         if (m && protocol_decode_reply_head(m->obj, &h, NULL) == 0 && !h.ok) {
-                code = h.error_code_name ? h.error_code_name : "io";
+                code = api_error_from_kind(h.error_code_name, API_ERROR_IO);
                 message = h.error_message;
         } else if (m)
-                code = NULL;
+                code = API_OK;
         if (op->client && op->id && !op->client->closed) {
                 json_t *o = json_pack("{s:O,s:b}", "id", op->id, "ok", !code);
                 if (o && code)
-                        json_object_set_new(o, "error", error_json(code, message ? message : code));
+                        json_object_set_new(o, "error", error_json(code, message));
                 client_send_json(op->client, o, NULL, 0);
         }
         op_free(op);
@@ -67,7 +67,7 @@ static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const Proto
         if (!op) {
                 if (client && id)
                         client_send_json(client, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error",
-                                                           error_json("internal", "out of memory")),
+                                                           error_json(API_ERROR_INTERNAL, "out of memory")),
                                          NULL, 0);
                 return;
         }
@@ -85,19 +85,19 @@ static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const Proto
         link_send(l, &op->call);
 }
 
-bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, const char *code, const char *message,
+bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
                          int64_t *ret_pid) {
         ProtocolReplyHead h;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (!m)
                 request_finish(r, l, NULL, NULL, 0, code, message);
         else if (protocol_decode_reply_head(m->obj, &h, &err) < 0)
-                request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
         else if (!h.ok)
-                request_finish(r, l, NULL, NULL, 0, h.error_code_name ? h.error_code_name : "io",
+                request_finish(r, l, NULL, NULL, 0, api_error_from_kind(h.error_code_name, API_ERROR_IO),
                                h.error_message ? h.error_message : "the worker could not start it");
         else if (protocol_decode_session_open_reply(m->obj, ret_pid, &err) < 0)
-                request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
         else
                 return true;
         return false;
@@ -112,7 +112,7 @@ bool jail_session_lockdown_refuses(Request *r) {
         snprintf(why, sizeof why, "lockdown: %s; %s", gap,
                  ws->watch ? "list narrower paths or mask the large trees"
                            : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
-        request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable", why);
+        request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, why);
         return true;
 }
 
@@ -134,7 +134,7 @@ void jail_session_send(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r,
         if (!usable(s)) {
                 if (client && id)
                         client_send_json(client, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error",
-                                                           error_json("not_found", "the session has ended")),
+                                                           error_json(API_ERROR_NOT_FOUND, "the session has ended")),
                                          NULL, 0);
                 return;
         }
@@ -214,14 +214,14 @@ bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why) {
         if (s->ops == &detached_ops)
                 free((Detached *)s); /* s is its first member */
         else if (s->ops && s->ops->ended)
-                s->ops->ended(s, &e, NULL, NULL);
+                s->ops->ended(s, &e, API_OK, NULL);
         /* The last session gone: the idle clock starts. */
         if (l->n_sessions == 0 && l->n_inflight == 0 && l->state == LINK_READY && !l->draining && l->ws)
                 workspace_link_idle(l->ws, l);
         return true;
 }
 
-void jail_sessions_end(WorkerLink *l, const char *code, const char *why) {
+void jail_sessions_end(WorkerLink *l, ApiError code, const char *why) {
         /* A draining link still runs: its processes must not outlive the
          * policy they started under. Their end events are then ignored. */
         bool live = l->state == LINK_READY;

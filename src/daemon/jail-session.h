@@ -20,7 +20,7 @@ typedef struct JailSession JailSession;
 typedef struct JailSessionOps {
         /* Output bytes (borrowed). */
         void (*output)(JailSession *s, bool is_stderr, const char *data, size_t len);
-        void (*ended)(JailSession *s, const ProtocolSessionEvent *exit, const char *code, const char *why);
+        void (*ended)(JailSession *s, const ProtocolSessionEvent *exit, ApiError code, const char *why);
 } JailSessionOps;
 
 struct JailSession {
@@ -48,7 +48,7 @@ void jail_session_pause(JailSession *s, bool paused);
 /* A session_open call's done callback: true and *ret_pid when the worker
  * started it; otherwise r was finished with the failure (code/message when
  * there is no reply m, the worker's error, or a malformed reply). */
-bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, const char *code, const char *message,
+bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
                          int64_t *ret_pid);
 
 /* Lockdown refuses a guarantee it cannot keep (masks over time, rule 5), as
@@ -61,10 +61,10 @@ bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why);
 /* The link ends or starts draining: every session ends (ended() with code
  * and why); a draining link's processes are killed, never moved to the
  * next jail. */
-void jail_sessions_end(WorkerLink *l, const char *code, const char *why);
+void jail_sessions_end(WorkerLink *l, ApiError code, const char *why);
 
 /* ---- process.c: background processes ---- */
-bool process_is_tool(const char *tool);
+bool process_is_tool(ApiTool tool);
 /* process_start/output/input/signal/list, the workspace resolved. */
 void process_tool(Request *r);
 /* The workspace goes away (daemon exit): its processes' records too. */

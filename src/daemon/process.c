@@ -51,7 +51,8 @@ struct BgProcess {
         bool running;
         int exit_code, signal;
         bool timed_out;
-        char *ended_code, *ended_why; /* its jail ended under it */
+        ApiError ended_code;    /* its jail ended under it: why */
+        char *ended_why;
         Ring out, err;
         Waiter *waiters;
         uid_t uid;
@@ -134,7 +135,6 @@ static void wake(BgProcess *p) {
 static void process_free(BgProcess *p) {
         wake(p);
         json_decref(p->target);
-        free(p->ended_code);
         free(p->ended_why);
         free(p->out.buf);
         free(p->err.buf);
@@ -162,7 +162,7 @@ static void on_output(JailSession *s, bool is_stderr, const char *data, size_t l
         wake(p);
 }
 
-static void on_ended(JailSession *s, const ProtocolSessionEvent *e, const char *code, const char *why) {
+static void on_ended(JailSession *s, const ProtocolSessionEvent *e, ApiError code, const char *why) {
         BgProcess *p = (BgProcess *)s;
         p->running = false;
         p->end_us = now_us();
@@ -174,7 +174,7 @@ static void on_ended(JailSession *s, const ProtocolSessionEvent *e, const char *
                 /* Killed with its jail. */
                 p->exit_code = 128 + SIGKILL;
                 p->signal = SIGKILL;
-                p->ended_code = strdup(code ? code : "worker_recycled");
+                p->ended_code = code ? code : API_ERROR_WORKER_RECYCLED;
                 p->ended_why = why ? strdup(why) : NULL;
         }
         json_t *target = json_pack("{s:I,s:O,s:i,s:i,s:b}", "process", (json_int_t)p->id, "command", p->target,
@@ -188,14 +188,14 @@ static void on_ended(JailSession *s, const ProtocolSessionEvent *e, const char *
                 .sandboxed = p->sandboxed,
                 .generation = p->generation,
                 .outcome = code ? "error" : "ok",
-                .code = code,
+                .code = api_error_name(code),
                 .reason = why,
                 .duration_ms = (p->end_us - p->t0_us) / 1000,
         };
         audit_write(&a);
         json_decref(target);
         log_info("workspace %s: background process %llu ended (exit %d%s%s)", p->ws->path, (unsigned long long)p->id,
-                 p->exit_code, code ? ", " : "", code ? code : "");
+                 p->exit_code, code ? ", " : "", code ? api_error_name(code) : "");
         wake(p);
         trim_ended(p->ws);
 }
@@ -225,50 +225,18 @@ static BgProcess *find(Workspace *ws, uint64_t id) {
 
 /* ---- process_start ---- */
 
-typedef struct StartArgs {
-        const char *command;
-        char **argv;
-        const char *cwd;
-        json_t *env;
-        const char *stdin_text;
-        const char *stdin_base64;
-        uint64_t timeout;
-        /* built */
-        char **envv;
-        char *stdin_data;
-        size_t stdin_len;
-} StartArgs;
-
-static const JsonField start_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "command", JSON_FIELD_STRING, offsetof(StartArgs, command), 0, NULL },
-        { "argv", JSON_FIELD_STRV, offsetof(StartArgs, argv), 0, NULL },
-        { "cwd", JSON_FIELD_STRING, offsetof(StartArgs, cwd), JSON_FIELD_NULLABLE, NULL },
-        { "env", JSON_FIELD_STRMAP, offsetof(StartArgs, env), JSON_FIELD_NULLABLE, NULL },
-        { "stdin", JSON_FIELD_STRING, offsetof(StartArgs, stdin_text), JSON_FIELD_NULLABLE, NULL },
-        { "stdin_base64", JSON_FIELD_STRING, offsetof(StartArgs, stdin_base64), JSON_FIELD_NULLABLE, NULL },
-        { "timeout", JSON_FIELD_UINT64, offsetof(StartArgs, timeout), JSON_FIELD_NULLABLE, NULL },
-        {},
-};
-
 static void start_args_free(void *args) {
-        StartArgs *a = args;
-        strv_free(a->envv);
-        free(a->stdin_data);
+        api_run_args_done(args);
 }
 
 static int start_build(Call *c, uint64_t wid, StrBuf *out) {
         Request *r = c->req;
-        StartArgs *a = r->args;
-        char *sh[] = { (char *)"/bin/sh", (char *)"-c", (char *)a->command, NULL };
+        ApiRunArgs *a = r->args;
         /* The request may ask for less than the policy's ceiling, never more. */
         uint64_t ceiling = r->ws->policy ? r->ws->policy->limits.background_timeout_s : 0;
         uint64_t t = a->timeout && ceiling ? umin(a->timeout, ceiling) : a->timeout ? a->timeout : ceiling;
         ProtocolSessionOpenRequest req = {
-                .argv = a->command ? sh : a->argv,
+                .argv = api_run_argv(a),
                 .cwd = r->dir_path ? r->dir_path : a->cwd,
                 .env = a->envv,
                 .timeout_ms = t * 1000,
@@ -276,9 +244,9 @@ static int start_build(Call *c, uint64_t wid, StrBuf *out) {
         return protocol_encode_session_open_request(out, wid, &req);
 }
 
-static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
-        StartArgs *a = r->args;
+        ApiRunArgs *a = r->args;
         int64_t pid;
         if (!jail_session_opened(r, l, m, code, message, &pid))
                 return;
@@ -295,7 +263,7 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, co
                 JailSession tmp = { 0 };
                 jail_session_attach(&tmp, l, c->wid, pid);
                 jail_session_detach(&tmp);
-                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
         p->out.cap = p->err.cap = cap;
         p->id = ++next_process_id;
@@ -319,56 +287,37 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, co
         }
         log_info("workspace %s: background process %llu (pid %lld in the %s) for client pid %d", r->ws->path,
                  (unsigned long long)p->id, (long long)pid, p->sandboxed ? "jail" : "worker", (int)r->client->pid);
-        request_finish(r, l, json_pack("{s:I,s:I}", "process", (json_int_t)p->id, "pid", (json_int_t)pid), NULL, 0,
-                       NULL, NULL);
+        request_finish(r, l, json_pack("{s:I,s:I}", "process", (json_int_t)p->id, "pid", (json_int_t)pid), NULL, 0, API_OK, NULL);
 }
 
 static void process_start(Request *r) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        StartArgs *a = calloc(1, sizeof *a);
+        ApiRunArgs *a = calloc(1, sizeof *a);
         if (!a)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         r->args = a;
-        if (json_dispatch(r->msg.obj, start_table, a, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
-        r->args_table = start_table;
+        if (json_dispatch(r->msg.obj, api_run_table, a, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
+        r->args_table = api_run_table;
         r->free_args = start_args_free;
-        if (!!a->command == !!a->argv || (a->argv && !a->argv[0]))
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
-                                      "give exactly one of \"command\" (a shell command line) or \"argv\" (non-empty)");
-        if (a->env) {
-                const char *k;
-                json_t *v;
-                json_object_foreach(a->env, k, v) {
-                        if (!*k || strchr(k, '='))
-                                return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
-                                                      "\"env\" keys must be non-empty and have no '='");
-                        if (strv_extendf(&a->envv, "%s=%s", k, json_string_value(v)) < 0)
-                                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
-                }
+        /* Its output is kept and read with process_output, its timeout is
+         * in seconds: terminal's output limits and form do not apply. */
+        const char *only = api_run_terminal_only(r->msg.obj);
+        if (only) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "\"%s\" is terminal's; a background process takes \"timeout\" (seconds) and "
+                         "its output is read with process_output", only);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, msg);
         }
-        if (!!a->stdin_text + !!a->stdin_base64 + r->msg.has_raw > 1)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
-                                      "give stdin once: \"stdin\", \"stdin_base64\" or a raw payload");
-        if (a->stdin_text) {
-                a->stdin_len = strlen(a->stdin_text);
-                if (!(a->stdin_data = strdup(a->stdin_text)))
-                        return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
-        } else if (a->stdin_base64) {
-                if (base64_decode_alloc(a->stdin_base64, strlen(a->stdin_base64), &a->stdin_data, &a->stdin_len) < 0)
-                        return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"stdin_base64\" is not valid base64");
-        } else if (r->msg.has_raw && !(a->stdin_data = jsonl_msg_steal_raw(&r->msg, &a->stdin_len)))
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
-        if (a->command)
-                r->target = json_string(a->command);
-        else {
-                r->target = json_array();
-                for (char **s = a->argv; r->target && *s; s++)
-                        json_array_append_new(r->target, json_string(*s));
-        }
+        int k = api_run_args_prepare(a, &r->msg, &err);
+        if (k == -ENOMEM)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        if (k < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
+        r->target = api_run_target(a);
         /* A subdirectory was named: the cwd starts there. */
         if (r->dir && (!a->cwd || a->cwd[0] != '/') && !(r->dir_path = path_join(r->dir, a->cwd ? a->cwd : ".")))
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         if (jail_session_lockdown_refuses(r))
                 return;
         r->call.build = start_build;
@@ -377,26 +326,6 @@ static void process_start(Request *r) {
 }
 
 /* ---- process_output ---- */
-
-typedef struct OutputArgs {
-        uint64_t process;
-        uint64_t stdout_offset, stderr_offset;
-        uint64_t wait_ms;
-        uint64_t max_bytes;
-} OutputArgs;
-
-static const JsonField output_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "process", JSON_FIELD_UINT64, offsetof(OutputArgs, process), JSON_FIELD_REQUIRED, NULL },
-        { "stdout_offset", JSON_FIELD_UINT64, offsetof(OutputArgs, stdout_offset), JSON_FIELD_NULLABLE, NULL },
-        { "stderr_offset", JSON_FIELD_UINT64, offsetof(OutputArgs, stderr_offset), JSON_FIELD_NULLABLE, NULL },
-        { "wait_ms", JSON_FIELD_UINT64, offsetof(OutputArgs, wait_ms), JSON_FIELD_NULLABLE, NULL },
-        { "max_bytes", JSON_FIELD_UINT64, offsetof(OutputArgs, max_bytes), JSON_FIELD_NULLABLE, NULL },
-        {},
-};
 
 /* One stream's part of the result. */
 static int stream_json(Request *r, json_t *o, const char *key, const Ring *g, uint64_t offset, size_t max) {
@@ -434,8 +363,9 @@ static json_t *status_json(BgProcess *p) {
                 json_object_set_new(o, "signal", json_integer(p->signal));
                 json_object_set_new(o, "timed_out", json_boolean(p->timed_out));
                 if (p->ended_code) {
-                        json_object_set_new(o, "ended", json_string(p->ended_code));
-                        json_object_set_new(o, "message", json_string(p->ended_why ? p->ended_why : p->ended_code));
+                        const char *ended = api_error_name(p->ended_code);
+                        json_object_set_new(o, "ended", json_string(ended));
+                        json_object_set_new(o, "message", json_string(p->ended_why ? p->ended_why : ended));
                 }
         }
         json_object_set_new(o, "stdout_total", json_integer((json_int_t)p->out.total));
@@ -444,15 +374,15 @@ static json_t *status_json(BgProcess *p) {
 }
 
 static void process_output_reply(Request *r, BgProcess *p) {
-        OutputArgs *a = r->args;
+        ApiOutputArgs *a = r->args;
         size_t max = a->max_bytes && a->max_bytes < PROCESS_OUTPUT_MAX ? (size_t)a->max_bytes : PROCESS_OUTPUT_MAX;
         json_t *o = status_json(p);
         if (!o || stream_json(r, o, "stdout", &p->out, a->stdout_offset, max) < 0 ||
             stream_json(r, o, "stderr", &p->err, a->stderr_offset, max) < 0) {
                 json_decref(o);
-                return request_finish(r, p->s.link, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, p->s.link, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
-        request_finish(r, p->s.link, o, NULL, 0, NULL, NULL);
+        request_finish(r, p->s.link, o, NULL, 0, API_OK, NULL);
 }
 
 static void on_wait_timeout(uv_timer_t *t) {
@@ -468,13 +398,13 @@ static void on_wait_timeout(uv_timer_t *t) {
 }
 
 static void process_output(Request *r, BgProcess *p) {
-        OutputArgs *a = r->args;
+        ApiOutputArgs *a = r->args;
         bool news = p->out.total > a->stdout_offset || p->err.total > a->stderr_offset;
         if (news || !p->running || a->wait_ms == 0)
                 return process_output_reply(r, p);
         Waiter *w = calloc(1, sizeof *w);
         if (!w)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         w->r = r;
         w->p = p;
         uv_timer_init(r->srv->loop, &w->timer);
@@ -487,37 +417,13 @@ static void process_output(Request *r, BgProcess *p) {
 /* ---- process_input, process_signal ---- */
 
 typedef struct ControlArgs {
-        uint64_t process;
-        const char *data;
-        bool eof;
-        json_t *signal;
+        ApiControlArgs in; /* first: the api.h tables decode into it */
         /* built */
         ProtocolOp op;
         ProtocolSessionRequest req;
         const char *bytes;
         size_t len;
 } ControlArgs;
-
-static const JsonField input_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "process", JSON_FIELD_UINT64, offsetof(ControlArgs, process), JSON_FIELD_REQUIRED, NULL },
-        { "data", JSON_FIELD_STRING, offsetof(ControlArgs, data), JSON_FIELD_NULLABLE, NULL },
-        { "eof", JSON_FIELD_BOOL, offsetof(ControlArgs, eof), 0, NULL },
-        {},
-};
-
-static const JsonField signal_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "process", JSON_FIELD_UINT64, offsetof(ControlArgs, process), JSON_FIELD_REQUIRED, NULL },
-        { "signal", JSON_FIELD_IGNORE, 0, 0, NULL }, /* a number or a name: read below */
-        {},
-};
 
 static const struct {
         const char *name;
@@ -549,17 +455,17 @@ static int control_build(Call *c, uint64_t wid, StrBuf *out) {
         return protocol_encode_session_request(out, wid, a->op, &a->req, a->bytes, a->len);
 }
 
-static void control_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+static void control_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
         if (!m)
                 return request_finish(r, l, NULL, NULL, 0, code, message);
         ProtocolReplyHead h;
         if (protocol_decode_reply_head(m->obj, &h, NULL) < 0)
-                return request_finish(r, l, NULL, NULL, 0, "worker_crashed", "the worker sent a malformed reply");
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
         if (!h.ok)
-                return request_finish(r, l, NULL, NULL, 0, h.error_code_name ? h.error_code_name : "io",
+                return request_finish(r, l, NULL, NULL, 0, api_error_from_kind(h.error_code_name, API_ERROR_IO),
                                       h.error_message ? h.error_message : "the worker refused");
-        request_finish(r, l, NULL, NULL, 0, NULL, NULL);
+        request_finish(r, l, NULL, NULL, 0, API_OK, NULL);
 }
 
 static void process_control(Request *r, BgProcess *p) {
@@ -567,7 +473,7 @@ static void process_control(Request *r, BgProcess *p) {
         if (!p->running || !p->s.link || p->s.link->state != LINK_READY || p->s.link->draining) {
                 char msg[128];
                 snprintf(msg, sizeof msg, "background process %llu has ended", (unsigned long long)p->id);
-                return request_finish(r, NULL, NULL, NULL, 0, "process_ended", msg);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_PROCESS_ENDED, msg);
         }
         a->req.session = p->s.wid;
         r->call.build = control_build;
@@ -577,14 +483,6 @@ static void process_control(Request *r, BgProcess *p) {
 
 /* ---- process_list ---- */
 
-static const JsonField list_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL },
-        {},
-};
-
 static void process_list(Request *r) {
         json_t *a = json_array();
         /* Oldest first. */
@@ -592,62 +490,63 @@ static void process_list(Request *r) {
                 if (p->ws == r->ws)
                         json_array_insert_new(a, 0, status_json(p));
         if (!a)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
-        request_finish(r, NULL, json_pack("{s:o}", "processes", a), NULL, 0, NULL, NULL);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        request_finish(r, NULL, json_pack("{s:o}", "processes", a), NULL, 0, API_OK, NULL);
 }
 
 /* ---- dispatch ---- */
 
-bool process_is_tool(const char *tool) {
-        return streq(tool, "process_start") || streq(tool, "process_output") || streq(tool, "process_input") ||
-               streq(tool, "process_signal") || streq(tool, "process_list");
+bool process_is_tool(ApiTool tool) {
+        return tool == API_TOOL_PROCESS_START || tool == API_TOOL_PROCESS_OUTPUT || tool == API_TOOL_PROCESS_INPUT ||
+               tool == API_TOOL_PROCESS_SIGNAL || tool == API_TOOL_PROCESS_LIST;
 }
 
 void process_tool(Request *r) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (r->ws->state == WS_REFUSED)
-                return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(r->ws->config_error));
-        if (streq(r->tool, "process_start"))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CONFIG_INVALID, vs_error_message(r->ws->config_error));
+        if (r->which == API_TOOL_PROCESS_START)
                 return process_start(r);
-        if (streq(r->tool, "process_list")) {
-                if (json_dispatch(r->msg.obj, list_table, NULL, &err) < 0)
-                        return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        if (r->which == API_TOOL_PROCESS_LIST) {
+                if (json_dispatch(r->msg.obj, api_no_args_table, NULL, &err) < 0)
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
                 return process_list(r);
         }
-        bool output = streq(r->tool, "process_output"), input = streq(r->tool, "process_input");
-        const JsonField *table = output ? output_table : input ? input_table : signal_table;
-        void *a = calloc(1, output ? sizeof(OutputArgs) : sizeof(ControlArgs));
+        bool output = r->which == API_TOOL_PROCESS_OUTPUT, input = r->which == API_TOOL_PROCESS_INPUT;
+        const JsonField *table = output ? api_process_output_table : input ? api_process_input_table
+                                                                           : api_process_signal_table;
+        void *a = calloc(1, output ? sizeof(ApiOutputArgs) : sizeof(ControlArgs));
         if (!a)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         r->args = a;
         if (json_dispatch(r->msg.obj, table, a, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         r->args_table = table;
-        uint64_t id = output ? ((OutputArgs *)a)->process : ((ControlArgs *)a)->process;
+        uint64_t id = output ? ((ApiOutputArgs *)a)->process : ((ControlArgs *)a)->in.process;
         BgProcess *p = find(r->ws, id);
         r->target = json_pack("{s:I}", "process", (json_int_t)id);
         if (!p) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "no background process %llu in this workspace (process_list shows them)",
                          (unsigned long long)id);
-                return request_finish(r, NULL, NULL, NULL, 0, "not_found", msg);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_NOT_FOUND, msg);
         }
         if (output)
                 return process_output(r, p);
         ControlArgs *c = a;
         if (input) {
                 c->op = PROTOCOL_OP_SESSION_INPUT;
-                c->req.eof = c->eof;
-                c->bytes = r->msg.has_raw ? r->msg.raw : c->data;
-                c->len = r->msg.has_raw ? r->msg.raw_len : c->data ? strlen(c->data) : 0;
-                if (r->msg.has_raw && c->data)
-                        return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
+                c->req.eof = c->in.eof;
+                c->bytes = r->msg.has_raw ? r->msg.raw : c->in.data;
+                c->len = r->msg.has_raw ? r->msg.raw_len : c->in.data ? strlen(c->in.data) : 0;
+                if (r->msg.has_raw && c->in.data)
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST,
                                               "give the input once: \"data\" or a raw payload");
         } else {
                 c->op = PROTOCOL_OP_SESSION_SIGNAL;
                 int sig = signal_of(json_object_get(r->msg.obj, "signal"));
                 if (!sig)
-                        return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST,
                                               "\"signal\" must be a number 1..64 or a name (TERM, KILL, INT, HUP, ...)");
                 c->req.signal = (uint64_t)sig;
         }

@@ -118,7 +118,7 @@ bool protect_check(Workspace *ws) {
                  "%s changed on the host; the jail was rebuilt so its read-only mounts cover the new file, and this call was ended",
                  what);
         log_info("workspace %s: protected path %s changed on the host; recycling the worker", ws->path, what);
-        workspace_recycle(ws, "worker_recycled", why);
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
         if (!ws->link)
                 protect_disarm(ws); /* nothing was waiting: the next spawn notes them again */
         return true;

@@ -112,7 +112,7 @@ static void record_denial(ProxyConn *c, const char *host, uint16_t port, const c
                 .sandboxed = true,
                 .generation = px->ws->generation,
                 .outcome = "denied",
-                .code = "network_denied",
+                .code = api_error_name(API_ERROR_NETWORK_DENIED),
                 .reason = reason,
         };
         audit_write(&a);

@@ -63,17 +63,18 @@ static void on_output(JailSession *s, bool is_stderr, const char *data, size_t l
                 jail_session_pause(s, true);
 }
 
-static void on_ended(JailSession *s, const ProtocolSessionEvent *e, const char *code, const char *why) {
+static void on_ended(JailSession *s, const ProtocolSessionEvent *e, ApiError code, const char *why) {
         JailPty *p = (JailPty *)s;
         /* 125: the sandbox layer ended it, as for a refused command. */
         int exit_code = e ? (int)e->exit_code : 125, sig = e ? (int)e->signal : 0;
         json_t *o = json_pack("{s:s,s:I,s:i,s:i}", "event", "terminal_exit", "pty", (json_int_t)p->id, "exit_code",
                               exit_code, "signal", sig);
+        const char *name = api_error_name(code);
         if (o && code) {
                 char msg[512];
                 snprintf(msg, sizeof msg, "the terminal was ended with its jail (%s); a new terminal runs under the current policy",
-                         why ? why : code);
-                json_object_set_new(o, "ended", json_string(code));
+                         why ? why : name);
+                json_object_set_new(o, "ended", json_string(name));
                 json_object_set_new(o, "message", json_string(msg));
         }
         client_send_json(p->client, o, NULL, 0);
@@ -87,14 +88,14 @@ static void on_ended(JailSession *s, const ProtocolSessionEvent *e, const char *
                 .sandboxed = true,
                 .generation = p->generation,
                 .outcome = code ? "error" : "ok",
-                .code = code,
+                .code = name,
                 .reason = why,
                 .duration_ms = (now_us() - p->t0_us) / 1000,
         };
         audit_write(&a);
         json_decref(target);
         log_info("workspace %s: jail terminal %llu ended (exit %d%s%s)", p->workspace, (unsigned long long)p->id,
-                 exit_code, code ? ", " : "", code ? code : "");
+                 exit_code, code ? ", " : "", code ? name : "");
         unlink_pty(p);
         jail_pty_free(p);
 }
@@ -126,7 +127,7 @@ static void jail_pty_args_free(void *args) {
         free(TAKE_PTR(p->workspace));
 }
 
-static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
         JailPty *p = r->args;
         int64_t pid;
@@ -152,7 +153,7 @@ static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code,
         log_info("workspace %s: jail terminal %llu (pid %lld in the jail) for client pid %d", r->ws->path,
                  (unsigned long long)p->id, (long long)pid, (int)r->client->pid);
         bool gone = r->client->closed;
-        request_finish(r, l, result, NULL, 0, NULL, NULL);
+        request_finish(r, l, result, NULL, 0, API_OK, NULL);
         if (gone) {
                 /* Its client left while it started. */
                 jail_session_detach(&p->s);
@@ -168,11 +169,11 @@ void jail_pty_open(Request *r, json_t *obj) {
                 return;
         JailPty *p = calloc(1, sizeof *p);
         if (!p)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         r->args = p;
         r->free_args = jail_pty_args_free;
         if (json_dispatch(obj, pty_open_table, &p->a, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         p->a.cols = p->a.cols && p->a.cols <= PROTOCOL_SESSION_MAX_WINSIZE ? p->a.cols : 80;
         p->a.rows = p->a.rows && p->a.rows <= PROTOCOL_SESSION_MAX_WINSIZE ? p->a.rows : 24;
         int k = strv_extendf(&p->envv, "TERM=%s", p->a.term ? p->a.term : "xterm-256color");
@@ -181,14 +182,14 @@ void jail_pty_open(Request *r, json_t *obj) {
         if (p->a.env)
                 json_object_foreach(p->a.env, key, v) {
                         if (!*key || strchr(key, '='))
-                                return request_finish(r, NULL, NULL, NULL, 0, "bad_request",
+                                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST,
                                                       "\"env\" keys must be non-empty and have no '='");
                         if (k >= 0)
                                 k = strv_extendf(&p->envv, "%s=%s", key, json_string_value(v));
                 }
         /* A subdirectory the client named is the shell's cwd. */
         if (k < 0 || (r->dir && !(p->cwd = strdup(r->dir))))
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         r->call.build = jail_pty_build;
         r->call.done = jail_pty_done;
         workspace_submit(ws, &r->call);
@@ -203,7 +204,7 @@ static JailPty *find(Client *c, json_t *jp) {
         return NULL;
 }
 
-static void reply_error(Client *c, json_t *id, const char *code, const char *msg) {
+static void reply_error(Client *c, json_t *id, ApiError code, const char *msg) {
         if (id)
                 client_send_json(c, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error", error_json(code, msg)), NULL,
                                  0);
@@ -222,14 +223,14 @@ bool jail_pty_message(Client *c, json_t *id, const char *tool, json_t *obj, Json
                         len = m->raw_len;
                 }
                 if (len > JAIL_PTY_INPUT_MAX)
-                        reply_error(c, id, "too_large", "the terminal is not taking input that fast");
+                        reply_error(c, id, API_ERROR_TOO_LARGE, "the terminal is not taking input that fast");
                 else
                         jail_session_send(&p->s, PROTOCOL_OP_SESSION_INPUT, &req, data, len, c, id);
         } else if (streq(tool, "terminal_resize")) {
                 json_int_t cols = json_integer_value(json_object_get(obj, "cols"));
                 json_int_t rows = json_integer_value(json_object_get(obj, "rows"));
                 if (cols <= 0 || rows <= 0 || cols > PROTOCOL_SESSION_MAX_WINSIZE || rows > PROTOCOL_SESSION_MAX_WINSIZE)
-                        return reply_error(c, id, "bad_request", "\"cols\" and \"rows\" must be 1..10000"), true;
+                        return reply_error(c, id, API_ERROR_BAD_REQUEST, "\"cols\" and \"rows\" must be 1..10000"), true;
                 req.cols = (uint64_t)cols;
                 req.rows = (uint64_t)rows;
                 jail_session_send(&p->s, PROTOCOL_OP_SESSION_RESIZE, &req, NULL, 0, c, id);

@@ -182,13 +182,13 @@ void pty_open(Request *r, json_t *obj) {
         Workspace *ws = r->ws;
         r->target = json_string("pty");
         if (ws->state == WS_REFUSED)
-                return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
         if (ws->state == WS_SANDBOXED)
                 return jail_pty_open(r, obj);
         PtyOpenArgs a = { 0 };
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (json_dispatch(obj, pty_open_table, &a, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         struct winsize wsz = {
                 .ws_col = a.cols && a.cols < 10000 ? (unsigned short)a.cols : 80,
                 .ws_row = a.rows && a.rows < 10000 ? (unsigned short)a.rows : 24,
@@ -205,7 +205,7 @@ void pty_open(Request *r, json_t *obj) {
         PtySession *p = calloc(1, sizeof *p);
         if (!p) {
                 json_dispatch_done(pty_open_table, &a);
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
         int master = -EBADF;
         pid_t pid = forkpty(&master, NULL, NULL, &wsz);
@@ -215,7 +215,7 @@ void pty_open(Request *r, json_t *obj) {
                 json_dispatch_done(pty_open_table, &a);
                 char buf[256];
                 snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror(e));
-                return request_finish(r, NULL, NULL, NULL, 0, "io", buf);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_IO, buf);
         }
         if (pid == 0) {
                 /* Child: a fresh session on the slave side (forkpty did setsid). */
@@ -258,7 +258,7 @@ void pty_open(Request *r, json_t *obj) {
         log_info("workspace %s: PTY %llu (pid %d) for client pid %d", ws->path, (unsigned long long)p->id, (int)pid,
                  (int)r->client->pid);
         request_finish(r, NULL, json_pack("{s:I,s:i,s:s}", "pty", (json_int_t)p->id, "pid", (int)pid, "shell", shell),
-                       NULL, 0, NULL, NULL);
+                       NULL, 0, API_OK, NULL);
 }
 
 void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m) {
@@ -270,9 +270,10 @@ void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg 
                 for (PtySession *q = all_ptys; q; q = q->next)
                         if (q->client == c && (json_int_t)q->id == json_integer_value(jp) && !q->closed)
                                 p = q;
-        const char *code = NULL, *msg = NULL;
+        ApiError code = API_OK;
+        const char *msg = NULL;
         if (!p) {
-                code = "not_found";
+                code = API_ERROR_NOT_FOUND;
                 msg = "no such open terminal on this connection";
         } else if (streq(tool, "terminal_input")) {
                 const char *data = json_string_value(json_object_get(obj, "data"));
@@ -282,14 +283,14 @@ void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg 
                         len = m->raw_len;
                 }
                 if (p->in.len + len > PTY_INPUT_MAX) {
-                        code = "too_large";
+                        code = API_ERROR_TOO_LARGE;
                         msg = "the terminal is not taking input that fast";
                 } else if (len) {
                         ssize_t k = p->in.len ? 0 : write(p->master, data, len);
                         if (k < 0)
                                 k = 0;
                         if ((size_t)k < len && strbuf_append(&p->in, data + k, len - (size_t)k) < 0) {
-                                code = "internal";
+                                code = API_ERROR_INTERNAL;
                                 msg = "out of memory";
                         }
                         update_poll(p);
@@ -299,10 +300,10 @@ void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg 
                 json_int_t rows = json_integer_value(json_object_get(obj, "rows"));
                 struct winsize wsz = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
                 if (cols <= 0 || rows <= 0 || cols > 10000 || rows > 10000) {
-                        code = "bad_request";
+                        code = API_ERROR_BAD_REQUEST;
                         msg = "\"cols\" and \"rows\" must be 1..10000";
                 } else if (ioctl(p->master, TIOCSWINSZ, &wsz) < 0) {
-                        code = "io";
+                        code = API_ERROR_IO;
                         msg = "resizing the terminal failed";
                 }
         } else {

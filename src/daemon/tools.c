@@ -17,11 +17,12 @@
 
 json_t *daemon_counters_json(const Counters *c);
 
-json_t *error_json(const char *code, const char *message) {
-        return json_pack("{s:s,s:s}", "code", code, "message", message ? message : code);
+json_t *error_json(ApiError code, const char *message) {
+        const char *name = api_error_name(code) ? api_error_name(code) : api_error_name(API_ERROR_INTERNAL);
+        return json_pack("{s:s,s:s}", "code", name, "message", message ? message : name);
 }
 
-void tools_reply_bad_line(Client *c, const char *code, const char *message) {
+void tools_reply_bad_line(Client *c, ApiError code, const char *message) {
         c->srv->counters.errors++;
         client_send_json(c, json_pack("{s:n,s:b,s:o}", "id", "ok", 0, "error", error_json(code, message)), NULL, 0);
 }
@@ -51,17 +52,6 @@ static bool sandboxed_of(Request *r, WorkerLink *l) {
         if (l)
                 return l->launch->sandboxed;
         return r->ws && r->ws->state == WS_SANDBOXED;
-}
-
-static const char *outcome_of(const char *code) {
-        if (!code)
-                return "ok";
-        if (streq(code, "config_invalid") || streq(code, "sandbox_unavailable") || streq(code, "pty_not_sandboxed") ||
-            streq(code, "forbidden") || streq(code, "sandbox_required"))
-                return "refused";
-        if (streq(code, "denied"))
-                return "denied";
-        return "error";
 }
 
 static void request_free(Request *r) {
@@ -99,7 +89,7 @@ static void network_result(Request *r, json_t *o) {
                 }
 }
 
-void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, const char *code,
+void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message) {
         Server *srv = r->srv;
         json_t *o = result ? result : json_object();
@@ -126,7 +116,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
                                                                      "degraded", "generation", 0));
         }
-        const char *outcome = outcome_of(code);
+        const char *outcome = api_error_outcome(code);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
         for (int i = 0; i < 2; i++)
                 if (cs[i]) {
@@ -139,8 +129,8 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         else
                                 cs[i]->errors++;
                 }
-        if (code && r->ws && !streq(outcome, "denied") && !streq(code, "config_invalid") && !streq(code, "pty_not_sandboxed"))
-                workspace_set_error(r->ws, "%s: %s: %s", r->tool, code, message ? message : "");
+        if (code && r->ws && code != API_ERROR_DENIED && code != API_ERROR_CONFIG_INVALID)
+                workspace_set_error(r->ws, "%s: %s: %s", r->tool, api_error_name(code), message ? message : "");
         AuditRecord a = {
                 .uid = r->client->uid,
                 .pid = r->client->pid,
@@ -150,7 +140,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 .sandboxed = sandboxed,
                 .generation = l ? l->generation : r->ws ? r->ws->generation : 0,
                 .outcome = outcome,
-                .code = code,
+                .code = api_error_name(code),
                 .reason = code ? message : NULL,
                 .duration_ms = (now_us() - r->t0_us) / 1000,
                 .host_run = json_array_size(host_run) ? host_run : NULL,
@@ -185,7 +175,7 @@ static int call_build(Call *c, uint64_t wid, StrBuf *out) {
  * tool table below). */
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
 
-static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, const char *message) {
+static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
         if (!m)
                 return request_finish(r, l, NULL, NULL, 0, code, message);
@@ -197,69 +187,25 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, const char *code, con
                  * another writer got in). */
                 return workspace_submit(r->ws, &r->call);
         if (k == -ENOMEM)
-                return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         if (k < 0)
-                return request_finish(r, l, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "worker_crashed",
+                return request_finish(r, l, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_WORKER_CRASHED),
                                       vs_error_message(err));
         tool_shape(r, l, m, o);
 }
 
 /* Results without a payload: the fields as the core shaped them. */
 static void shape_fields(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        request_finish(r, l, o, NULL, 0, NULL, NULL);
+        request_finish(r, l, o, NULL, 0, API_OK, NULL);
 }
 
 /* ---- terminal ---- */
 
-typedef struct TerminalArgs {
-        const char *command;
-        char **argv;
-        const char *cwd;
-        json_t *env;
-        const char *stdin_text;
-        const char *stdin_base64;
-        uint64_t timeout;
-        uint64_t timeout_ms;
-        uint64_t max_output;
-        bool binary;
-        /* built */
-        char *sh[4];          /* /bin/sh -c command */
-        char **envv;
-        char *stdin_data;
-        size_t stdin_len;
-} TerminalArgs;
-
-static const JsonField terminal_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "command", JSON_FIELD_STRING, offsetof(TerminalArgs, command), 0, NULL },
-        { "argv", JSON_FIELD_STRV, offsetof(TerminalArgs, argv), 0, NULL },
-        { "cwd", JSON_FIELD_STRING, offsetof(TerminalArgs, cwd), JSON_FIELD_NULLABLE, NULL },
-        { "env", JSON_FIELD_STRMAP, offsetof(TerminalArgs, env), JSON_FIELD_NULLABLE, NULL },
-        { "stdin", JSON_FIELD_STRING, offsetof(TerminalArgs, stdin_text), JSON_FIELD_NULLABLE, NULL },
-        { "stdin_base64", JSON_FIELD_STRING, offsetof(TerminalArgs, stdin_base64), JSON_FIELD_NULLABLE, NULL },
-        { "timeout", JSON_FIELD_UINT64, offsetof(TerminalArgs, timeout), JSON_FIELD_NULLABLE, NULL },
-        { "timeout_ms", JSON_FIELD_UINT64, offsetof(TerminalArgs, timeout_ms), JSON_FIELD_NULLABLE, NULL },
-        { "max_output", JSON_FIELD_UINT64, offsetof(TerminalArgs, max_output), JSON_FIELD_NULLABLE, NULL },
-        { "binary", JSON_FIELD_BOOL, offsetof(TerminalArgs, binary), 0, NULL },
-        {},
-};
-
-static void terminal_args_free(TerminalArgs *a) {
-        strv_free(a->envv);
-        free(a->stdin_data);
-}
-
 static void terminal_args(Request *r, VsToolArgs *ret) {
-        TerminalArgs *a = r->args;
-        a->sh[0] = (char *)"/bin/sh";
-        a->sh[1] = (char *)"-c";
-        a->sh[2] = (char *)a->command;
+        ApiRunArgs *a = r->args;
         *ret = (VsToolArgs){
                 .tool = VS_TOOL_TERMINAL,
-                .argv = a->command ? a->sh : a->argv,
+                .argv = api_run_argv(a),
                 .cwd = a->cwd,
                 .env = a->envv,
                 .timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000,
@@ -270,16 +216,16 @@ static void terminal_args(Request *r, VsToolArgs *ret) {
 }
 
 static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        TerminalArgs *a = r->args;
+        ApiRunArgs *a = r->args;
         /* Leftovers of a fork bomb keep the jail at its process limit after
          * the command returned: restart the jail once nothing else runs. */
         if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws)) {
                 log_warning("workspace %s: leftover processes hold the process limit; restarting the jail", r->ws->path);
                 json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
-                workspace_recycle(r->ws, "worker_recycled", "leftover processes held the workspace's process limit");
+                workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, "leftover processes held the workspace's process limit");
         }
         if (a->binary)
-                return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
+                return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
         /* As text both streams share one line: cut what would not fit, so
          * the reply goes out with exit_code and timed_out intact. */
         size_t out_len = (size_t)json_integer_value(json_object_get(o, "stdout_len"));
@@ -297,85 +243,27 @@ static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         for (int i = 0; i < 2; i++) {
                 if (reply_fit_output(sp[i], sn[i], st[i], sb[i], &sp[i], &sn[i], &r->owned[i]) < 0) {
                         json_decref(o);
-                        return request_finish(r, l, NULL, NULL, 0, "internal", "out of memory");
+                        return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
                 }
                 truncated = truncated || st[i] > sn[i] || r->owned[i];
         }
         json_object_set_new(o, "truncated", json_boolean(truncated));
         set_bytes(r, o, "stdout", sp[0], sn[0], sb[0]);
         set_bytes(r, o, "stderr", sp[1], sn[1], sb[1]);
-        request_finish(r, l, o, NULL, 0, NULL, NULL);
+        request_finish(r, l, o, NULL, 0, API_OK, NULL);
 }
 
-static int terminal_prepare(Request *r, const char **ret_code, char **ret_msg) {
-        TerminalArgs *a = r->args;
-        if (!!a->command == !!a->argv || (a->argv && !a->argv[0])) {
-                *ret_msg = strdup("give exactly one of \"command\" (a shell command line) or \"argv\" (non-empty)");
-                return -EINVAL;
-        }
-        if (a->env) {
-                const char *k;
-                json_t *v;
-                json_object_foreach(a->env, k, v) {
-                        if (!*k || strchr(k, '=')) {
-                                *ret_msg = strdup("\"env\" keys must be non-empty and have no '='");
-                                return -EINVAL;
-                        }
-                        if (strv_extendf(&a->envv, "%s=%s", k, json_string_value(v)) < 0)
-                                return -ENOMEM;
-                }
-        }
-        int n = !!a->stdin_text + !!a->stdin_base64 + r->msg.has_raw;
-        if (n > 1) {
-                *ret_msg = strdup("give stdin once: \"stdin\", \"stdin_base64\" or a raw payload");
-                return -EINVAL;
-        }
-        if (a->stdin_text) {
-                a->stdin_len = strlen(a->stdin_text);
-                if (!(a->stdin_data = strdup(a->stdin_text)))
-                        return -ENOMEM;
-        } else if (a->stdin_base64) {
-                if (base64_decode_alloc(a->stdin_base64, strlen(a->stdin_base64), &a->stdin_data, &a->stdin_len) < 0) {
-                        *ret_msg = strdup("\"stdin_base64\" is not valid base64");
-                        return -EINVAL;
-                }
-        } else if (r->msg.has_raw) {
-                a->stdin_data = jsonl_msg_steal_raw(&r->msg, &a->stdin_len);
-                if (!a->stdin_data)
-                        return -ENOMEM;
-        }
+static int terminal_prepare(Request *r, VsError **err) {
+        ApiRunArgs *a = r->args;
+        int k = api_run_args_prepare(a, &r->msg, err);
+        if (k < 0)
+                return k;
         r->binary = a->binary;
-        if (a->command)
-                r->target = json_string(a->command);
-        else {
-                r->target = json_array();
-                for (char **s = a->argv; r->target && *s; s++)
-                        json_array_append_new(r->target, json_string(*s));
-        }
-        *ret_code = NULL;
+        r->target = api_run_target(a);
         return 0;
 }
 
 /* ---- file_read ---- */
-
-typedef struct ReadArgs {
-        const char *path;
-        uint64_t offset;
-        uint64_t limit;
-        bool binary;
-} ReadArgs;
-
-static const JsonField read_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "path", JSON_FIELD_STRING, offsetof(ReadArgs, path), JSON_FIELD_REQUIRED, NULL },
-        { "offset", JSON_FIELD_UINT64, offsetof(ReadArgs, offset), JSON_FIELD_NULLABLE, NULL },
-        { "limit", JSON_FIELD_UINT64, offsetof(ReadArgs, limit), JSON_FIELD_NULLABLE, NULL },
-        { "binary", JSON_FIELD_BOOL, offsetof(ReadArgs, binary), 0, NULL },
-        {},
-};
 
 /* A text (JSON string) reply must fit one header line (JSONL_MAX_LINE):
  * without "binary", a read returns at most this much, with "eof": false
@@ -383,7 +271,7 @@ static const JsonField read_table[] = {
 #define TEXT_READ_MAX (256u * 1024u)
 
 static void read_args(Request *r, VsToolArgs *ret) {
-        ReadArgs *a = r->args;
+        ApiReadArgs *a = r->args;
         uint64_t limit = a->limit;
         if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
                 limit = TEXT_READ_MAX;
@@ -391,43 +279,17 @@ static void read_args(Request *r, VsToolArgs *ret) {
 }
 
 static void read_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        ReadArgs *a = r->args;
+        ApiReadArgs *a = r->args;
         if (a->binary)
-                return request_finish(r, l, o, m->raw, m->raw_len, NULL, NULL);
+                return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
         set_bytes(r, o, "content", m->raw, m->raw_len, reply_budget(r->id));
-        request_finish(r, l, o, NULL, 0, NULL, NULL);
+        request_finish(r, l, o, NULL, 0, API_OK, NULL);
 }
 
 /* ---- file_write ---- */
 
-typedef struct WriteArgs {
-        const char *path;
-        const char *content;
-        const char *content_base64;
-        bool has_mode;
-        uint64_t mode;
-        bool create_parents;
-        const char *if_sha256;
-        char *data;
-        size_t len;
-} WriteArgs;
-
-static const JsonField write_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "path", JSON_FIELD_STRING, offsetof(WriteArgs, path), JSON_FIELD_REQUIRED, NULL },
-        { "content", JSON_FIELD_STRING, offsetof(WriteArgs, content), JSON_FIELD_NULLABLE, NULL },
-        { "content_base64", JSON_FIELD_STRING, offsetof(WriteArgs, content_base64), JSON_FIELD_NULLABLE, NULL },
-        { "mode", JSON_FIELD_UINT64, offsetof(WriteArgs, mode), JSON_FIELD_NULLABLE, NULL },
-        { "create_parents", JSON_FIELD_BOOL, offsetof(WriteArgs, create_parents), 0, NULL },
-        { "if_sha256", JSON_FIELD_STRING, offsetof(WriteArgs, if_sha256), JSON_FIELD_NULLABLE, NULL },
-        {},
-};
-
 static void write_args(Request *r, VsToolArgs *ret) {
-        WriteArgs *a = r->args;
+        ApiWriteArgs *a = r->args;
         *ret = (VsToolArgs){
                 .tool = VS_TOOL_FILE_WRITE,
                 .path = a->path,
@@ -440,71 +302,30 @@ static void write_args(Request *r, VsToolArgs *ret) {
         };
 }
 
-static int write_prepare(Request *r, const char **ret_code, char **ret_msg) {
-        WriteArgs *a = r->args;
-        a->has_mode = json_object_get(r->msg.obj, "mode") && !json_is_null(json_object_get(r->msg.obj, "mode"));
-        if (a->has_mode && a->mode > 07777) {
-                *ret_msg = strdup("\"mode\" takes permission bits (at most 07777)");
-                return -EINVAL;
-        }
-        int n = !!a->content + !!a->content_base64 + r->msg.has_raw;
-        if (n != 1) {
-                *ret_msg = strdup("give the content once: \"content\", \"content_base64\" or a raw payload");
-                return -EINVAL;
-        }
-        if (a->content) {
-                a->len = strlen(a->content);
-                if (!(a->data = strdup(a->content)))
-                        return -ENOMEM;
-        } else if (a->content_base64) {
-                if (base64_decode_alloc(a->content_base64, strlen(a->content_base64), &a->data, &a->len) < 0) {
-                        *ret_msg = strdup("\"content_base64\" is not valid base64");
-                        return -EINVAL;
-                }
-        } else if (!(a->data = jsonl_msg_steal_raw(&r->msg, &a->len)))
-                return -ENOMEM;
+static int write_prepare(Request *r, VsError **err) {
+        ApiWriteArgs *a = r->args;
+        int k = api_write_args_prepare(a, r->msg.obj, &r->msg, err);
+        if (k < 0)
+                return k;
         r->target = json_string(a->path);
-        *ret_code = NULL;
         return 0;
 }
 
 /* ---- file_edit ---- */
 
-typedef struct EditArgs {
-        const char *path;
-        const char *old_string;
-        const char *new_string;
-        bool replace_all;
-} EditArgs;
-
-static const JsonField edit_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "path", JSON_FIELD_STRING, offsetof(EditArgs, path), JSON_FIELD_REQUIRED, NULL },
-        { "old_string", JSON_FIELD_STRING, offsetof(EditArgs, old_string), JSON_FIELD_REQUIRED, NULL },
-        { "new_string", JSON_FIELD_STRING, offsetof(EditArgs, new_string), JSON_FIELD_REQUIRED, NULL },
-        { "replace_all", JSON_FIELD_BOOL, offsetof(EditArgs, replace_all), 0, NULL },
-        {},
-};
-
 /* Read, apply, write if unchanged, again when another writer got in
  * between: the core's (tool-call.h). */
 static void edit_args(Request *r, VsToolArgs *ret) {
-        EditArgs *a = r->args;
+        ApiEditArgs *a = r->args;
         *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_EDIT, .path = a->path, .old_text = a->old_string,
                              .new_text = a->new_string, .replace_all = a->replace_all };
 }
 
-static int edit_prepare(Request *r, const char **ret_code, char **ret_msg) {
-        EditArgs *a = r->args;
-        if (!a->old_string[0]) {
-                *ret_msg = strdup("\"old_string\" must not be empty");
-                return -EINVAL;
-        }
+static int edit_prepare(Request *r, VsError **err) {
+        ApiEditArgs *a = r->args;
+        if (!a->old_string[0])
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"old_string\" must not be empty");
         r->target = json_string(a->path);
-        *ret_code = NULL;
         return 0;
 }
 
@@ -512,21 +333,6 @@ static int edit_prepare(Request *r, const char **ret_code, char **ret_msg) {
 
 #define STATUS_DEFAULT_LIMIT 100
 #define STATUS_MAX_LIMIT 1000
-
-typedef struct StatusArgs {
-        const char *workspace;
-        uint64_t offset;
-        uint64_t limit;
-} StatusArgs;
-
-static const JsonField status_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_STRING, offsetof(StatusArgs, workspace), JSON_FIELD_NULLABLE, NULL },
-        { "offset", JSON_FIELD_UINT64, offsetof(StatusArgs, offset), JSON_FIELD_NULLABLE, NULL },
-        { "limit", JSON_FIELD_UINT64, offsetof(StatusArgs, limit), JSON_FIELD_NULLABLE, NULL },
-        {},
-};
 
 static int cmp_ws_path(const void *a, const void *b) {
         return strcmp((*(Workspace *const *)a)->path, (*(Workspace *const *)b)->path);
@@ -556,9 +362,9 @@ static json_t *status_summary(Server *srv, size_t *ret_total) {
 static void status_reply(Request *r) {
         Server *srv = r->srv;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        StatusArgs a = { 0 };
-        if (json_dispatch(r->msg.obj, status_table, &a, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        ApiStatusArgs a = { 0 };
+        if (json_dispatch(r->msg.obj, api_status_table, &a, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         uint64_t limit = a.limit ? a.limit : STATUS_DEFAULT_LIMIT;
         if (limit > STATUS_MAX_LIMIT)
                 limit = STATUS_MAX_LIMIT;
@@ -613,9 +419,9 @@ static void status_reply(Request *r) {
                 json_decref(summary);
                 json_decref(ws);
         }
-        json_dispatch_done(status_table, &a);
+        json_dispatch_done(api_status_table, &a);
         r->target = json_null();
-        request_finish(r, NULL, o, NULL, 0, NULL, NULL);
+        request_finish(r, NULL, o, NULL, 0, API_OK, NULL);
 }
 
 /* ---- policy_allow ---- */
@@ -624,23 +430,16 @@ static void status_reply(Request *r) {
  * request names (approval.h). Peers inside a jail never get here (the
  * server refuses them); an agent backend must not expose this tool. */
 static void policy_allow_reply(Request *r) {
-        static const JsonField allow_table[] = {
-                { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-                { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-                { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-                { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by the caller */
-                {},
-        };
         _cleanup_(vs_error_freep) VsError *err = NULL;
         char none;
-        if (json_dispatch(r->msg.obj, allow_table, &none, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+        if (json_dispatch(r->msg.obj, api_no_args_table, &none, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         r->target = json_string(wsp);
         VsAllowResult a = {};
         if (approval_allow(r->srv->opt.state_dir, r->dir ? r->dir : r->ws->path, &a, &err) < 0) {
-                const char *k = vs_error_kind(err);
-                return request_finish(r, NULL, NULL, NULL, 0, k ? k : "config_invalid", vs_error_message(err));
+                return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_CONFIG_INVALID),
+                                      vs_error_message(err));
         }
         log_info("workspace %s: policy approved by uid %u%s", a.root, (unsigned)r->client->uid,
                  a.changed ? "" : " (no change)");
@@ -652,17 +451,19 @@ static void policy_allow_reply(Request *r) {
         free(r->pending);
         r->pending = r->ws->pending ? strdup(r->ws->pending) : NULL;
         if (!o)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
-        request_finish(r, NULL, o, NULL, 0, NULL, NULL);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        request_finish(r, NULL, o, NULL, 0, API_OK, NULL);
 }
 
 /* ---- dispatch ---- */
 
+/* The tools a worker call serves: decoded with their api.h table, made
+ * into the core's tool call, shaped once the core is done. */
 typedef struct Tool {
-        const char *name;
         const JsonField *table;
         size_t args_size;
-        int (*prepare)(Request *r, const char **ret_code, char **ret_msg);
+        /* Checks and builds what the table decoded; *err's kind is the code. */
+        int (*prepare)(Request *r, VsError **err);
         /* The call for the core (tool-call.h), borrowing from r->args. */
         void (*args)(Request *r, VsToolArgs *ret);
         /* The result once the core is done: payload, reply fitting. */
@@ -672,27 +473,29 @@ typedef struct Tool {
 } Tool;
 
 static void terminal_free(void *a) {
-        terminal_args_free(a);
+        api_run_args_done(a);
 }
 static void write_free(void *a) {
-        free(((WriteArgs *)a)->data);
+        free(((ApiWriteArgs *)a)->data);
+}
+static int read_prepare(Request *r, VsError **err) {
+        r->target = json_string(((ApiReadArgs *)r->args)->path);
+        return 0;
 }
 
-static const Tool tools[] = {
-        { "terminal", terminal_table, sizeof(TerminalArgs), terminal_prepare, terminal_args, terminal_shape,
-          terminal_free, offsetof(TerminalArgs, cwd) },
-        { "file_read", read_table, sizeof(ReadArgs), NULL, read_args, read_shape, NULL, offsetof(ReadArgs, path) },
-        { "file_write", write_table, sizeof(WriteArgs), write_prepare, write_args, shape_fields, write_free,
-          offsetof(WriteArgs, path) },
-        { "file_edit", edit_table, sizeof(EditArgs), edit_prepare, edit_args, shape_fields, NULL,
-          offsetof(EditArgs, path) },
+static const Tool tools[_API_TOOL_MAX] = {
+        [API_TOOL_TERMINAL] = { api_run_table, sizeof(ApiRunArgs), terminal_prepare, terminal_args, terminal_shape,
+                                terminal_free, offsetof(ApiRunArgs, cwd) },
+        [API_TOOL_FILE_READ] = { api_file_read_table, sizeof(ApiReadArgs), read_prepare, read_args, read_shape, NULL,
+                                 offsetof(ApiReadArgs, path) },
+        [API_TOOL_FILE_WRITE] = { api_file_write_table, sizeof(ApiWriteArgs), write_prepare, write_args, shape_fields,
+                                  write_free, offsetof(ApiWriteArgs, path) },
+        [API_TOOL_FILE_EDIT] = { api_file_edit_table, sizeof(ApiEditArgs), edit_prepare, edit_args, shape_fields, NULL,
+                                 offsetof(ApiEditArgs, path) },
 };
 
 static const Tool *request_tool(Request *r) {
-        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
-                if (streq(r->tool, tools[i].name))
-                        return &tools[i];
-        return NULL;
+        return r->which >= 0 && tools[r->which].table ? &tools[r->which] : NULL;
 }
 
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
@@ -703,7 +506,8 @@ void tools_handle(Client *c, JsonlMsg *m) {
         Server *srv = c->srv;
         json_t *id = json_object_get(m->obj, "id");
         const char *tool = json_string_value(json_object_get(m->obj, "tool"));
-        if (tool && (streq(tool, "terminal_input") || streq(tool, "terminal_resize") || streq(tool, "terminal_close"))) {
+        ApiTool which = api_tool_from_name(tool);
+        if (which == API_TOOL_TERMINAL_INPUT || which == API_TOOL_TERMINAL_RESIZE || which == API_TOOL_TERMINAL_CLOSE) {
                 pty_message(c, id, tool, m->obj, m);
                 jsonl_msg_done(m);
                 return;
@@ -712,7 +516,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
         Request *r = calloc(1, sizeof *r);
         if (!r) {
                 jsonl_msg_done(m);
-                tools_reply_bad_line(c, "internal", "out of memory");
+                tools_reply_bad_line(c, API_ERROR_INTERNAL, "out of memory");
                 return;
         }
         r->srv = srv;
@@ -727,57 +531,58 @@ void tools_handle(Client *c, JsonlMsg *m) {
         r->t0_us = now_us();
         r->call.req = r;
         r->tool = tool ? tool : "?";
+        r->which = which;
         if (id && !json_is_integer(id) && !json_is_string(id) && !json_is_null(id))
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"id\" must be an integer or a string");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"id\" must be an integer or a string");
         if (!tool)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"tool\" (a string)");
-        if (streq(tool, "status"))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "missing \"tool\" (a string)");
+        if (which == API_TOOL_STATUS)
                 return status_reply(r);
 
         const Tool *t = request_tool(r);
-        if (!t && !streq(tool, "terminal_open") && !streq(tool, "policy_allow") && !process_is_tool(tool))
-                return request_finish(r, NULL, NULL, NULL, 0, "unknown_tool",
+        if (which < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
                                       "policy_allow, status");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "missing \"workspace\" (an absolute path)");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "missing \"workspace\" (an absolute path)");
         _cleanup_(vs_error_freep) VsError *err = NULL;
         Workspace *ws = NULL;
         if (workspace_get(srv, wsp, &ws, &r->dir, &r->pending, &err) < 0)
-                return request_finish(r, NULL, NULL, NULL, 0, vs_error_kind(err) ? vs_error_kind(err) : "bad_request",
+                return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_BAD_REQUEST),
                                       vs_error_message(err));
         r->ws = ws;
         ws->refs++;
         if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         /* A platform that must never run unsandboxed says so per call: the
          * workspace as resolved now (a wrong path, a missing or
          * section-less vectora.toml) is refused rather than run on the host.
          * policy_allow runs nothing in the workspace, so it is not refused. */
         json_t *req_sb = json_object_get(r->msg.obj, "require_sandbox");
         if (req_sb && !json_is_boolean(req_sb))
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", "\"require_sandbox\" must be a boolean");
-        if (streq(tool, "policy_allow"))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"require_sandbox\" must be a boolean");
+        if (which == API_TOOL_POLICY_ALLOW)
                 return policy_allow_reply(r);
         if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
-                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_required",
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_REQUIRED,
                                       "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");
 
-        if (streq(tool, "terminal_open"))
+        if (which == API_TOOL_TERMINAL_OPEN)
                 return pty_open(r, r->msg.obj);
-        if (process_is_tool(tool))
+        if (process_is_tool(which))
                 return process_tool(r);
 
         r->args = calloc(1, t->args_size);
         if (!r->args)
-                return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         if (json_dispatch(r->msg.obj, t->table, r->args, &err) < 0) {
                 free(r->args);
                 r->args = NULL;
-                return request_finish(r, NULL, NULL, NULL, 0, "bad_request", vs_error_message(err));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         }
         r->args_table = t->table;
         r->free_args = t->free_args;
@@ -787,20 +592,17 @@ void tools_handle(Client *c, JsonlMsg *m) {
         const char **rel = (const char **)((char *)r->args + t->path_offset);
         if (r->dir && (!*rel || (*rel)[0] != '/')) {
                 if (!(r->dir_path = path_join(r->dir, *rel ? *rel : ".")))
-                        return request_finish(r, NULL, NULL, NULL, 0, "internal", "out of memory");
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
                 *rel = r->dir_path;
         }
-        if (t->prepare) {
-                const char *code = "bad_request";
-                _cleanup_free_ char *msg = NULL;
-                int k = t->prepare(r, &code, &msg);
-                if (k < 0)
-                        return request_finish(r, NULL, NULL, NULL, 0, k == -ENOMEM ? "internal" : code,
-                                              msg ? msg : k == -ENOMEM ? "out of memory" : "bad request");
-        } else
-                r->target = json_string(((ReadArgs *)r->args)->path);
+        int k = t->prepare(r, &err);
+        if (k == -ENOMEM)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        if (k < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_BAD_REQUEST),
+                                      vs_error_message(err));
         if (ws->state == WS_REFUSED)
-                return request_finish(r, NULL, NULL, NULL, 0, "config_invalid", vs_error_message(ws->config_error));
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
         /* Lockdown refuses a guarantee it cannot keep (rule 5). */
         const char *gap = ws->policy && ws->policy->lockdown ? watch_gap(ws) : NULL;
         if (gap) {
@@ -808,7 +610,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 snprintf(why, sizeof why, "lockdown: %s; %s", gap,
                          ws->watch ? "list narrower paths or mask the large trees"
                                    : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
-                return request_finish(r, NULL, NULL, NULL, 0, "sandbox_unavailable", why);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, why);
         }
         VsToolArgs ta;
         t->args(r, &ta);

@@ -237,7 +237,7 @@ static void on_event(uv_poll_t *h, int status, int events) {
                 snprintf(why, sizeof why,
                          "a path matching the masks appeared (%s); the jail was rebuilt to mask it and this call was ended",
                          hit);
-                workspace_recycle(ws, "worker_recycled", why);
+                workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
         }
 }
 

@@ -57,7 +57,7 @@ static void flush_errline(WorkerLink *l) {
 }
 
 /* Fails every in-flight call; the callbacks may free their requests. */
-static void fail_inflight(WorkerLink *l, const char *code, const char *msg) {
+static void fail_inflight(WorkerLink *l, ApiError code, const char *msg) {
         while (l->inflight) {
                 Call *c = l->inflight;
                 l->inflight = c->next;
@@ -80,7 +80,7 @@ static int link_end_signal(const WorkerLink *l) {
         return l->launch && l->launch->end_signal ? l->launch->end_signal : SIGKILL;
 }
 
-void link_end(WorkerLink *l, const char *code, const char *reason) {
+void link_end(WorkerLink *l, ApiError code, const char *reason) {
         if (l->state == LINK_DEAD)
                 return;
         bool was_spawning = l->state == LINK_SPAWNING;
@@ -153,7 +153,7 @@ static void on_link_write(uv_write_t *w, int status) {
         free(lw->data);
         free(lw);
         if (status < 0 && l->state != LINK_DEAD)
-                link_end(l, "worker_crashed", "writing to the worker failed");
+                link_end(l, API_ERROR_WORKER_CRASHED, "writing to the worker failed");
 }
 
 static int link_write(WorkerLink *l, StrBuf *b) {
@@ -187,7 +187,7 @@ static void fail_start(WorkerLink *l, const char *what) {
         for (char *p = buf; *p; p++)
                 if (*p == '\n')
                         *p = ' ';
-        link_end(l, "sandbox_unavailable", buf);
+        link_end(l, API_ERROR_SANDBOX_UNAVAILABLE, buf);
 }
 
 /* The handshake (handshake.h), fed message by message from on_read. */
@@ -196,9 +196,9 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         int r = handshake_feed(&l->hs, m, &out, &err);
         if (r == -EPERM) /* the jail refused: its own reason */
-                return link_end(l, "sandbox_unavailable", vs_error_message(err));
+                return link_end(l, API_ERROR_SANDBOX_UNAVAILABLE, vs_error_message(err));
         if (r == -ENOMEM)
-                return link_end(l, "internal", "out of memory");
+                return link_end(l, API_ERROR_INTERNAL, "out of memory");
         if (r < 0)
                 return fail_start(l, vs_error_message(err));
         if (r == VS_HANDSHAKE_SEND) {
@@ -232,7 +232,7 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
                 char buf[512];
                 snprintf(buf, sizeof buf, "protocol violation: %s", err ? vs_error_message(err) : "a reply without id");
                 log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?", (int)l->pid, buf);
-                return link_end(l, "worker_crashed", buf);
+                return link_end(l, API_ERROR_WORKER_CRASHED, buf);
         }
         Call **pp = &l->inflight;
         while (*pp && (*pp)->wid != h.id)
@@ -240,17 +240,17 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
         if (!*pp) {
                 log_warning("workspace %s: worker pid %d answered unknown id %llu; ending it", l->ws ? l->ws->path : "?",
                             (int)l->pid, (unsigned long long)h.id);
-                return link_end(l, "worker_crashed", "protocol violation: a reply to no request");
+                return link_end(l, API_ERROR_WORKER_CRASHED, "protocol violation: a reply to no request");
         }
         Call *c = *pp;
         *pp = c->next;
         c->next = NULL;
         l->n_inflight--;
         l->last_used_ms = now_ms();
-        c->done(c, l, m, NULL, NULL);
+        c->done(c, l, m, API_OK, NULL);
         if (l->n_inflight == 0 && l->state == LINK_READY) {
                 if (l->draining)
-                        link_end(l, "worker_recycled", "the policy changed");
+                        link_end(l, API_ERROR_WORKER_RECYCLED, "the policy changed");
                 else if (l->ws)
                         workspace_link_idle(l->ws, l);
         }
@@ -280,7 +280,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                         if (!uv_is_active((uv_handle_t *)&l->errpipe))
                                 fail_start(l, l->end_reason ? l->end_reason : "the worker exited during the handshake");
                         else
-                                l->end_code = "eof";
+                                l->end_eof = true;
                         return;
                 }
                 char why[256];
@@ -290,7 +290,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 if (l->ws)
                         l->ws->counters.crashes++;
                 l->srv->counters.crashes++;
-                return link_end(l, "worker_crashed", why);
+                return link_end(l, API_ERROR_WORKER_CRASHED, why);
         }
         if (nread == 0)
                 return;
@@ -308,7 +308,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                                     (int)l->pid, why);
                         if (l->state == LINK_SPAWNING)
                                 return fail_start(l, why);
-                        return link_end(l, "worker_crashed", why);
+                        return link_end(l, API_ERROR_WORKER_CRASHED, why);
                 }
                 if (l->state == LINK_SPAWNING)
                         handle_handshake(l, &m);
@@ -317,7 +317,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                         if (!jail_session_event(l, &m, &why)) {
                                 log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?",
                                             (int)l->pid, why ? why : "protocol violation");
-                                link_end(l, "worker_crashed", why ? why : "protocol violation: a bad session event");
+                                link_end(l, API_ERROR_WORKER_CRASHED, why ? why : "protocol violation: a bad session event");
                         }
                 } else
                         handle_reply(l, &m);
@@ -336,7 +336,7 @@ static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         if (nread < 0) {
                 uv_read_stop(s);
                 flush_errline(l);
-                if (l->state == LINK_SPAWNING && l->end_code && streq(l->end_code, "eof"))
+                if (l->state == LINK_SPAWNING && l->end_eof)
                         fail_start(l, l->end_reason ? l->end_reason : "the worker exited during the handshake");
                 return;
         }
@@ -426,8 +426,8 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         if (r2 < 0)
                 safe_close(proc.stderr_fd);
         if (r1 < 0) {
-                link_end(l, "sandbox_unavailable", "cannot watch the worker's socket");
-                return vs_error_set_kind(err, r1, "sandbox_unavailable", "cannot watch the worker's socket: %s",
+                link_end(l, API_ERROR_SANDBOX_UNAVAILABLE, "cannot watch the worker's socket");
+                return vs_error_set_kind(err, r1, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE), "cannot watch the worker's socket: %s",
                                          uv_strerror(r1));
         }
         uv_read_start((uv_stream_t *)&l->pipe, on_alloc, on_read);
@@ -445,13 +445,13 @@ void link_send(WorkerLink *l, Call *c) {
         c->wid = ++l->next_id;
         int r = c->build(c, c->wid, &out);
         if (r < 0) {
-                c->done(c, l, NULL, r == -EMSGSIZE || r == -ENOBUFS ? "too_large" : "internal",
+                c->done(c, l, NULL, r == -EMSGSIZE || r == -ENOBUFS ? API_ERROR_TOO_LARGE : API_ERROR_INTERNAL,
                         r == -EMSGSIZE || r == -ENOBUFS ? "the request is too large for the worker protocol"
                                                         : "the request could not be encoded");
                 return;
         }
         if (link_write(l, &out) < 0) {
-                c->done(c, l, NULL, "internal", "out of memory");
+                c->done(c, l, NULL, API_ERROR_INTERNAL, "out of memory");
                 return;
         }
         c->next = l->inflight;

@@ -39,7 +39,7 @@ void workspace_set_error(Workspace *ws, const char *fmt, ...) {
         }
 }
 
-static void fail_queue(Workspace *ws, const char *code, const char *msg) {
+static void fail_queue(Workspace *ws, ApiError code, const char *msg) {
         while (ws->queue) {
                 Call *c = ws->queue;
                 ws->queue = c->next;
@@ -58,11 +58,11 @@ static void drain_current(Workspace *ws, const char *why) {
         if (l->state != LINK_READY || l->n_inflight == 0) {
                 /* Nothing to finish (a spawning link has no calls of its own;
                  * the queue moves on to the next link). */
-                link_end(l, "worker_recycled", why);
+                link_end(l, API_ERROR_WORKER_RECYCLED, why);
                 return;
         }
         /* Terminals and background processes end now, not when the calls do. */
-        jail_sessions_end(l, "worker_recycled", why);
+        jail_sessions_end(l, API_ERROR_WORKER_RECYCLED, why);
         l->draining = true;
         l->next_draining = ws->draining;
         ws->draining = l;
@@ -115,7 +115,7 @@ static void reload(Workspace *ws) {
                 vs_error_free(ws->config_error);
                 ws->config_error = e ? e : NULL;
                 if (!ws->config_error)
-                        vs_error_set_kind(&ws->config_error, r, "config_invalid", "%s: %s", VS_CONFIG_FILE, strerror(-r));
+                        vs_error_set_kind(&ws->config_error, r, api_error_name(API_ERROR_CONFIG_INVALID), "%s: %s", VS_CONFIG_FILE, strerror(-r));
                 if (same_error)
                         return;
                 policy_free(ws->policy);
@@ -126,7 +126,7 @@ static void reload(Workspace *ws) {
                 workspace_set_error(ws, "%s", vs_error_message(ws->config_error));
                 watch_stop(ws);
                 drain_current(ws, "the configuration became invalid");
-                fail_queue(ws, "config_invalid", vs_error_message(ws->config_error));
+                fail_queue(ws, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
                 return;
         }
         vs_error_free(ws->config_error);
@@ -185,7 +185,7 @@ static void on_idle_timer(uv_timer_t *t) {
         ws->counters.idle_ends++;
         ws->srv->counters.idle_ends++;
         ws->link = NULL;
-        link_end(l, "worker_recycled", "idle timeout");
+        link_end(l, API_ERROR_WORKER_RECYCLED, "idle timeout");
 }
 
 void workspace_note_host_run(Workspace *ws, const char *path) {
@@ -225,12 +225,12 @@ void workspace_reload(Workspace *ws) {
 
 int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err) {
         if (!path || path[0] != '/')
-                return vs_error_set_kind(err, -EINVAL, "bad_request", "\"workspace\" must be an absolute path");
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
         _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
         int r = approval_locate(srv->opt.state_dir, path, &canon, &dir, &nested, err);
         if (r == -ENOMEM)
-                return vs_error_set_kind(err, r, "internal", "out of memory");
+                return vs_error_set_kind(err, r, api_error_name(API_ERROR_INTERNAL), "out of memory");
         if (r < 0)
                 return r;
         Workspace *ws;
@@ -241,7 +241,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 ws = calloc(1, sizeof *ws);
                 if (!ws || !(ws->path = strdup(canon))) {
                         free(ws);
-                        return vs_error_set_kind(err, -ENOMEM, "internal", "out of memory");
+                        return vs_error_set_kind(err, -ENOMEM, api_error_name(API_ERROR_INTERNAL), "out of memory");
                 }
                 ws->srv = srv;
                 uv_timer_init(srv->loop, &ws->idle_timer);
@@ -292,7 +292,7 @@ static bool make_room(Server *srv) {
                 return false;
         WorkerLink *l = TAKE_PTR(best->link);
         log_info("worker limit (%u) reached: ending the idle worker of %s", srv->opt.max_workers, best->path);
-        link_end(l, "worker_recycled", "ended to make room under the worker limit");
+        link_end(l, API_ERROR_WORKER_RECYCLED, "ended to make room under the worker limit");
         return srv->n_workers < srv->opt.max_workers;
 }
 
@@ -323,11 +323,11 @@ static void spawn(Workspace *ws) {
                 snprintf(buf, sizeof buf,
                          "the worker failed %d times in %d s; not restarting it for now (last error: %s)", RESTART_MAX,
                          RESTART_WINDOW_MS / 1000, ws->last_error ? ws->last_error : "unknown");
-                fail_queue(ws, "worker_crashed", buf);
+                fail_queue(ws, API_ERROR_WORKER_CRASHED, buf);
                 return;
         }
         if (!make_room(ws->srv)) {
-                fail_queue(ws, "busy", "the daemon's worker limit is reached and every worker is busy; try again later");
+                fail_queue(ws, API_ERROR_BUSY, "the daemon's worker limit is reached and every worker is busy; try again later");
                 return;
         }
         /* A watch that could not be made (no inotify instance left) is
@@ -340,10 +340,10 @@ static void spawn(Workspace *ws) {
         ws->counters.spawns++;
         ws->srv->counters.spawns++;
         if (r < 0) {
-                const char *kind = vs_error_kind(err);
-                const char *code = kind && (streq(kind, "config_invalid") || streq(kind, "sandbox_unavailable"))
-                                           ? kind
-                                           : "sandbox_unavailable";
+                /* Whatever else the start said, nothing ran: the jail is unavailable. */
+                ApiError code = api_error_from_kind(vs_error_kind(err), API_ERROR_SANDBOX_UNAVAILABLE);
+                if (code != API_ERROR_CONFIG_INVALID)
+                        code = API_ERROR_SANDBOX_UNAVAILABLE;
                 const char *msg = err ? vs_error_message(err) : strerror(-r);
                 log_warning("workspace %s: cannot start the worker: %s", ws->path, msg);
                 workspace_set_error(ws, "%s", msg);
@@ -385,7 +385,7 @@ void workspace_submit(Workspace *ws, Call *c) {
                 return;
         }
         if (ws->n_queued >= WORKSPACE_MAX_QUEUE) {
-                c->done(c, NULL, NULL, "busy", "too many calls waiting for this workspace's worker");
+                c->done(c, NULL, NULL, API_ERROR_BUSY, "too many calls waiting for this workspace's worker");
                 return;
         }
         if (ws->queue_tail)
@@ -412,10 +412,10 @@ void workspace_link_ready(Workspace *ws, WorkerLink *l) {
                 workspace_link_idle(ws, l);
 }
 
-void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const char *why) {
+void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why) {
         if (ws->link == l) {
                 ws->link = NULL;
-                bool crashed = streq(code, "worker_crashed") || streq(code, "sandbox_unavailable");
+                bool crashed = code == API_ERROR_WORKER_CRASHED || code == API_ERROR_SANDBOX_UNAVAILABLE;
                 if (crashed) {
                         note_restart(ws);
                         workspace_set_error(ws, "%s", why);
@@ -427,7 +427,7 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, const char *code, const
                         cgroup_kill_leftovers(ws);
                 if (ws->queue) {
                         /* A link that never became ready: its start failed. */
-                        if (streq(code, "sandbox_unavailable")) {
+                        if (code == API_ERROR_SANDBOX_UNAVAILABLE) {
                                 ws->counters.spawn_failures++;
                                 ws->srv->counters.spawn_failures++;
                                 fail_queue(ws, code, why);
@@ -458,7 +458,7 @@ void workspace_link_idle(Workspace *ws, WorkerLink *l) {
         uv_timer_start(&ws->idle_timer, on_idle_timer, idle_timeout_ms(ws), 0);
 }
 
-void workspace_recycle(Workspace *ws, const char *code, const char *why) {
+void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
         ws->counters.recycles++;
         ws->srv->counters.recycles++;
         WorkerLink *l = TAKE_PTR(ws->link);
@@ -644,8 +644,8 @@ void workspaces_free_all(Server *srv) {
         /* Calls first, so their clients hear "shutting_down"; then every
          * process of every jail; only then can the cgroups go. */
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
-                workspace_recycle(ws, "shutting_down", "the daemon is shutting down");
-                fail_queue(ws, "shutting_down", "the daemon is shutting down");
+                workspace_recycle(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
+                fail_queue(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
                 process_forget_workspace(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);

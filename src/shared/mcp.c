@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "api.h"
 #include "json-util.h"
 #include "jsonl.h"
 #include "strbuf.h"
@@ -24,6 +25,19 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_PROCESS_INPUT] = "process_input",
         [MCP_TOOL_PROCESS_SIGNAL] = "process_signal",
         [MCP_TOOL_PROCESS_LIST] = "process_list",
+};
+
+/* The daemon API tool each serves through (api.h). */
+static const ApiTool api_tools[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = API_TOOL_TERMINAL,
+        [MCP_TOOL_FILE_READ] = API_TOOL_FILE_READ,
+        [MCP_TOOL_FILE_WRITE] = API_TOOL_FILE_WRITE,
+        [MCP_TOOL_FILE_EDIT] = API_TOOL_FILE_EDIT,
+        [MCP_TOOL_PROCESS_START] = API_TOOL_PROCESS_START,
+        [MCP_TOOL_PROCESS_OUTPUT] = API_TOOL_PROCESS_OUTPUT,
+        [MCP_TOOL_PROCESS_INPUT] = API_TOOL_PROCESS_INPUT,
+        [MCP_TOOL_PROCESS_SIGNAL] = API_TOOL_PROCESS_SIGNAL,
+        [MCP_TOOL_PROCESS_LIST] = API_TOOL_PROCESS_LIST,
 };
 
 bool mcp_tool_needs_daemon(McpTool t) {
@@ -286,7 +300,7 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
                 if (streq(p.name, tool_names[t]))
                         tool = (McpTool)t;
         if (tool == _MCP_TOOL_MAX)
-                return vs_error_set_kind(err, -ENOENT, "unknown_tool",
+                return vs_error_set_kind(err, -ENOENT, api_error_name(API_ERROR_UNKNOWN_TOOL),
                                          "unknown tool '%s'; tools/list names the tools of this server", p.name);
         McpCall c = { .tool = tool };
         json_t *args = p.arguments;
@@ -329,7 +343,7 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
 
 int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, const char **ret_raw,
                      size_t *ret_raw_len) {
-        json_t *o = json_pack("{s:s,s:s}", "tool", tool_names[c->tool], "workspace", workspace);
+        json_t *o = json_pack("{s:s,s:s}", "tool", api_tool_name(api_tools[c->tool]), "workspace", workspace);
         if (!o)
                 return -ENOMEM;
         int r = 0;
@@ -583,7 +597,7 @@ int mcp_call_result(const McpCall *c, json_t *reply, const char *raw, size_t raw
                 json_t *e = json_object_get(reply, "error");
                 const char *code = json_string_value(json_object_get(e, "code"));
                 const char *msg = json_string_value(json_object_get(e, "message"));
-                r = strbuf_appendf(&t, "%s (%s): %s", streq_ptr(code, "denied") ? "refused" : "error", code ? code : "error",
+                r = strbuf_appendf(&t, "%s (%s): %s", api_error_is(code, API_ERROR_DENIED) ? "refused" : "error", code ? code : "error",
                                    msg ? msg : "failed");
         }
         if (r < 0 || strbuf_appendc(&t, '\n') < 0 || append_status(&t, reply) < 0)

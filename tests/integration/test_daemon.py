@@ -105,6 +105,18 @@ def t_tools_basic(d, tmp):
     check(r["error"]["code"] == "bad_request" and "bogus" in r["error"]["message"], r)
     r = c.call({"tool": "terminal", "workspace": "relative/path", "command": "true"})
     check(r["error"]["code"] == "bad_request", r)
+    # A workspace path that is not a directory: the documented code (the
+    # daemon sent config_locate's undocumented "workspace_invalid" before).
+    r = c.call({"tool": "terminal", "workspace": os.path.join(sb, "a.txt"), "command": "true"})
+    check(not r["ok"] and r["error"]["code"] == "workspace_not_found" and "not a directory" in r["error"]["message"], r)
+    r = c.call({"tool": "terminal", "workspace": os.path.join(tmp, "no-such-dir"), "command": "true"})
+    check(not r["ok"] and r["error"]["code"] == "workspace_not_found", r)
+    # One argument table with terminal's: what only a finished command's
+    # reply has is refused, and nothing starts.
+    for k, v in (("binary", True), ("max_output", 10), ("timeout_ms", 100)):
+        r = c.call({"tool": "process_start", "workspace": sb, "command": "touch started-anyway", k: v})
+        check(not r["ok"] and r["error"]["code"] == "bad_request" and k in r["error"]["message"], r)
+    check(not os.path.exists(os.path.join(sb, "started-anyway")), "a refused process_start ran")
     c.close()
 
 

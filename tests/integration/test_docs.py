@@ -32,6 +32,7 @@ protocol_md = read("docs/protocol.md")
 config_c = read("src/shared/config.c")
 config_md = read("docs/config.md")
 tools_c = read("src/daemon/tools.c")
+api_c = read("src/shared/api.c")
 daemon_src = "".join(read("src/daemon/" + f) for f in os.listdir(os.path.join(SRC, "src/daemon")) if f.endswith(".c"))
 
 ops = re.findall(r'\[PROTOCOL_OP_[A-Z_]+\] = "([a-z_]+)"', protocol_c)
@@ -47,16 +48,26 @@ check("the worker error table was found", len(errors) >= 10, str(errors))
 for e in errors:
     check("worker error code %s is documented" % e, "`%s`" % e in protocol_md)
 
-tools = re.findall(r'^\s*\{ "([a-z_]+)", [a-z_]+_table,', tools_c, re.M)
-check("the daemon tool table was found", len(tools) >= 4, str(tools))
-for t in tools + ["terminal_open", "status"]:
-    check("daemon tool %s has its section" % t, re.search(r"^#### `%s`" % t, protocol_md, re.M) is not None)
+# The daemon API's names (src/shared/api.c): each tool has its section (a
+# terminal's input, resize and close are messages of terminal_open's), each
+# error code its mention.
+tools = re.findall(r'\[API_TOOL_[A-Z_]+\] = "([a-z_]+)"', api_c)
+check("the daemon tool table was found", len(tools) >= 10, str(tools))
+for t in tools:
+    if t in ("terminal_input", "terminal_resize", "terminal_close"):
+        check("terminal message %s is documented" % t, '"tool":"%s"' % t in protocol_md)
+    else:
+        check("daemon tool %s has its section" % t, re.search(r"^#### `%s`" % t, protocol_md, re.M) is not None)
 
-codes = set(re.findall(r'error_json\("([a-z_]+)"', daemon_src)) | set(re.findall(r'"(worker_[a-z]+|pty_not_sandboxed|config_invalid|sandbox_unavailable)"', daemon_src)) \
-    | set(re.findall(r'request_finish\(r, NULL, NULL, NULL, 0, "([a-z_]+)"', daemon_src))
-check("daemon error codes were found", len(codes) >= 5, str(codes))
-for c in sorted(codes):
+codes = re.findall(r'\[API_ERROR_[A-Z_]+\] = "([a-z_]+)"', api_c)
+check("daemon error codes were found", len(codes) >= 20, str(codes))
+for c in codes:
     check("daemon error code %s is documented" % c, "`%s`" % c in protocol_md)
+# ... and the daemon spells none of them again: a code is an ApiError.
+bare = re.findall(r'request_finish\([^;]*?, 0, "([a-z_]+)"', daemon_src) + re.findall(
+    r'(?:link_end|workspace_recycle|fail_queue|tools_reply_bad_line)\([\w>-]+, "([a-z_]+)"', daemon_src) + re.findall(
+    r'error_json\("([a-z_]+)"', daemon_src)
+check("the daemon names error codes through api.h only", not bare, str(bare))
 
 # vectora.toml keys: every KeyDef table row.
 tables = {
@@ -142,13 +153,15 @@ check("the CLI's exit statuses were found", exits >= {"1", "2", "125"}, str(exit
 man_exit = man_section(man1, "EXIT STATUS")
 for e in sorted(exits):
     check("exit status %s is in vectora-sandbox(1)" % e, re.search(r"^\.B %s$" % e, man_exit, re.M) is not None)
-tool_errors = re.findall(r'"([a-z_]+)"', output_c.split("tool_errors[] = {", 1)[1].split("};", 1)[0])
+tool_errors = [e.lower() for e in re.findall(r'API_ERROR_([A-Z_]+)', output_c.split("tool_errors[] = {", 1)[1].split("};", 1)[0])] \
+    + re.findall(r'streq_ptr\(code, "([a-z_]+)"\)\)\s*return EXIT_TOOL', output_c)
 check("the CLI's exit-1 codes were found", len(tool_errors) >= 8, str(tool_errors))
 for c in tool_errors:
     check("exit-1 code %s is in vectora-sandbox(1)'s EXIT STATUS" % c, re.search(r"^\.BR? %s\b" % c, man_exit, re.M) is not None)
 cli_codes = set(re.findall(r'cli_fail_code\([^,]+, EXIT_[A-Z]+, "([a-z_]+)"', read_all := "".join(
     read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c")))) | set(
-    re.findall(r'fail_result\(ret, "([a-z_]+)"', read_all))
+    re.findall(r'fail_result\(ret, "([a-z_]+)"', read_all)) | set(
+    e.lower() for e in re.findall(r'(?:cli_fail_code\([^,]+, EXIT_[A-Z]+, |fail_result\(ret, )api_error_name\(API_ERROR_([A-Z_]+)\)', read_all))
 check("the CLI's own error codes were found", {"usage", "sandbox_required", "daemon_unreachable"} <= cli_codes,
       str(cli_codes))
 for c in sorted(cli_codes):
