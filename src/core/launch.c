@@ -122,6 +122,18 @@ static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_l
         return 0;
 }
 
+/* uid's user name, or "sandbox"; getpwuid_r: the daemon prepares launches
+ * on its thread pool while its loop may look users up too. */
+static char *user_name(uid_t uid, gid_t *ret_gid) {
+        struct passwd pwbuf, *pw = NULL;
+        char buf[4096];
+        if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0)
+                pw = NULL;
+        if (ret_gid)
+                *ret_gid = pw ? pw->pw_gid : 0;
+        return strdup(pw && pw->pw_name ? pw->pw_name : "sandbox");
+}
+
 /* The jail never runs as host uid 0: a root caller runs it as the
  * workspace's owner; a root-owned workspace as VS_IDMAP_UID through
  * idmapped mounts (prepared in launch_local_argv). */
@@ -139,8 +151,7 @@ static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsErro
                         l->switch_user = true;
                         l->uid = VS_IDMAP_UID;
                         l->gid = VS_IDMAP_GID;
-                        struct passwd *npw = getpwuid(VS_IDMAP_UID);
-                        char *nuser = strdup(npw && npw->pw_name ? npw->pw_name : "sandbox");
+                        char *nuser = user_name(VS_IDMAP_UID, NULL);
                         if (!nuser)
                                 return -ENOMEM;
                         *ret_user = nuser;
@@ -148,13 +159,13 @@ static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsErro
                 }
                 uid = st.st_uid;
                 gid = st.st_gid;
-                struct passwd *pw = getpwuid(uid);
+                gid_t pw_gid = 0;
+                free(user_name(uid, &pw_gid));
                 if (gid == 0)
-                        gid = pw && pw->pw_gid != 0 ? pw->pw_gid : 65534;
+                        gid = pw_gid != 0 ? pw_gid : 65534;
                 l->switch_user = true;
         }
-        struct passwd *pw = getpwuid(uid);
-        char *user = strdup(pw && pw->pw_name ? pw->pw_name : "sandbox");
+        char *user = user_name(uid, NULL);
         if (!user)
                 return -ENOMEM;
         l->uid = uid;

@@ -115,6 +115,13 @@ static void run_pre(const VsLaunch *l) {
         }
 }
 
+void worker_spawn_pre(VsLaunch *l) {
+        if (l->pre_argv && l->pre_argv[0])
+                run_pre(l);
+        strv_free(l->pre_argv);
+        l->pre_argv = NULL;
+}
+
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         int sp[2], ep[2], errp[2];
         if (l->pre_argv && l->pre_argv[0])

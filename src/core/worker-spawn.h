@@ -24,6 +24,11 @@ typedef struct VsWorkerProc {
  * moves descriptors; an exec failure comes back through a CLOEXEC pipe as
  * an error here ("bwrap not found: apt-get install bubblewrap"). */
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
+/* What worker_spawn would run first, now, and not again: l->pre_argv (a
+ * docker backend removing a leftover container, up to 10 s). For a caller
+ * that must not wait on it where it forks (the daemon runs it on its
+ * thread pool). */
+void worker_spawn_pre(VsLaunch *l);
 
 /* Ends pid with its end_signal (the keeper ends the jail below it at once)
  * and reaps; accepts pid <= 0. Closes fds. */

@@ -43,6 +43,7 @@ typedef struct Call Call;
 typedef struct Request Request;
 typedef struct PtySession PtySession;
 typedef struct Proxy Proxy;
+typedef struct LinkStart LinkStart;
 
 /* ---- limits ---- */
 /* Backpressure (docs/protocol.md, "Limits"). A client's requests are taken
@@ -205,6 +206,7 @@ struct Workspace {
         bool cfg_exists;
         struct stat cfg_st;
 
+        LinkStart *starting;  /* a worker being prepared on the thread pool (no link yet) */
         WorkerLink *link;     /* current worker: spawning or ready */
         WorkerLink *draining; /* older links finishing in-flight calls */
         unsigned n_old_jails; /* ended links whose processes are not reaped yet: no new jail starts meanwhile */
@@ -258,6 +260,9 @@ void workspace_submit(Workspace *ws, Call *c);
 void workspace_recycle(Workspace *ws, ApiError code, const char *why);
 /* Link callbacks. */
 void workspace_link_ready(Workspace *ws, WorkerLink *l);
+/* The start of ws->starting ended: l is the spawning link, or NULL when it
+ * failed (r < 0, err says why) or was discarded (r == 0: start again). */
+void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err);
 /* A link left the spawning state (ready or ended): free its slot and start
  * the next waiting workspace. */
 void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
@@ -323,17 +328,33 @@ struct WorkerLink {
         unsigned n_sessions;
 };
 
-/* Spawns a worker for ws's current policy. The link reports through the
- * workspace_link_* callbacks. */
-int link_start(Workspace *ws, WorkerLink **ret, VsError **err);
+/* Starts a worker for ws's current policy. What touches the host at length
+ * (launch_prepare's mask walk, probes and idmap forks; a docker backend's
+ * removal of a leftover container, up to 10 s) runs on the libuv thread
+ * pool, so one slow start does not stall the other workspaces; the fork
+ * follows on the loop. The outcome comes through workspace_link_started
+ * (never from within this call); the link then reports through the other
+ * workspace_link_* callbacks. The start reads ws->policy meanwhile: a
+ * workspace replacing it hands it over with link_start_keep_policy. */
+int link_start(Workspace *ws, LinkStart **ret, VsError **err);
+/* Its result is not wanted (a masked path appeared, a recycle): it is
+ * discarded when it arrives and the workspace starts again. */
+void link_start_discard(LinkStart *s);
+/* The workspace goes: the start ends unseen. */
+void link_start_detach(LinkStart *s);
+/* Takes p (the workspace's policy being replaced): kept while the start
+ * reads it when it is that one, else freed. */
+void link_start_keep_policy(LinkStart *s, VsPolicy *p);
 /* Sends a call (the link must be ready). */
 void link_send(WorkerLink *l, Call *c);
 /* Ends the link: kills the process; in-flight calls fail with code. */
 void link_end(WorkerLink *l, ApiError code, const char *reason);
 /* Asks a drained link to go: shutdown request then close. */
 void link_retire(WorkerLink *l);
-/* Called from the SIGCHLD handler. */
-bool link_reaped(Server *srv, pid_t pid, int status);
+/* Called from the SIGCHLD handler: reaps the workers that ended. Only
+ * these (and ptys_reap's): a start on the thread pool waits for its own
+ * helpers, and reaping one here would leave it signalling a reused pid. */
+void links_reap(Server *srv);
 json_t *link_status(WorkerLink *l);
 /* Kills every worker synchronously (daemon exit). */
 void links_kill_all(Server *srv);
@@ -414,7 +435,8 @@ void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg 
 void pty_close_all(Client *c);
 /* Restarts output of the client's PTYs paused by backpressure. */
 void pty_resume(Client *c);
-bool pty_reaped(Server *srv, pid_t pid, int status);
+/* Reaps the host terminals' shells that ended (see links_reap). */
+void ptys_reap(Server *srv);
 
 /* ---- audit.c ---- */
 int audit_open(const char *path, VsError **err);

@@ -91,14 +91,12 @@ static void on_signal(uv_signal_t *h, int signum) {
                 audit_reopen();
                 log_info("SIGHUP: logs reopened");
                 break;
-        case SIGCHLD: {
-                int status;
-                pid_t pid;
-                while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                        if (!link_reaped(srv, pid, status) && !pty_reaped(srv, pid, status))
-                                log_debug("reaped unknown child %d", (int)pid);
+        case SIGCHLD:
+                /* Its own children only, by pid: never waitpid(-1), which
+                 * would take the thread pool's helpers (worker-link.c). */
+                links_reap(srv);
+                ptys_reap(srv);
                 break;
-        }
         }
 }
 

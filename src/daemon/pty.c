@@ -129,7 +129,7 @@ void pty_resume(Client *c) {
                         update_poll(p);
 }
 
-bool pty_reaped(Server *srv, pid_t pid, int status) {
+static bool pty_reaped(Server *srv, pid_t pid, int status) {
         for (PtySession *p = all_ptys; p; p = p->next)
                 if (p->pid == pid) {
                         p->reaped = true;
@@ -144,6 +144,21 @@ bool pty_reaped(Server *srv, pid_t pid, int status) {
                         return true;
                 }
         return false;
+}
+
+void ptys_reap(Server *srv) {
+        for (bool again = true; again;) {
+                again = false;
+                for (PtySession *p = all_ptys; p; p = p->next) {
+                        int status;
+                        pid_t pid = p->pid;
+                        if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid) {
+                                pty_reaped(srv, pid, status);
+                                again = true;
+                                break;
+                        }
+                }
+        }
 }
 
 static void pty_kill(PtySession *p) {

@@ -229,7 +229,7 @@ static void on_event(uv_poll_t *h, int status, int events) {
         if (!hit)
                 return;
         Workspace *ws = w->ws;
-        bool running = ws->link || ws->draining;
+        bool running = ws->link || ws->draining || ws->starting;
         log_info("workspace %s: masked path %s appeared%s", ws->path, hit,
                  running ? "; recycling the worker so the jail masks it" : "");
         if (running) {

@@ -119,7 +119,7 @@ void link_end(WorkerLink *l, ApiError code, const char *reason) {
         link_maybe_free(l);
 }
 
-bool link_reaped(Server *srv, pid_t pid, int status) {
+static bool link_reaped(Server *srv, pid_t pid, int status) {
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid == pid) {
                         if (WIFSIGNALED(status))
@@ -361,22 +361,80 @@ static void on_handshake_timeout(uv_timer_t *t) {
                 fail_start(l, "the worker did not finish its handshake in time");
 }
 
-int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
-        Server *srv = ws->srv;
-        VsLaunchOptions o = {
-                .worker_path = srv->opt.worker_path,
-                .runtime_dir = srv->instance_dir,
-                .instance = ws->counters.spawns,
-        };
+void links_reap(Server *srv) {
+        /* link_reaped may free the link or start another: walk again. */
+        for (bool again = true; again;) {
+                again = false;
+                for (WorkerLink *l = all_links; l; l = l->next) {
+                        int status;
+                        pid_t pid = l->pid;
+                        if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid) {
+                                link_reaped(srv, pid, status);
+                                again = true;
+                                break;
+                        }
+                }
+        }
+}
+
+/* ---- the start: the slow part on the thread pool ---- */
+
+/* launch_prepare keeps per-process state (the compiled seccomp programs):
+ * one runs at a time. A docker backend's removal of a leftover container,
+ * which may take seconds, runs outside it. */
+static uv_mutex_t prepare_lock;
+static uv_once_t prepare_lock_once = UV_ONCE_INIT;
+
+static void prepare_lock_init(void) {
+        if (uv_mutex_init(&prepare_lock) < 0)
+                abort(); /* at the first start, before any thread uses it */
+}
+
+struct LinkStart {
+        uv_work_t work;           /* first: the thread pool hands this back */
+        Server *srv;
+        Workspace *ws;            /* NULL once the workspace went */
+        bool stale;               /* not wanted any more: discarded when it arrives */
+        const VsPolicy *policy;   /* the workspace's when the start began ... */
+        VsPolicy *owned_policy;   /* ... kept here once the workspace replaced it */
+        uint64_t generation;
+        VsLaunchOptions o;        /* strings borrowed from the server, but: */
+        char *proxy_socket;
+        /* the thread's result */
         int r;
-        if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &o.proxy_socket, err)) < 0)
-                return r;
-        _cleanup_(launch_freep) VsLaunch *launch = NULL;
-        r = launch_prepare(ws->policy, &o, &launch, err);
-        if (r < 0)
-                return r;
+        VsLaunch *launch;
+        VsError *err;
+};
+
+/* On a thread pool thread: the mask walk, the probes, the idmap forks,
+ * then the docker removal. Reads s->policy (kept alive for it, see
+ * link_start_keep_policy) and nothing of the loop's. */
+static void start_work(uv_work_t *w) {
+        LinkStart *s = (LinkStart *)w;
+        uv_once(&prepare_lock_once, prepare_lock_init);
+        uv_mutex_lock(&prepare_lock);
+        s->r = launch_prepare(s->policy, &s->o, &s->launch, &s->err);
+        uv_mutex_unlock(&prepare_lock);
+        if (s->r >= 0)
+                worker_spawn_pre(s->launch);
+}
+
+static void start_free(LinkStart *s) {
+        launch_free(s->launch);
+        vs_error_free(s->err);
+        policy_free(s->owned_policy);
+        free(s->proxy_socket);
+        free(s);
+}
+
+/* On the loop, with the prepared launch: the fork (quick), the pipes, the
+ * handshake's timer. Takes *launchp on success. */
+static int link_spawn(Workspace *ws, VsLaunch **launchp, bool proxied, WorkerLink **ret, VsError **err) {
+        Server *srv = ws->srv;
+        VsLaunch *launch = *launchp;
+        int r;
         /* Only the jail's uid may use the proxy. */
-        if (o.proxy_socket)
+        if (proxied && ws->proxy)
                 proxy_set_peer(ws->proxy, launch->uid);
         /* The child joins the workspace's cgroups before it execs. */
         _cleanup_close_ int cg0 = -EBADF, cg1 = -EBADF;
@@ -406,13 +464,13 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         l->ws = ws;
         l->state = LINK_SPAWNING;
         l->generation = ws->generation;
-        l->launch = TAKE_PTR(launch);
+        l->launch = TAKE_PTR(*launchp);
         handshake_init(&l->hs, l->launch);
         l->pid = proc.pid;
         l->spawned_ms = now_ms();
         l->next = all_links;
         all_links = l;
-        srv->n_workers++;
+        /* srv->n_workers counted it since link_start. */
 
         uv_pipe_init(srv->loop, &l->pipe, 0);
         uv_pipe_init(srv->loop, &l->errpipe, 0);
@@ -426,9 +484,10 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
         if (r2 < 0)
                 safe_close(proc.stderr_fd);
         if (r1 < 0) {
+                srv->n_workers++; /* link_end counts it out */
                 link_end(l, API_ERROR_SANDBOX_UNAVAILABLE, "cannot watch the worker's socket");
-                return vs_error_set_kind(err, r1, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE), "cannot watch the worker's socket: %s",
-                                         uv_strerror(r1));
+                return vs_error_set_kind(err, r1, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
+                                         "cannot watch the worker's socket: %s", uv_strerror(r1));
         }
         uv_read_start((uv_stream_t *)&l->pipe, on_alloc, on_read);
         if (r2 == 0)
@@ -438,6 +497,81 @@ int link_start(Workspace *ws, WorkerLink **ret, VsError **err) {
                  (int)l->pid);
         *ret = l;
         return 0;
+}
+
+static void start_done(uv_work_t *w, int status) {
+        LinkStart *s = (LinkStart *)w;
+        Workspace *ws = s->ws;
+        if (!ws) {
+                /* The workspace went meanwhile (daemon exit). */
+                s->srv->n_workers--;
+                start_free(s);
+                return;
+        }
+        Server *srv = ws->srv;
+        WorkerLink *l = NULL;
+        _cleanup_(vs_error_freep) VsError *err = TAKE_PTR(s->err);
+        int r = s->r;
+        if (status < 0)
+                r = vs_error_set_kind(&err, status, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
+                                      "the start was cancelled: %s", uv_strerror(status));
+        /* A policy change, a masked path appearing, a recycle or the daemon
+         * exiting while it was prepared: what it prepared is not what
+         * holds now. */
+        bool stale = s->stale || s->generation != ws->generation || srv->shutting_down;
+        if (r >= 0 && !stale)
+                r = link_spawn(ws, &s->launch, !!s->proxy_socket, &l, &err);
+        if (!l)
+                srv->n_workers--;
+        start_free(s);
+        workspace_link_started(ws, l, stale && r >= 0 ? 0 : r, err);
+}
+
+int link_start(Workspace *ws, LinkStart **ret, VsError **err) {
+        Server *srv = ws->srv;
+        _cleanup_free_ LinkStart *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->o = (VsLaunchOptions){
+                .worker_path = srv->opt.worker_path,
+                .runtime_dir = srv->instance_dir,
+                .instance = ws->counters.spawns,
+        };
+        const char *proxy_socket = NULL;
+        int r;
+        if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &proxy_socket, err)) < 0)
+                return r;
+        if (proxy_socket && !(s->proxy_socket = strdup(proxy_socket)))
+                return -ENOMEM;
+        s->o.proxy_socket = s->proxy_socket;
+        s->srv = srv;
+        s->ws = ws;
+        s->policy = ws->policy;
+        s->generation = ws->generation;
+        r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
+        if (r < 0) {
+                free(s->proxy_socket);
+                return vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
+                                         "cannot start the worker: %s", uv_strerror(r));
+        }
+        srv->n_workers++;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+void link_start_discard(LinkStart *s) {
+        s->stale = true;
+}
+
+void link_start_detach(LinkStart *s) {
+        s->ws = NULL;
+}
+
+void link_start_keep_policy(LinkStart *s, VsPolicy *p) {
+        if (p && p == s->policy && !s->owned_policy)
+                s->owned_policy = p;
+        else
+                policy_free(p);
 }
 
 void link_send(WorkerLink *l, Call *c) {

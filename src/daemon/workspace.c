@@ -69,6 +69,7 @@ static void drain_current(Workspace *ws, const char *why) {
 }
 
 static void spawn(Workspace *ws);
+static void spawn_slot_release(Server *srv);
 
 static bool same_stat(const struct stat *a, const struct stat *b) {
         return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
@@ -84,6 +85,17 @@ static bool policy_same(const VsPolicy *a, const VsPolicy *b) {
         json_decref(ja);
         json_decref(jb);
         return same;
+}
+
+/* Replaces the serving policy; a start reading the old one on the thread
+ * pool keeps it until it is done (link_start_keep_policy). */
+static void policy_replace(Workspace *ws, VsPolicy *p) {
+        VsPolicy *old = TAKE_PTR(ws->policy);
+        if (ws->starting)
+                link_start_keep_policy(ws->starting, old);
+        else
+                policy_free(old);
+        ws->policy = p;
 }
 
 static void reload(Workspace *ws) {
@@ -118,8 +130,7 @@ static void reload(Workspace *ws) {
                         vs_error_set_kind(&ws->config_error, r, api_error_name(API_ERROR_CONFIG_INVALID), "%s: %s", VS_CONFIG_FILE, strerror(-r));
                 if (same_error)
                         return;
-                policy_free(ws->policy);
-                ws->policy = NULL;
+                policy_replace(ws, NULL);
                 ws->state = WS_REFUSED;
                 ws->generation++;
                 log_warning("workspace %s: refused: %s", ws->path, vs_error_message(ws->config_error));
@@ -132,13 +143,11 @@ static void reload(Workspace *ws) {
         vs_error_free(ws->config_error);
         ws->config_error = NULL;
         if (ws->state != WS_REFUSED && policy_same(ws->policy, p)) {
-                policy_free(ws->policy);
-                ws->policy = p;
+                policy_replace(ws, p);
                 return;
         }
         bool first = ws->generation == 0;
-        policy_free(ws->policy);
-        ws->policy = p;
+        policy_replace(ws, p);
         ws->state = p->sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED;
         ws->generation++;
         if (!first)
@@ -296,9 +305,24 @@ static bool make_room(Server *srv) {
         return srv->n_workers < srv->opt.max_workers;
 }
 
+/* The start failed: nothing ran, the queued calls hear why. */
+static void spawn_failed(Workspace *ws, int r, const VsError *err) {
+        /* Whatever else the start said, nothing ran: the jail is unavailable. */
+        ApiError code = api_error_from_kind(vs_error_kind(err), API_ERROR_SANDBOX_UNAVAILABLE);
+        if (code != API_ERROR_CONFIG_INVALID)
+                code = API_ERROR_SANDBOX_UNAVAILABLE;
+        const char *msg = err ? vs_error_message(err) : strerror(-r);
+        log_warning("workspace %s: cannot start the worker: %s", ws->path, msg);
+        workspace_set_error(ws, "%s", msg);
+        ws->counters.spawn_failures++;
+        ws->srv->counters.spawn_failures++;
+        fail_queue(ws, code, msg);
+}
+
 static void spawn(Workspace *ws) {
         Server *srv = ws->srv;
-        if (ws->spawn_waiting)
+        /* One start at a time: a discarded one starts the next itself. */
+        if (ws->spawn_waiting || ws->starting)
                 return;
         /* No process of an old jail of the workspace runs while the next is
          * set up: a draining jail finishes its calls and is ended, its
@@ -335,33 +359,38 @@ static void spawn(Workspace *ws) {
         if (ws->policy && ws->policy->sandboxed && !watch_active(ws))
                 watch_start(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        WorkerLink *l = NULL;
-        int r = link_start(ws, &l, &err);
+        int r = link_start(ws, &ws->starting, &err);
         ws->counters.spawns++;
         ws->srv->counters.spawns++;
-        if (r < 0) {
-                /* Whatever else the start said, nothing ran: the jail is unavailable. */
-                ApiError code = api_error_from_kind(vs_error_kind(err), API_ERROR_SANDBOX_UNAVAILABLE);
-                if (code != API_ERROR_CONFIG_INVALID)
-                        code = API_ERROR_SANDBOX_UNAVAILABLE;
-                const char *msg = err ? vs_error_message(err) : strerror(-r);
-                log_warning("workspace %s: cannot start the worker: %s", ws->path, msg);
-                workspace_set_error(ws, "%s", msg);
-                ws->counters.spawn_failures++;
-                ws->srv->counters.spawn_failures++;
-                fail_queue(ws, code, msg);
+        if (r < 0)
+                return spawn_failed(ws, r, err);
+        /* The spawn slot: the start's, then its link's until ready. */
+        srv->n_spawning++;
+}
+
+void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err) {
+        ws->starting = NULL;
+        if (!l) {
+                spawn_slot_release(ws->srv);
+                if (r < 0)
+                        spawn_failed(ws, r, err);
+                else if (ws->queue && !ws->link && !ws->srv->shutting_down)
+                        spawn(ws); /* discarded: start under what holds now */
                 return;
         }
         ws->link = l;
         protect_arm(ws);
         l->holds_spawn_slot = true;
-        srv->n_spawning++;
 }
 
 void workspace_spawn_slot_free(Server *srv, WorkerLink *l) {
         if (!l->holds_spawn_slot)
                 return;
         l->holds_spawn_slot = false;
+        spawn_slot_release(srv);
+}
+
+static void spawn_slot_release(Server *srv) {
         srv->n_spawning--;
         while (srv->n_spawning < MAX_CONCURRENT_SPAWNS && srv->spawn_wait_head) {
                 Workspace *ws = srv->spawn_wait_head;
@@ -461,6 +490,10 @@ void workspace_link_idle(Workspace *ws, WorkerLink *l) {
 void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
         ws->counters.recycles++;
         ws->srv->counters.recycles++;
+        /* A start under way prepared what no longer holds (a masked path
+         * that appeared meanwhile is not in its plan). */
+        if (ws->starting)
+                link_start_discard(ws->starting);
         WorkerLink *l = TAKE_PTR(ws->link);
         if (l)
                 link_end(l, code, why);
@@ -578,7 +611,8 @@ static void on_timer_closed(uv_handle_t *h) {
  * entry too; an idle entry's snapshot is stale and the next spawn takes a
  * new one, so it goes with the entry. */
 static bool ws_unused(const Workspace *ws) {
-        return !ws->pending && !ws->link && !ws->draining && !ws->queue && !ws->spawn_waiting && ws->refs == 0;
+        return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
+               ws->refs == 0;
 }
 
 static void workspace_free(Workspace *ws) {
@@ -589,7 +623,9 @@ static void workspace_free(Workspace *ws) {
         protect_disarm(ws);
         cgroup_kill(ws);
         cgroup_release(ws);
-        policy_free(ws->policy);
+        policy_replace(ws, NULL);
+        if (ws->starting)
+                link_start_detach(TAKE_PTR(ws->starting));
         vs_error_free(ws->config_error);
         free(ws->pending);
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)

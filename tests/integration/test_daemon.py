@@ -1093,10 +1093,65 @@ def t_perf(d, tmp):
     c.close()
 
 
+def t_slow_start(d0, tmp):
+    """A start is prepared off the loop thread: while one workspace's start
+    is slow (its docker client takes 3 s to remove a leftover container),
+    calls on a warm workspace keep answering promptly. A masked path created
+    while that start is prepared is masked in the jail it starts: the
+    prepared plan is discarded and made again."""
+    log = os.path.join(tmp, "slow-docker.log")
+    fake = os.path.join(tmp, "slow-docker")
+    with open(fake, "w") as f:
+        f.write('#!/bin/sh\necho "$*" >> %s\ncase "$1" in rm) sleep 3; exit 0;; esac\n'
+                'echo "slow-docker: no engine here" >&2\nexit 1\n' % log)
+    os.chmod(fake, 0o755)
+    slow = make_ws(tmp, "slow-start", '[sandbox]\nenabled = true\nbackend = "docker"\nmask = ["**/*.pem"]\n'
+                   '[sandbox.docker]\nimage = "vectora-test:none"\ndocker = "%s"\n' % fake)
+    warm = make_ws(tmp, "warm", SANDBOX)
+    # Its own daemon: the one of the earlier cases holds an inotify
+    # instance per workspace, and without one masks over time are not kept.
+    d = Daemon(tmp, "slow")
+    c, c2 = d.conn(), d.conn()
+    check(term(c2, warm, "true")["ok"], "warm")
+    t0 = time.time()
+    c.send({"id": 1, "tool": "terminal", "workspace": slow, "command": "true"})
+    time.sleep(0.5)
+    with open(os.path.join(slow, "late.pem"), "w") as f:
+        f.write("-----BEGIN PRIVATE KEY-----\n")
+    chown_tree(slow)
+    worst, n = 0.0, 0
+    while time.time() - t0 < 2.5:
+        t1 = time.time()
+        r = term(c2, warm, "echo alive")
+        worst = max(worst, time.time() - t1)
+        n += 1
+        check(r["ok"] and r["stdout"] == "alive\n", r)
+    res = c.recv()
+    took = time.time() - t0
+    notes.append(f"slow start: {n} calls on a warm workspace meanwhile, slowest {worst * 1000:.0f} ms")
+    check(worst < 1.0, ("the warm workspace stalled behind a slow start", worst))
+    check(not res["ok"] and res["error"]["code"] == "sandbox_unavailable" and "no engine here" in res["error"]["message"], res)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    rms = [x for x in lines if x.startswith("rm ")]
+    runs = [x for x in lines if x.startswith("run ")]
+    if any("masks over time" in x for x in res["sandbox"]["degraded"]):
+        # No inotify instance left for this user (other processes of the
+        # machine hold them): the documented degradation, reported.
+        notes.append("slow start: masks over time not kept here (%s)" % res["sandbox"]["degraded"])
+    else:
+        # The start under way when late.pem appeared was discarded (its
+        # removal ran, its run did not); the next one masks late.pem.
+        check(len(rms) >= 2 and len(runs) >= 1 and "late.pem" in runs[-1] and took >= 5.5, (took, lines))
+    c.close()
+    c2.close()
+    d.stop()
+
+
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_idle,
-         t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst]
+         t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
 def main():
