@@ -14,7 +14,7 @@
 
 #include "backend-modal.h"
 #include "fd-util.h"
-#include "glob.h"
+#include "mask-walk.h"
 #include "path-util.h"
 #include "paths.h"
 #include "sha256.h"
@@ -276,7 +276,7 @@ int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, 
         if (!volume) {
                 if (!o->runtime_dir)
                         return vs_error_set_kind(err, -EINVAL, "internal", "the modal backend needs a runtime directory");
-                r = glob_set_new(p->mask, &set, err);
+                r = mask_set_compile(p->mask, "mask", &set, err);
                 if (r < 0)
                         return r;
                 w.set = set;

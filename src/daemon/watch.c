@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
-#include "glob.h"
+#include "mask-walk.h"
 #include "log.h"
 #include "path-util.h"
 
@@ -282,7 +282,7 @@ int watch_start(Workspace *ws) {
         w->ws = ws;
         w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (w->fd < 0 || glob_set_new(p->mask, &w->set, &err) < 0 ||
+        if (w->fd < 0 || mask_set_compile(p->mask, "mask", &w->set, &err) < 0 ||
             !(w->roots = calloc(p->n_rw + p->n_ro + 1, sizeof(char *)))) {
                 log_warning("workspace %s: cannot watch for masked paths: %s", ws->path,
                             w->fd < 0 ? strerror(errno) : err ? vs_error_message(err) : "out of memory");

@@ -569,6 +569,10 @@ void glob_set_free(VsGlobSet *s) {
 }
 
 int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err) {
+        return glob_set_new_named(patterns, "mask", ret, err);
+}
+
+int glob_set_new_named(char *const *patterns, const char *name, VsGlobSet **ret, VsError **err) {
         _cleanup_(glob_set_freep) VsGlobSet *s = NULL;
         size_t n = 0;
 
@@ -583,7 +587,7 @@ int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err) {
         for (size_t i = 0; i < n; i++) {
                 int r = glob_compile(patterns[i], &s->globs[i], err);
                 if (r < 0) {
-                        vs_error_prefix(err, "mask[%zu]", i);
+                        vs_error_prefix(err, "%s[%zu]", name, i);
                         return r;
                 }
                 s->n++;

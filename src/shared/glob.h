@@ -48,6 +48,9 @@ bool glob_could_match_below(const VsGlob *g, const char *reldir);
 /* A set of compiled patterns. */
 typedef struct VsGlobSet VsGlobSet;
 int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err); /* err: "mask[I]: column N: ...", I from 0 */
+/* As glob_set_new, with the list named name in errors: "protect[I]: ...".
+ * The sandbox's lists are compiled through mask_set_compile() (mask-walk.h). */
+int glob_set_new_named(char *const *patterns, const char *name, VsGlobSet **ret, VsError **err);
 void glob_set_free(VsGlobSet *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsGlobSet *, glob_set_free);
 size_t glob_set_size(const VsGlobSet *s);

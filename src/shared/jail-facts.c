@@ -47,10 +47,10 @@ static int add_mask_path(VsMaskPath **a, size_t *n, char *path, bool dir) {
 }
 
 /* Every resolved listed root walked with the mask patterns, relative to
- * it. The one place the patterns are compiled for mounting. */
+ * it. */
 static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = glob_set_new(p->mask, &set, err);
+        int r = mask_set_compile(p->mask, "mask", &set, err);
         if (r < 0)
                 return r;
         for (size_t pass = 0; pass < 2; pass++) {
@@ -150,9 +150,9 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
         if (!p->protect || !p->protect[0])
                 return 0;
         _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = glob_set_new(p->protect, &set, err);
+        int r = mask_set_compile(p->protect, "protect", &set, err);
         if (r < 0)
-                return vs_error_prefix(err, "protect");
+                return r;
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;

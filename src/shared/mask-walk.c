@@ -244,3 +244,11 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {
         return mask_walk_max(root, set, MASK_WALK_MAX_ENTRIES, ret, err);
 }
+
+int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, VsError **err) {
+        if (!patterns || !patterns[0]) {
+                *ret = NULL;
+                return 0;
+        }
+        return glob_set_new_named(patterns, key, ret, err);
+}

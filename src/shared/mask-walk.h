@@ -19,6 +19,15 @@ typedef struct MaskList {
         size_t n;
 } MaskList;
 
+/* The one place the sandbox's mask and protect patterns become a set: the
+ * jail's facts, the daemon's watch, the worker's path checks and the Modal
+ * manifest all compile them here, so they cannot come to read a list
+ * differently. key ("mask" or "protect") names the list in errors:
+ * "protect[2]: column 3: ...". An empty or NULL list gives *ret = NULL, a set
+ * that matches nothing (every glob_set_* call and mask_walk accept it). On
+ * success *ret is owned by the caller (glob_set_free()). */
+int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, VsError **err);
+
 #define MASK_WALK_MAX_ENTRIES 100000
 
 /* Walks root (absolute; root itself may be reached through a symlink,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
 #include "worker.h"
@@ -62,19 +63,10 @@ int policy_init(Policy *p, const ProtocolInit *init, VsError **err) {
                 policy_done(&n);
                 return vs_error_set(err, -ENOMEM, "out of memory");
         }
-        if (init->mask && init->mask[0]) {
-                k = glob_set_new(init->mask, &n.masks, err);
-                if (k < 0) {
-                        policy_done(&n);
-                        return k;
-                }
-        }
-        if (init->protect && init->protect[0]) {
-                k = glob_set_new(init->protect, &n.protect, err);
-                if (k < 0) {
-                        policy_done(&n);
-                        return vs_error_prefix(err, "protect");
-                }
+        if ((k = mask_set_compile(init->mask, "mask", &n.masks, err)) < 0 ||
+            (k = mask_set_compile(init->protect, "protect", &n.protect, err)) < 0) {
+                policy_done(&n);
+                return k;
         }
         *p = n;
         return 0;

@@ -572,6 +572,39 @@ static void test_set_could_match_below_anchored(void **state) {
         assert_true(glob_set_could_match_below(s, "build"));
 }
 
+/* The one compile of the sandbox's lists: errors name the list and the
+ * entry, an empty list is a NULL set that matches nothing, a real one
+ * matches as glob_set_new's would. */
+static void test_mask_set_compile(void **state) {
+        char *bad[] = { (char *)".env", (char *)"x[", NULL };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        VsGlobSet *s = (VsGlobSet *)&err; /* must stay untouched on failure */
+        assert_int_equal(mask_set_compile(bad, "protect", &s, &err), -EINVAL);
+        assert_ptr_equal(s, (VsGlobSet *)&err);
+        assert_string_equal(vs_error_message(err),
+                            "protect[1]: column 2: unterminated '['; close it with ']' or write '\\[' for a literal '['");
+        vs_error_free(TAKE_PTR(err));
+        assert_int_equal(mask_set_compile(bad, "mask", &s, &err), -EINVAL);
+        assert_true(strncmp(vs_error_message(err), "mask[1]: ", 9) == 0);
+
+        char *none[] = { NULL };
+        assert_int_equal(mask_set_compile(none, "mask", &s, NULL), 0);
+        assert_null(s);
+        assert_int_equal(mask_set_compile(NULL, "mask", &s, NULL), 0);
+        assert_null(s);
+        assert_false(glob_set_masks(s, "a/.env", false));
+        assert_false(glob_set_could_match_below(s, ""));
+
+        char *good[] = { (char *)".env", (char *)"/secrets/", NULL };
+        _cleanup_(glob_set_freep) VsGlobSet *g = NULL;
+        assert_int_equal(mask_set_compile(good, "mask", &g, NULL), 0);
+        assert_int_equal(glob_set_size(g), 2);
+        assert_true(glob_set_masks(g, "deep/dir/.env", false));
+        assert_true(glob_set_masks(g, "secrets/key", false));
+        assert_false(glob_set_masks(g, "src/secrets/key", false));
+        assert_false(glob_set_masks(g, "env", false));
+}
+
 /* ---- mask_walk ---- */
 
 static char *mkfile(const char *root, const char *rel) {
@@ -747,6 +780,11 @@ static void test_walk_errors(void **state) {
         assert_int_equal(mask_walk(f->root, empty, &l, NULL), 0);
         assert_int_equal(l.n, 0);
         mask_list_done(&l);
+
+        /* mask_set_compile's set for an empty list is NULL: it masks nothing either. */
+        assert_int_equal(mask_walk(f->root, NULL, &l, NULL), 0);
+        assert_int_equal(l.n, 0);
+        mask_list_done(&l);
 }
 
 static int walk_locked(const char *root) {
@@ -889,6 +927,7 @@ int main(void) {
                 cmocka_unit_test(test_set_masks_ancestors),
                 cmocka_unit_test(test_set_errors),
                 cmocka_unit_test(test_set_could_match_below_anchored),
+                cmocka_unit_test(test_mask_set_compile),
                 cmocka_unit_test_setup_teardown(test_walk_tree, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_cap, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_errors, walk_setup, walk_teardown),
