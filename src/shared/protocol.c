@@ -926,6 +926,16 @@ static const JsonField error_table[] = {
         {}
 };
 
+#define REPLY_FIELDS                                                                       \
+        { "id", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED },                               \
+        { "ok", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED }
+
+static const JsonField error_reply_table[] = {
+        REPLY_FIELDS,
+        { "error", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED },
+        {}
+};
+
 int protocol_decode_reply_head(json_t *obj, ProtocolReplyHead *ret, VsError **err) {
         ProtocolReplyHead h = {};
         if (!json_is_object(obj))
@@ -954,6 +964,10 @@ int protocol_decode_reply_head(json_t *obj, ProtocolReplyHead *ret, VsError **er
                 h.error_code_name = e.code;
                 h.error_code = protocol_error_code_from_string(e.code);
                 h.error_message = e.message ? e.message : "";
+                /* An error reply is complete: nothing else may ride along. */
+                k = json_dispatch(obj, error_reply_table, NULL, err);
+                if (k < 0)
+                        return k;
         }
         *ret = h;
         return 0;
@@ -980,10 +994,6 @@ static int decode_ok_reply(json_t *obj, const JsonField *table, void *target, Vs
                 return bad(err, "reply is an error: %.200s", h.error_message);
         return json_dispatch(obj, table, target, err);
 }
-
-#define REPLY_FIELDS                                                                       \
-        { "id", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED },                               \
-        { "ok", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED }
 
 int protocol_encode_exec_reply(StrBuf *out, uint64_t id, const ProtocolExecReply *r,
                                const void *stdout_data, const void *stderr_data) {
