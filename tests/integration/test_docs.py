@@ -2,12 +2,14 @@
 """Keeps the documentation true to the code: every worker operation, error
 code, daemon tool, daemon error code and vectora.toml key that the code
 accepts is documented. The names are read from the sources' own tables, so
-adding one without documenting it fails here."""
+adding one without documenting it fails here. TAP, a subtest per check
+(tests/lib/vtest.py)."""
 import os
 import re
 import sys
 
-SRC = os.environ.get("VECTORA_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import SRC, Tap  # noqa: E402
 
 
 def read(rel):
@@ -15,16 +17,11 @@ def read(rel):
         return f.read()
 
 
-n = 0
-failed = 0
+tap = Tap()
 
 
-def check(name, ok, detail=""):
-    global n, failed
-    n += 1
-    if not ok:
-        failed += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n, name, "" if ok else "  # " + detail))
+def check(name, ok, detail=None):
+    tap.ok(name, ok, detail)
 
 
 protocol_c = read("src/shared/protocol.c")
@@ -207,6 +204,4 @@ for name, text in sorted(docs.items()):
     missing = [c for c in sorted(cited) if not os.path.exists(os.path.join(SRC, c)) and "*" not in c]
     check("%s cites only files the repository holds" % name, not missing, str(missing))
 
-print("1..%d" % n)
-print("# %d passed, %d failed, 0 skipped" % (n - failed, failed))
-sys.exit(1 if failed else 0)
+sys.exit(tap.finish())

@@ -4,45 +4,22 @@ as host uid 0): served through idmapped mounts as a dedicated uid (not nobody,
 which other processes on the host run as), the idmapped tree attached only in
 the jail's own mount namespace.
 
-TAP output; a closing '# N passed, N failed, N skipped' comment. Needs root; as
-another user it says SKIP (a failure under VECTORA_TEST_STRICT=1)."""
+TAP, a subtest per check (tests/lib/vtest.py). Needs root; as another user it
+says SKIP (a failure under VECTORA_TEST_STRICT=1)."""
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 
-BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
-SRC = os.environ.get("VECTORA_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../.."))
-CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
-DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
-STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import CLI, SRC, Daemon, Tap  # noqa: E402
+
 JAIL_ID = "2147483646"  # VS_IDMAP_UID in src/core/idmap.h
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
-n = 0
-
-
-def report(name, ok, detail=""):
-    global n
-    n += 1
-    results["passed" if ok else "failed"] += 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name))
-    if detail and not ok:
-        for line in str(detail).splitlines():
-            print("#   " + line)
-
-
-def skip_all(reason):
-    print("# SKIP: " + reason)
-    print("1..0 # SKIP " + reason)
-    if STRICT:
-        print("# 0 passed, 1 failed, 0 skipped")
-        sys.exit(1)
-    print("# 0 passed, 0 failed, 1 skipped")
-    sys.exit(0)
+tap = Tap()
+report = tap.ok
 
 
 def cli(ws, *args, env=None, stdin=None):
@@ -73,7 +50,8 @@ def make_ws(tmp):
 
 def main():
     if os.geteuid() != 0:
-        skip_all("idmapped workspaces need a root caller (run the suite as root)")
+        tap.skip("idmapped workspaces", "they need a root caller (run the suite as root)")
+        return tap.finish()
     tmp = tempfile.mkdtemp(prefix="vectora-idmap-", dir="/var/tmp")
     try:
         ws = make_ws(tmp)
@@ -129,15 +107,8 @@ def main():
 
         # Through the daemon: the staging mount is released after hello,
         # while the worker keeps serving from its own copy.
-        sock = os.path.join(tmp, "d.sock")
-        d = subprocess.Popen([DAEMON, "--foreground", "--socket", sock], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
-        try:
-            for _ in range(100):
-                if os.path.exists(sock):
-                    break
-                time.sleep(0.05)
-            env = {"VECTORA_SANDBOX_SOCKET": sock}
+        with Daemon(tmp, audit=False, log_level=None) as d:
+            env = {"VECTORA_SANDBOX_SOCKET": d.sock}
             e = dict(os.environ, **env)
             r1 = subprocess.run([CLI, "run", "-w", ws, "echo warm > warm.txt; id -u"], capture_output=True,
                                 text=True, env=e, timeout=60)
@@ -149,18 +120,13 @@ def main():
             report("the warm worker keeps serving the workspace", r2.returncode == 0 and r2.stdout.strip() == "warm", r2)
             report("files written through the daemon stay root's on disk",
                    os.stat(os.path.join(ws, "warm.txt")).st_uid == 0)
-        finally:
-            d.terminate()
-            d.wait(timeout=10)
         # Staging lives in the runtime directory or, for a daemon, its instance's (d-*).
         leftovers = [os.path.join(d, x) for d, dirs, files in os.walk("/run/vectora-sandbox")
                      for x in dirs + files if x.startswith("idmap-")] if os.path.isdir("/run/vectora-sandbox") else []
         report("no staging directory is left behind", leftovers == [], leftovers)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n)
-    print("# %d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
-    return 1 if results["failed"] else 0
+    return tap.finish()
 
 
 if __name__ == "__main__":

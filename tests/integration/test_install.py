@@ -2,7 +2,7 @@
 """Installed as a package installs it: `meson install` paths, the systemd
 units and the man pages agree (a build configured with prefix /usr, as the
 Debian package is), and an installed program never picks up the worker of
-the build tree it was built in. TAP output."""
+the build tree it was built in. TAP, a subtest per check (tests/lib/vtest.py)."""
 import json
 import os
 import re
@@ -11,21 +11,12 @@ import subprocess
 import sys
 import tempfile
 
-BUILD = os.environ.get("VECTORA_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "../../build"))
-SOURCE = os.environ.get("VECTORA_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../.."))
-CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import BUILD, CLI, Tap  # noqa: E402
+from vtest import SRC as SOURCE  # noqa: E402
 
-n = failed = 0
-
-
-def report(name, ok, detail=None):
-    global n, failed
-    n += 1
-    failed += not ok
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name))
-    if not ok and detail is not None:
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
+tap = Tap()
+report = tap.ok
 
 
 def unit_field(path, key):
@@ -142,9 +133,7 @@ def main():
         worker_choice(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n)
-    print("# %d of %d failed" % (failed, n) if failed else "# all %d passed" % n)
-    return 1 if failed else 0
+    return tap.finish()
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@
 Starts build/src/worker/vectora-worker directly on a socketpair, in direct
 mode and in jail mode (no seccomp/Landlock, but a path policy), and checks
 every operation and every error; one case runs it under bubblewrap with a
-small hand-made seccomp filter. Python 3 standard library only. TAP output;
-VECTORA_TEST_STRICT=1 turns skips into failures. VECTORA_BENCH=N times N
-warm `exec /bin/true` round trips against direct fork+exec.
+small hand-made seccomp filter. Python 3 standard library only. TAP, a
+subtest per case (tests/lib/vtest.py); VECTORA_TEST_STRICT=1 turns skips
+into failures. VECTORA_BENCH=N times N warm `exec /bin/true` round trips
+against direct fork+exec.
 """
 import hashlib
 import json
@@ -24,10 +25,8 @@ import time
 import base64
 import platform
 
-BUILD = os.environ.get("VECTORA_BUILD_ROOT",
-                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-WORKER = os.path.abspath(os.path.join(BUILD, "src", "worker", "vectora-worker"))
-STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import WORKER, Skip, Tap  # noqa: E402
 
 
 class Worker:
@@ -175,10 +174,6 @@ TESTS = []
 def test(fn):
     TESTS.append(fn)
     return fn
-
-
-class Skip(Exception):
-    pass
 
 
 # ---------------------------------------------------------------- handshake
@@ -947,37 +942,24 @@ def bench(n):
 
 
 def main():
+    tap = Tap()
     if not os.access(WORKER, os.X_OK):
-        print("1..0 # SKIP worker not built: " + WORKER)
-        return 1 if STRICT else 0
-    passed = failed = 0
-    for i, fn in enumerate(TESTS, 1):
+        tap.skip("worker", "not built: " + WORKER)
+        return tap.finish()
+
+    def run(fn):
         env = Env()
         try:
             fn(env)
-            print(f"ok {i} - {fn.__name__}")
-            passed += 1
-        except Skip as s:
-            if STRICT:
-                print(f"not ok {i} - {fn.__name__} # SKIP in strict mode: {s}")
-                failed += 1
-            else:
-                print(f"ok {i} - {fn.__name__} # SKIP {s}")
-                print(f"# SKIP: {fn.__name__}: {s}", file=sys.stderr)
-                passed += 1
-        except Exception as e:  # noqa: BLE001: report every failure
-            print(f"not ok {i} - {fn.__name__}")
-            for line in f"{type(e).__name__}: {e}".splitlines():
-                print(f"#   {line}")
-            failed += 1
         finally:
             env.cleanup()
-        sys.stdout.flush()
-    print(f"1..{len(TESTS)}")
-    print(f"# {passed} passed, {failed} failed")
+
+    for fn in TESTS:
+        tap.case(run, fn, name=fn.__name__)
+    status = tap.finish()
     if os.environ.get("VECTORA_BENCH"):
         bench(int(os.environ["VECTORA_BENCH"]))
-    return 1 if failed else 0
+    return status
 
 
 if __name__ == "__main__":
