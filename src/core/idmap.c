@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "fd-util.h"
+#include "spawn-util.h"
 
 #ifndef MOUNT_ATTR_IDMAP
 #define MOUNT_ATTR_IDMAP 0x00100000
@@ -41,9 +42,9 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
         if (pipe2(ready, O_CLOEXEC) < 0)
                 return vs_error_set(err, -errno, "pipe: %m");
         _cleanup_close_ int ready_r = ready[0], ready_w = ready[1];
-        pid_t c = fork();
+        pid_t c = spawn_fork(0);
         if (c < 0)
-                return vs_error_set(err, -errno, "fork: %m");
+                return vs_error_set(err, c, "fork: %s", strerror(-c));
         if (c == 0) {
                 char b;
                 /* Only the parent's copy of the write end may keep the pipe open. */
@@ -82,8 +83,7 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
                 }
         }
         wr = safe_close(wr); /* lets the child exit */
-        while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
-                ;
+        (void)spawn_wait(c);
         return r < 0 ? r : nsfd;
 }
 

@@ -13,6 +13,7 @@
 #include "fd-util.h"
 #include "idmap.h"
 #include "protocol.h"
+#include "spawn-util.h"
 #include "strv.h"
 
 _noreturn_ static void child_fail(int errfd, int step, int e) {
@@ -23,11 +24,10 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_SIGNALS = 1, STEP_FDS, STEP_IDMAP, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
 
 static const char *step_name(int s) {
         switch (s) {
-        case STEP_SIGNALS: return "resetting signals";
         case STEP_FDS: return "setting up descriptors";
         case STEP_IDMAP: return "attaching the idmapped workspace in a private mount namespace";
         case STEP_CGROUP: return "joining the workspace's cgroup";
@@ -46,24 +46,18 @@ static int run_pre_once(const VsLaunch *l, int *budget, char *errbuf, size_t err
         int ep[2];
         if (pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0)
                 return -1;
-        pid_t pid = fork();
+        pid_t pid = spawn_fork(SIGKILL);
         if (pid < 0) {
                 close(ep[0]);
                 close(ep[1]);
                 return -1;
         }
         if (pid == 0) {
-                for (int s = 1; s < NSIG; s++)
-                        signal(s, SIG_DFL);
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
                 int keep[] = { 0, 1, 2 };
                 if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(ep[1], 2) < 0 ||
                     close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                         _exit(125);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execvp(l->pre_argv[0], l->pre_argv);
                 _exit(127);
         }
@@ -92,11 +86,8 @@ static int run_pre_once(const VsLaunch *l, int *budget, char *errbuf, size_t err
                 used += (size_t)n;
         errbuf[used] = 0;
         close(ep[0]);
-        if (!done) {
-                kill(pid, SIGKILL);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        }
+        if (!done)
+                spawn_killp(&pid);
         return status;
 }
 
@@ -137,17 +128,13 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         _cleanup_close_ int stderr_r = errp[0], stderr_w = errp[1];
 
         pid_t parent = getpid();
-        pid_t pid = fork();
+        /* The parent-death signal is asked for below, after the uid
+         * change that would clear it. */
+        pid_t pid = spawn_fork(0);
         if (pid < 0)
-                return vs_error_set(err, -errno, "fork: %m");
+                return vs_error_set(err, pid, "fork: %s", strerror(-pid));
         if (pid == 0) {
                 /* Child: only async-signal-safe work until exec. */
-                sigset_t all;
-                sigemptyset(&all);
-                for (int s = 1; s < NSIG; s++)
-                        signal(s, SIG_DFL);
-                if (sigprocmask(SIG_SETMASK, &all, NULL) < 0)
-                        child_fail(err_w, STEP_SIGNALS, errno);
                 if (dup2(theirs, 0) < 0 || dup2(theirs, 1) < 0 || dup2(stderr_w, 2) < 0)
                         child_fail(err_w, STEP_FDS, errno);
                 /* Into the workspace's cgroups while still privileged: the

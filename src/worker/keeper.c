@@ -32,6 +32,7 @@
 #include "launcher.h"
 #include "log.h"
 #include "macro.h"
+#include "spawn-util.h"
 
 /* SIGKILLs every child (the orphans reparented to us included) and reaps
  * them, until none is left. */
@@ -102,19 +103,12 @@ int keeper_main(int argc, char **argv) {
                 log_error("prctl: %m");
                 return 125;
         }
-        pid_t self = getpid();
-        pid_t child = fork();
+        pid_t child = spawn_fork(SIGKILL);
         if (child < 0) {
-                log_error("fork: %m");
+                log_error("fork: %s", strerror(-child));
                 return 125;
         }
         if (child == 0) {
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-                if (getppid() != self)
-                        _exit(125);
                 execvp(argv[3], argv + 3);
                 if (errno == ENOENT)
                         log_error("%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)", argv[3]);

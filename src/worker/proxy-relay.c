@@ -22,6 +22,7 @@
 
 #include "fd-util.h"
 #include "macro.h"
+#include "spawn-util.h"
 #include "worker.h"
 
 #define RELAY_MAX_PAIRS 256
@@ -168,19 +169,15 @@ int proxy_relay_start(const char *socket_path, uint16_t port, pid_t *ret_pid, Vs
         if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 64) < 0)
                 return vs_error_set(err, -errno, "proxy relay: cannot listen on 127.0.0.1:%u in the jail: %m",
                                     (unsigned)port);
-        pid_t pid = fork();
+        pid_t pid = spawn_fork(SIGKILL);
         if (pid < 0)
-                return vs_error_set(err, -errno, "proxy relay: fork: %m");
+                return vs_error_set(err, pid, "proxy relay: fork: %s", strerror(-pid));
         if (pid == 0) {
                 /* Never touch the worker's peer: stdin/stdout are the
                  * protocol, only the worker may speak on them. */
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
                         _exit(1);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
                 signal(SIGPIPE, SIG_IGN);
                 relay_loop(lfd, socket_path);
         }

@@ -18,19 +18,18 @@
 #include "log.h"
 #include "launcher.h"
 #include "macro.h"
+#include "spawn-util.h"
 
 static int run_ssh(char **argv, int in_fd, int out_fd) {
-        pid_t pid = fork();
+        /* ssh dies with us, and we die with the daemon. */
+        pid_t pid = spawn_fork(SIGKILL);
         if (pid < 0) {
-                log_error("fork: %m");
+                log_error("fork: %s", strerror(-pid));
                 return -1;
         }
         if (pid == 0) {
-                signal(SIGPIPE, SIG_DFL);
                 if ((in_fd >= 0 && dup2(in_fd, STDIN_FILENO) < 0) || (out_fd >= 0 && dup2(out_fd, STDOUT_FILENO) < 0))
                         _exit(125);
-                /* ssh dies with us, and we die with the daemon. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execvp(argv[0], argv);
                 if (errno == ENOENT)
                         log_error("%s not found: the ssh backend needs the ssh client (apt-get install openssh-client)", argv[0]);
@@ -38,13 +37,7 @@ static int run_ssh(char **argv, int in_fd, int out_fd) {
                         log_error("cannot run %s: %m", argv[0]);
                 _exit(127);
         }
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        return -1;
-        if (WIFEXITED(st))
-                return WEXITSTATUS(st);
-        return 128 + WTERMSIG(st);
+        return spawn_wait(pid);
 }
 
 int ssh_launch_main(int argc, char **argv) {

@@ -6,13 +6,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base64.h"
 #include "error.h"
 #include "path-util.h"
 #include "sha256.h"
+#include "spawn-util.h"
 #include "strbuf.h"
 #include "strv.h"
 #include "time-util.h"
@@ -149,11 +153,105 @@ static void test_clock(void **state) {
         assert_true(now_ms() >= b / 1000);
 }
 
+static void on_signal(int sig) {
+}
+
+/* The child starts clean even when the parent ignores SIGPIPE, handles
+ * SIGTERM and blocks SIGUSR1: exit 0 only if all three are back to default
+ * and unblocked in the child. */
+static void test_spawn_clean_signals(void **state) {
+        struct sigaction old_pipe, old_term, sa = { .sa_handler = SIG_IGN };
+        assert_int_equal(sigaction(SIGPIPE, &sa, &old_pipe), 0);
+        sa.sa_handler = on_signal; /* never called: only the disposition is looked at */
+        assert_int_equal(sigaction(SIGTERM, &sa, &old_term), 0);
+        sigset_t usr1, old_mask;
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &usr1, &old_mask), 0);
+
+        pid_t pid = spawn_fork(0);
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct sigaction cur;
+                sigset_t mask;
+                int bad = 0;
+                bad |= sigaction(SIGPIPE, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
+                bad |= sigaction(SIGTERM, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
+                bad |= sigprocmask(SIG_SETMASK, NULL, &mask) < 0 || sigismember(&mask, SIGUSR1);
+                _exit(bad ? 3 : 0);
+        }
+        assert_int_equal(spawn_wait(pid), 0);
+
+        assert_int_equal(sigprocmask(SIG_SETMASK, &old_mask, NULL), 0);
+        assert_int_equal(sigaction(SIGPIPE, &old_pipe, NULL), 0);
+        assert_int_equal(sigaction(SIGTERM, &old_term, NULL), 0);
+}
+
+static void test_spawn_wait_and_kill(void **state) {
+        pid_t pid = spawn_fork(0);
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(42);
+        assert_int_equal(spawn_wait(pid), 42);
+        assert_int_equal(spawn_wait(pid), -ECHILD); /* reaped once */
+
+        pid = spawn_fork(0);
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                pause();
+                _exit(0);
+        }
+        assert_int_equal(kill(pid, SIGTERM), 0);
+        assert_int_equal(spawn_wait(pid), 128 + SIGTERM);
+
+        pid = spawn_fork(0);
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                pause();
+                _exit(0);
+        }
+        pid_t p = pid;
+        spawn_killp(&p);
+        assert_int_equal(p, 0);
+        assert_int_equal(kill(pid, 0), -1); /* killed and reaped: no such process */
+        spawn_killp(&p); /* 0: nothing to do */
+}
+
+/* With a parent-death signal the grandchild ends with its parent; a pipe
+ * tells the test when it is gone (its write end closes at its death). */
+static void test_spawn_parent_death(void **state) {
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t mid = spawn_fork(0);
+        assert_true(mid >= 0);
+        if (mid == 0) {
+                close(p[0]);
+                pid_t g = spawn_fork(SIGKILL);
+                if (g < 0)
+                        _exit(1);
+                if (g == 0) {
+                        pause(); /* holds p[1] until SIGKILL */
+                        _exit(0);
+                }
+                _exit(0); /* the parent dies at once */
+        }
+        close(p[1]);
+        assert_int_equal(spawn_wait(mid), 0);
+        char b;
+        /* EOF: the grandchild, the last holder of the write end, died. A
+         * grandchild that outlived its parent would block here (the test's
+         * timeout fails it). */
+        assert_int_equal(read(p[0], &b, 1), 0);
+        close(p[0]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_strbuf), cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_paths),        cmocka_unit_test(test_sha256),
                 cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock),
+                cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
+                cmocka_unit_test(test_spawn_parent_death),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

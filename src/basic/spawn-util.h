@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Starting a child process: the fork sites of the daemon's helpers, the
+ * launcher and the worker's side processes share this, so each child starts
+ * from the same clean state. (The worker's commands and sessions start
+ * through clone(CLONE_VFORK) in worker/exec.c, for speed.) Not named
+ * "spawn.h": that is libc's posix_spawn header, which this would shadow on
+ * the include path.
+ *
+ * spawn_fork() forks. In the child, before it returns 0, every signal is
+ * back to its default disposition and the signal mask is empty (a child
+ * inherits both: an exec'd program with SIGPIPE ignored or SIGTERM blocked
+ * misbehaves, and a handler of the parent's has no business in it); with
+ * pdeath_sig not 0, the child asks for pdeath_sig when its parent dies and
+ * _exit(125)s if the parent is already gone (it died before the request).
+ * Pass 0 when the child must change uid first (that clears the request)
+ * and ask itself afterwards. After fork the child may only do
+ * async-signal-safe work until it execs or _exits.
+ *
+ * Returns the child's pid in the parent, 0 in the child, or a negative
+ * errno (no child). */
+
+#include <sys/types.h>
+
+pid_t spawn_fork(int pdeath_sig);
+
+/* Waits for pid, retrying on EINTR. Returns its exit status, 128 + N when
+ * signal N ended it, or a negative errno. */
+int spawn_wait(pid_t pid);
+
+/* The cleanup of a spawned child: SIGKILL and reap *pid when it is > 0,
+ * then set it to 0. */
+void spawn_killp(pid_t *pid);
