@@ -14,6 +14,7 @@
 
 #include "backend-modal.h"
 #include "fd-util.h"
+#include "jail-plan.h"
 #include "mask-walk.h"
 #include "path-util.h"
 #include "paths.h"
@@ -259,6 +260,36 @@ static int write_manifest(const char *runtime_dir, const VsLaunch *l, const StrB
         return 0;
 }
 
+/* The protected set is the jail plan's, as on every other backend: beyond
+ * the fixed list, a symlinked one's target, the .git control files of a
+ * .git file's target, of submodules and worktrees, and what the protect
+ * globs match. The bridge never writes those back and the worker refuses
+ * them. (With only the fixed list, a hook written in the Sandbox through a
+ * symlinked .git/hooks came back to the host.) The plan's mounts are not
+ * rendered here: a Sandbox has none. */
+static int modal_protected_paths(const VsPolicy *p, VsLaunch *l, VsError **err) {
+        VsJailFacts f = { 0 };
+        int r = jail_facts_collect(p, l->protected_paths, &f, err);
+        if (r < 0)
+                return r;
+        _cleanup_(jail_plan_freep) VsJailPlan *plan = NULL;
+        r = jail_plan_build(p, l->protected_paths, &f, "", "", NULL, &plan); /* no empty sources: nothing is mounted */
+        jail_facts_done(&f);
+        if (r < 0)
+                return r;
+        _cleanup_strv_free_ char **prot = strv_copy(plan->protected_paths);
+        if (!prot)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                if (m->kind == VS_MOUNT_PROTECT && !strv_contains(prot, m->dest) && (r = strv_extend(&prot, m->dest)) < 0)
+                        return r;
+        }
+        strv_free(l->protected_paths);
+        l->protected_paths = TAKE_PTR(prot);
+        return 0;
+}
+
 int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
 #if !defined(__x86_64__)
         return vs_error_set_kind(err, -ENOEXEC, "sandbox_unavailable",
@@ -266,7 +297,8 @@ int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, 
 #endif
         int r;
         _cleanup_free_ char *node = NULL, *bridge = NULL, *manifest_path = NULL;
-        if ((r = find_node(&node, err)) < 0 || (r = find_bridge(&bridge, err)) < 0)
+        if ((r = find_node(&node, err)) < 0 || (r = find_bridge(&bridge, err)) < 0 ||
+            (r = modal_protected_paths(p, l, err)) < 0)
                 return r;
 
         bool volume = p->modal.sync && streq(p->modal.sync, "volume");

@@ -163,6 +163,25 @@ def test_plan_shows_bridge_and_sandbox():
     assert os.path.realpath(WS) + "/vectora.toml" in m["protected"]
 
 
+def test_protected_set_is_the_jail_plans():
+    """The manifest's protected list (never written back by the bridge,
+    refused by the worker) is the jail plan's, as on every other backend:
+    with .git/hooks a symlink, its target too; what a protect glob matches
+    below the workspace too. Before, modal had only the fixed list, so a
+    hook written through the symlink in the Sandbox came back to the host."""
+    need_node()
+    d = make_ws("gitws", MODAL_TOML, {"a.txt": "x\n", ".git/HEAD": "ref: refs/heads/main\n",
+                                      ".git/real-hooks/README": "hooks\n", "sub/.envrc": "export A=1\n"})
+    os.symlink("real-hooks", os.path.join(d, ".git/hooks"))
+    p, _ = cli("plan", "-w", d, env=base_env(MODAL_TOKEN_ID="ak-x", MODAL_TOKEN_SECRET="as-x"))
+    assert p.returncode == 0, p.stderr
+    man = [a for a in plan_argv(p.stdout) if a.startswith("--manifest=")][0].split("=", 1)[1]
+    prot = set(json.load(open(man))["protected"])
+    ws = os.path.realpath(d)
+    for rel in ("vectora.toml", ".git/hooks", ".git/real-hooks", ".git/config", "sub/.envrc"):
+        assert os.path.join(ws, rel) in prot, (rel, sorted(prot))
+
+
 def test_plan_lockdown_blocks_network():
     need_node()
     d = make_ws("lock", '[sandbox]\nbackend = "modal"\nlockdown = true\nnetwork = true\n[sandbox.modal]\nimage = "debian:12"\n')
@@ -235,6 +254,7 @@ def test_daemon_without_credentials_reports_sandbox_unavailable():
 
 for t in [test_bridge_suite, test_check_accepts_modal, test_check_refuses_modal_without_image,
           test_check_refuses_volume_sync_without_volume, test_plan_shows_bridge_and_sandbox,
+          test_protected_set_is_the_jail_plans,
           test_plan_lockdown_blocks_network, test_exec_without_credentials_refuses_fast,
           test_exec_with_credentials_and_no_network_refuses_in_bounded_time,
           test_daemon_without_credentials_reports_sandbox_unavailable]:
