@@ -62,8 +62,23 @@ static int limit_loosens(char ***out, const char *key, uint64_t approved, uint64
  * loosening. */
 static const char *const ordered_keys[] = {
         "workspace", "config", "sandboxed", "reason", "backend", "rw_paths", "ro_paths",
-        "mask", "protected", "protect", "git_init", "no_gpu", "lockdown", "network", "idle_timeout", "limits",
+        "mask", "protected", "protect", "git_init", "no_gpu", "lockdown", "network", "idle_timeout", "limits", "ports",
 };
+
+/* A host port forwarded that was not, or to another port of the jail. */
+static int ports_loosen(char ***out, const VsPolicy *a, const VsPolicy *p) {
+        for (size_t i = 0; i < p->n_ports; i++) {
+                bool same = false;
+                for (size_t j = 0; j < a->n_ports && !same; j++)
+                        same = a->ports[j].host == p->ports[i].host && a->ports[j].jail == p->ports[i].jail;
+                int r = same ? 0
+                             : strv_extendf(out, "ports: 127.0.0.1:%u on the host is forwarded to the jail's port %u",
+                                            p->ports[i].host, p->ports[i].jail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
 
 static bool is_ordered(const char *k) {
         for (size_t i = 0; i < ELEMENTSOF(ordered_keys); i++)
@@ -138,6 +153,8 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
             (r = strv_extendf(&out, "limits.background_timeout: %llu -> %s (raised)",
                               (unsigned long long)a->limits.background_timeout_s,
                               p->limits.background_timeout_s ? "more" : "none")) < 0)
+                return r;
+        if ((r = ports_loosen(&out, a, p)) < 0)
                 return r;
         r = others_loosen(&out, a, p);
 done:

@@ -53,6 +53,19 @@ json_t *policy_to_json(const VsPolicy *p) {
                         return NULL;
                 }
         }
+        if (p->n_ports) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < p->n_ports; i++)
+                        if (json_array_append_new(a, json_pack("{s:i,s:i}", "host", (int)p->ports[i].host, "jail",
+                                                               (int)p->ports[i].jail)) < 0) {
+                                json_decref(a);
+                                a = NULL;
+                        }
+                if (!a || json_object_set_new(o, "ports", a) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
         json_t *b = NULL;
         switch (p->backend) {
         case VS_BACKEND_DOCKER:

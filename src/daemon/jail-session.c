@@ -18,6 +18,8 @@ typedef struct SessionOp {
         size_t len;
         Client *client; /* referenced */
         json_t *id;     /* the client's id, referenced; NULL: no answer wanted */
+        JailSessionAckFn acked; /* or this is told (code API_OK: done) */
+        void *userdata;
 } SessionOp;
 
 /* A session whose owner is gone, kept until the worker says it ended. */
@@ -46,6 +48,8 @@ static void op_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const ch
                 message = h.error_message;
         } else if (m)
                 code = API_OK;
+        if (op->acked)
+                op->acked(op->userdata, code, message);
         if (op->client && op->id && !op->client->closed) {
                 json_t *o = json_pack("{s:O,s:b}", "id", op->id, "ok", !code);
                 if (o && code)
@@ -55,8 +59,9 @@ static void op_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const ch
         op_free(op);
 }
 
-static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const ProtocolSessionRequest *r,
-                    const void *data, size_t len, Client *client, json_t *id) {
+static SessionOp *send_op_full(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const ProtocolSessionRequest *r,
+                               const void *data, size_t len, Client *client, json_t *id, JailSessionAckFn acked,
+                               void *userdata) {
         SessionOp *op = calloc(1, sizeof *op);
         if (op && len) {
                 if ((op->data = malloc(len)))
@@ -69,9 +74,13 @@ static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const Proto
                         client_send_json(client, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error",
                                                            error_json(API_ERROR_INTERNAL, "out of memory")),
                                          NULL, 0);
-                return;
+                if (acked)
+                        acked(userdata, API_ERROR_INTERNAL, "out of memory");
+                return NULL;
         }
         op->op = op_code;
+        op->acked = acked;
+        op->userdata = userdata;
         op->req = *r;
         op->req.session = wid;
         op->len = len;
@@ -83,6 +92,12 @@ static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const Proto
                 op->id = json_incref(id);
         }
         link_send(l, &op->call);
+        return op;
+}
+
+static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const ProtocolSessionRequest *r,
+                    const void *data, size_t len, Client *client, json_t *id) {
+        (void)send_op_full(l, wid, op_code, r, data, len, client, id, NULL, NULL);
 }
 
 bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
@@ -127,6 +142,15 @@ void jail_session_attach(JailSession *s, WorkerLink *l, uint64_t wid, int64_t pi
 
 static bool usable(JailSession *s) {
         return s->link && s->link->state == LINK_READY && !s->link->draining;
+}
+
+void jail_session_send_acked(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r, const void *data, size_t len,
+                             JailSessionAckFn acked, void *userdata) {
+        if (!usable(s)) {
+                acked(userdata, API_ERROR_NOT_FOUND, "the session has ended");
+                return;
+        }
+        (void)send_op_full(s->link, s->wid, op, r, data, len, NULL, NULL, acked, userdata);
 }
 
 void jail_session_send(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r, const void *data, size_t len,

@@ -39,6 +39,11 @@ void jail_session_attach(JailSession *s, WorkerLink *l, uint64_t wid, int64_t pi
  * NULL); data (input) is copied. Nothing is sent for an ended session. */
 void jail_session_send(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r, const void *data, size_t len,
                        Client *client, json_t *id);
+/* The same with a callback instead of a client: acked(userdata, code,
+ * message) runs exactly once (code API_OK: the worker took it), maybe at once. */
+typedef void (*JailSessionAckFn)(void *userdata, ApiError code, const char *message);
+void jail_session_send_acked(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r, const void *data, size_t len,
+                             JailSessionAckFn acked, void *userdata);
 /* The owner goes away: the process is killed (its group, SIGKILL) and no
  * callback runs any more. */
 void jail_session_detach(JailSession *s);
@@ -69,6 +74,16 @@ bool process_is_tool(ApiTool tool);
 void process_tool(Request *r);
 /* The workspace goes away (daemon exit): its processes' records too. */
 void process_forget_workspace(Workspace *ws);
+
+/* ---- ports.c: forwarded ports ---- */
+/* Listens on 127.0.0.1 for each of ws's forwarded ports (once; the ones the
+ * policy no longer has are closed). A port the host cannot bind: -errno
+ * with *err (kind sandbox_unavailable) saying which and why. */
+int ports_ensure(Workspace *ws, VsError **err);
+/* Closes ws's listeners and connections. */
+void ports_forget(Workspace *ws);
+/* [{host, jail, listening, connections}], or NULL when ws forwards none. */
+json_t *ports_status(Workspace *ws);
 
 /* ---- tools.c ---- */
 /* Bytes as a base64 JSON string (new reference, NULL on OOM). */

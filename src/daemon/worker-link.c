@@ -543,6 +543,11 @@ int link_start(Workspace *ws, LinkStart **ret, VsError **err) {
                 return r;
         if (proxy_socket && !(s->proxy_socket = strdup(proxy_socket)))
                 return -ENOMEM;
+        /* Forwarded ports listen from the first worker of their policy on. */
+        if ((r = ports_ensure(ws, err)) < 0) {
+                free(s->proxy_socket);
+                return r;
+        }
         s->o.proxy_socket = s->proxy_socket;
         s->srv = srv;
         s->ws = ws;

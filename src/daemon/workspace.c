@@ -584,6 +584,9 @@ json_t *workspace_status(Workspace *ws) {
                         json_decref(allow);
                 json_object_set_new(o, "network", n);
         }
+        json_t *fwd = ports_status(ws);
+        if (fwd)
+                json_object_set_new(o, "ports", fwd);
         unsigned recent = 0;
         for (unsigned i = 0; i < ws->n_restarts; i++)
                 if (now_ms() - ws->restarts[i] < RESTART_WINDOW_MS)
@@ -683,6 +686,7 @@ void workspaces_free_all(Server *srv) {
                 workspace_recycle(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
                 fail_queue(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
                 process_forget_workspace(ws);
+                ports_forget(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
                 protect_disarm(ws);

@@ -50,6 +50,7 @@ void policy_free(VsPolicy *p) {
         for (size_t i = 0; i < p->n_net_rules; i++)
                 net_rule_done(&p->net_rules[i]);
         free(p->net_rules);
+        free(p->ports);
         free(p->docker.image);
         free(p->docker.docker);
         free(p->docker.host);
@@ -411,6 +412,65 @@ static int h_lockdown(const KeyCtx *c, VsError **err) {
         c->policy->lockdown = c->kv->value->boolean;
         return 0;
 }
+/* A port number 1..65535 from its text; 0 when it is not one. */
+static uint16_t port_of(const char *s, size_t n) {
+        unsigned v = 0;
+        if (n == 0 || n > 5)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return 0;
+                v = v * 10 + (unsigned)(s[i] - '0');
+        }
+        return v >= 1 && v <= 65535 ? (uint16_t)v : 0;
+}
+
+/* [3000, "8080:80"]: a host loopback port (the same in the jail), or a
+ * "host:jail" pair. */
+static int h_ports(const KeyCtx *c, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        VsPolicy *p = c->policy;
+        if (arr->array.n > CONFIG_MAX_PORTS)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.ports has more than %d entries",
+                                    CONFIG_MAX_PORTS);
+        _cleanup_free_ VsPortForward *ports = calloc(arr->array.n + 1, sizeof *ports);
+        if (!ports)
+                return -ENOMEM;
+        for (size_t i = 0; i < arr->array.n; i++) {
+                const TomlValue *v = arr->array.items[i];
+                VsPortForward *f = &ports[i];
+                if (v->type == TOML_INTEGER) {
+                        if (v->integer < 1 || v->integer > 65535)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: %lld is not a port (1..65535)", i,
+                                                    (long long)v->integer);
+                        f->host = f->jail = (uint16_t)v->integer;
+                } else if (v->type == TOML_STRING) {
+                        const char *s = v->string.ptr, *colon = memchr(s, ':', v->string.len);
+                        f->host = port_of(s, colon ? (size_t)(colon - s) : v->string.len);
+                        f->jail = colon ? port_of(colon + 1, v->string.len - (size_t)(colon + 1 - s)) : f->host;
+                        if (!f->host || !f->jail)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: \"%s\" is not PORT or \"HOST:JAIL\" (ports 1..65535)",
+                                                    i, s);
+                } else
+                        return config_error(err, -EINVAL, v->line, v->col,
+                                            "sandbox.ports[%zu] must be a port (3000) or \"HOST:JAIL\" (\"8080:80\"), not %s", i,
+                                            toml_type_name(v->type));
+                f->line = v->line;
+                f->col = v->col;
+                for (size_t j = 0; j < i; j++)
+                        if (ports[j].host == f->host)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: host port %u is already forwarded (ports[%zu])", i,
+                                                    f->host, j);
+        }
+        free(p->ports);
+        p->ports = TAKE_PTR(ports);
+        p->n_ports = arr->array.n;
+        return 0;
+}
+
 #define CONFIG_MAX_NET_RULES 1024
 
 /* true | false | ["host", "*.suffix", "host:port", "10.0.0.5", "[fd00::1]:80"] */
@@ -661,6 +721,7 @@ static const KeyDef sandbox_keys[] = {
         { "lockdown", TOML_BOOL, h_lockdown },
         { "network", TOML_ANY, h_network },
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },
+        { "ports", TOML_ARRAY, h_ports },
         { "limits", TOML_TABLE, h_limits },
         { "docker", TOML_TABLE, h_docker },
         { "ssh", TOML_TABLE, h_ssh },
@@ -726,6 +787,12 @@ static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err)
                 p->no_gpu = true;
                 p->net_allowlist = false;
         }
+        if (p->n_ports && p->lockdown)
+                return config_error(err, -EINVAL, p->ports[0].line, p->ports[0].col,
+                                    "sandbox.ports: lockdown allows no inet sockets in the jail, so nothing there can serve a forwarded port; remove ports or lockdown");
+        if (p->n_ports && p->network)
+                return config_error(err, -EINVAL, p->ports[0].line, p->ports[0].col,
+                                    "sandbox.ports: with network = true the jail shares the host's network and its servers are on the host's loopback already; forwarded ports are for network = false or a list of hosts");
         return 0;
 }
 

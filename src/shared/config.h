@@ -74,6 +74,14 @@ typedef struct VsPath {
         bool missing;   /* did not exist (ignored unless lockdown, which refuses) */
 } VsPath;
 
+/* ports = [3000, "8080:80"]: host loopback port -> port on the jail's loopback. */
+typedef struct VsPortForward {
+        uint16_t host, jail;
+        unsigned line, col;
+} VsPortForward;
+
+#define CONFIG_MAX_PORTS 64
+
 typedef struct VsPolicy {
         char *workspace;   /* canonical absolute workspace root */
         char *config_path; /* workspace/vectora.toml */
@@ -103,6 +111,11 @@ typedef struct VsPolicy {
         VsNetRule *net_rules;
         size_t n_net_rules;
         uint64_t idle_timeout_s;
+        /* Forwarded ports: the daemon listens on 127.0.0.1:host and relays
+         * each connection to 127.0.0.1:jail inside the jail's own network
+         * namespace (so only with network = false or an allowlist). */
+        VsPortForward *ports;
+        size_t n_ports;
         VsLimits limits;
         VsDockerConfig docker;
         VsSshConfig ssh;

@@ -1259,7 +1259,8 @@ typedef struct SessionOpenWire {
 
 static const JsonField session_open_table[] = {
         HEAD_FIELDS,
-        { "argv", JSON_FIELD_STRV, offsetof(SessionOpenWire, r.argv), JSON_FIELD_REQUIRED },
+        { "argv", JSON_FIELD_STRV, offsetof(SessionOpenWire, r.argv), 0 },
+        { "connect", JSON_FIELD_UINT64, offsetof(SessionOpenWire, r.connect), 0 },
         { "cwd", JSON_FIELD_STRING_OR_NULL, offsetof(SessionOpenWire, r.cwd), 0 },
         { "env", JSON_FIELD_STRMAP, offsetof(SessionOpenWire, env), JSON_FIELD_NULLABLE },
         { "pty", JSON_FIELD_BOOL, offsetof(SessionOpenWire, r.pty), 0 },
@@ -1281,7 +1282,11 @@ int protocol_decode_session_open_request(json_t *obj, ProtocolSessionOpenRequest
         k = json_dispatch(obj, session_open_table, &w, err);
         if (k < 0)
                 return k;
-        if (!w.r.argv[0] || !w.r.argv[0][0])
+        if (!w.r.argv == !w.r.connect)
+                k = bad(err, "give exactly one of 'argv' and '%s'", "connect");
+        else if (w.r.connect && (w.r.connect > 65535 || w.r.pty || w.r.cwd || w.r.env || w.r.timeout_ms))
+                k = bad(err, "'connect' is a port (1..65535) and takes no '%s'", "pty, cwd, env or timeout_ms");
+        else if (w.r.argv && (!w.r.argv[0] || !w.r.argv[0][0]))
                 k = bad(err, "field '%s' must be a non-empty array", "argv");
         else if (w.r.pty && !winsize_ok(w.r.cols, w.r.rows))
                 k = bad(err, "fields 'cols' and 'rows' must be 1..%s for a pty", "10000");
@@ -1306,10 +1311,13 @@ void protocol_session_open_request_done(ProtocolSessionOpenRequest *r) {
 }
 
 int protocol_encode_session_open_request(StrBuf *out, uint64_t id, const ProtocolSessionOpenRequest *r) {
-        if (!r->argv || !r->argv[0] || (r->pty && !winsize_ok(r->cols, r->rows)))
+        if (r->connect ? r->connect > 65535 || r->argv : !r->argv || !r->argv[0] ||
+                                 (r->pty && !winsize_ok(r->cols, r->rows)))
                 return -EINVAL;
         json_t *o = request_new(id, PROTOCOL_OP_SESSION_OPEN);
-        bool ok = o && set(o, "argv", json_strv(r->argv)) && (!r->cwd || set(o, "cwd", json_string(r->cwd))) &&
+        bool ok = o && (r->connect ? set(o, "connect", json_integer((json_int_t) r->connect))
+                                   : set(o, "argv", json_strv(r->argv))) &&
+                  (!r->cwd || set(o, "cwd", json_string(r->cwd))) &&
                   (!r->env || set(o, "env", env_to_json(r->env))) &&
                   (!r->timeout_ms || set(o, "timeout_ms", json_integer((json_int_t) r->timeout_ms)));
         if (ok && r->pty)

@@ -357,7 +357,11 @@ int protocol_encode_ok(StrBuf *out, uint64_t id);
 
 typedef struct ProtocolSessionOpenRequest {
         ProtocolRequestHead head;
-        char **argv;          /* non-empty */
+        char **argv;          /* non-empty; NULL with connect */
+        /* Instead of a process: a TCP connection to 127.0.0.1:connect on the
+         * jail's own loopback (a forwarded port); its bytes are the
+         * session's input and output, its end the session's. */
+        uint64_t connect;
         const char *cwd;      /* NULL = workspace */
         char **env;           /* "K=V" added to init's env (decode: owned strings) */
         bool pty;             /* a terminal (stdin/stdout/stderr on its slave side), else three pipes */

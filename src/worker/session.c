@@ -9,13 +9,16 @@
  * the daemon is long, or the daemon paused the session, the worker stops
  * reading and the writer blocks on a full terminal or pipe: a flood costs
  * the flooder, never the worker's memory. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -37,8 +40,10 @@
 struct Session {
         Session *next;
         uint64_t id;
-        pid_t pid;        /* the session and group leader */
+        pid_t pid;        /* the session and group leader; 0 for a connection */
         bool pty;
+        bool sock;        /* a connection to a port of the jail's loopback (io_fd), no process */
+        bool wr_shut;
         int io_fd;        /* pty: the master (input and output); pipes: stdin's write end */
         int out_fd;       /* pipes: stdout's read end; pty: -EBADF (io_fd) */
         int err_fd;       /* pipes: stderr's read end */
@@ -63,14 +68,25 @@ static void session_free(Session *s) {
 static void session_kill(Session *s) {
         if (s->killed)
                 return;
+        if (s->pid <= 0) {
+                /* A connection: nothing to signal (kill(-0) would be our own group). */
+                s->out_open = false;
+                s->killed = true;
+                return;
+        }
         (void) kill(-s->pid, SIGKILL);
         if (!s->reaped)
                 (void) kill(s->pid, SIGKILL);
         s->killed = true;
 }
 
+/* One fd for both directions: a terminal's master or a connection. */
+static bool single_fd(const Session *s) {
+        return s->pty || s->sock;
+}
+
 static bool reading(const Session *s) {
-        return s->pty ? s->out_open : s->out_fd >= 0 || s->err_fd >= 0;
+        return single_fd(s) ? s->out_open : s->out_fd >= 0 || s->err_fd >= 0;
 }
 
 bool session_id_in_use(Session *list, uint64_t id) {
@@ -149,6 +165,43 @@ static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slav
         return 0;
 }
 
+/* A forwarded port's connection: 127.0.0.1:port, which in a jail without
+ * the host's network is the jail's own loopback. */
+static int session_connect(Session **list, const ProtocolSessionOpenRequest *req, StrBuf *out, VsError **err) {
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return vs_error_set(err, negative_errno(), "port %llu: socket: %m", (unsigned long long) req->connect);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) req->connect),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        /* Blocking: on loopback it is accepted or refused at once. */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                int k = negative_errno();
+                return vs_error_set_kind(err, k, k == -ECONNREFUSED ? "not_found" : "io",
+                                         "nothing accepts connections on port %llu in the jail (%s); start the server "
+                                         "there on 127.0.0.1:%llu",
+                                         (unsigned long long) req->connect, strerror(-k),
+                                         (unsigned long long) req->connect);
+        }
+        Session *s = calloc(1, sizeof *s);
+        if (!s)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        *s = (Session) {
+                .id = req->head.id,
+                .sock = true,
+                .io_fd = TAKE_FD(fd),
+                .out_fd = -EBADF,
+                .err_fd = -EBADF,
+                .out_open = true,
+                /* No process: it "exited" at once, and ends when the
+                 * connection does (no drain grace). */
+                .reaped = true,
+        };
+        (void) fd_set_nonblock(s->io_fd, true);
+        s->next = *list;
+        *list = s;
+        return protocol_encode_session_open_reply(out, req->head.id, 0);
+}
+
 int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t *obj, StrBuf *out, VsError **err) {
         ProtocolSessionOpenRequest req = {};
         _cleanup_free_ char **envp = NULL;
@@ -166,8 +219,13 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                 n++;
         if (n >= SESSION_MAX) {
                 k = vs_error_set_kind(err, -E2BIG, "too_large",
-                                      "this jail already runs %d terminals and background processes; end one first",
+                                      "this jail already runs %d terminals, background processes and forwarded "
+                                      "connections; end one first",
                                       SESSION_MAX);
+                goto finish;
+        }
+        if (req.connect) {
+                k = session_connect(list, &req, out, err);
                 goto finish;
         }
         k = resolve_cwd(p, req.cwd, &cwd_fd, err);
@@ -297,7 +355,11 @@ static void feed_input(Session *s) {
                 }
                 strbuf_consume(&s->in, (size_t) n);
         }
-        if (s->in.len == 0 && s->in_eof && !s->pty)
+        if (s->in.len == 0 && s->in_eof && s->sock && !s->wr_shut) {
+                /* The peer's end of input: the server sees EOF, may still answer. */
+                (void) shutdown(s->io_fd, SHUT_WR);
+                s->wr_shut = true;
+        } else if (s->in.len == 0 && s->in_eof && !single_fd(s))
                 s->io_fd = safe_close(s->io_fd);
 }
 
@@ -334,6 +396,12 @@ int session_request(Session *list, json_t *obj, const char *data, size_t len, St
                 break;
         }
         case PROTOCOL_OP_SESSION_SIGNAL:
+                if (s->sock) {
+                        /* A connection has no process: any signal ends it. */
+                        (void) shutdown(s->io_fd, SHUT_RDWR);
+                        s->out_open = false;
+                        break;
+                }
                 /* The whole group: a shell's pipeline or a dev server's
                  * children go with it. */
                 if (kill(-s->pid, (int) r.signal) < 0 && !s->reaped)
@@ -357,7 +425,7 @@ size_t session_fill_poll(Session *list, struct pollfd *fds, bool out_full) {
         size_t n = 0;
         for (Session *s = list; s; s = s->next) {
                 bool rd = !out_full && !s->paused;
-                if (s->pty) {
+                if (single_fd(s)) {
                         short ev = (short) ((rd && s->out_open ? POLLIN : 0) | (s->in.len ? POLLOUT : 0));
                         if (ev && s->io_fd >= 0)
                                 fds[n++] = (struct pollfd) { .fd = s->io_fd, .events = ev };
@@ -394,7 +462,7 @@ static bool drain(Session *s, int fd, bool is_stderr, StrBuf *out) {
 }
 
 static void drain_stdout(Session *s, StrBuf *out) {
-        if (s->pty) {
+        if (single_fd(s)) {
                 if (s->out_open && !drain(s, s->io_fd, false, out))
                         s->out_open = false;
         } else if (s->out_fd >= 0 && !drain(s, s->out_fd, false, out))
@@ -402,7 +470,7 @@ static void drain_stdout(Session *s, StrBuf *out) {
 }
 
 static void drain_stderr(Session *s, StrBuf *out) {
-        if (!s->pty && s->err_fd >= 0 && !drain(s, s->err_fd, true, out))
+        if (!single_fd(s) && s->err_fd >= 0 && !drain(s, s->err_fd, true, out))
                 s->err_fd = safe_close(s->err_fd);
 }
 
@@ -424,9 +492,9 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
                         if (fds[i].fd == s->io_fd) {
                                 if (fds[i].revents & POLLOUT)
                                         feed_input(s);
-                                if (s->pty && fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+                                if (single_fd(s) && fds[i].revents & (POLLIN | POLLHUP | POLLERR))
                                         drain_stdout(s, out);
-                                else if (!s->pty && fds[i].revents & (POLLHUP | POLLERR)) {
+                                else if (!single_fd(s) && fds[i].revents & (POLLHUP | POLLERR)) {
                                         /* The process closed its stdin. */
                                         strbuf_clear(&s->in);
                                         s->io_fd = safe_close(s->io_fd);
@@ -448,7 +516,7 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
                         s->timed_out = true;
                         session_kill(s);
                 }
-                if (s->reaped && reading(s) && now >= s->reaped_us + SESSION_DRAIN_GRACE_US) {
+                if (s->reaped && !s->sock && reading(s) && now >= s->reaped_us + SESSION_DRAIN_GRACE_US) {
                         /* Something it left behind still holds the terminal
                          * or the pipes: send what is there, stop waiting. */
                         drain_stdout(s, out);
@@ -470,7 +538,9 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
 int session_next_timeout_ms(Session *list) {
         uint64_t now = now_us(), best = UINT64_MAX;
         for (Session *s = list; s; s = s->next) {
-                if (s->reaped)
+                if (s->sock)
+                        best = reading(s) ? best : now;
+                else if (s->reaped)
                         best = MIN(best, reading(s) ? s->reaped_us + SESSION_DRAIN_GRACE_US : now);
                 else if (!s->killed && s->deadline_us)
                         best = MIN(best, s->deadline_us);
@@ -485,7 +555,7 @@ int session_next_timeout_ms(Session *list) {
 
 bool session_reaped(Session *list, pid_t pid, int status) {
         for (Session *s = list; s; s = s->next)
-                if (s->pid == pid && !s->reaped) {
+                if (s->pid == pid && pid > 0 && !s->reaped) {
                         s->reaped = true;
                         s->status = status;
                         s->reaped_us = now_us();
@@ -499,7 +569,7 @@ void session_kill_all(Session **list) {
                 session_kill(s);
         while (*list) {
                 Session *s = *list;
-                if (!s->reaped)
+                if (!s->reaped && s->pid > 0)
                         while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
                                 ;
                 *list = s->next;

@@ -103,7 +103,7 @@ static void decode_all(json_t *o, size_t raw_len) {
 
         ProtocolSessionOpenRequest so;
         if (protocol_decode_session_open_request(o, &so, &e) == 0) {
-                if (!so.argv || !so.argv[0])
+                if (!so.connect && (!so.argv || !so.argv[0]))
                         __builtin_trap();
                 if (protocol_encode_session_open_request(&b, so.head.id, &so) < 0)
                         __builtin_trap(); /* what decodes must encode */

@@ -1001,6 +1001,103 @@ def t_process_timeout_and_shutdown(d0, tmp):
         d.stop()
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def t_ports(d, tmp):
+    """ports = [...] with network = false: a dev server in the jail answers
+    on the host's loopback through the daemon, across calls, both ways,
+    bounded; a port the host cannot bind is a clear refusal."""
+    import urllib.request
+    p1, p2 = free_port(), free_port()
+    sb = make_ws(tmp, "ports", SANDBOX + 'network = false\nports = [%d, "%d:8000"]\n' % (p1, p2),
+                 {"index.html": "hello from the jail\n", "big.bin": "x" * (3 << 20)})
+    c = d.conn()
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "python3 -m http.server %d --bind 127.0.0.1" % p1})
+    check(r["ok"], r)
+    web = r["process"]
+    body = None
+    for _ in range(100):
+        try:
+            body = urllib.request.urlopen("http://127.0.0.1:%d/index.html" % p1, timeout=5).read()
+            break
+        except OSError:
+            time.sleep(0.1)
+    check(body == b"hello from the jail\n", body)
+    check(term(c, sb, "echo between")["stdout"] == "between\n", "a tool call meanwhile")
+    big = urllib.request.urlopen("http://127.0.0.1:%d/big.bin" % p1, timeout=30).read()
+    check(big == b"x" * (3 << 20), len(big))
+    # The jail has no network: its own curl of the host fails, the forward works.
+    r = term(c, sb, "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:%d/index.html\", timeout=3)' 2>&1; echo rc=$?" % p1)
+    check("rc=0" in r["stdout"], r)  # inside, 127.0.0.1 is the jail's own loopback: its server
+    # Both ways through "HOST:JAIL": an echo server on the jail's port 8000.
+    echo = ("import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', 8000)); s.listen(1); c, _ = s.accept()\n"
+            "while True:\n    b = c.recv(65536)\n    if not b: break\n    c.sendall(b)\n")
+    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["python3", "-c", echo]})
+    check(r["ok"], r)
+    conn = None
+    for _ in range(100):
+        try:
+            conn = socket.create_connection(("127.0.0.1", p2), timeout=10)
+            conn.sendall(b"ping")
+            if conn.recv(4) == b"ping":
+                break
+        except OSError:
+            pass
+        conn and conn.close()
+        conn = None
+        time.sleep(0.1)
+    check(conn is not None, "the echo server was not reached")
+    payload = os.urandom(1 << 20)
+    got = bytearray()
+    th = threading.Thread(target=lambda: conn.sendall(payload))
+    th.start()
+    while len(got) < len(payload):
+        b = conn.recv(65536)
+        if not b:
+            break
+        got += b
+    th.join()
+    conn.shutdown(socket.SHUT_WR)
+    check(bytes(got) == payload and conn.recv(1) == b"", len(got))
+    conn.close()
+    w = d.ws_status(sb)
+    check(w["policy"]["ports"] == [{"host": p1, "jail": p1}, {"host": p2, "jail": 8000}]
+          and [(x["host"], x["listening"]) for x in w["ports"]] == [(p1, True), (p2, True)]
+          and w["ports"][0]["accepted"] >= 2, w)
+    r = c.call({"tool": "process_list", "workspace": sb})
+    check(r["processes"][0]["process"] == web and r["processes"][0]["running"], r)
+    r = c.call({"tool": "process_output", "workspace": sb, "process": web})
+    check('"GET /index.html HTTP/1.1" 200' in r["stderr"], r)
+    # Stopped: the port no longer reaches a server.
+    c.call({"tool": "process_signal", "workspace": sb, "process": web, "signal": "TERM"})
+    proc_wait(c, sb, web)
+    try:
+        urllib.request.urlopen("http://127.0.0.1:%d/index.html" % p1, timeout=5).read()
+        check(False, "still served after stop")
+    except OSError:
+        pass
+    # A port the host cannot bind: refused, saying which.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(1)
+    hp = held.getsockname()[1]
+    busy = make_ws(tmp, "ports-busy", SANDBOX + "network = false\nports = [%d]\n" % hp)
+    r = term(c, busy, "echo never")
+    held.close()
+    check(not r["ok"] and r["error"]["code"] == "sandbox_unavailable"
+          and "cannot listen on 127.0.0.1:%d" % hp in r["error"]["message"], r)
+    # network = true: the jail shares the host's loopback, so ports are refused.
+    bad = make_ws(tmp, "ports-net", SANDBOX + "ports = [%d]\n" % free_port())
+    r = term(c, bad, "true")
+    check(not r["ok"] and r["error"]["code"] == "config_invalid" and "network = true" in r["error"]["message"], r)
+    c.close()
+
+
 def t_idle(d, tmp):
     sb = make_ws(tmp, "idle", SANDBOX + "idle_timeout = 1\n")
     c = d.conn()
@@ -1150,7 +1247,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 

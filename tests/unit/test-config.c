@@ -151,14 +151,14 @@ static void test_other_backend_table(void **state) {
 static void test_unknown_key_typo(void **state) {
         expect_error("[sandbox]\nro_path = []\n",
                      "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
-                     "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, limits, "
+                     "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, "
                      "docker, ssh, modal");
 }
 
 static void test_unknown_key_no_suggestion(void **state) {
         expect_error("[sandbox]\n\n  completely_else = 1\n",
                      "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
-                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, limits, docker, ssh, modal");
+                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, docker, ssh, modal");
 }
 
 static void test_unknown_key_subtable(void **state) {
@@ -175,6 +175,31 @@ static void test_wrong_type(void **state) {
         expect_error("[sandbox]\nidle_timeout = 1.5\n",
                      "vectora.toml:2:16: sandbox.idle_timeout must be an integer, not a float");
         expect_error("sandbox = 1\n", "vectora.toml:1:11: sandbox must be a table ([sandbox]), not integer");
+}
+
+static void test_ports(void **state) {
+        VsPolicy *p = parse_ok("[sandbox]\nnetwork = false\nports = [3000, \"8080:80\", \"9000\"]\n");
+        assert_int_equal(p->n_ports, 3);
+        assert_int_equal(p->ports[0].host, 3000);
+        assert_int_equal(p->ports[0].jail, 3000);
+        assert_int_equal(p->ports[1].host, 8080);
+        assert_int_equal(p->ports[1].jail, 80);
+        assert_int_equal(p->ports[2].jail, 9000);
+        assert_int_equal(p->ports[1].line, 3);
+        policy_free(p);
+        p = parse_ok("[sandbox]\nnetwork = [\"pypi.org\"]\nports = [3000]\n");
+        assert_int_equal(p->n_ports, 1);
+        policy_free(p);
+        expect_error("[sandbox]\nnetwork = false\nports = [0]\n",
+                     "vectora.toml:3:10: sandbox.ports[0]: 0 is not a port (1..65535)");
+        expect_error("[sandbox]\nnetwork = false\nports = [\"80:x\"]\n",
+                     "vectora.toml:3:10: sandbox.ports[0]: \"80:x\" is not PORT or \"HOST:JAIL\" (ports 1..65535)");
+        expect_error("[sandbox]\nnetwork = false\nports = [true]\n",
+                     "vectora.toml:3:10: sandbox.ports[0] must be a port (3000) or \"HOST:JAIL\" (\"8080:80\"), not boolean");
+        expect_error("[sandbox]\nnetwork = false\nports = [3000, \"3000:80\"]\n",
+                     "vectora.toml:3:16: sandbox.ports[1]: host port 3000 is already forwarded (ports[0])");
+        expect_error_prefix("[sandbox]\nports = [3000]\n", "vectora.toml:2:10: sandbox.ports: with network = true");
+        expect_error_prefix("[sandbox]\nlockdown = true\nports = [3000]\n", "vectora.toml:3:10: sandbox.ports: lockdown");
 }
 
 static void test_wrong_element_type(void **state) {
@@ -536,6 +561,7 @@ int main(void) {
                 cmocka_unit_test(test_forbidden_homes_and_daemon),
                 cmocka_unit_test(test_malformed_toml),
                 cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_backend_requirements),
                 cmocka_unit_test(test_other_backend_table),
                 cmocka_unit_test(test_lockdown_forces),

@@ -53,6 +53,7 @@ static void test_same_and_tighter(void **state) {
                      "\".mcp.json\", \"**/.claude/settings.json\", \"**/.claude/settings.local.json\", \"Makefile\"]\n",
                NULL);
         expect(BASE "git_init = true\n", BASE, NULL);
+        expect(BASE "ports = [3000, 4000]\n", BASE "ports = [3000]\n", NULL);
         /* A background process's timeout: none -> one, or a shorter one. */
         expect(BASE, BASE "[sandbox.limits]\nbackground_timeout = 60\n", NULL);
         expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE "[sandbox.limits]\nbackground_timeout = 30\n", NULL);
@@ -96,6 +97,8 @@ static void test_each_loosening(void **state) {
         expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE "[sandbox.limits]\nbackground_timeout = 90\n",
                "limits.background_timeout: 60 -> more (raised)");
         expect(BASE "[sandbox.limits]\nbackground_timeout = 60\n", BASE, "limits.background_timeout: 60 -> none (raised)");
+        expect(BASE, BASE "ports = [3000]\n", "ports: 127.0.0.1:3000 on the host is forwarded to the jail's port 3000");
+        expect(BASE "ports = [3000]\n", BASE "ports = [\"3000:22\"]\n", "forwarded to the jail's port 22");
         expect(BASE, BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"x\"\n", "backend: local -> docker");
         expect(BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"a\"\n",
                BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"b\"\n", "docker: changed");
