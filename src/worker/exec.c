@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -188,8 +189,10 @@ static const char *env_get(char *const *env, const char *key) {
         return NULL;
 }
 
+/* ---- what a command and a session share: the set-up, the child, the spawn ---- */
+
 /* init env overridden and extended by the request's. Strings borrowed. */
-char **exec_merge_env(char *const *base, char *const *add) {
+static char **merge_env(char *const *base, char *const *add) {
         size_t nb = strv_length(base), na = strv_length(add), n = 0;
         char **l = calloc(nb + na + 1, sizeof(char *));
         if (!l)
@@ -210,7 +213,7 @@ char **exec_merge_env(char *const *base, char *const *add) {
 
 /* PATH lookup in the command's own environment, done before the clone so the
  * child only has to exec. Returns 0 and the path, or 126/127. */
-int exec_find_program(const char *name, char *const *env, int cwd_fd, char **ret) {
+static int find_program(const char *name, char *const *env, int cwd_fd, char **ret) {
         if (strchr(name, '/')) {
                 *ret = strdup(name);
                 return *ret ? 0 : -ENOMEM;
@@ -240,32 +243,62 @@ int exec_find_program(const char *name, char *const *env, int cwd_fd, char **ret
         return found_noexec ? 126 : 127;
 }
 
+void exec_prep_done(ExecPrep *x) {
+        x->cwd_fd = safe_close(x->cwd_fd);
+        x->envp = (free(x->envp), NULL);
+        x->path = (free(x->path), NULL);
+}
+
+int exec_prepare(const Policy *p, const ExecDefaults *d, const char *cwd, char *const *env, const char *argv0,
+                 ExecPrep *ret, VsError **err) {
+        _cleanup_(exec_prep_done) ExecPrep x = EXEC_PREP_INIT;
+        int k = resolve_cwd(p, cwd, &x.cwd_fd, err);
+        if (k < 0)
+                return k;
+        x.envp = merge_env(d->env, env);
+        if (!x.envp)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        k = find_program(argv0, x.envp, x.cwd_fd, &x.path);
+        if (k == -ENOMEM)
+                return vs_error_set(err, k, "out of memory");
+        if (k > 0)
+                return k;
+        *ret = x;
+        x = (ExecPrep) EXEC_PREP_INIT;
+        return 0;
+}
+
 typedef struct ChildArgs {
-        int in_fd, out_fd, err_fd, cwd_fd, errpipe;
-        pid_t parent;
-        const char *path;
+        const ExecPrep *x;
         char *const *argv;
-        char *const *envp;
+        int in_fd, out_fd, err_fd, errpipe;
+        ExecDetach detach;
+        pid_t parent;
         uint64_t memory;
 } ChildArgs;
 
 /* Runs in the clone()d child, on its own stack, sharing the worker's memory
  * until execve (CLONE_VM|CLONE_VFORK, as posix_spawn does: no page table
  * copy, which is most of fork's cost). Only what must happen between fork
- * and exec: signals back to defaults, own process group, die with the
- * worker, fds in place; nothing here writes the worker's memory but errno. */
+ * and exec: signals back to defaults (the worker blocks SIGCHLD and ignores
+ * SIGPIPE, nothing else), its own process group or session (with the
+ * terminal as its controlling one), die with the worker, fds in place;
+ * nothing here writes the worker's memory but errno. */
 static int child(void *arg) {
         const ChildArgs *a = arg;
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
-        signal(SIGPIPE, SIG_DFL); /* the worker ignores it; ignored stays ignored across exec */
-        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL); /* ignored stays ignored across exec */
+        int e = 0;
+        if (a->detach == EXEC_GROUP ? setpgid(0, 0) < 0 : setsid() < 0)
+                e = errno;
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (getppid() != a->parent)
                 _exit(127);
-        int e = 0;
-        if (a->memory) {
+        if (!e && a->detach == EXEC_TERMINAL && ioctl(a->in_fd, TIOCSCTTY, 0) < 0)
+                e = errno;
+        if (!e && a->memory) {
                 /* Per command, not on the worker itself: the worker's own
                  * address space (large under sanitizers) stays unbounded. */
                 struct rlimit rl = { a->memory, a->memory };
@@ -273,10 +306,10 @@ static int child(void *arg) {
                         e = errno;
         }
         if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 ||
-                   fchdir(a->cwd_fd) < 0))
+                   fchdir(a->x->cwd_fd) < 0))
                 e = errno;
         if (!e) {
-                execve(a->path, a->argv, a->envp);
+                execve(a->x->path, a->argv, a->x->envp);
                 e = errno;
         }
         (void) !write(a->errpipe, &e, sizeof e);
@@ -287,33 +320,53 @@ static int child(void *arg) {
  * exec'd or exited, so one is enough. */
 static _Alignas(64) char child_stack[64 * 1024];
 
+int exec_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int in_fd, int out_fd, int err_fd,
+               ExecDetach detach, pid_t *ret_pid) {
+        _cleanup_close_ int ep_r = -EBADF, ep_w = -EBADF;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return negative_errno();
+        ep_r = fds[0], ep_w = fds[1];
+        ChildArgs ca = {
+                .x = x, .argv = argv, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .errpipe = ep_w,
+                .detach = detach, .parent = getpid(), .memory = d->memory,
+        };
+        pid_t pid = clone(child, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
+        if (pid < 0)
+                return negative_errno();
+        ep_w = safe_close(ep_w);
+
+        int child_errno = 0;
+        ssize_t n;
+        do
+                n = read(ep_r, &child_errno, sizeof child_errno);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t) sizeof child_errno) {
+                /* It did not exec and exits at once: reap it here. */
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return child_errno > 0 ? child_errno : EIO;
+        }
+        *ret_pid = pid;
+        return 0;
+}
+
 int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj, char *stdin_data,
                size_t stdin_len, StrBuf *out, VsError **err) {
         _cleanup_free_ char *sdata = stdin_data;
         ProtocolExecRequest req = {};
-        _cleanup_free_ char **envp = NULL;
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int cwd_fd = -EBADF, in_r = -EBADF, in_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
-                            err_r = -EBADF, err_w = -EBADF, ep_r = -EBADF, ep_w = -EBADF;
+        _cleanup_(exec_prep_done) ExecPrep x = EXEC_PREP_INIT;
+        _cleanup_close_ int in_r = -EBADF, in_w = -EBADF, out_r = -EBADF, out_w = -EBADF, err_r = -EBADF,
+                            err_w = -EBADF;
         int k, fds[2];
+        pid_t pid;
 
         k = protocol_decode_exec_request(obj, &req, err);
         if (k < 0)
                 return k;
-        k = resolve_cwd(p, req.cwd, &cwd_fd, err);
+        k = exec_prepare(p, d, req.cwd, req.env, req.argv[0], &x, err);
         if (k < 0)
                 goto finish;
-        envp = exec_merge_env(d->env, req.env);
-        if (!envp) {
-                k = vs_error_set(err, -ENOMEM, "out of memory");
-                goto finish;
-        }
-
-        k = exec_find_program(req.argv[0], envp, cwd_fd, &path);
-        if (k == -ENOMEM) {
-                vs_error_set(err, k, "out of memory");
-                goto finish;
-        }
         if (k > 0) {
                 k = reply_unstarted(out, req.head.id, k, "vectora-worker: %s: %s\n", req.argv[0],
                                     k == 127 ? "command not found" : "Permission denied");
@@ -326,9 +379,6 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
         err_r = fds[0], err_w = fds[1];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        ep_r = fds[0], ep_w = fds[1];
         if (sdata) {
                 if (pipe2(fds, O_CLOEXEC) < 0)
                         goto fail_errno;
@@ -340,34 +390,19 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         }
 
         uint64_t start = now_us();
-        ChildArgs ca = {
-                .in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .cwd_fd = cwd_fd, .errpipe = ep_w,
-                .parent = getpid(), .path = path, .argv = req.argv, .envp = envp, .memory = d->memory,
-        };
-        pid_t pid = clone(child, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
-        if (pid < 0)
-                goto fail_errno;
-
-        /* Also here, so a kill before the child ran setpgid finds the group. */
-        (void) setpgid(pid, pid);
-        ep_w = safe_close(ep_w);
+        k = exec_spawn(&x, d, req.argv, in_r, out_w, err_w, EXEC_GROUP, &pid);
+        if (k < 0) {
+                vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+                goto finish;
+        }
+        if (k > 0) {
+                k = reply_unstarted(out, req.head.id, k == ENOENT ? 127 : 126, "vectora-worker: %s: %s\n",
+                                    req.argv[0], strerror(k));
+                goto finish;
+        }
         in_r = safe_close(in_r);
         out_w = safe_close(out_w);
         err_w = safe_close(err_w);
-
-        int child_errno = 0;
-        ssize_t n;
-        do
-                n = read(ep_r, &child_errno, sizeof child_errno);
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t) sizeof child_errno) {
-                /* exec failed: the child exits at once; reap it here. */
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                k = reply_unstarted(out, req.head.id, child_errno == ENOENT ? 127 : 126,
-                                    "vectora-worker: %s: %s\n", req.argv[0], strerror(child_errno));
-                goto finish;
-        }
 
         Exec *e = calloc(1, sizeof *e);
         if (!e) {

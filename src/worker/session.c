@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -25,7 +23,6 @@
 
 #include "fd-util.h"
 #include "macro.h"
-#include "strv.h"
 #include "worker.h"
 
 /* Sessions per worker: each holds a process group and up to three fds. */
@@ -103,49 +100,6 @@ static Session *find(Session *list, uint64_t id) {
         return NULL;
 }
 
-typedef struct SessionChild {
-        bool pty;
-        int in_fd, out_fd, err_fd, cwd_fd, errpipe;
-        pid_t parent;
-        uint64_t memory;
-        const char *path;
-        char *const *argv;
-        char *const *envp;
-} SessionChild;
-
-/* Between fork and exec: signals back to defaults, a session of its own
- * (so the terminal is its controlling one and a signal reaches the whole
- * group), die with the worker, fds in place. */
-static _noreturn_ void child(const SessionChild *a) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        signal(sig, SIG_DFL);
-        int e = 0;
-        if (setsid() < 0)
-                e = errno;
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != a->parent)
-                _exit(127);
-        if (!e && a->pty && ioctl(a->in_fd, TIOCSCTTY, 0) < 0)
-                e = errno;
-        if (!e && a->memory) {
-                struct rlimit rl = { a->memory, a->memory };
-                if (setrlimit(RLIMIT_AS, &rl) < 0)
-                        e = errno;
-        }
-        if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 || fchdir(a->cwd_fd) < 0))
-                e = errno;
-        if (!e) {
-                execve(a->path, a->argv, a->envp);
-                e = errno;
-        }
-        (void) !write(a->errpipe, &e, sizeof e);
-        _exit(127);
-}
-
 /* A terminal of the jail's devpts: the master (nonblocking) and its slave. */
 static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slave) {
         _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -204,13 +158,12 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
 
 int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t *obj, StrBuf *out, VsError **err) {
         ProtocolSessionOpenRequest req = {};
-        _cleanup_free_ char **envp = NULL;
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int cwd_fd = -EBADF, master = -EBADF, slave = -EBADF, in_r = -EBADF, in_w = -EBADF,
-                            out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF, ep_r = -EBADF,
-                            ep_w = -EBADF;
+        _cleanup_(exec_prep_done) ExecPrep x = EXEC_PREP_INIT;
+        _cleanup_close_ int master = -EBADF, slave = -EBADF, in_r = -EBADF, in_w = -EBADF, out_r = -EBADF,
+                            out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
         int k, fds[2];
         size_t n = 0;
+        pid_t pid;
 
         k = protocol_decode_session_open_request(obj, &req, err);
         if (k < 0)
@@ -228,19 +181,9 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                 k = session_connect(list, &req, out, err);
                 goto finish;
         }
-        k = resolve_cwd(p, req.cwd, &cwd_fd, err);
+        k = exec_prepare(p, d, req.cwd, req.env, req.argv[0], &x, err);
         if (k < 0)
                 goto finish;
-        envp = exec_merge_env(d->env, req.env);
-        if (!envp) {
-                k = vs_error_set(err, -ENOMEM, "out of memory");
-                goto finish;
-        }
-        k = exec_find_program(req.argv[0], envp, cwd_fd, &path);
-        if (k == -ENOMEM) {
-                vs_error_set(err, k, "out of memory");
-                goto finish;
-        }
         if (k > 0) {
                 k = vs_error_set_kind(err, -ENOENT, k == 127 ? "not_found" : "denied", "%s: %s", req.argv[0],
                                       k == 127 ? "command not found" : "Permission denied");
@@ -264,54 +207,29 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                         goto fail_errno;
                 err_r = fds[0], err_w = fds[1];
         }
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        ep_r = fds[0], ep_w = fds[1];
 
         Session *s = calloc(1, sizeof *s);
         if (!s) {
                 k = vs_error_set(err, -ENOMEM, "out of memory");
                 goto finish;
         }
-        SessionChild ca = {
-                .pty = req.pty,
-                .in_fd = req.pty ? slave : in_r,
-                .out_fd = req.pty ? slave : out_w,
-                .err_fd = req.pty ? slave : err_w,
-                .cwd_fd = cwd_fd,
-                .errpipe = ep_w,
-                .parent = getpid(),
-                .memory = d->memory,
-                .path = path,
-                .argv = req.argv,
-                .envp = envp,
-        };
-        pid_t pid = fork();
-        if (pid < 0) {
+        /* A session of its own: a terminal's controlling one, and a signal
+         * reaches the whole group. */
+        k = req.pty ? exec_spawn(&x, d, req.argv, slave, slave, slave, EXEC_TERMINAL, &pid)
+                    : exec_spawn(&x, d, req.argv, in_r, out_w, err_w, EXEC_SESSION, &pid);
+        if (k != 0) {
                 free(s);
-                goto fail_errno;
+                if (k < 0)
+                        vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+                else
+                        k = vs_error_set_kind(err, -k, k == ENOENT ? "not_found" : "io", "%s: %s", req.argv[0],
+                                              strerror(k));
+                goto finish;
         }
-        if (pid == 0)
-                child(&ca);
-        ep_w = safe_close(ep_w);
         slave = safe_close(slave);
         in_r = safe_close(in_r);
         out_w = safe_close(out_w);
         err_w = safe_close(err_w);
-
-        int child_errno = 0;
-        ssize_t got;
-        do
-                got = read(ep_r, &child_errno, sizeof child_errno);
-        while (got < 0 && errno == EINTR);
-        if (got == (ssize_t) sizeof child_errno) {
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                free(s);
-                k = vs_error_set_kind(err, -child_errno, child_errno == ENOENT ? "not_found" : "io", "%s: %s",
-                                      req.argv[0], strerror(child_errno));
-                goto finish;
-        }
 
         *s = (Session) {
                 .id = req.head.id,

@@ -107,6 +107,34 @@ typedef struct ExecDefaults {
         uint64_t memory;     /* RLIMIT_AS of each command, 0 = none */
 } ExecDefaults;
 
+/* What a command and a session share before they start: the cwd (opened
+ * against the policy), init's environment overridden and extended by the
+ * request's (a vector of borrowed strings), the program found on that
+ * environment's PATH. */
+typedef struct ExecPrep {
+        int cwd_fd;
+        char **envp;
+        char *path;
+} ExecPrep;
+#define EXEC_PREP_INIT { .cwd_fd = -EBADF }
+/* 0 and *ret (release with exec_prep_done), 126/127 when argv0 is not
+ * executable/not found (nothing to release), or a negative errno with *err. */
+int exec_prepare(const Policy *p, const ExecDefaults *d, const char *cwd, char *const *env, const char *argv0,
+                 ExecPrep *ret, VsError **err);
+void exec_prep_done(ExecPrep *x);
+
+typedef enum ExecDetach {
+        EXEC_GROUP,    /* a process group of its own: a signal reaches its children */
+        EXEC_SESSION,  /* a session of its own (outlives its request) */
+        EXEC_TERMINAL, /* a session whose controlling terminal is in_fd */
+} ExecDetach;
+/* Starts argv as x describes, with in/out/err (borrowed) as 0/1/2, the
+ * command's RLIMIT_AS from d, killed with the worker. 0 and *ret_pid; a
+ * positive errno: execve failed (the child is reaped); a negative errno:
+ * no child. */
+int exec_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int in_fd, int out_fd, int err_fd,
+               ExecDetach detach, pid_t *ret_pid);
+
 /* Starts the command of an exec request. stdin_data (owned, free()) may be
  * NULL. On success the Exec is linked into *list. A command that cannot
  * start still "succeeds": its reply (126/127) is appended to out. */
@@ -123,12 +151,6 @@ void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out);
 int exec_next_timeout_ms(Exec *list);
 /* A child was reaped: true when it was a command's. */
 bool exec_reaped(Exec *list, pid_t pid, int status);
-/* init env overridden and extended by add; a vector of borrowed strings
- * (free() it, not them). NULL on OOM. */
-char **exec_merge_env(char *const *base, char *const *add);
-/* PATH lookup in env (relative entries against cwd_fd): 0 and *ret
- * (malloc'd), 126 or 127, or -ENOMEM. */
-int exec_find_program(const char *name, char *const *env, int cwd_fd, char **ret);
 /* Kills the command with this request id. */
 bool exec_cancel(Exec *list, uint64_t id);
 bool exec_id_in_use(Exec *list, uint64_t id);
