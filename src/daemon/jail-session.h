@@ -100,6 +100,9 @@ typedef struct PtyOpenArgs {
 extern const JsonField pty_open_table[];
 
 void jail_pty_open(Request *r, json_t *obj);
+/* An opened terminal's terminal_open audit line names it: {"pty": id}, as
+ * its terminal_exit line does. */
+void audit_target_pty(Request *r, uint64_t id);
 /* terminal_input/resize/close for one of c's jail terminals: false when
  * the pty id is not one of them. */
 bool jail_pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m);

@@ -287,6 +287,12 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const
         }
         log_info("workspace %s: background process %llu (pid %lld in the %s) for client pid %d", r->ws->path,
                  (unsigned long long)p->id, (long long)pid, p->sandboxed ? "jail" : "worker", (int)r->client->pid);
+        /* Its audit line names the id its process_exit line will carry. */
+        json_t *t = json_pack("{s:I,s:O}", "process", (json_int_t)p->id, "command", p->target);
+        if (t) {
+                json_decref(r->target);
+                r->target = t;
+        }
         request_finish(r, l, json_pack("{s:I,s:I}", "process", (json_int_t)p->id, "pid", (json_int_t)pid), NULL, 0, API_OK, NULL);
 }
 

@@ -153,6 +153,7 @@ static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, co
         log_info("workspace %s: jail terminal %llu (pid %lld in the jail) for client pid %d", r->ws->path,
                  (unsigned long long)p->id, (long long)pid, (int)r->client->pid);
         bool gone = r->client->closed;
+        audit_target_pty(r, p->id);
         request_finish(r, l, result, NULL, 0, API_OK, NULL);
         if (gone) {
                 /* Its client left while it started. */

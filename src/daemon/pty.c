@@ -29,6 +29,11 @@ struct PtySession {
         StrBuf in;      /* input the PTY did not take yet */
         bool eof, reaped, paused, closed;
         int status;
+        /* For its audit line: who opened it, where, when. */
+        char *workspace;
+        uid_t uid;
+        pid_t client_pid;
+        uint64_t t0_us;
 };
 
 static PtySession *all_ptys;
@@ -36,6 +41,7 @@ static PtySession *all_ptys;
 static void on_pty_closed(uv_handle_t *h) {
         PtySession *p = h->data;
         strbuf_done(&p->in);
+        free(p->workspace);
         free(p);
 }
 
@@ -58,13 +64,28 @@ static void pty_maybe_free(PtySession *p) {
                 on_pty_closed((uv_handle_t *)&p->poll);
 }
 
+/* The shell is reaped and its output drained: the audit line, and the
+ * event for the client that opened it (when still there). Once. */
 static void pty_send_exit(PtySession *p) {
+        int code = WIFSIGNALED(p->status) ? 128 + WTERMSIG(p->status) : WEXITSTATUS(p->status);
+        int sig = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
+        json_t *target = json_pack("{s:I,s:i,s:i}", "pty", (json_int_t)p->id, "exit_code", code, "signal", sig);
+        AuditRecord a = {
+                .uid = p->uid,
+                .pid = p->client_pid,
+                .workspace = p->workspace,
+                .tool = "terminal_exit",
+                .target = target,
+                .outcome = "ok",
+                .duration_ms = (now_us() - p->t0_us) / 1000,
+        };
+        audit_write(&a);
+        json_decref(target);
         if (!p->client)
                 return;
-        int code = WIFSIGNALED(p->status) ? 128 + WTERMSIG(p->status) : WEXITSTATUS(p->status);
         client_send_json(p->client,
                          json_pack("{s:s,s:I,s:i,s:i}", "event", "terminal_exit", "pty", (json_int_t)p->id, "exit_code",
-                                   code, "signal", WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0),
+                                   code, "signal", sig),
                          NULL, 0);
         client_unref(TAKE_PTR(p->client));
 }
@@ -193,6 +214,14 @@ const JsonField pty_open_table[] = {
         {},
 };
 
+void audit_target_pty(Request *r, uint64_t id) {
+        json_t *t = json_pack("{s:I}", "pty", (json_int_t)id);
+        if (t) {
+                json_decref(r->target);
+                r->target = t;
+        }
+}
+
 void pty_open(Request *r, json_t *obj) {
         Workspace *ws = r->ws;
         r->target = json_string("pty");
@@ -264,6 +293,10 @@ void pty_open(Request *r, json_t *obj) {
         p->id = ++r->srv->next_pty_id;
         p->client = r->client;
         client_ref(p->client);
+        p->workspace = strdup(ws->path); /* NULL (out of memory): audited without it */
+        p->uid = r->client->uid;
+        p->client_pid = r->client->pid;
+        p->t0_us = now_us();
         uv_poll_init(r->srv->loop, &p->poll, master);
         p->poll.data = p;
         p->poll_init = true;
@@ -272,6 +305,7 @@ void pty_open(Request *r, json_t *obj) {
         update_poll(p);
         log_info("workspace %s: PTY %llu (pid %d) for client pid %d", ws->path, (unsigned long long)p->id, (int)pid,
                  (int)r->client->pid);
+        audit_target_pty(r, p->id);
         request_finish(r, NULL, json_pack("{s:I,s:i,s:s}", "pty", (json_int_t)p->id, "pid", (int)pid, "shell", shell),
                        NULL, 0, API_OK, NULL);
 }

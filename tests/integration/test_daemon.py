@@ -687,12 +687,25 @@ def t_pty(d, tmp):
     time.sleep(0.5)
     t.write(b"stty size; echo M1\n")
     check(t.expect(b"M1"), t.buf)
-    t.resize(40, 120)
-    time.sleep(0.3)
-    t.write(b"stty size; echo M2\n")
-    check(t.expect(b"40 120"), t.buf)
+    check(t.resize_seen(40, 120), t.buf)
     t.write(b"exit 7\n")
     check(t.wait() == 7, t.buf)
+    # Each terminal's start and end are in the audit log, the exit status with it.
+    for ws, codes, sandboxed in ((un, [5, 7], False), (sb, [9], True)):
+        opens, ends = pty_audit(d.audit, ws)
+        check(len(opens) == len(codes) and all(l["outcome"] == "ok" and l["sandboxed"] is sandboxed for l in opens),
+              opens)
+        check(sorted(l["target"]["exit_code"] for l in ends) == codes
+              and all(l["sandboxed"] is sandboxed and l["outcome"] == "ok" for l in ends), ends)
+        # The start line names the terminal its end line does.
+        check(sorted(l["target"]["pty"] for l in opens) == sorted(l["target"]["pty"] for l in ends), (opens, ends))
+
+
+def pty_audit(audit, ws):
+    """ws's terminal_open and terminal_exit lines of the audit log."""
+    mine = [json.loads(l) for l in open(audit)]
+    mine = [l for l in mine if l["workspace"] == os.path.realpath(ws)]
+    return [l for l in mine if l["tool"] == "terminal_open"], [l for l in mine if l["tool"] == "terminal_exit"]
 
 
 class PtyShell:
@@ -720,6 +733,13 @@ class PtyShell:
 
     def write(self, b):
         os.write(self.fd, b)
+
+    def resize_seen(self, rows, cols):
+        """Resized (SIGWINCH to the CLI): does `stty size` in the shell say so?"""
+        self.resize(rows, cols)
+        time.sleep(0.5)
+        self.write(b"stty size; echo SIZED\n")
+        return self.expect(b"%d %d\r\nSIZED" % (rows, cols))
 
     def expect(self, word, t=10):
         end = time.time() + t
@@ -796,10 +816,7 @@ def t_pty_jail(d, tmp):
     check(t.expect(b"END2\r\n", 10) and (os.path.realpath(sb) + "\r\n").encode() in t.buf, t.buf)
     check(re.search(rb"RC=[1-9]", t.buf), t.buf)
     check(open(os.path.join(sb, "vectora.toml")).read() == SANDBOX, "vectora.toml was written")
-    t.resize(40, 120)
-    time.sleep(0.5)
-    t.write(b"stty size; echo M2\n")
-    check(t.expect(b"40 120"), t.buf)
+    check(t.resize_seen(40, 120), t.buf)
     # A status call meanwhile: the worker is busy with a terminal, not idle.
     w = d.ws_status(sb)["worker"]
     t.write(b"exit 7\n")
@@ -1098,6 +1115,87 @@ def t_ports(d, tmp):
     c.close()
 
 
+def http_get(port, t=0):
+    """GET /index.html on the host's 127.0.0.1:port: the body, or None when
+    nothing answers (retried for t seconds)."""
+    import urllib.request
+    end = time.time() + t
+    while True:
+        try:
+            return urllib.request.urlopen("http://127.0.0.1:%d/index.html" % port, timeout=5).read()
+        except OSError:
+            if time.time() >= end:
+                return None
+            time.sleep(0.1)
+
+
+def t_ports_cli(d0, tmp):
+    """The dev server of the issue through the CLI verbs: `start` prints its
+    id, `ps` lists it, `logs` has its requests, `stop` ends it and the port
+    stops answering; with nothing running the worker idles out; a second
+    server ends with the daemon's shutdown (its process gone, the port
+    closed). Each start and end is in the audit log."""
+    port = free_port()
+    with OwnDaemon(tmp, "ports-cli") as d:
+        ws = make_ws(tmp, "ports-cli", SANDBOX + "network = false\nidle_timeout = 1\nports = [%d]\n" % port,
+                     {"index.html": "dev server\n"})
+        env = dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock)
+
+        def cli(*a):
+            return subprocess.run([CLI, *a], capture_output=True, text=True, env=env, timeout=60)
+
+        def servers():
+            return [p for p in proc_tree(d.p.pid) if comm(p) and comm(p).startswith("python3")]
+
+        serve = "exec python3 -m http.server %d --bind 127.0.0.1" % port
+        p = cli("start", "-w", ws, serve)
+        check(p.returncode == 0 and p.stdout.strip().isdigit(), (p.returncode, p.stdout, p.stderr))
+        pid1 = p.stdout.strip()
+        check(http_get(port, 30) == b"dev server\n", "the forwarded port did not answer")
+        check(cli("run", "-w", ws, "echo between").stdout == "between\n", "a tool call meanwhile")
+        check(http_get(port) == b"dev server\n", "not served after another call")
+        p = cli("ps", "-w", ws)
+        row = [l for l in p.stdout.splitlines() if l.split()[:1] == [pid1]]
+        check(p.returncode == 0 and row and "running" in row[0] and "http.server" in row[0], p.stdout)
+        p = cli("logs", "-w", ws, pid1)
+        check(p.returncode == 0 and '"GET /index.html HTTP/1.1" 200' in p.stderr, (p.stdout, p.stderr))
+        check(len(servers()) == 1, [comm(x) for x in proc_tree(d.p.pid)])
+        p = cli("stop", "-w", ws, pid1)
+        check(p.returncode == 0 and "stopped (SIGTERM" in p.stdout, (p.returncode, p.stdout, p.stderr))
+        check(http_get(port) is None, "still served after stop")
+        check(servers() == [], "the server's process outlived stop")
+        p = cli("ps", "-w", ws)
+        row = [l for l in p.stdout.splitlines() if l.split()[:1] == [pid1]]
+        check(row and "running" not in row[0], p.stdout)
+        # Nothing runs now: the worker idles out (a running one would hold it, t_process).
+        time.sleep(2.5)
+        w = d.ws_status(ws)
+        check(w["worker"] is None and w["counters"]["idle_ends"] >= 1, w)
+        check(http_get(port) is None, "a server answered after the idle end")
+        # Another one, then the daemon's shutdown ends it and the listener.
+        p = cli("start", "-w", ws, serve)
+        check(p.returncode == 0, (p.stdout, p.stderr))
+        pid2 = p.stdout.strip()
+        check(http_get(port, 30) == b"dev server\n", "the second server did not answer")
+        tree = proc_tree(d.p.pid)
+        check(len(servers()) == 1, [comm(x) for x in tree])
+        d.p.send_signal(signal.SIGTERM)
+        check(d.p.wait(30) == 0, "exit status")
+        end = time.time() + 10
+        while time.time() < end and any(alive(x) for x in tree):
+            time.sleep(0.02)
+        check(not any(alive(x) for x in tree), [comm(x) for x in tree if alive(x)])
+        check(http_get(port) is None, "the port answered after the daemon's shutdown")
+        lines = [json.loads(l) for l in open(d.audit)]
+        mine = [l for l in lines if l["workspace"] == os.path.realpath(ws)]
+        starts = [l["target"] for l in mine if l["tool"] == "process_start" and l["outcome"] == "ok"]
+        ends = [l for l in mine if l["tool"] == "process_exit"]
+        check(starts == [{"process": int(pid1), "command": serve}, {"process": int(pid2), "command": serve}], starts)
+        check([e["target"]["process"] for e in ends] == [int(pid1), int(pid2)]
+              and ends[0]["target"]["signal"] == 15 and ends[0]["outcome"] == "ok"
+              and ends[1]["error_code"] == "shutting_down", ends)
+
+
 def t_idle(d, tmp):
     sb = make_ws(tmp, "idle", SANDBOX + "idle_timeout = 1\n")
     c = d.conn()
@@ -1247,7 +1345,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
