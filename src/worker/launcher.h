@@ -28,3 +28,5 @@ int keeper_main(int argc, char **argv);
 void unjailed_set(const char *reason);
 void unjailed_adjust_init(ProtocolInit *init);
 int unjailed_degraded(char ***degraded);
+/* True when the worker runs without a jail (and so on the host's network). */
+bool unjailed(void);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "launcher.h"
 #include "macro.h"
 #include "worker.h"
 
@@ -122,6 +123,15 @@ static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slav
 /* A forwarded port's connection: 127.0.0.1:port, which in a jail without
  * the host's network is the jail's own loopback. */
 static int session_connect(Session **list, const ProtocolSessionOpenRequest *req, StrBuf *out, VsError **err) {
+        /* Without a jail the worker is on the remote host's own network:
+         * 127.0.0.1:port there is any of its services (or, when the remote
+         * is this host, the daemon's own listener, looping), not a port of
+         * the jail's. */
+        if (unjailed())
+                return vs_error_set_kind(err, -EOPNOTSUPP, "denied",
+                                         "forwarded ports need the jail's own network namespace, and the remote host "
+                                         "has no bubblewrap: install it there (apt-get install bubblewrap), or "
+                                         "remove sandbox.ports");
         _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return vs_error_set(err, negative_errno(), "port %llu: socket: %m", (unsigned long long) req->connect);

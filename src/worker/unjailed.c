@@ -35,3 +35,7 @@ int unjailed_degraded(char ***degraded) {
                 return 0;
         return strv_extend(degraded, unjailed_reason);
 }
+
+bool unjailed(void) {
+        return unjailed_reason != NULL;
+}

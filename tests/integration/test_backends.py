@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -53,6 +54,7 @@ OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 sys.path.insert(0, os.path.join(HERE, "../lib"))
 from vtest import Conn, Skip, Tap, check  # noqa: E402,F401
 import vtest  # noqa: E402
+from test_daemon import PtyShell, free_port, http_get, pty_audit  # noqa: E402  (shared with the local backend's tests)
 
 notes = []
 T = Tap()
@@ -597,6 +599,107 @@ def t_plan_prints_commands():
     check(r.returncode == 0 and "StrictHostKeyChecking=yes" in r.stdout and "--launch-jail" in r.stdout, r.stdout)
 
 
+def t_docker_pty_cli():
+    """`vectora-sandbox shell` on a real terminal (pty.fork) in a docker
+    workspace: the checks t_pty_jail makes on the local backend."""
+    need_docker()
+    ws = make_ws(E.tmp, "docker-pty", docker_toml(), E.owner)
+    c = E.d.conn()
+    jail_ids = ok(term(c, ws, "id -u; id -g"), "terminal")["stdout"].split()
+    check(jail_ids[0] != "0" or not ROOT, jail_ids)
+    t = PtyShell(E.d, ws)
+    # Typed at once: before the CLI has even reached the daemon.
+    t.write(b"echo TYPED-$((6*7))\n")
+    check(t.expect(b"TYPED-42", 60), t.buf)
+    t.write(b"echo U=$(id -u):$(id -g):$(tty) LEN=$(wc -c < .env); echo END$((0+1))\n")
+    check(t.expect(b"END1\r\n", 15) and b"SECRET" not in t.buf, t.buf)
+    m = re.search(rb"U=(\d+):(\d+):(/dev/pts/\d+) LEN=0\r\n", t.buf)
+    check(m and [m.group(1).decode(), m.group(2).decode()] == jail_ids, (t.buf, jail_ids))
+    t.write(b"echo x >> vectora.toml; echo RC=$?; pwd; echo END$((1+1))\n")
+    check(t.expect(b"END2\r\n", 15) and (os.path.realpath(ws) + "\r\n").encode() in t.buf, t.buf)
+    check(re.search(rb"RC=[1-9]", t.buf), t.buf)
+    with open(os.path.join(ws, "vectora.toml")) as f:
+        check(f.read() == docker_toml(), "vectora.toml was written from the container's terminal")
+    check(t.resize_seen(40, 120), t.buf)
+    t.write(b"exit 7\n")
+    check(t.wait() == 7, t.buf)
+    opens, ends = pty_audit(E.d.audit, ws)
+    check(len(opens) == 1 and opens[0]["outcome"] == "ok" and opens[0]["sandboxed"], opens)
+    check(len(ends) == 1 and ends[0]["target"] == {"pty": opens[0]["target"]["pty"], "exit_code": 7, "signal": 0}
+          and ends[0]["sandboxed"], ends)
+    c.close()
+
+
+def ports_roundtrip(c, ws, command, port, body):
+    """A server started in the background answers on the host's forwarded
+    port across tool calls, is listed, and stops answering once stopped."""
+    r = ok(c.call({"tool": "process_start", "workspace": ws, "command": command}), "process_start")
+    check(r["sandboxed"], r)
+    web = r["process"]
+    check(http_get(port, 60) == body, "first GET")
+    check(ok(term(c, ws, "echo between"), "terminal")["stdout"] == "between\n", "a tool call meanwhile")
+    check(http_get(port) == body, "second GET, after another call")
+    st = E.d.status(ws)
+    check([(x["host"], x["listening"]) for x in st["ports"]] == [(port, True)] and st["ports"][0]["accepted"] >= 2, st)
+    r = ok(c.call({"tool": "process_list", "workspace": ws}), "process_list")
+    check([(p["process"], p["running"]) for p in r["processes"]] == [(web, True)], r)
+    ok(c.call({"tool": "process_signal", "workspace": ws, "process": web, "signal": "KILL"}), "process_signal")
+    end = time.time() + 20
+    while ok(c.call({"tool": "process_output", "workspace": ws, "process": web, "wait_ms": 1000}),
+             "process_output")["running"] and time.time() < end:
+        pass
+    check(http_get(port) is None, "still served after the server was stopped")
+
+
+def t_docker_ports():
+    """ports = [N] with network = false on docker (--network none): the
+    relay over the worker channel reaches busybox httpd on the container's
+    own loopback."""
+    need_docker()
+    port = free_port()
+    ws = make_ws(E.tmp, "docker-ports", docker_toml("network = false\nports = [%d]\n" % port), E.owner,
+                 {"index.html": "hello from the container\n"})
+    c = E.d.conn()
+    ports_roundtrip(c, ws, "exec httpd -f -p 127.0.0.1:%d -h ." % port, port, b"hello from the container\n")
+    r = ok(term(c, ws, "cat /proc/net/dev"), "terminal")
+    devs = [l.split(":")[0].strip() for l in r["stdout"].splitlines() if ":" in l and "|" not in l]
+    check(devs == ["lo"], "network devices in the container: %s" % devs)
+    c.close()
+
+
+def t_ssh_ports():
+    """ports on ssh: the relay over the same ssh connection reaches a server
+    in the remote jail's own network namespace (the remote here is this
+    host: on the host's network the server could not even bind the port the
+    daemon listens on). A remote without bubblewrap has no namespace of the
+    jail's: each connection is refused, saying why, and nothing loops back."""
+    need_ssh()
+    port = free_port()
+    extra = "network = false\nports = [%d]\n" % port
+    local, _ = ssh_ws("ssh-ports", extra=extra, remote_files={"index.html": "hello from the remote jail\n"})
+    c = E.d.conn()
+    ports_roundtrip(c, local, "exec python3 -m http.server %d --bind 127.0.0.1" % port, port,
+                    b"hello from the remote jail\n")
+    port2 = free_port()
+    nb, _ = ssh_ws("ssh-ports-nobwrap", server=E.ssh_nobwrap, extra="network = false\nports = [%d]\n" % port2)
+    ok(term(c, nb, "true"), "the unjailed worker starts")
+    with socket.create_connection(("127.0.0.1", port2), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        s.settimeout(10)
+        try:
+            got = s.recv(100)
+        except ConnectionResetError:  # closed with the request unread
+            got = b""
+        check(got == b"", "a connection was relayed to the remote host's own loopback: %r" % got)
+    end = time.time() + 10
+    while "need the jail's own network namespace" not in E.d.log_text() and time.time() < end:
+        time.sleep(0.1)
+    check("need the jail's own network namespace" in E.d.log_text(), E.d.log_text()[-2000:])
+    st = E.d.status(nb)
+    check(st["ports"][0]["connections"] == 0 and st["ports"][0]["accepted"] == 1, st["ports"])
+    c.close()
+
+
 def measure():
     """Cold start (first call on a fresh workspace: spawn, handshake, the
     call) and warm `exec /bin/true` round trips through the daemon."""
@@ -652,6 +755,10 @@ TESTS = [
     ("ssh: a dropped connection fails the in-flight call; the next call reconnects", t_ssh_dropped_connection),
     ("plan prints the docker and ssh command lines", t_plan_prints_commands),
     ("a missing .git/hooks or .git/config cannot be created from the jail (local, docker)", t_missing_hooks_protected),
+    ("docker: the CLI's shell on a real terminal (uid, mask, vectora.toml, resize, typeahead, exit, audit)",
+     t_docker_pty_cli),
+    ("docker: a forwarded port reaches a server in a --network none container", t_docker_ports),
+    ("ssh: a forwarded port reaches a server in the remote jail; without bubblewrap it is refused", t_ssh_ports),
     ("cold start and warm exec /bin/true, local vs docker vs ssh", measure),
 ]
 
