@@ -7,7 +7,10 @@ exec -w WS -- PROBE ATTEMPT`, and the file tools `read`/`write`/`edit`).
 The probe (tests/helpers/probe.c, static) runs inside the jail and prints
 `BLOCKED: detail` (exit 0) or `ESCAPED: detail` (exit 1) per attempt. Where
 the host can see the effect (a file written, a process killed), the test
-checks the host side too.
+checks the host side too. Every attempt that runs the probe, and the
+seccomp runs, run again through a daemon: as the shell of a terminal in the
+jail (the `pty:` section) and as a background process (`start`, then
+`logs --follow`: the `bg:` section), with the same expectations.
 
 The whole list runs once per identity: as root (the CLI invoked as root; the
 jail drops to the workspace's owner, uid 65534) and as uid 65534 (the CLI
@@ -181,7 +184,7 @@ class Ctx:
         self.sleeper = None
         self.daemon = None
         self.ws_allow = None
-        self.via = None  # "pty": c.probe runs the probe in a jail terminal
+        self.via = None  # "pty": c.probe runs the probe in a jail terminal; "bg": as a background process
 
     def make_ws(self, name, network, lockdown=False):
         ws = os.path.join(self.t, name)
@@ -245,6 +248,8 @@ class Ctx:
     def probe(self, ws, *args, extra_env=None):
         if self.via == "pty":
             return self.pty_probe(ws, *args, extra_env=extra_env)
+        if self.via == "bg":
+            return self.bg_probe(ws, *args, extra_env=extra_env)
         if ws == self.ws_allow:
             # A network allowlist is served by the daemon's proxy.
             extra_env = dict(extra_env or {}, VECTORA_SANDBOX_SOCKET=self.allow_sock)
@@ -266,6 +271,16 @@ class Ctx:
         # The shell's prompt ("$ ") shares a line with what follows it.
         r.stdout = re.sub(rb"(?m)^(\$ )+", b"", r.stdout)
         return r
+
+    def bg_probe(self, ws, *args, extra_env=None):
+        """The probe as a background process in the jail (`start`, then
+        `logs --follow` until it ends): its exit is the process's."""
+        env = dict(extra_env or {}, VECTORA_SANDBOX_SOCKET=self.allow_sock)
+        r = self.cli(["start", "-w", ws, "exec " + " ".join(shlex.quote(a) for a in [self.probe_path(ws), *args])],
+                     env)
+        if r.returncode != 0:
+            return r
+        return self.cli(["logs", "-w", ws, r.stdout.decode().strip(), "--follow"], env)
 
     def start_allowlist(self):
         """A workspace whose allowlist names the host's own address and one
@@ -1151,10 +1166,11 @@ def _(c):
 
 @attempt("the CLI's environment does not leak in (only the allowlist)")
 def _(c):
-    # An interactive shell exports what it computes itself: PWD (the jail's
-    # cwd) and, busybox's, SHLVL.
+    # A shell exports what it computes itself: PWD (the jail's cwd) and,
+    # busybox's, SHLVL (a terminal runs one, a background command line runs
+    # under sh -c).
     return expect_blocked(c.probe(c.ws, "env", c.m["envvar"], *ENV_ALLOWLIST,
-                                  *(["PWD", "SHLVL"] if c.via == "pty" else [])))
+                                  *(["PWD", "SHLVL"] if c.via in ("pty", "bg") else [])))
 
 
 @attempt("the worker's own environment (/proc/1/environ) has none of the CLI's")
@@ -1363,32 +1379,41 @@ def uses_probe(fn):
     return "c.probe(" in src and "make_ws(" not in src
 
 
-def run_pty(c, prefix):
-    """The terminal section: its own attempts, then every probe attempt and
-    the seccomp runs again with the probe as a terminal's shell: nothing a
-    one-shot command cannot reach may be reachable there."""
-    na = BACKEND.not_applicable("pty:")
+def run_via(c, prefix, via, own, what):
+    """A long-lived section: its own attempts, then every probe attempt and
+    the seccomp runs again with the probe run `via` the daemon (as a
+    terminal's shell, or as a background process): nothing a one-shot
+    command cannot reach may be reachable there."""
+    na = BACKEND.not_applicable(via + ":")
     if na:
         counter[0] += 1
-        print(f"ok {counter[0]} - {prefix}pty: the terminal section # SKIP not applicable to {BACKEND.name}: {na}")
+        print(f"ok {counter[0]} - {prefix}{via}: {what} # SKIP not applicable to {BACKEND.name}: {na}")
         results["skipped"] += 1
         return
     try:
         c.start_daemon()
     except Exception:
-        tap(False, f"{prefix}pty: the daemon starts", traceback.format_exc())
+        tap(False, f"{prefix}{via}: the daemon starts", traceback.format_exc())
         return
-    for name, fn in PTY_ATTEMPTS:
+    for name, fn in own:
         run_one(prefix + name, fn, c)
-    c.via = "pty"
+    c.via = via
     try:
         for name, fn in ATTEMPTS:
-            # Degradation is the CLI's embedded launch (its env): not a terminal's.
+            # Degradation is the CLI's embedded launch (its env): not the daemon's.
             if uses_probe(fn) and not name.startswith("degraded:"):
-                run_one(f"{prefix}pty: {name}", fn, c)
-        run_syscalls(c, prefix + "pty: ")
+                run_one(f"{prefix}{via}: {name}", fn, c)
+        run_syscalls(c, f"{prefix}{via}: ")
     finally:
         c.via = None
+
+
+def run_pty(c, prefix):
+    run_via(c, prefix, "pty", PTY_ATTEMPTS, "the terminal section")
+
+
+def run_bg(c, prefix):
+    run_via(c, prefix, "bg", [], "the background process section")
 
 
 # ---------------------------------------------------------------- runner
@@ -1590,6 +1615,7 @@ def main():
                     run_one(prefix + name, fn, c)
                 run_syscalls(c, prefix)
                 run_pty(c, prefix)
+                run_bg(c, prefix)
             finally:
                 try:
                     os.unlink(c.tmp_sock)
