@@ -88,6 +88,20 @@ typedef struct DaemonOptions {
         bool foreground;
 } DaemonOptions;
 
+/* What the server hands its clients' messages to, set by main.c before
+ * server_start: the server knows connections, framing and backpressure,
+ * not tools (so server.c calls nothing above it). */
+typedef struct ServerHandlers {
+        /* One decoded request line (takes m). */
+        void (*request)(Client *c, JsonlMsg *m);
+        /* The error reply for a line that could not be decoded at all. */
+        void (*bad_line)(Client *c, ApiError code, const char *message);
+        /* A client goes: what it holds open (terminals) ends. */
+        void (*client_closing)(Client *c);
+        /* Its replies drained below the high mark: paused output may go on. */
+        void (*client_resumed)(Client *c);
+} ServerHandlers;
+
 typedef struct Counters {
         uint64_t requests, ok, errors, refused, denied;
         uint64_t spawns, spawn_failures, crashes, recycles, idle_ends;
@@ -96,6 +110,7 @@ typedef struct Counters {
 struct Server {
         uv_loop_t *loop;
         DaemonOptions opt;
+        const ServerHandlers *handlers;
         uv_pipe_t listener;
         bool listening;
         Client *clients;
@@ -409,7 +424,6 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
 void tools_handle(Client *c, JsonlMsg *m);
 /* Error reply for a line that could not be decoded at all. */
 void tools_reply_bad_line(Client *c, ApiError code, const char *message);
-json_t *error_json(ApiError code, const char *message);
 
 /* ---- reply-fit.c ---- */
 /* Bytes a reply line has for its output strings, given the client's id. */

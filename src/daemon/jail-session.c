@@ -53,7 +53,7 @@ static void op_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const ch
         if (op->client && op->id && !op->client->closed) {
                 json_t *o = json_pack("{s:O,s:b}", "id", op->id, "ok", !code);
                 if (o && code)
-                        json_object_set_new(o, "error", error_json(code, message));
+                        json_object_set_new(o, "error", api_error_json(code, message));
                 client_send_json(op->client, o, NULL, 0);
         }
         op_free(op);
@@ -72,7 +72,7 @@ static SessionOp *send_op_full(WorkerLink *l, uint64_t wid, ProtocolOp op_code, 
         if (!op) {
                 if (client && id)
                         client_send_json(client, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error",
-                                                           error_json(API_ERROR_INTERNAL, "out of memory")),
+                                                           api_error_json(API_ERROR_INTERNAL, "out of memory")),
                                          NULL, 0);
                 if (acked)
                         acked(userdata, API_ERROR_INTERNAL, "out of memory");
@@ -158,7 +158,7 @@ void jail_session_send(JailSession *s, ProtocolOp op, ProtocolSessionRequest *r,
         if (!usable(s)) {
                 if (client && id)
                         client_send_json(client, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error",
-                                                           error_json(API_ERROR_NOT_FOUND, "the session has ended")),
+                                                           api_error_json(API_ERROR_NOT_FOUND, "the session has ended")),
                                          NULL, 0);
                 return;
         }

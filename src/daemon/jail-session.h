@@ -69,7 +69,6 @@ bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why);
 void jail_sessions_end(WorkerLink *l, ApiError code, const char *why);
 
 /* ---- process.c: background processes ---- */
-bool process_is_tool(ApiTool tool);
 /* process_start/output/input/signal/list, the workspace resolved. */
 void process_tool(Request *r);
 /* The workspace goes away (daemon exit): its processes' records too. */

@@ -253,6 +253,13 @@ int main(int argc, char **argv) {
                 sigs[i]->data = srv;
                 uv_signal_start(sigs[i], on_signal, signums[i]);
         }
+        static const ServerHandlers handlers = {
+                .request = tools_handle,
+                .bad_line = tools_reply_bad_line,
+                .client_closing = pty_close_all,
+                .client_resumed = pty_resume,
+        };
+        srv->handlers = &handlers;
         if (server_start(srv, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));

@@ -502,11 +502,6 @@ static void process_list(Request *r) {
 
 /* ---- dispatch ---- */
 
-bool process_is_tool(ApiTool tool) {
-        return tool == API_TOOL_PROCESS_START || tool == API_TOOL_PROCESS_OUTPUT || tool == API_TOOL_PROCESS_INPUT ||
-               tool == API_TOOL_PROCESS_SIGNAL || tool == API_TOOL_PROCESS_LIST;
-}
-
 void process_tool(Request *r) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (r->ws->state == WS_REFUSED)

@@ -207,7 +207,7 @@ static JailPty *find(Client *c, json_t *jp) {
 
 static void reply_error(Client *c, json_t *id, ApiError code, const char *msg) {
         if (id)
-                client_send_json(c, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error", error_json(code, msg)), NULL,
+                client_send_json(c, json_pack("{s:O,s:b,s:o}", "id", id, "ok", 0, "error", api_error_json(code, msg)), NULL,
                                  0);
 }
 

@@ -362,6 +362,6 @@ void pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg 
                 return;
         json_t *o = json_pack("{s:O,s:b}", "id", id, "ok", !code);
         if (o && code)
-                json_object_set_new(o, "error", error_json(code, msg));
+                json_object_set_new(o, "error", api_error_json(code, msg));
         client_send_json(c, o, NULL, 0);
 }

@@ -56,7 +56,7 @@ static void client_close(Client *c) {
                 return;
         c->closed = true;
         c->closing = true;
-        pty_close_all(c);
+        c->srv->handlers->client_closing(c);
         Server *srv = c->srv;
         if (c->prev)
                 c->prev->next = c->next;
@@ -176,7 +176,7 @@ static void client_process(Client *c) {
                         break;
                 c->msg_bytes = before - jsonl_reader_pending(c->reader);
                 if (r == -EBADMSG) {
-                        tools_reply_bad_line(c, API_ERROR_BAD_REQUEST, vs_error_message(err));
+                        c->srv->handlers->bad_line(c, API_ERROR_BAD_REQUEST, vs_error_message(err));
                         continue;
                 }
                 if (r < 0) {
@@ -184,8 +184,9 @@ static void client_process(Client *c) {
                          * hang up once the reply is out. */
                         log_warning("client %d (uid %u): %s; disconnecting", (int)c->pid, (unsigned)c->uid,
                                     vs_error_message(err));
-                        tools_reply_bad_line(c, r == -EMSGSIZE ? API_ERROR_REQUEST_TOO_LARGE : API_ERROR_BAD_REQUEST,
-                                             vs_error_message(err));
+                        c->srv->handlers->bad_line(c, r == -EMSGSIZE ? API_ERROR_REQUEST_TOO_LARGE
+                                                                     : API_ERROR_BAD_REQUEST,
+                                                   vs_error_message(err));
                         if (c->reading)
                                 uv_read_stop((uv_stream_t *)&c->pipe);
                         c->reading = false;
@@ -193,7 +194,7 @@ static void client_process(Client *c) {
                         client_maybe_close(c);
                         break;
                 }
-                tools_handle(c, &m);
+                c->srv->handlers->request(c, &m);
                 c->msg_bytes = 0;
         }
         c->parsing = false;
@@ -311,7 +312,7 @@ static void on_write(uv_write_t *w, int status) {
                         client_maybe_close(c);
                 else if (!c->closed) {
                         client_update_reading(c);
-                        pty_resume(c);
+                        c->srv->handlers->client_resumed(c);
                 }
         }
         client_unref(c);
@@ -394,11 +395,11 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                 log_warning("encoding a reply: %s", strerror(-r));
                 bool big = r == -EMSGSIZE || r == -ENOBUFS;
                 json_t *e = json_pack("{s:o,s:b,s:o}", "id", id ? id : json_null(), "ok", 0, "error",
-                                      big ? error_json(API_ERROR_TOO_LARGE,
+                                      big ? api_error_json(API_ERROR_TOO_LARGE,
                                                        json_string_length(id) > 64 * 1024
                                                                ? "the reply is over the 1 MiB line limit because of its long \"id\"; use a shorter one"
                                                                : "the reply is over the 1 MiB line limit; ask for raw bytes (\"binary\": true)")
-                                          : error_json(API_ERROR_INTERNAL, "the reply could not be encoded"));
+                                          : api_error_json(API_ERROR_INTERNAL, "the reply could not be encoded"));
                 id = NULL;
                 if (e && jsonl_encode(e, NULL, 0, &out) < 0)
                         strbuf_clear(&out);
@@ -485,7 +486,7 @@ static void on_connection(uv_stream_t *l, int status) {
         if (cred.uid != geteuid() && cred.uid != 0) {
                 log_warning("refused a connection from uid %u (pid %d): only uid %u and root may use this daemon",
                             (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
-                tools_reply_bad_line(c, API_ERROR_FORBIDDEN, "this daemon serves only its own user");
+                srv->handlers->bad_line(c, API_ERROR_FORBIDDEN, "this daemon serves only its own user");
                 c->closing = true;
                 client_maybe_close(c);
                 return;
@@ -494,7 +495,7 @@ static void on_connection(uv_stream_t *l, int status) {
         int k = peer_check_namespaces(fd, cred.pid, why, sizeof why);
         if (k < 0) {
                 log_warning("refused a connection from uid %u: %s", (unsigned)cred.uid, why);
-                tools_reply_bad_line(c, API_ERROR_FORBIDDEN,
+                srv->handlers->bad_line(c, API_ERROR_FORBIDDEN,
                                      k == -EPERM ? "this daemon serves no jail: connect from outside any sandbox"
                                                  : "the peer could not be identified; connect from a process outside any sandbox");
                 c->closing = true;
@@ -504,7 +505,7 @@ static void on_connection(uv_stream_t *l, int status) {
         if (srv->shutting_down || srv->n_clients > srv->opt.max_clients) {
                 log_warning("refused a connection from pid %d: %s", (int)cred.pid,
                             srv->shutting_down ? "shutting down" : "too many connections");
-                tools_reply_bad_line(c, API_ERROR_BUSY, srv->shutting_down ? "the daemon is shutting down"
+                srv->handlers->bad_line(c, API_ERROR_BUSY, srv->shutting_down ? "the daemon is shutting down"
                                                                    : "too many connections; try again later");
                 c->closing = true;
                 client_maybe_close(c);

@@ -17,14 +17,9 @@
 
 json_t *daemon_counters_json(const Counters *c);
 
-json_t *error_json(ApiError code, const char *message) {
-        const char *name = api_error_name(code) ? api_error_name(code) : api_error_name(API_ERROR_INTERNAL);
-        return json_pack("{s:s,s:s}", "code", name, "message", message ? message : name);
-}
-
 void tools_reply_bad_line(Client *c, ApiError code, const char *message) {
         c->srv->counters.errors++;
-        client_send_json(c, json_pack("{s:n,s:b,s:o}", "id", "ok", 0, "error", error_json(code, message)), NULL, 0);
+        client_send_json(c, json_pack("{s:n,s:b,s:o}", "id", "ok", 0, "error", api_error_json(code, message)), NULL, 0);
 }
 
 json_t *b64_json(const void *p, size_t n) {
@@ -99,7 +94,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                 json_object_set(o, "id", r->id ? r->id : json_null());
                 json_object_set_new(o, "ok", json_boolean(!code));
                 if (code)
-                        json_object_set_new(o, "error", error_json(code, message));
+                        json_object_set_new(o, "error", api_error_json(code, message));
                 json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
                 if (r->ws && r->ws->proxy)
                         network_result(r, o);
@@ -502,12 +497,45 @@ static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         request_tool(r)->shape(r, l, m, o);
 }
 
+static void worker_tool(Request *r);
+
+static void terminal_open(Request *r) {
+        pty_open(r, r->msg.obj);
+}
+
+/* Where each tool goes once named. */
+typedef struct Route {
+        bool pty_message;      /* an open terminal's input, resize or close: no request of its own */
+        bool no_workspace;     /* answered before a workspace is looked up */
+        bool any_sandbox;      /* runs nothing in the workspace: require_sandbox does not refuse it */
+        void (*run)(Request *r);
+} Route;
+
+static const Route routes[_API_TOOL_MAX] = {
+        [API_TOOL_TERMINAL] = { .run = worker_tool },
+        [API_TOOL_FILE_READ] = { .run = worker_tool },
+        [API_TOOL_FILE_WRITE] = { .run = worker_tool },
+        [API_TOOL_FILE_EDIT] = { .run = worker_tool },
+        [API_TOOL_TERMINAL_OPEN] = { .run = terminal_open },
+        [API_TOOL_TERMINAL_INPUT] = { .pty_message = true },
+        [API_TOOL_TERMINAL_RESIZE] = { .pty_message = true },
+        [API_TOOL_TERMINAL_CLOSE] = { .pty_message = true },
+        [API_TOOL_PROCESS_START] = { .run = process_tool },
+        [API_TOOL_PROCESS_OUTPUT] = { .run = process_tool },
+        [API_TOOL_PROCESS_INPUT] = { .run = process_tool },
+        [API_TOOL_PROCESS_SIGNAL] = { .run = process_tool },
+        [API_TOOL_PROCESS_LIST] = { .run = process_tool },
+        [API_TOOL_POLICY_ALLOW] = { .any_sandbox = true, .run = policy_allow_reply },
+        [API_TOOL_STATUS] = { .no_workspace = true, .run = status_reply },
+};
+
 void tools_handle(Client *c, JsonlMsg *m) {
         Server *srv = c->srv;
         json_t *id = json_object_get(m->obj, "id");
         const char *tool = json_string_value(json_object_get(m->obj, "tool"));
         ApiTool which = api_tool_from_name(tool);
-        if (which == API_TOOL_TERMINAL_INPUT || which == API_TOOL_TERMINAL_RESIZE || which == API_TOOL_TERMINAL_CLOSE) {
+        const Route *route = which >= 0 ? &routes[which] : NULL;
+        if (route && route->pty_message) {
                 pty_message(c, id, tool, m->obj, m);
                 jsonl_msg_done(m);
                 return;
@@ -536,11 +564,9 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"id\" must be an integer or a string");
         if (!tool)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "missing \"tool\" (a string)");
-        if (which == API_TOOL_STATUS)
-                return status_reply(r);
-
-        const Tool *t = request_tool(r);
-        if (which < 0)
+        if (route && route->no_workspace)
+                return route->run(r);
+        if (!route)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
@@ -565,17 +591,21 @@ void tools_handle(Client *c, JsonlMsg *m) {
         json_t *req_sb = json_object_get(r->msg.obj, "require_sandbox");
         if (req_sb && !json_is_boolean(req_sb))
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"require_sandbox\" must be a boolean");
-        if (which == API_TOOL_POLICY_ALLOW)
-                return policy_allow_reply(r);
+        if (route->any_sandbox)
+                return route->run(r);
         if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_REQUIRED,
                                       "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");
 
-        if (which == API_TOOL_TERMINAL_OPEN)
-                return pty_open(r, r->msg.obj);
-        if (process_is_tool(which))
-                return process_tool(r);
+        route->run(r);
+}
 
+/* terminal, file_read, file_write, file_edit: one call of the core's
+ * (tool-call.h) on the workspace's worker. */
+static void worker_tool(Request *r) {
+        Workspace *ws = r->ws;
+        const Tool *t = request_tool(r);
+        _cleanup_(vs_error_freep) VsError *err = NULL;
         r->args = calloc(1, t->args_size);
         if (!r->args)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");

@@ -93,6 +93,11 @@ bool api_error_is(const char *code, ApiError e) {
         return code && api_error_name(e) && streq(code, api_error_name(e));
 }
 
+json_t *api_error_json(ApiError e, const char *message) {
+        const char *name = api_error_name(e) ? api_error_name(e) : api_error_name(API_ERROR_INTERNAL);
+        return json_pack("{s:s,s:s}", "code", name, "message", message ? message : name);
+}
+
 const char *api_error_outcome(ApiError e) {
         switch (e) {
         case API_OK:

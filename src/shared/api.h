@@ -91,6 +91,10 @@ ApiError api_error_from_name(const char *s);
 ApiError api_error_from_kind(const char *kind, ApiError fallback);
 /* Whether code (a wire name, may be NULL) is e. */
 bool api_error_is(const char *code, ApiError e);
+/* The reply's "error" object: {code, message} (message defaults to the
+ * code; a value out of range reads as internal). New reference, NULL on
+ * OOM. */
+json_t *api_error_json(ApiError e, const char *message);
 /* What the audit log and the counters call a result with this code:
  * ok, refused (nothing ran: the sandbox layer said no), denied (the
  * policy) or error. */
