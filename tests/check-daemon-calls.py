@@ -19,13 +19,12 @@ KNOWN = {
     ("jail-session", "tools"), ("jail-session", "watch"), ("jail-session", "worker-link"),
     ("jail-session", "workspace"),
     ("process", "jail-session"), ("process", "tools"), ("process", "worker-link"), ("process", "workspace"),
-    ("protect", "workspace"),
     ("pty", "pty-jail"), ("pty", "tools"),
     ("pty-jail", "jail-session"), ("pty-jail", "pty"), ("pty-jail", "tools"), ("pty-jail", "workspace"),
     ("tools", "process"), ("tools", "pty"), ("tools", "watch"), ("tools", "workspace"),
     ("watch", "workspace"),
-    ("worker-link", "jail-session"), ("worker-link", "protect"), ("worker-link", "workspace"),
-    ("workspace", "jail-session"), ("workspace", "process"), ("workspace", "protect"), ("workspace", "watch"),
+    ("worker-link", "jail-session"), ("worker-link", "workspace"),
+    ("workspace", "jail-session"), ("workspace", "process"), ("workspace", "watch"),
     ("workspace", "worker-link"),
 }
 

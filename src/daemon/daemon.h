@@ -285,6 +285,9 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const ch
 void workspace_link_idle(Workspace *ws, WorkerLink *l);
 /* The last process of an ended jail of ws was reaped: a waiting start may go. */
 void workspace_old_jail_gone(Workspace *ws);
+/* protect.c's ProtectChangedFn: the worker is recycled, in-flight calls
+ * fail with worker_recycled and why. */
+void workspace_protect_changed(Workspace *ws, const char *why);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
 /* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
  * ...) was created or written under the workspace's listed paths. */
@@ -513,9 +516,12 @@ const char *watch_gap(Workspace *ws);
 
 /* ---- protect.c ---- */
 typedef struct WorkspaceProtect WorkspaceProtect;
+/* A protected path changed on the host since the worker spawned: the
+ * workspace recycles it (workspace_protect_changed). */
+typedef void (*ProtectChangedFn)(Workspace *ws, const char *why);
 /* Notes what the protected paths are now (the worker being spawned binds
- * these) and watches their directories. */
-void protect_arm(Workspace *ws);
+ * these) and watches their directories; changed runs on a change. */
+void protect_arm(Workspace *ws, ProtectChangedFn changed);
 void protect_disarm(Workspace *ws);
 /* Recycles the worker when a protected path changed on the host since it
  * spawned; true when it did. */

@@ -19,6 +19,7 @@
 
 struct WorkspaceProtect {
         Workspace *ws;
+        ProtectChangedFn changed; /* the workspace's: protect.c calls nothing above it */
         VsProtectSnapshot *snap;
         int fd;
         uv_poll_t poll;
@@ -63,7 +64,7 @@ void protect_disarm(Workspace *ws) {
         uv_close((uv_handle_t *)&p->poll, on_poll_closed);
 }
 
-void protect_arm(Workspace *ws) {
+void protect_arm(Workspace *ws, ProtectChangedFn changed) {
         protect_disarm(ws);
         if (!ws->policy || !ws->policy->sandboxed)
                 return;
@@ -78,6 +79,7 @@ void protect_arm(Workspace *ws) {
                 return;
         }
         p->ws = ws;
+        p->changed = changed;
         p->fd = -EBADF;
         ws->protect = p;
         int r = protect_snapshot_take(ws->policy, ws->link ? launch_host_paths(ws->link->launch) : NULL, &p->snap);
@@ -118,7 +120,7 @@ bool protect_check(Workspace *ws) {
                  "%s changed on the host; the jail was rebuilt so its read-only mounts cover the new file, and this call was ended",
                  what);
         log_info("workspace %s: protected path %s changed on the host; recycling the worker", ws->path, what);
-        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+        p->changed(ws, why);
         if (!ws->link)
                 protect_disarm(ws); /* nothing was waiting: the next spawn notes them again */
         return true;

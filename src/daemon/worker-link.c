@@ -217,7 +217,7 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
                  (unsigned long long)(l->ready_ms - l->spawned_ms), (unsigned long long)l->generation);
         if (l->ws->policy && l->ws->policy->backend == VS_BACKEND_SSH)
-                protect_arm(l->ws); /* see protect_arm() */
+                protect_arm(l->ws, workspace_protect_changed); /* see protect_arm() */
         workspace_link_ready(l->ws, l);
         /* Only now, with its queued calls in flight, can the slot go: a
          * waiting spawn may end an idle worker to make room, and this one

@@ -379,7 +379,7 @@ void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *
                 return;
         }
         ws->link = l;
-        protect_arm(ws);
+        protect_arm(ws, workspace_protect_changed);
         l->holds_spawn_slot = true;
 }
 
@@ -485,6 +485,10 @@ void workspace_link_idle(Workspace *ws, WorkerLink *l) {
         if (ws->link != l || !ws->policy)
                 return;
         uv_timer_start(&ws->idle_timer, on_idle_timer, idle_timeout_ms(ws), 0);
+}
+
+void workspace_protect_changed(Workspace *ws, const char *why) {
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
 void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
