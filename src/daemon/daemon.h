@@ -200,6 +200,15 @@ typedef enum WorkspaceState {
 
 const char *workspace_state_name(WorkspaceState s);
 
+/* What watch.c reports, to the functions workspace.c gives it: watch.c
+ * calls nothing above it. */
+typedef struct WatchHooks {
+        /* A path matching the masks appeared: the jail is rebuilt. */
+        void (*masked_appeared)(Workspace *ws, const char *why);
+        /* A file the host runs later was written (workspace_note_host_run). */
+        void (*host_run)(Workspace *ws, const char *path);
+} WatchHooks;
+
 #define HOST_RUN_NOTES 32
 typedef struct HostRunNote {
         char *path;
@@ -239,6 +248,7 @@ struct Workspace {
 
         /* watching for masked paths appearing (watch.c) */
         struct WorkspaceWatch *watch;
+        const WatchHooks *watch_hooks;
         /* what the protected paths were when the worker spawned (protect.c) */
         struct WorkspaceProtect *protect;
         /* files the host runs later that the jail wrote, most recent last (watch.c) */

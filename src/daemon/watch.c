@@ -78,7 +78,7 @@ static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_
         _cleanup_free_ char *head = strndup(rel, len);
         _cleanup_free_ char *abs = head ? path_join(w->roots[root], head) : NULL;
         if (abs)
-                workspace_note_host_run(w->ws, abs);
+                w->ws->watch_hooks->host_run(w->ws, abs);
 }
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
@@ -237,7 +237,7 @@ static void on_event(uv_poll_t *h, int status, int events) {
                 snprintf(why, sizeof why,
                          "a path matching the masks appeared (%s); the jail was rebuilt to mask it and this call was ended",
                          hit);
-                workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+                ws->watch_hooks->masked_appeared(ws, why);
         }
 }
 

@@ -232,6 +232,15 @@ void workspace_reload(Workspace *ws) {
         reload(ws);
 }
 
+static void masked_appeared(Workspace *ws, const char *why) {
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+}
+
+static const WatchHooks watch_hooks = {
+        .masked_appeared = masked_appeared,
+        .host_run = workspace_note_host_run,
+};
+
 int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err) {
         if (!path || path[0] != '/')
                 return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"workspace\" must be an absolute path");
@@ -253,6 +262,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                         return vs_error_set_kind(err, -ENOMEM, api_error_name(API_ERROR_INTERNAL), "out of memory");
                 }
                 ws->srv = srv;
+                ws->watch_hooks = &watch_hooks;
                 uv_timer_init(srv->loop, &ws->idle_timer);
                 ws->idle_timer.data = ws;
                 ws->idle_timer_init = true;
