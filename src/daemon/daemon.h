@@ -429,7 +429,7 @@ struct Request {
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 
-/* Sends the result of r (ok when code is API_OK), audits it and frees r.
+/* request.c: sends the result of r (ok when code is API_OK), audits it and frees r.
  * result: fields to add (stolen), may be NULL. */
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* A request's end, whatever tool it was: the reply (the result or the
+ * error, how it ran, the network refusals and host-run files seen while it
+ * ran), the counters, the audit record, then the request freed and its
+ * client's budgets released. Every tool's code ends here, so this file
+ * calls none of them. */
+#include <string.h>
+
+#include "base64.h"
+#include "daemon.h"
+#include "jail-session.h"
+
+json_t *b64_json(const void *p, size_t n) {
+        size_t len = 0;
+        _cleanup_free_ char *out = base64_encode_alloc(p, n, &len);
+        return out ? json_stringn(out, len) : NULL;
+}
+
+static bool sandboxed_of(Request *r, WorkerLink *l) {
+        if (l)
+                return l->launch->sandboxed;
+        return r->ws && r->ws->state == WS_SANDBOXED;
+}
+
+static void request_free(Request *r) {
+        if (r->args && r->free_args)
+                r->free_args(r->args);
+        if (r->args && r->args_table)
+                json_dispatch_done(r->args_table, r->args);
+        free(r->args);
+        json_decref(r->id);
+        json_decref(r->target);
+        free(r->dir);
+        free(r->dir_path);
+        free(r->pending);
+        jsonl_msg_done(&r->msg);
+        if (r->ws)
+                r->ws->refs--;
+        free(r->owned[0]);
+        free(r->owned[1]);
+        tool_call_done(&r->tc);
+        free(r);
+}
+
+/* Network allowlist: what the proxy refused while the call ran, and a
+ * word on a direct connection's ENETUNREACH (strerror's text, as tools
+ * print it), so the agent sees why a download failed. */
+static void network_result(Request *r, json_t *o) {
+        json_t *d = proxy_denials_since(r->ws->proxy, r->t0_us);
+        if (d)
+                json_object_set_new(o, "network_denied", d);
+        for (size_t i = 0; i < r->n_texts; i++)
+                if (r->texts[i].data && memmem(r->texts[i].data, r->texts[i].len, "Network is unreachable", 22)) {
+                        json_object_set_new(o, "network_note",
+                                            json_string("the jail has no direct network: only the hosts in network = [...] are reachable, through the proxy that HTTP_PROXY/HTTPS_PROXY name (http://127.0.0.1:3128)"));
+                        break;
+                }
+}
+
+void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
+                    const char *message) {
+        Server *srv = r->srv;
+        json_t *o = result ? result : json_object();
+        bool sandboxed = sandboxed_of(r, l);
+        json_t *host_run = NULL;
+        if (o) {
+                json_object_set(o, "id", r->id ? r->id : json_null());
+                json_object_set_new(o, "ok", json_boolean(!code));
+                if (code)
+                        json_object_set_new(o, "error", api_error_json(code, message));
+                json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
+                if (r->ws && r->ws->proxy)
+                        network_result(r, o);
+                /* A loosening of vectora.toml waiting for the host's
+                 * approval: this call ran under the approved policy. */
+                json_object_set_new(o, "policy_pending", r->pending ? json_string(r->pending) : json_null());
+                /* Files the host runs later written while this call ran
+                 * (by it, or by anything else in the jail meanwhile). */
+                if (r->ws && (host_run = workspace_host_run_since(r->ws, r->t0_us)))
+                        json_object_set(o, "host_run_files", host_run);
+                if (r->ws)
+                        json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
+                else
+                        json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
+                                                                     "degraded", "generation", 0));
+        }
+        const char *outcome = api_error_outcome(code);
+        Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
+        for (int i = 0; i < 2; i++)
+                if (cs[i]) {
+                        if (!code)
+                                cs[i]->ok++;
+                        else if (streq(outcome, "refused"))
+                                cs[i]->refused++;
+                        else if (streq(outcome, "denied"))
+                                cs[i]->denied++;
+                        else
+                                cs[i]->errors++;
+                }
+        if (code && r->ws && code != API_ERROR_DENIED && code != API_ERROR_CONFIG_INVALID)
+                workspace_set_error(r->ws, "%s: %s: %s", r->tool, api_error_name(code), message ? message : "");
+        AuditRecord a = {
+                .uid = r->client->uid,
+                .pid = r->client->pid,
+                .workspace = r->ws ? r->ws->path : NULL,
+                .tool = r->tool,
+                .target = r->target,
+                .sandboxed = sandboxed,
+                .generation = l ? l->generation : r->ws ? r->ws->generation : 0,
+                .outcome = outcome,
+                .code = api_error_name(code),
+                .reason = code ? message : NULL,
+                .duration_ms = (now_us() - r->t0_us) / 1000,
+                .host_run = json_array_size(host_run) ? host_run : NULL,
+        };
+        /* The audit record is written before the reply leaves: a client
+         * that has its result can find the call in the log. */
+        audit_write(&a);
+        json_decref(host_run);
+        client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
+        r->n_texts = 0;
+        Client *c = r->client;
+        c->inflight--;
+        size_t in_bytes = r->in_bytes;
+        request_free(r);
+        client_release_input(c, in_bytes);
+        client_update_reading(c);
+        client_maybe_close(c);
+        client_unref(c);
+}
+
