@@ -24,8 +24,6 @@ KNOWN = {
     ("workspace", "jail-session"), ("workspace", "process"), ("workspace", "worker-link"),
     # forwarded ports live on the workspace and its link too
     ("ports", "jail-session"), ("ports", "workspace"), ("worker-link", "ports"), ("workspace", "ports"),
-    # a host terminal and a jail terminal (pty-jail.c reads pty.c's argument table)
-    ("pty", "pty-jail"), ("pty-jail", "pty"),
 }
 
 

@@ -89,14 +89,7 @@ json_t *ports_status(Workspace *ws);
 json_t *b64_json(const void *p, size_t n);
 
 /* ---- pty.c, pty-jail.c: terminal_open in a sandboxed workspace ---- */
-typedef struct PtyOpenArgs {
-        uint64_t cols, rows;
-        char **argv;
-        json_t *env;
-        const char *term;
-} PtyOpenArgs;
-/* terminal_open's fields, for json_dispatch(). */
-extern const JsonField pty_open_table[];
+/* terminal_open's arguments: ApiTerminalOpenArgs, api_terminal_open_table (api.h). */
 
 void jail_pty_open(Request *r, json_t *obj);
 /* An opened terminal's terminal_open audit line names it: {"pty": id}, as

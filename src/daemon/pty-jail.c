@@ -26,7 +26,7 @@ struct JailPty {
         uint64_t generation;
         uint64_t t0_us;
         /* until the worker answered session_open */
-        PtyOpenArgs a;
+        ApiTerminalOpenArgs a;
         char **envv;
         char *cwd;
 };
@@ -38,7 +38,7 @@ static void jail_pty_free(JailPty *p) {
                 return;
         if (p->client)
                 client_unref(p->client);
-        json_dispatch_done(pty_open_table, &p->a);
+        json_dispatch_done(api_terminal_open_table, &p->a);
         strv_free(p->envv);
         free(p->cwd);
         free(p->workspace);
@@ -120,8 +120,8 @@ static int jail_pty_build(Call *c, uint64_t wid, StrBuf *out) {
 static void jail_pty_args_free(void *args) {
         /* Only while the open is pending: then r->args is taken. */
         JailPty *p = args;
-        json_dispatch_done(pty_open_table, &p->a);
-        p->a = (PtyOpenArgs){ 0 };
+        json_dispatch_done(api_terminal_open_table, &p->a);
+        p->a = (ApiTerminalOpenArgs){ 0 };
         strv_free(TAKE_PTR(p->envv));
         free(TAKE_PTR(p->cwd));
         free(TAKE_PTR(p->workspace));
@@ -173,7 +173,7 @@ void jail_pty_open(Request *r, json_t *obj) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         r->args = p;
         r->free_args = jail_pty_args_free;
-        if (json_dispatch(obj, pty_open_table, &p->a, &err) < 0)
+        if (json_dispatch(obj, api_terminal_open_table, &p->a, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         p->a.cols = p->a.cols && p->a.cols <= PROTOCOL_SESSION_MAX_WINSIZE ? p->a.cols : 80;
         p->a.rows = p->a.rows && p->a.rows <= PROTOCOL_SESSION_MAX_WINSIZE ? p->a.rows : 24;

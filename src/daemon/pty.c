@@ -201,27 +201,6 @@ void pty_close_all(Client *c) {
         /* Freed as their children are reaped. */
 }
 
-const JsonField pty_open_table[] = {
-        { "id", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },
-        { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }, /* checked by tools_handle */
-        { "cols", JSON_FIELD_UINT64, offsetof(PtyOpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
-        { "rows", JSON_FIELD_UINT64, offsetof(PtyOpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
-        { "argv", JSON_FIELD_STRV, offsetof(PtyOpenArgs, argv), JSON_FIELD_NULLABLE, NULL },
-        { "env", JSON_FIELD_STRMAP, offsetof(PtyOpenArgs, env), JSON_FIELD_NULLABLE, NULL },
-        { "term", JSON_FIELD_STRING, offsetof(PtyOpenArgs, term), JSON_FIELD_NULLABLE, NULL },
-        {},
-};
-
-void audit_target_pty(Request *r, uint64_t id) {
-        json_t *t = json_pack("{s:I}", "pty", (json_int_t)id);
-        if (t) {
-                json_decref(r->target);
-                r->target = t;
-        }
-}
-
 void pty_open(Request *r, json_t *obj) {
         Workspace *ws = r->ws;
         r->target = json_string("pty");
@@ -229,9 +208,9 @@ void pty_open(Request *r, json_t *obj) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
         if (ws->state == WS_SANDBOXED)
                 return jail_pty_open(r, obj);
-        PtyOpenArgs a = { 0 };
+        ApiTerminalOpenArgs a = { 0 };
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (json_dispatch(obj, pty_open_table, &a, &err) < 0)
+        if (json_dispatch(obj, api_terminal_open_table, &a, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
         struct winsize wsz = {
                 .ws_col = a.cols && a.cols < 10000 ? (unsigned short)a.cols : 80,
@@ -248,7 +227,7 @@ void pty_open(Request *r, json_t *obj) {
                 shell = "/bin/sh";
         PtySession *p = calloc(1, sizeof *p);
         if (!p) {
-                json_dispatch_done(pty_open_table, &a);
+                json_dispatch_done(api_terminal_open_table, &a);
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
         int master = -EBADF;
@@ -256,7 +235,7 @@ void pty_open(Request *r, json_t *obj) {
         if (pid < 0) {
                 int e = errno;
                 free(p);
-                json_dispatch_done(pty_open_table, &a);
+                json_dispatch_done(api_terminal_open_table, &a);
                 char buf[256];
                 snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror(e));
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_IO, buf);
@@ -285,7 +264,7 @@ void pty_open(Request *r, json_t *obj) {
                         execl(shell, shell, "-i", (char *)NULL);
                 _exit(127);
         }
-        json_dispatch_done(pty_open_table, &a);
+        json_dispatch_done(api_terminal_open_table, &a);
         fcntl(master, F_SETFD, FD_CLOEXEC);
         fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
         p->master = master;

@@ -129,3 +129,10 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         client_unref(c);
 }
 
+void audit_target_pty(Request *r, uint64_t id) {
+        json_t *t = json_pack("{s:I}", "pty", (json_int_t)id);
+        if (t) {
+                json_decref(r->target);
+                r->target = t;
+        }
+}

@@ -205,6 +205,16 @@ json_t *api_run_target(const ApiRunArgs *a) {
         return t;
 }
 
+const JsonField api_terminal_open_table[] = {
+        ENVELOPE,
+        { "cols", JSON_FIELD_UINT64, offsetof(ApiTerminalOpenArgs, cols), JSON_FIELD_NULLABLE, NULL },
+        { "rows", JSON_FIELD_UINT64, offsetof(ApiTerminalOpenArgs, rows), JSON_FIELD_NULLABLE, NULL },
+        { "argv", JSON_FIELD_STRV, offsetof(ApiTerminalOpenArgs, argv), JSON_FIELD_NULLABLE, NULL },
+        { "env", JSON_FIELD_STRMAP, offsetof(ApiTerminalOpenArgs, env), JSON_FIELD_NULLABLE, NULL },
+        { "term", JSON_FIELD_STRING, offsetof(ApiTerminalOpenArgs, term), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
 const JsonField api_file_read_table[] = {
         ENVELOPE,
         { "path", JSON_FIELD_STRING, offsetof(ApiReadArgs, path), JSON_FIELD_REQUIRED, NULL },

@@ -136,6 +136,15 @@ void api_run_args_done(ApiRunArgs *a);
 /* The audit target: the command line or the argv array (new reference). */
 json_t *api_run_target(const ApiRunArgs *a);
 
+/* terminal_open: a terminal in the jail, or on the host when unsandboxed. */
+typedef struct ApiTerminalOpenArgs {
+        uint64_t cols, rows;
+        char **argv;
+        json_t *env;
+        const char *term;
+} ApiTerminalOpenArgs;
+extern const JsonField api_terminal_open_table[];
+
 typedef struct ApiReadArgs {
         const char *path;
         uint64_t offset;
