@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "json-util.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "macro.h"
@@ -32,6 +33,30 @@ static int type_error(VsError **err, const JsonField *f, const char *what) {
         return vs_error_set_kind(err, -EINVAL, "bad_request", "field '%s' must be %s", f->name, what);
 }
 
+static int string_limits(VsError **err, const JsonField *f, const char *s) {
+        if ((f->flags & JSON_FIELD_NONEMPTY) && !s[0])
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "field '%s' must not be empty", f->name);
+        if ((f->flags & JSON_FIELD_ABSOLUTE) && s[0] != '/')
+                return vs_error_set_kind(err, -EINVAL, "bad_request", "field '%s' must be an absolute path", f->name);
+        return 0;
+}
+
+static int range_error(VsError **err, const JsonField *f) {
+        return vs_error_set_kind(err, -EINVAL, "bad_request", "field '%s' must be from %" PRId64 " to %" PRIu64,
+                                 f->name, f->min, f->max);
+}
+
+static int strv_limits(VsError **err, const JsonField *f, char **l) {
+        if ((f->flags & JSON_FIELD_NONEMPTY) && (!l[0] || !l[0][0]))
+                return type_error(err, f, "a non-empty array");
+        if (f->flags & JSON_FIELD_ABSOLUTE)
+                for (char **e = l; *e; e++)
+                        if ((*e)[0] != '/')
+                                return vs_error_set_kind(err, -EINVAL, "bad_request",
+                                                         "field '%s': path '%.256s' is not absolute", f->name, *e);
+        return 0;
+}
+
 static void field_done(const JsonField *f, void *target) {
         if (f->type == JSON_FIELD_STRV) {
                 char ***p = FIELD_PTR(target, f);
@@ -59,16 +84,23 @@ static int dispatch_one(const JsonField *f, json_t *v, void *target, VsError **e
         case JSON_FIELD_STRING:
                 if (!json_is_string(v))
                         return type_error(err, f, f->type == JSON_FIELD_STRING ? "a string" : "a string or null");
+                if (string_limits(err, f, json_string_value(v)) < 0)
+                        return -EINVAL;
                 *(const char **) p = json_string_value(v);
                 return 0;
         case JSON_FIELD_UINT64:
                 if (!json_is_integer(v) || json_integer_value(v) < 0)
                         return type_error(err, f, "a non-negative integer");
+                if (f->max && ((int64_t) json_integer_value(v) < f->min || (uint64_t) json_integer_value(v) > f->max))
+                        return range_error(err, f);
                 *(uint64_t *) p = (uint64_t) json_integer_value(v);
                 return 0;
         case JSON_FIELD_INT64:
                 if (!json_is_integer(v))
                         return type_error(err, f, "an integer");
+                if (f->max && ((int64_t) json_integer_value(v) < f->min ||
+                               (json_integer_value(v) > 0 && (uint64_t) json_integer_value(v) > f->max)))
+                        return range_error(err, f);
                 *(int64_t *) p = (int64_t) json_integer_value(v);
                 return 0;
         case JSON_FIELD_BOOL:
@@ -90,6 +122,10 @@ static int dispatch_one(const JsonField *f, json_t *v, void *target, VsError **e
                                 return type_error(err, f, "an array of strings");
                         }
                         l[i] = (char *) json_string_value(e);
+                }
+                if (strv_limits(err, f, l) < 0) {
+                        free(l);
+                        return -EINVAL;
                 }
                 free(*(char ***) p);
                 *(char ***) p = l;
@@ -181,6 +217,66 @@ void json_dispatch_done(const JsonField table[], void *target) {
                 return;
         for (size_t i = 0; table[i].name; i++)
                 field_done(&table[i], target);
+}
+
+#define FIELD_CPTR(src, f) ((const void *) ((const char *) (src) + (f)->offset))
+
+int json_build(json_t *obj, const JsonField table[], const void *src) {
+        for (const JsonField *f = table; f->name; f++) {
+                const void *p = FIELD_CPTR(src, f);
+                json_t *v = NULL;
+                bool empty = false;
+
+                switch (f->type) {
+                case JSON_FIELD_IGNORE:
+                        continue;
+                case JSON_FIELD_STRING:
+                case JSON_FIELD_STRING_OR_NULL: {
+                        const char *s = *(const char *const *) p;
+                        empty = !s;
+                        v = s ? json_string(s) : f->type == JSON_FIELD_STRING ? json_string("") : json_null();
+                        break;
+                }
+                case JSON_FIELD_UINT64:
+                        empty = *(const uint64_t *) p == 0;
+                        v = json_integer((json_int_t) *(const uint64_t *) p);
+                        break;
+                case JSON_FIELD_INT64:
+                        empty = *(const int64_t *) p == 0;
+                        v = json_integer((json_int_t) *(const int64_t *) p);
+                        break;
+                case JSON_FIELD_BOOL:
+                        empty = !*(const bool *) p;
+                        v = json_boolean(*(const bool *) p);
+                        break;
+                case JSON_FIELD_STRV: {
+                        char *const *l = *(char *const *const *) p;
+                        empty = !l;
+                        v = json_strv(l);
+                        break;
+                }
+                case JSON_FIELD_STRMAP:
+                case JSON_FIELD_OBJECT: {
+                        if (f->sub) {
+                                v = json_object();
+                                if (v && json_build(v, f->sub, p) < 0)
+                                        v = (json_decref(v), NULL);
+                                break;
+                        }
+                        json_t *o = *(json_t *const *) p;
+                        empty = !o;
+                        v = o ? json_incref(o) : (f->flags & JSON_FIELD_NULLABLE) ? json_null() : json_object();
+                        break;
+                }
+                }
+                if ((f->flags & JSON_FIELD_OMIT_EMPTY) && empty) {
+                        json_decref(v);
+                        continue;
+                }
+                if (!v || json_object_set_new(obj, f->name, v) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 json_t *json_strv(char *const *l) {

@@ -15,7 +15,8 @@
  * nested struct at offset.
  *
  * Errors (-EINVAL, *err): "unknown field 'x'", "field 'x' must be a string",
- * "missing field 'x'", "field 'a' : ..." for nested tables. null is accepted
+ * "missing field 'x'", "field 'a' : ..." for nested tables, and the limits
+ * a field's flags, min and max set ("field 'x' must be from 1 to 64"). null is accepted
  * only by *_OR_NULL types or with JSON_FIELD_NULLABLE, and leaves the target
  * at its previous (zero) value. Targets of absent fields are not touched:
  * zero the struct first. */
@@ -44,6 +45,9 @@ typedef enum JsonFieldType {
 enum {
         JSON_FIELD_REQUIRED = 1u << 0,
         JSON_FIELD_NULLABLE = 1u << 1, /* null accepted as absent */
+        JSON_FIELD_NONEMPTY = 1u << 2, /* STRING: not ""; STRV: at least one entry, the first not "" */
+        JSON_FIELD_ABSOLUTE = 1u << 3, /* STRING, each STRV entry: starts with '/' */
+        JSON_FIELD_OMIT_EMPTY = 1u << 4, /* json_build: left out when 0, false or NULL */
 };
 
 typedef struct JsonField {
@@ -52,6 +56,9 @@ typedef struct JsonField {
         size_t offset;
         unsigned flags;
         const struct JsonField *sub; /* JSON_FIELD_OBJECT only: nested table */
+        /* UINT64 and INT64, when max != 0: the value must lie in min..max. */
+        int64_t min;
+        uint64_t max;
 } JsonField;
 
 /* Flags for json_dispatch_full(). */
@@ -67,6 +74,15 @@ int json_dispatch_full(json_t *obj, const JsonField table[], unsigned flags, voi
                        VsError **err);
 /* Frees what json_dispatch allocated in target (string vectors, nested). */
 void json_dispatch_done(const JsonField table[], void *target);
+
+/* The encoding direction of json_dispatch, from the same table: sets on
+ * obj each field of table read from src (UINT64, INT64, BOOL, STRING, STRV
+ * as arrays; STRING NULL as "", STRING_OR_NULL NULL as null; STRMAP and
+ * OBJECT without sub as the json_t * held, {} or null (NULLABLE) for NULL;
+ * OBJECT with sub as a nested object). IGNORE fields are the caller's to
+ * write. Fields flagged JSON_FIELD_OMIT_EMPTY are left out when empty.
+ * Returns 0 or -ENOMEM. */
+int json_build(json_t *obj, const JsonField table[], const void *src);
 
 /* Name of a json type for messages: "string", "integer", "object"... */
 const char *json_type_name(const json_t *v);

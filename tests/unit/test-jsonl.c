@@ -519,7 +519,7 @@ static void test_decode_init_errors(void **state) {
         expect_init_error("{\"type\":\"init\",\"mode\":\"jail\",\"workspace\":\"w\"}",
                           "field 'workspace' must be an absolute path");
         expect_init_error("{\"type\":\"init\",\"mode\":\"jail\",\"workspace\":\"/w\",\"rw_paths\":[\"rel\"]}",
-                          "path 'rel' is not absolute");
+                          "field 'rw_paths': path 'rel' is not absolute");
         expect_init_error("{\"type\":\"init\",\"mode\":\"jail\",\"workspace\":\"/w\",\"seccomp_bpf\":\"AAAA\"}",
                           "field 'seccomp_bpf' is not a whole BPF program");
         expect_init_error("{\"type\":\"init\",\"mode\":\"jail\",\"workspace\":\"/w\",\"require\":[\"apparmor\"]}",
