@@ -26,7 +26,7 @@ def check(name, ok, detail=None):
 
 protocol_c = read("src/shared/protocol.c")
 protocol_md = read("docs/protocol.md")
-config_c = read("src/shared/config.c")
+config_c = read("src/shared/config-keys.c")  # the key tables
 config_md = read("docs/config.md")
 tools_c = read("src/daemon/tools.c")
 api_c = read("src/shared/api.c")
@@ -75,7 +75,7 @@ tables = {
     "modal_keys": "[sandbox.modal]",
 }
 for table, heading in tables.items():
-    m = re.search(r"static const KeyDef %s\[\] = \{(.*?)\};" % table, config_c, re.S)
+    m = re.search(r"(?:static )?const KeyDef (?:config_)?%s\[\] = \{(.*?)\};" % table, config_c, re.S)
     check("config table %s was found" % table, m is not None)
     if not m:
         continue

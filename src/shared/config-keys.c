@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/* vectora.toml's keys: one handler per key, and the tables that name them
+ * (what test_docs.py checks against docs/config.md). */
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fd-util.h"
+#include "forbidden.h"
+#include "glob.h"
+#include "path-util.h"
+#include "strv.h"
+#include "toml.h"
+#include "config-internal.h"
+
+static int get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        if (v->integer < 0 || (uint64_t)v->integer < min || (uint64_t)v->integer > max)
+                return config_error(err, -ERANGE, v->line, v->col, "%s.%s must be between %llu and %llu, not %lld",
+                                    c->table, c->key, (unsigned long long)min, (unsigned long long)max,
+                                    (long long)v->integer);
+        *ret = (uint64_t)v->integer;
+        return 0;
+}
+
+static int get_string(const KeyCtx *c, bool allow_empty, char **ret, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        if (strlen(v->string.ptr) != v->string.len)
+                return config_error(err, -EINVAL, v->line, v->col, "%s.%s must not contain NUL characters", c->table,
+                                    c->key);
+        if (!allow_empty && v->string.len == 0)
+                return config_error(err, -EINVAL, v->line, v->col, "%s.%s must not be empty", c->table, c->key);
+        char *s = strdup(v->string.ptr);
+        if (!s)
+                return -ENOMEM;
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+/* ---- [sandbox] keys ----------------------------------------------------- */
+
+static int h_enabled(const KeyCtx *c, VsError **err) {
+        c->policy->sandboxed = c->kv->value->boolean;
+        return 0;
+}
+
+static int h_backend(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        for (VsBackend b = VS_BACKEND_LOCAL; b <= VS_BACKEND_MODAL; b++)
+                if (streq(v->string.ptr, vs_backend_name(b)) && strlen(v->string.ptr) == v->string.len) {
+                        c->policy->backend = b;
+                        return 0;
+                }
+        return config_error(err, -EINVAL, v->line, v->col,
+                            "sandbox.backend: unknown backend \"%s\"; use one of \"local\", \"docker\", \"ssh\", \"modal\"",
+                            v->string.ptr);
+}
+
+static int check_path_text(const KeyCtx *c, size_t idx, const TomlValue *v, const VsConfigEnv *env, VsError **err) {
+        if (v->type != TOML_STRING)
+                return config_error(err, -EINVAL, v->line, v->col, "%s.%s[%zu] must be a string, not %s", c->table,
+                                    c->key, idx, toml_type_name(v->type));
+        const char *s = v->string.ptr;
+        if (strlen(s) != v->string.len)
+                return config_error(err, -EINVAL, v->line, v->col, "%s.%s[%zu] must not contain NUL characters",
+                                    c->table, c->key, idx);
+        if (!*s)
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "%s.%s[%zu] is empty; use \".\" for the workspace root", c->table, c->key, idx);
+        if (v->string.len >= PATH_MAX)
+                return config_error(err, -ENAMETOOLONG, v->line, v->col, "%s.%s[%zu] is longer than %d bytes",
+                                    c->table, c->key, idx, PATH_MAX - 1);
+        if (s[0] == '~' && s[1] != 0 && s[1] != '/')
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "%s.%s[%zu]: \"%s\": only \"~\" or \"~/...\" (the user's own home) is supported",
+                                    c->table, c->key, idx, s);
+        if (s[0] == '~' && !env->home)
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "%s.%s[%zu]: \"%s\" uses ~ but the home directory is unknown; write an absolute path",
+                                    c->table, c->key, idx, s);
+        return 0;
+}
+
+/* Lexical absolute form of a written path (no OS calls). */
+char *config_path_absolute(const char *written, const VsConfigEnv *env) {
+        _cleanup_free_ char *joined = NULL;
+        if (written[0] == '/')
+                joined = strdup(written);
+        else if (written[0] == '~')
+                joined = path_join(env->home, written + 1);
+        else
+                joined = path_join(env->workspace, written);
+        if (!joined)
+                return NULL;
+        return path_normalize(joined);
+}
+
+static int h_paths(const KeyCtx *c, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        bool rw = streq(c->key, "rw_paths");
+        VsPath **list = rw ? &c->policy->rw_paths : &c->policy->ro_paths;
+        size_t *n = rw ? &c->policy->n_rw : &c->policy->n_ro;
+
+        if (arr->array.n > CONFIG_MAX_PATHS)
+                return config_error(err, -E2BIG, arr->line, arr->col, "%s.%s has more than %d entries", c->table,
+                                    c->key, CONFIG_MAX_PATHS);
+        for (size_t i = 0; i < *n; i++)
+                config_vspath_done(&(*list)[i]);
+        free(*list);
+        *list = calloc(arr->array.n ? arr->array.n : 1, sizeof(VsPath));
+        *n = 0;
+        if (!*list)
+                return -ENOMEM;
+        for (size_t i = 0; i < arr->array.n; i++) {
+                const TomlValue *v = arr->array.items[i];
+                int r = check_path_text(c, i, v, c->env, err);
+                if (r < 0)
+                        return r;
+                VsPath *p = &(*list)[(*n)++];
+                p->written = strdup(v->string.ptr);
+                p->line = v->line;
+                p->col = v->col;
+                if (!p->written)
+                        return -ENOMEM;
+                /* By prefix (forbidden.h): a system directory, or what
+                 * shows the host's secrets or the daemon's socket. */
+                _cleanup_free_ char *abs = config_path_absolute(v->string.ptr, c->env);
+                if (!abs)
+                        return -ENOMEM;
+                char why[512];
+                if (forbidden_lexical(abs, rw, why, sizeof why))
+                        return config_error(err, -EPERM, v->line, v->col,
+                                            "%s.%s[%zu]: \"%s\"%s%s%s is %s; list the project directories the agent needs instead",
+                                            c->table, c->key, i, v->string.ptr, streq(abs, v->string.ptr) ? "" : " (",
+                                            streq(abs, v->string.ptr) ? "" : abs, streq(abs, v->string.ptr) ? "" : ")", why);
+        }
+        return 0;
+}
+
+/* A list of globs (mask, protect), each compiled once to validate it. */
+static int glob_list(const KeyCtx *c, char ***ret, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        if (arr->array.n > CONFIG_MAX_MASKS)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.%s has more than %d entries", c->key,
+                                    CONFIG_MAX_MASKS);
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < arr->array.n; i++) {
+                const TomlValue *v = arr->array.items[i];
+                if (v->type != TOML_STRING)
+                        return config_error(err, -EINVAL, v->line, v->col, "sandbox.%s[%zu] must be a string, not %s",
+                                            c->key, i, toml_type_name(v->type));
+                if (strlen(v->string.ptr) != v->string.len)
+                        return config_error(err, -EINVAL, v->line, v->col,
+                                            "sandbox.%s[%zu] must not contain NUL characters", c->key, i);
+                _cleanup_(glob_freep) VsGlob *g = NULL;
+                _cleanup_(vs_error_freep) VsError *gerr = NULL;
+                int r = glob_compile(v->string.ptr, &g, &gerr);
+                if (r < 0)
+                        return config_error(err, r, v->line, v->col, "sandbox.%s[%zu]: \"%s\": %s", c->key, i,
+                                            v->string.ptr, vs_error_message(gerr));
+                r = strv_extend(&l, v->string.ptr);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int h_mask(const KeyCtx *c, VsError **err) {
+        char **l = NULL;
+        int r = glob_list(c, &l, err);
+        if (r < 0)
+                return r;
+        strv_free(c->policy->mask);
+        c->policy->mask = l;
+        return 0;
+}
+
+static int h_protect(const KeyCtx *c, VsError **err) {
+        char **l = NULL;
+        int r = glob_list(c, &l, err);
+        if (r < 0)
+                return r;
+        strv_free(c->policy->protect);
+        c->policy->protect = l;
+        return 0;
+}
+
+static int h_git_init(const KeyCtx *c, VsError **err) {
+        c->policy->git_init = c->kv->value->boolean;
+        return 0;
+}
+
+static int h_no_gpu(const KeyCtx *c, VsError **err) {
+        c->policy->no_gpu = c->kv->value->boolean;
+        return 0;
+}
+static int h_lockdown(const KeyCtx *c, VsError **err) {
+        c->policy->lockdown = c->kv->value->boolean;
+        return 0;
+}
+/* A port number 1..65535 from its text; 0 when it is not one. */
+static uint16_t port_of(const char *s, size_t n) {
+        unsigned v = 0;
+        if (n == 0 || n > 5)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return 0;
+                v = v * 10 + (unsigned)(s[i] - '0');
+        }
+        return v >= 1 && v <= 65535 ? (uint16_t)v : 0;
+}
+
+/* [3000, "8080:80"]: a host loopback port (the same in the jail), or a
+ * "host:jail" pair. */
+static int h_ports(const KeyCtx *c, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        VsPolicy *p = c->policy;
+        if (arr->array.n > CONFIG_MAX_PORTS)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.ports has more than %d entries",
+                                    CONFIG_MAX_PORTS);
+        _cleanup_free_ VsPortForward *ports = calloc(arr->array.n + 1, sizeof *ports);
+        if (!ports)
+                return -ENOMEM;
+        for (size_t i = 0; i < arr->array.n; i++) {
+                const TomlValue *v = arr->array.items[i];
+                VsPortForward *f = &ports[i];
+                if (v->type == TOML_INTEGER) {
+                        if (v->integer < 1 || v->integer > 65535)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: %lld is not a port (1..65535)", i,
+                                                    (long long)v->integer);
+                        f->host = f->jail = (uint16_t)v->integer;
+                } else if (v->type == TOML_STRING) {
+                        const char *s = v->string.ptr, *colon = memchr(s, ':', v->string.len);
+                        f->host = port_of(s, colon ? (size_t)(colon - s) : v->string.len);
+                        f->jail = colon ? port_of(colon + 1, v->string.len - (size_t)(colon + 1 - s)) : f->host;
+                        if (!f->host || !f->jail)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: \"%s\" is not PORT or \"HOST:JAIL\" (ports 1..65535)",
+                                                    i, s);
+                } else
+                        return config_error(err, -EINVAL, v->line, v->col,
+                                            "sandbox.ports[%zu] must be a port (3000) or \"HOST:JAIL\" (\"8080:80\"), not %s", i,
+                                            toml_type_name(v->type));
+                f->line = v->line;
+                f->col = v->col;
+                for (size_t j = 0; j < i; j++)
+                        if (ports[j].host == f->host)
+                                return config_error(err, -EINVAL, v->line, v->col,
+                                                    "sandbox.ports[%zu]: host port %u is already forwarded (ports[%zu])", i,
+                                                    f->host, j);
+        }
+        free(p->ports);
+        p->ports = TAKE_PTR(ports);
+        p->n_ports = arr->array.n;
+        return 0;
+}
+
+/* true | false | ["host", "*.suffix", "host:port", "10.0.0.5", "[fd00::1]:80"] */
+static int h_network(const KeyCtx *c, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        VsPolicy *p = c->policy;
+        if (arr->type == TOML_BOOL) {
+                p->network = arr->boolean;
+                return 0;
+        }
+        if (arr->type != TOML_ARRAY)
+                return config_error(err, -EINVAL, arr->line, arr->col,
+                                    "sandbox.network must be true, false or a list of hosts like [\"pypi.org\", \"*.npmjs.org\", \"github.com:443\"], not %s",
+                                    toml_type_name(arr->type));
+        if (arr->array.n > CONFIG_MAX_NET_RULES)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.network has more than %d entries",
+                                    CONFIG_MAX_NET_RULES);
+        VsNetRule *rules = calloc(arr->array.n + 1, sizeof *rules);
+        if (!rules)
+                return -ENOMEM;
+        size_t n = 0;
+        int r = 0;
+        for (size_t i = 0; i < arr->array.n && r >= 0; i++) {
+                const TomlValue *v = arr->array.items[i];
+                _cleanup_(vs_error_freep) VsError *nerr = NULL;
+                if (v->type != TOML_STRING)
+                        r = config_error(err, -EINVAL, v->line, v->col, "sandbox.network[%zu] must be a string, not %s",
+                                         i, toml_type_name(v->type));
+                else if (strlen(v->string.ptr) != v->string.len)
+                        r = config_error(err, -EINVAL, v->line, v->col,
+                                         "sandbox.network[%zu] must not contain NUL characters", i);
+                else if ((r = net_rule_parse(v->string.ptr, &rules[n], &nerr)) < 0) {
+                        if (r != -ENOMEM)
+                                r = config_error(err, r, v->line, v->col, "sandbox.network[%zu]: \"%s\": %s", i,
+                                                 v->string.ptr, vs_error_message(nerr));
+                } else {
+                        rules[n].line = v->line;
+                        rules[n].col = v->col;
+                        if (!(rules[n++].written = strdup(v->string.ptr)))
+                                r = -ENOMEM;
+                }
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        net_rule_done(&rules[i]);
+                free(rules);
+                return r;
+        }
+        for (size_t i = 0; i < p->n_net_rules; i++)
+                net_rule_done(&p->net_rules[i]);
+        free(p->net_rules);
+        p->net_rules = rules;
+        p->n_net_rules = n;
+        p->net_allowlist = true;
+        /* The jail keeps its own empty namespace; the proxy is its only way out. */
+        p->network = false;
+        return 0;
+}
+static int h_idle_timeout(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 1, 7 * 24 * 3600, &c->policy->idle_timeout_s, err);
+}
+
+/* ---- [sandbox.limits] --------------------------------------------------- */
+
+static int h_lim_timeout(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 1, 7 * 24 * 3600, &c->policy->limits.timeout_s, err);
+}
+static int h_lim_background_timeout(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 1, 30 * 24 * 3600, &c->policy->limits.background_timeout_s, err);
+}
+static int h_lim_max_output(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 1024, 64u << 20, &c->policy->limits.max_output, err);
+}
+static int h_lim_pids(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 8, 1u << 22, &c->policy->limits.pids, err);
+}
+static int h_lim_memory(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        uint64_t m = 0;
+        if (v->type == TOML_INTEGER) {
+                if (v->integer <= 0)
+                        return config_error(err, -ERANGE, v->line, v->col,
+                                            "sandbox.limits.memory must be positive (bytes, or a string like \"2G\")");
+                m = (uint64_t)v->integer;
+        } else if (v->type == TOML_STRING) {
+                int r = parse_size(v->string.ptr, &m);
+                if (r < 0 || strlen(v->string.ptr) != v->string.len)
+                        return config_error(err, -EINVAL, v->line, v->col,
+                                            "sandbox.limits.memory: \"%s\" is not a size; write e.g. \"512M\" or \"2G\"",
+                                            v->string.ptr);
+        } else
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "sandbox.limits.memory must be a string like \"2G\" or an integer, not %s",
+                                    toml_type_name(v->type));
+        if (m < (16u << 20))
+                return config_error(err, -ERANGE, v->line, v->col,
+                                    "sandbox.limits.memory must be at least 16M; a smaller jail cannot start");
+        c->policy->limits.memory = m;
+        return 0;
+}
+
+/* ---- [sandbox.docker] / [sandbox.ssh] / [sandbox.modal] ------------------ */
+
+static int h_docker_image(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->docker.image, err);
+}
+static int h_docker_docker(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->docker.docker, err);
+}
+static int h_docker_host(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->docker.host, err);
+}
+static int h_ssh_host(const KeyCtx *c, VsError **err) {
+        int r = get_string(c, false, &c->policy->ssh.host, err);
+        if (r >= 0 && c->policy->ssh.host[0] == '-')
+                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
+                                    "sandbox.ssh.host must not start with '-'");
+        return r;
+}
+static int h_ssh_user(const KeyCtx *c, VsError **err) {
+        int r = get_string(c, false, &c->policy->ssh.user, err);
+        if (r >= 0 && (c->policy->ssh.user[0] == '-' || strpbrk(c->policy->ssh.user, "@ \t")))
+                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
+                                    "sandbox.ssh.user must be a plain user name");
+        return r;
+}
+static int h_ssh_port(const KeyCtx *c, VsError **err) {
+        uint64_t p = 0;
+        int r = get_uint(c, 1, 65535, &p, err);
+        if (r >= 0)
+                c->policy->ssh.port = (unsigned)p;
+        return r;
+}
+static int h_ssh_identity(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->ssh.identity_file, err);
+}
+static int h_ssh_known_hosts(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->ssh.known_hosts, err);
+}
+static int h_ssh_remote_root(const KeyCtx *c, VsError **err) {
+        int r = get_string(c, false, &c->policy->ssh.remote_root, err);
+        if (r >= 0 && c->policy->ssh.remote_root[0] != '/')
+                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
+                                    "sandbox.ssh.remote_root must be an absolute path on the remote host");
+        return r;
+}
+static int h_ssh_worker_path(const KeyCtx *c, VsError **err) {
+        int r = get_string(c, false, &c->policy->ssh.worker_path, err);
+        if (r >= 0 && c->policy->ssh.worker_path[0] != '/')
+                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
+                                    "sandbox.ssh.worker_path must be an absolute path on the remote host");
+        return r;
+}
+static int h_modal_app(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->modal.app, err);
+}
+static int h_modal_image(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->modal.image, err);
+}
+static int h_modal_timeout(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 10, 24 * 3600, &c->policy->modal.timeout_s, err);
+}
+static int h_modal_region(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->modal.region, err);
+}
+static int h_modal_cpu(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        double d = v->type == TOML_INTEGER ? (double)v->integer : v->floating;
+        if (!(d >= 0.125 && d <= 64))
+                return config_error(err, -ERANGE, v->line, v->col, "sandbox.modal.cpu must be between 0.125 and 64");
+        c->policy->modal.cpu = d;
+        return 0;
+}
+static int h_modal_memory(const KeyCtx *c, VsError **err) {
+        return get_uint(c, 128, 1u << 20, &c->policy->modal.memory_mib, err);
+}
+static int h_modal_sync(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        if (!streq(v->string.ptr, "upload") && !streq(v->string.ptr, "volume"))
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "sandbox.modal.sync must be \"upload\" or \"volume\", not \"%s\"", v->string.ptr);
+        return get_string(c, false, &c->policy->modal.sync, err);
+}
+static int h_modal_volume(const KeyCtx *c, VsError **err) {
+        return get_string(c, false, &c->policy->modal.volume, err);
+}
+
+static const KeyDef limits_keys[] = {
+        { "timeout", TOML_INTEGER, h_lim_timeout },
+        { "max_output", TOML_INTEGER, h_lim_max_output },
+        { "pids", TOML_INTEGER, h_lim_pids },
+        { "memory", TOML_ANY, h_lim_memory },
+        { "background_timeout", TOML_INTEGER, h_lim_background_timeout },
+};
+static const KeyDef docker_keys[] = {
+        { "image", TOML_STRING, h_docker_image },
+        { "docker", TOML_STRING, h_docker_docker },
+        { "host", TOML_STRING, h_docker_host },
+};
+static const KeyDef ssh_keys[] = {
+        { "host", TOML_STRING, h_ssh_host },
+        { "user", TOML_STRING, h_ssh_user },
+        { "port", TOML_INTEGER, h_ssh_port },
+        { "identity_file", TOML_STRING, h_ssh_identity },
+        { "known_hosts", TOML_STRING, h_ssh_known_hosts },
+        { "remote_root", TOML_STRING, h_ssh_remote_root },
+        { "worker_path", TOML_STRING, h_ssh_worker_path },
+};
+static const KeyDef modal_keys[] = {
+        { "app", TOML_STRING, h_modal_app },
+        { "image", TOML_STRING, h_modal_image },
+        { "timeout", TOML_INTEGER, h_modal_timeout },
+        { "region", TOML_STRING, h_modal_region },
+        { "cpu", TOML_FLOAT, h_modal_cpu },
+        { "memory", TOML_INTEGER, h_modal_memory },
+        { "sync", TOML_STRING, h_modal_sync },
+        { "volume", TOML_STRING, h_modal_volume },
+};
+
+static int sub_table(const KeyCtx *c, const KeyDef *defs, size_t n, const char *name, VsError **err) {
+        KeyCtx base = *c;
+        base.table = name;
+        return config_dispatch_table(c->kv->value, defs, n, base, err);
+}
+static int h_limits(const KeyCtx *c, VsError **err) {
+        return sub_table(c, limits_keys, ELEMENTSOF(limits_keys), "sandbox.limits", err);
+}
+static int h_docker(const KeyCtx *c, VsError **err) {
+        return sub_table(c, docker_keys, ELEMENTSOF(docker_keys), "sandbox.docker", err);
+}
+static int h_ssh(const KeyCtx *c, VsError **err) {
+        return sub_table(c, ssh_keys, ELEMENTSOF(ssh_keys), "sandbox.ssh", err);
+}
+static int h_modal(const KeyCtx *c, VsError **err) {
+        return sub_table(c, modal_keys, ELEMENTSOF(modal_keys), "sandbox.modal", err);
+}
+
+const KeyDef config_sandbox_keys[] = {
+        { "enabled", TOML_BOOL, h_enabled },
+        { "backend", TOML_STRING, h_backend },
+        { "rw_paths", TOML_ARRAY, h_paths },
+        { "ro_paths", TOML_ARRAY, h_paths },
+        { "mask", TOML_ARRAY, h_mask },
+        { "protect", TOML_ARRAY, h_protect },
+        { "git_init", TOML_BOOL, h_git_init },
+        { "no_gpu", TOML_BOOL, h_no_gpu },
+        { "lockdown", TOML_BOOL, h_lockdown },
+        { "network", TOML_ANY, h_network },
+        { "idle_timeout", TOML_INTEGER, h_idle_timeout },
+        { "ports", TOML_ARRAY, h_ports },
+        { "limits", TOML_TABLE, h_limits },
+        { "docker", TOML_TABLE, h_docker },
+        { "ssh", TOML_TABLE, h_ssh },
+        { "modal", TOML_TABLE, h_modal },
+};
+const size_t config_n_sandbox_keys = ELEMENTSOF(config_sandbox_keys);
