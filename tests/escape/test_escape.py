@@ -23,7 +23,8 @@ the sandbox stands in the way), a root-owned world-readable "/root/.ssh"
 stand-in, a sibling directory of the workspace.
 
 Python 3 stdlib only. Prints "N passed, N failed, N skipped" and exits
-non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure."""
+non-zero on any failure; with VECTORA_TEST_STRICT=1 a skip is a failure. The
+results go through the shared harness (tests/lib/vtest.py)."""
 
 import inspect
 import itertools
@@ -44,10 +45,8 @@ import tempfile
 import time
 import traceback
 
-BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build")
-BUILD = os.path.abspath(BUILD)
-CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
-WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import BUILD, CLI, STRICT, WORKER, Daemon, Tap  # noqa: E402
 # A sanitizer build's worker cannot run as a command under the jail's
 # RLIMIT_AS (the sanitizer reserves terabytes of address space), and this
 # suite tests the jail, not the worker's memory safety (test-worker and
@@ -57,8 +56,6 @@ if os.path.exists(os.path.join(BUILD, "src/worker/vectora-worker-static")):
     WORKER = os.path.join(BUILD, "src/worker/vectora-worker-static")
     os.environ["VECTORA_WORKER"] = WORKER
 PROBE = os.path.join(BUILD, "tests/helpers/vectora-probe")
-DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
-STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 NOBODY = 65534
 EXIT_REFUSED = 125
@@ -75,8 +72,7 @@ ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TM
 
 MASK = '[".env", "**/*.pem", "**/.ssh/**", "**/.aws/**", "config/prod/secret.key"]'
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
-counter = [0]
+T = Tap()
 
 
 class Skip(Exception):
@@ -88,23 +84,14 @@ class Fail(Exception):
 
 
 def tap(ok, name, detail=None, skip=None):
-    counter[0] += 1
-    n = counter[0]
+    """One verdict through the shared harness; a passing attempt's detail
+    (what the probe saw) is shown too."""
     if skip is not None:
-        if STRICT:
-            print(f"not ok {n} - {name} # SKIP (strict) {skip}")
-            results["failed"] += 1
-        else:
-            print(f"ok {n} - {name} # SKIP {skip}")
-            results["skipped"] += 1
-        print(f"# SKIP: {skip}")
+        T.skip(name, skip)
         return
-    print(f"{'ok' if ok else 'not ok'} {n} - {name}")
-    if detail:
-        for line in str(detail).rstrip().splitlines():
-            print(f"#   {line}")
-    results["passed" if ok else "failed"] += 1
-    sys.stdout.flush()
+    T.ok(name, ok, detail)
+    if ok and detail:
+        T.note(detail)
 
 
 # ---------------------------------------------------------------- fixtures
@@ -292,23 +279,12 @@ class Ctx:
         """A daemon as this identity: the allowlist's proxy, the terminals."""
         if self.daemon:
             return
-        self.allow_sock = os.path.join(self.xdg, "allow-daemon.sock")
-        log = os.path.join(self.xdg, "allow-daemon.log")
-        self.daemon = subprocess.Popen(self.ident.prefix + [DAEMON, "--foreground", "--socket", self.allow_sock,
-                                                            "--log-file", log],
-                                       env=self.env(), stdin=subprocess.DEVNULL)
-        for _ in range(500):
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(self.allow_sock)
-                s.close()
-                return
-            except OSError:
-                if self.daemon.poll() is not None:
-                    break
-                time.sleep(0.01)
-        raise Fail("the daemon for the allowlisted workspace did not start: " +
-                   (open(log).read()[-2000:] if os.path.exists(log) else ""))
+        try:
+            self.daemon = Daemon(self.xdg, name="allow-daemon", env=self.env(), audit=False, log_level=None,
+                                 prefix=self.ident.prefix)
+        except RuntimeError as e:
+            raise Fail("the daemon for the allowlisted workspace did not start: " + str(e)[-2000:])
+        self.allow_sock = self.daemon.sock
 
     def listen_tcp(self, family=socket.AF_INET, addr="127.0.0.1"):
         s = socket.socket(family, socket.SOCK_STREAM)
@@ -332,13 +308,8 @@ class Ctx:
         return self.sleeper.pid
 
     def cleanup(self):
-        if self.daemon and self.daemon.poll() is None:
-            self.daemon.terminate()
-            try:
-                self.daemon.wait(10)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait()
+        if self.daemon:
+            self.daemon.stop()
         for s in self.listeners:
             s.close()
         if self.sleeper and self.sleeper.poll() is None:
@@ -1386,9 +1357,7 @@ def run_via(c, prefix, via, own, what):
     command cannot reach may be reachable there."""
     na = BACKEND.not_applicable(via + ":")
     if na:
-        counter[0] += 1
-        print(f"ok {counter[0]} - {prefix}{via}: {what} # SKIP not applicable to {BACKEND.name}: {na}")
-        results["skipped"] += 1
+        T.not_applicable(f"{prefix}{via}: {what}", f"{BACKEND.name}: {na}")
         return
     try:
         c.start_daemon()
@@ -1496,9 +1465,7 @@ attempt("host: .git/hooks replaced whole; a running command then plants a hook")
 def run_one(name, fn, c):
     na = BACKEND.not_applicable(name)
     if na:
-        counter[0] += 1
-        print(f"ok {counter[0]} - {name} # SKIP not applicable to {BACKEND.name}: {na}")
-        results["skipped"] += 1
+        T.not_applicable(name, f"{BACKEND.name}: {na}")
         return
     try:
         detail = fn(c)
@@ -1515,9 +1482,7 @@ def run_syscalls(c, prefix):
     for label, ws_attr, groups in SYSCALL_RUNS:
         na = BACKEND.not_applicable(f"{label}: seccomp")
         if na:
-            counter[0] += 1
-            print(f"ok {counter[0]} - {prefix}seccomp ({label}) # SKIP not applicable to {BACKEND.name}: {na}")
-            results["skipped"] += 1
+            T.not_applicable(f"{prefix}seccomp ({label})", f"{BACKEND.name}: {na}")
             continue
         ws = getattr(c, ws_attr)
         try:
@@ -1579,9 +1544,7 @@ def main():
         for ident in idents:
             na = BACKEND.identity_not_applicable(ident.uid)
             if na:
-                counter[0] += 1
-                print(f"ok {counter[0]} - [{ident.name}] the whole list on {BACKEND.name} # SKIP not applicable: {na}")
-                results["skipped"] += 1
+                T.not_applicable(f"[{ident.name}] the whole list on {BACKEND.name}", na)
                 continue
             c = Ctx(ident)
             prefix = f"[{ident.name}] "
@@ -1623,9 +1586,7 @@ def main():
                     pass
                 c.cleanup()
     BACKEND.stop()
-    print(f"1..{counter[0]}")
-    print(f"# {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
-    sys.exit(1 if results["failed"] else 0)
+    sys.exit(T.finish())
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ class Tap:
     """TAP results: one line per case, the plan and a summary at the end."""
 
     def __init__(self):
-        self.n = self.failed = self.skipped = 0
+        self.n = self.failed = self.skipped = self.not_applicable_n = 0
 
     def ok(self, name, ok, detail=None):
         self.n += 1
@@ -60,6 +60,14 @@ class Tap:
             print("not ok %d - %s # SKIP under VECTORA_TEST_STRICT: %s" % (self.n, name, why), flush=True)
         else:
             print("ok %d - %s # SKIP %s" % (self.n, name, why), flush=True)
+
+    def not_applicable(self, name, why):
+        """A case that does not apply to this configuration (a backend
+        without the feature): said, counted, never a failure, strict or
+        not, unlike a skip for something missing here."""
+        self.n += 1
+        self.not_applicable_n += 1
+        print("ok %d - %s # SKIP not applicable: %s" % (self.n, name, why), flush=True)
 
     def note(self, text):
         for line in str(text).splitlines():
@@ -80,8 +88,9 @@ class Tap:
     def finish(self):
         """Prints the plan and the summary; the process's exit status."""
         print("1..%d" % self.n)
-        print("# %d passed, %d failed, %d skipped" % (self.n - self.failed - (self.skipped if not STRICT else 0),
-                                                      self.failed, self.skipped))
+        passed = self.n - self.failed - self.not_applicable_n - (self.skipped if not STRICT else 0)
+        print("# %d passed, %d failed, %d skipped" % (passed, self.failed, self.skipped) +
+              (", %d not applicable" % self.not_applicable_n if self.not_applicable_n else ""))
         return 1 if self.failed else 0
 
 
@@ -192,6 +201,10 @@ class Daemon:
                 raise RuntimeError("the daemon exited: " + self.log_text())
             time.sleep(0.01)
         raise RuntimeError("the daemon did not listen on its socket: " + self.log_text())
+
+    @property
+    def pid(self):
+        return self.p.pid
 
     def log_text(self):
         try:
