@@ -299,6 +299,27 @@ static int dec_session_open(json_t *obj, size_t raw_len, bool check, VsError **e
         return 0;
 }
 
+/* Instead of a process: a connection to a forwarded port in the jail. */
+static int enc_session_connect(StrBuf *out) {
+        ProtocolSessionOpenRequest r = { .connect = 3000 };
+        return protocol_encode_session_open_request(out, 27, &r);
+}
+
+static int dec_session_connect(json_t *obj, size_t raw_len, bool check, VsError **err) {
+        ProtocolSessionOpenRequest r = {};
+        int k = protocol_decode_session_open_request(obj, &r, err);
+        if (k < 0)
+                return k;
+        if (check) {
+                assert_int_equal(r.head.id, 27);
+                assert_int_equal(r.connect, 3000);
+                assert_null(r.argv);
+                assert_false(r.pty);
+        }
+        protocol_session_open_request_done(&r);
+        return 0;
+}
+
 static int dec_session(json_t *obj, ProtocolOp op, ProtocolSessionRequest *ret, VsError **err) {
         int k = protocol_decode_session_request(obj, ret, err);
         if (k >= 0) {
@@ -568,6 +589,7 @@ static const Case cases[] = {
         { "shutdown", enc_shutdown, dec_shutdown, REQ("id", "op") },
         /* With pty, cols and rows are required, and cols and rows need pty. */
         { "session_open", enc_session_open, dec_session_open, REQ("id", "op", "argv", "pty", "cols", "rows") },
+        { "session_open connect", enc_session_connect, dec_session_connect, REQ("id", "op", "connect") },
         { "session_input", enc_session_input, dec_session_input, REQ("id", "op", "session") },
         { "session_resize", enc_session_resize, dec_session_resize, REQ("id", "op", "session", "cols", "rows") },
         { "session_signal", enc_session_signal, dec_session_signal, REQ("id", "op", "session", "signal") },
@@ -708,6 +730,12 @@ static void test_limits(void **state) {
                 { "write_file", "mode", "4096" },
                 { "write_file", "if_sha256", "\"ABC\"" },
                 { "session_open", "cols", "0" },
+                { "session_open", "connect", "3000" },          /* with argv: one or the other */
+                { "session_open connect", "connect", "0" },
+                { "session_open connect", "connect", "65536" },
+                { "session_open connect", "pty", "true" },
+                { "session_open connect", "env", "{\"A\": \"b\"}" },
+                { "session_open connect", "timeout_ms", "5" },
                 { "session_open", "rows", "10001" },
                 { "session_resize", "cols", "0" },
                 { "session_signal", "signal", "65" },
@@ -747,6 +775,11 @@ static void test_encoder_refusals(void **state) {
         char *argv[] = { (char *)"sh", NULL };
         assert_int_equal(protocol_encode_session_open_request(
                                  &b, 1, &(ProtocolSessionOpenRequest){ .argv = argv, .pty = true, .cols = 0, .rows = 5 }),
+                         -EINVAL);
+        assert_int_equal(protocol_encode_session_open_request(
+                                 &b, 1, &(ProtocolSessionOpenRequest){ .argv = argv, .connect = 80 }),
+                         -EINVAL);
+        assert_int_equal(protocol_encode_session_open_request(&b, 1, &(ProtocolSessionOpenRequest){ .connect = 70000 }),
                          -EINVAL);
         assert_int_equal(protocol_encode_session_request(&b, 1, PROTOCOL_OP_EXEC, &(ProtocolSessionRequest){}, NULL, 0),
                          -EINVAL);
