@@ -127,6 +127,16 @@ static void account_input(Client *c) {
                 resume_all(srv);
 }
 
+/* Over the global budget the leader is read until its message is whole,
+ * whatever the total: small holders (under CLIENT_IN_FREE each) go on
+ * reading and may push the total past any fixed mark, and a leader stopped
+ * there left every big holder stopped for good: no message completed, no
+ * hang-up was seen, the input stayed counted forever. The leader's own
+ * bound is its message (at most a line and a raw payload, under
+ * CLIENT_IN_MAX), so the total stays under SERVER_IN_MAX, the small
+ * holders' CLIENT_IN_FREE each, and one message. */
+_Static_assert(JSONL_MAX_LINE + 1 + JSONL_MAX_RAW < CLIENT_IN_MAX, "a leader must be able to hold one whole message");
+
 static bool input_allowed(const Client *c) {
         const Server *srv = c->srv;
         size_t mine = client_in_bytes(c);
@@ -134,7 +144,7 @@ static bool input_allowed(const Client *c) {
                 return false;
         if (srv->in_bytes < SERVER_IN_MAX || mine < CLIENT_IN_FREE)
                 return true;
-        return c == srv->in_leader && srv->in_bytes < SERVER_IN_MAX + JSONL_MAX_LINE + JSONL_MAX_RAW;
+        return c == srv->in_leader;
 }
 
 void client_release_input(Client *c, size_t bytes) {

@@ -436,6 +436,111 @@ def temps(ws):
     return [os.path.join(dp, f) for dp, _, fs in os.walk(ws) for f in fs if f.startswith(".vectora-tmp-")]
 
 
+def t_leader_finishes_past_small_holders(d, tmp):
+    """Over the input budget, many small holders (under 2 MiB each, always
+    read) push the total past 321 MiB while a big upload leads: the leader
+    is still read to the end of its message, every big upload lands in turn,
+    and the input is released (before: the leader stopped at a fixed total,
+    every big holder with it, and nothing was read again, hang-ups included)."""
+    perturb = os.environ.pop("MALLOC_PERTURB_", None)
+    try:
+        s = Daemon(tmp, "leader")
+    finally:
+        if perturb is not None:
+            os.environ["MALLOC_PERTURB_"] = perturb
+    ws = make_ws(tmp, "leader-ws", SANDBOX)
+    big_size, small_raw, small_sent = 60 << 20, 4 << 20, (1 << 20) + (900 << 10)
+    big, small = [], []
+    try:
+        check(term(s.conn(), ws, "echo warm")["stdout"] == "warm\n", "the workspace starts")
+        payload = memoryview(b"b" * big_size)
+        for i in range(5):
+            k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            k.connect(s.sock)
+            k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"big{i}",
+                                  "raw": big_size}).encode() + b"\n")
+            k.setblocking(False)
+            big.append([k, 0])
+        # Phase 1: 52 MiB to each big upload, until the daemon stops reading.
+        start = last = time.time()
+        while time.time() - last < 1.5 and time.time() - start < 30:
+            for e in big:
+                want = (52 << 20) - e[1]
+                if want <= 0:
+                    continue
+                try:
+                    n = e[0].send(payload[e[1]:e[1] + min(want, 1 << 20)])
+                    e[1] += n
+                    last = time.time()
+                except BlockingIOError:
+                    pass
+            time.sleep(0.01)
+        over = s.status()["daemon"]["input_held_bytes"]
+        check(over >= 256 << 20, ("the budget was not reached", over >> 20))
+        # Phase 2: 45 small holders, each under 2 MiB: always read.
+        for i in range(45):
+            k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            k.settimeout(30)
+            k.connect(s.sock)
+            k.sendall(json.dumps({"id": 100 + i, "tool": "file_write", "workspace": ws, "path": f"small{i}",
+                                  "raw": small_raw}).encode() + b"\n" + b"s" * small_sent)
+            small.append(k)
+        deadline = time.time() + 10
+        held = s.status()["daemon"]["input_held_bytes"]
+        while held < over + 45 * small_sent - (8 << 20) and time.time() < deadline:
+            time.sleep(0.1)
+            held = s.status()["daemon"]["input_held_bytes"]
+        check(held > (256 + 1 + 64) << 20, ("the small holders did not push the total past 321 MiB", held >> 20))
+        # Phase 3: the rest of every big upload; each must land.
+        deadline = time.time() + 120
+        while any(e[1] < big_size for e in big) and time.time() < deadline:
+            moved = 0
+            for e in big:
+                if e[1] >= big_size:
+                    continue
+                try:
+                    n = e[0].send(payload[e[1]:e[1] + (1 << 20)])
+                    e[1] += n
+                    moved += n
+                except BlockingIOError:
+                    pass
+            if not moved:
+                time.sleep(0.02)
+        check(all(e[1] == big_size for e in big),
+              ("big uploads stalled (MiB sent)", [e[1] >> 20 for e in big], "held MiB",
+               s.status()["daemon"]["input_held_bytes"] >> 20))
+        for e in big:
+            e[0].setblocking(True)
+            e[0].settimeout(60)
+            line = b""
+            while not line.endswith(b"\n"):
+                b = e[0].recv(65536)
+                if not b:
+                    break
+                line += b
+            r = json.loads(line)
+            check(r.get("ok"), r)
+        for i in range(5):
+            check(os.path.getsize(os.path.join(ws, f"big{i}")) == big_size, f"big{i} was not written whole")
+        for e in big:
+            e[0].close()
+        for k in small:
+            k.close()
+        deadline = time.time() + 20
+        after = s.status()["daemon"]["input_held_bytes"]
+        while after and time.time() < deadline:
+            time.sleep(0.2)
+            after = s.status()["daemon"]["input_held_bytes"]
+        check(after == 0, ("input still counted after the clients left", after))
+        notes.append(f"5 x 60 MiB uploads past 45 small holders: all landed; {held >> 20} MiB held at the peak")
+    finally:
+        for e in big:
+            e[0].close()
+        for k in small:
+            k.close()
+        s.stop()
+
+
 def t_killed_write_temp_swept(d, tmp):
     """A write killed mid-way leaves its temp file; the next worker removes
     it at start (before: 44 files after 200 killed writes, never swept).
@@ -709,7 +814,8 @@ def t_shutdown_order(d, tmp):
 
 
 TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
-         t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_killed_write_temp_swept,
+         t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
+         t_killed_write_temp_swept,
          t_workspaces_freed, t_leftover_killed_with_last_jail, t_status_at_scale, t_shutdown_order]
 
 
@@ -721,9 +827,12 @@ def report(name, ok, skip=None, detail=""):
         print(f"ok {n} - {name} # SKIP {skip}")
         return
     results["passed" if ok else "failed"] += 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name))
+    print("%s %d - %s" % ("ok" if ok else "not ok", n, name), flush=True)
     for line in str(detail).splitlines() if not ok else []:
         print("#   " + line)
+    if not ok:
+        # Also on stderr: `meson test --print-errorlogs` shows only that.
+        print("not ok %d - %s\n%s" % (n, name, detail), file=sys.stderr, flush=True)
 
 
 def main():

@@ -50,6 +50,12 @@ class Tap:
         if not ok and detail is not None:
             for line in str(detail).splitlines()[-40:]:
                 print("#   " + line)
+        if not ok:
+            # Also on stderr: `meson test --print-errorlogs` shows only that.
+            print("not ok %d - %s" % (self.n, name), file=sys.stderr)
+            for line in str(detail if detail is not None else "").splitlines()[-40:]:
+                print("#   " + line, file=sys.stderr)
+            sys.stderr.flush()
         return ok
 
     def skip(self, name, why):
