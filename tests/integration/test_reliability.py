@@ -367,19 +367,23 @@ def t_unread_replies_bounded(d, tmp):
         s.stop()
 
 
+def unperturbed_daemon(tmp, name):
+    """A daemon without MALLOC_PERTURB_ (set by meson test): it fills every
+    allocation, so a payload buffer would be resident before its bytes
+    arrive; the memory bounds are about the daemon as deployed."""
+    perturb = os.environ.pop("MALLOC_PERTURB_", None)
+    try:
+        return Daemon(tmp, name)
+    finally:
+        if perturb is not None:
+            os.environ["MALLOC_PERTURB_"] = perturb
+
+
 def t_big_uploads_bounded(d, tmp):
     """20 connections each pushing a 60 MiB raw payload they never finish:
     the daemon holds at most its input budget (before: 1.23 GB), and a
     small client keeps its latency."""
-    # MALLOC_PERTURB_ (set by meson test) fills every allocation, so a
-    # payload buffer would be resident before its bytes arrive; the bound
-    # is about the daemon as deployed.
-    perturb = os.environ.pop("MALLOC_PERTURB_", None)
-    try:
-        s = Daemon(tmp, "uploads")
-    finally:
-        if perturb is not None:
-            os.environ["MALLOC_PERTURB_"] = perturb
+    s = unperturbed_daemon(tmp, "uploads")
     ws = make_ws(tmp, "up-ws", SANDBOX)
     try:
         base = rss_kib(s.p.pid)
@@ -442,12 +446,7 @@ def t_leader_finishes_past_small_holders(d, tmp):
     is still read to the end of its message, every big upload lands in turn,
     and the input is released (before: the leader stopped at a fixed total,
     every big holder with it, and nothing was read again, hang-ups included)."""
-    perturb = os.environ.pop("MALLOC_PERTURB_", None)
-    try:
-        s = Daemon(tmp, "leader")
-    finally:
-        if perturb is not None:
-            os.environ["MALLOC_PERTURB_"] = perturb
+    s = unperturbed_daemon(tmp, "leader")
     ws = make_ws(tmp, "leader-ws", SANDBOX)
     big_size, small_raw, small_sent = 60 << 20, 4 << 20, (1 << 20) + (900 << 10)
     big, small = [], []
