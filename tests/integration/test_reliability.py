@@ -22,12 +22,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_daemon  # noqa: E402
 import vtest  # noqa: E402 (on the path test_daemon set)
-from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, STRICT, Conn, alive, check, comm,  # noqa: E402
+from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, Conn, alive, check, comm,  # noqa: E402
                          make_ws, proc_tree, term)
 
 # A sanitizer build (it also makes a static uninstrumented worker) keeps
@@ -38,13 +37,10 @@ SANITIZED = os.path.exists(os.path.join(vtest.BUILD, "src/worker/vectora-worker-
 CG_TOPS = ["/sys/fs/cgroup/vectora-sandboxd", "/sys/fs/cgroup/pids/vectora-sandboxd",
            "/sys/fs/cgroup/memory/vectora-sandboxd"]
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
 notes = []
-n = 0
 
 
-class Skip(Exception):
-    pass
+Skip = vtest.Skip
 
 
 class Daemon(test_daemon.Daemon):
@@ -820,26 +816,11 @@ TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_s
          t_workspaces_freed, t_leftover_killed_with_last_jail, t_status_at_scale, t_shutdown_order]
 
 
-def report(name, ok, skip=None, detail=""):
-    global n
-    n += 1
-    if skip is not None:
-        results["skipped"] += 1
-        print(f"ok {n} - {name} # SKIP {skip}")
-        return
-    results["passed" if ok else "failed"] += 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n, name), flush=True)
-    for line in str(detail).splitlines() if not ok else []:
-        print("#   " + line)
-    if not ok:
-        # Also on stderr: `meson test --print-errorlogs` shows only that.
-        print("not ok %d - %s\n%s" % (n, name, detail), file=sys.stderr, flush=True)
-
-
 def main():
+    tap = vtest.Tap()
     if not os.access(DAEMON, os.X_OK) or not shutil.which("bwrap"):
-        print("1..0 # SKIP the daemon is not built or bwrap is missing")
-        return 1 if STRICT else 0
+        tap.skip("vectora-sandboxd reliability", "the daemon is not built or bwrap is missing")
+        return tap.finish()
     only = set(sys.argv[1:])
     tmp = tempfile.mkdtemp(prefix="vs-rel-test-")
     os.chmod(tmp, 0o755)
@@ -848,27 +829,19 @@ def main():
         for t in TESTS:
             if only and t.__name__ not in only:
                 continue
-            try:
-                t(d, tmp)
-                report(t.__name__, True)
-            except Skip as e:
-                report(t.__name__, True, skip=str(e))
-            except Exception:
-                report(t.__name__, False, detail=traceback.format_exc())
+            tap.case(t, d, tmp)
             if d.p.poll() is not None:
-                report("the shared daemon survived " + t.__name__, False, detail=open(d.log).read()[-3000:])
-                d = Daemon(tmp, "d-again-%d" % n)
+                tap.ok("the shared daemon survived " + t.__name__, False, open(d.log).read()[-3000:])
+                d = Daemon(tmp, "d-again-%d" % tap.n)
     finally:
         d.stop()
-        if results["failed"] and os.environ.get("VECTORA_TEST_KEEP"):
-            print("# kept", tmp)
+        if tap.failed and os.environ.get("VECTORA_TEST_KEEP"):
+            tap.note("kept " + tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     for line in notes:
-        print("# " + line)
-    print("1..%d" % n)
-    print("# %d passed, %d failed, %d skipped" % (results["passed"], results["failed"], results["skipped"]))
-    return 1 if results["failed"] or (STRICT and results["skipped"]) else 0
+        tap.note(line)
+    return tap.finish()
 
 
 if __name__ == "__main__":
