@@ -251,7 +251,7 @@ static void open_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const 
                         jail_session_attach(&tmp, l, c->wid, pid);
                         jail_session_detach(&tmp);
                 }
-                log_info("workspace %s: forwarded port %u: %s", pc->ws->path, pc->jail,
+                log_info("workspace %s: forwarded port %u: %s", pc->ws ? pc->ws->path : "(gone)", pc->jail,
                          message ? message : code ? api_error_name(code) : "the host side closed first");
                 conn_close_tcp(pc);
         }
@@ -349,12 +349,18 @@ int ports_ensure(Workspace *ws, VsError **err) {
         return 0;
 }
 
+/* Before the workspace's entry is freed (unused, or the daemon exiting):
+ * a listener left open would hand its next connection to the freed entry,
+ * and hold the port against the entry made again for the same directory. */
 void ports_forget(Workspace *ws) {
         for (PortListener *pl = all_listeners, *next; pl; pl = next) {
                 next = pl->next;
                 if (pl->ws == ws)
                         listener_close(pl);
         }
+        for (PortConn *pc = all_conns; pc; pc = pc->next)
+                if (pc->ws == ws)
+                        pc->ws = NULL;
 }
 
 json_t *ports_status(Workspace *ws) {

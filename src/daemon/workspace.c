@@ -633,8 +633,10 @@ static bool ws_unused(const Workspace *ws) {
 }
 
 static void workspace_free(Workspace *ws) {
-        /* Ended background processes kept for their output point here. */
+        /* Ended background processes kept for their output point here, and
+         * so do the forwarded ports' listeners. */
         process_forget_workspace(ws);
+        ports_forget(ws);
         watch_stop(ws);
         proxy_stop(ws->proxy);
         protect_disarm(ws);

@@ -1129,6 +1129,39 @@ def http_get(port, t=0):
             time.sleep(0.1)
 
 
+def t_ports_entry_freed(d, tmp):
+    """A workspace entry freed (its directory gone) closes its forwarded
+    ports: a connection then is refused, never handed to the freed entry
+    (the daemon crashed on it), and the directory back, the next call
+    listens on the same port again (the old listener held it before)."""
+    port = free_port()
+    sb = make_ws(tmp, "ports-freed", SANDBOX + "network = false\nidle_timeout = 1\nports = [%d]\n" % port)
+    real = os.path.realpath(sb)
+    c = d.conn()
+    check(term(c, sb, "echo one")["stdout"] == "one\n", "the first call")
+    w = d.ws_status(sb)
+    check(w and [(x["host"], x["listening"]) for x in w["ports"]] == [(port, True)], w)
+    away = sb + "-away"
+    os.rename(sb, away)
+    deadline = time.time() + 30
+    while time.time() < deadline and any(x["path"] == real for x in d.call({"tool": "status"})["workspaces"]):
+        time.sleep(0.2)
+    check(not any(x["path"] == real for x in d.call({"tool": "status"})["workspaces"]), "the entry was not freed")
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        refused = False
+    except OSError:
+        refused = True
+    check(d.p.poll() is None, "the daemon died on a connection to a freed workspace's port")
+    check(refused, "the freed workspace's port still accepts connections")
+    os.rename(away, sb)
+    r = term(c, sb, "echo two")
+    check(r.get("stdout") == "two\n", r)
+    w = d.ws_status(sb)
+    check(w and [(x["host"], x["listening"]) for x in w["ports"]] == [(port, True)], w)
+    c.close()
+
+
 def t_ports_cli(d0, tmp):
     """The dev server of the issue through the CLI verbs: `start` prints its
     id, `ps` lists it, `logs` has its requests, `stop` ends it and the port
@@ -1345,7 +1378,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
