@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 
 /* Sessions per worker: each holds a process group and up to three fds. */
 #define SESSION_MAX 64
+/* How long opening a forwarded connection may hold the worker (session_connect). */
+#define CONNECT_WAIT_MS 250
 /* Input the process has not taken yet, per session. */
 #define SESSION_INPUT_MAX (1u << 20)
 #define SESSION_READ_CHUNK (64u * 1024u)
@@ -132,14 +135,37 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
                                          "forwarded ports need the jail's own network namespace, and the remote host "
                                          "has no bubblewrap: install it there (apt-get install bubblewrap), or "
                                          "remove sandbox.ports");
-        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return vs_error_set(err, negative_errno(), "port %llu: socket: %m", (unsigned long long) req->connect);
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) req->connect),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        /* Blocking: on loopback it is accepted or refused at once. */
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                int k = negative_errno();
+        /* On loopback a listener with room in its backlog answers at once;
+         * one whose backlog is full drops the SYN, and a blocking connect
+         * would wait through the retries (minutes), the whole worker with
+         * it. A bounded wait: past it the server is busy, and this
+         * connection is refused like any other. */
+        int k = connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0 ? negative_errno() : 0;
+        if (k == -EINPROGRESS) {
+                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                int n;
+                while ((n = poll(&pfd, 1, CONNECT_WAIT_MS)) < 0 && errno == EINTR)
+                        ;
+                int soerr = 0;
+                socklen_t len = sizeof soerr;
+                if (n == 0)
+                        k = -ETIMEDOUT;
+                else if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+                        k = negative_errno();
+                else
+                        k = -soerr;
+        }
+        if (k == -ETIMEDOUT)
+                return vs_error_set_kind(err, k, "io",
+                                         "the server on port %llu in the jail accepts no more connections now (its "
+                                         "backlog is full)",
+                                         (unsigned long long) req->connect);
+        if (k < 0) {
                 return vs_error_set_kind(err, k, k == -ECONNREFUSED ? "not_found" : "io",
                                          "nothing accepts connections on port %llu in the jail (%s); start the server "
                                          "there on 127.0.0.1:%llu",
@@ -160,7 +186,6 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
                  * connection does (no drain grace). */
                 .reaped = true,
         };
-        (void) fd_set_nonblock(s->io_fd, true);
         s->next = *list;
         *list = s;
         return protocol_encode_session_open_reply(out, req->head.id, 0);

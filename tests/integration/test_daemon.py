@@ -1129,6 +1129,46 @@ def http_get(port, t=0):
             time.sleep(0.1)
 
 
+def t_ports_busy_server(d, tmp):
+    """A server in the jail that never accepts (backlog full) and a burst of
+    host connections to its port: each is refused after a bounded wait, and
+    the workspace's other calls keep answering (before: the worker blocked
+    in connect through the SYN retries, about two minutes, serving nothing)."""
+    port = free_port()
+    sb = make_ws(tmp, "ports-busy-srv", SANDBOX + "network = false\nports = [%d]\n" % port)
+    c = d.conn()
+    sleeper = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', %d)); s.listen(0)\n"
+               "print('listening', flush=True)\ntime.sleep(600)\n" % port)
+    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["python3", "-c", sleeper]})
+    check(r["ok"], r)
+    proc = r["process"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        r = c.call({"tool": "process_output", "workspace": sb, "process": proc, "wait_ms": 500})
+        if "listening" in r.get("stdout", ""):
+            break
+    check("listening" in r.get("stdout", ""), r)
+    conns = []
+    for _ in range(12):
+        k = socket.create_connection(("127.0.0.1", port), timeout=5)
+        conns.append(k)
+    time.sleep(0.2)
+    c.s.settimeout(30)
+    t0 = time.monotonic()
+    try:
+        r = term(c, sb, "echo still-here")
+    except socket.timeout:
+        r = {"timeout": True}
+    took = time.monotonic() - t0
+    check(r.get("stdout") == "still-here\n" and took < 10,
+          ("a call while 12 connections wait on a server that never accepts", took, r))
+    for k in conns:
+        k.close()
+    c.call({"tool": "process_signal", "workspace": sb, "process": proc, "signal": "KILL"})
+    notes.append(f"12 connections to a jail server that never accepts: a call meanwhile took {took * 1000:.0f} ms")
+    c.close()
+
+
 def t_ports_entry_freed(d, tmp):
     """A workspace entry freed (its directory gone) closes its forwarded
     ports: a connection then is refused, never handed to the freed entry
@@ -1378,7 +1418,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
