@@ -22,6 +22,8 @@
 #define PORT_IN_LOW (128u * 1024u)
 #define PORT_OUT_HIGH (1u << 20)
 #define PORT_OUT_LOW (256u * 1024u)
+/* Open forwarded connections per workspace (the worker has 64 sessions). */
+#define PORT_CONN_MAX 32u
 
 typedef struct PortListener PortListener;
 typedef struct PortConn PortConn;
@@ -33,6 +35,7 @@ struct PortListener {
         uint16_t host, jail;
         unsigned connections; /* open now */
         uint64_t accepted;
+        uint64_t refused; /* over PORT_CONN_MAX */
 };
 
 struct PortConn {
@@ -279,6 +282,20 @@ static void on_connection(uv_stream_t *server, int status) {
                 return;
         }
         pl->accepted++;
+        /* Each connection is a session of the worker, whose sessions are
+         * shared with the agent's terminals and background processes: the
+         * host side (any local user) gets at most half of them. */
+        unsigned open = 0;
+        for (PortListener *o = all_listeners; o; o = o->next)
+                if (o->ws == pl->ws)
+                        open += o->connections;
+        if (open > PORT_CONN_MAX) {
+                if (!pl->refused++)
+                        log_warning("workspace %s: forwarded port %u: over %u connections open; closing the new ones",
+                                    pl->ws->path, pl->host, PORT_CONN_MAX);
+                conn_close_tcp(pc);
+                return;
+        }
         pc->refs++; /* the open call's */
         pc->call.build = open_build;
         pc->call.done = open_done;

@@ -1169,6 +1169,46 @@ def t_ports_busy_server(d, tmp):
     c.close()
 
 
+def t_ports_connection_cap(d, tmp):
+    """Host-side connections to a forwarded port take at most 32 of the
+    worker's 64 sessions: past them new ones are closed at once, and the
+    agent's background processes still start (before: 64 idle connections
+    from any local user left process_start refused)."""
+    port = free_port()
+    sb = make_ws(tmp, "ports-cap", SANDBOX + "network = false\nports = [%d]\n" % port)
+    c = d.conn()
+    greeter = ("import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+               "s.bind(('127.0.0.1', %d)); s.listen(128); print('listening', flush=True); held = []\n"
+               "while True:\n    k, _ = s.accept(); k.sendall(b'hi\\n'); held.append(k)\n" % port)
+    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["python3", "-c", greeter]})
+    check(r["ok"], r)
+    proc = r["process"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        r = c.call({"tool": "process_output", "workspace": sb, "process": proc, "wait_ms": 500})
+        if "listening" in r.get("stdout", ""):
+            break
+    conns, greeted, closed = [], 0, 0
+    for _ in range(40):
+        k = socket.create_connection(("127.0.0.1", port), timeout=10)
+        conns.append(k)
+        try:
+            b = k.recv(3)
+        except OSError:
+            b = b""
+        if b == b"hi\n":
+            greeted += 1
+        else:
+            closed += 1
+    check(greeted == 32 and closed == 8, ("greeted", greeted, "closed", closed))
+    r = c.call({"tool": "process_start", "workspace": sb, "command": "echo started"})
+    check(r.get("ok"), r)
+    for k in conns:
+        k.close()
+    c.call({"tool": "process_signal", "workspace": sb, "process": proc, "signal": "KILL"})
+    c.close()
+
+
 def t_ports_entry_freed(d, tmp):
     """A workspace entry freed (its directory gone) closes its forwarded
     ports: a connection then is refused, never handed to the freed entry
@@ -1418,7 +1458,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
