@@ -22,6 +22,7 @@
 #define PORT_IN_LOW (128u * 1024u)
 #define PORT_OUT_HIGH (1u << 20)
 #define PORT_OUT_LOW (256u * 1024u)
+#define PORT_OUT_HARD (8u << 20) /* queued past the pause: a worker ignoring it */
 /* Open forwarded connections per workspace (the worker has 64 sessions). */
 #define PORT_CONN_MAX 32u
 
@@ -182,6 +183,17 @@ static void on_output(JailSession *s, bool is_stderr, const char *data, size_t l
         PortConn *pc = (PortConn *)s;
         if (pc->tcp_closing || !len)
                 return;
+        /* Paused at PORT_OUT_HIGH; what the worker had on its way when the
+         * pause left is far below this. More is a worker that ignores the
+         * pause: the daemon's memory is not its to fill. */
+        if (pc->out_queued + len > PORT_OUT_HARD) {
+                log_warning("workspace %s: forwarded port %u: the worker sent %zu bytes past its pause; ending the "
+                            "connection",
+                            pc->ws ? pc->ws->path : "(gone)", pc->jail, pc->out_queued + len - PORT_OUT_HIGH);
+                conn_end_session(pc);
+                conn_close_tcp(pc);
+                return;
+        }
         PortWrite *pw = malloc(sizeof *pw + len);
         if (!pw) {
                 conn_end_session(pc);

@@ -1129,6 +1129,19 @@ def http_get(port, t=0):
             time.sleep(0.1)
 
 
+def start_listening(c, ws, script):
+    """A python3 server started in the background; returns its process id
+    once it printed "listening"."""
+    r = c.call({"tool": "process_start", "workspace": ws, "argv": ["python3", "-c", script]})
+    check(r["ok"], r)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        out = c.call({"tool": "process_output", "workspace": ws, "process": r["process"], "wait_ms": 500})
+        if "listening" in out.get("stdout", ""):
+            return r["process"]
+    raise AssertionError(("the server in the jail did not start listening", out))
+
+
 def t_ports_busy_server(d, tmp):
     """A server in the jail that never accepts (backlog full) and a burst of
     host connections to its port: each is refused after a bounded wait, and
@@ -1139,15 +1152,7 @@ def t_ports_busy_server(d, tmp):
     c = d.conn()
     sleeper = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', %d)); s.listen(0)\n"
                "print('listening', flush=True)\ntime.sleep(600)\n" % port)
-    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["python3", "-c", sleeper]})
-    check(r["ok"], r)
-    proc = r["process"]
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        r = c.call({"tool": "process_output", "workspace": sb, "process": proc, "wait_ms": 500})
-        if "listening" in r.get("stdout", ""):
-            break
-    check("listening" in r.get("stdout", ""), r)
+    proc = start_listening(c, sb, sleeper)
     conns = []
     for _ in range(12):
         k = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -1180,14 +1185,7 @@ def t_ports_connection_cap(d, tmp):
     greeter = ("import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
                "s.bind(('127.0.0.1', %d)); s.listen(128); print('listening', flush=True); held = []\n"
                "while True:\n    k, _ = s.accept(); k.sendall(b'hi\\n'); held.append(k)\n" % port)
-    r = c.call({"tool": "process_start", "workspace": sb, "argv": ["python3", "-c", greeter]})
-    check(r["ok"], r)
-    proc = r["process"]
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        r = c.call({"tool": "process_output", "workspace": sb, "process": proc, "wait_ms": 500})
-        if "listening" in r.get("stdout", ""):
-            break
+    proc = start_listening(c, sb, greeter)
     conns, greeted, closed = [], 0, 0
     for _ in range(40):
         k = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -1206,6 +1204,30 @@ def t_ports_connection_cap(d, tmp):
     for k in conns:
         k.close()
     c.call({"tool": "process_signal", "workspace": sb, "process": proc, "signal": "KILL"})
+    c.close()
+
+
+def t_ports_slow_reader(d, tmp):
+    """A jail server writing 24 MiB to a host client that reads nothing for
+    3 s: the worker is paused, the daemon holds a bounded amount (a worker
+    ignoring the pause past 8 MiB is cut off), and every byte arrives."""
+    port = free_port()
+    sb = make_ws(tmp, "ports-slow", SANDBOX + "network = false\nports = [%d]\n" % port)
+    c = d.conn()
+    writer = ("import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+              "s.bind(('127.0.0.1', %d)); s.listen(4); print('listening', flush=True)\n"
+              "k, _ = s.accept(); k.sendall(b'y' * (24 << 20)); k.close()\n" % port)
+    proc = start_listening(c, sb, writer)
+    k = socket.create_connection(("127.0.0.1", port), timeout=30)
+    time.sleep(3)
+    got = 0
+    while True:
+        b = k.recv(1 << 20)
+        if not b:
+            break
+        got += len(b)
+    k.close()
+    check(got == 24 << 20, ("bytes received", got))
     c.close()
 
 
@@ -1458,7 +1480,7 @@ def t_slow_start(d0, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
