@@ -4,6 +4,7 @@
  * from a worker the agent may have taken over: every decoder refuses what
  * its table does not name, and the raw payload's length is checked against
  * what the header claims. */
+#include <stdint.h>
 #include <string.h>
 
 #include "jsonl.h"
@@ -324,7 +325,7 @@ typedef struct SessionOpenReplyWire {
 
 static const JsonField session_open_reply_table[] = {
         REPLY_FIELDS,
-        { "pid", JSON_FIELD_INT64, offsetof(SessionOpenReplyWire, pid), REQUIRED },
+        { "pid", JSON_FIELD_INT64, offsetof(SessionOpenReplyWire, pid), REQUIRED, .min = 0, .max = INT32_MAX }, /* 0: a connection */
         {}
 };
 

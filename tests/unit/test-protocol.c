@@ -745,6 +745,8 @@ static void test_limits(void **state) {
                 { "session_exit", "exit_code", "256" },
                 { "session_exit", "signal", "65" },
                 { "exec reply", "stdout_len", "4" }, /* no longer matches the raw payload */
+                { "session_open reply", "pid", "4294967297" }, /* truncated to 1: kill(-1) */
+                { "session_open reply", "pid", "-5" },
         };
         for (size_t b = 0; b < ELEMENTSOF(bad); b++) {
                 const Case *c = NULL;
