@@ -124,6 +124,9 @@ struct Server {
         size_t out_bytes;        /* replies queued in memory for all clients */
         uint64_t spool_bytes;    /* replies spooled for all clients */
         Client *in_leader;       /* over SERVER_IN_MAX: the one big holder still read */
+        uint64_t in_leader_ms;   /* when the leader was elected or last sent something */
+        uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
+        bool lead_timer_on;
         uv_timer_t gc_timer;     /* workspace_gc */
         bool gc_running;
         uint64_t ws_freed;       /* entries freed since start */

@@ -95,23 +95,81 @@ static size_t client_in_bytes(const Client *c) {
 }
 
 static void resume_all(Server *srv);
+static void on_lead_timer(uv_timer_t *t);
+
+/* Over the budget only the leader is read, so a leader that sends nothing
+ * (it stopped mid-message, or stopped reading its replies so its requests
+ * are not taken) would hold every other big upload until it hangs up;
+ * electing another instead would hold a second partial message, and one
+ * per staller after it, past the bound. A leader the daemon could not read
+ * for this long is disconnected (`busy`), its partial request dropped. */
+#define LEADER_STALL_MS 30000
+#define LEADER_CHECK_MS 250
+
+static bool may_take(Client *c);
+
+static bool may_lead(const Client *c) {
+        return !c->closed && !c->closing && c->reader && jsonl_reader_pending(c->reader) >= CLIENT_IN_FREE;
+}
 
 /* Over the global budget the biggest holder among the paused ones is let
  * on alone, so that some message always completes (and its input turns
  * into a call that ends) instead of every big sender waiting for the
- * others forever. */
+ * others forever. One whose requests may be taken now goes first. */
 static void elect_leader(Server *srv) {
         Client *l = srv->in_leader;
-        if (l && !l->closed && jsonl_reader_pending(l->reader) >= CLIENT_IN_FREE)
+        if (l && may_lead(l))
                 return;
         Client *best = NULL;
-        for (Client *c = srv->clients; c; c = c->next)
-                if (!c->closed && !c->closing && jsonl_reader_pending(c->reader) >= CLIENT_IN_FREE &&
-                    (!best || jsonl_reader_pending(c->reader) > jsonl_reader_pending(best->reader)))
+        bool best_ready = false;
+        for (Client *c = srv->clients; c; c = c->next) {
+                if (!may_lead(c))
+                        continue;
+                bool ready = may_take(c);
+                if (!best || ready > best_ready ||
+                    (ready == best_ready && jsonl_reader_pending(c->reader) > jsonl_reader_pending(best->reader))) {
                         best = c;
+                        best_ready = ready;
+                }
+        }
         srv->in_leader = best;
-        if (best && best != l)
-                client_update_reading(best);
+        if (!best || best == l)
+                return;
+        srv->in_leader_ms = uv_now(srv->loop);
+        if (!srv->lead_timer_on) {
+                srv->lead_timer_on = true;
+                uv_timer_start(&srv->lead_timer, on_lead_timer, LEADER_CHECK_MS, LEADER_CHECK_MS);
+        }
+        client_update_reading(best);
+}
+
+static void on_lead_timer(uv_timer_t *t) {
+        Server *srv = t->data;
+        Client *l = srv->in_leader;
+        if (!l || srv->in_bytes < SERVER_IN_MAX) {
+                srv->lead_timer_on = false;
+                uv_timer_stop(t);
+                return;
+        }
+        if (uv_now(srv->loop) - srv->in_leader_ms < LEADER_STALL_MS)
+                return;
+        log_warning("client %d (uid %u) sent nothing for %d ms while the only one read over the input budget; "
+                    "disconnecting", (int)l->pid, (unsigned)l->uid, LEADER_STALL_MS);
+        srv->handlers->bad_line(l, API_ERROR_BUSY,
+                                "the daemon's input budget is full and this connection, read first, sent nothing "
+                                "for 30 s mid-request (or did not read its replies); its partial request is dropped: "
+                                "send whole requests without pausing");
+        if (l->reading)
+                uv_read_stop((uv_stream_t *)&l->pipe);
+        l->reading = false;
+        l->closing = true;
+        srv->in_leader = NULL;
+        /* Its partial message goes now (the error reply may still wait
+         * for it to read), and the next holder leads. */
+        jsonl_reader_free(l->reader);
+        l->reader = NULL;
+        account_input(l); /* still over the budget: the next holder leads */
+        client_maybe_close(l);
 }
 
 /* Keeps srv->in_bytes the sum of what every client holds. */
@@ -446,6 +504,8 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         if (nread == 0)
                 return;
         jsonl_reader_commit(c->reader, (size_t)nread);
+        if (c == c->srv->in_leader)
+                c->srv->in_leader_ms = uv_now(c->srv->loop);
         client_ref(c);
         client_process(c);
         client_update_reading(c);
@@ -547,6 +607,9 @@ static int check_stale(const char *path, VsError **err) {
 }
 
 int server_start(Server *srv, VsError **err) {
+        uv_timer_init(srv->loop, &srv->lead_timer);
+        srv->lead_timer.data = srv;
+        uv_unref((uv_handle_t *)&srv->lead_timer); /* a helper: never what keeps the loop running */
         int r = uv_pipe_init(srv->loop, &srv->listener, 0);
         if (r < 0)
                 return vs_error_set(err, r, "uv_pipe_init: %s", uv_strerror(r));
@@ -625,6 +688,10 @@ void server_drain_clients(Server *srv) {
 
 void server_stop(Server *srv) {
         server_stop_listening(srv);
+        if (!uv_is_closing((uv_handle_t *)&srv->lead_timer)) {
+                srv->lead_timer_on = false;
+                uv_close((uv_handle_t *)&srv->lead_timer, NULL);
+        }
         while (srv->clients)
                 client_close(srv->clients);
 }

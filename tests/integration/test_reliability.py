@@ -438,6 +438,43 @@ def temps(ws):
     return [os.path.join(dp, f) for dp, _, fs in os.walk(ws) for f in fs if f.startswith(".vectora-tmp-")]
 
 
+def open_uploads(s, ws, n, size):
+    """n connections, each with a file_write header announcing size raw
+    bytes (bigN), non-blocking, as [socket, bytes sent] entries."""
+    out = []
+    for i in range(n):
+        k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        k.connect(s.sock)
+        k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"big{i}",
+                              "raw": size}).encode() + b"\n")
+        k.setblocking(False)
+        out.append([k, 0])
+    return out
+
+
+def input_released(s, timeout):
+    """The daemon's input_held_bytes once it is 0, or after timeout s."""
+    deadline = time.time() + timeout
+    after = s.status()["daemon"]["input_held_bytes"]
+    while after and time.time() < deadline:
+        time.sleep(0.2)
+        after = s.status()["daemon"]["input_held_bytes"]
+    return after
+
+
+def read_reply(k, timeout):
+    """The one reply line on k (blocking), decoded; None at a hang-up."""
+    k.setblocking(True)
+    k.settimeout(timeout)
+    line = b""
+    while not line.endswith(b"\n"):
+        b = k.recv(65536)
+        if not b:
+            break
+        line += b
+    return json.loads(line) if line else None
+
+
 def t_leader_finishes_past_small_holders(d, tmp):
     """Over the input budget, many small holders (under 2 MiB each, always
     read) push the total past 321 MiB while a big upload leads: the leader
@@ -451,13 +488,7 @@ def t_leader_finishes_past_small_holders(d, tmp):
     try:
         check(term(s.conn(), ws, "echo warm")["stdout"] == "warm\n", "the workspace starts")
         payload = memoryview(b"b" * big_size)
-        for i in range(5):
-            k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            k.connect(s.sock)
-            k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"big{i}",
-                                  "raw": big_size}).encode() + b"\n")
-            k.setblocking(False)
-            big.append([k, 0])
+        big += open_uploads(s, ws, 5, big_size)
         # Phase 1: 52 MiB to each big upload, until the daemon stops reading.
         start = last = time.time()
         while time.time() - last < 1.5 and time.time() - start < 30:
@@ -507,27 +538,15 @@ def t_leader_finishes_past_small_holders(d, tmp):
               ("big uploads stalled (MiB sent)", [e[1] >> 20 for e in big], "held MiB",
                s.status()["daemon"]["input_held_bytes"] >> 20))
         for e in big:
-            e[0].setblocking(True)
-            e[0].settimeout(60)
-            line = b""
-            while not line.endswith(b"\n"):
-                b = e[0].recv(65536)
-                if not b:
-                    break
-                line += b
-            r = json.loads(line)
-            check(r.get("ok"), r)
+            r = read_reply(e[0], 60)
+            check(r and r.get("ok"), r)
         for i in range(5):
             check(os.path.getsize(os.path.join(ws, f"big{i}")) == big_size, f"big{i} was not written whole")
         for e in big:
             e[0].close()
         for k in small:
             k.close()
-        deadline = time.time() + 20
-        after = s.status()["daemon"]["input_held_bytes"]
-        while after and time.time() < deadline:
-            time.sleep(0.2)
-            after = s.status()["daemon"]["input_held_bytes"]
+        after = input_released(s, 20)
         check(after == 0, ("input still counted after the clients left", after))
         notes.append(f"5 x 60 MiB uploads past 45 small holders: all landed; {held >> 20} MiB held at the peak")
     finally:
@@ -535,6 +554,82 @@ def t_leader_finishes_past_small_holders(d, tmp):
             e[0].close()
         for k in small:
             k.close()
+        s.stop()
+
+
+def t_stalled_leader_demoted(d, tmp):
+    """Over the input budget only one big holder (the leader) is read; a
+    leader that stops sending mid-message and holds its connection open is
+    disconnected after 30 s with `busy` (its partial request dropped, its
+    input released), and the other big uploads then land (before: they
+    waited until the staller hung up, for ever)."""
+    s = unperturbed_daemon(tmp, "staller")
+    ws = make_ws(tmp, "staller-ws", SANDBOX)
+    big_size = 60 << 20
+    big = []
+
+    try:
+        check(term(s.conn(), ws, "echo warm")["stdout"] == "warm\n", "the workspace starts")
+        payload = memoryview(b"b" * big_size)
+        big += open_uploads(s, ws, 5, big_size)
+
+        def pump(entries, cap, quiet, limit):
+            """Sends to each entry up to cap bytes until nothing moved for
+            quiet s (after something moved), or limit s in all."""
+            start = last = time.time()
+            while time.time() - start < limit:
+                if time.time() - last >= quiet and (last > start or time.time() - start >= limit):
+                    break
+                for e in entries:
+                    want = cap - e[1]
+                    if want <= 0:
+                        continue
+                    try:
+                        e[1] += e[0].send(payload[e[1]:e[1] + min(want, 1 << 20)])
+                        last = time.time()
+                    except BlockingIOError:
+                        pass
+                if all(e[1] >= cap for e in entries):
+                    break
+                time.sleep(0.01)
+
+        # 52 MiB each: over the 256 MiB budget, the daemon reads one leader only.
+        pump(big, 52 << 20, 1.5, 60)
+        over = s.status()["daemon"]["input_held_bytes"]
+        check(over >= 256 << 20, ("the budget was not reached", over >> 20))
+        # The leader is the one that can still send: 6 MiB more goes only
+        # there (the others stop at their socket buffer).
+        before = [e[1] for e in big]
+        pump(big, 58 << 20, 1.0, 30)
+        moved = [e[1] - b for e, b in zip(big, before)]
+        leader = max(range(5), key=lambda i: moved[i])
+        check(moved[leader] >= 5 << 20 and sorted(moved)[-2] < 2 << 20,
+              ("no single leader took the input (MiB moved)", [m >> 20 for m in moved]))
+        # The leader stalls (connection open, nothing sent): within about 30 s
+        # it is cut off, and the rest land.
+        others = [e for i, e in enumerate(big) if i != leader]
+        t0 = time.time()
+        pump(others, big_size, 20, 120)
+        check(all(e[1] == big_size for e in others),
+              ("the others stalled behind a silent leader (MiB sent)", [e[1] >> 20 for e in others],
+               "held MiB", s.status()["daemon"]["input_held_bytes"] >> 20))
+        took = time.time() - t0
+        check(25 < took < 110, ("the staller was cut off after (s)", took))
+        for e in others:
+            r = read_reply(e[0], 60)
+            check(r and r.get("ok"), r)
+        r = read_reply(big[leader][0], 10)
+        check(r and r["error"]["code"] == "busy" and "30 s" in r["error"]["message"], ("the staller's reply", r))
+        check(not os.path.exists(os.path.join(ws, f"big{leader}")), "the staller's partial upload was written")
+        for i in range(5):
+            if i != leader:
+                check(os.path.getsize(os.path.join(ws, f"big{i}")) == big_size, f"big{i} was not written whole")
+        after = input_released(s, 20)
+        check(after == 0, ("input still counted after the uploads", after))
+        notes.append(f"a leader silent mid-upload was cut off; the other 4 x 60 MiB uploads landed {took:.0f} s later")
+    finally:
+        for e in big:
+            e[0].close()
         s.stop()
 
 
@@ -812,7 +907,7 @@ def t_shutdown_order(d, tmp):
 
 TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
          t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
-         t_killed_write_temp_swept,
+         t_stalled_leader_demoted, t_killed_write_temp_swept,
          t_workspaces_freed, t_leftover_killed_with_last_jail, t_status_at_scale, t_shutdown_order]
 
 
