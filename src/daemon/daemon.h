@@ -69,6 +69,7 @@ typedef struct LinkStart LinkStart;
 #define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
 #define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
+#define INOTIFY_HUBS 4                /* inotify instances per daemon, shared by its workspaces */
 #define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
 #define WS_FREE_AFTER_MS 30000        /* an unused entry (no worker, call or queue) is freed after its
                                        * idle_timeout, at least this */
@@ -125,6 +126,8 @@ struct Server {
         uint64_t spool_bytes;    /* replies spooled for all clients */
         Client *in_leader;       /* over SERVER_IN_MAX: the one big holder still read */
         uint64_t in_leader_ms;   /* when the leader was elected or last sent something */
+        struct InotifyHub *hubs[INOTIFY_HUBS]; /* the daemon's inotify instances (watch.c) */
+        unsigned hub_next;
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
         uv_timer_t gc_timer;     /* workspace_gc */
@@ -251,6 +254,7 @@ struct Workspace {
 
         /* watching for masked paths appearing (watch.c) */
         struct WorkspaceWatch *watch;
+        struct InotifyHub *hub;  /* its inotify instance, shared with other workspaces (watch.c) */
         const WatchHooks *watch_hooks;
         /* what the protected paths were when the worker spawned (protect.c) */
         struct WorkspaceProtect *protect;
@@ -511,6 +515,9 @@ void proxy_set_peer(Proxy *px, uid_t uid);
 
 /* ---- watch.c ---- */
 int watch_start(Workspace *ws);
+/* The workspace's inotify instance (one of INOTIFY_HUBS), or NULL when none can be made. */
+struct InotifyHub *workspace_hub(Workspace *ws);
+void watch_hubs_free(Server *srv);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
 /* What masks over time cannot keep for a sandboxed workspace, or NULL:

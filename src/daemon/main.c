@@ -284,6 +284,7 @@ int main(int argc, char **argv) {
                 uv_run(srv->loop, UV_RUN_DEFAULT);
         }
         /* Let close callbacks run; handles of dead links go away here. */
+        watch_hubs_free(srv); /* every workspace is gone: nobody holds a watch */
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
         audit_close();

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
+#include "inotify-hub.h"
 #include "mask-walk.h"
 #include "log.h"
 #include "path-util.h"
@@ -27,8 +28,8 @@ typedef struct WatchDir {
 
 typedef struct WorkspaceWatch {
         Workspace *ws;
-        int fd;
-        uv_poll_t poll;
+        HubSub *sub; /* on the daemon's shared inotify instance */
+        char *hit;   /* the first masked path seen in the batch being read */
         VsGlobSet *set;
         char **roots;
         size_t n_roots;
@@ -160,9 +161,9 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
         if (!abs)
                 return -ENOMEM;
-        int wd = inotify_add_watch(w->fd, abs, WATCH_EVENTS);
+        int wd = hub_add_watch(w->sub, abs, WATCH_EVENTS);
         if (wd < 0)
-                return -errno;
+                return wd;
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].wd == wd)
                         return rename_dir(w, i, root, rel);
@@ -177,55 +178,53 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         return 1;
 }
 
-static void on_event(uv_poll_t *h, int status, int events) {
-        WorkspaceWatch *w = h->data;
-        _Alignas(struct inotify_event) char buf[16384];
-        _cleanup_free_ char *hit = NULL;
-        for (;;) {
-                ssize_t n = read(w->fd, buf, sizeof buf);
-                if (n <= 0)
-                        break;
-                for (char *p = buf; p < buf + n;) {
-                        struct inotify_event *ev = (struct inotify_event *)p;
-                        p += sizeof *ev + ev->len;
-                        if (ev->mask & IN_Q_OVERFLOW) {
-                                /* Events were lost: assume the worst. */
-                                if (!hit)
-                                        hit = strdup("(inotify queue overflow)");
-                                continue;
-                        }
-                        if (!ev->len)
-                                continue;
-                        WatchDir *wd = NULL;
-                        for (size_t i = 0; i < w->n_dirs; i++)
-                                if (w->dirs[i].wd == ev->wd) {
-                                        wd = &w->dirs[i];
-                                        break;
-                                }
-                        if (!wd)
-                                continue;
-                        _cleanup_free_ char *rel = wd->rel[0] ? path_join(wd->rel, ev->name) : strdup(ev->name);
-                        if (!rel)
-                                continue;
-                        bool is_dir = ev->mask & IN_ISDIR;
-                        /* add_dir() may move w->dirs: keep what wd says. */
-                        size_t root = wd->root;
-                        wd = NULL;
-                        size_t hr = host_runs(rel);
-                        if (hr)
-                                note_host_run(w, root, rel, hr);
-                        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
-                                continue; /* a write to an existing file: masked already if it matches */
-                        if (glob_set_masks(w->set, rel, is_dir)) {
-                                if (!hit)
-                                        hit = TAKE_PTR(rel);
-                                continue;
-                        }
-                        if (is_dir && add_dir(w, root, rel) >= 0)
-                                /* A directory moved in whole may hold matches already. */
-                                scan_dir(w, root, rel, hit ? NULL : &hit, true);
-                }
+static void on_event(void *userdata, const struct inotify_event *ev) {
+        WorkspaceWatch *w = userdata;
+        if (ev->mask & IN_Q_OVERFLOW) {
+                /* Events were lost: assume the worst. */
+                if (!w->hit)
+                        w->hit = strdup("(inotify queue overflow)");
+                return;
         }
+        /* The instance is shared: a directory watched for other reasons too
+         * (the protected paths) also brings events this watch did not ask for. */
+        if (!ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)))
+                return;
+        WatchDir *wd = NULL;
+        for (size_t i = 0; i < w->n_dirs; i++)
+                if (w->dirs[i].wd == ev->wd) {
+                        wd = &w->dirs[i];
+                        break;
+                }
+        if (!wd)
+                return;
+        _cleanup_free_ char *rel = wd->rel[0] ? path_join(wd->rel, ev->name) : strdup(ev->name);
+        if (!rel)
+                return;
+        bool is_dir = ev->mask & IN_ISDIR;
+        /* add_dir() may move w->dirs: keep what wd says. */
+        size_t root = wd->root;
+        wd = NULL;
+        size_t hr = host_runs(rel);
+        if (hr)
+                note_host_run(w, root, rel, hr);
+        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                return; /* a write to an existing file: masked already if it matches */
+        if (glob_set_masks(w->set, rel, is_dir)) {
+                if (!w->hit)
+                        w->hit = TAKE_PTR(rel);
+                return;
+        }
+        if (is_dir && add_dir(w, root, rel) >= 0)
+                /* A directory moved in whole may hold matches already. */
+                scan_dir(w, root, rel, w->hit ? NULL : &w->hit, true);
+}
+
+/* After each read of the queue: a masked path seen recycles the worker
+ * (which may end this watch: nothing of w is used after). */
+static void on_batch_end(void *userdata) {
+        WorkspaceWatch *w = userdata;
+        _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         if (!hit)
                 return;
         Workspace *ws = w->ws;
@@ -241,6 +240,8 @@ static void on_event(uv_poll_t *h, int status, int events) {
         }
 }
 
+static const HubOps watch_ops = { .event = on_event, .batch_end = on_batch_end };
+
 bool watch_active(Workspace *ws) {
         return ws->watch != NULL;
 }
@@ -254,16 +255,12 @@ const char *watch_gap(Workspace *ws) {
         return ws->watch->partial ? WATCH_PARTIAL_NOTE : NULL;
 }
 
-static void on_poll_closed(uv_handle_t *h) {
-        free(h->data);
-}
-
 void watch_stop(Workspace *ws) {
         WorkspaceWatch *w = TAKE_PTR(ws->watch);
         if (!w)
                 return;
-        uv_poll_stop(&w->poll);
-        w->fd = safe_close(w->fd);
+        hub_sub_free(w->sub);
+        free(w->hit);
         glob_set_free(w->set);
         for (size_t i = 0; i < w->n_dirs; i++)
                 free(w->dirs[i].rel);
@@ -271,7 +268,7 @@ void watch_stop(Workspace *ws) {
         for (size_t i = 0; i < w->n_roots; i++)
                 free(w->roots[i]);
         free(w->roots);
-        uv_close((uv_handle_t *)&w->poll, on_poll_closed);
+        free(w);
 }
 
 int watch_start(Workspace *ws) {
@@ -280,13 +277,14 @@ int watch_start(Workspace *ws) {
         if (!w)
                 return -ENOMEM;
         w->ws = ws;
-        w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        InotifyHub *hub = workspace_hub(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (w->fd < 0 || mask_set_compile(p->mask, "mask", &w->set, &err) < 0 ||
+        int r = hub ? hub_sub_new(hub, &watch_ops, w, &w->sub) : -EMFILE;
+        if (r < 0 || mask_set_compile(p->mask, "mask", &w->set, &err) < 0 ||
             !(w->roots = calloc(p->n_rw + p->n_ro + 1, sizeof(char *)))) {
                 log_warning("workspace %s: cannot watch for masked paths: %s", ws->path,
-                            w->fd < 0 ? strerror(errno) : err ? vs_error_message(err) : "out of memory");
-                safe_close(w->fd);
+                            r < 0 ? strerror(-r) : err ? vs_error_message(err) : "out of memory");
+                hub_sub_free(w->sub);
                 glob_set_free(w->set);
                 free(w);
                 return -EIO;
@@ -301,10 +299,28 @@ int watch_start(Workspace *ws) {
         for (size_t i = 0; i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
                         scan_dir(w, i, "", NULL, false);
-        uv_poll_init(ws->srv->loop, &w->poll, w->fd);
-        w->poll.data = w;
-        uv_poll_start(&w->poll, UV_READABLE, on_event);
         ws->watch = w;
         log_debug("workspace %s: watching %zu directories for masked paths", ws->path, w->n_dirs);
         return 0;
+}
+
+/* The daemon's inotify instances are few and shared (inotify-hub.h): a
+ * workspace takes the next of INOTIFY_HUBS in turn, so a queue overflow
+ * caused by one busy tree touches only the workspaces on its instance.
+ * Made on first use; one that could not be made is tried again next time. */
+InotifyHub *workspace_hub(Workspace *ws) {
+        if (ws->hub)
+                return ws->hub;
+        Server *srv = ws->srv;
+        unsigned k = srv->hub_next++ % INOTIFY_HUBS;
+        if (!srv->hubs[k] && hub_new(srv->loop, &srv->hubs[k]) < 0) {
+                srv->hubs[k] = NULL;
+                return NULL;
+        }
+        return ws->hub = srv->hubs[k];
+}
+
+void watch_hubs_free(Server *srv) {
+        for (size_t k = 0; k < INOTIFY_HUBS; k++)
+                hub_free(TAKE_PTR(srv->hubs[k]));
 }
