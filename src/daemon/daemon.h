@@ -103,6 +103,21 @@ typedef struct ServerHandlers {
         void (*client_resumed)(Client *c);
 } ServerHandlers;
 
+/* What the tools keep per workspace (background processes, forwarded
+ * ports), set by main.c before the first workspace: workspace.c and
+ * worker-link.c reach them only through these, so they call nothing
+ * above them. */
+typedef struct WorkspaceHooks {
+        /* A worker is about to start for ws's policy: what must be in place
+         * first (forwarded ports listening). -errno with *err to refuse it. */
+        int (*starting)(Workspace *ws, VsError **err);
+        /* ws goes away (freed, or the daemon exits): what they keep of it
+         * goes too. */
+        void (*forget)(Workspace *ws);
+        /* The "ports" of ws's status, or NULL when it has none. */
+        json_t *(*ports_status)(Workspace *ws);
+} WorkspaceHooks;
+
 typedef struct Counters {
         uint64_t requests, ok, errors, refused, denied;
         uint64_t spawns, spawn_failures, crashes, recycles, idle_ends;
@@ -112,6 +127,7 @@ struct Server {
         uv_loop_t *loop;
         DaemonOptions opt;
         const ServerHandlers *handlers;
+        const WorkspaceHooks *ws_hooks;
         uv_pipe_t listener;
         bool listening;
         Client *clients;
@@ -290,21 +306,6 @@ void workspace_reload(Workspace *ws);
 void workspace_submit(Workspace *ws, Call *c);
 /* Recycles the current worker now: in-flight calls fail with code. */
 void workspace_recycle(Workspace *ws, ApiError code, const char *why);
-/* Link callbacks. */
-void workspace_link_ready(Workspace *ws, WorkerLink *l);
-/* The start of ws->starting ended: l is the spawning link, or NULL when it
- * failed (r < 0, err says why) or was discarded (r == 0: start again). */
-void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err);
-/* A link left the spawning state (ready or ended): free its slot and start
- * the next waiting workspace. */
-void workspace_spawn_slot_free(Server *srv, WorkerLink *l);
-void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why);
-void workspace_link_idle(Workspace *ws, WorkerLink *l);
-/* The last process of an ended jail of ws was reaped: a waiting start may go. */
-void workspace_old_jail_gone(Workspace *ws);
-/* protect.c's ProtectChangedFn: the worker is recycled, in-flight calls
- * fail with worker_recycled and why. */
-void workspace_protect_changed(Workspace *ws, const char *why);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
 /* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
  * ...) was created or written under the workspace's listed paths. */
@@ -329,9 +330,37 @@ typedef enum LinkState {
         LINK_DEAD,
 } LinkState;
 
+/* What a link reports to its owner (the workspace, which fills these in
+ * at link_start): worker-link.c calls nothing above it. */
+typedef struct LinkOps {
+        /* Before the start: what must be in place first (forwarded ports). */
+        int (*prepare)(Workspace *ws, VsError **err);
+        /* The start ended: l is the spawning link, or NULL when it failed
+         * (r < 0, err says why) or was discarded (r == 0: start again).
+         * Never from within link_start. */
+        void (*started)(Workspace *ws, WorkerLink *l, int r, const VsError *err);
+        void (*ready)(Workspace *ws, WorkerLink *l);
+        void (*failed)(Workspace *ws, WorkerLink *l, ApiError code, const char *why);
+        /* Nothing in flight and no session open any more. */
+        void (*idle)(Workspace *ws, WorkerLink *l);
+        /* l left the spawning state (ready or ended): its spawn slot frees. */
+        void (*spawn_slot_free)(Server *srv, WorkerLink *l);
+        /* The last process of an ended jail of ws was reaped: a waiting
+         * start may go. */
+        void (*old_jail_gone)(Workspace *ws);
+        /* Given to protect_arm() for an ssh backend's jail, once ready. */
+        void (*protect_changed)(Workspace *ws, const char *why);
+        /* An event from the worker for one of its sessions: false on a
+         * protocol violation (the link then ends). */
+        bool (*session_event)(WorkerLink *l, JsonlMsg *m, char **ret_why);
+        /* The link ends: every session ends with it. */
+        void (*sessions_end)(WorkerLink *l, ApiError code, const char *why);
+} LinkOps;
+
 struct WorkerLink {
         Server *srv;
         Workspace *ws;
+        const LinkOps *ops;
         bool holds_spawn_slot;     /* counted in srv->n_spawning until ready or ended */
         WorkerLink *next;          /* all links (worker-link.c) */
         WorkerLink *next_draining; /* in ws->draining */
@@ -367,11 +396,10 @@ struct WorkerLink {
  * (launch_prepare's mask walk, probes and idmap forks; a docker backend's
  * removal of a leftover container, up to 10 s) runs on the libuv thread
  * pool, so one slow start does not stall the other workspaces; the fork
- * follows on the loop. The outcome comes through workspace_link_started
- * (never from within this call); the link then reports through the other
- * workspace_link_* callbacks. The start reads ws->policy meanwhile: a
+ * follows on the loop. The outcome comes through ops->started (never from
+ * within this call); the link then reports through the other ops. The start reads ws->policy meanwhile: a
  * workspace replacing it hands it over with link_start_keep_policy. */
-int link_start(Workspace *ws, LinkStart **ret, VsError **err);
+int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err);
 /* Its result is not wanted (a masked path appeared, a recycle): it is
  * discarded when it arrives and the workspace starts again. */
 void link_start_discard(LinkStart *s);
@@ -440,6 +468,19 @@ struct Request {
  * result: fields to add (stolen), may be NULL. */
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message);
+/* A session_open call's done callback: true and *ret_pid when the worker
+ * started it; otherwise r was finished with the failure (code/message when
+ * there is no reply m, the worker's error, or a malformed reply). */
+bool request_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
+                            int64_t *ret_pid);
+/* Lockdown refuses a guarantee it cannot keep (masks over time, rule 5), as
+ * for the one-shot tools: true when r was finished with that refusal. */
+bool request_lockdown_refuses(Request *r);
+/* Bytes as a base64 JSON string (new reference, NULL on OOM). */
+json_t *b64_json(const void *p, size_t n);
+/* An opened terminal's terminal_open audit line names it: {"pty": id}, as
+ * its terminal_exit line does. */
+void audit_target_pty(Request *r, uint64_t id);
 
 void tools_handle(Client *c, JsonlMsg *m);
 /* Error reply for a line that could not be decoded at all. */
@@ -537,7 +578,7 @@ const char *watch_gap(Workspace *ws);
 /* ---- protect.c ---- */
 typedef struct WorkspaceProtect WorkspaceProtect;
 /* A protected path changed on the host since the worker spawned: the
- * workspace recycles it (workspace_protect_changed). */
+ * workspace recycles it. */
 typedef void (*ProtectChangedFn)(Workspace *ws, const char *why);
 /* Notes what the protected paths are now (the worker being spawned binds
  * these) and watches their directories; changed runs on a change. */

@@ -100,37 +100,6 @@ static void send_op(WorkerLink *l, uint64_t wid, ProtocolOp op_code, const Proto
         (void)send_op_full(l, wid, op_code, r, data, len, client, id, NULL, NULL);
 }
 
-bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
-                         int64_t *ret_pid) {
-        ProtocolReplyHead h;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (!m)
-                request_finish(r, l, NULL, NULL, 0, code, message);
-        else if (protocol_decode_reply_head(m->obj, &h, &err) < 0)
-                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
-        else if (!h.ok)
-                request_finish(r, l, NULL, NULL, 0, api_error_from_kind(h.error_code_name, API_ERROR_IO),
-                               h.error_message ? h.error_message : "the worker could not start it");
-        else if (protocol_decode_session_open_reply(m->obj, ret_pid, &err) < 0)
-                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
-        else
-                return true;
-        return false;
-}
-
-bool jail_session_lockdown_refuses(Request *r) {
-        Workspace *ws = r->ws;
-        const char *gap = ws->policy && ws->policy->lockdown ? watch_gap(ws) : NULL;
-        if (!gap)
-                return false;
-        char why[1024];
-        snprintf(why, sizeof why, "lockdown: %s; %s", gap,
-                 ws->watch ? "list narrower paths or mask the large trees"
-                           : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
-        request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, why);
-        return true;
-}
-
 void jail_session_attach(JailSession *s, WorkerLink *l, uint64_t wid, int64_t pid) {
         s->link = l;
         s->wid = wid;
@@ -239,9 +208,6 @@ bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why) {
                 free((Detached *)s); /* s is its first member */
         else if (s->ops && s->ops->ended)
                 s->ops->ended(s, &e, API_OK, NULL);
-        /* The last session gone: the idle clock starts. */
-        if (l->n_sessions == 0 && l->n_inflight == 0 && l->state == LINK_READY && !l->draining && l->ws)
-                workspace_link_idle(l->ws, l);
         return true;
 }
 

@@ -50,20 +50,10 @@ void jail_session_detach(JailSession *s);
 /* Stops or resumes reading its output in the worker. */
 void jail_session_pause(JailSession *s, bool paused);
 
-/* A session_open call's done callback: true and *ret_pid when the worker
- * started it; otherwise r was finished with the failure (code/message when
- * there is no reply m, the worker's error, or a malformed reply). */
-bool jail_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
-                         int64_t *ret_pid);
-
-/* Lockdown refuses a guarantee it cannot keep (masks over time, rule 5), as
- * for the one-shot tools: true when r was finished with that refusal. */
-bool jail_session_lockdown_refuses(Request *r);
-
-/* worker-link.c: an event from the worker. Returns false on a protocol
- * violation (the link must end). */
+/* An event from the worker (LinkOps.session_event). Returns false on a
+ * protocol violation (the link must end). */
 bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why);
-/* The link ends or starts draining: every session ends (ended() with code
+/* The link ends (LinkOps.sessions_end) or starts draining: every session ends (ended() with code
  * and why); a draining link's processes are killed, never moved to the
  * next jail. */
 void jail_sessions_end(WorkerLink *l, ApiError code, const char *why);
@@ -84,17 +74,10 @@ void ports_forget(Workspace *ws);
 /* [{host, jail, listening, connections}], or NULL when ws forwards none. */
 json_t *ports_status(Workspace *ws);
 
-/* ---- tools.c ---- */
-/* Bytes as a base64 JSON string (new reference, NULL on OOM). */
-json_t *b64_json(const void *p, size_t n);
-
 /* ---- pty.c, pty-jail.c: terminal_open in a sandboxed workspace ---- */
 /* terminal_open's arguments: ApiTerminalOpenArgs, api_terminal_open_table (api.h). */
 
 void jail_pty_open(Request *r, json_t *obj);
-/* An opened terminal's terminal_open audit line names it: {"pty": id}, as
- * its terminal_exit line does. */
-void audit_target_pty(Request *r, uint64_t id);
 /* terminal_input/resize/close for one of c's jail terminals: false when
  * the pty id is not one of them. */
 bool jail_pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m);

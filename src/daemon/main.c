@@ -10,6 +10,7 @@
 
 #include "approval.h"
 #include "daemon.h"
+#include "jail-session.h"
 #include "log.h"
 #include "paths.h"
 #include "vs-build-config.h"
@@ -77,6 +78,13 @@ static void shutdown_now(Server *srv, const char *why) {
         uv_timer_init(srv->loop, &shutdown_timer);
         shutdown_timer.data = srv;
         uv_timer_start(&shutdown_timer, on_shutdown_tick, 0, 20);
+}
+
+/* A workspace entry goes: its ended background processes (kept for their
+ * output) and its forwarded ports' listeners point at it. */
+static void forget_workspace(Workspace *ws) {
+        process_forget_workspace(ws);
+        ports_forget(ws);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -260,6 +268,12 @@ int main(int argc, char **argv) {
                 .client_resumed = pty_resume,
         };
         srv->handlers = &handlers;
+        static const WorkspaceHooks ws_hooks = {
+                .starting = ports_ensure,
+                .forget = forget_workspace,
+                .ports_status = ports_status,
+        };
+        srv->ws_hooks = &ws_hooks;
         if (server_start(srv, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));

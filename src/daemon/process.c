@@ -248,7 +248,7 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const
         Request *r = c->req;
         ApiRunArgs *a = r->args;
         int64_t pid;
-        if (!jail_session_opened(r, l, m, code, message, &pid))
+        if (!request_session_opened(r, l, m, code, message, &pid))
                 return;
         BgProcess *p = calloc(1, sizeof *p);
         size_t cap = r->ws->policy && r->ws->policy->sandboxed && r->ws->policy->limits.max_output
@@ -324,7 +324,7 @@ static void process_start(Request *r) {
         /* A subdirectory was named: the cwd starts there. */
         if (r->dir && (!a->cwd || a->cwd[0] != '/') && !(r->dir_path = path_join(r->dir, a->cwd ? a->cwd : ".")))
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
-        if (jail_session_lockdown_refuses(r))
+        if (request_lockdown_refuses(r))
                 return;
         r->call.build = start_build;
         r->call.done = start_done;

@@ -131,7 +131,7 @@ static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, co
         Request *r = c->req;
         JailPty *p = r->args;
         int64_t pid;
-        if (!jail_session_opened(r, l, m, code, message, &pid))
+        if (!request_session_opened(r, l, m, code, message, &pid))
                 return;
         const char *shell = p->a.argv && p->a.argv[0] ? p->a.argv[0] : default_shell[0];
         json_t *result = json_pack("{s:I,s:I,s:s}", "pty", (json_int_t)(r->srv->next_pty_id + 1), "pid",
@@ -166,7 +166,7 @@ static void jail_pty_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, co
 void jail_pty_open(Request *r, json_t *obj) {
         Workspace *ws = r->ws;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (jail_session_lockdown_refuses(r))
+        if (request_lockdown_refuses(r))
                 return;
         JailPty *p = calloc(1, sizeof *p);
         if (!p)

@@ -8,7 +8,6 @@
 
 #include "base64.h"
 #include "daemon.h"
-#include "jail-session.h"
 
 json_t *b64_json(const void *p, size_t n) {
         size_t len = 0;
@@ -127,6 +126,37 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         client_update_reading(c);
         client_maybe_close(c);
         client_unref(c);
+}
+
+bool request_session_opened(Request *r, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message,
+                            int64_t *ret_pid) {
+        ProtocolReplyHead h;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (!m)
+                request_finish(r, l, NULL, NULL, 0, code, message);
+        else if (protocol_decode_reply_head(m->obj, &h, &err) < 0)
+                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
+        else if (!h.ok)
+                request_finish(r, l, NULL, NULL, 0, api_error_from_kind(h.error_code_name, API_ERROR_IO),
+                               h.error_message ? h.error_message : "the worker could not start it");
+        else if (protocol_decode_session_open_reply(m->obj, ret_pid, &err) < 0)
+                request_finish(r, l, NULL, NULL, 0, API_ERROR_WORKER_CRASHED, "the worker sent a malformed reply");
+        else
+                return true;
+        return false;
+}
+
+bool request_lockdown_refuses(Request *r) {
+        Workspace *ws = r->ws;
+        const char *gap = ws->policy && ws->policy->lockdown ? watch_gap(ws) : NULL;
+        if (!gap)
+                return false;
+        char why[1024];
+        snprintf(why, sizeof why, "lockdown: %s; %s", gap,
+                 ws->watch ? "list narrower paths or mask the large trees"
+                           : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
+        request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, why);
+        return true;
 }
 
 void audit_target_pty(Request *r, uint64_t id) {

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "daemon.h"
 #include "log.h"
-#include "jail-session.h"
 #include "strv.h"
 #include "worker-spawn.h"
 
@@ -86,7 +86,7 @@ void link_end(WorkerLink *l, ApiError code, const char *reason) {
         bool was_spawning = l->state == LINK_SPAWNING;
         l->state = LINK_DEAD;
         /* After the state change: a waiting workspace may spawn from here. */
-        workspace_spawn_slot_free(l->srv, l);
+        l->ops->spawn_slot_free(l->srv, l);
         l->end_code = code;
         free(l->end_reason);
         l->end_reason = reason ? strdup(reason) : NULL;
@@ -108,13 +108,13 @@ void link_end(WorkerLink *l, ApiError code, const char *reason) {
         close_handles(l);
         const char *msg = reason ? reason : "the worker ended";
         fail_inflight(l, code, msg);
-        jail_sessions_end(l, code, msg);
+        l->ops->sessions_end(l, code, msg);
         Workspace *ws = TAKE_PTR(l->ws);
         if (ws) {
                 if (was_spawning)
-                        workspace_link_failed(ws, l, code, msg);
+                        l->ops->failed(ws, l, code, msg);
                 else
-                        workspace_link_failed(ws, l, code, msg);
+                        l->ops->failed(ws, l, code, msg);
         }
         link_maybe_free(l);
 }
@@ -129,7 +129,7 @@ static bool link_reaped(Server *srv, pid_t pid, int status) {
                         l->pid = 0;
                         Workspace *old = TAKE_PTR(l->old_ws);
                         if (old)
-                                workspace_old_jail_gone(old);
+                                l->ops->old_jail_gone(old);
                         if (l->state != LINK_DEAD) {
                                 char why[128];
                                 if (WIFSIGNALED(status))
@@ -217,12 +217,12 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
                  (unsigned long long)(l->ready_ms - l->spawned_ms), (unsigned long long)l->generation);
         if (l->ws->policy && l->ws->policy->backend == VS_BACKEND_SSH)
-                protect_arm(l->ws, workspace_protect_changed); /* see protect_arm() */
-        workspace_link_ready(l->ws, l);
+                protect_arm(l->ws, l->ops->protect_changed); /* see protect_arm() */
+        l->ops->ready(l->ws, l);
         /* Only now, with its queued calls in flight, can the slot go: a
          * waiting spawn may end an idle worker to make room, and this one
          * must not look idle. */
-        workspace_spawn_slot_free(l->srv, l);
+        l->ops->spawn_slot_free(l->srv, l);
 }
 
 static void handle_reply(WorkerLink *l, JsonlMsg *m) {
@@ -252,7 +252,7 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
                 if (l->draining)
                         link_end(l, API_ERROR_WORKER_RECYCLED, "the policy changed");
                 else if (l->ws)
-                        workspace_link_idle(l->ws, l);
+                        l->ops->idle(l->ws, l);
         }
 }
 
@@ -314,11 +314,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                         handle_handshake(l, &m);
                 else if (protocol_is_event(m.obj)) {
                         _cleanup_free_ char *why = NULL;
-                        if (!jail_session_event(l, &m, &why)) {
+                        unsigned had = l->n_sessions;
+                        if (!l->ops->session_event(l, &m, &why)) {
                                 log_warning("workspace %s: worker pid %d: %s; ending it", l->ws ? l->ws->path : "?",
                                             (int)l->pid, why ? why : "protocol violation");
                                 link_end(l, API_ERROR_WORKER_CRASHED, why ? why : "protocol violation: a bad session event");
-                        }
+                        } else if (had && l->n_sessions == 0 && l->n_inflight == 0 && l->state == LINK_READY &&
+                                   !l->draining && l->ws)
+                                l->ops->idle(l->ws, l); /* the last session gone: the idle clock starts */
                 } else
                         handle_reply(l, &m);
                 jsonl_msg_done(&m);
@@ -394,6 +397,7 @@ struct LinkStart {
         uv_work_t work;           /* first: the thread pool hands this back */
         Server *srv;
         Workspace *ws;            /* NULL once the workspace went */
+        const LinkOps *ops;
         bool stale;               /* not wanted any more: discarded when it arrives */
         const VsPolicy *policy;   /* the workspace's when the start began ... */
         VsPolicy *owned_policy;   /* ... kept here once the workspace replaced it */
@@ -429,7 +433,8 @@ static void start_free(LinkStart *s) {
 
 /* On the loop, with the prepared launch: the fork (quick), the pipes, the
  * handshake's timer. Takes *launchp on success. */
-static int link_spawn(Workspace *ws, VsLaunch **launchp, bool proxied, WorkerLink **ret, VsError **err) {
+static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, bool proxied, WorkerLink **ret,
+                      VsError **err) {
         Server *srv = ws->srv;
         VsLaunch *launch = *launchp;
         int r;
@@ -462,6 +467,7 @@ static int link_spawn(Workspace *ws, VsLaunch **launchp, bool proxied, WorkerLin
         }
         l->srv = srv;
         l->ws = ws;
+        l->ops = ops;
         l->state = LINK_SPAWNING;
         l->generation = ws->generation;
         l->launch = TAKE_PTR(*launchp);
@@ -520,14 +526,15 @@ static void start_done(uv_work_t *w, int status) {
          * holds now. */
         bool stale = s->stale || s->generation != ws->generation || srv->shutting_down;
         if (r >= 0 && !stale)
-                r = link_spawn(ws, &s->launch, !!s->proxy_socket, &l, &err);
+                r = link_spawn(ws, s->ops, &s->launch, !!s->proxy_socket, &l, &err);
         if (!l)
                 srv->n_workers--;
+        const LinkOps *ops = s->ops;
         start_free(s);
-        workspace_link_started(ws, l, stale && r >= 0 ? 0 : r, err);
+        ops->started(ws, l, stale && r >= 0 ? 0 : r, err);
 }
 
-int link_start(Workspace *ws, LinkStart **ret, VsError **err) {
+int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err) {
         Server *srv = ws->srv;
         _cleanup_free_ LinkStart *s = calloc(1, sizeof *s);
         if (!s)
@@ -544,13 +551,14 @@ int link_start(Workspace *ws, LinkStart **ret, VsError **err) {
         if (proxy_socket && !(s->proxy_socket = strdup(proxy_socket)))
                 return -ENOMEM;
         /* Forwarded ports listen from the first worker of their policy on. */
-        if ((r = ports_ensure(ws, err)) < 0) {
+        if ((r = ops->prepare(ws, err)) < 0) {
                 free(s->proxy_socket);
                 return r;
         }
         s->o.proxy_socket = s->proxy_socket;
         s->srv = srv;
         s->ws = ws;
+        s->ops = ops;
         s->policy = ws->policy;
         s->generation = ws->generation;
         r = uv_queue_work(srv->loop, &s->work, start_work, start_done);

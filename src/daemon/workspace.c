@@ -315,6 +315,29 @@ static bool make_room(Server *srv) {
         return srv->n_workers < srv->opt.max_workers;
 }
 
+/* What the workspace's links report (LinkOps, worker-link.c), below. */
+static int link_prepare(Workspace *ws, VsError **err);
+static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err);
+static void link_ready(Workspace *ws, WorkerLink *l);
+static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why);
+static void link_idle(Workspace *ws, WorkerLink *l);
+static void spawn_slot_free(Server *srv, WorkerLink *l);
+static void old_jail_gone(Workspace *ws);
+static void protect_changed(Workspace *ws, const char *why);
+
+static const LinkOps link_ops = {
+        .prepare = link_prepare,
+        .started = link_started,
+        .ready = link_ready,
+        .failed = link_failed,
+        .idle = link_idle,
+        .spawn_slot_free = spawn_slot_free,
+        .old_jail_gone = old_jail_gone,
+        .protect_changed = protect_changed,
+        .session_event = jail_session_event,
+        .sessions_end = jail_sessions_end,
+};
+
 /* The start failed: nothing ran, the queued calls hear why. */
 static void spawn_failed(Workspace *ws, int r, const VsError *err) {
         /* Whatever else the start said, nothing ran: the jail is unavailable. */
@@ -337,7 +360,7 @@ static void spawn(Workspace *ws) {
         /* No process of an old jail of the workspace runs while the next is
          * set up: a draining jail finishes its calls and is ended, its
          * processes are reaped, then the walk and the start happen
-         * (workspace_old_jail_gone() comes back here). A hostile command
+         * (old_jail_gone() comes back here). A hostile command
          * still running could otherwise race the new jail's mounts. */
         if (ws->draining || ws->n_old_jails > 0)
                 return;
@@ -369,7 +392,7 @@ static void spawn(Workspace *ws) {
         if (ws->policy && ws->policy->sandboxed && !watch_active(ws))
                 watch_start(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = link_start(ws, &ws->starting, &err);
+        int r = link_start(ws, &link_ops, &ws->starting, &err);
         ws->counters.spawns++;
         ws->srv->counters.spawns++;
         if (r < 0)
@@ -378,7 +401,13 @@ static void spawn(Workspace *ws) {
         srv->n_spawning++;
 }
 
-void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err) {
+/* Forwarded ports listen from the first worker of their policy on. */
+static int link_prepare(Workspace *ws, VsError **err) {
+        const WorkspaceHooks *h = ws->srv->ws_hooks;
+        return h && h->starting ? h->starting(ws, err) : 0;
+}
+
+static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err) {
         ws->starting = NULL;
         if (!l) {
                 spawn_slot_release(ws->srv);
@@ -389,11 +418,11 @@ void workspace_link_started(Workspace *ws, WorkerLink *l, int r, const VsError *
                 return;
         }
         ws->link = l;
-        protect_arm(ws, workspace_protect_changed);
+        protect_arm(ws, protect_changed);
         l->holds_spawn_slot = true;
 }
 
-void workspace_spawn_slot_free(Server *srv, WorkerLink *l) {
+static void spawn_slot_free(Server *srv, WorkerLink *l) {
         if (!l->holds_spawn_slot)
                 return;
         l->holds_spawn_slot = false;
@@ -437,7 +466,7 @@ void workspace_submit(Workspace *ws, Call *c) {
                 spawn(ws);
 }
 
-void workspace_link_ready(Workspace *ws, WorkerLink *l) {
+static void link_ready(Workspace *ws, WorkerLink *l) {
         while (ws->queue && ws->link == l && l->state == LINK_READY) {
                 Call *c = ws->queue;
                 ws->queue = c->next;
@@ -448,10 +477,10 @@ void workspace_link_ready(Workspace *ws, WorkerLink *l) {
                 link_send(l, c);
         }
         if (l->n_inflight == 0 && ws->link == l)
-                workspace_link_idle(ws, l);
+                link_idle(ws, l);
 }
 
-void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why) {
+static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why) {
         if (ws->link == l) {
                 ws->link = NULL;
                 bool crashed = code == API_ERROR_WORKER_CRASHED || code == API_ERROR_SANDBOX_UNAVAILABLE;
@@ -484,20 +513,20 @@ void workspace_link_failed(Workspace *ws, WorkerLink *l, ApiError code, const ch
                 cgroup_kill_leftovers(ws);
 }
 
-void workspace_old_jail_gone(Workspace *ws) {
+static void old_jail_gone(Workspace *ws) {
         if (ws->n_old_jails > 0)
                 ws->n_old_jails--;
         if (ws->queue && !ws->link && !ws->srv->shutting_down)
                 spawn(ws);
 }
 
-void workspace_link_idle(Workspace *ws, WorkerLink *l) {
+static void link_idle(Workspace *ws, WorkerLink *l) {
         if (ws->link != l || !ws->policy)
                 return;
         uv_timer_start(&ws->idle_timer, on_idle_timer, idle_timeout_ms(ws), 0);
 }
 
-void workspace_protect_changed(Workspace *ws, const char *why) {
+static void protect_changed(Workspace *ws, const char *why) {
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
@@ -598,7 +627,7 @@ json_t *workspace_status(Workspace *ws) {
                         json_decref(allow);
                 json_object_set_new(o, "network", n);
         }
-        json_t *fwd = ports_status(ws);
+        json_t *fwd = ws->srv->ws_hooks && ws->srv->ws_hooks->ports_status ? ws->srv->ws_hooks->ports_status(ws) : NULL;
         if (fwd)
                 json_object_set_new(o, "ports", fwd);
         unsigned recent = 0;
@@ -632,11 +661,16 @@ static bool ws_unused(const Workspace *ws) {
                ws->refs == 0;
 }
 
+static void forget(Workspace *ws) {
+        const WorkspaceHooks *h = ws->srv->ws_hooks;
+        if (h && h->forget)
+                h->forget(ws);
+}
+
 static void workspace_free(Workspace *ws) {
         /* Ended background processes kept for their output point here, and
          * so do the forwarded ports' listeners. */
-        process_forget_workspace(ws);
-        ports_forget(ws);
+        forget(ws);
         watch_stop(ws);
         proxy_stop(ws->proxy);
         protect_disarm(ws);
@@ -701,8 +735,7 @@ void workspaces_free_all(Server *srv) {
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
                 workspace_recycle(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
                 fail_queue(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
-                process_forget_workspace(ws);
-                ports_forget(ws);
+                forget(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);
                 protect_disarm(ws);
