@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "audit.h"
 #include "log.h"
 
 static char *audit_path;

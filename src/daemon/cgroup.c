@@ -21,12 +21,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
+#include "cgroup.h"
 #include "fd-util.h"
+#include "instance.h"
 #include "log.h"
 #include "path-util.h"
+#include "server.h"
 #include "sha256.h"
 #include "strv.h"
+#include "workspace.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
 #define CG_NAME "vectora-sandboxd"

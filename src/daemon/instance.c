@@ -18,10 +18,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "daemon.h"
 #include "fd-util.h"
+#include "instance.h"
 #include "log.h"
 #include "path-util.h"
+#include "server.h"
 #include "sha256.h"
 
 /* The socket's absolute path, its directory resolved (the socket file may

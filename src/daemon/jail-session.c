@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <string.h>
 
-#include "log.h"
 #include "jail-session.h"
+#include "log.h"
+#include "server.h"
+#include "worker-link.h"
 
 /* A request to a session, fire and forget: the client that asked (if any)
  * gets the worker's answer. */

@@ -14,6 +14,8 @@
  * sessions is never idle. */
 
 #include "daemon.h"
+#include "jsonl.h"
+#include "protocol.h"
 
 typedef struct JailSession JailSession;
 
@@ -53,33 +55,7 @@ void jail_session_pause(JailSession *s, bool paused);
 /* An event from the worker (LinkOps.session_event). Returns false on a
  * protocol violation (the link must end). */
 bool jail_session_event(WorkerLink *l, JsonlMsg *m, char **ret_why);
-/* The link ends (LinkOps.sessions_end) or starts draining: every session ends (ended() with code
- * and why); a draining link's processes are killed, never moved to the
- * next jail. */
+/* The link ends (LinkOps.sessions_end) or starts draining: every session
+ * ends (ended() with code and why); a draining link's processes are
+ * killed, never moved to the next jail. */
 void jail_sessions_end(WorkerLink *l, ApiError code, const char *why);
-
-/* ---- process.c: background processes ---- */
-/* process_start/output/input/signal/list, the workspace resolved. */
-void process_tool(Request *r);
-/* The workspace goes away (daemon exit): its processes' records too. */
-void process_forget_workspace(Workspace *ws);
-
-/* ---- ports.c: forwarded ports ---- */
-/* Listens on 127.0.0.1 for each of ws's forwarded ports (once; the ones the
- * policy no longer has are closed). A port the host cannot bind: -errno
- * with *err (kind sandbox_unavailable) saying which and why. */
-int ports_ensure(Workspace *ws, VsError **err);
-/* Closes ws's listeners and connections. */
-void ports_forget(Workspace *ws);
-/* [{host, jail, listening, connections}], or NULL when ws forwards none. */
-json_t *ports_status(Workspace *ws);
-
-/* ---- pty.c, pty-jail.c: terminal_open in a sandboxed workspace ---- */
-/* terminal_open's arguments: ApiTerminalOpenArgs, api_terminal_open_table (api.h). */
-
-void jail_pty_open(Request *r, json_t *obj);
-/* terminal_input/resize/close for one of c's jail terminals: false when
- * the pty id is not one of them. */
-bool jail_pty_message(Client *c, json_t *id, const char *tool, json_t *obj, JsonlMsg *m);
-void jail_pty_close_all(Client *c);
-void jail_pty_resume(Client *c);

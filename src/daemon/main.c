@@ -9,11 +9,21 @@
 #include <time.h>
 
 #include "approval.h"
-#include "daemon.h"
-#include "jail-session.h"
+#include "audit.h"
+#include "cgroup.h"
+#include "daemon-tools.h"
+#include "instance.h"
 #include "log.h"
 #include "paths.h"
+#include "ports.h"
+#include "process.h"
+#include "server.h"
+#include "startup.h"
+#include "terminal.h"
 #include "vs-build-config.h"
+#include "watch.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 static Server server;
 static int log_fd = STDERR_FILENO;
@@ -23,7 +33,7 @@ static int open_log(const char *path) {
         return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 }
 
-void log_reopen(void) {
+static void log_reopen(void) {
         if (!server.opt.log_path)
                 return;
         int fd = open_log(server.opt.log_path);

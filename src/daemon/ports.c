@@ -17,6 +17,10 @@
 
 #include "jail-session.h"
 #include "log.h"
+#include "ports.h"
+#include "server.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 #define PORT_IN_HIGH (512u * 1024u)
 #define PORT_IN_LOW (128u * 1024u)

@@ -12,11 +12,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit.h"
 #include "base64.h"
+#include "jail-session.h"
 #include "log.h"
 #include "path-util.h"
-#include "jail-session.h"
+#include "process.h"
+#include "request.h"
+#include "server.h"
 #include "strv.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 /* Ended processes kept per workspace for process_output and process_list. */
 #define PROCESS_KEEP_ENDED 32

@@ -13,9 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
 #include "log.h"
 #include "protect-snapshot.h"
+#include "protect.h"
+#include "server.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 struct WorkspaceProtect {
         Workspace *ws;

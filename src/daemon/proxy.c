@@ -26,12 +26,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "audit.h"
 #include "log.h"
 #include "net-policy.h"
 #include "path-util.h"
 #include "proxy-parse.h"
+#include "proxy.h"
+#include "server.h"
 #include "sha256.h"
+#include "workspace.h"
 
 #define PROXY_MAX_CONNS 256          /* open connections per workspace */
 #define PROXY_HEAD_TIMEOUT_MS 30000  /* to send a request head, or the ClientHello */
@@ -73,6 +76,14 @@ struct ProxyConn {
 static void head_ready(ProxyConn *c);
 static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
+
+#define PROXY_RECENT_DENIALS 32
+typedef struct ProxyDenial {
+        uint64_t time_us;
+        char host[256];
+        uint16_t port;
+        char reason[400];
+} ProxyDenial;
 
 struct Proxy {
         Workspace *ws; /* NULL once stopped */

@@ -10,9 +10,15 @@
 #include <signal.h>
 #include <string.h>
 
-#include "log.h"
+#include "audit.h"
 #include "jail-session.h"
+#include "log.h"
+#include "pty-jail.h"
+#include "request.h"
+#include "server.h"
 #include "strv.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 #define JAIL_PTY_INPUT_MAX (1u << 20)
 

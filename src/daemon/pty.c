@@ -12,12 +12,18 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 
+#include "audit.h"
 #include "log.h"
-#include "jail-session.h"
+#include "pty-jail.h"
+#include "request.h"
+#include "server.h"
 #include "strv.h"
+#include "terminal.h"
+#include "workspace.h"
 
 #define PTY_INPUT_MAX (1u << 20)
 
+typedef struct PtySession PtySession;
 struct PtySession {
         PtySession *next;
         Client *client; /* NULL once the client is gone */

@@ -4,10 +4,12 @@
  * is cut down here to a head and a tail with the worker's marker, instead
  * of the whole reply failing too_large and losing exit_code and timed_out.
  * Pure: no OS calls. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "jsonl.h"
+#include "reply-fit.h"
 
 /* Room for everything in a result but the output strings: id, status
  * fields, the sandbox object. Generous: they take a few KiB. */

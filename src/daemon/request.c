@@ -6,8 +6,14 @@
  * calls none of them. */
 #include <string.h>
 
+#include "audit.h"
 #include "base64.h"
-#include "daemon.h"
+#include "proxy.h"
+#include "request.h"
+#include "server.h"
+#include "watch.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 json_t *b64_json(const void *p, size_t n) {
         size_t len = 0;

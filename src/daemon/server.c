@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "daemon.h"
-#include "peer.h"
 #include "log.h"
+#include "peer.h"
+#include "server.h"
 
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 

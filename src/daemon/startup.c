@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "daemon.h"
 #include "fd-util.h"
 #include "log.h"
 #include "path-util.h"
+#include "startup.h"
 
 /* journald sets JOURNAL_STREAM to the device and inode of the stream it
  * gave us as stderr; only then is stderr the journal. */

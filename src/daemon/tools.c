@@ -8,14 +8,20 @@
 
 #include "approval.h"
 #include "base64.h"
-#include "daemon.h"
+#include "cgroup.h"
+#include "daemon-tools.h"
 #include "log.h"
 #include "path-util.h"
-#include "jail-session.h"
+#include "process.h"
+#include "reply-fit.h"
+#include "request.h"
+#include "server.h"
 #include "strv.h"
+#include "terminal.h"
 #include "tools.h"
-
-json_t *daemon_counters_json(const Counters *c);
+#include "watch.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 void tools_reply_bad_line(Client *c, ApiError code, const char *message) {
         c->srv->counters.errors++;

@@ -14,11 +14,14 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
-#include "inotify-hub.h"
-#include "mask-walk.h"
 #include "log.h"
+#include "mask-walk.h"
 #include "path-util.h"
+#include "server.h"
+#include "watch.h"
+#include "workspace.h"
+/* After daemon.h, which takes uv.h's MIN/MAX out for macro.h's. */
+#include "inotify-hub.h"
 
 typedef struct WatchDir {
         int wd;

@@ -7,10 +7,18 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "daemon.h"
+#include "cgroup.h"
 #include "log.h"
+#include "protect.h"
+#include "protocol.h"
+#include "proxy.h"
+#include "server.h"
 #include "strv.h"
+#include "worker-link.h"
 #include "worker-spawn.h"
+#include "workspace.h"
+
+#define LINK_HANDSHAKE_TIMEOUT_MS 15000
 
 static WorkerLink *all_links;
 

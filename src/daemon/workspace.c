@@ -9,13 +9,20 @@
 #include <string.h>
 
 #include "approval.h"
-#include "daemon.h"
+#include "cgroup.h"
+#include "jail-session.h"
 #include "json-util.h"
 #include "log.h"
 #include "path-util.h"
 #include "policy-json.h"
-#include "jail-session.h"
+#include "protect.h"
+#include "proxy.h"
+#include "request.h"
+#include "server.h"
 #include "strv.h"
+#include "watch.h"
+#include "worker-link.h"
+#include "workspace.h"
 
 const char *workspace_state_name(WorkspaceState s) {
         switch (s) {
@@ -586,7 +593,6 @@ static json_t *counters_json(const Counters *c) {
                          (json_int_t)c->recycles, "idle_ends", (json_int_t)c->idle_ends);
 }
 
-json_t *daemon_counters_json(const Counters *c);
 json_t *daemon_counters_json(const Counters *c) {
         return counters_json(c);
 }

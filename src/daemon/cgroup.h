@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Resource limits (cgroup.c): this instance's groups, a workspace's. */
+
+#include "daemon.h"
+
+/* Finds a writable hierarchy, creates this instance's groups, removes what
+ * an earlier run of this instance (or a dead other instance) left. */
+void cgroup_probe(Server *srv);
+/* Kills every process in the workspace's groups (the whole jail, also what
+ * escaped the worker's sight), waiting until they are empty. */
+void cgroup_kill(Workspace *ws);
+/* The same in one pass, without waiting: for when a workspace's last jail
+ * ended (a process that escaped the worker's tree must not outlive it). */
+void cgroup_kill_leftovers(Workspace *ws);
+/* Removes this instance's groups (clean exit, after every cgroup_kill). */
+void cgroup_finish(Server *srv);
+/* Prepares ws's limits (creating cgroups). Notes what is degraded. */
+void cgroup_prepare(Workspace *ws);
+/* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the
+ * spawned child to join; -EBADF where there is none. */
+void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);
+void cgroup_release(Workspace *ws);
+/* The workspace's pids cgroup is (nearly) full. */
+bool cgroup_pids_saturated(Workspace *ws);

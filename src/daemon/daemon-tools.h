@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The tools (tools.c): a decoded request to its tool, through the table
+ * of tools. (Named so as not to shadow core's tools.h.) */
+
+#include "daemon.h"
+#include "jsonl.h"
+
+void tools_handle(Client *c, JsonlMsg *m);
+/* Error reply for a line that could not be decoded at all. */
+void tools_reply_bad_line(Client *c, ApiError code, const char *message);
