@@ -3,7 +3,9 @@
  * local (bwrap), docker (--mount) and ssh (the remote launcher's plan,
  * rendered by bwrap on its host) seal the same set of paths read-only and
  * empty, including a symlinked .git/hooks, a missing .git/config and the
- * other .git control files (missing ones get placeholders on the host). */
+ * other .git control files (missing ones get placeholders on the host);
+ * Modal, which mounts nothing, lists the same protected set in its upload
+ * manifest (never written back) and leaves the masked files out of it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,9 +21,11 @@
 
 #include "backend-docker.h"
 #include "backend-local.h"
+#include "backend-modal.h"
 #include "backend-ssh.h"
 #include "config.h"
 #include "jail-plan.h"
+#include "launch.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -117,6 +121,39 @@ static void assert_same_set(char **a, char **b, const char *what) {
                 fail_msg("%s: [%s] != [%s]", what, ja, jb);
 }
 
+/* The upload manifest a modal launch of p wrote (--manifest=PATH in its
+ * argv), parsed. */
+static json_t *modal_manifest(const VsPolicy *p, const char *runtime_dir) {
+        VsLaunchOptions o = { .worker_path = "/w", .runtime_dir = runtime_dir };
+        VsLaunch *l = NULL;
+        VsError *err = NULL;
+        if (launch_prepare(p, &o, &l, &err) < 0)
+                fail_msg("modal launch: %s", vs_error_message(err));
+        const char *path = NULL;
+        for (char **a = l->argv; a && *a && !path; a++)
+                if (strncmp(*a, "--manifest=", strlen("--manifest=")) == 0)
+                        path = *a + strlen("--manifest=");
+        assert_non_null(path);
+        json_error_t je;
+        json_t *m = json_load_file(path, 0, &je);
+        if (!m)
+                fail_msg("%s: %s", path, je.text);
+        launch_free(l);
+        return m;
+}
+
+static char **json_strings(json_t *a, const char *key) {
+        char **out = calloc(1, sizeof(char *));
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v) {
+                const char *s = json_string_value(key ? json_object_get(v, key) : v);
+                assert_non_null(s);
+                assert_int_equal(strv_extend(&out, s), 0);
+        }
+        return out;
+}
+
 static VsJailPlan *plan_here(const VsPolicy *p, char **prot) {
         VsJailFacts f = { 0 };
         VsError *err = NULL;
@@ -189,6 +226,41 @@ static void test_same_sealed_set_everywhere(void **state) {
         char **remote = sealed_bwrap(rargv);
         assert_same_set(remote, want, "ssh");
         assert_true(strv_contains(rargv, "PATH"));
+
+        /* modal: nothing is mounted; the manifest's protected set (never
+         * written back) is what the other backends seal read-only, plus
+         * what their file tools refuse by name: the .git/hooks symlink
+         * itself and the missing grafts. The masked files are not
+         * uploaded. */
+        p->backend = VS_BACKEND_MODAL;
+        p->modal.image = strdup("debian:12");
+        char rt[] = "/tmp/vs-jail-plan-rt-XXXXXX";
+        assert_non_null(mkdtemp(rt));
+        json_t *mf = modal_manifest(p, rt);
+        char **modal_prot = json_strings(json_object_get(mf, "protected"), NULL);
+        char **uploaded = json_strings(json_object_get(mf, "entries"), "path");
+        char **want_prot = NULL;
+        for (size_t i = 0; i < 11; i++)
+                assert_int_equal(strv_consume(&want_prot, path_join(ws, rel[i])), 0);
+        _cleanup_free_ char *hooks_link = path_join(ws, ".git/hooks");
+        assert_int_equal(strv_extend(&want_prot, grafts), 0);
+        assert_int_equal(strv_extend(&want_prot, hooks_link), 0);
+        assert_same_set(modal_prot, want_prot, "modal protected");
+        for (size_t i = 11; i < ELEMENTSOF(rel); i++) {
+                _cleanup_free_ char *m = path_join(ws, rel[i]);
+                if (strv_contains(uploaded, m))
+                        fail_msg("modal uploads the masked %s", m);
+        }
+        _cleanup_free_ char *head = path_join(ws, ".git/HEAD"), *masked_link = path_join(ws, "link.pem");
+        assert_true(strv_contains(uploaded, head));
+        assert_false(strv_contains(uploaded, masked_link));
+        strv_free(want_prot);
+        strv_free(uploaded);
+        strv_free(modal_prot);
+        json_decref(mf);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", rt);
+        assert_int_equal(system(cmd), 0);
 
         /* The missing config got an empty placeholder on the host, sealed
          * like an existing one; commondir's says "." (git refuses an empty
