@@ -31,6 +31,10 @@ os.environ.setdefault("VECTORA_WORKER", WORKER)  # the daemon finds its worker t
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
 TRUE = "/bin/true"
+# The error codes' names, from the Python client's table (itself checked
+# against the daemon's by test-docs); the client itself is not used.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../clients/python/src"))
+from vectora_sandbox.errors import ErrorCode  # noqa: E402
 now = time.perf_counter
 
 
@@ -212,7 +216,7 @@ def main():
 
         def daemon_only():
             m, _ = c.call(bad)
-            if m.get("ok") or m["error"]["code"] != "bad_request":
+            if m.get("ok") or m["error"]["code"] != ErrorCode.BAD_REQUEST:
                 raise RuntimeError(f"the daemon-only probe: {m}")
 
         def worker_exec():

@@ -65,6 +65,18 @@ bare = re.findall(r'request_finish\([^;]*?, 0, "([a-z_]+)"', daemon_src) + re.fi
     r'(?:link_end|workspace_recycle|fail_queue|tools_reply_bad_line)\([\w>-]+, "([a-z_]+)"', daemon_src) + re.findall(
     r'error_json\("([a-z_]+)"', daemon_src)
 check("the daemon names error codes through api.h only", not bare, str(bare))
+# The Python client's ErrorCode (and through it the benchmarks) mirrors the
+# table: a code added or renamed in api.c without it fails here.
+py_errors = read("clients/python/src/vectora_sandbox/errors.py")
+py_codes = dict(re.findall(r'^    ([A-Z_]+) = "([a-z_]+)"$', py_errors, re.M))
+py_client_only = set(re.findall(r'ErrorCode\.([A-Z_]+)', py_errors.split("CLIENT_ONLY", 1)[1]))
+check("the Python client's ErrorCode has the daemon's codes, no more",
+      {v for k, v in py_codes.items() if k not in py_client_only} == set(codes),
+      "only in api.c: %s; only in errors.py: %s" % (sorted(set(codes) - set(py_codes.values())),
+                                                   sorted(set(py_codes.values()) - set(codes))))
+check("each ErrorCode is its wire name in capitals", all(k == v.upper() for k, v in py_codes.items()), str(py_codes))
+check("the Python client's own codes are not the daemon's",
+      py_client_only and not ({py_codes.get(k) for k in py_client_only} & set(codes)), str(py_client_only))
 
 # vectora.toml keys: every KeyDef table row.
 tables = {

@@ -82,7 +82,7 @@ def expect_error(fn, code):
     try:
         fn()
     except SandboxError as e:
-        return e.code == code, e
+        return e.code is code, e
     return False, "no exception"
 
 
@@ -103,10 +103,10 @@ def tools(vs, sock, ws):
     r = sb.terminal("cat .env; echo rc=$?")
     report("terminal: a masked file reads as empty inside the jail", b"TOPSECRET" not in r.stdout and b"rc=0" in r.stdout, r)
 
-    ok, e = expect_error(lambda: sb.file_read(".env"), "denied")
+    ok, e = expect_error(lambda: sb.file_read(".env"), vs.ErrorCode.DENIED)
     report("file_read of a masked file raises SandboxError with code 'denied' and the reason",
            ok and "TOPSECRET" not in str(e) and getattr(e, "reply", {}).get("sandboxed") is True, e)
-    ok, e = expect_error(lambda: sb.file_write("vectora.toml", "[sandbox]\nenabled = false\n"), "denied")
+    ok, e = expect_error(lambda: sb.file_write("vectora.toml", "[sandbox]\nenabled = false\n"), vs.ErrorCode.DENIED)
     report("file_write of vectora.toml raises 'denied'", ok, e)
 
     w = sb.file_write("notes/a.txt", "alpha\nbeta\n", create_parents=True)
@@ -119,9 +119,9 @@ def tools(vs, sock, ws):
            c.content == b"alpha\ngamma\n" and c.eof and c.sha256 == hashlib.sha256(c.content).hexdigest(), c)
     c = sb.file_read("notes/a.txt", offset=6, limit=3)
     report("file_read with offset and limit", c.content == b"gam" and not c.eof and c.size == 12, c)
-    ok, e = expect_error(lambda: sb.file_edit("notes/a.txt", "nowhere", "x"), "edit_not_found")
+    ok, e = expect_error(lambda: sb.file_edit("notes/a.txt", "nowhere", "x"), vs.ErrorCode.EDIT_NOT_FOUND)
     report("file_edit of absent text raises 'edit_not_found'", ok, e)
-    ok, e = expect_error(lambda: sb.file_write("notes/a.txt", "x", if_sha256=""), "precondition_failed")
+    ok, e = expect_error(lambda: sb.file_write("notes/a.txt", "x", if_sha256=""), vs.ErrorCode.PRECONDITION_FAILED)
     report("file_write with if_sha256='' (must not exist) on an existing file raises 'precondition_failed'", ok, e)
 
     st = sb.status()
@@ -146,7 +146,7 @@ def processes(vs, sb, ws):
     sb.process_signal(p2, "TERM")
     r = sb.process_output(p2, wait=5)
     report("process_signal: TERM ends it (exit 143)", r.info.exit_code == 143 and r.info.signal == 15, r)
-    ok, e = expect_error(lambda: sb.process_input(p2, "x"), "process_ended")
+    ok, e = expect_error(lambda: sb.process_input(p2, "x"), vs.ErrorCode.PROCESS_ENDED)
     report("process_input to an ended process raises 'process_ended'", ok, e)
     ids = [(p.process, p.running) for p in sb.process_list()]
     report("process_list: both, oldest first", ids[-2:] == [(pid_, False), (p2, False)], ids)
@@ -194,7 +194,7 @@ def concurrent_edits(sb, ws):
 def refused(vs, sock, tmp):
     ws = make_ws(tmp, "broken", "[sandbox]\nro_path = []\n", {"f": "x"})
     sb = vs.Sandbox(socket=sock)
-    ok, e = expect_error(lambda: sb.terminal("touch ran", workspace=ws), "config_invalid")
+    ok, e = expect_error(lambda: sb.terminal("touch ran", workspace=ws), vs.ErrorCode.CONFIG_INVALID)
     report("a refused vectora.toml raises 'config_invalid' with the located reason; nothing ran",
            ok and "vectora.toml:2:1" in str(e) and not os.path.exists(os.path.join(ws, "ran")), e)
     sb.close()
@@ -206,7 +206,7 @@ def unreachable(vs, tmp):
         sb.terminal("true", workspace=tmp)
         ok, e = False, "no exception"
     except vs.DaemonUnavailable as ex:
-        ok, e = ex.code == "daemon_unavailable" and isinstance(ex, ConnectionError) and "nobody.sock" in str(ex), ex
+        ok, e = ex.code is vs.ErrorCode.DAEMON_UNAVAILABLE and isinstance(ex, ConnectionError) and "nobody.sock" in str(ex), ex
     report("no daemon: DaemonUnavailable (a ConnectionError) naming the socket", ok, e)
 
 
@@ -231,6 +231,11 @@ def main():
                 if not fn.__doc__ and name != "__init__":
                     untyped.append(name + " (no docstring)")
         report("every public method is annotated and documented", not untyped, untyped)
+        known, new = vs.SandboxError("denied", "m"), vs.SandboxError("from_a_newer_daemon", "m")
+        report("an error's code is an ErrorCode (also equal to its name on the wire); an unknown one stays a str",
+               known.code is vs.ErrorCode.DENIED and known.code == "denied" and str(known) == "denied: m"
+               and new.code == "from_a_newer_daemon" and str(new) == "from_a_newer_daemon: m",
+               (known.code, str(known), new.code))
         d = Daemon(tmp)
         ws = make_ws(tmp, "ws", '[sandbox]\nrw_paths = ["."]\nmask = [".env"]\n',
                      {".env": "TOPSECRET=1\n", "src/main.c": "int main(void) { return 0; }\n"})

@@ -12,11 +12,12 @@ run in each workspace's jail as its ``vectora.toml`` declares.
         try:
             sb.file_read(".env")
         except SandboxError as e:
-            print(e.code)          # "denied"
+            print(e.code)          # denied (e.code == ErrorCode.DENIED)
 
 Standard library only. The protocol is docs/protocol.md, "Daemon API".
 """
 
+from .errors import ErrorCode
 from .client import (
     DaemonUnavailable,
     EditResult,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox",
     "SandboxError",
+    "ErrorCode",
     "DaemonUnavailable",
     "SandboxInfo",
     "TerminalResult",

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .errors import ErrorCode
+
 __all__ = [
     "Sandbox",
     "SandboxError",
@@ -42,15 +44,21 @@ Bytes = Union[bytes, bytearray, memoryview]
 class SandboxError(Exception):
     """The daemon refused or failed a call.
 
-    ``code`` is the API's error code (``denied``, ``config_invalid``,
-    ``sandbox_unavailable``, ``edit_not_found``, ... as listed in
-    docs/protocol.md, "Error codes"); ``message`` says why and what to do;
-    ``reply`` is the whole reply, with its ``sandbox`` status.
+    ``code`` is the API's error code, an :class:`ErrorCode` (``DENIED``,
+    ``CONFIG_INVALID``, ``SANDBOX_UNAVAILABLE``, ``EDIT_NOT_FOUND``, ... as
+    listed in docs/protocol.md, "Error codes"; a code this client does not
+    know, from a newer daemon, stays the string it sent); ``message`` says
+    why and what to do; ``reply`` is the whole reply, with its ``sandbox``
+    status.
     """
 
     def __init__(self, code: str, message: str, reply: Optional[Dict[str, Any]] = None) -> None:
+        try:
+            code = ErrorCode(code)
+        except ValueError:
+            pass
         super().__init__("%s: %s" % (code, message))
-        self.code = code
+        self.code: str = code
         self.message = message
         self.reply: Dict[str, Any] = reply or {}
 
@@ -58,12 +66,12 @@ class SandboxError(Exception):
 class DaemonUnavailable(SandboxError, ConnectionError):
     """The daemon's socket could not be reached, or the connection broke.
 
-    ``code`` is ``daemon_unavailable``. A call that was sent before the
+    ``code`` is ``ErrorCode.DAEMON_UNAVAILABLE``. A call that was sent before the
     connection broke may or may not have run.
     """
 
     def __init__(self, message: str) -> None:
-        SandboxError.__init__(self, "daemon_unavailable", message)
+        SandboxError.__init__(self, ErrorCode.DAEMON_UNAVAILABLE, message)
 
 
 @dataclass(frozen=True)
@@ -238,11 +246,11 @@ class _Conn:
         req = dict(req, id=self.next_id)
         if raw is not None:
             if len(raw) > MAX_RAW:
-                raise SandboxError("request_too_large", "%d bytes is over the 64 MiB limit of one call" % len(raw))
+                raise SandboxError(ErrorCode.REQUEST_TOO_LARGE, "%d bytes is over the 64 MiB limit of one call" % len(raw))
             req["raw"] = len(raw)
         line = json.dumps(req, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
         if len(line) > MAX_LINE:
-            raise SandboxError("request_too_large", "the request line is over 1 MiB; send bulk data as content")
+            raise SandboxError(ErrorCode.REQUEST_TOO_LARGE, "the request line is over 1 MiB; send bulk data as content")
         try:
             if raw is not None and len(raw) > 0:
                 self.sock.sendall(line)
