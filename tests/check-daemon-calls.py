@@ -13,6 +13,7 @@ import glob
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def symbols(obj):
@@ -60,19 +61,9 @@ def sccs(nodes, edges):
     return out
 
 
-def main():
-    objdir = sys.argv[1]
-    objs = sorted(glob.glob(os.path.join(objdir, "*.c.o")))
-    n = 0
-    failed = 0
-
-    def check(name, ok, detail=""):
-        nonlocal n, failed
-        n += 1
-        failed += not ok
-        print("%s %d - %s%s" % ("ok" if ok else "not ok", n, name, "" if ok else "  # " + detail))
-
-    check("the daemon's objects were found", len(objs) >= 10, objdir)
+def calls(objs):
+    """Each object's name (file without .c.o), the files each calls (a
+    function or a table it names), and one symbol per edge."""
     defs, uses = {}, {}
     for o in objs:
         name = os.path.basename(o)[:-len(".c.o")]
@@ -86,10 +77,49 @@ def main():
             if g and g != f:
                 edges[f].add(g)
                 why.setdefault((f, g), s)
-    check("calls between the daemon's files were found", sum(len(e) for e in edges.values()) >= 10)
+    return defs, edges, why
+
+
+def cyclic_edges(defs, edges):
     cyclic = set()
     for comp in sccs(defs.keys(), edges):
         cyclic |= {(f, g) for f in comp for g in edges[f] if g in comp}
+    return cyclic
+
+
+def self_test():
+    """The check itself finds a cycle: a -> b -> a, and c -> a outside it."""
+    srcs = {"a": "void b(void); void a(void); void a(void) { b(); }\n",
+            "b": "void a(void); void b(void); void b(void) { a(); }\n",
+            "c": "void a(void); void c(void); void c(void) { a(); }\n"}
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in srcs.items():
+            with open(os.path.join(d, name + ".c"), "w") as f:
+                f.write(text)
+            subprocess.run([os.environ.get("CC", "cc"), "-c", "-o", os.path.join(d, name + ".c.o"),
+                            os.path.join(d, name + ".c")], check=True)
+        defs, edges, _ = calls(sorted(glob.glob(os.path.join(d, "*.c.o"))))
+        return cyclic_edges(defs, edges)
+
+
+def main():
+    objdir = sys.argv[1]
+    objs = sorted(glob.glob(os.path.join(objdir, "*.c.o")))
+    n = 0
+    failed = 0
+
+    def check(name, ok, detail=""):
+        nonlocal n, failed
+        n += 1
+        failed += not ok
+        print("%s %d - %s%s" % ("ok" if ok else "not ok", n, name, "" if ok else "  # " + detail))
+
+    found = self_test()
+    check("the check finds a cycle in objects made to have one", found == {("a", "b"), ("b", "a")}, str(found))
+    check("the daemon's objects were found", len(objs) >= 10, objdir)
+    defs, edges, why = calls(objs)
+    check("calls between the daemon's files were found", sum(len(e) for e in edges.values()) >= 10)
+    cyclic = cyclic_edges(defs, edges)
     for e in sorted(cyclic):
         check("no call cycle: %s -> %s" % e, False,
               "%s calls %s() of %s, and %s reaches back to %s" % (e[0], why[e], e[1], e[1], e[0]))
