@@ -413,7 +413,9 @@ static int queue_write(Client *c, char *data, size_t len) {
         return 0;
 }
 
-void client_send(Client *c, StrBuf *msg) {
+/* Queues one framed message (takes the buffer's content). Dropped when the
+ * client is gone. */
+static void client_send(Client *c, StrBuf *msg) {
         if (!c || c->closed || msg->len == 0) {
                 strbuf_clear(msg);
                 return;

@@ -115,9 +115,6 @@ void server_stop_listening(Server *srv);
 void server_drain_clients(Server *srv);
 /* Stops listening and closes every client now. */
 void server_stop(Server *srv);
-/* Queues one framed message (takes the buffer's content). Dropped when the
- * client is gone. */
-void client_send(Client *c, StrBuf *msg);
 /* Sends a JSON object as one line (steals the reference), raw optional. */
 void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len);
 /* Same, with bulk text fields escaped straight into the line (jsonl.h). */

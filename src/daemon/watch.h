@@ -15,7 +15,8 @@
 typedef struct WatchHooks {
         /* A path matching the masks appeared: the jail is rebuilt. */
         void (*masked_appeared)(Workspace *ws, const char *why);
-        /* A file the host runs later was written (workspace_note_host_run). */
+        /* A file the host runs later (.git below the root, .envrc,
+         * .vscode/tasks.json, ...) was written under the listed paths. */
         void (*host_run)(Workspace *ws, const char *path);
 } WatchHooks;
 

@@ -24,7 +24,7 @@
 #include "worker-link.h"
 #include "workspace.h"
 
-const char *workspace_state_name(WorkspaceState s) {
+static const char *workspace_state_name(WorkspaceState s) {
         switch (s) {
         case WS_UNSANDBOXED: return "unsandboxed";
         case WS_SANDBOXED: return "sandboxed";
@@ -204,7 +204,9 @@ static void on_idle_timer(uv_timer_t *t) {
         link_end(l, API_ERROR_WORKER_RECYCLED, "idle timeout");
 }
 
-void workspace_note_host_run(Workspace *ws, const char *path) {
+/* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
+ * ...) was created or written under the workspace's listed paths. */
+static void workspace_note_host_run(Workspace *ws, const char *path) {
         /* A path noted already is refreshed, not noted twice: a burst of
          * writes to one file keeps the ring for other files. */
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)

@@ -25,8 +25,6 @@ typedef enum WorkspaceState {
         WS_REFUSED,
 } WorkspaceState;
 
-const char *workspace_state_name(WorkspaceState s);
-
 /* What the tools keep per workspace (background processes, forwarded
  * ports), set by main.c before the first workspace: workspace.c and
  * worker-link.c reach them only through these, so they call nothing
@@ -118,9 +116,6 @@ void workspace_submit(Workspace *ws, Call *c);
 /* Recycles the current worker now: in-flight calls fail with code. */
 void workspace_recycle(Workspace *ws, ApiError code, const char *why);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
-/* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
- * ...) was created or written under the workspace's listed paths. */
-void workspace_note_host_run(Workspace *ws, const char *path);
 /* Those noted at or after since_us, each once. */
 json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us);
 json_t *workspace_status(Workspace *ws);
