@@ -385,6 +385,12 @@ int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **er
                 g->comps[g->n_comps++] = (Comp){ .doublestar = true };
         }
 
+        /* comps was sized for the longest pattern possible (~24 KiB): keep
+         * only what this one uses, since every workspace's daemon entry and
+         * worker hold their compiled masks for as long as they live. */
+        Comp *fit = realloc(g->comps, MAX(g->n_comps, (size_t)1) * sizeof *fit);
+        if (fit)
+                g->comps = fit;
         *ret = TAKE_PTR(g);
         return 0;
 }
