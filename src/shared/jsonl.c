@@ -75,6 +75,13 @@ void jsonl_reader_free(JsonlReader *r) {
         free(r);
 }
 
+void jsonl_reader_release(JsonlReader *r) {
+        if (r->pending || r->start < r->buf.len)
+                return;
+        strbuf_done(&r->buf);
+        r->start = r->scan = 0;
+}
+
 size_t jsonl_reader_pending(const JsonlReader *r) {
         return (r->buf.len - r->start) + (r->pending ? r->raw_have : 0);
 }

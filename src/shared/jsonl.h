@@ -93,6 +93,11 @@ int jsonl_reader_next(JsonlReader *r, JsonlMsg *ret, VsError **err);
  * recursion stays shallow). Exact for valid JSON. Pure. */
 bool jsonl_depth_ok(const char *p, size_t n, int max_depth);
 
+/* Frees the read buffer when it holds nothing not yet returned (an idle
+ * peer's reader need not keep its largest message's storage); the next
+ * read allocates again. */
+void jsonl_reader_release(JsonlReader *r);
+
 /* Bytes buffered but not yet returned as messages (for "EOF mid-message"
  * diagnostics). */
 size_t jsonl_reader_pending(const JsonlReader *r);

@@ -5,6 +5,7 @@
  * signalfd for SIGCHLD, with the nearest command deadline as its timeout.
  * What the peer may ask depends on the state (protocol_op_allowed()). */
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 /* Stop reading sessions' output while this much waits: they are streams,
  * and a flood must wait for the peer rather than grow this buffer. */
 #define SESSION_OUT_HIGH_WATER (1u << 20)
+/* A worker idle this long after a request gives its buffers and the
+ * heap's free pages back: a workspace idles far longer than it works, and
+ * one daemon keeps hundreds of them (bench-memory's idle figures). */
+#define IDLE_RELEASE_MS 1000
 
 typedef struct Worker {
         ProtocolState state;
@@ -41,6 +46,7 @@ typedef struct Worker {
         Session *sessions;
         int sigfd;
         bool shutdown;
+        bool release_due;       /* work was done since the last idle release */
 } Worker;
 
 static void flush_blocking(Worker *w) {
@@ -79,6 +85,22 @@ static bool flush(Worker *w) {
                 w->out_off = 0;
         }
         return true;
+}
+
+static bool idle(const Worker *w) {
+        return w->state == PROTOCOL_STATE_READY && !w->execs && !w->sessions && w->out.len == w->out_off &&
+               jsonl_reader_pending(w->reader) == 0;
+}
+
+/* What the last requests left: the reply and read buffers (sized by the
+ * largest message so far) and the free pages inside the heap, which
+ * glibc returns by itself only from the heap's top. */
+static void idle_release(Worker *w) {
+        strbuf_done(&w->out);
+        w->out_off = 0;
+        jsonl_reader_release(w->reader);
+        (void) malloc_trim(0);
+        w->release_due = false;
 }
 
 static void reply_error(Worker *w, bool has_id, uint64_t id, ProtocolErrorCode code, const char *msg) {
@@ -391,13 +413,22 @@ int main(int argc, char **argv) {
                 n += session_fill_poll(w.sessions, fds + n, w.out.len - w.out_off >= SESSION_OUT_HIGH_WATER);
 
                 int t_exec = exec_next_timeout_ms(w.execs), t_sess = session_next_timeout_ms(w.sessions);
-                int r = poll(fds, n, t_exec < 0 ? t_sess : t_sess < 0 ? t_exec : MIN(t_exec, t_sess));
+                int timeout = t_exec < 0 ? t_sess : t_sess < 0 ? t_exec : MIN(t_exec, t_sess);
+                bool release = w.release_due && idle(&w);
+                if (release)
+                        timeout = timeout < 0 ? IDLE_RELEASE_MS : MIN(timeout, IDLE_RELEASE_MS);
+                int r = poll(fds, n, timeout);
                 if (r < 0 && errno != EINTR) {
                         log_error("poll: %m");
                         finish(&w, EXIT_SANDBOX);
                 }
                 if (r < 0)
                         continue;
+                if (r == 0 && release) {
+                        idle_release(&w);
+                        continue;
+                }
+                w.release_due = true;
 
                 if (fds[2].revents) {
                         struct signalfd_siginfo si;

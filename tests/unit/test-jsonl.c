@@ -51,6 +51,35 @@ static void test_single(void **state) {
         jsonl_reader_free(r);
 }
 
+/* release keeps what is not yet returned (a half line, a raw payload
+ * still arriving) and frees only an empty buffer; reading goes on after. */
+static void test_release(void **state) {
+        JsonlReader *r = reader();
+        JsonlMsg m = JSONL_MSG_INIT;
+        feed_str(r, "{\"n\":1}\n{\"n\"");
+        assert_int_equal(next(r, &m), 0);
+        jsonl_msg_done(&m);
+        jsonl_reader_release(r);
+        assert_int_equal(jsonl_reader_pending(r), 4);
+        feed_str(r, ":2,\"raw\":3}\nab");
+        jsonl_reader_release(r);
+        assert_int_equal(next(r, &m), -EAGAIN); /* the header waits for its raw */
+        jsonl_reader_release(r);
+        feed_str(r, "c");
+        assert_int_equal(next(r, &m), 0);
+        assert_int_equal(json_integer_value(json_object_get(m.obj, "n")), 2);
+        assert_true(m.has_raw);
+        assert_memory_equal(m.raw, "abc", 3);
+        jsonl_msg_done(&m);
+        assert_int_equal(jsonl_reader_pending(r), 0);
+        jsonl_reader_release(r);
+        feed_str(r, "{\"n\":3}\n");
+        assert_int_equal(next(r, &m), 0);
+        assert_int_equal(json_integer_value(json_object_get(m.obj, "n")), 3);
+        jsonl_msg_done(&m);
+        jsonl_reader_free(r);
+}
+
 static void test_two_in_one_feed(void **state) {
         JsonlReader *r = reader();
         JsonlMsg m = JSONL_MSG_INIT;
@@ -761,6 +790,7 @@ static void test_encode_texts_errors(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_single),
+                cmocka_unit_test(test_release),
                 cmocka_unit_test(test_two_in_one_feed),
                 cmocka_unit_test(test_byte_by_byte_with_raw),
                 cmocka_unit_test(test_raw_zero),
