@@ -1,14 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory: PSS of the daemon and of each idle workspace's jail processes
- * (bwrap and the worker), and the machine's memory delta for N idle
- * sandboxed workspaces (MemTotal - MemAvailable before and after, which
- * counts user and kernel memory: page tables, kernel stacks, slab for the
- * namespaces and mounts). Also how long starting the N took: the first
+ * (the keeper, bwrap and the worker), and the machine's memory delta for N
+ * idle sandboxed workspaces (MemTotal - MemAvailable before and after,
+ * which counts user and kernel memory: page tables, kernel stacks, slab for
+ * the namespaces and mounts). Also how long starting the N took: the first
  * call of every workspace, 8 in flight at a time over 4 connections.
+ *
+ * And what each piece costs: per process of a jail (by its role) its PSS,
+ * private memory and page tables; the kernel's share split into slab (and
+ * the slab caches that grew most, from /proc/slabinfo when readable), page
+ * tables and kernel stacks; the daemon's own growth and its inotify watches
+ * per workspace; each kind of namespace by itself (children that unshare
+ * one kind each, against children that do not); and the CPU time each
+ * piece took to start (schedstat), which with 2 CPUs bounds the start rate.
  * Usage: bench-memory [N]. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,16 +46,21 @@ static long meminfo_kb(const char *key) {
 }
 
 typedef struct Mem {
-        long used, slab, pagetables, kstack;
+        long used, slab, sunreclaim, pagetables, kstack;
 } Mem;
 
 static Mem mem_now(void) {
         return (Mem){
                 .used = meminfo_kb("MemTotal") - meminfo_kb("MemAvailable"),
                 .slab = meminfo_kb("Slab"),
+                .sunreclaim = meminfo_kb("SUnreclaim"),
                 .pagetables = meminfo_kb("PageTables"),
                 .kstack = meminfo_kb("KernelStack"),
         };
+}
+
+static long kernel_kb(const Mem *m) {
+        return m->slab + m->pagetables + m->kstack;
 }
 
 static long pss_kb(pid_t pid) {
@@ -61,6 +77,140 @@ static long pss_kb(pid_t pid) {
                 }
         fclose(f);
         return v;
+}
+
+/* Sums the values (kB) of the lines of path that start with one of the
+ * keys (each key with its ':'). */
+static long sum_keys_kb(const char *path, const char *const *keys) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        char line[256];
+        long v = 0;
+        while (fgets(line, sizeof line, f))
+                for (const char *const *k = keys; *k; k++)
+                        if (strncmp(line, *k, strlen(*k)) == 0)
+                                v += atol(line + strlen(*k));
+        fclose(f);
+        return v;
+}
+
+typedef struct ProcMem {
+        long pss, priv, pte; /* kB */
+        double cpu_us;       /* ran so far, its reaped children included */
+} ProcMem;
+
+/* Nanoseconds every thread of pid ran (schedstat), plus its reaped
+ * children's user + system time (clock ticks). */
+static double cpu_us(pid_t pid) {
+        char p[64], buf[512];
+        double ns = 0;
+        snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+        DIR *d = opendir(p);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char sp[320];
+                snprintf(sp, sizeof sp, "/proc/%d/task/%s/schedstat", (int)pid, de->d_name);
+                FILE *f = fopen(sp, "re");
+                unsigned long long run = 0;
+                if (f && fscanf(f, "%llu", &run) == 1)
+                        ns += (double)run;
+                if (f)
+                        fclose(f);
+        }
+        if (d)
+                closedir(d);
+        snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return ns / 1e3;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *rp = strrchr(buf, ')');
+        long long cu = 0, cs = 0;
+        /* After the comm: state ppid pgrp session tty tpgid flags minflt
+         * cminflt majflt cmajflt utime stime cutime cstime. */
+        if (rp && sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %lld %lld", &cu, &cs) == 2)
+                ns += (double)(cu + cs) * 1e9 / (double)sysconf(_SC_CLK_TCK);
+        return ns / 1e3;
+}
+
+static ProcMem proc_mem(pid_t pid) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/%d/smaps_rollup", (int)pid);
+        ProcMem m = { .pss = pss_kb(pid) };
+        m.priv = sum_keys_kb(p, (const char *const[]){ "Private_Clean:", "Private_Dirty:", NULL });
+        snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+        m.pte = sum_keys_kb(p, (const char *const[]){ "VmPTE:", NULL });
+        m.cpu_us = cpu_us(pid);
+        return m;
+}
+
+static bool comm_is(pid_t pid, const char *name) {
+        char p[64], c[64] = "";
+        snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return false;
+        bool ok = fgets(c, sizeof c, f) && strncmp(c, name, strlen(name)) == 0 && c[strlen(name)] == '\n';
+        fclose(f);
+        return ok;
+}
+
+/* Inotify watches the daemon holds (fdinfo of its inotify descriptors). */
+static long inotify_watches(pid_t pid) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/%d/fdinfo", (int)pid);
+        DIR *d = opendir(p);
+        if (!d)
+                return 0;
+        long n = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char fp[320], line[512];
+                snprintf(fp, sizeof fp, "/proc/%d/fdinfo/%s", (int)pid, de->d_name);
+                FILE *f = fopen(fp, "re");
+                if (!f)
+                        continue;
+                while (fgets(line, sizeof line, f))
+                        n += strncmp(line, "inotify wd:", 11) == 0;
+                fclose(f);
+        }
+        closedir(d);
+        return n;
+}
+
+/* /proc/slabinfo (root only): each cache's bytes (num_objs * objsize). */
+#define MAX_SLABS 512
+typedef struct Slabs {
+        size_t n;
+        char name[MAX_SLABS][40];
+        double bytes[MAX_SLABS];
+} Slabs;
+
+static bool slabs_read(Slabs *s) {
+        s->n = 0;
+        FILE *f = fopen("/proc/slabinfo", "re");
+        if (!f)
+                return false;
+        char line[512];
+        while (s->n < MAX_SLABS && fgets(line, sizeof line, f)) {
+                unsigned long active, num, size;
+                if (sscanf(line, "%39s %lu %lu %lu", s->name[s->n], &active, &num, &size) == 4 && line[0] != '#')
+                        s->bytes[s->n++] = (double)num * (double)size;
+        }
+        fclose(f);
+        return s->n > 0;
+}
+
+static double slab_bytes(const Slabs *s, const char *name) {
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->name[i], name) == 0)
+                        return s->bytes[i];
+        return 0;
 }
 
 static pid_t ppid_of(pid_t pid) {
@@ -124,6 +274,131 @@ static long tree_pss(const Proc *ps, size_t n, pid_t root, unsigned *ret_count) 
         return sum;
 }
 
+/* Kernel memory (slab + page tables + kernel stacks, kB) per child of k
+ * children that each unshare flags (0: none) and wait; measured while they
+ * all wait. Not root: every set takes a user namespace too (the caller
+ * subtracts the user namespace's own cost). */
+#define NS_CHILDREN 200
+#define NS_ROUNDS 3
+static double ns_kernel_kb(int flags) {
+        if (flags && geteuid() != 0)
+                flags |= CLONE_NEWUSER;
+        int ready[2], go[2];
+        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
+                bench_die("pipe: %m");
+        struct timespec settle = { 0, 300 * 1000 * 1000 };
+        nanosleep(&settle, NULL);
+        Mem before = mem_now();
+        pid_t kids[NS_CHILDREN];
+        for (unsigned i = 0; i < NS_CHILDREN; i++) {
+                kids[i] = fork();
+                if (kids[i] < 0)
+                        bench_die("fork: %m");
+                if (kids[i] == 0) {
+                        close(go[1]);
+                        char c = flags && unshare(flags) < 0 ? 'x' : 'o';
+                        (void)!write(ready[1], &c, 1);
+                        (void)!read(go[0], &c, 1);
+                        _exit(0);
+                }
+        }
+        close(ready[1]);
+        close(go[0]);
+        for (unsigned i = 0; i < NS_CHILDREN; i++) {
+                char c;
+                if (read(ready[0], &c, 1) != 1 || c != 'o')
+                        bench_die("unshare(0x%x) failed in a child", flags);
+        }
+        nanosleep(&settle, NULL);
+        Mem after = mem_now();
+        close(go[1]);
+        close(ready[0]);
+        for (unsigned i = 0; i < NS_CHILDREN; i++)
+                waitpid(kids[i], NULL, 0);
+        return (double)(kernel_kb(&after) - kernel_kb(&before)) / NS_CHILDREN;
+}
+
+typedef struct NsKind {
+        const char *key, *label;
+        int flag;
+} NsKind;
+
+/* The namespaces a local jail is given (src/shared/backend-local.c; net
+ * only with the network off), each measured by itself, then all at once. */
+static void ns_costs(BenchOut *out) {
+        static const NsKind kinds[] = {
+                { "user", "user", CLONE_NEWUSER },  { "mnt", "mount (a copy of the host's table)", CLONE_NEWNS },
+                { "pid", "pid", CLONE_NEWPID },     { "net", "net (loopback only)", CLONE_NEWNET },
+                { "ipc", "ipc", CLONE_NEWIPC },     { "uts", "uts", CLONE_NEWUTS },
+                { "cgroup", "cgroup", CLONE_NEWCGROUP },
+                { "all", "all seven at once",
+                  CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP },
+        };
+        /* Rounds interleaved with their own baseline: other load on the
+         * machine moves slab by more than one namespace costs. */
+        Samples v[ELEMENTSOF(kinds)] = {};
+        for (unsigned round = 0; round < NS_ROUNDS; round++) {
+                double base = ns_kernel_kb(0);
+                /* Not root, each set came with a user namespace: take it off. */
+                double user = geteuid() != 0 ? ns_kernel_kb(CLONE_NEWUSER) - base : 0;
+                for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
+                        samples_add(&v[i], round,
+                                    ns_kernel_kb(kinds[i].flag) - base - (kinds[i].flag & CLONE_NEWUSER ? 0 : user));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+                char key[64], label[160];
+                snprintf(key, sizeof key, "memory.ns.%s", kinds[i].key);
+                snprintf(label, sizeof label, "  kernel memory of a namespace: %s", kinds[i].label);
+                bench_out_figure(out, key, label, "kB", &v[i]);
+                samples_done(&v[i]);
+        }
+}
+
+enum { ROLE_KEEPER, ROLE_BWRAP, ROLE_WORKER, N_ROLES };
+static const char *const role_key[N_ROLES] = { "keeper", "bwrap", "worker" };
+static const char *const role_label[N_ROLES] = { "keeper (vectora-worker --keep)", "bwrap (outer: its monitor)",
+                                                 "worker (pid 1 of the jail)" };
+
+typedef struct RoleStats {
+        Samples pss, priv, pte, cpu;
+} RoleStats;
+
+/* Each process of the jail below root by its role: bwrap by its name, the
+ * keeper as the vectora-worker above it, the worker (with anything it
+ * started) below. */
+static void jail_roles(const Proc *ps, size_t n, pid_t root, bool below_bwrap, RoleStats *rs) {
+        bool bwrap = comm_is(root, "bwrap");
+        int role = bwrap ? ROLE_BWRAP : below_bwrap ? ROLE_WORKER : ROLE_KEEPER;
+        ProcMem m = proc_mem(root);
+        samples_add(&rs[role].pss, 0, (double)m.pss);
+        samples_add(&rs[role].priv, 0, (double)m.priv);
+        samples_add(&rs[role].pte, 0, (double)m.pte);
+        samples_add(&rs[role].cpu, 0, m.cpu_us);
+        for (size_t i = 0; i < n; i++)
+                if (ps[i].ppid == root)
+                        jail_roles(ps, n, ps[i].pid, below_bwrap || bwrap, rs);
+}
+
+/* Several processes of one role in one jail (a worker's relay) count as
+ * separate samples: fine for an idle workspace, which has one each. */
+static void role_figures(BenchOut *out, RoleStats *rs) {
+        for (int r = 0; r < N_ROLES; r++) {
+                if (rs[r].pss.n == 0)
+                        continue;
+                static const char *const what[] = { "pss", "private", "pagetables", "start_cpu" };
+                static const char *const wl[] = { "PSS", "private (clean + dirty)", "page tables",
+                                                  "CPU time to start (and one /bin/true)" };
+                Samples *sv[] = { &rs[r].pss, &rs[r].priv, &rs[r].pte, &rs[r].cpu };
+                for (size_t k = 0; k < ELEMENTSOF(sv); k++) {
+                        char key[64], label[160];
+                        snprintf(key, sizeof key, "memory.%s.%s", role_key[r], what[k]);
+                        snprintf(label, sizeof label, "  %s: %s", role_label[r], wl[k]);
+                        bench_out_figure(out, key, label, k == 3 ? "us" : "kB", sv[k]);
+                        bench_out_value(out, key, samples_median(sv[k]));
+                }
+        }
+}
+
 int main(int argc, char **argv) {
         unsigned n_ws = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
         bench_scratch();
@@ -155,7 +430,10 @@ int main(int argc, char **argv) {
 
         struct timespec settle = { 1, 0 };
         nanosleep(&settle, NULL);
-        long daemon_before = pss_kb(d.pid);
+        long daemon_before = pss_kb(d.pid), watches_before = inotify_watches(d.pid);
+        double daemon_cpu_before = cpu_us(d.pid);
+        static Slabs slabs_before, slabs_after;
+        bool have_slabs = slabs_read(&slabs_before);
         Mem before = mem_now();
 
         /* Start them all, WINDOW first calls in flight per connection: with
@@ -192,19 +470,23 @@ int main(int argc, char **argv) {
         double start_s = (now_us() - t0) / 1e6;
         bench_log("memory: %u workspaces started in %.2f s", n_ws, start_s);
 
+        double daemon_cpu_after = cpu_us(d.pid);
         nanosleep(&settle, NULL);
         Mem after = mem_now();
-        long daemon_after = pss_kb(d.pid);
+        have_slabs = have_slabs && slabs_read(&slabs_after);
+        long daemon_after = pss_kb(d.pid), watches_after = inotify_watches(d.pid);
 
         size_t np;
         Proc *ps = all_procs(&np);
         Samples jail = { 0 }, procs = { 0 };
+        RoleStats roles[N_ROLES] = {};
         for (size_t i = 0; i < np; i++)
                 if (ps[i].ppid == d.pid) {
                         unsigned count;
                         long kb = tree_pss(ps, np, ps[i].pid, &count);
                         samples_add(&jail, 0, (double)kb);
                         samples_add(&procs, 0, count);
+                        jail_roles(ps, np, ps[i].pid, false, roles);
                 }
         free(ps);
         if (jail.n < n_ws)
@@ -221,7 +503,14 @@ int main(int argc, char **argv) {
         char label[160];
         snprintf(label, sizeof label, "daemon PSS with %u idle jails", n_ws);
         bench_out_figure(&out, "memory.daemon_pss_n", label, "kB", &dpss);
-        bench_out_figure(&out, "memory.jail_pss", "PSS of one idle jail (bwrap + worker), across jails", "kB", &jail);
+        bench_out_figure(&out, "memory.jail_pss", "PSS of one idle jail (all its processes), across jails", "kB", &jail);
+        role_figures(&out, roles);
+        for (int r = 0; r < N_ROLES; r++) {
+                samples_done(&roles[r].pss);
+                samples_done(&roles[r].priv);
+                samples_done(&roles[r].pte);
+                samples_done(&roles[r].cpu);
+        }
         Samples v = { 0 };
         samples_add(&v, 0, per_ws);
         bench_out_figure(&out, "memory.machine_per_ws", "machine memory delta per idle workspace (user + kernel)", "kB", &v);
@@ -230,6 +519,46 @@ int main(int argc, char **argv) {
                                     before.kstack) / n_ws);
         bench_out_figure(&out, "memory.kernel_per_ws", "  of which slab + page tables + kernel stacks", "kB", &v);
         samples_done(&v);
+        const struct {
+                const char *key, *label;
+                long delta;
+        } kparts[] = {
+                { "memory.kernel.slab", "    slab", after.slab - before.slab },
+                { "memory.kernel.sunreclaim", "      of which unreclaimable", after.sunreclaim - before.sunreclaim },
+                { "memory.kernel.pagetables", "    page tables", after.pagetables - before.pagetables },
+                { "memory.kernel.kstack", "    kernel stacks", after.kstack - before.kstack },
+                { "memory.daemon_per_ws", "  the daemon's own growth (PSS)", daemon_after - daemon_before },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(kparts); i++) {
+                samples_add(&v, 0, (double)kparts[i].delta / n_ws);
+                bench_out_figure(&out, kparts[i].key, kparts[i].label, "kB", &v);
+                bench_out_value(&out, kparts[i].key, (double)kparts[i].delta / n_ws);
+                samples_done(&v);
+        }
+        bench_out_value(&out, "memory.inotify_watches_per_ws", (double)(watches_after - watches_before) / n_ws);
+        /* The caches that grew most, per workspace (other load on the
+         * machine moves them too). */
+        for (unsigned top = 0; have_slabs && top < 10; top++) {
+                size_t best = SIZE_MAX;
+                double best_d = 0;
+                for (size_t i = 0; i < slabs_after.n; i++) {
+                        double dlt = slabs_after.bytes[i] - slab_bytes(&slabs_before, slabs_after.name[i]);
+                        if (dlt > best_d) {
+                                best_d = dlt;
+                                best = i;
+                        }
+                }
+                if (best == SIZE_MAX)
+                        break;
+                char key[96];
+                snprintf(key, sizeof key, "memory.slab.%s", slabs_after.name[best]);
+                bench_out_value(&out, key, best_d / 1024 / n_ws);
+                slabs_after.bytes[best] = slab_bytes(&slabs_before, slabs_after.name[best]); /* taken */
+        }
+        samples_add(&v, 0, (daemon_cpu_after - daemon_cpu_before) / n_ws);
+        bench_out_figure(&out, "memory.daemon.start_cpu", "  the daemon: CPU time per workspace started", "us", &v);
+        bench_out_value(&out, "memory.daemon.start_cpu", samples_median(&v));
+        samples_done(&v);
         samples_add(&v, 0, start_s);
         snprintf(label, sizeof label, "time to start %u idle workspaces (first calls, %u in flight)", n_ws, N_CONN * WINDOW);
         bench_out_figure(&out, "memory.start_n", label, "s", &v);
@@ -237,6 +566,10 @@ int main(int argc, char **argv) {
         bench_out_value(&out, "memory.machine_per_ws_kb", per_ws);
         bench_out_value(&out, "memory.start_1000_s", n_ws == 1000 ? start_s : NAN);
         bench_out_value(&out, "memory.processes_per_jail", samples_median(&procs));
+        ns_costs(&out);
+        bench_out_note(&out, "Per piece: each jail process's PSS, private memory (Private_Clean + Private_Dirty of smaps_rollup) and page tables (VmPTE), by role; the kernel's share split by /proc/meminfo; the daemon's PSS growth divided by the workspaces; inotify watches per workspace: %.2f. CPU time to start: schedstat of every thread plus reaped children, summed per process over its life (an idle jail's life is its start and one `/bin/true`). Namespaces: kernel memory (slab + page tables + kernel stacks) per child of %d children that each unshare one kind and wait, minus children that unshare nothing%s; the mount namespace copies the host's mount table, which is larger than a jail's.",
+                       (double)(watches_after - watches_before) / n_ws, NS_CHILDREN,
+                       geteuid() != 0 ? " (not root: each with a user namespace, whose own cost is taken off)" : "");
         bench_out_note(&out, "%u sandboxed workspaces (vectora.toml only, masks `.env`, `**/*.pem`, `**/.ssh/**`, `**/.aws/**`), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before (1 s settle each), divided by %u; it includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too: treat it as an upper bound.",
                        n_ws, samples_median(&procs), n_ws);
         bench_out_print(&out);

@@ -218,6 +218,52 @@ def stage_table(w, figs):
         w(f"| **the call, end to end** | **{fmt(med[st['total']], 'us')}** |\n")
 
 
+PIECES = (("keeper", "keeper (`vectora-worker --keep`)"), ("bwrap", "bwrap, outer (its monitor)"),
+          ("worker", "worker (pid 1 of the jail)"))
+
+
+def pieces_table(w, figs, values):
+    """bench-memory's per-piece figures: what one idle workspace costs, by
+    process, in the kernel and in the daemon, and what its start costs."""
+    if "memory.worker.pss" not in values:
+        return
+    w("## Where an idle workspace's memory and start-up go (per piece)\n")
+    w("From `bench/bench-memory` (the same run as the memory figures): medians over the jails, per workspace. "
+      "PSS and private memory from each process's `smaps_rollup`, page tables from its `VmPTE`, CPU time to start "
+      "from `schedstat` (every thread, plus reaped children; the worker's row includes the inner bwrap's "
+      "namespace and mount set-up, which becomes the worker by exec, and the one `/bin/true` each workspace ran). "
+      "The daemon's row is its PSS growth and CPU time divided by the workspaces.\n")
+    w("| piece | PSS | private | page tables | CPU time to start |")
+    w("|---|---|---|---|---|")
+    for key, label in PIECES:
+        if f"memory.{key}.pss" in values:
+            w(f"| {label} | {fmt(values[f'memory.{key}.pss'], 'kB')} | {fmt(values[f'memory.{key}.private'], 'kB')} | "
+              f"{fmt(values[f'memory.{key}.pagetables'], 'kB')} | {fmt(values[f'memory.{key}.start_cpu'], 'us')} |")
+    w(f"| the daemon's own state | {fmt(values.get('memory.daemon_per_ws'), 'kB')} | | | "
+      f"{fmt(values.get('memory.daemon.start_cpu'), 'us')} |")
+    w("")
+    w("| kernel, per workspace (/proc/meminfo deltas) | kB |")
+    w("|---|---|")
+    for key, label in (("slab", "slab"), ("sunreclaim", "  of which unreclaimable"),
+                       ("pagetables", "page tables (all processes)"), ("kstack", "kernel stacks")):
+        if f"memory.kernel.{key}" in values:
+            w(f"| {label} | {fmt(values[f'memory.kernel.{key}'], 'kB')} |")
+    if "memory.inotify_watches_per_ws" in values:
+        w(f"| (the daemon's inotify watches per workspace: {values['memory.inotify_watches_per_ws']:.1f}) | |")
+    slabs = sorted(((v, k[len("memory.slab."):]) for k, v in values.items() if k.startswith("memory.slab.")),
+                   reverse=True)
+    for v, name in slabs:
+        w(f"| slab cache `{name}` | {fmt(v, 'kB')} |")
+    w("")
+    ns = [(k[len("memory.ns."):], f) for k, f in figs.items() if k.startswith("memory.ns.")]
+    if ns:
+        w("| one namespace of each kind by itself (kernel memory, beside a child that unshares nothing) | kB |")
+        w("|---|---|")
+        for name, f in ns:
+            w(f"| {name} | {fmt(f.stat('median'), 'kB')} |")
+        w("")
+
+
 def machine():
     m = {"nproc": os.cpu_count(), "kernel": platform.release(), "model": "unknown", "mem": "unknown"}
     try:
@@ -303,6 +349,7 @@ def main():
     met = target_table(w, "Targets (issue 15, against the honest baselines)", TARGETS_15, figs, ratios, values)
     met += target_table(w, "Other targets (issue 6)", TARGETS_6, figs, ratios, values)
     stage_table(w, figs)
+    pieces_table(w, figs, values)
 
     if a.analysis and os.path.exists(a.analysis):
         with open(a.analysis) as f:
