@@ -22,6 +22,7 @@ typedef struct ProtectId {
 
 struct VsProtectSnapshot {
         char *root;
+        ProtectId root_id; /* followed: a moved or replaced root (or ancestor) changes it */
         char **paths;
         ProtectId *ids;
         size_t n;
@@ -38,6 +39,13 @@ static ProtectId identify(const char *path) {
                 id.tino = st.st_ino;
         }
         return id;
+}
+
+static ProtectId identify_root(const char *root) {
+        struct stat st;
+        if (stat(root, &st) < 0)
+                return (ProtectId){};
+        return (ProtectId){ .exists = true, .dev = st.st_dev, .ino = st.st_ino, .type = st.st_mode & S_IFMT };
 }
 
 static bool same_id(const ProtectId *a, const ProtectId *b) {
@@ -99,11 +107,20 @@ int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapsh
                 return -ENOMEM;
         for (size_t i = 0; i < s->n; i++)
                 s->ids[i] = identify(s->paths[i]);
+        s->root_id = identify_root(s->root);
         *ret = TAKE_PTR(s);
         return 0;
 }
 
+const char *protect_snapshot_root_changed(const VsProtectSnapshot *s) {
+        ProtectId now = identify_root(s->root);
+        return same_id(&now, &s->root_id) ? NULL : s->root;
+}
+
 const char *protect_snapshot_changed(const VsProtectSnapshot *s) {
+        const char *r = protect_snapshot_root_changed(s);
+        if (r)
+                return r;
         for (size_t i = 0; i < s->n; i++) {
                 ProtectId now = identify(s->paths[i]);
                 if (!same_id(&now, &s->ids[i]))
@@ -112,7 +129,7 @@ const char *protect_snapshot_changed(const VsProtectSnapshot *s) {
         return NULL;
 }
 
-int protect_snapshot_watch(const VsProtectSnapshot *s) {
+int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete) {
         int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -123,14 +140,35 @@ int protect_snapshot_watch(const VsProtectSnapshot *s) {
                 close(fd);
                 return r;
         }
-        for (size_t i = 0; i < s->n; i++)
-                if (s->ids[i].exists && s->ids[i].type == S_IFDIR)
-                        (void)inotify_add_watch(fd, s->paths[i], mask);
+        /* Complete when every change that can alter an identity of the
+         * snapshot queues an event: each path lies below the root with
+         * every existing directory on its way watched (the paths hold their
+         * parents up to the root). A path outside the root (a .git file's
+         * target: its parents are not watched) or a symlink (its target can
+         * change with no event here) is not covered. */
+        bool complete = true;
+        for (size_t i = 0; i < s->n; i++) {
+                if (!path_is_below_or_equal(s->paths[i], s->root) || s->ids[i].type == S_IFLNK)
+                        complete = false;
+                if (s->ids[i].exists && s->ids[i].type == S_IFDIR && inotify_add_watch(fd, s->paths[i], mask) < 0)
+                        complete = false;
+        }
+        if (ret_complete)
+                *ret_complete = complete;
         return fd;
 }
 
-void protect_snapshot_drain(int fd) {
+bool protect_snapshot_drain(int fd) {
         _Alignas(struct inotify_event) char buf[4096];
-        while (read(fd, buf, sizeof buf) > 0)
-                ;
+        bool any = false;
+        for (;;) {
+                ssize_t k = read(fd, buf, sizeof buf);
+                if (k > 0) {
+                        any = true;
+                        continue;
+                }
+                /* Nothing queued; anything else (an error, EOF) says
+                 * nothing about the paths: treated as a change. */
+                return any || !(k < 0 && errno == EAGAIN);
+        }
 }

@@ -20,13 +20,24 @@ typedef struct VsProtectSnapshot VsProtectSnapshot;
  * each path of extra (the launch's protected list: what the protect globs
  * matched; NULL for a backend whose paths are not this host's). */
 int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapshot **ret);
-/* The first path whose identity differs now, or NULL. */
+/* The first path whose identity differs now (the root itself first), or
+ * NULL. One lstat per path. */
 const char *protect_snapshot_changed(const VsProtectSnapshot *s);
+/* The root, when it (or a directory above it) was moved or replaced since
+ * the snapshot, or NULL. One stat. */
+const char *protect_snapshot_root_changed(const VsProtectSnapshot *s);
 /* An inotify descriptor (non-blocking, CLOEXEC) that becomes readable when
  * an entry of the directories holding the paths is created, removed or
- * renamed: the moment to call protect_snapshot_changed(). Caller closes. */
-int protect_snapshot_watch(const VsProtectSnapshot *s);
-/* Reads and drops the pending events of such a descriptor. */
-void protect_snapshot_drain(int fd);
+ * renamed: the moment to call protect_snapshot_changed(). Caller closes.
+ * *ret_complete (may be NULL): whether every change that can alter an
+ * identity below the root queues an event on it (no path outside the root,
+ * no symlink, every watch made). Only then may an empty queue stand in for
+ * protect_snapshot_changed(): the kernel queues the event inside the
+ * host's rename(2), before anything that follows it. */
+int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete);
+/* Reads and drops the pending events of such a descriptor: whether there
+ * were any (or the read failed otherwise than with EAGAIN; an overflow is
+ * an event too). */
+bool protect_snapshot_drain(int fd);
 void protect_snapshot_free(VsProtectSnapshot *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsProtectSnapshot *, protect_snapshot_free);

@@ -88,7 +88,7 @@ void session_watch_protected(VsSession *s, VsProtectSnapshot *snap) {
         s->protect = snap;
         if (s->protect_fd >= 0)
                 close(s->protect_fd);
-        s->protect_fd = snap ? protect_snapshot_watch(snap) : -EBADF;
+        s->protect_fd = snap ? protect_snapshot_watch(snap, NULL) : -EBADF;
 }
 
 static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
@@ -119,7 +119,7 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                         return vs_error_set(err, -errno, "poll: %m");
                 if ((s->protect_fd >= 0 && (p[1].revents & POLLIN)) || polling) {
                         if (!polling)
-                                protect_snapshot_drain(s->protect_fd);
+                                (void)protect_snapshot_drain(s->protect_fd);
                         if ((r = protect_changed(s, err)) < 0)
                                 return r;
                 }

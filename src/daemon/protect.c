@@ -2,8 +2,13 @@
 /* Protected paths that survive host-side replacement (protect-snapshot.h):
  * the daemon notes what vectora.toml and the .git control files were when
  * each worker spawned and recycles the worker when that changes:
- *   - on every call, before it is served (one lstat per path): no call ever
- *     runs in a jail whose protection was detached;
+ *   - on every call, before it is served: no call ever runs in a jail
+ *     whose protection was detached. With a complete watch (every
+ *     directory on the paths watched, all below the root, no symlink) that
+ *     costs one read of the inotify queue and one stat of the root: the
+ *     kernel queues the event inside the host's rename, so an empty queue
+ *     says what the lstats would; anything queued (an overflow too) makes
+ *     the next look compare every path. Otherwise one lstat per path;
  *   - on an inotify event in the workspace root or .git, at once: a command
  *     already running loses its jail within the loop's reaction time
  *     (measured by tests/integration/test_integrity.py, t_recycle_window).
@@ -25,6 +30,8 @@ struct WorkspaceProtect {
         ProtectChangedFn changed; /* the workspace's: protect.c calls nothing above it */
         VsProtectSnapshot *snap;
         int fd;
+        bool complete; /* the watch covers every path (protect_snapshot_watch) */
+        bool dirty;    /* something was queued since the last compare */
         uv_poll_t poll;
         uv_timer_t timer; /* without inotify: looked at every PROTECT_POLL_MS */
         bool ticking;
@@ -39,7 +46,10 @@ static void on_tick(uv_timer_t *t) {
 
 static void on_event(uv_poll_t *h, int status, int events) {
         WorkspaceProtect *p = h->data;
-        protect_snapshot_drain(p->fd);
+        /* Drained here as well: the poll is level-triggered and
+         * protect_check() may return before looking. */
+        (void)protect_snapshot_drain(p->fd);
+        p->dirty = true;
         protect_check(p->ws);
 }
 
@@ -96,7 +106,10 @@ void protect_arm(Workspace *ws, ProtectChangedFn changed) {
          * user, shared with every process of this uid) a command already
          * running would keep a jail whose mount was detached: the paths are
          * looked at on a timer instead. */
-        p->fd = protect_snapshot_watch(p->snap);
+        /* Dirty until the first compare: a path replaced between the
+         * snapshot and its watch is seen by that compare. */
+        p->dirty = true;
+        p->fd = protect_snapshot_watch(p->snap, &p->complete);
         if (p->fd < 0) {
                 log_warning("workspace %s: cannot watch the protected paths (%s); looking at them every %d ms instead",
                             ws->path, strerror(-p->fd), PROTECT_POLL_MS);
@@ -115,7 +128,20 @@ bool protect_check(Workspace *ws) {
         WorkspaceProtect *p = ws->protect;
         if (!p || !(ws->link || ws->draining))
                 return false;
-        const char *what = p->snap ? protect_snapshot_changed(p->snap) : ws->path;
+        const char *what = ws->path;
+        if (p->snap && p->fd >= 0 && p->complete) {
+                /* Drained first: an event queued after the compare below
+                 * began stays dirty for the next look. */
+                if (protect_snapshot_drain(p->fd))
+                        p->dirty = true;
+                what = p->dirty ? protect_snapshot_changed(p->snap) : protect_snapshot_root_changed(p->snap);
+                if (!what)
+                        p->dirty = false;
+        } else if (p->snap) {
+                if (p->fd >= 0)
+                        (void)protect_snapshot_drain(p->fd);
+                what = protect_snapshot_changed(p->snap);
+        }
         if (!what)
                 return false;
         char why[PATH_MAX + 200];

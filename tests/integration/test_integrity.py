@@ -416,6 +416,65 @@ def t_git_appearing_later_is_protected(d, tmp):
     c.close()
 
 
+def worker_pid(c, ws):
+    return c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
+
+
+def t_root_replaced_from_above(d, tmp):
+    """Each call reads the watch's queue instead of lstat'ing every
+    protected path. Moving a directory above the workspace queues no event
+    on any watch (the watched directories move along with it): a copy put
+    in its place must still be seen before the next call, which runs in the
+    copy, under a new jail that protects the copy's files."""
+    base = os.path.join(tmp, "rootswap")
+    os.makedirs(base)
+    ws = make_ws(base, "ws", SANDBOX)
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    for _ in range(3):  # what the jail's start queued on the watch is drained
+        check(term(c, ws, "true")["ok"], "quiet call")
+    pid1 = worker_pid(c, ws)
+    os.rename(base, base + ".old")
+    shutil.copytree(base + ".old", base, symlinks=True)
+    host_write(os.path.join(ws, "fresh.txt"), "fresh\n")
+    chown_tree(ws)
+    r = term(c, ws, "cat fresh.txt")
+    check(r["ok"] and r["stdout"] == "fresh\n", r)
+    check(worker_pid(c, ws) != pid1, "the old jail served the replaced workspace")
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    unchanged(ws)
+    c.close()
+
+
+def t_git_replaced_whole_then_saved(d, tmp):
+    """A .git replaced whole by a copy recycles the worker; the new jail's
+    watch must be on the new .git: a git save inside it (an event only
+    there) recycles again before the next call."""
+    ws = make_ws(tmp, "gitswap", SANDBOX)
+    host_git(ws, "init", "-q")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    pid1 = worker_pid(c, ws)
+    git = os.path.join(ws, ".git")
+    shutil.copytree(git, git + ".new", symlinks=True)
+    os.rename(git, git + ".old")
+    os.rename(git + ".new", git)
+    chown_tree(ws)
+    check(term(c, ws, "true")["ok"], "after the swap")
+    pid2 = worker_pid(c, ws)
+    check(pid2 != pid1, "not recycled after .git was replaced")
+    for i in range(3):  # quiet calls: the same jail serves them
+        check(term(c, ws, "true")["ok"], "quiet call")
+    check(worker_pid(c, ws) == pid2, "recycled with nothing changed")
+    host_git(ws, "config", "user.name", "host")
+    r = term(c, ws, WRITE_PROTECTED)
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(worker_pid(c, ws) != pid2, "not recycled after a save in the new .git")
+    unchanged(ws)
+    c.close()
+
+
 def t_host_git_stays_quiet(d, tmp):
     """The placeholders made for missing control files change nothing the
     host's git says: after a sandboxed call, `git status` and `git log` on
@@ -872,6 +931,8 @@ TESTS = [
     t_result_describes_the_serving_worker,
     t_host_save_keeps_protection,
     t_git_appearing_later_is_protected,
+    t_root_replaced_from_above,
+    t_git_replaced_whole_then_saved,
     t_host_git_stays_quiet,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
