@@ -1381,6 +1381,25 @@ def t_audit_and_cli(d, tmp):
           refused)
     ex = [l for l in lines if l["workspace"] == os.path.realpath(sb) and l["tool"] == "terminal"]
     check(ex[0]["target"] == ["sh", "-c", "echo out; echo err >&2; exit 4"] and ex[0]["sandboxed"] is True, ex[0])
+    # The line's exact bytes (docs/protocol.md, "Audit log"): keys in the
+    # documented order, compact, ASCII only (\uXXXX upper-case, a surrogate
+    # pair above U+FFFF, DEL as itself), one line per record.
+    argv = ["printf", "%s", "\u00e9\t\x01\x7f\"q\"\\/\U0001F600"]
+    c = d.conn()
+    check(c.call({"tool": "terminal", "workspace": sb, "argv": argv})["ok"], "the odd argv ran")
+    c.close()
+    raw = open(d.audit, "rb").read().split(b"\n")
+    check(raw[-1] == b"", "the log does not end with a newline")
+    mine = [l for l in raw[:-1] if json.loads(l).get("target") == argv]
+    check(len(mine) == 1, mine)
+    rec = json.loads(mine[0])
+    order = ["time", "uid", "pid", "workspace", "tool", "target", "sandboxed", "generation", "outcome", "error_code",
+             "denial_reason", "duration_ms"]
+    check(list(rec) == order, list(rec))
+    want = json.dumps(rec, separators=(",", ":"), ensure_ascii=True)
+    want = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), want).replace("\\u007F", "\x7f")
+    check(mine[0] == want.encode(), (mine[0], want))
+    check(re.fullmatch(rb'\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",.*', mine[0]), mine[0][:40])
 
 
 def t_sigterm(d0, tmp):

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "json-ascii.h"
 #include "json-util.h"
 #include "jsonl.h"
 #include "protocol.h"
@@ -787,6 +788,69 @@ static void test_encode_texts_errors(void **state) {
         strbuf_done(&out);
 }
 
+/* json-ascii.h: the bytes jansson's compact ASCII dump writes. */
+static void ascii_same_as_jansson(const json_t *v) {
+        char *want = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ENCODE_ANY);
+        assert_non_null(want);
+        StrBuf b = STRBUF_INIT;
+        assert_int_equal(json_ascii_append(&b, v), 0);
+        assert_string_equal(b.data, want);
+        strbuf_done(&b);
+        free(want);
+}
+
+static void test_json_ascii(void **state) {
+        static const struct {
+                const char *in;
+                size_t n;
+                const char *out;
+        } hand[] = {
+                { "plain", 5, "\"plain\"" },
+                { "q\"b\\s/", 6, "\"q\\\"b\\\\s/\"" },
+                { "\b\f\n\r\t\x01\x1f\x7f", 8, "\"\\b\\f\\n\\r\\t\\u0001\\u001F\x7f\"" },
+                { "a\0b", 3, "\"a\\u0000b\"" },
+                { "\xc3\xa9\xe2\x82\xac", 5, "\"\\u00E9\\u20AC\"" },
+                { "\xf0\x9f\x98\x80", 4, "\"\\uD83D\\uDE00\"" },
+                /* Not UTF-8: each offending byte is U+FFFD, the rest kept. */
+                { "a\xff" "b\xc3", 4, "\"a\\uFFFDb\\uFFFD\"" },
+                { "\xed\xa0\x80", 3, "\"\\uFFFD\\uFFFD\\uFFFD\"" },
+        };
+        for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
+                StrBuf b = STRBUF_INIT;
+                assert_int_equal(json_ascii_append_string(&b, hand[i].in, hand[i].n), 0);
+                assert_string_equal(b.data, hand[i].out);
+                strbuf_done(&b);
+        }
+        const int64_t ints[] = { 0, 7, -1, 1000, INT64_MAX, INT64_MIN, -9000000000 };
+        for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+                json_t *v = json_integer(ints[i]);
+                ascii_same_as_jansson(v);
+                json_decref(v);
+        }
+        json_t *o = json_pack("{s:[s,s,s],s:{s:i,s:b,s:n,s:f},s:[],s:{}}", "argv", "sh", "-c", "echo \xc3\xa9\t\"x\"",
+                              "target", "pty", 3, "timed_out", 0, "signal", "real", 1.25, "empty", "obj");
+        assert_non_null(o);
+        ascii_same_as_jansson(o);
+        json_decref(o);
+        /* Random valid UTF-8 (every class of byte sequence), against jansson. */
+        unsigned seed = 4242;
+        static const char *pieces[] = { "a", "\"", "\\", "\n", "\x01", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
+                                        "\xef\xbf\xbf", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", " ", "/" };
+        for (int round = 0; round < 300; round++) {
+                char buf[256];
+                size_t n = 0, k = (size_t)(rand_r(&seed) % 40);
+                for (size_t j = 0; j < k; j++) {
+                        const char *p = pieces[rand_r(&seed) % (sizeof pieces / sizeof pieces[0])];
+                        memcpy(buf + n, p, strlen(p));
+                        n += strlen(p);
+                }
+                json_t *v = json_stringn(buf, n);
+                assert_non_null(v);
+                ascii_same_as_jansson(v);
+                json_decref(v);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_single),
@@ -817,6 +881,7 @@ int main(void) {
                 cmocka_unit_test(test_escaped_len),
                 cmocka_unit_test(test_encode_texts_roundtrip),
                 cmocka_unit_test(test_encode_texts_errors),
+                cmocka_unit_test(test_json_ascii),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
