@@ -215,6 +215,91 @@ int approval_locate(const char *store, const char *dir, char **ret_root, char **
         return 0;
 }
 
+/* ---- the same answer, remembered ---- */
+
+static void memo_free(ApprovalMemo *m) {
+        free(m->path);
+        free(m->root);
+        free(m->cfg);
+        free(m->entry);
+        *m = (ApprovalMemo){};
+}
+
+void approval_memo_clear(ApprovalMemo *memo) {
+        for (size_t i = 0; i < APPROVAL_MEMO_SLOTS; i++)
+                memo_free(&memo[i]);
+}
+
+static bool memo_holds(const ApprovalMemo *m, const char *dir) {
+        struct stat st;
+        /* The root, as it is spelled, must still be that directory and no
+         * symlink (one lstat; the realpath of a moment ago vouches for the
+         * directories above it: a host that renames one of them and puts a
+         * symlink to it in its place keeps the same directory here), and
+         * dir, when spelled otherwise, must lead to it. */
+        if (lstat(m->root, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != m->dev || st.st_ino != m->ino)
+                return false;
+        if (!streq(dir, m->root) && (stat(dir, &st) < 0 || st.st_dev != m->dev || st.st_ino != m->ino))
+                return false;
+        /* The walk stops at the root while its vectora.toml is there (any
+         * kind of file: config_locate() takes whatever sits at the name)
+         * and its entry ends the nested-approval loop there. */
+        return lstat(m->cfg, &st) == 0 && lstat(m->entry, &st) == 0;
+}
+
+static void memo_fill(ApprovalMemo *memo, const char *store, const char *dir, const char *root) {
+        struct stat st, rst;
+        if (stat(dir, &st) < 0 || lstat(root, &rst) < 0 || !S_ISDIR(rst.st_mode) || st.st_dev != rst.st_dev ||
+            st.st_ino != rst.st_ino)
+                return;
+        ApprovalMemo n = { .path = strdup(dir), .root = strdup(root), .cfg = path_join(root, VS_CONFIG_FILE),
+                           .entry = entry_path(store, root), .dev = st.st_dev, .ino = st.st_ino };
+        struct stat cst;
+        if (!n.path || !n.root || !n.cfg || !n.entry || lstat(n.cfg, &cst) < 0 || lstat(n.entry, &cst) < 0) {
+                memo_free(&n);
+                return;
+        }
+        /* The oldest slot goes: slots move down, the new one is first. */
+        memo_free(&memo[APPROVAL_MEMO_SLOTS - 1]);
+        memmove(memo + 1, memo, (APPROVAL_MEMO_SLOTS - 1) * sizeof *memo);
+        memo[0] = n;
+}
+
+int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir, char **ret_root, char **ret_dir,
+                         char **ret_pending, VsError **err) {
+        for (size_t i = 0; i < APPROVAL_MEMO_SLOTS && memo[i].path; i++) {
+                if (!streq(memo[i].path, dir))
+                        continue;
+                if (!memo_holds(&memo[i], dir)) {
+                        memo_free(&memo[i]);
+                        memmove(memo + i, memo + i + 1, (APPROVAL_MEMO_SLOTS - 1 - i) * sizeof *memo);
+                        memo[APPROVAL_MEMO_SLOTS - 1] = (ApprovalMemo){};
+                        break;
+                }
+                _cleanup_free_ char *root = strdup(memo[i].root), *d = ret_dir ? strdup(memo[i].root) : NULL;
+                if (!root || (ret_dir && !d))
+                        return -ENOMEM;
+                *ret_root = TAKE_PTR(root);
+                if (ret_dir)
+                        *ret_dir = TAKE_PTR(d);
+                if (ret_pending)
+                        *ret_pending = NULL;
+                return 0;
+        }
+        _cleanup_free_ char *root = NULL, *canon = NULL, *pending = NULL;
+        int r = approval_locate(store, dir, &root, &canon, &pending, err);
+        if (r < 0)
+                return r;
+        if (!pending && streq(root, canon))
+                memo_fill(memo, store, dir, root);
+        *ret_root = TAKE_PTR(root);
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(canon);
+        if (ret_pending)
+                *ret_pending = TAKE_PTR(pending);
+        return 0;
+}
+
 /* ---- evaluating a change ---- */
 
 /* The store must stay out of every jail: a listed path may neither hold it

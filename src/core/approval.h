@@ -14,6 +14,7 @@
  * Daemon and embedded mode share this code. */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -31,6 +32,32 @@ int approval_store_dir(const char *dir, char **ret, VsError **err);
  * vectora.toml waits for approval, the message saying so, else NULL. */
 int approval_locate(const char *store, const char *dir, char **ret_root, char **ret_dir, char **ret_pending,
                     VsError **err);
+
+/* What approval_locate() answered for one path naming a workspace's root
+ * (the common request), and the few things that decide that answer: the
+ * directory the path leads to (device, inode; the root itself not a
+ * symlink), root/vectora.toml present and the root's approval entry
+ * present. While those hold the walk would answer the same: the entry
+ * ends it at the root, whatever lies above. */
+typedef struct ApprovalMemo {
+        char *path; /* the path as the caller named it */
+        char *root;
+        char *cfg;   /* root/vectora.toml */
+        char *entry; /* the root's approval entry */
+        dev_t dev;
+        ino_t ino;
+} ApprovalMemo;
+#define APPROVAL_MEMO_SLOTS 16
+
+/* approval_locate() answered from memo (an array of APPROVAL_MEMO_SLOTS,
+ * zeroed at first) when one slot names dir and its checks still hold: one
+ * stat of dir (one more of the root when dir is not spelled as it), one
+ * lstat each of vectora.toml and the entry, instead of a realpath, a walk
+ * and a SHA-256. Otherwise the walk, whose answer fills a slot when it is
+ * the root itself, approved, with nothing pending. Same results. */
+int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir, char **ret_root, char **ret_dir,
+                         char **ret_pending, VsError **err);
+void approval_memo_clear(ApprovalMemo *memo);
 
 /* The policy that serves the workspace at root: the file's, when it is as
  * tight as the approved one or the workspace is seen for the first time

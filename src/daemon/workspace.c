@@ -255,7 +255,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
         _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
-        int r = approval_locate(srv->opt.state_dir, path, &canon, &dir, &nested, err);
+        int r = approval_locate_memo(srv->locate_memo, srv->opt.state_dir, path, &canon, &dir, &nested, err);
         if (r == -ENOMEM)
                 return vs_error_set_kind(err, r, api_error_name(API_ERROR_INTERNAL), "out of memory");
         if (r < 0)

@@ -120,6 +120,34 @@ def t_subdirectory_runs_in_parent_jail(d, tmp):
     check(r.returncode == 0 and r.stdout == "in sub\n", r)
 
 
+def t_workspace_path_swapped_between_calls(d, tmp):
+    """The daemon remembers where a request's workspace path led and checks
+    it with a stat or two instead of walking it again: a symlink on that
+    path re-pointed between two calls, or the root itself moved away with a
+    symlink to it left in its place, must send the next call where the full
+    walk sends it."""
+    a = make_ws(tmp, "pathswap-a", SANDBOX, {"who.txt": "a\n"})
+    b = make_ws(tmp, "pathswap-b", SANDBOX, {"who.txt": "b\n"})
+    link = os.path.join(tmp, "pathswap")
+    os.symlink(a, link)
+    c = d.conn()
+    for _ in range(3):
+        r = term(c, link, "cat who.txt")
+        check(r["ok"] and r["stdout"] == "a\n", r)
+    os.symlink(b, link + ".new")
+    os.rename(link + ".new", link)
+    r = term(c, link, "cat who.txt")
+    check(r["ok"] and r["stdout"] == "b\n", r)
+    for _ in range(3):
+        r = term(c, a, "pwd")
+        check(r["ok"] and r["stdout"] == a + "\n", r)
+    os.rename(a, a + ".moved")
+    os.symlink(a + ".moved", a)
+    r = term(c, a, "pwd")
+    check(r["ok"] and r["stdout"] == a + ".moved\n", r)
+    c.close()
+
+
 def t_check_says_which_file_governs(d, tmp):
     ws = make_ws(tmp, "governs", SANDBOX, {"a/b/x": ""})
     deep = os.path.join(ws, "a", "b")
@@ -920,6 +948,7 @@ TESTS = [
     t_socket_and_device_config,
     t_subdirectory_runs_in_parent_jail,
     t_check_says_which_file_governs,
+    t_workspace_path_swapped_between_calls,
     t_loosening_waits_for_approval,
     t_tightening_applies_at_once,
     t_sandbox_removed_is_pending,
