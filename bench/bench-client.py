@@ -8,8 +8,10 @@ paths such a platform has (os.posix_spawn, subprocess.run, open/read).
 Interleaved call by call (A B C ...), rounds of CALLS; ratios are taken
 round by round by bench/report.py. Also measured in the same rounds: the
 client's own encoding and decoding of one call (in-process), a socket
-round trip to an echoing process, a request the daemon answers by itself,
-and the worker alone (started directly on a socket pair, as the daemon
+round trip to an echoing process, the same through a zero-work relay
+process (4 hops: the floor of a client -> daemon -> worker design, for a
+terminal call's sizes and a 4 KiB read's), a request the daemon answers by
+itself, and the worker alone (started directly on a socket pair, as the daemon
 starts it in an unsandboxed workspace) with its own duration_us: the
 pieces of the per-stage breakdown. Prints one JSON line for report.py.
 
@@ -17,6 +19,7 @@ Usage: bench-client.py [ROUNDS [CALLS]]"""
 import json
 import os
 import pwd
+import select
 import shutil
 import socket
 import subprocess
@@ -119,36 +122,87 @@ def make_ws(tmp, name, toml, files=()):
     return d
 
 
+def recv_n(s, n):
+    """Reads exactly n bytes; False at the peer's end."""
+    while n > 0:
+        d = s.recv(n)
+        if not d:
+            return False
+        n -= len(d)
+    return True
+
+
+def echo_serve(s, req_len, reply):
+    """In a child: answers each req_len-byte message with reply, until the end."""
+    try:
+        while recv_n(s, req_len):
+            s.sendall(reply)
+    finally:
+        os._exit(0)
+
+
 def echo_child():
     """A process that answers each request-sized message with a reply-sized one."""
     a, b = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         a.close()
-        reply = b"r" * 384
-        try:
-            while True:
-                got = 0
-                while got < 128:
-                    d = b.recv(128 - got)
-                    if not d:
-                        os._exit(0)
-                    got += len(d)
-                b.sendall(reply)
-        finally:
-            os._exit(0)
+        echo_serve(b, 128, b"r" * 384)
     b.close()
     return a, pid
 
 
 def echo_round_trip(a):
     a.sendall(b"q" * 128)
-    got = 0
-    while got < 384:
-        d = a.recv(384 - got)
-        if not d:
-            raise EOFError("echo child gone")
-        got += len(d)
+    if not recv_n(a, 384):
+        raise EOFError("echo child gone")
+
+
+def relay_child(req_len, reply_len):
+    """A relay process forwarding whatever arrives on one side to the
+    other (polling both, as the daemon's loop does), with an echo process
+    behind it answering each req_len-byte message with a reply_len-byte one.
+    Returns this side's socket and the two pids."""
+    up_a, up_b = socket.socketpair()
+    down_a, down_b = socket.socketpair()
+    echo = os.fork()
+    if echo == 0:
+        up_a.close(), up_b.close(), down_a.close()
+        echo_serve(down_b, req_len, b"r" * (reply_len - 1) + b"\n")
+    down_b.close()
+    relay = os.fork()
+    if relay == 0:
+        up_a.close()
+        try:
+            p = select.poll()
+            other = {up_b.fileno(): down_a, down_a.fileno(): up_b}
+            socks = {up_b.fileno(): up_b, down_a.fileno(): down_a}
+            for fd in other:
+                p.register(fd, select.POLLIN)
+            while True:
+                for fd, _ in p.poll():
+                    d = socks[fd].recv(65536)
+                    if not d:
+                        os._exit(0)
+                    other[fd].sendall(d)
+        finally:
+            os._exit(0)
+    up_b.close()
+    down_a.close()
+    return up_a, (echo, relay), req_len, reply_len
+
+
+def relay_round_trip(r):
+    s, _, req_len, reply_len = r
+    s.sendall(b"q" * (req_len - 1) + b"\n")
+    if not recv_n(s, reply_len):
+        raise EOFError("relay child gone")
+
+
+def relay_stop(r):
+    r[0].close()
+    for pid in r[1]:
+        os.waitpid(pid, 0)
 
 
 def worker_direct(ws):
@@ -179,6 +233,7 @@ def main():
                           "--log-level", "warning", "--audit-log", os.path.join(tmp, "d.audit"),
                           "--state-dir", os.path.join(tmp, "state")], stdin=subprocess.DEVNULL)
     echo, echo_pid = None, None
+    relays = []
     worker = None
     try:
         for _ in range(1000):
@@ -193,6 +248,8 @@ def main():
                 time.sleep(0.01)
         c = Conn(s)
         echo, echo_pid = echo_child()
+        relays.append(relay_child(128, 384))
+        relays.append(relay_child(128, 4096 + 128))
         worker, wproc = worker_direct(ws_un)
 
         term = {"tool": "terminal", "workspace": ws, "argv": [TRUE]}
@@ -251,6 +308,8 @@ def main():
             "read_raw": lambda: timed(lambda: read(read_raw, True))[0],
             "read_direct": lambda: timed(direct_read)[0],
             "hop": lambda: timed(lambda: echo_round_trip(echo))[0],
+            "relay": lambda: timed(lambda: relay_round_trip(relays[0]))[0],
+            "relay_read": lambda: timed(lambda: relay_round_trip(relays[1]))[0],
             "daemon_only": lambda: timed(daemon_only)[0],
             "codec_term": lambda: timed(lambda: codec(term, term_line))[0],
             "codec_read": lambda: timed(lambda: codec(read_text, read_line))[0],
@@ -296,6 +355,9 @@ def main():
             ("read_raw", "file_read 4 KiB, raw bytes (\"binary\"), warm sandboxed (Python client)"),
             ("read_direct", "direct open+read+close 4 KiB (Python)"),
             ("hop", "socket round trip to an echoing process (2 hops, Python both ends)"),
+            ("relay", "the same through a zero-work relay process (4 hops: client -> relay -> echo -> relay -> "
+                      "client; Python throughout)"),
+            ("relay_read", "zero-work relay floor, a 4 KiB read's sizes (4 hops; Python throughout)"),
             ("daemon_only", "request answered by the daemon itself (decode, resolve, bad_request; Python client)"),
             ("worker", "exec /bin/true sent to the worker alone (direct mode, socket pair; Python)"),
             ("worker_exec", "  of which the worker's own exec (duration_us)"),
@@ -322,6 +384,11 @@ def main():
         }
         print(json.dumps(doc))
     finally:
+        # Newest first: each forked child holds copies of the sockets
+        # made before it, so an older child sees its end only once the
+        # newer ones are gone.
+        for r in reversed(relays):
+            relay_stop(r)
         if worker:
             worker.s.close()
             wproc.wait(10)

@@ -6,7 +6,9 @@
  * bwrap per call with the same policy (seccomp included) at 0, 50 and 300
  * masked files. Beside them, the probes of the per-stage breakdown: a
  * posix_spawn capturing output through pipes, a socket round trip to an
- * echoing process, and a request the daemon answers by itself.
+ * echoing process, the same through a zero-work relay process (4 hops, the
+ * floor of any client -> daemon -> worker design), and a request the daemon
+ * answers by itself.
  *
  * The alternatives are interleaved call by call (A B C A B C ...), so that
  * drift on a noisy machine lands on all of them alike; ratios are taken
@@ -166,6 +168,8 @@ int main(int argc, char **argv) {
         json_decref(bad);
         Echo echo;
         echo_start(&echo);
+        BenchRelay relay;
+        bench_relay_start(&relay, sizeof echo.req, sizeof echo.reply);
         for (size_t i = 0; i < N_MASKS; i++)
                 w_m[i] = warm_request(ws_m[i], true);
         BenchPercall pc[N_MASKS];
@@ -189,12 +193,13 @@ int main(int argc, char **argv) {
                 bench_posix_spawn_capture(truth, &captured);
                 daemon_only_call(&c, &w_bad);
                 echo_round_trip(&echo);
+                bench_relay_round_trip(&relay);
         }
         for (size_t i = 0; i < N_MASKS; i++)
                 if (bench_percall_run(&pc[i], truth, -1, -1) != 0)
                         bench_die("the per-call bwrap failed for %s (see its message above)", ws_m[i]);
 
-        Samples d_fork = { 0 }, d_spawn = { 0 }, d_vfork = { 0 }, d_pipes = { 0 }, daemon_only = { 0 }, hop = { 0 },
+        Samples d_fork = { 0 }, d_spawn = { 0 }, d_vfork = { 0 }, d_pipes = { 0 }, daemon_only = { 0 }, hop = { 0 }, relay4 = { 0 },
                 un = { 0 }, un_worker = { 0 }, warm[N_MASKS] = { 0 }, worker[N_MASKS] = { 0 }, percall[N_MASKS] = { 0 };
         bench_log("exec: %u rounds x %u calls per alternative", rounds, calls);
         for (unsigned r = 0; r < rounds; r++) {
@@ -214,6 +219,7 @@ int main(int argc, char **argv) {
                         if (st != 0)
                                 bench_die("/bin/true failed");
                         samples_add(&hop, r, echo_round_trip(&echo));
+                        samples_add(&relay4, r, bench_relay_round_trip(&relay));
                         samples_add(&daemon_only, r, daemon_only_call(&c, &w_bad));
 
                         double wk;
@@ -251,6 +257,8 @@ int main(int argc, char **argv) {
                 { "exec.direct.fork", "direct fork+exec of /bin/true (reference: what platforms do not use)", &d_fork },
                 { "exec.direct.pipes", "direct posix_spawn, stdout+stderr through pipes read to EOF", &d_pipes },
                 { "exec.hop", "socket round trip to an echoing process (2 hops, request/reply-sized)", &hop },
+                { "exec.relay", "the same through a zero-work relay process (4 hops: client -> relay -> echo -> relay -> client)",
+                  &relay4 },
                 { "exec.daemon_only", "request answered by the daemon itself (decode, resolve, bad_request)", &daemon_only },
         };
         for (size_t i = 0; i < ELEMENTSOF(direct); i++)
@@ -300,6 +308,7 @@ int main(int argc, char **argv) {
         bench_out_print(&o);
 
         echo_stop(&echo);
+        bench_relay_stop(&relay);
         free(w_bad.req);
         bench_conn_close(&c);
         bench_daemon_stop(&d);
@@ -313,7 +322,7 @@ int main(int argc, char **argv) {
         }
         free(w_un.req);
         free(ws_un);
-        Samples *all[] = { &d_fork, &d_spawn, &d_vfork, &d_pipes, &daemon_only, &hop };
+        Samples *all[] = { &d_fork, &d_spawn, &d_vfork, &d_pipes, &daemon_only, &hop, &relay4 };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 samples_done(all[i]);
         samples_done(&un);

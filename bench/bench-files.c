@@ -7,8 +7,10 @@
  * Through the daemon both encodings are measured: text ("content", what an
  * agent's tool sends and gets) and raw bytes after the JSON header
  * ("binary": true / a raw payload); 1 MiB only as raw bytes (as text it
- * exceeds the API's 1 MiB header line). All alternatives are interleaved call
- * by call. Usage: bench-files [ROUNDS [CALLS_PER_ROUND]]. */
+ * exceeds the API's 1 MiB header line). Beside them, the floor of the
+ * relay design for a 4 KiB read: a request-sized message through a
+ * zero-work relay process to an echo answering 4 KiB and back (4 hops).
+ * All alternatives are interleaved call by call. Usage: bench-files [ROUNDS [CALLS_PER_ROUND]]. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,6 +144,7 @@ enum {
         D_WRITE_4K, D_WRITE_4K_RAW, D_WRITE_1M_RAW,
         X_READ_4K, X_READ_1M, X_WRITE_4K, X_WRITE_1M, X_ATOMIC_4K, X_ATOMIC_1M,
         P_READ_4K, P_READ_1M, P_WRITE_4K, P_WRITE_1M,
+        R_READ_4K,
         N_FIG,
 };
 
@@ -164,6 +167,7 @@ static const struct {
         [P_READ_1M] = { "files.percall.read.1m", "fresh bwrap per call: cat 1 MiB" },
         [P_WRITE_4K] = { "files.percall.write.4k", "fresh bwrap per call: dd conv=fsync 4 KiB" },
         [P_WRITE_1M] = { "files.percall.write.1m", "fresh bwrap per call: dd conv=fsync 1 MiB" },
+        [R_READ_4K] = { "files.relay.4k", "zero-work relay floor, a 4 KiB read's sizes (4 hops: client -> relay -> echo -> relay -> client)" },
 };
 
 int main(int argc, char **argv) {
@@ -198,12 +202,17 @@ int main(int argc, char **argv) {
         bench_connect(&c, d.socket);
         BenchPercall pc;
         bench_percall_prepare(&pc, ws);
+        /* A file_read request's size, and a raw 4 KiB reply's (its header
+         * and the bytes). */
+        BenchRelay relay;
+        bench_relay_start(&relay, 128, KIB4 + 128);
 
         for (int k = 0; k < 5; k++) {
                 daemon_read(&c, ws, in4k, ENC_TEXT, KIB4);
                 daemon_read(&c, ws, in1m, ENC_RAW, MIB1);
                 daemon_write(&c, ws, out4k, ENC_TEXT, small, KIB4);
                 percall_read(&pc, in4k, buf, KIB4);
+                bench_relay_round_trip(&relay);
         }
 
         Samples s[N_FIG] = { 0 };
@@ -213,6 +222,7 @@ int main(int argc, char **argv) {
                         samples_add(&s[D_READ_4K], r, daemon_read(&c, ws, in4k, ENC_TEXT, KIB4));
                         samples_add(&s[X_READ_4K], r, direct_read(in4k, buf, KIB4));
                         samples_add(&s[D_READ_4K_RAW], r, daemon_read(&c, ws, in4k, ENC_RAW, KIB4));
+                        samples_add(&s[R_READ_4K], r, bench_relay_round_trip(&relay));
                         samples_add(&s[X_READ_1M], r, direct_read(in1m, buf, MIB1));
                         samples_add(&s[D_READ_1M_RAW], r, daemon_read(&c, ws, in1m, ENC_RAW, MIB1));
                         samples_add(&s[D_WRITE_4K], r, daemon_write(&c, ws, out4k, ENC_TEXT, small, KIB4));
@@ -263,6 +273,7 @@ int main(int argc, char **argv) {
         bench_out_print(&o);
 
         bench_percall_done(&pc);
+        bench_relay_stop(&relay);
         bench_conn_close(&c);
         bench_daemon_stop(&d);
         for (size_t i = 0; i < N_FIG; i++)

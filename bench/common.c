@@ -516,3 +516,109 @@ void bench_percall_done(BenchPercall *p) {
         p->bpf_fd = safe_close(p->bpf_fd);
         *p = (BenchPercall){ .bpf_fd = -EBADF };
 }
+
+/* ---- the 4-hop relay floor ---- */
+
+static void relay_child_read(int fd, char *buf, size_t n) {
+        size_t got = 0;
+        while (got < n) {
+                ssize_t k = read(fd, buf + got, n - got);
+                if (k <= 0)
+                        _exit(0);
+                got += (size_t)k;
+        }
+}
+
+/* A child of the benchmark keeps only its own sockets: a copy of another
+ * process's socket (the daemon connection, an echo's) held here would keep
+ * that peer from ever seeing its end. */
+static void close_all_but(int a, int b) {
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        if (lo > 3)
+                close_range(3, (unsigned)lo - 1, 0);
+        if (hi > lo + 1)
+                close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+        close_range((unsigned)hi + 1, ~0U, 0);
+}
+
+static char *relay_message(size_t n, char fill) {
+        char *m = malloc(n);
+        if (!m || n == 0)
+                bench_die("relay: bad message size %zu", n);
+        memset(m, fill, n);
+        m[n - 1] = '\n';
+        return m;
+}
+
+void bench_relay_start(BenchRelay *r, size_t req_len, size_t reply_len) {
+        int up[2], down[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, up) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, down) < 0)
+                bench_die("socketpair: %m");
+        *r = (BenchRelay){ .req_len = req_len, .reply_len = reply_len, .req = relay_message(req_len, 'q'),
+                           .reply = relay_message(reply_len, 'r') };
+        r->echo = fork();
+        if (r->echo < 0)
+                bench_die("fork: %m");
+        if (r->echo == 0) {
+                close_all_but(down[1], down[1]);
+                char *buf = malloc(req_len);
+                if (!buf)
+                        _exit(1);
+                for (;;) {
+                        relay_child_read(down[1], buf, req_len);
+                        if (write_all(down[1], r->reply, reply_len) < 0)
+                                _exit(1);
+                }
+        }
+        close(down[1]);
+        r->relay = fork();
+        if (r->relay < 0)
+                bench_die("fork: %m");
+        if (r->relay == 0) {
+                close_all_but(up[1], down[0]);
+                /* Whatever arrives on one side goes out on the other. */
+                struct pollfd p[2] = { { .fd = up[1], .events = POLLIN }, { .fd = down[0], .events = POLLIN } };
+                char buf[65536];
+                for (;;) {
+                        if (poll(p, 2, -1) < 0)
+                                _exit(1);
+                        for (int i = 0; i < 2; i++) {
+                                if (!(p[i].revents & (POLLIN | POLLHUP)))
+                                        continue;
+                                ssize_t k = read(p[i].fd, buf, sizeof buf);
+                                if (k <= 0)
+                                        _exit(0);
+                                if (write_all(p[1 - i].fd, buf, (size_t)k) < 0)
+                                        _exit(1);
+                        }
+                }
+        }
+        close(up[1]);
+        close(down[0]);
+        r->fd = up[0];
+}
+
+double bench_relay_round_trip(BenchRelay *r) {
+        char buf[65536];
+        double t0 = now_us();
+        if (write_all(r->fd, r->req, r->req_len) < 0)
+                bench_die("relay write: %m");
+        size_t got = 0;
+        while (got < r->reply_len) {
+                size_t want = r->reply_len - got;
+                ssize_t k = read(r->fd, buf, want < sizeof buf ? want : sizeof buf);
+                if (k <= 0)
+                        bench_die("relay read: %m");
+                got += (size_t)k;
+        }
+        return now_us() - t0;
+}
+
+void bench_relay_stop(BenchRelay *r) {
+        r->fd = safe_close(r->fd);
+        bench_wait(r->relay);
+        bench_wait(r->echo);
+        free(r->req);
+        free(r->reply);
+}

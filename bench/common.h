@@ -118,3 +118,20 @@ int bench_vfork_exec(char *const *argv, int stdin_fd, int stdout_fd);
  * platform capturing output does (and as the worker does). */
 int bench_posix_spawn_capture(char *const *argv, size_t *ret_len);
 pid_t bench_posix_spawn(char *const *argv, int stdin_fd, int stdout_fd, int stderr_fd);
+
+/* The floor of a relay architecture: a request-sized message from this
+ * process to a relay process, on to an echo process that answers with a
+ * reply-sized one, back through the relay (4 hops, as client -> daemon ->
+ * worker -> daemon -> client), with no work done anywhere but moving the
+ * bytes. The relay polls both of its sockets as the daemon's loop does. */
+typedef struct BenchRelay {
+        int fd;
+        pid_t relay, echo;
+        char *req, *reply;
+        size_t req_len, reply_len;
+} BenchRelay;
+
+void bench_relay_start(BenchRelay *r, size_t req_len, size_t reply_len);
+/* One round trip through both, in us. */
+double bench_relay_round_trip(BenchRelay *r);
+void bench_relay_stop(BenchRelay *r);

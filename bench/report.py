@@ -139,30 +139,40 @@ TARGETS_6 = [
 # figure keys added, the keys subtracted), per client. A stage below zero
 # is noise around a stage that costs nothing measurable; it is shown as is.
 STAGES = {
-    "C": dict(prefix="exec.", total="warm.m0", rows=[
+    "C": dict(prefix="exec.", total="warm.m0", direct="direct.spawn", floor="relay", rows=[
         ("client encode (pre-encoded request)", [], []),
-        ("2 socket hops client <-> daemon (echo round trip)", ["hop"], []),
-        ("daemon: decode, workspace and policy check, audit record, reply (daemon-only call minus the hops)",
+        ("4 socket hops through a zero-work relay process (client -> relay -> echo -> relay -> client): the floor "
+         "of any design with a daemon in front of a worker", ["relay"], []),
+        ("daemon: decode, workspace and policy check, audit record, reply (daemon-only call minus the 2-hop echo)",
          ["daemon_only"], ["hop"]),
-        ("2 socket hops daemon <-> worker, relay, worker decode and reply encode (the rest)",
-         ["warm.m0"], ["daemon_only", "warm.m0.worker"]),
+        ("daemon relaying to the worker and back, worker decode and reply encode, beyond the relay floor (the rest)",
+         ["warm.m0", "hop"], ["relay", "daemon_only", "warm.m0.worker"]),
         ("worker exec set-up beyond a platform's own (worker's duration_us minus posix_spawn with pipes)",
          ["warm.m0.worker"], ["direct.pipes"]),
         ("output pipes, read to EOF (posix_spawn with pipes minus without)", ["direct.pipes"], ["direct.spawn"]),
         ("the command itself: direct posix_spawn of /bin/true", ["direct.spawn"], []),
     ]),
-    "Python": dict(prefix="client.", total="warm", rows=[
+    "Python": dict(prefix="client.", total="warm", direct="spawn", floor="relay", rows=[
         ("client encode + decode (json.dumps + json.loads of one call, in-process)", ["codec_term"], []),
-        ("2 socket hops client <-> daemon (echo round trip, Python both ends)", ["hop"], []),
-        ("daemon: decode, workspace and policy check, audit record, reply (daemon-only call minus the hops and "
-         "the client's JSON work)", ["daemon_only"], ["hop", "codec_term"]),
-        ("2 socket hops daemon <-> worker, worker decode and reply encode (the worker alone on a socket pair, "
-         "minus its exec)", ["worker"], ["worker_exec"]),
-        ("daemon: relaying the request to the worker and the reply back (the rest)",
-         ["warm", "worker_exec"], ["daemon_only", "warm_worker", "worker"]),
+        ("4 socket hops through a zero-work relay process (Python throughout): the floor of any design with a "
+         "daemon in front of a worker", ["relay"], []),
+        ("daemon: decode, workspace and policy check, audit record, reply (daemon-only call minus the 2-hop echo "
+         "and the client's JSON work)", ["daemon_only"], ["hop", "codec_term"]),
+        ("worker decode and reply encode (the worker alone on a socket pair, minus its exec and the 2-hop echo)",
+         ["worker"], ["worker_exec", "hop"]),
+        ("daemon: relaying the request to the worker and the reply back, beyond the relay floor (the rest)",
+         ["warm", "worker_exec", "hop", "hop"], ["relay", "daemon_only", "warm_worker", "worker"]),
         ("worker exec, all of it (duration_us), less the direct posix_spawn", ["warm_worker"], ["spawn"]),
         ("the command itself: direct os.posix_spawn of /bin/true", ["spawn"], []),
     ]),
+}
+
+# file_read of 4 KiB against the same floor (a request-sized message out, a
+# 4 KiB reply back through a zero-work relay) and a direct read, per client:
+# (prefix, raw call, text call, relay floor, direct read).
+READ_STAGES = {
+    "C": ("files.", "read.4k.raw", "read.4k", "relay.4k", "direct.read.4k"),
+    "Python": ("client.", "read_raw", "read_text", "relay_read", "read_direct"),
 }
 
 
@@ -203,7 +213,9 @@ def stage_table(w, figs):
       "daemon answers by itself after decoding it and checking the workspace's policy and protected paths "
       "(`bad_request` from the argument decoding, audit record written), the worker's own `duration_us` (from "
       "before its clone to the reply being built: pipes, clone, exec, wait, drain), and the direct paths with "
-      "and without output pipes. Each row is a difference, so the rows add up to the call by construction; "
+      "and without output pipes; and the floor of the design: a request-sized message through a zero-work relay "
+      "process to an echo and back (4 hops, as client -> daemon -> worker -> daemon -> client). Each row is a "
+      "difference, so the rows add up to the call by construction; "
       "a row near zero or negative is below the noise.\n")
     for client, st in STAGES.items():
         p = st["prefix"]
@@ -216,6 +228,26 @@ def stage_table(w, figs):
         for label, add, sub in st["rows"]:
             w(f"| {label} | {fmt(sum(med[k] for k in add) - sum(med[k] for k in sub), 'us')} |")
         w(f"| **the call, end to end** | **{fmt(med[st['total']], 'us')}** |\n")
+        if p + st["direct"] in figs and p + st["floor"] in figs:
+            over = med[st["total"]] - figs[p + st["direct"]].stat("median")
+            floor = figs[p + st["floor"]].stat("median")
+            w(f"Overhead over the direct path ({client} client): {fmt(over, 'us')}; of it the 4-hop relay floor "
+              f"{fmt(floor, 'us')} ({100 * floor / over:.0f} %), the daemon's and the worker's own work "
+              f"{fmt(over - floor, 'us')}.\n" if over > 0 else
+              f"Overhead over the direct path ({client} client): {fmt(over, 'us')} (below the noise).\n")
+    for client, (p, raw, text, floor, direct) in READ_STAGES.items():
+        keys = [p + k for k in (raw, text, floor, direct)]
+        if not all(k in figs for k in keys):
+            continue
+        mraw, mtext, mfloor, mdirect = (figs[k].stat("median") for k in keys)
+        w(f"| {client} client: `file_read` of 4 KiB | raw (`binary`) | text |")
+        w("|---|---|---|")
+        w(f"| 4 socket hops through a zero-work relay process, a 4 KiB reply's sizes (the floor) | {fmt(mfloor, 'us')} "
+          f"| {fmt(mfloor, 'us')} |")
+        w(f"| the read itself: direct open+read+close | {fmt(mdirect, 'us')} | {fmt(mdirect, 'us')} |")
+        w(f"| the daemon's and the worker's own work (the rest: decode, checks, audit, encode, relay) | "
+          f"{fmt(mraw - mfloor - mdirect, 'us')} | {fmt(mtext - mfloor - mdirect, 'us')} |")
+        w(f"| **the call, end to end** | **{fmt(mraw, 'us')}** | **{fmt(mtext, 'us')}** |\n")
 
 
 PIECES = (("keeper", "keeper (`vectora-worker --keep`)"), ("bwrap", "bwrap, outer (its monitor)"),
