@@ -386,8 +386,22 @@ static void on_write(uv_write_t *w, int status) {
         client_unref(c);
 }
 
+size_t stream_write_now(uv_stream_t *s, const char *p, size_t len) {
+        /* uv_try_write() refuses (UV_EAGAIN) while anything is queued, so
+         * the order of the bytes is kept. An error is left for the queued
+         * write to report, as before. */
+        uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
+        int k = uv_try_write(s, &b, 1);
+        return k > 0 ? (size_t)k : 0;
+}
+
 /* Queues data (taken) to the socket. */
 static int queue_write(Client *c, char *data, size_t len) {
+        size_t done = stream_write_now((uv_stream_t *)&c->pipe, data, len);
+        if (done == len) {
+                free(data);
+                return 0;
+        }
         WriteReq *wr = calloc(1, sizeof *wr);
         if (!wr) {
                 /* Out of memory: this client loses its reply; the daemon goes on. */
@@ -396,10 +410,11 @@ static int queue_write(Client *c, char *data, size_t len) {
                 client_close(c);
                 return -ENOMEM;
         }
+        len -= done;
         wr->len = len;
         wr->data = data;
         wr->client = c;
-        uv_buf_t b = uv_buf_init(wr->data, (unsigned)wr->len);
+        uv_buf_t b = uv_buf_init(wr->data + done, (unsigned)wr->len);
         int r = uv_write(&wr->w, (uv_stream_t *)&c->pipe, &b, 1, on_write);
         if (r < 0) {
                 free(wr->data);

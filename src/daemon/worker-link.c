@@ -165,13 +165,18 @@ static void on_link_write(uv_write_t *w, int status) {
 }
 
 static int link_write(WorkerLink *l, StrBuf *b) {
+        size_t done = stream_write_now((uv_stream_t *)&l->pipe, b->data, b->len);
+        if (done == b->len) {
+                strbuf_done(b);
+                return 0;
+        }
         LinkWrite *lw = calloc(1, sizeof *lw);
         if (!lw)
                 return -ENOMEM;
-        size_t len = b->len;
+        size_t len = b->len - done;
         lw->data = strbuf_steal(b);
         lw->link = l;
-        uv_buf_t buf = uv_buf_init(lw->data, (unsigned)len);
+        uv_buf_t buf = uv_buf_init(lw->data + done, (unsigned)len);
         int r = uv_write(&lw->w, (uv_stream_t *)&l->pipe, &buf, 1, on_link_write);
         if (r < 0) {
                 free(lw->data);
