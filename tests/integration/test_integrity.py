@@ -6,6 +6,7 @@ CI, with the workspaces owned by an ordinary user) and, where the attack
 applies to it, the CLI's embedded mode. TAP output; a test that cannot run
 says SKIP with the reason (a failure under VECTORA_TEST_STRICT=1)."""
 
+import functools
 import hashlib
 import json
 import os
@@ -120,6 +121,23 @@ def t_subdirectory_runs_in_parent_jail(d, tmp):
     check(r.returncode == 0 and r.stdout == "in sub\n", r)
 
 
+def own_daemon(t):
+    """Runs the test against a daemon of its own, stopped after it: each
+    workspace of the shared daemon holds inotify instances until the end
+    (the limit, fs.inotify.max_user_instances, 128 by default, is per user),
+    and a test that makes several workspaces would use up what later tests
+    need."""
+    @functools.wraps(t)
+    def run(d, tmp):
+        own = start_daemon(tmp, t.__name__)
+        try:
+            t(own, tmp)
+        finally:
+            own.stop()
+    return run
+
+
+@own_daemon
 def t_workspace_path_swapped_between_calls(d, tmp):
     """The daemon remembers where a request's workspace path led and checks
     it with a stat or two instead of walking it again: a symlink on that
@@ -448,6 +466,7 @@ def worker_pid(c, ws):
     return c.call({"tool": "status", "workspace": ws})["workspaces"][0]["worker"]["pid"]
 
 
+@own_daemon
 def t_root_replaced_from_above(d, tmp):
     """Each call reads the watch's queue instead of lstat'ing every
     protected path. Moving a directory above the workspace queues no event
@@ -475,6 +494,7 @@ def t_root_replaced_from_above(d, tmp):
     c.close()
 
 
+@own_daemon
 def t_git_replaced_whole_then_saved(d, tmp):
     """A .git replaced whole by a copy recycles the worker; the new jail's
     watch must be on the new .git: a git save inside it (an event only
