@@ -7,14 +7,17 @@
  *     directory on the paths watched, all below the root, no symlink) that
  *     costs one read of the inotify queue and one stat of the root: the
  *     kernel queues the event inside the host's rename, so an empty queue
- *     says what the lstats would; anything queued (an overflow too) makes
- *     the next look compare every path. Otherwise one lstat per path;
+ *     says what the lstats would; anything queued (an overflow too), or
+ *     a change of the mount table (a mount over a path queues nothing),
+ *     makes the next look compare every path. Otherwise one lstat per path;
  *   - on an inotify event in the workspace root or .git, at once: a command
  *     already running loses its jail within the loop's reaction time
  *     (measured by tests/integration/test_integrity.py, t_recycle_window).
  * A .git created on the host after the jail started changes the snapshot
  * too (absent -> present), so it is protected before the next call. */
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,12 +35,36 @@ struct WorkspaceProtect {
         int fd;
         bool complete; /* the watch covers every path (protect_snapshot_watch) */
         bool dirty;    /* something was queued since the last compare */
+        uint64_t mounts_seen; /* mounts_generation() at the last compare */
         uv_poll_t poll;
         uv_timer_t timer; /* without inotify: looked at every PROTECT_POLL_MS */
         bool ticking;
 };
 
 #define PROTECT_POLL_MS 10
+
+/* A mount made on the host over a protected path changes its identity
+ * (the device) with no inotify event. The mount table says when it
+ * changed: poll() on /proc/self/mountinfo reports POLLPRI once per change
+ * since the last poll. Each change counts here; a workspace that saw
+ * another count compares its paths. */
+static int mounts_fd = -EBADF;
+static uint64_t mounts_changes;
+
+static uint64_t mounts_generation(void) {
+        if (mounts_fd == -EBADF) {
+                mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (mounts_fd < 0)
+                        mounts_fd = -errno;
+        }
+        /* Without it nothing says the table is unchanged. */
+        if (mounts_fd < 0)
+                return ++mounts_changes;
+        struct pollfd pf = { .fd = mounts_fd, .events = POLLPRI };
+        if (poll(&pf, 1, 0) != 0)
+                mounts_changes++;
+        return mounts_changes;
+}
 
 static void on_tick(uv_timer_t *t) {
         WorkspaceProtect *p = t->data;
@@ -132,11 +159,14 @@ bool protect_check(Workspace *ws) {
         if (p->snap && p->fd >= 0 && p->complete) {
                 /* Drained first: an event queued after the compare below
                  * began stays dirty for the next look. */
-                if (protect_snapshot_drain(p->fd))
+                uint64_t mounts = mounts_generation();
+                if (protect_snapshot_drain(p->fd) || mounts != p->mounts_seen)
                         p->dirty = true;
                 what = p->dirty ? protect_snapshot_changed(p->snap) : protect_snapshot_root_changed(p->snap);
-                if (!what)
+                if (!what) {
                         p->dirty = false;
+                        p->mounts_seen = mounts;
+                }
         } else if (p->snap) {
                 if (p->fd >= 0)
                         (void)protect_snapshot_drain(p->fd);

@@ -523,6 +523,36 @@ def t_git_replaced_whole_then_saved(d, tmp):
     c.close()
 
 
+@own_daemon
+def t_host_mount_over_protected_path(d, tmp):
+    """A mount made on the host over a protected path (a bind of another
+    file over .git/config) changes what the path is with no inotify event:
+    the next call must still be served by a new jail, whose read-only
+    mount covers what the path is now."""
+    if not ROOT:
+        raise Skip("needs root to mount on the host")
+    ws = make_ws(tmp, "hostmount", SANDBOX)
+    host_git(ws, "init", "-q")
+    other = os.path.join(tmp, "hostmount-config")
+    shutil.copy(os.path.join(ws, ".git/config"), other)
+    os.lchown(other, OWNER.pw_uid, OWNER.pw_gid)
+    c = d.conn()
+    for _ in range(3):
+        check(term(c, ws, "true")["ok"], "quiet call")
+    pid1 = worker_pid(c, ws)
+    target = os.path.join(ws, ".git/config")
+    subprocess.run(["mount", "--bind", other, target], check=True)
+    try:
+        r = term(c, ws, "printf '# planted\\n' >> .git/config 2>/dev/null && echo WROTE; echo end")
+        check(r["ok"] and r["stdout"] == "end\n", r)
+        check(worker_pid(c, ws) != pid1, "the jail from before the mount served the call")
+        with open(target) as f:
+            check("planted" not in f.read(), ".git/config was written from the jail")
+    finally:
+        subprocess.run(["umount", target], check=True)
+    c.close()
+
+
 def t_host_git_stays_quiet(d, tmp):
     """The placeholders made for missing control files change nothing the
     host's git says: after a sandboxed call, `git status` and `git log` on
@@ -982,6 +1012,7 @@ TESTS = [
     t_git_appearing_later_is_protected,
     t_root_replaced_from_above,
     t_git_replaced_whole_then_saved,
+    t_host_mount_over_protected_path,
     t_host_git_stays_quiet,
     t_recycle_window,
     t_embedded_action_ends_on_host_save,
