@@ -225,11 +225,6 @@ static void memo_free(ApprovalMemo *m) {
         *m = (ApprovalMemo){};
 }
 
-void approval_memo_clear(ApprovalMemo *memo) {
-        for (size_t i = 0; i < APPROVAL_MEMO_SLOTS; i++)
-                memo_free(&memo[i]);
-}
-
 static bool memo_holds(const ApprovalMemo *m, const char *dir) {
         struct stat st;
         /* The root, as it is spelled, must still be that directory and no

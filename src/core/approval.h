@@ -57,7 +57,6 @@ typedef struct ApprovalMemo {
  * the root itself, approved, with nothing pending. Same results. */
 int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir, char **ret_root, char **ret_dir,
                          char **ret_pending, VsError **err);
-void approval_memo_clear(ApprovalMemo *memo);
 
 /* The policy that serves the workspace at root: the file's, when it is as
  * tight as the approved one or the workspace is seen for the first time

@@ -312,7 +312,6 @@ int main(int argc, char **argv) {
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
         audit_close();
-        approval_memo_clear(srv->locate_memo);
         log_info("exited cleanly");
         return 0;
 }

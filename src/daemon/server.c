@@ -386,18 +386,15 @@ static void on_write(uv_write_t *w, int status) {
         client_unref(c);
 }
 
-size_t stream_write_now(uv_stream_t *s, const char *p, size_t len) {
-        /* uv_try_write() refuses (UV_EAGAIN) while anything is queued, so
-         * the order of the bytes is kept. An error is left for the queued
-         * write to report, as before. */
-        uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
-        int k = uv_try_write(s, &b, 1);
-        return k > 0 ? (size_t)k : 0;
-}
-
 /* Queues data (taken) to the socket. */
 static int queue_write(Client *c, char *data, size_t len) {
-        size_t done = stream_write_now((uv_stream_t *)&c->pipe, data, len);
+        /* Written at once what the socket takes: a queued write's
+         * completion makes libuv re-arm the descriptor (an epoll_ctl per
+         * reply). uv_try_write() refuses while anything is queued, so the
+         * bytes keep their order; an error is left for uv_write() to report. */
+        uv_buf_t now = uv_buf_init(data, (unsigned)len);
+        int k = uv_try_write((uv_stream_t *)&c->pipe, &now, 1);
+        size_t done = k > 0 ? (size_t)k : 0;
         if (done == len) {
                 free(data);
                 return 0;

@@ -165,7 +165,10 @@ static void on_link_write(uv_write_t *w, int status) {
 }
 
 static int link_write(WorkerLink *l, StrBuf *b) {
-        size_t done = stream_write_now((uv_stream_t *)&l->pipe, b->data, b->len);
+        /* As server.c's queue_write(): at once what the socket takes. */
+        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
+        int k = uv_try_write((uv_stream_t *)&l->pipe, &now, 1);
+        size_t done = k > 0 ? (size_t)k : 0;
         if (done == b->len) {
                 strbuf_done(b);
                 return 0;

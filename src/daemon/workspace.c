@@ -250,12 +250,16 @@ static const WatchHooks watch_hooks = {
         .host_run = workspace_note_host_run,
 };
 
+/* What approval_locate() answered for recent request paths: one daemon,
+ * one store, one table. */
+static ApprovalMemo locate_memo[APPROVAL_MEMO_SLOTS];
+
 int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir, char **ret_pending, VsError **err) {
         if (!path || path[0] != '/')
                 return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
         _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
-        int r = approval_locate_memo(srv->locate_memo, srv->opt.state_dir, path, &canon, &dir, &nested, err);
+        int r = approval_locate_memo(locate_memo, srv->opt.state_dir, path, &canon, &dir, &nested, err);
         if (r == -ENOMEM)
                 return vs_error_set_kind(err, r, api_error_name(API_ERROR_INTERNAL), "out of memory");
         if (r < 0)
