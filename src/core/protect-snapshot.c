@@ -129,17 +129,11 @@ const char *protect_snapshot_changed(const VsProtectSnapshot *s) {
         return NULL;
 }
 
-int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete) {
-        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF |
-                        IN_ONLYDIR | IN_DONT_FOLLOW;
-        if (inotify_add_watch(fd, s->root, mask) < 0) {
-                int r = -errno;
-                close(fd);
+int protect_snapshot_watch_with(const VsProtectSnapshot *s, ProtectWatchAddFn add, void *ctx, bool *ret_complete) {
+        uint32_t mask = PROTECT_WATCH_EVENTS | IN_ONLYDIR | IN_DONT_FOLLOW;
+        int r = add(ctx, s->root, mask);
+        if (r < 0)
                 return r;
-        }
         /* Complete when every change that can alter an identity of the
          * snapshot queues an event: each path lies below the root with
          * every existing directory on its way watched (the paths hold their
@@ -150,11 +144,27 @@ int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete) {
         for (size_t i = 0; i < s->n; i++) {
                 if (!path_is_below_or_equal(s->paths[i], s->root) || s->ids[i].type == S_IFLNK)
                         complete = false;
-                if (s->ids[i].exists && s->ids[i].type == S_IFDIR && inotify_add_watch(fd, s->paths[i], mask) < 0)
+                if (s->ids[i].exists && s->ids[i].type == S_IFDIR && add(ctx, s->paths[i], mask) < 0)
                         complete = false;
         }
         if (ret_complete)
                 *ret_complete = complete;
+        return 0;
+}
+
+static int add_to_fd(void *ctx, const char *dir, uint32_t mask) {
+        return inotify_add_watch(*(int *)ctx, dir, mask) < 0 ? -errno : 0;
+}
+
+int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete) {
+        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = protect_snapshot_watch_with(s, add_to_fd, &fd, ret_complete);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
         return fd;
 }
 

@@ -10,6 +10,8 @@
  * (protect.c) and the CLI's embedded session both use it. */
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/inotify.h>
 
 #include "config.h"
 
@@ -35,6 +37,13 @@ const char *protect_snapshot_root_changed(const VsProtectSnapshot *s);
  * protect_snapshot_changed(): the kernel queues the event inside the
  * host's rename(2), before anything that follows it. */
 int protect_snapshot_watch(const VsProtectSnapshot *s, bool *ret_complete);
+/* The same watches made through add (an inotify_add_watch() on an instance
+ * the caller shares: it returns a descriptor or -errno): 0, or the root's
+ * -errno. */
+#define PROTECT_WATCH_EVENTS \
+        (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
+typedef int (*ProtectWatchAddFn)(void *ctx, const char *dir, uint32_t mask);
+int protect_snapshot_watch_with(const VsProtectSnapshot *s, ProtectWatchAddFn add, void *ctx, bool *ret_complete);
 /* Reads and drops the pending events of such a descriptor: whether there
  * were any (or the read failed otherwise than with EAGAIN; an overflow is
  * an event too). */

@@ -26,17 +26,20 @@
 #include "protect.h"
 #include "server.h"
 #include "worker-link.h"
+#include "watch.h"
 #include "workspace.h"
+/* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
+#include "inotify-hub.h"
 
 struct WorkspaceProtect {
         Workspace *ws;
         ProtectChangedFn changed; /* the workspace's: protect.c calls nothing above it */
         VsProtectSnapshot *snap;
-        int fd;
+        InotifyHub *hub; /* the workspace's shared inotify instance */
+        HubSub *sub;     /* its watches there; NULL: none (ticking instead) */
         bool complete; /* the watch covers every path (protect_snapshot_watch) */
         bool dirty;    /* something was queued since the last compare */
         uint64_t mounts_seen; /* mounts_generation() at the last compare */
-        uv_poll_t poll;
         uv_timer_t timer; /* without inotify: looked at every PROTECT_POLL_MS */
         bool ticking;
 };
@@ -71,16 +74,24 @@ static void on_tick(uv_timer_t *t) {
         protect_check(p->ws);
 }
 
-static void on_event(uv_poll_t *h, int status, int events) {
-        WorkspaceProtect *p = h->data;
-        /* Drained here as well: the poll is level-triggered and
-         * protect_check() may return before looking. */
-        (void)protect_snapshot_drain(p->fd);
-        p->dirty = true;
+static void on_event(void *userdata, const struct inotify_event *ev) {
+        WorkspaceProtect *p = userdata;
+        /* The instance is shared: a directory watched for masks too brings
+         * writes (IN_CLOSE_WRITE) that change no identity here. */
+        if (ev->mask & (PROTECT_WATCH_EVENTS | IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT))
+                p->dirty = true;
+}
+
+/* After the queue was read: at once, so that a command already running
+ * loses a jail whose mount was detached (may free p). */
+static void on_batch_end(void *userdata) {
+        WorkspaceProtect *p = userdata;
         protect_check(p->ws);
 }
 
-static void on_poll_closed(uv_handle_t *h) {
+static const HubOps protect_ops = { .event = on_event, .batch_end = on_batch_end };
+
+static void on_timer_closed(uv_handle_t *h) {
         free(h->data);
 }
 
@@ -90,18 +101,19 @@ void protect_disarm(Workspace *ws) {
                 return;
         protect_snapshot_free(p->snap);
         p->snap = NULL;
+        hub_sub_free(p->sub);
+        p->sub = NULL;
         if (p->ticking) {
                 uv_timer_stop(&p->timer);
-                uv_close((uv_handle_t *)&p->timer, on_poll_closed);
+                uv_close((uv_handle_t *)&p->timer, on_timer_closed);
                 return;
         }
-        if (p->fd < 0) {
-                free(p);
-                return;
-        }
-        uv_poll_stop(&p->poll);
-        p->fd = safe_close(p->fd);
-        uv_close((uv_handle_t *)&p->poll, on_poll_closed);
+        free(p);
+}
+
+static int add_watch(void *ctx, const char *dir, uint32_t mask) {
+        int r = hub_add_watch(ctx, dir, mask);
+        return r < 0 ? r : 0;
 }
 
 void protect_arm(Workspace *ws, ProtectChangedFn changed) {
@@ -120,7 +132,6 @@ void protect_arm(Workspace *ws, ProtectChangedFn changed) {
         }
         p->ws = ws;
         p->changed = changed;
-        p->fd = -EBADF;
         ws->protect = p;
         int r = protect_snapshot_take(ws->policy, ws->link ? launch_host_paths(ws->link->launch) : NULL, &p->snap);
         if (r < 0) {
@@ -136,19 +147,20 @@ void protect_arm(Workspace *ws, ProtectChangedFn changed) {
         /* Dirty until the first compare: a path replaced between the
          * snapshot and its watch is seen by that compare. */
         p->dirty = true;
-        p->fd = protect_snapshot_watch(p->snap, &p->complete);
-        if (p->fd < 0) {
+        p->hub = workspace_hub(ws);
+        r = p->hub ? hub_sub_new(p->hub, &protect_ops, p, &p->sub) : -EMFILE;
+        if (r >= 0)
+                r = protect_snapshot_watch_with(p->snap, add_watch, p->sub, &p->complete);
+        if (r < 0) {
+                hub_sub_free(p->sub);
+                p->sub = NULL;
                 log_warning("workspace %s: cannot watch the protected paths (%s); looking at them every %d ms instead",
-                            ws->path, strerror(-p->fd), PROTECT_POLL_MS);
+                            ws->path, strerror(-r), PROTECT_POLL_MS);
                 uv_timer_init(ws->srv->loop, &p->timer);
                 p->timer.data = p;
                 p->ticking = true;
                 uv_timer_start(&p->timer, on_tick, PROTECT_POLL_MS, PROTECT_POLL_MS);
-                return;
         }
-        uv_poll_init(ws->srv->loop, &p->poll, p->fd);
-        p->poll.data = p;
-        uv_poll_start(&p->poll, UV_READABLE, on_event);
 }
 
 bool protect_check(Workspace *ws) {
@@ -156,22 +168,25 @@ bool protect_check(Workspace *ws) {
         if (!p || !(ws->link || ws->draining))
                 return false;
         const char *what = ws->path;
-        if (p->snap && p->fd >= 0 && p->complete) {
-                /* Drained first: an event queued after the compare below
-                 * began stays dirty for the next look. */
+        if (p->snap && p->sub && p->complete) {
+                /* Read first: an event queued after the compare below began
+                 * stays for the next look. Reading runs what was queued,
+                 * this workspace's own handlers too: one of them may have
+                 * recycled its worker already (and freed p). */
                 uint64_t mounts = mounts_generation();
-                if (protect_snapshot_drain(p->fd) || mounts != p->mounts_seen)
+                WorkerLink *l = ws->link, *d = ws->draining;
+                bool read = hub_drain(p->hub);
+                if (ws->protect != p || ws->link != l || ws->draining != d)
+                        return true;
+                if (!read || mounts != p->mounts_seen)
                         p->dirty = true;
                 what = p->dirty ? protect_snapshot_changed(p->snap) : protect_snapshot_root_changed(p->snap);
                 if (!what) {
                         p->dirty = false;
                         p->mounts_seen = mounts;
                 }
-        } else if (p->snap) {
-                if (p->fd >= 0)
-                        (void)protect_snapshot_drain(p->fd);
+        } else if (p->snap)
                 what = protect_snapshot_changed(p->snap);
-        }
         if (!what)
                 return false;
         char why[PATH_MAX + 200];

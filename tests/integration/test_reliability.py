@@ -833,6 +833,57 @@ def t_leftover_killed_with_last_jail(d, tmp):
 # ---------------------------------------------------------------- status
 
 
+def inotify_instances(pid):
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify"
+        except OSError:
+            pass
+    return n
+
+
+def t_many_workspaces_watched(d, tmp):
+    """140 warm sandboxed workspaces (more than fs.inotify.max_user_instances'
+    default 128, which every process of the user shares): the daemon holds
+    at most 4 inotify instances, no workspace reports its masks over time
+    unwatched, and a masked file the host creates in the last one is masked
+    in its jail (before: two instances per workspace; from about the 60th
+    workspace on, masks over time were degraded and the protected paths
+    were polled every 10 ms)."""
+    N = 140
+    s = Daemon(tmp, "many-watched", extra=["--max-workers", str(N + 10)], log_level="info")
+    try:
+        wss = [make_ws(tmp, f"mw{i:03d}", SANDBOX, {"a.txt": "a\n"}) for i in range(N)]
+        c = s.conn()
+        for chunk in range(0, N, 10):
+            for i in range(chunk, min(N, chunk + 10)):
+                c.send({"id": i, "tool": "terminal", "workspace": wss[i], "command": "cat a.txt"})
+            for _ in range(chunk, min(N, chunk + 10)):
+                r = c.recv()
+                check(r.get("ok") and r["stdout"] == "a\n", r)
+                check(not r["sandbox"]["degraded"], ("degraded", r["id"], r["sandbox"]["degraded"]))
+        held = inotify_instances(s.pid)
+        check(1 <= held <= 4, ("inotify instances held by the daemon", held))
+        last = wss[-1]
+        with open(os.path.join(last, ".env"), "w") as f:
+            f.write("SECRET=1\n")
+        chown_file(os.path.join(last, ".env"))
+        deadline = time.time() + 10
+        out = None
+        while time.time() < deadline:
+            r = term(c, last, "cat .env; echo end")
+            out = r.get("stdout")
+            if r.get("ok") and out == "end\n":
+                break
+            time.sleep(0.1)
+        check(out == "end\n", ("the .env the host made is readable in the running jail", out))
+        notes.append(f"{N} warm sandboxed workspaces: {held} inotify instances in the daemon")
+        c.close()
+    finally:
+        s.stop()
+
+
 def t_status_at_scale(d, tmp):
     """status with 10 000 workspaces: a summary and pages that each fit a
     line (before: too_large from 1 500 on, with a hint that did not apply)."""
@@ -935,8 +986,8 @@ def t_shutdown_order(d, tmp):
 TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
          t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
          t_stalled_leader_demoted, t_killed_write_temp_swept,
-         t_workspaces_freed, t_idle_workspace_memory, t_leftover_killed_with_last_jail, t_status_at_scale,
-         t_shutdown_order]
+         t_workspaces_freed, t_idle_workspace_memory, t_leftover_killed_with_last_jail, t_many_workspaces_watched,
+         t_status_at_scale, t_shutdown_order]
 
 
 def main():
