@@ -5,17 +5,25 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "git-control.h"
 #include "path-util.h"
 #include "strv.h"
 
+/* An inode number alone does not name a file: ext4 hands a freed number
+ * to the next file made (a host that removes .git/hooks and makes it again
+ * gets the same number at once once the jail's mount over the old one is
+ * detached), so the birth time goes with it where the filesystem keeps
+ * one (statx STATX_BTIME: ext4, xfs, btrfs, tmpfs). */
 typedef struct ProtectId {
         bool exists;
         dev_t dev;
         ino_t ino;
         mode_t type;
+        int64_t btime_sec; /* 0/0 where the filesystem keeps no birth time */
+        uint32_t btime_nsec;
         dev_t tdev; /* a symlink's target (a symlinked .git/hooks) */
         ino_t tino;
 } ProtectId;
@@ -28,13 +36,25 @@ struct VsProtectSnapshot {
         size_t n;
 };
 
+static bool statx_id(const char *path, int flags, ProtectId *id) {
+        struct statx sx;
+        if (statx(AT_FDCWD, path, flags | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) < 0)
+                return false;
+        *id = (ProtectId){ .exists = true, .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor), .ino = sx.stx_ino,
+                           .type = sx.stx_mode & S_IFMT };
+        if (sx.stx_mask & STATX_BTIME) {
+                id->btime_sec = sx.stx_btime.tv_sec;
+                id->btime_nsec = sx.stx_btime.tv_nsec;
+        }
+        return true;
+}
+
 static ProtectId identify(const char *path) {
         ProtectId id = {};
+        if (!statx_id(path, AT_SYMLINK_NOFOLLOW, &id))
+                return (ProtectId){};
         struct stat st;
-        if (lstat(path, &st) < 0)
-                return id;
-        id = (ProtectId){ .exists = true, .dev = st.st_dev, .ino = st.st_ino, .type = st.st_mode & S_IFMT };
-        if (S_ISLNK(st.st_mode) && stat(path, &st) == 0) {
+        if (id.type == S_IFLNK && stat(path, &st) == 0) {
                 id.tdev = st.st_dev;
                 id.tino = st.st_ino;
         }
@@ -42,15 +62,14 @@ static ProtectId identify(const char *path) {
 }
 
 static ProtectId identify_root(const char *root) {
-        struct stat st;
-        if (stat(root, &st) < 0)
-                return (ProtectId){};
-        return (ProtectId){ .exists = true, .dev = st.st_dev, .ino = st.st_ino, .type = st.st_mode & S_IFMT };
+        ProtectId id = {};
+        return statx_id(root, 0, &id) ? id : (ProtectId){};
 }
 
 static bool same_id(const ProtectId *a, const ProtectId *b) {
         return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->type == b->type &&
-               a->tdev == b->tdev && a->tino == b->tino;
+               a->btime_sec == b->btime_sec && a->btime_nsec == b->btime_nsec && a->tdev == b->tdev &&
+               a->tino == b->tino;
 }
 
 void protect_snapshot_free(VsProtectSnapshot *s) {

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* The protected paths' snapshot (src/core/protect-snapshot.c) on a real
+ * directory: a protected directory or file removed and made again is a
+ * change even when the filesystem hands the new one the old inode number
+ * (ext4 does at once: a host's `rm -rf .git/hooks; mkdir .git/hooks` kept
+ * the number, and the snapshot said nothing changed). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "protect-snapshot.h"
+
+static char ws[128];
+
+static void write_file(const char *rel, const char *text) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", ws, rel);
+        FILE *f = fopen(p, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static ino_t ino_of(const char *rel) {
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", ws, rel);
+        assert_int_equal(lstat(p, &st), 0);
+        return st.st_ino;
+}
+
+static VsProtectSnapshot *snapshot(VsPolicy **ret_policy) {
+        VsError *err = NULL;
+        VsPolicy *p = NULL;
+        if (config_load(ws, &p, &err) < 0)
+                fail_msg("config: %s", vs_error_message(err));
+        VsProtectSnapshot *s = NULL;
+        assert_int_equal(protect_snapshot_take(p, NULL, &s), 0);
+        *ret_policy = p;
+        return s;
+}
+
+static int setup(void **state) {
+        /* On the filesystem the workspaces live on (not a tmpfs /tmp,
+         * whose numbers are never reused). */
+        snprintf(ws, sizeof ws, "/var/tmp/test-protect-snapshot.XXXXXX");
+        assert_non_null(mkdtemp(ws));
+        char p[512];
+        snprintf(p, sizeof p, "%s/.git", ws);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/.git/hooks", ws);
+        assert_int_equal(mkdir(p, 0755), 0);
+        write_file("vectora.toml", "[sandbox]\nenabled = true\n");
+        write_file(".git/config", "[core]\n");
+        write_file(".git/HEAD", "ref: refs/heads/main\n");
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+static void unchanged_is_quiet(void **state) {
+        VsPolicy *p;
+        VsProtectSnapshot *s = snapshot(&p);
+        assert_null(protect_snapshot_changed(s));
+        assert_null(protect_snapshot_root_changed(s));
+        write_file(".git/config", "[core]\n\tbare = false\n"); /* in place: the same file */
+        assert_null(protect_snapshot_changed(s));
+        protect_snapshot_free(s);
+        policy_free(p);
+}
+
+static void directory_made_again(void **state) {
+        VsPolicy *p;
+        VsProtectSnapshot *s = snapshot(&p);
+        ino_t before = ino_of(".git/hooks");
+        char d[512];
+        snprintf(d, sizeof d, "%s/.git/hooks", ws);
+        /* Made again in the same microsecond would be a birth time tie:
+         * the host's own rm and mkdir take longer than that. */
+        assert_int_equal(rmdir(d), 0);
+        usleep(2000);
+        assert_int_equal(mkdir(d, 0755), 0);
+        const char *what = protect_snapshot_changed(s);
+        assert_non_null(what);
+        assert_string_equal(what, d);
+        print_message("# .git/hooks made again: inode number %s\n", ino_of(".git/hooks") == before ? "reused" : "new");
+        protect_snapshot_free(s);
+        policy_free(p);
+}
+
+static void file_made_again(void **state) {
+        VsPolicy *p;
+        VsProtectSnapshot *s = snapshot(&p);
+        ino_t before = ino_of(".git/config");
+        char f[512];
+        snprintf(f, sizeof f, "%s/.git/config", ws);
+        assert_int_equal(unlink(f), 0);
+        usleep(2000);
+        write_file(".git/config", "[core]\n\thooksPath = /tmp/evil\n");
+        assert_non_null(protect_snapshot_changed(s));
+        print_message("# .git/config made again: inode number %s\n", ino_of(".git/config") == before ? "reused" : "new");
+        protect_snapshot_free(s);
+        policy_free(p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(unchanged_is_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(directory_made_again, setup, teardown),
+                cmocka_unit_test_setup_teardown(file_made_again, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
