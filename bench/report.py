@@ -260,7 +260,7 @@ def pieces_table(w, figs, values):
     if "memory.worker.pss" not in values:
         return
     w("## Where an idle workspace's memory and start-up go (per piece)\n")
-    w("From `bench/bench-memory` (the same run as the memory figures): medians over the jails, per workspace. "
+    w("From `bench/bench-memory.c` (the same run as the memory figures): medians over the jails, per workspace. "
       "PSS and private memory from each process's `smaps_rollup`, page tables from its `VmPTE`, CPU time to start "
       "from `schedstat` (every thread, plus reaped children; the worker's row includes the inner bwrap's "
       "namespace and mount set-up, which becomes the worker by exec, and the one `/bin/true` each workspace ran). "
