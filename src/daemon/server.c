@@ -75,17 +75,22 @@ void client_maybe_close(Client *c) {
                 client_close(c);
 }
 
+/* One read of a client other than the leader takes at most CLIENT_READ_MAX:
+ * the reader offers the whole rest of a raw payload, and one read returns
+ * what the peer's socket holds (its SO_SNDBUF, 4 MiB or more where the
+ * sysctl or the client raised it), so 20 big senders overshot the input
+ * bound by 80 MiB once the budget was reached. */
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
         Client *c = h->data;
         void *p = NULL;
         size_t n = 0;
-        if (jsonl_reader_get_buffer(c->reader, 64 * 1024, &p, &n) < 0) {
+        if (jsonl_reader_get_buffer(c->reader, CLIENT_READ_MAX, &p, &n) < 0) {
                 buf->base = NULL;
                 buf->len = 0;
                 return;
         }
         buf->base = p;
-        buf->len = n;
+        buf->len = c == c->srv->in_leader || n < CLIENT_READ_MAX ? n : CLIENT_READ_MAX;
 }
 
 /* ---- input budgets ---- */

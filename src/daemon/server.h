@@ -20,6 +20,7 @@
 #define CLIENT_IN_MAX (96u << 20)     /* input it holds: buffered + payloads of its calls in flight */
 #define SERVER_IN_MAX (256u << 20)    /* all clients' input; over it only small holders go on */
 #define CLIENT_IN_FREE (2u << 20)     /* ... those holding under this, and one "leader" at a time */
+#define CLIENT_READ_MAX (64u << 10)   /* one read of a client but the leader (the bounds count one each) */
 /* Replies past this much queued in memory go to a spool file (unlinked,
  * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
  * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client

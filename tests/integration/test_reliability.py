@@ -375,6 +375,16 @@ def unperturbed_daemon(tmp, name):
             os.environ["MALLOC_PERTURB_"] = perturb
 
 
+def big_send_buffer(k):
+    """A 4 MiB send buffer (as net.core.wmem_default on some hosts gives
+    every socket): one read of the daemon then returns megabytes, which the
+    input bound must count as one capped read, not whatever was queued."""
+    try:
+        k.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE (root)
+    except OSError:
+        k.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+
+
 def t_big_uploads_bounded(d, tmp):
     """20 connections each pushing a 60 MiB raw payload they never finish:
     the daemon holds at most its input budget (before: 1.23 GB), and a
@@ -388,6 +398,7 @@ def t_big_uploads_bounded(d, tmp):
         conns = []
         for i in range(20):
             k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            big_send_buffer(k)
             k.connect(s.sock)
             k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"u{i}",
                                   "raw": (60 << 20) + 1}).encode() + b"\n")
@@ -413,11 +424,7 @@ def t_big_uploads_bounded(d, tmp):
             e[0].close()
         # The daemon frees each connection's input as it reads the hang-up;
         # on a loaded machine that takes more than a moment.
-        deadline = time.time() + 10
-        after = s.status()["daemon"]["input_held_bytes"]
-        while after and time.time() < deadline:
-            time.sleep(0.2)
-            after = s.status()["daemon"]["input_held_bytes"]
+        after = input_released(s, 10)
         check(SANITIZED or peak - base < 450 * 1024,
               ("daemon RSS grew by MiB", (peak - base) // 1024, "sent MiB", sent >> 20))
         # The budget, one leader's whole message (a line and a raw payload),
@@ -444,12 +451,38 @@ def open_uploads(s, ws, n, size):
     out = []
     for i in range(n):
         k = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # A fixed send buffer (the kernel doubles it): what a connection the
+        # daemon stopped reading still absorbs must not depend on the host's
+        # net.core.wmem_default (4 MiB on some).
+        k.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 << 10)
         k.connect(s.sock)
         k.sendall(json.dumps({"id": i, "tool": "file_write", "workspace": ws, "path": f"big{i}",
                               "raw": size}).encode() + b"\n")
         k.setblocking(False)
         out.append([k, 0])
     return out
+
+
+def pump(entries, payload, cap, quiet, limit):
+    """Sends payload to each [socket, sent] entry up to cap bytes, 1 MiB at
+    a time, until all have cap, or nothing moved for quiet s (after
+    something moved), or limit s in all."""
+    start = last = time.time()
+    while time.time() - start < limit:
+        if time.time() - last >= quiet and (last > start or time.time() - start >= limit):
+            break
+        for e in entries:
+            want = cap - e[1]
+            if want <= 0:
+                continue
+            try:
+                e[1] += e[0].send(payload[e[1]:e[1] + min(want, 1 << 20)])
+                last = time.time()
+            except BlockingIOError:
+                pass
+        if all(e[1] >= cap for e in entries):
+            break
+        time.sleep(0.01)
 
 
 def input_released(s, timeout):
@@ -490,19 +523,7 @@ def t_leader_finishes_past_small_holders(d, tmp):
         payload = memoryview(b"b" * big_size)
         big += open_uploads(s, ws, 5, big_size)
         # Phase 1: 52 MiB to each big upload, until the daemon stops reading.
-        start = last = time.time()
-        while time.time() - last < 1.5 and time.time() - start < 30:
-            for e in big:
-                want = (52 << 20) - e[1]
-                if want <= 0:
-                    continue
-                try:
-                    n = e[0].send(payload[e[1]:e[1] + min(want, 1 << 20)])
-                    e[1] += n
-                    last = time.time()
-                except BlockingIOError:
-                    pass
-            time.sleep(0.01)
+        pump(big, payload, 52 << 20, 1.5, 30)
         over = s.status()["daemon"]["input_held_bytes"]
         check(over >= 256 << 20, ("the budget was not reached", over >> 20))
         # Phase 2: 45 small holders, each under 2 MiB: always read.
@@ -520,20 +541,7 @@ def t_leader_finishes_past_small_holders(d, tmp):
             held = s.status()["daemon"]["input_held_bytes"]
         check(held > (256 + 1 + 64) << 20, ("the small holders did not push the total past 321 MiB", held >> 20))
         # Phase 3: the rest of every big upload; each must land.
-        deadline = time.time() + 120
-        while any(e[1] < big_size for e in big) and time.time() < deadline:
-            moved = 0
-            for e in big:
-                if e[1] >= big_size:
-                    continue
-                try:
-                    n = e[0].send(payload[e[1]:e[1] + (1 << 20)])
-                    e[1] += n
-                    moved += n
-                except BlockingIOError:
-                    pass
-            if not moved:
-                time.sleep(0.02)
+        pump(big, payload, big_size, 120, 120)
         check(all(e[1] == big_size for e in big),
               ("big uploads stalled (MiB sent)", [e[1] >> 20 for e in big], "held MiB",
                s.status()["daemon"]["input_held_bytes"] >> 20))
@@ -573,34 +581,14 @@ def t_stalled_leader_demoted(d, tmp):
         payload = memoryview(b"b" * big_size)
         big += open_uploads(s, ws, 5, big_size)
 
-        def pump(entries, cap, quiet, limit):
-            """Sends to each entry up to cap bytes until nothing moved for
-            quiet s (after something moved), or limit s in all."""
-            start = last = time.time()
-            while time.time() - start < limit:
-                if time.time() - last >= quiet and (last > start or time.time() - start >= limit):
-                    break
-                for e in entries:
-                    want = cap - e[1]
-                    if want <= 0:
-                        continue
-                    try:
-                        e[1] += e[0].send(payload[e[1]:e[1] + min(want, 1 << 20)])
-                        last = time.time()
-                    except BlockingIOError:
-                        pass
-                if all(e[1] >= cap for e in entries):
-                    break
-                time.sleep(0.01)
-
         # 52 MiB each: over the 256 MiB budget, the daemon reads one leader only.
-        pump(big, 52 << 20, 1.5, 60)
+        pump(big, payload, 52 << 20, 1.5, 60)
         over = s.status()["daemon"]["input_held_bytes"]
         check(over >= 256 << 20, ("the budget was not reached", over >> 20))
         # The leader is the one that can still send: 6 MiB more goes only
         # there (the others stop at their socket buffer).
         before = [e[1] for e in big]
-        pump(big, 58 << 20, 1.0, 30)
+        pump(big, payload, 58 << 20, 1.0, 30)
         moved = [e[1] - b for e, b in zip(big, before)]
         leader = max(range(5), key=lambda i: moved[i])
         check(moved[leader] >= 5 << 20 and sorted(moved)[-2] < 2 << 20,
@@ -609,7 +597,7 @@ def t_stalled_leader_demoted(d, tmp):
         # it is cut off, and the rest land.
         others = [e for i, e in enumerate(big) if i != leader]
         t0 = time.time()
-        pump(others, big_size, 20, 120)
+        pump(others, payload, big_size, 20, 120)
         check(all(e[1] == big_size for e in others),
               ("the others stalled behind a silent leader (MiB sent)", [e[1] >> 20 for e in others],
                "held MiB", s.status()["daemon"]["input_held_bytes"] >> 20))
