@@ -24,8 +24,10 @@ typedef struct ProtectId {
         mode_t type;
         int64_t btime_sec; /* 0/0 where the filesystem keeps no birth time */
         uint32_t btime_nsec;
-        dev_t tdev; /* a symlink's target (a symlinked .git/hooks) */
+        dev_t tdev; /* a symlink's target (a symlinked .git/hooks), birth time too */
         ino_t tino;
+        int64_t tbtime_sec;
+        uint32_t tbtime_nsec;
 } ProtectId;
 
 struct VsProtectSnapshot {
@@ -53,10 +55,12 @@ static ProtectId identify(const char *path) {
         ProtectId id = {};
         if (!statx_id(path, AT_SYMLINK_NOFOLLOW, &id))
                 return (ProtectId){};
-        struct stat st;
-        if (id.type == S_IFLNK && stat(path, &st) == 0) {
-                id.tdev = st.st_dev;
-                id.tino = st.st_ino;
+        ProtectId t;
+        if (id.type == S_IFLNK && statx_id(path, 0, &t)) {
+                id.tdev = t.dev;
+                id.tino = t.ino;
+                id.tbtime_sec = t.btime_sec;
+                id.tbtime_nsec = t.btime_nsec;
         }
         return id;
 }
@@ -69,7 +73,7 @@ static ProtectId identify_root(const char *root) {
 static bool same_id(const ProtectId *a, const ProtectId *b) {
         return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->type == b->type &&
                a->btime_sec == b->btime_sec && a->btime_nsec == b->btime_nsec && a->tdev == b->tdev &&
-               a->tino == b->tino;
+               a->tino == b->tino && a->tbtime_sec == b->tbtime_sec && a->tbtime_nsec == b->tbtime_nsec;
 }
 
 void protect_snapshot_free(VsProtectSnapshot *s) {

@@ -35,7 +35,6 @@ struct WorkspaceProtect {
         Workspace *ws;
         ProtectChangedFn changed; /* the workspace's: protect.c calls nothing above it */
         VsProtectSnapshot *snap;
-        InotifyHub *hub; /* the workspace's shared inotify instance */
         HubSub *sub;     /* its watches there; NULL: none (ticking instead) */
         bool complete; /* the watch covers every path (protect_snapshot_watch) */
         bool dirty;    /* something was queued since the last compare */
@@ -147,8 +146,8 @@ void protect_arm(Workspace *ws, ProtectChangedFn changed) {
         /* Dirty until the first compare: a path replaced between the
          * snapshot and its watch is seen by that compare. */
         p->dirty = true;
-        p->hub = workspace_hub(ws);
-        r = p->hub ? hub_sub_new(p->hub, &protect_ops, p, &p->sub) : -EMFILE;
+        InotifyHub *hub = workspace_hub(ws);
+        r = hub ? hub_sub_new(hub, &protect_ops, p, &p->sub) : -EMFILE;
         if (r >= 0)
                 r = protect_snapshot_watch_with(p->snap, add_watch, p->sub, &p->complete);
         if (r < 0) {
@@ -172,11 +171,13 @@ bool protect_check(Workspace *ws) {
                 /* Read first: an event queued after the compare below began
                  * stays for the next look. Reading runs what was queued,
                  * this workspace's own handlers too: one of them may have
-                 * recycled its worker already (and freed p). */
+                 * recycled its worker already (and freed p; a new p or
+                 * link may even sit at the same address, so the recycle
+                 * count says it, not the pointers). */
                 uint64_t mounts = mounts_generation();
-                WorkerLink *l = ws->link, *d = ws->draining;
-                bool read = hub_drain(p->hub);
-                if (ws->protect != p || ws->link != l || ws->draining != d)
+                uint64_t recycles = ws->counters.recycles;
+                bool read = hub_drain(ws->hub);
+                if (ws->counters.recycles != recycles || ws->protect != p)
                         return true;
                 if (!read || mounts != p->mounts_seen)
                         p->dirty = true;

@@ -3,7 +3,8 @@
  * directory: a protected directory or file removed and made again is a
  * change even when the filesystem hands the new one the old inode number
  * (ext4 does at once: a host's `rm -rf .git/hooks; mkdir .git/hooks` kept
- * the number, and the snapshot said nothing changed). */
+ * the number, and the snapshot said nothing changed), the target of a
+ * protected symlink too. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -118,11 +119,38 @@ static void file_made_again(void **state) {
         policy_free(p);
 }
 
+static void symlink_target_made_again(void **state) {
+        /* .git/hooks a symlink (a host's shared hooks directory): the
+         * link stays, its target is removed and made again, with the
+         * number reused or not. */
+        char hooks[512], real[512];
+        snprintf(hooks, sizeof hooks, "%s/.git/hooks", ws);
+        snprintf(real, sizeof real, "%s/hooks-real", ws);
+        assert_int_equal(rmdir(hooks), 0);
+        assert_int_equal(mkdir(real, 0755), 0);
+        assert_int_equal(symlink("../hooks-real", hooks), 0);
+        VsPolicy *p;
+        VsProtectSnapshot *s = snapshot(&p);
+        assert_null(protect_snapshot_changed(s));
+        ino_t before = ino_of("hooks-real");
+        assert_int_equal(rmdir(real), 0);
+        usleep(2000);
+        assert_int_equal(mkdir(real, 0755), 0);
+        const char *what = protect_snapshot_changed(s);
+        assert_non_null(what);
+        assert_string_equal(what, hooks);
+        print_message("# the target of a symlinked .git/hooks made again: inode number %s\n",
+                      ino_of("hooks-real") == before ? "reused" : "new");
+        protect_snapshot_free(s);
+        policy_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(unchanged_is_quiet, setup, teardown),
                 cmocka_unit_test_setup_teardown(directory_made_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(file_made_again, setup, teardown),
+                cmocka_unit_test_setup_teardown(symlink_target_made_again, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
