@@ -25,6 +25,21 @@
 
 pid_t spawn_fork(int pdeath_sig);
 
+/* spawn_vfork() starts fn(arg) in a child made by clone(CLONE_VM |
+ * CLONE_VFORK), on a stack of its own, as posix_spawn does: no copy of the
+ * caller's page tables (most of fork's cost, and it grows with the
+ * caller's memory), no copy-on-write faults after it. The calling thread
+ * waits until the child has exec'd or exited; the caller's other threads
+ * go on. fn runs in the caller's memory: it may only make system calls,
+ * use its own stack and read what no other thread changes meanwhile, and
+ * must exec or _exit (its return value is the exit status). It must make
+ * set*id changes with raw syscall()s: glibc's wrappers would signal the
+ * caller's threads to change theirs. Signals are blocked around the
+ * clone, so no handler of the caller's runs in the child; fn starts with
+ * every disposition at its default and an empty mask, as after
+ * spawn_fork(). Returns the child's pid or a negative errno. */
+pid_t spawn_vfork(int (*fn)(void *arg), void *arg);
+
 /* Waits for pid, retrying on EINTR. Returns its exit status, 128 + N when
  * signal N ended it, or a negative errno. */
 int spawn_wait(pid_t pid);

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "idmap.h"
@@ -113,6 +115,55 @@ void worker_spawn_pre(VsLaunch *l) {
         l->pre_argv = NULL;
 }
 
+typedef struct SpawnChild {
+        const VsLaunch *l;
+        int theirs, stderr_w, err_w;
+        pid_t parent;
+} SpawnChild;
+
+/* The child, from spawn_vfork(): it runs in the daemon's memory until it
+ * execs, so system calls only (set*id raw: glibc's wrappers would signal
+ * the daemon's threads), nothing allocated, nothing written but its stack
+ * (errno aside). */
+static int spawn_child(void *arg) {
+        const SpawnChild *c = arg;
+        const VsLaunch *l = c->l;
+        int err_w = c->err_w;
+        if (dup2(c->theirs, 0) < 0 || dup2(c->theirs, 1) < 0 || dup2(c->stderr_w, 2) < 0)
+                child_fail(err_w, STEP_FDS, errno);
+        /* Into the workspace's cgroups while still privileged: the whole
+         * jail descends from this process. */
+        for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
+                if (write(l->cgroup_fds[i], "0", 1) != 1)
+                        child_fail(err_w, STEP_CGROUP, errno);
+        /* A root-owned workspace's idmapped trees, over their paths, in a
+         * mount namespace of this child's own (still root). */
+        if (idmap_attach(l->idmap_fds, l->idmap_paths, l->n_idmap) < 0)
+                child_fail(err_w, STEP_IDMAP, errno);
+        /* Nothing else the caller holds reaches the backend, the jail or
+         * the container: only the channel, stderr and the exec-error pipe
+         * (CLOEXEC) stay. */
+        int keep[] = { 0, 1, 2, err_w };
+        if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                child_fail(err_w, STEP_FDS, errno);
+        if (l->switch_user) {
+                /* The jail never runs as host root. */
+                if (syscall(SYS_setgroups, 0, NULL) < 0)
+                        child_fail(err_w, STEP_GROUPS, errno);
+                if (syscall(SYS_setresgid, l->gid, l->gid, l->gid) < 0)
+                        child_fail(err_w, STEP_GID, errno);
+                if (syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
+                        child_fail(err_w, STEP_UID, errno);
+        }
+        /* After the uid change, which clears it: die with the daemon. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail(err_w, STEP_PDEATH, errno);
+        if (getppid() != c->parent)
+                _exit(125);
+        execvp(l->argv[0], l->argv);
+        child_fail(err_w, STEP_EXEC, errno);
+}
+
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         int sp[2], ep[2], errp[2];
         if (l->pre_argv && l->pre_argv[0])
@@ -127,48 +178,12 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 return vs_error_set(err, -errno, "pipe: %m");
         _cleanup_close_ int stderr_r = errp[0], stderr_w = errp[1];
 
-        pid_t parent = getpid();
-        /* The parent-death signal is asked for below, after the uid
-         * change that would clear it. */
-        pid_t pid = spawn_fork(0);
+        /* The parent-death signal is asked for in the child, after the
+         * uid change that would clear it. */
+        SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .parent = getpid() };
+        pid_t pid = spawn_vfork(spawn_child, &c);
         if (pid < 0)
-                return vs_error_set(err, pid, "fork: %s", strerror(-pid));
-        if (pid == 0) {
-                /* Child: only async-signal-safe work until exec. */
-                if (dup2(theirs, 0) < 0 || dup2(theirs, 1) < 0 || dup2(stderr_w, 2) < 0)
-                        child_fail(err_w, STEP_FDS, errno);
-                /* Into the workspace's cgroups while still privileged: the
-                 * whole jail descends from this process. */
-                for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
-                        if (write(l->cgroup_fds[i], "0", 1) != 1)
-                                child_fail(err_w, STEP_CGROUP, errno);
-                /* A root-owned workspace's idmapped trees, over their paths,
-                 * in a mount namespace of this child's own (still root). */
-                if (idmap_attach(l->idmap_fds, l->idmap_paths, l->n_idmap) < 0)
-                        child_fail(err_w, STEP_IDMAP, errno);
-                /* Nothing else the caller holds reaches the backend, the
-                 * jail or the container: only the channel, stderr and the
-                 * exec-error pipe (CLOEXEC) stay. */
-                int keep[] = { 0, 1, 2, err_w };
-                if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
-                        child_fail(err_w, STEP_FDS, errno);
-                if (l->switch_user) {
-                        /* The jail never runs as host root. */
-                        if (setgroups(0, NULL) < 0)
-                                child_fail(err_w, STEP_GROUPS, errno);
-                        if (setresgid(l->gid, l->gid, l->gid) < 0)
-                                child_fail(err_w, STEP_GID, errno);
-                        if (setresuid(l->uid, l->uid, l->uid) < 0)
-                                child_fail(err_w, STEP_UID, errno);
-                }
-                /* After the uid change, which clears it: die with the daemon. */
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                        child_fail(err_w, STEP_PDEATH, errno);
-                if (getppid() != parent)
-                        _exit(125);
-                execvp(l->argv[0], l->argv);
-                child_fail(err_w, STEP_EXEC, errno);
-        }
+                return vs_error_set(err, pid, "clone: %s", strerror(-pid));
 
         theirs = safe_close(theirs);
         err_w = safe_close(err_w);

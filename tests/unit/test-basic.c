@@ -156,9 +156,25 @@ static void test_clock(void **state) {
 static void on_signal(int sig) {
 }
 
+/* What a child of spawn_fork() or spawn_vfork() checks: exit 0 only if
+ * SIGPIPE (ignored by the parent) and SIGTERM (handled) are back to their
+ * defaults and nothing is blocked (the parent blocks SIGUSR1; spawn_vfork
+ * blocks everything around its clone). */
+static int child_signals_clean(void *unused) {
+        struct sigaction cur;
+        sigset_t mask;
+        int bad = 0;
+        bad |= sigaction(SIGPIPE, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
+        bad |= sigaction(SIGTERM, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
+        bad |= sigprocmask(SIG_SETMASK, NULL, &mask) < 0 || sigismember(&mask, SIGUSR1) || sigismember(&mask, SIGTERM) ||
+               sigismember(&mask, SIGCHLD);
+        return bad ? 3 : 0;
+}
+
 /* The child starts clean even when the parent ignores SIGPIPE, handles
- * SIGTERM and blocks SIGUSR1: exit 0 only if all three are back to default
- * and unblocked in the child. */
+ * SIGTERM and blocks SIGUSR1, both ways of starting one; the parent keeps
+ * its own dispositions and mask (a vfork child shares its memory, not its
+ * signal state). */
 static void test_spawn_clean_signals(void **state) {
         struct sigaction old_pipe, old_term, sa = { .sa_handler = SIG_IGN };
         assert_int_equal(sigaction(SIGPIPE, &sa, &old_pipe), 0);
@@ -171,20 +187,45 @@ static void test_spawn_clean_signals(void **state) {
 
         pid_t pid = spawn_fork(0);
         assert_true(pid >= 0);
-        if (pid == 0) {
-                struct sigaction cur;
-                sigset_t mask;
-                int bad = 0;
-                bad |= sigaction(SIGPIPE, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
-                bad |= sigaction(SIGTERM, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL;
-                bad |= sigprocmask(SIG_SETMASK, NULL, &mask) < 0 || sigismember(&mask, SIGUSR1);
-                _exit(bad ? 3 : 0);
-        }
+        if (pid == 0)
+                _exit(child_signals_clean(NULL));
         assert_int_equal(spawn_wait(pid), 0);
+
+        pid = spawn_vfork(child_signals_clean, NULL);
+        assert_true(pid > 0);
+        assert_int_equal(spawn_wait(pid), 0);
+        struct sigaction cur;
+        sigset_t mask;
+        assert_int_equal(sigaction(SIGTERM, NULL, &cur), 0);
+        assert_ptr_equal(cur.sa_handler, on_signal);
+        assert_int_equal(sigaction(SIGPIPE, NULL, &cur), 0);
+        assert_ptr_equal(cur.sa_handler, SIG_IGN);
+        assert_int_equal(sigprocmask(SIG_SETMASK, NULL, &mask), 0);
+        assert_true(sigismember(&mask, SIGUSR1));
+        assert_false(sigismember(&mask, SIGTERM));
 
         assert_int_equal(sigprocmask(SIG_SETMASK, &old_mask, NULL), 0);
         assert_int_equal(sigaction(SIGPIPE, &old_pipe, NULL), 0);
         assert_int_equal(sigaction(SIGTERM, &old_term, NULL), 0);
+}
+
+/* A spawn_vfork child shares the caller's memory until it execs: what it
+ * writes there is seen by the caller (which is why the daemon's child
+ * writes nothing but its stack), and its exec error or exit status comes
+ * back as with fork. */
+static int child_exec_missing(void *arg) {
+        char *argv[] = { (char *)"/nonexistent/vectora-test", NULL };
+        execv(argv[0], argv);
+        *(int *)arg = errno;
+        return 7;
+}
+
+static void test_spawn_vfork_shares_memory(void **state) {
+        int seen = 0;
+        pid_t pid = spawn_vfork(child_exec_missing, &seen);
+        assert_true(pid > 0);
+        assert_int_equal(spawn_wait(pid), 7);
+        assert_int_equal(seen, ENOENT);
 }
 
 static void test_spawn_wait_and_kill(void **state) {
@@ -251,7 +292,7 @@ int main(void) {
                 cmocka_unit_test(test_paths),        cmocka_unit_test(test_sha256),
                 cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock),
                 cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
-                cmocka_unit_test(test_spawn_parent_death),
+                cmocka_unit_test(test_spawn_parent_death),  cmocka_unit_test(test_spawn_vfork_shares_memory),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
