@@ -93,6 +93,7 @@ struct Workspace {
 
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
+        int pids_fd;           /* [0]'s pids.current, kept open for the per-call look; -EBADF */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
         bool limits_degraded;
 

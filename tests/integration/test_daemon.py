@@ -1497,9 +1497,30 @@ def t_slow_start(d0, tmp):
     d.stop()
 
 
+def t_leftovers_restart_jail(d, tmp):
+    """Processes a command leaves behind out of its group that hold the
+    workspace's pids limit restart the jail after the call
+    (`jail_restarted`), and again after the next such call: the daemon's
+    kept-open pids.current follows the new jail's group."""
+    ws = make_ws(tmp, "leftover-ws", SANDBOX + "[sandbox.limits]\npids = 32\n")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    if not any("cgroup" in x and x.startswith("pids") for x in d.ws_status(ws)["limits"]):
+        raise Skip("the daemon has no pids cgroup here (" + "; ".join(d.ws_status(ws)["limits"]) + ")")
+    pids = []
+    for round in range(2):
+        r = term(c, ws, "for i in $(seq 24); do setsid sleep 300 </dev/null >/dev/null 2>&1 & done; true")
+        check(r["ok"] and "jail_restarted" in r, (round, {k: v for k, v in r.items() if k not in ("stdout", "stderr")}))
+        r = term(c, ws, "echo fresh")
+        check(r["ok"] and r["stdout"] == "fresh\n" and "jail_restarted" not in r, (round, r))
+        pids.append(d.ws_status(ws)["worker"]["pid"])
+    check(pids[0] != pids[1], ("the second restart did not happen", pids))
+    c.close()
+
+
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
