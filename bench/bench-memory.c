@@ -399,6 +399,183 @@ static void role_figures(BenchOut *out, RoleStats *rs) {
         }
 }
 
+/* The floor's jails get the per-workspace limits the daemon sets
+ * (src/daemon/cgroup.c): a pids and a memory group each (v2: one group
+ * with both; v1: one in each hierarchy), joined before bwrap runs. They
+ * are part of what a workspace must cost (the memory group alone is
+ * ~80-100 kB of kernel memory on cgroup v1). Root only; without a
+ * writable cgroupfs the floor runs without them and says so. */
+#define FLOOR_CG "vectora-bench-floor"
+
+static int floor_cg_version(void) {
+        if (geteuid() != 0)
+                return 0;
+        if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
+                int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+                bool ok = fd >= 0 && write(fd, "+pids +memory", 13) == 13;
+                if (fd >= 0)
+                        close(fd);
+                if (!ok || (mkdir("/sys/fs/cgroup/" FLOOR_CG, 0755) < 0 && errno != EEXIST))
+                        return 0;
+                fd = open("/sys/fs/cgroup/" FLOOR_CG "/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+                ok = fd >= 0 && write(fd, "+pids +memory", 13) == 13;
+                if (fd >= 0)
+                        close(fd);
+                return ok ? 2 : 0;
+        }
+        if (access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) == 0 && access("/sys/fs/cgroup/memory/cgroup.procs", W_OK) == 0 &&
+            (mkdir("/sys/fs/cgroup/pids/" FLOOR_CG, 0755) == 0 || errno == EEXIST) &&
+            (mkdir("/sys/fs/cgroup/memory/" FLOOR_CG, 0755) == 0 || errno == EEXIST))
+                return 1;
+        return 0;
+}
+
+static const char *floor_cg_parent(int version, int k) {
+        if (version == 2)
+                return k == 0 ? "/sys/fs/cgroup/" FLOOR_CG : NULL;
+        return k == 0 ? "/sys/fs/cgroup/pids/" FLOOR_CG : "/sys/fs/cgroup/memory/" FLOOR_CG;
+}
+
+static bool put_value(const char *dir, const char *file, uint64_t v) {
+        char p[256], text[32];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+        int fd = open(p, O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* Makes jail i's groups with the limits and opens their cgroup.procs
+ * files into fds; how many. */
+static size_t floor_cg_make(int version, unsigned i, uint64_t pids, uint64_t memory, int fds[2]) {
+        size_t n = 0;
+        for (int k = 0; k < 2 && floor_cg_parent(version, k); k++) {
+                char dir[256], procs[300];
+                snprintf(dir, sizeof dir, "%s/j%u", floor_cg_parent(version, k), i);
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        bench_die("%s: %m", dir);
+                bool ok = version == 2 ? put_value(dir, "pids.max", pids) && put_value(dir, "memory.max", memory)
+                          : k == 0     ? put_value(dir, "pids.max", pids)
+                                       : put_value(dir, "memory.limit_in_bytes", memory);
+                if (!ok)
+                        bench_die("%s: cannot set the limits: %m", dir);
+                snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+                if ((fds[n] = open(procs, O_WRONLY | O_CLOEXEC)) < 0)
+                        bench_die("%s: %m", procs);
+                n++;
+        }
+        return n;
+}
+
+/* Removes the groups once their processes are gone (a killed jail's pid 1
+ * dies with bwrap a moment later). */
+static void floor_cg_remove(int version, unsigned n) {
+        for (int k = 0; k < 2 && floor_cg_parent(version, k); k++) {
+                for (unsigned i = 0; i < n; i++) {
+                        char dir[256];
+                        snprintf(dir, sizeof dir, "%s/j%u", floor_cg_parent(version, k), i);
+                        for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 500; tries++) {
+                                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                                nanosleep(&ts, NULL);
+                        }
+                }
+                (void)rmdir(floor_cg_parent(version, k));
+        }
+}
+
+/* The floor: the same jails without the project. For each workspace, bwrap
+ * with the daemon's own argv for it (namespaces, binds, masks, uid, the
+ * same seccomp filter; bench_percall_prepare), started the cheapest way
+ * (a vfork-style clone), running a shell that says it is up and then
+ * sleeps: no daemon, no keeper, no worker, no Landlock. As many start at
+ * once as the daemon phase had first calls in flight. What it takes to
+ * start them all and what each costs the machine bound what a workspace
+ * can cost while it is a bwrap jail. */
+static void bare_floor(BenchOut *out, char **ws, unsigned n) {
+        BenchPercall *pc = calloc(n, sizeof *pc);
+        pid_t *pids = calloc(n, sizeof *pids);
+        if (!pc || !pids)
+                bench_die("out of memory");
+        for (unsigned i = 0; i < n; i++) {
+                bench_percall_prepare(&pc[i], ws[i]);
+                /* One filter for all (same policy): keep the first's memfd. */
+                if (i > 0)
+                        pc[i].bpf_fd = safe_close(pc[i].bpf_fd);
+        }
+        int up[2];
+        if (pipe2(up, O_CLOEXEC) < 0)
+                bench_die("pipe: %m");
+        char *cmd[] = { (char *)"/bin/sh", (char *)"-c", (char *)"printf r; exec sleep 100000", NULL };
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", pc[0].bpf_fd);
+        int cg = floor_cg_version();
+        struct timespec settle = { 1, 0 };
+        nanosleep(&settle, NULL);
+        Mem before = mem_now();
+        double t0 = now_us();
+        unsigned spawned = 0, ready = 0;
+        while (ready < n) {
+                for (; spawned < n && spawned - ready < N_CONN * WINDOW; spawned++) {
+                        /* Each bwrap reads the filter from its own offset:
+                         * a description of its own. */
+                        int fd = open(self, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                bench_die("%s: %m", self);
+                        int keep = pc[spawned].bpf_fd;
+                        pc[spawned].bpf_fd = fd;
+                        int cgfds[2] = { -EBADF, -EBADF };
+                        size_t ncg = cg ? floor_cg_make(cg, spawned, pc[spawned].launch->pids, pc[spawned].launch->memory, cgfds) : 0;
+                        pids[spawned] = bench_percall_spawn_in(&pc[spawned], cmd, -1, up[1], cgfds, ncg);
+                        pc[spawned].bpf_fd = keep;
+                        close(fd);
+                        for (size_t k = 0; k < ncg; k++)
+                                close(cgfds[k]);
+                }
+                char buf[64];
+                ssize_t k = read(up[0], buf, sizeof buf);
+                if (k <= 0)
+                        bench_die("bare jails: %s", k < 0 ? strerror(errno) : "EOF");
+                ready += (unsigned)k;
+        }
+        double start_s = (now_us() - t0) / 1e6;
+        nanosleep(&settle, NULL);
+        Mem after = mem_now();
+        bench_log("memory: floor: %u bare bwrap jails started in %.2f s, %.0f kB each", n, start_s,
+                  (double)(after.used - before.used) / n);
+        for (unsigned i = 0; i < n; i++)
+                (void)kill(pids[i], SIGKILL);
+        for (unsigned i = 0; i < n; i++)
+                (void)bench_wait(pids[i]);
+        if (cg)
+                floor_cg_remove(cg, n);
+        close(up[0]);
+        close(up[1]);
+        for (unsigned i = 0; i < n; i++)
+                bench_percall_done(&pc[i]);
+        free(pc);
+        free(pids);
+
+        Samples v = { 0 };
+        char label[200];
+        samples_add(&v, 0, start_s);
+        snprintf(label, sizeof label, "floor: time to start %u bare bwrap jails, the daemon's argv for each workspace (%u at once)",
+                 n, N_CONN * WINDOW);
+        bench_out_figure(out, "memory.floor.start_n", label, "s", &v);
+        samples_done(&v);
+        samples_add(&v, 0, (double)(after.used - before.used) / n);
+        bench_out_figure(out, "memory.floor.machine_per_jail", "floor: machine memory delta per bare bwrap jail (user + kernel)", "kB", &v);
+        samples_done(&v);
+        bench_out_value(out, "memory.floor.start_1000_s", n == 1000 ? start_s : NAN);
+        bench_out_value(out, "memory.floor.machine_per_jail_kb", (double)(after.used - before.used) / n);
+        bench_out_note(out, "Floor: for each workspace, bwrap with the daemon's own argv for it (namespaces, binds, masks, uid, the same seccomp filter), started by a vfork-style clone, running `/bin/sh -c 'printf r; exec sleep ...'` (up when its byte arrives), %s: no daemon, keeper, worker or Landlock, %u starting at once; measured after the daemon and its jails were gone.",
+                       cg ? (cg == 2 ? "each in a cgroup v2 group of its own with the workspace's pids.max and memory.max, as the daemon makes"
+                                     : "each in a pids and a memory cgroup (v1) of its own with the workspace's limits, as the daemon makes")
+                          : "without per-jail cgroups (not root, or no writable cgroupfs: the daemon phase may have had them)",
+                       N_CONN * WINDOW);
+}
+
 int main(int argc, char **argv) {
         unsigned n_ws = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
         bench_scratch();
@@ -572,8 +749,6 @@ int main(int argc, char **argv) {
                        geteuid() != 0 ? " (not root: each with a user namespace, whose own cost is taken off)" : "");
         bench_out_note(&out, "%u sandboxed workspaces (vectora.toml only, masks `.env`, `**/*.pem`, `**/.ssh/**`, `**/.aws/**`), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before (1 s settle each), divided by %u; it includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too: treat it as an upper bound.",
                        n_ws, samples_median(&procs), n_ws);
-        bench_out_print(&out);
-
         samples_done(&jail);
         samples_done(&procs);
         for (size_t i = 0; i < N_CONN; i++)
@@ -581,6 +756,8 @@ int main(int argc, char **argv) {
         double ts = now_us();
         bench_daemon_stop(&d);
         bench_log("memory: daemon and %u jails ended in %.1f s", n_ws, (now_us() - ts) / 1e6);
+        bare_floor(&out, ws, n_ws);
+        bench_out_print(&out);
         for (unsigned i = 0; i < n_ws; i++)
                 free(ws[i]);
         free(ws);

@@ -400,6 +400,8 @@ typedef struct VforkArgs {
         const char *path;
         char *const *argv;
         int stdin_fd, stdout_fd, fd3;
+        const int *cgroup_fds; /* cgroup.procs files to join before exec, n_cgroup_fds of them */
+        size_t n_cgroup_fds;
         bool switch_user;
         uid_t uid;
         gid_t gid;
@@ -411,6 +413,9 @@ static int vfork_child(void *arg) {
         /* dup2 onto itself keeps CLOEXEC: clear it by hand then. */
         if (a->fd3 >= 0 && (a->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(a->fd3, 3)) < 0)
                 _exit(126);
+        for (size_t i = 0; i < a->n_cgroup_fds; i++)
+                if (write(a->cgroup_fds[i], "0", 1) != 1)
+                        _exit(126);
         if (a->switch_user && (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, a->gid, a->gid, a->gid) < 0 ||
                                syscall(SYS_setresuid, a->uid, a->uid, a->uid) < 0))
                 _exit(126);
@@ -488,6 +493,11 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
 }
 
 pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
+        return bench_percall_spawn_in(p, cmd, stdin_fd, stdout_fd, NULL, 0);
+}
+
+pid_t bench_percall_spawn_in(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd, const int *cgroup_fds,
+                             size_t n_cgroup_fds) {
         _cleanup_strv_free_ char **argv = strv_copy(p->argv_prefix);
         for (char *const *c = cmd; argv && *c; c++)
                 if (strv_extend(&argv, *c) < 0)
@@ -501,7 +511,8 @@ pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int s
         /* Started the cheapest way (as the worker starts commands): the
          * per-call model pays for bwrap, not for a page-table copy. */
         VforkArgs a = { .path = p->bwrap_path, .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd,
-                        .fd3 = p->bpf_fd, .switch_user = l->switch_user, .uid = l->uid, .gid = l->gid };
+                        .fd3 = p->bpf_fd, .cgroup_fds = cgroup_fds, .n_cgroup_fds = n_cgroup_fds,
+                        .switch_user = l->switch_user, .uid = l->uid, .gid = l->gid };
         return vfork_spawn(&a);
 }
 

@@ -101,6 +101,10 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace);
 int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd);
 /* The same without waiting (the caller feeds or drains a pipe), then bench_wait(). */
 pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd);
+/* The same, the child joining the cgroups whose cgroup.procs files are
+ * given (opened O_WRONLY) before it execs bwrap, as the daemon's does. */
+pid_t bench_percall_spawn_in(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd, const int *cgroup_fds,
+                             size_t n_cgroup_fds);
 int bench_wait(pid_t pid);
 void bench_percall_done(BenchPercall *p);
 
