@@ -131,8 +131,8 @@ FLOOR_TEXT = {
     "client.ratio.warm_spawn": "direct os.posix_spawn + the 4-hop relay (Python), over the direct os.posix_spawn",
     "files.read.4k.raw": "the 4-hop relay of a 4 KiB reply + a direct read",
     "files.read.4k": "the 4-hop relay of a 4 KiB reply + a direct read",
-    "memory.machine_per_ws_kb": "a bare bwrap jail with the daemon's argv (machine delta)",
-    "memory.start_1000_s": "1 000 bare bwrap jails with the daemon's argv",
+    "memory.machine_per_ws_kb": "a bare bwrap jail with the daemon's argv and its pids and memory cgroups (machine delta)",
+    "memory.start_1000_s": "1 000 bare bwrap jails with the daemon's argv and their cgroups",
 }
 
 
