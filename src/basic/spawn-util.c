@@ -5,7 +5,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <stdint.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,18 +42,27 @@ typedef struct VforkEntry {
         void *arg;
 } VforkEntry;
 
+/* The kernel's struct sigaction (x86-64, arm64 and most others: no
+ * sa_restorer is needed for SIG_DFL) and its 64-bit signal set. */
+struct kernel_sigaction {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        uint64_t mask;
+};
+
 /* The child's first steps, with every signal blocked (the caller blocked
- * them around the clone): dispositions to their defaults (glibc's own
- * signals refuse the change, harmlessly), then the mask cleared. */
+ * them around the clone): dispositions to their defaults, then the mask
+ * cleared. Raw system calls: libc's wrappers (and a sanitizer's
+ * interceptors of them) keep state in the memory this child shares. */
 static int vfork_entry(void *p) {
         const VforkEntry *e = p;
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
-        for (int s = 1; s < NSIG; s++)
+        struct kernel_sigaction dfl = { .handler = SIG_DFL };
+        for (int s = 1; s < _NSIG; s++)
                 if (s != SIGKILL && s != SIGSTOP)
-                        (void)sigaction(s, &dfl, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+                        (void)syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
+        uint64_t none = 0;
+        (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
         _exit(e->fn(e->arg));
 }
 
