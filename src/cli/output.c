@@ -8,6 +8,7 @@
 
 #include "base64.h"
 #include "cli.h"
+#include "utf8.h"
 
 const char *cli_color(FILE *f, const char *sgr) {
         /* https://no-color.org: present and not empty disables colour. */
@@ -121,7 +122,7 @@ void cli_warn_pending(const char *pending) {
 }
 
 void cli_set_bytes(json_t *o, const char *key, const char *p, size_t n) {
-        if (jsonl_utf8_valid(p ? p : "", n)) {
+        if (utf8_valid(p ? p : "", n)) {
                 json_object_set_new(o, key, json_stringn(p ? p : "", n));
                 return;
         }

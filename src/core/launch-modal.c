@@ -20,6 +20,7 @@
 #include "paths.h"
 #include "sha256.h"
 #include "strv.h"
+#include "utf8.h"
 #include "vs-build-config.h"
 
 static int find_node(char **ret, VsError **err) {
@@ -153,7 +154,7 @@ static int walk_dir(Walk *w, int fd, const char *abs, const char *rel, unsigned 
                         free(cabs);
                         continue;
                 }
-                if (!backend_modal_utf8_ok(name)) {
+                if (!utf8_valid(name, strlen(name))) {
                         free(cabs);
                         w->skipped++;
                         continue;
@@ -175,7 +176,7 @@ static int walk_dir(Walk *w, int fd, const char *abs, const char *rel, unsigned 
                                 continue;
                         }
                         buf[k] = 0;
-                        if (!backend_modal_utf8_ok(buf)) {
+                        if (!utf8_valid(buf, strlen(buf))) {
                                 free(cabs);
                                 w->skipped++;
                                 continue;

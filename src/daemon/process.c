@@ -21,6 +21,7 @@
 #include "request.h"
 #include "server.h"
 #include "strv.h"
+#include "utf8.h"
 #include "worker-link.h"
 #include "workspace.h"
 
@@ -346,7 +347,7 @@ static int stream_json(Request *r, json_t *o, const char *key, const Ring *g, ui
         char k[32];
         if (ring_read(g, offset, max, &b, &from, &dropped) < 0)
                 return -ENOMEM;
-        if (jsonl_utf8_valid(b.data ? b.data : "", b.len))
+        if (utf8_valid(b.data ? b.data : "", b.len))
                 json_object_set_new(o, key, json_stringn(b.data ? b.data : "", b.len));
         else {
                 snprintf(k, sizeof k, "%s_base64", key);

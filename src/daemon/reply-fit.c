@@ -10,6 +10,7 @@
 
 #include "jsonl.h"
 #include "reply-fit.h"
+#include "utf8.h"
 
 /* Room for everything in a result but the output strings: id, status
  * fields, the sandbox object. Generous: they take a few KiB. */
@@ -28,11 +29,11 @@ size_t reply_budget(json_t *id) {
 }
 
 bool reply_bytes_as_text(const char *p, size_t n, size_t budget) {
-        return jsonl_utf8_valid(p ? p : "", n) && jsonl_escaped_len(p ? p : "", n) <= budget;
+        return utf8_valid(p ? p : "", n) && jsonl_escaped_len(p ? p : "", n) <= budget;
 }
 
 size_t reply_bytes_cost(const char *p, size_t n, size_t budget) {
-        if (jsonl_utf8_valid(p ? p : "", n)) {
+        if (utf8_valid(p ? p : "", n)) {
                 size_t e = jsonl_escaped_len(p ? p : "", n);
                 if (e <= budget)
                         return e;
@@ -77,7 +78,7 @@ int reply_fit_output(const char *p, size_t n, uint64_t total, size_t budget, con
         worker_regions(p, n, total, &head_end, &tail_start);
         size_t avail = budget > MARKER_ROOM ? budget - MARKER_ROOM : 0;
         size_t h, t, tail_from;
-        if (jsonl_utf8_valid(p, n)) {
+        if (utf8_valid(p, n)) {
                 /* Cut at character boundaries: the result stays text. */
                 h = jsonl_escaped_prefix(p, head_end, avail / 2);
                 tail_from = tail_start > h ? tail_start : h;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "strv.h"
+#include "utf8.h"
 
 bool backend_modal_name_ok(const char *name) {
         size_t n = name ? strlen(name) : 0;
@@ -20,35 +21,6 @@ bool backend_modal_name_ok(const char *name) {
         return true;
 }
 
-bool backend_modal_utf8_ok(const char *s) {
-        const unsigned char *p = (const unsigned char *)s;
-        while (*p) {
-                unsigned c = *p;
-                size_t n;
-                unsigned min;
-                if (c < 0x80) {
-                        p++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0) {
-                        n = 1, min = 0x80, c &= 0x1f;
-                } else if ((c & 0xf0) == 0xe0) {
-                        n = 2, min = 0x800, c &= 0x0f;
-                } else if ((c & 0xf8) == 0xf0) {
-                        n = 3, min = 0x10000, c &= 0x07;
-                } else
-                        return false;
-                for (size_t i = 1; i <= n; i++) {
-                        if ((p[i] & 0xc0) != 0x80)
-                                return false;
-                        c = (c << 6) | (p[i] & 0x3f);
-                }
-                /* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
-                if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-                        return false;
-                p += n + 1;
-        }
-        return true;
-}
 
 int backend_modal_argv(const VsPolicy *p, const VsModalEnv *env, char ***ret_argv, VsError **err) {
         const VsModalConfig *m = &p->modal;
@@ -153,13 +125,13 @@ static const char *kind_name(VsModalEntryKind k) {
 
 int backend_modal_manifest_encode(const VsModalManifest *m, StrBuf *out) {
         for (size_t i = 0; i < m->n_entries; i++)
-                if (!backend_modal_utf8_ok(m->entries[i].path) ||
-                    (m->entries[i].target && !backend_modal_utf8_ok(m->entries[i].target)))
+                if (!utf8_valid(m->entries[i].path, strlen(m->entries[i].path)) ||
+                    (m->entries[i].target && !utf8_valid(m->entries[i].target, strlen(m->entries[i].target))))
                         return -EILSEQ;
         for (int pass = 0; pass < 3; pass++) {
                 char *const *l = pass == 0 ? m->rw_roots : pass == 1 ? m->ro_roots : m->protected_paths;
                 for (char *const *s = l; s && *s; s++)
-                        if (!backend_modal_utf8_ok(*s))
+                        if (!utf8_valid(*s, strlen(*s)))
                                 return -EILSEQ;
         }
         json_t *o = json_object();

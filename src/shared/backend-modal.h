@@ -79,7 +79,5 @@ int backend_modal_manifest_encode(const VsModalManifest *m, StrBuf *out);
 
 /* Modal's rule for App and Volume names: 1-64 of [A-Za-z0-9._-]. */
 bool backend_modal_name_ok(const char *name);
-/* Is s valid UTF-8 (what JSON, and so the manifest, can carry)? */
-bool backend_modal_utf8_ok(const char *s);
 
 void backend_modal_entries_free(VsModalEntry *e, size_t n);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 static const char hex[] = "0123456789ABCDEF";
 
 static size_t put_u(char *q, unsigned u) {
@@ -13,36 +15,6 @@ static size_t put_u(char *q, unsigned u) {
         for (int i = 0; i < 4; i++)
                 q[2 + i] = hex[(u >> (12 - 4 * i)) & 0xf];
         return 6;
-}
-
-/* The code point starting p[0..n) and its length, or -1 when the bytes
- * there are not valid UTF-8 (overlong, surrogate, past U+10FFFF, cut). */
-static int32_t utf8_next(const unsigned char *p, size_t n, size_t *ret_len) {
-        unsigned char c = p[0];
-        size_t len;
-        int32_t cp, min;
-        if (c < 0x80) {
-                *ret_len = 1;
-                return c;
-        } else if ((c & 0xe0) == 0xc0) {
-                len = 2, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-                len = 3, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-                len = 4, cp = c & 0x07, min = 0x10000;
-        } else
-                return -1;
-        if (len > n)
-                return -1;
-        for (size_t i = 1; i < len; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return -1;
-                cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                return -1;
-        *ret_len = len;
-        return cp;
 }
 
 int json_ascii_append_string(StrBuf *out, const char *p, size_t n) {
@@ -75,7 +47,7 @@ int json_ascii_append_string(StrBuf *out, const char *p, size_t n) {
                         continue;
                 }
                 size_t len;
-                int32_t cp = utf8_next(s + i, n - i, &len);
+                int32_t cp = utf8_next((const char *)s + i, n - i, &len);
                 if (cp < 0) {
                         cp = 0xfffd;
                         len = 1;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "utf8.h"
 
 /* A raw payload at least this big that arrived together with its header is
  * handed out by stealing the buffer instead of copying it. */
@@ -369,49 +370,6 @@ int jsonl_encode(json_t *obj, const void *raw, size_t raw_len, StrBuf *out) {
         return 0;
 }
 
-bool jsonl_utf8_valid(const char *p, size_t n) {
-        const unsigned char *s = (const unsigned char *) p, *e = s + n;
-        while (s < e) {
-                /* ASCII runs, eight bytes at a time where aligned runs allow. */
-                while (e - s >= 8) {
-                        uint64_t w;
-                        memcpy(&w, s, 8);
-                        if (w & 0x8080808080808080ull)
-                                break;
-                        s += 8;
-                }
-                if (s >= e)
-                        break;
-                unsigned c = *s;
-                if (c < 0x80) {
-                        s++;
-                        continue;
-                }
-                size_t len;
-                unsigned min;
-                uint32_t cp;
-                if (c >= 0xc2 && c <= 0xdf) {
-                        len = 2, min = 0x80, cp = c & 0x1f;
-                } else if (c >= 0xe0 && c <= 0xef) {
-                        len = 3, min = 0x800, cp = c & 0x0f;
-                } else if (c >= 0xf0 && c <= 0xf4) {
-                        len = 4, min = 0x10000, cp = c & 0x07;
-                } else
-                        return false;
-                if ((size_t) (e - s) < len)
-                        return false;
-                for (size_t i = 1; i < len; i++) {
-                        if ((s[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i] & 0x3f);
-                }
-                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                s += len;
-        }
-        return true;
-}
-
 /* What append_escaped() makes of one byte: itself, a two-character escape,
  * or \u00XX. */
 static size_t escaped_cost(unsigned char c) {
@@ -497,7 +455,7 @@ int jsonl_encode_texts(json_t *obj, const JsonlText *texts, size_t n_texts, cons
         for (size_t i = 0; i < n_texts; i++) {
                 if (!texts[i].key || json_object_get(obj, texts[i].key))
                         return -EINVAL;
-                if (!jsonl_utf8_valid(texts[i].data, texts[i].len))
+                if (!utf8_valid(texts[i].data, texts[i].len))
                         return -EILSEQ;
         }
         k = jsonl_encode_header(obj, raw != NULL, raw_len, out);

@@ -114,16 +114,13 @@ int jsonl_encode(json_t *obj, const void *raw, size_t raw_len, StrBuf *out);
  * it: bulk text (command output, file content) is escaped straight into the
  * line, several times faster than jansson's encoder. key is borrowed and
  * must be plain ASCII needing no escapes; data must be valid UTF-8
- * (jsonl_utf8_valid()). */
+ * (utf8_valid(), utf8.h). */
 typedef struct JsonlText {
         const char *key;
         const char *data;
         size_t len;
 } JsonlText;
 
-/* Whether p[0..n) is valid UTF-8 (no overlongs, surrogates, or code points
- * over U+10FFFF). NUL bytes are valid (encoded as \u0000). Pure. */
-bool jsonl_utf8_valid(const char *p, size_t n);
 
 /* Bytes p[0..n) take escaped inside a JSON string (what
  * jsonl_encode_texts() writes, without the quotes). Pure. */

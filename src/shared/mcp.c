@@ -8,6 +8,7 @@
 #include "json-util.h"
 #include "jsonl.h"
 #include "strbuf.h"
+#include "utf8.h"
 
 /* Every revision this server can serve, newest first. 2025-03-26 added
  * tool annotations (and batches, which jsonrpc.h accepts); 2025-06-18 added
@@ -422,14 +423,14 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
 /* Appends p[0..n) with every invalid UTF-8 sequence replaced by U+FFFD:
  * command output is bytes, an MCP text is a JSON string. */
 static int append_lossy(StrBuf *out, const char *p, size_t n) {
-        if (jsonl_utf8_valid(p, n))
+        if (utf8_valid(p, n))
                 return strbuf_append(out, p, n);
         size_t i = 0;
         while (i < n) {
                 unsigned char c = (unsigned char)p[i];
                 size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
                 int r;
-                if (len && i + len <= n && jsonl_utf8_valid(p + i, len))
+                if (len && i + len <= n && utf8_valid(p + i, len))
                         r = strbuf_append(out, p + i, len);
                 else {
                         r = strbuf_appends(out, "\xef\xbf\xbd");
@@ -526,7 +527,7 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
         case MCP_TOOL_FILE_READ: {
                 uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
                 uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
-                if (!jsonl_utf8_valid(raw, raw_len))
+                if (!utf8_valid(raw, raw_len))
                         r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
                                             raw_len, (unsigned long long)off, (unsigned long long)size);
                 else

@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "jsonl.h"
 #include "protocol.h"
+#include "utf8.h"
 
 static JsonlReader *reader(void) {
         JsonlReader *r = NULL;
@@ -668,7 +669,7 @@ static void test_write_request_checks(void **state) {
         json_decref(o);
 }
 
-/* ---- jsonl_encode_texts / jsonl_utf8_valid ---- */
+/* ---- jsonl_encode_texts / utf8_valid ---- */
 
 static void test_utf8_valid(void **state) {
         struct {
@@ -690,7 +691,7 @@ static void test_utf8_valid(void **state) {
                 { "abcdefgh\xff", 9, false },            /* after an 8-byte ASCII run */
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-                if (jsonl_utf8_valid(cases[i].s, cases[i].n) != cases[i].ok)
+                if (utf8_valid(cases[i].s, cases[i].n) != cases[i].ok)
                         fail_msg("case %zu", i);
 }
 
