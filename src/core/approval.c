@@ -242,15 +242,15 @@ static bool memo_holds(const ApprovalMemo *m, const char *dir) {
         return lstat(m->cfg, &st) == 0 && lstat(m->entry, &st) == 0;
 }
 
+/* Remembered only while what memo_holds() checks holds already: dir is
+ * the root's directory, the root no symlink, its config and entry there. */
 static void memo_fill(ApprovalMemo *memo, const char *store, const char *dir, const char *root) {
-        struct stat st, rst;
-        if (stat(dir, &st) < 0 || lstat(root, &rst) < 0 || !S_ISDIR(rst.st_mode) || st.st_dev != rst.st_dev ||
-            st.st_ino != rst.st_ino)
+        struct stat st;
+        if (stat(dir, &st) < 0)
                 return;
         ApprovalMemo n = { .path = strdup(dir), .root = strdup(root), .cfg = path_join(root, VS_CONFIG_FILE),
                            .entry = entry_path(store, root), .dev = st.st_dev, .ino = st.st_ino };
-        struct stat cst;
-        if (!n.path || !n.root || !n.cfg || !n.entry || lstat(n.cfg, &cst) < 0 || lstat(n.entry, &cst) < 0) {
+        if (!n.path || !n.root || !n.cfg || !n.entry || !memo_holds(&n, dir)) {
                 memo_free(&n);
                 return;
         }
