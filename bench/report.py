@@ -103,37 +103,36 @@ def fmt(v, unit):
 TARGETS_15 = [
     dict(text="warm exec via daemon / direct posix_spawn, C client <= 1.15 (median ratio)",
          kind="ratio", ref="exec.ratio.warm_direct", stat="median", op="<=", limit=1.15, unit="x",
-         floor=("ratio", ["exec.direct.spawn", "exec.relay"], ["exec.direct.spawn"])),
+         floor=("ratio", ["exec.direct.spawn", "exec.relay"], ["exec.direct.spawn"]),
+         floor_text="direct posix_spawn + the 4-hop relay, over the direct posix_spawn"),
     dict(text="warm exec via daemon / direct os.posix_spawn, Python client <= 1.15 (median ratio)",
          kind="ratio", ref="client.ratio.warm_spawn", stat="median", op="<=", limit=1.15, unit="x",
-         floor=("ratio", ["client.spawn", "client.relay"], ["client.spawn"])),
+         floor=("ratio", ["client.spawn", "client.relay"], ["client.spawn"]),
+         floor_text="direct os.posix_spawn + the 4-hop relay (Python), over the direct os.posix_spawn"),
     dict(text="per-call bwrap (same policy, 0 masks) / warm exec >= 6",
          kind="ratio", ref="exec.ratio.percall_warm.m0", stat="median", op=">=", limit=6, unit="x"),
     dict(text="file_read 4 KiB via daemon, raw, p50 <= 100 us (C client)",
          kind="figure", ref="files.read.4k.raw", stat="median", op="<=", limit=100, unit="us",
-         floor=("sum", ["files.relay.4k", "files.direct.read.4k"])),
+         floor=("sum", ["files.relay.4k", "files.direct.read.4k"]),
+         floor_text="the 4-hop relay of a 4 KiB reply + a direct read"),
     dict(text="file_read 4 KiB via daemon, text, p50 <= 120 us (C client)",
          kind="figure", ref="files.read.4k", stat="median", op="<=", limit=120, unit="us",
-         floor=("sum", ["files.relay.4k", "files.direct.read.4k"])),
+         floor=("sum", ["files.relay.4k", "files.direct.read.4k"]),
+         floor_text="the 4-hop relay of a 4 KiB reply + a direct read"),
     dict(text="idle workspace <= 0.6 MB all told (machine delta per workspace, 1 000 workspaces)",
          kind="value", ref="memory.machine_per_ws_kb", op="<=", limit=0.6 * 1024, unit="kB",
-         floor=("value", "memory.floor.machine_per_jail_kb")),
+         floor=("value", "memory.floor.machine_per_jail_kb"),
+         floor_text="a bare bwrap jail with the daemon's argv and its pids and memory cgroups (machine delta)"),
     dict(text="1 000 idle workspaces started in under 4 s",
          kind="value", ref="memory.start_1000_s", op="<", limit=4, unit="s",
-         floor=("value", "memory.floor.start_1000_s")),
+         floor=("value", "memory.floor.start_1000_s"),
+         floor_text="1 000 bare bwrap jails with the daemon's argv and their cgroups"),
 ]
 
-# A target's floor: what the design's unavoidable part alone measures in the
-# same run (the 4-hop relay, the direct read, a bare bwrap jail), so that a
-# miss the floor itself misses is told apart from one that could be cut.
-FLOOR_TEXT = {
-    "exec.ratio.warm_direct": "direct posix_spawn + the 4-hop relay, over the direct posix_spawn",
-    "client.ratio.warm_spawn": "direct os.posix_spawn + the 4-hop relay (Python), over the direct os.posix_spawn",
-    "files.read.4k.raw": "the 4-hop relay of a 4 KiB reply + a direct read",
-    "files.read.4k": "the 4-hop relay of a 4 KiB reply + a direct read",
-    "memory.machine_per_ws_kb": "a bare bwrap jail with the daemon's argv and its pids and memory cgroups (machine delta)",
-    "memory.start_1000_s": "1 000 bare bwrap jails with the daemon's argv and their cgroups",
-}
+# A target's floor (floor, floor_text): what the design's unavoidable part
+# alone measures in the same run (the 4-hop relay, the direct read, a bare
+# bwrap jail), so that a miss the floor itself misses is told apart from one
+# that could be cut.
 
 
 def floor_of(t, figs, values):
@@ -238,7 +237,7 @@ def target_table(w, title, targets, figs, ratios, values):
         cell = ""
         if floors and fl is not None:
             fok = {"<=": fl <= t["limit"], "<": fl < t["limit"], ">=": fl >= t["limit"]}[t["op"]]
-            cell = f" {fmt(fl, t['unit'])}: {FLOOR_TEXT[t['ref']]}{'' if fok else ' (misses the target by itself)'} |"
+            cell = f" {fmt(fl, t['unit'])}: {t['floor_text']}{'' if fok else ' (misses the target by itself)'} |"
         elif floors:
             cell = " |"
         w(f"| {t['text']} | {fmt(v, t['unit'])} | {verdict} |{cell}")
