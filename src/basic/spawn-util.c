@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
