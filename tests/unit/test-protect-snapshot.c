@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,21 +86,32 @@ static void unchanged_is_quiet(void **state) {
         policy_free(p);
 }
 
+/* Removes rel (a directory or a file) and makes it again a moment later
+ * (made again in the same microsecond would be a birth time tie: the
+ * host's own rm and mkdir take longer than that), and says whether the
+ * filesystem handed the new one the old inode number. */
+static void make_again(const char *rel, bool dir, const char *what) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", ws, rel);
+        ino_t before = ino_of(rel);
+        assert_int_equal(dir ? rmdir(p) : unlink(p), 0);
+        usleep(2000);
+        if (dir)
+                assert_int_equal(mkdir(p, 0755), 0);
+        else
+                write_file(rel, "[core]\n\thooksPath = /tmp/evil\n");
+        print_message("# %s made again: inode number %s\n", what, ino_of(rel) == before ? "reused" : "new");
+}
+
 static void directory_made_again(void **state) {
         VsPolicy *p;
         VsProtectSnapshot *s = snapshot(&p);
-        ino_t before = ino_of(".git/hooks");
+        make_again(".git/hooks", true, ".git/hooks");
         char d[512];
         snprintf(d, sizeof d, "%s/.git/hooks", ws);
-        /* Made again in the same microsecond would be a birth time tie:
-         * the host's own rm and mkdir take longer than that. */
-        assert_int_equal(rmdir(d), 0);
-        usleep(2000);
-        assert_int_equal(mkdir(d, 0755), 0);
         const char *what = protect_snapshot_changed(s);
         assert_non_null(what);
         assert_string_equal(what, d);
-        print_message("# .git/hooks made again: inode number %s\n", ino_of(".git/hooks") == before ? "reused" : "new");
         protect_snapshot_free(s);
         policy_free(p);
 }
@@ -107,14 +119,8 @@ static void directory_made_again(void **state) {
 static void file_made_again(void **state) {
         VsPolicy *p;
         VsProtectSnapshot *s = snapshot(&p);
-        ino_t before = ino_of(".git/config");
-        char f[512];
-        snprintf(f, sizeof f, "%s/.git/config", ws);
-        assert_int_equal(unlink(f), 0);
-        usleep(2000);
-        write_file(".git/config", "[core]\n\thooksPath = /tmp/evil\n");
+        make_again(".git/config", false, ".git/config");
         assert_non_null(protect_snapshot_changed(s));
-        print_message("# .git/config made again: inode number %s\n", ino_of(".git/config") == before ? "reused" : "new");
         protect_snapshot_free(s);
         policy_free(p);
 }
@@ -132,15 +138,10 @@ static void symlink_target_made_again(void **state) {
         VsPolicy *p;
         VsProtectSnapshot *s = snapshot(&p);
         assert_null(protect_snapshot_changed(s));
-        ino_t before = ino_of("hooks-real");
-        assert_int_equal(rmdir(real), 0);
-        usleep(2000);
-        assert_int_equal(mkdir(real, 0755), 0);
+        make_again("hooks-real", true, "the target of a symlinked .git/hooks");
         const char *what = protect_snapshot_changed(s);
         assert_non_null(what);
         assert_string_equal(what, hooks);
-        print_message("# the target of a symlinked .git/hooks made again: inode number %s\n",
-                      ino_of("hooks-real") == before ? "reused" : "new");
         protect_snapshot_free(s);
         policy_free(p);
 }
