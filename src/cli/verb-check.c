@@ -43,7 +43,7 @@ static void print_policy(const VsPolicy *p, const char *dir) {
         printf("%-13s%s (read-only where they exist, never created by the file tools)\n", "protect",
                g && *g ? g : "(none)");
         printf("%-13s%s\n", "git_init",
-               p->git_init ? "true (the jail may create a repository at the root)"
+               p->git_init ? "true (a missing root .git is a repository the host's git makes before the jail starts)"
                            : "false (a missing root .git is a read-only empty directory in the jail)");
         printf("%-13s%s\n%-13s%s\n", "no_gpu", p->no_gpu ? "true" : "false", "lockdown", p->lockdown ? "true" : "false");
         if (p->net_allowlist) {

@@ -97,7 +97,7 @@ int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapsh
          * target, submodules, worktrees): a host save over one detaches
          * its mount the same way. */
         VsGitControls gc = { 0 };
-        if ((r = git_controls_collect(p->workspace, !p->git_init, &gc)) < 0)
+        if ((r = git_controls_collect(p->workspace, &gc)) < 0)
                 return r;
         for (size_t i = 0; r >= 0 && i < gc.n; i++)
                 if (!strv_contains(prot, gc.items[i].path))

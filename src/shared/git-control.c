@@ -213,7 +213,7 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
         return each_subdir(w, worktrees, 0, worktree_entry);
 }
 
-int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret) {
+int git_controls_collect(const char *workspace, VsGitControls *ret) {
         VsGitControls out = { 0 };
         Walk w = { .out = &out };
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
@@ -222,14 +222,14 @@ int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitCon
         int r = 0;
         struct stat st;
         if (lstat(dotgit, &st) < 0) {
-                if (errno == ENOENT && seal_missing_root)
+                if (errno == ENOENT)
                         r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
         } else {
                 _cleanup_free_ char *head = path_join(dotgit, "HEAD");
                 struct stat hst;
                 if (!head)
                         r = -ENOMEM;
-                else if (S_ISDIR(st.st_mode) && lstat(head, &hst) < 0 && errno == ENOENT && seal_missing_root)
+                else if (S_ISDIR(st.st_mode) && lstat(head, &hst) < 0 && errno == ENOENT)
                         /* An empty placeholder (or a half-made .git): sealed whole. */
                         r = push(&out, TAKE_PTR(dotgit), true, true, NULL);
                 else if (S_ISDIR(st.st_mode))
@@ -263,8 +263,7 @@ int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitCon
         return 0;
 }
 
-/* The directory path reached from / without following a symlink. */
-static int open_dir_nofollow(const char *path) {
+int git_control_open_dir(const char *path) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -306,7 +305,7 @@ static void chown_like_parent(int pfd, const char *name) {
 /* dir, made (mode 0755) with up to levels missing ancestors (objects/info
  * of a .git without objects/), none reached through a symlink. */
 static int reach_dir(char *dir, unsigned levels) {
-        int fd = open_dir_nofollow(dir);
+        int fd = git_control_open_dir(dir);
         if (fd != -ENOENT || levels == 0)
                 return fd;
         char *slash = strrchr(dir, '/');
@@ -320,7 +319,7 @@ static int reach_dir(char *dir, unsigned levels) {
         if (mkdirat(up, slash + 1, 0755) < 0 && errno != EEXIST)
                 return -errno;
         chown_like_parent(up, slash + 1);
-        return open_dir_nofollow(dir);
+        return git_control_open_dir(dir);
 }
 
 int git_control_make_placeholder(const VsGitControl *c, VsError **err) {

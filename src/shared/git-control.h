@@ -40,15 +40,21 @@ typedef struct VsGitControls {
 } VsGitControls;
 
 /* Reads the host (lstat, readdir, the .git file and commondir with
- * O_NOFOLLOW, at most a few KiB each); changes nothing. With
- * seal_missing_root (git_init = false), a missing root .git, or one that
- * is not a repository yet (no HEAD), is itself the one control path (a
- * directory, read-only whole: `git init` in the jail cannot make a
- * repository the host later trusts); else such a workspace has none. */
-int git_controls_collect(const char *workspace, bool seal_missing_root, VsGitControls *ret);
+ * O_NOFOLLOW, at most a few KiB each); changes nothing. A missing root
+ * .git, or one that is not a repository yet (no HEAD), is itself the one
+ * control path (a directory, read-only whole: `git init` in the jail
+ * cannot make a repository the host later trusts). With git_init = true
+ * the repository is made on the host first (git-init.h), so the jail
+ * finds one and this protects its control files. */
+int git_controls_collect(const char *workspace, VsGitControls *ret);
 void git_controls_done(VsGitControls *c);
 
 /* Makes a missing control file's placeholder: its parent reached without
  * following symlinks, created O_EXCL / mkdirat, owned by the parent's
  * owner and read-only. 0 when made or already there. */
 int git_control_make_placeholder(const VsGitControl *c, VsError **err);
+
+/* An O_PATH descriptor of the directory path, reached from / without
+ * following a symlink (openat2 RESOLVE_NO_SYMLINKS, or one component at a
+ * time), or a negative errno. */
+int git_control_open_dir(const char *path);

@@ -11,6 +11,7 @@
 
 #include "fd-util.h"
 #include "git-control.h"
+#include "git-init.h"
 #include "glob.h"
 #include "mask-walk.h"
 #include "path-util.h"
@@ -97,10 +98,18 @@ static bool below_rw(const VsPolicy *p, const char *path) {
 
 /* The .git control files (git-control.h): an existing one is protected;
  * a missing one where the jail could create it gets its placeholder
- * first, then is protected like the others. */
+ * first, then is protected like the others. With git_init = true a
+ * missing root .git where the jail could create one is a repository
+ * first (git-init.h), whose control files are then those. */
 static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         VsGitControls gc = { 0 };
-        int r = git_controls_collect(p->workspace, !p->git_init, &gc);
+        _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
+        if (!dotgit)
+                return -ENOMEM;
+        int r = p->git_init && below_rw(p, dotgit) ? git_repo_make(p->workspace, err) : 0;
+        if (r < 0)
+                return r;
+        r = git_controls_collect(p->workspace, &gc);
         if (r == -E2BIG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                          "%s/.git: too many nested git directories (submodules, worktrees) to protect",

@@ -868,6 +868,35 @@ def _(c):
     return v
 
 
+def git_init_allowed(ws):
+    """No .git, and git_init = true: the host makes the repository before
+    the jail starts (once the jail's own git init raced the daemon)."""
+    no_git(ws)
+    toml = os.path.join(ws, "vectora.toml")
+    with open(toml) as f:
+        text = f.read()
+    write(toml, text.replace("[sandbox]\n", "[sandbox]\ngit_init = true\n", 1))
+
+
+def git_init_write(rel):
+    """The probe appends to rel in the repository made for the jail:
+    blocked, the repository is on the host, rel has nothing of the probe."""
+    def run(c):
+        ws = git_ws(c, f"ws-git-{next(GIT_WS)}-git_init", git_init_allowed)
+        v = expect_blocked(c.probe(ws, "write", os.path.join(ws, rel)))
+        if not os.path.isfile(os.path.join(ws, ".git/HEAD")):
+            raise Fail("no repository was made on the host for git_init = true")
+        after = read_host(os.path.join(ws, rel))
+        if isinstance(after, bytes) and b"vectora-probe was here" in after:
+            raise Fail(f"ESCAPED: {rel} was written on the host: {after!r}")
+        return v
+    return run
+
+
+for rel in (".git/config", ".git/hooks/post-checkout", ".git/info/attributes"):
+    attempt(f"exec: write {rel} where the workspace has no .git and git_init = true")(git_init_write(rel))
+
+
 for name, fn in (
         ("a new .mcp.json (protect)", lambda c: (["write", "-w", c.ws, ".mcp.json"], os.path.join(c.ws, ".mcp.json"))),
         ("a new sub/.envrc (protect, any depth)", lambda c: (["write", "-w", c.ws, "sub/.envrc"],

@@ -815,34 +815,127 @@ def t_git_state_writable_control_sealed(d, tmp):
     c.close()
 
 
+def fsmonitor_plant(marker):
+    """Jail commands that try to make the host's git run `touch marker`:
+    git init, then core.fsmonitor in .git/config (by hand and by git
+    config), core.hooksPath, and hooks git runs on commit and checkout."""
+    run = "touch %s; :" % marker
+    hook = "#!/bin/sh\\ntouch %s\\n" % marker
+    return ("git init -q 2>/dev/null; "
+            "printf '[core]\\n\\tfsmonitor = \"%s\"\\n' >> .git/config 2>/dev/null && echo WROTE; "
+            "git config core.fsmonitor '%s' 2>/dev/null && echo WROTE; "
+            "git config core.hooksPath /tmp 2>/dev/null && echo WROTE; "
+            "mkdir -p .git/hooks 2>/dev/null; "
+            "for h in pre-commit post-checkout; do printf '%s' > .git/hooks/$h 2>/dev/null && echo WROTE; done; "
+            "echo end") % (run, run, hook)
+
+
+def host_git_runs_nothing(ws, marker):
+    """The host user's git status, commit and checkout in ws: nothing
+    planted runs (marker stays absent)."""
+    for args in (["status", "--short"], ["-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q",
+                                          "--allow-empty", "-m", "host"], ["checkout", "-q", "-b", "hostside"],
+                 ["checkout", "-q", "-"]):
+        out = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], capture_output=True, text=True)
+        check(out.returncode == 0, (args, out))
+    chown_tree(ws)
+    check(not os.path.exists(marker), "the host's git ran what the jail planted in " + ws)
+
+
 def t_git_init_in_jail(d, tmp):
     """In a workspace without .git that lets the agent make its repository
     (git_init = true; by default the placeholder refuses git init, see
     t_git_init_refused_by_default), git init in the jail followed by writes
     to .git/config and .git/hooks succeeded; the host user's next git
-    status there ran what was planted. The .git appearing changes the
-    protected snapshot: the worker is recycled at once (the command ends),
-    and the next jail mounts the new config and hooks read-only."""
-    planted, ended = 0, 0
+    status there ran what was planted. The daemon then ended the jail when
+    it noticed the new .git: a race, lost at times (up to 2 in 5 planted).
+    Now the repository is made on the host, by the host's git as the
+    workspace's owner, before the jail starts: the first command already
+    finds its config and hooks read-only, the agent's git init fails
+    against them (the repository stays usable), and the agent's add and
+    commit work."""
+    marker = os.path.join(tmp, "gitinit-fsmonitor-ran")
+    # The probe is live: a repository whose config names the fsmonitor
+    # makes the host's git status run it.
+    live = make_ws(tmp, "gitinit-live")
+    host_git(live, "init", "-q")
+    host_git(live, "config", "core.fsmonitor", "touch %s; :" % marker)
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", live, "status"], capture_output=True)
+    check(os.path.exists(marker), "the fsmonitor probe did not run")
+    os.unlink(marker)
+
+    planted = 0
     c = d.conn()
     for i in range(5):
-        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX + "git_init = true\n")
-        check(term(c, ws, "true")["ok"], "first call")
-        r = term(c, ws, "git init -q && printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; "
-                        "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit; echo done")
-        ended += r.get("error", {}).get("code") == "worker_recycled"
-        cfg = os.path.join(ws, ".git/config")
-        planted += (os.path.exists(cfg) and "evil" in open(cfg).read()) or \
-            os.path.exists(os.path.join(ws, ".git/hooks/pre-commit"))
-        r = term(c, ws, "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config 2>/dev/null && echo WROTE; "
-                        "printf x > .git/hooks/post-checkout 2>/dev/null && echo WROTE; echo end")
-        check(r["ok"] and r["stdout"] == "end\n", r)
-    print("# git init in the jail: %d of 5 commands ended by the recycle, %d planted" % (ended, planted))
-    # The recycle is a race against the command (docs/threat-model.md,
-    # Known limits), won in most attempts; lost once in 5 while every suite
-    # ran at once on 2 CPUs. Without the recycle all 5 plant and none ends.
-    check(ended >= 3 and planted <= 2, ("ended by the recycle", ended, "planted", planted))
+        ws = make_ws(tmp, "gitinit%d" % i, SANDBOX + "git_init = true\n", {"f.txt": "one\n"})
+        r = term(c, ws, fsmonitor_plant(marker))
+        # The first command: no recycle, nothing written.
+        check(r["ok"] and r["stdout"] == "end\n" and r["sandboxed"] is True, r)
+        pid = worker_pid(c, ws)
+        gd = os.path.join(ws, ".git")
+        check(os.path.isfile(os.path.join(gd, "HEAD")) and os.stat(gd).st_uid == os.stat(ws).st_uid,
+              "no repository of the workspace's owner")
+        with open(os.path.join(gd, "config")) as f:
+            cfg = f.read()
+        planted += "fsmonitor" in cfg or "hooksPath" in cfg or bool(os.listdir(os.path.join(gd, "hooks")))
+        host_git_runs_nothing(ws, marker)
+        # The agent's git works for normal use: objects, refs, index.
+        r = term(c, ws, "git add f.txt && git -c user.name=a -c user.email=a@a commit -q -m agent && git log --format=%s")
+        check(r["ok"] and r["stdout"].startswith("agent\n"), r)
+        check(worker_pid(c, ws) == pid, "the worker was recycled after the host made the repository")
+    print("# git init in the jail with git_init = true: %d of 5 planted" % planted)
+    check(planted == 0, ("planted", planted))
+    out = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, "log", "--format=%s"], capture_output=True,
+                         text=True)
+    check(out.stdout == "agent\nhost\n", out)
+    # The agent's own git init: the repository's config and hooks are
+    # read-only, so it fails (status 128); the repository is unchanged.
+    r = term(c, ws, "git init; echo status=$?; git init --template=; echo status=$?")
+    check(r["ok"] and r["stdout"].count("status=128") == 2 and "Read-only file system" in r["stderr"]
+          and "could not write config file" in r["stderr"], r)
     c.close()
+
+
+def t_git_init_without_host_git(d, tmp):
+    """git_init = true makes the repository with the host's git before the
+    jail starts. Without a git to run the start fails, saying what to do,
+    and leaves no .git behind: never a jail that lets the agent make the
+    repository itself (the old race). A workspace with a repository, or
+    with git_init = false, needs no git."""
+    env = dict(os.environ, VECTORA_GIT="/nonexistent/git")
+    own = Daemon(tmp, "nogit", extra=("--state-dir", os.path.join(tmp, "nogit-state")), env=env)
+    try:
+        c = own.conn()
+        ws = make_ws(tmp, "nogit", SANDBOX + "git_init = true\n")
+        r = term(c, ws, "echo ran")
+        check(not r["ok"] and r["error"]["code"] == "sandbox_unavailable"
+              and "VECTORA_GIT=/nonexistent/git" in r["error"]["message"]
+              and "git_init = false" in r["error"]["message"], r)
+        check(not os.path.exists(os.path.join(ws, ".git")), "a .git was left behind")
+        ok = make_ws(tmp, "nogit-repo", SANDBOX + "git_init = true\n")
+        host_git(ok, "init", "-q")
+        r = term(c, ok, "echo ran")
+        check(r["ok"] and r["stdout"] == "ran\n", r)
+        off = make_ws(tmp, "nogit-off", SANDBOX)
+        r = term(c, off, "echo ran")
+        check(r["ok"] and r["stdout"] == "ran\n", r)
+        c.close()
+    finally:
+        own.stop()
+    # No git installed at all (embedded mode): /usr/bin/git hidden under
+    # /dev/null (not executable) in a mount namespace of the CLI's own.
+    if not ROOT:
+        raise Skip("hiding /usr/bin/git needs a mount namespace (root); the VECTORA_GIT case above ran")
+    ws = make_ws(tmp, "nogit-cli", SANDBOX + "git_init = true\n")
+    hide = "".join("mount --bind /dev/null %s && " % g for g in ("/usr/bin/git", "/usr/local/bin/git")
+                   if os.path.exists(g) and not os.path.islink(g))
+    e = {k: v for k, v in os.environ.items() if k not in ("VECTORA_SANDBOX_SOCKET", "VECTORA_GIT")}
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        hide + 'exec "$@"', "sh", CLI, "--no-daemon", "run", "-w", ws, "echo ran"],
+                       capture_output=True, text=True, env=e, timeout=60)
+    check(r.returncode != 0 and "ran" not in r.stdout and "git is not installed on this host" in r.stderr
+          and "apt-get install git" in r.stderr, r)
+    check(not os.path.exists(os.path.join(ws, ".git")), "a .git was left behind")
 
 
 def t_git_init_refused_by_default(d, tmp):
@@ -865,11 +958,13 @@ def t_git_init_refused_by_default(d, tmp):
     host_git(ws, "init", "-q")
     r = term(c, ws, "printf x >> .git/config 2>/dev/null && echo WROTE; git status --short >/dev/null && echo STATUS")
     check(r["ok"] and r["stdout"] == "STATUS\n", r)
-    # git_init = true: no placeholder, the jail may make the repository
-    # (then the race with the recycle that t_git_init_in_jail measures).
+    # git_init = true: no placeholder but a repository (t_git_init_in_jail),
+    # also where the placeholder of git_init = false was left.
     ws2 = make_ws(tmp, "yesinit", SANDBOX + "git_init = true\n")
+    os.mkdir(os.path.join(ws2, ".git"))
+    chown_tree(ws2)
     check(term(c, ws2, "true")["ok"], "first call")
-    check(not os.path.exists(os.path.join(ws2, ".git")), "git_init = true still made a placeholder")
+    check(os.path.isfile(os.path.join(ws2, ".git/HEAD")), "git_init = true left the empty placeholder")
     c.close()
 
 
@@ -1025,6 +1120,7 @@ TESTS = [
     t_git_init_refused_by_default,
     t_protect_globs,
     t_git_init_in_jail,
+    t_git_init_without_host_git,
     t_host_run_files_reported,
     t_rename_into_masked_name,
     t_masks_under_other_roots,
