@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory: PSS of the daemon and of each idle workspace's jail processes
- * (the keeper, bwrap and the worker), and the machine's memory delta for N
+ * (bwrap, pid 1 of the jail's outer pid namespace, and the worker), and the machine's memory delta for N
  * idle sandboxed workspaces (MemTotal - MemAvailable before and after,
  * which counts user and kernel memory: page tables, kernel stacks, slab for
  * the namespaces and mounts). Also how long starting the N took: the first
@@ -354,21 +354,19 @@ static void ns_costs(BenchOut *out) {
         }
 }
 
-enum { ROLE_KEEPER, ROLE_BWRAP, ROLE_WORKER, N_ROLES };
-static const char *const role_key[N_ROLES] = { "keeper", "bwrap", "worker" };
-static const char *const role_label[N_ROLES] = { "keeper (vectora-worker --keep)", "bwrap (outer: its monitor)",
+enum { ROLE_BWRAP, ROLE_WORKER, N_ROLES };
+static const char *const role_key[N_ROLES] = { "bwrap", "worker" };
+static const char *const role_label[N_ROLES] = { "bwrap (outer: its monitor, pid 1 of the jail's outer pid namespace)",
                                                  "worker (pid 1 of the jail)" };
 
 typedef struct RoleStats {
         Samples pss, priv, pte, cpu;
 } RoleStats;
 
-/* Each process of the jail below root by its role: bwrap by its name, the
- * keeper as the vectora-worker above it, the worker (with anything it
- * started) below. */
-static void jail_roles(const Proc *ps, size_t n, pid_t root, bool below_bwrap, RoleStats *rs) {
-        bool bwrap = comm_is(root, "bwrap");
-        int role = bwrap ? ROLE_BWRAP : below_bwrap ? ROLE_WORKER : ROLE_KEEPER;
+/* Each process of the jail from root down by its role: bwrap by its name,
+ * the worker (with anything it started) below it. */
+static void jail_roles(const Proc *ps, size_t n, pid_t root, RoleStats *rs) {
+        int role = comm_is(root, "bwrap") ? ROLE_BWRAP : ROLE_WORKER;
         ProcMem m = proc_mem(root);
         samples_add(&rs[role].pss, 0, (double)m.pss);
         samples_add(&rs[role].priv, 0, (double)m.priv);
@@ -376,7 +374,7 @@ static void jail_roles(const Proc *ps, size_t n, pid_t root, bool below_bwrap, R
         samples_add(&rs[role].cpu, 0, m.cpu_us);
         for (size_t i = 0; i < n; i++)
                 if (ps[i].ppid == root)
-                        jail_roles(ps, n, ps[i].pid, below_bwrap || bwrap, rs);
+                        jail_roles(ps, n, ps[i].pid, rs);
 }
 
 /* Several processes of one role in one jail (a worker's relay) count as
@@ -489,7 +487,7 @@ static void floor_cg_remove(int version, unsigned n) {
  * with the daemon's own argv for it (namespaces, binds, masks, uid, the
  * same seccomp filter; bench_percall_prepare), started the cheapest way
  * (a vfork-style clone), running a shell that says it is up and then
- * sleeps: no daemon, no keeper, no worker, no Landlock. As many start at
+ * sleeps: no daemon, no outer pid namespace, no worker, no Landlock. As many start at
  * once as the daemon phase had first calls in flight. What it takes to
  * start them all and what each costs the machine bound what a workspace
  * can cost while it is a bwrap jail. */
@@ -569,7 +567,7 @@ static void bare_floor(BenchOut *out, char **ws, unsigned n) {
         samples_done(&v);
         bench_out_value(out, "memory.floor.start_1000_s", n == 1000 ? start_s : NAN);
         bench_out_value(out, "memory.floor.machine_per_jail_kb", (double)(after.used - before.used) / n);
-        bench_out_note(out, "Floor: for each workspace, bwrap with the daemon's own argv for it (namespaces, binds, masks, uid, the same seccomp filter), started by a vfork-style clone, running `/bin/sh -c 'printf r; exec sleep ...'` (up when its byte arrives), %s: no daemon, keeper, worker or Landlock, %u starting at once; measured after the daemon and its jails were gone.",
+        bench_out_note(out, "Floor: for each workspace, bwrap with the daemon's own argv for it (namespaces, binds, masks, uid, the same seccomp filter), started by a vfork-style clone, running `/bin/sh -c 'printf r; exec sleep ...'` (up when its byte arrives), %s: no daemon, outer pid namespace, worker or Landlock, %u starting at once; measured after the daemon and its jails were gone.",
                        cg ? (cg == 2 ? "each in a cgroup v2 group of its own with the workspace's pids.max and memory.max, as the daemon makes"
                                      : "each in a pids and a memory cgroup (v1) of its own with the workspace's limits, as the daemon makes")
                           : "without per-jail cgroups (not root, or no writable cgroupfs: the daemon phase may have had them)",
@@ -663,7 +661,7 @@ int main(int argc, char **argv) {
                         long kb = tree_pss(ps, np, ps[i].pid, &count);
                         samples_add(&jail, 0, (double)kb);
                         samples_add(&procs, 0, count);
-                        jail_roles(ps, np, ps[i].pid, false, roles);
+                        jail_roles(ps, np, ps[i].pid, roles);
                 }
         free(ps);
         if (jail.n < n_ws)

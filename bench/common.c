@@ -475,11 +475,9 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
         size_t n = strv_length(l->argv);
         if (n < 2 || !streq(l->argv[n - 2], "--"))
                 bench_die("unexpected bwrap argv shape");
-        /* The daemon runs bwrap under the keeper (vectora-worker --keep --),
-         * which keeps no descriptor but stdio; the per-call model runs bwrap
-         * itself, one process fewer (which only favours it). */
-        size_t first = n > 3 && streq(l->argv[1], "--keep") && streq(l->argv[2], "--") ? 3 : 0;
-        for (size_t i = first; i + 2 < n; i++)
+        /* The daemon starts bwrap as pid 1 of a pid namespace of its own;
+         * the per-call model runs it plainly, which only favours it. */
+        for (size_t i = 0; i + 2 < n; i++)
                 if (strv_extend(&p->argv_prefix, l->argv[i]) < 0)
                         bench_die("out of memory");
         if (strv_extend(&p->argv_prefix, "--seccomp") < 0 || strv_extend(&p->argv_prefix, "3") < 0 ||

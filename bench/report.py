@@ -290,7 +290,7 @@ def stage_table(w, figs):
         w(f"| **the call, end to end** | **{fmt(mraw, 'us')}** | **{fmt(mtext, 'us')}** |\n")
 
 
-PIECES = (("keeper", "keeper (`vectora-worker --keep`)"), ("bwrap", "bwrap, outer (its monitor)"),
+PIECES = (("bwrap", "bwrap, outer (its monitor; pid 1 of the jail's outer pid namespace)"),
           ("worker", "worker (pid 1 of the jail)"))
 
 

@@ -40,6 +40,11 @@ pid_t spawn_fork(int pdeath_sig);
  * spawn_fork(). Returns the child's pid or a negative errno. */
 pid_t spawn_vfork(int (*fn)(void *arg), void *arg);
 
+/* The same, the child made in new namespaces too (CLONE_NEW* flags, for
+ * instance CLONE_NEWPID: the child is pid 1 of a pid namespace of its
+ * own, and when it ends the kernel ends everything else in it). */
+pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags);
+
 /* Waits for pid, retrying on EINTR. Returns its exit status, 128 + N when
  * signal N ended it, or a negative errno. */
 int spawn_wait(pid_t pid);

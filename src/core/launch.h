@@ -30,7 +30,11 @@ typedef struct VsLaunchOptions {
 typedef struct VsLaunch {
         bool sandboxed;   /* false: direct mode, the worker runs on the host as the caller */
         char **argv;      /* program and arguments to exec */
-        int end_signal;   /* what ends argv[0] and the jail below it: SIGTERM for the keeper (local), else SIGKILL */
+        /* argv[0] (bwrap) starts as pid 1 of a pid namespace of its own
+         * (local backend): SIGKILL of it, or the starter's death (its
+         * parent-death signal), ends the whole jail at once, even one whose
+         * inner bwrap is still setting up. */
+        bool own_pid_ns;
         bool switch_user; /* drop to uid/gid before exec (the caller is root) */
         uid_t uid;
         gid_t gid;

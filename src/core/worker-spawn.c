@@ -3,9 +3,13 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,13 +30,15 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
 
 static const char *step_name(int s) {
         switch (s) {
         case STEP_FDS: return "setting up descriptors";
         case STEP_IDMAP: return "attaching the idmapped workspace in a private mount namespace";
         case STEP_CGROUP: return "joining the workspace's cgroup";
+        case STEP_USERNS: return "mapping the caller's uid and gid in the jail's outer user namespace";
+        case STEP_PROC: return "mounting /proc for the jail's outer pid namespace";
         case STEP_GROUPS: return "dropping supplementary groups";
         case STEP_GID: return "switching group";
         case STEP_UID: return "switching user";
@@ -119,7 +125,48 @@ typedef struct SpawnChild {
         const VsLaunch *l;
         int theirs, stderr_w, err_w;
         pid_t parent;
+        unsigned long ns_flags;
+        char uid_map[32], gid_map[32]; /* "ID ID 1": the caller's own ids (CLONE_NEWUSER) */
 } SpawnChild;
+
+static bool write_file(const char *path, const char *s) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = write(fd, s, strlen(s));
+        int e = errno;
+        close(fd);
+        errno = e;
+        return n == (ssize_t)strlen(s);
+}
+
+/* The outer namespaces (own_pid_ns): the child is pid 1 of a new pid
+ * namespace, with a mount namespace of its own where /proc is that pid
+ * namespace's (bwrap reads /proc/PID of the processes it starts, by their
+ * pids in its own namespace). Mounts stay slaves of the host's, as bwrap
+ * makes them itself: the host's mount events still reach the jail, nothing
+ * made here reaches the host. Without root it is also in a user namespace
+ * of its own, where it maps only its own uid and gid (what an unprivileged
+ * process may do itself); bwrap's own user namespace nests inside. */
+static void enter_outer_ns(const SpawnChild *c) {
+        if ((c->ns_flags & CLONE_NEWUSER) &&
+            (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", c->uid_map) ||
+             !write_file("/proc/self/gid_map", c->gid_map)))
+                child_fail(c->err_w, STEP_USERNS, errno);
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                child_fail(c->err_w, STEP_PROC, errno);
+}
+
+/* Whether the starter is still there to be the parent: with the jail's
+ * own pid namespace getppid() says 0, so its end is seen on the channel
+ * (only the starter holds the other end). */
+static bool starter_alive(const SpawnChild *c) {
+        if (!(c->ns_flags & CLONE_NEWPID))
+                return getppid() == c->parent;
+        struct pollfd p = { .fd = 0, .events = POLLRDHUP };
+        return poll(&p, 1, 0) == 0;
+}
 
 /* The child, from spawn_vfork(): it runs in the daemon's memory until it
  * execs, so system calls only (set*id raw: glibc's wrappers would signal
@@ -136,6 +183,8 @@ static int spawn_child(void *arg) {
         for (size_t i = 0; i < l->n_cgroup_fds && i < ELEMENTSOF(l->cgroup_fds); i++)
                 if (write(l->cgroup_fds[i], "0", 1) != 1)
                         child_fail(err_w, STEP_CGROUP, errno);
+        if (c->ns_flags)
+                enter_outer_ns(c);
         /* A root-owned workspace's idmapped trees, over their paths, in a
          * mount namespace of this child's own (still root). */
         if (idmap_attach(l->idmap_fds, l->idmap_paths, l->n_idmap) < 0)
@@ -158,7 +207,7 @@ static int spawn_child(void *arg) {
         /* After the uid change, which clears it: die with the daemon. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail(err_w, STEP_PDEATH, errno);
-        if (getppid() != c->parent)
+        if (!starter_alive(c))
                 _exit(125);
         execvp(l->argv[0], l->argv);
         child_fail(err_w, STEP_EXEC, errno);
@@ -181,7 +230,20 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         /* The parent-death signal is asked for in the child, after the
          * uid change that would clear it. */
         SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .parent = getpid() };
-        pid_t pid = spawn_vfork(spawn_child, &c);
+        if (l->own_pid_ns) {
+                /* Root may make the namespaces itself; a user needs a user
+                 * namespace for them, as bwrap does. */
+                c.ns_flags = CLONE_NEWPID | CLONE_NEWNS | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
+                snprintf(c.uid_map, sizeof c.uid_map, "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
+                snprintf(c.gid_map, sizeof c.gid_map, "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+        }
+        pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags);
+        if (pid < 0 && c.ns_flags)
+                return vs_error_set_kind(err, pid, "sandbox_unavailable",
+                                         "cannot make the jail's own pid namespace (clone: %s): the local backend needs %s",
+                                         strerror(-pid),
+                                         c.ns_flags & CLONE_NEWUSER ? "unprivileged user namespaces (as bubblewrap does)"
+                                                                    : "CAP_SYS_ADMIN when the daemon runs as root");
         if (pid < 0)
                 return vs_error_set(err, pid, "clone: %s", strerror(-pid));
 
@@ -210,7 +272,6 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                                          step_name(msg[0]), strerror(msg[1]));
         }
         ret->pid = pid;
-        ret->end_signal = l->end_signal ? l->end_signal : SIGKILL;
         ret->fd = TAKE_FD(ours);
         ret->stderr_fd = TAKE_FD(stderr_r);
         return 0;
@@ -218,7 +279,7 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
 
 void worker_proc_kill(VsWorkerProc *w) {
         if (w->pid > 0) {
-                kill(w->pid, w->end_signal ? w->end_signal : SIGKILL);
+                kill(w->pid, SIGKILL);
                 while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 w->pid = 0;

@@ -16,7 +16,6 @@ typedef struct VsWorkerProc {
         pid_t pid;     /* the backend process (bwrap, or the worker in direct mode) */
         int fd;        /* our end of the socketpair, CLOEXEC, blocking */
         int stderr_fd; /* read end of the worker's stderr, CLOEXEC, or -EBADF */
-        int end_signal; /* ends pid and everything below it (VsLaunch.end_signal) */
 } VsWorkerProc;
 
 /* Spawns l->argv. Between fork and exec the child only resets signals,
@@ -30,8 +29,8 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
  * thread pool). */
 void worker_spawn_pre(VsLaunch *l);
 
-/* Ends pid with its end_signal (the keeper ends the jail below it at once)
- * and reaps; accepts pid <= 0. Closes fds. */
+/* SIGKILLs pid (a local jail's outer bwrap takes its whole pid namespace
+ * with it) and reaps; accepts pid <= 0. Closes fds. */
 void worker_proc_kill(VsWorkerProc *w);
 
 /* Appends the framed init message for l. */

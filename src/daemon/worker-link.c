@@ -84,10 +84,6 @@ static void close_handles(WorkerLink *l) {
                 uv_close((uv_handle_t *)&l->timer, on_handle_closed);
 }
 
-static int link_end_signal(const WorkerLink *l) {
-        return l->launch && l->launch->end_signal ? l->launch->end_signal : SIGKILL;
-}
-
 void link_end(WorkerLink *l, ApiError code, const char *reason) {
         if (l->state == LINK_DEAD)
                 return;
@@ -98,13 +94,13 @@ void link_end(WorkerLink *l, ApiError code, const char *reason) {
         l->end_code = code;
         free(l->end_reason);
         l->end_reason = reason ? strdup(reason) : NULL;
-        /* The local backend's keeper ends the whole jail on its end
-         * signal (SIGTERM), even one still being set up; the direct worker
-         * gets no further input either way. */
+        /* A local jail's outer bwrap is pid 1 of its own pid namespace:
+         * SIGKILL of it ends the whole jail, even one still being set up. */
         if (l->pid > 0) {
-                kill(l->pid, link_end_signal(l));
-                /* Until it is reaped (the keeper ends only once the whole
-                 * jail is gone), the workspace starts no new jail. */
+                kill(l->pid, SIGKILL);
+                /* Until it is reaped (the kernel reaps pid 1 of a namespace
+                 * only once everything else in it is gone), the workspace
+                 * starts no new jail. */
                 if (l->ws) {
                         l->old_ws = l->ws;
                         l->ws->n_old_jails++;
@@ -649,7 +645,7 @@ json_t *link_status(WorkerLink *l) {
 void links_kill_all(Server *srv) {
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0)
-                        kill(l->pid, link_end_signal(l));
+                        kill(l->pid, SIGKILL);
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0) {
                         while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)

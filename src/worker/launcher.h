@@ -9,18 +9,12 @@
  *                  there and execs bubblewrap with this binary as the jailed
  *                  worker, or (no bubblewrap) the worker alone, degraded;
  *                  refusals travel as init_failed in the normal handshake
- *   --unjailed REASON: the worker itself, told it runs without a jail
- * and, for the local backend:
- *   keeper.c       --keep -- BWRAP...: between the starter and bubblewrap,
- *                  ends the whole jail at once when the starter dies or
- *                  sends SIGTERM (bubblewrap's --die-with-parent misses a
- *                  jail still being set up) */
+ *   --unjailed REASON: the worker itself, told it runs without a jail */
 
 #include "protocol.h"
 
 int ssh_launch_main(int argc, char **argv);
 int launch_jail_main(int argc, char **argv);
-int keeper_main(int argc, char **argv);
 
 /* --unjailed: what the worker reports degraded, and the init adjustment
  * (Landlock rules on paths that do not exist here are dropped: fewer rules

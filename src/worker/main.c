@@ -362,8 +362,6 @@ int main(int argc, char **argv) {
                 return ssh_launch_main(argc, argv);
         if (argc > 1 && streq(argv[1], "--launch-jail"))
                 return launch_jail_main(argc, argv);
-        if (argc > 1 && streq(argv[1], "--keep"))
-                return keeper_main(argc, argv);
         if (argc == 3 && streq(argv[1], "--unjailed")) {
                 unjailed_set(argv[2]);
                 argc = 1;

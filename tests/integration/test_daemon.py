@@ -344,17 +344,24 @@ def t_daemon_sigkill(d0, tmp):
         notes.append(f"daemon SIGKILL: {len(tree)} processes of 20 live jails gone in {ms:.0f} ms")
 
 
+def start_slow_jails(d, tmp, name, n, command):
+    """n workspaces with 300 masks each (seconds of bwrap setup under
+    load), a first call sent to each without waiting; (conn, workspaces)."""
+    files = {f"m{i}/.env": "S=1\n" for i in range(300)}
+    wss = [make_ws(tmp, f"{name}{i}", SANDBOX, files) for i in range(n)]
+    c = d.conn()
+    for i, ws in enumerate(wss):
+        c.send({"id": 200 + i, "tool": "terminal", "workspace": ws, "command": command})
+    return c, wss
+
+
 def t_daemon_sigkill_starting(d0, tmp):
     # Jails still being set up (hundreds of masks to mount) when the daemon
     # is SIGKILLed: bubblewrap's --die-with-parent does not reach the inner
-    # bwrap before its setup is done (it lingered ~10 s here); the keeper
-    # ends it at once.
+    # bwrap before its setup is done (it lingered ~10 s here); the outer
+    # bwrap, pid 1 of the jail's outer pid namespace, takes it with it.
     with OwnDaemon(tmp, "killstart") as d:
-        files = {f"m{i}/.env": "S=1\n" for i in range(300)}
-        wss = [make_ws(tmp, f"kstart{i}", SANDBOX, files) for i in range(8)]
-        c = d.conn()
-        for i, ws in enumerate(wss):
-            c.send({"id": 200 + i, "tool": "terminal", "workspace": ws, "command": "sleep 60"})
+        start_slow_jails(d, tmp, "kstart", 8, "sleep 60")
         for _ in range(500):
             if any(comm(p) == "bwrap" for p in proc_tree(d.p.pid)):
                 break
@@ -363,6 +370,46 @@ def t_daemon_sigkill_starting(d0, tmp):
         left, ms, tree = sigkill_and_wait(d, 1.0)
         check(not left, f"left after 1 s: {left}")
         notes.append(f"daemon SIGKILL while jails start: {len(tree)} processes gone in {ms:.0f} ms")
+
+
+def nspids(pid):
+    """The pid in each pid namespace, the outermost first ([] if gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return [int(x) for l in f if l.startswith("NSpid:") for x in l.split()[1:]]
+    except OSError:
+        return []
+
+
+def t_outer_bwrap_killed_starting(d0, tmp):
+    # A local jail's outer bwrap is pid 1 of a pid namespace of its own, so
+    # its end (the daemon's SIGKILL, the OOM killer, a user's kill) ends the
+    # inner bwrap at once, even one still mounting hundreds of masks, where
+    # bubblewrap's --die-with-parent does not reach it yet (it ran on ~10 s).
+    with OwnDaemon(tmp, "killouter") as d:
+        c, wss = start_slow_jails(d, tmp, "kouter", 4, "echo up")
+        outer = []
+        for _ in range(500):
+            outer = [p for p in proc_tree(d.p.pid) if comm(p) == "bwrap" and len(nspids(p)) == 2]
+            if len(outer) >= 2 and all(proc_tree(p) for p in outer):
+                break
+            time.sleep(0.01)
+        check(outer, [(p, comm(p), nspids(p)) for p in proc_tree(d.p.pid)])
+        for p in outer:
+            check(nspids(p)[1] == 1, ("the outer bwrap is not pid 1 of its namespace", nspids(p)))
+            below = proc_tree(p)
+            check(all(len(nspids(k)) >= 2 for k in below if nspids(k)), ("a jail process outside the namespace", below))
+            os.kill(p, signal.SIGKILL)
+            t0 = time.time()
+            while time.time() - t0 < 1.0 and any(alive(k) for k in below):
+                time.sleep(0.005)
+            check(not any(alive(k) for k in below), ("left after 1 s", [(k, comm(k)) for k in below if alive(k)]))
+        notes.append(f"outer bwrap SIGKILLed while {len(outer)} jails start: each jail gone at once")
+        # The calls in flight fail or were served; the next call on each
+        # workspace gets a jail again.
+        for i, ws in enumerate(wss):
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo again"})
+            check(r["ok"] and r["stdout"] == "again\n", r)
 
 
 def t_inherited_fd(d0, tmp):
@@ -954,7 +1001,7 @@ def t_process(d, tmp):
     # (under ASan it did): then nothing of it is left, which holds too.
     w = d.ws_status(sb)["worker"]
     jail = proc_tree(w["pid"]) if w else []
-    check(len(jail) <= 64 + 3, (len(jail), [comm(p) for p in jail][:10]))  # + keeper's bwrap, bwrap's init, worker
+    check(len(jail) <= 64 + 2, (len(jail), [comm(p) for p in jail][:10]))  # + the worker, the shell
     c.call({"tool": "process_signal", "workspace": sb, "process": p4, "signal": "KILL"})
     proc_wait(c, sb, p4)
     # Not idle while one runs (idle_timeout = 1); the list shows them all.
@@ -1519,7 +1566,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
-         t_daemon_sigkill_starting, t_inherited_fd,
+         t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
