@@ -182,7 +182,7 @@ int git_repo_make(const char *workspace, VsError **err) {
                 return r;
         struct stat wst;
         if (fstat(wfd, &wst) < 0)
-                return -errno;
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s: %m", workspace);
         bool root = geteuid() == 0;
         if (state == DOTGIT_MISSING) {
                 if (mkdirat(wfd, ".git", 0755) < 0 && errno != EEXIST) {
@@ -193,9 +193,6 @@ int git_repo_make(const char *workspace, VsError **err) {
                         return vs_error_set_kind(err, -errno, "sandbox_unavailable",
                                                  "cannot make %s/.git for its repository (git_init = true): %m", workspace);
                 }
-                if (root && fchownat(wfd, ".git", wst.st_uid, wst.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                                 "cannot give %s/.git to the workspace's owner: %m", workspace);
         }
         /* The directory git will run on, held: afterwards .git must still
          * be it (nothing swapped a symlink in meanwhile). */
@@ -203,6 +200,11 @@ int git_repo_make(const char *workspace, VsError **err) {
         struct stat gst, now;
         if (gfd < 0 || fstat(gfd, &gst) < 0)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s/.git: %m", workspace);
+        /* git runs as the owner: a .git this process made, or an empty one
+         * someone else did (root), is given to them first. */
+        if (root && fchown(gfd, wst.st_uid, wst.st_gid) < 0)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable",
+                                         "cannot give %s/.git to the workspace's owner: %m", workspace);
         GitRun g = { .git = git, .wfd = wfd, .uid = wst.st_uid, .gid = wst.st_gid, .switch_user = root };
         _cleanup_free_ char *errtext = NULL;
         int status = git_run(&g, &errtext);

@@ -82,6 +82,20 @@ def main():
         r = cli(ws, "write", "vectora.toml", stdin="[sandbox]\nenabled = false\n")
         report("vectora.toml stays protected", r.returncode == 125, r)
 
+        # git_init = true: the host's git makes the repository before the
+        # jail starts, as the workspace's owner (root here): root's on disk,
+        # its config read-only, and the jail commits in it.
+        gws = os.path.join(tmp, "gitinit")
+        os.mkdir(gws, 0o755)
+        with open(os.path.join(gws, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nenabled = true\ngit_init = true\n")
+        r = cli(gws, "run", "printf x >> .git/config 2>/dev/null && echo WROTE; echo x > f && git add f && "
+                            "git -c user.name=a -c user.email=a@a commit -q -m jail && git log --format=%s")
+        heads = os.path.join(gws, ".git/refs/heads")
+        report("git_init = true in a root-owned workspace: a root-owned repository the jail commits in",
+               r.returncode == 0 and r.stdout == "jail\n" and os.stat(os.path.join(gws, ".git/HEAD")).st_uid == 0
+               and all(os.stat(os.path.join(heads, b)).st_uid == 0 for b in os.listdir(heads)), r)
+
         # The attack: while a jail of the root-owned workspace starts, its
         # idmapped tree was staged under /run/vectora-sandbox where any
         # process running as the jail's uid (then nobody) could write
