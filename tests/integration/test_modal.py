@@ -182,6 +182,24 @@ def test_protected_set_is_the_jail_plans():
         assert os.path.join(ws, rel) in prot, (rel, sorted(prot))
 
 
+def test_git_init_repository_made_on_the_host():
+    """git_init = true and no .git: the host's git makes the repository
+    before the Sandbox starts (the files live on this host), so its config
+    and hooks are in the protected set the bridge never writes back. Left
+    to the Sandbox, a config or hook the agent wrote there came back."""
+    need_node()
+    d = make_ws("gitinit", MODAL_TOML.replace("[sandbox]\n", "[sandbox]\ngit_init = true\n", 1), {"a.txt": "x\n"})
+    p, _ = cli("plan", "-w", d, env=base_env(MODAL_TOKEN_ID="ak-x", MODAL_TOKEN_SECRET="as-x"))
+    assert p.returncode == 0, p.stderr
+    ws = os.path.realpath(d)
+    assert os.path.isfile(os.path.join(ws, ".git/HEAD")), "no repository was made"
+    assert os.stat(os.path.join(ws, ".git")).st_uid == os.stat(ws).st_uid
+    m = json.load(open([a for a in plan_argv(p.stdout) if a.startswith("--manifest=")][0].split("=", 1)[1]))
+    for rel in (".git/config", ".git/hooks", ".git/info/attributes"):
+        assert os.path.join(ws, rel) in m["protected"], (rel, sorted(m["protected"]))
+    assert os.path.join(ws, ".git/HEAD") in {e["path"] for e in m["entries"]}
+
+
 def test_plan_lockdown_blocks_network():
     need_node()
     d = make_ws("lock", '[sandbox]\nbackend = "modal"\nlockdown = true\nnetwork = true\n[sandbox.modal]\nimage = "debian:12"\n')
@@ -254,7 +272,7 @@ def test_daemon_without_credentials_reports_sandbox_unavailable():
 
 for t in [test_bridge_suite, test_check_accepts_modal, test_check_refuses_modal_without_image,
           test_check_refuses_volume_sync_without_volume, test_plan_shows_bridge_and_sandbox,
-          test_protected_set_is_the_jail_plans,
+          test_protected_set_is_the_jail_plans, test_git_init_repository_made_on_the_host,
           test_plan_lockdown_blocks_network, test_exec_without_credentials_refuses_fast,
           test_exec_with_credentials_and_no_network_refuses_in_bounded_time,
           test_daemon_without_credentials_reports_sandbox_unavailable]:
