@@ -3,6 +3,7 @@
 #include "launch-internal.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <string.h>
@@ -84,7 +85,10 @@ void launch_trim(VsLaunch *l) {
 }
 
 /* One compiled program per option set, for the life of the process: the
- * filter depends only on (network, lockdown), and compiling costs ~1 ms. */
+ * filter depends only on (network, lockdown), and compiling costs ~1 ms.
+ * Launches are prepared on the daemon's thread pool, several at once: the
+ * lock makes the first compile one, not one per thread racing to store. */
+static pthread_mutex_t bpf_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct BpfCache {
         bool done;
         int r;
@@ -94,7 +98,7 @@ typedef struct BpfCache {
 } BpfCache;
 static BpfCache bpf_cache[2][2];
 
-static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_len, VsError **err) {
+static int seccomp_cached_locked(bool network, bool lockdown, void **ret, size_t *ret_len, VsError **err) {
         BpfCache *c = &bpf_cache[network][lockdown];
         if (!c->done) {
                 VsSeccompOptions o = { .network = network, .lockdown = lockdown };
@@ -120,6 +124,13 @@ static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_l
         *ret = copy;
         *ret_len = c->len;
         return 0;
+}
+
+static int seccomp_cached(bool network, bool lockdown, void **ret, size_t *ret_len, VsError **err) {
+        pthread_mutex_lock(&bpf_cache_lock);
+        int r = seccomp_cached_locked(network, lockdown, ret, ret_len, err);
+        pthread_mutex_unlock(&bpf_cache_lock);
+        return r;
 }
 
 /* uid's user name, or "sandbox"; getpwuid_r: the daemon prepares launches
