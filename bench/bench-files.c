@@ -9,8 +9,11 @@
  * ("binary": true / a raw payload); 1 MiB only as raw bytes (as text it
  * exceeds the API's 1 MiB header line). Beside them, the floor of the
  * relay design for a 4 KiB read: a request-sized message through a
- * zero-work relay process to an echo answering 4 KiB and back (4 hops).
- * All alternatives are interleaved call by call. Usage: bench-files [ROUNDS [CALLS_PER_ROUND]]. */
+ * zero-work relay process to an echo answering 4 KiB and back (4 hops);
+ * and the client's own JSON work for a 4 KiB read (encoding the request,
+ * decoding a reply of the same bytes), which the call's time includes.
+ * Reads and writes are measured in two groups per round, the alternatives
+ * of each interleaved call by call in a rotating order. Usage: bench-files [ROUNDS [CALLS_PER_ROUND]]. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,6 +69,60 @@ static double daemon_write(BenchConn *c, const char *ws, const char *path, Enc e
         if ((size_t)json_integer_value(json_object_get(m.obj, "size")) != n)
                 bench_die("file_write wrote the wrong size");
         jsonl_msg_done(&m);
+        return t;
+}
+
+/* A reply of the daemon's, as the bytes the client reads (header line and
+ * raw payload), to decode again off the socket. */
+typedef struct Reply {
+        char *bytes;
+        size_t len;
+} Reply;
+
+static Reply capture_read(BenchConn *c, const char *ws, const char *path, Enc enc) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path,
+                              "binary", enc == ENC_RAW);
+        JsonlMsg m = JSONL_MSG_INIT;
+        bench_call(c, o, NULL, 0, &m, "file_read");
+        json_decref(o);
+        json_object_del(m.obj, "raw");
+        StrBuf out = STRBUF_INIT;
+        if (jsonl_encode_header(m.obj, m.raw_len > 0, m.raw_len, &out) < 0 ||
+            (m.raw_len > 0 && strbuf_append(&out, m.raw, m.raw_len) < 0))
+                bench_die("re-encoding a reply");
+        jsonl_msg_done(&m);
+        Reply rep = { .len = out.len };
+        rep.bytes = strbuf_steal(&out);
+        return rep;
+}
+
+/* What daemon_read() does besides the socket: the request built and
+ * encoded, the reply's bytes parsed and the content found. */
+static double client_codec(const char *ws, const char *path, Enc enc, const Reply *rep, size_t expect) {
+        double t0 = now_us();
+        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path,
+                              "binary", enc == ENC_RAW);
+        StrBuf out = STRBUF_INIT;
+        json_object_set_new(o, "id", json_integer(1));
+        if (jsonl_encode_header(o, false, 0, &out) < 0)
+                bench_die("encoding a request");
+        _cleanup_(jsonl_reader_freep) JsonlReader *rd = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        int r = jsonl_reader_new(&rd);
+        if (r >= 0)
+                r = jsonl_reader_feed(rd, rep->bytes, rep->len);
+        if (r >= 0)
+                r = jsonl_reader_next(rd, &m, &err);
+        if (r < 0)
+                bench_die("decoding a captured reply: %s", err ? vs_error_message(err) : strerror(-r));
+        size_t got = enc == ENC_RAW ? m.raw_len : json_string_length(json_object_get(m.obj, "content"));
+        double t = now_us() - t0;
+        if (got != expect)
+                bench_die("the captured reply holds %zu bytes, expected %zu", got, expect);
+        jsonl_msg_done(&m);
+        strbuf_done(&out);
+        json_decref(o);
         return t;
 }
 
@@ -144,7 +201,7 @@ enum {
         D_WRITE_4K, D_WRITE_4K_RAW, D_WRITE_1M_RAW,
         X_READ_4K, X_READ_1M, X_WRITE_4K, X_WRITE_1M, X_ATOMIC_4K, X_ATOMIC_1M,
         P_READ_4K, P_READ_1M, P_WRITE_4K, P_WRITE_1M,
-        R_READ_4K,
+        R_READ_4K, C_READ_4K, C_READ_4K_RAW,
         N_FIG,
 };
 
@@ -168,6 +225,8 @@ static const struct {
         [P_WRITE_4K] = { "files.percall.write.4k", "fresh bwrap per call: dd conv=fsync 4 KiB" },
         [P_WRITE_1M] = { "files.percall.write.1m", "fresh bwrap per call: dd conv=fsync 1 MiB" },
         [R_READ_4K] = { "files.relay.4k", "zero-work relay floor, a 4 KiB read's sizes (4 hops: client -> relay -> echo -> relay -> client)" },
+        [C_READ_4K] = { "files.client.read.4k", "the client's JSON work for file_read 4 KiB, text: request encode + reply decode (no socket)" },
+        [C_READ_4K_RAW] = { "files.client.read.4k.raw", "the client's JSON work for file_read 4 KiB, raw: request encode + reply decode (no socket)" },
 };
 
 int main(int argc, char **argv) {
@@ -207,6 +266,7 @@ int main(int argc, char **argv) {
         BenchRelay relay;
         bench_relay_start(&relay, 128, KIB4 + 128);
 
+        Reply rep_text = capture_read(&c, ws, in4k, ENC_TEXT), rep_raw = capture_read(&c, ws, in4k, ENC_RAW);
         for (int k = 0; k < 5; k++) {
                 daemon_read(&c, ws, in4k, ENC_TEXT, KIB4);
                 daemon_read(&c, ws, in1m, ENC_RAW, MIB1);
@@ -218,27 +278,47 @@ int main(int argc, char **argv) {
         Samples s[N_FIG] = { 0 };
         bench_log("files: %u rounds x %u calls per alternative", rounds, calls);
         for (unsigned r = 0; r < rounds; r++) {
-                for (unsigned k = 0; k < calls; k++) {
-                        samples_add(&s[D_READ_4K], r, daemon_read(&c, ws, in4k, ENC_TEXT, KIB4));
-                        samples_add(&s[X_READ_4K], r, direct_read(in4k, buf, KIB4));
-                        samples_add(&s[D_READ_4K_RAW], r, daemon_read(&c, ws, in4k, ENC_RAW, KIB4));
-                        samples_add(&s[R_READ_4K], r, bench_relay_round_trip(&relay));
-                        samples_add(&s[X_READ_1M], r, direct_read(in1m, buf, MIB1));
-                        samples_add(&s[D_READ_1M_RAW], r, daemon_read(&c, ws, in1m, ENC_RAW, MIB1));
-                        samples_add(&s[D_WRITE_4K], r, daemon_write(&c, ws, out4k, ENC_TEXT, small, KIB4));
-                        samples_add(&s[X_WRITE_4K], r, direct_write(x4k, small, KIB4));
-                        samples_add(&s[D_WRITE_4K_RAW], r, daemon_write(&c, ws, out4k, ENC_RAW, small, KIB4));
-                        samples_add(&s[X_ATOMIC_4K], r, direct_atomic_write(x4k, small, KIB4));
-                        samples_add(&s[X_WRITE_1M], r, direct_write(x1m, big, MIB1));
-                        samples_add(&s[D_WRITE_1M_RAW], r, daemon_write(&c, ws, out1m, ENC_RAW, big, MIB1));
-                        samples_add(&s[X_ATOMIC_1M], r, direct_atomic_write(x1m, big, MIB1));
-                        if (k % percall_every == 0) {
-                                samples_add(&s[P_READ_4K], r, percall_read(&pc, in4k, buf, KIB4));
-                                samples_add(&s[P_READ_1M], r, percall_read(&pc, in1m, buf, MIB1));
-                                samples_add(&s[P_WRITE_4K], r, percall_write(&pc, p4k, small, KIB4));
-                                samples_add(&s[P_WRITE_1M], r, percall_write(&pc, p1m, big, MIB1));
-                        }
-                }
+                /* Reads, then writes, each group interleaved call by call
+                 * and its order rotated every call, so that no alternative
+                 * always follows the same one (a 4 KiB read right after a
+                 * 1 MiB fsync'd write measured a cold machine, not the read). */
+                for (unsigned k = 0; k < calls; k++)
+                        for (unsigned j = 0; j < 8; j++)
+                                switch ((j + k) % 8) {
+                                case 0: samples_add(&s[D_READ_4K], r, daemon_read(&c, ws, in4k, ENC_TEXT, KIB4)); break;
+                                case 1: samples_add(&s[X_READ_4K], r, direct_read(in4k, buf, KIB4)); break;
+                                case 2: samples_add(&s[D_READ_4K_RAW], r, daemon_read(&c, ws, in4k, ENC_RAW, KIB4)); break;
+                                case 3: samples_add(&s[R_READ_4K], r, bench_relay_round_trip(&relay)); break;
+                                case 4:
+                                        samples_add(&s[C_READ_4K], r, client_codec(ws, in4k, ENC_TEXT, &rep_text, KIB4));
+                                        samples_add(&s[C_READ_4K_RAW], r, client_codec(ws, in4k, ENC_RAW, &rep_raw, KIB4));
+                                        break;
+                                case 5: samples_add(&s[X_READ_1M], r, direct_read(in1m, buf, MIB1)); break;
+                                case 6: samples_add(&s[D_READ_1M_RAW], r, daemon_read(&c, ws, in1m, ENC_RAW, MIB1)); break;
+                                default:
+                                        if (k % percall_every == 0) {
+                                                samples_add(&s[P_READ_4K], r, percall_read(&pc, in4k, buf, KIB4));
+                                                samples_add(&s[P_READ_1M], r, percall_read(&pc, in1m, buf, MIB1));
+                                        }
+                                        break;
+                                }
+                for (unsigned k = 0; k < calls; k++)
+                        for (unsigned j = 0; j < 8; j++)
+                                switch ((j + k) % 8) {
+                                case 0: samples_add(&s[D_WRITE_4K], r, daemon_write(&c, ws, out4k, ENC_TEXT, small, KIB4)); break;
+                                case 1: samples_add(&s[X_WRITE_4K], r, direct_write(x4k, small, KIB4)); break;
+                                case 2: samples_add(&s[D_WRITE_4K_RAW], r, daemon_write(&c, ws, out4k, ENC_RAW, small, KIB4)); break;
+                                case 3: samples_add(&s[X_ATOMIC_4K], r, direct_atomic_write(x4k, small, KIB4)); break;
+                                case 4: samples_add(&s[X_WRITE_1M], r, direct_write(x1m, big, MIB1)); break;
+                                case 5: samples_add(&s[D_WRITE_1M_RAW], r, daemon_write(&c, ws, out1m, ENC_RAW, big, MIB1)); break;
+                                case 6: samples_add(&s[X_ATOMIC_1M], r, direct_atomic_write(x1m, big, MIB1)); break;
+                                default:
+                                        if (k % percall_every == 0) {
+                                                samples_add(&s[P_WRITE_4K], r, percall_write(&pc, p4k, small, KIB4));
+                                                samples_add(&s[P_WRITE_1M], r, percall_write(&pc, p1m, big, MIB1));
+                                        }
+                                        break;
+                                }
                 bench_log("round %u/%u: read 4 KiB %.0f us (direct %.0f), write 4 KiB %.0f us (direct %.0f)", r + 1,
                           rounds, samples_median(&s[D_READ_4K]), samples_median(&s[X_READ_4K]),
                           samples_median(&s[D_WRITE_4K]), samples_median(&s[X_WRITE_4K]));
@@ -272,6 +352,8 @@ int main(int argc, char **argv) {
         bench_out_note(&o, "1 MiB goes as raw bytes only: as JSON text it does not fit the daemon API's 1 MiB header limit (file_read answers `internal: the reply could not be encoded`, and a 1 MiB `content` in a file_write request exceeds the request limit).");
         bench_out_print(&o);
 
+        free(rep_text.bytes);
+        free(rep_raw.bytes);
         bench_percall_done(&pc);
         bench_relay_stop(&relay);
         bench_conn_close(&c);

@@ -201,10 +201,11 @@ STAGES = {
 
 # file_read of 4 KiB against the same floor (a request-sized message out, a
 # 4 KiB reply back through a zero-work relay) and a direct read, per client:
-# (prefix, raw call, text call, relay floor, direct read).
+# (prefix, raw call, text call, relay floor, direct read, the client's own
+# JSON work raw and text, or None where the client has no such probe).
 READ_STAGES = {
-    "C": ("files.", "read.4k.raw", "read.4k", "relay.4k", "direct.read.4k"),
-    "Python": ("client.", "read_raw", "read_text", "relay_read", "read_direct"),
+    "C": ("files.", "read.4k.raw", "read.4k", "relay.4k", "direct.read.4k", ("client.read.4k.raw", "client.read.4k")),
+    "Python": ("client.", "read_raw", "read_text", "relay_read", "read_direct", None),
 }
 
 
@@ -275,18 +276,24 @@ def stage_table(w, figs):
               f"{fmt(floor, 'us')} ({100 * floor / over:.0f} %), the daemon's and the worker's own work "
               f"{fmt(over - floor, 'us')}.\n" if over > 0 else
               f"Overhead over the direct path ({client} client): {fmt(over, 'us')} (below the noise).\n")
-    for client, (p, raw, text, floor, direct) in READ_STAGES.items():
+    for client, (p, raw, text, floor, direct, codec) in READ_STAGES.items():
         keys = [p + k for k in (raw, text, floor, direct)]
         if not all(k in figs for k in keys):
             continue
         mraw, mtext, mfloor, mdirect = (figs[k].stat("median") for k in keys)
+        craw = ctext = 0.0
+        if codec and all(p + k in figs for k in codec):
+            craw, ctext = (figs[p + k].stat("median") for k in codec)
         w(f"| {client} client: `file_read` of 4 KiB | raw (`binary`) | text |")
         w("|---|---|---|")
+        if codec:
+            w(f"| the client's own JSON work: the request encoded, the reply decoded (jansson, measured without a socket) "
+              f"| {fmt(craw, 'us')} | {fmt(ctext, 'us')} |")
         w(f"| 4 socket hops through a zero-work relay process, a 4 KiB reply's sizes (the floor) | {fmt(mfloor, 'us')} "
           f"| {fmt(mfloor, 'us')} |")
         w(f"| the read itself: direct open+read+close | {fmt(mdirect, 'us')} | {fmt(mdirect, 'us')} |")
         w(f"| the daemon's and the worker's own work (the rest: decode, checks, audit, encode, relay) | "
-          f"{fmt(mraw - mfloor - mdirect, 'us')} | {fmt(mtext - mfloor - mdirect, 'us')} |")
+          f"{fmt(mraw - mfloor - mdirect - craw, 'us')} | {fmt(mtext - mfloor - mdirect - ctext, 'us')} |")
         w(f"| **the call, end to end** | **{fmt(mraw, 'us')}** | **{fmt(mtext, 'us')}** |\n")
 
 
