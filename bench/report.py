@@ -276,6 +276,11 @@ def stage_table(w, figs):
               f"{fmt(floor, 'us')} ({100 * floor / over:.0f} %), the daemon's and the worker's own work "
               f"{fmt(over - floor, 'us')}.\n" if over > 0 else
               f"Overhead over the direct path ({client} client): {fmt(over, 'us')} (below the noise).\n")
+            direct = figs[p + st["direct"]].stat("median")
+            w(f"A design whose replies skipped the daemon (3 hops; the analysis below says why the requests cannot) "
+              f"would still pay three quarters of that relay: ({fmt(direct, 'us')} + {fmt(0.75 * floor, 'us')}) / "
+              f"{fmt(direct, 'us')} = {(direct + 0.75 * floor) / direct:.2f}x of the direct path ({client} client, "
+              f"medians of this run).\n")
     for client, (p, raw, text, floor, direct, codec) in READ_STAGES.items():
         keys = [p + k for k in (raw, text, floor, direct)]
         if not all(k in figs for k in keys):
