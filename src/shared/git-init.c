@@ -5,25 +5,34 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
 #include "git-control.h"
-#include "path-util.h"
-#include "spawn-util.h"
+#include "macro.h"
+#include "strv.h"
 
-/* git init is a few milliseconds; a hung one (a stuck network file
- * system) must not hold a daemon thread for ever. */
-#define GIT_INIT_TIMEOUT_MS 30000
-#define GIT_STDERR_MAX 2048
+/* How many entries the directory name in dfd holds, all of them among
+ * names; -1 when one is not (or it cannot be read). Never follows a
+ * symlink at name. */
+static int entries_among(int dfd, const char *name, const char *const *names) {
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -1;
+        }
+        int n = 0;
+        for (struct dirent *de; n >= 0 && (de = readdir(d));)
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        n = names && strv_contains((char **)names, de->d_name) ? n + 1 : -1;
+        closedir(d);
+        return n;
+}
 
 /* How .git is now: a repository (or a .git git-control.h handles: a
  * file, a symlink, a .git without HEAD that holds something), missing, or
@@ -36,133 +45,81 @@ static int dotgit_state(int wfd) {
                 return errno == ENOENT ? DOTGIT_MISSING : -errno;
         if (!S_ISDIR(st.st_mode))
                 return DOTGIT_LEAVE;
-        int fd = openat(wfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -ENOMEM;
-        }
-        int state = DOTGIT_EMPTY;
-        for (struct dirent *de; state == DOTGIT_EMPTY && (de = readdir(d));)
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        state = DOTGIT_LEAVE;
-        closedir(d);
-        return state;
+        return entries_among(wfd, ".git", NULL) == 0 ? DOTGIT_EMPTY : DOTGIT_LEAVE;
 }
 
-typedef struct GitRun {
-        const char *git;
-        int wfd, err_w;
+/* What `git init --template=` makes, and nothing else: a repository git
+ * and the host's tools take as one, the config git writes by default. */
+static const char HEAD_TEXT[] = "ref: refs/heads/master\n";
+static const char CONFIG_TEXT[] = "[core]\n"
+                                  "\trepositoryformatversion = 0\n"
+                                  "\tfilemode = true\n"
+                                  "\tbare = false\n"
+                                  "\tlogallrefupdates = true\n";
+
+typedef struct Owner {
+        bool chown;
         uid_t uid;
         gid_t gid;
-        bool switch_user;
-        pid_t parent;
-} GitRun;
+} Owner;
 
-/* The child, after fork: only system calls until exec. */
-static _noreturn_ void git_child(const GitRun *g) {
-        /* Why the environment is this and nothing else: git init reads the
-         * system and global config (init.templateDir copies hooks in,
-         * core.sharedRepository sets modes, include.path reads further) and
-         * GIT_DIR, GIT_TEMPLATE_DIR or GIT_CONFIG_* from the environment; a
-         * user's ~/.gitconfig may be where the agent writes (a home listed
-         * in rw_paths). --template= with nothing copies no template (no
-         * sample hooks, no info/exclude); GIT_CONFIG_GLOBAL (git >= 2.32)
-         * and HOME unset (older git) skip the global config. --quiet: no
-         * advice about the initial branch's name. */
-        static char *const envp[] = {
-                (char *)"PATH=/usr/local/bin:/usr/bin:/bin", (char *)"LC_ALL=C", (char *)"GIT_CONFIG_NOSYSTEM=1",
-                (char *)"GIT_CONFIG_GLOBAL=/dev/null", NULL,
-        };
-        char *const argv[] = { (char *)g->git, (char *)"init", (char *)"--quiet", (char *)"--template=", NULL };
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        /* In the workspace by its descriptor (reached without symlinks):
-         * git makes ./.git there. */
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(g->err_w, 2) < 0 || fchdir(g->wfd) < 0)
-                _exit(126);
-        int keep[] = { 0, 1, 2 };
-        if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
-                _exit(126);
-        /* As the workspace's owner: the repository is theirs (a root-owned
-         * .git breaks their git), and git can write nothing they could
-         * not. */
-        if (g->switch_user && (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, g->gid, g->gid, g->gid) < 0 ||
-                               syscall(SYS_setresuid, g->uid, g->uid, g->uid) < 0))
-                _exit(126);
-        /* After the uid change, which clears it: die with the caller. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != g->parent)
-                _exit(126);
-        execve(g->git, argv, envp);
-        _exit(127);
-}
-
-/* Runs g; its stderr (cut) in *ret_stderr. Returns its exit status, 128 +
- * a signal, or a negative errno. */
-static int git_run(GitRun *g, char **ret_stderr) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
+/* fd made by us: the workspace owner's (as root), mode exactly mode
+ * whatever the umask. */
+static int settle(int fd, mode_t mode, const Owner *o) {
+        if (fchmod(fd, mode) < 0 || (o->chown && fchown(fd, o->uid, o->gid) < 0))
                 return -errno;
-        _cleanup_close_ int err_r = p[0];
-        g->err_w = p[1];
-        g->parent = getpid();
-        _cleanup_(spawn_killp) pid_t pid = spawn_fork(0);
-        if (pid == 0)
-                git_child(g);
-        safe_close(p[1]);
-        if (pid < 0)
-                return pid;
-        char buf[GIT_STDERR_MAX + 1];
-        size_t len = 0;
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (;;) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                long left = GIT_INIT_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-                struct pollfd pfd = { .fd = err_r, .events = POLLIN };
-                int k = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -ETIMEDOUT; /* spawn_killp ends it */
-                char tmp[512];
-                ssize_t n = read(err_r, tmp, sizeof tmp);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                size_t take = (size_t)n < GIT_STDERR_MAX - len ? (size_t)n : GIT_STDERR_MAX - len;
-                memcpy(buf + len, tmp, take);
-                len += take;
-        }
-        while (len > 0 && strchr(" \t\r\n", buf[len - 1]))
-                len--;
-        buf[len] = 0;
-        if (!(*ret_stderr = strdup(buf)))
-                return -ENOMEM;
-        int status = spawn_wait(pid);
-        pid = 0;
-        return status;
+        return 0;
 }
 
-/* The git to run: VECTORA_GIT (tests point it at a missing one; an
- * operator at another git), else PATH's. */
-static int find_git(const char *workspace, char **ret, VsError **err) {
-        const char *e = secure_getenv("VECTORA_GIT");
-        char *git = e && *e ? (e[0] == '/' ? path_find_executable_os(e, NULL) : NULL)
-                            : path_find_executable_os("git", getenv("PATH"));
-        if (!git && e && *e)
-                return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
-                                         "git_init = true: %s has no repository, which is made on the host before the jail starts, and VECTORA_GIT=%s is not an absolute path to an executable; point it at git, or set git_init = false",
-                                         workspace, e);
-        if (!git)
-                return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
-                                         "git_init = true: %s has no repository, which is made on the host before the jail starts (so the jail cannot write its config and hooks), and git is not installed on this host; install git (apt-get install git), or set git_init = false",
-                                         workspace);
-        *ret = git;
-        return 0;
+/* A new directory name in dfd, opened: O_EXCL-like (EEXIST when anything
+ * is there already) and never through a symlink put there meanwhile. */
+static int new_dir(int dfd, const char *name, const Owner *o) {
+        if (mkdirat(dfd, name, 0700) < 0)
+                return -errno;
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = settle(fd, 0755, o);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static int new_file(int dfd, const char *name, const char *text, const Owner *o) {
+        _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, text, strlen(text));
+        return r < 0 ? r : settle(fd, 0644, o);
+}
+
+static int new_dir_with(int dfd, const char *name, const char *a, const char *b, const Owner *o) {
+        _cleanup_close_ int fd = new_dir(dfd, name, o);
+        if (fd < 0)
+                return fd;
+        _cleanup_close_ int fa = new_dir(fd, a, o);
+        if (fa < 0)
+                return fa;
+        _cleanup_close_ int fb = new_dir(fd, b, o);
+        return fb < 0 ? fb : 0;
+}
+
+/* The repository's skeleton in the held, empty .git: every entry made
+ * relative to a descriptor, exclusively, without following a symlink, so
+ * nothing planted meanwhile (by another jail that may write this
+ * workspace) is followed or reused: it makes the make fail instead. HEAD
+ * last: until it exists, git-control.h seals the half-made .git whole. */
+static int skeleton(int gfd, const Owner *o) {
+        int r = new_dir_with(gfd, "objects", "info", "pack", o);
+        if (r >= 0)
+                r = new_dir_with(gfd, "refs", "heads", "tags", o);
+        if (r >= 0)
+                r = new_file(gfd, "config", CONFIG_TEXT, o);
+        if (r >= 0)
+                r = new_file(gfd, "HEAD", HEAD_TEXT, o);
+        return r;
 }
 
 int git_repo_make(const char *workspace, VsError **err) {
@@ -176,49 +133,49 @@ int git_repo_make(const char *workspace, VsError **err) {
                 return vs_error_set_kind(err, state, "sandbox_unavailable", "%s/.git: %s", workspace, strerror(-state));
         if (state == DOTGIT_LEAVE)
                 return 0;
-        _cleanup_free_ char *git = NULL;
-        int r = find_git(workspace, &git, err);
-        if (r < 0)
-                return r;
         struct stat wst;
         if (fstat(wfd, &wst) < 0)
-                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s: %m", workspace);
+                return -errno;
         bool root = geteuid() == 0;
-        if (state == DOTGIT_MISSING) {
-                if (mkdirat(wfd, ".git", 0755) < 0 && errno != EEXIST) {
-                        /* Not root: what this uid may not create, the jail
-                         * (the same uid, with less) may not either. */
-                        if (!root && (errno == EACCES || errno == EPERM || errno == EROFS))
-                                return 0;
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                                 "cannot make %s/.git for its repository (git_init = true): %m", workspace);
-                }
+        /* As root, everything made is the workspace owner's (a root-owned
+         * .git breaks their git); nothing else runs. */
+        Owner o = { .chown = root, .uid = wst.st_uid, .gid = wst.st_gid };
+        if (state == DOTGIT_MISSING && mkdirat(wfd, ".git", 0700) < 0 && errno != EEXIST) {
+                /* Not root: what this uid may not create, the jail (the
+                 * same uid, with less) may not either. */
+                if (!root && (errno == EACCES || errno == EPERM || errno == EROFS))
+                        return 0;
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable",
+                                         "cannot make %s/.git for its repository (git_init = true): %m", workspace);
         }
-        /* The directory git will run on, held: afterwards .git must still
-         * be it (nothing swapped a symlink in meanwhile). */
+        /* The directory the repository is made in, held: afterwards .git
+         * must still be it (nothing swapped a symlink in meanwhile). An
+         * empty .git someone else made (the placeholder) is given to the
+         * owner. */
         _cleanup_close_ int gfd = openat(wfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat gst, now;
         if (gfd < 0 || fstat(gfd, &gst) < 0)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s/.git: %m", workspace);
-        /* git runs as the owner: a .git this process made, or an empty one
-         * someone else did (root), is given to them first. */
-        if (root && fchown(gfd, wst.st_uid, wst.st_gid) < 0)
-                return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                         "cannot give %s/.git to the workspace's owner: %m", workspace);
-        GitRun g = { .git = git, .wfd = wfd, .uid = wst.st_uid, .gid = wst.st_gid, .switch_user = root };
-        _cleanup_free_ char *errtext = NULL;
-        int status = git_run(&g, &errtext);
-        if (status < 0)
-                return vs_error_set_kind(err, status, "sandbox_unavailable", "running %s init in %s: %s", git, workspace,
-                                         status == -ETIMEDOUT ? "no answer in 30 s" : strerror(-status));
-        if (status != 0)
-                return vs_error_set_kind(err, -EIO, "sandbox_unavailable",
-                                         "%s init in %s (git_init = true) failed with status %d%s%s", git, workspace, status,
-                                         errtext && *errtext ? ": " : status == 127 ? ": cannot execute it" : "",
-                                         errtext ? errtext : "");
-        if (fstatat(wfd, ".git", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != gst.st_dev || now.st_ino != gst.st_ino ||
-            fstatat(gfd, "HEAD", &now, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(now.st_mode))
+        int r = settle(gfd, 0755, &o);
+        if (r >= 0)
+                r = skeleton(gfd, &o);
+        if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR)
                 return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
-                                         "%s/.git changed while git made the repository there; not starting the jail", workspace);
+                                         "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
+                                         workspace);
+        if (r < 0)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "making the repository %s/.git (git_init = true): %s",
+                                         workspace, strerror(-r));
+        /* Nothing but what was made: an entry put beside it meanwhile
+         * (hooks/, commondir, a second config) would be taken as part of a
+         * repository the project made. */
+        static const char *const made[] = { "HEAD", "config", "objects", "refs", NULL };
+        if (entries_among(gfd, ".", made) != 4)
+                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
+                                         "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
+                                         workspace);
+        if (fstatat(wfd, ".git", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != gst.st_dev || now.st_ino != gst.st_ino)
+                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
+                                         "%s/.git changed while its repository was made; not starting the jail", workspace);
         return 0;
 }

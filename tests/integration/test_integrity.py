@@ -897,45 +897,35 @@ def t_git_init_in_jail(d, tmp):
 
 
 def t_git_init_without_host_git(d, tmp):
-    """git_init = true makes the repository with the host's git before the
-    jail starts. Without a git to run the start fails, saying what to do,
-    and leaves no .git behind: never a jail that lets the agent make the
-    repository itself (the old race). A workspace with a repository, or
-    with git_init = false, needs no git."""
-    env = dict(os.environ, VECTORA_GIT="/nonexistent/git")
-    own = Daemon(tmp, "nogit", extra=("--state-dir", os.path.join(tmp, "nogit-state")), env=env)
-    try:
-        c = own.conn()
-        ws = make_ws(tmp, "nogit", SANDBOX + "git_init = true\n")
-        r = term(c, ws, "echo ran")
-        check(not r["ok"] and r["error"]["code"] == "sandbox_unavailable"
-              and "VECTORA_GIT=/nonexistent/git" in r["error"]["message"]
-              and "git_init = false" in r["error"]["message"], r)
-        check(not os.path.exists(os.path.join(ws, ".git")), "a .git was left behind")
-        ok = make_ws(tmp, "nogit-repo", SANDBOX + "git_init = true\n")
-        host_git(ok, "init", "-q")
-        r = term(c, ok, "echo ran")
-        check(r["ok"] and r["stdout"] == "ran\n", r)
-        off = make_ws(tmp, "nogit-off", SANDBOX)
-        r = term(c, off, "echo ran")
-        check(r["ok"] and r["stdout"] == "ran\n", r)
-        c.close()
-    finally:
-        own.stop()
-    # No git installed at all (embedded mode): /usr/bin/git hidden under
-    # /dev/null (not executable) in a mount namespace of the CLI's own.
+    """git_init = true makes the repository before the jail starts, and no
+    git runs for it: the project writes what `git init --template=` writes
+    (a git run on the path .git followed a symlink put there meanwhile). So
+    a host without git gets the repository all the same: here /usr/bin/git
+    is hidden under /dev/null in a mount namespace of the CLI's own
+    (embedded mode), and the jail starts with a repository whose config
+    and hooks it cannot write."""
     if not ROOT:
-        raise Skip("hiding /usr/bin/git needs a mount namespace (root); the VECTORA_GIT case above ran")
+        raise Skip("hiding /usr/bin/git needs a mount namespace (root)")
     ws = make_ws(tmp, "nogit-cli", SANDBOX + "git_init = true\n")
     hide = "".join("mount --bind /dev/null %s && " % g for g in ("/usr/bin/git", "/usr/local/bin/git")
                    if os.path.exists(g) and not os.path.islink(g))
-    e = {k: v for k, v in os.environ.items() if k not in ("VECTORA_SANDBOX_SOCKET", "VECTORA_GIT")}
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                        hide + 'exec "$@"', "sh", CLI, "--no-daemon", "run", "-w", ws, "echo ran"],
+                        hide + 'exec "$@"', "sh", CLI, "--no-daemon", "run", "-w", ws,
+                        "git --version >/dev/null 2>&1 && echo GIT; "
+                        "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config 2>/dev/null && echo WROTE; "
+                        "mkdir -p .git/hooks 2>/dev/null && printf x > .git/hooks/pre-commit 2>/dev/null && echo HOOK; "
+                        "echo ran"],
                        capture_output=True, text=True, env=e, timeout=60)
-    check(r.returncode != 0 and "ran" not in r.stdout and "git is not installed on this host" in r.stderr
-          and "apt-get install git" in r.stderr, r)
-    check(not os.path.exists(os.path.join(ws, ".git")), "a .git was left behind")
+    check(r.returncode == 0 and r.stdout == "ran\n", r)
+    check(open(os.path.join(ws, ".git/HEAD")).read() == "ref: refs/heads/master\n", "no repository made")
+    check("evil" not in open(os.path.join(ws, ".git/config")).read(), "config written")
+    check(not os.path.exists(os.path.join(ws, ".git/hooks/pre-commit")), "hook planted")
+    check(os.stat(os.path.join(ws, ".git/config")).st_uid == os.stat(ws).st_uid, "not the owner's")
+    # The host's git takes it as a repository.
+    g = subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, "rev-parse", "--git-dir"], capture_output=True,
+                       text=True)
+    check(g.returncode == 0 and g.stdout == ".git\n", ("not a repository for git", g))
 
 
 def t_git_init_refused_by_default(d, tmp):
