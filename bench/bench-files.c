@@ -38,9 +38,14 @@ static char *text(size_t n) {
 
 typedef enum { ENC_TEXT, ENC_RAW } Enc;
 
+/* A file_read request, as the benchmark's client sends it. */
+static json_t *read_request(const char *ws, const char *path, Enc enc) {
+        return json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path,
+                         "binary", enc == ENC_RAW);
+}
+
 static double daemon_read(BenchConn *c, const char *ws, const char *path, Enc enc, size_t expect) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path, "binary",
-                              enc == ENC_RAW);
+        json_t *o = read_request(ws, path, enc);
         JsonlMsg m = JSONL_MSG_INIT;
         double t0 = now_us();
         bench_send(c, o, NULL, 0);
@@ -80,8 +85,7 @@ typedef struct Reply {
 } Reply;
 
 static Reply capture_read(BenchConn *c, const char *ws, const char *path, Enc enc) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path,
-                              "binary", enc == ENC_RAW);
+        json_t *o = read_request(ws, path, enc);
         JsonlMsg m = JSONL_MSG_INIT;
         bench_call(c, o, NULL, 0, &m, "file_read");
         json_decref(o);
@@ -100,8 +104,7 @@ static Reply capture_read(BenchConn *c, const char *ws, const char *path, Enc en
  * encoded, the reply's bytes parsed and the content found. */
 static double client_codec(const char *ws, const char *path, Enc enc, const Reply *rep, size_t expect) {
         double t0 = now_us();
-        json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "tool", api_tool_name(API_TOOL_FILE_READ), "workspace", ws, "path", path,
-                              "binary", enc == ENC_RAW);
+        json_t *o = read_request(ws, path, enc);
         StrBuf out = STRBUF_INIT;
         json_object_set_new(o, "id", json_integer(1));
         if (jsonl_encode_header(o, false, 0, &out) < 0)

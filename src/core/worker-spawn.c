@@ -133,11 +133,10 @@ static bool write_file(const char *path, const char *s) {
         int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return false;
-        ssize_t n = write(fd, s, strlen(s));
-        int e = errno;
+        int r = write_all(fd, s, strlen(s));
         close(fd);
-        errno = e;
-        return n == (ssize_t)strlen(s);
+        errno = -r;
+        return r >= 0;
 }
 
 /* The outer namespaces (own_pid_ns): the child is pid 1 of a new pid
@@ -234,8 +233,10 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 /* Root may make the namespaces itself; a user needs a user
                  * namespace for them, as bwrap does. */
                 c.ns_flags = CLONE_NEWPID | CLONE_NEWNS | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
-                snprintf(c.uid_map, sizeof c.uid_map, "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
-                snprintf(c.gid_map, sizeof c.gid_map, "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+                if (c.ns_flags & CLONE_NEWUSER) {
+                        snprintf(c.uid_map, sizeof c.uid_map, "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
+                        snprintf(c.gid_map, sizeof c.gid_map, "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+                }
         }
         pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags);
         if (pid < 0 && c.ns_flags)

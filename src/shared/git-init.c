@@ -29,7 +29,7 @@ static int entries_among(int dfd, const char *name, const char *const *names) {
         int n = 0;
         for (struct dirent *de; n >= 0 && (de = readdir(d));)
                 if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        n = names && strv_contains((char **)names, de->d_name) ? n + 1 : -1;
+                        n = names && strv_contains((char *const *)names, de->d_name) ? n + 1 : -1;
         closedir(d);
         return n;
 }
@@ -159,21 +159,17 @@ int git_repo_make(const char *workspace, VsError **err) {
         int r = settle(gfd, 0755, &o);
         if (r >= 0)
                 r = skeleton(gfd, &o);
-        if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR)
+        /* Nothing but what was made: an entry put beside it meanwhile
+         * (hooks/, commondir, a second config) would be taken as part of a
+         * repository the project made. */
+        static const char *const made[] = { "HEAD", "config", "objects", "refs", NULL };
+        if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || (r >= 0 && entries_among(gfd, ".", made) != 4))
                 return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
                                          "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
                                          workspace);
         if (r < 0)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "making the repository %s/.git (git_init = true): %s",
                                          workspace, strerror(-r));
-        /* Nothing but what was made: an entry put beside it meanwhile
-         * (hooks/, commondir, a second config) would be taken as part of a
-         * repository the project made. */
-        static const char *const made[] = { "HEAD", "config", "objects", "refs", NULL };
-        if (entries_among(gfd, ".", made) != 4)
-                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
-                                         "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
-                                         workspace);
         if (fstatat(wfd, ".git", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != gst.st_dev || now.st_ino != gst.st_ino)
                 return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
                                          "%s/.git changed while its repository was made; not starting the jail", workspace);
