@@ -390,13 +390,18 @@ static void spawn(Workspace *ws) {
                 return;
         }
         if (!restart_allowed(ws)) {
+                /* The cause once: each refused call becomes the last error,
+                 * and quoting that would nest the refusal in itself. */
+                if (!ws->restart_cause)
+                        ws->restart_cause = strdup(ws->last_error ? ws->last_error : "unknown");
                 char buf[1024];
                 snprintf(buf, sizeof buf,
                          "the worker failed %d times in %d s; not restarting it for now (last error: %s)", RESTART_MAX,
-                         RESTART_WINDOW_MS / 1000, ws->last_error ? ws->last_error : "unknown");
+                         RESTART_WINDOW_MS / 1000, ws->restart_cause ? ws->restart_cause : "unknown");
                 fail_queue(ws, API_ERROR_WORKER_CRASHED, buf);
                 return;
         }
+        free(TAKE_PTR(ws->restart_cause));
         if (!make_room(ws->srv)) {
                 fail_queue(ws, API_ERROR_BUSY, "the daemon's worker limit is reached and every worker is busy; try again later");
                 return;
@@ -697,6 +702,7 @@ static void workspace_free(Workspace *ws) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 free(ws->host_run[i].path);
         free(ws->last_error);
+        free(ws->restart_cause);
         strv_free(ws->limit_notes);
         free(ws->path);
         uv_close((uv_handle_t *)&ws->idle_timer, on_timer_closed);

@@ -74,6 +74,10 @@ struct Workspace {
         uint64_t restarts[RESTART_MAX];
         unsigned n_restarts;
         char *last_error;
+        /* The error that tripped the restart limit, quoted by every
+         * refusal until a worker may start again (last_error then holds
+         * the refusal itself). */
+        char *restart_cause;
         uint64_t last_error_ms;
         Counters counters;
 

@@ -310,6 +310,34 @@ def sigkill_and_wait(d, bound):
     return [(p, comm(p)) for p in tree if alive(p)], gone_ms, tree
 
 
+def t_restart_limit_names_cause_once(d0, tmp):
+    # A worker that dies in every handshake: after RESTART_MAX failures the
+    # daemon stops restarting it, and every refusal names the first cause,
+    # once (each refused call becomes the workspace's last error: quoting
+    # that would nest the refusal in itself, call after call).
+    bad = os.path.join(tmp, "dying-worker")
+    with open(bad, "w") as f:
+        f.write("#!/bin/sh\necho 'cause-marker-7301' >&2\nexit 3\n")
+    os.chmod(bad, 0o755)
+    ws = make_ws(tmp, "crashloop", SANDBOX)
+    with OwnDaemon(tmp, "crashloop", extra=["--worker", bad]) as d:
+        c = d.conn()
+        errs = [term(c, ws, "true") for _ in range(9)]
+        c.close()
+        check(all(not r["ok"] for r in errs), errs)
+        first = errs[0]["error"]["message"]
+        check("cause-marker-7301" in first and "not restarting" not in first, first)
+        refused = [r["error"] for r in errs if "not restarting" in r["error"]["message"]]
+        check(len(refused) >= 3, [r["error"] for r in errs])
+        for e in refused:
+            m = e["message"]
+            check(e["code"] == "worker_crashed" and m.count("not restarting") == 1 and m.count("cause-marker-7301") == 1
+                  and len(m) < 600, m)
+        st = d.ws_status(ws)
+        check(st["restart_blocked"] and st["last_error"].count("not restarting") == 1, st)
+        return f"{len(refused)} refusals, each naming the cause once: {refused[-1]['message'][:160]}"
+
+
 class OwnDaemon:
     """A daemon of a test's own (one it kills, or starts differently),
     stopped and its socket removed at the end of the with block."""
@@ -1565,7 +1593,7 @@ def t_leftovers_restart_jail(d, tmp):
     c.close()
 
 
-TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_daemon_sigkill,
+TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
