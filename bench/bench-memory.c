@@ -59,6 +59,89 @@ static Mem mem_now(void) {
         };
 }
 
+/* Returns the slab caches' empty pages (and their per-CPU partial lists)
+ * to the page allocator (SLUB's /sys/kernel/slab/CACHE/shrink, root only):
+ * otherwise a phase reuses the slab pages an earlier one left and looks
+ * cheaper than it is (in one run, the same 200 bare jails measured 359 kB
+ * each first and 70 kB right after another 200 were taken down). */
+static void shrink_slabs(void) {
+        DIR *d = opendir("/sys/kernel/slab");
+        if (!d)
+                return;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                char p[300];
+                snprintf(p, sizeof p, "/sys/kernel/slab/%s/shrink", e->d_name);
+                int fd = open(p, O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        (void)!write(fd, "1", 1);
+                        close(fd);
+                }
+        }
+        closedir(d);
+}
+
+/* Until the kernel has finished taking down what an earlier phase (or run)
+ * left: network namespaces, stacks and page tables are freed by
+ * workqueues and after RCU grace periods, for seconds after their last
+ * process (300 jails' end returned ~38 MB over 10 s here). A baseline taken
+ * meanwhile counts that release against the next phase's growth. Shrinks
+ * the slab caches, then waits until MemTotal - MemAvailable moved by less
+ * than 512 kB in each of 3 seconds running (at most 90 s); returns the
+ * seconds waited. */
+static double settle_kernel(void) {
+        struct timespec tick = { 1, 0 };
+        double t0 = now_us();
+        long prev = -1;
+        for (int i = 0, quiet = 0; i < 90 && quiet < 3; i++) {
+                shrink_slabs();
+                nanosleep(&tick, NULL);
+                long used = meminfo_kb("MemTotal") - meminfo_kb("MemAvailable");
+                quiet = prev >= 0 && labs(used - prev) < 512 ? quiet + 1 : 0;
+                prev = used;
+        }
+        return (now_us() - t0) / 1e6;
+}
+
+/* What the kernel charged to pid's memory cgroup (user pages and the
+ * kernel memory it accounts to the group: slab objects of its namespaces,
+ * mounts and files, page tables, kernel stacks, socket buffers), in kB; -1
+ * without one. Unlike the machine delta this counts live objects, not slab
+ * pages, so it does not depend on what an earlier phase freed. */
+static long cg_charge_kb(pid_t pid) {
+        char p[64], line[512], path[600];
+        snprintf(p, sizeof p, "/proc/%d/cgroup", (int)pid);
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return -1;
+        path[0] = 0;
+        while (fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = 0;
+                char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                if (!c2)
+                        continue;
+                *c2 = 0;
+                bool v1 = streq(c1 + 1, "memory");
+                if (v1 || (streq(line, "0") && c1[1] == 0 && !path[0]))
+                        snprintf(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%s/memory.usage_in_bytes" : "/sys/fs/cgroup%s/memory.current",
+                                 c2 + 1);
+                if (v1)
+                        break;
+        }
+        fclose(f);
+        if (!path[0] || streq(path, "/sys/fs/cgroup//memory.current"))
+                return -1;
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        unsigned long long b = 0;
+        bool ok = fscanf(f, "%llu", &b) == 1;
+        fclose(f);
+        return ok ? (long)(b / 1024) : -1;
+}
+
 static long kernel_kb(const Mem *m) {
         return m->slab + m->pagetables + m->kstack;
 }
@@ -211,6 +294,29 @@ static double slab_bytes(const Slabs *s, const char *name) {
                 if (strcmp(s->name[i], name) == 0)
                         return s->bytes[i];
         return 0;
+}
+
+/* The caches that grew most between two reads, per jail (other load on
+ * the machine moves them too), as values KEY_PREFIX<cache>. Takes them
+ * from after. */
+static void slab_top(BenchOut *out, const char *key_prefix, const Slabs *before, Slabs *after, unsigned n) {
+        for (unsigned top = 0; top < 10; top++) {
+                size_t best = SIZE_MAX;
+                double best_d = 0;
+                for (size_t i = 0; i < after->n; i++) {
+                        double dlt = after->bytes[i] - slab_bytes(before, after->name[i]);
+                        if (dlt > best_d) {
+                                best_d = dlt;
+                                best = i;
+                        }
+                }
+                if (best == SIZE_MAX)
+                        break;
+                char key[96];
+                snprintf(key, sizeof key, "%s%s", key_prefix, after->name[best]);
+                bench_out_value(out, key, best_d / 1024 / n);
+                after->bytes[best] = slab_bytes(before, after->name[best]); /* taken */
+        }
 }
 
 static pid_t ppid_of(pid_t pid) {
@@ -491,7 +597,14 @@ static void floor_cg_remove(int version, unsigned n) {
  * once as the daemon phase had first calls in flight. What it takes to
  * start them all and what each costs the machine bound what a workspace
  * can cost while it is a bwrap jail. */
-static void bare_floor(BenchOut *out, char **ws, unsigned n) {
+/* Floor `pfx` ("memory.floor." or, with own_pid_ns, "memory.floor_ns."):
+ * n bare bwrap jails with the daemon's argv; with own_pid_ns each bwrap is
+ * pid 1 of a pid namespace of its own with its /proc, as the daemon starts
+ * it (what ends a jail with its set-up when the daemon dies). */
+static void bare_floor(BenchOut *out, char **ws, unsigned n, bool own_pid_ns) {
+        const char *pfx = own_pid_ns ? "memory.floor_ns." : "memory.floor.";
+        const char *what = own_pid_ns ? "bare bwrap jails in their own pid namespace" : "bare bwrap jails";
+        char key[96];
         BenchPercall *pc = calloc(n, sizeof *pc);
         pid_t *pids = calloc(n, sizeof *pids);
         if (!pc || !pids)
@@ -510,7 +623,9 @@ static void bare_floor(BenchOut *out, char **ws, unsigned n) {
         snprintf(self, sizeof self, "/proc/self/fd/%d", pc[0].bpf_fd);
         int cg = floor_cg_version();
         struct timespec settle = { 1, 0 };
-        nanosleep(&settle, NULL);
+        bench_log("memory: %s: the kernel settled in %.0f s", what, settle_kernel());
+        static Slabs slabs_before, slabs_after;
+        bool have_slabs = slabs_read(&slabs_before);
         Mem before = mem_now();
         double t0 = now_us();
         unsigned spawned = 0, ready = 0;
@@ -525,7 +640,7 @@ static void bare_floor(BenchOut *out, char **ws, unsigned n) {
                         pc[spawned].bpf_fd = fd;
                         int cgfds[2] = { -EBADF, -EBADF };
                         size_t ncg = cg ? floor_cg_make(cg, spawned, pc[spawned].launch->pids, pc[spawned].launch->memory, cgfds) : 0;
-                        pids[spawned] = bench_percall_spawn_in(&pc[spawned], cmd, -1, up[1], cgfds, ncg);
+                        pids[spawned] = bench_percall_spawn_in(&pc[spawned], cmd, -1, up[1], cgfds, ncg, own_pid_ns);
                         pc[spawned].bpf_fd = keep;
                         close(fd);
                         for (size_t k = 0; k < ncg; k++)
@@ -540,8 +655,42 @@ static void bare_floor(BenchOut *out, char **ws, unsigned n) {
         double start_s = (now_us() - t0) / 1e6;
         nanosleep(&settle, NULL);
         Mem after = mem_now();
-        bench_log("memory: floor: %u bare bwrap jails started in %.2f s, %.0f kB each", n, start_s,
+        have_slabs = have_slabs && slabs_read(&slabs_after);
+        bench_log("memory: floor: %u %s started in %.2f s, %.0f kB each", n, what, start_s,
                   (double)(after.used - before.used) / n);
+        /* The same split as the workspaces', to compare piece by piece. */
+        const struct {
+                const char *key;
+                long delta;
+        } kparts[] = {
+                { "kernel.slab", after.slab - before.slab },
+                { "kernel.sunreclaim", after.sunreclaim - before.sunreclaim },
+                { "kernel.pagetables", after.pagetables - before.pagetables },
+                { "kernel.kstack", after.kstack - before.kstack },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(kparts); i++) {
+                snprintf(key, sizeof key, "%s%s", pfx, kparts[i].key);
+                bench_out_value(out, key, (double)kparts[i].delta / n);
+        }
+        if (have_slabs) {
+                snprintf(key, sizeof key, "%sslab.", pfx);
+                slab_top(out, key, &slabs_before, &slabs_after, n);
+        }
+        Samples charged = { 0 };
+        for (unsigned i = 0; i < n; i++) {
+                long ch = cg_charge_kb(pids[i]);
+                if (ch >= 0)
+                        samples_add(&charged, 0, (double)ch);
+        }
+        if (charged.n) {
+                char label2[200];
+                snprintf(label2, sizeof label2, "floor: charged to its memory cgroup, per one of the %s", what);
+                snprintf(key, sizeof key, "%scharged_per_jail", pfx);
+                bench_out_figure(out, key, label2, "kB", &charged);
+                snprintf(key, sizeof key, "%scharged_per_jail_kb", pfx);
+                bench_out_value(out, key, samples_median(&charged));
+        }
+        samples_done(&charged);
         for (unsigned i = 0; i < n; i++)
                 (void)kill(pids[i], SIGKILL);
         for (unsigned i = 0; i < n; i++)
@@ -558,37 +707,32 @@ static void bare_floor(BenchOut *out, char **ws, unsigned n) {
         Samples v = { 0 };
         char label[200];
         samples_add(&v, 0, start_s);
-        snprintf(label, sizeof label, "floor: time to start %u bare bwrap jails, the daemon's argv for each workspace (%u at once)",
-                 n, N_CONN * WINDOW);
-        bench_out_figure(out, "memory.floor.start_n", label, "s", &v);
+        snprintf(label, sizeof label, "floor: time to start %u %s, the daemon's argv for each workspace (%u at once)", n,
+                 what, N_CONN * WINDOW);
+        snprintf(key, sizeof key, "%sstart_n", pfx);
+        bench_out_figure(out, key, label, "s", &v);
         samples_done(&v);
         samples_add(&v, 0, (double)(after.used - before.used) / n);
-        bench_out_figure(out, "memory.floor.machine_per_jail", "floor: machine memory delta per bare bwrap jail (user + kernel)", "kB", &v);
+        snprintf(label, sizeof label, "floor: machine memory delta per one of the %s (user + kernel)", what);
+        snprintf(key, sizeof key, "%smachine_per_jail", pfx);
+        bench_out_figure(out, key, label, "kB", &v);
         samples_done(&v);
-        bench_out_value(out, "memory.floor.start_1000_s", n == 1000 ? start_s : NAN);
-        bench_out_value(out, "memory.floor.machine_per_jail_kb", (double)(after.used - before.used) / n);
-        bench_out_note(out, "Floor: for each workspace, bwrap with the daemon's own argv for it (namespaces, binds, masks, uid, the same seccomp filter), started by a vfork-style clone, running `/bin/sh -c 'printf r; exec sleep ...'` (up when its byte arrives), %s: no daemon, outer pid namespace, worker or Landlock, %u starting at once; measured after the daemon and its jails were gone.",
+        snprintf(key, sizeof key, "%sstart_1000_s", pfx);
+        bench_out_value(out, key, n == 1000 ? start_s : NAN);
+        snprintf(key, sizeof key, "%smachine_per_jail_kb", pfx);
+        bench_out_value(out, key, (double)(after.used - before.used) / n);
+        bench_out_note(out, "Floor (%s): for each workspace, bwrap with the daemon's own argv for it (namespaces, binds, masks, uid, the same seccomp filter), started by a vfork-style clone%s, running `/bin/sh -c 'printf r; exec sleep ...'` (up when its byte arrives), %s: no daemon, %sworker or Landlock, %u starting at once; measured once the kernel settled from what ran before, as the workspaces are.",
+                       what,
+                       own_pid_ns ? " as pid 1 of a pid namespace of its own with that namespace's /proc, as the daemon starts bwrap (the mechanism that ends a jail with its set-up when the daemon dies)" : "",
                        cg ? (cg == 2 ? "each in a cgroup v2 group of its own with the workspace's pids.max and memory.max, as the daemon makes"
                                      : "each in a pids and a memory cgroup (v1) of its own with the workspace's limits, as the daemon makes")
                           : "without per-jail cgroups (not root, or no writable cgroupfs: the daemon phase may have had them)",
-                       N_CONN * WINDOW);
+                       own_pid_ns ? "" : "outer pid namespace, ", N_CONN * WINDOW);
 }
 
-int main(int argc, char **argv) {
-        unsigned n_ws = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
-        bench_scratch();
-        double tb = now_us();
-        char **ws = calloc(n_ws, sizeof *ws);
-        if (!ws)
-                bench_die("out of memory");
-        for (unsigned i = 0; i < n_ws; i++) {
-                char name[32];
-                snprintf(name, sizeof name, "ws%04u", i);
-                ws[i] = bench_workspace(name, "[sandbox]\nenabled = true\n"
-                                              "mask = [\".env\", \"**/*.pem\", \"**/.ssh/**\", \"**/.aws/**\"]\n");
-        }
-        bench_log("memory: %u workspaces created in %.1f s", n_ws, (now_us() - tb) / 1e6);
-
+/* The project's own: n_ws sandboxed workspaces through the daemon, each
+ * started by one call, then idle; their memory by piece. */
+static void workspaces_phase(BenchOut *out, char **ws, unsigned n_ws) {
         BenchDaemon d;
         bench_daemon_start(&d, n_ws + 16);
         BenchConn c[N_CONN];
@@ -604,7 +748,7 @@ int main(int argc, char **argv) {
         jsonl_msg_done(&m);
 
         struct timespec settle = { 1, 0 };
-        nanosleep(&settle, NULL);
+        bench_log("memory: workspaces: the kernel settled in %.0f s", settle_kernel());
         long daemon_before = pss_kb(d.pid), watches_before = inotify_watches(d.pid);
         double daemon_cpu_before = cpu_us(d.pid);
         static Slabs slabs_before, slabs_after;
@@ -653,10 +797,13 @@ int main(int argc, char **argv) {
 
         size_t np;
         Proc *ps = all_procs(&np);
-        Samples jail = { 0 }, procs = { 0 };
+        Samples jail = { 0 }, procs = { 0 }, charged = { 0 };
         RoleStats roles[N_ROLES] = {};
         for (size_t i = 0; i < np; i++)
                 if (ps[i].ppid == d.pid) {
+                        long ch = cg_charge_kb(ps[i].pid);
+                        if (ch >= 0)
+                                samples_add(&charged, 0, (double)ch);
                         unsigned count;
                         long kb = tree_pss(ps, np, ps[i].pid, &count);
                         samples_add(&jail, 0, (double)kb);
@@ -668,18 +815,16 @@ int main(int argc, char **argv) {
                 bench_die("found %zu jails for %u workspaces", jail.n, n_ws);
 
         double per_ws = (double)(after.used - before.used) / n_ws;
-        BenchOut out;
-        bench_out_init(&out, "memory");
         Samples dpss = { 0 };
         samples_add(&dpss, 0, (double)daemon_before);
-        bench_out_figure(&out, "memory.daemon_pss_1", "daemon PSS with one idle jail", "kB", &dpss);
+        bench_out_figure(out, "memory.daemon_pss_1", "daemon PSS with one idle jail", "kB", &dpss);
         samples_done(&dpss);
         samples_add(&dpss, 0, (double)daemon_after);
         char label[160];
         snprintf(label, sizeof label, "daemon PSS with %u idle jails", n_ws);
-        bench_out_figure(&out, "memory.daemon_pss_n", label, "kB", &dpss);
-        bench_out_figure(&out, "memory.jail_pss", "PSS of one idle jail (all its processes), across jails", "kB", &jail);
-        role_figures(&out, roles);
+        bench_out_figure(out, "memory.daemon_pss_n", label, "kB", &dpss);
+        bench_out_figure(out, "memory.jail_pss", "PSS of one idle jail (all its processes), across jails", "kB", &jail);
+        role_figures(out, roles);
         for (int r = 0; r < N_ROLES; r++) {
                 samples_done(&roles[r].pss);
                 samples_done(&roles[r].priv);
@@ -688,11 +833,11 @@ int main(int argc, char **argv) {
         }
         Samples v = { 0 };
         samples_add(&v, 0, per_ws);
-        bench_out_figure(&out, "memory.machine_per_ws", "machine memory delta per idle workspace (user + kernel)", "kB", &v);
+        bench_out_figure(out, "memory.machine_per_ws", "machine memory delta per idle workspace (user + kernel)", "kB", &v);
         samples_done(&v);
         samples_add(&v, 0, (double)(after.slab - before.slab + after.pagetables - before.pagetables + after.kstack -
                                     before.kstack) / n_ws);
-        bench_out_figure(&out, "memory.kernel_per_ws", "  of which slab + page tables + kernel stacks", "kB", &v);
+        bench_out_figure(out, "memory.kernel_per_ws", "  of which slab + page tables + kernel stacks", "kB", &v);
         samples_done(&v);
         const struct {
                 const char *key, *label;
@@ -706,46 +851,37 @@ int main(int argc, char **argv) {
         };
         for (size_t i = 0; i < ELEMENTSOF(kparts); i++) {
                 samples_add(&v, 0, (double)kparts[i].delta / n_ws);
-                bench_out_figure(&out, kparts[i].key, kparts[i].label, "kB", &v);
-                bench_out_value(&out, kparts[i].key, (double)kparts[i].delta / n_ws);
+                bench_out_figure(out, kparts[i].key, kparts[i].label, "kB", &v);
+                bench_out_value(out, kparts[i].key, (double)kparts[i].delta / n_ws);
                 samples_done(&v);
         }
-        bench_out_value(&out, "memory.inotify_watches_per_ws", (double)(watches_after - watches_before) / n_ws);
-        /* The caches that grew most, per workspace (other load on the
-         * machine moves them too). */
-        for (unsigned top = 0; have_slabs && top < 10; top++) {
-                size_t best = SIZE_MAX;
-                double best_d = 0;
-                for (size_t i = 0; i < slabs_after.n; i++) {
-                        double dlt = slabs_after.bytes[i] - slab_bytes(&slabs_before, slabs_after.name[i]);
-                        if (dlt > best_d) {
-                                best_d = dlt;
-                                best = i;
-                        }
-                }
-                if (best == SIZE_MAX)
-                        break;
-                char key[96];
-                snprintf(key, sizeof key, "memory.slab.%s", slabs_after.name[best]);
-                bench_out_value(&out, key, best_d / 1024 / n_ws);
-                slabs_after.bytes[best] = slab_bytes(&slabs_before, slabs_after.name[best]); /* taken */
+        bench_out_value(out, "memory.inotify_watches_per_ws", (double)(watches_after - watches_before) / n_ws);
+        if (charged.n) {
+                /* Order-independent: what each jail's cgroup was charged, plus
+                 * the daemon's own growth per workspace. */
+                double dws = (double)(daemon_after - daemon_before) / n_ws;
+                bench_out_figure(out, "memory.charged_per_jail", "charged to the workspace's memory cgroup (user + accounted kernel), per jail", "kB", &charged);
+                bench_out_value(out, "memory.charged_per_ws_kb", samples_median(&charged) + dws);
         }
+        samples_done(&charged);
+        if (have_slabs)
+                slab_top(out, "memory.slab.", &slabs_before, &slabs_after, n_ws);
         samples_add(&v, 0, (daemon_cpu_after - daemon_cpu_before) / n_ws);
-        bench_out_figure(&out, "memory.daemon.start_cpu", "  the daemon: CPU time per workspace started", "us", &v);
-        bench_out_value(&out, "memory.daemon.start_cpu", samples_median(&v));
+        bench_out_figure(out, "memory.daemon.start_cpu", "  the daemon: CPU time per workspace started", "us", &v);
+        bench_out_value(out, "memory.daemon.start_cpu", samples_median(&v));
         samples_done(&v);
         samples_add(&v, 0, start_s);
         snprintf(label, sizeof label, "time to start %u idle workspaces (first calls, %u in flight)", n_ws, N_CONN * WINDOW);
-        bench_out_figure(&out, "memory.start_n", label, "s", &v);
+        bench_out_figure(out, "memory.start_n", label, "s", &v);
         samples_done(&v);
-        bench_out_value(&out, "memory.machine_per_ws_kb", per_ws);
-        bench_out_value(&out, "memory.start_1000_s", n_ws == 1000 ? start_s : NAN);
-        bench_out_value(&out, "memory.processes_per_jail", samples_median(&procs));
-        ns_costs(&out);
-        bench_out_note(&out, "Per piece: each jail process's PSS, private memory (Private_Clean + Private_Dirty of smaps_rollup) and page tables (VmPTE), by role; the kernel's share split by /proc/meminfo; the daemon's PSS growth divided by the workspaces; inotify watches per workspace: %.2f. CPU time to start: schedstat of every thread plus reaped children, summed per process over its life (an idle jail's life is its start and one `/bin/true`). Namespaces: kernel memory (slab + page tables + kernel stacks) per child of %d children that each unshare one kind and wait, minus children that unshare nothing%s; the mount namespace copies the host's mount table, which is larger than a jail's.",
+        bench_out_value(out, "memory.machine_per_ws_kb", per_ws);
+        bench_out_value(out, "memory.start_1000_s", n_ws == 1000 ? start_s : NAN);
+        bench_out_value(out, "memory.processes_per_jail", samples_median(&procs));
+        ns_costs(out);
+        bench_out_note(out, "Per piece: each jail process's PSS, private memory (Private_Clean + Private_Dirty of smaps_rollup) and page tables (VmPTE), by role; the kernel's share split by /proc/meminfo; the daemon's PSS growth divided by the workspaces; inotify watches per workspace: %.2f. CPU time to start: schedstat of every thread plus reaped children, summed per process over its life (an idle jail's life is its start and one `/bin/true`). Namespaces: kernel memory (slab + page tables + kernel stacks) per child of %d children that each unshare one kind and wait, minus children that unshare nothing%s; the mount namespace copies the host's mount table, which is larger than a jail's.",
                        (double)(watches_after - watches_before) / n_ws, NS_CHILDREN,
                        geteuid() != 0 ? " (not root: each with a user namespace, whose own cost is taken off)" : "");
-        bench_out_note(&out, "%u sandboxed workspaces (vectora.toml only, masks `.env`, `**/*.pem`, `**/.ssh/**`, `**/.aws/**`), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before (1 s settle each), divided by %u; it includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too: treat it as an upper bound.",
+        bench_out_note(out, "%u sandboxed workspaces (vectora.toml only, masks `.env`, `**/*.pem`, `**/.ssh/**`, `**/.aws/**`), one `terminal /bin/true` each, then idle. Processes per jail: %.0f. The machine delta is MemTotal - MemAvailable after minus before, divided by %u; the baseline is taken once the kernel settled from what ran before (the slab caches shrunk, MemAvailable steady for 3 s: the kernel frees an ended jail's namespaces, stacks and page tables for seconds after it), and `make bench` measures the workspaces and each floor first in a run of their own. It includes the daemon's own growth and per-jail cgroups when the daemon can create them. Other load on the machine moves it too. The cgroup charge is each jail's memory cgroup usage (v1 `memory.usage_in_bytes`, v2 `memory.current`: its pages and the kernel memory accounted to it), median over the jails, plus the daemon's own growth per workspace.",
                        n_ws, samples_median(&procs), n_ws);
         samples_done(&jail);
         samples_done(&procs);
@@ -754,7 +890,57 @@ int main(int argc, char **argv) {
         double ts = now_us();
         bench_daemon_stop(&d);
         bench_log("memory: daemon and %u jails ended in %.1f s", n_ws, (now_us() - ts) / 1e6);
-        bare_floor(&out, ws, n_ws);
+}
+
+int main(int argc, char **argv) {
+        unsigned n_ws = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+        bench_scratch();
+        double tb = now_us();
+        char **ws = calloc(n_ws, sizeof *ws);
+        if (!ws)
+                bench_die("out of memory");
+        for (unsigned i = 0; i < n_ws; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "ws%04u", i);
+                ws[i] = bench_workspace(name, "[sandbox]\nenabled = true\n"
+                                              "mask = [\".env\", \"**/*.pem\", \"**/.ssh/**\", \"**/.aws/**\"]\n");
+        }
+        bench_log("memory: %u workspaces created in %.1f s", n_ws, (now_us() - tb) / 1e6);
+
+        /* VECTORA_BENCH_MEMORY_PHASES: which of the workspaces ("ws") and
+         * the two floors ("bare", "ns") to measure, in that order (default
+         * all three). Each phase reuses some of the kernel memory the one
+         * before it freed (see shrink_slabs()), so `make bench` runs each
+         * first, in a run of its own. */
+        const char *phases = getenv("VECTORA_BENCH_MEMORY_PHASES");
+        if (!phases || !*phases)
+                phases = "ws,bare,ns";
+        _cleanup_free_ char *list = strdup(phases);
+        if (!list)
+                bench_die("out of memory");
+        /* "memory" when the workspaces are measured, else "memory-FLOOR". */
+        char name[64];
+        size_t first = strcspn(list, ",");
+        snprintf(name, sizeof name, "memory%s%.*s", strncmp(list, "ws", first) == 0 && first == 2 ? "" : "-",
+                 strncmp(list, "ws", first) == 0 && first == 2 ? 0 : (int)first, list);
+        BenchOut out;
+        bench_out_init(&out, name);
+        char *save = NULL;
+        for (char *phase = strtok_r(list, ",", &save); phase; phase = strtok_r(NULL, ",", &save)) {
+                if (streq(phase, "ws"))
+                        workspaces_phase(&out, ws, n_ws);
+                else if (streq(phase, "bare"))
+                        bare_floor(&out, ws, n_ws, false);
+                /* The daemon's way needs root here (mount in the new
+                 * namespace); as a normal user the daemon adds a user
+                 * namespace of its own. */
+                else if (streq(phase, "ns") && geteuid() == 0)
+                        bare_floor(&out, ws, n_ws, true);
+                else if (streq(phase, "ns"))
+                        bench_log("memory: floor in their own pid namespace: not measured (not root)");
+                else
+                        bench_die("VECTORA_BENCH_MEMORY_PHASES: unknown phase '%s' (ws, bare, ns)", phase);
+        }
         bench_out_print(&out);
         for (unsigned i = 0; i < n_ws; i++)
                 free(ws[i]);

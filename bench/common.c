@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 #include "config.h"
 #include "fd-util.h"
 #include "path-util.h"
+#include "spawn-util.h"
 #include "strv.h"
 
 static char *scratch;
@@ -405,10 +407,16 @@ typedef struct VforkArgs {
         bool switch_user;
         uid_t uid;
         gid_t gid;
+        bool own_pid_ns; /* pid 1 of a pid namespace of its own, with its /proc, as the daemon starts bwrap (root only) */
 } VforkArgs;
 
 static int vfork_child(void *arg) {
         const VforkArgs *a = arg;
+        /* As the daemon's enter_outer_ns(): mounts kept slaves of the host's,
+         * the namespace's own /proc for bwrap's /proc/PID. */
+        if (a->own_pid_ns && (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+                              mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+                _exit(126);
         child_fds(a->stdin_fd, a->stdout_fd);
         /* dup2 onto itself keeps CLOEXEC: clear it by hand then. */
         if (a->fd3 >= 0 && (a->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(a->fd3, 3)) < 0)
@@ -428,6 +436,12 @@ static _Alignas(64) char vfork_stack[64 * 1024];
 
 static pid_t vfork_spawn(const VforkArgs *a) {
         dev_null(); /* opened here, not in the child */
+        if (a->own_pid_ns) {
+                pid_t pid = spawn_vfork_ns(vfork_child, (void *)a, CLONE_NEWPID | CLONE_NEWNS);
+                if (pid < 0)
+                        bench_die("clone: %s", strerror(-pid));
+                return pid;
+        }
         pid_t pid = clone(vfork_child, vfork_stack + sizeof vfork_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)a);
         if (pid < 0)
                 bench_die("clone: %m");
@@ -491,11 +505,11 @@ void bench_percall_prepare(BenchPercall *p, const char *workspace) {
 }
 
 pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd) {
-        return bench_percall_spawn_in(p, cmd, stdin_fd, stdout_fd, NULL, 0);
+        return bench_percall_spawn_in(p, cmd, stdin_fd, stdout_fd, NULL, 0, false);
 }
 
 pid_t bench_percall_spawn_in(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd, const int *cgroup_fds,
-                             size_t n_cgroup_fds) {
+                             size_t n_cgroup_fds, bool own_pid_ns) {
         _cleanup_strv_free_ char **argv = strv_copy(p->argv_prefix);
         for (char *const *c = cmd; argv && *c; c++)
                 if (strv_extend(&argv, *c) < 0)
@@ -510,7 +524,7 @@ pid_t bench_percall_spawn_in(BenchPercall *p, char *const *cmd, int stdin_fd, in
          * per-call model pays for bwrap, not for a page-table copy. */
         VforkArgs a = { .path = p->bwrap_path, .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd,
                         .fd3 = p->bpf_fd, .cgroup_fds = cgroup_fds, .n_cgroup_fds = n_cgroup_fds,
-                        .switch_user = l->switch_user, .uid = l->uid, .gid = l->gid };
+                        .switch_user = l->switch_user, .uid = l->uid, .gid = l->gid, .own_pid_ns = own_pid_ns };
         return vfork_spawn(&a);
 }
 

@@ -102,9 +102,11 @@ int bench_percall_run(BenchPercall *p, char *const *cmd, int stdin_fd, int stdou
 /* The same without waiting (the caller feeds or drains a pipe), then bench_wait(). */
 pid_t bench_percall_spawn(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd);
 /* The same, the child joining the cgroups whose cgroup.procs files are
- * given (opened O_WRONLY) before it execs bwrap, as the daemon's does. */
+ * given (opened O_WRONLY) before it execs bwrap, as the daemon's does;
+ * with own_pid_ns (root only) bwrap is pid 1 of a pid namespace of its own
+ * with that namespace's /proc, as the daemon starts it. */
 pid_t bench_percall_spawn_in(BenchPercall *p, char *const *cmd, int stdin_fd, int stdout_fd, const int *cgroup_fds,
-                             size_t n_cgroup_fds);
+                             size_t n_cgroup_fds, bool own_pid_ns);
 int bench_wait(pid_t pid);
 void bench_percall_done(BenchPercall *p);
 

@@ -121,12 +121,16 @@ TARGETS_15 = [
          floor_text="the 4-hop relay of a 4 KiB reply + a direct read"),
     dict(text="idle workspace <= 0.6 MB all told (machine delta per workspace, 1 000 workspaces)",
          kind="value", ref="memory.machine_per_ws_kb", op="<=", limit=0.6 * 1024, unit="kB",
-         floor=("value", "memory.floor.machine_per_jail_kb"),
-         floor_text="a bare bwrap jail with the daemon's argv and its pids and memory cgroups (machine delta)"),
+         floor=("value", "memory.floor_ns.machine_per_jail_kb", "memory.floor.machine_per_jail_kb"),
+         floor_text="a bare bwrap jail started as the daemon starts it (the daemon's argv, its pids and memory "
+                    "cgroups, pid 1 of its own pid namespace with its /proc: what ends a jail with its set-up when "
+                    "the daemon dies), 1 000 of them, measured first in a run of its own as the workspaces are "
+                    "(machine delta)"),
     dict(text="1 000 idle workspaces started in under 4 s",
          kind="value", ref="memory.start_1000_s", op="<", limit=4, unit="s",
-         floor=("value", "memory.floor.start_1000_s"),
-         floor_text="1 000 bare bwrap jails with the daemon's argv and their cgroups"),
+         floor=("value", "memory.floor_ns.start_1000_s", "memory.floor.start_1000_s"),
+         floor_text="1 000 bare bwrap jails started as the daemon starts them (the daemon's argv, their cgroups, "
+                    "their own pid namespace)"),
 ]
 
 # A target's floor (floor, floor_text): what the design's unavoidable part
@@ -144,8 +148,13 @@ def floor_of(t, figs, values):
             return sum(figs[k].stat("median") for k in f[1]) / sum(figs[k].stat("median") for k in f[2])
         if f[0] == "sum":
             return sum(figs[k].stat("median") for k in f[1])
-        v = values[f[1]]
-        return None if isinstance(v, float) and math.isnan(v) else v
+        # ("value", key, fallback...): the first measured (a floor that
+        # needs root is not measured by a normal user).
+        for k in f[1:]:
+            v = values.get(k)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                return v
+        return None
     except (KeyError, ValueError, ZeroDivisionError):
         return None
 
@@ -339,6 +348,23 @@ def pieces_table(w, figs, values):
     for v, name in slabs:
         w(f"| slab cache `{name}` | {fmt(v, 'kB')} |")
     w("")
+    rows = [("the project's idle workspace: its jail's cgroup, plus the daemon's own growth",
+             "memory.charged_per_ws_kb", "memory.machine_per_ws_kb"),
+            ("floor: a bare bwrap jail started as the daemon starts it (own pid namespace and /proc)",
+             "memory.floor_ns.charged_per_jail_kb", "memory.floor_ns.machine_per_jail_kb"),
+            ("floor: a bare bwrap jail", "memory.floor.charged_per_jail_kb", "memory.floor.machine_per_jail_kb")]
+    if any(values.get(c) is not None for _, c, _ in rows):
+        w("| per workspace or jail, 1 000 of them | charged to its memory cgroup (median) | machine delta |")
+        w("|---|---|---|")
+        for label, c, m in rows:
+            if values.get(c) is not None or values.get(m) is not None:
+                w(f"| {label} | {fmt(values.get(c), 'kB')} | {fmt(values.get(m), 'kB')} |")
+        w("")
+        w("The cgroup charge counts live objects (the jail's pages, and the kernel memory the kernel accounts to "
+          "the group: its namespaces' and mounts' slab objects, page tables, kernel stacks), whatever ran before; "
+          "it leaves out kernel memory the kernel does not account to a group and the slab pages' slack. The "
+          "machine delta counts everything, but a phase reuses slab pages an earlier one freed: each of the three "
+          "is measured first, in a run of its own, after the slab caches were shrunk.\n")
     ns = [(k[len("memory.ns."):], f) for k, f in figs.items() if k.startswith("memory.ns.")]
     if ns:
         w("| one namespace of each kind by itself (kernel memory, beside a child that unshares nothing) | kB |")
@@ -440,7 +466,9 @@ def main():
             w(f.read().rstrip() + "\n")
 
     titles = {"exec": "1. Warm exec", "files": "2. File operations", "cold": "3. Cold start",
-              "memory": "4. Memory", "scale": "5. Scale", "network": "6. Network allowlist: a download through the proxy",
+              "memory": "4. Memory", "memory-bare": "4a. Memory floor: bare bwrap jails (a run of its own)",
+              "memory-ns": "4b. Memory floor: bare bwrap jails started as the daemon starts them (a run of its own)",
+              "scale": "5. Scale", "network": "6. Network allowlist: a download through the proxy",
               "client": "7. A Python client (standard library)"}
     for d in docs:
         w(f"## {titles.get(d['bench'], d['bench'])}\n")
