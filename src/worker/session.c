@@ -46,6 +46,7 @@ struct Session {
         bool sock;        /* a connection to a port of the jail's loopback (io_fd), no process */
         bool wr_shut;
         int io_fd;        /* pty: the master (input and output); pipes: stdin's write end */
+        int held_fd;      /* pty: an open of the slave of the worker's own, until the reap */
         int out_fd;       /* pipes: stdout's read end; pty: -EBADF (io_fd) */
         int err_fd;       /* pipes: stderr's read end */
         bool out_open;    /* pty: the master still gives output */
@@ -60,6 +61,7 @@ static void session_free(Session *s) {
         if (!s)
                 return;
         safe_close(s->io_fd);
+        safe_close(s->held_fd);
         safe_close(s->out_fd);
         safe_close(s->err_fd);
         strbuf_done(&s->in);
@@ -104,13 +106,24 @@ static Session *find(Session *list, uint64_t id) {
         return NULL;
 }
 
-/* A terminal of the jail's devpts: the master (nonblocking) and its slave. */
-static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slave) {
+/* A terminal of the jail's devpts: the master (nonblocking), its slave for
+ * the process, and a second open of the slave that the worker holds until
+ * the reap. The master reads EIO whenever no open of the slave is left, for
+ * a while in the middle of a session too: a process that closed its
+ * terminal and opens /dev/tty again later, and, rarely, a shell that execs
+ * the command typed ahead to it (EIO between its prompt and the command's
+ * one line). Taken for the end, that lost the rest of the output; held
+ * here, the slave's last close comes after the reap, when everything the
+ * process wrote is in the master. */
+static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slave, int *ret_held) {
         _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (m < 0)
                 return negative_errno();
         char name[64];
         if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0)
+                return negative_errno();
+        _cleanup_close_ int held = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (held < 0)
                 return negative_errno();
         int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (s < 0)
@@ -119,6 +132,7 @@ static int open_pty(uint64_t cols, uint64_t rows, int *ret_master, int *ret_slav
         (void) ioctl(m, TIOCSWINSZ, &wsz);
         (void) fd_set_nonblock(m, true);
         *ret_master = TAKE_FD(m);
+        *ret_held = TAKE_FD(held);
         *ret_slave = s;
         return 0;
 }
@@ -179,6 +193,7 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
                 .id = req->head.id,
                 .sock = true,
                 .io_fd = TAKE_FD(fd),
+                .held_fd = -EBADF,
                 .out_fd = -EBADF,
                 .err_fd = -EBADF,
                 .out_open = true,
@@ -194,8 +209,8 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
 int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t *obj, StrBuf *out, VsError **err) {
         ProtocolSessionOpenRequest req = {};
         _cleanup_(exec_prep_done) ExecPrep x = EXEC_PREP_INIT;
-        _cleanup_close_ int master = -EBADF, slave = -EBADF, in_r = -EBADF, in_w = -EBADF, out_r = -EBADF,
-                            out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
+        _cleanup_close_ int master = -EBADF, slave = -EBADF, held = -EBADF, in_r = -EBADF, in_w = -EBADF,
+                            out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
         int k, fds[2];
         size_t n = 0;
         pid_t pid;
@@ -226,7 +241,7 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
         }
 
         if (req.pty) {
-                k = open_pty(req.cols, req.rows, &master, &slave);
+                k = open_pty(req.cols, req.rows, &master, &slave, &held);
                 if (k < 0) {
                         vs_error_set(err, k, "cannot open a terminal in the jail: %s", strerror(-k));
                         goto finish;
@@ -271,6 +286,7 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                 .pid = pid,
                 .pty = req.pty,
                 .io_fd = req.pty ? TAKE_FD(master) : TAKE_FD(in_w),
+                .held_fd = TAKE_FD(held),
                 .out_fd = TAKE_FD(out_r),
                 .err_fd = TAKE_FD(err_r),
                 .out_open = req.pty,
@@ -512,6 +528,8 @@ bool session_reaped(Session *list, pid_t pid, int status) {
                         s->reaped = true;
                         s->status = status;
                         s->reaped_us = now_us();
+                        /* What it wrote is in the master now: the slave may close. */
+                        s->held_fd = safe_close(s->held_fd);
                         return true;
                 }
         return false;

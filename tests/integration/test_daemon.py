@@ -956,6 +956,77 @@ def t_pty_jail_api(d, tmp):
     check(w["worker"] is None and w["counters"]["idle_ends"] >= 1, w)
 
 
+def pty_burst(d, sb, argvs, typed, t=30):
+    """One terminal per connection, all at once, each typing ahead typed(i)
+    as soon as it is open: [(output, terminal_exit or None)] in order."""
+    import selectors
+    conns, res, sel = [], [], selectors.DefaultSelector()
+    for i, argv in enumerate(argvs):
+        c = d.conn()
+        c.send(dict({"tool": "terminal_open", "workspace": sb, "cols": 80, "rows": 24, "id": 1},
+                    **({"argv": argv} if argv else {})))
+        conns.append(c)
+        res.append([b"", None])
+        sel.register(c.s, selectors.EVENT_READ, i)
+    left, end = len(conns), time.time() + t
+    try:
+        while left and time.time() < end:
+            for key, _ in sel.select(max(0.0, end - time.time())):
+                i, c = key.data, conns[key.data]
+                try:
+                    c._fill()
+                except EOFError:
+                    sel.unregister(c.s)
+                    left -= 1
+                    continue
+                while b"\n" in c.buf:
+                    head = json.loads(c.buf.split(b"\n", 1)[0])
+                    if len(c.buf.split(b"\n", 1)[1]) < head.get("raw", 0):
+                        break
+                    m = c.recv()
+                    if m.get("id") == 1 and m.get("ok"):
+                        c.send({"tool": "terminal_input", "pty": m["pty"]}, typed(i).encode())
+                    elif m.get("id") == 1 or m.get("event") == "terminal_exit":
+                        res[i][1] = m
+                        sel.unregister(c.s)
+                        left -= 1
+                        break
+                    elif m.get("event") == "terminal_output":
+                        res[i][0] += m["_raw"]
+    finally:
+        sel.close()
+        for c in conns:
+            c.close()
+    return res
+
+
+def t_pty_jail_last_output(d, tmp):
+    """A terminal's last output comes before its exit, whatever the process
+    did with its terminal meanwhile. The master side reads EIO whenever no
+    open of the slave side is left, even for a moment while the process
+    runs; the worker took that for the end of the output and lost what the
+    process wrote after (the escape suite's pty probes, rarely: `exec probe`
+    typed ahead, exit 0, no BLOCKED line)."""
+    sb = make_ws(tmp, "pty-last-output", SANDBOX)
+    # Every descriptor of the terminal closed, then /dev/tty (still its
+    # controlling terminal) opened again: the line written there arrives.
+    r = pty_burst(d, sb, [["/bin/sh", "-c", "exec </dev/null >/dev/null 2>&1; sleep 0.3; "
+                           "echo LAST-$((6*7)) >/dev/tty; exit 3"]], lambda i: "")
+    out, ex = r[0]
+    check(ex and ex.get("event") == "terminal_exit" and ex["exit_code"] == 3 and b"LAST-42" in out, r)
+    # Many at once, typed ahead of the shell (some shells start late): each
+    # line's command prints one line and exits at once; every line arrives
+    # and every exit is the command's.
+    for rnd in range(3):
+        n = 16
+        argvs = [None if i % 2 else ["/bin/sh", "-c", "sleep 0.%d; exec /bin/sh -i" % (i % 3)] for i in range(n)]
+        r = pty_burst(d, sb, argvs, lambda i: "exec /bin/sh -c 'echo MARK-$((40+2))-%d; exit 3'\n" % i)
+        bad = [(i, out[-200:], ex) for i, (out, ex) in enumerate(r)
+               if not ex or ex.get("event") != "terminal_exit" or ex["exit_code"] != 3
+               or (b"MARK-42-%d\r\n" % i) not in out]
+        check(not bad, (rnd, bad))
+
+
 def proc_wait(c, ws, pid_, want_exit=True, t=20, **offs):
     """process_output until the process ended (or t seconds)."""
     end = time.time() + t
@@ -1595,7 +1666,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_jail_last_output, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
