@@ -29,6 +29,7 @@ struct PtySession {
         Client *client; /* NULL once the client is gone */
         uint64_t id;
         int master;
+        int held;       /* an open of the slave of the daemon's own, until the reap */
         pid_t pid;
         uv_poll_t poll;
         bool poll_init;
@@ -97,6 +98,7 @@ static void pty_send_exit(PtySession *p) {
 }
 
 static void pty_close_master(PtySession *p) {
+        p->held = safe_close(p->held);
         if (p->closed)
                 return;
         p->closed = true;
@@ -162,6 +164,8 @@ static bool pty_reaped(Server *srv, pid_t pid, int status) {
                         p->reaped = true;
                         p->status = status;
                         p->pid = 0;
+                        /* What it wrote is in the master now: the slave may close. */
+                        p->held = safe_close(p->held);
                         if (p->eof || p->closed)
                                 pty_send_exit(p);
                         else {
@@ -273,6 +277,15 @@ void pty_open(Request *r, json_t *obj) {
         json_dispatch_done(api_terminal_open_table, &a);
         fcntl(master, F_SETFD, FD_CLOEXEC);
         fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+        /* The master reads EIO whenever no open of the slave is left, also
+         * for a while as the shell runs (it closed its terminal and opens
+         * /dev/tty later): held here until the reap, EIO means the end. */
+        char name[64];
+        int held = ptsname_r(master, name, sizeof name) == 0 ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
+        if (held < 0)
+                log_warning("workspace %s: PTY of pid %d: cannot hold its slave side (%m): output written after "
+                            "the shell closed its terminal may be lost", ws->path, (int)pid);
+        p->held = held >= 0 ? held : -EBADF;
         p->master = master;
         p->pid = pid;
         p->id = ++r->srv->next_pty_id;

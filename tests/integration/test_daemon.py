@@ -1000,31 +1000,31 @@ def pty_burst(d, sb, argvs, typed, t=30):
     return res
 
 
-def t_pty_jail_last_output(d, tmp):
+def t_pty_last_output(d, tmp):
     """A terminal's last output comes before its exit, whatever the process
-    did with its terminal meanwhile. The master side reads EIO whenever no
-    open of the slave side is left, even for a moment while the process
-    runs; the worker took that for the end of the output and lost what the
-    process wrote after (the escape suite's pty probes, rarely: `exec probe`
-    typed ahead, exit 0, no BLOCKED line)."""
-    sb = make_ws(tmp, "pty-last-output", SANDBOX)
-    # Every descriptor of the terminal closed, then /dev/tty (still its
-    # controlling terminal) opened again: the line written there arrives.
-    r = pty_burst(d, sb, [["/bin/sh", "-c", "exec </dev/null >/dev/null 2>&1; sleep 0.3; "
-                           "echo LAST-$((6*7)) >/dev/tty; exit 3"]], lambda i: "")
-    out, ex = r[0]
-    check(ex and ex.get("event") == "terminal_exit" and ex["exit_code"] == 3 and b"LAST-42" in out, r)
-    # Many at once, typed ahead of the shell (some shells start late): each
-    # line's command prints one line and exits at once; every line arrives
-    # and every exit is the command's.
-    for rnd in range(3):
-        n = 16
-        argvs = [None if i % 2 else ["/bin/sh", "-c", "sleep 0.%d; exec /bin/sh -i" % (i % 3)] for i in range(n)]
-        r = pty_burst(d, sb, argvs, lambda i: "exec /bin/sh -c 'echo MARK-$((40+2))-%d; exit 3'\n" % i)
-        bad = [(i, out[-200:], ex) for i, (out, ex) in enumerate(r)
-               if not ex or ex.get("event") != "terminal_exit" or ex["exit_code"] != 3
-               or (b"MARK-42-%d\r\n" % i) not in out]
-        check(not bad, (rnd, bad))
+    did with its terminal meanwhile, on the host and in a jail. The master
+    side reads EIO whenever no open of the slave side is left, even for a
+    while as the process runs; that was taken for the end of the output and
+    what the process wrote after was lost (the escape suite's pty probes,
+    rarely: `exec probe` typed ahead, exit 0, no BLOCKED line)."""
+    for ws in (make_ws(tmp, "pty-last-un", None), make_ws(tmp, "pty-last-sb", SANDBOX)):
+        # Every descriptor of the terminal closed, then /dev/tty (still its
+        # controlling terminal) opened again: the line written there arrives.
+        r = pty_burst(d, ws, [["/bin/sh", "-c", "exec </dev/null >/dev/null 2>&1; sleep 0.3; "
+                               "echo LAST-$((6*7)) >/dev/tty; exit 3"]], lambda i: "")
+        out, ex = r[0]
+        check(ex and ex.get("event") == "terminal_exit" and ex["exit_code"] == 3 and b"LAST-42" in out, (ws, r))
+        # Many at once, typed ahead of the shell (some shells start late):
+        # each line's command prints one line and exits at once; every line
+        # arrives and every exit is the command's.
+        for rnd in range(3):
+            n = 16
+            argvs = [None if i % 2 else ["/bin/sh", "-c", "sleep 0.%d; exec /bin/sh -i" % (i % 3)] for i in range(n)]
+            r = pty_burst(d, ws, argvs, lambda i: "exec /bin/sh -c 'echo MARK-$((40+2))-%d; exit 3'\n" % i)
+            bad = [(i, out[-200:], ex) for i, (out, ex) in enumerate(r)
+                   if not ex or ex.get("event") != "terminal_exit" or ex["exit_code"] != 3
+                   or (b"MARK-42-%d\r\n" % i) not in out]
+            check(not bad, (ws, rnd, bad))
 
 
 def proc_wait(c, ws, pid_, want_exit=True, t=20, **offs):
@@ -1666,7 +1666,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_jail_last_output, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
