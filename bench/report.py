@@ -286,7 +286,7 @@ def stage_table(w, figs):
               f"{fmt(over - floor, 'us')}.\n" if over > 0 else
               f"Overhead over the direct path ({client} client): {fmt(over, 'us')} (below the noise).\n")
             direct = figs[p + st["direct"]].stat("median")
-            w(f"A design whose replies skipped the daemon (3 hops; the analysis below says why the requests cannot) "
+            w(f"A design whose replies skipped the daemon (3 hops, and without the checks the daemon makes after the command: the analysis below says why neither requests nor replies can) "
               f"would still pay three quarters of that relay: ({fmt(direct, 'us')} + {fmt(0.75 * floor, 'us')}) / "
               f"{fmt(direct, 'us')} = {(direct + 0.75 * floor) / direct:.2f}x of the direct path ({client} client, "
               f"medians of this run).\n")
