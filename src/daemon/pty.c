@@ -22,6 +22,13 @@
 #include "workspace.h"
 
 #define PTY_INPUT_MAX (1u << 20)
+/* After the reap, how long the output may take to end (the worker's
+ * SESSION_DRAIN_GRACE_US): longer, something the shell left behind holds
+ * the terminal, and the terminal ends without waiting for it. */
+#define PTY_DRAIN_GRACE_MS 100
+/* Reads of the master at the end of the grace: what a job that keeps
+ * writing adds meanwhile does not hold the end back. */
+#define PTY_DRAIN_READS 16
 
 typedef struct PtySession PtySession;
 struct PtySession {
@@ -32,7 +39,9 @@ struct PtySession {
         int held;       /* an open of the slave of the daemon's own, until the reap */
         pid_t pid;
         uv_poll_t poll;
+        uv_timer_t grace; /* from the reap to the end of the output */
         bool poll_init;
+        unsigned handles; /* poll and grace: freed when both are closed */
         StrBuf in;      /* input the PTY did not take yet */
         bool eof, reaped, paused, closed;
         int status;
@@ -47,6 +56,8 @@ static PtySession *all_ptys;
 
 static void on_pty_closed(uv_handle_t *h) {
         PtySession *p = h->data;
+        if (--p->handles > 0)
+                return;
         strbuf_done(&p->in);
         free(p->workspace);
         free(p);
@@ -65,10 +76,13 @@ static void pty_maybe_free(PtySession *p) {
         if (!p->closed || !p->reaped)
                 return;
         pty_unlink(p);
-        if (p->poll_init)
+        if (p->poll_init) {
+                uv_close((uv_handle_t *)&p->grace, on_pty_closed);
                 uv_close((uv_handle_t *)&p->poll, on_pty_closed);
-        else
+        } else {
+                p->handles = 1;
                 on_pty_closed((uv_handle_t *)&p->poll);
+        }
 }
 
 /* The shell is reaped and its output drained: the audit line, and the
@@ -109,6 +123,32 @@ static void pty_close_master(PtySession *p) {
 
 static void update_poll(PtySession *p);
 
+/* One read of the master, its output sent: > 0 read, 0 nothing now
+ * (EAGAIN), < 0 the end of the output (EIO: no open of the slave left). */
+static int pty_read(PtySession *p) {
+        char buf[65536];
+        ssize_t k = read(p->master, buf, sizeof buf);
+        if (k > 0) {
+                if (p->client)
+                        client_send_json(p->client,
+                                         json_pack("{s:s,s:I}", "event", "terminal_output", "pty", (json_int_t)p->id),
+                                         buf, (size_t)k);
+                return 1;
+        }
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+        return -1;
+}
+
+static void pty_end(PtySession *p) {
+        p->eof = true;
+        uv_timer_stop(&p->grace);
+        pty_close_master(p);
+        if (p->reaped)
+                pty_send_exit(p);
+        pty_maybe_free(p);
+}
+
 static void on_pty_event(uv_poll_t *h, int status, int events) {
         PtySession *p = h->data;
         if (events & UV_WRITABLE && p->in.len) {
@@ -116,23 +156,22 @@ static void on_pty_event(uv_poll_t *h, int status, int events) {
                 if (k > 0)
                         strbuf_consume(&p->in, (size_t)k);
         }
-        if (events & (UV_READABLE | UV_DISCONNECT) || status < 0) {
-                char buf[65536];
-                ssize_t k = read(p->master, buf, sizeof buf);
-                if (k > 0 && p->client) {
-                        json_t *o = json_pack("{s:s,s:I}", "event", "terminal_output", "pty", (json_int_t)p->id);
-                        client_send_json(p->client, o, buf, (size_t)k);
-                } else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-                        /* EIO: the last holder of the slave side is gone. */
-                        p->eof = true;
-                        pty_close_master(p);
-                        if (p->reaped)
-                                pty_send_exit(p);
-                        pty_maybe_free(p);
-                        return;
-                }
-        }
+        if ((events & (UV_READABLE | UV_DISCONNECT) || status < 0) && pty_read(p) < 0)
+                return pty_end(p);
         update_poll(p);
+}
+
+/* The grace is over and the master still gives no EIO: a job the shell
+ * left (nohup, a daemon) holds the terminal. What is there is sent and the
+ * terminal ends now with the shell's status, not when that job exits
+ * (maybe never); closing the master hangs the terminal up for the job. */
+static void on_pty_grace(uv_timer_t *t) {
+        PtySession *p = t->data;
+        if (p->closed)
+                return;
+        for (unsigned i = 0; i < PTY_DRAIN_READS && pty_read(p) > 0; i++)
+                ;
+        pty_end(p);
 }
 
 static void update_poll(PtySession *p) {
@@ -168,9 +207,9 @@ static bool pty_reaped(Server *srv, pid_t pid, int status) {
                         p->held = safe_close(p->held);
                         if (p->eof || p->closed)
                                 pty_send_exit(p);
-                        else {
-                                /* Drain what the shell wrote last, then EIO follows. */
-                        }
+                        else
+                                /* Drain what the shell wrote last: EIO follows, or the grace ends it. */
+                                uv_timer_start(&p->grace, on_pty_grace, PTY_DRAIN_GRACE_MS, 0);
                         pty_maybe_free(p);
                         return true;
                 }
@@ -296,7 +335,10 @@ void pty_open(Request *r, json_t *obj) {
         p->client_pid = r->client->pid;
         p->t0_us = now_us();
         uv_poll_init(r->srv->loop, &p->poll, master);
+        uv_timer_init(r->srv->loop, &p->grace);
         p->poll.data = p;
+        p->grace.data = p;
+        p->handles = 2;
         p->poll_init = true;
         p->next = all_ptys;
         all_ptys = p;

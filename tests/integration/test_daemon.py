@@ -1027,6 +1027,27 @@ def t_pty_last_output(d, tmp):
             check(not bad, (ws, rnd, bad))
 
 
+def t_pty_left_job_ends(d, tmp):
+    """A shell that exits leaving a job that ignores SIGHUP and keeps the
+    terminal open still ends its terminal, on the host and in a jail: its
+    last output and its own exit code arrive, in a few seconds, not when
+    the job ends (the host terminal waited for the job's last close)."""
+    for ws in (make_ws(tmp, "pty-job-un", None), make_ws(tmp, "pty-job-sb", SANDBOX)):
+        t0 = time.time()
+        r = pty_burst(d, ws, [["/bin/sh", "-c", "trap '' HUP; sleep 20 & trap - HUP; echo JOB=$!; "
+                               "echo BYE-$((6*7)); exit 4"]], lambda i: "", t=15)
+        out, ex = r[0]
+        took = time.time() - t0
+        m = re.search(rb"JOB=(\d+)", out)
+        if ws.endswith("-un") and m:
+            try:
+                os.kill(int(m.group(1)), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        check(ex and ex.get("event") == "terminal_exit" and ex["exit_code"] == 4 and b"BYE-42" in out
+              and took < 10, (ws, took, r))
+
+
 def proc_wait(c, ws, pid_, want_exit=True, t=20, **offs):
     """process_output until the process ended (or t seconds)."""
     end = time.time() + t
@@ -1666,7 +1687,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
