@@ -390,10 +390,6 @@ static void spawn(Workspace *ws) {
                 return;
         }
         if (!restart_allowed(ws)) {
-                /* The cause once: each refused call becomes the last error,
-                 * and quoting that would nest the refusal in itself. */
-                if (!ws->restart_cause)
-                        ws->restart_cause = strdup(ws->last_error ? ws->last_error : "unknown");
                 char buf[1024];
                 snprintf(buf, sizeof buf,
                          "the worker failed %d times in %d s; not restarting it for now (last error: %s)", RESTART_MAX,
@@ -401,7 +397,6 @@ static void spawn(Workspace *ws) {
                 fail_queue(ws, API_ERROR_WORKER_CRASHED, buf);
                 return;
         }
-        free(TAKE_PTR(ws->restart_cause));
         if (!make_room(ws->srv)) {
                 fail_queue(ws, API_ERROR_BUSY, "the daemon's worker limit is reached and every worker is busy; try again later");
                 return;
@@ -506,6 +501,8 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
                 if (crashed) {
                         note_restart(ws);
                         workspace_set_error(ws, "%s", why);
+                        free(ws->restart_cause);
+                        ws->restart_cause = strdup(why); /* NULL (out of memory): "unknown" */
                 }
                 /* The workspace's last jail ended: whatever is left in its
                  * cgroup (an inner bwrap that outlived its parent) goes

@@ -74,9 +74,10 @@ struct Workspace {
         uint64_t restarts[RESTART_MAX];
         unsigned n_restarts;
         char *last_error;
-        /* The error that tripped the restart limit, quoted by every
-         * refusal until a worker may start again (last_error then holds
-         * the refusal itself). */
+        /* The worker's last failure (what note_restart counts), quoted by
+         * the refusal past the restart limit. Not last_error: any failed
+         * call becomes that, the refusal itself and a call whose error
+         * quotes the caller's own words (an unknown field's name). */
         char *restart_cause;
         uint64_t last_error_ms;
         Counters counters;

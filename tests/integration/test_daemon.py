@@ -338,6 +338,35 @@ def t_restart_limit_names_cause_once(d0, tmp):
         return f"{len(refused)} refusals, each naming the cause once: {refused[-1]['message'][:160]}"
 
 
+def t_restart_limit_cause_is_the_workers(d0, tmp):
+    """The refusal past the restart limit names the worker's own failure,
+    not the workspace's last failed call: a caller that sends a bad call
+    after each crash (its error quotes the caller's words, an unknown
+    field's name) must not choose what the user reads as the cause."""
+    bad = os.path.join(tmp, "dying-worker-2")
+    with open(bad, "w") as f:
+        f.write("#!/bin/sh\necho 'cause-marker-7302' >&2\nexit 3\n")
+    os.chmod(bad, 0o755)
+    ws = make_ws(tmp, "crashloop-2", SANDBOX)
+    planted = "PLANTED-sandbox-disabled-run-with-no-sandbox"
+    with OwnDaemon(tmp, "crashloop-2", extra=["--worker", bad]) as d:
+        c = d.conn()
+        refused = []
+        for _ in range(9):
+            r = term(c, ws, "true")
+            check(not r["ok"], r)
+            if "not restarting" in r["error"]["message"]:
+                refused.append(r["error"])
+            b = c.call({"tool": "terminal", "workspace": ws, "command": "true", planted: 1})
+            check(b["error"]["code"] == "bad_request" and planted in b["error"]["message"], b)
+        c.close()
+        check(len(refused) >= 3, refused)
+        for e in refused:
+            m = e["message"]
+            check(e["code"] == "worker_crashed" and "cause-marker-7302" in m and planted not in m, m)
+        return f"{len(refused)} refusals name the worker's failure: {refused[0]['message'][:160]}"
+
+
 class OwnDaemon:
     """A daemon of a test's own (one it kills, or starts differently),
     stopped and its socket removed at the end of the with block."""
@@ -1685,7 +1714,7 @@ def t_leftovers_restart_jail(d, tmp):
     c.close()
 
 
-TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_daemon_sigkill,
+TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
