@@ -1077,6 +1077,63 @@ def t_pty_left_job_ends(d, tmp):
               and took < 10, (ws, took, r))
 
 
+def fd_targets(pid):
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return sorted(out)
+
+
+def t_pty_cycles_leak_nothing(d, tmp):
+    """Terminals opened and ended over and over, every way they end (the
+    shell exits, terminal_close, the client drops the connection, the shell
+    leaves a job holding the terminal): the daemon and the worker hold the
+    same descriptors after as before (each terminal holds its master and
+    an open of its slave until the reap; a close path that missed one
+    would leak a descriptor per terminal)."""
+    def one(ws, how):
+        c = d.conn()
+        argv = {"exit": ["/bin/sh", "-c", "exit 0"], "job": ["/bin/sh", "-c", "trap '' HUP; sleep 0.5 & exit 0"]}
+        r = c.call({"tool": "terminal_open", "workspace": ws, "cols": 80, "rows": 24,
+                    "argv": argv.get(how, ["/bin/sh"])})
+        check(r.get("ok"), r)
+        if how == "drop":
+            return c.close()
+        if how == "close":
+            c.send({"tool": "terminal_close", "pty": r["pty"]})
+        end = time.time() + 20
+        while time.time() < end and c.recv().get("event") != "terminal_exit":
+            pass
+        check(time.time() < end, (ws, how, "no terminal_exit"))
+        c.close()
+
+    def settled(pids, want):
+        end = time.time() + 10
+        while time.time() < end and [fd_targets(p) for p in pids] != want:
+            time.sleep(0.1)
+        return [fd_targets(p) for p in pids]
+
+    kinds = ("exit", "close", "drop", "job")
+    n = 200
+    for ws in (make_ws(tmp, "pty-cyc-un", None), make_ws(tmp, "pty-cyc-sb", SANDBOX + "idle_timeout = 600\n")):
+        for k in kinds:
+            one(ws, k)
+        worker = d.ws_status(ws).get("worker") or {}
+        pids = [d.pid] + ([worker["pid"]] if worker.get("pid") else [])
+        time.sleep(1)
+        before = [fd_targets(p) for p in pids]
+        for i in range(n):
+            one(ws, kinds[i % len(kinds)])
+        after = settled(pids, before)
+        check(after == before, (ws, n, [("gained", len(a) - len(b), sorted(set(a) - set(b))[:5], "lost", sorted(set(b) - set(a))[:5])
+                                        for a, b in zip(after, before)]))
+        if ws.endswith("-sb"):
+            check((d.ws_status(ws).get("worker") or {}).get("pid") == pids[1], "the same worker throughout")
+
+
 def proc_wait(c, ws, pid_, want_exit=True, t=20, **offs):
     """process_output until the process ended (or t seconds)."""
     end = time.time() + t
@@ -1716,7 +1773,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
