@@ -977,6 +977,12 @@ def _(c):
     return expect_blocked(c.probe(c.ws, "worker-mem"))
 
 
+@attempt("the worker's descriptors (terminal masters, held slaves, the daemon link): none inherited, "
+         "none reopened through /proc/1/fd")
+def _(c):
+    return expect_blocked(c.probe(c.ws, "worker-fds"))
+
+
 # -- files that grant privileges, on every backend (issue 11): a root-owned
 # workspace is written through an idmapped mount, so what the jail creates is
 # root's on disk; a setuid bit, a device node or file capabilities there

@@ -699,6 +699,49 @@ static int cmd_worker_mem(int argc, char **argv) {
         return ESCAPED("open(/proc/1/mem, O_RDWR) succeeded: the worker's memory is writable");
 }
 
+/* worker-fds: the worker's descriptors (each terminal's master and the
+ * open of its slave held until the reap, the link to the daemon) stay the
+ * worker's: none is inherited past fd 2, and none opens again through
+ * /proc/1/fd (the worker is not dumpable). */
+static int cmd_worker_fds(int argc, char **argv) {
+        (void)argc;
+        (void)argv;
+        char p[64], link[256];
+        for (int fd = 3; fd < 1024; fd++) {
+                if (fcntl(fd, F_GETFD) < 0)
+                        continue;
+                snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+                ssize_t n = readlink(p, link, sizeof link - 1);
+                link[n > 0 ? n : 0] = 0;
+                if (isatty(fd) || strstr(link, "ptmx") || strncmp(link, "/dev/pts/", 9) == 0 ||
+                    strncmp(link, "socket:", 7) == 0)
+                        return ESCAPED("fd %d is inherited: %s", fd, link);
+        }
+        DIR *d = opendir("/proc/1/fd");
+        if (d) {
+                closedir(d);
+                return ESCAPED("/proc/1/fd of the worker is listable");
+        }
+        int list_err = errno;
+        for (int fd = 0; fd < 256; fd++) {
+                snprintf(p, sizeof p, "/proc/1/fd/%d", fd);
+                int f = open(p, O_RDWR | O_NOCTTY | O_CLOEXEC);
+                if (f < 0)
+                        f = open(p, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+                if (f >= 0) {
+                        snprintf(p, sizeof p, "/proc/self/fd/%d", f);
+                        ssize_t n = readlink(p, link, sizeof link - 1);
+                        link[n > 0 ? n : 0] = 0;
+                        close(f);
+                        return ESCAPED("opened the worker's fd %d again through /proc/1/fd: %s", fd, link);
+                }
+                if (errno != EACCES && errno != EPERM && errno != ENOENT)
+                        return ESCAPED("open(/proc/1/fd/%d): %s (expected EACCES)", fd, errname(errno));
+        }
+        return BLOCKED("no terminal or socket past fd 2; opendir(/proc/1/fd): %s; /proc/1/fd/0..255: none opens",
+                       errname(list_err));
+}
+
 /* ---- sockets and network ------------------------------------------------------ */
 
 static int connect_report(int fd, const struct sockaddr *sa, socklen_t len, const char *what) {
@@ -1359,6 +1402,7 @@ static const Cmd cmds[] = {
         { "status", cmd_status },     { "uidmap", cmd_uidmap },
         { "procs", cmd_procs },       { "kill", cmd_kill },
         { "kill-all", cmd_kill_all }, { "worker-mem", cmd_worker_mem },
+        { "worker-fds", cmd_worker_fds },
         { "unix", cmd_unix_path },    { "abstract", cmd_unix_abstract },
         { "tcp", cmd_tcp },           { "udp", cmd_udp },
         { "ifaces", cmd_ifaces },     { "env", cmd_env },
