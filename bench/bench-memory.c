@@ -930,8 +930,8 @@ int main(int argc, char **argv) {
         /* "memory" when the workspaces are measured, else "memory-FLOOR". */
         char name[64];
         size_t first = strcspn(list, ",");
-        snprintf(name, sizeof name, "memory%s%.*s", strncmp(list, "ws", first) == 0 && first == 2 ? "" : "-",
-                 strncmp(list, "ws", first) == 0 && first == 2 ? 0 : (int)first, list);
+        bool ws_first = first == 2 && strncmp(list, "ws", 2) == 0;
+        snprintf(name, sizeof name, "memory%s%.*s", ws_first ? "" : "-", ws_first ? 0 : (int)first, list);
         BenchOut out;
         bench_out_init(&out, name);
         char *save = NULL;
