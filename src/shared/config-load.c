@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "forbidden.h"
 #include "glob.h"
@@ -18,33 +19,47 @@
 
 /* ---- resolution (touches the OS) ------------------------------------------ */
 
-static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, const VsConfigEnv *env, VsError **err) {
-        _cleanup_free_ char *abs = config_path_absolute(vp->written, env);
+/* A listed path is resolved by the one resolver (basic/chase.h): a symlink
+ * inside the workspace or a writable listed path is never followed (the
+ * agent could have made it: `ln -s ~/.ssh build` would otherwise bind
+ * ~/.ssh); the host's own symlinks elsewhere are. */
+static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, const VsConfigEnv *env,
+                       char *const *untrusted, VsError **err) {
+        _cleanup_free_ char *written_abs = config_path_absolute(vp->written, env);
+        _cleanup_free_ char *abs = written_abs ? path_normalize(written_abs) : NULL;
         if (!abs)
                 return -ENOMEM;
-        struct stat st;
-        if (lstat(abs, &st) < 0) {
-                if (errno != ENOENT)
-                        return config_error(err, -errno, vp->line, vp->col, "sandbox.%s[%zu]: \"%s\": cannot inspect %s: %m",
-                                            list, idx, vp->written, abs);
+        ChaseResult cr;
+        int r = chase_path(abs, untrusted, &cr);
+        if (r == -ENOENT) {
+                chase_result_done(&cr);
                 if (p->lockdown)
                         return config_error(err, -ENOENT, vp->line, vp->col,
                                             "sandbox.%s[%zu]: \"%s\" (%s) does not exist; lockdown refuses a listed path that is missing: create it or remove it from the list",
                                             list, idx, vp->written, abs);
                 vp->missing = true;
+                free(vp->resolved);
+                vp->resolved = NULL;
                 return 0;
         }
-        char *real = realpath(abs, NULL);
-        if (!real)
-                return config_error(err, -errno, vp->line, vp->col, "sandbox.%s[%zu]: \"%s\": cannot resolve %s: %m", list,
-                                    idx, vp->written, abs);
-        if (p->lockdown && !streq(real, abs)) {
-                int r = config_error(err, -ELOOP, vp->line, vp->col,
-                                     "sandbox.%s[%zu]: \"%s\" goes through a symlink (%s -> %s); lockdown refuses ambiguous paths: list the real path",
-                                     list, idx, vp->written, abs, real);
-                free(real);
+        if (r == -ELOOP && cr.link) {
+                r = config_error(err, -ELOOP, vp->line, vp->col,
+                                 "sandbox.%s[%zu]: \"%s\" goes through the symlink %s -> %s, which lies in the workspace or a writable path, where the agent can make links; the host never follows one there: remove the link or list the real path",
+                                 list, idx, vp->written, cr.link, cr.link_target);
+                chase_result_done(&cr);
                 return r;
         }
+        if (r < 0) {
+                chase_result_done(&cr);
+                return config_error(err, r, vp->line, vp->col, "sandbox.%s[%zu]: \"%s\": cannot resolve %s: %s", list,
+                                    idx, vp->written, abs, strerror(-r));
+        }
+        _cleanup_free_ char *real = TAKE_PTR(cr.path);
+        chase_result_done(&cr);
+        if (p->lockdown && !streq(real, abs))
+                return config_error(err, -ELOOP, vp->line, vp->col,
+                                    "sandbox.%s[%zu]: \"%s\" goes through a symlink (%s -> %s); lockdown refuses ambiguous paths: list the real path",
+                                    list, idx, vp->written, abs, real);
         /* Again on the real path (a symlink may lead into /etc), and
          * against the host's accounts: another user's home, or a
          * directory holding the caller's home or runtime directory. */
@@ -52,23 +67,34 @@ static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, co
         char why[512];
         VsHomes homes = { 0 };
         int hr = forbidden_homes_of(stat(p->workspace, &wst) == 0 ? wst.st_uid : getuid(), &homes);
-        if (hr < 0) {
-                free(real);
+        if (hr < 0)
                 return hr;
-        }
         homes.caller_home = env->home;
         homes.runtime_dir = getenv("XDG_RUNTIME_DIR");
         bool bad = forbidden_resolved(real, streq(list, "rw_paths"), &homes, why, sizeof why) != NULL;
         forbidden_homes_done(&homes);
-        if (bad) {
-                int r = config_error(err, -EPERM, vp->line, vp->col,
-                                     "sandbox.%s[%zu]: \"%s\" resolves to %s, which is %s; list the project directories the agent needs instead",
-                                     list, idx, vp->written, real, why);
-                free(real);
-                return r;
-        }
+        if (bad)
+                return config_error(err, -EPERM, vp->line, vp->col,
+                                    "sandbox.%s[%zu]: \"%s\" resolves to %s, which is %s; list the project directories the agent needs instead",
+                                    list, idx, vp->written, real, why);
+        vp->missing = false;
         free(vp->resolved);
-        vp->resolved = real;
+        vp->resolved = TAKE_PTR(real);
+        return 0;
+}
+
+/* The trees the jail can write: the workspace (what earlier jails may
+ * have written, whatever rw_paths says now) and every writable listed
+ * path as resolved so far. */
+static int untrusted_roots(const VsPolicy *p, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        if (strv_extend(&l, p->workspace) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && !strv_contains(l, p->rw_paths[i].resolved) &&
+                    strv_extend(&l, p->rw_paths[i].resolved) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -77,17 +103,27 @@ int config_resolve(VsPolicy *p, VsError **err) {
                 return 0;
         const char *home = getenv("HOME");
         VsConfigEnv env = { .workspace = p->workspace, .home = home && home[0] == '/' ? home : NULL };
-        for (size_t i = 0; i < p->n_rw; i++) {
-                int r = resolve_one(p, &p->rw_paths[i], "rw_paths", i, &env, err);
-                if (r < 0)
+        /* A writable path found through a host symlink makes a new tree the
+         * jail can write, which may hold another listed path: resolve again
+         * until the writable trees stop growing (each round adds one at
+         * least, or ends). */
+        _cleanup_strv_free_ char **roots = NULL;
+        int r = untrusted_roots(p, &roots);
+        for (size_t round = 0; r >= 0 && round <= p->n_rw; round++) {
+                for (size_t i = 0; r >= 0 && i < p->n_rw; i++)
+                        r = resolve_one(p, &p->rw_paths[i], "rw_paths", i, &env, roots, err);
+                _cleanup_strv_free_ char **now = NULL;
+                if (r < 0 || (r = untrusted_roots(p, &now)) < 0)
                         return r;
+                bool same = strv_length(now) == strv_length(roots);
+                strv_free(roots);
+                roots = TAKE_PTR(now);
+                if (same)
+                        break;
         }
-        for (size_t i = 0; i < p->n_ro; i++) {
-                int r = resolve_one(p, &p->ro_paths[i], "ro_paths", i, &env, err);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        for (size_t i = 0; r >= 0 && i < p->n_ro; i++)
+                r = resolve_one(p, &p->ro_paths[i], "ro_paths", i, &env, roots, err);
+        return r;
 }
 
 #define NOT_REGULAR_FMT                                                                                              \

@@ -12,7 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include "base64.h"
+#include "chase.h"
 #include "error.h"
 #include "path-util.h"
 #include "sha256.h"
@@ -286,10 +292,82 @@ static void test_spawn_parent_death(void **state) {
         close(p[0]);
 }
 
+/* The one resolver: nothing below a trusted directory is reached through a
+ * symlink or "..", and chase_path() follows a link only outside the
+ * untrusted roots. */
+static void test_chase(void **state) {
+        char tmpl[] = "/tmp/vs-test-chase-XXXXXX", p[1024], q[4096];
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        snprintf(p, sizeof p, "%s/ws/a/b", d);
+        assert_int_equal(system((snprintf(q, sizeof q, "mkdir -p %s %s/host/real && touch %s/f", p, d, p), q)), 0);
+        snprintf(p, sizeof p, "%s/ws/link", d);
+        snprintf(q, sizeof q, "%s/host/real", d);
+        assert_int_equal(symlink(q, p), 0);
+        snprintf(p, sizeof p, "%s/host/alias", d);
+        assert_int_equal(symlink("real", p), 0);
+        snprintf(p, sizeof p, "%s/ws", d);
+        int ws = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(ws >= 0);
+
+        int fd = chase_beneath(ws, "a/b/f", O_RDONLY);
+        assert_true(fd >= 0);
+        close(fd);
+        fd = chase_beneath(ws, "", O_PATH | O_DIRECTORY);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(chase_beneath(ws, "link", O_PATH), -ELOOP);
+        assert_int_equal(chase_beneath(ws, "link/x", O_PATH), -ELOOP);
+        assert_int_equal(chase_beneath(ws, "a/../link", O_PATH), -EXDEV);
+        assert_int_equal(chase_beneath(ws, "../ws", O_PATH), -EXDEV);
+        assert_int_equal(chase_beneath(ws, "/etc", O_PATH), -EXDEV);
+        assert_int_equal(chase_beneath(ws, "a/nope", O_PATH), -ENOENT);
+        close(ws);
+
+        ChaseResult cr;
+        char *untrusted[] = { p, NULL };
+        /* A link in an untrusted root is named, not followed. */
+        snprintf(q, sizeof q, "%s/link/x", p);
+        assert_int_equal(chase_path(q, untrusted, &cr), -ELOOP);
+        snprintf(q, sizeof q, "%s/link", p);
+        assert_string_equal(cr.link, q);
+        assert_non_null(strstr(cr.link_target, "/host/real"));
+        assert_int_equal(cr.fd, -1);
+        chase_result_done(&cr);
+        /* Without it, followed as realpath(3) would. */
+        assert_int_equal(chase_path(q, NULL, &cr), 0);
+        snprintf(q, sizeof q, "%s/host/real", d);
+        assert_string_equal(cr.path, q);
+        struct stat a, b;
+        assert_int_equal(fstat(cr.fd, &a), 0);
+        assert_int_equal(stat(q, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        chase_result_done(&cr);
+        /* A host link (relative), "..", "." and doubled slashes. */
+        snprintf(q, sizeof q, "%s//host/./alias/../alias", d);
+        assert_int_equal(chase_path(q, untrusted, &cr), 0);
+        snprintf(p, sizeof p, "%s/host/real", d);
+        assert_string_equal(cr.path, p);
+        chase_result_done(&cr);
+        snprintf(q, sizeof q, "%s/ws/a/missing/more", d);
+        assert_int_equal(chase_path(q, untrusted, &cr), -ENOENT);
+        assert_string_equal(cr.path, q);
+        chase_result_done(&cr);
+        snprintf(q, sizeof q, "%s/ws/a/b/f/x", d);
+        assert_int_equal(chase_path(q, untrusted, &cr), -ENOTDIR);
+        chase_result_done(&cr);
+        /* A loop of host links ends. */
+        snprintf(p, sizeof p, "%s/host/loop", d);
+        assert_int_equal(symlink("loop", p), 0);
+        assert_int_equal(chase_path(p, NULL, &cr), -ELOOP);
+        chase_result_done(&cr);
+        assert_int_equal(system((snprintf(q, sizeof q, "rm -rf %s", d), q)), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_strbuf), cmocka_unit_test(test_strv),
-                cmocka_unit_test(test_paths),        cmocka_unit_test(test_sha256),
+                cmocka_unit_test(test_paths),        cmocka_unit_test(test_sha256), cmocka_unit_test(test_chase),
                 cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock),
                 cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
                 cmocka_unit_test(test_spawn_parent_death),  cmocka_unit_test(test_spawn_vfork_shares_memory),

@@ -417,21 +417,84 @@ static int load_text(const char *ws, const char *text, VsPolicy **ret, VsError *
         return config_load(ws, ret, err);
 }
 
+/* A host tree outside the workspace: host/real, host/alias -> host/real,
+ * host/real/inner -> host/other (made as the jail could if host/real is
+ * writable). */
+static char *make_host_tree(void) {
+        char tmpl[] = "/tmp/vs-test-config-host-XXXXXX";
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        char *h = strdup(d), buf[4096], to[4096];
+        snprintf(buf, sizeof buf, "%s/real", h);
+        assert_int_equal(mkdir(buf, 0755), 0);
+        snprintf(buf, sizeof buf, "%s/other", h);
+        assert_int_equal(mkdir(buf, 0755), 0);
+        snprintf(buf, sizeof buf, "%s/alias", h);
+        snprintf(to, sizeof to, "%s/real", h);
+        assert_int_equal(symlink(to, buf), 0);
+        snprintf(buf, sizeof buf, "%s/real/inner", h);
+        snprintf(to, sizeof to, "%s/other", h);
+        assert_int_equal(symlink(to, buf), 0);
+        return h;
+}
+
 static void test_resolve(void **state) {
-        char *ws = make_tree();
+        char *ws = make_tree(), *host = make_host_tree();
         VsPolicy *p = NULL;
         VsError *err = NULL;
-        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = [\".\", \"sub/\", \"missing\"]\nro_paths = [\"link\"]\n", &p, &err), 0);
+        char text[8192], buf[4096];
+        snprintf(text, sizeof text, "[sandbox]\nrw_paths = [\".\", \"sub/\", \"missing\"]\nro_paths = [\"%s/alias\"]\n", host);
+        assert_int_equal(load_text(ws, text, &p, &err), 0);
         assert_string_equal(p->rw_paths[0].resolved, ws);
-        char buf[4096];
         snprintf(buf, sizeof buf, "%s/sub", ws);
         assert_string_equal(p->rw_paths[1].resolved, buf);
         assert_true(p->rw_paths[2].missing);
         assert_null(p->rw_paths[2].resolved);
-        snprintf(buf, sizeof buf, "%s/outside", ws);
-        assert_string_equal(p->ro_paths[0].resolved, buf); /* canonical: the link's target */
+        snprintf(buf, sizeof buf, "%s/real", host);
+        assert_string_equal(p->ro_paths[0].resolved, buf); /* the host's own link is followed */
         policy_free(p);
         rm_tree(ws);
+        rm_tree(host);
+}
+
+/* A symlink where the jail can write is never followed: in the workspace
+ * (the agent's `ln -s ~/.ssh build`), whether the link is listed or on the
+ * way, and in a writable listed path reached through a host link. */
+static void test_resolve_refuses_links_the_jail_made(void **state) {
+        char *ws = make_tree(), *host = make_host_tree();
+        char text[8192], want[8192], buf[4096];
+        const char *cases[] = {
+                "[sandbox]\nrw_paths = [\".\", \"link\"]\n",
+                "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"link\"]\n",
+                "[sandbox]\nrw_paths = [\"sub\"]\nro_paths = [\"link/deeper\"]\n",
+        };
+        snprintf(buf, sizeof buf, "%s/outside/deeper", ws);
+        assert_int_equal(mkdir(buf, 0755), 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                VsPolicy *p = NULL;
+                VsError *err = NULL;
+                assert_true(load_text(ws, cases[i], &p, &err) < 0);
+                snprintf(want, sizeof want, "goes through the symlink %s/link -> %s/outside, which lies in the workspace", ws, ws);
+                assert_non_null(strstr(vs_error_message(err), want));
+                vs_error_free(err);
+        }
+        /* host/alias is the host's and is followed; what it leads to is
+         * writable, so host/real/inner is a link the jail could have made. */
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        snprintf(text, sizeof text, "[sandbox]\nrw_paths = [\".\", \"%s/alias\"]\nro_paths = [\"%s/alias/inner\"]\n", host, host);
+        assert_true(load_text(ws, text, &p, &err) < 0);
+        snprintf(want, sizeof want, "sandbox.ro_paths[0]: \"%s/alias/inner\" goes through the symlink %s/real/inner -> %s/other", host, host, host);
+        assert_non_null(strstr(vs_error_message(err), want));
+        vs_error_free(err);
+        /* The same link, with host/real read-only, is the host's. */
+        snprintf(text, sizeof text, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"%s/alias\", \"%s/alias/inner\"]\n", host, host);
+        assert_int_equal(load_text(ws, text, &p, &err), 0);
+        snprintf(buf, sizeof buf, "%s/other", host);
+        assert_string_equal(p->ro_paths[1].resolved, buf);
+        policy_free(p);
+        rm_tree(ws);
+        rm_tree(host);
 }
 
 static void test_lockdown_refuses_missing(void **state) {
@@ -449,17 +512,19 @@ static void test_lockdown_refuses_missing(void **state) {
 }
 
 static void test_lockdown_refuses_symlink(void **state) {
-        char *ws = make_tree();
+        char *ws = make_tree(), *host = make_host_tree();
         VsPolicy *p = NULL;
         VsError *err = NULL;
-        assert_true(load_text(ws, "[sandbox]\nlockdown = true\nro_paths = [\"link\"]\n", &p, &err) < 0);
-        char want[8192];
+        char text[8192], want[8192];
+        snprintf(text, sizeof text, "[sandbox]\nlockdown = true\nro_paths = [\"%s/alias\"]\n", host);
+        assert_true(load_text(ws, text, &p, &err) < 0);
         snprintf(want, sizeof want,
-                 "vectora.toml:3:13: sandbox.ro_paths[0]: \"link\" goes through a symlink (%s/link -> %s/outside); lockdown refuses ambiguous paths: list the real path",
-                 ws, ws);
+                 "vectora.toml:3:13: sandbox.ro_paths[0]: \"%s/alias\" goes through a symlink (%s/alias -> %s/real); lockdown refuses ambiguous paths: list the real path",
+                 host, host, host);
         assert_string_equal(vs_error_message(err), want);
         vs_error_free(err);
         rm_tree(ws);
+        rm_tree(host);
 }
 
 static void test_refuses_home_ancestor(void **state) {
@@ -567,6 +632,7 @@ int main(void) {
                 cmocka_unit_test(test_lockdown_forces),
                 cmocka_unit_test(test_parse_size),
                 cmocka_unit_test(test_resolve),
+                cmocka_unit_test(test_resolve_refuses_links_the_jail_made),
                 cmocka_unit_test(test_lockdown_refuses_missing),
                 cmocka_unit_test(test_lockdown_refuses_symlink),
                 cmocka_unit_test(test_refuses_home_ancestor),

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+#include "chase.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "path-util.h"
+
+#define CHASE_MAX_HOPS 40
+
+static int neg_errno(int fd) {
+        return fd < 0 ? -errno : fd;
+}
+
+static bool has_dotdot(const char *rel) {
+        for (const char *s = rel; *s;) {
+                while (*s == '/')
+                        s++;
+                size_t n = strcspn(s, "/");
+                if (n == 2 && s[0] == '.' && s[1] == '.')
+                        return true;
+                s += n;
+        }
+        return false;
+}
+
+/* The kernel's own walk, when it has one. -ENOSYS (or -EPERM from a
+ * seccomp filter that refuses openat2) sends the caller to the slow walk. */
+static int beneath_openat2(int dirfd, const char *rel, int flags) {
+        struct open_how how = {
+                .flags = (unsigned)(flags | O_CLOEXEC | O_NOFOLLOW),
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        for (int tries = 0; tries < 8; tries++) {
+                long fd = syscall(SYS_openat2, dirfd, *rel ? rel : ".", &how, sizeof how);
+                if (fd >= 0)
+                        return (int)fd;
+                /* EAGAIN: a rename raced the walk; the kernel asks for a retry. */
+                if (errno != EAGAIN)
+                        return -errno;
+        }
+        return -EAGAIN;
+}
+
+/* One component at a time: every directory on the way opened O_PATH |
+ * O_NOFOLLOW relative to the one before. */
+static int beneath_slow(int dirfd, const char *rel, int flags) {
+        _cleanup_free_ char *copy = strdup(rel);
+        if (!copy)
+                return -ENOMEM;
+        _cleanup_close_ int cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        char *save = NULL, *c = strtok_r(copy, "/", &save);
+        while (c && streq(c, "."))
+                c = strtok_r(NULL, "/", &save);
+        if (!c)
+                return neg_errno(openat(dirfd, ".", flags | O_CLOEXEC));
+        for (;;) {
+                char *next = strtok_r(NULL, "/", &save);
+                while (next && streq(next, "."))
+                        next = strtok_r(NULL, "/", &save);
+                if (!next)
+                        return neg_errno(openat(cur, c, flags | O_CLOEXEC | O_NOFOLLOW));
+                int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0) {
+                        /* A symlink where a directory is needed: say ELOOP, as openat2 does. */
+                        struct stat st;
+                        if (errno == ENOTDIR && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                return -ELOOP;
+                        return -errno;
+                }
+                safe_close(cur);
+                cur = fd;
+                c = next;
+        }
+}
+
+int chase_beneath(int dirfd, const char *rel, int flags) {
+        if (!rel || rel[0] == '/' || has_dotdot(rel))
+                return -EXDEV;
+        int fd = beneath_openat2(dirfd, rel, flags);
+        if (fd == -ENOSYS || fd == -EPERM)
+                fd = beneath_slow(dirfd, rel, flags);
+        if (fd < 0)
+                return fd;
+        /* O_PATH | O_NOFOLLOW opens a final symlink itself: not followed,
+         * but not what the caller asked for either. */
+        struct stat st;
+        if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+                int r = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+void chase_result_done(ChaseResult *r) {
+        if (!r)
+                return;
+        safe_close(r->fd);
+        free(r->path);
+        free(r->link);
+        free(r->link_target);
+        *r = (ChaseResult){ .fd = -1 };
+}
+
+static bool in_untrusted(const char *dir, char *const *untrusted) {
+        for (char *const *u = untrusted; u && *u; u++)
+                if (path_is_below_or_equal(dir, *u))
+                        return true;
+        return false;
+}
+
+static char *read_link_fd(int fd) {
+        size_t n = 256;
+        for (;;) {
+                char *buf = malloc(n);
+                if (!buf)
+                        return NULL;
+                ssize_t k = readlinkat(fd, "", buf, n);
+                if (k < 0) {
+                        free(buf);
+                        return NULL;
+                }
+                if ((size_t)k < n) {
+                        buf[k] = 0;
+                        return buf;
+                }
+                free(buf);
+                if (n >= 65536)
+                        return NULL;
+                n *= 2;
+        }
+}
+
+/* done + "/" + name, for canonical paths ("/" + "a" is "/a"). */
+static int done_push(char **done, const char *name, size_t len) {
+        size_t dl = strlen(*done);
+        char *n = malloc(dl + len + 2);
+        if (!n)
+                return -ENOMEM;
+        memcpy(n, *done, dl);
+        if (dl > 1)
+                n[dl++] = '/';
+        memcpy(n + dl, name, len);
+        n[dl + len] = 0;
+        free(*done);
+        *done = n;
+        return 0;
+}
+
+static void done_pop(char *done) {
+        char *slash = strrchr(done, '/');
+        if (slash == done)
+                done[1] = 0;
+        else if (slash)
+                *slash = 0;
+}
+
+int chase_path(const char *path, char *const *untrusted, ChaseResult *ret) {
+        *ret = (ChaseResult){ .fd = -1 };
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        _cleanup_free_ char *todo = strdup(path), *done = strdup("/");
+        if (!todo || !done)
+                return -ENOMEM;
+        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        unsigned hops = 0;
+        size_t at = 0;
+        for (;;) {
+                while (todo[at] == '/')
+                        at++;
+                if (!todo[at])
+                        break;
+                const char *comp = todo + at;
+                size_t len = strcspn(comp, "/");
+                const char *rest = comp + len;
+                if (len == 1 && comp[0] == '.') {
+                        at += len;
+                        continue;
+                }
+                if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+                        /* done has no symlink in it: its parent is its text's parent. */
+                        int fd = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0)
+                                return -errno;
+                        safe_close(cur);
+                        cur = fd;
+                        done_pop(done);
+                        at += len;
+                        continue;
+                }
+                _cleanup_free_ char *name = strndup(comp, len);
+                if (!name)
+                        return -ENOMEM;
+                int fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0) {
+                        int e = -errno;
+                        if (done_push(&done, comp, strlen(comp)) < 0)
+                                return -ENOMEM;
+                        ret->path = TAKE_PTR(done);
+                        return e;
+                }
+                struct stat st;
+                if (fstat(fd, &st) < 0) {
+                        int e = -errno;
+                        safe_close(fd);
+                        return e;
+                }
+                if (S_ISLNK(st.st_mode)) {
+                        _cleanup_free_ char *target = read_link_fd(fd);
+                        safe_close(fd);
+                        if (!target)
+                                return -errno ? -errno : -ENOMEM;
+                        if (in_untrusted(done, untrusted) || ++hops > CHASE_MAX_HOPS) {
+                                if (done_push(&done, name, len) < 0)
+                                        return -ENOMEM;
+                                ret->link = TAKE_PTR(done);
+                                ret->link_target = TAKE_PTR(target);
+                                return -ELOOP;
+                        }
+                        /* The target replaces the link in what is left to walk. */
+                        char *nt = NULL;
+                        if (asprintf(&nt, "%s%s", target, rest) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = nt;
+                        at = 0;
+                        if (target[0] == '/') {
+                                int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                                if (root < 0)
+                                        return -errno;
+                                safe_close(cur);
+                                cur = root;
+                                done[1] = 0;
+                        }
+                        continue;
+                }
+                if (*rest && !S_ISDIR(st.st_mode)) {
+                        safe_close(fd);
+                        return -ENOTDIR;
+                }
+                safe_close(cur);
+                cur = fd;
+                if (done_push(&done, name, len) < 0)
+                        return -ENOMEM;
+                at += len;
+        }
+        ret->fd = TAKE_FD(cur);
+        ret->path = TAKE_PTR(done);
+        return 0;
+}

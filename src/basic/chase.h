@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The one resolver for host-side paths a jail can shape (docs/architecture.md,
+ * "Paths the agent shaped"). Every step is relative to a directory
+ * descriptor already held, so a component swapped between two steps changes
+ * nothing already resolved, and the answer is a descriptor: later steps
+ * work on it, never on the text again.
+ *
+ * chase_beneath() opens a relative path below a trusted directory and never
+ * follows a symlink, a magic link or "..": openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), or one O_NOFOLLOW component
+ * at a time where the kernel has no openat2.
+ *
+ * chase_path() resolves an absolute path from "/" as realpath(3) would, with
+ * one difference: a symlink whose directory lies at or below one of the
+ * `untrusted` roots (canonical paths: the trees a jail can write) is not
+ * followed; the walk stops with -ELOOP and names the link. Symlinks the
+ * host owns (outside those trees) are followed, at most 40 of them. */
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* Opens rel (relative, no "..", may be "" or "." for dirfd itself) below
+ * dirfd with flags (O_CLOEXEC and O_NOFOLLOW are added). Returns the new
+ * descriptor, or a negative errno: -ELOOP for a symlink on the way or at
+ * the end, -EXDEV for "..", an absolute path or a magic link. */
+int chase_beneath(int dirfd, const char *rel, int flags);
+
+typedef struct ChaseResult {
+        int fd;             /* O_PATH descriptor of what the path names; -1 when missing */
+        char *path;         /* its canonical path; on -ENOENT the path as far as it exists, then the missing rest */
+        char *link;         /* on -ELOOP: the canonical path of the symlink not followed */
+        char *link_target;  /* on -ELOOP: what that symlink says */
+} ChaseResult;
+
+/* Resolves the absolute path (need not be normalized). 0 with ret->fd and
+ * ret->path; -ENOENT when a component is missing (ret->path says what was
+ * looked for); -ELOOP when a symlink inside an untrusted root is met
+ * (ret->link, ret->link_target), or more than 40 were followed; other
+ * negative errnos as openat(2). untrusted: NULL-terminated canonical
+ * absolute paths, or NULL. ret is filled on every return; free it with
+ * chase_result_done(). */
+int chase_path(const char *path, char *const *untrusted, ChaseResult *ret);
+void chase_result_done(ChaseResult *r);
