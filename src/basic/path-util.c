@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char *path_join(const char *a, const char *b) {
@@ -56,6 +57,16 @@ char *path_normalize(const char *p) {
                 o--;
         out[o] = 0;
         return out;
+}
+
+char *path_absolute_os(const char *p) {
+        struct stat st;
+        if (!p || stat(p, &st) < 0)
+                return NULL;
+        if (p[0] == '/')
+                return path_normalize(p);
+        _cleanup_free_ char *cwd = getcwd(NULL, 0), *j = cwd ? path_join(cwd, p) : NULL;
+        return j ? path_normalize(j) : NULL;
 }
 
 const char *path_startswith(const char *path, const char *prefix) {

@@ -14,6 +14,11 @@ char *path_normalize(const char *p);
  * equal, never with a leading slash); else NULL. Both must be normalized. */
 const char *path_startswith(const char *path, const char *prefix);
 bool path_is_below_or_equal(const char *path, const char *prefix);
+/* Touches the process state: p made absolute against the current
+ * directory and normalized lexically, its symlinks kept as written (a
+ * workspace named through a link must be checked as written). NULL with
+ * errno set when p does not exist or on OOM. */
+char *path_absolute_os(const char *p);
 /* Touches the file system: name if it holds a slash and is executable,
  * else the first executable name in path_env's absolute directories, then
  * /usr/bin, /bin, /usr/local/bin. NULL when none (or on OOM). */

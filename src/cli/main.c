@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "fd-util.h"
 #include "macro.h"
+#include "path-util.h"
 #include "paths.h"
 #include "strv.h"
 #include "vs-build-config.h"
@@ -196,7 +197,9 @@ const char *cli_socket(const CliArgs *a) {
 }
 
 char *cli_workspace_abs(const CliArgs *a) {
-        return realpath(a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".", NULL);
+        /* As written: config_locate() checks a path through a symlink against
+         * the workspace it lies in as spelled. */
+        return path_absolute_os(a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".");
 }
 
 /* ---- options ---- */

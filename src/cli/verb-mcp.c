@@ -236,8 +236,10 @@ int verb_mcp(const CliArgs *a) {
         const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
         if (a->json)
                 return cli_fail_code(a, EXIT_USAGE, "usage", "mcp: its standard output is JSON-RPC already; drop --json");
-        char abs[PATH_MAX];
-        if (!realpath(ws, abs))
+        /* As written: the core checks a path through a symlink against the
+         * workspace it lies in as spelled (config_locate()). */
+        _cleanup_free_ char *abs = cli_workspace_abs(a);
+        if (!abs)
                 return cli_fail(EXIT_REFUSED, "mcp: workspace %s: %s", ws, strerror(errno));
         McpServer s = { .fd = -EBADF, .workspace = abs, .require_sandbox = a->require_sandbox,
                         .emb = { .workspace = abs, .require_sandbox = a->require_sandbox } };

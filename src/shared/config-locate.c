@@ -7,9 +7,47 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "path-util.h"
+
+/* A directory that lies, as written, in a workspace (a vectora.toml in one
+ * of its ancestors as spelled) is served by that workspace or refused:
+ * `-w ~/proj/escape` with the agent's `escape -> /` must not find no
+ * config at / and run unsandboxed. canon is what dir resolves to. */
+static int check_as_written(const char *dir, const char *canon, VsError **err) {
+        _cleanup_free_ char *cwd = NULL, *joined = NULL;
+        if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
+                return vs_error_set_kind(err, -errno, "workspace_invalid", "workspace %s: the current directory: %m", dir);
+        if (cwd && !(joined = path_join(cwd, dir)))
+                return -ENOMEM;
+        _cleanup_free_ char *cur = path_normalize(joined ? joined : dir);
+        if (!cur)
+                return -ENOMEM;
+        if (streq(cur, canon))
+                return 0;
+        for (;;) {
+                _cleanup_free_ char *cfg = path_join(cur, VS_CONFIG_FILE);
+                struct stat st;
+                if (!cfg)
+                        return -ENOMEM;
+                if (lstat(cfg, &st) == 0) {
+                        _cleanup_free_ char *real = realpath(cur, NULL);
+                        if (real && path_is_below_or_equal(canon, real))
+                                return 0;
+                        return vs_error_set_kind(err, -EXDEV, "workspace_invalid",
+                                                 "workspace %s lies in the workspace %s as written, but resolves "
+                                                 "through a symlink to %s, outside it; a link never takes a tool out of "
+                                                 "its workspace's jail: name the directory by its real path",
+                                                 dir, cur, canon);
+                }
+                if (streq(cur, "/"))
+                        return 0;
+                char *slash = strrchr(cur, '/');
+                slash[slash == cur] = 0;
+        }
+}
 
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err) {
         _cleanup_free_ char *canon = realpath(dir, NULL);
@@ -18,6 +56,9 @@ int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **er
         struct stat st;
         if (stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
                 return vs_error_set_kind(err, -ENOTDIR, "workspace_invalid", "workspace %s is not a directory", canon);
+        int r = check_as_written(dir, canon, err);
+        if (r < 0)
+                return r;
 
         _cleanup_free_ char *cur = strdup(canon);
         if (!cur)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "git-control.h"
 #include "git-init.h"
@@ -78,22 +79,48 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         return 0;
 }
 
-/* An existing protected path is protected (a symlinked one where it
- * leads). */
-static int add_existing(VsJailFacts *f, const char *path, const struct stat *st) {
-        if (!S_ISLNK(st->st_mode))
-                return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
-        _cleanup_free_ char *real = realpath(path, NULL);
-        if (!real || strv_contains(f->protected_existing, real))
-                return 0;
-        return strv_extend(&f->protected_existing, real);
-}
-
 static bool below_rw(const VsPolicy *p, const char *path) {
         for (size_t i = 0; i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved && path_is_below_or_equal(path, p->rw_paths[i].resolved))
                         return true;
         return false;
+}
+
+/* An existing protected path is protected. A symlinked one is protected
+ * where its text leads, read with readlink, never followed: only when that
+ * lies below a writable root (elsewhere the jail cannot write it anyway) and
+ * is reached there without another link (no host-side code follows a link
+ * the jail could have made). */
+static int add_existing(const VsPolicy *p, VsJailFacts *f, const char *path, const struct stat *st) {
+        if (!S_ISLNK(st->st_mode))
+                return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
+        char target[4096];
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n <= 0)
+                return 0;
+        target[n] = 0;
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (!slash)
+                return -ENOMEM;
+        slash[slash == dir] = 0;
+        _cleanup_free_ char *joined = target[0] == '/' ? strdup(target) : path_join(dir, target);
+        _cleanup_free_ char *lexical = joined ? path_normalize(joined) : NULL;
+        if (!lexical)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_rw; i++) {
+                const char *root = p->rw_paths[i].resolved;
+                const char *rel = root ? path_startswith(lexical, root) : NULL;
+                if (!rel)
+                        continue;
+                _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                int fd = rfd < 0 ? -errno : chase_beneath(rfd, rel, O_PATH);
+                if (fd < 0)
+                        return 0;
+                safe_close(fd);
+                return strv_contains(f->protected_existing, lexical) ? 0 : strv_extend(&f->protected_existing, lexical);
+        }
+        return 0;
 }
 
 /* The .git control files (git-control.h): an existing one is protected;
@@ -141,7 +168,7 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
                         }
                 }
                 if (lstat(c->path, &st) == 0)
-                        r = add_existing(f, c->path, &st);
+                        r = add_existing(p, f, c->path, &st);
         }
         git_controls_done(&gc);
         return r;
@@ -173,7 +200,7 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
                         struct stat st;
                         if (!path)
                                 r = -ENOMEM;
-                        else if (lstat(path, &st) == 0 && (r = add_existing(f, path, &st)) >= 0 &&
+                        else if (lstat(path, &st) == 0 && (r = add_existing(p, f, path, &st)) >= 0 &&
                                  !strv_contains(f->protect_matches, path))
                                 r = strv_extend(&f->protect_matches, path);
                 }
@@ -200,7 +227,7 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (path_startswith(*pp, dotgit))
                         continue;
                 if (lstat(*pp, &st) == 0)
-                        r = add_existing(f, *pp, &st);
+                        r = add_existing(p, f, *pp, &st);
                 else if (errno == ENOENT) {
                         _cleanup_free_ char *parent = strdup(*pp);
                         char *slash = parent ? strrchr(parent, '/') : NULL;
@@ -259,28 +286,47 @@ int jail_empty_sources(const char *dir, char **ret_file, char **ret_dir, VsError
         return 0;
 }
 
-/* The listed paths as this host resolves them; a missing one is left out,
- * or refused under lockdown (rule 5), as is one that is a symlink here. */
-static int resolve_remote_list(char *const *in, bool lockdown, VsPath **ret, size_t *ret_n, VsError **err) {
+/* The listed paths as this host resolves them, by the same rule as the
+ * daemon's host (config-load.c): a symlink in the workspace or a writable
+ * listed path is never followed (the remote jail could have made it), and
+ * refuses the start; a missing path is left out, or refused under
+ * lockdown (rule 5), as is one that goes through a symlink here. */
+static int resolve_remote_one(const char *path, char *const *untrusted, bool lockdown, char **ret, VsError **err) {
+        ChaseResult cr;
+        int r = chase_path(path, untrusted, &cr);
+        if (r == -ENOENT && !lockdown) {
+                chase_result_done(&cr);
+                *ret = NULL;
+                return 0;
+        }
+        if (r == -ELOOP && cr.link)
+                r = vs_error_set_kind(err, r, "sandbox_unavailable",
+                                      "%s goes through the symlink %s -> %s on the remote host, in the workspace or a "
+                                      "writable path, where the jail can make links; it is never followed: remove it",
+                                      path, cr.link, cr.link_target);
+        else if (r < 0)
+                r = vs_error_set_kind(err, r, "sandbox_unavailable", "%s%s on the remote host: %s",
+                                      lockdown ? "lockdown: " : "", path, strerror(-r));
+        else if (lockdown && !streq(cr.path, path))
+                r = vs_error_set_kind(err, -ELOOP, "sandbox_unavailable", "lockdown: %s is a symlink on the remote host (to %s)",
+                                      path, cr.path);
+        if (r >= 0)
+                *ret = TAKE_PTR(cr.path);
+        chase_result_done(&cr);
+        return r;
+}
+
+static int resolve_remote_list(char *const *in, char *const *untrusted, bool lockdown, VsPath **ret, size_t *ret_n,
+                               VsError **err) {
         size_t n = strv_length(in), k = 0;
         VsPath *out = calloc(n + 1, sizeof *out);
         if (!out)
                 return -ENOMEM;
         int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                char *real = realpath(in[i], NULL);
-                if (!real) {
-                        if (lockdown)
-                                r = vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                                      "lockdown: %s does not exist on the remote host (%m)", in[i]);
+                char *real = NULL;
+                if ((r = resolve_remote_one(in[i], untrusted, lockdown, &real, err)) < 0 || !real)
                         continue;
-                }
-                if (lockdown && !streq(real, in[i])) {
-                        r = vs_error_set_kind(err, -ELOOP, "sandbox_unavailable",
-                                              "lockdown: %s is a symlink on the remote host (to %s)", in[i], real);
-                        free(real);
-                        break;
-                }
                 out[k].written = in[i];
                 out[k++].resolved = real;
         }
@@ -314,9 +360,24 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
                 .lockdown = j->lockdown,
                 .network = j->network,
         };
-        int r = resolve_remote_list(j->rw, j->lockdown, &p.rw_paths, &p.n_rw, err);
+        /* The writable trees grow with each writable path resolved, until
+         * they stop growing (config_resolve() does the same). */
+        _cleanup_strv_free_ char **untrusted = NULL;
+        int r = strv_extend(&untrusted, j->workspace);
+        for (size_t round = 0; r >= 0 && round <= strv_length(j->rw); round++) {
+                remote_list_free(p.rw_paths, p.n_rw);
+                p.rw_paths = NULL;
+                p.n_rw = 0;
+                size_t before = strv_length(untrusted);
+                r = resolve_remote_list(j->rw, untrusted, j->lockdown, &p.rw_paths, &p.n_rw, err);
+                for (size_t i = 0; r >= 0 && i < p.n_rw; i++)
+                        if (!strv_contains(untrusted, p.rw_paths[i].resolved))
+                                r = strv_extend(&untrusted, p.rw_paths[i].resolved);
+                if (r < 0 || strv_length(untrusted) == before)
+                        break;
+        }
         if (r >= 0)
-                r = resolve_remote_list(j->ro, j->lockdown, &p.ro_paths, &p.n_ro, err);
+                r = resolve_remote_list(j->ro, untrusted, j->lockdown, &p.ro_paths, &p.n_ro, err);
         VsJailFacts f = { 0 };
         if (r >= 0)
                 r = jail_facts_collect(&p, j->protected_paths, &f, err);

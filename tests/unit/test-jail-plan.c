@@ -344,11 +344,60 @@ static void test_symlink_target_outside_not_exposed(void **state) {
         policy_free(p);
 }
 
+/* The ssh launcher resolves the listed paths on the remote by the daemon
+ * host's rule: a symlink the remote jail could have made in its workspace
+ * (or in a writable listed path) is never followed; one the remote host
+ * owns elsewhere is. */
+static void test_remote_listed_link_refused(void **state) {
+        char tmpl[] = "/tmp/vs-jail-plan-remote-XXXXXX";
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        char rws[512], sec[512], link[512], alias[512];
+        snprintf(rws, sizeof rws, "%s/rws", d);
+        snprintf(sec, sizeof sec, "%s/secret", d);
+        snprintf(link, sizeof link, "%s/rws/build", d);
+        snprintf(alias, sizeof alias, "%s/alias", d);
+        assert_int_equal(mkdir(rws, 0755), 0);
+        assert_int_equal(mkdir(sec, 0755), 0);
+        assert_int_equal(symlink(sec, link), 0);
+        assert_int_equal(symlink(sec, alias), 0);
+        char *rw[] = { rws, link, NULL }, *ro[] = { link, NULL }, *none[] = { NULL };
+        char *lists[][2] = { { (char *)"rw", NULL }, { (char *)"ro", NULL } };
+        for (size_t k = 0; k < ELEMENTSOF(lists); k++) {
+                char *only_ws[] = { rws, NULL };
+                VsRemoteJail j = { .workspace = rws, .rw = k ? only_ws : rw, .ro = k ? ro : none, .mask = none,
+                                   .protected_paths = none, .protect = none, .env = none };
+                VsJailPlan *plan = NULL;
+                VsError *err = NULL;
+                assert_true(jail_plan_remote(&j, "/e/file", "/e/dir", &plan, &err) < 0);
+                assert_non_null(strstr(vs_error_message(err), "goes through the symlink"));
+                assert_non_null(strstr(vs_error_message(err), link));
+                vs_error_free(err);
+        }
+        /* The remote's own link, outside the workspace, is followed. */
+        char *only_ws[] = { rws, NULL }, *ro_alias[] = { alias, NULL };
+        VsRemoteJail j = { .workspace = rws, .rw = only_ws, .ro = ro_alias, .mask = none, .protected_paths = none,
+                           .protect = none, .env = none };
+        VsJailPlan *plan = NULL;
+        VsError *err = NULL;
+        if (jail_plan_remote(&j, "/e/file", "/e/dir", &plan, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        bool bound = false;
+        for (size_t i = 0; i < plan->n_mounts; i++)
+                bound = bound || (plan->mounts[i].src && streq(plan->mounts[i].src, sec));
+        assert_true(bound);
+        jail_plan_free(plan);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_same_sealed_set_everywhere),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_symlink_target_outside_not_exposed),
+                cmocka_unit_test(test_remote_listed_link_refused),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What the agent plants cannot redirect the jail (issue 25, sections 1 and 3).
+
+The agent makes symlinks in its workspace with its own terminal, then the
+host does what it does every day (edits vectora.toml, names a directory to
+the tools). The host must never follow a link the agent made: a listed path
+through one refuses the workspace with the entry and the link named; a
+workspace path through one is served by the workspace it lies in as written,
+or refused, never unsandboxed. Through the daemon, the embedded CLI and the
+MCP server without a daemon; as root with a user-owned and a root-owned
+workspace. TAP; a case that cannot run here says SKIP."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402
+
+
+EMBEDDED_STATE = {}
+
+
+def cli(*args, stdin=None, sock=None):
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e.update(EMBEDDED_STATE)
+    pre = ["--no-daemon"]
+    if sock:
+        e["VECTORA_SANDBOX_SOCKET"] = sock
+        pre = []
+    return subprocess.run([CLI, *pre, *args], input=stdin, capture_output=True, text=True, env=e, timeout=60)
+
+
+def mcp_terminal(ws, command):
+    """One terminal call through `vectora-sandbox mcp -w WS` without a daemon."""
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"  # no daemon to find
+    e.update(EMBEDDED_STATE)
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "terminal", "arguments": {"command": command}}},
+    ]
+    p = subprocess.run([CLI, "mcp", "-w", ws], input="".join(json.dumps(m) + "\n" for m in msgs),
+                       capture_output=True, text=True, env=e, timeout=60)
+    if p.returncode != 0 and not p.stdout:
+        return {"startup_error": p.stderr.strip(), "rc": p.returncode}
+    for line in p.stdout.splitlines():
+        m = json.loads(line)
+        if m.get("id") == 2:
+            return m
+    return {"no_reply": p.stdout + p.stderr}
+
+
+def secret_dir(tmp, name, owner_uid=None, mode=0o755):
+    """A directory the jail must never reach, with a file in it."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "authorized_keys"), "w") as f:
+        f.write("ssh-ed25519 HOST-KEY\n")
+    if owner_uid is not None:
+        os.chown(d, owner_uid, owner_uid)
+        os.chown(os.path.join(d, "authorized_keys"), owner_uid, owner_uid)
+    os.chmod(d, mode)
+    return d
+
+
+def touch_config(ws):
+    """What any host edit does: the policy is loaded again."""
+    with open(os.path.join(ws, "vectora.toml"), "a") as f:
+        f.write("# edited on the host\n")
+
+
+def unchanged(path):
+    with open(os.path.join(path, "authorized_keys")) as f:
+        return f.read() == "ssh-ed25519 HOST-KEY\n"
+
+
+LISTED = '[sandbox]\nrw_paths = [".", "build"]\nro_paths = ["lib"]\nmask = [".env"]\n'
+
+
+def listed_link_case(run, ws, target, what):
+    """run(command) -> (ran: bool, detail). The agent links build and lib to
+    target; after a host edit of vectora.toml, nothing reaches target."""
+    ran, detail = run("ln -s %s build && ln -s %s lib && echo linked" % (target, target))
+    check(ran and "linked" in detail, "%s: the agent's first call: %s" % (what, detail))
+    touch_config(ws)
+    ran, detail = run("echo PWNED >> build/authorized_keys; cat lib/authorized_keys; echo done")
+    check(not ran, "%s: the call after the links ran: %s" % (what, detail))
+    check("goes through the symlink %s/build -> %s" % (ws, target) in detail, "%s: the refusal names the link: %s" % (what, detail))
+    check(unchanged(target), "%s: %s/authorized_keys was written" % (what, target))
+    c = cli("check", "-w", ws)
+    check(c.returncode == 2 and "rw_paths[1]" in c.stderr and "symlink" in c.stderr, "%s: check: %s" % (what, c.stderr))
+
+
+def t_listed_link_daemon(d, tmp):
+    target = secret_dir(tmp, "home-d/.ssh", OWNER.pw_uid if ROOT else None)
+    ws = make_ws(tmp, "listed-d", LISTED)
+    c = d.conn()
+
+    def run(cmd):
+        r = c.call({"tool": "terminal", "workspace": ws, "command": cmd})
+        if r.get("ok"):
+            return True, r["stdout"] + r["stderr"]
+        return False, json.dumps(r)
+    listed_link_case(run, ws, target, "daemon")
+    c.close()
+
+
+def t_listed_link_embedded(d, tmp):
+    target = secret_dir(tmp, "home-e/.ssh", OWNER.pw_uid if ROOT else None)
+    ws = make_ws(tmp, "listed-e", LISTED)
+
+    def run(cmd):
+        p = cli("run", "-w", ws, cmd)
+        return p.returncode == 0, p.stdout + p.stderr
+    listed_link_case(run, ws, target, "embedded")
+
+
+def t_listed_link_mcp(d, tmp):
+    target = secret_dir(tmp, "home-m/.ssh", OWNER.pw_uid if ROOT else None)
+    ws = make_ws(tmp, "listed-m", LISTED)
+
+    def run(cmd):
+        m = mcp_terminal(ws, cmd)
+        res = m.get("result") or {}
+        text = json.dumps(m)
+        return bool(res) and not res.get("isError"), text
+    listed_link_case(run, ws, target, "mcp")
+
+
+def t_listed_link_root_owned(d, tmp):
+    """A root-owned workspace: the idmapped mount must never turn the
+    agent's link into writes as host root into a root-only directory."""
+    if not ROOT:
+        raise Skip("a root-owned workspace needs a root daemon (run the suite as root)")
+    target = secret_dir(tmp, "spool/crontabs", 0, mode=0o700)
+    ws = os.path.join(tmp, "listed-root")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write(LISTED)
+    c = d.conn()
+    r = c.call({"tool": "terminal", "workspace": ws, "command": "ln -s %s build && echo linked" % target})
+    check(r.get("ok") and "linked" in r["stdout"], r)
+    touch_config(ws)
+    r = c.call({"tool": "terminal", "workspace": ws, "command": "echo '* * * * * root id' > build/root; ls build"})
+    check(not r.get("ok") and "symlink" in r["error"]["message"], r)
+    check(os.listdir(target) == ["authorized_keys"], os.listdir(target))
+    c.close()
+
+
+def t_listed_path_below_link(d, tmp):
+    """The link on the way, not at the end: ro_paths = ["sub/data"] with the
+    agent's sub -> a secret tree."""
+    target = secret_dir(tmp, "deep-secret/data", OWNER.pw_uid if ROOT else None)
+    ws = make_ws(tmp, "listed-deep", '[sandbox]\nro_paths = ["sub/data"]\n')
+    c = d.conn()
+    r = c.call({"tool": "terminal", "workspace": ws, "command": "ln -s %s sub && echo linked" % os.path.dirname(target)})
+    check(r.get("ok"), r)
+    touch_config(ws)
+    r = c.call({"tool": "terminal", "workspace": ws, "command": "cat sub/data/authorized_keys"})
+    check(not r.get("ok") and "goes through the symlink %s/sub" % ws in r["error"]["message"], r)
+    c.close()
+
+
+ESCAPE = '[sandbox]\nmask = [".env"]\n'
+
+
+def escape_ws(tmp, name, d=None):
+    """A sandboxed workspace whose agent made escape -> / (by its terminal),
+    and a marker path on the host the command would create."""
+    ws = make_ws(tmp, name, ESCAPE)
+    p = cli("run", "-w", ws, "ln -s / escape && echo linked")
+    check(p.returncode == 0 and "linked" in p.stdout, p.stdout + p.stderr)
+    marker = os.path.join(tmp, name + "-marker")
+    return ws, os.path.join(ws, "escape"), marker
+
+
+def t_workspace_through_link_daemon(d, tmp):
+    ws, esc, marker = escape_ws(tmp, "esc-d")
+    c = d.conn()
+    for req in ({"tool": "terminal", "workspace": esc, "command": "touch %s" % marker},
+                {"tool": "terminal", "workspace": esc + "/tmp", "command": "touch %s" % marker},
+                {"tool": "file_write", "workspace": esc, "path": marker, "content": "x"}):
+        r = c.call(req)
+        check(not r.get("ok") and r["error"]["code"] == "workspace_not_found", r)
+        check("lies in the workspace %s as written" % ws in r["error"]["message"], r)
+        check(not os.path.exists(marker), "%s ran on the host" % req)
+    # require_sandbox cannot be what saves it: without it, still refused.
+    c.close()
+
+
+def t_workspace_through_link_embedded(d, tmp):
+    ws, esc, marker = escape_ws(tmp, "esc-e")
+    for args in (("run", "-w", esc, "touch %s" % marker), ("run", "-w", esc + "/tmp", "touch %s" % marker),
+                 ("write", "-w", esc, marker)):
+        p = cli(*args, stdin="x")
+        check(p.returncode == 125 and "as written" in p.stderr, (args, p.returncode, p.stderr))
+        check(not os.path.exists(marker), "%s ran on the host" % (args,))
+    # Relative, from inside the workspace.
+    p = subprocess.run([CLI, "--no-daemon", "run", "-w", "escape", "touch %s" % marker], cwd=ws,
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 125 and not os.path.exists(marker), p.stderr)
+
+
+def t_workspace_through_link_mcp(d, tmp):
+    ws, esc, marker = escape_ws(tmp, "esc-m")
+    m = mcp_terminal(esc, "touch %s" % marker)
+    text = json.dumps(m)
+    res = m.get("result") or {}
+    check(("startup_error" in m or res.get("isError")) and "workspace" in text, text)
+    check(not os.path.exists(marker), "the MCP server ran it on the host: " + text)
+
+
+def t_link_inside_same_workspace_served(d, tmp):
+    """A link that stays inside its workspace is served by that jail."""
+    ws = make_ws(tmp, "inside", ESCAPE, {"sub/a.txt": "A\n"})
+    p = cli("run", "-w", ws, "ln -s sub alias && echo linked")
+    check(p.returncode == 0, p.stderr)
+    p = cli("run", "-w", os.path.join(ws, "alias"), "cat a.txt")
+    check(p.returncode == 0 and p.stdout == "A\n", p.stdout + p.stderr)
+    r = d.call({"tool": "terminal", "workspace": os.path.join(ws, "alias"), "command": "cat a.txt"})
+    check(r.get("ok") and r["stdout"] == "A\n" and r["sandboxed"] is True, r)
+
+
+TESTS = [
+    t_listed_link_daemon,
+    t_listed_link_embedded,
+    t_listed_link_mcp,
+    t_listed_link_root_owned,
+    t_listed_path_below_link,
+    t_workspace_through_link_daemon,
+    t_workspace_through_link_embedded,
+    t_workspace_through_link_mcp,
+    t_link_inside_same_workspace_served,
+]
+
+
+def main():
+    tap = Tap()
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        tap.skip("planted", "%s or %s not built" % (DAEMON, CLI))
+        sys.exit(tap.finish())
+    if not shutil.which("bwrap"):
+        tap.skip("planted", "bwrap not installed")
+        sys.exit(tap.finish())
+    only = set(sys.argv[1:])
+    tmp = tempfile.mkdtemp(prefix="vs-planted-", dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    state = os.path.join(tmp, "state")
+    # Embedded calls keep their approvals here, not in the host's store.
+    EMBEDDED_STATE["VECTORA_SANDBOX_STATE_DIR"] = os.path.join(tmp, "state-embedded")
+    d = Daemon(tmp, "d", extra=("--state-dir", state))
+    try:
+        for t in TESTS:
+            if not only or t.__name__ in only:
+                tap.case(t, d, tmp)
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(tap.finish())
+
+
+if __name__ == "__main__":
+    main()
