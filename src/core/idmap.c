@@ -87,12 +87,12 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
         return r < 0 ? r : nsfd;
 }
 
-int idmap_prepare(const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
+int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
         _cleanup_close_ int ns = make_userns(uid, gid, err);
         if (ns < 0)
                 return ns;
-        _cleanup_close_ int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
-                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        _cleanup_close_ int tree = (int)syscall(SYS_open_tree, srcfd, "",
+                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
         if (tree < 0)
                 return vs_error_set(err, -errno, "open_tree(%s): %m", src);
         struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };

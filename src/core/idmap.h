@@ -18,11 +18,12 @@
 #define VS_IDMAP_UID 2147483646
 #define VS_IDMAP_GID 2147483646
 
-/* Clones the mount tree at src and idmaps it (0 -> uid/gid), detached:
- * *ret_fd is the new tree, attached by worker_spawn() over src inside the
- * jail's own mount namespace only (idmap_attach()), so no other process
- * can ever reach it. */
-int idmap_prepare(const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
+/* Clones the mount tree at srcfd (borrowed: an O_PATH descriptor the
+ * caller resolved without following links; src names it in errors) and
+ * idmaps it (0 -> uid/gid), detached: *ret_fd is the new tree, attached by
+ * worker_spawn() over src inside the jail's own mount namespace only
+ * (idmap_attach()), so no other process can ever reach it. */
+int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
 /* Async-signal-safe, for the child between fork and exec (still root):
  * a private mount namespace, with each tree attached over its path. */
 int idmap_attach(const int *fds, char *const *paths, size_t n);

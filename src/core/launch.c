@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "chase.h"
 #include "idmap.h"
 #include "jail-plan.h"
 #include "landlock.h"
@@ -266,9 +267,26 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
                 const char *rw = p->rw_paths[i].resolved;
                 if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
                         continue;
+                /* Only the workspace's own tree: an idmapped mount writes as
+                 * host root, so a root-owned path elsewhere (a listed
+                 * /var/spool/...) is refused, never served that way. */
+                const char *rel = path_startswith(rw, p->workspace);
+                if (!rel)
+                        return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
+                                                 "rw_paths: %s is owned by root and lies outside the workspace %s; a root-owned workspace is served through an idmapped mount of its own tree only, which writes as root: list paths inside the workspace, or chown %s to the user the agent works for",
+                                                 rw, p->workspace, rw);
+                /* Opened below the workspace without following a link (the
+                 * jail may have made one since the policy was resolved), and
+                 * cloned from that descriptor. */
+                _cleanup_close_ int wfd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_close_ int src = wfd < 0 ? -errno : chase_beneath(wfd, rel, O_PATH | O_DIRECTORY);
+                if (src < 0)
+                        return vs_error_set_kind(err, src, "sandbox_unavailable",
+                                                 "rw_paths: %s cannot be opened below the workspace without following a link (%s); the workspace changed while the jail was prepared: try again",
+                                                 rw, strerror(-src));
                 _cleanup_(vs_error_freep) VsError *ierr = NULL;
                 int fd = -EBADF;
-                int k = idmap_prepare(rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
+                int k = idmap_prepare_fd(src, rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
                 if (k < 0)
                         return vs_error_set_kind(err, k, "sandbox_unavailable",
                                                  "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",

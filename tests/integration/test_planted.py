@@ -156,6 +156,26 @@ def t_listed_link_root_owned(d, tmp):
     c.close()
 
 
+def t_idmap_only_the_workspace_tree(d, tmp):
+    """A root-owned workspace listing a root-owned path outside it: the
+    idmapped mount (which writes as host root) is made for the workspace's
+    own tree only; the start is refused, nothing is written there."""
+    if not ROOT:
+        raise Skip("a root-owned workspace needs a root daemon (run the suite as root)")
+    target = secret_dir(tmp, "root-elsewhere", 0, mode=0o755)
+    ws = os.path.join(tmp, "idmap-outside")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write('[sandbox]\nrw_paths = [".", "%s"]\n' % target)
+    r = d.call({"tool": "terminal", "workspace": ws, "command": "echo x > %s/planted; echo ran" % target})
+    check(not r.get("ok") and "outside the workspace" in r["error"]["message"], r)
+    check(not os.path.exists(os.path.join(target, "planted")), os.listdir(target))
+    p = cli("run", "-w", ws, "echo x > %s/planted; echo ran" % target)
+    check(p.returncode == 125 and "outside the workspace" in p.stderr, p.stdout + p.stderr)
+    check(not os.path.exists(os.path.join(target, "planted")), os.listdir(target))
+
+
 def t_listed_path_below_link(d, tmp):
     """The link on the way, not at the end: ro_paths = ["sub/data"] with the
     agent's sub -> a secret tree."""
@@ -235,6 +255,7 @@ TESTS = [
     t_listed_link_embedded,
     t_listed_link_mcp,
     t_listed_link_root_owned,
+    t_idmap_only_the_workspace_tree,
     t_listed_path_below_link,
     t_workspace_through_link_daemon,
     t_workspace_through_link_embedded,
