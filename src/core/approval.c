@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -111,6 +112,8 @@ static int entry_read(const char *store, const char *root, char **ret, size_t *r
  * name is this writer's own: two processes recording the same workspace at
  * once (two embedded calls starting together) must not share one, or the
  * second rename finds it gone. */
+static char *index_path(const char *store, const char *root);
+
 static int entry_write(const char *store, const char *root, const char *text, size_t len, VsError **err) {
         _cleanup_free_ char *p = entry_path(store, root), *tmp = NULL;
         if (!p || asprintf(&tmp, "%s.tmp.XXXXXX", p) < 0)
@@ -125,10 +128,42 @@ static int entry_write(const char *store, const char *root, const char *text, si
                                          "cannot record the approved policy of %s in %s: %s; fix the state directory",
                                          root, store, strerror(-r));
         }
+        /* Which root this directory had, so that a workspace moved or
+         * renamed keeps its approval (moved_from()). Best effort: without
+         * it a move is seen as new, as before. */
+        _cleanup_free_ char *ip = index_path(store, root), *itmp = NULL;
+        _cleanup_close_ int ifd = -EBADF;
+        if (ip && asprintf(&itmp, "%s.tmp.XXXXXX", ip) >= 0 && (ifd = mkostemp(itmp, O_CLOEXEC)) >= 0) {
+                if (write_all(ifd, root, strlen(root)) < 0 || fsync(ifd) < 0 || rename(itmp, ip) < 0)
+                        unlink(itmp);
+        }
         _cleanup_close_ int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0)
                 (void)fsync(dfd);
         return 0;
+}
+
+/* STORE/root-DEV-INO: the root path last recorded for that directory. */
+static char *index_path(const char *store, const char *root) {
+        struct stat st;
+        char name[96];
+        if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+                return NULL;
+        snprintf(name, sizeof name, "root-%llx-%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+        return path_join(store, name);
+}
+
+/* The root this directory was recorded under before a move or rename,
+ * when that root has an entry still; NULL otherwise. A directory number
+ * reused after a deletion may name an old workspace's entry: its policy is
+ * then the baseline, which can only make a change wait for approval. */
+static char *moved_from(const char *store, const char *root) {
+        _cleanup_free_ char *ip = index_path(store, root), *old = NULL;
+        size_t len = 0;
+        if (!ip || read_file_at(AT_FDCWD, ip, 4096, &old, &len) < 0 || len == 0 || old[0] != '/' ||
+            strlen(old) != len || streq(old, root) || !entry_exists(store, old))
+                return NULL;
+        return TAKE_PTR(old);
 }
 
 /* ---- which workspace governs ---- */
@@ -169,6 +204,25 @@ static int nearest(const char *store, const char *d, char **ret) {
         }
 }
 
+/* The policy a workspace root is served by, for comparing: its entry's
+ * text where it has one, else its vectora.toml. NULL when neither loads. */
+static VsPolicy *served_policy(const char *store, const char *root) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        VsPolicy *p = NULL;
+        if (entry_read(store, root, &text, &len, NULL) == 0) {
+                if (config_from_text(root, text, len, &p, NULL) < 0)
+                        return NULL;
+        } else if (config_load(root, &p, NULL) < 0)
+                return NULL;
+        return p;
+}
+
+static bool nested_tightens(const char *store, const char *nested, const char *outer) {
+        _cleanup_(policy_freep) VsPolicy *n = NULL, *o = served_policy(store, outer);
+        return o && !o->sandboxed && config_load(nested, &n, NULL) >= 0 && n->sandboxed;
+}
+
 int approval_locate(const char *store, const char *dir, char **ret_root, char **ret_dir, char **ret_pending,
                     VsError **err) {
         _cleanup_free_ char *canon = NULL, *first = NULL, *pending = NULL;
@@ -198,6 +252,10 @@ int approval_locate(const char *store, const char *dir, char **ret_root, char **
                         return -ENOMEM;
                 if (!outer)
                         break; /* the outermost: first seen, it applies at once */
+                /* A sandbox inside a workspace that has none is a tightening:
+                 * it governs at once (first seen, it is recorded). */
+                if (nested_tightens(store, cur, outer))
+                        break;
                 if (!pending &&
                     asprintf(&pending,
                              "%s/" VS_CONFIG_FILE " lies inside the workspace %s and has not been approved: %s's policy "
@@ -328,6 +386,51 @@ static char *pending_message(const char *root, char **loosenings) {
         return m;
 }
 
+/* A first-seen config applies at once and is recorded, so it must not be
+ * a half-written file (the host rewriting it in place: a prefix without its
+ * mask line would apply). Read it only once it has not changed for
+ * STABLE_MS; a file that keeps changing for a second is refused for now. */
+#define STABLE_MS 100
+#define STABLE_TRIES 10
+
+static uint64_t changed_ms_ago(const struct stat *st) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        const struct timespec *c = &st->st_ctim, *m = &st->st_mtim;
+        const struct timespec *t = c->tv_sec > m->tv_sec || (c->tv_sec == m->tv_sec && c->tv_nsec > m->tv_nsec) ? c : m;
+        int64_t d = (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+        return d < 0 ? 0 : (uint64_t)d;
+}
+
+static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_t *len, VsError **err) {
+        for (int tries = 0;; tries++) {
+                uint64_t ago = changed_ms_ago(&(*p)->config_stat);
+                if (ago >= STABLE_MS)
+                        return -ENOENT; /* still "no entry": the caller records it */
+                if (tries == STABLE_TRIES)
+                        return vs_error_set_kind(err, -EAGAIN, "sandbox_unavailable",
+                                                 "%s/" VS_CONFIG_FILE " keeps changing; a workspace seen for the first "
+                                                 "time is served once its config is written: try again",
+                                                 root);
+                struct timespec ts = { 0, (long)(STABLE_MS - ago) * 1000000L };
+                nanosleep(&ts, NULL);
+                _cleanup_(policy_freep) VsPolicy *again = NULL;
+                _cleanup_free_ char *t2 = NULL;
+                size_t l2 = 0;
+                int r = config_load_text(root, &again, &t2, &l2, err);
+                if (r < 0)
+                        return r;
+                if (!again->has_config_stat)
+                        return vs_error_set_kind(err, -EAGAIN, "sandbox_unavailable",
+                                                 "%s/" VS_CONFIG_FILE " was removed while it was read: try again", root);
+                policy_free(*p);
+                *p = TAKE_PTR(again);
+                free(*text);
+                *text = TAKE_PTR(t2);
+                *len = l2;
+        }
+}
+
 int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
         _cleanup_(policy_freep) VsPolicy *proposed = NULL, *approved = NULL;
         _cleanup_free_ char *text = NULL, *atext = NULL;
@@ -338,6 +441,22 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
         if ((r = check_store_unlisted(store, proposed, err)) < 0)
                 return r;
         r = entry_read(store, root, &atext, &alen, err);
+        if (r == -ENOENT && proposed->has_config_stat) {
+                r = first_sight_stable(root, &proposed, &text, &len, err);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        if (r == -ENOENT) {
+                /* Moved or renamed: the approval it had is the baseline, and
+                 * is kept under the new root (a pending loosening stays
+                 * pending). */
+                _cleanup_free_ char *old = moved_from(store, root);
+                if (old && (r = entry_read(store, old, &atext, &alen, err)) >= 0 &&
+                    (r = entry_write(store, root, atext, alen, err)) < 0)
+                        return r;
+                if (old && r < 0)
+                        return r;
+        }
         if (r == -ENOENT) {
                 /* First seen: from nothing, any sandbox is a tightening. */
                 if (proposed->sandboxed && (r = entry_write(store, root, text, len, err)) < 0)
@@ -429,6 +548,14 @@ int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsErr
         r = entry_read(store, root, &atext, &alen, err);
         if (r < 0 && r != -ENOENT)
                 return r;
+        /* Neither a config nor an entry (whose config was removed): there is
+         * no change to approve. Recording "unsandboxed" here would let every
+         * workspace made below it later run unsandboxed until allowed. */
+        if (!atext && !proposed->has_config_stat)
+                return vs_error_set_kind(err, -ENOENT, "workspace_not_found",
+                                         "nothing to approve: %s has no " VS_CONFIG_FILE " and no pending change; run "
+                                         "allow in (or with -w) the workspace whose " VS_CONFIG_FILE " changed",
+                                         root);
         _cleanup_strv_free_ char **loose = NULL, **diff = NULL;
         if (atext && config_from_text(root, atext, alen, &approved, NULL) >= 0)
                 r = policy_loosenings(approved, proposed, &loose);

@@ -250,6 +250,99 @@ def t_link_inside_same_workspace_served(d, tmp):
     check(r.get("ok") and r["stdout"] == "A\n" and r["sandboxed"] is True, r)
 
 
+
+# ---------------------------------------------------------------- the approval store (section 4)
+
+
+def run_json(ws, cmd):
+    p = cli("run", "--json", "-w", ws, cmd)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {"unparsed": p.stdout + p.stderr, "rc": p.returncode}
+
+
+def t_allow_without_config_refused(d, tmp):
+    """`allow` typed where there is no vectora.toml records nothing, so a
+    sandbox made below later applies at once."""
+    top = make_ws(tmp, "allow-top")
+    p = cli("allow", "-w", top)
+    check(p.returncode != 0 and "nothing to approve" in p.stderr, p.stdout + p.stderr)
+    ws = make_ws(tmp, "allow-top/proj", '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+    r = run_json(ws, "cat .env; echo done")
+    check(r.get("sandboxed") is True and "SECRET" not in json.dumps(r), r)
+    # Through the daemon too.
+    r = d.call({"tool": "policy_allow", "workspace": top})
+    check(not r.get("ok") and "nothing to approve" in json.dumps(r), r)
+
+
+def t_sandbox_below_unsandboxed_entry(d, tmp):
+    """An approved unsandboxed workspace (a vectora.toml with no [sandbox],
+    allowed) holding a sandboxed one: the inner sandbox is a tightening."""
+    top = make_ws(tmp, "plain-top", "# no sandbox here\n")
+    p = cli("allow", "-w", top)
+    check(p.returncode == 0, p.stdout + p.stderr)
+    ws = make_ws(tmp, "plain-top/inner", '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+    r = run_json(ws, "cat .env; echo done")
+    check(r.get("sandboxed") is True and "SECRET" not in json.dumps(r), r)
+    top2 = make_ws(tmp, "plain-top-d", "# no sandbox here\n")
+    r = d.call({"tool": "policy_allow", "workspace": top2})
+    check(r.get("ok"), r)
+    ws2 = make_ws(tmp, "plain-top-d/inner", '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+    r = d.call({"tool": "terminal", "workspace": ws2, "command": "cat .env; echo done"})
+    check(r.get("ok") and r["sandboxed"] is True and "SECRET" not in r["stdout"], r)
+
+
+def moved_case(run, tmp, name):
+    ws = make_ws(tmp, name, '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+    r = run(ws, "cat .env; echo first")
+    check(r.get("sandboxed") is True and "SECRET" not in json.dumps(r), r)
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write("[sandbox]\nmask = []\n")
+    r = run(ws, "cat .env; echo pending")
+    check(r.get("policy_pending") and "SECRET" not in json.dumps(r), r)
+    moved = ws + "-moved"
+    os.rename(ws, moved)
+    r = run(moved, "cat .env; echo moved")
+    check("SECRET" not in json.dumps(r), "the loosening applied after a rename: %s" % r)
+    check(r.get("policy_pending"), r)
+
+
+def t_moved_workspace_keeps_pending_embedded(d, tmp):
+    moved_case(run_json, tmp, "moved-e")
+
+
+def t_moved_workspace_keeps_pending_daemon(d, tmp):
+    c = d.conn()
+    moved_case(lambda ws, cmd: c.call({"tool": "terminal", "workspace": ws, "command": cmd}), tmp, "moved-d")
+    c.close()
+
+
+def t_first_sight_of_half_written_config(d, tmp):
+    """The host rewrites vectora.toml in place while a client's first call
+    reads it: the prefix without the mask line must not apply."""
+    import threading
+    import time
+    for mode in ("daemon", "embedded"):
+        ws = make_ws(tmp, "half-" + mode, None, {".env": "SECRET=1\n"})
+        cfg = os.path.join(ws, "vectora.toml")
+        with open(cfg, "w") as f:
+            f.write("[sandbox]\nenabled = true\n")
+            f.flush()
+
+            def finish():
+                time.sleep(0.03)
+                f.write('mask = [".env"]\n')
+                f.flush()
+            t = threading.Thread(target=finish)
+            t.start()
+            if mode == "daemon":
+                r = d.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo done"})
+            else:
+                r = run_json(ws, "cat .env; echo done")
+            t.join()
+        check("SECRET" not in json.dumps(r), "%s: the half-written config applied: %s" % (mode, r))
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -261,6 +354,11 @@ TESTS = [
     t_workspace_through_link_embedded,
     t_workspace_through_link_mcp,
     t_link_inside_same_workspace_served,
+    t_allow_without_config_refused,
+    t_sandbox_below_unsandboxed_entry,
+    t_moved_workspace_keeps_pending_embedded,
+    t_moved_workspace_keeps_pending_daemon,
+    t_first_sight_of_half_written_config,
 ]
 
 
