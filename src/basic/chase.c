@@ -11,6 +11,7 @@
 
 #include "fd-util.h"
 #include "path-util.h"
+#include "strv.h"
 
 #define CHASE_MAX_HOPS 40
 
@@ -108,14 +109,18 @@ void chase_result_done(ChaseResult *r) {
         free(r->path);
         free(r->link);
         free(r->link_target);
+        free(r->link_root);
         *r = (ChaseResult){ .fd = -1 };
 }
 
-static bool in_untrusted(const char *dir, char *const *untrusted) {
-        for (char *const *u = untrusted; u && *u; u++)
-                if (path_is_below_or_equal(dir, *u))
-                        return true;
-        return false;
+/* The deepest root of either list that dir lies at or below, or NULL. */
+static const char *untrusted_root(const char *dir, char *const *untrusted, char *const *found) {
+        const char *best = NULL;
+        for (int k = 0; k < 2; k++)
+                for (char *const *u = k ? found : untrusted; u && *u; u++)
+                        if (path_is_below_or_equal(dir, *u) && (!best || strlen(*u) > strlen(best)))
+                                best = *u;
+        return best;
 }
 
 static char *read_link_fd(int fd) {
@@ -165,7 +170,13 @@ static void done_pop(char *done) {
 }
 
 int chase_path(const char *path, char *const *untrusted, ChaseResult *ret) {
+        return chase_path_dynamic(path, untrusted, NULL, NULL, ret);
+}
+
+int chase_path_dynamic(const char *path, char *const *untrusted, ChaseUntrustedFn is_untrusted, void *userdata,
+                       ChaseResult *ret) {
         *ret = (ChaseResult){ .fd = -1 };
+        _cleanup_strv_free_ char **found = NULL;
         if (!path || path[0] != '/')
                 return -EINVAL;
         _cleanup_free_ char *todo = strdup(path), *done = strdup("/");
@@ -221,8 +232,9 @@ int chase_path(const char *path, char *const *untrusted, ChaseResult *ret) {
                         safe_close(fd);
                         if (!target)
                                 return -errno ? -errno : -ENOMEM;
-                        if (in_untrusted(done, untrusted) || ++hops > CHASE_MAX_HOPS) {
-                                if (done_push(&done, name, len) < 0)
+                        const char *root = untrusted_root(done, untrusted, found);
+                        if (root || ++hops > CHASE_MAX_HOPS) {
+                                if ((root && !(ret->link_root = strdup(root))) || done_push(&done, name, len) < 0)
                                         return -ENOMEM;
                                 ret->link = TAKE_PTR(done);
                                 ret->link_target = TAKE_PTR(target);
@@ -236,11 +248,11 @@ int chase_path(const char *path, char *const *untrusted, ChaseResult *ret) {
                         todo = nt;
                         at = 0;
                         if (target[0] == '/') {
-                                int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                                if (root < 0)
+                                int top = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                                if (top < 0)
                                         return -errno;
                                 safe_close(cur);
-                                cur = root;
+                                cur = top;
                                 done[1] = 0;
                         }
                         continue;
@@ -252,6 +264,9 @@ int chase_path(const char *path, char *const *untrusted, ChaseResult *ret) {
                 safe_close(cur);
                 cur = fd;
                 if (done_push(&done, name, len) < 0)
+                        return -ENOMEM;
+                if (is_untrusted && S_ISDIR(st.st_mode) && is_untrusted(cur, done, userdata) &&
+                    strv_extend(&found, done) < 0)
                         return -ENOMEM;
                 at += len;
         }

@@ -33,6 +33,7 @@ typedef struct ChaseResult {
         char *path;         /* its canonical path; on -ENOENT the path as far as it exists, then the missing rest */
         char *link;         /* on -ELOOP: the canonical path of the symlink not followed */
         char *link_target;  /* on -ELOOP: what that symlink says */
+        char *link_root;    /* on -ELOOP: the untrusted root it lies in */
 } ChaseResult;
 
 /* Resolves the absolute path (need not be normalized). 0 with ret->fd and
@@ -43,4 +44,10 @@ typedef struct ChaseResult {
  * absolute paths, or NULL. ret is filled on every return; free it with
  * chase_result_done(). */
 int chase_path(const char *path, char *const *untrusted, ChaseResult *ret);
+/* The same, where a directory the walk enters also becomes an untrusted
+ * root when is_untrusted(its descriptor, its canonical path, userdata)
+ * says so (a workspace root, found on the way). */
+typedef bool (*ChaseUntrustedFn)(int dirfd, const char *path, void *userdata);
+int chase_path_dynamic(const char *path, char *const *untrusted, ChaseUntrustedFn is_untrusted, void *userdata,
+                       ChaseResult *ret);
 void chase_result_done(ChaseResult *r);

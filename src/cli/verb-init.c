@@ -54,9 +54,15 @@ static const char template[] =
 
 int verb_init(const CliArgs *a) {
         const char *ws = a->val[OPT_WORKSPACE] ? a->val[OPT_WORKSPACE] : ".";
-        _cleanup_free_ char *dir = cli_workspace_abs(a);
-        if (!dir)
+        _cleanup_free_ char *written = cli_workspace_abs(a), *root = NULL, *dir = NULL;
+        if (!written)
                 return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), "init: workspace %s: %m", ws);
+        /* Written where the path leads, once config_locate() has checked
+         * that no agent's link inside a workspace leads it elsewhere. */
+        _cleanup_(vs_error_freep) VsError *lerr = NULL;
+        if (config_locate(written, &root, &dir, &lerr) < 0)
+                return cli_fail_code(a, EXIT_REFUSED, api_error_name(API_ERROR_WORKSPACE_NOT_FOUND), "init: %s",
+                                     vs_error_message(lerr));
         _cleanup_free_ char *path = path_join(dir, VS_CONFIG_FILE), *tmp = NULL;
         if (!path || asprintf(&tmp, "%s.init-XXXXXX", path) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");

@@ -3,50 +3,50 @@
  * included) holding one, as git finds its repository. Without that walk a
  * client naming a subdirectory of a sandboxed workspace found no policy
  * there and ran unsandboxed, seeing ../.env and the whole host. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "config.h"
 #include "path-util.h"
 
-/* A directory that lies, as written, in a workspace (a vectora.toml in one
- * of its ancestors as spelled) is served by that workspace or refused:
- * `-w ~/proj/escape` with the agent's `escape -> /` must not find no
- * config at / and run unsandboxed. canon is what dir resolves to. */
+/* A workspace root: a directory holding a vectora.toml (anything at the
+ * name claims it, as config_locate() below). */
+static bool holds_config(int dirfd, const char *path, void *userdata) {
+        struct stat st;
+        return fstatat(dirfd, VS_CONFIG_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A directory that lies, as written, in a workspace is served by that
+ * workspace or refused: `-w ~/proj/escape` with the agent's `escape -> /`
+ * must not find no config at / and run unsandboxed, nor `sub -> ~/other`
+ * be served by ~/other's policy. The path as written is walked from /,
+ * following the host's links, until a link inside a workspace met on the
+ * way: where that leads must stay in that workspace. canon is what dir
+ * resolves to. */
 static int check_as_written(const char *dir, const char *canon, VsError **err) {
         _cleanup_free_ char *cwd = NULL, *joined = NULL;
         if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
                 return vs_error_set_kind(err, -errno, "workspace_invalid", "workspace %s: the current directory: %m", dir);
         if (cwd && !(joined = path_join(cwd, dir)))
                 return -ENOMEM;
-        _cleanup_free_ char *cur = path_normalize(joined ? joined : dir);
-        if (!cur)
-                return -ENOMEM;
-        if (streq(cur, canon))
+        ChaseResult cr;
+        int r = chase_path_dynamic(joined ? joined : dir, NULL, holds_config, NULL, &cr);
+        if (r != -ELOOP || !cr.link_root || path_is_below_or_equal(canon, cr.link_root)) {
+                chase_result_done(&cr);
                 return 0;
-        for (;;) {
-                _cleanup_free_ char *cfg = path_join(cur, VS_CONFIG_FILE);
-                struct stat st;
-                if (!cfg)
-                        return -ENOMEM;
-                if (lstat(cfg, &st) == 0) {
-                        _cleanup_free_ char *real = realpath(cur, NULL);
-                        if (real && path_is_below_or_equal(canon, real))
-                                return 0;
-                        return vs_error_set_kind(err, -EXDEV, "workspace_invalid",
-                                                 "workspace %s lies in the workspace %s as written, but resolves "
-                                                 "through a symlink to %s, outside it; a link never takes a tool out of "
-                                                 "its workspace's jail: name the directory by its real path",
-                                                 dir, cur, canon);
-                }
-                if (streq(cur, "/"))
-                        return 0;
-                char *slash = strrchr(cur, '/');
-                slash[slash == cur] = 0;
         }
+        r = vs_error_set_kind(err, -EXDEV, "workspace_invalid",
+                              "workspace %s lies in the workspace %s as written, but resolves through the symlink %s -> "
+                              "%s to %s, outside it; a link never takes a tool out of its workspace's jail: name the "
+                              "directory by its real path",
+                              dir, cr.link_root, cr.link, cr.link_target, canon);
+        chase_result_done(&cr);
+        return r;
 }
 
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err) {

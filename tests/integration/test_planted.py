@@ -239,6 +239,20 @@ def t_workspace_through_link_mcp(d, tmp):
     check(not os.path.exists(marker), "the MCP server ran it on the host: " + text)
 
 
+def t_workspace_link_to_another_workspace(d, tmp):
+    """`sub -> ~/other`, a workspace with a vectora.toml and no sandbox: the
+    link's own vectora.toml look-up must not make it a workspace as written."""
+    other = make_ws(tmp, "other-plain", "# no sandbox\n", {".env": "SECRET=1\n"})
+    ws = make_ws(tmp, "redirected", ESCAPE)
+    p = cli("run", "-w", ws, "ln -s %s sub && echo linked" % other)
+    check(p.returncode == 0, p.stderr)
+    sub = os.path.join(ws, "sub")
+    p = cli("run", "-w", sub, "cat .env")
+    check(p.returncode == 125 and "SECRET" not in p.stdout and "as written" in p.stderr, p.stdout + p.stderr)
+    r = d.call({"tool": "terminal", "workspace": sub, "command": "cat .env"})
+    check(not r.get("ok") and "as written" in r["error"]["message"] and "SECRET" not in json.dumps(r), r)
+
+
 def t_link_inside_same_workspace_served(d, tmp):
     """A link that stays inside its workspace is served by that jail."""
     ws = make_ws(tmp, "inside", ESCAPE, {"sub/a.txt": "A\n"})
@@ -353,6 +367,7 @@ TESTS = [
     t_workspace_through_link_daemon,
     t_workspace_through_link_embedded,
     t_workspace_through_link_mcp,
+    t_workspace_link_to_another_workspace,
     t_link_inside_same_workspace_served,
     t_allow_without_config_refused,
     t_sandbox_below_unsandboxed_entry,

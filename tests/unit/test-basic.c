@@ -292,6 +292,11 @@ static void test_spawn_parent_death(void **state) {
         close(p[0]);
 }
 
+static bool has_marker(int dirfd, const char *path, void *userdata) {
+        struct stat st;
+        return fstatat(dirfd, "marker", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* The one resolver: nothing below a trusted directory is reached through a
  * symlink or "..", and chase_path() follows a link only outside the
  * untrusted roots. */
@@ -355,6 +360,15 @@ static void test_chase(void **state) {
         chase_result_done(&cr);
         snprintf(q, sizeof q, "%s/ws/a/b/f/x", d);
         assert_int_equal(chase_path(q, untrusted, &cr), -ENOTDIR);
+        chase_result_done(&cr);
+        /* A root found on the way (a directory holding a marker) is
+         * untrusted from there on: its links are named with the root. */
+        snprintf(q, sizeof q, "%s/ws/marker", d);
+        assert_int_equal(mkdir(q, 0755), 0);
+        snprintf(q, sizeof q, "%s/ws/link/x", d);
+        assert_int_equal(chase_path_dynamic(q, NULL, has_marker, NULL, &cr), -ELOOP);
+        snprintf(p, sizeof p, "%s/ws", d);
+        assert_string_equal(cr.link_root, p);
         chase_result_done(&cr);
         /* A loop of host links ends. */
         snprintf(p, sizeof p, "%s/host/loop", d);
