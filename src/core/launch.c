@@ -250,6 +250,24 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         return 0;
 }
 
+/* A writable path outside the workspace, opened by the resolver's rule
+ * (no link in the workspace or a writable path followed). */
+static int open_listed(const VsPolicy *p, const char *path) {
+        _cleanup_strv_free_ char **untrusted = NULL;
+        if (strv_extend(&untrusted, p->workspace) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && !streq(p->rw_paths[i].resolved, path) &&
+                    strv_extend(&untrusted, p->rw_paths[i].resolved) < 0)
+                        return -ENOMEM;
+        ChaseResult cr;
+        int r = chase_path(path, untrusted, &cr);
+        if (r >= 0)
+                r = TAKE_FD(cr.fd);
+        chase_result_done(&cr);
+        return r;
+}
+
 /* The local backend: bubblewrap on this host. */
 static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         int r = launch_plan(p, o, l, err);
@@ -265,25 +283,28 @@ static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaun
         for (size_t i = 0; l->idmapped && i < p->n_rw; i++) {
                 struct stat st;
                 const char *rw = p->rw_paths[i].resolved;
-                if (!rw || stat(rw, &st) < 0 || st.st_uid != 0)
+                if (!rw)
+                        continue;
+                /* Opened without following a link the jail may have made
+                 * since the policy was resolved: below the workspace from
+                 * its descriptor, elsewhere by the resolver's rule; the
+                 * owner and the idmapped tree come from that descriptor. */
+                const char *rel = path_startswith(rw, p->workspace);
+                _cleanup_close_ int wfd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_close_ int src = wfd < 0 ? -errno : rel ? chase_beneath(wfd, rel, O_PATH | O_DIRECTORY) : open_listed(p, rw);
+                if (src < 0)
+                        return vs_error_set_kind(err, src, "sandbox_unavailable",
+                                                 "rw_paths: %s cannot be opened without following a link the jail could have made (%s); the workspace changed while the jail was prepared: try again",
+                                                 rw, strerror(-src));
+                if (fstat(src, &st) < 0 || st.st_uid != 0)
                         continue;
                 /* Only the workspace's own tree: an idmapped mount writes as
                  * host root, so a root-owned path elsewhere (a listed
                  * /var/spool/...) is refused, never served that way. */
-                const char *rel = path_startswith(rw, p->workspace);
                 if (!rel)
                         return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
                                                  "rw_paths: %s is owned by root and lies outside the workspace %s; a root-owned workspace is served through an idmapped mount of its own tree only, which writes as root: list paths inside the workspace, or chown %s to the user the agent works for",
                                                  rw, p->workspace, rw);
-                /* Opened below the workspace without following a link (the
-                 * jail may have made one since the policy was resolved), and
-                 * cloned from that descriptor. */
-                _cleanup_close_ int wfd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                _cleanup_close_ int src = wfd < 0 ? -errno : chase_beneath(wfd, rel, O_PATH | O_DIRECTORY);
-                if (src < 0)
-                        return vs_error_set_kind(err, src, "sandbox_unavailable",
-                                                 "rw_paths: %s cannot be opened below the workspace without following a link (%s); the workspace changed while the jail was prepared: try again",
-                                                 rw, strerror(-src));
                 _cleanup_(vs_error_freep) VsError *ierr = NULL;
                 int fd = -EBADF;
                 int k = idmap_prepare_fd(src, rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
