@@ -14,6 +14,7 @@
 #include "git-control.h"
 #include "git-init.h"
 #include "glob.h"
+#include "mask-alias.h"
 #include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
@@ -48,6 +49,46 @@ static int add_mask_path(VsMaskPath **a, size_t *n, char *path, bool dir) {
         return 0;
 }
 
+static bool under_masked_dir(const VsJailFacts *f, const char *path) {
+        for (size_t k = 0; k < f->n_masks; k++)
+                if (f->masks[k].dir && path_is_below_or_equal(path, f->masks[k].path))
+                        return true;
+        return false;
+}
+
+/* Other names (hard links) of masked files, masked too (mask-alias.h):
+ * only when a masked file has more than one link is the tree walked. */
+static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+        MaskInodes set = { 0 };
+        int r = 0;
+        for (size_t k = 0; r >= 0 && k < f->n_masks; k++)
+                r = f->masks[k].dir ? mask_inodes_add_tree(&set, f->masks[k].path, err)
+                                    : mask_inodes_add_if_linked(&set, f->masks[k].path);
+        for (size_t pass = 0; r >= 0 && set.n > 0 && pass < 2; pass++) {
+                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass ? p->n_ro : p->n_rw;
+                for (size_t i = 0; r >= 0 && i < nl; i++) {
+                        if (!list[i].resolved)
+                                continue;
+                        MaskList ml = { 0 };
+                        r = mask_alias_walk(list[i].resolved, &set, &ml, err);
+                        for (size_t k = 0; r >= 0 && k < ml.n; k++) {
+                                _cleanup_free_ char *path = path_join(list[i].resolved, ml.items[k].relpath);
+                                bool known = false;
+                                for (size_t m = 0; path && m < f->n_masks && !known; m++)
+                                        known = streq(f->masks[m].path, path);
+                                if (!path)
+                                        r = -ENOMEM;
+                                else if (!known && !under_masked_dir(f, path))
+                                        r = add_mask_path(&f->masks, &f->n_masks, TAKE_PTR(path), false);
+                        }
+                        mask_list_done(&ml);
+                }
+        }
+        mask_inodes_done(&set);
+        return r;
+}
+
 /* Every resolved listed root walked with the mask patterns, relative to
  * it. */
 static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
@@ -76,7 +117,7 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
                                 return r;
                 }
         }
-        return 0;
+        return collect_mask_aliases(p, f, err);
 }
 
 static bool below_rw(const VsPolicy *p, const char *path) {
