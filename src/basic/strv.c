@@ -92,3 +92,10 @@ char *strv_join(char *const *l, const char *sep) {
         *p = 0;
         return r;
 }
+
+bool strv_equal(char *const *a, char *const *b) {
+        for (; a && *a; a++, b++)
+                if (!b || !*b || strcmp(*a, *b) != 0)
+                        return false;
+        return !b || !*b;
+}

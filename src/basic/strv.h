@@ -15,6 +15,8 @@ int strv_extend(char ***l, const char *s);
 int strv_consume(char ***l, char *s);
 int strv_extendf(char ***l, const char *fmt, ...) _printf_(2, 3);
 bool strv_contains(char *const *l, const char *s);
+/* Same strings in the same order (NULL equals an empty list). */
+bool strv_equal(char *const *a, char *const *b);
 char **strv_copy(char *const *l);
 /* Joins with sep; returns NULL on OOM. */
 char *strv_join(char *const *l, const char *sep);

@@ -18,6 +18,19 @@ void mcp_embedded_done(McpEmbedded *e) {
         session_end(TAKE_PTR(e->session));
         policy_free(TAKE_PTR(e->policy));
         free(TAKE_PTR(e->pending));
+        strv_free(TAKE_PTR(e->masked));
+}
+
+/* Masks over time for a worker kept between calls: a masked path that
+ * appeared since the session started (the host made a .env) was readable
+ * to the session's commands; the next call then gets a new worker, whose
+ * plan masks it. Within one call the window is the call itself, as for one
+ * embedded action. A walk that fails ends the session too (fail closed). */
+static bool masks_unchanged(const McpEmbedded *e) {
+        _cleanup_strv_free_ char **now = NULL;
+        if (!e->policy || tools_masked_now(e->policy, &now, NULL) < 0)
+                return false;
+        return strv_equal(now, e->masked);
 }
 
 static char *config_path(const McpEmbedded *e) {
@@ -61,14 +74,20 @@ static int add_sandbox(const McpEmbedded *e, json_t *reply) {
 }
 
 static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
-        if (e->session && config_unchanged(e))
+        if (e->session && config_unchanged(e) && masks_unchanged(e))
                 return 0;
         mcp_embedded_done(e);
         _cleanup_(vs_error_freep) VsError *err = NULL;
         /* The file as it is now: a change after this point is seen next call. */
         _cleanup_free_ char *cp = config_path(e);
         e->config_present = cp && stat(cp, &e->config_st) == 0;
-        int r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &e->pending, &err);
+        /* The masks' view before the worker's plan is made: a path that
+         * appears after this is found by the next call's look. */
+        _cleanup_(policy_freep) VsPolicy *before = NULL;
+        int r = tools_load_policy(e->workspace, &before, NULL, NULL, NULL);
+        if (r == -ENOMEM || (r >= 0 && (r = tools_masked_now(before, &e->masked, NULL)) == -ENOMEM))
+                return -ENOMEM;
+        r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &e->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

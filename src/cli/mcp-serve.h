@@ -23,6 +23,7 @@ typedef struct McpEmbedded {
         struct stat config_st; /* vectora.toml when the session started */
         bool config_present;
         char *pending;         /* a loosening waiting for `vectora-sandbox allow` (approval.h), or NULL */
+        char **masked;         /* what the masks covered when the session started (tools_masked_now) */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

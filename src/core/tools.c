@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "tools.h"
+#include <stdlib.h>
+#include "strv.h"
+#include "mask-walk.h"
 
 #include <string.h>
 
@@ -120,5 +123,36 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         *ret_session = TAKE_PTR(s);
         if (ret_pending)
                 *ret_pending = TAKE_PTR(pending);
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err) {
+        _cleanup_strv_free_ char **out = calloc(1, sizeof(char *));
+        if (!out)
+                return -ENOMEM;
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        int r = p->sandboxed ? mask_set_compile(p->mask, "mask", &set, err) : 0;
+        for (size_t pass = 0; r >= 0 && set && pass < 2; pass++) {
+                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass ? p->n_ro : p->n_rw;
+                for (size_t i = 0; r >= 0 && i < nl; i++) {
+                        if (!list[i].resolved)
+                                continue;
+                        MaskList ml = { 0 };
+                        if ((r = mask_walk(list[i].resolved, set, &ml, err)) < 0)
+                                break;
+                        for (size_t k = 0; r >= 0 && k < ml.n; k++)
+                                r = strv_consume(&out, path_join(list[i].resolved, ml.items[k].relpath));
+                        mask_list_done(&ml);
+                }
+        }
+        if (r < 0)
+                return r;
+        qsort(out, strv_length(out), sizeof *out, cmp_str);
+        *ret = TAKE_PTR(out);
         return 0;
 }

@@ -32,6 +32,13 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **re
 int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
                char **ret_pending,
                VsError **err);
+/* Every path the policy's masks cover now (absolute, sorted), from the
+ * same walk the jail plan makes: a session kept alive between calls (the
+ * MCP server without a daemon) compares it before each call and starts a
+ * new worker when a masked path appeared since its own. An unsandboxed
+ * policy has none. */
+int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err);
+
 /* A path given relative to the directory the action was asked in (dir,
  * canonical) as the absolute path the worker resolves; absolute paths and
  * NULL with dir NULL are returned as they are. Caller frees *ret_buf. */

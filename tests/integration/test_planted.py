@@ -432,6 +432,50 @@ def t_hard_link_made_in_the_remask_window(d, tmp):
     raise Skip("the jail's link lost the race against the re-mask 8 times (nothing to check)")
 
 
+
+def t_mcp_session_masks_over_time(d, tmp):
+    """`vectora-sandbox mcp` without a daemon keeps one worker for its
+    session: a .env the host creates between two calls is masked for the
+    second (it was readable through terminal)."""
+    ws = make_ws(tmp, "mcp-session", '[sandbox]\nmask = [".env", "**/*.pem"]\n', {"sub/keep.txt": "k\n"})
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"
+    e.update(EMBEDDED_STATE)
+    p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=e, text=True)
+
+    def send(m):
+        p.stdin.write(json.dumps(m) + "\n")
+        p.stdin.flush()
+
+    def call(i, command):
+        send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+              "params": {"name": "terminal", "arguments": {"command": command}}})
+        while True:
+            m = json.loads(p.stdout.readline())
+            if m.get("id") == i:
+                return m
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        p.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        r = call(2, "echo warm")
+        check("warm" in json.dumps(r), r)
+        for n, rel in enumerate((".env", "sub/deeper/key.pem")):
+            path = os.path.join(ws, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write("LEAKED-%d\n" % n)
+            if ROOT:  # the new file and directory only: vectora.toml's ctime must not change
+                os.chown(path, OWNER.pw_uid, OWNER.pw_gid)
+                os.chown(os.path.dirname(path), OWNER.pw_uid, OWNER.pw_gid)
+            r = call(3 + n, "cat %s; echo end" % rel)
+            check("end" in json.dumps(r) and "LEAKED" not in json.dumps(r), "%s readable in the session: %s" % (rel, r))
+    finally:
+        p.stdin.close()
+        p.wait(20)
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -451,6 +495,7 @@ TESTS = [
     t_first_sight_of_half_written_config,
     t_hard_link_of_masked_file,
     t_hard_link_made_in_the_remask_window,
+    t_mcp_session_masks_over_time,
 ]
 
 
