@@ -114,7 +114,101 @@ static int entry_read(const char *store, const char *root, char **ret, size_t *r
  * second rename finds it gone. */
 static char *index_path(const char *store, const char *root);
 
-static int entry_write(const char *store, const char *root, const char *text, size_t len, VsError **err) {
+/* STORE/approved-SHA256(root).paths: what each listed path of the approved
+ * policy resolved to when it was approved. A listed path that resolves
+ * elsewhere now (a host symlink re-pointed) is a loosening like a new path
+ * (paths_changed()). Written before the entry, atomically; an entry
+ * without one (older stores) is compared as before. */
+static char *paths_path(const char *store, const char *root) {
+        _cleanup_free_ char *e = entry_path(store, root);
+        char *p = NULL;
+        if (!e || asprintf(&p, "%.*s.paths", (int)(strlen(e) - strlen(".toml")), e) < 0)
+                return NULL;
+        return p;
+}
+
+static json_t *paths_of(const VsPolicy *p) {
+        json_t *o = json_object();
+        const VsPath *lists[2] = { p->rw_paths, p->ro_paths };
+        size_t ns[2] = { p->n_rw, p->n_ro };
+        const char *names[2] = { "rw_paths", "ro_paths" };
+        for (int k = 0; o && k < 2; k++) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < ns[k]; i++)
+                        if (json_array_append_new(a, json_pack("{s:s,s:o}", "written", lists[k][i].written, "resolved",
+                                                               lists[k][i].resolved ? json_string(lists[k][i].resolved)
+                                                                                    : json_null())) < 0) {
+                                json_decref(a);
+                                a = NULL;
+                        }
+                if (!a || json_object_set_new(o, names[k], a) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
+        return o;
+}
+
+static int paths_write(const char *store, const char *root, json_t *paths, VsError **err) {
+        if (!paths)
+                return 0;
+        _cleanup_free_ char *p = paths_path(store, root), *tmp = NULL, *text = json_dumps(paths, JSON_COMPACT);
+        if (!p || !text || asprintf(&tmp, "%s.tmp.XXXXXX", p) < 0)
+                return -ENOMEM;
+        int r = 0;
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0 || (r = write_all(fd, text, strlen(text))) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
+                r = r < 0 ? r : -errno;
+                if (fd >= 0)
+                        unlink(tmp);
+                return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                         "cannot record the approved paths of %s in %s: %s; fix the state directory", root,
+                                         store, strerror(-r));
+        }
+        return 0;
+}
+
+static json_t *paths_read(const char *store, const char *root) {
+        _cleanup_free_ char *p = paths_path(store, root), *text = NULL;
+        size_t len = 0;
+        _cleanup_close_ int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK) : -EBADF;
+        if (fd < 0 || read_fd_all(fd, ENTRY_MAX_SIZE, &text, &len) < 0)
+                return NULL;
+        return json_loadb(text, len, 0, NULL);
+}
+
+/* Each listed path of approved (resolved now) that the record says
+ * resolved elsewhere when approved: a loosening, and left out of what
+ * serves until allowed (a path not bound grants nothing). */
+static int paths_changed(json_t *rec, VsPolicy *approved, char ***loose) {
+        VsPath *lists[2] = { approved->rw_paths, approved->ro_paths };
+        size_t ns[2] = { approved->n_rw, approved->n_ro };
+        const char *names[2] = { "rw_paths", "ro_paths" };
+        for (int k = 0; rec && k < 2; k++) {
+                json_t *a = json_object_get(rec, names[k]);
+                for (size_t i = 0; i < ns[k] && i < json_array_size(a); i++) {
+                        json_t *e = json_array_get(a, i);
+                        const char *w = json_string_value(json_object_get(e, "written"));
+                        const char *was = json_string_value(json_object_get(e, "resolved"));
+                        VsPath *vp = &lists[k][i];
+                        if (!w || !streq(w, vp->written) || !was || !vp->resolved || streq(was, vp->resolved))
+                                continue;
+                        int r = strv_extendf(loose, "sandbox.%s[%zu] \"%s\" now resolves to %s (approved: %s)", names[k], i,
+                                             vp->written, vp->resolved, was);
+                        if (r < 0)
+                                return r;
+                        free(vp->resolved);
+                        vp->resolved = NULL;
+                        vp->missing = true;
+                }
+        }
+        return 0;
+}
+
+static int entry_write(const char *store, const char *root, const char *text, size_t len, json_t *paths, VsError **err) {
+        int k = paths_write(store, root, paths, err);
+        if (k < 0)
+                return k;
         _cleanup_free_ char *p = entry_path(store, root), *tmp = NULL;
         if (!p || asprintf(&tmp, "%s.tmp.XXXXXX", p) < 0)
                 return -ENOMEM;
@@ -451,15 +545,20 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                  * is kept under the new root (a pending loosening stays
                  * pending). */
                 _cleanup_free_ char *old = moved_from(store, root);
+                json_t *old_paths = old ? paths_read(store, old) : NULL;
                 if (old && (r = entry_read(store, old, &atext, &alen, err)) >= 0 &&
-                    (r = entry_write(store, root, atext, alen, err)) < 0)
+                    (r = entry_write(store, root, atext, alen, old_paths, err)) < 0) {
+                        json_decref(old_paths);
                         return r;
+                }
+                json_decref(old_paths);
                 if (old && r < 0)
                         return r;
         }
         if (r == -ENOENT) {
                 /* First seen: from nothing, any sandbox is a tightening. */
-                if (proposed->sandboxed && (r = entry_write(store, root, text, len, err)) < 0)
+                _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
+                if (proposed->sandboxed && (r = entry_write(store, root, text, len, paths, err)) < 0)
                         return r;
                 *ret_pending = NULL;
                 *ret = TAKE_PTR(proposed);
@@ -472,9 +571,15 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                                             "vectora-sandbox allow -w %s)", root, root);
         if ((r = check_store_unlisted(store, approved, err)) < 0)
                 return r;
-        _cleanup_strv_free_ char **loose = NULL;
+        _cleanup_strv_free_ char **loose = NULL, **moved_paths = calloc(1, sizeof(char *));
+        _cleanup_(json_decrefp) json_t *rec = paths_read(store, root);
+        if (!moved_paths || (r = paths_changed(rec, approved, &moved_paths)) < 0)
+                return -ENOMEM;
         if ((r = policy_loosenings(approved, proposed, &loose)) < 0)
                 return r;
+        for (char **m = moved_paths; *m; m++)
+                if ((r = strv_extend(&loose, *m)) < 0)
+                        return r;
         if (loose[0]) {
                 char *m = pending_message(root, loose);
                 if (!m)
@@ -486,7 +591,8 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                 return 0;
         }
         /* As tight or tighter: it applies, and becomes what is approved. */
-        if ((len != alen || (len && memcmp(text, atext, len) != 0)) && (r = entry_write(store, root, text, len, err)) < 0)
+        _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
+        if ((len != alen || (len && memcmp(text, atext, len) != 0)) && (r = entry_write(store, root, text, len, paths, err)) < 0)
                 return r;
         *ret_pending = NULL;
         *ret = TAKE_PTR(proposed);
@@ -564,7 +670,11 @@ int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsErr
         if (r < 0 || (r = text_diff(atext ? atext : "", text ? text : "", &diff)) < 0)
                 return r;
         bool changed = !atext || len != alen || (len && memcmp(text, atext, len) != 0);
-        if (changed && (r = entry_write(store, root, text, len, err)) < 0)
+        _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
+        if (changed && (r = entry_write(store, root, text, len, paths, err)) < 0)
+                return r;
+        /* The same text, its paths re-pointed: allowing records where they lead now. */
+        if (!changed && (r = paths_write(store, root, paths, err)) < 0)
                 return r;
         *ret = (VsAllowResult){
                 .root = TAKE_PTR(root),

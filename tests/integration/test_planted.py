@@ -476,6 +476,42 @@ def t_mcp_session_masks_over_time(d, tmp):
         p.stdin.close()
         p.wait(20)
 
+
+def repointed_case(run, tmp, name):
+    host = os.path.join(tmp, name + "-host")
+    os.makedirs(os.path.join(host, "a"))
+    os.makedirs(os.path.join(host, "b"))
+    with open(os.path.join(host, "a", "f.txt"), "w") as f:
+        f.write("approved-target\n")
+    with open(os.path.join(host, "b", "f.txt"), "w") as f:
+        f.write("OTHER-TARGET\n")
+    chown_tree(host)
+    os.symlink(os.path.join(host, "a"), os.path.join(host, "alias"))
+    ws = make_ws(tmp, name, '[sandbox]\nro_paths = ["%s/alias"]\n' % host)
+    r = run(ws, "cat %s/a/f.txt" % host)  # bound at its real path
+    check("approved-target" in json.dumps(r), r)
+    os.unlink(os.path.join(host, "alias"))
+    os.symlink(os.path.join(host, "b"), os.path.join(host, "alias"))
+    touch_config(ws)  # the policy is loaded again (any edit, a restart)
+    r = run(ws, "cat %s/b/f.txt; echo end" % host)
+    text = json.dumps(r)
+    check("OTHER-TARGET" not in text, "the re-pointed listed path was served without approval: %s" % text)
+    check(r.get("policy_pending") and "now resolves to %s/b" % host in r["policy_pending"], r)
+    return ws, host
+
+
+def t_listed_path_repointed_needs_approval(d, tmp):
+    """What a listed path resolves to is part of what was approved: a host
+    link re-pointed is a loosening that waits for allow."""
+    c = d.conn()
+    ws, host = repointed_case(lambda w, cmd: c.call({"tool": "terminal", "workspace": w, "command": cmd}), tmp, "repoint-d")
+    r = c.call({"tool": "policy_allow", "workspace": ws})
+    check(r.get("ok"), r)
+    r = c.call({"tool": "terminal", "workspace": ws, "command": "cat %s/b/f.txt" % host})
+    check(r.get("ok") and "OTHER-TARGET" in r["stdout"] and not r.get("policy_pending"), r)
+    c.close()
+    repointed_case(run_json, tmp, "repoint-e")
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -496,6 +532,7 @@ TESTS = [
     t_hard_link_of_masked_file,
     t_hard_link_made_in_the_remask_window,
     t_mcp_session_masks_over_time,
+    t_listed_path_repointed_needs_approval,
 ]
 
 
