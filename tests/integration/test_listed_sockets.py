@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, Daemon, Tap, check, chown_tree, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402
 
 FIX = "list the project directories the agent needs instead"
 
@@ -150,6 +150,41 @@ def t_daemon(h, tap):
         d.stop()
 
 
+def t_ordinary_user(h, tap):
+    """As an ordinary user with a runtime directory of their own and no
+    socket named: the default socket is $XDG_RUNTIME_DIR/vectora-sandbox.sock,
+    and without the runtime directory /tmp/vectora-sandbox-UID/sock."""
+    uid, gid = OWNER.pw_uid, OWNER.pw_gid
+    if ROOT:
+        os.chown(h.xdg, uid, gid)
+        for d, dirs, files in os.walk(h.xdg):
+            for x in dirs:
+                os.chown(os.path.join(d, x), uid, gid)
+    pre = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid, "--clear-groups", "--"] if ROOT else []
+    if ROOT and not shutil.which("setpriv"):
+        raise Skip("setpriv (util-linux) is not installed")
+    base = {k: v for k, v in os.environ.items() if k not in ("VECTORA_SANDBOX_SOCKET", "XDG_RUNTIME_DIR")}
+    base["HOME"] = h.tmp
+    held = bind_socket(os.path.join(h.xdg, "vectora-sandbox.sock"))
+    try:
+        cases = [("the default socket in their runtime directory", "ro_paths",
+                  os.path.join(h.xdg, "vectora-sandbox.sock"), {"XDG_RUNTIME_DIR": h.xdg}),
+                 ("a directory below their runtime directory", "rw_paths", os.path.join(h.xdg, "proj"),
+                  {"XDG_RUNTIME_DIR": h.xdg}),
+                 ("the fallback socket without a runtime directory", "ro_paths",
+                  "/tmp/vectora-sandbox-%d/sock" % uid, {})]
+        for what, key, entry, extra in cases:
+            ws = h.ws(key, entry)
+            env = dict(base, **extra)
+            r = subprocess.run(pre + [CLI, "check", "-w", ws], capture_output=True, text=True, env=env, timeout=60)
+            tap.ok("an ordinary user's check refuses %s (%s)" % (what, key),
+                   r.returncode == 2 and '%s[0]: "%s"' % (key, entry) in r.stderr and FIX in r.stderr,
+                   "rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    finally:
+        held.close()
+        os.unlink(os.path.join(h.xdg, "vectora-sandbox.sock"))
+
+
 def main():
     tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
@@ -162,7 +197,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="vs-listed-sockets-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
     try:
-        for t in (t_check, t_embedded, t_daemon):
+        for t in (t_check, t_embedded, t_daemon, t_ordinary_user):
             if only and t.__name__ not in only:
                 continue
             sub = os.path.join(tmp, t.__name__)
@@ -170,6 +205,8 @@ def main():
             os.chmod(sub, 0o755)
             try:
                 t(Host(sub), tap)
+            except Skip as e:
+                tap.skip(t.__name__, str(e))
             except Exception as e:  # noqa: BLE001
                 import traceback
                 tap.ok(t.__name__, False, "%s\n%s" % (e, traceback.format_exc()))
