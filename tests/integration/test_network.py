@@ -87,6 +87,7 @@ def serve(root, addr, context=None):
 REMOTE_SERVERS = r"""
 import http.server, json, ssl, sys, threading
 root, addr, crt, key = sys.argv[1:5]
+print("in its namespace", flush=True)
 sys.stdin.readline()
 class Q(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
@@ -127,6 +128,12 @@ class Remote:
         self.p = subprocess.Popen(["unshare", "--net", "--", py, "-c", REMOTE_SERVERS, www, self.addr, crt, key],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
+            # Only once unshare has made the namespace (and run python in
+            # it) may the pair's far end move there.
+            if self.p.stdout.readline().strip() != "in its namespace":
+                raise RuntimeError("the remote's process did not start")
+            check(os.readlink("/proc/%d/ns/net" % self.p.pid) != os.readlink("/proc/self/ns/net"),
+                  "the remote shares this network namespace")
             ip("link", "add", self.link, "type", "veth", "peer", "name", "vsnet-r", "netns", str(self.p.pid))
             ip("addr", "add", self.here + "/30", "dev", self.link)
             ip("link", "set", self.link, "up")
@@ -243,6 +250,8 @@ def main():
     servers, d = [], None
     try:
         run_all(tmp, servers)
+    except Exception:  # noqa: BLE001 - the setup's failure, reported with its cause
+        tap(False, "network test setup", traceback.format_exc())
     finally:
         for s in servers:
             s.shutdown() if hasattr(s, "shutdown") else s.close()
