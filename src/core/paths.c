@@ -148,4 +148,11 @@ void vs_reserve_own_dirs(const char *socket_path) {
         else
                 *slash = 0;
         reserve(dir, false);
+        /* The socket itself, as named and through its real directory (it
+         * may not exist yet). */
+        (void)forbidden_reserve_socket(socket_path);
+        const char *base = strrchr(socket_path, '/') + 1;
+        _cleanup_free_ char *real = realpath(dir, NULL), *real_sock = real && *base ? path_join(real, base) : NULL;
+        if (real_sock)
+                (void)forbidden_reserve_socket(real_sock);
 }

@@ -25,7 +25,8 @@ int vs_runtime_dir(char **ret, VsError **err);
  * directory's). Computed only: nothing is created. */
 int vs_default_socket(char **ret);
 /* Registers this program's runtime directory and the daemon socket's
- * directory (socket_path, or the default one) with forbidden_reserve(), so
+ * directory (socket_path, or the default one) with forbidden_reserve(), and
+ * the socket itself with forbidden_reserve_socket(), so
  * that no policy may list them: a jail that reaches the socket could ask
  * the daemon for unsandboxed commands. Best effort; called at start-up by
  * the daemon and the CLI. */

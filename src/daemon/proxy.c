@@ -9,7 +9,8 @@
  *   2. the proxy resolves the name itself (uv_getaddrinfo, off the loop)
  *      and connects only to an address the entry may reach
  *      (net_address_allowed: no loopback, metadata, private... through a
- *      wildcard);
+ *      wildcard; none of this host's own addresses through a name,
+ *      host-addrs.h);
  *   3. after a CONNECT, the TLS ClientHello's SNI must name the CONNECT
  *      host, so an allowed address cannot front for another name.
  *
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "host-addrs.h"
 #include "log.h"
 #include "net-policy.h"
 #include "path-util.h"
@@ -443,10 +445,10 @@ static void on_connected(uv_connect_t *req, int status) {
 
 /* Connects to the first address the entry may reach (getaddrinfo's order,
  * which prefers what this host can route). */
-static void connect_first(ProxyConn *c) {
+static void connect_first(ProxyConn *c, const VsNetAddr *own, size_t n_own) {
         for (struct addrinfo *a = c->ai; a; a = a->ai_next) {
                 const char *why = NULL;
-                if (!net_address_allowed(&c->rule, a->ai_addr, &why))
+                if (!net_address_allowed(&c->rule, a->ai_addr, own, n_own, &why))
                         continue;
                 int r = uv_tcp_init(c->px->loop, &c->upstream);
                 if (r < 0)
@@ -483,6 +485,17 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
                 return;
         }
         c->ai = res;
+        /* Read now, after the name resolved: an interface that came up
+         * meanwhile counts. */
+        const VsNetAddr *own = NULL;
+        size_t n_own = 0;
+        int r = host_addrs_get(&own, &n_own);
+        if (r < 0) {
+                respond(c, 503, "Service Unavailable",
+                        "vectora-sandbox: cannot read this host's own addresses to keep %s from reaching them: %s",
+                        c->head.host, strerror(-r));
+                return;
+        }
         /* Some address must be one the entry may reach; say why not. */
         const char *why = NULL, *first_why = NULL;
         char first_addr[INET6_ADDRSTRLEN] = "";
@@ -492,7 +505,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
                         ((struct sockaddr_in *)a->ai_addr)->sin_port = htons(c->head.port);
                 else if (a->ai_family == AF_INET6)
                         ((struct sockaddr_in6 *)a->ai_addr)->sin6_port = htons(c->head.port);
-                if (net_address_allowed(&c->rule, a->ai_addr, &why))
+                if (net_address_allowed(&c->rule, a->ai_addr, own, n_own, &why))
                         any = true;
                 else if (!first_why) {
                         first_why = why;
@@ -507,12 +520,12 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
                          "%s resolves to %s (%s), which the entry \"%s\" may not reach (%s)", c->head.host,
                          first_addr, first_why ? first_why : "no address",
                          c->rule.written ? c->rule.written : c->rule.host,
-                         c->rule.kind == VS_NET_WILDCARD ? "a wildcard reaches public addresses only; list the literal address to reach it"
+                         c->rule.kind == VS_NET_WILDCARD ? "a wildcard reaches public addresses only, never this host's own; list the literal address to reach it"
                                                          : "list the literal address to reach it");
                 deny(c, c->head.host, c->head.port, reason, true);
                 return;
         }
-        connect_first(c);
+        connect_first(c, own, n_own);
 }
 
 static void upstream_ready(ProxyConn *c) {

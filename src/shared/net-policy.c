@@ -206,6 +206,20 @@ static const char *v4_class(const uint8_t a[4]) {
         return NULL;
 }
 
+/* The IPv4 address inside an IPv6 one that reaches it (mapped,
+ * compatible, NAT64, 6to4), or NULL. */
+static const uint8_t *embedded_v4(const uint8_t a[16]) {
+        static const uint8_t zero[12];
+        static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+        if (memcmp(a, mapped, 12) == 0 || (memcmp(a, zero, 12) == 0 && (a[12] | a[13] | a[14]) != 0))
+                return a + 12;
+        if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b)
+                return a + 12;
+        if (a[0] == 0x20 && a[1] == 0x02)
+                return a + 2;
+        return NULL;
+}
+
 const char *net_address_class(const struct sockaddr *sa) {
         if (sa->sa_family == AF_INET) {
                 const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
@@ -218,11 +232,12 @@ const char *net_address_class(const struct sockaddr *sa) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
         const uint8_t *a = in6->sin6_addr.s6_addr;
         static const uint8_t zero[16];
-        static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-        /* IPv4-mapped and IPv4-compatible addresses reach the IPv4 address
-         * inside: judge that one. */
-        if (memcmp(a, mapped, 12) == 0 || (memcmp(a, zero, 12) == 0 && (a[12] | a[13] | a[14]) != 0))
-                return v4_class(a + 12);
+        /* IPv4-mapped and -compatible addresses reach the IPv4 address
+         * inside, and NAT64 (64:ff9b::/96) and 6to4 (2002::/16) the one a
+         * gateway would reach: judge that one. */
+        const uint8_t *v4 = embedded_v4(a);
+        if (v4)
+                return v4_class(v4);
         if (memcmp(a, zero, 15) == 0)
                 return a[15] == 1 ? "loopback" : "unspecified";
         if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
@@ -231,12 +246,6 @@ const char *net_address_class(const struct sockaddr *sa) {
                 return "private";
         if (a[0] == 0xff)
                 return "multicast";
-        /* NAT64 (64:ff9b::/96) and 6to4 (2002::/16) embed an IPv4 address
-         * a gateway would reach: judge that one too. */
-        if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b)
-                return v4_class(a + 12);
-        if (a[0] == 0x20 && a[1] == 0x02)
-                return v4_class(a + 2);
         return NULL;
 }
 
@@ -247,7 +256,24 @@ static bool same_address(const char *text, const struct sockaddr *sa) {
         return inet_ntop(sa->sa_family, addr, buf, sizeof buf) && strcmp(buf, text) == 0;
 }
 
-bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const char **ret_why) {
+bool net_address_is_own(const struct sockaddr *sa, const VsNetAddr *own, size_t n) {
+        const uint8_t *v4 = NULL, *v6 = NULL;
+        if (sa->sa_family == AF_INET)
+                v4 = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+        else if (sa->sa_family == AF_INET6) {
+                v6 = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+                v4 = embedded_v4(v6);
+        } else
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((own[i].family == AF_INET && v4 && memcmp(own[i].addr, v4, 4) == 0) ||
+                    (own[i].family == AF_INET6 && v6 && memcmp(own[i].addr, v6, 16) == 0))
+                        return true;
+        return false;
+}
+
+bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const VsNetAddr *own, size_t n_own,
+                         const char **ret_why) {
         if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) {
                 *ret_why = "not an IP address";
                 return false;
@@ -260,14 +286,21 @@ bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const
                 *ret_why = "not the listed address";
                 return false;
         case VS_NET_NAME:
-                if (!cls || streq(cls, "private") || streq(cls, "shared address space (CGNAT)"))
-                        return true;
+                if (cls && !streq(cls, "private") && !streq(cls, "shared address space (CGNAT)")) {
+                        *ret_why = cls;
+                        return false;
+                }
                 break;
         case VS_NET_WILDCARD:
-                if (!cls)
-                        return true;
+                if (cls) {
+                        *ret_why = cls;
+                        return false;
+                }
                 break;
         }
-        *ret_why = cls;
-        return false;
+        if (net_address_is_own(sa, own, n_own)) {
+                *ret_why = "this host's own address";
+                return false;
+        }
+        return true;
 }

@@ -52,9 +52,25 @@ const VsNetRule *net_match(const VsNetRule *rules, size_t n, const char *host, u
  * "multicast", "unspecified", "reserved". */
 const char *net_address_class(const struct sockaddr *sa);
 
+/* One of this host's own addresses (an interface's), as the daemon reads
+ * them (src/daemon/host-addrs.h). */
+typedef struct VsNetAddr {
+        int family;       /* AF_INET (addr[0..4)) or AF_INET6 */
+        uint8_t addr[16];
+} VsNetAddr;
+
+/* Whether sa is one of own[0..n): an IPv6 address with an IPv4 address
+ * inside (mapped, compatible, NAT64, 6to4) is judged by that one, as
+ * net_address_class() does. */
+bool net_address_is_own(const struct sockaddr *sa, const VsNetAddr *own, size_t n);
+
 /* Whether the proxy may connect to sa for a request that rule allowed: an
  * IP entry allows exactly its own address; an exact name may reach public,
  * private and CGNAT addresses but not loopback, link-local (cloud metadata),
  * multicast, unspecified or reserved ones; a wildcard only public ones.
- * On refusal *ret_why names the class. */
-bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const char **ret_why);
+ * Neither kind of name reaches one of this host's own addresses own[0..n)
+ * (a name resolving to the host's public address reaches every service it
+ * has bound to 0.0.0.0, as loopback would). On refusal *ret_why names the
+ * class. */
+bool net_address_allowed(const VsNetRule *rule, const struct sockaddr *sa, const VsNetAddr *own, size_t n_own,
+                         const char **ret_why);

@@ -5,11 +5,18 @@ daemon, bwrap jails, HTTP and HTTPS servers on the host (the HTTPS one with
 a self-signed certificate made here with openssl), and curl and Python's
 urllib inside the jail going through the proxy variables.
 
+The servers run on "another host" on this machine (Remote): a network
+namespace of their own joined to this one by a veth pair, on addresses of
+the documentation ranges (198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32),
+which the policy treats as public and nothing routes off the machine. They
+cannot run on this host's own address: no name may reach that (issue 25).
+
 Names: the daemon runs in a private mount namespace whose /etc/hosts is the
 test's own (the host's file is never edited), so "allowed.test" and friends
-resolve to the host's address, and "loop.wild.test" to 127.0.0.1 (a
-wildcard entry leading to loopback). That needs root (CI runs as root); as
-a normal user the name-based tests say SKIP with the reason.
+resolve to the remote's address, "loop.wild.test" to 127.0.0.1 (a wildcard
+entry leading to loopback) and "own.wild.test" to one of this host's own
+addresses. That needs root (CI runs as root); as a normal user the tests
+say SKIP with the reason.
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import http.server
@@ -62,13 +69,98 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class Server6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def serve(root, addr, context=None):
     handler = lambda *a, **k: Quiet(*a, directory=root, **k)  # noqa: E731
-    srv = http.server.ThreadingHTTPServer((addr, 0), handler)
+    srv = (Server6 if ":" in addr else http.server.ThreadingHTTPServer)((addr, 0), handler)
     if context:
         srv.socket = context.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
+
+
+# The remote's servers: HTTP and HTTPS on its address, ports on stdout,
+# until stdin closes.
+REMOTE_SERVERS = r"""
+import http.server, json, ssl, sys, threading
+root, addr, crt, key = sys.argv[1:5]
+print("in its namespace", flush=True)
+sys.stdin.readline()
+class Q(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+def serve(ctx=None):
+    s = http.server.ThreadingHTTPServer((addr, 0), lambda *a, **k: Q(*a, directory=root, **k))
+    if ctx:
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+    return s.server_address[1]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(crt, key)
+print(json.dumps([serve(), serve(ctx)]), flush=True)
+sys.stdin.read()
+"""
+
+
+def ip(*args, ns=None):
+    pre = ["nsenter", "-t", str(ns), "-n"] if ns else []
+    r = subprocess.run(pre + ["ip", *args], capture_output=True, text=True, timeout=30)
+    if r.returncode:
+        raise RuntimeError("ip %s: %s" % (" ".join(args), r.stderr.strip()))
+
+
+class Remote:
+    """Another host on this machine: a network namespace (unshare -n) joined
+    to this one by a veth pair, a random /30 of 198.51.100.0/24 (this end
+    .1, the remote .2 of it) and a /64 of 2001:db8::/32 on this end, so that
+    concurrent runs do not collide. The remote's servers serve www. The
+    namespace and both ends of the pair go when its process ends."""
+
+    def __init__(self, www, crt, key):
+        k = 4 * (os.getpid() % 63 + 1)
+        self.here, self.addr = "198.51.100.%d" % (k + 1), "198.51.100.%d" % (k + 2)
+        self.here6 = "2001:db8:%x::1" % (os.getpid() % 65536)
+        self.late = "203.0.113.%d" % (os.getpid() % 250 + 1)
+        self.link = "vsnet%dh" % (os.getpid() % 100000)
+        py = shutil.which("python3", path="/usr/bin") or sys.executable
+        self.p = subprocess.Popen(["unshare", "--net", "--", py, "-c", REMOTE_SERVERS, www, self.addr, crt, key],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            # Only once unshare has made the namespace (and run python in
+            # it) may the pair's far end move there.
+            if self.p.stdout.readline().strip() != "in its namespace":
+                raise RuntimeError("the remote's process did not start")
+            check(os.readlink("/proc/%d/ns/net" % self.p.pid) != os.readlink("/proc/self/ns/net"),
+                  "the remote shares this network namespace")
+            ip("link", "add", self.link, "type", "veth", "peer", "name", "vsnet-r", "netns", str(self.p.pid))
+            ip("addr", "add", self.here + "/30", "dev", self.link)
+            ip("link", "set", self.link, "up")
+            ip("link", "set", "lo", "up", ns=self.p.pid)
+            ip("addr", "add", self.addr + "/30", "dev", "vsnet-r", ns=self.p.pid)
+            ip("link", "set", "vsnet-r", "up", ns=self.p.pid)
+            try:
+                ip("-6", "addr", "add", self.here6 + "/64", "dev", self.link, "nodad")
+            except RuntimeError as e:
+                self.here6 = None
+                T.note("no IPv6 on the veth pair: %s" % e)
+            self.p.stdin.write("up\n")
+            self.p.stdin.flush()
+            self.port, self.sport = json.loads(self.p.stdout.readline())
+        except Exception:
+            self.close()
+            raise
+
+    def close(self):
+        subprocess.run(["ip", "link", "del", self.link], capture_output=True)
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
 
 
 class Daemon(vtest.Daemon):
@@ -145,7 +237,7 @@ def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("network allowlist", f"{DAEMON} or {CLI} not built")
         return finish()
-    for tool in ("bwrap", "curl", "openssl", "unshare"):
+    for tool in ("bwrap", "curl", "openssl", "unshare", "nsenter", "ip"):
         if not shutil.which(tool):
             T.skip("network allowlist", f"{tool} is not installed (scripts/install-deps)")
             return finish()
@@ -158,9 +250,11 @@ def main():
     servers, d = [], None
     try:
         run_all(tmp, servers)
+    except Exception:  # noqa: BLE001 - the setup's failure, reported with its cause
+        tap(False, "network test setup", traceback.format_exc())
     finally:
         for s in servers:
-            s.shutdown()
+            s.shutdown() if hasattr(s, "shutdown") else s.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return finish()
 
@@ -180,19 +274,19 @@ def run_all(tmp, servers):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
                     "-days", "2", "-subj", "/CN=secure.test", "-addext", "subjectAltName=DNS:secure.test"],
                    check=True, capture_output=True)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(crt, key)
-    plain = serve(www, host)
-    tls = serve(www, host, ctx)
-    servers += [plain, tls]
-    port, sport = plain.server_address[1], tls.server_address[1]
+    remote = Remote(www, crt, key)
+    servers.append(remote)
+    port, sport = remote.port, remote.sport
     hosts = os.path.join(tmp, "hosts")
     with open(hosts, "w") as f:
-        f.write(f"127.0.0.1 localhost\n{host} allowed.test denied.test secure.test other.test pub.wild.test\n"
-                "127.0.0.1 loop.wild.test\n169.254.169.254 meta.wild.test\n")
+        f.write(f"127.0.0.1 localhost\n{remote.addr} allowed.test denied.test secure.test other.test pub.wild.test\n"
+                "127.0.0.1 loop.wild.test\n169.254.169.254 meta.wild.test\n"
+                f"{remote.here} own.wild.test own.test\n{host} eth.wild.test\n{remote.late} late.wild.test\n" +
+                (f"{remote.here6} own6.wild.test\n" if remote.here6 else ""))
     ca = open(crt).read()
     allow = make_ws(tmp, "allow", '[sandbox]\nnetwork = ["allowed.test", "secure.test", "*.wild.test"]\n',
                     {"ca.pem": ca})
+    own = make_ws(tmp, "own", '[sandbox]\nnetwork = ["*.wild.test", "own.test", "%s"]\n' % remote.here)
     off = make_ws(tmp, "off", "[sandbox]\nnetwork = false\n")
     lock = make_ws(tmp, "lock", "[sandbox]\nlockdown = true\n")
     with open(os.path.join(tmp, "suite.py"), "w") as f:
@@ -205,7 +299,8 @@ def run_all(tmp, servers):
         chown_tree(ws)
     d = Daemon(tmp, hosts)
     try:
-        tests(d, tmp, host, port, sport, allow, off, lock)
+        tests(d, tmp, remote.addr, port, sport, allow, off, lock)
+        own_address_tests(d, www, host, remote, own, servers)
     finally:
         d.stop()
         if T.failed:
@@ -216,6 +311,8 @@ def attempt(name, fn):
     try:
         detail = fn()
         tap(True, name, detail or "")
+    except vtest.Skip as e:
+        T.skip(name, str(e))
     except Exception as e:
         tap(False, name, str(e) if isinstance(e, Fail) else traceback.format_exc())
 
@@ -336,6 +433,67 @@ def tests(d, tmp, host, port, sport, allow, off, lock):
               n["connections"] >= 10 and n["open"] >= 0, w)
         return json.dumps(n)
     attempt("status: the allowlist, connections and denials of the workspace", status)
+
+
+def own_address_tests(d, www, eth, remote, ws, servers):
+    """Issue 25: a name whose address is one of this host's own (an
+    interface's) reached every service the host had bound to 0.0.0.0, as
+    loopback would; a wildcard reached it when that address was public, an
+    exact name always. Now no name reaches one, IPv4 or IPv6, including an
+    address that came up after the proxy first looked; a literal address
+    entry still does (the remedy the refusal names)."""
+    here = serve(www, remote.here)
+    servers.append(here)
+    hport = here.server_address[1]
+
+    def refused(name, addr, port):
+        r = d.run(ws, f"curl -sS -i --max-time 20 http://{name}:{port}/hello.txt")
+        out = r.get("stdout", "")
+        nd = r.get("network_denied") or []
+        check("HTTP/1.1 403" in out and "hello from the host" not in out and nd and nd[0]["host"] == name and
+              "this host's own address" in nd[0]["reason"] and addr in nd[0]["reason"] and
+              "list the literal address" in nd[0]["reason"], r)
+        return nd[0]["reason"]
+
+    def own_v4():
+        return "\n".join([refused("own.wild.test", remote.here, hport), refused("own.test", remote.here, hport)])
+    attempt("a wildcard or exact name resolving to this host's own public address is refused", own_v4)
+
+    def literal():
+        r = d.run(ws, f"curl -sS -f --max-time 20 http://{remote.here}:{hport}/hello.txt")
+        check(r.get("exit_code") == 0 and r["stdout"] == "hello from the host\n", r)
+        return r["stdout"].strip()
+    attempt("the host's own address listed as a literal is reached", literal)
+
+    def own_v6():
+        if not remote.here6:
+            raise vtest.Skip("no IPv6 address could be added here")
+        srv = serve(www, remote.here6)
+        servers.append(srv)
+        return refused("own6.wild.test", remote.here6, srv.server_address[1])
+    attempt("a wildcard name resolving to this host's own IPv6 address is refused", own_v6)
+
+    def late():
+        # The proxy has looked at the addresses (above); this one comes after.
+        ip("addr", "add", remote.late + "/32", "dev", remote.link)
+        try:
+            srv = serve(www, remote.late)
+            servers.append(srv)
+            return refused("late.wild.test", remote.late, srv.server_address[1])
+        finally:
+            subprocess.run(["ip", "addr", "del", remote.late + "/32", "dev", remote.link], capture_output=True)
+    attempt("an address added to this host after the proxy started is refused too", late)
+
+    def primary():
+        # The machine's own primary address: refused as private, or as its own.
+        srv = serve(www, eth)
+        servers.append(srv)
+        r = d.run(ws, f"curl -sS -i --max-time 20 http://eth.wild.test:{srv.server_address[1]}/hello.txt")
+        nd = r.get("network_denied") or []
+        check(nd and nd[0]["host"] == "eth.wild.test" and
+              ("this host's own address" in nd[0]["reason"] or "private" in nd[0]["reason"]), r)
+        return nd[0]["reason"]
+    attempt("a wildcard name resolving to this host's primary address (%s) is refused" % eth, primary)
 
 
 if __name__ == "__main__":

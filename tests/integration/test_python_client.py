@@ -2,10 +2,13 @@
 """The Python client (clients/python) against a real vectora-sandboxd:
 `pip install` of the package, each tool, raw payloads of 10 MiB both ways,
 concurrent edits of one file from several threads, errors as exceptions
-carrying the API's code, and an unreachable daemon. TAP output."""
+carrying the API's code, require_sandbox (per client and per call) refusing
+an unsandboxed workspace before anything runs, the default socket as the
+CLI's, and an unreachable daemon. TAP output."""
 import hashlib
 import inspect
 import os
+import re
 import shutil
 import signal
 import socket
@@ -200,6 +203,83 @@ def refused(vs, sock, tmp):
     sb.close()
 
 
+def require_sandbox(vs, sock, tmp, sandboxed):
+    """require_sandbox, per client and per call: the daemon refuses a call
+    in an unsandboxed workspace before anything runs (a platform that only
+    looked at ``sandboxed`` afterwards would have run it on the host)."""
+    un = make_ws(tmp, "unsandboxed", None, {"f.txt": "original\n"})
+    f = os.path.join(un, "f.txt")
+    sb = vs.Sandbox(socket=sock, workspace=un)
+    r = sb.terminal("touch control")
+    report("control: without require_sandbox an unsandboxed workspace runs the command on the host, "
+           "and only the result says so afterwards",
+           r.ok and r.sandbox.sandboxed is False and os.path.exists(os.path.join(un, "control")), r)
+
+    strict = vs.Sandbox(socket=sock, workspace=un, require_sandbox=True)
+    calls = [
+        ("terminal", lambda c, **k: c.terminal("touch ran-terminal", **k), "ran-terminal"),
+        ("process_start", lambda c, **k: c.process_start("touch ran-process", **k), "ran-process"),
+        ("file_write", lambda c, **k: c.file_write("ran-write", "x", **k), "ran-write"),
+        ("file_edit", lambda c, **k: c.file_edit("f.txt", "original", "edited", **k), None),
+        ("file_read", lambda c, **k: c.file_read("f.txt", **k), None),
+        ("process_list", lambda c, **k: c.process_list(**k), None),
+    ]
+    for how, client, kw in (("per client (Sandbox(require_sandbox=True))", strict, {}),
+                            ("per call (require_sandbox=True)", sb, {"require_sandbox": True})):
+        for name, call, marker in calls:
+            ok, e = expect_error(lambda: call(client, **kw), vs.ErrorCode.SANDBOX_REQUIRED)
+            time.sleep(0.05 if name == "process_start" else 0)
+            ran = marker and os.path.exists(os.path.join(un, marker))
+            report("%s %s: an unsandboxed workspace raises 'sandbox_required' and nothing ran" % (how, name),
+                   ok and not ran and open(f).read() == "original\n" and "unsandboxed" in str(e),
+                   (e, "marker present" if ran else ""))
+    # A call cannot lift the client's requirement.
+    ok, e = expect_error(lambda: strict.terminal("touch ran-lifted", require_sandbox=False),
+                         vs.ErrorCode.SANDBOX_REQUIRED)
+    report("require_sandbox=False on one call does not lift the client's",
+           ok and not os.path.exists(os.path.join(un, "ran-lifted")), e)
+    r = strict.terminal("echo in-jail", workspace=sandboxed)
+    report("a sandboxed workspace is served as before under require_sandbox",
+           r.ok and r.stdout == b"in-jail\n" and r.sandbox.sandboxed, r)
+    st = strict.status()
+    report("status still answers a client that requires a sandbox", st.get("daemon", {}).get("pid"), st)
+    for c in (sb, strict):
+        c.close()
+
+
+def default_socket(vs, tmp):
+    """default_socket() is where the CLI (and the daemon) look: the CLI's
+    help names its default."""
+    cli = os.path.join(BUILD, "src/cli/vectora-sandbox")
+    if not os.access(cli, os.X_OK):
+        skip("default_socket() agrees with the CLI", "%s is not built" % cli)
+        return
+    py = shutil.which("python3", path="/usr/bin") or sys.executable
+    src = os.path.dirname(os.path.dirname(vs.__file__))
+    mine = os.path.join(tmp, "xdg-mine")
+    os.makedirs(mine, mode=0o700)
+    other_uid = 65534 if ROOT else None
+    if other_uid is not None:
+        os.chown(mine, other_uid, other_uid)
+    cases = [("$VECTORA_SANDBOX_SOCKET", {"VECTORA_SANDBOX_SOCKET": os.path.join(tmp, "named.sock")}, None),
+             ("$XDG_RUNTIME_DIR unset", {}, None),
+             ("$XDG_RUNTIME_DIR of this user", {"XDG_RUNTIME_DIR": mine}, other_uid),
+             ("$XDG_RUNTIME_DIR not this user's", {"XDG_RUNTIME_DIR": "/"}, other_uid)]
+    if ROOT:
+        cases.append(("root with a $XDG_RUNTIME_DIR", {"XDG_RUNTIME_DIR": mine}, None))
+    for what, extra, uid in cases:
+        env = {k: v for k, v in os.environ.items() if k not in ("VECTORA_SANDBOX_SOCKET", "XDG_RUNTIME_DIR")}
+        env.update(extra)
+        pre = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "--"] if uid is not None else []
+        c = subprocess.run(pre + [cli, "help"], capture_output=True, text=True, env=env, timeout=30)
+        m = re.search(r"default socket,\s+(\S+)\);", c.stdout)
+        p = subprocess.run(pre + [py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import vectora_sandbox; "
+                                  "print(vectora_sandbox.default_socket())", src],
+                           capture_output=True, text=True, env=env, timeout=30)
+        report("default_socket() is the CLI's default socket: %s" % what,
+               m and p.stdout.strip() == m.group(1), (c.stdout[:400], p.stdout, p.stderr))
+
+
 def unreachable(vs, tmp):
     sb = vs.Sandbox(socket=os.path.join(tmp, "nobody.sock"))
     try:
@@ -244,6 +324,12 @@ def main():
             processes(vs, sb, ws)
             concurrent_edits(sb, ws)
         refused(vs, d.sock, tmp)
+        for case, args in ((require_sandbox, (vs, d.sock, tmp, ws)), (default_socket, (vs, tmp))):
+            try:
+                case(*args)
+            except Exception:  # noqa: BLE001 - reported
+                import traceback
+                report(case.__name__, False, traceback.format_exc())
         unreachable(vs, tmp)
     finally:
         if d:

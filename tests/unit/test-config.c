@@ -281,6 +281,40 @@ static void test_forbidden_homes_and_daemon(void **state) {
                      "vectora.toml:2:13: sandbox.ro_paths[0]: \"/var/tmp/\" (/var/tmp) is a directory containing /var/tmp/vs-forbidden-rt, the sandbox daemon's runtime directory (a jail reaching the socket could ask the daemon for unsandboxed commands); list the project directories the agent needs instead");
 }
 
+static void test_forbidden_sockets(void **state) {
+        char buf[512];
+        /* The socket itself (its directory only may not be contained: a
+         * sibling is a workspace), rw or ro. */
+        assert_int_equal(forbidden_reserve("/var/tmp/vs-forbidden-s", false), 0);
+        assert_int_equal(forbidden_reserve_socket("/var/tmp/vs-forbidden-s/d.sock"), 0);
+        assert_string_equal(forbidden_lexical("/var/tmp/vs-forbidden-s/d.sock", false, buf, sizeof buf),
+                            "at /var/tmp/vs-forbidden-s/d.sock, the sandbox daemon's socket (a jail reaching the socket could ask the daemon for unsandboxed commands)");
+        assert_non_null(forbidden_lexical("/var/tmp/vs-forbidden-s/d.sock", true, buf, sizeof buf));
+        assert_null(forbidden_lexical("/var/tmp/vs-forbidden-s/ws", true, buf, sizeof buf));
+        assert_null(forbidden_lexical("/var/tmp/vs-forbidden-s/d.sock2", true, buf, sizeof buf));
+        /* Any instance's default socket name, and the /tmp fallbacks. */
+        assert_string_equal(forbidden_lexical("/srv/xdg/vectora-sandbox.sock", false, buf, sizeof buf),
+                            "a sandbox daemon's socket or runtime directory (a jail reaching the socket could ask the daemon for unsandboxed commands)");
+        assert_non_null(forbidden_lexical("/tmp/vectora-sandbox-1000", false, buf, sizeof buf));
+        assert_non_null(forbidden_lexical("/tmp/vectora-sandbox-1000/sock", true, buf, sizeof buf));
+        assert_null(forbidden_lexical("/srv/vectora-sandbox.socket", false, buf, sizeof buf));
+        assert_null(forbidden_lexical("/srv/my-vectora-sandbox.sock", false, buf, sizeof buf));
+        assert_null(forbidden_lexical("/tmp/proj-vectora-sandbox-1", true, buf, sizeof buf));
+        assert_string_equal(forbidden_lexical("/tmp", false, buf, sizeof buf),
+                            "the directory /tmp as a whole, which holds the host's sockets (a sandbox daemon's /tmp/vectora-sandbox-UID/sock, tmux's, ssh-agent's, X11's)");
+        assert_null(forbidden_lexical("/tmp/proj", true, buf, sizeof buf));
+        /* $XDG_RUNTIME_DIR: not entered, not contained, as set and as
+         * canonicalized. */
+        VsHomes h = { .runtime_dir = "/srv/rt", .runtime_real = (char *)"/srv/real-rt" };
+        assert_string_equal(forbidden_resolved("/srv/rt", false, &h, buf, sizeof buf),
+                            "at or below /srv/rt, the runtime directory ($XDG_RUNTIME_DIR) with the sandbox daemon's socket and the session's");
+        assert_string_equal(forbidden_resolved("/srv/real-rt/sub", true, &h, buf, sizeof buf),
+                            "at or below /srv/real-rt, the runtime directory ($XDG_RUNTIME_DIR) with the sandbox daemon's socket and the session's");
+        assert_string_equal(forbidden_resolved("/srv", false, &h, buf, sizeof buf),
+                            "a directory containing /srv/rt, the runtime directory ($XDG_RUNTIME_DIR) with the sandbox daemon's socket and the session's");
+        assert_null(forbidden_resolved("/srv/rt2", true, &h, buf, sizeof buf));
+}
+
 static void test_malformed_toml(void **state) {
         expect_error_prefix("[sandbox\nenabled = true\n", "vectora.toml:1:");
         expect_error_prefix("[sandbox]\nenabled = true\nenabled = false\n", "vectora.toml:3:");
@@ -624,6 +658,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_glob),
                 cmocka_unit_test(test_bad_paths),
                 cmocka_unit_test(test_forbidden_homes_and_daemon),
+                cmocka_unit_test(test_forbidden_sockets),
                 cmocka_unit_test(test_malformed_toml),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_ports),

@@ -179,6 +179,21 @@ static void test_address_classes(void **state) {
                         fail_msg("%s: %s, expected %s", cases[i].addr, cls(cases[i].addr), cases[i].cls);
 }
 
+/* This host's own addresses in the policy tests: a public IPv4 address,
+ * a private one and a global IPv6 one. */
+static VsNetAddr own[3];
+static size_t n_own;
+
+static void set_own(void) {
+        own[0].family = AF_INET;
+        inet_pton(AF_INET, "198.51.100.1", own[0].addr);
+        own[1].family = AF_INET;
+        inet_pton(AF_INET, "10.9.8.7", own[1].addr);
+        own[2].family = AF_INET6;
+        inet_pton(AF_INET6, "2001:db8:100::1", own[2].addr);
+        n_own = 3;
+}
+
 static bool allowed(const char *entry, const char *addr, const char **why) {
         VsNetRule r = rule(entry);
         struct sockaddr_storage ss = { 0 };
@@ -189,7 +204,7 @@ static bool allowed(const char *entry, const char *addr, const char **why) {
         else if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1)
                 in6->sin6_family = AF_INET6;
         *why = NULL;
-        bool ok = net_address_allowed(&r, (struct sockaddr *)&ss, why);
+        bool ok = net_address_allowed(&r, (struct sockaddr *)&ss, own, n_own, why);
         net_rule_done(&r);
         return ok;
 }
@@ -219,6 +234,36 @@ static void test_address_policy(void **state) {
         assert_true(allowed("169.254.169.254", "169.254.169.254", &why));
         assert_false(allowed("10.0.0.5", "10.0.0.6", &why));
         assert_string_equal(why, "not the listed address");
+}
+
+static void test_own_addresses(void **state) {
+        const char *why;
+        set_own();
+        /* A wildcard or an exact name resolving to one of this host's own
+         * addresses (public or private, IPv4 or IPv6, or an IPv6 form of
+         * the IPv4 one) reaches the host's services: refused. */
+        static const struct { const char *entry, *addr; } refused[] = {
+                { "*.example.com", "198.51.100.1" },   { "api.example.com", "198.51.100.1" },
+                { "registry.corp", "10.9.8.7" },       { "*.example.com", "2001:db8:100::1" },
+                { "api.example.com", "2001:db8:100::1" }, { "*.example.com", "::ffff:198.51.100.1" },
+                { "api.example.com", "64:ff9b::c633:6401" }, { "api.example.com", "2002:c633:6401::" },
+        };
+        for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+                if (allowed(refused[i].entry, refused[i].addr, &why))
+                        fail_msg("%s reached %s, one of this host's own addresses", refused[i].entry, refused[i].addr);
+                assert_string_equal(why, "this host's own address");
+        }
+        /* A class refusal is named first. */
+        assert_false(allowed("*.example.com", "10.9.8.7", &why));
+        assert_string_equal(why, "private");
+        /* Other addresses, even beside the host's, are not its own. */
+        assert_true(allowed("*.example.com", "198.51.100.2", &why));
+        assert_true(allowed("api.example.com", "2001:db8:100::2", &why));
+        assert_true(allowed("registry.corp", "10.9.8.8", &why));
+        /* A literal address is listed on purpose: that one is reached. */
+        assert_true(allowed("198.51.100.1", "198.51.100.1", &why));
+        assert_true(allowed("[2001:db8:100::1]:8080", "2001:db8:100::1", &why));
+        n_own = 0;
 }
 
 /* ---- the proxy's parsers ---- */
@@ -386,6 +431,7 @@ int main(void) {
                 cmocka_unit_test(test_normalize),
                 cmocka_unit_test(test_address_classes),
                 cmocka_unit_test(test_address_policy),
+                cmocka_unit_test(test_own_addresses),
                 cmocka_unit_test(test_http_head),
                 cmocka_unit_test(test_tls_sni),
         };

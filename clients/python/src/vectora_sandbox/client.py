@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import socket as _socket
+import stat
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -203,20 +204,28 @@ def _stream(reply: Mapping[str, Any], key: str) -> bytes:
 
 
 def default_socket() -> str:
-    """The socket the daemon listens on by default, as the CLI finds it.
+    """The socket the daemon listens on by default, as the CLI finds it
+    (src/core/paths.c, ``vs_default_socket``).
 
-    ``$VECTORA_SANDBOX_SOCKET``, else ``$XDG_RUNTIME_DIR/vectora-sandbox.sock``,
-    else ``/tmp/vectora-sandbox-UID/sock`` (``/run/vectora-sandbox/sock`` as root).
+    ``$VECTORA_SANDBOX_SOCKET``; else, as root, ``/run/vectora-sandbox.sock``;
+    else ``$XDG_RUNTIME_DIR/vectora-sandbox.sock`` when that is a directory of
+    this user's; else ``/tmp/vectora-sandbox-UID/sock``.
     """
     env = os.environ.get("VECTORA_SANDBOX_SOCKET")
     if env:
         return env
+    uid = os.geteuid()
+    if uid == 0 and os.path.isdir("/run"):
+        return "/run/vectora-sandbox.sock"
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and xdg.startswith("/"):
-        return os.path.join(xdg, "vectora-sandbox.sock")
-    if os.geteuid() == 0 and os.path.isdir("/run"):
-        return "/run/vectora-sandbox/sock"
-    return "/tmp/vectora-sandbox-%d/sock" % os.geteuid()
+    if uid != 0 and xdg and xdg.startswith("/"):
+        try:
+            st = os.stat(xdg)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            return os.path.join(xdg, "vectora-sandbox.sock")
+    return "/tmp/vectora-sandbox-%d/sock" % uid
 
 
 class _Conn:
@@ -291,6 +300,12 @@ class Sandbox:
     current directory at each call); every method also takes ``workspace=``.
     ``timeout`` bounds each socket operation in seconds (``None``: no limit;
     a command's own limit is the ``timeout`` of :meth:`terminal`).
+    ``require_sandbox``: every call (but :meth:`status`) asks the daemon to
+    refuse it when the workspace, as resolved, runs unsandboxed (no
+    ``vectora.toml``, no ``[sandbox]``, ``enabled = false``): it raises
+    :class:`SandboxError` ``sandbox_required`` and nothing ran. Every method
+    also takes ``require_sandbox=True`` for that call alone; a call cannot
+    lift the client's.
 
     Thread-safe: each thread's call uses its own connection from a small pool,
     so calls run concurrently in the daemon. Use as a context manager, or call
@@ -301,10 +316,11 @@ class Sandbox:
     """
 
     def __init__(self, socket: Optional[str] = None, workspace: Optional[str] = None,
-                 timeout: Optional[float] = None) -> None:
+                 timeout: Optional[float] = None, require_sandbox: bool = False) -> None:
         self.socket = socket or default_socket()
         self.workspace = workspace
         self.timeout = timeout
+        self.require_sandbox = bool(require_sandbox)
         self._idle: List[_Conn] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -328,8 +344,12 @@ class Sandbox:
     def _ws(self, workspace: Optional[str]) -> str:
         return os.path.realpath(workspace or self.workspace or os.getcwd())
 
-    def _call(self, req: Dict[str, Any], raw: Optional[Bytes] = None,
-              check: bool = True) -> Tuple[Dict[str, Any], bytes]:
+    def _call(self, req: Dict[str, Any], raw: Optional[Bytes] = None, check: bool = True,
+              require_sandbox: bool = False) -> Tuple[Dict[str, Any], bytes]:
+        # The daemon decides, before anything runs: checking the result's
+        # "sandboxed" afterwards would be too late for a command.
+        if (self.require_sandbox or require_sandbox) and req.get("tool") != "status":
+            req = dict(req, require_sandbox=True)
         with self._lock:
             if self._closed:
                 raise SandboxError("closed", "this Sandbox was closed")
@@ -356,7 +376,7 @@ class Sandbox:
     def terminal(self, command: Union[str, Sequence[str]], *, workspace: Optional[str] = None,
                  cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                  stdin: Optional[Union[str, Bytes]] = None, timeout: Optional[float] = None,
-                 max_output: Optional[int] = None) -> TerminalResult:
+                 max_output: Optional[int] = None, require_sandbox: bool = False) -> TerminalResult:
         """Runs a command in the workspace's jail and returns its outcome.
 
         ``command`` is a shell command line (run as ``/bin/sh -c``) or an argv
@@ -364,7 +384,8 @@ class Sandbox:
         jail's environment; ``stdin`` is given on standard input (else
         ``/dev/null``); ``timeout`` (seconds) kills the whole process group,
         capped by the workspace's limit. A non-zero exit is a result, not an
-        exception; a refusal (config invalid, jail unavailable) raises.
+        exception; a refusal (config invalid, jail unavailable, an unsandboxed
+        workspace with ``require_sandbox``) raises.
         """
         req: Dict[str, Any] = {"tool": "terminal", "workspace": self._ws(workspace), "binary": True}
         if isinstance(command, str):
@@ -382,7 +403,7 @@ class Sandbox:
         raw: Optional[Bytes] = None
         if stdin is not None:
             raw = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        reply, payload = self._call(req, raw)
+        reply, payload = self._call(req, raw, require_sandbox=require_sandbox)
         n_out = int(reply.get("stdout_len", 0))
         n_err = int(reply.get("stderr_len", 0))
         return TerminalResult(exit_code=int(reply.get("exit_code", 0)), stdout=payload[:n_out],
@@ -391,7 +412,7 @@ class Sandbox:
                               duration_us=int(reply.get("duration_us", 0)), sandbox=SandboxInfo.from_reply(reply))
 
     def file_read(self, path: str, *, workspace: Optional[str] = None, offset: int = 0,
-                  limit: Optional[int] = None) -> FileContent:
+                  limit: Optional[int] = None, require_sandbox: bool = False) -> FileContent:
         """Reads a file through the jail's file tool.
 
         Without ``limit`` the whole file from ``offset`` is returned (in 64 MiB
@@ -407,7 +428,7 @@ class Sandbox:
                                    "binary": True}
             if limit is not None:
                 req["limit"] = max(0, limit - (pos - offset))
-            reply, payload = self._call(req)
+            reply, payload = self._call(req, require_sandbox=require_sandbox)
             first = first or reply
             chunks.append(payload)
             pos += len(payload)
@@ -419,7 +440,7 @@ class Sandbox:
 
     def file_write(self, path: str, content: Union[str, Bytes], *, workspace: Optional[str] = None,
                    mode: Optional[int] = None, create_parents: bool = False,
-                   if_sha256: Optional[str] = None) -> WriteResult:
+                   if_sha256: Optional[str] = None, require_sandbox: bool = False) -> WriteResult:
         """Writes a file atomically (temporary file, fsync, rename).
 
         ``content`` travels as raw bytes (up to 64 MiB). ``if_sha256`` makes
@@ -434,12 +455,12 @@ class Sandbox:
             req["create_parents"] = True
         if if_sha256 is not None:
             req["if_sha256"] = if_sha256
-        reply, _ = self._call(req, data)
+        reply, _ = self._call(req, data, require_sandbox=require_sandbox)
         return WriteResult(size=int(reply.get("size", 0)), sha256=str(reply.get("sha256", "")),
                            created=bool(reply.get("created")), sandbox=SandboxInfo.from_reply(reply))
 
     def file_edit(self, path: str, old: str, new: str, *, replace_all: bool = False,
-                  workspace: Optional[str] = None) -> EditResult:
+                  workspace: Optional[str] = None, require_sandbox: bool = False) -> EditResult:
         """Replaces exact text in a file, safe against concurrent writers.
 
         ``old`` must occur exactly once unless ``replace_all``; otherwise
@@ -449,7 +470,7 @@ class Sandbox:
         """
         req = {"tool": "file_edit", "workspace": self._ws(workspace), "path": path, "old_string": old,
                "new_string": new, "replace_all": bool(replace_all)}
-        reply, _ = self._call(req)
+        reply, _ = self._call(req, require_sandbox=require_sandbox)
         return EditResult(replacements=int(reply.get("replacements", 0)), size=int(reply.get("size", 0)),
                           sha256=str(reply.get("sha256", "")), retries=int(reply.get("retries", 0)),
                           sandbox=SandboxInfo.from_reply(reply))
@@ -458,7 +479,8 @@ class Sandbox:
 
     def process_start(self, command: Union[str, Sequence[str]], *, workspace: Optional[str] = None,
                       cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                      stdin: Optional[Union[str, Bytes]] = None, timeout: Optional[int] = None) -> int:
+                      stdin: Optional[Union[str, Bytes]] = None, timeout: Optional[int] = None,
+                      require_sandbox: bool = False) -> int:
         """Starts a background process in the workspace's jail; returns its id at once.
 
         ``command`` is a shell command line or an argv list. It runs under the
@@ -481,11 +503,12 @@ class Sandbox:
         raw: Optional[Bytes] = None
         if stdin is not None:
             raw = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        reply, _ = self._call(req, raw)
+        reply, _ = self._call(req, raw, require_sandbox=require_sandbox)
         return int(reply["process"])
 
     def process_output(self, process: int, *, workspace: Optional[str] = None, stdout_offset: int = 0,
-                       stderr_offset: int = 0, wait: Optional[float] = None) -> ProcessOutput:
+                       stderr_offset: int = 0, wait: Optional[float] = None,
+                       require_sandbox: bool = False) -> ProcessOutput:
         """What the process wrote past the offsets (both 0: everything kept).
 
         ``wait`` (seconds, at most 60): when there is nothing new and it runs,
@@ -495,7 +518,7 @@ class Sandbox:
                                "stdout_offset": int(stdout_offset), "stderr_offset": int(stderr_offset)}
         if wait:
             req["wait_ms"] = min(60000, max(0, int(wait * 1000)))
-        reply, _ = self._call(req)
+        reply, _ = self._call(req, require_sandbox=require_sandbox)
         return ProcessOutput(info=ProcessInfo.from_reply(reply), stdout=_stream(reply, "stdout"),
                              stderr=_stream(reply, "stderr"), stdout_offset=int(reply.get("stdout_offset", 0)),
                              stderr_offset=int(reply.get("stderr_offset", 0)),
@@ -503,24 +526,25 @@ class Sandbox:
                              stderr_dropped=int(reply.get("stderr_dropped", 0)))
 
     def process_input(self, process: int, data: Union[str, Bytes], *, eof: bool = False,
-                      workspace: Optional[str] = None) -> None:
+                      workspace: Optional[str] = None, require_sandbox: bool = False) -> None:
         """Writes to the process's stdin (closed afterwards with ``eof``).
 
         An ended process raises :class:`SandboxError` ``process_ended``.
         """
         raw = data.encode("utf-8") if isinstance(data, str) else data
         req = {"tool": "process_input", "workspace": self._ws(workspace), "process": int(process), "eof": bool(eof)}
-        self._call(req, raw)
+        self._call(req, raw, require_sandbox=require_sandbox)
 
     def process_signal(self, process: int, signal: Union[str, int] = "TERM", *,
-                       workspace: Optional[str] = None) -> None:
+                       workspace: Optional[str] = None, require_sandbox: bool = False) -> None:
         """Sends a signal (a name like ``"TERM"``/``"KILL"`` or a number) to the process's group."""
         req = {"tool": "process_signal", "workspace": self._ws(workspace), "process": int(process), "signal": signal}
-        self._call(req)
+        self._call(req, require_sandbox=require_sandbox)
 
-    def process_list(self, *, workspace: Optional[str] = None) -> List[ProcessInfo]:
+    def process_list(self, *, workspace: Optional[str] = None, require_sandbox: bool = False) -> List[ProcessInfo]:
         """The workspace's background processes, oldest first (running, and the last ended ones)."""
-        reply, _ = self._call({"tool": "process_list", "workspace": self._ws(workspace)})
+        reply, _ = self._call({"tool": "process_list", "workspace": self._ws(workspace)},
+                              require_sandbox=require_sandbox)
         return [ProcessInfo.from_reply(p) for p in reply.get("processes", [])]
 
     def status(self, workspace: Optional[str] = None) -> Dict[str, Any]:
