@@ -127,6 +127,23 @@ static char *paths_path(const char *store, const char *root) {
         return p;
 }
 
+/* A path inside the workspace is recorded relative to it ("./sub"), so a
+ * workspace moved whole keeps its record; others as they are. */
+static char *resolved_form(const VsPolicy *p, const char *resolved) {
+        const char *rel = resolved ? path_startswith(resolved, p->workspace) : NULL;
+        char *s = NULL;
+        if (!resolved)
+                return NULL;
+        if (!rel)
+                return strdup(resolved);
+        return asprintf(&s, "./%s", rel) < 0 ? NULL : s;
+}
+
+static json_t *resolved_json(const VsPolicy *p, const VsPath *vp) {
+        _cleanup_free_ char *f = resolved_form(p, vp->resolved);
+        return f ? json_string(f) : json_null();
+}
+
 static json_t *paths_of(const VsPolicy *p) {
         json_t *o = json_object();
         const VsPath *lists[2] = { p->rw_paths, p->ro_paths };
@@ -136,8 +153,7 @@ static json_t *paths_of(const VsPolicy *p) {
                 json_t *a = json_array();
                 for (size_t i = 0; a && i < ns[k]; i++)
                         if (json_array_append_new(a, json_pack("{s:s,s:o}", "written", lists[k][i].written, "resolved",
-                                                               lists[k][i].resolved ? json_string(lists[k][i].resolved)
-                                                                                    : json_null())) < 0) {
+                                                               resolved_json(p, &lists[k][i]))) < 0) {
                                 json_decref(a);
                                 a = NULL;
                         }
@@ -191,7 +207,8 @@ static int paths_changed(json_t *rec, VsPolicy *approved, char ***loose) {
                         const char *w = json_string_value(json_object_get(e, "written"));
                         const char *was = json_string_value(json_object_get(e, "resolved"));
                         VsPath *vp = &lists[k][i];
-                        if (!w || !streq(w, vp->written) || !was || !vp->resolved || streq(was, vp->resolved))
+                        _cleanup_free_ char *now = resolved_form(approved, vp->resolved);
+                        if (!w || !streq(w, vp->written) || !was || !now || streq(was, now))
                                 continue;
                         int r = strv_extendf(loose, "sandbox.%s[%zu] \"%s\" now resolves to %s (approved: %s)", names[k], i,
                                              vp->written, vp->resolved, was);

@@ -2,6 +2,7 @@
 #include "tools.h"
 #include <stdlib.h>
 #include "strv.h"
+#include "jail-plan.h"
 #include "mask-walk.h"
 
 #include <string.h>
@@ -136,9 +137,10 @@ int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err) {
                 return -ENOMEM;
         _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
         int r = p->sandboxed ? mask_set_compile(p->mask, "mask", &set, err) : 0;
-        for (size_t pass = 0; r >= 0 && set && pass < 2; pass++) {
-                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
-                size_t nl = pass ? p->n_ro : p->n_rw;
+        VsPath ws = { .written = (char *)".", .resolved = p->sandboxed ? (char *)jail_plan_uncovered_workspace(p) : NULL };
+        for (size_t pass = 0; r >= 0 && set && pass < 3; pass++) {
+                const VsPath *list = pass == 2 ? &ws : pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass == 2 ? 1 : pass ? p->n_ro : p->n_rw;
                 for (size_t i = 0; r >= 0 && i < nl; i++) {
                         if (!list[i].resolved)
                                 continue;

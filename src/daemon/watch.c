@@ -14,11 +14,14 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "jail-plan.h"
 #include "log.h"
 #include "mask-walk.h"
 #include "path-util.h"
 #include "server.h"
 #include "watch.h"
+
+#include "jail-plan.h"
 #include "workspace.h"
 /* After daemon.h, which takes uv.h's MIN/MAX out for macro.h's. */
 #include "inotify-hub.h"
@@ -299,6 +302,9 @@ int watch_start(Workspace *ws) {
                         if (l[i].resolved && (w->roots[w->n_roots] = strdup(l[i].resolved)))
                                 w->n_roots++;
         }
+        /* The workspace the jail sees read-only for want of a listed path. */
+        if (jail_plan_uncovered_workspace(p) && (w->roots[w->n_roots] = strdup(p->workspace)))
+                w->n_roots++;
         for (size_t i = 0; i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
                         scan_dir(w, i, "", NULL, false);

@@ -64,9 +64,10 @@ static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err
         for (size_t k = 0; r >= 0 && k < f->n_masks; k++)
                 r = f->masks[k].dir ? mask_inodes_add_tree(&set, f->masks[k].path, err)
                                     : mask_inodes_add_if_linked(&set, f->masks[k].path);
-        for (size_t pass = 0; r >= 0 && set.n > 0 && pass < 2; pass++) {
-                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
-                size_t nl = pass ? p->n_ro : p->n_rw;
+        VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
+        for (size_t pass = 0; r >= 0 && set.n > 0 && pass < 3; pass++) {
+                const VsPath *list = pass == 2 ? &ws : pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass == 2 ? 1 : pass ? p->n_ro : p->n_rw;
                 for (size_t i = 0; r >= 0 && i < nl; i++) {
                         if (!list[i].resolved)
                                 continue;
@@ -96,9 +97,12 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         int r = mask_set_compile(p->mask, "mask", &set, err);
         if (r < 0)
                 return r;
-        for (size_t pass = 0; pass < 2; pass++) {
-                const VsPath *list = pass ? p->ro_paths : p->rw_paths;
-                size_t nl = pass ? p->n_ro : p->n_rw;
+        /* The workspace mounted read-only for want of a listed path over it
+         * is masked like a listed root. */
+        VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
+        for (size_t pass = 0; pass < 3; pass++) {
+                const VsPath *list = pass == 2 ? &ws : pass ? p->ro_paths : p->rw_paths;
+                size_t nl = pass == 2 ? 1 : pass ? p->n_ro : p->n_rw;
                 for (size_t i = 0; i < nl; i++) {
                         if (!list[i].resolved)
                                 continue;

@@ -46,6 +46,16 @@ static int cmp_depth(const void *a, const void *b) {
         return la < lb ? -1 : la > lb;
 }
 
+const char *jail_plan_uncovered_workspace(const VsPolicy *p) {
+        for (size_t k = 0; k < 2; k++) {
+                const VsPath *l = k ? p->ro_paths : p->rw_paths;
+                for (size_t i = 0; i < (k ? p->n_ro : p->n_rw); i++)
+                        if (l[i].resolved && path_startswith(p->workspace, l[i].resolved))
+                                return NULL;
+        }
+        return p->workspace;
+}
+
 /* The listed paths (resolved ones) at their real paths, plus the
  * workspace read-only when no listed path covers it (rw_paths = [] makes
  * a read-only workspace), parents before children so a nested path is
@@ -61,10 +71,7 @@ static int add_listed(VsJailPlan *plan, const VsPolicy *p) {
         for (size_t i = 0; i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved && (r = strv_extend(&order, p->rw_paths[i].resolved)) < 0)
                         return r;
-        bool covered = false;
-        for (char **o = order; *o; o++)
-                covered |= path_startswith(p->workspace, *o) != NULL;
-        if (!covered && (r = strv_extend(&order, p->workspace)) < 0)
+        if (jail_plan_uncovered_workspace(p) && (r = strv_extend(&order, p->workspace)) < 0)
                 return r;
         size_t n = strv_length(order);
         /* Stable by depth: ro before rw at equal length, as listed. */

@@ -82,6 +82,12 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * looks at each protected path and finds the .git control files, making
  * the placeholders of missing ones below the rw paths. Touches the file
  * system. */
+/* The workspace when the jail sees it through no listed path (rw_paths =
+ * [] or only subdirectories: it is mounted read-only), else NULL. It is a
+ * root for the masks like a listed one: a jail that sees it must not see
+ * what the masks cover there. */
+const char *jail_plan_uncovered_workspace(const VsPolicy *p);
+
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 

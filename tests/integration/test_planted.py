@@ -512,6 +512,32 @@ def t_listed_path_repointed_needs_approval(d, tmp):
     c.close()
     repointed_case(run_json, tmp, "repoint-e")
 
+
+def t_uncovered_workspace_is_masked(d, tmp):
+    """rw_paths = ["sub"]: the jail sees the workspace read-only (its cwd),
+    and its masks must hold there too (they applied to listed roots only:
+    .env at the root was readable)."""
+    import time
+    ws = make_ws(tmp, "uncovered", '[sandbox]\nrw_paths = ["sub"]\nmask = [".env", "**/*.pem"]\n',
+                 {".env": "SECRET=1\n", "sub/keep.txt": "k\n", "deep/k.pem": "PEM\n"})
+    r = d.call({"tool": "terminal", "workspace": ws, "command": "cat .env deep/k.pem; echo end"})
+    check(r.get("ok") and "SECRET" not in r["stdout"] and "PEM" not in r["stdout"], r)
+    p = cli("run", "-w", ws, "cat .env deep/k.pem; echo end")
+    check(p.returncode == 0 and "SECRET" not in p.stdout and "PEM" not in p.stdout, p.stdout + p.stderr)
+    # Masks over time there too.
+    with open(os.path.join(ws, "deep", "late.pem"), "w") as f:
+        f.write("LATE\n")
+    chown_tree(os.path.join(ws, "deep"))
+    seen = None
+    for _ in range(100):
+        r = d.call({"tool": "terminal", "workspace": ws, "command": "cat deep/late.pem; echo end"})
+        if r.get("ok"):
+            seen = "LATE" in r["stdout"]
+            if not seen:
+                break
+        time.sleep(0.02)
+    check(seen is False, "a .pem made later at the read-only workspace stayed readable: %s" % r)
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -533,6 +559,7 @@ TESTS = [
     t_hard_link_made_in_the_remask_window,
     t_mcp_session_masks_over_time,
     t_listed_path_repointed_needs_approval,
+    t_uncovered_workspace_is_masked,
 ]
 
 
