@@ -192,8 +192,12 @@ class Daemon:
             argv += ["--log-level", log_level]
         if self.audit:
             argv += ["--audit-log", self.audit]
+        # Its stderr (sanitizer reports land there) is kept, and stop()
+        # fails on a report or an unclean exit (issue 26).
+        self.stderr_path = os.path.join(tmp, name + ".stderr")
+        self._stderr = open(self.stderr_path, "ab")
         self.p = subprocess.Popen(list(prefix) + argv + list(extra), stdin=subprocess.DEVNULL, pass_fds=pass_fds,
-                                  env=env)
+                                  env=env, stderr=self._stderr)
         # Wait until it accepts, not until the file exists: a killed
         # daemon's stale socket file is there before this one started.
         for _ in range(1000):
@@ -239,14 +243,39 @@ class Daemon:
                 return w
         return None
 
-    def stop(self, timeout=10):
-        if self.p.poll() is None:
+    def stderr_text(self):
+        try:
+            with open(self.stderr_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, timeout=10, check_exit=True):
+        """SIGTERM and wait. Fails (AssertionError) when the daemon does not
+        exit 0 on it, or when its stderr holds a sanitizer report (ASan,
+        LeakSanitizer, UBSan), whichever way it ended: under make test-asan a
+        daemon-side leak or error must fail the test that ran it. A test that
+        killed the daemon on purpose passes check_exit=False."""
+        stopped_here = self.p.poll() is None
+        if stopped_here:
             self.p.send_signal(signal.SIGTERM)
             try:
                 self.p.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
+                if check_exit:
+                    raise AssertionError("the daemon did not exit within %ss of SIGTERM; log tail:\n%s" %
+                                         (timeout, self.log_text()[-2000:]))
+        if not self._stderr.closed:
+            self._stderr.close()
+        err = self.stderr_text()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer"):
+            if marker in err:
+                raise AssertionError("the daemon's stderr has a sanitizer report:\n" + err[-4000:])
+        if check_exit and stopped_here and self.p.returncode != 0:
+            raise AssertionError("the daemon exited %s on SIGTERM; stderr:\n%s\nlog tail:\n%s" %
+                                 (self.p.returncode, err[-2000:], self.log_text()[-2000:]))
 
     def __enter__(self):
         return self
