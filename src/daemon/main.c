@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -263,6 +264,13 @@ int main(int argc, char **argv) {
 
         srv->loop = uv_default_loop();
         srv->started_ms = now_ms();
+        uint8_t rnd[16] = { 0 };
+        if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+                uint64_t t = now_us() ^ ((uint64_t)getpid() << 32);
+                memcpy(rnd, &t, sizeof t);
+        }
+        for (size_t i = 0; i < sizeof rnd; i++)
+                snprintf(srv->boot_id + 2 * i, 3, "%02x", rnd[i]);
         cgroup_probe(srv);
         uv_signal_t *sigs[] = { &sig_term, &sig_int, &sig_hup, &sig_chld };
         int signums[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };

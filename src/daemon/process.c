@@ -10,6 +10,7 @@
  * the offset it has read to and learns how many bytes it missed. */
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "audit.h"
@@ -76,6 +77,20 @@ struct Waiter {
 
 static BgProcess *all_procs;
 static uint64_t next_process_id;
+
+/* Ids are never reused across the daemon's lives: a client that kept an
+ * id from before a restart must find nothing, not an unrelated process
+ * (it read and killed one). Each life starts at a random multiple of 2^32
+ * (below 2^53, exact in any JSON reader). */
+static uint64_t process_id_next(void) {
+        if (next_process_id == 0) {
+                uint32_t r = 0;
+                if (getrandom(&r, sizeof r, 0) != sizeof r)
+                        r = (uint32_t)now_us() ^ (uint32_t)getpid();
+                next_process_id = ((uint64_t)(r % ((1u << 21) - 1)) + 1) << 32;
+        }
+        return ++next_process_id;
+}
 
 /* ---- rings ---- */
 
@@ -273,7 +288,7 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const
                 return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
         p->out.cap = p->err.cap = cap;
-        p->id = ++next_process_id;
+        p->id = process_id_next();
         p->ws = r->ws;
         p->target = json_incref(r->target);
         p->t0_us = now_us();

@@ -73,6 +73,9 @@ struct Server {
         uint64_t ws_freed;       /* entries freed since start */
         bool resuming;
         uint64_t started_ms;
+        /* Random at each start (status "boot_id"): what a client compares to
+         * know the daemon it talked to is still the one running. */
+        char boot_id[33];
         uint64_t next_pty_id;
         bool shutting_down;
         /* cgroup support, decided once at start (cgroup.c) */

@@ -251,11 +251,12 @@ static void status_reply(Request *r) {
         if (limit > STATUS_MAX_LIMIT)
                 limit = STATUS_MAX_LIMIT;
         json_t *o = json_object();
-        json_t *d = json_pack("{s:i,s:i,s:I,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s}", "pid", (int)getpid(), "uid",
+        json_t *d = json_pack("{s:i,s:i,s:I,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s}", "pid", (int)getpid(), "uid",
                               (int)geteuid(), "uptime_s", (json_int_t)((now_ms() - srv->started_ms) / 1000), "clients",
                               (int)srv->n_clients, "workers", (int)srv->n_workers, "max_workers",
                               (int)srv->opt.max_workers, "max_clients", (int)srv->opt.max_clients, "socket",
-                              srv->opt.socket_path, "audit_log", srv->opt.audit_path, "instance", srv->instance_id);
+                              srv->opt.socket_path, "audit_log", srv->opt.audit_path, "instance", srv->instance_id,
+                              "boot_id", srv->boot_id);
         if (d) {
                 json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
                 json_object_set_new(d, "cgroups", srv->cgroup_version ? json_integer(srv->cgroup_version) : json_null());
