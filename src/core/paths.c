@@ -73,11 +73,19 @@ static bool have_run(void) {
 }
 
 int vs_runtime_dir(char **ret, VsError **err) {
+        return vs_runtime_dir_named(NULL, ret, err);
+}
+
+int vs_runtime_dir_named(const char *want, char **ret, VsError **err) {
         const char *x = user_runtime_base();
         char *d = NULL;
         /* As root the jails run as other users, who must reach the empty
          * mask sources here: never under a 0700 /run/user/0. */
-        if (geteuid() == 0) {
+        if (want) {
+                if (want[0] != '/')
+                        return vs_error_set(err, -EINVAL, "the runtime directory must be an absolute path, not '%s'", want);
+                d = path_normalize(want);
+        } else if (geteuid() == 0) {
                 d = strdup(have_run() ? "/run/vectora-sandbox" : "/tmp/vectora-sandbox-0");
                 if (!d)
                         return -ENOMEM;

@@ -18,6 +18,9 @@ int vs_static_worker_path(const char *worker, char **ret);
 /* A private runtime directory owned by the caller, 0755, never a symlink:
  * $XDG_RUNTIME_DIR/vectora-sandbox, else /tmp/vectora-sandbox-UID. */
 int vs_runtime_dir(char **ret, VsError **err);
+/* The same checks for a directory named (vectora-sandboxd --runtime-dir);
+ * want NULL: the default above. */
+int vs_runtime_dir_named(const char *want, char **ret, VsError **err);
 /* The daemon's default socket, the one path the daemon listens on and the
  * CLI looks for: $VECTORA_SANDBOX_SOCKET, else /run/vectora-sandbox.sock for
  * root, $XDG_RUNTIME_DIR/vectora-sandbox.sock for another user (when that is a

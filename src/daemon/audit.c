@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit log: one JSON line per call, appended with O_APPEND so lines
- * from one write() never interleave; reopened on SIGHUP for rotation. */
+ * from one write() never interleave; reopened on SIGHUP for rotation. A
+ * record is whole or absent: a short or failed write (a full disk) is cut
+ * back to the last complete line, counted as lost, and reported until a
+ * record is written again (audit_failure()). */
 #include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "json-ascii.h"
@@ -11,6 +15,8 @@
 
 static char *audit_path;
 static int audit_fd = -EBADF;
+static uint64_t audit_lost;
+static int audit_errno; /* of the last write that failed; 0 once one succeeds again */
 
 int audit_open(const char *path, VsError **err) {
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
@@ -111,12 +117,34 @@ void audit_write(const AuditRecord *a) {
         strbuf_clear(&line);
         if (format_record(a, when, &line) < 0) {
                 log_error("audit: out of memory; a record for %s was lost", a->tool);
+                audit_lost++;
+                audit_errno = ENOMEM;
                 return;
         }
-        /* One write: O_APPEND keeps lines whole. */
-        if (write(audit_fd, line.data, line.len) < 0)
-                log_error("audit: write failed: %m");
+        /* One write: O_APPEND keeps lines whole. Only this thread writes,
+         * so the end before it is where a torn record is cut back to. */
+        off_t end = lseek(audit_fd, 0, SEEK_END);
+        ssize_t n = write(audit_fd, line.data, line.len);
+        if (n != (ssize_t)line.len) {
+                int e = n < 0 ? errno : ENOSPC;
+                if (n > 0 && end >= 0 && ftruncate(audit_fd, end) < 0)
+                        log_error("audit: cutting a torn record back failed: %m");
+                audit_lost++;
+                if (audit_errno != e)
+                        log_error("audit: a record for %s could not be written (%s); %llu lost so far", a->tool,
+                                  strerror(e), (unsigned long long)audit_lost);
+                audit_errno = e;
+        } else if (audit_errno) {
+                log_info("audit: records are written again (%llu lost)", (unsigned long long)audit_lost);
+                audit_errno = 0;
+        }
         /* A huge record (a long argv) does not keep its buffer. */
         if (line.cap > 64 * 1024)
                 strbuf_done(&line);
+}
+
+int audit_failure(uint64_t *ret_lost) {
+        if (ret_lost)
+                *ret_lost = audit_lost;
+        return audit_fd >= 0 ? audit_errno : 0;
 }

@@ -29,3 +29,6 @@ typedef struct AuditRecord {
 } AuditRecord;
 void audit_write(const AuditRecord *a);
 void audit_close(void);
+/* The errno of the last record that could not be written (0 while records
+ * are written); *ret_lost (may be NULL): records lost since the start. */
+int audit_failure(uint64_t *ret_lost);

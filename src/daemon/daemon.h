@@ -51,6 +51,7 @@ typedef struct DaemonOptions {
         char *state_dir;   /* the approved-policy store (approval.h), shared by instances */
         char *pidfile_path; /* NULL: none */
         bool foreground;
+        bool audit_required; /* sandboxed calls refused while audit records cannot be written */
 } DaemonOptions;
 
 typedef struct Counters {

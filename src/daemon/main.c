@@ -11,6 +11,7 @@
 
 #include "approval.h"
 #include "audit.h"
+#include "forbidden.h"
 #include "cgroup.h"
 #include "daemon-tools.h"
 #include "instance.h"
@@ -134,12 +135,22 @@ static void usage(FILE *f) {
                 "                       foreground, RUNTIME_DIR/vectora-sandboxd.log detached\n"
                 "  --pidfile FILE       write the daemon's pid here once it listens\n"
                 "  --audit-log FILE     one JSON line per call (reopened on SIGHUP)\n"
+                "  --audit-required     refuse sandboxed calls while audit records cannot be written\n"
+                "  --runtime-dir DIR    sockets, empty mask sources and instance state here (default:\n"
+                "                       /run/vectora-sandbox as root, $XDG_RUNTIME_DIR/vectora-sandbox)\n"
                 "  --max-clients N      connections at once (default 256)\n"
                 "  --max-workers N      live workers at once (default 64)\n"
                 "  --worker PATH        the vectora-worker binary\n"
                 "  --state-dir DIR      the approved-policy store (default /var/lib/vectora-sandbox as root)\n"
                 "  --version, --help\n\n"
                 "See vectora-sandboxd(8).\n");
+}
+
+/* --runtime-dir DIR, or the default, checked alike (owned by us, not
+ * writable by others). */
+static int runtime_dir(DaemonOptions *o, VsError **err) {
+        _cleanup_free_ char *want = TAKE_PTR(o->runtime_dir);
+        return vs_runtime_dir_named(want, &o->runtime_dir, err);
 }
 
 static int parse_uint(const char *s, unsigned *ret) {
@@ -152,13 +163,16 @@ static int parse_uint(const char *s, unsigned *ret) {
 }
 
 static int parse_args(int argc, char **argv, DaemonOptions *o) {
-        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_STATE, O_VERSION, O_PIDFILE };
+        enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_STATE, O_VERSION, O_PIDFILE,
+               O_AUDIT_REQ, O_RUNTIME };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, O_SOCKET },
                 { "foreground", no_argument, NULL, O_FG },
                 { "log-level", required_argument, NULL, O_LEVEL },
                 { "log-file", required_argument, NULL, O_LOGFILE },
                 { "audit-log", required_argument, NULL, O_AUDIT },
+                { "audit-required", no_argument, NULL, O_AUDIT_REQ },
+                { "runtime-dir", required_argument, NULL, O_RUNTIME },
                 { "max-clients", required_argument, NULL, O_MAXC },
                 { "max-workers", required_argument, NULL, O_MAXW },
                 { "worker", required_argument, NULL, O_WORKER },
@@ -182,6 +196,8 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                         break;
                 case O_LOGFILE: o->log_path = strdup(optarg); break;
                 case O_AUDIT: o->audit_path = strdup(optarg); break;
+                case O_AUDIT_REQ: o->audit_required = true; break;
+                case O_RUNTIME: o->runtime_dir = strdup(optarg); break;
                 case O_MAXC:
                 case O_MAXW:
                         if (parse_uint(optarg, c == O_MAXC ? &o->max_clients : &o->max_workers) < 0) {
@@ -221,12 +237,14 @@ int main(int argc, char **argv) {
                 return 1;
         }
         if ((!o->worker_path && vs_worker_path(&o->worker_path, &err) < 0) ||
-            vs_runtime_dir(&o->runtime_dir, &err) < 0 || startup_check_socket_dir(o->socket_path, &err) < 0 ||
+            runtime_dir(o, &err) < 0 || startup_check_socket_dir(o->socket_path, &err) < 0 ||
             startup_default_log(o, &err) < 0) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
         vs_reserve_own_dirs(o->socket_path);
+        /* A runtime directory named elsewhere is as much off limits. */
+        (void)forbidden_reserve(o->runtime_dir, true);
         _cleanup_free_ char *state = TAKE_PTR(o->state_dir);
         if (approval_store_dir(state, &o->state_dir, &err) < 0) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));

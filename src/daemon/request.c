@@ -62,6 +62,20 @@ static void network_result(Request *r, json_t *o) {
                 }
 }
 
+/* While records cannot be written, every result says so: a call that left
+ * no trace is not silent about it. */
+static void audit_note(json_t *o) {
+        uint64_t lost = 0;
+        int e = audit_failure(&lost);
+        json_t *deg = e ? json_object_get(json_object_get(o, "sandbox"), "degraded") : NULL;
+        if (!json_is_array(deg))
+                return;
+        char msg[256];
+        snprintf(msg, sizeof msg, "audit: the audit log cannot be written (%s); %llu record(s) lost", strerror(e),
+                 (unsigned long long)lost);
+        json_array_append_new(deg, json_string(msg));
+}
+
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message) {
         Server *srv = r->srv;
@@ -121,6 +135,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         /* The audit record is written before the reply leaves: a client
          * that has its result can find the call in the log. */
         audit_write(&a);
+        audit_note(o);
         json_decref(host_run);
         client_send_json_texts(r->client, o, r->texts, code ? 0 : r->n_texts, code ? NULL : raw, code ? 0 : raw_len);
         r->n_texts = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "approval.h"
+#include "audit.h"
 #include "base64.h"
 #include "cgroup.h"
 #include "daemon-tools.h"
@@ -259,6 +260,10 @@ static void status_reply(Request *r) {
                               "boot_id", srv->boot_id);
         if (d) {
                 json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
+                uint64_t lost = 0;
+                int ae = audit_failure(&lost);
+                json_object_set_new(d, "audit_lost", json_integer((json_int_t)lost));
+                json_object_set_new(d, "audit_error", ae ? json_string(strerror(ae)) : json_null());
                 json_object_set_new(d, "cgroups", srv->cgroup_version ? json_integer(srv->cgroup_version) : json_null());
                 if (srv->cgroup_why_not)
                         json_object_set_new(d, "cgroups_unavailable", json_string(srv->cgroup_why_not));
@@ -481,6 +486,18 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"require_sandbox\" must be a boolean");
         if (route->any_sandbox)
                 return route->run(r);
+        /* --audit-required: a call that could leave no record does not
+         * run. Its refusal is audited like any; once that record is
+         * written, the log works again and the next call runs. */
+        uint64_t lost = 0;
+        int ae = r->srv->opt.audit_required ? audit_failure(&lost) : 0;
+        if (ae && ws->state == WS_SANDBOXED) {
+                char msg[512];
+                snprintf(msg, sizeof msg,
+                         "the audit log cannot be written (%s; %llu record(s) lost) and the daemon runs with --audit-required: free space where the audit log lives (or fix it), then call again; nothing ran",
+                         strerror(ae), (unsigned long long)lost);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, msg);
+        }
         if (json_is_true(req_sb) && ws->state == WS_UNSANDBOXED)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_REQUIRED,
                                       "this workspace runs unsandboxed (no [sandbox] table in a vectora.toml, or enabled = false) and the request requires a sandbox; nothing ran");

@@ -3,6 +3,7 @@
 """Faults that must not lose data, lie, or open the sandbox (issue 26):
 restarts, full disks, leftovers. Each case performs the fault against a
 real daemon. TAP; a case that cannot run here says SKIP."""
+import json
 import os
 import shutil
 import subprocess
@@ -51,7 +52,100 @@ def t_process_ids_not_reused(tmp):
         d.stop()
 
 
-TESTS = [t_process_ids_not_reused]
+
+def fill(fs):
+    """Fills the file system at fs to the last byte."""
+    with open(os.path.join(fs, "filler"), "wb", buffering=0) as f:
+        for size in (4096, 64, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+def audit_lines(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    check(lines[-1] == b"", "the audit log ends in a torn record: %r" % lines[-1][-200:])
+    out = []
+    for line in lines[:-1]:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            raise AssertionError("a torn or fused audit record: %r" % line[:300])
+    return out
+
+
+def t_audit_on_a_full_disk(tmp):
+    """Records on a full file system are whole or absent, the loss is
+    counted and shown (status, every result's degraded), and
+    --audit-required refuses sandboxed calls while it lasts."""
+    if os.geteuid() != 0:
+        raise Skip("a small file system of its own (tmpfs) needs root")
+    fs = os.path.join(tmp, "auditfs")
+    os.makedirs(fs)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", fs], check=True)
+    try:
+        log = os.path.join(fs, "audit.log")
+        ws = make_ws(tmp, "audited", SANDBOX)
+        d = Daemon(tmp, "aud1", extra=("--state-dir", os.path.join(tmp, "aud-state"), "--audit-log", log), audit=False)
+        try:
+            c = d.conn()
+            check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "warm")
+            fill(fs)
+            results = [c.call({"tool": "terminal", "workspace": ws, "command": "echo x%d" % i}) for i in range(40)]
+            check(all(r.get("ok") for r in results), [r for r in results if not r.get("ok")][:1])
+            recs = audit_lines(log)
+            st = d.status()["daemon"]
+            lost = 41 - len(recs)
+            check(lost > 0, "nothing was lost on a full disk? %d records" % len(recs))
+            check(st["audit_lost"] == lost and st["audit_error"], st)
+            check(any("audit" in x for x in results[-1]["sandbox"]["degraded"]), results[-1])
+            os.unlink(os.path.join(fs, "filler"))
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo back"})
+            check(r.get("ok") and not any("audit" in x for x in r["sandbox"]["degraded"]), r)
+            check(audit_lines(log)[-1]["tool"] == "terminal" and d.status()["daemon"]["audit_error"] is None,
+                  "records did not resume")
+            c.close()
+        finally:
+            d.stop()
+        os.unlink(log)
+        d = Daemon(tmp, "aud2", extra=("--state-dir", os.path.join(tmp, "aud-state"), "--audit-log", log,
+                                       "--audit-required"), audit=False)
+        try:
+            c = d.conn()
+            check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "warm")
+            fill(fs)
+            # Until a record fails (the log's last page holds a few more).
+            failed = False
+            for _ in range(40):
+                r = c.call({"tool": "terminal", "workspace": ws, "command": "echo a-long-enough-line-to-overflow-the-page"})
+                if any("audit" in x for x in r["sandbox"]["degraded"]):
+                    failed = True
+                    break
+            check(failed, "no record failed on a full disk")
+            marker = os.path.join(ws, "ran")
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "touch ran"})
+            check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable" and "audit" in r["error"]["message"], r)
+            check(not os.path.exists(marker), "the command ran while its record could not be written")
+            os.unlink(os.path.join(fs, "filler"))
+            ok = False
+            for _ in range(3):
+                r = c.call({"tool": "terminal", "workspace": ws, "command": "touch ran"})
+                if r.get("ok"):
+                    ok = True
+                    break
+            check(ok and os.path.exists(marker), "calls did not resume once the log could be written: %s" % r)
+            audit_lines(log)
+            c.close()
+        finally:
+            d.stop()
+    finally:
+        subprocess.run(["umount", fs])
+
+TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk]
 
 
 def main():
