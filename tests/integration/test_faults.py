@@ -145,7 +145,32 @@ def t_audit_on_a_full_disk(tmp):
     finally:
         subprocess.run(["umount", fs])
 
-TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk]
+
+def t_runtime_dir_option(tmp):
+    """--runtime-dir moves the daemon's runtime directory (several
+    instances and test runs need not share /run/vectora-sandbox); it is
+    checked like the default and refused as a listed path."""
+    rt = os.path.join(tmp, "rt-own")
+    ws = make_ws(tmp, "rt-ws", SANDBOX)
+    bad = make_ws(tmp, "rt-bad", '[sandbox]\nro_paths = ["%s"]\n' % rt)
+    d = Daemon(tmp, "rt", extra=("--state-dir", os.path.join(tmp, "rt-state"), "--runtime-dir", rt))
+    try:
+        r = d.call({"tool": "terminal", "workspace": ws, "command": "echo hi"})
+        check(r.get("ok") and r["stdout"] == "hi\n", r)
+        check(os.listdir(rt), "nothing of the daemon's in %s" % rt)
+        r = d.call({"tool": "terminal", "workspace": bad, "command": "ls %s" % rt})
+        check(not r.get("ok") and r["error"]["code"] == "config_invalid", r)
+    finally:
+        d.stop()
+    # Another user's (or a world-writable) directory is refused at start.
+    loose = os.path.join(tmp, "rt-loose")
+    os.makedirs(loose)
+    os.chmod(loose, 0o777)
+    p = subprocess.run([DAEMON, "--foreground", "--socket", os.path.join(tmp, "rt2.sock"), "--runtime-dir", loose],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode != 0 and "writable only by it" in p.stderr, p.stderr)
+
+TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option]
 
 
 def main():
