@@ -27,6 +27,7 @@
 #define EXIT_USAGE 2     /* a usage error: unknown option, missing argument */
 #define EXIT_CONFIG 2    /* check: the config is refused */
 #define EXIT_REFUSED 125 /* the sandbox layer refused or failed; nothing ran */
+#define EXIT_LOST 255    /* the daemon ended with the call in flight: it may have run */
 
 typedef enum CliOptId {
         /* common to every verb */

@@ -96,9 +96,14 @@ static int daemon_call(CliLink *l, json_t *req, const void *raw, size_t raw_len,
         }
         r = client_recv(l->fd, l->reader, ret);
         if (r < 0) {
+                /* The request was sent: the daemon may have started it
+                 * before it ended. Never "nothing ran" (125). */
                 char msg[512];
-                snprintf(msg, sizeof msg, "vectora-sandboxd at %s did not answer: %s", l->socket, strerror(-r));
-                return fail_result(ret, "daemon_unreachable", msg);
+                snprintf(msg, sizeof msg,
+                         "vectora-sandboxd at %s ended while the call was in flight (%s); the command may have run: "
+                         "check its effects before running it again",
+                         l->socket, r == -EPIPE || r == 0 ? "connection closed" : strerror(-r));
+                return fail_result(ret, "daemon_lost", msg);
         }
         json_object_del(ret->obj, "id");
         return 0;

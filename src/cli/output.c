@@ -65,6 +65,10 @@ int cli_exit_for_code(const char *code) {
         /* The CLI's own: read's file changed between its pages. */
         if (streq_ptr(code, "changed"))
                 return EXIT_TOOL;
+        /* The daemon ended after the request was sent, or stopped while
+         * it ran: it may have run. */
+        if (streq_ptr(code, "daemon_lost") || streq_ptr(code, "interrupted"))
+                return EXIT_LOST;
         ApiError e = api_error_from_name(code);
         for (size_t i = 0; e >= 0 && i < ELEMENTSOF(tool_errors); i++)
                 if (e == tool_errors[i])

@@ -749,8 +749,10 @@ void workspaces_free_all(Server *srv) {
         /* Calls first, so their clients hear "shutting_down"; then every
          * process of every jail; only then can the cgroups go. */
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next) {
-                workspace_recycle(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
-                fail_queue(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down");
+                /* In flight: sent to the worker, so it may have run. */
+                workspace_recycle(ws, API_ERROR_INTERRUPTED,
+                                  "the daemon is shutting down: the call was running and was ended (it may have run in part)");
+                fail_queue(ws, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
                 forget(ws);
                 watch_stop(ws);
                 proxy_stop(ws->proxy);

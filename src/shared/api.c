@@ -56,6 +56,7 @@ static const char *const error_names[_API_ERROR_MAX] = {
         [API_ERROR_SHUTTING_DOWN] = "shutting_down",
         [API_ERROR_INTERNAL] = "internal",
         [API_ERROR_NETWORK_DENIED] = "network_denied",
+        [API_ERROR_INTERRUPTED] = "interrupted",
         [API_ERROR_UNKNOWN_OP] = "unknown_op",
         [API_ERROR_NOT_READY] = "not_ready",
         [API_ERROR_DENIED] = "denied",

@@ -67,6 +67,7 @@ typedef enum ApiError {
         API_ERROR_SHUTTING_DOWN,
         API_ERROR_INTERNAL,
         API_ERROR_NETWORK_DENIED,
+        API_ERROR_INTERRUPTED, /* the daemon stopped while the call ran: it ran in part */
         /* the worker's, passed through */
         API_ERROR_UNKNOWN_OP,
         API_ERROR_NOT_READY,

@@ -1581,7 +1581,7 @@ def t_ports_cli(d0, tmp):
         check(starts == [{"process": int(pid1), "command": serve}, {"process": int(pid2), "command": serve}], starts)
         check([e["target"]["process"] for e in ends] == [int(pid1), int(pid2)]
               and ends[0]["target"]["signal"] == 15 and ends[0]["outcome"] == "ok"
-              and ends[1]["error_code"] == "shutting_down", ends)
+              and ends[1]["error_code"] == "interrupted", ends)
 
 
 def t_idle(d, tmp):

@@ -170,7 +170,38 @@ def t_runtime_dir_option(tmp):
                        capture_output=True, text=True, timeout=30)
     check(p.returncode != 0 and "writable only by it" in p.stderr, p.stderr)
 
-TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option]
+
+def t_daemon_lost_is_not_nothing_ran(tmp):
+    """A daemon stopped or killed while the command runs: the CLI says the
+    command may have run (daemon_lost, exit 255), never 125 ("nothing
+    ran"); one that was never there stays 125."""
+    import signal
+    ws = make_ws(tmp, "lost", SANDBOX)
+    for how in ("kill", "term"):
+        d = Daemon(tmp, "lost-" + how, extra=("--state-dir", os.path.join(tmp, "lost-state")))
+        marker = os.path.join(ws, "ran-" + how)
+        env = dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock)
+        p = subprocess.Popen([CLI, "run", "-w", ws, "touch ran-%s; sleep 20" % how], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            if os.path.exists(marker):
+                break
+            time.sleep(0.02)
+        check(os.path.exists(marker), "the command did not start")
+        if how == "kill":
+            d.p.send_signal(signal.SIGKILL)
+            d.p.wait()
+            d.stop(check_exit=False)
+        else:
+            d.stop()
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 255 and ("daemon_lost" in err or "interrupted" in err) and "may have run" in err,
+              "%s: exit %d: %s" % (how, p.returncode, err))
+    p = subprocess.run([CLI, "run", "-w", ws, "touch never"], env=dict(os.environ, VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "none.sock")),
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 125 and not os.path.exists(os.path.join(ws, "never")), (p.returncode, p.stderr))
+
+TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran]
 
 
 def main():

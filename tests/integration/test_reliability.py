@@ -925,7 +925,8 @@ def t_status_at_scale(d, tmp):
 
 
 def t_shutdown_order(d, tmp):
-    """SIGTERM with calls in flight: each gets "shutting_down" (before: bare
+    """SIGTERM with calls in flight: each gets "interrupted" (it was running;
+    a queued one would get "shutting_down"; before either: bare
     EOF); every process of every jail ends, also one that left the worker's
     tree; then the groups go (before: removed first, and left behind)."""
     s = Daemon(tmp, "order")
@@ -952,7 +953,7 @@ def t_shutdown_order(d, tmp):
                     codes.append((r.get("error") or {}).get("code"))
                 except (EOFError, OSError) as e:
                     codes.append("EOF: " + str(e))
-        check(codes == ["shutting_down"] * 9, codes)
+        check(codes == ["interrupted"] * 9, codes)
         check(wait_exit(s.p, 10) == 0, "exit status")
         t0 = time.time()
         while time.time() - t0 < 1.0 and any(alive(p) for p in tree + jailed):

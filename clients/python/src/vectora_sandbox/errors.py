@@ -33,6 +33,7 @@ class ErrorCode(str, enum.Enum):
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
     NETWORK_DENIED = "network_denied"
+    INTERRUPTED = "interrupted"
     UNKNOWN_OP = "unknown_op"
     NOT_READY = "not_ready"
     DENIED = "denied"
