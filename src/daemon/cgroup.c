@@ -132,7 +132,7 @@ static void sweep_dead_instances(Server *srv, const char *top) {
         struct dirent *de;
         while ((de = readdir(d))) {
                 if (!is_instance_name(de->d_name) || streq(de->d_name, srv->instance_id) ||
-                    instance_alive(srv->opt.runtime_dir, de->d_name))
+                    instance_alive(srv->opt.lock_root, de->d_name))
                         continue;
                 _cleanup_free_ char *p = path_join(top, de->d_name);
                 if (!p)

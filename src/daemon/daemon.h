@@ -47,7 +47,10 @@ typedef struct DaemonOptions {
         unsigned max_clients;
         unsigned max_workers;
         char *worker_path;
-        char *runtime_dir; /* the user's runtime directory; instances live below it */
+        char *runtime_dir; /* the user's runtime directory (or --runtime-dir); instances live below it */
+        char *lock_root;   /* where every instance of this uid keeps its lock: the default runtime
+                            * directory whatever --runtime-dir says, so daemons with different
+                            * runtime directories still see each other alive (cgroup sweep) */
         char *state_dir;   /* the approved-policy store (approval.h), shared by instances */
         char *pidfile_path; /* NULL: none */
         bool foreground;

@@ -92,17 +92,25 @@ int instance_acquire(Server *srv, VsError **err) {
         int r = instance_id(sock, srv->instance_id);
         if (r < 0)
                 return vs_error_set(err, r, "the directory of the socket %s: %s", sock, strerror(-r));
+        /* The lock lives below the default runtime directory even with
+         * --runtime-dir: every daemon of this uid looks there before it
+         * sweeps an instance's cgroups. */
         _cleanup_free_ char *dir = instance_dir_of(srv->opt.runtime_dir, srv->instance_id);
-        _cleanup_free_ char *lock = dir ? path_join(dir, "lock") : NULL;
-        if (!lock)
+        _cleanup_free_ char *ldir = instance_dir_of(srv->opt.lock_root ? srv->opt.lock_root : srv->opt.runtime_dir,
+                                                    srv->instance_id);
+        _cleanup_free_ char *lock = ldir ? path_join(ldir, "lock") : NULL;
+        if (!lock || !dir)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return vs_error_set(err, -errno, "cannot create the instance directory %s: %m", dir);
-        struct stat st;
-        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-                return vs_error_set(err, -EPERM,
-                                    "instance directory %s is not a directory owned by uid %u and writable only by it; remove it",
-                                    dir, (unsigned)geteuid());
+        const char *dirs[2] = { ldir, dir };
+        for (int k = 0; k < 2; k++) {
+                if (mkdir(dirs[k], 0755) < 0 && errno != EEXIST)
+                        return vs_error_set(err, -errno, "cannot create the instance directory %s: %m", dirs[k]);
+                struct stat st;
+                if (lstat(dirs[k], &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                        return vs_error_set(err, -EPERM,
+                                            "instance directory %s is not a directory owned by uid %u and writable only by it; remove it",
+                                            dirs[k], (unsigned)geteuid());
+        }
         /* Another starting daemon may hold the lock shared for a moment
          * while it checks whether this instance is alive: retry briefly. */
         for (int attempt = 0;; attempt++) {
@@ -136,6 +144,7 @@ int instance_acquire(Server *srv, VsError **err) {
                 break;
         }
         srv->instance_dir = TAKE_PTR(dir);
+        srv->instance_lock_dir = TAKE_PTR(ldir);
         return 0;
 }
 
@@ -155,15 +164,20 @@ void instance_release(Server *srv) {
                 return;
         /* What launch_ensure_runtime() made, then the lock while still
          * holding it, then the directory (kept if anything else is left). */
-        static const char *const files[] = { "empty-file", "lock" };
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                _cleanup_free_ char *p = path_join(srv->instance_dir, files[i]);
-                if (p)
-                        (void)unlink(p);
-        }
+        _cleanup_free_ char *ef = path_join(srv->instance_dir, "empty-file");
+        _cleanup_free_ char *lock = srv->instance_lock_dir ? path_join(srv->instance_lock_dir, "lock") : NULL;
+        if (ef)
+                (void)unlink(ef);
+        if (lock)
+                (void)unlink(lock);
         _cleanup_free_ char *ed = path_join(srv->instance_dir, "empty-dir");
         if (ed)
                 (void)rmdir(ed);
         (void)rmdir(srv->instance_dir);
+        if (srv->instance_lock_dir) {
+                (void)rmdir(srv->instance_lock_dir);
+                free(srv->instance_lock_dir);
+                srv->instance_lock_dir = NULL;
+        }
         srv->instance_lock_fd = safe_close(srv->instance_lock_fd);
 }

@@ -150,7 +150,8 @@ static void usage(FILE *f) {
  * writable by others). */
 static int runtime_dir(DaemonOptions *o, VsError **err) {
         _cleanup_free_ char *want = TAKE_PTR(o->runtime_dir);
-        return vs_runtime_dir_named(want, &o->runtime_dir, err);
+        int r = vs_runtime_dir_named(want, &o->runtime_dir, err);
+        return r < 0 ? r : vs_runtime_dir(&o->lock_root, err);
 }
 
 static int parse_uint(const char *s, unsigned *ret) {

@@ -85,6 +85,7 @@ struct Server {
         /* this daemon instance (instance.c) */
         char instance_id[INSTANCE_ID_LEN + 1];
         char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
+        char *instance_lock_dir; /* LOCK_ROOT/d-ID: holds the lock (instance_dir without --runtime-dir) */
         int instance_lock_fd;
 };
 

@@ -162,6 +162,25 @@ def t_runtime_dir_option(tmp):
         check(not r.get("ok") and r["error"]["code"] == "config_invalid", r)
     finally:
         d.stop()
+    # A daemon on the default runtime directory starting meanwhile must not
+    # take this one's jails for a dead instance's (its lock is where every
+    # daemon of the uid looks, whatever --runtime-dir says).
+    d = Daemon(tmp, "rt", extra=("--state-dir", os.path.join(tmp, "rt-state"), "--runtime-dir", rt))
+    try:
+        r = d.call({"tool": "process_start", "workspace": ws, "command": "sleep 60"})
+        check(r.get("ok"), r)
+        pid = r["process"]
+        other = Daemon(tmp, "rt-other", extra=("--state-dir", os.path.join(tmp, "rt-state2")))
+        try:
+            check(other.call({"tool": "terminal", "workspace": ws, "command": "true"}).get("ok"), "other daemon")
+        finally:
+            other.stop()
+        time.sleep(0.3)
+        r = d.call({"tool": "process_list", "workspace": ws})
+        check(any(p["process"] == pid and p["running"] for p in r["processes"]),
+              "another daemon's start ended this one's jail: %s" % r)
+    finally:
+        d.stop()
     # Another user's (or a world-writable) directory is refused at start.
     loose = os.path.join(tmp, "rt-loose")
     os.makedirs(loose)
