@@ -161,6 +161,22 @@ try:
     say("python: shutil.copy2 (copies xattrs where it can)", os.path.exists("p.copy2"))
 except OSError as e:
     say("python: shutil.copy2 (copies xattrs where it can)", False, e)
+# Copies of a file that carries a user.* xattr (set on the host): the tools
+# that only preserve xattrs where they can carry on without them.
+xsrc = os.path.join(os.path.dirname(os.getcwd()), "xsrc")
+try:
+    has_x = "user.note" in os.listxattr(xsrc)
+except OSError:
+    has_x = False
+if not has_x:
+    for n in ("coreutils: cp -a of a file with a user.* xattr", "tar: --xattrs of a file with a user.* xattr"):
+        print(json.dumps({"name": n, "skip": "the host could not set user.note on the workspace's file"}), flush=True)
+else:
+    r = run("cp", "-a", xsrc, "xcopy")
+    say("coreutils: cp -a of a file with a user.* xattr", r.returncode == 0 and os.path.exists("xcopy"), res(r))
+    r = run("sh", "-c", f"tar --xattrs -cf x.tar -C {os.path.dirname(xsrc)} xsrc && mkdir xt && tar --xattrs -xf x.tar -C xt")
+    say("tar: --xattrs of a file with a user.* xattr (a warning, exit 0)",
+        r.returncode == 0 and os.path.exists("xt/xsrc"), res(r))
 with tarfile.open("own.tar") as t:
     os.makedirs("x-py")
     try:
@@ -245,6 +261,12 @@ def run_driver(s, tmp, transport):
                 "[sandbox.limits]\ntimeout = 120\n")
     with open(os.path.join(ws, "driver.py"), "w") as f:
         f.write(DRIVER)
+    with open(os.path.join(ws, "xsrc"), "w") as f:
+        f.write("carries a user xattr\n")
+    try:
+        os.setxattr(os.path.join(ws, "xsrc"), "user.note", b"1")
+    except OSError:
+        pass  # the driver says skip
     if ROOT:
         chown_tree(ws, s.ws_owner)
         caller = (NOBODY, NOBODY) if s.prefix else (0, 0)
