@@ -33,6 +33,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "handshake.h"
+#include "msg-fixture.h"
+#include "protocol.h"
 #include "seccomp.h"
 
 #ifndef SYS_setxattrat
@@ -368,6 +371,112 @@ static void test_real_files(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+/* ---- the ids come from the worker's hello ---------------------------------- */
+
+static void test_hello_ids_decoding(void **state) {
+        static const struct { const char *json; int ok; int64_t uid, gid; } cases[] = {
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1}", 1, -1, -1 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":0,\"gid\":0}", 1, 0, 0 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":4294967294,\"gid\":-1}", 1, 4294967294, -1 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":4294967295,\"gid\":1}", 0, 0, 0 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":1,\"gid\":-2}", 0, 0, 0 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":1,\"gid\":4294967296}", 0, 0, 0 },
+                { "{\"type\":\"hello\",\"version\":1,\"arch\":\"x\",\"pid\":1,\"uid\":\"1\"}", 0, 0, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_t *o = json_loads(cases[i].json, 0, NULL);
+                assert_non_null(o);
+                ProtocolHello h;
+                VsError *err = NULL;
+                int r = protocol_decode_hello(o, &h, &err);
+                if (cases[i].ok) {
+                        assert_int_equal(r, 0);
+                        assert_int_equal(h.uid, cases[i].uid);
+                        assert_int_equal(h.gid, cases[i].gid);
+                        protocol_hello_done(&h);
+                } else {
+                        if (r >= 0)
+                                fail_msg("accepted: %s", cases[i].json);
+                        vs_error_free(err);
+                }
+                json_decref(o);
+        }
+}
+
+/* The seccomp_bpf the handshake sends in init for a hello saying (uid, gid). */
+static void init_after_hello(VsLaunch *l, int64_t uid, int64_t gid, Program *ret) {
+        VsHandshake hs;
+        handshake_init(&hs, l);
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT, out = STRBUF_INIT;
+        ProtocolHello h = { .version = PROTOCOL_VERSION, .arch = "x86_64", .pid = 1, .uid = uid, .gid = gid };
+        assert_int_equal(protocol_encode_hello(&b, &h), 0);
+        JsonlMsg m = parse(&b);
+        VsError *err = NULL;
+        int r = handshake_feed(&hs, &m, &out, &err);
+        if (r != VS_HANDSHAKE_SEND)
+                fail_msg("handshake: %d %s", r, err ? vs_error_message(err) : "");
+        jsonl_msg_done(&m);
+        JsonlMsg i = parse(&out);
+        ProtocolInit init;
+        assert_int_equal(protocol_decode_init(i.obj, &init, NULL), 0);
+        assert_non_null(init.seccomp_bpf);
+        ret->opts = l->seccomp;
+        ret->len = init.seccomp_bpf_len;
+        ret->bpf = malloc(ret->len);
+        assert_non_null(ret->bpf);
+        memcpy(ret->bpf, init.seccomp_bpf, ret->len);
+        protocol_init_done(&init);
+        jsonl_msg_done(&i);
+        handshake_done(&hs);
+}
+
+static void child_ids_1234(const void *arg) {
+        child_load(arg);
+        EXPECT(fchown(-1, 1234, 5678), EBADF);
+        EXPECT(fchown(-1, 1000, 1000), EPERM);
+}
+
+static void child_all_refused(const void *arg) {
+        child_load(arg);
+        EXPECT(fchown(-1, 1000, 1000), EPERM);
+        EXPECT(fchown(-1, -1, -1), EPERM);
+}
+
+static void test_handshake_compiles_for_hello_ids(void **state) {
+        static char *empty[] = { NULL };
+        /* Prepared for the ids the jail was started with (1000:1000), as
+         * launch_prepare does; the worker then says others (an ssh remote's). */
+        VsLaunch l = { .sandboxed = true, .workspace = (char *)"/ws", .rw_paths = empty, .ro_paths = empty,
+                       .mask = empty, .protected_paths = empty, .env = empty };
+        l.seccomp = ids(1000, 1000);
+        VsError *err = NULL;
+        assert_int_equal(seccomp_compile(&l.seccomp, &l.bpf, &l.bpf_len, &err), 0);
+
+        Program same, other, none;
+        init_after_hello(&l, 1000, 1000, &same);
+        Program want;
+        compile(&want, &l.seccomp);
+        assert_int_equal(same.len, want.len);
+        assert_memory_equal(same.bpf, want.bpf, want.len);
+
+        init_after_hello(&l, 1234, 5678, &other);
+        assert_true(l.seccomp.own_ids);
+        assert_int_equal(l.seccomp.uid, 1234);
+        assert_int_equal(l.seccomp.gid, 5678);
+        assert_child_ok(child_ids_1234, &other);
+
+        /* A worker that does not say its ids: every chown refused. */
+        init_after_hello(&l, -1, -1, &none);
+        assert_false(l.seccomp.own_ids);
+        assert_child_ok(child_all_refused, &none);
+
+        free(same.bpf);
+        free(other.bpf);
+        free(none.bpf);
+        free(want.bpf);
+        free(l.bpf);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rules_conditional),
@@ -375,6 +484,8 @@ int main(void) {
                 cmocka_unit_test(test_chown_matrix),
                 cmocka_unit_test(test_without_ids_everything_refused),
                 cmocka_unit_test(test_real_files),
+                cmocka_unit_test(test_hello_ids_decoding),
+                cmocka_unit_test(test_handshake_compiles_for_hello_ids),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
