@@ -19,6 +19,12 @@ runs as root). In the jail a Python driver runs the tools and prints one
 JSON line per check; each becomes a TAP subtest. The host then checks what
 lies on disk.
 
+As root, the docker and ssh backends too (the test servers' own dockerd and
+sshd, as test-backends starts them; skipped loudly when unavailable), with
+coreutils chown/chgrp: on ssh the jail's ids are the remote login's, which
+only the worker's hello tells the host (the workspace's owner, for which
+the launch compiled the program, is another user).
+
 TAP through tests/lib/vtest.py; a case that cannot run here is a loud
 SKIP (a failure under VECTORA_TEST_STRICT=1)."""
 
@@ -329,6 +335,97 @@ def check_setup(s, tmp, transport):
          not bad and os.path.isdir(work), "\n".join(bad[:20]))
 
 
+# -- other backends: the jail's ids are the container's (--user) or the ssh
+# remote login's, which the host learns only from the worker's hello. With
+# the local workspace owned by nobody and the remote login another user,
+# the program compiled at launch (for nobody) is replaced before init.
+
+BACKEND_SCRIPT = r"""
+: > own-$$; f=own-$$
+echo "ids $(id -u) $(id -g)"
+chown "$(id -u):$(id -g)" $f && echo CHOWN-OWN-OK
+chgrp "$(id -g)" $f && echo CHGRP-OWN-OK
+chown 0:0 $f 2>/dev/null || echo CHOWN-OTHER-REFUSED
+rm -f $f
+"""
+# (chown(1) looks at the file before calling chown(2), so a missing path
+# cannot tell the filter's refusal from the kernel's here: the local cases
+# above do that with Python.)
+BACKEND_WANT = ["CHOWN-OWN-OK", "CHGRP-OWN-OK", "CHOWN-OTHER-REFUSED"]
+
+
+def backend_case(label, ws, want_ids, home, xdg):
+    r = subprocess.run([CLI, "--no-daemon", "exec", "-w", ws, "--", "sh", "-c", BACKEND_SCRIPT],
+                       capture_output=True, text=True, env=env_for(home, xdg), timeout=300)
+    out = r.stdout.split()
+    T.ok(f"{label}: the jail runs as {want_ids[0]}:{want_ids[1]}",
+         f"ids {want_ids[0]} {want_ids[1]}" in r.stdout, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    for w in BACKEND_WANT:
+        T.ok(f"{label}: {w.lower().replace('-', ' ')}", w in out, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+
+def check_backends(tmp):
+    """As root only: the test servers run a dockerd and sshd of their own."""
+    if not ROOT:
+        T.not_applicable("docker and ssh backends", "the test's dockerd and sshd need root")
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helpers/backends"))
+    import pwd
+    import servers
+    base = os.path.join(tmp, "backends")
+    os.makedirs(base)
+    os.chmod(base, 0o755)
+    home, xdg = os.path.join(base, "home"), os.path.join(base, "xdg")
+    os.makedirs(home)
+    os.makedirs(xdg, mode=0o700)
+    toml = '[sandbox]\nenabled = true\nrw_paths = ["."]\nbackend = "%s"\n'
+
+    def ws(parent, name, text, owner):
+        d = os.path.join(parent, name)
+        os.makedirs(d)
+        with open(os.path.join(d, "vectora.toml"), "w") as f:
+            f.write(text)
+        chown_tree(d, owner)
+        return d
+
+    try:
+        ssh_user = pwd.getpwnam(servers.SSH_TEST_USER)
+        ssh_ids = (ssh_user.pw_uid, ssh_user.pw_gid)
+        remote = os.path.join(base, "remote")
+        os.makedirs(os.path.join(remote, "bin"))
+        chown_tree(remote, ssh_ids)
+        for name, setenv in (("ssh", None), ("ssh without bwrap on the remote", {"VECTORA_BWRAP": "none"})):
+            srv = servers.SshServer(base, "sshd-%d" % len(os.listdir(base)), client_owner=(0, 0), setenv=setenv)
+            try:
+                os.chmod(srv.identity, 0o644)
+                n = "ssh%d" % len(os.listdir(base))
+                text = toml % "ssh" + srv.toml(worker_path=os.path.join(remote, "bin", "vectora-worker"))
+                # The "remote" is this host: the same path. The launch
+                # compiles for its owner, nobody; the remote login is
+                # another user, who may write there.
+                local = ws(base, n, text, (NOBODY, NOBODY))
+                os.chmod(local, 0o777)
+                backend_case(f"embedded, {name} (remote uid {ssh_ids[0]}, local owner {NOBODY})", local, ssh_ids,
+                             home, xdg)
+            finally:
+                srv.stop()
+    except (servers.Unavailable, KeyError, RuntimeError) as e:
+        T.skip("ssh backend: chown to the remote login's own ids", str(e))
+
+    eng = None
+    try:
+        eng = servers.DockerEngine(base)
+        image = eng.import_busybox(base)
+        text = toml % "docker" + '[sandbox.docker]\nimage = "%s"\nhost = "%s"\n' % (image, eng.host)
+        backend_case("embedded, docker (--user, no user namespace)", ws(base, "ws-docker", text, (NOBODY, NOBODY)),
+                     (NOBODY, NOBODY), home, xdg)
+    except (servers.Unavailable, RuntimeError) as e:
+        T.skip("docker backend: chown to the container's own ids", str(e))
+    finally:
+        if eng:
+            eng.stop()
+
+
 def main():
     if not shutil.which("bwrap"):
         T.skip("tools in the jail", "bubblewrap is not installed")
@@ -352,6 +449,11 @@ def main():
                     check_setup(s, tmp, transport)
                 except Exception:
                     T.ok(f"{transport}, {s.name}", False, traceback.format_exc())
+        if not only or any(o in "backends" for o in only):
+            try:
+                check_backends(tmp)
+            except Exception:
+                T.ok("docker and ssh backends", False, traceback.format_exc())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return T.finish()
