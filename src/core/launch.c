@@ -86,7 +86,9 @@ void launch_trim(VsLaunch *l) {
 
 /* One compiled program per option set, for the life of the process: the
  * filter depends only on the options (network, lockdown, the jail's ids),
- * and compiling costs ~1 ms. A daemon sees few option sets (its own ids or
+ * and compiling costs ~2.5 ms (1 ms without the chown rules; measured on
+ * x86_64). The recompile for a worker's own ids (ssh, modal) runs on the
+ * daemon's loop, once per id pair. A daemon sees few option sets (its own ids or
  * the workspace owners', an ssh remote's); past the table's size the
  * oldest is replaced. Launches are prepared on the daemon's thread pool,
  * several at once: the lock makes the first compile one, not one per
