@@ -93,6 +93,7 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
  * was compiled for; -1 (unknown): a program that refuses every chown. No-op
  * when seccomp is degraded. */
 int launch_seccomp_for_ids(VsLaunch *l, int64_t uid, int64_t gid, VsError **err);
+
 void launch_free(VsLaunch *l);
 /* The protected paths as this host's paths (local, docker), else NULL
  * (ssh's are the remote's, Modal's the sandbox's). Borrowed. */

@@ -234,8 +234,8 @@ static const Entry entries[] = {
          * the owner only to itself and the group only to one of its own
          * groups; the filter narrows that to the jail's own uid and gid
          * (or -1, "unchanged"), which every file the jail creates has
-         * anyway: build scripts and installers (install -o, tar
-         * --same-owner, npm as root) call chown with them and fail on
+         * anyway: build scripts and installers (chown $(id -u):$(id -g),
+         * install -o, tar --same-owner) call chown with them and fail on
          * EPERM. Refused: any other id, a supplementary group the host may
          * trust (docker, an ssh remote without bwrap keep them) included.
          * The ids are compared as the kernel reads them (uid_t, 32 bits).
