@@ -64,11 +64,20 @@ static int on_hello(VsHandshake *h, JsonlMsg *m, StrBuf *out, VsError **err) {
         launch_release_staging(h->launch);
         bool version_ok = hello.version == PROTOCOL_VERSION;
         h->worker_pid = hello.pid > 0 ? hello.pid : 1;
+        int64_t uid = hello.uid, gid = hello.gid;
         protocol_hello_done(&hello);
         if (!version_ok)
                 return vs_error_set_kind(err, -EPROTO, "sandbox_unavailable",
                                          "worker protocol version mismatch; install a matching vectora-worker");
-        int r = launch_encode_init(h->launch, out);
+        /* The filter lets chown give the jail's own ids, which only the
+         * worker knows for sure (an ssh remote's user, a container's).
+         * Its hello comes before any command of the agent's runs; and
+         * even wrong ids would widen chown only to what the kernel allows
+         * a process without CAP_CHOWN anyway: its own uid and groups. */
+        int r = h->launch->sandboxed ? launch_seccomp_for_ids(h->launch, uid, gid, err) : 0;
+        if (r < 0)
+                return r;
+        r = launch_encode_init(h->launch, out);
         if (r < 0)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "encoding init: %s", strerror(-r));
         h->state = VS_HANDSHAKE_INIT;

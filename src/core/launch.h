@@ -12,6 +12,7 @@
 
 #include "backend-local.h"
 #include "config.h"
+#include "seccomp.h"
 
 typedef struct VsLaunchOptions {
         const char *worker_path; /* host path of the static worker */
@@ -51,6 +52,7 @@ typedef struct VsLaunch {
         const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */
         size_t bpf_len;
+        VsSeccompOptions seccomp; /* what bpf was compiled for */
         char **landlock_rw;  /* directories writable under Landlock */
         bool require_seccomp, require_landlock;
         uint64_t timeout_ms, max_output;
@@ -85,6 +87,13 @@ typedef struct VsLaunch {
  * "sandbox_unavailable") what cannot be run safely, e.g. lockdown with
  * libseccomp missing, or a root-owned workspace when the caller is root. */
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err);
+
+/* The seccomp program for the ids the worker reported in hello (the ids
+ * chown may give: seccomp.h), replacing l's when they differ from those it
+ * was compiled for; -1 (unknown): a program that refuses every chown. No-op
+ * when seccomp is degraded. */
+int launch_seccomp_for_ids(VsLaunch *l, int64_t uid, int64_t gid, VsError **err);
+
 void launch_free(VsLaunch *l);
 /* The protected paths as this host's paths (local, docker), else NULL
  * (ssh's are the remote's, Modal's the sandbox's). Borrowed. */

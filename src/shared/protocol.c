@@ -268,6 +268,8 @@ static const JsonField hello_table[] = {
         { "pid", JSON_FIELD_INT64, offsetof(ProtocolHello, pid), JSON_FIELD_REQUIRED },
         { "landlock_abi", JSON_FIELD_INT64, offsetof(ProtocolHello, landlock_abi), 0 },
         { "can", JSON_FIELD_STRV, offsetof(ProtocolHello, can), 0 },
+        { "uid", JSON_FIELD_INT64, offsetof(ProtocolHello, uid), 0 },
+        { "gid", JSON_FIELD_INT64, offsetof(ProtocolHello, gid), 0 },
         {}
 };
 
@@ -279,10 +281,15 @@ int protocol_encode_hello(StrBuf *out, const ProtocolHello *h) {
 }
 
 int protocol_decode_hello(json_t *obj, ProtocolHello *ret, VsError **err) {
-        ProtocolHello h = {};
+        ProtocolHello h = { .uid = -1, .gid = -1 };
         int k = decode_typed(obj, "hello", hello_table, &h, err);
         if (k < 0)
                 return k;
+        /* (uid_t) -1 is "unchanged" to chown, never an id. */
+        if (h.uid < -1 || h.uid >= UINT32_MAX || h.gid < -1 || h.gid >= UINT32_MAX) {
+                json_dispatch_done(hello_table, &h);
+                return proto_bad(err, "field '%s' is not an id", h.uid < -1 || h.uid >= UINT32_MAX ? "uid" : "gid");
+        }
         *ret = h;
         return 0;
 }

@@ -108,6 +108,11 @@ typedef struct ProtocolHello {
         int64_t pid;
         int64_t landlock_abi; /* 0 when absent */
         char **can;        /* layers the worker can enforce: "no_new_privs" "seccomp" "landlock" */
+        /* The worker's effective ids, as its user namespace shows them: the
+         * ids every process of the jail has, which the seccomp filter lets
+         * chown give. -1 (or absent): unknown, every chown is refused.
+         * Decoding refuses anything outside -1..0xfffffffe. */
+        int64_t uid, gid;
 } ProtocolHello;
 
 typedef struct ProtocolReady {

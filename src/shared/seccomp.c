@@ -111,6 +111,7 @@ typedef enum Cond {
         COND_FAMILY_NOT_ALLOWED, /* families other than unix, inet, inet6, netlink */
         COND_MODE_SETID,       /* args[arg] (a mode) has S_ISUID or S_ISGID */
         COND_MODE_DEVICE,      /* args[arg] (a mode) is S_IFCHR or S_IFBLK */
+        COND_CHOWN_IDS,        /* args[arg] (uid) or args[arg + 1] (gid) is neither the jail's own nor -1 */
 } Cond;
 
 typedef struct Entry {
@@ -133,6 +134,7 @@ typedef struct Entry {
 #define DENY_IF(name, when, cond, threat) { name, EPERM, when, cond, 0, 0, 0, threat }
 #define DENY_LOCKDOWN(name, threat) { name, EPERM, WHEN_LOCKDOWN, COND_NONE, 0, 0, 0, threat }
 #define DENY_MODE(name, cond, arg, nr, threat) { name, EPERM, WHEN_ALWAYS, cond, arg, 0, nr, threat }
+#define DENY_CHOWN(name, uid_arg, threat) { name, EPERM, WHEN_ALWAYS, COND_CHOWN_IDS, uid_arg, 0, 0, threat }
 
 static const Entry entries[] = {
         /* Kernel code and kernel state. */
@@ -212,8 +214,14 @@ static const Entry entries[] = {
         DENY_MODE("mknodat", COND_MODE_DEVICE, 2, 0, "create a device node: raw access to a disk or device for whoever opens it"),
         { "openat2", ENOSYS, WHEN_ALWAYS, COND_NONE, 0, 0, 437,
           "its flags and mode sit in memory seccomp cannot inspect; ENOSYS makes callers fall back to openat" },
-        /* xattr names sit in memory too: no setting at all (EOPNOTSUPP, as
-         * on a filesystem without xattrs, which tools already expect). */
+        /* xattr names sit in memory too, so user.* (harmless) cannot be
+         * told from security.capability, security.* or trusted.*: no
+         * setting at all (EOPNOTSUPP, as on a filesystem without xattrs,
+         * which tools already expect: cp -a, tar, shutil.copy2). Reading
+         * the name would need a supervisor (SECCOMP_RET_USER_NOTIF) that
+         * performs the call itself from its own copy of the name, as
+         * letting the kernel continue after a check races the agent's
+         * other threads; Landlock has no xattr right. */
         { "setxattr", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 0,
           "security.capability: file capabilities granted to whoever runs the file" },
         { "lsetxattr", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 0,
@@ -222,17 +230,24 @@ static const Entry entries[] = {
           "security.capability: file capabilities granted to whoever runs the file" },
         { "setxattrat", EOPNOTSUPP, WHEN_ALWAYS, COND_NONE, 0, 0, 463,
           "security.capability: file capabilities granted to whoever runs the file" },
-        /* Ownership: a jail without capabilities can only give a file to
-         * its own groups, which the host may trust (a setgid-directory
-         * group); nothing an agent does needs it (cp -p and tar ignore
-         * EPERM here). */
-        DENY("chown", "give a file to another owner or group"),
-        DENY("lchown", "give a file to another owner or group"),
-        DENY("fchown", "give a file to another owner or group"),
-        DENY("fchownat", "give a file to another owner or group"),
-        DENY("chown32", "give a file to another owner or group"),
-        DENY("lchown32", "give a file to another owner or group"),
-        DENY("fchown32", "give a file to another owner or group"),
+        /* Ownership. Without CAP_CHOWN the kernel lets an owner "change"
+         * the owner only to itself and the group only to one of its own
+         * groups; the filter narrows that to the jail's own uid and gid
+         * (or -1, "unchanged"), which every file the jail creates has
+         * anyway: build scripts and installers (chown $(id -u):$(id -g),
+         * install -o, tar --same-owner) call chown with them and fail on
+         * EPERM. Refused: any other id, a supplementary group the host may
+         * trust (docker, an ssh remote without bwrap keep them) included.
+         * The ids are compared as the kernel reads them (uid_t, 32 bits).
+         * Without the jail's ids (options.own_ids false) every chown is
+         * refused. */
+        DENY_CHOWN("chown", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("lchown", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("fchown", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("fchownat", 2, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("chown32", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("lchown32", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
+        DENY_CHOWN("fchown32", 1, "give a file to another owner or group (any id but the jail's own or -1)"),
 
         /* Other processes, namespaces, mitigations. */
         DENY("ptrace", "read and rewrite other processes in the jail (the worker included)"),
@@ -440,7 +455,52 @@ static int add_personality(const Lib *lib, void *ctx, const Entry *e, int nr, Vs
 
 _Static_assert(AF_UNIX == 1 && AF_INET == 2 && AF_INET6 == 10 && AF_NETLINK == 16, "socket family numbering");
 
-static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, VsError **err) {
+/* Denies when the low 32 bits of args[arg] (what the kernel reads as a
+ * uid_t or gid_t) are neither own nor 0xffffffff (-1, "unchanged"). A rule
+ * may compare an argument only once, and equality is all a masked
+ * comparison gives, so "not one of two values" is a cover by masked rules:
+ * one per bit set in own ("this bit clear": not own, and not -1), and,
+ * along a cycle through the bits clear in own, "this bit set and the next
+ * clear": not own (a bit own lacks), not -1 (a clear bit). A value outside
+ * both with no clear bit where own has one set has the bits clear in own
+ * neither all clear (it would be own) nor all set (it would be -1), so
+ * somewhere on the cycle a set bit is followed by a clear one. 32 rules,
+ * the fewest possible: each of the 32 values one bit away from own needs a
+ * rule of its own. High garbage is ignored, as by the kernel: Go passes -1
+ * as 0xffffffffffffffff. */
+static int add_not_id(const Lib *lib, void *ctx, const Entry *e, int nr, unsigned arg, uint32_t own,
+                      VsError **err) {
+        unsigned clear[32], nclear = 0;
+        int r;
+        for (unsigned b = 0; b < 32; b++) {
+                if (own & (UINT32_C(1) << b)) {
+                        VsScmpArgCmp c = masked_eq(arg, UINT64_C(1) << b, 0);
+                        if ((r = add(lib, ctx, e, nr, 1, &c, err)) < 0)
+                                return r;
+                } else
+                        clear[nclear++] = b;
+        }
+        /* With one clear bit the cycle would be that bit alone, and the
+         * rule "set and clear" would read "set", matching -1: a single
+         * clear bit can only be own's value or -1's, nothing to deny. */
+        for (unsigned i = 0; nclear >= 2 && i < nclear; i++) {
+                uint64_t set = UINT64_C(1) << clear[i], next = UINT64_C(1) << clear[(i + 1) % nclear];
+                VsScmpArgCmp c = masked_eq(arg, set | next, set);
+                if ((r = add(lib, ctx, e, nr, 1, &c, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* On architectures with chown32 (i386, arm...), plain chown, lchown and
+ * fchown take 16-bit ids (0xffff is -1 there): they stay refused, libc
+ * uses the 32-bit calls. */
+static bool chown_16bit(const Lib *lib, const Entry *e) {
+        return strstr(e->syscall, "32") == NULL && !streq(e->syscall, "fchownat") &&
+               lib->resolve_name("chown32") >= 0;
+}
+
+static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, const VsSeccompOptions *o, VsError **err) {
         static const uint64_t ns_flags[] = {
                 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                 CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP,
@@ -525,6 +585,13 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, VsError 
                 }
                 return 0;
         }
+
+        case COND_CHOWN_IDS:
+                if (!o->own_ids || chown_16bit(lib, e))
+                        return add(lib, ctx, e, nr, 0, NULL, err);
+                if ((r = add_not_id(lib, ctx, e, nr, e->arg, o->uid, err)) < 0)
+                        return r;
+                return add_not_id(lib, ctx, e, nr, e->arg + 1, o->gid, err);
         }
         return vs_error_set(err, -EINVAL, "seccomp rule for %s: unknown condition", e->syscall);
 }
@@ -635,7 +702,7 @@ int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, 
                         r = nr;
                         goto finish;
                 }
-                r = add_entry(&lib, ctx, e, nr, err);
+                r = add_entry(&lib, ctx, e, nr, o, err);
                 if (r < 0)
                         goto finish;
         }

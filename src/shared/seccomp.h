@@ -20,6 +20,12 @@
 typedef struct VsSeccompOptions {
         bool network;  /* false: also deny NETLINK_ROUTE and inet sockets */
         bool lockdown; /* deny the extra lockdown entries */
+        /* The jail's own ids, as its processes see them (inside their user
+         * namespace): chown to these or to -1 is allowed, since it grants
+         * nothing a file the jail creates does not already have. false:
+         * every chown is refused. */
+        bool own_ids;
+        uint32_t uid, gid;
 } VsSeccompOptions;
 
 /* One row of the denylist, for documentation and tests. */
@@ -28,7 +34,7 @@ typedef struct VsSeccompRule {
         int errno_value;      /* EPERM, or ENOSYS for clone3 */
         const char *threat;   /* one line: why it is denied */
         bool lockdown_only;
-        bool conditional;     /* argument-filtered (ioctl, socket) */
+        bool conditional;     /* argument-filtered (ioctl, socket, chown) */
 } VsSeccompRule;
 
 const VsSeccompRule *seccomp_rules(size_t *ret_n);

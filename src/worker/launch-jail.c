@@ -35,7 +35,8 @@ _printf_(1, 2) _noreturn_ static void refuse(const char *fmt, ...) {
 
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         struct utsname u;
-        ProtocolHello h = { .version = PROTOCOL_VERSION, .arch = uname(&u) == 0 ? u.machine : "unknown", .pid = getpid() };
+        ProtocolHello h = { .version = PROTOCOL_VERSION, .arch = uname(&u) == 0 ? u.machine : "unknown", .pid = getpid(),
+                           .uid = -1, .gid = -1 };
         if (protocol_encode_hello(&out, &h) >= 0)
                 (void)!write_all(STDOUT_FILENO, out.data, out.len);
         /* Wait for init (whatever it says) so the refusal is its answer. */

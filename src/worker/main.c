@@ -336,6 +336,11 @@ static int send_hello(Worker *w) {
                 .pid = getpid(),
                 .landlock_abi = abi,
                 .can = can,
+                /* What the kernel checks chown against (the fs ids, equal
+                 * to the effective ones here: nothing in the jail changes
+                 * them), for the seccomp filter the daemon compiles. */
+                .uid = geteuid(),
+                .gid = getegid(),
         };
         return protocol_encode_hello(&w->out, &h);
 }

@@ -1017,6 +1017,37 @@ for _kind, _what in PRIV_FILES:
     priv_file_attempt(_kind, _what)
 
 
+# -- ownership and xattrs (issue 25, section 8): chown to the jail's own ids
+# works (test-tools-in-jail); any other id, a supplementary group, 64-bit
+# garbage over root's id, and an xattr whose name the filter cannot read
+# are refused.
+
+CHOWNS = [
+    ("chown-uid", "chown to another uid"), ("chown-gid", "chown to another group (a supplementary one if held)"),
+    ("lchown", "lchown to other ids"), ("fchown", "fchown to another group"),
+    ("fchownat-empty-path", "fchownat(fd, \"\", AT_EMPTY_PATH) to another uid"),
+    ("fchown-high-bits", "fchown to (1 << 32) | another id (the kernel reads 32 bits)"),
+    ("setxattr-trusted", "setxattr trusted.overlay.opaque"), ("setxattr-security", "setxattr security.ima"),
+    ("setxattr-case", "setxattr SECURITY.capability"), ("setxattr-nodot", "setxattr capability (no dot)"),
+]
+
+
+def chown_attempt(kind, what):
+    def fn(c):
+        path = os.path.join(c.ws, f"own-{kind}")
+        v = expect_blocked(c.probe(c.ws, "chown", kind, path))
+        if os.path.lexists(path):
+            st = os.lstat(path)
+            if (st.st_uid, st.st_gid) != (c.jail_uid, c.jail_gid):
+                raise Fail(f"ESCAPED: on the host {path} is {st.st_uid}:{st.st_gid}")
+        return v
+    attempt(f"exec: no chown to other ids, no privileged xattr: {what}")(fn)
+
+
+for _kind, _what in CHOWNS:
+    chown_attempt(_kind, _what)
+
+
 @attempt("the workspace mount is nosuid,nodev inside")
 def _(c):
     return expect_blocked(c.probe(c.ws, "nosuid", c.ws))

@@ -502,6 +502,71 @@ static int cmd_privfile(int argc, char **argv) {
                        (unsigned)(st.st_mode & 07777));
 }
 
+/* chown KIND PATH: try to give a file the jail created to another owner or
+ * group (the filter allows only the jail's own ids and -1), or to set an
+ * xattr the filter cannot tell from a harmless one. The verdict is the
+ * file's ownership afterwards and the call's result. */
+static int cmd_chown(int argc, char **argv) {
+        if (argc < 2)
+                return usage_error("chown KIND PATH");
+        const char *kind = argv[0], *path = argv[1];
+        (void)unlink(path);
+        int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return usage_error("cannot create the test file");
+        uid_t u = geteuid();
+        gid_t g = getegid();
+        uid_t ou = u == 0 ? 1 : 0;
+        gid_t og = g == 0 ? 1 : 0;
+        /* A supplementary group the process holds, if any: the kernel
+         * would let an owner give its file to it. */
+        gid_t groups[64];
+        int ng = getgroups(64, groups);
+        for (int i = 0; i < ng; i++)
+                if (groups[i] != g && groups[i] != 65534)
+                        og = groups[i];
+        long r;
+        errno = 0;
+        if (streq(kind, "chown-uid"))
+                r = chown(path, ou, -1);
+        else if (streq(kind, "chown-gid"))
+                r = chown(path, -1, og);
+        else if (streq(kind, "lchown"))
+                r = lchown(path, ou, og);
+        else if (streq(kind, "fchown"))
+                r = fchown(fd, -1, og);
+        else if (streq(kind, "fchownat-empty-path"))
+                r = syscall(SYS_fchownat, fd, "", ou, -1, AT_EMPTY_PATH);
+        else if (streq(kind, "fchown-high-bits"))   /* the kernel reads the low 32 bits: root */
+                r = syscall(SYS_fchown, fd, (1UL << 32) | ou, (1UL << 32) | og);
+        else if (streq(kind, "setxattr-trusted"))
+                r = setxattr(path, "trusted.overlay.opaque", "y", 1, 0);
+        else if (streq(kind, "setxattr-security"))
+                r = setxattr(path, "security.ima", "\x03\x02", 2, 0);
+        else if (streq(kind, "setxattr-case"))
+                r = setxattr(path, "SECURITY.capability", "\x01", 1, 0);
+        else if (streq(kind, "setxattr-nodot"))
+                r = setxattr(path, "capability", "\x01", 1, 0);
+        else {
+                close(fd);
+                return usage_error("chown: unknown kind");
+        }
+        int e = errno;
+        struct stat st;
+        int k = fstat(fd, &st);
+        char list[256];
+        ssize_t nl = flistxattr(fd, list, sizeof list);
+        close(fd);
+        if (k < 0)
+                return ESCAPED("%s: fstat: %s", kind, errname(errno));
+        if (st.st_uid != u || st.st_gid != g)
+                return ESCAPED("%s: %s is now %u:%u (the jail is %u:%u)", kind, path, (unsigned)st.st_uid,
+                               (unsigned)st.st_gid, (unsigned)u, (unsigned)g);
+        if (r >= 0)
+                return ESCAPED("%s: succeeded (%zd bytes of xattr names now)", kind, nl);
+        return BLOCKED("%s: %s; %s stays %u:%u", kind, errname(e), path, (unsigned)u, (unsigned)g);
+}
+
 /* nosuid PATH: the mount holding PATH is nosuid and nodev (a setuid file or
  * a device node there would grant nothing inside). */
 static int cmd_nosuid(int argc, char **argv) {
@@ -1408,7 +1473,7 @@ static const Cmd cmds[] = {
         { "ifaces", cmd_ifaces },     { "env", cmd_env },
         { "loopback", cmd_loopback },  { "proxy-connect", cmd_proxy_connect },
         { "devices", cmd_devices },   { "tiocsti", cmd_tiocsti },
-        { "syscalls", cmd_syscalls }, { "privfile", cmd_privfile },
+        { "syscalls", cmd_syscalls }, { "privfile", cmd_privfile }, { "chown", cmd_chown },
         { "nosuid", cmd_nosuid },     { "alg", cmd_alg },
 };
 
