@@ -212,12 +212,14 @@ static void workspace_note_host_run(Workspace *ws, const char *path) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
                         ws->host_run[i].us = now_us();
+                        ws->host_run[i].reported = false;
                         return;
                 }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
         n->path = strdup(path);
         n->us = now_us();
+        n->reported = false;
         log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
 }
 
@@ -225,8 +227,9 @@ json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
                 HostRunNote *n = &ws->host_run[i];
-                if (!n->path || n->us < since_us)
+                if (!n->path || (n->us < since_us && n->reported))
                         continue;
+                n->reported = true;
                 bool dup = false;
                 size_t k;
                 json_t *v;

@@ -15,6 +15,7 @@
 #include "glob.h"
 #include "mask-walk.h"
 #include "path-util.h"
+#include "protect-absent.h"
 #include "strv.h"
 
 static void mask_paths_free(VsMaskPath *m, size_t n) {
@@ -78,12 +79,14 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         return 0;
 }
 
-/* An existing protected path is protected (a symlinked one where it
- * leads). */
+/* An existing protected path is protected (a symlinked one, or one
+ * reached through a symlinked directory, where it leads). */
 static int add_existing(VsJailFacts *f, const char *path, const struct stat *st) {
-        if (!S_ISLNK(st->st_mode))
+        _cleanup_free_ char *real = S_ISLNK(st->st_mode) ? NULL : realpath(path, NULL);
+        if (!S_ISLNK(st->st_mode) && (!real || streq(real, path)))
                 return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
-        _cleanup_free_ char *real = realpath(path, NULL);
+        if (!real)
+                real = realpath(path, NULL);
         if (!real || strv_contains(f->protected_existing, real))
                 return 0;
         return strv_extend(&f->protected_existing, real);
@@ -148,11 +151,11 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
 }
 
 /* What the protect globs name below the writable roots, found by the
- * same walk as the masks (a matched directory is sealed whole). Under a
- * read-only root everything is read-only already. A missing one is not
- * made: an empty .envrc or tasks.json would itself change what direnv or
- * the editor does; the file tools refuse to create it and the daemon
- * reports one a command creates (host_run_files). */
+ * same walk as the masks (a matched directory is sealed whole), and
+ * through a symlinked directory too (.vscode -> shared-vscode): what such
+ * a name resolves to is protected and refused by the file tools as well.
+ * Under a read-only root everything is read-only already. A missing one a
+ * glob spells out got its placeholder first (protect-absent.h). */
 static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         if (!(f->protect_matches = calloc(1, sizeof(char *))))
                 return -ENOMEM;
@@ -166,16 +169,19 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
                 if (!p->rw_paths[i].resolved)
                         continue;
                 MaskList ml = { 0 };
-                if ((r = mask_walk(p->rw_paths[i].resolved, set, &ml, err)) < 0)
+                if ((r = mask_walk_links(p->rw_paths[i].resolved, set, &ml, err)) < 0)
                         return vs_error_prefix(err, "finding the paths to protect");
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
+                        _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
                         struct stat st;
                         if (!path)
                                 r = -ENOMEM;
                         else if (lstat(path, &st) == 0 && (r = add_existing(f, path, &st)) >= 0 &&
                                  !strv_contains(f->protect_matches, path))
                                 r = strv_extend(&f->protect_matches, path);
+                        if (r >= 0 && real && !strv_contains(f->protect_matches, real))
+                                r = strv_extend(&f->protect_matches, real);
                 }
                 mask_list_done(&ml);
                 if (r < 0)
@@ -214,6 +220,8 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                         return r;
         }
         int r = collect_git(p, f, err);
+        if (r >= 0)
+                r = protect_absent_fill(p, err);
         return r < 0 ? r : collect_protect_globs(p, f, err);
 }
 
