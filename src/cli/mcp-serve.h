@@ -23,6 +23,7 @@ typedef struct McpEmbedded {
         struct stat config_st; /* vectora.toml when the session started */
         bool config_present;
         char *pending;         /* a loosening waiting for `vectora-sandbox allow` (approval.h), or NULL */
+        struct VsHostRunScan *host_run; /* the files the host runs later as the last call left them */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

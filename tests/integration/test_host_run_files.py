@@ -310,6 +310,38 @@ def t_background_write_reported(d, tmp):
     check(any(want in rec.get("host_run_files", []) for rec in recs if rec.get("workspace") == ws), "not in the audit log")
 
 
+def t_embedded_reports_host_run_files(d, tmp):
+    """Embedded mode (CLI --no-daemon, vectora-sandbox mcp without a
+    daemon) lists the files the host runs later that a call wrote, in
+    host_run_files as the daemon does (was: no such key)."""
+    ws = new_ws(tmp, "emb-report", SANDBOX + "protect = []\n", {"sub/keep": ""})
+    r = cli("--json", "run", "-w", ws, "printf 'echo hi' > .envrc; mkdir -p sub/.claude; printf '{}' > sub/.claude/settings.json")
+    check(r.returncode == 0, r)
+    out = json.loads(r.stdout)
+    got = out.get("host_run_files")
+    check(got is not None and os.path.join(ws, ".envrc") in got and os.path.join(ws, "sub/.claude") in got, out)
+    r = cli("--json", "run", "-w", ws, "echo plain > notes.txt")
+    check(r.returncode == 0 and json.loads(r.stdout).get("host_run_files") == [], r)
+    # A file tool through the MCP server without a daemon.
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "no-daemon-here.sock")
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "file_write", "arguments": {"path": "sub/.envrc", "content": "echo hi\n"}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "terminal", "arguments": {"command": "echo plain >> notes.txt"}}}]
+    p = subprocess.run([CLI, "mcp", "-w", ws], input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True,
+                       text=True, env=e, timeout=60)
+    replies = {m.get("id"): m for m in (json.loads(x) for x in p.stdout.splitlines() if x.strip())}
+    check(2 in replies and 3 in replies, p)
+    sc = replies[2]["result"].get("structuredContent", {})
+    check(sc.get("host_run_files") == [os.path.join(ws, "sub/.envrc")], replies[2])
+    check("files the host runs later" in replies[2]["result"]["content"][0]["text"], replies[2])
+    check(replies[3]["result"].get("structuredContent", {}).get("host_run_files") == [], replies[3])
+
+
 TESTS = [
     t_missing_names_cannot_be_created,
     t_embedded_cannot_create,
@@ -318,6 +350,7 @@ TESTS = [
     t_symlinked_directory,
     t_host_created_name_is_sealed,
     t_background_write_reported,
+    t_embedded_reports_host_run_files,
 ]
 
 
