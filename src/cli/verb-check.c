@@ -40,7 +40,7 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                 printf("%-13s%s (read-only)\n", "protected", j ? j : "");
         }
         _cleanup_free_ char *g = strv_join(p->protect, ", ");
-        printf("%-13s%s (read-only where they exist, never created by the file tools)\n", "protect",
+        printf("%-13s%s (read-only; a missing one a glob spells out gets a placeholder so the jail cannot create it)\n", "protect",
                g && *g ? g : "(none)");
         printf("%-13s%s\n", "git_init",
                p->git_init ? "true (a missing root .git is a repository the host's git makes before the jail starts)"
