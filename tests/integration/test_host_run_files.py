@@ -299,6 +299,12 @@ def t_background_write_reported(d, tmp):
             break
         time.sleep(0.05)
     time.sleep(0.5)  # the watcher's event is read by the loop
+    # The audit log has it before any call.
+    with open(d.audit) as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    own = [rec for rec in recs if rec.get("workspace") == ws and rec.get("tool") == "host_run"]
+    check(own and own[-1]["target"] == want and own[-1]["host_run_files"] == [want] and own[-1]["pid"] == 0
+          and own[-1]["uid"] == OWNER.pw_uid, own)
     r = c.call({"tool": "process_list", "workspace": ws})
     check(r["ok"] and want in r.get("host_run_files", []), r)
     # Listed once: the call after that one has nothing new.
