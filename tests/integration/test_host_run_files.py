@@ -279,6 +279,18 @@ def t_host_created_name_is_sealed(d, tmp):
         time.sleep(0.1)
     check(r["ok"] and r["stdout"] == "end\n", r)
     check(open(os.path.join(ws, ".envrc")).read() == "export A=1\n", ".envrc was written by the jail")
+    # Where no placeholder can stand (a new .idea: an empty one is a
+    # project to the IDE), the jail's own creation is reported and sealed
+    # at once: the call that made it is ended, the next cannot write it.
+    r = term(c, ws, "mkdir .idea && printf '<project/>' > .idea/workspace.xml; sleep 5; echo survived")
+    check("survived" not in r.get("stdout", ""), r)
+    check(os.path.join(ws, ".idea") in r["host_run_files"], r)
+    for _ in range(50):
+        r = term(c, ws, "printf x >> .idea/workspace.xml 2>/dev/null && echo WROTE; echo end")
+        if r["ok"]:
+            break
+        time.sleep(0.1)
+    check(r["ok"] and r["stdout"] == "end\n", r)
     c.close()
 
 
