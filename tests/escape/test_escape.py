@@ -853,6 +853,24 @@ for name, layout, rel in (
     attempt(f"exec: write {name}")(git_write(layout, rel))
 
 
+def tool_dir_only(ws):
+    """A .vscode without tasks.json: the name a folderOpen task would need."""
+    os.makedirs(os.path.join(ws, ".vscode"), exist_ok=True)
+    write(os.path.join(ws, ".vscode/extensions.json"), "{}\n")
+
+
+# A protected name that does not exist yet cannot be created either (the
+# class of CVE-2026-25725): a placeholder takes its place before the jail
+# starts (docs/config.md, protect).
+for name, layout, rel in (
+        ("a missing .envrc (protect: placeholder directory)", None, ".envrc"),
+        ("a missing .mcp.json (protect: placeholder file)", None, ".mcp.json"),
+        ("a missing .claude/settings.json (protect: .claude sealed whole)", None, ".claude/settings.json"),
+        ("a missing .vscode/tasks.json in an existing .vscode (protect)", tool_dir_only, ".vscode/tasks.json"),
+):
+    attempt(f"exec: create {name}")(git_write(layout, rel))
+
+
 @attempt("exec: move sub/.vscode aside to replace the protected tasks.json")
 def _(c):
     ws = git_ws(c, f"ws-git-{next(GIT_WS)}-envfiles", envfiles)
