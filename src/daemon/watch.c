@@ -98,15 +98,18 @@ static size_t host_runs(const WorkspaceWatch *w, const char *rel, bool is_dir) {
  * the jail's doing, and sealed already. */
 static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel) {
         const VsPolicy *p = w->ws->policy;
-        bool lit = false;
-        for (char **g = p ? p->protect : NULL; g && *g && !lit; g++) {
+        bool lit = false, tool_dir = false;
+        for (char **g = p ? p->protect : NULL; g && *g && !lit && !tool_dir; g++) {
                 _cleanup_free_ char *l = NULL;
+                size_t len = 0;
                 lit = protect_literal(*g, &l) >= 0 && l && streq(l, rel);
+                /* A tool's directory sealed whole for a file of the list. */
+                tool_dir = !lit && l && protect_tool_dir(l, &len) && strlen(rel) == len && strncmp(l, rel, len) == 0;
         }
-        if (!lit)
+        if (!lit && !tool_dir)
                 return false;
         const char *content = NULL;
-        VsAbsent kind = protect_absent_kind(rel, &content);
+        VsAbsent kind = tool_dir ? VS_ABSENT_DIR : protect_absent_kind(rel, &content);
         _cleanup_free_ char *abs = path_join(w->roots[root], rel);
         struct stat st;
         if (!abs || lstat(abs, &st) < 0)
@@ -285,7 +288,7 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
         size_t root = wd->root;
         wd = NULL;
         bool created = ev->mask & (IN_CREATE | IN_MOVED_TO);
-        bool placeholder = created && is_placeholder(w, root, rel);
+        bool placeholder = is_placeholder(w, root, rel);
         size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
         if (hr)
                 note_host_run(w, root, rel, hr);

@@ -165,11 +165,17 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
         int r = mask_set_compile(p->protect, "protect", &set, err);
         if (r < 0)
                 return r;
+        _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
+        for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        if (!roots || r < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
                 MaskList ml = { 0 };
-                if ((r = mask_walk_links(p->rw_paths[i].resolved, set, &ml, err)) < 0)
+                if ((r = mask_walk_links(p->rw_paths[i].resolved, set, roots, &ml, err)) < 0)
                         return vs_error_prefix(err, "finding the paths to protect");
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
@@ -220,9 +226,18 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                         return r;
         }
         int r = collect_git(p, f, err);
+        _cleanup_strv_free_ char **sealed = NULL;
         if (r >= 0)
-                r = protect_absent_fill(p, err);
-        return r < 0 ? r : collect_protect_globs(p, f, err);
+                r = protect_absent_fill(p, &sealed, err);
+        if (r >= 0)
+                r = collect_protect_globs(p, f, err);
+        /* Tool directories sealed whole for a missing file of the user's list. */
+        for (char **s = sealed; r >= 0 && s && *s; s++) {
+                struct stat st;
+                if (lstat(*s, &st) == 0 && (r = add_existing(f, *s, &st)) >= 0 && !strv_contains(f->protect_matches, *s))
+                        r = strv_extend(&f->protect_matches, *s);
+        }
+        return r;
 }
 
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {

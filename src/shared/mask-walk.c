@@ -18,7 +18,9 @@ typedef struct Walk {
         const char *root;
         size_t max_entries;
         int root_fd;       /* follow_links: the root, for the targets' check */
-        bool follow_links; /* mask_walk_links(): descend a symlinked directory below root, once */
+        bool follow_links; /* mask_walk_links(): descend a symlinked directory below a root, once */
+        struct stat *also; /* follow_links: the other roots a link may lead into (or onto) */
+        size_t n_also;
         bool following;    /* inside one now: no further link is followed */
         MaskList list;
         size_t cap;
@@ -102,13 +104,18 @@ static int ensure_slots(Walk *w, size_t slots, VsError **err) {
 
 static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);
 
-/* A symlink that names a directory below the root, where the patterns
- * could match below it as a directory (.vscode -> shared-vscode with
- * "**" "/.vscode/tasks.json"): walked under the link's name, so a match is
- * found by the name the host's tools use; the caller protects what it
- * resolves to. A link leading out of the root is not followed (the walk
- * of the root it leads into finds what is there), nor one inside a
- * followed directory (no loops). */
+/* Whether st is the directory s names. */
+static bool same_inode(const struct stat *st, const struct stat *s) {
+        return st->st_dev == s->st_dev && st->st_ino == s->st_ino;
+}
+
+/* A symlink that names a directory below the root, or below (or at) one
+ * of the other roots, where the patterns could match below it as a
+ * directory (.vscode -> shared-vscode with "**" "/.vscode/tasks.json"):
+ * walked under the link's name, so a match is found by the name the
+ * host's tools use; the caller protects what it resolves to. A link
+ * leading anywhere else is not followed (the jail does not see there), nor
+ * one inside a followed directory (no loops), nor one onto the root. */
 static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t depth, VsError **err) {
         const unsigned char *state = w->states + depth * w->state_size;
         unsigned char *child = w->states + (depth + 1) * w->state_size;
@@ -120,14 +127,18 @@ static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t dep
                 return 0; /* dangling, or no directory: nothing below it */
         struct stat rst, st;
         bool inside = false;
-        /* Below the root: the target's ancestors reach the root's inode. */
+        /* Below a root: the target's ancestors reach the root's inode. */
         if (fstat(w->root_fd, &rst) == 0) {
                 int up = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
                 for (int k = 0; up >= 0 && k < 256 && fstat(up, &st) == 0; k++) {
-                        if (st.st_dev == rst.st_dev && st.st_ino == rst.st_ino) {
+                        if (same_inode(&st, &rst)) {
                                 inside = k > 0;
                                 break;
                         }
+                        for (size_t i = 0; i < w->n_also && !inside; i++)
+                                inside = same_inode(&st, &w->also[i]);
+                        if (inside)
+                                break;
                         int next = openat(up, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                         struct stat nst;
                         bool top = next >= 0 && fstat(next, &nst) == 0 && nst.st_ino == st.st_ino && nst.st_dev == st.st_dev;
@@ -246,6 +257,7 @@ static void walk_free(Walk *w) {
         if (!w)
                 return;
         safe_close(w->root_fd);
+        free(w->also);
         free(w->states);
         free(w);
 }
@@ -255,8 +267,8 @@ static int entry_cmp(const void *a, const void *b) {
         return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
 }
 
-static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, bool follow_links, MaskList *ret,
-                    VsError **err) {
+static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, bool follow_links,
+                    char *const *also, MaskList *ret, VsError **err) {
         _cleanup_(walk_freep) Walk *w = NULL;
 
         if (!root || root[0] != '/')
@@ -270,6 +282,16 @@ static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, 
         w->max_entries = max_entries;
         w->root_fd = -EBADF;
         w->follow_links = follow_links;
+        for (char *const *a = also; a && *a; a++) {
+                struct stat st;
+                if (stat(*a, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue; /* a root that is not there has nothing to protect */
+                struct stat *n = realloc(w->also, (w->n_also + 1) * sizeof *n);
+                if (!n)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                w->also = n;
+                n[w->n_also++] = st;
+        }
 
         if (glob_set_could_match_below(set, "")) {
                 /* The root itself is the caller's choice and may be reached
@@ -306,11 +328,11 @@ static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, 
 }
 
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
-        return walk_run(root, set, max_entries, false, ret, err);
+        return walk_run(root, set, max_entries, false, NULL, ret, err);
 }
 
-int mask_walk_links(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {
-        return walk_run(root, set, MASK_WALK_MAX_ENTRIES, true, ret, err);
+int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err) {
+        return walk_run(root, set, MASK_WALK_MAX_ENTRIES, true, also, ret, err);
 }
 
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {

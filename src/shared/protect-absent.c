@@ -2,12 +2,14 @@
 #include "protect-absent.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fd-util.h"
 #include "path-util.h"
+#include "strv.h"
 
 int protect_literal(const char *glob, char **ret) {
         const char *g = glob;
@@ -48,7 +50,27 @@ static int make_leaf(int pfd, const char *name, VsAbsent kind, const char *conte
                 if (mkdirat(pfd, name, 0755) < 0)
                         return errno == EEXIST ? 0 : -errno;
         } else {
-                _cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                /* Whole when it appears (an unnamed file, written, then
+                 * linked in; EEXIST as O_EXCL says it): the daemon's watch
+                 * tells a placeholder by its content. */
+                _cleanup_close_ int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+                if (fd >= 0) {
+                        char proc[64];
+                        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+                        int r = content && *content ? write_all(fd, content, strlen(content)) : 0;
+                        if (r < 0)
+                                return r;
+                        if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) == 0)
+                                goto made;
+                        if (errno == EEXIST)
+                                return 0;
+                        if (errno != ENOENT)
+                                return -errno;
+                        /* no /proc: as below */
+                } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                        return -errno;
+                fd = safe_close(fd);
+                fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (fd < 0)
                         return errno == EEXIST ? 0 : -errno;
                 int r = content && *content ? write_all(fd, content, strlen(content)) : 0;
@@ -57,6 +79,7 @@ static int make_leaf(int pfd, const char *name, VsAbsent kind, const char *conte
                         return r;
                 }
         }
+made:
         chown_like_parent(pfd, name);
         return 1;
 }
@@ -94,7 +117,43 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
         return 0;
 }
 
-int protect_absent_fill(const VsPolicy *p, VsError **err) {
+const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len) {
+        for (const char *c = literal, *slash; (slash = strchr(c, '/')); c = slash + 1) {
+                _cleanup_free_ char *name = strndup(c, (size_t)(slash - c));
+                const VsProtectDefault *d = name ? protect_default_find(name) : NULL;
+                if (d && strncmp(d->glob, "**/", 3) == 0) {
+                        *ret_len = (size_t)(slash - literal);
+                        return d;
+                }
+        }
+        return NULL;
+}
+
+/* root/rel is missing and lies in a tool's configuration directory: that
+ * directory is sealed whole (made first where missing, unless its row
+ * makes none), so the file cannot be created in it. The directory's path
+ * is added to *sealed. */
+static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefault *d, size_t len, char ***sealed) {
+        _cleanup_free_ char *abs = path_join(root, rel);
+        _cleanup_free_ char *dir_rel = strndup(rel, len);
+        _cleanup_free_ char *dir = dir_rel ? path_join(root, dir_rel) : NULL;
+        if (!abs || !dir)
+                return -ENOMEM;
+        struct stat st;
+        if (lstat(abs, &st) == 0)
+                return 0; /* there: protected in its own right */
+        int r = protect_absent_make(root, dir_rel, d->absent, d->content);
+        if (r < 0)
+                return r;
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || strv_contains(*sealed, dir))
+                return 0; /* not made (.idea), or a symlink: the walk follows that */
+        return strv_extend(sealed, dir);
+}
+
+int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
+        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *));
+        if (!sealed)
+                return -ENOMEM;
         for (char **g = p->protect; g && *g; g++) {
                 _cleanup_free_ char *lit = NULL;
                 int r = protect_literal(*g, &lit);
@@ -104,11 +163,14 @@ int protect_absent_fill(const VsPolicy *p, VsError **err) {
                         continue;
                 const char *content = NULL;
                 VsAbsent kind = protect_absent_kind(lit, &content);
+                size_t len = 0;
+                const VsProtectDefault *tool = protect_tool_dir(lit, &len);
                 for (size_t i = 0; i < p->n_rw; i++) {
                         const char *root = p->rw_paths[i].resolved;
                         if (!root)
                                 continue;
-                        r = protect_absent_make(root, lit, kind, content);
+                        r = tool ? seal_tool_dir(root, lit, tool, len, &sealed)
+                                 : protect_absent_make(root, lit, kind, content);
                         /* Not root: the jail runs as this same uid, with less,
                          * so what this process may not create there, the jail
                          * may not either. Root is refused only where the file
@@ -116,11 +178,15 @@ int protect_absent_fill(const VsPolicy *p, VsError **err) {
                          * while the jail's uid might be let in: fail closed. */
                         if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
                                 r = 0;
+                        if (r == -ENOMEM)
+                                return r;
                         if (r < 0)
                                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                                          "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
                                                          root, lit, strerror(-r));
                 }
         }
+        if (ret_sealed)
+                *ret_sealed = TAKE_PTR(sealed);
         return 0;
 }

@@ -42,6 +42,13 @@ int protect_literal(const char *glob, char **ret);
  * a missing file). */
 VsAbsent protect_absent_kind(const char *literal, const char **ret_content);
 
+/* The tool configuration directory on literal's way (".vscode" of
+ * ".vscode/tasks.json", "sub/.claude" of "sub/.claude/commands/x.md"): the
+ * first component, not the last, that a default row protects whole at any
+ * depth. Its row, and the length of literal's prefix naming it in
+ * *ret_len; or NULL. */
+const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len);
+
 /* Makes root/rel where it is missing: the missing directories above it
  * (plain, 0755), then rel itself as kind says, each reached from root
  * without following a symlink, created exclusively, owned like its parent
@@ -52,6 +59,11 @@ VsAbsent protect_absent_kind(const char *literal, const char **ret_content);
 int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content);
 
 /* Every literal protect glob of p at every writable root: its placeholder
- * where missing. Where this process may not create it and is not root, the
- * jail (the same uid, with less) may not either: not an error. */
-int protect_absent_fill(const VsPolicy *p, VsError **err);
+ * where missing. A missing name inside a tool's configuration directory
+ * (".vscode/tasks.json" of a user's list) takes no placeholder of its
+ * own: that directory is sealed whole (made first where missing, as its
+ * default row says), and listed in *ret_sealed (may be NULL), since the
+ * user's glob does not name it. Where this process may not create
+ * something and is not root, the jail (the same uid, with less) may not
+ * either: not an error. */
+int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err);

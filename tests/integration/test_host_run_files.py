@@ -118,21 +118,61 @@ def t_missing_names_cannot_be_created(d, tmp):
     check(r["ok"] and r["stdout"] == "end\n", r)
     not_planted(ws, PLANTS)
     check_placeholders(ws)
+    # Nothing written; the placeholders the launch made are not the jail's.
+    time.sleep(0.3)
+    r = term(c, ws, "true")
+    check(r["ok"] and r["host_run_files"] == [], r)
+    with open(d.audit) as f:
+        listed = [p for rec in (json.loads(x) for x in f if x.strip()) if rec.get("workspace") == ws
+                  for p in rec.get("host_run_files", [])]
+    check(listed == [], listed)
     # A background process, started before and writing after a delay.
     r = c.call({"tool": "process_start", "workspace": ws,
                 "command": "sleep 0.5; " + plant_command([".claude/settings.json", ".envrc", ".codex/config.toml"])})
     check(r["ok"], r)
+    out = ""
     for _ in range(100):
         o = c.call({"tool": "process_output", "workspace": ws, "process": r["process"], "wait_ms": 200})
+        out += o.get("stdout", "")
         if not o.get("running", True):
             break
-    check(o["stdout"] == "end\n", o)
+    check(out == "end\n", (out, o))
     not_planted(ws, PLANTS)
     # The file tools.
     for rel in (".claude/settings.json", ".envrc", "mise.toml", ".cursor/mcp.json", ".devcontainer/devcontainer.json",
                 ".gitmodules", ".idea/workspace.xml", "sub/.gemini/settings.json"):
         r = c.call({"tool": "file_write", "workspace": ws, "path": rel, "content": "x\n", "create_parents": True})
         check(not r["ok"] and r["error"]["code"] == "denied", (rel, r))
+    c.close()
+
+
+def t_user_list_missing_names(d, tmp):
+    """A list of the user's own: a missing name it spells out cannot be
+    created either (a file in a tool's directory: that directory is sealed
+    whole, an existing one too; a name of its own: an empty directory), and
+    names with a wildcard are refused by the file tools (was: created)."""
+    toml = SANDBOX + 'protect = [".vscode/tasks.json", "sub/.claude/settings.json", "Makefile", "**/*.sh"]\n'
+    ws = new_ws(tmp, "userlist", toml, {".vscode/extensions.json": "{}\n"})
+    c = d.conn()
+    r = term(c, ws, "printf %s > .vscode/tasks.json 2>/dev/null && echo MADE1; "
+                    "mkdir -p sub/.claude 2>/dev/null; printf x > sub/.claude/settings.json 2>/dev/null && echo MADE2; "
+                    "printf 'all:' > Makefile 2>/dev/null && echo MADE3; echo end" % json.dumps(PLANTS[".vscode/tasks.json"]))
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(not os.path.exists(os.path.join(ws, ".vscode/tasks.json")), ".vscode/tasks.json was made")
+    check(not os.path.exists(os.path.join(ws, "sub/.claude/settings.json")), "sub/.claude/settings.json was made")
+    check(os.path.isdir(os.path.join(ws, "Makefile")) and os.listdir(os.path.join(ws, "Makefile")) == [], "Makefile")
+    check(open(os.path.join(ws, ".vscode/extensions.json")).read() == "{}\n", "extensions.json")
+    # The host's own settings reach the jail through the sealed directory.
+    with open(os.path.join(ws, ".vscode/settings.json"), "w") as f:
+        f.write('{"x":1}\n')
+    r = term(c, ws, "cat .vscode/settings.json")
+    check(r["ok"] and r["stdout"] == '{"x":1}\n', r)
+    r = c.call({"tool": "file_write", "workspace": ws, "path": "tools/run.sh", "content": "x\n", "create_parents": True})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    # The first result listed no placeholder as written by the jail.
+    ws2 = new_ws(tmp, "userlist-quiet", toml)
+    r = term(c, ws2, "sleep 0.3; true")
+    check(r["ok"] and r["host_run_files"] == [], r)
     c.close()
 
 
@@ -242,6 +282,18 @@ def t_symlinked_directory(d, tmp):
         check(r.returncode == 0 and r.stdout == "end\n", (name, r))
         r = cli("plan", "-w", ws)
         check(os.path.join(ws, "shared-vscode") in r.stdout, (name, r.stdout))
+    # Into another writable root the jail sees (rw_paths = [".", OTHER]).
+    other = make_ws(tmp, "link-other-root", None, {"vsc/tasks.json": "orig\n"})
+    ws = new_ws(tmp, "link-cross", '[sandbox]\nrw_paths = [".", "%s"]\nprotect = ["**/.vscode/tasks.json"]\n' % other)
+    os.symlink(os.path.join(other, "vsc"), os.path.join(ws, ".vscode"))
+    chown_tree(ws)
+    c = d.conn()
+    r = term(c, ws, "printf x >> .vscode/tasks.json 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    r = c.call({"tool": "file_write", "workspace": ws, "path": os.path.join(other, "vsc/tasks.json"), "content": "x\n"})
+    check(not r["ok"] and r["error"]["code"] == "denied", r)
+    c.close()
+    check(open(os.path.join(other, "vsc/tasks.json")).read() == "orig\n", "tasks.json in the other root was written")
 
 
 # ---------------------------------------------------------------- created by the host
@@ -362,6 +414,7 @@ def t_embedded_reports_host_run_files(d, tmp):
 
 TESTS = [
     t_missing_names_cannot_be_created,
+    t_user_list_missing_names,
     t_embedded_cannot_create,
     t_placeholders_leave_host_tools_alone,
     t_default_list_covers_host_run_files,

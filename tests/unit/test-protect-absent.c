@@ -18,6 +18,7 @@
 
 #include "mask-walk.h"
 #include "protect-absent.h"
+#include "strv.h"
 
 static char ws[128];
 
@@ -138,13 +139,33 @@ static void test_fill(void **state) {
                             (char *)"docs/Makefile", NULL };
         VsPath rw = { .written = (char *)".", .resolved = root };
         VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
-        assert_int_equal(protect_absent_fill(&p, NULL), 0);
+        char **sealed = NULL;
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(strv_length(sealed), 0);
+        strv_free(sealed);
         struct stat st;
         assert_int_equal(lstat(at("fill/.envrc"), &st), 0);
         assert_int_equal(lstat(at("fill/.vscode"), &st), 0);
         assert_int_equal(lstat(at("fill/docs/Makefile"), &st), 0);
         assert_true(S_ISDIR(st.st_mode));
         assert_int_equal(access(at("fill/.idea"), F_OK), -1);
+
+        /* A file of the user's list in a tool's directory: the directory is
+         * sealed whole, made where missing (but .idea), never a placeholder
+         * named tasks.json. */
+        char *mine[] = { (char *)".vscode/tasks.json", (char *)"sub/.claude/settings.json", (char *)".idea/x.xml",
+                         (char *)".cursor/mcp.json", NULL };
+        assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
+        p.protect = mine;
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(strv_length(sealed), 3);
+        assert_true(strv_contains(sealed, at("fill/.vscode")));
+        assert_true(strv_contains(sealed, at("fill/sub/.claude")));
+        assert_true(strv_contains(sealed, at("fill/.cursor")));
+        assert_int_equal(access(at("fill/.vscode/tasks.json"), F_OK), -1);
+        assert_int_equal(access(at("fill/sub/.claude/settings.json"), F_OK), -1);
+        assert_int_equal(access(at("fill/.idea"), F_OK), -1);
+        strv_free(sealed);
 }
 
 static void test_walk_links(void **state) {
@@ -165,10 +186,29 @@ static void test_walk_links(void **state) {
         MaskList plain = { 0 }, linked = { 0 };
         assert_int_equal(mask_walk(root, set, &plain, NULL), 0);
         assert_int_equal(plain.n, 0);
-        assert_int_equal(mask_walk_links(root, set, &linked, NULL), 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
         assert_int_equal(linked.n, 1);
         assert_string_equal(linked.items[0].relpath, ".vscode/tasks.json");
         mask_list_done(&plain);
+        mask_list_done(&linked);
+        /* A link into another root the jail sees (rw_paths = [".", "~/shared"]). */
+        char other[200];
+        snprintf(other, sizeof other, "%s/other-root", ws);
+        assert_int_equal(mkdir(other, 0755), 0);
+        assert_int_equal(mkdir(at("other-root/vsc"), 0755), 0);
+        fd = open(at("other-root/vsc/tasks.json"), O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(unlink(at("links/.vscode")), 0);
+        char target[300];
+        snprintf(target, sizeof target, "%s/vsc", other);
+        assert_int_equal(symlink(target, at("links/.vscode")), 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
+        assert_int_equal(linked.n, 0); /* not a root it may lead into */
+        char *also[] = { root, other, NULL };
+        assert_int_equal(mask_walk_links(root, set, also, &linked, NULL), 0);
+        assert_int_equal(linked.n, 1);
+        assert_string_equal(linked.items[0].relpath, ".vscode/tasks.json");
         mask_list_done(&linked);
         glob_set_free(set);
 }
