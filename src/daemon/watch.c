@@ -148,7 +148,9 @@ static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const c
         if (!ws->link)
                 return ws->starting != NULL; /* the start's walk may have missed it */
         _cleanup_free_ char *abs = path_join(w->roots[root], rel);
-        char *const *sealed = ws->link->launch ? ws->link->launch->protected_paths : NULL;
+        /* Ready: what it kept; still starting: its launch's list. */
+        char *const *sealed = ws->link->sealed ? ws->link->sealed
+                              : ws->link->launch ? ws->link->launch->protected_paths : NULL;
         for (char *const *s = sealed; abs && s && *s; s++)
                 if (path_is_below_or_equal(abs, *s))
                         return false;

@@ -120,7 +120,14 @@ static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t dep
         const unsigned char *state = w->states + depth * w->state_size;
         unsigned char *child = w->states + (depth + 1) * w->state_size;
         bool matched;
-        if (!glob_set_step(w->set, state, name, strlen(name), true, child, &matched) || matched)
+        bool below = glob_set_step(w->set, state, name, strlen(name), true, child, &matched);
+        if (matched) {
+                /* A pattern for directories only (".vscode/"): the link
+                 * names one if it leads to one; the caller protects that. */
+                struct stat lst;
+                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? walk_add(w, MASK_SYMLINK, err) : 0;
+        }
+        if (!below)
                 return 0;
         int cfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cfd < 0)

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -319,6 +320,19 @@ def t_host_created_name_is_sealed(d, tmp):
             time.sleep(0.1)
         check(r["ok"] and r["stdout"] == "end\n", (rel, r))
         check(open(p).read() == "host\n", rel + " was written by the jail")
+    # The host's editor making a file inside a sealed directory (.vscode,
+    # the launch's placeholder) is no reason to end the jail: a command
+    # running meanwhile goes on.
+    def host_editor():
+        time.sleep(0.5)
+        with open(os.path.join(ws, ".vscode/settings.json"), "w") as f:
+            f.write("{}\n")
+        os.rename(os.path.join(ws, ".vscode/settings.json"), os.path.join(ws, ".vscode/launch.json"))
+    th = threading.Thread(target=host_editor)
+    th.start()
+    r = term(c, ws, "sleep 1.5; cat .vscode/launch.json")
+    th.join()
+    check(r["ok"] and r["stdout"] == "{}\n", r)
     # At the root: the host replaces the .envrc placeholder with its own file.
     os.rmdir(os.path.join(ws, ".envrc"))
     with open(os.path.join(ws, ".envrc"), "w") as f:

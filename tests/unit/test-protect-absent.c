@@ -211,6 +211,15 @@ static void test_walk_links(void **state) {
         assert_string_equal(linked.items[0].relpath, ".vscode/tasks.json");
         mask_list_done(&linked);
         glob_set_free(set);
+        /* A pattern for directories only names the link to one. */
+        char *dirpat[] = { (char *)".vscode/", NULL };
+        assert_int_equal(mask_set_compile(dirpat, "protect", &set, NULL), 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
+        assert_int_equal(linked.n, 1);
+        assert_string_equal(linked.items[0].relpath, ".vscode");
+        assert_int_equal(linked.items[0].kind, MASK_SYMLINK);
+        mask_list_done(&linked);
+        glob_set_free(set);
 }
 
 int main(void) {
