@@ -167,7 +167,11 @@ int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
                 const VsProtectDefault *tool = protect_tool_dir(lit, &len);
                 for (size_t i = 0; i < p->n_rw; i++) {
                         const char *root = p->rw_paths[i].resolved;
-                        if (!root)
+                        /* The project's own tree only: a writable path
+                         * elsewhere (a cache, /tmp/build) is no directory the
+                         * host opens as a project, and is not the user's to
+                         * fill with placeholders; the watch covers it. */
+                        if (!root || !path_is_below_or_equal(root, p->workspace))
                                 continue;
                         r = tool ? seal_tool_dir(root, lit, tool, len, &sealed)
                                  : protect_absent_make(root, lit, kind, content);

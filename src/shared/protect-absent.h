@@ -13,7 +13,7 @@
  * protected whole, so a missing file in it needs no placeholder of its own.
  *
  * Only names a glob spells out can be made: "X" and "**" "/X" name X at a
- * writable root, "a/b" names a/b there; a glob with a wildcard names
+ * writable root in the workspace, "a/b" names a/b there; a glob with a wildcard names
  * nothing that could be made in advance, nor does a name at some depth
  * below a directory the jail creates. Those are reported when created
  * (host_run_files) and sealed at once by the daemon's watch.
@@ -58,7 +58,8 @@ const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len);
  * VS_ABSENT_REPORT; else a negative errno. */
 int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content);
 
-/* Every literal protect glob of p at every writable root: its placeholder
+/* Every literal protect glob of p at every writable root in the
+ * workspace (the workspace itself, or a listed path below it): its placeholder
  * where missing. A missing name inside a tool's configuration directory
  * (".vscode/tasks.json" of a user's list) takes no placeholder of its
  * own: that directory is sealed whole (made first where missing, as its

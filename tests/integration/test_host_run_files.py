@@ -295,6 +295,8 @@ def t_symlinked_directory(d, tmp):
     check(not r["ok"] and r["error"]["code"] == "denied", r)
     c.close()
     check(open(os.path.join(other, "vsc/tasks.json")).read() == "orig\n", "tasks.json in the other root was written")
+    # A writable path outside the workspace gets no placeholder.
+    check(sorted(os.listdir(other)) == ["vsc"], os.listdir(other))
 
 
 # ---------------------------------------------------------------- created by the host
