@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "glob.h"
+#include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -192,5 +194,43 @@ int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
         }
         if (ret_sealed)
                 *ret_sealed = TAKE_PTR(sealed);
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int protect_matches_describe(const VsPolicy *p, char ***ret, VsError **err) {
+        _cleanup_strv_free_ char **out = calloc(1, sizeof(char *)), **roots = calloc(1, sizeof(char *));
+        if (!out || !roots)
+                return -ENOMEM;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        if (r < 0 || (r = mask_set_compile(p->protect, "protect", &set, err)) < 0)
+                return r;
+        for (char **root = roots; set && *root; root++) {
+                MaskList ml = { 0 };
+                if ((r = mask_walk_links(*root, set, roots, &ml, err)) < 0)
+                        return r;
+                for (size_t k = 0; r >= 0 && k < ml.n; k++) {
+                        _cleanup_free_ char *path = path_join(*root, ml.items[k].relpath);
+                        _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
+                        if (!path)
+                                r = -ENOMEM;
+                        else if (real && !streq(real, path))
+                                r = strv_extendf(&out, "%s -> %s", path, real);
+                        else
+                                r = strv_extend(&out, path);
+                }
+                mask_list_done(&ml);
+                if (r < 0)
+                        return r;
+        }
+        qsort(out, strv_length(out), sizeof(char *), cmp_str);
+        *ret = TAKE_PTR(out);
         return 0;
 }

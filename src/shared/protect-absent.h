@@ -68,3 +68,9 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * something and is not root, the jail (the same uid, with less) may not
  * either: not an error. */
 int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err);
+
+/* The paths the protect globs name now below the writable roots (the
+ * jail's walk, through symlinked directories too, nothing made): each as
+ * "PATH", or "PATH -> TARGET" where it resolves elsewhere (the target is
+ * what the jail seals). Sorted; for `vectora-sandbox check`. */
+int protect_matches_describe(const VsPolicy *p, char ***ret, VsError **err);

@@ -283,6 +283,11 @@ def t_symlinked_directory(d, tmp):
         check(r.returncode == 0 and r.stdout == "end\n", (name, r))
         r = cli("plan", "-w", ws)
         check(os.path.join(ws, "shared-vscode") in r.stdout, (name, r.stdout))
+        # check names it by where it leads (was: not at all).
+        r = cli("check", "--json", "-w", ws)
+        got = json.loads(r.stdout).get("protect_matches", [])
+        check(any(m.startswith(os.path.join(ws, ".vscode")) and m.endswith(" -> " + os.path.join(ws, "shared-vscode"))
+                  or m.endswith(" -> " + os.path.join(ws, "shared-vscode/tasks.json")) for m in got), (name, got))
     # Into another writable root the jail sees (rw_paths = [".", OTHER]).
     other = make_ws(tmp, "link-other-root", None, {"vsc/tasks.json": "orig\n"})
     ws = new_ws(tmp, "link-cross", '[sandbox]\nrw_paths = [".", "%s"]\nprotect = ["**/.vscode/tasks.json"]\n' % other)
