@@ -137,6 +137,22 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
         return got == (ssize_t)n && (n == 0 || memcmp(buf, content, n) == 0);
 }
 
+/* Whether the innermost listed path holding abs is a read-only one. */
+static bool below_read_only(const VsPolicy *p, const char *abs) {
+        size_t best = 0;
+        bool ro = false;
+        for (size_t pass = 0; p && pass < 2; pass++)
+                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
+                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                        size_t n = r ? strlen(r) : 0;
+                        if (r && path_is_below_or_equal(abs, r) && n >= best) {
+                                ro = pass == 1; /* at equal length ro wins, as the worker says */
+                                best = n;
+                        }
+                }
+        return ro;
+}
+
 /* A protected name that appeared under a running jail, made by the host
  * (or by the jail where nothing could be made first: at some depth),
  * stays writable in that jail unless a read-only mount covers it already:
@@ -145,13 +161,15 @@ static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const c
         if (!glob_set_masks(w->protect, rel, is_dir) || is_placeholder(w, root, rel))
                 return false;
         Workspace *ws = w->ws;
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        if (!abs || below_read_only(ws->policy, abs))
+                return false; /* read-only in the jail whatever it is */
         if (!ws->link)
                 return ws->starting != NULL; /* the start's walk may have missed it */
-        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
         /* Ready: what it kept; still starting: its launch's list. */
         char *const *sealed = ws->link->sealed ? ws->link->sealed
                               : ws->link->launch ? ws->link->launch->protected_paths : NULL;
-        for (char *const *s = sealed; abs && s && *s; s++)
+        for (char *const *s = sealed; s && *s; s++)
                 if (path_is_below_or_equal(abs, *s))
                         return false;
         return true;
