@@ -103,7 +103,6 @@ static int others_loosen(char ***out, const VsPolicy *a, const VsPolicy *p) {
         return r;
 }
 
-
 /* A protect glob dropped is no loosening where a glob kept covers it: the
  * default list once named .vscode/tasks.json and now seals .vscode whole
  * (protect-defaults.c), so an approved policy with the old list is not
@@ -116,8 +115,6 @@ static bool protect_covered(char *const *kept, const char *g) {
         bool g_any = strncmp(g, "**/", 3) == 0 || !strchr(g, '/');
         const char *gl = strncmp(g, "**/", 3) == 0 ? g + 3 : g;
         for (char *const *h = kept; h && *h; h++) {
-                if (strpbrk(*h, "*?[\\") && strncmp(*h, "**/", 3) != 0)
-                        continue;
                 const char *hl = strncmp(*h, "**/", 3) == 0 ? *h + 3 : *h;
                 if (strpbrk(hl, "*?[\\"))
                         continue;
@@ -131,7 +128,7 @@ static bool protect_covered(char *const *kept, const char *g) {
                                 if (strncmp(c, hl, n) == 0 && (c[n] == '/' || c[n] == '\0'))
                                         return true;
                         }
-                } else if (!h_any && !g_any && strncmp(gl, hl, n) == 0 && (gl[n] == '/' || gl[n] == '\0'))
+                } else if (!g_any && strncmp(gl, hl, n) == 0 && (gl[n] == '/' || gl[n] == '\0'))
                         return true;
         }
         return false;

@@ -79,14 +79,12 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         return 0;
 }
 
-/* An existing protected path is protected (a symlinked one, or one
- * reached through a symlinked directory, where it leads). */
+/* An existing protected path is protected (a symlinked one where it
+ * leads). */
 static int add_existing(VsJailFacts *f, const char *path, const struct stat *st) {
-        _cleanup_free_ char *real = S_ISLNK(st->st_mode) ? NULL : realpath(path, NULL);
-        if (!S_ISLNK(st->st_mode) && (!real || streq(real, path)))
+        if (!S_ISLNK(st->st_mode))
                 return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
-        if (!real)
-                real = realpath(path, NULL);
+        _cleanup_free_ char *real = realpath(path, NULL);
         if (!real || strv_contains(f->protected_existing, real))
                 return 0;
         return strv_extend(&f->protected_existing, real);
@@ -183,7 +181,13 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
                         struct stat st;
                         if (!path)
                                 r = -ENOMEM;
-                        else if (lstat(path, &st) == 0 && (r = add_existing(f, path, &st)) >= 0 &&
+                        else if (lstat(path, &st) < 0)
+                                continue;
+                        /* Reached through a symlinked directory: protected
+                         * where it leads, like a symlinked match. */
+                        else if (real && !streq(real, path) && !S_ISLNK(st.st_mode) && stat(real, &st) < 0)
+                                continue;
+                        else if ((r = add_existing(f, real && !S_ISLNK(st.st_mode) ? real : path, &st)) >= 0 &&
                                  !strv_contains(f->protect_matches, path))
                                 r = strv_extend(&f->protect_matches, path);
                         if (r >= 0 && real && !strv_contains(f->protect_matches, real))
