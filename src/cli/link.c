@@ -7,6 +7,7 @@
 
 #include "client.h"
 #include "fd-util.h"
+#include "host-run-scan.h"
 #include "json-util.h"
 #include "link.h"
 #include "protocol.h"
@@ -29,6 +30,7 @@ struct CliLink {
         char *pending;       /* a loosening waiting for `vectora-sandbox allow`, or NULL */
         char *open_code;     /* the embedded worker could not start: why, for every call */
         char *open_message;
+        VsHostRunScan *host_run; /* the files the host runs later as the last call left them */
 };
 
 int cli_link_new(const CliArgs *a, CliLink **ret) {
@@ -51,6 +53,7 @@ void cli_link_free(CliLink *l) {
         jsonl_reader_free(l->reader);
         session_end(l->session);
         policy_free(l->policy);
+        host_run_scan_free(l->host_run);
         free(l->pending);
         free(l->workspace);
         free(l->open_code);
@@ -124,6 +127,26 @@ static int embedded_open(CliLink *l) {
                 l->open_message = strdup(vs_error_message(err));
                 if (!l->open_code || !l->open_message)
                         return -ENOMEM;
+                return 0;
+        }
+        /* After the launch: its placeholders are the host's, not the call's. */
+        r = host_run_scan(l->policy, &l->host_run);
+        return r == -ENOMEM ? r : 0;
+}
+
+/* What the call wrote of the files the host runs later, as the daemon's
+ * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
+static int embedded_host_run(CliLink *l, json_t *result) {
+        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
+        int r = l->host_run ? host_run_scan(l->policy, &now) : 0;
+        if (r < 0)
+                return r;
+        json_t *a = now ? host_run_scan_diff(l->host_run, now) : json_array();
+        if (!a || json_object_set_new(result, "host_run_files", a) < 0)
+                return -ENOMEM;
+        if (now) {
+                host_run_scan_free(l->host_run);
+                l->host_run = TAKE_PTR(now);
         }
         return 0;
 }
@@ -152,11 +175,15 @@ static int embedded_run(CliLink *l, const VsToolArgs *args, JsonlMsg *ret) {
         tool_call_done(&c);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0)
-                return fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED), vs_error_message(err));
+        if (r < 0) {
+                if ((r = fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED),
+                                     vs_error_message(err))) < 0)
+                        return r;
+                return embedded_host_run(l, ret->obj);
+        }
         json_decref(m.obj);
         m.obj = result;
-        if (json_object_set_new(result, "ok", json_true()) < 0) {
+        if (json_object_set_new(result, "ok", json_true()) < 0 || embedded_host_run(l, result) < 0) {
                 jsonl_msg_done(&m);
                 return -ENOMEM;
         }

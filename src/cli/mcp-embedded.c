@@ -6,6 +6,7 @@
 
 #include "api.h"
 #include "fd-util.h"
+#include "host-run-scan.h"
 #include "json-util.h"
 #include "mcp-serve.h"
 #include "path-util.h"
@@ -19,6 +20,7 @@ void mcp_embedded_done(McpEmbedded *e) {
         policy_free(TAKE_PTR(e->policy));
         free(TAKE_PTR(e->pending));
         strv_free(TAKE_PTR(e->masked));
+        host_run_scan_free(TAKE_PTR(e->host_run));
 }
 
 /* Masks over time for a worker kept between calls: a masked path that
@@ -31,6 +33,23 @@ static bool masks_unchanged(const McpEmbedded *e) {
         if (!e->policy || tools_masked_now(e->policy, &now, NULL) < 0)
                 return false;
         return strv_equal(now, e->masked);
+}
+
+/* What the call wrote of the files the host runs later, as the daemon's
+ * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
+static int add_host_run(McpEmbedded *e, json_t *reply) {
+        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
+        int r = e->host_run ? host_run_scan(e->policy, &now) : 0;
+        if (r < 0)
+                return r;
+        json_t *a = now ? host_run_scan_diff(e->host_run, now) : json_array();
+        if (!a || json_object_set_new(reply, "host_run_files", a) < 0)
+                return -ENOMEM;
+        if (now) {
+                host_run_scan_free(e->host_run);
+                e->host_run = TAKE_PTR(now);
+        }
+        return 0;
 }
 
 static char *config_path(const McpEmbedded *e) {
@@ -99,7 +118,9 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         _cleanup_free_ char *cp2 = config_path(e);
         if (cp2 && (!cp || !streq(cp, cp2)))
                 e->config_present = stat(cp2, &e->config_st) == 0;
-        return 0;
+        /* After the launch: its placeholders are the host's, not a call's. */
+        r = host_run_scan(e->policy, &e->host_run);
+        return r == -ENOMEM ? r : 0;
 }
 
 /* The call through the core's tool call (tool-call.h), as the daemon
@@ -125,11 +146,12 @@ static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, 
                         return *ret_reply ? 0 : -ENOMEM;
                 }
                 *ret_reply = error_reply(kind, vs_error_message(err));
-                if (*ret_reply && add_sandbox(e, *ret_reply) < 0)
+                if (*ret_reply && (add_sandbox(e, *ret_reply) < 0 || add_host_run(e, *ret_reply) < 0))
                         return -ENOMEM;
                 return *ret_reply ? 0 : -ENOMEM;
         }
-        if (json_object_set_new(result, "ok", json_true()) < 0 || add_sandbox(e, result) < 0) {
+        if (json_object_set_new(result, "ok", json_true()) < 0 || add_sandbox(e, result) < 0 ||
+            add_host_run(e, result) < 0) {
                 json_decref(result);
                 jsonl_msg_done(&m);
                 return -ENOMEM;

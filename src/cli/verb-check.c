@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "config.h"
 #include "policy-json.h"
+#include "protect-absent.h"
 #include "strv.h"
 #include "tools.h"
 
@@ -40,8 +41,14 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                 printf("%-13s%s (read-only)\n", "protected", j ? j : "");
         }
         _cleanup_free_ char *g = strv_join(p->protect, ", ");
-        printf("%-13s%s (read-only where they exist, never created by the file tools)\n", "protect",
+        printf("%-13s%s (read-only; a missing one a glob spells out gets a placeholder so the jail cannot create it)\n", "protect",
                g && *g ? g : "(none)");
+        /* What they name now, a symlinked one by where it leads (sealed there). */
+        _cleanup_strv_free_ char **now = NULL;
+        if (protect_matches_describe(p, &now, NULL) >= 0) {
+                _cleanup_free_ char *j = strv_join(now, ", ");
+                printf("%-13s%s\n", "protect now", j && *j ? j : "(nothing yet)");
+        }
         printf("%-13s%s\n", "git_init",
                p->git_init ? "true (a missing root .git is a repository the host's git makes before the jail starts)"
                            : "false (a missing root .git is a read-only empty directory in the jail)");
@@ -112,6 +119,9 @@ int verb_check(const CliArgs *a) {
                  * whether a loosening waits for approval. */
                 json_object_set_new(o, "directory", json_string(dir));
                 json_object_set_new(o, "policy_pending", pending ? json_string(pending) : json_null());
+                _cleanup_strv_free_ char **now = NULL;
+                if (p->sandboxed && protect_matches_describe(p, &now, NULL) >= 0)
+                        json_object_set_new(o, "protect_matches", json_strv(now));
                 cli_print_json(o);
                 json_decref(o);
                 return 0;

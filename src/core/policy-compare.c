@@ -103,6 +103,37 @@ static int others_loosen(char ***out, const VsPolicy *a, const VsPolicy *p) {
         return r;
 }
 
+/* A protect glob dropped is no loosening where a glob kept covers it: the
+ * default list once named .vscode/tasks.json and now seals .vscode whole
+ * (protect-defaults.c), so an approved policy with the old list is not
+ * reported as losing an entry. Literal globs only: "**" "/D" or a
+ * slash-less "D" covers any path with a component D; an anchored "a/D"
+ * what is anchored at or below it. */
+static bool protect_covered(char *const *kept, const char *g) {
+        if (strv_contains(kept, g))
+                return true;
+        bool g_any = strncmp(g, "**/", 3) == 0 || !strchr(g, '/');
+        const char *gl = strncmp(g, "**/", 3) == 0 ? g + 3 : g;
+        for (char *const *h = kept; h && *h; h++) {
+                const char *hl = strncmp(*h, "**/", 3) == 0 ? *h + 3 : *h;
+                if (strpbrk(hl, "*?[\\"))
+                        continue;
+                bool h_any = strncmp(*h, "**/", 3) == 0 || !strchr(*h, '/');
+                size_t n = strlen(hl);
+                if (h_any) {
+                        /* D itself, or a path with a component D. */
+                        for (const char *c = gl; c; c = strchr(c, '/')) {
+                                if (*c == '/')
+                                        c++;
+                                if (strncmp(c, hl, n) == 0 && (c[n] == '/' || c[n] == '\0'))
+                                        return true;
+                        }
+                } else if (!g_any && strncmp(gl, hl, n) == 0 && (gl[n] == '/' || gl[n] == '\0'))
+                        return true;
+        }
+        return false;
+}
+
 int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
         _cleanup_strv_free_ char **out = calloc(1, sizeof(char *)), **pa = NULL, **pp = NULL;
         if (!out)
@@ -133,7 +164,7 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
                 if (!strv_contains(pp, *s) && (r = strv_extendf(&out, "protected: %s is no longer read-only", *s)) < 0)
                         return r;
         for (char **g = a->protect; g && *g; g++)
-                if (!strv_contains(p->protect, *g) &&
+                if (!protect_covered(p->protect, *g) &&
                     (r = strv_extendf(&out, "protect: \"%s\" is removed (no longer read-only)", *g)) < 0)
                         return r;
         if ((r = flag_loosens(&out, "git_init", a->git_init, p->git_init, false)) < 0)

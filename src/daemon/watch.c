@@ -13,12 +13,15 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "jail-plan.h"
 #include "log.h"
 #include "mask-walk.h"
 #include "path-util.h"
+#include "protect-absent.h"
 #include "server.h"
+#include "worker-link.h"
 #include "watch.h"
 
 #include "jail-plan.h"
@@ -36,7 +39,9 @@ typedef struct WorkspaceWatch {
         Workspace *ws;
         HubSub *sub; /* on the daemon's shared inotify instance */
         char *hit;   /* the first masked path seen in the batch being read */
+        char *protect_hit; /* the first protected name seen appearing unsealed */
         VsGlobSet *set;
+        VsGlobSet *protect;
         char **roots;
         size_t n_roots;
         WatchDir *dirs;
@@ -48,17 +53,29 @@ typedef struct WorkspaceWatch {
 
 /* Files the host runs later (its git, editors, agents, direnv): one that
  * a call creates or changes is listed in the results of the calls in
- * flight and in the audit log. Matched at any depth: a host opens
- * subdirectories as projects too. The root .git's own control files are
- * read-only in the jail; a .git anywhere else is the agent's. */
-static const char *const host_run_names[] = {
-        ".envrc", ".vscode/tasks.json", ".vscode/settings.json", ".mcp.json", ".claude/settings.json",
-        ".claude/settings.local.json",
-};
+ * flight and in the audit log. The default protect list's names
+ * (protect-defaults.c), whatever protect says, and what the workspace's
+ * own protect globs match; at any depth: a host opens subdirectories as
+ * projects too. The root .git's own control files are read-only in the
+ * jail; a .git anywhere else is the agent's. */
+static bool has_component(const char *rel, const char *name) {
+        size_t k = strlen(name);
+        for (const char *c = rel; c; c = strchr(c, '/')) {
+                if (*c == '/')
+                        c++;
+                if (strncmp(c, name, k) == 0 && (c[k] == '\0' || c[k] == '/'))
+                        return true;
+        }
+        return false;
+}
 
-static bool ends_with_component(const char *rel, const char *tail) {
-        size_t n = strlen(rel), k = strlen(tail);
-        return n >= k && streq(rel + n - k, tail) && (n == k || rel[n - k - 1] == '/');
+static bool default_name(const char *rel) {
+        for (size_t i = 0; i < VS_N_PROTECT_DEFAULTS; i++) {
+                const char *g = VS_PROTECT_DEFAULTS[i].glob;
+                if (has_component(rel, strncmp(g, "**/", 3) == 0 ? g + 3 : g))
+                        return true;
+        }
+        return false;
 }
 
 /* The length of rel's prefix to report when rel is a file the host runs
@@ -66,10 +83,9 @@ static bool ends_with_component(const char *rel, const char *tail) {
  * config, its hooks) is reported as that sub/.git: one entry however many
  * files git writes there, so a `git init` cannot push other notes out of
  * the workspace's ring. The root .git is not the agent's (read-only). */
-static size_t host_runs(const char *rel) {
-        for (size_t i = 0; i < ELEMENTSOF(host_run_names); i++)
-                if (ends_with_component(rel, host_run_names[i]))
-                        return strlen(rel);
+static size_t host_runs(const WorkspaceWatch *w, const char *rel, bool is_dir) {
+        if (default_name(rel) || glob_set_masks(w->protect, rel, is_dir))
+                return strlen(rel);
         const char *g = strstr(rel, ".git");
         for (; g; g = strstr(g + 1, ".git")) {
                 if (g == rel || g[-1] != '/' || (g[4] && g[4] != '/'))
@@ -79,6 +95,87 @@ static size_t host_runs(const char *rel) {
                         return (size_t) (rest - rel);
         }
         return 0;
+}
+
+/* A placeholder the jail's launch made (protect-absent.h) at a root: not
+ * the jail's doing, and sealed already. */
+static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel) {
+        const VsPolicy *p = w->ws->policy;
+        bool lit = false, tool_dir = false;
+        for (char **g = p ? p->protect : NULL; g && *g && !lit && !tool_dir; g++) {
+                _cleanup_free_ char *l = NULL;
+                size_t len = 0;
+                lit = protect_literal(*g, &l) >= 0 && l && streq(l, rel);
+                /* A tool's directory sealed whole for a file of the list. */
+                tool_dir = !lit && l && protect_tool_dir(l, &len) && strlen(rel) == len && strncmp(l, rel, len) == 0;
+        }
+        if (!lit && !tool_dir)
+                return false;
+        const char *content = NULL;
+        VsAbsent kind = tool_dir ? VS_ABSENT_DIR : protect_absent_kind(rel, &content);
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        struct stat st;
+        if (!abs || lstat(abs, &st) < 0)
+                return false;
+        if (kind == VS_ABSENT_DIR) {
+                if (!S_ISDIR(st.st_mode))
+                        return false;
+                DIR *d = opendir(abs);
+                if (!d)
+                        return false;
+                struct dirent *de;
+                bool empty = true;
+                while (empty && (de = readdir(d)))
+                        empty = streq(de->d_name, ".") || streq(de->d_name, "..");
+                closedir(d);
+                return empty;
+        }
+        size_t n = content ? strlen(content) : 0;
+        char buf[64];
+        if (kind != VS_ABSENT_FILE || !S_ISREG(st.st_mode) || (size_t)st.st_size != n || n > sizeof buf)
+                return false;
+        int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+        safe_close(fd);
+        return got == (ssize_t)n && (n == 0 || memcmp(buf, content, n) == 0);
+}
+
+/* Whether the innermost listed path holding abs is a read-only one. */
+static bool below_read_only(const VsPolicy *p, const char *abs) {
+        size_t best = 0;
+        bool ro = false;
+        for (size_t pass = 0; p && pass < 2; pass++)
+                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
+                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                        size_t n = r ? strlen(r) : 0;
+                        if (r && path_is_below_or_equal(abs, r) && n >= best) {
+                                ro = pass == 1; /* at equal length ro wins, as the worker says */
+                                best = n;
+                        }
+                }
+        return ro;
+}
+
+/* A protected name that appeared under a running jail, made by the host
+ * (or by the jail where nothing could be made first: at some depth),
+ * stays writable in that jail unless a read-only mount covers it already:
+ * the worker is recycled, so the next call's jail seals it. */
+static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const char *rel, bool is_dir) {
+        if (!glob_set_masks(w->protect, rel, is_dir) || is_placeholder(w, root, rel))
+                return false;
+        Workspace *ws = w->ws;
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        if (!abs || below_read_only(ws->policy, abs))
+                return false; /* read-only in the jail whatever it is */
+        if (!ws->link)
+                return ws->starting != NULL; /* the start's walk may have missed it */
+        /* Ready: what it kept; still starting: its launch's list. */
+        char *const *sealed = ws->link->sealed ? ws->link->sealed
+                              : ws->link->launch ? ws->link->launch->protected_paths : NULL;
+        for (char *const *s = sealed; s && *s; s++)
+                if (path_is_below_or_equal(abs, *s))
+                        return false;
+        return true;
 }
 
 static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_t len) {
@@ -115,7 +212,9 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 bool is_dir = de->d_type == DT_DIR;
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
-                size_t hr = note ? host_runs(sub) : 0;
+                size_t hr = note && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
+                if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir))
+                        w->protect_hit = strdup(sub);
                 if (hr)
                         note_host_run(w, root, sub, hr);
                 if (glob_set_masks(w->set, sub, is_dir)) {
@@ -211,11 +310,15 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
         /* add_dir() may move w->dirs: keep what wd says. */
         size_t root = wd->root;
         wd = NULL;
-        size_t hr = host_runs(rel);
+        bool created = ev->mask & (IN_CREATE | IN_MOVED_TO);
+        bool placeholder = is_placeholder(w, root, rel);
+        size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
         if (hr)
                 note_host_run(w, root, rel, hr);
-        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+        if (!created)
                 return; /* a write to an existing file: masked already if it matches */
+        if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir))
+                w->protect_hit = strdup(rel);
         if (glob_set_masks(w->set, rel, is_dir)) {
                 if (!w->hit)
                         w->hit = TAKE_PTR(rel);
@@ -231,9 +334,20 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
+        _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
+        Workspace *ws = w->ws;
+        if (!hit && protect_hit && (ws->link || ws->starting)) {
+                log_info("workspace %s: protected name %s appeared unsealed; recycling the worker so the jail seals it",
+                         ws->path, protect_hit);
+                char why[512];
+                snprintf(why, sizeof why,
+                         "a path the protect list names appeared (%s); the jail was rebuilt to make it read-only and this call was ended",
+                         protect_hit);
+                ws->watch_hooks->masked_appeared(ws, why);
+                return;
+        }
         if (!hit)
                 return;
-        Workspace *ws = w->ws;
         bool running = ws->link || ws->draining || ws->starting;
         log_info("workspace %s: masked path %s appeared%s", ws->path, hit,
                  running ? "; recycling the worker so the jail masks it" : "");
@@ -267,7 +381,9 @@ void watch_stop(Workspace *ws) {
                 return;
         hub_sub_free(w->sub);
         free(w->hit);
+        free(w->protect_hit);
         glob_set_free(w->set);
+        glob_set_free(w->protect);
         for (size_t i = 0; i < w->n_dirs; i++)
                 free(w->dirs[i].rel);
         free(w->dirs);
@@ -287,11 +403,13 @@ int watch_start(Workspace *ws) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = hub ? hub_sub_new(hub, &watch_ops, w, &w->sub) : -EMFILE;
         if (r < 0 || mask_set_compile(p->mask, "mask", &w->set, &err) < 0 ||
+            mask_set_compile(p->protect, "protect", &w->protect, &err) < 0 ||
             !(w->roots = calloc(p->n_rw + p->n_ro + 1, sizeof(char *)))) {
                 log_warning("workspace %s: cannot watch for masked paths: %s", ws->path,
                             r < 0 ? strerror(-r) : err ? vs_error_message(err) : "out of memory");
                 hub_sub_free(w->sub);
                 glob_set_free(w->set);
+                glob_set_free(w->protect);
                 free(w);
                 return -EIO;
         }

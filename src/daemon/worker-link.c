@@ -40,6 +40,7 @@ static void link_maybe_free(WorkerLink *l) {
         launch_free(l->launch);
         jsonl_reader_free(l->reader);
         strv_free(l->layers);
+        strv_free(l->sealed);
         strv_free(l->degraded);
         strbuf_done(&l->errtail);
         strbuf_done(&l->errline);
@@ -223,6 +224,9 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         uv_timer_stop(&l->timer);
         l->state = LINK_READY;
         l->ready_ms = l->last_used_ms = now_ms();
+        /* What this jail seals, for the watch: a protected name that
+         * appears outside it recycles the worker (watch.c). */
+        l->sealed = l->launch ? TAKE_PTR(l->launch->protected_paths) : NULL;
         launch_trim(l->launch);
         for (char **d = l->degraded; d && *d; d++)
                 log_warning("workspace %s: running degraded: %s", l->ws->path, *d);

@@ -67,6 +67,7 @@ struct WorkerLink {
         size_t n_inflight;
         char **layers;
         char **degraded;
+        char **sealed;    /* the launch's protected paths, kept past launch_trim (watch.c) */
         StrBuf errtail;   /* last bytes of the worker's stderr */
         StrBuf errline;   /* partial stderr line */
         uint64_t spawned_ms, ready_ms, last_used_ms;

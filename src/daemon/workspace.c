@@ -7,8 +7,10 @@
 #include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "approval.h"
+#include "audit.h"
 #include "cgroup.h"
 #include "jail-session.h"
 #include "json-util.h"
@@ -212,21 +214,44 @@ static void workspace_note_host_run(Workspace *ws, const char *path) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
                         ws->host_run[i].us = now_us();
+                        ws->host_run[i].reported = false;
                         return;
                 }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
         n->path = strdup(path);
         n->us = now_us();
+        n->reported = false;
         log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
+        if (ws->refs)
+                return; /* the calls in flight list it, in their results and audit records */
+        /* Written with no call in flight (a background process, a
+         * terminal): the audit log has it now, the next result lists it. */
+        struct stat st;
+        json_t *target = json_string(path), *files = json_pack("[s]", path);
+        AuditRecord a = {
+                .uid = stat(ws->path, &st) == 0 ? st.st_uid : 0, /* the workspace's owner: no client asked */
+                .workspace = ws->path,
+                .tool = "host_run",
+                .target = target,
+                .sandboxed = ws->policy && ws->policy->sandboxed,
+                .generation = ws->generation,
+                .outcome = "ok",
+                .host_run = files,
+        };
+        if (target && files)
+                audit_write(&a);
+        json_decref(target);
+        json_decref(files);
 }
 
 json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
                 HostRunNote *n = &ws->host_run[i];
-                if (!n->path || n->us < since_us)
+                if (!n->path || (n->us < since_us && n->reported))
                         continue;
+                n->reported = true;
                 bool dup = false;
                 size_t k;
                 json_t *v;

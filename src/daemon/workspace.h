@@ -44,6 +44,7 @@ typedef struct WorkspaceHooks {
 typedef struct HostRunNote {
         char *path;
         uint64_t us; /* when the watcher saw it (now_us) */
+        bool reported; /* in some call's result (and so its audit record) */
 } HostRunNote;
 
 struct Workspace {
@@ -122,7 +123,9 @@ void workspace_submit(Workspace *ws, Call *c);
 /* Recycles the current worker now: in-flight calls fail with code. */
 void workspace_recycle(Workspace *ws, ApiError code, const char *why);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);
-/* Those noted at or after since_us, each once. */
+/* Those noted at or after since_us, and those no result has listed yet
+ * (written by a background process or a terminal while no call was in
+ * flight), each once. */
 json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us);
 json_t *workspace_status(Workspace *ws);
 /* The "sandbox" object of results: backend, layers, degraded, generation. */

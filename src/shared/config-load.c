@@ -229,13 +229,7 @@ int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text,
         return 0;
 }
 
-/* Files the host (its editor, direnv, agents) runs or obeys later, at any
- * depth: a subdirectory is opened as a project too. */
-const char *const VS_PROTECT_DEFAULT[] = {
-        ".envrc",          "**/.vscode/tasks.json",    "**/.vscode/settings.json",
-        ".mcp.json",       "**/.claude/settings.json", "**/.claude/settings.local.json",
-        NULL,
-};
+/* VS_PROTECT_DEFAULT: protect-defaults.c, one row per file with its reason. */
 
 int config_protected_paths(const VsPolicy *p, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));

@@ -17,6 +17,7 @@
 #include "mask-alias.h"
 #include "mask-walk.h"
 #include "path-util.h"
+#include "protect-absent.h"
 #include "strv.h"
 
 static void mask_paths_free(VsMaskPath *m, size_t n) {
@@ -220,11 +221,11 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
 }
 
 /* What the protect globs name below the writable roots, found by the
- * same walk as the masks (a matched directory is sealed whole). Under a
- * read-only root everything is read-only already. A missing one is not
- * made: an empty .envrc or tasks.json would itself change what direnv or
- * the editor does; the file tools refuse to create it and the daemon
- * reports one a command creates (host_run_files). */
+ * same walk as the masks (a matched directory is sealed whole), and
+ * through a symlinked directory too (.vscode -> shared-vscode): what such
+ * a name resolves to is protected and refused by the file tools as well.
+ * Under a read-only root everything is read-only already. A missing one a
+ * glob spells out got its placeholder first (protect-absent.h). */
 static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         if (!(f->protect_matches = calloc(1, sizeof(char *))))
                 return -ENOMEM;
@@ -234,20 +235,38 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
         int r = mask_set_compile(p->protect, "protect", &set, err);
         if (r < 0)
                 return r;
+        _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
+        for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        if (!roots || r < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
                 MaskList ml = { 0 };
-                if ((r = mask_walk(p->rw_paths[i].resolved, set, &ml, err)) < 0)
+                if ((r = mask_walk_links(p->rw_paths[i].resolved, set, roots, &ml, err)) < 0)
                         return vs_error_prefix(err, "finding the paths to protect");
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
+                        _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
                         struct stat st;
                         if (!path)
                                 r = -ENOMEM;
-                        else if (lstat(path, &st) == 0 && (r = add_existing(p, f, path, &st)) >= 0 &&
+                        else if (lstat(path, &st) < 0)
+                                continue;
+                        /* Reached through a symlinked directory: protected
+                         * where it leads, like a symlinked match, when that
+                         * is below a writable root (mask_walk_links follows
+                         * only such links; a link re-pointed since is not
+                         * followed out of the roots). */
+                        else if (real && !streq(real, path) && !S_ISLNK(st.st_mode) && (!below_rw(p, real) || stat(real, &st) < 0))
+                                continue;
+                        else if ((r = add_existing(p, f, real && !S_ISLNK(st.st_mode) ? real : path, &st)) >= 0 &&
                                  !strv_contains(f->protect_matches, path))
                                 r = strv_extend(&f->protect_matches, path);
+                        if (r >= 0 && real && !strv_contains(f->protect_matches, real))
+                                r = strv_extend(&f->protect_matches, real);
                 }
                 mask_list_done(&ml);
                 if (r < 0)
@@ -286,7 +305,18 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                         return r;
         }
         int r = collect_git(p, f, err);
-        return r < 0 ? r : collect_protect_globs(p, f, err);
+        _cleanup_strv_free_ char **sealed = NULL;
+        if (r >= 0)
+                r = protect_absent_fill(p, &sealed, err);
+        if (r >= 0)
+                r = collect_protect_globs(p, f, err);
+        /* Tool directories sealed whole for a missing file of the user's list. */
+        for (char **s = sealed; r >= 0 && s && *s; s++) {
+                struct stat st;
+                if (lstat(*s, &st) == 0 && (r = add_existing(p, f, *s, &st)) >= 0 && !strv_contains(f->protect_matches, *s))
+                        r = strv_extend(&f->protect_matches, *s);
+        }
+        return r;
 }
 
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {

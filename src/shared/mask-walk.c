@@ -17,6 +17,11 @@ typedef struct Walk {
         const VsGlobSet *set;
         const char *root;
         size_t max_entries;
+        int root_fd;       /* follow_links: the root, for the targets' check */
+        bool follow_links; /* mask_walk_links(): descend a symlinked directory below a root, once */
+        struct stat *also; /* follow_links: the other roots a link may lead into (or onto) */
+        size_t n_also;
+        bool following;    /* inside one now: no further link is followed */
         MaskList list;
         size_t cap;
         /* Match states, one slot per depth (see glob_set_step). */
@@ -97,6 +102,68 @@ static int ensure_slots(Walk *w, size_t slots, VsError **err) {
         return 0;
 }
 
+static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);
+
+/* Whether st is the directory s names. */
+static bool same_inode(const struct stat *st, const struct stat *s) {
+        return st->st_dev == s->st_dev && st->st_ino == s->st_ino;
+}
+
+/* A symlink that names a directory below the root, or below (or at) one
+ * of the other roots, where the patterns could match below it as a
+ * directory (.vscode -> shared-vscode with "**" "/.vscode/tasks.json"):
+ * walked under the link's name, so a match is found by the name the
+ * host's tools use; the caller protects what it resolves to. A link
+ * leading anywhere else is not followed (the jail does not see there), nor
+ * one inside a followed directory (no loops), nor one onto the root. */
+static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t depth, VsError **err) {
+        const unsigned char *state = w->states + depth * w->state_size;
+        unsigned char *child = w->states + (depth + 1) * w->state_size;
+        bool matched;
+        bool below = glob_set_step(w->set, state, name, strlen(name), true, child, &matched);
+        if (matched) {
+                /* A pattern for directories only (".vscode/"): the link
+                 * names one if it leads to one; the caller protects that. */
+                struct stat lst;
+                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? walk_add(w, MASK_SYMLINK, err) : 0;
+        }
+        if (!below)
+                return 0;
+        int cfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cfd < 0)
+                return 0; /* dangling, or no directory: nothing below it */
+        struct stat rst, st;
+        bool inside = false;
+        /* Below a root: the target's ancestors reach the root's inode. */
+        if (fstat(w->root_fd, &rst) == 0) {
+                int up = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
+                for (int k = 0; up >= 0 && k < 256 && fstat(up, &st) == 0; k++) {
+                        if (same_inode(&st, &rst)) {
+                                inside = k > 0;
+                                break;
+                        }
+                        for (size_t i = 0; i < w->n_also && !inside; i++)
+                                inside = same_inode(&st, &w->also[i]);
+                        if (inside)
+                                break;
+                        int next = openat(up, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        struct stat nst;
+                        bool top = next >= 0 && fstat(next, &nst) == 0 && nst.st_ino == st.st_ino && nst.st_dev == st.st_dev;
+                        safe_close(up);
+                        up = top ? safe_close(next) : next;
+                }
+                safe_close(up);
+        }
+        if (!inside) {
+                safe_close(cfd);
+                return 0;
+        }
+        w->following = true;
+        int r = walk_dir(w, cfd, plen, depth + 1, err);
+        w->following = false;
+        return r;
+}
+
 /* Walks the directory open as dfd (taken over) whose relative path is
  * w->path[0..len) and whose match state is slot depth. */
 static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
@@ -166,6 +233,12 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                                 break;
                         continue;
                 }
+                if (type == DT_LNK && w->follow_links && !w->following) {
+                        r = walk_link(w, dirfd(d), name, plen, depth, err);
+                        if (r < 0)
+                                break;
+                        continue;
+                }
                 if (!is_dir || !below)
                         continue;
 
@@ -190,6 +263,8 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
 static void walk_free(Walk *w) {
         if (!w)
                 return;
+        safe_close(w->root_fd);
+        free(w->also);
         free(w->states);
         free(w);
 }
@@ -199,7 +274,8 @@ static int entry_cmp(const void *a, const void *b) {
         return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
 }
 
-int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
+static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, bool follow_links,
+                    char *const *also, MaskList *ret, VsError **err) {
         _cleanup_(walk_freep) Walk *w = NULL;
 
         if (!root || root[0] != '/')
@@ -211,6 +287,18 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
         w->set = set;
         w->root = root;
         w->max_entries = max_entries;
+        w->root_fd = -EBADF;
+        w->follow_links = follow_links;
+        for (char *const *a = also; a && *a; a++) {
+                struct stat st;
+                if (stat(*a, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue; /* a root that is not there has nothing to protect */
+                struct stat *n = realloc(w->also, (w->n_also + 1) * sizeof *n);
+                if (!n)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                w->also = n;
+                n[w->n_also++] = st;
+        }
 
         if (glob_set_could_match_below(set, "")) {
                 /* The root itself is the caller's choice and may be reached
@@ -227,6 +315,11 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
                         return r;
                 }
                 glob_set_state_init(set, w->states);
+                if (follow_links && (w->root_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+                        r = negative_errno();
+                        safe_close(fd);
+                        return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
+                }
                 r = walk_dir(w, fd, 0, 0, err);
                 if (r < 0) {
                         mask_list_done(&w->list);
@@ -239,6 +332,14 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
                 qsort(w->list.items, w->list.n, sizeof *w->list.items, entry_cmp);
         *ret = w->list;
         return 0;
+}
+
+int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
+        return walk_run(root, set, max_entries, false, NULL, ret, err);
+}
+
+int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err) {
+        return walk_run(root, set, MASK_WALK_MAX_ENTRIES, true, also, ret, err);
 }
 
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {

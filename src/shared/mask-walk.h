@@ -42,3 +42,10 @@ void mask_list_done(MaskList *l);
  * MASK_WALK_MAX_ENTRIES. The result is sorted by relpath (strcmp); on
  * failure *ret is left untouched. */
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err);
+/* As mask_walk, and a symlink to a directory below root, or below or at
+ * one of also (NULL-terminated, may be NULL: the other roots the jail
+ * sees), is walked too, under the link's name (not below another such
+ * link): for the protect globs, which the host's tools apply to the names
+ * they open. A match found through a link has a relpath that resolves
+ * elsewhere; the caller protects its target. */
+int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err);

@@ -462,6 +462,14 @@ static int append_status(StrBuf *out, json_t *reply) {
                 r = strbuf_appends(out, "[not sandboxed: the workspace has no [sandbox] in vectora.toml; this ran on the host]");
         else
                 r = strbuf_appends(out, "[nothing ran]");
+        /* Said in the text too: a client may show only that. */
+        json_t *hr = json_object_get(reply, "host_run_files");
+        size_t i;
+        json_t *v;
+        json_array_foreach(hr, i, v) r |= strbuf_appendf(out, "%s%s", i ? ", " : "\n[written: files the host runs later: ",
+                                                         json_string_value(v));
+        if (json_array_size(hr))
+                r |= strbuf_appends(out, "; review them before the host's tools open this directory]");
         return r < 0 ? -ENOMEM : 0;
 }
 

@@ -853,6 +853,36 @@ for name, layout, rel in (
     attempt(f"exec: write {name}")(git_write(layout, rel))
 
 
+def tool_dir_only(ws):
+    """A .vscode without tasks.json: the name a folderOpen task would need;
+    a .claude without settings.json."""
+    os.makedirs(os.path.join(ws, ".vscode"), exist_ok=True)
+    write(os.path.join(ws, ".vscode/extensions.json"), "{}\n")
+    os.makedirs(os.path.join(ws, ".claude/commands"), exist_ok=True)
+
+
+# A protected name that does not exist yet cannot be created either (the
+# class of CVE-2026-25725): a placeholder takes its place before the jail
+# starts (docs/config.md, protect).
+for name, layout, rel in (
+        ("a missing .envrc (protect: placeholder directory)", None, ".envrc"),
+        ("a missing .mcp.json (protect: placeholder file)", None, ".mcp.json"),
+        ("a missing .claude/settings.json (protect: .claude sealed whole)", None, ".claude/settings.json"),
+        ("a missing .vscode/tasks.json in an existing .vscode (protect)", tool_dir_only, ".vscode/tasks.json"),
+        ("a missing .claude/settings.json in an existing .claude (protect)", tool_dir_only, ".claude/settings.json"),
+):
+    attempt(f"exec: create {name}")(git_write(layout, rel))
+
+
+@attempt("exec: mkdir a missing .claude (protect: its placeholder is there, read-only)")
+def _(c):
+    ws = git_ws(c, f"ws-git-{next(GIT_WS)}-no-claude", lambda ws: None)
+    v = expect_blocked(c.probe(ws, "mkdir", os.path.join(ws, ".claude")))
+    if os.listdir(os.path.join(ws, ".claude")):
+        raise Fail("ESCAPED: something is in .claude on the host")
+    return v
+
+
 @attempt("exec: move sub/.vscode aside to replace the protected tasks.json")
 def _(c):
     ws = git_ws(c, f"ws-git-{next(GIT_WS)}-envfiles", envfiles)

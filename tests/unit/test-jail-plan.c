@@ -176,8 +176,14 @@ static void test_same_sealed_set_everywhere(void **state) {
                               ".git/commondir",   ".git/remotes",    ".git/branches",  ".git/objects/info/alternates",
                               ".git/info/attributes", ".git/info/exclude", ".git/info/sparse-checkout",
                               ".env", "sub/.ssh/id_rsa", "sub/key.pem" };
+        /* The default protect list's placeholders (protect-absent.h),
+         * made on the host by the first plan, sealed like the rest. */
+        const char *placeholders[] = { ".envrc",   ".mcp.json", "mise.toml", ".mise.toml", ".gitmodules", ".ripgreprc",
+                                       ".vscode",  ".claude",   ".cursor",   ".codex",     ".gemini",     ".devcontainer" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++)
                 assert_int_equal(strv_consume(&want, path_join(ws, rel[i])), 0);
+        for (size_t i = 0; i < ELEMENTSOF(placeholders); i++)
+                assert_int_equal(strv_consume(&want, path_join(ws, placeholders[i])), 0);
 
         /* local */
         VsJailPlan *plan = plan_here(p, prot);
@@ -210,7 +216,7 @@ static void test_same_sealed_set_everywhere(void **state) {
                 assert_int_equal(strv_extend(&rw, p->rw_paths[i].resolved), 0);
         char *envv[] = { (char *)"PATH=/bin", NULL };
         VsRemoteJail j = { .workspace = p->workspace, .rw = rw, .ro = ro, .mask = p->mask,
-                           .protected_paths = prot, .env = envv, .network = true, .no_gpu = true };
+                           .protect = p->protect, .protected_paths = prot, .env = envv, .network = true, .no_gpu = true };
         char *hex = NULL;
         assert_int_equal(backend_ssh_jail_encode(&j, &hex), 0);
         VsRemoteJail rj = { 0 };
@@ -242,6 +248,8 @@ static void test_same_sealed_set_everywhere(void **state) {
         char **want_prot = NULL;
         for (size_t i = 0; i < 11; i++)
                 assert_int_equal(strv_consume(&want_prot, path_join(ws, rel[i])), 0);
+        for (size_t i = 0; i < ELEMENTSOF(placeholders); i++)
+                assert_int_equal(strv_consume(&want_prot, path_join(ws, placeholders[i])), 0);
         _cleanup_free_ char *hooks_link = path_join(ws, ".git/hooks");
         assert_int_equal(strv_extend(&want_prot, grafts), 0);
         assert_int_equal(strv_extend(&want_prot, hooks_link), 0);

@@ -49,9 +49,16 @@ static void test_same_and_tighter(void **state) {
                NULL);
         expect(BASE "[sandbox.limits]\npids = 512\n", BASE "[sandbox.limits]\npids = 64\n", NULL);
         /* More protected is tighter. */
-        expect(BASE, BASE "protect = [\".envrc\", \"**/.vscode/tasks.json\", \"**/.vscode/settings.json\", "
-                     "\".mcp.json\", \"**/.claude/settings.json\", \"**/.claude/settings.local.json\", \"Makefile\"]\n",
+        expect(BASE, BASE "protect = [\".envrc\", \".mcp.json\", \"mise.toml\", \".mise.toml\", \".gitmodules\", "
+                     "\".ripgreprc\", \"**/.vscode\", \"**/.claude\", \"**/.cursor\", \"**/.codex\", \"**/.gemini\", "
+                     "\"**/.devcontainer\", \"**/.idea\", \"Makefile\"]\n",
                NULL);
+        /* The former default list to the present one: each file it named is
+         * inside a directory now protected whole. */
+        expect(BASE "protect = [\".envrc\", \"**/.vscode/tasks.json\", \"**/.vscode/settings.json\", \".mcp.json\", "
+               "\"**/.claude/settings.json\", \"**/.claude/settings.local.json\"]\n",
+               BASE, NULL);
+        expect("[sandbox]\nprotect = [\"sub/.vscode/tasks.json\"]\n", "[sandbox]\nprotect = [\"**/.vscode\"]\n", NULL);
         expect(BASE "git_init = true\n", BASE, NULL);
         expect(BASE "ports = [3000, 4000]\n", BASE "ports = [3000]\n", NULL);
         /* A background process's timeout: none -> one, or a shorter one. */
@@ -89,6 +96,10 @@ static void test_each_loosening(void **state) {
         expect(BASE, BASE "no_gpu = false\n", "no_gpu: true -> false");
         /* protect: the default set, then an entry dropped from a list. */
         expect(BASE, BASE "protect = [\".envrc\"]\n", "protect: \".mcp.json\" is removed");
+        expect("[sandbox]\nprotect = [\"**/.vscode\"]\n", "[sandbox]\nprotect = [\"**/.vscode/tasks.json\"]\n",
+               "protect: \"**/.vscode\" is removed");
+        expect("[sandbox]\nprotect = [\"**/.vscode/tasks.json\"]\n", "[sandbox]\nprotect = [\".vscode/x\"]\n",
+               "protect: \"**/.vscode/tasks.json\" is removed");
         expect(BASE "protect = [\".envrc\", \"Makefile\"]\n", BASE "protect = [\".envrc\"]\n",
                "protect: \"Makefile\" is removed");
         expect(BASE, BASE "git_init = true\n", "git_init: false -> true");

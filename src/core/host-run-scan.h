@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Files the host runs later, written by an embedded-mode call (the CLI's
+ * --no-daemon, the MCP server without a daemon): the daemon's watch lists
+ * them in host_run_files (src/daemon/watch.c); embedded mode has no watch
+ * between calls, so it looks before and after. A scan notes the identity
+ * and change time of every path below the writable roots that the default
+ * protect list names (protect-defaults.c), the workspace's protect globs
+ * match, or that is a .git below the root, by the same walk as the jail's
+ * (a matched directory is one entry: its change time moves when a file is
+ * made or renamed in it). */
+
+#include <jansson.h>
+
+#include "config.h"
+
+typedef struct VsHostRunScan VsHostRunScan;
+
+/* NULL in *ret for an unsandboxed policy (nothing to report). */
+int host_run_scan(const VsPolicy *p, VsHostRunScan **ret);
+void host_run_scan_free(VsHostRunScan *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VsHostRunScan *, host_run_scan_free);
+
+/* The absolute paths new or changed in after since before (either may be
+ * NULL: nothing), sorted; NULL on -ENOMEM. */
+json_t *host_run_scan_diff(const VsHostRunScan *before, const VsHostRunScan *after);

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+#include "protect-absent.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "glob.h"
+#include "mask-walk.h"
+#include "path-util.h"
+#include "strv.h"
+
+int protect_literal(const char *glob, char **ret) {
+        const char *g = glob;
+        if (strncmp(g, "**/", 3) == 0)
+                g += 3;
+        while (*g == '/')
+                g++;
+        if (!*g || strpbrk(g, "*?[\\") || strstr(g, "//") || streq(g, ".") || strstr(g, "..")) {
+                *ret = NULL;
+                return 0;
+        }
+        size_t n = strlen(g);
+        while (n > 0 && g[n - 1] == '/')
+                n--;
+        if (!(*ret = strndup(g, n)))
+                return -ENOMEM;
+        return 0;
+}
+
+VsAbsent protect_absent_kind(const char *literal, const char **ret_content) {
+        const VsProtectDefault *d = protect_default_find(literal);
+        const char *slash = strrchr(literal, '/');
+        if (!d && slash)
+                d = protect_default_find(slash + 1);
+        *ret_content = d ? d->content : NULL;
+        return d ? d->absent : VS_ABSENT_DIR;
+}
+
+static void chown_like_parent(int pfd, const char *name) {
+        struct stat pst, st;
+        if (fstat(pfd, &pst) == 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (st.st_uid != pst.st_uid || st.st_gid != pst.st_gid))
+                (void)!fchownat(pfd, name, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
+}
+
+static int make_leaf(int pfd, const char *name, VsAbsent kind, const char *content) {
+        if (kind == VS_ABSENT_DIR) {
+                if (mkdirat(pfd, name, 0755) < 0)
+                        return errno == EEXIST ? 0 : -errno;
+        } else {
+                /* Whole when it appears (an unnamed file, written, then
+                 * linked in; EEXIST as O_EXCL says it): the daemon's watch
+                 * tells a placeholder by its content. */
+                _cleanup_close_ int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+                if (fd >= 0) {
+                        char proc[64];
+                        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+                        int r = content && *content ? write_all(fd, content, strlen(content)) : 0;
+                        if (r < 0)
+                                return r;
+                        if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) == 0)
+                                goto made;
+                        if (errno == EEXIST)
+                                return 0;
+                        if (errno != ENOENT)
+                                return -errno;
+                        /* no /proc: as below */
+                } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                        return -errno;
+                fd = safe_close(fd);
+                fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        return errno == EEXIST ? 0 : -errno;
+                int r = content && *content ? write_all(fd, content, strlen(content)) : 0;
+                if (r < 0) {
+                        (void)unlinkat(pfd, name, 0);
+                        return r;
+                }
+        }
+made:
+        chown_like_parent(pfd, name);
+        return 1;
+}
+
+int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content) {
+        if (kind == VS_ABSENT_REPORT)
+                return 0;
+        _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        _cleanup_free_ char *copy = strdup(rel);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                bool last = !save || !*save;
+                struct stat st;
+                if (fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                        if (last || !S_ISDIR(st.st_mode))
+                                return 0;
+                } else if (errno != ENOENT)
+                        return -errno;
+                else if (last)
+                        return make_leaf(cur, c, kind, content);
+                else if (mkdirat(cur, c, 0755) == 0)
+                        chown_like_parent(cur, c);
+                else if (errno != EEXIST)
+                        return -errno;
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+                safe_close(cur);
+                cur = next;
+        }
+        return 0;
+}
+
+const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len) {
+        for (const char *c = literal, *slash; (slash = strchr(c, '/')); c = slash + 1) {
+                _cleanup_free_ char *name = strndup(c, (size_t)(slash - c));
+                const VsProtectDefault *d = name ? protect_default_find(name) : NULL;
+                if (d && strncmp(d->glob, "**/", 3) == 0) {
+                        *ret_len = (size_t)(slash - literal);
+                        return d;
+                }
+        }
+        return NULL;
+}
+
+/* root/rel is missing and lies in a tool's configuration directory: that
+ * directory is sealed whole (made first where missing, unless its row
+ * makes none), so the file cannot be created in it. The directory's path
+ * is added to *sealed. */
+static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefault *d, size_t len, char ***sealed) {
+        _cleanup_free_ char *abs = path_join(root, rel);
+        _cleanup_free_ char *dir_rel = strndup(rel, len);
+        _cleanup_free_ char *dir = dir_rel ? path_join(root, dir_rel) : NULL;
+        if (!abs || !dir)
+                return -ENOMEM;
+        struct stat st;
+        if (lstat(abs, &st) == 0)
+                return 0; /* there: protected in its own right */
+        int r = protect_absent_make(root, dir_rel, d->absent, d->content);
+        if (r < 0)
+                return r;
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || strv_contains(*sealed, dir))
+                return 0; /* not made (.idea), or a symlink: the walk follows that */
+        return strv_extend(sealed, dir);
+}
+
+int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
+        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *));
+        if (!sealed)
+                return -ENOMEM;
+        for (char **g = p->protect; g && *g; g++) {
+                _cleanup_free_ char *lit = NULL;
+                int r = protect_literal(*g, &lit);
+                if (r < 0)
+                        return r;
+                if (!lit)
+                        continue;
+                const char *content = NULL;
+                VsAbsent kind = protect_absent_kind(lit, &content);
+                size_t len = 0;
+                const VsProtectDefault *tool = protect_tool_dir(lit, &len);
+                for (size_t i = 0; i < p->n_rw; i++) {
+                        const char *root = p->rw_paths[i].resolved;
+                        /* The project's own tree only: a writable path
+                         * elsewhere (a cache, /tmp/build) is no directory the
+                         * host opens as a project, and is not the user's to
+                         * fill with placeholders; the watch covers it. */
+                        if (!root || !path_is_below_or_equal(root, p->workspace))
+                                continue;
+                        r = tool ? seal_tool_dir(root, lit, tool, len, &sealed)
+                                 : protect_absent_make(root, lit, kind, content);
+                        /* Not root: the jail runs as this same uid, with less,
+                         * so what this process may not create there, the jail
+                         * may not either. Root is refused only where the file
+                         * system says so for root alone (NFS root_squash),
+                         * while the jail's uid might be let in: fail closed. */
+                        if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
+                                r = 0;
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                                         "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
+                                                         root, lit, strerror(-r));
+                }
+        }
+        if (ret_sealed)
+                *ret_sealed = TAKE_PTR(sealed);
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int protect_matches_describe(const VsPolicy *p, char ***ret, VsError **err) {
+        _cleanup_strv_free_ char **out = calloc(1, sizeof(char *)), **roots = calloc(1, sizeof(char *));
+        if (!out || !roots)
+                return -ENOMEM;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
+        if (r < 0 || (r = mask_set_compile(p->protect, "protect", &set, err)) < 0)
+                return r;
+        for (char **root = roots; set && *root; root++) {
+                MaskList ml = { 0 };
+                if ((r = mask_walk_links(*root, set, roots, &ml, err)) < 0)
+                        return r;
+                for (size_t k = 0; r >= 0 && k < ml.n; k++) {
+                        _cleanup_free_ char *path = path_join(*root, ml.items[k].relpath);
+                        _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
+                        if (!path)
+                                r = -ENOMEM;
+                        else if (real && !streq(real, path))
+                                r = strv_extendf(&out, "%s -> %s", path, real);
+                        else
+                                r = strv_extend(&out, path);
+                }
+                mask_list_done(&ml);
+                if (r < 0)
+                        return r;
+        }
+        qsort(out, strv_length(out), sizeof(char *), cmp_str);
+        *ret = TAKE_PTR(out);
+        return 0;
+}

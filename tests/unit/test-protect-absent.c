@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Protected names that do not exist yet (src/shared/protect-absent.c) and
+ * the protect walk through symlinked directories (mask_walk_links): which
+ * globs name a path that can be made, what stands in for each, made where
+ * missing and never through a symlink or over something there already. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mask-walk.h"
+#include "protect-absent.h"
+#include "strv.h"
+
+static char ws[128];
+
+static int setup(void **state) {
+        (void)state;
+        snprintf(ws, sizeof ws, "/tmp/vs-protect-absent-XXXXXX");
+        return mkdtemp(ws) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        (void)state;
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+        return system(cmd);
+}
+
+static void assert_literal(const char *glob, const char *want) {
+        char *got = NULL;
+        assert_int_equal(protect_literal(glob, &got), 0);
+        if (!want)
+                assert_null(got);
+        else {
+                assert_non_null(got);
+                assert_string_equal(got, want);
+        }
+        free(got);
+}
+
+static void test_literal(void **state) {
+        (void)state;
+        assert_literal(".envrc", ".envrc");
+        assert_literal("**/.vscode", ".vscode");
+        assert_literal("/a/b", "a/b");
+        assert_literal("a/b/", "a/b");
+        assert_literal("**/.vscode/*.json", NULL);
+        assert_literal("*.sh", NULL);
+        assert_literal("a/[bc]", NULL);
+        assert_literal("**/x/**", NULL);
+        assert_literal("a/../b", NULL);
+}
+
+static void test_kind(void **state) {
+        (void)state;
+        const char *content = "unset";
+        assert_int_equal(protect_absent_kind(".envrc", &content), VS_ABSENT_DIR);
+        assert_int_equal(protect_absent_kind(".mcp.json", &content), VS_ABSENT_FILE);
+        assert_string_equal(content, "{\"mcpServers\":{}}\n");
+        assert_int_equal(protect_absent_kind(".gitmodules", &content), VS_ABSENT_FILE);
+        assert_string_equal(content, "");
+        assert_int_equal(protect_absent_kind(".vscode", &content), VS_ABSENT_DIR);
+        assert_int_equal(protect_absent_kind(".idea", &content), VS_ABSENT_REPORT);
+        /* A default name below a directory of the user's glob. */
+        assert_int_equal(protect_absent_kind("tools/mise.toml", &content), VS_ABSENT_FILE);
+        /* A name of the user's own: an empty directory. */
+        assert_int_equal(protect_absent_kind("Makefile", &content), VS_ABSENT_DIR);
+        assert_null(content);
+        /* Every default row has a reason, and a file row its content. */
+        for (size_t i = 0; i < VS_N_PROTECT_DEFAULTS; i++) {
+                assert_non_null(VS_PROTECT_DEFAULTS[i].reason);
+                assert_true(VS_PROTECT_DEFAULTS[i].absent != VS_ABSENT_FILE || VS_PROTECT_DEFAULTS[i].content);
+                assert_string_equal(VS_PROTECT_DEFAULT[i], VS_PROTECT_DEFAULTS[i].glob);
+        }
+        assert_null(VS_PROTECT_DEFAULT[VS_N_PROTECT_DEFAULTS]);
+}
+
+static char *at(const char *rel) {
+        static char p[512];
+        snprintf(p, sizeof p, "%s/%s", ws, rel);
+        return p;
+}
+
+static void test_make(void **state) {
+        (void)state;
+        struct stat st;
+        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL), 1);
+        assert_int_equal(lstat(at(".envrc"), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL), 0); /* there already */
+        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_FILE, "{}\n"), 1);
+        char buf[16] = { 0 };
+        int fd = open(at(".mcp.json"), O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(read(fd, buf, sizeof buf - 1), 3);
+        close(fd);
+        assert_string_equal(buf, "{}\n");
+        /* A file there already is left as it is, whatever the kind. */
+        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_DIR, NULL), 0);
+        /* Missing parents are made (plain directories), then the name. */
+        assert_int_equal(protect_absent_make(ws, "scripts/deploy/run.sh", VS_ABSENT_DIR, NULL), 1);
+        assert_int_equal(lstat(at("scripts/deploy/run.sh"), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        /* Never through a symlink: nothing is made where it leads. */
+        char out[256];
+        snprintf(out, sizeof out, "%s-out", ws);
+        assert_int_equal(mkdir(out, 0755), 0);
+        assert_int_equal(symlink(out, at("link")), 0);
+        assert_int_equal(protect_absent_make(ws, "link/.envrc", VS_ABSENT_DIR, NULL), 0);
+        char leaked[300];
+        snprintf(leaked, sizeof leaked, "%s/.envrc", out);
+        assert_int_equal(access(leaked, F_OK), -1);
+        assert_int_equal(symlink(out, at(".codex")), 0);
+        assert_int_equal(protect_absent_make(ws, ".codex", VS_ABSENT_DIR, NULL), 0);
+        assert_int_equal(lstat(at(".codex"), &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        rmdir(out);
+        /* Below a file: nothing. */
+        assert_int_equal(protect_absent_make(ws, ".mcp.json/x", VS_ABSENT_DIR, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, ".idea", VS_ABSENT_REPORT, NULL), 0);
+        assert_int_equal(access(at(".idea"), F_OK), -1);
+}
+
+static void test_fill(void **state) {
+        (void)state;
+        char root[200];
+        snprintf(root, sizeof root, "%s/fill", ws);
+        assert_int_equal(mkdir(root, 0755), 0);
+        char *protect[] = { (char *)".envrc", (char *)"**/.vscode", (char *)"**/*.sh", (char *)".idea",
+                            (char *)"docs/Makefile", NULL };
+        VsPath rw = { .written = (char *)".", .resolved = root };
+        VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
+        char **sealed = NULL;
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(strv_length(sealed), 0);
+        strv_free(sealed);
+        struct stat st;
+        assert_int_equal(lstat(at("fill/.envrc"), &st), 0);
+        assert_int_equal(lstat(at("fill/.vscode"), &st), 0);
+        assert_int_equal(lstat(at("fill/docs/Makefile"), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(access(at("fill/.idea"), F_OK), -1);
+
+        /* A file of the user's list in a tool's directory: the directory is
+         * sealed whole, made where missing (but .idea), never a placeholder
+         * named tasks.json. */
+        char *mine[] = { (char *)".vscode/tasks.json", (char *)"sub/.claude/settings.json", (char *)".idea/x.xml",
+                         (char *)".cursor/mcp.json", NULL };
+        assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
+        p.protect = mine;
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(strv_length(sealed), 3);
+        assert_true(strv_contains(sealed, at("fill/.vscode")));
+        assert_true(strv_contains(sealed, at("fill/sub/.claude")));
+        assert_true(strv_contains(sealed, at("fill/.cursor")));
+        assert_int_equal(access(at("fill/.vscode/tasks.json"), F_OK), -1);
+        assert_int_equal(access(at("fill/sub/.claude/settings.json"), F_OK), -1);
+        assert_int_equal(access(at("fill/.idea"), F_OK), -1);
+        strv_free(sealed);
+}
+
+static void test_walk_links(void **state) {
+        (void)state;
+        char root[200];
+        snprintf(root, sizeof root, "%s/links", ws);
+        assert_int_equal(mkdir(root, 0755), 0);
+        assert_int_equal(mkdir(at("links/shared-vscode"), 0755), 0);
+        int fd = open(at("links/shared-vscode/tasks.json"), O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(symlink("shared-vscode", at("links/.vscode")), 0);
+        assert_int_equal(symlink(".", at("links/loop")), 0);
+        assert_int_equal(symlink("/etc", at("links/out")), 0);
+        char *pat[] = { (char *)"**/.vscode/tasks.json", NULL };
+        VsGlobSet *set = NULL;
+        assert_int_equal(mask_set_compile(pat, "protect", &set, NULL), 0);
+        MaskList plain = { 0 }, linked = { 0 };
+        assert_int_equal(mask_walk(root, set, &plain, NULL), 0);
+        assert_int_equal(plain.n, 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
+        assert_int_equal(linked.n, 1);
+        assert_string_equal(linked.items[0].relpath, ".vscode/tasks.json");
+        mask_list_done(&plain);
+        mask_list_done(&linked);
+        /* A link into another root the jail sees (rw_paths = [".", "~/shared"]). */
+        char other[200];
+        snprintf(other, sizeof other, "%s/other-root", ws);
+        assert_int_equal(mkdir(other, 0755), 0);
+        assert_int_equal(mkdir(at("other-root/vsc"), 0755), 0);
+        fd = open(at("other-root/vsc/tasks.json"), O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(unlink(at("links/.vscode")), 0);
+        char target[300];
+        snprintf(target, sizeof target, "%s/vsc", other);
+        assert_int_equal(symlink(target, at("links/.vscode")), 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
+        assert_int_equal(linked.n, 0); /* not a root it may lead into */
+        char *also[] = { root, other, NULL };
+        assert_int_equal(mask_walk_links(root, set, also, &linked, NULL), 0);
+        assert_int_equal(linked.n, 1);
+        assert_string_equal(linked.items[0].relpath, ".vscode/tasks.json");
+        mask_list_done(&linked);
+        glob_set_free(set);
+        /* A pattern for directories only names the link to one. */
+        char *dirpat[] = { (char *)".vscode/", NULL };
+        assert_int_equal(mask_set_compile(dirpat, "protect", &set, NULL), 0);
+        assert_int_equal(mask_walk_links(root, set, NULL, &linked, NULL), 0);
+        assert_int_equal(linked.n, 1);
+        assert_string_equal(linked.items[0].relpath, ".vscode");
+        assert_int_equal(linked.items[0].kind, MASK_SYMLINK);
+        mask_list_done(&linked);
+        glob_set_free(set);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_literal),    cmocka_unit_test(test_kind),       cmocka_unit_test(test_make),
+                cmocka_unit_test(test_fill),       cmocka_unit_test(test_walk_links),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
