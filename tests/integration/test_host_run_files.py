@@ -131,10 +131,12 @@ def t_missing_names_cannot_be_created(d, tmp):
     r = c.call({"tool": "process_start", "workspace": ws,
                 "command": "sleep 0.5; " + plant_command([".claude/settings.json", ".envrc", ".codex/config.toml"])})
     check(r["ok"], r)
-    out = ""
+    out, off = "", 0
     for _ in range(100):
-        o = c.call({"tool": "process_output", "workspace": ws, "process": r["process"], "wait_ms": 200})
+        o = c.call({"tool": "process_output", "workspace": ws, "process": r["process"], "wait_ms": 200,
+                    "stdout_offset": off})
         out += o.get("stdout", "")
+        off = o.get("stdout_offset", off)
         if not o.get("running", True):
             break
     check(out == "end\n", (out, o))

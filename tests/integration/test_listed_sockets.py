@@ -61,7 +61,12 @@ class Host:
         name = "ws%d" % self.n
         d = make_ws(self.tmp, name, '[sandbox]\nenabled = true\n%s = ["%s"]\n' % (key, entry))
         if link:
-            os.symlink(link, os.path.join(d, entry))
+            # A link the host made beside the workspace (one in the
+            # workspace is refused as the agent's before this rule:
+            # test-planted).
+            at = entry if os.path.isabs(entry) else os.path.join(d, entry)
+            if not os.path.lexists(at):
+                os.symlink(link, at)
             chown_tree(d)
         return d
 
@@ -72,11 +77,12 @@ def refusals(h):
     return [
         ("the daemon's socket, read-only", "ro_paths", h.sock, None),
         ("the daemon's socket, writable", "rw_paths", h.sock, None),
-        ("the daemon's socket through a symlink in the workspace", "ro_paths", "sock-link", h.sock),
+        ("the daemon's socket through a host symlink", "ro_paths", os.path.join(h.tmp, "sock-link"), h.sock),
         ("the directory holding the socket", "ro_paths", h.sockdir, None),
         ("$XDG_RUNTIME_DIR itself", "ro_paths", h.xdg, None),
         ("a directory below $XDG_RUNTIME_DIR, writable", "rw_paths", os.path.join(h.xdg, "proj"), None),
-        ("a directory below $XDG_RUNTIME_DIR through a symlink", "ro_paths", "xdg-link", os.path.join(h.xdg, "proj")),
+        ("a directory below $XDG_RUNTIME_DIR through a symlink", "ro_paths", os.path.join(h.tmp, "xdg-link"),
+         os.path.join(h.xdg, "proj")),
         ("the default socket $XDG_RUNTIME_DIR/vectora-sandbox.sock", "ro_paths", default_sock, None),
         ("another instance's /tmp fallback runtime directory", "ro_paths", "/tmp/vectora-sandbox-65534", None),
         ("/tmp as a whole", "ro_paths", "/tmp", None),
