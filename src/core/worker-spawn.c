@@ -127,6 +127,11 @@ typedef struct SpawnChild {
         pid_t parent;
         unsigned long ns_flags;
         char uid_map[32], gid_map[32]; /* "ID ID 1": the caller's own ids (CLONE_NEWUSER) */
+        /* The jail's share of the caller's inotify budget (CLONE_NEWUSER):
+         * the kernel charges a user namespace's watches to its parents'
+         * too, so a jail capped here cannot use up the daemon's own (a jail
+         * that took them all switched masks over time off). "" = leave. */
+        char inotify_watches[24], inotify_instances[24];
 } SpawnChild;
 
 static bool write_file(const char *path, const char *s) {
@@ -151,6 +156,15 @@ static void enter_outer_ns(const SpawnChild *c) {
         if ((c->ns_flags & CLONE_NEWUSER) &&
             (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", c->uid_map) ||
              !write_file("/proc/self/gid_map", c->gid_map)))
+                child_fail(c->err_w, STEP_USERNS, errno);
+        /* Set in this user namespace (the sysctl answers for the writer's
+         * own); a kernel without per-namespace inotify limits (ENOENT)
+         * has nothing to set. */
+        if ((c->ns_flags & CLONE_NEWUSER) &&
+            ((c->inotify_watches[0] && !write_file("/proc/sys/user/max_inotify_watches", c->inotify_watches) &&
+              errno != ENOENT) ||
+             (c->inotify_instances[0] && !write_file("/proc/sys/user/max_inotify_instances", c->inotify_instances) &&
+              errno != ENOENT)))
                 child_fail(c->err_w, STEP_USERNS, errno);
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -212,6 +226,22 @@ static int spawn_child(void *arg) {
         child_fail(err_w, STEP_EXEC, errno);
 }
 
+/* A quarter of the user's limit at path (at least floor): what one jail
+ * may hold of the budget its daemon (and the user's other programs)
+ * share. "" when the limit cannot be read. */
+static void inotify_share(const char *path, unsigned long floor, char out[static 24]) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        out[0] = 0;
+        if (read_file_at(AT_FDCWD, path, 64, &text, &len) < 0)
+                return;
+        unsigned long v = strtoul(text, NULL, 10);
+        if (v == 0)
+                return;
+        v /= 4;
+        snprintf(out, 24, "%lu", v < floor ? floor : v);
+}
+
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         int sp[2], ep[2], errp[2];
         if (l->pre_argv && l->pre_argv[0])
@@ -236,6 +266,8 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 if (c.ns_flags & CLONE_NEWUSER) {
                         snprintf(c.uid_map, sizeof c.uid_map, "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
                         snprintf(c.gid_map, sizeof c.gid_map, "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+                        inotify_share("/proc/sys/fs/inotify/max_user_watches", 1024, c.inotify_watches);
+                        inotify_share("/proc/sys/fs/inotify/max_user_instances", 8, c.inotify_instances);
                 }
         }
         pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags);

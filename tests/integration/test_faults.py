@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, Daemon, Skip, Tap, check, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402
 
 SANDBOX = '[sandbox]\nmask = [".env"]\n'
 
@@ -220,7 +220,94 @@ def t_daemon_lost_is_not_nothing_ran(tmp):
                        capture_output=True, text=True, timeout=30)
     check(p.returncode == 125 and not os.path.exists(os.path.join(ws, "never")), (p.returncode, p.stderr))
 
-TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran]
+
+# Takes every inotify watch it can: 32k directories in the jail's own /tmp,
+# each watched in as many instances as the kernel gives, then holds them.
+HOG = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.makedirs("/tmp/hog", exist_ok=True)
+dirs = []
+for i in range(32768):
+    d = "/tmp/hog/%d" % i
+    os.mkdir(d)
+    dirs.append(d.encode())
+fds, watches = [], 0
+done = False
+while not done:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+    for d in dirs:
+        if libc.inotify_add_watch(fd, d, 0x100) < 0:
+            done = ctypes.get_errno() == 28  # ENOSPC: no watch left
+            break
+        watches += 1
+print("watches=%d instances=%d" % (watches, len(fds)), flush=True)
+time.sleep(120)
+"""
+
+
+def t_jail_cannot_starve_the_daemons_watches(tmp):
+    """A daemon run as an ordinary user shares the user's inotify budget
+    with its jails: a jail that took every watch switched masks over time
+    off silently. A jail now has a quarter of the budget at most, and the
+    daemon's watch keeps working."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to run the daemon as another ordinary user (setpriv)")
+    uid = 65534
+    home = os.path.join(tmp, "starve-home")
+    xdg = os.path.join(tmp, "starve-xdg")
+    for dd in (home, xdg):
+        os.makedirs(dd, mode=0o700)
+        os.chown(dd, uid, uid)
+    ws = make_ws(tmp, "starve", SANDBOX)
+    env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=xdg)
+    pre = ("setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "--")
+    logdir = os.path.join(tmp, "starve-log")
+    os.makedirs(logdir)
+    os.chown(logdir, uid, uid)
+    d = Daemon(logdir, "d", extra=("--state-dir", os.path.join(home, "state")), prefix=pre, env=env)
+    cenv = dict(env, VECTORA_SANDBOX_SOCKET=d.sock)
+
+    def cli_as(*args):
+        """The daemon serves its own uid only: the CLI as that user."""
+        return subprocess.run(list(pre) + [CLI, *args], capture_output=True, text=True, env=cenv, timeout=120)
+    try:
+        p = cli_as("start", "-w", ws, "exec python3 -c '%s'" % HOG.replace("'", "'\\''"))
+        check(p.returncode == 0 and p.stdout.strip(), p.stdout + p.stderr)
+        pid = p.stdout.split()[-1]
+        out = ""
+        for _ in range(300):
+            out = cli_as("logs", "-w", ws, pid).stdout
+            if "watches=" in out:
+                break
+            time.sleep(0.1)
+        check("watches=" in out, "the hog did not report: %s" % out)
+        with open("/proc/sys/fs/inotify/max_user_watches") as f:
+            limit = int(f.read())
+        took = int(out.split("watches=")[1].split()[0])
+        check(took <= limit // 4 + 64, "the jail took %d of the user's %d watches" % (took, limit))
+        # The daemon still watches: a new directory with a secret in it.
+        os.makedirs(os.path.join(ws, "later"))
+        with open(os.path.join(ws, "later", ".env"), "w") as f:
+            f.write("LEAK=1\n")
+        chown_tree(ws)
+        seen = None
+        for _ in range(100):
+            t = cli_as("run", "-w", ws, "cat later/.env; echo end")
+            if t.returncode == 0:
+                seen = "LEAK" in t.stdout
+                if not seen:
+                    break
+            time.sleep(0.05)
+        check(seen is False, "the secret made after the jail took the watches stayed readable: %s" % (t.stdout + t.stderr))
+    finally:
+        d.stop()
+
+TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
+         t_jail_cannot_starve_the_daemons_watches]
 
 
 def main():
