@@ -37,6 +37,7 @@ static void client_free(Client *c) {
         if (c->spool_fd >= 0)
                 srv->spool_bytes -= c->spool_w - c->spool_r;
         safe_close(c->spool_fd);
+        strbuf_done(&c->after_spool);
         free(c);
 }
 
@@ -309,14 +310,21 @@ static void resume_all(Server *srv) {
 
 static int queue_write(Client *c, char *data, size_t len);
 
+static int queue_write(Client *c, char *data, size_t len);
+
 /* Moves spooled replies back to the socket while the memory queue is low. */
 static void spool_drain(Client *c) {
         Server *srv = c->srv;
         while (c->spool_fd >= 0 && !c->closed && c->out_bytes < CLIENT_OUT_LOW) {
                 if (c->spool_r == c->spool_w) {
-                        /* Caught up: later replies go straight out again. */
+                        /* Caught up: later replies go straight out again,
+                         * after the small ones that waited for the spool. */
                         c->spool_fd = safe_close(c->spool_fd);
                         c->spool_r = c->spool_w = 0;
+                        if (c->after_spool.len > 0) {
+                                size_t n = c->after_spool.len;
+                                (void)queue_write(c, strbuf_steal(&c->after_spool), n);
+                        }
                         return;
                 }
                 size_t n = c->spool_w - c->spool_r < SPOOL_CHUNK ? (size_t)(c->spool_w - c->spool_r) : SPOOL_CHUNK;
@@ -431,11 +439,12 @@ static int queue_write(Client *c, char *data, size_t len) {
 }
 
 /* Queues one framed message (takes the buffer's content). Dropped when the
- * client is gone. */
-static void client_send(Client *c, StrBuf *msg) {
+ * client is gone. A negative errno when it could not be spooled (the
+ * client is closed only for -ENOBUFS, too much left unread). */
+static int client_send(Client *c, StrBuf *msg) {
         if (!c || c->closed || msg->len == 0) {
                 strbuf_clear(msg);
-                return;
+                return 0;
         }
         Server *srv = c->srv;
         /* In order: once anything is spooled, later replies follow it. */
@@ -444,10 +453,14 @@ static void client_send(Client *c, StrBuf *msg) {
         if (spool) {
                 int r = spool_append(c, msg->data, msg->len);
                 strbuf_clear(msg);
-                if (r < 0) {
+                /* A client that leaves too much unread is gone; a spool the
+                 * disk cannot take (full, failing) costs this reply only. */
+                if (r == -ENOBUFS) {
                         client_close(c);
-                        return;
+                        return r;
                 }
+                if (r < 0)
+                        return r;
                 /* The spool is drained as writes complete; with none in
                  * flight (one reply over CLIENT_OUT_MAX on its own, such as
                  * a 64 MiB file_read) nothing would ever start it. */
@@ -455,13 +468,42 @@ static void client_send(Client *c, StrBuf *msg) {
                         spool_drain(c);
                 if (!c->closed && !c->parsing)
                         client_update_reading(c);
-                return;
+                return 0;
         }
         size_t len = msg->len;
         if (queue_write(c, strbuf_steal(msg), len) < 0)
-                return;
+                return 0;
         if (!c->parsing)
                 client_update_reading(c);
+        return 0;
+}
+
+/* The reply that takes the place of one the spool could not take: small,
+ * kept in memory, after what is spooled already (a spooled reply may be
+ * half written to the socket, so nothing may cut in). */
+static void send_spool_failure(Client *c, json_t *id, size_t len, int r) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "the reply (%zu bytes) could not be kept until read: the reply spool failed (%s); ask again for less "
+                 "(offset and limit, or max_output), or free space in /var/tmp",
+                 len, strerror(-r));
+        json_t *e = json_pack("{s:O,s:b,s:o}", "id", id ? id : json_null(), "ok", 0, "error", api_error_json(API_ERROR_IO, msg));
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        if (!e || jsonl_encode(e, NULL, 0, &out) < 0) {
+                json_decref(e);
+                client_close(c);
+                return;
+        }
+        json_decref(e);
+        log_warning("client %d: a reply of %zu bytes could not be spooled (%s); it gets an error instead", (int)c->pid,
+                    len, strerror(-r));
+        if (c->spool_fd >= 0) {
+                if (strbuf_append(&c->after_spool, out.data, out.len) < 0)
+                        client_close(c);
+                return;
+        }
+        size_t n = out.len;
+        (void)queue_write(c, strbuf_steal(&out), n);
 }
 
 void client_send_json(Client *c, json_t *obj, const void *raw, size_t raw_len) {
@@ -492,8 +534,11 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
                         strbuf_clear(&out);
                 json_decref(e);
         }
+        size_t len = out.len;
+        r = client_send(c, &out);
+        if (r < 0 && r != -ENOBUFS && !c->closed)
+                send_spool_failure(c, id, len, r);
         json_decref(id);
-        client_send(c, &out);
 }
 
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {

@@ -107,6 +107,7 @@ struct Client {
         bool eof;           /* the client half-closed: take what is buffered, then close */
         int spool_fd;       /* replies waiting on disk, in order after out_bytes; -EBADF: none */
         uint64_t spool_r, spool_w;
+        StrBuf after_spool; /* small replies (a failed spool's error) that follow the spool once drained */
         bool reading;
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */

@@ -306,8 +306,50 @@ def t_jail_cannot_starve_the_daemons_watches(tmp):
     finally:
         d.stop()
 
+
+def t_full_spool_fails_one_reply(tmp):
+    """Replies a client has not read yet go to a spool under /var/tmp; a
+    full spool dropped the whole connection (a truncated message, EOF).
+    Now the reply that could not be spooled gets an error of its own and
+    the connection goes on."""
+    if os.geteuid() != 0:
+        raise Skip("a small /var/tmp of the daemon's own (a mount namespace) needs root")
+    base = tempfile.mkdtemp(prefix="vs-spool-", dir="/tmp")  # not under the /var/tmp replaced
+    os.chmod(base, 0o755)
+    try:
+        size = 20 << 20
+        ws = make_ws(base, "spool", SANDBOX, {"big%d.bin" % i: os.urandom(1024) * (size // 1024) for i in range(3)})
+        pre = ("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+               'mount -t tmpfs -o size=1m tmpfs /var/tmp && exec "$@"', "sh")
+        d = Daemon(base, "spool", extra=("--state-dir", os.path.join(base, "state")), prefix=pre)
+        try:
+            c = d.conn()
+            check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "warm")
+            # Three big replies asked for before any is read: past 32 MiB
+            # in memory the later ones must be spooled, and cannot be.
+            for i in range(3):
+                c.send({"id": 100 + i, "tool": "file_read", "workspace": ws, "path": "big%d.bin" % i, "binary": True,
+                        "limit": size})
+            time.sleep(3)
+            got = {}
+            for _ in range(3):
+                m = c.recv()
+                got[m["id"]] = m
+            ok = [i for i in got if got[i].get("ok") and len(got[i].get("_raw", b"")) == size]
+            failed = [got[i] for i in got if not got[i].get("ok")]
+            check(len(ok) >= 1 and failed, "ok %s, failed %s" % (ok, [f.get("error") for f in failed]))
+            check(all(f["error"]["code"] == "io" and "spool" in f["error"]["message"] for f in failed),
+                  [f["error"] for f in failed])
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo still"})
+            check(r.get("ok") and r["stdout"] == "still\n", "the connection did not go on: %s" % r)
+            c.close()
+        finally:
+            d.stop()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
-         t_jail_cannot_starve_the_daemons_watches]
+         t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply]
 
 
 def main():
