@@ -298,6 +298,13 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                         if (!slash)
                                 return -ENOMEM;
                         *slash = 0;
+                        /* Not a deleted vectora.toml: its mount point would
+                         * be a new empty file in the user's tree. The jail
+                         * may make one; it is then a config like any, whose
+                         * loosening waits for approval, and a deleted one is
+                         * a pending loosening already (approval.h). */
+                        if (streq(slash + 1, VS_CONFIG_FILE) && streq(parent, p->workspace))
+                                continue;
                         if (lstat(parent, &st) == 0 && S_ISDIR(st.st_mode))
                                 r = add_mask_path(&f->protected_missing, &f->n_missing, strdup(*pp), false);
                 }

@@ -348,8 +348,30 @@ def t_full_spool_fails_one_reply(tmp):
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
+
+def t_deleted_config_is_not_recreated(tmp):
+    """Deleting vectora.toml on the host made the next call recreate it, as
+    a 0-byte read-only file in the user's tree (the protected path's mount
+    point). A deleted config is a pending loosening, nothing more."""
+    ws = make_ws(tmp, "deleted-cfg", SANDBOX, {".env": "SECRET=1\n"})
+    d = daemon(tmp, "delcfg", os.path.join(tmp, "delcfg-state"))
+    try:
+        c = d.conn()
+        check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "warm")
+        os.unlink(os.path.join(ws, "vectora.toml"))
+        r = c.call({"tool": "terminal", "workspace": ws, "command": "cat .env; ls -a; echo end"})
+        check(r.get("policy_pending") and "SECRET" not in json.dumps(r), r)
+        check(not os.path.lexists(os.path.join(ws, "vectora.toml")), "vectora.toml was made again on the host")
+        c.close()
+    finally:
+        d.stop()
+    p = subprocess.run([CLI, "--no-daemon", "run", "-w", ws, "true"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, VECTORA_SANDBOX_STATE_DIR=os.path.join(tmp, "delcfg-state")))
+    check(not os.path.lexists(os.path.join(ws, "vectora.toml")), "embedded: vectora.toml was made again: %s" % p.stderr)
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
-         t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply]
+         t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
+         t_deleted_config_is_not_recreated]
 
 
 def main():
