@@ -175,7 +175,11 @@ static void refresh(Workspace *ws) {
         _cleanup_free_ char *cfg = path_join(ws->path, VS_CONFIG_FILE);
         struct stat st;
         bool exists = cfg && stat(cfg, &st) == 0;
-        if (ws->generation > 0 && exists == ws->cfg_exists && (!exists || same_stat(&st, &ws->cfg_st)))
+        /* A refused workspace is looked at again on every call: its cause
+         * may have been outside the file (a full state directory), and the
+         * next call after the space returns must not stay refused. */
+        if (ws->generation > 0 && ws->state != WS_REFUSED && exists == ws->cfg_exists &&
+            (!exists || same_stat(&st, &ws->cfg_st)))
                 return;
         reload(ws);
 }

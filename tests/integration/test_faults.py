@@ -369,9 +369,37 @@ def t_deleted_config_is_not_recreated(tmp):
                        env=dict(os.environ, VECTORA_SANDBOX_STATE_DIR=os.path.join(tmp, "delcfg-state")))
     check(not os.path.lexists(os.path.join(ws, "vectora.toml")), "embedded: vectora.toml was made again: %s" % p.stderr)
 
+
+def t_full_state_dir_recovers_on_the_next_call(tmp):
+    """A full state directory refuses a first-seen workspace (its approval
+    cannot be recorded); once space returns the next call is served (it
+    stayed refused until allow or an edit of vectora.toml)."""
+    if os.geteuid() != 0:
+        raise Skip("a small state directory of its own (tmpfs) needs root")
+    state = os.path.join(tmp, "fullstate")
+    os.makedirs(state)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", state], check=True)
+    try:
+        os.chmod(state, 0o700)
+        d = daemon(tmp, "fullstate", state)
+        try:
+            c = d.conn()
+            fill(state)
+            ws = make_ws(tmp, "fullstate-ws", SANDBOX)
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo hi"})
+            check(not r.get("ok") and "state directory" in r["error"]["message"], r)
+            os.unlink(os.path.join(state, "filler"))
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo hi"})
+            check(r.get("ok") and r["stdout"] == "hi\n" and r["sandboxed"], "still refused after the space came back: %s" % r)
+            c.close()
+        finally:
+            d.stop()
+    finally:
+        subprocess.run(["umount", state])
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
-         t_deleted_config_is_not_recreated]
+         t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call]
 
 
 def main():
