@@ -178,7 +178,10 @@ static void refresh(Workspace *ws) {
         /* A refused workspace is looked at again on every call: its cause
          * may have been outside the file (a full state directory), and the
          * next call after the space returns must not stay refused. */
-        if (ws->generation > 0 && ws->state != WS_REFUSED && exists == ws->cfg_exists &&
+        /* So is one with a loosening pending: the host may approve it
+         * through another daemon that shares the state directory, or the
+         * CLI. */
+        if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && exists == ws->cfg_exists &&
             (!exists || same_stat(&st, &ws->cfg_st)))
                 return;
         reload(ws);

@@ -397,9 +397,54 @@ def t_full_state_dir_recovers_on_the_next_call(tmp):
     finally:
         subprocess.run(["umount", state])
 
+
+def t_two_daemons_share_one_state_dir(tmp):
+    """Two daemons on one state directory share it: what one records the
+    other sees (a loosening pending at one is pending at the other, an
+    allow through one applies at the other), nothing is torn."""
+    state = os.path.join(tmp, "shared-state")
+    ws = make_ws(tmp, "shared-ws", SANDBOX, {".env": "SECRET=1\n"})
+    a = daemon(tmp, "share-a", state)
+    b = daemon(tmp, "share-b", state)
+    try:
+        ra = a.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo a"})
+        rb = b.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo b"})
+        check(ra.get("ok") and rb.get("ok") and "SECRET" not in ra["stdout"] + rb["stdout"], (ra, rb))
+        with open(os.path.join(ws, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nmask = []\n")
+        for d in (a, b):
+            r = d.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo x"})
+            check(r.get("policy_pending") and "SECRET" not in r["stdout"], r)
+        r = a.call({"tool": "policy_allow", "workspace": ws})
+        check(r.get("ok"), r)
+        r = b.call({"tool": "terminal", "workspace": ws, "command": "cat .env"})
+        check(r.get("ok") and "SECRET" in r["stdout"] and not r.get("policy_pending"),
+              "the allow through one daemon did not apply at the other: %s" % r)
+        # Many first sights at once through both: every entry whole.
+        wss = [make_ws(tmp, "shared-many%d" % i, SANDBOX) for i in range(20)]
+        ca, cb = a.conn(), b.conn()
+        for i, w in enumerate(wss):
+            ca.send({"id": i, "tool": "terminal", "workspace": w, "command": "true"})
+            cb.send({"id": i, "tool": "terminal", "workspace": w, "command": "true"})
+        for c in (ca, cb):
+            for _ in wss:
+                m = c.recv()
+                check(m.get("ok"), m)
+        for n in os.listdir(state):
+            if n.endswith(".toml"):
+                with open(os.path.join(state, n)) as f:
+                    check(f.read() in (SANDBOX, "[sandbox]\nmask = []\n"), n)
+        check(not [n for n in os.listdir(state) if ".tmp." in n], os.listdir(state))
+        ca.close()
+        cb.close()
+    finally:
+        a.stop()
+        b.stop()
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
-         t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call]
+         t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call,
+         t_two_daemons_share_one_state_dir]
 
 
 def main():
