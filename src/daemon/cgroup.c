@@ -103,7 +103,8 @@ static void sweep(const char *parent, bool kill) {
                 return;
         struct dirent *de;
         while ((de = readdir(d)))
-                if (!strncmp(de->d_name, "ws-", 3)) {
+                /* Workspaces' groups, and the unsandboxed workers' ("host"). */
+                if (!strncmp(de->d_name, "ws-", 3) || streq(de->d_name, "host")) {
                         _cleanup_free_ char *p = path_join(parent, de->d_name);
                         if (!p)
                                 continue;
@@ -206,7 +207,38 @@ void cgroup_kill(Workspace *ws) {
                         log_warning("workspace %s: processes remain in %s after SIGKILL", ws->path, ws->cgroup_paths[i]);
 }
 
+/* Unsandboxed workspaces' workers (and what they start) join one group of
+ * the instance, with no limit (unsandboxed is as if this layer were not
+ * there): only so that a daemon that ends ends them too, a clean stop here
+ * and a killed daemon by the next start's sweep of dead instances. */
+int cgroup_host_procs_fd(Server *srv) {
+        if (!srv->cgroup_parents[0])
+                return -ENOENT;
+        if (!srv->host_cgroup) {
+                int r = make_group(srv->cgroup_parents[0], "host", &srv->host_cgroup);
+                if (r < 0)
+                        return r;
+        }
+        _cleanup_free_ char *procs = path_join(srv->host_cgroup, "cgroup.procs");
+        if (!procs)
+                return -ENOMEM;
+        int fd = open(procs, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+void cgroup_kill_host(Server *srv) {
+        if (!srv->host_cgroup)
+                return;
+        if (!kill_group(srv->host_cgroup, true))
+                log_warning("unsandboxed processes remain in %s after SIGKILL", srv->host_cgroup);
+        if (rmdir(srv->host_cgroup) < 0 && errno != ENOENT)
+                log_warning("cannot remove %s: %m", srv->host_cgroup);
+        free(srv->host_cgroup);
+        srv->host_cgroup = NULL;
+}
+
 void cgroup_finish(Server *srv) {
+        cgroup_kill_host(srv);
         for (int i = 0; i < 2; i++)
                 if (srv->cgroup_parents[i]) {
                         if (rmdir(srv->cgroup_parents[i]) < 0 && errno != ENOENT)

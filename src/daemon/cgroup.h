@@ -16,6 +16,12 @@ void cgroup_kill(Workspace *ws);
 void cgroup_kill_leftovers(Workspace *ws);
 /* Removes this instance's groups (clean exit, after every cgroup_kill). */
 void cgroup_finish(Server *srv);
+/* cgroup.procs of the instance's group for unsandboxed workers (made on
+ * first use): a descriptor the spawned child writes itself into, or a
+ * negative errno without cgroups. Ended with the daemon (cgroup_kill_host,
+ * and cgroup_finish). */
+int cgroup_host_procs_fd(Server *srv);
+void cgroup_kill_host(Server *srv);
 /* Prepares ws's limits (creating cgroups). Notes what is degraded. */
 void cgroup_prepare(Workspace *ws);
 /* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "audit.h"
+#include "cgroup.h"
 #include "log.h"
 #include "pty-jail.h"
 #include "request.h"
@@ -280,6 +281,8 @@ void pty_open(Request *r, json_t *obj) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
         int master = -EBADF;
+        /* Ended with the daemon like an unsandboxed worker (its group). */
+        _cleanup_close_ int cg = cgroup_host_procs_fd(r->srv);
         pid_t pid = forkpty(&master, NULL, NULL, &wsz);
         if (pid < 0) {
                 int e = errno;
@@ -296,6 +299,8 @@ void pty_open(Request *r, json_t *obj) {
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
+                if (cg >= 0 && (write(cg, "0", 1) != 1 || close(cg) < 0))
+                        _exit(126);
                 /* A subdirectory the client named is the shell's cwd. */
                 const char *cwd = r->dir ? r->dir : ws->path;
                 if (chdir(cwd) < 0)

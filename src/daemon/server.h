@@ -82,6 +82,7 @@ struct Server {
         int cgroup_version;     /* 0 none, 1 or 2 */
         char *cgroup_why_not;   /* when 0: why */
         char *cgroup_parents[2]; /* this instance's groups: v2 [0]; v1 [0] pids, [1] memory */
+        char *host_cgroup;       /* [0]/host: unsandboxed workers, ended with the daemon */
         /* this daemon instance (instance.c) */
         char instance_id[INSTANCE_ID_LEN + 1];
         char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */

@@ -466,7 +466,9 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
                 if (cg1 >= 0)
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg1;
-        }
+        } else if ((cg0 = cgroup_host_procs_fd(srv)) >= 0)
+                /* Unsandboxed: no limits, but ended with the daemon. */
+                launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
         WorkerLink *l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;

@@ -792,6 +792,8 @@ void workspaces_free_all(Server *srv) {
         }
         for (Workspace *ws = srv->workspaces; ws; ws = ws->next)
                 cgroup_kill(ws);
+        /* What unsandboxed workspaces started (setsid grandchildren too). */
+        cgroup_kill_host(srv);
         links_kill_all(srv);
         while (srv->workspaces) {
                 Workspace *ws = srv->workspaces;

@@ -441,10 +441,71 @@ def t_two_daemons_share_one_state_dir(tmp):
         a.stop()
         b.stop()
 
+
+def pids_running(marker):
+    """Processes whose command line holds marker."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+def t_unsandboxed_processes_end_with_the_daemon(tmp):
+    """Unsandboxed workspaces' commands run on the host (as root under a
+    root daemon); their children outlived the daemon, by a clean stop or
+    a SIGKILL. A daemon that ends ends what it started, sandboxed or not."""
+    import signal
+    if os.geteuid() != 0:
+        raise Skip("the daemon's cgroups need root")
+    ws = make_ws(tmp, "plain-host")  # no vectora.toml: unsandboxed
+    for n, how in enumerate(("term", "kill")):
+        # A sleep of a length of its own is the marker (dash has no exec -a).
+        marker = "30%d.%d" % (n, os.getpid())
+        d = daemon(tmp, "host-" + how, os.path.join(tmp, "host-state"))
+        c = None
+        try:
+            c = d.conn()
+            r = c.call({"tool": "terminal", "workspace": ws,
+                        "command": "setsid sleep %s1 </dev/null >/dev/null 2>&1 & echo started" % marker})
+            check(r.get("ok") and r["sandboxed"] is False, r)
+            c.send({"id": 77, "tool": "terminal", "workspace": ws, "command": "sleep %s2" % marker})
+            for _ in range(100):
+                if len(pids_running("sleep\0" + marker)) >= 2:
+                    break
+                time.sleep(0.05)
+            check(len(pids_running("sleep\0" + marker)) >= 2, "the commands did not start")
+        finally:
+            if how == "term" or d.p.poll() is not None:
+                d.stop()
+            else:
+                d.p.send_signal(signal.SIGKILL)
+                d.p.wait()
+                d.stop(check_exit=False)
+                # The next daemon's start sweeps the dead instance's groups.
+                d2 = daemon(tmp, "host-next", os.path.join(tmp, "host-state"))
+                d2.stop()
+            if c:
+                c.close()
+        left = []
+        for _ in range(60):
+            left = pids_running("sleep\0" + marker)
+            if not left:
+                break
+            time.sleep(0.05)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        check(not left, "%s: the unsandboxed commands outlived the daemon: %s" % (how, left))
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
          t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call,
-         t_two_daemons_share_one_state_dir]
+         t_two_daemons_share_one_state_dir, t_unsandboxed_processes_end_with_the_daemon]
 
 
 def main():
