@@ -513,6 +513,8 @@ void workspace_submit(Workspace *ws, Call *c) {
 }
 
 static void link_ready(Workspace *ws, WorkerLink *l) {
+        if (ws->link == l)
+                ws->start_retries = 0;
         while (ws->queue && ws->link == l && l->state == LINK_READY) {
                 Call *c = ws->queue;
                 ws->queue = c->next;
@@ -529,7 +531,14 @@ static void link_ready(Workspace *ws, WorkerLink *l) {
 static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char *why) {
         if (ws->link == l) {
                 ws->link = NULL;
-                bool crashed = code == API_ERROR_WORKER_CRASHED || code == API_ERROR_SANDBOX_UNAVAILABLE;
+                /* A start that failed may have met a plan gone stale under
+                 * it (the host made or removed a masked path while bwrap
+                 * mounted it): it is made again, twice at most, from a
+                 * fresh plan, before the calls waiting for it fail; a retry
+                 * is no restart of a crashing worker. */
+                bool retry = code == API_ERROR_SANDBOX_UNAVAILABLE && ws->queue && ws->start_retries < START_RETRIES &&
+                             !ws->srv->shutting_down;
+                bool crashed = !retry && (code == API_ERROR_WORKER_CRASHED || code == API_ERROR_SANDBOX_UNAVAILABLE);
                 if (crashed) {
                         note_restart(ws);
                         workspace_set_error(ws, "%s", why);
@@ -541,9 +550,15 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
                  * before a new jail joins the group. */
                 if (!ws->draining)
                         cgroup_kill_leftovers(ws);
-                if (ws->queue) {
+                if (retry) {
+                        ws->start_retries++;
+                        log_info("workspace %s: the jail's start failed (%s); starting it again (%u of %u)", ws->path,
+                                 why, ws->start_retries, START_RETRIES);
+                        spawn(ws);
+                } else if (ws->queue) {
                         /* A link that never became ready: its start failed. */
                         if (code == API_ERROR_SANDBOX_UNAVAILABLE) {
+                                ws->start_retries = 0;
                                 ws->counters.spawn_failures++;
                                 ws->srv->counters.spawn_failures++;
                                 fail_queue(ws, code, why);

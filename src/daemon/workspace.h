@@ -47,6 +47,9 @@ typedef struct HostRunNote {
         bool reported; /* in some call's result (and so its audit record) */
 } HostRunNote;
 
+/* A failed jail start is made again this many times before its calls fail. */
+#define START_RETRIES 2
+
 struct Workspace {
         Server *srv;
         Workspace *next;
@@ -80,6 +83,7 @@ struct Workspace {
          * call becomes that, the refusal itself and a call whose error
          * quotes the caller's own words (an unknown field's name). */
         char *restart_cause;
+        unsigned start_retries; /* failed starts made again in a row (START_RETRIES at most) */
         uint64_t last_error_ms;
         Counters counters;
 

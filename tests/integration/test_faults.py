@@ -502,10 +502,45 @@ def t_unsandboxed_processes_end_with_the_daemon(tmp):
             os.kill(pid, signal.SIGKILL)
         check(not left, "%s: the unsandboxed commands outlived the daemon: %s" % (how, left))
 
+
+def t_stale_start_is_made_again(tmp):
+    """A jail start racing a host that makes and removes a masked file
+    failed the call (sandbox_unavailable, 5 in a soak). A failed start is
+    made again from a fresh plan, twice at most, then the call fails."""
+    fake = os.path.join(tmp, "fake-bwrap")
+    os.makedirs(fake)
+    os.chmod(fake, 0o777)  # bwrap runs as the workspace's owner: its counter is written as that user
+    real = shutil.which("bwrap")
+    for fails in (2, 100):
+        counter = os.path.join(fake, "count-%d" % fails)
+        with open(os.path.join(fake, "bwrap"), "w") as f:
+            f.write("#!/bin/sh\n"
+                    "n=$(cat %s 2>/dev/null || echo 0); echo $((n+1)) > %s\n"
+                    "if [ \"$n\" -lt %d ]; then\n"
+                    "  echo \"bwrap: Can't create file at /ws/.env: No such file or directory\" >&2; exit 1\n"
+                    "fi\n"
+                    "exec %s \"$@\"\n" % (counter, counter, fails, real))
+        os.chmod(os.path.join(fake, "bwrap"), 0o755)
+        ws = make_ws(tmp, "stale-%d" % fails, SANDBOX)
+        env = dict(os.environ, PATH=fake + ":" + os.environ.get("PATH", ""))
+        d = Daemon(tmp, "stale-%d" % fails, extra=("--state-dir", os.path.join(tmp, "stale-state")), env=env)
+        try:
+            r = d.call({"tool": "terminal", "workspace": ws, "command": "echo hi"})
+        finally:
+            d.stop()
+        with open(counter) as f:
+            starts = int(f.read())
+        if fails == 2:
+            check(r.get("ok") and r["stdout"] == "hi\n" and starts == 3, "after two failed starts: %s (%d starts)" % (r, starts))
+        else:
+            check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable" and starts == 3,
+                  "a start that keeps failing: %s (%d starts)" % (r, starts))
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
          t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call,
-         t_two_daemons_share_one_state_dir, t_unsandboxed_processes_end_with_the_daemon]
+         t_two_daemons_share_one_state_dir, t_unsandboxed_processes_end_with_the_daemon,
+         t_stale_start_is_made_again]
 
 
 def main():
