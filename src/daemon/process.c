@@ -38,9 +38,16 @@ static uint64_t umin(uint64_t a, uint64_t b) {
         return a < b ? a : b;
 }
 
+/* A stream's last cap bytes. The buffer grows as the stream does
+ * (doubling, linear until it first fills) and shrinks to what it holds when
+ * the process ends: 32 ended processes kept per workspace held 2 MiB each
+ * however little they wrote, and the allocator kept it after (a soak's idle
+ * daemon held 118 MB). */
 typedef struct Ring {
         char *buf;
-        size_t cap, len, head; /* head: where the oldest kept byte is */
+        size_t cap;            /* the most kept */
+        size_t alloc;          /* bytes of buf: the ring's size (cap once it has wrapped) */
+        size_t len, head;      /* head: where the oldest kept byte is */
         uint64_t total;        /* bytes ever written: the offset of the end */
 } Ring;
 
@@ -94,27 +101,67 @@ static uint64_t process_id_next(void) {
 
 /* ---- rings ---- */
 
+static void ring_grow(Ring *g, size_t need) {
+        if (g->alloc >= g->cap || g->head != 0 || need <= g->alloc)
+                return;
+        size_t want = g->alloc ? g->alloc : 4096;
+        while (want < need && want < g->cap)
+                want *= 2;
+        if (want > g->cap)
+                want = g->cap;
+        char *nb = realloc(g->buf, want);
+        if (nb) { /* else the oldest bytes go sooner */
+                g->buf = nb;
+                g->alloc = want;
+        }
+}
+
 static void ring_append(Ring *g, const char *p, size_t n) {
         g->total += n;
         if (g->cap == 0)
                 return;
-        if (n >= g->cap) {
-                /* Only the last cap bytes survive. */
-                memcpy(g->buf, p + n - g->cap, g->cap);
+        ring_grow(g, g->len + n);
+        size_t size = g->alloc;
+        if (size == 0)
+                return;
+        if (n >= size) {
+                /* Only the last size bytes survive. */
+                memcpy(g->buf, p + n - size, size);
                 g->head = 0;
-                g->len = g->cap;
+                g->len = size;
                 return;
         }
-        size_t tail = (g->head + g->len) % g->cap;
-        size_t first = umin(n, g->cap - tail);
+        size_t tail = (g->head + g->len) % size;
+        size_t first = umin(n, size - tail);
         memcpy(g->buf + tail, p, first);
         memcpy(g->buf, p + first, n - first);
-        if (g->len + n > g->cap) {
-                size_t drop = g->len + n - g->cap;
-                g->head = (g->head + drop) % g->cap;
-                g->len = g->cap;
+        if (g->len + n > size) {
+                size_t drop = g->len + n - size;
+                g->head = (g->head + drop) % size;
+                g->len = size;
         } else
                 g->len += n;
+}
+
+/* Once the process ended: a buffer that never wrapped keeps what it holds. */
+static char *mfree_ptr(char *p) {
+        free(p);
+        return NULL;
+}
+
+static void ring_shrink(Ring *g) {
+        if (g->head != 0 || g->len >= g->alloc)
+                return;
+        if (g->len == 0) {
+                g->buf = mfree_ptr(g->buf);
+                g->alloc = 0;
+                return;
+        }
+        char *nb = realloc(g->buf, g->len);
+        if (nb) {
+                g->buf = nb;
+                g->alloc = g->len;
+        }
 }
 
 /* Up to max bytes from offset (clamped to what is kept) into out;
@@ -127,8 +174,8 @@ static int ring_read(const Ring *g, uint64_t offset, size_t max, StrBuf *out, ui
         *ret_dropped = offset < first ? first - offset : 0;
         *ret_from = from;
         size_t n = (size_t)umin(max, g->total - from);
-        size_t at = (g->head + (size_t)(from - first)) % (g->cap ? g->cap : 1);
-        size_t a = umin(n, g->cap - at);
+        size_t at = (g->head + (size_t)(from - first)) % (g->alloc ? g->alloc : 1);
+        size_t a = umin(n, g->alloc - at);
         int k = strbuf_append(out, g->buf + at, a);
         if (k >= 0 && n > a)
                 k = strbuf_append(out, g->buf, n - a);
@@ -188,6 +235,8 @@ static void on_ended(JailSession *s, const ProtocolSessionEvent *e, ApiError cod
         BgProcess *p = (BgProcess *)s;
         p->running = false;
         p->end_us = now_us();
+        ring_shrink(&p->out);
+        ring_shrink(&p->err);
         if (e) {
                 p->exit_code = (int)e->exit_code;
                 p->signal = (int)e->signal;
@@ -276,10 +325,6 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const
         size_t cap = r->ws->policy && r->ws->policy->sandboxed && r->ws->policy->limits.max_output
                              ? r->ws->policy->limits.max_output
                              : PROCESS_RING_DEFAULT;
-        if (p && (!(p->out.buf = malloc(cap)) || !(p->err.buf = malloc(cap)))) {
-                free(p->out.buf);
-                p = (free(p), NULL);
-        }
         if (!p) {
                 /* It runs, but nothing can follow it: end it. */
                 JailSession tmp = { 0 };
