@@ -113,6 +113,7 @@ static int entry_read(const char *store, const char *root, char **ret, size_t *r
  * once (two embedded calls starting together) must not share one, or the
  * second rename finds it gone. */
 static char *index_path(const char *store, const char *root);
+static bool dir_birth(const char *dir, char out[static 64]);
 
 /* STORE/approved-SHA256(root).paths: what each listed path of the approved
  * policy resolved to when it was approved. A listed path that resolves
@@ -242,10 +243,12 @@ static int entry_write(const char *store, const char *root, const char *text, si
         /* Which root this directory had, so that a workspace moved or
          * renamed keeps its approval (moved_from()). Best effort: without
          * it a move is seen as new, as before. */
-        _cleanup_free_ char *ip = index_path(store, root), *itmp = NULL;
+        _cleanup_free_ char *ip = index_path(store, root), *itmp = NULL, *line = NULL;
         _cleanup_close_ int ifd = -EBADF;
-        if (ip && asprintf(&itmp, "%s.tmp.XXXXXX", ip) >= 0 && (ifd = mkostemp(itmp, O_CLOEXEC)) >= 0) {
-                if (write_all(ifd, root, strlen(root)) < 0 || fsync(ifd) < 0 || rename(itmp, ip) < 0)
+        char birth[64];
+        if (ip && dir_birth(root, birth) && asprintf(&line, "%s\n%s", root, birth) >= 0 &&
+            asprintf(&itmp, "%s.tmp.XXXXXX", ip) >= 0 && (ifd = mkostemp(itmp, O_CLOEXEC)) >= 0) {
+                if (write_all(ifd, line, strlen(line)) < 0 || fsync(ifd) < 0 || rename(itmp, ip) < 0)
                         unlink(itmp);
         }
         _cleanup_close_ int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -254,7 +257,18 @@ static int entry_write(const char *store, const char *root, const char *text, si
         return 0;
 }
 
-/* STORE/root-DEV-INO: the root path last recorded for that directory. */
+/* The directory's birth time as text; false where the file system keeps
+ * none (no index then: a move is seen as new). */
+static bool dir_birth(const char *dir, char out[static 64]) {
+        struct statx stx;
+        if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+                return false;
+        snprintf(out, 64, "%lld.%09u", (long long)stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec);
+        return true;
+}
+
+/* STORE/root-DEV-INO: the root path last recorded for that directory, and
+ * its birth time. */
 static char *index_path(const char *store, const char *root) {
         struct stat st;
         char name[96];
@@ -271,8 +285,18 @@ static char *index_path(const char *store, const char *root) {
 static char *moved_from(const char *store, const char *root) {
         _cleanup_free_ char *ip = index_path(store, root), *old = NULL;
         size_t len = 0;
-        if (!ip || read_file_at(AT_FDCWD, ip, 4096, &old, &len) < 0 || len == 0 || old[0] != '/' ||
-            strlen(old) != len || streq(old, root) || !entry_exists(store, old))
+        char birth[64];
+        if (!ip || !dir_birth(root, birth) || read_file_at(AT_FDCWD, ip, 4096, &old, &len) < 0 || len == 0 ||
+            old[0] != '/' || strlen(old) != len)
+                return NULL;
+        /* The same directory, not a new one given a freed inode number
+         * (which then served the old workspace's policy): its birth time
+         * must match too. */
+        char *nl = strchr(old, '\n');
+        if (!nl || !streq(nl + 1, birth))
+                return NULL;
+        *nl = 0;
+        if (streq(old, root) || !entry_exists(store, old))
                 return NULL;
         return TAKE_PTR(old);
 }
