@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mask-walk.h"
 #include "path-util.h"
+#include "strv.h"
 #include "server.h"
 #include "watch.h"
 #include "workspace.h"
@@ -33,6 +34,8 @@ typedef struct WorkspaceWatch {
         Workspace *ws;
         HubSub *sub; /* on the daemon's shared inotify instance */
         char *hit;   /* the first masked path seen in the batch being read */
+        char **git_dirs; /* directories where a name that makes a repository appeared, in this batch */
+        bool git_all;    /* events were lost: every directory */
         VsGlobSet *set;
         char **roots;
         size_t n_roots;
@@ -78,6 +81,27 @@ static size_t host_runs(const char *rel) {
         return 0;
 }
 
+/* A name that can make its directory (or, .git, the directory above) a
+ * repository for git's discovery (git-scan.h). */
+static bool git_name(const char *name) {
+        return streq(name, "HEAD") || streq(name, "objects") || streq(name, "refs") || streq(name, ".git") ||
+               streq(name, "commondir");
+}
+
+static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
+        const char *slash = strrchr(rel, '/');
+        if (!git_name(slash ? slash + 1 : rel) || w->git_all)
+                return;
+        _cleanup_free_ char *parent = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
+        _cleanup_free_ char *abs = parent ? (parent[0] ? path_join(w->roots[root], parent) : strdup(w->roots[root])) : NULL;
+        if (!abs || strv_length(w->git_dirs) >= 64) {
+                w->git_all = true; /* many at once: one walk instead */
+                return;
+        }
+        if (!strv_contains(w->git_dirs, abs) && strv_extend(&w->git_dirs, abs) < 0)
+                w->git_all = true;
+}
+
 static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_t len) {
         _cleanup_free_ char *head = strndup(rel, len);
         _cleanup_free_ char *abs = head ? path_join(w->roots[root], head) : NULL;
@@ -115,6 +139,8 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 size_t hr = note ? host_runs(sub) : 0;
                 if (hr)
                         note_host_run(w, root, sub, hr);
+                if (note)
+                        note_git(w, root, sub);
                 if (glob_set_masks(w->set, sub, is_dir)) {
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
@@ -187,6 +213,7 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
                 /* Events were lost: assume the worst. */
                 if (!w->hit)
                         w->hit = strdup("(inotify queue overflow)");
+                w->git_all = true;
                 return;
         }
         /* The instance is shared: a directory watched for other reasons too
@@ -211,6 +238,8 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
         size_t hr = host_runs(rel);
         if (hr)
                 note_host_run(w, root, rel, hr);
+        /* A HEAD rewritten in place makes a repository too. */
+        note_git(w, root, rel);
         if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
                 return; /* a write to an existing file: masked already if it matches */
         if (glob_set_masks(w->set, rel, is_dir)) {
@@ -228,9 +257,20 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
+        _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
+        bool git_all = w->git_all;
+        w->git_all = false;
+        Workspace *ws = w->ws;
+        /* Repositories first: the hook may end the jail (and this watch
+         * with it: nothing of w is used after). */
+        if (git_all)
+                ws->watch_hooks->git_suspect(ws, NULL);
+        else
+                for (char **d = git_dirs; d && *d; d++)
+                        if (ws->watch_hooks->git_suspect(ws, *d))
+                                break;
         if (!hit)
                 return;
-        Workspace *ws = w->ws;
         bool running = ws->link || ws->draining || ws->starting;
         log_info("workspace %s: masked path %s appeared%s", ws->path, hit,
                  running ? "; recycling the worker so the jail masks it" : "");
@@ -264,6 +304,7 @@ void watch_stop(Workspace *ws) {
                 return;
         hub_sub_free(w->sub);
         free(w->hit);
+        strv_free(w->git_dirs);
         glob_set_free(w->set);
         for (size_t i = 0; i < w->n_dirs; i++)
                 free(w->dirs[i].rel);

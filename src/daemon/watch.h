@@ -18,6 +18,10 @@ typedef struct WatchHooks {
         /* A file the host runs later (.git below the root, .envrc,
          * .vscode/tasks.json, ...) was written under the listed paths. */
         void (*host_run)(Workspace *ws, const char *path);
+        /* A name that can make a repository (HEAD, objects, refs, .git,
+         * commondir) appeared in dir (absolute; NULL: events were lost,
+         * any directory): whether that ended the jail. */
+        bool (*git_suspect)(Workspace *ws, const char *dir);
 } WatchHooks;
 
 int watch_start(Workspace *ws);

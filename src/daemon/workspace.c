@@ -4,12 +4,14 @@
  * spawning -> ready -> idle-ended), draining on policy changes, crash
  * restarts under a rate limit. */
 #include <limits.h>
+#include <signal.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "approval.h"
 #include "cgroup.h"
+#include "git-watch.h"
 #include "jail-session.h"
 #include "json-util.h"
 #include "log.h"
@@ -212,12 +214,14 @@ static void workspace_note_host_run(Workspace *ws, const char *path) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
                         ws->host_run[i].us = now_us();
+                        ws->host_run[i].reported = false;
                         return;
                 }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
         n->path = strdup(path);
         n->us = now_us();
+        n->reported = false;
         log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
 }
 
@@ -225,8 +229,12 @@ json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
                 HostRunNote *n = &ws->host_run[i];
-                if (!n->path || n->us < since_us)
+                /* One noted after every call in flight was answered (a
+                 * repository put aside once the jail was gone): the next
+                 * result says it. */
+                if (!n->path || (n->us < since_us && n->reported))
                         continue;
+                n->reported = true;
                 bool dup = false;
                 size_t k;
                 json_t *v;
@@ -245,9 +253,39 @@ static void masked_appeared(Workspace *ws, const char *why) {
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
+/* A name that can make a repository appeared while a jail runs: a new
+ * repository ends the jail at once; old_jail_gone() puts it aside. */
+static bool git_suspect(Workspace *ws, const char *dir) {
+        _cleanup_free_ char *what = NULL;
+        if (!(ws->link || ws->draining) || !git_watch_new(ws, dir, &what))
+                return false;
+        workspace_note_host_run(ws, what);
+        log_warning("workspace %s: %s makes a repository the host's git would use; ending the jail to put it aside",
+                    ws->path, what);
+        /* The jail's processes are killed first (bwrap is pid 1 of their
+         * namespace), then the repositories put aside, then the calls in
+         * flight answered: none of their clients runs git before that.
+         * Anything a dying process still made is swept again once the
+         * jail is reaped (old_jail_gone). */
+        if (ws->link && ws->link->pid > 0)
+                kill(ws->link->pid, SIGKILL);
+        for (WorkerLink *d = ws->draining; d; d = d->next_draining)
+                if (d->pid > 0)
+                        kill(d->pid, SIGKILL);
+        git_watch_sweep(ws, workspace_note_host_run);
+        char why[PATH_MAX + 256];
+        snprintf(why, sizeof why,
+                 "%s makes a repository that the host's git would use (its config and hooks would be the jail's); the jail "
+                 "was ended and the repository is put aside (renamed to *.vectora-quarantine)",
+                 what);
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+        return true;
+}
+
 static const WatchHooks watch_hooks = {
         .masked_appeared = masked_appeared,
         .host_run = workspace_note_host_run,
+        .git_suspect = git_suspect,
 };
 
 /* What approval_locate() answered for recent request paths: one daemon,
@@ -433,6 +471,7 @@ static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err
         }
         ws->link = l;
         protect_arm(ws, protect_changed);
+        git_watch_base(ws);
         l->holds_spawn_slot = true;
 }
 
@@ -532,6 +571,11 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
 static void old_jail_gone(Workspace *ws) {
         if (ws->n_old_jails > 0)
                 ws->n_old_jails--;
+        /* No process of the workspace's jails is left: what they made that
+         * git takes as a repository is put aside now, before a new jail
+         * (which could undo it) starts. */
+        if (ws->n_old_jails == 0 && !ws->link && !ws->draining)
+                git_watch_sweep(ws, workspace_note_host_run);
         if (ws->queue && !ws->link && !ws->srv->shutting_down)
                 spawn(ws);
 }
@@ -687,6 +731,7 @@ static void workspace_free(Workspace *ws) {
          * so do the forwarded ports' listeners. */
         forget(ws);
         watch_stop(ws);
+        git_watch_free(ws);
         proxy_stop(ws->proxy);
         protect_disarm(ws);
         cgroup_kill(ws);

@@ -44,6 +44,7 @@ typedef struct WorkspaceHooks {
 typedef struct HostRunNote {
         char *path;
         uint64_t us; /* when the watcher saw it (now_us) */
+        bool reported; /* in a result already */
 } HostRunNote;
 
 struct Workspace {
@@ -91,6 +92,8 @@ struct Workspace {
         /* files the host runs later that the jail wrote, most recent last (watch.c) */
         HostRunNote host_run[HOST_RUN_NOTES];
         size_t n_host_run;
+        /* the repositories of the writable roots when the worker started (git-watch.c) */
+        struct VsGitRepos *git_base;
 
         /* freeing unused entries (workspace.c, workspace_gc) */
         unsigned refs;          /* requests pointing here (Request.ws) */

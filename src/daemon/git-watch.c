@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* Repositories a jail makes, in the daemon (git-watch.h). */
+#include "git-watch.h"
+
+#include <string.h>
+
+#include "git-scan.h"
+#include "log.h"
+#include "path-util.h"
+#include "workspace.h"
+
+void git_watch_free(Workspace *ws) {
+        if (ws->git_base) {
+                git_repos_done(ws->git_base);
+                free(TAKE_PTR(ws->git_base));
+        }
+}
+
+void git_watch_base(Workspace *ws) {
+        git_watch_free(ws);
+        if (!ws->policy || !ws->policy->sandboxed)
+                return;
+        VsGitRepos *b = calloc(1, sizeof *b);
+        if (!b)
+                return;
+        uint64_t t0 = now_us();
+        int r = git_scan_policy(ws->policy, true, b);
+        if (r < 0) {
+                /* Without a base every repository would look new: none is
+                 * put aside, and the log says so. */
+                log_warning("workspace %s: cannot list its repositories (%s); repositories the jail makes are not put aside",
+                            ws->path, strerror(-r));
+                git_repos_done(b);
+                free(b);
+                return;
+        }
+        log_debug("workspace %s: %zu repositories in %zu directories (%.1f ms)%s", ws->path, b->n, b->dirs,
+                  (double)(now_us() - t0) / 1000.0, b->truncated ? "; the walk was cut at its bound" : "");
+        ws->git_base = b;
+}
+
+static char *what_of(const VsGitRepo *g) {
+        return g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
+}
+
+bool git_watch_new(Workspace *ws, const char *dir, char **ret_what) {
+        if (!ws->git_base || !ws->policy)
+                return false;
+        VsGitRepos now = { 0 };
+        if (!dir)
+                (void)git_scan_policy(ws->policy, false, &now);
+        else {
+                (void)git_scan_dir(dir, &now);
+                _cleanup_free_ char *up = strdup(dir);
+                char *slash = up ? strrchr(up, '/') : NULL;
+                if (slash && slash != up) {
+                        *slash = 0;
+                        for (size_t i = 0; i < ws->policy->n_rw; i++)
+                                if (ws->policy->rw_paths[i].resolved &&
+                                    path_is_below_or_equal(up, ws->policy->rw_paths[i].resolved)) {
+                                        (void)git_scan_dir(up, &now);
+                                        break;
+                                }
+                }
+        }
+        bool found = false;
+        for (size_t i = 0; !found && i < now.n; i++)
+                if (!git_repos_has(ws->git_base, &now.items[i])) {
+                        found = true;
+                        *ret_what = what_of(&now.items[i]);
+                }
+        git_repos_done(&now);
+        return found;
+}
+
+size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path)) {
+        if (!ws->git_base || !ws->policy)
+                return 0;
+        VsGitRepos now = { 0 };
+        uint64_t t0 = now_us();
+        (void)git_scan_policy(ws->policy, false, &now);
+        size_t n = 0;
+        for (size_t i = 0; i < now.n; i++) {
+                const VsGitRepo *g = &now.items[i];
+                if (git_repos_has(ws->git_base, g))
+                        continue;
+                _cleanup_free_ char *what = what_of(g), *moved = NULL;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                int r = git_quarantine(g, &moved, &err);
+                if (r == -ESTALE)
+                        continue; /* gone already (a bare one inside a .git put aside just before) */
+                if (r < 0) {
+                        log_warning("workspace %s: a repository the jail made, %s, could not be put aside: %s", ws->path,
+                                    what ? what : g->dir, err ? vs_error_message(err) : strerror(-r));
+                        continue;
+                }
+                log_warning("workspace %s: the jail made a repository the host's git would use (its config and hooks "
+                            "are the agent's): %s put aside as %s",
+                            ws->path, what ? what : g->dir, moved);
+                if (what)
+                        note(ws, what);
+                note(ws, moved);
+                n++;
+        }
+        log_debug("workspace %s: repositories swept in %zu directories (%.1f ms), %zu put aside", ws->path, now.dirs,
+                  (double)(now_us() - t0) / 1000.0, n);
+        git_repos_done(&now);
+        return n;
+}

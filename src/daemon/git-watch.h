@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Repositories a jail makes, in the daemon (git-scan.h says why they
+ * matter). The repositories of the writable roots are noted when a worker
+ * starts (the host's); a name that makes one (HEAD, objects, refs, .git,
+ * commondir) appearing under a watched directory makes the watch ask
+ * whether that directory (or its parent) is a new repository, and a new
+ * one ends the jail at once; once no process of the workspace's jails is
+ * left, every new repository under the writable roots is put aside
+ * (renamed, never deleted) and reported. That last sweep also runs
+ * whenever a jail ends (idle, recycle, crash), so what the watch cannot
+ * see (more directories than it watches, an overflow) is put aside when
+ * the jail ends at the latest. Calls nothing above it: workspace.c
+ * recycles. */
+
+#include "daemon.h"
+
+/* Notes the repositories of ws's writable roots as the host's. */
+void git_watch_base(Workspace *ws);
+/* Whether dir (absolute; NULL: every writable root, walked) or its parent
+ * holds a repository that was not there at the base; the first such
+ * directory in *ret_what (owned), for the reason given. */
+bool git_watch_new(Workspace *ws, const char *dir, char **ret_what);
+/* With no jail of ws left: puts every new repository aside, reporting
+ * each through note (its old and new paths). How many. */
+size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path));
+void git_watch_free(Workspace *ws);
