@@ -110,6 +110,11 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         if (r < 0)
                 return r;
         r = git_controls_collect(p->workspace, &gc);
+        if (r == -EBADMSG) {
+                r = vs_error_set_kind(err, r, "sandbox_unavailable", "%s", gc.error ? gc.error : "a git config cannot be read");
+                git_controls_done(&gc);
+                return r;
+        }
         if (r == -E2BIG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                          "%s/.git: too many nested git directories (submodules, worktrees) to protect",

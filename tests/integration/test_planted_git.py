@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
+# The host user's HOME, for the daemon and the CLI too: their global git
+# config is the one the host's git reads.
+HOST_HOME = [None]
 
 
 class Host:
@@ -40,15 +43,18 @@ class Host:
         os.makedirs(self.home, exist_ok=True)
         os.makedirs(self.markers, exist_ok=True)
         os.chmod(self.markers, 0o1777)
-        with open(os.path.join(self.home, ".gitconfig"), "w") as f:
-            f.write("[safe]\n\tdirectory = *\n[user]\n\tname = host\n\temail = host@example.org\n"
-                    "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+        self.reset_global()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         self.env.update(HOME=self.home, GIT_CONFIG_NOSYSTEM="1", XDG_CONFIG_HOME=os.path.join(self.home, ".config"),
                         GIT_TERMINAL_PROMPT="0")
         self.remote = os.path.join(tmp, "remote.git")
         if not os.path.isdir(self.remote):
             self.git(tmp, "init", "-q", "--bare", self.remote)
+
+    def reset_global(self):
+        with open(os.path.join(self.home, ".gitconfig"), "w") as f:
+            f.write("[safe]\n\tdirectory = *\n[user]\n\tname = host\n\temail = host@example.org\n"
+                    "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
 
     def git(self, cwd, *args, check_rc=False):
         p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=self.env, timeout=60)
@@ -120,9 +126,12 @@ def bare_plant(d, m, worktree, hooks_dir):
 ROUTES = {}
 
 
-def route(name, needs_repo):
+def route(name, needs_repo, static=False, setup=None):
+    """needs_repo: the host has a repository at the root first; static:
+    the jail's writes are refused (read-only), nothing is put aside;
+    setup(host, ws): what the host has besides."""
     def deco(fn):
-        ROUTES[name] = (fn, needs_repo)
+        ROUTES[name] = (fn, needs_repo, static, setup)
         return fn
     return deco
 
@@ -177,11 +186,81 @@ def plant_submodule(ws, m):
             "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),lib")
 
 
+def hook_writes(m, paths):
+    """Each path written as a hook that touches m, whatever else fails."""
+    return "; ".join("mkdir -p $(dirname %s) 2>/dev/null; printf '#!/bin/sh\\ntouch %s\\n' > %s && chmod +x %s"
+                     % (p, m, p, p) for p in paths) + "; true"
+
+
+def setup_hookspath(host, ws):
+    host.git(ws, "config", "core.hooksPath", ".githooks", check_rc=True)
+    os.makedirs(os.path.join(ws, ".githooks"))
+    with open(os.path.join(ws, ".githooks/pre-commit"), "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(os.path.join(ws, ".githooks/pre-commit"), 0o755)
+
+
+@route("hookspath", needs_repo=True, static=True, setup=setup_hookspath)
+def plant_hookspath(ws, m):
+    """core.hooksPath = .githooks in the sealed config (husky, lefthook):
+    the jail rewrites a hook there, the host's next commit runs it."""
+    return hook_writes(m, [".githooks/pre-commit", ".githooks/post-commit"])
+
+
+def setup_hookspath_missing(host, ws):
+    host.git(ws, "config", "core.hooksPath", ".husky/_", check_rc=True)
+
+
+@route("hookspath-missing", needs_repo=True, static=True, setup=setup_hookspath_missing)
+def plant_hookspath_missing(ws, m):
+    """The same where the directory does not exist yet: the jail would
+    create it."""
+    return hook_writes(m, [".husky/_/pre-commit", ".husky/_/post-commit"])
+
+
+def setup_include(host, ws):
+    host.git(ws, "config", "include.path", "../.gitconfig", check_rc=True)
+    host.git(ws, "config", "includeIf.gitdir:/.path", "../.gitconfig-if", check_rc=True)
+
+
+@route("include", needs_repo=True, static=True, setup=setup_include)
+def plant_include(ws, m):
+    """include.path = ../.gitconfig (and an includeIf) in the sealed
+    config: the jail writes core.fsmonitor into what it names."""
+    cfg = sh_quote("[core]\n\tfsmonitor = \"touch %s; false\"\n[core]\n\thooksPath = %s/.hk\n" % (m, ws))
+    return ("printf %s > .gitconfig; printf %s > .gitconfig-if; " % (cfg, cfg)) + hook_writes(m, [".hk/pre-commit"])
+
+
+def setup_global_hookspath(host, ws):
+    with open(os.path.join(host.home, ".gitconfig"), "a") as f:
+        f.write("[core]\n\thooksPath = %s/tools/hooks\n" % ws)
+
+
+@route("global-hookspath", needs_repo=True, static=True, setup=setup_global_hookspath)
+def plant_global_hookspath(ws, m):
+    """The host user's global config names hooks inside the workspace."""
+    return hook_writes(m, ["tools/hooks/pre-commit", "tools/hooks/post-commit"])
+
+
+def setup_nested(host, ws):
+    host.git(os.path.join(ws, "sub"), "init", "-q", check_rc=True)
+    host.git(os.path.join(ws, "sub"), "add", "-A", check_rc=True)
+    host.git(os.path.join(ws, "sub"), "commit", "-q", "-m", "nested", check_rc=True)
+
+
+@route("nested-existing", needs_repo=True, static=True, setup=setup_nested)
+def plant_nested_existing(ws, m):
+    """A repository the host has below the root (a nested clone): its
+    config and hooks are sealed like the root's."""
+    return ("printf %s >> sub/.git/config; " % sh_quote(config_text(m))) + hook_writes(m, ["sub/.git/hooks/pre-commit"])
+
+
 # ---------------------------------------------------------------- the runs
 
 
-def make(tmp, name, host, needs_repo, owner):
+def make(tmp, name, host, needs_repo, owner, setup=None):
     ws = os.path.join(tmp, name)
+    host.reset_global()
     os.makedirs(os.path.join(ws, "sub"))
     with open(os.path.join(ws, "vectora.toml"), "w") as f:
         f.write(SANDBOX)
@@ -192,6 +271,8 @@ def make(tmp, name, host, needs_repo, owner):
         host.git(ws, "add", "-A", check_rc=True)
         host.git(ws, "commit", "-q", "-m", "host", check_rc=True)
         host.git(ws, "remote", "add", "origin", host.remote, check_rc=True)
+    if setup:
+        setup(host, ws)
     own(ws, owner)
     return ws
 
@@ -206,6 +287,7 @@ def in_jail(mode, d, ws, cmd):
         c.close()
         return r, set(r.get("host_run_files", [])) | set(r2.get("host_run_files", []))
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    e["HOME"] = HOST_HOME[0]
     p = subprocess.run([CLI, "--no-daemon", "--json", "run", "-w", ws, cmd], capture_output=True, text=True,
                        env=e, timeout=120)
     try:
@@ -218,8 +300,8 @@ def in_jail(mode, d, ws, cmd):
 def probe_live(tmp, host, name):
     """The plant made on the host (no jail) runs the program: the probe
     works, so its absence below means something."""
-    fn, needs_repo = ROUTES[name]
-    ws = make(tmp, "live-" + name, host, needs_repo, None)
+    fn, needs_repo, static, setup = ROUTES[name]
+    ws = make(tmp, "live-" + name, host, needs_repo, None, setup)
     m = host.marker("live-" + name)
     p = subprocess.run(["sh", "-c", fn(ws, m)], cwd=ws, capture_output=True, text=True, env=host.env)
     check(p.returncode == 0, ("plant on the host", p.stderr))
@@ -230,10 +312,10 @@ def probe_live(tmp, host, name):
 
 
 def case(name, mode, owner_kind, d, tmp, host):
-    fn, needs_repo = ROUTES[name]
+    fn, needs_repo, static, setup = ROUTES[name]
     tag = "%s-%s-%s" % (name, mode, owner_kind)
     owner = OWNER if owner_kind == "user" else None
-    ws = make(tmp, tag, host, needs_repo, owner)
+    ws = make(tmp, tag, host, needs_repo, owner, setup)
     m = host.marker(tag)
     r, reported = in_jail(mode, d, ws, fn(ws, m) + " && echo PLANTED")
     if not r.get("ok"):
@@ -241,7 +323,8 @@ def case(name, mode, owner_kind, d, tmp, host):
         check(r.get("error", {}).get("code") == "worker_recycled", r)
     check(not os.path.exists(m), "the plant ran the program inside the jail (the probe is broken)")
     host.runs_nothing(ws, m)
-    check(any(".vectora-quarantine" in p for p in reported), ("not reported in host_run_files", reported, r))
+    if not static:
+        check(any(".vectora-quarantine" in p for p in reported), ("not reported in host_run_files", reported, r))
 
 
 def main():
@@ -256,8 +339,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="vs-plantgit-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
     host = Host(tmp)
+    HOST_HOME[0] = host.home
     tap.note("host git: " + host.git(tmp, "--version").stdout.strip())
-    d = Daemon(tmp, "d", extra=("--state-dir", os.path.join(tmp, "state")))
+    denv = dict(os.environ, HOME=host.home)
+    d = Daemon(tmp, "d", extra=("--state-dir", os.path.join(tmp, "state")), env=denv)
     try:
         for name in ROUTES:
             if only and not any(o in name for o in only):
@@ -269,7 +354,7 @@ def main():
                              name="%s %s %s-owned" % (name, mode, owner_kind))
                     if d.p.poll() is not None:
                         tap.ok("the daemon survives it", False, d.log_text()[-3000:])
-                        d = Daemon(tmp, "d2", extra=("--state-dir", os.path.join(tmp, "state")))
+                        d = Daemon(tmp, "d2", extra=("--state-dir", os.path.join(tmp, "state")), env=denv)
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
