@@ -50,7 +50,7 @@ bool git_watch_new(Workspace *ws, const char *dir, char **ret_what) {
         if (!dir)
                 (void)git_scan_policy(ws->policy, false, &now);
         else {
-                (void)git_scan_dir(dir, &now);
+                /* The parent first: a new DIR/.git is reported as that. */
                 _cleanup_free_ char *up = strdup(dir);
                 char *slash = up ? strrchr(up, '/') : NULL;
                 if (slash && slash != up) {
@@ -62,6 +62,7 @@ bool git_watch_new(Workspace *ws, const char *dir, char **ret_what) {
                                         break;
                                 }
                 }
+                (void)git_scan_dir(dir, &now);
         }
         bool found = false;
         for (size_t i = 0; !found && i < now.n; i++)

@@ -177,9 +177,23 @@ int git_scan_dir(const char *dir, VsGitRepos *out) {
 }
 
 bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r) {
+        /* DIR/.git tested as a bare repository is DIR's .git. */
+        const char *slash = strrchr(r->dir, '/');
+        bool in_dotgit = r->kind == VS_GIT_BARE && slash && streq(slash + 1, ".git");
+        size_t plen = slash ? (size_t)(slash - r->dir) : 0;
         for (size_t i = 0; base && i < base->n; i++) {
                 const VsGitRepo *b = &base->items[i];
-                if (b->kind == r->kind && b->dev == r->dev && b->ino == r->ino && streq(b->dir, r->dir))
+                /* The same inode: a repository the host had, wherever it is
+                 * now (the host renamed it: the jail cannot, its sealed
+                 * files pin it). */
+                if (b->kind == r->kind && b->dev == r->dev && b->ino == r->ino)
+                        return true;
+                /* A .git the host had in that directory: sealed or pinned
+                 * in the jail, so whatever .git is there now the host put
+                 * there (a .git replaced whole). */
+                if (b->kind != VS_GIT_BARE && r->kind != VS_GIT_BARE && streq(b->dir, r->dir))
+                        return true;
+                if (b->kind != VS_GIT_BARE && in_dotgit && strlen(b->dir) == plen && strncmp(b->dir, r->dir, plen) == 0)
                         return true;
         }
         return false;

@@ -69,7 +69,9 @@ struct VsPolicy;
  * a repository appearing in it is the host's `git init`. */
 int git_scan_policy(const struct VsPolicy *p, bool base, VsGitRepos *out);
 
-/* Whether base holds r: the same directory, kind and identity. */
+/* Whether r is the host's: base holds the same kind with the same
+ * identity (wherever it is now), or base had a .git in that same
+ * directory (the jail cannot replace it: sealed or pinned). */
 bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r);
 
 /* Puts r aside so git no longer takes it as a repository: a .git file or
