@@ -221,6 +221,14 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
         return 0;
 }
 
+void session_stop(VsSession *s) {
+        if (s->proc.pid > 0 && !s->local && s->proc.fd >= 0) {
+                shutdown(s->proc.fd, SHUT_WR);
+                wait_exit(s);
+        }
+        worker_proc_kill(&s->proc);
+}
+
 int session_git_sweep(VsSession *s, char ***paths) {
         if (!s->git_base)
                 return 0;
@@ -233,13 +241,7 @@ int session_git_sweep(VsSession *s, char ***paths) {
                 if (git_repos_has(s->git_base, g))
                         continue;
                 /* The jail first: while it runs it could put it back. */
-                if (s->proc.pid > 0) {
-                        if (!s->local && s->proc.fd >= 0) {
-                                shutdown(s->proc.fd, SHUT_WR);
-                                wait_exit(s);
-                        }
-                        worker_proc_kill(&s->proc);
-                }
+                session_stop(s);
                 _cleanup_free_ char *moved = NULL;
                 if (git_quarantine(g, &moved, NULL) < 0)
                         continue;
@@ -264,9 +266,13 @@ void session_end(VsSession *s) {
                 shutdown(s->proc.fd, SHUT_WR);
                 wait_exit(s);
         }
+        /* What a process the last call left behind made meanwhile (a
+         * session whose worker was stopped and swept already: nothing ran
+         * since). */
+        bool ran = s->proc.pid > 0;
         worker_proc_kill(&s->proc);
-        /* What a process the call left behind made meanwhile. */
-        (void)session_git_sweep(s, NULL);
+        if (ran)
+                (void)session_git_sweep(s, NULL);
         if (s->git_base) {
                 git_repos_done(s->git_base);
                 free(s->git_base);

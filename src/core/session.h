@@ -30,6 +30,9 @@ typedef struct VsSession {
          * (git-scan.h), and those roots; NULL: not looked at. */
         struct VsGitRepos *git_base;
         char **git_roots;
+        /* tool_call_run() sweeps after each call (a warm session); a
+         * one-call user (the CLI) ends the worker and sweeps itself. */
+        bool no_sweep_per_call;
 } VsSession;
 
 /* Spawns the worker for l and completes hello/init/ready. On failure
@@ -51,6 +54,9 @@ int session_watch_git(VsSession *s, struct VsGitRepos *base, char *const *roots)
  * and its path and the new one appended to *paths (may be NULL). How many
  * were put aside. Also run by session_end(). */
 int session_git_sweep(VsSession *s, char ***paths);
+/* Ends the worker now (its jail with it); the session only answers
+ * errors after. */
+void session_stop(VsSession *s);
 
 /* Sends one framed request (built with the protocol encoders, id from
  * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */

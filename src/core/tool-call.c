@@ -187,7 +187,7 @@ static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, J
 int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
         int r = tool_call_run_one(s, c, ret_result, ret_msg, err);
         _cleanup_strv_free_ char **moved = NULL;
-        if (session_git_sweep(s, &moved) > 0 && r >= 0 && *ret_result &&
+        if (!s->no_sweep_per_call && session_git_sweep(s, &moved) > 0 && r >= 0 && *ret_result &&
             json_object_set_new(*ret_result, "host_run_files", json_strv(moved)) < 0)
                 return -ENOMEM;
         return r;

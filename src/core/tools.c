@@ -111,22 +111,15 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
         if (p->sandboxed && !after && (r = protect_snapshot_take(p, launch_host_paths(l), &snap)) < 0)
                 return r;
-        /* The repositories the host has, after the plan made its own
-         * (git_init, placeholders): what the jail adds is put aside
-         * (git-scan.h). Only where the jail writes this host's files. */
+        /* The repositories the host has (the plan's look, git-scan.h):
+         * what the jail adds is put aside. Only where the jail writes this
+         * host's files. */
         _cleanup_free_ VsGitRepos *git_base = NULL;
         _cleanup_strv_free_ char **git_roots = calloc(1, sizeof(char *));
         if (!git_roots)
                 return -ENOMEM;
-        if (p->sandboxed && (p->backend == VS_BACKEND_LOCAL || p->backend == VS_BACKEND_DOCKER)) {
-                if (!(git_base = calloc(1, sizeof *git_base)))
-                        return -ENOMEM;
-                if ((r = git_scan_policy(p, true, git_base)) < 0) {
-                        git_repos_done(git_base);
-                        return vs_error_set_kind(err, r, "sandbox_unavailable",
-                                                 "cannot list the repositories under the writable paths of %s: %s",
-                                                 p->workspace, strerror(-r));
-                }
+        if (p->sandboxed && (p->backend == VS_BACKEND_LOCAL || p->backend == VS_BACKEND_DOCKER) && l->git_base) {
+                git_base = TAKE_PTR(l->git_base);
                 for (size_t i = 0; i < p->n_rw; i++)
                         if (p->rw_paths[i].resolved && (r = strv_extend(&git_roots, p->rw_paths[i].resolved)) < 0) {
                                 git_repos_done(git_base);

@@ -7,6 +7,8 @@
 #include "git-scan.h"
 #include "log.h"
 #include "path-util.h"
+#include "launch.h"
+#include "worker-link.h"
 #include "workspace.h"
 
 void git_watch_free(Workspace *ws) {
@@ -18,25 +20,22 @@ void git_watch_free(Workspace *ws) {
 
 void git_watch_base(Workspace *ws) {
         git_watch_free(ws);
-        if (!ws->policy || !ws->policy->sandboxed)
+        /* Only where the jail writes this host's files (local, docker). */
+        const VsPolicy *p = ws->policy;
+        if (!p || !p->sandboxed || !ws->link || !ws->link->launch ||
+            (p->backend != VS_BACKEND_LOCAL && p->backend != VS_BACKEND_DOCKER))
                 return;
-        VsGitRepos *b = calloc(1, sizeof *b);
-        if (!b)
-                return;
-        uint64_t t0 = now_us();
-        int r = git_scan_policy(ws->policy, true, b);
-        if (r < 0) {
-                /* Without a base every repository would look new: none is
-                 * put aside, and the log says so. */
-                log_warning("workspace %s: cannot list its repositories (%s); repositories the jail makes are not put aside",
-                            ws->path, strerror(-r));
-                git_repos_done(b);
-                free(b);
+        /* The plan's look (git-scan.h), taken on the thread pool before
+         * the repository and placeholders were made: one walk. */
+        VsLaunch *l = ws->link->launch;
+        if (!l->git_base) {
+                log_warning("workspace %s: its repositories were not listed; repositories the jail makes are put aside "
+                            "only if listed later",
+                            ws->path);
                 return;
         }
-        log_debug("workspace %s: %zu repositories in %zu directories (%.1f ms)%s", ws->path, b->n, b->dirs,
-                  (double)(now_us() - t0) / 1000.0, b->truncated ? "; the walk was cut at its bound" : "");
-        ws->git_base = b;
+        log_debug("workspace %s: %zu repositories in %zu directories", ws->path, l->git_base->n, l->git_base->dirs);
+        ws->git_base = TAKE_PTR(l->git_base);
 }
 
 static char *what_of(const VsGitRepo *g) {

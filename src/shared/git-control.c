@@ -316,15 +316,21 @@ static int global_config_paths(Walk *w) {
 /* Every repository the host has below the workspace root: its control
  * files sealed like the root's (a nested clone's config, a submodule's
  * .git file). */
-static int nested_repos(Walk *w) {
-        VsGitRepos repos = { 0 };
-        int r = git_scan(w->workspace, &repos);
-        if (r < 0) {
-                git_repos_done(&repos);
-                return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
+static int nested_repos(Walk *w, const VsGitRepos *scan) {
+        VsGitRepos own = { 0 };
+        int r = 0;
+        if (!scan) {
+                r = git_scan(w->workspace, &own);
+                if (r < 0) {
+                        git_repos_done(&own);
+                        return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
+                }
+                scan = &own;
         }
-        for (size_t i = 0; r >= 0 && i < repos.n; i++) {
-                const VsGitRepo *g = &repos.items[i];
+        for (size_t i = 0; r >= 0 && i < scan->n; i++) {
+                const VsGitRepo *g = &scan->items[i];
+                if (!path_is_below_or_equal(g->dir, w->workspace) || (g->dev == 0 && g->ino == 0))
+                        continue; /* another root's, or a base's stand-in (git_scan_policy) */
                 if (g->kind == VS_GIT_BARE) {
                         r = expand_gitdir(w, g->dir);
                         continue;
@@ -350,7 +356,7 @@ static int nested_repos(Walk *w) {
                 if (r >= 0 && gitdir)
                         r = expand_gitdir(w, gitdir);
         }
-        git_repos_done(&repos);
+        git_repos_done(&own);
         return r;
 }
 
@@ -440,6 +446,10 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
 }
 
 int git_controls_collect(const char *workspace, VsGitControls *ret) {
+        return git_controls_collect_scan(workspace, NULL, ret);
+}
+
+int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsGitControls *ret) {
         VsGitControls out = { 0 };
         Walk w = { .out = &out, .workspace = workspace };
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
@@ -481,7 +491,7 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
                 }
         }
         if (r >= 0)
-                r = nested_repos(&w);
+                r = nested_repos(&w, scan);
         if (r >= 0)
                 r = global_config_paths(&w);
         strv_free(w.seen);

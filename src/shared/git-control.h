@@ -56,6 +56,10 @@ typedef struct VsGitControls {
  * cannot be read fails it (-EBADMSG, ret->error says which line): what
  * it names could not be protected. */
 int git_controls_collect(const char *workspace, VsGitControls *ret);
+/* The same with the repositories below the root taken from scan (a
+ * git_scan() of the tree, git-scan.h) instead of a walk of its own. */
+struct VsGitRepos;
+int git_controls_collect_scan(const char *workspace, const struct VsGitRepos *scan, VsGitControls *ret);
 void git_controls_done(VsGitControls *c);
 
 /* Makes a missing control file's placeholder: its parent reached without

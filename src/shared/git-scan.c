@@ -248,15 +248,14 @@ int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {
         }
         if (!base)
                 return 0;
-        /* The root's .git placeholder (a directory without HEAD) is sealed
-         * whole in the jail (git-control.h): a repository that appears in
-         * that same directory is the host's own `git init`. */
+        /* The root's .git is never the jail's: a placeholder or a
+         * repository, sealed or pinned in the jail (git-control.h), or made
+         * by the host (git_init) after this look. A stand-in (no identity)
+         * says so; only a symlinked .git, which the jail could replace, is
+         * left to its identity. */
         _cleanup_close_ int wfd = git_control_open_dir(p->workspace);
         struct stat st;
-        if (wfd < 0 || fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        if (wfd >= 0 && fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
                 return 0;
-        for (size_t i = 0; i < out->n; i++)
-                if (out->items[i].kind == VS_GIT_DOTGIT && streq(out->items[i].dir, p->workspace))
-                        return 0;
-        return push(out, p->workspace, VS_GIT_DOTGIT, &st);
+        return push(out, p->workspace, VS_GIT_DOTGIT, &(struct stat){ 0 });
 }

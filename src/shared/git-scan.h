@@ -64,9 +64,10 @@ void git_repos_done(VsGitRepos *r);
 
 struct VsPolicy;
 /* git_scan() of each writable root of p (the jail writes nowhere else).
- * base = true: the repositories the host has before a jail starts, plus
- * the root's .git placeholder when there is one: sealed whole in the jail,
- * a repository appearing in it is the host's `git init`. */
+ * base = true: the repositories the host has before a jail starts, plus a
+ * stand-in (dev and ino 0) for the root's .git, which is never the
+ * jail's (sealed or pinned; a repository appearing in the placeholder is
+ * the host's `git init`), unless it is a symlink. */
 int git_scan_policy(const struct VsPolicy *p, bool base, VsGitRepos *out);
 
 /* Whether r is the host's: base holds the same kind with the same
