@@ -16,6 +16,8 @@
 
 #include "daemon.h"
 
+typedef struct GitSweep GitSweep;
+
 /* Notes the repositories of ws's writable roots as the host's. */
 void git_watch_base(Workspace *ws);
 /* Whether dir (absolute; NULL: every writable root, walked) or its parent
@@ -25,4 +27,10 @@ bool git_watch_new(Workspace *ws, const char *dir, char **ret_what);
 /* With no jail of ws left: puts every new repository aside, reporting
  * each through note (its old and new paths). How many. */
 size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path));
+/* The same on the thread pool (a walk of a big tree takes a while: the
+ * loop serves other workspaces meanwhile), owning the base and the roots;
+ * note runs for each path and done(ws) once, on the loop, after. false:
+ * nothing to do, or done on the loop already (done not called). */
+bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char *path), void (*done)(Workspace *ws));
+/* The workspace goes: its base, and its sweep in flight let go. */
 void git_watch_free(Workspace *ws);

@@ -414,7 +414,7 @@ static void spawn(Workspace *ws) {
          * processes are reaped, then the walk and the start happen
          * (old_jail_gone() comes back here). A hostile command
          * still running could otherwise race the new jail's mounts. */
-        if (ws->draining || ws->n_old_jails > 0)
+        if (ws->draining || ws->n_old_jails > 0 || ws->git_sweep)
                 return;
         if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS) {
                 /* Wait for a slot; the calls stay queued meanwhile. */
@@ -568,14 +568,20 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
                 cgroup_kill_leftovers(ws);
 }
 
+static void sweep_done(Workspace *ws) {
+        if (ws->queue && !ws->link && !ws->srv->shutting_down)
+                spawn(ws);
+}
+
 static void old_jail_gone(Workspace *ws) {
         if (ws->n_old_jails > 0)
                 ws->n_old_jails--;
         /* No process of the workspace's jails is left: what they made that
          * git takes as a repository is put aside now, before a new jail
          * (which could undo it) starts. */
-        if (ws->n_old_jails == 0 && !ws->link && !ws->draining)
-                git_watch_sweep(ws, workspace_note_host_run);
+        if (ws->n_old_jails == 0 && !ws->link && !ws->draining &&
+            git_watch_sweep_start(ws, workspace_note_host_run, sweep_done))
+                return; /* sweep_done() spawns */
         if (ws->queue && !ws->link && !ws->srv->shutting_down)
                 spawn(ws);
 }
@@ -717,7 +723,7 @@ static void on_timer_closed(uv_handle_t *h) {
  * new one, so it goes with the entry. */
 static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
-               ws->refs == 0;
+               ws->refs == 0 && !ws->git_sweep;
 }
 
 static void forget(Workspace *ws) {

@@ -94,6 +94,7 @@ struct Workspace {
         size_t n_host_run;
         /* the repositories of the writable roots when the worker started (git-watch.c) */
         struct VsGitRepos *git_base;
+        struct GitSweep *git_sweep; /* putting aside what the last jail made: no new jail starts meanwhile */
 
         /* freeing unused entries (workspace.c, workspace_gc) */
         unsigned refs;          /* requests pointing here (Request.ws) */
