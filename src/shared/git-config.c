@@ -215,3 +215,37 @@ bool git_config_names_path(const char *key, bool *ret_dir, bool *ret_include) {
                 return *ret_include = true;
         return false;
 }
+
+/* key matches "section.*.name" (any subsection) or "section.name". */
+static bool key_is(const char *key, const char *section, const char *name) {
+        size_t sl = strlen(section), nl = strlen(name), kl = strlen(key);
+        if (kl <= sl + nl + 1 || strncmp(key, section, sl) != 0 || key[sl] != '.')
+                return false;
+        return strcmp(key + kl - nl, name) == 0 && key[kl - nl - 1] == '.';
+}
+
+bool git_config_names_program(const char *key) {
+        static const char *const exact[] = {
+                "core.fsmonitor",  "core.sshcommand", "core.pager",      "core.editor",        "core.askpass",
+                "core.gitproxy",   "sequence.editor", "diff.external",   "credential.helper",  "gpg.program",
+                "interactive.difffilter", "web.browser", "uploadpack.packobjectshook", "sendemail.sendmailcmd",
+                "sendemail.smtpserver", "init.templatedir",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(exact); i++)
+                if (strcmp(key, exact[i]) == 0)
+                        return true;
+        static const struct {
+                const char *section, *name;
+        } any[] = {
+                { "diff", "textconv" },   { "diff", "command" },     { "merge", "driver" },   { "filter", "clean" },
+                { "filter", "smudge" },   { "filter", "process" },   { "credential", "helper" }, { "gpg", "program" },
+                { "remote", "uploadpack" }, { "remote", "receivepack" }, { "difftool", "cmd" }, { "difftool", "path" },
+                { "mergetool", "cmd" },   { "mergetool", "path" },   { "browser", "cmd" },    { "browser", "path" },
+                { "man", "cmd" },         { "man", "path" },         { "submodule", "update" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(any); i++)
+                if (key_is(key, any[i].section, any[i].name))
+                        return true;
+        /* pager.<command>, alias.<name> ("!command") */
+        return strncmp(key, "pager.", 6) == 0 || strncmp(key, "alias.", 6) == 0;
+}

@@ -34,3 +34,10 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
  * (the list above); *ret_dir: a directory (hooksPath), *ret_include: a
  * config to read in turn. */
 bool git_config_names_path(const char *key, bool *ret_dir, bool *ret_include);
+
+/* The keys whose value is a command line git runs (core.fsmonitor,
+ * core.sshCommand, core.pager, core.editor, diff.external, diff/merge/
+ * filter drivers, credential helpers, gpg.program, a remote's uploadpack,
+ * difftool/mergetool commands, aliases, ...): a word of it that is a path
+ * inside the workspace names a program the jail could rewrite. */
+bool git_config_names_program(const char *key);

@@ -195,9 +195,34 @@ static int seal_named(Walk *w, const char *path, bool dir) {
         return push(w->out, TAKE_PTR(cur), S_ISDIR(st.st_mode), false, NULL);
 }
 
+/* Each word of a command line that holds a '/' (a program or script by
+ * its path; a bare name is looked up in $PATH) and lies inside the
+ * workspace (relative: from the root, where git runs it from there) is
+ * sealed like a named file. Words split at blanks, quotes and the
+ * shell's operators: a word the split cuts wrong seals a path that does
+ * not matter, never misses one that is whole. */
+static int seal_command_words(ConfigCtx *c, const char *value) {
+        _cleanup_free_ char *copy = value ? strdup(value) : NULL;
+        if (!copy)
+                return value ? -ENOMEM : 0;
+        char *save = NULL;
+        int r = 0;
+        for (char *w = strtok_r(copy, " \t\n'\"`;|&()<>!=$", &save); r >= 0 && w;
+             w = strtok_r(NULL, " \t\n'\"`;|&()<>!=$", &save)) {
+                if (!strchr(w, '/'))
+                        continue;
+                _cleanup_free_ char *path = named_path(w, c->w->workspace);
+                if (path && path_is_below_or_equal(path, c->w->workspace) && !streq(path, c->w->workspace))
+                        r = seal_named(c->w, path, false);
+        }
+        return r;
+}
+
 static int on_config(const char *key, const char *value, void *userdata) {
         ConfigCtx *c = userdata;
         bool dir, include;
+        if (git_config_names_program(key))
+                return seal_command_words(c, value);
         if (!git_config_names_path(key, &dir, &include))
                 return 0;
         /* include paths are relative to the including file; the others to

@@ -242,6 +242,24 @@ def plant_global_hookspath(ws, m):
     return hook_writes(m, ["tools/hooks/pre-commit", "tools/hooks/post-commit"])
 
 
+def setup_programs(host, ws):
+    os.makedirs(os.path.join(ws, "tools"))
+    for name in ("fsmon.sh", "ext.sh"):
+        with open(os.path.join(ws, "tools", name), "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(os.path.join(ws, "tools", name), 0o755)
+    host.git(ws, "config", "core.fsmonitor", os.path.join(ws, "tools/fsmon.sh"), check_rc=True)
+    host.git(ws, "config", "diff.external", "tools/ext.sh --flag", check_rc=True)
+
+
+@route("programs-in-workspace", needs_repo=True, static=True, setup=setup_programs)
+def plant_programs(ws, m):
+    """The sealed config names programs that live in the workspace
+    (core.fsmonitor by its absolute path, diff.external relative to the
+    root): the jail rewrites them."""
+    return hook_writes(m, ["tools/fsmon.sh", "tools/ext.sh"])
+
+
 def setup_nested(host, ws):
     host.git(os.path.join(ws, "sub"), "init", "-q", check_rc=True)
     host.git(os.path.join(ws, "sub"), "add", "-A", check_rc=True)

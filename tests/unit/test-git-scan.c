@@ -81,6 +81,17 @@ static void config_path_keys(void **state) {
         assert_true(git_config_names_path("core.excludesfile", &dir, &inc));
         assert_false(git_config_names_path("core.fsmonitor", &dir, &inc));
         assert_false(git_config_names_path("includeif.path", &dir, &inc));
+        /* Command lines git runs. */
+        assert_true(git_config_names_program("core.fsmonitor"));
+        assert_true(git_config_names_program("core.sshcommand"));
+        assert_true(git_config_names_program("diff.My Driver.textconv"));
+        assert_true(git_config_names_program("filter.lfs.process"));
+        assert_true(git_config_names_program("credential.https://x.helper"));
+        assert_true(git_config_names_program("remote.origin.uploadpack"));
+        assert_true(git_config_names_program("alias.st"));
+        assert_false(git_config_names_program("remote.origin.url"));
+        assert_false(git_config_names_program("diff.textconv"));
+        assert_false(git_config_names_program("core.bare"));
 }
 
 /* ---- git-scan.c ---- */
