@@ -306,6 +306,8 @@ def in_jail(mode, d, ws, cmd):
         return r, set(r.get("host_run_files", [])) | set(r2.get("host_run_files", []))
     e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     e["HOME"] = HOST_HOME[0]
+    if mode == "mcp":
+        return mcp_call(ws, cmd, e)
     p = subprocess.run([CLI, "--no-daemon", "--json", "run", "-w", ws, cmd], capture_output=True, text=True,
                        env=e, timeout=120)
     try:
@@ -313,6 +315,35 @@ def in_jail(mode, d, ws, cmd):
     except ValueError:
         raise AssertionError(("no JSON from the CLI", p.returncode, p.stdout, p.stderr))
     return r, set(r.get("host_run_files", []))
+
+
+def mcp_call(ws, cmd, env):
+    """The MCP server without a daemon (one warm worker): the call, then
+    a second one, the server still running while the host's git runs."""
+    p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env, text=True)
+
+    def rpc(i, method, params):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+        p.stdin.flush()
+        return json.loads(p.stdout.readline())
+
+    rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    r = rpc(2, "tools/call", {"name": "terminal", "arguments": {"command": cmd}})
+    MCP_OPEN.append(p)
+    sc = r.get("result", {}).get("structuredContent", {})
+    return {"ok": True, "mcp": r}, set(sc.get("host_run_files", []))
+
+
+MCP_OPEN = []
+
+
+def quarantined_on_disk(ws):
+    for d, dirs, files in os.walk(ws):
+        if any(".vectora-quarantine" in n for n in dirs + files):
+            return True
+    return False
 
 
 def probe_live(tmp, host, name):
@@ -340,8 +371,15 @@ def case(name, mode, owner_kind, d, tmp, host):
         # The daemon may end the jail under the call: that is the point.
         check(r.get("error", {}).get("code") == "worker_recycled", r)
     check(not os.path.exists(m), "the plant ran the program inside the jail (the probe is broken)")
-    host.runs_nothing(ws, m)
+    try:
+        host.runs_nothing(ws, m)
+    finally:
+        while MCP_OPEN:  # the MCP server's worker lived on while the host's git ran
+            q = MCP_OPEN.pop()
+            q.stdin.close()
+            q.wait(30)
     if not static:
+        check(quarantined_on_disk(ws), "nothing was put aside")
         check(any(".vectora-quarantine" in p for p in reported), ("not reported in host_run_files", reported, r))
 
 
@@ -366,7 +404,7 @@ def main():
             if only and not any(o in name for o in only):
                 continue
             tap.case(probe_live, tmp, host, name, name="probe-live " + name)
-            for mode in ("daemon", "embedded"):
+            for mode in ("daemon", "embedded", "mcp"):
                 for owner_kind in (("user", "root") if ROOT else ("user",)):
                     tap.case(case, name, mode, owner_kind, d, tmp, host,
                              name="%s %s %s-owned" % (name, mode, owner_kind))
