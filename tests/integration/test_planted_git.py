@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check  # noqa: E402
@@ -383,6 +384,27 @@ def case(name, mode, owner_kind, d, tmp, host):
         check(any(".vectora-quarantine" in p for p in reported), ("not reported in host_run_files", reported, r))
 
 
+def background(d, tmp, host, owner_kind):
+    """A background process of the jail plants a repository while no call
+    runs (after process_start returned): the daemon ends the jail and puts
+    it aside on the watch's event; the next result lists it."""
+    tag = "background-" + owner_kind
+    owner = OWNER if owner_kind == "user" else None
+    ws = make(tmp, tag, host, False, owner)
+    m = host.marker(tag)
+    c = d.conn()
+    r = c.call({"tool": "process_start", "workspace": ws,
+                "command": "sleep 0.5; " + plant_sub_bare(ws, m) + "; sleep 30"})
+    check(r.get("ok"), r)
+    deadline = time.time() + 10
+    while time.time() < deadline and not quarantined_on_disk(ws):
+        time.sleep(0.05)
+    host.runs_nothing(ws, m)
+    r2 = c.call({"tool": "terminal", "workspace": ws, "command": "true"})
+    c.close()
+    check(any(p.endswith("sub/HEAD.vectora-quarantine") for p in r2.get("host_run_files", [])), r2)
+
+
 def main():
     tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
@@ -411,6 +433,9 @@ def main():
                     if d.p.poll() is not None:
                         tap.ok("the daemon survives it", False, d.log_text()[-3000:])
                         d = Daemon(tmp, "d2", extra=("--state-dir", os.path.join(tmp, "state")), env=denv)
+        if not only or "background" in only:
+            for owner_kind in (("user", "root") if ROOT else ("user",)):
+                tap.case(background, d, tmp, host, owner_kind, name="background process, daemon, %s-owned" % owner_kind)
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
