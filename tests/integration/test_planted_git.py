@@ -405,6 +405,36 @@ def background(d, tmp, host, owner_kind):
     check(any(p.endswith("sub/HEAD.vectora-quarantine") for p in r2.get("host_run_files", [])), r2)
 
 
+def file_tools(d, tmp, host, mode, owner_kind):
+    """The file tools alone plant one: objects/, refs/, a config naming the
+    program, then HEAD, each a file_write with its parents made."""
+    tag = "filetools-%s-%s" % (mode, owner_kind)
+    owner = OWNER if owner_kind == "user" else None
+    ws = make(tmp, tag, host, False, owner)
+    m = host.marker(tag)
+    writes = [("sub/objects/info/packs", ""), ("sub/refs/heads/.keep", ""),
+              ("sub/config", config_text(m, os.path.join(ws, "sub"))), ("sub/HEAD", "ref: refs/heads/main\n")]
+    reported = set()
+    if mode == "daemon":
+        c = d.conn()
+        for path, text in writes:
+            r = c.call({"tool": "file_write", "workspace": ws, "path": path, "content": text, "create_parents": True})
+            check(r.get("ok") or r.get("error", {}).get("code") == "worker_recycled", r)
+            reported |= set(r.get("host_run_files", []))
+        c.close()
+    else:
+        e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+        e["HOME"] = HOST_HOME[0]
+        for path, text in writes:
+            p = subprocess.run([CLI, "--no-daemon", "--json", "write", "-w", ws, path], input=text,
+                               capture_output=True, text=True, env=e, timeout=60)
+            r = json.loads(p.stdout)
+            check(r.get("ok"), r)
+            reported |= set(r.get("host_run_files", []))
+    host.runs_nothing(ws, m)
+    check(any(p.endswith("sub/HEAD.vectora-quarantine") for p in reported), reported)
+
+
 def main():
     tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
@@ -433,6 +463,11 @@ def main():
                     if d.p.poll() is not None:
                         tap.ok("the daemon survives it", False, d.log_text()[-3000:])
                         d = Daemon(tmp, "d2", extra=("--state-dir", os.path.join(tmp, "state")), env=denv)
+        if not only or "file-tools" in only:
+            for mode in ("daemon", "embedded"):
+                for owner_kind in (("user", "root") if ROOT else ("user",)):
+                    tap.case(file_tools, d, tmp, host, mode, owner_kind,
+                             name="file tools plant one, %s, %s-owned" % (mode, owner_kind))
         if not only or "background" in only:
             for owner_kind in (("user", "root") if ROOT else ("user",)):
                 tap.case(background, d, tmp, host, owner_kind, name="background process, daemon, %s-owned" % owner_kind)
