@@ -65,53 +65,49 @@ static char *what_of(const VsGitRepo *g) {
         return g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
 }
 
-bool git_watch_new(Workspace *ws, const char *dir, char **ret_what) {
+bool git_watch_new(Workspace *ws, const char *dir, VsGitRepos *ret_new) {
         if (!ws->git_base || !ws->policy)
                 return false;
         VsGitRepos now = { 0 };
-        if (!dir)
-                (void)git_scan_policy(ws->policy, false, &now);
-        else {
-                /* The parent first: a new DIR/.git is reported as that. */
-                _cleanup_free_ char *up = strdup(dir);
-                char *slash = up ? strrchr(up, '/') : NULL;
-                if (slash && slash != up) {
-                        *slash = 0;
-                        for (size_t i = 0; i < ws->policy->n_rw; i++)
-                                if (ws->policy->rw_paths[i].resolved &&
-                                    path_is_below_or_equal(up, ws->policy->rw_paths[i].resolved)) {
-                                        (void)git_scan_dir(up, &now);
-                                        break;
-                                }
-                }
-                (void)git_scan_dir(dir, &now);
+        /* The parent first: a new DIR/.git is reported as that. */
+        _cleanup_free_ char *up = strdup(dir);
+        char *slash = up ? strrchr(up, '/') : NULL;
+        if (slash && slash != up) {
+                *slash = 0;
+                for (size_t i = 0; i < ws->policy->n_rw; i++)
+                        if (ws->policy->rw_paths[i].resolved && path_is_below_or_equal(up, ws->policy->rw_paths[i].resolved)) {
+                                (void)git_scan_dir(up, &now);
+                                break;
+                        }
         }
-        bool found = false;
-        for (size_t i = 0; !found && i < now.n; i++)
-                if (!git_repos_has(ws->git_base, &now.items[i])) {
-                        found = true;
-                        *ret_what = what_of(&now.items[i]);
+        (void)git_scan_dir(dir, &now);
+        /* Those not at the base, moved out of now into *ret_new. */
+        size_t k = 0;
+        for (size_t i = 0; i < now.n; i++) {
+                if (git_repos_has(ws->git_base, &now.items[i])) {
+                        free(now.items[i].dir);
+                        continue;
                 }
-        git_repos_done(&now);
-        return found;
+                now.items[k++] = now.items[i];
+        }
+        now.n = k;
+        if (!k) {
+                git_repos_done(&now);
+                return false;
+        }
+        *ret_new = now;
+        return true;
 }
 
-size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path)) {
-        if (!ws->git_base || !ws->policy)
-                return 0;
-        VsGitRepos now = { 0 };
-        uint64_t t0 = now_us();
-        (void)git_scan_policy(ws->policy, false, &now);
+size_t git_watch_put_aside(Workspace *ws, const VsGitRepos *repos, void (*note)(Workspace *ws, const char *path)) {
         size_t n = 0;
-        for (size_t i = 0; i < now.n; i++) {
-                const VsGitRepo *g = &now.items[i];
-                if (git_repos_has(ws->git_base, g))
-                        continue;
+        for (size_t i = 0; i < repos->n; i++) {
+                const VsGitRepo *g = &repos->items[i];
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
                 _cleanup_(vs_error_freep) VsError *err = NULL;
                 int r = git_quarantine(g, &moved, &err);
                 if (r == -ESTALE)
-                        continue; /* gone already (a bare one inside a .git put aside just before) */
+                        continue;
                 if (r < 0) {
                         log_warning("workspace %s: a repository the jail made, %s, could not be put aside: %s", ws->path,
                                     what ? what : g->dir, err ? vs_error_message(err) : strerror(-r));
@@ -125,10 +121,27 @@ size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *pa
                 note(ws, moved);
                 n++;
         }
-        log_debug("workspace %s: repositories swept in %zu directories (%.1f ms), %zu put aside", ws->path, now.dirs,
-                  (double)(now_us() - t0) / 1000.0, n);
-        git_repos_done(&now);
         return n;
+}
+
+size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path)) {
+        if (!ws->git_base || !ws->policy)
+                return 0;
+        VsGitRepos now = { 0 }, fresh = { 0 };
+        (void)git_scan_policy(ws->policy, false, &now);
+        for (size_t i = 0; i < now.n; i++)
+                if (!git_repos_has(ws->git_base, &now.items[i])) {
+                        VsGitRepo *n = realloc(fresh.items, (fresh.n + 1) * sizeof *n);
+                        if (!n)
+                                break;
+                        fresh.items = n;
+                        n[fresh.n++] = now.items[i];
+                        now.items[i].dir = NULL;
+                }
+        size_t k = git_watch_put_aside(ws, &fresh, note);
+        git_repos_done(&fresh);
+        git_repos_done(&now);
+        return k;
 }
 
 /* ---- the sweep at a jail's end, on the thread pool ---- */

@@ -20,12 +20,16 @@ typedef struct GitSweep GitSweep;
 
 /* Notes the repositories of ws's writable roots as the host's. */
 void git_watch_base(Workspace *ws);
-/* Whether dir (absolute; NULL: every writable root, walked) or its parent
- * holds a repository that was not there at the base; the first such
- * directory in *ret_what (owned), for the reason given. */
-bool git_watch_new(Workspace *ws, const char *dir, char **ret_what);
-/* With no jail of ws left: puts every new repository aside, reporting
- * each through note (its old and new paths). How many. */
+/* Whether dir (absolute) or its parent holds a repository that was not
+ * there at the base: those in *ret_new (git_repos_done() it). Two looks,
+ * no walk. */
+struct VsGitRepos;
+bool git_watch_new(Workspace *ws, const char *dir, struct VsGitRepos *ret_new);
+/* Puts each of repos aside (git_quarantine()), reporting each through
+ * note (its old and new paths). How many. */
+size_t git_watch_put_aside(Workspace *ws, const struct VsGitRepos *repos, void (*note)(Workspace *ws, const char *path));
+/* With no jail of ws left: every new repository under the writable roots
+ * put aside (a walk, on the loop). How many. */
 size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path));
 /* The same on the thread pool (a walk of a big tree takes a while: the
  * loop serves other workspaces meanwhile), owning the base and the roots;

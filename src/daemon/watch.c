@@ -94,7 +94,7 @@ static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
                 return;
         _cleanup_free_ char *parent = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
         _cleanup_free_ char *abs = parent ? (parent[0] ? path_join(w->roots[root], parent) : strdup(w->roots[root])) : NULL;
-        if (!abs || strv_length(w->git_dirs) >= 64) {
+        if (!abs || strv_length(w->git_dirs) >= 256) {
                 w->git_all = true; /* many at once: one walk instead */
                 return;
         }
@@ -263,12 +263,8 @@ static void on_batch_end(void *userdata) {
         Workspace *ws = w->ws;
         /* Repositories first: the hook may end the jail (and this watch
          * with it: nothing of w is used after). */
-        if (git_all)
-                ws->watch_hooks->git_suspect(ws, NULL);
-        else
-                for (char **d = git_dirs; d && *d; d++)
-                        if (ws->watch_hooks->git_suspect(ws, *d))
-                                break;
+        if (git_all || git_dirs)
+                ws->watch_hooks->git_suspect(ws, git_all ? NULL : git_dirs);
         if (!hit)
                 return;
         bool running = ws->link || ws->draining || ws->starting;

@@ -19,9 +19,9 @@ typedef struct WatchHooks {
          * .vscode/tasks.json, ...) was written under the listed paths. */
         void (*host_run)(Workspace *ws, const char *path);
         /* A name that can make a repository (HEAD, objects, refs, .git,
-         * commondir) appeared in dir (absolute; NULL: events were lost,
-         * any directory): whether that ended the jail. */
-        bool (*git_suspect)(Workspace *ws, const char *dir);
+         * commondir) appeared in each of dirs (absolute; NULL: events were
+         * lost, or too many: any directory): whether that ended the jail. */
+        bool (*git_suspect)(Workspace *ws, char *const *dirs);
 } WatchHooks;
 
 int watch_start(Workspace *ws);

@@ -11,6 +11,7 @@
 
 #include "approval.h"
 #include "cgroup.h"
+#include "git-scan.h"
 #include "git-watch.h"
 #include "jail-session.h"
 #include "json-util.h"
@@ -255,29 +256,64 @@ static void masked_appeared(Workspace *ws, const char *why) {
 
 /* A name that can make a repository appeared while a jail runs: a new
  * repository ends the jail at once; old_jail_gone() puts it aside. */
-static bool git_suspect(Workspace *ws, const char *dir) {
+static bool git_suspect(Workspace *ws, char *const *dirs) {
         _cleanup_free_ char *what = NULL;
-        if (!(ws->link || ws->draining) || !git_watch_new(ws, dir, &what))
+        if (!(ws->link || ws->draining))
                 return false;
-        workspace_note_host_run(ws, what);
+        if (!dirs) {
+                /* Events were lost, or too many such names at once: no
+                 * walk of the whole tree here (the loop serves every
+                 * workspace, and the jail could ask for one each time);
+                 * the jail ends, and the sweep once it is reaped (on the
+                 * thread pool) puts aside what it made. */
+                log_warning("workspace %s: names that make repositories appeared faster than they can be looked at; "
+                            "ending the jail to sweep its tree",
+                            ws->path);
+                workspace_recycle(ws, API_ERROR_WORKER_RECYCLED,
+                                  "the jail made more names that can make a git repository than can be looked at one "
+                                  "by one; it was ended and its tree is swept");
+                return true;
+        }
+        VsGitRepos fresh = { 0 };
+        for (char *const *d = dirs; *d; d++) {
+                VsGitRepos one = { 0 };
+                if (!git_watch_new(ws, *d, &one))
+                        continue;
+                VsGitRepo *n = realloc(fresh.items, (fresh.n + one.n) * sizeof *n);
+                if (!n) {
+                        git_repos_done(&one);
+                        continue;
+                }
+                fresh.items = n;
+                memcpy(n + fresh.n, one.items, one.n * sizeof *n);
+                fresh.n += one.n;
+                free(one.items);
+        }
+        if (!fresh.n)
+                return false;
+        const VsGitRepo *g = &fresh.items[0];
+        what = g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
+        if (what)
+                workspace_note_host_run(ws, what);
         log_warning("workspace %s: %s makes a repository the host's git would use; ending the jail to put it aside",
-                    ws->path, what);
+                    ws->path, what ? what : g->dir);
         /* The jail's processes are killed first (bwrap is pid 1 of their
          * namespace), then the repositories put aside, then the calls in
          * flight answered: none of their clients runs git before that.
-         * Anything a dying process still made is swept again once the
-         * jail is reaped (old_jail_gone). */
+         * What else the jail made, or a dying process still made, the
+         * sweep puts aside once the jail is reaped (old_jail_gone). */
         if (ws->link && ws->link->pid > 0)
                 kill(ws->link->pid, SIGKILL);
         for (WorkerLink *d = ws->draining; d; d = d->next_draining)
                 if (d->pid > 0)
                         kill(d->pid, SIGKILL);
-        git_watch_sweep(ws, workspace_note_host_run);
+        git_watch_put_aside(ws, &fresh, workspace_note_host_run);
+        git_repos_done(&fresh);
         char why[PATH_MAX + 256];
         snprintf(why, sizeof why,
                  "%s makes a repository that the host's git would use (its config and hooks would be the jail's); the jail "
                  "was ended and the repository is put aside (renamed to *.vectora-quarantine)",
-                 what);
+                 what ? what : "a directory");
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
         return true;
 }
