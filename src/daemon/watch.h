@@ -37,8 +37,10 @@ bool watch_active(Workspace *ws);
 const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
         "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
-        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it)"
+        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it), "  \
+        "and a git repository made there is put aside only when the jail ends"
 #define WATCH_MISSING_NOTE                                                                                           \
         "masks over time: the listed paths are not watched (no inotify instance left: fs.inotify.max_user_instances);" \
         " a masked path created later stays readable to commands until the worker restarts (the file tools still"   \
-        " refuse it), and files the host runs later are not reported"
+        " refuse it), files the host runs later are not reported, and a git repository the jail makes is put aside" \
+        " only when the jail ends"
