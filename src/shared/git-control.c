@@ -68,6 +68,8 @@ typedef struct Walk {
         size_t n_seen;
         const char *workspace;
         char **configs; /* config files read (git-config.h) */
+        const char *worktree; /* of the repository whose config is read; NULL: every one (global, system) */
+        char **worktrees;     /* the root and each repository's below it with a work tree */
 } Walk;
 
 void git_controls_done(VsGitControls *c) {
@@ -226,11 +228,21 @@ static int on_config(const char *key, const char *value, void *userdata) {
         if (!git_config_names_path(key, &dir, &include))
                 return 0;
         /* include paths are relative to the including file; the others to
-         * the work tree git runs in: the workspace root here. */
-        _cleanup_free_ char *path = named_path(value, include ? c->dir : c->w->workspace);
+         * the work tree git runs in: the repository's, or for the global
+         * and system config any of them. */
+        int r = 0;
+        if (!include && value && value[0] != '/' && strncmp(value, "~/", 2) != 0 && !c->w->worktree) {
+                for (char **t = c->w->worktrees; r >= 0 && t && *t; t++) {
+                        _cleanup_free_ char *each = named_path(value, *t);
+                        if (each)
+                                r = seal_named(c->w, each, dir);
+                }
+                return r;
+        }
+        _cleanup_free_ char *path = named_path(value, include ? c->dir : c->w->worktree);
         if (!path)
                 return 0;
-        int r = seal_named(c->w, path, dir);
+        r = seal_named(c->w, path, dir);
         if (r >= 0 && include) {
                 char *slash = strrchr(path, '/');
                 if (slash && slash != path) {
@@ -314,6 +326,7 @@ static char *home_of(uid_t uid) {
 /* The host user's global and system config: the paths they name inside
  * the workspace are the jail's to write too. */
 static int global_config_paths(Walk *w) {
+        w->worktree = NULL; /* relative paths: from every work tree */
         int r = config_paths(w, "/etc", "gitconfig", 0);
         struct stat st;
         _cleanup_free_ char *owner_home = stat(w->workspace, &st) == 0 ? home_of(st.st_uid) : NULL;
@@ -368,7 +381,10 @@ static int nested_repos(Walk *w, const VsGitRepos *scan) {
                 if (streq(g->dir, w->workspace))
                         continue; /* the root's: git_controls_collect() */
                 if (g->kind == VS_GIT_DOTGIT) {
-                        r = expand_gitdir(w, dotgit);
+                        w->worktree = g->dir;
+                        if ((r = strv_extend(&w->worktrees, g->dir)) >= 0)
+                                r = expand_gitdir(w, dotgit);
+                        w->worktree = w->workspace;
                         continue;
                 }
                 /* A .git file (or symlink): itself, and what it names. */
@@ -378,8 +394,13 @@ static int nested_repos(Walk *w, const VsGitRepos *scan) {
                         target++;
                 _cleanup_free_ char *gitdir = resolve_from(g->dir, target);
                 r = push(w->out, TAKE_PTR(dotgit), false, false, NULL);
-                if (r >= 0 && gitdir)
+                if (r >= 0)
+                        r = strv_extend(&w->worktrees, g->dir);
+                if (r >= 0 && gitdir) {
+                        w->worktree = g->dir;
                         r = expand_gitdir(w, gitdir);
+                        w->worktree = w->workspace;
+                }
         }
         git_repos_done(&own);
         return r;
@@ -476,7 +497,9 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
 
 int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsGitControls *ret) {
         VsGitControls out = { 0 };
-        Walk w = { .out = &out, .workspace = workspace };
+        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace };
+        if (strv_extend(&w.worktrees, workspace) < 0)
+                return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
@@ -521,6 +544,7 @@ int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsG
                 r = global_config_paths(&w);
         strv_free(w.seen);
         strv_free(w.configs);
+        strv_free(w.worktrees);
         if (r < 0) {
                 if (r == -EBADMSG && out.error)
                         ret->error = TAKE_PTR(out.error);

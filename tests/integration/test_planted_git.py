@@ -261,6 +261,20 @@ def plant_programs(ws, m):
     return hook_writes(m, ["tools/fsmon.sh", "tools/ext.sh"])
 
 
+def setup_global_relative(host, ws):
+    setup_nested(host, ws)
+    with open(os.path.join(host.home, ".gitconfig"), "a") as f:
+        f.write("[core]\n\thooksPath = .hooks\n")
+
+
+@route("global-hookspath-relative", needs_repo=True, static=True, setup=setup_global_relative)
+def plant_global_relative(ws, m):
+    """A relative core.hooksPath in the host user's global config: each
+    repository's own work tree (the root's, and a nested one's) holds its
+    hooks."""
+    return hook_writes(m, [".hooks/pre-commit", ".hooks/post-commit", "sub/.hooks/pre-commit", "sub/.hooks/post-commit"])
+
+
 def setup_nested(host, ws):
     host.git(os.path.join(ws, "sub"), "init", "-q", check_rc=True)
     host.git(os.path.join(ws, "sub"), "add", "-A", check_rc=True)
