@@ -58,6 +58,10 @@ void git_watch_base(Workspace *ws) {
                 return;
         }
         log_debug("workspace %s: %zu repositories in %zu directories", ws->path, l->git_base->n, l->git_base->dirs);
+        if (l->git_base->truncated)
+                log_warning("workspace %s: more than %d directories, or deeper than %d: repositories below those are "
+                            "not looked for (git-scan.h)",
+                            ws->path, GIT_SCAN_MAX_DIRS, GIT_SCAN_MAX_DEPTH);
         ws->git_base = TAKE_PTR(l->git_base);
 }
 
