@@ -346,6 +346,9 @@ def mcp_call(ws, cmd, env):
     rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
     p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
     r = rpc(2, "tools/call", {"name": "terminal", "arguments": {"command": cmd}})
+    # The next call is served (by a fresh worker when this one was ended).
+    r2 = rpc(3, "tools/call", {"name": "terminal", "arguments": {"command": "echo next"}})
+    check(not r2.get("result", {}).get("isError") and "next" in json.dumps(r2), ("the call after", r2))
     MCP_OPEN.append(p)
     sc = r.get("result", {}).get("structuredContent", {})
     return {"ok": True, "mcp": r}, set(sc.get("host_run_files", []))
