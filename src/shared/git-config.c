@@ -27,6 +27,11 @@ static int next(Reader *r) {
         return c;
 }
 
+/* git's own isspace() (sane_ctype): not \v or \f, unlike the C library's. */
+static bool git_space(int c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 static bool name_char(int c) {
         return c >= 0 && c < 128 && (isalnum(c) || c == '-');
 }
@@ -53,7 +58,7 @@ static int parse_value(Reader *r, StrBuf *v) {
                 }
                 if (comment)
                         continue;
-                if (isspace(c) && !quote) {
+                if (git_space(c) && !quote) {
                         if (v->len)
                                 space++;
                         continue;
@@ -151,7 +156,7 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
                 int c = next(&r);
                 if (c < 0)
                         return 0;
-                if (c == '\n' || isspace(c))
+                if (git_space(c))
                         continue;
                 if (c == '#' || c == ';') {
                         skip_line(&r);
@@ -164,13 +169,14 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
                         have_section = true;
                         continue;
                 }
-                if (!have_section || !isalpha(c) || c >= 128) {
+                if (!isalpha(c) || c >= 128) {
                         ret = -EINVAL;
                         goto bad;
                 }
-                /* section.name = value */
+                /* section.name = value; before any section git takes the
+                 * bare name (no key it obeys looks like that). */
                 strbuf_clear(&key);
-                if (strbuf_append(&key, sec.data, sec.len) < 0 || strbuf_append(&key, ".", 1) < 0)
+                if (have_section && (strbuf_append(&key, sec.data, sec.len) < 0 || strbuf_append(&key, ".", 1) < 0))
                         return -ENOMEM;
                 for (; name_char(c); c = next(&r)) {
                         char ch = (char)tolower(c);

@@ -22,7 +22,8 @@
 #define GIT_CONFIG_MAX_BYTES (1u << 20) /* a bigger config is refused */
 
 /* fn(key, value, ctx) for each variable: key "section.name" or
- * "section.subsection.name", section and name in lower case, the
+ * "section.subsection.name" ("name" alone before any section, as git
+ * reads it), section and name in lower case, the
  * subsection as written; value NULL for a name without "=" (git's
  * boolean true). fn returns a negative errno to stop. 0, the first
  * negative fn returned, or -EINVAL with *ret_line (may be NULL) the line

@@ -2,8 +2,8 @@
 /* Fuzzes the git config reader (src/shared/git-config.c): it reads bytes
  * the jail may have written (an included file, a config sealed only after
  * the jail wrote it). Besides crashes and hangs it checks that every key
- * it hands out ends in ".name", a name of git's characters in lower case
- * (the section before it may hold dots: git's old [a.b] form), that a value never holds a NUL, and that
+ * it hands out ends in a name of git's characters in lower case (after
+ * a section, which may hold dots: git's old [a.b] form), that a value never holds a NUL, and that
  * reading stops at the first callback error. */
 #include <ctype.h>
 #include <errno.h>
@@ -27,10 +27,11 @@ static bool name_char(char c) {
 static int on_var(const char *key, const char *value, void *ctx) {
         unsigned *n = ctx;
         const char *last = strrchr(key, '.');
-        check(last && last != key && last[1]);
-        for (const char *p = last + 1; *p; p++)
+        const char *name = last ? last + 1 : key; /* no section: the name alone */
+        check(name[0] && (!last || last != key));
+        for (const char *p = name; *p; p++)
                 check(name_char(*p));
-        check(isalpha((unsigned char)last[1]));
+        check(isalpha((unsigned char)name[0]));
         bool dir, inc;
         (void)git_config_names_path(key, &dir, &inc);
         (void)value;
