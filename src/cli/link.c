@@ -171,8 +171,22 @@ static int embedded_run(CliLink *l, const VsToolArgs *args, JsonlMsg *ret) {
         json_t *result = NULL;
         JsonlMsg m = JSONL_MSG_INIT;
         _cleanup_(vs_error_freep) VsError *err = NULL;
+        /* One call per process: its jail ends with it, then what it made
+         * that git takes as a repository is put aside (git-scan.h) and
+         * listed in the result. */
+        l->session->no_sweep_per_call = true;
         int r = tool_call_run(l->session, &c, &result, &m, &err);
         tool_call_done(&c);
+        /* A read makes nothing, and its content may still be on its way
+         * from the worker (a passed descriptor): its jail ends with the
+         * session (session_end() sweeps then). */
+        _cleanup_strv_free_ char **moved = NULL;
+        if (args->tool != VS_TOOL_FILE_READ) {
+                session_stop(l->session);
+                if (session_git_sweep(l->session, &moved) > 0 && r >= 0 && result &&
+                    json_object_set_new(result, "host_run_files", json_strv(moved)) < 0)
+                        r = -ENOMEM;
+        }
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

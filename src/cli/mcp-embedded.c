@@ -164,6 +164,10 @@ static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, 
                 return -ENOMEM;
         }
         *ret_reply = result;
+        /* A repository the jail made ended its worker (tool_call_run()):
+         * the next call starts a fresh one instead of failing. */
+        if (e->session && e->session->proc.pid <= 0)
+                mcp_embedded_done(e);
         return 0;
 }
 

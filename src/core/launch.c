@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "chase.h"
+#include "git-scan.h"
 #include "idmap.h"
 #include "jail-plan.h"
 #include "landlock.h"
@@ -20,6 +21,10 @@
 void launch_free(VsLaunch *l) {
         if (!l)
                 return;
+        if (l->git_base) {
+                git_repos_done(l->git_base);
+                free(l->git_base);
+        }
         strv_free(l->argv);
         free(l->workspace);
         strv_free(l->rw_paths);
@@ -259,6 +264,7 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         if ((r = jail_facts_collect(p, l->protected_paths, &f, err)) < 0)
                 return r;
         r = jail_plan_build(p, l->protected_paths, &f, empty_file, empty_dir, l->env, &l->plan);
+        l->git_base = TAKE_PTR(f.git_base);
         jail_facts_done(&f);
         if (r < 0)
                 return r;

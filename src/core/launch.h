@@ -30,6 +30,9 @@ typedef struct VsLaunchOptions {
 
 typedef struct VsLaunch {
         bool sandboxed;   /* false: direct mode, the worker runs on the host as the caller */
+        /* The repositories under the writable paths when the plan was made
+         * (git-scan.h), for whoever sweeps what the jail adds; owned. */
+        struct VsGitRepos *git_base;
         char **argv;      /* program and arguments to exec */
         /* argv[0] (bwrap) starts as pid 1 of a pid namespace of its own
          * (local backend): SIGKILL of it, or the starter's death (its

@@ -94,10 +94,12 @@ int protect_snapshot_take(const VsPolicy *p, char *const *extra, VsProtectSnapsh
         if (r < 0)
                 return r;
         /* And the .git control files the jail plan found (a .git file's
-         * target, submodules, worktrees): a host save over one detaches
-         * its mount the same way. */
+         * target, submodules, worktrees, nested repositories, what the
+         * configs name): a host save over one detaches its mount the same
+         * way. The plan's protected list (extra) holds them all; only
+         * without it are they looked for again (a walk of the tree). */
         VsGitControls gc = { 0 };
-        if ((r = git_controls_collect(p->workspace, &gc)) < 0)
+        if (!extra && (r = git_controls_collect(p->workspace, &gc)) < 0)
                 return r;
         for (size_t i = 0; r >= 0 && i < gc.n; i++)
                 if (!strv_contains(prot, gc.items[i].path))

@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "fd-util.h"
+#include "git-scan.h"
+#include "path-util.h"
 #include "handshake.h"
 #include "strv.h"
 #include "time-util.h"
@@ -207,6 +209,53 @@ int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, Jsonl
         return read_msg(s, deadline, ret, err);
 }
 
+int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
+        char **copy = strv_copy(roots);
+        if (!copy) {
+                git_repos_done(base);
+                free(base);
+                return -ENOMEM;
+        }
+        s->git_base = base;
+        s->git_roots = copy;
+        return 0;
+}
+
+void session_stop(VsSession *s) {
+        if (s->proc.pid > 0 && !s->local && s->proc.fd >= 0) {
+                shutdown(s->proc.fd, SHUT_WR);
+                wait_exit(s);
+        }
+        worker_proc_kill(&s->proc);
+}
+
+int session_git_sweep(VsSession *s, char ***paths) {
+        if (!s->git_base)
+                return 0;
+        VsGitRepos now = { 0 };
+        for (char **r = s->git_roots; *r; r++)
+                (void)git_scan(*r, &now);
+        int n = 0;
+        for (size_t i = 0; i < now.n; i++) {
+                const VsGitRepo *g = &now.items[i];
+                if (git_repos_has(s->git_base, g))
+                        continue;
+                /* The jail first: while it runs it could put it back. */
+                session_stop(s);
+                _cleanup_free_ char *moved = NULL;
+                if (git_quarantine(g, &moved, NULL) < 0)
+                        continue;
+                n++;
+                _cleanup_free_ char *what = g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
+                if (paths && what)
+                        (void)strv_extend(paths, what);
+                if (paths)
+                        (void)strv_extend(paths, moved);
+        }
+        git_repos_done(&now);
+        return n;
+}
+
 void session_end(VsSession *s) {
         if (!s)
                 return;
@@ -217,7 +266,18 @@ void session_end(VsSession *s) {
                 shutdown(s->proc.fd, SHUT_WR);
                 wait_exit(s);
         }
+        /* What a process the last call left behind made meanwhile (a
+         * session whose worker was stopped and swept already: nothing ran
+         * since). */
+        bool ran = s->proc.pid > 0;
         worker_proc_kill(&s->proc);
+        if (ran)
+                (void)session_git_sweep(s, NULL);
+        if (s->git_base) {
+                git_repos_done(s->git_base);
+                free(s->git_base);
+        }
+        strv_free(s->git_roots);
         jsonl_reader_free(s->reader);
         strv_free(s->layers);
         strv_free(s->degraded);

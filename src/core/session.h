@@ -26,6 +26,13 @@ typedef struct VsSession {
          * inotify descriptor on their directories (-EBADF: none). */
         VsProtectSnapshot *protect;
         int protect_fd;
+        /* The repositories of the writable roots before the jail started
+         * (git-scan.h), and those roots; NULL: not looked at. */
+        struct VsGitRepos *git_base;
+        char **git_roots;
+        /* tool_call_run() sweeps after each call (a warm session); a
+         * one-call user (the CLI) ends the worker and sweeps itself. */
+        bool no_sweep_per_call;
 } VsSession;
 
 /* Spawns the worker for l and completes hello/init/ready. On failure
@@ -36,6 +43,20 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err);
  * kind "worker_recycled" when a protected path changes on the host (its
  * jail lost the read-only mount), and the worker is ended. */
 void session_watch_protected(VsSession *s, VsProtectSnapshot *snap);
+
+/* Takes base (the repositories of roots before the jail started,
+ * git_scan_policy()) and copies roots: session_git_sweep() puts aside
+ * what the jail adds. */
+int session_watch_git(VsSession *s, struct VsGitRepos *base, char *const *roots);
+/* A repository the jail made since (one the host's git would take, with
+ * the jail's config and hooks): the worker is ended first (the jail could
+ * undo anything while it runs), then each is put aside (git_quarantine())
+ * and its path and the new one appended to *paths (may be NULL). How many
+ * were put aside. Also run by session_end(). */
+int session_git_sweep(VsSession *s, char ***paths);
+/* Ends the worker now (its jail with it); the session only answers
+ * errors after. */
+void session_stop(VsSession *s);
 
 /* Sends one framed request (built with the protocol encoders, id from
  * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "json-util.h"
+#include "strv.h"
 #include "tools.h"
 
 void tool_call_init(VsToolCall *c, const VsToolArgs *args, const VsPolicy *policy) {
@@ -178,7 +180,20 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
         return -EINVAL;
 }
 
+static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err);
+
+/* After each call: a repository the jail made is put aside (its worker
+ * ended first) and listed in the result's host_run_files. */
 int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
+        int r = tool_call_run_one(s, c, ret_result, ret_msg, err);
+        _cleanup_strv_free_ char **moved = NULL;
+        if (!s->no_sweep_per_call && session_git_sweep(s, &moved) > 0 && r >= 0 && *ret_result &&
+            json_object_set_new(*ret_result, "host_run_files", json_strv(moved)) < 0)
+                return -ENOMEM;
+        return r;
+}
+
+static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
         for (;;) {
                 _cleanup_strbuf_ StrBuf req = STRBUF_INIT;
                 int r = tool_call_encode(c, session_next_id(s), &req);

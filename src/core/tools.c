@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "approval.h"
+#include "git-scan.h"
 #include "path-util.h"
 #include "paths.h"
 #include "strbuf.h"
+#include "strv.h"
 
 int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
                     char **ret, size_t *ret_len, size_t *ret_count, VsError **err) {
@@ -113,8 +115,28 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
         if (p->sandboxed && !after && (r = protect_snapshot_take(p, launch_host_paths(l), &snap)) < 0)
                 return r;
+        /* The repositories the host has (the plan's look, git-scan.h):
+         * what the jail adds is put aside. Only where the jail writes this
+         * host's files. */
+        _cleanup_free_ VsGitRepos *git_base = NULL;
+        _cleanup_strv_free_ char **git_roots = calloc(1, sizeof(char *));
+        if (!git_roots)
+                return -ENOMEM;
+        if (p->sandboxed && (p->backend == VS_BACKEND_LOCAL || p->backend == VS_BACKEND_DOCKER) && l->git_base) {
+                git_base = TAKE_PTR(l->git_base);
+                for (size_t i = 0; i < p->n_rw; i++)
+                        if (p->rw_paths[i].resolved && (r = strv_extend(&git_roots, p->rw_paths[i].resolved)) < 0) {
+                                git_repos_done(git_base);
+                                return r;
+                        }
+        }
         _cleanup_(session_endp) VsSession *s = NULL;
-        if ((r = session_start(l, &s, err)) < 0)
+        if ((r = session_start(l, &s, err)) < 0) {
+                if (git_base)
+                        git_repos_done(git_base);
+                return r;
+        }
+        if (git_base && (r = session_watch_git(s, TAKE_PTR(git_base), git_roots)) < 0)
                 return r;
         if (after && (r = protect_snapshot_take(p, NULL, &snap)) < 0)
                 return r;

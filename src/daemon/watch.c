@@ -20,6 +20,7 @@
 #include "mask-walk.h"
 #include "path-util.h"
 #include "protect-absent.h"
+#include "strv.h"
 #include "server.h"
 #include "worker-link.h"
 #include "watch.h"
@@ -40,6 +41,8 @@ typedef struct WorkspaceWatch {
         HubSub *sub; /* on the daemon's shared inotify instance */
         char *hit;   /* the first masked path seen in the batch being read */
         char *protect_hit; /* the first protected name seen appearing unsealed */
+        char **git_dirs; /* directories where a name that makes a repository appeared, in this batch */
+        bool git_all;    /* events were lost: every directory */
         VsGlobSet *set;
         VsGlobSet *protect;
         char **roots;
@@ -178,6 +181,27 @@ static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const c
         return true;
 }
 
+/* A name that can make its directory (or, .git, the directory above) a
+ * repository for git's discovery (git-scan.h). */
+static bool git_name(const char *name) {
+        return streq(name, "HEAD") || streq(name, "objects") || streq(name, "refs") || streq(name, ".git") ||
+               streq(name, "commondir");
+}
+
+static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
+        const char *slash = strrchr(rel, '/');
+        if (!git_name(slash ? slash + 1 : rel) || w->git_all)
+                return;
+        _cleanup_free_ char *parent = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
+        _cleanup_free_ char *abs = parent ? (parent[0] ? path_join(w->roots[root], parent) : strdup(w->roots[root])) : NULL;
+        if (!abs || strv_length(w->git_dirs) >= 256) {
+                w->git_all = true; /* many at once: one walk instead */
+                return;
+        }
+        if (!strv_contains(w->git_dirs, abs) && strv_extend(&w->git_dirs, abs) < 0)
+                w->git_all = true;
+}
+
 static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_t len) {
         _cleanup_free_ char *head = strndup(rel, len);
         _cleanup_free_ char *abs = head ? path_join(w->roots[root], head) : NULL;
@@ -217,6 +241,8 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                         w->protect_hit = strdup(sub);
                 if (hr)
                         note_host_run(w, root, sub, hr);
+                if (note)
+                        note_git(w, root, sub);
                 if (glob_set_masks(w->set, sub, is_dir)) {
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
@@ -289,6 +315,7 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
                 /* Events were lost: assume the worst. */
                 if (!w->hit)
                         w->hit = strdup("(inotify queue overflow)");
+                w->git_all = true;
                 return;
         }
         /* The instance is shared: a directory watched for other reasons too
@@ -315,6 +342,8 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
         size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
         if (hr)
                 note_host_run(w, root, rel, hr);
+        /* A HEAD rewritten in place makes a repository too. */
+        note_git(w, root, rel);
         if (!created)
                 return; /* a write to an existing file: masked already if it matches */
         if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir))
@@ -335,7 +364,14 @@ static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
+        _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
+        bool git_all = w->git_all;
+        w->git_all = false;
         Workspace *ws = w->ws;
+        /* Repositories first: the hook may end the jail (and this watch
+         * with it: nothing of w is used after). */
+        if (git_all || git_dirs)
+                ws->watch_hooks->git_suspect(ws, git_all ? NULL : git_dirs);
         if (!hit && protect_hit && (ws->link || ws->starting)) {
                 log_info("workspace %s: protected name %s appeared unsealed; recycling the worker so the jail seals it",
                          ws->path, protect_hit);
@@ -382,6 +418,7 @@ void watch_stop(Workspace *ws) {
         hub_sub_free(w->sub);
         free(w->hit);
         free(w->protect_hit);
+        strv_free(w->git_dirs);
         glob_set_free(w->set);
         glob_set_free(w->protect);
         for (size_t i = 0; i < w->n_dirs; i++)

@@ -18,6 +18,10 @@ typedef struct WatchHooks {
         /* A file the host runs later (.git below the root, .envrc,
          * .vscode/tasks.json, ...) was written under the listed paths. */
         void (*host_run)(Workspace *ws, const char *path);
+        /* A name that can make a repository (HEAD, objects, refs, .git,
+         * commondir) appeared in each of dirs (absolute; NULL: events were
+         * lost, or too many: any directory): whether that ended the jail. */
+        bool (*git_suspect)(Workspace *ws, char *const *dirs);
 } WatchHooks;
 
 int watch_start(Workspace *ws);
@@ -33,8 +37,10 @@ bool watch_active(Workspace *ws);
 const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
         "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
-        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it)"
+        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it), "  \
+        "and a git repository made there is put aside only when the jail ends"
 #define WATCH_MISSING_NOTE                                                                                           \
         "masks over time: the listed paths are not watched (no inotify instance left: fs.inotify.max_user_instances);" \
         " a masked path created later stays readable to commands until the worker restarts (the file tools still"   \
-        " refuse it), and files the host runs later are not reported"
+        " refuse it), files the host runs later are not reported, and a git repository the jail makes is put aside" \
+        " only when the jail ends"

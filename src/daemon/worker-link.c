@@ -15,6 +15,8 @@
 #include "server.h"
 #include "strv.h"
 #include "worker-link.h"
+/* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
+#include "inotify-hub.h"
 #include "worker-spawn.h"
 #include "workspace.h"
 
@@ -242,6 +244,16 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
 }
 
 static void handle_reply(WorkerLink *l, JsonlMsg *m) {
+        /* What the call did to the tree was queued on inotify inside its
+         * own syscalls, before the worker replied: handled first, so that a
+         * repository it made ends the jail and is put aside before any
+         * reply of this jail leaves (git-watch.h), and a masked path it
+         * made ends the jail before its result is read. */
+        if (l->ws && l->ws->hub) {
+                hub_drain(l->ws->hub);
+                if (l->state == LINK_DEAD)
+                        return;
+        }
         ProtocolReplyHead h;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (protocol_decode_reply_head(m->obj, &h, &err) < 0 || !h.has_id) {

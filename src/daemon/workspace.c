@@ -4,6 +4,7 @@
  * spawning -> ready -> idle-ended), draining on policy changes, crash
  * restarts under a rate limit. */
 #include <limits.h>
+#include <signal.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include "approval.h"
 #include "audit.h"
 #include "cgroup.h"
+#include "git-scan.h"
+#include "git-watch.h"
 #include "jail-session.h"
 #include "json-util.h"
 #include "log.h"
@@ -256,6 +259,9 @@ json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < HOST_RUN_NOTES; i++) {
                 HostRunNote *n = &ws->host_run[i];
+                /* One noted after every call in flight was answered (a
+                 * repository put aside once the jail was gone): the next
+                 * result says it. */
                 if (!n->path || (n->us < since_us && n->reported))
                         continue;
                 n->reported = true;
@@ -277,9 +283,74 @@ static void masked_appeared(Workspace *ws, const char *why) {
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
+/* A name that can make a repository appeared while a jail runs: a new
+ * repository ends the jail at once; old_jail_gone() puts it aside. */
+static bool git_suspect(Workspace *ws, char *const *dirs) {
+        _cleanup_free_ char *what = NULL;
+        if (!(ws->link || ws->draining))
+                return false;
+        if (!dirs) {
+                /* Events were lost, or too many such names at once: no
+                 * walk of the whole tree here (the loop serves every
+                 * workspace, and the jail could ask for one each time);
+                 * the jail ends, and the sweep once it is reaped (on the
+                 * thread pool) puts aside what it made. */
+                log_warning("workspace %s: names that make repositories appeared faster than they can be looked at; "
+                            "ending the jail to sweep its tree",
+                            ws->path);
+                workspace_recycle(ws, API_ERROR_WORKER_RECYCLED,
+                                  "the jail made more names that can make a git repository than can be looked at one "
+                                  "by one; it was ended and its tree is swept");
+                return true;
+        }
+        VsGitRepos fresh = { 0 };
+        for (char *const *d = dirs; *d; d++) {
+                VsGitRepos one = { 0 };
+                if (!git_watch_new(ws, *d, &one))
+                        continue;
+                VsGitRepo *n = realloc(fresh.items, (fresh.n + one.n) * sizeof *n);
+                if (!n) {
+                        git_repos_done(&one);
+                        continue;
+                }
+                fresh.items = n;
+                memcpy(n + fresh.n, one.items, one.n * sizeof *n);
+                fresh.n += one.n;
+                free(one.items);
+        }
+        if (!fresh.n)
+                return false;
+        const VsGitRepo *g = &fresh.items[0];
+        what = g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
+        if (what)
+                workspace_note_host_run(ws, what);
+        log_warning("workspace %s: %s makes a repository the host's git would use; ending the jail to put it aside",
+                    ws->path, what ? what : g->dir);
+        /* The jail's processes are killed first (bwrap is pid 1 of their
+         * namespace), then the repositories put aside, then the calls in
+         * flight answered: none of their clients runs git before that.
+         * What else the jail made, or a dying process still made, the
+         * sweep puts aside once the jail is reaped (old_jail_gone). */
+        if (ws->link && ws->link->pid > 0)
+                kill(ws->link->pid, SIGKILL);
+        for (WorkerLink *d = ws->draining; d; d = d->next_draining)
+                if (d->pid > 0)
+                        kill(d->pid, SIGKILL);
+        git_watch_put_aside(ws, &fresh, workspace_note_host_run);
+        git_repos_done(&fresh);
+        char why[PATH_MAX + 256];
+        snprintf(why, sizeof why,
+                 "%s makes a repository that the host's git would use (its config and hooks would be the jail's); the jail "
+                 "was ended and the repository is put aside (renamed to *.vectora-quarantine)",
+                 what ? what : "a directory");
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+        return true;
+}
+
 static const WatchHooks watch_hooks = {
         .masked_appeared = masked_appeared,
         .host_run = workspace_note_host_run,
+        .git_suspect = git_suspect,
 };
 
 /* What approval_locate() answered for recent request paths: one daemon,
@@ -408,7 +479,7 @@ static void spawn(Workspace *ws) {
          * processes are reaped, then the walk and the start happen
          * (old_jail_gone() comes back here). A hostile command
          * still running could otherwise race the new jail's mounts. */
-        if (ws->draining || ws->n_old_jails > 0)
+        if (ws->draining || ws->n_old_jails > 0 || ws->git_sweep)
                 return;
         if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS) {
                 /* Wait for a slot; the calls stay queued meanwhile. */
@@ -465,6 +536,7 @@ static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err
         }
         ws->link = l;
         protect_arm(ws, protect_changed);
+        git_watch_base(ws);
         l->holds_spawn_slot = true;
 }
 
@@ -576,9 +648,20 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
                 cgroup_kill_leftovers(ws);
 }
 
+static void sweep_done(Workspace *ws) {
+        if (ws->queue && !ws->link && !ws->srv->shutting_down)
+                spawn(ws);
+}
+
 static void old_jail_gone(Workspace *ws) {
         if (ws->n_old_jails > 0)
                 ws->n_old_jails--;
+        /* No process of the workspace's jails is left: what they made that
+         * git takes as a repository is put aside now, before a new jail
+         * (which could undo it) starts. */
+        if (ws->n_old_jails == 0 && !ws->link && !ws->draining &&
+            git_watch_sweep_start(ws, workspace_note_host_run, sweep_done))
+                return; /* sweep_done() spawns */
         if (ws->queue && !ws->link && !ws->srv->shutting_down)
                 spawn(ws);
 }
@@ -720,7 +803,7 @@ static void on_timer_closed(uv_handle_t *h) {
  * new one, so it goes with the entry. */
 static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
-               ws->refs == 0;
+               ws->refs == 0 && !ws->git_sweep;
 }
 
 static void forget(Workspace *ws) {
@@ -734,6 +817,7 @@ static void workspace_free(Workspace *ws) {
          * so do the forwarded ports' listeners. */
         forget(ws);
         watch_stop(ws);
+        git_watch_free(ws);
         proxy_stop(ws->proxy);
         protect_disarm(ws);
         cgroup_kill(ws);

@@ -96,6 +96,9 @@ struct Workspace {
         /* files the host runs later that the jail wrote, most recent last (watch.c) */
         HostRunNote host_run[HOST_RUN_NOTES];
         size_t n_host_run;
+        /* the repositories of the writable roots when the worker started (git-watch.c) */
+        struct VsGitRepos *git_base;
+        struct GitSweep *git_sweep; /* putting aside what the last jail made: no new jail starts meanwhile */
 
         /* freeing unused entries (workspace.c, workspace_gc) */
         unsigned refs;          /* requests pointing here (Request.ws) */

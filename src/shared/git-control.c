@@ -5,12 +5,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "git-config.h"
+#include "git-scan.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -62,6 +66,10 @@ typedef struct Walk {
         VsGitControls *out;
         char **seen; /* gitdirs expanded (real paths) */
         size_t n_seen;
+        const char *workspace;
+        char **configs; /* config files read (git-config.h) */
+        const char *worktree; /* of the repository whose config is read; NULL: every one (global, system) */
+        char **worktrees;     /* the root and each repository's below it with a work tree */
 } Walk;
 
 void git_controls_done(VsGitControls *c) {
@@ -70,6 +78,7 @@ void git_controls_done(VsGitControls *c) {
         for (size_t i = 0; i < c->n; i++)
                 free(c->items[i].path);
         free(c->items);
+        free(c->error);
         *c = (VsGitControls){ 0 };
 }
 
@@ -130,6 +139,272 @@ static bool is_dir_nofollow(const char *path) {
 }
 
 static int expand_gitdir(Walk *w, const char *gitdir);
+
+/* ---- what a config names (git-config.h) ---- */
+
+#define MAX_INCLUDE_DEPTH 10 /* git's own */
+
+typedef struct ConfigCtx {
+        Walk *w;
+        const char *dir; /* of the config file: include paths are relative to it */
+        unsigned depth;
+        int r;
+} ConfigCtx;
+
+static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth);
+
+/* The path named: "~/" from $HOME, else absolute, else relative to base. */
+static char *named_path(const char *value, const char *base) {
+        if (!value || !*value)
+                return NULL;
+        if (strncmp(value, "~/", 2) == 0) {
+                const char *home = getenv("HOME");
+                _cleanup_free_ char *j = home && home[0] == '/' ? path_join(home, value + 2) : NULL;
+                return j ? path_normalize(j) : NULL;
+        }
+        if (value[0] == '/')
+                return path_normalize(value);
+        _cleanup_free_ char *j = path_join(base, value);
+        return j ? path_normalize(j) : NULL;
+}
+
+/* A path the config names is sealed like a control file: read-only where
+ * it exists; where it does not, its first missing ancestor gets a
+ * placeholder (an empty directory, or an empty file for the named file
+ * itself), so the jail can create nothing there. */
+static int seal_named(Walk *w, const char *path, bool dir) {
+        _cleanup_free_ char *cur = strdup(path);
+        if (!cur)
+                return -ENOMEM;
+        struct stat st;
+        bool last = true;
+        while (lstat(cur, &st) < 0) {
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return 0;
+                char *slash = strrchr(cur, '/');
+                if (!slash || slash == cur)
+                        return 0;
+                _cleanup_free_ char *parent = strndup(cur, (size_t)(slash - cur));
+                if (!parent)
+                        return -ENOMEM;
+                struct stat pst;
+                if (lstat(parent, &pst) == 0)
+                        return S_ISDIR(pst.st_mode) ? push(w->out, TAKE_PTR(cur), dir || !last, true, "") : 0;
+                free(cur);
+                cur = TAKE_PTR(parent);
+                last = false;
+        }
+        return push(w->out, TAKE_PTR(cur), S_ISDIR(st.st_mode), false, NULL);
+}
+
+/* Each word of a command line that holds a '/' (a program or script by
+ * its path; a bare name is looked up in $PATH) and lies inside the
+ * workspace (relative: from the root, where git runs it from there) is
+ * sealed like a named file. Words split at blanks, quotes and the
+ * shell's operators: a word the split cuts wrong seals a path that does
+ * not matter, never misses one that is whole. */
+static int seal_command_words(ConfigCtx *c, const char *value) {
+        _cleanup_free_ char *copy = value ? strdup(value) : NULL;
+        if (!copy)
+                return value ? -ENOMEM : 0;
+        char *save = NULL;
+        int r = 0;
+        for (char *w = strtok_r(copy, " \t\n'\"`;|&()<>!=$", &save); r >= 0 && w;
+             w = strtok_r(NULL, " \t\n'\"`;|&()<>!=$", &save)) {
+                if (!strchr(w, '/'))
+                        continue;
+                _cleanup_free_ char *path = named_path(w, c->w->workspace);
+                if (path && path_is_below_or_equal(path, c->w->workspace) && !streq(path, c->w->workspace))
+                        r = seal_named(c->w, path, false);
+        }
+        return r;
+}
+
+static int on_config(const char *key, const char *value, void *userdata) {
+        ConfigCtx *c = userdata;
+        bool dir, include;
+        if (git_config_names_program(key))
+                return seal_command_words(c, value);
+        if (!git_config_names_path(key, &dir, &include))
+                return 0;
+        /* include paths are relative to the including file; the others to
+         * the work tree git runs in: the repository's, or for the global
+         * and system config any of them. */
+        int r = 0;
+        if (!include && value && value[0] != '/' && strncmp(value, "~/", 2) != 0 && !c->w->worktree) {
+                for (char **t = c->w->worktrees; r >= 0 && t && *t; t++) {
+                        _cleanup_free_ char *each = named_path(value, *t);
+                        if (each)
+                                r = seal_named(c->w, each, dir);
+                }
+                return r;
+        }
+        _cleanup_free_ char *path = named_path(value, include ? c->dir : c->w->worktree);
+        if (!path)
+                return 0;
+        r = seal_named(c->w, path, dir);
+        if (r >= 0 && include) {
+                char *slash = strrchr(path, '/');
+                if (slash && slash != path) {
+                        *slash = 0;
+                        r = config_paths(c->w, path, slash + 1, c->depth + 1);
+                }
+        }
+        return r;
+}
+
+/* Reads dir/name (a config git reads: a repository's, an included one, the
+ * global and system ones) and seals what it names. A missing one names
+ * nothing; one that cannot be read fails closed (err in w->out->error). */
+static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth) {
+        if (depth > MAX_INCLUDE_DEPTH)
+                return 0;
+        _cleanup_free_ char *path = path_join(dir, name);
+        if (!path)
+                return -ENOMEM;
+        if (strv_contains(w->configs, path))
+                return 0;
+        int r = strv_extend(&w->configs, path);
+        if (r < 0)
+                return r;
+        /* git follows a symlinked config; below the workspace a link is the
+         * jail's (and sealed where it leads): read what it names, never
+         * a FIFO or a device. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if ((r = read_fd_all(fd, GIT_CONFIG_MAX_BYTES, &text, &len)) < 0) {
+                if (!w->out->error && asprintf(&w->out->error, "%s: cannot be read (%s); git config files over 1 MiB are refused",
+                                               path, strerror(-r)) < 0)
+                        w->out->error = NULL;
+                return -EBADMSG;
+        }
+        unsigned line = 0;
+        ConfigCtx c = { .w = w, .dir = dir, .depth = depth };
+        r = git_config_parse(text, len, on_config, &c, &line);
+        if (r == -EINVAL) {
+                if (!w->out->error && asprintf(&w->out->error, "%s:%u: a line git config reading here does not understand; the "
+                                               "paths it may name cannot be protected",
+                                               path, line) < 0)
+                        w->out->error = NULL;
+                return -EBADMSG;
+        }
+        return r;
+}
+
+/* The home directory of uid in /etc/passwd, or NULL. Read by hand: the
+ * static worker (the ssh remote launcher) links this, and getpwuid()
+ * there would need the host's NSS libraries. */
+static char *home_of(uid_t uid) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (read_file_at(AT_FDCWD, "/etc/passwd", 4u << 20, &text, &len) < 0)
+                return NULL;
+        for (char *line = text, *end; line && *line; line = end ? end + 1 : NULL) {
+                end = strchr(line, '\n');
+                if (end)
+                        *end = 0;
+                /* name:pw:uid:gid:gecos:home:shell */
+                char *f[7] = { 0 };
+                char *p = line;
+                for (size_t i = 0; i < 7 && p; i++) {
+                        f[i] = p;
+                        p = strchr(p, ':');
+                        if (p)
+                                *p++ = 0;
+                }
+                char *e = NULL;
+                if (f[2] && f[5] && strtoul(f[2], &e, 10) == uid && e && !*e && f[2][0])
+                        return strdup(f[5]);
+        }
+        return NULL;
+}
+
+/* The host user's global and system config: the paths they name inside
+ * the workspace are the jail's to write too. */
+static int global_config_paths(Walk *w) {
+        w->worktree = NULL; /* relative paths: from every work tree */
+        int r = config_paths(w, "/etc", "gitconfig", 0);
+        struct stat st;
+        _cleanup_free_ char *owner_home = stat(w->workspace, &st) == 0 ? home_of(st.st_uid) : NULL;
+        const char *homes[2] = { getenv("HOME"), owner_home };
+        for (size_t i = 0; r >= 0 && i < 2; i++) {
+                if (!homes[i] || homes[i][0] != '/')
+                        continue;
+                _cleanup_free_ char *xdg = path_join(homes[i], ".config/git");
+                if (!xdg)
+                        return -ENOMEM;
+                r = config_paths(w, homes[i], ".gitconfig", 0);
+                if (r >= 0)
+                        r = config_paths(w, xdg, "config", 0);
+        }
+        const char *xdg = getenv("XDG_CONFIG_HOME");
+        if (r >= 0 && xdg && xdg[0] == '/') {
+                _cleanup_free_ char *d = path_join(xdg, "git");
+                r = d ? config_paths(w, d, "config", 0) : -ENOMEM;
+        }
+        return r;
+}
+
+/* ---- repositories below the root (git-scan.h) ---- */
+
+/* Every repository the host has below the workspace root: its control
+ * files sealed like the root's (a nested clone's config, a submodule's
+ * .git file). */
+static int nested_repos(Walk *w, const VsGitRepos *scan) {
+        VsGitRepos own = { 0 };
+        int r = 0;
+        if (!scan) {
+                r = git_scan(w->workspace, &own);
+                if (r < 0) {
+                        git_repos_done(&own);
+                        return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
+                }
+                scan = &own;
+        }
+        for (size_t i = 0; r >= 0 && i < scan->n; i++) {
+                const VsGitRepo *g = &scan->items[i];
+                if (!path_is_below_or_equal(g->dir, w->workspace) || (g->dev == 0 && g->ino == 0))
+                        continue; /* another root's, or a base's stand-in (git_scan_policy) */
+                if (g->kind == VS_GIT_BARE) {
+                        r = expand_gitdir(w, g->dir);
+                        continue;
+                }
+                _cleanup_free_ char *dotgit = path_join(g->dir, ".git");
+                if (!dotgit) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (streq(g->dir, w->workspace))
+                        continue; /* the root's: git_controls_collect() */
+                if (g->kind == VS_GIT_DOTGIT) {
+                        w->worktree = g->dir;
+                        if ((r = strv_extend(&w->worktrees, g->dir)) >= 0)
+                                r = expand_gitdir(w, dotgit);
+                        w->worktree = w->workspace;
+                        continue;
+                }
+                /* A .git file (or symlink): itself, and what it names. */
+                _cleanup_free_ char *text = read_link_file(dotgit);
+                const char *target = text && strncmp(text, "gitdir:", 7) == 0 ? text + 7 : NULL;
+                while (target && (*target == ' ' || *target == '\t'))
+                        target++;
+                _cleanup_free_ char *gitdir = resolve_from(g->dir, target);
+                r = push(w->out, TAKE_PTR(dotgit), false, false, NULL);
+                if (r >= 0)
+                        r = strv_extend(&w->worktrees, g->dir);
+                if (r >= 0 && gitdir) {
+                        w->worktree = g->dir;
+                        r = expand_gitdir(w, gitdir);
+                        w->worktree = w->workspace;
+                }
+        }
+        git_repos_done(&own);
+        return r;
+}
 
 static int expand_linked(Walk *w, const char *admin, const char *common) {
         int r = 0;
@@ -204,6 +479,9 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
                 if ((r = push(w->out, path_join(gitdir, full_names[i].name), full_names[i].dir,
                               full_names[i].placeholder, full_names[i].content)) < 0)
                         return r;
+        /* What its config names (hooksPath, include.path, ...). */
+        if ((r = config_paths(w, gitdir, "config", 0)) < 0 || (r = config_paths(w, gitdir, "config.worktree", 0)) < 0)
+                return r;
         _cleanup_free_ char *modules = path_join(gitdir, "modules");
         _cleanup_free_ char *worktrees = path_join(gitdir, "worktrees");
         if (!modules || !worktrees)
@@ -214,8 +492,14 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
 }
 
 int git_controls_collect(const char *workspace, VsGitControls *ret) {
+        return git_controls_collect_scan(workspace, NULL, ret);
+}
+
+int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsGitControls *ret) {
         VsGitControls out = { 0 };
-        Walk w = { .out = &out };
+        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace };
+        if (strv_extend(&w.worktrees, workspace) < 0)
+                return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
@@ -254,8 +538,16 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
                                 r = expand_gitdir(&w, real);
                 }
         }
+        if (r >= 0)
+                r = nested_repos(&w, scan);
+        if (r >= 0)
+                r = global_config_paths(&w);
         strv_free(w.seen);
+        strv_free(w.configs);
+        strv_free(w.worktrees);
         if (r < 0) {
+                if (r == -EBADMSG && out.error)
+                        ret->error = TAKE_PTR(out.error);
                 git_controls_done(&out);
                 return r;
         }

@@ -20,7 +20,13 @@
  * saying "gitdir: PATH", resolved on the host, relative to the workspace,
  * without following a symlinked .git file); the common directory a
  * commondir file names; every submodule gitdir under modules/; every
- * linked worktree's admin directory under worktrees/. */
+ * linked worktree's admin directory under worktrees/; every repository
+ * below the workspace root the host has (git-scan.h: a nested clone, a
+ * submodule's .git file, a bare one); and what the config files of all of
+ * these, and the host user's global and system config, name
+ * (git-config.h: core.hooksPath, include.path, includeIf.*.path,
+ * core.attributesFile, core.excludesFile), read-only where it exists, its
+ * first missing ancestor a placeholder where it does not. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +43,7 @@ typedef struct VsGitControl {
 typedef struct VsGitControls {
         VsGitControl *items;
         size_t n;
+        char *error; /* why, when git_controls_collect() failed with -EBADMSG */
 } VsGitControls;
 
 /* Reads the host (lstat, readdir, the .git file and commondir with
@@ -45,8 +52,14 @@ typedef struct VsGitControls {
  * control path (a directory, read-only whole: `git init` in the jail
  * cannot make a repository the host later trusts). With git_init = true
  * the repository is made on the host first (git-init.h), so the jail
- * finds one and this protects its control files. */
+ * finds one and this protects its control files. A config file that
+ * cannot be read fails it (-EBADMSG, ret->error says which line): what
+ * it names could not be protected. */
 int git_controls_collect(const char *workspace, VsGitControls *ret);
+/* The same with the repositories below the root taken from scan (a
+ * git_scan() of the tree, git-scan.h) instead of a walk of its own. */
+struct VsGitRepos;
+int git_controls_collect_scan(const char *workspace, const struct VsGitRepos *scan, VsGitControls *ret);
 void git_controls_done(VsGitControls *c);
 
 /* Makes a missing control file's placeholder: its parent reached without

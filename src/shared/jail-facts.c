@@ -13,6 +13,7 @@
 #include "fd-util.h"
 #include "git-control.h"
 #include "git-init.h"
+#include "git-scan.h"
 #include "glob.h"
 #include "mask-alias.h"
 #include "mask-walk.h"
@@ -34,6 +35,10 @@ void jail_facts_done(VsJailFacts *f) {
         strv_free(f->protected_existing);
         strv_free(f->git_controls);
         strv_free(f->protect_matches);
+        if (f->git_base) {
+                git_repos_done(f->git_base);
+                free(f->git_base);
+        }
         *f = (VsJailFacts){ 0 };
 }
 
@@ -179,10 +184,23 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
-        int r = p->git_init && below_rw(p, dotgit) ? git_repo_make(p->workspace, err) : 0;
+        /* The repositories there now: the host's (git-scan.h), sealed
+         * below, and what the jail adds is put aside later. One walk. */
+        if (!(f->git_base = calloc(1, sizeof *f->git_base)))
+                return -ENOMEM;
+        int r = git_scan_policy(p, true, f->git_base);
+        if (r < 0)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "cannot list the repositories under %s: %s",
+                                         p->workspace, strerror(-r));
+        r = p->git_init && below_rw(p, dotgit) ? git_repo_make(p->workspace, err) : 0;
         if (r < 0)
                 return r;
-        r = git_controls_collect(p->workspace, &gc);
+        r = git_controls_collect_scan(p->workspace, f->git_base, &gc);
+        if (r == -EBADMSG) {
+                r = vs_error_set_kind(err, r, "sandbox_unavailable", "%s", gc.error ? gc.error : "a git config cannot be read");
+                git_controls_done(&gc);
+                return r;
+        }
         if (r == -E2BIG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                          "%s/.git: too many nested git directories (submodules, worktrees) to protect",

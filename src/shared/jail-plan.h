@@ -50,6 +50,7 @@ typedef struct VsJailFacts {
         size_t n_missing;
         char **git_controls;        /* every .git control path found (git-control.h), existing or not */
         char **protect_matches;     /* existing paths the protect globs name below the rw paths */
+        struct VsGitRepos *git_base; /* the repositories under the rw paths (git-scan.h), owned */
 } VsJailFacts;
 
 typedef struct VsJailPlan {

@@ -505,9 +505,13 @@ def t_git_replaced_whole_then_saved(d, tmp):
     check(term(c, ws, "true")["ok"], "first call")
     pid1 = worker_pid(c, ws)
     git = os.path.join(ws, ".git")
-    shutil.copytree(git, git + ".new", symlinks=True)
+    # Copied outside: a repository that appears under the writable paths
+    # while a jail runs is taken as the jail's and put aside
+    # (test_planted_git.py).
+    copy = os.path.join(tmp, "gitswap.git.new")
+    shutil.copytree(git, copy, symlinks=True)
     os.rename(git, git + ".old")
-    os.rename(git + ".new", git)
+    os.rename(copy, git)
     chown_tree(ws)
     check(term(c, ws, "true")["ok"], "after the swap")
     pid2 = worker_pid(c, ws)
@@ -992,8 +996,12 @@ def t_host_run_files_reported(d, tmp):
     c = d.conn()
     r = term(c, ws, "echo plain > notes.txt")
     check(r["ok"] and r["host_run_files"] == [], r)
+    # A repository made in the jail ends it and is put aside
+    # (test_planted_git.py): reported as sub/.git and where its HEAD went.
+    r = term(c, ws, "git init -q sub && echo x")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled" and os.path.join(ws, "sub/.git") in r["host_run_files"]
+          and os.path.join(ws, "sub/.git/HEAD.vectora-quarantine") in r["host_run_files"], r)
     cases = [
-        ("git init -q sub && echo x", [os.path.join(ws, "sub/.git")]),
         ("printf 'echo hi' > .envrc", [os.path.join(ws, ".envrc")]),
         ("printf '{}' > .vscode/tasks.json", [os.path.join(ws, ".vscode/tasks.json")]),
         ("mkdir -p sub/.claude && printf '{}' > sub/.claude/settings.json", [os.path.join(ws, "sub/.claude/settings.json")]),

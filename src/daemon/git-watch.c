@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* Repositories a jail makes, in the daemon (git-watch.h). */
+#include "git-watch.h"
+
+#include <string.h>
+
+#include "git-scan.h"
+#include "server.h"
+#include "strv.h"
+#include "time-util.h"
+#include "log.h"
+#include "path-util.h"
+#include "launch.h"
+#include "worker-link.h"
+#include "workspace.h"
+
+struct GitSweep {
+        uv_work_t work;  /* first: the thread pool hands this back */
+        Workspace *ws;   /* NULL once the workspace went */
+        VsGitRepos *base;
+        char **roots;
+        void (*note)(Workspace *ws, const char *path);
+        void (*done)(Workspace *ws);
+        /* the thread's result */
+        char **moved;    /* pairs: what, where it went */
+        char **failed;   /* what could not be put aside */
+        size_t dirs;
+        uint64_t us;
+};
+
+static void base_free(Workspace *ws) {
+        if (ws->git_base) {
+                git_repos_done(ws->git_base);
+                free(TAKE_PTR(ws->git_base));
+        }
+}
+
+void git_watch_free(Workspace *ws) {
+        base_free(ws);
+        if (ws->git_sweep)
+                TAKE_PTR(ws->git_sweep)->ws = NULL; /* finishes on its own */
+}
+
+void git_watch_base(Workspace *ws) {
+        base_free(ws);
+        /* Only where the jail writes this host's files (local, docker). */
+        const VsPolicy *p = ws->policy;
+        if (!p || !p->sandboxed || !ws->link || !ws->link->launch ||
+            (p->backend != VS_BACKEND_LOCAL && p->backend != VS_BACKEND_DOCKER))
+                return;
+        /* The plan's look (git-scan.h), taken on the thread pool before
+         * the repository and placeholders were made: one walk. */
+        VsLaunch *l = ws->link->launch;
+        if (!l->git_base) {
+                log_warning("workspace %s: its repositories were not listed; repositories the jail makes are put aside "
+                            "only if listed later",
+                            ws->path);
+                return;
+        }
+        log_debug("workspace %s: %zu repositories in %zu directories", ws->path, l->git_base->n, l->git_base->dirs);
+        if (l->git_base->truncated)
+                log_warning("workspace %s: more than %d directories, or deeper than %d: repositories below those are "
+                            "not looked for (git-scan.h)",
+                            ws->path, GIT_SCAN_MAX_DIRS, GIT_SCAN_MAX_DEPTH);
+        ws->git_base = TAKE_PTR(l->git_base);
+}
+
+static char *what_of(const VsGitRepo *g) {
+        return g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
+}
+
+bool git_watch_new(Workspace *ws, const char *dir, VsGitRepos *ret_new) {
+        if (!ws->git_base || !ws->policy)
+                return false;
+        VsGitRepos now = { 0 };
+        /* The parent first: a new DIR/.git is reported as that. */
+        _cleanup_free_ char *up = strdup(dir);
+        char *slash = up ? strrchr(up, '/') : NULL;
+        if (slash && slash != up) {
+                *slash = 0;
+                for (size_t i = 0; i < ws->policy->n_rw; i++)
+                        if (ws->policy->rw_paths[i].resolved && path_is_below_or_equal(up, ws->policy->rw_paths[i].resolved)) {
+                                (void)git_scan_dir(up, &now);
+                                break;
+                        }
+        }
+        (void)git_scan_dir(dir, &now);
+        /* Those not at the base, moved out of now into *ret_new. */
+        size_t k = 0;
+        for (size_t i = 0; i < now.n; i++) {
+                if (git_repos_has(ws->git_base, &now.items[i])) {
+                        free(now.items[i].dir);
+                        continue;
+                }
+                now.items[k++] = now.items[i];
+        }
+        now.n = k;
+        if (!k) {
+                git_repos_done(&now);
+                return false;
+        }
+        *ret_new = now;
+        return true;
+}
+
+size_t git_watch_put_aside(Workspace *ws, const VsGitRepos *repos, void (*note)(Workspace *ws, const char *path)) {
+        size_t n = 0;
+        for (size_t i = 0; i < repos->n; i++) {
+                const VsGitRepo *g = &repos->items[i];
+                _cleanup_free_ char *what = what_of(g), *moved = NULL;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                int r = git_quarantine(g, &moved, &err);
+                if (r == -ESTALE)
+                        continue;
+                if (r < 0) {
+                        log_warning("workspace %s: a repository the jail made, %s, could not be put aside: %s", ws->path,
+                                    what ? what : g->dir, err ? vs_error_message(err) : strerror(-r));
+                        continue;
+                }
+                log_warning("workspace %s: the jail made a repository the host's git would use (its config and hooks "
+                            "are the agent's): %s put aside as %s",
+                            ws->path, what ? what : g->dir, moved);
+                if (what)
+                        note(ws, what);
+                note(ws, moved);
+                n++;
+        }
+        return n;
+}
+
+size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *path)) {
+        if (!ws->git_base || !ws->policy)
+                return 0;
+        VsGitRepos now = { 0 }, fresh = { 0 };
+        (void)git_scan_policy(ws->policy, false, &now);
+        for (size_t i = 0; i < now.n; i++)
+                if (!git_repos_has(ws->git_base, &now.items[i])) {
+                        VsGitRepo *n = realloc(fresh.items, (fresh.n + 1) * sizeof *n);
+                        if (!n)
+                                break;
+                        fresh.items = n;
+                        n[fresh.n++] = now.items[i];
+                        now.items[i].dir = NULL;
+                }
+        size_t k = git_watch_put_aside(ws, &fresh, note);
+        git_repos_done(&fresh);
+        git_repos_done(&now);
+        return k;
+}
+
+/* ---- the sweep at a jail's end, on the thread pool ---- */
+
+/* Reads only what the sweep owns (its base and roots): the workspace may
+ * change its policy, or go, meanwhile. */
+static void sweep_work(uv_work_t *w) {
+        GitSweep *s = (GitSweep *)w;
+        uint64_t t0 = now_us();
+        VsGitRepos now = { 0 };
+        for (char **r = s->roots; *r; r++)
+                (void)git_scan(*r, &now);
+        s->dirs = now.dirs;
+        for (size_t i = 0; i < now.n; i++) {
+                const VsGitRepo *g = &now.items[i];
+                if (git_repos_has(s->base, g))
+                        continue;
+                _cleanup_free_ char *what = what_of(g), *moved = NULL;
+                int r = git_quarantine(g, &moved, NULL);
+                if (r == -ESTALE)
+                        continue;
+                if (r < 0 || !what) {
+                        (void)strv_extend(&s->failed, what ? what : g->dir);
+                        continue;
+                }
+                (void)strv_extend(&s->moved, what);
+                (void)strv_extend(&s->moved, moved);
+        }
+        git_repos_done(&now);
+        s->us = now_us() - t0;
+}
+
+static void sweep_after(uv_work_t *w, int status) {
+        GitSweep *s = (GitSweep *)w;
+        Workspace *ws = s->ws;
+        if (ws) {
+                ws->git_sweep = NULL;
+                for (char **f = s->failed; f && *f; f++)
+                        log_warning("workspace %s: a repository the jail made, %s, could not be put aside", ws->path, *f);
+                for (char **m = s->moved; m && m[0] && m[1]; m += 2) {
+                        log_warning("workspace %s: the jail made a repository the host's git would use (its config and "
+                                    "hooks are the agent's): %s put aside as %s",
+                                    ws->path, m[0], m[1]);
+                        s->note(ws, m[0]);
+                        s->note(ws, m[1]);
+                }
+                log_debug("workspace %s: repositories swept in %zu directories (%.1f ms, on the thread pool)", ws->path,
+                          s->dirs, (double)s->us / 1000.0);
+        }
+        git_repos_done(s->base);
+        free(s->base);
+        strv_free(s->roots);
+        strv_free(s->moved);
+        strv_free(s->failed);
+        void (*done)(Workspace *) = s->done;
+        free(s);
+        if (ws)
+                done(ws);
+}
+
+bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char *path), void (*done)(Workspace *ws)) {
+        if (!ws->git_base || !ws->policy || ws->git_sweep)
+                return false;
+        GitSweep *s = calloc(1, sizeof *s);
+        char **roots = calloc(1, sizeof(char *));
+        int r = s && roots ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < ws->policy->n_rw; i++)
+                if (ws->policy->rw_paths[i].resolved)
+                        r = strv_extend(&roots, ws->policy->rw_paths[i].resolved);
+        if (r >= 0) {
+                *s = (GitSweep){ .ws = ws, .base = ws->git_base, .roots = roots, .note = note, .done = done };
+                r = uv_queue_work(ws->srv->loop, &s->work, sweep_work, sweep_after);
+        }
+        if (r < 0) {
+                /* On the loop, then. */
+                free(s);
+                strv_free(roots);
+                git_watch_sweep(ws, note);
+                return false;
+        }
+        ws->git_base = NULL; /* the sweep's now; the next jail brings its own */
+        ws->git_sweep = s;
+        return true;
+}

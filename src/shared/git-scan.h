@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Which directories of a tree the host's git takes as a repository, and
+ * putting aside the ones a jail made (issue 25, section 2).
+ *
+ * Git's discovery, in each directory from the one it runs in upwards:
+ * DIR/.git as a "gitdir: PATH" file (or a symlink, which it follows), then
+ * DIR/.git as a directory that passes is_git_directory(), then DIR itself
+ * as a bare repository passing the same test (HEAD that reads as a ref or
+ * an object name, objects/ and refs/, or a commondir instead of those
+ * two). Any of these the jail can make in any directory it may write: no
+ * mount forbids creating three names. Whichever one git finds, its config
+ * (core.fsmonitor, hooks, core.pager, ...) is then the jail's, and the
+ * host's git runs what it names. So the daemon and the embedded CLI note
+ * which repositories a tree has before a jail starts (the baseline: the
+ * host's), look again when the jail may have made one, and put every new
+ * one aside once the jail is gone (git_quarantine()).
+ *
+ * The test is git's own (setup.c is_git_directory), made a little wider
+ * so that it never says "no" where git says "yes": HEAD may be a symlink
+ * to anything, objects/ and refs/ any kind of entry. Everything is
+ * reached relative to a held descriptor, never through a symlink, and the
+ * walk is bounded (depth, entries): a hostile tree cannot make it follow
+ * a link out of the workspace or run forever. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+typedef enum VsGitRepoKind {
+        VS_GIT_DOTGIT,      /* DIR/.git is a directory that is a repository */
+        VS_GIT_DOTGIT_LINK, /* DIR/.git is a file ("gitdir: PATH") or a symlink: git follows it */
+        VS_GIT_BARE,        /* DIR itself is a repository */
+} VsGitRepoKind;
+
+typedef struct VsGitRepo {
+        char *dir;          /* absolute */
+        VsGitRepoKind kind;
+        dev_t dev;          /* of DIR/.git (the first two kinds) or of DIR (bare) */
+        ino_t ino;
+} VsGitRepo;
+
+typedef struct VsGitRepos {
+        VsGitRepo *items;
+        size_t n;
+        size_t dirs;    /* directories looked at */
+        bool truncated; /* a bound was hit: some directories were not looked at */
+} VsGitRepos;
+
+#define GIT_SCAN_MAX_DEPTH 128
+#define GIT_SCAN_MAX_DIRS 1000000
+
+/* Every repository in root and below (root itself included), appended to
+ * *out (zero it first). Reads only: openat/fstatat with O_NOFOLLOW, at
+ * most 256 bytes of each HEAD. 0, or a negative errno when root cannot be
+ * opened as a directory without following a symlink. */
+int git_scan(const char *root, VsGitRepos *out);
+/* The same for one directory (no walk): what DIR and DIR/.git make. */
+int git_scan_dir(const char *dir, VsGitRepos *out);
+void git_repos_done(VsGitRepos *r);
+
+struct VsPolicy;
+/* git_scan() of each writable root of p (the jail writes nowhere else).
+ * base = true: the repositories the host has before a jail starts, plus a
+ * stand-in (dev and ino 0) for the root's .git, which is never the
+ * jail's (sealed or pinned; a repository appearing in the placeholder is
+ * the host's `git init`), unless it is a symlink. */
+int git_scan_policy(const struct VsPolicy *p, bool base, VsGitRepos *out);
+
+/* Whether r is the host's: base holds the same kind with the same
+ * identity (wherever it is now), or base had a .git in that same
+ * directory (the jail cannot replace it: sealed or pinned). */
+bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r);
+
+/* Puts r aside so git no longer takes it as a repository: a .git file or
+ * symlink, or the HEAD of a repository directory (DIR/.git/HEAD, or
+ * DIR/HEAD for a bare one: the directory renamed whole would still be a
+ * repository under its new name) renamed to NAME.vectora-quarantine[-N]
+ * beside it (RENAME_NOREPLACE, the directory reached from / without
+ * following a symlink, checked to be the one noted). Nothing is
+ * deleted: the host user can look at it and take it back. *ret_moved (may
+ * be NULL): the new absolute path. -ESTALE when the entry is no longer the
+ * one noted. */
+int git_quarantine(const VsGitRepo *r, char **ret_moved, VsError **err);
