@@ -141,8 +141,7 @@ static int embedded_host_run(CliLink *l, json_t *result) {
         int r = l->host_run ? host_run_scan(l->policy, &now) : 0;
         if (r < 0)
                 return r;
-        json_t *a = now ? host_run_scan_diff(l->host_run, now) : json_array();
-        if (!a || json_object_set_new(result, "host_run_files", a) < 0)
+        if (host_run_files_add(result, now ? host_run_scan_diff(l->host_run, now) : json_array()) < 0)
                 return -ENOMEM;
         if (now) {
                 host_run_scan_free(l->host_run);

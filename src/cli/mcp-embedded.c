@@ -42,8 +42,7 @@ static int add_host_run(McpEmbedded *e, json_t *reply) {
         int r = e->host_run ? host_run_scan(e->policy, &now) : 0;
         if (r < 0)
                 return r;
-        json_t *a = now ? host_run_scan_diff(e->host_run, now) : json_array();
-        if (!a || json_object_set_new(reply, "host_run_files", a) < 0)
+        if (host_run_files_add(reply, now ? host_run_scan_diff(e->host_run, now) : json_array()) < 0)
                 return -ENOMEM;
         if (now) {
                 host_run_scan_free(e->host_run);

@@ -120,3 +120,25 @@ json_t *host_run_scan_diff(const VsHostRunScan *before, const VsHostRunScan *aft
         }
         return a;
 }
+
+int host_run_files_add(json_t *result, json_t *list) {
+        if (!list)
+                return -ENOMEM;
+        json_t *have = json_object_get(result, "host_run_files");
+        if (!json_is_array(have)) {
+                int r = json_object_set_new(result, "host_run_files", list);
+                return r < 0 ? -ENOMEM : 0;
+        }
+        size_t i, k;
+        json_t *v, *h;
+        json_array_foreach(list, i, v) {
+                bool dup = false;
+                json_array_foreach(have, k, h) dup = dup || json_equal(h, v);
+                if (!dup && json_array_append(have, v) < 0) {
+                        json_decref(list);
+                        return -ENOMEM;
+                }
+        }
+        json_decref(list);
+        return 0;
+}

@@ -25,3 +25,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(VsHostRunScan *, host_run_scan_free);
 /* The absolute paths new or changed in after since before (either may be
  * NULL: nothing), sorted; NULL on -ENOMEM. */
 json_t *host_run_scan_diff(const VsHostRunScan *before, const VsHostRunScan *after);
+
+/* Adds the paths of list (taken) to result's "host_run_files", after what
+ * it holds already (a repository the call's sweep put aside), once each. */
+int host_run_files_add(json_t *result, json_t *list);
