@@ -50,6 +50,7 @@ typedef struct WorkspaceWatch {
         WatchDir *dirs;
         size_t n_dirs;
         bool partial;
+        char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
 
 #define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
@@ -293,6 +294,18 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (!abs)
                 return -ENOMEM;
         int wd = hub_add_watch(w->sub, abs, WATCH_EVENTS);
+        /* A directory gone or not ours meanwhile has nothing to watch; any
+         * other failure (no watch left: the user's
+         * fs.inotify.max_user_watches spent) is a hole, said in every
+         * result and refused under lockdown (watch_gap()). */
+        if (wd < 0 && wd != -ENOENT && wd != -ENOTDIR && wd != -EACCES && wd != -ELOOP && !w->failed_note[0]) {
+                snprintf(w->failed_note, sizeof w->failed_note,
+                         "masks over time: a directory under the listed paths could not be watched (%s%s); a masked "
+                         "path created there stays readable to commands until the worker restarts (the file tools "
+                         "still refuse it)",
+                         strerror(-wd), wd == -ENOSPC ? ": fs.inotify.max_user_watches is spent" : "");
+                log_warning("workspace %s: %s", w->ws->path, w->failed_note);
+        }
         if (wd < 0)
                 return wd;
         for (size_t i = 0; i < w->n_dirs; i++)
@@ -408,6 +421,8 @@ const char *watch_gap(Workspace *ws) {
         /* watch_start() runs for every sandboxed policy: none means it failed. */
         if (!ws->watch)
                 return WATCH_MISSING_NOTE;
+        if (ws->watch->failed_note[0])
+                return ws->watch->failed_note;
         return ws->watch->partial ? WATCH_PARTIAL_NOTE : NULL;
 }
 

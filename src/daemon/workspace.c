@@ -756,7 +756,9 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "queued", json_integer((json_int_t)ws->n_queued));
         json_object_set_new(o, "sandbox", workspace_sandbox_json(ws, ws->link && ws->link->state == LINK_READY ? ws->link : NULL));
         json_object_set_new(o, "limits", json_strv(ws->limit_notes));
-        json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws)));
+        /* Watching wholly: a watch with a gap (a directory it could not
+         * add) does not count. */
+        json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws) && !watch_gap(ws)));
         json_object_set_new(o, "counters", counters_json(&ws->counters));
         if (ws->policy && ws->policy->net_allowlist) {
                 /* The allowlist as written, and what its proxy carried. */

@@ -536,11 +536,66 @@ def t_stale_start_is_made_again(tmp):
             check(not r.get("ok") and r["error"]["code"] == "sandbox_unavailable" and starts == 3,
                   "a start that keeps failing: %s (%d starts)" % (r, starts))
 
+
+def t_watch_failure_is_reported(tmp):
+    """The user's other programs spend every inotify watch: a directory the
+    daemon cannot watch is a hole, said in every result's degraded and in
+    status (watching_masks false), and refused under lockdown (it was
+    ignored: degraded empty, watching_masks true, lockdown served)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to run the daemon and a watch hog as another ordinary user (setpriv)")
+    uid = 65534
+    home = os.path.join(tmp, "wf-home")
+    xdg = os.path.join(tmp, "wf-xdg")
+    hogdir = os.path.join(tmp, "wf-hog")
+    for dd in (home, xdg, hogdir):
+        os.makedirs(dd, mode=0o700)
+        os.chown(dd, uid, uid)
+    ws = make_ws(tmp, "wf", SANDBOX)
+    lock = make_ws(tmp, "wf-lock", SANDBOX + "lockdown = true\n")
+    env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=xdg)
+    pre = ("setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "--")
+    logdir = os.path.join(tmp, "wf-log")
+    os.makedirs(logdir)
+    os.chown(logdir, uid, uid)
+    d = Daemon(logdir, "d", extra=("--state-dir", os.path.join(home, "state")), prefix=pre, env=env)
+    cenv = dict(env, VECTORA_SANDBOX_SOCKET=d.sock)
+
+    def cli_as(*args):
+        return subprocess.run(list(pre) + [CLI, *args], capture_output=True, text=True, env=cenv, timeout=120)
+    hog = None
+    try:
+        for w in (ws, lock):
+            p = cli_as("run", "-w", w, "true")
+            check(p.returncode == 0, p.stderr)
+        # A program of the same user, on the host, takes every watch left.
+        hog = subprocess.Popen(list(pre) + [sys.executable, "-c", HOG.replace("/tmp/hog", hogdir)],
+                               stdout=subprocess.PIPE, text=True, env=env)
+        line = hog.stdout.readline()
+        check("watches=" in line, "the hog did not report: %r" % line)
+        for w in (ws, lock):
+            os.makedirs(os.path.join(w, "later", "deeper"))
+            chown_tree(w)
+        time.sleep(0.3)
+        p = cli_as("run", "--json", "-w", ws, "true")
+        r = json.loads(p.stdout)
+        check(any("could not be watched" in x for x in r["sandbox"]["degraded"]), r)
+        st = json.loads(cli_as("status", "--json").stdout)
+        mine = [w for w in st["workspaces"] if w["path"] == os.path.realpath(ws)]
+        check(mine and mine[0]["watching_masks"] is False, mine)
+        p = cli_as("run", "-w", lock, "echo ran")
+        check(p.returncode == 125 and "could not be watched" in p.stderr and "ran" not in p.stdout, p.stdout + p.stderr)
+    finally:
+        if hog:
+            hog.kill()
+            hog.wait()
+        d.stop()
+
 TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
          t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call,
          t_two_daemons_share_one_state_dir, t_unsandboxed_processes_end_with_the_daemon,
-         t_stale_start_is_made_again]
+         t_stale_start_is_made_again, t_watch_failure_is_reported]
 
 
 def main():
