@@ -46,7 +46,7 @@ IDMAP_ID = 2147483646  # VS_IDMAP_UID, src/core/idmap.h
 # Runs in the jail (/usr/bin/python3 of the host's read-only /usr). One
 # JSON line per check: {"name", "ok", "detail"} or {"name", "skip"}.
 DRIVER = r'''
-import errno, json, os, shutil, subprocess, sys, tarfile
+import errno, json, os, shutil, subprocess, sys, tarfile, tempfile
 
 uid, gid = os.geteuid(), os.getegid()
 other_uid = 0 if uid != 0 else 1
@@ -194,8 +194,11 @@ with tarfile.open("own.tar") as t:
 # -- git
 env = dict(os.environ, GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@b", GIT_COMMITTER_NAME="a",
            GIT_COMMITTER_EMAIL="a@b", GIT_CONFIG_NOSYSTEM="1", HOME=os.getcwd())
-r = run("sh", "-c", "git init -q repo && cd repo && echo hi > a && git add a && git commit -qm one && "
-        "cd .. && git clone -q repo clone && git -C clone log --oneline", env=env)
+# In the jail's own /tmp: a repository the jail makes under the writable
+# paths is put aside for the host's sake (docs/config.md rule 6).
+gitdir = tempfile.mkdtemp(prefix="git-")
+r = run("sh", "-c", "cd %s && git init -q repo && cd repo && echo hi > a && git add a && git commit -qm one && "
+        "cd .. && git clone -q repo clone && git -C clone log --oneline" % gitdir, env=env)
 say("git: init, add, commit, clone", r.returncode == 0 and "one" in r.stdout, res(r))
 
 # -- npm
