@@ -367,8 +367,12 @@ static int nested_repos(Walk *w, const VsGitRepos *scan) {
         }
         for (size_t i = 0; r >= 0 && i < scan->n; i++) {
                 const VsGitRepo *g = &scan->items[i];
-                if (!path_is_below_or_equal(g->dir, w->workspace) || (g->dev == 0 && g->ino == 0))
-                        continue; /* another root's, or a base's stand-in (git_scan_policy) */
+                /* Every writable root's, the workspace's or another listed
+                 * one's (a repository in rw_paths = ["/srv/shared"] is the
+                 * host's git's as much); not a base's stand-in
+                 * (git_scan_policy). */
+                if (g->dev == 0 && g->ino == 0)
+                        continue;
                 if (g->kind == VS_GIT_BARE) {
                         r = expand_gitdir(w, g->dir);
                         continue;

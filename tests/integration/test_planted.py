@@ -538,6 +538,39 @@ def t_uncovered_workspace_is_masked(d, tmp):
         time.sleep(0.02)
     check(seen is False, "a .pem made later at the read-only workspace stayed readable: %s" % r)
 
+
+def t_repository_in_an_outside_writable_path(d, tmp):
+    """rw_paths = [".", "/srv/shared"] where the outside path is a git
+    repository: its .git/config and hooks are sealed like the workspace's
+    (the jail appended core.fsmonitor and wrote a pre-commit hook, and the
+    owner's git status and commit ran both)."""
+    git = shutil.which("git")
+    if not git:
+        raise Skip("git is not installed")
+    for mode in ("daemon", "embedded"):
+        shared = os.path.join(tmp, "outside-repo-" + mode)
+        os.makedirs(shared)
+        genv = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=tmp, GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@b",
+                    GIT_COMMITTER_NAME="a", GIT_COMMITTER_EMAIL="a@b")
+        subprocess.run([git, "init", "-q", shared], check=True, env=genv)
+        subprocess.run([git, "-C", shared, "commit", "-q", "--allow-empty", "-m", "i"], check=True, env=genv)
+        chown_tree(shared)
+        ws = make_ws(tmp, "outside-ws-" + mode, '[sandbox]\nrw_paths = [".", "%s"]\n' % shared)
+        marker = os.path.join(tmp, "outside-pwned-" + mode)
+        cmd = ("printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n' >> %s/.git/config; "
+               "printf '#!/bin/sh\\ntouch %s\\n' > %s/.git/hooks/pre-commit; chmod +x %s/.git/hooks/pre-commit; echo done"
+               % (marker, shared, marker, shared, shared))
+        if mode == "daemon":
+            r = d.call({"tool": "terminal", "workspace": ws, "command": cmd})
+            check(r.get("ok") and "done" in r["stdout"], r)
+        else:
+            p = cli("run", "-w", ws, cmd)
+            check(p.returncode == 0 and "done" in p.stdout, p.stdout + p.stderr)
+        subprocess.run([git, "-C", shared, "-c", "safe.directory=*", "status"], capture_output=True, env=genv)
+        subprocess.run([git, "-C", shared, "-c", "safe.directory=*", "commit", "-q", "--allow-empty", "-m", "x"],
+                       capture_output=True, env=genv)
+        check(not os.path.exists(marker), "%s: the host's git ran the jail's program" % mode)
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -560,6 +593,7 @@ TESTS = [
     t_mcp_session_masks_over_time,
     t_listed_path_repointed_needs_approval,
     t_uncovered_workspace_is_masked,
+    t_repository_in_an_outside_writable_path,
 ]
 
 
