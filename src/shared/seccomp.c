@@ -112,6 +112,8 @@ typedef enum Cond {
         COND_MODE_SETID,       /* args[arg] (a mode) has S_ISUID or S_ISGID */
         COND_MODE_DEVICE,      /* args[arg] (a mode) is S_IFCHR or S_IFBLK */
         COND_CHOWN_IDS,        /* args[arg] (uid) or args[arg + 1] (gid) is neither the jail's own nor -1 */
+        COND_MODE_OTHER_WRITE, /* args[arg] (a mode) has S_IWOTH */
+        COND_MASK_NO_OTHER_WRITE, /* args[arg] (a umask) lacks S_IWOTH */
 } Cond;
 
 typedef struct Entry {
@@ -210,6 +212,20 @@ static const Entry entries[] = {
         DENY_MODE("creat", COND_MODE_SETID, 1, 0, "create a file already setuid/setgid"),
         DENY_MODE("mknod", COND_MODE_SETID, 1, 0, "create a regular file already setuid/setgid"),
         DENY_MODE("mknodat", COND_MODE_SETID, 2, 0, "create a regular file already setuid/setgid"),
+        /* World-writable: any local user could then plant in what the host
+         * runs or trusts (a .git made 0777 by a root-owned workspace's jail
+         * let another user replace its config, and root's git ran it). The
+         * umask keeps S_IWOTH too (the worker sets it), so nothing is made
+         * world-writable either. */
+        DENY_MODE("chmod", COND_MODE_OTHER_WRITE, 1, 0, "make a file world-writable: any local user may then plant in it"),
+        DENY_MODE("fchmod", COND_MODE_OTHER_WRITE, 1, 0, "make a file world-writable: any local user may then plant in it"),
+        DENY_MODE("fchmodat", COND_MODE_OTHER_WRITE, 2, 0, "make a file world-writable: any local user may then plant in it"),
+        DENY_MODE("fchmodat2", COND_MODE_OTHER_WRITE, 2, 452, "make a file world-writable: any local user may then plant in it"),
+        /* Not an error but 0, "the old mask was 0", with the mask left as it
+         * was: umask() cannot fail, and tools that clear it (tar as root)
+         * took -1 for a mask and made everything mode 0. */
+        { "umask", 0, WHEN_ALWAYS, COND_MASK_NO_OTHER_WRITE, 0, 0, 0,
+          "a umask without o-w: files made world-writable from then on (answered 0, the mask kept)" },
         DENY_MODE("mknod", COND_MODE_DEVICE, 1, 0, "create a device node: raw access to a disk or device for whoever opens it"),
         DENY_MODE("mknodat", COND_MODE_DEVICE, 2, 0, "create a device node: raw access to a disk or device for whoever opens it"),
         { "openat2", ENOSYS, WHEN_ALWAYS, COND_NONE, 0, 0, 437,
@@ -585,6 +601,14 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, const Vs
                 }
                 return 0;
         }
+
+        case COND_MODE_OTHER_WRITE:
+                c[0] = masked_eq(e->arg, S_IWOTH, S_IWOTH);
+                return add(lib, ctx, e, nr, 1, c, err);
+
+        case COND_MASK_NO_OTHER_WRITE:
+                c[0] = masked_eq(e->arg, S_IWOTH, 0);
+                return add(lib, ctx, e, nr, 1, c, err);
 
         case COND_CHOWN_IDS:
                 if (!o->own_ids || chown_16bit(lib, e))

@@ -31,7 +31,7 @@ typedef struct VsSeccompOptions {
 /* One row of the denylist, for documentation and tests. */
 typedef struct VsSeccompRule {
         const char *syscall;
-        int errno_value;      /* EPERM, or ENOSYS for clone3 */
+        int errno_value;      /* EPERM, or ENOSYS for clone3, or 0 for umask (answered 0, nothing done) */
         const char *threat;   /* one line: why it is denied */
         bool lockdown_only;
         bool conditional;     /* argument-filtered (ioctl, socket, chown) */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -93,6 +94,12 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
                 if (k < 0)
                         return k;
         }
+
+        /* Before the filter, which refuses a umask without S_IWOTH: what
+         * the jail makes is never world-writable (another local user could
+         * plant in it), whatever umask the jail was started with. */
+        mode_t um = umask(S_IWOTH);
+        umask(um | S_IWOTH);
 
         /* 1. no_new_privs first: it is what lets an unprivileged process
          * install Landlock and seccomp, and it keeps setuid binaries in the

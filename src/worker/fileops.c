@@ -218,7 +218,9 @@ int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t le
         else if (exists)
                 mode = st.st_mode & 07777;
         else {
-                mode_t um = umask(0);
+                /* Read by setting one with S_IWOTH (the filter refuses a
+                 * umask without it), then put back. */
+                mode_t um = umask(S_IWOTH);
                 umask(um);
                 mode = 0666 & ~um;
         }

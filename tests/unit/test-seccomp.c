@@ -234,6 +234,7 @@ static void test_rules_table_threats(void **state) {
                         fail_msg("%s: threat must be one meaningful line", rules[i].syscall);
                 int want = streq(rules[i].syscall, "clone3") || streq(rules[i].syscall, "openat2") ? ENOSYS
                            : strstr(rules[i].syscall, "setxattr")                                   ? EOPNOTSUPP
+                           : streq(rules[i].syscall, "umask")                                       ? 0
                                                                                                     : EPERM;
                 assert_int_equal(rules[i].errno_value, want);
         }
@@ -729,7 +730,24 @@ static void child_file_privileges(const void *arg) {
         EXPECT_ERRNO(syscall(SYS_fchmodat2, AT_FDCWD, f, 04755, 0), EPERM);
         EXPECT_ERRNO(syscall(SYS_fchmodat2, dfd, "f", 02755, AT_SYMLINK_NOFOLLOW), EPERM);
         EXPECT_OK(chmod(f, 0755));
-        EXPECT_OK(fchmod(fd, 01777)); /* sticky is harmless */
+        EXPECT_OK(fchmod(fd, 01775)); /* sticky is harmless */
+        /* World-writable refused, each variant, and a umask without o-w
+         * (another local user could plant in what is made); group write
+         * and a umask keeping o-w are fine. */
+        EXPECT_ERRNO(chmod(f, 0777), EPERM);
+        EXPECT_ERRNO(chmod(f, 0602), EPERM);
+        EXPECT_ERRNO(fchmod(fd, 01777), EPERM);
+        EXPECT_ERRNO(syscall(SYS_fchmodat, AT_FDCWD, f, 0666, 0), EPERM);
+        EXPECT_ERRNO(syscall(SYS_fchmodat2, AT_FDCWD, f, 0646, 0), EPERM);
+        EXPECT_OK(chmod(f, 0775));
+        /* A umask without o-w answers 0 and keeps the mask. */
+        EXPECT_OK(syscall(SYS_umask, 022));
+        if (syscall(SYS_umask, 0) != 0)
+                CHILD_FAIL("umask(0) did not answer 0");
+        if (syscall(SYS_umask, 020) != 0)
+                CHILD_FAIL("umask(020) did not answer 0");
+        if (syscall(SYS_umask, 022) != 022)
+                CHILD_FAIL("umask(0) changed the mask");
         errno = 0;
         if (syscall(SYS_fchmodat2, AT_FDCWD, f, 0644, 0) < 0 && errno != ENOSYS)
                 CHILD_FAIL("fchmodat2 0644: %s", strerror(errno));
