@@ -37,7 +37,34 @@
         X("**/.devcontainer", VS_ABSENT_DIR, NULL,                                                                     \
           "Dev Containers: devcontainer.json (initializeCommand runs on the host), Dockerfile")                         \
         X("**/.idea", VS_ABSENT_REPORT, NULL,                                                                          \
-          "JetBrains IDEs: run configurations (workspace.xml, runConfigurations/); an empty .idea is itself a project")
+          "JetBrains IDEs: run configurations (workspace.xml, runConfigurations/); an empty .idea is itself a project") \
+        X(".devcontainer.json", VS_ABSENT_REPORT, NULL,                                                                \
+          "Dev Containers, the root-file form: initializeCommand runs on the host")                                    \
+        X("**/.husky", VS_ABSENT_REPORT, NULL,                                                                         \
+          "husky: the hooks its sealed core.hooksPath wrapper runs on the host's git commit")                          \
+        X(".pre-commit-config.yaml", VS_ABSENT_REPORT, NULL,                                                           \
+          "pre-commit: the commands the installed .git/hooks/pre-commit runs (language: system)")                      \
+        X("lefthook*.yml", VS_ABSENT_REPORT, NULL, "lefthook: the commands its installed git hooks run")               \
+        X("lefthook*.yaml", VS_ABSENT_REPORT, NULL, "lefthook, as lefthook*.yml")                                      \
+        X(".lefthook*.yml", VS_ABSENT_REPORT, NULL, "lefthook, as lefthook*.yml")                                      \
+        X(".lefthook*.yaml", VS_ABSENT_REPORT, NULL, "lefthook, as lefthook*.yml")                                     \
+        X("mise.local.toml", VS_ABSENT_REPORT, NULL, "mise, as mise.toml")                                             \
+        X(".mise.local.toml", VS_ABSENT_REPORT, NULL, "mise, as mise.toml")                                            \
+        X(".mise", VS_ABSENT_REPORT, NULL, "mise: .mise/config.toml, as mise.toml")                                    \
+        X("mise/config.toml", VS_ABSENT_REPORT, NULL, "mise, as mise.toml")                                            \
+        X(".config/mise.toml", VS_ABSENT_REPORT, NULL, "mise, as mise.toml")                                           \
+        X(".config/mise", VS_ABSENT_REPORT, NULL, "mise: config.toml and conf.d/*.toml, as mise.toml")                 \
+        X("**/.roo", VS_ABSENT_REPORT, NULL, "Roo Code: mcp.json (MCP servers started on the host)")                   \
+        X("**/.kiro", VS_ABSENT_REPORT, NULL, "Kiro: settings/mcp.json (MCP servers), hooks")                          \
+        X("**/.amazonq", VS_ABSENT_REPORT, NULL, "Amazon Q: mcp.json (MCP servers started on the host)")               \
+        X("**/.continue", VS_ABSENT_REPORT, NULL, "Continue: mcpServers/ (MCP servers started on the host)")           \
+        X("opencode.json", VS_ABSENT_REPORT, NULL, "opencode: MCP servers and commands it runs")                       \
+        X(".crush.json", VS_ABSENT_REPORT, NULL, "Crush: MCP servers it starts")                                       \
+        X("**/.zed", VS_ABSENT_REPORT, NULL, "Zed: settings.json and tasks.json (tasks run on the host)")              \
+        X("**/.helix", VS_ABSENT_REPORT, NULL, "Helix: languages.toml (language servers it starts)")                   \
+        X(".nvim.lua", VS_ABSENT_REPORT, NULL, "Neovim runs it with 'exrc' set")                                       \
+        X(".exrc", VS_ABSENT_REPORT, NULL, "Vim and Neovim run it with 'exrc' set")                                    \
+        X("*.code-workspace", VS_ABSENT_REPORT, NULL, "VS Code workspace files: tasks and settings, as .vscode")
 
 #define ROW(g, a, c, why) { .glob = g, .absent = a, .content = c, .reason = why },
 #define GLOB(g, a, c, why) g,

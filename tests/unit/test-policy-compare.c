@@ -48,11 +48,15 @@ static void test_same_and_tighter(void **state) {
         expect(BASE, "[sandbox]\nrw_paths = [\"src\"]\nro_paths = []\nmask = [\".env\", \"**/*.pem\", \"*.key\"]\nnetwork = false\n",
                NULL);
         expect(BASE "[sandbox.limits]\npids = 512\n", BASE "[sandbox.limits]\npids = 64\n", NULL);
-        /* More protected is tighter. */
-        expect(BASE, BASE "protect = [\".envrc\", \".mcp.json\", \"mise.toml\", \".mise.toml\", \".gitmodules\", "
-                     "\".ripgreprc\", \"**/.vscode\", \"**/.claude\", \"**/.cursor\", \"**/.codex\", \"**/.gemini\", "
-                     "\"**/.devcontainer\", \"**/.idea\", \"Makefile\"]\n",
-               NULL);
+        /* More protected is tighter: the default list and one more. */
+        char more[8192] = BASE "protect = [";
+        for (const char *const *g = VS_PROTECT_DEFAULT; *g; g++) {
+                strncat(more, "\"", sizeof more - strlen(more) - 1);
+                strncat(more, *g, sizeof more - strlen(more) - 1);
+                strncat(more, "\", ", sizeof more - strlen(more) - 1);
+        }
+        strncat(more, "\"Makefile\"]\n", sizeof more - strlen(more) - 1);
+        expect(BASE, more, NULL);
         /* The former default list to the present one: each file it named is
          * inside a directory now protected whole. */
         expect(BASE "protect = [\".envrc\", \"**/.vscode/tasks.json\", \"**/.vscode/settings.json\", \".mcp.json\", "
