@@ -2,12 +2,14 @@
 #include "approval.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "json-util.h"
 #include "path-util.h"
@@ -17,6 +19,7 @@
 #include "strv.h"
 
 #define ENTRY_MAX_SIZE (1u << 20)
+#define SYSTEM_STORE "/var/lib/vectora-sandbox"
 
 /* ---- where the store lives ---- */
 
@@ -47,7 +50,7 @@ int approval_store_dir(const char *dir, char **ret, VsError **err) {
                                                  "the state directory must be an absolute path, not '%s'", e);
                 d = strdup(e);
         } else if (geteuid() == 0)
-                d = strdup("/var/lib/vectora-sandbox");
+                d = strdup(SYSTEM_STORE);
         else if (usable_dir(xdg))
                 d = path_join(xdg, "vectora-sandbox");
         else if (usable_dir(home)) {
@@ -69,6 +72,11 @@ int approval_store_dir(const char *dir, char **ret, VsError **err) {
         int r = mkdir_private(d, err);
         if (r < 0)
                 return r;
+        /* The system store is one source of truth for users too: their CLI
+         * and MCP server (embedded) read an entry of it by name, as the
+         * daemon reads theirs (other_store_entry()); nobody lists it. */
+        if (streq(d, SYSTEM_STORE) && geteuid() == 0)
+                (void)chmod(d, 0711);
         *ret = TAKE_PTR(d);
         return 0;
 }
@@ -232,6 +240,9 @@ static int entry_write(const char *store, const char *root, const char *text, si
                 return -ENOMEM;
         int r = 0;
         _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        /* Readable by name in the system store (approval_store_dir()). */
+        if (fd >= 0 && streq(store, SYSTEM_STORE))
+                (void)fchmod(fd, 0644);
         if (fd < 0 || (r = write_all(fd, text ? text : "", len)) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
                 r = r < 0 ? r : -errno;
                 if (fd >= 0)
@@ -566,6 +577,47 @@ static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_
         }
 }
 
+/* The same workspace's entry in the other store that may hold it: a user's
+ * CLI or MCP server reads the system store's (the root daemon's), the root
+ * daemon reads the workspace owner's own (~/.local/state/vectora-sandbox,
+ * reached from the home without following a link, and owned by that user).
+ * Then a loosening pending in one is pending in the other, not "first
+ * seen". -ENOENT when there is none. */
+static int other_store_entry(const char *store, const char *root, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *name = entry_path("", root), *home = NULL;
+        if (!name)
+                return -ENOMEM;
+        const char *base = name[0] == '/' ? name + 1 : name;
+        _cleanup_close_ int dfd = -EBADF;
+        uid_t want = 0;
+        _cleanup_free_ char *rel = NULL;
+        if (geteuid() != 0) {
+                if (streq(store, SYSTEM_STORE))
+                        return -ENOENT;
+                dfd = open(SYSTEM_STORE, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                rel = strdup(base);
+        } else {
+                struct stat wst;
+                if (!streq(store, SYSTEM_STORE) || stat(root, &wst) < 0 || wst.st_uid == 0)
+                        return -ENOENT;
+                struct passwd *pw = getpwuid(wst.st_uid);
+                if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                        return -ENOENT;
+                want = wst.st_uid;
+                dfd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                rel = path_join(".local/state/vectora-sandbox", base);
+        }
+        if (!rel)
+                return -ENOMEM;
+        if (dfd < 0)
+                return -ENOENT;
+        _cleanup_close_ int fd = chase_beneath(dfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != want)
+                return -ENOENT;
+        return read_fd_all(fd, ENTRY_MAX_SIZE, ret, ret_len) < 0 ? -ENOENT : 0;
+}
+
 int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
         _cleanup_(policy_freep) VsPolicy *proposed = NULL, *approved = NULL;
         _cleanup_free_ char *text = NULL, *atext = NULL;
@@ -596,6 +648,9 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                 if (old && r < 0)
                         return r;
         }
+        if (r == -ENOENT && (r = other_store_entry(store, root, &atext, &alen)) == 0 &&
+            (r = entry_write(store, root, atext, alen, NULL, err)) < 0)
+                return r;
         if (r == -ENOENT) {
                 /* First seen: from nothing, any sandbox is a tightening. */
                 _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);

@@ -571,6 +571,61 @@ def t_repository_in_an_outside_writable_path(d, tmp):
                        capture_output=True, env=genv)
         check(not os.path.exists(marker), "%s: the host's git ran the jail's program" % mode)
 
+
+def t_two_stores_one_truth(d, tmp):
+    """The root daemon's store and a user's embedded store: a loosening
+    pending in one is pending in the other, not "first seen" (it applied at
+    once in embedded mode)."""
+    import pwd
+    if not ROOT:
+        raise Skip("the system store and a second user need root")
+    try:
+        user = pwd.getpwnam("vectora-test")  # scripts/install-deps makes it, with a real home
+    except KeyError:
+        raise Skip("no account vectora-test with a home (scripts/install-deps creates it)")
+    uid, home = user.pw_uid, user.pw_dir
+    pre = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % user.pw_gid, "--clear-groups", "--"]
+    uenv = {k: v for k, v in os.environ.items() if k not in ("VECTORA_SANDBOX_SOCKET", "VECTORA_SANDBOX_STATE_DIR")}
+    uenv.update(HOME=home, XDG_STATE_HOME="", USER=user.pw_name)
+
+    def owned(path):
+        for dd, dirs, files in os.walk(path):
+            os.lchown(dd, uid, user.pw_gid)
+            for f in files:
+                os.lchown(os.path.join(dd, f), uid, user.pw_gid)
+
+    def user_run(ws, cmd):
+        p = subprocess.run(pre + [CLI, "--no-daemon", "run", "--json", "-w", ws, cmd], capture_output=True, text=True,
+                           env=uenv, timeout=60)
+        try:
+            return json.loads(p.stdout)
+        except ValueError:
+            return {"unparsed": p.stdout + p.stderr}
+    # The root daemon on the system store (no --state-dir) saw it first.
+    sysd = Daemon(tmp, "sysstore", env={k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_STATE_DIR"})
+    try:
+        ws = make_ws(tmp, "stores-a", '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+        owned(ws)
+        r = sysd.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo a"})
+        check(r.get("ok") and "SECRET" not in r["stdout"], r)
+        with open(os.path.join(ws, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nmask = []\n")
+        r = sysd.call({"tool": "terminal", "workspace": ws, "command": "cat .env; echo b"})
+        check(r.get("policy_pending") and "SECRET" not in r["stdout"], r)
+        r = user_run(ws, "cat .env; echo c")
+        check("SECRET" not in json.dumps(r) and r.get("policy_pending"), "the user's embedded mode applied it: %s" % r)
+        # The other way: the user's CLI saw it first, then the root daemon.
+        ws2 = make_ws(tmp, "stores-b", '[sandbox]\nmask = [".env"]\n', {".env": "SECRET=1\n"})
+        owned(ws2)
+        r = user_run(ws2, "cat .env; echo d")
+        check(r.get("sandboxed") and "SECRET" not in json.dumps(r), r)
+        with open(os.path.join(ws2, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nmask = []\n")
+        r = sysd.call({"tool": "terminal", "workspace": ws2, "command": "cat .env; echo e"})
+        check(r.get("policy_pending") and "SECRET" not in r["stdout"], "the root daemon applied it: %s" % r)
+    finally:
+        sysd.stop()
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -594,6 +649,7 @@ TESTS = [
     t_listed_path_repointed_needs_approval,
     t_uncovered_workspace_is_masked,
     t_repository_in_an_outside_writable_path,
+    t_two_stores_one_truth,
 ]
 
 
