@@ -23,10 +23,20 @@ const char *cli_color(FILE *f, const char *sgr) {
 #define YELLOW "\033[33m"
 #define RESET "\033[0m"
 
+/* An error line quotes what a workspace's files say (a vectora.toml the
+ * agent wrote): a control byte in it would reach the host user's terminal
+ * (escape sequences). Each is shown as \xNN instead; one line. */
 _printf_(1, 0) static void vfail(const char *fmt, va_list ap) {
+        char msg[4096];
+        vsnprintf(msg, sizeof msg, fmt, ap);
         const char *on = cli_color(stderr, RED);
         fprintf(stderr, "%svectora-sandbox:%s ", on, *on ? RESET : "");
-        vfprintf(stderr, fmt, ap);
+        for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                        fprintf(stderr, "\\x%02x", *p);
+                else
+                        fputc(*p, stderr);
+        }
         fputc('\n', stderr);
 }
 

@@ -626,6 +626,16 @@ def t_two_stores_one_truth(d, tmp):
     finally:
         sysd.stop()
 
+
+def t_error_lines_carry_no_control_bytes(d, tmp):
+    """An error line quotes what vectora.toml says: an escape sequence the
+    agent put there (a TOML "\u001b" in a key) reached the host user's
+    terminal raw. It is shown as \x1b."""
+    ws = make_ws(tmp, "esc-key", '[sandbox]\n"\\u001b]0;owned\\u0007\\u001b[31mred" = 1\n')
+    p = cli("check", "-w", ws)
+    check(p.returncode == 2 and "unknown key" in p.stderr, p.stderr)
+    check("\x1b" not in p.stderr and "\x07" not in p.stderr and "\\x1b" in p.stderr, repr(p.stderr))
+
 TESTS = [
     t_listed_link_daemon,
     t_listed_link_embedded,
@@ -650,6 +660,7 @@ TESTS = [
     t_uncovered_workspace_is_masked,
     t_repository_in_an_outside_writable_path,
     t_two_stores_one_truth,
+    t_error_lines_carry_no_control_bytes,
 ]
 
 
