@@ -112,7 +112,9 @@ json_t *host_run_scan_diff(const VsHostRunScan *before, const VsHostRunScan *aft
         json_t *a = json_array();
         for (size_t i = 0; a && after && i < after->n; i++) {
                 const Seen *now = &after->items[i];
-                const Seen *was = before ? bsearch(now, before->items, before->n, sizeof *now, seen_cmp) : NULL;
+                /* bsearch may not be handed a NULL array, even of none. */
+                const Seen *was = before && before->n ? bsearch(now, before->items, before->n, sizeof *now, seen_cmp)
+                                                      : NULL;
                 if ((!was || !same(was, now)) && json_array_append_new(a, json_string(now->path)) < 0) {
                         json_decref(a);
                         return NULL;
