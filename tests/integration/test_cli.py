@@ -625,7 +625,7 @@ def t_readme(tmp):
         run_as("an ordinary user", home, pre, {"_uid": uid, "XDG_RUNTIME_DIR": xdg,
                                                 "_sock": os.path.join(xdg, "vectora-sandbox.sock")})
     else:
-        skip("README daemon section as root", "the suite does not run as root")
+        tap.root_only("README daemon section as root", "the suite does not run as root")
         home = os.path.join(tmp, "user-home")
         os.makedirs(home)
         xdg = tempfile.mkdtemp(prefix="xdg-", dir=tmp)
@@ -705,7 +705,7 @@ def t_untrusted_default_socket(tmp):
     connection from UID's CLI: the default socket is used only when its
     directory is UID's (or root's) and not writable by others."""
     if not ROOT:
-        skip("a planted default socket is not used", "planting another user's socket needs root")
+        tap.root_only("a planted default socket is not used", "planting another user's socket needs root")
         return
     victim, attacker = 65533, 65532
     d = "/tmp/vectora-sandbox-%d" % victim

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, Daemon, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402
 
 SANDBOX = '[sandbox]\nmask = [".env"]\n'
 
@@ -83,7 +83,7 @@ def t_audit_on_a_full_disk(tmp):
     counted and shown (status, every result's degraded), and
     --audit-required refuses sandboxed calls while it lasts."""
     if os.geteuid() != 0:
-        raise Skip("a small file system of its own (tmpfs) needs root")
+        needs_root("a small file system of its own (tmpfs) needs root")
     fs = os.path.join(tmp, "auditfs")
     os.makedirs(fs)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", fs], check=True)
@@ -255,7 +255,7 @@ def t_jail_cannot_starve_the_daemons_watches(tmp):
     off silently. A jail now has a quarter of the budget at most, and the
     daemon's watch keeps working."""
     if os.geteuid() != 0:
-        raise Skip("needs root to run the daemon as another ordinary user (setpriv)")
+        needs_root("needs root to run the daemon as another ordinary user (setpriv)")
     uid = 65534
     home = os.path.join(tmp, "starve-home")
     xdg = os.path.join(tmp, "starve-xdg")
@@ -313,7 +313,7 @@ def t_full_spool_fails_one_reply(tmp):
     Now the reply that could not be spooled gets an error of its own and
     the connection goes on."""
     if os.geteuid() != 0:
-        raise Skip("a small /var/tmp of the daemon's own (a mount namespace) needs root")
+        needs_root("a small /var/tmp of the daemon's own (a mount namespace) needs root")
     base = tempfile.mkdtemp(prefix="vs-spool-", dir="/tmp")  # not under the /var/tmp replaced
     os.chmod(base, 0o755)
     try:
@@ -375,7 +375,7 @@ def t_full_state_dir_recovers_on_the_next_call(tmp):
     cannot be recorded); once space returns the next call is served (it
     stayed refused until allow or an edit of vectora.toml)."""
     if os.geteuid() != 0:
-        raise Skip("a small state directory of its own (tmpfs) needs root")
+        needs_root("a small state directory of its own (tmpfs) needs root")
     state = os.path.join(tmp, "fullstate")
     os.makedirs(state)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", state], check=True)
@@ -462,7 +462,7 @@ def t_unsandboxed_processes_end_with_the_daemon(tmp):
     a SIGKILL. A daemon that ends ends what it started, sandboxed or not."""
     import signal
     if os.geteuid() != 0:
-        raise Skip("the daemon's cgroups need root")
+        needs_root("the daemon's cgroups need root")
     ws = make_ws(tmp, "plain-host")  # no vectora.toml: unsandboxed
     for n, how in enumerate(("term", "kill")):
         # A sleep of a length of its own is the marker (dash has no exec -a).
@@ -543,7 +543,7 @@ def t_watch_failure_is_reported(tmp):
     status (watching_masks false), and refused under lockdown (it was
     ignored: degraded empty, watching_masks true, lockdown served)."""
     if os.geteuid() != 0:
-        raise Skip("needs root to run the daemon and a watch hog as another ordinary user (setpriv)")
+        needs_root("needs root to run the daemon and a watch hog as another ordinary user (setpriv)")
     uid = 65534
     home = os.path.join(tmp, "wf-home")
     xdg = os.path.join(tmp, "wf-xdg")

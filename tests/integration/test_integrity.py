@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from test_daemon import term  # noqa: E402
-from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402,F401
+from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402,F401
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
@@ -534,7 +534,7 @@ def t_host_mount_over_protected_path(d, tmp):
     the next call must still be served by a new jail, whose read-only
     mount covers what the path is now."""
     if not ROOT:
-        raise Skip("needs root to mount on the host")
+        needs_root("needs root to mount on the host")
     ws = make_ws(tmp, "hostmount", SANDBOX)
     host_git(ws, "init", "-q")
     other = os.path.join(tmp, "hostmount-config")
@@ -696,7 +696,7 @@ def t_running_command_watched_without_inotify(d, tmp):
     after the host's save, exit 0 (embedded; the daemon only logged it). The
     paths are now looked at every 10 ms instead, embedded and in the daemon."""
     if not ROOT:
-        raise Skip("needs root to run as a spare uid whose inotify instances it can use up")
+        needs_root("needs root to run as a spare uid whose inotify instances it can use up")
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     base = os.path.join(tmp, "noinotify")
     ws = os.path.join(base, "ws")
@@ -761,7 +761,7 @@ def t_placeholder_where_the_jail_cannot_write(d, tmp):
     control files cannot be made, and need not be (the jail, the same uid
     with less, cannot create them either). Every call was refused."""
     if not ROOT:
-        raise Skip("needs root to make a .git owned by another uid than the caller")
+        needs_root("needs root to make a .git owned by another uid than the caller")
     base = os.path.join(tmp, "rootgit")
     ws = os.path.join(base, "ws")
     os.makedirs(os.path.join(ws, ".git"))
@@ -909,7 +909,7 @@ def t_git_init_without_host_git(d, tmp):
     (embedded mode), and the jail starts with a repository whose config
     and hooks it cannot write."""
     if not ROOT:
-        raise Skip("hiding /usr/bin/git needs a mount namespace (root)")
+        needs_root("hiding /usr/bin/git needs a mount namespace (root)")
     ws = make_ws(tmp, "nogit-cli", SANDBOX + "git_init = true\n")
     hide = "".join("mount --bind /dev/null %s && " % g for g in ("/usr/bin/git", "/usr/local/bin/git")
                    if os.path.exists(g) and not os.path.islink(g))

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws  # noqa: E402
+from vtest import AS_USER, CLI, DAEMON, OWNER, ROOT, Daemon, NotApplicable, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402
 
 
 EMBEDDED_STATE = {}
@@ -35,11 +35,15 @@ def cli(*args, stdin=None, sock=None):
     return subprocess.run([CLI, *pre, *args], input=stdin, capture_output=True, text=True, env=e, timeout=60)
 
 
-def mcp_terminal(ws, command):
-    """One terminal call through `vectora-sandbox mcp -w WS` without a daemon."""
-    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
-    e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"  # no daemon to find
-    e.update(EMBEDDED_STATE)
+def mcp_terminal(ws, command, env=None):
+    """One terminal call through `vectora-sandbox mcp -w WS` without a daemon
+    (env: the whole environment instead)."""
+    if env is None:
+        e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+        e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"  # no daemon to find
+        e.update(EMBEDDED_STATE)
+    else:
+        e = env
     msgs = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
@@ -139,7 +143,7 @@ def t_listed_link_root_owned(d, tmp):
     """A root-owned workspace: the idmapped mount must never turn the
     agent's link into writes as host root into a root-only directory."""
     if not ROOT:
-        raise Skip("a root-owned workspace needs a root daemon (run the suite as root)")
+        needs_root("a root-owned workspace needs a root daemon")
     target = secret_dir(tmp, "spool/crontabs", 0, mode=0o700)
     ws = os.path.join(tmp, "listed-root")
     os.makedirs(ws)
@@ -161,7 +165,7 @@ def t_idmap_only_the_workspace_tree(d, tmp):
     idmapped mount (which writes as host root) is made for the workspace's
     own tree only; the start is refused, nothing is written there."""
     if not ROOT:
-        raise Skip("a root-owned workspace needs a root daemon (run the suite as root)")
+        needs_root("a root-owned workspace needs a root daemon")
     target = secret_dir(tmp, "root-elsewhere", 0, mode=0o755)
     ws = os.path.join(tmp, "idmap-outside")
     os.makedirs(ws)
@@ -578,7 +582,7 @@ def t_two_stores_one_truth(d, tmp):
     once in embedded mode)."""
     import pwd
     if not ROOT:
-        raise Skip("the system store and a second user need root")
+        needs_root("the system store and a second user need root")
     try:
         user = pwd.getpwnam("vectora-test")  # scripts/install-deps makes it, with a real home
     except KeyError:
@@ -627,6 +631,67 @@ def t_two_stores_one_truth(d, tmp):
         sysd.stop()
 
 
+def real_home_case(ud, tmp, mode, name, target, env, keys, store):
+    ws = make_ws(tmp, "real-home-%s-%s" % (mode, name), LISTED)
+    menv = dict(env)
+    if mode != "daemon":
+        menv["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"  # no daemon to find: embedded
+    before = set(os.listdir(store)) if os.path.isdir(store) else set()
+
+    def run(cmd):
+        if mode == "mcp":
+            m = mcp_terminal(ws, cmd, env=menv)
+            res = m.get("result") or {}
+            return bool(res) and not res.get("isError"), json.dumps(m)
+        p = subprocess.run([CLI, "run", "-w", ws, cmd], capture_output=True, text=True, env=menv, timeout=60)
+        return p.returncode == 0, p.stdout + p.stderr
+    what = "%s, build -> %s" % (mode, target)
+    ran, out = run("ln -s %s build && echo linked" % target)
+    check(ran and "linked" in out, "%s: the agent's first call: %s" % (what, out))
+    if mode == "daemon":
+        check(ud.ws_status(ws) is not None, "%s: the call did not reach the user's daemon: %s" % (what, ud.status()))
+    touch_config(ws)
+    ran, out = run("echo PWNED >> build/authorized_keys; touch build/PLANTED; echo done")
+    check(not ran and "goes through the symlink %s/build -> %s" % (ws, target) in out,
+          "%s: the call after the link: %s" % (what, out))
+    with open(keys) as f:
+        check(f.read() == "ssh-ed25519 HOST-KEY\n", "%s: ~/.ssh/authorized_keys was written" % what)
+    after = set(os.listdir(store)) if os.path.isdir(store) else set()
+    check("PLANTED" not in after and "authorized_keys" not in after, "%s: a file was planted in the approval store" % what)
+    check(before <= after, "%s: the approval store lost entries: %s" % (what, before - after))
+
+
+def t_real_home_every_mode(d, tmp):
+    """As an ordinary user with a real home (tests/helpers/as-user): the
+    agent links the listed build to the user's own ~/.ssh, or to the user's
+    own approval store, through the user's default daemon (its socket in
+    $XDG_RUNTIME_DIR, its store in ~/.local/state), the embedded CLI and
+    the MCP server, all on the user's default paths. Nothing is written to
+    ~/.ssh/authorized_keys and the store gains no file."""
+    if not AS_USER:
+        raise NotApplicable("the real home of the account vectora-test (tests/helpers/as-user runs this)")
+    home = os.environ["HOME"]
+    check(os.stat(home).st_uid == os.geteuid(), "HOME %s is not this user's" % home)
+    ssh = os.path.join(home, ".ssh")
+    os.makedirs(ssh, mode=0o700, exist_ok=True)
+    keys = os.path.join(ssh, "authorized_keys")
+    with open(keys, "w") as f:
+        f.write("ssh-ed25519 HOST-KEY\n")
+    store = os.path.join(home, ".local/state/vectora-sandbox")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VECTORA_SANDBOX_SOCKET", "VECTORA_SANDBOX_STATE_DIR", "XDG_STATE_HOME")}
+    sock = os.path.join(os.environ["XDG_RUNTIME_DIR"], "vectora-sandbox.sock")
+    # The user's own daemon, every path its default.
+    ud = Daemon(tmp, "user-default", own_socket=False, env=env)
+    try:
+        check(ud.sock == sock and os.path.exists(sock), "the default socket: %s" % ud.sock)
+        for mode in ("daemon", "embedded", "mcp"):
+            for name, target in (("ssh", ssh), ("store", store)):
+                real_home_case(ud, tmp, mode, name, target, env, keys, store)
+    finally:
+        ud.stop()
+
+
 def t_error_lines_carry_no_control_bytes(d, tmp):
     """An error line quotes what vectora.toml says: an escape sequence the
     agent put there (a TOML "\u001b" in a key) reached the host user's
@@ -661,6 +726,7 @@ TESTS = [
     t_repository_in_an_outside_writable_path,
     t_two_stores_one_truth,
     t_error_lines_carry_no_control_bytes,
+    t_real_home_every_mode,
 ]
 
 

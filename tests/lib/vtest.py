@@ -26,6 +26,10 @@ CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
 WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
+# Set by tests/helpers/as-user: this run is the ordinary account
+# vectora-test with its real $HOME and $XDG_RUNTIME_DIR, under a suite
+# that also runs every case as root.
+AS_USER = os.environ.get("VECTORA_TEST_AS_USER") == "1"
 # The jail never runs as host root: as root, workspaces get this owner.
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 
@@ -35,6 +39,19 @@ os.environ.setdefault("VECTORA_MODAL_BRIDGE", os.path.join(SRC, "bridge/modal/br
 
 class Skip(Exception):
     """Raised by a case that cannot run here; the reason is reported."""
+
+
+class NotApplicable(Skip):
+    """Raised by a case that does not apply to this run (said, counted,
+    never a failure, strict or not)."""
+
+
+def needs_root(why):
+    """A case that needs root: under tests/helpers/as-user the same suite's
+    root run has it (not applicable here); anywhere else a skip."""
+    if AS_USER:
+        raise NotApplicable(why + "; the suite's run as root covers it")
+    raise Skip(why)
 
 
 class Tap:
@@ -75,6 +92,14 @@ class Tap:
         self.not_applicable_n += 1
         print("ok %d - %s # SKIP not applicable: %s" % (self.n, name, why), flush=True)
 
+    def root_only(self, name, why):
+        """A case that needs root (see needs_root): not applicable under
+        tests/helpers/as-user, a skip anywhere else."""
+        if AS_USER:
+            self.not_applicable(name, why + "; the suite's run as root covers it")
+        else:
+            self.skip(name, why)
+
     def note(self, text):
         for line in str(text).splitlines():
             print("# " + line)
@@ -86,6 +111,8 @@ class Tap:
         try:
             fn(*args)
             return self.ok(name, True)
+        except NotApplicable as e:
+            self.not_applicable(name, str(e))
         except Skip as e:
             self.skip(name, str(e))
         except Exception:
@@ -183,11 +210,14 @@ class Daemon:
     False); ready once it accepts a connection. prefix: a command that
     execs the daemon's command line given after it (a namespace to run in)."""
 
-    def __init__(self, tmp, name="d", extra=(), pass_fds=(), env=None, audit=True, log_level="debug", prefix=()):
-        self.sock = os.path.join(tmp, name + ".sock")
+    def __init__(self, tmp, name="d", extra=(), pass_fds=(), env=None, audit=True, log_level="debug", prefix=(),
+                 own_socket=True):
+        # own_socket False: the daemon's default, $XDG_RUNTIME_DIR/vectora-sandbox.sock.
+        self.sock = os.path.join(tmp, name + ".sock") if own_socket else \
+            os.path.join((env or os.environ)["XDG_RUNTIME_DIR"], "vectora-sandbox.sock")
         self.log = os.path.join(tmp, name + ".log")
         self.audit = os.path.join(tmp, name + ".audit") if audit else None
-        argv = [DAEMON, "--foreground", "--socket", self.sock, "--log-file", self.log]
+        argv = [DAEMON, "--foreground"] + (["--socket", self.sock] if own_socket else []) + ["--log-file", self.log]
         if log_level:
             argv += ["--log-level", log_level]
         if self.audit:
