@@ -1636,7 +1636,7 @@ def main():
                 tap(False, f"[{ident.name}] {name}", skip=why)
     else:
         if not ROOT:
-            tap(False, "[root] the whole list as root", skip="not running as root")
+            T.root_only("[root] the whole list as root", "not running as root")
         for ident in idents:
             na = BACKEND.identity_not_applicable(ident.uid)
             if na:

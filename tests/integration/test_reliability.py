@@ -66,7 +66,7 @@ def instance_groups(sock):
 
 def need_cgroups(d):
     if not ROOT:
-        raise Skip("cgroups need root (the daemon runs without them as a normal user)")
+        vtest.needs_root("cgroups need root (the daemon runs without them as a normal user)")
     if not d.status()["daemon"].get("cgroups"):
         raise Skip("no writable cgroup hierarchy here: " + str(d.status()["daemon"].get("cgroups_unavailable")))
 
@@ -850,7 +850,11 @@ def t_many_workspaces_watched(d, tmp):
             for _ in range(chunk, min(N, chunk + 10)):
                 r = c.recv()
                 check(r.get("ok") and r["stdout"] == "a\n", r)
-                check(not r["sandbox"]["degraded"], ("degraded", r["id"], r["sandbox"]["degraded"]))
+                # As an ordinary user memory is never enforced per workspace
+                # (no cgroups): that note is expected; any other (a watch
+                # that could not be added) is not.
+                worse = [x for x in r["sandbox"]["degraded"] if ROOT or not x.startswith("memory: not enforced")]
+                check(not worse, ("degraded", r["id"], r["sandbox"]["degraded"]))
         held = inotify_instances(s.pid)
         check(1 <= held <= 4, ("inotify instances held by the daemon", held))
         last = wss[-1]

@@ -26,7 +26,7 @@ import base64
 import platform
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import WORKER, Skip, Tap  # noqa: E402
+from vtest import WORKER, Skip, Tap, needs_root  # noqa: E402
 
 
 class Worker:
@@ -920,7 +920,12 @@ def heap_dirty_kb(pid):
     allocations live; a static worker has no other allocator mapping
     below the mmap threshold)."""
     kb, in_heap = 0, False
-    with open(f"/proc/{pid}/smaps") as f:
+    try:
+        f = open(f"/proc/{pid}/smaps")
+    except PermissionError:
+        # The worker makes itself non-dumpable: only root reads its smaps.
+        needs_root("the worker is not dumpable: only root reads its /proc/PID/smaps")
+    with f:
         for line in f:
             if "-" in line.split(" ", 1)[0]:
                 in_heap = line.rstrip().endswith("[heap]")
