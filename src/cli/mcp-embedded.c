@@ -117,9 +117,39 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         _cleanup_free_ char *cp2 = config_path(e);
         if (cp2 && (!cp || !streq(cp, cp2)))
                 e->config_present = stat(cp2, &e->config_st) == 0;
+        /* What the jail holds between calls: its own processes only. */
+        e->jail_procs = session_jail_procs(e->session);
+        if (e->jail_procs == -ENOMEM)
+                return -ENOMEM;
         /* After the launch: its placeholders are the host's, not a call's. */
         r = host_run_scan(e->policy, &e->host_run);
         return r == -ENOMEM ? r : 0;
+}
+
+/* Nothing of a call lives on in a worker kept between calls: a process
+ * the agent detached (`setsid cmd &`, a double fork) would run in the gap
+ * before the next call, when the host may create a secret that the next
+ * call's plan would mask (masks_unchanged()), and copy it out. The daemon
+ * watches the tree and recycles the jail at once; this server has no
+ * watch, so a jail holding more processes after a call than after its
+ * start is ended now (its pid namespace, strays with it) and the next
+ * call gets a fresh one. The reply says so in jail_restarted. A count
+ * that fails ends the jail too (fail closed). */
+static int end_strays(McpEmbedded *e, json_t *reply) {
+        if (!e->session || e->session->proc.pid <= 0 || e->jail_procs == -EOPNOTSUPP)
+                return 0;
+        int n = session_jail_procs(e->session);
+        if (n == -ENOMEM)
+                return -ENOMEM;
+        if (e->jail_procs >= 0 && n >= 0 && n <= e->jail_procs)
+                return 0;
+        mcp_embedded_done(e);
+        if (n == -ESRCH)
+                return 0; /* it ended by itself: the next call starts one */
+        return json_object_set_new(reply, "jail_restarted",
+                                   json_string("processes the call left running were ended with the jail "
+                                               "(the MCP server without a daemon keeps nothing running between "
+                                               "calls; use the daemon's process tool)")) < 0 ? -ENOMEM : 0;
 }
 
 /* The call through the core's tool call (tool-call.h), as the daemon
@@ -145,12 +175,13 @@ static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, 
                         return *ret_reply ? 0 : -ENOMEM;
                 }
                 *ret_reply = error_reply(kind, vs_error_message(err));
-                if (*ret_reply && (add_sandbox(e, *ret_reply) < 0 || add_host_run(e, *ret_reply) < 0))
+                if (*ret_reply && (add_sandbox(e, *ret_reply) < 0 || add_host_run(e, *ret_reply) < 0 ||
+                                   end_strays(e, *ret_reply) < 0))
                         return -ENOMEM;
                 return *ret_reply ? 0 : -ENOMEM;
         }
         if (json_object_set_new(result, "ok", json_true()) < 0 || add_sandbox(e, result) < 0 ||
-            add_host_run(e, result) < 0) {
+            add_host_run(e, result) < 0 || end_strays(e, result) < 0) {
                 json_decref(result);
                 jsonl_msg_done(&m);
                 return -ENOMEM;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "session.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -159,6 +161,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         s->sandboxed = l->sandboxed;
         s->local = !l->backend_name || streq(l->backend_name, "local");
+        s->own_pid_ns = s->local && l->own_pid_ns;
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)
                 return r;
@@ -219,6 +222,63 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
         s->git_base = base;
         s->git_roots = copy;
         return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+/* The children of every thread of pid (/proc/PID/task/TID/children), each
+ * appended to *queue. The kernel lists a child under the thread that made it. */
+static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno; /* gone meanwhile: no children */
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char path[64 + sizeof de->d_name + 16];
+                snprintf(path, sizeof path, "%s/%s/children", dir, de->d_name);
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                if (!f)
+                        continue; /* the thread ended meanwhile */
+                long child;
+                while (fscanf(f, "%ld", &child) == 1) {
+                        if (*n == *cap) {
+                                size_t nc = *cap ? *cap * 2 : 16;
+                                pid_t *q = reallocarray(*queue, nc, sizeof *q);
+                                if (!q)
+                                        return -ENOMEM;
+                                *queue = q;
+                                *cap = nc;
+                        }
+                        (*queue)[(*n)++] = (pid_t)child;
+                }
+        }
+        return 0;
+}
+
+int session_jail_procs(const VsSession *s) {
+        if (!s->own_pid_ns || !s->sandboxed)
+                return -EOPNOTSUPP;
+        if (s->proc.pid <= 0 || kill(s->proc.pid, 0) < 0)
+                return -ESRCH;
+        /* Breadth first from pid 1 of the namespace; a pid namespace is a
+         * tree, so nothing is seen twice. */
+        _cleanup_free_ pid_t *queue = malloc(16 * sizeof *queue);
+        if (!queue)
+                return -ENOMEM;
+        size_t n = 1, cap = 16;
+        queue[0] = s->proc.pid;
+        for (size_t i = 0; i < n; i++) {
+                if (n > 1u << 20)
+                        return -E2BIG;
+                int r = children_of(queue[i], &queue, &n, &cap);
+                if (r < 0)
+                        return r;
+        }
+        return (int)n;
 }
 
 void session_stop(VsSession *s) {

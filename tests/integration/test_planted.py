@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import AS_USER, CLI, DAEMON, OWNER, ROOT, Daemon, NotApplicable, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402
@@ -437,34 +438,51 @@ def t_hard_link_made_in_the_remask_window(d, tmp):
 
 
 
+class McpSession:
+    """`vectora-sandbox mcp -w WS` without a daemon, one process for many
+    terminal calls (its worker kept between them)."""
+
+    def __init__(self, ws):
+        e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+        e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"
+        e.update(EMBEDDED_STATE)
+        self.p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=e, text=True)
+        self.next_id = 1
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "1"}}})
+        self.p.stdout.readline()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, m):
+        self.p.stdin.write(json.dumps(m) + "\n")
+        self.p.stdin.flush()
+
+    def call(self, command):
+        """The tool's result (structuredContent when there is one) as JSON text."""
+        self.next_id += 1
+        i = self.next_id
+        self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "terminal", "arguments": {"command": command}}})
+        while True:
+            m = json.loads(self.p.stdout.readline())
+            if m.get("id") == i:
+                return m
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(20)
+
+
 def t_mcp_session_masks_over_time(d, tmp):
     """`vectora-sandbox mcp` without a daemon keeps one worker for its
     session: a .env the host creates between two calls is masked for the
     second (it was readable through terminal)."""
     ws = make_ws(tmp, "mcp-session", '[sandbox]\nmask = [".env", "**/*.pem"]\n', {"sub/keep.txt": "k\n"})
-    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
-    e["XDG_RUNTIME_DIR"] = "/nonexistent-vs-test"
-    e.update(EMBEDDED_STATE)
-    p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, env=e, text=True)
-
-    def send(m):
-        p.stdin.write(json.dumps(m) + "\n")
-        p.stdin.flush()
-
-    def call(i, command):
-        send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-              "params": {"name": "terminal", "arguments": {"command": command}}})
-        while True:
-            m = json.loads(p.stdout.readline())
-            if m.get("id") == i:
-                return m
+    s = McpSession(ws)
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        p.stdout.readline()
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        r = call(2, "echo warm")
+        r = s.call("echo warm")
         check("warm" in json.dumps(r), r)
         for n, rel in enumerate((".env", "sub/deeper/key.pem")):
             path = os.path.join(ws, rel)
@@ -474,11 +492,46 @@ def t_mcp_session_masks_over_time(d, tmp):
             if ROOT:  # the new file and directory only: vectora.toml's ctime must not change
                 os.chown(path, OWNER.pw_uid, OWNER.pw_gid)
                 os.chown(os.path.dirname(path), OWNER.pw_uid, OWNER.pw_gid)
-            r = call(3 + n, "cat %s; echo end" % rel)
+            r = s.call("cat %s; echo end" % rel)
             check("end" in json.dumps(r) and "LEAKED" not in json.dumps(r), "%s readable in the session: %s" % (rel, r))
     finally:
-        p.stdin.close()
-        p.wait(20)
+        s.close()
+
+
+def t_mcp_session_keeps_nothing_running(d, tmp):
+    """The MCP server without a daemon has no watch: a process the agent
+    detached in one call (setsid, a double fork) ran on in the session's
+    worker between calls and copied a .env the host created meanwhile
+    into the workspace. Now a call that leaves a process behind ends its
+    jail (jail_restarted), and a call that leaves nothing keeps the warm
+    worker."""
+    thief = "while :; do cat .env >> stolen.txt 2>/dev/null; sleep 0.02; done"
+    for n, start in enumerate(("setsid sh -c '%s' </dev/null >/dev/null 2>&1 &" % thief,
+                               "(sh -c '%s' </dev/null >/dev/null 2>&1 &);" % thief,
+                               "nohup sh -c '%s' </dev/null >/dev/null 2>&1 &" % thief)):
+        ws = make_ws(tmp, "mcp-strays-%d" % n, '[sandbox]\nmask = [".env"]\n')
+        s = McpSession(ws)
+        try:
+            first = s.call("echo warm")
+            again = s.call("echo warm")
+            check("jail_restarted" not in json.dumps(first) + json.dumps(again),
+                  "a call that left nothing restarted the jail: %s" % again)
+            r = s.call(start + " echo started")
+            check("started" in json.dumps(r), "variant %d: the call that left a process: %s" % (n, r))
+            path = os.path.join(ws, ".env")
+            with open(path, "w") as f:
+                f.write("SECRET-%d\n" % n)
+            if ROOT:
+                os.chown(path, OWNER.pw_uid, OWNER.pw_gid)
+            time.sleep(0.5)
+            stolen = os.path.join(ws, "stolen.txt")
+            got = open(stolen).read() if os.path.exists(stolen) else ""
+            check("SECRET" not in got, "variant %d: the detached process copied the secret: %r" % (n, got))
+            check("jail_restarted" in json.dumps(r), "variant %d: the reply does not say the jail ended: %s" % (n, r))
+            r = s.call("cat .env; echo end")
+            check("end" in json.dumps(r) and "SECRET" not in json.dumps(r), r)
+        finally:
+            s.close()
 
 
 def repointed_case(run, tmp, name):
@@ -721,6 +774,7 @@ TESTS = [
     t_hard_link_of_masked_file,
     t_hard_link_made_in_the_remask_window,
     t_mcp_session_masks_over_time,
+    t_mcp_session_keeps_nothing_running,
     t_listed_path_repointed_needs_approval,
     t_uncovered_workspace_is_masked,
     t_repository_in_an_outside_writable_path,
