@@ -3,9 +3,13 @@
 
 /* File descriptor helpers. All return a negative errno on failure. */
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include "macro.h"
+
+/* _cleanup_(closedirp) DIR *d = opendir(...); */
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);

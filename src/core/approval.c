@@ -364,6 +364,61 @@ static VsPolicy *served_policy(const char *store, const char *root) {
         return p;
 }
 
+/* The writable paths sandboxed workspaces list outside themselves, as the
+ * store's records say they resolved when approved (STORE/approved-*.paths;
+ * a path inside its workspace is recorded "./x" and needs nothing here:
+ * the workspace root is found by its vectora.toml). A store that is not
+ * there yet has none. */
+static int store_writable(const char *store, char ***ret) {
+        _cleanup_strv_free_ char **out = NULL;
+        _cleanup_(closedirp) DIR *d = opendir(store);
+        if (!d) {
+                *ret = NULL;
+                return errno == ENOENT ? 0 : -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                const char *n = de->d_name;
+                size_t len = strlen(n);
+                if (strncmp(n, "approved-", 9) != 0 || len < 6 || !streq(n + len - 6, ".paths"))
+                        continue;
+                _cleanup_close_ int fd = openat(dirfd(d), n, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+                _cleanup_free_ char *text = NULL;
+                size_t tlen = 0;
+                if (fd < 0 || read_fd_all(fd, ENTRY_MAX_SIZE, &text, &tlen) < 0)
+                        continue; /* being replaced (renamed over) meanwhile */
+                json_t *rec = json_loadb(text, tlen, 0, NULL);
+                json_t *a = json_object_get(rec, "rw_paths");
+                for (size_t i = 0; i < json_array_size(a); i++) {
+                        const char *r = json_string_value(json_object_get(json_array_get(a, i), "resolved"));
+                        if (r && r[0] == '/' && !strv_contains(out, r) && strv_extend(&out, r) < 0) {
+                                json_decref(rec);
+                                return -ENOMEM;
+                        }
+                }
+                json_decref(rec);
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* store_writable() for dir, only when dir as written goes through a
+ * symlink (it is not its own canonical path): without one no link can be
+ * met on the way, and the store is not read on every call. */
+static int writable_for(const char *store, const char *dir, char ***ret) {
+        *ret = NULL;
+        _cleanup_free_ char *cwd = NULL, *joined = NULL, *lexical = NULL, *canon = realpath(dir, NULL);
+        if (!canon)
+                return 0; /* config_locate() reports it */
+        if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
+                return 0;
+        if (cwd && !(joined = path_join(cwd, dir)))
+                return -ENOMEM;
+        if (!(lexical = path_normalize(joined ? joined : dir)))
+                return -ENOMEM;
+        return streq(lexical, canon) ? 0 : store_writable(store, ret);
+}
+
 static bool nested_tightens(const char *store, const char *nested, const char *outer) {
         _cleanup_(policy_freep) VsPolicy *n = NULL, *o = served_policy(store, outer);
         return o && !o->sandboxed && config_load(nested, &n, NULL) >= 0 && n->sandboxed;
@@ -372,9 +427,14 @@ static bool nested_tightens(const char *store, const char *nested, const char *o
 int approval_locate(const char *store, const char *dir, char **ret_root, char **ret_dir, char **ret_pending,
                     VsError **err) {
         _cleanup_free_ char *canon = NULL, *first = NULL, *pending = NULL;
-        /* config_locate canonicalizes and checks the directory; its answer
-         * is refined here by the entries. */
-        int r = config_locate(dir, &first, &canon, err);
+        _cleanup_strv_free_ char **writable = NULL;
+        /* config_locate canonicalizes and checks the directory (also
+         * against the jails' writable paths outside their workspaces); its
+         * answer is refined here by the entries. */
+        int r = writable_for(store, dir, &writable);
+        if (r == -ENOMEM)
+                return r;
+        r = config_locate_beneath(dir, writable, &first, &canon, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *cur = NULL;
@@ -584,7 +644,7 @@ static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_
  * Then a loosening pending in one is pending in the other, not "first
  * seen". -ENOENT when there is none. */
 static int other_store_entry(const char *store, const char *root, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *name = entry_path("", root), *home = NULL;
+        _cleanup_free_ char *name = entry_path("", root);
         if (!name)
                 return -ENOMEM;
         const char *base = name[0] == '/' ? name + 1 : name;
@@ -733,7 +793,11 @@ static int text_diff(const char *a, const char *b, char ***ret) {
 int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsError **err) {
         _cleanup_free_ char *first = NULL, *canon = NULL, *root = NULL, *text = NULL, *atext = NULL;
         size_t len = 0, alen = 0;
-        int r = config_locate(dir, &first, &canon, err);
+        _cleanup_strv_free_ char **writable = NULL;
+        int r = writable_for(store, dir, &writable);
+        if (r == -ENOMEM)
+                return r;
+        r = config_locate_beneath(dir, writable, &first, &canon, err);
         if (r < 0)
                 return r;
         /* The nearest file, or entry: a directory whose vectora.toml is

@@ -224,8 +224,6 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
         return 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-
 /* The children of every thread of pid (/proc/PID/task/TID/children), each
  * appended to *queue. The kernel lists a child under the thread that made it. */
 static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {

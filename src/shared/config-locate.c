@@ -13,6 +13,7 @@
 #include "chase.h"
 #include "config.h"
 #include "path-util.h"
+#include "strv.h"
 
 /* A workspace root: a directory holding a vectora.toml (anything at the
  * name claims it, as config_locate() below). */
@@ -26,37 +27,49 @@ static bool holds_config(int dirfd, const char *path, void *userdata) {
  * must not find no config at / and run unsandboxed, nor `sub -> ~/other`
  * be served by ~/other's policy. The path as written is walked from /,
  * following the host's links, until a link inside a workspace met on the
- * way: where that leads must stay in that workspace. canon is what dir
- * resolves to. */
-static int check_as_written(const char *dir, const char *canon, VsError **err) {
+ * way: where that leads must stay in that workspace. A writable path
+ * that sandboxed workspaces list outside themselves counts as one (the
+ * jails write there). canon is what dir resolves to. */
+static int check_as_written(const char *dir, const char *canon, char *const *writable, VsError **err) {
         _cleanup_free_ char *cwd = NULL, *joined = NULL;
         if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
                 return vs_error_set_kind(err, -errno, "workspace_invalid", "workspace %s: the current directory: %m", dir);
         if (cwd && !(joined = path_join(cwd, dir)))
                 return -ENOMEM;
         ChaseResult cr;
-        int r = chase_path_dynamic(joined ? joined : dir, NULL, holds_config, NULL, &cr);
+        int r = chase_path_dynamic(joined ? joined : dir, writable, holds_config, NULL, &cr);
         if (r != -ELOOP || !cr.link_root || path_is_below_or_equal(canon, cr.link_root)) {
                 chase_result_done(&cr);
                 return 0;
         }
-        r = vs_error_set_kind(err, -EXDEV, "workspace_invalid",
-                              "workspace %s lies in the workspace %s as written, but resolves through the symlink %s -> "
-                              "%s to %s, outside it; a link never takes a tool out of its workspace's jail: name the "
-                              "directory by its real path",
-                              dir, cr.link_root, cr.link, cr.link_target, canon);
+        if (strv_contains(writable, cr.link_root))
+                r = vs_error_set_kind(err, -EXDEV, "workspace_invalid",
+                                      "workspace %s lies in %s as written, a writable path of a sandboxed workspace, but "
+                                      "resolves through the symlink %s -> %s to %s, outside it; a link a jail can make "
+                                      "never takes a tool out of the jail: name the directory by its real path",
+                                      dir, cr.link_root, cr.link, cr.link_target, canon);
+        else
+                r = vs_error_set_kind(err, -EXDEV, "workspace_invalid",
+                                      "workspace %s lies in the workspace %s as written, but resolves through the "
+                                      "symlink %s -> %s to %s, outside it; a link never takes a tool out of its "
+                                      "workspace's jail: name the directory by its real path",
+                                      dir, cr.link_root, cr.link, cr.link_target, canon);
         chase_result_done(&cr);
         return r;
 }
 
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err) {
+        return config_locate_beneath(dir, NULL, ret_root, ret_dir, err);
+}
+
+int config_locate_beneath(const char *dir, char *const *writable, char **ret_root, char **ret_dir, VsError **err) {
         _cleanup_free_ char *canon = realpath(dir, NULL);
         if (!canon)
                 return vs_error_set_kind(err, -errno, "workspace_not_found", "workspace %s: %m", dir);
         struct stat st;
         if (stat(canon, &st) < 0 || !S_ISDIR(st.st_mode))
                 return vs_error_set_kind(err, -ENOTDIR, "workspace_invalid", "workspace %s is not a directory", canon);
-        int r = check_as_written(dir, canon, err);
+        int r = check_as_written(dir, canon, writable, err);
         if (r < 0)
                 return r;
 

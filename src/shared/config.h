@@ -155,6 +155,12 @@ int config_from_text(const char *workspace, const char *text, size_t len, VsPoli
  * without one anywhere above, dir itself. *ret_root and *ret_dir (may be
  * NULL) are canonical absolute paths; *ret_dir is dir canonicalized. */
 int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err);
+/* The same, where writable (NULL-terminated canonical paths, or NULL) are
+ * the listed writable paths of sandboxed workspaces outside them: a jail
+ * writes there too, so a link met in one that leads out of it is refused
+ * like one in a workspace (`-w /srv/shared/escape`, the agent's
+ * `escape -> /`). */
+int config_locate_beneath(const char *dir, char *const *writable, char **ret_root, char **ret_dir, VsError **err);
 
 /* protect's default: .envrc, .vscode/tasks.json and settings.json,
  * .mcp.json, .claude/settings.json and settings.local.json. */

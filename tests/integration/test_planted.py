@@ -629,6 +629,53 @@ def t_repository_in_an_outside_writable_path(d, tmp):
         check(not os.path.exists(marker), "%s: the host's git ran the jail's program" % mode)
 
 
+def t_link_in_an_outside_writable_path(d, tmp):
+    """rw_paths = [".", "/srv/shared"]: the agent makes /srv/shared/escape
+    -> / and a platform passes the agent's working directory
+    (`-w /srv/shared/escape`). It found no vectora.toml at / and ran
+    unsandboxed on the host. A link met in a writable path that a
+    sandboxed workspace lists outside itself is refused like one in the
+    workspace, through the daemon, the embedded CLI and the MCP server;
+    a real directory there without a vectora.toml is still served as one
+    (it is no workspace)."""
+    for mode in ("daemon", "embedded", "mcp"):
+        shared = os.path.join(tmp, "outside-rw-" + mode)
+        os.makedirs(os.path.join(shared, "real"))
+        chown_tree(shared)
+        ws = make_ws(tmp, "outside-rw-ws-" + mode, '[sandbox]\nrw_paths = [".", "%s"]\n' % shared)
+        marker = "/var/tmp/vs-outside-rw-%s-%d" % (mode, os.getpid())
+        plant = "ln -s / %s/escape && echo planted" % shared
+        escape = os.path.join(shared, "escape")
+        host_cmd = "touch %s; id -u" % marker
+
+        if mode == "daemon":
+            def run(w, cmd):
+                r = d.call({"tool": "terminal", "workspace": w, "command": cmd})
+                return bool(r.get("ok")), json.dumps(r)
+        elif mode == "embedded":
+            def run(w, cmd):
+                p = cli("run", "--json", "-w", w, cmd)
+                return p.returncode == 0, p.stdout + p.stderr
+        else:
+            def run(w, cmd):
+                m = mcp_terminal(w, cmd)
+                res = m.get("result") or {}
+                return bool(res) and not res.get("isError"), json.dumps(m)
+        ran, out = run(ws, plant)
+        check(ran and "planted" in out, "%s: the agent's call: %s" % (mode, out))
+        ran, out = run(escape, host_cmd)
+        try:
+            check(not os.path.exists(marker), "%s: -w %s ran on the host: %s" % (mode, escape, out))
+            check(not ran and "a writable path of a sandboxed workspace" in out and "symlink" in out,
+                  "%s: the refusal: %s" % (mode, out))
+        finally:
+            if os.path.exists(marker):
+                os.unlink(marker)
+        # A real directory there, named by its real path: no workspace, served as any directory is.
+        ran, out = run(os.path.join(shared, "real"), "echo served")
+        check(ran and "served" in out, "%s: the real directory: %s" % (mode, out))
+
+
 def t_two_stores_one_truth(d, tmp):
     """The root daemon's store and a user's embedded store: a loosening
     pending in one is pending in the other, not "first seen" (it applied at
@@ -778,6 +825,7 @@ TESTS = [
     t_listed_path_repointed_needs_approval,
     t_uncovered_workspace_is_masked,
     t_repository_in_an_outside_writable_path,
+    t_link_in_an_outside_writable_path,
     t_two_stores_one_truth,
     t_error_lines_carry_no_control_bytes,
     t_real_home_every_mode,
