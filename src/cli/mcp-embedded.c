@@ -21,6 +21,7 @@ void mcp_embedded_done(McpEmbedded *e) {
         free(TAKE_PTR(e->pending));
         strv_free(TAKE_PTR(e->masked));
         host_run_scan_free(TAKE_PTR(e->host_run));
+        free(TAKE_PTR(e->jail_pids));
 }
 
 /* Masks over time for a worker kept between calls: a masked path that
@@ -118,8 +119,8 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         if (cp2 && (!cp || !streq(cp, cp2)))
                 e->config_present = stat(cp2, &e->config_st) == 0;
         /* What the jail holds between calls: its own processes only. */
-        e->jail_procs = session_jail_procs(e->session);
-        if (e->jail_procs == -ENOMEM)
+        e->n_jail_pids = session_jail_pids(e->session, &e->jail_pids);
+        if (e->n_jail_pids == -ENOMEM)
                 return -ENOMEM;
         /* After the launch: its placeholders are the host's, not a call's. */
         r = host_run_scan(e->policy, &e->host_run);
@@ -131,17 +132,20 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
  * before the next call, when the host may create a secret that the next
  * call's plan would mask (masks_unchanged()), and copy it out. The daemon
  * watches the tree and recycles the jail at once; this server has no
- * watch, so a jail holding more processes after a call than after its
- * start is ended now (its pid namespace, strays with it) and the next
- * call gets a fresh one. The reply says so in jail_restarted. A count
- * that fails ends the jail too (fail closed). */
+ * watch, so a jail whose processes after a call are not the very ones it
+ * had after its start (a stray added; or one of its own replaced, a
+ * stray that killed the worker to keep the count) is ended now (its pid
+ * namespace, strays with it) and the next call gets a fresh one. The
+ * reply says so in jail_restarted. A look that fails ends the jail too
+ * (fail closed). */
 static int end_strays(McpEmbedded *e, json_t *reply) {
-        if (!e->session || e->session->proc.pid <= 0 || e->jail_procs == -EOPNOTSUPP)
+        if (!e->session || e->session->proc.pid <= 0 || e->n_jail_pids == -EOPNOTSUPP)
                 return 0;
-        int n = session_jail_procs(e->session);
+        _cleanup_free_ pid_t *now = NULL;
+        int n = session_jail_pids(e->session, &now);
         if (n == -ENOMEM)
                 return -ENOMEM;
-        if (e->jail_procs >= 0 && n >= 0 && n <= e->jail_procs)
+        if (e->n_jail_pids >= 0 && n == e->n_jail_pids && memcmp(now, e->jail_pids, (size_t)n * sizeof *now) == 0)
                 return 0;
         mcp_embedded_done(e);
         if (n == -ESRCH)

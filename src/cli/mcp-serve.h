@@ -25,7 +25,8 @@ typedef struct McpEmbedded {
         char *pending;         /* a loosening waiting for `vectora-sandbox allow` (approval.h), or NULL */
         char **masked;         /* what the masks covered when the session started (tools_masked_now) */
         struct VsHostRunScan *host_run; /* the files the host runs later as the last call left them */
-        int jail_procs;        /* the jail's processes after its start (session_jail_procs), or < 0 */
+        pid_t *jail_pids;      /* the jail's processes after its start (session_jail_pids), sorted */
+        int n_jail_pids;       /* how many, or < 0: not counted */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

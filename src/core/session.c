@@ -257,7 +257,13 @@ static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {
         return 0;
 }
 
-int session_jail_procs(const VsSession *s) {
+static int pid_cmp(const void *a, const void *b) {
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
+int session_jail_pids(const VsSession *s, pid_t **ret) {
+        *ret = NULL;
         if (!s->own_pid_ns || !s->sandboxed)
                 return -EOPNOTSUPP;
         if (s->proc.pid <= 0 || kill(s->proc.pid, 0) < 0)
@@ -276,6 +282,8 @@ int session_jail_procs(const VsSession *s) {
                 if (r < 0)
                         return r;
         }
+        qsort(queue, n, sizeof *queue, pid_cmp);
+        *ret = TAKE_PTR(queue);
         return (int)n;
 }
 

@@ -55,13 +55,15 @@ int session_watch_git(VsSession *s, struct VsGitRepos *base, char *const *roots)
  * and its path and the new one appended to *paths (may be NULL). How many
  * were put aside. Also run by session_end(). */
 int session_git_sweep(VsSession *s, char ***paths);
-/* How many processes the jail holds now: proc.pid (pid 1 of the jail's
- * own pid namespace) and every descendant, which is every process in that
- * namespace (an orphan, a setsid'd daemon, is reparented to pid 1 there).
- * -EOPNOTSUPP when the jail is not a pid namespace of this host (another
- * backend, or no jail); -ESRCH when it has ended. A caller compares two
- * counts: more than after the start means something outlived its call. */
-int session_jail_procs(const VsSession *s);
+/* The processes the jail holds now: proc.pid (pid 1 of the jail's own pid
+ * namespace) and every descendant, which is every process in that
+ * namespace (an orphan, a setsid'd daemon, is reparented to pid 1 there),
+ * as host pids, sorted, in *ret (malloc'd). Returns how many; -EOPNOTSUPP
+ * when the jail is not a pid namespace of this host (another backend, or
+ * no jail); -ESRCH when it has ended. A caller compares two lists: any
+ * other than after the start means something outlived its call (or
+ * replaced one of the jail's own). */
+int session_jail_pids(const VsSession *s, pid_t **ret);
 /* Ends the worker now (its jail with it); the session only answers
  * errors after. */
 void session_stop(VsSession *s);
