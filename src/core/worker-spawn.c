@@ -301,6 +301,17 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                         return vs_error_set_kind(err, -EACCES, "sandbox_unavailable",
                                                  "%s: permission denied for uid %u; the worker and bwrap must be readable and executable by the workspace owner",
                                                  l->argv[0], (unsigned)l->uid);
+                /* A container (systemd-nspawn, docker) mounts over parts of
+                 * /proc (/proc/sys read-only): the kernel then refuses a
+                 * user namespace's own /proc, and the write of the jail's
+                 * inotify share meets a read-only /proc/sys. */
+                if ((msg[0] == STEP_PROC && msg[1] == EPERM) || (msg[0] == STEP_USERNS && msg[1] == EROFS))
+                        return vs_error_set_kind(err, -msg[1], "sandbox_unavailable",
+                                                 "starting %s: %s: %s: this host mounts over parts of /proc (a "
+                                                 "container: /proc/sys read-only), so an ordinary user cannot give the "
+                                                 "jail a /proc of its own here; run vectora-sandboxd as root (the "
+                                                 "system unit), or run outside the container",
+                                                 l->argv[0], step_name(msg[0]), strerror(msg[1]));
                 return vs_error_set_kind(err, -msg[1], "sandbox_unavailable", "starting %s: %s: %s", l->argv[0],
                                          step_name(msg[0]), strerror(msg[1]));
         }

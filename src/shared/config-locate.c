@@ -22,6 +22,30 @@ static bool holds_config(int dirfd, const char *path, void *userdata) {
         return fstatat(dirfd, VS_CONFIG_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* The writable paths of sandboxed workspaces outside them, known by their
+ * directories (device and inode): one the host also reaches under another
+ * name (a bind mount of it) is the same directory, so the same root. */
+typedef struct WritableDirs {
+        size_t n;
+        struct stat *st;
+} WritableDirs;
+
+static bool is_writable_dir(int dirfd, const WritableDirs *w) {
+        struct stat st;
+        if (!w->n || fstat(dirfd, &st) < 0)
+                return false;
+        for (size_t i = 0; i < w->n; i++)
+                if (w->st[i].st_dev == st.st_dev && w->st[i].st_ino == st.st_ino)
+                        return true;
+        return false;
+}
+
+/* An untrusted root met on the way: a workspace root, or a writable path
+ * a sandboxed workspace lists outside itself (the jails write there). */
+static bool untrusted_root(int dirfd, const char *path, void *userdata) {
+        return holds_config(dirfd, path, NULL) || is_writable_dir(dirfd, userdata);
+}
+
 /* A directory that lies, as written, in a workspace is served by that
  * workspace or refused: `-w ~/proj/escape` with the agent's `escape -> /`
  * must not find no config at / and run unsandboxed, nor `sub -> ~/other`
@@ -29,20 +53,36 @@ static bool holds_config(int dirfd, const char *path, void *userdata) {
  * following the host's links, until a link inside a workspace met on the
  * way: where that leads must stay in that workspace. A writable path
  * that sandboxed workspaces list outside themselves counts as one (the
- * jails write there). canon is what dir resolves to. */
+ * jails write there), under any name. canon is what dir resolves to. */
 static int check_as_written(const char *dir, const char *canon, char *const *writable, VsError **err) {
         _cleanup_free_ char *cwd = NULL, *joined = NULL;
         if (dir[0] != '/' && !(cwd = getcwd(NULL, 0)))
                 return vs_error_set_kind(err, -errno, "workspace_invalid", "workspace %s: the current directory: %m", dir);
         if (cwd && !(joined = path_join(cwd, dir)))
                 return -ENOMEM;
+        WritableDirs w = { 0 };
+        _cleanup_free_ struct stat *sts = calloc(strv_length(writable) + 1, sizeof *sts);
+        if (!sts)
+                return -ENOMEM;
+        /* What each names now (the host's own path, recorded canonical);
+         * one gone names nothing. */
+        for (char *const *p = writable; p && *p; p++)
+                if (stat(*p, &sts[w.n]) == 0 && S_ISDIR(sts[w.n].st_mode))
+                        w.n++;
+        w.st = sts;
         ChaseResult cr;
-        int r = chase_path_dynamic(joined ? joined : dir, writable, holds_config, NULL, &cr);
+        int r = chase_path_dynamic(joined ? joined : dir, NULL, untrusted_root, &w, &cr);
         if (r != -ELOOP || !cr.link_root || path_is_below_or_equal(canon, cr.link_root)) {
                 chase_result_done(&cr);
                 return 0;
         }
-        if (strv_contains(writable, cr.link_root))
+        struct stat st;
+        _cleanup_free_ char *cfg = path_join(cr.link_root, VS_CONFIG_FILE);
+        if (!cfg) {
+                chase_result_done(&cr);
+                return -ENOMEM;
+        }
+        if (lstat(cfg, &st) < 0)
                 r = vs_error_set_kind(err, -EXDEV, "workspace_invalid",
                                       "workspace %s lies in %s as written, a writable path of a sandboxed workspace, but "
                                       "resolves through the symlink %s -> %s to %s, outside it; a link a jail can make "

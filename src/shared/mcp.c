@@ -470,6 +470,9 @@ static int append_status(StrBuf *out, json_t *reply) {
                                                          json_string_value(v));
         if (json_array_size(hr))
                 r |= strbuf_appends(out, "; review them before the host's tools open this directory]");
+        const char *restarted = json_string_value(json_object_get(reply, "jail_restarted"));
+        if (restarted)
+                r |= strbuf_appendf(out, "\n[jail restarted: %s]", restarted);
         return r < 0 ? -ENOMEM : 0;
 }
 

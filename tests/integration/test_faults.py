@@ -591,7 +591,33 @@ def t_watch_failure_is_reported(tmp):
             hog.wait()
         d.stop()
 
-TESTS = [t_process_ids_not_reused, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
+def t_read_only_proc_sys(tmp):
+    """In a container whose /proc/sys is mounted read-only (systemd-nspawn,
+    docker), an ordinary user's jail cannot start: the kernel refuses a
+    user namespace's own /proc there (bwrap's too). Found by running the
+    units under a real systemd in systemd-nspawn: the refusal said only
+    "mapping the caller's uid and gid ...: Read-only file system". It is
+    refused (nothing runs) with the reason and what to do."""
+    if os.geteuid() != 0:
+        needs_root("a read-only /proc/sys of its own needs a mount namespace (root)")
+    uid = 65534
+    ws = make_ws(tmp, "ro-proc-sys", SANDBOX, {".env": "SECRET=1\n"})
+    state = os.path.join(tmp, "ro-proc-sys-state")
+    os.makedirs(state)
+    os.chown(state, uid, uid)
+    env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    env.update(HOME=state, XDG_RUNTIME_DIR="/nonexistent-vs-test", VECTORA_SANDBOX_STATE_DIR=state)
+    script = ('mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && '
+              'exec setpriv --reuid=%d --regid=%d --clear-groups -- "$@"' % (uid, uid))
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
+                        CLI, "--no-daemon", "run", "--json", "-w", ws, "cat .env; echo ran"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    check(p.returncode == 125, "not refused (125: nothing ran): %s" % (p.stdout + p.stderr))
+    check("mounts over parts of /proc" in p.stdout + p.stderr and "run vectora-sandboxd as root" in p.stdout + p.stderr,
+          "the refusal does not say why: %s" % (p.stdout + p.stderr))
+
+
+TESTS = [t_process_ids_not_reused, t_read_only_proc_sys, t_audit_on_a_full_disk, t_runtime_dir_option, t_daemon_lost_is_not_nothing_ran,
          t_jail_cannot_starve_the_daemons_watches, t_full_spool_fails_one_reply,
          t_deleted_config_is_not_recreated, t_full_state_dir_recovers_on_the_next_call,
          t_two_daemons_share_one_state_dir, t_unsandboxed_processes_end_with_the_daemon,

@@ -528,6 +528,8 @@ def t_mcp_session_keeps_nothing_running(d, tmp):
             got = open(stolen).read() if os.path.exists(stolen) else ""
             check("SECRET" not in got, "variant %d: the detached process copied the secret: %r" % (n, got))
             check("jail_restarted" in json.dumps(r), "variant %d: the reply does not say the jail ended: %s" % (n, r))
+            text = " ".join(c.get("text", "") for c in r["result"]["content"])
+            check("[jail restarted:" in text, "variant %d: the text an MCP client shows does not say it: %s" % (n, text))
             r = s.call("cat .env; echo end")
             check("end" in json.dumps(r) and "SECRET" not in json.dumps(r), r)
         finally:
@@ -637,7 +639,8 @@ def t_link_in_an_outside_writable_path(d, tmp):
     sandboxed workspace lists outside itself is refused like one in the
     workspace, through the daemon, the embedded CLI and the MCP server;
     a real directory there without a vectora.toml is still served as one
-    (it is no workspace)."""
+    (it is no workspace). As root also through a bind mount of the shared
+    path (the same directory under another name)."""
     for mode in ("daemon", "embedded", "mcp"):
         shared = os.path.join(tmp, "outside-rw-" + mode)
         os.makedirs(os.path.join(shared, "real"))
@@ -663,14 +666,27 @@ def t_link_in_an_outside_writable_path(d, tmp):
                 return bool(res) and not res.get("isError"), json.dumps(m)
         ran, out = run(ws, plant)
         check(ran and "planted" in out, "%s: the agent's call: %s" % (mode, out))
-        ran, out = run(escape, host_cmd)
+        names = [escape]
+        alias = os.path.join(tmp, "outside-rw-alias-" + mode)
+        if ROOT:
+            # The host reaches the same directory under a second name (a
+            # bind mount): still the jail's writable path (review finding).
+            os.makedirs(alias)
+            subprocess.run(["mount", "--bind", shared, alias], check=True)
+            names.append(os.path.join(alias, "escape"))
         try:
-            check(not os.path.exists(marker), "%s: -w %s ran on the host: %s" % (mode, escape, out))
-            check(not ran and "a writable path of a sandboxed workspace" in out and "symlink" in out,
-                  "%s: the refusal: %s" % (mode, out))
+            for name in names:
+                ran, out = run(name, host_cmd)
+                try:
+                    check(not os.path.exists(marker), "%s: -w %s ran on the host: %s" % (mode, name, out))
+                    check(not ran and "a writable path of a sandboxed workspace" in out and "symlink" in out,
+                          "%s: the refusal of %s: %s" % (mode, name, out))
+                finally:
+                    if os.path.exists(marker):
+                        os.unlink(marker)
         finally:
-            if os.path.exists(marker):
-                os.unlink(marker)
+            if ROOT:
+                subprocess.run(["umount", alias])
         # A real directory there, named by its real path: no workspace, served as any directory is.
         ran, out = run(os.path.join(shared, "real"), "echo served")
         check(ran and "served" in out, "%s: the real directory: %s" % (mode, out))
