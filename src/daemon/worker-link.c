@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "cgroup.h"
 #include "log.h"
@@ -297,6 +298,30 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
         buf->len = n;
 }
 
+/* How the jail ended, when its end of the socket closed before the reap
+ * (the usual order): its pid 1 is looked at without reaping it (WNOWAIT;
+ * link_reaped() still reaps), for up to 20 ms while the namespace is torn
+ * down. A crash is rare, and "killed by signal 9" (the OOM killer, a
+ * SIGKILL from outside) or "exited with status 1" tells the cause where
+ * "end of its output" told nothing. Empty when it is still running. */
+static void jail_end_status(pid_t pid, char *out, size_t n) {
+        for (int i = 0; i < 20; i++) {
+                siginfo_t si = { 0 };
+                if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+                        return;
+                if (si.si_pid == pid) {
+                        if (si.si_code == CLD_EXITED)
+                                snprintf(out, n, "its jail exited with status %d", si.si_status);
+                        else
+                                snprintf(out, n, "its jail was killed by signal %d (%s)", si.si_status,
+                                         strsignal(si.si_status));
+                        return;
+                }
+                struct timespec ts = { 0, 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         WorkerLink *l = s->data;
         if (l->state == LINK_DEAD)
@@ -311,9 +336,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                                 l->end_eof = true;
                         return;
                 }
-                char why[256];
+                char why[256], how[96] = "";
+                if (!l->end_reason && l->pid > 0)
+                        jail_end_status(l->pid, how, sizeof how);
                 snprintf(why, sizeof why, "the worker ended unexpectedly (%s)",
-                         l->end_reason ? l->end_reason : nread == UV_EOF ? "end of its output" : uv_strerror((int)nread));
+                         l->end_reason ? l->end_reason
+                         : how[0]      ? how
+                         : nread == UV_EOF ? "end of its output"
+                                           : uv_strerror((int)nread));
                 log_warning("workspace %s: worker pid %d: %s", l->ws ? l->ws->path : "?", (int)l->pid, why);
                 if (l->ws)
                         l->ws->counters.crashes++;
