@@ -251,23 +251,45 @@ void cgroup_finish(Server *srv) {
 /* Looked at after each call: the file stays open (its open, two reads and
  * close were 23 of the 141 us the daemon spent in system calls per call,
  * strace -c over 1 000 warm calls). */
-bool cgroup_pids_saturated(Workspace *ws) {
-        if (!ws->cgroup_paths[0] || !ws->policy)
-                return false;
-        if (ws->pids_fd < 0) {
-                _cleanup_free_ char *p = path_join(ws->cgroup_paths[0], "pids.current");
-                if (!p || (ws->pids_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-                        ws->pids_fd = -EBADF;
+/* A number read from a file of [0] kept open in *fd: pids.current's
+ * whole text, or the value after "max " in pids.events. */
+static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char *key, uint64_t *ret) {
+        if (*fd < 0) {
+                _cleanup_free_ char *p = path_join(ws->cgroup_paths[0], name);
+                if (!p || (*fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+                        *fd = -EBADF;
                         return false;
                 }
         }
-        char text[32];
-        ssize_t n = pread(ws->pids_fd, text, sizeof text - 1, 0);
+        char text[128];
+        ssize_t n = pread(*fd, text, sizeof text - 1, 0);
         if (n <= 0)
                 return false;
         text[n] = 0;
-        uint64_t cur = strtoull(text, NULL, 10);
-        return cur >= ws->policy->limits.pids - ws->policy->limits.pids / 4;
+        const char *at = text;
+        if (key && !(at = strstr(text, key)))
+                return false;
+        *ret = strtoull(at + (key ? strlen(key) : 0), NULL, 10);
+        return true;
+}
+
+bool cgroup_pids_saturated(Workspace *ws) {
+        if (!ws->cgroup_paths[0] || !ws->policy)
+                return false;
+        uint64_t cur = 0, refused = 0;
+        if (!read_pids_file(ws, &ws->pids_fd, "pids.current", NULL, &cur))
+                return false;
+        /* Near the limit now; or forks were refused at the limit since the
+         * last look while more than the idle jail (its pid 1 and the
+         * worker) still runs. A fork bomb's leftovers swing between full
+         * and a trough as their forks fail: a look in the trough alone
+         * missed them, and the next call could not fork at all. */
+        bool was_refused = false;
+        if (read_pids_file(ws, &ws->pids_events_fd, "pids.events", "max ", &refused)) {
+                was_refused = refused > ws->pids_refused;
+                ws->pids_refused = refused; /* a new group counts from 0 again */
+        }
+        return cur >= ws->policy->limits.pids - ws->policy->limits.pids / 4 || (was_refused && cur > 2);
 }
 
 static char *group_name(const char *ws) {
@@ -280,6 +302,8 @@ static char *group_name(const char *ws) {
 
 void cgroup_release(Workspace *ws) {
         ws->pids_fd = safe_close(ws->pids_fd);
+        ws->pids_events_fd = safe_close(ws->pids_events_fd);
+        ws->pids_refused = 0;
         for (int i = 0; i < 2; i++)
                 if (ws->cgroup_paths[i]) {
                         /* Fails while processes remain; a later prepare reuses it. */

@@ -378,7 +378,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                         return vs_error_set_kind(err, -ENOMEM, api_error_name(API_ERROR_INTERNAL), "out of memory");
                 }
                 ws->srv = srv;
-                ws->pids_fd = -EBADF;
+                ws->pids_fd = ws->pids_events_fd = -EBADF;
                 ws->watch_hooks = &watch_hooks;
                 uv_timer_init(srv->loop, &ws->idle_timer);
                 ws->idle_timer.data = ws;

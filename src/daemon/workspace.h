@@ -107,6 +107,8 @@ struct Workspace {
         /* resource limits (cgroup.c) */
         char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
         int pids_fd;           /* [0]'s pids.current, kept open for the per-call look; -EBADF */
+        int pids_events_fd;    /* [0]'s pids.events (forks refused at the limit), the same; -EBADF */
+        uint64_t pids_refused; /* its "max" count at the last look */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
         bool limits_degraded;
 

@@ -1753,6 +1753,43 @@ def t_slow_start(d0, tmp):
     d.stop()
 
 
+def t_leftovers_in_a_trough_restart_jail(d, tmp):
+    """Leftovers that hit the process limit and then fall back (a fork
+    bomb's swing, caught in its trough) were missed by a look at
+    pids.current alone, and the next call could not fork ("Cannot fork",
+    t_limits under load). Forks refused at the limit since the last look,
+    with more than the idle jail still running, restart it too."""
+    ws = make_ws(tmp, "trough-ws", SANDBOX + "[sandbox.limits]\npids = 32\n")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    if not any(x.startswith("pids: cgroup") for x in d.ws_status(ws)["limits"]):
+        needs_root("the daemon has no pids cgroup here (" + "; ".join(d.ws_status(ws)["limits"]) + ")")
+    # A batch past the limit that ends at once, then a pause: at the
+    # reply the jail holds the loop and its sleep only.
+    # (Python: a shell whose fork fails ends, a bomb's copies go on.)
+    loop = ("import os, time\n"
+            "while True:\n"
+            "    for _ in range(40):\n"
+            "        try:\n"
+            "            if os.fork() == 0:\n"
+            "                time.sleep(0.05); os._exit(0)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    while True:\n"
+            "        try:\n"
+            "            os.wait()\n"
+            "        except ChildProcessError:\n"
+            "            break\n"
+            "    time.sleep(3)\n")
+    swing = "python3 -c '%s' </dev/null >/dev/null 2>&1 & sleep 1.5; echo left" % loop
+    r = term(c, ws, swing)
+    check(r["ok"] and r["stdout"] == "left\n", r)
+    check("jail_restarted" in r, ("the leftovers were not seen", {k: v for k, v in r.items() if k not in ("stdout", "stderr")}))
+    r = term(c, ws, "for i in $(seq 20); do sleep 0.01 & done; wait; echo forked")
+    check(r["ok"] and r["stdout"] == "forked\n" and "Cannot fork" not in r["stderr"], r)
+    c.close()
+
+
 def t_leftovers_restart_jail(d, tmp):
     """Processes a command leaves behind out of its group that hold the
     workspace's pids limit restart the jail after the call
@@ -1776,7 +1813,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
