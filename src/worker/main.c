@@ -5,6 +5,7 @@
  * signalfd for SIGCHLD, with the nearest command deadline as its timeout.
  * What the peer may ask depends on the state (protocol_op_allowed()). */
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
+#include "time-util.h"
 #include "worker.h"
 
 #define EXIT_SANDBOX 125
@@ -47,6 +49,7 @@ typedef struct Worker {
         int sigfd;
         bool shutdown;
         bool release_due;       /* work was done since the last idle release */
+        uint64_t resweep_at_ms; /* now_ms() for one more sweep, once idle; 0: none */
 } Worker;
 
 static void flush_blocking(Worker *w) {
@@ -160,9 +163,12 @@ static void handle_init(Worker *w, json_t *obj) {
         w->state = PROTOCOL_STATE_READY;
         /* Ready goes out first; the sweep then runs before any request. */
         (void) flush(w);
-        size_t swept = sweep_temp_files(&w->policy);
+        size_t young = 0, swept = sweep_temp_files(&w->policy, &young);
         if (swept > 0)
                 log_info("removed %zu temp files of interrupted writes", swept);
+        /* Too new to judge now: looked at again once they are old enough. */
+        if (young > 0)
+                w->resweep_at_ms = now_ms() + (SWEEP_MIN_AGE_S + 1) * 1000;
         return;
 
 fail:
@@ -420,6 +426,12 @@ int main(int argc, char **argv) {
                 bool release = w.release_due && idle(&w);
                 if (release)
                         timeout = timeout < 0 ? IDLE_RELEASE_MS : MIN(timeout, IDLE_RELEASE_MS);
+                bool resweep = w.resweep_at_ms && idle(&w);
+                if (resweep) {
+                        uint64_t t = now_ms();
+                        int left = t >= w.resweep_at_ms ? 0 : (int)MIN(w.resweep_at_ms - t, (uint64_t)INT_MAX);
+                        timeout = timeout < 0 ? left : MIN(timeout, left);
+                }
                 int r = poll(fds, n, timeout);
                 if (r < 0 && errno != EINTR) {
                         log_error("poll: %m");
@@ -427,6 +439,12 @@ int main(int argc, char **argv) {
                 }
                 if (r < 0)
                         continue;
+                if (resweep && now_ms() >= w.resweep_at_ms) {
+                        w.resweep_at_ms = 0; /* once: later ones are the next worker's */
+                        size_t swept = sweep_temp_files(&w.policy, NULL);
+                        if (swept > 0)
+                                log_info("removed %zu temp files of interrupted writes", swept);
+                }
                 if (r == 0 && release) {
                         idle_release(&w);
                         continue;

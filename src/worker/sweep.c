@@ -7,8 +7,10 @@
  * whose lock can be taken, and that is not brand new, belongs to no live
  * write (of this worker, another worker or another daemon) and goes.
  *
- * Run once as the worker starts (so also after a crash: the next worker
- * starts), inside the jail with its rules in force, over the writable
+ * Run as the worker starts (so also after a crash: the next worker
+ * starts), and once more when the start left files too new to judge (a
+ * write killed just before: the soak's end found them until some later
+ * worker), inside the jail with its rules in force, over the writable
  * roots (the workspace alone in direct mode), bounded in entries and depth
  * so a huge tree cannot delay the worker. Never follows symlinks, never
  * enters a masked directory or another filesystem. */
@@ -26,7 +28,6 @@
 
 #define SWEEP_MAX_ENTRIES 100000
 #define SWEEP_MAX_DEPTH 32
-#define SWEEP_MIN_AGE_S 2 /* between a write's create and its flock */
 
 bool sweep_is_temp_name(const char *name) {
         static const char prefix[] = ".vectora-tmp-";
@@ -44,12 +45,18 @@ typedef struct Sweep {
         const Policy *policy;
         size_t entries;
         size_t removed;
+        size_t young;
         time_t now;
 } Sweep;
 
 static void sweep_temp(Sweep *s, int dfd, const char *name, const struct stat *st) {
-        if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || st->st_mtime > s->now - SWEEP_MIN_AGE_S)
+        if (!S_ISREG(st->st_mode) || st->st_uid != geteuid())
                 return;
+        /* SWEEP_MIN_AGE_S: between a write's create and its flock. */
+        if (st->st_mtime > s->now - SWEEP_MIN_AGE_S) {
+                s->young++;
+                return;
+        }
         int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0)
                 return;
@@ -94,7 +101,7 @@ static void sweep_dir(Sweep *s, int fd0, const char *path, dev_t dev, unsigned d
         closedir(d);
 }
 
-size_t sweep_temp_files(const Policy *p) {
+size_t sweep_temp_files(const Policy *p, size_t *young) {
         Sweep s = { .policy = p, .now = time(NULL) };
         char *direct[] = { p->workspace, NULL };
         char **roots = p->mode == PROTOCOL_MODE_DIRECT ? direct : p->rw;
@@ -109,5 +116,7 @@ size_t sweep_temp_files(const Policy *p) {
                 }
                 sweep_dir(&s, fd, *r, st.st_dev, 0);
         }
+        if (young)
+                *young = s.young;
         return s.removed;
 }

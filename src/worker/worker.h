@@ -85,8 +85,11 @@ int resolve_cwd(const Policy *p, const char *cwd, int *ret_fd, VsError **err);
 /* ".vectora-tmp-" and six letters or digits: write_file's temp names. */
 bool sweep_is_temp_name(const char *name);
 /* Removes the temp files of killed writes under the writable roots (the
- * workspace in direct mode); returns how many. */
-size_t sweep_temp_files(const Policy *p);
+ * workspace in direct mode); returns how many. *young (may be NULL): how
+ * many were left for being too new to tell from a write just begun. */
+size_t sweep_temp_files(const Policy *p, size_t *young);
+/* How old a temp file must be before a sweep takes it (seconds). */
+#define SWEEP_MIN_AGE_S 2
 
 /* ---- fileops.c (synchronous; each appends a reply to out) ---- */
 

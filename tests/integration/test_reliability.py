@@ -679,6 +679,28 @@ def t_killed_write_temp_swept(d, tmp):
     c.close()
 
 
+def t_young_temp_swept_by_the_same_worker(d, tmp):
+    """A write killed just before the next worker started left a temp file
+    too new for that worker's start-up sweep to judge; it stayed until some
+    later worker (the 30-minute soak ended with 2). The worker that found
+    it young looks again once it is old enough, without another call."""
+    ws = make_ws(tmp, "young-sweep-ws", SANDBOX, {"keep.txt": "k\n"})
+    young = os.path.join(ws, ".vectora-tmp-YoUnG1")
+    with open(young, "w") as f:
+        f.write("partial")
+    chown_file(young)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "the first call (its worker starts now)")
+    check(os.path.exists(young), "swept while still new: a write just begun could lose its file")
+    for _ in range(100):  # SWEEP_MIN_AGE_S (2 s) + 1 s after the start, then at most 7 s more
+        if not os.path.exists(young):
+            break
+        time.sleep(0.1)
+    check(not os.path.exists(young), "the young temp file is still there 10 s after the worker started")
+    check(d.ws_status(ws)["worker"] is not None, "the worker ended meanwhile (the sweep must be its own)")
+    c.close()
+
+
 def chown_file(path):
     if ROOT:
         os.lchown(path, OWNER.pw_uid, OWNER.pw_gid)
@@ -978,7 +1000,7 @@ def t_shutdown_order(d, tmp):
 
 TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
          t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
-         t_stalled_leader_demoted, t_killed_write_temp_swept,
+         t_stalled_leader_demoted, t_killed_write_temp_swept, t_young_temp_swept_by_the_same_worker,
          t_workspaces_freed, t_idle_workspace_memory, t_leftover_killed_with_last_jail, t_many_workspaces_watched,
          t_status_at_scale, t_shutdown_order]
 
