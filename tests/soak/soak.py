@@ -5,6 +5,7 @@
     make soak                      # 10 minutes
     make soak SOAK_SECONDS=1800    # what a release gets
     SOAK_SECONDS=60 make soak      # what CI runs
+    SOAK_KEEP=1 ...                # keeps its directory (the daemon's log)
 
 Several clients make mixed calls (commands with small, large and flooding
 output, timeouts, file writes, reads and edits, status) over sandboxed,
@@ -380,7 +381,10 @@ def main():
         for t in threads:
             t.join(60)
         w.d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("SOAK_KEEP"):  # the daemon's log and the workspaces, to look at
+            print("# kept " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     if stats["wrong"]:
         failures.append(f"{stats['wrong']} wrong answers: " + "; ".join(wrong[:5]))
     if stats["ok"] == 0:
