@@ -128,8 +128,19 @@ class DockerEngine:
         if not self.proc:
             return
         if self.proc.poll() is None:
-            for c in self.run(["ps", "-aq"], check=False).stdout.split():
-                self.run(["rm", "-f", c], check=False)
+            # Bounded: a container whose shim is already gone can keep
+            # `docker rm -f` waiting forever (seen once, after 243 shims
+            # ended together); dockerd is stopped below either way.
+            try:
+                ids = self.run(["ps", "-aq"], check=False, timeout=30).stdout.split()
+            except subprocess.TimeoutExpired:
+                ids = []
+            for c in ids:
+                try:
+                    self.run(["rm", "-f", c], check=False, timeout=20)
+                except subprocess.TimeoutExpired:
+                    print("# docker rm -f %s did not return in 20 s; stopping dockerd" % c, flush=True)
+                    break
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(20)
