@@ -36,6 +36,7 @@ typedef enum CliOptId {
         OPT_SOCKET,
         OPT_NO_DAEMON,
         OPT_HELP,
+        OPT_AUDIT_LOG,
         /* verb options */
         OPT_REQUIRE_SANDBOX,
         OPT_TIMEOUT,
@@ -52,6 +53,8 @@ typedef enum CliOptId {
         OPT_FOLLOW,
         _OPT_MAX,
 } CliOptId;
+/* The last of the options common to every verb. */
+#define OPT_LAST_COMMON OPT_AUDIT_LOG
 
 typedef struct CliOptSpec {
         const char *name;  /* long name, without "--" */

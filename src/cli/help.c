@@ -29,7 +29,7 @@ void cli_help_verb(FILE *f, const CliVerb *v) {
         fprintf(f, "usage: vectora-sandbox %s %s\n\n%s\n\noptions:\n", v->name, v->synopsis, v->description);
         for (const CliOptId *o = v->opts; *o != _OPT_MAX; o++)
                 print_option(f, &cli_options[*o]);
-        for (int id = 0; id <= OPT_HELP; id++)
+        for (int id = 0; id <= OPT_LAST_COMMON; id++)
                 print_option(f, &cli_options[id]);
         if (!streq(v->name, "help"))
                 fprintf(f, "\n%s", exit_status_text);
@@ -47,7 +47,7 @@ void cli_help_main(FILE *f) {
         for (size_t i = 0; i < cli_n_verbs; i++)
                 fprintf(f, "  %-8s %s\n", cli_verbs[i].name, cli_verbs[i].summary);
         fprintf(f, "\noptions every verb takes, before or after it:\n");
-        for (int id = 0; id <= OPT_HELP; id++)
+        for (int id = 0; id <= OPT_LAST_COMMON; id++)
                 print_option(f, &cli_options[id]);
         fprintf(f, "      --version                the version\n\n%s\n"
                    "vectora-sandbox help VERB shows every option of VERB. See vectora-sandbox(1).\n",
@@ -70,7 +70,7 @@ json_t *cli_help_json(void) {
                 json_t *opts = json_array();
                 for (const CliOptId *o = v->opts; opts && *o != _OPT_MAX; o++)
                         json_array_append_new(opts, option_json(&cli_options[*o]));
-                for (int id = 0; opts && id <= OPT_HELP; id++)
+                for (int id = 0; opts && id <= OPT_LAST_COMMON; id++)
                         json_array_append_new(opts, option_json(&cli_options[id]));
                 json_array_append_new(verbs, json_pack("{s:s,s:s,s:s,s:o}", "name", v->name, "synopsis", v->synopsis,
                                                        "summary", v->summary, "options", opts));

@@ -5,6 +5,9 @@
 #include <limits.h>
 #include <string.h>
 
+#include "api-call.h"
+#include "api-result.h"
+#include "audit.h"
 #include "client.h"
 #include "fd-util.h"
 #include "host-run-scan.h"
@@ -12,6 +15,7 @@
 #include "link.h"
 #include "protocol.h"
 #include "strv.h"
+#include "time-util.h"
 #include "tool-call.h"
 #include "tools.h"
 
@@ -42,6 +46,17 @@ int cli_link_new(const CliArgs *a, CliLink **ret) {
         l->socket = cli_socket(a);
         l->workspace = cli_workspace_abs(a);
         l->workspace_errno = l->workspace ? 0 : errno;
+        /* Served here, the call is audited here (a daemon keeps its own
+         * log). A log asked for that cannot be opened refuses every call. */
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (!l->socket && a->val[OPT_AUDIT_LOG] && audit_open(a->val[OPT_AUDIT_LOG], &err) < 0) {
+                l->open_code = strdup(api_error_name(API_ERROR_SANDBOX_UNAVAILABLE));
+                l->open_message = strdup(vs_error_message(err));
+                if (!l->open_code || !l->open_message) {
+                        cli_link_free(l);
+                        return -ENOMEM;
+                }
+        }
         *ret = l;
         return 0;
 }
@@ -67,7 +82,7 @@ bool cli_link_daemon(const CliLink *l) {
 
 /* A failed result, shaped like the daemon's. */
 static int fail_result(JsonlMsg *ret, const char *code, const char *message) {
-        json_t *o = json_pack("{s:b,s:{s:s,s:s},s:b}", "ok", 0, "error", "code", code, "message", message, "sandboxed", 0);
+        json_t *o = api_result_close(NULL, code, message, false, NULL, NULL, NULL);
         if (!o)
                 return -ENOMEM;
         *ret = (JsonlMsg)JSONL_MSG_INIT;
@@ -154,125 +169,97 @@ static json_t *embedded_sandbox(CliLink *l) {
         _cleanup_strv_free_ char **layers = NULL;
         if (session_layers(l->session, &layers) < 0)
                 return NULL;
-        json_t *o = json_pack("{s:s,s:s,s:o,s:o}", "backend",
-                              l->session->sandboxed ? vs_backend_name(l->policy->backend) : "none", "state",
-                              l->session->sandboxed ? "sandboxed" : "unsandboxed", "layers", json_strv(layers),
-                              "degraded", json_strv(l->session->degraded));
-        return o;
-}
-
-/* The call's worker requests through the core's tool call (tool-call.h):
- * the policy's limits as ceilings, file_edit's retry on a concurrent
- * write. */
-static int embedded_run(CliLink *l, const VsToolArgs *args, JsonlMsg *ret) {
-        VsToolCall c;
-        tool_call_init(&c, args, l->policy);
-        json_t *result = NULL;
-        JsonlMsg m = JSONL_MSG_INIT;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        /* One call per process: its jail ends with it, then what it made
-         * that git takes as a repository is put aside (git-scan.h) and
-         * listed in the result. */
-        l->session->no_sweep_per_call = true;
-        int r = tool_call_run(l->session, &c, &result, &m, &err);
-        tool_call_done(&c);
-        /* A read makes nothing, and its content may still be on its way
-         * from the worker (a passed descriptor): its jail ends with the
-         * session (session_end() sweeps then). */
-        _cleanup_strv_free_ char **moved = NULL;
-        if (args->tool != VS_TOOL_FILE_READ) {
-                session_stop(l->session);
-                if (session_git_sweep(l->session, &moved) > 0 && r >= 0 && result &&
-                    json_object_set_new(result, "host_run_files", json_strv(moved)) < 0)
-                        r = -ENOMEM;
-        }
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                if ((r = fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED),
-                                     vs_error_message(err))) < 0)
-                        return r;
-                return embedded_host_run(l, ret->obj);
-        }
-        json_decref(m.obj);
-        m.obj = result;
-        if (json_object_set_new(result, "ok", json_true()) < 0 || embedded_host_run(l, result) < 0) {
-                jsonl_msg_done(&m);
-                return -ENOMEM;
-        }
-        *ret = m;
-        return 0;
-}
-
-static int embedded_terminal(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
-        const char *command = json_string_value(json_object_get(req, "command"));
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-        if (command) {
-                if (strv_extend(&argv, "/bin/sh") < 0 || strv_extend(&argv, "-c") < 0 || strv_extend(&argv, command) < 0)
-                        return -ENOMEM;
-        } else {
-                size_t i;
-                json_t *v;
-                json_array_foreach(json_object_get(req, "argv"), i, v) if (strv_extend(&argv, json_string_value(v)) < 0) return -ENOMEM;
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(req, "env"), k, v) if (strv_extendf(&env, "%s=%s", k, json_string_value(v)) < 0) return -ENOMEM;
-        /* Relative to the directory asked about, which may lie below the
-         * workspace root (the nearest vectora.toml above it governs). */
-        _cleanup_free_ char *cwd = NULL;
-        VsToolArgs a = {
-                .tool = VS_TOOL_TERMINAL,
-                .argv = argv,
-                .cwd = tools_in_dir(l->workspace, json_string_value(json_object_get(req, "cwd")), &cwd),
-                .env = env,
-                .timeout_ms = (uint64_t)json_integer_value(json_object_get(req, "timeout")) * 1000,
-                .data = raw,
-                .data_len = raw_len,
+        VsApiSandbox sb = {
+                .state = l->session->sandboxed ? "sandboxed" : "unsandboxed",
+                .backend = l->session->sandboxed ? vs_backend_name(l->policy->backend) : "none",
+                .layers = layers,
+                .degraded = l->session->degraded,
+                .generation = 1, /* one worker per process */
         };
-        return embedded_run(l, &a, ret);
+        return api_sandbox_json(&sb);
 }
 
-static int embedded_file(CliLink *l, VsToolKind tool, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
-        _cleanup_free_ char *abs = NULL;
-        VsToolArgs a = {
-                .tool = tool,
-                .path = tools_in_dir(l->workspace, json_string_value(json_object_get(req, "path")), &abs),
-                .offset = (uint64_t)json_integer_value(json_object_get(req, "offset")),
-                .limit = (uint64_t)json_integer_value(json_object_get(req, "limit")),
-                .create_parents = json_is_true(json_object_get(req, "create_parents")),
-                .old_text = json_string_value(json_object_get(req, "old_string")),
-                .new_text = json_string_value(json_object_get(req, "new_string")),
-                .replace_all = json_is_true(json_object_get(req, "replace_all")),
-                .data = raw,
-                .data_len = raw_len,
-        };
-        return embedded_run(l, &a, ret);
-}
-
-static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
+/* The call as the daemon serves it (api-call.h): decoded once through the
+ * API's tables, the policy's limits as ceilings, file_edit's retry on a
+ * concurrent write, the one result envelope. */
+static int embedded_serve(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret, json_t **ret_target) {
         int r = embedded_open(l);
         if (r < 0)
                 return r;
         if (l->open_code)
                 return fail_result(ret, l->open_code, l->open_message);
-        const char *tool = json_string_value(json_object_get(req, "tool"));
-        if (streq(tool, "terminal"))
-                r = embedded_terminal(l, req, raw, raw_len, ret);
-        else if (streq(tool, "file_read"))
-                r = embedded_file(l, VS_TOOL_FILE_READ, req, NULL, 0, ret);
-        else if (streq(tool, "file_write"))
-                r = embedded_file(l, VS_TOOL_FILE_WRITE, req, raw, raw_len, ret);
-        else if (streq(tool, "file_edit"))
-                r = embedded_file(l, VS_TOOL_FILE_EDIT, req, NULL, 0, ret);
-        else
-                r = fail_result(ret, api_error_name(API_ERROR_UNKNOWN_TOOL), "this tool is served by the daemon only");
-        if (r < 0)
+        ApiTool which = api_tool_from_name(json_string_value(json_object_get(req, "tool")));
+        if (!api_call_serves(which))
+                return fail_result(ret, api_error_name(API_ERROR_UNKNOWN_TOOL), "this tool is served by the daemon only");
+        /* The bytes travel as the raw payload, as the CLI asks the daemon. */
+        if ((which == API_TOOL_TERMINAL || which == API_TOOL_FILE_READ) &&
+            json_object_set_new(req, "binary", json_true()) < 0)
+                return -ENOMEM;
+        JsonlMsg in = { .obj = json_incref(req), .has_raw = raw != NULL, .raw = (char *)raw, .raw_len = raw_len };
+        _cleanup_(api_call_done) VsApiCall call = VS_API_CALL_INIT;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        /* Relative to the directory asked about, which may lie below the
+         * workspace root (the nearest vectora.toml above it governs). */
+        r = api_call_decode(&call, which, &in, l->workspace, &err);
+        in.raw = NULL; /* borrowed: never freed here */
+        jsonl_msg_done(&in);
+        if (r == -ENOMEM)
                 return r;
-        json_object_set_new(ret->obj, "sandboxed", json_boolean(l->session->sandboxed));
-        json_object_set_new(ret->obj, "sandbox", embedded_sandbox(l));
-        json_object_set_new(ret->obj, "policy_pending", l->pending ? json_string(l->pending) : json_null());
+        if (r < 0)
+                return fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_BAD_REQUEST), vs_error_message(err));
+        tool_call_ceilings(&call.tc, l->policy);
+        json_t *result = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
+        /* One call per process: its jail ends with it, then what it made
+         * that git takes as a repository is put aside (git-scan.h) and
+         * listed in the result. */
+        l->session->no_sweep_per_call = true;
+        r = tool_call_run(l->session, &call.tc, &result, &m, &err);
+        /* A read makes nothing, and its content may still be on its way
+         * from the worker (a passed descriptor): its jail ends with the
+         * session (session_end() sweeps then). */
+        _cleanup_strv_free_ char **moved = NULL;
+        if (which != API_TOOL_FILE_READ) {
+                session_stop(l->session);
+                if (session_git_sweep(l->session, &moved) > 0 && r >= 0 && result &&
+                    json_object_set_new(result, "host_run_files", json_strv(moved)) < 0)
+                        r = -ENOMEM;
+        }
+        if (r == -ENOMEM) {
+                json_decref(result);
+                jsonl_msg_done(&m);
+                return r;
+        }
+        const char *code = r < 0 ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
+        if (r < 0)
+                json_decref(TAKE_PTR(result));
+        if ((r = embedded_host_run(l, result ? result : (result = json_object()))) < 0 ||
+            !(result = api_result_close(result, code, vs_error_message(err), l->session->sandboxed, l->pending, NULL,
+                                        embedded_sandbox(l)))) {
+                json_decref(result);
+                jsonl_msg_done(&m);
+                return -ENOMEM;
+        }
+        json_decref(TAKE_PTR(m.obj));
+        if (code)
+                jsonl_msg_done(&m); /* a failure carries no payload */
+        m.obj = result;
+        *ret_target = json_incref(call.target);
+        *ret = m;
         return 0;
+}
+
+/* Every call served here is audited, refusals included, as the daemon
+ * does (audit.h; a no-op without --audit-log). */
+static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
+        uint64_t t0 = now_us();
+        _cleanup_(json_decrefp) json_t *target = NULL;
+        const char *tool = json_string_value(json_object_get(req, "tool"));
+        int r = embedded_serve(l, req, raw, raw_len, ret, &target);
+        if (r >= 0)
+                audit_result(l->policy ? l->policy->workspace : l->workspace, tool ? tool : "?", target, ret->obj,
+                             (now_us() - t0) / 1000);
+        return r;
 }
 
 static int link_call(CliLink *l, json_t *q, const void *raw, size_t raw_len, JsonlMsg *ret) {

@@ -25,6 +25,8 @@ const CliOptSpec cli_options[_OPT_MAX] = {
                          "the daemon's socket (default: $VECTORA_SANDBOX_SOCKET, else the daemon's default socket when a daemon listens there)" },
         [OPT_NO_DAEMON] = { "no-daemon", 0, NULL, "run in-process even when a daemon listens at the default socket" },
         [OPT_HELP] = { "help", 'h', NULL, "show this help" },
+        [OPT_AUDIT_LOG] = { "audit-log", 0, "FILE",
+                            "append a JSON line per call served without a daemon to FILE (a daemon keeps its own)" },
         [OPT_REQUIRE_SANDBOX] = { "require-sandbox", 0, NULL,
                                   "refuse (exit 125) if the workspace would run unsandboxed; also VECTORA_REQUIRE_SANDBOX=1" },
         [OPT_TIMEOUT] = { "timeout", 0, "S", "seconds before the command's whole process group is killed (1..604800)" },
@@ -205,7 +207,7 @@ char *cli_workspace_abs(const CliArgs *a) {
 /* ---- options ---- */
 
 static bool verb_has(const CliVerb *v, CliOptId id) {
-        if (id <= OPT_HELP)
+        if (id <= OPT_LAST_COMMON)
                 return true;
         for (const CliOptId *o = v->opts; *o != END; o++)
                 if (*o == id)

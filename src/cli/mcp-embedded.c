@@ -4,7 +4,9 @@
  * first are warm. Replies are built in the daemon API's shape. */
 #include <string.h>
 
-#include "api.h"
+#include "api-call.h"
+#include "api-result.h"
+#include "audit.h"
 #include "fd-util.h"
 #include "host-run-scan.h"
 #include "json-util.h"
@@ -12,6 +14,7 @@
 #include "path-util.h"
 #include "protocol.h"
 #include "strv.h"
+#include "time-util.h"
 #include "tool-call.h"
 #include "tools.h"
 
@@ -73,23 +76,23 @@ static bool config_unchanged(const McpEmbedded *e) {
 }
 
 static json_t *error_reply(const char *code, const char *message) {
-        return json_pack("{s:b,s:{s:s,s:s},s:b,s:{s:n,s:s}}", "ok", false, "error", "code", code, "message", message,
-                         "sandboxed", false, "sandbox", "backend", "state", "refused");
+        return api_result_close(NULL, code, message, false, NULL, NULL, NULL);
 }
 
-/* The sandbox fields every reply carries (docs/protocol.md). */
-static int add_sandbox(const McpEmbedded *e, json_t *reply) {
+/* How the session's worker runs, for the envelope (api-result.h). */
+static json_t *sandbox_json(const McpEmbedded *e) {
         _cleanup_strv_free_ char **layers = NULL;
         if (session_layers(e->session, &layers) < 0)
-                return -ENOMEM;
+                return NULL;
         bool sb = e->policy->sandboxed;
-        json_t *s = json_pack("{s:s,s:s,s:o,s:o}", "backend", sb ? vs_backend_name(e->policy->backend) : "none", "state",
-                              sb ? "sandboxed" : "unsandboxed", "layers", json_strv(layers), "degraded",
-                              json_strv(e->session->degraded));
-        if (!s || json_object_set_new(reply, "sandbox", s) < 0 || json_object_set_new(reply, "sandboxed", json_boolean(sb)) < 0 ||
-            json_object_set_new(reply, "policy_pending", e->pending ? json_string(e->pending) : json_null()) < 0)
-                return -ENOMEM;
-        return 0;
+        VsApiSandbox s = {
+                .state = sb ? "sandboxed" : "unsandboxed",
+                .backend = sb ? vs_backend_name(e->policy->backend) : "none",
+                .layers = layers,
+                .degraded = e->session->degraded,
+                .generation = e->generation,
+        };
+        return api_sandbox_json(&s);
 }
 
 static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
@@ -122,6 +125,7 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         e->n_jail_pids = session_jail_pids(e->session, &e->jail_pids);
         if (e->n_jail_pids == -ENOMEM)
                 return -ENOMEM;
+        e->generation++;
         /* After the launch: its placeholders are the host's, not a call's. */
         r = host_run_scan(e->policy, &e->host_run);
         return r == -ENOMEM ? r : 0;
@@ -156,36 +160,55 @@ static int end_strays(McpEmbedded *e, json_t *reply) {
                                                "calls; use the daemon's process tool)")) < 0 ? -ENOMEM : 0;
 }
 
-/* The call through the core's tool call (tool-call.h), as the daemon
- * serves it: the policy's limits as ceilings, file_edit's retry on a
- * concurrent write. */
-static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
-        VsToolCall c;
-        tool_call_init(&c, args, e->policy);
-        json_t *result = NULL;
-        JsonlMsg m = JSONL_MSG_INIT;
+/* The call as the daemon serves it (api-call.h): the request the MCP
+ * server would send the daemon, decoded once through the API's tables, the
+ * policy's limits as ceilings, file_edit's retry on a concurrent write,
+ * the one result envelope. */
+static int run_call(McpEmbedded *e, const McpCall *mc, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
+                    json_t **ret_target) {
+        _cleanup_(api_call_done) VsApiCall call = VS_API_CALL_INIT;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = tool_call_run(e->session, &c, &result, &m, &err);
-        tool_call_done(&c);
+        JsonlMsg in = JSONL_MSG_INIT;
+        const char *raw = NULL;
+        size_t raw_len = 0;
+        if (mcp_call_request(mc, e->workspace, &in.obj, &raw, &raw_len) < 0)
+                return -ENOMEM;
+        in.has_raw = raw != NULL;
+        in.raw = (char *)raw;
+        in.raw_len = raw_len;
+        ApiTool which = api_tool_from_name(json_string_value(json_object_get(in.obj, "tool")));
+        /* Relative paths start at the directory the server was given, as
+         * through the daemon. */
+        int r = api_call_decode(&call, which, &in, e->workspace, &err);
+        in.raw = NULL; /* borrowed from mc */
+        jsonl_msg_done(&in);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                const char *kind = vs_error_kind(err) ? vs_error_kind(err) : api_error_name(API_ERROR_WORKER_CRASHED);
-                /* A worker that died, or broke the protocol, is ended: the
-                 * next call starts a fresh one. */
-                if (strncmp(kind, "worker_", 7) == 0) {
-                        *ret_reply = error_reply(kind, vs_error_message(err));
-                        mcp_embedded_done(e);
-                        return *ret_reply ? 0 : -ENOMEM;
-                }
-                *ret_reply = error_reply(kind, vs_error_message(err));
-                if (*ret_reply && (add_sandbox(e, *ret_reply) < 0 || add_host_run(e, *ret_reply) < 0 ||
-                                   end_strays(e, *ret_reply) < 0))
-                        return -ENOMEM;
+                *ret_reply = error_reply(vs_error_kind(err) ?: api_error_name(API_ERROR_BAD_REQUEST), vs_error_message(err));
                 return *ret_reply ? 0 : -ENOMEM;
         }
-        if (json_object_set_new(result, "ok", json_true()) < 0 || add_sandbox(e, result) < 0 ||
-            add_host_run(e, result) < 0 || end_strays(e, result) < 0) {
+        tool_call_ceilings(&call.tc, e->policy);
+        json_t *result = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
+        r = tool_call_run(e->session, &call.tc, &result, &m, &err);
+        if (r == -ENOMEM)
+                return r;
+        const char *code = r < 0 ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
+        if (code)
+                jsonl_msg_done(&m); /* a failure carries no payload */
+        /* The envelope first: the worker that served the call, before the
+         * look below may end it. */
+        if (!(result = api_result_close(result, code, vs_error_message(err), e->policy->sandboxed, e->pending, NULL,
+                                        sandbox_json(e)))) {
+                jsonl_msg_done(&m);
+                return -ENOMEM;
+        }
+        /* A worker that died, or broke the protocol, is ended: the next
+         * call starts a fresh one. */
+        if (code && strncmp(code, "worker_", 7) == 0)
+                mcp_embedded_done(e);
+        else if (add_host_run(e, result) < 0 || end_strays(e, result) < 0) {
                 json_decref(result);
                 jsonl_msg_done(&m);
                 return -ENOMEM;
@@ -198,6 +221,7 @@ static int run_call(McpEmbedded *e, const VsToolArgs *args, json_t **ret_reply, 
                 return -ENOMEM;
         }
         *ret_reply = result;
+        *ret_target = json_incref(call.target);
         /* A repository the jail made ended its worker (tool_call_run()):
          * the next call starts a fresh one instead of failing. */
         if (e->session && e->session->proc.pid <= 0)
@@ -217,7 +241,8 @@ static void forward_worker_log(McpEmbedded *e) {
                 (void)!write_all(STDERR_FILENO, buf, (size_t)k);
 }
 
-static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
+static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
+                         json_t **ret_target) {
         *ret_raw = NULL;
         *ret_raw_len = 0;
         json_t *refusal = NULL;
@@ -226,45 +251,19 @@ static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, c
                 *ret_reply = refusal;
                 return r;
         }
-        char *sh[] = { (char *)"/bin/sh", (char *)"-c", (char *)c->command, NULL };
-        VsToolArgs a = {
-                .argv = sh,
-                .cwd = c->cwd,
-                .timeout_ms = c->timeout_s * 1000,
-                .path = c->path,
-                .offset = c->offset,
-                .limit = c->limit,
-                .create_parents = c->create_parents,
-                .old_text = c->old_string,
-                .new_text = c->new_string,
-                .replace_all = c->replace_all,
-        };
-        switch (c->tool) {
-        case MCP_TOOL_TERMINAL:
-                a.tool = VS_TOOL_TERMINAL;
-                a.data = c->stdin_text;
-                a.data_len = c->stdin_text ? strlen(c->stdin_text) : 0;
-                break;
-        case MCP_TOOL_FILE_READ:
-                a.tool = VS_TOOL_FILE_READ;
-                break;
-        case MCP_TOOL_FILE_WRITE:
-                a.tool = VS_TOOL_FILE_WRITE;
-                a.data = c->content;
-                a.data_len = c->content_len;
-                break;
-        case MCP_TOOL_FILE_EDIT:
-                a.tool = VS_TOOL_FILE_EDIT;
-                break;
-        default:
-                /* Background processes are refused before this (verb-mcp.c). */
-                return -EINVAL;
-        }
-        return run_call(e, &a, ret_reply, ret_raw, ret_raw_len);
+        /* Background processes are refused before this (verb-mcp.c). */
+        return run_call(e, c, ret_reply, ret_raw, ret_raw_len, ret_target);
 }
 
 int mcp_embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
-        int r = embedded_call(e, c, ret_reply, ret_raw, ret_raw_len);
+        uint64_t t0 = now_us();
+        _cleanup_(json_decrefp) json_t *target = NULL;
+        int r = embedded_call(e, c, ret_reply, ret_raw, ret_raw_len, &target);
+        /* Every call served here is audited, refusals included, as the
+         * daemon does (audit.h; a no-op without --audit-log). */
+        if (r >= 0 && *ret_reply)
+                audit_result(e->policy ? e->policy->workspace : e->workspace, mcp_tool_name(c->tool), target, *ret_reply,
+                             (now_us() - t0) / 1000);
         forward_worker_log(e);
         return r;
 }

@@ -27,6 +27,7 @@ typedef struct McpEmbedded {
         struct VsHostRunScan *host_run; /* the files the host runs later as the last call left them */
         pid_t *jail_pids;      /* the jail's processes after its start (session_jail_pids), sorted */
         int n_jail_pids;       /* how many, or < 0: not counted */
+        uint64_t generation;   /* workers this server started: the result's sandbox.generation */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "audit.h"
 #include "cli.h"
 #include "fd-util.h"
 #include "jsonl.h"
@@ -241,6 +242,10 @@ int verb_mcp(const CliArgs *a) {
         _cleanup_free_ char *abs = cli_workspace_abs(a);
         if (!abs)
                 return cli_fail(EXIT_REFUSED, "mcp: workspace %s: %s", ws, strerror(errno));
+        /* Calls served here are audited here; through the daemon, by it. */
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (a->val[OPT_AUDIT_LOG] && audit_open(a->val[OPT_AUDIT_LOG], &err) < 0)
+                return cli_fail(EXIT_REFUSED, "mcp: %s", vs_error_message(err));
         McpServer s = { .fd = -EBADF, .workspace = abs, .require_sandbox = a->require_sandbox,
                         .emb = { .workspace = abs, .require_sandbox = a->require_sandbox } };
         /* The daemon named, or the one at the default socket when it starts:

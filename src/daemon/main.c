@@ -99,6 +99,11 @@ static void forget_workspace(Workspace *ws) {
         ports_forget(ws);
 }
 
+/* The audit log's lost records, and their end, in the daemon's log. */
+static void audit_told(const char *message) {
+        log_warning("%s", message);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
         Server *srv = h->data;
         switch (signum) {
@@ -106,11 +111,14 @@ static void on_signal(uv_signal_t *h, int signum) {
         case SIGINT:
                 shutdown_now(srv, signum == SIGTERM ? "SIGTERM" : "SIGINT");
                 break;
-        case SIGHUP:
+        case SIGHUP: {
                 log_reopen();
-                audit_reopen();
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                if (audit_reopen(&err) < 0)
+                        log_error("%s", vs_error_message(err));
                 log_info("SIGHUP: logs reopened");
                 break;
+        }
         case SIGCHLD:
                 /* Its own children only, by pid: never waitpid(-1), which
                  * would take the thread pool's helpers (worker-link.c). */
@@ -275,6 +283,7 @@ int main(int argc, char **argv) {
         }
         if (!o->foreground)
                 instance_update_owner(srv);
+        audit_set_reporter(audit_told);
         if (o->audit_path && audit_open(o->audit_path, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));

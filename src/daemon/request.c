@@ -6,6 +6,7 @@
  * calls none of them. */
 #include <string.h>
 
+#include "api-result.h"
 #include "audit.h"
 #include "base64.h"
 #include "proxy.h"
@@ -43,7 +44,7 @@ static void request_free(Request *r) {
                 r->ws->refs--;
         free(r->owned[0]);
         free(r->owned[1]);
-        tool_call_done(&r->tc);
+        api_call_done(&r->ac);
         free(r);
 }
 
@@ -79,29 +80,19 @@ static void audit_note(json_t *o) {
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,
                     const char *message) {
         Server *srv = r->srv;
-        json_t *o = result ? result : json_object();
         bool sandboxed = sandboxed_of(r, l);
-        json_t *host_run = NULL;
+        /* Files the host runs later written while this call ran (by it, or
+         * by anything else in the jail meanwhile). */
+        json_t *host_run = r->ws ? workspace_host_run_since(r->ws, r->t0_us) : NULL;
+        const char *code_name = code ? api_error_name(code) ?: api_error_name(API_ERROR_INTERNAL) : NULL;
+        /* policy_pending: a loosening of vectora.toml waiting for the
+         * host's approval; this call ran under the approved policy. */
+        json_t *o = api_result_close(result, code_name, message, sandboxed, r->pending, host_run,
+                                     r->ws ? workspace_sandbox_json(r->ws, l) : NULL);
         if (o) {
                 json_object_set(o, "id", r->id ? r->id : json_null());
-                json_object_set_new(o, "ok", json_boolean(!code));
-                if (code)
-                        json_object_set_new(o, "error", api_error_json(code, message));
-                json_object_set_new(o, "sandboxed", json_boolean(sandboxed));
                 if (r->ws && r->ws->proxy)
                         network_result(r, o);
-                /* A loosening of vectora.toml waiting for the host's
-                 * approval: this call ran under the approved policy. */
-                json_object_set_new(o, "policy_pending", r->pending ? json_string(r->pending) : json_null());
-                /* Files the host runs later written while this call ran
-                 * (by it, or by anything else in the jail meanwhile). */
-                if (r->ws && (host_run = workspace_host_run_since(r->ws, r->t0_us)))
-                        json_object_set(o, "host_run_files", host_run);
-                if (r->ws)
-                        json_object_set_new(o, "sandbox", workspace_sandbox_json(r->ws, l));
-                else
-                        json_object_set_new(o, "sandbox", json_pack("{s:n,s:[],s:[],s:i}", "backend", "layers",
-                                                                     "degraded", "generation", 0));
         }
         const char *outcome = api_error_outcome(code);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };

@@ -7,7 +7,7 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "jsonl.h"
-#include "tool-call.h"
+#include "api-call.h"
 #include "worker-link.h"
 
 struct Request {
@@ -31,7 +31,7 @@ struct Request {
         void *args;      /* decoded tool arguments (tools.c) */
         const JsonField *args_table;
         void (*free_args)(void *args);
-        VsToolCall tc;   /* its worker requests and their replies (tool-call.h) */
+        VsApiCall ac;    /* a worker tool's call: decoded arguments, its worker requests (api-call.h) */
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
 };
 

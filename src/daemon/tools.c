@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api-call.h"
 #include "approval.h"
 #include "audit.h"
 #include "base64.h"
@@ -50,8 +51,8 @@ static void set_bytes(Request *r, json_t *o, const char *key, const char *p, siz
  * from the policy serving the workspace when the request goes out. */
 static int call_build(Call *c, uint64_t wid, StrBuf *out) {
         Request *r = c->req;
-        tool_call_ceilings(&r->tc, r->ws ? r->ws->policy : NULL);
-        return tool_call_encode(&r->tc, wid, out);
+        tool_call_ceilings(&r->ac.tc, r->ws ? r->ws->policy : NULL);
+        return tool_call_encode(&r->ac.tc, wid, out);
 }
 
 /* The tool's own shaping of a finished call's result (defined with the
@@ -64,7 +65,7 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const 
                 return request_finish(r, l, NULL, NULL, 0, code, message);
         json_t *o = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int k = tool_call_feed(&r->tc, m, &o, &err);
+        int k = tool_call_feed(&r->ac.tc, m, &o, &err);
         if (k == TOOL_CALL_AGAIN)
                 /* file_edit's next step (its write, or a read again after
                  * another writer got in). */
@@ -84,22 +85,7 @@ static void shape_fields(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
 
 /* ---- terminal ---- */
 
-static void terminal_args(Request *r, VsToolArgs *ret) {
-        ApiRunArgs *a = r->args;
-        *ret = (VsToolArgs){
-                .tool = VS_TOOL_TERMINAL,
-                .argv = api_run_argv(a),
-                .cwd = a->cwd,
-                .env = a->envv,
-                .timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000,
-                .max_output = a->max_output,
-                .data = a->stdin_data,
-                .data_len = a->stdin_len,
-        };
-}
-
 static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        ApiRunArgs *a = r->args;
         /* Leftovers of a fork bomb keep the jail at its process limit after
          * the command returned: restart the jail once nothing else runs. */
         if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws)) {
@@ -107,7 +93,7 @@ static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
                 json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
                 workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, "leftover processes held the workspace's process limit");
         }
-        if (a->binary)
+        if (api_call_binary(&r->ac))
                 return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
         /* As text both streams share one line: cut what would not fit, so
          * the reply goes out with exit_code and timed_out intact. */
@@ -136,80 +122,13 @@ static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         request_finish(r, l, o, NULL, 0, API_OK, NULL);
 }
 
-static int terminal_prepare(Request *r, VsError **err) {
-        ApiRunArgs *a = r->args;
-        int k = api_run_args_prepare(a, &r->msg, err);
-        if (k < 0)
-                return k;
-        r->binary = a->binary;
-        r->target = api_run_target(a);
-        return 0;
-}
-
 /* ---- file_read ---- */
 
-/* A text (JSON string) reply must fit one header line (JSONL_MAX_LINE):
- * without "binary", a read returns at most this much, with "eof": false
- * telling the client to go on from offset + length. */
-#define TEXT_READ_MAX (256u * 1024u)
-
-static void read_args(Request *r, VsToolArgs *ret) {
-        ApiReadArgs *a = r->args;
-        uint64_t limit = a->limit;
-        if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
-                limit = TEXT_READ_MAX;
-        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_READ, .path = a->path, .offset = a->offset, .limit = limit };
-}
-
 static void read_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        ApiReadArgs *a = r->args;
-        if (a->binary)
+        if (api_call_binary(&r->ac))
                 return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
         set_bytes(r, o, "content", m->raw, m->raw_len, reply_budget(r->id));
         request_finish(r, l, o, NULL, 0, API_OK, NULL);
-}
-
-/* ---- file_write ---- */
-
-static void write_args(Request *r, VsToolArgs *ret) {
-        ApiWriteArgs *a = r->args;
-        *ret = (VsToolArgs){
-                .tool = VS_TOOL_FILE_WRITE,
-                .path = a->path,
-                .has_mode = a->has_mode,
-                .mode = a->mode,
-                .create_parents = a->create_parents,
-                .if_sha256 = a->if_sha256,
-                .data = a->data,
-                .data_len = a->len,
-        };
-}
-
-static int write_prepare(Request *r, VsError **err) {
-        ApiWriteArgs *a = r->args;
-        int k = api_write_args_prepare(a, r->msg.obj, &r->msg, err);
-        if (k < 0)
-                return k;
-        r->target = json_string(a->path);
-        return 0;
-}
-
-/* ---- file_edit ---- */
-
-/* Read, apply, write if unchanged, again when another writer got in
- * between: the core's (tool-call.h). */
-static void edit_args(Request *r, VsToolArgs *ret) {
-        ApiEditArgs *a = r->args;
-        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_EDIT, .path = a->path, .old_text = a->old_string,
-                             .new_text = a->new_string, .replace_all = a->replace_all };
-}
-
-static int edit_prepare(Request *r, VsError **err) {
-        ApiEditArgs *a = r->args;
-        if (!a->old_string[0])
-                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"old_string\" must not be empty");
-        r->target = json_string(a->path);
-        return 0;
 }
 
 /* ---- status ---- */
@@ -345,49 +264,18 @@ static void policy_allow_reply(Request *r) {
 
 /* ---- dispatch ---- */
 
-/* The tools a worker call serves: decoded with their api.h table, made
- * into the core's tool call, shaped once the core is done. */
-typedef struct Tool {
-        const JsonField *table;
-        size_t args_size;
-        /* Checks and builds what the table decoded; *err's kind is the code. */
-        int (*prepare)(Request *r, VsError **err);
-        /* The call for the core (tool-call.h), borrowing from r->args. */
-        void (*args)(Request *r, VsToolArgs *ret);
-        /* The result once the core is done: payload, reply fitting. */
-        void (*shape)(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
-        void (*free_args)(void *a);
-        size_t path_offset; /* the const char * argument relative to the named directory (path or cwd) */
-} Tool;
-
-static void terminal_free(void *a) {
-        api_run_args_done(a);
-}
-static void write_free(void *a) {
-        free(((ApiWriteArgs *)a)->data);
-}
-static int read_prepare(Request *r, VsError **err) {
-        r->target = json_string(((ApiReadArgs *)r->args)->path);
-        return 0;
-}
-
-static const Tool tools[_API_TOOL_MAX] = {
-        [API_TOOL_TERMINAL] = { api_run_table, sizeof(ApiRunArgs), terminal_prepare, terminal_args, terminal_shape,
-                                terminal_free, offsetof(ApiRunArgs, cwd) },
-        [API_TOOL_FILE_READ] = { api_file_read_table, sizeof(ApiReadArgs), read_prepare, read_args, read_shape, NULL,
-                                 offsetof(ApiReadArgs, path) },
-        [API_TOOL_FILE_WRITE] = { api_file_write_table, sizeof(ApiWriteArgs), write_prepare, write_args, shape_fields,
-                                  write_free, offsetof(ApiWriteArgs, path) },
-        [API_TOOL_FILE_EDIT] = { api_file_edit_table, sizeof(ApiEditArgs), edit_prepare, edit_args, shape_fields, NULL,
-                                 offsetof(ApiEditArgs, path) },
+/* How a worker tool's result is shaped once the core is done (payload,
+ * reply fitting); decoding is the core's (api-call.h). */
+typedef void (*ToolShape)(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
+static const ToolShape shapes[_API_TOOL_MAX] = {
+        [API_TOOL_TERMINAL] = terminal_shape,
+        [API_TOOL_FILE_READ] = read_shape,
+        [API_TOOL_FILE_WRITE] = shape_fields,
+        [API_TOOL_FILE_EDIT] = shape_fields,
 };
 
-static const Tool *request_tool(Request *r) {
-        return r->which >= 0 && tools[r->which].table ? &tools[r->which] : NULL;
-}
-
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        request_tool(r)->shape(r, l, m, o);
+        shapes[r->which](r, l, m, o);
 }
 
 static void worker_tool(Request *r);
@@ -509,28 +397,10 @@ void tools_handle(Client *c, JsonlMsg *m) {
  * (tool-call.h) on the workspace's worker. */
 static void worker_tool(Request *r) {
         Workspace *ws = r->ws;
-        const Tool *t = request_tool(r);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        r->args = calloc(1, t->args_size);
-        if (!r->args)
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
-        if (json_dispatch(r->msg.obj, t->table, r->args, &err) < 0) {
-                free(r->args);
-                r->args = NULL;
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
-        }
-        r->args_table = t->table;
-        r->free_args = t->free_args;
-        /* A subdirectory was named: the call runs in the workspace's jail
-         * with relative paths and the cwd starting there (the worker
-         * resolves relative paths against the workspace root). */
-        const char **rel = (const char **)((char *)r->args + t->path_offset);
-        if (r->dir && (!*rel || (*rel)[0] != '/')) {
-                if (!(r->dir_path = path_join(r->dir, *rel ? *rel : ".")))
-                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
-                *rel = r->dir_path;
-        }
-        int k = t->prepare(r, &err);
+        int k = api_call_decode(&r->ac, r->which, &r->msg, r->dir, &err);
+        json_decref(r->target);
+        r->target = json_incref(r->ac.target);
         if (k == -ENOMEM)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         if (k < 0)
@@ -539,17 +409,9 @@ static void worker_tool(Request *r) {
         if (ws->state == WS_REFUSED)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
         /* Lockdown refuses a guarantee it cannot keep (rule 5). */
-        const char *gap = ws->policy && ws->policy->lockdown ? watch_gap(ws) : NULL;
-        if (gap) {
-                char why[1024];
-                snprintf(why, sizeof why, "lockdown: %s; %s", gap,
-                         ws->watch ? "list narrower paths or mask the large trees"
-                                   : "raise fs.inotify.max_user_instances or end processes of this user that hold inotify instances");
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SANDBOX_UNAVAILABLE, why);
-        }
-        VsToolArgs ta;
-        t->args(r, &ta);
-        tool_call_init(&r->tc, &ta, NULL); /* the ceilings: when each request goes out (call_build) */
+        if (request_lockdown_refuses(r))
+                return;
+        /* The ceilings: when each request goes out (call_build). */
         r->call.build = call_build;
         r->call.done = call_done;
         workspace_submit(ws, &r->call);

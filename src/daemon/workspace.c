@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api-result.h"
 #include "approval.h"
 #include "audit.h"
 #include "cgroup.h"
@@ -563,7 +564,7 @@ static void spawn_slot_release(Server *srv) {
 
 void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
-        if (c->req && c->req->tc.stage == 0 && c->req->tc.attempts == 0) /* a call once, not each of its steps */
+        if (c->req && c->req->ac.tc.stage == 0 && c->req->ac.tc.attempts == 0) /* a call once, not each of its steps */
                 ws->counters.requests++;
         if (ws->link && ws->link->state == LINK_READY) {
                 uv_timer_stop(&ws->idle_timer);
@@ -696,9 +697,6 @@ void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
 }
 
 json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
-        json_t *o = json_object();
-        if (!o)
-                return NULL;
         /* With a link: the worker that served the call, not the workspace
          * as it is at reply time (a draining worker finishing a call after
          * the config became invalid still served it sandboxed). */
@@ -707,21 +705,24 @@ json_t *workspace_sandbox_json(Workspace *ws, WorkerLink *l) {
                               : l && l->launch->backend_name ? l->launch->backend_name
                               : ws->policy                   ? vs_backend_name(ws->policy->backend)
                                                              : "none";
-        json_object_set_new(o, "backend", ws->state == WS_REFUSED && !l ? json_null() : json_string(backend));
-        json_object_set_new(o, "state", json_string(l ? workspace_state_name(sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED)
-                                                       : workspace_state_name(ws->state)));
-        json_object_set_new(o, "layers", json_strv(l ? l->layers : NULL));
-        json_t *deg = json_strv(l ? l->degraded : NULL);
-        if (deg && sandboxed)
-                for (char **s = ws->limit_notes; s && *s; s++)
-                        if (strstr(*s, "not enforced"))
-                                json_array_append_new(deg, json_string(*s));
+        _cleanup_strv_free_ char **deg = NULL;
+        for (char **s = l ? l->degraded : NULL; s && *s; s++)
+                if (strv_extend(&deg, *s) < 0)
+                        return NULL;
+        for (char **s = ws->limit_notes; sandboxed && s && *s; s++)
+                if (strstr(*s, "not enforced") && strv_extend(&deg, *s) < 0)
+                        return NULL;
         const char *gap = sandboxed ? watch_gap(ws) : NULL;
-        if (deg && gap)
-                json_array_append_new(deg, json_string(gap));
-        json_object_set_new(o, "degraded", deg);
-        json_object_set_new(o, "generation", json_integer((json_int_t)(l ? l->generation : ws->generation)));
-        return o;
+        if (gap && strv_extend(&deg, gap) < 0)
+                return NULL;
+        VsApiSandbox s = {
+                .state = l ? workspace_state_name(sandboxed ? WS_SANDBOXED : WS_UNSANDBOXED) : workspace_state_name(ws->state),
+                .backend = ws->state == WS_REFUSED && !l ? NULL : backend,
+                .layers = l ? l->layers : NULL,
+                .degraded = deg,
+                .generation = l ? l->generation : ws->generation,
+        };
+        return api_sandbox_json(&s);
 }
 
 static json_t *counters_json(const Counters *c) {

@@ -24,9 +24,9 @@ ROOT = os.geteuid() == 0
 class Mcp:
     """A JSON-RPC 2.0 client over a child's stdin/stdout, one message per line."""
 
-    def __init__(self, ws, env):
+    def __init__(self, ws, env, extra=()):
         self.err = tempfile.TemporaryFile()
-        self.p = subprocess.Popen([CLI, "mcp", "-w", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen([CLI, "mcp", "-w", ws] + list(extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.err, env=env)
         self.next_id = 0
 
@@ -306,6 +306,117 @@ def refused_workspace(tmp, env):
     finally:
         m.close()
 
+# The same calls in every mode (issue 27: one API call in core). What may
+# differ by mode, and why: the one table.
+MODE_KEYS = {
+    "api": {"id", "_raw"},                          # the daemon's reply names the request; its payload (vtest)
+    "cli": {"stdout", "stderr", "content"},         # --json prints the payload as text...
+    "mcp": {"served_by"},                           # structuredContent says which way served it
+}
+CLI_DROPS = {"stdout_len", "stderr_len"}            # ...in place of its lengths
+VALUE_DIFFERS = {"duration_us", "generation"}       # a clock; which of the workspace's workers served it
+SAME_CALLS = [
+    # (name, daemon API request minus workspace, its raw payload, CLI verb argv, its stdin, MCP tool and arguments)
+    ("terminal", {"tool": "terminal", "command": "echo hi", "binary": True}, None,
+     ["run", "echo hi"], None, ("terminal", {"command": "echo hi"})),
+    ("file_write", {"tool": "file_write", "path": "notes.txt"}, b"one\n",
+     ["write", "notes.txt"], b"one\n", ("file_write", {"path": "notes.txt", "content": "one\n"})),
+    ("file_read", {"tool": "file_read", "path": "notes.txt", "binary": True}, None,
+     ["read", "notes.txt"], None, ("file_read", {"path": "notes.txt"})),
+    ("file_edit", {"tool": "file_edit", "path": "notes.txt", "old_string": "one", "new_string": "two"}, None,
+     ["edit", "notes.txt", "--old", "one", "--new", "two"], None,
+     ("file_edit", {"path": "notes.txt", "old_string": "one", "new_string": "two"})),
+    ("a refused write outside the workspace", {"tool": "file_write", "path": "/etc/vectora-modes"}, b"x",
+     ["write", "/etc/vectora-modes"], b"x", ("file_write", {"path": "/etc/vectora-modes", "content": "x"})),
+    ("a masked read", {"tool": "file_read", "path": ".env", "binary": True}, None,
+     ["read", ".env"], None, ("file_read", {"path": ".env"})),
+]
+
+
+def normal(mode, res):
+    """A result with what the table lets differ taken out: its key set, and
+    sandbox's fields with their values (VALUE_DIFFERS blanked)."""
+    extra = MODE_KEYS[mode] - {"_raw"} - set(res) if mode != "cli" else set()
+    keys = set(res) - set().union(*MODE_KEYS.values()) - CLI_DROPS - VALUE_DIFFERS
+    sb = {k: ("*" if k in VALUE_DIFFERS else v) for k, v in (res.get("sandbox") or {}).items()}
+    err = (res.get("error") or {}).get("code")
+    return {"keys": sorted(keys), "sandbox": sb, "ok": res.get("ok"), "error": err, "missing_mode_keys": sorted(extra)}
+
+
+def audited(path, ws):
+    """What the audit log at path says of the calls on ws, minus what a clock
+    or a process decides."""
+    with open(path) as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    return [(r["tool"], r["outcome"], r["error_code"], r["sandboxed"], r["target"]) for r in recs
+            if r["workspace"] == ws]
+
+
+def rel_targets(recs, ws):
+    """Targets with the workspace's path taken out: each mode has its own."""
+    return [(t, o, c, s, json.loads(json.dumps(tg).replace(ws + "/", ""))) for t, o, c, s, tg in recs]
+
+
+def same_result_every_mode(tmp, base):
+    files = {".env": "TOPSECRET=1\n"}
+    got = {}
+    audits = {}
+    d = vtest.Daemon(tmp, "same", log_level=None)
+    try:
+        same_modes(tmp, base, d, files, got, audits)
+    finally:
+        d.stop()
+    ref = audits.pop("daemon API")
+    report("the daemon audits each of the %d calls" % len(SAME_CALLS), len(ref) == len(SAME_CALLS), ref)
+    for label, recs in audits.items():
+        report("%s audits the same records as the daemon (--audit-log)" % label, recs == ref, {"daemon": ref, label: recs})
+
+
+def same_modes(tmp, base, d, files, got, audits):
+    # The daemon API, raw.
+    ws = make_ws(tmp, "same-api", TOML, files)
+    got["daemon API"] = [normal("api", d.call(dict(req, workspace=ws), raw)) for _, req, raw, *_ in SAME_CALLS]
+    audits["daemon API"] = rel_targets(audited(d.audit, ws), ws)
+    # The CLI, --json, embedded and through the daemon.
+    for label, flags in (("embedded CLI", ["--no-daemon"]), ("CLI through the daemon", ["--socket", d.sock])):
+        ws = make_ws(tmp, "same-cli-" + flags[0].strip("-"), TOML, files)
+        log = os.path.join(tmp, "same-cli-%s.audit" % flags[0].strip("-"))
+        out = []
+        for _, _, _, argv, stdin, _ in SAME_CALLS:
+            p = subprocess.run([CLI, "--json", "-w", ws, "--audit-log", log] + flags + argv, input=stdin or b"",
+                               capture_output=True, env=base, timeout=60)
+            res = json.loads(p.stdout)
+            out.append(normal("cli", res))
+        got[label] = out
+        if "--no-daemon" in flags:
+            audits[label] = rel_targets(audited(log, ws), ws)
+    # The MCP server, embedded and through the daemon (structuredContent: the reply).
+    for label, env in (("embedded MCP", dict(base, VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "nobody.sock"))),
+                       ("MCP through the daemon", dict(base, VECTORA_SANDBOX_SOCKET=d.sock))):
+        ws = make_ws(tmp, "same-mcp-" + label.split()[0], TOML, files)
+        log = os.path.join(tmp, "same-mcp-%s.audit" % label.split()[0])
+        m = Mcp(ws, env, ["--audit-log", log])
+        try:
+            m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+            out = []
+            for _, _, _, _, _, (tool, args) in SAME_CALLS:
+                r = m.call(tool, **args)
+                out.append(normal("mcp", r.get("result", {}).get("structuredContent") or {}))
+            got[label] = out
+        finally:
+            m.close()
+        if label.startswith("embedded"):
+            audits[label] = rel_targets(audited(log, ws), ws)
+    ref = got["daemon API"]
+    for i, (name, *_) in enumerate(SAME_CALLS):
+        report("%s: the daemon API's result is what it should be (ok %s, sandbox local)" % (name, ref[i]["ok"]),
+               ref[i]["sandbox"].get("backend") == "local" and ref[i]["ok"] == (i < 4)
+               and (i < 4 or ref[i]["error"] == "denied"), ref[i])
+        for label, res in got.items():
+            if label != "daemon API":
+                report("%s: %s finds the same result keys and sandbox fields as the daemon API" % (name, label),
+                       res[i] == ref[i], {"daemon API": ref[i], label: res[i]})
+
 
 def main():
     tmp = tempfile.mkdtemp(prefix="vectora-mcp-", dir="/var/tmp")
@@ -326,6 +437,7 @@ def main():
         ws = make_ws(tmp, "dmn", TOML, files)
         log = conversation("daemon", ws, dict(base, VECTORA_SANDBOX_SOCKET=d.sock))
         report("[daemon] the log says it serves through vectora-sandboxd", "through vectora-sandboxd" in log, log)
+        same_result_every_mode(tmp, base)
     finally:
         if d:
             d.stop()

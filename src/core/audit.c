@@ -4,19 +4,38 @@
  * record is whole or absent: a short or failed write (a full disk) is cut
  * back to the last complete line, counted as lost, and reported until a
  * record is written again (audit_failure()). */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "audit.h"
 #include "json-ascii.h"
-#include "log.h"
 
 static char *audit_path;
 static int audit_fd = -EBADF;
 static uint64_t audit_lost;
 static int audit_errno; /* of the last write that failed; 0 once one succeeds again */
+static void (*audit_report)(const char *message);
+
+void audit_set_reporter(void (*report)(const char *message)) {
+        audit_report = report;
+}
+
+_printf_(1, 2) static void report(const char *fmt, ...) {
+        if (!audit_report)
+                return;
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        audit_report(msg);
+}
 
 int audit_open(const char *path, VsError **err) {
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
@@ -34,13 +53,13 @@ int audit_open(const char *path, VsError **err) {
         return 0;
 }
 
-void audit_reopen(void) {
+int audit_reopen(VsError **err) {
         if (!audit_path)
-                return;
+                return 0;
         _cleanup_free_ char *p = strdup(audit_path);
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (p && audit_open(p, &err) < 0)
-                log_error("%s", vs_error_message(err));
+        if (!p)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        return audit_open(p, err);
 }
 
 void audit_close(void) {
@@ -116,7 +135,7 @@ void audit_write(const AuditRecord *a) {
         format_time(&ts, when);
         strbuf_clear(&line);
         if (format_record(a, when, &line) < 0) {
-                log_error("audit: out of memory; a record for %s was lost", a->tool);
+                report("audit: out of memory; a record for %s was lost", a->tool);
                 audit_lost++;
                 audit_errno = ENOMEM;
                 return;
@@ -128,14 +147,14 @@ void audit_write(const AuditRecord *a) {
         if (n != (ssize_t)line.len) {
                 int e = n < 0 ? errno : ENOSPC;
                 if (n > 0 && end >= 0 && ftruncate(audit_fd, end) < 0)
-                        log_error("audit: cutting a torn record back failed: %m");
+                        report("audit: cutting a torn record back failed: %s", strerror(errno));
                 audit_lost++;
                 if (audit_errno != e)
-                        log_error("audit: a record for %s could not be written (%s); %llu lost so far", a->tool,
+                        report("audit: a record for %s could not be written (%s); %llu lost so far", a->tool,
                                   strerror(e), (unsigned long long)audit_lost);
                 audit_errno = e;
         } else if (audit_errno) {
-                log_info("audit: records are written again (%llu lost)", (unsigned long long)audit_lost);
+                report("audit: records are written again (%llu lost)", (unsigned long long)audit_lost);
                 audit_errno = 0;
         }
         /* A huge record (a long argv) does not keep its buffer. */
@@ -147,4 +166,27 @@ int audit_failure(uint64_t *ret_lost) {
         if (ret_lost)
                 *ret_lost = audit_lost;
         return audit_fd >= 0 ? audit_errno : 0;
+}
+
+void audit_result(const char *workspace, const char *tool, json_t *target, json_t *result, uint64_t duration_ms) {
+        if (audit_fd < 0)
+                return;
+        json_t *err = json_object_get(result, "error");
+        const char *code = json_string_value(json_object_get(err, "code"));
+        json_t *host_run = json_object_get(result, "host_run_files");
+        AuditRecord a = {
+                .uid = getuid(),
+                .pid = getpid(),
+                .workspace = workspace,
+                .tool = tool,
+                .target = target,
+                .sandboxed = json_is_true(json_object_get(result, "sandboxed")),
+                .generation = (uint64_t)json_integer_value(json_object_get(json_object_get(result, "sandbox"), "generation")),
+                .outcome = api_error_outcome(code ? api_error_from_name(code) : API_OK),
+                .code = code,
+                .reason = json_string_value(json_object_get(err, "message")),
+                .duration_ms = duration_ms,
+                .host_run = json_array_size(host_run) ? host_run : NULL,
+        };
+        audit_write(&a);
 }

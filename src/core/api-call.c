@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+#include "api-call.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "path-util.h"
+
+/* A text (JSON string) reply must fit one header line (JSONL_MAX_LINE):
+ * without "binary", a read returns at most this much, with "eof": false
+ * telling the client to go on from offset + length. */
+#define TEXT_READ_MAX (256u * 1024u)
+
+/* ---- terminal ---- */
+
+static int terminal_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiRunArgs *a = c->args;
+        int k = api_run_args_prepare(a, msg, err);
+        if (k < 0)
+                return k;
+        c->binary = a->binary;
+        c->target = api_run_target(a);
+        return c->target ? 0 : -ENOMEM;
+}
+
+static void terminal_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiRunArgs *a = c->args;
+        *ret = (VsToolArgs){
+                .tool = VS_TOOL_TERMINAL,
+                .argv = api_run_argv(a),
+                .cwd = a->cwd,
+                .env = a->envv,
+                .timeout_ms = a->timeout_ms ? a->timeout_ms : a->timeout * 1000,
+                .max_output = a->max_output,
+                .data = a->stdin_data,
+                .data_len = a->stdin_len,
+        };
+}
+
+static void terminal_free(void *a) {
+        api_run_args_done(a);
+}
+
+/* ---- file_read ---- */
+
+static int read_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiReadArgs *a = c->args;
+        c->binary = a->binary;
+        c->target = json_string(a->path);
+        return c->target ? 0 : -ENOMEM;
+}
+
+static void read_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiReadArgs *a = c->args;
+        uint64_t limit = a->limit;
+        if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
+                limit = TEXT_READ_MAX;
+        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_READ, .path = a->path, .offset = a->offset, .limit = limit };
+}
+
+/* ---- file_write ---- */
+
+static int write_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiWriteArgs *a = c->args;
+        int k = api_write_args_prepare(a, msg->obj, msg, err);
+        if (k < 0)
+                return k;
+        c->target = json_string(a->path);
+        return c->target ? 0 : -ENOMEM;
+}
+
+static void write_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiWriteArgs *a = c->args;
+        *ret = (VsToolArgs){
+                .tool = VS_TOOL_FILE_WRITE,
+                .path = a->path,
+                .has_mode = a->has_mode,
+                .mode = a->mode,
+                .create_parents = a->create_parents,
+                .if_sha256 = a->if_sha256,
+                .data = a->data,
+                .data_len = a->len,
+        };
+}
+
+static void write_free(void *a) {
+        free(((ApiWriteArgs *)a)->data);
+}
+
+/* ---- file_edit ---- */
+
+static int edit_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiEditArgs *a = c->args;
+        if (!a->old_string[0])
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"old_string\" must not be empty");
+        c->target = json_string(a->path);
+        return c->target ? 0 : -ENOMEM;
+}
+
+/* Read, apply, write if unchanged, again when another writer got in
+ * between: the core's (tool-call.h). */
+static void edit_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiEditArgs *a = c->args;
+        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_EDIT, .path = a->path, .old_text = a->old_string,
+                             .new_text = a->new_string, .replace_all = a->replace_all };
+}
+
+/* ---- the table ---- */
+
+typedef struct Tool {
+        const JsonField *table;
+        size_t args_size;
+        /* Checks and builds what the table decoded; *err's kind is the code. */
+        int (*prepare)(VsApiCall *c, JsonlMsg *msg, VsError **err);
+        /* The call for the core (tool-call.h), borrowing from c->args. */
+        void (*args)(VsApiCall *c, VsToolArgs *ret);
+        void (*free_args)(void *a);
+        size_t path_offset; /* the const char * argument relative to the named directory (path or cwd) */
+} Tool;
+
+static const Tool tools[_API_TOOL_MAX] = {
+        [API_TOOL_TERMINAL] = { api_run_table, sizeof(ApiRunArgs), terminal_prepare, terminal_args, terminal_free,
+                                offsetof(ApiRunArgs, cwd) },
+        [API_TOOL_FILE_READ] = { api_file_read_table, sizeof(ApiReadArgs), read_prepare, read_args, NULL,
+                                 offsetof(ApiReadArgs, path) },
+        [API_TOOL_FILE_WRITE] = { api_file_write_table, sizeof(ApiWriteArgs), write_prepare, write_args, write_free,
+                                  offsetof(ApiWriteArgs, path) },
+        [API_TOOL_FILE_EDIT] = { api_file_edit_table, sizeof(ApiEditArgs), edit_prepare, edit_args, NULL,
+                                 offsetof(ApiEditArgs, path) },
+};
+
+bool api_call_serves(ApiTool which) {
+        return which >= 0 && which < _API_TOOL_MAX && tools[which].table;
+}
+
+bool api_call_binary(const VsApiCall *c) {
+        return c->binary;
+}
+
+int api_call_decode(VsApiCall *c, ApiTool which, JsonlMsg *msg, const char *dir, VsError **err) {
+        if (!api_call_serves(which))
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_UNKNOWN_TOOL), "not a worker tool");
+        const Tool *t = &tools[which];
+        api_call_done(c);
+        c->which = which;
+        c->req = json_incref(msg->obj);
+        if (!(c->args = calloc(1, t->args_size)))
+                return -ENOMEM;
+        int r = json_dispatch(msg->obj, t->table, c->args, err);
+        if (r < 0) {
+                json_dispatch_done(t->table, c->args);
+                free(TAKE_PTR(c->args));
+                return r;
+        }
+        /* A subdirectory was named: relative paths and the cwd start there
+         * (the worker resolves relative paths against the workspace root). */
+        const char **rel = (const char **)((char *)c->args + t->path_offset);
+        if (dir && (!*rel || (*rel)[0] != '/')) {
+                if (!(c->dir_path = path_join(dir, *rel ? *rel : ".")))
+                        return -ENOMEM;
+                *rel = c->dir_path;
+        }
+        if ((r = t->prepare(c, msg, err)) < 0)
+                return r;
+        VsToolArgs ta;
+        t->args(c, &ta);
+        tool_call_init(&c->tc, &ta, NULL);
+        return 0;
+}
+
+void api_call_done(VsApiCall *c) {
+        if (c->args && api_call_serves(c->which)) {
+                const Tool *t = &tools[c->which];
+                if (t->free_args)
+                        t->free_args(c->args);
+                json_dispatch_done(t->table, c->args);
+        }
+        free(c->args);
+        json_decref(c->req);
+        free(c->dir_path);
+        json_decref(c->target);
+        tool_call_done(&c->tc);
+        *c = VS_API_CALL_INIT;
+}
