@@ -8,7 +8,7 @@ _vectora_sandbox() {
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
         local verbs="check plan exec run read write edit shell start logs stop ps status mcp allow init help"
-        local common="-w --workspace --json --socket --no-daemon -h --help"
+        local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
         local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--old|--new"
 
         # The verb: the first word that is neither an option nor an option's argument.

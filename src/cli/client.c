@@ -71,6 +71,28 @@ int client_recv(int fd, JsonlReader *rd, JsonlMsg *ret) {
         }
 }
 
+int client_call(int fd, JsonlReader *rd, uint64_t id, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret,
+                bool *ret_sent) {
+        *ret_sent = false;
+        if (json_object_set_new(req, "id", json_integer((json_int_t)id)) < 0)
+                return -ENOMEM;
+        int r = client_send(fd, req, raw, raw_len);
+        if (r < 0)
+                return r;
+        *ret_sent = true;
+        for (;;) {
+                JsonlMsg m = JSONL_MSG_INIT;
+                if ((r = client_recv(fd, rd, &m)) < 0)
+                        return r;
+                json_t *rid = json_object_get(m.obj, "id");
+                if (json_is_integer(rid) && (uint64_t)json_integer_value(rid) == id) {
+                        *ret = m;
+                        return 0;
+                }
+                jsonl_msg_done(&m); /* a reply to another request */
+        }
+}
+
 /* ---- shell ---- */
 
 static struct termios saved_tio;

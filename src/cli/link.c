@@ -103,16 +103,15 @@ static int daemon_call(CliLink *l, json_t *req, const void *raw, size_t raw_len,
                 if (jsonl_reader_new(&l->reader) < 0)
                         return -ENOMEM;
         }
-        json_object_set_new(req, "id", json_integer((json_int_t)++l->next_id));
-        int r = client_send(l->fd, req, raw, raw_len);
+        bool sent;
+        int r = client_call(l->fd, l->reader, ++l->next_id, req, raw, raw_len, ret, &sent);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
+        if (r < 0 && !sent) {
                 char msg[512];
                 snprintf(msg, sizeof msg, "sending to vectora-sandboxd at %s: %s", l->socket, strerror(-r));
                 return fail_result(ret, "daemon_unreachable", msg);
         }
-        r = client_recv(l->fd, l->reader, ret);
         if (r < 0) {
                 /* The request was sent: the daemon may have started it
                  * before it ended. Never "nothing ran" (125). */
@@ -120,7 +119,7 @@ static int daemon_call(CliLink *l, json_t *req, const void *raw, size_t raw_len,
                 snprintf(msg, sizeof msg,
                          "vectora-sandboxd at %s ended while the call was in flight (%s); the command may have run: "
                          "check its effects before running it again",
-                         l->socket, r == -EPIPE || r == 0 ? "connection closed" : strerror(-r));
+                         l->socket, r == -EPIPE || r == -ECONNRESET ? "connection closed" : strerror(-r));
                 return fail_result(ret, "daemon_lost", msg);
         }
         json_object_del(ret->obj, "id");

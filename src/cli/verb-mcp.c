@@ -13,6 +13,7 @@
 
 #include "audit.h"
 #include "cli.h"
+#include "client.h"
 #include "fd-util.h"
 #include "jsonl.h"
 #include "jsonrpc.h"
@@ -44,48 +45,19 @@ static void daemon_close(McpServer *s) {
 static bool daemon_connect(McpServer *s) {
         if (s->fd >= 0)
                 return true;
-        if (!s->socket)
+        _cleanup_free_ char *why = NULL;
+        if (!s->socket || client_connect(s->socket, &s->fd, &why) < 0)
                 return false;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(s->socket) >= sizeof sa.sun_path)
+        if (jsonl_reader_new(&s->rd) < 0) {
+                daemon_close(s);
                 return false;
-        memcpy(sa.sun_path, s->socket, strlen(s->socket));
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || jsonl_reader_new(&s->rd) < 0)
-                return false;
-        s->fd = TAKE_FD(fd);
+        }
         return true;
 }
 
-/* One daemon API call; the reply with our id. */
-static int daemon_call(McpServer *s, json_t *req, const char *raw, size_t raw_len, JsonlMsg *ret) {
-        uint64_t id = ++s->next_id;
-        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        int r = json_object_set_new(req, "id", json_integer((json_int_t)id));
-        if (r < 0)
-                return -ENOMEM;
-        if ((r = jsonl_encode(req, raw, raw_len, &out)) < 0 || (r = write_all(s->fd, out.data, out.len)) < 0)
-                return r;
-        for (;;) {
-                JsonlMsg m = JSONL_MSG_INIT;
-                r = jsonl_reader_next(s->rd, &m, NULL);
-                if (r == 0) {
-                        json_t *rid = json_object_get(m.obj, "id");
-                        if (json_is_integer(rid) && (uint64_t)json_integer_value(rid) == id) {
-                                *ret = m;
-                                return 0;
-                        }
-                        jsonl_msg_done(&m); /* an event or a stray reply */
-                        continue;
-                }
-                if (r != -EAGAIN && r != -EBADMSG)
-                        return r;
-                ssize_t k = jsonl_reader_read_fd(s->rd, s->fd);
-                if (k == -EINTR || k == -EAGAIN)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? (int)k : -ECONNRESET;
-        }
+/* One daemon API call over the CLI's one transport (client.h). */
+static int daemon_call(McpServer *s, json_t *req, const char *raw, size_t raw_len, JsonlMsg *ret, bool *ret_sent) {
+        return client_call(s->fd, s->rd, ++s->next_id, req, raw, raw_len, ret, ret_sent);
 }
 
 static json_t *serve_call(McpServer *s, const McpCall *c) {
@@ -105,15 +77,20 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                         return NULL;
                 }
                 JsonlMsg m = JSONL_MSG_INIT;
-                int r = daemon_call(s, req, in, in_len, &m);
+                bool sent;
+                int r = daemon_call(s, req, in, in_len, &m, &sent);
                 json_decref(req);
+                if (r == -ENOMEM)
+                        return NULL;
                 if (r < 0) {
                         /* Not re-run embedded: the command may have run. */
                         daemon_close(s);
                         fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket, strerror(-r));
-                        return mcp_tool_error("daemon_lost",
-                                              "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
-                                              "Check its effect before retrying");
+                        return sent ? mcp_tool_error("daemon_lost",
+                                                     "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
+                                                     "Check its effect before retrying")
+                                    : mcp_tool_error("daemon_unreachable",
+                                                     "the call could not be sent to vectora-sandboxd; nothing ran. Retry it");
                 }
                 reply = TAKE_PTR(m.obj);
                 if (m.has_raw)
