@@ -274,3 +274,31 @@ int chase_path_dynamic(const char *path, char *const *untrusted, ChaseUntrustedF
         ret->path = TAKE_PTR(done);
         return 0;
 }
+
+int chase_open_dir(const char *path) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+        if (fd >= 0)
+                return (int)fd;
+        if (errno != ENOSYS && errno != EPERM)
+                return -errno;
+        /* No openat2: one component at a time. */
+        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return -errno;
+                safe_close(cur);
+                cur = next;
+        }
+        return TAKE_FD(cur);
+}

@@ -51,3 +51,8 @@ typedef bool (*ChaseUntrustedFn)(int dirfd, const char *path, void *userdata);
 int chase_path_dynamic(const char *path, char *const *untrusted, ChaseUntrustedFn is_untrusted, void *userdata,
                        ChaseResult *ret);
 void chase_result_done(ChaseResult *r);
+
+/* An O_PATH descriptor of the directory path (absolute), reached from /
+ * without following a symlink anywhere (openat2 RESOLVE_NO_SYMLINKS, or
+ * one component at a time), or a negative errno. */
+int chase_open_dir(const char *path);

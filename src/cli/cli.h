@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* vectora-sandbox: a table of verbs (main.c), one file per verb, each thin
+/* vectora-sandbox: a table of verbs (verbs.c), one file per verb, each thin
  * over one transport (link.c: the daemon's API, or embedded through
  * src/core). Every verb builds a daemon API request, gets back an
  * API-shaped result (the daemon's own, or one made the same way in
  * embedded mode), and prints it as text or, with --json, as JSON.
  *
- * A new verb: a row in cli_verbs (main.c) naming its options (a new one in
- * cli_options), a line in each completion script (completion/), and its
+ * A new verb: a row in cli_verbs (verbs.c) naming its options (a new one in
+ * cli_options, options.c), a line in each completion script (completion/), and its
  * entry in docs/man/vectora-sandbox.1; test-cli and test-docs check that
  * help, completion and the man page list every verb and option. */
 
@@ -158,3 +158,5 @@ const char *cli_default_socket(void);
 /* The workspace as an absolute path (-w, default "."): NULL and errno set
  * when it does not exist. */
 char *cli_workspace_abs(const CliArgs *a);
+/* Frees what the options kept (the default socket's path). */
+void cli_options_done(void);

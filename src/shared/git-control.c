@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "git-config.h"
 #include "git-scan.h"
@@ -559,33 +560,6 @@ int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsG
         return 0;
 }
 
-int git_control_open_dir(const char *path) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-        if (fd >= 0)
-                return (int)fd;
-        if (errno != ENOSYS && errno != EPERM)
-                return -errno;
-        /* No openat2: one component at a time. */
-        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (cur < 0)
-                return -errno;
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        char *save = NULL;
-        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (next < 0)
-                        return -errno;
-                safe_close(cur);
-                cur = next;
-        }
-        return TAKE_FD(cur);
-}
 
 /* The repository's owner keeps owning what is made in it (the daemon may
  * be root). A caller that may not give it away (not root, in a shared
@@ -601,7 +575,7 @@ static void chown_like_parent(int pfd, const char *name) {
 /* dir, made (mode 0755) with up to levels missing ancestors (objects/info
  * of a .git without objects/), none reached through a symlink. */
 static int reach_dir(char *dir, unsigned levels) {
-        int fd = git_control_open_dir(dir);
+        int fd = chase_open_dir(dir);
         if (fd != -ENOENT || levels == 0)
                 return fd;
         char *slash = strrchr(dir, '/');
@@ -615,7 +589,7 @@ static int reach_dir(char *dir, unsigned levels) {
         if (mkdirat(up, slash + 1, 0755) < 0 && errno != EEXIST)
                 return -errno;
         chown_like_parent(up, slash + 1);
-        return git_control_open_dir(dir);
+        return chase_open_dir(dir);
 }
 
 int git_control_make_placeholder(const VsGitControl *c, VsError **err) {

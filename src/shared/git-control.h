@@ -66,8 +66,3 @@ void git_controls_done(VsGitControls *c);
  * following symlinks, created O_EXCL / mkdirat, owned by the parent's
  * owner and read-only. 0 when made or already there. */
 int git_control_make_placeholder(const VsGitControl *c, VsError **err);
-
-/* An O_PATH descriptor of the directory path, reached from / without
- * following a symlink (openat2 RESOLVE_NO_SYMLINKS, or one component at a
- * time), or a negative errno. */
-int git_control_open_dir(const char *path);

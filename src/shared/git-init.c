@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Making a workspace's repository on the host before its jail starts
  * (git-init.h). */
+#include "chase.h"
 #include "git-init.h"
 
 #include <dirent.h>
@@ -123,7 +124,7 @@ static int skeleton(int gfd, const Owner *o) {
 }
 
 int git_repo_make(const char *workspace, VsError **err) {
-        _cleanup_close_ int wfd = git_control_open_dir(workspace);
+        _cleanup_close_ int wfd = chase_open_dir(workspace);
         if (wfd < 0)
                 return vs_error_set_kind(err, wfd, "sandbox_unavailable",
                                          "cannot reach the workspace %s (a directory reached without symlinks) to make its repository: %s",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Finding the repositories git would take in a tree, and putting new ones
  * aside (git-scan.h). */
+#include "chase.h"
 #include "git-scan.h"
 
 #include <dirent.h>
@@ -151,7 +152,7 @@ static int walk(int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out
 }
 
 int git_scan(const char *root, VsGitRepos *out) {
-        _cleanup_close_ int fd = git_control_open_dir(root);
+        _cleanup_close_ int fd = chase_open_dir(root);
         if (fd < 0)
                 return fd;
         /* O_PATH cannot be read: the directory itself, held. */
@@ -169,7 +170,7 @@ int git_scan(const char *root, VsGitRepos *out) {
 }
 
 int git_scan_dir(const char *dir, VsGitRepos *out) {
-        _cleanup_close_ int fd = git_control_open_dir(dir);
+        _cleanup_close_ int fd = chase_open_dir(dir);
         if (fd < 0)
                 return fd;
         _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -207,7 +208,7 @@ int git_quarantine(const VsGitRepo *r, char **ret_moved, VsError **err) {
         _cleanup_free_ char *dir = r->kind == VS_GIT_DOTGIT ? path_join(r->dir, ".git") : strdup(r->dir);
         if (!dir)
                 return -ENOMEM;
-        _cleanup_close_ int dfd = git_control_open_dir(dir);
+        _cleanup_close_ int dfd = chase_open_dir(dir);
         if (dfd == -ENOENT || dfd == -ENOTDIR || dfd == -ELOOP)
                 return -ESTALE;
         if (dfd < 0)
@@ -253,7 +254,7 @@ int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {
          * by the host (git_init) after this look. A stand-in (no identity)
          * says so; only a symlinked .git, which the jail could replace, is
          * left to its identity. */
-        _cleanup_close_ int wfd = git_control_open_dir(p->workspace);
+        _cleanup_close_ int wfd = chase_open_dir(p->workspace);
         struct stat st;
         if (wfd >= 0 && fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
                 return 0;

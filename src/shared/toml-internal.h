@@ -136,3 +136,13 @@ TomlNode *toml_node_new(TomlType type, unsigned line, unsigned col, unsigned dep
 int toml_array_add(TomlNode *a, TomlValue *value);
 /* Inserts value (owned; freed on failure) at the dotted key kp in table. */
 int toml_insert_keyval(Parser *p, TomlNode *table, KeyPath *kp, TomlNode *value);
+/* The tree's lookups and insertion (toml-tree.c), for the header parser. */
+TomlKeyValue *toml_table_find(const TomlNode *t, const char *key, size_t len);
+int toml_table_add_key(TomlNode *t, const Key *k, TomlValue *v);
+/* A new, implicitly defined table below t under k (a header path's or a
+ * dotted key's), *ret borrowed from t; fails p (depth, OOM). */
+int toml_table_add_child(Parser *p, TomlNode *t, const Key *k, TomlNode **ret);
+/* kp's first upto keys as TOML would write them, in b. */
+const char *toml_path_text(const KeyPath *kp, size_t upto, StrBuf *b);
+/* What a node is, for a redefinition message ("a table", ...). */
+const char *toml_describe_node(const TomlNode *n);
