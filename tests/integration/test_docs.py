@@ -100,10 +100,10 @@ for table, heading in tables.items():
             continue
         check("%s key %s is documented" % (heading, k), "| `%s` |" % k in body)
 
-# The MCP server (docs/mcp.md): every tool of src/shared/mcp.c's table with
+# The MCP server (docs/mcp.md): every tool of src/cli/mcp.c's table with
 # its row, every argument of its dispatch tables, every revision it serves
 # and the tool-error codes of its own.
-mcp_c = read("src/shared/mcp.c")
+mcp_c = read("src/cli/mcp.c")
 mcp_md = read("docs/mcp.md")
 mcp_tools = re.findall(r'\[MCP_TOOL_[A-Z_]+\] = "([a-z_]+)"', mcp_c)
 check("the MCP tool table was found", len(mcp_tools) >= 4, str(mcp_tools))
