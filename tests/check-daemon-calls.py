@@ -103,8 +103,11 @@ def self_test():
 
 
 def main():
-    objdir = sys.argv[1]
-    objs = sorted(glob.glob(os.path.join(objdir, "*.c.o")))
+    # The daemon's objects: its internal library's and main.c's (one
+    # directory each), or one directory holding them all.
+    objdirs = sys.argv[1:]
+    objdir = " ".join(objdirs)
+    objs = sorted(o for d in objdirs for o in glob.glob(os.path.join(d, "*.c.o")))
     n = 0
     failed = 0
 
