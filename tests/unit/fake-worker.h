@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "approval.h"
 #include "jsonl.h"
 #include "log.h"
+#include "path-util.h"
 #include "protocol.h"
 #include "server.h"
 #include "strbuf.h"
@@ -28,7 +30,7 @@ static int fw_fd = -1;            /* the test's end: the worker's socket */
 static unsigned fw_spawns;        /* how many workers were "spawned" */
 static JsonlReader *fw_reader;    /* what the daemon sent the worker */
 
-static int fw_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
+static inline int fw_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -45,7 +47,7 @@ static int fw_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
 
 /* The daemon's state for a test: its loop, its options (a state directory
  * and an instance directory in tmp). */
-static void fw_server(Server *srv, uv_loop_t *loop, const char *tmp) {
+static inline void fw_server(Server *srv, uv_loop_t *loop, const char *tmp) {
         assert_int_equal(uv_loop_init(loop), 0);
         *srv = (Server) { .loop = loop };
         srv->opt.max_workers = 8;
@@ -59,7 +61,7 @@ static void fw_server(Server *srv, uv_loop_t *loop, const char *tmp) {
         log_set_level(LOG_LVL_ERROR);
 }
 
-static void fw_server_done(Server *srv) {
+static inline void fw_server_done(Server *srv) {
         /* What closes closes on the loop. */
         for (int i = 0; i < 100 && uv_run(srv->loop, UV_RUN_NOWAIT); i++)
                 ;
@@ -74,8 +76,21 @@ static void fw_server_done(Server *srv) {
         fw_reader = NULL;
 }
 
+/* tmp/proj with this vectora.toml: a workspace (path owned). */
+static inline char *fw_workspace(const char *tmp, const char *toml) {
+        char *dir = path_join(tmp, "proj");
+        assert_non_null(dir);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        _cleanup_free_ char *cfg = path_join(dir, "vectora.toml");
+        FILE *f = fopen(cfg, "we");
+        assert_non_null(f);
+        fputs(toml, f);
+        fclose(f);
+        return dir;
+}
+
 /* Runs the loop until cond() holds (false after 5 s). */
-static bool fw_run_until(uv_loop_t *loop, bool (*cond)(void)) {
+static inline bool fw_run_until(uv_loop_t *loop, bool (*cond)(void)) {
         uint64_t end = now_ms() + 5000;
         while (!cond()) {
                 if (now_ms() > end)
@@ -87,11 +102,11 @@ static bool fw_run_until(uv_loop_t *loop, bool (*cond)(void)) {
 }
 
 /* The worker writes bytes as they are (a partial line, two lines, garbage). */
-static void fw_write(const void *p, size_t n) {
+static inline void fw_write(const void *p, size_t n) {
         assert_int_equal(write(fw_fd, p, n), (ssize_t) n);
 }
 
-static void fw_send(StrBuf *b) {
+static inline void fw_send(StrBuf *b) {
         fw_write(b->data, b->len);
         strbuf_done(b);
 }
@@ -99,7 +114,7 @@ static void fw_send(StrBuf *b) {
 /* The next message the daemon sent the worker, running the loop meanwhile.
  * 0, or -EPIPE when the daemon closed its end (the link ended), or
  * -ETIMEDOUT after 5 s. */
-static int fw_recv(uv_loop_t *loop, JsonlMsg *ret) {
+static inline int fw_recv(uv_loop_t *loop, JsonlMsg *ret) {
         uint64_t end = now_ms() + 5000;
         for (;;) {
                 JsonlMsg m = JSONL_MSG_INIT;
@@ -124,7 +139,7 @@ static int fw_recv(uv_loop_t *loop, JsonlMsg *ret) {
 }
 
 /* The worker's side of the handshake: hello, the daemon's init, ready. */
-static void fw_handshake(uv_loop_t *loop) {
+static inline void fw_handshake(uv_loop_t *loop) {
         StrBuf b = STRBUF_INIT;
         ProtocolHello h = { .version = PROTOCOL_VERSION, .arch = (char *) "x86_64", .pid = 2 };
         assert_int_equal(protocol_encode_hello(&b, &h), 0);
@@ -141,7 +156,7 @@ static void fw_handshake(uv_loop_t *loop) {
 }
 
 /* The next request the daemon sent: its id and op. */
-static uint64_t fw_request(uv_loop_t *loop, ProtocolOp *ret_op) {
+static inline uint64_t fw_request(uv_loop_t *loop, ProtocolOp *ret_op) {
         JsonlMsg m;
         assert_int_equal(fw_recv(loop, &m), 0);
         ProtocolRequestHead head;
@@ -154,7 +169,7 @@ static uint64_t fw_request(uv_loop_t *loop, ProtocolOp *ret_op) {
 
 /* A stat reply as the worker's encoder writes it (size tells replies
  * apart). */
-static void fw_stat_reply(uint64_t id, uint64_t size, StrBuf *out) {
+static inline void fw_stat_reply(uint64_t id, uint64_t size, StrBuf *out) {
         ProtocolStatReply r = { .type = PROTOCOL_FILE_FILE, .size = size, .mode = 0644 };
         assert_int_equal(protocol_encode_stat_reply(out, id, &r), 0);
 }
@@ -169,11 +184,11 @@ typedef struct TestCall {
         uint64_t size; /* the reply's */
 } TestCall;
 
-static int call_build(Call *c, uint64_t wid, StrBuf *out) {
+static inline int call_build(Call *c, uint64_t wid, StrBuf *out) {
         return protocol_encode_stat_request(out, wid, "/x");
 }
 
-static void call_done(Call *c, WorkerLink *l, JsonlMsg *reply, ApiError code, const char *message) {
+static inline void call_done(Call *c, WorkerLink *l, JsonlMsg *reply, ApiError code, const char *message) {
         TestCall *t = (TestCall *) c;
         t->done++;
         t->code = code;
@@ -188,7 +203,7 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *reply, ApiError code, co
 #define TEST_CALL { .call = { .build = call_build, .done = call_done } }
 
 /* Runs the loop until c is done (it fails after 5 s). */
-static void fw_run_until_done(uv_loop_t *loop, TestCall *c) {
+static inline void fw_run_until_done(uv_loop_t *loop, TestCall *c) {
         for (int i = 0; i < 5000 && !c->done; i++) {
                 uv_run(loop, UV_RUN_NOWAIT);
                 usleep(1000);

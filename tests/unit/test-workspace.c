@@ -31,13 +31,7 @@ static int setup(void **state) {
         snprintf(tmp, sizeof tmp, "/tmp/vs-ws-XXXXXX");
         assert_non_null(mkdtemp(tmp));
         fw_server(&srv, &loop, tmp);
-        dir = path_join(tmp, "proj");
-        assert_int_equal(mkdir(dir, 0755), 0);
-        _cleanup_free_ char *cfg = path_join(dir, "vectora.toml");
-        FILE *f = fopen(cfg, "we");
-        assert_non_null(f);
-        fputs("[sandbox]\nenabled = false\n", f);
-        fclose(f);
+        dir = fw_workspace(tmp, "[sandbox]\nenabled = false\n");
         return 0;
 }
 
