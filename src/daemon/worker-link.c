@@ -16,6 +16,7 @@
 #include "server.h"
 #include "strv.h"
 #include "worker-link.h"
+#include "worker-link-internal.h"
 /* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
 #include "inotify-hub.h"
 #include "worker-spawn.h"
@@ -24,6 +25,8 @@
 #define LINK_HANDSHAKE_TIMEOUT_MS 15000
 
 static WorkerLink *all_links;
+
+LinkSpawnFn link_spawn_fn = worker_spawn;
 
 typedef struct LinkWrite {
         uv_write_t w;
@@ -519,7 +522,7 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 return r;
         }
         VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
-        r = worker_spawn(launch, &proc, err);
+        r = link_spawn_fn(launch, &proc, err);
         if (r < 0) {
                 jsonl_reader_free(l->reader);
                 free(l);

@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Commands: clone(CLONE_VFORK)/exec with a CLOEXEC error pipe, a process group per
- * command, stdin fed from the request's raw bytes, stdout/stderr captured
- * with a head+tail cap, timeouts and cancel by SIGKILL to the group, and
- * reaping of every child (the worker may be pid 1 in the jail). */
+/* Commands: a child process per command in a process group of its own
+ * (child.c), stdin fed from the request's raw bytes, stdout/stderr captured
+ * with a head+tail cap, timeouts and cancel by SIGKILL to the group. Also
+ * the set-up a command and a session share (exec_prepare). */
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "strv.h"
@@ -32,9 +27,6 @@ static uint64_t exec_ceiling(uint64_t asked, uint64_t ceiling, uint64_t fallback
 }
 /* Both streams and their markers must fit one raw payload. */
 #define MAX_OUTPUT_CAP (JSONL_MAX_RAW / 2 - 64)
-/* After the command exits, how long output may still arrive from
- * processes it left behind holding the pipes. */
-#define DRAIN_GRACE_US (100u * 1000u)
 #define READ_CHUNK (64u * 1024u)
 
 typedef struct Capture {
@@ -51,15 +43,12 @@ typedef struct Capture {
 struct Exec {
         Exec *next;
         uint64_t id;
-        pid_t pid;       /* the group leader; its pid is the pgid */
-        bool reaped;
-        int status;
+        Child child;
         int stdin_fd;
         char *stdin_data;
         size_t stdin_len, stdin_off;
         Capture out, err;
-        uint64_t start_us, deadline_us, reaped_us;
-        bool timed_out, cancelled, killed;
+        bool cancelled;
 };
 
 /* ---- output capture ---- */
@@ -149,19 +138,12 @@ static void exec_free(Exec *e) {
         free(e);
 }
 
-static void exec_kill(Exec *e) {
-        if (e->killed)
-                return;
-        /* The group outlives its leader while members remain; kernel pids
-         * are not reused as long as the group exists. */
-        (void) kill(-e->pid, SIGKILL);
-        if (!e->reaped)
-                (void) kill(e->pid, SIGKILL);
-        e->killed = true;
+static bool output_open(const Exec *e) {
+        return e->out.fd >= 0 || e->err.fd >= 0;
 }
 
 static bool exec_done(const Exec *e) {
-        return e->reaped && e->out.fd < 0 && e->err.fd < 0;
+        return e->child.reaped && !output_open(e);
 }
 
 static int reply_unstarted(StrBuf *out, uint64_t id, int code, const char *fmt, const char *arg,
@@ -268,89 +250,6 @@ int exec_prepare(const Policy *p, const ExecDefaults *d, const char *cwd, char *
         return 0;
 }
 
-typedef struct ChildArgs {
-        const ExecPrep *x;
-        char *const *argv;
-        int in_fd, out_fd, err_fd, errpipe;
-        ExecDetach detach;
-        pid_t parent;
-        uint64_t memory;
-} ChildArgs;
-
-/* Runs in the clone()d child, on its own stack, sharing the worker's memory
- * until execve (CLONE_VM|CLONE_VFORK, as posix_spawn does: no page table
- * copy, which is most of fork's cost). Only what must happen between fork
- * and exec: signals back to defaults (the worker blocks SIGCHLD and ignores
- * SIGPIPE, nothing else), its own process group or session (with the
- * terminal as its controlling one), die with the worker, fds in place;
- * nothing here writes the worker's memory but errno. */
-static int child(void *arg) {
-        const ChildArgs *a = arg;
-        sigset_t all;
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
-        signal(SIGPIPE, SIG_DFL); /* ignored stays ignored across exec */
-        int e = 0;
-        if (a->detach == EXEC_GROUP ? setpgid(0, 0) < 0 : setsid() < 0)
-                e = errno;
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != a->parent)
-                _exit(127);
-        if (!e && a->detach == EXEC_TERMINAL && ioctl(a->in_fd, TIOCSCTTY, 0) < 0)
-                e = errno;
-        if (!e && a->memory) {
-                /* Per command, not on the worker itself: the worker's own
-                 * address space (large under sanitizers) stays unbounded. */
-                struct rlimit rl = { a->memory, a->memory };
-                if (setrlimit(RLIMIT_AS, &rl) < 0)
-                        e = errno;
-        }
-        if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 ||
-                   fchdir(a->x->cwd_fd) < 0))
-                e = errno;
-        if (!e) {
-                execve(a->x->path, a->argv, a->x->envp);
-                e = errno;
-        }
-        (void) !write(a->errpipe, &e, sizeof e);
-        _exit(127);
-}
-
-/* The child's stack; CLONE_VFORK suspends the worker until the child has
- * exec'd or exited, so one is enough. */
-static _Alignas(64) char child_stack[64 * 1024];
-
-int exec_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int in_fd, int out_fd, int err_fd,
-               ExecDetach detach, pid_t *ret_pid) {
-        _cleanup_close_ int ep_r = -EBADF, ep_w = -EBADF;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return negative_errno();
-        ep_r = fds[0], ep_w = fds[1];
-        ChildArgs ca = {
-                .x = x, .argv = argv, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .errpipe = ep_w,
-                .detach = detach, .parent = getpid(), .memory = d->memory,
-        };
-        pid_t pid = clone(child, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
-        if (pid < 0)
-                return negative_errno();
-        ep_w = safe_close(ep_w);
-
-        int child_errno = 0;
-        ssize_t n;
-        do
-                n = read(ep_r, &child_errno, sizeof child_errno);
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t) sizeof child_errno) {
-                /* It did not exec and exits at once: reap it here. */
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                return child_errno > 0 ? child_errno : EIO;
-        }
-        *ret_pid = pid;
-        return 0;
-}
-
 int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj, char *stdin_data,
                size_t stdin_len, StrBuf *out, VsError **err) {
         _cleanup_free_ char *sdata = stdin_data;
@@ -359,7 +258,7 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         _cleanup_close_ int in_r = -EBADF, in_w = -EBADF, out_r = -EBADF, out_w = -EBADF, err_r = -EBADF,
                             err_w = -EBADF;
         int k, fds[2];
-        pid_t pid;
+        Child child;
 
         k = protocol_decode_exec_request(obj, &req, err);
         if (k < 0)
@@ -389,8 +288,13 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
                         goto fail_errno;
         }
 
-        uint64_t start = now_us();
-        k = exec_spawn(&x, d, req.argv, in_r, out_w, err_w, EXEC_GROUP, &pid);
+        /* The limits from init are ceilings: a request may ask for less,
+         * never for more (the policy's timeout = 2 holds against a request
+         * for 10, whoever sent it). */
+        uint64_t timeout = exec_ceiling(req.timeout_ms, d->timeout_ms, DEFAULT_TIMEOUT_MS);
+        uint64_t max = exec_ceiling(req.max_output, d->max_output, DEFAULT_MAX_OUTPUT);
+        max = MIN(max, (uint64_t) MAX_OUTPUT_CAP);
+        k = child_spawn(&x, d, req.argv, in_r, out_w, err_w, CHILD_GROUP, timeout, &child);
         if (k < 0) {
                 vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
                 goto finish;
@@ -406,25 +310,16 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
 
         Exec *e = calloc(1, sizeof *e);
         if (!e) {
-                (void) kill(-pid, SIGKILL);
-                (void) kill(pid, SIGKILL);
+                child_kill(&child); /* reaped by the worker's loop */
                 k = vs_error_set(err, -ENOMEM, "out of memory");
                 goto finish;
         }
-        /* The limits from init are ceilings: a request may ask for less,
-         * never for more (the policy's timeout = 2 holds against a request
-         * for 10, whoever sent it). */
-        uint64_t timeout = exec_ceiling(req.timeout_ms, d->timeout_ms, DEFAULT_TIMEOUT_MS);
-        uint64_t max = exec_ceiling(req.max_output, d->max_output, DEFAULT_MAX_OUTPUT);
-        max = MIN(max, (uint64_t) MAX_OUTPUT_CAP);
         *e = (Exec) {
                 .id = req.head.id,
-                .pid = pid,
+                .child = child,
                 .stdin_fd = -EBADF,
                 .out = { .fd = TAKE_FD(out_r), .max = (size_t) max },
                 .err = { .fd = TAKE_FD(err_r), .max = (size_t) max },
-                .start_us = start,
-                .deadline_us = start + MIN(timeout, (uint64_t) 1 << 40) * 1000u,
         };
         (void) fd_set_nonblock(e->out.fd, true);
         (void) fd_set_nonblock(e->err.fd, true);
@@ -512,17 +407,15 @@ static void send_reply(Exec *e, StrBuf *out) {
         const char *so = "", *se = "";
         size_t so_len = 0, se_len = 0;
         ProtocolExecReply r = {
-                .timed_out = e->timed_out,
+                .timed_out = e->child.timed_out,
                 .cancelled = e->cancelled,
                 .stdout_total = e->out.total,
                 .stderr_total = e->err.total,
-                .duration_us = e->reaped_us - e->start_us,
+                .duration_us = e->child.reaped_us - e->child.start_us,
         };
-        if (WIFSIGNALED(e->status)) {
-                r.signal = WTERMSIG(e->status);
-                r.exit_code = 128 + r.signal;
-        } else
-                r.exit_code = WEXITSTATUS(e->status);
+        int sig;
+        r.exit_code = child_exit_code(&e->child, &sig);
+        r.signal = sig;
         if (capture_finish(&e->out, &t1, &so, &so_len) < 0 || capture_finish(&e->err, &t2, &se, &se_len) < 0) {
                 so_len = se_len = 0;
                 so = se = "";
@@ -553,11 +446,8 @@ void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out) {
         uint64_t now = now_us();
         for (Exec **ep = list; *ep;) {
                 Exec *e = *ep;
-                if (!e->reaped && !e->killed && now >= e->deadline_us) {
-                        e->timed_out = true;
-                        exec_kill(e);
-                }
-                if (e->reaped && !exec_done(e) && now >= e->reaped_us + DRAIN_GRACE_US) {
+                (void) child_expire(&e->child, now);
+                if (output_open(e) && child_grace_over(&e->child, now)) {
                         /* Something left behind still holds the pipes:
                          * keep what arrived, stop waiting. */
                         if (e->out.fd >= 0)
@@ -579,42 +469,25 @@ void exec_process(Exec **list, struct pollfd *fds, size_t n, StrBuf *out) {
 }
 
 int exec_next_timeout_ms(Exec *list) {
-        uint64_t now = now_us(), best = UINT64_MAX;
-        for (Exec *e = list; e; e = e->next) {
-                uint64_t t = UINT64_MAX;
-                if (!e->reaped && !e->killed)
-                        t = e->deadline_us;
-                else if (e->reaped && !exec_done(e))
-                        t = e->reaped_us + DRAIN_GRACE_US;
-                else if (exec_done(e))
-                        t = now;
-                best = MIN(best, t);
-        }
-        if (best == UINT64_MAX)
-                return -1;
-        if (best <= now)
-                return 0;
-        uint64_t ms = (best - now + 999) / 1000;
-        return ms > INT32_MAX ? INT32_MAX : (int) ms;
+        uint64_t best = UINT64_MAX;
+        for (Exec *e = list; e; e = e->next)
+                best = MIN(best, child_next_us(&e->child, output_open(e)));
+        return child_ms_until(best, now_us());
 }
 
 bool exec_reaped(Exec *list, pid_t pid, int status) {
         for (Exec *e = list; e; e = e->next)
-                if (e->pid == pid && !e->reaped) {
-                        e->reaped = true;
-                        e->status = status;
-                        e->reaped_us = now_us();
+                if (child_reaped(&e->child, pid, status))
                         return true;
-                }
         return false;
 }
 
 bool exec_cancel(Exec *list, uint64_t id) {
         for (Exec *e = list; e; e = e->next)
                 if (e->id == id) {
-                        if (!e->reaped || !exec_done(e)) {
+                        if (!exec_done(e)) {
                                 e->cancelled = true;
-                                exec_kill(e);
+                                child_kill(&e->child);
                         }
                         return true;
                 }
@@ -630,12 +503,10 @@ bool exec_id_in_use(Exec *list, uint64_t id) {
 
 void exec_kill_all(Exec **list) {
         for (Exec *e = *list; e; e = e->next)
-                exec_kill(e);
+                child_kill(&e->child);
         while (*list) {
                 Exec *e = *list;
-                if (!e->reaped)
-                        while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
-                                ;
+                child_wait(&e->child);
                 *list = e->next;
                 exec_free(e);
         }

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "fd-util.h"
 #include "launcher.h"
 #include "macro.h"
@@ -34,14 +34,11 @@
 /* Input the process has not taken yet, per session. */
 #define SESSION_INPUT_MAX (1u << 20)
 #define SESSION_READ_CHUNK (64u * 1024u)
-/* After the process exits, how long output may still arrive from what it
- * left behind holding its terminal or pipes. */
-#define SESSION_DRAIN_GRACE_US (100u * 1000u)
 
 struct Session {
         Session *next;
         uint64_t id;
-        pid_t pid;        /* the session and group leader; 0 for a connection */
+        Child child;      /* the session and group leader; CHILD_NONE for a connection */
         bool pty;
         bool sock;        /* a connection to a port of the jail's loopback (io_fd), no process */
         bool wr_shut;
@@ -52,9 +49,7 @@ struct Session {
         bool out_open;    /* pty: the master still gives output */
         StrBuf in;        /* input not taken yet */
         bool in_eof;      /* close stdin once in is written */
-        bool reaped, paused, timed_out, killed;
-        int status;
-        uint64_t deadline_us, reaped_us;
+        bool paused;
 };
 
 static void session_free(Session *s) {
@@ -69,18 +64,10 @@ static void session_free(Session *s) {
 }
 
 static void session_kill(Session *s) {
-        if (s->killed)
-                return;
-        if (s->pid <= 0) {
-                /* A connection: nothing to signal (kill(-0) would be our own group). */
+        /* A connection: nothing to signal, it ends here. */
+        if (!s->child.killed && s->sock)
                 s->out_open = false;
-                s->killed = true;
-                return;
-        }
-        (void) kill(-s->pid, SIGKILL);
-        if (!s->reaped)
-                (void) kill(s->pid, SIGKILL);
-        s->killed = true;
+        child_kill(&s->child);
 }
 
 /* One fd for both directions: a terminal's master or a connection. */
@@ -191,15 +178,15 @@ static int session_connect(Session **list, const ProtocolSessionOpenRequest *req
                 return vs_error_set(err, -ENOMEM, "out of memory");
         *s = (Session) {
                 .id = req->head.id,
+                /* No process: it "exited" at once, and ends when the
+                 * connection does (no drain grace). */
+                .child = CHILD_NONE,
                 .sock = true,
                 .io_fd = TAKE_FD(fd),
                 .held_fd = -EBADF,
                 .out_fd = -EBADF,
                 .err_fd = -EBADF,
                 .out_open = true,
-                /* No process: it "exited" at once, and ends when the
-                 * connection does (no drain grace). */
-                .reaped = true,
         };
         s->next = *list;
         *list = s;
@@ -213,7 +200,7 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                             out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
         int k, fds[2];
         size_t n = 0;
-        pid_t pid;
+        Child child;
 
         k = protocol_decode_session_open_request(obj, &req, err);
         if (k < 0)
@@ -265,8 +252,8 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
         }
         /* A session of its own: a terminal's controlling one, and a signal
          * reaches the whole group. */
-        k = req.pty ? exec_spawn(&x, d, req.argv, slave, slave, slave, EXEC_TERMINAL, &pid)
-                    : exec_spawn(&x, d, req.argv, in_r, out_w, err_w, EXEC_SESSION, &pid);
+        k = req.pty ? child_spawn(&x, d, req.argv, slave, slave, slave, CHILD_TERMINAL, req.timeout_ms, &child)
+                    : child_spawn(&x, d, req.argv, in_r, out_w, err_w, CHILD_SESSION, req.timeout_ms, &child);
         if (k != 0) {
                 free(s);
                 if (k < 0)
@@ -283,14 +270,13 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
 
         *s = (Session) {
                 .id = req.head.id,
-                .pid = pid,
+                .child = child,
                 .pty = req.pty,
                 .io_fd = req.pty ? TAKE_FD(master) : TAKE_FD(in_w),
                 .held_fd = TAKE_FD(held),
                 .out_fd = TAKE_FD(out_r),
                 .err_fd = TAKE_FD(err_r),
                 .out_open = req.pty,
-                .deadline_us = req.timeout_ms ? now_us() + MIN(req.timeout_ms, (uint64_t) 1 << 40) * 1000u : 0,
         };
         (void) fd_set_nonblock(s->io_fd, true);
         if (s->out_fd >= 0)
@@ -299,7 +285,7 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
                 (void) fd_set_nonblock(s->err_fd, true);
         s->next = *list;
         *list = s;
-        k = protocol_encode_session_open_reply(out, req.head.id, pid);
+        k = protocol_encode_session_open_reply(out, req.head.id, child.pid);
         goto finish;
 
 fail_errno:
@@ -371,10 +357,7 @@ int session_request(Session *list, json_t *obj, const char *data, size_t len, St
                         s->out_open = false;
                         break;
                 }
-                /* The whole group: a shell's pipeline or a dev server's
-                 * children go with it. */
-                if (kill(-s->pid, (int) r.signal) < 0 && !s->reaped)
-                        (void) kill(s->pid, (int) r.signal);
+                child_signal(&s->child, (int) r.signal);
                 break;
         default:
                 s->paused = r.paused;
@@ -444,12 +427,10 @@ static void drain_stderr(Session *s, StrBuf *out) {
 }
 
 static void send_exit(Session *s, StrBuf *out) {
-        ProtocolSessionEvent e = { .type = PROTOCOL_SESSION_EXIT, .session = s->id, .timed_out = s->timed_out };
-        if (WIFSIGNALED(s->status)) {
-                e.signal = WTERMSIG(s->status);
-                e.exit_code = 128 + e.signal;
-        } else
-                e.exit_code = WEXITSTATUS(s->status);
+        ProtocolSessionEvent e = { .type = PROTOCOL_SESSION_EXIT, .session = s->id, .timed_out = s->child.timed_out };
+        int sig;
+        e.exit_code = child_exit_code(&s->child, &sig);
+        e.signal = sig;
         (void) protocol_encode_session_event(out, &e, NULL, 0);
 }
 
@@ -481,11 +462,8 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
         uint64_t now = now_us();
         for (Session **sp = list; *sp;) {
                 Session *s = *sp;
-                if (!s->reaped && !s->killed && s->deadline_us && now >= s->deadline_us) {
-                        s->timed_out = true;
-                        session_kill(s);
-                }
-                if (s->reaped && !s->sock && reading(s) && now >= s->reaped_us + SESSION_DRAIN_GRACE_US) {
+                (void) child_expire(&s->child, now);
+                if (reading(s) && child_grace_over(&s->child, now)) {
                         /* Something it left behind still holds the terminal
                          * or the pipes: send what is there, stop waiting. */
                         drain_stdout(s, out);
@@ -494,7 +472,7 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
                         s->out_fd = safe_close(s->out_fd);
                         s->err_fd = safe_close(s->err_fd);
                 }
-                if (s->reaped && !reading(s)) {
+                if (s->child.reaped && !reading(s)) {
                         send_exit(s, out);
                         *sp = s->next;
                         session_free(s);
@@ -505,29 +483,15 @@ void session_process(Session **list, struct pollfd *fds, size_t n, StrBuf *out) 
 }
 
 int session_next_timeout_ms(Session *list) {
-        uint64_t now = now_us(), best = UINT64_MAX;
-        for (Session *s = list; s; s = s->next) {
-                if (s->sock)
-                        best = reading(s) ? best : now;
-                else if (s->reaped)
-                        best = MIN(best, reading(s) ? s->reaped_us + SESSION_DRAIN_GRACE_US : now);
-                else if (!s->killed && s->deadline_us)
-                        best = MIN(best, s->deadline_us);
-        }
-        if (best == UINT64_MAX)
-                return -1;
-        if (best <= now)
-                return 0;
-        uint64_t ms = (best - now + 999) / 1000;
-        return ms > INT32_MAX ? INT32_MAX : (int) ms;
+        uint64_t best = UINT64_MAX;
+        for (Session *s = list; s; s = s->next)
+                best = MIN(best, child_next_us(&s->child, reading(s)));
+        return child_ms_until(best, now_us());
 }
 
 bool session_reaped(Session *list, pid_t pid, int status) {
         for (Session *s = list; s; s = s->next)
-                if (s->pid == pid && pid > 0 && !s->reaped) {
-                        s->reaped = true;
-                        s->status = status;
-                        s->reaped_us = now_us();
+                if (child_reaped(&s->child, pid, status)) {
                         /* What it wrote is in the master now: the slave may close. */
                         s->held_fd = safe_close(s->held_fd);
                         return true;
@@ -540,9 +504,7 @@ void session_kill_all(Session **list) {
                 session_kill(s);
         while (*list) {
                 Session *s = *list;
-                if (!s->reaped && s->pid > 0)
-                        while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                                ;
+                child_wait(&s->child);
                 *list = s->next;
                 session_free(s);
         }

@@ -6,7 +6,9 @@
  *   enforce.c  the ordered hardening step
  *   resolve.c  path policy: confined resolution, masks, protected paths
  *   fileops.c  read_file, write_file, stat, list_dir
- *   exec.c     commands: spawn, output capture, timeouts, cancel
+ *   sweep.c    temp files of killed writes
+ *   exec.c     commands: output capture, timeouts, cancel; what a command and a session share
+ *   child.c    one child process, spawn to reap (child.h), for exec.c and session.c
  *   session.c  sessions: terminals and background processes that outlive their request */
 
 #include <poll.h>
@@ -125,18 +127,6 @@ typedef struct ExecPrep {
 int exec_prepare(const Policy *p, const ExecDefaults *d, const char *cwd, char *const *env, const char *argv0,
                  ExecPrep *ret, VsError **err);
 void exec_prep_done(ExecPrep *x);
-
-typedef enum ExecDetach {
-        EXEC_GROUP,    /* a process group of its own: a signal reaches its children */
-        EXEC_SESSION,  /* a session of its own (outlives its request) */
-        EXEC_TERMINAL, /* a session whose controlling terminal is in_fd */
-} ExecDetach;
-/* Starts argv as x describes, with in/out/err (borrowed) as 0/1/2, the
- * command's RLIMIT_AS from d, killed with the worker. 0 and *ret_pid; a
- * positive errno: execve failed (the child is reaped); a negative errno:
- * no child. */
-int exec_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int in_fd, int out_fd, int err_fd,
-               ExecDetach detach, pid_t *ret_pid);
 
 /* Starts the command of an exec request. stdin_data (owned, free()) may be
  * NULL. On success the Exec is linked into *list. A command that cannot

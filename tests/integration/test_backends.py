@@ -54,7 +54,7 @@ OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 sys.path.insert(0, os.path.join(HERE, "../lib"))
 from vtest import Conn, Skip, Tap, check  # noqa: E402,F401
 import vtest  # noqa: E402
-from test_daemon import PtyShell, free_port, http_get, pty_audit  # noqa: E402  (shared with the local backend's tests)
+from vdaemon import PtyShell, free_port, http_get, pty_audit  # noqa: E402  (shared with the local backend's tests)
 
 notes = []
 T = Tap()

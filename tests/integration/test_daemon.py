@@ -24,54 +24,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import (CLI, DAEMON, OWNER, ROOT, STRICT, Conn, Daemon, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
+from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
                    make_ws)
+from vdaemon import (SANDBOX, PtyShell, alive, comm, free_port, http_get, proc_tree, pty_audit,  # noqa: E402
+                     term)
 
 notes = []
-
-
-def proc_tree(root):
-    """pids of root's descendants (not root)."""
-    kids = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        ppid = int(st[st.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(p))
-    out, todo = [], [root]
-    while todo:
-        for k in kids.get(todo.pop(), []):
-            out.append(k)
-            todo.append(k)
-    return out
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
-
-
-SANDBOX = '[sandbox]\nenabled = true\nmask = [".env", "**/*.pem"]\n'
-
-
-def term(c, ws, command, **kw):
-    return c.call(dict({"tool": "terminal", "workspace": ws, "command": command}, **kw))
 
 
 # ---------------------------------------------------------------- tests
@@ -808,72 +766,6 @@ def t_pty(d, tmp):
         check(sorted(l["target"]["pty"] for l in opens) == sorted(l["target"]["pty"] for l in ends), (opens, ends))
 
 
-def pty_audit(audit, ws):
-    """ws's terminal_open and terminal_exit lines of the audit log."""
-    mine = [json.loads(l) for l in open(audit)]
-    mine = [l for l in mine if l["workspace"] == os.path.realpath(ws)]
-    return [l for l in mine if l["tool"] == "terminal_open"], [l for l in mine if l["tool"] == "terminal_exit"]
-
-
-class PtyShell:
-    """`vectora-sandbox shell` on a real terminal (pty.fork), 100x30."""
-
-    def __init__(self, d, ws, rows=30, cols=100):
-        import pty as ptymod
-        self.pid, self.fd = ptymod.fork()
-        if self.pid == 0:
-            os.environ["VECTORA_SANDBOX_SOCKET"] = d.sock
-            os.environ["TERM"] = "dumb"
-            os.execv(CLI, [CLI, "shell", "-w", ws])
-        self.winsize(rows, cols)
-        self.buf = b""
-
-    def winsize(self, rows, cols):
-        import fcntl
-        import struct
-        import termios
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-    def resize(self, rows, cols):
-        self.winsize(rows, cols)
-        os.kill(self.pid, signal.SIGWINCH)
-
-    def write(self, b):
-        os.write(self.fd, b)
-
-    def resize_seen(self, rows, cols):
-        """Resized (SIGWINCH to the CLI): does `stty size` in the shell say so?"""
-        self.resize(rows, cols)
-        time.sleep(0.5)
-        self.write(b"stty size; echo SIZED\n")
-        return self.expect(b"%d %d\r\nSIZED" % (rows, cols))
-
-    def expect(self, word, t=10):
-        end = time.time() + t
-        while word not in self.buf and time.time() < end:
-            import select
-            if not select.select([self.fd], [], [], max(0.0, end - time.time()))[0]:
-                break
-            try:
-                self.buf += os.read(self.fd, 4096)
-            except OSError:
-                break
-        return word in self.buf
-
-    def wait(self, t=20):
-        end = time.time() + t
-        while time.time() < end:
-            pid, st = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                os.close(self.fd)
-                return os.waitstatus_to_exitcode(st)
-            self.expect(b"\0never\0", 0.05)
-        os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        return None
-
-
 def t_pty_typeahead(d, tmp):
     """What the user types before the prompt appears runs (as with ssh):
     the terminal goes raw without a flush."""
@@ -1274,12 +1166,6 @@ def t_process_timeout_and_shutdown(d0, tmp):
         d.stop()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def t_ports(d, tmp):
     """ports = [...] with network = false: a dev server in the jail answers
     on the host's loopback through the daemon, across calls, both ways,
@@ -1369,20 +1255,6 @@ def t_ports(d, tmp):
     r = term(c, bad, "true")
     check(not r["ok"] and r["error"]["code"] == "config_invalid" and "network = true" in r["error"]["message"], r)
     c.close()
-
-
-def http_get(port, t=0):
-    """GET /index.html on the host's 127.0.0.1:port: the body, or None when
-    nothing answers (retried for t seconds)."""
-    import urllib.request
-    end = time.time() + t
-    while True:
-        try:
-            return urllib.request.urlopen("http://127.0.0.1:%d/index.html" % port, timeout=5).read()
-        except OSError:
-            if time.time() >= end:
-                return None
-            time.sleep(0.1)
 
 
 def start_listening(c, ws, script):

@@ -21,9 +21,8 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from test_daemon import term  # noqa: E402
+from vdaemon import term  # noqa: E402
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'

@@ -18,9 +18,8 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from test_daemon import term  # noqa: E402
+from vdaemon import term  # noqa: E402
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402,F401
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'

@@ -6,11 +6,10 @@ must stay deliverable, misbehaving clients, shutdown order, leftovers.
 
 TAP output with a closing '# N passed, N failed, N skipped' comment. A check
 that needs root (cgroups) says SKIP as another user; VECTORA_TEST_STRICT=1
-turns skips into failures. Builds on test_daemon.py's helpers."""
+turns skips into failures. Builds on the shared helpers in tests/lib."""
 
 import base64
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -23,45 +22,21 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_daemon  # noqa: E402
-import vtest  # noqa: E402 (on the path test_daemon set)
-from test_daemon import (CLI, DAEMON, OWNER, ROOT, SANDBOX, Conn, alive, check, comm,  # noqa: E402
-                         make_ws, proc_tree, term)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, check, chown_tree, make_ws  # noqa: E402
+from vdaemon import (SANDBOX, alive, comm, instance_groups, instance_id, proc_tree, rss_kib, term,  # noqa: E402
+                     ws_groups)
 
 # A sanitizer build (it also makes a static uninstrumented worker) keeps
 # freed memory in quarantine: RSS says nothing there, the daemon's own
 # counters of held bytes still do.
 SANITIZED = os.path.exists(os.path.join(vtest.BUILD, "src/worker/vectora-worker-static"))
 
-CG_TOPS = ["/sys/fs/cgroup/vectora-sandboxd", "/sys/fs/cgroup/pids/vectora-sandboxd",
-           "/sys/fs/cgroup/memory/vectora-sandboxd"]
-
 notes = []
 
 
 Skip = vtest.Skip
-
-
-class Daemon(test_daemon.Daemon):
-    def conn(self):
-        # The socket file exists from bind(), a moment before listen().
-        for _ in range(100):
-            try:
-                return Conn(self.sock)
-            except ConnectionRefusedError:
-                time.sleep(0.02)
-        return Conn(self.sock)
-
-
-def instance_id(sock):
-    """As the daemon derives it: sha256 of the socket's resolved path."""
-    d, b = os.path.split(sock)
-    return hashlib.sha256(os.path.join(os.path.realpath(d or "."), b).encode()).hexdigest()[:16]
-
-
-def instance_groups(sock):
-    return [os.path.join(t, instance_id(sock)) for t in CG_TOPS if os.path.isdir(t)]
 
 
 def need_cgroups(d):
@@ -85,13 +60,6 @@ def group_procs(group):
             return [int(x) for x in f.read().split()]
     except OSError:
         return []
-
-
-def ws_groups(sock):
-    out = []
-    for g in instance_groups(sock):
-        out += [os.path.join(g, x) for x in os.listdir(g) if x.startswith("ws-")]
-    return out
 
 
 def group_names(sock):
@@ -243,14 +211,6 @@ def t_flood_reply_delivered(d, tmp):
 
 
 # ---------------------------------------------------------------- backpressure
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 class Probe:
@@ -708,7 +668,7 @@ def chown_file(path):
 
 def host_git(ws, *args):
     subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], check=True, capture_output=True)
-    test_daemon.chown_tree(ws)
+    chown_tree(ws)
 
 
 def t_workspaces_freed(d, tmp):

@@ -254,6 +254,12 @@ class Daemon:
             return ""
 
     def conn(self):
+        # The socket file exists from bind(), a moment before listen().
+        for _ in range(100):
+            try:
+                return Conn(self.sock)
+            except ConnectionRefusedError:
+                time.sleep(0.02)
         return Conn(self.sock)
 
     def call(self, req, raw=None):

@@ -36,13 +36,15 @@ import threading
 import time
 import traceback
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration"))
-import test_daemon as T  # noqa: E402
-from test_reliability import Daemon, instance_groups, instance_id, rss_kib, ws_groups  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vdaemon  # noqa: E402
+import vtest  # noqa: E402
+from vtest import Daemon  # noqa: E402
+from vdaemon import instance_groups, instance_id, rss_kib, ws_groups  # noqa: E402
 
 DURATION = float(os.environ.get("SOAK_SECONDS") or (sys.argv[1] if len(sys.argv) > 1 else 600))
 IDLE_TIMEOUT = 3
-SANDBOX = T.SANDBOX + f"idle_timeout = {IDLE_TIMEOUT}\n"
+SANDBOX = vdaemon.SANDBOX + f"idle_timeout = {IDLE_TIMEOUT}\n"
 # The daemon's RSS after an idle period, whatever ran before (issue 26: a
 # soak's idle daemon held 118 MB; it starts at about 30).
 IDLE_RSS_BOUND_KIB = 64 * 1024
@@ -83,10 +85,10 @@ class World:
     def __init__(self, tmp):
         self.tmp = tmp
         self.d = Daemon(tmp, "soak", extra=daemon_args(tmp))
-        self.sb = [T.make_ws(tmp, f"sb{i}", SANDBOX, {"a.txt": "alpha\n", ".env": "SECRET=1\n"}) for i in range(4)]
-        self.un = [T.make_ws(tmp, f"un{i}", None, {"a.txt": "alpha\n"}) for i in range(2)]
-        self.flap = T.make_ws(tmp, "flap", TIGHT, {"a.txt": "alpha\n"})
-        self.refused = T.make_ws(tmp, "refused", "[sandbox]\nbogus = 1\n")
+        self.sb = [vtest.make_ws(tmp, f"sb{i}", SANDBOX, {"a.txt": "alpha\n", ".env": "SECRET=1\n"}) for i in range(4)]
+        self.un = [vtest.make_ws(tmp, f"un{i}", None, {"a.txt": "alpha\n"}) for i in range(2)]
+        self.flap = vtest.make_ws(tmp, "flap", TIGHT, {"a.txt": "alpha\n"})
+        self.refused = vtest.make_ws(tmp, "refused", "[sandbox]\nbogus = 1\n")
         self.gen = 0
         self.stop = threading.Event()
         self.pause = threading.Event()  # set: clients stay quiet (idle cycle, daemon restart)
@@ -101,13 +103,13 @@ def one_call(w, c, rnd):
     kind = rnd.random()
     if kind < 0.35:
         n = rnd.randint(1, 1000)
-        r = T.term(c, ws, f"seq {n} | tail -1")
+        r = vdaemon.term(c, ws, f"seq {n} | tail -1")
         return r, (lambda r: r["stdout"] == f"{n}\n")
     if kind < 0.45:
-        r = T.term(c, ws, "yes | head -c 1500000")  # cut to fit one reply line
+        r = vdaemon.term(c, ws, "yes | head -c 1500000")  # cut to fit one reply line
         return r, (lambda r: r["truncated"] and r["stdout_total"] == 1500000 and "bytes omitted" in r["stdout"])
     if kind < 0.50:
-        r = T.term(c, ws, "sleep 5", timeout=1)
+        r = vdaemon.term(c, ws, "sleep 5", timeout=1)
         return r, (lambda r: r["timed_out"] is True)
     if kind < 0.70:
         body = "v%d\n" % rnd.randint(0, 1 << 30)
@@ -176,7 +178,7 @@ def kill_a_worker(w, rnd):
     except (OSError, EOFError, ValueError):
         return
     if st and st["worker"]:
-        kids = [p for p in T.proc_tree(st["worker"]["pid"]) if T.comm(p) == "vectora-worker"]
+        kids = [p for p in vdaemon.proc_tree(st["worker"]["pid"]) if vdaemon.comm(p) == "vectora-worker"]
         if kids:
             os.kill(kids[-1], signal.SIGKILL)
             count("worker_kills")
@@ -198,8 +200,8 @@ def kill_a_write(w, rnd):
 def kill_a_worker_of(w, ws):
     st = w.d.ws_status(ws)
     if st and st["worker"]:
-        for p in T.proc_tree(st["worker"]["pid"]):
-            if T.comm(p) == "vectora-worker":
+        for p in vdaemon.proc_tree(st["worker"]["pid"]):
+            if vdaemon.comm(p) == "vectora-worker":
                 os.kill(p, signal.SIGKILL)
 
 
@@ -224,10 +226,10 @@ def flap(w):
 
 def churn(w, rnd):
     """A workspace that is used, then deleted: its entry must not stay."""
-    d = T.make_ws(w.tmp, "churn%d" % rnd.randint(0, 1 << 40), SANDBOX)
+    d = vtest.make_ws(w.tmp, "churn%d" % rnd.randint(0, 1 << 40), SANDBOX)
     try:
         c = w.d.conn()
-        T.term(c, d, "true")
+        vdaemon.term(c, d, "true")
         c.close()
     except (OSError, EOFError, ValueError):
         pass
@@ -274,7 +276,7 @@ def figures(w, label):
         "cgroup_dirs": len(ws_groups(w.d.sock)) if instance_groups(w.d.sock) else 0,
         "temp_files": temp_files(w),
         "runtime_entries": runtime_entries(w),
-        "processes": len(T.proc_tree(pid)),
+        "processes": len(vdaemon.proc_tree(pid)),
         "workspaces": st["summary"]["workspaces"],
         "workers": st["daemon"]["workers"],
         "input_held": st["daemon"]["input_held_bytes"],
@@ -286,9 +288,9 @@ def figures(w, label):
 
 
 def main():
-    if not os.access(T.DAEMON, os.X_OK) or not shutil.which("bwrap"):
+    if not os.access(vtest.DAEMON, os.X_OK) or not shutil.which("bwrap"):
         print("soak: SKIP: the daemon is not built or bwrap is missing")
-        return 1 if T.STRICT else 0
+        return 1 if vtest.STRICT else 0
     tmp = tempfile.mkdtemp(prefix="vs-soak-")
     os.chmod(tmp, 0o755)
     w = World(tmp)
@@ -361,12 +363,12 @@ def main():
         if end["input_held"] != 0 or end["replies_queued"] != 0:
             failures.append(f"buffers not empty when idle: {end['input_held']} B input, {end['replies_queued']} B replies")
         groups = instance_groups(w.d.sock)
-        tree = T.proc_tree(w.d.p.pid)
+        tree = vdaemon.proc_tree(w.d.p.pid)
         w.d.stop()
         if w.d.p.returncode != 0:
             failures.append(f"the daemon exited {w.d.p.returncode}")
         time.sleep(0.5)
-        left = [p for p in tree if T.alive(p)]
+        left = [p for p in tree if vdaemon.alive(p)]
         if left:
             failures.append(f"processes left after the daemon's exit: {left}")
         if [g for g in groups if os.path.exists(g)]:

@@ -122,13 +122,27 @@ static void assert_same_set(char **a, char **b, const char *what) {
 }
 
 /* The upload manifest a modal launch of p wrote (--manifest=PATH in its
- * argv), parsed. */
+ * argv), parsed. The manifest is written by launch_prepare() alone: node
+ * and the bridge only appear in the argv, which runs nothing here. So the
+ * launch gets a stand-in bridge (bridge.mjs beside the marker of its
+ * installed SDK) and a stand-in node, and this test does not depend on
+ * the bridge's npm packages, which a fresh clone does not have. */
 static json_t *modal_manifest(const VsPolicy *p, const char *runtime_dir) {
+        _cleanup_free_ char *dir = path_join(runtime_dir, "bridge");
+        _cleanup_free_ char *sdk = path_join(dir, "node_modules/modal");
+        _cleanup_free_ char *bridge = path_join(dir, "bridge.mjs");
+        _cleanup_free_ char *pkg = path_join(sdk, "package.json");
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s' && echo '{}' >'%s'", sdk, bridge, pkg);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(setenv("VECTORA_MODAL_BRIDGE", bridge, 1), 0);
+        assert_int_equal(setenv("VECTORA_NODE", "/bin/true", 1), 0);
         VsLaunchOptions o = { .worker_path = "/w", .runtime_dir = runtime_dir };
         VsLaunch *l = NULL;
         VsError *err = NULL;
         if (launch_prepare(p, &o, &l, &err) < 0)
                 fail_msg("modal launch: %s", vs_error_message(err));
+        assert_true(strv_contains(l->argv, bridge));
         const char *path = NULL;
         for (char **a = l->argv; a && *a && !path; a++)
                 if (strncmp(*a, "--manifest=", strlen("--manifest=")) == 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "path-util.h"
+#include "worker-fixture.h"
 #include "worker.h"
 
 static char root[64];
@@ -55,8 +56,7 @@ static void link_at(const char *dir, const char *rel, const char *target) {
 }
 
 static int setup(void **state) {
-        strcpy(root, "/tmp/vs-resolve-XXXXXX");
-        assert_non_null(mkdtemp(root));
+        fixture_tmp(root, "resolve");
         ws = at(root, "ws");
         ro = at(root, "ro");
         outside = at(root, "outside");
@@ -77,6 +77,7 @@ static int setup(void **state) {
         link_at(ws, "up", "../outside/secret");          /* leaves the workspace */
         link_at(ws, "outdir", outside);                  /* a directory outside, absolute */
         link_at(ws, "alias", ".env");                    /* onto a masked name */
+        link_at(ws, "hooklink", ".git/hooks");          /* onto a protected path */
         link_at(ws, "loop1", "loop2");
         link_at(ws, "loop2", "loop1");
 
@@ -85,20 +86,16 @@ static int setup(void **state) {
         char *mask[] = { (char *)".env", (char *)"/secrets/", NULL }, *protect[] = { (char *)".envrc", NULL };
         ProtocolInit init = { .mode = PROTOCOL_MODE_JAIL, .workspace = ws, .rw_paths = rw, .ro_paths = ros,
                               .mask = mask, .protected_paths = prot, .protect = protect };
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        if (policy_init(&policy, &init, &err) < 0)
-                fail_msg("%s", vs_error_message(err));
+        fixture_policy(&policy, &init);
         return 0;
 }
 
 static int teardown(void **state) {
         policy_done(&policy);
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
         free(ws);
         free(ro);
         free(outside);
-        return system(cmd) == 0 ? 0 : -1;
+        return fixture_tmp_remove(root);
 }
 
 /* Resolves path; returns the resolved absolute path (owned) or NULL with
@@ -212,11 +209,64 @@ static void test_bad_paths(void **state) {
         assert_int_equal(k, -ENAMETOOLONG);
 }
 
+/* A link is as writable as where it leads: a link onto a protected path is
+ * refused for writing when followed, though the link itself may be read. */
+static void test_write_through_links(void **state) {
+        assert_denied("hooklink", PATH_WRITE | PATH_FOLLOW_FINAL);
+        assert_denied("hooklink/pre-commit", PATH_WRITE);
+        assert_resolves("hooklink", PATH_FOLLOW_FINAL, ".git/hooks");
+        /* A link onto a read-only root's file: readable, not writable. */
+        _cleanup_free_ char *doc = at(ro, "doc.txt");
+        link_at(ws, "rolink", doc);
+        assert_resolves("rolink", PATH_FOLLOW_FINAL, doc);
+        assert_denied("rolink", PATH_WRITE | PATH_FOLLOW_FINAL);
+}
+
+/* exec's working directory: the workspace by default, a masked directory
+ * refused, a missing one an I/O error, not a denial. */
+static void test_cwd(void **state) {
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        int fd = -EBADF;
+        assert_int_equal(resolve_cwd(&policy, NULL, &fd, &err), 0);
+        struct stat a, b;
+        assert_int_equal(fstat(fd, &a), 0);
+        assert_int_equal(stat(ws, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        close(fd);
+        assert_int_equal(resolve_cwd(&policy, "sub", &fd, &err), 0);
+        close(fd);
+        assert_int_equal(resolve_cwd(&policy, "secrets", &fd, &err), -EACCES);
+        assert_string_equal(vs_error_kind(err), "denied");
+        vs_error_free(err);
+        err = NULL;
+        assert_int_equal(resolve_cwd(&policy, "nowhere", &fd, &err), -ENOENT);
+}
+
+/* Direct mode (an unsandboxed workspace): the whole host, as the agent
+ * would see it; relative paths from the workspace. */
+static void test_direct_mode(void **state) {
+        ProtocolInit init = { .mode = PROTOCOL_MODE_DIRECT, .workspace = ws };
+        Policy direct = {};
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        fixture_policy(&direct, &init);
+        Resolved r = RESOLVED_INIT;
+        _cleanup_free_ char *secret = at(outside, "secret");
+        assert_int_equal(resolve_path(&direct, secret, PATH_WRITE, &r, &err), 0);
+        assert_string_equal(r.path, secret);
+        resolved_done(&r);
+        _cleanup_free_ char *a = at(ws, "a.txt");
+        assert_int_equal(resolve_path(&direct, "a.txt", 0, &r, &err), 0);
+        assert_string_equal(r.path, a);
+        resolved_done(&r);
+        policy_done(&direct);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plain_and_dotdot), cmocka_unit_test(test_symlinks),
                 cmocka_unit_test(test_masks),            cmocka_unit_test(test_writes),
-                cmocka_unit_test(test_bad_paths),
+                cmocka_unit_test(test_bad_paths),        cmocka_unit_test(test_write_through_links),
+                cmocka_unit_test(test_cwd),              cmocka_unit_test(test_direct_mode),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
