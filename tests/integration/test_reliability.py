@@ -780,6 +780,11 @@ def t_leftover_killed_with_last_jail(d, tmp):
     ws = make_ws(tmp, "leftover-ws", T_SANDBOX_IDLE1)
     c = d.conn()
     check(term(c, ws, "true")["ok"], "warm")
+    # A call in flight keeps the jail from idling out (1 s) while the
+    # stray is put in its group: on a loaded machine the steps below took
+    # longer than that, and the group was gone before the write.
+    busy = d.conn()
+    busy.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 5"})
     groups = [g for g in ws_groups(d.sock) if "/pids/" in g or "/memory/" not in g]
     pid = d.ws_status(ws)["worker"]["pid"]
     mine = [g for g in groups if pid in group_procs(g)]
@@ -788,6 +793,8 @@ def t_leftover_killed_with_last_jail(d, tmp):
     try:
         with open(os.path.join(mine[0], "cgroup.procs"), "w") as f:
             f.write(str(stray.pid))
+        check(busy.recv().get("ok"), "the call that kept the jail busy")
+        busy.close()
         t0 = time.time()  # the worker idle-ends after 1 s
         while time.time() - t0 < 10 and stray.poll() is None:
             time.sleep(0.1)
