@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The docker backend: one long-lived `docker run -i` container per
  * workspace, the static worker bind-mounted in as its entrypoint. */
-#include "launch-internal.h"
+#include "backend-ops.h"
 #include "paths.h"
 
 #include <string.h>
@@ -10,12 +10,14 @@
 #include "backend-docker.h"
 #include "strv.h"
 
-int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+static int launch_docker(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        const VsDockerConfig *d = backend_config(p, &backend_docker_def);
         int r;
         _cleanup_free_ char *name = NULL, *base = NULL;
-        if ((r = launch_plan(p, o, l, err)) < 0)
-                return r;
-        if ((r = backend_docker_name(p->workspace, &base)) < 0)
+        _cleanup_strv_free_ char **client = NULL;
+        if (!d)
+                return vs_error_set_kind(err, -EINVAL, "internal", "workspace %s does not use the docker backend", p->workspace);
+        if ((r = backend_docker_name(p->workspace, &base)) < 0 || (r = backend_docker_client(p, &client)) < 0)
                 return r;
         /* Alternate names: after a policy change the old container drains
          * its in-flight calls while the new one starts beside it. */
@@ -33,6 +35,7 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         if (r >= 0)
                 r = vs_static_worker_path(o->worker_path, &worker);
         VsDockerEnv env = {
+                .client = client,
                 .worker_path = worker,
                 .name = name,
                 .uid = l->uid,
@@ -46,8 +49,8 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         if (r >= 0)
                 /* First start: whatever an earlier daemon left, under any
                  * name; later starts: only a stale container of this name. */
-                r = o->instance == 0 ? backend_docker_rm_all_argv(p, base, &l->pre_argv)
-                                     : backend_docker_rm_argv(p, name, &l->pre_argv);
+                r = o->instance == 0 ? backend_docker_rm_all_argv(client, base, &l->pre_argv)
+                                     : backend_docker_rm_argv(client, name, &l->pre_argv);
         backend_local_env_done(&host);
         if (r < 0)
                 return r;
@@ -62,7 +65,7 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         _cleanup_free_ char *rm = argv_quote(l->pre_argv);
         if (!rm ||
             (r = strv_extendf(&l->notes, "docker backend: container %s from image %s, --user %u:%u, %zu masked path(s)%s",
-                              name, p->docker.image, (unsigned)l->uid, (unsigned)l->gid, l->n_masked,
+                              name, d->image, (unsigned)l->uid, (unsigned)l->gid, l->n_masked,
                               p->network ? "" : ", no network")) < 0 ||
             (r = strv_extendf(&l->notes, "first (a leftover of an earlier daemon): %s", rm)) < 0 ||
             (r = strv_extendf(&l->notes, "then, inside, the worker applies: no_new_privs, Landlock, seccomp (%zu BPF instructions) over the engine's own profile",
@@ -72,3 +75,22 @@ int launch_docker_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                 return -ENOMEM;
         return 0;
 }
+
+/* The engine's and its client's start-up errors. */
+static const char *diagnose(const char *t) {
+        if (strstr(t, "Cannot connect to the Docker daemon") || strstr(t, "Is the docker daemon running"))
+                return "the Docker engine is not running or not reachable at sandbox.docker.host (start it: systemctl start docker, or fix DOCKER_HOST)";
+        if (strstr(t, "permission denied while trying to connect to the Docker daemon socket") ||
+            (strstr(t, "docker.sock") && strstr(t, "permission denied")))
+                return "permission denied on the Docker engine's socket: the daemon's user must be allowed to use it (add it to the docker group, or run the daemon as root)";
+        if (strstr(t, "No such image") || strstr(t, "Unable to find image") || strstr(t, "pull access denied") ||
+            strstr(t, "image not known"))
+                return "the image named by sandbox.docker.image is not on the engine (nothing is pulled: docker pull or docker load it first)";
+        return NULL;
+}
+
+const VsBackendOps backend_docker_ops = {
+        .def = &backend_docker_def,
+        .launch = launch_docker,
+        .diagnose = diagnose,
+};
