@@ -158,13 +158,13 @@ static void test_unknown_key_typo(void **state) {
         expect_error("[sandbox]\nro_path = []\n",
                      "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
                      "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, "
-                     "docker, ssh, modal");
+                     "docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_no_suggestion(void **state) {
         expect_error("[sandbox]\n\n  completely_else = 1\n",
                      "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
-                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, docker, ssh, modal");
+                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_subtable(void **state) {
@@ -214,8 +214,8 @@ static void test_wrong_element_type(void **state) {
 }
 
 static void test_unknown_backend(void **state) {
-        expect_error("[sandbox]\nbackend = \"podman\"\n",
-                     "vectora.toml:2:11: sandbox.backend: unknown backend \"podman\"; use one of \"local\", \"docker\", \"ssh\", \"modal\"");
+        expect_error("[sandbox]\nbackend = \"lxc\"\n",
+                     "vectora.toml:2:11: sandbox.backend: unknown backend \"lxc\"; use one of \"local\", \"docker\", \"ssh\", \"modal\", \"podman\"");
 }
 
 static void test_bad_glob(void **state) {
