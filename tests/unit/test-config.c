@@ -609,6 +609,10 @@ static void test_load_missing_file(void **state) {
         assert_int_equal(config_load(ws, &p, &err), 0);
         assert_false(p->sandboxed);
         assert_string_equal(p->unsandboxed_reason, "no vectora.toml in the workspace");
+        /* A policy always names a backend (the default), sandboxed or not:
+         * the daemon asks its capabilities without checking. */
+        assert_non_null(p->backend);
+        assert_string_equal(vs_backend_name(p->backend), "local");
         policy_free(p);
         rm_tree(ws);
 }
