@@ -65,20 +65,10 @@ static void print_policy(const VsPolicy *p, const char *dir) {
         printf("%-13stimeout=%llus max_output=%llu pids=%llu memory=%llu\n", "limits",
                (unsigned long long)p->limits.timeout_s, (unsigned long long)p->limits.max_output,
                (unsigned long long)p->limits.pids, (unsigned long long)p->limits.memory);
-        if (p->backend == VS_BACKEND_DOCKER)
-                printf("%-13simage=%s docker=%s host=%s\n", "docker", p->docker.image, p->docker.docker,
-                       p->docker.host ? p->docker.host : "(default)");
-        if (p->backend == VS_BACKEND_SSH)
-                printf("%-13shost=%s user=%s port=%u identity_file=%s known_hosts=%s remote_root=%s worker_path=%s\n",
-                       "ssh", p->ssh.host, p->ssh.user ? p->ssh.user : "(default)", p->ssh.port,
-                       p->ssh.identity_file ? p->ssh.identity_file : "(default)",
-                       p->ssh.known_hosts ? p->ssh.known_hosts : "(default)",
-                       p->ssh.remote_root ? p->ssh.remote_root : "(same paths)", p->ssh.worker_path);
-        if (p->backend == VS_BACKEND_MODAL)
-                printf("%-13sapp=%s image=%s timeout=%llus region=%s sync=%s%s%s\n", "modal", p->modal.app,
-                       p->modal.image, (unsigned long long)p->modal.timeout_s,
-                       p->modal.region ? p->modal.region : "(default)", p->modal.sync,
-                       p->modal.volume ? " volume=" : "", p->modal.volume ? p->modal.volume : "");
+        if (p->backend->config_describe && p->backend_config) {
+                _cleanup_free_ char *line = p->backend->config_describe(p->backend_config);
+                printf("%-13s%s\n", vs_backend_name(p->backend), line ? line : "(out of memory)");
+        }
 }
 
 /* --require-sandbox where the policy is unsandboxed: the refusal every

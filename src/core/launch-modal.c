@@ -4,7 +4,7 @@
  * the C ones in src/shared/glob.c, the same the local backend mounts by,
  * so there is one implementation of them, not two that could disagree),
  * writes that list to a private manifest file, and builds the bridge argv. */
-#include "launch-internal.h"
+#include "backend-ops.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -291,7 +291,7 @@ static int modal_protected_paths(const VsPolicy *p, VsLaunch *l, VsError **err) 
         return 0;
 }
 
-int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+static int launch_modal(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
 #if !defined(__x86_64__)
         return vs_error_set_kind(err, -ENOEXEC, "sandbox_unavailable",
                                  "the modal backend runs the static worker in Modal's x86_64 containers; this build's worker is for another architecture");
@@ -302,7 +302,8 @@ int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, 
             (r = modal_protected_paths(p, l, err)) < 0)
                 return r;
 
-        bool volume = p->modal.sync && streq(p->modal.sync, "volume");
+        const VsModalConfig *m = backend_config(p, &backend_modal_def);
+        bool volume = m && m->sync && streq(m->sync, "volume");
         _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
         Walk w = { 0 };
         VsModalManifest mf = { .rw_roots = l->rw_paths, .ro_roots = l->ro_paths, .protected_paths = l->protected_paths };
@@ -344,3 +345,8 @@ int launch_modal_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, 
         backend_modal_entries_free(w.entries, w.n);
         return r;
 }
+
+const VsBackendOps backend_modal_ops = {
+        .def = &backend_modal_def,
+        .launch = launch_modal,
+};

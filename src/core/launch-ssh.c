@@ -2,7 +2,7 @@
 /* The ssh backend: the worker on a remote host, started through the local
  * launcher (vectora-worker --ssh-launch), which deploys the worker there
  * when its sha256 differs. The workspace's paths map to remote_root. */
-#include "launch-internal.h"
+#include "backend-ops.h"
 #include "paths.h"
 
 #include <fcntl.h>
@@ -56,9 +56,9 @@ static int worker_sha256(const char *path, char hex[SHA256_HEX_LEN + 1], VsError
         return 0;
 }
 
-static int remap(const VsPolicy *p, char ***l) {
+static int remap(const VsPolicy *p, const VsSshConfig *c, char ***l) {
         char **m = NULL;
-        int r = backend_ssh_map_strv(p->workspace, p->ssh.remote_root, *l, &m);
+        int r = backend_ssh_map_strv(p->workspace, c->remote_root, *l, &m);
         if (r < 0)
                 return r;
         strv_free(*l);
@@ -66,7 +66,10 @@ static int remap(const VsPolicy *p, char ***l) {
         return 0;
 }
 
-int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+static int launch_ssh(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        const VsSshConfig *c = backend_config(p, &backend_ssh_def);
+        if (!c)
+                return vs_error_set_kind(err, -EINVAL, "internal", "workspace %s does not use the ssh backend", p->workspace);
         char hex[SHA256_HEX_LEN + 1];
         /* What is deployed must be static (a sanitizer build's is not). */
         _cleanup_free_ char *worker = NULL;
@@ -78,13 +81,13 @@ int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, Vs
                 return r;
 
         /* The init message speaks of the remote's paths. */
-        char *ws = backend_ssh_map_path(p->workspace, p->ssh.remote_root, p->workspace);
+        char *ws = backend_ssh_map_path(p->workspace, c->remote_root, p->workspace);
         if (!ws)
                 return -ENOMEM;
         free(l->workspace);
         l->workspace = ws;
-        if ((r = remap(p, &l->rw_paths)) < 0 || (r = remap(p, &l->ro_paths)) < 0 ||
-            (r = remap(p, &l->protected_paths)) < 0 || (r = remap(p, &l->landlock_rw)) < 0)
+        if ((r = remap(p, c, &l->rw_paths)) < 0 || (r = remap(p, c, &l->ro_paths)) < 0 ||
+            (r = remap(p, c, &l->protected_paths)) < 0 || (r = remap(p, c, &l->landlock_rw)) < 0)
                 return r;
 
         VsRemoteJail j = {
@@ -100,13 +103,13 @@ int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, Vs
                 .no_gpu = p->no_gpu,
                 .lockdown = p->lockdown,
         };
-        r = backend_ssh_argv(p, worker, hex, &j, &l->argv, err);
+        r = backend_ssh_argv(c, worker, hex, &j, &l->argv, err);
         if (r < 0)
                 return r;
-        if ((r = strv_extendf(&l->notes, "ssh backend: %s%s%s port %u, host key checked against %s", p->ssh.user ? p->ssh.user : "",
-                              p->ssh.user ? "@" : "", p->ssh.host, p->ssh.port ? p->ssh.port : 22,
-                              p->ssh.known_hosts ? p->ssh.known_hosts : "~/.ssh/known_hosts")) < 0 ||
-            (r = strv_extendf(&l->notes, "the worker at %s on the remote, uploaded when its sha256 is not %s", p->ssh.worker_path, hex)) < 0 ||
+        if ((r = strv_extendf(&l->notes, "ssh backend: %s%s%s port %u, host key checked against %s", c->user ? c->user : "",
+                              c->user ? "@" : "", c->host, c->port ? c->port : 22,
+                              c->known_hosts ? c->known_hosts : "~/.ssh/known_hosts")) < 0 ||
+            (r = strv_extendf(&l->notes, "the worker at %s on the remote, uploaded when its sha256 is not %s", c->worker_path, hex)) < 0 ||
             (r = strv_extendf(&l->notes, "workspace on the remote: %s; under bubblewrap there when the remote has it, else the worker alone (degraded; refused under lockdown)",
                               l->workspace)) < 0 ||
             (r = strv_extendf(&l->notes, "then, inside, the worker applies: no_new_privs, Landlock, seccomp (%zu BPF instructions)",
@@ -117,3 +120,24 @@ int launch_ssh_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, Vs
                 return -ENOMEM;
         return 0;
 }
+
+/* ssh's own start-up errors (the remote's bubblewrap says what the local
+ * one would: backend_diagnose() asks the others next). */
+static const char *diagnose(const char *t) {
+        if (strstr(t, "Host key verification failed") || strstr(t, "No ED25519 host key is known") ||
+            strstr(t, "No RSA host key is known") || strstr(t, "No ECDSA host key is known") ||
+            strstr(t, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
+                return "the remote host's key is not in sandbox.ssh.known_hosts (or changed); unknown keys are never accepted: verify it and add it (ssh-keyscan -p PORT HOST >> KNOWN_HOSTS, after checking the fingerprint)";
+        if (strstr(t, "Permission denied (publickey"))
+                return "the remote host refused the key: check sandbox.ssh.user and sandbox.ssh.identity_file (BatchMode: no passwords)";
+        if (strstr(t, "Connection refused") || strstr(t, "Connection timed out") || strstr(t, "No route to host") ||
+            strstr(t, "Could not resolve hostname") || strstr(t, "Connection closed by") || strstr(t, "Network is unreachable"))
+                return "the remote host named by sandbox.ssh.host is unreachable (check host, port and that sshd runs there)";
+        return NULL;
+}
+
+const VsBackendOps backend_ssh_ops = {
+        .def = &backend_ssh_def,
+        .launch = launch_ssh,
+        .diagnose = diagnose,
+};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "launch.h"
-#include "launch-internal.h"
+#include "backend-ops.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -47,9 +47,7 @@ void launch_free(VsLaunch *l) {
 }
 
 char *const *launch_host_paths(const VsLaunch *l) {
-        return l && l->plan && (streq(l->backend_name, "local") || streq(l->backend_name, "docker"))
-                       ? l->protected_paths
-                       : NULL;
+        return l && l->plan && l->backend && l->backend->host_files ? l->protected_paths : NULL;
 }
 
 void launch_release_staging(VsLaunch *l) {
@@ -184,7 +182,7 @@ static char *user_name(uid_t uid, gid_t *ret_gid) {
 
 /* The jail never runs as host uid 0: a root caller runs it as the
  * workspace's owner; a root-owned workspace as VS_IDMAP_UID through
- * idmapped mounts (prepared in launch_local_argv). */
+ * idmapped mounts (prepared by the local backend, launch-local.c). */
 static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsError **err) {
         uid_t uid = getuid();
         gid_t gid = getgid();
@@ -255,7 +253,11 @@ static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *
         return 0;
 }
 
-int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+/* The jail plan (l->plan) from the policy and this host's facts: the
+ * mask walk, the protected paths as they exist, the empty mount sources in
+ * o->runtime_dir. Made here for every backend with host_files, before its
+ * launch; the ssh remote launcher builds the same plan on its host. */
+static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
@@ -287,108 +289,8 @@ int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsErro
         return 0;
 }
 
-/* A writable path outside the workspace, opened by the resolver's rule
- * (no link in the workspace or a writable path followed). */
-static int open_listed(const VsPolicy *p, const char *path) {
-        _cleanup_strv_free_ char **untrusted = NULL;
-        if (strv_extend(&untrusted, p->workspace) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_rw; i++)
-                if (p->rw_paths[i].resolved && !streq(p->rw_paths[i].resolved, path) &&
-                    strv_extend(&untrusted, p->rw_paths[i].resolved) < 0)
-                        return -ENOMEM;
-        ChaseResult cr;
-        int r = chase_path(path, untrusted, &cr);
-        if (r >= 0)
-                r = TAKE_FD(cr.fd);
-        chase_result_done(&cr);
-        return r;
-}
-
-/* The local backend: bubblewrap on this host. */
-static int launch_local_argv(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
-        int r = launch_plan(p, o, l, err);
-        if (r < 0)
-                return r;
-
-        /* A root-owned workspace: each root-owned writable path is shown to
-         * the unprivileged jail through an idmapped mount, so it can write
-         * there while the files stay root's on disk. The tree is attached
-         * over the path in the jail's own mount namespace only (no staging
-         * directory any other process could reach). Where the kernel or
-         * filesystem cannot, refuse rather than run the jail as root. */
-        for (size_t i = 0; l->idmapped && i < p->n_rw; i++) {
-                struct stat st;
-                const char *rw = p->rw_paths[i].resolved;
-                if (!rw)
-                        continue;
-                /* Opened without following a link the jail may have made
-                 * since the policy was resolved: below the workspace from
-                 * its descriptor, elsewhere by the resolver's rule; the
-                 * owner and the idmapped tree come from that descriptor. */
-                const char *rel = path_startswith(rw, p->workspace);
-                _cleanup_close_ int wfd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                _cleanup_close_ int src = wfd < 0 ? -errno : rel ? chase_beneath(wfd, rel, O_PATH | O_DIRECTORY) : open_listed(p, rw);
-                if (src < 0)
-                        return vs_error_set_kind(err, src, "sandbox_unavailable",
-                                                 "rw_paths: %s cannot be opened without following a link the jail could have made (%s); the workspace changed while the jail was prepared: try again",
-                                                 rw, strerror(-src));
-                if (fstat(src, &st) < 0 || st.st_uid != 0)
-                        continue;
-                /* Only the workspace's own tree: an idmapped mount writes as
-                 * host root, so a root-owned path elsewhere (a listed
-                 * /var/spool/...) is refused, never served that way. */
-                if (!rel)
-                        return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
-                                                 "rw_paths: %s is owned by root and lies outside the workspace %s; a root-owned workspace is served through an idmapped mount of its own tree only, which writes as root: list paths inside the workspace, or chown %s to the user the agent works for",
-                                                 rw, p->workspace, rw);
-                _cleanup_(vs_error_freep) VsError *ierr = NULL;
-                int fd = -EBADF;
-                int k = idmap_prepare_fd(src, rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
-                if (k < 0)
-                        return vs_error_set_kind(err, k, "sandbox_unavailable",
-                                                 "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
-                                                 rw, vs_error_message(ierr), p->workspace);
-                int *nf = realloc(l->idmap_fds, (l->n_idmap + 1) * sizeof *nf);
-                if (!nf) {
-                        safe_close(fd);
-                        return -ENOMEM;
-                }
-                l->idmap_fds = nf;
-                l->idmap_fds[l->n_idmap++] = fd;
-                if ((r = strv_extend(&l->idmap_paths, rw)) < 0)
-                        return r;
-        }
-
-        VsLocalEnv env = {
-                .bwrap = o->bwrap ? o->bwrap : "bwrap",
-                .worker_path = o->worker_path,
-                .uid = l->uid,
-                .gid = l->gid,
-                .plan = l->plan,
-                .proxy_socket = l->proxy_socket ? o->proxy_socket : NULL,
-        };
-        _cleanup_free_ char *bwrap = path_find_executable_os(env.bwrap, getenv("PATH"));
-        if (!bwrap)
-                return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
-                                         "%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)", env.bwrap);
-        env.bwrap = bwrap;
-        _cleanup_strv_free_ char **bargv = NULL;
-        r = backend_local_probe(&env, err);
-        if (r >= 0)
-                r = backend_local_argv(p, &env, &bargv, err);
-        backend_local_env_done(&env);
-        if (r < 0)
-                return r;
-        /* bwrap's --die-with-parent reaches the inner bwrap (pid 1 of the
-         * jail) only once its setup is done: a starter that dies, or ends
-         * the jail, while the mounts are still being made would leave it
-         * running on (measured: ~10 s with hundreds of masks). So the outer
-         * bwrap is pid 1 of a pid namespace of its own: when it ends, the
-         * kernel ends the inner one with it (worker_spawn). */
-        l->argv = TAKE_PTR(bargv);
-        l->own_pid_ns = true;
-        return 0;
+static bool has_proxy(const VsBackendDef *b) {
+        return b->has_proxy;
 }
 
 /* The network allowlist: the worker relays 127.0.0.1:VS_JAIL_PROXY_PORT
@@ -398,10 +300,14 @@ static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o,
         if (!o->proxy_socket)
                 return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
                                          "network = [...] is served by the daemon's proxy: run the command through vectora-sandboxd (start it, or set VECTORA_SANDBOX_SOCKET), or use network = false");
-        if (p->backend != VS_BACKEND_LOCAL && p->backend != VS_BACKEND_DOCKER)
-                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
-                                         "network = [...] is not supported on the %s backend yet (only local and docker relay the proxy into the jail); use network = false or true",
-                                         vs_backend_name(p->backend));
+        if (!p->backend->has_proxy) {
+                _cleanup_free_ char *relaying = NULL;
+                int r = backend_names_with(has_proxy, &relaying);
+                return r < 0 ? r
+                             : vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                                 "network = [...] is not supported on the %s backend yet (only %s relay the proxy into the jail); use network = false or true",
+                                                 vs_backend_name(p->backend), relaying);
+        }
         static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                                              "http_proxy", "https_proxy", "all_proxy" };
         int r;
@@ -422,6 +328,7 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
         int r;
         l->sandboxed = p->sandboxed;
         l->backend_name = p->sandboxed ? vs_backend_name(p->backend) : "direct";
+        l->backend = p->sandboxed ? p->backend : NULL;
         if (!p->sandboxed) {
                 r = launch_direct(p, o, l);
                 if (r < 0)
@@ -490,13 +397,12 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
                         return r;
         }
 
-        switch (p->backend) {
-        case VS_BACKEND_LOCAL: r = launch_local_argv(p, o, l, err); break;
-        case VS_BACKEND_DOCKER: r = launch_docker_argv(p, o, l, err); break;
-        case VS_BACKEND_SSH: r = launch_ssh_argv(p, o, l, err); break;
-        case VS_BACKEND_MODAL: r = launch_modal_argv(p, o, l, err); break;
-        default: r = vs_error_set_kind(err, -EINVAL, "internal", "unknown backend");
-        }
+        const VsBackendOps *ops = backend_ops(p->backend);
+        if (!ops)
+                return vs_error_set_kind(err, -EINVAL, "internal", "unknown backend");
+        if (p->backend->host_files && (r = launch_plan(p, o, l, err)) < 0)
+                return r;
+        r = ops->launch(p, o, l, err);
         if (r < 0)
                 return r;
 

@@ -69,7 +69,8 @@ typedef struct VsLaunch {
         /* Backends other than local. */
         char **pre_argv;     /* run to completion before argv, its outcome ignored (docker: remove a leftover container); NULL: none */
         char *missing_hint;  /* what to install when argv[0] is not found; NULL: bubblewrap's hint */
-        const char *backend_name; /* "local", "docker", "ssh", ... (static) */
+        const char *backend_name; /* "local", "docker", "ssh", ... (static); "direct" unsandboxed */
+        const VsBackendDef *backend; /* NULL unsandboxed (direct) */
 
         /* Root-owned workspace under a root caller: idmapped trees
          * (detached, CLOEXEC) attached over idmap_paths in the child's own
@@ -98,8 +99,9 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
 int launch_seccomp_for_ids(VsLaunch *l, int64_t uid, int64_t gid, VsError **err);
 
 void launch_free(VsLaunch *l);
-/* The protected paths as this host's paths (local, docker), else NULL
- * (ssh's are the remote's, Modal's the sandbox's). Borrowed. */
+/* The protected paths as this host's paths (a backend with host_files:
+ * local, docker), else NULL (ssh's are the remote's, Modal's the
+ * sandbox's). Borrowed. */
 char *const *launch_host_paths(const VsLaunch *l);
 /* Call once the jail is started: closes the idmapped trees (the jail's
  * mount namespace holds them). Idempotent. */

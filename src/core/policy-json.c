@@ -66,26 +66,7 @@ json_t *policy_to_json(const VsPolicy *p) {
                         return NULL;
                 }
         }
-        json_t *b = NULL;
-        switch (p->backend) {
-        case VS_BACKEND_DOCKER:
-                b = json_pack("{s:s?, s:s?, s:s?}", "image", p->docker.image, "docker", p->docker.docker, "host",
-                              p->docker.host);
-                break;
-        case VS_BACKEND_SSH:
-                b = json_pack("{s:s?, s:s?, s:i, s:s?, s:s?, s:s?, s:s?}", "host", p->ssh.host, "user", p->ssh.user,
-                              "port", (int)p->ssh.port, "identity_file", p->ssh.identity_file, "known_hosts",
-                              p->ssh.known_hosts, "remote_root", p->ssh.remote_root, "worker_path", p->ssh.worker_path);
-                break;
-        case VS_BACKEND_MODAL:
-                b = json_pack("{s:s?, s:s?, s:I, s:s?, s:f, s:I, s:s?, s:s?}", "app", p->modal.app, "image",
-                              p->modal.image, "timeout", (json_int_t)p->modal.timeout_s, "region", p->modal.region,
-                              "cpu", p->modal.cpu, "memory", (json_int_t)p->modal.memory_mib, "sync", p->modal.sync,
-                              "volume", p->modal.volume);
-                break;
-        default:
-                break;
-        }
+        json_t *b = p->backend->config_json && p->backend_config ? p->backend->config_json(p->backend_config) : NULL;
         if (b && json_object_set_new(o, vs_backend_name(p->backend), b) < 0) {
                 json_decref(o);
                 return NULL;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "session.h"
+#include "backend-ops.h"
 
 #include <dirent.h>
 #include <poll.h>
@@ -141,7 +142,7 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
 
 static int fail_start(VsSession *s, int r, VsError **err) {
         _cleanup_free_ char *text = drain_stderr(s->proc.stderr_fd);
-        const char *diag = backend_diagnose(text);
+        const char *diag = backend_diagnose(s->backend, text);
         if (diag)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "the jail could not start: %s (backend said: %s)",
                                          diag, text);
@@ -160,7 +161,8 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
                 return -ENOMEM;
         s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         s->sandboxed = l->sandboxed;
-        s->local = !l->backend_name || streq(l->backend_name, "local");
+        s->local = !l->backend_name || (l->backend && l->backend->needs_bwrap);
+        s->backend = l->backend;
         s->own_pid_ns = s->local && l->own_pid_ns;
         int r = jsonl_reader_new(&s->reader);
         if (r < 0)

@@ -18,6 +18,7 @@ typedef struct VsSession {
         uint64_t next_id;
         bool sandboxed;
         bool local;           /* the worker runs under bwrap on this host (or directly) */
+        const VsBackendDef *backend; /* NULL direct */
         bool own_pid_ns;      /* proc.pid is pid 1 of the jail's own pid namespace */
         bool have_ready;
         char **layers;        /* what the jail enforces (handshake.h) */

@@ -111,7 +111,7 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         /* Noted before the jail binds them (protect-snapshot.h); on ssh
          * once it is ready: the remote launcher makes the .git placeholders
          * there, on files this host may share (remote_root unset). */
-        bool after = p->sandboxed && p->backend == VS_BACKEND_SSH;
+        bool after = p->sandboxed && p->backend->remote_plan;
         _cleanup_(protect_snapshot_freep) VsProtectSnapshot *snap = NULL;
         if (p->sandboxed && !after && (r = protect_snapshot_take(p, launch_host_paths(l), &snap)) < 0)
                 return r;
@@ -122,7 +122,7 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         _cleanup_strv_free_ char **git_roots = calloc(1, sizeof(char *));
         if (!git_roots)
                 return -ENOMEM;
-        if (p->sandboxed && (p->backend == VS_BACKEND_LOCAL || p->backend == VS_BACKEND_DOCKER) && l->git_base) {
+        if (p->sandboxed && p->backend->host_files && l->git_base) {
                 git_base = TAKE_PTR(l->git_base);
                 for (size_t i = 0; i < p->n_rw; i++)
                         if (p->rw_paths[i].resolved && (r = strv_extend(&git_roots, p->rw_paths[i].resolved)) < 0) {

@@ -293,10 +293,6 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                 if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed && l->missing_hint)
                         return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable", "%s not found: %s", l->argv[0],
                                                  l->missing_hint);
-                if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed)
-                        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable",
-                                                 "%s not found: the local backend needs bubblewrap (apt-get install bubblewrap)",
-                                                 l->argv[0]);
                 if (msg[0] == STEP_EXEC && msg[1] == EACCES && l->switch_user)
                         return vs_error_set_kind(err, -EACCES, "sandbox_unavailable",
                                                  "%s: permission denied for uid %u; the worker and bwrap must be readable and executable by the workspace owner",
@@ -361,36 +357,4 @@ int launch_encode_init(const VsLaunch *l, StrBuf *out) {
                 .proxy_port = l->proxy_socket ? VS_JAIL_PROXY_PORT : 0,
         };
         return protocol_encode_init(out, &init);
-}
-
-const char *backend_diagnose(const char *t) {
-        if (!t)
-                return NULL;
-        if (strstr(t, "setting up uid map") || strstr(t, "No permissions to create new namespace") ||
-            strstr(t, "Creating new namespace failed") || strstr(t, "unshare failed"))
-                return "user namespaces are refused on this host; enable them: sysctl -w kernel.unprivileged_userns_clone=1 (Debian), "
-                       "sysctl -w user.max_user_namespaces=15000, and on Ubuntu >= 23.10 either sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
-                       "or an AppArmor profile that allows userns for bwrap";
-        /* docker */
-        if (strstr(t, "Cannot connect to the Docker daemon") || strstr(t, "Is the docker daemon running"))
-                return "the Docker engine is not running or not reachable at sandbox.docker.host (start it: systemctl start docker, or fix DOCKER_HOST)";
-        if (strstr(t, "permission denied while trying to connect to the Docker daemon socket") ||
-            (strstr(t, "docker.sock") && strstr(t, "permission denied")))
-                return "permission denied on the Docker engine's socket: the daemon's user must be allowed to use it (add it to the docker group, or run the daemon as root)";
-        if (strstr(t, "No such image") || strstr(t, "Unable to find image") || strstr(t, "pull access denied") ||
-            strstr(t, "image not known"))
-                return "the image named by sandbox.docker.image is not on the engine (nothing is pulled: docker pull or docker load it first)";
-        /* ssh */
-        if (strstr(t, "Host key verification failed") || strstr(t, "No ED25519 host key is known") ||
-            strstr(t, "No RSA host key is known") || strstr(t, "No ECDSA host key is known") ||
-            strstr(t, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
-                return "the remote host's key is not in sandbox.ssh.known_hosts (or changed); unknown keys are never accepted: verify it and add it (ssh-keyscan -p PORT HOST >> KNOWN_HOSTS, after checking the fingerprint)";
-        if (strstr(t, "Permission denied (publickey"))
-                return "the remote host refused the key: check sandbox.ssh.user and sandbox.ssh.identity_file (BatchMode: no passwords)";
-        if (strstr(t, "Connection refused") || strstr(t, "Connection timed out") || strstr(t, "No route to host") ||
-            strstr(t, "Could not resolve hostname") || strstr(t, "Connection closed by") || strstr(t, "Network is unreachable"))
-                return "the remote host named by sandbox.ssh.host is unreachable (check host, port and that sshd runs there)";
-        if (strstr(t, "Can't mount proc") || strstr(t, "Can't mount devpts"))
-                return "the kernel refused to mount /proc or /dev/pts in the jail (running inside a restricted container?); run the daemon on the host or in a VM";
-        return NULL;
 }

@@ -35,7 +35,3 @@ void worker_proc_kill(VsWorkerProc *w);
 
 /* Appends the framed init message for l. */
 int launch_encode_init(const VsLaunch *l, StrBuf *out);
-
-/* Turns a backend's stderr (e.g. bwrap's) into an actionable reason, when it
- * names a known cause (user namespaces refused, ...). NULL if not. */
-const char *backend_diagnose(const char *stderr_text);

@@ -43,10 +43,10 @@ void git_watch_free(Workspace *ws) {
 
 void git_watch_base(Workspace *ws) {
         base_free(ws);
-        /* Only where the jail writes this host's files (local, docker). */
+        /* Only where the jail writes this host's files (host_files: local, docker). */
         const VsPolicy *p = ws->policy;
         if (!p || !p->sandboxed || !ws->link || !ws->link->launch ||
-            (p->backend != VS_BACKEND_LOCAL && p->backend != VS_BACKEND_DOCKER))
+            !p->backend->host_files)
                 return;
         /* The plan's look (git-scan.h), taken on the thread pool before
          * the repository and placeholders were made: one walk. */

@@ -122,7 +122,7 @@ void protect_arm(Workspace *ws, ProtectChangedFn changed) {
         /* ssh: the remote launcher makes the .git placeholders, on files
          * this host may share (remote_root unset); noted once the worker
          * is ready (worker-link.c arms it again then). */
-        if (ws->policy->backend == VS_BACKEND_SSH && ws->link && ws->link->state != LINK_READY)
+        if (ws->policy->backend->remote_plan && ws->link && ws->link->state != LINK_READY)
                 return;
         WorkspaceProtect *p = calloc(1, sizeof *p);
         if (!p) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "backend-ops.h"
 #include "cgroup.h"
 #include "log.h"
 #include "protect.h"
@@ -195,7 +196,7 @@ static int link_write(WorkerLink *l, StrBuf *b) {
 static void fail_start(WorkerLink *l, const char *what) {
         char buf[2048];
         const char *tail = l->errtail.len ? l->errtail.data : NULL;
-        const char *diag = backend_diagnose(tail);
+        const char *diag = backend_diagnose(l->launch ? l->launch->backend : NULL, tail);
         if (diag)
                 snprintf(buf, sizeof buf, "the jail could not start: %s (backend said: %s)", diag, tail);
         else if (tail)
@@ -238,7 +239,7 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
                 log_warning("workspace %s: running degraded: %s", l->ws->path, *d);
         log_info("workspace %s: worker pid %d ready in %llu ms (generation %llu)", l->ws->path, (int)l->pid,
                  (unsigned long long)(l->ready_ms - l->spawned_ms), (unsigned long long)l->generation);
-        if (l->ws->policy && l->ws->policy->backend == VS_BACKEND_SSH)
+        if (l->ws->policy && l->ws->policy->backend->remote_plan)
                 protect_arm(l->ws, l->ops->protect_changed); /* see protect_arm() */
         l->ops->ready(l->ws, l);
         /* Only now, with its queued calls in flight, can the slot go: a

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "config-internal.h"
 #include "jail-plan.h"
 #include "path-util.h"
 #include "sha256.h"
@@ -66,10 +67,22 @@ static int add_mount(char ***a, const char *source, const char *target, bool rea
         return r < 0 ? (free(m), r) : strv_consume(a, m);
 }
 
-static int add_client(char ***a, const VsPolicy *p) {
-        int r = add(a, p->docker.docker ? p->docker.docker : "docker");
-        if (r >= 0 && p->docker.host)
-                r = add2(a, "--host", p->docker.host);
+int backend_docker_client(const VsPolicy *p, char ***ret) {
+        const VsDockerConfig *d = backend_config(p, &backend_docker_def);
+        _cleanup_strv_free_ char **a = NULL;
+        int r = add(&a, d && d->docker ? d->docker : "docker");
+        if (r >= 0 && d && d->host)
+                r = add2(&a, "--host", d->host);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static int add_strv(char ***a, char *const *l) {
+        int r = 0;
+        for (char *const *s = l; r >= 0 && s && *s; s++)
+                r = add(a, *s);
         return r;
 }
 
@@ -82,8 +95,14 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
         if (env->uid == 0 || env->gid == 0)
                 return vs_error_set_kind(err, -EPERM, "sandbox_unavailable",
                                          "refusing to run a container as uid/gid 0; run the jail as an unprivileged user");
-        if (!p->docker.image || p->docker.image[0] == '-')
-                return vs_error_set_kind(err, -EINVAL, "config_invalid", "sandbox.docker.image must name a local image");
+        const VsDockerConfig *d = backend_config(p, &backend_docker_def);
+        const char *image = env->image ? env->image : d ? d->image : NULL;
+        if (!image || image[0] == '-')
+                return vs_error_set_kind(err, -EINVAL, "config_invalid", "sandbox.%s.image must name a local image",
+                                         vs_backend_name(p->backend));
+        _cleanup_strv_free_ char **own_client = NULL;
+        if (!env->client && (r = backend_docker_client(p, &own_client)) < 0)
+                return r;
 
         char user[64];
         snprintf(user, sizeof user, "%u:%u", (unsigned)env->uid, (unsigned)env->gid);
@@ -92,9 +111,10 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
          * the engine removes the container when it ends (stdin closes when
          * the client goes, so the worker sees end of input and exits). No
          * registry is ever asked: a missing image is an error, not a pull. */
-        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "run")) < 0 || (r = add(&a, "-i")) < 0 ||
+        if ((r = add_strv(&a, env->client ? env->client : own_client)) < 0 || (r = add(&a, "run")) < 0 || (r = add(&a, "-i")) < 0 ||
             (r = add(&a, "--rm")) < 0 || (r = add2(&a, "--name", env->name)) < 0 ||
-            (r = add2(&a, "--pull", "never")) < 0 || (r = add2(&a, "--log-driver", "none")) < 0)
+            (r = add2(&a, "--pull", "never")) < 0 || (r = add2(&a, "--log-driver", "none")) < 0 ||
+            (r = add_strv(&a, env->run_options)) < 0)
                 return r;
         /* The engine's own layers: no capabilities, no privilege gain,
          * an unprivileged uid, a read-only root with private writable
@@ -103,8 +123,9 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
             (r = add2(&a, "--user", user)) < 0 || (r = add(&a, "--read-only")) < 0 ||
             (r = add2(&a, "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777")) < 0 ||
             (r = strv_extend(&a, "--tmpfs")) < 0 ||
-            (r = strv_extendf(&a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", VS_JAIL_HOME, (unsigned)env->uid,
-                              (unsigned)env->gid)) < 0 ||
+            (r = env->home_owner ? strv_extendf(&a, "%s:rw,nosuid,nodev,mode=0700,%s", VS_JAIL_HOME, env->home_owner)
+                                 : strv_extendf(&a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", VS_JAIL_HOME,
+                                                (unsigned)env->uid, (unsigned)env->gid)) < 0 ||
             (r = add2(&a, "--hostname", "vectora-sandbox")) < 0)
                 return r;
         /* Network off: the container's own namespace with only its loopback.
@@ -144,28 +165,91 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
         /* The worker is the entrypoint whatever the image says; pid 1 in
          * the container, it reaps orphans. */
         if ((r = add2(&a, "--workdir", p->workspace)) < 0 || (r = add2(&a, "--entrypoint", VS_JAIL_WORKER_PATH)) < 0 ||
-            (r = add(&a, p->docker.image)) < 0)
+            (r = add(&a, image)) < 0)
                 return r;
 
         *ret_argv = TAKE_PTR(a);
         return 0;
 }
 
-int backend_docker_rm_all_argv(const VsPolicy *p, const char *base, char ***ret_argv) {
+int backend_docker_rm_all_argv(char *const *client, const char *base, char ***ret_argv) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
-        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, base)) < 0 ||
+        if ((r = add_strv(&a, client)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, base)) < 0 ||
             (r = strv_extendf(&a, "%s-a", base)) < 0 || (r = strv_extendf(&a, "%s-b", base)) < 0)
                 return r;
         *ret_argv = TAKE_PTR(a);
         return 0;
 }
 
-int backend_docker_rm_argv(const VsPolicy *p, const char *name, char ***ret_argv) {
+int backend_docker_rm_argv(char *const *client, const char *name, char ***ret_argv) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
-        if ((r = add_client(&a, p)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, name)) < 0)
+        if ((r = add_strv(&a, client)) < 0 || (r = add(&a, "rm")) < 0 || (r = add(&a, "-f")) < 0 || (r = add(&a, name)) < 0)
                 return r;
         *ret_argv = TAKE_PTR(a);
         return 0;
 }
+
+/* ---- [sandbox.docker] ---------------------------------------------------- */
+
+static int h_image(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &((VsDockerConfig *)c->backend_config)->image, err);
+}
+static int h_docker(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &((VsDockerConfig *)c->backend_config)->docker, err);
+}
+static int h_host(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &((VsDockerConfig *)c->backend_config)->host, err);
+}
+
+static const KeyDef docker_keys[] = {
+        { "image", TOML_STRING, h_image },
+        { "docker", TOML_STRING, h_docker },
+        { "host", TOML_STRING, h_host },
+};
+
+static int config_init(void *cfg) {
+        VsDockerConfig *d = cfg;
+        return (d->docker = strdup("docker")) ? 0 : -ENOMEM;
+}
+
+static void config_done(void *cfg) {
+        VsDockerConfig *d = cfg;
+        free(d->image);
+        free(d->docker);
+        free(d->host);
+}
+
+static int config_check(const void *cfg, unsigned line, unsigned col, VsError **err) {
+        const VsDockerConfig *d = cfg;
+        if (!d->image)
+                return config_error(err, -EINVAL, line, col,
+                                    "sandbox: backend = \"docker\" needs sandbox.docker.image (a local image name, e.g. image = \"debian:12\")");
+        return 0;
+}
+
+static char *config_describe(const void *cfg) {
+        const VsDockerConfig *d = cfg;
+        char *s = NULL;
+        return asprintf(&s, "image=%s docker=%s host=%s", d->image, d->docker, d->host ? d->host : "(default)") < 0 ? NULL : s;
+}
+
+static json_t *config_json(const void *cfg) {
+        const VsDockerConfig *d = cfg;
+        return json_pack("{s:s?, s:s?, s:s?}", "image", d->image, "docker", d->docker, "host", d->host);
+}
+
+const VsBackendDef backend_docker_def = {
+        .name = "docker",
+        .host_files = true,
+        .has_proxy = true,
+        .config_size = sizeof(VsDockerConfig),
+        .keys = docker_keys,
+        .n_keys = ELEMENTSOF(docker_keys),
+        .config_init = config_init,
+        .config_done = config_done,
+        .config_check = config_check,
+        .config_describe = config_describe,
+        .config_json = config_json,
+};

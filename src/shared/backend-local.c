@@ -248,3 +248,10 @@ char *argv_quote(char *const *argv) {
         *o = 0;
         return out;
 }
+
+const VsBackendDef backend_local_def = {
+        .name = "local",
+        .host_files = true,
+        .has_proxy = true,
+        .needs_bwrap = true,
+};

@@ -12,6 +12,9 @@
 
 #include "config.h"
 
+/* No settings table: bubblewrap from PATH (or VECTORA_BWRAP). */
+extern const VsBackendDef backend_local_def;
+
 /* Where the static worker appears inside the jail. */
 #define VS_JAIL_WORKER_PATH "/run/vectora/vectora-worker"
 /* Network allowlist: the daemon's proxy socket as the jail sees it, and

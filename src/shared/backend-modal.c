@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "config-internal.h"
 #include "strv.h"
 #include "utf8.h"
 
@@ -23,11 +24,11 @@ bool backend_modal_name_ok(const char *name) {
 
 
 int backend_modal_argv(const VsPolicy *p, const VsModalEnv *env, char ***ret_argv, VsError **err) {
-        const VsModalConfig *m = &p->modal;
+        const VsModalConfig *m = backend_config(p, &backend_modal_def);
         _cleanup_strv_free_ char **a = NULL;
         int r;
 
-        if (!p->sandboxed || p->backend != VS_BACKEND_MODAL)
+        if (!p->sandboxed || !m)
                 return vs_error_set_kind(err, -EINVAL, "internal", "workspace %s does not use the modal backend",
                                          p->workspace);
         if (!m->image || !m->image[0])
@@ -74,7 +75,9 @@ int backend_modal_argv(const VsPolicy *p, const VsModalEnv *env, char ***ret_arg
 }
 
 int backend_modal_summary(const VsPolicy *p, const VsModalManifest *mf, char ***ret) {
-        const VsModalConfig *m = &p->modal;
+        const VsModalConfig *m = backend_config(p, &backend_modal_def);
+        if (!m)
+                return -EINVAL;
         _cleanup_strv_free_ char **l = NULL;
         int r;
         char cpu[32] = "Modal's default", mem[32] = "Modal's default";
@@ -176,3 +179,108 @@ void backend_modal_entries_free(VsModalEntry *e, size_t n) {
         }
         free(e);
 }
+
+/* ---- [sandbox.modal] ----------------------------------------------------- */
+
+#define CFG(c) ((VsModalConfig *)(c)->backend_config)
+
+static int h_app(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &CFG(c)->app, err);
+}
+static int h_image(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &CFG(c)->image, err);
+}
+static int h_timeout(const KeyCtx *c, VsError **err) {
+        return config_get_uint(c, 10, 24 * 3600, &CFG(c)->timeout_s, err);
+}
+static int h_region(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &CFG(c)->region, err);
+}
+static int h_cpu(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        double d = v->type == TOML_INTEGER ? (double)v->integer : v->floating;
+        if (!(d >= 0.125 && d <= 64))
+                return config_error(err, -ERANGE, v->line, v->col, "sandbox.modal.cpu must be between 0.125 and 64");
+        CFG(c)->cpu = d;
+        return 0;
+}
+static int h_memory(const KeyCtx *c, VsError **err) {
+        return config_get_uint(c, 128, 1u << 20, &CFG(c)->memory_mib, err);
+}
+static int h_sync(const KeyCtx *c, VsError **err) {
+        const TomlValue *v = c->kv->value;
+        if (!streq(v->string.ptr, "upload") && !streq(v->string.ptr, "volume"))
+                return config_error(err, -EINVAL, v->line, v->col,
+                                    "sandbox.modal.sync must be \"upload\" or \"volume\", not \"%s\"", v->string.ptr);
+        return config_get_string(c, false, &CFG(c)->sync, err);
+}
+static int h_volume(const KeyCtx *c, VsError **err) {
+        return config_get_string(c, false, &CFG(c)->volume, err);
+}
+
+static const KeyDef modal_keys[] = {
+        { "app", TOML_STRING, h_app },
+        { "image", TOML_STRING, h_image },
+        { "timeout", TOML_INTEGER, h_timeout },
+        { "region", TOML_STRING, h_region },
+        { "cpu", TOML_FLOAT, h_cpu },
+        { "memory", TOML_INTEGER, h_memory },
+        { "sync", TOML_STRING, h_sync },
+        { "volume", TOML_STRING, h_volume },
+};
+
+static int config_init(void *cfg) {
+        VsModalConfig *m = cfg;
+        m->timeout_s = 3600;
+        m->app = strdup("vectora-sandbox");
+        m->sync = strdup("upload");
+        return m->app && m->sync ? 0 : -ENOMEM;
+}
+
+static void config_done(void *cfg) {
+        VsModalConfig *m = cfg;
+        free(m->app);
+        free(m->image);
+        free(m->region);
+        free(m->sync);
+        free(m->volume);
+}
+
+static int config_check(const void *cfg, unsigned line, unsigned col, VsError **err) {
+        const VsModalConfig *m = cfg;
+        if (!m->image)
+                return config_error(err, -EINVAL, line, col,
+                                    "sandbox: backend = \"modal\" needs sandbox.modal.image (a registry image name)");
+        if (m->sync && streq(m->sync, "volume") && !m->volume)
+                return config_error(err, -EINVAL, line, col, "sandbox.modal: sync = \"volume\" needs volume = \"NAME\"");
+        return 0;
+}
+
+static char *config_describe(const void *cfg) {
+        const VsModalConfig *m = cfg;
+        char *s = NULL;
+        return asprintf(&s, "app=%s image=%s timeout=%llus region=%s sync=%s%s%s", m->app, m->image,
+                        (unsigned long long)m->timeout_s, m->region ? m->region : "(default)", m->sync,
+                        m->volume ? " volume=" : "", m->volume ? m->volume : "") < 0
+                       ? NULL
+                       : s;
+}
+
+static json_t *config_json(const void *cfg) {
+        const VsModalConfig *m = cfg;
+        return json_pack("{s:s?, s:s?, s:I, s:s?, s:f, s:I, s:s?, s:s?}", "app", m->app, "image", m->image, "timeout",
+                         (json_int_t)m->timeout_s, "region", m->region, "cpu", m->cpu, "memory",
+                         (json_int_t)m->memory_mib, "sync", m->sync, "volume", m->volume);
+}
+
+const VsBackendDef backend_modal_def = {
+        .name = "modal",
+        .config_size = sizeof(VsModalConfig),
+        .keys = modal_keys,
+        .n_keys = ELEMENTSOF(modal_keys),
+        .config_init = config_init,
+        .config_done = config_done,
+        .config_check = config_check,
+        .config_describe = config_describe,
+        .config_json = config_json,
+};

@@ -18,6 +18,20 @@
 #include "config.h"
 #include "strbuf.h"
 
+/* [sandbox.modal] */
+typedef struct VsModalConfig {
+        char *app;
+        char *image;
+        uint64_t timeout_s;
+        char *region;
+        double cpu;          /* 0 = SDK default */
+        uint64_t memory_mib; /* 0 = SDK default */
+        char *sync;          /* "upload" | "volume" */
+        char *volume;
+} VsModalConfig;
+
+extern const VsBackendDef backend_modal_def;
+
 /* Where the static worker is put inside the Sandbox. */
 #define VS_MODAL_WORKER_PATH "/run/vectora/vectora-worker"
 

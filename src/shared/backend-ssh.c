@@ -195,7 +195,7 @@ int backend_ssh_upload_command(const char *worker_path, const char *sha256, char
         return 0;
 }
 
-int backend_ssh_ssh_argv(const VsPolicy *p, char ***ret) {
+int backend_ssh_ssh_argv(const VsSshConfig *c, char ***ret) {
         _cleanup_strv_free_ char **a = NULL;
         int r;
         /* No TTY, never a prompt, never a new or changed host key accepted;
@@ -210,37 +210,37 @@ int backend_ssh_ssh_argv(const VsPolicy *p, char ***ret) {
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 if ((r = strv_extend(&a, fixed[i])) < 0)
                         return r;
-        if (p->ssh.known_hosts &&
-            ((r = strv_extend(&a, "-o")) < 0 || (r = strv_extendf(&a, "UserKnownHostsFile=%s", p->ssh.known_hosts)) < 0 ||
+        if (c->known_hosts &&
+            ((r = strv_extend(&a, "-o")) < 0 || (r = strv_extendf(&a, "UserKnownHostsFile=%s", c->known_hosts)) < 0 ||
              (r = strv_extend(&a, "-o")) < 0 || (r = strv_extend(&a, "GlobalKnownHostsFile=/dev/null")) < 0))
                 return r;
-        if ((r = strv_extend(&a, "-p")) < 0 || (r = strv_extendf(&a, "%u", p->ssh.port ? p->ssh.port : 22)) < 0)
+        if ((r = strv_extend(&a, "-p")) < 0 || (r = strv_extendf(&a, "%u", c->port ? c->port : 22)) < 0)
                 return r;
-        if (p->ssh.identity_file &&
-            ((r = strv_extend(&a, "-i")) < 0 || (r = strv_extend(&a, p->ssh.identity_file)) < 0 ||
+        if (c->identity_file &&
+            ((r = strv_extend(&a, "-i")) < 0 || (r = strv_extend(&a, c->identity_file)) < 0 ||
              (r = strv_extend(&a, "-o")) < 0 || (r = strv_extend(&a, "IdentitiesOnly=yes")) < 0))
                 return r;
-        if (p->ssh.user && ((r = strv_extend(&a, "-l")) < 0 || (r = strv_extend(&a, p->ssh.user)) < 0))
+        if (c->user && ((r = strv_extend(&a, "-l")) < 0 || (r = strv_extend(&a, c->user)) < 0))
                 return r;
-        if ((r = strv_extend(&a, "--")) < 0 || (r = strv_extend(&a, p->ssh.host)) < 0)
+        if ((r = strv_extend(&a, "--")) < 0 || (r = strv_extend(&a, c->host)) < 0)
                 return r;
         *ret = TAKE_PTR(a);
         return 0;
 }
 
-int backend_ssh_argv(const VsPolicy *p, const char *local_worker, const char *sha256, const VsRemoteJail *j,
+int backend_ssh_argv(const VsSshConfig *c, const char *local_worker, const char *sha256, const VsRemoteJail *j,
                      char ***ret_argv, VsError **err) {
-        if (!p->ssh.host || p->ssh.host[0] == '-')
+        if (!c->host || c->host[0] == '-')
                 return vs_error_set_kind(err, -EINVAL, "config_invalid", "sandbox.ssh.host must name a host");
         _cleanup_free_ char *hex = NULL, *run = NULL, *upload = NULL;
         int r = backend_ssh_jail_encode(j, &hex);
         if (r < 0)
                 return r;
-        if ((r = backend_ssh_run_command(p->ssh.worker_path, sha256, hex, &run, err)) < 0 ||
-            (r = backend_ssh_upload_command(p->ssh.worker_path, sha256, &upload, err)) < 0)
+        if ((r = backend_ssh_run_command(c->worker_path, sha256, hex, &run, err)) < 0 ||
+            (r = backend_ssh_upload_command(c->worker_path, sha256, &upload, err)) < 0)
                 return r;
         _cleanup_strv_free_ char **ssh = NULL, **a = NULL;
-        if ((r = backend_ssh_ssh_argv(p, &ssh)) < 0)
+        if ((r = backend_ssh_ssh_argv(c, &ssh)) < 0)
                 return r;
         if ((r = strv_extend(&a, local_worker)) < 0 || (r = strv_extend(&a, "--ssh-launch")) < 0 ||
             (r = strv_extend(&a, local_worker)) < 0 || (r = strv_extend(&a, upload)) < 0 || (r = strv_extend(&a, "--")) < 0)

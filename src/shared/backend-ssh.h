@@ -19,6 +19,20 @@
 #include "config.h"
 #include "json-util.h"
 
+/* [sandbox.ssh] (backend-ssh-config.c: apart, so that the remote
+ * launcher, which links this file, carries no config parser). */
+typedef struct VsSshConfig {
+        char *host;
+        char *user;
+        unsigned port;
+        char *identity_file;
+        char *known_hosts;
+        char *remote_root;
+        char *worker_path;
+} VsSshConfig;
+
+extern const VsBackendDef backend_ssh_def;
+
 /* The remote command's exit status when the deployed worker's hash differs. */
 #define VS_SSH_EXIT_DEPLOY 97
 
@@ -56,8 +70,8 @@ int backend_ssh_upload_command(const char *worker_path, const char *sha256, char
 
 /* `ssh -T -o BatchMode=yes -o StrictHostKeyChecking=yes ... -- HOST` (the
  * remote command is appended by the caller). */
-int backend_ssh_ssh_argv(const VsPolicy *p, char ***ret);
+int backend_ssh_ssh_argv(const VsSshConfig *c, char ***ret);
 
 /* The full command: LAUNCHER --ssh-launch LOCAL_WORKER UPLOAD_CMD -- SSH... HOST RUN_CMD. */
-int backend_ssh_argv(const VsPolicy *p, const char *local_worker, const char *sha256, const VsRemoteJail *j,
+int backend_ssh_argv(const VsSshConfig *c, const char *local_worker, const char *sha256, const VsRemoteJail *j,
                      char ***ret_argv, VsError **err);

@@ -5,7 +5,8 @@
  * defaults, cross-key rules, located errors and the table-driven decoding),
  * config-keys.c (every key's handler and the key tables) and
  * config-load.c (resolving the listed paths and reading the file: the part
- * that touches the OS). Nothing outside them includes this. */
+ * that touches the OS), and the backends' own [sandbox.NAME] keys
+ * (backend-NAME.c). Nothing else includes this. */
 
 #include "config.h"
 #include "toml.h"
@@ -21,6 +22,11 @@ typedef struct KeyCtx {
         const char *table; /* "sandbox", "sandbox.limits", ... */
         const char *key;
         const TomlKeyValue *kv;
+        /* In [sandbox.NAME]: that backend's settings (backend.h). */
+        void *backend_config;
+        /* In [sandbox]: one settings object per backend table met, in
+         * vs_backend_defs' order (config_parse owns them). */
+        void **backend_configs;
 } KeyCtx;
 
 typedef int (*key_handler)(const KeyCtx *c, VsError **err);
@@ -41,11 +47,20 @@ _printf_(5, 6) int config_error(VsError **err, int code, unsigned line, unsigned
  * allowed one suggested), each value type-checked, then its handler run. */
 int config_dispatch_table(const TomlValue *t, const KeyDef *defs, size_t n_defs, KeyCtx base, VsError **err);
 
+/* The value as an integer in [min, max], or a string (not empty unless
+ * allow_empty; *ret replaced), with located errors naming table.key. */
+int config_get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, VsError **err);
+int config_get_string(const KeyCtx *c, bool allow_empty, char **ret, VsError **err);
+
 /* Lexical absolute form of a written path (no OS calls). */
 char *config_path_absolute(const char *written, const VsConfigEnv *env);
 /* Frees what a VsPath holds (not the VsPath). */
 void config_vspath_done(VsPath *p);
 
-/* The [sandbox] table's keys (config-keys.c); the sub-tables' are theirs. */
+/* The [sandbox] table's own keys (config-keys.c), without the backends'
+ * tables ([sandbox.NAME], added by config_parse from backend.h); the
+ * sub-tables' are theirs. */
 extern const KeyDef config_sandbox_keys[];
 extern const size_t config_n_sandbox_keys;
+/* The handler of a backend's [sandbox.NAME] row (c->key is NAME). */
+int config_backend_table(const KeyCtx *c, VsError **err);

@@ -12,11 +12,12 @@
 #include "forbidden.h"
 #include "glob.h"
 #include "path-util.h"
+#include "strbuf.h"
 #include "strv.h"
 #include "toml.h"
 #include "config-internal.h"
 
-static int get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, VsError **err) {
+int config_get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, VsError **err) {
         const TomlValue *v = c->kv->value;
         if (v->integer < 0 || (uint64_t)v->integer < min || (uint64_t)v->integer > max)
                 return config_error(err, -ERANGE, v->line, v->col, "%s.%s must be between %llu and %llu, not %lld",
@@ -26,7 +27,7 @@ static int get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, 
         return 0;
 }
 
-static int get_string(const KeyCtx *c, bool allow_empty, char **ret, VsError **err) {
+int config_get_string(const KeyCtx *c, bool allow_empty, char **ret, VsError **err) {
         const TomlValue *v = c->kv->value;
         if (strlen(v->string.ptr) != v->string.len)
                 return config_error(err, -EINVAL, v->line, v->col, "%s.%s must not contain NUL characters", c->table,
@@ -50,14 +51,17 @@ static int h_enabled(const KeyCtx *c, VsError **err) {
 
 static int h_backend(const KeyCtx *c, VsError **err) {
         const TomlValue *v = c->kv->value;
-        for (VsBackend b = VS_BACKEND_LOCAL; b <= VS_BACKEND_MODAL; b++)
-                if (streq(v->string.ptr, vs_backend_name(b)) && strlen(v->string.ptr) == v->string.len) {
-                        c->policy->backend = b;
-                        return 0;
-                }
-        return config_error(err, -EINVAL, v->line, v->col,
-                            "sandbox.backend: unknown backend \"%s\"; use one of \"local\", \"docker\", \"ssh\", \"modal\"",
-                            v->string.ptr);
+        const VsBackendDef *b = backend_def_find(v->string.ptr, v->string.len);
+        if (b) {
+                c->policy->backend = b;
+                return 0;
+        }
+        _cleanup_strbuf_ StrBuf names = STRBUF_INIT;
+        for (const VsBackendDef *const *d = vs_backend_defs; *d; d++)
+                if (strbuf_appendf(&names, "%s\"%s\"", d == vs_backend_defs ? "" : ", ", (*d)->name) < 0)
+                        return -ENOMEM;
+        return config_error(err, -EINVAL, v->line, v->col, "sandbox.backend: unknown backend \"%s\"; use one of %s",
+                            v->string.ptr, names.data ? names.data : "");
 }
 
 static int check_path_text(const KeyCtx *c, size_t idx, const TomlValue *v, const VsConfigEnv *env, VsError **err) {
@@ -321,22 +325,22 @@ static int h_network(const KeyCtx *c, VsError **err) {
         return 0;
 }
 static int h_idle_timeout(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 1, 7 * 24 * 3600, &c->policy->idle_timeout_s, err);
+        return config_get_uint(c, 1, 7 * 24 * 3600, &c->policy->idle_timeout_s, err);
 }
 
 /* ---- [sandbox.limits] --------------------------------------------------- */
 
 static int h_lim_timeout(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 1, 7 * 24 * 3600, &c->policy->limits.timeout_s, err);
+        return config_get_uint(c, 1, 7 * 24 * 3600, &c->policy->limits.timeout_s, err);
 }
 static int h_lim_background_timeout(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 1, 30 * 24 * 3600, &c->policy->limits.background_timeout_s, err);
+        return config_get_uint(c, 1, 30 * 24 * 3600, &c->policy->limits.background_timeout_s, err);
 }
 static int h_lim_max_output(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 1024, 64u << 20, &c->policy->limits.max_output, err);
+        return config_get_uint(c, 1024, 64u << 20, &c->policy->limits.max_output, err);
 }
 static int h_lim_pids(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 8, 1u << 22, &c->policy->limits.pids, err);
+        return config_get_uint(c, 8, 1u << 22, &c->policy->limits.pids, err);
 }
 static int h_lim_memory(const KeyCtx *c, VsError **err) {
         const TomlValue *v = c->kv->value;
@@ -363,92 +367,6 @@ static int h_lim_memory(const KeyCtx *c, VsError **err) {
         return 0;
 }
 
-/* ---- [sandbox.docker] / [sandbox.ssh] / [sandbox.modal] ------------------ */
-
-static int h_docker_image(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->docker.image, err);
-}
-static int h_docker_docker(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->docker.docker, err);
-}
-static int h_docker_host(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->docker.host, err);
-}
-static int h_ssh_host(const KeyCtx *c, VsError **err) {
-        int r = get_string(c, false, &c->policy->ssh.host, err);
-        if (r >= 0 && c->policy->ssh.host[0] == '-')
-                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
-                                    "sandbox.ssh.host must not start with '-'");
-        return r;
-}
-static int h_ssh_user(const KeyCtx *c, VsError **err) {
-        int r = get_string(c, false, &c->policy->ssh.user, err);
-        if (r >= 0 && (c->policy->ssh.user[0] == '-' || strpbrk(c->policy->ssh.user, "@ \t")))
-                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
-                                    "sandbox.ssh.user must be a plain user name");
-        return r;
-}
-static int h_ssh_port(const KeyCtx *c, VsError **err) {
-        uint64_t p = 0;
-        int r = get_uint(c, 1, 65535, &p, err);
-        if (r >= 0)
-                c->policy->ssh.port = (unsigned)p;
-        return r;
-}
-static int h_ssh_identity(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->ssh.identity_file, err);
-}
-static int h_ssh_known_hosts(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->ssh.known_hosts, err);
-}
-static int h_ssh_remote_root(const KeyCtx *c, VsError **err) {
-        int r = get_string(c, false, &c->policy->ssh.remote_root, err);
-        if (r >= 0 && c->policy->ssh.remote_root[0] != '/')
-                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
-                                    "sandbox.ssh.remote_root must be an absolute path on the remote host");
-        return r;
-}
-static int h_ssh_worker_path(const KeyCtx *c, VsError **err) {
-        int r = get_string(c, false, &c->policy->ssh.worker_path, err);
-        if (r >= 0 && c->policy->ssh.worker_path[0] != '/')
-                return config_error(err, -EINVAL, c->kv->value->line, c->kv->value->col,
-                                    "sandbox.ssh.worker_path must be an absolute path on the remote host");
-        return r;
-}
-static int h_modal_app(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->modal.app, err);
-}
-static int h_modal_image(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->modal.image, err);
-}
-static int h_modal_timeout(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 10, 24 * 3600, &c->policy->modal.timeout_s, err);
-}
-static int h_modal_region(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->modal.region, err);
-}
-static int h_modal_cpu(const KeyCtx *c, VsError **err) {
-        const TomlValue *v = c->kv->value;
-        double d = v->type == TOML_INTEGER ? (double)v->integer : v->floating;
-        if (!(d >= 0.125 && d <= 64))
-                return config_error(err, -ERANGE, v->line, v->col, "sandbox.modal.cpu must be between 0.125 and 64");
-        c->policy->modal.cpu = d;
-        return 0;
-}
-static int h_modal_memory(const KeyCtx *c, VsError **err) {
-        return get_uint(c, 128, 1u << 20, &c->policy->modal.memory_mib, err);
-}
-static int h_modal_sync(const KeyCtx *c, VsError **err) {
-        const TomlValue *v = c->kv->value;
-        if (!streq(v->string.ptr, "upload") && !streq(v->string.ptr, "volume"))
-                return config_error(err, -EINVAL, v->line, v->col,
-                                    "sandbox.modal.sync must be \"upload\" or \"volume\", not \"%s\"", v->string.ptr);
-        return get_string(c, false, &c->policy->modal.sync, err);
-}
-static int h_modal_volume(const KeyCtx *c, VsError **err) {
-        return get_string(c, false, &c->policy->modal.volume, err);
-}
-
 static const KeyDef limits_keys[] = {
         { "timeout", TOML_INTEGER, h_lim_timeout },
         { "max_output", TOML_INTEGER, h_lim_max_output },
@@ -456,31 +374,6 @@ static const KeyDef limits_keys[] = {
         { "memory", TOML_ANY, h_lim_memory },
         { "background_timeout", TOML_INTEGER, h_lim_background_timeout },
 };
-static const KeyDef docker_keys[] = {
-        { "image", TOML_STRING, h_docker_image },
-        { "docker", TOML_STRING, h_docker_docker },
-        { "host", TOML_STRING, h_docker_host },
-};
-static const KeyDef ssh_keys[] = {
-        { "host", TOML_STRING, h_ssh_host },
-        { "user", TOML_STRING, h_ssh_user },
-        { "port", TOML_INTEGER, h_ssh_port },
-        { "identity_file", TOML_STRING, h_ssh_identity },
-        { "known_hosts", TOML_STRING, h_ssh_known_hosts },
-        { "remote_root", TOML_STRING, h_ssh_remote_root },
-        { "worker_path", TOML_STRING, h_ssh_worker_path },
-};
-static const KeyDef modal_keys[] = {
-        { "app", TOML_STRING, h_modal_app },
-        { "image", TOML_STRING, h_modal_image },
-        { "timeout", TOML_INTEGER, h_modal_timeout },
-        { "region", TOML_STRING, h_modal_region },
-        { "cpu", TOML_FLOAT, h_modal_cpu },
-        { "memory", TOML_INTEGER, h_modal_memory },
-        { "sync", TOML_STRING, h_modal_sync },
-        { "volume", TOML_STRING, h_modal_volume },
-};
-
 static int sub_table(const KeyCtx *c, const KeyDef *defs, size_t n, const char *name, VsError **err) {
         KeyCtx base = *c;
         base.table = name;
@@ -488,15 +381,6 @@ static int sub_table(const KeyCtx *c, const KeyDef *defs, size_t n, const char *
 }
 static int h_limits(const KeyCtx *c, VsError **err) {
         return sub_table(c, limits_keys, ELEMENTSOF(limits_keys), "sandbox.limits", err);
-}
-static int h_docker(const KeyCtx *c, VsError **err) {
-        return sub_table(c, docker_keys, ELEMENTSOF(docker_keys), "sandbox.docker", err);
-}
-static int h_ssh(const KeyCtx *c, VsError **err) {
-        return sub_table(c, ssh_keys, ELEMENTSOF(ssh_keys), "sandbox.ssh", err);
-}
-static int h_modal(const KeyCtx *c, VsError **err) {
-        return sub_table(c, modal_keys, ELEMENTSOF(modal_keys), "sandbox.modal", err);
 }
 
 const KeyDef config_sandbox_keys[] = {
@@ -513,8 +397,32 @@ const KeyDef config_sandbox_keys[] = {
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },
         { "ports", TOML_ARRAY, h_ports },
         { "limits", TOML_TABLE, h_limits },
-        { "docker", TOML_TABLE, h_docker },
-        { "ssh", TOML_TABLE, h_ssh },
-        { "modal", TOML_TABLE, h_modal },
 };
 const size_t config_n_sandbox_keys = ELEMENTSOF(config_sandbox_keys);
+
+/* [sandbox.NAME]: a backend's own keys (backend.h), into its settings
+ * object, made with its defaults the first time the table is met. */
+int config_backend_table(const KeyCtx *c, VsError **err) {
+        size_t i = 0;
+        while (vs_backend_defs[i] && !streq(vs_backend_defs[i]->name, c->key))
+                i++;
+        const VsBackendDef *b = vs_backend_defs[i];
+        if (!b)
+                return -EINVAL;
+        if (!c->backend_configs[i]) {
+                void *cfg = calloc(1, b->config_size);
+                if (!cfg)
+                        return -ENOMEM;
+                int r = b->config_init ? b->config_init(cfg) : 0;
+                c->backend_configs[i] = cfg;
+                if (r < 0)
+                        return r;
+        }
+        _cleanup_free_ char *table = NULL;
+        if (asprintf(&table, "sandbox.%s", b->name) < 0)
+                return -ENOMEM;
+        KeyCtx base = *c;
+        base.table = table;
+        base.backend_config = c->backend_configs[i];
+        return config_dispatch_table(c->kv->value, b->keys, b->n_keys, base, err);
+}

@@ -181,6 +181,7 @@ int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text,
                         return -ENOMEM;
                 p->workspace = TAKE_PTR(ws);
                 p->config_path = TAKE_PTR(cfg);
+                p->backend = backend_def_default(); /* never NULL in a policy (config.h) */
                 p->unsandboxed_reason = strdup("no vectora.toml in the workspace");
                 if (!p->unsandboxed_reason)
                         return -ENOMEM;

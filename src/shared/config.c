@@ -15,16 +15,6 @@
 #include "toml.h"
 #include "config-internal.h"
 
-const char *vs_backend_name(VsBackend b) {
-        static const char *const names[] = {
-                [VS_BACKEND_LOCAL] = "local",
-                [VS_BACKEND_DOCKER] = "docker",
-                [VS_BACKEND_SSH] = "ssh",
-                [VS_BACKEND_MODAL] = "modal",
-        };
-        return (unsigned)b < ELEMENTSOF(names) ? names[b] : "unknown";
-}
-
 void config_vspath_done(VsPath *p) {
         free(p->written);
         free(p->resolved);
@@ -48,20 +38,9 @@ void policy_free(VsPolicy *p) {
                 net_rule_done(&p->net_rules[i]);
         free(p->net_rules);
         free(p->ports);
-        free(p->docker.image);
-        free(p->docker.docker);
-        free(p->docker.host);
-        free(p->ssh.host);
-        free(p->ssh.user);
-        free(p->ssh.identity_file);
-        free(p->ssh.known_hosts);
-        free(p->ssh.remote_root);
-        free(p->ssh.worker_path);
-        free(p->modal.app);
-        free(p->modal.image);
-        free(p->modal.region);
-        free(p->modal.sync);
-        free(p->modal.volume);
+        if (p->backend_config && p->backend && p->backend->config_done)
+                p->backend->config_done(p->backend_config);
+        free(p->backend_config);
         free(p);
 }
 
@@ -202,7 +181,7 @@ int config_dispatch_table(const TomlValue *t, const KeyDef *defs, size_t n_defs,
 
 static void policy_defaults(VsPolicy *p) {
         p->sandboxed = true;
-        p->backend = VS_BACKEND_LOCAL;
+        p->backend = backend_def_default();
         p->no_gpu = true;
         p->lockdown = false;
         p->network = true;
@@ -211,48 +190,50 @@ static void policy_defaults(VsPolicy *p) {
         p->limits.max_output = 1u << 20;
         p->limits.pids = 512;
         p->limits.memory = 2ull << 30;
-        p->ssh.port = 22;
-        p->modal.timeout_s = 3600;
 }
 
-static int set_default_strings(VsPolicy *p) {
-        if (!p->docker.docker && !(p->docker.docker = strdup("docker")))
+/* The backend's settings: those of its [sandbox.NAME] table, else its
+ * defaults. The other backends' tables were parsed (their keys checked)
+ * and are refused by validate_policy(). */
+static int take_backend_config(VsPolicy *p, void **cfgs) {
+        for (size_t i = 0; vs_backend_defs[i]; i++)
+                if (vs_backend_defs[i] == p->backend) {
+                        p->backend_config = TAKE_PTR(cfgs[i]);
+                        break;
+                }
+        const VsBackendDef *b = p->backend;
+        if (p->backend_config || !b->config_size)
+                return 0;
+        if (!(p->backend_config = calloc(1, b->config_size)))
                 return -ENOMEM;
-        if (!p->modal.app && !(p->modal.app = strdup("vectora-sandbox")))
-                return -ENOMEM;
-        if (!p->modal.sync && !(p->modal.sync = strdup("upload")))
-                return -ENOMEM;
-        if (!p->ssh.worker_path && !(p->ssh.worker_path = strdup("~/.cache/vectora-sandbox/vectora-worker")))
-                return -ENOMEM;
-        return 0;
+        return b->config_init ? b->config_init(p->backend_config) : 0;
+}
+
+static void backend_configs_free(void **cfgs) {
+        for (size_t i = 0; cfgs && vs_backend_defs[i]; i++) {
+                if (cfgs[i] && vs_backend_defs[i]->config_done)
+                        vs_backend_defs[i]->config_done(cfgs[i]);
+                free(cfgs[i]);
+        }
+        free(cfgs);
 }
 
 /* Cross-key rules, located at the [sandbox] table. */
 static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err) {
-        if (p->backend == VS_BACKEND_DOCKER && !p->docker.image)
-                return config_error(err, -EINVAL, sandbox->line, sandbox->col,
-                                    "sandbox: backend = \"docker\" needs sandbox.docker.image (a local image name, e.g. image = \"debian:12\")");
-        if (p->backend == VS_BACKEND_SSH && !p->ssh.host)
-                return config_error(err, -EINVAL, sandbox->line, sandbox->col,
-                                    "sandbox: backend = \"ssh\" needs sandbox.ssh.host");
-        if (p->backend == VS_BACKEND_MODAL && !p->modal.image)
-                return config_error(err, -EINVAL, sandbox->line, sandbox->col,
-                                    "sandbox: backend = \"modal\" needs sandbox.modal.image (a registry image name)");
+        int r = p->backend->config_check ? p->backend->config_check(p->backend_config, sandbox->line, sandbox->col, err) : 0;
+        if (r < 0)
+                return r;
         /* A table for another backend than the chosen one: a backend switched
          * without its settings, or settings believed in force. Refused,
          * located, rather than silently ignored. */
-        static const VsBackend tabled[] = { VS_BACKEND_DOCKER, VS_BACKEND_SSH, VS_BACKEND_MODAL };
-        for (size_t i = 0; i < ELEMENTSOF(tabled); i++) {
-                const char *name = vs_backend_name(tabled[i]);
-                const TomlKeyValue *kv = toml_table_get(sandbox, name);
-                if (kv && p->backend != tabled[i])
+        for (const VsBackendDef *const *b = vs_backend_defs; *b; b++) {
+                const char *name = (*b)->name;
+                const TomlKeyValue *kv = (*b)->n_keys ? toml_table_get(sandbox, name) : NULL;
+                if (kv && p->backend != *b)
                         return config_error(err, -EINVAL, kv->line, kv->col,
                                             "sandbox.%s: settings for the %s backend, but backend = \"%s\"; set backend = \"%s\" or remove [sandbox.%s]",
                                             name, name, vs_backend_name(p->backend), name, name);
         }
-        if (p->modal.sync && streq(p->modal.sync, "volume") && !p->modal.volume)
-                return config_error(err, -EINVAL, sandbox->line, sandbox->col,
-                                    "sandbox.modal: sync = \"volume\" needs volume = \"NAME\"");
         if (p->lockdown) {
                 /* Rule 5: lockdown turns network and GPU off whatever else is written. */
                 p->network = false;
@@ -300,11 +281,25 @@ int config_parse(const char *text, size_t len, const VsConfigEnv *env, VsPolicy 
                 return config_error(err, -EINVAL, sb->value->line, sb->value->col,
                                     "sandbox must be a table ([sandbox]), not %s", toml_type_name(sb->value->type));
 
-        KeyCtx base = { .policy = p, .env = env, .table = "sandbox" };
-        r = config_dispatch_table(sb->value, config_sandbox_keys, config_n_sandbox_keys, base, err);
-        if (r < 0)
-                return r;
-        r = set_default_strings(p);
+        /* [sandbox]'s own keys, then one table per backend with settings. */
+        size_t n_defs = 0, n_keys = config_n_sandbox_keys;
+        while (vs_backend_defs[n_defs])
+                n_defs++;
+        _cleanup_free_ KeyDef *keys = calloc(n_keys + n_defs, sizeof *keys);
+        void **cfgs = calloc(n_defs + 1, sizeof *cfgs);
+        if (!keys || !cfgs) {
+                free(cfgs);
+                return -ENOMEM;
+        }
+        memcpy(keys, config_sandbox_keys, n_keys * sizeof *keys);
+        for (size_t i = 0; i < n_defs; i++)
+                if (vs_backend_defs[i]->n_keys)
+                        keys[n_keys++] = (KeyDef) { vs_backend_defs[i]->name, TOML_TABLE, config_backend_table };
+        KeyCtx base = { .policy = p, .env = env, .table = "sandbox", .backend_configs = cfgs };
+        r = config_dispatch_table(sb->value, keys, n_keys, base, err);
+        if (r >= 0)
+                r = take_backend_config(p, cfgs);
+        backend_configs_free(cfgs);
         if (r < 0)
                 return r;
         if (!p->sandboxed) {

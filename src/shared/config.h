@@ -17,19 +17,11 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "error.h"
 #include "net-policy.h"
 
 #define VS_CONFIG_FILE "vectora.toml"
-
-typedef enum VsBackend {
-        VS_BACKEND_LOCAL,
-        VS_BACKEND_DOCKER,
-        VS_BACKEND_SSH,
-        VS_BACKEND_MODAL,
-} VsBackend;
-
-const char *vs_backend_name(VsBackend b);
 
 typedef struct VsLimits {
         uint64_t timeout_s;  /* per command */
@@ -38,33 +30,6 @@ typedef struct VsLimits {
         uint64_t memory;     /* bytes */
         uint64_t background_timeout_s; /* per background process; 0 = none */
 } VsLimits;
-
-typedef struct VsDockerConfig {
-        char *image;
-        char *docker; /* client binary */
-        char *host;   /* DOCKER_HOST, or NULL */
-} VsDockerConfig;
-
-typedef struct VsSshConfig {
-        char *host;
-        char *user;
-        unsigned port;
-        char *identity_file;
-        char *known_hosts;
-        char *remote_root;
-        char *worker_path;
-} VsSshConfig;
-
-typedef struct VsModalConfig {
-        char *app;
-        char *image;
-        uint64_t timeout_s;
-        char *region;
-        double cpu;          /* 0 = SDK default */
-        uint64_t memory_mib; /* 0 = SDK default */
-        char *sync;          /* "upload" | "volume" */
-        char *volume;
-} VsModalConfig;
 
 /* A path as written in vectora.toml, where, and what it resolved to. */
 typedef struct VsPath {
@@ -88,7 +53,8 @@ typedef struct VsPolicy {
         bool sandboxed;
         char *unsandboxed_reason; /* when !sandboxed: why */
 
-        VsBackend backend;
+        const VsBackendDef *backend; /* never NULL in a parsed policy (backend.h) */
+        void *backend_config;        /* backend->config_size bytes, or NULL: [sandbox.NAME] */
         VsPath *rw_paths;
         size_t n_rw;
         VsPath *ro_paths;
@@ -117,9 +83,6 @@ typedef struct VsPolicy {
         VsPortForward *ports;
         size_t n_ports;
         VsLimits limits;
-        VsDockerConfig docker;
-        VsSshConfig ssh;
-        VsModalConfig modal;
 
         /* Identity of the file the policy came from (for cheap change checks). */
         struct stat config_stat;

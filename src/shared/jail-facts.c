@@ -452,7 +452,6 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         VsPolicy p = {
                 .workspace = (char *)j->workspace,
                 .sandboxed = true,
-                .backend = VS_BACKEND_LOCAL,
                 .mask = j->mask,
                 .protect = j->protect,
                 .git_init = j->git_init,

@@ -116,7 +116,6 @@ int launch_jail_main(int argc, char **argv) {
         VsPolicy p = {
                 .workspace = (char *)j.workspace,
                 .sandboxed = true,
-                .backend = VS_BACKEND_LOCAL,
                 .no_gpu = j.no_gpu,
                 .lockdown = j.lockdown,
                 .network = j.network,

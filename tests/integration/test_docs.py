@@ -26,7 +26,12 @@ def check(name, ok, detail=None):
 
 protocol_c = read("src/shared/protocol.c")
 protocol_md = read("docs/protocol.md")
-config_c = read("src/shared/config-keys.c")  # the key tables
+# The key tables: [sandbox]'s own, and each backend's [sandbox.NAME] in its
+# own files (the table of backends: src/shared/backend-list.h).
+backend_names = re.findall(r"X\((\w+)\)", read("src/shared/backend-list.h"))
+config_c = read("src/shared/config-keys.c") + "".join(
+    read("src/shared/" + f) for f in sorted(os.listdir(os.path.join(SRC, "src/shared")))
+    if f.startswith("backend-") and f.endswith(".c"))
 config_md = read("docs/config.md")
 tools_c = read("src/daemon/tools.c")
 api_c = read("src/shared/api.c")
@@ -82,10 +87,12 @@ check("the Python client's own codes are not the daemon's",
 tables = {
     "sandbox_keys": "[sandbox]",
     "limits_keys": "[sandbox.limits]",
-    "docker_keys": "[sandbox.docker]",
-    "ssh_keys": "[sandbox.ssh]",
-    "modal_keys": "[sandbox.modal]",
 }
+for b in backend_names:
+    if re.search(r"const KeyDef %s_keys\[\] = \{" % b, config_c):
+        tables[b + "_keys"] = "[sandbox.%s]" % b
+check("the backend table was found, with the settings tables of docker, ssh and modal",
+      {"docker_keys", "ssh_keys", "modal_keys"} <= set(tables), str(backend_names))
 for table, heading in tables.items():
     m = re.search(r"(?:static )?const KeyDef (?:config_)?%s\[\] = \{(.*?)\};" % table, config_c, re.S)
     check("config table %s was found" % table, m is not None)
@@ -96,7 +103,7 @@ for table, heading in tables.items():
     body = section[1].split("\n### ", 1)[0] if len(section) == 2 else ""
     check("docs/config.md has a section for %s" % heading, bool(body))
     for k in keys:
-        if k in ("limits", "docker", "ssh", "modal"):
+        if k == "limits" or k in backend_names:
             continue
         check("%s key %s is documented" % (heading, k), "| `%s` |" % k in body)
 

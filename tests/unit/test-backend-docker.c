@@ -16,16 +16,7 @@
 static const VsConfigEnv test_env = { .workspace = "/ws", .home = "/home/u" };
 
 static VsPolicy *policy(const char *text) {
-        VsPolicy *p = NULL;
-        VsError *err = NULL;
-        if (config_parse(text, strlen(text), &test_env, &p, &err) < 0)
-                fail_msg("%s", vs_error_message(err));
-        /* What config_resolve would do for paths that exist. */
-        for (size_t i = 0; i < p->n_rw; i++)
-                p->rw_paths[i].resolved = strdup(streq(p->rw_paths[i].written, ".") ? "/ws" : p->rw_paths[i].written);
-        for (size_t i = 0; i < p->n_ro; i++)
-                p->ro_paths[i].resolved = strdup(p->ro_paths[i].written);
-        return p;
+        return fixture_policy(text, &test_env);
 }
 
 #define DOCKER "[sandbox]\nbackend = \"docker\"\n"
@@ -184,8 +175,10 @@ static void test_client_and_host(void **state) {
         strv_free(a);
 
         VsPolicy *p = policy(DOCKER "[sandbox.docker]\nimage = \"img\"\nhost = \"tcp://h:2375\"\n");
-        char **rm = NULL;
-        assert_int_equal(backend_docker_rm_argv(p, "vectora-x", &rm), 0);
+        char **rm = NULL, **client = NULL;
+        assert_int_equal(backend_docker_client(p, &client), 0);
+        assert_int_equal(backend_docker_rm_argv(client, "vectora-x", &rm), 0);
+        strv_free(client);
         const char *want[] = { "docker", "--host", "tcp://h:2375", "rm", "-f", "vectora-x" };
         assert_int_equal(strv_length(rm), ELEMENTSOF(want));
         for (size_t i = 0; i < ELEMENTSOF(want); i++)
@@ -231,6 +224,31 @@ static void test_mount_quoting(void **state) {
         free(m);
 }
 
+/* Another engine with docker's command line (podman) renders through the
+ * same function: its client, image, run options and tmpfs owner. */
+static void test_other_engine(void **state) {
+        VsPolicy *p = policy("[sandbox]\n");
+        char *client[] = { (char *)"/usr/bin/podman", (char *)"--root", (char *)"/r", NULL };
+        char *opts[] = { (char *)"--userns=keep-id", NULL };
+        VsDockerEnv e = docker_env();
+        e.client = client;
+        e.image = "img:1";
+        e.home_owner = "U";
+        e.run_options = opts;
+        char **argv = NULL;
+        VsError *err = NULL;
+        if (argv_for(p, &e, masks, 2, &argv, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        assert_string_equal(argv[0], "/usr/bin/podman");
+        assert_string_equal(argv[2], "/r");
+        assert_string_equal(argv[3], "run");
+        assert_true(find2(argv, "--userns=keep-id", NULL) > 3);
+        assert_true(find2(argv, "--tmpfs", "/home/sandbox:rw,nosuid,nodev,mode=0700,U") > 3);
+        assert_string_equal(argv[strv_length(argv) - 1], "img:1");
+        strv_free(argv);
+        policy_free(p);
+}
+
 static void test_newline_refused(void **state) {
         VsPolicy *p = policy(DOCKER IMAGE);
         VsDockerEnv e = docker_env();
@@ -255,6 +273,7 @@ int main(void) {
                 cmocka_unit_test(test_refuses_root),
                 cmocka_unit_test(test_mount_quoting),
                 cmocka_unit_test(test_newline_refused),
+                cmocka_unit_test(test_other_engine),
                 cmocka_unit_test(test_readonly_workspace),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,16 +16,7 @@
 static const VsConfigEnv test_env = { .workspace = "/ws", .home = "/home/u" };
 
 static VsPolicy *policy(const char *text) {
-        VsPolicy *p = NULL;
-        VsError *err = NULL;
-        if (config_parse(text, strlen(text), &test_env, &p, &err) < 0)
-                fail_msg("%s", vs_error_message(err));
-        /* What config_resolve would do for paths that exist. */
-        for (size_t i = 0; i < p->n_rw; i++)
-                p->rw_paths[i].resolved = strdup(streq(p->rw_paths[i].written, ".") ? "/ws" : p->rw_paths[i].written);
-        for (size_t i = 0; i < p->n_ro; i++)
-                p->ro_paths[i].resolved = strdup(p->ro_paths[i].written);
-        return p;
+        return fixture_policy(text, &test_env);
 }
 
 static char *sys_dirs[] = { (char *)"/usr", (char *)"/etc", NULL };

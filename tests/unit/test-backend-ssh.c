@@ -146,7 +146,7 @@ static int find2(char **argv, const char *a, const char *b) {
 static void test_ssh_argv(void **state) {
         VsPolicy *p = policy(SSH "user = \"agent\"\nport = 2222\nidentity_file = \"/k/id\"\nknown_hosts = \"/k/kh\"\n");
         char **a = NULL;
-        assert_int_equal(backend_ssh_ssh_argv(p, &a), 0);
+        assert_int_equal(backend_ssh_ssh_argv(p->backend_config, &a), 0);
         assert_string_equal(a[0], "ssh");
         assert_true(find2(a, "-T", NULL) >= 0);
         assert_true(find2(a, "-o", "BatchMode=yes") >= 0);
@@ -166,7 +166,7 @@ static void test_ssh_argv(void **state) {
 
         /* Defaults: port 22, no identity or known_hosts override, strict all the same. */
         p = policy(SSH);
-        assert_int_equal(backend_ssh_ssh_argv(p, &a), 0);
+        assert_int_equal(backend_ssh_ssh_argv(p->backend_config, &a), 0);
         assert_true(find2(a, "-p", "22") >= 0);
         assert_true(find2(a, "-i", NULL) < 0);
         assert_true(find2(a, "-o", "StrictHostKeyChecking=yes") >= 0);
@@ -179,7 +179,7 @@ static void test_full_argv(void **state) {
         char *rw[] = { (char *)"/ws", NULL }, *none[] = { NULL };
         VsRemoteJail j = { .workspace = "/ws", .rw = rw, .ro = none, .mask = none, .protected_paths = none, .env = none };
         char **a = NULL;
-        assert_int_equal(backend_ssh_argv(p, "/usr/lib/vw", SHA, &j, &a, NULL), 0);
+        assert_int_equal(backend_ssh_argv(p->backend_config, "/usr/lib/vw", SHA, &j, &a, NULL), 0);
         assert_string_equal(a[0], "/usr/lib/vw");
         assert_string_equal(a[1], "--ssh-launch");
         assert_string_equal(a[2], "/usr/lib/vw");

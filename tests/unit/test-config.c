@@ -12,6 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend-docker.h"
+#include "backend-modal.h"
+#include "backend-ssh.h"
 #include "config.h"
 #include "forbidden.h"
 #include "path-util.h"
@@ -70,7 +73,7 @@ static void test_enabled_false(void **state) {
 static void test_defaults(void **state) {
         VsPolicy *p = parse_ok("[sandbox]\n");
         assert_true(p->sandboxed);
-        assert_int_equal(p->backend, VS_BACKEND_LOCAL);
+        assert_string_equal(vs_backend_name(p->backend), "local");
         assert_int_equal(p->n_rw, 1);
         assert_string_equal(p->rw_paths[0].written, ".");
         assert_int_equal(p->n_ro, 0);
@@ -103,7 +106,8 @@ static void test_full(void **state) {
                                "timeout = 5\nmax_output = 4096\npids = 64\nmemory = \"512M\"\nbackground_timeout = 3600\n"
                                "[sandbox.ssh]\nhost = \"build1\"\nuser = \"agent\"\nport = 2222\nidentity_file = \"~/.ssh/id\"\n"
                                "known_hosts = \"/etc/kh\"\nremote_root = \"/work\"\nworker_path = \"/opt/w\"\n");
-        assert_int_equal(p->backend, VS_BACKEND_SSH);
+        assert_string_equal(vs_backend_name(p->backend), "ssh");
+        const VsSshConfig *ssh = p->backend_config;
         assert_int_equal(p->n_rw, 3);
         assert_string_equal(p->rw_paths[1].written, "~/cache");
         assert_int_equal(p->rw_paths[1].line, 4);
@@ -118,22 +122,24 @@ static void test_full(void **state) {
         assert_int_equal(p->limits.pids, 64);
         assert_int_equal(p->limits.memory, 512ull << 20);
         assert_int_equal(p->limits.background_timeout_s, 3600);
-        assert_string_equal(p->ssh.host, "build1");
-        assert_int_equal(p->ssh.port, 2222);
-        assert_string_equal(p->ssh.remote_root, "/work");
+        assert_string_equal(ssh->host, "build1");
+        assert_int_equal(ssh->port, 2222);
+        assert_string_equal(ssh->remote_root, "/work");
         policy_free(p);
         /* Each backend's table with its own backend. */
         p = parse_ok("[sandbox]\nbackend = \"docker\"\n"
                      "[sandbox.docker]\nimage = \"debian:12\"\ndocker = \"/usr/bin/docker\"\nhost = \"unix:///d.sock\"\n");
-        assert_string_equal(p->docker.image, "debian:12");
-        assert_string_equal(p->docker.host, "unix:///d.sock");
+        const VsDockerConfig *docker = backend_config(p, &backend_docker_def);
+        assert_string_equal(docker->image, "debian:12");
+        assert_string_equal(docker->host, "unix:///d.sock");
         policy_free(p);
         p = parse_ok("[sandbox]\nbackend = \"modal\"\n"
                      "[sandbox.modal]\napp = \"a\"\nimage = \"python:3.12\"\ntimeout = 600\nregion = \"us-east\"\n"
                      "cpu = 2\nmemory = 4096\nsync = \"volume\"\nvolume = \"vol1\"\n");
-        assert_string_equal(p->modal.sync, "volume");
-        assert_true(p->modal.cpu == 2.0);
-        assert_int_equal(p->modal.memory_mib, 4096);
+        const VsModalConfig *modal = backend_config(p, &backend_modal_def);
+        assert_string_equal(modal->sync, "volume");
+        assert_true(modal->cpu == 2.0);
+        assert_int_equal(modal->memory_mib, 4096);
         policy_free(p);
 }
 
@@ -152,13 +158,13 @@ static void test_unknown_key_typo(void **state) {
         expect_error("[sandbox]\nro_path = []\n",
                      "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
                      "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, "
-                     "docker, ssh, modal");
+                     "docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_no_suggestion(void **state) {
         expect_error("[sandbox]\n\n  completely_else = 1\n",
                      "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
-                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, docker, ssh, modal");
+                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, lockdown, network, idle_timeout, ports, limits, docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_subtable(void **state) {
@@ -208,8 +214,8 @@ static void test_wrong_element_type(void **state) {
 }
 
 static void test_unknown_backend(void **state) {
-        expect_error("[sandbox]\nbackend = \"podman\"\n",
-                     "vectora.toml:2:11: sandbox.backend: unknown backend \"podman\"; use one of \"local\", \"docker\", \"ssh\", \"modal\"");
+        expect_error("[sandbox]\nbackend = \"lxc\"\n",
+                     "vectora.toml:2:11: sandbox.backend: unknown backend \"lxc\"; use one of \"local\", \"docker\", \"ssh\", \"modal\", \"podman\"");
 }
 
 static void test_bad_glob(void **state) {
@@ -603,6 +609,10 @@ static void test_load_missing_file(void **state) {
         assert_int_equal(config_load(ws, &p, &err), 0);
         assert_false(p->sandboxed);
         assert_string_equal(p->unsandboxed_reason, "no vectora.toml in the workspace");
+        /* A policy always names a backend (the default), sandboxed or not:
+         * the daemon asks its capabilities without checking. */
+        assert_non_null(p->backend);
+        assert_string_equal(vs_backend_name(p->backend), "local");
         policy_free(p);
         rm_tree(ws);
 }

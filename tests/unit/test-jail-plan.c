@@ -215,9 +215,7 @@ static void test_same_sealed_set_everywhere(void **state) {
         assert_same_set(local, want, "local");
 
         /* docker, from the same plan */
-        VsDockerEnv de = { .worker_path = "/w", .name = "n", .uid = 1000, .gid = 1000, .plan = plan };
-        free(p->docker.image);
-        p->docker.image = strdup("debian:12");
+        VsDockerEnv de = { .image = "debian:12", .worker_path = "/w", .name = "n", .uid = 1000, .gid = 1000, .plan = plan };
         char **dargv = NULL;
         assert_int_equal(backend_docker_argv(p, &de, &dargv, NULL), 0);
         char **docker = sealed_docker(dargv);
@@ -252,8 +250,11 @@ static void test_same_sealed_set_everywhere(void **state) {
          * what their file tools refuse by name: the .git/hooks symlink
          * itself and the missing grafts. The masked files are not
          * uploaded. */
-        p->backend = VS_BACKEND_MODAL;
-        p->modal.image = strdup("debian:12");
+        VsModalConfig *mc = calloc(1, sizeof *mc);
+        assert_int_equal(backend_modal_def.config_init(mc), 0);
+        mc->image = strdup("debian:12");
+        p->backend = &backend_modal_def;
+        p->backend_config = mc;
         char rt[] = "/tmp/vs-jail-plan-rt-XXXXXX";
         assert_non_null(mkdtemp(rt));
         json_t *mf = modal_manifest(p, rt);

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The escape suite's backend switch: VECTORA_ESCAPE_BACKEND=docker|ssh runs
-tests/escape/test_escape.py unchanged against a private dockerd or a
-loopback sshd (servers.py), with the workspaces' vectora.toml naming that
-backend. "local" (the default) changes nothing."""
+"""The escape suite's backend switch: VECTORA_ESCAPE_BACKEND=docker|ssh|podman
+runs tests/escape/test_escape.py unchanged against a private dockerd, a
+loopback sshd or podman with a storage of its own (servers.py), with the
+workspaces' vectora.toml naming that backend. "local" (the default) changes
+nothing."""
 
 import atexit
 import os
@@ -42,6 +43,10 @@ class Backend:
                 os.makedirs(wbin)
                 os.chown(wbin, self.server.uid, self.server.gid)
                 self.extra = self.server.toml(worker_path=os.path.join(wbin, "vectora-worker"))
+            elif self.name == "podman":
+                self.server = servers.Podman(self.tmp)
+                self.server.import_busybox(self.tmp)
+                self.extra = self.server.toml()
             else:
                 return "unknown VECTORA_ESCAPE_BACKEND %r" % self.name
         except (servers.Unavailable, RuntimeError) as e:
@@ -84,6 +89,18 @@ class Backend:
                                                           "inside, no-new-privileges makes a setuid file inert, and "
                                                           "the seccomp filter keeps one from being made (the "
                                                           "privileged-file attempts run on docker too)",
+        },
+        "podman": {
+            "no_gpu = true: no GPU nodes, no /sys": "podman always mounts a read-only sysfs, as docker does; GPU "
+                                                    "device nodes are only added with no_gpu = false (unit-tested)",
+            "degraded: no libseccomp: runs, warns, Seccomp: 0": "the engine's own seccomp profile stays under the "
+                                                               "worker's; the degradation itself is reported as on local",
+            "degraded: no Landlock: runs, warns": "its control writes in /dev, which the engine mounts root-owned",
+            "the workspace mount is nosuid,nodev inside": "docker's --mount syntax, which the podman backend renders, "
+                                                          "has no nosuid/nodev for binds; inside, no-new-privileges "
+                                                          "makes a setuid file inert, the rootless user namespace maps "
+                                                          "no host root to gain, and the seccomp filter keeps a setuid "
+                                                          "file from being made (the privileged-file attempts run)",
         },
         "ssh": {
             "control: through the proxy": "the ssh backend refuses a network allowlist until its relay exists",
