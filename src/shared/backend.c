@@ -27,10 +27,6 @@ const VsBackendDef *backend_def_default(void) {
         return vs_backend_defs[0];
 }
 
-const char *vs_backend_name(const VsBackendDef *b) {
-        return b ? b->name : "unknown";
-}
-
 int backend_names_with(bool (*has)(const VsBackendDef *b), char **ret) {
         _cleanup_strbuf_ StrBuf s = STRBUF_INIT;
         size_t n = 0, k = 0;
@@ -49,8 +45,4 @@ int backend_names_with(bool (*has)(const VsBackendDef *b), char **ret) {
                 return -ENOMEM;
         *ret = t;
         return 0;
-}
-
-const void *backend_config(const VsPolicy *p, const VsBackendDef *def) {
-        return p && p->backend == def ? p->backend_config : NULL;
 }

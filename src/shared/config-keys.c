@@ -17,31 +17,6 @@
 #include "toml.h"
 #include "config-internal.h"
 
-int config_get_uint(const KeyCtx *c, uint64_t min, uint64_t max, uint64_t *ret, VsError **err) {
-        const TomlValue *v = c->kv->value;
-        if (v->integer < 0 || (uint64_t)v->integer < min || (uint64_t)v->integer > max)
-                return config_error(err, -ERANGE, v->line, v->col, "%s.%s must be between %llu and %llu, not %lld",
-                                    c->table, c->key, (unsigned long long)min, (unsigned long long)max,
-                                    (long long)v->integer);
-        *ret = (uint64_t)v->integer;
-        return 0;
-}
-
-int config_get_string(const KeyCtx *c, bool allow_empty, char **ret, VsError **err) {
-        const TomlValue *v = c->kv->value;
-        if (strlen(v->string.ptr) != v->string.len)
-                return config_error(err, -EINVAL, v->line, v->col, "%s.%s must not contain NUL characters", c->table,
-                                    c->key);
-        if (!allow_empty && v->string.len == 0)
-                return config_error(err, -EINVAL, v->line, v->col, "%s.%s must not be empty", c->table, c->key);
-        char *s = strdup(v->string.ptr);
-        if (!s)
-                return -ENOMEM;
-        free(*ret);
-        *ret = s;
-        return 0;
-}
-
 /* ---- [sandbox] keys ----------------------------------------------------- */
 
 static int h_enabled(const KeyCtx *c, VsError **err) {
