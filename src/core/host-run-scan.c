@@ -59,17 +59,10 @@ int host_run_scan(const VsPolicy *p, VsHostRunScan **ret) {
         *ret = NULL;
         if (!p || !p->sandboxed)
                 return 0;
-        _cleanup_strv_free_ char **globs = NULL;
+        if (policy_sets_check(p, NULL) < 0)
+                return -EINVAL;
+        const VsGlobSet *set = p->host_run_set;
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < VS_N_PROTECT_DEFAULTS; i++)
-                r = strv_extend(&globs, VS_PROTECT_DEFAULTS[i].glob);
-        for (char **g = p->protect; r >= 0 && g && *g; g++)
-                r = strv_contains(globs, *g) ? 0 : strv_extend(&globs, *g);
-        if (r < 0 || (r = strv_extend(&globs, "**/.git")) < 0)
-                return r;
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        if (mask_set_compile(globs, "protect", &set, NULL) < 0)
-                return 0; /* the policy's globs compiled when it loaded */
         _cleanup_(host_run_scan_freep) VsHostRunScan *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;

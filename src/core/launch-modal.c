@@ -269,13 +269,9 @@ static int write_manifest(const char *runtime_dir, const VsLaunch *l, const StrB
  * symlinked .git/hooks came back to the host.) The plan's mounts are not
  * rendered here: a Sandbox has none. */
 static int modal_protected_paths(const VsPolicy *p, VsLaunch *l, VsError **err) {
-        VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, l->protected_paths, &f, err);
-        if (r < 0)
-                return r;
         _cleanup_(jail_plan_freep) VsJailPlan *plan = NULL;
-        r = jail_plan_build(p, l->protected_paths, &f, "", "", NULL, &plan); /* no empty sources: nothing is mounted */
-        jail_facts_done(&f);
+        /* No empty sources: nothing is mounted. */
+        int r = jail_plan_make(p, l->protected_paths, "", "", NULL, &plan, NULL, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **prot = strv_copy(plan->protected_paths);
@@ -304,16 +300,12 @@ static int launch_modal(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l
 
         const VsModalConfig *m = backend_config(p, &backend_modal_def);
         bool volume = m && m->sync && streq(m->sync, "volume");
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
         Walk w = { 0 };
         VsModalManifest mf = { .rw_roots = l->rw_paths, .ro_roots = l->ro_paths, .protected_paths = l->protected_paths };
         if (!volume) {
                 if (!o->runtime_dir)
                         return vs_error_set_kind(err, -EINVAL, "internal", "the modal backend needs a runtime directory");
-                r = mask_set_compile(p->mask, "mask", &set, err);
-                if (r < 0)
-                        return r;
-                w.set = set;
+                w.set = p->mask_set;
                 for (int pass = 0; r >= 0 && pass < 2; pass++)
                         for (char **root = pass ? l->ro_paths : l->rw_paths; r >= 0 && root && *root; root++)
                                 r = walk_root(&w, *root, err);

@@ -262,13 +262,7 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        VsJailFacts f = { 0 };
-        if ((r = jail_facts_collect(p, l->protected_paths, &f, err)) < 0)
-                return r;
-        r = jail_plan_build(p, l->protected_paths, &f, empty_file, empty_dir, l->env, &l->plan);
-        l->git_base = TAKE_PTR(f.git_base);
-        jail_facts_done(&f);
-        if (r < 0)
+        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, &l->plan, &l->git_base, err)) < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */

@@ -157,8 +157,8 @@ int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err) {
         _cleanup_strv_free_ char **out = calloc(1, sizeof(char *));
         if (!out)
                 return -ENOMEM;
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = p->sandboxed ? mask_set_compile(p->mask, "mask", &set, err) : 0;
+        int r = policy_sets_check(p, err);
+        const VsGlobSet *set = p->sandboxed ? p->mask_set : NULL;
         VsPath ws = { .written = (char *)".", .resolved = p->sandboxed ? (char *)jail_plan_uncovered_workspace(p) : NULL };
         for (size_t pass = 0; r >= 0 && set && pass < 3; pass++) {
                 const VsPath *list = pass == 2 ? &ws : pass ? p->ro_paths : p->rw_paths;

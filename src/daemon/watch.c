@@ -454,11 +454,16 @@ int watch_start(Workspace *ws) {
         InotifyHub *hub = workspace_hub(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = hub ? hub_sub_new(hub, &watch_ops, w, &w->sub) : -EMFILE;
-        if (r < 0 || mask_set_compile(p->mask, "mask", &w->set, &err) < 0 ||
-            mask_set_compile(p->protect, "protect", &w->protect, &err) < 0 ||
+        /* The policy's own compiled sets, kept by reference: the policy
+         * may be replaced by an equal one while this watch lives. */
+        if (r >= 0 && (r = policy_sets_check(p, &err)) >= 0) {
+                w->set = glob_set_ref(p->mask_set);
+                w->protect = glob_set_ref(p->protect_set);
+        }
+        if (r < 0 ||
             !(w->roots = calloc(p->n_rw + p->n_ro + 1, sizeof(char *)))) {
                 log_warning("workspace %s: cannot watch for masked paths: %s", ws->path,
-                            r < 0 ? strerror(-r) : err ? vs_error_message(err) : "out of memory");
+                            err ? vs_error_message(err) : r < 0 ? strerror(-r) : "out of memory");
                 hub_sub_free(w->sub);
                 glob_set_free(w->set);
                 glob_set_free(w->protect);

@@ -18,6 +18,7 @@
 void policy_free(VsPolicy *p) {
         if (!p)
                 return;
+        policy_sets_done(p);
         free(p->workspace);
         free(p->config_path);
         free(p->unsandboxed_reason);
@@ -191,6 +192,8 @@ int config_parse(const char *text, size_t len, const VsConfigEnv *env, VsPolicy 
         }
         r = validate_policy(p, sb->value, err);
         if (r < 0)
+                return r;
+        if ((r = policy_compile_sets(p, err)) < 0)
                 return r;
         *ret = TAKE_PTR(p);
         return 0;

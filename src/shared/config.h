@@ -64,6 +64,13 @@ typedef struct VsPolicy {
          * file tools (VS_PROTECT_DEFAULT when the key is absent), on top
          * of vectora.toml and the .git control files, which always are. */
         char **protect;
+        /* mask and protect compiled, once per policy (policy_compile_sets):
+         * every host-side user borrows these (a watch keeps a reference,
+         * glob_set_ref) instead of compiling the patterns again. NULL: no
+         * patterns. host_run_set: what the host runs later (the default
+         * protect names, the protect globs, any .git), for host_run_files. */
+        bool sets_compiled;
+        struct VsGlobSet *mask_set, *protect_set, *host_run_set;
         /* git_init = true: a missing root .git may be created in the jail
          * (else it is a read-only empty directory there). */
         bool git_init;
@@ -134,6 +141,17 @@ int config_protected_paths(const VsPolicy *p, char ***ret);
 
 void policy_free(VsPolicy *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsPolicy *, policy_free);
+
+/* The one compile of the policy's patterns (mask_set, protect_set,
+ * host_run_set), done by config_parse() for a sandboxed policy and by
+ * whoever builds a policy by hand. -ENOMEM, or the pattern's error. */
+int policy_compile_sets(VsPolicy *p, VsError **err);
+/* Releases what policy_compile_sets() made (for a policy built by hand). */
+void policy_sets_done(VsPolicy *p);
+/* 0 when p's sets may be used; a sandboxed policy whose patterns were not
+ * compiled is refused (-EINVAL), so a missed compile never reads as "no
+ * masks". */
+int policy_sets_check(const VsPolicy *p, VsError **err);
 
 /* "2G", "512M", "1024" -> bytes. -EINVAL/-ERANGE. */
 int parse_size(const char *s, uint64_t *ret);

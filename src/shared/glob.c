@@ -561,12 +561,19 @@ static bool has_dotdot(const char *path) {
 }
 
 struct VsGlobSet {
+        unsigned n_ref;
         VsGlob **globs;
         size_t n;
 };
 
+VsGlobSet *glob_set_ref(VsGlobSet *s) {
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
 void glob_set_free(VsGlobSet *s) {
-        if (!s)
+        if (!s || --s->n_ref > 0)
                 return;
         for (size_t i = 0; i < s->n; i++)
                 glob_free(s->globs[i]);
@@ -587,6 +594,7 @@ int glob_set_new_named(char *const *patterns, const char *name, VsGlobSet **ret,
         s = calloc(1, sizeof *s);
         if (!s)
                 return vs_error_set(err, -ENOMEM, "out of memory");
+        s->n_ref = 1;
         s->globs = calloc(n ? n : 1, sizeof *s->globs);
         if (!s->globs)
                 return vs_error_set(err, -ENOMEM, "out of memory");

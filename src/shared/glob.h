@@ -51,6 +51,10 @@ int glob_set_new(char *const *patterns, VsGlobSet **ret, VsError **err); /* err:
 /* As glob_set_new, with the list named name in errors: "protect[I]: ...".
  * The sandbox's lists are compiled through mask_set_compile() (mask-walk.h). */
 int glob_set_new_named(char *const *patterns, const char *name, VsGlobSet **ret, VsError **err);
+/* A set is shared by reference (the policy's compiled sets: config.h);
+ * glob_set_free() drops one, and frees the set with the last. Only one
+ * thread changes the count. */
+VsGlobSet *glob_set_ref(VsGlobSet *s);
 void glob_set_free(VsGlobSet *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsGlobSet *, glob_set_free);
 size_t glob_set_size(const VsGlobSet *s);

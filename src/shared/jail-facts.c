@@ -99,10 +99,8 @@ static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err
 /* Every resolved listed root walked with the mask patterns, relative to
  * it. */
 static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = mask_set_compile(p->mask, "mask", &set, err);
-        if (r < 0)
-                return r;
+        const VsGlobSet *set = p->mask_set;
+        int r = 0;
         /* The workspace mounted read-only for want of a listed path over it
          * is masked like a listed root. */
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
@@ -249,10 +247,8 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
                 return -ENOMEM;
         if (!p->protect || !p->protect[0])
                 return 0;
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        int r = mask_set_compile(p->protect, "protect", &set, err);
-        if (r < 0)
-                return r;
+        const VsGlobSet *set = p->protect_set;
+        int r = 0;
         _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
         for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved)
@@ -346,7 +342,10 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
 
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {
         VsJailFacts f = { 0 };
-        int r = collect_masks(p, &f, err);
+        int r = policy_sets_check(p, err);
+        if (r < 0)
+                return r;
+        r = collect_masks(p, &f, err);
         if (r < 0) {
                 jail_facts_done(&f);
                 return vs_error_prefix(err, "finding the paths to mask");
@@ -447,6 +446,19 @@ static void remote_list_free(VsPath *l, size_t n) {
         free(l);
 }
 
+int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
+                   char *const *env, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err) {
+        VsJailFacts f = { 0 };
+        int r = jail_facts_collect(p, protected_paths, &f, err);
+        if (r < 0)
+                return r;
+        r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
+        if (r >= 0 && ret_git_base)
+                *ret_git_base = TAKE_PTR(f.git_base);
+        jail_facts_done(&f);
+        return r;
+}
+
 int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *empty_dir, VsJailPlan **ret,
                      VsError **err) {
         VsPolicy p = {
@@ -477,12 +489,12 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         }
         if (r >= 0)
                 r = resolve_remote_list(j->ro, untrusted, j->lockdown, &p.ro_paths, &p.n_ro, err);
-        VsJailFacts f = { 0 };
+        /* Its patterns compiled as every policy's are (config.h). */
         if (r >= 0)
-                r = jail_facts_collect(&p, j->protected_paths, &f, err);
+                r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_build(&p, j->protected_paths, &f, empty_file, empty_dir, j->env, ret);
-        jail_facts_done(&f);
+                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, ret, NULL, err);
+        policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);
         return r;

@@ -92,6 +92,16 @@ const char *jail_plan_uncovered_workspace(const VsPolicy *p);
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
+/* The one plan builder every launch uses (the local and container
+ * backends', the modal upload's, the ssh remote launcher's): this host's
+ * facts for p (jail_facts_collect: the masks walked with the policy's
+ * compiled sets, the protected paths as they exist) made into the plan
+ * (jail_plan_build). empty_file/empty_dir: the mask sources ("" when
+ * nothing is mounted). *ret_git_base (may be NULL): the repositories the
+ * facts found under the writable paths (git-scan.h), owned. */
+int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
+                   char *const *env, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err);
+
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir. */
 int jail_empty_sources(const char *dir, char **ret_file, char **ret_dir, VsError **err);

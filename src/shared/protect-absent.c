@@ -209,9 +209,9 @@ int protect_matches_describe(const VsPolicy *p, char ***ret, VsError **err) {
         for (size_t i = 0; r >= 0 && i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved)
                         r = strv_extend(&roots, p->rw_paths[i].resolved);
-        _cleanup_(glob_set_freep) VsGlobSet *set = NULL;
-        if (r < 0 || (r = mask_set_compile(p->protect, "protect", &set, err)) < 0)
+        if (r < 0 || (r = policy_sets_check(p, err)) < 0)
                 return r;
+        const VsGlobSet *set = p->protect_set;
         for (char **root = roots; set && *root; root++) {
                 MaskList ml = { 0 };
                 if ((r = mask_walk_links(*root, set, roots, &ml, err)) < 0)
