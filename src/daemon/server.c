@@ -618,7 +618,7 @@ static void on_connection(uv_stream_t *l, int status) {
         }
         c->uid = cred.uid;
         c->pid = cred.pid;
-        if (cred.uid != geteuid() && cred.uid != 0) {
+        if (!peer_uid_allowed(cred.uid)) {
                 log_warning("refused a connection from uid %u (pid %d): only uid %u and root may use this daemon",
                             (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
                 srv->handlers->bad_line(c, API_ERROR_FORBIDDEN, "this daemon serves only its own user");
