@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
+#include "time-util.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -51,9 +52,8 @@ void log_msg(LogLevel l, const char *fmt, ...) {
         if (log_style == LOG_STYLE_JOURNAL)
                 snprintf(head, sizeof head, "<%d>", prio[l]);
         else if (log_style == LOG_STYLE_TIME) {
-                struct timespec ts;
+                struct timespec ts = now_wall();
                 struct tm tm;
-                clock_gettime(CLOCK_REALTIME, &ts);
                 gmtime_r(&ts.tv_sec, &tm);
                 size_t k = strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
                 snprintf(head + k, sizeof head - k, ".%03ldZ ", ts.tv_nsec / 1000000);

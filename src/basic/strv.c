@@ -99,3 +99,25 @@ bool strv_equal(char *const *a, char *const *b) {
                         return false;
         return !b || !*b;
 }
+
+const char *strv_env_get(char *const *env, const char *k) {
+        size_t kl = strlen(k);
+        for (char *const *e = env; e && *e; e++)
+                if (strncmp(*e, k, kl) == 0 && (*e)[kl] == '=')
+                        return *e + kl + 1;
+        return NULL;
+}
+
+int strv_env_set(char ***env, const char *k, const char *v) {
+        size_t kl = strlen(k);
+        for (char **e = *env; e && *e; e++)
+                if (strncmp(*e, k, kl) == 0 && (*e)[kl] == '=') {
+                        char *n = NULL;
+                        if (asprintf(&n, "%s=%s", k, v) < 0)
+                                return -ENOMEM;
+                        free(*e);
+                        *e = n;
+                        return 0;
+                }
+        return strv_extendf(env, "%s=%s", k, v);
+}

@@ -20,3 +20,8 @@ bool strv_equal(char *const *a, char *const *b);
 char **strv_copy(char *const *l);
 /* Joins with sep; returns NULL on OOM. */
 char *strv_join(char *const *l, const char *sep);
+/* An environment list ("K=V" entries): the value of k, borrowed, or NULL. */
+const char *strv_env_get(char *const *env, const char *k);
+/* setenv(k, v, 1) on an environment list: the entry named k replaced where
+ * it stands, or "k=v" appended. */
+int strv_env_set(char ***env, const char *k, const char *v);

@@ -12,3 +12,9 @@ uint64_t now_us(void) {
 uint64_t now_ms(void) {
         return now_us() / 1000;
 }
+
+struct timespec now_wall(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return ts;
+}

@@ -5,6 +5,12 @@
  * clock changes do not move. */
 
 #include <stdint.h>
+#include <time.h>
 
 uint64_t now_us(void);
 uint64_t now_ms(void);
+
+/* The wall clock (CLOCK_REALTIME), for a date shown or compared with a
+ * file's times: log and audit lines, a process's start, a file's age.
+ * Never for a duration: it jumps when the clock is set. */
+struct timespec now_wall(void);

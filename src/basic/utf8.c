@@ -3,33 +3,55 @@
 
 #include <string.h>
 
-int32_t utf8_next(const char *p, size_t n, size_t *ret_len) {
+Utf8Error utf8_decode(const char *p, size_t n, uint32_t *ret_cp, size_t *ret_len) {
         const unsigned char *s = (const unsigned char *)p;
         unsigned char c = s[0];
         size_t len;
-        int32_t cp, min;
+        uint32_t cp, min;
         if (c < 0x80) {
+                *ret_cp = c;
                 *ret_len = 1;
-                return c;
-        } else if ((c & 0xe0) == 0xc0) {
+                return UTF8_OK;
+        }
+        /* 0xc0, 0xc1 (only overlong forms) and 0xf5.. (only past
+         * U+10FFFF) start nothing. */
+        if (c >= 0xc2 && c <= 0xdf)
                 len = 2, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
+        else if (c >= 0xe0 && c <= 0xef)
                 len = 3, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
+        else if (c >= 0xf0 && c <= 0xf4)
                 len = 4, cp = c & 0x07, min = 0x10000;
-        } else
-                return -1;
+        else {
+                *ret_len = 0;
+                return UTF8_BAD_BYTE;
+        }
         if (len > n)
-                return -1;
+                return UTF8_TRUNCATED;
         for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return -1;
+                if (!utf8_is_continuation((char)s[i])) {
+                        *ret_len = i;
+                        return UTF8_BAD_BYTE;
+                }
                 cp = (cp << 6) | (s[i] & 0x3f);
         }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        *ret_cp = cp;
+        *ret_len = len;
+        if (cp < min)
+                return UTF8_OVERLONG;
+        if (cp >= 0xd800 && cp <= 0xdfff)
+                return UTF8_SURROGATE;
+        if (cp > 0x10ffff)
+                return UTF8_TOO_LARGE;
+        return UTF8_OK;
+}
+
+int32_t utf8_next(const char *p, size_t n, size_t *ret_len) {
+        uint32_t cp;
+        size_t len;
+        if (utf8_decode(p, n, &cp, &len) != UTF8_OK)
                 return -1;
         *ret_len = len;
-        return cp;
+        return (int32_t)cp;
 }
 
 bool utf8_valid(const char *p, size_t n) {

@@ -427,10 +427,9 @@ static int append_lossy(StrBuf *out, const char *p, size_t n) {
                 return strbuf_append(out, p, n);
         size_t i = 0;
         while (i < n) {
-                unsigned char c = (unsigned char)p[i];
-                size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+                size_t len;
                 int r;
-                if (len && i + len <= n && utf8_valid(p + i, len))
+                if (utf8_next(p + i, n - i, &len) >= 0)
                         r = strbuf_append(out, p + i, len);
                 else {
                         r = strbuf_appends(out, "\xef\xbf\xbd");

@@ -17,6 +17,7 @@
 #include "policy-compare.h"
 #include "sha256.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define ENTRY_MAX_SIZE (1u << 20)
 #define SYSTEM_STORE "/var/lib/vectora-sandbox"
@@ -600,8 +601,7 @@ static char *pending_message(const char *root, char **loosenings) {
 #define STABLE_TRIES 10
 
 static uint64_t changed_ms_ago(const struct stat *st) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
+        struct timespec now = now_wall();
         const struct timespec *c = &st->st_ctim, *m = &st->st_mtim;
         const struct timespec *t = c->tv_sec > m->tv_sec || (c->tv_sec == m->tv_sec && c->tv_nsec > m->tv_nsec) ? c : m;
         int64_t d = (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;

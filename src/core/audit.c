@@ -15,6 +15,7 @@
 #include "api.h"
 #include "audit.h"
 #include "json-ascii.h"
+#include "time-util.h"
 
 static char *audit_path;
 static int audit_fd = -EBADF;
@@ -129,8 +130,7 @@ void audit_write(const AuditRecord *a) {
         static StrBuf line = STRBUF_INIT;
         if (audit_fd < 0)
                 return;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        struct timespec ts = now_wall();
         char when[25];
         format_time(&ts, when);
         strbuf_clear(&line);

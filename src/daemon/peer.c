@@ -18,6 +18,10 @@
 #define SO_PEERPIDFD 77
 #endif
 
+bool peer_uid_allowed(uid_t uid) {
+        return uid == geteuid() || uid == 0;
+}
+
 static int peer_pidfd(int fd, pid_t pid) {
         int pidfd = -1;
         socklen_t len = sizeof pidfd;

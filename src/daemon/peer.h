@@ -7,8 +7,13 @@
  * let a jail that reached the socket ask for a command in an unsandboxed
  * workspace. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+/* Whether uid (SO_PEERCRED's) may use this daemon: its own uid and root
+ * only. */
+bool peer_uid_allowed(uid_t uid);
 
 /* fd: the accepted connection; pid: SO_PEERCRED's. 0 when the peer shares
  * both namespaces; -EPERM with why set when it does not; any other

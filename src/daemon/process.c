@@ -22,6 +22,7 @@
 #include "request.h"
 #include "server.h"
 #include "strv.h"
+#include "time-util.h"
 #include "utf8.h"
 #include "worker-link.h"
 #include "workspace.h"
@@ -337,7 +338,7 @@ static void start_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const
         p->ws = r->ws;
         p->target = json_incref(r->target);
         p->t0_us = now_us();
-        p->start_wall_ms = (uint64_t)time(NULL) * 1000;
+        p->start_wall_ms = (uint64_t)now_wall().tv_sec * 1000;
         p->generation = l->generation;
         p->sandboxed = l->launch->sandboxed;
         p->running = true;

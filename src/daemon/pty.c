@@ -5,9 +5,9 @@
  * that opened it: input, resize and close arrive there as messages, output
  * and the exit status leave there as events. */
 #include <fcntl.h>
-#include <pty.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -16,6 +16,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "pty-jail.h"
+#include "spawn-util.h"
 #include "request.h"
 #include "server.h"
 #include "strv.h"
@@ -251,6 +252,134 @@ void pty_close_all(Client *c) {
         /* Freed as their children are reaped. */
 }
 
+/* The shell's start, made before the fork: the daemon has other threads
+ * (libuv's pool), whose locks a fork copies as they are, so the child
+ * (pty_child) only makes async-signal-safe system calls (spawn-util.h). */
+typedef struct PtyChild {
+        int slave;          /* the terminal, the daemon's own open (held until the reap) */
+        int cg;             /* borrowed: the cgroup's cgroup.procs, or < 0 */
+        const char *cwd;    /* borrowed */
+        const char *shell;  /* borrowed: run "-i" when there is no argv */
+        char **envp;        /* the daemon's environment, then TERM, PWD and the client's */
+        char **argv;        /* the client's argv, or NULL */
+        char **paths;       /* where execvp() would look for argv[0], in envp's PATH */
+        char **sh_argv;     /* "/bin/sh" PATH ARG...: a file without an exec format, as execvp() runs it */
+} PtyChild;
+
+static void pty_child_done(PtyChild *c) {
+        safe_close(c->slave);
+        strv_free(c->envp);
+        strv_free(c->argv);
+        strv_free(c->paths);
+        free(c->sh_argv); /* borrows argv's strings */
+}
+
+/* What execvp() tries, in its order: name itself when it has a slash, else
+ * name in each directory of PATH (glibc's default without one; an empty
+ * entry is the working directory). */
+static int exec_paths(const char *name, char *const *env, char ***ret) {
+        _cleanup_(strv_freep) char **l = NULL;
+        const char *path = strv_env_get(env, "PATH");
+        if (strchr(name, '/'))
+                path = NULL;
+        else if (!path)
+                path = "/bin:/usr/bin";
+        int r = 0;
+        if (!path)
+                r = strv_extend(&l, name);
+        for (const char *s = path; r >= 0 && s;) {
+                const char *e = strchrnul(s, ':');
+                r = e == s ? strv_extend(&l, name) : strv_extendf(&l, "%.*s/%s", (int)(e - s), s, name);
+                s = *e ? e + 1 : NULL;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int pty_child_prepare(PtyChild *c, const ApiTerminalOpenArgs *a, const char *cwd) {
+        extern char **environ;
+        c->envp = strv_copy(environ);
+        if (!c->envp)
+                return -ENOMEM;
+        int r = strv_env_set(&c->envp, "TERM", a->term ? a->term : "xterm-256color");
+        if (r >= 0)
+                r = strv_env_set(&c->envp, "PWD", cwd);
+        const char *k;
+        json_t *v;
+        json_object_foreach(a->env, k, v) if (r >= 0 && *k && !strchr(k, '=')) r = strv_env_set(&c->envp, k, json_string_value(v));
+        if (r < 0 || !a->argv || !a->argv[0])
+                return r;
+        if (!(c->argv = strv_copy(a->argv)) || exec_paths(c->argv[0], c->envp, &c->paths) < 0)
+                return -ENOMEM;
+        size_t n = strv_length(c->argv);
+        c->sh_argv = calloc(n + 2, sizeof(char *));
+        if (!c->sh_argv)
+                return -ENOMEM;
+        c->sh_argv[0] = (char *)"/bin/sh";
+        for (size_t i = 1; i < n; i++)
+                c->sh_argv[i + 1] = c->argv[i];
+        return 0;
+}
+
+/* A terminal pair as openpty() makes it, both sides O_CLOEXEC. */
+static int pty_pair(const struct winsize *wsz, int *ret_master, int *ret_slave) {
+        _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        char name[64];
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+                return -errno;
+        int r = ptsname_r(m, name, sizeof name);
+        if (r)
+                return -r;
+        int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (s < 0)
+                return -errno;
+        (void)ioctl(s, TIOCSWINSZ, wsz);
+        *ret_master = TAKE_FD(m);
+        *ret_slave = s;
+        return 0;
+}
+
+/* The child of spawn_fork(), signals already at their defaults: what
+ * forkpty() and login_tty() did (a session of its own with the terminal
+ * as its controlling one, on fds 0-2), then the cgroup, the directory and
+ * the exec, each a plain system call. 1 when the terminal cannot be set
+ * up (as forkpty's child), 126 for the cgroup or the directory, 127 when
+ * nothing could be run. */
+_noreturn_ static void pty_child(PtyChild *c) {
+        (void)setsid();
+        if (ioctl(c->slave, TIOCSCTTY, 0) < 0)
+                _exit(1);
+        for (int fd = 0; fd < 3; fd++)
+                if (dup2(c->slave, fd) < 0)
+                        _exit(1);
+        if (c->slave > 2)
+                close(c->slave);
+        if (c->cg >= 0 && (write(c->cg, "0", 1) != 1 || close(c->cg) < 0))
+                _exit(126);
+        if (chdir(c->cwd) < 0)
+                _exit(126);
+        if (!c->argv) {
+                char *const sh[] = { (char *)c->shell, (char *)"-i", NULL };
+                execve(c->shell, sh, c->envp);
+                _exit(127);
+        }
+        /* execvp()'s walk: past a name that is not there or not ours to
+         * run, stopped by any other error. */
+        for (char **p = c->paths; *p; p++) {
+                execve(*p, c->argv, c->envp);
+                if (errno == ENOEXEC) {
+                        c->sh_argv[1] = *p;
+                        execve("/bin/sh", c->sh_argv, c->envp);
+                }
+                if (errno != EACCES && errno != ENOENT && errno != ESTALE && errno != ENOTDIR && errno != ENODEV &&
+                    errno != ETIMEDOUT)
+                        break;
+        }
+        _exit(127);
+}
+
 void pty_open(Request *r, json_t *obj) {
         Workspace *ws = r->ws;
         r->target = json_string("pty");
@@ -280,57 +409,33 @@ void pty_open(Request *r, json_t *obj) {
                 json_dispatch_done(api_terminal_open_table, &a);
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         }
-        int master = -EBADF;
+        /* A subdirectory the client named is the shell's cwd. */
+        const char *cwd = r->dir ? r->dir : ws->path;
         /* Ended with the daemon like an unsandboxed worker (its group). */
         _cleanup_close_ int cg = cgroup_host_procs_fd(r->srv);
-        pid_t pid = forkpty(&master, NULL, NULL, &wsz);
-        if (pid < 0) {
-                int e = errno;
-                free(p);
-                json_dispatch_done(api_terminal_open_table, &a);
-                char buf[256];
-                snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror(e));
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_IO, buf);
-        }
-        if (pid == 0) {
-                /* Child: a fresh session on the slave side (forkpty did setsid). */
-                for (int s = 1; s < NSIG; s++)
-                        signal(s, SIG_DFL);
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                if (cg >= 0 && (write(cg, "0", 1) != 1 || close(cg) < 0))
-                        _exit(126);
-                /* A subdirectory the client named is the shell's cwd. */
-                const char *cwd = r->dir ? r->dir : ws->path;
-                if (chdir(cwd) < 0)
-                        _exit(126);
-                setenv("TERM", a.term ? a.term : "xterm-256color", 1);
-                setenv("PWD", cwd, 1);
-                if (a.env) {
-                        const char *k;
-                        json_t *v;
-                        json_object_foreach(a.env, k, v) if (*k && !strchr(k, '=')) setenv(k, json_string_value(v), 1);
-                }
-                if (a.argv && a.argv[0])
-                        execvp(a.argv[0], a.argv);
-                else
-                        execl(shell, shell, "-i", (char *)NULL);
-                _exit(127);
-        }
+        _cleanup_(pty_child_done) PtyChild child = { .slave = -EBADF, .cg = cg, .cwd = cwd, .shell = shell };
+        _cleanup_close_ int master = -EBADF;
+        int k = pty_child_prepare(&child, &a, cwd);
+        if (k == 0)
+                k = pty_pair(&wsz, &master, &child.slave);
         json_dispatch_done(api_terminal_open_table, &a);
-        fcntl(master, F_SETFD, FD_CLOEXEC);
+        pid_t pid = k < 0 ? k : spawn_fork(0);
+        if (pid == 0)
+                pty_child(&child);
+        if (pid < 0) {
+                free(p);
+                char buf[256];
+                snprintf(buf, sizeof buf, "cannot open a PTY: %s", strerror((int)-pid));
+                return request_finish(r, NULL, NULL, NULL, 0, pid == -ENOMEM ? API_ERROR_INTERNAL : API_ERROR_IO, buf);
+        }
         fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
         /* The master reads EIO whenever no open of the slave is left, also
          * for a while as the shell runs (it closed its terminal and opens
-         * /dev/tty later): held here until the reap, EIO means the end. */
-        char name[64];
-        int held = ptsname_r(master, name, sizeof name) == 0 ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
-        if (held < 0)
-                log_warning("workspace %s: PTY of pid %d: cannot hold its slave side (%m): output written after "
-                            "the shell closed its terminal may be lost", ws->path, (int)pid);
-        p->held = held >= 0 ? held : -EBADF;
-        p->master = master;
+         * /dev/tty later): the daemon's own open of it, the one the child
+         * got its terminal from, is held until the reap, so EIO means the
+         * end. */
+        p->held = TAKE_FD(child.slave);
+        p->master = TAKE_FD(master);
         p->pid = pid;
         p->id = ++r->srv->next_pty_id;
         p->client = r->client;
@@ -339,7 +444,7 @@ void pty_open(Request *r, json_t *obj) {
         p->uid = r->client->uid;
         p->client_pid = r->client->pid;
         p->t0_us = now_us();
-        uv_poll_init(r->srv->loop, &p->poll, master);
+        uv_poll_init(r->srv->loop, &p->poll, p->master);
         uv_timer_init(r->srv->loop, &p->grace);
         p->poll.data = p;
         p->grace.data = p;

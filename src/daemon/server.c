@@ -10,6 +10,7 @@
 #include "log.h"
 #include "peer.h"
 #include "server.h"
+#include "time-util.h"
 
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -141,7 +142,7 @@ static void elect_leader(Server *srv) {
         srv->in_leader = best;
         if (!best || best == l)
                 return;
-        srv->in_leader_ms = uv_now(srv->loop);
+        srv->in_leader_ms = now_ms();
         if (!srv->lead_timer_on) {
                 srv->lead_timer_on = true;
                 uv_timer_start(&srv->lead_timer, on_lead_timer, LEADER_CHECK_MS, LEADER_CHECK_MS);
@@ -157,7 +158,7 @@ static void on_lead_timer(uv_timer_t *t) {
                 uv_timer_stop(t);
                 return;
         }
-        if (uv_now(srv->loop) - srv->in_leader_ms < LEADER_STALL_MS)
+        if (now_ms() - srv->in_leader_ms < LEADER_STALL_MS)
                 return;
         log_warning("client %d (uid %u) sent nothing for %d ms while the only one read over the input budget; "
                     "disconnecting", (int)l->pid, (unsigned)l->uid, LEADER_STALL_MS);
@@ -569,7 +570,7 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 return;
         jsonl_reader_commit(c->reader, (size_t)nread);
         if (c == c->srv->in_leader)
-                c->srv->in_leader_ms = uv_now(c->srv->loop);
+                c->srv->in_leader_ms = now_ms();
         client_ref(c);
         client_process(c);
         client_update_reading(c);
@@ -617,7 +618,7 @@ static void on_connection(uv_stream_t *l, int status) {
         }
         c->uid = cred.uid;
         c->pid = cred.pid;
-        if (cred.uid != geteuid() && cred.uid != 0) {
+        if (!peer_uid_allowed(cred.uid)) {
                 log_warning("refused a connection from uid %u (pid %d): only uid %u and root may use this daemon",
                             (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
                 srv->handlers->bad_line(c, API_ERROR_FORBIDDEN, "this daemon serves only its own user");

@@ -74,6 +74,11 @@ int startup_detach(int log_fd, int *ret_notify) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
+        /* Not a spawn: the child goes on as the daemon and execs nothing,
+         * so spawn_fork()'s reset of the signals would undo the daemon's
+         * (SIGPIPE ignored). Safe only because no thread exists yet (main.c
+         * starts the loop after this): a lock another thread held would
+         * stay held in the child. */
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;

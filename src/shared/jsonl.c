@@ -390,15 +390,11 @@ size_t jsonl_escaped_len(const char *p, size_t n) {
         return total;
 }
 
-static bool is_continuation(char c) {
-        return ((unsigned char) c & 0xc0) == 0x80;
-}
-
 size_t jsonl_escaped_prefix(const char *p, size_t n, size_t budget) {
         size_t i = 0, used = 0;
         while (i < n && used + escaped_cost((unsigned char) p[i]) <= budget)
                 used += escaped_cost((unsigned char) p[i++]);
-        while (i > 0 && i < n && is_continuation(p[i]))
+        while (i > 0 && i < n && utf8_is_continuation(p[i]))
                 i--;
         return i;
 }
@@ -407,7 +403,7 @@ size_t jsonl_escaped_suffix(const char *p, size_t n, size_t budget) {
         size_t i = n, used = 0;
         while (i > 0 && used + escaped_cost((unsigned char) p[i - 1]) <= budget)
                 used += escaped_cost((unsigned char) p[--i]);
-        while (i < n && is_continuation(p[i]))
+        while (i < n && utf8_is_continuation(p[i]))
                 i++;
         return n - i;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "toml-internal.h"
+#include "utf8.h"
 
 void toml_keypath_done(KeyPath *kp) {
         for (size_t i = 0; i < kp->n; i++)
@@ -79,30 +80,23 @@ int toml_validate_text(Parser *p) {
                         q++;
                         continue;
                 }
-                size_t need;
-                uint32_t cp, min;
-                if (c >= 0xc2 && c <= 0xdf) {
-                        need = 1, cp = c & 0x1f, min = 0x80;
-                } else if (c >= 0xe0 && c <= 0xef) {
-                        need = 2, cp = c & 0x0f, min = 0x800;
-                } else if (c >= 0xf0 && c <= 0xf4) {
-                        need = 3, cp = c & 0x07, min = 0x10000;
-                } else
-                        return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (byte 0x%02x)", c);
-                if ((size_t)(e - q) <= need)
+                uint32_t cp = 0;
+                size_t len = 0;
+                switch (utf8_decode((const char *)q, (size_t)(e - q), &cp, &len)) {
+                case UTF8_OK:
+                        break;
+                case UTF8_BAD_BYTE:
+                        return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (byte 0x%02x)", q[len]);
+                case UTF8_TRUNCATED:
                         return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (truncated sequence)");
-                for (size_t i = 1; i <= need; i++) {
-                        if ((q[i] & 0xc0) != 0x80)
-                                return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (byte 0x%02x)", q[i]);
-                        cp = (cp << 6) | (q[i] & 0x3f);
-                }
-                if (cp < min)
+                case UTF8_OVERLONG:
                         return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (overlong encoding)");
-                if (cp >= 0xd800 && cp <= 0xdfff)
+                case UTF8_SURROGATE:
                         return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (encoded surrogate U+%04X)", cp);
-                if (cp > 0x10ffff)
+                case UTF8_TOO_LARGE:
                         return toml_fail(p, -EINVAL, line, col, "invalid UTF-8 (code point beyond U+10FFFF)");
-                q += need + 1;
+                }
+                q += len;
         }
         return 0;
 }

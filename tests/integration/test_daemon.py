@@ -777,6 +777,41 @@ def t_pty_typeahead(d, tmp):
     check(t.wait() == 4, t.buf)
 
 
+def t_pty_host_start(d, tmp):
+    """A host terminal starts as execvp() would start it in a shell that
+    ran setenv(): the program looked up in the client's own PATH (past a
+    file that cannot be run), a file with no #! run by /bin/sh, 127 when
+    nothing is found; TERM xterm-256color unless the client names one, PWD
+    the workspace, the client's variables over the daemon's."""
+    prog = "#!/bin/sh\necho \"RAN $0 FOO=$FOO TERM=$TERM PWD=$PWD\"; exit 3\n"
+    ws = make_ws(tmp, "pty-start", None, {"bin1/prog": "not a program\n", "bin2/prog": prog,
+                                          "bin2/plain": "echo PLAIN-$((6*7)); exit 5\n"})
+    os.chmod(os.path.join(ws, "bin1/prog"), 0o644)
+    for f in ("bin2/prog", "bin2/plain"):
+        os.chmod(os.path.join(ws, f), 0o755)
+    path = "%s/bin1:%s/bin2:/usr/bin:/bin" % (ws, ws)
+
+    def run(argv, **extra):
+        c = d.conn()
+        r = c.call(dict({"tool": "terminal_open", "workspace": ws, "cols": 80, "rows": 24, "argv": argv}, **extra))
+        check(r.get("ok"), r)
+        out, ex = pty_events(c, r["pty"], None, t=20)
+        c.close()
+        return out, ex and ex.get("exit_code")
+
+    out, code = run(["prog"], env={"PATH": path, "FOO": "bar", "TERM": "from-env"}, term="vt100")
+    check(code == 3 and b"RAN %s/bin2/prog FOO=bar TERM=from-env PWD=%s" % (ws.encode(), ws.encode()) in out,
+          (code, out))
+    out, code = run(["prog"], env={"PATH": path})
+    check(code == 3 and b"TERM=xterm-256color" in out, (code, out))
+    out, code = run(["plain"], env={"PATH": path}, term="vt100")
+    check(code == 5 and b"PLAIN-42" in out, (code, out))
+    out, code = run(["%s/bin2/prog" % ws], term="vt100")
+    check(code == 3 and b"TERM=vt100" in out, (code, out))
+    out, code = run(["no-such-program-here"], env={"PATH": path})
+    check(code == 127, (code, out))
+
+
 def pty_events(c, pty, until, t=10):
     """terminal_output of pty (joined) until a terminal_exit or until is seen."""
     out, end = b"", time.time() + t
@@ -1685,7 +1720,7 @@ def t_leftovers_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 

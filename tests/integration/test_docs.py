@@ -2,14 +2,17 @@
 """Keeps the documentation true to the code: every worker operation, error
 code, daemon tool, daemon error code and vectora.toml key that the code
 accepts is documented. The names are read from the sources' own tables, so
-adding one without documenting it fails here. TAP, a subtest per check
-(tests/lib/vtest.py)."""
+adding one without documenting it fails here. docs/architecture.md's
+statements (the files and functions it names, the layers, the one fork,
+clock and UTF-8 decoder, the daemon's objects and call order) are checked
+against the sources. TAP, a subtest per check (tests/lib/vtest.py)."""
+import glob
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import SRC, Tap  # noqa: E402
+from vtest import BUILD, SRC, Tap  # noqa: E402
 
 
 def read(rel):
@@ -222,5 +225,192 @@ for name, text in sorted(docs.items()):
                            text.replace("\\", "")))
     missing = [c for c in sorted(cited) if not os.path.exists(os.path.join(SRC, c)) and "*" not in c]
     check("%s cites only files the repository holds" % name, not missing, str(missing))
+
+# ---- docs/architecture.md against the code (issue: its statements) ----
+# Each statement the code can contradict is read from the doc and checked
+# against the sources, so a change that breaks one fails here until the
+# code or the doc is put right.
+arch = read("docs/architecture.md")
+LAYERS = ("basic", "shared", "core", "daemon", "cli", "worker")
+
+
+def c_code(text):
+    """C text without comments and string or character literals (their
+    places kept, so line numbers hold)."""
+    def blank(m):
+        return re.sub(r"[^\n]", " ", m.group(0))
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', blank, text, flags=re.S)
+
+
+sources = {}
+for layer in LAYERS:
+    for f in sorted(os.listdir(os.path.join(SRC, "src", layer))):
+        if f.endswith((".c", ".h")):
+            sources[layer + "/" + f] = read("src/%s/%s" % (layer, f))
+code = {k: c_code(v) for k, v in sources.items()}
+
+
+def calls_of(pattern, allowed=()):
+    """[file:line: text] of each match of pattern in the code (not in a
+    comment or string) outside the allowed files."""
+    hits = []
+    for f, text in sorted(code.items()):
+        if f in allowed:
+            continue
+        for n, line in enumerate(text.split("\n"), 1):
+            if re.search(pattern, line):
+                hits.append("%s:%d: %s" % (f, n, sources[f].split("\n")[n - 1].strip()))
+    return hits
+
+
+# Every file the doc names is there: layer/file, a bare file.c of some
+# layer, or a pattern such as backend-*.c that matches one.
+named = set(re.findall(r"`((?:[\w*-]+/)?[\w*.-]+\.[ch])`", arch)) | set(
+    re.findall(r"[(`]((?:%s)/[\w.-]+\.[ch])\b" % "|".join(LAYERS), arch))
+check("docs/architecture.md names source files", len(named) >= 60, str(len(named)))
+missing = []
+for n in sorted(named):
+    if "/" in n and n.split("/")[0] in LAYERS:
+        cands = [os.path.join(SRC, "src", n)]
+    else:
+        cands = [os.path.join(SRC, "src", layer, n) for layer in LAYERS]
+    # A pattern such as backend-NAME.c names every backend's file.
+    if not any(glob.glob(c.replace("NAME", "*")) for c in cands):
+        missing.append(n)
+check("every file docs/architecture.md names exists", not missing, str(missing))
+
+# Every function, table or type it names exists: defined somewhere in
+# src/ (a protocol name such as exit_code as a string at least), and where
+# it is named with its file (`daemon/tools.c` (`tools_handle`), or
+# `core/audit.c` `audit_result`), defined in that file.
+def defines(text, name):
+    n = re.escape(name)
+    return re.search(r"^(?!\s)[^;\n]*\b%s\s*(?:\(|\[\]?\s*=|\[[\w ]*\]\s*=)|^\}\s*%s;|^(?:typedef )?(?:struct|enum) %s\b|"
+                     r"^#define %s\b|\(\*%s\)|^\s+%s,?\s*(?:/\*.*)?$|^\s+%s = [^;]*$|"
+                     r"^\s+(?:const )?\w+[\s*]+(?:\w+, )*%s(?:, \w+)*;" % (n, n, n, n, n, n, n, n),
+                     text, re.M) is not None
+
+
+idents = set(t.rstrip("()") for t in re.findall(r"`([A-Za-z_]\w*(?:\(\))?)`", arch))
+idents = {i for i in idents if "_" in i or re.match(r"[A-Z][a-z]+[A-Z]", i) or re.match(r"[A-Z][a-z]+$", i)}
+idents -= {"O_NOFOLLOW", "O_PATH", "RESOLVE_BENEATH", "RESOLVE_NO_SYMLINKS", "RESOLVE_NO_MAGICLINKS"}
+all_code = "\n".join(sources.values())
+undefined = [i for i in sorted(idents)
+             if not any(defines(t, i) for t in sources.values()) and '"%s"' % i not in all_code]
+check("docs/architecture.md names identifiers", len(idents) >= 50, str(len(idents)))
+check("every identifier docs/architecture.md names is defined in src/", not undefined, str(undefined))
+pairs = re.findall(r"`((?:%s)/[\w.-]+\.c)`\s*\(?`(\w+)`" % "|".join(LAYERS), arch)
+check("docs/architecture.md names functions with their files", len(pairs) >= 15, str(len(pairs)))
+pairs = [(f, i) for f, i in pairs if i in idents]  # not a protocol name such as `exec`
+misplaced = ["%s %s" % (f, i) for f, i in pairs if f in sources and not defines(sources[f], i)]
+check("each function docs/architecture.md names with its file is defined there", not misplaced, str(misplaced))
+
+# The layers point one way: a layer includes only its own headers and
+# those of the layers below it.
+below = {"basic": {"basic"}, "shared": {"basic", "shared"}, "core": {"basic", "shared", "core"},
+         "daemon": {"basic", "shared", "core", "daemon"}, "cli": {"basic", "shared", "core", "cli"},
+         "worker": {"basic", "shared", "worker"}}
+header_layer = {}
+for f in sources:
+    if f.endswith(".h"):
+        header_layer.setdefault(f.split("/")[1], set()).add(f.split("/")[0])
+check("docs/architecture.md states the layers", "`basic <- shared <- core <- {daemon, cli}`" in arch and
+      "uses `basic` and `shared` only" in arch)
+upward = []
+for f, text in sorted(sources.items()):
+    for h in re.findall(r'^#include "([\w.-]+)"', text, re.M):
+        layers = header_layer.get(h, set())
+        if layers and not layers & below[f.split("/")[0]]:
+            upward.append("%s includes %s (%s)" % (f, h, "/".join(sorted(layers))))
+check("no layer includes a header of a layer above it", not upward, str(upward))
+check("core/ neither logs nor depends on an event loop",
+      not calls_of(r"\blog_(?:error|warning|info|debug)\s*\(|\buv_\w+\s*\(|\bfprintf\s*\(\s*stderr",
+                   [f for f in code if not f.startswith("core/")]),
+      str(calls_of(r"\blog_(?:error|warning|info|debug)\s*\(|\buv_\w+\s*\(|\bfprintf\s*\(\s*stderr",
+                   [f for f in code if not f.startswith("core/")])))
+
+# The one fork: basic/spawn-util.c, but for the worker's clone (child.c)
+# and the daemon's detach (startup.c), which the doc names as such; no
+# forkpty(), whose child would run what the caller's threads may hold
+# locked, anywhere.
+FORK = r"\b(?:fork|vfork|forkpty|clone|clone3|posix_spawnp?|daemon|system|popen)\s*\("
+fork_exceptions = {"worker/child.c": r"\bclone\s*\(", "daemon/startup.c": r"\bfork\s*\("}
+check("docs/architecture.md names the fork exceptions",
+      all("`%s`" % f in arch.split("the one fork", 1)[1].split("| know what", 1)[0] for f in fork_exceptions))
+forks = calls_of(FORK, ["basic/spawn-util.c"] + list(fork_exceptions))
+for f, pat in fork_exceptions.items():
+    forks += [h for h in calls_of(FORK, [g for g in code if g != f]) if not re.search(pat, h.split(": ", 1)[1])]
+check("the one fork: nothing forks outside basic/spawn-util.c and the doc's exceptions", not forks, str(forks))
+
+# The one clock: basic/time-util.c; the readings left elsewhere are
+# exactly those the doc names.
+CLOCK = r"\b(?:clock_gettime|gettimeofday|time|uv_now|uv_hrtime|timespec_get|ftime|clock)\s*\("
+clock_left = set(re.findall(r"`([\w-]+/[\w.-]+\.c)`", arch.split("the one clock", 1)[1].split("the one fork", 1)[0]))
+clock_calls = calls_of(CLOCK, ["basic/time-util.c"])
+check("the one clock: time is read in basic/time-util.c, and elsewhere only where the doc says",
+      {h.split(":")[0] for h in clock_calls} == clock_left,
+      "read in %s; the doc names %s" % (clock_calls, sorted(clock_left)))
+
+# The one UTF-8 decoder: no lead-byte classes, continuation-byte masks or
+# code point accumulation outside basic/utf8.c and .h. (net-policy.c's
+# fe80::/10 test has the continuation mask's shape; it is no UTF-8.)
+UTF8 = (r"&\s*0x[cC]0\s*\)\s*[!=]=\s*0x80|&\s*0x[eE]0\s*\)\s*==\s*0x[cC]0|&\s*0x[fF]0\s*\)\s*==\s*0x[eE]0|"
+        r"&\s*0x[fF]8\s*\)\s*==\s*0x[fF]0|<<\s*6\s*\)\s*\||>=\s*0x[cC]2\b|\b(?:mbrtowc|mbtowc|mbrlen|iconv)\s*\(")
+decoders = [h for h in calls_of(UTF8, ["basic/utf8.c", "basic/utf8.h"])
+            if not h.startswith("shared/net-policy.c:") or "a[0] == 0xfe" not in h]
+check("the one UTF-8 decoder: no other code decodes UTF-8 by hand", not decoders, str(decoders))
+
+# shared/ does not spawn, and keeps state only in the tables the doc
+# names.
+check("shared/ spawns nothing", not calls_of(r"\b(?:exec[lv]p?e?|spawn_\w+)\s*\(", [f for f in code if not f.startswith("shared/")]))
+stateful = set()
+for f, text in code.items():
+    if f.startswith("shared/") and f.endswith(".c"):
+        for line in text.split("\n"):
+            if re.match(r"\s*static\s+(?!const\b|inline\b)[\w\s*]+?\b\w+\s*(?:\[[^\]]*\])?\s*(?:=[^=(][^;]*)?;\s*$", line):
+                stateful.add(f)
+shared_row = arch.split("| `shared/` |", 1)[1].split("\n", 1)[0].split("|")[1]
+check("shared/ keeps state only in the tables the doc names",
+      stateful == {"shared/" + f for f in re.findall(r"`([\w-]+\.c)`", shared_row)},
+      "static state in %s; the doc names %s" % (sorted(stateful), shared_row))
+
+# The client -> daemon boundary is daemon/peer.c's: the uid and the
+# namespaces are decided there, the server only asks.
+check("the peer's uid is decided in daemon/peer.c", defines(sources["daemon/peer.c"], "peer_uid_allowed") and
+      not calls_of(r"\bcred\.uid\s*[!=]=|[!=]=\s*cred\.uid\b", [f for f in code if f != "daemon/server.c"]))
+
+# The daemon's objects: daemon.h names what the doc says; each header has
+# its row (a test seam, *-internal.h, is no object's), with its file.
+daemon_h_names = set(re.findall(r"^typedef struct (\w+) \1;", sources["daemon/daemon.h"], re.M))
+doc_names = set(re.findall(r"`(\w+)`", arch.split("`daemon/daemon.h` only names the objects", 1)[1].split(") and holds", 1)[0]))
+check("daemon.h names the objects the doc lists", daemon_h_names == doc_names,
+      "daemon.h: %s; doc: %s" % (sorted(daemon_h_names), sorted(doc_names)))
+rows = dict(re.findall(r"^\| `([\w-]+\.h)` \|[^|\n]*\| `([\w-]+\.c)` \|$", arch, re.M))
+headers = {f.split("/")[1] for f in sources if f.startswith("daemon/") and f.endswith(".h")} - {"daemon.h"}
+check("each daemon header has its row in docs/architecture.md",
+      set(rows) == {h for h in headers if not h.endswith("-internal.h")},
+      "headers: %s; rows: %s" % (sorted(headers), sorted(rows)))
+check("each daemon header's row names a file there is", all("daemon/" + c in sources for c in rows.values()), str(rows))
+check("each daemon test seam is named", all("`%s`" % h in arch for h in headers if h.endswith("-internal.h")))
+
+# The daemon's call order from the top names every file, and no file
+# calls one named before it (from the objects' symbols, as
+# tests/check-calls.py reads them).
+order_text = arch.split("From the top", 1)[1].split("\n\n", 1)[0]
+order = [f[:-2] for f in re.findall(r"`([\w-]+\.c)`", order_text)]
+daemon_c = {f.split("/")[1][:-2] for f in sources if f.startswith("daemon/") and f.endswith(".c")}
+check("the daemon's call order names every daemon file once", sorted(order) == sorted(daemon_c),
+      "missing %s, extra %s" % (sorted(daemon_c - set(order)), sorted(set(order) - daemon_c)))
+objs = sorted(glob.glob(os.path.join(BUILD, "src/daemon/**/*.c.o"), recursive=True))
+if not objs:
+    tap.skip("the daemon's calls follow the order from the top", "no daemon objects under %s" % BUILD)
+else:
+    ns = {"__name__": "check_calls"}
+    exec(compile(read("tests/check-calls.py"), "check-calls.py", "exec"), ns)
+    _defs, edges, why = ns["calls"](objs)
+    rank = {f: i for i, f in enumerate(order)}
+    back = ["%s calls %s (%s)" % (f, g, why[(f, g)]) for f in edges for g in edges[f]
+            if f in rank and g in rank and rank[g] < rank[f]]
+    check("the daemon's calls follow the order from the top", not back, str(back))
 
 sys.exit(tap.finish())
