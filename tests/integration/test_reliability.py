@@ -186,6 +186,55 @@ def t_dead_instance_swept(d, tmp):
         n2.stop()
 
 
+def t_private_run_spares_live_jails(d, tmp):
+    """A daemon started with a /run of its own (test-cli runs the README's
+    root daemon on a private tmpfs /run; a container) cannot see a live
+    daemon's lock: it must not take that instance for dead and SIGKILL its
+    jails (before: "the worker ended unexpectedly (its jail was killed by
+    signal 9 (Killed))", in whatever test the other daemon was serving).
+    Both daemons here see only a cgroup directory of the test's own,
+    bound over vectora-sandboxd in their mount namespaces: no other
+    daemon's groups are within reach."""
+    need_cgroups(d)
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) is not installed")
+    tops = [t for t in CG_TOPS if os.path.isdir(t)]
+    mine = [os.path.join(os.path.dirname(t), "vs-test-%d-%s" % (os.getpid(), os.path.basename(tmp))) for t in tops]
+    for m in mine:
+        os.mkdir(m)
+    binds = " && ".join("mount --bind %s %s" % (shlex.quote(m), shlex.quote(t)) for m, t in zip(mine, tops))
+
+    def prefix(private_run):
+        run = " && mount -t tmpfs -o mode=755 tmpfs /run" if private_run else ""
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", binds + run + ' && exec "$@"', "sh"]
+
+    ws = make_ws(tmp, "live-ws", SANDBOX)
+    a = Daemon(tmp, "live", prefix=prefix(False))
+    b = None
+    try:
+        c = a.conn()
+        check(term(c, ws, "true")["ok"], "warm")
+        check(any(x.startswith("ws-") for m in mine for g in os.listdir(m) for x in
+                  (os.listdir(os.path.join(m, g)) if os.path.isdir(os.path.join(m, g)) else [])),
+              ("the live daemon's groups are not in the test's directory", [os.listdir(m) for m in mine]))
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 2; echo survived"})
+        time.sleep(0.5)
+        b = Daemon(tmp, "private-run", prefix=prefix(True))
+        r = c.recv()
+        check(r.get("ok") and r["stdout"] == "survived\n", ("a daemon with a private /run ended a live jail", r))
+        c.close()
+    finally:
+        if b:
+            b.stop()
+        a.stop()
+        for m in mine:
+            for dp, _, _ in sorted(os.walk(m), key=lambda x: -len(x[0])):
+                try:
+                    os.rmdir(dp)
+                except OSError:
+                    pass
+
+
 # ---------------------------------------------------------------- replies
 
 
@@ -1023,7 +1072,8 @@ def t_shutdown_order(d, tmp):
         s.stop()
 
 
-TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
+TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_private_run_spares_live_jails,
+         t_flood_reply_delivered,
          t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
          t_stalled_leader_demoted, t_killed_write_temp_swept, t_young_temp_swept_by_the_same_worker,
          t_workspaces_freed, t_idle_workspace_memory, t_leftover_killed_with_last_jail, t_many_workspaces_watched,
