@@ -62,8 +62,14 @@ static char *instance_dir_of(const char *runtime_root, const char *id) {
         return asprintf(&d, "%s/d-%s", runtime_root, id) < 0 ? NULL : d;
 }
 
-/* Whether the lock at path is held by a live daemon. A failed flock with
- * EWOULDBLOCK means yes; no file, or a lock we could take, means no. */
+/* Whether the instance may have a live daemon: only a lock file that this
+ * daemon could open and lock says it has none (a daemon that was killed
+ * leaves its file, free). No file says nothing: a daemon that exited
+ * cleanly took its groups with it, and one whose /run is not ours (a
+ * private mount namespace: test-cli runs the README's root daemon on a
+ * tmpfs /run; a container) keeps its lock where this daemon cannot see
+ * it. Taken for dead, that daemon's jails were SIGKILLed here ("its jail
+ * was killed by signal 9"), the other way round too. */
 bool instance_alive(const char *runtime_root, const char *id) {
         _cleanup_free_ char *d = instance_dir_of(runtime_root, id);
         _cleanup_free_ char *lock = d ? path_join(d, "lock") : NULL;
@@ -71,7 +77,7 @@ bool instance_alive(const char *runtime_root, const char *id) {
                 return true; /* out of memory: assume alive, sweep nothing */
         _cleanup_close_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0)
-                return errno != ENOENT;
+                return true;
         if (flock(fd, LOCK_SH | LOCK_NB) < 0)
                 return true;
         (void)flock(fd, LOCK_UN);

@@ -549,8 +549,24 @@ def t_mask_appears(d, tmp):
     c = d.conn()
     check(term(c, sb, "true")["ok"], "warm")
     c2 = d.conn()
-    c2.send({"id": 5, "tool": "terminal", "workspace": sb, "command": "sleep 20"})
-    time.sleep(0.2)
+    worker = d.ws_status(sb)["worker"]["pid"]
+    # c2's command must be running when .env appears: a call the daemon
+    # takes after that is rightly served by the rebuilt jail (it waited
+    # 20 s for "sleep 20" there). A daemon slow to take it (starved of the
+    # CPU on a loaded host: the sleep of 0.2 s that stood here was not
+    # enough) is made here: stopped for 0.5 s from the send on.
+    os.kill(d.pid, signal.SIGSTOP)
+    resume = threading.Timer(0.5, os.kill, (d.pid, signal.SIGCONT))
+    resume.start()
+    try:
+        c2.send({"id": 5, "tool": "terminal", "workspace": sb, "command": "sleep 20"})
+        end = time.time() + 30
+        while time.time() < end and not any(comm(p) == "sleep" for p in proc_tree(worker)):
+            time.sleep(0.01)
+    finally:
+        resume.join()
+        os.kill(d.pid, signal.SIGCONT)
+    check(any(comm(p) == "sleep" for p in proc_tree(worker)), "c2's sleep 20 did not start in the jail")
     path = os.path.join(sb, "sub", ".env")
     t0 = time.monotonic()
     with open(path, "w") as f:

@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -153,6 +154,55 @@ def t_dead_instance_swept(d, tmp):
         n2.stop()
 
 
+def t_private_run_spares_live_jails(d, tmp):
+    """A daemon started with a /run of its own (test-cli runs the README's
+    root daemon on a private tmpfs /run; a container) cannot see a live
+    daemon's lock: it must not take that instance for dead and SIGKILL its
+    jails (before: "the worker ended unexpectedly (its jail was killed by
+    signal 9 (Killed))", in whatever test the other daemon was serving).
+    Both daemons here see only a cgroup directory of the test's own,
+    bound over vectora-sandboxd in their mount namespaces: no other
+    daemon's groups are within reach."""
+    need_cgroups(d)
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) is not installed")
+    tops = [t for t in CG_TOPS if os.path.isdir(t)]
+    mine = [os.path.join(os.path.dirname(t), "vs-test-%d-%s" % (os.getpid(), os.path.basename(tmp))) for t in tops]
+    for m in mine:
+        os.mkdir(m)
+    binds = " && ".join("mount --bind %s %s" % (shlex.quote(m), shlex.quote(t)) for m, t in zip(mine, tops))
+
+    def prefix(private_run):
+        run = " && mount -t tmpfs -o mode=755 tmpfs /run" if private_run else ""
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", binds + run + ' && exec "$@"', "sh"]
+
+    ws = make_ws(tmp, "live-ws", SANDBOX)
+    a = Daemon(tmp, "live", prefix=prefix(False))
+    b = None
+    try:
+        c = a.conn()
+        check(term(c, ws, "true")["ok"], "warm")
+        check(any(x.startswith("ws-") for m in mine for g in os.listdir(m) for x in
+                  (os.listdir(os.path.join(m, g)) if os.path.isdir(os.path.join(m, g)) else [])),
+              ("the live daemon's groups are not in the test's directory", [os.listdir(m) for m in mine]))
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 2; echo survived"})
+        time.sleep(0.5)
+        b = Daemon(tmp, "private-run", prefix=prefix(True))
+        r = c.recv()
+        check(r.get("ok") and r["stdout"] == "survived\n", ("a daemon with a private /run ended a live jail", r))
+        c.close()
+    finally:
+        if b:
+            b.stop()
+        a.stop()
+        for m in mine:
+            for dp, _, _ in sorted(os.walk(m), key=lambda x: -len(x[0])):
+                try:
+                    os.rmdir(dp)
+                except OSError:
+                    pass
+
+
 # ---------------------------------------------------------------- replies
 
 
@@ -214,10 +264,16 @@ def t_flood_reply_delivered(d, tmp):
 
 
 class Probe:
-    """A well-behaved client timing small calls while others misbehave."""
+    """A well-behaved client timing small calls while others misbehave.
+    Its workspace is warm before the timing starts: the first call starts
+    the jail, and a cold start (slow under ASan on a loaded host, and
+    then while the misbehaving clients compete for the CPU) is not the
+    latency the bounds are about."""
 
     def __init__(self, d, ws):
         self.c, self.ws, self.lat, self.errors = d.conn(), ws, [], []
+        r = term(self.c, ws, "true")
+        check(r.get("ok"), ("the probe's workspace did not start", r))
         self.stop = threading.Event()
         self.t = threading.Thread(target=self.run)
         self.t.start()
@@ -323,16 +379,32 @@ def t_unread_replies_bounded(d, tmp):
         s.stop()
 
 
-def unperturbed_daemon(tmp, name):
+def unperturbed_daemon(tmp, name, env=None):
     """A daemon without MALLOC_PERTURB_ (set by meson test): it fills every
     allocation, so a payload buffer would be resident before its bytes
     arrive; the memory bounds are about the daemon as deployed."""
     perturb = os.environ.pop("MALLOC_PERTURB_", None)
     try:
-        return Daemon(tmp, name)
+        return Daemon(tmp, name, env=env and {k: v for k, v in env.items() if k != "MALLOC_PERTURB_"})
     finally:
         if perturb is not None:
             os.environ["MALLOC_PERTURB_"] = perturb
+
+
+def slow_start_env(tmp, seconds):
+    """An environment whose PATH finds a bubblewrap that waits `seconds`
+    before it execs the real one: every jail start of a daemon run with it
+    takes longer than that (a cold start under ASan on a loaded CI host
+    took 2.7 s)."""
+    real = shutil.which("bwrap")
+    d = os.path.join(tmp, "slow-bwrap")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "bwrap")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nsleep %s\nexec %s \"$@\"\n" % (seconds, shlex.quote(real)))
+    os.chmod(path, 0o755)
+    return dict(os.environ, PATH=d + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
 
 
 def big_send_buffer(k):
@@ -348,8 +420,10 @@ def big_send_buffer(k):
 def t_big_uploads_bounded(d, tmp):
     """20 connections each pushing a 60 MiB raw payload they never finish:
     the daemon holds at most its input budget (before: 1.23 GB), and a
-    small client keeps its latency."""
-    s = unperturbed_daemon(tmp, "uploads")
+    small client keeps its latency. The jail starts slower than that
+    latency bound (2.5 s): the small client's latency is a warm
+    workspace's, which a cold start must not be counted in."""
+    s = unperturbed_daemon(tmp, "uploads", slow_start_env(tmp, 2.5))
     ws = make_ws(tmp, "up-ws", SANDBOX)
     try:
         base = rss_kib(s.p.pid)
@@ -965,7 +1039,8 @@ def t_shutdown_order(d, tmp):
         s.stop()
 
 
-TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_flood_reply_delivered,
+TESTS = [t_second_daemon_same_socket, t_instances_own_cgroups, t_dead_instance_swept, t_private_run_spares_live_jails,
+         t_flood_reply_delivered,
          t_inflight_cap, t_unread_replies_bounded, t_big_uploads_bounded, t_leader_finishes_past_small_holders,
          t_stalled_leader_demoted, t_killed_write_temp_swept, t_young_temp_swept_by_the_same_worker,
          t_workspaces_freed, t_idle_workspace_memory, t_leftover_killed_with_last_jail, t_many_workspaces_watched,
