@@ -37,7 +37,7 @@ config_c = read("src/shared/config-keys.c") + "".join(
     if f.startswith("backend-") and f.endswith(".c"))
 config_md = read("docs/config.md")
 tools_c = read("src/daemon/tools.c")
-api_c = read("src/shared/api.c")
+api_c = read("src/core/api.c")
 daemon_src = "".join(read("src/daemon/" + f) for f in os.listdir(os.path.join(SRC, "src/daemon")) if f.endswith(".c"))
 
 ops = re.findall(r'\[PROTOCOL_OP_[A-Z_]+\] = "([a-z_]+)"', protocol_c)
@@ -53,7 +53,7 @@ check("the worker error table was found", len(errors) >= 10, str(errors))
 for e in errors:
     check("worker error code %s is documented" % e, "`%s`" % e in protocol_md)
 
-# The daemon API's names (src/shared/api.c): each tool has its section (a
+# The daemon API's names (src/core/api.c): each tool has its section (a
 # terminal's input, resize and close are messages of terminal_open's), each
 # error code its mention.
 tools = re.findall(r'\[API_TOOL_[A-Z_]+\] = "([a-z_]+)"', api_c)
