@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 
 #include "macro.h"
-#include "seccomp.h"
+#include "seccomp-load.h"
 
 int seccomp_load_bpf(const void *bpf, size_t len) {
         /* The program comes over the wire: check its shape before the kernel

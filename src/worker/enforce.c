@@ -13,7 +13,7 @@
 
 #include "landlock.h"
 #include "macro.h"
-#include "seccomp.h"
+#include "seccomp-load.h"
 #include "strv.h"
 #include "worker.h"
 

@@ -37,6 +37,7 @@
 #include "msg-fixture.h"
 #include "protocol.h"
 #include "seccomp.h"
+#include "seccomp-load.h"
 
 #ifndef SYS_setxattrat
 #define SYS_setxattrat 463

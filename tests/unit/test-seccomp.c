@@ -40,6 +40,7 @@
 
 #include "landlock.h"
 #include "seccomp.h"
+#include "seccomp-load.h"
 
 extern char **environ;
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The jail's seccomp-BPF denylist, compiled with libseccomp loaded at run
- * time (dlopen), so that its absence degrades the sandbox instead of breaking
- * it. Host side only: the worker never links libseccomp; it receives the
- * compiled program and loads it with seccomp_load_bpf() (seccomp-load.c). */
+/* The jail's seccomp-BPF denylist, compiled on the host with libseccomp
+ * loaded at run time (dlopen), so that its absence degrades the sandbox
+ * instead of breaking it. The worker receives the compiled program and
+ * loads it with seccomp_load_bpf() (shared/seccomp-load.h). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +49,3 @@ int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, 
 /* True if libseccomp can be loaded (cached). */
 bool seccomp_available(void);
 
-/* Loads a compiled program into the calling thread (requires
- * PR_SET_NO_NEW_PRIVS first). Worker side; no libseccomp needed. */
-int seccomp_load_bpf(const void *bpf, size_t len);
