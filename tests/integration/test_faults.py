@@ -438,8 +438,12 @@ def t_two_daemons_share_one_state_dir(tmp):
         ca.close()
         cb.close()
     finally:
-        a.stop()
-        b.stop()
+        # Both, whatever the first one's stop says (a failed check must not
+        # leave the other daemon running).
+        try:
+            a.stop()
+        finally:
+            b.stop()
 
 
 def pids_running(marker):
