@@ -165,14 +165,15 @@ static int embedded_host_run(CliLink *l, json_t *result) {
 }
 
 static json_t *embedded_sandbox(CliLink *l) {
-        _cleanup_strv_free_ char **layers = NULL;
-        if (session_layers(l->session, &layers) < 0)
+        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
+        if (session_layers(l->session, &layers) < 0 ||
+            tools_embedded_degraded(l->session->sandboxed ? l->policy : NULL, l->session->degraded, &degraded) < 0)
                 return NULL;
         VsApiSandbox sb = {
                 .state = l->session->sandboxed ? "sandboxed" : "unsandboxed",
                 .backend = l->session->sandboxed ? vs_backend_name(l->policy->backend) : "none",
                 .layers = layers,
-                .degraded = l->session->degraded,
+                .degraded = degraded,
                 .generation = 1, /* one worker per process */
         };
         return api_sandbox_json(&sb);

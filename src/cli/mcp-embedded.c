@@ -81,15 +81,16 @@ static json_t *error_reply(const char *code, const char *message) {
 
 /* How the session's worker runs, for the envelope (api-result.h). */
 static json_t *sandbox_json(const McpEmbedded *e) {
-        _cleanup_strv_free_ char **layers = NULL;
-        if (session_layers(e->session, &layers) < 0)
-                return NULL;
+        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
         bool sb = e->policy->sandboxed;
+        if (session_layers(e->session, &layers) < 0 ||
+            tools_embedded_degraded(sb ? e->policy : NULL, e->session->degraded, &degraded) < 0)
+                return NULL;
         VsApiSandbox s = {
                 .state = sb ? "sandboxed" : "unsandboxed",
                 .backend = sb ? vs_backend_name(e->policy->backend) : "none",
                 .layers = layers,
-                .degraded = e->session->degraded,
+                .degraded = degraded,
                 .generation = e->generation,
         };
         return api_sandbox_json(&s);

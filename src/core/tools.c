@@ -79,12 +79,19 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **re
         return 0;
 }
 
-const char *tools_in_dir(const char *dir, const char *path, char **ret_buf) {
-        *ret_buf = NULL;
-        if (!dir || (path && path[0] == '/'))
-                return path;
-        *ret_buf = path_join(dir, path ? path : ".");
-        return *ret_buf;
+int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (char *const *s = worker_degraded; s && *s; s++)
+                if (strv_extend(&l, *s) < 0)
+                        return -ENOMEM;
+        if (p && p->sandboxed &&
+            strv_extendf(&l, "memory: not enforced per workspace (served in-process, without vectora-sandboxd's cgroups); RLIMIT_AS=%llu per process",
+                         (unsigned long long)p->limits.memory) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
 }
 
 int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,

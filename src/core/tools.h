@@ -39,7 +39,9 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
  * policy has none. */
 int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err);
 
-/* A path given relative to the directory the action was asked in (dir,
- * canonical) as the absolute path the worker resolves; absolute paths and
- * NULL with dir NULL are returned as they are. Caller frees *ret_buf. */
-const char *tools_in_dir(const char *dir, const char *path, char **ret_buf);
+/* What an in-process call (the CLI without a daemon, the MCP server
+ * without one) did not enforce, for its result's sandbox.degraded: the
+ * worker's own list, and the memory limit, which only a root daemon's
+ * cgroup holds per workspace (in-process it is RLIMIT_AS per process), as
+ * a daemon without cgroups says. New list in *ret. */
+int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, char ***ret);

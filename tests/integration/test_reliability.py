@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, check, chown_tree, make_ws  # noqa: E402
-from vdaemon import (SANDBOX, alive, comm, instance_groups, instance_id, proc_tree, rss_kib, term,  # noqa: E402
+from vdaemon import (CG_TOPS, SANDBOX, alive, comm, instance_groups, instance_id, proc_tree, rss_kib, term,  # noqa: E402
                      ws_groups)
 
 # A sanitizer build (it also makes a static uninstrumented worker) keeps
