@@ -353,7 +353,10 @@ def t_embedded_mode_approval(d, tmp):
     env = {"VECTORA_SANDBOX_STATE_DIR": state}
     ws = make_ws(tmp, "embedded", SANDBOX, {".env": "SECRET=embedded\n"})
     r = cli("run", "-w", ws, "cat .env; echo ran", env=env)
-    check(r.returncode == 0 and r.stdout == "ran\n" and "warning" not in r.stderr, r)
+    # No pending change is warned of (the one warning is in-process
+    # calls' memory limit, docs/protocol.md).
+    warned = [x for x in r.stderr.splitlines() if "warning" in x and "memory: not enforced per workspace" not in x]
+    check(r.returncode == 0 and r.stdout == "ran\n" and not warned, r)
     save(ws, "[sandbox]\nenabled = false\n")
     r = cli("run", "-w", ws, "cat .env; echo ran", env=env)
     check(r.returncode == 0 and r.stdout == "ran\n" and "the sandbox is switched off" in r.stderr, r)
