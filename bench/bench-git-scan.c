@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What looking for repositories costs (src/shared/git-scan.c): git_scan()
+/* What looking for repositories costs (src/shared/git/git-scan.c): git_scan()
  * over a generated tree of N directories (default 20000: 200 top-level
  * directories of 100 each), against `find DIR -type d` over the same tree,
  * warm cache, the median of R runs each. Usage: bench-git-scan [N [R]]. */

@@ -438,7 +438,7 @@ typedef struct NsKind {
         int flag;
 } NsKind;
 
-/* The namespaces a local jail is given (src/shared/backend-local.c; net
+/* The namespaces a local jail is given (src/shared/plan/backend-local.c; net
  * only with the network off), each measured by itself, then all at once. */
 static void ns_costs(BenchOut *out) {
         static const NsKind kinds[] = {

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """What the architecture says exists once, exists once (issue 27): the
-patterns of a policy are compiled in one place (shared/policy-sets.c; the
+patterns of a policy are compiled in one place (shared/plan/policy-sets.c; the
 worker, the jail's side, compiles what its init carries), one plan builder
-makes every jail plan (jail_plan_make in shared/jail-facts.c), and backend
+makes every jail plan (jail_plan_make in shared/plan/jail-facts.c), and backend
 kinds are named only in the backend table (backend-list.h and its two
 expansions). A call added anywhere else fails, naming it. TAP.
 
@@ -15,13 +15,13 @@ import sys
 RULES = [
     # (what, pattern, the files where it may stand)
     ("the policy's patterns are compiled in one place", r"\bmask_set_compile\(",
-     {"src/shared/mask-walk.c", "src/shared/mask-walk.h", "src/shared/policy-sets.c", "src/worker/resolve.c"}),
+     {"src/shared/plan/mask-walk.c", "src/shared/plan/mask-walk.h", "src/shared/plan/policy-sets.c", "src/worker/resolve.c"}),
     ("one plan builder: the facts are collected only by jail_plan_make", r"\bjail_facts_collect\(",
-     {"src/shared/jail-facts.c", "src/shared/jail-plan.h"}),
+     {"src/shared/plan/jail-facts.c", "src/shared/plan/jail-plan.h"}),
     ("one plan builder: a plan is built only by jail_plan_make", r"\bjail_plan_build\(",
-     {"src/shared/jail-plan.c", "src/shared/jail-facts.c", "src/shared/jail-plan.h"}),
+     {"src/shared/plan/jail-plan.c", "src/shared/plan/jail-facts.c", "src/shared/plan/jail-plan.h"}),
     ("backend kinds are named only in the backend table", r"\bVS_BACKEND_",
-     {"src/shared/backend-list.h", "src/shared/backend.c", "src/core/backend-ops.c"}),
+     {"src/core/backends/backend-list.h", "src/core/backends/backend.c", "src/core/backends/backend-ops.c"}),
 ]
 
 

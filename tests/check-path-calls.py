@@ -63,12 +63,11 @@ def strip_comments_and_strings(text):
 def calls_in(root):
     found = collections.Counter()
     for layer in LAYERS:
-        d = os.path.join(root, layer)
-        for name in sorted(os.listdir(d)):
-            if not name.endswith(".c"):
-                continue
-            rel = layer + "/" + name
-            text = strip_comments_and_strings(open(os.path.join(d, name), encoding="utf-8").read())
+        names = []
+        for d, _, files in os.walk(os.path.join(root, layer)):
+            names += [os.path.relpath(os.path.join(d, n), root) for n in files if n.endswith(".c")]
+        for rel in sorted(names):
+            text = strip_comments_and_strings(open(os.path.join(root, rel), encoding="utf-8").read())
             func = "(file)"
             for line in text.split("\n"):
                 if line and not line[0].isspace() and line[0] not in "#}{" and "(" in line:

@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
                 a.json |= streq(va[i], "--json");
         int r = parse_verb_args(&a, vn, va);
         /* No policy may list the daemon socket's directory or our runtime
-         * directory (src/core/paths.h). */
+         * directory (src/core/launch/paths.h). */
         if (r == 0)
                 vs_reserve_own_dirs(a.val[OPT_NO_DAEMON] ? NULL : a.val[OPT_SOCKET]);
         if (r == 0 && a.val[OPT_HELP]) {

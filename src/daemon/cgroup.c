@@ -4,7 +4,7 @@
  * Preferred: a cgroup per workspace (v2: /sys/fs/cgroup/vectora-sandboxd/
  * INSTANCE/ws-HASH with pids.max and memory.max; v1: the same under the
  * pids and memory hierarchies; INSTANCE is the daemon's, instance.c). The spawned child joins them before it execs
- * (src/core/worker-spawn.c), so the whole jail is counted from its first
+ * (src/core/launch/worker-spawn.c), so the whole jail is counted from its first
  * process, and nothing has to scan /proc for its tree.
  *
  * Without cgroups (an unprivileged daemon, a read-only cgroupfs), the worker

@@ -66,7 +66,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import escape_backend  # noqa: E402
 BACKEND = escape_backend.Backend(os.environ.get("VECTORA_ESCAPE_BACKEND", "local"))
 
-# What the jail's environment may contain (src/shared/backend-local.c,
+# What the jail's environment may contain (src/shared/plan/backend-local.c,
 # backend_local_jail_env()).
 ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR"]
 

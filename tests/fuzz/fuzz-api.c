@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon API's argument tables (src/core/api.c) on every request
+/* The daemon API's argument tables (src/core/api/api.c) on every request
  * line the reader accepts from arbitrary bytes: the line goes through each
  * tool's table as the daemon's tools.c and process.c dispatch it, then
  * through what builds on the decoded arguments (a command's argv,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzzes the git config reader (src/shared/git-config.c): it reads bytes
+/* Fuzzes the git config reader (src/shared/git/git-config.c): it reads bytes
  * the jail may have written (an included file, a config sealed only after
  * the jail wrote it). Besides crashes and hangs it checks that every key
  * it hands out ends in a name of git's characters in lower case (after

@@ -27,17 +27,17 @@ def check(name, ok, detail=None):
     tap.ok(name, ok, detail)
 
 
-protocol_c = read("src/shared/protocol.c")
+protocol_c = read("src/shared/protocol/protocol.c")
 protocol_md = read("docs/protocol.md")
 # The key tables: [sandbox]'s own, and each backend's [sandbox.NAME] in its
-# own files (the table of backends: src/shared/backend-list.h).
-backend_names = re.findall(r"X\((\w+)\)", read("src/shared/backend-list.h"))
-config_c = read("src/shared/config-keys.c") + "".join(
-    read("src/shared/" + f) for f in sorted(os.listdir(os.path.join(SRC, "src/shared")))
-    if f.startswith("backend-") and f.endswith(".c"))
+# own files (the table of backends: src/core/backends/backend-list.h).
+backend_names = re.findall(r"X\((\w+)\)", read("src/core/backends/backend-list.h"))
+config_c = read("src/core/config/config-keys.c") + "".join(
+    read(d + "/" + f) for d in ("src/core/backends", "src/shared/plan")
+    for f in sorted(os.listdir(os.path.join(SRC, d))) if f.startswith("backend-") and f.endswith(".c"))
 config_md = read("docs/config.md")
 tools_c = read("src/daemon/tools.c")
-api_c = read("src/core/api.c")
+api_c = read("src/core/api/api.c")
 daemon_src = "".join(read("src/daemon/" + f) for f in os.listdir(os.path.join(SRC, "src/daemon")) if f.endswith(".c"))
 
 ops = re.findall(r'\[PROTOCOL_OP_[A-Z_]+\] = "([a-z_]+)"', protocol_c)
@@ -53,7 +53,7 @@ check("the worker error table was found", len(errors) >= 10, str(errors))
 for e in errors:
     check("worker error code %s is documented" % e, "`%s`" % e in protocol_md)
 
-# The daemon API's names (src/core/api.c): each tool has its section (a
+# The daemon API's names (src/core/api/api.c): each tool has its section (a
 # terminal's input, resize and close are messages of terminal_open's), each
 # error code its mention.
 tools = re.findall(r'\[API_TOOL_[A-Z_]+\] = "([a-z_]+)"', api_c)
@@ -138,7 +138,7 @@ man8 = read("docs/man/vectora-sandboxd.8")
 cli_main = read("src/cli/verbs.c") + read("src/cli/options.c")
 cli_h = read("src/cli/cli.h")
 output_c = read("src/cli/output.c")
-paths_c = read("src/core/paths.c")
+paths_c = read("src/core/launch/paths.c")
 unit_socket = read("dist/vectora-sandboxd.socket.in")
 
 
@@ -188,7 +188,7 @@ for c in sorted(cli_codes):
 for status in ("125", "**2**", "**1**"):
     check("README states exit status %s" % status, status in readme)
 
-# One default socket: what src/core/paths.c computes, everywhere.
+# One default socket: what src/core/launch/paths.c computes, everywhere.
 check("paths.c's root default is /run/vectora-sandbox.sock", '"/run/vectora-sandbox.sock"' in paths_c)
 check("paths.c's user default is $XDG_RUNTIME_DIR/vectora-sandbox.sock", '"vectora-sandbox.sock"' in paths_c)
 check("paths.c's fallback is /tmp/vectora-sandbox-UID/sock", '"/tmp/vectora-sandbox-%u/sock"' in paths_c)
@@ -244,9 +244,11 @@ def c_code(text):
 
 sources = {}
 for layer in LAYERS:
-    for f in sorted(os.listdir(os.path.join(SRC, "src", layer))):
-        if f.endswith((".c", ".h")):
-            sources[layer + "/" + f] = read("src/%s/%s" % (layer, f))
+    for d, _, names in sorted(os.walk(os.path.join(SRC, "src", layer))):
+        for f in sorted(names):
+            if f.endswith((".c", ".h")):
+                rel = os.path.relpath(os.path.join(d, f), os.path.join(SRC, "src"))
+                sources[rel] = read("src/" + rel)
 code = {k: c_code(v) for k, v in sources.items()}
 
 
@@ -265,24 +267,25 @@ def calls_of(pattern, allowed=()):
 
 # Every file the doc names is there: layer/file, a bare file.c of some
 # layer, or a pattern such as backend-*.c that matches one.
-named = set(re.findall(r"`((?:[\w*-]+/)?[\w*.-]+\.[ch])`", arch)) | set(
-    re.findall(r"[(`]((?:%s)/[\w.-]+\.[ch])\b" % "|".join(LAYERS), arch))
+named = set(re.findall(r"`((?:[\w*-]+/)*[\w*.-]+\.[ch])`", arch)) | set(
+    re.findall(r"[(`]((?:%s)/[\w./-]+\.[ch])\b" % "|".join(LAYERS), arch))
 check("docs/architecture.md names source files", len(named) >= 60, str(len(named)))
 missing = []
 for n in sorted(named):
+    # A bare name may sit in any subdirectory of its layer.
     if "/" in n and n.split("/")[0] in LAYERS:
         cands = [os.path.join(SRC, "src", n)]
     else:
-        cands = [os.path.join(SRC, "src", layer, n) for layer in LAYERS]
+        cands = [os.path.join(SRC, "src", layer, "**", n) for layer in LAYERS]
     # A pattern such as backend-NAME.c names every backend's file.
-    if not any(glob.glob(c.replace("NAME", "*")) for c in cands):
+    if not any(glob.glob(c.replace("NAME", "*"), recursive=True) for c in cands):
         missing.append(n)
 check("every file docs/architecture.md names exists", not missing, str(missing))
 
 # Every function, table or type it names exists: defined somewhere in
 # src/ (a protocol name such as exit_code as a string at least), and where
 # it is named with its file (`daemon/tools.c` (`tools_handle`), or
-# `core/audit.c` `audit_result`), defined in that file.
+# `core/api/audit.c` `audit_result`), defined in that file.
 def defines(text, name):
     n = re.escape(name)
     return re.search(r"^(?!\s)[^;\n]*\b%s\s*(?:\(|\[\]?\s*=|\[[\w ]*\]\s*=)|^\}\s*%s;|^(?:typedef )?(?:struct|enum) %s\b|"
@@ -299,7 +302,7 @@ undefined = [i for i in sorted(idents)
              if not any(defines(t, i) for t in sources.values()) and '"%s"' % i not in all_code]
 check("docs/architecture.md names identifiers", len(idents) >= 50, str(len(idents)))
 check("every identifier docs/architecture.md names is defined in src/", not undefined, str(undefined))
-pairs = re.findall(r"`((?:%s)/[\w.-]+\.c)`\s*\(?`(\w+)`" % "|".join(LAYERS), arch)
+pairs = re.findall(r"`((?:%s)/[\w./-]+\.c)`\s*\(?`(\w+)`" % "|".join(LAYERS), arch)
 check("docs/architecture.md names functions with their files", len(pairs) >= 15, str(len(pairs)))
 pairs = [(f, i) for f, i in pairs if i in idents]  # not a protocol name such as `exec`
 misplaced = ["%s %s" % (f, i) for f, i in pairs if f in sources and not defines(sources[f], i)]
@@ -313,7 +316,7 @@ below = {"basic": {"basic"}, "shared": {"basic", "shared"}, "core": {"basic", "s
 header_layer = {}
 for f in sources:
     if f.endswith(".h"):
-        header_layer.setdefault(f.split("/")[1], set()).add(f.split("/")[0])
+        header_layer.setdefault(os.path.basename(f), set()).add(f.split("/")[0])
 check("docs/architecture.md states the layers", "`basic <- shared <- core <- {daemon, cli}`" in arch and
       "uses `basic` and `shared` only" in arch)
 upward = []
@@ -357,7 +360,7 @@ check("the one clock: time is read in basic/time-util.c, and elsewhere only wher
 UTF8 = (r"&\s*0x[cC]0\s*\)\s*[!=]=\s*0x80|&\s*0x[eE]0\s*\)\s*==\s*0x[cC]0|&\s*0x[fF]0\s*\)\s*==\s*0x[eE]0|"
         r"&\s*0x[fF]8\s*\)\s*==\s*0x[fF]0|<<\s*6\s*\)\s*\||>=\s*0x[cC]2\b|\b(?:mbrtowc|mbtowc|mbrlen|iconv)\s*\(")
 decoders = [h for h in calls_of(UTF8, ["basic/utf8.c", "basic/utf8.h"])
-            if not h.startswith("shared/net-policy.c:") or "a[0] == 0xfe" not in h]
+            if not h.startswith("core/config/net-policy.c:") or "a[0] == 0xfe" not in h]
 check("the one UTF-8 decoder: no other code decodes UTF-8 by hand", not decoders, str(decoders))
 
 # shared/ does not spawn, and keeps state only in the tables the doc

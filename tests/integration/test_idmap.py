@@ -16,7 +16,7 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import CLI, SRC, Daemon, Tap  # noqa: E402
 
-JAIL_ID = "2147483646"  # VS_IDMAP_UID in src/core/idmap.h
+JAIL_ID = "2147483646"  # VS_IDMAP_UID in src/core/launch/idmap.h
 
 tap = Tap()
 report = tap.ok

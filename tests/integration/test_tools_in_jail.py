@@ -41,7 +41,7 @@ from vtest import CLI, ROOT, Daemon, Tap  # noqa: E402
 
 T = Tap()
 NOBODY = 65534
-IDMAP_ID = 2147483646  # VS_IDMAP_UID, src/core/idmap.h
+IDMAP_ID = 2147483646  # VS_IDMAP_UID, src/core/launch/idmap.h
 
 # Runs in the jail (/usr/bin/python3 of the host's read-only /usr). One
 # JSON line per check: {"name", "ok", "detail"} or {"name", "skip"}.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* file_edit's replacement (tool_edit_apply, src/core/tools.c), pure: an
+/* file_edit's replacement (tool_edit_apply, src/core/api/tools.c), pure: an
  * exact match replaced once, several matches refused unless replace_all
  * (then every one, counted), absent text refused, an empty old text
  * refused, matches counted without overlap the way they are replaced, and

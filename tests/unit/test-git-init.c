@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Making the repository for git_init = true (src/shared/git-init.c) on a
+/* Making the repository for git_init = true (src/shared/git/git-init.c) on a
  * real directory: made where .git is missing or the empty placeholder,
  * as the workspace's owner, exactly what `git init --template=` makes and
  * taken by the host's git as a repository; left alone where .git is

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The network allowlist (src/shared/net-policy.c): entries, matching, and
+/* The network allowlist (src/core/config/net-policy.c): entries, matching, and
  * which addresses each kind of entry may reach. Also the HTTP and TLS
  * parsers the daemon's proxy applies to what the jail sends. */
 #include <stdarg.h>

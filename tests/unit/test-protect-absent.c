@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Protected names that do not exist yet (src/shared/protect-absent.c) and
+/* Protected names that do not exist yet (src/shared/plan/protect-absent.c) and
  * the protect walk through symlinked directories (mask_walk_links): which
  * globs name a path that can be made, what stands in for each, made where
  * missing and never through a symlink or over something there already. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The protected paths' snapshot (src/core/protect-snapshot.c) on a real
+/* The protected paths' snapshot (src/core/policy/protect-snapshot.c) on a real
  * directory: a protected directory or file removed and made again is a
  * change even when the filesystem hands the new one the old inode number
  * (ext4 does at once: a host's `rm -rf .git/hooks; mkdir .git/hooks` kept

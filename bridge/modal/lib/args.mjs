@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The bridge's command line, as built by src/shared/backend-modal.c: one
+// The bridge's command line, as built by src/core/backends/backend-modal.c: one
 // --key=value per Sandbox parameter. Nothing secret is ever on it.
 import { parseArgs as nodeParseArgs } from "node:util";
 import { UsageError } from "./errors.mjs";

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The upload manifest written by src/core/launch-modal.c (version 1): the
+// The upload manifest written by src/core/backends/launch-modal.c (version 1): the
 // entries below rw_paths/ro_paths that no mask covers, computed by the same
 // C glob code the local backend masks with. The bridge uploads exactly these
 // and nothing else; it never walks the host itself.

@@ -205,7 +205,7 @@ def _stream(reply: Mapping[str, Any], key: str) -> bytes:
 
 def default_socket() -> str:
     """The socket the daemon listens on by default, as the CLI finds it
-    (src/core/paths.c, ``vs_default_socket``).
+    (src/core/launch/paths.c, ``vs_default_socket``).
 
     ``$VECTORA_SANDBOX_SOCKET``; else, as root, ``/run/vectora-sandbox.sock``;
     else ``$XDG_RUNTIME_DIR/vectora-sandbox.sock`` when that is a directory of

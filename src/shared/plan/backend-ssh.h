@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 
-#include "config.h"
+#include "policy.h"
 #include "json-util.h"
 
 /* [sandbox.ssh] (backend-ssh-config.c: apart, so that the remote

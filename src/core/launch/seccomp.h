@@ -4,7 +4,7 @@
 /* The jail's seccomp-BPF denylist, compiled on the host with libseccomp
  * loaded at run time (dlopen), so that its absence degrades the sandbox
  * instead of breaking it. The worker receives the compiled program and
- * loads it with seccomp_load_bpf() (shared/seccomp-load.h). */
+ * loads it with seccomp_load_bpf() (shared/enforce/seccomp-load.h). */
 
 #include <stdbool.h>
 #include <stddef.h>

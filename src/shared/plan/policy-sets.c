@@ -2,7 +2,7 @@
 /* The one compile of a policy's patterns (config.h: policy_compile_sets).
  * Apart from config.c so that what the worker links (the remote jail
  * plan) does not pull in the config parser. */
-#include "config.h"
+#include "policy.h"
 
 #include "glob.h"
 #include "mask-walk.h"

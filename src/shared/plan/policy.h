@@ -1,25 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* vectora.toml -> a typed, validated sandbox policy.
- *
- * Two steps, so the first is unit-testable without privileges:
- *   config_parse()    pure: TOML text -> VsPolicy with paths as written
- *                     (rule 2: any unknown key, wrong type, unknown backend,
- *                     bad glob or bad path refuses, with "vectora.toml:L:C:").
- *   config_resolve()  touches the OS: resolves rw/ro paths against the
- *                     workspace root and $HOME, canonicalizes them, and
- *                     applies lockdown's rules (rule 5).
- * config_load() does both for a workspace directory (rule 1: no file or no
- * [sandbox] table -> unsandboxed). */
+/* The sandbox policy as the worker and the host both read it: what a
+ * parsed vectora.toml says (src/core/config/config.h parses it on the
+ * host; the worker's remote plan and the jail plan read the same type).
+ * Types and the compiled pattern sets only: parsing, validation and
+ * freeing are the host's (config.h). */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "backend.h"
+#include "backend-def.h"
 #include "error.h"
-#include "net-policy.h"
+#include "net-rule.h"
 
 #define VS_CONFIG_FILE "vectora.toml"
 
@@ -96,51 +90,9 @@ typedef struct VsPolicy {
         bool has_config_stat;
 } VsPolicy;
 
-/* Where relative and ~ paths resolve. Borrowed strings. */
-typedef struct VsConfigEnv {
-        const char *workspace; /* absolute */
-        const char *home;      /* absolute, or NULL (then ~ paths are refused) */
-} VsConfigEnv;
-
-/* Pure. text need not be NUL-terminated. On failure returns a negative errno
- * and *err is "vectora.toml:LINE:COL: ..." with kind "config_invalid". A
- * document without [sandbox] (or enabled = false) yields an unsandboxed
- * policy. */
-int config_parse(const char *text, size_t len, const VsConfigEnv *env, VsPolicy **ret, VsError **err);
-
-/* Resolves p->rw_paths/ro_paths in place (realpath), applying lockdown. */
-int config_resolve(VsPolicy *p, VsError **err);
-
-/* Reads DIR/vectora.toml (DIR canonicalized first), parses and resolves. A
- * missing file is an unsandboxed policy, not an error. */
-int config_load(const char *workspace_dir, VsPolicy **ret, VsError **err);
-/* The same, also handing out the exact bytes read (NUL-terminated; NULL
- * when there is no file), so what is approved is what was parsed. */
-int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text, size_t *ret_len, VsError **err);
-/* Parses and resolves text as the vectora.toml of workspace (canonical). */
-int config_from_text(const char *workspace, const char *text, size_t len, VsPolicy **ret, VsError **err);
-
-/* The workspace root governing dir: the nearest ancestor (dir included)
- * holding a vectora.toml of any file type, as git finds its repository;
- * without one anywhere above, dir itself. *ret_root and *ret_dir (may be
- * NULL) are canonical absolute paths; *ret_dir is dir canonicalized. */
-int config_locate(const char *dir, char **ret_root, char **ret_dir, VsError **err);
-/* The same, where writable (NULL-terminated canonical paths, or NULL) are
- * the listed writable paths of sandboxed workspaces outside them: a jail
- * writes there too, so a link met in one that leads out of it is refused
- * like one in a workspace (`-w /srv/shared/escape`, the agent's
- * `escape -> /`). */
-int config_locate_beneath(const char *dir, char *const *writable, char **ret_root, char **ret_dir, VsError **err);
-
 /* protect's default: .envrc, .vscode/tasks.json and settings.json,
  * .mcp.json, .claude/settings.json and settings.local.json. */
 extern const char *const VS_PROTECT_DEFAULT[];
-
-/* Protected paths (absolute): the config file and .git control files of the root .git. */
-int config_protected_paths(const VsPolicy *p, char ***ret);
-
-void policy_free(VsPolicy *p);
-DEFINE_TRIVIAL_CLEANUP_FUNC(VsPolicy *, policy_free);
 
 /* The one compile of the policy's patterns (mask_set, protect_set,
  * host_run_set), done by config_parse() for a sandboxed policy and by
@@ -152,6 +104,3 @@ void policy_sets_done(VsPolicy *p);
  * compiled is refused (-EINVAL), so a missed compile never reads as "no
  * masks". */
 int policy_sets_check(const VsPolicy *p, VsError **err);
-
-/* "2G", "512M", "1024" -> bytes. -EINVAL/-ERANGE. */
-int parse_size(const char *s, uint64_t *ret);

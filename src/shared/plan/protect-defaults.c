@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "config.h"
+#include "policy.h"
 #include "macro.h"
 
 #define PROTECT_DEFAULTS(X)                                                                                           \

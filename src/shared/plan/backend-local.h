@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-#include "config.h"
+#include "policy.h"
 
 /* No settings table: bubblewrap from PATH (or VECTORA_BWRAP). */
 extern const VsBackendDef backend_local_def;

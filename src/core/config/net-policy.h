@@ -14,24 +14,7 @@
 #include <sys/socket.h>
 
 #include "error.h"
-
-typedef enum VsNetKind {
-        VS_NET_NAME,     /* exact host name: "pypi.org" */
-        VS_NET_WILDCARD, /* "*.npmjs.org": any name below npmjs.org, not npmjs.org itself */
-        VS_NET_IP,       /* a literal address: "10.0.0.5", "[fd00::1]:8080" */
-} VsNetKind;
-
-typedef struct VsNetRule {
-        VsNetKind kind;
-        char *host;       /* lowercase; for a wildcard the suffix after "*."; for an IP its canonical text */
-        uint16_t port;    /* 0: any port */
-        char *written;    /* the entry as written, for messages ("the policy line to change") */
-        unsigned line, col;
-} VsNetRule;
-
-/* Longest host name (RFC 1035) and its longest label. */
-#define VS_NET_HOST_MAX 253
-#define VS_NET_LABEL_MAX 63
+#include "net-rule.h"
 
 /* Parses one entry. On failure a negative errno and *err says what is
  * wrong with it (the caller adds the location). The rule's written/line/col
@@ -51,13 +34,6 @@ const VsNetRule *net_match(const VsNetRule *rules, size_t n, const char *host, u
  * "loopback", "link-local", "private", "shared address space (CGNAT)",
  * "multicast", "unspecified", "reserved". */
 const char *net_address_class(const struct sockaddr *sa);
-
-/* One of this host's own addresses (an interface's), as the daemon reads
- * them (src/daemon/host-addrs.h). */
-typedef struct VsNetAddr {
-        int family;       /* AF_INET (addr[0..4)) or AF_INET6 */
-        uint8_t addr[16];
-} VsNetAddr;
 
 /* Whether sa is one of own[0..n): an IPv6 address with an IPv4 address
  * inside (mapped, compatible, NAT64, 6to4) is judged by that one, as

@@ -4,9 +4,10 @@
 /* A backend as the policy knows it: its name, what it can do, and its own
  * [sandbox.NAME] settings. Nothing outside a backend's own files branches
  * on which backend a policy names: it asks the definition (a capability
- * below, or a hook). The host side (the launch, what a failed start
- * means) is the backend's VsBackendOps (src/core/backend.h). The table is
- * src/shared/backend-list.h.
+ * below, or a hook). The table and its lookups are the host's
+ * (src/core/backends/backend.h); the host side of a backend (the launch,
+ * what a failed start means) is its VsBackendOps
+ * (src/core/backends/backend-ops.h).
  *
  * Pure: no OS calls; the definitions are static and never change. */
 
@@ -56,20 +57,3 @@ typedef struct VsBackendDef {
         char *(*config_describe)(const void *cfg);
         json_t *(*config_json)(const void *cfg);
 } VsBackendDef;
-
-/* The definitions in the table's order, NULL-terminated. */
-extern const VsBackendDef *const vs_backend_defs[];
-
-/* By name (n bytes of name, which need not be NUL-terminated); NULL when
- * unknown. */
-const VsBackendDef *backend_def_find(const char *name, size_t n);
-/* The default backend (the table's first: local). */
-const VsBackendDef *backend_def_default(void);
-/* b's name, "unknown" for NULL. */
-const char *vs_backend_name(const VsBackendDef *b);
-/* The names of the backends with a capability, as prose: "local and
- * docker", "a, b and c". *ret owned by the caller. */
-int backend_names_with(bool (*has)(const VsBackendDef *b), char **ret);
-
-/* The policy's own backend settings when p uses def, else NULL. */
-const void *backend_config(const VsPolicy *p, const VsBackendDef *def);

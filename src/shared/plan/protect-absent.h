@@ -27,7 +27,7 @@
 
 #include <stdbool.h>
 
-#include "config.h"
+#include "policy.h"
 #include "error.h"
 #include "protect-defaults.h"
 

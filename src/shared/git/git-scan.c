@@ -16,7 +16,7 @@
 #include "fd-util.h"
 #include "git-control.h"
 #include "path-util.h"
-#include "config.h"
+#include "policy.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)

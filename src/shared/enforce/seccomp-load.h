@@ -2,7 +2,7 @@
 #pragma once
 
 /* The worker's side of the jail's seccomp-BPF filter: it receives the
- * program the host compiled (core/seccomp.h, with libseccomp loaded at run
+ * program the host compiled (core/launch/seccomp.h, with libseccomp loaded at run
  * time) and loads it; the worker never links libseccomp. */
 
 #include <stdbool.h>

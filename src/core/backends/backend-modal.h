@@ -8,7 +8,7 @@
  *
  * Everything here is pure: the host facts (node's path, the bridge's path,
  * the files found by the walk) come in through VsModalEnv and
- * VsModalManifest, gathered by src/core/launch-modal.c. Credentials never
+ * VsModalManifest, gathered by src/core/backends/launch-modal.c. Credentials never
  * appear in either: the bridge takes them from Modal's own sources
  * (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET or ~/.modal.toml). */
 

@@ -23,7 +23,7 @@
 
 #include "backend-local.h"
 #include "backend-ssh.h"
-#include "config.h"
+#include "policy.h"
 
 typedef enum VsMountKind {
         VS_MOUNT_RW,      /* a listed rw path */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The host's half of the backend table (src/shared/backend-list.h). */
+/* The host's half of the backend table (src/core/backends/backend-list.h). */
 #include "backend-ops.h"
 
 #include "backend-list.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The modal backend's half of launch_prepare(): finds node and the bridge,
  * walks rw_paths/ro_paths for what `upload` may send (the mask rules are
- * the C ones in src/shared/glob.c, the same the local backend mounts by,
+ * the C ones in src/shared/plan/glob.c, the same the local backend mounts by,
  * so there is one implementation of them, not two that could disagree),
  * writes that list to a private manifest file, and builds the bridge argv. */
 #include "backend-ops.h"

@@ -3,9 +3,9 @@
 
 /* A backend on this host: how its worker is launched and what its failed
  * starts mean. The policy's half (name, capabilities, settings) is its
- * VsBackendDef (src/shared/backend.h); the table is
- * src/shared/backend-list.h. Nothing outside a backend's own files
- * (src/shared/backend-NAME.c, src/core/launch-NAME.c) branches on which
+ * VsBackendDef (src/core/backends/backend.h); the table is
+ * src/core/backends/backend-list.h. Nothing outside a backend's own files
+ * (src/core/backends/backend-NAME.c, launch-NAME.c) branches on which
  * backend it is. */
 
 #include "backend.h"
