@@ -513,7 +513,7 @@ static void role_figures(BenchOut *out, RoleStats *rs) {
 }
 
 /* The floor's jails get the per-workspace limits the daemon sets
- * (src/daemon/cgroup.c): a pids and a memory group each (v2: one group
+ * (src/daemon/workspace/cgroup.c): a pids and a memory group each (v2: one group
  * with both; v1: one in each hierarchy), joined before bwrap runs. They
  * are part of what a workspace must cost (the memory group alone is
  * ~80-100 kB of kernel memory on cgroup v1). Root only; without a

@@ -5,7 +5,7 @@
  * launcher and the worker's side processes share this, so each child starts
  * from the same clean state. (The worker's commands and sessions start
  * through clone(CLONE_VFORK) in worker/child.c, for speed; the daemon's
- * detach, daemon/startup.c, forks itself before any thread exists and goes
+ * detach, daemon/server/startup.c, forks itself before any thread exists and goes
  * on as the daemon, which is no spawn.) Not named
  * "spawn.h": that is libc's posix_spawn header, which this would shadow on
  * the include path.

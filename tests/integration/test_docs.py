@@ -36,9 +36,16 @@ config_c = read("src/core/config/config-keys.c") + "".join(
     read(d + "/" + f) for d in ("src/core/backends", "src/shared/plan")
     for f in sorted(os.listdir(os.path.join(SRC, d))) if f.startswith("backend-") and f.endswith(".c"))
 config_md = read("docs/config.md")
-tools_c = read("src/daemon/tools.c")
+tools_c = read("src/daemon/server/tools.c")
 api_c = read("src/core/api/api.c")
-daemon_src = "".join(read("src/daemon/" + f) for f in os.listdir(os.path.join(SRC, "src/daemon")) if f.endswith(".c"))
+def layer_sources(layer):
+    """Every .c file of a layer, its subdirectories' too."""
+    return "".join(read(os.path.relpath(os.path.join(d, f), SRC))
+                   for d, _, names in sorted(os.walk(os.path.join(SRC, "src", layer)))
+                   for f in sorted(names) if f.endswith(".c"))
+
+
+daemon_src = layer_sources("daemon")
 
 ops = re.findall(r'\[PROTOCOL_OP_[A-Z_]+\] = "([a-z_]+)"', protocol_c)
 check("the worker op table was found", len(ops) >= 8, str(ops))
@@ -110,10 +117,10 @@ for table, heading in tables.items():
             continue
         check("%s key %s is documented" % (heading, k), "| `%s` |" % k in body)
 
-# The MCP server (docs/mcp.md): every tool of src/cli/mcp.c's table with
+# The MCP server (docs/mcp.md): every tool of src/cli/mcp/mcp.c's table with
 # its row, every argument of its dispatch tables, every revision it serves
 # and the tool-error codes of its own.
-mcp_c = read("src/cli/mcp.c")
+mcp_c = read("src/cli/mcp/mcp.c")
 mcp_md = read("docs/mcp.md")
 mcp_tools = re.findall(r'\[MCP_TOOL_[A-Z_]+\] = "([a-z_]+)"', mcp_c)
 check("the MCP tool table was found", len(mcp_tools) >= 4, str(mcp_tools))
@@ -127,7 +134,7 @@ revs = re.findall(r'"(\d{4}-\d{2}-\d{2})"', mcp_c.split("versions[] =", 1)[1].sp
 check("the MCP revision list was found", len(revs) >= 2, str(revs))
 for v in revs:
     check("MCP revision %s is documented" % v, "`%s`" % v in mcp_md)
-cli_src = "".join(read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c"))
+cli_src = layer_sources("cli")
 for c in sorted(set(re.findall(r'mcp_tool_error\("([a-z_]+)"', cli_src))):
     check("MCP tool error %s is documented" % c, "`%s`" % c in mcp_md)
 
@@ -135,7 +142,7 @@ for c in sorted(set(re.findall(r'mcp_tool_error\("([a-z_]+)"', cli_src))):
 readme = read("README.md")
 man1 = read("docs/man/vectora-sandbox.1")
 man8 = read("docs/man/vectora-sandboxd.8")
-cli_main = read("src/cli/verbs.c") + read("src/cli/options.c")
+cli_main = read("src/cli/verbs/verbs.c") + read("src/cli/options.c")
 cli_h = read("src/cli/cli.h")
 output_c = read("src/cli/output.c")
 paths_c = read("src/core/launch/paths.c")
@@ -178,7 +185,7 @@ check("the CLI's exit-1 codes were found", len(tool_errors) >= 8, str(tool_error
 for c in tool_errors:
     check("exit-1 code %s is in vectora-sandbox(1)'s EXIT STATUS" % c, re.search(r"^\.BR? %s\b" % c, man_exit, re.M) is not None)
 cli_codes = set(re.findall(r'cli_fail_code\([^,]+, EXIT_[A-Z]+, "([a-z_]+)"', read_all := "".join(
-    read("src/cli/" + f) for f in os.listdir(os.path.join(SRC, "src/cli")) if f.endswith(".c")))) | set(
+    layer_sources("cli")))) | set(
     re.findall(r'fail_result\(ret, "([a-z_]+)"', read_all)) | set(
     e.lower() for e in re.findall(r'(?:cli_fail_code\([^,]+, EXIT_[A-Z]+, |fail_result\(ret, )api_error_name\(API_ERROR_([A-Z_]+)\)', read_all))
 check("the CLI's own error codes were found", {"usage", "sandbox_required", "daemon_unreachable"} <= cli_codes,
@@ -284,7 +291,7 @@ check("every file docs/architecture.md names exists", not missing, str(missing))
 
 # Every function, table or type it names exists: defined somewhere in
 # src/ (a protocol name such as exit_code as a string at least), and where
-# it is named with its file (`daemon/tools.c` (`tools_handle`), or
+# it is named with its file (`daemon/server/tools.c` (`tools_handle`), or
 # `core/api/audit.c` `audit_result`), defined in that file.
 def defines(text, name):
     n = re.escape(name)
@@ -337,7 +344,7 @@ check("core/ neither logs nor depends on an event loop",
 # forkpty(), whose child would run what the caller's threads may hold
 # locked, anywhere.
 FORK = r"\b(?:fork|vfork|forkpty|clone|clone3|posix_spawnp?|daemon|system|popen)\s*\("
-fork_exceptions = {"worker/child.c": r"\bclone\s*\(", "daemon/startup.c": r"\bfork\s*\("}
+fork_exceptions = {"worker/child.c": r"\bclone\s*\(", "daemon/server/startup.c": r"\bfork\s*\("}
 check("docs/architecture.md names the fork exceptions",
       all("`%s`" % f in arch.split("the one fork", 1)[1].split("| know what", 1)[0] for f in fork_exceptions))
 forks = calls_of(FORK, ["basic/spawn-util.c"] + list(fork_exceptions))
@@ -348,7 +355,7 @@ check("the one fork: nothing forks outside basic/spawn-util.c and the doc's exce
 # The one clock: basic/time-util.c; the readings left elsewhere are
 # exactly those the doc names.
 CLOCK = r"\b(?:clock_gettime|gettimeofday|time|uv_now|uv_hrtime|timespec_get|ftime|clock)\s*\("
-clock_left = set(re.findall(r"`([\w-]+/[\w.-]+\.c)`", arch.split("the one clock", 1)[1].split("the one fork", 1)[0]))
+clock_left = set(re.findall(r"`([\w-]+/[\w./-]+\.c)`", arch.split("the one clock", 1)[1].split("the one fork", 1)[0]))
 clock_calls = calls_of(CLOCK, ["basic/time-util.c"])
 check("the one clock: time is read in basic/time-util.c, and elsewhere only where the doc says",
       {h.split(":")[0] for h in clock_calls} == clock_left,
@@ -377,10 +384,10 @@ check("shared/ keeps state only in the tables the doc names",
       stateful == {"shared/" + f for f in re.findall(r"`([\w-]+\.c)`", shared_row)},
       "static state in %s; the doc names %s" % (sorted(stateful), shared_row))
 
-# The client -> daemon boundary is daemon/peer.c's: the uid and the
+# The client -> daemon boundary is daemon/server/peer.c's: the uid and the
 # namespaces are decided there, the server only asks.
-check("the peer's uid is decided in daemon/peer.c", defines(sources["daemon/peer.c"], "peer_uid_allowed") and
-      not calls_of(r"\bcred\.uid\s*[!=]=|[!=]=\s*cred\.uid\b", [f for f in code if f != "daemon/server.c"]))
+check("the peer's uid is decided in daemon/server/peer.c", defines(sources["daemon/server/peer.c"], "peer_uid_allowed") and
+      not calls_of(r"\bcred\.uid\s*[!=]=|[!=]=\s*cred\.uid\b", [f for f in code if f != "daemon/server/server.c"]))
 
 # The daemon's objects: daemon.h names what the doc says; each header has
 # its row (a test seam, *-internal.h, is no object's), with its file.
@@ -389,11 +396,12 @@ doc_names = set(re.findall(r"`(\w+)`", arch.split("`daemon/daemon.h` only names 
 check("daemon.h names the objects the doc lists", daemon_h_names == doc_names,
       "daemon.h: %s; doc: %s" % (sorted(daemon_h_names), sorted(doc_names)))
 rows = dict(re.findall(r"^\| `([\w-]+\.h)` \|[^|\n]*\| `([\w-]+\.c)` \|$", arch, re.M))
-headers = {f.split("/")[1] for f in sources if f.startswith("daemon/") and f.endswith(".h")} - {"daemon.h"}
+daemon_files = {os.path.basename(f): f for f in sources if f.startswith("daemon/")}
+headers = {h for h in daemon_files if h.endswith(".h")} - {"daemon.h"}
 check("each daemon header has its row in docs/architecture.md",
       set(rows) == {h for h in headers if not h.endswith("-internal.h")},
       "headers: %s; rows: %s" % (sorted(headers), sorted(rows)))
-check("each daemon header's row names a file there is", all("daemon/" + c in sources for c in rows.values()), str(rows))
+check("each daemon header's row names a file there is", all(c in daemon_files for c in rows.values()), str(rows))
 check("each daemon test seam is named", all("`%s`" % h in arch for h in headers if h.endswith("-internal.h")))
 
 # The daemon's call order from the top names every file, and no file
@@ -401,7 +409,7 @@ check("each daemon test seam is named", all("`%s`" % h in arch for h in headers 
 # tests/check-calls.py reads them).
 order_text = arch.split("From the top", 1)[1].split("\n\n", 1)[0]
 order = [f[:-2] for f in re.findall(r"`([\w-]+\.c)`", order_text)]
-daemon_c = {f.split("/")[1][:-2] for f in sources if f.startswith("daemon/") and f.endswith(".c")}
+daemon_c = {f[:-2] for f in daemon_files if f.endswith(".c")}
 check("the daemon's call order names every daemon file once", sorted(order) == sorted(daemon_c),
       "missing %s, extra %s" % (sorted(daemon_c - set(order)), sorted(set(order) - daemon_c)))
 objs = sorted(glob.glob(os.path.join(BUILD, "src/daemon/**/*.c.o"), recursive=True))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's one inotify instance (src/daemon/inotify-hub.c), for real on
+/* The daemon's one inotify instance (src/daemon/watch/inotify-hub.c), for real on
  * a scratch directory: shared watch descriptors fan out to each holder, a
  * holder freed mid-batch hears nothing more, removed directories and freed
  * holders leave no watch behind, an overflow reaches everyone, and however

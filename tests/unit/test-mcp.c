@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* JSON-RPC 2.0 line framing (src/cli/jsonrpc.h) and the MCP tool
- * server's pure part (src/cli/mcp.h). Expected values come from the
+/* JSON-RPC 2.0 line framing (src/cli/mcp/jsonrpc.h) and the MCP tool
+ * server's pure part (src/cli/mcp/mcp.h). Expected values come from the
  * JSON-RPC 2.0 specification, the MCP revisions and the headers. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's link to its worker (src/daemon/worker-link.c) through its
+/* The daemon's link to its worker (src/daemon/workspace/worker-link.c) through its
  * seams: the LinkOps its owner gives it (recorded here) and the spawn
  * (link_spawn_fn), with the worker played by the test on a socketpair
  * (fake-worker.h). The handshake, a reply in pieces, replies out of order

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A workspace's lifecycle (src/daemon/workspace.c) with its worker played
+/* A workspace's lifecycle (src/daemon/workspace/workspace.c) with its worker played
  * by the test on a socketpair (fake-worker.h): no worker until the first
  * action, the calls queued meanwhile sent in order once it is ready, the
  * worker ended after its idle timeout and born again for the next action,

@@ -3,7 +3,7 @@
 
 /* Files the host runs later, written by an embedded-mode call (the CLI's
  * --no-daemon, the MCP server without a daemon): the daemon's watch lists
- * them in host_run_files (src/daemon/watch.c); embedded mode has no watch
+ * them in host_run_files (src/daemon/watch/watch.c); embedded mode has no watch
  * between calls, so it looks before and after. A scan notes the identity
  * and change time of every path below the writable roots that the default
  * protect list names (protect-defaults.c), the workspace's protect globs

@@ -7,7 +7,7 @@
  * call through dispatch tables that refuse unknown arguments, the daemon API
  * request for a call, and the tool result built from a daemon-API-shaped
  * reply. The stdio loop and the two ways of serving a call (the daemon, or an
- * embedded worker) are the CLI's (src/cli/verb-mcp.c).
+ * embedded worker) are the CLI's (src/cli/verbs/verb-mcp.c).
  *
  * Adding a tool: a McpTool value, a row in the catalogue with its schema, a dispatch
  * table for its arguments, its request and its result text in mcp.c, and

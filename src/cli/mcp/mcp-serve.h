@@ -4,7 +4,7 @@
 /* vectora-sandbox mcp: how a decoded MCP tool call is served. Both ways
  * answer with a reply shaped like the daemon API's (docs/protocol.md: ok,
  * error, sandboxed, sandbox, the tool's fields, outputs and file content as
- * the raw payload), which src/cli/mcp.c turns into the tool result. */
+ * the raw payload), which src/cli/mcp/mcp.c turns into the tool result. */
 
 #include <sys/stat.h>
 

@@ -2,7 +2,7 @@
 /* vectora-sandbox mcp: an MCP server over stdio (JSON-RPC 2.0, one message
  * per line) exposing the workspace's tools. A call goes through
  * vectora-sandboxd when its socket answers, otherwise to a worker this
- * process keeps for the session (src/cli/mcp-embedded.c). Standard output
+ * process keeps for the session (src/cli/mcp/mcp-embedded.c). Standard output
  * carries only protocol messages; diagnostics go to standard error. */
 #include <limits.h>
 #include <signal.h>
