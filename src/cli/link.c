@@ -164,21 +164,6 @@ static int embedded_host_run(CliLink *l, json_t *result) {
         return 0;
 }
 
-static json_t *embedded_sandbox(CliLink *l) {
-        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
-        if (session_layers(l->session, &layers) < 0 ||
-            tools_embedded_degraded(l->session->sandboxed ? l->policy : NULL, l->session->degraded, &degraded) < 0)
-                return NULL;
-        VsApiSandbox sb = {
-                .state = l->session->sandboxed ? "sandboxed" : "unsandboxed",
-                .backend = l->session->sandboxed ? vs_backend_name(l->policy->backend) : "none",
-                .layers = layers,
-                .degraded = degraded,
-                .generation = 1, /* one worker per process */
-        };
-        return api_sandbox_json(&sb);
-}
-
 /* The call as the daemon serves it (api-call.h): decoded once through the
  * API's tables, the policy's limits as ceilings, file_edit's retry on a
  * concurrent write, the one result envelope. */
@@ -235,7 +220,7 @@ static int embedded_serve(CliLink *l, json_t *req, const void *raw, size_t raw_l
                 json_decref(TAKE_PTR(result));
         if ((r = embedded_host_run(l, result ? result : (result = json_object()))) < 0 ||
             !(result = api_result_close(result, code, vs_error_message(err), l->session->sandboxed, l->pending, NULL,
-                                        embedded_sandbox(l)))) {
+                                        tools_embedded_sandbox(l->session, l->policy, 1 /* one worker per process */)))) {
                 json_decref(result);
                 jsonl_msg_done(&m);
                 return -ENOMEM;

@@ -79,23 +79,6 @@ static json_t *error_reply(const char *code, const char *message) {
         return api_result_close(NULL, code, message, false, NULL, NULL, NULL);
 }
 
-/* How the session's worker runs, for the envelope (api-result.h). */
-static json_t *sandbox_json(const McpEmbedded *e) {
-        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
-        bool sb = e->policy->sandboxed;
-        if (session_layers(e->session, &layers) < 0 ||
-            tools_embedded_degraded(sb ? e->policy : NULL, e->session->degraded, &degraded) < 0)
-                return NULL;
-        VsApiSandbox s = {
-                .state = sb ? "sandboxed" : "unsandboxed",
-                .backend = sb ? vs_backend_name(e->policy->backend) : "none",
-                .layers = layers,
-                .degraded = degraded,
-                .generation = e->generation,
-        };
-        return api_sandbox_json(&s);
-}
-
 static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         if (e->session && config_unchanged(e) && masks_unchanged(e))
                 return 0;
@@ -201,7 +184,7 @@ static int run_call(McpEmbedded *e, const McpCall *mc, json_t **ret_reply, char 
         /* The envelope first: the worker that served the call, before the
          * look below may end it. */
         if (!(result = api_result_close(result, code, vs_error_message(err), e->policy->sandboxed, e->pending, NULL,
-                                        sandbox_json(e)))) {
+                                        tools_embedded_sandbox(e->session, e->policy, e->generation)))) {
                 jsonl_msg_done(&m);
                 return -ENOMEM;
         }
