@@ -148,22 +148,6 @@ static int embedded_open(CliLink *l) {
         return r == -ENOMEM ? r : 0;
 }
 
-/* What the call wrote of the files the host runs later, as the daemon's
- * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
-static int embedded_host_run(CliLink *l, json_t *result) {
-        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
-        int r = l->host_run ? host_run_scan(l->policy, &now) : 0;
-        if (r < 0)
-                return r;
-        if (host_run_files_add(result, now ? host_run_scan_diff(l->host_run, now) : json_array()) < 0)
-                return -ENOMEM;
-        if (now) {
-                host_run_scan_free(l->host_run);
-                l->host_run = TAKE_PTR(now);
-        }
-        return 0;
-}
-
 /* The call as the daemon serves it (api-call.h): decoded once through the
  * API's tables, the policy's limits as ceilings, file_edit's retry on a
  * concurrent write, the one result envelope. */
@@ -203,11 +187,9 @@ static int embedded_serve(CliLink *l, json_t *req, const void *raw, size_t raw_l
         /* A read makes nothing, and its content may still be on its way
          * from the worker (a passed descriptor): its jail ends with the
          * session (session_end() sweeps then). */
-        _cleanup_strv_free_ char **moved = NULL;
         if (which != API_TOOL_FILE_READ) {
                 session_stop(l->session);
-                if (session_git_sweep(l->session, &moved) > 0 && r >= 0 && result &&
-                    json_object_set_new(result, "host_run_files", json_strv(moved)) < 0)
+                if (tool_call_sweep(l->session, r >= 0 ? result : NULL) < 0)
                         r = -ENOMEM;
         }
         if (r == -ENOMEM) {
@@ -218,7 +200,7 @@ static int embedded_serve(CliLink *l, json_t *req, const void *raw, size_t raw_l
         const char *code = r < 0 ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
         if (r < 0)
                 json_decref(TAKE_PTR(result));
-        if ((r = embedded_host_run(l, result ? result : (result = json_object()))) < 0 ||
+        if ((r = host_run_report(l->policy, &l->host_run, result ? result : (result = json_object()))) < 0 ||
             !(result = api_result_close(result, code, vs_error_message(err), l->session->sandboxed, l->pending, NULL,
                                         tools_embedded_sandbox(l->session, l->policy, 1 /* one worker per process */)))) {
                 json_decref(result);

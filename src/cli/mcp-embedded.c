@@ -39,22 +39,6 @@ static bool masks_unchanged(const McpEmbedded *e) {
         return strv_equal(now, e->masked);
 }
 
-/* What the call wrote of the files the host runs later, as the daemon's
- * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
-static int add_host_run(McpEmbedded *e, json_t *reply) {
-        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
-        int r = e->host_run ? host_run_scan(e->policy, &now) : 0;
-        if (r < 0)
-                return r;
-        if (host_run_files_add(reply, now ? host_run_scan_diff(e->host_run, now) : json_array()) < 0)
-                return -ENOMEM;
-        if (now) {
-                host_run_scan_free(e->host_run);
-                e->host_run = TAKE_PTR(now);
-        }
-        return 0;
-}
-
 static char *config_path(const McpEmbedded *e) {
         if (e->policy && e->policy->config_path)
                 return strdup(e->policy->config_path);
@@ -192,7 +176,7 @@ static int run_call(McpEmbedded *e, const McpCall *mc, json_t **ret_reply, char 
          * call starts a fresh one. */
         if (code && strncmp(code, "worker_", 7) == 0)
                 mcp_embedded_done(e);
-        else if (add_host_run(e, result) < 0 || end_strays(e, result) < 0) {
+        else if (host_run_report(e->policy, &e->host_run, result) < 0 || end_strays(e, result) < 0) {
                 json_decref(result);
                 jsonl_msg_done(&m);
                 return -ENOMEM;
