@@ -16,10 +16,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
+from vmcp import Mcp  # noqa: E402
 from vtest import CLI, check, make_ws  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_mcp import Mcp  # noqa: E402
 
 tap = vtest.Tap()
 TOML = "[sandbox]\nrw_paths = [\".\"]\nnetwork = false\n"
