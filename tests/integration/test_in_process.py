@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
@@ -125,16 +124,7 @@ def main():
     if not shutil.which("bwrap"):
         tap.skip("in-process", "bwrap not installed")
         return tap.finish()
-    only = set(sys.argv[1:])
-    tmp = tempfile.mkdtemp(prefix="vectora-inproc-", dir="/var/tmp")
-    os.chmod(tmp, 0o755)
-    try:
-        for t in CASES:
-            if not only or t.__name__ in only:
-                tap.case(t, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tap.finish()
+    return vtest.run_cases(tap, CASES, "vectora-inproc-")
 
 
 if __name__ == "__main__":
