@@ -11,12 +11,9 @@
 #include "client.h"
 #include "fd-util.h"
 #include "host-run-scan.h"
-#include "json-util.h"
 #include "link.h"
 #include "protocol.h"
-#include "strv.h"
 #include "time-util.h"
-#include "tool-call.h"
 #include "tools.h"
 
 struct CliLink {
@@ -148,118 +145,43 @@ static int embedded_open(CliLink *l) {
         return r == -ENOMEM ? r : 0;
 }
 
-/* What the call wrote of the files the host runs later, as the daemon's
- * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
-static int embedded_host_run(CliLink *l, json_t *result) {
-        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
-        int r = l->host_run ? host_run_scan(l->policy, &now) : 0;
-        if (r < 0)
-                return r;
-        if (host_run_files_add(result, now ? host_run_scan_diff(l->host_run, now) : json_array()) < 0)
-                return -ENOMEM;
-        if (now) {
-                host_run_scan_free(l->host_run);
-                l->host_run = TAKE_PTR(now);
-        }
-        return 0;
-}
-
-static json_t *embedded_sandbox(CliLink *l) {
-        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
-        if (session_layers(l->session, &layers) < 0 ||
-            tools_embedded_degraded(l->session->sandboxed ? l->policy : NULL, l->session->degraded, &degraded) < 0)
-                return NULL;
-        VsApiSandbox sb = {
-                .state = l->session->sandboxed ? "sandboxed" : "unsandboxed",
-                .backend = l->session->sandboxed ? vs_backend_name(l->policy->backend) : "none",
-                .layers = layers,
-                .degraded = degraded,
-                .generation = 1, /* one worker per process */
-        };
-        return api_sandbox_json(&sb);
-}
-
 /* The call as the daemon serves it (api-call.h): decoded once through the
  * API's tables, the policy's limits as ceilings, file_edit's retry on a
- * concurrent write, the one result envelope. */
-static int embedded_serve(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret, json_t **ret_target) {
+ * concurrent write, the one result envelope; audited, refusals included,
+ * as the daemon does (audit.h; a no-op without --audit-log). */
+static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
+        uint64_t t0 = now_us();
+        const char *tool = json_string_value(json_object_get(req, "tool"));
         int r = embedded_open(l);
         if (r < 0)
                 return r;
-        if (l->open_code)
-                return fail_result(ret, l->open_code, l->open_message);
-        ApiTool which = api_tool_from_name(json_string_value(json_object_get(req, "tool")));
-        if (!api_call_serves(which))
-                return fail_result(ret, api_error_name(API_ERROR_UNKNOWN_TOOL), "this tool is served by the daemon only");
+        ApiTool which = api_tool_from_name(tool);
+        if (l->open_code || !api_call_serves(which)) {
+                *ret = (JsonlMsg)JSONL_MSG_INIT;
+                ret->obj = api_call_refuse(l->policy ? l->policy->workspace : l->workspace, tool,
+                                           l->open_code ?: api_error_name(API_ERROR_UNKNOWN_TOOL),
+                                           l->open_code ? l->open_message : "this tool is served by the daemon only", t0);
+                return ret->obj ? 0 : -ENOMEM;
+        }
         /* The bytes travel as the raw payload, as the CLI asks the daemon. */
         if ((which == API_TOOL_TERMINAL || which == API_TOOL_FILE_READ) &&
             json_object_set_new(req, "binary", json_true()) < 0)
                 return -ENOMEM;
-        JsonlMsg in = { .obj = json_incref(req), .has_raw = raw != NULL, .raw = (char *)raw, .raw_len = raw_len };
-        _cleanup_(api_call_done) VsApiCall call = VS_API_CALL_INIT;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        /* Relative to the directory asked about, which may lie below the
-         * workspace root (the nearest vectora.toml above it governs). */
-        r = api_call_decode(&call, which, &in, l->workspace, &err);
-        in.raw = NULL; /* borrowed: never freed here */
-        jsonl_msg_done(&in);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return fail_result(ret, vs_error_kind(err) ?: api_error_name(API_ERROR_BAD_REQUEST), vs_error_message(err));
-        tool_call_ceilings(&call.tc, l->policy);
-        json_t *result = NULL;
-        JsonlMsg m = JSONL_MSG_INIT;
         /* One call per process: its jail ends with it, then what it made
          * that git takes as a repository is put aside (git-scan.h) and
          * listed in the result. */
-        l->session->no_sweep_per_call = true;
-        r = tool_call_run(l->session, &call.tc, &result, &m, &err);
-        /* A read makes nothing, and its content may still be on its way
-         * from the worker (a passed descriptor): its jail ends with the
-         * session (session_end() sweeps then). */
-        _cleanup_strv_free_ char **moved = NULL;
-        if (which != API_TOOL_FILE_READ) {
-                session_stop(l->session);
-                if (session_git_sweep(l->session, &moved) > 0 && r >= 0 && result &&
-                    json_object_set_new(result, "host_run_files", json_strv(moved)) < 0)
-                        r = -ENOMEM;
-        }
-        if (r == -ENOMEM) {
-                json_decref(result);
-                jsonl_msg_done(&m);
-                return r;
-        }
-        const char *code = r < 0 ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
-        if (r < 0)
-                json_decref(TAKE_PTR(result));
-        if ((r = embedded_host_run(l, result ? result : (result = json_object()))) < 0 ||
-            !(result = api_result_close(result, code, vs_error_message(err), l->session->sandboxed, l->pending, NULL,
-                                        embedded_sandbox(l)))) {
-                json_decref(result);
-                jsonl_msg_done(&m);
-                return -ENOMEM;
-        }
-        json_decref(TAKE_PTR(m.obj));
-        if (code)
-                jsonl_msg_done(&m); /* a failure carries no payload */
-        m.obj = result;
-        *ret_target = json_incref(call.target);
-        *ret = m;
-        return 0;
-}
-
-/* Every call served here is audited, refusals included, as the daemon
- * does (audit.h; a no-op without --audit-log). */
-static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
-        uint64_t t0 = now_us();
-        _cleanup_(json_decrefp) json_t *target = NULL;
-        const char *tool = json_string_value(json_object_get(req, "tool"));
-        int r = embedded_serve(l, req, raw, raw_len, ret, &target);
-        if (r >= 0)
-                audit_result(l->policy ? l->policy->workspace : l->workspace, tool ? tool : "?", target, ret->obj,
-                             (now_us() - t0) / 1000);
-        return r;
+        VsApiSession s = {
+                .session = l->session,
+                .policy = l->policy,
+                .pending = l->pending,
+                .host_run = &l->host_run,
+                .generation = 1, /* one worker per process */
+                .one_call = true,
+        };
+        JsonlMsg in = { .obj = req, .has_raw = raw != NULL, .raw = (char *)raw, .raw_len = raw_len };
+        /* Relative to the directory asked about, which may lie below the
+         * workspace root (the nearest vectora.toml above it governs). */
+        return api_call_run(&s, &in, l->workspace, t0, ret);
 }
 
 static int link_call(CliLink *l, json_t *q, const void *raw, size_t raw_len, JsonlMsg *ret) {

@@ -163,14 +163,6 @@ static int reply_unstarted(StrBuf *out, uint64_t id, int code, const char *fmt, 
         return protocol_encode_exec_reply(out, id, &r, "", msg);
 }
 
-static const char *env_get(char *const *env, const char *key) {
-        size_t kl = strlen(key);
-        for (char *const *e = env; e && *e; e++)
-                if (strncmp(*e, key, kl) == 0 && (*e)[kl] == '=')
-                        return *e + kl + 1;
-        return NULL;
-}
-
 /* ---- what a command and a session share: the set-up, the child, the spawn ---- */
 
 /* init env overridden and extended by the request's. Strings borrowed. */
@@ -200,7 +192,7 @@ static int find_program(const char *name, char *const *env, int cwd_fd, char **r
                 *ret = strdup(name);
                 return *ret ? 0 : -ENOMEM;
         }
-        const char *path = env_get(env, "PATH");
+        const char *path = strv_env_get(env, "PATH");
         if (!path)
                 path = "/usr/local/bin:/usr/bin:/bin";
         int found_noexec = 0;

@@ -24,6 +24,7 @@
 
 #include "macro.h"
 #include "path-util.h"
+#include "time-util.h"
 #include "worker.h"
 
 #define SWEEP_MAX_ENTRIES 100000
@@ -102,7 +103,7 @@ static void sweep_dir(Sweep *s, int fd0, const char *path, dev_t dev, unsigned d
 }
 
 size_t sweep_temp_files(const Policy *p, size_t *young) {
-        Sweep s = { .policy = p, .now = time(NULL) };
+        Sweep s = { .policy = p, .now = now_wall().tv_sec };
         char *direct[] = { p->workspace, NULL };
         char **roots = p->mode == PROTOCOL_MODE_DIRECT ? direct : p->rw;
         for (char **r = roots; r && *r; r++) {

@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "json-util.h"
+#include "fuzz-messages.h"
 #include "jsonl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -86,7 +87,7 @@ static void prepare(const JsonField *table, AnyArgs *a, const JsonlMsg *m) {
         free(copy.raw_owner);
 }
 
-static void decode_all(const JsonlMsg *m) {
+static void decode_all(JsonlMsg *m) {
         const char *tool = json_string_value(json_object_get(m->obj, "tool"));
         if (tool) {
                 ApiTool t = api_tool_from_name(tool);
@@ -117,25 +118,6 @@ static void decode_all(const JsonlMsg *m) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        JsonlReader *r = NULL;
-        if (jsonl_reader_new(&r) < 0)
-                return 0;
-        if (jsonl_reader_feed(r, (const char *) data, size) < 0) {
-                jsonl_reader_free(r);
-                return 0;
-        }
-        for (int n = 0; n < 64; n++) {
-                JsonlMsg m = JSONL_MSG_INIT;
-                VsError *err = NULL;
-                int k = jsonl_reader_next(r, &m, &err);
-                vs_error_free(err);
-                if (k == -EBADMSG)
-                        continue;
-                if (k < 0)
-                        break;
-                decode_all(&m);
-                jsonl_msg_done(&m);
-        }
-        jsonl_reader_free(r);
+        fuzz_each_message(data, size, 64, decode_all);
         return 0;
 }

@@ -3,6 +3,7 @@
  * bytes; what decodes is encoded again where an encoder exists. */
 #include <stdint.h>
 
+#include "fuzz-messages.h"
 #include "jsonl.h"
 #include "protocol.h"
 
@@ -125,23 +126,11 @@ static void decode_all(json_t *o, size_t raw_len) {
         strbuf_done(&b);
 }
 
+static void decode_msg(JsonlMsg *m) {
+        decode_all(m->obj, m->raw_len);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        JsonlReader *r = NULL;
-        if (jsonl_reader_new(&r) < 0)
-                return 0;
-        (void) jsonl_reader_feed(r, data, size);
-        for (;;) {
-                JsonlMsg m = JSONL_MSG_INIT;
-                VsError *err = NULL;
-                int k = jsonl_reader_next(r, &m, &err);
-                vs_error_free(err);
-                if (k == -EBADMSG)
-                        continue;
-                if (k < 0)
-                        break;
-                decode_all(m.obj, m.raw_len);
-                jsonl_msg_done(&m);
-        }
-        jsonl_reader_free(r);
+        fuzz_each_message(data, size, 0, decode_msg);
         return 0;
 }

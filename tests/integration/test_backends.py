@@ -9,6 +9,12 @@ from a busybox-static rootfs, no registry) and sshd on loopback ports (a
 generated host key, one authorized key, a known_hosts file; a second sshd
 whose sessions see no bubblewrap). Both are stopped at the end.
 
+Podman runs rootless only here: its cases run as the ordinary account
+vectora-test (tests/helpers/as-user; meson's test-backends-podman runs
+this file so, with the argument "podman"), with a storage of its own
+(servers.Podman); run as root they are not applicable and say where they
+run.
+
 Where a server cannot start here, its tests print "SKIP: reason" and count
 as skipped; with VECTORA_TEST_STRICT=1 a skip is a failure. Run as root the
 local and docker workspaces belong to nobody and the ssh workspace to the
@@ -52,7 +58,7 @@ ROOT = os.geteuid() == 0
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 
 sys.path.insert(0, os.path.join(HERE, "../lib"))
-from vtest import Conn, Skip, Tap, check  # noqa: E402,F401
+from vtest import Conn, NotApplicable, Skip, Tap, check  # noqa: E402,F401
 import vtest  # noqa: E402
 from vdaemon import PtyShell, free_port, http_get, pty_audit  # noqa: E402  (shared with the local backend's tests)
 
@@ -116,10 +122,16 @@ class Env:
 E = Env()
 
 
-def setup(tmp):
+def setup(tmp, only=None):
     E.tmp = tmp
     E.owner = (OWNER.pw_uid, OWNER.pw_gid)
-    E.docker = E.docker_err = E.ssh = E.ssh_err = E.ssh_nobwrap = None
+    E.docker = E.docker_err = E.ssh = E.ssh_err = E.ssh_nobwrap = E.podman = E.podman_err = None
+    setup_podman(tmp)
+    if only and "podman" in only:
+        # The podman run (as vectora-test): no dockerd or sshd to start.
+        E.docker_err = E.ssh_err = "not started for a podman-only run"
+        E.d = Daemon(tmp)
+        return
     try:
         E.docker = servers.DockerEngine(tmp)
         E.image = E.docker.import_busybox(tmp)
@@ -140,6 +152,28 @@ def setup(tmp):
     except (servers.Unavailable, KeyError) as e:
         E.ssh_err = str(e)
     E.d = Daemon(tmp)
+
+
+def setup_podman(tmp):
+    if ROOT:
+        E.podman_err = ("rootful podman cannot run here; the podman cases run rootless as the ordinary account "
+                        "vectora-test (meson test test-backends-podman: tests/helpers/as-user test_backends.py podman)")
+        return
+    try:
+        E.podman = servers.Podman(tmp)
+        E.podman.import_busybox(tmp)
+    except (servers.Unavailable, RuntimeError) as e:
+        E.podman_err = str(e)
+        if E.podman:
+            E.podman.stop()
+            E.podman = None
+
+
+def need_podman():
+    if ROOT:
+        raise NotApplicable(E.podman_err)
+    if not E.podman:
+        raise Skip("podman unavailable: " + E.podman_err)
 
 
 def need_docker():
@@ -214,6 +248,39 @@ def t_side_by_side():
         st = E.d.status(ws)
         check(st and st["worker"] and st["worker"]["state"] == "ready", st)
     c.close()
+
+
+def t_podman_side_by_side():
+    """A rootless podman workspace beside a local one through the daemon
+    (the four tools, the mask, both workers alive at once), and the same
+    podman workspace in embedded mode (--no-daemon)."""
+    need_podman()
+    local = make_ws(E.tmp, "podman-side-local", BASE % "local", E.owner)
+    pod = make_ws(E.tmp, "podman-side", BASE % "podman" + E.podman.toml(), E.owner)
+    c = E.d.conn()
+    backends = {}
+    for ws in (local, pod):
+        four_tools(c, ws, ws)
+        r = ok(term(c, ws, "true"), "terminal")
+        backends[r["sandbox"]["backend"]] = r["sandbox"]
+    check(set(backends) == {"local", "podman"}, backends)
+    check("seccomp" in backends["podman"]["layers"], backends["podman"])
+    for ws in (local, pod):
+        st = E.d.status(ws)
+        check(st and st["worker"] and st["worker"]["state"] == "ready", st)
+    c.close()
+    # Embedded, a workspace of its own: the daemon's container of pod
+    # still runs, under the name an embedded call on pod would take.
+    emb = make_ws(E.tmp, "podman-embedded", BASE % "podman" + E.podman.toml(), E.owner)
+    env = dict(os.environ, VECTORA_SANDBOX_SOCKET=os.path.join(E.tmp, "nobody.sock"))
+    p = subprocess.run([CLI, "--no-daemon", "--json", "run", "-w", emb, "cat a.txt; cat .env"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        r = {}
+    check(r.get("ok") and r.get("sandbox", {}).get("backend") == "podman"
+          and r.get("stdout") == "hello from podman-embedded\n", (p.returncode, p.stdout, p.stderr[-2000:]))
 
 
 def t_docker_container_shape():
@@ -739,6 +806,7 @@ def measure():
 TESTS = [
     ("daemon serves local, docker and ssh workspaces side by side (terminal, file_read, file_write, file_edit)",
      t_side_by_side),
+    ("rootless podman beside local through the daemon (the four tools), and embedded", t_podman_side_by_side),
     ("docker: no capabilities, no_new_privs, stacked seccomp, read-only root, protected vectora.toml",
      t_docker_container_shape),
     ("docker: lockdown has no network (a host listener is unreachable)", t_docker_lockdown_no_network),
@@ -771,18 +839,20 @@ def main():
     tmp = tempfile.mkdtemp(prefix="vectora-backends-")
     os.chmod(tmp, 0o755)
     try:
-        setup(tmp)
+        only = os.environ.get("VECTORA_TEST_ONLY") or (sys.argv[1] if len(sys.argv) > 1 else None)
+        setup(tmp, only)
+        if E.podman_err:
+            print(f"# SKIP: podman tests: {E.podman_err}", flush=True)
         if E.docker_err:
             print(f"# SKIP: docker tests: {E.docker_err}", flush=True)
         if E.ssh_err:
             print(f"# SKIP: ssh tests: {E.ssh_err}", flush=True)
-        only = os.environ.get("VECTORA_TEST_ONLY")
         for name, fn in TESTS:
             if only and only not in fn.__name__:
                 continue
             tap(name, fn)
     finally:
-        for s in ("d", "docker", "ssh", "ssh_nobwrap"):
+        for s in ("d", "docker", "ssh", "ssh_nobwrap", "podman"):
             obj = getattr(E, s, None)
             if obj:
                 try:

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, DAEMON, Daemon, Skip, Tap, needs_root, check, chown_tree, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, Daemon, Skip, Tap, needs_root, check, chown_tree, make_ws, run_cases  # noqa: E402
 
 SANDBOX = '[sandbox]\nmask = [".env"]\n'
 
@@ -636,16 +636,7 @@ def main():
     if not shutil.which("bwrap"):
         tap.skip("faults", "bwrap not installed")
         sys.exit(tap.finish())
-    only = set(sys.argv[1:])
-    tmp = tempfile.mkdtemp(prefix="vs-faults-", dir="/var/tmp")
-    os.chmod(tmp, 0o755)
-    try:
-        for t in TESTS:
-            if not only or t.__name__ in only:
-                tap.case(t, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(tap.finish())
+    sys.exit(run_cases(tap, TESTS, "vs-faults-"))
 
 
 if __name__ == "__main__":

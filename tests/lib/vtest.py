@@ -11,10 +11,12 @@ sets it, and so does this module for a test run by hand."""
 import json
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -125,6 +127,22 @@ class Tap:
         print("# %d passed, %d failed, %d skipped" % (passed, self.failed, self.skipped) +
               (", %d not applicable" % self.not_applicable_n if self.not_applicable_n else ""))
         return 1 if self.failed else 0
+
+
+def run_cases(tap, cases, prefix):
+    """Runs each case(tmp) of cases, those named on the command line (all
+    when none), in one temp dir under /var/tmp removed at the end; the
+    process's exit status."""
+    only = set(sys.argv[1:])
+    tmp = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    try:
+        for t in cases:
+            if not only or t.__name__ in only:
+                tap.case(t, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tap.finish()
 
 
 def check(cond, what):

@@ -5,17 +5,13 @@
 #include <string.h>
 
 #include "api-call.h"
-#include "api-result.h"
-#include "audit.h"
 #include "fd-util.h"
 #include "host-run-scan.h"
-#include "json-util.h"
 #include "mcp-serve.h"
 #include "path-util.h"
 #include "protocol.h"
 #include "strv.h"
 #include "time-util.h"
-#include "tool-call.h"
 #include "tools.h"
 
 void mcp_embedded_done(McpEmbedded *e) {
@@ -39,22 +35,6 @@ static bool masks_unchanged(const McpEmbedded *e) {
         return strv_equal(now, e->masked);
 }
 
-/* What the call wrote of the files the host runs later, as the daemon's
- * watch reports it (host-run-scan.h); [] when nothing or unsandboxed. */
-static int add_host_run(McpEmbedded *e, json_t *reply) {
-        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
-        int r = e->host_run ? host_run_scan(e->policy, &now) : 0;
-        if (r < 0)
-                return r;
-        if (host_run_files_add(reply, now ? host_run_scan_diff(e->host_run, now) : json_array()) < 0)
-                return -ENOMEM;
-        if (now) {
-                host_run_scan_free(e->host_run);
-                e->host_run = TAKE_PTR(now);
-        }
-        return 0;
-}
-
 static char *config_path(const McpEmbedded *e) {
         if (e->policy && e->policy->config_path)
                 return strdup(e->policy->config_path);
@@ -75,28 +55,9 @@ static bool config_unchanged(const McpEmbedded *e) {
                             st.st_ctim.tv_nsec == e->config_st.st_ctim.tv_nsec);
 }
 
-static json_t *error_reply(const char *code, const char *message) {
-        return api_result_close(NULL, code, message, false, NULL, NULL, NULL);
-}
-
-/* How the session's worker runs, for the envelope (api-result.h). */
-static json_t *sandbox_json(const McpEmbedded *e) {
-        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
-        bool sb = e->policy->sandboxed;
-        if (session_layers(e->session, &layers) < 0 ||
-            tools_embedded_degraded(sb ? e->policy : NULL, e->session->degraded, &degraded) < 0)
-                return NULL;
-        VsApiSandbox s = {
-                .state = sb ? "sandboxed" : "unsandboxed",
-                .backend = sb ? vs_backend_name(e->policy->backend) : "none",
-                .layers = layers,
-                .degraded = degraded,
-                .generation = e->generation,
-        };
-        return api_sandbox_json(&s);
-}
-
-static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
+/* A session for the next call; a workspace that cannot get one: *ret_code
+ * and *ret_message (malloc'd) say why, and the call is refused. */
+static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
         if (e->session && config_unchanged(e) && masks_unchanged(e))
                 return 0;
         mcp_embedded_done(e);
@@ -114,9 +75,9 @@ static int ensure_session(McpEmbedded *e, json_t **ret_refusal) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                const char *kind = vs_error_kind(err);
-                *ret_refusal = error_reply(kind ? kind : api_error_name(API_ERROR_SANDBOX_UNAVAILABLE), vs_error_message(err));
-                return *ret_refusal ? 0 : -ENOMEM;
+                *ret_code = strdup(vs_error_kind(err) ?: api_error_name(API_ERROR_SANDBOX_UNAVAILABLE));
+                *ret_message = strdup(vs_error_message(err));
+                return *ret_code && *ret_message ? 0 : -ENOMEM;
         }
         /* tools_open may have found the workspace root above the directory. */
         _cleanup_free_ char *cp2 = config_path(e);
@@ -164,11 +125,9 @@ static int end_strays(McpEmbedded *e, json_t *reply) {
 /* The call as the daemon serves it (api-call.h): the request the MCP
  * server would send the daemon, decoded once through the API's tables, the
  * policy's limits as ceilings, file_edit's retry on a concurrent write,
- * the one result envelope. */
-static int run_call(McpEmbedded *e, const McpCall *mc, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
-                    json_t **ret_target) {
-        _cleanup_(api_call_done) VsApiCall call = VS_API_CALL_INIT;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
+ * the one result envelope, audited. */
+static int run_call(McpEmbedded *e, const McpCall *mc, uint64_t t0, json_t **ret_reply, char **ret_raw,
+                    size_t *ret_raw_len) {
         JsonlMsg in = JSONL_MSG_INIT;
         const char *raw = NULL;
         size_t raw_len = 0;
@@ -177,52 +136,39 @@ static int run_call(McpEmbedded *e, const McpCall *mc, json_t **ret_reply, char 
         in.has_raw = raw != NULL;
         in.raw = (char *)raw;
         in.raw_len = raw_len;
-        ApiTool which = api_tool_from_name(json_string_value(json_object_get(in.obj, "tool")));
+        VsApiSession s = {
+                .session = e->session,
+                .policy = e->policy,
+                .pending = e->pending,
+                .host_run = &e->host_run,
+                .generation = e->generation,
+        };
+        JsonlMsg m;
         /* Relative paths start at the directory the server was given, as
          * through the daemon. */
-        int r = api_call_decode(&call, which, &in, e->workspace, &err);
+        int r = api_call_run(&s, &in, e->workspace, t0, &m);
         in.raw = NULL; /* borrowed from mc */
         jsonl_msg_done(&in);
-        if (r == -ENOMEM)
+        if (r < 0)
                 return r;
-        if (r < 0) {
-                *ret_reply = error_reply(vs_error_kind(err) ?: api_error_name(API_ERROR_BAD_REQUEST), vs_error_message(err));
-                return *ret_reply ? 0 : -ENOMEM;
-        }
-        tool_call_ceilings(&call.tc, e->policy);
-        json_t *result = NULL;
-        JsonlMsg m = JSONL_MSG_INIT;
-        r = tool_call_run(e->session, &call.tc, &result, &m, &err);
-        if (r == -ENOMEM)
-                return r;
-        const char *code = r < 0 ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
-        if (code)
-                jsonl_msg_done(&m); /* a failure carries no payload */
-        /* The envelope first: the worker that served the call, before the
-         * look below may end it. */
-        if (!(result = api_result_close(result, code, vs_error_message(err), e->policy->sandboxed, e->pending, NULL,
-                                        sandbox_json(e)))) {
-                jsonl_msg_done(&m);
-                return -ENOMEM;
-        }
         /* A worker that died, or broke the protocol, is ended: the next
-         * call starts a fresh one. */
+         * call starts a fresh one. The envelope said which worker served
+         * the call before this look may end it. */
+        const char *code = json_string_value(json_object_get(json_object_get(m.obj, "error"), "code"));
         if (code && strncmp(code, "worker_", 7) == 0)
                 mcp_embedded_done(e);
-        else if (add_host_run(e, result) < 0 || end_strays(e, result) < 0) {
-                json_decref(result);
+        else if (end_strays(e, m.obj) < 0) {
                 jsonl_msg_done(&m);
                 return -ENOMEM;
         }
         bool has_raw = m.has_raw && m.raw;
         *ret_raw = has_raw ? jsonl_msg_steal_raw(&m, ret_raw_len) : NULL;
+        *ret_reply = TAKE_PTR(m.obj);
         jsonl_msg_done(&m);
         if (has_raw && !*ret_raw) {
-                json_decref(result);
+                json_decref(TAKE_PTR(*ret_reply));
                 return -ENOMEM;
         }
-        *ret_reply = result;
-        *ret_target = json_incref(call.target);
         /* A repository the jail made ended its worker (tool_call_run()):
          * the next call starts a fresh one instead of failing. */
         if (e->session && e->session->proc.pid <= 0)
@@ -242,29 +188,19 @@ static void forward_worker_log(McpEmbedded *e) {
                 (void)!write_all(STDERR_FILENO, buf, (size_t)k);
 }
 
-static int embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
-                         json_t **ret_target) {
-        *ret_raw = NULL;
-        *ret_raw_len = 0;
-        json_t *refusal = NULL;
-        int r = ensure_session(e, &refusal);
-        if (r < 0 || refusal) {
-                *ret_reply = refusal;
-                return r;
-        }
-        /* Background processes are refused before this (verb-mcp.c). */
-        return run_call(e, c, ret_reply, ret_raw, ret_raw_len, ret_target);
-}
-
 int mcp_embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
         uint64_t t0 = now_us();
-        _cleanup_(json_decrefp) json_t *target = NULL;
-        int r = embedded_call(e, c, ret_reply, ret_raw, ret_raw_len, &target);
-        /* Every call served here is audited, refusals included, as the
-         * daemon does (audit.h; a no-op without --audit-log). */
-        if (r >= 0 && *ret_reply)
-                audit_result(e->policy ? e->policy->workspace : e->workspace, mcp_tool_name(c->tool), target, *ret_reply,
-                             (now_us() - t0) / 1000);
+        *ret_reply = NULL;
+        *ret_raw = NULL;
+        *ret_raw_len = 0;
+        _cleanup_free_ char *code = NULL, *message = NULL;
+        int r = ensure_session(e, &code, &message);
+        /* Background processes are refused before this (verb-mcp.c). */
+        if (r >= 0 && code &&
+            !(*ret_reply = api_call_refuse(e->workspace, mcp_tool_name(c->tool), code, message, t0)))
+                r = -ENOMEM;
+        else if (r >= 0 && !code)
+                r = run_call(e, c, t0, ret_reply, ret_raw, ret_raw_len);
         forward_worker_log(e);
         return r;
 }

@@ -4,12 +4,12 @@
  * outlive this command, so they need the daemon: embedded mode has no one
  * to keep them and refuses. */
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "fd-util.h"
 #include "link.h"
+#include "time-util.h"
 
 /* How long `stop` waits after SIGTERM before SIGKILL. */
 #define STOP_GRACE_MS 5000
@@ -208,8 +208,7 @@ int verb_stop(const CliArgs *a) {
                         return r;
                 jsonl_msg_done(&m);
                 /* Wait for the end (output is not read here: logs has it). */
-                struct timespec t0, now;
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+                uint64_t t0 = now_ms();
                 for (;;) {
                         r = call(a, l,
                                  json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", api_tool_name(API_TOOL_PROCESS_OUTPUT), "process", id, "wait_ms",
@@ -229,8 +228,7 @@ int verb_stop(const CliArgs *a) {
                                 return 0;
                         }
                         jsonl_msg_done(&m);
-                        clock_gettime(CLOCK_MONOTONIC, &now);
-                        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > STOP_GRACE_MS)
+                        if (now_ms() - t0 > STOP_GRACE_MS)
                                 break;
                 }
         }

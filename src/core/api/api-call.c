@@ -4,7 +4,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "api-result.h"
+#include "audit.h"
+#include "host-run-scan.h"
 #include "path-util.h"
+#include "time-util.h"
+#include "tools.h"
 
 /* A text (JSON string) reply must fit one header line (JSONL_MAX_LINE):
  * without "binary", a read returns at most this much, with "eof": false
@@ -181,4 +186,67 @@ void api_call_done(VsApiCall *c) {
         json_decref(c->target);
         tool_call_done(&c->tc);
         *c = VS_API_CALL_INIT;
+}
+
+json_t *api_call_refuse(const char *workspace, const char *tool, const char *code, const char *message,
+                        uint64_t start_us) {
+        json_t *o = api_result_close(NULL, code, message, false, NULL, NULL, NULL);
+        if (o)
+                audit_result(workspace, tool ? tool : "?", NULL, o, (now_us() - start_us) / 1000);
+        return o;
+}
+
+/* The call over the session, its result closed; *ret_target: what the
+ * audit names. */
+static int run_call(const VsApiSession *s, JsonlMsg *msg, const char *dir, JsonlMsg *ret, json_t **ret_target) {
+        _cleanup_(api_call_done) VsApiCall call = VS_API_CALL_INIT;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        ApiTool which = api_tool_from_name(json_string_value(json_object_get(msg->obj, "tool")));
+        int r = api_call_decode(&call, which, msg, dir, &err);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                ret->obj = api_result_close(NULL, vs_error_kind(err) ?: api_error_name(API_ERROR_BAD_REQUEST),
+                                            vs_error_message(err), false, NULL, NULL, NULL);
+                return ret->obj ? 0 : -ENOMEM;
+        }
+        tool_call_ceilings(&call.tc, s->policy);
+        json_t *result = NULL;
+        JsonlMsg m = JSONL_MSG_INIT;
+        s->session->no_sweep_per_call = s->one_call;
+        r = tool_call_run(s->session, &call.tc, &result, &m, &err);
+        if (s->one_call && which != API_TOOL_FILE_READ) {
+                session_stop(s->session);
+                if (tool_call_sweep(s->session, r >= 0 ? result : NULL) < 0)
+                        r = -ENOMEM;
+        }
+        const char *code = r < 0 && r != -ENOMEM ? vs_error_kind(err) ?: api_error_name(API_ERROR_WORKER_CRASHED) : NULL;
+        if (r < 0) {
+                json_decref(TAKE_PTR(result));
+                jsonl_msg_done(&m); /* a failure carries no payload */
+        }
+        if (r == -ENOMEM || !(result = result ? result : json_object()) ||
+            host_run_report(s->policy, s->host_run, result) < 0 ||
+            !(result = api_result_close(result, code, vs_error_message(err), s->session->sandboxed, s->pending, NULL,
+                                        tools_embedded_sandbox(s->session, s->policy, s->generation)))) {
+                json_decref(result);
+                jsonl_msg_done(&m);
+                return -ENOMEM;
+        }
+        json_decref(m.obj);
+        m.obj = result;
+        *ret = m;
+        *ret_target = json_incref(call.target);
+        return 0;
+}
+
+int api_call_run(const VsApiSession *s, JsonlMsg *msg, const char *dir, uint64_t start_us, JsonlMsg *ret) {
+        _cleanup_(json_decrefp) json_t *target = NULL;
+        *ret = (JsonlMsg)JSONL_MSG_INIT;
+        int r = run_call(s, msg, dir, ret, &target);
+        if (r < 0)
+                return r;
+        const char *tool = json_string_value(json_object_get(msg->obj, "tool"));
+        audit_result(s->policy->workspace, tool ? tool : "?", target, ret->obj, (now_us() - start_us) / 1000);
+        return 0;
 }

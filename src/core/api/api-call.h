@@ -10,7 +10,8 @@
  * worker requests travel (the daemon's event loop, a blocking session) and
  * how the result leaves (a socket line, the CLI's output, an MCP result).
  *
- * Pure apart from memory: no OS calls. */
+ * Decoding is pure apart from memory (no OS calls); api_call_run() is the
+ * blocking driver of the in-process servers over their session. */
 
 #include <stdbool.h>
 
@@ -19,7 +20,10 @@
 #include "api.h"
 #include "error.h"
 #include "jsonl.h"
+#include "session.h"
 #include "tool-call.h"
+
+struct VsHostRunScan;
 
 typedef struct VsApiCall {
         ApiTool which;
@@ -53,3 +57,38 @@ bool api_call_binary(const VsApiCall *c);
 /* Frees what c holds; c may be decoded again. Accepts a zeroed or
  * VS_API_CALL_INIT c. */
 void api_call_done(VsApiCall *c);
+
+/* What an in-process server (the CLI without a daemon, the MCP server
+ * without one) serves its calls with: its workspace's session, kept by
+ * the caller. */
+typedef struct VsApiSession {
+        VsSession *session;
+        const VsPolicy *policy;          /* the session's */
+        const char *pending;             /* a loosening waiting for `vectora-sandbox allow`, or NULL */
+        struct VsHostRunScan **host_run; /* the scan the last call left (host-run-scan.h), replaced by this call's */
+        uint64_t generation;             /* which of the caller's workers the session runs */
+        /* The CLI's one call per process: its worker ends with the call and
+         * what the jail made that git takes as a repository is put aside
+         * (not after a read, whose content may still be on its way from
+         * the worker: session_end() sweeps then). A kept session sweeps
+         * after each call (tool_call_run()). */
+        bool one_call;
+} VsApiSession;
+
+/* Serves msg (the request object and its raw payload, both borrowed) as
+ * the daemon does: decoded through the API's tables, relative paths and
+ * the cwd below dir (may be NULL: the workspace root), the policy's limits
+ * as ceilings, run over the session (file_edit's retry on a concurrent
+ * write included), closed with the one envelope (api-result.h) and the
+ * call's host_run_files, audited (audit.h; start_us: when the call came
+ * in, now_us()). *ret: the result, ok false for a refused or failed call,
+ * and the tool's raw payload (none after a failure). Fails only with
+ * -ENOMEM. */
+int api_call_run(const VsApiSession *s, JsonlMsg *msg, const char *dir, uint64_t start_us, JsonlMsg *ret);
+
+/* A call an in-process server refused before any worker served it (no
+ * workspace, a worker that could not start, a tool it does not serve):
+ * the envelope with code and message, audited as workspace's call of tool
+ * (may be NULL). New reference; NULL on OOM. */
+json_t *api_call_refuse(const char *workspace, const char *tool, const char *code, const char *message,
+                        uint64_t start_us);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "host-run-scan.h"
 #include "json-util.h"
 #include "strv.h"
 #include "tools.h"
@@ -186,11 +187,16 @@ static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, J
  * ended first) and listed in the result's host_run_files. */
 int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
         int r = tool_call_run_one(s, c, ret_result, ret_msg, err);
-        _cleanup_strv_free_ char **moved = NULL;
-        if (!s->no_sweep_per_call && session_git_sweep(s, &moved) > 0 && r >= 0 && *ret_result &&
-            json_object_set_new(*ret_result, "host_run_files", json_strv(moved)) < 0)
+        if (!s->no_sweep_per_call && tool_call_sweep(s, r >= 0 ? *ret_result : NULL) == -ENOMEM)
                 return -ENOMEM;
         return r;
+}
+
+int tool_call_sweep(VsSession *s, json_t *result) {
+        _cleanup_strv_free_ char **moved = NULL;
+        if (session_git_sweep(s, &moved) > 0 && result && host_run_files_add(result, json_strv(moved)) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {

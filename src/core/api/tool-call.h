@@ -107,3 +107,8 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
  * result's data; release with jsonl_msg_done()). On failure *err's kind
  * is the API error code (a dead worker: session_call's kinds). */
 int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err);
+
+/* Puts aside what the session's jail made that git takes as a repository
+ * (session_git_sweep(); its worker ended first) and adds those paths to
+ * result's "host_run_files" (result may be NULL: put aside, not listed). */
+int tool_call_sweep(VsSession *s, json_t *result);

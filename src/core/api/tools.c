@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "api-result.h"
 #include "approval.h"
 #include "git-scan.h"
 #include "path-util.h"
@@ -79,7 +80,7 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **re
         return 0;
 }
 
-int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, char ***ret) {
+static int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
@@ -92,6 +93,19 @@ int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, cha
                 return -ENOMEM;
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t generation) {
+        _cleanup_strv_free_ char **layers = NULL, **degraded = NULL;
+        if (session_layers(s, &layers) < 0 || tools_embedded_degraded(s->sandboxed ? p : NULL, s->degraded, &degraded) < 0)
+                return NULL;
+        return api_sandbox_json(&(VsApiSandbox){
+                .state = s->sandboxed ? "sandboxed" : "unsandboxed",
+                .backend = s->sandboxed ? vs_backend_name(p->backend) : "none",
+                .layers = layers,
+                .degraded = degraded,
+                .generation = generation,
+        });
 }
 
 int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "config.h"
 #include "error.h"
 #include "launch.h"
@@ -39,9 +41,11 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
  * policy has none. */
 int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err);
 
-/* What an in-process call (the CLI without a daemon, the MCP server
- * without one) did not enforce, for its result's sandbox.degraded: the
- * worker's own list, and the memory limit, which only a root daemon's
- * cgroup holds per workspace (in-process it is RLIMIT_AS per process), as
- * a daemon without cgroups says. New list in *ret. */
-int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degraded, char ***ret);
+/* The result's "sandbox" object (api-result.h) of an in-process call (the
+ * CLI without a daemon, the MCP server without one) that session s, started
+ * for policy p, served: its state, backend and layers, and as degraded the
+ * worker's own list plus the memory limit, which only a root daemon's
+ * cgroup holds per workspace (in-process it is RLIMIT_AS per process), as a
+ * daemon without cgroups says. generation: which of the caller's workers
+ * it was. New reference; NULL on OOM. */
+json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t generation);

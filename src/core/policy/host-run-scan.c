@@ -137,3 +137,17 @@ int host_run_files_add(json_t *result, json_t *list) {
         json_decref(list);
         return 0;
 }
+
+int host_run_report(const VsPolicy *p, VsHostRunScan **scan, json_t *result) {
+        _cleanup_(host_run_scan_freep) VsHostRunScan *now = NULL;
+        int r = *scan ? host_run_scan(p, &now) : 0;
+        if (r < 0)
+                return r;
+        if (host_run_files_add(result, now ? host_run_scan_diff(*scan, now) : json_array()) < 0)
+                return -ENOMEM;
+        if (now) {
+                host_run_scan_free(*scan);
+                *scan = TAKE_PTR(now);
+        }
+        return 0;
+}

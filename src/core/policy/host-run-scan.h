@@ -29,3 +29,9 @@ json_t *host_run_scan_diff(const VsHostRunScan *before, const VsHostRunScan *aft
 /* Adds the paths of list (taken) to result's "host_run_files", after what
  * it holds already (a repository the call's sweep put aside), once each. */
 int host_run_files_add(json_t *result, json_t *list);
+
+/* What a call wrote of the files the host runs later, as the daemon's
+ * watch reports it: the paths new or changed since *scan (the scan the
+ * last call left; NULL: unsandboxed, nothing to report) added to result's
+ * "host_run_files" ([] when none), and *scan replaced by the scan now. */
+int host_run_report(const VsPolicy *p, VsHostRunScan **scan, json_t *result);

@@ -3,7 +3,7 @@
 each: compare :attr:`SandboxError.code` with these rather than with string
 literals, so a misspelt code is an AttributeError, not a branch never taken.
 
-The daemon's codes mirror src/shared/api.c's table (test-docs fails when the
+The daemon's codes mirror src/core/api/api.c's table (test-docs fails when the
 two differ); ``DAEMON_UNAVAILABLE`` is the client's own.
 """
 
