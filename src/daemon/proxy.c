@@ -62,6 +62,7 @@ struct Proxy {
         char *path;
         uid_t peer_uid;
         uint64_t open, total, denied;
+        uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
         Proxy *next;
@@ -211,6 +212,38 @@ static void on_closed_free(uv_handle_t *h) {
         free(h);
 }
 
+/* While no proxy runs, a connection from the jail gets this at once
+ * rather than waiting in the backlog; the daemon reads none of its bytes. */
+static void on_down_connection(uv_poll_t *p, int status, int events) {
+        (void)status;
+        (void)events;
+        Proxy *px = p->data;
+        static const char msg[] =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n"
+                "vectora-sandbox: the network proxy is restarting; try again in a moment\n";
+        for (int n = 0; n < 64; n++) {
+                int fd = accept4(px->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                        break;
+                (void)!send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+                close(fd);
+        }
+}
+
+static void refuse_while_down(Proxy *px, bool on) {
+        if (on && !px->down && (px->down = malloc(sizeof *px->down))) {
+                px->down->data = px;
+                if (uv_poll_init(P.loop, px->down, px->fd) < 0 ||
+                    uv_poll_start(px->down, UV_READABLE, on_down_connection) < 0) {
+                        free(TAKE_PTR(px->down));
+                        return;
+                }
+        }
+        if (!on && px->down)
+                uv_close((uv_handle_t *)TAKE_PTR(px->down), on_closed_free);
+}
+
 static void on_restart(uv_timer_t *t) {
         (void)t;
         if (P.ctl >= 0 || !P.all)
@@ -259,8 +292,10 @@ static void proc_end(const char *why) {
                 }
                 return;
         }
-        for (Proxy *px = P.all; px; px = px->next)
+        for (Proxy *px = P.all; px; px = px->next) {
                 px->open = 0;
+                refuse_while_down(px, true);
+        }
         /* At once after a long run; backing off while it keeps dying. */
         P.backoff_ms = P.died_us - P.started_us > STABLE_US ? RESTART_MIN_MS
                        : P.backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS
@@ -357,8 +392,10 @@ static int proc_start(VsError **err) {
         }
         uv_poll_start(P.poll, UV_READABLE | UV_DISCONNECT, on_ctl);
         log_info("the network proxy started (pid %d)", (int)pid);
-        for (Proxy *px = P.all; px && P.ctl >= 0; px = px->next)
+        for (Proxy *px = P.all; px && P.ctl >= 0; px = px->next) {
+                refuse_while_down(px, false);
                 send_add(px);
+        }
         return 0;
 }
 
@@ -495,7 +532,8 @@ int proxy_ensure(Workspace *ws, uid_t peer_uid, const char **ret_path, VsError *
                         proxy_stop(px);
                         return k;
                 }
-        }
+        } else
+                refuse_while_down(px, true); /* until the restart */
         *ret_path = px->path;
         return 0;
 }
@@ -511,6 +549,7 @@ void proxy_stop(Proxy *px) {
                         break;
                 }
         send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_REMOVE, .ws = px->id }, -1);
+        refuse_while_down(px, false);
         (void)unlink(px->path);
         close(px->fd);
         free(px->path);

@@ -129,7 +129,11 @@ def run(tmp, port):
     up = "127.0.0.1:%d" % port
     ws = make_ws(tmp, "ws", '[sandbox]\nnetwork = ["%s", "other.test"]\n' % up)
     curl = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
-    d = vtest.Daemon(tmp)
+    # The daemon starts its proxy from a copy, so that a case can make the
+    # restart fail for a while.
+    prog = os.path.join(tmp, "vectora-sandbox-proxy")
+    shutil.copy2(os.environ["VECTORA_PROXY"], prog)
+    d = vtest.Daemon(tmp, env=dict(os.environ, VECTORA_PROXY=prog))
     st = {}
 
     def term(command, timeout=60):
@@ -208,6 +212,27 @@ def run(tmp, port):
         T.note("download: %s; degraded: %s; new proxy pid %d" % (out.strip() + " " + r.get("stderr", "").strip(),
                                                                  deg[-1], new["pid"]))
 
+    def down():
+        old = proxy_of(d)["pid"]
+        os.rename(prog, prog + ".away")
+        try:
+            os.kill(old, signal.SIGKILL)
+            wait_for(lambda: not d.status()["daemon"]["proxy"]["running"], "the daemon to see the proxy gone")
+            t0 = time.time()
+            r = term(curl + "-i --max-time 20 http://%s/hello.txt" % up)
+            took = time.time() - t0
+            out = r.get("stdout", "")
+            check("HTTP/1.1 503" in out and "network proxy is restarting" in out and took < 10, (took, r))
+            check(not d.status()["daemon"]["proxy"]["running"], "it restarted meanwhile")
+        finally:
+            os.rename(prog + ".away", prog)
+        new = wait_for(lambda: (lambda p: p.get("running") and p)(d.status()["daemon"]["proxy"]), "the proxy back",
+                       timeout=20)
+        check(new["restarts"] >= 2, new)
+        allowed()
+        st["pid"] = new["pid"]
+        T.note(out.strip().splitlines()[-1] + " (%.2f s); back after %d restarts" % (took, new["restarts"]))
+
     def policy_change():
         with open(os.path.join(ws, "vectora.toml"), "w") as f:
             f.write('[sandbox]\nnetwork = ["other.test"]\n')
@@ -264,6 +289,7 @@ def run(tmp, port):
         T.case(bench, name="bench: a 10 MiB download through the proxy")
         T.case(killed, name="SIGKILL the proxy mid-download: the download fails, degraded says so, the daemon "
                "restarts it, the next request works, same worker, old proxy gone")
+        T.case(down, name="while the proxy cannot start, a request gets a 503 at once (not a hang); it comes back")
         T.case(policy_change, name="a policy change reaches the proxy process")
         T.case(stop_leaves_none, name="the daemon stopping leaves no proxy process")
         T.case(kill_leaves_none, name="the daemon killed (SIGKILL) leaves no proxy process")
