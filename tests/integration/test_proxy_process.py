@@ -14,6 +14,10 @@ own, vectora-sandbox-proxy, not by the daemon.
     the call says so in degraded; the daemon starts another (restarts 1),
     the next request works, the jail's worker is the same process, the old
     proxy is gone;
+  - while it cannot start again, a connection gets a 503 at once, not a
+    hang, and it comes back once it can;
+  - a root daemon's proxy runs as the system user vectora-sandbox when
+    there is one (a passwd file of the test's own, in a mount namespace);
   - the daemon stopping (SIGTERM) or killed (SIGKILL) leaves no proxy.
 
 The upstream server listens on the host's 127.0.0.1, listed as a literal
@@ -269,6 +273,34 @@ def run(tmp, port):
         finally:
             d2.stop(check_exit=False)
 
+    def system_user():
+        # A root daemon uses the system user vectora-sandbox when there is
+        # one (the package makes it): shown with a passwd and group file of
+        # the test's own, bound over the host's in a mount namespace of the
+        # daemon's (the host's files are never edited).
+        if not ROOT:
+            vtest.needs_root("a root daemon's proxy user")
+        uid = 64123
+        etc = {}
+        for name, line in (("passwd", "vectora-sandbox:x:%d:%d::/nonexistent:/usr/sbin/nologin\n" % (uid, uid)),
+                           ("group", "vectora-sandbox:x:%d:\n" % uid)):
+            etc[name] = os.path.join(tmp, name)
+            with open("/etc/" + name) as src, open(etc[name], "w") as f:
+                f.write(src.read() + line)
+        ws3 = make_ws(tmp, "ws3", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d3 = vtest.Daemon(tmp, name="d3", prefix=[
+            "unshare", "-m", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /etc/passwd && mount --bind "$1" /etc/group && shift && exec "$@"',
+            etc["passwd"], etc["group"]])
+        try:
+            r = d3.call({"tool": "terminal", "workspace": ws3, "command": curl + "-f http://%s/hello.txt" % up})
+            check(r.get("exit_code") == 0, r)
+            s3 = proc_status(proxy_of(d3)["pid"])
+            check(s3["Uid"].split() == [str(uid)] * 4 and s3["Gid"].split() == [str(uid)] * 4,
+                  "Uid %s Gid %s, not vectora-sandbox's %d" % (s3["Uid"], s3["Gid"], uid))
+        finally:
+            d3.stop()
+
     def bench():
         if os.environ.get("VECTORA_PROXY_BENCH") != "1":
             raise vtest.NotApplicable("set VECTORA_PROXY_BENCH=1 to time a 10 MiB download through the proxy")
@@ -286,6 +318,7 @@ def run(tmp, port):
         T.case(separate, name="the proxy is a process of its own: status names it; not root under a root daemon; "
                "CapEff 0, NoNewPrivs 1, Seccomp 2")
         T.case(denied, name="an unlisted name: 403, network_denied, audit record (reported by the proxy process)")
+        T.case(system_user, name="a root daemon's proxy runs as the system user vectora-sandbox when it exists")
         T.case(bench, name="bench: a 10 MiB download through the proxy")
         T.case(killed, name="SIGKILL the proxy mid-download: the download fails, degraded says so, the daemon "
                "restarts it, the next request works, same worker, old proxy gone")
