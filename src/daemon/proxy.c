@@ -213,7 +213,52 @@ static void on_closed_free(uv_handle_t *h) {
 }
 
 /* While no proxy runs, a connection from the jail gets this at once
- * rather than waiting in the backlog; the daemon reads none of its bytes. */
+ * rather than waiting in the backlog. What the client sends is read and
+ * dropped, never looked at, until it closes (or 2 s): closing a unix
+ * socket with unread bytes would reset the client's side before it read
+ * the answer. */
+#define REFUSED_MAX 64
+#define REFUSED_LINGER_MS 2000
+
+typedef struct Refused {
+        uv_poll_t poll;
+        uv_timer_t timer;
+        int fd, handles;
+} Refused;
+
+static unsigned n_refused;
+
+static void on_refused_closed(uv_handle_t *h) {
+        Refused *f = h->data;
+        if (--f->handles == 0) {
+                close(f->fd);
+                free(f);
+                n_refused--;
+        }
+}
+
+static void refused_end(Refused *f) {
+        if (uv_is_closing((uv_handle_t *)&f->poll))
+                return;
+        uv_close((uv_handle_t *)&f->poll, on_refused_closed);
+        uv_close((uv_handle_t *)&f->timer, on_refused_closed);
+}
+
+static void on_refused_timer(uv_timer_t *t) {
+        refused_end(t->data);
+}
+
+static void on_refused_readable(uv_poll_t *p, int status, int events) {
+        (void)events;
+        Refused *f = p->data;
+        char buf[4096];
+        ssize_t n = 1;
+        while (status >= 0 && (n = recv(f->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+                ;
+        if (status < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                refused_end(f);
+}
+
 static void on_down_connection(uv_poll_t *p, int status, int events) {
         (void)status;
         (void)events;
@@ -227,7 +272,24 @@ static void on_down_connection(uv_poll_t *p, int status, int events) {
                 if (fd < 0)
                         break;
                 (void)!send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-                close(fd);
+                (void)shutdown(fd, SHUT_WR);
+                Refused *f = n_refused < REFUSED_MAX ? calloc(1, sizeof *f) : NULL;
+                if (!f) {
+                        close(fd);
+                        continue;
+                }
+                f->fd = fd;
+                f->poll.data = f->timer.data = f;
+                if (uv_poll_init(P.loop, &f->poll, fd) < 0) {
+                        close(fd);
+                        free(f);
+                        continue;
+                }
+                uv_timer_init(P.loop, &f->timer);
+                f->handles = 2;
+                n_refused++;
+                uv_poll_start(&f->poll, UV_READABLE | UV_DISCONNECT, on_refused_readable);
+                uv_timer_start(&f->timer, on_refused_timer, REFUSED_LINGER_MS, 0);
         }
 }
 
@@ -317,7 +379,7 @@ void proxy_reap(void) {
 }
 
 typedef struct ChildArgs {
-        int fd;
+        int fd, log_fd;
         const char *path;
         char *const *argv, *const *envp;
 } ChildArgs;
@@ -325,6 +387,9 @@ typedef struct ChildArgs {
 /* From spawn_vfork(): system calls only until the exec. */
 static int proxy_child(void *arg) {
         const ChildArgs *a = arg;
+        /* Its log lines into the daemon's log. */
+        if (a->log_fd != STDERR_FILENO && a->log_fd >= 0 && a->log_fd != 3 && dup2(a->log_fd, STDERR_FILENO) < 0)
+                _exit(126);
         if (a->fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(a->fd, 3) < 0)
                 _exit(126);
         execve(a->path, a->argv, a->envp);
@@ -357,11 +422,12 @@ static int proc_start(VsError **err) {
         size_t n = 0;
         while (environ[n])
                 n++;
-        _cleanup_free_ char **envp = calloc(n + 3, sizeof *envp);
-        char parent[64], level[64];
+        _cleanup_free_ char **envp = calloc(n + 4, sizeof *envp);
+        char parent[64], level[64], style[64];
         snprintf(parent, sizeof parent, "VECTORA_PROXY_PARENT=%d", (int)getpid());
         static const char *const levels[] = { "error", "warning", "info", "debug" };
         snprintf(level, sizeof level, "VECTORA_PROXY_LOG_LEVEL=%s", levels[log_get_level()]);
+        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)log_get_style());
         if (!envp) {
                 close(sv[0]);
                 close(sv[1]);
@@ -373,8 +439,9 @@ static int proc_start(VsError **err) {
                         envp[k++] = environ[i];
         envp[k++] = parent;
         envp[k++] = level;
+        envp[k++] = style;
         char *argv[] = { (char *)"vectora-sandbox-proxy", NULL };
-        ChildArgs a = { .fd = sv[1], .path = path, .argv = argv, .envp = envp };
+        ChildArgs a = { .fd = sv[1], .log_fd = log_get_fd(), .path = path, .argv = argv, .envp = envp };
         pid_t pid = spawn_vfork(proxy_child, &a);
         close(sv[1]);
         if (pid < 0) {

@@ -224,6 +224,9 @@ int main(int argc, char **argv) {
         const char *lvl = getenv("VECTORA_PROXY_LOG_LEVEL");
         if (lvl && log_level_from_string(lvl) >= 0)
                 log_set_level((LogLevel)log_level_from_string(lvl));
+        const char *style = getenv("VECTORA_PROXY_LOG_STYLE");
+        if (style && (streq(style, "1") || streq(style, "2")))
+                log_set_style(style[0] == '1' ? LOG_STYLE_TIME : LOG_STYLE_JOURNAL);
         signal(SIGPIPE, SIG_IGN);
         int type = 0;
         socklen_t tl = sizeof type;
