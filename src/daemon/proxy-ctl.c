@@ -11,6 +11,7 @@
 static const char *const op_names[] = {
         [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
         [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
+        [PROXY_CTL_HELLO] = "hello",
 };
 
 void proxy_ctl_msg_done(ProxyCtlMsg *m) {
@@ -115,6 +116,13 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                     (r = get_uint(o, "total", INT64_MAX, &m->total, err)) < 0)
                         return r;
                 break;
+        case PROXY_CTL_HELLO:
+                if (!json_is_boolean(json_object_get(o, "seccomp")))
+                        return vs_error_set(err, -EBADMSG, "proxy control: \"seccomp\" must be a boolean");
+                m->seccomp = json_is_true(json_object_get(o, "seccomp"));
+                if ((r = get_uint(o, "landlock", 64, &m->landlock, err)) < 0)
+                        return r;
+                break;
         }
         return 0;
 }
@@ -175,6 +183,10 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
         case PROXY_CTL_CONNS:
                 json_object_set_new(o, "open", json_integer((json_int_t)m->open));
                 json_object_set_new(o, "total", json_integer((json_int_t)m->total));
+                break;
+        case PROXY_CTL_HELLO:
+                json_object_set_new(o, "seccomp", json_boolean(m->seccomp));
+                json_object_set_new(o, "landlock", json_integer((json_int_t)m->landlock));
                 break;
         }
         char *s = json_dumps(o, JSON_COMPACT);

@@ -31,6 +31,7 @@ typedef enum ProxyCtlOp {
         /* proxy -> daemon */
         PROXY_CTL_DENIAL, /* ws, time_us, host, port, reason */
         PROXY_CTL_CONNS,  /* ws, open, total */
+        PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
 } ProxyCtlOp;
 
 typedef struct ProxyCtlMsg {
@@ -46,6 +47,8 @@ typedef struct ProxyCtlMsg {
         uint16_t port;
         char *reason;
         uint64_t open, total;
+        bool seccomp;        /* its seccomp filter is loaded */
+        uint64_t landlock;   /* the Landlock ABI applied, 0 for none */
 } ProxyCtlMsg;
 
 /* Parses one datagram. -EBADMSG with *err saying why. */

@@ -80,6 +80,8 @@ static struct {
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
         char last_exit[64];
+        bool seccomp;      /* what the running proxy said of itself */
+        int landlock;
 } P = { .ctl = -1 };
 
 static int proc_start(VsError **err);
@@ -187,7 +189,10 @@ static void drain(void) {
                         return;
                 }
                 Proxy *px = find(m.ws);
-                if (px && m.op == PROXY_CTL_DENIAL)
+                if (m.op == PROXY_CTL_HELLO) {
+                        P.seccomp = m.seccomp;
+                        P.landlock = (int)m.landlock;
+                } else if (px && m.op == PROXY_CTL_DENIAL)
                         record_denial(px, &m);
                 else if (px && m.op == PROXY_CTL_CONNS) {
                         px->open = m.open;
@@ -450,6 +455,8 @@ static int proc_start(VsError **err) {
         }
         P.pid = pid;
         P.ctl = sv[0];
+        P.seccomp = false;
+        P.landlock = 0;
         P.started_us = now_us();
         P.poll = malloc(sizeof *P.poll);
         if (!P.poll || uv_poll_init(P.loop, P.poll, P.ctl) < 0) {
@@ -513,9 +520,11 @@ static long proc_uid(pid_t pid) {
 json_t *proxy_process_status(void) {
         if (!P.all && !P.restarts && !P.pid)
                 return NULL;
-        return json_pack("{s:b, s:i, s:I, s:I, s:s?}", "running", P.pid > 0, "pid", (int)P.pid, "uid",
+        drain();
+        return json_pack("{s:b, s:i, s:I, s:I, s:s?, s:b, s:i}", "running", P.pid > 0, "pid", (int)P.pid, "uid",
                          (json_int_t)(P.pid > 0 ? proc_uid(P.pid) : -1), "restarts", (json_int_t)P.restarts,
-                         "last_exit", P.last_exit[0] ? P.last_exit : NULL);
+                         "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", P.seccomp, "landlock_abi",
+                         P.landlock);
 }
 
 void proxy_set_peer(Proxy *px, uid_t uid) {

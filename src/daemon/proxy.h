@@ -21,7 +21,8 @@ json_t *proxy_denials_since(Proxy *px, uint64_t since_us);
 const char *proxy_lost_since(Proxy *px, uint64_t since_us);
 /* {open, connections, denied}, or NULL without a proxy. */
 json_t *proxy_status(Proxy *px);
-/* {running, pid, uid, restarts, last_exit}, or NULL when none ever ran. */
+/* {running, pid, uid, restarts, last_exit, seccomp, landlock_abi}, or
+ * NULL when none ever ran. */
 json_t *proxy_process_status(void);
 /* Sets the uid allowed to connect (the jail's, known once the launch is). */
 void proxy_set_peer(Proxy *px, uid_t uid);

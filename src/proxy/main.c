@@ -11,7 +11,8 @@
  *     may ptrace it), with no supplementary groups;
  *   - clears its capability sets, sets no_new_privs and asks for SIGKILL
  *     when the daemon dies;
- *   - applies Landlock with no filesystem write access at all;
+ *   - applies Landlock: no write and no exec anywhere, reads only of what
+ *     name resolution needs (/etc, /usr, the libraries);
  *   - loads a seccomp allowlist: sockets (unix, inet, netlink for the
  *     host's addresses), reading files (getaddrinfo's /etc/resolv.conf,
  *     /etc/hosts, NSS modules), poll and the memory and thread calls
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <pwd.h>
 #include <signal.h>
@@ -54,6 +56,8 @@
 
 static uv_loop_t *loop;
 static uv_poll_t ctl_poll;
+static bool have_seccomp;
+static int landlock_abi;
 
 static void send_ctl(const char *msg) {
         /* A full socket (a daemon that stopped reading) loses the message
@@ -203,10 +207,20 @@ static int confine(VsError **err) {
                 log_warning("%s; the proxy runs without its seccomp filter", vs_error_message(e));
         else if (r < 0)
                 return vs_error_set(err, r, "no seccomp filter: %s", vs_error_message(e));
-        char *none[] = { NULL };
+        /* What getaddrinfo reads: /etc (resolv.conf, hosts, nsswitch.conf,
+         * gai.conf, ld.so.cache), wherever resolv.conf really is
+         * (systemd-resolved's, resolvconf's), the NSS modules and libraries,
+         * the CPU count libuv's pool sizes itself by. Directories, not
+         * files: a resolv.conf or hosts replaced later is read too. */
+        char resolv[PATH_MAX] = "/etc";
+        if (realpath("/etc/resolv.conf", resolv))
+                *strrchr(resolv, '/') = '\0';
+        char *ro[] = { (char *)"/etc", resolv, (char *)"/usr", (char *)"/lib", (char *)"/lib64",
+                       (char *)"/lib32", (char *)"/sys/devices/system/cpu", NULL };
         int abi = 0;
         vs_error_free(TAKE_PTR(e));
-        r = landlock_apply(none, &abi, &e);
+        r = landlock_apply_read_only(ro, &abi, &e);
+        landlock_abi = r >= 0 ? abi : 0;
         if (r == -EOPNOTSUPP)
                 log_warning("%s; the proxy runs without Landlock", vs_error_message(e));
         else if (r < 0)
@@ -214,6 +228,7 @@ static int confine(VsError **err) {
         r = bpf ? seccomp_load_bpf(bpf, len) : 0;
         if (r < 0)
                 return vs_error_set(err, r, "loading the seccomp filter: %s", strerror(-r));
+        have_seccomp = bpf != NULL;
         return 0;
 }
 
@@ -247,6 +262,11 @@ int main(int argc, char **argv) {
                 log_error("cannot watch the control socket");
                 return 1;
         }
+        /* How it is confined, for the daemon's status. */
+        _cleanup_free_ char *hello = proxy_ctl_encode(&(ProxyCtlMsg) { .op = PROXY_CTL_HELLO, .seccomp = have_seccomp,
+                                                                      .landlock = (uint64_t)landlock_abi });
+        if (hello)
+                send_ctl(hello);
         log_debug("serving (uid %u)", (unsigned)getuid());
         uv_run(loop, UV_RUN_DEFAULT);
         return 0;

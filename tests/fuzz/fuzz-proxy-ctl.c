@@ -43,6 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         vs_error_free(err);
         check(r == 0);
         check(m2.op == m.op && m2.ws == m.ws && m2.n_rules == m.n_rules && m2.port == m.port);
+        if (m.op == PROXY_CTL_HELLO)
+                check(m.seccomp == m2.seccomp && m.landlock == m2.landlock);
         if (m.op == PROXY_CTL_DENIAL)
                 check(same_str(m.host, m2.host) && same_str(m.reason, m2.reason) && m.time_us == m2.time_us);
         for (size_t i = 0; i < m.n_rules; i++)

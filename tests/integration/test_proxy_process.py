@@ -26,6 +26,7 @@ the proxy with -x: no other host, namespace or /etc/hosts is needed, so the
 test runs as root and, through tests/helpers/as-user, as an ordinary user.
 With VECTORA_PROXY_BENCH=1 it also times a 10 MiB download through the
 proxy (the figure in the report). TAP."""
+import ctypes
 import http.server
 import json
 import os
@@ -171,9 +172,14 @@ def run(tmp, port):
         check(s.get("NoNewPrivs") == "1", "NoNewPrivs %s" % s.get("NoNewPrivs"))
         check(s.get("Seccomp") == "2", "Seccomp %s (2: a filter)" % s.get("Seccomp"))
         check(p["uid"] == uid, "status says uid %s, /proc %d" % (p["uid"], uid))
+        check(p.get("seccomp") is True, "the proxy reports no seccomp filter: %s" % p)
+        # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+        abi = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)
+        check(p.get("landlock_abi") == max(abi, 0),
+              "the kernel's Landlock ABI is %d; the proxy reports %s" % (abi, p.get("landlock_abi")))
         st["pid"] = pid
-        T.note("proxy pid %d: Uid %s, CapEff %s, NoNewPrivs %s, Seccomp %s" % (pid, s["Uid"], s["CapEff"],
-                                                                              s["NoNewPrivs"], s["Seccomp"]))
+        T.note("proxy pid %d: Uid %s, CapEff %s, NoNewPrivs %s, Seccomp %s, Landlock ABI %d" %
+               (pid, s["Uid"], s["CapEff"], s["NoNewPrivs"], s["Seccomp"], p["landlock_abi"]))
 
     def denied():
         r = term(curl + "-i http://denied.test:%d/hello.txt" % port)
