@@ -36,6 +36,7 @@
 #include "path-util.h"
 #include "proxy-ctl.h"
 #include "proxy.h"
+#include "seccomp.h"
 #include "server.h"
 #include "sha256.h"
 #include "spawn-util.h"
@@ -351,7 +352,6 @@ static void proc_end(const char *why) {
                         ;
                 reaped(status);
         }
-        P.died_us = now_us();
         if (!P.all) {
                 if (P.timer) {
                         uv_close((uv_handle_t *)P.timer, on_closed_free);
@@ -359,6 +359,7 @@ static void proc_end(const char *why) {
                 }
                 return;
         }
+        P.died_us = now_us();
         for (Proxy *px = P.all; px; px = px->next) {
                 px->open = 0;
                 refuse_while_down(px, true);
@@ -421,8 +422,10 @@ static int proc_start(VsError **err) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return vs_error_set(err, -errno, "the network proxy's control socket: %m");
-        /* Its environment: the daemon's, and the pid to check after its
-         * PR_SET_PDEATHSIG. */
+        /* Its environment: none of the daemon's (its tokens stay there) but
+         * what the resolver and the libseccomp loader read, the pid to
+         * check after its PR_SET_PDEATHSIG, and how to log. */
+        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=" };
         extern char **environ;
         size_t n = 0;
         while (environ[n])
@@ -440,8 +443,11 @@ static int proc_start(VsError **err) {
         }
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-                if (strncmp(environ[i], "VECTORA_PROXY_", 14) != 0)
-                        envp[k++] = environ[i];
+                for (size_t j = 0; j < ELEMENTSOF(keep); j++)
+                        if (strncmp(environ[i], keep[j], strlen(keep[j])) == 0) {
+                                envp[k++] = environ[i];
+                                break;
+                        }
         envp[k++] = parent;
         envp[k++] = level;
         envp[k++] = style;

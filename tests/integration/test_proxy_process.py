@@ -138,7 +138,7 @@ def run(tmp, port):
     # restart fail for a while.
     prog = os.path.join(tmp, "vectora-sandbox-proxy")
     shutil.copy2(os.environ["VECTORA_PROXY"], prog)
-    d = vtest.Daemon(tmp, env=dict(os.environ, VECTORA_PROXY=prog))
+    d = vtest.Daemon(tmp, env=dict(os.environ, VECTORA_PROXY=prog, MODAL_TOKEN_SECRET="not-for-the-proxy"))
     st = {}
 
     def term(command, timeout=60):
@@ -172,6 +172,10 @@ def run(tmp, port):
         check(s.get("NoNewPrivs") == "1", "NoNewPrivs %s" % s.get("NoNewPrivs"))
         check(s.get("Seccomp") == "2", "Seccomp %s (2: a filter)" % s.get("Seccomp"))
         check(p["uid"] == uid, "status says uid %s, /proc %d" % (p["uid"], uid))
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = f.read().split(b"\0")
+        check(not [e for e in env if e.startswith(b"MODAL_TOKEN_SECRET=")] and len(env) <= 8,
+              "the proxy got the daemon's environment: %s" % [e.split(b"=")[0] for e in env])
         check(p.get("seccomp") is True, "the proxy reports no seccomp filter: %s" % p)
         # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
         abi = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)
@@ -322,7 +326,7 @@ def run(tmp, port):
     try:
         T.case(allowed, name="an allowed request goes through the proxy")
         T.case(separate, name="the proxy is a process of its own: status names it; not root under a root daemon; "
-               "CapEff 0, NoNewPrivs 1, Seccomp 2")
+               "CapEff 0, NoNewPrivs 1, Seccomp 2, Landlock, none of the daemon's environment")
         T.case(denied, name="an unlisted name: 403, network_denied, audit record (reported by the proxy process)")
         T.case(system_user, name="a root daemon's proxy runs as the system user vectora-sandbox when it exists")
         T.case(bench, name="bench: a 10 MiB download through the proxy")
