@@ -223,6 +223,9 @@ def run(tmp, port):
         allowed()
         check(d.ws_status(ws)["worker"]["pid"] == worker, "the jail's worker changed")
         st["pid"] = new["pid"]
+        c = subprocess.run([CLI, "--socket", d.sock, "status"], capture_output=True, text=True, timeout=60)
+        check("pid %d" % new["pid"] in c.stdout and "1 restart(s), the last one after signal 9" in c.stdout,
+              {"status": c.stdout, "stderr": c.stderr})
         T.note("download: %s; degraded: %s; new proxy pid %d" % (out.strip() + " " + r.get("stderr", "").strip(),
                                                                  deg[-1], new["pid"]))
 
