@@ -314,6 +314,30 @@ def run(tmp, port):
         finally:
             d3.stop()
 
+    def hostile():
+        # A proxy taken over writes what it likes on its control socket:
+        # the daemon ends it, starts another, and goes on serving.
+        fake = os.path.join(tmp, "fake-proxy")
+        with open(fake, "w") as f:
+            f.write("#!%s\nimport socket, time\n"
+                    "s = socket.socket(fileno=3)\n"
+                    "s.send(b'{\"op\":\"denial\",\"ws\":1,\"time_us\":1,\"host\":\"x\",\"port\":99999,\"reason\":\"r\"}')\n"
+                    "time.sleep(30)\n" % sys.executable)
+        os.chmod(fake, 0o755)
+        ws4 = make_ws(tmp, "ws4", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d4 = vtest.Daemon(tmp, name="d4", env=dict(os.environ, VECTORA_PROXY=fake))
+        try:
+            r = d4.call({"tool": "terminal", "workspace": ws4, "command": "echo still-serving"})
+            check(r.get("exit_code") == 0 and r.get("stdout") == "still-serving\n", r)
+            p = wait_for(lambda: (lambda x: x.get("restarts", 0) >= 2 and x)(d4.status()["daemon"]["proxy"]),
+                         "the daemon to end and restart the misbehaving proxy")
+            check(p.get("last_exit") == "signal 9", p)
+            check("malformed message" in d4.log_text(), d4.log_text()[-2000:])
+            r = d4.call({"tool": "terminal", "workspace": ws4, "command": "echo still-serving"})
+            check(r.get("exit_code") == 0, r)
+        finally:
+            d4.stop()
+
     def bench():
         if os.environ.get("VECTORA_PROXY_BENCH") != "1":
             raise vtest.NotApplicable("set VECTORA_PROXY_BENCH=1 to time a 10 MiB download through the proxy")
@@ -332,6 +356,8 @@ def run(tmp, port):
                "CapEff 0, NoNewPrivs 1, Seccomp 2, Landlock, none of the daemon's environment")
         T.case(denied, name="an unlisted name: 403, network_denied, audit record (reported by the proxy process)")
         T.case(system_user, name="a root daemon's proxy runs as the system user vectora-sandbox when it exists")
+        T.case(hostile, name="a proxy that sends a malformed control message is ended and restarted; the daemon "
+               "serves on")
         T.case(bench, name="bench: a 10 MiB download through the proxy")
         T.case(killed, name="SIGKILL the proxy mid-download: the download fails, degraded says so, the daemon "
                "restarts it, the next request works, same worker, old proxy gone")
