@@ -23,6 +23,9 @@ import time
 
 BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../build")
 DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
+# The daemon finds the build tree's programs only through these.
+os.environ.setdefault("VECTORA_WORKER", os.path.join(BUILD, "src/worker/vectora-worker"))
+os.environ.setdefault("VECTORA_PROXY", os.path.join(BUILD, "src/proxy/vectora-sandbox-proxy"))
 ROUNDS, PER_ROUND, SIZE = 5, 4, 10 << 20
 CURL = "curl -s -f -o /dev/null -w '%{time_total} %{size_download}'"
 
@@ -122,7 +125,7 @@ def main():
                         "num": "network.proxy", "den": "network.host"}],
             "notes": [f"An HTTP server on the host's own address ({addr}) serves 10 MiB of random bytes; the "
                       "workspace's network = [\"ADDR:PORT\"] lets the jail fetch it with `curl` through HTTP_PROXY "
-                      "(the worker's relay on 127.0.0.1:3128 inside the jail, then the daemon's proxy); the host "
+                      "(the worker's relay on 127.0.0.1:3128 inside the jail, then the proxy process, vectora-sandbox-proxy); the host "
                       "runs the same `curl` with --noproxy. Figures are curl's own time_total. "
                       f"{ROUNDS} rounds of {PER_ROUND} downloads each way, alternating (ABAB)."],
         }

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-LAYERS = ("src/shared", "src/core", "src/daemon", "src/cli")
+LAYERS = ("src/shared", "src/core", "src/daemon", "src/cli", "src/proxy")
 CALLS = ("realpath", "stat", "lstat", "open", "opendir", "fopen", "mkdir", "unlink", "rmdir", "rename", "chown",
          "lchown", "chmod", "access", "readlink", "symlink", "link", "truncate", "creat", "mkfifo", "mknod",
          "statfs", "statvfs", "mkostemp", "mkstemp", "mkdtemp", "utimes", "utime", "chdir", "execv", "execvp",

@@ -30,6 +30,14 @@ LogLevel log_get_level(void) {
         return log_level;
 }
 
+int log_get_fd(void) {
+        return log_fd;
+}
+
+LogStyle log_get_style(void) {
+        return log_style;
+}
+
 int log_level_from_string(const char *s) {
         for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
                 if (streq(s, level_names[i]))

@@ -17,6 +17,10 @@ void log_setup(const char *ident, int fd);
 void log_set_style(LogStyle s);
 void log_set_level(LogLevel l);
 LogLevel log_get_level(void);
+/* Where lines go and how they start: a helper program the caller starts
+ * logs the same way into the same place. */
+int log_get_fd(void);
+LogStyle log_get_style(void);
 /* "error" "warning" "info" "debug" -> level; -EINVAL otherwise. */
 int log_level_from_string(const char *s);
 void log_msg(LogLevel l, const char *fmt, ...) _printf_(2, 3);

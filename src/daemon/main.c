@@ -19,6 +19,7 @@
 #include "paths.h"
 #include "ports.h"
 #include "process.h"
+#include "proxy.h"
 #include "server.h"
 #include "startup.h"
 #include "terminal.h"
@@ -124,6 +125,7 @@ static void on_signal(uv_signal_t *h, int signum) {
                  * would take the thread pool's helpers (worker-link.c). */
                 links_reap(srv);
                 ptys_reap(srv);
+                proxy_reap();
                 break;
         }
 }

@@ -47,6 +47,8 @@ def layout(tmp):
         "/usr/bin/vectora-sandbox": "the CLI",
         "/usr/sbin/vectora-sandboxd": "the daemon",
         "/usr/libexec/vectora-worker": "the worker",
+        "/usr/libexec/vectora-sandbox-proxy": "the network proxy",
+        "/usr/lib/sysusers.d/vectora-sandbox.conf": "the network proxy's system user",
         "/usr/share/man/man1/vectora-sandbox.1": "the CLI's man page",
         "/usr/share/man/man8/vectora-sandboxd.8": "the daemon's man page",
         "/usr/share/man/man8/vectora-worker.8": "the worker's man page",
@@ -84,7 +86,8 @@ def layout(tmp):
 
     man = man_text("vectora-sandboxd.8")
     files = man[man.find(".SH FILES"):]
-    for path in ("/usr/sbin/vectora-sandboxd", "/usr/libexec/vectora-worker",
+    for path in ("/usr/sbin/vectora-sandboxd", "/usr/libexec/vectora-worker", "/usr/libexec/vectora-sandbox-proxy",
+                 "/usr/lib/sysusers.d/vectora-sandbox.conf",
                  "/usr/lib/systemd/system/vectora-sandboxd.service", "/usr/lib/systemd/system/vectora-sandboxd.socket",
                  "/usr/lib/systemd/user/vectora-sandboxd.service", "/usr/lib/systemd/user/vectora-sandboxd.socket"):
         report("vectora-sandboxd(8) FILES names %s, and meson installs it there" % path,

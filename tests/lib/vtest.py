@@ -26,6 +26,7 @@ BUILD = os.path.abspath(os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(SRC
 DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
 CLI = os.path.join(BUILD, "src/cli/vectora-sandbox")
 WORKER = os.path.join(BUILD, "src/worker/vectora-worker")
+PROXY = os.path.join(BUILD, "src/proxy/vectora-sandbox-proxy")
 STRICT = os.environ.get("VECTORA_TEST_STRICT") == "1"
 ROOT = os.geteuid() == 0
 # Set by tests/helpers/as-user: this run is the ordinary account
@@ -36,6 +37,7 @@ AS_USER = os.environ.get("VECTORA_TEST_AS_USER") == "1"
 OWNER = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.geteuid())
 
 os.environ.setdefault("VECTORA_WORKER", WORKER)
+os.environ.setdefault("VECTORA_PROXY", PROXY)
 os.environ.setdefault("VECTORA_MODAL_BRIDGE", os.path.join(SRC, "bridge/modal/bridge.mjs"))
 
 

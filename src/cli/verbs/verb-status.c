@@ -127,6 +127,20 @@ static void print_status(json_t *res) {
         printf("  %-10s%lld started, %lld failed to start, %lld crashed, %lld recycled, %lld ended idle\n", "jails",
                (long long)num(c, "spawns"), (long long)num(c, "spawn_failures"), (long long)num(c, "crashes"),
                (long long)num(c, "recycles"), (long long)num(c, "idle_ends"));
+        json_t *px = json_object_get(d, "proxy");
+        if (px) {
+                printf("  %-10s", "proxy");
+                if (json_is_true(json_object_get(px, "running")))
+                        printf("pid %lld (uid %lld), seccomp %s, Landlock ABI %lld", (long long)num(px, "pid"),
+                               (long long)num(px, "uid"), json_is_true(json_object_get(px, "seccomp")) ? "on" : "OFF",
+                               (long long)num(px, "landlock_abi"));
+                else
+                        printf("not running");
+                printf("; %lld restart(s)", (long long)num(px, "restarts"));
+                if (json_is_string(json_object_get(px, "last_exit")))
+                        printf(", the last one after %s", json_string_value(json_object_get(px, "last_exit")));
+                printf("\n");
+        }
         if (json_object_get(d, "cgroups_unavailable"))
                 printf("  %-10sper-workspace pids/memory limits degraded: %s\n", "limits",
                        json_string_value(json_object_get(d, "cgroups_unavailable")));

@@ -682,34 +682,44 @@ static int export(const Lib *lib, void *ctx, void **ret_bpf, size_t *ret_len, Vs
         return 0;
 }
 
+/* libseccomp loaded and a filter begun with def as its default action.
+ * Only the native architecture is in the filter: libseccomp kills on any
+ * other audit arch (i386 via int 0x80 on x86_64) and, for x86_64, also on
+ * x32 syscall numbers (>= __X32_SYSCALL_BIT), which share x86_64's audit
+ * arch. Tests check both. */
+static int open_ctx(Lib *lib, uint32_t def, void **ret_ctx, VsError **err) {
+        int r = lib_open(lib, err);
+        if (r < 0)
+                return r;
+        void *ctx = lib->init(def);
+        if (!ctx) {
+                lib_close(lib);
+                return vs_error_set(err, -ENOMEM, "seccomp_init failed");
+        }
+        /* Kill the whole process, not only the thread, on a foreign arch;
+         * libseccomp before API level 3 only has thread kill. */
+        r = lib->attr_set(ctx, VS_SCMP_FLTATR_ACT_BADARCH, VS_SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                r = lib->attr_set(ctx, VS_SCMP_FLTATR_ACT_BADARCH, VS_SCMP_ACT_KILL_THREAD);
+        if (r < 0) {
+                r = vs_error_set(err, r, "seccomp: setting the bad-arch action: %s", strerror(-r));
+                ctx_releasep(lib, &ctx);
+                lib_close(lib);
+                return r;
+        }
+        *ret_ctx = ctx;
+        return 0;
+}
+
 int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, VsError **err) {
         if (!o || !ret_bpf || !ret_len)
                 return vs_error_set(err, -EINVAL, "seccomp_compile: missing argument");
 
         Lib lib;
-        int r = lib_open(&lib, err);
+        void *ctx = NULL;
+        int r = open_ctx(&lib, VS_SCMP_ACT_ALLOW, &ctx, err);
         if (r < 0)
                 return r;
-
-        /* Only the native architecture is in the filter: libseccomp kills
-         * on any other audit arch (i386 via int 0x80 on x86_64) and, for
-         * x86_64, also on x32 syscall numbers (>= __X32_SYSCALL_BIT), which
-         * share x86_64's audit arch. Tests check both. */
-        void *ctx = lib.init(VS_SCMP_ACT_ALLOW);
-        if (!ctx) {
-                lib_close(&lib);
-                return vs_error_set(err, -ENOMEM, "seccomp_init failed");
-        }
-
-        /* Kill the whole process, not only the thread, on a foreign arch;
-         * libseccomp before API level 3 only has thread kill. */
-        r = lib.attr_set(ctx, VS_SCMP_FLTATR_ACT_BADARCH, VS_SCMP_ACT_KILL_PROCESS);
-        if (r < 0)
-                r = lib.attr_set(ctx, VS_SCMP_FLTATR_ACT_BADARCH, VS_SCMP_ACT_KILL_THREAD);
-        if (r < 0) {
-                r = vs_error_set(err, r, "seccomp: setting the bad-arch action: %s", strerror(-r));
-                goto finish;
-        }
         /* With a default of allow, every allowed syscall walks the whole
          * list; a binary tree keeps that short on kernels without the
          * seccomp action cache (< 5.11). Best effort: older libseccomp lacks it. */
@@ -733,6 +743,34 @@ int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, 
 
         r = export(&lib, ctx, ret_bpf, ret_len, err);
 finish:
+        ctx_releasep(&lib, &ctx);
+        lib_close(&lib);
+        return r;
+}
+
+/* ---- an allowlist (the network proxy's) ---------------------------------------- */
+
+int seccomp_compile_allowlist(const VsSeccompAllow *allow, size_t n, void **ret_bpf, size_t *ret_len,
+                              VsError **err) {
+        Lib lib;
+        void *ctx = NULL;
+        int r = open_ctx(&lib, VS_SCMP_ACT_ERRNO(EPERM), &ctx, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const VsSeccompAllow *a = &allow[i];
+                int nr = lib.resolve_name(a->syscall);
+                if (nr == VS_NR_SCMP_ERROR || nr < 0)
+                        continue; /* not on this architecture (open, poll on arm64...) */
+                VsScmpArgCmp cmp = { .arg = (unsigned)a->arg, .op = VS_SCMP_CMP_MASKED_EQ, .datum_a = a->mask,
+                                     .datum_b = a->value };
+                r = lib.rule_add_array(ctx, a->errno_value ? VS_SCMP_ACT_ERRNO(a->errno_value) : VS_SCMP_ACT_ALLOW,
+                                       nr, a->arg >= 0 ? 1 : 0, &cmp);
+                if (r < 0)
+                        r = vs_error_set(err, r, "seccomp: allowing %s: %s", a->syscall, strerror(-r));
+        }
+        if (r >= 0)
+                r = export(&lib, ctx, ret_bpf, ret_len, err);
         ctx_releasep(&lib, &ctx);
         lib_close(&lib);
         return r;

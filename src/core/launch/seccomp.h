@@ -46,6 +46,22 @@ const VsSeccompRule *seccomp_rules(size_t *ret_n);
  * failure. */
 int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, VsError **err);
 
+/* One entry of an allowlist: the syscall, allowed when arg < 0 or when
+ * (argument arg & mask) == value; errno_value not 0: answered with that
+ * errno instead (clone3's ENOSYS, so that libc falls back to clone). */
+typedef struct VsSeccompAllow {
+        const char *syscall;
+        int arg;
+        uint64_t mask, value;
+        int errno_value;
+} VsSeccompAllow;
+
+/* Compiles a filter that refuses (EPERM) every syscall but those listed;
+ * names this architecture lacks are skipped. Same results as
+ * seccomp_compile(). */
+int seccomp_compile_allowlist(const VsSeccompAllow *allow, size_t n, void **ret_bpf, size_t *ret_len,
+                              VsError **err);
+
 /* True if libseccomp can be loaded (cached). */
 bool seccomp_available(void);
 

@@ -1,85 +1,54 @@
 /* SPDX-License-Identifier: MIT */
-/* The network allowlist's proxy: one per workspace with `network = [..]`,
- * listening on a unix socket that is mounted into the jail, where the
- * worker's relay forwards 127.0.0.1:3128 to it. It speaks HTTP CONNECT and
- * plain HTTP forwarding (no TLS interception) and decides every request
- * against the workspace's current policy:
+/* The network allowlist's proxy, the daemon's side. The bytes the jail
+ * sends through the proxy are parsed in a process of its own,
+ * vectora-sandbox-proxy (src/proxy/), one per daemon, that has no
+ * capability, runs as an unprivileged user when the daemon is root, and
+ * is held by no_new_privs, Landlock and a seccomp allowlist
+ * (docs/threat-model.md, "What runs with which privileges"). The daemon
+ * keeps what is its own:
  *
- *   1. host and port must match an entry (net_match);
- *   2. the proxy resolves the name itself (uv_getaddrinfo, off the loop)
- *      and connects only to an address the entry may reach
- *      (net_address_allowed: no loopback, metadata, private... through a
- *      wildcard; none of this host's own addresses through a name,
- *      host-addrs.h);
- *   3. after a CONNECT, the TLS ClientHello's SNI must name the CONNECT
- *      host, so an allowed address cannot front for another name.
+ *   - each workspace's listening socket: it makes it (under the runtime
+ *     directory, mode 0666, the jail's uid checked by the proxy with
+ *     SO_PEERCRED), keeps it, and passes a copy to the proxy with
+ *     SCM_RIGHTS, so the socket (mounted into the jail) outlives a proxy;
+ *   - the rules: sent with the listener, again whenever the policy
+ *     changes (proxy_policy_changed);
+ *   - the denials: the proxy reports each; the daemon audits it and keeps
+ *     the recent ones for the call that ran then (network_denied).
  *
- * A refusal is an HTTP 403 naming the host and the policy line to change
- * (or, past the CONNECT, a closed tunnel), an audit record, and an entry
- * in the workspace's recent denials, which the tool call that was running
- * reports as network_denied. Every wait is bounded: head, connect and idle
- * timeouts, 16 KiB for a head, 1 MiB queued per direction. */
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <stdarg.h>
+ * When the proxy dies, the connections it carried end (the jail sees them
+ * closed), the calls running then say so in degraded, and the daemon
+ * starts another after a bounded backoff and sends every listener and its
+ * rules again; connections made meanwhile wait in the listener's backlog.
+ * Jails are not touched. Messages: proxy-ctl.h. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit.h"
-#include "host-addrs.h"
 #include "log.h"
-#include "net-policy.h"
 #include "path-util.h"
-#include "proxy-parse.h"
+#include "proxy-ctl.h"
 #include "proxy.h"
+#include "seccomp.h"
 #include "server.h"
 #include "sha256.h"
+#include "spawn-util.h"
+#include "time-util.h"
+#include "vs-build-config.h"
 #include "workspace.h"
 
-#define PROXY_MAX_CONNS 256          /* open connections per workspace */
-#define PROXY_HEAD_TIMEOUT_MS 30000  /* to send a request head, or the ClientHello */
-#define PROXY_CONNECT_TIMEOUT_MS 15000
-#define PROXY_IDLE_TIMEOUT_MS 300000 /* a tunnel with no traffic either way */
-#define PROXY_QUEUE_HIGH (1u << 20)  /* stop reading a side whose peer has this much queued */
-
-typedef enum ConnState {
-        CS_HEAD,       /* reading the request head */
-        CS_RESOLVING,
-        CS_CONNECTING,
-        CS_HELLO,      /* CONNECT answered: reading the ClientHello */
-        CS_SPLICE,     /* bytes both ways */
-        CS_ANSWER,     /* an answer of the proxy's own is being written; then the end */
-        CS_CLOSING,
-} ConnState;
-
-typedef struct ProxyConn ProxyConn;
-struct ProxyConn {
-        Proxy *px;
-        ProxyConn *next, *prev;
-        ConnState state;
-        uv_pipe_t client;
-        uv_tcp_t upstream;
-        uv_timer_t timer;
-        uv_getaddrinfo_t gai;
-        uv_connect_t creq;
-        unsigned handles;      /* open handles; freed at 0 */
-        bool upstream_init, gai_pending;
-        bool client_reading, upstream_reading;
-        bool client_eof, upstream_eof;
-        char *buf;             /* head, then ClientHello (VS_HTTP_HEAD_MAX) */
-        size_t len;
-        VsHttpHead head;
-        VsNetRule rule;        /* a copy of the matching entry (the policy may change meanwhile) */
-        struct addrinfo *ai;
-};
-
-static void head_ready(ProxyConn *c);
-static void upstream_ready(ProxyConn *c);
-static void on_timer_state(ProxyConn *c);
-
 #define PROXY_RECENT_DENIALS 32
+#define RESTART_MIN_MS 100
+#define RESTART_MAX_MS 10000
+#define STABLE_US (10 * 1000000ull) /* a proxy up this long restarts at once when it dies */
+
 typedef struct ProxyDenial {
         uint64_t time_us;
         char host[256];
@@ -88,35 +57,97 @@ typedef struct ProxyDenial {
 } ProxyDenial;
 
 struct Proxy {
-        Workspace *ws; /* NULL once stopped */
-        uv_loop_t *loop;
-        uv_pipe_t listener;
-        bool listening;
+        Workspace *ws;
+        uint64_t id;
+        int fd; /* the listener */
         char *path;
         uid_t peer_uid;
-        ProxyConn *conns;
-        unsigned open;
-        uint64_t total, denied;
+        uint64_t open, total, denied;
+        uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
+        Proxy *next;
 };
 
-/* ---- denials -------------------------------------------------------------- */
+/* The proxy process; one per daemon. */
+static struct {
+        uv_loop_t *loop;
+        Proxy *all;
+        uint64_t next_id;
+        pid_t pid;
+        int ctl; /* the daemon's end of the control socket, -1 when no process */
+        uv_poll_t *poll;
+        uv_timer_t *timer; /* the restart */
+        uint64_t started_us, died_us, backoff_ms;
+        unsigned restarts;
+        char last_exit[64];
+        bool seccomp;      /* what the running proxy said of itself */
+        int landlock;
+} P = { .ctl = -1 };
 
-static void record_denial(ProxyConn *c, const char *host, uint16_t port, const char *reason) {
-        Proxy *px = c->px;
+static int proc_start(VsError **err);
+static void proc_end(const char *why);
+
+/* ---- talking to the proxy ------------------------------------------------------ */
+
+static Proxy *find(uint64_t id) {
+        for (Proxy *px = P.all; px; px = px->next)
+                if (px->id == id)
+                        return px;
+        return NULL;
+}
+
+/* One message to the proxy, fd attached when >= 0. A proxy that does not
+ * take it (its socket full: stuck) is ended and started again. */
+static void send_ctl(const ProxyCtlMsg *m, int fd) {
+        if (P.ctl < 0)
+                return; /* the restart sends everything */
+        _cleanup_free_ char *s = proxy_ctl_encode(m);
+        if (!s) {
+                proc_end("out of memory encoding a message");
+                return;
+        }
+        struct iovec iov = { .iov_base = s, .iov_len = strlen(s) };
+        char cbuf[CMSG_SPACE(sizeof(int))] = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (fd >= 0) {
+                mh.msg_control = cbuf;
+                mh.msg_controllen = sizeof cbuf;
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        }
+        if (sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                proc_end(errno == EAGAIN ? "it stopped reading its control socket" : "its control socket failed");
+}
+
+static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
+        const VsPolicy *p = ws ? ws->policy : NULL;
+        m->allow = p && p->net_allowlist;
+        m->config = p ? p->config_path : NULL;
+        m->rules = p && p->net_allowlist ? p->net_rules : NULL;
+        m->n_rules = p && p->net_allowlist ? p->n_net_rules : 0;
+}
+
+static void send_add(Proxy *px) {
+        ProxyCtlMsg m = { .op = PROXY_CTL_ADD, .ws = px->id, .peer = px->peer_uid };
+        fill_rules(&m, px->ws);
+        send_ctl(&m, px->fd);
+}
+
+static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
         px->denied++;
         ProxyDenial *d = &px->recent[px->recent_next];
         px->recent_next = (px->recent_next + 1) % PROXY_RECENT_DENIALS;
         if (px->n_recent < PROXY_RECENT_DENIALS)
                 px->n_recent++;
-        d->time_us = now_us();
-        snprintf(d->host, sizeof d->host, "%s", host ? host : "");
-        d->port = port;
-        snprintf(d->reason, sizeof d->reason, "%s", reason);
-        if (!px->ws)
-                return;
-        json_t *target = json_pack("{s:s, s:i}", "host", d->host, "port", (int)port);
+        d->time_us = m->time_us;
+        snprintf(d->host, sizeof d->host, "%s", m->host);
+        d->port = m->port;
+        snprintf(d->reason, sizeof d->reason, "%s", m->reason);
+        json_t *target = json_pack("{s:s, s:i}", "host", d->host, "port", (int)d->port);
         AuditRecord a = {
                 .uid = px->peer_uid,
                 .workspace = px->ws->path,
@@ -126,16 +157,334 @@ static void record_denial(ProxyConn *c, const char *host, uint16_t port, const c
                 .generation = px->ws->generation,
                 .outcome = "denied",
                 .code = api_error_name(API_ERROR_NETWORK_DENIED),
-                .reason = reason,
+                .reason = d->reason,
         };
         audit_write(&a);
         json_decref(target);
-        log_info("%s: network denied: %s:%u: %s", px->ws->path, d->host, (unsigned)port, reason);
+        log_info("%s: network denied: %s:%u: %s", px->ws->path, d->host, (unsigned)d->port, d->reason);
 }
+
+/* Everything the proxy has sent so far. Also called before reading the
+ * denials: the proxy reports one before it answers the jail, so a call
+ * that saw its 403 finds the denial here. */
+static void drain(void) {
+        while (P.ctl >= 0) {
+                char buf[PROXY_CTL_MAX];
+                ssize_t n = recv(P.ctl, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n <= 0) {
+                        proc_end(n == 0 ? "it closed its control socket" : "its control socket failed");
+                        return;
+                }
+                ProxyCtlMsg m;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                int r = (size_t)n > sizeof buf ? -EMSGSIZE : proxy_ctl_decode(buf, (size_t)n, &m, &err);
+                if (r < 0) {
+                        /* It parses the jail's bytes: a malformed message
+                         * may mean it is no longer the program it was. */
+                        char why[300];
+                        snprintf(why, sizeof why, "it sent a malformed message (%s)",
+                                 err ? vs_error_message(err) : strerror(-r));
+                        proc_end(why);
+                        return;
+                }
+                Proxy *px = find(m.ws);
+                if (m.op == PROXY_CTL_HELLO) {
+                        P.seccomp = m.seccomp;
+                        P.landlock = (int)m.landlock;
+                } else if (px && m.op == PROXY_CTL_DENIAL)
+                        record_denial(px, &m);
+                else if (px && m.op == PROXY_CTL_CONNS) {
+                        px->open = m.open;
+                        px->total = m.total;
+                }
+                proxy_ctl_msg_done(&m);
+        }
+}
+
+static void on_ctl(uv_poll_t *p, int status, int events) {
+        (void)p;
+        (void)events;
+        if (status < 0)
+                proc_end("its control socket failed");
+        else
+                drain();
+}
+
+/* ---- the process ------------------------------------------------------------------ */
+
+static void on_closed_free(uv_handle_t *h) {
+        free(h);
+}
+
+/* While no proxy runs, a connection from the jail gets this at once
+ * rather than waiting in the backlog. What the client sends is read and
+ * dropped, never looked at, until it closes (or 2 s): closing a unix
+ * socket with unread bytes would reset the client's side before it read
+ * the answer. */
+#define REFUSED_MAX 64
+#define REFUSED_LINGER_MS 2000
+
+typedef struct Refused {
+        uv_poll_t poll;
+        uv_timer_t timer;
+        int fd, handles;
+} Refused;
+
+static unsigned n_refused;
+
+static void on_refused_closed(uv_handle_t *h) {
+        Refused *f = h->data;
+        if (--f->handles == 0) {
+                close(f->fd);
+                free(f);
+                n_refused--;
+        }
+}
+
+static void refused_end(Refused *f) {
+        if (uv_is_closing((uv_handle_t *)&f->poll))
+                return;
+        uv_close((uv_handle_t *)&f->poll, on_refused_closed);
+        uv_close((uv_handle_t *)&f->timer, on_refused_closed);
+}
+
+static void on_refused_timer(uv_timer_t *t) {
+        refused_end(t->data);
+}
+
+static void on_refused_readable(uv_poll_t *p, int status, int events) {
+        (void)events;
+        Refused *f = p->data;
+        char buf[4096];
+        ssize_t n = 1;
+        while (status >= 0 && (n = recv(f->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+                ;
+        if (status < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                refused_end(f);
+}
+
+static void on_down_connection(uv_poll_t *p, int status, int events) {
+        (void)status;
+        (void)events;
+        Proxy *px = p->data;
+        static const char msg[] =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n"
+                "vectora-sandbox: the network proxy is restarting; try again in a moment\n";
+        for (int n = 0; n < 64; n++) {
+                int fd = accept4(px->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                        break;
+                (void)!send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+                (void)shutdown(fd, SHUT_WR);
+                Refused *f = n_refused < REFUSED_MAX ? calloc(1, sizeof *f) : NULL;
+                if (!f) {
+                        close(fd);
+                        continue;
+                }
+                f->fd = fd;
+                f->poll.data = f->timer.data = f;
+                if (uv_poll_init(P.loop, &f->poll, fd) < 0) {
+                        close(fd);
+                        free(f);
+                        continue;
+                }
+                uv_timer_init(P.loop, &f->timer);
+                f->handles = 2;
+                n_refused++;
+                uv_poll_start(&f->poll, UV_READABLE | UV_DISCONNECT, on_refused_readable);
+                uv_timer_start(&f->timer, on_refused_timer, REFUSED_LINGER_MS, 0);
+        }
+}
+
+static void refuse_while_down(Proxy *px, bool on) {
+        if (on && !px->down && (px->down = malloc(sizeof *px->down))) {
+                px->down->data = px;
+                if (uv_poll_init(P.loop, px->down, px->fd) < 0 ||
+                    uv_poll_start(px->down, UV_READABLE, on_down_connection) < 0) {
+                        free(TAKE_PTR(px->down));
+                        return;
+                }
+        }
+        if (!on && px->down)
+                uv_close((uv_handle_t *)TAKE_PTR(px->down), on_closed_free);
+}
+
+static void on_restart(uv_timer_t *t) {
+        (void)t;
+        if (P.ctl >= 0 || !P.all)
+                return;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        P.restarts++;
+        if (proc_start(&err) < 0) {
+                log_error("the network proxy did not start again: %s", vs_error_message(err));
+                P.backoff_ms = P.backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS : P.backoff_ms * 2;
+                uv_timer_start(P.timer, on_restart, P.backoff_ms, 0);
+        }
+}
+
+static void reaped(int status) {
+        if (WIFSIGNALED(status))
+                snprintf(P.last_exit, sizeof P.last_exit, "signal %d", WTERMSIG(status));
+        else
+                snprintf(P.last_exit, sizeof P.last_exit, "exit %d", WEXITSTATUS(status));
+        P.pid = 0;
+}
+
+/* The process is no longer of use: ended, reaped, and another one
+ * scheduled while some workspace has a listener. */
+static void proc_end(const char *why) {
+        if (P.ctl < 0 && P.pid <= 0)
+                return;
+        if (P.poll) {
+                uv_close((uv_handle_t *)P.poll, on_closed_free);
+                P.poll = NULL;
+        }
+        if (P.ctl >= 0)
+                close(P.ctl);
+        P.ctl = -1;
+        if (P.pid > 0) {
+                int status;
+                (void)kill(P.pid, SIGKILL);
+                while (waitpid(P.pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                reaped(status);
+        }
+        if (!P.all) {
+                if (P.timer) {
+                        uv_close((uv_handle_t *)P.timer, on_closed_free);
+                        P.timer = NULL;
+                }
+                return;
+        }
+        P.died_us = now_us();
+        for (Proxy *px = P.all; px; px = px->next) {
+                px->open = 0;
+                refuse_while_down(px, true);
+        }
+        /* At once after a long run; backing off while it keeps dying. */
+        P.backoff_ms = P.died_us - P.started_us > STABLE_US ? RESTART_MIN_MS
+                       : P.backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS
+                                                            : (P.backoff_ms ? P.backoff_ms * 2 : RESTART_MIN_MS);
+        log_error("the network proxy (%s) ended: %s; the connections it carried are cut; starting it again in %llu ms",
+                  P.last_exit, why, (unsigned long long)P.backoff_ms);
+        if (!P.timer && (P.timer = malloc(sizeof *P.timer)))
+                uv_timer_init(P.loop, P.timer);
+        if (P.timer)
+                uv_timer_start(P.timer, on_restart, P.backoff_ms, 0);
+}
+
+void proxy_reap(void) {
+        int status;
+        if (P.pid > 0 && waitpid(P.pid, &status, WNOHANG) == P.pid) {
+                reaped(status);
+                proc_end("the process exited");
+        }
+}
+
+typedef struct ChildArgs {
+        int fd, log_fd;
+        const char *path;
+        char *const *argv, *const *envp;
+} ChildArgs;
+
+/* From spawn_vfork(): system calls only until the exec. */
+static int proxy_child(void *arg) {
+        const ChildArgs *a = arg;
+        /* Its log lines into the daemon's log. */
+        if (a->log_fd != STDERR_FILENO && a->log_fd >= 0 && a->log_fd != 3 && dup2(a->log_fd, STDERR_FILENO) < 0)
+                _exit(126);
+        if (a->fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(a->fd, 3) < 0)
+                _exit(126);
+        execve(a->path, a->argv, a->envp);
+        _exit(127);
+}
+
+static int proxy_program(char **ret, VsError **err) {
+        /* VECTORA_PROXY: the build tree's (the test suite's); never a
+         * path compiled in from the tree. */
+        const char *e = getenv("VECTORA_PROXY");
+        const char *path = e && *e ? e : VS_LIBEXECDIR "/vectora-sandbox-proxy";
+        if (access(path, X_OK) < 0)
+                return vs_error_set(err, -ENOENT, "%s is not an executable file; reinstall vectora-sandbox%s", path,
+                                    e && *e ? " or fix VECTORA_PROXY" : "");
+        *ret = strdup(path);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int proc_start(VsError **err) {
+        _cleanup_free_ char *path = NULL;
+        int r = proxy_program(&path, err);
+        if (r < 0)
+                return r;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return vs_error_set(err, -errno, "the network proxy's control socket: %m");
+        /* Its environment: none of the daemon's (its tokens stay there) but
+         * what the resolver and the libseccomp loader read, the pid to
+         * check after its PR_SET_PDEATHSIG, and how to log. */
+        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=" };
+        extern char **environ;
+        size_t n = 0;
+        while (environ[n])
+                n++;
+        _cleanup_free_ char **envp = calloc(n + 4, sizeof *envp);
+        char parent[64], level[64], style[64];
+        snprintf(parent, sizeof parent, "VECTORA_PROXY_PARENT=%d", (int)getpid());
+        static const char *const levels[] = { "error", "warning", "info", "debug" };
+        snprintf(level, sizeof level, "VECTORA_PROXY_LOG_LEVEL=%s", levels[log_get_level()]);
+        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)log_get_style());
+        if (!envp) {
+                close(sv[0]);
+                close(sv[1]);
+                return -ENOMEM;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < ELEMENTSOF(keep); j++)
+                        if (strncmp(environ[i], keep[j], strlen(keep[j])) == 0) {
+                                envp[k++] = environ[i];
+                                break;
+                        }
+        envp[k++] = parent;
+        envp[k++] = level;
+        envp[k++] = style;
+        char *argv[] = { (char *)"vectora-sandbox-proxy", NULL };
+        ChildArgs a = { .fd = sv[1], .log_fd = log_get_fd(), .path = path, .argv = argv, .envp = envp };
+        pid_t pid = spawn_vfork(proxy_child, &a);
+        close(sv[1]);
+        if (pid < 0) {
+                close(sv[0]);
+                return vs_error_set(err, (int)pid, "starting %s: %s", path, strerror((int)-pid));
+        }
+        P.pid = pid;
+        P.ctl = sv[0];
+        P.seccomp = false;
+        P.landlock = 0;
+        P.started_us = now_us();
+        P.poll = malloc(sizeof *P.poll);
+        if (!P.poll || uv_poll_init(P.loop, P.poll, P.ctl) < 0) {
+                free(TAKE_PTR(P.poll));
+                proc_end("its control socket cannot be watched");
+                return vs_error_set(err, -ENOMEM, "watching the network proxy's control socket failed");
+        }
+        uv_poll_start(P.poll, UV_READABLE | UV_DISCONNECT, on_ctl);
+        log_info("the network proxy started (pid %d)", (int)pid);
+        for (Proxy *px = P.all; px && P.ctl >= 0; px = px->next) {
+                refuse_while_down(px, false);
+                send_add(px);
+        }
+        return 0;
+}
+
+/* ---- per workspace ------------------------------------------------------------- */
 
 json_t *proxy_denials_since(Proxy *px, uint64_t since_us) {
         if (!px)
                 return NULL;
+        drain();
         json_t *a = NULL;
         for (size_t k = 0; k < px->n_recent; k++) {
                 size_t i = (px->recent_next + PROXY_RECENT_DENIALS - px->n_recent + k) % PROXY_RECENT_DENIALS;
@@ -150,548 +499,78 @@ json_t *proxy_denials_since(Proxy *px, uint64_t since_us) {
         return a;
 }
 
+const char *proxy_lost_since(Proxy *px, uint64_t since_us) {
+        if (!px || !P.died_us || P.died_us < since_us)
+                return NULL;
+        return "network: the proxy process ended while the call ran (its connections were cut); the daemon started it again";
+}
+
 json_t *proxy_status(Proxy *px) {
         if (!px)
                 return NULL;
+        drain();
         return json_pack("{s:I, s:I, s:I}", "open", (json_int_t)px->open, "connections", (json_int_t)px->total,
                          "denied", (json_int_t)px->denied);
 }
 
-/* ---- connection lifetime -------------------------------------------------- */
-
-static void conn_free(ProxyConn *c) {
-        Proxy *px = c->px;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                px->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        px->open--;
-        free(c->buf);
-        http_head_done(&c->head);
-        net_rule_done(&c->rule);
-        if (c->ai)
-                uv_freeaddrinfo(c->ai);
-        free(c);
-        if (!px->ws && !px->conns && !px->listening) {
-                free(px->path);
-                free(px);
-        }
+static long proc_uid(pid_t pid) {
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        while (f && fgets(line, sizeof line, f))
+                if (strncmp(line, "Uid:", 4) == 0)
+                        return strtol(line + 4, NULL, 10);
+        return -1;
 }
 
-static void on_handle_closed(uv_handle_t *h) {
-        ProxyConn *c = h->data;
-        if (--c->handles == 0 && !c->gai_pending)
-                conn_free(c);
-}
-
-static void conn_close(ProxyConn *c) {
-        if (c->state == CS_CLOSING)
-                return;
-        c->state = CS_CLOSING;
-        if (c->gai_pending)
-                uv_cancel((uv_req_t *)&c->gai);
-        uv_close((uv_handle_t *)&c->client, on_handle_closed);
-        uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-        if (c->upstream_init)
-                uv_close((uv_handle_t *)&c->upstream, on_handle_closed);
-}
-
-typedef struct WriteReq {
-        uv_write_t req;
-        ProxyConn *conn;
-        bool close_after;
-        char data[];
-} WriteReq;
-
-static void resume_reading(ProxyConn *c);
-
-static void on_written(uv_write_t *w, int status) {
-        WriteReq *wr = (WriteReq *)w;
-        ProxyConn *c = wr->conn;
-        bool close_after = wr->close_after;
-        free(wr);
-        if (c->state == CS_CLOSING)
-                return;
-        if (status < 0 || close_after) {
-                conn_close(c);
-                return;
-        }
-        resume_reading(c);
-}
-
-/* Queues a copy of data on s. */
-static int send_copy(ProxyConn *c, uv_stream_t *s, const void *data, size_t len, bool close_after) {
-        WriteReq *wr = malloc(sizeof *wr + len);
-        if (!wr)
-                return -ENOMEM;
-        wr->conn = c;
-        wr->close_after = close_after;
-        memcpy(wr->data, data, len);
-        uv_buf_t b = uv_buf_init(wr->data, (unsigned)len);
-        int r = uv_write(&wr->req, s, &b, 1, on_written);
-        if (r < 0)
-                free(wr);
-        return r;
-}
-
-/* An HTTP answer to the client, then the end of the connection. */
-_printf_(4, 5) static void respond(ProxyConn *c, int status, const char *title, const char *fmt, ...) {
-        char body[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(body, sizeof body, fmt, ap);
-        va_end(ap);
-        char msg[1400];
-        int n = snprintf(msg, sizeof msg,
-                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
-                         status, title, strlen(body) + 1, body);
-        if (c->client_reading) {
-                uv_read_stop((uv_stream_t *)&c->client);
-                c->client_reading = false;
-        }
-        c->state = CS_ANSWER;
-        on_timer_state(c);
-        if (send_copy(c, (uv_stream_t *)&c->client, msg, (size_t)n, true) < 0)
-                conn_close(c);
-}
-
-/* A refusal: recorded, audited, answered with 403 while the client still
- * speaks HTTP; past a CONNECT's 200, the tunnel is closed. */
-static void deny(ProxyConn *c, const char *host, uint16_t port, const char *reason, bool http) {
-        record_denial(c, host, port, reason);
-        if (!http) {
-                conn_close(c);
-                return;
-        }
-        const char *config = c->px->ws && c->px->ws->policy ? c->px->ws->policy->config_path : "vectora.toml";
-        respond(c, 403, "Forbidden",
-                "vectora-sandbox: %s port %u is refused by the workspace's network policy: %s. "
-                "To allow it, add \"%s\" (or \"%s:%u\") to network = [...] in %s.",
-                host, (unsigned)port, reason, host, host, (unsigned)port, config);
-}
-
-/* ---- splicing --------------------------------------------------------------- */
-
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-        (void)h;
-        (void)suggested;
-        /* Room for a WriteReq header in front, so the bytes read are
-         * written on without a copy. */
-        WriteReq *wr = malloc(sizeof *wr + 65536);
-        *b = wr ? uv_buf_init(wr->data, 65536) : uv_buf_init(NULL, 0);
-}
-
-static WriteReq *req_of(const uv_buf_t *b) {
-        return b->base ? (WriteReq *)(b->base - offsetof(WriteReq, data)) : NULL;
-}
-
-static void on_client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
-static void on_upstream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
-
-static void resume_reading(ProxyConn *c) {
-        if (c->state != CS_SPLICE && c->state != CS_HELLO)
-                return;
-        if (c->state == CS_SPLICE && !c->client_reading && !c->client_eof &&
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) < PROXY_QUEUE_HIGH / 4)
-                c->client_reading = uv_read_start((uv_stream_t *)&c->client, alloc_cb, on_client_read) == 0;
-        if (!c->upstream_reading && !c->upstream_eof &&
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->client) < PROXY_QUEUE_HIGH / 4)
-                c->upstream_reading = uv_read_start((uv_stream_t *)&c->upstream, alloc_cb, on_upstream_read) == 0;
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status) {
-        (void)status;
-        free(req);
-}
-
-/* Moves one read from one side to the other; EOF half-closes. */
-static void forward(ProxyConn *c, uv_stream_t *from, uv_stream_t *to, bool *reading, bool *eof, ssize_t n,
-                    const uv_buf_t *b) {
-        WriteReq *wr = req_of(b);
-        if (n <= 0) {
-                free(wr);
-                if (n == 0)
-                        return;
-                if (n != UV_EOF) {
-                        conn_close(c);
-                        return;
-                }
-                *eof = true;
-                uv_read_stop(from);
-                *reading = false;
-                if (c->client_eof && c->upstream_eof) {
-                        conn_close(c);
-                        return;
-                }
-                uv_shutdown_t *sd = malloc(sizeof *sd);
-                if (!sd || uv_shutdown(sd, to, on_shutdown) < 0)
-                        free(sd);
-                return;
-        }
-        uv_timer_again(&c->timer);
-        wr->conn = c;
-        wr->close_after = false;
-        uv_buf_t out = uv_buf_init(wr->data, (unsigned)n);
-        if (uv_write(&wr->req, to, &out, 1, on_written) < 0) {
-                free(wr);
-                conn_close(c);
-                return;
-        }
-        if (uv_stream_get_write_queue_size(to) > PROXY_QUEUE_HIGH) {
-                uv_read_stop(from);
-                *reading = false;
-        }
-}
-
-static void check_hello(ProxyConn *c);
-
-static void on_client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
-        ProxyConn *c = s->data;
-        if (c->state == CS_CLOSING || c->state == CS_ANSWER) {
-                free(req_of(b));
-                return;
-        }
-        if (c->state == CS_SPLICE) {
-                forward(c, s, (uv_stream_t *)&c->upstream, &c->client_reading, &c->client_eof, n, b);
-                return;
-        }
-        /* Head or ClientHello: gathered in c->buf, bounded. */
-        WriteReq *wr = req_of(b);
-        if (n < 0) {
-                free(wr);
-                conn_close(c);
-                return;
-        }
-        size_t room = VS_HTTP_HEAD_MAX - c->len;
-        size_t k = (size_t)n < room ? (size_t)n : room;
-        if (k)
-                memcpy(c->buf + c->len, b->base, k);
-        c->len += k;
-        free(wr);
-        if (c->state == CS_HEAD)
-                head_ready(c);
-        else if (c->state == CS_HELLO)
-                check_hello(c);
-}
-
-static void on_upstream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
-        ProxyConn *c = s->data;
-        if (c->state == CS_CLOSING || c->state == CS_ANSWER) {
-                free(req_of(b));
-                return;
-        }
-        forward(c, s, (uv_stream_t *)&c->client, &c->upstream_reading, &c->upstream_eof, n, b);
-}
-
-/* ---- CONNECT: the ClientHello ------------------------------------------------ */
-
-static void start_splice(ProxyConn *c, const char *pending, size_t len) {
-        c->state = CS_SPLICE;
-        on_timer_state(c);
-        if (len && send_copy(c, (uv_stream_t *)&c->upstream, pending, len, false) < 0) {
-                conn_close(c);
-                return;
-        }
-        resume_reading(c);
-}
-
-static void check_hello(ProxyConn *c) {
-        _cleanup_free_ char *sni = NULL;
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = tls_client_hello_sni((const uint8_t *)c->buf, c->len, &sni, &err);
-        if (r == 0) {
-                if (c->len >= VS_HTTP_HEAD_MAX)
-                        deny(c, c->head.host, c->head.port, "the TLS ClientHello is larger than the proxy reads", false);
-                return; /* more to come */
-        }
-        if (r == -EPROTO) {
-                /* Not TLS: another protocol to an allowed host and port. */
-                start_splice(c, c->buf, c->len);
-                return;
-        }
-        if (r < 0) {
-                char why[300];
-                snprintf(why, sizeof why, "malformed TLS ClientHello: %s", err ? vs_error_message(err) : strerror(-r));
-                deny(c, c->head.host, c->head.port, why, false);
-                return;
-        }
-        if (sni && !streq(sni, c->head.host)) {
-                char why[400];
-                snprintf(why, sizeof why,
-                         "the TLS server name (SNI) \"%s\" differs from the CONNECT host: one allowed address may not front for another name",
-                         sni);
-                deny(c, c->head.host, c->head.port, why, false);
-                return;
-        }
-        start_splice(c, c->buf, c->len);
-}
-
-/* ---- upstream connection ----------------------------------------------------- */
-
-static void on_connected(uv_connect_t *req, int status) {
-        ProxyConn *c = req->data;
-        if (c->state == CS_CLOSING)
-                return;
-        if (status < 0) {
-                respond(c, 502, "Bad Gateway", "vectora-sandbox: cannot connect to %s port %u: %s", c->head.host,
-                        (unsigned)c->head.port, uv_strerror(status));
-                return;
-        }
-        upstream_ready(c);
-}
-
-/* Connects to the first address the entry may reach (getaddrinfo's order,
- * which prefers what this host can route). */
-static void connect_first(ProxyConn *c, const VsNetAddr *own, size_t n_own) {
-        for (struct addrinfo *a = c->ai; a; a = a->ai_next) {
-                const char *why = NULL;
-                if (!net_address_allowed(&c->rule, a->ai_addr, own, n_own, &why))
-                        continue;
-                int r = uv_tcp_init(c->px->loop, &c->upstream);
-                if (r < 0)
-                        break;
-                c->upstream.data = c;
-                c->upstream_init = true;
-                c->handles++;
-                c->creq.data = c;
-                c->state = CS_CONNECTING;
-                on_timer_state(c);
-                r = uv_tcp_connect(&c->creq, &c->upstream, a->ai_addr, on_connected);
-                if (r < 0)
-                        respond(c, 502, "Bad Gateway", "vectora-sandbox: cannot connect to %s port %u: %s",
-                                c->head.host, (unsigned)c->head.port, uv_strerror(r));
-                return;
-        }
-        respond(c, 502, "Bad Gateway", "vectora-sandbox: cannot connect to %s port %u", c->head.host,
-                (unsigned)c->head.port);
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
-        ProxyConn *c = req->data;
-        c->gai_pending = false;
-        if (c->state == CS_CLOSING) {
-                if (res)
-                        uv_freeaddrinfo(res);
-                if (c->handles == 0)
-                        conn_free(c);
-                return;
-        }
-        if (status < 0) {
-                respond(c, 502, "Bad Gateway", "vectora-sandbox: cannot resolve %s: %s", c->head.host,
-                        uv_strerror(status));
-                return;
-        }
-        c->ai = res;
-        /* Read now, after the name resolved: an interface that came up
-         * meanwhile counts. */
-        const VsNetAddr *own = NULL;
-        size_t n_own = 0;
-        int r = host_addrs_get(&own, &n_own);
-        if (r < 0) {
-                respond(c, 503, "Service Unavailable",
-                        "vectora-sandbox: cannot read this host's own addresses to keep %s from reaching them: %s",
-                        c->head.host, strerror(-r));
-                return;
-        }
-        /* Some address must be one the entry may reach; say why not. */
-        const char *why = NULL, *first_why = NULL;
-        char first_addr[INET6_ADDRSTRLEN] = "";
-        bool any = false;
-        for (struct addrinfo *a = res; a; a = a->ai_next) {
-                if (a->ai_family == AF_INET)
-                        ((struct sockaddr_in *)a->ai_addr)->sin_port = htons(c->head.port);
-                else if (a->ai_family == AF_INET6)
-                        ((struct sockaddr_in6 *)a->ai_addr)->sin6_port = htons(c->head.port);
-                if (net_address_allowed(&c->rule, a->ai_addr, own, n_own, &why))
-                        any = true;
-                else if (!first_why) {
-                        first_why = why;
-                        const void *ad = a->ai_family == AF_INET ? (void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr
-                                                                : (void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
-                        inet_ntop(a->ai_family, ad, first_addr, sizeof first_addr);
-                }
-        }
-        if (!any) {
-                char reason[400];
-                snprintf(reason, sizeof reason,
-                         "%s resolves to %s (%s), which the entry \"%s\" may not reach (%s)", c->head.host,
-                         first_addr, first_why ? first_why : "no address",
-                         c->rule.written ? c->rule.written : c->rule.host,
-                         c->rule.kind == VS_NET_WILDCARD ? "a wildcard reaches public addresses only, never this host's own; list the literal address to reach it"
-                                                         : "list the literal address to reach it");
-                deny(c, c->head.host, c->head.port, reason, true);
-                return;
-        }
-        connect_first(c, own, n_own);
-}
-
-static void upstream_ready(ProxyConn *c) {
-        if (c->head.connect) {
-                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-                if (send_copy(c, (uv_stream_t *)&c->client, ok, sizeof ok - 1, false) < 0) {
-                        conn_close(c);
-                        return;
-                }
-                /* The bytes after the head are the start of the ClientHello. */
-                size_t extra = c->len - c->head.head_len;
-                memmove(c->buf, c->buf + c->head.head_len, extra);
-                c->len = extra;
-                c->state = CS_HELLO;
-                on_timer_state(c);
-                /* The server may speak first (some protocols do): its bytes
-                 * flow at once; the client's wait for the hello check. */
-                resume_reading(c);
-                c->client_reading = uv_read_start((uv_stream_t *)&c->client, alloc_cb, on_client_read) == 0;
-                if (c->len)
-                        check_hello(c);
-                return;
-        }
-        /* Plain HTTP: the request in origin form, then whatever followed. */
-        StrBuf out = {};
-        if (strbuf_appendf(&out, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
-                           c->head.forward_headers) < 0 ||
-            strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0 ||
-            send_copy(c, (uv_stream_t *)&c->upstream, out.data, out.len, false) < 0) {
-                strbuf_done(&out);
-                conn_close(c);
-                return;
-        }
-        strbuf_done(&out);
-        c->state = CS_SPLICE;
-        resume_reading(c);
-}
-
-/* ---- the request head ----------------------------------------------------------- */
-
-static void head_ready(ProxyConn *c) {
-        int64_t end = http_head_end(c->buf, c->len);
-        if (end == 0)
-                return;
-        if (end < 0) {
-                respond(c, 431, "Request Header Fields Too Large", "vectora-sandbox: the request head exceeds %d bytes",
-                        VS_HTTP_HEAD_MAX);
-                return;
-        }
-        _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = http_head_parse(c->buf, (size_t)end, &c->head, &err);
-        if (r < 0) {
-                respond(c, 400, "Bad Request", "vectora-sandbox: %s",
-                        err ? vs_error_message(err) : strerror(-r));
-                return;
-        }
-        uv_read_stop((uv_stream_t *)&c->client);
-        c->client_reading = false;
-        Proxy *px = c->px;
-        const VsPolicy *p = px->ws ? px->ws->policy : NULL;
-        if (!p || !p->net_allowlist) {
-                deny(c, c->head.host, c->head.port, "the workspace's policy has no network allowlist now", true);
-                return;
-        }
-        const VsNetRule *rule = net_match(p->net_rules, p->n_net_rules, c->head.host, c->head.port);
-        if (!rule) {
-                deny(c, c->head.host, c->head.port, "not in the workspace's network allowlist", true);
-                return;
-        }
-        c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,
-                                .host = strdup(rule->host), .written = strdup(rule->written ? rule->written : rule->host) };
-        if (!c->rule.host || !c->rule.written) {
-                respond(c, 503, "Service Unavailable", "vectora-sandbox: out of memory");
-                return;
-        }
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                  .ai_flags = rule->kind == VS_NET_IP ? AI_NUMERICHOST : AI_ADDRCONFIG };
-        c->gai.data = c;
-        c->state = CS_RESOLVING;
-        on_timer_state(c);
-        r = uv_getaddrinfo(px->loop, &c->gai, on_resolved, c->head.host, NULL, &hints);
-        if (r < 0) {
-                respond(c, 502, "Bad Gateway", "vectora-sandbox: cannot resolve %s: %s", c->head.host, uv_strerror(r));
-                return;
-        }
-        c->gai_pending = true;
-}
-
-/* ---- timers, accept, start/stop --------------------------------------------------- */
-
-static void on_timer(uv_timer_t *t) {
-        ProxyConn *c = t->data;
-        if (c->state == CS_CONNECTING || c->state == CS_RESOLVING)
-                respond(c, 504, "Gateway Timeout", "vectora-sandbox: %s port %u did not answer in time",
-                        c->head.host ? c->head.host : "?", (unsigned)c->head.port);
-        else
-                conn_close(c); /* no head, no hello, an answer not taken, or an idle tunnel */
-}
-
-static void on_timer_state(ProxyConn *c) {
-        uint64_t ms = c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS
-                      : c->state == CS_CONNECTING || c->state == CS_RESOLVING ? PROXY_CONNECT_TIMEOUT_MS
-                                                                               : PROXY_HEAD_TIMEOUT_MS;
-        uv_timer_start(&c->timer, on_timer, ms, c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS : 0);
-}
-
-static void on_connection(uv_stream_t *server, int status) {
-        Proxy *px = server->data;
-        if (status < 0 || !px->ws)
-                return;
-        ProxyConn *c = calloc(1, sizeof *c);
-        if (!c || !(c->buf = malloc(VS_HTTP_HEAD_MAX))) {
-                free(c);
-                /* Accept and drop, or the listener would spin. */
-                uv_pipe_t tmp;
-                if (uv_pipe_init(px->loop, &tmp, 0) == 0) {
-                        (void)uv_accept(server, (uv_stream_t *)&tmp);
-                        uv_close((uv_handle_t *)&tmp, NULL);
-                }
-                return;
-        }
-        c->px = px;
-        c->next = px->conns;
-        if (c->next)
-                c->next->prev = c;
-        px->conns = c;
-        px->open++;
-        px->total++;
-        uv_pipe_init(px->loop, &c->client, 0);
-        uv_timer_init(px->loop, &c->timer);
-        c->client.data = c->timer.data = c;
-        c->handles = 2;
-        c->state = CS_HEAD;
-        if (uv_accept(server, (uv_stream_t *)&c->client) < 0) {
-                conn_close(c);
-                return;
-        }
-        /* Only the jail's own uid: the socket file is reachable on the host. */
-        struct ucred cred;
-        socklen_t clen = sizeof cred;
-        uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0 ||
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != px->peer_uid) {
-                conn_close(c);
-                return;
-        }
-        if (px->open > PROXY_MAX_CONNS) {
-                respond(c, 503, "Service Unavailable",
-                        "vectora-sandbox: the workspace has %d connections open through the proxy; close some",
-                        PROXY_MAX_CONNS);
-                return;
-        }
-        on_timer_state(c);
-        c->client_reading = uv_read_start((uv_stream_t *)&c->client, alloc_cb, on_client_read) == 0;
+json_t *proxy_process_status(void) {
+        if (!P.all && !P.restarts && !P.pid)
+                return NULL;
+        drain();
+        return json_pack("{s:b, s:i, s:I, s:I, s:s?, s:b, s:i}", "running", P.pid > 0, "pid", (int)P.pid, "uid",
+                         (json_int_t)(P.pid > 0 ? proc_uid(P.pid) : -1), "restarts", (json_int_t)P.restarts,
+                         "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", P.seccomp, "landlock_abi",
+                         P.landlock);
 }
 
 void proxy_set_peer(Proxy *px, uid_t uid) {
-        if (px)
-                px->peer_uid = uid;
+        if (!px)
+                return;
+        px->peer_uid = uid;
+        send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_PEER, .ws = px->id, .peer = uid }, -1);
+}
+
+void proxy_policy_changed(Workspace *ws) {
+        Proxy *px = ws->proxy;
+        if (!px)
+                return;
+        ProxyCtlMsg m = { .op = PROXY_CTL_RULES, .ws = px->id };
+        fill_rules(&m, ws);
+        send_ctl(&m, -1);
+}
+
+static int listen_on(const char *path, VsError **err) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof sa.sun_path)
+                return vs_error_set(err, -ENAMETOOLONG, "%s: path too long for a unix socket", path);
+        strcpy(sa.sun_path, path);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return vs_error_set(err, -errno, "socket: %m");
+        (void)unlink(path);
+        /* The jail's uid must connect; the proxy's SO_PEERCRED check
+         * keeps others out. */
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 64) < 0)
+                return vs_error_set(err, -errno, "%s: %m", path);
+        return TAKE_FD(fd);
 }
 
 int proxy_ensure(Workspace *ws, uid_t peer_uid, const char **ret_path, VsError **err) {
         Server *srv = ws->srv;
         Proxy *px = ws->proxy;
         if (px) {
-                px->peer_uid = peer_uid;
+                if (px->peer_uid != peer_uid)
+                        proxy_set_peer(px, peer_uid);
                 *ret_path = px->path;
                 return 0;
         }
@@ -709,40 +588,36 @@ int proxy_ensure(Workspace *ws, uid_t peer_uid, const char **ret_path, VsError *
                 free(px);
                 return -ENOMEM;
         }
-        px->ws = ws;
-        px->loop = srv->loop;
-        px->peer_uid = peer_uid;
-        (void)unlink(px->path);
-        int r = uv_pipe_init(srv->loop, &px->listener, 0);
-        if (r >= 0) {
-                px->listener.data = px;
-                r = uv_pipe_bind(&px->listener, px->path);
-                /* The jail's uid must connect; SO_PEERCRED keeps others out. */
-                if (r >= 0)
-                        r = chmod(px->path, 0666) < 0 ? -errno : 0;
-                if (r >= 0)
-                        r = uv_listen((uv_stream_t *)&px->listener, 64, on_connection);
-                px->listening = true;
-        }
-        if (r < 0) {
-                int k = vs_error_set(err, r, "the network proxy for %s cannot listen on %s: %s", ws->path, px->path,
-                                     uv_strerror(r));
-                px->ws = NULL;
-                proxy_stop(px);
-                return k;
-        }
-        ws->proxy = px;
-        *ret_path = px->path;
-        return 0;
-}
-
-static void on_listener_closed(uv_handle_t *h) {
-        Proxy *px = h->data;
-        px->listening = false;
-        if (!px->conns) {
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        px->fd = listen_on(px->path, &e);
+        if (px->fd < 0) {
+                int k = vs_error_set(err, px->fd, "the network proxy for %s cannot listen: %s", ws->path,
+                                     vs_error_message(e));
                 free(px->path);
                 free(px);
+                return k;
         }
+        px->ws = ws;
+        px->id = ++P.next_id;
+        px->peer_uid = peer_uid;
+        P.loop = srv->loop;
+        px->next = P.all;
+        P.all = px;
+        ws->proxy = px;
+        if (P.ctl >= 0)
+                send_add(px);
+        else if (!P.timer || !uv_is_active((uv_handle_t *)P.timer)) {
+                int r = proc_start(&e);
+                if (r < 0) {
+                        int k = vs_error_set(err, r, "the network proxy process cannot start: %s",
+                                             vs_error_message(e));
+                        proxy_stop(px);
+                        return k;
+                }
+        } else
+                refuse_while_down(px, true); /* until the restart */
+        *ret_path = px->path;
+        return 0;
 }
 
 void proxy_stop(Proxy *px) {
@@ -750,15 +625,24 @@ void proxy_stop(Proxy *px) {
                 return;
         if (px->ws)
                 px->ws->proxy = NULL;
-        px->ws = NULL;
-        if (px->path)
-                (void)unlink(px->path);
-        for (ProxyConn *c = px->conns; c; c = c->next)
-                conn_close(c);
-        if (px->listening)
-                uv_close((uv_handle_t *)&px->listener, on_listener_closed);
-        else if (!px->conns) {
-                free(px->path);
-                free(px);
+        for (Proxy **p = &P.all; *p; p = &(*p)->next)
+                if (*p == px) {
+                        *p = px->next;
+                        break;
+                }
+        send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_REMOVE, .ws = px->id }, -1);
+        refuse_while_down(px, false);
+        (void)unlink(px->path);
+        close(px->fd);
+        free(px->path);
+        free(px);
+        /* No listener left: no process either (none is left behind when
+         * the daemon stops). */
+        if (!P.all) {
+                proc_end("no workspace has a network allowlist now");
+                if (P.timer) {
+                        uv_close((uv_handle_t *)P.timer, on_closed_free);
+                        P.timer = NULL;
+                }
         }
 }

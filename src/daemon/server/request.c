@@ -55,6 +55,12 @@ static void network_result(Request *r, json_t *o) {
         json_t *d = proxy_denials_since(r->ws->proxy, r->t0_us);
         if (d)
                 json_object_set_new(o, "network_denied", d);
+        /* The proxy process ended meanwhile: the connections it carried
+         * were cut, which the tool may report as a plain network error. */
+        const char *lost = proxy_lost_since(r->ws->proxy, r->t0_us);
+        json_t *deg = lost ? json_object_get(json_object_get(o, "sandbox"), "degraded") : NULL;
+        if (json_is_array(deg))
+                json_array_append_new(deg, json_string(lost));
         for (size_t i = 0; i < r->n_texts; i++)
                 if (r->texts[i].data && memmem(r->texts[i].data, r->texts[i].len, "Network is unreachable", 22)) {
                         json_object_set_new(o, "network_note",

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "path-util.h"
 #include "process.h"
+#include "proxy.h"
 #include "reply-fit.h"
 #include "request.h"
 #include "server.h"
@@ -177,6 +178,9 @@ static void status_reply(Request *r) {
                               (int)srv->opt.max_workers, "max_clients", (int)srv->opt.max_clients, "socket",
                               srv->opt.socket_path, "audit_log", srv->opt.audit_path, "instance", srv->instance_id,
                               "boot_id", srv->boot_id);
+        json_t *pp = d ? proxy_process_status() : NULL;
+        if (pp)
+                json_object_set_new(d, "proxy", pp);
         if (d) {
                 json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
                 uint64_t lost = 0;

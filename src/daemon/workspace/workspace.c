@@ -109,6 +109,9 @@ static void policy_replace(Workspace *ws, VsPolicy *p) {
         else
                 policy_free(old);
         ws->policy = p;
+        /* The proxy process decides with the rules it was last sent. */
+        if (p)
+                proxy_policy_changed(ws);
 }
 
 static void reload(Workspace *ws) {

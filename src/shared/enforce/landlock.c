@@ -208,3 +208,35 @@ int landlock_apply(char *const *rw_dirs, int *ret_abi, VsError **err) {
                 *ret_abi = abi;
         return 0;
 }
+
+int landlock_apply_read_only(char *const *ro_paths, int *ret_abi, VsError **err) {
+        int abi = landlock_abi_version();
+        if (abi <= 0)
+                return vs_error_set(err, -EOPNOTSUPP,
+                                    "Landlock is not available (needs Linux >= 5.13 with landlock in the lsm= list)");
+        const uint64_t read = VS_LANDLOCK_ACCESS_FS_READ_FILE | VS_LANDLOCK_ACCESS_FS_READ_DIR;
+        struct vs_landlock_ruleset_attr attr = {
+                .handled_access_fs = handled_fs(abi) | read | VS_LANDLOCK_ACCESS_FS_EXECUTE,
+                .scoped = abi >= 6 ? VS_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | VS_LANDLOCK_SCOPE_SIGNAL : 0,
+        };
+        _cleanup_close_ int ruleset_fd = (int) syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+        if (ruleset_fd < 0)
+                return errno_error(err, "landlock_create_ruleset (ABI %d)", abi);
+        for (char *const *p = ro_paths; p && *p; p++) {
+                _cleanup_close_ int fd = open(*p, O_PATH | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return errno_error(err, "landlock: opening %s", *p);
+                int r = add_path_rule(ruleset_fd, fd, S_ISDIR(st.st_mode) ? read : VS_LANDLOCK_ACCESS_FS_READ_FILE);
+                if (r < 0)
+                        return vs_error_set(err, r, "landlock_add_rule(%s): %s", *p, strerror(-r));
+        }
+        if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)
+                return errno_error(err, "landlock_restrict_self%s",
+                                   errno == EPERM ? " (no_new_privs must be set first)" : "");
+        if (ret_abi)
+                *ret_abi = abi;
+        return 0;
+}

@@ -17,3 +17,8 @@ int landlock_abi_version(void);
  * mount namespace. Requires PR_SET_NO_NEW_PRIVS. On success *ret_abi is the
  * ABI used. -EOPNOTSUPP when the kernel has no Landlock. */
 int landlock_apply(char *const *rw_dirs, int *ret_abi, VsError **err);
+
+/* Restricts the calling process further (the network proxy's): no write
+ * of any kind anywhere, no exec, and reads only below ro_paths
+ * (NULL-terminated, absolute; missing ones are skipped). */
+int landlock_apply_read_only(char *const *ro_paths, int *ret_abi, VsError **err);

@@ -25,7 +25,7 @@ typedef struct VsNetRule {
 #define VS_NET_LABEL_MAX 63
 
 /* One of this host's own addresses (an interface's), as the daemon reads
- * them (src/daemon/net/host-addrs.h). */
+ * them (src/proxy/host-addrs.h). */
 typedef struct VsNetAddr {
         int family;       /* AF_INET (addr[0..4)) or AF_INET6 */
         uint8_t addr[16];

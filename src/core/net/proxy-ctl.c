@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+#include "proxy-ctl.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+static const char *const op_names[] = {
+        [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
+        [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
+        [PROXY_CTL_HELLO] = "hello",
+};
+
+void proxy_ctl_msg_done(ProxyCtlMsg *m) {
+        for (size_t i = 0; i < m->n_rules; i++)
+                net_rule_done(&m->rules[i]);
+        free(m->rules);
+        free(m->config);
+        free(m->host);
+        free(m->reason);
+        *m = (ProxyCtlMsg) {};
+}
+
+/* An unsigned integer field in [0, max]. */
+static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *ret, VsError **err) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+                return vs_error_set(err, -EBADMSG, "proxy control: \"%s\" must be an integer in [0, %llu]", key,
+                                    (unsigned long long)max);
+        *ret = (uint64_t)json_integer_value(v);
+        return 0;
+}
+
+static int get_str(json_t *o, const char *key, size_t max, char **ret, VsError **err) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_string(v) || json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
+                return vs_error_set(err, -EBADMSG, "proxy control: \"%s\" must be a string of at most %zu bytes", key,
+                                    max);
+        return (*ret = strdup(json_string_value(v))) ? 0 : -ENOMEM;
+}
+
+static int get_rules(json_t *o, ProxyCtlMsg *m, VsError **err) {
+        json_t *a = json_object_get(o, "rules");
+        if (!json_is_array(a) || json_array_size(a) > PROXY_CTL_MAX_RULES)
+                return vs_error_set(err, -EBADMSG, "proxy control: \"rules\" must be an array of at most %d",
+                                    PROXY_CTL_MAX_RULES);
+        if (json_array_size(a) && !(m->rules = calloc(json_array_size(a), sizeof *m->rules)))
+                return -ENOMEM;
+        size_t i;
+        json_t *e;
+        json_array_foreach(a, i, e) {
+                VsNetRule *r = &m->rules[m->n_rules];
+                uint64_t kind, port, line, col;
+                int k;
+                if (!json_is_object(e))
+                        return vs_error_set(err, -EBADMSG, "proxy control: a rule must be an object");
+                m->n_rules++;
+                if ((k = get_uint(e, "kind", VS_NET_IP, &kind, err)) < 0 ||
+                    (k = get_uint(e, "port", UINT16_MAX, &port, err)) < 0 ||
+                    (k = get_uint(e, "line", UINT32_MAX, &line, err)) < 0 ||
+                    (k = get_uint(e, "col", UINT32_MAX, &col, err)) < 0 ||
+                    (k = get_str(e, "host", VS_NET_HOST_MAX + 2, &r->host, err)) < 0 ||
+                    (k = get_str(e, "written", 1024, &r->written, err)) < 0)
+                        return k;
+                r->kind = (VsNetKind)kind;
+                r->port = (uint16_t)port;
+                r->line = (unsigned)line;
+                r->col = (unsigned)col;
+        }
+        return 0;
+}
+
+static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
+        const char *op = json_string_value(json_object_get(o, "op"));
+        size_t i = 0;
+        while (i < ELEMENTSOF(op_names) && !(op && streq(op, op_names[i])))
+                i++;
+        if (i == ELEMENTSOF(op_names))
+                return vs_error_set(err, -EBADMSG, "proxy control: unknown op");
+        m->op = (ProxyCtlOp)i;
+        uint64_t v;
+        int r = get_uint(o, "ws", UINT32_MAX, &m->ws, err);
+        if (r < 0)
+                return r;
+        switch (m->op) {
+        case PROXY_CTL_ADD:
+        case PROXY_CTL_RULES:
+                if (!json_is_boolean(json_object_get(o, "allow")))
+                        return vs_error_set(err, -EBADMSG, "proxy control: \"allow\" must be a boolean");
+                m->allow = json_is_true(json_object_get(o, "allow"));
+                if ((r = get_str(o, "config", 4096, &m->config, err)) < 0 || (r = get_rules(o, m, err)) < 0)
+                        return r;
+                if (m->op == PROXY_CTL_RULES)
+                        break;
+                __attribute__((fallthrough));
+        case PROXY_CTL_PEER:
+                if ((r = get_uint(o, "peer", UINT32_MAX, &v, err)) < 0)
+                        return r;
+                m->peer = (uid_t)v;
+                break;
+        case PROXY_CTL_REMOVE:
+                break;
+        case PROXY_CTL_DENIAL:
+                if ((r = get_uint(o, "time_us", INT64_MAX, &m->time_us, err)) < 0 ||
+                    (r = get_str(o, "host", 255, &m->host, err)) < 0 ||
+                    (r = get_uint(o, "port", UINT16_MAX, &v, err)) < 0 ||
+                    (r = get_str(o, "reason", 399, &m->reason, err)) < 0)
+                        return r;
+                m->port = (uint16_t)v;
+                break;
+        case PROXY_CTL_CONNS:
+                if ((r = get_uint(o, "open", UINT32_MAX, &m->open, err)) < 0 ||
+                    (r = get_uint(o, "total", INT64_MAX, &m->total, err)) < 0)
+                        return r;
+                break;
+        case PROXY_CTL_HELLO:
+                if (!json_is_boolean(json_object_get(o, "seccomp")))
+                        return vs_error_set(err, -EBADMSG, "proxy control: \"seccomp\" must be a boolean");
+                m->seccomp = json_is_true(json_object_get(o, "seccomp"));
+                if ((r = get_uint(o, "landlock", 64, &m->landlock, err)) < 0)
+                        return r;
+                break;
+        }
+        return 0;
+}
+
+int proxy_ctl_decode(const char *buf, size_t len, ProxyCtlMsg *ret, VsError **err) {
+        *ret = (ProxyCtlMsg) {};
+        if (len > PROXY_CTL_MAX)
+                return vs_error_set(err, -EBADMSG, "proxy control: a message of %zu bytes", len);
+        json_error_t je;
+        json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return vs_error_set(err, -EBADMSG, "proxy control: not a JSON object");
+        }
+        int r = decode(o, ret, err);
+        json_decref(o);
+        if (r < 0)
+                proxy_ctl_msg_done(ret);
+        return r == -ENOMEM ? r : r < 0 ? -EBADMSG : 0;
+}
+
+static json_t *rules_json(const ProxyCtlMsg *m) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < m->n_rules; i++) {
+                const VsNetRule *r = &m->rules[i];
+                json_array_append_new(a, json_pack("{s:i, s:s, s:i, s:s, s:I, s:I}", "kind", (int)r->kind, "host",
+                                                   r->host, "port", (int)r->port, "written",
+                                                   r->written ? r->written : r->host, "line", (json_int_t)r->line,
+                                                   "col", (json_int_t)r->col));
+        }
+        return a;
+}
+
+char *proxy_ctl_encode(const ProxyCtlMsg *m) {
+        json_t *o = json_pack("{s:s, s:I}", "op", op_names[m->op], "ws", (json_int_t)m->ws);
+        if (!o)
+                return NULL;
+        switch (m->op) {
+        case PROXY_CTL_ADD:
+        case PROXY_CTL_RULES:
+                json_object_set_new(o, "allow", json_boolean(m->allow));
+                json_object_set_new(o, "config", json_string(m->config ? m->config : "vectora.toml"));
+                json_object_set_new(o, "rules", rules_json(m));
+                if (m->op == PROXY_CTL_RULES)
+                        break;
+                __attribute__((fallthrough));
+        case PROXY_CTL_PEER:
+                json_object_set_new(o, "peer", json_integer((json_int_t)m->peer));
+                break;
+        case PROXY_CTL_REMOVE:
+                break;
+        case PROXY_CTL_DENIAL:
+                json_object_set_new(o, "time_us", json_integer((json_int_t)m->time_us));
+                json_object_set_new(o, "host", json_string(m->host ? m->host : ""));
+                json_object_set_new(o, "port", json_integer(m->port));
+                json_object_set_new(o, "reason", json_string(m->reason ? m->reason : ""));
+                break;
+        case PROXY_CTL_CONNS:
+                json_object_set_new(o, "open", json_integer((json_int_t)m->open));
+                json_object_set_new(o, "total", json_integer((json_int_t)m->total));
+                break;
+        case PROXY_CTL_HELLO:
+                json_object_set_new(o, "seccomp", json_boolean(m->seccomp));
+                json_object_set_new(o, "landlock", json_integer((json_int_t)m->landlock));
+                break;
+        }
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        return s;
+}

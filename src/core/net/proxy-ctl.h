@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The control protocol between the daemon and its network proxy process
+ * (vectora-sandbox-proxy, src/proxy/): a SOCK_SEQPACKET socketpair, one
+ * JSON object per datagram (at most PROXY_CTL_MAX bytes), a listening
+ * socket passed with SCM_RIGHTS alongside an "add". docs/architecture.md,
+ * "The network proxy process", lists the messages.
+ *
+ * The daemon decodes what the proxy sends, and the proxy is the process
+ * that parses the jail's bytes: the decoder treats its input as hostile
+ * (bounded, every field checked); it has a fuzzer, tests/fuzz/fuzz-proxy-ctl.c. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "net-policy.h"
+
+#define PROXY_CTL_MAX 65536
+#define PROXY_CTL_MAX_RULES 1024
+
+typedef enum ProxyCtlOp {
+        /* daemon -> proxy */
+        PROXY_CTL_ADD,    /* ws, peer, config, allow, rules; the listener's fd attached */
+        PROXY_CTL_RULES,  /* ws, config, allow, rules: the policy changed */
+        PROXY_CTL_PEER,   /* ws, peer: the jail's uid */
+        PROXY_CTL_REMOVE, /* ws: close its listener and connections */
+        /* proxy -> daemon */
+        PROXY_CTL_DENIAL, /* ws, time_us, host, port, reason */
+        PROXY_CTL_CONNS,  /* ws, open, total */
+        PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
+} ProxyCtlOp;
+
+typedef struct ProxyCtlMsg {
+        ProxyCtlOp op;
+        uint64_t ws;         /* the daemon's id of the workspace's proxy */
+        uid_t peer;          /* (uid_t)-1: nobody yet */
+        bool allow;          /* the policy has an allowlist */
+        char *config;        /* the policy file, for the refusal's text */
+        VsNetRule *rules;
+        size_t n_rules;
+        uint64_t time_us;    /* CLOCK_MONOTONIC, now_us() */
+        char *host;
+        uint16_t port;
+        char *reason;
+        uint64_t open, total;
+        bool seccomp;        /* its seccomp filter is loaded */
+        uint64_t landlock;   /* the Landlock ABI applied, 0 for none */
+} ProxyCtlMsg;
+
+/* Parses one datagram. -EBADMSG with *err saying why. */
+int proxy_ctl_decode(const char *buf, size_t len, ProxyCtlMsg *ret, VsError **err);
+void proxy_ctl_msg_done(ProxyCtlMsg *m);
+/* Encodes m (its op's fields) as a malloc'd string. NULL on ENOMEM. */
+char *proxy_ctl_encode(const ProxyCtlMsg *m);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzzes the decoder of the proxy process's control messages
+ * (src/core/net/proxy-ctl.h): the daemon decodes what the proxy sends, and
+ * the proxy is the process that parses the jail's bytes, so a message may
+ * be anything a taken-over proxy writes. Besides crashes, leaks and hangs
+ * it checks: a decoded message encodes again and decodes to the same
+ * fields (nothing accepted that the daemon could not also have meant);
+ * the fields are within their bounds. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy-ctl.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool cond) {
+        if (!cond)
+                abort();
+}
+
+static bool same_str(const char *a, const char *b) {
+        return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        ProxyCtlMsg m;
+        VsError *err = NULL;
+        int r = proxy_ctl_decode((const char *)data, size, &m, &err);
+        vs_error_free(err);
+        err = NULL;
+        if (r < 0) {
+                check(r == -EBADMSG || r == -ENOMEM);
+                return 0;
+        }
+        check(m.n_rules <= PROXY_CTL_MAX_RULES);
+        check(!m.host || strlen(m.host) < 256);
+        check(!m.reason || strlen(m.reason) < 400);
+        char *s = proxy_ctl_encode(&m);
+        check(s != NULL);
+        ProxyCtlMsg m2;
+        r = proxy_ctl_decode(s, strlen(s), &m2, &err);
+        vs_error_free(err);
+        check(r == 0);
+        check(m2.op == m.op && m2.ws == m.ws && m2.n_rules == m.n_rules && m2.port == m.port);
+        if (m.op == PROXY_CTL_HELLO)
+                check(m.seccomp == m2.seccomp && m.landlock == m2.landlock);
+        if (m.op == PROXY_CTL_DENIAL)
+                check(same_str(m.host, m2.host) && same_str(m.reason, m2.reason) && m.time_us == m2.time_us);
+        for (size_t i = 0; i < m.n_rules; i++)
+                check(m.rules[i].kind == m2.rules[i].kind && m.rules[i].port == m2.rules[i].port &&
+                      same_str(m.rules[i].host, m2.rules[i].host));
+        free(s);
+        proxy_ctl_msg_done(&m);
+        proxy_ctl_msg_done(&m2);
+        return 0;
+}
