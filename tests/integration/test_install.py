@@ -52,6 +52,7 @@ def layout(tmp):
         "/usr/share/man/man1/vectora-sandbox.1": "the CLI's man page",
         "/usr/share/man/man8/vectora-sandboxd.8": "the daemon's man page",
         "/usr/share/man/man8/vectora-worker.8": "the worker's man page",
+        "/usr/share/man/man8/vectora-sandbox-proxy.8": "the network proxy's man page",
         "/usr/lib/systemd/system/vectora-sandboxd.service": "the system service",
         "/usr/lib/systemd/system/vectora-sandboxd.socket": "the system socket",
         "/usr/lib/systemd/user/vectora-sandboxd.service": "the user service",
