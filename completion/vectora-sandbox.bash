@@ -7,7 +7,7 @@ _vectora_sandbox() {
         local cur prev verb i
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        local verbs="check plan exec run read write edit shell start logs stop ps status mcp allow init help"
+        local verbs="check plan exec run read write edit shell start logs stop ps status metrics mcp allow init help"
         local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
         local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--old|--new"
 
@@ -47,7 +47,7 @@ _vectora_sandbox() {
         start) opts="--timeout -e --env --cwd --require-sandbox" ;;
         logs) opts="-f --follow" ;;
         stop | ps) opts= ;;
-        status | allow) opts= ;;
+        status | allow | metrics) opts= ;;
         help)
                 [[ $cur != -* ]] && { COMPREPLY=($(compgen -W "$verbs" -- "$cur")); return; }
                 ;;

@@ -101,6 +101,7 @@ int verb_write(const CliArgs *a);
 int verb_edit(const CliArgs *a);
 int verb_shell(const CliArgs *a);
 int verb_status(const CliArgs *a);
+int verb_metrics(const CliArgs *a);
 int verb_init(const CliArgs *a);
 int verb_help(const CliArgs *a);
 int verb_mcp(const CliArgs *a);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* status: the daemon's status result, for a person at a glance (a summary
+/* status and metrics. status: the daemon's status result, for a person at a glance (a summary
  * line first, then one block per workspace), or as JSON. Call counts are
  * shown as the sum of their outcomes, so they always add up; calls still in
  * flight are counted apart. */
@@ -209,6 +209,32 @@ int verb_status(const CliArgs *a) {
                 cli_print_json(m.obj);
         else
                 print_status(m.obj);
+        jsonl_msg_done(&m);
+        return r;
+}
+
+/* metrics: the daemon's figures in the Prometheus text format, as the
+ * daemon renders them (a scraper's textfile collector can read the
+ * output; --json gives the whole result). */
+int verb_metrics(const CliArgs *a) {
+        if (!cli_socket(a))
+                return cli_fail_code(a, EXIT_REFUSED, "daemon_unreachable",
+                                     "metrics: no daemon listens at %s; start vectora-sandboxd (or pass --socket)",
+                                     cli_default_socket());
+        _cleanup_(cli_link_freep) CliLink *l = NULL;
+        if (cli_link_new(a, &l) < 0)
+                return cli_fail(EXIT_REFUSED, "out of memory");
+        JsonlMsg m = JSONL_MSG_INIT;
+        if (cli_link_call(l, json_pack("{s:s}", "tool", api_tool_name(API_TOOL_METRICS)), NULL, 0, &m) < 0)
+                return cli_fail(EXIT_REFUSED, "out of memory");
+        int r = 0;
+        const char *text = json_string_value(json_object_get(m.obj, "metrics"));
+        if (!json_is_true(json_object_get(m.obj, "ok")) || !text)
+                r = cli_print_error(a, m.obj);
+        else if (a->json)
+                cli_print_json(m.obj);
+        else
+                fputs(text, stdout);
         jsonl_msg_done(&m);
         return r;
 }

@@ -77,6 +77,12 @@ const CliVerb cli_verbs[] = {
           "Shows what the daemon serves: each workspace's state, worker, enforced layers, degradations, pending\n"
           "changes and call counters. With -w, that workspace only.",
           opts_none, 0, 0, false },
+        { "metrics", verb_metrics, "[--json]", "the daemon's figures in the Prometheus text format",
+          "Prints what the daemon counts, in the Prometheus text exposition format: workspaces and jails by state,\n"
+          "calls by tool and result, refusals by reason, a latency histogram per tool, jail starts, crashes and\n"
+          "recycles, the inotify watches, the bytes held for clients, audit records lost, the proxy process. Needs\n"
+          "a daemon; a textfile collector (node_exporter) can read the output.",
+          opts_none, 0, 0, false },
         { "mcp", verb_mcp, "[-w DIR]", "an MCP server on stdio exposing the workspace's tools",
           "A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
           "terminal, file_read, file_write and file_edit, acting on workspace DIR in its sandbox: through\n"

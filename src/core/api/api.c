@@ -23,6 +23,7 @@ static const char *const tool_names[_API_TOOL_MAX] = {
         [API_TOOL_PROCESS_LIST] = "process_list",
         [API_TOOL_POLICY_ALLOW] = "policy_allow",
         [API_TOOL_STATUS] = "status",
+        [API_TOOL_METRICS] = "metrics",
 };
 
 const char *api_tool_name(ApiTool t) {

@@ -34,6 +34,7 @@ typedef enum ApiTool {
         API_TOOL_PROCESS_LIST,
         API_TOOL_POLICY_ALLOW,
         API_TOOL_STATUS,
+        API_TOOL_METRICS,
         _API_TOOL_MAX,
         _API_TOOL_INVALID = -EINVAL,
 } ApiTool;

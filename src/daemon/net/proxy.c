@@ -533,6 +533,11 @@ json_t *proxy_process_status(void) {
                          P.landlock);
 }
 
+void proxy_process_counts(bool *ret_up, uint64_t *ret_restarts) {
+        *ret_up = P.pid > 0;
+        *ret_restarts = (uint64_t)P.restarts;
+}
+
 void proxy_set_peer(Proxy *px, uid_t uid) {
         if (!px)
                 return;

@@ -24,6 +24,9 @@ json_t *proxy_status(Proxy *px);
 /* {running, pid, uid, restarts, last_exit, seccomp, landlock_abi}, or
  * NULL when none ever ran. */
 json_t *proxy_process_status(void);
+/* Whether the proxy process runs now, and how often it was started again
+ * after it ended (for metrics). */
+void proxy_process_counts(bool *ret_up, uint64_t *ret_restarts);
 /* Sets the uid allowed to connect (the jail's, known once the launch is). */
 void proxy_set_peer(Proxy *px, uid_t uid);
 /* ws's policy changed: the proxy gets its rules again. */

@@ -101,6 +101,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
                         network_result(r, o);
         }
         const char *outcome = api_error_outcome(code);
+        metrics_record(&srv->metrics, r->which, code, now_us() - r->t0_us);
         Counters *cs[2] = { &srv->counters, r->ws ? &r->ws->counters : NULL };
         for (int i = 0; i < 2; i++)
                 if (cs[i]) {

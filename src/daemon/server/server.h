@@ -9,6 +9,7 @@
 
 #include "daemon.h"
 #include "jsonl.h"
+#include "metrics.h"
 #include "strbuf.h"
 
 /* ---- limits ---- */
@@ -59,6 +60,7 @@ struct Server {
         unsigned n_spawning; /* links between spawn and ready (at most MAX_CONCURRENT_SPAWNS) */
         Workspace *spawn_wait_head, *spawn_wait_tail; /* waiting for a spawn slot */
         Counters counters;
+        Metrics metrics;         /* calls by tool and result, latencies (metrics.c) */
         size_t in_bytes;         /* input held by all clients (server.c) */
         size_t out_bytes;        /* replies queued in memory for all clients */
         uint64_t spool_bytes;    /* replies spooled for all clients */

@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "daemon-tools.h"
 #include "log.h"
+#include "metrics.h"
 #include "path-util.h"
 #include "process.h"
 #include "proxy.h"
@@ -235,6 +236,21 @@ static void status_reply(Request *r) {
         request_finish(r, NULL, o, NULL, 0, API_OK, NULL);
 }
 
+/* ---- metrics ---- */
+
+/* The daemon's figures in the Prometheus text format (metrics.c), as the
+ * result's "metrics" string: what `vectora-sandbox metrics` prints. */
+static void metrics_reply(Request *r) {
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (json_dispatch(r->msg.obj, api_no_args_table, NULL, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
+        _cleanup_(strbuf_donep) StrBuf text = STRBUF_INIT;
+        if (metrics_render(r->srv, &text) < 0 || strbuf_appendc(&text, 0) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        r->target = json_null();
+        request_finish(r, NULL, json_pack("{s:s}", "metrics", text.data), NULL, 0, API_OK, NULL);
+}
+
 /* ---- policy_allow ---- */
 
 /* The host user approves the current vectora.toml of the workspace the
@@ -312,6 +328,7 @@ static const Route routes[_API_TOOL_MAX] = {
         [API_TOOL_PROCESS_LIST] = { .run = process_tool },
         [API_TOOL_POLICY_ALLOW] = { .any_sandbox = true, .run = policy_allow_reply },
         [API_TOOL_STATUS] = { .no_workspace = true, .run = status_reply },
+        [API_TOOL_METRICS] = { .no_workspace = true, .run = metrics_reply },
 };
 
 void tools_handle(Client *c, JsonlMsg *m) {
@@ -355,7 +372,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
-                                      "policy_allow, status");
+                                      "policy_allow, status, metrics");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)
