@@ -45,6 +45,8 @@ typedef enum CliOptId {
         OPT_NO_STDIN,
         OPT_OFFSET,
         OPT_LIMIT,
+        OPT_START_LINE,
+        OPT_MAX_LINES,
         OPT_NO_PARENTS,
         OPT_OLD,
         OPT_NEW,

@@ -117,11 +117,16 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         },
         [MCP_TOOL_FILE_READ] = {
                 "Read a text file of the workspace. Returns up to limit bytes from offset (default: the first "
-                "256 KiB); when the file goes on, the result says the offset to continue at. Binary content "
-                "is not shown; inspect it with the terminal tool." SANDBOX_NOTE,
+                "256 KiB), or from line start_line at most max_lines lines; with line_numbers each line is shown "
+                "after its number (as cat -n). A window never splits a character. When the file goes on, the "
+                "result says where to continue. Binary content is not shown; inspect it with the terminal tool."
+                SANDBOX_NOTE,
                 "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
                 "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte offset to start at (default 0)\"},"
+                "\"start_line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Line to start at, the first being 1 (instead of offset)\"},"
+                "\"max_lines\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Most lines to return (default: as many as limit holds)\"},"
+                "\"line_numbers\":{\"type\":\"boolean\",\"description\":\"Show each line after its number, as cat -n (default false)\"},"
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 262144)\"}}}",
                 true, false,
         },
@@ -231,6 +236,9 @@ static const JsonField file_read_fields[] = {
         { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
         { "offset", JSON_FIELD_UINT64, offsetof(McpCall, offset), JSON_FIELD_NULLABLE },
         { "limit", JSON_FIELD_UINT64, offsetof(McpCall, limit), JSON_FIELD_NULLABLE },
+        { "start_line", JSON_FIELD_UINT64, offsetof(McpCall, start_line), JSON_FIELD_NULLABLE },
+        { "max_lines", JSON_FIELD_UINT64, offsetof(McpCall, max_lines), JSON_FIELD_NULLABLE },
+        { "line_numbers", JSON_FIELD_BOOL, offsetof(McpCall, line_numbers), JSON_FIELD_NULLABLE },
         {},
 };
 static const JsonField file_write_fields[] = {
@@ -330,6 +338,8 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
                         c.limit = MCP_READ_DEFAULT_LIMIT;
                 if (c.limit == 0 || c.limit > MCP_READ_MAX_LIMIT)
                         return bad_arguments(err, p.name, "limit must be 1..8388608 bytes");
+                if (c.start_line && c.offset)
+                        return bad_arguments(err, p.name, "give offset or start_line, not both");
         }
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
@@ -365,7 +375,12 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                 r |= json_object_set_new(o, "path", json_string(c->path));
                 r |= json_object_set_new(o, "offset", json_integer((json_int_t)c->offset));
                 r |= json_object_set_new(o, "limit", json_integer((json_int_t)c->limit));
+                if (c->start_line)
+                        r |= json_object_set_new(o, "start_line", json_integer((json_int_t)c->start_line));
+                if (c->max_lines)
+                        r |= json_object_set_new(o, "max_lines", json_integer((json_int_t)c->max_lines));
                 r |= json_object_set_new(o, "binary", json_true());
+                r |= json_object_set_new(o, "text", json_true());
                 break;
         case MCP_TOOL_FILE_WRITE:
                 r |= json_object_set_new(o, "path", json_string(c->path));
@@ -511,6 +526,47 @@ static int process_output_text(json_t *reply, StrBuf *t) {
         return r;
 }
 
+/* Lines numbered as cat -n does, the first being first_line. */
+static int append_numbered(StrBuf *t, const char *p, size_t n, uint64_t first_line) {
+        int r = 0;
+        uint64_t line = first_line ? first_line : 1;
+        for (size_t i = 0; i < n;) {
+                const char *nl = memchr(p + i, '\n', n - i);
+                size_t end = nl ? (size_t)(nl - p) + 1 : n;
+                r |= strbuf_appendf(t, "%6llu\t", (unsigned long long)line++);
+                r |= strbuf_append(t, p + i, end - i);
+                i = end;
+        }
+        return r;
+}
+
+static int file_read_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
+        uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
+        uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
+        uint64_t line = (uint64_t)json_integer_value(json_object_get(reply, "start_line"));
+        int r = 0;
+        if (!utf8_valid(raw, raw_len))
+                r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
+                                    raw_len, (unsigned long long)off, (unsigned long long)size);
+        else if (c->line_numbers)
+                r |= append_numbered(t, raw, raw_len, line);
+        else
+                r |= strbuf_append(t, raw, raw_len);
+        if (json_is_true(json_object_get(reply, "eof")))
+                return r;
+        uint64_t next = off + raw_len;
+        r |= strbuf_appendf(t, "%s[%llu more bytes: call file_read with offset %llu", t->len && t->data[t->len - 1] != '\n' ? "\n" : "",
+                            (unsigned long long)(size > next ? size - next : 0), (unsigned long long)next);
+        /* A window that ends a line can go on by lines too. */
+        if (line && raw_len && raw[raw_len - 1] == '\n' && utf8_valid(raw, raw_len)) {
+                uint64_t nls = 0;
+                for (const char *q = raw, *e = raw + raw_len; (q = memchr(q, '\n', (size_t)(e - q))); q++)
+                        nls++;
+                r |= strbuf_appendf(t, " (or start_line %llu)", (unsigned long long)(line + nls));
+        }
+        return r | strbuf_appends(t, " to go on]");
+}
+
 static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
         int r = 0;
         switch (c->tool) {
@@ -534,20 +590,9 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
                 r |= strbuf_appends(t, "]");
                 break;
         }
-        case MCP_TOOL_FILE_READ: {
-                uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
-                uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
-                if (!utf8_valid(raw, raw_len))
-                        r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
-                                            raw_len, (unsigned long long)off, (unsigned long long)size);
-                else
-                        r |= strbuf_append(t, raw, raw_len);
-                if (!json_is_true(json_object_get(reply, "eof")))
-                        r |= strbuf_appendf(t, "\n[%llu more bytes: call file_read with offset %llu to go on]",
-                                            (unsigned long long)(size > off + raw_len ? size - off - raw_len : 0),
-                                            (unsigned long long)(off + raw_len));
+        case MCP_TOOL_FILE_READ:
+                r |= file_read_text(c, reply, raw, raw_len, t);
                 break;
-        }
         case MCP_TOOL_FILE_WRITE:
                 r |= strbuf_appendf(t, "%s %s: %lld bytes", json_is_true(json_object_get(reply, "created")) ? "created" : "replaced",
                                     c->path, (long long)json_integer_value(json_object_get(reply, "size")));

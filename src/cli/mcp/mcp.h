@@ -76,6 +76,8 @@ typedef struct McpCall {
         const char *path;
         uint64_t offset;
         uint64_t limit;       /* file_read; set to MCP_READ_DEFAULT_LIMIT when absent */
+        uint64_t start_line, max_lines; /* file_read by lines */
+        bool line_numbers;    /* file_read: each line shown after its number (cat -n) */
         const char *content;  /* file_write */
         size_t content_len;
         bool create_parents;

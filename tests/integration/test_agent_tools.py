@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""What an agent's tools need from the MCP server and the clients, each in
+embedded mode (no daemon) and through a real vectora-sandboxd: read windows
+that never split a UTF-8 character, reads by lines with line numbers,
+results sized for a model's context, the notes an agent must see in the
+text, errors that say how to succeed, and JSON-RPC errors that keep the
+request's id. TAP."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import CLI, check  # noqa: E402
+from vmcp import Mcp  # noqa: E402
+
+tap = vtest.Tap()
+TOML = '[sandbox]\nrw_paths = ["."]\nnetwork = false\n'
+EURO = "€" * 100000  # 300 000 bytes
+LINES = "".join("line %d é\n" % i for i in range(1, 101))
+
+_daemon = []
+
+
+def base_env():
+    return {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+
+
+def modes(tmp):
+    """(mode, env): embedded (a socket nobody listens on), then through one
+    daemon shared by the cases."""
+    yield "embedded", dict(base_env(), VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "nobody.sock"))
+    if not _daemon:
+        sys.stdout.flush()  # the daemon's fork must not print what is buffered again
+        _daemon.append(vtest.Daemon(tmp, "agent", audit=False, log_level=None))
+    yield "daemon", dict(base_env(), VECTORA_SANDBOX_SOCKET=_daemon[0].sock)
+
+
+def text_of(resp):
+    res = resp.get("result") or {}
+    return "".join(c.get("text", "") for c in res.get("content", [])[:1])
+
+
+def session(ws, env, version="2025-06-18"):
+    m = Mcp(ws, env)
+    r = m.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                 "clientInfo": {"name": "test-agent-tools", "version": "1"}})
+    check("result" in r, r)
+    m.notify("notifications/initialized")
+    return m, r["result"]
+
+
+def api(mode, env, ws, req):
+    """One daemon API call: over the socket, or the CLI's --json in embedded
+    mode is not the API; through the daemon only."""
+    c = vtest.Conn(env["VECTORA_SANDBOX_SOCKET"])
+    try:
+        return c.call(dict(req, workspace=ws))
+    finally:
+        c.close()
+
+
+def t_read_never_splits_a_character(tmp):
+    for mode, env in modes(tmp):
+        ws = vtest.make_ws(tmp, "utf8-" + mode, TOML, {"euro.txt": EURO, "bin.dat": b"\xff\xfe" * 8})
+        m, _ = session(ws, env)
+        try:
+            t = text_of(m.call("file_read", path="euro.txt", limit=10))
+            check(t.startswith("€€€\n[") and "offset 9 " in t, "[%s] limit 10: %r" % (mode, t[:200]))
+            t = text_of(m.call("file_read", path="euro.txt", offset=1, limit=10))
+            check(t.startswith("€€\n[") and "offset 9 " in t, "[%s] offset 1: %r" % (mode, t[:200]))
+            r = m.call("file_read", path="euro.txt", offset=299998)
+            check(r["result"]["structuredContent"]["offset"] == 300000, "[%s] %r" % (mode, r))
+            t = text_of(m.call("file_read", path="euro.txt", limit=262145))
+            check(t.startswith("€€€") and "binary" not in t, "[%s] default window: %r" % (mode, t[-300:]))
+            t = text_of(m.call("file_read", path="bin.dat"))
+            check(t.startswith("[binary content"), "[%s] real binary: %r" % (mode, t))
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(mode, env, ws, {"tool": "file_read", "path": "euro.txt", "offset": 1, "limit": 10})
+            check(r.get("content") == "€€" and r["offset"] == 3 and r["length"] == 6 and not r["eof"], r)
+            r = api(mode, env, ws, {"tool": "file_read", "path": "bin.dat"})
+            check("content_base64" in r, r)
+
+
+def t_read_by_lines(tmp):
+    for mode, env in modes(tmp):
+        ws = vtest.make_ws(tmp, "lines-" + mode, TOML, {"lines.txt": LINES})
+        m, _ = session(ws, env)
+        try:
+            t = text_of(m.call("file_read", path="lines.txt", start_line=5, max_lines=3, line_numbers=True))
+            check(t.startswith("     5\tline 5 é\n     6\tline 6 é\n     7\tline 7 é\n[") and "start_line 8" in t,
+                  "[%s] %r" % (mode, t))
+            t = text_of(m.call("file_read", path="lines.txt", offset=10, limit=10, line_numbers=True))
+            check(t.startswith("     2\tline 2 é"), "[%s] by offset, numbered: %r" % (mode, t))
+            t = text_of(m.call("file_read", path="lines.txt", start_line=200))
+            check(not m.call("file_read", path="lines.txt", start_line=200)["result"]["isError"], t)
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(mode, env, ws, {"tool": "file_read", "path": "lines.txt", "start_line": 99, "max_lines": 5})
+            check(r.get("content") == "line 99 é\nline 100 é\n" and r["start_line"] == 99 and r["eof"], r)
+        out = subprocess.run([CLI, "-w", ws] + (["--no-daemon"] if mode == "embedded" else []) +
+                             ["read", "lines.txt", "--start-line", "10", "--max-lines", "2"], env=env, capture_output=True, text=True)
+        check(out.returncode == 0 and out.stdout == "line 10 é\nline 11 é\n", "[%s] CLI: %r" % (mode, out))
+
+
+def main():
+    try:
+        return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines], "vectora-agent-")
+    finally:
+        for d in _daemon:
+            d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
