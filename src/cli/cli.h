@@ -46,6 +46,7 @@ typedef enum CliOptId {
         OPT_OFFSET,
         OPT_LIMIT,
         OPT_START_LINE,
+        OPT_MAX_OUTPUT,
         OPT_MAX_LINES,
         OPT_NO_PARENTS,
         OPT_OLD,

@@ -30,6 +30,8 @@ const CliOptSpec cli_options[_OPT_MAX] = {
                            "do not pass stdin to the command (it gets /dev/null; the default when stdin is a terminal)" },
         [OPT_OFFSET] = { "offset", 0, "N", "start at byte N" },
         [OPT_LIMIT] = { "limit", 0, "N", "print at most N bytes (default: the whole file)" },
+        [OPT_MAX_OUTPUT] = { "max-output", 0, "N",
+                             "keep at most N bytes of each output stream, head and tail (capped by [sandbox.limits] max_output)" },
         [OPT_START_LINE] = { "start-line", 0, "N", "start at line N (the first is 1) instead of a byte offset" },
         [OPT_MAX_LINES] = { "max-lines", 0, "N", "print at most N lines (from --start-line, default 1)" },
         [OPT_NO_PARENTS] = { "no-parents", 0, NULL, "refuse (not_found) instead of creating missing parent directories" },

@@ -107,9 +107,40 @@ def t_read_by_lines(tmp):
         check(out.returncode == 0 and out.stdout == "line 10 é\nline 11 é\n", "[%s] CLI: %r" % (mode, out))
 
 
+def t_results_sized_for_a_model(tmp):
+    capped = TOML + "[sandbox.limits]\nmax_output = 4096\n"
+    for mode, env in modes(tmp):
+        ws = vtest.make_ws(tmp, "size-" + mode, TOML, {"euro.txt": EURO})
+        m, _ = session(ws, env)
+        try:
+            t = text_of(m.call("terminal", command="seq 1 2000000"))  # 14.9 MB
+            check(len(t.encode()) < 26000 and t.startswith("1\n2\n") and "2000000\n" in t
+                  and "output truncated to 24576 bytes" in t and "file_read" in t, "[%s] %d: %r" % (mode, len(t), t[-600:]))
+            t = text_of(m.call("terminal", command="seq 1 2000000", max_output=2000))
+            check(len(t.encode()) < 3000 and "2000000\n" in t, "[%s] max_output 2000: %d" % (mode, len(t)))
+            t = text_of(m.call("terminal", command="seq 1 100; seq 1 100000 >&2", max_output=3000))
+            check(t.startswith("1\n2\n") and "\n100\n[stderr]\n1\n" in t and "100000\n" in t and len(t) < 4000,
+                  "[%s] the streams share: %r" % (mode, t))
+            t = text_of(m.call("file_read", path="euro.txt"))
+            check(len(t.encode()) < 25000 and "call file_read with offset 24576" in t, "[%s] %d" % (mode, len(t)))
+        finally:
+            m.close()
+        ws = vtest.make_ws(tmp, "capped-" + mode, capped, {})
+        m, _ = session(ws, env)
+        try:
+            t = text_of(m.call("terminal", command="seq 1 100000", max_output=100000))
+            check(len(t) < 5000 and "100000\n" in t, "[%s] the policy caps max_output: %d" % (mode, len(t)))
+        finally:
+            m.close()
+        out = subprocess.run([CLI, "-w", ws] + (["--no-daemon"] if mode == "embedded" else []) +
+                             ["run", "--max-output", "100", "seq 1 1000"], env=env, capture_output=True, text=True)
+        check(out.returncode == 0 and len(out.stdout) < 200 and out.stdout.startswith("1\n")
+              and out.stdout.endswith("1000\n") and "omitted" in out.stdout, "[%s] CLI: %r" % (mode, out))
+
+
 def main():
     try:
-        return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines], "vectora-agent-")
+        return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines, t_results_sized_for_a_model], "vectora-agent-")
     finally:
         for d in _daemon:
             d.stop()

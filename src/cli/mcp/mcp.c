@@ -112,12 +112,13 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. \\\"make test 2>&1 | tail -50\\\"\"},"
                 "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
                 "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":604800,\"description\":\"Seconds before the command is killed (default and cap: the workspace's limit, 120 s unless configured)\"},"
-                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"}}}",
+                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"},"
+                "\"max_output\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes of output to return, head and tail kept (default 24576; the workspace's max_output caps it)\"}}}",
                 false, true,
         },
         [MCP_TOOL_FILE_READ] = {
                 "Read a text file of the workspace. Returns up to limit bytes from offset (default: the first "
-                "256 KiB), or from line start_line at most max_lines lines; with line_numbers each line is shown "
+                "24 KiB), or from line start_line at most max_lines lines; with line_numbers each line is shown "
                 "after its number (as cat -n). A window never splits a character. When the file goes on, the "
                 "result says where to continue. Binary content is not shown; inspect it with the terminal tool."
                 SANDBOX_NOTE,
@@ -127,7 +128,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"start_line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Line to start at, the first being 1 (instead of offset)\"},"
                 "\"max_lines\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Most lines to return (default: as many as limit holds)\"},"
                 "\"line_numbers\":{\"type\":\"boolean\",\"description\":\"Show each line after its number, as cat -n (default false)\"},"
-                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 262144)\"}}}",
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 24576)\"}}}",
                 true, false,
         },
         [MCP_TOOL_FILE_WRITE] = {
@@ -230,6 +231,7 @@ static const JsonField terminal_fields[] = {
         { "cwd", JSON_FIELD_STRING, offsetof(McpCall, cwd), JSON_FIELD_NULLABLE },
         { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
         { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
+        { "max_output", JSON_FIELD_UINT64, offsetof(McpCall, max_output), JSON_FIELD_NULLABLE }, /* terminal only */
         {},
 };
 static const JsonField file_read_fields[] = {
@@ -333,6 +335,14 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         if (mcp_tool_needs_daemon(tool) && tool != MCP_TOOL_PROCESS_START && tool != MCP_TOOL_PROCESS_LIST &&
             c.process == 0)
                 return bad_arguments(err, p.name, "process must be an id that process_start returned");
+        if (tool == MCP_TOOL_PROCESS_START && json_object_get(args, "max_output"))
+                return bad_arguments(err, p.name, "max_output is for terminal; process_output reads what a background process keeps");
+        if (tool == MCP_TOOL_TERMINAL) {
+                if (!json_object_get(args, "max_output") || json_is_null(json_object_get(args, "max_output")))
+                        c.max_output = MCP_OUTPUT_DEFAULT;
+                if (c.max_output == 0 || c.max_output > MCP_READ_MAX_LIMIT)
+                        return bad_arguments(err, p.name, "max_output must be 1..8388608 bytes");
+        }
         if (tool == MCP_TOOL_FILE_READ) {
                 if (!json_object_get(args, "limit") || json_is_null(json_object_get(args, "limit")))
                         c.limit = MCP_READ_DEFAULT_LIMIT;
@@ -369,6 +379,8 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                         r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
                 if (c->stdin_text)
                         r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                /* Per stream; the policy's max_output caps it (tool-call.c). */
+                r |= json_object_set_new(o, "max_output", json_integer((json_int_t)c->max_output));
                 r |= json_object_set_new(o, "binary", json_true());
                 break;
         case MCP_TOOL_FILE_READ:
@@ -526,6 +538,52 @@ static int process_output_text(json_t *reply, StrBuf *t) {
         return r;
 }
 
+/* p[0..n) in at most budget bytes: the head and the tail, each cut at a
+ * character, around a marker that says how much is left out. */
+static int append_cut(StrBuf *t, const char *p, size_t n, size_t budget) {
+        if (n <= budget)
+                return append_lossy(t, p, n);
+        size_t head = budget / 2, tail = n - (budget - budget / 2);
+        while (head > 0 && utf8_is_continuation(p[head]))
+                head--;
+        while (tail < n && utf8_is_continuation(p[tail]))
+                tail++;
+        int r = append_lossy(t, p, head);
+        r |= strbuf_appendf(t, "\n[... %zu bytes omitted ...]\n", tail - head);
+        return r | append_lossy(t, p + tail, n - tail);
+}
+
+/* stdout then stderr in c->max_output bytes: a stream that needs less
+ * than half leaves the rest to the other. */
+static int terminal_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
+        size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
+        size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
+        if (out_len > raw_len || err_len > raw_len - out_len)
+                out_len = err_len = 0;
+        size_t budget = c->max_output ? (size_t)c->max_output : MCP_OUTPUT_DEFAULT;
+        size_t out_b = out_len, err_b = err_len;
+        bool cut = out_len + err_len > budget;
+        if (cut) {
+                out_b = err_len < budget / 2 ? budget - err_len : out_len < budget / 2 ? out_len : budget / 2;
+                err_b = budget - out_b;
+        }
+        int r = append_cut(t, raw, out_len, out_b);
+        if (err_len) {
+                r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
+                r |= append_cut(t, raw + out_len, err_len, err_b);
+        }
+        if (t->len && t->data[t->len - 1] != '\n')
+                r |= strbuf_appendc(t, '\n');
+        r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
+        if (json_is_true(json_object_get(reply, "timed_out")))
+                r |= strbuf_appends(t, "; timed out: the command's process group was killed");
+        if (cut || json_is_true(json_object_get(reply, "truncated")))
+                r |= strbuf_appendf(t, "; output truncated to %zu bytes: head and tail kept. For the rest, send the "
+                                       "output to a file and file_read it, or raise max_output (the workspace's "
+                                       "[sandbox.limits] max_output caps it)", budget);
+        return r | strbuf_appends(t, "]");
+}
+
 /* Lines numbered as cat -n does, the first being first_line. */
 static int append_numbered(StrBuf *t, const char *p, size_t n, uint64_t first_line) {
         int r = 0;
@@ -570,26 +628,9 @@ static int file_read_text(const McpCall *c, json_t *reply, const char *raw, size
 static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
         int r = 0;
         switch (c->tool) {
-        case MCP_TOOL_TERMINAL: {
-                size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
-                size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
-                if (out_len > raw_len || err_len > raw_len - out_len)
-                        out_len = err_len = 0;
-                r |= append_lossy(t, raw, out_len);
-                if (err_len) {
-                        r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
-                        r |= append_lossy(t, raw + out_len, err_len);
-                }
-                if (t->len && t->data[t->len - 1] != '\n')
-                        r |= strbuf_appendc(t, '\n');
-                r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
-                if (json_is_true(json_object_get(reply, "timed_out")))
-                        r |= strbuf_appends(t, "; timed out: the command's process group was killed");
-                if (json_is_true(json_object_get(reply, "truncated")))
-                        r |= strbuf_appends(t, "; output truncated: head and tail kept");
-                r |= strbuf_appends(t, "]");
+        case MCP_TOOL_TERMINAL:
+                r |= terminal_text(c, reply, raw, raw_len, t);
                 break;
-        }
         case MCP_TOOL_FILE_READ:
                 r |= file_read_text(c, reply, raw, raw_len, t);
                 break;

@@ -55,6 +55,15 @@ static int terminal(const CliArgs *a, json_t *req) {
                 }
                 json_object_set_new(req, "timeout", json_integer(t));
         }
+        if (a->val[OPT_MAX_OUTPUT]) {
+                int64_t n = parse_count(a->val[OPT_MAX_OUTPUT], 64 << 20);
+                if (n <= 0) {
+                        json_decref(req);
+                        return cli_fail_code(a, EXIT_USAGE, "usage", "%s: --max-output takes bytes (1..67108864), not '%s'",
+                                             a->verb->name, a->val[OPT_MAX_OUTPUT]);
+                }
+                json_object_set_new(req, "max_output", json_integer(n));
+        }
         if (a->val[OPT_CWD])
                 json_object_set_new(req, "cwd", json_string(a->val[OPT_CWD]));
         if (a->env) {
