@@ -138,9 +138,43 @@ def t_results_sized_for_a_model(tmp):
               and out.stdout.endswith("1000\n") and "omitted" in out.stdout, "[%s] CLI: %r" % (mode, out))
 
 
+def t_notes_in_the_text(tmp):
+    """A capped timeout and a pending loosening reach the text under every
+    revision; through the daemon, so do the proxy's refusals, and Node is
+    told to use the proxy."""
+    toml = TOML + 'mask = [".env"]\n[sandbox.limits]\ntimeout = 2\n'
+    for mode, env in modes(tmp):
+        for version in ("2024-11-05", "2025-03-26", "2025-06-18"):
+            ws = vtest.make_ws(tmp, "notes-%s-%s" % (mode, version), toml, {".env": "SECRET=1\n"})
+            m, _ = session(ws, env, version)
+            try:
+                t = text_of(m.call("terminal", command="sleep 3", timeout=100))
+                check("[timeout capped at 2 s by the workspace's [sandbox.limits] timeout]" in t,
+                      "[%s %s] %r" % (mode, version, t))
+                with open(os.path.join(ws, "vectora.toml"), "w") as f:
+                    f.write(TOML + "[sandbox.limits]\ntimeout = 2\n")
+                t = text_of(m.call("terminal", command="true"))
+                check("\n[policy pending: " in t and "vectora-sandbox allow" in t, "[%s %s] %r" % (mode, version, t))
+            finally:
+                m.close()
+        if mode != "daemon":
+            continue
+        ws = vtest.make_ws(tmp, "net-" + mode, '[sandbox]\nrw_paths = ["."]\nnetwork = ["allowed.test"]\n', {})
+        m, _ = session(ws, env, "2024-11-05")
+        try:
+            t = text_of(m.call("terminal", command="echo $NODE_USE_ENV_PROXY; curl -sS -o /dev/null http://denied.test/x"))
+            if "sandbox_unavailable" in t:
+                raise vtest.Skip("this daemon cannot serve a network allowlist here: " + t)
+            check(t.startswith("1\n") and "\n[network: the proxy refused denied.test:80 (" in t
+                  and "network = [...]" in t, "[%s] %r" % (mode, t))
+        finally:
+            m.close()
+
+
 def main():
     try:
-        return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines, t_results_sized_for_a_model], "vectora-agent-")
+        return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines, t_results_sized_for_a_model,
+                                    t_notes_in_the_text], "vectora-agent-")
     finally:
         for d in _daemon:
             d.stop()

@@ -469,6 +469,33 @@ static int append_lossy(StrBuf *out, const char *p, size_t n) {
         return 0;
 }
 
+/* What the agent must act on, said in the text for every revision (a
+ * client may show only the text, and revisions before 2025-06-18 have no
+ * structuredContent): one short line each. */
+static int append_notes(StrBuf *out, json_t *reply) {
+        int r = 0;
+        size_t i;
+        json_t *v;
+        json_t *denied = json_object_get(reply, "network_denied");
+        json_array_foreach(denied, i, v) r |= strbuf_appendf(out, "%s%s:%lld (%s)", i ? ", " : "\n[network: the proxy refused ",
+                                                             json_string_value(json_object_get(v, "host")),
+                                                             (long long)json_integer_value(json_object_get(v, "port")),
+                                                             json_string_value(json_object_get(v, "reason")));
+        if (json_array_size(denied))
+                r |= strbuf_appends(out, "; only the user can allow a host, in vectora.toml's network = [...]: ask them]");
+        const char *note = json_string_value(json_object_get(reply, "network_note"));
+        if (note)
+                r |= strbuf_appendf(out, "\n[network: %s]", note);
+        const char *pending = json_string_value(json_object_get(reply, "policy_pending"));
+        if (pending)
+                r |= strbuf_appendf(out, "\n[policy pending: %s]", pending);
+        json_t *capped = json_object_get(reply, "timeout_capped_ms");
+        if (capped)
+                r |= strbuf_appendf(out, "\n[timeout capped at %lld s by the workspace's [sandbox.limits] timeout]",
+                                    (long long)(json_integer_value(capped) / 1000));
+        return r < 0 ? -ENOMEM : 0;
+}
+
 static int append_status(StrBuf *out, json_t *reply) {
         json_t *sb = json_object_get(reply, "sandbox");
         const char *backend = json_string_value(json_object_get(sb, "backend"));
@@ -499,7 +526,7 @@ static int append_status(StrBuf *out, json_t *reply) {
         const char *restarted = json_string_value(json_object_get(reply, "jail_restarted"));
         if (restarted)
                 r |= strbuf_appendf(out, "\n[jail restarted: %s]", restarted);
-        return r < 0 ? -ENOMEM : 0;
+        return r < 0 ? -ENOMEM : append_notes(out, reply);
 }
 
 static const char *process_state(json_t *p) {

@@ -83,7 +83,7 @@ static int malformed(VsError **err, const char *what) {
         return vs_error_set_kind(err, -EPROTO, "worker_crashed", "the worker sent a malformed %s reply", what);
 }
 
-static int exec_result(JsonlMsg *m, json_t **ret, VsError **err) {
+static int exec_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError **err) {
         ProtocolExecReply e;
         if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, NULL) < 0)
                 return malformed(err, "exec");
@@ -93,6 +93,11 @@ static int exec_result(JsonlMsg *m, json_t **ret, VsError **err) {
                               "stdout_total", (json_int_t)e.stdout_total, "stderr_total", (json_int_t)e.stderr_total,
                               "truncated", e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len,
                               "duration_us", (json_int_t)e.duration_us);
+        /* The agent asked for longer than the policy allows: said, so a
+         * command killed at the limit is not retried with a longer one. */
+        if (o && c->max_timeout_ms && c->a.timeout_ms > c->max_timeout_ms &&
+            json_object_set_new(o, "timeout_capped_ms", json_integer((json_int_t)c->max_timeout_ms)) < 0)
+                json_decref(TAKE_PTR(o));
         if (!o)
                 return -ENOMEM;
         *ret = o;
@@ -175,7 +180,7 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
         int r;
         switch (c->a.tool) {
         case VS_TOOL_TERMINAL:
-                return exec_result(m, ret_result, err);
+                return exec_result(c, m, ret_result, err);
         case VS_TOOL_FILE_READ:
                 return read_result(c, m, ret_result, err);
         case VS_TOOL_FILE_WRITE:
