@@ -171,10 +171,32 @@ def t_notes_in_the_text(tmp):
             m.close()
 
 
+def t_errors_say_how_to_succeed(tmp):
+    for mode, env in modes(tmp):
+        ws = vtest.make_ws(tmp, "err-" + mode, TOML, {"dos.txt": b"one\r\ntwo\r\nthree\r\n"})
+        m, _ = session(ws, env)
+        try:
+            r = m.call("file_write", path="new/dir/a.txt", content="hi\n")
+            check(not r["result"]["isError"] and open(os.path.join(ws, "new/dir/a.txt")).read() == "hi\n",
+                  "[%s] create_parents by default: %r" % (mode, r))
+            t = text_of(m.call("file_write", path="other/a.txt", content="hi\n", create_parents=False))
+            check("not_found" in t and "create_parents" in t, "[%s] %r" % (mode, t))
+            r = m.call("file_edit", path="dos.txt", old_string="one\ntwo\n", new_string="1\n2\n")
+            check(not r["result"]["isError"], "[%s] %r" % (mode, r))
+            with open(os.path.join(ws, "dos.txt"), "rb") as f:
+                got = f.read()
+            check(got == b"1\r\n2\r\nthree\r\n", "[%s] %r" % (mode, got))
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(mode, env, ws, {"tool": "file_write", "path": "third/a.txt", "content": "x"})
+            check(r["error"]["code"] == "not_found" and "create_parents" in r["error"]["message"], r)
+
+
 def main():
     try:
         return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines, t_results_sized_for_a_model,
-                                    t_notes_in_the_text], "vectora-agent-")
+                                    t_notes_in_the_text, t_errors_say_how_to_succeed], "vectora-agent-")
     finally:
         for d in _daemon:
             d.stop()

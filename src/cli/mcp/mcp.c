@@ -137,7 +137,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
                 "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
                 "\"content\":{\"type\":\"string\",\"description\":\"The whole new content of the file\"},"
-                "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default false)\"}}}",
+                "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default true)\"}}}",
                 false, true,
         },
         [MCP_TOOL_FILE_EDIT] = {
@@ -351,6 +351,11 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
                 if (c.start_line && c.offset)
                         return bad_arguments(err, p.name, "give offset or start_line, not both");
         }
+        /* An agent writing a new file means its directory too (the CLI's
+         * write does the same). */
+        if (tool == MCP_TOOL_FILE_WRITE && (!json_object_get(args, "create_parents") ||
+                                            json_is_null(json_object_get(args, "create_parents"))))
+                c.create_parents = true;
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
         if (c.path && !c.path[0])
