@@ -193,10 +193,39 @@ def t_errors_say_how_to_succeed(tmp):
             check(r["error"]["code"] == "not_found" and "create_parents" in r["error"]["message"], r)
 
 
+def t_jsonrpc_answers_what_it_cannot_carry(tmp):
+    """The transport is the same in both modes: embedded."""
+    mode, env = next(modes(tmp))
+    ws = vtest.make_ws(tmp, "rpc", TOML, {})
+    m, res = session(ws, env, "2024-11-05")
+    try:
+        ins = res.get("instructions", "")
+        check(ins.startswith("These tools act on the workspace " + ws + " inside its sandbox") and
+              ins.endswith("is final: report it, do not try to get around it."), ins)
+        for n, text in ((7, "x\\u0000y"), (8, "x\\ud800y"), ("s", "x\\udc00\\ud800y")):
+            line = ('{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"file_write",'
+                    '"arguments":{"path":"a.txt","content":"%s"}}}' % (json.dumps(n), text))
+            m.send_line(line)
+            r = m.recv()
+            check(r.get("id") == n and r.get("error", {}).get("code") == -32602 and
+                  "\\u0000" in r["error"]["message"], (line, r))
+        # A pair is one character, and an escaped backslash before "u0000" is text.
+        r = m.call("file_write", path="ok.txt", content="\U0001f600 \\u0000")
+        check(not r["result"]["isError"], r)
+        with open(os.path.join(ws, "ok.txt"), encoding="utf-8") as f:
+            check(f.read() == "\U0001f600 \\u0000", "content")
+        m.send_line('{"jsonrpc":"2.0","id":9,"method":"ping"')
+        r = m.recv()
+        check(r.get("id") is None and r["error"]["code"] == -32700, r)
+    finally:
+        m.close()
+
+
 def main():
     try:
         return vtest.run_cases(tap, [t_read_never_splits_a_character, t_read_by_lines, t_results_sized_for_a_model,
-                                    t_notes_in_the_text, t_errors_say_how_to_succeed], "vectora-agent-")
+                                    t_notes_in_the_text, t_errors_say_how_to_succeed,
+                                    t_jsonrpc_answers_what_it_cannot_carry], "vectora-agent-")
     finally:
         for d in _daemon:
             d.stop()
