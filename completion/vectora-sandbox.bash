@@ -9,13 +9,13 @@ _vectora_sandbox() {
         prev=${COMP_WORDS[COMP_CWORD-1]}
         local verbs="check plan exec run read write edit shell start logs stop ps status metrics mcp allow init help"
         local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
-        local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--old|--new"
+        local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--start-line|--max-lines|--max-output|--old|--new"
 
         # The verb: the first word that is neither an option nor an option's argument.
         verb=
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
-                -w | --workspace | --socket | --timeout | -e | --env | --cwd | --offset | --limit | --old | --new) ((i++)) ;;
+                -w | --workspace | --socket | --timeout | -e | --env | --cwd | --offset | --limit | --start-line | --max-lines | --max-output | --old | --new) ((i++)) ;;
                 -*) ;;
                 *) verb=${COMP_WORDS[i]}; break ;;
                 esac
@@ -24,7 +24,7 @@ _vectora_sandbox() {
         case $prev in
         -w | --workspace | --cwd) COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --timeout | -e | --env | --offset | --limit | --old | --new) COMPREPLY=(); return ;;
+        --timeout | -e | --env | --offset | --limit | --start-line | --max-lines | --max-output | --old | --new) COMPREPLY=(); return ;;
         esac
 
         if [[ -z $verb ]]; then
@@ -39,8 +39,8 @@ _vectora_sandbox() {
         local opts=
         case $verb in
         check | plan | shell | mcp) opts="--require-sandbox" ;;
-        exec | run) opts="--timeout -e --env --cwd --no-stdin --require-sandbox" ;;
-        read) opts="--offset --limit --require-sandbox" ;;
+        exec | run) opts="--timeout --max-output -e --env --cwd --no-stdin --require-sandbox" ;;
+        read) opts="--offset --limit --start-line --max-lines --require-sandbox" ;;
         write) opts="--no-parents --require-sandbox" ;;
         edit) opts="--old --new --all --require-sandbox" ;;
         init) opts="--force" ;;

@@ -73,3 +73,28 @@ bool utf8_valid(const char *p, size_t n) {
         }
         return true;
 }
+
+bool utf8_whole_window(const char *p, size_t n, bool at_end, size_t *ret_skip, size_t *ret_len) {
+        size_t skip = 0;
+        while (skip < n && skip < 3 && utf8_is_continuation(p[skip]))
+                skip++;
+        size_t len = n - skip;
+        if (!at_end) {
+                /* Back to the last lead byte; drop it and its continuation
+                 * bytes when they are fewer than it announces. */
+                size_t i = len, k = 0;
+                while (i > 0 && k < 4 && utf8_is_continuation(p[skip + i - 1]))
+                        i--, k++;
+                if (i > 0) {
+                        unsigned char c = (unsigned char)p[skip + i - 1];
+                        size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+                        if (want > 1 && k + 1 < want)
+                                len = i - 1;
+                }
+        }
+        if (!utf8_valid(p + skip, len))
+                return false;
+        *ret_skip = skip;
+        *ret_len = len;
+        return true;
+}

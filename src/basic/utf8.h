@@ -35,3 +35,9 @@ static inline bool utf8_is_continuation(char c) {
 /* Whether p[0..n) is valid UTF-8 throughout. NUL bytes are valid. ASCII
  * runs are checked eight bytes at a time. */
 bool utf8_valid(const char *p, size_t n);
+/* A window p[0..n) cut out of a longer text may start and end inside a
+ * character: true when, without at most 3 continuation bytes at its start
+ * (*ret_skip) and, unless at_end (the window ends the text), a character
+ * cut short at its end, it is valid UTF-8 (*ret_len bytes from
+ * p + *ret_skip); false when it is not text (nothing is written). */
+bool utf8_whole_window(const char *p, size_t n, bool at_end, size_t *ret_skip, size_t *ret_len);

@@ -42,9 +42,71 @@ static int open_regular(const Resolved *r, struct stat *st, VsError **err) {
         return fd;
 }
 
-/* Hashes the whole file; copies [offset, offset+limit) into *win. */
-static int hash_and_window(int fd, uint64_t offset, uint64_t limit, char out_hex[SHA256_HEX_LEN + 1],
-                           StrBuf *win) {
+/* What read_file returns: the bytes [offset, offset+limit), or from the
+ * start of line start_line at most max_lines lines and limit bytes; and the
+ * line the window starts in (lines counted as the file streams past, so a
+ * line read costs one pass like any other). */
+typedef struct Window {
+        uint64_t offset, limit, start_line, max_lines;
+        bool started, full;
+        uint64_t start;     /* where the data starts */
+        uint64_t line;      /* the line at the current position (1-based) */
+        uint64_t first_line;
+        uint64_t lines;     /* newlines taken */
+        StrBuf *data;
+} Window;
+
+static uint64_t count_nl(const char *p, size_t n) {
+        uint64_t k = 0;
+        for (const char *e = p + n; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+                k++;
+        return k;
+}
+
+static int window_feed(Window *w, const char *buf, size_t n, uint64_t pos) {
+        size_t i = 0;
+        if (!w->started) {
+                if (w->start_line) {
+                        while (i < n && w->line < w->start_line) {
+                                const char *nl = memchr(buf + i, '\n', n - i);
+                                if (!nl)
+                                        return 0;
+                                w->line++;
+                                i = (size_t)(nl - buf) + 1;
+                        }
+                        if (w->line < w->start_line)
+                                return 0;
+                } else {
+                        if (pos + n <= w->offset) {
+                                w->line += count_nl(buf, n);
+                                return 0;
+                        }
+                        i = w->offset > pos ? (size_t)(w->offset - pos) : 0;
+                        w->line += count_nl(buf, i);
+                }
+                w->started = true;
+                w->start = pos + i;
+                w->first_line = w->line;
+        }
+        if (w->full || i >= n)
+                return 0;
+        size_t take = n - i;
+        if (take > w->limit - w->data->len)
+                take = (size_t)(w->limit - w->data->len);
+        if (w->max_lines)
+                for (const char *p = buf + i, *e = buf + i + take; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+                        if (++w->lines == w->max_lines) {
+                                take = (size_t)(p - (buf + i)) + 1;
+                                w->full = true;
+                                break;
+                        }
+        if (w->data->len + take == w->limit)
+                w->full = true;
+        return strbuf_append(w->data, buf + i, take);
+}
+
+/* Hashes the whole file; fills *w when given. */
+static int hash_and_window(int fd, char out_hex[SHA256_HEX_LEN + 1], Window *w) {
         _cleanup_free_ char *buf = malloc(CHUNK);
         Sha256 h;
         uint64_t pos = 0;
@@ -62,15 +124,16 @@ static int hash_and_window(int fd, uint64_t offset, uint64_t limit, char out_hex
                 if (n == 0)
                         break;
                 sha256_feed(&h, buf, (size_t) n);
-                if (win) {
-                        uint64_t a = MAX(pos, offset), b = MIN(pos + (uint64_t) n, offset + limit);
-                        if (a < b) {
-                                int k = strbuf_append(win, buf + (a - pos), (size_t) (b - a));
-                                if (k < 0)
-                                        return k;
-                        }
+                if (w) {
+                        int k = window_feed(w, buf, (size_t) n, pos);
+                        if (k < 0)
+                                return k;
                 }
                 pos += (uint64_t) n;
+        }
+        if (w && !w->started) { /* past the end */
+                w->start = w->start_line ? pos : w->offset;
+                w->first_line = w->line;
         }
         sha256_end_hex(&h, out_hex);
         return 0;
@@ -79,7 +142,6 @@ static int hash_and_window(int fd, uint64_t offset, uint64_t limit, char out_hex
 int fileops_read_file(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
         ProtocolReadFileRequest req;
         _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
-        _cleanup_strbuf_ StrBuf win = STRBUF_INIT;
         char hex[SHA256_HEX_LEN + 1];
         struct stat st;
         int k;
@@ -98,14 +160,18 @@ int fileops_read_file(const Policy *p, json_t *obj, StrBuf *out, VsError **err) 
         _cleanup_close_ int fd = open_regular(&r, &st, err);
         if (fd < 0)
                 return fd;
-        k = hash_and_window(fd, req.offset, limit, hex, &win);
+        _cleanup_strbuf_ StrBuf win = STRBUF_INIT;
+        Window w = { .offset = req.offset, .limit = limit, .start_line = req.start_line,
+                     .max_lines = req.max_lines, .line = 1, .data = &win };
+        k = hash_and_window(fd, hex, &w);
         if (k < 0)
                 return io_error(err, k, r.path);
         ProtocolReadFileReply rep = {
                 .size = (uint64_t) st.st_size,
                 .sha256 = hex,
-                .offset = req.offset,
-                .eof = req.offset + win.len >= (uint64_t) st.st_size,
+                .offset = w.start,
+                .eof = w.start + win.len >= (uint64_t) st.st_size,
+                .start_line = w.first_line,
         };
         /* Hashing read the file as it is now; report that size. */
         return protocol_encode_read_file_reply(out, req.head.id, &rep, win.data ? win.data : "", win.len);
@@ -116,7 +182,7 @@ static int hash_existing(const Resolved *r, char hex[SHA256_HEX_LEN + 1], VsErro
         _cleanup_close_ int fd = open_regular(r, &st, err);
         if (fd < 0)
                 return fd;
-        int k = hash_and_window(fd, 0, 0, hex, NULL);
+        int k = hash_and_window(fd, hex, NULL);
         if (k < 0)
                 return io_error(err, k, r->path);
         return 0;

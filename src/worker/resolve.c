@@ -221,6 +221,15 @@ static int io_error(VsError **err, int k, const char *path) {
         return vs_error_set(err, k, "%s: %s", path, strerror(-k));
 }
 
+/* A write under a directory that does not exist: the message says what
+ * creates it, or an agent tries the same write again. */
+static int parent_error(VsError **err, int k, const char *path, unsigned flags) {
+        if (k == -ENOENT && (flags & PATH_WRITE))
+                return vs_error_set(err, k, "%s: a parent directory does not exist; write with create_parents: true "
+                                            "to create it", path);
+        return io_error(err, k, path);
+}
+
 static int resolve_abs(const Policy *p, const char *abs, unsigned flags, unsigned hops, Resolved *ret,
                        VsError **err) {
         bool write = flags & PATH_WRITE, root_rw;
@@ -277,7 +286,7 @@ static int resolve_abs(const Policy *p, const char *abs, unsigned flags, unsigne
                 if (k >= 0)
                         dirfd = k;
                 else if (k != -ENOSYS && k != -ELOOP && !(k == -ENOENT && (flags & PATH_CREATE_PARENTS)))
-                        return io_error(err, k, abs);
+                        return parent_error(err, k, abs, flags);
         }
 
         if (dirfd < 0) {
@@ -296,7 +305,7 @@ static int resolve_abs(const Policy *p, const char *abs, unsigned flags, unsigne
                                 fd = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                         }
                         if (fd < 0)
-                                return io_error(err, negative_errno(), abs);
+                                return parent_error(err, negative_errno(), abs, flags);
                         _cleanup_close_ int cfd = fd;
                         struct stat st;
                         if (fstat(cfd, &st) < 0)

@@ -4,7 +4,7 @@
  * (then every one, counted), absent text refused, an empty old text
  * refused, matches counted without overlap the way they are replaced, and
  * content that is not UTF-8 or holds NULs edited byte for byte, never cut
- * at a NUL. */
+ * at a NUL; a CRLF file edited with text copied with LF. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -70,7 +70,9 @@ static void test_refusals(void **state) {
         assert_refused("", "a", false, ENOENT, "edit_not_found");
         /* Case and whitespace are not normalized: exact bytes only. */
         assert_refused("Hello world", "hello world", false, ENOENT, "edit_not_found");
-        assert_refused("a\r\nb", "a\nb", false, ENOENT, "edit_not_found");
+        /* Line endings are the one exception (test_crlf); an LF file does
+         * not match CRLF text. */
+        assert_refused("a\nb", "a\r\nb", false, ENOENT, "edit_not_found");
 }
 
 static void test_replace_all(void **state) {
@@ -108,12 +110,27 @@ static void test_bytes(void **state) {
         assert_edits_to("\xe2\x82\xac", "\x82", "", false, "\xe2\xac", 1);
 }
 
+/* A CRLF file edited with text copied as LF: matched, and the
+ * replacement written with CRLF; text that already has the CR, and an
+ * LF file, are matched as they are. */
+static void test_crlf(void **state) {
+        (void)state;
+        assert_edits_to("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\nz\n", false, "x\r\ny\r\nz\r\nc\r\n", 1);
+        assert_edits_to("a\r\nb\r\n", "a\r\nb", "q\r\nr", false, "q\r\nr\r\n", 1);
+        assert_edits_to("a\r\nb\r\na\r\nb\r\n", "a\nb", "c", true, "c\r\nc\r\n", 2);
+        char *out = NULL, kind[64] = "";
+        size_t n = 0, count = 0;
+        assert_int_equal(edit("a\nb\n", 4, "a\r\nb", "c", false, &out, &n, &count, kind), -ENOENT);
+        assert_string_equal(kind, "edit_not_found");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unique_match),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_replace_all),
                 cmocka_unit_test(test_bytes),
+                cmocka_unit_test(test_crlf),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,31 @@ static int decode(const char *line, JsonRpcMessage *m, json_t **ret_id, json_t *
         return r;
 }
 
+/* A line refused only for \u0000 or a lone surrogate still gives its id;
+ * other bad lines, a surrogate pair and an escaped backslash give none. */
+static void test_salvage_id(void **state) {
+        static const char *const with_id[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\",\"params\":{\"a\":\"x\\u0000\"}}",
+                "{\"id\":\"k\",\"params\":{\"a\":\"\\uD800\"}}",
+                "{\"id\":3,\"params\":{\"a\":\"\\udc00\\ud800 \\\\\\u0000\"}}",
+        };
+        static const char *const without[] = {
+                "{\"id\":3,\"params\":{\"a\":\"\\ud83d\\ude00\"}",      /* cut short */
+                "{\"id\":3,\"a\":\"\\\\u0000\",}",                          /* \\ then text, and bad JSON */
+                "{\"a\":\"\\u0000\"}",                                     /* no id */
+                "{\"id\":[1],\"a\":\"\\u0000\"}",                          /* an id that is not one */
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof with_id / sizeof *with_id; i++) {
+                json_t *id = jsonrpc_salvage_id(with_id[i], strlen(with_id[i]));
+                assert_non_null(id);
+                assert_true(json_is_integer(id) || json_is_string(id));
+                json_decref(id);
+        }
+        for (size_t i = 0; i < sizeof without / sizeof *without; i++)
+                assert_null(jsonrpc_salvage_id(without[i], strlen(without[i])));
+}
+
 static void test_decode(void **state) {
         JsonRpcMessage m;
         json_t *id, *v;
@@ -303,6 +328,7 @@ static void test_result(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_line),
+                cmocka_unit_test(test_salvage_id),
                 cmocka_unit_test(test_decode),
                 cmocka_unit_test(test_encode),
                 cmocka_unit_test(test_versions),

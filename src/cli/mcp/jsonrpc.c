@@ -1,9 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 #include "jsonrpc.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonl.h"
+
+static bool id_ok(json_t *id) {
+        return json_is_integer(id) || json_is_string(id);
+}
+
+static int hex4(const char *p, size_t n) {
+        unsigned v = 0;
+        if (n < 4)
+                return -1;
+        for (size_t i = 0; i < 4; i++) {
+                char c = p[i];
+                unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                             : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                             : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+                if (d > 15)
+                        return -1;
+                v = v * 16 + d;
+        }
+        return (int)v;
+}
+
+json_t *jsonrpc_salvage_id(const char *p, size_t n) {
+        if (n > JSONRPC_MAX_LINE || !jsonl_depth_ok(p, n, JSONRPC_MAX_DEPTH))
+                return NULL;
+        _cleanup_free_ char *c = malloc(n ? n : 1);
+        if (!c)
+                return NULL;
+        memcpy(c, p, n);
+        bool changed = false, in_string = false;
+        for (size_t i = 0; i < n; i++) {
+                if (c[i] == '"') {
+                        in_string = !in_string;
+                        continue;
+                }
+                if (!in_string || c[i] != '\\' || i + 1 >= n)
+                        continue;
+                int cp = c[i + 1] == 'u' ? hex4(c + i + 2, n - i - 2) : -1;
+                if (cp < 0) {
+                        i++; /* \" \\ \n ...: the next byte is escaped */
+                        continue;
+                }
+                int lo = cp >= 0xd800 && cp <= 0xdbff && i + 7 < n && c[i + 6] == '\\' && c[i + 7] == 'u'
+                                 ? hex4(c + i + 8, n - i - 8) : -1;
+                if (lo >= 0xdc00 && lo <= 0xdfff) {
+                        i += 11; /* a pair: one character */
+                        continue;
+                }
+                if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff)) {
+                        memcpy(c + i + 2, "fffd", 4);
+                        changed = true;
+                }
+                i += 5;
+        }
+        if (!changed)
+                return NULL;
+        _cleanup_(json_decrefp) json_t *v = json_loadb(c, n, JSON_REJECT_DUPLICATES, NULL);
+        json_t *id = json_object_get(v, "id");
+        return id_ok(id) ? json_incref(id) : NULL;
+}
 
 int jsonrpc_parse_line(const char *p, size_t n, json_t **ret, VsError **err) {
         if (n > JSONRPC_MAX_LINE)
@@ -30,9 +90,6 @@ int jsonrpc_parse_line(const char *p, size_t n, json_t **ret, VsError **err) {
         return 0;
 }
 
-static bool id_ok(json_t *id) {
-        return json_is_integer(id) || json_is_string(id);
-}
 
 int jsonrpc_decode(json_t *msg, JsonRpcMessage *ret, json_t **ret_id, VsError **err) {
         if (ret_id)

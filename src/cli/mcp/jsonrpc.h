@@ -53,6 +53,12 @@ typedef struct JsonRpcMessage {
  * JSONRPC_PARSE_ERROR), -EINVAL (an empty or oversized batch; answer
  * JSONRPC_INVALID_REQUEST), -ENOMEM. */
 int jsonrpc_parse_line(const char *p, size_t n, json_t **ret, VsError **err);
+/* For a line jsonrpc_parse_line() refused: valid JSON but for a string
+ * holding \u0000 or a lone UTF-16 surrogate (escapes that jansson, and so
+ * this server, cannot carry), the message's id (a new reference), so the
+ * error answers the request rather than leave its client waiting; NULL
+ * otherwise. */
+json_t *jsonrpc_salvage_id(const char *p, size_t n);
 
 /* Checks one message's envelope ("jsonrpc":"2.0", a string method, an id
  * that is an integer or a string, params an object or an array, nothing

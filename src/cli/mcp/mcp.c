@@ -112,17 +112,23 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. \\\"make test 2>&1 | tail -50\\\"\"},"
                 "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
                 "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":604800,\"description\":\"Seconds before the command is killed (default and cap: the workspace's limit, 120 s unless configured)\"},"
-                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"}}}",
+                "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"},"
+                "\"max_output\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes of output to return, head and tail kept (default 24576; the workspace's max_output caps it)\"}}}",
                 false, true,
         },
         [MCP_TOOL_FILE_READ] = {
                 "Read a text file of the workspace. Returns up to limit bytes from offset (default: the first "
-                "256 KiB); when the file goes on, the result says the offset to continue at. Binary content "
-                "is not shown; inspect it with the terminal tool." SANDBOX_NOTE,
+                "24 KiB), or from line start_line at most max_lines lines; with line_numbers each line is shown "
+                "after its number (as cat -n). A window never splits a character. When the file goes on, the "
+                "result says where to continue. Binary content is not shown; inspect it with the terminal tool."
+                SANDBOX_NOTE,
                 "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
                 "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte offset to start at (default 0)\"},"
-                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 262144)\"}}}",
+                "\"start_line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Line to start at, the first being 1 (instead of offset)\"},"
+                "\"max_lines\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Most lines to return (default: as many as limit holds)\"},"
+                "\"line_numbers\":{\"type\":\"boolean\",\"description\":\"Show each line after its number, as cat -n (default false)\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes to return (default 24576)\"}}}",
                 true, false,
         },
         [MCP_TOOL_FILE_WRITE] = {
@@ -131,7 +137,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
                 "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
                 "\"content\":{\"type\":\"string\",\"description\":\"The whole new content of the file\"},"
-                "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default false)\"}}}",
+                "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default true)\"}}}",
                 false, true,
         },
         [MCP_TOOL_FILE_EDIT] = {
@@ -225,12 +231,16 @@ static const JsonField terminal_fields[] = {
         { "cwd", JSON_FIELD_STRING, offsetof(McpCall, cwd), JSON_FIELD_NULLABLE },
         { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
         { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
+        { "max_output", JSON_FIELD_UINT64, offsetof(McpCall, max_output), JSON_FIELD_NULLABLE }, /* terminal only */
         {},
 };
 static const JsonField file_read_fields[] = {
         { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
         { "offset", JSON_FIELD_UINT64, offsetof(McpCall, offset), JSON_FIELD_NULLABLE },
         { "limit", JSON_FIELD_UINT64, offsetof(McpCall, limit), JSON_FIELD_NULLABLE },
+        { "start_line", JSON_FIELD_UINT64, offsetof(McpCall, start_line), JSON_FIELD_NULLABLE },
+        { "max_lines", JSON_FIELD_UINT64, offsetof(McpCall, max_lines), JSON_FIELD_NULLABLE },
+        { "line_numbers", JSON_FIELD_BOOL, offsetof(McpCall, line_numbers), JSON_FIELD_NULLABLE },
         {},
 };
 static const JsonField file_write_fields[] = {
@@ -325,12 +335,27 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         if (mcp_tool_needs_daemon(tool) && tool != MCP_TOOL_PROCESS_START && tool != MCP_TOOL_PROCESS_LIST &&
             c.process == 0)
                 return bad_arguments(err, p.name, "process must be an id that process_start returned");
+        if (tool == MCP_TOOL_PROCESS_START && json_object_get(args, "max_output"))
+                return bad_arguments(err, p.name, "max_output is for terminal; process_output reads what a background process keeps");
+        if (tool == MCP_TOOL_TERMINAL) {
+                if (!json_object_get(args, "max_output") || json_is_null(json_object_get(args, "max_output")))
+                        c.max_output = MCP_OUTPUT_DEFAULT;
+                if (c.max_output == 0 || c.max_output > MCP_READ_MAX_LIMIT)
+                        return bad_arguments(err, p.name, "max_output must be 1..8388608 bytes");
+        }
         if (tool == MCP_TOOL_FILE_READ) {
                 if (!json_object_get(args, "limit") || json_is_null(json_object_get(args, "limit")))
                         c.limit = MCP_READ_DEFAULT_LIMIT;
                 if (c.limit == 0 || c.limit > MCP_READ_MAX_LIMIT)
                         return bad_arguments(err, p.name, "limit must be 1..8388608 bytes");
+                if (c.start_line && c.offset)
+                        return bad_arguments(err, p.name, "give offset or start_line, not both");
         }
+        /* An agent writing a new file means its directory too (the CLI's
+         * write does the same). */
+        if (tool == MCP_TOOL_FILE_WRITE && (!json_object_get(args, "create_parents") ||
+                                            json_is_null(json_object_get(args, "create_parents"))))
+                c.create_parents = true;
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
         if (c.path && !c.path[0])
@@ -359,13 +384,20 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                         r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
                 if (c->stdin_text)
                         r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                /* Per stream; the policy's max_output caps it (tool-call.c). */
+                r |= json_object_set_new(o, "max_output", json_integer((json_int_t)c->max_output));
                 r |= json_object_set_new(o, "binary", json_true());
                 break;
         case MCP_TOOL_FILE_READ:
                 r |= json_object_set_new(o, "path", json_string(c->path));
                 r |= json_object_set_new(o, "offset", json_integer((json_int_t)c->offset));
                 r |= json_object_set_new(o, "limit", json_integer((json_int_t)c->limit));
+                if (c->start_line)
+                        r |= json_object_set_new(o, "start_line", json_integer((json_int_t)c->start_line));
+                if (c->max_lines)
+                        r |= json_object_set_new(o, "max_lines", json_integer((json_int_t)c->max_lines));
                 r |= json_object_set_new(o, "binary", json_true());
+                r |= json_object_set_new(o, "text", json_true());
                 break;
         case MCP_TOOL_FILE_WRITE:
                 r |= json_object_set_new(o, "path", json_string(c->path));
@@ -442,6 +474,33 @@ static int append_lossy(StrBuf *out, const char *p, size_t n) {
         return 0;
 }
 
+/* What the agent must act on, said in the text for every revision (a
+ * client may show only the text, and revisions before 2025-06-18 have no
+ * structuredContent): one short line each. */
+static int append_notes(StrBuf *out, json_t *reply) {
+        int r = 0;
+        size_t i;
+        json_t *v;
+        json_t *denied = json_object_get(reply, "network_denied");
+        json_array_foreach(denied, i, v) r |= strbuf_appendf(out, "%s%s:%lld (%s)", i ? ", " : "\n[network: the proxy refused ",
+                                                             json_string_value(json_object_get(v, "host")),
+                                                             (long long)json_integer_value(json_object_get(v, "port")),
+                                                             json_string_value(json_object_get(v, "reason")));
+        if (json_array_size(denied))
+                r |= strbuf_appends(out, "; only the user can allow a host, in vectora.toml's network = [...]: ask them]");
+        const char *note = json_string_value(json_object_get(reply, "network_note"));
+        if (note)
+                r |= strbuf_appendf(out, "\n[network: %s]", note);
+        const char *pending = json_string_value(json_object_get(reply, "policy_pending"));
+        if (pending)
+                r |= strbuf_appendf(out, "\n[policy pending: %s]", pending);
+        json_t *capped = json_object_get(reply, "timeout_capped_ms");
+        if (capped)
+                r |= strbuf_appendf(out, "\n[timeout capped at %lld s by the workspace's [sandbox.limits] timeout]",
+                                    (long long)(json_integer_value(capped) / 1000));
+        return r < 0 ? -ENOMEM : 0;
+}
+
 static int append_status(StrBuf *out, json_t *reply) {
         json_t *sb = json_object_get(reply, "sandbox");
         const char *backend = json_string_value(json_object_get(sb, "backend"));
@@ -472,7 +531,7 @@ static int append_status(StrBuf *out, json_t *reply) {
         const char *restarted = json_string_value(json_object_get(reply, "jail_restarted"));
         if (restarted)
                 r |= strbuf_appendf(out, "\n[jail restarted: %s]", restarted);
-        return r < 0 ? -ENOMEM : 0;
+        return r < 0 ? -ENOMEM : append_notes(out, reply);
 }
 
 static const char *process_state(json_t *p) {
@@ -511,43 +570,102 @@ static int process_output_text(json_t *reply, StrBuf *t) {
         return r;
 }
 
+/* p[0..n) in at most budget bytes: the head and the tail, each cut at a
+ * character, around a marker that says how much is left out. */
+static int append_cut(StrBuf *t, const char *p, size_t n, size_t budget) {
+        if (n <= budget)
+                return append_lossy(t, p, n);
+        size_t head = budget / 2, tail = n - (budget - budget / 2);
+        while (head > 0 && utf8_is_continuation(p[head]))
+                head--;
+        while (tail < n && utf8_is_continuation(p[tail]))
+                tail++;
+        int r = append_lossy(t, p, head);
+        r |= strbuf_appendf(t, "\n[... %zu bytes omitted ...]\n", tail - head);
+        return r | append_lossy(t, p + tail, n - tail);
+}
+
+/* stdout then stderr in c->max_output bytes: a stream that needs less
+ * than half leaves the rest to the other. */
+static int terminal_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
+        size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
+        size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
+        if (out_len > raw_len || err_len > raw_len - out_len)
+                out_len = err_len = 0;
+        size_t budget = c->max_output ? (size_t)c->max_output : MCP_OUTPUT_DEFAULT;
+        size_t out_b = out_len, err_b = err_len;
+        bool cut = out_len + err_len > budget;
+        if (cut) {
+                out_b = err_len < budget / 2 ? budget - err_len : out_len < budget / 2 ? out_len : budget / 2;
+                err_b = budget - out_b;
+        }
+        int r = append_cut(t, raw, out_len, out_b);
+        if (err_len) {
+                r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
+                r |= append_cut(t, raw + out_len, err_len, err_b);
+        }
+        if (t->len && t->data[t->len - 1] != '\n')
+                r |= strbuf_appendc(t, '\n');
+        r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
+        if (json_is_true(json_object_get(reply, "timed_out")))
+                r |= strbuf_appends(t, "; timed out: the command's process group was killed");
+        if (cut || json_is_true(json_object_get(reply, "truncated")))
+                r |= strbuf_appendf(t, "; output truncated to %zu bytes: head and tail kept. For the rest, send the "
+                                       "output to a file and file_read it, or raise max_output (the workspace's "
+                                       "[sandbox.limits] max_output caps it)", budget);
+        return r | strbuf_appends(t, "]");
+}
+
+/* Lines numbered as cat -n does, the first being first_line. */
+static int append_numbered(StrBuf *t, const char *p, size_t n, uint64_t first_line) {
+        int r = 0;
+        uint64_t line = first_line ? first_line : 1;
+        for (size_t i = 0; i < n;) {
+                const char *nl = memchr(p + i, '\n', n - i);
+                size_t end = nl ? (size_t)(nl - p) + 1 : n;
+                r |= strbuf_appendf(t, "%6llu\t", (unsigned long long)line++);
+                r |= strbuf_append(t, p + i, end - i);
+                i = end;
+        }
+        return r;
+}
+
+static int file_read_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
+        uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
+        uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
+        uint64_t line = (uint64_t)json_integer_value(json_object_get(reply, "start_line"));
+        int r = 0;
+        if (!utf8_valid(raw, raw_len))
+                r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
+                                    raw_len, (unsigned long long)off, (unsigned long long)size);
+        else if (c->line_numbers)
+                r |= append_numbered(t, raw, raw_len, line);
+        else
+                r |= strbuf_append(t, raw, raw_len);
+        if (json_is_true(json_object_get(reply, "eof")))
+                return r;
+        uint64_t next = off + raw_len;
+        r |= strbuf_appendf(t, "%s[%llu more bytes: call file_read with offset %llu", t->len && t->data[t->len - 1] != '\n' ? "\n" : "",
+                            (unsigned long long)(size > next ? size - next : 0), (unsigned long long)next);
+        /* A window that ends a line can go on by lines too. */
+        if (line && raw_len && raw[raw_len - 1] == '\n' && utf8_valid(raw, raw_len)) {
+                uint64_t nls = 0;
+                for (const char *q = raw, *e = raw + raw_len; (q = memchr(q, '\n', (size_t)(e - q))); q++)
+                        nls++;
+                r |= strbuf_appendf(t, " (or start_line %llu)", (unsigned long long)(line + nls));
+        }
+        return r | strbuf_appends(t, " to go on]");
+}
+
 static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
         int r = 0;
         switch (c->tool) {
-        case MCP_TOOL_TERMINAL: {
-                size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
-                size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
-                if (out_len > raw_len || err_len > raw_len - out_len)
-                        out_len = err_len = 0;
-                r |= append_lossy(t, raw, out_len);
-                if (err_len) {
-                        r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
-                        r |= append_lossy(t, raw + out_len, err_len);
-                }
-                if (t->len && t->data[t->len - 1] != '\n')
-                        r |= strbuf_appendc(t, '\n');
-                r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
-                if (json_is_true(json_object_get(reply, "timed_out")))
-                        r |= strbuf_appends(t, "; timed out: the command's process group was killed");
-                if (json_is_true(json_object_get(reply, "truncated")))
-                        r |= strbuf_appends(t, "; output truncated: head and tail kept");
-                r |= strbuf_appends(t, "]");
+        case MCP_TOOL_TERMINAL:
+                r |= terminal_text(c, reply, raw, raw_len, t);
                 break;
-        }
-        case MCP_TOOL_FILE_READ: {
-                uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
-                uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
-                if (!utf8_valid(raw, raw_len))
-                        r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
-                                            raw_len, (unsigned long long)off, (unsigned long long)size);
-                else
-                        r |= strbuf_append(t, raw, raw_len);
-                if (!json_is_true(json_object_get(reply, "eof")))
-                        r |= strbuf_appendf(t, "\n[%llu more bytes: call file_read with offset %llu to go on]",
-                                            (unsigned long long)(size > off + raw_len ? size - off - raw_len : 0),
-                                            (unsigned long long)(off + raw_len));
+        case MCP_TOOL_FILE_READ:
+                r |= file_read_text(c, reply, raw, raw_len, t);
                 break;
-        }
         case MCP_TOOL_FILE_WRITE:
                 r |= strbuf_appendf(t, "%s %s: %lld bytes", json_is_true(json_object_get(reply, "created")) ? "created" : "replaced",
                                     c->path, (long long)json_integer_value(json_object_get(reply, "size")));

@@ -24,10 +24,14 @@
 /* Newest first: what initialize answers when the client asks for a
  * revision this server does not know. */
 #define MCP_PROTOCOL_LATEST "2025-06-18"
-/* file_read: bytes returned per call unless "limit" says otherwise, and the
- * most a call may ask for (the result is one JSON-RPC line). */
-#define MCP_READ_DEFAULT_LIMIT (256u * 1024u)
+/* file_read: bytes returned per call unless "limit" says otherwise (sized
+ * for a model's context: clients cap a tool result near 25k tokens), and
+ * the most a call may ask for (the result is one JSON-RPC line). */
+#define MCP_READ_DEFAULT_LIMIT (24u * 1024u)
 #define MCP_READ_MAX_LIMIT (8u * 1024u * 1024u)
+/* terminal: bytes of output shown (both streams) unless "max_output" says
+ * otherwise, the head and the tail kept; the same bound as a read. */
+#define MCP_OUTPUT_DEFAULT (24u * 1024u)
 #define MCP_TIMEOUT_MAX_S (7u * 24u * 3600u)
 
 typedef enum McpTool {
@@ -71,11 +75,14 @@ typedef struct McpCall {
         const char *command;
         const char *cwd;
         uint64_t timeout_s;   /* 0: the workspace's limit */
+        uint64_t max_output;  /* terminal: bytes of output shown; MCP_OUTPUT_DEFAULT when absent */
         const char *stdin_text;
         /* file tools */
         const char *path;
         uint64_t offset;
         uint64_t limit;       /* file_read; set to MCP_READ_DEFAULT_LIMIT when absent */
+        uint64_t start_line, max_lines; /* file_read by lines */
+        bool line_numbers;    /* file_read: each line shown after its number (cat -n) */
         const char *content;  /* file_write */
         size_t content_len;
         bool create_parents;

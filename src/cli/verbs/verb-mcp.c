@@ -123,9 +123,9 @@ static json_t *on_initialize(McpServer *s, json_t *params, int *ret_code, const 
                 return NULL;
         }
         s->version = mcp_negotiate_version(in.protocol_version);
-        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s+}", "protocolVersion", s->version, "capabilities", "tools",
+        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s++}", "protocolVersion", s->version, "capabilities", "tools",
                          "listChanged", false, "serverInfo", "name", "vectora-sandbox", "version", VS_VERSION,
-                         "instructions",
+                         "instructions", /* s++: three strings, concatenated */
                          "These tools act on the workspace ", s->workspace,
                          " inside its sandbox (vectora.toml's [sandbox]). Use terminal to run commands and the file "
                          "tools to read and change files. Each result ends with a line saying how it was sandboxed. "
@@ -188,6 +188,12 @@ static int on_line(McpServer *s, const char *p, size_t n, StrBuf *out) {
         int r = jsonrpc_parse_line(p, n, &v, &err);
         if (r == -ENOMEM)
                 return r;
+        _cleanup_(json_decrefp) json_t *id = r == -EBADMSG ? jsonrpc_salvage_id(p, n) : NULL;
+        if (id)
+                return jsonrpc_encode_error(out, id, JSONRPC_INVALID_PARAMS,
+                                            "a string holds \\u0000 (a NUL byte) or a lone UTF-16 surrogate, which "
+                                            "file content and commands cannot carry; send the text without it (write "
+                                            "bytes like these with the terminal tool, e.g. printf)");
         if (r < 0)
                 return jsonrpc_encode_error(out, NULL, r == -EINVAL ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
                                             vs_error_message(err));

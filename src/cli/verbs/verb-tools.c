@@ -55,6 +55,15 @@ static int terminal(const CliArgs *a, json_t *req) {
                 }
                 json_object_set_new(req, "timeout", json_integer(t));
         }
+        if (a->val[OPT_MAX_OUTPUT]) {
+                int64_t n = parse_count(a->val[OPT_MAX_OUTPUT], 64 << 20);
+                if (n <= 0) {
+                        json_decref(req);
+                        return cli_fail_code(a, EXIT_USAGE, "usage", "%s: --max-output takes bytes (1..67108864), not '%s'",
+                                             a->verb->name, a->val[OPT_MAX_OUTPUT]);
+                }
+                json_object_set_new(req, "max_output", json_integer(n));
+        }
         if (a->val[OPT_CWD])
                 json_object_set_new(req, "cwd", json_string(a->val[OPT_CWD]));
         if (a->env) {
@@ -141,6 +150,15 @@ int verb_read(const CliArgs *a) {
         if (a->val[OPT_LIMIT] && (limit = parse_count(a->val[OPT_LIMIT], INT64_MAX)) <= 0)
                 return cli_fail_code(a, EXIT_USAGE, "usage", "read: --limit takes a positive byte count, not '%s'",
                                      a->val[OPT_LIMIT]);
+        int64_t start_line = 0, max_lines = 0;
+        if (a->val[OPT_START_LINE] && (start_line = parse_count(a->val[OPT_START_LINE], INT64_MAX)) <= 0)
+                return cli_fail_code(a, EXIT_USAGE, "usage", "read: --start-line takes a line number (from 1), not '%s'",
+                                     a->val[OPT_START_LINE]);
+        if (a->val[OPT_MAX_LINES] && (max_lines = parse_count(a->val[OPT_MAX_LINES], INT64_MAX)) <= 0)
+                return cli_fail_code(a, EXIT_USAGE, "usage", "read: --max-lines takes a positive count, not '%s'",
+                                     a->val[OPT_MAX_LINES]);
+        if (start_line && a->val[OPT_OFFSET])
+                return cli_fail_code(a, EXIT_USAGE, "usage", "read: give --offset or --start-line, not both");
         _cleanup_(cli_link_freep) CliLink *l = NULL;
         if (cli_link_new(a, &l) < 0)
                 return oom();
@@ -156,9 +174,22 @@ int verb_read(const CliArgs *a) {
                         want = (uint64_t)limit - done;
                 json_t *req = json_pack("{s:s,s:s,s:I,s:I}", "tool", api_tool_name(API_TOOL_FILE_READ), "path", path, "offset",
                                         (json_int_t)pos, "limit", (json_int_t)want);
+                /* By lines, the first piece finds the line; the next ones
+                 * go on by offset, each asking for the lines left. */
+                if (req && start_line && !done) {
+                        json_object_del(req, "offset");
+                        json_object_set_new(req, "start_line", json_integer(start_line));
+                }
+                if (req && max_lines)
+                        json_object_set_new(req, "max_lines", json_integer(max_lines));
                 JsonlMsg m = JSONL_MSG_INIT;
                 if ((r = call(a, l, req, NULL, 0, &m)))
                         break;
+                if (start_line && !done)
+                        pos = (uint64_t)(offset = json_integer_value(json_object_get(m.obj, "offset")));
+                if (max_lines)
+                        for (const char *q = m.raw, *e = m.raw + m.raw_len; q && (q = memchr(q, '\n', (size_t)(e - q))); q++)
+                                max_lines--;
                 const char *s = json_string_value(json_object_get(m.obj, "sha256"));
                 if (!sha)
                         sha = strdup(s ? s : "");
@@ -190,7 +221,7 @@ int verb_read(const CliArgs *a) {
                 json_decref(last);
                 last = json_incref(m.obj);
                 jsonl_msg_done(&m);
-                if (eof || (limit >= 0 && done >= (uint64_t)limit))
+                if (eof || (limit >= 0 && done >= (uint64_t)limit) || (a->val[OPT_MAX_LINES] && max_lines <= 0))
                         break;
         }
         if (r == 0 && a->json && last) {

@@ -5,8 +5,8 @@
 
 #define END _OPT_MAX
 static const CliOptId opts_policy[] = { OPT_REQUIRE_SANDBOX, END };
-static const CliOptId opts_exec[] = { OPT_TIMEOUT, OPT_ENV, OPT_CWD, OPT_NO_STDIN, OPT_REQUIRE_SANDBOX, END };
-static const CliOptId opts_read[] = { OPT_OFFSET, OPT_LIMIT, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_exec[] = { OPT_TIMEOUT, OPT_MAX_OUTPUT, OPT_ENV, OPT_CWD, OPT_NO_STDIN, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_read[] = { OPT_OFFSET, OPT_LIMIT, OPT_START_LINE, OPT_MAX_LINES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_write[] = { OPT_NO_PARENTS, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_edit[] = { OPT_OLD, OPT_NEW, OPT_ALL, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_init[] = { OPT_FORCE, END };

@@ -50,6 +50,9 @@ static void terminal_free(void *a) {
 
 static int read_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
         ApiReadArgs *a = c->args;
+        if (a->start_line && json_integer_value(json_object_get(msg->obj, "offset")))
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST),
+                                         "give \"offset\" or \"start_line\", not both");
         c->binary = a->binary;
         c->target = json_string(a->path);
         return c->target ? 0 : -ENOMEM;
@@ -60,7 +63,10 @@ static void read_args(VsApiCall *c, VsToolArgs *ret) {
         uint64_t limit = a->limit;
         if (!a->binary && (limit == 0 || limit > TEXT_READ_MAX))
                 limit = TEXT_READ_MAX;
-        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_READ, .path = a->path, .offset = a->offset, .limit = limit };
+        /* Without binary the content is a JSON string: text, trimmed to
+         * whole characters; with it, text only when asked. */
+        *ret = (VsToolArgs){ .tool = VS_TOOL_FILE_READ, .path = a->path, .offset = a->offset, .limit = limit,
+                             .start_line = a->start_line, .max_lines = a->max_lines, .text = a->text || !a->binary };
 }
 
 /* ---- file_write ---- */

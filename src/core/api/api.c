@@ -222,7 +222,10 @@ const JsonField api_file_read_table[] = {
         { "path", JSON_FIELD_STRING, offsetof(ApiReadArgs, path), JSON_FIELD_REQUIRED, NULL },
         { "offset", JSON_FIELD_UINT64, offsetof(ApiReadArgs, offset), JSON_FIELD_NULLABLE, NULL },
         { "limit", JSON_FIELD_UINT64, offsetof(ApiReadArgs, limit), JSON_FIELD_NULLABLE, NULL },
+        { "start_line", JSON_FIELD_UINT64, offsetof(ApiReadArgs, start_line), JSON_FIELD_NULLABLE, NULL },
+        { "max_lines", JSON_FIELD_UINT64, offsetof(ApiReadArgs, max_lines), JSON_FIELD_NULLABLE, NULL },
         { "binary", JSON_FIELD_BOOL, offsetof(ApiReadArgs, binary), 0, NULL },
+        { "text", JSON_FIELD_BOOL, offsetof(ApiReadArgs, text), 0, NULL },
         {},
 };
 

@@ -151,7 +151,9 @@ typedef struct ApiReadArgs {
         const char *path;
         uint64_t offset;
         uint64_t limit;
+        uint64_t start_line, max_lines;
         bool binary;
+        bool text;
 } ApiReadArgs;
 extern const JsonField api_file_read_table[];
 

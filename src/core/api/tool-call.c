@@ -7,6 +7,7 @@
 #include "json-util.h"
 #include "strv.h"
 #include "tools.h"
+#include "utf8.h"
 
 void tool_call_init(VsToolCall *c, const VsToolArgs *args, const VsPolicy *policy) {
         *c = (VsToolCall){ .a = *args };
@@ -49,7 +50,8 @@ int tool_call_encode(VsToolCall *c, uint64_t wid, StrBuf *out) {
                 return protocol_encode_exec_request(out, wid, &q, a->data, a->data_len);
         }
         case VS_TOOL_FILE_READ: {
-                ProtocolReadFileRequest q = { .path = a->path, .offset = a->offset, .limit = a->limit };
+                ProtocolReadFileRequest q = { .path = a->path, .offset = a->offset, .limit = a->limit,
+                                              .start_line = a->start_line, .max_lines = a->max_lines };
                 return protocol_encode_read_file_request(out, wid, &q);
         }
         case VS_TOOL_FILE_WRITE: {
@@ -81,7 +83,7 @@ static int malformed(VsError **err, const char *what) {
         return vs_error_set_kind(err, -EPROTO, "worker_crashed", "the worker sent a malformed %s reply", what);
 }
 
-static int exec_result(JsonlMsg *m, json_t **ret, VsError **err) {
+static int exec_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError **err) {
         ProtocolExecReply e;
         if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, NULL) < 0)
                 return malformed(err, "exec");
@@ -91,18 +93,40 @@ static int exec_result(JsonlMsg *m, json_t **ret, VsError **err) {
                               "stdout_total", (json_int_t)e.stdout_total, "stderr_total", (json_int_t)e.stderr_total,
                               "truncated", e.stdout_total > e.stdout_len || e.stderr_total > e.stderr_len,
                               "duration_us", (json_int_t)e.duration_us);
+        /* The agent asked for longer than the policy allows: said, so a
+         * command killed at the limit is not retried with a longer one. */
+        if (o && c->max_timeout_ms && c->a.timeout_ms > c->max_timeout_ms &&
+            json_object_set_new(o, "timeout_capped_ms", json_integer((json_int_t)c->max_timeout_ms)) < 0)
+                json_decref(TAKE_PTR(o));
         if (!o)
                 return -ENOMEM;
         *ret = o;
         return 0;
 }
 
-static int read_result(JsonlMsg *m, json_t **ret, VsError **err) {
+/* A text read: a window cut inside a character is trimmed to whole
+ * characters (the result's offset and length say what is shown, and the
+ * next read starts at offset + length); only content that is not UTF-8
+ * for other reasons stays as it is (binary). */
+static void read_trim(JsonlMsg *m, ProtocolReadFileReply *rf) {
+        size_t skip, len;
+        if (!m->raw || !utf8_whole_window(m->raw, m->raw_len, rf->eof, &skip, &len))
+                return;
+        if (skip)
+                memmove(m->raw, m->raw + skip, len);
+        rf->offset += skip;
+        m->raw_len = len;
+}
+
+static int read_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError **err) {
         ProtocolReadFileReply rf;
         if (protocol_decode_read_file_reply(m->obj, &rf, NULL) < 0)
                 return malformed(err, "read");
-        json_t *o = json_pack("{s:I,s:s,s:I,s:b,s:I}", "size", (json_int_t)rf.size, "sha256", rf.sha256, "offset",
-                              (json_int_t)rf.offset, "eof", rf.eof, "length", (json_int_t)m->raw_len);
+        if (c->a.text)
+                read_trim(m, &rf);
+        json_t *o = json_pack("{s:I,s:s,s:I,s:b,s:I,s:I}", "size", (json_int_t)rf.size, "sha256", rf.sha256, "offset",
+                              (json_int_t)rf.offset, "eof", rf.eof, "length", (json_int_t)m->raw_len, "start_line",
+                              (json_int_t)rf.start_line);
         if (!o)
                 return -ENOMEM;
         *ret = o;
@@ -156,9 +180,9 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
         int r;
         switch (c->a.tool) {
         case VS_TOOL_TERMINAL:
-                return exec_result(m, ret_result, err);
+                return exec_result(c, m, ret_result, err);
         case VS_TOOL_FILE_READ:
-                return read_result(m, ret_result, err);
+                return read_result(c, m, ret_result, err);
         case VS_TOOL_FILE_WRITE:
                 return write_result(m, ret_result, err);
         case VS_TOOL_FILE_EDIT:

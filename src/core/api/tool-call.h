@@ -52,6 +52,8 @@ typedef struct VsToolArgs {
         /* file tools */
         const char *path;
         uint64_t offset, limit;       /* file_read; limit 0: up to JSONL_MAX_RAW */
+        uint64_t start_line, max_lines; /* file_read by lines (start_line > 0; offset is then unused) */
+        bool text;                    /* file_read: trim the window to whole UTF-8 characters */
         bool has_mode;                /* file_write */
         uint64_t mode;
         bool create_parents;

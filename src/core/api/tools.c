@@ -15,6 +15,27 @@
 #include "strbuf.h"
 #include "strv.h"
 
+/* s with each \n that no \r precedes made \r\n, in *ret (owned); the
+ * count of those. */
+static int to_crlf(const char *s, char **ret, size_t *ret_count) {
+        size_t bare = 0, n = strlen(s);
+        for (size_t i = 0; i < n; i++)
+                if (s[i] == '\n' && (i == 0 || s[i - 1] != '\r'))
+                        bare++;
+        char *o = malloc(n + bare + 1), *q = o;
+        if (!o)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\n' && (i == 0 || s[i - 1] != '\r'))
+                        *q++ = '\r';
+                *q++ = s[i];
+        }
+        *q = 0;
+        *ret = o;
+        *ret_count = bare;
+        return 0;
+}
+
 int tool_edit_apply(const char *content, size_t len, const char *old_text, const char *new_text, bool replace_all,
                     char **ret, size_t *ret_len, size_t *ret_count, VsError **err) {
         size_t lo = strlen(old_text), ln = strlen(new_text);
@@ -27,6 +48,18 @@ int tool_edit_apply(const char *content, size_t len, const char *old_text, const
                         break;
                 count++;
                 p = hit + lo;
+        }
+        if (count == 0 && memmem(content, len, "\r\n", 2)) {
+                /* A CRLF file and text copied with LF (the CR is invisible
+                 * in what the agent read): matched and replaced in the
+                 * file's line endings. */
+                _cleanup_free_ char *o2 = NULL, *n2 = NULL;
+                size_t bare = 0, unused;
+                int r = to_crlf(old_text, &o2, &bare);
+                if (r < 0 || (bare && (r = to_crlf(new_text, &n2, &unused)) < 0))
+                        return r;
+                if (bare)
+                        return tool_edit_apply(content, len, o2, n2, replace_all, ret, ret_len, ret_count, err);
         }
         if (count == 0)
                 return vs_error_set_kind(err, -ENOENT, "edit_not_found",

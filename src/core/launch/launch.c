@@ -308,8 +308,12 @@ static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o,
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if ((r = strv_extendf(&l->env, "%s=http://127.0.0.1:%d", names[i], VS_JAIL_PROXY_PORT)) < 0)
                         return r;
+        /* Node's fetch ignores the variables above unless asked (Node 24
+         * on); without them it resolves names itself and fails with
+         * EAI_AGAIN even for an allowed host. */
         if ((r = strv_extend(&l->env, "NO_PROXY=localhost,127.0.0.1")) < 0 ||
-            (r = strv_extend(&l->env, "no_proxy=localhost,127.0.0.1")) < 0)
+            (r = strv_extend(&l->env, "no_proxy=localhost,127.0.0.1")) < 0 ||
+            (r = strv_extend(&l->env, "NODE_USE_ENV_PROXY=1")) < 0)
                 return r;
         l->proxy_socket = VS_JAIL_PROXY_SOCKET;
         return 0;

@@ -152,6 +152,7 @@ static const JsonField read_file_reply_table[] = {
         { "sha256", JSON_FIELD_STRING, offsetof(ProtocolReadFileReply, sha256), REQUIRED },
         { "offset", JSON_FIELD_UINT64, offsetof(ProtocolReadFileReply, offset), 0 },
         { "eof", JSON_FIELD_BOOL, offsetof(ProtocolReadFileReply, eof), 0 },
+        { "start_line", JSON_FIELD_UINT64, offsetof(ProtocolReadFileReply, start_line), 0 },
         {}
 };
 

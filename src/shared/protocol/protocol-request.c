@@ -125,6 +125,8 @@ static const JsonField read_file_table[] = {
         PATH_FIELD(ProtocolReadFileRequest),
         { "offset", JSON_FIELD_UINT64, offsetof(ProtocolReadFileRequest, offset), OPT },
         { "limit", JSON_FIELD_UINT64, offsetof(ProtocolReadFileRequest, limit), OPT },
+        { "start_line", JSON_FIELD_UINT64, offsetof(ProtocolReadFileRequest, start_line), OPT },
+        { "max_lines", JSON_FIELD_UINT64, offsetof(ProtocolReadFileRequest, max_lines), OPT },
         {}
 };
 

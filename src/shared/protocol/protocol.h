@@ -218,6 +218,8 @@ typedef struct ProtocolReadFileRequest {
         const char *path;
         uint64_t offset;
         uint64_t limit;       /* 0 = up to JSONL_MAX_RAW */
+        uint64_t start_line;  /* > 0: start at this line (1-based) instead of offset */
+        uint64_t max_lines;   /* > 0: at most this many lines (and at most limit bytes) */
 } ProtocolReadFileRequest;
 
 typedef struct ProtocolWriteFileRequest {
@@ -298,6 +300,7 @@ typedef struct ProtocolReadFileReply {
         const char *sha256;     /* whole file, 64 hex */
         uint64_t offset;
         bool eof;               /* the data reaches the end of the file */
+        uint64_t start_line;    /* the line (1-based) the data starts in; 0 from an older worker */
         /* data: raw */
 } ProtocolReadFileReply;
 
