@@ -2,6 +2,7 @@
 /* The unix socket server: accept with a peer uid check, JSON-lines framing,
  * bounded output queues with backpressure. */
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -542,6 +543,18 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
         json_decref(id);
 }
 
+/* At EOF: did the client close its socket (nobody reads the replies: its
+ * calls are cancelled) or only shut down its writing side (it still reads
+ * them)? A unix stream socket whose peer closed reports POLLHUP, one whose
+ * peer did shutdown(SHUT_WR) only POLLRDHUP. */
+static bool peer_gone(Client *c) {
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0)
+                return true;
+        struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         Client *c = s->data;
         if (nread == UV_ENOBUFS) {
@@ -550,12 +563,13 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 return;
         }
         if (nread < 0) {
-                /* EOF: answer what is in flight, then close (a half-closed
-                 * client still reads its replies). Requests still buffered
-                 * are taken first. */
+                /* EOF of a half-closed client: answer what is in flight,
+                 * then close (it still reads its replies); requests still
+                 * buffered are taken first. A client gone for good (or an
+                 * error) closes now: client_closing cancels its calls. */
                 uv_read_stop(s);
                 c->reading = false;
-                if (nread != UV_EOF) {
+                if (nread != UV_EOF || peer_gone(c)) {
                         c->closing = true;
                         client_close(c);
                         return;

@@ -113,6 +113,7 @@ struct Client {
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
         struct PtySession *ptys; /* pty.c */
+        struct Request *calls;   /* its worker tool calls in flight, cancelled when it goes (tools.c) */
 };
 
 int server_start(Server *srv, VsError **err);

