@@ -123,8 +123,106 @@ def t_close_cancels(tmp):
         c.close()
 
 
+def mcp_cancel(tmp, d, n, tag):
+    """tools/call `sleep n`, a ping answered while it runs, then
+    notifications/cancelled: the command is gone, no response with its id
+    ever comes, and the server serves the next call."""
+    ws = make_ws(tmp, "mcp-" + tag, SANDBOX)
+    m = Mcp(ws, env_for(d), () if d else ("--no-daemon",))
+    try:
+        m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}})
+        m.notify("notifications/initialized")
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                                "params": {"name": "terminal", "arguments": {"command": "sleep %d" % n}}}))
+        started(n)
+        t0 = time.monotonic()
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 101, "method": "ping"}))
+        r = m.recv()
+        dt = time.monotonic() - t0
+        check(r.get("id") == 101 and r.get("result") == {}, "the ping's response: %r" % r)
+        check(dt < 1, "the ping was answered in %.2f s while the command ran" % dt)
+        tap.note("%s: ping answered in %.3f s while a command ran" % (tag, dt))
+        m.notify("notifications/cancelled", {"requestId": 100, "reason": "the user pressed stop"})
+        gone(n)
+        r = m.call("terminal", command="echo next")
+        check(r.get("id") == m.next_id and not r["result"].get("isError"), "the call after the cancel: %r" % r)
+        text = json.dumps(r["result"])
+        check("next" in text, "the call after the cancel ran: %r" % r)
+        # The next call's response came first, and none with id 100 before it.
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 102, "method": "ping"}))
+        r = m.recv()
+        check(r.get("id") == 102, "a response for the cancelled request: %r" % r)
+    finally:
+        m.close()
+
+
+def mcp_disconnect(tmp, d, n, tag):
+    """The client goes away (its pipes closed) while a call runs: the
+    command is gone."""
+    ws = make_ws(tmp, "mcpgone-" + tag, SANDBOX)
+    m = Mcp(ws, env_for(d), () if d else ("--no-daemon",))
+    try:
+        m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}})
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 200, "method": "tools/call",
+                                "params": {"name": "terminal", "arguments": {"command": "sleep %d" % n}}}))
+        started(n)
+        m.p.stdin.close()
+        m.p.stdout.close()
+        gone(n)
+    finally:
+        m.p.kill()
+        m.p.wait()
+
+
+def t_mcp_daemon(tmp):
+    with Daemon(tmp, "mcp") as d:
+        mcp_cancel(tmp, d, 3004, "daemon")
+        mcp_disconnect(tmp, d, 3005, "daemon")
+
+
+def t_mcp_embedded(tmp):
+    mcp_cancel(tmp, None, 3006, "embedded")
+    mcp_disconnect(tmp, None, 3007, "embedded")
+
+
+def t_cli_sigint(tmp):
+    """Ctrl-C of `vectora-sandbox run` through the daemon ends the command."""
+    ws = make_ws(tmp, "cli", SANDBOX)
+    with Daemon(tmp, "cli") as d:
+        p = subprocess.Popen([CLI, "run", "-w", ws, "sleep 3008"], env=env_for(d), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            started(3008)
+            p.send_signal(signal.SIGINT)
+            p.wait(10)
+            gone(3008)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def t_python_timeout(tmp):
+    """The Python client's timeout= cancels the call: the command is gone."""
+    sys.path.insert(0, os.path.join(SRC, "clients/python/src"))
+    import vectora_sandbox
+    ws = make_ws(tmp, "py", SANDBOX)
+    with Daemon(tmp, "py") as d:
+        with vectora_sandbox.Sandbox(socket=d.sock, workspace=ws, timeout=3) as sb:
+            t0 = time.monotonic()
+            try:
+                sb.terminal("sleep 3009")
+                raise AssertionError("the call returned")
+            except vectora_sandbox.DaemonUnavailable as e:
+                check("cancelled" in str(e), "the timeout's message: %s" % e)
+            check(time.monotonic() - t0 < 10, "the timeout took %.1f s" % (time.monotonic() - t0))
+            gone(3009)
+            r = sb.terminal("echo again")
+            check(r.stdout == b"again\n", "the next call: %r" % r)
+
+
 def main():
-    return run_cases(tap, [t_api_cancel, t_close_cancels], "vs-cancel-")
+    return run_cases(tap, [t_api_cancel, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
 
 
 if __name__ == "__main__":
