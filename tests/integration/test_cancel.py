@@ -121,6 +121,16 @@ def t_close_cancels(tmp):
         m = c.recv()
         check(m["ok"] and m["stdout"] == "half\n", "a half-closed client's result: %r" % m)
         c.close()
+        # Half-closed, then gone while its command runs: the command ends
+        # too (the daemon looks each second).
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3010"})
+        started(3010)
+        c.s.shutdown(sk.SHUT_WR)
+        time.sleep(1.5)
+        check(sleepers(3010), "a half-closed client's command was ended")
+        c.close()
+        gone(3010, 4)
 
 
 def mcp_cancel(tmp, d, n, tag):

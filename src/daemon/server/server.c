@@ -555,6 +555,37 @@ static bool peer_gone(Client *c) {
         return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
 }
 
+/* A half-closed client may still go away while its calls run (closing
+ * the socket raises no event once its EOF was read): looked at each
+ * HUP_CHECK_MS while any such client has calls in flight. */
+#define HUP_CHECK_MS 1000
+
+static void on_hup_timer(uv_timer_t *t) {
+        Server *srv = t->data;
+        bool waiting = false;
+        for (Client *c = srv->clients, *next; c; c = next) {
+                next = c->next; /* closing c unlinks it, not the next */
+                if (!c->eof || c->closed || c->inflight == 0)
+                        continue;
+                if (peer_gone(c))
+                        client_close(c);
+                else
+                        waiting = true;
+        }
+        if (!waiting) {
+                srv->hup_timer_on = false;
+                uv_timer_stop(t);
+        }
+}
+
+static void hup_watch(Client *c) {
+        Server *srv = c->srv;
+        if (c->closed || c->inflight == 0 || srv->hup_timer_on)
+                return;
+        srv->hup_timer_on = true;
+        uv_timer_start(&srv->hup_timer, on_hup_timer, HUP_CHECK_MS, HUP_CHECK_MS);
+}
+
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         Client *c = s->data;
         if (nread == UV_ENOBUFS) {
@@ -577,6 +608,7 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 c->eof = c->closing = true;
                 client_ref(c);
                 client_process(c);
+                hup_watch(c);
                 client_unref(c);
                 return;
         }
@@ -689,6 +721,9 @@ int server_start(Server *srv, VsError **err) {
         uv_timer_init(srv->loop, &srv->lead_timer);
         srv->lead_timer.data = srv;
         uv_unref((uv_handle_t *)&srv->lead_timer); /* a helper: never what keeps the loop running */
+        uv_timer_init(srv->loop, &srv->hup_timer);
+        srv->hup_timer.data = srv;
+        uv_unref((uv_handle_t *)&srv->hup_timer);
         int r = uv_pipe_init(srv->loop, &srv->listener, 0);
         if (r < 0)
                 return vs_error_set(err, r, "uv_pipe_init: %s", uv_strerror(r));
@@ -770,6 +805,10 @@ void server_stop(Server *srv) {
         if (!uv_is_closing((uv_handle_t *)&srv->lead_timer)) {
                 srv->lead_timer_on = false;
                 uv_close((uv_handle_t *)&srv->lead_timer, NULL);
+        }
+        if (!uv_is_closing((uv_handle_t *)&srv->hup_timer)) {
+                srv->hup_timer_on = false;
+                uv_close((uv_handle_t *)&srv->hup_timer, NULL);
         }
         while (srv->clients)
                 client_close(srv->clients);

@@ -68,6 +68,8 @@ struct Server {
         unsigned hub_next;
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
+        uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */
+        bool hup_timer_on;
         uv_timer_t gc_timer;     /* workspace_gc */
         bool gc_running;
         uint64_t ws_freed;       /* entries freed since start */
