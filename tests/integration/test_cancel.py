@@ -89,8 +89,9 @@ def t_api_cancel(tmp):
         check(r["ok"] and r["stdout"] == "after\n", "a call after the cancel: %r" % r)
         c.close()
         audit = [json.loads(line) for line in open(d.audit)]
-        check(any(a["tool"] == "terminal" and a.get("error_code") == "cancelled" for a in audit),
-              "the cancelled call is audited")
+        check(any(a["target"] == "sleep 3001" and a["error_code"] == "cancelled" and
+                  "cancelled by the client" in a["denial_reason"] for a in audit), "the cancelled call is audited")
+        check(any(a["tool"] == "cancel" and a["target"] == {"request": 7} for a in audit), "the cancel is audited")
 
 
 def t_close_cancels(tmp):
@@ -104,6 +105,11 @@ def t_close_cancels(tmp):
         started(3002)
         c.close()
         gone(3002)
+        # Audited: the call, cancelled, and why.
+        check(wait_for(lambda: any(a["target"] == "sleep 3002" and a["error_code"] == "cancelled" and
+                                   "connection closed" in (a["denial_reason"] or "")
+                                   for a in map(json.loads, open(d.audit))), 3),
+              "the cancelled call's audit record")
         c = d.conn()
         c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3003", "detach": True})
         started(3003)

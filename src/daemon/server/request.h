@@ -37,6 +37,7 @@ struct Request {
         bool listed;        /* in client->calls */
         bool detach;        /* "detach": true: runs on when its connection closes */
         bool cancelled;     /* a cancel reached it: its result is the error cancelled */
+        const char *cancel_why; /* static: the cancelled result's message, audited */
 };
 
 /* Sends the result of r (ok when code is API_OK), audits it and frees r.

@@ -60,8 +60,6 @@ static int call_build(Call *c, uint64_t wid, StrBuf *out) {
  * tool table below). */
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
 
-#define CANCELLED_MESSAGE "cancelled: the call was stopped before it finished (its command's processes were killed)"
-
 static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
         if (!m)
@@ -80,7 +78,7 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const 
          * before the cancel reached it keeps its own result. */
         if (k >= 0 && r->cancelled && json_is_true(json_object_get(o, "cancelled"))) {
                 json_decref(o);
-                return request_finish(r, l, NULL, NULL, 0, API_ERROR_CANCELLED, CANCELLED_MESSAGE);
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_CANCELLED, r->cancel_why);
         }
         if (k == -ENOMEM)
                 return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
@@ -281,11 +279,13 @@ static void policy_allow_reply(Request *r) {
 
 /* r's worker call stops: dropped from the queue (r is finished then) or
  * the worker cancels it (r is finished with its reply). */
-static bool request_cancel(Request *r) {
+static bool request_cancel(Request *r, const char *why) {
         if (r->cancelled)
                 return true;
         r->cancelled = true;
-        log_info("workspace %s: %s cancelled for client %d", r->ws->path, r->tool, (int)r->client->pid);
+        r->cancel_why = why;
+        log_info("workspace %s: %s of client %d (uid %u): %s", r->ws->path, r->tool, (int)r->client->pid,
+                 (unsigned)r->client->uid, why);
         return workspace_cancel(r->ws, &r->call);
 }
 
@@ -295,7 +295,7 @@ static void cancel_client_calls(Client *c) {
         for (Request *r = c->calls, *next; r; r = next) {
                 next = r->next_call; /* cancelling may finish r, never another */
                 if (!r->detach)
-                        (void)request_cancel(r);
+                        (void)request_cancel(r, "cancelled: its connection closed; the command's processes were killed");
         }
 }
 
@@ -320,7 +320,7 @@ static void cancel_reply(Request *r) {
         bool found = false;
         for (Request *q = r->client->calls; q; q = q->next_call)
                 if (q->id && json_equal(q->id, target)) {
-                        found = request_cancel(q);
+                        found = request_cancel(q, "cancelled by the client (cancel); the command's processes were killed");
                         break;
                 }
         request_finish(r, NULL, json_pack("{s:b}", "found", found), NULL, 0, API_OK, NULL);
