@@ -168,6 +168,7 @@ def mcp_cancel(tmp, d, n, tag):
         m.send_line(json.dumps({"jsonrpc": "2.0", "id": 102, "method": "ping"}))
         r = m.recv()
         check(r.get("id") == 102, "a response for the cancelled request: %r" % r)
+        check("lost vectora-sandboxd" not in m.stderr(), "a cancel reported as a lost daemon: " + m.stderr())
     finally:
         m.close()
 

@@ -276,6 +276,13 @@ void mcp_input_call_fd(McpInput *in, int fd) {
         pthread_mutex_unlock(&in->lock);
 }
 
+bool mcp_input_call_cancelled(McpInput *in) {
+        pthread_mutex_lock(&in->lock);
+        bool cancelled = in->cancelled;
+        pthread_mutex_unlock(&in->lock);
+        return cancelled;
+}
+
 bool mcp_input_call_end(McpInput *in) {
         pthread_mutex_lock(&in->lock);
         bool cancelled = in->cancelled;

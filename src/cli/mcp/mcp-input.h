@@ -30,6 +30,9 @@ bool mcp_input_call_begin(McpInput *in, json_t *id);
 /* The daemon connection the call runs on (-1: none any more; before the
  * descriptor is closed). */
 void mcp_input_call_fd(McpInput *in, int fd);
+/* Whether the running call was cancelled (its daemon connection shut
+ * down: no lost daemon to report). */
+bool mcp_input_call_cancelled(McpInput *in);
 /* The call ended: true when it was cancelled (no response is sent). */
 bool mcp_input_call_end(McpInput *in);
 /* The eventfd written on a cancel, for the embedded session's cancel_fd. */

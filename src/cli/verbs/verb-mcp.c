@@ -90,7 +90,9 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                 if (r < 0) {
                         /* Not re-run embedded: the command may have run. */
                         daemon_close(s);
-                        fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket, strerror(-r));
+                        if (!mcp_input_call_cancelled(s->in)) /* else closed by us: the daemon cancelled it */
+                                fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket,
+                                        strerror(-r));
                         return sent ? mcp_tool_error("daemon_lost",
                                                      "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
                                                      "Check its effect before retrying")
