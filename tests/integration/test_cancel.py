@@ -48,11 +48,11 @@ def wait_for(cond, t):
 
 
 def started(n, t=20):
-    check(wait_for(lambda: sleepers(n), t), "sleep %d did not start" % n)
+    check(wait_for(lambda: sleepers(n), t), "sleep %s did not start" % n)
 
 
 def gone(n, t=3):
-    check(wait_for(lambda: not sleepers(n), t), "sleep %d still runs %.0f s after the cancel" % (n, t))
+    check(wait_for(lambda: not sleepers(n), t), "sleep %s still runs %.0f s after the cancel" % (n, t))
 
 
 def env_for(d=None):
@@ -111,15 +111,17 @@ def t_close_cancels(tmp):
                                    for a in map(json.loads, open(d.audit))), 3),
               "the cancelled call's audit record")
         c = d.conn()
-        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3003", "detach": True})
-        started(3003)
+        c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 4.003; echo done > detached.out",
+                "detach": True})
+        started("4.003")
         c.close()
-        time.sleep(2)
-        check(sleepers(3003), "a detached command was ended by its connection closing")
-        # It runs to its end: here, until the cancel of a later test's
-        # daemon stop; end it now.
-        for p in sleepers(3003):
-            os.kill(p, signal.SIGKILL)
+        time.sleep(1.5)
+        check(sleepers("4.003"), "a detached command was ended by its connection closing")
+        # It runs to its end, audited as ok.
+        out = os.path.join(ws, "detached.out")
+        check(wait_for(lambda: os.path.exists(out), 10), "the detached command did not run to its end")
+        check(wait_for(lambda: any(a["target"].startswith("sleep 4.003") and a["outcome"] == "ok"
+                                   for a in map(json.loads, open(d.audit))), 3), "the detached call's audit record")
         c = d.conn()
         c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 1; echo half"})
         import socket as sk
