@@ -84,6 +84,19 @@ def t_api_cancel(tmp):
         check(r["ok"] and r["found"] is False, "an unknown target: %r" % r)
         r = c.call({"tool": "cancel", "target": [1]})
         check(not r["ok"] and r["error"]["code"] == "bad_request", "a bad target: %r" % r)
+        # A call still waiting for its workspace's worker (a first call
+        # starts it) is dropped: nothing ran.
+        ws2 = make_ws(tmp, "api-queued", SANDBOX)
+        c.s.sendall(json.dumps({"id": 20, "tool": "terminal", "workspace": ws2, "command": "sleep 3011"}).encode() +
+                    b"\n" + json.dumps({"id": 21, "tool": "cancel", "target": 20}).encode() + b"\n")
+        got = {}
+        while len(got) < 2:
+            m = c.recv()
+            got[m["id"]] = m
+        check(got[21].get("found") is True, "cancel's reply: %r" % got[21])
+        check(got[20]["error"]["code"] == "cancelled" and "before it ran" in got[20]["error"]["message"],
+              "the queued call's reply: %r" % got[20])
+        check(not sleepers(3011), "the queued command ran")
         # The connection goes on: the next command runs.
         r = c.call({"tool": "terminal", "workspace": ws, "command": "echo after"})
         check(r["ok"] and r["stdout"] == "after\n", "a call after the cancel: %r" % r)
