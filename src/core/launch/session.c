@@ -110,10 +110,8 @@ static bool is_cancel_reply(const VsSession *s, const JsonlMsg *m) {
  * worker's cancel for it, whose reply is_cancel_reply() drops. */
 static int send_cancel(VsSession *s, VsError **err) {
         uint64_t n;
-        if (read(s->cancel_fd, &n, sizeof n) < 0 && errno != EAGAIN)
-                return 0;
-        if (!s->call_id)
-                return 0;
+        if (read(s->cancel_fd, &n, sizeof n) != sizeof n || !s->call_id)
+                return 0; /* nothing asked after all */
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
         int r = protocol_encode_cancel_request(&out, session_next_id(s), s->call_id);
         if (r >= 0)
