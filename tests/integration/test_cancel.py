@@ -173,8 +173,14 @@ def mcp_cancel(tmp, d, n, tag):
         check(r.get("id") == 101 and r.get("result") == {}, "the ping's response: %r" % r)
         check(dt < 1, "the ping was answered in %.2f s while the command ran" % dt)
         tap.note("%s: ping answered in %.3f s while a command ran" % (tag, dt))
+        # A call waiting behind the running one, cancelled first, never runs.
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 103, "method": "tools/call",
+                                "params": {"name": "terminal", "arguments": {"command": "sleep %d" % (n + 500)}}}))
+        m.notify("notifications/cancelled", {"requestId": 103})
         m.notify("notifications/cancelled", {"requestId": 100, "reason": "the user pressed stop"})
         gone(n)
+        time.sleep(0.5)
+        check(not sleepers(n + 500), "a call cancelled before it began ran")
         r = m.call("terminal", command="echo next")
         check(r.get("id") == m.next_id and not r["result"].get("isError"), "the call after the cancel: %r" % r)
         text = json.dumps(r["result"])
