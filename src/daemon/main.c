@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
         static const ServerHandlers handlers = {
                 .request = tools_handle,
                 .bad_line = tools_reply_bad_line,
-                .client_closing = pty_close_all,
+                .client_closing = tools_client_closing,
                 .client_resumed = pty_resume,
         };
         srv->handlers = &handlers;

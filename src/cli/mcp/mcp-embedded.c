@@ -199,8 +199,10 @@ int mcp_embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char
         if (r >= 0 && code &&
             !(*ret_reply = api_call_refuse(e->workspace, mcp_tool_name(c->tool), code, message, t0)))
                 r = -ENOMEM;
-        else if (r >= 0 && !code)
+        else if (r >= 0 && !code) {
+                e->session->cancel_fd = e->cancel_fd;
                 r = run_call(e, c, t0, ret_reply, ret_raw, ret_raw_len);
+        }
         forward_worker_log(e);
         return r;
 }

@@ -28,6 +28,7 @@ typedef struct McpEmbedded {
         pid_t *jail_pids;      /* the jail's processes after its start (session_jail_pids), sorted */
         int n_jail_pids;       /* how many, or < 0: not counted */
         uint64_t generation;   /* workers this server started: the result's sandbox.generation */
+        int cancel_fd;         /* readable: cancel the call in flight (the session's cancel_fd) */
 } McpEmbedded;
 
 /* Serves call. *ret_reply is always set on success (a refusal is a reply

@@ -17,6 +17,7 @@
 #include "fd-util.h"
 #include "jsonl.h"
 #include "jsonrpc.h"
+#include "mcp-input.h"
 #include "mcp-serve.h"
 #include "vs-build-config.h"
 
@@ -33,9 +34,12 @@ typedef struct McpServer {
         const char *mode;    /* what served the last call, for the log */
         bool require_sandbox; /* every request carries "require_sandbox": true */
         McpEmbedded emb;
+        McpInput *in;        /* stdin, read while a call runs */
 } McpServer;
 
 static void daemon_close(McpServer *s) {
+        if (s->fd >= 0)
+                mcp_input_call_fd(s->in, -1); /* before the descriptor can be reused */
         s->fd = safe_close(s->fd);
         jsonl_reader_free(TAKE_PTR(s->rd));
 }
@@ -67,6 +71,7 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
         const char *mode;
         if (daemon_connect(s)) {
                 mode = "daemon";
+                mcp_input_call_fd(s->in, s->fd);
                 json_t *req = NULL;
                 const char *in = NULL;
                 size_t in_len = 0;
@@ -85,7 +90,9 @@ static json_t *serve_call(McpServer *s, const McpCall *c) {
                 if (r < 0) {
                         /* Not re-run embedded: the command may have run. */
                         daemon_close(s);
-                        fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket, strerror(-r));
+                        if (!mcp_input_call_cancelled(s->in)) /* else closed by us: the daemon cancelled it */
+                                fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket,
+                                        strerror(-r));
                         return sent ? mcp_tool_error("daemon_lost",
                                                      "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
                                                      "Check its effect before retrying")
@@ -157,9 +164,16 @@ static json_t *on_message(McpServer *s, json_t *msg) {
                 result = mcp_tools_list();
         else if (streq(m.method, "tools/call")) {
                 McpCall c;
-                if (mcp_decode_call(m.params, &c, &err) == 0)
+                if (mcp_decode_call(m.params, &c, &err) == 0) {
+                        /* Cancelled (notifications/cancelled): no response. */
+                        if (!mcp_input_call_begin(s->in, m.id))
+                                return NULL;
                         result = serve_call(s, &c);
-                else if (streq_ptr(vs_error_kind(err), "bad_arguments"))
+                        if (mcp_input_call_end(s->in)) {
+                                json_decref(result);
+                                return NULL;
+                        }
+                } else if (streq_ptr(vs_error_kind(err), "bad_arguments"))
                         result = mcp_tool_error("bad_arguments", vs_error_message(err));
                 else {
                         code = JSONRPC_INVALID_PARAMS;
@@ -230,7 +244,7 @@ int verb_mcp(const CliArgs *a) {
         if (a->val[OPT_AUDIT_LOG] && audit_open(a->val[OPT_AUDIT_LOG], &err) < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: %s", vs_error_message(err));
         McpServer s = { .fd = -EBADF, .workspace = abs, .require_sandbox = a->require_sandbox,
-                        .emb = { .workspace = abs, .require_sandbox = a->require_sandbox } };
+                        .emb = { .workspace = abs, .require_sandbox = a->require_sandbox, .cancel_fd = -EBADF } };
         /* The daemon named, or the one at the default socket when it starts:
          * cli_socket() checks that socket is the caller's own. */
         _cleanup_free_ char *sock = NULL;
@@ -240,54 +254,26 @@ int verb_mcp(const CliArgs *a) {
         /* A client that goes away ends us through EOF or EPIPE, not a signal. */
         signal(SIGPIPE, SIG_IGN);
 
-        _cleanup_strbuf_ StrBuf in = STRBUF_INIT;
-        bool skipping = false; /* inside a line over the limit */
-        size_t scanned = 0;    /* bytes of in known to hold no newline */
         int rc = 0;
+        int r = mcp_input_start(&s.in);
+        if (r < 0)
+                return cli_fail(EXIT_REFUSED, "mcp: cannot start reading standard input: %s", strerror(-r));
+        s.emb.cancel_fd = mcp_input_cancel_fd(s.in);
         for (;;) {
-                if (strbuf_reserve(&in, 64 * 1024) < 0) {
-                        rc = cli_fail(EXIT_REFUSED, "mcp: out of memory");
+                size_t n = 0;
+                _cleanup_free_ char *line = mcp_input_next(s.in, &n);
+                if (!line)
                         break;
-                }
-                ssize_t k = read(STDIN_FILENO, in.data + in.len, in.cap - in.len - 1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break;
-                in.len += (size_t)k;
-                in.data[in.len] = 0;
-                size_t start = 0;
                 _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-                /* Only the new bytes can hold the next newline. */
-                char *nl = memchr(in.data + scanned, '\n', in.len - scanned);
-                for (; nl; nl = memchr(in.data + start, '\n', in.len - start)) {
-                        size_t n = (size_t)(nl - (in.data + start));
-                        int r = skipping ? 0 : on_line(&s, in.data + start, n, &out);
-                        skipping = false;
-                        start += n + 1;
-                        if (r < 0) {
-                                rc = cli_fail(EXIT_REFUSED, "mcp: %s", strerror(-r));
-                                goto done;
-                        }
-                        /* Answer each message as it is done: a client may wait for it. */
-                        if (out.len && write_all(STDOUT_FILENO, out.data, out.len) < 0)
-                                goto done;
-                        strbuf_clear(&out);
+                if ((r = on_line(&s, line, n, &out)) < 0) {
+                        rc = cli_fail(EXIT_REFUSED, "mcp: %s", strerror(-r));
+                        break;
                 }
-                strbuf_consume(&in, start);
-                scanned = in.len;
-                if (!skipping && in.len > JSONRPC_MAX_LINE) {
-                        (void)jsonrpc_encode_error(&out, NULL, JSONRPC_PARSE_ERROR, "message over the line limit");
-                        if (write_all(STDOUT_FILENO, out.data, out.len) < 0)
-                                break;
-                        skipping = true;
-                }
-                if (skipping) {
-                        strbuf_clear(&in);
-                        scanned = 0;
-                }
+                /* Answer each message as it is done: a client may wait for it. */
+                if (out.len && mcp_output(s.in, out.data, out.len) < 0)
+                        break;
         }
-done:
+        mcp_input_stop(s.in);
         daemon_close(&s);
         mcp_embedded_done(&s.emb);
         return rc;

@@ -24,6 +24,7 @@ static const char *const tool_names[_API_TOOL_MAX] = {
         [API_TOOL_POLICY_ALLOW] = "policy_allow",
         [API_TOOL_STATUS] = "status",
         [API_TOOL_METRICS] = "metrics",
+        [API_TOOL_CANCEL] = "cancel",
 };
 
 const char *api_tool_name(ApiTool t) {
@@ -122,7 +123,8 @@ const char *api_error_outcome(ApiError e) {
 #define ENVELOPE                                                                                                      \
         { "id", JSON_FIELD_IGNORE, 0, 0, NULL }, { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },                          \
                 { "workspace", JSON_FIELD_IGNORE, 0, 0, NULL },                                                       \
-                { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL }
+                { "require_sandbox", JSON_FIELD_IGNORE, 0, 0, NULL },                                                 \
+                { "detach", JSON_FIELD_IGNORE, 0, 0, NULL }
 
 const JsonField api_run_table[] = {
         ENVELOPE,
@@ -278,6 +280,14 @@ const JsonField api_status_table[] = {
         { "workspace", JSON_FIELD_STRING, offsetof(ApiStatusArgs, workspace), JSON_FIELD_NULLABLE, NULL },
         { "offset", JSON_FIELD_UINT64, offsetof(ApiStatusArgs, offset), JSON_FIELD_NULLABLE, NULL },
         { "limit", JSON_FIELD_UINT64, offsetof(ApiStatusArgs, limit), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+/* cancel: "target" is the id of a call in flight on the same connection,
+ * an integer or a string (the daemon checks which). */
+const JsonField api_cancel_table[] = {
+        ENVELOPE,
+        { "target", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED, NULL },
         {},
 };
 

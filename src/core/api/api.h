@@ -35,6 +35,7 @@ typedef enum ApiTool {
         API_TOOL_POLICY_ALLOW,
         API_TOOL_STATUS,
         API_TOOL_METRICS,
+        API_TOOL_CANCEL, /* the daemon's: a call in flight on the same connection */
         _API_TOOL_MAX,
         _API_TOOL_INVALID = -EINVAL,
 } ApiTool;
@@ -189,6 +190,9 @@ typedef struct ApiStatusArgs {
         uint64_t limit;
 } ApiStatusArgs;
 extern const JsonField api_status_table[];
+
+/* cancel: "target" only, read by the daemon. */
+extern const JsonField api_cancel_table[];
 
 /* policy_allow and process_list: no arguments of their own. */
 extern const JsonField api_no_args_table[];

@@ -14,6 +14,7 @@
 #include "fd-util.h"
 #include "git-scan.h"
 #include "path-util.h"
+#include "protocol.h"
 #include "handshake.h"
 #include "strv.h"
 #include "time-util.h"
@@ -96,9 +97,39 @@ void session_watch_protected(VsSession *s, VsProtectSnapshot *snap) {
         s->protect_fd = snap ? protect_snapshot_watch(snap, NULL) : -EBADF;
 }
 
+/* The worker's reply to a cancel read_msg() sent: a reply to another id
+ * than the call's, with "found" (it may come after the call's own reply,
+ * so during the next call). */
+static bool is_cancel_reply(const VsSession *s, const JsonlMsg *m) {
+        json_t *id = json_object_get(m->obj, "id");
+        return json_is_integer(id) && (uint64_t)json_integer_value(id) != s->call_id &&
+               json_object_get(m->obj, "found") && !json_object_get(m->obj, "event");
+}
+
+/* The owner asked to cancel the call in flight (s->cancel_fd): the
+ * worker's cancel for it, whose reply is_cancel_reply() drops. */
+static int send_cancel(VsSession *s, VsError **err) {
+        uint64_t n;
+        if (read(s->cancel_fd, &n, sizeof n) != sizeof n || !s->call_id)
+                return 0; /* nothing asked after all */
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        int r = protocol_encode_cancel_request(&out, session_next_id(s), s->call_id);
+        if (r >= 0)
+                r = write_all(s->proc.fd, out.data, out.len);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
+        return 0;
+}
+
 static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
         for (;;) {
                 int r = jsonl_reader_next(s->reader, ret, err);
+                if (r == 0 && is_cancel_reply(s, ret)) {
+                        jsonl_msg_done(ret);
+                        continue;
+                }
                 if (r != -EAGAIN)
                         return r;
                 int timeout = -1;
@@ -116,8 +147,10 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                 bool polling = s->protect && s->protect_fd < 0;
                 if (polling && (timeout < 0 || timeout > PROTECT_POLL_MS))
                         timeout = PROTECT_POLL_MS;
-                struct pollfd p[2] = { { .fd = s->proc.fd, .events = POLLIN }, { .fd = s->protect_fd, .events = POLLIN } };
-                r = poll(p, s->protect_fd >= 0 ? 2 : 1, timeout);
+                struct pollfd p[3] = { { .fd = s->proc.fd, .events = POLLIN },
+                                       { .fd = s->protect_fd, .events = POLLIN },
+                                       { .fd = s->call_id ? s->cancel_fd : -1, .events = POLLIN } };
+                r = poll(p, 3, timeout);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
@@ -128,6 +161,8 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                         if ((r = protect_changed(s, err)) < 0)
                                 return r;
                 }
+                if ((p[2].revents & POLLIN) && (r = send_cancel(s, err)) < 0)
+                        return r;
                 if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         continue;
                 ssize_t k = jsonl_reader_read_fd(s->reader, s->proc.fd);
@@ -159,7 +194,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
+        s->proc.fd = s->proc.stderr_fd = s->protect_fd = s->cancel_fd = -EBADF;
         s->sandboxed = l->sandboxed;
         s->local = !l->backend_name || (l->backend && l->backend->needs_bwrap);
         s->backend = l->backend;
@@ -211,7 +246,10 @@ int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, Jsonl
         if (r < 0)
                 return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
         int64_t deadline = timeout_ms ? (int64_t)(now_us() + timeout_ms * 1000u) : 0;
-        return read_msg(s, deadline, ret, err);
+        s->call_id = s->next_id; /* the request's, from session_next_id() */
+        r = read_msg(s, deadline, ret, err);
+        s->call_id = 0;
+        return r;
 }
 
 int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {

@@ -35,6 +35,12 @@ typedef struct VsSession {
         /* tool_call_run() sweeps after each call (a warm session); a
          * one-call user (the CLI) ends the worker and sweeps itself. */
         bool no_sweep_per_call;
+        /* Readable (an eventfd another thread of the owner writes): the
+         * call in flight is to be cancelled. read_msg() then sends the
+         * worker's cancel and drops its reply; the call's own reply says
+         * "cancelled". Owned by the caller; -EBADF: none. */
+        int cancel_fd;
+        uint64_t call_id; /* the request in flight (session_call) */
 } VsSession;
 
 /* Spawns the worker for l and completes hello/init/ready. On failure

@@ -8,5 +8,8 @@
 #include "jsonl.h"
 
 void tools_handle(Client *c, JsonlMsg *m);
+/* The client's connection goes: its worker calls are cancelled (but for
+ * those that asked "detach": true), its terminals closed. */
+void tools_client_closing(Client *c);
 /* Error reply for a line that could not be decoded at all. */
 void tools_reply_bad_line(Client *c, ApiError code, const char *message);

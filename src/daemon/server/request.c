@@ -28,7 +28,19 @@ static bool sandboxed_of(Request *r, WorkerLink *l) {
         return r->ws && r->ws->state == WS_SANDBOXED;
 }
 
+static void request_unlist(Request *r) {
+        if (!r->listed)
+                return;
+        for (Request **p = &r->client->calls; *p; p = &(*p)->next_call)
+                if (*p == r) {
+                        *p = r->next_call;
+                        break;
+                }
+        r->listed = false;
+}
+
 static void request_free(Request *r) {
+        request_unlist(r);
         if (r->args && r->free_args)
                 r->free_args(r->args);
         if (r->args && r->args_table)

@@ -33,6 +33,11 @@ struct Request {
         void (*free_args)(void *args);
         VsApiCall ac;    /* a worker tool's call: decoded arguments, its worker requests (api-call.h) */
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
+        Request *next_call; /* in client->calls while its worker call may be cancelled */
+        bool listed;        /* in client->calls */
+        bool detach;        /* "detach": true: runs on when its connection closes */
+        bool cancelled;     /* a cancel reached it: its result is the error cancelled */
+        const char *cancel_why; /* static: the cancelled result's message, audited */
 };
 
 /* Sends the result of r (ok when code is API_OK), audits it and frees r.

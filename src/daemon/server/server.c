@@ -2,6 +2,7 @@
 /* The unix socket server: accept with a peer uid check, JSON-lines framing,
  * bounded output queues with backpressure. */
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -542,6 +543,49 @@ void client_send_json_texts(Client *c, json_t *obj, const JsonlText *texts, size
         json_decref(id);
 }
 
+/* At EOF: did the client close its socket (nobody reads the replies: its
+ * calls are cancelled) or only shut down its writing side (it still reads
+ * them)? A unix stream socket whose peer closed reports POLLHUP, one whose
+ * peer did shutdown(SHUT_WR) only POLLRDHUP. */
+static bool peer_gone(Client *c) {
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0)
+                return true;
+        struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* A half-closed client may still go away while its calls run (closing
+ * the socket raises no event once its EOF was read): looked at each
+ * HUP_CHECK_MS while any such client has calls in flight. */
+#define HUP_CHECK_MS 1000
+
+static void on_hup_timer(uv_timer_t *t) {
+        Server *srv = t->data;
+        bool waiting = false;
+        for (Client *c = srv->clients, *next; c; c = next) {
+                next = c->next; /* closing c unlinks it, not the next */
+                if (!c->eof || c->closed || c->inflight == 0)
+                        continue;
+                if (peer_gone(c))
+                        client_close(c);
+                else
+                        waiting = true;
+        }
+        if (!waiting) {
+                srv->hup_timer_on = false;
+                uv_timer_stop(t);
+        }
+}
+
+static void hup_watch(Client *c) {
+        Server *srv = c->srv;
+        if (c->closed || c->inflight == 0 || srv->hup_timer_on)
+                return;
+        srv->hup_timer_on = true;
+        uv_timer_start(&srv->hup_timer, on_hup_timer, HUP_CHECK_MS, HUP_CHECK_MS);
+}
+
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         Client *c = s->data;
         if (nread == UV_ENOBUFS) {
@@ -550,12 +594,13 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 return;
         }
         if (nread < 0) {
-                /* EOF: answer what is in flight, then close (a half-closed
-                 * client still reads its replies). Requests still buffered
-                 * are taken first. */
+                /* EOF of a half-closed client: answer what is in flight,
+                 * then close (it still reads its replies); requests still
+                 * buffered are taken first. A client gone for good (or an
+                 * error) closes now: client_closing cancels its calls. */
                 uv_read_stop(s);
                 c->reading = false;
-                if (nread != UV_EOF) {
+                if (nread != UV_EOF || peer_gone(c)) {
                         c->closing = true;
                         client_close(c);
                         return;
@@ -563,6 +608,7 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 c->eof = c->closing = true;
                 client_ref(c);
                 client_process(c);
+                hup_watch(c);
                 client_unref(c);
                 return;
         }
@@ -675,6 +721,9 @@ int server_start(Server *srv, VsError **err) {
         uv_timer_init(srv->loop, &srv->lead_timer);
         srv->lead_timer.data = srv;
         uv_unref((uv_handle_t *)&srv->lead_timer); /* a helper: never what keeps the loop running */
+        uv_timer_init(srv->loop, &srv->hup_timer);
+        srv->hup_timer.data = srv;
+        uv_unref((uv_handle_t *)&srv->hup_timer);
         int r = uv_pipe_init(srv->loop, &srv->listener, 0);
         if (r < 0)
                 return vs_error_set(err, r, "uv_pipe_init: %s", uv_strerror(r));
@@ -756,6 +805,10 @@ void server_stop(Server *srv) {
         if (!uv_is_closing((uv_handle_t *)&srv->lead_timer)) {
                 srv->lead_timer_on = false;
                 uv_close((uv_handle_t *)&srv->lead_timer, NULL);
+        }
+        if (!uv_is_closing((uv_handle_t *)&srv->hup_timer)) {
+                srv->hup_timer_on = false;
+                uv_close((uv_handle_t *)&srv->hup_timer, NULL);
         }
         while (srv->clients)
                 client_close(srv->clients);

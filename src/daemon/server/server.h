@@ -70,6 +70,8 @@ struct Server {
         unsigned hub_next;
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
+        uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */
+        bool hup_timer_on;
         uv_timer_t gc_timer;     /* workspace_gc */
         bool gc_running;
         uint64_t ws_freed;       /* entries freed since start */
@@ -115,6 +117,7 @@ struct Client {
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
         struct PtySession *ptys; /* pty.c */
+        struct Request *calls;   /* its worker tool calls in flight, cancelled when it goes (tools.c) */
 };
 
 int server_start(Server *srv, VsError **err);

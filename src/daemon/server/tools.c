@@ -68,10 +68,19 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const 
         json_t *o = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int k = tool_call_feed(&r->ac.tc, m, &o, &err);
+        if (k == TOOL_CALL_AGAIN && r->cancelled)
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_CANCELLED,
+                                      "cancelled between its steps: the first ran, the next did not");
         if (k == TOOL_CALL_AGAIN)
                 /* file_edit's next step (its write, or a read again after
                  * another writer got in). */
                 return workspace_submit(r->ws, &r->call);
+        /* The worker killed the command for our cancel; a call that ended
+         * before the cancel reached it keeps its own result. */
+        if (k >= 0 && r->cancelled && json_is_true(json_object_get(o, "cancelled"))) {
+                json_decref(o);
+                return request_finish(r, l, NULL, NULL, 0, API_ERROR_CANCELLED, r->cancel_why);
+        }
         if (k == -ENOMEM)
                 return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
         if (k < 0)
@@ -282,6 +291,57 @@ static void policy_allow_reply(Request *r) {
         request_finish(r, NULL, o, NULL, 0, API_OK, NULL);
 }
 
+/* ---- cancel ---- */
+
+/* r's worker call stops: dropped from the queue (r is finished then) or
+ * the worker cancels it (r is finished with its reply). */
+static bool request_cancel(Request *r, const char *why) {
+        if (r->cancelled)
+                return true;
+        r->cancelled = true;
+        r->cancel_why = why;
+        log_info("workspace %s: %s of client %d (uid %u): %s", r->ws->path, r->tool, (int)r->client->pid,
+                 (unsigned)r->client->uid, why);
+        return workspace_cancel(r->ws, &r->call);
+}
+
+/* The client's connection closed: nobody reads what its calls return, so
+ * they stop, except those that asked to run on ("detach": true). */
+static void cancel_client_calls(Client *c) {
+        for (Request *r = c->calls, *next; r; r = next) {
+                next = r->next_call; /* cancelling may finish r, never another */
+                if (!r->detach)
+                        (void)request_cancel(r, "cancelled: its connection closed; the command's processes were killed");
+        }
+}
+
+void tools_client_closing(Client *c) {
+        cancel_client_calls(c);
+        pty_close_all(c);
+}
+
+/* {"tool":"cancel","target":ID}: the call with that id in flight on this
+ * connection is cancelled; its own reply says cancelled (or its result,
+ * when it ended first). This reply says whether it was found. */
+static void cancel_reply(Request *r) {
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        char none;
+        if (json_dispatch(r->msg.obj, api_cancel_table, &none, &err) < 0)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
+        json_t *target = json_object_get(r->msg.obj, "target");
+        if (!json_is_integer(target) && !json_is_string(target))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST,
+                                      "\"target\" must be the id (an integer or a string) of a call in flight on this connection");
+        r->target = json_pack("{s:O}", "request", target);
+        bool found = false;
+        for (Request *q = r->client->calls; q; q = q->next_call)
+                if (q->id && json_equal(q->id, target)) {
+                        found = request_cancel(q, "cancelled by the client (cancel); the command's processes were killed");
+                        break;
+                }
+        request_finish(r, NULL, json_pack("{s:b}", "found", found), NULL, 0, API_OK, NULL);
+}
+
 /* ---- dispatch ---- */
 
 /* How a worker tool's result is shaped once the core is done (payload,
@@ -329,6 +389,7 @@ static const Route routes[_API_TOOL_MAX] = {
         [API_TOOL_POLICY_ALLOW] = { .any_sandbox = true, .run = policy_allow_reply },
         [API_TOOL_STATUS] = { .no_workspace = true, .run = status_reply },
         [API_TOOL_METRICS] = { .no_workspace = true, .run = metrics_reply },
+        [API_TOOL_CANCEL] = { .no_workspace = true, .run = cancel_reply },
 };
 
 void tools_handle(Client *c, JsonlMsg *m) {
@@ -372,7 +433,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
-                                      "policy_allow, status, metrics");
+                                      "policy_allow, status, metrics, cancel");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)
@@ -432,6 +493,15 @@ static void worker_tool(Request *r) {
         /* Lockdown refuses a guarantee it cannot keep (rule 5). */
         if (request_lockdown_refuses(r))
                 return;
+        json_t *detach = json_object_get(r->msg.obj, "detach");
+        if (detach && !json_is_boolean(detach))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"detach\" must be a boolean");
+        /* Cancellable from now on: by a cancel naming its id, or by its
+         * connection closing. */
+        r->detach = json_is_true(detach);
+        r->next_call = r->client->calls;
+        r->client->calls = r;
+        r->listed = true;
         /* The ceilings: when each request goes out (call_build). */
         r->call.build = call_build;
         r->call.done = call_done;

@@ -671,6 +671,41 @@ void link_send(WorkerLink *l, Call *c) {
         l->last_used_ms = now_ms();
 }
 
+/* The worker's cancel for a call of this link: its own request, answered
+ * by the worker with found true or false (the exec may have ended first),
+ * which says nothing more; the cancelled exec replies on its own, with
+ * "cancelled": true. */
+typedef struct CancelCall {
+        Call call; /* first: the link hands this back */
+        uint64_t target;
+} CancelCall;
+
+static int cancel_build(Call *c, uint64_t wid, StrBuf *out) {
+        return protocol_encode_cancel_request(out, wid, ((CancelCall *)c)->target);
+}
+
+static void cancel_done(Call *c, WorkerLink *l, JsonlMsg *reply, ApiError code, const char *message) {
+        free(c);
+}
+
+bool link_cancel(WorkerLink *l, Call *c) {
+        if (l->state != LINK_READY)
+                return false;
+        Call *i = l->inflight;
+        while (i && i != c)
+                i = i->next;
+        if (!i)
+                return false;
+        CancelCall *k = calloc(1, sizeof *k);
+        if (!k)
+                return false;
+        k->target = c->wid;
+        k->call.build = cancel_build;
+        k->call.done = cancel_done;
+        link_send(l, &k->call);
+        return true;
+}
+
 json_t *link_status(WorkerLink *l) {
         static const char *const names[] = { "spawning", "ready", "dead" };
         json_t *o = json_object();

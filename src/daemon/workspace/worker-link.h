@@ -98,6 +98,10 @@ void link_start_detach(LinkStart *s);
 void link_start_keep_policy(LinkStart *s, VsPolicy *p);
 /* Sends a call (the link must be ready). */
 void link_send(WorkerLink *l, Call *c);
+/* Asks the worker to cancel c, one of l's calls in flight (an exec's
+ * process group is killed; it replies "cancelled": true). False when c is
+ * not in flight on l, or on OOM. */
+bool link_cancel(WorkerLink *l, Call *c);
 /* Ends the link: kills the process; in-flight calls fail with code. */
 void link_end(WorkerLink *l, ApiError code, const char *reason);
 /* Called from the SIGCHLD handler: reaps the workers that ended. Only

@@ -588,6 +588,26 @@ void workspace_submit(Workspace *ws, Call *c) {
                 spawn(ws);
 }
 
+bool workspace_cancel(Workspace *ws, Call *c) {
+        Call *prev = NULL;
+        for (Call **p = &ws->queue; *p; prev = *p, p = &(*p)->next)
+                if (*p == c) {
+                        *p = c->next;
+                        if (ws->queue_tail == c)
+                                ws->queue_tail = prev;
+                        ws->n_queued--;
+                        c->next = NULL;
+                        c->done(c, NULL, NULL, API_ERROR_CANCELLED, "cancelled before it ran");
+                        return true;
+                }
+        if (ws->link && link_cancel(ws->link, c))
+                return true;
+        for (WorkerLink *l = ws->draining; l; l = l->next_draining)
+                if (link_cancel(l, c))
+                        return true;
+        return false;
+}
+
 static void link_ready(Workspace *ws, WorkerLink *l) {
         if (ws->link == l)
                 ws->start_retries = 0;

@@ -129,6 +129,9 @@ void workspace_reload(Workspace *ws);
 /* Queues a call: sent when the workspace's worker is ready (spawned on
  * demand). On failure the call's done callback runs (maybe later). */
 void workspace_submit(Workspace *ws, Call *c);
+/* Cancels c: a queued call is dropped (its done hears cancelled), one in
+ * flight gets the worker's cancel. False when c is neither. */
+bool workspace_cancel(Workspace *ws, Call *c);
 /* Recycles the current worker now: in-flight calls fail with code. */
 void workspace_recycle(Workspace *ws, ApiError code, const char *why);
 void workspace_set_error(Workspace *ws, const char *fmt, ...) _printf_(2, 3);

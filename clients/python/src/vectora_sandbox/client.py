@@ -271,6 +271,11 @@ class _Conn:
                 if reply.get("id") == self.next_id:
                     return reply, payload
                 # Anything else on this connection (an event) is not ours to keep.
+        except _socket.timeout as e:
+            # The caller closes this connection (Sandbox._call), which the
+            # daemon takes as a cancel: the command does not run on.
+            raise DaemonUnavailable("no reply within the timeout of %ss: the call was cancelled (a command "
+                                    "it ran was killed)" % self.sock.gettimeout()) from e
         except OSError as e:
             raise DaemonUnavailable("the connection to vectora-sandboxd broke: %s" % (e.strerror or e)) from e
 
@@ -299,7 +304,10 @@ class Sandbox:
     ``workspace`` is the default workspace directory for calls (default: the
     current directory at each call); every method also takes ``workspace=``.
     ``timeout`` bounds each socket operation in seconds (``None``: no limit;
-    a command's own limit is the ``timeout`` of :meth:`terminal`).
+    a command's own limit is the ``timeout`` of :meth:`terminal`). A call
+    that gets no reply in time raises :class:`DaemonUnavailable` and is
+    cancelled: its connection is closed, and the daemon then kills the
+    command it runs (an interrupted call, ``KeyboardInterrupt``, too).
     ``require_sandbox``: every call (but :meth:`status`) asks the daemon to
     refuse it when the workspace, as resolved, runs unsandboxed (no
     ``vectora.toml``, no ``[sandbox]``, ``enabled = false``): it raises
