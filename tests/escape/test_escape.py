@@ -214,6 +214,8 @@ class Ctx:
             "HOME": self.cli_home if self.ident.uid != 0 else self.roothome,
             "LANG": "C.UTF-8",
             "VECTORA_WORKER": WORKER,
+            # The allowlist's proxy process (the build tree's, as the worker).
+            "VECTORA_PROXY": os.environ.get("VECTORA_PROXY", os.path.join(BUILD, "src/proxy/vectora-sandbox-proxy")),
             # The daemon's/CLI's own secrets: none may reach the jail.
             "VECTORA_TEST_SECRET": self.m["envvar"],
             "AWS_SECRET_ACCESS_KEY": self.m["envvar"],
