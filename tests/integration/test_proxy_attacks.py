@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Attacks on the network proxy as a process of its own
+(vectora-sandbox-proxy): from a proxy taken over (its confinement, what it
+inherits, what it may tell the daemon), from the jail (what it sends
+through the proxy), and through the daemon's side (the rules it sends).
+
+A proxy "taken over" is the real program, confined as usual, with a
+library preloaded whose uv_run (called once the proxy has given up its
+privileges, before it serves) tries what a proxy running the attacker's
+code would: tests/integration/proxy-attacks/evil-proxy.c. It reports each
+attempt on its stderr, which ends in the daemon's log.
+
+  - what it inherits: its stderr must not be the daemon's log file (it
+    could clear O_APPEND and rewrite the daemon's log), and no fd of the
+    daemon's but the control socket;
+  - its confinement, attempted from inside: no /etc/shadow, no read
+    outside /etc /usr /lib, no write, no exec, no fork, no ptrace, no
+    kill, no dumpable, no raw socket, no namespace;
+  - a proxy that lies: a hello that claims a seccomp filter it does not
+    have is not shown as one in status; descriptors it attaches to its
+    messages are not kept by the daemon; messages for workspaces it was
+    never given change nothing;
+  - the rules: a policy whose rules do not fit one control message is not
+    served with stale rules after a change, nor left unserved;
+  - from the jail: a request head sent together with its body (one write,
+    more than the 16 KiB the proxy reads for a head) reaches the upstream
+    whole.
+
+The upstream server listens on the host's 127.0.0.1, listed as a literal
+address, as in test_proxy_process.py. TAP."""
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import CLI, DAEMON, ROOT, Tap, check, make_ws  # noqa: E402
+
+T = Tap()
+HERE = os.path.dirname(os.path.abspath(__file__))
+CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        body = b"hello from the host\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        # The length and digest of the body it got (a short body: what
+        # came within 5 s).
+        n = int(self.headers.get("Content-Length", "0"))
+        got = b""
+        self.connection.settimeout(5)
+        try:
+            while len(got) < n:
+                k = self.rfile.read1(n - len(got))
+                if not k:
+                    break
+                got += k
+        except OSError:
+            pass
+        body = ("%d %s\n" % (len(got), hashlib.sha256(got).hexdigest())).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def proc_fds(pid):
+    out = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return out
+
+
+def wait_for(cond, what, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def fake_proxy(tmp, name, body):
+    """A program in place of the proxy: python with the control socket as
+    `s` (fd 3)."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write("#!%s\nimport json, os, socket, sys, time\ns = socket.socket(fileno=3)\n%s\n" %
+                (sys.executable, body))
+    os.chmod(path, 0o755)
+    return path
+
+
+def main():
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        T.skip("proxy attacks", f"{DAEMON} or {CLI} not built")
+        return finish()
+    for tool in ("bwrap", "curl"):
+        if not shutil.which(tool):
+            T.skip("proxy attacks", f"{tool} is not installed (scripts/install-deps)")
+            return finish()
+    tmp = tempfile.mkdtemp(prefix="vs-proxy-attacks-", dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        run(tmp, srv.server_address[1])
+    finally:
+        srv.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
+    sys.exit(T.finish())
+
+
+def run(tmp, port):
+    up = "127.0.0.1:%d" % port
+    only = set(sys.argv[1:])
+    daemons = []
+
+    def daemon(name, **kw):
+        d = vtest.Daemon(tmp, name=name, **kw)
+        daemons.append(d)
+        return d
+
+    def term(d, ws, command, timeout=60):
+        return d.call({"tool": "terminal", "workspace": ws, "command": command, "timeout": timeout})
+
+    evil = {}
+
+    def evil_so():
+        """The preloaded library, built once; a skip without a compiler."""
+        if "so" in evil:
+            return evil["so"]
+        cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        if not cc:
+            raise vtest.Skip("no C compiler to build the taken-over proxy's library")
+        so = os.path.join(tmp, "evil-proxy.so")
+        r = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", so, os.path.join(HERE, "proxy-attacks/evil-proxy.c"),
+                            "-ldl"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("building evil-proxy.so: " + r.stderr)
+        evil["so"] = so
+        return so
+
+    def taken_over(name, extra_env):
+        """A daemon whose proxy is the real one with evil-proxy.so
+        preloaded; returns (daemon, workspace, the attempts' results)."""
+        so = evil_so()
+        wrap = os.path.join(tmp, name + "-proxy")
+        env = " ".join("%s=%s" % kv for kv in dict(extra_env, LD_PRELOAD=so).items())
+        with open(wrap, "w") as f:
+            f.write("#!/bin/sh\nexec env %s %s\n" % (env, os.environ["VECTORA_PROXY"]))
+        os.chmod(wrap, 0o755)
+        ws = make_ws(tmp, "ws-" + name, '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon(name, env=dict(os.environ, VECTORA_PROXY=wrap))
+        return d, ws
+
+    def results(d):
+        out = {}
+
+        def done():
+            for ln in d.log_text().splitlines():
+                i = ln.find("EVIL ")
+                if i >= 0:
+                    parts = ln[i:].split()
+                    if len(parts) >= 4:
+                        out[parts[1]] = (int(parts[2]), int(parts[3]))
+            return "done" in out
+        wait_for(done, "the taken-over proxy's report in the daemon's log")
+        return out
+
+    def log_not_rewritable():
+        # Its stderr was the daemon's log file, opened O_APPEND; fcntl
+        # (allowed) clears O_APPEND on the shared open file, lseek and
+        # write (allowed) then rewrite what the daemon logged.
+        d, ws = taken_over("logw", {"EVIL_REWRITE_STDERR": "1"})
+        with open(d.log, "rb") as f:
+            before = f.read(120)
+        r = term(d, ws, CURL + "-f http://%s/" % up)
+        check(r.get("exit_code") == 0, r)
+        res = results(d)
+        with open(d.log, "rb") as f:
+            after = f.read(120)
+        check(after == before, "the taken-over proxy rewrote the daemon's log: it began %r, now %r (attempts: %s)" %
+              (before, after, res))
+        pid = d.status()["daemon"]["proxy"]["pid"]
+        fds = proc_fds(pid)
+        mine = [p for p in fds.values() if p in (d.log, d.audit, d.stderr_path, d.sock)]
+        check(not mine, "the proxy holds the daemon's files: %s" % fds)
+
+    def confined():
+        victim = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sleep",
+                                   "120"]) if ROOT and shutil.which("setpriv") else None
+        outside = os.path.join(tmp, "readable-by-all")
+        with open(outside, "w") as f:
+            f.write("not for the proxy\n")
+        os.chmod(outside, 0o644)
+        try:
+            env = {"EVIL_READ": outside, "EVIL_WRITE": os.path.join(tmp, "written-by-proxy"),
+                   "EVIL_DPID": str(os.getpid()), "EVIL_TCP": str(port)}
+            if victim:
+                env["EVIL_VICTIM"] = str(victim.pid)
+            d, ws = taken_over("conf", env)
+            r = term(d, ws, CURL + "-f http://%s/" % up)
+            check(r.get("exit_code") == 0, r)
+            res = results(d)
+        finally:
+            if victim:
+                victim.kill()
+                victim.wait()
+        must_fail = ["open-read-outside", "open-write", "open-daemon-environ", "kill-daemon", "ptrace-daemon",
+                     "set-dumpable", "execve", "fork", "mkdir", "socket-packet", "unshare", "open-shadow"]
+        if victim:
+            must_fail.append("ptrace-victim")
+        got = {k: res.get(k) for k in must_fail}
+        check(all(v and v[0] < 0 for v in got.values()), "a taken-over proxy did: %s" % got)
+        check(not os.path.exists(os.path.join(tmp, "written-by-proxy")), "it wrote a file")
+        T.note("taken-over proxy: %s" % ", ".join("%s %s" % (k, "refused (errno %d)" % v[1] if v[0] < 0 else "done")
+                                                 for k, v in sorted(res.items()) if k != "done"))
+
+    def hello_lie():
+        # A proxy (taken over, or a program that is not the proxy) says it
+        # has a seccomp filter; status must not repeat it unchecked.
+        fake = fake_proxy(tmp, "liar", "s.send(json.dumps({'op': 'hello', 'ws': 0, 'seccomp': True, "
+                                       "'landlock': 5}).encode())\nwhile s.recv(70000):\n    pass\n")
+        ws = make_ws(tmp, "ws-liar", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon("liar", env=dict(os.environ, VECTORA_PROXY=fake))
+        r = term(d, ws, "echo serving")
+        check(r.get("exit_code") == 0, r)
+        p = wait_for(lambda: (lambda x: x and x.get("running") and x)(d.status()["daemon"].get("proxy")),
+                     "the fake proxy")
+        time.sleep(0.3)
+        p = d.status()["daemon"]["proxy"]
+        with open("/proc/%d/status" % p["pid"]) as f:
+            real = [ln.split()[1] for ln in f if ln.startswith("Seccomp:")][0]
+        check(real == "0", "the fake proxy has a filter after all: Seccomp %s" % real)
+        check(p.get("seccomp") is False, "status says the proxy has a seccomp filter on its word alone: %s" % p)
+
+    def fds_and_strangers():
+        # Descriptors attached to the proxy's messages, messages for
+        # workspaces it was never given, counts at their bounds: the
+        # daemon keeps none of the descriptors, records nothing for the
+        # unknown workspace, and serves on without ending the proxy.
+        body = ("import array\n"
+                "fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(100)]\n"
+                "for i in range(20):\n"
+                "    socket.send_fds(s, [json.dumps({'op': 'conns', 'ws': 1, 'open': 4294967295, "
+                "'total': 9223372036854775807}).encode()], fds)\n"
+                "s.send(json.dumps({'op': 'denial', 'ws': 999, 'time_us': 1, 'host': 'stranger.test', "
+                "'port': 1, 'reason': 'forged'}).encode())\n"
+                "s.send(json.dumps({'op': 'conns', 'ws': 4294967295, 'open': 1, 'total': 1}).encode())\n"
+                "while s.recv(70000):\n    pass\n")
+        fake = fake_proxy(tmp, "fds", body)
+        ws = make_ws(tmp, "ws-fds", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon("fds", env=dict(os.environ, VECTORA_PROXY=fake))
+        before = len(proc_fds(d.pid))
+        r = term(d, ws, "echo serving")
+        check(r.get("exit_code") == 0, r)
+        time.sleep(1)
+        p = d.status()["daemon"]["proxy"]
+        check(p.get("running") and p.get("restarts") == 0, "the daemon ended a proxy that sent well-formed "
+              "messages: %s" % p)
+        st = d.ws_status(ws)
+        after = len(proc_fds(d.pid))
+        check(after < before + 40, "the daemon kept the descriptors the proxy attached: %d fds before, %d after" %
+              (before, after))
+        audit = open(d.audit).read()
+        check("stranger.test" not in audit and "stranger.test" not in d.log_text(),
+              "a denial for a workspace the proxy was never given was recorded")
+        T.note("daemon fds %d -> %d; the workspace's network status: %s" % (before, after, st.get("network")))
+
+    def big_rules(n):
+        # Entries that parse, reach nothing, and make the rules message
+        # larger than PROXY_CTL_MAX (64 KiB) once encoded.
+        return ["h%04d.%s.invalid" % (i, "x" * 40) for i in range(n)]
+
+    def big_policy_served():
+        rules = [up] + big_rules(900)
+        ws = make_ws(tmp, "ws-big", "[sandbox]\nnetwork = [%s]\n" % ", ".join(json.dumps(x) for x in rules))
+        d = daemon("big")
+        r = term(d, ws, CURL + "--max-time 10 -i http://%s/" % up)
+        out = r.get("stdout", "")
+        check("hello from the host" in out or "HTTP/1.1 403" in out or "HTTP/1.1 503" in out,
+              "a policy of %d entries: the request got no answer at all (the proxy never served the listener): %s" %
+              (len(rules), json.dumps(r)[:1500]))
+
+    def big_policy_change():
+        ws = make_ws(tmp, "ws-change", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon("change")
+        r = term(d, ws, CURL + "-f http://%s/" % up)
+        check(r.get("exit_code") == 0, r)
+        # The host narrows the list: the upstream is no longer in it, but
+        # many other names are.
+        with open(os.path.join(ws, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nnetwork = [%s]\n" % ", ".join(json.dumps(x) for x in big_rules(900)))
+        vtest.chown_tree(ws)
+        a = subprocess.run([CLI, "--socket", d.sock, "allow", "-w", ws], capture_output=True, text=True, timeout=60)
+        check(a.returncode == 0, {"allow": a.returncode, "stdout": a.stdout, "stderr": a.stderr})
+        time.sleep(1)
+        r = term(d, ws, CURL + "--max-time 10 -i http://%s/" % up)
+        check("hello from the host" not in r.get("stdout", ""),
+              "after the policy changed to a list without %s, the proxy still lets it through (stale rules): %s" %
+              (up, json.dumps(r)[:1500]))
+
+    def body_with_head():
+        ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon("body")
+        size = 300000
+        cmd = ("head -c %d /dev/urandom > /tmp/b && sha256sum /tmp/b | cut -d' ' -f1 && "
+               "python3 -c \"import socket;d=open('/tmp/b','rb').read();"
+               "s=socket.create_connection(('127.0.0.1',3128));"
+               "s.sendall(b'POST http://%s/ HTTP/1.1\\r\\nHost: %s\\r\\nContent-Length: %%d\\r\\n\\r\\n' %% len(d) + d);"
+               "print(s.recv(4096).decode().splitlines()[-1])\"" % (size, up, up))
+        if not shutil.which("python3"):
+            raise vtest.Skip("no python3")
+        r = term(d, ws, cmd)
+        lines = r.get("stdout", "").split()
+        check(len(lines) == 3, r)
+        check(lines[1] == str(size) and lines[2] == lines[0],
+              "the upstream got %s of %d bytes of a body sent with its head (digest %s, sent %s)" %
+              (lines[1], size, lines[2][:12], lines[0][:12]))
+
+    cases = [
+        (log_not_rewritable, "a taken-over proxy cannot rewrite the daemon's log through its stderr; it holds none "
+                             "of the daemon's files"),
+        (confined, "a taken-over proxy, confined: no shadow, no read outside /etc /usr /lib, no write, exec, fork, "
+                   "ptrace, kill, dumpable, raw socket or namespace"),
+        (hello_lie, "a proxy that claims a seccomp filter it lacks is not shown with one in status"),
+        (fds_and_strangers, "descriptors a proxy attaches are not kept; denials for a workspace it was never given "
+                            "are not recorded; counts at their bounds are taken"),
+        (big_policy_served, "a policy larger than one control message is still served (an answer, not a hang)"),
+        (big_policy_change, "a policy change larger than one control message does not leave the old rules in the "
+                            "proxy"),
+        (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
+    ]
+    try:
+        for fn, name in cases:
+            if only and fn.__name__ not in only:
+                continue
+            T.case(fn, name=name)
+    finally:
+        for d in daemons:
+            d.stop(check_exit=False)
+        if T.failed:
+            for d in daemons:
+                print("# %s log tail:\n" % d.log + "\n".join("#   " + ln for ln in d.log_text()[-1500:].splitlines()))
+
+
+if __name__ == "__main__":
+    main()
