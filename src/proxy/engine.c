@@ -238,12 +238,19 @@ static void deny(ProxyConn *c, const char *host, uint16_t port, const char *reas
 /* ---- splicing --------------------------------------------------------------- */
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-        (void)h;
         (void)suggested;
+        ProxyConn *c = h->data;
+        /* While the head or the ClientHello is gathered, no more than
+         * c->buf has room for: what a read takes past it would be lost
+         * (a body sent with its head); the rest waits in the socket for
+         * the splice. */
+        size_t n = 65536;
+        if (h == (uv_handle_t *)&c->client && (c->state == CS_HEAD || c->state == CS_HELLO))
+                n = MIN(n, VS_HTTP_HEAD_MAX - c->len);
         /* Room for a WriteReq header in front, so the bytes read are
          * written on without a copy. */
-        WriteReq *wr = malloc(sizeof *wr + 65536);
-        *b = wr ? uv_buf_init(wr->data, 65536) : uv_buf_init(NULL, 0);
+        WriteReq *wr = malloc(sizeof *wr + n);
+        *b = wr ? uv_buf_init(wr->data, (unsigned)n) : uv_buf_init(NULL, 0);
 }
 
 static WriteReq *req_of(const uv_buf_t *b) {
