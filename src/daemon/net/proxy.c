@@ -513,13 +513,15 @@ json_t *proxy_status(Proxy *px) {
                          "denied", (json_int_t)px->denied);
 }
 
-static long proc_uid(pid_t pid) {
+/* The first number of a /proc/PID/status line ("Uid:", "Seccomp:"), -1
+ * when there is none. */
+static long proc_field(pid_t pid, const char *key) {
         char path[64], line[256];
         snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f && fgets(line, sizeof line, f))
-                if (strncmp(line, "Uid:", 4) == 0)
-                        return strtol(line + 4, NULL, 10);
+                if (strncmp(line, key, strlen(key)) == 0)
+                        return strtol(line + strlen(key), NULL, 10);
         return -1;
 }
 
@@ -527,10 +529,15 @@ json_t *proxy_process_status(void) {
         if (!P.all && !P.restarts && !P.pid)
                 return NULL;
         drain();
+        /* Its hello is its own word, and a proxy taken over (or a program
+         * that is not the proxy) may say anything: the filter is shown
+         * only when the kernel has one on it too (mode 2). The Landlock
+         * ABI has no such witness in /proc; it is the proxy's word. */
+        bool seccomp = P.pid > 0 && P.seccomp && proc_field(P.pid, "Seccomp:") == 2;
         return json_pack("{s:b, s:i, s:I, s:I, s:s?, s:b, s:i}", "running", P.pid > 0, "pid", (int)P.pid, "uid",
-                         (json_int_t)(P.pid > 0 ? proc_uid(P.pid) : -1), "restarts", (json_int_t)P.restarts,
-                         "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", P.seccomp, "landlock_abi",
-                         P.landlock);
+                         (json_int_t)(P.pid > 0 ? proc_field(P.pid, "Uid:") : -1), "restarts",
+                         (json_int_t)P.restarts, "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", seccomp,
+                         "landlock_abi", P.landlock);
 }
 
 void proxy_set_peer(Proxy *px, uid_t uid) {
