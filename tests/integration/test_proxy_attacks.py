@@ -13,7 +13,8 @@ attempt on its stderr, which ends in the daemon's log.
 
   - what it inherits: its stderr must not be the daemon's log file (it
     could clear O_APPEND and rewrite the daemon's log), and no fd of the
-    daemon's but the control socket;
+    daemon's but the control socket; what it writes there reaches the
+    daemon's log bounded and with control characters made visible;
   - its confinement, attempted from inside: no /etc/shadow, no read
     outside /etc /usr /lib, no write, no exec, no fork, no ptrace, no
     kill, no dumpable, no raw socket, no namespace;
@@ -208,10 +209,24 @@ def run(tmp, port):
             after = f.read(120)
         check(after == before, "the taken-over proxy rewrote the daemon's log: it began %r, now %r (attempts: %s)" %
               (before, after, res))
+        check("vectora-sandbox-proxy: serving (uid" in d.log_text(), "the proxy's own log lines are lost")
         pid = d.status()["daemon"]["proxy"]["pid"]
         fds = proc_fds(pid)
         mine = [p for p in fds.values() if p in (d.log, d.audit, d.stderr_path, d.sock)]
         check(not mine, "the proxy holds the daemon's files: %s" % fds)
+
+    def log_flood():
+        # A proxy that writes its stderr without end: the daemon's log
+        # takes a bounded share, with control characters made visible.
+        d, ws = taken_over("flood", {"EVIL_LOG_FLOOD": "100000"})
+        r = term(d, ws, "echo serving")
+        check(r.get("exit_code") == 0, r)
+        time.sleep(2)
+        text = d.log_text()
+        n = text.count("FLOOD line")
+        check(n <= 1000, "%d of the proxy's 100000 lines reached the daemon's log" % n)
+        check("\033" not in text, "a control character from the proxy reached the daemon's log")
+        T.note("%d of 100000 lines logged; log %d bytes" % (n, len(text)))
 
     def confined():
         victim = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sleep",
@@ -348,6 +363,7 @@ def run(tmp, port):
     cases = [
         (log_not_rewritable, "a taken-over proxy cannot rewrite the daemon's log through its stderr; it holds none "
                              "of the daemon's files"),
+        (log_flood, "a taken-over proxy writing its stderr without end takes a bounded share of the daemon's log"),
         (confined, "a taken-over proxy, confined: no shadow, no read outside /etc /usr /lib, no write, exec, fork, "
                    "ptrace, kill, dumpable, raw socket or namespace"),
         (hello_lie, "a proxy that claims a seccomp filter it lacks is not shown with one in status"),

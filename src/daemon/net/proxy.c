@@ -77,13 +77,19 @@ static struct {
         pid_t pid;
         int ctl; /* the daemon's end of the control socket, -1 when no process */
         uv_poll_t *poll;
+        int log_fd;        /* the read end of its stderr, -1 when none */
+        uv_poll_t *log_poll;
+        char log_line[1024];
+        size_t log_len;
+        uint64_t log_window_us;
+        unsigned log_lines, log_dropped;
         uv_timer_t *timer; /* the restart */
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
         char last_exit[64];
         bool seccomp;      /* what the running proxy said of itself */
         int landlock;
-} P = { .ctl = -1 };
+} P = { .ctl = -1, .log_fd = -1 };
 
 static int proc_start(VsError **err);
 static void proc_end(const char *why);
@@ -210,6 +216,91 @@ static void on_ctl(uv_poll_t *p, int status, int events) {
                 proc_end("its control socket failed");
         else
                 drain();
+}
+
+/* ---- its log lines ----------------------------------------------------------------- */
+
+/* The proxy's stderr is a pipe the daemon reads, never the daemon's log
+ * file: a proxy taken over could clear O_APPEND on a shared log file and
+ * write over what the daemon logged. Each line is logged by the daemon,
+ * at the level the proxy gave it, control characters made visible, cut at
+ * a bound, and at most PROXY_LOG_BURST lines per PROXY_LOG_WINDOW_US (the
+ * rest counted and said), so a proxy cannot fill the log either. */
+#define PROXY_LOG_BURST 200
+#define PROXY_LOG_WINDOW_US (10 * 1000000ull)
+
+static void log_line(void) {
+        char *l = P.log_line;
+        l[P.log_len] = '\0';
+        P.log_len = 0;
+        uint64_t now = now_us();
+        if (now - P.log_window_us > PROXY_LOG_WINDOW_US) {
+                if (P.log_dropped)
+                        log_warning("vectora-sandbox-proxy: %u log lines dropped (more than %d in %llu s)",
+                                    P.log_dropped, PROXY_LOG_BURST,
+                                    (unsigned long long)(PROXY_LOG_WINDOW_US / 1000000));
+                P.log_window_us = now;
+                P.log_lines = P.log_dropped = 0;
+        }
+        if (++P.log_lines > PROXY_LOG_BURST) {
+                P.log_dropped++;
+                return;
+        }
+        for (char *c = l; *c; c++)
+                if ((unsigned char)*c < ' ' && *c != '\t')
+                        *c = '?';
+        static const char prefix[] = "vectora-sandbox-proxy: ";
+        static const char *const levels[] = { "error: ", "warning: ", "info: ", "debug: " };
+        if (strncmp(l, prefix, sizeof prefix - 1) == 0)
+                l += sizeof prefix - 1;
+        for (LogLevel v = LOG_LVL_ERROR; v <= LOG_LVL_DEBUG; v++)
+                if (strncmp(l, levels[v], strlen(levels[v])) == 0) {
+                        log_msg(v, "vectora-sandbox-proxy: %s", l + strlen(levels[v]));
+                        return;
+                }
+        log_warning("vectora-sandbox-proxy: %s", l);
+}
+
+/* False once the proxy's end is closed (or the pipe failed). */
+static bool log_read(void) {
+        char buf[4096];
+        ssize_t n = -1;
+        errno = EAGAIN;
+        /* Bounded per wakeup: a proxy writing without end does not hold
+         * the daemon's loop. */
+        for (int i = 0; i < 16 && P.log_fd >= 0 && (n = read(P.log_fd, buf, sizeof buf)) > 0; i++)
+                for (ssize_t k = 0; k < n; k++) {
+                        if (buf[k] == '\n') {
+                                log_line();
+                                continue;
+                        }
+                        P.log_line[P.log_len++] = buf[k];
+                        if (P.log_len == sizeof P.log_line - 1)
+                                log_line();
+                }
+        return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
+}
+
+static void on_closed_free(uv_handle_t *h);
+
+static void log_close(void) {
+        if (P.log_fd < 0)
+                return;
+        (void)log_read();
+        if (P.log_len)
+                log_line();
+        uv_close((uv_handle_t *)TAKE_PTR(P.log_poll), on_closed_free);
+        close(P.log_fd);
+        P.log_fd = -1;
+}
+
+static void on_log(uv_poll_t *p, int status, int events) {
+        (void)p;
+        (void)events;
+        /* Its end closed: nothing more to wait for (a pipe at its end
+         * stays readable). */
+        if (!log_read() || status < 0)
+                uv_poll_stop(P.log_poll);
 }
 
 /* ---- the process ------------------------------------------------------------------ */
@@ -345,6 +436,7 @@ static void proc_end(const char *why) {
         if (P.ctl >= 0)
                 close(P.ctl);
         P.ctl = -1;
+        log_close();
         if (P.pid > 0) {
                 int status;
                 (void)kill(P.pid, SIGKILL);
@@ -385,7 +477,7 @@ void proxy_reap(void) {
 }
 
 typedef struct ChildArgs {
-        int fd, log_fd;
+        int fd, log_fd; /* log_fd: the pipe the daemon reads */
         const char *path;
         char *const *argv, *const *envp;
 } ChildArgs;
@@ -393,8 +485,11 @@ typedef struct ChildArgs {
 /* From spawn_vfork(): system calls only until the exec. */
 static int proxy_child(void *arg) {
         const ChildArgs *a = arg;
-        /* Its log lines into the daemon's log. */
-        if (a->log_fd != STDERR_FILENO && a->log_fd >= 0 && a->log_fd != 3 && dup2(a->log_fd, STDERR_FILENO) < 0)
+        /* Its log lines (and anything on stdout) into the pipe the daemon
+         * reads; stdin is not the daemon's (a terminal, in the foreground)
+         * either. Both pipe ends are above 3 (proc_start). */
+        if (dup2(a->log_fd, STDIN_FILENO) < 0 || dup2(a->log_fd, STDOUT_FILENO) < 0 ||
+            dup2(a->log_fd, STDERR_FILENO) < 0)
                 _exit(126);
         if (a->fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(a->fd, 3) < 0)
                 _exit(126);
@@ -419,9 +514,21 @@ static int proc_start(VsError **err) {
         int r = proxy_program(&path, err);
         if (r < 0)
                 return r;
-        int sv[2];
+        int sv[2], lp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return vs_error_set(err, -errno, "the network proxy's control socket: %m");
+        /* Above 3, so that the child's dup2s onto 0..3 never clobber one
+         * it still needs. */
+        int lw = -1;
+        if (pipe2(lp, O_CLOEXEC) < 0 || (lw = fcntl(lp[1], F_DUPFD_CLOEXEC, 4)) < 0) {
+                int k = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return vs_error_set(err, k, "the network proxy's log pipe: %m");
+        }
+        close(lp[1]);
+        lp[1] = lw;
+        (void)fcntl(lp[0], F_SETFL, O_NONBLOCK);
         /* Its environment: none of the daemon's (its tokens stay there) but
          * what the resolver and the libseccomp loader read, the pid to
          * check after its PR_SET_PDEATHSIG, and how to log. */
@@ -435,10 +542,13 @@ static int proc_start(VsError **err) {
         snprintf(parent, sizeof parent, "VECTORA_PROXY_PARENT=%d", (int)getpid());
         static const char *const levels[] = { "error", "warning", "info", "debug" };
         snprintf(level, sizeof level, "VECTORA_PROXY_LOG_LEVEL=%s", levels[log_get_level()]);
-        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)log_get_style());
+        /* Plain lines: the daemon reads them and logs them in its style. */
+        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)LOG_STYLE_PLAIN);
         if (!envp) {
                 close(sv[0]);
                 close(sv[1]);
+                close(lp[0]);
+                close(lp[1]);
                 return -ENOMEM;
         }
         size_t k = 0;
@@ -452,12 +562,22 @@ static int proc_start(VsError **err) {
         envp[k++] = level;
         envp[k++] = style;
         char *argv[] = { (char *)"vectora-sandbox-proxy", NULL };
-        ChildArgs a = { .fd = sv[1], .log_fd = log_get_fd(), .path = path, .argv = argv, .envp = envp };
+        ChildArgs a = { .fd = sv[1], .log_fd = lp[1], .path = path, .argv = argv, .envp = envp };
         pid_t pid = spawn_vfork(proxy_child, &a);
         close(sv[1]);
+        close(lp[1]);
         if (pid < 0) {
                 close(sv[0]);
+                close(lp[0]);
                 return vs_error_set(err, (int)pid, "starting %s: %s", path, strerror((int)-pid));
+        }
+        P.log_fd = lp[0];
+        P.log_len = 0;
+        if ((P.log_poll = malloc(sizeof *P.log_poll)) && uv_poll_init(P.loop, P.log_poll, P.log_fd) == 0)
+                uv_poll_start(P.log_poll, UV_READABLE | UV_DISCONNECT, on_log);
+        else {
+                free(TAKE_PTR(P.log_poll));
+                close(TAKE_FD(P.log_fd));
         }
         P.pid = pid;
         P.ctl = sv[0];

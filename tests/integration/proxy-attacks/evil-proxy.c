@@ -71,6 +71,9 @@ static void attack(void) {
                 (void)fcntl(2, F_SETFL, fl);
                 (void)lseek(2, 0, SEEK_END);
         }
+        if ((e = getenv("EVIL_LOG_FLOOD")))
+                for (int i = 0; i < atoi(e); i++)
+                        dprintf(2, "FLOOD line %d, and a control character: \033[2J\n", i);
         int n = 0;
         for (int fd = 0; fd < 1024; fd++)
                 if (fcntl(fd, F_GETFD) >= 0)
