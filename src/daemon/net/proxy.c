@@ -35,6 +35,7 @@
 #include "log.h"
 #include "path-util.h"
 #include "proxy-ctl.h"
+#include "proxy-log.h"
 #include "proxy.h"
 #include "seccomp.h"
 #include "server.h"
@@ -77,19 +78,13 @@ static struct {
         pid_t pid;
         int ctl; /* the daemon's end of the control socket, -1 when no process */
         uv_poll_t *poll;
-        int log_fd;        /* the read end of its stderr, -1 when none */
-        uv_poll_t *log_poll;
-        char log_line[1024];
-        size_t log_len;
-        uint64_t log_window_us;
-        unsigned log_lines, log_dropped;
         uv_timer_t *timer; /* the restart */
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
         char last_exit[64];
         bool seccomp;      /* what the running proxy said of itself */
         int landlock;
-} P = { .ctl = -1, .log_fd = -1 };
+} P = { .ctl = -1 };
 
 static int proc_start(VsError **err);
 static void proc_end(const char *why);
@@ -137,10 +132,31 @@ static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
         m->n_rules = p && p->net_allowlist ? p->n_net_rules : 0;
 }
 
-static void send_add(Proxy *px) {
-        ProxyCtlMsg m = { .op = PROXY_CTL_ADD, .ws = px->id, .peer = px->peer_uid };
+/* A workspace's rules, with its listener (add) or alone (rules). A list
+ * too long for one control message (PROXY_CTL_MAX once encoded; the
+ * config allows 1024 entries) is not sent as is: the proxy would refuse
+ * the message and keep the rules it had, or leave the listener unserved.
+ * It gets no rules instead, so every request is refused, and the refusal
+ * (the config field, which the 403 names) and the daemon's log say why. */
+static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
+        ProxyCtlMsg m = { .op = op, .ws = px->id, .peer = px->peer_uid };
         fill_rules(&m, px->ws);
-        send_ctl(&m, px->fd);
+        _cleanup_free_ char *s = proxy_ctl_encode(&m);
+        char why[1024];
+        if (s && strlen(s) > PROXY_CTL_MAX) {
+                snprintf(why, sizeof why,
+                         "%s (its network list of %zu entries is longer than the proxy takes: %zu bytes encoded, at most %d; every request is refused until it is shorter)",
+                         m.config ? m.config : "vectora.toml", m.n_rules, strlen(s), PROXY_CTL_MAX);
+                log_error("%s: %s", px->ws ? px->ws->path : "?", why);
+                m.rules = NULL;
+                m.n_rules = 0;
+                m.config = why;
+        }
+        send_ctl(&m, fd);
+}
+
+static void send_add(Proxy *px) {
+        send_rules(px, PROXY_CTL_ADD, px->fd);
 }
 
 static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
@@ -216,91 +232,6 @@ static void on_ctl(uv_poll_t *p, int status, int events) {
                 proc_end("its control socket failed");
         else
                 drain();
-}
-
-/* ---- its log lines ----------------------------------------------------------------- */
-
-/* The proxy's stderr is a pipe the daemon reads, never the daemon's log
- * file: a proxy taken over could clear O_APPEND on a shared log file and
- * write over what the daemon logged. Each line is logged by the daemon,
- * at the level the proxy gave it, control characters made visible, cut at
- * a bound, and at most PROXY_LOG_BURST lines per PROXY_LOG_WINDOW_US (the
- * rest counted and said), so a proxy cannot fill the log either. */
-#define PROXY_LOG_BURST 200
-#define PROXY_LOG_WINDOW_US (10 * 1000000ull)
-
-static void log_line(void) {
-        char *l = P.log_line;
-        l[P.log_len] = '\0';
-        P.log_len = 0;
-        uint64_t now = now_us();
-        if (now - P.log_window_us > PROXY_LOG_WINDOW_US) {
-                if (P.log_dropped)
-                        log_warning("vectora-sandbox-proxy: %u log lines dropped (more than %d in %llu s)",
-                                    P.log_dropped, PROXY_LOG_BURST,
-                                    (unsigned long long)(PROXY_LOG_WINDOW_US / 1000000));
-                P.log_window_us = now;
-                P.log_lines = P.log_dropped = 0;
-        }
-        if (++P.log_lines > PROXY_LOG_BURST) {
-                P.log_dropped++;
-                return;
-        }
-        for (char *c = l; *c; c++)
-                if ((unsigned char)*c < ' ' && *c != '\t')
-                        *c = '?';
-        static const char prefix[] = "vectora-sandbox-proxy: ";
-        static const char *const levels[] = { "error: ", "warning: ", "info: ", "debug: " };
-        if (strncmp(l, prefix, sizeof prefix - 1) == 0)
-                l += sizeof prefix - 1;
-        for (LogLevel v = LOG_LVL_ERROR; v <= LOG_LVL_DEBUG; v++)
-                if (strncmp(l, levels[v], strlen(levels[v])) == 0) {
-                        log_msg(v, "vectora-sandbox-proxy: %s", l + strlen(levels[v]));
-                        return;
-                }
-        log_warning("vectora-sandbox-proxy: %s", l);
-}
-
-/* False once the proxy's end is closed (or the pipe failed). */
-static bool log_read(void) {
-        char buf[4096];
-        ssize_t n = -1;
-        errno = EAGAIN;
-        /* Bounded per wakeup: a proxy writing without end does not hold
-         * the daemon's loop. */
-        for (int i = 0; i < 16 && P.log_fd >= 0 && (n = read(P.log_fd, buf, sizeof buf)) > 0; i++)
-                for (ssize_t k = 0; k < n; k++) {
-                        if (buf[k] == '\n') {
-                                log_line();
-                                continue;
-                        }
-                        P.log_line[P.log_len++] = buf[k];
-                        if (P.log_len == sizeof P.log_line - 1)
-                                log_line();
-                }
-        return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
-}
-
-static void on_closed_free(uv_handle_t *h);
-
-static void log_close(void) {
-        if (P.log_fd < 0)
-                return;
-        (void)log_read();
-        if (P.log_len)
-                log_line();
-        uv_close((uv_handle_t *)TAKE_PTR(P.log_poll), on_closed_free);
-        close(P.log_fd);
-        P.log_fd = -1;
-}
-
-static void on_log(uv_poll_t *p, int status, int events) {
-        (void)p;
-        (void)events;
-        /* Its end closed: nothing more to wait for (a pipe at its end
-         * stays readable). */
-        if (!log_read() || status < 0)
-                uv_poll_stop(P.log_poll);
 }
 
 /* ---- the process ------------------------------------------------------------------ */
@@ -436,7 +367,7 @@ static void proc_end(const char *why) {
         if (P.ctl >= 0)
                 close(P.ctl);
         P.ctl = -1;
-        log_close();
+        proxy_log_close();
         if (P.pid > 0) {
                 int status;
                 (void)kill(P.pid, SIGKILL);
@@ -571,14 +502,7 @@ static int proc_start(VsError **err) {
                 close(lp[0]);
                 return vs_error_set(err, (int)pid, "starting %s: %s", path, strerror((int)-pid));
         }
-        P.log_fd = lp[0];
-        P.log_len = 0;
-        if ((P.log_poll = malloc(sizeof *P.log_poll)) && uv_poll_init(P.loop, P.log_poll, P.log_fd) == 0)
-                uv_poll_start(P.log_poll, UV_READABLE | UV_DISCONNECT, on_log);
-        else {
-                free(TAKE_PTR(P.log_poll));
-                close(TAKE_FD(P.log_fd));
-        }
+        proxy_log_open(P.loop, lp[0]);
         P.pid = pid;
         P.ctl = sv[0];
         P.seccomp = false;
@@ -671,9 +595,7 @@ void proxy_policy_changed(Workspace *ws) {
         Proxy *px = ws->proxy;
         if (!px)
                 return;
-        ProxyCtlMsg m = { .op = PROXY_CTL_RULES, .ws = px->id };
-        fill_rules(&m, ws);
-        send_ctl(&m, -1);
+        send_rules(px, PROXY_CTL_RULES, -1);
 }
 
 static int listen_on(const char *path, VsError **err) {
