@@ -323,6 +323,8 @@ def run(tmp, port):
         check("hello from the host" in out or "HTTP/1.1 403" in out or "HTTP/1.1 503" in out,
               "a policy of %d entries: the request got no answer at all (the proxy never served the listener): %s" %
               (len(rules), json.dumps(r)[:1500]))
+        check("longer than the proxy takes" in out and "HTTP/1.1 403" in out,
+              "the refusal does not say the list is too long: %s" % out[:1500])
 
     def big_policy_change():
         ws = make_ws(tmp, "ws-change", '[sandbox]\nnetwork = ["%s"]\n' % up)
@@ -341,6 +343,36 @@ def run(tmp, port):
         check("hello from the host" not in r.get("stdout", ""),
               "after the policy changed to a list without %s, the proxy still lets it through (stale rules): %s" %
               (up, json.dumps(r)[:1500]))
+
+    def restart_many():
+        # Several workspaces whose rules each fill most of a control
+        # message: a restart hands them all over at once, before the new
+        # proxy reads a byte. More than the socket's send buffer must not
+        # end the new proxy (and the next, and the next). The proxy here
+        # takes half a second to start, as on a loaded host.
+        slow = os.path.join(tmp, "slow-proxy")
+        with open(slow, "w") as f:
+            f.write("#!/bin/sh\nsleep 0.5\nexec %s\n" % os.environ["VECTORA_PROXY"])
+        os.chmod(slow, 0o755)
+        d = daemon("many", env=dict(os.environ, VECTORA_PROXY=slow))
+        wss = []
+        for i in range(6):
+            rules = [up] + big_rules(380)
+            ws = make_ws(tmp, "ws-many%d" % i, "[sandbox]\nnetwork = [%s]\n" % ", ".join(json.dumps(x) for x in rules))
+            r = term(d, ws, CURL + "-f http://%s/" % up)
+            check(r.get("exit_code") == 0, r)
+            wss.append(ws)
+        old = d.status()["daemon"]["proxy"]["pid"]
+        os.kill(old, 9)
+        wait_for(lambda: (lambda p: p.get("running") and p["pid"] != old)(d.status()["daemon"]["proxy"]),
+                 "a new proxy")
+        time.sleep(3)
+        p = d.status()["daemon"]["proxy"]
+        T.note("log: %s" % [ln for ln in d.log_text().splitlines() if "ended" in ln or "started" in ln])
+        check(p["restarts"] == 1, "the proxy restarted %d times after one kill: %s" % (p["restarts"], p))
+        for ws in wss:
+            r = term(d, ws, CURL + "--max-time 10 -f http://%s/" % up)
+            check(r.get("exit_code") == 0, r)
 
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
@@ -372,6 +404,8 @@ def run(tmp, port):
         (big_policy_served, "a policy larger than one control message is still served (an answer, not a hang)"),
         (big_policy_change, "a policy change larger than one control message does not leave the old rules in the "
                             "proxy"),
+        (restart_many, "a restart hands over the listeners and rules of many workspaces, more than one socket "
+                       "buffer, and stays up"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:
