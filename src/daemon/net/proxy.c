@@ -78,6 +78,8 @@ static struct {
         pid_t pid;
         int ctl; /* the daemon's end of the control socket, -1 when no process */
         uv_poll_t *poll;
+        struct Queued *queue, **queue_tail; /* what its socket did not take yet, in order */
+        size_t queued;                      /* bytes in queue */
         uv_timer_t *timer; /* the restart */
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
@@ -98,17 +100,36 @@ static Proxy *find(uint64_t id) {
         return NULL;
 }
 
-/* One message to the proxy, fd attached when >= 0. A proxy that does not
- * take it (its socket full: stuck) is ended and started again. */
-static void send_ctl(const ProxyCtlMsg *m, int fd) {
-        if (P.ctl < 0)
-                return; /* the restart sends everything */
-        _cleanup_free_ char *s = proxy_ctl_encode(m);
-        if (!s) {
-                proc_end("out of memory encoding a message");
-                return;
+/* A message its socket did not take yet: a restart hands over every
+ * listener and its rules at once, before the new proxy reads a byte, and
+ * that may be more than the socket's buffer holds (a few 64 KiB lists).
+ * Sent in order once the socket is writable; a proxy that leaves more
+ * than PROXY_QUEUE_MAX untaken is stuck, and ended. */
+#define PROXY_QUEUE_MAX (64u << 20)
+
+typedef struct Queued {
+        struct Queued *next;
+        int fd; /* a copy of the listener, or -1 */
+        size_t len;
+        char data[];
+} Queued;
+
+static void on_ctl(uv_poll_t *p, int status, int events);
+
+static void queue_clear(void) {
+        for (Queued *q = P.queue, *next; q; q = next) {
+                next = q->next;
+                if (q->fd >= 0)
+                        close(q->fd);
+                free(q);
         }
-        struct iovec iov = { .iov_base = s, .iov_len = strlen(s) };
+        P.queue = NULL;
+        P.queue_tail = &P.queue;
+        P.queued = 0;
+}
+
+static ssize_t send_one(const char *s, size_t len, int fd) {
+        struct iovec iov = { .iov_base = (char *)s, .iov_len = len };
         char cbuf[CMSG_SPACE(sizeof(int))] = {};
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (fd >= 0) {
@@ -120,8 +141,68 @@ static void send_ctl(const ProxyCtlMsg *m, int fd) {
                 c->cmsg_len = CMSG_LEN(sizeof(int));
                 memcpy(CMSG_DATA(c), &fd, sizeof fd);
         }
-        if (sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                proc_end(errno == EAGAIN ? "it stopped reading its control socket" : "its control socket failed");
+        return sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* What waited, in order, as far as the socket takes it; then back to
+ * reading only. */
+static void queue_flush(void) {
+        while (P.ctl >= 0 && P.queue) {
+                Queued *q = P.queue;
+                if (send_one(q->data, q->len, q->fd) < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                proc_end("its control socket failed");
+                        return;
+                }
+                P.queue = q->next;
+                if (!P.queue)
+                        P.queue_tail = &P.queue;
+                P.queued -= q->len;
+                if (q->fd >= 0)
+                        close(q->fd);
+                free(q);
+        }
+        if (P.ctl >= 0 && P.poll)
+                uv_poll_start(P.poll, UV_READABLE | UV_DISCONNECT, on_ctl);
+}
+
+/* One message to the proxy, fd attached when >= 0: at once, or after what
+ * waits already. */
+static void send_ctl(const ProxyCtlMsg *m, int fd) {
+        if (P.ctl < 0)
+                return; /* the restart sends everything */
+        _cleanup_free_ char *s = proxy_ctl_encode(m);
+        if (!s) {
+                proc_end("out of memory encoding a message");
+                return;
+        }
+        size_t len = strlen(s);
+        if (!P.queue && send_one(s, len, fd) >= 0)
+                return;
+        if (!P.queue && errno != EAGAIN && errno != EINTR) {
+                proc_end("its control socket failed");
+                return;
+        }
+        if (P.queued + len > PROXY_QUEUE_MAX) {
+                proc_end("it stopped reading its control socket");
+                return;
+        }
+        Queued *q = malloc(sizeof *q + len);
+        int copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+        if (!q || (fd >= 0 && copy < 0)) {
+                free(q);
+                proc_end("out of memory queueing a message");
+                return;
+        }
+        *q = (Queued) { .fd = copy, .len = len };
+        memcpy(q->data, s, len);
+        if (!P.queue)
+                P.queue_tail = &P.queue;
+        *P.queue_tail = q;
+        P.queue_tail = &q->next;
+        P.queued += len;
+        if (P.poll)
+                uv_poll_start(P.poll, UV_READABLE | UV_WRITABLE | UV_DISCONNECT, on_ctl);
 }
 
 static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
@@ -227,11 +308,13 @@ static void drain(void) {
 
 static void on_ctl(uv_poll_t *p, int status, int events) {
         (void)p;
-        (void)events;
-        if (status < 0)
+        if (status < 0) {
                 proc_end("its control socket failed");
-        else
-                drain();
+                return;
+        }
+        if (events & UV_WRITABLE)
+                queue_flush();
+        drain();
 }
 
 /* ---- the process ------------------------------------------------------------------ */
@@ -367,6 +450,7 @@ static void proc_end(const char *why) {
         if (P.ctl >= 0)
                 close(P.ctl);
         P.ctl = -1;
+        queue_clear();
         proxy_log_close();
         if (P.pid > 0) {
                 int status;
