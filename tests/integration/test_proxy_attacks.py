@@ -373,6 +373,82 @@ def run(tmp, port):
             r = term(d, ws, CURL + "--max-time 10 -f http://%s/" % up)
             check(r.get("exit_code") == 0, r)
 
+    def narrowed_cuts_tunnels():
+        # A tunnel opened while the host was listed must not outlive the
+        # host's removal from the list: the jail would keep its way to a
+        # host the policy no longer names for as long as it keeps the
+        # tunnel busy.
+        echo = socket.socket()
+        echo.bind(("127.0.0.1", 0))
+        echo.listen(8)
+
+        def serve_echo():
+            while True:
+                try:
+                    c, _ = echo.accept()
+                except OSError:
+                    return
+
+                def one(c):
+                    with c:
+                        while True:
+                            b = c.recv(4096)
+                            if not b:
+                                return
+                            c.sendall(b)
+                threading.Thread(target=one, args=(c,), daemon=True).start()
+        threading.Thread(target=serve_echo, daemon=True).start()
+        eport = echo.getsockname()[1]
+        ws = make_ws(tmp, "ws-narrow", '[sandbox]\nnetwork = ["127.0.0.1:%d", "%s"]\n' % (eport, up))
+        d = daemon("narrow")
+        script = ("import socket, time, sys\n"
+                  "s = socket.create_connection(('127.0.0.1', 3128))\n"
+                  "s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n')\n"
+                  "print(s.recv(4096).split(b'\\r\\n')[0].decode(), flush=True)\n"
+                  "s.settimeout(2)\n"
+                  "for i in range(30):\n"
+                  "    try:\n"
+                  "        s.sendall(b'ping%%d' %% i)\n"
+                  "        print(s.recv(100).decode() or 'closed', flush=True)\n"
+                  "    except OSError as e:\n"
+                  "        print('closed', e, flush=True)\n"
+                  "        break\n"
+                  "    time.sleep(0.5)\n" % (eport, eport))
+        with open(os.path.join(ws, "tunnel.py"), "w") as f:
+            f.write(script)
+        vtest.chown_tree(ws)
+        # Held by a process that outlives the call (the agent's own
+        # background work); the change is approved, and the next call
+        # makes the daemon read it.
+        r = term(d, ws, "(setsid python3 tunnel.py > tunnel.out 2>&1 &); sleep 2; cat tunnel.out")
+        check("200" in r.get("stdout", "") and "ping1" in r.get("stdout", ""), r)
+
+        def echoes():
+            with open(os.path.join(ws, "tunnel.out")) as f:
+                return len([x for x in f.read().split() if x.startswith("ping")])
+        n0 = echoes()
+        time.sleep(1.5)
+        if echoes() <= n0:
+            raise vtest.NotApplicable("a process of the jail's does not outlive its call here")
+        with open(os.path.join(ws, "vectora.toml"), "w") as f:
+            f.write('[sandbox]\nnetwork = ["%s"]\n' % up)
+        vtest.chown_tree(ws)
+        a = subprocess.run([CLI, "--socket", d.sock, "allow", "-w", ws], capture_output=True, text=True, timeout=60)
+        check(a.returncode == 0, {"allow": a.returncode, "stdout": a.stdout, "stderr": a.stderr})
+        r = term(d, ws, "cat tunnel.out")
+        applied = time.time()
+        check(r.get("exit_code") == 0, r)
+        time.sleep(3)
+        with open(os.path.join(ws, "tunnel.out")) as f:
+            out = f.read()
+        n_before = len([x for x in r.get("stdout", "").split() if x.startswith("ping")])
+        n_after = len([x for x in out.split() if x.startswith("ping")])
+        echo.close()
+        check(n_after <= n_before + 1,
+              "the tunnel to a host taken off the list carried on for %.1f s after the new list applied "
+              "(%d echoes then, %d now): %s" % (time.time() - applied, n_before, n_after, out.split()))
+        T.note("the tunnel after the change: %s" % out.split()[-3:])
+
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d = daemon("body")
@@ -406,6 +482,7 @@ def run(tmp, port):
                             "proxy"),
         (restart_many, "a restart hands over the listeners and rules of many workspaces, more than one socket "
                        "buffer, and stays up"),
+        (narrowed_cuts_tunnels, "a tunnel to a host taken off the list is cut when the change is approved"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:
