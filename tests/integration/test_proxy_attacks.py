@@ -449,6 +449,62 @@ def run(tmp, port):
               "(%d echoes then, %d now): %s" % (time.time() - applied, n_before, n_after, out.split()))
         T.note("the tunnel after the change: %s" % out.split()[-3:])
 
+    def denial_flood():
+        # The jail loops refused requests as fast as it can: the audit log
+        # and the daemon's log take a bounded share, yet every denial is
+        # counted in them; another workspace is served meanwhile.
+        ws = make_ws(tmp, "ws-dflood", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        ws2 = make_ws(tmp, "ws-dflood2", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        script = ("import socket, threading, time\n"
+                  "n = [0]\n"
+                  "end = time.time() + 4\n"
+                  "def w():\n"
+                  "    while time.time() < end:\n"
+                  "        try:\n"
+                  "            s = socket.create_connection(('127.0.0.1', 3128))\n"
+                  "            s.sendall(b'GET http://denied-%d.test/ HTTP/1.1\\r\\n\\r\\n' % n[0])\n"
+                  "            s.recv(2000)\n"
+                  "            s.close()\n"
+                  "            n[0] += 1\n"
+                  "        except OSError:\n"
+                  "            pass\n"
+                  "ts = [threading.Thread(target=w) for _ in range(8)]\n"
+                  "[t.start() for t in ts]\n"
+                  "[t.join() for t in ts]\n"
+                  "print(n[0])\n")
+        with open(os.path.join(ws, "flood.py"), "w") as f:
+            f.write(script)
+        vtest.chown_tree(ws)
+        d = daemon("dflood", log_level="info")
+        res = {}
+        t = threading.Thread(target=lambda: res.setdefault("r", term(d, ws, "python3 flood.py")))
+        t.start()
+        time.sleep(2)
+        t0 = time.time()
+        r2 = term(d, ws2, CURL + "-f http://%s/" % up)
+        took = time.time() - t0
+        t.join(60)
+        check(r2.get("exit_code") == 0 and took < 5, "the other workspace: %.2f s, %s" % (took, r2))
+        r = res.get("r") or {}
+        sent = int(r.get("stdout", "0").strip() or 0)
+        check(sent > 300, "the flood made only %d requests: %s" % (sent, r))
+        denied = d.ws_status(ws)["network"]["denied"]
+        itemized = not_itemized = 0
+        for ln in open(d.audit):
+            a = json.loads(ln)
+            if a.get("tool") != "network" or a.get("workspace") != ws:
+                continue
+            tg = a.get("target") or {}
+            if "not_itemized" in tg:
+                not_itemized += tg["not_itemized"]
+            else:
+                itemized += 1
+        check(itemized <= 200, "%d denials audited one by one in 4 s" % itemized)
+        check(itemized + not_itemized == denied,
+              "the audit accounts for %d + %d denials, status counts %d" % (itemized, not_itemized, denied))
+        T.note("%d requests refused in 4 s: %d audited one by one, %d counted in a summary; the other workspace's "
+               "call took %.2f s; audit log %d bytes" % (sent, itemized, not_itemized, took, os.path.getsize(d.audit)))
+
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d = daemon("body")
@@ -483,6 +539,8 @@ def run(tmp, port):
         (restart_many, "a restart hands over the listeners and rules of many workspaces, more than one socket "
                        "buffer, and stays up"),
         (narrowed_cuts_tunnels, "a tunnel to a host taken off the list is cut when the change is approved"),
+        (denial_flood, "a jail's loop of refused requests: a bounded share of the audit log that still counts "
+                       "every denial; another workspace is served"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:

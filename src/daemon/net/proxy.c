@@ -35,6 +35,7 @@
 #include "log.h"
 #include "path-util.h"
 #include "proxy-ctl.h"
+#include "proxy-down.h"
 #include "proxy-log.h"
 #include "proxy.h"
 #include "seccomp.h"
@@ -64,6 +65,8 @@ struct Proxy {
         char *path;
         uid_t peer_uid;
         uint64_t open, total, denied;
+        uint64_t audit_window_us; /* the denials audited one by one (record_denial) */
+        unsigned audit_n, audit_held;
         uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
@@ -240,6 +243,44 @@ static void send_add(Proxy *px) {
         send_rules(px, PROXY_CTL_ADD, px->fd);
 }
 
+/* Each denial is one audit record and one log line, up to
+ * DENIAL_AUDIT_BURST a workspace per DENIAL_AUDIT_WINDOW_US; past that
+ * they are counted, and one record says how many were not itemized. A
+ * jail's loop of refused requests (some 9 000 a second through the proxy)
+ * would otherwise grow the audit log by megabytes a second for as long as
+ * it runs. The call's network_denied and status's count see them all. */
+#define DENIAL_AUDIT_BURST 100
+#define DENIAL_AUDIT_WINDOW_US (10 * 1000000ull)
+
+static void audit_denial(Proxy *px, json_t *target, const char *reason) {
+        AuditRecord a = {
+                .uid = px->peer_uid,
+                .workspace = px->ws->path,
+                .tool = "network",
+                .target = target,
+                .sandboxed = true,
+                .generation = px->ws->generation,
+                .outcome = "denied",
+                .code = api_error_name(API_ERROR_NETWORK_DENIED),
+                .reason = reason,
+        };
+        audit_write(&a);
+}
+
+/* The record for the denials counted but not itemized, if any. */
+static void audit_held(Proxy *px) {
+        if (!px->audit_held)
+                return;
+        char why[200];
+        snprintf(why, sizeof why, "%u more network denials in %llu s were not audited one by one (more than %d)",
+                 px->audit_held, (unsigned long long)(DENIAL_AUDIT_WINDOW_US / 1000000), DENIAL_AUDIT_BURST);
+        json_t *target = json_pack("{s:I}", "not_itemized", (json_int_t)px->audit_held);
+        audit_denial(px, target, why);
+        json_decref(target);
+        log_warning("%s: %s", px->ws->path, why);
+        px->audit_held = 0;
+}
+
 static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
         px->denied++;
         ProxyDenial *d = &px->recent[px->recent_next];
@@ -250,19 +291,18 @@ static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
         snprintf(d->host, sizeof d->host, "%s", m->host);
         d->port = m->port;
         snprintf(d->reason, sizeof d->reason, "%s", m->reason);
+        uint64_t now = now_us();
+        if (now - px->audit_window_us > DENIAL_AUDIT_WINDOW_US) {
+                audit_held(px);
+                px->audit_window_us = now;
+                px->audit_n = 0;
+        }
+        if (++px->audit_n > DENIAL_AUDIT_BURST) {
+                px->audit_held++;
+                return;
+        }
         json_t *target = json_pack("{s:s, s:i}", "host", d->host, "port", (int)d->port);
-        AuditRecord a = {
-                .uid = px->peer_uid,
-                .workspace = px->ws->path,
-                .tool = "network",
-                .target = target,
-                .sandboxed = true,
-                .generation = px->ws->generation,
-                .outcome = "denied",
-                .code = api_error_name(API_ERROR_NETWORK_DENIED),
-                .reason = d->reason,
-        };
-        audit_write(&a);
+        audit_denial(px, target, d->reason);
         json_decref(target);
         log_info("%s: network denied: %s:%u: %s", px->ws->path, d->host, (unsigned)d->port, d->reason);
 }
@@ -323,98 +363,11 @@ static void on_closed_free(uv_handle_t *h) {
         free(h);
 }
 
-/* While no proxy runs, a connection from the jail gets this at once
- * rather than waiting in the backlog. What the client sends is read and
- * dropped, never looked at, until it closes (or 2 s): closing a unix
- * socket with unread bytes would reset the client's side before it read
- * the answer. */
-#define REFUSED_MAX 64
-#define REFUSED_LINGER_MS 2000
-
-typedef struct Refused {
-        uv_poll_t poll;
-        uv_timer_t timer;
-        int fd, handles;
-} Refused;
-
-static unsigned n_refused;
-
-static void on_refused_closed(uv_handle_t *h) {
-        Refused *f = h->data;
-        if (--f->handles == 0) {
-                close(f->fd);
-                free(f);
-                n_refused--;
-        }
-}
-
-static void refused_end(Refused *f) {
-        if (uv_is_closing((uv_handle_t *)&f->poll))
-                return;
-        uv_close((uv_handle_t *)&f->poll, on_refused_closed);
-        uv_close((uv_handle_t *)&f->timer, on_refused_closed);
-}
-
-static void on_refused_timer(uv_timer_t *t) {
-        refused_end(t->data);
-}
-
-static void on_refused_readable(uv_poll_t *p, int status, int events) {
-        (void)events;
-        Refused *f = p->data;
-        char buf[4096];
-        ssize_t n = 1;
-        while (status >= 0 && (n = recv(f->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
-                ;
-        if (status < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-                refused_end(f);
-}
-
-static void on_down_connection(uv_poll_t *p, int status, int events) {
-        (void)status;
-        (void)events;
-        Proxy *px = p->data;
-        static const char msg[] =
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n"
-                "vectora-sandbox: the network proxy is restarting; try again in a moment\n";
-        for (int n = 0; n < 64; n++) {
-                int fd = accept4(px->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                        break;
-                (void)!send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-                (void)shutdown(fd, SHUT_WR);
-                Refused *f = n_refused < REFUSED_MAX ? calloc(1, sizeof *f) : NULL;
-                if (!f) {
-                        close(fd);
-                        continue;
-                }
-                f->fd = fd;
-                f->poll.data = f->timer.data = f;
-                if (uv_poll_init(P.loop, &f->poll, fd) < 0) {
-                        close(fd);
-                        free(f);
-                        continue;
-                }
-                uv_timer_init(P.loop, &f->timer);
-                f->handles = 2;
-                n_refused++;
-                uv_poll_start(&f->poll, UV_READABLE | UV_DISCONNECT, on_refused_readable);
-                uv_timer_start(&f->timer, on_refused_timer, REFUSED_LINGER_MS, 0);
-        }
-}
-
 static void refuse_while_down(Proxy *px, bool on) {
-        if (on && !px->down && (px->down = malloc(sizeof *px->down))) {
-                px->down->data = px;
-                if (uv_poll_init(P.loop, px->down, px->fd) < 0 ||
-                    uv_poll_start(px->down, UV_READABLE, on_down_connection) < 0) {
-                        free(TAKE_PTR(px->down));
-                        return;
-                }
-        }
-        if (!on && px->down)
-                uv_close((uv_handle_t *)TAKE_PTR(px->down), on_closed_free);
+        if (on)
+                proxy_down_start(P.loop, px->fd, &px->down);
+        else
+                proxy_down_stop(&px->down);
 }
 
 static void on_restart(uv_timer_t *t) {
@@ -613,6 +566,7 @@ json_t *proxy_denials_since(Proxy *px, uint64_t since_us) {
         if (!px)
                 return NULL;
         drain();
+        audit_held(px);
         json_t *a = NULL;
         for (size_t k = 0; k < px->n_recent; k++) {
                 size_t i = (px->recent_next + PROXY_RECENT_DENIALS - px->n_recent + k) % PROXY_RECENT_DENIALS;
@@ -764,6 +718,8 @@ void proxy_stop(Proxy *px) {
                         break;
                 }
         send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_REMOVE, .ws = px->id }, -1);
+        if (px->ws)
+                audit_held(px);
         refuse_while_down(px, false);
         (void)unlink(px->path);
         close(px->fd);
