@@ -505,6 +505,94 @@ def run(tmp, port):
         T.note("%d requests refused in 4 s: %d audited one by one, %d counted in a summary; the other workspace's "
                "call took %.2f s; audit log %d bytes" % (sent, itemized, not_itemized, took, os.path.getsize(d.audit)))
 
+    def hostile_bytes():
+        # What the jail may send the proxy: malformed heads, a ClientHello
+        # past the bound, two SNIs, pipelined requests, 200 connections
+        # that never finish their head. The proxy answers each, stays the
+        # same process, and serves a good request meanwhile.
+        ws = make_ws(tmp, "ws-bytes", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        script = r'''
+import socket, struct, sys, time
+UP = "%s"
+def ask(data, wait=3):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.settimeout(wait)
+    got = b""
+    try:
+        s.sendall(data)
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            got += k
+    except OSError as e:
+        got += ("error %%s" %% e).encode()
+    s.close()
+    if got == b"HTTP/1.1 200 Connection established\r\n\r\n":
+        return "tunnel-closed"
+    return got.split(b"\r\n")[0].decode(errors="replace") or "closed"
+def hello(names, size=0):
+    ext = b""
+    for n in names:
+        n = n.encode()
+        sni = struct.pack("!BH", 0, len(n)) + n
+        ext += struct.pack("!HH", 0, len(sni) + 2) + struct.pack("!H", len(sni)) + sni
+    ext += struct.pack("!HH", 21, size) + b"\0" * size
+    body = b"\3\3" + b"r" * 32 + b"\0" + b"\0\2\0\x2f" + b"\1\0" + struct.pack("!H", len(ext)) + ext
+    hs = b"\1" + struct.pack("!I", len(body))[1:] + body
+    out = b""
+    while hs:
+        out += b"\x16\3\1" + struct.pack("!H", len(hs[:16000])) + hs[:16000]
+        hs = hs[16000:]
+    return out
+C = ("CONNECT %%s HTTP/1.1\r\n\r\n" %% UP).encode()
+cases = {
+  "nul": b"GET http://" + UP.encode() + b"/\0 HTTP/1.1\r\n\r\n",
+  "huge-head": b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
+  "folded": b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+  "no-port": b"CONNECT example.com HTTP/1.1\r\n\r\n",
+  "bad-v6": b"GET http://[::1/ HTTP/1.1\r\n\r\n",
+  "ctl-in-host": b"GET http://a\x01b.test/ HTTP/1.1\r\n\r\n",
+  "http2": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+  "huge-hello": C + hello(["127.0.0.1"], 30000),
+  "two-sni": C + hello(["127.0.0.1", "127.0.0.1"]),
+  "sni-mismatch": C + hello(["evil.test"]),
+  "pipelined": (b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n") * 50,
+}
+for k, v in cases.items():
+    print(k, ask(v), flush=True)
+slow = []
+for i in range(200):
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128))
+        s.sendall(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\nX-Slow: ")
+        slow.append(s)
+    except OSError:
+        break
+print("slow", len(slow), flush=True)
+print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10), flush=True)
+''' % up
+        with open(os.path.join(ws, "bytes.py"), "w") as f:
+            f.write(script)
+        vtest.chown_tree(ws)
+        d = daemon("bytes")
+        r = term(d, ws, CURL + "-f http://%s/" % up)
+        check(r.get("exit_code") == 0, r)
+        pid = d.status()["daemon"]["proxy"]["pid"]
+        r = term(d, ws, "python3 bytes.py", timeout=120)
+        out = dict(ln.split(" ", 1) for ln in r.get("stdout", "").splitlines() if " " in ln)
+        p = d.status()["daemon"]["proxy"]
+        check(p["pid"] == pid and p["restarts"] == 0, "the proxy did not survive the jail's bytes: %s; %s" % (p, r))
+        for k in ("nul", "folded", "no-port", "bad-v6", "ctl-in-host", "http2"):
+            check(out.get(k, "").startswith("HTTP/1.1 4"), "%s: %s" % (k, out.get(k)))
+        check(out.get("huge-head", "").startswith("HTTP/1.1 431"), out)
+        for k in ("huge-hello", "two-sni", "sni-mismatch"):
+            # 200 to the CONNECT, then the tunnel closed with nothing from
+            # the upstream (which would answer a hello it got with a 400).
+            check(out.get(k) == "tunnel-closed", "%s: %s" % (k, out.get(k)))
+        check(out.get("slow") == "200" and out.get("meanwhile", "").startswith("HTTP/1.0 200"), out)
+        T.note(", ".join("%s: %s" % kv for kv in out.items()))
+
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d = daemon("body")
@@ -541,6 +629,8 @@ def run(tmp, port):
         (narrowed_cuts_tunnels, "a tunnel to a host taken off the list is cut when the change is approved"),
         (denial_flood, "a jail's loop of refused requests: a bounded share of the audit log that still counts "
                        "every denial; another workspace is served"),
+        (hostile_bytes, "malformed heads, a ClientHello past the bound, two SNIs, pipelining, 200 unfinished "
+                        "heads: each answered, the proxy stays up and serves"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:
