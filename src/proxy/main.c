@@ -59,11 +59,15 @@ static uv_poll_t ctl_poll;
 static bool have_seccomp;
 static int landlock_abi;
 
-static void send_ctl(const char *msg) {
+static int send_ctl(const char *msg) {
         /* A full socket (a daemon that stopped reading) loses the message
-         * rather than stalling every connection. */
-        if (send(CTL_FD, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                log_warning("a message to the daemon was lost: %m");
+         * rather than stalling every connection; a lost denial is counted
+         * by the engine and reported with the next count (PROXY_CTL_CONNS). */
+        if (send(CTL_FD, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+                log_debug("a message to the daemon was lost: %m");
+                return -errno;
+        }
+        return 0;
 }
 
 /* One datagram from the daemon, and the descriptor that came with it. */
@@ -266,7 +270,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *hello = proxy_ctl_encode(&(ProxyCtlMsg) { .op = PROXY_CTL_HELLO, .seccomp = have_seccomp,
                                                                       .landlock = (uint64_t)landlock_abi });
         if (hello)
-                send_ctl(hello);
+                (void)send_ctl(hello);
         log_debug("serving (uid %u)", (unsigned)getuid());
         uv_run(loop, UV_RUN_DEFAULT);
         return 0;

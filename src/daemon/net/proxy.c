@@ -66,7 +66,8 @@ struct Proxy {
         uid_t peer_uid;
         uint64_t open, total, denied;
         uint64_t audit_window_us; /* the denials audited one by one (record_denial) */
-        unsigned audit_n, audit_held;
+        unsigned audit_n;
+        uint64_t audit_held;
         uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
@@ -272,8 +273,10 @@ static void audit_held(Proxy *px) {
         if (!px->audit_held)
                 return;
         char why[200];
-        snprintf(why, sizeof why, "%u more network denials in %llu s were not audited one by one (more than %d)",
-                 px->audit_held, (unsigned long long)(DENIAL_AUDIT_WINDOW_US / 1000000), DENIAL_AUDIT_BURST);
+        snprintf(why, sizeof why,
+                 "%llu more network denials were not audited one by one (more than %d in %llu s, or sent by the proxy "
+                 "while the daemon's socket was full)",
+                 (unsigned long long)px->audit_held, DENIAL_AUDIT_BURST, (unsigned long long)(DENIAL_AUDIT_WINDOW_US / 1000000));
         json_t *target = json_pack("{s:I}", "not_itemized", (json_int_t)px->audit_held);
         audit_denial(px, target, why);
         json_decref(target);
@@ -341,6 +344,10 @@ static void drain(void) {
                 else if (px && m.op == PROXY_CTL_CONNS) {
                         px->open = m.open;
                         px->total = m.total;
+                        /* Denials the proxy could not send (its end
+                         * full): counted, and audited as not itemized. */
+                        px->denied += m.lost;
+                        px->audit_held += m.lost;
                 }
                 proxy_ctl_msg_done(&m);
         }
