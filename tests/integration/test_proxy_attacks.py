@@ -258,6 +258,35 @@ def run(tmp, port):
         T.note("taken-over proxy: %s" % ", ".join("%s %s" % (k, "refused (errno %d)" % v[1] if v[0] < 0 else "done")
                                                  for k, v in sorted(res.items()) if k != "done"))
 
+    def no_unix_sockets():
+        # A unix socket of the proxy's own uid (under a user daemon: the
+        # user's session bus, ssh agent, the daemon's own API socket;
+        # under a root daemon: other services running as nobody) is as
+        # open to it as to its owner: the proxy makes no unix socket.
+        lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = os.path.join(tmp, "same-uid.sock")
+        lst.bind(path)
+        lst.listen(4)
+        puid = 65534 if ROOT else os.geteuid()
+        os.chown(path, puid, -1)
+        os.chmod(path, 0o600)
+        name = "unix"
+        sock = os.path.join(tmp, name + ".sock")
+        ws = os.path.join(tmp, "ws-" + name)  # taken_over makes it
+        req = json.dumps({"tool": "terminal", "workspace": ws, "command": "touch proxy-was-here"})
+        try:
+            d, ws2 = taken_over(name, {"EVIL_UNIX": path, "EVIL_API": sock, "EVIL_API_REQ": "'%s'" % req})
+            r = term(d, ws2, CURL + "-f http://%s/" % up)
+            check(r.get("exit_code") == 0, r)
+            res = results(d)
+        finally:
+            lst.close()
+        check(res.get("connect-unix", (0,))[0] < 0, "the proxy connected to a unix socket of uid %d: %s" % (puid, res))
+        check(res.get("connect-daemon-api", (0,))[0] < 0,
+              "the proxy connected to the daemon's API socket: %s" % res)
+        time.sleep(1)
+        check(not os.path.exists(os.path.join(ws, "proxy-was-here")), "the proxy ran a command through the daemon's API")
+
     def hello_lie():
         # A proxy (taken over, or a program that is not the proxy) says it
         # has a seccomp filter; status must not repeat it unchecked.
@@ -622,6 +651,8 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
         (log_flood, "a taken-over proxy writing its stderr without end takes a bounded share of the daemon's log"),
         (confined, "a taken-over proxy, confined: no shadow, no read outside /etc /usr /lib, no write, exec, fork, "
                    "ptrace, kill, dumpable, raw socket or namespace"),
+        (no_unix_sockets, "a taken-over proxy reaches no unix socket of its uid's: not the daemon's API, not a "
+                          "session bus"),
         (hello_lie, "a proxy that claims a seccomp filter it lacks is not shown with one in status"),
         (fds_and_strangers, "descriptors a proxy attaches are not kept; denials for a workspace it was never given "
                             "are not recorded; counts at their bounds are taken"),

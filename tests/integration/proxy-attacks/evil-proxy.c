@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static void rep(const char *what, long r) {
@@ -58,6 +59,35 @@ static void attack(void) {
                 inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
                 rep("connect-loopback", connect(s, (struct sockaddr *)&sa, sizeof sa));
                 close(s);
+        }
+        if ((e = getenv("EVIL_UNIX"))) {
+                /* A unix socket of its uid's (a session bus, an agent,
+                 * another service of nobody's). */
+                int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                rep("socket-unix", s);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", e);
+                rep("connect-unix", s < 0 ? -1 : connect(s, (struct sockaddr *)&sa, sizeof sa));
+                if (s >= 0)
+                        close(s);
+        }
+        if ((e = getenv("EVIL_API"))) {
+                /* The daemon's own API socket, and a call through it. */
+                int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", e);
+                long r = s < 0 ? -1 : connect(s, (struct sockaddr *)&sa, sizeof sa);
+                rep("connect-daemon-api", r);
+                const char *req = getenv("EVIL_API_REQ");
+                if (r == 0 && req) {
+                        char reply[256] = "";
+                        (void)!write(s, req, strlen(req));
+                        (void)!write(s, "\n", 1);
+                        ssize_t n = read(s, reply, sizeof reply - 1);
+                        rep("daemon-api-reply", n);
+                }
+                if (s >= 0)
+                        close(s);
         }
         if (getenv("EVIL_REWRITE_STDERR")) {
                 /* When stderr is the daemon's log file (O_APPEND, the
