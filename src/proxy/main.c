@@ -13,8 +13,8 @@
  *     when the daemon dies;
  *   - applies Landlock: no write and no exec anywhere, reads only of what
  *     name resolution needs (/etc, /usr, the libraries);
- *   - loads a seccomp allowlist: sockets (unix, inet, netlink for the
- *     host's addresses), reading files (getaddrinfo's /etc/resolv.conf,
+ *   - loads a seccomp allowlist: sockets (inet, netlink for the host's
+ *     addresses; no new unix socket), reading files (getaddrinfo's /etc/resolv.conf,
  *     /etc/hosts, NSS modules), poll and the memory and thread calls
  *     libuv's loop and thread pool make; anything else is EPERM.
  *
@@ -163,10 +163,14 @@ static const VsSeccompAllow allowed[] = {
         ALLOW("clock_nanosleep"), ALLOW("getpid"), ALLOW("gettid"), ALLOW("getuid"), ALLOW("geteuid"),
         ALLOW("getgid"), ALLOW("getegid"), ALLOW("getrandom"), ALLOW("uname"), ALLOW("sched_yield"),
         ALLOW("sched_getaffinity"), ALLOW("getrlimit"), ALLOW("prlimit64"),
-        /* sockets: the jail's connections, upstream TCP, DNS (UDP/TCP, and
-         * unix sockets for nscd or systemd-resolved), netlink for the
-         * host's addresses */
-        ALLOW_IF("socket", 0, 0xffffffff, AF_UNIX), ALLOW_IF("socket", 0, 0xffffffff, AF_INET),
+        /* sockets: upstream TCP, DNS (UDP/TCP), netlink for the host's
+         * addresses. No new unix socket: the listeners come made, and
+         * neither this filter nor Landlock sees the path a unix socket
+         * connects to, so one would reach every socket of the proxy's
+         * uid (under a user daemon: the daemon's own API, the session
+         * bus, an ssh agent). getaddrinfo's nscd and systemd-resolved
+         * clients fall back to the files and DNS without it. */
+        ALLOW_IF("socket", 0, 0xffffffff, AF_INET),
         ALLOW_IF("socket", 0, 0xffffffff, AF_INET6), ALLOW_IF("socket", 0, 0xffffffff, AF_NETLINK),
         ALLOW("connect"), ALLOW("accept"), ALLOW("accept4"), ALLOW("listen"), ALLOW("bind"), ALLOW("shutdown"),
         ALLOW("sendto"), ALLOW("recvfrom"), ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendmmsg"),
