@@ -338,6 +338,31 @@ def run(tmp, port):
               "a denial for a workspace the proxy was never given was recorded")
         T.note("daemon fds %d -> %d; the workspace's network status: %s" % (before, after, st.get("network")))
 
+    def ctl_flood():
+        # A proxy that sends well-formed messages without pause (counts,
+        # denials for a workspace it was never given): the daemon keeps
+        # answering, and its audit log does not grow with them.
+        body = ("m1 = json.dumps({'op': 'conns', 'ws': 1, 'open': 1, 'total': 1}).encode()\n"
+                "m2 = json.dumps({'op': 'denial', 'ws': 77, 'time_us': 1, 'host': 'x', 'port': 1, "
+                "'reason': 'r'}).encode()\n"
+                "while True:\n    s.send(m1)\n    s.send(m2)\n")
+        fake = fake_proxy(tmp, "chatty", body)
+        ws = make_ws(tmp, "ws-chatty", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        d = daemon("chatty", env=dict(os.environ, VECTORA_PROXY=fake))
+        r = term(d, ws, "echo serving")
+        check(r.get("exit_code") == 0, r)
+        worst = 0
+        for _ in range(5):
+            t0 = time.time()
+            d.status()
+            r = term(d, ws, "echo serving")
+            check(r.get("exit_code") == 0, r)
+            worst = max(worst, time.time() - t0)
+            time.sleep(0.3)
+        check(worst < 3, "a call took %.2f s while the proxy flooded its control socket" % worst)
+        check(os.path.getsize(d.audit) < 100000, "the audit log grew to %d bytes" % os.path.getsize(d.audit))
+        T.note("slowest status + call during the flood: %.2f s" % worst)
+
     def big_rules(n):
         # Entries that parse, reach nothing, and make the rules message
         # larger than PROXY_CTL_MAX (64 KiB) once encoded.
@@ -626,6 +651,27 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
         check(out.get("slow") == "200" and out.get("meanwhile", "").startswith("HTTP/1.0 200"), out)
         T.note(", ".join("%s: %s" % kv for kv in out.items()))
 
+    def stuck_proxy():
+        # A proxy that never reads its control socket: what the daemon has
+        # for it waits, then, once nothing was taken for 10 s, the next
+        # message ends it and another starts.
+        fake = fake_proxy(tmp, "stuck", "time.sleep(600)\n")
+        d = daemon("stuck", env=dict(os.environ, VECTORA_PROXY=fake))
+        for i in range(5):
+            rules = [up] + big_rules(380)
+            ws = make_ws(tmp, "ws-stuck%d" % i, "[sandbox]\nnetwork = [%s]\n" % ", ".join(json.dumps(x) for x in rules))
+            r = term(d, ws, "echo serving")
+            check(r.get("exit_code") == 0, r)
+        p = d.status()["daemon"]["proxy"]
+        check(p["restarts"] == 0, "the daemon ended the proxy at once: %s" % p)
+        time.sleep(10.5)
+        ws = make_ws(tmp, "ws-stuck-last", '[sandbox]\nnetwork = ["%s"]\n' % up)
+        r = term(d, ws, "echo serving")
+        check(r.get("exit_code") == 0, r)
+        p = wait_for(lambda: (lambda x: x.get("restarts", 0) >= 1 and x)(d.status()["daemon"]["proxy"]),
+                     "the stuck proxy to be ended and started again")
+        check("stopped reading its control socket" in d.log_text(), d.log_text()[-1500:])
+
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d = daemon("body")
@@ -656,6 +702,7 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
         (hello_lie, "a proxy that claims a seccomp filter it lacks is not shown with one in status"),
         (fds_and_strangers, "descriptors a proxy attaches are not kept; denials for a workspace it was never given "
                             "are not recorded; counts at their bounds are taken"),
+        (ctl_flood, "a proxy flooding its control socket with well-formed messages: the daemon keeps answering"),
         (big_policy_served, "a policy larger than one control message is still served (an answer, not a hang)"),
         (big_policy_change, "a policy change larger than one control message does not leave the old rules in the "
                             "proxy"),
@@ -666,6 +713,7 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
                        "every denial; another workspace is served"),
         (hostile_bytes, "malformed heads, a ClientHello past the bound, two SNIs, pipelining, 200 unfinished "
                         "heads: each answered, the proxy stays up and serves"),
+        (stuck_proxy, "a proxy that reads nothing of its control socket for 10 s is ended and started again"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:

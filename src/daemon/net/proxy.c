@@ -84,6 +84,7 @@ static struct {
         uv_poll_t *poll;
         struct Queued *queue, **queue_tail; /* what its socket did not take yet, in order */
         size_t queued;                      /* bytes in queue */
+        uint64_t queue_moved_us;            /* when the queue last began or shrank */
         uv_timer_t *timer; /* the restart */
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
@@ -108,8 +109,10 @@ static Proxy *find(uint64_t id) {
  * listener and its rules at once, before the new proxy reads a byte, and
  * that may be more than the socket's buffer holds (a few 64 KiB lists).
  * Sent in order once the socket is writable; a proxy that leaves more
- * than PROXY_QUEUE_MAX untaken is stuck, and ended. */
+ * than PROXY_QUEUE_MAX untaken, or takes nothing for PROXY_QUEUE_STUCK_US,
+ * is stuck, and ended when the daemon next has something for it. */
 #define PROXY_QUEUE_MAX (64u << 20)
+#define PROXY_QUEUE_STUCK_US (10 * 1000000ull) /* nothing taken for this long */
 
 typedef struct Queued {
         struct Queued *next;
@@ -162,6 +165,7 @@ static void queue_flush(void) {
                 if (!P.queue)
                         P.queue_tail = &P.queue;
                 P.queued -= q->len;
+                P.queue_moved_us = now_us();
                 if (q->fd >= 0)
                         close(q->fd);
                 free(q);
@@ -187,7 +191,9 @@ static void send_ctl(const ProxyCtlMsg *m, int fd) {
                 proc_end("its control socket failed");
                 return;
         }
-        if (P.queued + len > PROXY_QUEUE_MAX) {
+        if (!P.queue)
+                P.queue_moved_us = now_us();
+        else if (P.queued + len > PROXY_QUEUE_MAX || now_us() - P.queue_moved_us > PROXY_QUEUE_STUCK_US) {
                 proc_end("it stopped reading its control socket");
                 return;
         }
