@@ -36,7 +36,9 @@ attempt on its stderr, which ends in the daemon's log.
     audit log, yet every denial is counted there; a tunnel held by
     background work ends when its host leaves the list; a request head
     sent together with its body (one write, more than the 16 KiB the proxy
-    reads for a head) reaches the upstream whole.
+    reads for a head) reaches the upstream whole;
+  - a policy narrowed while no proxy runs reaches the proxy that starts
+    next.
 
 The upstream server listens on the host's 127.0.0.1, listed as a literal
 address, as in test_proxy_process.py. Run a subset by naming the cases'
@@ -685,6 +687,37 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
                      "the stuck proxy to be ended and started again")
         check("stopped reading its control socket" in d.log_text(), d.log_text()[-1500:])
 
+    def change_while_down():
+        # The policy narrows while no proxy runs (the daemon cannot send
+        # it then): the proxy that starts next must get the new rules, not
+        # serve the old ones or none.
+        prog = os.path.join(tmp, "proxy-copy")
+        shutil.copy2(os.environ["VECTORA_PROXY"], prog)
+        ws = make_ws(tmp, "ws-down", '[sandbox]\nnetwork = ["%s", "other.test"]\n' % up)
+        d = daemon("down", env=dict(os.environ, VECTORA_PROXY=prog))
+        r = term(d, ws, CURL + "-f http://%s/" % up)
+        check(r.get("exit_code") == 0, r)
+        old = d.status()["daemon"]["proxy"]["pid"]
+        os.rename(prog, prog + ".away")
+        try:
+            os.kill(old, 9)
+            wait_for(lambda: not d.status()["daemon"]["proxy"]["running"], "the proxy gone")
+            with open(os.path.join(ws, "vectora.toml"), "w") as f:
+                f.write('[sandbox]\nnetwork = ["other.test"]\n')
+            vtest.chown_tree(ws)
+            a = subprocess.run([CLI, "--socket", d.sock, "allow", "-w", ws], capture_output=True, text=True,
+                               timeout=60)
+            check(a.returncode == 0, {"allow": a.returncode, "stdout": a.stdout, "stderr": a.stderr})
+            r = term(d, ws, CURL + "-i --max-time 10 http://%s/" % up)
+            check("hello from the host" not in r.get("stdout", ""), "served while no proxy ran: %s" % r)
+        finally:
+            os.rename(prog + ".away", prog)
+        wait_for(lambda: d.status()["daemon"]["proxy"]["running"], "the proxy back", timeout=25)
+        r = term(d, ws, CURL + "-i --max-time 10 http://%s/" % up)
+        out = r.get("stdout", "")
+        check("HTTP/1.1 403" in out and "hello from the host" not in out,
+              "the restarted proxy did not apply the policy changed while it was down: %s" % out[:800])
+
     def body_with_head():
         ws = make_ws(tmp, "ws-body", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d = daemon("body")
@@ -727,6 +760,7 @@ print("meanwhile", ask(b"GET http://" + UP.encode() + b"/ HTTP/1.1\r\n\r\n", 10)
         (hostile_bytes, "malformed heads, a ClientHello past the bound, two SNIs, pipelining, 200 unfinished "
                         "heads: each answered, the proxy stays up and serves"),
         (stuck_proxy, "a proxy that reads nothing of its control socket for 10 s is ended and started again"),
+        (change_while_down, "a policy narrowed while no proxy runs reaches the proxy that starts next"),
         (body_with_head, "a request body sent in one write with its head reaches the upstream whole"),
     ]
     try:
