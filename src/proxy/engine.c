@@ -95,18 +95,22 @@ struct Proxy {
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
+        uint64_t lost; /* denials the daemon did not get yet (its socket full) */
         Proxy *next;
         ProxySend send;
 };
 
-static void send_msg(Proxy *px, const ProxyCtlMsg *m) {
+static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
         _cleanup_free_ char *s = proxy_ctl_encode(m);
-        if (s)
-                px->send(s);
+        return s ? px->send(s) : -ENOMEM;
 }
 
 static void send_conns(Proxy *px) {
-        send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open, .total = px->total });
+        /* With the denials lost so far: the daemon counts and audits them
+         * (as not itemized) once this arrives. */
+        if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open, .total = px->total,
+                                          .lost = px->lost }) >= 0)
+                px->lost = 0;
 }
 
 /* ---- denials -------------------------------------------------------------- */
@@ -115,8 +119,9 @@ static void record_denial(ProxyConn *c, const char *host, uint16_t port, const c
         char h[256], why[400];
         snprintf(h, sizeof h, "%s", host ? host : "");
         snprintf(why, sizeof why, "%s", reason);
-        send_msg(c->px, &(ProxyCtlMsg) { .op = PROXY_CTL_DENIAL, .ws = c->px->id, .time_us = now_us(), .host = h,
-                                         .port = port, .reason = why });
+        if (send_msg(c->px, &(ProxyCtlMsg) { .op = PROXY_CTL_DENIAL, .ws = c->px->id, .time_us = now_us(), .host = h,
+                                             .port = port, .reason = why }) < 0)
+                c->px->lost++;
 }
 
 /* ---- connection lifetime -------------------------------------------------- */
@@ -238,12 +243,19 @@ static void deny(ProxyConn *c, const char *host, uint16_t port, const char *reas
 /* ---- splicing --------------------------------------------------------------- */
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-        (void)h;
         (void)suggested;
+        ProxyConn *c = h->data;
+        /* While the head or the ClientHello is gathered, no more than
+         * c->buf has room for: what a read takes past it would be lost
+         * (a body sent with its head); the rest waits in the socket for
+         * the splice. */
+        size_t n = 65536;
+        if (h == (uv_handle_t *)&c->client && (c->state == CS_HEAD || c->state == CS_HELLO))
+                n = MIN(n, VS_HTTP_HEAD_MAX - c->len);
         /* Room for a WriteReq header in front, so the bytes read are
          * written on without a copy. */
-        WriteReq *wr = malloc(sizeof *wr + 65536);
-        *b = wr ? uv_buf_init(wr->data, 65536) : uv_buf_init(NULL, 0);
+        WriteReq *wr = malloc(sizeof *wr + n);
+        *b = wr ? uv_buf_init(wr->data, (unsigned)n) : uv_buf_init(NULL, 0);
 }
 
 static WriteReq *req_of(const uv_buf_t *b) {

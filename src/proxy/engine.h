@@ -15,8 +15,9 @@
 
 typedef struct Proxy Proxy;
 
-/* Sends one encoded control message to the daemon. */
-typedef void (*ProxySend)(const char *msg);
+/* Sends one encoded control message to the daemon: 0, or a negative
+ * errno when it was lost (the daemon's end full). */
+typedef int (*ProxySend)(const char *msg);
 
 /* Applies one message from the daemon (add, rules, peer, remove). fd: the
  * descriptor that came with it, or -1. Returns 1 when it took fd, 0 when

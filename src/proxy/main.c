@@ -13,8 +13,8 @@
  *     when the daemon dies;
  *   - applies Landlock: no write and no exec anywhere, reads only of what
  *     name resolution needs (/etc, /usr, the libraries);
- *   - loads a seccomp allowlist: sockets (unix, inet, netlink for the
- *     host's addresses), reading files (getaddrinfo's /etc/resolv.conf,
+ *   - loads a seccomp allowlist: sockets (inet, netlink for the host's
+ *     addresses; no new unix socket), reading files (getaddrinfo's /etc/resolv.conf,
  *     /etc/hosts, NSS modules), poll and the memory and thread calls
  *     libuv's loop and thread pool make; anything else is EPERM.
  *
@@ -59,11 +59,15 @@ static uv_poll_t ctl_poll;
 static bool have_seccomp;
 static int landlock_abi;
 
-static void send_ctl(const char *msg) {
+static int send_ctl(const char *msg) {
         /* A full socket (a daemon that stopped reading) loses the message
-         * rather than stalling every connection. */
-        if (send(CTL_FD, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                log_warning("a message to the daemon was lost: %m");
+         * rather than stalling every connection; a lost denial is counted
+         * by the engine and reported with the next count (PROXY_CTL_CONNS). */
+        if (send(CTL_FD, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+                log_debug("a message to the daemon was lost: %m");
+                return -errno;
+        }
+        return 0;
 }
 
 /* One datagram from the daemon, and the descriptor that came with it. */
@@ -159,10 +163,14 @@ static const VsSeccompAllow allowed[] = {
         ALLOW("clock_nanosleep"), ALLOW("getpid"), ALLOW("gettid"), ALLOW("getuid"), ALLOW("geteuid"),
         ALLOW("getgid"), ALLOW("getegid"), ALLOW("getrandom"), ALLOW("uname"), ALLOW("sched_yield"),
         ALLOW("sched_getaffinity"), ALLOW("getrlimit"), ALLOW("prlimit64"),
-        /* sockets: the jail's connections, upstream TCP, DNS (UDP/TCP, and
-         * unix sockets for nscd or systemd-resolved), netlink for the
-         * host's addresses */
-        ALLOW_IF("socket", 0, 0xffffffff, AF_UNIX), ALLOW_IF("socket", 0, 0xffffffff, AF_INET),
+        /* sockets: upstream TCP, DNS (UDP/TCP), netlink for the host's
+         * addresses. No new unix socket: the listeners come made, and
+         * neither this filter nor Landlock sees the path a unix socket
+         * connects to, so one would reach every socket of the proxy's
+         * uid (under a user daemon: the daemon's own API, the session
+         * bus, an ssh agent). getaddrinfo's nscd and systemd-resolved
+         * clients fall back to the files and DNS without it. */
+        ALLOW_IF("socket", 0, 0xffffffff, AF_INET),
         ALLOW_IF("socket", 0, 0xffffffff, AF_INET6), ALLOW_IF("socket", 0, 0xffffffff, AF_NETLINK),
         ALLOW("connect"), ALLOW("accept"), ALLOW("accept4"), ALLOW("listen"), ALLOW("bind"), ALLOW("shutdown"),
         ALLOW("sendto"), ALLOW("recvfrom"), ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendmmsg"),
@@ -266,7 +274,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *hello = proxy_ctl_encode(&(ProxyCtlMsg) { .op = PROXY_CTL_HELLO, .seccomp = have_seccomp,
                                                                       .landlock = (uint64_t)landlock_abi });
         if (hello)
-                send_ctl(hello);
+                (void)send_ctl(hello);
         log_debug("serving (uid %u)", (unsigned)getuid());
         uv_run(loop, UV_RUN_DEFAULT);
         return 0;

@@ -113,7 +113,8 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 break;
         case PROXY_CTL_CONNS:
                 if ((r = get_uint(o, "open", UINT32_MAX, &m->open, err)) < 0 ||
-                    (r = get_uint(o, "total", INT64_MAX, &m->total, err)) < 0)
+                    (r = get_uint(o, "total", INT64_MAX, &m->total, err)) < 0 ||
+                    (json_object_get(o, "lost") && (r = get_uint(o, "lost", UINT32_MAX, &m->lost, err)) < 0))
                         return r;
                 break;
         case PROXY_CTL_HELLO:
@@ -183,6 +184,7 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
         case PROXY_CTL_CONNS:
                 json_object_set_new(o, "open", json_integer((json_int_t)m->open));
                 json_object_set_new(o, "total", json_integer((json_int_t)m->total));
+                json_object_set_new(o, "lost", json_integer((json_int_t)m->lost));
                 break;
         case PROXY_CTL_HELLO:
                 json_object_set_new(o, "seccomp", json_boolean(m->seccomp));

@@ -30,7 +30,7 @@ typedef enum ProxyCtlOp {
         PROXY_CTL_REMOVE, /* ws: close its listener and connections */
         /* proxy -> daemon */
         PROXY_CTL_DENIAL, /* ws, time_us, host, port, reason */
-        PROXY_CTL_CONNS,  /* ws, open, total */
+        PROXY_CTL_CONNS,  /* ws, open, total, lost (denials not sent; optional, 0) */
         PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
 } ProxyCtlOp;
 
@@ -47,6 +47,7 @@ typedef struct ProxyCtlMsg {
         uint16_t port;
         char *reason;
         uint64_t open, total;
+        uint64_t lost;       /* conns: denials the proxy could not send since its last conns */
         bool seccomp;        /* its seccomp filter is loaded */
         uint64_t landlock;   /* the Landlock ABI applied, 0 for none */
 } ProxyCtlMsg;

@@ -35,6 +35,8 @@
 #include "log.h"
 #include "path-util.h"
 #include "proxy-ctl.h"
+#include "proxy-down.h"
+#include "proxy-log.h"
 #include "proxy.h"
 #include "seccomp.h"
 #include "server.h"
@@ -63,6 +65,9 @@ struct Proxy {
         char *path;
         uid_t peer_uid;
         uint64_t open, total, denied;
+        uint64_t audit_window_us; /* the denials audited one by one (record_denial) */
+        unsigned audit_n;
+        uint64_t audit_held;
         uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
@@ -77,6 +82,9 @@ static struct {
         pid_t pid;
         int ctl; /* the daemon's end of the control socket, -1 when no process */
         uv_poll_t *poll;
+        struct Queued *queue, **queue_tail; /* what its socket did not take yet, in order */
+        size_t queued;                      /* bytes in queue */
+        uint64_t queue_moved_us;            /* when the queue last began or shrank */
         uv_timer_t *timer; /* the restart */
         uint64_t started_us, died_us, backoff_ms;
         unsigned restarts;
@@ -97,17 +105,38 @@ static Proxy *find(uint64_t id) {
         return NULL;
 }
 
-/* One message to the proxy, fd attached when >= 0. A proxy that does not
- * take it (its socket full: stuck) is ended and started again. */
-static void send_ctl(const ProxyCtlMsg *m, int fd) {
-        if (P.ctl < 0)
-                return; /* the restart sends everything */
-        _cleanup_free_ char *s = proxy_ctl_encode(m);
-        if (!s) {
-                proc_end("out of memory encoding a message");
-                return;
+/* A message its socket did not take yet: a restart hands over every
+ * listener and its rules at once, before the new proxy reads a byte, and
+ * that may be more than the socket's buffer holds (a few 64 KiB lists).
+ * Sent in order once the socket is writable; a proxy that leaves more
+ * than PROXY_QUEUE_MAX untaken, or takes nothing for PROXY_QUEUE_STUCK_US,
+ * is stuck, and ended when the daemon next has something for it. */
+#define PROXY_QUEUE_MAX (64u << 20)
+#define PROXY_QUEUE_STUCK_US (10 * 1000000ull) /* nothing taken for this long */
+
+typedef struct Queued {
+        struct Queued *next;
+        int fd; /* a copy of the listener, or -1 */
+        size_t len;
+        char data[];
+} Queued;
+
+static void on_ctl(uv_poll_t *p, int status, int events);
+
+static void queue_clear(void) {
+        for (Queued *q = P.queue, *next; q; q = next) {
+                next = q->next;
+                if (q->fd >= 0)
+                        close(q->fd);
+                free(q);
         }
-        struct iovec iov = { .iov_base = s, .iov_len = strlen(s) };
+        P.queue = NULL;
+        P.queue_tail = &P.queue;
+        P.queued = 0;
+}
+
+static ssize_t send_one(const char *s, size_t len, int fd) {
+        struct iovec iov = { .iov_base = (char *)s, .iov_len = len };
         char cbuf[CMSG_SPACE(sizeof(int))] = {};
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (fd >= 0) {
@@ -119,8 +148,71 @@ static void send_ctl(const ProxyCtlMsg *m, int fd) {
                 c->cmsg_len = CMSG_LEN(sizeof(int));
                 memcpy(CMSG_DATA(c), &fd, sizeof fd);
         }
-        if (sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                proc_end(errno == EAGAIN ? "it stopped reading its control socket" : "its control socket failed");
+        return sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* What waited, in order, as far as the socket takes it; then back to
+ * reading only. */
+static void queue_flush(void) {
+        while (P.ctl >= 0 && P.queue) {
+                Queued *q = P.queue;
+                if (send_one(q->data, q->len, q->fd) < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                proc_end("its control socket failed");
+                        return;
+                }
+                P.queue = q->next;
+                if (!P.queue)
+                        P.queue_tail = &P.queue;
+                P.queued -= q->len;
+                P.queue_moved_us = now_us();
+                if (q->fd >= 0)
+                        close(q->fd);
+                free(q);
+        }
+        if (P.ctl >= 0 && P.poll)
+                uv_poll_start(P.poll, UV_READABLE | UV_DISCONNECT, on_ctl);
+}
+
+/* One message to the proxy, fd attached when >= 0: at once, or after what
+ * waits already. */
+static void send_ctl(const ProxyCtlMsg *m, int fd) {
+        if (P.ctl < 0)
+                return; /* the restart sends everything */
+        _cleanup_free_ char *s = proxy_ctl_encode(m);
+        if (!s) {
+                proc_end("out of memory encoding a message");
+                return;
+        }
+        size_t len = strlen(s);
+        if (!P.queue && send_one(s, len, fd) >= 0)
+                return;
+        if (!P.queue && errno != EAGAIN && errno != EINTR) {
+                proc_end("its control socket failed");
+                return;
+        }
+        if (!P.queue)
+                P.queue_moved_us = now_us();
+        else if (P.queued + len > PROXY_QUEUE_MAX || now_us() - P.queue_moved_us > PROXY_QUEUE_STUCK_US) {
+                proc_end("it stopped reading its control socket");
+                return;
+        }
+        Queued *q = malloc(sizeof *q + len);
+        int copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+        if (!q || (fd >= 0 && copy < 0)) {
+                free(q);
+                proc_end("out of memory queueing a message");
+                return;
+        }
+        *q = (Queued) { .fd = copy, .len = len };
+        memcpy(q->data, s, len);
+        if (!P.queue)
+                P.queue_tail = &P.queue;
+        *P.queue_tail = q;
+        P.queue_tail = &q->next;
+        P.queued += len;
+        if (P.poll)
+                uv_poll_start(P.poll, UV_READABLE | UV_WRITABLE | UV_DISCONNECT, on_ctl);
 }
 
 static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
@@ -131,10 +223,71 @@ static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
         m->n_rules = p && p->net_allowlist ? p->n_net_rules : 0;
 }
 
-static void send_add(Proxy *px) {
-        ProxyCtlMsg m = { .op = PROXY_CTL_ADD, .ws = px->id, .peer = px->peer_uid };
+/* A workspace's rules, with its listener (add) or alone (rules). A list
+ * too long for one control message (PROXY_CTL_MAX once encoded; the
+ * config allows 1024 entries) is not sent as is: the proxy would refuse
+ * the message and keep the rules it had, or leave the listener unserved.
+ * It gets no rules instead, so every request is refused, and the refusal
+ * (the config field, which the 403 names) and the daemon's log say why. */
+static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
+        ProxyCtlMsg m = { .op = op, .ws = px->id, .peer = px->peer_uid };
         fill_rules(&m, px->ws);
-        send_ctl(&m, px->fd);
+        _cleanup_free_ char *s = proxy_ctl_encode(&m);
+        char why[1024];
+        if (s && strlen(s) > PROXY_CTL_MAX) {
+                snprintf(why, sizeof why,
+                         "%s (its network list of %zu entries is longer than the proxy takes: %zu bytes encoded, at most %d; every request is refused until it is shorter)",
+                         m.config ? m.config : "vectora.toml", m.n_rules, strlen(s), PROXY_CTL_MAX);
+                log_error("%s: %s", px->ws ? px->ws->path : "?", why);
+                m.rules = NULL;
+                m.n_rules = 0;
+                m.config = why;
+        }
+        send_ctl(&m, fd);
+}
+
+static void send_add(Proxy *px) {
+        send_rules(px, PROXY_CTL_ADD, px->fd);
+}
+
+/* Each denial is one audit record and one log line, up to
+ * DENIAL_AUDIT_BURST a workspace per DENIAL_AUDIT_WINDOW_US; past that
+ * they are counted, and one record says how many were not itemized. A
+ * jail's loop of refused requests (some 9 000 a second through the proxy)
+ * would otherwise grow the audit log by megabytes a second for as long as
+ * it runs. The call's network_denied and status's count see them all. */
+#define DENIAL_AUDIT_BURST 100
+#define DENIAL_AUDIT_WINDOW_US (10 * 1000000ull)
+
+static void audit_denial(Proxy *px, json_t *target, const char *reason) {
+        AuditRecord a = {
+                .uid = px->peer_uid,
+                .workspace = px->ws->path,
+                .tool = "network",
+                .target = target,
+                .sandboxed = true,
+                .generation = px->ws->generation,
+                .outcome = "denied",
+                .code = api_error_name(API_ERROR_NETWORK_DENIED),
+                .reason = reason,
+        };
+        audit_write(&a);
+}
+
+/* The record for the denials counted but not itemized, if any. */
+static void audit_held(Proxy *px) {
+        if (!px->audit_held)
+                return;
+        char why[200];
+        snprintf(why, sizeof why,
+                 "%llu more network denials were not audited one by one (more than %d in %llu s, or sent by the proxy "
+                 "while the daemon's socket was full)",
+                 (unsigned long long)px->audit_held, DENIAL_AUDIT_BURST, (unsigned long long)(DENIAL_AUDIT_WINDOW_US / 1000000));
+        json_t *target = json_pack("{s:I}", "not_itemized", (json_int_t)px->audit_held);
+        audit_denial(px, target, why);
+        json_decref(target);
+        log_warning("%s: %s", px->ws->path, why);
+        px->audit_held = 0;
 }
 
 static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
@@ -147,19 +300,18 @@ static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
         snprintf(d->host, sizeof d->host, "%s", m->host);
         d->port = m->port;
         snprintf(d->reason, sizeof d->reason, "%s", m->reason);
+        uint64_t now = now_us();
+        if (now - px->audit_window_us > DENIAL_AUDIT_WINDOW_US) {
+                audit_held(px);
+                px->audit_window_us = now;
+                px->audit_n = 0;
+        }
+        if (++px->audit_n > DENIAL_AUDIT_BURST) {
+                px->audit_held++;
+                return;
+        }
         json_t *target = json_pack("{s:s, s:i}", "host", d->host, "port", (int)d->port);
-        AuditRecord a = {
-                .uid = px->peer_uid,
-                .workspace = px->ws->path,
-                .tool = "network",
-                .target = target,
-                .sandboxed = true,
-                .generation = px->ws->generation,
-                .outcome = "denied",
-                .code = api_error_name(API_ERROR_NETWORK_DENIED),
-                .reason = d->reason,
-        };
-        audit_write(&a);
+        audit_denial(px, target, d->reason);
         json_decref(target);
         log_info("%s: network denied: %s:%u: %s", px->ws->path, d->host, (unsigned)d->port, d->reason);
 }
@@ -198,6 +350,10 @@ static void drain(void) {
                 else if (px && m.op == PROXY_CTL_CONNS) {
                         px->open = m.open;
                         px->total = m.total;
+                        /* Denials the proxy could not send (its end
+                         * full): counted, and audited as not itemized. */
+                        px->denied += m.lost;
+                        px->audit_held += m.lost;
                 }
                 proxy_ctl_msg_done(&m);
         }
@@ -205,11 +361,13 @@ static void drain(void) {
 
 static void on_ctl(uv_poll_t *p, int status, int events) {
         (void)p;
-        (void)events;
-        if (status < 0)
+        if (status < 0) {
                 proc_end("its control socket failed");
-        else
-                drain();
+                return;
+        }
+        if (events & UV_WRITABLE)
+                queue_flush();
+        drain();
 }
 
 /* ---- the process ------------------------------------------------------------------ */
@@ -218,98 +376,11 @@ static void on_closed_free(uv_handle_t *h) {
         free(h);
 }
 
-/* While no proxy runs, a connection from the jail gets this at once
- * rather than waiting in the backlog. What the client sends is read and
- * dropped, never looked at, until it closes (or 2 s): closing a unix
- * socket with unread bytes would reset the client's side before it read
- * the answer. */
-#define REFUSED_MAX 64
-#define REFUSED_LINGER_MS 2000
-
-typedef struct Refused {
-        uv_poll_t poll;
-        uv_timer_t timer;
-        int fd, handles;
-} Refused;
-
-static unsigned n_refused;
-
-static void on_refused_closed(uv_handle_t *h) {
-        Refused *f = h->data;
-        if (--f->handles == 0) {
-                close(f->fd);
-                free(f);
-                n_refused--;
-        }
-}
-
-static void refused_end(Refused *f) {
-        if (uv_is_closing((uv_handle_t *)&f->poll))
-                return;
-        uv_close((uv_handle_t *)&f->poll, on_refused_closed);
-        uv_close((uv_handle_t *)&f->timer, on_refused_closed);
-}
-
-static void on_refused_timer(uv_timer_t *t) {
-        refused_end(t->data);
-}
-
-static void on_refused_readable(uv_poll_t *p, int status, int events) {
-        (void)events;
-        Refused *f = p->data;
-        char buf[4096];
-        ssize_t n = 1;
-        while (status >= 0 && (n = recv(f->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
-                ;
-        if (status < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-                refused_end(f);
-}
-
-static void on_down_connection(uv_poll_t *p, int status, int events) {
-        (void)status;
-        (void)events;
-        Proxy *px = p->data;
-        static const char msg[] =
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n"
-                "vectora-sandbox: the network proxy is restarting; try again in a moment\n";
-        for (int n = 0; n < 64; n++) {
-                int fd = accept4(px->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                        break;
-                (void)!send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-                (void)shutdown(fd, SHUT_WR);
-                Refused *f = n_refused < REFUSED_MAX ? calloc(1, sizeof *f) : NULL;
-                if (!f) {
-                        close(fd);
-                        continue;
-                }
-                f->fd = fd;
-                f->poll.data = f->timer.data = f;
-                if (uv_poll_init(P.loop, &f->poll, fd) < 0) {
-                        close(fd);
-                        free(f);
-                        continue;
-                }
-                uv_timer_init(P.loop, &f->timer);
-                f->handles = 2;
-                n_refused++;
-                uv_poll_start(&f->poll, UV_READABLE | UV_DISCONNECT, on_refused_readable);
-                uv_timer_start(&f->timer, on_refused_timer, REFUSED_LINGER_MS, 0);
-        }
-}
-
 static void refuse_while_down(Proxy *px, bool on) {
-        if (on && !px->down && (px->down = malloc(sizeof *px->down))) {
-                px->down->data = px;
-                if (uv_poll_init(P.loop, px->down, px->fd) < 0 ||
-                    uv_poll_start(px->down, UV_READABLE, on_down_connection) < 0) {
-                        free(TAKE_PTR(px->down));
-                        return;
-                }
-        }
-        if (!on && px->down)
-                uv_close((uv_handle_t *)TAKE_PTR(px->down), on_closed_free);
+        if (on)
+                proxy_down_start(P.loop, px->fd, &px->down);
+        else
+                proxy_down_stop(&px->down);
 }
 
 static void on_restart(uv_timer_t *t) {
@@ -345,6 +416,8 @@ static void proc_end(const char *why) {
         if (P.ctl >= 0)
                 close(P.ctl);
         P.ctl = -1;
+        queue_clear();
+        proxy_log_close();
         if (P.pid > 0) {
                 int status;
                 (void)kill(P.pid, SIGKILL);
@@ -385,7 +458,7 @@ void proxy_reap(void) {
 }
 
 typedef struct ChildArgs {
-        int fd, log_fd;
+        int fd, log_fd; /* log_fd: the pipe the daemon reads */
         const char *path;
         char *const *argv, *const *envp;
 } ChildArgs;
@@ -393,8 +466,11 @@ typedef struct ChildArgs {
 /* From spawn_vfork(): system calls only until the exec. */
 static int proxy_child(void *arg) {
         const ChildArgs *a = arg;
-        /* Its log lines into the daemon's log. */
-        if (a->log_fd != STDERR_FILENO && a->log_fd >= 0 && a->log_fd != 3 && dup2(a->log_fd, STDERR_FILENO) < 0)
+        /* Its log lines (and anything on stdout) into the pipe the daemon
+         * reads; stdin is not the daemon's (a terminal, in the foreground)
+         * either. Both pipe ends are above 3 (proc_start). */
+        if (dup2(a->log_fd, STDIN_FILENO) < 0 || dup2(a->log_fd, STDOUT_FILENO) < 0 ||
+            dup2(a->log_fd, STDERR_FILENO) < 0)
                 _exit(126);
         if (a->fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(a->fd, 3) < 0)
                 _exit(126);
@@ -419,9 +495,21 @@ static int proc_start(VsError **err) {
         int r = proxy_program(&path, err);
         if (r < 0)
                 return r;
-        int sv[2];
+        int sv[2], lp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return vs_error_set(err, -errno, "the network proxy's control socket: %m");
+        /* Above 3, so that the child's dup2s onto 0..3 never clobber one
+         * it still needs. */
+        int lw = -1;
+        if (pipe2(lp, O_CLOEXEC) < 0 || (lw = fcntl(lp[1], F_DUPFD_CLOEXEC, 4)) < 0) {
+                int k = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return vs_error_set(err, k, "the network proxy's log pipe: %m");
+        }
+        close(lp[1]);
+        lp[1] = lw;
+        (void)fcntl(lp[0], F_SETFL, O_NONBLOCK);
         /* Its environment: none of the daemon's (its tokens stay there) but
          * what the resolver and the libseccomp loader read, the pid to
          * check after its PR_SET_PDEATHSIG, and how to log. */
@@ -435,10 +523,13 @@ static int proc_start(VsError **err) {
         snprintf(parent, sizeof parent, "VECTORA_PROXY_PARENT=%d", (int)getpid());
         static const char *const levels[] = { "error", "warning", "info", "debug" };
         snprintf(level, sizeof level, "VECTORA_PROXY_LOG_LEVEL=%s", levels[log_get_level()]);
-        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)log_get_style());
+        /* Plain lines: the daemon reads them and logs them in its style. */
+        snprintf(style, sizeof style, "VECTORA_PROXY_LOG_STYLE=%d", (int)LOG_STYLE_PLAIN);
         if (!envp) {
                 close(sv[0]);
                 close(sv[1]);
+                close(lp[0]);
+                close(lp[1]);
                 return -ENOMEM;
         }
         size_t k = 0;
@@ -452,13 +543,16 @@ static int proc_start(VsError **err) {
         envp[k++] = level;
         envp[k++] = style;
         char *argv[] = { (char *)"vectora-sandbox-proxy", NULL };
-        ChildArgs a = { .fd = sv[1], .log_fd = log_get_fd(), .path = path, .argv = argv, .envp = envp };
+        ChildArgs a = { .fd = sv[1], .log_fd = lp[1], .path = path, .argv = argv, .envp = envp };
         pid_t pid = spawn_vfork(proxy_child, &a);
         close(sv[1]);
+        close(lp[1]);
         if (pid < 0) {
                 close(sv[0]);
+                close(lp[0]);
                 return vs_error_set(err, (int)pid, "starting %s: %s", path, strerror((int)-pid));
         }
+        proxy_log_open(P.loop, lp[0]);
         P.pid = pid;
         P.ctl = sv[0];
         P.seccomp = false;
@@ -485,6 +579,7 @@ json_t *proxy_denials_since(Proxy *px, uint64_t since_us) {
         if (!px)
                 return NULL;
         drain();
+        audit_held(px);
         json_t *a = NULL;
         for (size_t k = 0; k < px->n_recent; k++) {
                 size_t i = (px->recent_next + PROXY_RECENT_DENIALS - px->n_recent + k) % PROXY_RECENT_DENIALS;
@@ -513,13 +608,15 @@ json_t *proxy_status(Proxy *px) {
                          "denied", (json_int_t)px->denied);
 }
 
-static long proc_uid(pid_t pid) {
+/* The first number of a /proc/PID/status line ("Uid:", "Seccomp:"), -1
+ * when there is none. */
+static long proc_field(pid_t pid, const char *key) {
         char path[64], line[256];
         snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f && fgets(line, sizeof line, f))
-                if (strncmp(line, "Uid:", 4) == 0)
-                        return strtol(line + 4, NULL, 10);
+                if (strncmp(line, key, strlen(key)) == 0)
+                        return strtol(line + strlen(key), NULL, 10);
         return -1;
 }
 
@@ -527,10 +624,15 @@ json_t *proxy_process_status(void) {
         if (!P.all && !P.restarts && !P.pid)
                 return NULL;
         drain();
+        /* Its hello is its own word, and a proxy taken over (or a program
+         * that is not the proxy) may say anything: the filter is shown
+         * only when the kernel has one on it too (mode 2). The Landlock
+         * ABI has no such witness in /proc; it is the proxy's word. */
+        bool seccomp = P.pid > 0 && P.seccomp && proc_field(P.pid, "Seccomp:") == 2;
         return json_pack("{s:b, s:i, s:I, s:I, s:s?, s:b, s:i}", "running", P.pid > 0, "pid", (int)P.pid, "uid",
-                         (json_int_t)(P.pid > 0 ? proc_uid(P.pid) : -1), "restarts", (json_int_t)P.restarts,
-                         "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", P.seccomp, "landlock_abi",
-                         P.landlock);
+                         (json_int_t)(P.pid > 0 ? proc_field(P.pid, "Uid:") : -1), "restarts",
+                         (json_int_t)P.restarts, "last_exit", P.last_exit[0] ? P.last_exit : NULL, "seccomp", seccomp,
+                         "landlock_abi", P.landlock);
 }
 
 void proxy_process_counts(bool *ret_up, uint64_t *ret_restarts) {
@@ -549,9 +651,7 @@ void proxy_policy_changed(Workspace *ws) {
         Proxy *px = ws->proxy;
         if (!px)
                 return;
-        ProxyCtlMsg m = { .op = PROXY_CTL_RULES, .ws = px->id };
-        fill_rules(&m, ws);
-        send_ctl(&m, -1);
+        send_rules(px, PROXY_CTL_RULES, -1);
 }
 
 static int listen_on(const char *path, VsError **err) {
@@ -636,6 +736,8 @@ void proxy_stop(Proxy *px) {
                         break;
                 }
         send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_REMOVE, .ws = px->id }, -1);
+        if (px->ws)
+                audit_held(px);
         refuse_while_down(px, false);
         (void)unlink(px->path);
         close(px->fd);
