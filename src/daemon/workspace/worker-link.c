@@ -20,6 +20,7 @@
 #include "worker-link-internal.h"
 /* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
 #include "inotify-hub.h"
+#include "fan-hub.h"
 #include "worker-spawn.h"
 #include "workspace.h"
 
@@ -256,6 +257,12 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
          * made ends the jail before its result is read. */
         if (l->ws && l->ws->hub) {
                 hub_drain(l->ws->hub);
+                if (l->state == LINK_DEAD)
+                        return;
+        }
+        /* The same on the fanotify group (root: the masks' watch). */
+        if (l->ws && l->ws->srv->fan) {
+                fan_drain(l->ws->srv->fan);
                 if (l->state == LINK_DEAD)
                         return;
         }
