@@ -53,6 +53,8 @@ typedef struct WorkspaceWatch {
         WatchDir *dirs;
         size_t n_dirs;
         bool partial;
+        bool lost;      /* events were lost (an overflow): the tree is walked again */
+        bool rewalking; /* that walk: what the jail masks already is no news */
         char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
 
@@ -215,6 +217,14 @@ static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
 
+/* Whether the running jail masks root/rel already (its plan found it). */
+static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel) {
+        const WorkerLink *l = w->ws->link;
+        char *const *masked = !l ? NULL : l->masked ? l->masked : l->launch ? l->launch->verify_empty : NULL;
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        return abs && masked && strv_contains((char **)masked, abs);
+}
+
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
 static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
@@ -240,7 +250,7 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 bool is_dir = de->d_type == DT_DIR;
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
-                size_t hr = note && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
+                size_t hr = note && !w->rewalking && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
                 if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir))
                         w->protect_hit = strdup(sub);
                 if (hr)
@@ -248,6 +258,8 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 if (note)
                         note_git(w, root, sub);
                 if (glob_set_masks(w->set, sub, is_dir)) {
+                        if (w->rewalking && masked_in_jail(w, root, sub))
+                                continue;
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
                         found = ret_match != NULL;
@@ -331,11 +343,11 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
 
+/* Events were lost (the queue overflowed: its instance is shared, so
+ * another workspace's flood may have done it): the batch's end walks the
+ * tree again instead of recycling every jail on the instance. */
 static void lost(WorkspaceWatch *w) {
-        /* Events were lost: assume the worst. */
-        if (!w->hit)
-                w->hit = strdup("(inotify queue overflow)");
-        w->git_all = true;
+        w->lost = true;
 }
 
 static void on_event(void *userdata, const struct inotify_event *ev) {
@@ -389,6 +401,21 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
+        if (w->lost) {
+                /* What the lost events would have said, from the tree as it
+                 * is: a masked path the jail does not mask, a repository's
+                 * names (git_suspect() tells new from old), a protected
+                 * name unsealed. Files the host runs later, written
+                 * meanwhile, are not told from old ones: not noted. */
+                w->lost = false;
+                log_info("workspace %s: watch events were lost (a queue overflow); walking the listed paths again",
+                         w->ws->path);
+                w->rewalking = true;
+                for (size_t i = 0; i < w->n_roots; i++)
+                        if (add_dir(w, i, "") >= 0)
+                                scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
+                w->rewalking = false;
+        }
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
         _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);

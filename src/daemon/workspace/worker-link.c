@@ -49,6 +49,7 @@ static void link_maybe_free(WorkerLink *l) {
         jsonl_reader_free(l->reader);
         strv_free(l->layers);
         strv_free(l->sealed);
+        strv_free(l->masked);
         strv_free(l->degraded);
         strbuf_done(&l->errtail);
         strbuf_done(&l->errline);
@@ -235,6 +236,7 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         /* What this jail seals, for the watch: a protected name that
          * appears outside it recycles the worker (watch.c). */
         l->sealed = l->launch ? TAKE_PTR(l->launch->protected_paths) : NULL;
+        l->masked = l->launch ? TAKE_PTR(l->launch->verify_empty) : NULL;
         launch_trim(l->launch);
         for (char **d = l->degraded; d && *d; d++)
                 log_warning("workspace %s: running degraded: %s", l->ws->path, *d);
