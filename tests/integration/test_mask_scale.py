@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import SANDBOX, comm, proc_tree, term  # noqa: E402
-from vtest import CLI, DAEMON, ROOT, Daemon, Tap, check, chown_tree, make_ws, run_cases  # noqa: E402
+from vtest import CLI, DAEMON, ROOT, Daemon, Skip, Tap, check, chown_tree, make_ws, needs_root, run_cases  # noqa: E402
 
 N_DIRS = 20000
 notes = []
@@ -155,7 +155,37 @@ def t_flood_spares_other_workspace(tmp):
         d.stop()
 
 
-CASES = [t_deep_secret_is_masked, t_flood_spares_other_workspace]
+def t_mount_below_the_workspace(tmp):
+    """A filesystem mounted below the workspace (a tmpfs here) is a
+    filesystem of its own: its mark is made too, so a .pem the host makes
+    on it is masked in the running jail (the inotify walk entered it; one
+    mark on the workspace's filesystem alone does not see it)."""
+    if not ROOT:
+        needs_root("needs root to mount a tmpfs below the workspace")
+    ws = make_ws(tmp, "submount", SANDBOX, {"a.txt": "a\n"})
+    mnt = os.path.join(ws, "mnt")
+    os.makedirs(mnt)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "vs-mask-scale", mnt], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Skip("cannot mount a tmpfs: " + r.stderr.strip())
+    d = Daemon(tmp, "submount-d", log_level="info")
+    try:
+        os.makedirs(os.path.join(mnt, "sub"))
+        chown_tree(ws)
+        c = d.conn()
+        r = term(c, ws, "ls mnt")
+        check(r["ok"] and r["stdout"] == "sub\n", r)
+        with open(os.path.join(mnt, "sub", "key.pem"), "w") as f:
+            f.write("PEMSECRET\n")
+        r = term(c, ws, "cat mnt/sub/key.pem; echo end")
+        check("PEMSECRET" not in r.get("stdout", ""), ("the .pem on the mounted filesystem is readable", r))
+        c.close()
+    finally:
+        d.stop()
+        subprocess.run(["umount", "-l", mnt])
+
+
+CASES = [t_deep_secret_is_masked, t_flood_spares_other_workspace, t_mount_below_the_workspace]
 
 
 def main():

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
@@ -20,6 +21,7 @@
 
 #include "macro.h" /* before uv.h: its sys/param.h MIN/MAX are guarded */
 #include "path-util.h"
+#include "strv.h"
 #include "fan-hub.h"
 #include "notify-subs.h"
 
@@ -70,7 +72,8 @@ struct FanSub {
         const FanOps *ops;
         char **roots;
         size_t n_roots;
-        fsid_t *fsids; /* one per root, each a reference on its FanFs */
+        fsid_t *fsids; /* one per root and mount below one, each a reference on its FanFs */
+        size_t n_fsids;
 };
 
 struct FanHub {
@@ -357,37 +360,83 @@ void fan_free(FanHub *h) {
 }
 
 static void sub_release(FanSub *s) {
-        for (size_t i = 0; i < s->n_roots; i++) {
-                if (s->fsids)
-                        fs_unref(s->hub, &s->fsids[i]);
+        for (size_t i = 0; i < s->n_fsids; i++)
+                fs_unref(s->hub, &s->fsids[i]);
+        for (size_t i = 0; i < s->n_roots; i++)
                 free(s->roots[i]);
-        }
         free(s->roots);
         free(s->fsids);
         s->roots = NULL;
         s->fsids = NULL;
-        s->n_roots = 0;
+        s->n_roots = s->n_fsids = 0;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s) {
+        char *o = s;
+        for (; *s; s++, o++) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                        *o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 3;
+                } else
+                        *o = *s;
+        }
+        *o = 0;
+}
+
+/* The mount points strictly below any of roots (their filesystems are
+ * marked too: a mark covers one filesystem). Mounts made later are not. */
+static int submounts(char *const *roots, size_t n_roots, char ***ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+                char *save = NULL, *tok = strtok_r(line, " ", &save);
+                for (int k = 0; tok && k < 4; k++)
+                        tok = strtok_r(NULL, " ", &save);
+                if (!tok)
+                        continue;
+                unescape(tok);
+                for (size_t i = 0; i < n_roots; i++)
+                        if (!streq(tok, roots[i]) && path_is_below_or_equal(tok, roots[i])) {
+                                if (strv_extend(ret, tok) < 0)
+                                        return -ENOMEM;
+                                break;
+                        }
+        }
+        return 0;
 }
 
 int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots, size_t n_roots, FanSub **ret) {
-        FanSub *s = calloc(1, sizeof *s);
-        if (!s || !(s->roots = calloc(n_roots + 1, sizeof *s->roots)) || !(s->fsids = calloc(n_roots + 1, sizeof *s->fsids))) {
+        _cleanup_strv_free_ char **mounts = NULL;
+        int r = submounts(roots, n_roots, &mounts);
+        size_t n_mounts = strv_length(mounts);
+        FanSub *s = r < 0 ? NULL : calloc(1, sizeof *s);
+        if (!s || !(s->roots = calloc(n_roots + 1, sizeof *s->roots)) ||
+            !(s->fsids = calloc(n_roots + n_mounts + 1, sizeof *s->fsids))) {
                 if (s)
                         free(s->roots);
                 free(s);
-                return -ENOMEM;
+                return r < 0 ? r : -ENOMEM;
         }
         *s = (FanSub){ .head = { .batch_end = ops->batch_end, .userdata = userdata }, .hub = h, .ops = ops,
                        .roots = s->roots, .fsids = s->fsids };
-        for (size_t i = 0; i < n_roots; i++) {
-                int r = (s->roots[i] = strdup(roots[i])) ? fs_ref(h, roots[i], &s->fsids[i]) : -ENOMEM;
-                if (r < 0) {
-                        free(s->roots[i]);
-                        sub_release(s);
-                        free(s);
-                        return r;
-                }
-                s->n_roots++;
+        for (size_t i = 0; r >= 0 && i < n_roots; i++)
+                if ((s->roots[i] = strdup(roots[i])))
+                        s->n_roots++;
+                else
+                        r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n_roots + n_mounts; i++)
+                if ((r = fs_ref(h, i < n_roots ? roots[i] : mounts[i - n_roots], &s->fsids[s->n_fsids])) >= 0)
+                        s->n_fsids++;
+                else if (r == -ENOTDIR && i >= n_roots)
+                        r = 0; /* a file mounted over a file: nothing can appear in it */
+        if (r < 0) {
+                sub_release(s);
+                free(s);
+                return r;
         }
         s->head.next = h->subs;
         h->subs = &s->head;

@@ -40,9 +40,11 @@ int fan_new(uv_loop_t *loop, FanHub **ret);
 /* Every subscriber must be freed first. */
 void fan_free(FanHub *h);
 
-/* Marks the filesystems of roots (absolute, existing directories). -errno
- * when one cannot be marked (a filesystem without an fsid: overlayfs,
- * some FUSE; EXDEV/ENODEV/EOPNOTSUPP): the caller watches another way. */
+/* Marks the filesystems of roots (absolute, existing directories) and of
+ * the mounts below them now (a mark covers one filesystem; a mount made
+ * later is not seen). -errno when one cannot be marked (a filesystem
+ * without an fsid: overlayfs, some FUSE; EXDEV/ENODEV/EOPNOTSUPP): the
+ * caller watches another way. */
 int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots, size_t n_roots, FanSub **ret);
 /* No call reaches it after this, even from the batch being dispatched. */
 void fan_sub_free(FanSub *s);
