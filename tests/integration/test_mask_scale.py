@@ -185,7 +185,36 @@ def t_mount_below_the_workspace(tmp):
         subprocess.run(["umount", "-l", mnt])
 
 
-CASES = [t_deep_secret_is_masked, t_flood_spares_other_workspace, t_mount_below_the_workspace]
+def t_big_tree_among_small_ones(tmp):
+    """24 small workspaces watched first, then one of 20 000 directories:
+    an even share of the inotify budget (half of max_user_watches / 25)
+    would leave the big one partial; what the small ones leave unused is
+    its to take, so no result says the watch is partial and a .pem made in
+    its last directory is masked. Under fanotify (root) there is no budget
+    at all."""
+    small = [make_ws(tmp, "small%02d" % i, SANDBOX, {"a.txt": "a\n"}) for i in range(24)]
+    big = make_ws(tmp, "big", SANDBOX, {"a.txt": "a\n"})
+    many_dirs(big)
+    d = Daemon(tmp, "big-d", extra=["--max-workers", "40"], log_level="info")
+    try:
+        c = d.conn()
+        for w in small:
+            check(term(c, w, "true")["ok"], w)
+        r = term(c, big, "true")
+        check(r["ok"] and not masks_notes(r), ("a masks-over-time note", r))
+        mw = d.ws_status(big)["masks_watch"]
+        if mw["kind"] == "inotify":
+            check(N_DIRS < mw["used"] <= mw["budget"], mw)
+        with open(os.path.join(big, "tree", "d199", "e99", "key.pem"), "w") as f:
+            f.write("PEMSECRET\n")
+        r = term(c, big, "cat tree/d199/e99/key.pem; echo end")
+        check("PEMSECRET" not in r.get("stdout", ""), ("readable in the jail", r))
+        c.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_deep_secret_is_masked, t_flood_spares_other_workspace, t_mount_below_the_workspace, t_big_tree_among_small_ones]
 
 
 def main():

@@ -514,8 +514,12 @@ void watch_drain(Workspace *ws) {
 /* fs.inotify.max_user_watches is per user, and shared with the user's
  * other programs (editors, language servers: the kernel says nothing of
  * what they hold) and the jails (a quarter, in their user namespace: see
- * docs/threat-model.md): the daemon takes half, shared evenly by the
- * sandboxed workspaces it watches with inotify. Read once. */
+ * docs/threat-model.md): the daemon takes half, shared by the sandboxed
+ * workspaces it watches with inotify. Each may hold its even share, or
+ * what the others leave of the half if that is more (most trees are
+ * small: one big tree among many small ones is watched whole). A late
+ * workspace still gets its share, so the daemon's total stays below the
+ * whole limit. The limit is read once. */
 size_t watch_budget(Workspace *ws) {
         static size_t limit;
         if (!limit) {
@@ -523,10 +527,14 @@ size_t watch_budget(Workspace *ws) {
                 unsigned long v = 0;
                 limit = f && fscanf(f, "%lu", &v) == 1 && v > 0 ? v : 8192;
         }
-        size_t n = 0;
-        for (Workspace *o = ws->srv->workspaces; o; o = o->next)
-                n += o == ws || (o->watch && !o->watch->fsub);
-        size_t share = limit / 2 / (n ? n : 1);
+        size_t n = 0, others = 0;
+        for (Workspace *o = ws->srv->workspaces; o; o = o->next) {
+                bool inotify = o->watch && !o->watch->fsub;
+                n += o == ws || inotify;
+                others += o != ws && inotify ? o->watch->n_dirs : 0;
+        }
+        size_t half = limit / 2, share = half / (n ? n : 1), left = half > others ? half - others : 0;
+        share = share > left ? share : left;
         return share ? share : 1;
 }
 

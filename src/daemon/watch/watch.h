@@ -34,8 +34,9 @@ bool watch_active(Workspace *ws);
 /* Reads the fanotify group's queue (before a call is served, as
  * hub_drain() does for inotify): what happened before has been handled. */
 void watch_drain(Workspace *ws);
-/* The inotify watches ws may hold: half of fs.inotify.max_user_watches,
- * shared evenly by the workspaces watched with inotify. */
+/* The inotify watches ws may hold: its even share of half of
+ * fs.inotify.max_user_watches among the workspaces watched with inotify,
+ * or what the others leave of that half if more. */
 size_t watch_budget(Workspace *ws);
 /* For status: "fanotify", "inotify" or NULL (not watched); the inotify
  * watches held and the budget (0 under fanotify). */
