@@ -34,6 +34,16 @@ def many_dirs(ws):
     chown_tree(ws)
 
 
+def plant_deep_pem(c, ws):
+    """A .pem the host makes in the last directory of many_dirs(): the next
+    call cannot read it."""
+    with open(os.path.join(ws, "tree", "d199", "e99", "key.pem"), "w") as f:
+        f.write("PEMSECRET\n")
+    r = term(c, ws, "cat tree/d199/e99/key.pem; echo end")
+    check("PEMSECRET" not in r.get("stdout", ""), ("readable in the jail", r))
+    return r
+
+
 def masks_notes(r):
     return [x for x in r.get("sandbox", {}).get("degraded", []) if x.startswith("masks over time")]
 
@@ -205,10 +215,7 @@ def t_big_tree_among_small_ones(tmp):
         mw = d.ws_status(big)["masks_watch"]
         if mw["kind"] == "inotify":
             check(N_DIRS < mw["used"] <= mw["budget"], mw)
-        with open(os.path.join(big, "tree", "d199", "e99", "key.pem"), "w") as f:
-            f.write("PEMSECRET\n")
-        r = term(c, big, "cat tree/d199/e99/key.pem; echo end")
-        check("PEMSECRET" not in r.get("stdout", ""), ("readable in the jail", r))
+        plant_deep_pem(c, big)
         c.close()
     finally:
         d.stop()

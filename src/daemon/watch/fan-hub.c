@@ -4,8 +4,8 @@
  * The queue is FAN_UNLIMITED_QUEUE: an overflow would lose the event of
  * the masked file that appeared, and attributing it to a workspace is
  * impossible (a filesystem-wide mark sees every tenant and the host). The
- * events queued are the daemon's memory (the kernel charges them to the
- * listener's memory cgroup since 5.13), the loop reads them as they come
+ * events queued are the daemon's memory (fsnotify charges them to the
+ * listener's memory cgroup, since Linux 4.20), the loop reads them as they come
  * (uv_poll) and before each call, and each costs a cache look when its
  * directory is not below a watched root: a stall long enough to pile up
  * gigabytes of events is a stalled daemon anyway. */
