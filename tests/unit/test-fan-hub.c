@@ -5,8 +5,8 @@
  * directory's path, at any depth; events beside it do not; a directory
  * moved keeps its handle, and events in it come under its new path (the
  * cache is flushed), or none once it left the root; a subscriber freed
- * mid-batch hears nothing more; the last subscriber's end unmarks the
- * filesystem. */
+ * mid-batch hears nothing more; what was queued before a subscriber came
+ * is not its; the last subscriber's end unmarks the filesystem. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -179,11 +179,37 @@ static void freed_mid_batch_hears_nothing_more(void **state) {
         assert_int_equal(fan_n_filesystems(f->hub), 0);
 }
 
+/* The mark is the filesystem's: the host making a workspace's files
+ * before its watch starts queues events; they are not its news. */
+static void queued_before_is_not_news(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "one", true);
+        make(f, "two", true);
+        char one[512], two[512];
+        path(f, "one", one, sizeof one);
+        path(f, "two", two, sizeof two);
+        Heard a = {}, b = {};
+        char *ra[] = { one }, *rb[] = { two };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &a, ra, 1, &a.sub), 0);
+        make(f, "two/.envrc", false);
+        assert_int_equal(fan_sub_new(f->hub, &ops, &b, rb, 1, &b.sub), 0);
+        assert_true(fan_drain(f->hub));
+        assert_int_equal(b.events, 0);
+        make(f, "two/later", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(b.events >= 1);
+        fan_sub_free(a.sub);
+        fan_sub_free(b.sub);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(below_the_root_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(moved_directory_follows, setup, teardown),
                 cmocka_unit_test_setup_teardown(freed_mid_batch_hears_nothing_more, setup, teardown),
+                cmocka_unit_test_setup_teardown(queued_before_is_not_news, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "macro.h" /* before uv.h: its sys/param.h MIN/MAX are guarded */
 #include "path-util.h"
 #include "strv.h"
+#include "time-util.h"
 #include "fan-hub.h"
 #include "notify-subs.h"
 
@@ -50,6 +51,11 @@
  * which is all the watch needs (a move away hides nothing). */
 #define FAN_EVENTS (FAN_CREATE | FAN_MOVED_TO | FAN_CLOSE_WRITE | FAN_ONDIR)
 #define CACHE_SLOTS 4096 /* directories whose path is remembered */
+/* A busy filesystem (a build beside the workspace) would wake the loop for
+ * each event: the queue is read at once when it was last read longer ago
+ * than this, else this long after that read. A drain before a call or a
+ * reply reads it at once whatever. */
+#define FAN_READ_GAP_US 1000
 #define KEY_MAX (sizeof(fsid_t) + sizeof(int) + MAX_HANDLE_SZ)
 
 typedef struct FanFs {
@@ -74,11 +80,15 @@ struct FanSub {
         size_t n_roots;
         fsid_t *fsids; /* one per root and mount below one, each a reference on its FanFs */
         size_t n_fsids;
+        bool fresh; /* made during a batch: none of that batch is its */
 };
 
 struct FanHub {
         int fd;
         uv_poll_t poll;
+        uv_timer_t later; /* the deferred read (FAN_READ_GAP_US) */
+        uint64_t read_us; /* when the queue was last read */
+        int handles;      /* open: freed when both are closed */
         FanFs *fss;
         size_t n_fss;
         SubHead *subs; /* of FanSubs */
@@ -239,7 +249,7 @@ static const char *dir_path(FanHub *h, const fsid_t *id, struct file_handle *fh)
 }
 
 static void deliver(FanSub *s, const char *dir, const char *name, uint64_t mask) {
-        if (s->head.dead)
+        if (s->head.dead || s->fresh)
                 return;
         s->head.got = true;
         s->ops->event(s->head.userdata, dir, name, mask);
@@ -300,15 +310,33 @@ bool fan_drain(FanHub *h) {
         if (!h || h->dispatching)
                 return true;
         h->dispatching = true;
+        h->read_us = now_us();
         _Alignas(struct fanotify_event_metadata) char buf[65536];
         bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);
         notify_batch_done(&h->subs);
+        for (SubHead *e = h->subs; e; e = e->next)
+                ((FanSub *)e)->fresh = false;
         h->dispatching = false;
         return ok;
 }
 
+static void on_readable(uv_poll_t *p, int status, int events);
+
+static void on_later(uv_timer_t *t) {
+        FanHub *h = t->data;
+        fan_drain(h);
+        uv_poll_start(&h->poll, UV_READABLE, on_readable);
+}
+
 static void on_readable(uv_poll_t *p, int status, int events) {
-        fan_drain(p->data);
+        FanHub *h = p->data;
+        uint64_t since = now_us() - h->read_us;
+        if (since >= FAN_READ_GAP_US) {
+                fan_drain(h);
+                return;
+        }
+        uv_poll_stop(&h->poll);
+        uv_timer_start(&h->later, on_later, 1, 0); /* libuv's timers count milliseconds */
 }
 
 int fan_new(uv_loop_t *loop, FanHub **ret) {
@@ -328,14 +356,21 @@ int fan_new(uv_loop_t *loop, FanHub **ret) {
                 return r;
         }
         h->poll.data = h;
+        uv_timer_init(loop, &h->later);
+        h->later.data = h;
+        h->handles = 2;
         uv_poll_start(&h->poll, UV_READABLE, on_readable);
-        uv_unref((uv_handle_t *)&h->poll); /* never what keeps the loop running */
+        /* Never what keeps the loop running. */
+        uv_unref((uv_handle_t *)&h->poll);
+        uv_unref((uv_handle_t *)&h->later);
         *ret = h;
         return 0;
 }
 
-static void on_poll_closed(uv_handle_t *p) {
+static void on_closed(uv_handle_t *p) {
         FanHub *h = p->data;
+        if (--h->handles > 0)
+                return;
         close(h->fd);
         free(h);
 }
@@ -356,7 +391,9 @@ void fan_free(FanHub *h) {
         cache_flush(h);
         free(h->cache);
         uv_poll_stop(&h->poll);
-        uv_close((uv_handle_t *)&h->poll, on_poll_closed);
+        uv_timer_stop(&h->later);
+        uv_close((uv_handle_t *)&h->poll, on_closed);
+        uv_close((uv_handle_t *)&h->later, on_closed);
 }
 
 static void sub_release(FanSub *s) {
@@ -410,6 +447,11 @@ static int submounts(char *const *roots, size_t n_roots, char ***ret) {
 }
 
 int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots, size_t n_roots, FanSub **ret) {
+        /* The mark is the filesystem's: what is queued now happened before
+         * this subscriber watched (the host making the workspace's files),
+         * and inotify would never have told it. Read first, for the others;
+         * made inside a batch, it skips the rest of that batch. */
+        fan_drain(h);
         _cleanup_strv_free_ char **mounts = NULL;
         int r = submounts(roots, n_roots, &mounts);
         size_t n_mounts = strv_length(mounts);
@@ -422,7 +464,7 @@ int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots
                 return r < 0 ? r : -ENOMEM;
         }
         *s = (FanSub){ .head = { .batch_end = ops->batch_end, .userdata = userdata }, .hub = h, .ops = ops,
-                       .roots = s->roots, .fsids = s->fsids };
+                       .roots = s->roots, .fsids = s->fsids, .fresh = h->dispatching };
         for (size_t i = 0; r >= 0 && i < n_roots; i++)
                 if ((s->roots[i] = strdup(roots[i])))
                         s->n_roots++;
