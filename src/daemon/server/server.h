@@ -68,6 +68,8 @@ struct Server {
         uint64_t in_leader_ms;   /* when the leader was elected or last sent something */
         struct InotifyHub *hubs[INOTIFY_HUBS]; /* the daemon's inotify instances (watch.c) */
         unsigned hub_next;
+        struct FanHub *fan;      /* the daemon's fanotify group, root only (watch.c) */
+        int fan_error;           /* 0: not tried yet; -errno: why there is none */
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
         uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */

@@ -11,6 +11,7 @@
 
 #include "macro.h" /* before uv.h: its sys/param.h MIN/MAX are guarded */
 #include "inotify-hub.h"
+#include "notify-subs.h"
 
 typedef struct HubWatch {
         int wd;
@@ -19,14 +20,11 @@ typedef struct HubWatch {
 } HubWatch;
 
 struct HubSub {
+        SubHead head; /* first: notify-subs.h frees it */
         InotifyHub *hub;
         const HubOps *ops;
-        void *userdata;
-        HubSub *next;
         int *wds;
         size_t n_wds;
-        bool got;  /* events in the batch being dispatched */
-        bool dead; /* freed during a batch: swept after it */
 };
 
 struct InotifyHub {
@@ -34,7 +32,7 @@ struct InotifyHub {
         uv_poll_t poll;
         HubWatch *watches; /* sorted by wd */
         size_t n_watches;
-        HubSub *subs;
+        SubHead *subs; /* of HubSubs */
         bool dispatching;
 };
 
@@ -87,18 +85,6 @@ static void sub_release_watches(HubSub *s) {
         s->n_wds = 0;
 }
 
-static void sweep_dead(InotifyHub *h) {
-        for (HubSub **p = &h->subs; *p;) {
-                HubSub *s = *p;
-                if (!s->dead) {
-                        p = &s->next;
-                        continue;
-                }
-                *p = s->next;
-                free(s);
-        }
-}
-
 /* The kernel dropped wd (its directory went, or it was removed): nobody
  * holds it any more. */
 static void forget_watch(InotifyHub *h, int wd) {
@@ -119,16 +105,16 @@ static void forget_watch(InotifyHub *h, int wd) {
 }
 
 static void deliver(HubSub *s, const struct inotify_event *ev) {
-        if (s->dead)
+        if (s->head.dead)
                 return;
-        s->got = true;
-        s->ops->event(s->userdata, ev);
+        s->head.got = true;
+        s->ops->event(s->head.userdata, ev);
 }
 
 static void dispatch(InotifyHub *h, const struct inotify_event *ev) {
         if (ev->mask & IN_Q_OVERFLOW) {
-                for (HubSub *s = h->subs; s; s = s->next)
-                        deliver(s, ev);
+                for (SubHead *s = h->subs; s; s = s->next)
+                        deliver((HubSub *)s, ev);
                 return;
         }
         bool found;
@@ -150,34 +136,22 @@ static void dispatch(InotifyHub *h, const struct inotify_event *ev) {
                 forget_watch(h, ev->wd);
 }
 
+static void parse(void *ctx, const char *buf, size_t n) {
+        for (const char *p = buf; p < buf + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *)p;
+                p += sizeof *ev + ev->len;
+                dispatch(ctx, ev);
+        }
+}
+
 bool hub_drain(InotifyHub *h) {
         if (h->dispatching)
                 return true; /* inside a callback of the batch being dispatched */
         h->dispatching = true;
-        bool ok = true;
         _Alignas(struct inotify_event) char buf[16384];
-        for (;;) {
-                ssize_t n = read(h->fd, buf, sizeof buf);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        ok = n < 0 && errno == EAGAIN;
-                        break;
-                }
-                for (char *p = buf; p < buf + n;) {
-                        const struct inotify_event *ev = (const struct inotify_event *)p;
-                        p += sizeof *ev + ev->len;
-                        dispatch(h, ev);
-                }
-        }
-        for (HubSub *s = h->subs; s; s = s->next)
-                if (s->got && !s->dead) {
-                        s->got = false;
-                        if (s->ops->batch_end)
-                                s->ops->batch_end(s->userdata);
-                }
+        bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);
+        notify_batch_done(&h->subs);
         h->dispatching = false;
-        sweep_dead(h);
         return ok;
 }
 
@@ -218,9 +192,9 @@ static void on_poll_closed(uv_handle_t *p) {
 void hub_free(InotifyHub *h) {
         if (!h)
                 return;
-        for (HubSub *s = h->subs, *next; s; s = next) {
+        for (SubHead *s = h->subs, *next; s; s = next) {
                 next = s->next;
-                sub_release_watches(s);
+                sub_release_watches((HubSub *)s);
                 free(s);
         }
         h->subs = NULL;
@@ -237,25 +211,25 @@ int hub_sub_new(InotifyHub *h, const HubOps *ops, void *userdata, HubSub **ret) 
         HubSub *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        *s = (HubSub){ .hub = h, .ops = ops, .userdata = userdata, .next = h->subs };
-        h->subs = s;
+        *s = (HubSub){ .head = { .next = h->subs, .batch_end = ops->batch_end, .userdata = userdata }, .hub = h, .ops = ops };
+        h->subs = &s->head;
         *ret = s;
         return 0;
 }
 
 void hub_sub_free(HubSub *s) {
-        if (!s || s->dead)
+        if (!s || s->head.dead)
                 return;
         InotifyHub *h = s->hub;
         sub_release_watches(s);
-        s->dead = true;
+        s->head.dead = true;
         if (!h->dispatching)
-                sweep_dead(h);
+                notify_sweep(&h->subs);
 }
 
 int hub_add_watch(HubSub *s, const char *path, uint32_t mask) {
         InotifyHub *h = s->hub;
-        if (s->dead)
+        if (s->head.dead)
                 return -ESTALE;
         int wd = inotify_add_watch(h->fd, path, mask | IN_MASK_ADD);
         if (wd < 0)

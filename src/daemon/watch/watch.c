@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "workspace.h"
 /* After daemon.h, which takes uv.h's MIN/MAX out for macro.h's. */
 #include "inotify-hub.h"
+#include "fan-hub.h"
 
 typedef struct WatchDir {
         int wd;
@@ -38,7 +40,8 @@ typedef struct WatchDir {
 
 typedef struct WorkspaceWatch {
         Workspace *ws;
-        HubSub *sub; /* on the daemon's shared inotify instance */
+        HubSub *sub; /* on the daemon's shared inotify instance; or */
+        FanSub *fsub; /* on its fanotify group (root): no watch per directory */
         char *hit;   /* the first masked path seen in the batch being read */
         char *protect_hit; /* the first protected name seen appearing unsealed */
         char **git_dirs; /* directories where a name that makes a repository appeared, in this batch */
@@ -50,6 +53,8 @@ typedef struct WorkspaceWatch {
         WatchDir *dirs;
         size_t n_dirs;
         bool partial;
+        bool lost;      /* events were lost (an overflow): the tree is walked again */
+        bool rewalking; /* that walk: what the jail masks already is no news */
         char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
 
@@ -212,6 +217,14 @@ static void note_host_run(WorkspaceWatch *w, size_t root, const char *rel, size_
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel);
 
+/* Whether the running jail masks root/rel already (its plan found it). */
+static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel) {
+        const WorkerLink *l = w->ws->link;
+        char *const *masked = !l ? NULL : l->masked ? l->masked : l->launch ? l->launch->verify_empty : NULL;
+        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        return abs && masked && strv_contains((char **)masked, abs);
+}
+
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
 static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
@@ -237,7 +250,7 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 bool is_dir = de->d_type == DT_DIR;
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
-                size_t hr = note && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
+                size_t hr = note && !w->rewalking && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
                 if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir))
                         w->protect_hit = strdup(sub);
                 if (hr)
@@ -245,6 +258,8 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 if (note)
                         note_git(w, root, sub);
                 if (glob_set_masks(w->set, sub, is_dir)) {
+                        if (w->rewalking && masked_in_jail(w, root, sub))
+                                continue;
                         if (ret_match && !*ret_match)
                                 *ret_match = strdup(sub);
                         found = ret_match != NULL;
@@ -283,10 +298,14 @@ static int rename_dir(WorkspaceWatch *w, size_t i, size_t root, const char *rel)
 }
 
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
-        if (w->n_dirs >= WATCH_MAX_DIRS) {
+        if (w->fsub)
+                return 1; /* the filesystem's mark covers every directory */
+        size_t budget = watch_budget(w->ws);
+        if (w->n_dirs >= budget) {
                 if (!w->partial)
-                        log_warning("workspace %s: more than %d directories; masked paths created deeper are caught only by the file tools",
-                                    w->ws->path, WATCH_MAX_DIRS);
+                        log_warning("workspace %s: more than %zu directories (its share of fs.inotify.max_user_watches); "
+                                    "masked paths created deeper are caught only by the file tools",
+                                    w->ws->path, budget);
                 w->partial = true;
                 return -ENOSPC;
         }
@@ -322,15 +341,19 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         return 1;
 }
 
+static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
+
+/* Events were lost (the queue overflowed: its instance is shared, so
+ * another workspace's flood may have done it): the batch's end walks the
+ * tree again instead of recycling every jail on the instance. */
+static void lost(WorkspaceWatch *w) {
+        w->lost = true;
+}
+
 static void on_event(void *userdata, const struct inotify_event *ev) {
         WorkspaceWatch *w = userdata;
-        if (ev->mask & IN_Q_OVERFLOW) {
-                /* Events were lost: assume the worst. */
-                if (!w->hit)
-                        w->hit = strdup("(inotify queue overflow)");
-                w->git_all = true;
-                return;
-        }
+        if (ev->mask & IN_Q_OVERFLOW)
+                return lost(w);
         /* The instance is shared: a directory watched for other reasons too
          * (the protected paths) also brings events this watch did not ask for. */
         if (!ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)))
@@ -344,13 +367,16 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
         if (!wd)
                 return;
         _cleanup_free_ char *rel = wd->rel[0] ? path_join(wd->rel, ev->name) : strdup(ev->name);
+        /* add_dir() may move w->dirs: keep what wd says. */
+        if (rel)
+                seen(w, wd->root, rel, ev->mask & IN_ISDIR, ev->mask & (IN_CREATE | IN_MOVED_TO));
+}
+
+/* root/rel was created or moved in (created), or written. */
+static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir, bool created) {
+        _cleanup_free_ char *rel = strdup(rel_in);
         if (!rel)
                 return;
-        bool is_dir = ev->mask & IN_ISDIR;
-        /* add_dir() may move w->dirs: keep what wd says. */
-        size_t root = wd->root;
-        wd = NULL;
-        bool created = ev->mask & (IN_CREATE | IN_MOVED_TO);
         bool placeholder = is_placeholder(w, root, rel);
         size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
         if (hr)
@@ -375,6 +401,21 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
+        if (w->lost) {
+                /* What the lost events would have said, from the tree as it
+                 * is: a masked path the jail does not mask, a repository's
+                 * names (git_suspect() tells new from old), a protected
+                 * name unsealed. Files the host runs later, written
+                 * meanwhile, are not told from old ones: not noted. */
+                w->lost = false;
+                log_info("workspace %s: watch events were lost (a queue overflow); walking the listed paths again",
+                         w->ws->path);
+                w->rewalking = true;
+                for (size_t i = 0; i < w->n_roots; i++)
+                        if (add_dir(w, i, "") >= 0)
+                                scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
+                w->rewalking = false;
+        }
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
         _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
@@ -411,6 +452,99 @@ static void on_batch_end(void *userdata) {
 
 static const HubOps watch_ops = { .event = on_event, .batch_end = on_batch_end };
 
+/* Whether a directory of rel (a root's) is masked: the jail sees it empty
+ * whatever appears below it (the inotify watch never enters one). */
+static bool below_masked(const WorkspaceWatch *w, const char *rel) {
+        _cleanup_free_ char *d = strdup(rel);
+        for (char *c = d; c && *c;) {
+                char *slash = strchr(c, '/');
+                if (slash)
+                        *slash = 0;
+                if (glob_set_masks(w->set, d, true))
+                        return true;
+                if (!slash)
+                        break;
+                *slash = '/';
+                c = slash + 1;
+        }
+        return false;
+}
+
+static void on_fan_event(void *userdata, const char *dir, const char *name, uint64_t mask) {
+        WorkspaceWatch *w = userdata;
+        if (!dir)
+                return lost(w);
+        for (size_t i = 0; i < w->n_roots; i++) {
+                if (!path_is_below_or_equal(dir, w->roots[i]))
+                        continue;
+                const char *d = dir + strlen(w->roots[i]);
+                while (*d == '/')
+                        d++;
+                if (d[0] && below_masked(w, d))
+                        continue;
+                _cleanup_free_ char *rel = d[0] ? path_join(d, name) : strdup(name);
+                if (rel)
+                        seen(w, i, rel, mask & FAN_ONDIR, mask & (FAN_CREATE | FAN_MOVED_TO));
+        }
+}
+
+static const FanOps fan_ops = { .event = on_fan_event, .batch_end = on_batch_end };
+
+/* The daemon's fanotify group, made on first use; none (not root, a kernel
+ * before 5.9, a seccomp filter) is not tried again. */
+static FanHub *server_fan(Server *srv) {
+        if (!srv->fan && srv->fan_error == 0) {
+                int r = fan_new(srv->loop, &srv->fan);
+                srv->fan_error = r < 0 ? r : 1;
+                if (r < 0) {
+                        srv->fan = NULL;
+                        log_info("masks over time: no fanotify group (%s); each workspace's directories are watched with "
+                                 "inotify, within its share of fs.inotify.max_user_watches",
+                                 strerror(-r));
+                }
+        }
+        return srv->fan;
+}
+
+void watch_drain(Workspace *ws) {
+        if (ws->watch && ws->watch->fsub)
+                fan_drain(ws->srv->fan);
+}
+
+/* fs.inotify.max_user_watches is per user, and shared with the user's
+ * other programs (editors, language servers: the kernel says nothing of
+ * what they hold) and the jails (a quarter, in their user namespace: see
+ * docs/threat-model.md): the daemon takes half, shared by the sandboxed
+ * workspaces it watches with inotify. Each may hold its even share, or
+ * what the others leave of the half if that is more (most trees are
+ * small: one big tree among many small ones is watched whole). A late
+ * workspace still gets its share, so the daemon's total stays below the
+ * whole limit. The limit is read once. */
+size_t watch_budget(Workspace *ws) {
+        static size_t limit;
+        if (!limit) {
+                _cleanup_fclose_ FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+                unsigned long v = 0;
+                limit = f && fscanf(f, "%lu", &v) == 1 && v > 0 ? v : 8192;
+        }
+        size_t n = 0, others = 0;
+        for (Workspace *o = ws->srv->workspaces; o; o = o->next) {
+                bool inotify = o->watch && !o->watch->fsub;
+                n += o == ws || inotify;
+                others += o != ws && inotify ? o->watch->n_dirs : 0;
+        }
+        size_t half = limit / 2, share = half / (n ? n : 1), left = half > others ? half - others : 0;
+        share = share > left ? share : left;
+        return share ? share : 1;
+}
+
+void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget) {
+        WorkspaceWatch *w = ws->watch;
+        *ret_kind = !w ? NULL : w->fsub ? "fanotify" : "inotify";
+        *ret_used = w && !w->fsub ? w->n_dirs : 0;
+        *ret_budget = w && !w->fsub ? watch_budget(ws) : 0;
+}
+
 bool watch_active(Workspace *ws) {
         return ws->watch != NULL;
 }
@@ -426,11 +560,9 @@ const char *watch_gap(Workspace *ws) {
         return ws->watch->partial ? WATCH_PARTIAL_NOTE : NULL;
 }
 
-void watch_stop(Workspace *ws) {
-        WorkspaceWatch *w = TAKE_PTR(ws->watch);
-        if (!w)
-                return;
+static void watch_stop_one(WorkspaceWatch *w) {
         hub_sub_free(w->sub);
+        fan_sub_free(w->fsub);
         free(w->hit);
         free(w->protect_hit);
         strv_free(w->git_dirs);
@@ -445,18 +577,23 @@ void watch_stop(Workspace *ws) {
         free(w);
 }
 
+void watch_stop(Workspace *ws) {
+        WorkspaceWatch *w = TAKE_PTR(ws->watch);
+        if (w)
+                watch_stop_one(w);
+}
+
 int watch_start(Workspace *ws) {
         const VsPolicy *p = ws->policy;
         WorkspaceWatch *w = calloc(1, sizeof *w);
         if (!w)
                 return -ENOMEM;
         w->ws = ws;
-        InotifyHub *hub = workspace_hub(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = hub ? hub_sub_new(hub, &watch_ops, w, &w->sub) : -EMFILE;
         /* The policy's own compiled sets, kept by reference: the policy
          * may be replaced by an equal one while this watch lives. */
-        if (r >= 0 && (r = policy_sets_check(p, &err)) >= 0) {
+        int r = policy_sets_check(p, &err);
+        if (r >= 0) {
                 w->set = glob_set_ref(p->mask_set);
                 w->protect = glob_set_ref(p->protect_set);
         }
@@ -480,11 +617,28 @@ int watch_start(Workspace *ws) {
         /* The workspace the jail sees read-only for want of a listed path. */
         if (jail_plan_uncovered_workspace(p) && (w->roots[w->n_roots] = strdup(p->workspace)))
                 w->n_roots++;
-        for (size_t i = 0; i < w->n_roots; i++)
+        /* One mark per filesystem where the kernel lets the daemon (root);
+         * else a watch per directory. */
+        FanHub *fan = server_fan(ws->srv);
+        r = fan ? fan_sub_new(fan, &fan_ops, w, w->roots, w->n_roots, &w->fsub) : -EPERM;
+        if (r < 0 && fan)
+                log_warning("workspace %s: its filesystem cannot be watched whole (%s); watching each directory with inotify",
+                            ws->path, strerror(-r));
+        if (r < 0) {
+                InotifyHub *hub = workspace_hub(ws);
+                r = hub ? hub_sub_new(hub, &watch_ops, w, &w->sub) : -EMFILE;
+        }
+        if (r < 0) {
+                log_warning("workspace %s: cannot watch for masked paths: %s", ws->path, strerror(-r));
+                watch_stop_one(w);
+                return -EIO;
+        }
+        for (size_t i = 0; !w->fsub && i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
                         scan_dir(w, i, "", NULL, false);
         ws->watch = w;
-        log_debug("workspace %s: watching %zu directories for masked paths", ws->path, w->n_dirs);
+        log_debug("workspace %s: watching %s for masked paths", ws->path,
+                  w->fsub ? "the filesystem (fanotify)" : "each directory (inotify)");
         return 0;
 }
 
@@ -507,4 +661,5 @@ InotifyHub *workspace_hub(Workspace *ws) {
 void watch_hubs_free(Server *srv) {
         for (size_t k = 0; k < INOTIFY_HUBS; k++)
                 hub_free(TAKE_PTR(srv->hubs[k]));
+        fan_free(TAKE_PTR(srv->fan));
 }

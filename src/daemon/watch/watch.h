@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Masks over time (watch.c): inotify on a workspace's listed paths; a
+/* Masks over time (watch.c): a workspace's listed paths watched whole
+ * with the daemon's fanotify group (root: one mark per filesystem,
+ * fan-hub.h), else with inotify, a watch per directory within the
+ * workspace's share of fs.inotify.max_user_watches (watch_budget()); a
  * masked path appearing rebuilds the jail, a file the host runs later
  * being written is noted. It reports through the WatchHooks it is given
  * and calls nothing above it. */
 
 #include "daemon.h"
-
-#define WATCH_MAX_DIRS 4096           /* inotify directories per workspace */
 
 /* What watch.c reports, to the functions workspace.c gives it: watch.c
  * calls nothing above it. */
@@ -30,15 +31,26 @@ struct InotifyHub *workspace_hub(Workspace *ws);
 void watch_hubs_free(Server *srv);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+/* Reads the fanotify group's queue (before a call is served, as
+ * hub_drain() does for inotify): what happened before has been handled. */
+void watch_drain(Workspace *ws);
+/* The inotify watches ws may hold: its even share of half of
+ * fs.inotify.max_user_watches among the workspaces watched with inotify,
+ * or what the others leave of that half if more. */
+size_t watch_budget(Workspace *ws);
+/* For status: "fanotify", "inotify" or NULL (not watched); the inotify
+ * watches held and the budget (0 under fanotify). */
+void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget);
 /* What masks over time cannot keep for a sandboxed workspace, or NULL:
- * more directories than WATCH_MAX_DIRS (masks are not kept below the ones
- * left out), or no watch at all (no inotify instance left). Reported in
- * "degraded"; refused under lockdown. */
+ * more directories than its inotify budget (masks are not kept below the
+ * ones left out; never under fanotify), or no watch at all (no inotify
+ * instance left). Reported in "degraded"; refused under lockdown. */
 const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
-        "masks over time: more than 4096 directories under the listed paths; a masked path created below the "     \
-        "ones not watched stays readable to commands until the worker restarts (the file tools still refuse it), "  \
-        "and a git repository made there is put aside only when the jail ends"
+        "masks over time: more directories under the listed paths than this workspace's share of inotify watches " \
+        "(half of fs.inotify.max_user_watches, shared by the workspaces; status says the budget); a masked path "   \
+        "created below the ones not watched stays readable to commands until the worker restarts (the file tools " \
+        "still refuse it), and a git repository made there is put aside only when the jail ends"
 #define WATCH_MISSING_NOTE                                                                                           \
         "masks over time: the listed paths are not watched (no inotify instance left: fs.inotify.max_user_instances);" \
         " a masked path created later stays readable to commands until the worker restarts (the file tools still"   \

@@ -20,6 +20,7 @@
 #include "worker-link-internal.h"
 /* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
 #include "inotify-hub.h"
+#include "fan-hub.h"
 #include "worker-spawn.h"
 #include "workspace.h"
 
@@ -48,6 +49,7 @@ static void link_maybe_free(WorkerLink *l) {
         jsonl_reader_free(l->reader);
         strv_free(l->layers);
         strv_free(l->sealed);
+        strv_free(l->masked);
         strv_free(l->degraded);
         strbuf_done(&l->errtail);
         strbuf_done(&l->errline);
@@ -234,6 +236,7 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         /* What this jail seals, for the watch: a protected name that
          * appears outside it recycles the worker (watch.c). */
         l->sealed = l->launch ? TAKE_PTR(l->launch->protected_paths) : NULL;
+        l->masked = l->launch ? TAKE_PTR(l->launch->verify_empty) : NULL;
         launch_trim(l->launch);
         for (char **d = l->degraded; d && *d; d++)
                 log_warning("workspace %s: running degraded: %s", l->ws->path, *d);
@@ -256,6 +259,12 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
          * made ends the jail before its result is read. */
         if (l->ws && l->ws->hub) {
                 hub_drain(l->ws->hub);
+                if (l->state == LINK_DEAD)
+                        return;
+        }
+        /* The same on the fanotify group (root: the masks' watch). */
+        if (l->ws && l->ws->srv->fan) {
+                fan_drain(l->ws->srv->fan);
                 if (l->state == LINK_DEAD)
                         return;
         }

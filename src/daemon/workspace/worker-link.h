@@ -68,6 +68,7 @@ struct WorkerLink {
         char **layers;
         char **degraded;
         char **sealed;    /* the launch's protected paths, kept past launch_trim (watch.c) */
+        char **masked;    /* the paths its jail masks (the launch's verify_empty), likewise */
         StrBuf errtail;   /* last bytes of the worker's stderr */
         StrBuf errline;   /* partial stderr line */
         uint64_t spawned_ms, ready_ms, last_used_ms;

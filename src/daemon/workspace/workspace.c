@@ -392,8 +392,12 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
         }
         ws->last_used_ms = now_ms();
         refresh(ws);
-        /* Before this call is served: a protected path replaced on the
-         * host has detached the running jail's read-only mount on it. */
+        /* Before this call is served: a masked path the host made since
+         * the last look rebuilds the jail (the inotify queue is read by
+         * protect_check below, the fanotify group's here). */
+        watch_drain(ws);
+        /* A protected path replaced on the host has detached the running
+         * jail's read-only mount on it. */
         protect_check(ws);
         *ret = ws;
         if (ret_dir)
@@ -783,6 +787,15 @@ json_t *workspace_status(Workspace *ws) {
         /* Watching wholly: a watch with a gap (a directory it could not
          * add) does not count. */
         json_object_set_new(o, "watching_masks", json_boolean(watch_active(ws) && !watch_gap(ws)));
+        /* How: fanotify (root, the whole filesystem) or inotify (a watch
+         * per directory, within the workspace's budget). */
+        const char *kind;
+        size_t used, budget;
+        watch_describe(ws, &kind, &used, &budget);
+        json_object_set_new(o, "masks_watch",
+                            kind ? json_pack("{s:s, s:I, s:I}", "kind", kind, "used", (json_int_t)used, "budget",
+                                             (json_int_t)budget)
+                                 : json_null());
         json_object_set_new(o, "counters", counters_json(&ws->counters));
         if (ws->policy && ws->policy->net_allowlist) {
                 /* The allowlist as written, and what its proxy carried. */

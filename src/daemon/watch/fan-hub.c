@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+/* One fanotify group for the daemon (fan-hub.h).
+ *
+ * The queue is FAN_UNLIMITED_QUEUE: an overflow would lose the event of
+ * the masked file that appeared, and attributing it to a workspace is
+ * impossible (a filesystem-wide mark sees every tenant and the host). The
+ * events queued are the daemon's memory (fsnotify charges them to the
+ * listener's memory cgroup, since Linux 4.20), the loop reads them as they come
+ * (uv_poll) and before each call, and each costs a cache look when its
+ * directory is not below a watched root: a stall long enough to pile up
+ * gigabytes of events is a stalled daemon anyway. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "macro.h" /* before uv.h: its sys/param.h MIN/MAX are guarded */
+#include "path-util.h"
+#include "strv.h"
+#include "time-util.h"
+#include "fan-hub.h"
+#include "notify-subs.h"
+
+/* Debian 12's headers have these; older ones may not (the kernel is what
+ * counts: fan_new() fails on one without them and the watch uses inotify). */
+#ifndef FAN_REPORT_DIR_FID
+#define FAN_REPORT_DIR_FID 0x00000400
+#endif
+#ifndef FAN_REPORT_NAME
+#define FAN_REPORT_NAME 0x00000800
+#endif
+#ifndef FAN_REPORT_DFID_NAME
+#define FAN_REPORT_DFID_NAME (FAN_REPORT_DIR_FID | FAN_REPORT_NAME)
+#endif
+#ifndef FAN_MARK_FILESYSTEM
+#define FAN_MARK_FILESYSTEM 0x00000100
+#endif
+#ifndef FAN_CREATE
+#define FAN_CREATE 0x00000100
+#endif
+#ifndef FAN_EVENT_INFO_TYPE_DFID_NAME
+#define FAN_EVENT_INFO_TYPE_DFID_NAME 2
+#endif
+
+/* FAN_RENAME (5.17) is not asked: FAN_MOVED_TO names where a move went,
+ * which is all the watch needs (a move away hides nothing). */
+#define FAN_EVENTS (FAN_CREATE | FAN_MOVED_TO | FAN_CLOSE_WRITE | FAN_ONDIR)
+#define CACHE_SLOTS 4096 /* directories whose path is remembered */
+/* A busy filesystem (a build beside the workspace) would wake the loop for
+ * each event: the queue is read at once when it was last read longer ago
+ * than this, else this long after that read. A drain before a call or a
+ * reply reads it at once whatever. */
+#define FAN_READ_GAP_US 1000
+#define KEY_MAX (sizeof(fsid_t) + sizeof(int) + MAX_HANDLE_SZ)
+
+typedef struct FanFs {
+        fsid_t fsid;
+        int *mfds; /* one open directory per mount the roots are on: open_by_handle_at's mount */
+        int *mnt_ids;
+        size_t n_mfds;
+        size_t refs; /* roots of live subscribers on it */
+} FanFs;
+
+typedef struct CacheEnt {
+        size_t len; /* 0: empty slot */
+        unsigned char key[KEY_MAX];
+        char *path; /* "": not a directory we can name (gone) */
+} CacheEnt;
+
+struct FanSub {
+        SubHead head; /* first: notify-subs.h frees it */
+        FanHub *hub;
+        const FanOps *ops;
+        char **roots;
+        size_t n_roots;
+        fsid_t *fsids; /* one per root and mount below one, each a reference on its FanFs */
+        size_t n_fsids;
+        bool fresh; /* made during a batch: none of that batch is its */
+};
+
+struct FanHub {
+        int fd;
+        uv_poll_t poll;
+        uv_timer_t later; /* the deferred read (FAN_READ_GAP_US) */
+        uint64_t read_us; /* when the queue was last read */
+        int handles;      /* open: freed when both are closed */
+        FanFs *fss;
+        size_t n_fss;
+        SubHead *subs; /* of FanSubs */
+        CacheEnt *cache;
+        bool dispatching;
+};
+
+static FanFs *find_fs(FanHub *h, const fsid_t *id) {
+        for (size_t i = 0; i < h->n_fss; i++)
+                if (memcmp(&h->fss[i].fsid, id, sizeof *id) == 0)
+                        return &h->fss[i];
+        return NULL;
+}
+
+static void cache_flush(FanHub *h) {
+        for (size_t i = 0; h->cache && i < CACHE_SLOTS; i++) {
+                free(h->cache[i].path);
+                h->cache[i].path = NULL;
+                h->cache[i].len = 0;
+        }
+}
+
+static void fs_unref(FanHub *h, const fsid_t *id) {
+        FanFs *fs = find_fs(h, id);
+        if (!fs || --fs->refs > 0)
+                return;
+        if (fs->n_mfds > 0)
+                (void)fanotify_mark(h->fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, FAN_EVENTS, fs->mfds[0], NULL);
+        for (size_t i = 0; i < fs->n_mfds; i++)
+                close(fs->mfds[i]);
+        free(fs->mfds);
+        free(fs->mnt_ids);
+        *fs = h->fss[--h->n_fss];
+        cache_flush(h); /* its handles could match another's after its fsid is reused */
+}
+
+/* Marks root's filesystem (once) and keeps an fd on root's mount. */
+static int fs_ref(FanHub *h, const char *root, fsid_t *ret_id) {
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct statfs sf;
+        struct {
+                struct file_handle fh;
+                unsigned char b[MAX_HANDLE_SZ];
+        } hb = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        int mnt = -1;
+        static const fsid_t zero;
+        if (fstatfs(fd, &sf) < 0 || name_to_handle_at(fd, "", &hb.fh, &mnt, AT_EMPTY_PATH) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        if (memcmp(&sf.f_fsid, &zero, sizeof zero) == 0) {
+                close(fd);
+                return -ENODEV; /* events could not be told from another filesystem's */
+        }
+        FanFs *fs = find_fs(h, &sf.f_fsid);
+        if (!fs) {
+                FanFs *n = realloc(h->fss, (h->n_fss + 1) * sizeof *n);
+                if (!n) {
+                        close(fd);
+                        return -ENOMEM;
+                }
+                h->fss = n;
+                if (fanotify_mark(h->fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_EVENTS, fd, NULL) < 0) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                fs = &h->fss[h->n_fss++];
+                *fs = (FanFs){ .fsid = sf.f_fsid };
+        }
+        fs->refs++;
+        *ret_id = sf.f_fsid;
+        for (size_t i = 0; i < fs->n_mfds; i++)
+                if (fs->mnt_ids[i] == mnt) {
+                        close(fd);
+                        return 0;
+                }
+        int *nf = realloc(fs->mfds, (fs->n_mfds + 1) * sizeof *nf);
+        if (nf)
+                fs->mfds = nf;
+        int *nm = nf ? realloc(fs->mnt_ids, (fs->n_mfds + 1) * sizeof *nm) : NULL;
+        if (!nm) {
+                close(fd);
+                fs_unref(h, ret_id);
+                return -ENOMEM;
+        }
+        fs->mnt_ids = nm;
+        fs->mfds[fs->n_mfds] = fd;
+        fs->mnt_ids[fs->n_mfds++] = mnt;
+        return 0;
+}
+
+static bool below_a_root(const FanHub *h, const char *path) {
+        for (const SubHead *e = h->subs; e; e = e->next) {
+                const FanSub *s = (const FanSub *)e;
+                for (size_t i = 0; !e->dead && i < s->n_roots; i++)
+                        if (path_is_below_or_equal(path, s->roots[i]))
+                                return true;
+        }
+        return false;
+}
+
+static char *name_dir(FanHub *h, FanFs *fs, struct file_handle *fh) {
+        char *first = NULL;
+        for (size_t i = 0; i < fs->n_mfds; i++) {
+                int fd = open_by_handle_at(fs->mfds[i], fh, O_PATH | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* ESTALE: gone; or not reachable from this mount */
+                char proc[64], buf[PATH_MAX];
+                snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+                ssize_t n = readlink(proc, buf, sizeof buf - 1);
+                close(fd);
+                if (n <= 0 || buf[0] != '/')
+                        continue;
+                buf[n] = 0;
+                static const char deleted[] = " (deleted)";
+                if ((size_t)n >= sizeof deleted - 1 && streq(buf + n - (sizeof deleted - 1), deleted))
+                        continue;
+                if (below_a_root(h, buf)) {
+                        free(first);
+                        return strdup(buf);
+                }
+                if (!first)
+                        first = strdup(buf);
+        }
+        return first ? first : strdup("");
+}
+
+/* The path of the directory (fsid, fh), or NULL / "" when it has none. */
+static const char *dir_path(FanHub *h, const fsid_t *id, struct file_handle *fh) {
+        unsigned char key[KEY_MAX];
+        size_t len = sizeof *id + sizeof fh->handle_type + fh->handle_bytes;
+        if (fh->handle_bytes > MAX_HANDLE_SZ)
+                return NULL;
+        memcpy(key, id, sizeof *id);
+        memcpy(key + sizeof *id, &fh->handle_type, sizeof fh->handle_type);
+        memcpy(key + sizeof *id + sizeof fh->handle_type, fh->f_handle, fh->handle_bytes);
+        uint32_t hash = 2166136261u;
+        for (size_t i = 0; i < len; i++)
+                hash = (hash ^ key[i]) * 16777619u;
+        CacheEnt *e = &h->cache[hash % CACHE_SLOTS];
+        if (e->len == len && memcmp(e->key, key, len) == 0)
+                return e->path;
+        FanFs *fs = find_fs(h, id);
+        if (!fs)
+                return NULL; /* a filesystem no longer marked */
+        char *p = name_dir(h, fs, fh);
+        if (!p)
+                return NULL;
+        free(e->path);
+        e->path = p;
+        e->len = len;
+        memcpy(e->key, key, len);
+        return p;
+}
+
+static void deliver(FanSub *s, const char *dir, const char *name, uint64_t mask) {
+        if (s->head.dead || s->fresh)
+                return;
+        s->head.got = true;
+        s->ops->event(s->head.userdata, dir, name, mask);
+}
+
+static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
+        if (md->mask & FAN_Q_OVERFLOW) {
+                for (SubHead *e = h->subs; e; e = e->next)
+                        deliver((FanSub *)e, NULL, NULL, md->mask);
+                return;
+        }
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_fid *fid = (const void *)p;
+                if (fid->hdr.len < sizeof *fid || p + fid->hdr.len > end)
+                        break;
+                p += fid->hdr.len;
+                if (fid->hdr.info_type != FAN_EVENT_INFO_TYPE_DFID_NAME)
+                        continue;
+                /* The handle as open_by_handle_at wants it: aligned, ours. */
+                struct {
+                        struct file_handle fh;
+                        unsigned char b[MAX_HANDLE_SZ];
+                } hb;
+                const struct file_handle *in = (const void *)fid->handle;
+                memcpy(&hb.fh, in, sizeof hb.fh);
+                if (hb.fh.handle_bytes > MAX_HANDLE_SZ ||
+                    (const char *)in->f_handle + hb.fh.handle_bytes >= (const char *)fid + fid->hdr.len)
+                        continue;
+                memcpy(hb.fh.f_handle, in->f_handle, hb.fh.handle_bytes);
+                const char *name = (const char *)in->f_handle + hb.fh.handle_bytes;
+                const char *dir = dir_path(h, (const fsid_t *)&fid->fsid, &hb.fh);
+                if (dir && dir[0])
+                        for (SubHead *e = h->subs; e; e = e->next) {
+                                FanSub *s = (FanSub *)e;
+                                for (size_t i = 0; !e->dead && i < s->n_roots; i++)
+                                        if (path_is_below_or_equal(dir, s->roots[i])) {
+                                                deliver(s, dir, name, md->mask);
+                                                break;
+                                        }
+                        }
+        }
+        /* A directory moved (within this filesystem: a rename never leaves
+         * it) took the directories below with their handles: the paths
+         * remembered may all be wrong now. */
+        if ((md->mask & FAN_MOVED_TO) && (md->mask & FAN_ONDIR))
+                cache_flush(h);
+}
+
+static void parse(void *ctx, const char *buf, size_t n) {
+        const struct fanotify_event_metadata *md = (const void *)buf;
+        for (size_t len = n; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len))
+                if (md->vers == FANOTIFY_METADATA_VERSION)
+                        dispatch(ctx, md);
+}
+
+bool fan_drain(FanHub *h) {
+        if (!h || h->dispatching)
+                return true;
+        h->dispatching = true;
+        h->read_us = now_us();
+        _Alignas(struct fanotify_event_metadata) char buf[65536];
+        bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);
+        notify_batch_done(&h->subs);
+        for (SubHead *e = h->subs; e; e = e->next)
+                ((FanSub *)e)->fresh = false;
+        h->dispatching = false;
+        return ok;
+}
+
+static void on_readable(uv_poll_t *p, int status, int events);
+
+static void on_later(uv_timer_t *t) {
+        FanHub *h = t->data;
+        fan_drain(h);
+        uv_poll_start(&h->poll, UV_READABLE, on_readable);
+}
+
+static void on_readable(uv_poll_t *p, int status, int events) {
+        FanHub *h = p->data;
+        uint64_t since = now_us() - h->read_us;
+        if (since >= FAN_READ_GAP_US) {
+                fan_drain(h);
+                return;
+        }
+        uv_poll_stop(&h->poll);
+        uv_timer_start(&h->later, on_later, 1, 0); /* libuv's timers count milliseconds */
+}
+
+int fan_new(uv_loop_t *loop, FanHub **ret) {
+        FanHub *h = calloc(1, sizeof *h);
+        if (!h || !(h->cache = calloc(CACHE_SLOTS, sizeof *h->cache))) {
+                free(h);
+                return -ENOMEM;
+        }
+        h->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
+                              O_RDONLY | O_CLOEXEC);
+        int r = h->fd < 0 ? -errno : uv_poll_init(loop, &h->poll, h->fd);
+        if (r < 0) {
+                if (h->fd >= 0)
+                        close(h->fd);
+                free(h->cache);
+                free(h);
+                return r;
+        }
+        h->poll.data = h;
+        uv_timer_init(loop, &h->later);
+        h->later.data = h;
+        h->handles = 2;
+        uv_poll_start(&h->poll, UV_READABLE, on_readable);
+        /* Never what keeps the loop running. */
+        uv_unref((uv_handle_t *)&h->poll);
+        uv_unref((uv_handle_t *)&h->later);
+        *ret = h;
+        return 0;
+}
+
+static void on_closed(uv_handle_t *p) {
+        FanHub *h = p->data;
+        if (--h->handles > 0)
+                return;
+        close(h->fd);
+        free(h);
+}
+
+void fan_free(FanHub *h) {
+        if (!h)
+                return;
+        for (SubHead *s = h->subs, *next; s; s = next) {
+                next = s->next;
+                fan_sub_free((FanSub *)s);
+        }
+        notify_sweep(&h->subs);
+        while (h->n_fss > 0) {
+                h->fss[0].refs = 1;
+                fs_unref(h, &h->fss[0].fsid);
+        }
+        free(h->fss);
+        cache_flush(h);
+        free(h->cache);
+        uv_poll_stop(&h->poll);
+        uv_timer_stop(&h->later);
+        uv_close((uv_handle_t *)&h->poll, on_closed);
+        uv_close((uv_handle_t *)&h->later, on_closed);
+}
+
+static void sub_release(FanSub *s) {
+        for (size_t i = 0; i < s->n_fsids; i++)
+                fs_unref(s->hub, &s->fsids[i]);
+        for (size_t i = 0; i < s->n_roots; i++)
+                free(s->roots[i]);
+        free(s->roots);
+        free(s->fsids);
+        s->roots = NULL;
+        s->fsids = NULL;
+        s->n_roots = s->n_fsids = 0;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s) {
+        char *o = s;
+        for (; *s; s++, o++) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                        *o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 3;
+                } else
+                        *o = *s;
+        }
+        *o = 0;
+}
+
+/* The mount points strictly below any of roots (their filesystems are
+ * marked too: a mark covers one filesystem). Mounts made later are not. */
+static int submounts(char *const *roots, size_t n_roots, char ***ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+                char *save = NULL, *tok = strtok_r(line, " ", &save);
+                for (int k = 0; tok && k < 4; k++)
+                        tok = strtok_r(NULL, " ", &save);
+                if (!tok)
+                        continue;
+                unescape(tok);
+                for (size_t i = 0; i < n_roots; i++)
+                        if (!streq(tok, roots[i]) && path_is_below_or_equal(tok, roots[i])) {
+                                if (strv_extend(ret, tok) < 0)
+                                        return -ENOMEM;
+                                break;
+                        }
+        }
+        return 0;
+}
+
+int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots, size_t n_roots, FanSub **ret) {
+        /* The mark is the filesystem's: what is queued now happened before
+         * this subscriber watched (the host making the workspace's files),
+         * and inotify would never have told it. Read first, for the others;
+         * made inside a batch, it skips the rest of that batch. */
+        fan_drain(h);
+        _cleanup_strv_free_ char **mounts = NULL;
+        int r = submounts(roots, n_roots, &mounts);
+        size_t n_mounts = strv_length(mounts);
+        FanSub *s = r < 0 ? NULL : calloc(1, sizeof *s);
+        if (!s || !(s->roots = calloc(n_roots + 1, sizeof *s->roots)) ||
+            !(s->fsids = calloc(n_roots + n_mounts + 1, sizeof *s->fsids))) {
+                if (s)
+                        free(s->roots);
+                free(s);
+                return r < 0 ? r : -ENOMEM;
+        }
+        *s = (FanSub){ .head = { .batch_end = ops->batch_end, .userdata = userdata }, .hub = h, .ops = ops,
+                       .roots = s->roots, .fsids = s->fsids, .fresh = h->dispatching };
+        for (size_t i = 0; r >= 0 && i < n_roots; i++)
+                if ((s->roots[i] = strdup(roots[i])))
+                        s->n_roots++;
+                else
+                        r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n_roots + n_mounts; i++)
+                if ((r = fs_ref(h, i < n_roots ? roots[i] : mounts[i - n_roots], &s->fsids[s->n_fsids])) >= 0)
+                        s->n_fsids++;
+                else if (r == -ENOTDIR && i >= n_roots)
+                        r = 0; /* a file mounted over a file: nothing can appear in it */
+        if (r < 0) {
+                sub_release(s);
+                free(s);
+                return r;
+        }
+        s->head.next = h->subs;
+        h->subs = &s->head;
+        *ret = s;
+        return 0;
+}
+
+void fan_sub_free(FanSub *s) {
+        if (!s || s->head.dead)
+                return;
+        FanHub *h = s->hub;
+        sub_release(s);
+        s->head.dead = true;
+        if (!h->dispatching)
+                notify_sweep(&h->subs);
+}
+
+size_t fan_n_filesystems(const FanHub *h) {
+        return h ? h->n_fss : 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The notification hubs' shared reading and subscriber list (notify-subs.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "notify-subs.h"
+
+bool notify_read_all(int fd, char *buf, size_t size, void (*parse)(void *ctx, const char *buf, size_t n), void *ctx) {
+        for (;;) {
+                ssize_t n = read(fd, buf, size);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 && errno == EAGAIN;
+                parse(ctx, buf, (size_t)n);
+        }
+}
+
+void notify_sweep(SubHead **list) {
+        for (SubHead **p = list; *p;) {
+                SubHead *s = *p;
+                if (!s->dead) {
+                        p = &s->next;
+                        continue;
+                }
+                *p = s->next;
+                free(s);
+        }
+}
+
+void notify_batch_done(SubHead **list) {
+        for (SubHead *s = *list; s; s = s->next)
+                if (s->got && !s->dead) {
+                        s->got = false;
+                        if (s->batch_end)
+                                s->batch_end(s->userdata);
+                }
+        notify_sweep(list);
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's fanotify group (src/daemon/watch/fan-hub.c), for real on a
+ * scratch directory (root only: a filesystem mark needs CAP_SYS_ADMIN;
+ * skipped otherwise): events below a subscriber's root reach it with the
+ * directory's path, at any depth; events beside it do not; a directory
+ * moved keeps its handle, and events in it come under its new path (the
+ * cache is flushed), or none once it left the root; a subscriber freed
+ * mid-batch hears nothing more; what was queued before a subscriber came
+ * is not its; the last subscriber's end unmarks the filesystem. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "fan-hub.h"
+
+typedef struct Heard {
+        int events, batches;
+        char last[512]; /* dir/name of the last event */
+        FanSub *sub;
+        FanSub *free_other; /* freed at this one's first event */
+} Heard;
+
+static void on_event(void *u, const char *dir, const char *name, uint64_t mask) {
+        Heard *h = u;
+        h->events++;
+        snprintf(h->last, sizeof h->last, "%s/%s", dir ? dir : "(lost)", name ? name : "");
+        if (h->free_other) {
+                fan_sub_free(h->free_other);
+                h->free_other = NULL;
+        }
+}
+
+static void on_batch(void *u) {
+        ((Heard *)u)->batches++;
+}
+
+static const FanOps ops = { .event = on_event, .batch_end = on_batch };
+
+typedef struct Fixture {
+        uv_loop_t loop;
+        FanHub *hub;
+        char dir[64];
+} Fixture;
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        assert_int_equal(uv_loop_init(&f->loop), 0);
+        snprintf(f->dir, sizeof f->dir, "/var/tmp/test-fan-hub.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        if (fan_new(&f->loop, &f->hub) < 0)
+                f->hub = NULL; /* not root: each case skips */
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        fan_free(f->hub);
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(uv_loop_close(&f->loop), 0);
+        free(f);
+        return 0;
+}
+
+static void path(const Fixture *f, const char *rel, char *buf, size_t n) {
+        snprintf(buf, n, "%s/%s", f->dir, rel);
+}
+
+static void make(const Fixture *f, const char *rel, bool dir) {
+        char p[512];
+        path(f, rel, p, sizeof p);
+        if (dir)
+                assert_int_equal(mkdir(p, 0755), 0);
+        else {
+                int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                assert_true(fd >= 0);
+                close(fd);
+        }
+}
+
+static void below_the_root_only(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "ws", true);
+        make(f, "ws/a", true);
+        make(f, "ws/a/b", true);
+        make(f, "beside", true);
+        char root[512], want[600];
+        path(f, "ws", root, sizeof root);
+        Heard h = {};
+        char *roots[] = { root };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &h, roots, 1, &h.sub), 0);
+        assert_int_equal(fan_n_filesystems(f->hub), 1);
+        make(f, "beside/x.pem", false);
+        assert_true(fan_drain(f->hub));
+        assert_int_equal(h.events, 0);
+        make(f, "ws/a/b/key.pem", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(h.events >= 1); /* the create, and its close after writing */
+        assert_int_equal(h.batches, 1);
+        snprintf(want, sizeof want, "%s/a/b/key.pem", root);
+        assert_string_equal(h.last, want);
+        fan_sub_free(h.sub);
+        assert_int_equal(fan_n_filesystems(f->hub), 0);
+}
+
+static void moved_directory_follows(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "ws", true);
+        make(f, "ws/d", true);
+        make(f, "out", true);
+        char root[512], want[600];
+        path(f, "ws", root, sizeof root);
+        Heard h = {};
+        char *roots[] = { root };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &h, roots, 1, &h.sub), 0);
+        make(f, "ws/d/one", false);
+        assert_true(fan_drain(f->hub)); /* d's path is remembered now */
+        char from[512], to[512];
+        path(f, "ws/d", from, sizeof from);
+        path(f, "ws/.aws", to, sizeof to);
+        assert_int_equal(rename(from, to), 0);
+        make(f, "ws/.aws/credentials", false);
+        h.events = 0;
+        assert_true(fan_drain(f->hub));
+        assert_true(h.events >= 2); /* the move, then the file */
+        snprintf(want, sizeof want, "%s/.aws/credentials", root);
+        assert_string_equal(h.last, want);
+        /* Out of the root: nothing more. */
+        path(f, "out/aws", from, sizeof from);
+        assert_int_equal(rename(to, from), 0);
+        assert_true(fan_drain(f->hub));
+        h.events = 0;
+        make(f, "out/aws/later", false);
+        assert_true(fan_drain(f->hub));
+        assert_int_equal(h.events, 0);
+        fan_sub_free(h.sub);
+}
+
+static void freed_mid_batch_hears_nothing_more(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "ws", true);
+        char root[512];
+        path(f, "ws", root, sizeof root);
+        Heard a = {}, b = {};
+        char *roots[] = { root };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &a, roots, 1, &a.sub), 0);
+        assert_int_equal(fan_sub_new(f->hub, &ops, &b, roots, 1, &b.sub), 0);
+        assert_int_equal(fan_n_filesystems(f->hub), 1); /* one mark for both */
+        /* b was added last: it hears first and frees a. */
+        b.free_other = a.sub;
+        make(f, "ws/x", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(b.events >= 1);
+        assert_int_equal(a.events, 0);
+        assert_int_equal(a.batches, 0);
+        assert_int_equal(fan_n_filesystems(f->hub), 1);
+        fan_sub_free(b.sub);
+        assert_int_equal(fan_n_filesystems(f->hub), 0);
+}
+
+/* The mark is the filesystem's: the host making a workspace's files
+ * before its watch starts queues events; they are not its news. */
+static void queued_before_is_not_news(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "one", true);
+        make(f, "two", true);
+        char one[512], two[512];
+        path(f, "one", one, sizeof one);
+        path(f, "two", two, sizeof two);
+        Heard a = {}, b = {};
+        char *ra[] = { one }, *rb[] = { two };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &a, ra, 1, &a.sub), 0);
+        make(f, "two/.envrc", false);
+        assert_int_equal(fan_sub_new(f->hub, &ops, &b, rb, 1, &b.sub), 0);
+        assert_true(fan_drain(f->hub));
+        assert_int_equal(b.events, 0);
+        make(f, "two/later", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(b.events >= 1);
+        fan_sub_free(a.sub);
+        fan_sub_free(b.sub);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(below_the_root_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(moved_directory_follows, setup, teardown),
+                cmocka_unit_test_setup_teardown(freed_mid_batch_hears_nothing_more, setup, teardown),
+                cmocka_unit_test_setup_teardown(queued_before_is_not_news, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
