@@ -248,6 +248,10 @@ static void test_decode_call(void **state) {
                 "{\"name\":\"file_read\",\"arguments\":{\"path\":\"a\",\"limit\":8388609}}",
                 "{\"name\":\"file_read\",\"arguments\":{\"path\":\"\"}}",
                 "{\"name\":\"file_write\",\"arguments\":{\"path\":\"a\"}}",
+                "{\"name\":\"file_write\",\"arguments\":{\"path\":\"a\",\"content\":\"x\",\"content_base64\":\"eA==\"}}",
+                "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"A=B\":\"x\"}}}",
+                "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"\":\"x\"}}}",
+                "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"A\":1}}}",
                 "{\"name\":\"file_edit\",\"arguments\":{\"path\":\"a\",\"old_string\":\"\",\"new_string\":\"b\"}}",
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -273,6 +277,19 @@ static void test_request(void **state) {
         assert_int_equal(mcp_call_request(&c, "/ws", &req, &raw, &n), 0);
         assert_true(json_is_true(json_object_get(req, "binary")));
         assert_null(json_object_get(req, "timeout"));
+        assert_null(json_object_get(req, "env"));
+        assert_null(raw);
+        json_decref(req);
+        /* env and content_base64 go to the daemon API as they came. */
+        json_t *env = json_pack("{s:s}", "K", "v");
+        c = (McpCall) { .tool = MCP_TOOL_PROCESS_START, .command = "ls", .env = env };
+        assert_int_equal(mcp_call_request(&c, "/ws", &req, &raw, &n), 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(req, "env"), "K")), "v");
+        json_decref(req);
+        json_decref(env);
+        c = (McpCall) { .tool = MCP_TOOL_FILE_WRITE, .path = "f", .content_base64 = "AAE=" };
+        assert_int_equal(mcp_call_request(&c, "/ws", &req, &raw, &n), 0);
+        assert_string_equal(json_string_value(json_object_get(req, "content_base64")), "AAE=");
         assert_null(raw);
         json_decref(req);
 }

@@ -113,6 +113,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
                 "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":604800,\"description\":\"Seconds before the command is killed (default and cap: the workspace's limit, 120 s unless configured)\"},"
                 "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the command on standard input (default: none)\"},"
+                "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment variables added for this command only, e.g. {\\\"RUST_LOG\\\":\\\"debug\\\"}\"},"
                 "\"max_output\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8388608,\"description\":\"Most bytes of output to return, head and tail kept (default 24576; the workspace's max_output caps it)\"}}}",
                 false, true,
         },
@@ -134,9 +135,10 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_WRITE] = {
                 "Create or replace a file of the workspace with the given content, atomically (a reader sees "
                 "the old or the new content, never a mix). To change part of a file, prefer file_edit." SANDBOX_NOTE,
-                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
+                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
                 "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace root or absolute\"},"
-                "\"content\":{\"type\":\"string\",\"description\":\"The whole new content of the file\"},"
+                "\"content\":{\"type\":\"string\",\"description\":\"The whole new content of the file (text)\"},"
+                "\"content_base64\":{\"type\":\"string\",\"description\":\"Instead of content: the whole new content in base64, for binary files (at most 768 KiB decoded)\"},"
                 "\"create_parents\":{\"type\":\"boolean\",\"description\":\"Create missing parent directories (default true)\"}}}",
                 false, true,
         },
@@ -161,6 +163,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. \\\"npm run dev\\\"\"},"
                 "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
                 "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":2592000,\"description\":\"Seconds before it is killed (default: none, or the workspace's background_timeout)\"},"
+                "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment variables added for this command only, e.g. {\\\"RUST_LOG\\\":\\\"debug\\\"}\"},"
                 "\"stdin\":{\"type\":\"string\",\"description\":\"Text given on standard input, which is then closed (default: left open for process_input)\"}}}",
                 false, true,
         },
@@ -232,6 +235,7 @@ static const JsonField terminal_fields[] = {
         { "timeout", JSON_FIELD_UINT64, offsetof(McpCall, timeout_s), JSON_FIELD_NULLABLE },
         { "stdin", JSON_FIELD_STRING, offsetof(McpCall, stdin_text), JSON_FIELD_NULLABLE },
         { "max_output", JSON_FIELD_UINT64, offsetof(McpCall, max_output), JSON_FIELD_NULLABLE }, /* terminal only */
+        { "env", JSON_FIELD_STRMAP, offsetof(McpCall, env), JSON_FIELD_NULLABLE },
         {},
 };
 static const JsonField file_read_fields[] = {
@@ -245,7 +249,8 @@ static const JsonField file_read_fields[] = {
 };
 static const JsonField file_write_fields[] = {
         { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
-        { "content", JSON_FIELD_STRING, offsetof(McpCall, content), JSON_FIELD_REQUIRED },
+        { "content", JSON_FIELD_STRING, offsetof(McpCall, content), JSON_FIELD_NULLABLE },
+        { "content_base64", JSON_FIELD_STRING, offsetof(McpCall, content_base64), JSON_FIELD_NULLABLE },
         { "create_parents", JSON_FIELD_BOOL, offsetof(McpCall, create_parents), JSON_FIELD_NULLABLE },
         {},
 };
@@ -356,6 +361,20 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         if (tool == MCP_TOOL_FILE_WRITE && (!json_object_get(args, "create_parents") ||
                                             json_is_null(json_object_get(args, "create_parents"))))
                 c.create_parents = true;
+        if (tool == MCP_TOOL_FILE_WRITE && !c.content == !c.content_base64)
+                return bad_arguments(err, p.name, "give the content once: content (text) or content_base64 (binary)");
+        /* It travels in the request's header line (raw would need it
+         * decoded here); the line's limit bounds it. */
+        if (c.content_base64 && strlen(c.content_base64) > MCP_WRITE_BASE64_MAX)
+                return bad_arguments(err, p.name, "content_base64 is at most 1 MiB of base64 (768 KiB decoded)");
+        if (c.env) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(c.env, k, v) {
+                        if (!*k || strchr(k, '='))
+                                return bad_arguments(err, p.name, "env names must be non-empty and have no '='");
+                }
+        }
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
         if (c.path && !c.path[0])
@@ -384,6 +403,8 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                         r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
                 if (c->stdin_text)
                         r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                if (c->env)
+                        r |= json_object_set(o, "env", c->env);
                 /* Per stream; the policy's max_output caps it (tool-call.c). */
                 r |= json_object_set_new(o, "max_output", json_integer((json_int_t)c->max_output));
                 r |= json_object_set_new(o, "binary", json_true());
@@ -403,6 +424,10 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                 r |= json_object_set_new(o, "path", json_string(c->path));
                 if (c->create_parents)
                         r |= json_object_set_new(o, "create_parents", json_true());
+                if (c->content_base64) {
+                        r |= json_object_set_new(o, "content_base64", json_string(c->content_base64));
+                        break;
+                }
                 /* Raw: a header line is limited to 1 MiB, content is not. */
                 *ret_raw = c->content;
                 *ret_raw_len = c->content_len;
@@ -421,6 +446,8 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                         r |= json_object_set_new(o, "timeout", json_integer((json_int_t)c->timeout_s));
                 if (c->stdin_text)
                         r |= json_object_set_new(o, "stdin", json_string(c->stdin_text));
+                if (c->env)
+                        r |= json_object_set(o, "env", c->env);
                 break;
         case MCP_TOOL_PROCESS_OUTPUT:
                 r |= json_object_set_new(o, "process", json_integer((json_int_t)c->process));

@@ -33,6 +33,8 @@
  * otherwise, the head and the tail kept; the same bound as a read. */
 #define MCP_OUTPUT_DEFAULT (24u * 1024u)
 #define MCP_TIMEOUT_MAX_S (7u * 24u * 3600u)
+/* file_write: content_base64 goes in the request's header line (1 MiB). */
+#define MCP_WRITE_BASE64_MAX (1000u * 1024u)
 
 typedef enum McpTool {
         MCP_TOOL_TERMINAL,
@@ -77,6 +79,7 @@ typedef struct McpCall {
         uint64_t timeout_s;   /* 0: the workspace's limit */
         uint64_t max_output;  /* terminal: bytes of output shown; MCP_OUTPUT_DEFAULT when absent */
         const char *stdin_text;
+        json_t *env;          /* terminal, process_start: variables added for this command (borrowed) */
         /* file tools */
         const char *path;
         uint64_t offset;
@@ -85,6 +88,7 @@ typedef struct McpCall {
         bool line_numbers;    /* file_read: each line shown after its number (cat -n) */
         const char *content;  /* file_write */
         size_t content_len;
+        const char *content_base64; /* file_write: binary content instead of content (sent as it is) */
         bool create_parents;
         const char *old_string, *new_string; /* file_edit */
         bool replace_all;
