@@ -7,7 +7,7 @@ _vectora_sandbox() {
         local cur prev verb i
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        local verbs="check plan exec run read write edit shell start logs stop ps status metrics mcp allow init help"
+        local verbs="check plan exec run read ls write edit shell start logs stop ps status metrics mcp allow init help"
         local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
         local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--start-line|--max-lines|--max-output|--old|--new"
 
@@ -41,6 +41,7 @@ _vectora_sandbox() {
         check | plan | shell | mcp) opts="--require-sandbox" ;;
         exec | run) opts="--timeout --max-output -e --env --cwd --no-stdin --require-sandbox" ;;
         read) opts="--offset --limit --start-line --max-lines --require-sandbox" ;;
+        ls) opts="--max-entries --require-sandbox" ;;
         write) opts="--no-parents --require-sandbox" ;;
         edit) opts="--old --new --all --require-sandbox" ;;
         init) opts="--force" ;;
@@ -58,6 +59,7 @@ _vectora_sandbox() {
         fi
         case $verb in
         read | write | edit) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        ls) COMPREPLY=($(compgen -d -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -c -- "$cur")) ;;
         *) COMPREPLY=() ;;
         esac

@@ -54,6 +54,7 @@ typedef enum CliOptId {
         OPT_ALL,
         OPT_FORCE,
         OPT_FOLLOW,
+        OPT_MAX_ENTRIES,
         _OPT_MAX,
 } CliOptId;
 /* The last of the options common to every verb. */
@@ -102,6 +103,7 @@ int verb_run(const CliArgs *a);
 int verb_read(const CliArgs *a);
 int verb_write(const CliArgs *a);
 int verb_edit(const CliArgs *a);
+int verb_ls(const CliArgs *a);
 int verb_shell(const CliArgs *a);
 int verb_status(const CliArgs *a);
 int verb_metrics(const CliArgs *a);

@@ -39,6 +39,7 @@ const CliOptSpec cli_options[_OPT_MAX] = {
         [OPT_NEW] = { "new", 0, "TEXT", "the replacement text" },
         [OPT_ALL] = { "all", 0, NULL, "replace every occurrence of --old" },
         [OPT_FORCE] = { "force", 0, NULL, "replace an existing vectora.toml" },
+        [OPT_MAX_ENTRIES] = { "max-entries", 0, "N", "list at most N entries, the first by name (1..2000, default 500)" },
         [OPT_FOLLOW] = { "follow", 'f', NULL, "keep printing new output until the process ends; exit with its status" },
 };
 

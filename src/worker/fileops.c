@@ -345,7 +345,7 @@ static int entry_cmp(const void *a, const void *b) {
 }
 
 int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
-        ProtocolPathRequest req;
+        ProtocolListDirRequest req;
         _cleanup_(resolved_done) Resolved r = RESOLVED_INIT;
         ProtocolDirEntry *entries = NULL;
         size_t n = 0, cap = 0;
@@ -372,18 +372,12 @@ int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
         while ((errno = 0, de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                unsigned type = de->d_type;
-                ProtocolFileType t;
-                if (type == DT_UNKNOWN) {
-                        struct stat st;
-                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                continue; /* gone meanwhile */
-                        t = protocol_file_type_from_mode(st.st_mode);
-                } else
-                        t = type == DT_REG ? PROTOCOL_FILE_FILE
-                            : type == DT_DIR ? PROTOCOL_FILE_DIR
-                            : type == DT_LNK ? PROTOCOL_FILE_SYMLINK
-                                             : PROTOCOL_FILE_OTHER;
+                /* One fstatat per entry: the size is what a listing is
+                 * for, and it gives the type d_type may not. */
+                struct stat st;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone meanwhile */
+                ProtocolFileType t = protocol_file_type_from_mode(st.st_mode);
                 char *child = NULL;
                 if (asprintf(&child, "%s/%s", streq(r.path, "/") ? "" : r.path, de->d_name) < 0) {
                         k = -ENOMEM;
@@ -408,7 +402,7 @@ int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
                         k = -ENOMEM;
                         break;
                 }
-                entries[n++] = (ProtocolDirEntry) { .name = name, .type = t };
+                entries[n++] = (ProtocolDirEntry) { .name = name, .type = t, .size = (uint64_t) st.st_size };
         }
         if (k == 0 && errno != 0)
                 k = negative_errno();
@@ -416,7 +410,11 @@ int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
         if (k == 0) {
                 if (n)
                         qsort(entries, n, sizeof *entries, entry_cmp);
-                ProtocolListDirReply rep = { .entries = entries, .n_entries = n };
+                /* Sorted first, then cut: the same call shows the same
+                 * entries. */
+                bool cut = req.max_entries && n > req.max_entries;
+                ProtocolListDirReply rep = { .entries = entries, .n_entries = cut ? (size_t) req.max_entries : n,
+                                             .total = n, .truncated = cut };
                 k = protocol_encode_list_dir_reply(out, req.head.id, &rep);
                 if (k < 0)
                         vs_error_set(err, k, "%s: cannot encode the reply", r.path);

@@ -56,8 +56,9 @@ static void decode_all(json_t *o, size_t raw_len) {
         if (protocol_decode_stat_request(o, &pr, &e) == 0)
                 (void) protocol_encode_stat_request(&b, pr.head.id, pr.path);
         vs_error_free(e), e = NULL;
-        if (protocol_decode_list_dir_request(o, &pr, &e) == 0)
-                (void) protocol_encode_list_dir_request(&b, pr.head.id, pr.path);
+        ProtocolListDirRequest ld_req;
+        if (protocol_decode_list_dir_request(o, &ld_req, &e) == 0)
+                (void) protocol_encode_list_dir_request(&b, ld_req.head.id, &ld_req);
         vs_error_free(e), e = NULL;
         ProtocolCancelRequest cr;
         if (protocol_decode_cancel_request(o, &cr, &e) == 0)

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The agent's finding and writing tools (docs/protocol.md, docs/mcp.md),
 each through the daemon API, the MCP server (embedded and through a
-vectora-sandboxd) and the CLI: env on terminal and process_start reaches
-that command and not the next; binary writes (content_base64) round trip
-with NUL bytes. TAP."""
+vectora-sandboxd) and the CLI: list_dir (names, types, sizes, bounded,
+masked names left out, a symlink out of the workspace listed, not
+followed); env on terminal and process_start reaches that command and not
+the next; binary writes (content_base64) round trip with NUL bytes. TAP."""
 import base64
 import os
 import subprocess
@@ -63,6 +64,61 @@ def cli(env, mode, ws, *args):
                           env=env, capture_output=True, text=True)
 
 
+def listing_ws(tmp, name):
+    files = {"README.md": "hello\n", "src/main.c": "int main;\n", ".env": "SECRET=1\n", "key.pem": "PEM\n",
+             "sub/deeper/.env": "S=2\n"}
+    files.update({"many/f%04d.txt" % i: "x" * i for i in range(300)})
+    ws = vtest.make_ws(tmp, name, TOML, files)
+    os.symlink("/etc", os.path.join(ws, "etc-link"))
+    return ws
+
+
+def t_list_dir(tmp):
+    for mode, env in modes(tmp):
+        ws = listing_ws(tmp, "ls-" + mode)
+        m = session(ws, env)
+        try:
+            r = m.call("list_dir")
+            t = text_of(r)
+            check(not r["result"]["isError"], "[%s] %r" % (mode, r))
+            # The jail's placeholders (.mcp.json, .envrc/, ...) are listed as it shows them.
+            check("\nREADME.md\t6\netc-link@\nmany/\n" in t and "\nsrc/\nsub/\n" in t, "[%s] %r" % (mode, t))
+            names = [ln.split("\t")[0] for ln in t.split("\n")]
+            check(".env" not in names and "key.pem" not in names and "SECRET" not in t, "[%s] masked names: %r" % (mode, t))
+            sc = r["result"]["structuredContent"]
+            check(sc["total"] == len(sc["entries"]) and not sc["truncated"], "[%s] %r" % (mode, sc))
+            t = text_of(m.call("list_dir", path="many"))
+            check(t.count(".txt\t") == 200 and "[200 of 300 entries shown" in t and t.startswith("f0000.txt\t0\n"),
+                  "[%s] MCP default 200: %r" % (mode, t[-200:]))
+            t = text_of(m.call("list_dir", path="many", max_entries=2))
+            check(t == "f0000.txt\t0\nf0001.txt\t1\n[2 of 300 entries shown: raise max_entries (at most 2000), "
+                  "or list a subdirectory]\n" + t.split("\n", 3)[3], "[%s] %r" % (mode, t))
+            t = text_of(m.call("list_dir", path="sub/deeper"))
+            check(t.startswith("[0 entries in sub/deeper]"), "[%s] only a masked name: %r" % (mode, t))
+            r = m.call("list_dir", path="etc-link")
+            check(r["result"]["isError"], "[%s] a symlink out of the workspace is not followed: %r" % (mode, text_of(r)))
+            r = m.call("list_dir", path=".env")
+            check(r["result"]["isError"] and "denied" in text_of(r), "[%s] %r" % (mode, text_of(r)))
+            r = m.call("list_dir", max_entries=2001)
+            check(r["result"]["isError"] and "max_entries" in text_of(r), "[%s] %r" % (mode, text_of(r)))
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(env, ws, {"tool": "list_dir", "path": "many", "max_entries": 3})
+            check(r["ok"] and [e["name"] for e in r["entries"]] == ["f0000.txt", "f0001.txt", "f0002.txt"]
+                  and r["entries"][2] == {"name": "f0002.txt", "type": "file", "size": 2}
+                  and r["total"] == 300 and r["truncated"], r)
+            r = api(env, ws, {"tool": "list_dir"})
+            check(r["ok"] and {"name": "src", "type": "dir"} in r["entries"] and len(r["entries"]) == r["total"], r)
+            r = api(env, ws, {"tool": "list_dir", "max_entries": 5000})
+            check(r["error"]["code"] == "bad_request", r)
+        out = cli(env, mode, ws, "ls")
+        check(out.returncode == 0 and "\nREADME.md\t6\netc-link@\nmany/\n" in out.stdout and ".env\n" not in out.stdout,
+              "[%s] CLI: %r" % (mode, out))
+        out = cli(env, mode, ws, "ls", "many", "--max-entries", "1")
+        check(out.returncode == 0 and out.stdout == "f0000.txt\t0\n" and "1 of 300" in out.stderr, "[%s] CLI: %r" % (mode, out))
+
+
 def t_env_reaches_one_command(tmp):
     for mode, env in modes(tmp):
         ws = vtest.make_ws(tmp, "env-" + mode, TOML, {})
@@ -115,7 +171,7 @@ def t_base64_write_round_trip(tmp):
 
 def main():
     try:
-        return vtest.run_cases(tap, [t_env_reaches_one_command, t_base64_write_round_trip], "vectora-find-")
+        return vtest.run_cases(tap, [t_list_dir, t_env_reaches_one_command, t_base64_write_round_trip], "vectora-find-")
     finally:
         for d in _daemon:
             d.stop()

@@ -312,7 +312,7 @@ static void test_stat_and_list_dir(void **state) {
         _cleanup_free_ char *lnk = at("sub/link");
         assert_int_equal(symlink("b.txt", lnk), 0);
         strbuf_clear(&b);
-        assert_int_equal(protocol_encode_list_dir_request(&b, 10, "sub"), 0);
+        assert_int_equal(protocol_encode_list_dir_request(&b, 10, &(ProtocolListDirRequest){ .path = "sub" }), 0);
         assert_int_equal(serve(&b, fileops_list_dir, false, &m), 0);
         ProtocolListDirReply l;
         assert_int_equal(protocol_decode_list_dir_reply(m.obj, &l, NULL), 0);
@@ -324,6 +324,21 @@ static void test_stat_and_list_dir(void **state) {
         snprintf(want, sizeof want, "b.txt:%d inner:%d link:%d", PROTOCOL_FILE_FILE, PROTOCOL_FILE_DIR,
                  PROTOCOL_FILE_SYMLINK);
         assert_string_equal(names.data, want);
+        assert_int_equal(l.total, 3);
+        assert_false(l.truncated);
+        assert_int_equal(l.entries[0].size, 2); /* "b\n" */
+        protocol_list_dir_reply_done(&l);
+        jsonl_msg_done(&m);
+
+        /* max_entries: the first by name, and the reply says what was left. */
+        strbuf_clear(&b);
+        assert_int_equal(protocol_encode_list_dir_request(&b, 11, &(ProtocolListDirRequest){ .path = "sub", .max_entries = 2 }), 0);
+        assert_int_equal(serve(&b, fileops_list_dir, false, &m), 0);
+        assert_int_equal(protocol_decode_list_dir_reply(m.obj, &l, NULL), 0);
+        assert_int_equal(l.n_entries, 2);
+        assert_int_equal(l.total, 3);
+        assert_true(l.truncated);
+        assert_string_equal(l.entries[1].name, "inner");
         protocol_list_dir_reply_done(&l);
         jsonl_msg_done(&m);
         assert_int_equal(unlink(lnk), 0);

@@ -180,8 +180,9 @@ static void test_tools_list(void **state) {
                 json_t *s = json_object_get(t, "inputSchema");
                 assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
                 assert_true(json_is_false(json_object_get(s, "additionalProperties")));
-                /* process_list alone takes no argument. */
-                assert_true(json_array_size(json_object_get(s, "required")) >= 1 || i == MCP_TOOL_PROCESS_LIST);
+                /* process_list and list_dir (the root by default) need no argument. */
+                assert_true(json_array_size(json_object_get(s, "required")) >= 1 || i == MCP_TOOL_PROCESS_LIST ||
+                            i == MCP_TOOL_LIST_DIR);
                 assert_int_equal(mcp_tool_needs_daemon((McpTool)i), i >= MCP_TOOL_PROCESS_START);
         }
         json_decref(l);

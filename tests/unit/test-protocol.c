@@ -230,16 +230,17 @@ static int dec_stat(json_t *obj, size_t raw_len, bool check, VsError **err) {
 }
 
 static int enc_list_dir(StrBuf *out) {
-        return protocol_encode_list_dir_request(out, 10, ".");
+        return protocol_encode_list_dir_request(out, 10, &(ProtocolListDirRequest){ .path = ".", .max_entries = 5 });
 }
 
 static int dec_list_dir(json_t *obj, size_t raw_len, bool check, VsError **err) {
-        ProtocolPathRequest r = {};
+        ProtocolListDirRequest r = {};
         int k = protocol_decode_list_dir_request(obj, &r, err);
         if (k >= 0 && check) {
                 assert_int_equal(r.head.id, 10);
                 assert_int_equal(r.head.op, PROTOCOL_OP_LIST_DIR);
                 assert_string_equal(r.path, ".");
+                assert_int_equal(r.max_entries, 5);
         }
         return k;
 }

@@ -7,6 +7,7 @@
 #include "api.h"
 #include "json-util.h"
 #include "jsonl.h"
+#include "mcp-find.h"
 #include "strbuf.h"
 #include "utf8.h"
 
@@ -21,6 +22,7 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_READ] = "file_read",
         [MCP_TOOL_FILE_WRITE] = "file_write",
         [MCP_TOOL_FILE_EDIT] = "file_edit",
+        [MCP_TOOL_LIST_DIR] = "list_dir",
         [MCP_TOOL_PROCESS_START] = "process_start",
         [MCP_TOOL_PROCESS_OUTPUT] = "process_output",
         [MCP_TOOL_PROCESS_INPUT] = "process_input",
@@ -34,6 +36,7 @@ static const ApiTool api_tools[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_READ] = API_TOOL_FILE_READ,
         [MCP_TOOL_FILE_WRITE] = API_TOOL_FILE_WRITE,
         [MCP_TOOL_FILE_EDIT] = API_TOOL_FILE_EDIT,
+        [MCP_TOOL_LIST_DIR] = API_TOOL_LIST_DIR,
         [MCP_TOOL_PROCESS_START] = API_TOOL_PROCESS_START,
         [MCP_TOOL_PROCESS_OUTPUT] = API_TOOL_PROCESS_OUTPUT,
         [MCP_TOOL_PROCESS_INPUT] = API_TOOL_PROCESS_INPUT,
@@ -154,6 +157,7 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence (default false: exactly one must exist)\"}}}",
                 false, true,
         },
+        [MCP_TOOL_LIST_DIR] = { MCP_LIST_DIR_DESCRIPTION SANDBOX_NOTE, MCP_LIST_DIR_SCHEMA, true, false },
         [MCP_TOOL_PROCESS_START] = {
                 "Start a long-running command (a dev server, a watcher, a REPL) in the background with "
                 "/bin/sh -c COMMAND and return its process id at once. It keeps running across tool calls "
@@ -261,6 +265,11 @@ static const JsonField file_edit_fields[] = {
         { "replace_all", JSON_FIELD_BOOL, offsetof(McpCall, replace_all), JSON_FIELD_NULLABLE },
         {},
 };
+static const JsonField list_dir_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_NULLABLE },
+        { "max_entries", JSON_FIELD_UINT64, offsetof(McpCall, max_entries), JSON_FIELD_NULLABLE },
+        {},
+};
 static const JsonField process_output_fields[] = {
         { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
         { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
@@ -292,6 +301,7 @@ static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_READ] = file_read_fields,
         [MCP_TOOL_FILE_WRITE] = file_write_fields,
         [MCP_TOOL_FILE_EDIT] = file_edit_fields,
+        [MCP_TOOL_LIST_DIR] = list_dir_fields,
 };
 
 static int bad_arguments(VsError **err, const char *tool, const char *why) {
@@ -377,6 +387,9 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         }
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
+        const char *why = mcp_find_check(&c, args);
+        if (why)
+                return bad_arguments(err, p.name, why);
         if (c.path && !c.path[0])
                 return bad_arguments(err, p.name, "path must not be empty");
         if (c.content)
@@ -465,6 +478,9 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                 r |= json_object_set_new(o, "signal", json_string(c->signal ? c->signal : "TERM"));
                 break;
         case MCP_TOOL_PROCESS_LIST:
+                break;
+        case MCP_TOOL_LIST_DIR:
+                r |= mcp_find_request(c, o);
                 break;
         default:
                 r = -1;
@@ -702,6 +718,9 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
                 r |= strbuf_appendf(t, "edited %s: %lld replacement%s", c->path, n, n == 1 ? "" : "s");
                 break;
         }
+        case MCP_TOOL_LIST_DIR:
+                r |= mcp_find_text(c, reply, t);
+                break;
         case MCP_TOOL_PROCESS_START:
                 r |= strbuf_appendf(t, "started background process %lld; read its output with process_output",
                                     (long long)json_integer_value(json_object_get(reply, "process")));

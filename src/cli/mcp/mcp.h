@@ -41,6 +41,7 @@ typedef enum McpTool {
         MCP_TOOL_FILE_READ,
         MCP_TOOL_FILE_WRITE,
         MCP_TOOL_FILE_EDIT,
+        MCP_TOOL_LIST_DIR,
         /* Background processes: served by the daemon only (it keeps them). */
         MCP_TOOL_PROCESS_START,
         MCP_TOOL_PROCESS_OUTPUT,
@@ -92,6 +93,7 @@ typedef struct McpCall {
         bool create_parents;
         const char *old_string, *new_string; /* file_edit */
         bool replace_all;
+        uint64_t max_entries; /* list_dir; MCP_LIST_DEFAULT when absent */
         /* background processes (process_start: command, cwd, timeout_s, stdin_text) */
         uint64_t process;
         uint64_t stdout_offset, stderr_offset, wait_ms; /* process_output */

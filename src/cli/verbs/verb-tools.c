@@ -258,6 +258,45 @@ int verb_write(const CliArgs *a) {
         return 0;
 }
 
+/* ---- ls ---- */
+
+int verb_ls(const CliArgs *a) {
+        int64_t max = API_LIST_DEFAULT;
+        if (a->val[OPT_MAX_ENTRIES] && (max = parse_count(a->val[OPT_MAX_ENTRIES], API_LIST_MAX)) <= 0)
+                return cli_fail_code(a, EXIT_USAGE, api_error_name(API_ERROR_BAD_REQUEST),
+                                     "ls: --max-entries takes 1..%u, not '%s'", API_LIST_MAX, a->val[OPT_MAX_ENTRIES]);
+        _cleanup_(cli_link_freep) CliLink *l = NULL;
+        if (cli_link_new(a, &l) < 0)
+                return oom();
+        json_t *req = json_pack("{s:s,s:s,s:I}", "tool", api_tool_name(API_TOOL_LIST_DIR), "path",
+                                a->n_pos ? a->pos[0] : ".", "max_entries", (json_int_t)max);
+        JsonlMsg m = JSONL_MSG_INIT;
+        int r;
+        if ((r = call(a, l, req, NULL, 0, &m)))
+                return r;
+        if (a->json) {
+                cli_print_json(m.obj);
+                jsonl_msg_done(&m);
+                return 0;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(m.obj, "entries"), i, e) {
+                const char *type = json_string_value(json_object_get(e, "type"));
+                printf("%s%s", json_string_value(json_object_get(e, "name")),
+                       !type ? "" : streq(type, "dir") ? "/" : streq(type, "symlink") ? "@" : "");
+                if (json_object_get(e, "size"))
+                        printf("\t%lld", (long long)json_integer_value(json_object_get(e, "size")));
+                putchar('\n');
+        }
+        if (json_is_true(json_object_get(m.obj, "truncated")))
+                fprintf(stderr, "vectora-sandbox: ls: %zu of %lld entries listed (--max-entries)\n",
+                        json_array_size(json_object_get(m.obj, "entries")),
+                        (long long)json_integer_value(json_object_get(m.obj, "total")));
+        jsonl_msg_done(&m);
+        return 0;
+}
+
 /* ---- edit ---- */
 
 int verb_edit(const CliArgs *a) {

@@ -9,6 +9,7 @@ static const CliOptId opts_exec[] = { OPT_TIMEOUT, OPT_MAX_OUTPUT, OPT_ENV, OPT_
 static const CliOptId opts_read[] = { OPT_OFFSET, OPT_LIMIT, OPT_START_LINE, OPT_MAX_LINES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_write[] = { OPT_NO_PARENTS, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_edit[] = { OPT_OLD, OPT_NEW, OPT_ALL, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_ls[] = { OPT_MAX_ENTRIES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_init[] = { OPT_FORCE, END };
 static const CliOptId opts_mcp[] = { OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_none[] = { END };
@@ -50,6 +51,11 @@ const CliVerb cli_verbs[] = {
           "concurrent change between reading and writing is never overwritten: the edit is applied again to the new\n"
           "content (up to 16 times).",
           opts_edit, 1, 1, false },
+        { "ls", verb_ls, "[-w DIR] [PATH] [--max-entries N]", "list a directory through the jail's file tool",
+          "Lists the directory PATH (default: the workspace root) through the jail's file tool: one entry a line, a\n"
+          "directory with / after it, a symlink with @, a file's size after a tab, sorted by name. Masked paths are\n"
+          "not listed. When more entries exist than --max-entries, a last line on stderr says how many.",
+          opts_ls, 0, 1, false },
         { "shell", verb_shell, "[-w DIR]", "interactive terminal (PTY); daemon only",
           "Opens an interactive terminal in the workspace through the daemon. In a sandboxed workspace it is a PTY in\n"
           "the jail running /bin/sh -i as the jail's user, never a shell on the host; a policy change ends it (exit\n"

@@ -116,6 +116,25 @@ static void edit_args(VsApiCall *c, VsToolArgs *ret) {
                              .new_text = a->new_string, .replace_all = a->replace_all };
 }
 
+/* ---- list_dir ---- */
+
+static int list_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiListArgs *a = c->args;
+        if (a->max_entries > API_LIST_MAX)
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST),
+                                         "\"max_entries\" is at most %u", API_LIST_MAX);
+        if (a->path && !a->path[0])
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"path\" must not be empty");
+        c->target = json_string(a->path ? a->path : ".");
+        return c->target ? 0 : -ENOMEM;
+}
+
+static void list_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiListArgs *a = c->args;
+        *ret = (VsToolArgs){ .tool = VS_TOOL_LIST_DIR, .path = a->path ? a->path : ".",
+                             .max_entries = a->max_entries ? a->max_entries : API_LIST_DEFAULT };
+}
+
 /* ---- the table ---- */
 
 typedef struct Tool {
@@ -138,6 +157,8 @@ static const Tool tools[_API_TOOL_MAX] = {
                                   offsetof(ApiWriteArgs, path) },
         [API_TOOL_FILE_EDIT] = { api_file_edit_table, sizeof(ApiEditArgs), edit_prepare, edit_args, NULL,
                                  offsetof(ApiEditArgs, path) },
+        [API_TOOL_LIST_DIR] = { api_list_dir_table, sizeof(ApiListArgs), list_prepare, list_args, NULL,
+                                offsetof(ApiListArgs, path) },
 };
 
 bool api_call_serves(ApiTool which) {

@@ -25,6 +25,7 @@ static const char *const tool_names[_API_TOOL_MAX] = {
         [API_TOOL_STATUS] = "status",
         [API_TOOL_METRICS] = "metrics",
         [API_TOOL_CANCEL] = "cancel",
+        [API_TOOL_LIST_DIR] = "list_dir",
 };
 
 const char *api_tool_name(ApiTool t) {
@@ -269,6 +270,13 @@ const JsonField api_file_edit_table[] = {
         { "old_string", JSON_FIELD_STRING, offsetof(ApiEditArgs, old_string), JSON_FIELD_REQUIRED, NULL },
         { "new_string", JSON_FIELD_STRING, offsetof(ApiEditArgs, new_string), JSON_FIELD_REQUIRED, NULL },
         { "replace_all", JSON_FIELD_BOOL, offsetof(ApiEditArgs, replace_all), 0, NULL },
+        {},
+};
+
+const JsonField api_list_dir_table[] = {
+        ENVELOPE,
+        { "path", JSON_FIELD_STRING, offsetof(ApiListArgs, path), JSON_FIELD_NULLABLE, NULL },
+        { "max_entries", JSON_FIELD_UINT64, offsetof(ApiListArgs, max_entries), JSON_FIELD_NULLABLE, NULL },
         {},
 };
 

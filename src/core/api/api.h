@@ -36,6 +36,7 @@ typedef enum ApiTool {
         API_TOOL_STATUS,
         API_TOOL_METRICS,
         API_TOOL_CANCEL, /* the daemon's: a call in flight on the same connection */
+        API_TOOL_LIST_DIR,
         _API_TOOL_MAX,
         _API_TOOL_INVALID = -EINVAL,
 } ApiTool;
@@ -183,6 +184,16 @@ typedef struct ApiEditArgs {
         bool replace_all;
 } ApiEditArgs;
 extern const JsonField api_file_edit_table[];
+
+/* list_dir: "path" (default the workspace root), "max_entries" (default
+ * API_LIST_DEFAULT, at most API_LIST_MAX: the reply is one line). */
+#define API_LIST_DEFAULT 500u
+#define API_LIST_MAX 2000u
+typedef struct ApiListArgs {
+        const char *path;
+        uint64_t max_entries;
+} ApiListArgs;
+extern const JsonField api_list_dir_table[];
 
 typedef struct ApiStatusArgs {
         const char *workspace;

@@ -64,6 +64,10 @@ int tool_call_encode(VsToolCall *c, uint64_t wid, StrBuf *out) {
                 };
                 return protocol_encode_write_file_request(out, wid, &q, a->data ? a->data : "", a->data_len);
         }
+        case VS_TOOL_LIST_DIR: {
+                ProtocolListDirRequest q = { .path = a->path, .max_entries = a->max_entries };
+                return protocol_encode_list_dir_request(out, wid, &q);
+        }
         case VS_TOOL_FILE_EDIT:
                 if (c->stage == 0) {
                         ProtocolReadFileRequest q = { .path = a->path };
@@ -144,6 +148,30 @@ static int write_result(JsonlMsg *m, json_t **ret, VsError **err) {
         return 0;
 }
 
+/* Sizes are said for files only: a directory's st_size means nothing to
+ * an agent. */
+static int list_result(JsonlMsg *m, json_t **ret, VsError **err) {
+        _cleanup_(protocol_list_dir_reply_done) ProtocolListDirReply l = {};
+        if (protocol_decode_list_dir_reply(m->obj, &l, NULL) < 0)
+                return malformed(err, "list_dir");
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < l.n_entries; i++) {
+                json_t *e = json_pack("{s:s,s:s}", "name", l.entries[i].name, "type",
+                                      protocol_file_type_to_string(l.entries[i].type));
+                if (e && l.entries[i].type == PROTOCOL_FILE_FILE &&
+                    json_object_set_new(e, "size", json_integer((json_int_t)l.entries[i].size)) < 0)
+                        json_decref(TAKE_PTR(e));
+                if (!e || json_array_append_new(a, e) < 0)
+                        json_decref(TAKE_PTR(a));
+        }
+        json_t *o = a ? json_pack("{s:o,s:I,s:b}", "entries", a, "total", (json_int_t)l.total, "truncated", l.truncated)
+                      : NULL;
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
 /* file_edit, stage 0: the whole file read; apply the edit to it. */
 static int edit_apply(VsToolCall *c, JsonlMsg *m, VsError **err) {
         ProtocolReadFileReply rf;
@@ -185,6 +213,8 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
                 return read_result(c, m, ret_result, err);
         case VS_TOOL_FILE_WRITE:
                 return write_result(m, ret_result, err);
+        case VS_TOOL_LIST_DIR:
+                return list_result(m, ret_result, err);
         case VS_TOOL_FILE_EDIT:
                 if (c->stage == 0) {
                         if ((r = edit_apply(c, m, err)) < 0)

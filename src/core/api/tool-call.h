@@ -36,6 +36,7 @@ typedef enum VsToolKind {
         VS_TOOL_FILE_READ,
         VS_TOOL_FILE_WRITE,
         VS_TOOL_FILE_EDIT,
+        VS_TOOL_LIST_DIR,
 } VsToolKind;
 
 /* What the caller asks; every pointer is borrowed and must outlive the
@@ -60,6 +61,7 @@ typedef struct VsToolArgs {
         const char *if_sha256;
         const char *old_text, *new_text; /* file_edit */
         bool replace_all;
+        uint64_t max_entries;            /* list_dir */
         /* terminal: stdin (NULL and 0: /dev/null); file_write: content */
         const void *data;
         size_t data_len;

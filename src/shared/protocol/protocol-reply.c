@@ -229,25 +229,29 @@ int protocol_decode_stat_reply(json_t *obj, ProtocolStatReply *ret, VsError **er
 static const JsonField list_dir_reply_table[] = {
         REPLY_FIELDS,
         { "entries", JSON_FIELD_IGNORE, 0, REQUIRED },
+        { "total", JSON_FIELD_UINT64, offsetof(ProtocolListDirReply, total), 0 },
+        { "truncated", JSON_FIELD_BOOL, offsetof(ProtocolListDirReply, truncated), 0 },
         {}
 };
 
 typedef struct EntryWire {
         const char *name;
         const char *type;
+        uint64_t size;
 } EntryWire;
 
 static const JsonField entry_table[] = {
         { "name", JSON_FIELD_STRING, offsetof(EntryWire, name), REQUIRED },
         { "type", JSON_FIELD_STRING, offsetof(EntryWire, type), REQUIRED },
+        { "size", JSON_FIELD_UINT64, offsetof(EntryWire, size), 0 },
         {}
 };
 
 int protocol_encode_list_dir_reply(StrBuf *out, uint64_t id, const ProtocolListDirReply *r) {
         json_t *o = reply_new(id), *a = json_array();
-        int k = o && a && json_object_set(o, "entries", a) == 0 ? 0 : -ENOMEM;
+        int k = o && a && json_object_set(o, "entries", a) == 0 && json_build(o, list_dir_reply_table, r) == 0 ? 0 : -ENOMEM;
         for (size_t i = 0; k >= 0 && i < r->n_entries; i++) {
-                EntryWire w = { r->entries[i].name, protocol_file_type_to_string(r->entries[i].type) };
+                EntryWire w = { r->entries[i].name, protocol_file_type_to_string(r->entries[i].type), r->entries[i].size };
                 json_t *e = json_object();
                 if (!w.type)
                         k = -EINVAL;
@@ -264,7 +268,8 @@ int protocol_encode_list_dir_reply(StrBuf *out, uint64_t id, const ProtocolListD
 }
 
 int protocol_decode_list_dir_reply(json_t *obj, ProtocolListDirReply *ret, VsError **err) {
-        int k = decode_ok_reply(obj, list_dir_reply_table, NULL, err);
+        ProtocolListDirReply r = {};
+        int k = decode_ok_reply(obj, list_dir_reply_table, &r, err);
         if (k < 0)
                 return k;
         json_t *a = json_object_get(obj, "entries");
@@ -280,11 +285,14 @@ int protocol_decode_list_dir_reply(json_t *obj, ProtocolListDirReply *ret, VsErr
                 if (k < 0)
                         return vs_error_prefix(err, "entries[%zu]", i);
                 e[i].name = w.name;
+                e[i].size = w.size;
                 e[i].type = protocol_file_type_from_string(w.type);
                 if (e[i].type < 0)
                         return proto_bad(err, "unknown file type '%.32s'", w.type);
         }
-        *ret = (ProtocolListDirReply) { .entries = TAKE_PTR(e), .n_entries = n };
+        r.entries = TAKE_PTR(e);
+        r.n_entries = n;
+        *ret = r;
         return 0;
 }
 

@@ -208,8 +208,20 @@ int protocol_decode_stat_request(json_t *obj, ProtocolPathRequest *ret, VsError 
         return decode_path_request(obj, PROTOCOL_OP_STAT, ret, err);
 }
 
-int protocol_decode_list_dir_request(json_t *obj, ProtocolPathRequest *ret, VsError **err) {
-        return decode_path_request(obj, PROTOCOL_OP_LIST_DIR, ret, err);
+static const JsonField list_dir_table[] = {
+        HEAD_FIELDS,
+        PATH_FIELD(ProtocolListDirRequest),
+        { "max_entries", JSON_FIELD_UINT64, offsetof(ProtocolListDirRequest, max_entries), OPT },
+        {}
+};
+
+int protocol_decode_list_dir_request(json_t *obj, ProtocolListDirRequest *ret, VsError **err) {
+        ProtocolListDirRequest r = {};
+        int k = decode_request(obj, PROTOCOL_OP_LIST_DIR, list_dir_table, &r.head, &r, err);
+        if (k < 0)
+                return k;
+        *ret = r;
+        return 0;
 }
 
 int protocol_encode_stat_request(StrBuf *out, uint64_t id, const char *path) {
@@ -217,9 +229,8 @@ int protocol_encode_stat_request(StrBuf *out, uint64_t id, const char *path) {
                             NULL, 0);
 }
 
-int protocol_encode_list_dir_request(StrBuf *out, uint64_t id, const char *path) {
-        return proto_encode(out, request_new(id, PROTOCOL_OP_LIST_DIR), path_table,
-                            &(ProtocolPathRequest){ .path = path }, NULL, 0);
+int protocol_encode_list_dir_request(StrBuf *out, uint64_t id, const ProtocolListDirRequest *r) {
+        return proto_encode(out, request_new(id, PROTOCOL_OP_LIST_DIR), list_dir_table, r, NULL, 0);
 }
 
 /* ---- cancel, shutdown ---- */

@@ -232,10 +232,16 @@ typedef struct ProtocolWriteFileRequest {
         /* content: the message's raw payload (none = empty file) */
 } ProtocolWriteFileRequest;
 
-typedef struct ProtocolPathRequest { /* stat, list_dir */
+typedef struct ProtocolPathRequest { /* stat */
         ProtocolRequestHead head;
         const char *path;
 } ProtocolPathRequest;
+
+typedef struct ProtocolListDirRequest {
+        ProtocolRequestHead head;
+        const char *path;
+        uint64_t max_entries; /* entries in the reply, the first by name; 0: all */
+} ProtocolListDirRequest;
 
 typedef struct ProtocolCancelRequest {
         ProtocolRequestHead head;
@@ -248,7 +254,7 @@ void protocol_exec_request_done(ProtocolExecRequest *r);
 int protocol_decode_read_file_request(json_t *obj, ProtocolReadFileRequest *ret, VsError **err);
 int protocol_decode_write_file_request(json_t *obj, ProtocolWriteFileRequest *ret, VsError **err);
 int protocol_decode_stat_request(json_t *obj, ProtocolPathRequest *ret, VsError **err);
-int protocol_decode_list_dir_request(json_t *obj, ProtocolPathRequest *ret, VsError **err);
+int protocol_decode_list_dir_request(json_t *obj, ProtocolListDirRequest *ret, VsError **err);
 int protocol_decode_cancel_request(json_t *obj, ProtocolCancelRequest *ret, VsError **err);
 int protocol_decode_shutdown_request(json_t *obj, ProtocolRequestHead *ret, VsError **err);
 
@@ -260,7 +266,7 @@ int protocol_encode_read_file_request(StrBuf *out, uint64_t id, const ProtocolRe
 int protocol_encode_write_file_request(StrBuf *out, uint64_t id, const ProtocolWriteFileRequest *r,
                                        const void *data, size_t len);
 int protocol_encode_stat_request(StrBuf *out, uint64_t id, const char *path);
-int protocol_encode_list_dir_request(StrBuf *out, uint64_t id, const char *path);
+int protocol_encode_list_dir_request(StrBuf *out, uint64_t id, const ProtocolListDirRequest *r);
 int protocol_encode_cancel_request(StrBuf *out, uint64_t id, uint64_t target);
 int protocol_encode_shutdown_request(StrBuf *out, uint64_t id);
 
@@ -320,11 +326,14 @@ typedef struct ProtocolStatReply {
 typedef struct ProtocolDirEntry {
         const char *name;
         ProtocolFileType type;
+        uint64_t size;             /* st_size (of a symlink itself) */
 } ProtocolDirEntry;
 
 typedef struct ProtocolListDirReply {
         ProtocolDirEntry *entries; /* decode: array owned, names borrowed */
         size_t n_entries;
+        uint64_t total;            /* entries the directory shows (masked ones are not counted) */
+        bool truncated;            /* max_entries left some out */
 } ProtocolListDirReply;
 
 /* stdout_data/stderr_data hold r->stdout_len / r->stderr_len bytes. */
