@@ -7,7 +7,7 @@ _vectora_sandbox() {
         local cur prev verb i
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        local verbs="check plan exec run read ls write edit shell start logs stop ps status metrics mcp allow init help"
+        local verbs="check plan exec run read ls glob grep write edit shell start logs stop ps status metrics mcp allow init help"
         local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
         local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--start-line|--max-lines|--max-output|--old|--new"
 
@@ -42,6 +42,8 @@ _vectora_sandbox() {
         exec | run) opts="--timeout --max-output -e --env --cwd --no-stdin --require-sandbox" ;;
         read) opts="--offset --limit --start-line --max-lines --require-sandbox" ;;
         ls) opts="--max-entries --require-sandbox" ;;
+        glob) opts="--max-results --require-sandbox" ;;
+        grep) opts="-g --glob -i --ignore-case -F --fixed-strings -C --context --max-matches --require-sandbox" ;;
         write) opts="--no-parents --require-sandbox" ;;
         edit) opts="--old --new --all --require-sandbox" ;;
         init) opts="--force" ;;
@@ -60,6 +62,7 @@ _vectora_sandbox() {
         case $verb in
         read | write | edit) COMPREPLY=($(compgen -f -- "$cur")) ;;
         ls) COMPREPLY=($(compgen -d -- "$cur")) ;;
+        glob | grep) COMPREPLY=($(compgen -f -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -c -- "$cur")) ;;
         *) COMPREPLY=() ;;
         esac

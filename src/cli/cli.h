@@ -55,6 +55,12 @@ typedef enum CliOptId {
         OPT_FORCE,
         OPT_FOLLOW,
         OPT_MAX_ENTRIES,
+        OPT_MAX_RESULTS,
+        OPT_MAX_MATCHES,
+        OPT_GLOB,
+        OPT_IGNORE_CASE,
+        OPT_FIXED,
+        OPT_CONTEXT,
         _OPT_MAX,
 } CliOptId;
 /* The last of the options common to every verb. */
@@ -104,6 +110,8 @@ int verb_read(const CliArgs *a);
 int verb_write(const CliArgs *a);
 int verb_edit(const CliArgs *a);
 int verb_ls(const CliArgs *a);
+int verb_glob(const CliArgs *a);
+int verb_grep(const CliArgs *a);
 int verb_shell(const CliArgs *a);
 int verb_status(const CliArgs *a);
 int verb_metrics(const CliArgs *a);

@@ -40,6 +40,12 @@ const CliOptSpec cli_options[_OPT_MAX] = {
         [OPT_ALL] = { "all", 0, NULL, "replace every occurrence of --old" },
         [OPT_FORCE] = { "force", 0, NULL, "replace an existing vectora.toml" },
         [OPT_MAX_ENTRIES] = { "max-entries", 0, "N", "list at most N entries, the first by name (1..2000, default 500)" },
+        [OPT_MAX_RESULTS] = { "max-results", 0, "N", "list at most N paths (1..5000, default 500)" },
+        [OPT_MAX_MATCHES] = { "max-matches", 0, "N", "show at most N matching lines (1..5000, default 200)" },
+        [OPT_GLOB] = { "glob", 'g', "GLOB", "search only files whose path below PATH matches GLOB" },
+        [OPT_IGNORE_CASE] = { "ignore-case", 'i', NULL, "match regardless of case" },
+        [OPT_FIXED] = { "fixed-strings", 'F', NULL, "PATTERN is plain text, not a regex" },
+        [OPT_CONTEXT] = { "context", 'C', "N", "show N lines before and after each match (0..10)" },
         [OPT_FOLLOW] = { "follow", 'f', NULL, "keep printing new output until the process ends; exit with its status" },
 };
 

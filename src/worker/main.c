@@ -228,6 +228,10 @@ static void handle_message(Worker *w, JsonlMsg *m) {
         case PROTOCOL_OP_LIST_DIR:
                 k = fileops_list_dir(&w->policy, m->obj, &w->out, &err);
                 break;
+        case PROTOCOL_OP_GLOB:
+        case PROTOCOL_OP_GREP:
+                k = find_run(&w->policy, m->obj, &w->out, &err);
+                break;
         case PROTOCOL_OP_CANCEL: {
                 ProtocolCancelRequest c;
                 k = protocol_decode_cancel_request(m->obj, &c, &err);

@@ -100,6 +100,8 @@ int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t le
                        VsError **err);
 int fileops_stat(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
 int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
+/* glob and grep (find.c): the walk, its reply appended to out. */
+int find_run(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
 
 /* ---- exec.c ---- */
 

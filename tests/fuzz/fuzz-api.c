@@ -27,12 +27,13 @@ typedef union AnyArgs {
         ApiOutputArgs output;
         ApiControlArgs control;
         ApiListArgs list;
+        ApiFindArgs find;
 } AnyArgs;
 
 static const JsonField *const tables[] = {
         api_run_table,          api_terminal_open_table,   api_file_read_table,     api_file_write_table,
         api_file_edit_table,    api_status_table,          api_no_args_table,       api_process_output_table,
-        api_process_input_table, api_process_signal_table, api_list_dir_table,
+        api_process_input_table, api_process_signal_table, api_list_dir_table, api_glob_table, api_grep_table,
 };
 
 /* Decoded by table: encoded again, that encoding decodes, and encodes the

@@ -100,6 +100,17 @@ static void decode_all(json_t *o, size_t raw_len) {
                 protocol_list_dir_reply_done(&ld);
         }
         vs_error_free(e), e = NULL;
+        /* glob and grep: a decoded request or reply encodes again. */
+        ProtocolFindRequest fq;
+        if (protocol_decode_find_request(o, &fq, &e) == 0 && protocol_encode_find_request(&b, fq.head.id, &fq) == -EINVAL)
+                __builtin_trap();
+        vs_error_free(e), e = NULL;
+        ProtocolFindReply fr;
+        for (ProtocolOp op = PROTOCOL_OP_GLOB; op <= PROTOCOL_OP_GREP; op++) {
+                if (protocol_decode_find_reply(o, op, &fr, &e) == 0 && protocol_encode_find_reply(&b, 0, &fr) == -EINVAL)
+                        __builtin_trap();
+                vs_error_free(e), e = NULL;
+        }
         bool found;
         TRY(protocol_decode_cancel_reply(o, &found, &_e));
 

@@ -3,7 +3,9 @@
 each through the daemon API, the MCP server (embedded and through a
 vectora-sandboxd) and the CLI: list_dir (names, types, sizes, bounded,
 masked names left out, a symlink out of the workspace listed, not
-followed); env on terminal and process_start reaches that command and not
+followed); glob and grep in the worker (masked files never listed or
+read, symlinks not followed, .git and binary files skipped, each limit hit
+and said); env on terminal and process_start reaches that command and not
 the next; binary writes (content_base64) round trip with NUL bytes. TAP."""
 import base64
 import os
@@ -119,6 +121,101 @@ def t_list_dir(tmp):
         check(out.returncode == 0 and out.stdout == "f0000.txt\t0\n" and "1 of 300" in out.stderr, "[%s] CLI: %r" % (mode, out))
 
 
+def find_ws(tmp, name):
+    files = {"src/a.c": "int hello;\nfoo\nHELLO again\nbar\n", "src/deep/x/y.c": "hello deep\n",
+             "src/notes.txt": "hello text\n", ".env": "SECRET=hello\n", "certs/key.pem": "SECRET hello pem\n",
+             "bin.dat": b"hello\x00SECRET", ".git/config": "hello SECRET\n"}
+    files.update({"many/f%03d.txt" % i: "match %d\n" % i for i in range(50)})
+    ws = vtest.make_ws(tmp, name, TOML, files)
+    os.symlink("/etc", os.path.join(ws, "etc-link"))
+    return ws
+
+
+def t_glob(tmp):
+    for mode, env in modes(tmp):
+        ws = find_ws(tmp, "glob-" + mode)
+        m = session(ws, env)
+        try:
+            t = text_of(m.call("glob", pattern="**/*.c"))
+            check(t.startswith("src/a.c\nsrc/deep/x/y.c\n[2 paths]"), "[%s] %r" % (mode, t))
+            t = text_of(m.call("glob", pattern="*.pem"))
+            check(t.startswith("[0 paths]"), "[%s] a masked name is not found: %r" % (mode, t))
+            t = text_of(m.call("glob", pattern="*"))
+            names = t.split("\n")
+            check("etc-link@" in names and "src/deep/x/" in names and ".env" not in names and "certs/key.pem" not in names
+                  and not any(n.startswith("etc-link/") or n.startswith(".git/") for n in names),
+                  "[%s] masked left out, the symlink listed and not followed, .git not entered: %r" % (mode, t))
+            t = text_of(m.call("glob", pattern="f*.txt", path="many", max_results=5))
+            check(t.startswith("f000.txt\nf001.txt\nf002.txt\nf003.txt\nf004.txt\n[5 paths; stopped at the limit: "
+                               "raise max_results"), "[%s] %r" % (mode, t))
+            r = m.call("glob", pattern="[z-a]")
+            check(r["result"]["isError"] and "pattern" in text_of(r), "[%s] a bad glob: %r" % (mode, text_of(r)))
+            r = m.call("glob", pattern="*", path="etc-link")
+            check(r["result"]["isError"] and "denied" in text_of(r), "[%s] %r" % (mode, text_of(r)))
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(env, ws, {"tool": "glob", "pattern": "*.txt", "max_results": 3})
+            check(r["ok"] and r["truncated"] and r["limit"] == "max_results" and len(r["paths"]) == 3
+                  and r["paths"][0] == {"path": "many/f000.txt", "type": "file", "size": 8}, r)
+            r = api(env, ws, {"tool": "glob", "pattern": "*", "max_files": 4})
+            check(r["ok"] and r["limit"] == "max_files" and r["entries_visited"] == 4, r)
+            r = api(env, ws, {"tool": "glob", "pattern": "*", "max_results": 5001})
+            check(r["error"]["code"] == "bad_request", r)
+        out = cli(env, mode, ws, "glob", "**/*.c")
+        check(out.returncode == 0 and out.stdout == "src/a.c\nsrc/deep/x/y.c\n" and "[2 paths]" in out.stderr,
+              "[%s] CLI: %r" % (mode, out))
+
+
+def t_grep(tmp):
+    for mode, env in modes(tmp):
+        ws = find_ws(tmp, "grep-" + mode)
+        m = session(ws, env)
+        try:
+            t = text_of(m.call("grep", pattern="SECRET"))
+            check(t.startswith("[0 matching lines in 0 files;") and "1 binary" in t,
+                  "[%s] masked files, .git and a binary file are not searched: %r" % (mode, t))
+            t = text_of(m.call("grep", pattern="hello", ignore_case=True, context=1, path="src"))
+            check(t.startswith("a.c:1:int hello;\na.c-2-foo\na.c:3:HELLO again\na.c-4-bar\n--\n"
+                               "deep/x/y.c:1:hello deep\n--\nnotes.txt:1:hello text\n[4 matching lines in 3 files; 3 searched]"),
+                  "[%s] %r" % (mode, t))
+            t = text_of(m.call("grep", pattern="hel+o", glob="**/*.c"))
+            check(t.startswith("src/a.c:1:int hello;\nsrc/deep/x/y.c:1:hello deep\n[2 matching lines in 2 files; 2 searched]"),
+                  "[%s] glob filter: %r" % (mode, t))
+            t = text_of(m.call("grep", pattern="l+o", fixed=True))
+            check(t.startswith("[0 matching lines"), "[%s] fixed: %r" % (mode, t))
+            t = text_of(m.call("grep", pattern="match", path="many", max_matches=3))
+            check(t.startswith("f000.txt:1:match 0\nf001.txt:1:match 1\nf002.txt:1:match 2\n[3 matching lines in 3 files; "
+                               "4 searched; stopped at the limit: raise max_matches"), "[%s] %r" % (mode, t))
+            t = text_of(m.call("grep", pattern="hello", path="src/a.c"))
+            check(t.startswith("a.c:1:int hello;\n[1 matching line in 1 file; 1 searched]"), "[%s] one file: %r" % (mode, t))
+            for path in (".env", "certs/key.pem", "etc-link", "etc-link/passwd"):
+                r = m.call("grep", pattern="root", path=path)
+                check(r["result"]["isError"] and "denied" in text_of(r), "[%s] %s: %r" % (mode, path, text_of(r)))
+            r = m.call("grep", pattern="a(")
+            check(r["result"]["isError"] and "pattern" in text_of(r), "[%s] a bad regex: %r" % (mode, text_of(r)))
+        finally:
+            m.close()
+        if mode == "daemon":
+            r = api(env, ws, {"tool": "grep", "pattern": "match", "path": "many", "max_files": 2})
+            check(r["ok"] and r["limit"] == "max_files" and r["files_searched"] == 2 and r["match_count"] == 2, r)
+            r = api(env, ws, {"tool": "grep", "pattern": "match", "path": "many", "max_bytes": 20})
+            check(r["ok"] and r["limit"] == "max_bytes" and r["match_count"] == 2, r)
+            r = api(env, ws, {"tool": "grep", "pattern": "match", "max_bytes": 20})
+            check(r["ok"] and r["limit"] == "max_bytes", r)
+            r = api(env, ws, {"tool": "grep", "pattern": "hello", "path": "src/a.c", "context": 1})
+            check(r["ok"] and r["matches"] == [{"path": "a.c", "line": 1, "text": "int hello;", "match": True},
+                                               {"path": "a.c", "line": 2, "text": "foo", "match": False}]
+                  and not r["truncated"], r)
+            r = api(env, ws, {"tool": "grep", "pattern": "x", "context": 11})
+            check(r["error"]["code"] == "bad_request", r)
+        out = cli(env, mode, ws, "grep", "-i", "HELLO", "src", "-g", "*.txt")
+        check(out.returncode == 0 and out.stdout == "notes.txt:1:hello text\n" and "1 matching line" in out.stderr,
+              "[%s] CLI: %r" % (mode, out))
+        out = cli(env, mode, ws, "grep", "SECRET")
+        check(out.returncode == 1 and out.stdout == "", "[%s] CLI, nothing found: %r" % (mode, out))
+
+
 def t_env_reaches_one_command(tmp):
     for mode, env in modes(tmp):
         ws = vtest.make_ws(tmp, "env-" + mode, TOML, {})
@@ -171,7 +268,7 @@ def t_base64_write_round_trip(tmp):
 
 def main():
     try:
-        return vtest.run_cases(tap, [t_list_dir, t_env_reaches_one_command, t_base64_write_round_trip], "vectora-find-")
+        return vtest.run_cases(tap, [t_list_dir, t_glob, t_grep, t_env_reaches_one_command, t_base64_write_round_trip], "vectora-find-")
     finally:
         for d in _daemon:
             d.stop()

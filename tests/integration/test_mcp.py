@@ -80,7 +80,7 @@ def conversation(mode, ws, env):
         r = m.request("tools/list")
         tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
         report(tag + "tools/list: terminal, file_read, file_write, file_edit, list_dir and the background-process tools",
-               set(tools) == {"terminal", "file_read", "file_write", "file_edit", "list_dir", "process_start",
+               set(tools) == {"terminal", "file_read", "file_write", "file_edit", "list_dir", "glob", "grep", "process_start",
                               "process_output", "process_input", "process_signal", "process_list"}, r)
         report(tag + "each tool has a description and an object schema refusing unknown arguments",
                tools and all(len(t.get("description", "")) > 80 and t["inputSchema"].get("type") == "object"

@@ -6,7 +6,8 @@
  * reply decoded as the daemon reads it. What end-to-end tests reach only
  * through a jail: the read window and whole-file hash, the size limit, the
  * write's preconditions (absent, unchanged), its mode and its temp file,
- * bytes that are not UTF-8 or hold NULs, stat, list_dir's masking. */
+ * bytes that are not UTF-8 or hold NULs, stat, list_dir's masking, glob
+ * and grep's walk (find.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -395,6 +396,89 @@ static void test_sweep(void **state) {
         assert_false(exists(".vectora-tmp-locked"));
 }
 
+/* The results of a glob or grep request, as "path:line:match" or
+ * "path:type" items joined by spaces, and the reply's limit. */
+static void find(const ProtocolFindRequest *q, char *ret, size_t size, const char **ret_limit) {
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        assert_int_equal(protocol_encode_find_request(&b, 12, q), 0);
+        JsonlMsg m;
+        assert_int_equal(serve(&b, find_run, false, &m), 0);
+        ProtocolFindReply r;
+        assert_int_equal(protocol_decode_find_reply(m.obj, q->head.op, &r, NULL), 0);
+        size_t i, n = 0;
+        json_t *e;
+        ret[0] = 0;
+        json_array_foreach(r.results, i, e) {
+                json_t *line = json_object_get(e, "line");
+                n += (size_t)snprintf(ret + n, size - n, "%s%s:%s", i ? " " : "", json_string_value(json_object_get(e, "path")),
+                                      line ? json_is_true(json_object_get(e, "match")) ? "m" : "c"
+                                           : json_string_value(json_object_get(e, "type")));
+                assert_true(n < size);
+        }
+        static char limit[32];
+        snprintf(limit, sizeof limit, "%s", r.limit ? r.limit : "");
+        *ret_limit = limit;
+        jsonl_msg_done(&m);
+}
+
+static void test_glob_and_grep(void **state) {
+        char got[512];
+        const char *limit;
+        _cleanup_free_ char *out = at("sub/out");
+        assert_int_equal(symlink("/etc", out), 0);
+        put("sub/bin", "hello\0x", 7);
+        put("sub/c.txt", "one\nhello\ntwo\nthree\nhello\n", 26);
+
+        /* Masked names are not listed (sub/.env, secrets/), a symlink is
+         * listed and not entered. */
+        ProtocolFindRequest q = { .head.op = PROTOCOL_OP_GLOB, .path = "sub", .pattern = "*" };
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "b.txt:file bin:file c.txt:file inner:dir out:symlink");
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GLOB, .path = ".", .pattern = "**/key" };
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "");
+        q.path = "sub";
+        q.pattern = "*.txt";
+        q.max_results = 1;
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "b.txt:file");
+        assert_string_equal(limit, "max_results");
+
+        /* grep: masked files never read, the binary one skipped, the
+         * symlink not followed; context lines once each. */
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GREP, .path = ".", .pattern = "SECRET|root:" };
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "");
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GREP, .path = "sub", .pattern = "HEL+O", .ignore_case = true,
+                                   .context = 1 };
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "c.txt:c c.txt:m c.txt:c c.txt:c c.txt:m");
+        assert_string_equal(limit, "");
+        q.fixed = true;
+        q.pattern = "HELLO";
+        q.context = 0;
+        q.max_results = 1;
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "c.txt:m");
+        assert_string_equal(limit, "max_results");
+
+        /* A bad regex, a masked path: refused. */
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        JsonlMsg m;
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GREP, .path = ".", .pattern = "a(" };
+        assert_int_equal(protocol_encode_find_request(&b, 13, &q), 0);
+        assert_refused(serve(&b, find_run, false, &m), EINVAL, "bad_request");
+        strbuf_clear(&b);
+        q.path = "secrets";
+        q.pattern = "k";
+        assert_int_equal(protocol_encode_find_request(&b, 14, &q), 0);
+        assert_refused(serve(&b, find_run, false, &m), EACCES, "denied");
+        _cleanup_free_ char *bin = at("sub/bin"), *c = at("sub/c.txt");
+        assert_int_equal(unlink(out), 0);
+        assert_int_equal(unlink(bin), 0);
+        assert_int_equal(unlink(c), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_read_window_and_hash),
@@ -403,6 +487,7 @@ int main(void) {
                 cmocka_unit_test(test_write_preconditions),
                 cmocka_unit_test(test_write_mode_parents_and_refusals),
                 cmocka_unit_test(test_stat_and_list_dir),
+                cmocka_unit_test(test_glob_and_grep),
                 cmocka_unit_test(test_sweep),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

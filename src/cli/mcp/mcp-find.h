@@ -25,6 +25,40 @@
         "\"path\":{\"type\":\"string\",\"description\":\"Directory, relative to the workspace root or absolute (default: the root)\"}," \
         "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":2000,\"description\":\"Most entries to show (default 200)\"}}}"
 
+/* glob: paths shown unless "max_results" says otherwise; grep: matching
+ * lines (context lines come on top). */
+#define MCP_GLOB_DEFAULT 200u
+#define MCP_GREP_DEFAULT 100u
+#define MCP_FIND_MAX 5000u
+
+#define MCP_GLOB_DESCRIPTION                                                                                         \
+        "Find files and directories of the workspace by a glob pattern: '*' and '?' within a name, '**' across "      \
+        "directories, '[a-z]' classes. A pattern without '/' matches the name at any depth (\"*.py\"); one with "  \
+        "'/' is anchored at path (\"src/**/*.c\"). Symlinks are listed, not followed; .git and masked paths are "    \
+        "left out. Results are sorted by path; the result says when a limit stopped the search."
+
+#define MCP_GLOB_SCHEMA                                                                                               \
+        "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"      \
+        "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The glob, e.g. \\\"**/*.test.ts\\\"\"}," \
+        "\"path\":{\"type\":\"string\",\"description\":\"Directory searched, relative to the workspace root or absolute (default: the root)\"}," \
+        "\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,\"description\":\"Most paths to return (default 200)\"}}}"
+
+#define MCP_GREP_DESCRIPTION                                                                                         \
+        "Search the contents of the workspace's files for a POSIX extended regular expression (or plain text with "   \
+        "fixed), and show each matching line as path:line:text, with context lines as path-line-text. Binary and "  \
+        "very large files, .git, symlinks and masked paths are skipped. Limit the files with glob (\"*.c\", "     \
+        "\"src/**\"); the result says how many matched and when a limit stopped the search."
+
+#define MCP_GREP_SCHEMA                                                                                               \
+        "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"      \
+        "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"POSIX extended regex, e.g. \\\"fn [a-z_]+\\\\(\\\" (no \\\\d or \\\\w: use [0-9], [[:alnum:]_])\"}," \
+        "\"path\":{\"type\":\"string\",\"description\":\"Directory or file searched, relative to the workspace root or absolute (default: the root)\"}," \
+        "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose path below path matches this glob\"}," \
+        "\"fixed\":{\"type\":\"boolean\",\"description\":\"pattern is plain text, not a regex (default false)\"}," \
+        "\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Match regardless of case (default false)\"}," \
+        "\"context\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10,\"description\":\"Lines shown before and after each match (default 0)\"}," \
+        "\"max_matches\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,\"description\":\"Most matching lines to return (default 100)\"}}}"
+
 /* Checks the call's arguments after the table decoded them; a message for
  * the agent (bad_arguments) or NULL. Fills defaults. */
 const char *mcp_find_check(McpCall *c, json_t *args);

@@ -23,6 +23,8 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_WRITE] = "file_write",
         [MCP_TOOL_FILE_EDIT] = "file_edit",
         [MCP_TOOL_LIST_DIR] = "list_dir",
+        [MCP_TOOL_GLOB] = "glob",
+        [MCP_TOOL_GREP] = "grep",
         [MCP_TOOL_PROCESS_START] = "process_start",
         [MCP_TOOL_PROCESS_OUTPUT] = "process_output",
         [MCP_TOOL_PROCESS_INPUT] = "process_input",
@@ -37,6 +39,8 @@ static const ApiTool api_tools[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_WRITE] = API_TOOL_FILE_WRITE,
         [MCP_TOOL_FILE_EDIT] = API_TOOL_FILE_EDIT,
         [MCP_TOOL_LIST_DIR] = API_TOOL_LIST_DIR,
+        [MCP_TOOL_GLOB] = API_TOOL_GLOB,
+        [MCP_TOOL_GREP] = API_TOOL_GREP,
         [MCP_TOOL_PROCESS_START] = API_TOOL_PROCESS_START,
         [MCP_TOOL_PROCESS_OUTPUT] = API_TOOL_PROCESS_OUTPUT,
         [MCP_TOOL_PROCESS_INPUT] = API_TOOL_PROCESS_INPUT,
@@ -158,6 +162,8 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
                 false, true,
         },
         [MCP_TOOL_LIST_DIR] = { MCP_LIST_DIR_DESCRIPTION SANDBOX_NOTE, MCP_LIST_DIR_SCHEMA, true, false },
+        [MCP_TOOL_GLOB] = { MCP_GLOB_DESCRIPTION SANDBOX_NOTE, MCP_GLOB_SCHEMA, true, false },
+        [MCP_TOOL_GREP] = { MCP_GREP_DESCRIPTION SANDBOX_NOTE, MCP_GREP_SCHEMA, true, false },
         [MCP_TOOL_PROCESS_START] = {
                 "Start a long-running command (a dev server, a watcher, a REPL) in the background with "
                 "/bin/sh -c COMMAND and return its process id at once. It keeps running across tool calls "
@@ -270,6 +276,22 @@ static const JsonField list_dir_fields[] = {
         { "max_entries", JSON_FIELD_UINT64, offsetof(McpCall, max_entries), JSON_FIELD_NULLABLE },
         {},
 };
+static const JsonField glob_fields[] = {
+        { "pattern", JSON_FIELD_STRING, offsetof(McpCall, pattern), JSON_FIELD_REQUIRED },
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_NULLABLE },
+        { "max_results", JSON_FIELD_UINT64, offsetof(McpCall, max_results), JSON_FIELD_NULLABLE },
+        {},
+};
+static const JsonField grep_fields[] = {
+        { "pattern", JSON_FIELD_STRING, offsetof(McpCall, pattern), JSON_FIELD_REQUIRED },
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_NULLABLE },
+        { "glob", JSON_FIELD_STRING, offsetof(McpCall, glob), JSON_FIELD_NULLABLE },
+        { "fixed", JSON_FIELD_BOOL, offsetof(McpCall, fixed), JSON_FIELD_NULLABLE },
+        { "ignore_case", JSON_FIELD_BOOL, offsetof(McpCall, ignore_case), JSON_FIELD_NULLABLE },
+        { "context", JSON_FIELD_UINT64, offsetof(McpCall, context), JSON_FIELD_NULLABLE },
+        { "max_matches", JSON_FIELD_UINT64, offsetof(McpCall, max_results), JSON_FIELD_NULLABLE },
+        {},
+};
 static const JsonField process_output_fields[] = {
         { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
         { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
@@ -302,6 +324,8 @@ static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
         [MCP_TOOL_FILE_WRITE] = file_write_fields,
         [MCP_TOOL_FILE_EDIT] = file_edit_fields,
         [MCP_TOOL_LIST_DIR] = list_dir_fields,
+        [MCP_TOOL_GLOB] = glob_fields,
+        [MCP_TOOL_GREP] = grep_fields,
 };
 
 static int bad_arguments(VsError **err, const char *tool, const char *why) {
@@ -480,6 +504,8 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
         case MCP_TOOL_PROCESS_LIST:
                 break;
         case MCP_TOOL_LIST_DIR:
+        case MCP_TOOL_GLOB:
+        case MCP_TOOL_GREP:
                 r |= mcp_find_request(c, o);
                 break;
         default:
@@ -719,6 +745,8 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
                 break;
         }
         case MCP_TOOL_LIST_DIR:
+        case MCP_TOOL_GLOB:
+        case MCP_TOOL_GREP:
                 r |= mcp_find_text(c, reply, t);
                 break;
         case MCP_TOOL_PROCESS_START:

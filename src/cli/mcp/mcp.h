@@ -42,6 +42,8 @@ typedef enum McpTool {
         MCP_TOOL_FILE_WRITE,
         MCP_TOOL_FILE_EDIT,
         MCP_TOOL_LIST_DIR,
+        MCP_TOOL_GLOB,
+        MCP_TOOL_GREP,
         /* Background processes: served by the daemon only (it keeps them). */
         MCP_TOOL_PROCESS_START,
         MCP_TOOL_PROCESS_OUTPUT,
@@ -94,6 +96,11 @@ typedef struct McpCall {
         const char *old_string, *new_string; /* file_edit */
         bool replace_all;
         uint64_t max_entries; /* list_dir; MCP_LIST_DEFAULT when absent */
+        const char *pattern;  /* glob, grep */
+        const char *glob;     /* grep: a filter on paths */
+        bool fixed, ignore_case;
+        uint64_t context;
+        uint64_t max_results; /* glob: max_results; grep: max_matches */
         /* background processes (process_start: command, cwd, timeout_s, stdin_text) */
         uint64_t process;
         uint64_t stdout_offset, stderr_offset, wait_ms; /* process_output */

@@ -8,6 +8,7 @@
 #include "fd-util.h"
 #include "jsonl.h"
 #include "link.h"
+#include "mcp-find.h"
 
 /* A non-negative integer option; -1 when it is not one. */
 static int64_t parse_count(const char *s, uint64_t max) {
@@ -258,7 +259,28 @@ int verb_write(const CliArgs *a) {
         return 0;
 }
 
-/* ---- ls ---- */
+/* ---- ls, glob, grep ---- */
+
+/* m's result as the MCP server shows it, its last line (the summary) on
+ * stderr; or the JSON. Consumes m. */
+static int find_print(const CliArgs *a, McpTool tool, JsonlMsg *m) {
+        if (a->json) {
+                cli_print_json(m->obj);
+                jsonl_msg_done(m);
+                return 0;
+        }
+        McpCall c = { .tool = tool, .path = a->n_pos > (tool == MCP_TOOL_LIST_DIR ? 0 : 1) ? a->pos[tool == MCP_TOOL_LIST_DIR ? 0 : 1] : NULL };
+        _cleanup_strbuf_ StrBuf t = STRBUF_INIT;
+        int r = mcp_find_text(&c, m->obj, &t);
+        jsonl_msg_done(m);
+        if (r < 0 || !t.data)
+                return oom();
+        char *last = strrchr(t.data, '\n');
+        last = last ? last + 1 : t.data;
+        fwrite(t.data, 1, (size_t)(last - t.data), stdout);
+        fprintf(stderr, "%s\n", last);
+        return 0;
+}
 
 int verb_ls(const CliArgs *a) {
         int64_t max = API_LIST_DEFAULT;
@@ -274,27 +296,57 @@ int verb_ls(const CliArgs *a) {
         int r;
         if ((r = call(a, l, req, NULL, 0, &m)))
                 return r;
-        if (a->json) {
-                cli_print_json(m.obj);
-                jsonl_msg_done(&m);
+        return find_print(a, MCP_TOOL_LIST_DIR, &m);
+}
+
+/* ---- glob, grep ---- */
+
+static int find_opt(const CliArgs *a, CliOptId o, uint64_t max, json_t *req, const char *key) {
+        if (!a->val[o])
                 return 0;
+        int64_t v = parse_count(a->val[o], max);
+        if (v < 0 || (v == 0 && o != OPT_CONTEXT))
+                return cli_fail_code(a, EXIT_USAGE, api_error_name(API_ERROR_BAD_REQUEST), "%s: --%s takes %s..%llu, not '%s'",
+                                     a->verb->name, cli_options[o].name, o == OPT_CONTEXT ? "0" : "1",
+                                     (unsigned long long)max, a->val[o]);
+        return json_object_set_new(req, key, json_integer((json_int_t)v)) < 0 ? oom() : 0;
+}
+
+static int find_verb(const CliArgs *a, ApiTool tool) {
+        bool grep = tool == API_TOOL_GREP;
+        json_t *req = json_pack("{s:s,s:s,s:s}", "tool", api_tool_name(tool), "pattern", a->pos[0], "path",
+                                a->n_pos > 1 ? a->pos[1] : ".");
+        if (!req)
+                return oom();
+        int r = find_opt(a, grep ? OPT_MAX_MATCHES : OPT_MAX_RESULTS, API_FIND_MAX_RESULTS, req,
+                         grep ? "max_matches" : "max_results");
+        if (!r && grep)
+                r = find_opt(a, OPT_CONTEXT, 10, req, "context");
+        if (!r && grep && (json_object_set_new(req, "ignore_case", json_boolean(a->val[OPT_IGNORE_CASE])) < 0 ||
+                           json_object_set_new(req, "fixed", json_boolean(a->val[OPT_FIXED])) < 0 ||
+                           (a->val[OPT_GLOB] && json_object_set_new(req, "glob", json_string(a->val[OPT_GLOB])) < 0)))
+                r = oom();
+        if (r) {
+                json_decref(req);
+                return r;
         }
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(m.obj, "entries"), i, e) {
-                const char *type = json_string_value(json_object_get(e, "type"));
-                printf("%s%s", json_string_value(json_object_get(e, "name")),
-                       !type ? "" : streq(type, "dir") ? "/" : streq(type, "symlink") ? "@" : "");
-                if (json_object_get(e, "size"))
-                        printf("\t%lld", (long long)json_integer_value(json_object_get(e, "size")));
-                putchar('\n');
-        }
-        if (json_is_true(json_object_get(m.obj, "truncated")))
-                fprintf(stderr, "vectora-sandbox: ls: %zu of %lld entries listed (--max-entries)\n",
-                        json_array_size(json_object_get(m.obj, "entries")),
-                        (long long)json_integer_value(json_object_get(m.obj, "total")));
-        jsonl_msg_done(&m);
-        return 0;
+        _cleanup_(cli_link_freep) CliLink *l = NULL;
+        if (cli_link_new(a, &l) < 0)
+                return oom();
+        JsonlMsg m = JSONL_MSG_INIT;
+        if ((r = call(a, l, req, NULL, 0, &m)))
+                return r;
+        bool none = grep && !json_integer_value(json_object_get(m.obj, "match_count"));
+        r = find_print(a, grep ? MCP_TOOL_GREP : MCP_TOOL_GLOB, &m);
+        return r ? r : none ? EXIT_TOOL : 0;
+}
+
+int verb_glob(const CliArgs *a) {
+        return find_verb(a, API_TOOL_GLOB);
+}
+
+int verb_grep(const CliArgs *a) {
+        return find_verb(a, API_TOOL_GREP);
 }
 
 /* ---- edit ---- */

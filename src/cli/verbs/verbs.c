@@ -10,6 +10,8 @@ static const CliOptId opts_read[] = { OPT_OFFSET, OPT_LIMIT, OPT_START_LINE, OPT
 static const CliOptId opts_write[] = { OPT_NO_PARENTS, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_edit[] = { OPT_OLD, OPT_NEW, OPT_ALL, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_ls[] = { OPT_MAX_ENTRIES, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_glob[] = { OPT_MAX_RESULTS, OPT_REQUIRE_SANDBOX, END };
+static const CliOptId opts_grep[] = { OPT_GLOB, OPT_IGNORE_CASE, OPT_FIXED, OPT_CONTEXT, OPT_MAX_MATCHES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_init[] = { OPT_FORCE, END };
 static const CliOptId opts_mcp[] = { OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_none[] = { END };
@@ -56,6 +58,19 @@ const CliVerb cli_verbs[] = {
           "directory with / after it, a symlink with @, a file's size after a tab, sorted by name. Masked paths are\n"
           "not listed. When more entries exist than --max-entries, a last line on stderr says how many.",
           opts_ls, 0, 1, false },
+        { "glob", verb_glob, "[-w DIR] PATTERN [PATH] [--max-results N]", "find paths by a glob, through the jail",
+          "Prints the paths below PATH (default: the workspace root) that match PATTERN ('*', '?', '[...]' within a\n"
+          "name, '**' across directories; a pattern without '/' matches the name at any depth), one a line, sorted,\n"
+          "a directory with / after it. Symlinks are listed, not followed; .git and masked paths are left out. The\n"
+          "last line, on stderr, counts them and says when a limit stopped the walk.",
+          opts_glob, 1, 2, false },
+        { "grep", verb_grep, "[-w DIR] PATTERN [PATH] [--glob G] [-i] [-F] [-C N] [--max-matches N]",
+          "search file contents by a regex, through the jail",
+          "Prints the lines of the files below PATH (default: the workspace root; or PATH itself, a file) that match\n"
+          "the POSIX extended regex PATTERN, as path:line:text, with context lines as path-line-text. Binary files,\n"
+          "files over 16 MiB, .git, symlinks and masked paths are skipped. The last line, on stderr, counts the\n"
+          "matches and says when a limit stopped the search. Exits 1 when nothing matched, as grep does.",
+          opts_grep, 1, 2, false },
         { "shell", verb_shell, "[-w DIR]", "interactive terminal (PTY); daemon only",
           "Opens an interactive terminal in the workspace through the daemon. In a sandboxed workspace it is a PTY in\n"
           "the jail running /bin/sh -i as the jail's user, never a shell on the host; a policy change ends it (exit\n"

@@ -135,6 +135,33 @@ static void list_args(VsApiCall *c, VsToolArgs *ret) {
                              .max_entries = a->max_entries ? a->max_entries : API_LIST_DEFAULT };
 }
 
+/* ---- glob, grep ---- */
+
+static int find_prepare(VsApiCall *c, JsonlMsg *msg, VsError **err) {
+        ApiFindArgs *a = c->args;
+        const char *bad = !a->pattern[0]                                  ? "\"pattern\" must not be empty"
+                          : a->path && !a->path[0]                        ? "\"path\" must not be empty"
+                          : a->glob && !a->glob[0]                        ? "\"glob\" must not be empty"
+                          : a->max_results > API_FIND_MAX_RESULTS         ? "\"max_results\" / \"max_matches\" is at most 5000"
+                          : a->timeout_ms > API_FIND_MAX_TIMEOUT_MS       ? "\"timeout_ms\" is at most 60000"
+                          : a->context > 10                               ? "\"context\" is at most 10 lines"
+                                                                          : NULL;
+        if (bad)
+                return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "%s", bad);
+        c->target = json_string(a->pattern);
+        return c->target ? 0 : -ENOMEM;
+}
+
+static void find_args(VsApiCall *c, VsToolArgs *ret) {
+        ApiFindArgs *a = c->args;
+        *ret = (VsToolArgs){ .tool = c->which == API_TOOL_GLOB ? VS_TOOL_GLOB : VS_TOOL_GREP,
+                             .path = a->path ? a->path : ".",
+                             .find = { .pattern = a->pattern, .glob = a->glob, .fixed = a->fixed,
+                                       .ignore_case = a->ignore_case, .context = a->context,
+                                       .max_results = a->max_results, .max_files = a->max_files,
+                                       .max_bytes = a->max_bytes, .deadline_ms = a->timeout_ms } };
+}
+
 /* ---- the table ---- */
 
 typedef struct Tool {
@@ -159,6 +186,10 @@ static const Tool tools[_API_TOOL_MAX] = {
                                  offsetof(ApiEditArgs, path) },
         [API_TOOL_LIST_DIR] = { api_list_dir_table, sizeof(ApiListArgs), list_prepare, list_args, NULL,
                                 offsetof(ApiListArgs, path) },
+        [API_TOOL_GLOB] = { api_glob_table, sizeof(ApiFindArgs), find_prepare, find_args, NULL,
+                            offsetof(ApiFindArgs, path) },
+        [API_TOOL_GREP] = { api_grep_table, sizeof(ApiFindArgs), find_prepare, find_args, NULL,
+                            offsetof(ApiFindArgs, path) },
 };
 
 bool api_call_serves(ApiTool which) {

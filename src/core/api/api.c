@@ -26,6 +26,8 @@ static const char *const tool_names[_API_TOOL_MAX] = {
         [API_TOOL_METRICS] = "metrics",
         [API_TOOL_CANCEL] = "cancel",
         [API_TOOL_LIST_DIR] = "list_dir",
+        [API_TOOL_GLOB] = "glob",
+        [API_TOOL_GREP] = "grep",
 };
 
 const char *api_tool_name(ApiTool t) {
@@ -277,6 +279,31 @@ const JsonField api_list_dir_table[] = {
         ENVELOPE,
         { "path", JSON_FIELD_STRING, offsetof(ApiListArgs, path), JSON_FIELD_NULLABLE, NULL },
         { "max_entries", JSON_FIELD_UINT64, offsetof(ApiListArgs, max_entries), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+#define FIND_COMMON                                                                                                    \
+        { "path", JSON_FIELD_STRING, offsetof(ApiFindArgs, path), JSON_FIELD_NULLABLE, NULL },                        \
+                { "pattern", JSON_FIELD_STRING, offsetof(ApiFindArgs, pattern), JSON_FIELD_REQUIRED, NULL },          \
+                { "max_files", JSON_FIELD_UINT64, offsetof(ApiFindArgs, max_files), JSON_FIELD_NULLABLE, NULL },      \
+                { "timeout_ms", JSON_FIELD_UINT64, offsetof(ApiFindArgs, timeout_ms), JSON_FIELD_NULLABLE, NULL }
+
+const JsonField api_glob_table[] = {
+        ENVELOPE,
+        FIND_COMMON,
+        { "max_results", JSON_FIELD_UINT64, offsetof(ApiFindArgs, max_results), JSON_FIELD_NULLABLE, NULL },
+        {},
+};
+
+const JsonField api_grep_table[] = {
+        ENVELOPE,
+        FIND_COMMON,
+        { "glob", JSON_FIELD_STRING, offsetof(ApiFindArgs, glob), JSON_FIELD_NULLABLE, NULL },
+        { "fixed", JSON_FIELD_BOOL, offsetof(ApiFindArgs, fixed), JSON_FIELD_NULLABLE, NULL },
+        { "ignore_case", JSON_FIELD_BOOL, offsetof(ApiFindArgs, ignore_case), JSON_FIELD_NULLABLE, NULL },
+        { "context", JSON_FIELD_UINT64, offsetof(ApiFindArgs, context), JSON_FIELD_NULLABLE, NULL },
+        { "max_matches", JSON_FIELD_UINT64, offsetof(ApiFindArgs, max_results), JSON_FIELD_NULLABLE, NULL },
+        { "max_bytes", JSON_FIELD_UINT64, offsetof(ApiFindArgs, max_bytes), JSON_FIELD_NULLABLE, NULL },
         {},
 };
 

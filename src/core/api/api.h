@@ -37,6 +37,8 @@ typedef enum ApiTool {
         API_TOOL_METRICS,
         API_TOOL_CANCEL, /* the daemon's: a call in flight on the same connection */
         API_TOOL_LIST_DIR,
+        API_TOOL_GLOB,
+        API_TOOL_GREP,
         _API_TOOL_MAX,
         _API_TOOL_INVALID = -EINVAL,
 } ApiTool;
@@ -194,6 +196,23 @@ typedef struct ApiListArgs {
         uint64_t max_entries;
 } ApiListArgs;
 extern const JsonField api_list_dir_table[];
+
+/* glob and grep: a walk in the worker (docs/protocol.md). Limits given as
+ * 0 or left out are the worker's defaults; max_results is "max_matches"
+ * on grep. */
+typedef struct ApiFindArgs {
+        const char *path;
+        const char *pattern;
+        const char *glob;
+        bool fixed, ignore_case;
+        uint64_t context;
+        uint64_t max_results, max_files, max_bytes;
+        uint64_t timeout_ms;
+} ApiFindArgs;
+#define API_FIND_MAX_RESULTS 5000u
+#define API_FIND_MAX_TIMEOUT_MS 60000u
+extern const JsonField api_glob_table[];
+extern const JsonField api_grep_table[];
 
 typedef struct ApiStatusArgs {
         const char *workspace;

@@ -68,6 +68,13 @@ int tool_call_encode(VsToolCall *c, uint64_t wid, StrBuf *out) {
                 ProtocolListDirRequest q = { .path = a->path, .max_entries = a->max_entries };
                 return protocol_encode_list_dir_request(out, wid, &q);
         }
+        case VS_TOOL_GLOB:
+        case VS_TOOL_GREP: {
+                ProtocolFindRequest q = a->find;
+                q.head.op = a->tool == VS_TOOL_GLOB ? PROTOCOL_OP_GLOB : PROTOCOL_OP_GREP;
+                q.path = a->path;
+                return protocol_encode_find_request(out, wid, &q);
+        }
         case VS_TOOL_FILE_EDIT:
                 if (c->stage == 0) {
                         ProtocolReadFileRequest q = { .path = a->path };
@@ -172,6 +179,26 @@ static int list_result(JsonlMsg *m, json_t **ret, VsError **err) {
         return 0;
 }
 
+/* The worker's results as they are (each item checked by the decoder),
+ * with what was counted and whether a limit cut the walk short. */
+static int find_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError **err) {
+        ProtocolFindReply f;
+        bool grep = c->a.tool == VS_TOOL_GREP;
+        if (protocol_decode_find_reply(m->obj, grep ? PROTOCOL_OP_GREP : PROTOCOL_OP_GLOB, &f, NULL) < 0)
+                return malformed(err, grep ? "grep" : "glob");
+        json_t *o = json_pack("{s:O,s:I,s:b,s:s?}", grep ? "matches" : "paths", f.results, grep ? "files_searched" : "entries_visited",
+                              (json_int_t)f.files, "truncated", f.limit != NULL, "limit", f.limit);
+        if (o && grep &&
+            (json_object_set_new(o, "match_count", json_integer((json_int_t)f.matches)) < 0 ||
+             json_object_set_new(o, "files_matched", json_integer((json_int_t)f.files_matched)) < 0 ||
+             json_object_set_new(o, "files_skipped", json_integer((json_int_t)f.skipped)) < 0))
+                json_decref(TAKE_PTR(o));
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
 /* file_edit, stage 0: the whole file read; apply the edit to it. */
 static int edit_apply(VsToolCall *c, JsonlMsg *m, VsError **err) {
         ProtocolReadFileReply rf;
@@ -215,6 +242,9 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
                 return write_result(m, ret_result, err);
         case VS_TOOL_LIST_DIR:
                 return list_result(m, ret_result, err);
+        case VS_TOOL_GLOB:
+        case VS_TOOL_GREP:
+                return find_result(c, m, ret_result, err);
         case VS_TOOL_FILE_EDIT:
                 if (c->stage == 0) {
                         if ((r = edit_apply(c, m, err)) < 0)

@@ -37,6 +37,8 @@ typedef enum VsToolKind {
         VS_TOOL_FILE_WRITE,
         VS_TOOL_FILE_EDIT,
         VS_TOOL_LIST_DIR,
+        VS_TOOL_GLOB,
+        VS_TOOL_GREP,
 } VsToolKind;
 
 /* What the caller asks; every pointer is borrowed and must outlive the
@@ -62,6 +64,7 @@ typedef struct VsToolArgs {
         const char *old_text, *new_text; /* file_edit */
         bool replace_all;
         uint64_t max_entries;            /* list_dir */
+        ProtocolFindRequest find;        /* glob, grep: all but path (above) and the head */
         /* terminal: stdin (NULL and 0: /dev/null); file_write: content */
         const void *data;
         size_t data_len;

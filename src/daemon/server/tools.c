@@ -353,6 +353,8 @@ static const ToolShape shapes[_API_TOOL_MAX] = {
         [API_TOOL_FILE_WRITE] = shape_fields,
         [API_TOOL_FILE_EDIT] = shape_fields,
         [API_TOOL_LIST_DIR] = shape_fields,
+        [API_TOOL_GLOB] = shape_fields,
+        [API_TOOL_GREP] = shape_fields,
 };
 
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
@@ -392,6 +394,8 @@ static const Route routes[_API_TOOL_MAX] = {
         [API_TOOL_METRICS] = { .no_workspace = true, .run = metrics_reply },
         [API_TOOL_CANCEL] = { .no_workspace = true, .run = cancel_reply },
         [API_TOOL_LIST_DIR] = { .run = worker_tool },
+        [API_TOOL_GLOB] = { .run = worker_tool },
+        [API_TOOL_GREP] = { .run = worker_tool },
 };
 
 void tools_handle(Client *c, JsonlMsg *m) {
@@ -435,7 +439,7 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
-                                      "policy_allow, status, metrics, cancel, list_dir");
+                                      "policy_allow, status, metrics, cancel, list_dir, glob, grep");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)

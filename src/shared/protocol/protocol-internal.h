@@ -34,6 +34,10 @@ int proto_bad(VsError **err, const char *fmt, const char *arg) _printf_(2, 0);
 int proto_encode(StrBuf *out, json_t *base, const JsonField table[], const void *src, const void *raw,
                  size_t raw_len);
 
+/* Decodes a successful reply through table (with "id" and "ok" ignored);
+ * an error reply is refused. */
+int proto_decode_ok_reply(json_t *obj, const JsonField *table, void *target, VsError **err);
+
 /* "K=V" entries as {"K":"V"} (entries without '=' skipped; NULL gives {}).
  * New reference, NULL on OOM. */
 json_t *proto_env_to_json(char *const *env);

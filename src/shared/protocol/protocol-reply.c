@@ -82,7 +82,7 @@ int protocol_encode_ok(StrBuf *out, uint64_t id) {
 }
 
 /* Decodes a successful reply through table (with "id" and "ok" ignored). */
-static int decode_ok_reply(json_t *obj, const JsonField *table, void *target, VsError **err) {
+int proto_decode_ok_reply(json_t *obj, const JsonField *table, void *target, VsError **err) {
         ProtocolReplyHead h;
         int k = protocol_decode_reply_head(obj, &h, err);
         if (k < 0)
@@ -135,7 +135,7 @@ int protocol_encode_exec_reply(StrBuf *out, uint64_t id, const ProtocolExecReply
 
 int protocol_decode_exec_reply(json_t *obj, size_t raw_len, ProtocolExecReply *ret, VsError **err) {
         ProtocolExecReply r = {};
-        int k = decode_ok_reply(obj, exec_reply_table, &r, err);
+        int k = proto_decode_ok_reply(obj, exec_reply_table, &r, err);
         if (k < 0)
                 return k;
         if (r.stdout_len + r.stderr_len != raw_len)
@@ -163,7 +163,7 @@ int protocol_encode_read_file_reply(StrBuf *out, uint64_t id, const ProtocolRead
 
 int protocol_decode_read_file_reply(json_t *obj, ProtocolReadFileReply *ret, VsError **err) {
         ProtocolReadFileReply r = {};
-        int k = decode_ok_reply(obj, read_file_reply_table, &r, err);
+        int k = proto_decode_ok_reply(obj, read_file_reply_table, &r, err);
         if (k < 0)
                 return k;
         *ret = r;
@@ -184,7 +184,7 @@ int protocol_encode_write_file_reply(StrBuf *out, uint64_t id, const ProtocolWri
 
 int protocol_decode_write_file_reply(json_t *obj, ProtocolWriteFileReply *ret, VsError **err) {
         ProtocolWriteFileReply r = {};
-        int k = decode_ok_reply(obj, write_file_reply_table, &r, err);
+        int k = proto_decode_ok_reply(obj, write_file_reply_table, &r, err);
         if (k < 0)
                 return k;
         *ret = r;
@@ -215,7 +215,7 @@ int protocol_encode_stat_reply(StrBuf *out, uint64_t id, const ProtocolStatReply
 
 int protocol_decode_stat_reply(json_t *obj, ProtocolStatReply *ret, VsError **err) {
         StatWire w = {};
-        int k = decode_ok_reply(obj, stat_reply_table, &w, err);
+        int k = proto_decode_ok_reply(obj, stat_reply_table, &w, err);
         if (k < 0)
                 return k;
         w.r.type = protocol_file_type_from_string(w.type);
@@ -269,7 +269,7 @@ int protocol_encode_list_dir_reply(StrBuf *out, uint64_t id, const ProtocolListD
 
 int protocol_decode_list_dir_reply(json_t *obj, ProtocolListDirReply *ret, VsError **err) {
         ProtocolListDirReply r = {};
-        int k = decode_ok_reply(obj, list_dir_reply_table, &r, err);
+        int k = proto_decode_ok_reply(obj, list_dir_reply_table, &r, err);
         if (k < 0)
                 return k;
         json_t *a = json_object_get(obj, "entries");
@@ -321,7 +321,7 @@ int protocol_encode_cancel_reply(StrBuf *out, uint64_t id, bool found) {
 
 int protocol_decode_cancel_reply(json_t *obj, bool *ret_found, VsError **err) {
         CancelReplyWire w = {};
-        int k = decode_ok_reply(obj, cancel_reply_table, &w, err);
+        int k = proto_decode_ok_reply(obj, cancel_reply_table, &w, err);
         if (k < 0)
                 return k;
         *ret_found = w.found;
@@ -344,7 +344,7 @@ int protocol_encode_session_open_reply(StrBuf *out, uint64_t id, int64_t pid) {
 
 int protocol_decode_session_open_reply(json_t *obj, int64_t *ret_pid, VsError **err) {
         SessionOpenReplyWire w = {};
-        int k = decode_ok_reply(obj, session_open_reply_table, &w, err);
+        int k = proto_decode_ok_reply(obj, session_open_reply_table, &w, err);
         if (k < 0)
                 return k;
         *ret_pid = w.pid;

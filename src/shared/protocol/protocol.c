@@ -26,6 +26,8 @@ static const char *const op_names[_PROTOCOL_OP_MAX] = {
         [PROTOCOL_OP_SESSION_RESIZE] = "session_resize",
         [PROTOCOL_OP_SESSION_SIGNAL] = "session_signal",
         [PROTOCOL_OP_SESSION_PAUSE] = "session_pause",
+        [PROTOCOL_OP_GLOB] = "glob",
+        [PROTOCOL_OP_GREP] = "grep",
 };
 
 const char *protocol_op_to_string(ProtocolOp op) {
@@ -70,6 +72,8 @@ static const bool allowlist[_PROTOCOL_STATE_MAX][_PROTOCOL_OP_MAX] = {
                 [PROTOCOL_OP_SESSION_RESIZE] = true,
                 [PROTOCOL_OP_SESSION_SIGNAL] = true,
                 [PROTOCOL_OP_SESSION_PAUSE] = true,
+                [PROTOCOL_OP_GLOB] = true,
+                [PROTOCOL_OP_GREP] = true,
         },
 };
 

@@ -45,6 +45,8 @@ typedef enum ProtocolOp {
         PROTOCOL_OP_SESSION_RESIZE,
         PROTOCOL_OP_SESSION_SIGNAL,
         PROTOCOL_OP_SESSION_PAUSE,
+        PROTOCOL_OP_GLOB,           /* paths below a directory matching a pattern (find.c) */
+        PROTOCOL_OP_GREP,           /* lines of files below a directory matching a regex */
         _PROTOCOL_OP_MAX,
         _PROTOCOL_OP_INVALID = -1,
 } ProtocolOp;
@@ -56,7 +58,7 @@ ProtocolOp protocol_op_from_string(const char *s);
 /* The worker's states (OpenSSH monitor style allowlist). */
 typedef enum ProtocolState {
         PROTOCOL_STATE_HELLO_SENT, /* accepts: init */
-        PROTOCOL_STATE_READY,      /* accepts: exec read_file write_file stat list_dir cancel shutdown session_* */
+        PROTOCOL_STATE_READY,      /* accepts: exec read_file write_file stat list_dir glob grep cancel shutdown session_* */
         _PROTOCOL_STATE_MAX,
 } ProtocolState;
 
@@ -355,6 +357,45 @@ int protocol_decode_stat_reply(json_t *obj, ProtocolStatReply *ret, VsError **er
 int protocol_encode_list_dir_reply(StrBuf *out, uint64_t id, const ProtocolListDirReply *r);
 int protocol_decode_list_dir_reply(json_t *obj, ProtocolListDirReply *ret, VsError **err);
 void protocol_list_dir_reply_done(ProtocolListDirReply *r);
+
+/* glob and grep: a walk below path, inside the policy (masked paths never
+ * read, symlinks never followed), bounded by the limits below; each 0
+ * means the worker's default (docs/protocol.md). */
+typedef struct ProtocolFindRequest {
+        ProtocolRequestHead head;
+        const char *path;       /* the directory walked (or, for grep, one file) */
+        const char *pattern;    /* glob: a glob (glob.h); grep: a POSIX extended regex, or text with fixed */
+        const char *glob;       /* grep: only files whose path below path matches (NULL: all) */
+        bool fixed;             /* grep: pattern is text, not a regex */
+        bool ignore_case;       /* grep */
+        uint64_t context;       /* grep: lines shown before and after each match */
+        uint64_t max_results;   /* glob: paths; grep: matching lines */
+        uint64_t max_files;     /* entries visited (glob), files read (grep) */
+        uint64_t max_bytes;     /* grep: bytes read in all */
+        uint64_t deadline_ms;   /* the walk stops after this long */
+} ProtocolFindRequest;
+
+int protocol_decode_find_request(json_t *obj, ProtocolFindRequest *ret, VsError **err);
+/* r->head.op says which (PROTOCOL_OP_GLOB or PROTOCOL_OP_GREP). */
+int protocol_encode_find_request(StrBuf *out, uint64_t id, const ProtocolFindRequest *r);
+
+/* results: glob, [{"path","type","size"}]; grep, [{"path","line","text",
+ * "match"}] (match false: a context line), paths relative to the request's
+ * path. limit: which limit ended the walk early ("max_results",
+ * "max_files", "max_bytes", "deadline", "reply_size"), NULL when it ran to
+ * the end. */
+typedef struct ProtocolFindReply {
+        json_t *results;        /* decode: borrowed, each item checked */
+        uint64_t files;         /* entries visited (glob) or files read (grep) */
+        uint64_t matches;       /* grep: matching lines found (all shown unless limit) */
+        uint64_t files_matched; /* grep */
+        uint64_t skipped;       /* grep: binary or over-large files not searched */
+        const char *limit;
+} ProtocolFindReply;
+
+int protocol_encode_find_reply(StrBuf *out, uint64_t id, const ProtocolFindReply *r);
+/* op: the request's, which says the results' shape. */
+int protocol_decode_find_reply(json_t *obj, ProtocolOp op, ProtocolFindReply *ret, VsError **err);
 
 int protocol_encode_cancel_reply(StrBuf *out, uint64_t id, bool found);
 int protocol_decode_cancel_reply(json_t *obj, bool *ret_found, VsError **err);
