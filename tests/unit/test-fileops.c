@@ -462,6 +462,31 @@ static void test_glob_and_grep(void **state) {
         assert_string_equal(got, "c.txt:m");
         assert_string_equal(limit, "max_results");
 
+        /* Lines cut at 400 bytes; results cut where the reply line would
+         * grow past its share, said as such. */
+        size_t big_len = 3000 * 1001;
+        _cleanup_free_ char *big = malloc(big_len);
+        assert_non_null(big);
+        for (size_t i = 0; i < 3000; i++) {
+                memset(big + i * 1001, 'x', 1000);
+                big[i * 1001 + 1000] = '\n';
+        }
+        put("sub/c.txt", big, big_len);
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GREP, .path = "sub/c.txt", .pattern = "x", .max_results = 5000 };
+        {
+                _cleanup_strbuf_ StrBuf rb = STRBUF_INIT;
+                JsonlMsg rm;
+                assert_int_equal(protocol_encode_find_request(&rb, 15, &q), 0);
+                assert_int_equal(serve(&rb, find_run, false, &rm), 0);
+                ProtocolFindReply r;
+                assert_int_equal(protocol_decode_find_reply(rm.obj, PROTOCOL_OP_GREP, &r, NULL), 0);
+                assert_string_equal(r.limit, "reply_size");
+                assert_true(json_array_size(r.results) > 1000 && json_array_size(r.results) < 3000);
+                const char *text = json_string_value(json_object_get(json_array_get(r.results, 0), "text"));
+                assert_int_equal(strlen(text), 400 + strlen(" [...]"));
+                jsonl_msg_done(&rm);
+        }
+
         /* A bad regex, a masked path: refused. */
         _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
         JsonlMsg m;

@@ -253,6 +253,13 @@ static void test_decode_call(void **state) {
                 "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"A=B\":\"x\"}}}",
                 "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"\":\"x\"}}}",
                 "{\"name\":\"terminal\",\"arguments\":{\"command\":\"ls\",\"env\":{\"A\":1}}}",
+                "{\"name\":\"list_dir\",\"arguments\":{\"max_entries\":2001}}",
+                "{\"name\":\"glob\",\"arguments\":{}}",
+                "{\"name\":\"glob\",\"arguments\":{\"pattern\":\"\"}}",
+                "{\"name\":\"glob\",\"arguments\":{\"pattern\":\"*\",\"max_results\":0}}",
+                "{\"name\":\"grep\",\"arguments\":{\"pattern\":\"x\",\"context\":11}}",
+                "{\"name\":\"grep\",\"arguments\":{\"pattern\":\"x\",\"max_matches\":5001}}",
+                "{\"name\":\"grep\",\"arguments\":{\"pattern\":\"x\",\"glob\":\"\"}}",
                 "{\"name\":\"file_edit\",\"arguments\":{\"path\":\"a\",\"old_string\":\"\",\"new_string\":\"b\"}}",
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -297,6 +304,30 @@ static void test_request(void **state) {
 
 static const char *text0(json_t *res) {
         return json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+}
+
+/* A grep result a model could not hold is cut at 24 KiB, saying how to
+ * see the rest; a small one is shown whole, grep -n style. */
+static void test_find_text(void **state) {
+        McpCall c = { .tool = MCP_TOOL_GREP, .pattern = "x" };
+        json_t *reply = json_pack("{s:b,s:[],s:I,s:I,s:I,s:I}", "ok", 1, "matches", "match_count", (json_int_t)500,
+                                  "files_matched", (json_int_t)1, "files_searched", (json_int_t)1, "files_skipped", (json_int_t)0);
+        char text[201];
+        memset(text, 'x', 200);
+        text[200] = 0;
+        for (int i = 1; i <= 500; i++)
+                assert_int_equal(json_array_append_new(json_object_get(reply, "matches"),
+                                                       json_pack("{s:s,s:i,s:s,s:b}", "path", "a.c", "line", i, "text", text,
+                                                                 "match", 1)), 0);
+        json_t *res = NULL;
+        assert_int_equal(mcp_call_result(&c, reply, NULL, 0, "daemon", false, &res), 0);
+        const char *t = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+        assert_true(strlen(t) < 26 * 1024);
+        assert_non_null(strstr(t, "[text cut at 24 KiB: "));
+        assert_non_null(strstr(t, " of 500 lines shown; lower context or max_matches"));
+        assert_true(strncmp(t, "a.c:1:xx", 8) == 0);
+        json_decref(res);
+        json_decref(reply);
 }
 
 static void test_result(void **state) {
@@ -353,7 +384,7 @@ int main(void) {
                 cmocka_unit_test(test_tools_list),
                 cmocka_unit_test(test_decode_call),
                 cmocka_unit_test(test_request),
-                cmocka_unit_test(test_result),
+                cmocka_unit_test(test_find_text), cmocka_unit_test(test_result),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

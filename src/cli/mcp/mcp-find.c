@@ -61,13 +61,29 @@ int mcp_find_request(const McpCall *c, json_t *o) {
         return r ? -ENOMEM : 0;
 }
 
+/* Past this much text the lines stop (a model's context, as terminal's
+ * default); cut_note says where and how to see the rest. */
+#define TEXT_BUDGET (24u * 1024u)
+
+static bool over_budget(const StrBuf *t, size_t start, bool cap) {
+        return cap && t->len - start > TEXT_BUDGET;
+}
+
+static int cut_note(StrBuf *t, size_t shown, size_t all, const char *how) {
+        return strbuf_appendf(t, "[text cut at 24 KiB: %zu of %zu lines shown; %s]\n", shown, all, how);
+}
+
 /* One line per entry, as ls -F shows it, a file's size after a tab. */
-static int list_dir_text(const McpCall *c, json_t *reply, StrBuf *t) {
+static int list_dir_text(const McpCall *c, json_t *reply, bool cap, StrBuf *t) {
         json_t *entries = json_object_get(reply, "entries");
-        size_t i;
+        size_t i, start = t->len;
         json_t *e;
         int r = 0;
         json_array_foreach(entries, i, e) {
+                if (over_budget(t, start, cap)) {
+                        r |= cut_note(t, i, json_array_size(entries), "lower max_entries or list a subdirectory");
+                        break;
+                }
                 const char *type = json_string_value(json_object_get(e, "type"));
                 const char *mark = !type ? "" : streq(type, "dir") ? "/" : streq(type, "symlink") ? "@" : "";
                 r |= strbuf_appendf(t, "%s%s", json_string_value(json_object_get(e, "name")), mark);
@@ -96,12 +112,16 @@ static int limit_note(json_t *reply, const char *more, StrBuf *t) {
         return strbuf_appendf(t, "; stopped at the %s limit: narrow the search (path, glob)", limit);
 }
 
-static int glob_text(json_t *reply, StrBuf *t) {
+static int glob_text(json_t *reply, bool cap, StrBuf *t) {
         json_t *paths = json_object_get(reply, "paths");
-        size_t i;
+        size_t i, start = t->len;
         json_t *e;
         int r = 0;
         json_array_foreach(paths, i, e) {
+                if (over_budget(t, start, cap)) {
+                        r |= cut_note(t, i, json_array_size(paths), "lower max_results or narrow the pattern or path");
+                        break;
+                }
                 const char *type = json_string_value(json_object_get(e, "type"));
                 r |= strbuf_appendf(t, "%s%s\n", json_string_value(json_object_get(e, "path")),
                                     !type ? "" : streq(type, "dir") ? "/" : streq(type, "symlink") ? "@" : "");
@@ -115,7 +135,7 @@ static int glob_text(json_t *reply, StrBuf *t) {
 /* As grep -n shows them: path:line:text for a match, path-line-text for
  * context and, when there is context, "--" between groups that do not
  * touch. */
-static int grep_text(json_t *reply, StrBuf *t) {
+static int grep_text(json_t *reply, bool cap, StrBuf *t) {
         json_t *lines = json_object_get(reply, "matches");
         const char *prev_path = NULL;
         json_int_t prev_line = 0;
@@ -123,8 +143,13 @@ static int grep_text(json_t *reply, StrBuf *t) {
         json_t *e;
         int r = 0;
         bool context = false;
+        size_t start = t->len;
         json_array_foreach(lines, i, e) context = context || !json_is_true(json_object_get(e, "match"));
         json_array_foreach(lines, i, e) {
+                if (over_budget(t, start, cap)) {
+                        r |= cut_note(t, i, json_array_size(lines), "lower context or max_matches, or narrow the search (path, glob)");
+                        break;
+                }
                 const char *path = json_string_value(json_object_get(e, "path"));
                 json_int_t line = json_integer_value(json_object_get(e, "line"));
                 bool match = json_is_true(json_object_get(e, "match"));
@@ -148,14 +173,14 @@ static int grep_text(json_t *reply, StrBuf *t) {
         return r < 0 ? -ENOMEM : 0;
 }
 
-int mcp_find_text(const McpCall *c, json_t *reply, StrBuf *t) {
+int mcp_find_text(const McpCall *c, json_t *reply, bool cap, StrBuf *t) {
         switch (c->tool) {
         case MCP_TOOL_LIST_DIR:
-                return list_dir_text(c, reply, t);
+                return list_dir_text(c, reply, cap, t);
         case MCP_TOOL_GLOB:
-                return glob_text(reply, t);
+                return glob_text(reply, cap, t);
         case MCP_TOOL_GREP:
-                return grep_text(reply, t);
+                return grep_text(reply, cap, t);
         default:
                 return 0;
         }

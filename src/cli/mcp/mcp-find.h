@@ -64,5 +64,6 @@
 const char *mcp_find_check(McpCall *c, json_t *args);
 /* The daemon API request's arguments for the call, added to o. */
 int mcp_find_request(const McpCall *c, json_t *o);
-/* The result text of a successful reply. */
-int mcp_find_text(const McpCall *c, json_t *reply, StrBuf *t);
+/* The result text of a successful reply; with cap, its lines stop at 24
+ * KiB (a model's context) with a note saying how to see the rest. */
+int mcp_find_text(const McpCall *c, json_t *reply, bool cap, StrBuf *t);

@@ -747,7 +747,7 @@ static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t 
         case MCP_TOOL_LIST_DIR:
         case MCP_TOOL_GLOB:
         case MCP_TOOL_GREP:
-                r |= mcp_find_text(c, reply, t);
+                r |= mcp_find_text(c, reply, true, t);
                 break;
         case MCP_TOOL_PROCESS_START:
                 r |= strbuf_appendf(t, "started background process %lld; read its output with process_output",

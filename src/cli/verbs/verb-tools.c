@@ -271,7 +271,7 @@ static int find_print(const CliArgs *a, McpTool tool, JsonlMsg *m) {
         }
         McpCall c = { .tool = tool, .path = a->n_pos > (tool == MCP_TOOL_LIST_DIR ? 0 : 1) ? a->pos[tool == MCP_TOOL_LIST_DIR ? 0 : 1] : NULL };
         _cleanup_strbuf_ StrBuf t = STRBUF_INIT;
-        int r = mcp_find_text(&c, m->obj, &t);
+        int r = mcp_find_text(&c, m->obj, false, &t);
         jsonl_msg_done(m);
         if (r < 0 || !t.data)
                 return oom();
