@@ -487,6 +487,20 @@ static void test_glob_and_grep(void **state) {
                 jsonl_msg_done(&rm);
         }
 
+        /* The deadline: a walk of 10000 entries does not fit in 1 ms; it
+         * stops and says so. */
+        _cleanup_free_ char *many = at("many");
+        assert_int_equal(mkdir(many, 0755), 0);
+        for (int i = 0; i < 10000; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "many/f%05d", i);
+                put(name, "", 0);
+        }
+        q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GLOB, .path = "many", .pattern = "nothing", .deadline_ms = 1 };
+        find(&q, got, sizeof got, &limit);
+        assert_string_equal(got, "");
+        assert_string_equal(limit, "deadline");
+
         /* A bad regex, a masked path: refused. */
         _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
         JsonlMsg m;
