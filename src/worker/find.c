@@ -346,6 +346,49 @@ static int walk(Find *f, int dfd, const char *rel, unsigned depth) {
         return k;
 }
 
+/* pattern with \d and \D (outside brackets) as [0-9] and [^0-9]: the
+ * GNU regex engine knows \w, \s and \b but takes \d for a plain d, and an
+ * agent used to PCRE would search for the wrong thing without a word. */
+char *find_regex_translate(const char *pattern) {
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        bool bracket = false;
+        int r = 0;
+        for (const char *s = pattern; *s && r >= 0; s++) {
+                if (bracket) {
+                        /* "[]" and "[^]" start with a literal ']'; a class
+                         * such as [:digit:] holds one too. */
+                        if (*s == '[' && (s[1] == ':' || s[1] == '=' || s[1] == '.')) {
+                                const char *end = strchr(s + 2, s[1]);
+                                while (end && end[1] != ']')
+                                        end = strchr(end + 1, s[1]);
+                                size_t n = end ? (size_t)(end + 2 - s) : strlen(s);
+                                r = strbuf_append(&b, s, n);
+                                s += n - 1;
+                                continue;
+                        }
+                        bracket = *s != ']';
+                        r = strbuf_appendc(&b, *s);
+                } else if (*s == '\\' && (s[1] == 'd' || s[1] == 'D')) {
+                        r = strbuf_appends(&b, s[1] == 'd' ? "[0-9]" : "[^0-9]");
+                        s++;
+                } else if (*s == '\\' && s[1]) {
+                        r = strbuf_append(&b, s, 2);
+                        s++;
+                } else if (*s == '[') {
+                        bracket = true;
+                        r = strbuf_appendc(&b, '[');
+                        if (r >= 0 && s[1] == '^')
+                                r = strbuf_appendc(&b, *++s);
+                        if (r >= 0 && s[1] == ']')
+                                r = strbuf_appendc(&b, *++s);
+                } else
+                        r = strbuf_appendc(&b, *s);
+        }
+        if (r < 0 || strbuf_appendc(&b, 0) < 0)
+                return NULL;
+        return TAKE_PTR(b.data);
+}
+
 static uint64_t or_default(uint64_t v, uint64_t def) {
         return v ? v : def;
 }
@@ -374,7 +417,10 @@ int find_run(const Policy *p, json_t *obj, StrBuf *out, VsError **err) {
                                                  vs_error_message(e));
         }
         if (!glob_op && !f.req.fixed) {
-                int rc = regcomp(&f.re, f.req.pattern, REG_EXTENDED | REG_NOSUB | (f.req.ignore_case ? REG_ICASE : 0));
+                _cleanup_free_ char *re = find_regex_translate(f.req.pattern);
+                if (!re)
+                        return -ENOMEM;
+                int rc = regcomp(&f.re, re, REG_EXTENDED | REG_NOSUB | (f.req.ignore_case ? REG_ICASE : 0));
                 if (rc != 0) {
                         char msg[256];
                         regerror(rc, &f.re, msg, sizeof msg);

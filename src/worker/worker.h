@@ -102,6 +102,9 @@ int fileops_stat(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
 int fileops_list_dir(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
 /* glob and grep (find.c): the walk, its reply appended to out. */
 int find_run(const Policy *p, json_t *obj, StrBuf *out, VsError **err);
+/* grep's pattern with \d and \D outside brackets as [0-9] and [^0-9];
+ * NULL on OOM. */
+char *find_regex_translate(const char *pattern);
 
 /* ---- exec.c ---- */
 

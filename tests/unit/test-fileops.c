@@ -462,6 +462,23 @@ static void test_glob_and_grep(void **state) {
         assert_string_equal(got, "c.txt:m");
         assert_string_equal(limit, "max_results");
 
+        /* \d is a digit, as an agent used to PCRE means it (GNU regex would
+         * take it for a d), outside brackets only. */
+        put("sub/c.txt", "id 42\nd only\nback\\slash\n", 24);
+        static const struct {
+                const char *pattern, *want;
+        } digits[] = {
+                { "\\d+", "c.txt:m" },
+                { "[[:digit:]]\\d$", "c.txt:m" },
+                { "^\\D\\D ", "c.txt:m" },
+                { "[\\d]", "c.txt:m c.txt:m c.txt:m" }, /* a bracket's backslash and d are literal */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(digits); i++) {
+                q = (ProtocolFindRequest){ .head.op = PROTOCOL_OP_GREP, .path = "sub/c.txt", .pattern = digits[i].pattern };
+                find(&q, got, sizeof got, &limit);
+                assert_string_equal(got, digits[i].want);
+        }
+
         /* Lines cut at 400 bytes; results cut where the reply line would
          * grow past its share, said as such. */
         size_t big_len = 3000 * 1001;

@@ -51,7 +51,7 @@
 
 #define MCP_GREP_SCHEMA                                                                                               \
         "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"      \
-        "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"POSIX extended regex, e.g. \\\"fn [a-z_]+\\\\(\\\" (no \\\\d or \\\\w: use [0-9], [[:alnum:]_])\"}," \
+        "\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":\"POSIX extended regex, e.g. \\\"fn [a-z_]+\\\\(\\\" (\\\\d, \\\\w, \\\\s and \\\\b work; no lookaround or lazy quantifiers)\"}," \
         "\"path\":{\"type\":\"string\",\"description\":\"Directory or file searched, relative to the workspace root or absolute (default: the root)\"}," \
         "\"glob\":{\"type\":\"string\",\"description\":\"Only files whose path below path matches this glob\"}," \
         "\"fixed\":{\"type\":\"boolean\",\"description\":\"pattern is plain text, not a regex (default false)\"}," \
