@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
                    make_ws)
-from vdaemon import (SANDBOX, PtyShell, alive, comm, free_port, http_get, proc_tree, pty_audit,  # noqa: E402
+from vdaemon import (SANDBOX, PtyShell, alive, comm, free_port, http_get, proc_tree, pty_audit, worker_procs,  # noqa: E402
                      term)
 
 notes = []
@@ -209,8 +209,7 @@ def t_many_workspaces(d, tmp):
 def find_worker(d, ws):
     w = d.ws_status(ws)
     bw = w["worker"]["pid"]
-    kids = [p for p in proc_tree(bw) if comm(p) == "vectora-worker"]
-    return bw, kids
+    return bw, worker_procs(bw)
 
 
 def t_spawn_burst(d, tmp):

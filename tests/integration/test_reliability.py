@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, check, chown_tree, make_ws  # noqa: E402
-from vdaemon import (CG_TOPS, SANDBOX, alive, comm, instance_groups, instance_id, proc_tree, rss_kib, term,  # noqa: E402
+from vdaemon import (CG_TOPS, SANDBOX, alive, comm, instance_groups, instance_id, proc_tree, rss_kib, term, worker_procs,  # noqa: E402
                      ws_groups)
 
 # A sanitizer build (it also makes a static uninstrumented worker) keeps
@@ -684,7 +684,7 @@ def t_killed_write_temp_swept(d, tmp):
         while not [t for t in temps(ws) if t not in keep and t != stale] and time.time() - t0 < 10:
             time.sleep(0.002)
         w = d.ws_status(ws)["worker"]
-        kids = [p for p in proc_tree(w["pid"]) if comm(p) == "vectora-worker"] if w else []
+        kids = worker_procs(w["pid"]) if w else []
         if kids:
             os.kill(kids[-1], signal.SIGKILL)
         try:

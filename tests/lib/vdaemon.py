@@ -43,6 +43,24 @@ def comm(pid):
         return None
 
 
+def ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        return int(st[st.rindex(")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def worker_procs(root):
+    """The vectora-worker processes below root (a jail's bwrap): the worker
+    itself, not a command it has just cloned, which bears the worker's
+    name until its exec. Killing such a child instead of the worker kills
+    the command (exit 137, the call ok): the soak's one wrong answer on
+    80a6040 came from picking the newest process of that name."""
+    return [p for p in proc_tree(root) if comm(p) == "vectora-worker" and comm(ppid(p)) != "vectora-worker"]
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:

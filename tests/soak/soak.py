@@ -178,7 +178,7 @@ def kill_a_worker(w, rnd):
     except (OSError, EOFError, ValueError):
         return
     if st and st["worker"]:
-        kids = [p for p in vdaemon.proc_tree(st["worker"]["pid"]) if vdaemon.comm(p) == "vectora-worker"]
+        kids = vdaemon.worker_procs(st["worker"]["pid"])
         if kids:
             os.kill(kids[-1], signal.SIGKILL)
             count("worker_kills")
@@ -200,9 +200,8 @@ def kill_a_write(w, rnd):
 def kill_a_worker_of(w, ws):
     st = w.d.ws_status(ws)
     if st and st["worker"]:
-        for p in vdaemon.proc_tree(st["worker"]["pid"]):
-            if vdaemon.comm(p) == "vectora-worker":
-                os.kill(p, signal.SIGKILL)
+        for p in vdaemon.worker_procs(st["worker"]["pid"]):
+            os.kill(p, signal.SIGKILL)
 
 
 def flap(w):
