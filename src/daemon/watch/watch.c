@@ -53,6 +53,10 @@ typedef struct WorkspaceWatch {
         WatchDir *dirs;
         size_t n_dirs;
         bool partial;
+        /* Directories that appeared in this batch, walked at its end: once
+         * each, however often the jail moves one back and forth. */
+        WatchDir *fresh_dirs;
+        size_t n_fresh_dirs;
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
         char failed_note[320]; /* a watch that could not be added: what every result says */
@@ -342,6 +346,8 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 }
 
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
+static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
+#define FRESH_DIRS_MAX 256
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -394,13 +400,42 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         }
         if (is_dir && add_dir(w, root, rel) >= 0)
                 /* A directory moved in whole may hold matches already. */
-                scan_dir(w, root, rel, w->hit ? NULL : &w->hit, true);
+                walk_later(w, root, rel);
+}
+
+/* The walk of a directory that appeared, at the batch's end: walked at
+ * each event, a tree the jail renames back and forth kept the loop in one
+ * drain (the queue never emptied) while every other workspace waited. */
+static void walk_later(WorkspaceWatch *w, size_t root, const char *rel) {
+        for (size_t i = 0; i < w->n_fresh_dirs; i++)
+                if (w->fresh_dirs[i].root == root && streq(w->fresh_dirs[i].rel, rel))
+                        return;
+        WatchDir *n = w->n_fresh_dirs < FRESH_DIRS_MAX ? realloc(w->fresh_dirs, (w->n_fresh_dirs + 1) * sizeof *n) : NULL;
+        char *r = n ? strdup(rel) : NULL;
+        if (n)
+                w->fresh_dirs = n;
+        if (!r) {
+                lost(w); /* many at once: the whole tree is walked instead */
+                return;
+        }
+        w->fresh_dirs[w->n_fresh_dirs++] = (WatchDir){ .root = root, .rel = r };
+}
+
+static void fresh_dirs_free(WorkspaceWatch *w) {
+        for (size_t i = 0; i < w->n_fresh_dirs; i++)
+                free(w->fresh_dirs[i].rel);
+        free(TAKE_PTR(w->fresh_dirs));
+        w->n_fresh_dirs = 0;
 }
 
 /* After each read of the queue: a masked path seen recycles the worker
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
+        /* Walked one by one, unless the whole tree is walked below. */
+        for (size_t i = 0; !w->lost && i < w->n_fresh_dirs; i++)
+                scan_dir(w, w->fresh_dirs[i].root, w->fresh_dirs[i].rel, w->hit ? NULL : &w->hit, true);
+        fresh_dirs_free(w);
         if (w->lost) {
                 /* What the lost events would have said, from the tree as it
                  * is: a masked path the jail does not mask, a repository's
@@ -565,6 +600,7 @@ static void watch_stop_one(WorkspaceWatch *w) {
         fan_sub_free(w->fsub);
         free(w->hit);
         free(w->protect_hit);
+        fresh_dirs_free(w);
         strv_free(w->git_dirs);
         glob_set_free(w->set);
         glob_set_free(w->protect);
