@@ -347,7 +347,7 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
 static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
-#define FRESH_DIRS_MAX 256
+#define FRESH_DIRS_MAX 1024
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -443,7 +443,8 @@ static void on_batch_end(void *userdata) {
                  * name unsealed. Files the host runs later, written
                  * meanwhile, are not told from old ones: not noted. */
                 w->lost = false;
-                log_info("workspace %s: watch events were lost (a queue overflow); walking the listed paths again",
+                log_info("workspace %s: watch events were lost (a queue overflow), or more directories appeared at once than are "
+                         "walked one by one; walking the listed paths again",
                          w->ws->path);
                 w->rewalking = true;
                 for (size_t i = 0; i < w->n_roots; i++)
