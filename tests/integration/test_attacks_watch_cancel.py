@@ -74,7 +74,57 @@ def t_tree_rename_flood_spares_others(tmp):
         d.stop()
 
 
-CASES = [t_tree_rename_flood_spares_others]
+# The jail makes xN/sub, then swaps xN for a symlink to a directory it
+# cannot see, at once: the daemon's walk of what appeared must not go
+# through the symlink (ATTACKS.md: the host never follows a path the agent
+# shaped).
+SWAP = r"""python3 -c '
+import os
+for i in range(300):
+    d = "x%%d" %% i
+    os.makedirs(d + "/sub")
+    os.rename(d, d + ".old")
+    os.symlink("%s", d)
+print("done")'"""
+
+
+def t_walk_never_follows_a_swapped_symlink(tmp):
+    """A directory the jail cannot see (outside the workspace, not
+    mounted in the jail) holds sub/.envrc. The jail makes xN/sub and swaps
+    xN for a symlink to that directory before the daemon reads the queue
+    (300 times): the daemon's walk of the new directory xN/sub opened the
+    path by name, following the symlink, and reported the hidden
+    sub/.envrc in host_run_files (and, as an ordinary user, put inotify
+    watches on the hidden directory). The walk opens each directory
+    beneath its root without following symlinks now."""
+    if not shutil.which("python3"):
+        raise Skip("no python3 on the host for the jail's script")
+    a = make_ws(tmp, "swapper", SANDBOX, {"x.txt": "x\n"})
+    priv = os.path.join(tmp, "private")
+    os.makedirs(os.path.join(priv, "sub"))
+    with open(os.path.join(priv, "sub", ".envrc"), "w") as f:
+        f.write("export HIDDEN=1\n")
+    os.chmod(priv, 0o700)
+    d = Daemon(tmp, "swap-d", log_level="debug")
+    try:
+        c = d.conn()
+        r = term(c, a, "test -e %s && echo visible; true" % priv)
+        check(r["ok"] and "visible" not in r["stdout"], ("the hidden directory is visible in the jail", r))
+        reported = []
+        r = term(c, a, SWAP % priv)
+        reported += r.get("host_run_files") or []
+        reported += [(r.get("error") or {}).get("message", "")]
+        r = term(c, a, "true")
+        reported += r.get("host_run_files") or []
+        leaked = [p for p in reported if "sub/.envrc" in p]
+        check(not leaked, ("the daemon walked through the jail's symlink and reported", leaked))
+        check(".envrc" not in d.log_text(), "the daemon's log names the hidden .envrc")
+        c.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink]
 
 
 def main():
