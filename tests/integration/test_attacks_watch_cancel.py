@@ -64,8 +64,17 @@ def t_tree_rename_flood_spares_others(tmp):
         check(worst < 3, "another workspace's call waited %.1f s while the jail renamed its tree" % worst)
         # The flood is still running: a .pem the host makes now, deep in the
         # tree being renamed, is masked by the next call.
-        with open(os.path.join(a, "t", "d19", "e099", "key.pem"), "w") as f:
-            f.write("PEMSECRET\n")
+        made = False
+        for _ in range(1000):
+            try:
+                fd = os.open(os.path.join(a, "t" if _ % 2 == 0 else "u", "d19", "e099", "key.pem"), os.O_CREAT | os.O_WRONLY)
+            except FileNotFoundError:
+                continue  # renamed away meanwhile
+            os.write(fd, b"PEMSECRET\n")
+            os.close(fd)
+            made = True
+            break
+        check(made, "the .pem could not be made during the flood")
         r = term(c, a, "cat t/d19/e099/key.pem u/d19/e099/key.pem 2>/dev/null; echo end")
         check("PEMSECRET" not in r.get("stdout", ""), ("the .pem is readable during the flood", r))
         c.close()

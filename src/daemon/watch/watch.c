@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "jail-plan.h"
 #include "log.h"
 #include "mask-walk.h"
@@ -110,6 +111,17 @@ static size_t host_runs(const WorkspaceWatch *w, const char *rel, bool is_dir) {
         return 0;
 }
 
+/* root/rel reached from the root without following a symlink, a magic
+ * link or "..": every name below a root is the jail's, and it may swap a
+ * directory for a symlink between an event and this look (ATTACKS.md: the
+ * host never follows a path the agent shaped). */
+static int open_beneath(const WorkspaceWatch *w, size_t root, const char *rel, int flags) {
+        _cleanup_close_ int rfd = chase_open_dir(w->roots[root]);
+        if (rfd < 0)
+                return rfd;
+        return chase_beneath(rfd, rel, flags);
+}
+
 /* A placeholder the jail's launch made (protect-absent.h) at a root: not
  * the jail's doing, and sealed already. */
 static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel) {
@@ -126,14 +138,14 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
                 return false;
         const char *content = NULL;
         VsAbsent kind = tool_dir ? VS_ABSENT_DIR : protect_absent_kind(rel, &content);
-        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        _cleanup_close_ int fd = open_beneath(w, root, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (!abs || lstat(abs, &st) < 0)
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return false;
         if (kind == VS_ABSENT_DIR) {
                 if (!S_ISDIR(st.st_mode))
                         return false;
-                DIR *d = opendir(abs);
+                DIR *d = fdopendir(TAKE_FD(fd));
                 if (!d)
                         return false;
                 struct dirent *de;
@@ -147,9 +159,7 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
         char buf[64];
         if (kind != VS_ABSENT_FILE || !S_ISREG(st.st_mode) || (size_t)st.st_size != n || n > sizeof buf)
                 return false;
-        int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
-        safe_close(fd);
+        ssize_t got = read(fd, buf, sizeof buf);
         return got == (ssize_t)n && (n == 0 || memcmp(buf, content, n) == 0);
 }
 
@@ -232,10 +242,7 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
 static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
-        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
-        if (!abs)
-                return false;
-        int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = open_beneath(w, root, rel, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return false;
         DIR *d = fdopendir(fd);
@@ -313,10 +320,12 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
                 w->partial = true;
                 return -ENOSPC;
         }
-        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
-        if (!abs)
-                return -ENOMEM;
-        int wd = hub_add_watch(w->sub, abs, WATCH_EVENTS);
+        /* The directory beneath the root, watched through its descriptor
+         * (the magic link is followed: the watch is on what was opened). */
+        _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", dfd);
+        int wd = dfd < 0 ? (dfd == -EXDEV ? -ELOOP : dfd) : hub_add_watch(w->sub, proc, WATCH_EVENTS & ~IN_DONT_FOLLOW);
         /* A directory gone or not ours meanwhile has nothing to watch; any
          * other failure (no watch left: the user's
          * fs.inotify.max_user_watches spent) is a hole, said in every
