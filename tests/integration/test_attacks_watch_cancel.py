@@ -6,6 +6,7 @@ request.c, the MCP server), as the agent inside a jail and as another
 client of the daemon. Each case is an attack; those that found a hole
 failed before their fix. TAP output."""
 
+import json
 import os
 import shutil
 import sys
@@ -14,6 +15,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import SANDBOX, term  # noqa: E402
 from vtest import CLI, DAEMON, Daemon, Tap, Skip, check, chown_tree, make_ws, run_cases  # noqa: E402
+from vmcp import Mcp  # noqa: E402
 
 notes = []
 
@@ -133,7 +135,201 @@ def t_walk_never_follows_a_swapped_symlink(tmp):
         d.stop()
 
 
-CASES = [t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink]
+def sleepers(n):
+    """pids of the host's processes running `sleep N` (the jail's are the host's too)."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", str(n).encode()]:
+                        out.append(int(p))
+            except OSError:
+                pass
+    return out
+
+
+def wait_for(cond, t):
+    end = time.monotonic() + t
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def replies(c, ids, t=60):
+    """One reply for each id of ids, keyed by id; a second reply for an id fails."""
+    got = {}
+    c.s.settimeout(t)
+    while len(got) < len(ids):
+        m = c.recv()
+        check(m.get("id") not in got, ("two replies for one id", m, got.get(m.get("id"))))
+        got[m.get("id")] = m
+    c.s.settimeout(None)
+    return got
+
+
+def t_cancel_is_per_connection(tmp):
+    """Another connection (another client, same uid) sends cancel naming
+    the id of a call in flight on the first: not found, the command runs
+    on; the same id as a string is another id; the owner's cancel ends it."""
+    ws = make_ws(tmp, "cancel-owner", SANDBOX)
+    d = Daemon(tmp, "cancel-owner-d", log_level="info")
+    try:
+        a, b = d.conn(), d.conn()
+        a.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "sleep 3101"})
+        check(wait_for(lambda: sleepers(3101), 30), "sleep 3101 did not start")
+        r = b.call({"tool": "cancel", "target": 1})
+        check(r.get("ok") and r.get("found") is False, ("another connection's cancel found the call", r))
+        a.send({"id": 2, "tool": "cancel", "target": "1"})
+        got = replies(a, [2])
+        check(got[2].get("found") is False, ("a string id cancelled an integer one", got))
+        time.sleep(0.5)
+        check(sleepers(3101), "the command ended after another connection's cancel")
+        a.send({"id": 3, "tool": "cancel", "target": 1})
+        got = replies(a, [1, 3])
+        check(got[3].get("found") is True and got[1]["error"]["code"] == "cancelled", got)
+        check(wait_for(lambda: not sleepers(3101), 5), "sleep 3101 still runs")
+        a.close()
+        b.close()
+    finally:
+        d.stop()
+
+
+def t_cancel_races(tmp):
+    """Cancels sent with their call in one write, so some land before the
+    worker got it, some while it runs, some after its reply: exactly one
+    reply per id, never a crash; a file_edit answered cancelled wrote
+    nothing and one answered ok wrote all; a cancel sent 2 000 times for
+    one call is harmless; connections closed while their workspace's first
+    worker starts leave the daemon serving."""
+    ws = make_ws(tmp, "cancel-race", SANDBOX, {"f.txt": "v0\n"})
+    d = Daemon(tmp, "cancel-race-d", log_level="info")
+    try:
+        c = d.conn()
+        check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "first call")
+        v = 0
+        outcomes = {}
+        for i in range(150):
+            cid, kid = 1000 + 2 * i, 1001 + 2 * i
+            if i % 2:
+                call = {"id": cid, "tool": "terminal", "workspace": ws, "command": "echo %d" % i}
+            else:
+                call = {"id": cid, "tool": "file_edit", "workspace": ws, "path": "f.txt",
+                        "old_string": "v%d" % v, "new_string": "v%d" % (v + 1)}
+            # Some cancels a little later: after the worker got the call.
+            delay = (i % 5) * 0.0005
+            c.s.sendall(json.dumps(call).encode() + b"\n")
+            if delay:
+                time.sleep(delay)
+            c.s.sendall(json.dumps({"id": kid, "tool": "cancel", "target": cid}).encode() + b"\n")
+            got = replies(c, [cid, kid])
+            code = "ok" if got[cid].get("ok") else got[cid]["error"]["code"]
+            outcomes[code] = outcomes.get(code, 0) + 1
+            check(code in ("ok", "cancelled"), got[cid])
+            check(got[kid].get("ok"), got[kid])
+            if call["tool"] == "file_edit":
+                with open(os.path.join(ws, "f.txt")) as f:
+                    now = f.read()
+                if code == "ok":
+                    v += 1
+                check(now == "v%d\n" % v, ("file_edit answered %s but the file holds %r" % (code, now), got[cid]))
+        notes.append("150 calls each cancelled at once or a moment later: %r" % outcomes)
+        # 2 000 cancels of one running call.
+        c.send({"id": 5000, "tool": "terminal", "workspace": ws, "command": "sleep 3102"})
+        check(wait_for(lambda: sleepers(3102), 30), "sleep 3102 did not start")
+        c.s.sendall(b"".join(json.dumps({"id": 6000 + k, "tool": "cancel", "target": 5000}).encode() + b"\n"
+                             for k in range(2000)))
+        got = replies(c, [5000] + [6000 + k for k in range(2000)])
+        check(got[5000]["error"]["code"] == "cancelled", got[5000])
+        check(all(got[6000 + k].get("ok") for k in range(2000)), "a cancel failed")
+        check(wait_for(lambda: not sleepers(3102), 5), "sleep 3102 still runs")
+        # Connections closed while their workspace's first worker starts.
+        for k in range(20):
+            w = make_ws(tmp, "cancel-spawn%02d" % k, SANDBOX)
+            cc = d.conn()
+            cc.send({"id": 1, "tool": "terminal", "workspace": w, "command": "sleep 3103"})
+            cc.send({"id": 2, "tool": "cancel", "target": 1})
+            if k % 2:
+                time.sleep(0.01 * k)
+            cc.close()
+        time.sleep(1)
+        r = c.call({"tool": "terminal", "workspace": ws, "command": "echo alive"})
+        check(r.get("ok") and r.get("stdout") == "alive\n", r)
+        check(wait_for(lambda: not sleepers(3103), 10), "a command of a closed connection still runs")
+        check(d.p.poll() is None, "the daemon exited")
+        c.close()
+    finally:
+        d.stop()
+
+
+def mcp_env(d):
+    e = dict(os.environ)
+    e["VECTORA_SANDBOX_SOCKET"] = d.sock if d else "/nonexistent/vectora-sandbox.sock"
+    return e
+
+
+def mcp_cancel_abuse(tmp, d, n, tag):
+    """notifications/cancelled naming an unknown id, a string for the
+    running call's integer id, and an id already answered; 2 000 pings
+    while a call runs: all answered, the call runs on until its own cancel;
+    the client going away (stdin and stdout closed) while a call runs ends
+    the command and the server."""
+    ws = make_ws(tmp, "mcp-abuse-" + tag, SANDBOX)
+    m = Mcp(ws, mcp_env(d), () if d else ("--no-daemon",))
+    try:
+        m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}})
+        m.notify("notifications/initialized")
+        r = m.call("terminal", command="echo first")
+        check(not r["result"].get("isError"), r)
+        old = m.next_id
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                                "params": {"name": "terminal", "arguments": {"command": "sleep %d" % n}}}))
+        check(wait_for(lambda: sleepers(n), 30), "sleep %d did not start" % n)
+        for bad in (999, "100", old, None, {"x": 1}):
+            m.notify("notifications/cancelled", {"requestId": bad})
+        m.p.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": 10000 + k, "method": "ping"}).encode() + b"\n"
+                                 for k in range(2000)))
+        m.p.stdin.flush()
+        seen = set()
+        while len(seen) < 2000:
+            r = m.recv()
+            check(r.get("id") != 100, ("the call was answered after a wrong cancel", r))
+            check(r.get("result") == {}, r)
+            seen.add(r["id"])
+        check(sleepers(n), "the call ended after cancels naming other ids")
+        m.notify("notifications/cancelled", {"requestId": 100})
+        check(wait_for(lambda: not sleepers(n), 5), "sleep %d still runs after its cancel" % n)
+        m.send_line(json.dumps({"jsonrpc": "2.0", "id": 101, "method": "tools/call",
+                                "params": {"name": "terminal", "arguments": {"command": "sleep %d" % (n + 1)}}}))
+        check(wait_for(lambda: sleepers(n + 1), 30), "sleep %d did not start" % (n + 1))
+        # A client that only closed our stdin still reads the answer
+        # (docs/mcp.md); one gone for good closed our stdout too.
+        m.p.stdin.close()
+        m.p.stdout.close()
+        check(wait_for(lambda: not sleepers(n + 1), 5), "sleep %d still runs after the client went" % (n + 1))
+        try:
+            m.p.wait(15)
+        except Exception:
+            check(False, "the server runs on after its client went")
+    finally:
+        if m.p.poll() is None:
+            m.p.kill()
+        m.p.wait()
+
+
+def t_mcp_cancel_abuse(tmp):
+    d = Daemon(tmp, "mcp-abuse-d", log_level="info")
+    try:
+        mcp_cancel_abuse(tmp, d, 3111, "daemon")
+    finally:
+        d.stop()
+    mcp_cancel_abuse(tmp, None, 3121, "embedded")
+
+
+CASES = [t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+         t_mcp_cancel_abuse]
 
 
 def main():
