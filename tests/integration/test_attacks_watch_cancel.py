@@ -9,12 +9,13 @@ failed before their fix. TAP output."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import SANDBOX, term  # noqa: E402
-from vtest import CLI, DAEMON, Daemon, Tap, Skip, check, chown_tree, make_ws, run_cases  # noqa: E402
+from vtest import CLI, DAEMON, ROOT, Daemon, Tap, Skip, check, chown_tree, make_ws, needs_root, run_cases  # noqa: E402
 from vmcp import Mcp  # noqa: E402
 
 notes = []
@@ -328,7 +329,45 @@ def t_mcp_cancel_abuse(tmp):
     mcp_cancel_abuse(tmp, None, 3121, "embedded")
 
 
-CASES = [t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+def t_bind_mounted_workspace_after_cache(tmp):
+    """Workspace B is a bind mount of a directory the daemon had already
+    named by its other path (the host wrote there while only workspace A,
+    on the same filesystem, was watched): the fanotify group's
+    handle-to-path cache kept that other path, not below B's root, so a
+    .pem the host then made in B was not B's news and B's running jail
+    read it. A new subscriber empties the cache."""
+    if not ROOT:
+        needs_root("needs root to bind-mount a workspace (and fanotify)")
+    a = make_ws(tmp, "bind-a", SANDBOX, {"a.txt": "a\n"})
+    other = make_ws(os.path.join(tmp, "data"), "other", SANDBOX, {"b.txt": "b\n", "x/old.txt": "o\n"})
+    b = os.path.join(tmp, "bind-b")
+    os.makedirs(b)
+    r = subprocess.run(["mount", "--bind", other, b], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Skip("cannot bind-mount: " + r.stderr.strip())
+    d = Daemon(tmp, "bind-d", log_level="info")
+    try:
+        c = d.conn()
+        check(term(c, a, "true")["ok"], "workspace a")
+        if d.ws_status(a)["masks_watch"]["kind"] != "fanotify":
+            raise Skip("no fanotify group: " + str(d.ws_status(a)["masks_watch"]))
+        # The host writes in other/x: read while only a is watched.
+        with open(os.path.join(other, "x", "junk.txt"), "w") as f:
+            f.write("j\n")
+        check(term(c, a, "true")["ok"], "workspace a again")
+        r = term(c, b, "cat b.txt")
+        check(r["ok"] and r["stdout"] == "b\n", r)
+        with open(os.path.join(b, "x", "key.pem"), "w") as f:
+            f.write("PEMSECRET\n")
+        r = term(c, b, "cat x/key.pem; echo end")
+        check("PEMSECRET" not in r.get("stdout", ""), ("the .pem made in the bind-mounted workspace is readable", r))
+        c.close()
+    finally:
+        d.stop()
+        subprocess.run(["umount", "-l", b])
+
+
+CASES = [t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
