@@ -330,16 +330,16 @@ def t_mcp_cancel_abuse(tmp):
 
 
 def t_bind_mounted_workspace_after_cache(tmp):
-    """Workspace B is a bind mount of a directory the daemon had already
-    named by its other path (the host wrote there while only workspace A,
-    on the same filesystem, was watched): the fanotify group's
-    handle-to-path cache kept that other path, not below B's root, so a
-    .pem the host then made in B was not B's news and B's running jail
-    read it. A new subscriber empties the cache."""
+    """Workspace B is a bind mount of a directory inside workspace A (one
+    directory, two paths): the fanotify group turned a directory handle
+    into one path, A's (the first below a root, kept in its cache), so a
+    .pem the host made in B was never B's news and B's running jail read
+    it. Each directory's paths through every marked mount are kept now,
+    and each subscriber gets the event by the path below its roots."""
     if not ROOT:
         needs_root("needs root to bind-mount a workspace (and fanotify)")
     a = make_ws(tmp, "bind-a", SANDBOX, {"a.txt": "a\n"})
-    other = make_ws(os.path.join(tmp, "data"), "other", SANDBOX, {"b.txt": "b\n", "x/old.txt": "o\n"})
+    other = make_ws(a, "other", SANDBOX, {"b.txt": "b\n", "x/old.txt": "o\n"})
     b = os.path.join(tmp, "bind-b")
     os.makedirs(b)
     r = subprocess.run(["mount", "--bind", other, b], capture_output=True, text=True)
@@ -361,6 +361,9 @@ def t_bind_mounted_workspace_after_cache(tmp):
             f.write("PEMSECRET\n")
         r = term(c, b, "cat x/key.pem; echo end")
         check("PEMSECRET" not in r.get("stdout", ""), ("the .pem made in the bind-mounted workspace is readable", r))
+        # The same directory is a's too, by its other path.
+        r = term(c, a, "cat other/x/key.pem; echo end")
+        check("PEMSECRET" not in r.get("stdout", ""), ("the .pem is readable in the workspace that holds it", r))
         c.close()
     finally:
         d.stop()
