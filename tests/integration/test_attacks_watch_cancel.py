@@ -370,7 +370,58 @@ def t_bind_mounted_workspace_after_cache(tmp):
         subprocess.run(["umount", "-l", b])
 
 
-CASES = [t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+def t_tmpfs_and_overlay_workspaces(tmp):
+    """A workspace on a tmpfs (it has an fsid: fanotify) and one on an
+    overlayfs (fanotify refuses it: inotify, said in status and the log):
+    in both, a .pem the host makes in a new directory and an .env at the
+    root are masked for the next call."""
+    if not ROOT:
+        needs_root("needs root to mount a tmpfs and an overlayfs")
+    mnts, wss = [], {}
+    d = None
+    try:
+        for kind in ("tmpfs", "overlay"):
+            base = os.path.join(tmp, "fs-" + kind)
+            os.makedirs(base)
+            if kind == "tmpfs":
+                argv = ["mount", "-t", "tmpfs", "-o", "size=8m,mode=0755", "vs-attacks", base]
+            else:
+                parts = [os.path.join(tmp, "ovl-" + x) for x in ("lower", "upper", "work")]
+                for x in parts:
+                    os.makedirs(x)
+                argv = ["mount", "-t", "overlay", "vs-attacks", "-o",
+                        "lowerdir=%s,upperdir=%s,workdir=%s" % tuple(parts), base]
+            r = subprocess.run(argv, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise Skip("cannot mount a %s: %s" % (kind, r.stderr.strip()))
+            mnts.append(base)
+            os.chmod(base, 0o755)
+            wss[kind] = make_ws(base, "ws", SANDBOX, {"a.txt": "a\n"})
+        d = Daemon(tmp, "fs-d", log_level="info")
+        c = d.conn()
+        for kind, ws in wss.items():
+            r = term(c, ws, "cat a.txt")
+            check(r["ok"] and r["stdout"] == "a\n", (kind, r))
+            mw = d.ws_status(ws)["masks_watch"]
+            check(mw["kind"] == ("fanotify" if kind == "tmpfs" else "inotify"), (kind, mw))
+            os.makedirs(os.path.join(ws, "new", "deep"))
+            chown_tree(os.path.join(ws, "new"))
+            with open(os.path.join(ws, "new", "deep", "k.pem"), "w") as f:
+                f.write("PEMSECRET\n")
+            with open(os.path.join(ws, ".env"), "w") as f:
+                f.write("ENVSECRET=1\n")
+            r = term(c, ws, "cat new/deep/k.pem .env; echo end")
+            check(r.get("ok") and "SECRET" not in r.get("stdout", ""), ("a secret is readable on the " + kind, r))
+        check("cannot be watched whole" in d.log_text(), "the overlayfs fallback is not logged")
+        c.close()
+    finally:
+        if d:
+            d.stop()
+        for m in mnts:
+            subprocess.run(["umount", "-l", m])
+
+
+CASES = [t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
