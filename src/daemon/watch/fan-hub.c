@@ -93,7 +93,9 @@ struct FanHub {
         size_t n_fss;
         SubHead *subs; /* of FanSubs */
         CacheEnt *cache;
+        size_t cache_used; /* slots filled since the last flush */
         bool dispatching;
+        bool skimmed; /* this read's rest is taken as an overflow (notify-subs.h) */
 };
 
 static FanFs *find_fs(FanHub *h, const fsid_t *id) {
@@ -104,6 +106,11 @@ static FanFs *find_fs(FanHub *h, const fsid_t *id) {
 }
 
 static void cache_flush(FanHub *h) {
+        /* Each directory move flushes: one already empty costs nothing (a
+         * flood of moves, skimmed, must be read faster than it is made). */
+        if (h->cache_used == 0)
+                return;
+        h->cache_used = 0;
         for (size_t i = 0; h->cache && i < CACHE_SLOTS; i++) {
                 strv_free(TAKE_PTR(h->cache[i].paths));
                 h->cache[i].len = 0;
@@ -234,6 +241,7 @@ static char *const *dir_paths(FanHub *h, const fsid_t *id, struct file_handle *f
                 return NULL;
         strv_free(e->paths);
         e->paths = p;
+        h->cache_used++;
         e->len = len;
         memcpy(e->key, key, len);
         return p;
@@ -290,17 +298,30 @@ static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
                 cache_flush(h);
 }
 
-static void parse(void *ctx, const char *buf, size_t n) {
+static void parse(void *ctx, const char *buf, size_t n, NotifySkim skim) {
+        FanHub *h = ctx;
+        if (skim != NOTIFY_ALL && !h->skimmed) {
+                /* Too many to handle one by one (notify-subs.h): an overflow. */
+                h->skimmed = true;
+                const struct fanotify_event_metadata over = { .mask = FAN_Q_OVERFLOW };
+                dispatch(h, &over);
+        }
         const struct fanotify_event_metadata *md = (const void *)buf;
-        for (size_t len = n; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len))
-                if (md->vers == FANOTIFY_METADATA_VERSION)
-                        dispatch(ctx, md);
+        for (size_t len = n; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len)) {
+                if (md->vers != FANOTIFY_METADATA_VERSION)
+                        continue;
+                if (skim == NOTIFY_ALL || (skim == NOTIFY_FILES && !(md->mask & FAN_ONDIR)))
+                        dispatch(h, md);
+                else if ((md->mask & FAN_MOVED_TO) && (md->mask & FAN_ONDIR))
+                        cache_flush(h); /* the paths it remembers, as dispatch() would */
+        }
 }
 
 bool fan_drain(FanHub *h) {
         if (!h || h->dispatching)
                 return true;
         h->dispatching = true;
+        h->skimmed = false;
         h->read_us = now_us();
         _Alignas(struct fanotify_event_metadata) char buf[65536];
         bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);

@@ -16,7 +16,8 @@
  * below its roots, by the path below them: unrelated activity on the
  * filesystem costs a cache look. The queue is unlimited (FAN_UNLIMITED_QUEUE): no event is
  * lost, so there is no overflow to attribute (fan-hub.c says why that is
- * bounded); one that happens anyway goes to every subscriber. */
+ * bounded); one that happens anyway goes to every subscriber, and so does
+ * the rest of a read a flood made too long to handle (notify-subs.h). */
 
 #include <stdbool.h>
 #include <stddef.h>
