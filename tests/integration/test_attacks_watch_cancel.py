@@ -421,7 +421,64 @@ def t_tmpfs_and_overlay_workspaces(tmp):
             subprocess.run(["umount", "-l", m])
 
 
-CASES = [t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+MKDIRS = r"""python3 -c '
+import os
+for i in range(%d):
+    os.makedirs("many/d%%03d/e%%03d" %% (i // 1000, i %% 1000))
+print("made")'"""
+
+
+def t_jail_spends_the_watch_budget(tmp):
+    """The jail makes 100 000 directories. As an ordinary user (inotify,
+    half of fs.inotify.max_user_watches for the daemon) that is more than
+    the workspace's budget: a lockdown workspace's next call is refused
+    and says why (masks over time), an ordinary one's result says so in
+    degraded, and another workspace keeps its masks and says nothing. As
+    root (fanotify) nothing is partial: the lockdown workspace serves."""
+    if not shutil.which("python3"):
+        raise Skip("no python3 on the host for the jail's script")
+    with open("/proc/sys/fs/inotify/max_user_watches") as f:
+        limit = int(f.read())
+    n = 100000
+    if limit // 2 >= n:
+        raise Skip("fs.inotify.max_user_watches is %d: half of it holds %d directories" % (limit, n))
+    lock = make_ws(tmp, "budget-lock", SANDBOX + "lockdown = true\n", {"a.txt": "a\n"})
+    plain = make_ws(tmp, "budget-plain", SANDBOX, {"a.txt": "a\n"})
+    other = make_ws(tmp, "budget-other", SANDBOX, {"a.txt": "a\n"})
+    d = Daemon(tmp, "budget-d", log_level="info")
+    try:
+        c = d.conn()
+        for w in (lock, plain, other):
+            r = term(c, w, "true")
+            check(r["ok"], (w, r))
+        kind = d.ws_status(lock)["masks_watch"]["kind"]
+        r = term(c, lock, MKDIRS % n, timeout=600)
+        check("made" in r.get("stdout", "") or r.get("error"), r)
+        r = term(c, lock, "echo ran")
+        if kind == "inotify":
+            check(not r.get("ok") and "masks over time" in json.dumps(r.get("error")), ("lockdown served a partial watch", r))
+        else:
+            check(r.get("ok") and r.get("stdout") == "ran\n", ("lockdown refused under fanotify", r))
+        r = term(c, plain, MKDIRS % n, timeout=600)
+        r = term(c, plain, "echo ran")
+        notes_ = [x for x in r.get("sandbox", {}).get("degraded", []) if x.startswith("masks over time")]
+        check(bool(notes_) == (kind == "inotify"), ("the degraded note", kind, r))
+        # The other workspace still watches what the host makes.
+        os.makedirs(os.path.join(other, "fresh", "dir"))
+        chown_tree(os.path.join(other, "fresh"))
+        with open(os.path.join(other, "fresh", "dir", "key.pem"), "w") as f:
+            f.write("PEMSECRET\n")
+        r = term(c, other, "cat fresh/dir/key.pem; echo end")
+        check(r.get("ok") and "PEMSECRET" not in r.get("stdout", ""), ("the other workspace's .pem is readable", r))
+        check(not [x for x in r["sandbox"]["degraded"] if x.startswith("masks over time")], ("a note in the other", r))
+        st = d.ws_status(other)["masks_watch"]
+        notes.append("100 000 directories made by two jails (%s): the other workspace's watch %r" % (kind, st))
+        c.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
