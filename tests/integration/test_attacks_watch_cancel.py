@@ -478,7 +478,113 @@ def t_jail_spends_the_watch_budget(tmp):
         d.stop()
 
 
-CASES = [t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+def t_moved_in_and_linked_secrets(tmp):
+    """What the host does to a workspace whose jail runs: a directory made
+    outside the workspace on the same filesystem (its handle named outside
+    any root when its .env was made) moved in whole; a directory of the
+    workspace renamed under a masked name's parent; a hard link named .env
+    to a file the jail could read: none of the secrets is readable by the
+    next call (the moved directory is walked, the rename empties the
+    handle cache, the jail's rebuild masks the other names of a masked
+    file)."""
+    ws = make_ws(tmp, "moved-in", SANDBOX, {"a.txt": "a\n", "notes.txt": "LINKSECRET\n", "sub/deep/x.txt": "x\n"})
+    outside = os.path.join(tmp, "outside-dir")
+    os.makedirs(os.path.join(outside, "inner"))
+    d = Daemon(tmp, "moved-d", log_level="info")
+    try:
+        c = d.conn()
+        check(term(c, ws, "cat a.txt sub/deep/x.txt")["ok"], "first call")
+        # Named (cached) outside any root first: an event there.
+        with open(os.path.join(outside, "inner", ".env"), "w") as f:
+            f.write("MOVEDSECRET=1\n")
+        check(term(c, ws, "true")["ok"], "a call between")
+        with open(os.path.join(outside, "inner", "later.pem"), "w") as f:
+            f.write("LATERSECRET\n")
+        os.rename(outside, os.path.join(ws, "came"))
+        r = term(c, ws, "cat came/inner/.env came/inner/later.pem; echo end")
+        check("SECRET" not in r.get("stdout", ""), ("a secret in a directory moved in is readable", r))
+        # A directory renamed, then a secret made in it by its new path.
+        os.rename(os.path.join(ws, "sub"), os.path.join(ws, "renamed"))
+        with open(os.path.join(ws, "renamed", "deep", "k.pem"), "w") as f:
+            f.write("RENAMEDSECRET\n")
+        r = term(c, ws, "cat renamed/deep/k.pem; echo end")
+        check("SECRET" not in r.get("stdout", ""), ("a secret in a renamed directory is readable", r))
+        # A hard link named .env to a file the jail reads.
+        os.link(os.path.join(ws, "notes.txt"), os.path.join(ws, ".env"))
+        r = term(c, ws, "cat notes.txt .env; echo end")
+        check("LINKSECRET" not in r.get("stdout", ""), ("the masked file is readable by its other name", r))
+        c.close()
+    finally:
+        d.stop()
+
+
+CREATE_FLOOD = r"""python3 -c '
+import os, time
+os.makedirs("p%d", exist_ok=True)
+os.chdir("p%d")
+end = time.time() + %d
+n = 0
+while time.time() < end:
+    fd = os.open("f%%d" %% n, os.O_CREAT | os.O_WRONLY)
+    os.write(fd, b"x")
+    os.close(fd)
+    os.unlink("f%%d" %% n)
+    n += 1
+print(n)'"""
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def t_create_flood_memory_and_latency(tmp):
+    """Two background processes of one jail make and remove files with new
+    names as fast as they can for 20 s (every event distinct: nothing
+    merges in the queue): the daemon's memory stays flat, another
+    workspace's calls are answered at once, and a .env the host makes in
+    the flooding workspace meanwhile is masked. (Measured on the reference
+    machine over 30 s: 4.2 to 4.3 MB, calls under 10 ms, the daemon at 15%
+    of a core.)"""
+    if not shutil.which("python3"):
+        raise Skip("no python3 on the host for the jail's flood")
+    a = make_ws(tmp, "cflood", SANDBOX, {"x.txt": "x\n"})
+    b = make_ws(tmp, "cflood-victim", SANDBOX, {"y.txt": "y\n"})
+    d = Daemon(tmp, "cflood-d", log_level="info")
+    try:
+        c, cb = d.conn(), d.conn()
+        check(term(c, a, "true")["ok"] and term(cb, b, "true")["ok"], "jails")
+        before = rss_kib(d.pid)
+        for k in range(2):
+            r = c.call({"tool": "process_start", "workspace": a, "command": CREATE_FLOOD % (k, k, 20)})
+            check(r.get("ok"), r)
+        worst, peak = 0.0, before
+        end = time.monotonic() + 18
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            r = term(cb, b, "cat y.txt")
+            worst = max(worst, time.monotonic() - t0)
+            check(r.get("ok") and r.get("stdout") == "y\n", r)
+            peak = max(peak, rss_kib(d.pid))
+            time.sleep(1)
+        with open(os.path.join(a, ".env"), "w") as f:
+            f.write("ENVSECRET=1\n")
+        r = term(c, a, "cat .env; echo end")
+        check("ENVSECRET" not in r.get("stdout", ""), ("the .env is readable during the flood", r))
+        notes.append("create flood, 2 processes, 20 s: daemon RSS %d -> peak %d KiB, another workspace's worst call %.3f s"
+                     % (before, peak, worst))
+        check(worst < 2, "another workspace's call waited %.1f s" % worst)
+        check(peak - before < 16 * 1024, "the daemon grew by %d KiB" % (peak - before))
+        c.close()
+        cb.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
