@@ -584,7 +584,44 @@ def t_create_flood_memory_and_latency(tmp):
         d.stop()
 
 
-CASES = [t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+def t_detached_calls_are_bounded(tmp):
+    """Connections that each send 256 detached calls (`sleep`, a 4 s
+    timeout) and close at once, four times over: the calls outlive their
+    connections (no in-flight cap follows them) but the jail's process
+    limit and each call's timeout bound them: at most the jail's pids run,
+    all are gone after the timeout, the daemon's memory stays flat, and
+    another workspace is served meanwhile."""
+    ws = make_ws(tmp, "detach", SANDBOX)
+    other = make_ws(tmp, "detach-other", SANDBOX, {"y.txt": "y\n"})
+    d = Daemon(tmp, "detach-d", log_level="info")
+    try:
+        c = d.conn()
+        check(c.call({"tool": "terminal", "workspace": ws, "command": "true"})["ok"], "first call")
+        check(c.call({"tool": "terminal", "workspace": other, "command": "true"})["ok"], "other")
+        before = rss_kib(d.pid)
+        most = 0
+        for k in range(4):
+            cc = d.conn()
+            cc.s.sendall(b"".join(json.dumps({"id": i + 1, "tool": "terminal", "workspace": ws, "command": "sleep 3131",
+                                              "detach": True, "timeout": 4}).encode() + b"\n" for i in range(256)))
+            time.sleep(0.3)
+            cc.close()
+            most = max(most, len(sleepers(3131)))
+        t0 = time.monotonic()
+        r = c.call({"tool": "terminal", "workspace": other, "command": "cat y.txt"})
+        check(r.get("ok") and r.get("stdout") == "y\n" and time.monotonic() - t0 < 5, r)
+        most = max(most, len(sleepers(3131)))
+        check(most <= 512, "%d detached commands ran at once" % most)
+        check(wait_for(lambda: not sleepers(3131), 15), "detached commands outlived their timeout")
+        grew = rss_kib(d.pid) - before
+        notes.append("1024 detached calls over 4 closed connections: at most %d ran at once; the daemon grew %d KiB" % (most, grew))
+        check(grew < 16 * 1024, "the daemon grew by %d KiB" % grew)
+        c.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
