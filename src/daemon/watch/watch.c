@@ -14,6 +14,7 @@
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chase.h"
@@ -23,6 +24,7 @@
 #include "path-util.h"
 #include "protect-absent.h"
 #include "strv.h"
+#include "time-util.h"
 #include "server.h"
 #include "worker-link.h"
 #include "watch.h"
@@ -236,7 +238,24 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
         const WorkerLink *l = w->ws->link;
         char *const *masked = !l ? NULL : l->masked ? l->masked : l->launch ? l->launch->verify_empty : NULL;
         _cleanup_free_ char *abs = path_join(w->roots[root], rel);
-        return abs && masked && strv_contains((char **)masked, abs);
+        if (!abs || !masked || !strv_contains((char **)masked, abs))
+                return false;
+        if (!l->spawned_ms)
+                return true; /* not mounted yet: the mount takes what is there then */
+        /* And still the file the jail's mount covers: one saved over it
+         * (an editor writes a new file and renames it over the old) took
+         * the old one's place, and the kernel dropped the jail's mount
+         * with it. Changed since about the jail's start (ctime, a second's
+         * margin for its granularity): not masked, whatever the list says. */
+        _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
+        struct stat st;
+        struct timespec rt;
+        if (fd < 0 || fstat(fd, &st) < 0 || clock_gettime(CLOCK_REALTIME, &rt) < 0)
+                return false;
+        uint64_t age_ms = now_ms() - l->spawned_ms;
+        uint64_t spawn_ms = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000 - age_ms;
+        uint64_t ctime_ms = (uint64_t)st.st_ctim.tv_sec * 1000 + (uint64_t)st.st_ctim.tv_nsec / 1000000;
+        return ctime_ms + 1000 < spawn_ms;
 }
 
 /* Walks a directory below root/rel: watches subdirectories, reports the
