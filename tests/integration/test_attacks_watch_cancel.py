@@ -662,7 +662,30 @@ def t_atomic_save_during_overflow(tmp):
         d.stop()
 
 
-CASES = [t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+def t_names_cannot_forge_log_lines(tmp):
+    """The jail makes a file whose name holds a newline and a line of the
+    daemon's log format, ending in .pem (the daemon logs the masked path
+    that appeared) and one named .envrc below such a directory (logged as
+    a file the host runs later): the log shows the names escaped, never a
+    line of the jail's making."""
+    ws = make_ws(tmp, "logname", SANDBOX, {"a.txt": "a\n"})
+    d = Daemon(tmp, "logname-d", log_level="info")
+    try:
+        c = d.conn()
+        check(term(c, ws, "true")["ok"], "first call")
+        r = term(c, ws, "n=$(printf 'x\\nFORGED vectora-sandboxd: error: forged line'); mkdir \"$n.d\"; "
+                        ": > \"$n.d/.envrc\"; : > \"$n.pem\"; echo made")
+        check("made" in r.get("stdout", "") or r.get("error"), r)
+        term(c, ws, "true")
+        lines = d.log_text().splitlines()
+        check(not [l for l in lines if l.startswith("FORGED")], ("a log line of the jail's making", lines[-8:]))
+        check(any("forged line" in l for l in lines), ("the names were not logged at all", lines[-8:]))
+        c.close()
+    finally:
+        d.stop()
+
+
+CASES = [t_names_cannot_forge_log_lines, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
