@@ -14,7 +14,6 @@
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "chase.h"
@@ -249,9 +248,9 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
          * margin for its granularity): not masked, whatever the list says. */
         _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
         struct stat st;
-        struct timespec rt;
-        if (fd < 0 || fstat(fd, &st) < 0 || clock_gettime(CLOCK_REALTIME, &rt) < 0)
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return false;
+        struct timespec rt = now_wall();
         uint64_t age_ms = now_ms() - l->spawned_ms;
         uint64_t spawn_ms = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000 - age_ms;
         uint64_t ctime_ms = (uint64_t)st.st_ctim.tv_sec * 1000 + (uint64_t)st.st_ctim.tv_nsec / 1000000;
