@@ -534,6 +534,12 @@ while time.time() < end:
 print(n)'"""
 
 
+def sanitized(pid):
+    """Whether the daemon runs a sanitizer build (its memory says nothing then)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "asan" in f.read()
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -578,7 +584,7 @@ def t_create_flood_memory_and_latency(tmp):
         notes.append("create flood, 2 processes, 20 s: daemon RSS %d -> peak %d KiB, another workspace's worst call %.3f s"
                      % (before, peak, worst))
         check(worst < 2, "another workspace's call waited %.1f s" % worst)
-        check(peak - before < 16 * 1024, "the daemon grew by %d KiB" % (peak - before))
+        check(sanitized(d.pid) or peak - before < 16 * 1024, "the daemon grew by %d KiB" % (peak - before))
         c.close()
         cb.close()
     finally:
@@ -616,7 +622,7 @@ def t_detached_calls_are_bounded(tmp):
         check(wait_for(lambda: not sleepers(3131), 15), "detached commands outlived their timeout")
         grew = rss_kib(d.pid) - before
         notes.append("1024 detached calls over 4 closed connections: at most %d ran at once; the daemon grew %d KiB" % (most, grew))
-        check(grew < 16 * 1024, "the daemon grew by %d KiB" % grew)
+        check(sanitized(d.pid) or grew < 16 * 1024, "the daemon grew by %d KiB" % grew)
         c.close()
     finally:
         d.stop()

@@ -254,13 +254,14 @@ static void deliver(FanSub *s, const char *dir, const char *name, uint64_t mask)
         s->ops->event(s->head.userdata, dir, name, mask);
 }
 
-static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
+/* md: the event's metadata, copied out; raw: the event in the buffer. */
+static void dispatch(FanHub *h, const struct fanotify_event_metadata *md, const char *raw) {
         if (md->mask & FAN_Q_OVERFLOW) {
                 for (SubHead *e = h->subs; e; e = e->next)
                         deliver((FanSub *)e, NULL, NULL, md->mask);
                 return;
         }
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        const char *p = raw + md->metadata_len, *end = raw + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {
                 const struct fanotify_event_info_fid *fid = (const void *)p;
                 if (fid->hdr.len < sizeof *fid || p + fid->hdr.len > end)
@@ -304,15 +305,20 @@ static void parse(void *ctx, const char *buf, size_t n, NotifySkim skim) {
                 /* Too many to handle one by one (notify-subs.h): an overflow. */
                 h->skimmed = true;
                 const struct fanotify_event_metadata over = { .mask = FAN_Q_OVERFLOW };
-                dispatch(h, &over);
+                dispatch(h, &over, NULL);
         }
-        const struct fanotify_event_metadata *md = (const void *)buf;
-        for (size_t len = n; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len)) {
-                if (md->vers != FANOTIFY_METADATA_VERSION)
+        /* Events are 4-byte aligned in the buffer (their info records are
+         * padded to 4), the metadata wants 8 (its u64 mask): copied out. */
+        struct fanotify_event_metadata md;
+        for (size_t off = 0; off + sizeof md <= n; off += md.event_len) {
+                memcpy(&md, buf + off, sizeof md);
+                if (md.event_len < sizeof md || md.event_len > n - off || md.metadata_len > md.event_len)
+                        break;
+                if (md.vers != FANOTIFY_METADATA_VERSION)
                         continue;
-                if (skim == NOTIFY_ALL || (skim == NOTIFY_FILES && !(md->mask & FAN_ONDIR)))
-                        dispatch(h, md);
-                else if ((md->mask & FAN_MOVED_TO) && (md->mask & FAN_ONDIR))
+                if (skim == NOTIFY_ALL || (skim == NOTIFY_FILES && !(md.mask & FAN_ONDIR)))
+                        dispatch(h, &md, buf + off);
+                else if ((md.mask & FAN_MOVED_TO) && (md.mask & FAN_ONDIR))
                         cache_flush(h); /* the paths it remembers, as dispatch() would */
         }
 }
