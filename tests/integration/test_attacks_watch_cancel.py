@@ -2,9 +2,17 @@
 # SPDX-License-Identifier: MIT
 """Attacks on masks over time (fan-hub.c, watch.c: the fanotify group as
 root, inotify as an ordinary user) and on cancellation (server.c,
-request.c, the MCP server), as the agent inside a jail and as another
-client of the daemon. Each case is an attack; those that found a hole
-failed before their fix. TAP output."""
+request.c, the MCP server), as the agent inside a jail, as the host racing
+it, and as another client of the daemon. Each case is an attack. Those
+that found a hole failed before their fix: a tree renamed back and forth
+stalled the daemon (t_tree_rename_flood_spares_others), the walk of a new
+directory went through a symlink the jail swapped in
+(t_walk_never_follows_a_swapped_symlink), a bind-mounted workspace missed
+its events (t_bind_mounted_workspace_after_cache), an .env saved over the
+masked one during a flood was readable (t_atomic_save_during_overflow), a
+file name forged log lines (t_names_cannot_forge_log_lines). The others
+held and stay as tests. Run as root and, through tests/helpers/as-user, as
+an ordinary user. TAP output."""
 
 import json
 import os
