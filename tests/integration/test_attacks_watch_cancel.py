@@ -375,8 +375,10 @@ def t_bind_mounted_workspace_after_cache(tmp):
         check("PEMSECRET" not in r.get("stdout", ""), ("the .pem is readable in the workspace that holds it", r))
         c.close()
     finally:
-        d.stop()
-        subprocess.run(["umount", "-l", b])
+        try:
+            d.stop()
+        finally:
+            subprocess.run(["umount", "-l", b])
 
 
 def t_tmpfs_and_overlay_workspaces(tmp):
@@ -424,10 +426,12 @@ def t_tmpfs_and_overlay_workspaces(tmp):
         check("cannot be watched whole" in d.log_text(), "the overlayfs fallback is not logged")
         c.close()
     finally:
-        if d:
-            d.stop()
-        for m in mnts:
-            subprocess.run(["umount", "-l", m])
+        try:
+            if d:
+                d.stop()
+        finally:
+            for m in mnts:
+                subprocess.run(["umount", "-l", m])
 
 
 MKDIRS = r"""python3 -c '
