@@ -54,6 +54,18 @@ void log_msg(LogLevel l, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        /* Messages carry names a jail made (a file's, a directory's): a
+         * newline or an escape in one would forge a line or drive the
+         * terminal that shows the log. One line per message, control
+         * bytes as \xNN. */
+        char safe[sizeof msg * 4];
+        size_t o = 0;
+        for (const unsigned char *c = (const unsigned char *)msg; *c && o + 5 < sizeof safe; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                        o += (size_t)snprintf(safe + o, sizeof safe - o, "\\x%02x", *c);
+                else
+                        safe[o++] = (char)*c;
+        safe[o] = 0;
         /* syslog priorities: err, warning, info, debug. */
         static const int prio[] = { 3, 4, 6, 7 };
         char head[64] = "";
@@ -67,9 +79,11 @@ void log_msg(LogLevel l, const char *fmt, ...) {
                 snprintf(head + k, sizeof head - k, ".%03ldZ ", ts.tv_nsec / 1000000);
         }
         char line[4400];
-        int n = snprintf(line, sizeof line, "%s%s: %s: %s\n", head, log_ident, level_names[l], msg);
-        if (n > (int)sizeof line - 1)
+        int n = snprintf(line, sizeof line, "%s%s: %s: %s\n", head, log_ident, level_names[l], safe);
+        if (n > (int)sizeof line - 1) {
                 n = (int)sizeof line - 1;
+                line[n - 1] = '\n'; /* cut, but still one line */
+        }
         if (n > 0 && write(log_fd, line, (size_t)n) < 0) {
                 /* nowhere left to report a failed log write */
         }

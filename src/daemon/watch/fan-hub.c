@@ -69,7 +69,7 @@ typedef struct FanFs {
 typedef struct CacheEnt {
         size_t len; /* 0: empty slot */
         unsigned char key[KEY_MAX];
-        char *path; /* "": not a directory we can name (gone) */
+        char **paths; /* its paths through each marked mount; none: gone */
 } CacheEnt;
 
 struct FanSub {
@@ -93,7 +93,9 @@ struct FanHub {
         size_t n_fss;
         SubHead *subs; /* of FanSubs */
         CacheEnt *cache;
+        size_t cache_used; /* slots filled since the last flush */
         bool dispatching;
+        bool skimmed; /* this read's rest is taken as an overflow (notify-subs.h) */
 };
 
 static FanFs *find_fs(FanHub *h, const fsid_t *id) {
@@ -104,9 +106,13 @@ static FanFs *find_fs(FanHub *h, const fsid_t *id) {
 }
 
 static void cache_flush(FanHub *h) {
+        /* Each directory move flushes: one already empty costs nothing (a
+         * flood of moves, skimmed, must be read faster than it is made). */
+        if (h->cache_used == 0)
+                return;
+        h->cache_used = 0;
         for (size_t i = 0; h->cache && i < CACHE_SLOTS; i++) {
-                free(h->cache[i].path);
-                h->cache[i].path = NULL;
+                strv_free(TAKE_PTR(h->cache[i].paths));
                 h->cache[i].len = 0;
         }
 }
@@ -184,19 +190,13 @@ static int fs_ref(FanHub *h, const char *root, fsid_t *ret_id) {
         return 0;
 }
 
-static bool below_a_root(const FanHub *h, const char *path) {
-        for (const SubHead *e = h->subs; e; e = e->next) {
-                const FanSub *s = (const FanSub *)e;
-                for (size_t i = 0; !e->dead && i < s->n_roots; i++)
-                        if (path_is_below_or_equal(path, s->roots[i]))
-                                return true;
-        }
-        return false;
-}
-
-static char *name_dir(FanHub *h, FanFs *fs, struct file_handle *fh) {
-        char *first = NULL;
-        for (size_t i = 0; i < fs->n_mfds; i++) {
+/* Every path of the directory: one through each mount marked (a bind
+ * mount shows one directory at two paths, each maybe another workspace's
+ * root, and the jail of each sees it). An empty list when it has none
+ * (gone); NULL when out of memory. */
+static char **name_dir(FanFs *fs, struct file_handle *fh) {
+        char **paths = calloc(1, sizeof *paths);
+        for (size_t i = 0; paths && i < fs->n_mfds; i++) {
                 int fd = open_by_handle_at(fs->mfds[i], fh, O_PATH | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* ESTALE: gone; or not reachable from this mount */
@@ -210,18 +210,16 @@ static char *name_dir(FanHub *h, FanFs *fs, struct file_handle *fh) {
                 static const char deleted[] = " (deleted)";
                 if ((size_t)n >= sizeof deleted - 1 && streq(buf + n - (sizeof deleted - 1), deleted))
                         continue;
-                if (below_a_root(h, buf)) {
-                        free(first);
-                        return strdup(buf);
+                if (!strv_contains(paths, buf) && strv_extend(&paths, buf) < 0) {
+                        strv_free(paths);
+                        return NULL;
                 }
-                if (!first)
-                        first = strdup(buf);
         }
-        return first ? first : strdup("");
+        return paths;
 }
 
-/* The path of the directory (fsid, fh), or NULL / "" when it has none. */
-static const char *dir_path(FanHub *h, const fsid_t *id, struct file_handle *fh) {
+/* The paths of the directory (fsid, fh) (empty: none), or NULL. */
+static char *const *dir_paths(FanHub *h, const fsid_t *id, struct file_handle *fh) {
         unsigned char key[KEY_MAX];
         size_t len = sizeof *id + sizeof fh->handle_type + fh->handle_bytes;
         if (fh->handle_bytes > MAX_HANDLE_SZ)
@@ -234,15 +232,16 @@ static const char *dir_path(FanHub *h, const fsid_t *id, struct file_handle *fh)
                 hash = (hash ^ key[i]) * 16777619u;
         CacheEnt *e = &h->cache[hash % CACHE_SLOTS];
         if (e->len == len && memcmp(e->key, key, len) == 0)
-                return e->path;
+                return e->paths;
         FanFs *fs = find_fs(h, id);
         if (!fs)
                 return NULL; /* a filesystem no longer marked */
-        char *p = name_dir(h, fs, fh);
+        char **p = name_dir(fs, fh);
         if (!p)
                 return NULL;
-        free(e->path);
-        e->path = p;
+        strv_free(e->paths);
+        e->paths = p;
+        h->cache_used++;
         e->len = len;
         memcpy(e->key, key, len);
         return p;
@@ -255,13 +254,14 @@ static void deliver(FanSub *s, const char *dir, const char *name, uint64_t mask)
         s->ops->event(s->head.userdata, dir, name, mask);
 }
 
-static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
+/* md: the event's metadata, copied out; raw: the event in the buffer. */
+static void dispatch(FanHub *h, const struct fanotify_event_metadata *md, const char *raw) {
         if (md->mask & FAN_Q_OVERFLOW) {
                 for (SubHead *e = h->subs; e; e = e->next)
                         deliver((FanSub *)e, NULL, NULL, md->mask);
                 return;
         }
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        const char *p = raw + md->metadata_len, *end = raw + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {
                 const struct fanotify_event_info_fid *fid = (const void *)p;
                 if (fid->hdr.len < sizeof *fid || p + fid->hdr.len > end)
@@ -281,13 +281,13 @@ static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
                         continue;
                 memcpy(hb.fh.f_handle, in->f_handle, hb.fh.handle_bytes);
                 const char *name = (const char *)in->f_handle + hb.fh.handle_bytes;
-                const char *dir = dir_path(h, (const fsid_t *)&fid->fsid, &hb.fh);
-                if (dir && dir[0])
+                char *const *dirs = dir_paths(h, (const fsid_t *)&fid->fsid, &hb.fh);
+                for (char *const *dir = dirs; dir && *dir; dir++)
                         for (SubHead *e = h->subs; e; e = e->next) {
                                 FanSub *s = (FanSub *)e;
                                 for (size_t i = 0; !e->dead && i < s->n_roots; i++)
-                                        if (path_is_below_or_equal(dir, s->roots[i])) {
-                                                deliver(s, dir, name, md->mask);
+                                        if (path_is_below_or_equal(*dir, s->roots[i])) {
+                                                deliver(s, *dir, name, md->mask);
                                                 break;
                                         }
                         }
@@ -299,17 +299,35 @@ static void dispatch(FanHub *h, const struct fanotify_event_metadata *md) {
                 cache_flush(h);
 }
 
-static void parse(void *ctx, const char *buf, size_t n) {
-        const struct fanotify_event_metadata *md = (const void *)buf;
-        for (size_t len = n; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len))
-                if (md->vers == FANOTIFY_METADATA_VERSION)
-                        dispatch(ctx, md);
+static void parse(void *ctx, const char *buf, size_t n, NotifySkim skim) {
+        FanHub *h = ctx;
+        if (skim != NOTIFY_ALL && !h->skimmed) {
+                /* Too many to handle one by one (notify-subs.h): an overflow. */
+                h->skimmed = true;
+                const struct fanotify_event_metadata over = { .mask = FAN_Q_OVERFLOW };
+                dispatch(h, &over, NULL);
+        }
+        /* Events are 4-byte aligned in the buffer (their info records are
+         * padded to 4), the metadata wants 8 (its u64 mask): copied out. */
+        struct fanotify_event_metadata md;
+        for (size_t off = 0; off + sizeof md <= n; off += md.event_len) {
+                memcpy(&md, buf + off, sizeof md);
+                if (md.event_len < sizeof md || md.event_len > n - off || md.metadata_len > md.event_len)
+                        break;
+                if (md.vers != FANOTIFY_METADATA_VERSION)
+                        continue;
+                if (skim == NOTIFY_ALL || (skim == NOTIFY_FILES && !(md.mask & FAN_ONDIR)))
+                        dispatch(h, &md, buf + off);
+                else if ((md.mask & FAN_MOVED_TO) && (md.mask & FAN_ONDIR))
+                        cache_flush(h); /* the paths it remembers, as dispatch() would */
+        }
 }
 
 bool fan_drain(FanHub *h) {
         if (!h || h->dispatching)
                 return true;
         h->dispatching = true;
+        h->skimmed = false;
         h->read_us = now_us();
         _Alignas(struct fanotify_event_metadata) char buf[65536];
         bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);
@@ -482,6 +500,9 @@ int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots
         }
         s->head.next = h->subs;
         h->subs = &s->head;
+        /* Its roots' mounts may be new: a directory remembered without
+         * them lacks the paths this subscriber sees it by. */
+        cache_flush(h);
         *ret = s;
         return 0;
 }

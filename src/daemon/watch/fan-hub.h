@@ -8,13 +8,16 @@
  * watched whole and a new directory is covered the moment it exists.
  *
  * Events name their directory by file handle (FAN_REPORT_DFID_NAME); the
- * hub turns it into the directory's path (open_by_handle_at, readlink of
- * /proc/self/fd) through a cache flushed on any directory move (a moved
- * directory keeps its handle), and hands each subscriber the events in
- * directories below its roots: unrelated activity on the filesystem costs
- * a cache look. The queue is unlimited (FAN_UNLIMITED_QUEUE): no event is
+ * hub turns it into the directory's paths, one through each marked mount
+ * (open_by_handle_at, readlink of /proc/self/fd: a bind mount shows one
+ * directory at two paths), through a cache flushed on any directory move
+ * (a moved directory keeps its handle) and when a subscriber comes (its
+ * mounts may be new), and hands each subscriber the events in directories
+ * below its roots, by the path below them: unrelated activity on the
+ * filesystem costs a cache look. The queue is unlimited (FAN_UNLIMITED_QUEUE): no event is
  * lost, so there is no overflow to attribute (fan-hub.c says why that is
- * bounded); one that happens anyway goes to every subscriber. */
+ * bounded); one that happens anyway goes to every subscriber, and so does
+ * the rest of a read a flood made too long to handle (notify-subs.h). */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -34,6 +34,7 @@ struct InotifyHub {
         size_t n_watches;
         SubHead *subs; /* of HubSubs */
         bool dispatching;
+        bool skimmed; /* this read's rest is taken as an overflow (notify-subs.h) */
 };
 
 static size_t find_slot(const InotifyHub *h, int wd, bool *found) {
@@ -136,11 +137,21 @@ static void dispatch(InotifyHub *h, const struct inotify_event *ev) {
                 forget_watch(h, ev->wd);
 }
 
-static void parse(void *ctx, const char *buf, size_t n) {
+static void parse(void *ctx, const char *buf, size_t n, NotifySkim skim) {
+        InotifyHub *h = ctx;
+        if (skim != NOTIFY_ALL && !h->skimmed) {
+                /* Too many to handle one by one (notify-subs.h): an overflow. */
+                h->skimmed = true;
+                const struct inotify_event over = { .wd = -1, .mask = IN_Q_OVERFLOW };
+                dispatch(h, &over);
+        }
         for (const char *p = buf; p < buf + n;) {
                 const struct inotify_event *ev = (const struct inotify_event *)p;
                 p += sizeof *ev + ev->len;
-                dispatch(ctx, ev);
+                if (skim == NOTIFY_ALL || (skim == NOTIFY_FILES && !(ev->mask & IN_ISDIR)))
+                        dispatch(h, ev);
+                else if (ev->mask & IN_IGNORED)
+                        forget_watch(h, ev->wd);
         }
 }
 
@@ -148,6 +159,7 @@ bool hub_drain(InotifyHub *h) {
         if (h->dispatching)
                 return true; /* inside a callback of the batch being dispatched */
         h->dispatching = true;
+        h->skimmed = false;
         _Alignas(struct inotify_event) char buf[16384];
         bool ok = notify_read_all(h->fd, buf, sizeof buf, parse, h);
         notify_batch_done(&h->subs);

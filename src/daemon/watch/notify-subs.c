@@ -5,15 +5,20 @@
 #include <unistd.h>
 
 #include "notify-subs.h"
+#include "time-util.h"
 
-bool notify_read_all(int fd, char *buf, size_t size, void (*parse)(void *ctx, const char *buf, size_t n), void *ctx) {
+bool notify_read_all(int fd, char *buf, size_t size, void (*parse)(void *ctx, const char *buf, size_t n, NotifySkim skim),
+                     void *ctx) {
+        uint64_t t0 = now_us();
         for (;;) {
                 ssize_t n = read(fd, buf, size);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
                         return n < 0 && errno == EAGAIN;
-                parse(ctx, buf, (size_t)n);
+                uint64_t took = now_us() - t0;
+                parse(ctx, buf, (size_t)n,
+                      took >= NOTIFY_ALL_MAX_US ? NOTIFY_NONE : took >= NOTIFY_DIRS_MAX_US ? NOTIFY_FILES : NOTIFY_ALL);
         }
 }
 

@@ -16,12 +16,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "jail-plan.h"
 #include "log.h"
 #include "mask-walk.h"
 #include "path-util.h"
 #include "protect-absent.h"
 #include "strv.h"
+#include "time-util.h"
 #include "server.h"
 #include "worker-link.h"
 #include "watch.h"
@@ -53,6 +55,10 @@ typedef struct WorkspaceWatch {
         WatchDir *dirs;
         size_t n_dirs;
         bool partial;
+        /* Directories that appeared in this batch, walked at its end: once
+         * each, however often the jail moves one back and forth. */
+        WatchDir *fresh_dirs;
+        size_t n_fresh_dirs;
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
         char failed_note[320]; /* a watch that could not be added: what every result says */
@@ -106,6 +112,17 @@ static size_t host_runs(const WorkspaceWatch *w, const char *rel, bool is_dir) {
         return 0;
 }
 
+/* root/rel reached from the root without following a symlink, a magic
+ * link or "..": every name below a root is the jail's, and it may swap a
+ * directory for a symlink between an event and this look (ATTACKS.md: the
+ * host never follows a path the agent shaped). */
+static int open_beneath(const WorkspaceWatch *w, size_t root, const char *rel, int flags) {
+        _cleanup_close_ int rfd = chase_open_dir(w->roots[root]);
+        if (rfd < 0)
+                return rfd;
+        return chase_beneath(rfd, rel, flags);
+}
+
 /* A placeholder the jail's launch made (protect-absent.h) at a root: not
  * the jail's doing, and sealed already. */
 static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel) {
@@ -122,14 +139,14 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
                 return false;
         const char *content = NULL;
         VsAbsent kind = tool_dir ? VS_ABSENT_DIR : protect_absent_kind(rel, &content);
-        _cleanup_free_ char *abs = path_join(w->roots[root], rel);
+        _cleanup_close_ int fd = open_beneath(w, root, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
-        if (!abs || lstat(abs, &st) < 0)
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return false;
         if (kind == VS_ABSENT_DIR) {
                 if (!S_ISDIR(st.st_mode))
                         return false;
-                DIR *d = opendir(abs);
+                DIR *d = fdopendir(TAKE_FD(fd));
                 if (!d)
                         return false;
                 struct dirent *de;
@@ -143,9 +160,7 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
         char buf[64];
         if (kind != VS_ABSENT_FILE || !S_ISREG(st.st_mode) || (size_t)st.st_size != n || n > sizeof buf)
                 return false;
-        int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
-        safe_close(fd);
+        ssize_t got = read(fd, buf, sizeof buf);
         return got == (ssize_t)n && (n == 0 || memcmp(buf, content, n) == 0);
 }
 
@@ -222,16 +237,30 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
         const WorkerLink *l = w->ws->link;
         char *const *masked = !l ? NULL : l->masked ? l->masked : l->launch ? l->launch->verify_empty : NULL;
         _cleanup_free_ char *abs = path_join(w->roots[root], rel);
-        return abs && masked && strv_contains((char **)masked, abs);
+        if (!abs || !masked || !strv_contains((char **)masked, abs))
+                return false;
+        if (!l->spawned_ms)
+                return true; /* not mounted yet: the mount takes what is there then */
+        /* And still the file the jail's mount covers: one saved over it
+         * (an editor writes a new file and renames it over the old) took
+         * the old one's place, and the kernel dropped the jail's mount
+         * with it. Changed since about the jail's start (ctime, a second's
+         * margin for its granularity): not masked, whatever the list says. */
+        _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return false;
+        struct timespec rt = now_wall();
+        uint64_t age_ms = now_ms() - l->spawned_ms;
+        uint64_t spawn_ms = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000 - age_ms;
+        uint64_t ctime_ms = (uint64_t)st.st_ctim.tv_sec * 1000 + (uint64_t)st.st_ctim.tv_nsec / 1000000;
+        return ctime_ms + 1000 < spawn_ms;
 }
 
 /* Walks a directory below root/rel: watches subdirectories, reports the
  * first path that matches the masks (for directories moved in whole). */
 static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
-        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
-        if (!abs)
-                return false;
-        int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = open_beneath(w, root, rel, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return false;
         DIR *d = fdopendir(fd);
@@ -309,10 +338,12 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
                 w->partial = true;
                 return -ENOSPC;
         }
-        _cleanup_free_ char *abs = rel[0] ? path_join(w->roots[root], rel) : strdup(w->roots[root]);
-        if (!abs)
-                return -ENOMEM;
-        int wd = hub_add_watch(w->sub, abs, WATCH_EVENTS);
+        /* The directory beneath the root, watched through its descriptor
+         * (the magic link is followed: the watch is on what was opened). */
+        _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", dfd);
+        int wd = dfd < 0 ? (dfd == -EXDEV ? -ELOOP : dfd) : hub_add_watch(w->sub, proc, WATCH_EVENTS & ~IN_DONT_FOLLOW);
         /* A directory gone or not ours meanwhile has nothing to watch; any
          * other failure (no watch left: the user's
          * fs.inotify.max_user_watches spent) is a hole, said in every
@@ -342,6 +373,8 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 }
 
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
+static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
+#define FRESH_DIRS_MAX 1024
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -394,13 +427,42 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         }
         if (is_dir && add_dir(w, root, rel) >= 0)
                 /* A directory moved in whole may hold matches already. */
-                scan_dir(w, root, rel, w->hit ? NULL : &w->hit, true);
+                walk_later(w, root, rel);
+}
+
+/* The walk of a directory that appeared, at the batch's end: walked at
+ * each event, a tree the jail renames back and forth kept the loop in one
+ * drain (the queue never emptied) while every other workspace waited. */
+static void walk_later(WorkspaceWatch *w, size_t root, const char *rel) {
+        for (size_t i = 0; i < w->n_fresh_dirs; i++)
+                if (w->fresh_dirs[i].root == root && streq(w->fresh_dirs[i].rel, rel))
+                        return;
+        WatchDir *n = w->n_fresh_dirs < FRESH_DIRS_MAX ? realloc(w->fresh_dirs, (w->n_fresh_dirs + 1) * sizeof *n) : NULL;
+        char *r = n ? strdup(rel) : NULL;
+        if (n)
+                w->fresh_dirs = n;
+        if (!r) {
+                lost(w); /* many at once: the whole tree is walked instead */
+                return;
+        }
+        w->fresh_dirs[w->n_fresh_dirs++] = (WatchDir){ .root = root, .rel = r };
+}
+
+static void fresh_dirs_free(WorkspaceWatch *w) {
+        for (size_t i = 0; i < w->n_fresh_dirs; i++)
+                free(w->fresh_dirs[i].rel);
+        free(TAKE_PTR(w->fresh_dirs));
+        w->n_fresh_dirs = 0;
 }
 
 /* After each read of the queue: a masked path seen recycles the worker
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
+        /* Walked one by one, unless the whole tree is walked below. */
+        for (size_t i = 0; !w->lost && i < w->n_fresh_dirs; i++)
+                scan_dir(w, w->fresh_dirs[i].root, w->fresh_dirs[i].rel, w->hit ? NULL : &w->hit, true);
+        fresh_dirs_free(w);
         if (w->lost) {
                 /* What the lost events would have said, from the tree as it
                  * is: a masked path the jail does not mask, a repository's
@@ -408,7 +470,8 @@ static void on_batch_end(void *userdata) {
                  * name unsealed. Files the host runs later, written
                  * meanwhile, are not told from old ones: not noted. */
                 w->lost = false;
-                log_info("workspace %s: watch events were lost (a queue overflow); walking the listed paths again",
+                log_info("workspace %s: watch events were lost (a queue overflow), or more directories appeared at once than are "
+                         "walked one by one; walking the listed paths again",
                          w->ws->path);
                 w->rewalking = true;
                 for (size_t i = 0; i < w->n_roots; i++)
@@ -565,6 +628,7 @@ static void watch_stop_one(WorkspaceWatch *w) {
         fan_sub_free(w->fsub);
         free(w->hit);
         free(w->protect_hit);
+        fresh_dirs_free(w);
         strv_free(w->git_dirs);
         glob_set_free(w->set);
         glob_set_free(w->protect);
