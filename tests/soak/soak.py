@@ -128,7 +128,9 @@ def one_call(w, c, rnd):
         r = c.call({"tool": "terminal", "workspace": w.refused, "command": "true"})
         return r, None  # must be refused
     r = c.call({"tool": "status", "limit": 5})
-    return r, (lambda r: r["summary"]["workspaces"] >= 1)
+    # A daemon restarted under the soak (daemon_kills) holds no workspace
+    # until a call names one: this status may be its first request.
+    return r, (lambda r: r["summary"]["workspaces"] >= 1 or r["daemon"]["counters"]["requests"] <= 1)
 
 
 def client(w, seed):
