@@ -24,6 +24,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char root[64];
+static char ws[96]; /* the policy's workspace, for the process's life */
 static Policy policy;
 static bool ready;
 
@@ -71,7 +72,7 @@ static void setup(void) {
         make("ws/.git/config", "SECRET in git\n", NULL);
         make("ws/etc", NULL, "/etc");
         make("ws/alias", NULL, ".env");
-        char *ws = path_join(root, "ws");
+        snprintf(ws, sizeof ws, "%s/ws", root);
         char *rw[] = { ws, NULL };
         char *mask[] = { (char *) ".env", (char *) "/secrets/", NULL };
         ProtocolInit init = { .mode = PROTOCOL_MODE_JAIL, .workspace = ws, .rw_paths = rw, .mask = mask };

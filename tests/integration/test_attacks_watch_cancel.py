@@ -73,7 +73,8 @@ def t_tree_rename_flood_spares_others(tmp):
             check(r.get("ok") and r.get("stdout") == "y\n", r)
             time.sleep(0.5)
         notes.append("another workspace's call during a rename flood of a 2000-directory tree: worst %.2f s" % worst)
-        check(worst < 3, "another workspace's call waited %.1f s while the jail renamed its tree" % worst)
+        check(worst < (9 if sanitized(d.pid) else 3),
+              "another workspace's call waited %.1f s while the jail renamed its tree" % worst)
         # The flood is still running: a .pem the host makes now, deep in the
         # tree being renamed, is masked by the next call.
         made = False
@@ -595,7 +596,9 @@ def t_create_flood_memory_and_latency(tmp):
         check("ENVSECRET" not in r.get("stdout", ""), ("the .env is readable during the flood", r))
         notes.append("create flood, 2 processes, 20 s: daemon RSS %d -> peak %d KiB, another workspace's worst call %.3f s"
                      % (before, peak, worst))
-        check(worst < 2, "another workspace's call waited %.1f s" % worst)
+        # A sanitizer build's daemon is several times slower: the bound is
+        # against a stall (13 s before the fix), not a measure of speed.
+        check(worst < (6 if sanitized(d.pid) else 2), "another workspace's call waited %.1f s" % worst)
         check(sanitized(d.pid) or peak - before < 16 * 1024, "the daemon grew by %d KiB" % (peak - before))
         c.close()
         cb.close()

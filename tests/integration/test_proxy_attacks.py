@@ -181,10 +181,18 @@ def run(tmp, port):
         evil["so"] = so
         return so
 
+    def asan_first():
+        """A sanitizer build's proxy must have the ASan runtime first among
+        its libraries: preloading an uninstrumented library before it ends
+        the proxy at its start ("ASan runtime does not come first"), so the
+        runtime the proxy links is preloaded ahead of it."""
+        r = subprocess.run(["ldd", os.environ["VECTORA_PROXY"]], capture_output=True, text=True)
+        return [f.split("=>")[1].split()[0] for f in r.stdout.splitlines() if "libasan" in f and "=>" in f]
+
     def taken_over(name, extra_env):
         """A daemon whose proxy is the real one with evil-proxy.so
         preloaded; returns (daemon, workspace, the attempts' results)."""
-        so = evil_so()
+        so = ":".join(asan_first() + [evil_so()])
         wrap = os.path.join(tmp, name + "-proxy")
         env = " ".join("%s=%s" % kv for kv in dict(extra_env, LD_PRELOAD=so).items())
         with open(wrap, "w") as f:
