@@ -372,7 +372,11 @@ def run(tmp, port):
         body = ("m1 = json.dumps({'op': 'conns', 'ws': 1, 'open': 1, 'total': 1}).encode()\n"
                 "m2 = json.dumps({'op': 'denial', 'ws': 77, 'time_us': 1, 'host': 'x', 'port': 1, "
                 "'reason': 'r'}).encode()\n"
+                "os.fork()\nos.fork()\n"
                 "while True:\n    s.send(m1)\n    s.send(m2)\n")
+        # Four senders on the one socket: together faster than the
+        # daemon reads, so a reader that drains until the socket is empty
+        # never returns to its loop.
         d, ws = with_fake("chatty", body)
         worst = 0
         for _ in range(5):

@@ -316,11 +316,16 @@ static void record_denial(Proxy *px, const ProxyCtlMsg *m) {
         log_info("%s: network denied: %s:%u: %s", px->ws->path, d->host, (unsigned)d->port, d->reason);
 }
 
-/* Everything the proxy has sent so far. Also called before reading the
- * denials: the proxy reports one before it answers the jail, so a call
- * that saw its 403 finds the denial here. */
-static void drain(void) {
-        while (P.ctl >= 0) {
+/* What the proxy has sent so far, at most max messages. Also called
+ * before reading the denials: the proxy reports one before it answers the
+ * jail, so a call that saw its 403 finds the denial here. The bound keeps a
+ * proxy that sends without pause (a taken-over one, or a jail making
+ * denied connections in a loop) from holding the loop: what is left is
+ * read at the next turn, after the other clients had theirs. */
+#define DRAIN_PER_TURN 64
+#define DRAIN_BEFORE_READ 1024
+static void drain(unsigned max) {
+        for (unsigned k = 0; k < max && P.ctl >= 0; k++) {
                 char buf[PROXY_CTL_MAX];
                 ssize_t n = recv(P.ctl, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -367,7 +372,7 @@ static void on_ctl(uv_poll_t *p, int status, int events) {
         }
         if (events & UV_WRITABLE)
                 queue_flush();
-        drain();
+        drain(DRAIN_PER_TURN);
 }
 
 /* ---- the process ------------------------------------------------------------------ */
@@ -578,7 +583,7 @@ static int proc_start(VsError **err) {
 json_t *proxy_denials_since(Proxy *px, uint64_t since_us) {
         if (!px)
                 return NULL;
-        drain();
+        drain(DRAIN_BEFORE_READ);
         audit_held(px);
         json_t *a = NULL;
         for (size_t k = 0; k < px->n_recent; k++) {
@@ -603,7 +608,7 @@ const char *proxy_lost_since(Proxy *px, uint64_t since_us) {
 json_t *proxy_status(Proxy *px) {
         if (!px)
                 return NULL;
-        drain();
+        drain(DRAIN_BEFORE_READ);
         return json_pack("{s:I, s:I, s:I}", "open", (json_int_t)px->open, "connections", (json_int_t)px->total,
                          "denied", (json_int_t)px->denied);
 }
@@ -623,7 +628,7 @@ static long proc_field(pid_t pid, const char *key) {
 json_t *proxy_process_status(void) {
         if (!P.all && !P.restarts && !P.pid)
                 return NULL;
-        drain();
+        drain(DRAIN_BEFORE_READ);
         /* Its hello is its own word, and a proxy taken over (or a program
          * that is not the proxy) may say anything: the filter is shown
          * only when the kernel has one on it too (mode 2). The Landlock
