@@ -14,6 +14,7 @@
 #include "fd-util.h"
 #include "git-scan.h"
 #include "path-util.h"
+#include "proc-tree.h"
 #include "protocol.h"
 #include "handshake.h"
 #include "strv.h"
@@ -264,67 +265,11 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
         return 0;
 }
 
-/* The children of every thread of pid (/proc/PID/task/TID/children), each
- * appended to *queue. The kernel lists a child under the thread that made it. */
-static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {
-        char dir[64];
-        snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-        _cleanup_(closedirp) DIR *d = opendir(dir);
-        if (!d)
-                return errno == ENOENT ? 0 : -errno; /* gone meanwhile: no children */
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                char path[64 + sizeof de->d_name + 16];
-                snprintf(path, sizeof path, "%s/%s/children", dir, de->d_name);
-                _cleanup_fclose_ FILE *f = fopen(path, "re");
-                if (!f)
-                        continue; /* the thread ended meanwhile */
-                long child;
-                while (fscanf(f, "%ld", &child) == 1) {
-                        if (*n == *cap) {
-                                size_t nc = *cap ? *cap * 2 : 16;
-                                pid_t *q = reallocarray(*queue, nc, sizeof *q);
-                                if (!q)
-                                        return -ENOMEM;
-                                *queue = q;
-                                *cap = nc;
-                        }
-                        (*queue)[(*n)++] = (pid_t)child;
-                }
-        }
-        return 0;
-}
-
-static int pid_cmp(const void *a, const void *b) {
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return (x > y) - (x < y);
-}
-
 int session_jail_pids(const VsSession *s, pid_t **ret) {
         *ret = NULL;
         if (!s->own_pid_ns || !s->sandboxed)
                 return -EOPNOTSUPP;
-        if (s->proc.pid <= 0 || kill(s->proc.pid, 0) < 0)
-                return -ESRCH;
-        /* Breadth first from pid 1 of the namespace; a pid namespace is a
-         * tree, so nothing is seen twice. */
-        _cleanup_free_ pid_t *queue = malloc(16 * sizeof *queue);
-        if (!queue)
-                return -ENOMEM;
-        size_t n = 1, cap = 16;
-        queue[0] = s->proc.pid;
-        for (size_t i = 0; i < n; i++) {
-                if (n > 1u << 20)
-                        return -E2BIG;
-                int r = children_of(queue[i], &queue, &n, &cap);
-                if (r < 0)
-                        return r;
-        }
-        qsort(queue, n, sizeof *queue, pid_cmp);
-        *ret = TAKE_PTR(queue);
-        return (int)n;
+        return proc_tree_pids(s->proc.pid, ret);
 }
 
 void session_stop(VsSession *s) {

@@ -99,7 +99,7 @@ static void shape_fields(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
 static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         /* Leftovers of a fork bomb keep the jail at its process limit after
          * the command returned: restart the jail once nothing else runs. */
-        if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws)) {
+        if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws, l)) {
                 log_warning("workspace %s: leftover processes hold the process limit; restarting the jail", r->ws->path);
                 json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
                 workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, "leftover processes held the workspace's process limit");

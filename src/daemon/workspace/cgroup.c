@@ -26,10 +26,12 @@
 #include "instance.h"
 #include "log.h"
 #include "path-util.h"
+#include "proc-tree.h"
 #include "server.h"
 #include "sha256.h"
 #include "strv.h"
 #include "workspace.h"
+#include "worker-link.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
 #define CG_NAME "vectora-sandboxd"
@@ -273,9 +275,24 @@ static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char 
         return true;
 }
 
-bool cgroup_pids_saturated(Workspace *ws) {
-        if (!ws->cgroup_paths[0] || !ws->policy)
+/* Without a cgroup only the kernel's per-user count (RLIMIT_NPROC in the
+ * jail's user namespace) holds the limit, and the daemon cannot read it:
+ * the jail's own pid namespace is counted instead. A fork bomb's
+ * processes at an RLIMIT_NPROC limit keep the count near it (each one
+ * whose fork fails ends and makes room for another's). */
+static bool jail_pids_saturated(const Workspace *ws, const WorkerLink *l) {
+        if (!l || l->pid <= 0 || !l->launch || !l->launch->own_pid_ns)
                 return false;
+        _cleanup_free_ pid_t *pids = NULL;
+        int n = proc_tree_pids(l->pid, &pids);
+        return n > 0 && (uint64_t)n >= ws->policy->limits.pids - ws->policy->limits.pids / 4;
+}
+
+bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {
+        if (!ws->policy || !ws->policy->limits.pids)
+                return false;
+        if (!ws->cgroup_paths[0])
+                return jail_pids_saturated(ws, l);
         uint64_t cur = 0, refused = 0;
         if (!read_pids_file(ws, &ws->pids_fd, "pids.current", NULL, &cur))
                 return false;

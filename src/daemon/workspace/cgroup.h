@@ -28,5 +28,7 @@ void cgroup_prepare(Workspace *ws);
  * spawned child to join; -EBADF where there is none. */
 void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);
 void cgroup_release(Workspace *ws);
-/* The workspace's pids cgroup is (nearly) full. */
-bool cgroup_pids_saturated(Workspace *ws);
+/* The workspace's pids cgroup is (nearly) full; without a cgroup (a daemon
+ * run as an ordinary user, where RLIMIT_NPROC holds the limit), the
+ * processes of the link's jail, counted from its pid 1, are near it. */
+bool cgroup_pids_saturated(Workspace *ws, const struct WorkerLink *l);
