@@ -36,6 +36,7 @@
 #include "net-policy.h"
 #include "proxy-ctl.h"
 #include "proxy-parse.h"
+#include "splice-link.h"
 #include "strbuf.h"
 #include "time-util.h"
 
@@ -74,6 +75,7 @@ struct ProxyConn {
         VsHttpHead head;
         VsNetRule rule;        /* a copy of the matching entry (the policy may change meanwhile) */
         struct addrinfo *ai;
+        SpliceLink *link;      /* the tunnel's bytes, moved by the kernel (splice-link.h) */
 };
 
 static void head_ready(ProxyConn *c);
@@ -157,6 +159,7 @@ static void conn_close(ProxyConn *c) {
         if (c->state == CS_CLOSING)
                 return;
         c->state = CS_CLOSING;
+        splice_link_free(TAKE_PTR(c->link));
         if (c->gai_pending)
                 uv_cancel((uv_req_t *)&c->gai);
         uv_close((uv_handle_t *)&c->client, on_handle_closed);
@@ -249,7 +252,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
          * c->buf has room for: what a read takes past it would be lost
          * (a body sent with its head); the rest waits in the socket for
          * the splice. */
-        size_t n = 65536;
+        size_t n = 256 * 1024;
         if (h == (uv_handle_t *)&c->client && (c->state == CS_HEAD || c->state == CS_HELLO))
                 n = MIN(n, VS_HTTP_HEAD_MAX - c->len);
         /* Room for a WriteReq header in front, so the bytes read are
@@ -266,7 +269,7 @@ static void on_client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 static void on_upstream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 
 static void resume_reading(ProxyConn *c) {
-        if (c->state != CS_SPLICE && c->state != CS_HELLO)
+        if ((c->state != CS_SPLICE && c->state != CS_HELLO) || c->link)
                 return;
         if (c->state == CS_SPLICE && !c->client_reading && !c->client_eof &&
             uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) < PROXY_QUEUE_HIGH / 4)
@@ -362,10 +365,44 @@ static void on_upstream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
 
 /* ---- CONNECT: the ClientHello ------------------------------------------------ */
 
+static void on_link(void *userdata, bool ended) {
+        ProxyConn *c = userdata;
+        if (ended)
+                conn_close(c);
+        else
+                uv_timer_again(&c->timer);
+}
+
+/* Hands the tunnel to the kernel once nothing is queued in libuv on
+ * either side (what libuv holds would be overtaken); false: the copying
+ * path goes on. */
+static bool splice_by_kernel(ProxyConn *c) {
+        uv_os_fd_t a, b;
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->client) ||
+            uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) ||
+            uv_fileno((uv_handle_t *)&c->client, &a) < 0 || uv_fileno((uv_handle_t *)&c->upstream, &b) < 0)
+                return false;
+        uv_read_stop((uv_stream_t *)&c->client);
+        uv_read_stop((uv_stream_t *)&c->upstream);
+        c->client_reading = c->upstream_reading = false;
+        return splice_link_start(c->px->loop, a, b, on_link, c, &c->link) >= 0;
+}
+
 static void start_splice(ProxyConn *c, const char *pending, size_t len) {
         c->state = CS_SPLICE;
         on_timer_state(c);
-        if (len && send_copy(c, (uv_stream_t *)&c->upstream, pending, len, false) < 0) {
+        /* What was read with the head or the ClientHello goes first,
+         * written at once when the new connection takes it (it does,
+         * but for a head that a full socket buffer would not). */
+        size_t sent = 0;
+        if (len) {
+                uv_buf_t b = uv_buf_init((char *)pending, (unsigned)len);
+                int r = uv_try_write((uv_stream_t *)&c->upstream, &b, 1);
+                sent = r > 0 ? (size_t)r : 0;
+        }
+        if (sent == len && splice_by_kernel(c))
+                return;
+        if (len > sent && send_copy(c, (uv_stream_t *)&c->upstream, pending + sent, len - sent, false) < 0) {
                 conn_close(c);
                 return;
         }
@@ -527,15 +564,13 @@ static void upstream_ready(ProxyConn *c) {
         StrBuf out = {};
         if (strbuf_appendf(&out, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
                            c->head.forward_headers) < 0 ||
-            strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0 ||
-            send_copy(c, (uv_stream_t *)&c->upstream, out.data, out.len, false) < 0) {
+            strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0) {
                 strbuf_done(&out);
                 conn_close(c);
                 return;
         }
+        start_splice(c, out.data, out.len);
         strbuf_done(&out);
-        c->state = CS_SPLICE;
-        resume_reading(c);
 }
 
 /* ---- the request head ----------------------------------------------------------- */

@@ -157,7 +157,7 @@ static const VsSeccompAllow allowed[] = {
         /* the loop: reads, writes, polls */
         ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"), ALLOW("pread64"), ALLOW("close"),
         ALLOW("epoll_create1"), ALLOW("epoll_ctl"), ALLOW("epoll_wait"), ALLOW("epoll_pwait"), ALLOW("epoll_pwait2"),
-        ALLOW("poll"), ALLOW("ppoll"), ALLOW("eventfd2"), ALLOW("pipe2"), ALLOW("fcntl"), ALLOW("dup"),
+        ALLOW("poll"), ALLOW("ppoll"), ALLOW("eventfd2"), ALLOW("pipe2"), ALLOW("splice"), ALLOW("fcntl"), ALLOW("dup"),
         ALLOW("dup3"), ALLOW_IF("ioctl", 1, 0xffffffff, FIONBIO), ALLOW_IF("ioctl", 1, 0xffffffff, FIOCLEX),
         ALLOW("clock_gettime"), ALLOW("clock_getres"), ALLOW("gettimeofday"), ALLOW("nanosleep"),
         ALLOW("clock_nanosleep"), ALLOW("getpid"), ALLOW("gettid"), ALLOW("getuid"), ALLOW("geteuid"),

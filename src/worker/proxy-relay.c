@@ -11,6 +11,7 @@
  * connection never delays the worker's request loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,28 +24,25 @@
 #include "fd-util.h"
 #include "macro.h"
 #include "spawn-util.h"
+#include "splice-half.h"
 #include "worker.h"
 
 #define RELAY_MAX_PAIRS 256
-#define RELAY_BUF (64u * 1024u)
-
-typedef struct Half {
-        char buf[RELAY_BUF];
-        size_t len, off; /* bytes read from the source, bytes written to the sink */
-        bool eof;        /* the source ended: shut the sink's writing side once drained */
-        bool shut;
-} Half;
+#define RELAY_BUF (64u * 1024u)  /* a half's buffer where the kernel refuses splice */
+#define RELAY_PIPE (256u * 1024u) /* a half's pipe */
 
 typedef struct Pair {
-        int fd[2];  /* [0] the jailed client (tcp), [1] the daemon (unix) */
-        Half h[2];  /* h[i]: from fd[i] to fd[1 - i] */
+        int fd[2];        /* [0] the jailed client (tcp), [1] the daemon (unix) */
+        SpliceHalf h[2];  /* h[i]: from fd[i] to fd[1 - i] */
 } Pair;
 
 static Pair *pairs[RELAY_MAX_PAIRS];
 
 static void pair_close(size_t i) {
-        safe_close(pairs[i]->fd[0]);
-        safe_close(pairs[i]->fd[1]);
+        for (int k = 0; k < 2; k++) {
+                safe_close(pairs[i]->fd[k]);
+                splice_half_done(&pairs[i]->h[k]);
+        }
         free(pairs[i]);
         pairs[i] = NULL;
 }
@@ -84,33 +82,22 @@ static void relay_accept(int lfd, const char *socket_path) {
         p->fd[0] = c;
         p->fd[1] = u;
         pairs[slot] = p;
+        p->h[0].pipe[0] = p->h[0].pipe[1] = p->h[1].pipe[0] = p->h[1].pipe[1] = -EBADF;
+        if (splice_half_init(&p->h[0], RELAY_PIPE, RELAY_BUF) < 0 ||
+            splice_half_init(&p->h[1], RELAY_PIPE, RELAY_BUF) < 0)
+                pair_close(slot);
 }
 
 /* Moves what it can in one direction; false when the pair is done. */
-static bool half_step(Pair *p, int i, short rev_src, short rev_dst) {
-        Half *h = &p->h[i];
+static bool half_step(Pair *p, int i, short rev_src) {
+        SpliceHalf *h = &p->h[i];
         int src = p->fd[i], dst = p->fd[1 - i];
-        if ((rev_src & (POLLIN | POLLHUP | POLLERR)) && !h->eof && h->len < RELAY_BUF) {
-                ssize_t n = read(src, h->buf + h->len, RELAY_BUF - h->len);
-                if (n > 0)
-                        h->len += (size_t)n;
-                else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                        h->eof = true;
-        }
-        (void) rev_dst; /* a pending send is always tried: MSG_DONTWAIT says if it fits */
-        if (h->off < h->len) {
-                ssize_t n = send(dst, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n > 0)
-                        h->off += (size_t)n;
-                else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return false;
-                if (h->off == h->len)
-                        h->off = h->len = 0;
-        }
-        if (h->eof && h->len == 0 && !h->shut) {
-                (void) shutdown(dst, SHUT_WR);
-                h->shut = true;
-        }
+        if ((rev_src & (POLLIN | POLLHUP | POLLERR)) && splice_half_wants(h) && splice_half_take(h, src) < 0)
+                return false;
+        /* A pending give is always tried: non-blocking, it says if it fits. */
+        if (!splice_half_give(h, dst))
+                return false;
+        splice_half_finish(h, dst);
         return !(p->h[0].shut && p->h[1].shut);
 }
 
@@ -127,9 +114,9 @@ static _noreturn_ void relay_loop(int lfd, const char *socket_path) {
                         idx[i] = n;
                         for (int k = 0; k < 2; k++) {
                                 short ev = 0;
-                                if (!p->h[k].eof && p->h[k].len < RELAY_BUF)
+                                if (splice_half_wants(&p->h[k]))
                                         ev |= POLLIN;
-                                if (p->h[1 - k].len > p->h[1 - k].off)
+                                if (splice_half_holds(&p->h[1 - k]))
                                         ev |= POLLOUT;
                                 fds[n++] = (struct pollfd) { .fd = p->fd[k], .events = ev };
                         }
@@ -146,13 +133,13 @@ static _noreturn_ void relay_loop(int lfd, const char *socket_path) {
                         if (!p || !idx[i])
                                 continue;
                         short r0 = fds[idx[i]].revents, r1 = fds[idx[i] + 1].revents;
-                        if (!half_step(p, 0, r0, r1) || !half_step(p, 1, r1, r0))
+                        if (!half_step(p, 0, r0) || !half_step(p, 1, r1))
                                 pair_close(i);
                         /* A side that hung up (it can no longer receive)
                          * and has nothing left to deliver: the pair is
                          * over, or poll would report it forever. */
-                        else if (((r0 & (POLLHUP | POLLERR)) && p->h[0].eof && p->h[0].len == 0) ||
-                                 ((r1 & (POLLHUP | POLLERR)) && p->h[1].eof && p->h[1].len == 0))
+                        else if (((r0 & (POLLHUP | POLLERR)) && p->h[0].eof && !splice_half_holds(&p->h[0])) ||
+                                 ((r1 & (POLLHUP | POLLERR)) && p->h[1].eof && !splice_half_holds(&p->h[1])))
                                 pair_close(i);
                 }
         }

@@ -27,11 +27,13 @@ test runs as root and, through tests/helpers/as-user, as an ordinary user.
 With VECTORA_PROXY_BENCH=1 it also times a 10 MiB download through the
 proxy (the figure in the report). TAP."""
 import ctypes
+import hashlib
 import http.server
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -338,6 +340,90 @@ def run(tmp, port):
         finally:
             d4.stop()
 
+    def bulk():
+        # Both ways through a CONNECT tunnel at once, past every buffer,
+        # with the client's half-close: all bytes arrive, in order, and
+        # the answer after the EOF too. While the upstream holds back, the
+        # tunnel's bytes wait in the proxy's pipes (moved by splice, not
+        # read into the proxy).
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(1)
+        eport = lsock.getsockname()[1]
+        go, got = threading.Event(), {}
+
+        def echo():
+            c, _ = lsock.accept()
+            go.wait(30)
+            h, n = hashlib.sha256(), 0
+            while True:
+                b = c.recv(1 << 16)
+                if not b:
+                    break
+                h.update(b)
+                n += len(b)
+            got["n"] = n
+            reply = hashlib.sha256(b"seed").digest() * ((8 << 20) // 32)
+            c.sendall(h.hexdigest().encode() + b"\n" + reply)
+            got["reply"] = hashlib.sha256(reply).hexdigest()
+            c.close()
+        threading.Thread(target=echo, daemon=True).start()
+        wsb = make_ws(tmp, "ws-bulk", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
+        client = ("import socket, hashlib, os\n"
+                  "s = socket.create_connection(('127.0.0.1', 3128))\n"
+                  "s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n')\n"
+                  "head = b''\n"
+                  "while not head.endswith(b'\\r\\n\\r\\n'):\n"
+                  "    head += s.recv(1)\n"
+                  "assert b' 200 ' in head, head\n"
+                  "data = b'BULK' + os.urandom(24 << 20)\n"
+                  "s.sendall(data)\n"
+                  "s.shutdown(socket.SHUT_WR)\n"
+                  "got = bytearray()\n"
+                  "while True:\n"
+                  "    b = s.recv(1 << 16)\n"
+                  "    if not b:\n"
+                  "        break\n"
+                  "    got += b\n"
+                  "line, rest = bytes(got).split(b'\\n', 1)\n"
+                  "print(line.decode() == hashlib.sha256(data).hexdigest(), len(data), len(rest), "
+                  "hashlib.sha256(rest).hexdigest())\n") % (eport, eport)
+        res = {}
+        pid = proxy_of(d)["pid"]
+
+        def pipes():
+            n = 0
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                try:
+                    n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("pipe:")
+                except OSError:
+                    pass
+            return n
+        base = pipes()
+        t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsb,
+                                                                  "command": "python3 -c \"$C\"", "env": {"C": client},
+                                                                  "timeout": 60})))
+        t.start()
+        try:
+            wait_for(lambda: pipes() >= base + 4, "the tunnel's two pipes in the proxy (%d pipe ends before)" % base,
+                     timeout=20)
+            held = pipes() - base
+        finally:
+            go.set()
+            t.join(90)
+            lsock.close()
+        r = res.get("r") or {}
+        check(r.get("exit_code") == 0, r)
+        ok, sent, n, digest = r["stdout"].split()
+        check(ok == "True" and int(sent) == got.get("n"), "the upstream got %s of %s bytes, or other bytes: %s" %
+              (got.get("n"), sent, r["stdout"]))
+        check(int(n) == 8 << 20 and digest == got.get("reply"), "the answer after the half-close: %s" % r["stdout"])
+        T.note("24 MiB up, 8 MiB down through a CONNECT tunnel; the proxy held %d pipe ends meanwhile" % held)
+        r = term("curl -sS --noproxy '' -x http://127.0.0.1:3128 -f http://%s/big.bin | sha256sum" % up)
+        with open(os.path.join(tmp, "www", "big.bin"), "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        check(r.get("exit_code") == 0 and r["stdout"].split()[0] == want, ("plain HTTP download", r))
+
     def bench():
         if os.environ.get("VECTORA_PROXY_BENCH") != "1":
             raise vtest.NotApplicable("set VECTORA_PROXY_BENCH=1 to time a 10 MiB download through the proxy")
@@ -358,6 +444,8 @@ def run(tmp, port):
         T.case(system_user, name="a root daemon's proxy runs as the system user vectora-sandbox when it exists")
         T.case(hostile, name="a proxy that sends a malformed control message is ended and restarted; the daemon "
                "serves on")
+        T.case(bulk, name="a tunnel moves 24 MiB up and 8 MiB down after the client's half-close, whole and in order, "
+               "through the proxy's pipes (splice); a 10 MiB plain HTTP download arrives whole")
         T.case(bench, name="bench: a 10 MiB download through the proxy")
         T.case(killed, name="SIGKILL the proxy mid-download: the download fails, degraded says so, the daemon "
                "restarts it, the next request works, same worker, old proxy gone")

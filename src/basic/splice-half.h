@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One direction of a byte relay between two non-blocking sockets: what
+ * was taken from the source and not yet given to the sink. The bytes go
+ * through a pipe with splice(2), so the kernel moves pages and the relay
+ * copies nothing; where the kernel refuses splice for these sockets, the
+ * half (and every later one in the process) copies through a buffer. */
+typedef struct SpliceHalf {
+        int pipe[2];
+        size_t cap;     /* what the half may hold */
+        char *buf;      /* the copying fallback */
+        size_t len;     /* held: in the pipe, or read into buf */
+        size_t off;     /* of buf: given already */
+        bool eof;       /* the source ended (or failed) */
+        bool shut;      /* the sink's writing side was shut, after the last byte */
+} SpliceHalf;
+
+/* pipe_size: asked of the kernel (best effort); buf_size: the fallback's. */
+int splice_half_init(SpliceHalf *h, size_t pipe_size, size_t buf_size);
+void splice_half_done(SpliceHalf *h);
+/* Takes what there is room for from src; 0, or -ENOMEM. A source that
+ * ended or failed sets eof. */
+int splice_half_take(SpliceHalf *h, int src);
+/* Gives what it holds to dst; false when dst failed (the relay is over). */
+bool splice_half_give(SpliceHalf *h, int dst);
+/* After take and give: once the source ended and all was given, shuts
+ * dst's writing side (once). */
+void splice_half_finish(SpliceHalf *h, int dst);
+static inline bool splice_half_holds(const SpliceHalf *h) {
+        return h->len > h->off;
+}
+static inline bool splice_half_wants(const SpliceHalf *h) {
+        return !h->eof && h->len < h->cap;
+}
