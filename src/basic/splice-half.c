@@ -19,15 +19,14 @@ static int use_buffer(SpliceHalf *h, size_t buf_size) {
         return h->buf ? 0 : -ENOMEM;
 }
 
-int splice_half_init(SpliceHalf *h, size_t pipe_size, size_t buf_size) {
+int splice_half_init(SpliceHalf *h, size_t buf_size) {
         *h = (SpliceHalf) { .pipe = { -EBADF, -EBADF } };
         if (no_splice || pipe2(h->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                 return use_buffer(h, buf_size);
-        /* Past the user's pipe pages (pipe-user-pages-soft) a pipe keeps
-         * the size it was given. */
-        int sz = fcntl(h->pipe[1], F_SETPIPE_SZ, (int)pipe_size);
-        if (sz <= 0)
-                sz = fcntl(h->pipe[1], F_GETPIPE_SZ);
+        /* The pipe's own size (64 KiB by default): pipes count against
+         * their user's pipe pages (pipe-user-pages-soft), a pool every
+         * relay of that user shares, so none is grown. */
+        int sz = fcntl(h->pipe[1], F_GETPIPE_SZ);
         h->cap = sz > 0 ? (size_t)sz : 4096;
         return 0;
 }

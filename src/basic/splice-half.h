@@ -19,8 +19,8 @@ typedef struct SpliceHalf {
         bool shut;      /* the sink's writing side was shut, after the last byte */
 } SpliceHalf;
 
-/* pipe_size: asked of the kernel (best effort); buf_size: the fallback's. */
-int splice_half_init(SpliceHalf *h, size_t pipe_size, size_t buf_size);
+/* buf_size: the fallback's buffer. */
+int splice_half_init(SpliceHalf *h, size_t buf_size);
 void splice_half_done(SpliceHalf *h);
 /* Takes what there is room for from src; 0, or -ENOMEM. A source that
  * ended or failed sets eof. */

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -259,6 +260,16 @@ int main(int argc, char **argv) {
                 return 2;
         }
         (void)syscall(SYS_close_range, CTL_FD + 1, ~0U, 0);
+        /* Each tunnel holds eight descriptors (its two sockets, the
+         * copies its splice polls, two pipes) for every workspace's
+         * connections: the soft limit a service starts with (1024 under
+         * systemd) would cap them all at 128. The proxy starts no
+         * program, so no child inherits the raised limit. */
+        struct rlimit nofile;
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+                nofile.rlim_cur = nofile.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &nofile);
+        }
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (confine(&err) < 0) {
                 log_error("%s", vs_error_message(err));

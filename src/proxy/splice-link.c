@@ -8,7 +8,6 @@
 #include "fd-util.h"
 #include "splice-half.h"
 
-#define LINK_PIPE (256u * 1024u)
 #define LINK_BUF (64u * 1024u)
 
 struct SpliceLink {
@@ -67,7 +66,7 @@ int splice_link_start(uv_loop_t *loop, int fd_a, int fd_b, SpliceLinkCb cb, void
         l->fd[1] = fcntl(fd_b, F_DUPFD_CLOEXEC, 3);
         int r = l->fd[0] < 0 || l->fd[1] < 0 ? -errno : 0;
         for (int k = 0; k < 2 && r >= 0; k++)
-                r = splice_half_init(&l->h[k], LINK_PIPE, LINK_BUF);
+                r = splice_half_init(&l->h[k], LINK_BUF);
         for (int k = 0; k < 2 && r >= 0; k++) {
                 r = uv_poll_init(loop, &l->poll[k], l->fd[k]);
                 if (r >= 0) {

@@ -29,7 +29,6 @@
 
 #define RELAY_MAX_PAIRS 256
 #define RELAY_BUF (64u * 1024u)  /* a half's buffer where the kernel refuses splice */
-#define RELAY_PIPE (256u * 1024u) /* a half's pipe */
 
 typedef struct Pair {
         int fd[2];        /* [0] the jailed client (tcp), [1] the daemon (unix) */
@@ -83,8 +82,7 @@ static void relay_accept(int lfd, const char *socket_path) {
         p->fd[1] = u;
         pairs[slot] = p;
         p->h[0].pipe[0] = p->h[0].pipe[1] = p->h[1].pipe[0] = p->h[1].pipe[1] = -EBADF;
-        if (splice_half_init(&p->h[0], RELAY_PIPE, RELAY_BUF) < 0 ||
-            splice_half_init(&p->h[1], RELAY_PIPE, RELAY_BUF) < 0)
+        if (splice_half_init(&p->h[0], RELAY_BUF) < 0 || splice_half_init(&p->h[1], RELAY_BUF) < 0)
                 pair_close(slot);
 }
 

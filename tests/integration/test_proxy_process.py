@@ -140,6 +140,12 @@ def run(tmp, port):
     # restart fail for a while.
     prog = os.path.join(tmp, "vectora-sandbox-proxy")
     shutil.copy2(os.environ["VECTORA_PROXY"], prog)
+    # A service's usual start: a soft open-files limit of 1024 below the
+    # hard one (the proxy raises its own: `bulk`).
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > 1024:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1024), hard))
     d = vtest.Daemon(tmp, env=dict(os.environ, VECTORA_PROXY=prog, MODAL_TOKEN_SECRET="not-for-the-proxy"))
     st = {}
 
@@ -419,6 +425,11 @@ def run(tmp, port):
               (got.get("n"), sent, r["stdout"]))
         check(int(n) == 8 << 20 and digest == got.get("reply"), "the answer after the half-close: %s" % r["stdout"])
         T.note("24 MiB up, 8 MiB down through a CONNECT tunnel; the proxy held %d pipe ends meanwhile" % held)
+        # Eight descriptors a tunnel: the proxy raised its soft limit to
+        # the hard one (a service's soft 1024 would hold 128 tunnels).
+        with open("/proc/%d/limits" % pid) as f:
+            soft, hard = [ln.split()[3:5] for ln in f if ln.startswith("Max open files")][0]
+        check(soft == hard and soft != "1024", "the proxy's open-files limit is %s of %s" % (soft, hard))
         r = term("curl -sS --noproxy '' -x http://127.0.0.1:3128 -f http://%s/big.bin | sha256sum" % up)
         with open(os.path.join(tmp, "www", "big.bin"), "rb") as f:
             want = hashlib.sha256(f.read()).hexdigest()
