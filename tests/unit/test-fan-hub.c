@@ -181,6 +181,45 @@ static void freed_mid_batch_hears_nothing_more(void **state) {
 
 /* The mark is the filesystem's: the host making a workspace's files
  * before its watch starts queues events; they are not its news. */
+/* A directory remembers which subscribers it is below (an event beside
+ * every workspace costs one cache look): a subscriber freed in between is
+ * no longer among them, and the one left still hears. */
+static void remembered_matches_follow_the_subscribers(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "ws", true);
+        make(f, "ws/inner", true);
+        make(f, "other", true);
+        char ra[512], rb[512], rc[512];
+        path(f, "ws", ra, sizeof ra);
+        path(f, "ws/inner", rb, sizeof rb);
+        path(f, "other", rc, sizeof rc);
+        Heard a = {}, b = {}, c = {};
+        char *roots_a[] = { ra }, *roots_b[] = { rb }, *roots_c[] = { rc };
+        assert_int_equal(fan_sub_new(f->hub, &ops, &a, roots_a, 1, &a.sub), 0);
+        assert_int_equal(fan_sub_new(f->hub, &ops, &b, roots_b, 1, &b.sub), 0);
+        assert_int_equal(fan_sub_new(f->hub, &ops, &c, roots_c, 1, &c.sub), 0);
+        make(f, "ws/inner/one", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(a.events >= 1 && b.events >= 1);
+        assert_int_equal(c.events, 0);
+        /* c's end unmarks nothing (a and b hold the filesystem) and
+         * flushes nothing: the directory's entry stays remembered. */
+        fan_sub_free(c.sub);
+        fan_sub_free(b.sub);
+        int before = b.events;
+        a.events = 0;
+        make(f, "ws/inner/two", false);
+        assert_true(fan_drain(f->hub));
+        assert_true(a.events >= 1);
+        assert_int_equal(b.events, before);
+        char want[600];
+        snprintf(want, sizeof want, "%s/inner/two", ra);
+        assert_string_equal(a.last, want);
+        fan_sub_free(a.sub);
+}
+
 static void queued_before_is_not_news(void **state) {
         Fixture *f = *state;
         if (!f->hub)
@@ -210,6 +249,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(moved_directory_follows, setup, teardown),
                 cmocka_unit_test_setup_teardown(freed_mid_batch_hears_nothing_more, setup, teardown),
                 cmocka_unit_test_setup_teardown(queued_before_is_not_news, setup, teardown),
+                cmocka_unit_test_setup_teardown(remembered_matches_follow_the_subscribers, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

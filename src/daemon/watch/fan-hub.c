@@ -66,10 +66,21 @@ typedef struct FanFs {
         size_t refs; /* roots of live subscribers on it */
 } FanFs;
 
+typedef struct FanMatch {
+        struct FanSub *sub;
+        size_t path; /* which of the directory's paths is below its roots */
+} FanMatch;
+
 typedef struct CacheEnt {
         size_t len; /* 0: empty slot */
         unsigned char key[KEY_MAX];
         char **paths; /* its paths through each marked mount; none: gone */
+        /* The subscribers it is below, as of subs_gen: an event in a
+         * directory of no workspace (the rest of a busy filesystem) costs
+         * one cache look, not a look at every workspace's roots. */
+        FanMatch *matches;
+        size_t n_matches;
+        uint64_t gen;
 } CacheEnt;
 
 struct FanSub {
@@ -94,7 +105,10 @@ struct FanHub {
         SubHead *subs; /* of FanSubs */
         CacheEnt *cache;
         size_t cache_used; /* slots filled since the last flush */
+        uint64_t subs_gen; /* bumped when a subscriber comes or goes: the matches remembered are stale */
         bool dispatching;
+        bool delivering;    /* an event's subscribers are being told: a flush waits */
+        bool flush_pending; /* asked while delivering */
         bool skimmed; /* this read's rest is taken as an overflow (notify-subs.h) */
 };
 
@@ -106,6 +120,14 @@ static FanFs *find_fs(FanHub *h, const fsid_t *id) {
 }
 
 static void cache_flush(FanHub *h) {
+        /* A subscriber ended by what it was told (its workspace recycled)
+         * may unmark a filesystem: the entry being delivered stays until
+         * the delivery is over. */
+        if (h->delivering) {
+                h->flush_pending = true;
+                return;
+        }
+        h->flush_pending = false;
         /* Each directory move flushes: one already empty costs nothing (a
          * flood of moves, skimmed, must be read faster than it is made). */
         if (h->cache_used == 0)
@@ -113,6 +135,8 @@ static void cache_flush(FanHub *h) {
         h->cache_used = 0;
         for (size_t i = 0; h->cache && i < CACHE_SLOTS; i++) {
                 strv_free(TAKE_PTR(h->cache[i].paths));
+                free(TAKE_PTR(h->cache[i].matches));
+                h->cache[i].n_matches = 0;
                 h->cache[i].len = 0;
         }
 }
@@ -218,8 +242,37 @@ static char **name_dir(FanFs *fs, struct file_handle *fh) {
         return paths;
 }
 
-/* The paths of the directory (fsid, fh) (empty: none), or NULL. */
-static char *const *dir_paths(FanHub *h, const fsid_t *id, struct file_handle *fh) {
+/* The subscribers below whose roots one of e's paths is; false when out
+ * of memory (the caller looks at every subscriber instead). */
+static bool entry_match(FanHub *h, CacheEnt *e) {
+        free(TAKE_PTR(e->matches));
+        e->n_matches = 0;
+        size_t cap = 0;
+        for (size_t p = 0; e->paths && e->paths[p]; p++)
+                for (SubHead *x = h->subs; x; x = x->next) {
+                        FanSub *s = (FanSub *)x;
+                        for (size_t i = 0; !x->dead && i < s->n_roots; i++) {
+                                if (!path_is_below_or_equal(e->paths[p], s->roots[i]))
+                                        continue;
+                                if (e->n_matches == cap) {
+                                        size_t nc = cap ? cap * 2 : 4;
+                                        FanMatch *m = reallocarray(e->matches, nc, sizeof *m);
+                                        if (!m)
+                                                return false;
+                                        e->matches = m;
+                                        cap = nc;
+                                }
+                                e->matches[e->n_matches++] = (FanMatch){ .sub = s, .path = p };
+                                break;
+                        }
+                }
+        e->gen = h->subs_gen;
+        return true;
+}
+
+/* The cache entry of the directory (fsid, fh), its paths (empty: none)
+ * and, unless out of memory, its subscribers current; or NULL. */
+static CacheEnt *dir_entry(FanHub *h, const fsid_t *id, struct file_handle *fh, bool *ret_matched) {
         unsigned char key[KEY_MAX];
         size_t len = sizeof *id + sizeof fh->handle_type + fh->handle_bytes;
         if (fh->handle_bytes > MAX_HANDLE_SZ)
@@ -231,20 +284,22 @@ static char *const *dir_paths(FanHub *h, const fsid_t *id, struct file_handle *f
         for (size_t i = 0; i < len; i++)
                 hash = (hash ^ key[i]) * 16777619u;
         CacheEnt *e = &h->cache[hash % CACHE_SLOTS];
-        if (e->len == len && memcmp(e->key, key, len) == 0)
-                return e->paths;
-        FanFs *fs = find_fs(h, id);
-        if (!fs)
-                return NULL; /* a filesystem no longer marked */
-        char **p = name_dir(fs, fh);
-        if (!p)
-                return NULL;
-        strv_free(e->paths);
-        e->paths = p;
-        h->cache_used++;
-        e->len = len;
-        memcpy(e->key, key, len);
-        return p;
+        if (e->len != len || memcmp(e->key, key, len) != 0) {
+                FanFs *fs = find_fs(h, id);
+                if (!fs)
+                        return NULL; /* a filesystem no longer marked */
+                char **p = name_dir(fs, fh);
+                if (!p)
+                        return NULL;
+                strv_free(e->paths);
+                e->paths = p;
+                h->cache_used++;
+                e->len = len;
+                memcpy(e->key, key, len);
+                e->gen = h->subs_gen - 1;
+        }
+        *ret_matched = e->gen == h->subs_gen || entry_match(h, e);
+        return e;
 }
 
 static void deliver(FanSub *s, const char *dir, const char *name, uint64_t mask) {
@@ -281,16 +336,32 @@ static void dispatch(FanHub *h, const struct fanotify_event_metadata *md, const 
                         continue;
                 memcpy(hb.fh.f_handle, in->f_handle, hb.fh.handle_bytes);
                 const char *name = (const char *)in->f_handle + hb.fh.handle_bytes;
-                char *const *dirs = dir_paths(h, (const fsid_t *)&fid->fsid, &hb.fh);
-                for (char *const *dir = dirs; dir && *dir; dir++)
-                        for (SubHead *e = h->subs; e; e = e->next) {
-                                FanSub *s = (FanSub *)e;
-                                for (size_t i = 0; !e->dead && i < s->n_roots; i++)
-                                        if (path_is_below_or_equal(*dir, s->roots[i])) {
-                                                deliver(s, *dir, name, md->mask);
-                                                break;
-                                        }
+                bool matched = false;
+                CacheEnt *ce = dir_entry(h, (const fsid_t *)&fid->fsid, &hb.fh, &matched);
+                if (!ce)
+                        continue;
+                h->delivering = true;
+                if (matched)
+                        /* A subscriber ended by a delivery is marked dead
+                         * and bumps subs_gen, never freed here (the sweep
+                         * waits for the dispatch's end). */
+                        for (size_t k = 0; k < ce->n_matches; k++) {
+                                if (!ce->matches[k].sub->head.dead)
+                                        deliver(ce->matches[k].sub, ce->paths[ce->matches[k].path], name, md->mask);
                         }
+                else
+                        for (char *const *dir = ce->paths; dir && *dir; dir++)
+                                for (SubHead *e = h->subs; e; e = e->next) {
+                                        FanSub *s = (FanSub *)e;
+                                        for (size_t i = 0; !e->dead && i < s->n_roots; i++)
+                                                if (path_is_below_or_equal(*dir, s->roots[i])) {
+                                                        deliver(s, *dir, name, md->mask);
+                                                        break;
+                                                }
+                                }
+                h->delivering = false;
+                if (h->flush_pending)
+                        cache_flush(h);
         }
         /* A directory moved (within this filesystem: a rename never leaves
          * it) took the directories below with their handles: the paths
@@ -500,6 +571,7 @@ int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots
         }
         s->head.next = h->subs;
         h->subs = &s->head;
+        h->subs_gen++;
         /* Its roots' mounts may be new: a directory remembered without
          * them lacks the paths this subscriber sees it by. */
         cache_flush(h);
@@ -513,6 +585,7 @@ void fan_sub_free(FanSub *s) {
         FanHub *h = s->hub;
         sub_release(s);
         s->head.dead = true;
+        h->subs_gen++;
         if (!h->dispatching)
                 notify_sweep(&h->subs);
 }
