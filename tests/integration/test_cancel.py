@@ -107,6 +107,38 @@ def t_api_cancel(tmp):
         check(any(a["tool"] == "cancel" and a["target"] == {"request": 7} for a in audit), "the cancel is audited")
 
 
+def t_tree_left_the_group(tmp):
+    """What a command started and moved out of its process group (setsid,
+    a pipeline's setpgid) goes with it when a cancel or a timeout ends it:
+    the worker stops the tree below the command, then kills it. Before,
+    only the group was killed and these lived on in the jail."""
+    ws = make_ws(tmp, "tree", SANDBOX)
+    with Daemon(tmp, "tree") as d:
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws,
+                "command": "setsid sleep 3021 </dev/null >/dev/null 2>&1 & "
+                           "(set -m; sleep 3022 </dev/null >/dev/null 2>&1 &) ; sleep 3023"})
+        started(3021)
+        started(3023)
+        c.send({"id": 2, "tool": "cancel", "target": 1})
+        got = {}
+        while len(got) < 2:
+            m = c.recv()
+            got[m["id"]] = m
+        check(got[1]["error"]["code"] == "cancelled", "the call's reply: %r" % got[1])
+        gone(3023)
+        gone(3021)
+        # A timeout the same way.
+        r = c.call({"tool": "terminal", "workspace": ws, "timeout": 2,
+                    "command": "setsid sleep 3024 </dev/null >/dev/null 2>&1 & sleep 3025"})
+        check(r["ok"] and r["timed_out"], "the timed-out call: %r" % r)
+        gone(3025)
+        gone(3024)
+        r = c.call({"tool": "terminal", "workspace": ws, "command": "echo after"})
+        check(r["ok"] and r["stdout"] == "after\n", "a call after: %r" % r)
+        c.close()
+
+
 def t_close_cancels(tmp):
     """A client that closes its connection (exits, crashes) ends its
     command; one that asked "detach": true leaves it running; one that only
@@ -261,7 +293,7 @@ def t_python_timeout(tmp):
 
 
 def main():
-    return run_cases(tap, [t_api_cancel, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
+    return run_cases(tap, [t_api_cancel, t_tree_left_the_group, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
 
 
 if __name__ == "__main__":
