@@ -55,6 +55,16 @@ def gone(n, t=3):
     check(wait_for(lambda: not sleepers(n), t), "sleep %s still runs %.0f s after the cancel" % (n, t))
 
 
+def replies(c, n):
+    """The next n replies on c, by id (a call and its cancel answer in
+    either order)."""
+    got = {}
+    while len(got) < n:
+        m = c.recv()
+        got[m["id"]] = m
+    return got
+
+
 def env_for(d=None):
     e = dict(os.environ)
     if d:
@@ -73,10 +83,7 @@ def t_api_cancel(tmp):
         c.send({"id": 7, "tool": "terminal", "workspace": ws, "command": "sleep 3001"})
         started(3001)
         c.send({"id": 8, "tool": "cancel", "target": 7})
-        got = {}
-        while len(got) < 2:
-            m = c.recv()
-            got[m["id"]] = m
+        got = replies(c, 2)
         check(got[8].get("ok") and got[8].get("found") is True, "cancel's reply: %r" % got[8])
         check(not got[7]["ok"] and got[7]["error"]["code"] == "cancelled", "the call's reply: %r" % got[7])
         gone(3001)
@@ -89,10 +96,7 @@ def t_api_cancel(tmp):
         ws2 = make_ws(tmp, "api-queued", SANDBOX)
         c.s.sendall(json.dumps({"id": 20, "tool": "terminal", "workspace": ws2, "command": "sleep 3011"}).encode() +
                     b"\n" + json.dumps({"id": 21, "tool": "cancel", "target": 20}).encode() + b"\n")
-        got = {}
-        while len(got) < 2:
-            m = c.recv()
-            got[m["id"]] = m
+        got = replies(c, 2)
         check(got[21].get("found") is True, "cancel's reply: %r" % got[21])
         check(got[20]["error"]["code"] == "cancelled" and "before it ran" in got[20]["error"]["message"],
               "the queued call's reply: %r" % got[20])
@@ -121,10 +125,7 @@ def t_tree_left_the_group(tmp):
         started(3021)
         started(3023)
         c.send({"id": 2, "tool": "cancel", "target": 1})
-        got = {}
-        while len(got) < 2:
-            m = c.recv()
-            got[m["id"]] = m
+        got = replies(c, 2)
         check(got[1]["error"]["code"] == "cancelled", "the call's reply: %r" % got[1])
         gone(3023)
         gone(3021)
