@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Git and caches that work in the jail (issue 30, item 5; docs/config.md,
+"The jail's home and git identity"): `git commit` in a fresh jail, daemon
+and embedded, with the host user's identity (user.name and user.email
+only, never through a link) or the neutral default; a write refused by a
+sealed .git/config explained in the result (`sealed_note`); the jail's
+home kept per workspace across jail restarts (`git config --global`, a
+cache file), owned by the jail's uid, 0700, never visible to another
+workspace's jail; `persistent_home = false` keeps the old tmpfs. TAP
+output."""
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vtest import CLI, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws, needs_root, run_cases  # noqa: E402
+
+tap = Tap()
+SANDBOX = "[sandbox]\nenabled = true\n"
+DEFAULT_IDENT = "vectora agent/agent@vectora.invalid"
+COMMIT = "git add -A && git commit -qm one && git log -1 --format=%an/%ae"
+
+
+def git_ws(tmp, name, toml=SANDBOX, owner=None):
+    """A workspace with a repository the host made (as its owner would)."""
+    d = make_ws(tmp, name, toml, {"a.txt": "a\n"})
+    subprocess.run(["git", "init", "-q", d], check=True, capture_output=True)
+    if owner:
+        for root, dirs, files in os.walk(d):
+            for n in [root] + [os.path.join(root, f) for f in files]:
+                os.lchown(n, owner.pw_uid, owner.pw_gid)
+    else:
+        chown_tree(d)
+    return d
+
+
+def state_dir(tmp):
+    s = os.path.join(tmp, "state")
+    os.makedirs(s, mode=0o700, exist_ok=True)
+    return s
+
+
+def env_embedded(tmp):
+    e = dict(os.environ)
+    e["VECTORA_SANDBOX_STATE_DIR"] = state_dir(tmp)
+    e["VECTORA_SANDBOX_SOCKET"] = "/nonexistent/vectora-sandbox.sock"
+    return e
+
+
+def run_embedded(tmp, ws, line):
+    r = subprocess.run([CLI, "--no-daemon", "run", "--json", "-w", ws, line], capture_output=True, text=True,
+                       env=env_embedded(tmp), timeout=120, stdin=subprocess.DEVNULL)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise AssertionError("run --json: %r" % (r,))
+
+
+def daemon(tmp, name):
+    return Daemon(tmp, name, extra=("--state-dir", state_dir(tmp)))
+
+
+def run_daemon(d, ws, line):
+    return d.call({"tool": "terminal", "workspace": ws, "command": line})
+
+
+def home_of(tmp, ws):
+    return os.path.join(state_dir(tmp), "homes", hashlib.sha256(os.path.realpath(ws).encode()).hexdigest())
+
+
+def owner_identity():
+    """What the jail should see for OWNER: its own git identity on the host, or the default."""
+    home = OWNER.pw_dir
+    name = email = None
+    for f in (os.path.join(home, ".config/git/config"), os.path.join(home, ".gitconfig")):
+        if os.path.isfile(f) and not os.path.islink(f):
+            for k in ("name", "email"):
+                r = subprocess.run(["git", "config", "--file", f, "user." + k], capture_output=True, text=True)
+                if r.returncode == 0 and r.stdout.strip():
+                    if k == "name":
+                        name = r.stdout.strip()
+                    else:
+                        email = r.stdout.strip()
+    return "%s/%s" % (name or "vectora agent", email or "agent@vectora.invalid")
+
+
+def t_commit_daemon(tmp):
+    """git commit works in a fresh jail through the daemon, with the owner's identity or the default."""
+    ws = git_ws(tmp, "commit-d")
+    with daemon(tmp, "commit") as d:
+        r = run_daemon(d, ws, COMMIT)
+    check(r.get("ok") and r.get("exit_code") == 0, "git commit in the jail: %r" % r)
+    check(r["stdout"].strip() == owner_identity(), "the commit's author: %r" % r["stdout"])
+
+
+def t_commit_embedded(tmp):
+    """The same with --no-daemon."""
+    ws = git_ws(tmp, "commit-e")
+    r = run_embedded(tmp, ws, COMMIT)
+    check(r.get("ok") and r.get("exit_code") == 0, "git commit in the jail: %r" % r)
+    check(r["stdout"].strip() == owner_identity(), "the commit's author: %r" % r["stdout"])
+
+
+def with_owner_config(fn):
+    """Runs fn(owner) with a workspace owner whose ~/.gitconfig the test
+    may write: vectora-test (scripts/install-deps), as root only."""
+    if not ROOT:
+        needs_root("writing another account's ~/.gitconfig for the jail to read")
+    try:
+        u = pwd.getpwnam("vectora-test")
+    except KeyError:
+        raise AssertionError("no account vectora-test (scripts/install-deps creates it)")
+    cfg = os.path.join(u.pw_dir, ".gitconfig")
+    if os.path.lexists(cfg):
+        raise AssertionError("%s exists already; this case writes its own" % cfg)
+    try:
+        fn(u, cfg)
+    finally:
+        if os.path.lexists(cfg):
+            os.unlink(cfg)
+
+
+def t_host_identity(tmp):
+    """The owner's user.name/user.email reach the jail, nothing else of its
+    config (an alias, core.editor); a ~/.gitconfig that is a link to a
+    root-only file is not followed as root (the default identity)."""
+    def case(u, cfg):
+        with open(cfg, "w") as f:
+            f.write('[user]\n\tname = "Host \\"Q\\" Person"\n\temail = host@example.test\n'
+                    '[alias]\n\tleak = !echo host-alias\n[core]\n\teditor = host-editor\n')
+        os.chown(cfg, u.pw_uid, u.pw_gid)
+        ws = git_ws(tmp, "ident", owner=u)
+        line = COMMIT + "; git config --get alias.leak; git config --get core.editor; echo end"
+        with daemon(tmp, "ident") as d:
+            r = run_daemon(d, ws, line)
+        check(r.get("ok") and r["stdout"] == 'Host "Q" Person/host@example.test\nend\n', "host identity: %r" % r)
+        r = run_embedded(tmp, ws, "git log -1 --format=%an/%ae")
+        check(r["stdout"] == 'Host "Q" Person/host@example.test\n', "embedded: %r" % r)
+        # A link to a root-only file: not read.
+        os.unlink(cfg)
+        secret = os.path.join(tmp, "root-only.gitconfig")
+        with open(secret, "w") as f:
+            f.write("[user]\n\tname = root-secret\n\temail = root@secret.test\n")
+        os.chmod(secret, 0o600)
+        os.symlink(secret, cfg)
+        ws2 = git_ws(tmp, "ident-link", owner=u)
+        r = run_embedded(tmp, ws2, COMMIT)
+        check(r.get("exit_code") == 0 and r["stdout"].strip() == DEFAULT_IDENT, "through a link: %r" % r)
+    with_owner_config(case)
+
+
+def t_sealed_note(tmp):
+    """`git config user.email` fails EBUSY on the sealed .git/config: the
+    result says why (sealed_note), daemon and embedded; a command without
+    EBUSY has none."""
+    ws = git_ws(tmp, "sealed")
+    line = "git config user.email x@y.test"
+    with daemon(tmp, "sealed") as d:
+        r = run_daemon(d, ws, line)
+        ok = run_daemon(d, ws, "true")
+    check(r["exit_code"] != 0 and "Device or resource busy" in r["stderr"], "the sealed write: %r" % r)
+    check("sealed" in r.get("sealed_note", "") and "git config --global" in r["sealed_note"], "daemon: %r" % r)
+    check("sealed_note" not in ok, "a plain command: %r" % ok)
+    r = run_embedded(tmp, ws, line)
+    check("git config --global" in r.get("sealed_note", ""), "embedded: %r" % r)
+
+
+def t_global_survives_daemon(tmp):
+    """`git config --global` and a cache file survive a daemon (and jail)
+    restart, and the global identity wins over the host's."""
+    ws = git_ws(tmp, "keep-d")
+    with daemon(tmp, "keep1") as d:
+        r = run_daemon(d, ws, "git config --global user.name 'Agent Set' && mkdir -p ~/.cache/npm && "
+                       "echo cached > ~/.cache/npm/entry")
+        check(r.get("exit_code") == 0, r)
+    with daemon(tmp, "keep2") as d:
+        r = run_daemon(d, ws, "cat ~/.cache/npm/entry; " + COMMIT)
+    check(r.get("exit_code") == 0 and r["stdout"].splitlines()[0] == "cached", "after the restart: %r" % r)
+    check(r["stdout"].splitlines()[1].startswith("Agent Set/"), "the jail's --global wins: %r" % r)
+    h = home_of(tmp, ws)
+    st = os.stat(h)
+    check(st.st_mode & 0o7777 == 0o700 and st.st_uid == OWNER.pw_uid, "the home on the host: %o uid %d" %
+          (st.st_mode, st.st_uid))
+
+
+def t_global_survives_embedded(tmp):
+    """Each --no-daemon run is a fresh jail: the home is kept between them."""
+    ws = git_ws(tmp, "keep-e")
+    r = run_embedded(tmp, ws, "git config --global alias.st status")
+    check(r.get("exit_code") == 0, r)
+    r = run_embedded(tmp, ws, "git config --global alias.st")
+    check(r["stdout"] == "status\n", "the next jail: %r" % r)
+
+
+def t_other_workspace(tmp):
+    """Another workspace's jail (same owner) sees its own home only: not
+    the first's files, not its host path."""
+    a = git_ws(tmp, "ws-a")
+    b = git_ws(tmp, "ws-b")
+    with daemon(tmp, "two") as d:
+        r = run_daemon(d, a, "echo secret-a > ~/a-only && ls ~")
+        check(r.get("exit_code") == 0, r)
+        ha = home_of(tmp, a)
+        r = run_daemon(d, b, "ls -a ~; cat %s/a-only; ls %s" % (ha, os.path.dirname(ha)))
+    check("a-only" not in r["stdout"] and "secret-a" not in r["stdout"], "b's jail: %r" % r)
+    r = run_embedded(tmp, b, "cat ~/a-only; cat %s/a-only" % ha)
+    check("secret-a" not in r["stdout"], "b's jail, embedded: %r" % r)
+    check(os.path.exists(os.path.join(ha, "a-only")), "a's file is on the host, in a's home")
+
+
+def t_home_off(tmp):
+    """persistent_home = false: a fresh tmpfs home each jail, as before."""
+    ws = git_ws(tmp, "off", SANDBOX + "persistent_home = false\n")
+    r = run_embedded(tmp, ws, "echo x > ~/kept")
+    check(r.get("exit_code") == 0, r)
+    r = run_embedded(tmp, ws, "cat ~/kept 2>&1; " + COMMIT)
+    check("No such file" in r["stdout"] and r["stdout"].strip().endswith(owner_identity()), "home off: %r" % r)
+    check(not os.path.exists(home_of(tmp, ws)), "no kept home is made")
+
+
+if __name__ == "__main__":
+    if not shutil.which("git"):
+        tap.skip("git", "git is not installed")
+        sys.exit(tap.finish())
+    sys.exit(run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_sealed_note,
+                             t_global_survives_daemon, t_global_survives_embedded, t_other_workspace,
+                             t_home_off], "vs-jail-home-"))
