@@ -167,6 +167,12 @@ def t_sealed_note(tmp):
     check("sealed_note" not in ok, "a plain command: %r" % ok)
     r = run_embedded(tmp, ws, line)
     check("git config --global" in r.get("sealed_note", ""), "embedded: %r" % r)
+    # vectora-sandbox run (not --json) says it after the command's output.
+    p = subprocess.run([CLI, "--no-daemon", "run", "-w", ws, line], capture_output=True, text=True,
+                       env=env_embedded(tmp), timeout=120, stdin=subprocess.DEVNULL)
+    err = p.stderr
+    check(p.returncode != 0 and "note: " in err and err.index("Device or resource busy") < err.index("note: ") and
+          "git config --global" in err, "run's stderr: %r" % err)
 
 
 def t_global_survives_daemon(tmp):
