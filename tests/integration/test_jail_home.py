@@ -39,19 +39,29 @@ def git_ws(tmp, name, toml=SANDBOX, owner=None):
 
 
 def state_dir(tmp):
-    s = os.path.join(tmp, "state")
-    os.makedirs(s, mode=0o700, exist_ok=True)
-    return s
+    """The store the daemon and the CLI use by default (approval.c): the
+    system store as root (0711, so the jail's uid reaches its home), else
+    the user's own."""
+    if ROOT:
+        return "/var/lib/vectora-sandbox"
+    x = os.environ.get("XDG_STATE_HOME")
+    if x and os.path.isdir(x):
+        return os.path.join(x, "vectora-sandbox")
+    return os.path.expanduser("~/.local/state/vectora-sandbox")
+
+
+MADE = []  # workspaces whose homes this run leaves in the store
 
 
 def env_embedded(tmp):
     e = dict(os.environ)
-    e["VECTORA_SANDBOX_STATE_DIR"] = state_dir(tmp)
+    e.pop("VECTORA_SANDBOX_STATE_DIR", None)
     e["VECTORA_SANDBOX_SOCKET"] = "/nonexistent/vectora-sandbox.sock"
     return e
 
 
 def run_embedded(tmp, ws, line):
+    MADE.append(ws)
     r = subprocess.run([CLI, "--no-daemon", "run", "--json", "-w", ws, line], capture_output=True, text=True,
                        env=env_embedded(tmp), timeout=120, stdin=subprocess.DEVNULL)
     try:
@@ -60,16 +70,26 @@ def run_embedded(tmp, ws, line):
         raise AssertionError("run --json: %r" % (r,))
 
 
-def daemon(tmp, name):
-    return Daemon(tmp, name, extra=("--state-dir", state_dir(tmp)))
+def daemon(tmp, name, extra=()):
+    return Daemon(tmp, name, extra=extra)
 
 
 def run_daemon(d, ws, line):
+    MADE.append(ws)
     return d.call({"tool": "terminal", "workspace": ws, "command": line})
 
 
 def home_of(tmp, ws):
     return os.path.join(state_dir(tmp), "homes", hashlib.sha256(os.path.realpath(ws).encode()).hexdigest())
+
+
+def forget_homes():
+    for ws in set(MADE):
+        h = home_of(None, ws)
+        shutil.rmtree(h, ignore_errors=True)
+        for f in (h + ".gitconfig",):
+            if os.path.exists(f):
+                os.unlink(f)
 
 
 def owner_identity():
@@ -228,10 +248,29 @@ def t_home_off(tmp):
     check(not os.path.exists(home_of(tmp, ws)), "no kept home is made")
 
 
+def t_private_store(tmp):
+    """A root daemon's --state-dir kept 0700 stays 0700: its jails keep a
+    tmpfs home (nothing is made in the store) and still run."""
+    if not ROOT:
+        needs_root("a store the jail's uid cannot reach needs a daemon as root")
+    st = os.path.join(tmp, "private-state")
+    os.makedirs(st, mode=0o700)
+    ws = git_ws(tmp, "private")
+    with daemon(tmp, "private", ("--state-dir", st)) as d:
+        r = d.call({"tool": "terminal", "workspace": ws, "command": "echo x > ~/f && cat ~/f && echo $GIT_CONFIG_SYSTEM"})
+    check(r.get("exit_code") == 0 and r["stdout"] == "x\n\n", r)
+    check(os.stat(st).st_mode & 0o777 == 0o700 and not os.path.exists(os.path.join(st, "homes")),
+          "the store: %o %r" % (os.stat(st).st_mode, os.listdir(st)))
+
+
 if __name__ == "__main__":
     if not shutil.which("git"):
         tap.skip("git", "git is not installed")
         sys.exit(tap.finish())
-    sys.exit(run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_sealed_note,
+    try:
+        rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_sealed_note,
                              t_global_survives_daemon, t_global_survives_embedded, t_other_workspace,
-                             t_home_off], "vs-jail-home-"))
+                             t_home_off, t_private_store], "vs-jail-home-")
+    finally:
+        forget_homes()
+    sys.exit(rc)

@@ -165,14 +165,19 @@ static bool reachable_by(const char *path, uid_t uid, gid_t gid) {
 
 /* homes/ below the state directory: the caller's, 0711, never a link. */
 static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_note) {
+        if (uid != geteuid() && !reachable_by(state_dir, uid, gid))
+                return asprintf(ret_note,
+                                "the jail's home is not kept and git has no identity file: uid %u cannot reach %s (make it 0711 to keep them)",
+                                (unsigned)uid, state_dir) < 0
+                               ? -ENOMEM
+                               : -EACCES;
         _cleanup_close_ int sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
         if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid())
                 return sfd < 0 ? -errno : -EPERM;
-        /* The jail's uid walks through the store (listing nothing) to
-         * its home; the store's entries are 0600 and named by hashes. */
-        if (uid != geteuid() && (st.st_mode & 0111) != 0111 && fchmod(sfd, (st.st_mode & 0700) | 0711) < 0)
-                return -errno;
+        /* The jail's uid must walk through the store to its home: the
+         * system store is 0711 (approval.c); a store kept 0700 stays so,
+         * and its jails keep a tmpfs home (the note above says why). */
         if (mkdirat(sfd, "homes", 0711) < 0 && errno != EEXIST)
                 return -errno;
         int hfd = openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -181,12 +186,6 @@ static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_no
         if (fstat(hfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
                 safe_close(hfd);
                 return -EPERM;
-        }
-        if (uid != geteuid() && !reachable_by(state_dir, uid, gid) &&
-            asprintf(ret_note, "the jail's home is not kept and git has no identity file: uid %u cannot reach %s",
-                     (unsigned)uid, state_dir) >= 0) {
-                safe_close(hfd);
-                return -EACCES;
         }
         return hfd;
 }

@@ -17,8 +17,10 @@
  *                         `git config --global` still wins.
  *
  * homes/ is the caller's, 0711: the jail's uid reaches its own home by
- * name and lists nothing. The host never opens anything inside a home:
- * what is in there is the jail's. */
+ * name and lists nothing (the system store is 0711 too; a store the
+ * jail's uid cannot walk through leaves the jail a tmpfs home, said in a
+ * note). The host never opens anything inside a home: what is in there is
+ * the jail's. */
 
 #include <stdbool.h>
 #include <sys/types.h>
