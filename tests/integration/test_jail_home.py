@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws, needs_root, run_cases  # noqa: E402
+from vtest import CLI, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws, needs_root, run_cases, wait_for  # noqa: E402
 
 tap = Tap()
 SANDBOX = "[sandbox]\nenabled = true\n"
@@ -263,6 +263,35 @@ def t_private_store(tmp):
           "the store: %o %r" % (os.stat(st).st_mode, os.listdir(st)))
 
 
+def t_prune_gone(tmp):
+    """A daemon starting removes the homes of workspaces that are gone, and
+    only those; a link the jail left in a home is removed as a link, never
+    followed (the host file it names stays)."""
+    keep_dir = os.path.join(tmp, "prune-target")
+    os.makedirs(keep_dir)
+    with open(os.path.join(keep_dir, "precious"), "w") as f:
+        f.write("host file\n")
+    os.chmod(keep_dir, 0o755)
+    gone, stays = git_ws(tmp, "prune-gone"), git_ws(tmp, "prune-stays")
+    with daemon(tmp, "prune1") as d:
+        r = run_daemon(d, gone, "mkdir -p ~/.cache/a/b && echo x > ~/.cache/a/b/c && ln -s %s ~/link && "
+                       "ln -s %s/precious ~/flink" % (keep_dir, keep_dir))
+        check(r.get("exit_code") == 0, r)
+        check(run_daemon(d, stays, "echo y > ~/y").get("exit_code") == 0, "the other workspace")
+    hg, hs = home_of(tmp, gone), home_of(tmp, stays)
+    check(os.path.isdir(hg) and os.path.isdir(hs), "both homes exist")
+    shutil.rmtree(gone)
+    with daemon(tmp, "prune2") as d:
+        ok = wait_for(lambda: not os.path.lexists(hg), 10)
+        log = d.log_text()
+    check(ok and not os.path.exists(hg + ".gitconfig") and not os.path.exists(hg + ".workspace"),
+          "the gone workspace's home: %r" % (os.listdir(os.path.dirname(hg)) if os.path.isdir(hg) else "removed",))
+    check(os.path.exists(os.path.join(hs, "y")), "the live workspace's home was kept")
+    check(open(os.path.join(keep_dir, "precious")).read() == "host file\n", "a linked host file was touched")
+    check("removed the kept homes" in log, "the daemon's log: %s" % log[-500:])
+
+
+
 if __name__ == "__main__":
     if not shutil.which("git"):
         tap.skip("git", "git is not installed")
@@ -270,7 +299,7 @@ if __name__ == "__main__":
     try:
         rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_sealed_note,
                              t_global_survives_daemon, t_global_survives_embedded, t_other_workspace,
-                             t_home_off, t_private_store], "vs-jail-home-")
+                             t_home_off, t_private_store, t_prune_gone], "vs-jail-home-")
     finally:
         forget_homes()
     sys.exit(rc)

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import SRC, Daemon, Tap, check, chown_tree, make_ws, run_cases  # noqa: E402
+from vtest import SRC, Daemon, Tap, check, chown_tree, make_ws, run_cases, sleepers, wait_for  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "clients/python/src"))
 import vectora_sandbox as vs  # noqa: E402
@@ -22,29 +22,6 @@ from vectora_sandbox.aio import AsyncSandbox  # noqa: E402
 
 tap = Tap()
 SANDBOX = "[sandbox]\nenabled = true\n"
-
-
-def sleepers(n):
-    """pids of the host's processes running `sleep N` (the jail's are the host's too)."""
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    if f.read().split(b"\0")[:2] == [b"sleep", str(n).encode()]:
-                        out.append(int(p))
-            except OSError:
-                pass
-    return out
-
-
-def wait_for(cond, t):
-    end = time.monotonic() + t
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def stopped(ws, n, marker):

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "jail-home.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "chase.h"
 #include "fd-util.h"
 #include "git-config.h"
+#include "macro.h"
 #include "path-util.h"
 #include "sha256.h"
 
@@ -190,8 +192,10 @@ static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_no
         return hfd;
 }
 
-/* homes/HEX: made once, owned by uid, 0700. One owned by another uid
- * (the workspace changed hands) is not handed to this one. */
+/* homes/HEX: made once, owned by uid, 0700. One still the caller's was
+ * made here (homes/ is the caller's alone), maybe by a start racing this
+ * one, and is handed over; one owned by another uid (the workspace changed
+ * hands) is not handed to this one. */
 static int make_home(int hfd, const char *hex, uid_t uid, gid_t gid) {
         if (mkdirat(hfd, hex, 0700) < 0 && errno != EEXIST)
                 return -errno;
@@ -199,7 +203,7 @@ static int make_home(int hfd, const char *hex, uid_t uid, gid_t gid) {
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return -errno;
-        if (st.st_uid == geteuid() && uid != geteuid() && st.st_nlink == 2 && fchown(fd, uid, gid) < 0)
+        if (st.st_uid == geteuid() && uid != geteuid() && fchown(fd, uid, gid) < 0)
                 return -errno;
         if (fstat(fd, &st) < 0 || st.st_uid != uid)
                 return -EPERM;
@@ -208,6 +212,9 @@ static int make_home(int hfd, const char *hex, uid_t uid, gid_t gid) {
         return 0;
 }
 
+/* Temp names of this process's starts (the daemon starts jails on several threads). */
+static unsigned tmp_seq;
+
 /* homes/HEX.gitconfig, replaced atomically (two starts may race). */
 static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
         _cleanup_free_ char *name = NULL, *email = NULL, *text = NULL, *tmp = NULL, *dest = NULL;
@@ -215,7 +222,8 @@ static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
         if (r < 0)
                 return r;
         if (!(text = jail_git_identity_text(name, email)) || asprintf(&dest, "%s.gitconfig", hex) < 0 ||
-            asprintf(&tmp, "%s.gitconfig.%d.tmp", hex, (int)getpid()) < 0)
+            asprintf(&tmp, "%s.gitconfig.%d.%u.tmp", hex, (int)getpid(),
+                     __atomic_add_fetch(&tmp_seq, 1, __ATOMIC_RELAXED)) < 0)
                 return -ENOMEM;
         (void)unlinkat(hfd, tmp, 0);
         _cleanup_close_ int fd = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
@@ -228,6 +236,21 @@ static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
                 r = -errno;
         if (r < 0)
                 (void)unlinkat(hfd, tmp, 0);
+        return r;
+}
+
+/* homes/HEX.workspace: the workspace a home serves, for
+ * jail_homes_prune(); written once (the caller's, 0600). */
+static int record_workspace(int hfd, const char *hex, const char *workspace) {
+        _cleanup_free_ char *name = NULL;
+        if (asprintf(&name, "%s.workspace", hex) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = openat(hfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        int r = write_all(fd, workspace, strlen(workspace));
+        if (r < 0)
+                (void)unlinkat(hfd, name, 0);
         return r;
 }
 
@@ -254,6 +277,8 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
         if (r >= 0 && asprintf(&conf, "%s/homes/%s.gitconfig", state_dir, hex) < 0)
                 return -ENOMEM;
         int h = persistent ? make_home(hfd, hex, uid, gid) : 0;
+        if (h >= 0 && persistent && (r = record_workspace(hfd, hex, workspace)) == -ENOMEM)
+                return r;
         if (persistent && h >= 0 && asprintf(&home, "%s/homes/%s", state_dir, hex) < 0)
                 return -ENOMEM;
         if ((r < 0 || h < 0) &&
@@ -263,4 +288,88 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
         *ret_home = TAKE_PTR(home);
         *ret_gitconfig = TAKE_PTR(conf);
         return 0;
+}
+
+/* ---- pruning ---- */
+
+#define PRUNE_MAX_DEPTH 256 /* deeper than this is left (and the home with it) */
+
+/* Removes name below dirfd and everything in it, through descriptors only:
+ * no link is followed (a link is removed as a link), so what the jail
+ * left there cannot lead the host anywhere else. */
+static int remove_tree_at(int parent, const char *name, unsigned depth) {
+        if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        if (depth >= PRUNE_MAX_DEPTH)
+                return -ELOOP;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+        if (fd < 0 && errno == EPERM)
+                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        int k = remove_tree_at(dirfd(d), de->d_name, depth + 1);
+                        if (k < 0 && r == 0)
+                                r = k;
+                }
+        closedir(d);
+        if (r >= 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                r = -errno;
+        return r;
+}
+
+int jail_homes_prune(const char *state_dir, unsigned *ret_removed) {
+        *ret_removed = 0;
+        _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int hfd = sfd < 0 ? -errno : openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (hfd < 0)
+                return errno == ENOENT || hfd == -ENOENT ? 0 : -errno;
+        struct stat st;
+        if (fstat(hfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                safe_close(hfd);
+                return -EPERM;
+        }
+        DIR *d = fdopendir(hfd);
+        if (!d) {
+                safe_close(hfd);
+                return -ENOMEM;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n != SHA256_HEX_LEN + strlen(".workspace") || !streq(de->d_name + SHA256_HEX_LEN, ".workspace"))
+                        continue;
+                _cleanup_free_ char *ws = NULL, *hex = strndup(de->d_name, SHA256_HEX_LEN), *conf = NULL;
+                size_t len = 0;
+                if (!hex || asprintf(&conf, "%s.gitconfig", hex) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* The record is the caller's own file (homes/ is theirs alone). */
+                if (read_file_at(dirfd(d), de->d_name, 8192, &ws, &len) < 0 || strlen(ws) != len || ws[0] != '/')
+                        continue;
+                struct stat wst;
+                if (lstat(ws, &wst) == 0 || errno != ENOENT)
+                        continue;
+                int k = remove_tree_at(dirfd(d), hex, 0);
+                if (k >= 0) {
+                        (void)unlinkat(dirfd(d), conf, 0);
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+                        (*ret_removed)++;
+                } else if (r == 0)
+                        r = k;
+        }
+        closedir(d);
+        return r;
 }

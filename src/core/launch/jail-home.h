@@ -49,3 +49,9 @@ char *jail_git_identity_text(const char *name, const char *email);
  * tmpfs home and no identity file; *ret_note says why, or NULL). */
 int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
                       char **ret_home, char **ret_gitconfig, char **ret_note);
+
+/* Removes the homes (and identity files) under state_dir whose workspace
+ * is gone (homes/HEX.workspace names it; the path no longer exists),
+ * without following any link the jail left in them. *ret_removed: how
+ * many. A vectora-sandboxd starting with the store calls it. */
+int jail_homes_prune(const char *state_dir, unsigned *ret_removed);
