@@ -144,16 +144,24 @@ class Connection {
       const p = typeof reply.id === "number" ? this.pending.get(reply.id) : undefined;
       if (p) {
         this.pending.delete(reply.id);
+        this.idle();
         p.resolve([reply, payload]);
       }
       // Anything else (a cancel's own answer, an event) is not kept.
     }
   }
 
+  /** An idle connection does not keep the process alive (a script ends
+   * without close()); one with calls in flight does. */
+  idle(): void {
+    if (this.pending.size === 0) this.sock.unref();
+  }
+
   send(req: Reply, raw: Uint8Array | null): void {
     const line = Buffer.from(JSON.stringify(req) + "\n", "utf8");
     if (line.length > MAX_LINE)
       throw new SandboxError(ErrorCode.REQUEST_TOO_LARGE, "the request line is over 1 MiB; send bulk data as content");
+    this.sock.ref();
     // One write: the line and its payload are never split by another call's.
     this.sock.write(raw && raw.length ? Buffer.concat([line, raw]) : line);
   }
@@ -214,6 +222,7 @@ export class Sandbox {
       c.send(req, raw);
     } catch (e) {
       c.pending.delete(id);
+      c.idle();
       throw e;
     }
     let timer: NodeJS.Timeout | undefined;
@@ -236,6 +245,7 @@ export class Sandbox {
         new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CANCEL_WAIT_MS).unref()),
       ]);
       c.pending.delete(id);
+      c.idle();
       throw new CallTimeout(`${first.why}: the call was cancelled` +
         (confirmed ? " (the daemon confirmed: a command it ran was killed)" : ""), confirmed);
     } finally {

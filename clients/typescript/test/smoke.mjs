@@ -196,4 +196,15 @@ await attempt("an unreachable daemon rejects with DaemonUnavailable", async () =
   }
 });
 
+await attempt("a script that never calls close() still ends once its calls are done", async () => {
+  const { spawnSync } = await import("child_process");
+  const code = `const vs = require(${JSON.stringify(path.join(cfg.project, "node_modules/vectora-sandbox"))});` +
+    `new vs.Sandbox({ socket: ${JSON.stringify(socket)}, workspace: ${JSON.stringify(ws)} })` +
+    `.terminal("echo done").then((r) => process.stdout.write(r.text()));`;
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, ["-e", code], { timeout: 20000, encoding: "utf8" });
+  check(r.status === 0 && r.stdout === "done\n", r);
+  return `${Date.now() - t0} ms`;
+});
+
 sb.close();
