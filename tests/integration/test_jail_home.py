@@ -79,8 +79,8 @@ def run_daemon(d, ws, line):
     return d.call({"tool": "terminal", "workspace": ws, "command": line})
 
 
-def home_of(tmp, ws):
-    return os.path.join(state_dir(tmp), "homes", hashlib.sha256(os.path.realpath(ws).encode()).hexdigest())
+def home_of(tmp, ws, store=None):
+    return os.path.join(store or state_dir(tmp), "homes", hashlib.sha256(os.path.realpath(ws).encode()).hexdigest())
 
 
 def forget_homes():
@@ -273,22 +273,28 @@ def t_prune_gone(tmp):
         f.write("host file\n")
     os.chmod(keep_dir, 0o755)
     gone, stays = git_ws(tmp, "prune-gone"), git_ws(tmp, "prune-stays")
-    with daemon(tmp, "prune1") as d:
+    # A store of its own (0711, as the system store): no other daemon on
+    # this host prunes it meanwhile.
+    st = os.path.join(tmp, "prune-state")
+    os.makedirs(st)
+    os.chmod(st, 0o711)
+    with daemon(tmp, "prune1", ("--state-dir", st)) as d:
         r = run_daemon(d, gone, "mkdir -p ~/.cache/a/b && echo x > ~/.cache/a/b/c && ln -s %s ~/link && "
                        "ln -s %s/precious ~/flink" % (keep_dir, keep_dir))
         check(r.get("exit_code") == 0, r)
         check(run_daemon(d, stays, "echo y > ~/y").get("exit_code") == 0, "the other workspace")
-    hg, hs = home_of(tmp, gone), home_of(tmp, stays)
+    hg, hs = home_of(tmp, gone, st), home_of(tmp, stays, st)
     check(os.path.isdir(hg) and os.path.isdir(hs), "both homes exist")
     shutil.rmtree(gone)
-    with daemon(tmp, "prune2") as d:
-        ok = wait_for(lambda: not os.path.lexists(hg), 10)
+    with daemon(tmp, "prune2", ("--state-dir", st)) as d:
+        ok = wait_for(lambda: "removed the kept homes" in d.log_text(), 10)
         log = d.log_text()
-    check(ok and not os.path.exists(hg + ".gitconfig") and not os.path.exists(hg + ".workspace"),
+    check(ok and not os.path.lexists(hg) and not os.path.exists(hg + ".gitconfig") and
+          not os.path.exists(hg + ".workspace"),
           "the gone workspace's home: %r" % (os.listdir(os.path.dirname(hg)) if os.path.isdir(hg) else "removed",))
     check(os.path.exists(os.path.join(hs, "y")), "the live workspace's home was kept")
     check(open(os.path.join(keep_dir, "precious")).read() == "host file\n", "a linked host file was touched")
-    check("removed the kept homes" in log, "the daemon's log: %s" % log[-500:])
+    check("removed the kept homes of 1 workspace" in log, "the daemon's log: %s" % log[-500:])
 
 
 
