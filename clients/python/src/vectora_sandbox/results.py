@@ -152,8 +152,8 @@ class TerminalResult:
     def from_reply(cls, reply: Mapping[str, Any], payload: bytes) -> "TerminalResult":
         n_out = int(reply.get("stdout_len", 0))
         n_err = int(reply.get("stderr_len", 0))
-        return cls(exit_code=int(reply.get("exit_code", 0)), stdout=payload[:n_out],
-                   stderr=payload[n_out:n_out + n_err], signal=int(reply.get("signal", 0)),
+        return cls(exit_code=int(reply.get("exit_code", 0)), stdout=bytes(payload[:n_out]),
+                   stderr=bytes(payload[n_out:n_out + n_err]), signal=int(reply.get("signal", 0)),
                    timed_out=bool(reply.get("timed_out")), truncated=bool(reply.get("truncated")),
                    duration_us=int(reply.get("duration_us", 0)), sandbox=SandboxInfo.from_reply(reply),
                    cancelled=bool(reply.get("cancelled")), stdout_total=int(reply.get("stdout_total", n_out)),
