@@ -277,8 +277,9 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
         if (r >= 0 && asprintf(&conf, "%s/homes/%s.gitconfig", state_dir, hex) < 0)
                 return -ENOMEM;
         int h = persistent ? make_home(hfd, hex, uid, gid) : 0;
-        if (h >= 0 && persistent && (r = record_workspace(hfd, hex, workspace)) == -ENOMEM)
-                return r;
+        /* Without its record a home is only never pruned. */
+        if (h >= 0 && persistent && record_workspace(hfd, hex, workspace) == -ENOMEM)
+                return -ENOMEM;
         if (persistent && h >= 0 && asprintf(&home, "%s/homes/%s", state_dir, hex) < 0)
                 return -ENOMEM;
         if ((r < 0 || h < 0) &&
