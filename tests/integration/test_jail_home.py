@@ -115,6 +115,11 @@ def t_commit_daemon(tmp):
         r = run_daemon(d, ws, COMMIT)
     check(r.get("ok") and r.get("exit_code") == 0, "git commit in the jail: %r" % r)
     check(r["stdout"].strip() == owner_identity(), "the commit's author: %r" % r["stdout"])
+    # The identity file is read-only in the jail: not written, replaced or removed.
+    with daemon(tmp, "commit-ro") as d:
+        r = run_daemon(d, ws, 'f=$GIT_CONFIG_SYSTEM; echo "[core]" >> $f || echo W; rm -f $f || echo R; '
+                       'mv $f $f.x 2>/dev/null || echo M; cat $f | grep -c "\\[core\\]"')
+    check(r["stdout"].split() == ["W", "R", "M", "0"], "the identity file from the jail: %r" % r)
 
 
 def t_commit_embedded(tmp):
