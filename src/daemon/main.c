@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "daemon-tools.h"
 #include "instance.h"
+#include "jail-home.h"
 #include "log.h"
 #include "paths.h"
 #include "ports.h"
@@ -231,6 +232,44 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
         return 0;
 }
 
+/* The kept homes of workspaces that are gone (jail-home.h), removed off
+ * the loop once at start: a store that served many workspaces may hold
+ * large caches. */
+typedef struct PruneWork {
+        uv_work_t work;
+        char *state_dir; /* a copy: the work may outlive a loop stopped at shutdown */
+        unsigned removed;
+        int r;
+} PruneWork;
+
+static void prune_work(uv_work_t *w) {
+        PruneWork *p = w->data;
+        p->r = jail_homes_prune(p->state_dir, &p->removed);
+}
+
+static void prune_done(uv_work_t *w, int status) {
+        PruneWork *p = w->data;
+        if (status == 0 && p->r < 0)
+                log_warning("removing the homes of workspaces that are gone from %s/homes: %s", p->state_dir,
+                            strerror(-p->r));
+        else if (status == 0 && p->removed)
+                log_info("removed the kept homes of %u workspace(s) that are gone", p->removed);
+        free(p->state_dir);
+        free(p);
+}
+
+static void prune_homes_start(Server *srv) {
+        PruneWork *p = calloc(1, sizeof *p);
+        if (!p)
+                return;
+        p->state_dir = strdup(srv->opt.state_dir);
+        p->work.data = p;
+        if (!p->state_dir || uv_queue_work(srv->loop, &p->work, prune_work, prune_done) < 0) {
+                free(p->state_dir);
+                free(p);
+        }
+}
+
 int main(int argc, char **argv) {
         Server *srv = &server;
         DaemonOptions *o = &srv->opt;
@@ -335,6 +374,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         workspace_gc_start(srv);
+        prune_homes_start(srv);
         log_info("listening on %s (pid %d, uid %u, worker %s%s%s)", o->socket_path, (int)getpid(), (unsigned)geteuid(),
                  o->worker_path, srv->cgroup_version ? ", cgroups v" : "",
                  srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");

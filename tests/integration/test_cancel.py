@@ -284,7 +284,7 @@ def t_python_timeout(tmp):
             try:
                 sb.terminal("sleep 3009")
                 raise AssertionError("the call returned")
-            except vectora_sandbox.DaemonUnavailable as e:
+            except vectora_sandbox.SandboxError as e:
                 err = e
             check(time.monotonic() - t0 < 10, "the timeout took %.1f s" % (time.monotonic() - t0))
             gone(3009)

@@ -26,6 +26,10 @@ typedef struct VsLaunchOptions {
         /* Host path of the workspace's network proxy socket (the daemon's);
          * NULL: none, and a policy with a network allowlist is refused. */
         const char *proxy_socket;
+        /* The caller's state directory (approval_store_dir()): the jail's
+         * persistent home and git identity live below it (jail-home.h);
+         * NULL: a tmpfs home and no identity file. */
+        const char *state_dir;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {
@@ -60,6 +64,10 @@ typedef struct VsLaunch {
         bool require_seccomp, require_landlock;
         uint64_t timeout_ms, max_output;
         uint64_t pids, memory;
+
+        /* Local backend (jail-home.h): host paths bound at VS_JAIL_HOME and
+         * (read-only) VS_JAIL_GITCONFIG; NULL: a tmpfs home, no identity. */
+        char *home_dir, *git_config;
 
         char **degraded;     /* human-readable degradations known before start */
         char **notes;        /* what a remote backend will create, for `plan` (may be NULL) */
