@@ -15,36 +15,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases  # noqa: E402
+from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases, sleepers, wait_for  # noqa: E402
 from vmcp import Mcp  # noqa: E402
 
 tap = Tap()
 SANDBOX = "[sandbox]\nenabled = true\n"
 
 
-def sleepers(n):
-    """pids of the host's processes running `sleep N`."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv[:2] == [b"sleep", str(n).encode()]:
-            out.append(int(p))
-    return out
-
-
-def wait_for(cond, t):
-    end = time.monotonic() + t
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def started(n, t=20):
