@@ -7,6 +7,7 @@
 #include "api.h"
 #include "json-util.h"
 #include "jsonl.h"
+#include "mcp-edit.h"
 #include "mcp-find.h"
 #include "strbuf.h"
 #include "utf8.h"
@@ -25,6 +26,8 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = "list_dir",
         [MCP_TOOL_GLOB] = "glob",
         [MCP_TOOL_GREP] = "grep",
+        [MCP_TOOL_MULTI_EDIT] = "multi_edit",
+        [MCP_TOOL_APPLY_PATCH] = "apply_patch",
         [MCP_TOOL_PROCESS_START] = "process_start",
         [MCP_TOOL_PROCESS_OUTPUT] = "process_output",
         [MCP_TOOL_PROCESS_INPUT] = "process_input",
@@ -164,6 +167,8 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = { MCP_LIST_DIR_DESCRIPTION SANDBOX_NOTE, MCP_LIST_DIR_SCHEMA, true, false },
         [MCP_TOOL_GLOB] = { MCP_GLOB_DESCRIPTION SANDBOX_NOTE, MCP_GLOB_SCHEMA, true, false },
         [MCP_TOOL_GREP] = { MCP_GREP_DESCRIPTION SANDBOX_NOTE, MCP_GREP_SCHEMA, true, false },
+        [MCP_TOOL_MULTI_EDIT] = { MCP_MULTI_EDIT_DESCRIPTION SANDBOX_NOTE, MCP_MULTI_EDIT_SCHEMA, false, true },
+        [MCP_TOOL_APPLY_PATCH] = { MCP_APPLY_PATCH_DESCRIPTION SANDBOX_NOTE, MCP_APPLY_PATCH_SCHEMA, false, true },
         [MCP_TOOL_PROCESS_START] = {
                 "Start a long-running command (a dev server, a watcher, a REPL) in the background with "
                 "/bin/sh -c COMMAND and return its process id at once. It keeps running across tool calls "
@@ -214,16 +219,64 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         },
 };
 
-json_t *mcp_tools_list(void) {
+/* What a client shows and how it may treat each tool: titles, and whether
+ * a repeat with the same arguments has no further effect. */
+static const struct {
+        const char *title;
+        bool idempotent;
+        const char *output; /* the structuredContent members of its own, JSON text */
+} tool_meta[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = { "Run a command (jailed)", false,
+                                "\"exit_code\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_READ] = { "Read a file (jailed)", true, "\"size\":{\"type\":\"integer\"},\"eof\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_WRITE] = { "Write a file (jailed)", true, "\"size\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_EDIT] = { "Edit a file (jailed)", false, "\"replacements\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_MULTI_EDIT] = { "Edit a file in several places (jailed)", false,
+                                  "\"diff\":{\"type\":\"string\"},\"files\":{\"type\":\"array\"}" },
+        [MCP_TOOL_APPLY_PATCH] = { "Apply a patch (jailed)", false,
+                                   "\"diff\":{\"type\":\"string\"},\"files\":{\"type\":\"array\"}" },
+        [MCP_TOOL_LIST_DIR] = { "List a directory (jailed)", true, "" },
+        [MCP_TOOL_GLOB] = { "Find files by name (jailed)", true, "" },
+        [MCP_TOOL_GREP] = { "Search file contents (jailed)", true, "" },
+        [MCP_TOOL_PROCESS_START] = { "Start a background process (jailed)", false, "\"process\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_PROCESS_OUTPUT] = { "Read a background process's output", true, "\"process\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_PROCESS_INPUT] = { "Write to a background process", false, "" },
+        [MCP_TOOL_PROCESS_SIGNAL] = { "Signal a background process", false, "" },
+        [MCP_TOOL_PROCESS_LIST] = { "List background processes", true, "\"processes\":{\"type\":\"array\"}" },
+};
+
+/* structuredContent: the daemon API's reply (docs/protocol.md) with
+ * served_by; members a tool adds are listed, others are allowed. */
+static json_t *output_schema(McpTool t) {
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text,
+                     "{\"type\":\"object\",\"required\":[\"ok\"],\"properties\":{\"ok\":{\"type\":\"boolean\"},"
+                     "\"sandboxed\":{\"type\":\"boolean\"},\"sandbox\":{\"type\":\"object\"},"
+                     "\"error\":{\"type\":\"object\"},\"served_by\":{\"type\":\"string\"}%s%s}}",
+                     *tool_meta[t].output ? "," : "", tool_meta[t].output) < 0)
+                return NULL;
+        return json_loads(text, 0, NULL);
+}
+
+json_t *mcp_tools_list(bool with_daemon, bool open_world, bool structured) {
         json_t *tools = json_array();
         for (size_t t = 0; tools && t < _MCP_TOOL_MAX; t++) {
+                /* What this mode cannot serve is not offered. */
+                if (!with_daemon && mcp_tool_needs_daemon((McpTool)t))
+                        continue;
                 json_t *schema = json_loads(tool_defs[t].schema, 0, NULL);
-                json_t *tool = schema ? json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", tool_names[t], "description",
-                                                  tool_defs[t].description, "inputSchema", schema, "annotations",
+                /* Process tools reach the jail's processes, not the network themselves. */
+                bool world = open_world && (t == MCP_TOOL_TERMINAL || t == MCP_TOOL_PROCESS_START);
+                json_t *tool = schema ? json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:b,s:b,s:b,s:b}}", "name", tool_names[t],
+                                                  "title", tool_meta[t].title, "description", tool_defs[t].description,
+                                                  "inputSchema", schema, "annotations", "title", tool_meta[t].title,
                                                   "readOnlyHint", tool_defs[t].read_only, "destructiveHint",
-                                                  tool_defs[t].destructive, "openWorldHint", false)
+                                                  tool_defs[t].destructive, "idempotentHint", tool_meta[t].idempotent,
+                                                  "openWorldHint", world)
                                       : NULL;
-                if (!tool || json_array_append_new(tools, tool) < 0) {
+                json_t *out = tool && structured ? output_schema((McpTool)t) : NULL;
+                if (!tool || (structured && (!out || json_object_set_new(tool, "outputSchema", out) < 0)) ||
+                    json_array_append_new(tools, tool) < 0) {
                         json_decref(tools);
                         return NULL;
                 }
@@ -292,6 +345,15 @@ static const JsonField grep_fields[] = {
         { "max_matches", JSON_FIELD_UINT64, offsetof(McpCall, max_results), JSON_FIELD_NULLABLE },
         {},
 };
+static const JsonField multi_edit_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
+        { "edits", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED }, /* mcp_edit_check() */
+        {},
+};
+static const JsonField apply_patch_fields[] = {
+        { "patch", JSON_FIELD_STRING, offsetof(McpCall, patch), JSON_FIELD_REQUIRED },
+        {},
+};
 static const JsonField process_output_fields[] = {
         { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
         { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
@@ -326,6 +388,8 @@ static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = list_dir_fields,
         [MCP_TOOL_GLOB] = glob_fields,
         [MCP_TOOL_GREP] = grep_fields,
+        [MCP_TOOL_MULTI_EDIT] = multi_edit_fields,
+        [MCP_TOOL_APPLY_PATCH] = apply_patch_fields,
 };
 
 static int bad_arguments(VsError **err, const char *tool, const char *why) {
@@ -412,6 +476,8 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
         const char *why = mcp_find_check(&c, args);
+        if (!why)
+                why = mcp_edit_check(&c, args);
         if (why)
                 return bad_arguments(err, p.name, why);
         if (c.path && !c.path[0])
