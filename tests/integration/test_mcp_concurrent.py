@@ -28,10 +28,10 @@ tap = vtest.Tap()
 report, skip = tap.ok, tap.skip
 ROOT = os.geteuid() == 0
 
-TOML = ('[sandbox]\nrw_paths = ["."]\nmask = [".env"]\nprotect = ["locked"]\nnetwork = false\n'
-        '[sandbox.limits]\ntimeout = 60\n')
-FILES = {".env": "TOPSECRET=1\n", "a.txt": "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
-         "locked/keep.txt": "keep me\n", "big.txt": "x\n" * 10}
+TOML = '[sandbox]\nrw_paths = ["."]\nmask = [".env"]\nnetwork = false\n[sandbox.limits]\ntimeout = 60\n'
+A_TXT = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
+FILES = {".env": "TOPSECRET=1\n", "a.txt": A_TXT, ".envrc": "export X=1\n", "old.txt": "bye\n",
+         "crlf.txt": "alpha\r\nbeta\r\n"}
 
 
 class Server:
@@ -187,6 +187,78 @@ def mode_and_list(tag, s, daemon):
            and not any(a["openWorldHint"] for a in ann.values()), ann)
 
 
+def host(ws, name):
+    try:
+        with open(os.path.join(ws, name), newline="") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def snapshot(ws):
+    return {n: host(ws, n) for n in list(FILES) + ["vectora.toml", "b.txt", "new/b.txt", "moved.txt"]}
+
+
+def edits(tag, s, ws):
+    """multi_edit and apply_patch: diffs, all or nothing, refusals through the jail."""
+    r = s.call("multi_edit", path="a.txt", edits=[{"old_string": "two\n", "new_string": "TWO\n"},
+                                                  {"old_string": "ten", "new_string": "TEN"}])
+    t = text_of(r)
+    sc = r.get("result", {}).get("structuredContent", {})
+    report(tag + "multi_edit: two replacements in one call, a unified diff of both (two hunks)",
+           r["result"].get("isError") is False and "--- a/a.txt\n+++ b/a.txt\n" in t and "-two\n+TWO\n" in t
+           and "-ten\n+TEN\n" in t and t.count("@@ -") == 2 and sc.get("diff", "").startswith("--- a/a.txt")
+           and host(ws, "a.txt") == A_TXT.replace("two", "TWO").replace("ten", "TEN"), r)
+    before = snapshot(ws)
+    r = s.call("multi_edit", path="a.txt", edits=[{"old_string": "one", "new_string": "1"},
+                                                  {"old_string": "absent", "new_string": "x"}])
+    report(tag + "multi_edit with an edit that does not match: refused naming the edit, the file unchanged",
+           r["result"].get("isError") is True and "edit 2 of 2" in text_of(r) and snapshot(ws) == before, r)
+    r = s.call("multi_edit", path=".env", edits=[{"old_string": "TOPSECRET", "new_string": "x"}])
+    report(tag + "multi_edit of a masked file: refused by the jail, nothing read or changed",
+           r["result"].get("isError") is True and "refused (denied)" in text_of(r) and "TOPSECRET" not in json.dumps(r)
+           and host(ws, ".env") == "TOPSECRET=1\n", r)
+
+    patch = ("*** Begin Patch\n*** Update File: a.txt\n@@\n three\n-four\n+FOUR\n five\n"
+             "*** Add File: new/b.txt\n+hello\n+world\n*** Delete File: old.txt\n"
+             "*** Update File: crlf.txt\n*** Move to: moved.txt\n@@\n alpha\n-beta\n+BETA\n*** End Patch\n")
+    r = s.call("apply_patch", patch=patch)
+    t = text_of(r)
+    report(tag + "apply_patch: update, add (with its directory), delete and move in one patch, with a unified diff",
+           r["result"].get("isError") is False and "-four\n+FOUR\n" in t and "--- /dev/null\n+++ b/new/b.txt" in t
+           and "--- a/old.txt\n+++ /dev/null" in t and "+++ b/moved.txt" in t
+           and host(ws, "new/b.txt") == "hello\nworld\n" and host(ws, "old.txt") is None
+           and host(ws, "crlf.txt") is None and host(ws, "moved.txt") == "alpha\r\nBETA\r\n"
+           and "FOUR" in host(ws, "a.txt"), (r, host(ws, "moved.txt")))
+
+    def refused(what, patch, words):
+        before = snapshot(ws)
+        r = s.call("apply_patch", patch=patch)
+        t = text_of(r)
+        report(tag + "apply_patch %s: refused, and no file changed" % what,
+               r["result"].get("isError") is True and all(w in t for w in words) and snapshot(ws) == before
+               and "TOPSECRET" not in json.dumps(r), (r, before, snapshot(ws)))
+
+    refused("whose second hunk does not match",
+            "*** Begin Patch\n*** Add File: b.txt\n+x\n*** Update File: a.txt\n@@\n-no such line\n+y\n*** End Patch",
+            ["patch_mismatch", "no file was changed"])
+    refused("updating a masked file (.env) after a good change",
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** Update File: .env\n@@\n-TOPSECRET=1\n+X=1\n"
+            "*** End Patch", ["refused (denied)", ".env"])
+    refused("deleting a masked file",
+            "*** Begin Patch\n*** Add File: b.txt\n+x\n*** Delete File: .env\n*** End Patch", ["refused (denied)"])
+    refused("rewriting vectora.toml (read-only in the jail) after a good change: the change before it is undone",
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** Update File: vectora.toml\n@@\n"
+            "-network = false\n+network = true\n*** End Patch", ["refused (denied)", "vectora.toml", "no file was changed"])
+    refused("writing a protected file (.envrc) after adding one: the added file is removed again",
+            "*** Begin Patch\n*** Add File: b.txt\n+x\n*** Update File: .envrc\n@@\n-export X=1\n+export X=2\n"
+            "*** End Patch", ["refused (denied)", ".envrc", "no file was changed"])
+    refused("reaching outside the workspace",
+            "*** Begin Patch\n*** Add File: /etc/vectora-test-patch\n+x\n*** End Patch", ["refused"])
+    refused("that is not a patch", "--- a/x\n+++ b/x\n", ["bad_patch", "*** Begin Patch"])
+    report(tag + "nothing was created outside the workspace", not os.path.exists("/etc/vectora-test-patch"))
+
+
 def open_world(tmp, env):
     ws = vtest.make_ws(tmp, "netws", TOML.replace("network = false", "network = true"), {"a": "1\n"})
     vtest.chown_tree(ws)
@@ -257,6 +329,7 @@ def main():
             mode_and_list("[embedded] ", s, False)
             ping_while_running("[embedded] ", s)
             progress("[embedded] ", s)
+            edits("[embedded] ", s, ws)
         finally:
             s.close()
         d = vtest.Daemon(tmp, "d", audit=False, log_level=None)
@@ -266,6 +339,7 @@ def main():
             mode_and_list("[daemon] ", s, True)
             ping_while_running("[daemon] ", s)
             progress("[daemon] ", s)
+            edits("[daemon] ", s, ws)
         finally:
             s.close()
         open_world(tmp, emb_env)
