@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -49,7 +48,6 @@ struct McpInput {
         pthread_t thread, ticker;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        pthread_cond_t tick;  /* the ticker's wait, cut short at the end */
         pthread_mutex_t out_lock;
         Line *head, *tail;
         bool eof;
@@ -234,21 +232,17 @@ static void send_progress(McpInput *in, uint64_t now) {
 
 static void *ticker(void *arg) {
         McpInput *in = arg;
-        pthread_mutex_lock(&in->lock);
-        while (!in->done) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += 250 * 1000000L; /* a quarter second: progress within its interval */
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                pthread_cond_timedwait(&in->tick, &in->lock, &ts);
-                if (!in->done)
+        for (;;) {
+                /* A quarter second: each progress within its interval. */
+                (void)poll(NULL, 0, 250);
+                pthread_mutex_lock(&in->lock);
+                bool done = in->done;
+                if (!done)
                         send_progress(in, now_us());
+                pthread_mutex_unlock(&in->lock);
+                if (done)
+                        return NULL;
         }
-        pthread_mutex_unlock(&in->lock);
-        return NULL;
 }
 
 int mcp_input_start(McpInput **ret) {
@@ -267,11 +261,6 @@ int mcp_input_start(McpInput **ret) {
         pthread_mutex_init(&in->lock, NULL);
         pthread_mutex_init(&in->out_lock, NULL);
         pthread_cond_init(&in->cond, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&in->tick, &ca);
-        pthread_condattr_destroy(&ca);
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -391,7 +380,6 @@ void mcp_input_stop(McpInput *in) {
                 return;
         pthread_mutex_lock(&in->lock);
         in->done = true;
-        pthread_cond_signal(&in->tick);
         pthread_mutex_unlock(&in->lock);
         /* The reader may still be in read() or poll(): the process exits
          * next, and the McpInput stays allocated for it until then. */
