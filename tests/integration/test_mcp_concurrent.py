@@ -183,8 +183,8 @@ def mode_and_list(tag, s, daemon):
                          and all(k in ann[n] for k in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"))
                          for n, t in tools.items()), tools)
     report(tag + "file_read is read-only, apply_patch destructive, no open world with network = false",
-           ann["file_read"]["readOnlyHint"] is True and ann["apply_patch"]["destructiveHint"] is True
-           and not any(a["openWorldHint"] for a in ann.values()), ann)
+           ann.get("file_read", {}).get("readOnlyHint") is True and ann.get("apply_patch", {}).get("destructiveHint") is True
+           and not any(a.get("openWorldHint") for a in ann.values()), ann)
 
 
 def host(ws, name):
@@ -267,8 +267,8 @@ def open_world(tmp, env):
         s.init()
         tools = {t["name"]: t for t in s.request("tools/list").get("result", {}).get("tools", [])}
         report("a workspace with network = true: terminal's openWorldHint is true, file_read's false",
-               tools["terminal"]["annotations"]["openWorldHint"] is True
-               and tools["file_read"]["annotations"]["openWorldHint"] is False, tools.get("terminal"))
+               tools["terminal"]["annotations"].get("openWorldHint") is True
+               and tools["file_read"]["annotations"].get("openWorldHint") is False, tools.get("terminal"))
     finally:
         s.close()
 
@@ -316,6 +316,15 @@ def no_xdg(tmp, base):
         d.stop()
 
 
+def section(name, fn, *args):
+    """fn's checks; an exception (a server that answers otherwise than
+    expected) is a failure of the section, and the others still run."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001
+        report("%s: ran to its end" % name, False, "%s: %s" % (type(e).__name__, e))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="vectora-mcpc-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -326,25 +335,25 @@ def main():
         ws = make_ws(tmp, "emb")
         s = Server(ws, emb_env)
         try:
-            mode_and_list("[embedded] ", s, False)
-            ping_while_running("[embedded] ", s)
-            progress("[embedded] ", s)
-            edits("[embedded] ", s, ws)
+            section("[embedded] mode", mode_and_list, "[embedded] ", s, False)
+            section("[embedded] ping", ping_while_running, "[embedded] ", s)
+            section("[embedded] progress", progress, "[embedded] ", s)
+            section("[embedded] edits", edits, "[embedded] ", s, ws)
         finally:
             s.close()
         d = vtest.Daemon(tmp, "d", audit=False, log_level=None)
         ws = make_ws(tmp, "dmn")
         s = Server(ws, dict(base, VECTORA_SANDBOX_SOCKET=d.sock))
         try:
-            mode_and_list("[daemon] ", s, True)
-            ping_while_running("[daemon] ", s)
-            progress("[daemon] ", s)
-            edits("[daemon] ", s, ws)
+            section("[daemon] mode", mode_and_list, "[daemon] ", s, True)
+            section("[daemon] ping", ping_while_running, "[daemon] ", s)
+            section("[daemon] progress", progress, "[daemon] ", s)
+            section("[daemon] edits", edits, "[daemon] ", s, ws)
         finally:
             s.close()
-        open_world(tmp, emb_env)
-        daemon_lost(tmp, base)
-        no_xdg(tmp, base)
+        section("open world", open_world, tmp, emb_env)
+        section("daemon lost", daemon_lost, tmp, base)
+        section("no XDG_RUNTIME_DIR", no_xdg, tmp, base)
     finally:
         if d:
             d.stop()
