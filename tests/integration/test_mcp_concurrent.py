@@ -316,6 +316,67 @@ def no_xdg(tmp, base):
         d.stop()
 
 
+SDK_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helpers/mcp-sdk-client.cjs")
+
+
+def install_sdk(tmp):
+    """The official MCP TypeScript SDK from npm into tmp/npm; None (and the
+    reason) when node, npm or the registry is not there."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        return None, "node and npm are not installed"
+    prefix = os.path.join(tmp, "npm")
+    os.makedirs(prefix)
+    try:
+        p = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--prefix", prefix,
+                            "@modelcontextprotocol/sdk@1"], capture_output=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        return None, "npm install @modelcontextprotocol/sdk timed out"
+    if p.returncode != 0:
+        return None, "npm install @modelcontextprotocol/sdk failed: " + p.stderr.decode(errors="replace")[-300:]
+    return prefix, None
+
+
+def sdk(tmp, base, d):
+    prefix, why = install_sdk(tmp)
+    if not prefix:
+        skip("the official MCP TypeScript SDK drives the server", why)
+        return
+    for mode, env in (("embedded", dict(base, VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "nobody.sock"))),
+                      ("daemon", dict(base, VECTORA_SANDBOX_SOCKET=d.sock))):
+        tag = "[SDK, %s] " % mode
+        ws = make_ws(tmp, "sdk-" + mode)
+        p = subprocess.run(["node", SDK_CLIENT, prefix, CLI, ws], capture_output=True, env=env, timeout=120)
+        try:
+            out = json.loads(p.stdout)
+        except ValueError:
+            out = {"exception": p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")}
+        if "exception" in out:
+            report(tag + "Client over StdioClientTransport runs the session", False, out["exception"])
+            continue
+        report(tag + "connect, tools/list (each tool with a title, annotations and outputSchema), the mode in the "
+               "instructions", out["all_have_output_schema"] and "apply_patch" in out["tools"]
+               and ("Mode: " + mode) in (out.get("instructions") or "")
+               and any(t.startswith("process_") for t in out["tools"]) == (mode == "daemon"), out)
+        report(tag + "client.ping() while `sleep 5` runs: %d ms" % out["ping_ms"], out["ping_ms"] < 100, out)
+        if mode == "daemon":
+            report(tag + "a file_read while it runs: %d ms" % out["read_ms"],
+                   out["read_ms"] < 2000 and out["read_text"].startswith("one\n"), out)
+        else:
+            report(tag + "a file_read while it runs waits for the one session: %d ms (measured)" % out["read_ms"],
+                   out["read_text"].startswith("one\n"), out)
+        report(tag + "a 5 s command with a 3 s request timeout completes: %d progress notifications reset the "
+               "timeout (resetTimeoutOnProgress)" % len(out["progress"]),
+               "slept" in out["long_text"] and len(out["progress"]) >= 2, out["progress"])
+        report(tag + "multi_edit: its structuredContent passes the SDK's outputSchema check, a diff",
+               out["multi_edit"]["isError"] is False and "-one\n+ONE\n" in (out["multi_edit"]["diff"] or ""), out)
+        report(tag + "apply_patch through the SDK: update and add",
+               out["apply_patch"]["isError"] is False and host(ws, "sdk.txt") == "from the sdk\n"
+               and host(ws, "a.txt").startswith("uno\n"), out)
+        report(tag + "apply_patch touching a masked file: refused, and a.txt not changed back",
+               out["refused"]["isError"] is True and "refused (denied)" in out["refused"]["text"]
+               and host(ws, "a.txt").startswith("uno\n") and host(ws, ".env") == "TOPSECRET=1\n", out)
+
+
 def section(name, fn, *args):
     """fn's checks; an exception (a server that answers otherwise than
     expected) is a failure of the section, and the others still run."""
@@ -351,6 +412,7 @@ def main():
             section("[daemon] edits", edits, "[daemon] ", s, ws)
         finally:
             s.close()
+        section("SDK", sdk, tmp, base, d)
         section("open world", open_world, tmp, emb_env)
         section("daemon lost", daemon_lost, tmp, base)
         section("no XDG_RUNTIME_DIR", no_xdg, tmp, base)
