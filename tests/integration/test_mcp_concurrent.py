@@ -393,25 +393,18 @@ def main():
     emb_env = dict(base, VECTORA_SANDBOX_SOCKET=os.path.join(tmp, "nobody.sock"))
     d = None
     try:
-        ws = make_ws(tmp, "emb")
-        s = Server(ws, emb_env)
-        try:
-            section("[embedded] mode", mode_and_list, "[embedded] ", s, False)
-            section("[embedded] ping", ping_while_running, "[embedded] ", s)
-            section("[embedded] progress", progress, "[embedded] ", s)
-            section("[embedded] edits", edits, "[embedded] ", s, ws)
-        finally:
-            s.close()
         d = vtest.Daemon(tmp, "d", audit=False, log_level=None)
-        ws = make_ws(tmp, "dmn")
-        s = Server(ws, dict(base, VECTORA_SANDBOX_SOCKET=d.sock))
-        try:
-            section("[daemon] mode", mode_and_list, "[daemon] ", s, True)
-            section("[daemon] ping", ping_while_running, "[daemon] ", s)
-            section("[daemon] progress", progress, "[daemon] ", s)
-            section("[daemon] edits", edits, "[daemon] ", s, ws)
-        finally:
-            s.close()
+        for mode, env in (("embedded", emb_env), ("daemon", dict(base, VECTORA_SANDBOX_SOCKET=d.sock))):
+            tag = "[%s] " % mode
+            ws = make_ws(tmp, mode)
+            s = Server(ws, env)
+            try:
+                section(tag + "mode", mode_and_list, tag, s, mode == "daemon")
+                section(tag + "ping", ping_while_running, tag, s)
+                section(tag + "progress", progress, tag, s)
+                section(tag + "edits", edits, tag, s, ws)
+            finally:
+                s.close()
         section("SDK", sdk, tmp, base, d)
         section("open world", open_world, tmp, emb_env)
         section("daemon lost", daemon_lost, tmp, base)

@@ -12,18 +12,14 @@
 /* The LCS table's cells at most (after the common head and tail are cut). */
 #define LCS_MAX_CELLS (4u * 1024u * 1024u)
 
-typedef struct Line {
-        const char *p;
-        size_t n;
-        bool nl; /* ends with '\n' (only a file's last line may not) */
-} Line;
+typedef McpLine Line;
 
 typedef struct Op {
         char kind; /* ' ', '-', '+' */
         size_t a, b; /* line indexes in a and b (the one its kind uses) */
 } Op;
 
-static int split(const char *p, size_t n, Line **ret, size_t *ret_n) {
+int mcp_split_lines(const char *p, size_t n, Line **ret, size_t *ret_n) {
         size_t k = 0, cap = 16;
         Line *l = malloc(cap * sizeof *l);
         if (!l)
@@ -115,7 +111,7 @@ int mcp_unified_diff(const char *a_path, const char *a, size_t a_len, const char
         _cleanup_free_ Line *la = NULL, *lb = NULL;
         _cleanup_free_ Op *ops = NULL;
         size_t na = 0, nb = 0, n = 0;
-        if (split(a, a_len, &la, &na) < 0 || split(b, b_len, &lb, &nb) < 0 || script(la, na, lb, nb, &ops, &n) < 0)
+        if (mcp_split_lines(a, a_len, &la, &na) < 0 || mcp_split_lines(b, b_len, &lb, &nb) < 0 || script(la, na, lb, nb, &ops, &n) < 0)
                 return -ENOMEM;
         bool any = false;
         for (size_t i = 0; i < n && !any; i++)

@@ -5,9 +5,20 @@
  * tools that change files: what the model reads to check its change.
  * Pure. */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "strbuf.h"
+
+typedef struct McpLine {
+        const char *p; /* into the text */
+        size_t n;      /* without its '\n' */
+        bool nl;       /* ended by '\n' (only a text's last line may not be) */
+} McpLine;
+
+/* The lines of p[0..n) (none for an empty text), pointing into it: *ret
+ * malloc'd. -ENOMEM. */
+int mcp_split_lines(const char *p, size_t n, McpLine **ret, size_t *ret_n);
 
 /* Appends the diff of a (a_len bytes) into b as "--- a/PATH" / "+++
  * b/PATH" and hunks with 3 lines of context; a_path or b_path NULL:

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "mcp-diff.h"
 #include "strbuf.h"
 
 #define PATCH_FILES_MAX 100
@@ -39,31 +40,13 @@ static int why(char **ret_why, const char *fmt, ...) {
         return k < 0 ? -ENOMEM : -EINVAL;
 }
 
+/* The patch's lines, a '\r' before a '\n' left out. */
 static int split(const char *p, size_t n, McpPatchLine **ret, size_t *ret_n) {
-        size_t k = 0, cap = 64;
-        McpPatchLine *l = malloc(cap * sizeof *l);
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; i < n;) {
-                const char *nl = memchr(p + i, '\n', n - i);
-                size_t e = nl ? (size_t)(nl - p) : n;
-                if (k == cap) {
-                        McpPatchLine *m = reallocarray(l, cap *= 2, sizeof *l);
-                        if (!m) {
-                                free(l);
-                                return -ENOMEM;
-                        }
-                        l = m;
-                }
-                size_t len = e - i;
-                if (len && p[i + len - 1] == '\r')
-                        len--;
-                l[k++] = (McpPatchLine) { p + i, len };
-                i = e + 1;
-        }
-        *ret = l;
-        *ret_n = k;
-        return 0;
+        int r = mcp_split_lines(p, n, ret, ret_n);
+        for (size_t i = 0; r >= 0 && i < *ret_n; i++)
+                if ((*ret)[i].n && (*ret)[i].p[(*ret)[i].n - 1] == '\r')
+                        (*ret)[i].n--;
+        return r;
 }
 
 void mcp_patch_done(McpPatch *p) {

@@ -27,10 +27,10 @@ typedef enum McpPatchKind {
         MCP_PATCH_UPDATE,
 } McpPatchKind;
 
-typedef struct McpPatchLine {
-        const char *p; /* into the patch text */
-        size_t n;      /* without '\n' and a '\r' before it */
-} McpPatchLine;
+#include "mcp-diff.h"
+
+/* A line of the patch text, without its '\n' and a '\r' before it. */
+typedef McpLine McpPatchLine;
 
 typedef struct McpPatchFile {
         McpPatchKind kind;
