@@ -91,17 +91,18 @@ int mcp_append_status(StrBuf *out, json_t *reply) {
         return r < 0 ? -ENOMEM : append_notes(out, reply);
 }
 
-static const char *process_state(json_t *p) {
-        static char buf[64];
+/* In buf (a result is built on each call's own thread: no static buffer). */
+static const char *process_state(json_t *p, char buf[static 64]) {
         if (json_is_true(json_object_get(p, "running")))
                 return "running";
         if (json_object_get(p, "ended"))
                 return "ended with its sandbox";
-        snprintf(buf, sizeof buf, "exited with code %lld", (long long)json_integer_value(json_object_get(p, "exit_code")));
+        snprintf(buf, 64, "exited with code %lld", (long long)json_integer_value(json_object_get(p, "exit_code")));
         return buf;
 }
 
 static int process_output_text(json_t *reply, StrBuf *t) {
+        char state[64];
         int r = 0;
         static const char *const streams[] = { "stdout", "stderr" };
         for (size_t i = 0; i < 2; i++) {
@@ -121,7 +122,7 @@ static int process_output_text(json_t *reply, StrBuf *t) {
                         r |= strbuf_appendc(t, '\n');
         }
         r |= strbuf_appendf(t, "[process %lld %s; next offsets: stdout_offset %lld, stderr_offset %lld]",
-                            (long long)json_integer_value(json_object_get(reply, "process")), process_state(reply),
+                            (long long)json_integer_value(json_object_get(reply, "process")), process_state(reply, state),
                             (long long)json_integer_value(json_object_get(reply, "stdout_offset")),
                             (long long)json_integer_value(json_object_get(reply, "stderr_offset")));
         return r;
@@ -253,12 +254,13 @@ int mcp_result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw
                                     (unsigned long long)c->process);
                 break;
         case MCP_TOOL_PROCESS_LIST: {
+                char state[64];
                 size_t i;
                 json_t *p;
                 json_array_foreach(json_object_get(reply, "processes"), i, p) {
                         _cleanup_free_ char *cmd = json_dumps(json_object_get(p, "command"), JSON_ENCODE_ANY);
                         r |= strbuf_appendf(t, "%lld: %s: %s\n", (long long)json_integer_value(json_object_get(p, "process")),
-                                            process_state(p), cmd ? cmd : "?");
+                                            process_state(p, state), cmd ? cmd : "?");
                 }
                 if (!json_array_size(json_object_get(reply, "processes")))
                         r |= strbuf_appends(t, "no background processes");
