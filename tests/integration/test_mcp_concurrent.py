@@ -133,6 +133,10 @@ def ping_while_running(tag, s):
     tpr, pr = s.wait(pid)
     report(tag + "ping answered within 100 ms while `sleep 5` runs (%.1f ms)" % ((tpr - tp) * 1000),
            pr.get("result") == {} and tpr - tp < 0.1, pr)
+    lid, tl = s.send("tools/list")
+    tlr, lr = s.wait(lid)
+    report(tag + "tools/list answered within 100 ms while the command runs (%.1f ms)" % ((tlr - tl) * 1000),
+           lr.get("result", {}).get("tools") and tlr - tl < 0.1, lr)
     fid, tf = s.send("tools/call", {"name": "file_read", "arguments": {"path": "a.txt"}})
     tfr, fr = s.wait(fid)
     trr, rr = s.wait(rid)
