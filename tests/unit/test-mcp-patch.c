@@ -67,36 +67,35 @@ static void test_parse(void **state) {
 }
 
 static void test_update(void **state) {
-        char *why = NULL, *out;
-        /* Two hunks, the second found after the first. */
-        out = update("*** Begin Patch\n*** Update File: f\n@@\n a\n-b\n+B\n@@\n-a\n+A\n*** End Patch",
-                     "a\nb\nc\na\n", &why);
-        assert_string_equal(out, "a\nB\nc\nA\n");
-        free(out);
-        /* An anchor line found first; trailing white space forgiven. */
-        out = update("*** Begin Patch\n*** Update File: f\n@@ def g():\n-    return 1\n+    return 2\n*** End Patch",
-                     "def f():\n    return 1\ndef g():\n    return 1   \n", &why);
-        assert_string_equal(out, "def f():\n    return 1\ndef g():\n    return 2\n");
-        free(out);
-        /* CRLF kept; no final newline kept. */
-        out = update("*** Begin Patch\n*** Update File: f\n@@\n-y\n+z\n*** End Patch", "x\r\ny\r\n", &why);
-        assert_string_equal(out, "x\r\nz\r\n");
-        free(out);
-        out = update("*** Begin Patch\n*** Update File: f\n@@\n-y\n+z\n*** End Patch", "x\ny", &why);
-        assert_string_equal(out, "x\nz");
-        free(out);
-        /* End of File: the last match, not the first. */
-        out = update("*** Begin Patch\n*** Update File: f\n@@\n-x\n+END\n*** End of File\n*** End Patch", "x\nx\n", &why);
-        assert_string_equal(out, "x\nEND\n");
-        free(out);
-        /* A pure addition goes at the end. */
-        out = update("*** Begin Patch\n*** Update File: f\n@@\n+new\n*** End Patch", "a\n", &why);
-        assert_string_equal(out, "a\nnew\n");
-        free(out);
+#define P(body) "*** Begin Patch\n*** Update File: f\n" body "*** End Patch"
+        static const struct {
+                const char *patch, *old, *want;
+        } cases[] = {
+                /* Two hunks, the second found after the first. */
+                { P("@@\n a\n-b\n+B\n@@\n-a\n+A\n"), "a\nb\nc\na\n", "a\nB\nc\nA\n" },
+                /* An anchor line found first; trailing white space forgiven. */
+                { P("@@ def g():\n-    return 1\n+    return 2\n"), "def f():\n    return 1\ndef g():\n    return 1   \n",
+                  "def f():\n    return 1\ndef g():\n    return 2\n" },
+                /* CRLF kept; no final newline kept. */
+                { P("@@\n-y\n+z\n"), "x\r\ny\r\n", "x\r\nz\r\n" },
+                { P("@@\n-y\n+z\n"), "x\ny", "x\nz" },
+                /* End of File: the last match, not the first. */
+                { P("@@\n-x\n+END\n*** End of File\n"), "x\nx\n", "x\nEND\n" },
+                /* A pure addition goes at the end. */
+                { P("@@\n+new\n"), "a\n", "a\nnew\n" },
+        };
+        char *why = NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                char *out = update(cases[i].patch, cases[i].old, &why);
+                assert_non_null(out);
+                assert_string_equal(out, cases[i].want);
+                free(out);
+        }
         /* A hunk that does not match, named. */
-        assert_null(update("*** Begin Patch\n*** Update File: f\n@@\n-nope\n+x\n*** End Patch", "a\n", &why));
+        assert_null(update(P("@@\n-nope\n+x\n"), "a\n", &why));
         assert_non_null(strstr(why, "hunk 1 of f does not match"));
         free(why);
+#undef P
 }
 
 static void test_diff(void **state) {
