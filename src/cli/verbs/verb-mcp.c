@@ -47,6 +47,8 @@ typedef struct McpServer {
         unsigned calls;      /* tools/calls running or queued */
         struct McpJob *queue; /* embedded: the calls waiting for the session's thread */
         bool emb_started;
+        bool stopping;       /* the session thread ends when its queue is empty */
+        pthread_t emb_thread; /* the session thread, joined at the end */
 } McpServer;
 
 /* One tools/call in flight: its thread's work. */
@@ -225,9 +227,13 @@ static void *emb_thread(void *arg) {
         McpServer *s = arg;
         for (;;) {
                 pthread_mutex_lock(&s->lock);
-                while (!s->queue)
+                while (!s->queue && !s->stopping)
                         pthread_cond_wait(&s->cond, &s->lock);
                 McpJob *j = s->queue;
+                if (!j) {
+                        pthread_mutex_unlock(&s->lock);
+                        return NULL;
+                }
                 s->queue = j->next;
                 pthread_mutex_unlock(&s->lock);
                 job_run(j);
@@ -235,7 +241,8 @@ static void *emb_thread(void *arg) {
         return NULL;
 }
 
-static int start_thread(void *(*fn)(void *), void *arg) {
+/* ret NULL: detached. */
+static int start_thread(void *(*fn)(void *), void *arg, pthread_t *ret) {
         pthread_attr_t attr;
         pthread_t t;
         sigset_t all, old;
@@ -243,8 +250,8 @@ static int start_thread(void *(*fn)(void *), void *arg) {
         /* Signals stay the main thread's. */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int r = pthread_create(&t, &attr, fn, arg);
+        pthread_attr_setdetachstate(&attr, ret ? PTHREAD_CREATE_JOINABLE : PTHREAD_CREATE_DETACHED);
+        int r = pthread_create(ret ?: &t, &attr, fn, arg);
         pthread_attr_destroy(&attr);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         return -r;
@@ -259,7 +266,7 @@ static bool job_start(McpJob *j) {
         while (s->calls >= MCP_CALLS_MAX)
                 pthread_cond_wait(&s->cond, &s->lock);
         if (!s->daemon) {
-                if (!s->emb_started && start_thread(emb_thread, s) < 0) {
+                if (!s->emb_started && start_thread(emb_thread, s, &s->emb_thread) < 0) {
                         pthread_mutex_unlock(&s->lock);
                         return false;
                 }
@@ -275,7 +282,7 @@ static bool job_start(McpJob *j) {
         }
         s->calls++;
         pthread_mutex_unlock(&s->lock);
-        if (start_thread(job_thread, j) == 0)
+        if (start_thread(job_thread, j, NULL) == 0)
                 return true;
         pthread_mutex_lock(&s->lock);
         s->calls--;
@@ -508,7 +515,11 @@ int verb_mcp(const CliArgs *a) {
         pthread_mutex_lock(&s.lock);
         while (s.calls > 0)
                 pthread_cond_wait(&s.cond, &s.lock);
+        s.stopping = true;
+        pthread_cond_broadcast(&s.cond);
         pthread_mutex_unlock(&s.lock);
+        if (s.emb_started)
+                pthread_join(s.emb_thread, NULL);
         mcp_input_stop(s.in);
         mcp_embedded_done(&s.emb);
         return rc;
