@@ -78,15 +78,17 @@ static void job_close(McpJob *j) {
 static json_t *daemon_serve(McpJob *j, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
         McpServer *s = j->s;
         if (j->fd < 0) {
-                _cleanup_free_ char *why = NULL;
-                if (client_connect(s->socket, &j->fd, &why) < 0 || jsonl_reader_new(&j->rd) < 0) {
+                _cleanup_free_ char *why = NULL; /* the CLI's advice, not the agent's */
+                int r = client_connect(s->socket, &j->fd, &why);
+                if (r < 0 || (r = jsonl_reader_new(&j->rd)) < 0) {
                         job_close(j);
                         _cleanup_free_ char *msg = NULL;
-                        if (asprintf(&msg, "vectora-sandboxd does not answer at %s (%s); nothing ran. This server "
+                        if (r == -ENOMEM ||
+                            asprintf(&msg, "vectora-sandboxd does not answer at %s (%s); nothing ran. This server "
                                            "serves through the daemon for its whole session and does not switch "
                                            "to a worker of its own. Ask the user to start vectora-sandboxd again "
                                            "(or to restart this MCP server), then retry",
-                                     s->socket, why ? why : "no connection") < 0)
+                                     s->socket, strerror(-r)) < 0)
                                 return NULL;
                         return mcp_tool_error("daemon_unreachable", msg);
                 }
@@ -465,7 +467,7 @@ int verb_mcp(const CliArgs *a) {
         _cleanup_free_ char *sock = NULL, *mode_line = NULL;
         if (cli_socket(a) && !(sock = strdup(cli_socket(a))))
                 return cli_fail(EXIT_REFUSED, "mcp: out of memory");
-        _cleanup_free_ char *why = NULL;
+        _cleanup_free_ char *why = NULL; /* not said: the mode line says it all */
         int probe = -EBADF;
         if (sock && client_connect(sock, &probe, &why) >= 0) {
                 s.daemon = true;
@@ -480,10 +482,10 @@ int verb_mcp(const CliArgs *a) {
                 k = asprintf(&mode_line, "Mode: embedded (--no-daemon): this server serves with its own worker, one call "
                                          "at a time; background processes (process_*) are not available.");
         else
-                k = asprintf(&mode_line, "Mode: embedded (no vectora-sandboxd answers at %s%s%s): this server serves "
+                k = asprintf(&mode_line, "Mode: embedded (no vectora-sandboxd answers at %s): this server serves "
                                          "with its own worker, one call at a time, for its whole session; background "
                                          "processes (process_*) are not available.",
-                             sock ? sock : def ? def : "the default socket", why ? ": " : "", why ? why : "");
+                             sock ? sock : def ? def : "the default socket");
         if (k < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: out of memory");
         s.mode_line = mode_line;
