@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+from vmcp import Mcp  # noqa: E402
 from vtest import CLI, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws, needs_root, run_cases, wait_for  # noqa: E402
 
 tap = Tap()
@@ -192,6 +193,18 @@ def t_sealed_note(tmp):
     check("sealed_note" not in ok, "a plain command: %r" % ok)
     r = run_embedded(tmp, ws, line)
     check("git config --global" in r.get("sealed_note", ""), "embedded: %r" % r)
+    # The MCP server puts it in the text the model reads (embedded here).
+    m = Mcp(ws, env_embedded(tmp), ("--no-daemon",))
+    try:
+        init = m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "test-jail-home", "version": "1"}})
+        check("result" in init, init)
+        m.notify("notifications/initialized")
+        resp = m.call("terminal", command=line)
+        text = "".join(c.get("text", "") for c in (resp.get("result") or {}).get("content", [])[:1])
+        check("[sealed: " in text and "git config --global" in text, "the MCP text: %r" % resp)
+    finally:
+        m.close()
     # vectora-sandbox run (not --json) says it after the command's output.
     p = subprocess.run([CLI, "--no-daemon", "run", "-w", ws, line], capture_output=True, text=True,
                        env=env_embedded(tmp), timeout=120, stdin=subprocess.DEVNULL)

@@ -48,6 +48,9 @@ static int append_notes(StrBuf *out, json_t *reply) {
         const char *note = json_string_value(json_object_get(reply, "network_note"));
         if (note)
                 r |= strbuf_appendf(out, "\n[network: %s]", note);
+        const char *sealed = json_string_value(json_object_get(reply, "sealed_note"));
+        if (sealed)
+                r |= strbuf_appendf(out, "\n[sealed: %s]", sealed);
         const char *pending = json_string_value(json_object_get(reply, "policy_pending"));
         if (pending)
                 r |= strbuf_appendf(out, "\n[policy pending: %s]", pending);
