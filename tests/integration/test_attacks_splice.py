@@ -4,6 +4,11 @@
 in the network proxy (vectora-sandbox-proxy, one process for every
 workspace) and in the jail's relay (the worker's child on 127.0.0.1:3128).
 
+  - a jail that opens and closes connections to the proxy's socket in a
+    loop (each one changed the counts the proxy sends the daemon): another
+    workspace's refused request still appears in its call's
+    network_denied (the counts now go once a loop turn; before, the
+    control socket filled and the denial was lost, counted only);
   - spin: an upstream that sends in small segments to a jailed client
     that does not read. A pipe holds 16 pages whatever their fill, so
     small segments fill it long before its byte size; splice into it then
@@ -151,6 +156,52 @@ def cases(tmp, d):
         check(proxy_cpu < 1.0, "the proxy spun: %.2f s of CPU in 3 s while its tunnel's reader stalled" % proxy_cpu)
         check(relay_cpu < 1.0, "the jail's relay spun: %.2f s of CPU in 3 s while its reader stalled" % relay_cpu)
 
+    def ctl_flood_denial():
+        # One workspace's jail opens and closes connections to the
+        # proxy's socket as fast as eight processes can (two control
+        # messages each, to the daemon); another workspace's refused
+        # request meanwhile still shows in its call's network_denied.
+        wsa = make_ws(tmp, "ws-flood", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        wsb = make_ws(tmp, "ws-victim", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        flood = ("import os, socket, time\n"
+                 "end = time.time() + 12\n"
+                 "for _ in range(3):\n"
+                 "    os.fork()\n"
+                 "n = 0\n"
+                 "while time.time() < end:\n"
+                 "    try:\n"
+                 "        s = socket.socket(socket.AF_UNIX)\n"
+                 "        s.connect('/run/vectora/proxy.sock')\n"
+                 "        s.close()\n"
+                 "        n += 1\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "print(n)\n")
+        res = {}
+        t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
+                                                                 "command": "python3 -c \"$C\"", "env": {"C": flood},
+                                                                 "timeout": 60})))
+        t.start()
+        missing, took = [], []
+        try:
+            time.sleep(2)
+            for i in range(6):
+                t0 = time.time()
+                r = d.call({"tool": "terminal", "workspace": wsb, "command":
+                            "curl -sS --noproxy '' -x http://127.0.0.1:3128 http://denied-%d.test/" % i})
+                took.append(time.time() - t0)
+                hosts = [x.get("host") for x in r.get("network_denied") or []]
+                if "is refused" not in r.get("stdout", "") or "denied-%d.test" % i not in hosts:
+                    missing.append((i, r.get("stdout", "")[:60], r.get("network_denied")))
+        finally:
+            t.join(60)
+        T.note("during the flood: %s opened; the victim's calls took %s s" %
+               ((res.get("r") or {}).get("stdout", "").split(), ["%.2f" % x for x in took]))
+        check(not missing, "refusals the victim's call did not report: %s" % missing)
+        check(max(took) < 5, "a call of another workspace took %.2f s during the flood" % max(took))
+
+    T.case(ctl_flood_denial, name="a jail that floods the proxy with connections (control messages to the daemon): "
+           "another workspace's refusal still shows in its call's network_denied, and its calls stay quick")
     T.case(spin, "unix", name="an upstream sending small segments to a jailed client on the proxy's socket that "
            "stops reading: the proxy does not spin on the full pipe; every byte arrives in order")
     T.case(spin, "relay", name="the same through the jail's relay: neither the proxy nor the relay spins")
