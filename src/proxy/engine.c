@@ -98,6 +98,7 @@ struct Proxy {
         unsigned open;
         uint64_t total;
         uint64_t lost; /* denials the daemon did not get yet (its socket full) */
+        bool conns_changed; /* open or total changed since the daemon was told */
         Proxy *next;
         ProxySend send;
 };
@@ -107,12 +108,39 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
         return s ? px->send(s) : -ENOMEM;
 }
 
+static Proxy *proxies;
+static uv_check_t conns_check;
+static bool conns_check_init;
+
+static void flush_conns(uv_check_t *h) {
+        uv_check_stop(h);
+        for (Proxy *px = proxies; px; px = px->next) {
+                if (!px->conns_changed)
+                        continue;
+                /* With the denials lost so far: the daemon counts and
+                 * audits them (as not itemized) once this arrives. */
+                if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open,
+                                                  .total = px->total, .lost = px->lost }) >= 0) {
+                        px->lost = 0;
+                        px->conns_changed = false;
+                }
+        }
+}
+
+/* The counts go to the daemon once a loop turn, not once a connection: a
+ * jail that opens and closes connections in a loop would otherwise send
+ * two messages each, fill the control socket, and every workspace's
+ * denials sent meanwhile would be lost (counted, not itemized, missing
+ * from their calls' network_denied). */
 static void send_conns(Proxy *px) {
-        /* With the denials lost so far: the daemon counts and audits them
-         * (as not itemized) once this arrives. */
-        if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open, .total = px->total,
-                                          .lost = px->lost }) >= 0)
-                px->lost = 0;
+        px->conns_changed = true;
+        if (!conns_check_init) {
+                if (uv_check_init(px->loop, &conns_check) < 0)
+                        return;
+                uv_unref((uv_handle_t *)&conns_check);
+                conns_check_init = true;
+        }
+        (void)uv_check_start(&conns_check, flush_conns);
 }
 
 /* ---- denials -------------------------------------------------------------- */
@@ -712,8 +740,6 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
         px->n_rules = m->n_rules;
         m->n_rules = 0;
 }
-
-static Proxy *proxies;
 
 static Proxy *find(uint64_t id) {
         for (Proxy *px = proxies; px; px = px->next)
