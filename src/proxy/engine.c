@@ -26,6 +26,7 @@
 #include <netdb.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@
 #include "time-util.h"
 
 #define PROXY_MAX_CONNS 256          /* open connections per workspace */
+#define PROXY_ACCEPT_MAX (2 * PROXY_MAX_CONNS) /* past it (503s pending), a workspace's listener waits */
 #define PROXY_HEAD_TIMEOUT_MS 30000  /* to send a request head, or the ClientHello */
 #define PROXY_CONNECT_TIMEOUT_MS 15000
 #define PROXY_IDLE_TIMEOUT_MS 300000 /* a tunnel with no traffic either way */
@@ -81,6 +83,8 @@ struct ProxyConn {
 static void head_ready(ProxyConn *c);
 static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
+static void on_connection(uv_stream_t *server, int status);
+static void on_listener_closed(uv_handle_t *h);
 static void proxy_free(Proxy *px);
 
 struct Proxy {
@@ -99,6 +103,7 @@ struct Proxy {
         uint64_t total;
         uint64_t lost; /* denials the daemon did not get yet (its socket full) */
         bool conns_changed; /* open or total changed since the daemon was told */
+        bool accept_waits;  /* a connection waits in the listener: PROXY_ACCEPT_MAX were open */
         Proxy *next;
         ProxySend send;
 };
@@ -173,8 +178,13 @@ static void conn_free(ProxyConn *c) {
         free(c);
         if (px->removed && !px->conns && !px->listening)
                 proxy_free(px);
-        else if (!px->removed)
+        else if (!px->removed) {
                 send_conns(px);
+                if (px->accept_waits && px->open < PROXY_ACCEPT_MAX) {
+                        px->accept_waits = false;
+                        on_connection((uv_stream_t *)&px->listener, 0);
+                }
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -668,10 +678,46 @@ static void on_timer_state(ProxyConn *c) {
         uv_timer_start(&c->timer, on_timer, ms, c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS : 0);
 }
 
+/* A descriptor kept spare for shed(): an eventfd, since the confined
+ * proxy may open no path (libuv's own spare is /dev/null or /, which it
+ * cannot take again once used). */
+static int spare_fd = -1;
+
+/* Out of descriptors: libuv's listener retries accept(2) without end, so
+ * the loop never came back to close what the jails had closed (every
+ * workspace's traffic stopped, for good). What waits on this listener is
+ * accepted with the spare and dropped; the spare is taken again. */
+static void shed(Proxy *px) {
+        uv_os_fd_t lfd;
+        if (uv_fileno((uv_handle_t *)&px->listener, &lfd) < 0)
+                return;
+        spare_fd = safe_close(spare_fd);
+        for (int fd; (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;)
+                close(fd);
+        spare_fd = eventfd(0, EFD_CLOEXEC);
+        /* No spare to shed with next time: this listener stops (its
+         * workspace's jail gets ECONNREFUSED) rather than spin. */
+        if (spare_fd < 0 && !uv_is_closing((uv_handle_t *)&px->listener))
+                uv_close((uv_handle_t *)&px->listener, on_listener_closed);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
         Proxy *px = server->data;
+        if (status == UV_EMFILE || status == UV_ENFILE) {
+                shed(px);
+                return;
+        }
         if (status < 0 || px->removed)
                 return;
+        /* Not accepted now, libuv stops watching the listener until the
+         * workspace's connections fall below the bound (conn_free): the
+         * jail's connects wait in the backlog, and an endless stream of
+         * them no longer holds the loop in accept(2) while the
+         * descriptors of those it closed pile up. */
+        if (px->open >= PROXY_ACCEPT_MAX) {
+                px->accept_waits = true;
+                return;
+        }
         ProxyConn *c = calloc(1, sizeof *c);
         if (!c || !(c->buf = malloc(VS_HTTP_HEAD_MAX))) {
                 free(c);
@@ -751,7 +797,7 @@ static Proxy *find(uint64_t id) {
 static void on_listener_closed(uv_handle_t *h) {
         Proxy *px = h->data;
         px->listening = false;
-        if (!px->conns)
+        if (px->removed && !px->conns)
                 proxy_free(px);
 }
 
@@ -764,9 +810,10 @@ static void remove_proxy(Proxy *px) {
         px->removed = true;
         for (ProxyConn *c = px->conns; c; c = c->next)
                 conn_close(c);
-        if (px->listening)
-                uv_close((uv_handle_t *)&px->listener, on_listener_closed);
-        else if (!px->conns)
+        if (px->listening) {
+                if (!uv_is_closing((uv_handle_t *)&px->listener))
+                        uv_close((uv_handle_t *)&px->listener, on_listener_closed);
+        } else if (!px->conns)
                 proxy_free(px);
 }
 
@@ -780,6 +827,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px = calloc(1, sizeof *px);
                 if (!px)
                         return -ENOMEM;
+                if (spare_fd < 0)
+                        spare_fd = eventfd(0, EFD_CLOEXEC);
                 px->id = m->ws;
                 px->loop = loop;
                 px->peer_uid = m->peer;
