@@ -84,7 +84,6 @@ static void head_ready(ProxyConn *c);
 static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
 static void on_connection(uv_stream_t *server, int status);
-static void on_listener_closed(uv_handle_t *h);
 static void proxy_free(Proxy *px);
 
 struct Proxy {
@@ -116,9 +115,15 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
 static Proxy *proxies;
 static uv_check_t conns_check;
 static bool conns_check_init;
+/* A descriptor kept spare for shed(): an eventfd, since the confined
+ * proxy may open no path (libuv's own spare is /dev/null or /, which it
+ * cannot take again once used). */
+static int spare_fd = -1;
 
 static void flush_conns(uv_check_t *h) {
         uv_check_stop(h);
+        if (spare_fd < 0)
+                spare_fd = eventfd(0, EFD_CLOEXEC);
         for (Proxy *px = proxies; px; px = px->next) {
                 if (!px->conns_changed)
                         continue;
@@ -137,8 +142,7 @@ static void flush_conns(uv_check_t *h) {
  * two messages each, fill the control socket, and every workspace's
  * denials sent meanwhile would be lost (counted, not itemized, missing
  * from their calls' network_denied). */
-static void send_conns(Proxy *px) {
-        px->conns_changed = true;
+static void check_later(Proxy *px) {
         if (!conns_check_init) {
                 if (uv_check_init(px->loop, &conns_check) < 0)
                         return;
@@ -146,6 +150,11 @@ static void send_conns(Proxy *px) {
                 conns_check_init = true;
         }
         (void)uv_check_start(&conns_check, flush_conns);
+}
+
+static void send_conns(Proxy *px) {
+        px->conns_changed = true;
+        check_later(px);
 }
 
 /* ---- denials -------------------------------------------------------------- */
@@ -678,27 +687,25 @@ static void on_timer_state(ProxyConn *c) {
         uv_timer_start(&c->timer, on_timer, ms, c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS : 0);
 }
 
-/* A descriptor kept spare for shed(): an eventfd, since the confined
- * proxy may open no path (libuv's own spare is /dev/null or /, which it
- * cannot take again once used). */
-static int spare_fd = -1;
-
-/* Out of descriptors: libuv's listener retries accept(2) without end, so
- * the loop never came back to close what the jails had closed (every
- * workspace's traffic stopped, for good). What waits on this listener is
- * accepted with the spare and dropped; the spare is taken again. */
+/* Out of descriptors: libuv's listener retries accept(2) without end
+ * (accept fails with EMFILE before it looks for a connection), so the
+ * loop never came back to close what the jails had closed: every
+ * workspace's traffic stopped, for good. The spare is given up, what
+ * waits on this listener is accepted and dropped, and the free slot makes
+ * libuv's next accept say EAGAIN: the loop goes on, and takes the spare
+ * again at the end of its turn. Without a spare (a connection took the
+ * slot meanwhile), this workspace's newest connection is dropped instead. */
 static void shed(Proxy *px) {
         uv_os_fd_t lfd;
         if (uv_fileno((uv_handle_t *)&px->listener, &lfd) < 0)
                 return;
-        spare_fd = safe_close(spare_fd);
+        if (spare_fd >= 0)
+                spare_fd = safe_close(spare_fd);
+        else if (px->conns && px->conns->state != CS_CLOSING)
+                conn_close(px->conns); /* its socket is closed at once */
         for (int fd; (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;)
                 close(fd);
-        spare_fd = eventfd(0, EFD_CLOEXEC);
-        /* No spare to shed with next time: this listener stops (its
-         * workspace's jail gets ECONNREFUSED) rather than spin. */
-        if (spare_fd < 0 && !uv_is_closing((uv_handle_t *)&px->listener))
-                uv_close((uv_handle_t *)&px->listener, on_listener_closed);
+        check_later(px);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -797,7 +804,7 @@ static Proxy *find(uint64_t id) {
 static void on_listener_closed(uv_handle_t *h) {
         Proxy *px = h->data;
         px->listening = false;
-        if (px->removed && !px->conns)
+        if (!px->conns)
                 proxy_free(px);
 }
 
@@ -810,10 +817,9 @@ static void remove_proxy(Proxy *px) {
         px->removed = true;
         for (ProxyConn *c = px->conns; c; c = c->next)
                 conn_close(c);
-        if (px->listening) {
-                if (!uv_is_closing((uv_handle_t *)&px->listener))
-                        uv_close((uv_handle_t *)&px->listener, on_listener_closed);
-        } else if (!px->conns)
+        if (px->listening)
+                uv_close((uv_handle_t *)&px->listener, on_listener_closed);
+        else if (!px->conns)
                 proxy_free(px);
 }
 

@@ -15,7 +15,7 @@ workspace) and in the jail's relay (the worker's child on 127.0.0.1:3128).
     forever, a spin that ended every workspace's traffic: now a workspace
     past twice its connection cap waits in its backlog, and out of
     descriptors the proxy sheds what waits with a spare descriptor
-    (out_of_fds, a proxy with a limit of 300);
+    (out_of_fds, a proxy with a limit of 160);
   - spin: an upstream that sends in small segments to a jailed client
     that does not read. A pipe holds 16 pages whatever their fill, so
     small segments fill it long before its byte size; splice into it then
@@ -75,7 +75,7 @@ def run(tmp):
 
 
 def out_of_fds(tmp):
-    # A proxy whose hard open-files limit is 300 (the daemon's, inherited):
+    # A proxy whose hard open-files limit is 160 (the daemon's, inherited):
     # one jail opens 600 connections to the proxy's socket and holds them.
     if not shutil.which("prlimit"):
         raise vtest.Skip("prlimit (util-linux) is not installed")
@@ -94,7 +94,7 @@ def out_of_fds(tmp):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nyes")
             c.close()
     threading.Thread(target=serve, daemon=True).start()
-    d = vtest.Daemon(tmp, name="dfd", prefix=["prlimit", "--nofile=300:300", "--"])
+    d = vtest.Daemon(tmp, name="dfd", prefix=["prlimit", "--nofile=160:160", "--"])
     try:
         wsa = make_ws(tmp, "ws-fds", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
         wsb = make_ws(tmp, "ws-fds-other", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
@@ -111,13 +111,19 @@ def out_of_fds(tmp):
                 "    except OSError:\n"
                 "        pass\n"
                 "print(len(ss), flush=True)\n"
-                "time.sleep(4)\n")
+                "open('held', 'w').close()\n"
+                "time.sleep(5)\n")
         res = {}
         t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
                                                                  "command": "python3 -c \"$C\"", "env": {"C": hold},
                                                                  "timeout": 60})))
         t.start()
-        time.sleep(3)
+        # Measured once the jail's connects are over (each one costs the
+        # proxy some work, a spin does not end).
+        end = time.time() + 30
+        while not os.path.exists(os.path.join(wsa, "held")) and time.time() < end:
+            time.sleep(0.1)
+        time.sleep(0.5)
         c0 = cpu_seconds(pid)
         time.sleep(2)
         spun = cpu_seconds(pid) - c0
