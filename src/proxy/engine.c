@@ -26,6 +26,7 @@
 #include <netdb.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@
 #include "time-util.h"
 
 #define PROXY_MAX_CONNS 256          /* open connections per workspace */
+#define PROXY_ACCEPT_MAX (2 * PROXY_MAX_CONNS) /* past it (503s pending), a workspace's listener waits */
 #define PROXY_HEAD_TIMEOUT_MS 30000  /* to send a request head, or the ClientHello */
 #define PROXY_CONNECT_TIMEOUT_MS 15000
 #define PROXY_IDLE_TIMEOUT_MS 300000 /* a tunnel with no traffic either way */
@@ -81,6 +83,7 @@ struct ProxyConn {
 static void head_ready(ProxyConn *c);
 static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
+static void on_connection(uv_stream_t *server, int status);
 static void proxy_free(Proxy *px);
 
 struct Proxy {
@@ -99,6 +102,7 @@ struct Proxy {
         uint64_t total;
         uint64_t lost; /* denials the daemon did not get yet (its socket full) */
         bool conns_changed; /* open or total changed since the daemon was told */
+        bool accept_waits;  /* a connection waits in the listener: PROXY_ACCEPT_MAX were open */
         Proxy *next;
         ProxySend send;
 };
@@ -111,9 +115,15 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
 static Proxy *proxies;
 static uv_check_t conns_check;
 static bool conns_check_init;
+/* A descriptor kept spare for shed(): an eventfd, since the confined
+ * proxy may open no path (libuv's own spare is /dev/null or /, which it
+ * cannot take again once used). */
+static int spare_fd = -1;
 
 static void flush_conns(uv_check_t *h) {
         uv_check_stop(h);
+        if (spare_fd < 0)
+                spare_fd = eventfd(0, EFD_CLOEXEC);
         for (Proxy *px = proxies; px; px = px->next) {
                 if (!px->conns_changed)
                         continue;
@@ -132,8 +142,7 @@ static void flush_conns(uv_check_t *h) {
  * two messages each, fill the control socket, and every workspace's
  * denials sent meanwhile would be lost (counted, not itemized, missing
  * from their calls' network_denied). */
-static void send_conns(Proxy *px) {
-        px->conns_changed = true;
+static void check_later(Proxy *px) {
         if (!conns_check_init) {
                 if (uv_check_init(px->loop, &conns_check) < 0)
                         return;
@@ -141,6 +150,11 @@ static void send_conns(Proxy *px) {
                 conns_check_init = true;
         }
         (void)uv_check_start(&conns_check, flush_conns);
+}
+
+static void send_conns(Proxy *px) {
+        px->conns_changed = true;
+        check_later(px);
 }
 
 /* ---- denials -------------------------------------------------------------- */
@@ -173,8 +187,13 @@ static void conn_free(ProxyConn *c) {
         free(c);
         if (px->removed && !px->conns && !px->listening)
                 proxy_free(px);
-        else if (!px->removed)
+        else if (!px->removed) {
                 send_conns(px);
+                if (px->accept_waits && px->open < PROXY_ACCEPT_MAX) {
+                        px->accept_waits = false;
+                        on_connection((uv_stream_t *)&px->listener, 0);
+                }
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -668,10 +687,44 @@ static void on_timer_state(ProxyConn *c) {
         uv_timer_start(&c->timer, on_timer, ms, c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS : 0);
 }
 
+/* Out of descriptors: libuv's listener retries accept(2) without end
+ * (accept fails with EMFILE before it looks for a connection), so the
+ * loop never came back to close what the jails had closed: every
+ * workspace's traffic stopped, for good. The spare is given up, what
+ * waits on this listener is accepted and dropped, and the free slot makes
+ * libuv's next accept say EAGAIN: the loop goes on, and takes the spare
+ * again at the end of its turn. Without a spare (a connection took the
+ * slot meanwhile), this workspace's newest connection is dropped instead. */
+static void shed(Proxy *px) {
+        uv_os_fd_t lfd;
+        if (uv_fileno((uv_handle_t *)&px->listener, &lfd) < 0)
+                return;
+        if (spare_fd >= 0)
+                spare_fd = safe_close(spare_fd);
+        else if (px->conns && px->conns->state != CS_CLOSING)
+                conn_close(px->conns); /* its socket is closed at once */
+        for (int fd; (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;)
+                close(fd);
+        check_later(px);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
         Proxy *px = server->data;
+        if (status == UV_EMFILE || status == UV_ENFILE) {
+                shed(px);
+                return;
+        }
         if (status < 0 || px->removed)
                 return;
+        /* Not accepted now, libuv stops watching the listener until the
+         * workspace's connections fall below the bound (conn_free): the
+         * jail's connects wait in the backlog, and an endless stream of
+         * them no longer holds the loop in accept(2) while the
+         * descriptors of those it closed pile up. */
+        if (px->open >= PROXY_ACCEPT_MAX) {
+                px->accept_waits = true;
+                return;
+        }
         ProxyConn *c = calloc(1, sizeof *c);
         if (!c || !(c->buf = malloc(VS_HTTP_HEAD_MAX))) {
                 free(c);
@@ -780,6 +833,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px = calloc(1, sizeof *px);
                 if (!px)
                         return -ENOMEM;
+                if (spare_fd < 0)
+                        spare_fd = eventfd(0, EFD_CLOEXEC);
                 px->id = m->ws;
                 px->loop = loop;
                 px->peer_uid = m->peer;

@@ -9,6 +9,13 @@ workspace) and in the jail's relay (the worker's child on 127.0.0.1:3128).
     workspace's refused request still appears in its call's
     network_denied (the counts now go once a loop turn; before, the
     control socket filled and the denial was lost, counted only);
+  - the same flood held the proxy's loop in accept(2) (libuv accepts until
+    EAGAIN) while the descriptors of the connections the jail closed
+    piled up to the open-files limit; then accept failed with EMFILE
+    forever, a spin that ended every workspace's traffic: now a workspace
+    past twice its connection cap waits in its backlog, and out of
+    descriptors the proxy sheds what waits with a spare descriptor
+    (out_of_fds, a proxy with a limit of 160);
   - spin: an upstream that sends in small segments to a jailed client
     that does not read. A pipe holds 16 pages whatever their fill, so
     small segments fill it long before its byte size; splice into it then
@@ -63,6 +70,73 @@ def run(tmp):
         cases(tmp, d)
     finally:
         d.stop()
+    T.case(out_of_fds, tmp, name="a jail holds more connections than the proxy has descriptors: the proxy does not "
+           "spin in accept(2); once the jail lets go, another workspace is served")
+
+
+def out_of_fds(tmp):
+    # A proxy whose hard open-files limit is 160 (the daemon's, inherited):
+    # one jail opens 600 connections to the proxy's socket and holds them.
+    if not shutil.which("prlimit"):
+        raise vtest.Skip("prlimit (util-linux) is not installed")
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(16)
+    eport = lsock.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                c, _ = lsock.accept()
+            except OSError:
+                return
+            c.recv(4096)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nyes")
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    d = vtest.Daemon(tmp, name="dfd", prefix=["prlimit", "--nofile=160:160", "--"])
+    try:
+        wsa = make_ws(tmp, "ws-fds", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
+        wsb = make_ws(tmp, "ws-fds-other", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
+        check(d.call({"tool": "terminal", "workspace": wsb, "command": "true"}).get("exit_code") == 0, "warm-up")
+        pid = d.status()["daemon"]["proxy"]["pid"]
+        hold = ("import socket, time\n"
+                "ss = []\n"
+                "for i in range(600):\n"
+                "    try:\n"
+                "        s = socket.socket(socket.AF_UNIX)\n"
+                "        s.settimeout(2)\n"
+                "        s.connect('/run/vectora/proxy.sock')\n"
+                "        ss.append(s)\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "print(len(ss), flush=True)\n"
+                "open('held', 'w').close()\n"
+                "time.sleep(5)\n")
+        res = {}
+        t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
+                                                                 "command": "python3 -c \"$C\"", "env": {"C": hold},
+                                                                 "timeout": 60})))
+        t.start()
+        # Measured once the jail's connects are over (each one costs the
+        # proxy some work, a spin does not end).
+        end = time.time() + 30
+        while not os.path.exists(os.path.join(wsa, "held")) and time.time() < end:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        c0 = cpu_seconds(pid)
+        time.sleep(2)
+        spun = cpu_seconds(pid) - c0
+        t.join(60)
+        r = d.call({"tool": "terminal", "workspace": wsb, "timeout": 30, "command":
+                    "curl -sS -m 10 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:%d/" % eport})
+        T.note("the jail held %s connections; the proxy used %.2f s of CPU in 2 s meanwhile" %
+               ((res.get("r") or {}).get("stdout", "").strip(), spun))
+        check(spun < 1.0, "the proxy spun (%.2f s of CPU in 2 s) out of descriptors" % spun)
+        check(r.get("stdout") == "yes", "the other workspace, after the jail let go: %s" % r)
+    finally:
+        d.stop()
+        lsock.close()
 
 
 def cases(tmp, d):
@@ -156,13 +230,13 @@ def cases(tmp, d):
         check(proxy_cpu < 1.0, "the proxy spun: %.2f s of CPU in 3 s while its tunnel's reader stalled" % proxy_cpu)
         check(relay_cpu < 1.0, "the jail's relay spun: %.2f s of CPU in 3 s while its reader stalled" % relay_cpu)
 
-    def ctl_flood_denial():
+    def ctl_flood_denial(kind):
         # One workspace's jail opens and closes connections to the
         # proxy's socket as fast as eight processes can (two control
         # messages each, to the daemon); another workspace's refused
         # request meanwhile still shows in its call's network_denied.
-        wsa = make_ws(tmp, "ws-flood", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
-        wsb = make_ws(tmp, "ws-victim", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        wsa = make_ws(tmp, "ws-flood-" + kind, '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        wsb = make_ws(tmp, "ws-victim-" + kind, '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
         flood = ("import os, socket, time\n"
                  "end = time.time() + 12\n"
                  "for _ in range(3):\n"
@@ -172,6 +246,8 @@ def cases(tmp, d):
                  "    try:\n"
                  "        s = socket.socket(socket.AF_UNIX)\n"
                  "        s.connect('/run/vectora/proxy.sock')\n"
+                 + ("        s.sendall(b'GET http://flood-%d.test/ HTTP/1.1\\r\\n\\r\\n' % n)\n"
+                    "        s.recv(100)\n" if kind == "deny" else "") +
                  "        s.close()\n"
                  "        n += 1\n"
                  "    except OSError:\n"
@@ -197,11 +273,16 @@ def cases(tmp, d):
             t.join(60)
         T.note("during the flood: %s opened; the victim's calls took %s s" %
                ((res.get("r") or {}).get("stdout", "").split(), ["%.2f" % x for x in took]))
+        fr = res.get("r") or {}
+        check(fr.get("exit_code") == 0 and len(fr.get("stdout", "").split()) == 8,
+              "the flooding call did not end by itself (the proxy stopped accepting: held in accept(2) while "
+              "descriptors piled up): %s" % fr)
         check(not missing, "refusals the victim's call did not report: %s" % missing)
         check(max(took) < 5, "a call of another workspace took %.2f s during the flood" % max(took))
 
-    T.case(ctl_flood_denial, name="a jail that floods the proxy with connections (control messages to the daemon): "
-           "another workspace's refusal still shows in its call's network_denied, and its calls stay quick")
+    T.case(ctl_flood_denial, "connect", name="a jail that floods the proxy with connections (control messages to "
+           "the daemon): another workspace's refusal still shows in its call's network_denied; its calls stay quick")
+    T.case(ctl_flood_denial, "deny", name="a jail that floods the proxy with refused requests: the same")
     T.case(spin, "unix", name="an upstream sending small segments to a jailed client on the proxy's socket that "
            "stops reading: the proxy does not spin on the full pipe; every byte arrives in order")
     T.case(spin, "relay", name="the same through the jail's relay: neither the proxy nor the relay spins")
