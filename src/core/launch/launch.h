@@ -26,6 +26,8 @@ typedef struct VsLaunchOptions {
         /* Host path of the workspace's network proxy socket (the daemon's);
          * NULL: none, and a policy with a network allowlist is refused. */
         const char *proxy_socket;
+        /* The daemon's walk cache (walk-cache.h); NULL: none. */
+        struct WalkCacheUse *walk_cache;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {

@@ -616,6 +616,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 .worker_path = srv->opt.worker_path,
                 .runtime_dir = srv->instance_dir,
                 .instance = ws->counters.spawns,
+                .walk_cache = srv->walk_cache.dir ? &srv->walk_cache : NULL,
         };
         const char *proxy_socket = NULL;
         int r;
