@@ -92,8 +92,9 @@ def t_restart_reads_only_changed(tmp):
     check("OLDPEM" not in r["stdout"] and r["stdout"].endswith("end\n"), r)
     with open(os.path.join(ws, "tree/d03/e04/.vscode/tasks.json")) as f:
         check(f.read() == "{}\n", "a protected file found through the cache was written")
-    # The root may change (the start's placeholders); the tree did not.
-    check(n_read <= 2 and n_reused >= N_DIRS - 2, ("unchanged tree, dirs read/reused", n_read, n_reused))
+    # The root and its .git may change (the first start made the .git
+    # placeholder after the git scan); the tree did not.
+    check(n_read <= 5 and n_reused >= N_DIRS - 2, ("unchanged tree, dirs read/reused", n_read, n_reused))
     notes.append("restart, tree unchanged: %d of %d directories read, %d reused" % (n_read, first, n_reused))
     # (Only what is new changes hands: a chown moves a ctime on.)
     with open(os.path.join(ws, "tree", "d05", "e05", "x.txt"), "w") as f:
@@ -106,7 +107,8 @@ def t_restart_reads_only_changed(tmp):
     chown_tree(os.path.join(ws, "tree", "d06", "new"))
     r, n_read, n_reused = start_and_call(tmp, "changed", state, ws, "cat tree/d06/new/.env; echo end")
     check("NEWENV" not in r["stdout"] and r["stdout"].endswith("end\n"), r)
-    check(3 <= n_read <= 5, ("three directories changed, dirs read", n_read))
+    # Each changed directory once by the mask walk and once by the git scan.
+    check(3 <= n_read <= 8, ("three directories changed, dirs read", n_read))
     notes.append("restart, 3 directories changed: %d read" % n_read)
 
 

@@ -17,6 +17,7 @@
 #include "git-control.h"
 #include "path-util.h"
 #include "policy.h"
+#include "walk-cache.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -151,7 +152,145 @@ static int walk(int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out
         return r;
 }
 
-int git_scan(const char *root, VsGitRepos *out) {
+/* The walk with a cache (walk-cache.h): a directory whose identity and
+ * times are those recorded has the same entries, so its subdirectories
+ * come from the record, and look() runs only where the record says a
+ * .git or a HEAD is there (without either, look() finds nothing); what
+ * those name is looked at afresh every time. */
+typedef struct CachedScan {
+        WalkCache *old, *fresh;
+        WalkCacheUse *use;
+        size_t root_len; /* path[root_len] starts the rel ('/' or NUL) */
+} CachedScan;
+
+static const char *rel_of(const CachedScan *c, const char *path) {
+        return path[c->root_len] ? path + c->root_len + 1 : "";
+}
+
+static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out);
+
+static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *path, size_t len, unsigned depth,
+                        VsGitRepos *out) {
+        atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
+        int r = rec->n_match ? look(dfd, path, out) : 0;
+        bool clean = true;
+        for (size_t i = 0; r >= 0 && i < rec->n_sub; i++) {
+                const char *name = rec->subdirs[i];
+                size_t nl = strlen(name);
+                if (len + 1 + nl >= PATH_MAX) {
+                        out->truncated = true;
+                        clean = false;
+                        continue;
+                }
+                path[len] = '/';
+                memcpy(path + len + 1, name, nl + 1);
+                const WalkCacheDir *sub = walk_cache_find(c->old, rel_of(c, path));
+                struct stat st;
+                if (sub && sub->n_sub == 0 && sub->n_match == 0 && out->dirs + 1 < GIT_SCAN_MAX_DIRS &&
+                    depth + 1 < GIT_SCAN_MAX_DEPTH && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    walk_cache_dir_matches(sub, &st)) {
+                        /* A leaf with nothing for look(): one fstatat. */
+                        atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
+                        out->dirs++;
+                        WalkCacheDir d = { 0 };
+                        r = walk_cache_dir_copy(sub, &d);
+                        if (r >= 0)
+                                r = walk_cache_add(c->fresh, &d);
+                        walk_cache_dir_done(&d);
+                } else {
+                        int sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sfd < 0)
+                                clean = false;
+                        else {
+                                r = cwalk(c, sfd, path, len + 1 + nl, depth + 1, out);
+                                safe_close(sfd);
+                        }
+                }
+                path[len] = 0;
+        }
+        if (r >= 0 && clean) {
+                WalkCacheDir d = { 0 };
+                r = walk_cache_dir_copy(rec, &d);
+                if (r >= 0)
+                        r = walk_cache_add(c->fresh, &d);
+                walk_cache_dir_done(&d);
+        }
+        return r;
+}
+
+static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out) {
+        struct stat st;
+        if (fstat(dfd, &st) < 0)
+                return -errno;
+        if (out->dirs + 1 < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH) {
+                const WalkCacheDir *old = walk_cache_find(c->old, rel_of(c, path));
+                if (old && walk_cache_dir_matches(old, &st)) {
+                        out->dirs++;
+                        return cwalk_cached(c, dfd, old, path, len, depth, out);
+                }
+        }
+        atomic_fetch_add_explicit(&c->use->n_read, 1, memory_order_relaxed);
+        int r = look(dfd, path, out);
+        if (r < 0)
+                return r;
+        if (++out->dirs >= GIT_SCAN_MAX_DIRS || depth >= GIT_SCAN_MAX_DEPTH) {
+                out->truncated = true;
+                return 0; /* not recorded: read again next time */
+        }
+        WalkCacheDir rec = { .dev = st.st_dev, .ino = st.st_ino, .mtime_sec = st.st_mtim.tv_sec,
+                             .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec, .ctime_sec = st.st_ctim.tv_sec,
+                             .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
+        bool clean = (rec.rel = strdup(rel_of(c, path))) != NULL;
+        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd < 0 ? NULL : fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                safe_close(fd);
+                walk_cache_dir_done(&rec);
+                return r;
+        }
+        struct dirent *de;
+        while (r >= 0 && (errno = 0, de = readdir(d))) {
+                const char *name = de->d_name;
+                if (streq(name, ".") || streq(name, ".."))
+                        continue;
+                if (streq(name, ".git") || streq(name, "HEAD"))
+                        r = walk_cache_dir_add_match(&rec, 0, 0, name);
+                if (r < 0 || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+                        continue;
+                size_t nl = strlen(name);
+                if (len + 1 + nl >= PATH_MAX) {
+                        out->truncated = true;
+                        clean = false;
+                        continue;
+                }
+                _cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0) {
+                        /* Not a directory (or a symlink to one): git does not
+                         * look in it from here. Anything else: read again. */
+                        if (errno != ENOTDIR && errno != ELOOP)
+                                clean = false;
+                        continue;
+                }
+                if (clean && walk_cache_dir_add_sub(&rec, name) < 0)
+                        r = -ENOMEM;
+                path[len] = '/';
+                memcpy(path + len + 1, name, nl + 1);
+                if (r >= 0)
+                        r = cwalk(c, sub, path, len + 1 + nl, depth + 1, out);
+                path[len] = 0;
+        }
+        if (errno != 0)
+                clean = false;
+        closedir(d);
+        if (r >= 0 && clean)
+                r = walk_cache_add(c->fresh, &rec);
+        walk_cache_dir_done(&rec);
+        return r;
+}
+
+/* The walk of root: with use, the cached one. */
+static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
         _cleanup_close_ int fd = chase_open_dir(root);
         if (fd < 0)
                 return fd;
@@ -166,7 +305,26 @@ int git_scan(const char *root, VsGitRepos *out) {
         memcpy(path, root, len + 1);
         while (len > 1 && path[len - 1] == '/')
                 path[--len] = 0;
-        return walk(dfd, path, len, 0, out);
+        if (!use)
+                return walk(dfd, path, len, 0, out);
+        char *const tag[] = { (char *)"git-scan", NULL };
+        char *const *lists[] = { tag };
+        WalkCache old = { 0 }, fresh = { 0 };
+        walk_cache_key(path, lists, 1, fresh.key);
+        int r = walk_cache_load(use->dir, fresh.key, &old);
+        CachedScan c = { .old = &old, .fresh = &fresh, .use = use, .root_len = len };
+        if (r >= 0)
+                r = cwalk(&c, dfd, path, len, 0, out);
+        /* Best effort: without it the next scan reads everything. */
+        if (r >= 0 && walk_cache_index(&fresh) >= 0)
+                (void)walk_cache_save(use->dir, &fresh);
+        walk_cache_done(&old);
+        walk_cache_done(&fresh);
+        return r;
+}
+
+int git_scan(const char *root, VsGitRepos *out) {
+        return scan_root(root, NULL, out);
 }
 
 int git_scan_dir(const char *dir, VsGitRepos *out) {
@@ -240,10 +398,14 @@ int git_quarantine(const VsGitRepo *r, char **ret_moved, VsError **err) {
 }
 
 int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {
+        return git_scan_policy_cached(p, base, NULL, out);
+}
+
+int git_scan_policy_cached(const VsPolicy *p, bool base, WalkCacheUse *cache, VsGitRepos *out) {
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
-                int r = git_scan(p->rw_paths[i].resolved, out);
+                int r = scan_root(p->rw_paths[i].resolved, cache, out);
                 if (r < 0 && r != -ENOENT && r != -ENOTDIR && r != -ELOOP)
                         return r;
         }

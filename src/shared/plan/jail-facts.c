@@ -193,7 +193,7 @@ static int add_existing(const VsPolicy *p, VsJailFacts *f, const char *path, con
  * first, then is protected like the others. With git_init = true a
  * missing root .git where the jail could create one is a repository
  * first (git-init.h), whose control files are then those. */
-static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+static int collect_git(const VsPolicy *p, VsJailFacts *f, WalkCacheUse *cache, VsError **err) {
         VsGitControls gc = { 0 };
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
@@ -202,7 +202,7 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
          * below, and what the jail adds is put aside later. One walk. */
         if (!(f->git_base = calloc(1, sizeof *f->git_base)))
                 return -ENOMEM;
-        int r = git_scan_policy(p, true, f->git_base);
+        int r = git_scan_policy_cached(p, true, cache, f->git_base);
         if (r < 0)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "cannot list the repositories under %s: %s",
                                          p->workspace, strerror(-r));
@@ -301,7 +301,7 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, MaskList *pr
  * the plan seals it with an empty mount and the agent cannot create it.
  * Those under .git are the git controls' (collect_git). */
 static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, char ***ret_sealed,
-                             VsError **err) {
+                             WalkCacheUse *cache, VsError **err) {
         if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
@@ -333,7 +333,7 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (r < 0)
                         return r;
         }
-        int r = collect_git(p, f, err);
+        int r = collect_git(p, f, cache, err);
         if (r >= 0)
                 r = protect_absent_fill(p, ret_sealed, err);
         return r;
@@ -369,7 +369,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCach
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **sealed = NULL;
-        if ((r = collect_protected(p, protected_paths, &f, &sealed, err)) < 0 ||
+        if ((r = collect_protected(p, protected_paths, &f, &sealed, cache, err)) < 0 ||
             (r = collect_walked(p, &f, sealed, cache, err)) < 0) {
                 jail_facts_done(&f);
                 return r;

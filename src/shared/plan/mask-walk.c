@@ -229,24 +229,8 @@ static int set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError 
 }
 
 static int record_keep(Walk *w, const WalkCacheDir *old) {
-        WalkCacheDir d = *old;
-        d.rel = strdup(old->rel);
-        d.subdirs = NULL;
-        d.matches = NULL;
-        d.n_sub = d.n_match = 0;
-        int r = d.rel ? 0 : -ENOMEM;
-        if (r >= 0 && old->n_sub && !(d.subdirs = calloc(old->n_sub, sizeof(char *))))
-                r = -ENOMEM;
-        for (; r >= 0 && d.n_sub < old->n_sub; d.n_sub++)
-                if (!(d.subdirs[d.n_sub] = strdup(old->subdirs[d.n_sub])))
-                        r = -ENOMEM;
-        if (r >= 0 && old->n_match && !(d.matches = calloc(old->n_match, sizeof *d.matches)))
-                r = -ENOMEM;
-        for (; r >= 0 && d.n_match < old->n_match; d.n_match++) {
-                d.matches[d.n_match] = old->matches[d.n_match];
-                if (!(d.matches[d.n_match].name = strdup(old->matches[d.n_match].name)))
-                        r = -ENOMEM;
-        }
+        WalkCacheDir d = { 0 };
+        int r = walk_cache_dir_copy(old, &d);
         if (r >= 0)
                 r = walk_cache_add(w->fresh, &d);
         walk_cache_dir_done(&d);
@@ -310,30 +294,6 @@ static int walk_cached(Walk *w, int dfd, const WalkCacheDir *rec, size_t len, si
         if (r >= 0 && clean)
                 r = record_keep(w, rec);
         return r;
-}
-
-/* Notes one more entry of the record being made. */
-static int rec_sub(WalkCacheDir *d, const char *name) {
-        char **n = realloc(d->subdirs, (d->n_sub + 1) * sizeof *n);
-        if (!n)
-                return -ENOMEM;
-        d->subdirs = n;
-        if (!(n[d->n_sub] = strdup(name)))
-                return -ENOMEM;
-        d->n_sub++;
-        return 0;
-}
-
-static int rec_match(WalkCacheDir *d, size_t lane, MaskKind kind, const char *name) {
-        WalkCacheMatch *n = realloc(d->matches, (d->n_match + 1) * sizeof *n);
-        if (!n)
-                return -ENOMEM;
-        d->matches = n;
-        n[d->n_match] = (WalkCacheMatch){ .lane = (uint8_t)lane, .kind = (uint8_t)kind, .name = strdup(name) };
-        if (!n[d->n_match].name)
-                return -ENOMEM;
-        d->n_match++;
-        return 0;
 }
 
 /* Walks the directory open as dfd (taken over) whose relative path is
@@ -432,7 +392,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         if (matched) {
                                 r = walk_add(w, i, kind_from_dtype(type), err);
                                 if (r >= 0 && recording)
-                                        r = rec_match(&rec, i, kind_from_dtype(type), name);
+                                        r = walk_cache_dir_add_match(&rec, (unsigned)i, kind_from_dtype(type), name);
                         } else if (type == DT_LNK && w->lanes[i].follow_links && !w->following)
                                 links |= (unsigned char)(1u << i);
                         else if (is_dir && below)
@@ -462,7 +422,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                                          strerror(-k));
                         break;
                 }
-                if (recording && rec_sub(&rec, name) < 0) {
+                if (recording && walk_cache_dir_add_sub(&rec, name) < 0) {
                         safe_close(cfd);
                         r = vs_error_set(err, -ENOMEM, "out of memory");
                         break;

@@ -68,6 +68,47 @@ void walk_cache_done(WalkCache *c) {
         memcpy(c->key, key, sizeof key);
 }
 
+int walk_cache_dir_add_sub(WalkCacheDir *d, const char *name) {
+        char **n = realloc(d->subdirs, (d->n_sub + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        d->subdirs = n;
+        if (!(n[d->n_sub] = strdup(name)))
+                return -ENOMEM;
+        d->n_sub++;
+        return 0;
+}
+
+int walk_cache_dir_add_match(WalkCacheDir *d, unsigned lane, unsigned kind, const char *name) {
+        WalkCacheMatch *n = realloc(d->matches, (d->n_match + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        d->matches = n;
+        n[d->n_match] = (WalkCacheMatch){ .lane = (uint8_t)lane, .kind = (uint8_t)kind, .name = strdup(name) };
+        if (!n[d->n_match].name)
+                return -ENOMEM;
+        d->n_match++;
+        return 0;
+}
+
+int walk_cache_dir_copy(const WalkCacheDir *src, WalkCacheDir *ret) {
+        WalkCacheDir d = *src;
+        d.subdirs = NULL;
+        d.matches = NULL;
+        d.n_sub = d.n_match = 0;
+        int r = (d.rel = strdup(src->rel)) ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < src->n_sub; i++)
+                r = walk_cache_dir_add_sub(&d, src->subdirs[i]);
+        for (size_t i = 0; r >= 0 && i < src->n_match; i++)
+                r = walk_cache_dir_add_match(&d, src->matches[i].lane, src->matches[i].kind, src->matches[i].name);
+        if (r < 0) {
+                walk_cache_dir_done(&d);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
 int walk_cache_add(WalkCache *c, WalkCacheDir *d) {
         if (c->n == c->cap) {
                 size_t ncap = c->cap ? c->cap * 2 : 64;

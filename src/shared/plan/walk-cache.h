@@ -61,6 +61,11 @@ int walk_cache_index(WalkCache *c);
 WalkCacheDir *walk_cache_find(const WalkCache *c, const char *rel);
 bool walk_cache_dir_matches(const WalkCacheDir *d, const struct stat *st);
 void walk_cache_dir_done(WalkCacheDir *d);
+/* A deep copy of src into *ret. */
+int walk_cache_dir_copy(const WalkCacheDir *src, WalkCacheDir *ret);
+/* One more subdirectory, or match, noted in a record being made. */
+int walk_cache_dir_add_sub(WalkCacheDir *d, const char *name);
+int walk_cache_dir_add_match(WalkCacheDir *d, unsigned lane, unsigned kind, const char *name);
 void walk_cache_done(WalkCache *c);
 
 /* The file for key in dir (the daemon's state directory's walk-cache/):
