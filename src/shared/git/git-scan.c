@@ -201,10 +201,8 @@ static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *p
                         int sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (sfd < 0)
                                 clean = false;
-                        else {
+                        else
                                 r = cwalk(c, sfd, path, len + 1 + nl, depth + 1, out);
-                                safe_close(sfd);
-                        }
                 }
                 path[len] = 0;
         }
@@ -218,37 +216,45 @@ static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *p
         return r;
 }
 
+/* dfd is taken over. A directory read: its entries first (a .git or a
+ * HEAD among them, its subdirectories), then look() only where one of
+ * those two names is there (without either it finds nothing), then the
+ * subdirectories, one descriptor held per level. */
 static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out) {
         struct stat st;
-        if (fstat(dfd, &st) < 0)
-                return -errno;
+        int r;
+        if (fstat(dfd, &st) < 0) {
+                r = -errno;
+                safe_close(dfd);
+                return r;
+        }
         if (out->dirs + 1 < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH) {
                 const WalkCacheDir *old = walk_cache_find(c->old, rel_of(c, path));
                 if (old && walk_cache_dir_matches(old, &st)) {
                         out->dirs++;
-                        return cwalk_cached(c, dfd, old, path, len, depth, out);
+                        r = cwalk_cached(c, dfd, old, path, len, depth, out);
+                        safe_close(dfd);
+                        return r;
                 }
         }
         atomic_fetch_add_explicit(&c->use->n_read, 1, memory_order_relaxed);
-        int r = look(dfd, path, out);
-        if (r < 0)
-                return r;
         if (++out->dirs >= GIT_SCAN_MAX_DIRS || depth >= GIT_SCAN_MAX_DEPTH) {
                 out->truncated = true;
-                return 0; /* not recorded: read again next time */
+                r = look(dfd, path, out);
+                safe_close(dfd);
+                return r; /* not recorded: read again next time */
+        }
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                r = -errno;
+                safe_close(dfd);
+                return r;
         }
         WalkCacheDir rec = { .dev = st.st_dev, .ino = st.st_ino, .mtime_sec = st.st_mtim.tv_sec,
                              .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec, .ctime_sec = st.st_ctim.tv_sec,
                              .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
-        bool clean = (rec.rel = strdup(rel_of(c, path))) != NULL;
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd < 0 ? NULL : fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                safe_close(fd);
-                walk_cache_dir_done(&rec);
-                return r;
-        }
+        r = (rec.rel = strdup(rel_of(c, path))) ? 0 : -ENOMEM;
+        bool clean = true;
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 const char *name = de->d_name;
@@ -256,33 +262,42 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                         continue;
                 if (streq(name, ".git") || streq(name, "HEAD"))
                         r = walk_cache_dir_add_match(&rec, 0, 0, name);
-                if (r < 0 || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
-                        continue;
-                size_t nl = strlen(name);
-                if (len + 1 + nl >= PATH_MAX) {
-                        out->truncated = true;
-                        clean = false;
-                        continue;
-                }
-                _cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub < 0) {
-                        /* Not a directory (or a symlink to one): git does not
-                         * look in it from here. Anything else: read again. */
-                        if (errno != ENOTDIR && errno != ELOOP)
-                                clean = false;
-                        continue;
-                }
-                if (clean && walk_cache_dir_add_sub(&rec, name) < 0)
-                        r = -ENOMEM;
-                path[len] = '/';
-                memcpy(path + len + 1, name, nl + 1);
-                if (r >= 0)
-                        r = cwalk(c, sub, path, len + 1 + nl, depth + 1, out);
-                path[len] = 0;
+                if (r >= 0 && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
+                        r = walk_cache_dir_add_sub(&rec, name);
         }
         if (errno != 0)
                 clean = false;
+        if (r >= 0 && rec.n_match > 0)
+                r = look(dirfd(d), path, out);
+        for (size_t i = 0; r >= 0 && i < rec.n_sub; i++) {
+                size_t nl = strlen(rec.subdirs[i]);
+                int sub = len + 1 + nl >= PATH_MAX ? -1
+                                                   : openat(dirfd(d), rec.subdirs[i],
+                                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0) {
+                        /* Too long a path, or not a directory (or a symlink
+                         * to one): git does not look in it from here.
+                         * Anything else: read again next time. */
+                        if (len + 1 + nl >= PATH_MAX)
+                                out->truncated = true;
+                        if (len + 1 + nl >= PATH_MAX || (errno != ENOTDIR && errno != ELOOP))
+                                clean = false;
+                        free(rec.subdirs[i]);
+                        rec.subdirs[i] = NULL;
+                        continue;
+                }
+                path[len] = '/';
+                memcpy(path + len + 1, rec.subdirs[i], nl + 1);
+                r = cwalk(c, sub, path, len + 1 + nl, depth + 1, out);
+                path[len] = 0;
+        }
         closedir(d);
+        /* The entries that were no directory out of the record. */
+        size_t kept = 0;
+        for (size_t i = 0; i < rec.n_sub; i++)
+                if (rec.subdirs[i])
+                        rec.subdirs[kept++] = rec.subdirs[i];
+        rec.n_sub = kept;
         if (r >= 0 && clean)
                 r = walk_cache_add(c->fresh, &rec);
         walk_cache_dir_done(&rec);
@@ -314,7 +329,7 @@ static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
         int r = walk_cache_load(use->dir, fresh.key, &old);
         CachedScan c = { .old = &old, .fresh = &fresh, .use = use, .root_len = len };
         if (r >= 0)
-                r = cwalk(&c, dfd, path, len, 0, out);
+                r = cwalk(&c, TAKE_FD(dfd), path, len, 0, out);
         /* Best effort: without it the next scan reads everything. */
         if (r >= 0 && walk_cache_index(&fresh) >= 0)
                 (void)walk_cache_save(use->dir, &fresh);
