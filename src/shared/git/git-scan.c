@@ -161,6 +161,7 @@ typedef struct CachedScan {
         WalkCache *old, *fresh;
         WalkCacheUse *use;
         size_t root_len; /* path[root_len] starts the rel ('/' or NUL) */
+        size_t n_read;   /* directories read */
 } CachedScan;
 
 static const char *rel_of(const CachedScan *c, const char *path) {
@@ -169,7 +170,7 @@ static const char *rel_of(const CachedScan *c, const char *path) {
 
 static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out);
 
-static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *path, size_t len, unsigned depth,
+static int cwalk_cached(CachedScan *c, int dfd, WalkCacheDir *rec, char *path, size_t len, unsigned depth,
                         VsGitRepos *out) {
         atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
         int r = rec->n_match ? look(dfd, path, out) : 0;
@@ -184,7 +185,7 @@ static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *p
                 }
                 path[len] = '/';
                 memcpy(path + len + 1, name, nl + 1);
-                const WalkCacheDir *sub = walk_cache_find(c->old, rel_of(c, path));
+                WalkCacheDir *sub = walk_cache_find(c->old, rel_of(c, path));
                 struct stat st;
                 if (sub && sub->n_sub == 0 && sub->n_match == 0 && out->dirs + 1 < GIT_SCAN_MAX_DIRS &&
                     depth + 1 < GIT_SCAN_MAX_DEPTH && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -192,10 +193,9 @@ static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *p
                         /* A leaf with nothing for look(): one fstatat. */
                         atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
                         out->dirs++;
-                        WalkCacheDir d = { 0 };
-                        r = walk_cache_dir_copy(sub, &d);
-                        if (r >= 0)
-                                r = walk_cache_add(c->fresh, &d);
+                        WalkCacheDir d;
+                        walk_cache_take(sub, &d);
+                        r = walk_cache_add(c->fresh, &d);
                         walk_cache_dir_done(&d);
                 } else {
                         int sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -207,10 +207,9 @@ static int cwalk_cached(CachedScan *c, int dfd, const WalkCacheDir *rec, char *p
                 path[len] = 0;
         }
         if (r >= 0 && clean) {
-                WalkCacheDir d = { 0 };
-                r = walk_cache_dir_copy(rec, &d);
-                if (r >= 0)
-                        r = walk_cache_add(c->fresh, &d);
+                WalkCacheDir d;
+                walk_cache_take(rec, &d);
+                r = walk_cache_add(c->fresh, &d);
                 walk_cache_dir_done(&d);
         }
         return r;
@@ -229,7 +228,7 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                 return r;
         }
         if (out->dirs + 1 < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH) {
-                const WalkCacheDir *old = walk_cache_find(c->old, rel_of(c, path));
+                WalkCacheDir *old = walk_cache_find(c->old, rel_of(c, path));
                 if (old && walk_cache_dir_matches(old, &st)) {
                         out->dirs++;
                         r = cwalk_cached(c, dfd, old, path, len, depth, out);
@@ -238,6 +237,7 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                 }
         }
         atomic_fetch_add_explicit(&c->use->n_read, 1, memory_order_relaxed);
+        c->n_read++;
         if (++out->dirs >= GIT_SCAN_MAX_DIRS || depth >= GIT_SCAN_MAX_DEPTH) {
                 out->truncated = true;
                 r = look(dfd, path, out);
@@ -331,7 +331,7 @@ static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
         if (r >= 0)
                 r = cwalk(&c, TAKE_FD(dfd), path, len, 0, out);
         /* Best effort: without it the next scan reads everything. */
-        if (r >= 0 && walk_cache_index(&fresh) >= 0)
+        if (r >= 0 && walk_cache_changed(&old, &fresh, c.n_read) && walk_cache_index(&fresh) >= 0)
                 (void)walk_cache_save(use->dir, &fresh);
         walk_cache_done(&old);
         walk_cache_done(&fresh);

@@ -47,6 +47,7 @@ typedef struct Walk {
         WalkCache *old, *fresh; /* the cache read, the one written (NULL: none) */
         WalkCache caches[2];    /* what they point to */
         WalkCacheUse *use;      /* the counters, with a cache */
+        size_t n_read;          /* directories this walk read */
         char path[PATH_MAX];
 } Walk;
 
@@ -228,11 +229,10 @@ static int set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError 
         return (int)plen;
 }
 
-static int record_keep(Walk *w, const WalkCacheDir *old) {
-        WalkCacheDir d = { 0 };
-        int r = walk_cache_dir_copy(old, &d);
-        if (r >= 0)
-                r = walk_cache_add(w->fresh, &d);
+static int record_keep(Walk *w, WalkCacheDir *old) {
+        WalkCacheDir d;
+        walk_cache_take(old, &d);
+        int r = walk_cache_add(w->fresh, &d);
         walk_cache_dir_done(&d);
         return r;
 }
@@ -253,7 +253,7 @@ static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError 
 /* The directory open as dfd, unchanged since rec was taken: its matches
  * from rec, its subdirectories each checked against their own record
  * (a leaf's with one fstatat, without opening it). */
-static int walk_cached(Walk *w, int dfd, const WalkCacheDir *rec, size_t len, size_t depth, VsError **err) {
+static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t depth, VsError **err) {
         atomic_fetch_add_explicit(&w->use->n_reused, 1, memory_order_relaxed);
         int r = replay_matches(w, rec, len, err);
         bool clean = true;
@@ -269,7 +269,7 @@ static int walk_cached(Walk *w, int dfd, const WalkCacheDir *rec, size_t len, si
                 if (!into)
                         continue;
                 w->active[depth + 1] = into;
-                const WalkCacheDir *sub = walk_cache_find(w->old, w->path);
+                WalkCacheDir *sub = walk_cache_find(w->old, w->path);
                 struct stat st;
                 if (sub && sub->n_sub == 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     walk_cache_dir_matches(sub, &st)) {
@@ -315,7 +315,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         safe_close(dfd);
                         return vs_error_set(err, r, "cannot stat directory %s/%s: %s", w->root, w->path, strerror(-r));
                 }
-                const WalkCacheDir *old = walk_cache_find(w->old, w->path);
+                WalkCacheDir *old = walk_cache_find(w->old, w->path);
                 if (old && walk_cache_dir_matches(old, &st)) {
                         r = walk_cached(w, dfd, old, len, depth, err);
                         safe_close(dfd);
@@ -329,8 +329,10 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         return vs_error_set(err, -ENOMEM, "out of memory");
                 }
         }
-        if (w->fresh)
+        if (w->fresh) {
                 atomic_fetch_add_explicit(&w->use->n_read, 1, memory_order_relaxed);
+                w->n_read++;
+        }
         DIR *d = fdopendir(dfd);
         if (!d) {
                 r = negative_errno();
@@ -542,7 +544,8 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                 if (r < 0)
                         return r;
                 /* Best effort: without it the next walk reads everything. */
-                if (w->fresh && walk_cache_index(w->fresh) >= 0)
+                if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
+                    walk_cache_index(w->fresh) >= 0)
                         (void)walk_cache_save(cdir, w->fresh);
         }
 

@@ -91,22 +91,11 @@ int walk_cache_dir_add_match(WalkCacheDir *d, unsigned lane, unsigned kind, cons
         return 0;
 }
 
-int walk_cache_dir_copy(const WalkCacheDir *src, WalkCacheDir *ret) {
-        WalkCacheDir d = *src;
-        d.subdirs = NULL;
-        d.matches = NULL;
-        d.n_sub = d.n_match = 0;
-        int r = (d.rel = strdup(src->rel)) ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < src->n_sub; i++)
-                r = walk_cache_dir_add_sub(&d, src->subdirs[i]);
-        for (size_t i = 0; r >= 0 && i < src->n_match; i++)
-                r = walk_cache_dir_add_match(&d, src->matches[i].lane, src->matches[i].kind, src->matches[i].name);
-        if (r < 0) {
-                walk_cache_dir_done(&d);
-                return r;
-        }
-        *ret = d;
-        return 0;
+void walk_cache_take(WalkCacheDir *src, WalkCacheDir *ret) {
+        /* The record moves; its slot in the old cache is found no more
+         * (walk_cache_find skips a slot without rel). */
+        *ret = *src;
+        *src = (WalkCacheDir){ 0 };
 }
 
 int walk_cache_add(WalkCache *c, WalkCacheDir *d) {
@@ -157,7 +146,7 @@ WalkCacheDir *walk_cache_find(const WalkCache *c, const char *rel) {
         if (!c || !c->table)
                 return NULL;
         for (size_t h = hash_str(rel) & (c->table_size - 1); c->table[h] != SIZE_MAX; h = (h + 1) & (c->table_size - 1))
-                if (streq(c->dirs[c->table[h]].rel, rel))
+                if (c->dirs[c->table[h]].rel && streq(c->dirs[c->table[h]].rel, rel))
                         return &c->dirs[c->table[h]];
         return NULL;
 }
@@ -359,6 +348,12 @@ int walk_cache_serialize(const WalkCache *c, uint8_t **ret, size_t *ret_len) {
 }
 
 /* ---- the file ---- */
+
+bool walk_cache_changed(const WalkCache *old, const WalkCache *fresh, size_t n_read) {
+        /* Nothing read: each fresh record is a copy of an old one, and
+         * as many means all of them. */
+        return n_read > 0 || fresh->n != old->n;
+}
 
 static char *file_name(const char *dir, const uint8_t key[WALK_CACHE_KEY_LEN]) {
         char name[2 * 16 + 1];

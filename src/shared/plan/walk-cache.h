@@ -61,12 +61,17 @@ int walk_cache_index(WalkCache *c);
 WalkCacheDir *walk_cache_find(const WalkCache *c, const char *rel);
 bool walk_cache_dir_matches(const WalkCacheDir *d, const struct stat *st);
 void walk_cache_dir_done(WalkCacheDir *d);
-/* A deep copy of src into *ret. */
-int walk_cache_dir_copy(const WalkCacheDir *src, WalkCacheDir *ret);
+/* Moves src's record (of an old cache, used by a walk) into *ret, so a
+ * walk that reads nothing copies nothing; src is then found no more. */
+void walk_cache_take(WalkCacheDir *src, WalkCacheDir *ret);
 /* One more subdirectory, or match, noted in a record being made. */
 int walk_cache_dir_add_sub(WalkCacheDir *d, const char *name);
 int walk_cache_dir_add_match(WalkCacheDir *d, unsigned lane, unsigned kind, const char *name);
 void walk_cache_done(WalkCache *c);
+
+/* Whether fresh, made by a walk that read n_read directories and took
+ * every other record from old, differs from old (then it is written). */
+bool walk_cache_changed(const WalkCache *old, const WalkCache *fresh, size_t n_read);
 
 /* The file for key in dir (the daemon's state directory's walk-cache/):
  * read (missing, unreadable or malformed: an empty cache, never an error)
