@@ -17,6 +17,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import term  # noqa: E402
@@ -40,6 +41,9 @@ def make_tree(tmp):
     with open(os.path.join(ws, "tree", "d01", "e01", "old.pem"), "w") as f:
         f.write("OLDPEM\n")
     chown_tree(ws)
+    # A directory changed in the 2 s before a walk is read but not
+    # recorded (walk_cache_racy): the tree settles first.
+    time.sleep(3.1)
     return tmp, ws, os.path.join(tmp, "state")
 
 
@@ -92,9 +96,9 @@ def t_restart_reads_only_changed(tmp):
     check("OLDPEM" not in r["stdout"] and r["stdout"].endswith("end\n"), r)
     with open(os.path.join(ws, "tree/d03/e04/.vscode/tasks.json")) as f:
         check(f.read() == "{}\n", "a protected file found through the cache was written")
-    # The root and its .git may change (the first start made the .git
-    # placeholder after the git scan); the tree did not.
-    check(n_read <= 5 and n_reused >= N_DIRS - 2, ("unchanged tree, dirs read/reused", n_read, n_reused))
+    # The root and the .git placeholder the first start made (so changed
+    # just before its walk: not recorded) are read again; the tree is not.
+    check(n_read <= 10 and n_reused >= N_DIRS - 2, ("unchanged tree, dirs read/reused", n_read, n_reused))
     notes.append("restart, tree unchanged: %d of %d directories read, %d reused" % (n_read, first, n_reused))
     # (Only what is new changes hands: a chown moves a ctime on.)
     with open(os.path.join(ws, "tree", "d05", "e05", "x.txt"), "w") as f:
@@ -107,8 +111,9 @@ def t_restart_reads_only_changed(tmp):
     chown_tree(os.path.join(ws, "tree", "d06", "new"))
     r, n_read, n_reused = start_and_call(tmp, "changed", state, ws, "cat tree/d06/new/.env; echo end")
     check("NEWENV" not in r["stdout"] and r["stdout"].endswith("end\n"), r)
-    # Each changed directory once by the mask walk and once by the git scan.
-    check(3 <= n_read <= 8, ("three directories changed, dirs read", n_read))
+    # Each changed directory once by the mask walk and once by the git
+    # scan; the root and .git again while they are within 2 s of a change.
+    check(3 <= n_read <= 16, ("three directories changed, dirs read", n_read))
     notes.append("restart, 3 directories changed: %d read" % n_read)
 
 

@@ -17,6 +17,7 @@
 #include "git-control.h"
 #include "path-util.h"
 #include "policy.h"
+#include "time-util.h"
 #include "walk-cache.h"
 
 #ifndef RENAME_NOREPLACE
@@ -162,6 +163,7 @@ typedef struct CachedScan {
         WalkCacheUse *use;
         size_t root_len; /* path[root_len] starts the rel ('/' or NUL) */
         size_t n_read;   /* directories read */
+        int64_t start_s; /* the wall clock when it began (walk_cache_racy) */
 } CachedScan;
 
 static const char *rel_of(const CachedScan *c, const char *path) {
@@ -254,7 +256,7 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                              .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec, .ctime_sec = st.st_ctim.tv_sec,
                              .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
         r = (rec.rel = strdup(rel_of(c, path))) ? 0 : -ENOMEM;
-        bool clean = true;
+        bool clean = !walk_cache_racy(&st, c->start_s);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 const char *name = de->d_name;
@@ -327,7 +329,7 @@ static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
         WalkCache old = { 0 }, fresh = { 0 };
         walk_cache_key(path, lists, 1, fresh.key);
         int r = walk_cache_load(use->dir, fresh.key, &old);
-        CachedScan c = { .old = &old, .fresh = &fresh, .use = use, .root_len = len };
+        CachedScan c = { .old = &old, .fresh = &fresh, .use = use, .root_len = len, .start_s = now_wall().tv_sec };
         if (r >= 0)
                 r = cwalk(&c, TAKE_FD(dfd), path, len, 0, out);
         /* Best effort: without it the next scan reads everything. */

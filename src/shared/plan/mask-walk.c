@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "time-util.h"
 #include "walk-cache.h"
 
 /* The walk holds one directory descriptor per level and opens each child
@@ -48,6 +49,7 @@ typedef struct Walk {
         WalkCache caches[2];    /* what they point to */
         WalkCacheUse *use;      /* the counters, with a cache */
         size_t n_read;          /* directories this walk read */
+        int64_t start_s;        /* the wall clock when it began (walk_cache_racy) */
         char path[PATH_MAX];
 } Walk;
 
@@ -321,6 +323,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         safe_close(dfd);
                         return r;
                 }
+                recording = !walk_cache_racy(&st, w->start_s);
                 rec = (WalkCacheDir){ .rel = strdup(w->path), .dev = st.st_dev, .ino = st.st_ino,
                                       .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec,
                                       .ctime_sec = st.st_ctim.tv_sec, .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
@@ -537,6 +540,7 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                                 return vs_error_set(err, r, "out of memory");
                         }
                         w->use = spec->cache;
+                        w->start_s = now_wall().tv_sec;
                         w->old = &w->caches[0];
                         w->fresh = &w->caches[1];
                 }

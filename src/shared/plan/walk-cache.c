@@ -157,6 +157,11 @@ bool walk_cache_dir_matches(const WalkCacheDir *d, const struct stat *st) {
                d->ctime_sec == (int64_t)st->st_ctim.tv_sec && d->ctime_nsec == (uint32_t)st->st_ctim.tv_nsec;
 }
 
+bool walk_cache_racy(const struct stat *st, int64_t walk_start_s) {
+        return (int64_t)st->st_ctim.tv_sec >= walk_start_s - WALK_CACHE_RACY_S ||
+               (int64_t)st->st_mtim.tv_sec >= walk_start_s - WALK_CACHE_RACY_S;
+}
+
 /* ---- parsing: every length checked against what is left ---- */
 
 typedef struct Reader {

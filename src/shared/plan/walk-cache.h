@@ -60,6 +60,13 @@ int walk_cache_add(WalkCache *c, WalkCacheDir *d);
 int walk_cache_index(WalkCache *c);
 WalkCacheDir *walk_cache_find(const WalkCache *c, const char *rel);
 bool walk_cache_dir_matches(const WalkCacheDir *d, const struct stat *st);
+/* A directory changed in the last WALK_CACHE_RACY_S seconds before a walk
+ * began is read but not recorded: a name added in the same clock tick as
+ * the change the walk saw leaves ctime as it was (the kernel's file times
+ * are coarse), so its record could hide the name. The next walk reads it
+ * again. walk_start_s: the wall clock's seconds when the walk began. */
+#define WALK_CACHE_RACY_S 2
+bool walk_cache_racy(const struct stat *st, int64_t walk_start_s);
 void walk_cache_dir_done(WalkCacheDir *d);
 /* Moves src's record (of an old cache, used by a walk) into *ret, so a
  * walk that reads nothing copies nothing; src is then found no more. */
