@@ -246,9 +246,8 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                 safe_close(dfd);
                 return r; /* not recorded: read again next time */
         }
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
+        WalkDirReader d;
+        if ((r = walk_dir_reader_open(&d, dfd)) < 0) {
                 safe_close(dfd);
                 return r;
         }
@@ -257,24 +256,23 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                              .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
         r = (rec.rel = strdup(rel_of(c, path))) ? 0 : -ENOMEM;
         bool clean = !walk_cache_racy(&st, c->start_s);
-        struct dirent *de;
-        while (r >= 0 && (errno = 0, de = readdir(d))) {
-                const char *name = de->d_name;
-                if (streq(name, ".") || streq(name, ".."))
-                        continue;
+        const char *name;
+        unsigned char type;
+        int more = 0;
+        while (r >= 0 && (more = walk_dir_reader_next(&d, &name, &type)) > 0) {
                 if (streq(name, ".git") || streq(name, "HEAD"))
                         r = walk_cache_dir_add_match(&rec, 0, 0, name);
-                if (r >= 0 && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
+                if (r >= 0 && (type == DT_DIR || type == DT_UNKNOWN))
                         r = walk_cache_dir_add_sub(&rec, name);
         }
-        if (errno != 0)
-                clean = false;
+        if (r >= 0 && more < 0)
+                clean = false; /* the rest unread, as git's walk would stop: read again next time */
         if (r >= 0 && rec.n_match > 0)
-                r = look(dirfd(d), path, out);
+                r = look(d.fd, path, out);
         for (size_t i = 0; r >= 0 && i < rec.n_sub; i++) {
                 size_t nl = strlen(rec.subdirs[i]);
                 int sub = len + 1 + nl >= PATH_MAX ? -1
-                                                   : openat(dirfd(d), rec.subdirs[i],
+                                                   : openat(d.fd, rec.subdirs[i],
                                                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sub < 0) {
                         /* Too long a path, or not a directory (or a symlink
@@ -293,7 +291,7 @@ static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth,
                 r = cwalk(c, sub, path, len + 1 + nl, depth + 1, out);
                 path[len] = 0;
         }
-        closedir(d);
+        walk_dir_reader_close(&d);
         /* The entries that were no directory out of the record. */
         size_t kept = 0;
         for (size_t i = 0; i < rec.n_sub; i++)

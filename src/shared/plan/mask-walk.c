@@ -336,30 +336,25 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 atomic_fetch_add_explicit(&w->use->n_read, 1, memory_order_relaxed);
                 w->n_read++;
         }
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                r = negative_errno();
+        WalkDirReader d;
+        if ((r = walk_dir_reader_open(&d, dfd)) < 0) {
                 safe_close(dfd);
                 walk_cache_dir_done(&rec);
-                return vs_error_set(err, r, "cannot read directory %s/%s: %s", w->root, w->path,
-                                    strerror(-r));
+                return vs_error_set(err, r, "out of memory");
         }
 
         for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno != 0) {
-                                recording = false;
-                                if (!skippable(-errno))
-                                        r = vs_error_set(err, -errno, "cannot read directory %s/%s: %s", w->root,
-                                                         w->path, strerror(errno));
-                        }
-                        break;
+                const char *name;
+                unsigned char type;
+                int more = walk_dir_reader_next(&d, &name, &type);
+                if (more < 0) {
+                        recording = false;
+                        if (!skippable(more))
+                                r = vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root, w->path,
+                                                 strerror(-more));
                 }
-                const char *name = de->d_name;
-                if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                        continue;
+                if (more <= 0)
+                        break;
 
                 size_t nlen = strlen(name);
                 int plen = set_path(w, len, name, nlen, err);
@@ -368,10 +363,9 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         break;
                 }
 
-                unsigned char type = de->d_type;
                 if (type == DT_UNKNOWN) {
                         struct stat st;
-                        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 int k = negative_errno();
                                 recording = false;
                                 if (skippable(k))
@@ -410,13 +404,13 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         recording = false;
                 for (size_t i = 0; r >= 0 && i < N_LANES; i++)
                         if (links & (1u << i))
-                                r = walk_link(w, i, dirfd(d), name, (size_t)plen, depth, err);
+                                r = walk_link(w, i, d.fd, name, (size_t)plen, depth, err);
                 if (r < 0)
                         break;
                 if (!into)
                         continue;
 
-                int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
                         if (skippable(k)) {
@@ -438,7 +432,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         break;
         }
         w->path[len] = '\0';
-        closedir(d);
+        walk_dir_reader_close(&d);
         if (r >= 0 && recording && walk_cache_add(w->fresh, &rec) < 0)
                 r = vs_error_set(err, -ENOMEM, "out of memory");
         walk_cache_dir_done(&rec);

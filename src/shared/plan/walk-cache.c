@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "walk-cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -442,4 +443,42 @@ void walk_cache_use_done(WalkCacheUse *u) {
                 return;
         free(u->dir);
         u->dir = NULL;
+}
+
+#define READER_BUF (32u << 10)
+
+int walk_dir_reader_open(WalkDirReader *d, int fd) {
+        *d = (WalkDirReader){ .fd = fd, .buf = malloc(READER_BUF) };
+        return d->buf ? 0 : -ENOMEM;
+}
+
+int walk_dir_reader_next(WalkDirReader *d, const char **ret_name, unsigned char *ret_type) {
+        for (;;) {
+                if (d->pos >= d->len) {
+                        ssize_t n = getdents64(d->fd, d->buf, READER_BUF);
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return 0;
+                        d->pos = 0;
+                        d->len = (size_t)n;
+                }
+                /* The kernel's struct linux_dirent64: d_ino, d_off, d_reclen,
+                 * d_type, d_name. */
+                struct dirent64 *de = (struct dirent64 *)(void *)(d->buf + d->pos);
+                d->pos += de->d_reclen;
+                const char *name = de->d_name;
+                if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+                        continue;
+                *ret_name = name;
+                *ret_type = de->d_type;
+                return 1;
+        }
+}
+
+void walk_dir_reader_close(WalkDirReader *d) {
+        safe_close(d->fd);
+        d->fd = -EBADF;
+        free(d->buf);
+        d->buf = NULL;
 }

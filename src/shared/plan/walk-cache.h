@@ -100,3 +100,20 @@ typedef struct WalkCacheUse {
  * is not a directory of this user's with that mode (then no cache). */
 int walk_cache_use_init(WalkCacheUse *u, const char *state_dir);
 void walk_cache_use_done(WalkCacheUse *u);
+
+/* A directory's entries read with getdents64 on a descriptor the walks
+ * hold: no fdopendir (its fcntl and fstat per directory), one 32 KiB
+ * buffer a level. */
+typedef struct WalkDirReader {
+        int fd;
+        uint8_t *buf;
+        size_t pos, len;
+} WalkDirReader;
+
+/* Takes fd over on success (-ENOMEM: the caller still owns it). */
+int walk_dir_reader_open(WalkDirReader *d, int fd);
+/* 1 with the next entry's name and d_type ("." and ".." skipped), 0 at
+ * the end, or a negative errno. The name lasts until the next call. */
+int walk_dir_reader_next(WalkDirReader *d, const char **ret_name, unsigned char *ret_type);
+/* Closes the descriptor and frees the buffer. */
+void walk_dir_reader_close(WalkDirReader *d);
