@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "approval.h"
+#include "walk-cache.h"
 #include "audit.h"
 #include "forbidden.h"
 #include "cgroup.h"
@@ -300,6 +301,11 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
+        /* What the start walks learnt, kept for the next run (walk-cache.h).
+         * Without it (a state directory not the daemon's own) each start
+         * reads every directory: slower, as safe. */
+        if ((r = walk_cache_use_init(&srv->walk_cache, o->state_dir)) < 0)
+                fprintf(stderr, "vectora-sandboxd: no walk cache in %s: %s\n", o->state_dir, strerror(-r));
         /* Before anything of this instance is touched: another daemon on
          * the same socket holds the lock and is left alone. */
         srv->instance_lock_fd = -EBADF;
@@ -389,6 +395,7 @@ int main(int argc, char **argv) {
         watch_hubs_free(srv); /* every workspace is gone: nobody holds a watch */
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
+        walk_cache_use_done(&srv->walk_cache);
         audit_close();
         log_info("exited cleanly");
         return 0;

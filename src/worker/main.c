@@ -50,6 +50,7 @@ typedef struct Worker {
         bool shutdown;
         bool release_due;       /* work was done since the last idle release */
         uint64_t resweep_at_ms; /* now_ms() for one more sweep, once idle; 0: none */
+        bool sweep_first;       /* that sweep is the start's: one more for the files too new then */
 } Worker;
 
 static void flush_blocking(Worker *w) {
@@ -161,14 +162,14 @@ static void handle_init(Worker *w, json_t *obj) {
                 goto fail;
         }
         w->state = PROTOCOL_STATE_READY;
-        /* Ready goes out first; the sweep then runs before any request. */
+        /* Ready goes out first; the sweep runs once the worker is idle a
+         * moment later: a walk of the tree (200 000 files: a third of a
+         * second) that the first call, sent as ready arrives, need not
+         * wait for. A temp file is left to no write of this worker's
+         * (those hold its lock, or are too new). */
         (void) flush(w);
-        size_t young = 0, swept = sweep_temp_files(&w->policy, &young);
-        if (swept > 0)
-                log_info("removed %zu temp files of interrupted writes", swept);
-        /* Too new to judge now: looked at again once they are old enough. */
-        if (young > 0)
-                w->resweep_at_ms = now_ms() + (SWEEP_MIN_AGE_S + 1) * 1000;
+        w->sweep_first = true;
+        w->resweep_at_ms = now_ms() + SWEEP_START_DELAY_MS;
         return;
 
 fail:
@@ -444,10 +445,14 @@ int main(int argc, char **argv) {
                 if (r < 0)
                         continue;
                 if (resweep && now_ms() >= w.resweep_at_ms) {
-                        w.resweep_at_ms = 0; /* once: later ones are the next worker's */
-                        size_t swept = sweep_temp_files(&w.policy, NULL);
+                        w.resweep_at_ms = 0; /* twice at most: later ones are the next worker's */
+                        size_t young = 0, swept = sweep_temp_files(&w.policy, w.sweep_first ? &young : NULL);
                         if (swept > 0)
                                 log_info("removed %zu temp files of interrupted writes", swept);
+                        /* Too new to judge now: looked at again once they are old enough. */
+                        if (w.sweep_first && young > 0)
+                                w.resweep_at_ms = now_ms() + (SWEEP_MIN_AGE_S + 1) * 1000;
+                        w.sweep_first = false;
                 }
                 if (r == 0 && release) {
                         idle_release(&w);

@@ -7,8 +7,9 @@
  * whose lock can be taken, and that is not brand new, belongs to no live
  * write (of this worker, another worker or another daemon) and goes.
  *
- * Run as the worker starts (so also after a crash: the next worker
- * starts), and once more when the start left files too new to judge (a
+ * Run as the worker starts, once it is first idle a moment after ready
+ * (so also after a crash: the next worker starts; the first call does not
+ * wait for the walk), and once more when that left files too new to judge (a
  * write killed just before: the soak's end found them until some later
  * worker), inside the jail with its rules in force, over the writable
  * roots (the workspace alone in direct mode), bounded in entries and depth

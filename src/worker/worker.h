@@ -92,6 +92,9 @@ bool sweep_is_temp_name(const char *name);
 size_t sweep_temp_files(const Policy *p, size_t *young);
 /* How old a temp file must be before a sweep takes it (seconds). */
 #define SWEEP_MIN_AGE_S 2
+/* How long after ready the start-up sweep waits (ms), so the first call,
+ * sent as ready arrives, is served first. */
+#define SWEEP_START_DELAY_MS 300
 
 /* ---- fileops.c (synchronous; each appends a reply to out) ---- */
 

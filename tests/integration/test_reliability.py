@@ -702,8 +702,11 @@ def t_killed_write_temp_swept(d, tmp):
     left = sorted(seen)
     check(killed >= 1 and left, ("no write was caught mid-way", killed, left))
     time.sleep(2.5)  # older than a write's create-to-lock window
-    r = term(c, ws, "ls -a sub")  # a fresh worker: it sweeps as it starts
+    r = term(c, ws, "ls -a sub")  # a fresh worker: it sweeps as it starts (once idle, just after)
     check(r["ok"], r)
+    t0 = time.time()
+    while set(temps(ws)) != keep and time.time() - t0 < 10:
+        time.sleep(0.05)
     rest = set(temps(ws))
     check(rest == keep, ("after the sweep", sorted(rest)))
     held.close()

@@ -30,6 +30,8 @@ typedef struct VsLaunchOptions {
          * persistent home and git identity live below it (jail-home.h);
          * NULL: a tmpfs home and no identity file. */
         const char *state_dir;
+        /* The daemon's walk cache (walk-cache.h); NULL: none. */
+        struct WalkCacheUse *walk_cache;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {
