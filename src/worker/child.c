@@ -119,7 +119,7 @@ static void kill_tree(pid_t leader) {
         (void) kill(leader, SIGSTOP);
         for (unsigned round = 0; round < KILL_TREE_ROUNDS; round++) {
                 _cleanup_free_ pid_t *now = NULL;
-                int n = proc_tree_pids(leader, &now);
+                int n = proc_tree_pids(leader, &now, NULL);
                 if (n <= 1)
                         break;
                 size_t fresh = 0;
