@@ -728,11 +728,14 @@ static void on_connection(uv_stream_t *server, int status) {
         ProxyConn *c = calloc(1, sizeof *c);
         if (!c || !(c->buf = malloc(VS_HTTP_HEAD_MAX))) {
                 free(c);
-                /* Accept and drop, or the listener would spin. */
-                uv_pipe_t tmp;
-                if (uv_pipe_init(px->loop, &tmp, 0) == 0) {
-                        (void)uv_accept(server, (uv_stream_t *)&tmp);
-                        uv_close((uv_handle_t *)&tmp, NULL);
+                /* Accept and drop, or the listener would spin; without a
+                 * libuv handle, which would need memory (and one on the
+                 * stack would be closed after this returns). */
+                uv_os_fd_t lfd;
+                if (uv_fileno((uv_handle_t *)server, &lfd) == 0) {
+                        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd >= 0)
+                                close(fd);
                 }
                 return;
         }
