@@ -299,7 +299,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
          * c->buf has room for: what a read takes past it would be lost
          * (a body sent with its head); the rest waits in the socket for
          * the splice. */
-        size_t n = 256 * 1024;
+        size_t n = 65536;
         if (h == (uv_handle_t *)&c->client && (c->state == CS_HEAD || c->state == CS_HELLO))
                 n = MIN(n, VS_HTTP_HEAD_MAX - c->len);
         /* Room for a WriteReq header in front, so the bytes read are
