@@ -27,7 +27,9 @@ const CANCEL_WAIT_MS = 5000;
 /** The socket the daemon listens on by default, as the CLI finds it
  * (src/core/launch/paths.c): $VECTORA_SANDBOX_SOCKET; else, as root,
  * /run/vectora-sandbox.sock; else $XDG_RUNTIME_DIR/vectora-sandbox.sock when
- * that is a directory of this user's; else /tmp/vectora-sandbox-UID/sock. */
+ * that is a directory of this user's; else, with $XDG_RUNTIME_DIR unset or
+ * empty, /run/user/UID/vectora-sandbox.sock when that directory is this
+ * user's and writable by no one else; else /tmp/vectora-sandbox-UID/sock. */
 export function defaultSocket(): string {
   const env = process.env.VECTORA_SANDBOX_SOCKET;
   if (env) return env;
@@ -39,6 +41,12 @@ export function defaultSocket(): string {
   if (uid !== 0 && xdg && xdg.startsWith("/")) {
     const st = isDir(xdg);
     if (st && st.isDirectory() && st.uid === uid) return path.join(xdg, "vectora-sandbox.sock");
+  }
+  if (uid !== 0 && !xdg) {
+    const runUser = `/run/user/${uid}`;
+    let st: fs.Stats | null = null;
+    try { st = fs.lstatSync(runUser); } catch { st = null; }
+    if (st && st.isDirectory() && st.uid === uid && (st.mode & 0o022) === 0) return path.join(runUser, "vectora-sandbox.sock");
   }
   return `/tmp/vectora-sandbox-${uid}/sock`;
 }

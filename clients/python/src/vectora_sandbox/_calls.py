@@ -30,7 +30,10 @@ def default_socket() -> str:
 
     ``$VECTORA_SANDBOX_SOCKET``; else, as root, ``/run/vectora-sandbox.sock``;
     else ``$XDG_RUNTIME_DIR/vectora-sandbox.sock`` when that is a directory of
-    this user's; else ``/tmp/vectora-sandbox-UID/sock``.
+    this user's; else, with ``$XDG_RUNTIME_DIR`` unset or empty,
+    ``/run/user/UID/vectora-sandbox.sock`` when that directory is this user's
+    and writable by no one else (what a login makes); else
+    ``/tmp/vectora-sandbox-UID/sock``.
     """
     env = os.environ.get("VECTORA_SANDBOX_SOCKET")
     if env:
@@ -46,6 +49,14 @@ def default_socket() -> str:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
             return os.path.join(xdg, "vectora-sandbox.sock")
+    if uid != 0 and not xdg:
+        run_user = "/run/user/%d" % uid
+        try:
+            st = os.lstat(run_user)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o022:
+            return os.path.join(run_user, "vectora-sandbox.sock")
     return "/tmp/vectora-sandbox-%d/sock" % uid
 
 
