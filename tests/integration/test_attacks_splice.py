@@ -37,6 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
+from vdaemon import proc_tree  # noqa: E402
 
 T = Tap()
 TICK = os.sysconf("SC_CLK_TCK")
@@ -48,17 +49,16 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def workers():
-    """The vectora-worker processes (the jail's worker and its relay)."""
+def workers(daemon):
+    """The daemon's vectora-worker processes (the jail's worker and its
+    relay), not other tests' that run beside this one."""
     out = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
+    for p in proc_tree(daemon.p.pid):
         try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
+            with open("/proc/%d/cmdline" % p, "rb") as f:
                 argv0 = f.read().split(b"\0")[0]
             if os.path.basename(argv0) == b"vectora-worker":
-                out[int(p)] = cpu_seconds(int(p))
+                out[p] = cpu_seconds(p)
         except (OSError, IndexError):
             pass
     return out
@@ -213,9 +213,9 @@ def cases(tmp, d):
             # The buffers between the upstream and the client fill within
             # a second or two; then measure.
             time.sleep(3.5)
-            p0, w0 = cpu_seconds(pid), workers()
+            p0, w0 = cpu_seconds(pid), workers(d)
             time.sleep(3)
-            p1, w1 = cpu_seconds(pid), workers()
+            p1, w1 = cpu_seconds(pid), workers(d)
         finally:
             t.join(120)
             lsock.close()
