@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -19,6 +20,10 @@
 #include "worker.h"
 
 #define CHUNK (256u * 1024u)
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 static int io_error(VsError **err, int k, const char *path) {
         return vs_error_set(err, k, "%s: %s", path, strerror(-k));
@@ -188,6 +193,45 @@ static int hash_existing(const Resolved *r, char hex[SHA256_HEX_LEN + 1], VsErro
         return 0;
 }
 
+/* The file is still the one with sha256 want: hashed again right before
+ * the rename, after the new content is written and synced, so that a writer
+ * outside the lock (a process in the jail, the host) that changed it while
+ * the caller computed its edit, or while this write ran, is not overwritten.
+ * What is left is the time from this hash to the rename (microseconds for
+ * a small file): Linux has no rename that compares content. */
+static int precondition_holds(const Resolved *r, const char *want, VsError **err) {
+        char hex[SHA256_HEX_LEN + 1];
+        _cleanup_(vs_error_freep) VsError *why = NULL;
+        int k = hash_existing(r, hex, &why);
+        if (k == -ENOMEM)
+                return vs_error_set(err, k, "%s: out of memory", r->path);
+        if (k < 0)
+                return vs_error_set_kind(err, -ESTALE, "precondition_failed", "%s: changed (%s)", r->path,
+                                         vs_error_message(why));
+        if (!streq(hex, want))
+                return vs_error_set_kind(err, -ESTALE, "precondition_failed", "%s: content changed (sha256 %s)",
+                                         r->path, hex);
+        return 0;
+}
+
+/* The rename; must_be_new (if_sha256 ""): never over a file, also one made
+ * after the check above (RENAME_NOREPLACE; a filesystem without it gets
+ * the check again right before a plain rename). */
+static int replace(const Resolved *r, const char *tmp, bool must_be_new, VsError **err) {
+        if (must_be_new) {
+                if (syscall(SYS_renameat2, r->dir_fd, tmp, r->dir_fd, r->name, RENAME_NOREPLACE) == 0)
+                        return 0;
+                if (errno == EEXIST)
+                        return vs_error_set_kind(err, -EEXIST, "precondition_failed", "%s: exists", r->path);
+                if (errno != EINVAL && errno != ENOSYS)
+                        return io_error(err, negative_errno(), r->path);
+                struct stat st;
+                if (fstatat(r->dir_fd, r->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return vs_error_set_kind(err, -EEXIST, "precondition_failed", "%s: exists", r->path);
+        }
+        return renameat(r->dir_fd, tmp, r->dir_fd, r->name) < 0 ? io_error(err, negative_errno(), r->path) : 0;
+}
+
 static int temp_open(int dirfd, char name[static 32]) {
         for (int attempt = 0; attempt < 100; attempt++) {
                 static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -261,22 +305,12 @@ int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t le
                 return io_error(err, -EISDIR, r.path);
         if (exists && !S_ISREG(st.st_mode))
                 return vs_error_set_kind(err, -EINVAL, "bad_request", "%s: not a regular file", r.path);
-        if (req.if_sha256) {
-                if (!req.if_sha256[0] && exists)
-                        return vs_error_set_kind(err, -EEXIST, "precondition_failed", "%s: exists", r.path);
-                if (req.if_sha256[0]) {
-                        char hex[SHA256_HEX_LEN + 1];
-                        if (!exists)
-                                return vs_error_set_kind(err, -ENOENT, "precondition_failed",
-                                                         "%s: does not exist", r.path);
-                        k = hash_existing(&r, hex, err);
-                        if (k < 0)
-                                return k;
-                        if (!streq(hex, req.if_sha256))
-                                return vs_error_set_kind(err, -ESTALE, "precondition_failed",
-                                                         "%s: content changed (sha256 %s)", r.path, hex);
-                }
-        }
+        /* The cheap refusals first; the content is compared just before
+         * the rename (precondition_holds). */
+        if (req.if_sha256 && !req.if_sha256[0] && exists)
+                return vs_error_set_kind(err, -EEXIST, "precondition_failed", "%s: exists", r.path);
+        if (req.if_sha256 && req.if_sha256[0] && !exists)
+                return vs_error_set_kind(err, -ENOENT, "precondition_failed", "%s: does not exist", r.path);
 
         mode_t mode;
         if (req.has_mode)
@@ -301,11 +335,18 @@ int fileops_write_file(const Policy *p, json_t *obj, const char *data, size_t le
                 (void) !fchown(fd, st.st_uid, st.st_gid); /* best effort: keep the owner */
         if (k >= 0 && fsync(fd) < 0)
                 k = negative_errno();
-        if (k >= 0 && renameat(r.dir_fd, tmp, r.dir_fd, r.name) < 0)
-                k = negative_errno();
         if (k < 0) {
                 unlinkat(r.dir_fd, tmp, 0);
                 return io_error(err, k, r.path);
+        }
+        /* Both set err themselves. */
+        if (req.if_sha256 && req.if_sha256[0])
+                k = precondition_holds(&r, req.if_sha256, err);
+        if (k >= 0)
+                k = replace(&r, tmp, req.if_sha256 && !req.if_sha256[0], err);
+        if (k < 0) {
+                unlinkat(r.dir_fd, tmp, 0);
+                return k;
         }
         /* The rename is durable only once the directory is. */
         if (fsync(r.dir_fd) < 0)

@@ -126,6 +126,8 @@ def cases(tmp, npm):
                 continue
             seen += 1
             tap.ok("ts: " + c["name"], c["ok"], c.get("detail"))
+            if c["ok"] and isinstance(c.get("detail"), str):
+                tap.note("ts: %s: %s" % (c["name"], c["detail"]))  # what it measured
         tap.ok("the node script ran every check", r.returncode == 0 and seen == 11, r.stderr[-2000:])
 
 

@@ -3,8 +3,12 @@
  * touches through the jail, compute every new content here, and only then
  * write, through the jail again; a write the jail refuses (a read-only or
  * protected path, a mask) undoes the writes before it, so the call changes
- * all of its files or none. Nothing here opens a host path: the paths go
- * to the worker as the agent wrote them. */
+ * all of its files or none. Each write carries the sha256 of what was read
+ * (if_sha256; "" for a file that must not exist): a file another writer (a
+ * process in the jail, the host) changed in between is refused by the
+ * worker right before its rename, never overwritten, and the call is undone
+ * as for any refusal. Nothing here opens a host path: the paths go to the
+ * worker as the agent wrote them. */
 #include "mcp-edit.h"
 
 #include <stdarg.h>
@@ -14,6 +18,7 @@
 #include "api.h"
 #include "mcp-diff.h"
 #include "mcp-patch.h"
+#include "sha256.h"
 #include "strbuf.h"
 #include "tools.h"
 
@@ -84,6 +89,16 @@ static void fail(Ctx *x, const char *code, const char *fmt, ...) {
                                           json_pack("{s:b,s:{s:s,s:s}}", "ok", false, "error", "code", code, "message", msg));
 }
 
+#define CHANGED                                                                                                    \
+        "the file changed since this call read it (another writer: a process in the jail or on the host); read it " \
+        "again and redo the change"
+
+/* The sha256 a reply names, into out ("" when it names none). */
+static void reply_sha(json_t *reply, char out[SHA256_HEX_LEN + 1]) {
+        const char *h = json_string_value(json_object_get(reply, "sha256"));
+        snprintf(out, SHA256_HEX_LEN + 1, "%s", h && strlen(h) == SHA256_HEX_LEN ? h : "");
+}
+
 /* One operation; the reply when it succeeded, else NULL (x->error set,
  * or out of memory). */
 static json_t *run(Ctx *x, const McpCall *c, char **ret_raw, size_t *ret_raw_len, const char *what, bool *ret_missing) {
@@ -106,6 +121,8 @@ static json_t *run(Ctx *x, const McpCall *c, char **ret_raw, size_t *ret_raw_len
                 const char *msg = json_string_value(json_object_get(e, "message"));
                 if (ret_missing && streq_ptr(code, "not_found"))
                         *ret_missing = true;
+                else if (streq_ptr(code, "precondition_failed"))
+                        fail(x, code, "%s: " CHANGED " (%s)", what, msg ?: "changed");
                 else
                         fail(x, code ?: "error", "%s: %s", what, msg ?: "failed");
                 json_decref(reply);
@@ -122,9 +139,10 @@ static json_t *run(Ctx *x, const McpCall *c, char **ret_raw, size_t *ret_raw_len
         return reply;
 }
 
-/* The whole file: 1 with its content, 0 when it does not exist, -1
- * refused (x->error), -ENOMEM. */
-static int read_whole(Ctx *x, const char *path, char **ret, size_t *ret_len) {
+/* The whole file: 1 with its content and its sha256 (what a write
+ * names as its precondition), 0 when it does not exist, -1 refused
+ * (x->error), -ENOMEM. */
+static int read_whole(Ctx *x, const char *path, char **ret, size_t *ret_len, char sha[SHA256_HEX_LEN + 1]) {
         McpCall c = { .tool = MCP_TOOL_FILE_READ, .path = path, .limit = MCP_READ_MAX_LIMIT };
         char *raw = NULL;
         size_t raw_len = 0;
@@ -136,6 +154,7 @@ static int read_whole(Ctx *x, const char *path, char **ret, size_t *ret_len) {
         if (!reply)
                 return missing ? 0 : x->error ? -1 : -ENOMEM;
         bool eof = json_is_true(json_object_get(reply, "eof"));
+        reply_sha(reply, sha);
         json_decref(reply);
         if (!eof) {
                 free(raw);
@@ -147,20 +166,40 @@ static int read_whole(Ctx *x, const char *path, char **ret, size_t *ret_len) {
         return *ret ? 1 : -ENOMEM;
 }
 
-static int write_whole(Ctx *x, const char *path, const char *p, size_t n) {
+/* if_sha256: the file's sha256 as read ("" it must not exist); the new
+ * one into new_sha (what an undo expects to find). */
+static int write_whole(Ctx *x, const char *path, const char *p, size_t n, const char *if_sha256,
+                       char new_sha[SHA256_HEX_LEN + 1]) {
         McpCall c = { .tool = MCP_TOOL_FILE_WRITE, .path = path, .content = p, .content_len = n,
-                      .create_parents = true };
+                      .create_parents = true, .if_sha256 = if_sha256 };
         _cleanup_free_ char *what = NULL;
         if (asprintf(&what, "writing %s", path) < 0)
                 return -ENOMEM;
         json_t *reply = run(x, &c, NULL, NULL, what, NULL);
+        if (reply && new_sha)
+                reply_sha(reply, new_sha);
         json_decref(reply);
         return reply ? 0 : x->error ? -1 : -ENOMEM;
 }
 
 /* Deleting is the jail's rm: the worker's file operations have no unlink,
- * and rm in the jail meets the same mounts, masks and Landlock rules. */
-static int delete_file(Ctx *x, const char *path) {
+ * and rm in the jail meets the same mounts, masks and Landlock rules. The
+ * file is read again first and must still have the sha256 sha (rm has no
+ * precondition: what is left is the time from that read to the rm). */
+static int delete_file(Ctx *x, const char *path, const char *sha) {
+        {
+                _cleanup_free_ char *now = NULL;
+                size_t now_len;
+                char now_sha[SHA256_HEX_LEN + 1] = "";
+                int k = read_whole(x, path, &now, &now_len, now_sha);
+                if (k < 0)
+                        return k;
+                if (k == 0 || !streq(now_sha, sha)) {
+                        fail(x, "precondition_failed", "deleting %s: " CHANGED " (%s)", path,
+                             k == 0 ? "it is gone" : "its content is not what was read");
+                        return -1;
+                }
+        }
         _cleanup_strbuf_ StrBuf cmd = STRBUF_INIT;
         int r = strbuf_appends(&cmd, "rm -- '");
         for (const char *q = path; *q; q++)
@@ -191,6 +230,8 @@ typedef struct Change {
         char *new_path;    /* NULL: deleted */
         char *old, *new;
         size_t old_len, new_len;
+        char sha[SHA256_HEX_LEN + 1];     /* of old, as read */
+        char new_sha[SHA256_HEX_LEN + 1]; /* of new, as written */
         const char *action;
         bool written, removed; /* done so far, to undo */
 } Change;
@@ -211,12 +252,16 @@ static int commit(Ctx *x, Change *ch, size_t n) {
         size_t i;
         int r = 0;
         for (i = 0; i < n && r == 0; i++) {
+                bool same = ch[i].path && ch[i].new_path && streq(ch[i].path, ch[i].new_path);
                 if (ch[i].new_path) {
-                        r = write_whole(x, ch[i].new_path, ch[i].new, ch[i].new_len);
+                        /* In place: still what was read; else (added, moved
+                         * to) still absent. */
+                        r = write_whole(x, ch[i].new_path, ch[i].new, ch[i].new_len, same ? ch[i].sha : "",
+                                        ch[i].new_sha);
                         ch[i].written = r == 0;
                 }
-                if (r == 0 && ch[i].path && (!ch[i].new_path || !streq(ch[i].path, ch[i].new_path))) {
-                        r = delete_file(x, ch[i].path);
+                if (r == 0 && ch[i].path && !same) {
+                        r = delete_file(x, ch[i].path, ch[i].sha);
                         ch[i].removed = r == 0;
                 }
         }
@@ -224,13 +269,15 @@ static int commit(Ctx *x, Change *ch, size_t n) {
                 return 0;
         _cleanup_strbuf_ StrBuf left = STRBUF_INIT;
         json_t *saved = TAKE_PTR(x->error); /* the refusal stays the answer */
+        /* The undo has preconditions too: what this call wrote, or the
+         * absence it made, is put back only if nobody changed it since. */
         for (size_t k = i; k-- > 0;) {
-                if (ch[k].removed && write_whole(x, ch[k].path, ch[k].old, ch[k].old_len) != 0)
+                if (ch[k].removed && write_whole(x, ch[k].path, ch[k].old, ch[k].old_len, "", NULL) != 0)
                         (void)strbuf_appendf(&left, " %s", ch[k].path);
                 if (ch[k].written) {
                         bool same = ch[k].path && streq(ch[k].path, ch[k].new_path);
-                        if ((same ? write_whole(x, ch[k].path, ch[k].old, ch[k].old_len)
-                                  : delete_file(x, ch[k].new_path)) != 0)
+                        if ((same ? write_whole(x, ch[k].path, ch[k].old, ch[k].old_len, ch[k].new_sha, NULL)
+                                  : delete_file(x, ch[k].new_path, ch[k].new_sha)) != 0)
                                 (void)strbuf_appendf(&left, " %s", ch[k].new_path);
                 }
                 json_decref(TAKE_PTR(x->error));
@@ -300,7 +347,7 @@ static int multi_edit(Ctx *x, const McpCall *c, Change **ret, size_t *ret_n) {
         ch->action = "edited";
         *ret = ch;
         *ret_n = 1;
-        int r = read_whole(x, c->path, &ch->old, &ch->old_len);
+        int r = read_whole(x, c->path, &ch->old, &ch->old_len, ch->sha);
         if (r == 0)
                 fail(x, "not_found", "%s does not exist; create it with file_write", c->path);
         if (r <= 0)
@@ -368,7 +415,7 @@ static int patch_changes(Ctx *x, const char *text, Change **ret, size_t *ret_n) 
                         return -ENOMEM;
                 c->action = f->kind == MCP_PATCH_ADD ? "added" : f->kind == MCP_PATCH_DELETE ? "deleted"
                           : f->move_to                ? "moved" : "updated";
-                r = read_whole(x, f->path, &c->old, &c->old_len);
+                r = read_whole(x, f->path, &c->old, &c->old_len, c->sha);
                 if (r < -1)
                         return r;
                 if (r < 0)
@@ -384,7 +431,8 @@ static int patch_changes(Ctx *x, const char *text, Change **ret, size_t *ret_n) 
                 if (f->move_to) {
                         _cleanup_free_ char *other = NULL;
                         size_t other_len;
-                        r = read_whole(x, f->move_to, &other, &other_len);
+                        char other_sha[SHA256_HEX_LEN + 1];
+                        r = read_whole(x, f->move_to, &other, &other_len, other_sha);
                         if (r < -1)
                                 return r;
                         if (r == 1)

@@ -528,6 +528,8 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
                 r |= json_object_set_new(o, "path", json_string(c->path));
                 if (c->create_parents)
                         r |= json_object_set_new(o, "create_parents", json_true());
+                if (c->if_sha256)
+                        r |= json_object_set_new(o, "if_sha256", json_string(c->if_sha256));
                 if (c->content_base64) {
                         r |= json_object_set_new(o, "content_base64", json_string(c->content_base64));
                         break;

@@ -99,6 +99,8 @@ typedef struct McpCall {
         size_t content_len;
         const char *content_base64; /* file_write: binary content instead of content (sent as it is) */
         bool create_parents;
+        const char *if_sha256; /* file_write from multi_edit/apply_patch only (never from the agent's
+                                * arguments): NULL none, "" must not exist, else the sha256 read */
         const char *old_string, *new_string; /* file_edit */
         bool replace_all;
         uint64_t max_entries; /* list_dir; MCP_LIST_DEFAULT when absent */
