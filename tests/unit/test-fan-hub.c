@@ -179,8 +179,6 @@ static void freed_mid_batch_hears_nothing_more(void **state) {
         assert_int_equal(fan_n_filesystems(f->hub), 0);
 }
 
-/* The mark is the filesystem's: the host making a workspace's files
- * before its watch starts queues events; they are not its news. */
 /* A directory remembers which subscribers it is below (an event beside
  * every workspace costs one cache look): a subscriber freed in between is
  * no longer among them, and the one left still hears. */
@@ -220,6 +218,8 @@ static void remembered_matches_follow_the_subscribers(void **state) {
         fan_sub_free(a.sub);
 }
 
+/* The mark is the filesystem's: the host making a workspace's files
+ * before its watch starts queues events; they are not its news. */
 static void queued_before_is_not_news(void **state) {
         Fixture *f = *state;
         if (!f->hub)
@@ -243,6 +243,67 @@ static void queued_before_is_not_news(void **state) {
         fan_sub_free(b.sub);
 }
 
+#define N_DIRS 600
+
+typedef struct Dirs {
+        char root[512];
+        int created[N_DIRS]; /* FAN_CREATEs heard in root/dN */
+        int astray;          /* events elsewhere */
+} Dirs;
+
+static void on_dir_event(void *u, const char *dir, const char *name, uint64_t mask) {
+        Dirs *d = u;
+        size_t n = strlen(d->root);
+        unsigned k;
+        char end;
+        if (!dir || strncmp(dir, d->root, n) != 0 || sscanf(dir + n, "/d%u%c", &k, &end) != 1 || k >= N_DIRS)
+                d->astray++;
+        else if (mask & FAN_CREATE)
+                d->created[k]++;
+}
+
+static const FanOps dir_ops = { .event = on_dir_event };
+
+/* The cache starts small and grows with the directories it is told of:
+ * each directory remembered across the growth keeps its paths and its
+ * subscribers (the second file in each is heard by the same path), and a
+ * subscriber beside hears none of it. */
+static void many_directories_outgrow_the_first_table(void **state) {
+        Fixture *f = *state;
+        if (!f->hub)
+                skip();
+        make(f, "ws", true);
+        make(f, "beside", true);
+        char rel[64];
+        for (int i = 0; i < N_DIRS; i++) {
+                snprintf(rel, sizeof rel, "ws/d%d", i);
+                make(f, rel, true);
+        }
+        Dirs *d = calloc(1, sizeof *d), *other = calloc(1, sizeof *other);
+        assert_true(d && other);
+        path(f, "ws", d->root, sizeof d->root);
+        path(f, "beside", other->root, sizeof other->root);
+        FanSub *sd, *so;
+        char *rd[] = { d->root }, *ro[] = { other->root };
+        assert_int_equal(fan_sub_new(f->hub, &dir_ops, d, rd, 1, &sd), 0);
+        assert_int_equal(fan_sub_new(f->hub, &dir_ops, other, ro, 1, &so), 0);
+        for (int round = 1; round <= 2; round++) {
+                for (int i = 0; i < N_DIRS; i++) {
+                        snprintf(rel, sizeof rel, "ws/d%d/f%d", i, round);
+                        make(f, rel, false);
+                }
+                assert_true(fan_drain(f->hub));
+                for (int i = 0; i < N_DIRS; i++)
+                        assert_int_equal(d->created[i], round);
+                assert_int_equal(d->astray, 0);
+                assert_int_equal(other->astray, 0);
+        }
+        fan_sub_free(so);
+        fan_sub_free(sd);
+        free(d);
+        free(other);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(below_the_root_only, setup, teardown),
@@ -250,6 +311,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(freed_mid_batch_hears_nothing_more, setup, teardown),
                 cmocka_unit_test_setup_teardown(queued_before_is_not_news, setup, teardown),
                 cmocka_unit_test_setup_teardown(remembered_matches_follow_the_subscribers, setup, teardown),
+                cmocka_unit_test_setup_teardown(many_directories_outgrow_the_first_table, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

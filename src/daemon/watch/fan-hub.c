@@ -50,7 +50,13 @@
 /* FAN_RENAME (5.17) is not asked: FAN_MOVED_TO names where a move went,
  * which is all the watch needs (a move away hides nothing). */
 #define FAN_EVENTS (FAN_CREATE | FAN_MOVED_TO | FAN_CLOSE_WRITE | FAN_ONDIR)
-#define CACHE_SLOTS 4096 /* directories whose path is remembered */
+/* Directories whose paths are remembered. The table starts small and
+ * doubles when half full (an idle daemon hears of few directories; a busy
+ * filesystem fills the largest soon); a slot keeps its key out of line
+ * (40 bytes, not the 184 of one holding the longest handle possible: a
+ * fixed table of those was 736 KiB, and every flush wrote all of it). */
+#define CACHE_SLOTS_MIN 64
+#define CACHE_SLOTS_MAX 4096
 /* A busy filesystem (a build beside the workspace) would wake the loop for
  * each event: the queue is read at once when it was last read longer ago
  * than this, else this long after that read. A drain before a call or a
@@ -72,15 +78,15 @@ typedef struct FanMatch {
 } FanMatch;
 
 typedef struct CacheEnt {
-        size_t len; /* 0: empty slot */
-        unsigned char key[KEY_MAX];
-        char **paths; /* its paths through each marked mount; none: gone */
+        unsigned char *key; /* fsid, handle type, handle; NULL: empty slot */
+        char **paths;       /* its paths through each marked mount; none: gone */
         /* The subscribers it is below, as of subs_gen: an event in a
          * directory of no workspace (the rest of a busy filesystem) costs
          * one cache look, not a look at every workspace's roots. */
         FanMatch *matches;
-        size_t n_matches;
         uint64_t gen;
+        uint32_t n_matches;
+        uint32_t len;
 } CacheEnt;
 
 struct FanSub {
@@ -104,7 +110,8 @@ struct FanHub {
         size_t n_fss;
         SubHead *subs; /* of FanSubs */
         CacheEnt *cache;
-        size_t cache_used; /* slots filled since the last flush */
+        size_t cache_slots; /* a power of two, CACHE_SLOTS_MIN to _MAX */
+        size_t cache_used;  /* slots filled */
         uint64_t subs_gen; /* bumped when a subscriber comes or goes: the matches remembered are stale */
         bool dispatching;
         bool delivering;    /* an event's subscribers are being told: a flush waits */
@@ -117,6 +124,36 @@ static FanFs *find_fs(FanHub *h, const fsid_t *id) {
                 if (memcmp(&h->fss[i].fsid, id, sizeof *id) == 0)
                         return &h->fss[i];
         return NULL;
+}
+
+static void ent_clear(CacheEnt *e) {
+        strv_free(e->paths);
+        free(e->matches);
+        free(e->key);
+        *e = (CacheEnt){};
+}
+
+static uint32_t key_hash(const unsigned char *key, size_t len) {
+        uint32_t hash = 2166136261u;
+        for (size_t i = 0; i < len; i++)
+                hash = (hash ^ key[i]) * 16777619u;
+        return hash;
+}
+
+/* Twice the slots, each entry kept: slot i's go to i or i + the old size
+ * (the hash modulo a power of two), never two to one. Out of memory, the
+ * table stays as it is (more directories named again). */
+static void cache_grow(FanHub *h) {
+        size_t n = h->cache_slots * 2;
+        CacheEnt *c = calloc(n, sizeof *c);
+        if (!c)
+                return;
+        for (size_t i = 0; i < h->cache_slots; i++)
+                if (h->cache[i].key)
+                        c[key_hash(h->cache[i].key, h->cache[i].len) & (n - 1)] = h->cache[i];
+        free(h->cache);
+        h->cache = c;
+        h->cache_slots = n;
 }
 
 static void cache_flush(FanHub *h) {
@@ -133,12 +170,8 @@ static void cache_flush(FanHub *h) {
         if (h->cache_used == 0)
                 return;
         h->cache_used = 0;
-        for (size_t i = 0; h->cache && i < CACHE_SLOTS; i++) {
-                strv_free(TAKE_PTR(h->cache[i].paths));
-                free(TAKE_PTR(h->cache[i].matches));
-                h->cache[i].n_matches = 0;
-                h->cache[i].len = 0;
-        }
+        for (size_t i = 0; i < h->cache_slots; i++)
+                ent_clear(&h->cache[i]);
 }
 
 static void fs_unref(FanHub *h, const fsid_t *id) {
@@ -280,23 +313,26 @@ static CacheEnt *dir_entry(FanHub *h, const fsid_t *id, struct file_handle *fh, 
         memcpy(key, id, sizeof *id);
         memcpy(key + sizeof *id, &fh->handle_type, sizeof fh->handle_type);
         memcpy(key + sizeof *id + sizeof fh->handle_type, fh->f_handle, fh->handle_bytes);
-        uint32_t hash = 2166136261u;
-        for (size_t i = 0; i < len; i++)
-                hash = (hash ^ key[i]) * 16777619u;
-        CacheEnt *e = &h->cache[hash % CACHE_SLOTS];
-        if (e->len != len || memcmp(e->key, key, len) != 0) {
+        uint32_t hash = key_hash(key, len);
+        CacheEnt *e = &h->cache[hash & (h->cache_slots - 1)];
+        if (!e->key || e->len != len || memcmp(e->key, key, len) != 0) {
                 FanFs *fs = find_fs(h, id);
                 if (!fs)
                         return NULL; /* a filesystem no longer marked */
-                char **p = name_dir(fs, fh);
+                _cleanup_free_ unsigned char *k = malloc(len);
+                if (k)
+                        memcpy(k, key, len);
+                char **p = k ? name_dir(fs, fh) : NULL;
                 if (!p)
                         return NULL;
-                strv_free(e->paths);
-                e->paths = p;
-                h->cache_used++;
-                e->len = len;
-                memcpy(e->key, key, len);
-                e->gen = h->subs_gen - 1;
+                if (!e->key && (h->cache_used + 1) * 2 > h->cache_slots && h->cache_slots < CACHE_SLOTS_MAX) {
+                        cache_grow(h);
+                        e = &h->cache[hash & (h->cache_slots - 1)];
+                }
+                if (!e->key)
+                        h->cache_used++;
+                ent_clear(e);
+                *e = (CacheEnt){ .key = TAKE_PTR(k), .paths = p, .len = (uint32_t)len, .gen = h->subs_gen - 1 };
         }
         *ret_matched = e->gen == h->subs_gen || entry_match(h, e);
         return e;
@@ -429,21 +465,24 @@ static void on_readable(uv_poll_t *p, int status, int events) {
 }
 
 int fan_new(uv_loop_t *loop, FanHub **ret) {
+        /* The group first: a daemon that has none (not root) allocates
+         * nothing (a big block freed at once also raises glibc's mmap
+         * threshold for good, and the daemon's later blocks stay in its heap). */
+        int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
+                               O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
         FanHub *h = calloc(1, sizeof *h);
-        if (!h || !(h->cache = calloc(CACHE_SLOTS, sizeof *h->cache))) {
-                free(h);
-                return -ENOMEM;
-        }
-        h->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
-                              O_RDONLY | O_CLOEXEC);
-        int r = h->fd < 0 ? -errno : uv_poll_init(loop, &h->poll, h->fd);
+        int r = h && (h->cache = calloc(CACHE_SLOTS_MIN, sizeof *h->cache)) ? uv_poll_init(loop, &h->poll, fd) : -ENOMEM;
         if (r < 0) {
-                if (h->fd >= 0)
-                        close(h->fd);
-                free(h->cache);
+                close(fd);
+                if (h)
+                        free(h->cache);
                 free(h);
                 return r;
         }
+        h->fd = fd;
+        h->cache_slots = CACHE_SLOTS_MIN;
         h->poll.data = h;
         uv_timer_init(loop, &h->later);
         h->later.data = h;
