@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "net-policy.h"
 #include "path-util.h"
+#include "policy.h"
 #include "strv.h"
 
 bool secret_name_valid(const char *name) {
@@ -306,4 +307,93 @@ json_t *secret_store_list_json(const VsSecretStore *s) {
                 }
         }
         return list ? json_pack("{s:o}", "secrets", list) : NULL;
+}
+
+int secret_store_owner(const VsPolicy *p, uid_t *ret, VsError **err) {
+        /* A user's daemon or CLI serves that user's workspaces only: its
+         * own store. The system daemon serves every user: a workspace gets
+         * the secrets its owner stored (secret_set by that uid), never
+         * another user's. */
+        if (geteuid() != 0) {
+                *ret = geteuid();
+                return 0;
+        }
+        struct stat st;
+        if (stat(p->workspace, &st) < 0)
+                return vs_error_set_kind(err, -errno, "workspace_not_found", "cannot stat %s: %m", p->workspace);
+        *ret = st.st_uid;
+        return 0;
+}
+
+/* Whether the allowlist lets the proxy reach every address the secret's
+ * host h may be sent to. */
+static bool host_listed(const VsPolicy *p, const VsNetRule *h) {
+        for (size_t i = 0; i < p->n_net_rules; i++) {
+                const VsNetRule *n = &p->net_rules[i];
+                if (n->kind == h->kind && streq(n->host, h->host) && (n->port == 0 || n->port == h->port))
+                        return true;
+        }
+        return h->kind == VS_NET_NAME && h->port && net_match(p->net_rules, p->n_net_rules, h->host, h->port);
+}
+
+static int load_for(const char *state_dir, const VsPolicy *p, VsSecretStore *ret, VsError **err) {
+        uid_t uid;
+        int r = secret_store_owner(p, &uid, err);
+        if (r < 0)
+                return r;
+        if ((r = secret_store_load(state_dir, uid, ret, err)) < 0)
+                return r;
+        for (size_t i = 0; i < p->n_secrets; i++) {
+                const VsSecretUse *u = &p->secrets[i];
+                const VsSecret *s = secret_store_find(ret, u->name);
+                if (!s) {
+                        secret_store_done(ret);
+                        return vs_error_set_kind(err, -ENOENT, "config_invalid",
+                                                 VS_CONFIG_FILE ":%u:%u: sandbox.secrets[%zu]: uid %u holds no secret %s; run "
+                                                 "vectora-sandbox secret set %s --host HOST",
+                                                 u->line, u->col, i, (unsigned)uid, u->name, u->name);
+                }
+                for (char **h = s->hosts; *h; h++) {
+                        VsNetRule rule = {};
+                        bool ok = net_rule_parse(*h, &rule, NULL) >= 0 && host_listed(p, &rule);
+                        net_rule_done(&rule);
+                        if (!ok) {
+                                r = vs_error_set_kind(err, -EPERM, "config_invalid",
+                                                      VS_CONFIG_FILE ":%u:%u: sandbox.secrets[%zu]: secret %s goes to \"%s\", "
+                                                      "which sandbox.network does not list; add \"%s\" to network",
+                                                      u->line, u->col, i, u->name, *h, *h);
+                                secret_store_done(ret);
+                                return r;
+                        }
+                }
+        }
+        return 0;
+}
+
+int secret_check_policy(const char *state_dir, const VsPolicy *p, VsError **err) {
+        if (!p->sandboxed || !p->n_secrets)
+                return 0;
+        _cleanup_(secret_store_done) VsSecretStore s = {};
+        return load_for(state_dir, p, &s, err);
+}
+
+int secret_store_for_policy(const char *state_dir, const VsPolicy *p, VsSecretStore *ret, VsError **err) {
+        *ret = (VsSecretStore){};
+        if (!p->sandboxed || !p->n_secrets)
+                return 0;
+        _cleanup_(secret_store_done) VsSecretStore all = {};
+        int r = load_for(state_dir, p, &all, err);
+        if (r < 0)
+                return r;
+        VsSecretStore used = { .items = calloc(p->n_secrets + 1, sizeof(VsSecret)) };
+        if (!used.items)
+                return -ENOMEM;
+        /* Moved, not copied: one copy of each value in memory. */
+        for (size_t i = 0; i < p->n_secrets; i++) {
+                VsSecret *s = (VsSecret *)secret_store_find(&all, p->secrets[i].name);
+                used.items[used.n++] = *s;
+                *s = (VsSecret){ .name = strdup(s->name) };
+        }
+        *ret = used;
+        return 0;
 }

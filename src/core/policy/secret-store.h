@@ -64,3 +64,15 @@ int secret_store_delete(const char *state_dir, uid_t uid, const char *name, VsEr
 
 /* {"secrets": [{"name": ..., "hosts": [...]}]}: never a value. */
 json_t *secret_store_list_json(const VsSecretStore *s);
+
+struct VsPolicy;
+/* The store whose secrets a workspace uses: the caller's own, or, for a
+ * process running as root, the workspace root's owner's. */
+int secret_store_owner(const struct VsPolicy *p, uid_t *ret, VsError **err);
+/* Every sandbox.secrets name of p is in the store of the workspace's owner,
+ * and each of its hosts is listed in sandbox.network; otherwise a located
+ * config_invalid error saying what to add. */
+int secret_check_policy(const char *state_dir, const struct VsPolicy *p, VsError **err);
+/* The secrets p uses, from the store (values included): what a jail's
+ * placeholders stand for. Empty when p uses none. */
+int secret_store_for_policy(const char *state_dir, const struct VsPolicy *p, VsSecretStore *ret, VsError **err);
