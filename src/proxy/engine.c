@@ -32,6 +32,7 @@
 
 #include "engine.h"
 #include "host-addrs.h"
+#include "inject.h"
 #include "macro.h"
 #include "net-policy.h"
 #include "proxy-ctl.h"
@@ -94,6 +95,7 @@ struct Proxy {
         char *config;
         VsNetRule *rules;
         size_t n_rules;
+        InjectSet secrets; /* inject.h */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -561,15 +563,21 @@ static void upstream_ready(ProxyConn *c) {
                 return;
         }
         /* Plain HTTP: the request in origin form, then whatever followed. */
-        StrBuf out = {};
-        if (strbuf_appendf(&out, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
-                           c->head.forward_headers) < 0 ||
+        StrBuf head = {}, out = {};
+        int r = strbuf_appendf(&head, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
+                               c->head.forward_headers);
+        /* The secrets' placeholders become their values here (inject.h). */
+        if (r < 0 || inject_head(c->px->secrets.items, c->px->secrets.n, head.data, head.len, c->head.host, c->head.port,
+                                 &out, NULL) < 0 ||
             strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0) {
+                strbuf_done(&head);
                 strbuf_done(&out);
                 conn_close(c);
                 return;
         }
         start_splice(c, out.data, out.len);
+        strbuf_done(&head);
+        explicit_bzero(out.data, out.len);
         strbuf_done(&out);
 }
 
@@ -601,6 +609,15 @@ static void head_ready(ProxyConn *c) {
         const VsNetRule *rule = net_match(px->rules, px->n_rules, c->head.host, c->head.port);
         if (!rule) {
                 deny(c, c->head.host, c->head.port, "not in the workspace's network allowlist", true);
+                return;
+        }
+        const ProxyCtlMsg *leak = inject_refused(px->secrets.items, px->secrets.n, c->buf, c->head.head_len, c->head.host,
+                                                 c->head.port);
+        if (leak) {
+                char why[160];
+                snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
+                         leak->name);
+                deny(c, c->head.host, c->head.port, why, true);
                 return;
         }
         c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,
@@ -698,6 +715,7 @@ static void proxy_free(Proxy *px) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
+        inject_set_clear(&px->secrets);
         free(px);
 }
 
@@ -706,6 +724,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
+        inject_set_clear(&px->secrets);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -790,6 +809,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 if (px)
                         remove_proxy(px);
                 return 0;
+        case PROXY_CTL_SECRET:
+                return px ? inject_set_add(&px->secrets, m) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

@@ -26,6 +26,10 @@ typedef struct VsLaunchOptions {
         /* Host path of the workspace's network proxy socket (the daemon's);
          * NULL: none, and a policy with a network allowlist is refused. */
         const char *proxy_socket;
+        /* NAME=placeholder for each of sandbox.secrets (the daemon's
+         * proxy_secrets_renew), added to the jail's environment with the
+         * proxy variables; NULL: none. */
+        char *const *secret_env;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {

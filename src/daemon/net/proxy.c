@@ -37,6 +37,7 @@
 #include "proxy-ctl.h"
 #include "proxy-down.h"
 #include "proxy-log.h"
+#include "proxy-secrets.h"
 #include "proxy.h"
 #include "seccomp.h"
 #include "server.h"
@@ -71,6 +72,7 @@ struct Proxy {
         uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
+        ProxySecrets secrets; /* the current jail's placeholders (proxy_secrets_renew) */
         Proxy *next;
 };
 
@@ -128,6 +130,7 @@ static void queue_clear(void) {
                 next = q->next;
                 if (q->fd >= 0)
                         close(q->fd);
+                explicit_bzero(q->data, q->len);
                 free(q);
         }
         P.queue = NULL;
@@ -168,6 +171,7 @@ static void queue_flush(void) {
                 P.queue_moved_us = now_us();
                 if (q->fd >= 0)
                         close(q->fd);
+                explicit_bzero(q->data, q->len);
                 free(q);
         }
         if (P.ctl >= 0 && P.poll)
@@ -176,6 +180,8 @@ static void queue_flush(void) {
 
 /* One message to the proxy, fd attached when >= 0: at once, or after what
  * waits already. */
+static void send_text(const char *s, size_t len, int fd);
+static void send_secret_text(char *s, size_t len, int fd);
 static void send_ctl(const ProxyCtlMsg *m, int fd) {
         if (P.ctl < 0)
                 return; /* the restart sends everything */
@@ -185,6 +191,19 @@ static void send_ctl(const ProxyCtlMsg *m, int fd) {
                 return;
         }
         size_t len = strlen(s);
+        if (m->op == PROXY_CTL_SECRET)
+                send_secret_text(s, len, fd);
+        else
+                send_text(s, len, fd);
+}
+
+/* A secret's message holds its value: no copy of it stays in freed heap. */
+static void send_secret_text(char *s, size_t len, int fd) {
+        send_text(s, len, fd);
+        explicit_bzero(s, len);
+}
+
+static void send_text(const char *s, size_t len, int fd) {
         if (!P.queue && send_one(s, len, fd) >= 0)
                 return;
         if (!P.queue && errno != EAGAIN && errno != EINTR) {
@@ -244,6 +263,11 @@ static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
                 m.config = why;
         }
         send_ctl(&m, fd);
+        /* The rules dropped the workspace's secrets; these follow them. */
+        for (size_t i = 0; i < px->secrets.n; i++) {
+                px->secrets.msgs[i].ws = px->id;
+                send_ctl(&px->secrets.msgs[i], -1);
+        }
 }
 
 static void send_add(Proxy *px) {
@@ -659,6 +683,24 @@ void proxy_policy_changed(Workspace *ws) {
         send_rules(px, PROXY_CTL_RULES, -1);
 }
 
+int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err) {
+        Proxy *px = ws->proxy;
+        if (!px || !ws->policy->n_secrets)
+                return 0;
+        ProxySecrets ps = {};
+        int r = proxy_secrets_load(&ps, ws->srv->opt.state_dir, ws->policy, err);
+        if (r < 0)
+                return r;
+        if ((r = proxy_secrets_env(&ps, env)) < 0) {
+                proxy_secrets_done(&ps);
+                return r;
+        }
+        proxy_secrets_done(&px->secrets);
+        px->secrets = ps;
+        send_rules(px, PROXY_CTL_RULES, -1);
+        return 0;
+}
+
 static int listen_on(const char *path, VsError **err) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof sa.sun_path)
@@ -747,6 +789,7 @@ void proxy_stop(Proxy *px) {
         (void)unlink(px->path);
         close(px->fd);
         free(px->path);
+        proxy_secrets_done(&px->secrets);
         free(px);
         /* No listener left: no process either (none is left behind when
          * the daemon stops). */
