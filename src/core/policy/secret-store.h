@@ -66,8 +66,7 @@ int secret_store_delete(const char *state_dir, uid_t uid, const char *name, VsEr
 json_t *secret_store_list_json(const VsSecretStore *s);
 
 struct VsPolicy;
-/* The store whose secrets a workspace uses: the caller's own, or, for a
- * process running as root, the workspace root's owner's. */
+/* The store whose secrets a workspace uses: this process's user's. */
 int secret_store_owner(const struct VsPolicy *p, uid_t *ret, VsError **err);
 /* Every sandbox.secrets name of p is in the store of the workspace's owner,
  * and each of its hosts is listed in sandbox.network; otherwise a located

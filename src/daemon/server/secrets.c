@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* secret_set, secret_list, secret_delete: the caller's own secret store
- * (secret-store.h), STATE/secrets-UID.json by the peer's uid. Peers
- * inside a jail never get here (the server refuses them). No reply, log
+/* secret_set, secret_list, secret_delete: the daemon's user's secret
+ * store (secret-store.h), STATE/secrets-UID.json. Only that user and root
+ * may connect (peer_uid_allowed); peers inside a jail never get here (the
+ * server refuses them). No reply, log
  * line or audit record carries a value. */
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "daemon-tools.h"
@@ -24,7 +26,7 @@ void secret_set_reply(Request *r) {
         if (json_dispatch(r->msg.obj, api_secret_set_table, &a, &err) < 0)
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
         r->target = json_string(a.name);
-        int k = secret_store_set(r->srv->opt.state_dir, r->client->uid, a.name, a.hosts, a.value, strlen(a.value), &err);
+        int k = secret_store_set(r->srv->opt.state_dir, geteuid(), a.name, a.hosts, a.value, strlen(a.value), &err);
         /* The request's copy of the value goes with r->msg; scrub it now. */
         json_t *v = json_object_get(r->msg.obj, "value");
         if (json_is_string(v))
@@ -42,7 +44,7 @@ void secret_delete_reply(Request *r) {
         if (json_dispatch(r->msg.obj, api_secret_delete_table, &a, &err) < 0)
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
         r->target = json_string(a.name);
-        int k = secret_store_delete(r->srv->opt.state_dir, r->client->uid, a.name, &err);
+        int k = secret_store_delete(r->srv->opt.state_dir, geteuid(), a.name, &err);
         json_dispatch_done(api_secret_delete_table, &a);
         if (k < 0)
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
@@ -57,7 +59,7 @@ void secret_list_reply(Request *r) {
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
         r->target = json_null();
         _cleanup_(secret_store_done) VsSecretStore s = {};
-        if (secret_store_load(r->srv->opt.state_dir, r->client->uid, &s, &err) < 0)
+        if (secret_store_load(r->srv->opt.state_dir, geteuid(), &s, &err) < 0)
                 return finish_err(r, err, API_ERROR_SANDBOX_UNAVAILABLE);
         json_t *o = secret_store_list_json(&s);
         if (!o)
