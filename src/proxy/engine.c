@@ -617,7 +617,9 @@ static void head_ready(ProxyConn *c) {
                 char why[160];
                 snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
                          leak->name);
-                deny(c, c->head.host, c->head.port, why, true);
+                record_denial(c, c->head.host, c->head.port, why);
+                respond(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
+                        c->head.host, (unsigned)c->head.port, why);
                 return;
         }
         c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzzes the proxy's rewriting of request heads with secrets
+ * (src/proxy/inject.h): the head is the jail's, the host it names too.
+ * Input: a host line, then the head. Two secrets with fixed placeholders,
+ * values and hosts. Besides crashes, leaks and hangs it checks: a head
+ * inject_refused() lets through, once rewritten, holds no placeholder of
+ * a secret that may go to that host, grows by exactly the values put in,
+ * and a head that holds a placeholder of a secret that may not go there
+ * is refused. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+#include "net-policy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool cond) {
+        if (!cond)
+                abort();
+}
+
+static void secret(ProxyCtlMsg *m, const char *name, const char *ph, const char *value, const char *host) {
+        *m = (ProxyCtlMsg){ .op = PROXY_CTL_SECRET, .name = strdup(name), .placeholder = strdup(ph),
+                            .value = strdup(value), .value_len = strlen(value), .rules = calloc(1, sizeof(VsNetRule)),
+                            .n_rules = 1 };
+        check(net_rule_parse(host, &m->rules[0], NULL) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        const uint8_t *nl = memchr(data, '\n', size < 256 ? size : 256);
+        if (!nl)
+                return 0;
+        char host[256];
+        memcpy(host, data, (size_t)(nl - data));
+        host[nl - data] = 0;
+        if (strlen(host) != (size_t)(nl - data) || net_host_normalize(host) < 0)
+                return 0;
+        const char *head = (const char *)nl + 1;
+        size_t len = size - (size_t)(nl + 1 - data);
+        uint16_t port = 80;
+        ProxyCtlMsg s[2];
+        secret(&s[0], "A", "vsph_00000000000000000000000000000000", "value-a", "a.example");
+        secret(&s[1], "B", "vsph_0000000000000000000000000000000b", "bb", "*.example:80");
+        const ProxyCtlMsg *refused = inject_refused(s, 2, head, len, host, port);
+        for (size_t i = 0; i < 2; i++) {
+                bool in = memmem(head, len, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
+                bool may = net_match(s[i].rules, 1, host, port) != NULL;
+                if (in && !may)
+                        check(refused != NULL);
+        }
+        if (!refused) {
+                StrBuf out = STRBUF_INIT;
+                unsigned used = 0;
+                check(inject_head(s, 2, head, len, host, port, &out, &used) == 0);
+                for (size_t i = 0; i < 2; i++)
+                        if (net_match(s[i].rules, 1, host, port))
+                                check(!out.len || !memmem(out.data, out.len, s[i].placeholder, strlen(s[i].placeholder)));
+                check(out.len <= len);
+                check(used > 0 || (out.len == len && (!len || memcmp(out.data, head, len) == 0)));
+                strbuf_done(&out);
+        }
+        for (size_t i = 0; i < 2; i++)
+                proxy_ctl_msg_done(&s[i]);
+        return 0;
+}
