@@ -16,10 +16,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
@@ -217,7 +219,8 @@ def t_jail_placeholder(tmp):
 
 def t_inject_plain_http(tmp):
     """A plain-HTTP request from the jail to the secret's host reaches it
-    with the real value where the placeholder was."""
+    with the real value where the placeholder was; also through a proxy
+    restarted after SIGKILL."""
     srv = server()
     port = srv.server_address[1]
     d, _ = daemon(tmp, "inj")
@@ -231,6 +234,19 @@ def t_inject_plain_http(tmp):
         check(heads and "Authorization: Bearer %s" % VALUE in heads[-1] and "X-Token: %s" % VALUE in heads[-1], heads)
         check("vsph_" not in heads[-1], heads[-1])
         check(VALUE not in out_of(r), "the value came back to the jail")
+        # A restarted proxy gets the secrets again with the rules.
+        old = d.status()["daemon"]["proxy"]["pid"]
+        os.kill(old, signal.SIGKILL)
+        for _ in range(500):
+            p = d.status()["daemon"]["proxy"]
+            if p.get("running") and p.get("pid") != old:
+                break
+            time.sleep(0.02)
+        check(p.get("running") and p.get("pid") != old, p)
+        Recorder.seen.clear()
+        r = term(d, ws, CURL + '-H "Authorization: Bearer $TOK" http://127.0.0.1:%d/again' % port)
+        heads = [h for p_, path, h in Recorder.seen if p_ == port]
+        check(heads and "Authorization: Bearer %s" % VALUE in heads[-1], (r, heads))
     finally:
         d.stop()
         srv.shutdown()
