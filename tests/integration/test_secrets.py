@@ -219,8 +219,8 @@ def t_jail_placeholder(tmp):
 
 def t_inject_plain_http(tmp):
     """A plain-HTTP request from the jail to the secret's host reaches it
-    with the real value where the placeholder was; also through a proxy
-    restarted after SIGKILL."""
+    with the real value where the placeholder was; status names the secret
+    (never its value); also through a proxy restarted after SIGKILL."""
     srv = server()
     port = srv.server_address[1]
     d, _ = daemon(tmp, "inj")
@@ -234,6 +234,8 @@ def t_inject_plain_http(tmp):
         check(heads and "Authorization: Bearer %s" % VALUE in heads[-1] and "X-Token: %s" % VALUE in heads[-1], heads)
         check("vsph_" not in heads[-1], heads[-1])
         check(VALUE not in out_of(r), "the value came back to the jail")
+        st = d.ws_status(ws)
+        check(st and st["policy"].get("secrets") == ["TOK"] and VALUE not in json.dumps(d.status()), st)
         # A restarted proxy gets the secrets again with the rules.
         old = d.status()["daemon"]["proxy"]["pid"]
         os.kill(old, signal.SIGKILL)
