@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "inject.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "base64.h"
 #include "macro.h"
 #include "net-policy.h"
 
@@ -11,14 +14,66 @@ static bool may_go(const ProxyCtlMsg *s, const char *host, uint16_t port) {
         return net_match(s->rules, s->n_rules, host, port) != NULL;
 }
 
-const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
-                                  uint16_t port) {
+static bool ws(char c) {
+        return c == ' ' || c == '\t';
+}
+
+/* The next Basic credentials at or after from: an "Authorization:" line
+ * whose value is "Basic TOKEN"; [*b, *e) the token (curl -u, git's
+ * credential helper: the placeholder is inside the base64). false when
+ * none. */
+bool inject_next_basic(const char *head, size_t len, size_t from, size_t *b, size_t *e) {
+        static const char name[] = "authorization:", scheme[] = "basic";
+        for (size_t i = from; i < len; i++) {
+                if (i > 0 && head[i - 1] != '\n')
+                        continue;
+                size_t p = i;
+                if (len - p < sizeof name - 1 || strncasecmp(head + p, name, sizeof name - 1) != 0)
+                        continue;
+                p += sizeof name - 1;
+                while (p < len && ws(head[p]))
+                        p++;
+                if (len - p < sizeof scheme || strncasecmp(head + p, scheme, sizeof scheme - 1) != 0 ||
+                    !ws(head[p + sizeof scheme - 1]))
+                        continue;
+                p += sizeof scheme - 1;
+                while (p < len && ws(head[p]))
+                        p++;
+                size_t t = p;
+                while (t < len && !ws(head[t]) && head[t] != '\r' && head[t] != '\n')
+                        t++;
+                if (t == p)
+                        continue;
+                *b = p;
+                *e = t;
+                return true;
+        }
+        return false;
+}
+
+static const ProxyCtlMsg *refused_plain(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len,
+                                        const char *host, uint16_t port) {
         for (size_t i = 0; i < n; i++) {
                 const ProxyCtlMsg *s = &secrets[i];
                 if (s->placeholder && memmem(head, len, s->placeholder, strlen(s->placeholder)) && !may_go(s, host, port))
                         return s;
         }
         return NULL;
+}
+
+const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                                  uint16_t port) {
+        const ProxyCtlMsg *s = refused_plain(secrets, n, head, len, host, port);
+        /* A placeholder inside Basic credentials is refused the same way. */
+        for (size_t b, e, from = 0; !s && inject_next_basic(head, len, from, &b, &e); from = e) {
+                _cleanup_free_ char *dec = NULL;
+                size_t dl;
+                if (base64_decode_alloc(head + b, e - b, &dec, &dl) < 0)
+                        continue;
+                s = refused_plain(secrets, n, dec, dl, host, port);
+                explicit_bzero(dec, dl);
+        }
+        return s;
 }
 
 /* The secret whose (allowed) placeholder starts at p, or NULL. */
@@ -33,8 +88,8 @@ static const ProxyCtlMsg *at(const ProxyCtlMsg *secrets, size_t n, const char *p
         return NULL;
 }
 
-int inject_head(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host, uint16_t port,
-                StrBuf *out, unsigned *ret_used) {
+static int inject_plain(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                        uint16_t port, StrBuf *out, unsigned *ret_used) {
         unsigned used = 0;
         size_t i = 0, copied = 0;
         /* Every placeholder begins with the same prefix: only there can
@@ -62,6 +117,55 @@ int inject_head(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t l
                 return r;
         if (ret_used)
                 *ret_used = used;
+        return 0;
+}
+
+/* Basic credentials: decoded, their placeholders replaced, encoded again.
+ * Credentials that do not decode are plain text (a placeholder in them is
+ * replaced as written). */
+static int inject_basic(const ProxyCtlMsg *secrets, size_t n, const char *tok, size_t len, const char *host,
+                        uint16_t port, StrBuf *out, unsigned *used) {
+        _cleanup_free_ char *dec = NULL;
+        size_t dl;
+        int r = base64_decode_alloc(tok, len, &dec, &dl);
+        if (r == -EINVAL)
+                return inject_plain(secrets, n, tok, len, host, port, out, used);
+        if (r < 0)
+                return r;
+        StrBuf plain = STRBUF_INIT;
+        r = inject_plain(secrets, n, dec, dl, host, port, &plain, used);
+        explicit_bzero(dec, dl);
+        if (r >= 0 && *used) {
+                size_t el;
+                _cleanup_free_ char *enc = base64_encode_alloc(plain.data ? plain.data : "", plain.len, &el);
+                r = enc ? strbuf_append(out, enc, el) : -ENOMEM;
+                if (enc)
+                        explicit_bzero(enc, el);
+        } else if (r >= 0)
+                r = strbuf_append(out, tok, len);
+        if (plain.data)
+                explicit_bzero(plain.data, plain.len);
+        strbuf_done(&plain);
+        return r;
+}
+
+int inject_head(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host, uint16_t port,
+                StrBuf *out, unsigned *ret_used) {
+        unsigned used = 0;
+        size_t pos = 0;
+        int r;
+        for (size_t b, e; n && inject_next_basic(head, len, pos, &b, &e); pos = e) {
+                unsigned u1 = 0, u2 = 0;
+                if ((r = inject_plain(secrets, n, head + pos, b - pos, host, port, out, &u1)) < 0 ||
+                    (r = inject_basic(secrets, n, head + b, e - b, host, port, out, &u2)) < 0)
+                        return r;
+                used += u1 + u2;
+        }
+        unsigned u = 0;
+        if ((r = inject_plain(secrets, n, head + pos, len - pos, host, port, out, &u)) < 0)
+                return r;
+        if (ret_used)
+                *ret_used = used + u;
         return 0;
 }
 

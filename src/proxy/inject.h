@@ -7,6 +7,7 @@
  * carries a placeholder anywhere else. Pure (no I/O): fuzzed by
  * tests/fuzz/fuzz-inject.c. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,12 @@ const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const ch
  * replaced. 0 or -ENOMEM. */
 int inject_head(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host, uint16_t port,
                 StrBuf *out, unsigned *ret_used);
+
+/* The next Basic credentials in head at or after from ("Authorization:
+ * Basic TOKEN" at a line's start, any case): [*b, *e) the token, as
+ * written (base64 of user:password). false when none. inject_refused()
+ * and inject_head() look inside them too. */
+bool inject_next_basic(const char *head, size_t len, size_t from, size_t *b, size_t *e);
 
 /* A workspace's secrets as the proxy keeps them: dropped with each rules
  * message, one added by each secret message that follows (its fields
