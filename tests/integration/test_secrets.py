@@ -11,6 +11,7 @@ Whose store: the daemon's (or the embedded CLI's) user's, whoever owns
 the workspace (a daemon serves its own user and root only).
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
+import base64
 import http.server
 import json
 import os
@@ -282,6 +283,78 @@ def t_placeholder_elsewhere_refused(tmp):
     check("secret TOK" in audit and VALUE not in audit, "audit")
 
 
+def basic(user, password):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def t_basic_credentials(tmp):
+    """curl -u x:$TOK: the placeholder inside Basic credentials becomes the
+    value for the secret's host; the same credentials to another allowed
+    host are refused (403 naming the secret), that host never sees them."""
+    srv, other = server(), server()
+    port, oport = srv.server_address[1], other.server_address[1]
+    d, _ = daemon(tmp, "basic")
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % port])
+        ws = jail_ws(tmp, d, "ws-basic", port, extra_net=["127.0.0.1:%d" % oport])
+        Recorder.seen.clear()
+        r = term(d, ws, CURL + '-u "x:$TOK" http://127.0.0.1:%d/basic' % port)
+        check(r.get("ok") is True and "seen" in out_of(r), r)
+        heads = [h for p, _, h in Recorder.seen if p == port]
+        check(heads and "Authorization: %s" % basic("x", VALUE) in heads[-1], heads)
+        check(VALUE not in out_of(r), "the value came back to the jail")
+        r = term(d, ws, CURL + '-u "x:$TOK" http://127.0.0.1:%d/steal' % oport)
+        check("secret TOK" in out_of(r), r)
+        check(not [1 for p, _, _ in Recorder.seen if p == oport], Recorder.seen)
+    finally:
+        d.stop()
+        srv.shutdown()
+        other.shutdown()
+
+
+class GitAuth(http.server.BaseHTTPRequestHandler):
+    """A smart-HTTP remote that wants Basic credentials: 401 without them,
+    keeps the Authorization it gets, then 404 (only the header matters)."""
+    auth = []
+
+    def do_GET(self):
+        a = self.headers.get("Authorization")
+        if a:
+            GitAuth.auth.append(a)
+        self.send_response(404 if a else 401)
+        if not a:
+            self.send_header("WWW-Authenticate", 'Basic realm="repo"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+def t_git_credential(tmp):
+    """git in the jail, with no configuration of its own, sends the value as
+    its Basic password to the secret's host: the environment's credential
+    helper prints the placeholder, the proxy puts the value in its place."""
+    if not shutil.which("git"):
+        T.skip("git credential", "git is not installed")
+        return
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), GitAuth)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    d, _ = daemon(tmp, "git")
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % port])
+        ws = jail_ws(tmp, d, "ws-git", port)
+        GitAuth.auth.clear()
+        # NO_PROXY names 127.0.0.1 for the jail's own services.
+        r = term(d, ws, "NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git ls-remote http://127.0.0.1:%d/repo" % port)
+        check(GitAuth.auth and GitAuth.auth[-1] == basic("x-access-token", VALUE), (r, GitAuth.auth))
+        check(VALUE not in out_of(r), "the value came back to the jail")
+    finally:
+        d.stop()
+        srv.shutdown()
+
+
 def t_loosening_waits(tmp):
     """Adding a secret to a served policy is a loosening: the approved
     policy keeps serving (no placeholder) until allow."""
@@ -314,7 +387,8 @@ def main():
         T.skip("secrets", "bwrap or curl is not installed (scripts/install-deps)")
         sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_cli_embedded, t_api_daemon, t_config_errors, t_jail_placeholder,
-                                 t_inject_plain_http, t_placeholder_elsewhere_refused, t_loosening_waits],
+                                 t_inject_plain_http, t_placeholder_elsewhere_refused, t_loosening_waits,
+                                 t_basic_credentials, t_git_credential],
                              "vs-secrets-"))
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "proxy-secrets.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +76,50 @@ int proxy_secrets_load(ProxySecrets *ret, const char *state_dir, const VsPolicy 
         return 0;
 }
 
+/* The URL host part git's credential.<url> matches for rule r ("*.x"
+ * matches names below x, as the rule does); NULL when none fits. */
+static char *git_url_host(const VsNetRule *r) {
+        char *h = NULL;
+        bool v6 = r->kind == VS_NET_IP && strchr(r->host, ':');
+        char port[8] = "";
+        if (r->port)
+                snprintf(port, sizeof port, ":%u", (unsigned)r->port);
+        return asprintf(&h, "%s%s%s%s%s", r->kind == VS_NET_WILDCARD ? "*." : "", v6 ? "[" : "", r->host, v6 ? "]" : "",
+                        port) < 0
+                       ? NULL
+                       : h;
+}
+
 int proxy_secrets_env(const ProxySecrets *ps, char ***env) {
+        unsigned n_git = 0;
         for (size_t i = 0; i < ps->n; i++) {
                 int r = strv_extendf(env, "%s=%s", ps->msgs[i].name, ps->msgs[i].placeholder);
                 if (r < 0)
                         return r;
         }
-        return 0;
+        /* git asks its credential helper for the secret's hosts: one that
+         * prints the placeholder, which the proxy replaces in the Basic
+         * credentials git sends. Through the environment only (git >=
+         * 2.31), never a file the jail could change into something the
+         * host runs; GIT_CONFIG_SYSTEM (the user's identity) is left as it
+         * is. The placeholder is hex: nothing for the shell to read. */
+        for (size_t i = 0; i < ps->n; i++)
+                for (size_t k = 0; k < ps->msgs[i].n_rules; k++) {
+                        _cleanup_free_ char *host = git_url_host(&ps->msgs[i].rules[k]);
+                        if (!host)
+                                return -ENOMEM;
+                        static const char *const schemes[] = { "https", "http" };
+                        for (size_t s = 0; s < ELEMENTSOF(schemes); s++) {
+                                int r = strv_extendf(env, "GIT_CONFIG_KEY_%u=credential.%s://%s.helper", n_git, schemes[s],
+                                                     host);
+                                if (r >= 0)
+                                        r = strv_extendf(env,
+                                                         "GIT_CONFIG_VALUE_%u=!f() { test \"$1\" = get && printf 'username=x-access-token\\npassword=%%s\\n' %s; }; f",
+                                                         n_git, ps->msgs[i].placeholder);
+                                if (r < 0)
+                                        return r;
+                                n_git++;
+                        }
+                }
+        return n_git ? strv_extendf(env, "GIT_CONFIG_COUNT=%u", n_git) : 0;
 }

@@ -23,5 +23,6 @@ typedef struct ProxySecrets {
 /* Loads p's secrets from state_dir and makes new placeholders. */
 int proxy_secrets_load(ProxySecrets *ret, const char *state_dir, const VsPolicy *p, VsError **err);
 void proxy_secrets_done(ProxySecrets *ps);
-/* NAME=placeholder for each, appended to *env. */
+/* NAME=placeholder for each, appended to *env, and git credential
+ * helpers that print it for its hosts (GIT_CONFIG_COUNT/KEY_n/VALUE_n). */
 int proxy_secrets_env(const ProxySecrets *ps, char ***env);
