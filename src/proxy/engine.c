@@ -128,6 +128,29 @@ static void record_denial(ProxyConn *c, const char *host, uint16_t port, const c
                 c->px->lost++;
 }
 
+/* One audit record per secret put into a request: its name and where the
+ * request went, never the value. Method and path as the jail sent them
+ * (placeholders, not values), printable ASCII only so that they encode as
+ * JSON, cut to fit. */
+static void report_uses(ProxyConn *c, const char *head, size_t len) {
+        char method[PROXY_CTL_METHOD_MAX + 1], path[PROXY_CTL_PATH_MAX + 1];
+        snprintf(method, sizeof method, "%s", c->head.method);
+        snprintf(path, sizeof path, "%s", c->head.path);
+        for (char *p = method; *p; p++)
+                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
+        for (char *p = path; *p; p++)
+                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
+        Proxy *px = c->px;
+        /* A record the daemon's full socket does not take is lost (not
+         * counted, unlike denials). */
+        for (size_t i = 0; i < px->secrets.n; i++)
+                if (inject_uses(&px->secrets.items[i], head, len, c->head.host, c->head.port))
+                        (void)send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_SECRET_USE, .ws = px->id,
+                                                            .time_us = now_us(), .host = c->head.host,
+                                                            .port = c->head.port, .name = px->secrets.items[i].name,
+                                                            .method = method, .path = path });
+}
+
 /* ---- connection lifetime -------------------------------------------------- */
 
 static void conn_free(ProxyConn *c) {
@@ -575,6 +598,7 @@ static void upstream_ready(ProxyConn *c) {
                 conn_close(c);
                 return;
         }
+        report_uses(c, head.data, head.len);
         start_splice(c, out.data, out.len);
         strbuf_done(&head);
         explicit_bzero(out.data, out.len);

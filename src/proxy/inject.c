@@ -51,29 +51,34 @@ bool inject_next_basic(const char *head, size_t len, size_t from, size_t *b, siz
         return false;
 }
 
-static const ProxyCtlMsg *refused_plain(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len,
-                                        const char *host, uint16_t port) {
-        for (size_t i = 0; i < n; i++) {
-                const ProxyCtlMsg *s = &secrets[i];
-                if (s->placeholder && memmem(head, len, s->placeholder, strlen(s->placeholder)) && !may_go(s, host, port))
-                        return s;
-        }
-        return NULL;
-}
-
-const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
-                                  uint16_t port) {
-        const ProxyCtlMsg *s = refused_plain(secrets, n, head, len, host, port);
-        /* A placeholder inside Basic credentials is refused the same way. */
-        for (size_t b, e, from = 0; !s && inject_next_basic(head, len, from, &b, &e); from = e) {
+/* Whether s's placeholder is in head[0..len), as written or inside Basic
+ * credentials. */
+static bool carries(const ProxyCtlMsg *s, const char *head, size_t len) {
+        if (!s->placeholder)
+                return false;
+        size_t pl = strlen(s->placeholder);
+        bool in = memmem(head, len, s->placeholder, pl) != NULL;
+        for (size_t b, e, from = 0; !in && inject_next_basic(head, len, from, &b, &e); from = e) {
                 _cleanup_free_ char *dec = NULL;
                 size_t dl;
                 if (base64_decode_alloc(head + b, e - b, &dec, &dl) < 0)
                         continue;
-                s = refused_plain(secrets, n, dec, dl, host, port);
+                in = memmem(dec, dl, s->placeholder, pl) != NULL;
                 explicit_bzero(dec, dl);
         }
-        return s;
+        return in;
+}
+
+const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                                  uint16_t port) {
+        for (size_t i = 0; i < n; i++)
+                if (!may_go(&secrets[i], host, port) && carries(&secrets[i], head, len))
+                        return &secrets[i];
+        return NULL;
+}
+
+bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port) {
+        return may_go(s, host, port) && carries(s, head, len);
 }
 
 /* The secret whose (allowed) placeholder starts at p, or NULL. */

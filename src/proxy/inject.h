@@ -20,6 +20,11 @@
 const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
                                   uint16_t port);
 
+/* Whether inject_head() puts s's value into head[0..len) for host:port
+ * (its placeholder there, as written or inside Basic credentials): what
+ * the proxy reports for the audit log. */
+bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port);
+
 /* Appends head[0..len) to out with every placeholder of a secret that may
  * go to host:port replaced by its value (the others left as they are:
  * inject_refused() refused the request first). *ret_used: how many were

@@ -53,6 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 check(m.value_len > 0 && m.value_len <= PROXY_CTL_SECRET_VALUE_MAX && !memchr(m.value, '\n', m.value_len) &&
                       !memchr(m.value, '\r', m.value_len));
         }
+        if (m.op == PROXY_CTL_SECRET_USE) {
+                check(same_str(m.host, m2.host) && same_str(m.name, m2.name) && same_str(m.method, m2.method) &&
+                      same_str(m.path, m2.path) && m.time_us == m2.time_us);
+                check(strlen(m.name) <= PROXY_CTL_SECRET_NAME_MAX && strlen(m.method) <= PROXY_CTL_METHOD_MAX &&
+                      strlen(m.path) <= PROXY_CTL_PATH_MAX);
+        }
         for (size_t i = 0; i < m.n_rules; i++)
                 check(m.rules[i].kind == m2.rules[i].kind && m.rules[i].port == m2.rules[i].port &&
                       same_str(m.rules[i].host, m2.rules[i].host));

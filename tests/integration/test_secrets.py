@@ -310,6 +310,13 @@ def t_basic_credentials(tmp):
         d.stop()
         srv.shutdown()
         other.shutdown()
+    # Each use is audited: where, which secret, never the value.
+    text = open(d.audit).read()
+    uses = [r for r in map(json.loads, text.splitlines())
+            if isinstance(r.get("target"), dict) and r["target"].get("secret") == "TOK"]
+    check(uses and uses[0]["target"] == {"host": "127.0.0.1", "port": port, "method": "GET", "path": "/basic",
+                                         "secret": "TOK"} and uses[0]["outcome"] == "ok", uses)
+    check(len(uses) == 1 and VALUE not in text, (uses, "the value in the audit log"))
 
 
 class GitAuth(http.server.BaseHTTPRequestHandler):

@@ -12,7 +12,7 @@
 static const char *const op_names[] = {
         [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
         [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
-        [PROXY_CTL_HELLO] = "hello",   [PROXY_CTL_SECRET] = "secret",
+        [PROXY_CTL_HELLO] = "hello",   [PROXY_CTL_SECRET] = "secret", [PROXY_CTL_SECRET_USE] = "secret_use",
 };
 
 void proxy_ctl_msg_done(ProxyCtlMsg *m) {
@@ -24,6 +24,8 @@ void proxy_ctl_msg_done(ProxyCtlMsg *m) {
         free(m->reason);
         free(m->name);
         free(m->placeholder);
+        free(m->method);
+        free(m->path);
         if (m->value)
                 explicit_bzero(m->value, m->value_len);
         free(m->value);
@@ -170,6 +172,16 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 break;
         case PROXY_CTL_SECRET:
                 return get_secret(o, m, err);
+        case PROXY_CTL_SECRET_USE:
+                if ((r = get_uint(o, "time_us", INT64_MAX, &m->time_us, err)) < 0 ||
+                    (r = get_str(o, "host", 255, &m->host, err)) < 0 ||
+                    (r = get_uint(o, "port", UINT16_MAX, &v, err)) < 0 ||
+                    (r = get_str(o, "name", PROXY_CTL_SECRET_NAME_MAX, &m->name, err)) < 0 ||
+                    (r = get_str(o, "method", PROXY_CTL_METHOD_MAX, &m->method, err)) < 0 ||
+                    (r = get_str(o, "path", PROXY_CTL_PATH_MAX, &m->path, err)) < 0)
+                        return r;
+                m->port = (uint16_t)v;
+                break;
         }
         return 0;
 }
@@ -247,6 +259,14 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
                 free(b64);
                 break;
         }
+        case PROXY_CTL_SECRET_USE:
+                json_object_set_new(o, "time_us", json_integer((json_int_t)m->time_us));
+                json_object_set_new(o, "host", json_string(m->host ? m->host : ""));
+                json_object_set_new(o, "port", json_integer(m->port));
+                json_object_set_new(o, "name", json_string(m->name ? m->name : ""));
+                json_object_set_new(o, "method", json_string(m->method ? m->method : ""));
+                json_object_set_new(o, "path", json_string(m->path ? m->path : ""));
+                break;
         }
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);

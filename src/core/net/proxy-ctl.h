@@ -37,12 +37,19 @@ typedef enum ProxyCtlOp {
          * secret's hosts as rules. One message a secret, so that values
          * of up to SECRET_VALUE_MAX fit in PROXY_CTL_MAX. */
         PROXY_CTL_SECRET,
+        /* proxy -> daemon: ws, time_us, host, port, name, method, path (as
+         * the jail sent it, placeholders and all, cut at
+         * PROXY_CTL_PATH_MAX): a secret's value was put into a request,
+         * for the audit log. Never the value. */
+        PROXY_CTL_SECRET_USE,
 } ProxyCtlOp;
 
 #define PROXY_CTL_SECRET_NAME_MAX 64
 #define PROXY_CTL_PLACEHOLDER_MAX 64
 #define PROXY_CTL_SECRET_VALUE_MAX 8192
 #define PROXY_CTL_SECRET_HOSTS_MAX 32
+#define PROXY_CTL_METHOD_MAX 32
+#define PROXY_CTL_PATH_MAX 1024
 
 typedef struct ProxyCtlMsg {
         ProxyCtlOp op;
@@ -64,6 +71,8 @@ typedef struct ProxyCtlMsg {
         char *placeholder;   /* secret: what the jail holds instead */
         char *value;         /* secret: value_len bytes (no CR, LF or NUL), NUL after them */
         size_t value_len;
+        char *method;        /* secret_use */
+        char *path;          /* secret_use */
 } ProxyCtlMsg;
 
 /* Parses one datagram. -EBADMSG with *err saying why. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "audit.h"
 #include "macro.h"
 #include "net-policy.h"
 #include "secret-store.h"
@@ -88,6 +89,17 @@ static char *git_url_host(const VsNetRule *r) {
                         port) < 0
                        ? NULL
                        : h;
+}
+
+void proxy_secret_use_audit(uid_t uid, const char *workspace, uint64_t generation, const ProxyCtlMsg *m) {
+        json_t *target = json_pack("{s:s, s:i, s:s, s:s, s:s}", "host", m->host, "port", (int)m->port, "method",
+                                   m->method, "path", m->path, "secret", m->name);
+        char why[128];
+        snprintf(why, sizeof why, "secret %s put into the request", m->name);
+        audit_write(&(AuditRecord) { .uid = uid, .workspace = workspace, .tool = "network", .target = target,
+                                     .sandboxed = true, .generation = generation, .outcome = "ok",
+                                     .reason = why });
+        json_decref(target);
 }
 
 int proxy_secrets_env(const ProxySecrets *ps, char ***env) {

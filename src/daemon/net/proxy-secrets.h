@@ -23,6 +23,10 @@ typedef struct ProxySecrets {
 /* Loads p's secrets from state_dir and makes new placeholders. */
 int proxy_secrets_load(ProxySecrets *ret, const char *state_dir, const VsPolicy *p, VsError **err);
 void proxy_secrets_done(ProxySecrets *ps);
+/* The audit record of a PROXY_CTL_SECRET_USE (the proxy put the value of
+ * secret m->name into a request to m->host): where and what, never the
+ * value. uid: the jail's; workspace and generation: the policy's. */
+void proxy_secret_use_audit(uid_t uid, const char *workspace, uint64_t generation, const ProxyCtlMsg *m);
 /* NAME=placeholder for each, appended to *env, and git credential
  * helpers that print it for its hosts (GIT_CONFIG_COUNT/KEY_n/VALUE_n). */
 int proxy_secrets_env(const ProxySecrets *ps, char ***env);

@@ -376,6 +376,8 @@ static void drain(unsigned max) {
                         P.landlock = (int)m.landlock;
                 } else if (px && m.op == PROXY_CTL_DENIAL)
                         record_denial(px, &m);
+                else if (px && m.op == PROXY_CTL_SECRET_USE)
+                        proxy_secret_use_audit(px->peer_uid, px->ws->path, px->ws->generation, &m);
                 else if (px && m.op == PROXY_CTL_CONNS) {
                         px->open = m.open;
                         px->total = m.total;
