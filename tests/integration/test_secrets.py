@@ -49,8 +49,8 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def server():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+def server(handler=None):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler or Recorder)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -255,16 +255,29 @@ def t_inject_plain_http(tmp):
         srv.shutdown()
 
 
+def two_hosts(tmp, name):
+    """The secret TOK's host and another allowed host (their servers and
+    ports), a daemon whose store has TOK, a workspace allowing both."""
+    srv, other = server(), server()
+    port, oport = srv.server_address[1], other.server_address[1]
+    d, _ = daemon(tmp, name)
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % port])
+        ws = jail_ws(tmp, d, "ws-" + name, port, extra_net=["127.0.0.1:%d" % oport])
+    except BaseException:
+        d.stop()
+        srv.shutdown()
+        other.shutdown()
+        raise
+    return srv, other, port, oport, d, ws
+
+
 def t_placeholder_elsewhere_refused(tmp):
     """The placeholder sent to another allowed host is refused (403 naming
     the secret), reported in network_denied and the audit log, without the
     value; that host never sees the request."""
-    srv, other = server(), server()
-    port, oport = srv.server_address[1], other.server_address[1]
-    d, _ = daemon(tmp, "ref")
+    srv, other, port, oport, d, ws = two_hosts(tmp, "ref")
     try:
-        set_secret(d, "TOK", ["127.0.0.1:%d" % port])
-        ws = jail_ws(tmp, d, "ws-ref", port, extra_net=["127.0.0.1:%d" % oport])
         Recorder.seen.clear()
         r = term(d, ws, CURL + '-H "Authorization: Bearer $TOK" http://127.0.0.1:%d/steal' % oport)
         out = out_of(r)
@@ -291,12 +304,8 @@ def t_basic_credentials(tmp):
     """curl -u x:$TOK: the placeholder inside Basic credentials becomes the
     value for the secret's host; the same credentials to another allowed
     host are refused (403 naming the secret), that host never sees them."""
-    srv, other = server(), server()
-    port, oport = srv.server_address[1], other.server_address[1]
-    d, _ = daemon(tmp, "basic")
+    srv, other, port, oport, d, ws = two_hosts(tmp, "basic")
     try:
-        set_secret(d, "TOK", ["127.0.0.1:%d" % port])
-        ws = jail_ws(tmp, d, "ws-basic", port, extra_net=["127.0.0.1:%d" % oport])
         Recorder.seen.clear()
         r = term(d, ws, CURL + '-u "x:$TOK" http://127.0.0.1:%d/basic' % port)
         check(r.get("ok") is True and "seen" in out_of(r), r)
@@ -345,8 +354,7 @@ def t_git_credential(tmp):
     if not shutil.which("git"):
         T.skip("git credential", "git is not installed")
         return
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), GitAuth)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = server(GitAuth)
     port = srv.server_address[1]
     d, _ = daemon(tmp, "git")
     try:
