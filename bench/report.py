@@ -175,6 +175,97 @@ TARGETS_6 = [
          kind="ratio", ref="scale.ratio.throughput", stat="median", op=">=", limit=0.85, unit="x"),
 ]
 
+TARGETS_29 = [
+    dict(text="first call, 200 000 files / 20 000 dirs, new daemon (no walk cache) / `find` over the tree <= 1.2 "
+              "(median ratio)",
+         kind="ratio", ref="tree.200000.first_vs_find", stat="median", op="<=", limit=1.2, unit="x"),
+    dict(text="first call after a daemon restart, tree unchanged, 200 000 files / `find` <= 0.3 (median ratio)",
+         kind="ratio", ref="tree.200000.restart_vs_find", stat="median", op="<=", limit=0.3, unit="x"),
+]
+
+TREE_KINDS = (("first", "first call, new daemon, no walk cache"),
+              ("restart", "first call after a restart, tree unchanged"),
+              ("find", "`find WS -name '*.pem'`"),
+              ("mot", "masks over time: the call after a .pem appeared deep"),
+              ("warm", "a warm call, nothing changed"))
+
+
+def gnuplot(script):
+    """Runs gnuplot (Debian's gnuplot-nox, scripts/install-deps) on script;
+    False where it is missing."""
+    try:
+        return subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def tree_page(w, figs, ratios, values, out_dir):
+    """The scale page (issue 29): the first call and masks over time against
+    the workspace's size, beside `find`, as SVG plots and tables."""
+    sizes = values.get("tree.sizes") or []
+    if not sizes or f"tree.{sizes[0]}.find" not in figs:
+        return
+    w("## Workspace size: the first call and masks over time against `find` (the scale page)\n")
+    w("From `bench/bench-tree.py`: trees of ten files a directory, the example masks of docs/config.md and a "
+      "protect glob; per size and round, in a rotating order: a new daemon on an empty state directory and its "
+      "first call; the same daemon stopped and started again on that state directory and its first call (the "
+      "walk cache read); `find WS -name '*.pem'` over the tree, twice; then on the first daemon, a .pem made in "
+      "the tree's last directory and the next call (it must not read it: the run fails if it does), and a warm "
+      "call. Medians with min and max over the rounds; ratios round by round. Daemon start-up is not timed."
+      + (f" Load average during the run: {' '.join(values['tree.loadavg'])}." if values.get("tree.loadavg") else "")
+      + "\n")
+    stem = "benchmarks-tree"
+    data = os.path.join(out_dir, stem + ".dat")
+    rows = []
+    for n in sizes:
+        row = [str(n)]
+        for k, _ in TREE_KINDS:
+            f = figs.get(f"tree.{n}.{k}")
+            row += [f"{f.stat(x) / 1000:.3f}" if f else "nan" for x in ("median", "min", "max")]
+        for k in ("first", "restart", "mot"):
+            r = ratios.get(f"tree.{n}.{k}_vs_find")
+            row += [f"{r.stat(x):.3f}" if r and r.per_round else "nan" for x in ("median", "min", "max")]
+        rows.append(" ".join(row))
+    drawn = []
+    with open(data, "w") as f:
+        f.write("# files, then median min max (ms) of: " + ", ".join(k for k, _ in TREE_KINDS) +
+                "; then median min max of first/find, restart/find, mot/find\n" + "\n".join(rows) + "\n")
+    common = ("set terminal svg size 720,420 dynamic font 'sans,11'\nset logscale x\nset grid\nset key top left\n"
+              "set xlabel 'files in the workspace (ten a directory)'\n")
+    svg1 = os.path.join(out_dir, stem + "-times.svg")
+    if gnuplot(common + f"set output '{svg1}'\nset logscale y\nset ylabel 'ms (median, bars: min to max)'\n"
+               f"plot '{data}' u 1:2:3:4 w yerrorlines t 'first call, no cache', "
+               f"'' u 1:5:6:7 w yerrorlines t 'first call after a restart', "
+               f"'' u 1:8:9:10 w yerrorlines t 'find', "
+               f"'' u 1:11:12:13 w yerrorlines t 'masks over time: the next call'\n"):
+        drawn.append(svg1)
+    svg2 = os.path.join(out_dir, stem + "-ratios.svg")
+    if gnuplot(common + f"set output '{svg2}'\nset ylabel 'x find (median, bars: min to max)'\nset yrange [0:*]\n"
+               f"plot '{data}' u 1:17:18:19 w yerrorlines t 'first call / find', "
+               f"'' u 1:20:21:22 w yerrorlines t 'after a restart / find', "
+               f"1.2 w l dt 2 t 'target: first <= 1.2x', 0.3 w l dt 3 t 'target: restart <= 0.3x'\n"):
+        drawn.append(svg2)
+    os.unlink(data)
+    for svg, alt in zip(drawn, ("times against size", "ratios to find against size")):
+        w(f"![{alt}]({os.path.basename(svg)})\n")
+    if not drawn:
+        w("(No plots: gnuplot is missing; scripts/install-deps installs it.)\n")
+    w("| files | " + " | ".join(label for _, label in TREE_KINDS) + " | first / find | restart / find |")
+    w("|---|" + "---|" * (len(TREE_KINDS) + 2))
+    for n in sizes:
+        cells = []
+        for k, _ in TREE_KINDS:
+            f = figs.get(f"tree.{n}.{k}")
+            cells.append(f"{fmt(f.stat('median'), 'us')} ({fmt(f.stat('min'), 'us')} - {fmt(f.stat('max'), 'us')})"
+                         if f and f.all else "n/a")
+        for k in ("first", "restart"):
+            r = ratios.get(f"tree.{n}.{k}_vs_find")
+            cells.append(f"{fmt(r.stat('median'), 'x')} ({fmt(r.stat('min'), 'x')} - {fmt(r.stat('max'), 'x')})"
+                         if r and r.per_round else "n/a")
+        w(f"| {n:,} | ".replace(",", " ") + " | ".join(cells) + " |")
+    w("")
+
+
 # Where a warm call's time goes, from probes measured in the same
 # interleaved rounds: each stage is a difference of medians (label, the
 # figure keys added, the keys subtracted), per client. A stage below zero
@@ -458,8 +549,11 @@ def main():
 
     met = target_table(w, "Targets (issue 15, against the honest baselines)", TARGETS_15, figs, ratios, values)
     met += target_table(w, "Other targets (issue 6)", TARGETS_6, figs, ratios, values)
+    if "tree.sizes" in values:
+        met += target_table(w, "Workspace-size targets (issue 29)", TARGETS_29, figs, ratios, values)
     stage_table(w, figs)
     pieces_table(w, figs, values)
+    tree_page(w, figs, ratios, values, os.path.dirname(os.path.abspath(a.out)))
 
     if a.analysis and os.path.exists(a.analysis):
         with open(a.analysis) as f:
@@ -469,7 +563,8 @@ def main():
               "memory": "4. Memory", "memory-bare": "4a. Memory floor: bare bwrap jails (a run of its own)",
               "memory-ns": "4b. Memory floor: bare bwrap jails started as the daemon starts them (a run of its own)",
               "scale": "5. Scale", "network": "6. Network allowlist: a download through the proxy",
-              "client": "7. A Python client (standard library)"}
+              "client": "7. A Python client (standard library)",
+              "tree": "8. Workspace size (all figures; the scale page above draws them)"}
     for d in docs:
         w(f"## {titles.get(d['bench'], d['bench'])}\n")
         if d["figures"]:
@@ -494,7 +589,8 @@ def main():
 
     with open(a.out, "w") as f:
         f.write("\n".join(out).rstrip() + "\n")
-    print(f"wrote {a.out}: {met} of {len(TARGETS_15) + len(TARGETS_6)} targets met", file=sys.stderr)
+    n_targets = len(TARGETS_15) + len(TARGETS_6) + (len(TARGETS_29) if "tree.sizes" in values else 0)
+    print(f"wrote {a.out}: {met} of {n_targets} targets met", file=sys.stderr)
 
 
 if __name__ == "__main__":

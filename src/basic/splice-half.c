@@ -52,10 +52,20 @@ int splice_half_take(SpliceHalf *h, int src) {
                         return r < 0 ? r : splice_half_take(h, src);
                 }
         }
-        if (n > 0)
+        if (n > 0) {
                 h->len += (size_t)n;
-        else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                h->moved += (size_t)n;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 h->eof = true;
+        else if (errno == EAGAIN && !h->buf && h->len > 0)
+                /* A pipe holds 16 pages whatever their fill: small
+                 * segments use it up long before cap bytes, and splice
+                 * then says EAGAIN while the source stays readable. Polled
+                 * for reading, the source would wake the loop forever
+                 * (the sink that does not take is what keeps it so): the
+                 * half waits for a give instead, which the sink's
+                 * writability brings (something is held). */
+                h->full = true;
         return 0;
 }
 
@@ -69,6 +79,9 @@ bool splice_half_give(SpliceHalf *h, int dst) {
                 n = splice(h->pipe[0], NULL, dst, NULL, h->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n < 0)
                 return errno == EAGAIN || errno == EINTR;
+        if (n > 0)
+                h->full = false;
+        h->moved += (size_t)n;
         if (!h->buf)
                 h->len -= (size_t)n;
         else if ((h->off += (size_t)n) == h->len)

@@ -15,6 +15,8 @@ typedef struct SpliceHalf {
         char *buf;      /* the copying fallback */
         size_t len;     /* held: in the pipe, or read into buf */
         size_t off;     /* of buf: given already */
+        unsigned long long moved; /* bytes taken and given: progress */
+        bool full;      /* the pipe took no more: read again once some was given */
         bool eof;       /* the source ended (or failed) */
         bool shut;      /* the sink's writing side was shut, after the last byte */
 } SpliceHalf;
@@ -34,5 +36,5 @@ static inline bool splice_half_holds(const SpliceHalf *h) {
         return h->len > h->off;
 }
 static inline bool splice_half_wants(const SpliceHalf *h) {
-        return !h->eof && h->len < h->cap;
+        return !h->eof && !h->full && h->len < h->cap;
 }

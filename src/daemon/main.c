@@ -10,11 +10,13 @@
 #include <time.h>
 
 #include "approval.h"
+#include "walk-cache.h"
 #include "audit.h"
 #include "forbidden.h"
 #include "cgroup.h"
 #include "daemon-tools.h"
 #include "instance.h"
+#include "jail-home.h"
 #include "log.h"
 #include "paths.h"
 #include "ports.h"
@@ -231,6 +233,44 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
         return 0;
 }
 
+/* The kept homes of workspaces that are gone (jail-home.h), removed off
+ * the loop once at start: a store that served many workspaces may hold
+ * large caches. */
+typedef struct PruneWork {
+        uv_work_t work;
+        char *state_dir; /* a copy: the work may outlive a loop stopped at shutdown */
+        unsigned removed;
+        int r;
+} PruneWork;
+
+static void prune_work(uv_work_t *w) {
+        PruneWork *p = w->data;
+        p->r = jail_homes_prune(p->state_dir, &p->removed);
+}
+
+static void prune_done(uv_work_t *w, int status) {
+        PruneWork *p = w->data;
+        if (status == 0 && p->r < 0)
+                log_warning("removing the homes of workspaces that are gone from %s/homes: %s", p->state_dir,
+                            strerror(-p->r));
+        else if (status == 0 && p->removed)
+                log_info("removed the kept homes of %u workspace(s) that are gone", p->removed);
+        free(p->state_dir);
+        free(p);
+}
+
+static void prune_homes_start(Server *srv) {
+        PruneWork *p = calloc(1, sizeof *p);
+        if (!p)
+                return;
+        p->state_dir = strdup(srv->opt.state_dir);
+        p->work.data = p;
+        if (!p->state_dir || uv_queue_work(srv->loop, &p->work, prune_work, prune_done) < 0) {
+                free(p->state_dir);
+                free(p);
+        }
+}
+
 int main(int argc, char **argv) {
         Server *srv = &server;
         DaemonOptions *o = &srv->opt;
@@ -261,6 +301,11 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vectora-sandboxd: %s\n", vs_error_message(err));
                 return 1;
         }
+        /* What the start walks learnt, kept for the next run (walk-cache.h).
+         * Without it (a state directory not the daemon's own) each start
+         * reads every directory: slower, as safe. */
+        if ((r = walk_cache_use_init(&srv->walk_cache, o->state_dir)) < 0)
+                fprintf(stderr, "vectora-sandboxd: no walk cache in %s: %s\n", o->state_dir, strerror(-r));
         /* Before anything of this instance is touched: another daemon on
          * the same socket holds the lock and is left alone. */
         srv->instance_lock_fd = -EBADF;
@@ -335,6 +380,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         workspace_gc_start(srv);
+        prune_homes_start(srv);
         log_info("listening on %s (pid %d, uid %u, worker %s%s%s)", o->socket_path, (int)getpid(), (unsigned)geteuid(),
                  o->worker_path, srv->cgroup_version ? ", cgroups v" : "",
                  srv->cgroup_version ? (srv->cgroup_version == 2 ? "2" : "1") : "");
@@ -349,6 +395,7 @@ int main(int argc, char **argv) {
         watch_hubs_free(srv); /* every workspace is gone: nobody holds a watch */
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
+        walk_cache_use_done(&srv->walk_cache);
         audit_close();
         log_info("exited cleanly");
         return 0;

@@ -26,6 +26,7 @@
 #include <netdb.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "time-util.h"
 
 #define PROXY_MAX_CONNS 256          /* open connections per workspace */
+#define PROXY_ACCEPT_MAX (2 * PROXY_MAX_CONNS) /* past it (503s pending), a workspace's listener waits */
 #define PROXY_HEAD_TIMEOUT_MS 30000  /* to send a request head, or the ClientHello */
 #define PROXY_CONNECT_TIMEOUT_MS 15000
 #define PROXY_IDLE_TIMEOUT_MS 300000 /* a tunnel with no traffic either way */
@@ -82,6 +84,7 @@ struct ProxyConn {
 static void head_ready(ProxyConn *c);
 static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
+static void on_connection(uv_stream_t *server, int status);
 static void proxy_free(Proxy *px);
 
 struct Proxy {
@@ -100,6 +103,8 @@ struct Proxy {
         unsigned open;
         uint64_t total;
         uint64_t lost; /* denials the daemon did not get yet (its socket full) */
+        bool conns_changed; /* open or total changed since the daemon was told */
+        bool accept_waits;  /* a connection waits in the listener: PROXY_ACCEPT_MAX were open */
         Proxy *next;
         ProxySend send;
 };
@@ -109,12 +114,49 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
         return s ? px->send(s) : -ENOMEM;
 }
 
+static Proxy *proxies;
+static uv_check_t conns_check;
+static bool conns_check_init;
+/* A descriptor kept spare for shed(): an eventfd, since the confined
+ * proxy may open no path (libuv's own spare is /dev/null or /, which it
+ * cannot take again once used). */
+static int spare_fd = -1;
+
+static void flush_conns(uv_check_t *h) {
+        uv_check_stop(h);
+        if (spare_fd < 0)
+                spare_fd = eventfd(0, EFD_CLOEXEC);
+        for (Proxy *px = proxies; px; px = px->next) {
+                if (!px->conns_changed)
+                        continue;
+                /* With the denials lost so far: the daemon counts and
+                 * audits them (as not itemized) once this arrives. */
+                if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open,
+                                                  .total = px->total, .lost = px->lost }) >= 0) {
+                        px->lost = 0;
+                        px->conns_changed = false;
+                }
+        }
+}
+
+/* The counts go to the daemon once a loop turn, not once a connection: a
+ * jail that opens and closes connections in a loop would otherwise send
+ * two messages each, fill the control socket, and every workspace's
+ * denials sent meanwhile would be lost (counted, not itemized, missing
+ * from their calls' network_denied). */
+static void check_later(Proxy *px) {
+        if (!conns_check_init) {
+                if (uv_check_init(px->loop, &conns_check) < 0)
+                        return;
+                uv_unref((uv_handle_t *)&conns_check);
+                conns_check_init = true;
+        }
+        (void)uv_check_start(&conns_check, flush_conns);
+}
+
 static void send_conns(Proxy *px) {
-        /* With the denials lost so far: the daemon counts and audits them
-         * (as not itemized) once this arrives. */
-        if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open, .total = px->total,
-                                          .lost = px->lost }) >= 0)
-                px->lost = 0;
+        px->conns_changed = true;
+        check_later(px);
 }
 
 /* ---- denials -------------------------------------------------------------- */
@@ -170,8 +212,13 @@ static void conn_free(ProxyConn *c) {
         free(c);
         if (px->removed && !px->conns && !px->listening)
                 proxy_free(px);
-        else if (!px->removed)
+        else if (!px->removed) {
                 send_conns(px);
+                if (px->accept_waits && px->open < PROXY_ACCEPT_MAX) {
+                        px->accept_waits = false;
+                        on_connection((uv_stream_t *)&px->listener, 0);
+                }
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -277,7 +324,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
          * c->buf has room for: what a read takes past it would be lost
          * (a body sent with its head); the rest waits in the socket for
          * the splice. */
-        size_t n = 256 * 1024;
+        size_t n = 65536;
         if (h == (uv_handle_t *)&c->client && (c->state == CS_HEAD || c->state == CS_HELLO))
                 n = MIN(n, VS_HTTP_HEAD_MAX - c->len);
         /* Room for a WriteReq header in front, so the bytes read are
@@ -683,18 +730,55 @@ static void on_timer_state(ProxyConn *c) {
         uv_timer_start(&c->timer, on_timer, ms, c->state == CS_SPLICE ? PROXY_IDLE_TIMEOUT_MS : 0);
 }
 
+/* Out of descriptors: libuv's listener retries accept(2) without end
+ * (accept fails with EMFILE before it looks for a connection), so the
+ * loop never came back to close what the jails had closed: every
+ * workspace's traffic stopped, for good. The spare is given up, what
+ * waits on this listener is accepted and dropped, and the free slot makes
+ * libuv's next accept say EAGAIN: the loop goes on, and takes the spare
+ * again at the end of its turn. Without a spare (a connection took the
+ * slot meanwhile), this workspace's newest connection is dropped instead. */
+static void shed(Proxy *px) {
+        uv_os_fd_t lfd;
+        if (uv_fileno((uv_handle_t *)&px->listener, &lfd) < 0)
+                return;
+        if (spare_fd >= 0)
+                spare_fd = safe_close(spare_fd);
+        else if (px->conns && px->conns->state != CS_CLOSING)
+                conn_close(px->conns); /* its socket is closed at once */
+        for (int fd; (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;)
+                close(fd);
+        check_later(px);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
         Proxy *px = server->data;
+        if (status == UV_EMFILE || status == UV_ENFILE) {
+                shed(px);
+                return;
+        }
         if (status < 0 || px->removed)
                 return;
+        /* Not accepted now, libuv stops watching the listener until the
+         * workspace's connections fall below the bound (conn_free): the
+         * jail's connects wait in the backlog, and an endless stream of
+         * them no longer holds the loop in accept(2) while the
+         * descriptors of those it closed pile up. */
+        if (px->open >= PROXY_ACCEPT_MAX) {
+                px->accept_waits = true;
+                return;
+        }
         ProxyConn *c = calloc(1, sizeof *c);
         if (!c || !(c->buf = malloc(VS_HTTP_HEAD_MAX))) {
                 free(c);
-                /* Accept and drop, or the listener would spin. */
-                uv_pipe_t tmp;
-                if (uv_pipe_init(px->loop, &tmp, 0) == 0) {
-                        (void)uv_accept(server, (uv_stream_t *)&tmp);
-                        uv_close((uv_handle_t *)&tmp, NULL);
+                /* Accept and drop, or the listener would spin; without a
+                 * libuv handle, which would need memory (and one on the
+                 * stack would be closed after this returns). */
+                uv_os_fd_t lfd;
+                if (uv_fileno((uv_handle_t *)server, &lfd) == 0) {
+                        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd >= 0)
+                                close(fd);
                 }
                 return;
         }
@@ -758,8 +842,6 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
         m->n_rules = 0;
 }
 
-static Proxy *proxies;
-
 static Proxy *find(uint64_t id) {
         for (Proxy *px = proxies; px; px = px->next)
                 if (px->id == id)
@@ -799,6 +881,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px = calloc(1, sizeof *px);
                 if (!px)
                         return -ENOMEM;
+                if (spare_fd < 0)
+                        spare_fd = eventfd(0, EFD_CLOEXEC);
                 px->id = m->ws;
                 px->loop = loop;
                 px->peer_uid = m->peer;

@@ -15,6 +15,7 @@ struct SpliceLink {
         int fd[2];
         SpliceHalf h[2]; /* h[k]: from fd[k] to fd[1 - k] */
         bool inited[2];  /* poll[k] was initialised (and must be closed) */
+        int ev[2];       /* what poll[k] waits for now */
         unsigned open;   /* poll handles not yet closed */
         bool ended;
         SpliceLinkCb cb;
@@ -27,6 +28,11 @@ static void update(SpliceLink *l) {
         for (int k = 0; k < 2; k++) {
                 int ev = (splice_half_wants(&l->h[k]) ? UV_READABLE : 0) |
                          (splice_half_holds(&l->h[1 - k]) ? UV_WRITABLE : 0);
+                /* Unchanged: libuv would stop and start the descriptor's
+                 * epoll entry again for nothing. */
+                if (ev == l->ev[k])
+                        continue;
+                l->ev[k] = ev;
                 if (!ev)
                         uv_poll_stop(&l->poll[k]);
                 else if (uv_poll_start(&l->poll[k], ev, on_poll) < 0)
@@ -38,6 +44,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
         SpliceLink *l = p->data;
         int k = p == &l->poll[0] ? 0 : 1;
         bool ok = status >= 0;
+        unsigned long long moved = l->h[0].moved + l->h[1].moved;
         /* The side that woke may be read; what either half holds is
          * offered to its sink (non-blocking: it says if it fits). */
         if (ok && (events & (UV_READABLE | UV_DISCONNECT)) && splice_half_wants(&l->h[k]) &&
@@ -51,7 +58,10 @@ static void on_poll(uv_poll_t *p, int status, int events) {
                 l->ended = true;
         if (!l->ended)
                 update(l);
-        l->cb(l->userdata, l->ended);
+        /* Progress only when bytes moved: a wake that moved none must
+         * not keep an idle tunnel from its timeout. */
+        if (l->ended || l->h[0].moved + l->h[1].moved != moved)
+                l->cb(l->userdata, l->ended);
 }
 
 int splice_link_start(uv_loop_t *loop, int fd_a, int fd_b, SpliceLinkCb cb, void *userdata, SpliceLink **ret) {

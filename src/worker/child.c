@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include "child.h"
 #include "fd-util.h"
 #include "macro.h"
+#include "proc-tree.h"
 #include "time-util.h"
 
 typedef struct ChildArgs {
@@ -104,12 +106,54 @@ int child_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int
         return 0;
 }
 
+/* What the leader started and left its group for (setsid, setpgid: a
+ * dev server's daemon, a test runner's workers) is still below it in the
+ * process tree while the leader lives: stopped level by level (a stopped
+ * process forks no more) until a look finds nothing new, then killed. A
+ * double fork's grandchild, reparented to the worker already, is out of
+ * reach (only the jail's end takes it). */
+#define KILL_TREE_ROUNDS 16
+static void kill_tree(pid_t leader) {
+        _cleanup_free_ pid_t *stopped = NULL;
+        size_t n_stopped = 0;
+        (void) kill(leader, SIGSTOP);
+        for (unsigned round = 0; round < KILL_TREE_ROUNDS; round++) {
+                _cleanup_free_ pid_t *now = NULL;
+                int n = proc_tree_pids(leader, &now, NULL);
+                if (n <= 1)
+                        break;
+                size_t fresh = 0;
+                for (int i = 0; i < n; i++) {
+                        if (now[i] == leader)
+                                continue;
+                        bool seen = false;
+                        for (size_t k = 0; k < n_stopped && !seen; k++)
+                                seen = stopped[k] == now[i];
+                        if (seen)
+                                continue;
+                        pid_t *m = reallocarray(stopped, n_stopped + 1, sizeof *m);
+                        if (!m)
+                                break;
+                        stopped = m;
+                        stopped[n_stopped++] = now[i];
+                        (void) kill(now[i], SIGSTOP);
+                        fresh++;
+                }
+                if (!fresh)
+                        break;
+        }
+        for (size_t k = 0; k < n_stopped; k++)
+                (void) kill(stopped[k], SIGKILL);
+}
+
 void child_kill(Child *c) {
         if (c->killed)
                 return;
         c->killed = true;
         if (c->pid <= 0)
                 return; /* kill(-0) would be the worker's own group */
+        if (!c->reaped)
+                kill_tree(c->pid);
         /* The group outlives its leader while members remain; kernel pids
          * are not reused as long as the group exists. */
         (void) kill(-c->pid, SIGKILL);

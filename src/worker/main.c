@@ -50,6 +50,7 @@ typedef struct Worker {
         bool shutdown;
         bool release_due;       /* work was done since the last idle release */
         uint64_t resweep_at_ms; /* now_ms() for one more sweep, once idle; 0: none */
+        bool sweep_first;       /* that sweep is the start's: one more for the files too new then */
 } Worker;
 
 static void flush_blocking(Worker *w) {
@@ -65,6 +66,12 @@ static _noreturn_ void finish(Worker *w, int status) {
         exec_kill_all(&w->execs);
         session_kill_all(&w->sessions);
         flush_blocking(w);
+        /* A sweep still to come (the worker was never idle long enough,
+         * or files were too new at its last look) runs on the way out:
+         * nothing waits for it now, and the next worker may be long in
+         * coming (an idle workspace's last one). */
+        if (status == 0 && w->resweep_at_ms)
+                (void) sweep_temp_files(&w->policy, NULL, NULL);
         _exit(status);
 }
 
@@ -161,14 +168,14 @@ static void handle_init(Worker *w, json_t *obj) {
                 goto fail;
         }
         w->state = PROTOCOL_STATE_READY;
-        /* Ready goes out first; the sweep then runs before any request. */
+        /* Ready goes out first; the sweep runs once the worker is idle a
+         * moment later: a walk of the tree (200 000 files: a third of a
+         * second) that the first call, sent as ready arrives, need not
+         * wait for. A temp file is left to no write of this worker's
+         * (those hold its lock, or are too new). */
         (void) flush(w);
-        size_t young = 0, swept = sweep_temp_files(&w->policy, &young);
-        if (swept > 0)
-                log_info("removed %zu temp files of interrupted writes", swept);
-        /* Too new to judge now: looked at again once they are old enough. */
-        if (young > 0)
-                w->resweep_at_ms = now_ms() + (SWEEP_MIN_AGE_S + 1) * 1000;
+        w->sweep_first = true;
+        w->resweep_at_ms = now_ms() + SWEEP_START_DELAY_MS;
         return;
 
 fail:
@@ -444,10 +451,28 @@ int main(int argc, char **argv) {
                 if (r < 0)
                         continue;
                 if (resweep && now_ms() >= w.resweep_at_ms) {
-                        w.resweep_at_ms = 0; /* once: later ones are the next worker's */
-                        size_t swept = sweep_temp_files(&w.policy, NULL);
+                        w.resweep_at_ms = 0; /* twice at most: later ones are the next worker's */
+                        size_t young = 0;
+                        time_t newest = 0;
+                        size_t swept = sweep_temp_files(&w.policy, w.sweep_first ? &young : NULL, &newest);
                         if (swept > 0)
                                 log_info("removed %zu temp files of interrupted writes", swept);
+                        /* Too new to judge now: looked at again as soon as the
+                         * newest is old enough (its whole second past
+                         * SWEEP_MIN_AGE_S), before a short idle timeout ends
+                         * the worker (the soak's 3 s found one left). */
+                        if (w.sweep_first && young > 0) {
+                                struct timespec wall = now_wall();
+                                int64_t due = ((int64_t)newest + SWEEP_MIN_AGE_S) * 1000 + 20,
+                                        now_w = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+                                int64_t wait = due - now_w;
+                                if (wait < 20)
+                                        wait = 20;
+                                if (wait > (SWEEP_MIN_AGE_S + 1) * 1000)
+                                        wait = (SWEEP_MIN_AGE_S + 1) * 1000;
+                                w.resweep_at_ms = now_ms() + (uint64_t)wait;
+                        }
+                        w.sweep_first = false;
                 }
                 if (r == 0 && release) {
                         idle_release(&w);

@@ -7,8 +7,9 @@
  * whose lock can be taken, and that is not brand new, belongs to no live
  * write (of this worker, another worker or another daemon) and goes.
  *
- * Run as the worker starts (so also after a crash: the next worker
- * starts), and once more when the start left files too new to judge (a
+ * Run as the worker starts, once it is first idle a moment after ready
+ * (so also after a crash: the next worker starts; the first call does not
+ * wait for the walk), and once more when that left files too new to judge (a
  * write killed just before: the soak's end found them until some later
  * worker), inside the jail with its rules in force, over the writable
  * roots (the workspace alone in direct mode), bounded in entries and depth
@@ -47,6 +48,7 @@ typedef struct Sweep {
         size_t entries;
         size_t removed;
         size_t young;
+        time_t newest_young; /* the newest of them (st_mtime) */
         time_t now;
 } Sweep;
 
@@ -56,6 +58,8 @@ static void sweep_temp(Sweep *s, int dfd, const char *name, const struct stat *s
         /* SWEEP_MIN_AGE_S: between a write's create and its flock. */
         if (st->st_mtime > s->now - SWEEP_MIN_AGE_S) {
                 s->young++;
+                if (st->st_mtime > s->newest_young)
+                        s->newest_young = st->st_mtime;
                 return;
         }
         int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -102,7 +106,7 @@ static void sweep_dir(Sweep *s, int fd0, const char *path, dev_t dev, unsigned d
         closedir(d);
 }
 
-size_t sweep_temp_files(const Policy *p, size_t *young) {
+size_t sweep_temp_files(const Policy *p, size_t *young, time_t *newest_young) {
         Sweep s = { .policy = p, .now = now_wall().tv_sec };
         char *direct[] = { p->workspace, NULL };
         char **roots = p->mode == PROTOCOL_MODE_DIRECT ? direct : p->rw;
@@ -119,5 +123,7 @@ size_t sweep_temp_files(const Policy *p, size_t *young) {
         }
         if (young)
                 *young = s.young;
+        if (newest_young)
+                *newest_young = s.newest_young;
         return s.removed;
 }

@@ -13,6 +13,7 @@
 
 #include <poll.h>
 #include <stdbool.h>
+#include <time.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -89,9 +90,12 @@ bool sweep_is_temp_name(const char *name);
 /* Removes the temp files of killed writes under the writable roots (the
  * workspace in direct mode); returns how many. *young (may be NULL): how
  * many were left for being too new to tell from a write just begun. */
-size_t sweep_temp_files(const Policy *p, size_t *young);
+size_t sweep_temp_files(const Policy *p, size_t *young, time_t *newest_young);
 /* How old a temp file must be before a sweep takes it (seconds). */
 #define SWEEP_MIN_AGE_S 2
+/* How long after ready the start-up sweep waits (ms), so the first call,
+ * sent as ready arrives, is served first. */
+#define SWEEP_START_DELAY_MS 300
 
 /* ---- fileops.c (synchronous; each appends a reply to out) ---- */
 

@@ -67,8 +67,9 @@ import escape_backend  # noqa: E402
 BACKEND = escape_backend.Backend(os.environ.get("VECTORA_ESCAPE_BACKEND", "local"))
 
 # What the jail's environment may contain (src/shared/plan/backend-local.c,
-# backend_local_jail_env()).
-ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR"]
+# backend_local_jail_env(); GIT_CONFIG_SYSTEM names the read-only identity
+# file on the local backend, src/core/launch/jail-home.h).
+ENV_ALLOWLIST = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "GIT_CONFIG_SYSTEM"]
 
 MASK = '[".env", "**/*.pem", "**/.ssh/**", "**/.aws/**", "config/prod/secret.key"]'
 

@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import SANDBOX, term  # noqa: E402
-from vtest import CLI, DAEMON, ROOT, Daemon, Tap, Skip, check, chown_tree, make_ws, needs_root, run_cases  # noqa: E402
+from vtest import CLI, DAEMON, ROOT, Daemon, Tap, Skip, check, chown_tree, make_ws, needs_root, run_cases, sleepers, wait_for  # noqa: E402
 from vmcp import Mcp  # noqa: E402
 
 notes = []
@@ -146,27 +146,6 @@ def t_walk_never_follows_a_swapped_symlink(tmp):
         d.stop()
 
 
-def sleepers(n):
-    """pids of the host's processes running `sleep N` (the jail's are the host's too)."""
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    if f.read().split(b"\0")[:2] == [b"sleep", str(n).encode()]:
-                        out.append(int(p))
-            except OSError:
-                pass
-    return out
-
-
-def wait_for(cond, t):
-    end = time.monotonic() + t
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def replies(c, ids, t=60):

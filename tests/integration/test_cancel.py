@@ -15,36 +15,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases  # noqa: E402
+from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases, sleepers, wait_for  # noqa: E402
 from vmcp import Mcp  # noqa: E402
 
 tap = Tap()
 SANDBOX = "[sandbox]\nenabled = true\n"
 
 
-def sleepers(n):
-    """pids of the host's processes running `sleep N`."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv[:2] == [b"sleep", str(n).encode()]:
-            out.append(int(p))
-    return out
-
-
-def wait_for(cond, t):
-    end = time.monotonic() + t
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def started(n, t=20):
@@ -53,6 +30,16 @@ def started(n, t=20):
 
 def gone(n, t=3):
     check(wait_for(lambda: not sleepers(n), t), "sleep %s still runs %.0f s after the cancel" % (n, t))
+
+
+def replies(c, n):
+    """The next n replies on c, by id (a call and its cancel answer in
+    either order)."""
+    got = {}
+    while len(got) < n:
+        m = c.recv()
+        got[m["id"]] = m
+    return got
 
 
 def env_for(d=None):
@@ -73,10 +60,7 @@ def t_api_cancel(tmp):
         c.send({"id": 7, "tool": "terminal", "workspace": ws, "command": "sleep 3001"})
         started(3001)
         c.send({"id": 8, "tool": "cancel", "target": 7})
-        got = {}
-        while len(got) < 2:
-            m = c.recv()
-            got[m["id"]] = m
+        got = replies(c, 2)
         check(got[8].get("ok") and got[8].get("found") is True, "cancel's reply: %r" % got[8])
         check(not got[7]["ok"] and got[7]["error"]["code"] == "cancelled", "the call's reply: %r" % got[7])
         gone(3001)
@@ -89,10 +73,7 @@ def t_api_cancel(tmp):
         ws2 = make_ws(tmp, "api-queued", SANDBOX)
         c.s.sendall(json.dumps({"id": 20, "tool": "terminal", "workspace": ws2, "command": "sleep 3011"}).encode() +
                     b"\n" + json.dumps({"id": 21, "tool": "cancel", "target": 20}).encode() + b"\n")
-        got = {}
-        while len(got) < 2:
-            m = c.recv()
-            got[m["id"]] = m
+        got = replies(c, 2)
         check(got[21].get("found") is True, "cancel's reply: %r" % got[21])
         check(got[20]["error"]["code"] == "cancelled" and "before it ran" in got[20]["error"]["message"],
               "the queued call's reply: %r" % got[20])
@@ -105,6 +86,35 @@ def t_api_cancel(tmp):
         check(any(a["target"] == "sleep 3001" and a["error_code"] == "cancelled" and
                   "cancelled by the client" in a["denial_reason"] for a in audit), "the cancelled call is audited")
         check(any(a["tool"] == "cancel" and a["target"] == {"request": 7} for a in audit), "the cancel is audited")
+
+
+def t_tree_left_the_group(tmp):
+    """What a command started and moved out of its process group (setsid,
+    a pipeline's setpgid) goes with it when a cancel or a timeout ends it:
+    the worker stops the tree below the command, then kills it. Before,
+    only the group was killed and these lived on in the jail."""
+    ws = make_ws(tmp, "tree", SANDBOX)
+    with Daemon(tmp, "tree") as d:
+        c = d.conn()
+        c.send({"id": 1, "tool": "terminal", "workspace": ws,
+                "command": "setsid sleep 3021 </dev/null >/dev/null 2>&1 & "
+                           "(set -m; sleep 3022 </dev/null >/dev/null 2>&1 &) ; sleep 3023"})
+        started(3021)
+        started(3023)
+        c.send({"id": 2, "tool": "cancel", "target": 1})
+        got = replies(c, 2)
+        check(got[1]["error"]["code"] == "cancelled", "the call's reply: %r" % got[1])
+        gone(3023)
+        gone(3021)
+        # A timeout the same way.
+        r = c.call({"tool": "terminal", "workspace": ws, "timeout": 2,
+                    "command": "setsid sleep 3024 </dev/null >/dev/null 2>&1 & sleep 3025"})
+        check(r["ok"] and r["timed_out"], "the timed-out call: %r" % r)
+        gone(3025)
+        gone(3024)
+        r = c.call({"tool": "terminal", "workspace": ws, "command": "echo after"})
+        check(r["ok"] and r["stdout"] == "after\n", "a call after: %r" % r)
+        c.close()
 
 
 def t_close_cancels(tmp):
@@ -251,7 +261,7 @@ def t_python_timeout(tmp):
             try:
                 sb.terminal("sleep 3009")
                 raise AssertionError("the call returned")
-            except vectora_sandbox.DaemonUnavailable as e:
+            except vectora_sandbox.SandboxError as e:
                 err = e
             check(time.monotonic() - t0 < 10, "the timeout took %.1f s" % (time.monotonic() - t0))
             gone(3009)
@@ -261,7 +271,7 @@ def t_python_timeout(tmp):
 
 
 def main():
-    return run_cases(tap, [t_api_cancel, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
+    return run_cases(tap, [t_api_cancel, t_tree_left_the_group, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
 
 
 if __name__ == "__main__":

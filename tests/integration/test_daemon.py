@@ -1746,9 +1746,31 @@ def t_leftovers_restart_jail(d, tmp):
     c.close()
 
 
+def t_leftover_threads_restart_jail(d, tmp):
+    """One leftover process holding the pids limit with its threads (both
+    RLIMIT_NPROC and a pids cgroup count threads) restarts the jail like
+    many leftover processes do; before, a user daemon counted processes
+    only and the next call could not fork."""
+    ws = make_ws(tmp, "leftover-threads", SANDBOX + "[sandbox.limits]\npids = 32\n")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    limits = d.ws_status(ws)["limits"]
+    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
+        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    prog = ("import threading, time\n"
+            "for _ in range(26):\n"
+            "    threading.Thread(target=time.sleep, args=(300,), daemon=True).start()\n"
+            "time.sleep(300)\n")
+    r = term(c, ws, "setsid python3 -c '%s' </dev/null >/dev/null 2>&1 & sleep 1; true" % prog)
+    check(r["ok"] and "jail_restarted" in r, {k: v for k, v in r.items() if k not in ("stdout", "stderr")})
+    r = term(c, ws, "for i in 1 2 3; do sleep 0.01 & done; wait; echo forked")
+    check(r["ok"] and r["stdout"] == "forked\n", r)
+    c.close()
+
+
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 

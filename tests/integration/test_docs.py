@@ -92,6 +92,12 @@ check("the Python client's ErrorCode has the daemon's codes, no more",
 check("each ErrorCode is its wire name in capitals", all(k == v.upper() for k, v in py_codes.items()), str(py_codes))
 check("the Python client's own codes are not the daemon's",
       py_client_only and not ({py_codes.get(k) for k in py_client_only} & set(codes)), str(py_client_only))
+# The TypeScript client's ErrorCode likewise: the daemon's codes and the
+# Python client's own (daemon_unavailable), no more.
+ts_codes = dict(re.findall(r'^  ([A-Z_]+): "([a-z_]+)",$', read("clients/typescript/src/results.ts"), re.M))
+check("the TypeScript client's ErrorCode is the Python client's", ts_codes == py_codes,
+      "only in results.ts: %s; only in errors.py: %s" % (sorted(set(ts_codes.items()) - set(py_codes.items())),
+                                                        sorted(set(py_codes.items()) - set(ts_codes.items()))))
 
 # vectora.toml keys: every KeyDef table row.
 tables = {

@@ -79,9 +79,10 @@ def conversation(mode, ws, env):
 
         r = m.request("tools/list")
         tools = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
-        report(tag + "tools/list: terminal, file_read, file_write, file_edit, list_dir and the background-process tools",
-               set(tools) == {"terminal", "file_read", "file_write", "file_edit", "list_dir", "glob", "grep", "process_start",
-                              "process_output", "process_input", "process_signal", "process_list"}, r)
+        procs = {"process_start", "process_output", "process_input", "process_signal", "process_list"}
+        report(tag + "tools/list: terminal, the file tools and (through the daemon only) the background-process tools",
+               set(tools) == {"terminal", "file_read", "file_write", "file_edit", "multi_edit", "apply_patch", "list_dir",
+                              "glob", "grep"} | (procs if mode == "daemon" else set()), r)
         report(tag + "each tool has a description and an object schema refusing unknown arguments",
                tools and all(len(t.get("description", "")) > 80 and t["inputSchema"].get("type") == "object"
                    and t["inputSchema"].get("additionalProperties") is False

@@ -339,3 +339,28 @@ class Daemon:
     def __exit__(self, *exc):
         self.stop()
 
+
+
+def wait_for(cond, t):
+    """Whether cond() became true within t seconds (polled every 50 ms)."""
+    end = time.monotonic() + t
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def sleepers(arg):
+    """pids of the host's processes running `sleep ARG` (a jail's processes
+    are the host's too): how a test finds the command it started."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", str(arg).encode()]:
+                        out.append(int(p))
+            except OSError:
+                pass
+    return out

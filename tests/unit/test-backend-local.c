@@ -218,12 +218,31 @@ static void test_argv_quote(void **state) {
         free(q);
 }
 
+/* The kept home is bound where the tmpfs would be, the identity file
+ * read-only at its place; without them the tmpfs as before. */
+static void test_home_and_identity(void **state) {
+        (void)state;
+        _cleanup_(policy_freep) VsPolicy *p = policy("[sandbox]\nenabled = true\n");
+        VsLocalEnv e = local_env();
+        _cleanup_strv_free_ char **a = NULL, **b = NULL;
+        assert_int_equal(argv_for(p, &e, &a, NULL), 0);
+        assert_true(find3(a, "--tmpfs", VS_JAIL_HOME, NULL) >= 0);
+        assert_true(find3(a, "--ro-bind", "/state/homes/H.gitconfig", NULL) < 0);
+        e.home_dir = "/state/homes/H";
+        e.git_config = "/state/homes/H.gitconfig";
+        e.git_config_dest = "/run/vectora/gitconfig";
+        assert_int_equal(argv_for(p, &e, &b, NULL), 0);
+        assert_true(find3(b, "--tmpfs", VS_JAIL_HOME, NULL) < 0);
+        assert_true(find3(b, "--bind", "/state/homes/H", VS_JAIL_HOME) >= 0);
+        assert_true(find3(b, "--ro-bind", "/state/homes/H.gitconfig", "/run/vectora/gitconfig") >= 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_namespaces_and_basics), cmocka_unit_test(test_masks_protected_order),
                 cmocka_unit_test(test_network_off),           cmocka_unit_test(test_gpu_only_when_asked),
                 cmocka_unit_test(test_refuses_root), cmocka_unit_test(test_readonly_workspace),          cmocka_unit_test(test_jail_env),
-                cmocka_unit_test(test_argv_quote),
+                cmocka_unit_test(test_argv_quote), cmocka_unit_test(test_home_and_identity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

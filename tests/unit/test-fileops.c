@@ -381,7 +381,7 @@ static void test_sweep(void **state) {
         assert_int_equal(flock(lfd, LOCK_EX), 0);
 
         size_t young = 99;
-        assert_int_equal(sweep_temp_files(&policy, &young), 2);
+        assert_int_equal(sweep_temp_files(&policy, &young, NULL), 2);
         assert_int_equal(young, 1);
         assert_false(exists(".vectora-tmp-old001"));
         assert_false(exists("sub/.vectora-tmp-old002"));
@@ -392,7 +392,7 @@ static void test_sweep(void **state) {
 
         /* The writer died: its lock is gone, the next sweep takes it. */
         close(lfd);
-        assert_int_equal(sweep_temp_files(&policy, NULL), 1);
+        assert_int_equal(sweep_temp_files(&policy, NULL, NULL), 1);
         assert_false(exists(".vectora-tmp-locked"));
 }
 

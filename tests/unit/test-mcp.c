@@ -170,7 +170,7 @@ static void test_versions(void **state) {
 }
 
 static void test_tools_list(void **state) {
-        json_t *l = mcp_tools_list();
+        json_t *l = mcp_tools_list(true, false, true);
         assert_non_null(l);
         json_t *tools = json_object_get(l, "tools");
         assert_int_equal(json_array_size(tools), _MCP_TOOL_MAX);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The MCP server's standard input, read on a thread of its own while the
- * main thread serves one call at a time (mcp-input.h). The thread only
+ * calls run on threads of theirs (mcp-input.h). The thread only
  * reads, parses small lines, writes to stdout under the lock, and calls
  * shutdown() and write() on descriptors: it never forks, and the main
  * thread's forks (an embedded worker's start, spawn-util.h) do only
@@ -18,6 +18,7 @@
 #include "jsonrpc.h"
 #include "mcp-input.h"
 #include "strbuf.h"
+#include "time-util.h"
 
 /* A line longer than this is handed on unread: ping and
  * notifications/cancelled are small, a 64 MiB file_write is not. */
@@ -32,17 +33,26 @@ typedef struct Line {
         size_t len;
 } Line;
 
+struct McpRun {
+        McpRun *next;
+        json_t *id;           /* its JSON-RPC id (a copy of its own) */
+        json_t *progress;     /* _meta.progressToken (a copy), or NULL */
+        uint64_t started_us;
+        uint64_t last_progress; /* seconds reported last */
+        bool cancelled;       /* a notifications/cancelled named it, or the client went away */
+        bool session;         /* it holds the embedded session: a cancel writes cancel_efd */
+        int fd;               /* the daemon connection it runs on, or -1 */
+};
+
 struct McpInput {
-        pthread_t thread;
+        pthread_t thread, ticker;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         pthread_mutex_t out_lock;
         Line *head, *tail;
         bool eof;
         bool done;            /* the main thread stops serving */
-        json_t *running;      /* the tools/call id being served (a copy of its own), or NULL */
-        bool cancelled;       /* a notifications/cancelled named it, or the client went away */
-        int call_fd;          /* the daemon connection it runs on, or -1 */
+        McpRun *running;      /* the tools/calls being served */
         int cancel_efd;       /* the embedded session's cancel_fd */
         json_t *early;        /* ids cancelled before their call began */
 };
@@ -55,16 +65,16 @@ int mcp_output(McpInput *in, const char *p, size_t n) {
 }
 
 /* With in->lock held. */
-static void cancel_running(McpInput *in) {
-        in->cancelled = true;
+static void cancel_run(McpInput *in, McpRun *c) {
+        c->cancelled = true;
         /* Through the daemon: the connection closes both ways, the daemon
-         * cancels the call (docs/protocol.md), the main thread's read of
-         * the reply ends. shutdown(), not close(): the main thread owns
-         * the descriptor and closes it after mcp_input_call_fd(-1). */
-        if (in->call_fd >= 0)
-                (void)shutdown(in->call_fd, SHUT_RDWR);
+         * cancels the call (docs/protocol.md), the call's read of the
+         * reply ends. shutdown(), not close(): the call's thread owns the
+         * descriptor and closes it after mcp_input_call_fd(-1). */
+        if (c->fd >= 0)
+                (void)shutdown(c->fd, SHUT_RDWR);
         uint64_t one = 1;
-        if (in->cancel_efd >= 0)
+        if (c->session && in->cancel_efd >= 0)
                 (void)!write(in->cancel_efd, &one, sizeof one);
 }
 
@@ -73,8 +83,11 @@ static void on_cancelled(McpInput *in, json_t *params) {
         if (!json_is_integer(target) && !json_is_string(target))
                 return;
         pthread_mutex_lock(&in->lock);
-        if (in->running && json_equal(in->running, target))
-                cancel_running(in);
+        McpRun *c = in->running;
+        while (c && !json_equal(c->id, target))
+                c = c->next;
+        if (c)
+                cancel_run(in, c);
         else if (json_array_size(in->early) < CANCELLED_MAX)
                 json_array_append_new(in->early, json_deep_copy(target));
         pthread_mutex_unlock(&in->lock);
@@ -142,8 +155,8 @@ static void watch_stdout(McpInput *in) {
                 struct pollfd p = { .fd = STDOUT_FILENO, .events = 0 };
                 if (poll(&p, 1, 250) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
                         pthread_mutex_lock(&in->lock);
-                        if (in->running)
-                                cancel_running(in);
+                        for (McpRun *c = in->running; c; c = c->next)
+                                cancel_run(in, c);
                         pthread_mutex_unlock(&in->lock);
                         return;
                 }
@@ -196,11 +209,46 @@ static void *reader(void *arg) {
         return NULL;
 }
 
+/* With in->lock held: notifications/progress for each call that asked
+ * for them (_meta.progressToken) and has run another interval. Written
+ * under the lock, so none follows its call's response (the call leaves
+ * the list before it answers). */
+static void send_progress(McpInput *in, uint64_t now) {
+        for (McpRun *c = in->running; c; c = c->next) {
+                uint64_t s = (now - c->started_us) / 1000000u;
+                if (!c->progress || c->cancelled || s < c->last_progress + MCP_PROGRESS_INTERVAL_S)
+                        continue;
+                c->last_progress = s;
+                char msg[96];
+                snprintf(msg, sizeof msg, "running for %llu s", (unsigned long long)s);
+                _cleanup_(json_decrefp) json_t *n =
+                        json_pack("{s:s,s:s,s:{s:O,s:I,s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
+                                  "params", "progressToken", c->progress, "progress", (json_int_t)s, "message", msg);
+                _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+                if (n && jsonrpc_encode_line(&out, n) >= 0)
+                        (void)mcp_output(in, out.data, out.len);
+        }
+}
+
+static void *ticker(void *arg) {
+        McpInput *in = arg;
+        for (;;) {
+                /* A quarter second: each progress within its interval. */
+                (void)poll(NULL, 0, 250);
+                pthread_mutex_lock(&in->lock);
+                bool done = in->done;
+                if (!done)
+                        send_progress(in, now_us());
+                pthread_mutex_unlock(&in->lock);
+                if (done)
+                        return NULL;
+        }
+}
+
 int mcp_input_start(McpInput **ret) {
         McpInput *in = calloc(1, sizeof *in);
         if (!in)
                 return -ENOMEM;
-        in->call_fd = -1;
         in->early = json_array();
         in->cancel_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (!in->early || in->cancel_efd < 0) {
@@ -217,15 +265,21 @@ int mcp_input_start(McpInput **ret) {
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         int r = pthread_create(&in->thread, NULL, reader, in);
+        int r2 = r == 0 ? pthread_create(&in->ticker, NULL, ticker, in) : 0;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (r != 0) {
-                json_decref(in->early);
-                safe_close(in->cancel_efd);
-                free(in);
-                return -r;
+        if (r != 0 || r2 != 0) {
+                /* A reader already started keeps its McpInput: leaked, and
+                 * the process exits next. */
+                if (r != 0) {
+                        json_decref(in->early);
+                        safe_close(in->cancel_efd);
+                        free(in);
+                }
+                return -(r ?: r2);
         }
-        /* Never joined: it may sit in read() when the server exits. */
+        /* Never joined: they may sit in read() or a wait when the server exits. */
         pthread_detach(in->thread);
+        pthread_detach(in->ticker);
         *ret = in;
         return 0;
 }
@@ -249,49 +303,71 @@ char *mcp_input_next(McpInput *in, size_t *ret_len) {
         return p;
 }
 
-bool mcp_input_call_begin(McpInput *in, json_t *id) {
+int mcp_input_call_begin(McpInput *in, json_t *id, json_t *progress_token, McpRun **ret) {
         pthread_mutex_lock(&in->lock);
-        bool go = true;
         size_t i;
         json_t *v;
         json_array_foreach(in->early, i, v)
                 if (json_equal(v, id)) {
                         json_array_remove(in->early, i);
-                        go = false;
-                        break;
+                        pthread_mutex_unlock(&in->lock);
+                        return 0;
                 }
-        if (go) {
-                in->running = json_deep_copy(id);
-                in->cancelled = false;
+        McpRun *c = calloc(1, sizeof *c);
+        if (c && (!(c->id = json_deep_copy(id)) ||
+                  (progress_token && !(c->progress = json_deep_copy(progress_token))))) {
+                json_decref(c->id);
+                free(TAKE_PTR(c));
+        }
+        if (c) {
+                c->fd = -1;
+                c->started_us = now_us();
+                c->next = in->running;
+                in->running = c;
         }
         pthread_mutex_unlock(&in->lock);
-        return go;
+        *ret = c;
+        return c ? 1 : -ENOMEM;
 }
 
-void mcp_input_call_fd(McpInput *in, int fd) {
+void mcp_input_call_fd(McpInput *in, McpRun *c, int fd) {
         pthread_mutex_lock(&in->lock);
-        in->call_fd = fd;
-        if (fd >= 0 && in->cancelled)
+        c->fd = fd;
+        if (fd >= 0 && c->cancelled)
                 (void)shutdown(fd, SHUT_RDWR);
         pthread_mutex_unlock(&in->lock);
 }
 
-bool mcp_input_call_cancelled(McpInput *in) {
+bool mcp_input_call_session(McpInput *in, McpRun *c, bool held) {
         pthread_mutex_lock(&in->lock);
-        bool cancelled = in->cancelled;
+        c->session = held;
+        bool cancelled = c->cancelled;
+        uint64_t n;
+        if (!held) /* a count left by a cancel the session did not see */
+                (void)!read(in->cancel_efd, &n, sizeof n);
         pthread_mutex_unlock(&in->lock);
         return cancelled;
 }
 
-bool mcp_input_call_end(McpInput *in) {
+bool mcp_input_call_cancelled(McpInput *in, McpRun *c) {
         pthread_mutex_lock(&in->lock);
-        bool cancelled = in->cancelled;
-        json_decref(TAKE_PTR(in->running));
-        in->cancelled = false;
-        in->call_fd = -1;
-        uint64_t n;
-        (void)!read(in->cancel_efd, &n, sizeof n); /* a count left by a cancel the session did not see */
+        bool cancelled = c->cancelled;
         pthread_mutex_unlock(&in->lock);
+        return cancelled;
+}
+
+bool mcp_input_call_end(McpInput *in, McpRun *c) {
+        pthread_mutex_lock(&in->lock);
+        McpRun **p = &in->running;
+        while (*p && *p != c)
+                p = &(*p)->next;
+        if (*p)
+                *p = c->next;
+        bool cancelled = c->cancelled;
+        pthread_mutex_unlock(&in->lock);
+        json_decref(c->id);
+        json_decref(c->progress);
+        free(c);
         return cancelled;
 }
 
@@ -305,6 +381,6 @@ void mcp_input_stop(McpInput *in) {
         pthread_mutex_lock(&in->lock);
         in->done = true;
         pthread_mutex_unlock(&in->lock);
-        /* The thread may still be in read() or poll(): the process exits
+        /* The reader may still be in read() or poll(): the process exits
          * next, and the McpInput stays allocated for it until then. */
 }

@@ -3,12 +3,13 @@
 
 /* The MCP server's standard input on a thread of its own (mcp-input.c),
  * so that what must not wait for a running call is seen while it runs:
- * `ping` is answered at once, and `notifications/cancelled` naming the
+ * `ping` is answered at once, and `notifications/cancelled` naming a
  * running tools/call cancels it (its daemon connection is shut down, which
  * the daemon takes as a cancel; the embedded session gets cancel_fd). A
  * client that goes away (stdin at EOF and stdout's reader closed) cancels
- * it too. Other messages are handed to the main thread in order; calls
- * still run one at a time. */
+ * them all. Other messages are handed to the main thread in order, which
+ * runs each tools/call on a thread of its own; a second thread sends
+ * notifications/progress for the calls that asked for them. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,17 +25,29 @@ int mcp_input_start(McpInput **ret);
 char *mcp_input_next(McpInput *in, size_t *ret_len);
 /* Writes to stdout, one writer at a time (the thread answers pings). */
 int mcp_output(McpInput *in, const char *p, size_t n);
-/* The tools/call with JSON-RPC id starts: false when it was cancelled
- * before (then it is not run and gets no response). */
-bool mcp_input_call_begin(McpInput *in, json_t *id);
+/* notifications/progress for a call with a progressToken: one every this
+ * many seconds while it runs, with the seconds elapsed as its progress. */
+#define MCP_PROGRESS_INTERVAL_S 2u
+
+typedef struct McpRun McpRun;
+
+/* The tools/call with JSON-RPC id starts (progress_token: its
+ * _meta.progressToken or NULL): 1 and *ret to run it, 0 when it was
+ * cancelled before (then it is not run and gets no response), -ENOMEM. */
+int mcp_input_call_begin(McpInput *in, json_t *id, json_t *progress_token, McpRun **ret);
 /* The daemon connection the call runs on (-1: none any more; before the
  * descriptor is closed). */
-void mcp_input_call_fd(McpInput *in, int fd);
-/* Whether the running call was cancelled (its daemon connection shut
- * down: no lost daemon to report). */
-bool mcp_input_call_cancelled(McpInput *in);
-/* The call ended: true when it was cancelled (no response is sent). */
-bool mcp_input_call_end(McpInput *in);
+void mcp_input_call_fd(McpInput *in, McpRun *c, int fd);
+/* The call holds the embedded session (held) or gave it back: while held,
+ * its cancel writes the session's cancel_fd. Returns whether it was
+ * cancelled already. */
+bool mcp_input_call_session(McpInput *in, McpRun *c, bool held);
+/* Whether the call was cancelled (its daemon connection shut down: no
+ * lost daemon to report). */
+bool mcp_input_call_cancelled(McpInput *in, McpRun *c);
+/* The call ended, and c is freed: true when it was cancelled (no response
+ * is sent). No progress notification for it follows. */
+bool mcp_input_call_end(McpInput *in, McpRun *c);
 /* The eventfd written on a cancel, for the embedded session's cancel_fd. */
 int mcp_input_cancel_fd(McpInput *in);
 /* The main thread stops serving (the process exits next). */

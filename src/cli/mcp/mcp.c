@@ -7,7 +7,9 @@
 #include "api.h"
 #include "json-util.h"
 #include "jsonl.h"
+#include "mcp-edit.h"
 #include "mcp-find.h"
+#include "mcp-text.h"
 #include "strbuf.h"
 #include "utf8.h"
 
@@ -25,6 +27,8 @@ static const char *const tool_names[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = "list_dir",
         [MCP_TOOL_GLOB] = "glob",
         [MCP_TOOL_GREP] = "grep",
+        [MCP_TOOL_MULTI_EDIT] = "multi_edit",
+        [MCP_TOOL_APPLY_PATCH] = "apply_patch",
         [MCP_TOOL_PROCESS_START] = "process_start",
         [MCP_TOOL_PROCESS_OUTPUT] = "process_output",
         [MCP_TOOL_PROCESS_INPUT] = "process_input",
@@ -164,6 +168,8 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = { MCP_LIST_DIR_DESCRIPTION SANDBOX_NOTE, MCP_LIST_DIR_SCHEMA, true, false },
         [MCP_TOOL_GLOB] = { MCP_GLOB_DESCRIPTION SANDBOX_NOTE, MCP_GLOB_SCHEMA, true, false },
         [MCP_TOOL_GREP] = { MCP_GREP_DESCRIPTION SANDBOX_NOTE, MCP_GREP_SCHEMA, true, false },
+        [MCP_TOOL_MULTI_EDIT] = { MCP_MULTI_EDIT_DESCRIPTION SANDBOX_NOTE, MCP_MULTI_EDIT_SCHEMA, false, true },
+        [MCP_TOOL_APPLY_PATCH] = { MCP_APPLY_PATCH_DESCRIPTION SANDBOX_NOTE, MCP_APPLY_PATCH_SCHEMA, false, true },
         [MCP_TOOL_PROCESS_START] = {
                 "Start a long-running command (a dev server, a watcher, a REPL) in the background with "
                 "/bin/sh -c COMMAND and return its process id at once. It keeps running across tool calls "
@@ -214,16 +220,64 @@ static const ToolDef tool_defs[_MCP_TOOL_MAX] = {
         },
 };
 
-json_t *mcp_tools_list(void) {
+/* What a client shows and how it may treat each tool: titles, and whether
+ * a repeat with the same arguments has no further effect. */
+static const struct {
+        const char *title;
+        bool idempotent;
+        const char *output; /* the structuredContent members of its own, JSON text */
+} tool_meta[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_TERMINAL] = { "Run a command (jailed)", false,
+                                "\"exit_code\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_READ] = { "Read a file (jailed)", true, "\"size\":{\"type\":\"integer\"},\"eof\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_WRITE] = { "Write a file (jailed)", true, "\"size\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"}" },
+        [MCP_TOOL_FILE_EDIT] = { "Edit a file (jailed)", false, "\"replacements\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_MULTI_EDIT] = { "Edit a file in several places (jailed)", false,
+                                  "\"diff\":{\"type\":\"string\"},\"files\":{\"type\":\"array\"}" },
+        [MCP_TOOL_APPLY_PATCH] = { "Apply a patch (jailed)", false,
+                                   "\"diff\":{\"type\":\"string\"},\"files\":{\"type\":\"array\"}" },
+        [MCP_TOOL_LIST_DIR] = { "List a directory (jailed)", true, "" },
+        [MCP_TOOL_GLOB] = { "Find files by name (jailed)", true, "" },
+        [MCP_TOOL_GREP] = { "Search file contents (jailed)", true, "" },
+        [MCP_TOOL_PROCESS_START] = { "Start a background process (jailed)", false, "\"process\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_PROCESS_OUTPUT] = { "Read a background process's output", true, "\"process\":{\"type\":\"integer\"}" },
+        [MCP_TOOL_PROCESS_INPUT] = { "Write to a background process", false, "" },
+        [MCP_TOOL_PROCESS_SIGNAL] = { "Signal a background process", false, "" },
+        [MCP_TOOL_PROCESS_LIST] = { "List background processes", true, "\"processes\":{\"type\":\"array\"}" },
+};
+
+/* structuredContent: the daemon API's reply (docs/protocol.md) with
+ * served_by; members a tool adds are listed, others are allowed. */
+static json_t *output_schema(McpTool t) {
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text,
+                     "{\"type\":\"object\",\"required\":[\"ok\"],\"properties\":{\"ok\":{\"type\":\"boolean\"},"
+                     "\"sandboxed\":{\"type\":\"boolean\"},\"sandbox\":{\"type\":\"object\"},"
+                     "\"error\":{\"type\":\"object\"},\"served_by\":{\"type\":\"string\"}%s%s}}",
+                     *tool_meta[t].output ? "," : "", tool_meta[t].output) < 0)
+                return NULL;
+        return json_loads(text, 0, NULL);
+}
+
+json_t *mcp_tools_list(bool with_daemon, bool open_world, bool structured) {
         json_t *tools = json_array();
         for (size_t t = 0; tools && t < _MCP_TOOL_MAX; t++) {
+                /* What this mode cannot serve is not offered. */
+                if (!with_daemon && mcp_tool_needs_daemon((McpTool)t))
+                        continue;
                 json_t *schema = json_loads(tool_defs[t].schema, 0, NULL);
-                json_t *tool = schema ? json_pack("{s:s,s:s,s:o,s:{s:b,s:b,s:b}}", "name", tool_names[t], "description",
-                                                  tool_defs[t].description, "inputSchema", schema, "annotations",
+                /* Process tools reach the jail's processes, not the network themselves. */
+                bool world = open_world && (t == MCP_TOOL_TERMINAL || t == MCP_TOOL_PROCESS_START);
+                json_t *tool = schema ? json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:b,s:b,s:b,s:b}}", "name", tool_names[t],
+                                                  "title", tool_meta[t].title, "description", tool_defs[t].description,
+                                                  "inputSchema", schema, "annotations", "title", tool_meta[t].title,
                                                   "readOnlyHint", tool_defs[t].read_only, "destructiveHint",
-                                                  tool_defs[t].destructive, "openWorldHint", false)
+                                                  tool_defs[t].destructive, "idempotentHint", tool_meta[t].idempotent,
+                                                  "openWorldHint", world)
                                       : NULL;
-                if (!tool || json_array_append_new(tools, tool) < 0) {
+                json_t *out = tool && structured ? output_schema((McpTool)t) : NULL;
+                if (!tool || (structured && (!out || json_object_set_new(tool, "outputSchema", out) < 0)) ||
+                    json_array_append_new(tools, tool) < 0) {
                         json_decref(tools);
                         return NULL;
                 }
@@ -292,6 +346,15 @@ static const JsonField grep_fields[] = {
         { "max_matches", JSON_FIELD_UINT64, offsetof(McpCall, max_results), JSON_FIELD_NULLABLE },
         {},
 };
+static const JsonField multi_edit_fields[] = {
+        { "path", JSON_FIELD_STRING, offsetof(McpCall, path), JSON_FIELD_REQUIRED },
+        { "edits", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED }, /* mcp_edit_check() */
+        {},
+};
+static const JsonField apply_patch_fields[] = {
+        { "patch", JSON_FIELD_STRING, offsetof(McpCall, patch), JSON_FIELD_REQUIRED },
+        {},
+};
 static const JsonField process_output_fields[] = {
         { "process", JSON_FIELD_UINT64, offsetof(McpCall, process), JSON_FIELD_REQUIRED },
         { "stdout_offset", JSON_FIELD_UINT64, offsetof(McpCall, stdout_offset), JSON_FIELD_NULLABLE },
@@ -326,6 +389,8 @@ static const JsonField *const arg_tables[_MCP_TOOL_MAX] = {
         [MCP_TOOL_LIST_DIR] = list_dir_fields,
         [MCP_TOOL_GLOB] = glob_fields,
         [MCP_TOOL_GREP] = grep_fields,
+        [MCP_TOOL_MULTI_EDIT] = multi_edit_fields,
+        [MCP_TOOL_APPLY_PATCH] = apply_patch_fields,
 };
 
 static int bad_arguments(VsError **err, const char *tool, const char *why) {
@@ -412,6 +477,8 @@ int mcp_decode_call(json_t *params, McpCall *ret, VsError **err) {
         if (tool == MCP_TOOL_FILE_EDIT && !c.old_string[0])
                 return bad_arguments(err, p.name, "old_string must not be empty");
         const char *why = mcp_find_check(&c, args);
+        if (!why)
+                why = mcp_edit_check(&c, args);
         if (why)
                 return bad_arguments(err, p.name, why);
         if (c.path && !c.path[0])
@@ -521,267 +588,6 @@ int mcp_call_request(const McpCall *c, const char *workspace, json_t **ret, cons
 
 /* ---- results ---- */
 
-/* Appends p[0..n) with every invalid UTF-8 sequence replaced by U+FFFD:
- * command output is bytes, an MCP text is a JSON string. */
-static int append_lossy(StrBuf *out, const char *p, size_t n) {
-        if (utf8_valid(p, n))
-                return strbuf_append(out, p, n);
-        size_t i = 0;
-        while (i < n) {
-                size_t len;
-                int r;
-                if (utf8_next(p + i, n - i, &len) >= 0)
-                        r = strbuf_append(out, p + i, len);
-                else {
-                        r = strbuf_appends(out, "\xef\xbf\xbd");
-                        len = 1;
-                }
-                if (r < 0)
-                        return r;
-                i += len;
-        }
-        return 0;
-}
-
-/* What the agent must act on, said in the text for every revision (a
- * client may show only the text, and revisions before 2025-06-18 have no
- * structuredContent): one short line each. */
-static int append_notes(StrBuf *out, json_t *reply) {
-        int r = 0;
-        size_t i;
-        json_t *v;
-        json_t *denied = json_object_get(reply, "network_denied");
-        json_array_foreach(denied, i, v) r |= strbuf_appendf(out, "%s%s:%lld (%s)", i ? ", " : "\n[network: the proxy refused ",
-                                                             json_string_value(json_object_get(v, "host")),
-                                                             (long long)json_integer_value(json_object_get(v, "port")),
-                                                             json_string_value(json_object_get(v, "reason")));
-        if (json_array_size(denied))
-                r |= strbuf_appends(out, "; only the user can allow a host, in vectora.toml's network = [...]: ask them]");
-        const char *note = json_string_value(json_object_get(reply, "network_note"));
-        if (note)
-                r |= strbuf_appendf(out, "\n[network: %s]", note);
-        const char *pending = json_string_value(json_object_get(reply, "policy_pending"));
-        if (pending)
-                r |= strbuf_appendf(out, "\n[policy pending: %s]", pending);
-        json_t *capped = json_object_get(reply, "timeout_capped_ms");
-        if (capped)
-                r |= strbuf_appendf(out, "\n[timeout capped at %lld s by the workspace's [sandbox.limits] timeout]",
-                                    (long long)(json_integer_value(capped) / 1000));
-        return r < 0 ? -ENOMEM : 0;
-}
-
-static int append_status(StrBuf *out, json_t *reply) {
-        json_t *sb = json_object_get(reply, "sandbox");
-        const char *backend = json_string_value(json_object_get(sb, "backend"));
-        int r;
-        if (json_is_true(json_object_get(reply, "sandboxed"))) {
-                r = strbuf_appendf(out, "[sandbox: %s jail", backend ? backend : "?");
-                size_t i;
-                json_t *v;
-                json_array_foreach(json_object_get(sb, "layers"), i, v) r |= strbuf_appendf(out, "%s%s", i ? ", " : " (",
-                                                                                             json_string_value(v));
-                if (json_array_size(json_object_get(sb, "layers")))
-                        r |= strbuf_appends(out, ")");
-                json_array_foreach(json_object_get(sb, "degraded"), i, v) r |=
-                        strbuf_appendf(out, "%s%s", i ? "; " : "; DEGRADED: ", json_string_value(v));
-                r |= strbuf_appends(out, "]");
-        } else if (backend && streq(backend, "none"))
-                r = strbuf_appends(out, "[not sandboxed: the workspace has no [sandbox] in vectora.toml; this ran on the host]");
-        else
-                r = strbuf_appends(out, "[nothing ran]");
-        /* Said in the text too: a client may show only that. */
-        json_t *hr = json_object_get(reply, "host_run_files");
-        size_t i;
-        json_t *v;
-        json_array_foreach(hr, i, v) r |= strbuf_appendf(out, "%s%s", i ? ", " : "\n[written: files the host runs later: ",
-                                                         json_string_value(v));
-        if (json_array_size(hr))
-                r |= strbuf_appends(out, "; review them before the host's tools open this directory]");
-        const char *restarted = json_string_value(json_object_get(reply, "jail_restarted"));
-        if (restarted)
-                r |= strbuf_appendf(out, "\n[jail restarted: %s]", restarted);
-        return r < 0 ? -ENOMEM : append_notes(out, reply);
-}
-
-static const char *process_state(json_t *p) {
-        static char buf[64];
-        if (json_is_true(json_object_get(p, "running")))
-                return "running";
-        if (json_object_get(p, "ended"))
-                return "ended with its sandbox";
-        snprintf(buf, sizeof buf, "exited with code %lld", (long long)json_integer_value(json_object_get(p, "exit_code")));
-        return buf;
-}
-
-static int process_output_text(json_t *reply, StrBuf *t) {
-        int r = 0;
-        static const char *const streams[] = { "stdout", "stderr" };
-        for (size_t i = 0; i < 2; i++) {
-                char k[32];
-                const char *s = json_string_value(json_object_get(reply, streams[i]));
-                snprintf(k, sizeof k, "%s_dropped", streams[i]);
-                json_int_t dropped = json_integer_value(json_object_get(reply, k));
-                if (dropped)
-                        r |= strbuf_appendf(t, "[%s: %lld earlier bytes were dropped]\n", streams[i], (long long)dropped);
-                if (i == 1 && s && *s)
-                        r |= strbuf_appends(t, "[stderr]\n");
-                if (s)
-                        r |= strbuf_appends(t, s);
-                else if (json_object_get(reply, i ? "stderr_base64" : "stdout_base64"))
-                        r |= strbuf_appendf(t, "[%s: bytes that are not text, not shown]", streams[i]);
-                if (t->len && t->data[t->len - 1] != '\n')
-                        r |= strbuf_appendc(t, '\n');
-        }
-        r |= strbuf_appendf(t, "[process %lld %s; next offsets: stdout_offset %lld, stderr_offset %lld]",
-                            (long long)json_integer_value(json_object_get(reply, "process")), process_state(reply),
-                            (long long)json_integer_value(json_object_get(reply, "stdout_offset")),
-                            (long long)json_integer_value(json_object_get(reply, "stderr_offset")));
-        return r;
-}
-
-/* p[0..n) in at most budget bytes: the head and the tail, each cut at a
- * character, around a marker that says how much is left out. */
-static int append_cut(StrBuf *t, const char *p, size_t n, size_t budget) {
-        if (n <= budget)
-                return append_lossy(t, p, n);
-        size_t head = budget / 2, tail = n - (budget - budget / 2);
-        while (head > 0 && utf8_is_continuation(p[head]))
-                head--;
-        while (tail < n && utf8_is_continuation(p[tail]))
-                tail++;
-        int r = append_lossy(t, p, head);
-        r |= strbuf_appendf(t, "\n[... %zu bytes omitted ...]\n", tail - head);
-        return r | append_lossy(t, p + tail, n - tail);
-}
-
-/* stdout then stderr in c->max_output bytes: a stream that needs less
- * than half leaves the rest to the other. */
-static int terminal_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
-        size_t out_len = (size_t)json_integer_value(json_object_get(reply, "stdout_len"));
-        size_t err_len = (size_t)json_integer_value(json_object_get(reply, "stderr_len"));
-        if (out_len > raw_len || err_len > raw_len - out_len)
-                out_len = err_len = 0;
-        size_t budget = c->max_output ? (size_t)c->max_output : MCP_OUTPUT_DEFAULT;
-        size_t out_b = out_len, err_b = err_len;
-        bool cut = out_len + err_len > budget;
-        if (cut) {
-                out_b = err_len < budget / 2 ? budget - err_len : out_len < budget / 2 ? out_len : budget / 2;
-                err_b = budget - out_b;
-        }
-        int r = append_cut(t, raw, out_len, out_b);
-        if (err_len) {
-                r |= strbuf_appends(t, t->len && t->data[t->len - 1] != '\n' ? "\n[stderr]\n" : "[stderr]\n");
-                r |= append_cut(t, raw + out_len, err_len, err_b);
-        }
-        if (t->len && t->data[t->len - 1] != '\n')
-                r |= strbuf_appendc(t, '\n');
-        r |= strbuf_appendf(t, "[exit code %lld", (long long)json_integer_value(json_object_get(reply, "exit_code")));
-        if (json_is_true(json_object_get(reply, "timed_out")))
-                r |= strbuf_appends(t, "; timed out: the command's process group was killed");
-        if (cut || json_is_true(json_object_get(reply, "truncated")))
-                r |= strbuf_appendf(t, "; output truncated to %zu bytes: head and tail kept. For the rest, send the "
-                                       "output to a file and file_read it, or raise max_output (the workspace's "
-                                       "[sandbox.limits] max_output caps it)", budget);
-        return r | strbuf_appends(t, "]");
-}
-
-/* Lines numbered as cat -n does, the first being first_line. */
-static int append_numbered(StrBuf *t, const char *p, size_t n, uint64_t first_line) {
-        int r = 0;
-        uint64_t line = first_line ? first_line : 1;
-        for (size_t i = 0; i < n;) {
-                const char *nl = memchr(p + i, '\n', n - i);
-                size_t end = nl ? (size_t)(nl - p) + 1 : n;
-                r |= strbuf_appendf(t, "%6llu\t", (unsigned long long)line++);
-                r |= strbuf_append(t, p + i, end - i);
-                i = end;
-        }
-        return r;
-}
-
-static int file_read_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
-        uint64_t off = (uint64_t)json_integer_value(json_object_get(reply, "offset"));
-        uint64_t size = (uint64_t)json_integer_value(json_object_get(reply, "size"));
-        uint64_t line = (uint64_t)json_integer_value(json_object_get(reply, "start_line"));
-        int r = 0;
-        if (!utf8_valid(raw, raw_len))
-                r |= strbuf_appendf(t, "[binary content: %zu bytes at offset %llu of %llu; not shown as text, inspect it with the terminal tool]",
-                                    raw_len, (unsigned long long)off, (unsigned long long)size);
-        else if (c->line_numbers)
-                r |= append_numbered(t, raw, raw_len, line);
-        else
-                r |= strbuf_append(t, raw, raw_len);
-        if (json_is_true(json_object_get(reply, "eof")))
-                return r;
-        uint64_t next = off + raw_len;
-        r |= strbuf_appendf(t, "%s[%llu more bytes: call file_read with offset %llu", t->len && t->data[t->len - 1] != '\n' ? "\n" : "",
-                            (unsigned long long)(size > next ? size - next : 0), (unsigned long long)next);
-        /* A window that ends a line can go on by lines too. */
-        if (line && raw_len && raw[raw_len - 1] == '\n' && utf8_valid(raw, raw_len)) {
-                uint64_t nls = 0;
-                for (const char *q = raw, *e = raw + raw_len; (q = memchr(q, '\n', (size_t)(e - q))); q++)
-                        nls++;
-                r |= strbuf_appendf(t, " (or start_line %llu)", (unsigned long long)(line + nls));
-        }
-        return r | strbuf_appends(t, " to go on]");
-}
-
-static int result_text(const McpCall *c, json_t *reply, const char *raw, size_t raw_len, StrBuf *t) {
-        int r = 0;
-        switch (c->tool) {
-        case MCP_TOOL_TERMINAL:
-                r |= terminal_text(c, reply, raw, raw_len, t);
-                break;
-        case MCP_TOOL_FILE_READ:
-                r |= file_read_text(c, reply, raw, raw_len, t);
-                break;
-        case MCP_TOOL_FILE_WRITE:
-                r |= strbuf_appendf(t, "%s %s: %lld bytes", json_is_true(json_object_get(reply, "created")) ? "created" : "replaced",
-                                    c->path, (long long)json_integer_value(json_object_get(reply, "size")));
-                break;
-        case MCP_TOOL_FILE_EDIT: {
-                long long n = (long long)json_integer_value(json_object_get(reply, "replacements"));
-                r |= strbuf_appendf(t, "edited %s: %lld replacement%s", c->path, n, n == 1 ? "" : "s");
-                break;
-        }
-        case MCP_TOOL_LIST_DIR:
-        case MCP_TOOL_GLOB:
-        case MCP_TOOL_GREP:
-                r |= mcp_find_text(c, reply, true, t);
-                break;
-        case MCP_TOOL_PROCESS_START:
-                r |= strbuf_appendf(t, "started background process %lld; read its output with process_output",
-                                    (long long)json_integer_value(json_object_get(reply, "process")));
-                break;
-        case MCP_TOOL_PROCESS_OUTPUT:
-                r |= process_output_text(reply, t);
-                break;
-        case MCP_TOOL_PROCESS_INPUT:
-                r |= strbuf_appendf(t, "written to process %llu%s", (unsigned long long)c->process,
-                                    c->eof ? "; its input is closed" : "");
-                break;
-        case MCP_TOOL_PROCESS_SIGNAL:
-                r |= strbuf_appendf(t, "sent SIG%s to process %llu", c->signal ? c->signal : "TERM",
-                                    (unsigned long long)c->process);
-                break;
-        case MCP_TOOL_PROCESS_LIST: {
-                size_t i;
-                json_t *p;
-                json_array_foreach(json_object_get(reply, "processes"), i, p) {
-                        _cleanup_free_ char *cmd = json_dumps(json_object_get(p, "command"), JSON_ENCODE_ANY);
-                        r |= strbuf_appendf(t, "%lld: %s: %s\n", (long long)json_integer_value(json_object_get(p, "process")),
-                                            process_state(p), cmd ? cmd : "?");
-                }
-                if (!json_array_size(json_object_get(reply, "processes")))
-                        r |= strbuf_appends(t, "no background processes");
-                break;
-        }
-        default:
-                break;
-        }
-        return r < 0 ? -ENOMEM : 0;
-}
-
 json_t *mcp_tool_error(const char *code, const char *message) {
         _cleanup_strbuf_ StrBuf t = STRBUF_INIT;
         if (strbuf_appendf(&t, "error (%s): %s", code, message) < 0)
@@ -795,7 +601,7 @@ int mcp_call_result(const McpCall *c, json_t *reply, const char *raw, size_t raw
         bool ok = json_is_true(json_object_get(reply, "ok"));
         int r;
         if (ok)
-                r = result_text(c, reply, raw ? raw : "", raw ? raw_len : 0, &t);
+                r = mcp_result_text(c, reply, raw ? raw : "", raw ? raw_len : 0, &t);
         else {
                 json_t *e = json_object_get(reply, "error");
                 const char *code = json_string_value(json_object_get(e, "code"));
@@ -803,7 +609,7 @@ int mcp_call_result(const McpCall *c, json_t *reply, const char *raw, size_t raw
                 r = strbuf_appendf(&t, "%s (%s): %s", api_error_is(code, API_ERROR_DENIED) ? "refused" : "error", code ? code : "error",
                                    msg ? msg : "failed");
         }
-        if (r < 0 || strbuf_appendc(&t, '\n') < 0 || append_status(&t, reply) < 0)
+        if (r < 0 || strbuf_appendc(&t, '\n') < 0 || mcp_append_status(&t, reply) < 0)
                 return -ENOMEM;
         _cleanup_(json_decrefp) json_t *res = json_pack("{s:[{s:s,s:s%}],s:b}", "content", "type", "text", "text", t.data,
                                                         t.len, "isError", !ok);

@@ -44,6 +44,8 @@ typedef enum McpTool {
         MCP_TOOL_LIST_DIR,
         MCP_TOOL_GLOB,
         MCP_TOOL_GREP,
+        MCP_TOOL_MULTI_EDIT,  /* several replacements in one file (mcp-edit.c) */
+        MCP_TOOL_APPLY_PATCH, /* Codex-style patch text (mcp-edit.c) */
         /* Background processes: served by the daemon only (it keeps them). */
         MCP_TOOL_PROCESS_START,
         MCP_TOOL_PROCESS_OUTPUT,
@@ -71,8 +73,12 @@ typedef struct McpInitialize {
  * ignored (the client may be newer than this server). */
 int mcp_decode_initialize(json_t *params, McpInitialize *ret, VsError **err);
 
-/* The tools/list result ({"tools":[...]}). New reference, NULL on OOM. */
-json_t *mcp_tools_list(void);
+/* The tools/list result ({"tools":[...]}): without with_daemon, the tools
+ * only the daemon serves are left out; open_world (the workspace's jail
+ * has a network) sets openWorldHint on the command tools; structured (the
+ * revision has structuredContent) adds each tool's outputSchema. New
+ * reference, NULL on OOM. */
+json_t *mcp_tools_list(bool with_daemon, bool open_world, bool structured);
 
 typedef struct McpCall {
         McpTool tool;
@@ -107,6 +113,8 @@ typedef struct McpCall {
         const char *data;     /* process_input */
         bool eof;
         const char *signal;   /* process_signal: a name, default TERM */
+        json_t *edits;        /* multi_edit: [{old_string, new_string, replace_all}] (borrowed) */
+        const char *patch;    /* apply_patch: the patch text */
 } McpCall;
 
 /* tools/call params: {"name", "arguments", "_meta"}. Strings are borrowed

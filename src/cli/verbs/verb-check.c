@@ -53,6 +53,9 @@ static void print_policy(const VsPolicy *p, const char *dir) {
                p->git_init ? "true (a missing root .git is a repository the host's git makes before the jail starts)"
                            : "false (a missing root .git is a read-only empty directory in the jail)");
         printf("%-13s%s\n%-13s%s\n", "no_gpu", p->no_gpu ? "true" : "false", "lockdown", p->lockdown ? "true" : "false");
+        printf("%s %s\n", "persistent_home", /* wider than the column */
+               p->persistent_home ? "true (the jail's home is kept for this workspace, outside it)"
+                                  : "false (an empty home each time the jail starts)");
         if (p->net_allowlist) {
                 printf("%-13sallowlist through the daemon's proxy (no direct network):", "network");
                 for (size_t i = 0; i < p->n_net_rules; i++)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* vectora-sandbox mcp: an MCP server over stdio (JSON-RPC 2.0, one message
- * per line) exposing the workspace's tools. A call goes through
- * vectora-sandboxd when its socket answers, otherwise to a worker this
- * process keeps for the session (src/cli/mcp/mcp-embedded.c). Standard output
+ * per line) exposing the workspace's tools. The mode is chosen once, at
+ * start: through vectora-sandboxd when its socket answers then (each call
+ * on a connection of its own, served in parallel), otherwise a worker this
+ * process keeps for the session (src/cli/mcp/mcp-embedded.c; one call at
+ * a time in it). Standard output
  * carries only protocol messages; diagnostics go to standard error. */
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,107 +21,316 @@
 #include "jsonl.h"
 #include "jsonrpc.h"
 #include "mcp-input.h"
+#include "mcp-edit.h"
 #include "mcp-serve.h"
+#include "policy.h"
+#include "tools.h"
 #include "vs-build-config.h"
 
 /* MCP: a request other than ping before initialize. */
 #define MCP_NOT_INITIALIZED -32002
+/* tools/call served at once; the next waits for one of them to end. */
+#define MCP_CALLS_MAX 32
 
 typedef struct McpServer {
         char *workspace;     /* absolute */
         const char *version; /* negotiated; NULL before initialize */
-        char *socket;        /* the daemon's, or NULL */
-        int fd;              /* connection to the daemon, or -EBADF */
-        JsonlReader *rd;
-        uint64_t next_id;
-        const char *mode;    /* what served the last call, for the log */
+        char *socket;        /* the daemon's (daemon mode), or NULL */
+        bool daemon;         /* the mode, chosen once at start: never switched */
+        char *mode_line;     /* the mode as said at start (stderr and instructions) */
         bool require_sandbox; /* every request carries "require_sandbox": true */
         McpEmbedded emb;
-        McpInput *in;        /* stdin, read while a call runs */
+        pthread_mutex_t emb_lock; /* one call at a time in the embedded session */
+        McpInput *in;        /* stdin, read while calls run */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned calls;      /* tools/calls running or queued */
+        struct McpJob *queue; /* embedded: the calls waiting for the session's thread */
+        bool emb_started;
+        bool stopping;       /* the session thread ends when its queue is empty */
+        pthread_t emb_thread; /* the session thread, joined at the end */
 } McpServer;
 
-static void daemon_close(McpServer *s) {
-        if (s->fd >= 0)
-                mcp_input_call_fd(s->in, -1); /* before the descriptor can be reused */
-        s->fd = safe_close(s->fd);
-        jsonl_reader_free(TAKE_PTR(s->rd));
+/* One tools/call in flight: its thread's work. */
+typedef struct McpJob {
+        struct McpJob *next; /* in the embedded queue */
+        McpServer *s;
+        McpRun *run;
+        json_t *msg;         /* the message: the call's strings borrow from it */
+        json_t *id;          /* borrowed from msg */
+        McpCall call;
+        int fd;              /* its own daemon connection, or -EBADF */
+        JsonlReader *rd;
+        uint64_t next_id;
+} McpJob;
+
+static void job_close(McpJob *j) {
+        if (j->fd >= 0)
+                mcp_input_call_fd(j->s->in, j->run, -1); /* before the descriptor can be reused */
+        j->fd = safe_close(j->fd);
+        jsonl_reader_free(TAKE_PTR(j->rd));
 }
 
-/* Connects when the daemon's socket answers; quiet otherwise (the caller
- * then serves the call embedded). */
-static bool daemon_connect(McpServer *s) {
-        if (s->fd >= 0)
-                return true;
-        _cleanup_free_ char *why = NULL;
-        if (!s->socket || client_connect(s->socket, &s->fd, &why) < 0)
-                return false;
-        if (jsonl_reader_new(&s->rd) < 0) {
-                daemon_close(s);
-                return false;
-        }
-        return true;
-}
-
-/* One daemon API call over the CLI's one transport (client.h). */
-static int daemon_call(McpServer *s, json_t *req, const char *raw, size_t raw_len, JsonlMsg *ret, bool *ret_sent) {
-        return client_call(s->fd, s->rd, ++s->next_id, req, raw, raw_len, ret, ret_sent);
-}
-
-static json_t *serve_call(McpServer *s, const McpCall *c) {
-        json_t *reply = NULL;
-        _cleanup_free_ char *raw = NULL;
-        size_t raw_len = 0;
-        const char *mode;
-        if (daemon_connect(s)) {
-                mode = "daemon";
-                mcp_input_call_fd(s->in, s->fd);
-                json_t *req = NULL;
-                const char *in = NULL;
-                size_t in_len = 0;
-                if (mcp_call_request(c, s->workspace, &req, &in, &in_len) < 0)
-                        return NULL;
-                if (s->require_sandbox && json_object_set_new(req, "require_sandbox", json_true()) < 0) {
-                        json_decref(req);
-                        return NULL;
+/* One daemon API call on the job's own connection (the daemon serves
+ * connections in parallel). A daemon that does not answer is an error
+ * naming what to do, never a switch to embedded mode: background
+ * processes and the daemon's watch would be lost without a word. */
+static json_t *daemon_serve(McpJob *j, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
+        McpServer *s = j->s;
+        if (j->fd < 0) {
+                _cleanup_free_ char *why = NULL; /* the CLI's advice, not the agent's */
+                int r = client_connect(s->socket, &j->fd, &why);
+                if (r < 0 || (r = jsonl_reader_new(&j->rd)) < 0) {
+                        job_close(j);
+                        _cleanup_free_ char *msg = NULL;
+                        if (r == -ENOMEM ||
+                            asprintf(&msg, "vectora-sandboxd does not answer at %s (%s); nothing ran. This server "
+                                           "serves through the daemon for its whole session and does not switch "
+                                           "to a worker of its own. Ask the user to start vectora-sandboxd again "
+                                           "(or to restart this MCP server), then retry",
+                                     s->socket, strerror(-r)) < 0)
+                                return NULL;
+                        return mcp_tool_error("daemon_unreachable", msg);
                 }
-                JsonlMsg m = JSONL_MSG_INIT;
-                bool sent;
-                int r = daemon_call(s, req, in, in_len, &m, &sent);
+                mcp_input_call_fd(s->in, j->run, j->fd);
+        }
+        json_t *req = NULL;
+        const char *in = NULL;
+        size_t in_len = 0;
+        if (mcp_call_request(c, s->workspace, &req, &in, &in_len) < 0)
+                return NULL;
+        if (s->require_sandbox && json_object_set_new(req, "require_sandbox", json_true()) < 0) {
                 json_decref(req);
-                if (r == -ENOMEM)
-                        return NULL;
-                if (r < 0) {
-                        /* Not re-run embedded: the command may have run. */
-                        daemon_close(s);
-                        if (!mcp_input_call_cancelled(s->in)) /* else closed by us: the daemon cancelled it */
-                                fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket,
-                                        strerror(-r));
-                        return sent ? mcp_tool_error("daemon_lost",
-                                                     "the connection to vectora-sandboxd was lost during the call; it may or may not have run. "
-                                                     "Check its effect before retrying")
-                                    : mcp_tool_error("daemon_unreachable",
-                                                     "the call could not be sent to vectora-sandboxd; nothing ran. Retry it");
-                }
-                reply = TAKE_PTR(m.obj);
-                if (m.has_raw)
-                        raw = jsonl_msg_steal_raw(&m, &raw_len);
-                jsonl_msg_done(&m);
-        } else if (mcp_tool_needs_daemon(c->tool)) {
-                return mcp_tool_error(api_error_name(API_ERROR_DAEMON_REQUIRED),
-                                      "background processes are kept by vectora-sandboxd, and none is reachable; run the "
-                                      "command with the terminal tool instead, or ask the user to start the daemon");
-        } else {
-                mode = "embedded";
-                if (mcp_embedded_call(&s->emb, c, &reply, &raw, &raw_len) < 0)
-                        return NULL;
+                return NULL;
         }
-        if (!s->mode || !streq(s->mode, mode))
-                fprintf(stderr, "vectora-sandbox: mcp: serving %s %s\n", s->workspace,
-                        streq(mode, "daemon") ? "through vectora-sandboxd" : "with its own worker (no daemon reachable)");
-        s->mode = mode;
+        JsonlMsg m = JSONL_MSG_INIT;
+        bool sent;
+        int r = client_call(j->fd, j->rd, ++j->next_id, req, in, in_len, &m, &sent);
+        json_decref(req);
+        if (r == -ENOMEM)
+                return NULL;
+        if (r < 0) {
+                job_close(j);
+                if (mcp_input_call_cancelled(s->in, j->run)) /* closed by us: the daemon cancelled it */
+                        return mcp_tool_error("cancelled", "the call was cancelled");
+                fprintf(stderr, "vectora-sandbox: mcp: lost vectora-sandboxd at %s: %s\n", s->socket, strerror(-r));
+                return sent ? mcp_tool_error("daemon_lost",
+                                             "the connection to vectora-sandboxd was lost during the call; it may or "
+                                             "may not have run. Check its effect before retrying; if the daemon is "
+                                             "gone, ask the user to start it again")
+                            : mcp_tool_error("daemon_unreachable",
+                                             "the call could not be sent to vectora-sandboxd; nothing ran. Retry it; "
+                                             "if the daemon is gone, ask the user to start it again");
+        }
+        *ret_reply = TAKE_PTR(m.obj);
+        *ret_raw = m.has_raw ? jsonl_msg_steal_raw(&m, ret_raw_len) : NULL;
+        jsonl_msg_done(&m);
+        return NULL;
+}
+
+/* One file or command operation through the mode's jail: a reply shaped
+ * like the daemon API's, or a tool error result (*ret_error) when nothing
+ * could be asked. -ENOMEM only. The embedded session's lock is held. */
+static int serve_op(void *userdata, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
+                    json_t **ret_error) {
+        McpJob *j = userdata;
+        *ret_reply = NULL;
+        *ret_raw = NULL;
+        *ret_raw_len = 0;
+        *ret_error = NULL;
+        if (j->s->daemon) {
+                *ret_error = daemon_serve(j, c, ret_reply, ret_raw, ret_raw_len);
+                return *ret_error || *ret_reply ? 0 : -ENOMEM;
+        }
+        return mcp_embedded_call(&j->s->emb, c, ret_reply, ret_raw, ret_raw_len);
+}
+
+static json_t *serve_call(McpJob *j) {
+        McpServer *s = j->s;
+        const McpCall *c = &j->call;
+        if (!s->daemon && mcp_tool_needs_daemon(c->tool))
+                return mcp_tool_error(api_error_name(API_ERROR_DAEMON_REQUIRED),
+                                      "background processes are kept by vectora-sandboxd, and this server runs without "
+                                      "it (said at its start); run the command with the terminal tool instead");
+        /* Embedded: one jail session, one call at a time in it (ping and
+         * cancellations are answered meanwhile by the input thread). */
+        if (!s->daemon) {
+                pthread_mutex_lock(&s->emb_lock);
+                if (mcp_input_call_session(s->in, j->run, true)) {
+                        mcp_input_call_session(s->in, j->run, false);
+                        pthread_mutex_unlock(&s->emb_lock);
+                        return mcp_tool_error("cancelled", "the call was cancelled");
+                }
+        }
         json_t *res = NULL;
-        (void)mcp_call_result(c, reply, raw, raw_len, mode, mcp_version_has_structured(s->version), &res);
-        json_decref(reply);
+        if (mcp_tool_is_edit(c->tool))
+                (void)mcp_edit_serve(c, serve_op, j, mcp_version_has_structured(s->version), &res);
+        else {
+                json_t *reply = NULL, *error = NULL;
+                _cleanup_free_ char *raw = NULL;
+                size_t raw_len = 0;
+                if (serve_op(j, c, &reply, &raw, &raw_len, &error) >= 0) {
+                        if (error)
+                                res = error;
+                        else
+                                (void)mcp_call_result(c, reply, raw, raw_len, s->daemon ? "daemon" : "embedded",
+                                                      mcp_version_has_structured(s->version), &res);
+                }
+                json_decref(reply);
+        }
+        if (!s->daemon) {
+                mcp_input_call_session(s->in, j->run, false);
+                pthread_mutex_unlock(&s->emb_lock);
+        }
+        job_close(j);
+        return res;
+}
+
+static void job_free(McpJob *j) {
+        job_close(j);
+        json_decref(j->msg);
+        free(j);
+}
+
+/* The response to a tools/call, unless it was cancelled. */
+static void job_answer(McpJob *j, json_t *result) {
+        bool cancelled = mcp_input_call_end(j->s->in, j->run);
+        if (cancelled) {
+                json_decref(result);
+                return;
+        }
+        _cleanup_(json_decrefp) json_t *resp =
+                jsonrpc_response(j->id, result, result ? 0 : JSONRPC_INTERNAL_ERROR, "out of memory");
+        json_decref(result);
+        _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
+        if (resp && jsonrpc_encode_line(&out, resp) >= 0)
+                (void)mcp_output(j->s->in, out.data, out.len);
+}
+
+static void job_run(McpJob *j) {
+        McpServer *s = j->s;
+        job_answer(j, serve_call(j));
+        job_free(j);
+        pthread_mutex_lock(&s->lock);
+        s->calls--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void *job_thread(void *arg) {
+        job_run(arg);
+        return NULL;
+}
+
+/* Embedded: one thread serves the session's calls in order, for the whole
+ * session. Not a thread per call: the worker dies with the thread that
+ * started it (PR_SET_PDEATHSIG follows the parent thread). */
+static void *emb_thread(void *arg) {
+        McpServer *s = arg;
+        for (;;) {
+                pthread_mutex_lock(&s->lock);
+                while (!s->queue && !s->stopping)
+                        pthread_cond_wait(&s->cond, &s->lock);
+                McpJob *j = s->queue;
+                if (!j) {
+                        pthread_mutex_unlock(&s->lock);
+                        return NULL;
+                }
+                s->queue = j->next;
+                pthread_mutex_unlock(&s->lock);
+                job_run(j);
+        }
+        return NULL;
+}
+
+/* ret NULL: detached. */
+static int start_thread(void *(*fn)(void *), void *arg, pthread_t *ret) {
+        pthread_attr_t attr;
+        pthread_t t;
+        sigset_t all, old;
+        sigfillset(&all);
+        /* Signals stay the main thread's. */
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, ret ? PTHREAD_CREATE_JOINABLE : PTHREAD_CREATE_DETACHED);
+        int r = pthread_create(ret ?: &t, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return -r;
+}
+
+/* A tools/call on a thread of its own (daemon), or queued for the
+ * session's thread (embedded); false when it could not start (then the
+ * caller serves it in place). */
+static bool job_start(McpJob *j) {
+        McpServer *s = j->s;
+        pthread_mutex_lock(&s->lock);
+        while (s->calls >= MCP_CALLS_MAX)
+                pthread_cond_wait(&s->cond, &s->lock);
+        if (!s->daemon) {
+                if (!s->emb_started && start_thread(emb_thread, s, &s->emb_thread) < 0) {
+                        pthread_mutex_unlock(&s->lock);
+                        return false;
+                }
+                s->emb_started = true;
+                McpJob **p = &s->queue;
+                while (*p)
+                        p = &(*p)->next;
+                *p = j;
+                s->calls++;
+                pthread_cond_broadcast(&s->cond);
+                pthread_mutex_unlock(&s->lock);
+                return true;
+        }
+        s->calls++;
+        pthread_mutex_unlock(&s->lock);
+        if (start_thread(job_thread, j, NULL) == 0)
+                return true;
+        pthread_mutex_lock(&s->lock);
+        s->calls--;
+        pthread_mutex_unlock(&s->lock);
+        return false;
+}
+
+/* tools/call: NULL when answered elsewhere (its thread, or cancelled),
+ * else the result to answer with now (a batch's calls run in place). */
+static json_t *on_call(McpServer *s, json_t *msg, JsonRpcMessage *m, bool in_place, int *ret_code,
+                       const char **ret_msg, VsError **err) {
+        McpCall c;
+        if (mcp_decode_call(m->params, &c, err) < 0) {
+                if (streq_ptr(vs_error_kind(*err), "bad_arguments"))
+                        return mcp_tool_error("bad_arguments", vs_error_message(*err));
+                *ret_code = JSONRPC_INVALID_PARAMS;
+                *ret_msg = vs_error_message(*err);
+                return NULL;
+        }
+        McpJob *j = calloc(1, sizeof *j);
+        if (!j)
+                return NULL;
+        *j = (McpJob) { .s = s, .msg = json_incref(msg), .id = m->id, .call = c, .fd = -EBADF };
+        json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
+        if (!json_is_string(token) && !json_is_integer(token))
+                token = NULL;
+        int r = mcp_input_call_begin(s->in, m->id, token, &j->run);
+        if (r <= 0) { /* 0: cancelled (notifications/cancelled): no response */
+                json_decref(j->msg);
+                free(j);
+                if (r == 0)
+                        *ret_code = -1;
+                return NULL;
+        }
+        if (!in_place && job_start(j)) {
+                *ret_code = -1;
+                return NULL;
+        }
+        json_t *res = serve_call(j);
+        if (mcp_input_call_end(s->in, j->run)) {
+                json_decref(res);
+                res = NULL;
+                *ret_code = -1;
+        }
+        j->run = NULL;
+        job_free(j);
         return res;
 }
 
@@ -130,19 +342,31 @@ static json_t *on_initialize(McpServer *s, json_t *params, int *ret_code, const 
                 return NULL;
         }
         s->version = mcp_negotiate_version(in.protocol_version);
-        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s++}", "protocolVersion", s->version, "capabilities", "tools",
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text,
+                     "These tools act on the workspace %s inside its sandbox (vectora.toml's [sandbox]). %s Use "
+                     "terminal to run commands and the file tools to read and change files. Each result ends with "
+                     "a line saying how it was sandboxed. A refusal (masked secret, read-only path, path outside "
+                     "the workspace) is final: report it, do not try to get around it.",
+                     s->workspace, s->mode_line) < 0)
+                return NULL;
+        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s}", "protocolVersion", s->version, "capabilities", "tools",
                          "listChanged", false, "serverInfo", "name", "vectora-sandbox", "version", VS_VERSION,
-                         "instructions", /* s++: three strings, concatenated */
-                         "These tools act on the workspace ", s->workspace,
-                         " inside its sandbox (vectora.toml's [sandbox]). Use terminal to run commands and the file "
-                         "tools to read and change files. Each result ends with a line saying how it was sandboxed. "
-                         "A refusal (masked secret, read-only path, path outside the workspace) is final: report it, "
-                         "do not try to get around it.");
+                         "instructions", text);
+}
+
+/* Whether the workspace's policy gives the jail a network (the host's or
+ * an allowlist): the tools' openWorldHint. */
+static bool workspace_open_world(McpServer *s) {
+        _cleanup_(policy_freep) VsPolicy *p = NULL;
+        if (tools_load_policy(s->workspace, &p, NULL, NULL, NULL) < 0)
+                return false;
+        return p->network || p->net_allowlist;
 }
 
 /* One message; the response to send, or NULL for none (a notification, a
  * response, or out of memory). */
-static json_t *on_message(McpServer *s, json_t *msg) {
+static json_t *on_message(McpServer *s, json_t *msg, bool in_place) {
         JsonRpcMessage m;
         json_t *id = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
@@ -161,24 +385,12 @@ static json_t *on_message(McpServer *s, json_t *msg) {
                 code = MCP_NOT_INITIALIZED;
                 why = "send initialize first";
         } else if (streq(m.method, "tools/list"))
-                result = mcp_tools_list();
+                /* Only what this mode serves: no process tools without the daemon. */
+                result = mcp_tools_list(s->daemon, workspace_open_world(s), mcp_version_has_structured(s->version));
         else if (streq(m.method, "tools/call")) {
-                McpCall c;
-                if (mcp_decode_call(m.params, &c, &err) == 0) {
-                        /* Cancelled (notifications/cancelled): no response. */
-                        if (!mcp_input_call_begin(s->in, m.id))
-                                return NULL;
-                        result = serve_call(s, &c);
-                        if (mcp_input_call_end(s->in)) {
-                                json_decref(result);
-                                return NULL;
-                        }
-                } else if (streq_ptr(vs_error_kind(err), "bad_arguments"))
-                        result = mcp_tool_error("bad_arguments", vs_error_message(err));
-                else {
-                        code = JSONRPC_INVALID_PARAMS;
-                        why = vs_error_message(err);
-                }
+                result = on_call(s, msg, &m, in_place, &code, &why, &err);
+                if (code == -1)
+                        return NULL; /* answered by its thread, or cancelled */
         } else {
                 code = JSONRPC_METHOD_NOT_FOUND;
                 why = "this server has: initialize, ping, tools/list, tools/call";
@@ -212,7 +424,7 @@ static int on_line(McpServer *s, const char *p, size_t n, StrBuf *out) {
                 return jsonrpc_encode_error(out, NULL, r == -EINVAL ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
                                             vs_error_message(err));
         if (json_is_object(v)) {
-                _cleanup_(json_decrefp) json_t *resp = on_message(s, v);
+                _cleanup_(json_decrefp) json_t *resp = on_message(s, v, false);
                 return resp ? jsonrpc_encode_line(out, resp) : 0;
         }
         /* A batch: part of revision 2025-03-26 only. */
@@ -223,7 +435,7 @@ static int on_line(McpServer *s, const char *p, size_t n, StrBuf *out) {
         size_t i;
         json_t *msg;
         json_array_foreach(v, i, msg) {
-                json_t *resp = on_message(s, msg);
+                json_t *resp = on_message(s, msg, true);
                 if (resp && json_array_append_new(all, resp) < 0)
                         return -ENOMEM;
         }
@@ -243,14 +455,41 @@ int verb_mcp(const CliArgs *a) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (a->val[OPT_AUDIT_LOG] && audit_open(a->val[OPT_AUDIT_LOG], &err) < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: %s", vs_error_message(err));
-        McpServer s = { .fd = -EBADF, .workspace = abs, .require_sandbox = a->require_sandbox,
+        McpServer s = { .workspace = abs, .require_sandbox = a->require_sandbox,
                         .emb = { .workspace = abs, .require_sandbox = a->require_sandbox, .cancel_fd = -EBADF } };
-        /* The daemon named, or the one at the default socket when it starts:
-         * cli_socket() checks that socket is the caller's own. */
-        _cleanup_free_ char *sock = NULL;
+        pthread_mutex_init(&s.emb_lock, NULL);
+        pthread_mutex_init(&s.lock, NULL);
+        pthread_cond_init(&s.cond, NULL);
+        /* The mode, once: the daemon named, or the one at the default
+         * socket (cli_socket() checks that socket is the caller's own),
+         * when it answers now; else a worker of our own for the whole
+         * session. */
+        _cleanup_free_ char *sock = NULL, *mode_line = NULL;
         if (cli_socket(a) && !(sock = strdup(cli_socket(a))))
                 return cli_fail(EXIT_REFUSED, "mcp: out of memory");
-        s.socket = sock;
+        _cleanup_free_ char *why = NULL; /* not said: the mode line says it all */
+        int probe = -EBADF;
+        if (sock && client_connect(sock, &probe, &why) >= 0) {
+                s.daemon = true;
+                s.socket = sock;
+        }
+        safe_close(probe);
+        const char *def = cli_default_socket();
+        int k;
+        if (s.daemon)
+                k = asprintf(&mode_line, "Mode: daemon: calls are served through vectora-sandboxd at %s, in parallel; background processes (process_*) are available.", sock);
+        else if (a->val[OPT_NO_DAEMON])
+                k = asprintf(&mode_line, "Mode: embedded (--no-daemon): this server serves with its own worker, one call "
+                                         "at a time; background processes (process_*) are not available.");
+        else
+                k = asprintf(&mode_line, "Mode: embedded (no vectora-sandboxd answers at %s): this server serves "
+                                         "with its own worker, one call at a time, for its whole session; background "
+                                         "processes (process_*) are not available.",
+                             sock ? sock : def ? def : "the default socket");
+        if (k < 0)
+                return cli_fail(EXIT_REFUSED, "mcp: out of memory");
+        s.mode_line = mode_line;
+        fprintf(stderr, "vectora-sandbox: mcp: serving %s. %s\n", abs, mode_line);
         /* A client that goes away ends us through EOF or EPIPE, not a signal. */
         signal(SIGPIPE, SIG_IGN);
 
@@ -273,8 +512,17 @@ int verb_mcp(const CliArgs *a) {
                 if (out.len && mcp_output(s.in, out.data, out.len) < 0)
                         break;
         }
+        /* At EOF the calls running still answer (a client may close its
+         * end of our input and read on). */
+        pthread_mutex_lock(&s.lock);
+        while (s.calls > 0)
+                pthread_cond_wait(&s.cond, &s.lock);
+        s.stopping = true;
+        pthread_cond_broadcast(&s.cond);
+        pthread_mutex_unlock(&s.lock);
+        if (s.emb_started)
+                pthread_join(s.emb_thread, NULL);
         mcp_input_stop(s.in);
-        daemon_close(&s);
         mcp_embedded_done(&s.emb);
         return rc;
 }

@@ -122,6 +122,13 @@ static int terminal(const CliArgs *a, json_t *req) {
                 (void)!write_all(STDERR_FILENO, m.raw + out_len, err_len);
                 if (json_is_true(json_object_get(m.obj, "timed_out")))
                         cli_fail(0, "%s: timed out; the command's process group was killed", a->verb->name);
+                /* What the output alone does not explain (a sealed file's
+                 * EBUSY, no direct network), after it. */
+                static const char *const notes[] = { "sealed_note", "network_note" };
+                for (size_t i = 0; i < ELEMENTSOF(notes); i++)
+                        if (json_string_value(json_object_get(m.obj, notes[i])))
+                                fprintf(stderr, "vectora-sandbox: note: %s\n",
+                                        json_string_value(json_object_get(m.obj, notes[i])));
         }
         jsonl_msg_done(&m);
         return status;

@@ -94,6 +94,12 @@ static int malformed(VsError **err, const char *what) {
         return vs_error_set_kind(err, -EPROTO, "worker_crashed", "the worker sent a malformed %s reply", what);
 }
 
+#define SEALED_NOTE                                                                                                  \
+        "\"Device or resource busy\" (EBUSY) is how the jail refuses a change to a sealed file: .git/config, "        \
+        ".git/hooks, vectora.toml and the other protected paths are mounted read-only over themselves, so they "     \
+        "cannot be written, replaced or removed from inside. For git settings use `git config --global` (kept in "    \
+        "the jail's home); anything else is the user's to change on the host"
+
 static int exec_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError **err) {
         ProtocolExecReply e;
         if (protocol_decode_exec_reply(m->obj, m->raw_len, &e, NULL) < 0)
@@ -108,6 +114,12 @@ static int exec_result(const VsToolCall *c, JsonlMsg *m, json_t **ret, VsError *
          * command killed at the limit is not retried with a longer one. */
         if (o && c->max_timeout_ms && c->a.timeout_ms > c->max_timeout_ms &&
             json_object_set_new(o, "timeout_capped_ms", json_integer((json_int_t)c->max_timeout_ms)) < 0)
+                json_decref(TAKE_PTR(o));
+        /* A write to a sealed file fails EBUSY (it is a mount point: the
+         * rename over it, or its removal, cannot happen), which tools print
+         * without a word of why: the agent is told. */
+        if (o && e.exit_code != 0 && m->raw && memmem(m->raw, m->raw_len, "Device or resource busy", 23) &&
+            json_object_set_new(o, "sealed_note", json_string(SEALED_NOTE)) < 0)
                 json_decref(TAKE_PTR(o));
         if (!o)
                 return -ENOMEM;

@@ -153,12 +153,16 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
                 return vs_error_set_kind(err, -EPERM, "sandbox_required",
                                          "workspace %s would run unsandboxed (%s) and a sandbox is required; add a [sandbox] table to its vectora.toml (vectora-sandbox init)",
                                          p->workspace, p->unsandboxed_reason);
-        _cleanup_free_ char *worker = NULL, *rt = NULL;
+        _cleanup_free_ char *worker = NULL, *rt = NULL, *store = NULL;
         if ((r = vs_worker_path(&worker, err)) < 0)
                 return r;
         if (p->sandboxed && (r = vs_runtime_dir(&rt, err)) < 0)
                 return r;
-        VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt };
+        /* The jail's kept home lives in the caller's store, as the daemon's in its own. */
+        if (p->sandboxed && (r = approval_store_dir(NULL, &store, err)) < 0)
+                return r;
+        VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt,
+                              .state_dir = store };
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;

@@ -11,6 +11,7 @@
 #include "backend-local.h"
 #include "chase.h"
 #include "idmap.h"
+#include "jail-home.h"
 #include "jail-plan.h"
 #include "path-util.h"
 #include "strv.h"
@@ -95,6 +96,9 @@ static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l
                 .gid = l->gid,
                 .plan = l->plan,
                 .proxy_socket = l->proxy_socket ? o->proxy_socket : NULL,
+                .home_dir = l->home_dir,
+                .git_config = l->git_config,
+                .git_config_dest = VS_JAIL_GITCONFIG,
         };
         _cleanup_free_ char *bwrap = path_find_executable_os(env.bwrap, getenv("PATH"));
         if (!bwrap)

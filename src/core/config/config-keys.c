@@ -177,6 +177,11 @@ static int h_git_init(const KeyCtx *c, VsError **err) {
         return 0;
 }
 
+static int h_persistent_home(const KeyCtx *c, VsError **err) {
+        c->policy->persistent_home = c->kv->value->boolean;
+        return 0;
+}
+
 static int h_no_gpu(const KeyCtx *c, VsError **err) {
         c->policy->no_gpu = c->kv->value->boolean;
         return 0;
@@ -410,6 +415,7 @@ const KeyDef config_sandbox_keys[] = {
         { "protect", TOML_ARRAY, h_protect },
         { "git_init", TOML_BOOL, h_git_init },
         { "no_gpu", TOML_BOOL, h_no_gpu },
+        { "persistent_home", TOML_BOOL, h_persistent_home },
         { "lockdown", TOML_BOOL, h_lockdown },
         { "network", TOML_ANY, h_network },
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },

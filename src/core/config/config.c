@@ -51,6 +51,7 @@ static void policy_defaults(VsPolicy *p) {
         p->sandboxed = true;
         p->backend = backend_def_default();
         p->no_gpu = true;
+        p->persistent_home = true;
         p->lockdown = false;
         p->network = true;
         p->idle_timeout_s = 600;

@@ -12,6 +12,7 @@
 #include "chase.h"
 #include "git-scan.h"
 #include "idmap.h"
+#include "jail-home.h"
 #include "jail-plan.h"
 #include "landlock.h"
 #include "path-util.h"
@@ -42,6 +43,8 @@ void launch_free(VsLaunch *l) {
         strv_free(l->pre_argv);
         free(l->missing_hint);
         strv_free(l->notes);
+        free(l->home_dir);
+        free(l->git_config);
         jail_plan_free(l->plan);
         free(l);
 }
@@ -262,7 +265,8 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, &l->plan, &l->git_base, err)) < 0)
+        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, o->walk_cache, &l->plan,
+                                  &l->git_base, err)) < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */
@@ -326,6 +330,23 @@ static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o,
         return 0;
 }
 
+/* The local jail's kept home and the host user's git identity
+ * (jail-home.h). What cannot be made leaves the jail as before (a tmpfs
+ * home) with a note saying why. */
+static int launch_home(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l) {
+        _cleanup_free_ char *note = NULL;
+        int r = jail_home_prepare(o->state_dir, p->workspace, l->uid, l->gid, p->persistent_home, &l->home_dir,
+                                  &l->git_config, &note);
+        if (r < 0)
+                return r;
+        if (note && (r = strv_extend(&l->notes, note)) < 0)
+                return r;
+        /* The lowest of git's levels: the jail's own --global still wins. */
+        if (l->git_config && (r = strv_extend(&l->env, "GIT_CONFIG_SYSTEM=" VS_JAIL_GITCONFIG)) < 0)
+                return r;
+        return 0;
+}
+
 int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, VsError **err) {
         _cleanup_(launch_freep) VsLaunch *l = calloc(1, sizeof *l);
         if (!l)
@@ -359,6 +380,8 @@ int launch_prepare(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch **ret, 
         l->memory = p->limits.memory;
         l->require_seccomp = l->require_landlock = p->lockdown;
         if (p->net_allowlist && (r = launch_network_allowlist(p, o, l, err)) < 0)
+                return r;
+        if (p->backend == &backend_local_def && (r = launch_home(p, o, l)) < 0)
                 return r;
 
         /* Seccomp: compiled here, loaded by the worker. Missing libseccomp

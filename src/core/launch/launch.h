@@ -30,6 +30,12 @@ typedef struct VsLaunchOptions {
          * proxy_secrets_renew), added to the jail's environment with the
          * proxy variables; NULL: none. */
         char *const *secret_env;
+        /* The caller's state directory (approval_store_dir()): the jail's
+         * persistent home and git identity live below it (jail-home.h);
+         * NULL: a tmpfs home and no identity file. */
+        const char *state_dir;
+        /* The daemon's walk cache (walk-cache.h); NULL: none. */
+        struct WalkCacheUse *walk_cache;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {
@@ -64,6 +70,10 @@ typedef struct VsLaunch {
         bool require_seccomp, require_landlock;
         uint64_t timeout_ms, max_output;
         uint64_t pids, memory;
+
+        /* Local backend (jail-home.h): host paths bound at VS_JAIL_HOME and
+         * (read-only) VS_JAIL_GITCONFIG; NULL: a tmpfs home, no identity. */
+        char *home_dir, *git_config;
 
         char **degraded;     /* human-readable degradations known before start */
         char **notes;        /* what a remote backend will create, for `plan` (may be NULL) */

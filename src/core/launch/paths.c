@@ -58,12 +58,20 @@ int vs_static_worker_path(const char *worker, char **ret) {
 }
 
 /* $XDG_RUNTIME_DIR when it is a directory of ours (a `su` keeps the other
- * user's), else NULL. */
+ * user's), else /run/user/UID when that is ours (what a login makes: a
+ * client started without the variable, e.g. an MCP client's default
+ * environment, finds the same daemon), else NULL. */
 static const char *user_runtime_base(void) {
+        static char run_user[64];
         const char *x = getenv("XDG_RUNTIME_DIR");
         struct stat st;
         if (x && x[0] == '/' && stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
                 return x;
+        if (x && *x)
+                return NULL; /* named, and not ours: not overridden by a guess */
+        snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned)geteuid());
+        if (lstat(run_user, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022))
+                return run_user;
         return NULL;
 }
 

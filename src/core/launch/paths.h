@@ -24,7 +24,8 @@ int vs_runtime_dir_named(const char *want, char **ret, VsError **err);
 /* The daemon's default socket, the one path the daemon listens on and the
  * CLI looks for: $VECTORA_SANDBOX_SOCKET, else /run/vectora-sandbox.sock for
  * root, $XDG_RUNTIME_DIR/vectora-sandbox.sock for another user (when that is a
- * directory of theirs), else /tmp/vectora-sandbox-UID/sock (the runtime
+ * directory of theirs; without the variable, /run/user/UID when that is
+ * theirs), else /tmp/vectora-sandbox-UID/sock (the runtime
  * directory's). Computed only: nothing is created. */
 int vs_default_socket(char **ret);
 /* Registers this program's runtime directory and the daemon socket's

@@ -269,7 +269,7 @@ int session_jail_pids(const VsSession *s, pid_t **ret) {
         *ret = NULL;
         if (!s->own_pid_ns || !s->sandboxed)
                 return -EOPNOTSUPP;
-        return proc_tree_pids(s->proc.pid, ret);
+        return proc_tree_pids(s->proc.pid, ret, NULL);
 }
 
 void session_stop(VsSession *s) {

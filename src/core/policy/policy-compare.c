@@ -62,7 +62,7 @@ static int limit_loosens(char ***out, const char *key, uint64_t approved, uint64
  * loosening. */
 static const char *const ordered_keys[] = {
         "workspace", "config", "sandboxed", "reason", "backend", "rw_paths", "ro_paths",
-        "mask", "protected", "protect", "git_init", "no_gpu", "lockdown", "network", "idle_timeout", "limits", "ports",
+        "mask", "protected", "protect", "git_init", "persistent_home", "no_gpu", "lockdown", "network", "idle_timeout", "limits", "ports",
         "secrets",
 };
 
@@ -168,7 +168,9 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
                 if (!protect_covered(p->protect, *g) &&
                     (r = strv_extendf(&out, "protect: \"%s\" is removed (no longer read-only)", *g)) < 0)
                         return r;
-        if ((r = flag_loosens(&out, "git_init", a->git_init, p->git_init, false)) < 0)
+        /* A kept home carries what one session leaves to the next. */
+        if ((r = flag_loosens(&out, "git_init", a->git_init, p->git_init, false)) < 0 ||
+            (r = flag_loosens(&out, "persistent_home", a->persistent_home, p->persistent_home, false)) < 0)
                 return r;
         if ((r = flag_loosens(&out, "no_gpu", a->no_gpu, p->no_gpu, true)) < 0 ||
             (r = flag_loosens(&out, "lockdown", a->lockdown, p->lockdown, true)) < 0 ||

@@ -36,7 +36,8 @@ json_t *policy_to_json(const VsPolicy *p) {
         if (!o)
                 return NULL;
         if (json_object_set_new(o, "protect", json_strv(p->protect)) < 0 ||
-            json_object_set_new(o, "git_init", json_boolean(p->git_init)) < 0) {
+            json_object_set_new(o, "git_init", json_boolean(p->git_init)) < 0 ||
+            json_object_set_new(o, "persistent_home", json_boolean(p->persistent_home)) < 0) {
                 json_decref(o);
                 return NULL;
         }

@@ -11,6 +11,7 @@
 #include "jsonl.h"
 #include "metrics.h"
 #include "strbuf.h"
+#include "walk-cache.h"
 
 /* ---- limits ---- */
 /* Backpressure (docs/protocol.md, "Limits"). A client's requests are taken
@@ -94,6 +95,7 @@ struct Server {
         char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
         char *instance_lock_dir; /* LOCK_ROOT/d-ID: holds the lock (instance_dir without --runtime-dir) */
         int instance_lock_fd;
+        WalkCacheUse walk_cache; /* the start walks' cache (walk-cache.h) */
 };
 
 struct Client {

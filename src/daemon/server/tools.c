@@ -23,6 +23,7 @@
 #include "strv.h"
 #include "terminal.h"
 #include "tools.h"
+#include "walk-cache.h"
 #include "watch.h"
 #include "worker-link.h"
 #include "workspace.h"
@@ -204,6 +205,11 @@ static void status_reply(Request *r) {
                 json_object_set_new(d, "input_held_bytes", json_integer((json_int_t)srv->in_bytes));
                 json_object_set_new(d, "replies_queued_bytes", json_integer((json_int_t)srv->out_bytes));
                 json_object_set_new(d, "replies_spooled_bytes", json_integer((json_int_t)srv->spool_bytes));
+                /* The start walks' directories: read, or taken from the
+                 * walk cache unchanged (walk-cache.h). */
+                json_object_set_new(d, "walk", json_pack("{s:I,s:I,s:b}", "dirs_read", (json_int_t)srv->walk_cache.n_read,
+                                                         "dirs_reused", (json_int_t)srv->walk_cache.n_reused, "cached",
+                                                         srv->walk_cache.dir != NULL));
         }
         size_t total = 0;
         json_t *summary = status_summary(srv, &total);

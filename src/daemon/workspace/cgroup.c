@@ -277,15 +277,18 @@ static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char 
 
 /* Without a cgroup only the kernel's per-user count (RLIMIT_NPROC in the
  * jail's user namespace) holds the limit, and the daemon cannot read it:
- * the jail's own pid namespace is counted instead. A fork bomb's
- * processes at an RLIMIT_NPROC limit keep the count near it (each one
- * whose fork fails ends and makes room for another's). */
+ * the threads of the jail's own pid namespace are counted instead (the
+ * limit counts threads: one leftover with many holds it as well as many
+ * leftovers). A fork bomb's processes at an RLIMIT_NPROC limit keep the
+ * count near it (each one whose fork fails ends and makes room for
+ * another's). */
 static bool jail_pids_saturated(const Workspace *ws, const WorkerLink *l) {
         if (!l || l->pid <= 0 || !l->launch || !l->launch->own_pid_ns)
                 return false;
         _cleanup_free_ pid_t *pids = NULL;
-        int n = proc_tree_pids(l->pid, &pids);
-        return n > 0 && (uint64_t)n >= ws->policy->limits.pids - ws->policy->limits.pids / 4;
+        size_t threads = 0;
+        int n = proc_tree_pids(l->pid, &pids, &threads);
+        return n > 0 && (uint64_t)threads >= ws->policy->limits.pids - ws->policy->limits.pids / 4;
 }
 
 bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {

@@ -618,6 +618,8 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 .worker_path = srv->opt.worker_path,
                 .runtime_dir = srv->instance_dir,
                 .instance = ws->counters.spawns,
+                .state_dir = srv->opt.state_dir,
+                .walk_cache = srv->walk_cache.dir ? &srv->walk_cache : NULL,
         };
         const char *proxy_socket = NULL;
         int r;

@@ -69,6 +69,11 @@ struct VsPolicy;
  * jail's (sealed or pinned; a repository appearing in the placeholder is
  * the host's `git init`), unless it is a symlink. */
 int git_scan_policy(const struct VsPolicy *p, bool base, VsGitRepos *out);
+/* The same with the daemon's walk cache (walk-cache.h; NULL: none): a
+ * directory unchanged since the last scan is not read again, and only the
+ * ones holding a .git or a HEAD are looked at. */
+struct WalkCacheUse;
+int git_scan_policy_cached(const struct VsPolicy *p, bool base, struct WalkCacheUse *cache, VsGitRepos *out);
 
 /* Whether r is the host's: base holds the same kind with the same
  * identity (wherever it is now), or base had a .git in that same

@@ -64,8 +64,11 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
          * full, random, urandom, tty, pts) with a private /dev/shm, private
          * /tmp and home. */
         if ((r = add2(&a, "--proc", "/proc")) < 0 || (r = add2(&a, "--dev", "/dev")) < 0 ||
-            (r = add2(&a, "--tmpfs", "/dev/shm")) < 0 || (r = add2(&a, "--tmpfs", "/tmp")) < 0 ||
-            (r = add2(&a, "--tmpfs", VS_JAIL_HOME)) < 0)
+            (r = add2(&a, "--tmpfs", "/dev/shm")) < 0 || (r = add2(&a, "--tmpfs", "/tmp")) < 0)
+                return r;
+        /* The workspace's kept home (its uid's own directory, outside every
+         * workspace), else a fresh tmpfs each start. */
+        if ((r = env->home_dir ? add3(&a, "--bind", env->home_dir, VS_JAIL_HOME) : add2(&a, "--tmpfs", VS_JAIL_HOME)) < 0)
                 return r;
 
         /* The plan's mounts in its order: listed paths (parents first),
@@ -88,6 +91,10 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         }
 
         if ((r = add3(&a, "--ro-bind", env->worker_path, VS_JAIL_WORKER_PATH)) < 0)
+                return r;
+        /* The host user's git identity, read-only (GIT_CONFIG_SYSTEM names it). */
+        if (env->git_config && env->git_config_dest &&
+            (r = add3(&a, "--ro-bind", env->git_config, env->git_config_dest)) < 0)
                 return r;
         /* The allowlist's only way out; connect() on a socket is not a
          * write to the mount, so read-only is enough. */

@@ -48,6 +48,9 @@ typedef struct VsLocalEnv {
         char **gpu_nodes;        /* existing GPU device nodes */
         const VsJailPlan *plan;  /* what the jail sees (jail-plan.h): rendered, never changed */
         const char *proxy_socket; /* host path of the daemon's proxy socket (network allowlist), or NULL */
+        const char *home_dir;     /* host directory bound at VS_JAIL_HOME; NULL: a tmpfs */
+        const char *git_config;   /* host file bound read-only at git_config_dest, or NULL */
+        const char *git_config_dest;
 } VsLocalEnv;
 
 /* Renders the plan as the bwrap argv (argv[0] = env->bwrap, ending with

@@ -20,6 +20,7 @@
 #include "path-util.h"
 #include "protect-absent.h"
 #include "strv.h"
+#include "walk-cache.h"
 
 static void mask_paths_free(VsMaskPath *m, size_t n) {
         for (size_t k = 0; k < n; k++)
@@ -97,10 +98,18 @@ static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err
 }
 
 /* Every resolved listed root walked with the mask patterns, relative to
- * it. */
-static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+ * it; a writable root with the protect globs in the same walk (their
+ * matches in prot[i] for rw_paths[i]). */
+static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *prot, WalkCacheUse *cache, VsError **err) {
         const VsGlobSet *set = p->mask_set;
         int r = 0;
+        _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
+        for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        if (!roots || r < 0)
+                return -ENOMEM;
+        bool protect = p->protect && p->protect[0];
         /* The workspace mounted read-only for want of a listed path over it
          * is masked like a listed root. */
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
@@ -110,9 +119,16 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, VsError **err) {
                 for (size_t i = 0; i < nl; i++) {
                         if (!list[i].resolved)
                                 continue;
-                        MaskList ml = { 0 };
-                        if ((r = mask_walk(list[i].resolved, set, &ml, err)) < 0)
+                        MaskList ml = { 0 }, pl = { 0 };
+                        bool with_protect = pass == 0 && protect;
+                        if ((r = mask_walk_both(list[i].resolved, set, with_protect ? p->protect_set : NULL,
+                                                with_protect ? roots : NULL, p->mask,
+                                                with_protect ? p->protect : NULL, cache, &ml, &pl, err)) < 0)
                                 return r;
+                        if (pass == 0)
+                                prot[i] = pl;
+                        else
+                                mask_list_done(&pl);
                         for (size_t k = 0; r >= 0 && k < ml.n; k++)
                                 /* Symlinks are not mounted over: bwrap would follow them.
                                  * Their targets are masked in their own right if they match. */
@@ -177,7 +193,7 @@ static int add_existing(const VsPolicy *p, VsJailFacts *f, const char *path, con
  * first, then is protected like the others. With git_init = true a
  * missing root .git where the jail could create one is a repository
  * first (git-init.h), whose control files are then those. */
-static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+static int collect_git(const VsPolicy *p, VsJailFacts *f, WalkCacheUse *cache, VsError **err) {
         VsGitControls gc = { 0 };
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
@@ -186,7 +202,7 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
          * below, and what the jail adds is put aside later. One walk. */
         if (!(f->git_base = calloc(1, sizeof *f->git_base)))
                 return -ENOMEM;
-        int r = git_scan_policy(p, true, f->git_base);
+        int r = git_scan_policy_cached(p, true, cache, f->git_base);
         if (r < 0)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "cannot list the repositories under %s: %s",
                                          p->workspace, strerror(-r));
@@ -237,30 +253,21 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, VsError **err) {
 }
 
 /* What the protect globs name below the writable roots, found by the
- * same walk as the masks (a matched directory is sealed whole), and
+ * same walk as the masks (collect_masks; a matched directory is sealed
+ * whole), and
  * through a symlinked directory too (.vscode -> shared-vscode): what such
  * a name resolves to is protected and refused by the file tools as well.
  * Under a read-only root everything is read-only already. A missing one a
  * glob spells out got its placeholder first (protect-absent.h). */
-static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, MaskList *prot) {
         if (!(f->protect_matches = calloc(1, sizeof(char *))))
                 return -ENOMEM;
-        if (!p->protect || !p->protect[0])
-                return 0;
-        const VsGlobSet *set = p->protect_set;
         int r = 0;
-        _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
-        for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
-                if (p->rw_paths[i].resolved)
-                        r = strv_extend(&roots, p->rw_paths[i].resolved);
-        if (!roots || r < 0)
-                return -ENOMEM;
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
-                MaskList ml = { 0 };
-                if ((r = mask_walk_links(p->rw_paths[i].resolved, set, roots, &ml, err)) < 0)
-                        return vs_error_prefix(err, "finding the paths to protect");
+                MaskList ml = prot[i];
+                prot[i] = (MaskList){ 0 };
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         _cleanup_free_ char *path = path_join(p->rw_paths[i].resolved, ml.items[k].relpath);
                         _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
@@ -293,7 +300,8 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, VsError **er
  * it leads); a missing one whose parent directory exists is recorded, so
  * the plan seals it with an empty mount and the agent cannot create it.
  * Those under .git are the git controls' (collect_git). */
-static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, VsError **err) {
+static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, char ***ret_sealed,
+                             WalkCacheUse *cache, VsError **err) {
         if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
@@ -325,14 +333,28 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (r < 0)
                         return r;
         }
-        int r = collect_git(p, f, err);
-        _cleanup_strv_free_ char **sealed = NULL;
+        int r = collect_git(p, f, cache, err);
         if (r >= 0)
-                r = protect_absent_fill(p, &sealed, err);
-        if (r >= 0)
-                r = collect_protect_globs(p, f, err);
+                r = protect_absent_fill(p, ret_sealed, err);
+        return r;
+}
+
+/* The walk, once the placeholders are made: the masks, and the protect
+ * globs with them. */
+static int collect_walked(const VsPolicy *p, VsJailFacts *f, char *const *sealed, WalkCacheUse *cache, VsError **err) {
+        MaskList *prot = calloc(p->n_rw + 1, sizeof *prot);
+        if (!prot)
+                return -ENOMEM;
+        int r = collect_masks(p, f, prot, cache, err);
+        if (r < 0)
+                vs_error_prefix(err, "finding the paths to mask");
+        else
+                r = collect_protect_globs(p, f, prot);
+        for (size_t i = 0; i < p->n_rw; i++)
+                mask_list_done(&prot[i]);
+        free(prot);
         /* Tool directories sealed whole for a missing file of the user's list. */
-        for (char **s = sealed; r >= 0 && s && *s; s++) {
+        for (char *const *s = sealed; r >= 0 && s && *s; s++) {
                 struct stat st;
                 if (lstat(*s, &st) == 0 && (r = add_existing(p, f, *s, &st)) >= 0 && !strv_contains(f->protect_matches, *s))
                         r = strv_extend(&f->protect_matches, *s);
@@ -340,17 +362,15 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
         return r;
 }
 
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err) {
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCacheUse *cache, VsJailFacts *ret,
+                       VsError **err) {
         VsJailFacts f = { 0 };
         int r = policy_sets_check(p, err);
         if (r < 0)
                 return r;
-        r = collect_masks(p, &f, err);
-        if (r < 0) {
-                jail_facts_done(&f);
-                return vs_error_prefix(err, "finding the paths to mask");
-        }
-        if ((r = collect_protected(p, protected_paths, &f, err)) < 0) {
+        _cleanup_strv_free_ char **sealed = NULL;
+        if ((r = collect_protected(p, protected_paths, &f, &sealed, cache, err)) < 0 ||
+            (r = collect_walked(p, &f, sealed, cache, err)) < 0) {
                 jail_facts_done(&f);
                 return r;
         }
@@ -447,9 +467,10 @@ static void remote_list_free(VsPath *l, size_t n) {
 }
 
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err) {
+                   char *const *env, WalkCacheUse *cache, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   VsError **err) {
         VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, protected_paths, &f, err);
+        int r = jail_facts_collect(p, protected_paths, cache, &f, err);
         if (r < 0)
                 return r;
         r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
@@ -493,7 +514,7 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         if (r >= 0)
                 r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, ret, NULL, err);
+                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, NULL, ret, NULL, err);
         policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);

@@ -41,6 +41,8 @@ typedef struct VsJailMount {
         bool protects;  /* masks: stands for a missing protected path */
 } VsJailMount;
 
+struct WalkCacheUse;
+
 /* What the host says, gathered by jail_facts_collect(). */
 typedef struct VsJailFacts {
         VsMaskPath *masks;          /* existing masked paths (symlinks left out: a mount would follow them) */
@@ -89,7 +91,9 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * what the masks cover there. */
 const char *jail_plan_uncovered_workspace(const VsPolicy *p);
 
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, VsJailFacts *ret, VsError **err);
+/* cache: the daemon's walk cache (walk-cache.h), or NULL. */
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, struct WalkCacheUse *cache, VsJailFacts *ret,
+                       VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
 /* The one plan builder every launch uses (the local and container
@@ -100,7 +104,8 @@ void jail_facts_done(VsJailFacts *f);
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
  * facts found under the writable paths (git-scan.h), owned. */
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err);
+                   char *const *env, struct WalkCacheUse *cache, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir. */

@@ -7,26 +7,49 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "time-util.h"
+#include "walk-cache.h"
+
 /* The walk holds one directory descriptor per level and opens each child
  * relative to its parent with O_NOFOLLOW, so a directory swapped for a
  * symlink while we walk is never followed out of the workspace. One path
  * buffer is reused for the whole walk, each entry is matched with one step
- * from its directory's state, and only matches allocate. */
+ * from its directory's state, and only matches allocate.
+ *
+ * One walk serves up to two pattern sets (lanes): the masks and the
+ * protect globs, so a start reads the tree once. A lane that cannot match
+ * below a directory leaves it; the walk goes in while any lane may match
+ * there. With a cache (walk-cache.h) a directory whose device, inode,
+ * mtime and ctime are those recorded is not read again: its recorded
+ * matches and subdirectories stand for its entries. */
 
-typedef struct Walk {
+#define N_LANES 2
+
+typedef struct Lane {
         const VsGlobSet *set;
-        const char *root;
         size_t max_entries;
-        int root_fd;       /* follow_links: the root, for the targets' check */
         bool follow_links; /* mask_walk_links(): descend a symlinked directory below a root, once */
-        struct stat *also; /* follow_links: the other roots a link may lead into (or onto) */
-        size_t n_also;
-        bool following;    /* inside one now: no further link is followed */
         MaskList list;
         size_t cap;
         /* Match states, one slot per depth (see glob_set_step). */
         unsigned char *states;
-        size_t state_size, state_slots;
+        size_t state_size;
+} Lane;
+
+typedef struct Walk {
+        Lane lanes[N_LANES];
+        const char *root;
+        int root_fd;       /* a following lane: the root, for the targets' check */
+        struct stat *also; /* the other roots a link may lead into (or onto) */
+        size_t n_also;
+        bool following;    /* inside a followed link now: no further link is followed */
+        unsigned char *active; /* per depth: a bit per lane still matching there */
+        size_t state_slots;
+        WalkCache *old, *fresh; /* the cache read, the one written (NULL: none) */
+        WalkCache caches[2];    /* what they point to */
+        WalkCacheUse *use;      /* the counters, with a cache */
+        size_t n_read;          /* directories this walk read */
+        int64_t start_s;        /* the wall clock when it began (walk_cache_racy) */
         char path[PATH_MAX];
 } Walk;
 
@@ -40,23 +63,24 @@ void mask_list_done(MaskList *l) {
         l->n = 0;
 }
 
-static int walk_add(Walk *w, MaskKind kind, VsError **err) {
-        if (w->list.n >= w->max_entries)
+static int walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
+        Lane *l = &w->lanes[lane];
+        if (l->list.n >= l->max_entries)
                 return vs_error_set(err, -E2BIG,
                                     "more than %zu masked paths under %s; narrow the mask patterns or mask a parent directory",
-                                    w->max_entries, w->root);
-        if (w->list.n == w->cap) {
-                size_t ncap = w->cap ? w->cap * 2 : 16;
-                MaskEntry *items = realloc(w->list.items, ncap * sizeof *items);
+                                    l->max_entries, w->root);
+        if (l->list.n == l->cap) {
+                size_t ncap = l->cap ? l->cap * 2 : 16;
+                MaskEntry *items = realloc(l->list.items, ncap * sizeof *items);
                 if (!items)
                         return vs_error_set(err, -ENOMEM, "out of memory");
-                w->list.items = items;
-                w->cap = ncap;
+                l->list.items = items;
+                l->cap = ncap;
         }
         char *copy = strdup(w->path);
         if (!copy)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        w->list.items[w->list.n++] = (MaskEntry){ .relpath = copy, .kind = kind };
+        l->list.items[l->list.n++] = (MaskEntry){ .relpath = copy, .kind = kind };
         return 0;
 }
 
@@ -94,12 +118,24 @@ static int ensure_slots(Walk *w, size_t slots, VsError **err) {
         if (slots <= w->state_slots)
                 return 0;
         size_t n = MAX(slots, w->state_slots * 2);
-        unsigned char *p = realloc(w->states, n * w->state_size);
-        if (!p)
+        for (size_t i = 0; i < N_LANES; i++) {
+                if (!w->lanes[i].set)
+                        continue;
+                unsigned char *p = realloc(w->lanes[i].states, n * w->lanes[i].state_size);
+                if (!p)
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                w->lanes[i].states = p;
+        }
+        unsigned char *a = realloc(w->active, n);
+        if (!a)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        w->states = p;
+        w->active = a;
         w->state_slots = n;
         return 0;
+}
+
+static unsigned char *lane_state(Walk *w, size_t lane, size_t depth) {
+        return w->lanes[lane].states + depth * w->lanes[lane].state_size;
 }
 
 static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);
@@ -116,16 +152,16 @@ static bool same_inode(const struct stat *st, const struct stat *s) {
  * host's tools use; the caller protects what it resolves to. A link
  * leading anywhere else is not followed (the jail does not see there), nor
  * one inside a followed directory (no loops), nor one onto the root. */
-static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t depth, VsError **err) {
-        const unsigned char *state = w->states + depth * w->state_size;
-        unsigned char *child = w->states + (depth + 1) * w->state_size;
+static int walk_link(Walk *w, size_t lane, int pfd, const char *name, size_t plen, size_t depth, VsError **err) {
+        const Lane *l = &w->lanes[lane];
         bool matched;
-        bool below = glob_set_step(w->set, state, name, strlen(name), true, child, &matched);
+        bool below = glob_set_step(l->set, lane_state(w, lane, depth), name, strlen(name), true,
+                                   lane_state(w, lane, depth + 1), &matched);
         if (matched) {
                 /* A pattern for directories only (".vscode/"): the link
                  * names one if it leads to one; the caller protects that. */
                 struct stat lst;
-                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? walk_add(w, MASK_SYMLINK, err) : 0;
+                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? walk_add(w, lane, MASK_SYMLINK, err) : 0;
         }
         if (!below)
                 return 0;
@@ -159,58 +195,179 @@ static int walk_link(Walk *w, int pfd, const char *name, size_t plen, size_t dep
                 return 0;
         }
         w->following = true;
+        w->active[depth + 1] = (unsigned char)(1u << lane);
         int r = walk_dir(w, cfd, plen, depth + 1, err);
         w->following = false;
         return r;
 }
 
+/* The lanes that go into the directory name (below dir at depth), their
+ * states stepped into depth + 1. */
+static unsigned char step_into(Walk *w, size_t depth, const char *name, size_t nlen) {
+        unsigned char into = 0;
+        for (size_t i = 0; i < N_LANES; i++) {
+                if (!(w->active[depth] & (1u << i)))
+                        continue;
+                bool matched;
+                if (glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, nlen, true, lane_state(w, i, depth + 1),
+                                  &matched) &&
+                    !matched)
+                        into |= (unsigned char)(1u << i);
+        }
+        return into;
+}
+
+static int set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **err) {
+        size_t plen = len + (len > 0) + nlen;
+        if (plen >= sizeof w->path) {
+                w->path[len] = '\0';
+                return vs_error_set(err, -ENAMETOOLONG,
+                                    "path too long under %s/%s; masks cannot be checked there, shorten the tree", w->root,
+                                    w->path);
+        }
+        if (len > 0)
+                w->path[len] = '/';
+        memcpy(w->path + len + (len > 0), name, nlen + 1);
+        return (int)plen;
+}
+
+static int record_keep(Walk *w, WalkCacheDir *old) {
+        WalkCacheDir d;
+        walk_cache_take(old, &d);
+        int r = walk_cache_add(w->fresh, &d);
+        walk_cache_dir_done(&d);
+        return r;
+}
+
+static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError **err) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < rec->n_match; i++) {
+                const WalkCacheMatch *m = &rec->matches[i];
+                if (!w->lanes[m->lane].set)
+                        continue;
+                if ((r = set_path(w, len, m->name, strlen(m->name), err)) >= 0)
+                        r = walk_add(w, m->lane, (MaskKind)m->kind, err);
+        }
+        w->path[len] = '\0';
+        return r;
+}
+
+/* The directory open as dfd, unchanged since rec was taken: its matches
+ * from rec, its subdirectories each checked against their own record
+ * (a leaf's with one fstatat, without opening it). */
+static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t depth, VsError **err) {
+        atomic_fetch_add_explicit(&w->use->n_reused, 1, memory_order_relaxed);
+        int r = replay_matches(w, rec, len, err);
+        bool clean = true;
+        for (size_t i = 0; r >= 0 && i < rec->n_sub; i++) {
+                const char *name = rec->subdirs[i];
+                size_t nlen = strlen(name);
+                int plen = set_path(w, len, name, nlen, err);
+                if (plen < 0) {
+                        r = plen;
+                        break;
+                }
+                unsigned char into = step_into(w, depth, name, nlen);
+                if (!into)
+                        continue;
+                w->active[depth + 1] = into;
+                WalkCacheDir *sub = walk_cache_find(w->old, w->path);
+                struct stat st;
+                if (sub && sub->n_sub == 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    walk_cache_dir_matches(sub, &st)) {
+                        atomic_fetch_add_explicit(&w->use->n_reused, 1, memory_order_relaxed);
+                        if ((r = replay_matches(w, sub, (size_t)plen, err)) >= 0)
+                                r = record_keep(w, sub);
+                        continue;
+                }
+                int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd < 0) {
+                        int k = negative_errno();
+                        if (skippable(k)) {
+                                clean = false;
+                                continue;
+                        }
+                        r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
+                        break;
+                }
+                r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
+        }
+        w->path[len] = '\0';
+        if (r >= 0 && clean)
+                r = record_keep(w, rec);
+        return r;
+}
+
 /* Walks the directory open as dfd (taken over) whose relative path is
- * w->path[0..len) and whose match state is slot depth. */
+ * w->path[0..len) and whose match states are slot depth of the lanes
+ * active[depth] names. */
 static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
         int r = ensure_slots(w, depth + 2, err);
         if (r < 0) {
                 safe_close(dfd);
                 return r;
         }
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                r = negative_errno();
+        /* The record this read makes, if the directory is read whole. */
+        WalkCacheDir rec = { 0 };
+        bool recording = w->fresh && !w->following;
+        if (recording) {
+                struct stat st;
+                if (fstat(dfd, &st) < 0) {
+                        r = negative_errno();
+                        safe_close(dfd);
+                        return vs_error_set(err, r, "cannot stat directory %s/%s: %s", w->root, w->path, strerror(-r));
+                }
+                WalkCacheDir *old = walk_cache_find(w->old, w->path);
+                if (old && walk_cache_dir_matches(old, &st)) {
+                        r = walk_cached(w, dfd, old, len, depth, err);
+                        safe_close(dfd);
+                        return r;
+                }
+                recording = !walk_cache_racy(&st, w->start_s);
+                rec = (WalkCacheDir){ .rel = strdup(w->path), .dev = st.st_dev, .ino = st.st_ino,
+                                      .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec,
+                                      .ctime_sec = st.st_ctim.tv_sec, .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
+                if (!rec.rel) {
+                        safe_close(dfd);
+                        return vs_error_set(err, -ENOMEM, "out of memory");
+                }
+        }
+        if (w->fresh) {
+                atomic_fetch_add_explicit(&w->use->n_read, 1, memory_order_relaxed);
+                w->n_read++;
+        }
+        WalkDirReader d;
+        if ((r = walk_dir_reader_open(&d, dfd)) < 0) {
                 safe_close(dfd);
-                return vs_error_set(err, r, "cannot read directory %s/%s: %s", w->root, w->path,
-                                    strerror(-r));
+                walk_cache_dir_done(&rec);
+                return vs_error_set(err, r, "out of memory");
         }
 
         for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno != 0 && !skippable(-errno))
-                                r = vs_error_set(err, -errno, "cannot read directory %s/%s: %s", w->root,
-                                                 w->path, strerror(errno));
-                        break;
+                const char *name;
+                unsigned char type;
+                int more = walk_dir_reader_next(&d, &name, &type);
+                if (more < 0) {
+                        recording = false;
+                        if (!skippable(more))
+                                r = vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root, w->path,
+                                                 strerror(-more));
                 }
-                const char *name = de->d_name;
-                if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                        continue;
+                if (more <= 0)
+                        break;
 
                 size_t nlen = strlen(name);
-                size_t plen = len + (len > 0) + nlen;
-                if (plen >= sizeof w->path) {
-                        w->path[len] = '\0';
-                        r = vs_error_set(err, -ENAMETOOLONG,
-                                         "path too long under %s/%s; masks cannot be checked there, shorten the tree",
-                                         w->root, w->path);
+                int plen = set_path(w, len, name, nlen, err);
+                if (plen < 0) {
+                        r = plen;
                         break;
                 }
-                if (len > 0)
-                        w->path[len] = '/';
-                memcpy(w->path + len + (len > 0), name, nlen + 1);
 
-                unsigned char type = de->d_type;
                 if (type == DT_UNKNOWN) {
                         struct stat st;
-                        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 int k = negative_errno();
+                                recording = false;
                                 if (skippable(k))
                                         continue;
                                 r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
@@ -221,42 +378,64 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 }
                 bool is_dir = type == DT_DIR;
 
-                /* No ancestor of this entry matched (matched directories are
-                 * not descended), so only the entry itself is in question. */
-                const unsigned char *state = w->states + depth * w->state_size;
-                unsigned char *child = w->states + (depth + 1) * w->state_size;
-                bool matched;
-                bool below = glob_set_step(w->set, state, name, nlen, is_dir, child, &matched);
-                if (matched) {
-                        r = walk_add(w, kind_from_dtype(type), err);
-                        if (r < 0)
-                                break;
-                        continue;
+                /* No ancestor of this entry matched in a lane still active
+                 * (a lane leaves a matched directory), so only the entry
+                 * itself is in question. */
+                unsigned char into = 0, links = 0;
+                for (size_t i = 0; r >= 0 && i < N_LANES; i++) {
+                        if (!(w->active[depth] & (1u << i)))
+                                continue;
+                        bool matched;
+                        bool below = glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, nlen, is_dir,
+                                                   lane_state(w, i, depth + 1), &matched);
+                        if (matched) {
+                                r = walk_add(w, i, kind_from_dtype(type), err);
+                                if (r >= 0 && recording)
+                                        r = walk_cache_dir_add_match(&rec, (unsigned)i, kind_from_dtype(type), name);
+                        } else if (type == DT_LNK && w->lanes[i].follow_links && !w->following)
+                                links |= (unsigned char)(1u << i);
+                        else if (is_dir && below)
+                                into |= (unsigned char)(1u << i);
                 }
-                if (type == DT_LNK && w->follow_links && !w->following) {
-                        r = walk_link(w, dirfd(d), name, plen, depth, err);
-                        if (r < 0)
-                                break;
-                        continue;
-                }
-                if (!is_dir || !below)
+                if (r < 0)
+                        break;
+                /* What a link leads to can change with no change here. */
+                if (links)
+                        recording = false;
+                for (size_t i = 0; r >= 0 && i < N_LANES; i++)
+                        if (links & (1u << i))
+                                r = walk_link(w, i, d.fd, name, (size_t)plen, depth, err);
+                if (r < 0)
+                        break;
+                if (!into)
                         continue;
 
-                int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
-                        if (skippable(k))
+                        if (skippable(k)) {
+                                recording = false;
                                 continue; /* unreadable, vanished or swapped for a non-directory */
+                        }
                         r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path,
                                          strerror(-k));
                         break;
                 }
-                r = walk_dir(w, cfd, plen, depth + 1, err);
+                if (recording && walk_cache_dir_add_sub(&rec, name) < 0) {
+                        safe_close(cfd);
+                        r = vs_error_set(err, -ENOMEM, "out of memory");
+                        break;
+                }
+                w->active[depth + 1] = into;
+                r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
                 if (r < 0)
                         break;
         }
         w->path[len] = '\0';
-        closedir(d);
+        walk_dir_reader_close(&d);
+        if (r >= 0 && recording && walk_cache_add(w->fresh, &rec) < 0)
+                r = vs_error_set(err, -ENOMEM, "out of memory");
+        walk_cache_dir_done(&rec);
         return r;
 }
 
@@ -265,7 +444,13 @@ static void walk_free(Walk *w) {
                 return;
         safe_close(w->root_fd);
         free(w->also);
-        free(w->states);
+        for (size_t i = 0; i < N_LANES; i++) {
+                free(w->lanes[i].states);
+                mask_list_done(&w->lanes[i].list);
+        }
+        free(w->active);
+        walk_cache_done(&w->caches[0]);
+        walk_cache_done(&w->caches[1]);
         free(w);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Walk *, walk_free);
@@ -274,8 +459,17 @@ static int entry_cmp(const void *a, const void *b) {
         return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
 }
 
-static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, bool follow_links,
-                    char *const *also, MaskList *ret, VsError **err) {
+typedef struct WalkSpec {
+        const VsGlobSet *sets[N_LANES];
+        size_t max_entries[N_LANES];
+        bool follow_links[N_LANES];
+        char *const *also;
+        char *const *const *key_lists;
+        size_t n_key_lists;
+        WalkCacheUse *cache; /* NULL: none */
+} WalkSpec;
+
+static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANES], VsError **err) {
         _cleanup_(walk_freep) Walk *w = NULL;
 
         if (!root || root[0] != '/')
@@ -284,12 +478,20 @@ static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, 
         w = calloc(1, sizeof *w);
         if (!w)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        w->set = set;
         w->root = root;
-        w->max_entries = max_entries;
         w->root_fd = -EBADF;
-        w->follow_links = follow_links;
-        for (char *const *a = also; a && *a; a++) {
+        unsigned char active = 0;
+        bool follow = false;
+        for (size_t i = 0; i < N_LANES; i++) {
+                if (!spec->sets[i] || !glob_set_could_match_below(spec->sets[i], ""))
+                        continue;
+                w->lanes[i] = (Lane){ .set = spec->sets[i], .max_entries = spec->max_entries[i],
+                                      .follow_links = spec->follow_links[i],
+                                      .state_size = glob_set_state_size(spec->sets[i]) };
+                active |= (unsigned char)(1u << i);
+                follow |= spec->follow_links[i];
+        }
+        for (char *const *a = spec->also; follow && a && *a; a++) {
                 struct stat st;
                 if (stat(*a, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue; /* a root that is not there has nothing to protect */
@@ -300,7 +502,7 @@ static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, 
                 n[w->n_also++] = st;
         }
 
-        if (glob_set_could_match_below(set, "")) {
+        if (active) {
                 /* The root itself is the caller's choice and may be reached
                  * through a symlink; nothing inside it is followed. */
                 int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -308,42 +510,85 @@ static int walk_run(const char *root, const VsGlobSet *set, size_t max_entries, 
                         int r = negative_errno();
                         return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
                 }
-                w->state_size = glob_set_state_size(set);
                 int r = ensure_slots(w, 2, err);
                 if (r < 0) {
                         safe_close(fd);
                         return r;
                 }
-                glob_set_state_init(set, w->states);
-                if (follow_links && (w->root_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+                for (size_t i = 0; i < N_LANES; i++)
+                        if (w->lanes[i].set)
+                                glob_set_state_init(w->lanes[i].set, lane_state(w, i, 0));
+                w->active[0] = active;
+                if (follow && (w->root_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
                         r = negative_errno();
                         safe_close(fd);
                         return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
                 }
-                r = walk_dir(w, fd, 0, 0, err);
-                if (r < 0) {
-                        mask_list_done(&w->list);
-                        return r;
+                const char *cdir = spec->cache && spec->key_lists ? spec->cache->dir : NULL;
+                if (cdir) {
+                        uint8_t key[WALK_CACHE_KEY_LEN];
+                        walk_cache_key(root, (char *const **)spec->key_lists, spec->n_key_lists, key);
+                        memcpy(w->caches[1].key, key, sizeof key);
+                        if ((r = walk_cache_load(cdir, key, &w->caches[0])) < 0) {
+                                safe_close(fd);
+                                return vs_error_set(err, r, "out of memory");
+                        }
+                        w->use = spec->cache;
+                        w->start_s = now_wall().tv_sec;
+                        w->old = &w->caches[0];
+                        w->fresh = &w->caches[1];
                 }
+                r = walk_dir(w, fd, 0, 0, err);
+                if (r < 0)
+                        return r;
+                /* Best effort: without it the next walk reads everything. */
+                if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
+                    walk_cache_index(w->fresh) >= 0)
+                        (void)walk_cache_save(cdir, w->fresh);
         }
 
-        /* A stable order keeps the generated backend invocation reproducible. */
-        if (w->list.n > 1)
-                qsort(w->list.items, w->list.n, sizeof *w->list.items, entry_cmp);
-        *ret = w->list;
+        for (size_t i = 0; i < N_LANES; i++) {
+                if (!ret[i])
+                        continue;
+                MaskList *l = &w->lanes[i].list;
+                /* A stable order keeps the generated backend invocation reproducible. */
+                if (l->n > 1)
+                        qsort(l->items, l->n, sizeof *l->items, entry_cmp);
+                *ret[i] = *l;
+                *l = (MaskList){ 0 };
+        }
         return 0;
 }
 
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
-        return walk_run(root, set, max_entries, false, NULL, ret, err);
+        WalkSpec spec = { .sets = { set }, .max_entries = { max_entries } };
+        return walk_run(root, &spec, (MaskList *[N_LANES]){ ret, NULL }, err);
 }
 
 int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err) {
-        return walk_run(root, set, MASK_WALK_MAX_ENTRIES, true, also, ret, err);
+        WalkSpec spec = { .sets = { NULL, set }, .max_entries = { 0, MASK_WALK_MAX_ENTRIES },
+                          .follow_links = { false, true }, .also = also };
+        return walk_run(root, &spec, (MaskList *[N_LANES]){ NULL, ret }, err);
 }
 
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {
         return mask_walk_max(root, set, MASK_WALK_MAX_ENTRIES, ret, err);
+}
+
+int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                   char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache,
+                   MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
+        char *const *keys[3] = { mask_patterns, protect_patterns, also };
+        WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
+                          .follow_links = { false, true }, .also = also, .key_lists = keys, .n_key_lists = 3,
+                          .cache = cache };
+        MaskList m = { 0 }, p = { 0 };
+        int r = walk_run(root, &spec, (MaskList *[N_LANES]){ &m, &p }, err);
+        if (r < 0)
+                return r;
+        *ret_mask = m;
+        *ret_protect = p;
+        return 0;
 }
 
 int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, VsError **err) {

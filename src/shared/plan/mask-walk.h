@@ -7,6 +7,8 @@
 
 #include "glob.h"
 
+struct WalkCacheUse;
+
 typedef enum MaskKind { MASK_FILE, MASK_DIR, MASK_SYMLINK, MASK_OTHER } MaskKind;
 
 typedef struct MaskEntry {
@@ -49,3 +51,11 @@ int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, Ma
  * they open. A match found through a link has a relpath that resolves
  * elsewhere; the caller protects its target. */
 int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err);
+/* The masks (mask_walk) and the protect globs (mask_walk_links, with also)
+ * of one root in one walk of it. With cache (the daemon's, walk-cache.h;
+ * may be NULL) the cache is read and written, under a key made of root and
+ * the pattern texts given (those the sets were compiled from). Either set may
+ * be NULL (an empty list in return). */
+int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                   char *const *mask_patterns, char *const *protect_patterns, struct WalkCacheUse *cache,
+                   MaskList *ret_mask, MaskList *ret_protect, VsError **err);

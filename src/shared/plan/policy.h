@@ -75,6 +75,9 @@ typedef struct VsPolicy {
         /* git_init = true: a missing root .git may be created in the jail
          * (else it is a read-only empty directory there). */
         bool git_init;
+        /* persistent_home = true (the default): the jail's home is kept per
+         * workspace under the state directory (jail-home.h), else a tmpfs. */
+        bool persistent_home;
         bool no_gpu;
         bool lockdown;
         bool network; /* effective: the host's network shared; forced false under lockdown */

@@ -14,29 +14,40 @@ run in each workspace's jail as its ``vectora.toml`` declares.
         except SandboxError as e:
             print(e.code)          # denied (e.code == ErrorCode.DENIED)
 
+An asyncio client with the same methods is :class:`AsyncSandbox`
+(``vectora_sandbox.aio``).
+
 Standard library only. The protocol is docs/protocol.md, "Daemon API".
 """
 
 from .errors import ErrorCode
-from .client import (
+from .client import Sandbox, default_socket
+from .aio import AsyncSandbox
+from .results import (
+    CallTimeout,
     DaemonUnavailable,
+    DirEntry,
+    DirListing,
     EditResult,
     FileContent,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
     ProcessInfo,
     ProcessOutput,
-    Sandbox,
     SandboxError,
     SandboxInfo,
     TerminalResult,
     WriteResult,
-    default_socket,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Sandbox",
+    "AsyncSandbox",
     "SandboxError",
+    "CallTimeout",
     "ErrorCode",
     "DaemonUnavailable",
     "SandboxInfo",
@@ -44,6 +55,11 @@ __all__ = [
     "FileContent",
     "WriteResult",
     "EditResult",
+    "DirEntry",
+    "DirListing",
+    "GlobResult",
+    "GrepMatch",
+    "GrepResult",
     "ProcessInfo",
     "ProcessOutput",
     "default_socket",

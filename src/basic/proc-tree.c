@@ -12,7 +12,7 @@
 
 /* The children of every thread of pid (/proc/PID/task/TID/children), each
  * appended to *queue. The kernel lists a child under the thread that made it. */
-static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {
+static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap, size_t *threads) {
         char dir[64];
         snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
         _cleanup_(closedirp) DIR *d = opendir(dir);
@@ -22,6 +22,7 @@ static int children_of(pid_t pid, pid_t **queue, size_t *n, size_t *cap) {
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
+                (*threads)++;
                 char path[64 + sizeof de->d_name + 16];
                 snprintf(path, sizeof path, "%s/%s/children", dir, de->d_name);
                 _cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -48,8 +49,9 @@ static int pid_cmp(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-int proc_tree_pids(pid_t root, pid_t **ret) {
+int proc_tree_pids(pid_t root, pid_t **ret, size_t *ret_threads) {
         *ret = NULL;
+        size_t threads = 0;
         if (root <= 0 || kill(root, 0) < 0)
                 return -ESRCH;
         _cleanup_free_ pid_t *queue = malloc(16 * sizeof *queue);
@@ -60,11 +62,13 @@ int proc_tree_pids(pid_t root, pid_t **ret) {
         for (size_t i = 0; i < n; i++) {
                 if (n > 1u << 20)
                         return -E2BIG;
-                int r = children_of(queue[i], &queue, &n, &cap);
+                int r = children_of(queue[i], &queue, &n, &cap, &threads);
                 if (r < 0)
                         return r;
         }
         qsort(queue, n, sizeof *queue, pid_cmp);
         *ret = TAKE_PTR(queue);
+        if (ret_threads)
+                *ret_threads = threads;
         return (int)n;
 }

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+
+/* Every process of the tree under root, sorted by pid, from
+ * /proc/PID/task/TID/children (a pid namespace is a tree, so nothing is
+ * seen twice); ret_threads (optional): their threads, which is what
+ * RLIMIT_NPROC and a pids cgroup count. Returns the count of processes,
+ * -ESRCH when root is gone, -E2BIG past 2^20 processes. */
+int proc_tree_pids(pid_t root, pid_t **ret, size_t *ret_threads);

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+#include "jail-home.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "chase.h"
+#include "fd-util.h"
+#include "git-config.h"
+#include "macro.h"
+#include "path-util.h"
+#include "sha256.h"
+
+#define IDENT_MAX 256 /* a longer name or address is not an identity */
+
+/* ---- the host user's identity ---- */
+
+typedef struct Ident {
+        char *name, *email;
+} Ident;
+
+/* One printable line: what git would take as a name or an address and
+ * what the rendered config can quote. */
+static bool plain_value(const char *v) {
+        size_t n = v ? strlen(v) : 0;
+        if (n == 0 || n > IDENT_MAX)
+                return false;
+        for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                        return false;
+        return true;
+}
+
+static int on_ident(const char *key, const char *value, void *ctx) {
+        Ident *id = ctx;
+        char **slot = strcmp(key, "user.name") == 0 ? &id->name : strcmp(key, "user.email") == 0 ? &id->email : NULL;
+        if (!slot || !plain_value(value))
+                return 0;
+        char *v = strdup(value);
+        if (!v)
+                return -ENOMEM;
+        free(*slot);
+        *slot = v;
+        return 0;
+}
+
+/* rel below the home's descriptor: no link followed (a config the user
+ * made a link to /etc/shadow is not read as root), a regular file of
+ * uid's, bounded. A file that cannot be read adds nothing. */
+static int read_config(int home_fd, const char *rel, uid_t uid, Ident *id) {
+        _cleanup_close_ int fd = chase_beneath(home_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
+                return 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (read_fd_all(fd, GIT_CONFIG_MAX_BYTES, &text, &len) < 0)
+                return 0;
+        Ident got = { 0 };
+        int r = git_config_parse(text, len, on_ident, &got, NULL);
+        if (r == -ENOMEM) {
+                free(got.name);
+                free(got.email);
+                return r;
+        }
+        /* A file git could not read either gives nothing (git would fail). */
+        for (int i = 0; i < 2; i++) {
+                char **from = i ? &got.email : &got.name, **to = i ? &id->email : &id->name;
+                if (r >= 0 && *from) {
+                        free(*to);
+                        *to = TAKE_PTR(*from);
+                }
+                free(*from);
+        }
+        return 0;
+}
+
+int jail_git_identity(uid_t uid, char **ret_name, char **ret_email) {
+        Ident id = { 0 };
+        struct passwd pwbuf, *pw = NULL;
+        char buf[4096];
+        if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0)
+                pw = NULL;
+        /* The home from the password database (root's to write), not from
+         * $HOME: a daemon serves many users. */
+        _cleanup_close_ int hfd = pw && pw->pw_dir && pw->pw_dir[0] == '/'
+                                          ? open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                                          : -EBADF;
+        int r = 0;
+        if (hfd >= 0 && (r = read_config(hfd, ".config/git/config", uid, &id)) >= 0)
+                r = read_config(hfd, ".gitconfig", uid, &id);
+        if (r >= 0 && !id.name && !(id.name = strdup(VS_JAIL_GIT_NAME)))
+                r = -ENOMEM;
+        if (r >= 0 && !id.email && !(id.email = strdup(VS_JAIL_GIT_EMAIL)))
+                r = -ENOMEM;
+        if (r < 0) {
+                free(id.name);
+                free(id.email);
+                return r;
+        }
+        *ret_name = id.name;
+        *ret_email = id.email;
+        return 0;
+}
+
+static void put_quoted(FILE *f, const char *v) {
+        fputc('"', f);
+        for (; *v; v++) {
+                if (*v == '"' || *v == '\\')
+                        fputc('\\', f);
+                fputc(*v, f);
+        }
+        fputc('"', f);
+}
+
+char *jail_git_identity_text(const char *name, const char *email) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return NULL;
+        fputs("# vectora-sandbox: the host user's git identity (user.name and user.email only).\n"
+              "# Read-only; `git config --global` in the jail overrides it.\n[user]\n\tname = ",
+              f);
+        put_quoted(f, name);
+        fputs("\n\temail = ", f);
+        put_quoted(f, email);
+        fputc('\n', f);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+/* ---- the files under the state directory ---- */
+
+/* Whether uid (with gid) may walk to path: every directory on the way
+ * searchable by it (supplementary groups ignored: a no here only costs
+ * the persistent home, never opens one). */
+static bool reachable_by(const char *path, uid_t uid, gid_t gid) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return false;
+        for (char *s = p;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char c = *s;
+                *s = 0;
+                struct stat st;
+                if (stat(*p ? p : "/", &st) < 0)
+                        return false;
+                mode_t x = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+                if (!(st.st_mode & x))
+                        return false;
+                *s = c;
+                if (!c)
+                        return true;
+        }
+}
+
+/* homes/ below the state directory: the caller's, 0711, never a link. */
+static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_note) {
+        if (uid != geteuid() && !reachable_by(state_dir, uid, gid))
+                return asprintf(ret_note,
+                                "the jail's home is not kept and git has no identity file: uid %u cannot reach %s (make it 0711 to keep them)",
+                                (unsigned)uid, state_dir) < 0
+                               ? -ENOMEM
+                               : -EACCES;
+        _cleanup_close_ int sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid())
+                return sfd < 0 ? -errno : -EPERM;
+        /* The jail's uid must walk through the store to its home: the
+         * system store is 0711 (approval.c); a store kept 0700 stays so,
+         * and its jails keep a tmpfs home (the note above says why). */
+        if (mkdirat(sfd, "homes", 0711) < 0 && errno != EEXIST)
+                return -errno;
+        int hfd = openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (hfd < 0)
+                return -errno;
+        if (fstat(hfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                safe_close(hfd);
+                return -EPERM;
+        }
+        return hfd;
+}
+
+/* homes/HEX: made once, owned by uid, 0700. One still the caller's was
+ * made here (homes/ is the caller's alone), maybe by a start racing this
+ * one, and is handed over; one owned by another uid (the workspace changed
+ * hands) is not handed to this one. */
+static int make_home(int hfd, const char *hex, uid_t uid, gid_t gid) {
+        if (mkdirat(hfd, hex, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        _cleanup_close_ int fd = openat(hfd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid == geteuid() && uid != geteuid() && fchown(fd, uid, gid) < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || st.st_uid != uid)
+                return -EPERM;
+        if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Temp names of this process's starts (the daemon starts jails on several threads). */
+static unsigned tmp_seq;
+
+/* homes/HEX.gitconfig, replaced atomically (two starts may race). */
+static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
+        _cleanup_free_ char *name = NULL, *email = NULL, *text = NULL, *tmp = NULL, *dest = NULL;
+        int r = jail_git_identity(uid, &name, &email);
+        if (r < 0)
+                return r;
+        if (!(text = jail_git_identity_text(name, email)) || asprintf(&dest, "%s.gitconfig", hex) < 0 ||
+            asprintf(&tmp, "%s.gitconfig.%d.%u.tmp", hex, (int)getpid(),
+                     __atomic_add_fetch(&tmp_seq, 1, __ATOMIC_RELAXED)) < 0)
+                return -ENOMEM;
+        (void)unlinkat(hfd, tmp, 0);
+        _cleanup_close_ int fd = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, text, strlen(text));
+        if (r >= 0 && uid != geteuid() && fchown(fd, uid, gid) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(hfd, tmp, hfd, dest) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlinkat(hfd, tmp, 0);
+        return r;
+}
+
+/* homes/HEX.workspace: the workspace a home serves, for
+ * jail_homes_prune(); written once (the caller's, 0600). */
+static int record_workspace(int hfd, const char *hex, const char *workspace) {
+        _cleanup_free_ char *name = NULL;
+        if (asprintf(&name, "%s.workspace", hex) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = openat(hfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        int r = write_all(fd, workspace, strlen(workspace));
+        if (r < 0)
+                (void)unlinkat(hfd, name, 0);
+        return r;
+}
+
+int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
+                      char **ret_home, char **ret_gitconfig, char **ret_note) {
+        *ret_home = *ret_gitconfig = *ret_note = NULL;
+        if (!state_dir)
+                return 0;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(workspace, strlen(workspace), hex);
+        _cleanup_close_ int hfd = open_homes(state_dir, uid, gid, ret_note);
+        if (hfd == -ENOMEM)
+                return hfd;
+        if (hfd < 0) {
+                if (!*ret_note && asprintf(ret_note, "the jail's home is not kept and git has no identity file: %s/homes: %s",
+                                           state_dir, strerror(-hfd)) < 0)
+                        *ret_note = NULL;
+                return 0;
+        }
+        _cleanup_free_ char *home = NULL, *conf = NULL;
+        int r = write_identity(hfd, hex, uid, gid);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0 && asprintf(&conf, "%s/homes/%s.gitconfig", state_dir, hex) < 0)
+                return -ENOMEM;
+        int h = persistent ? make_home(hfd, hex, uid, gid) : 0;
+        /* Without its record a home is only never pruned. */
+        if (h >= 0 && persistent && record_workspace(hfd, hex, workspace) == -ENOMEM)
+                return -ENOMEM;
+        if (persistent && h >= 0 && asprintf(&home, "%s/homes/%s", state_dir, hex) < 0)
+                return -ENOMEM;
+        if ((r < 0 || h < 0) &&
+            asprintf(ret_note, "%s%s%s", r < 0 ? "git has no identity file: " : "", r < 0 ? strerror(-r) : "",
+                     h < 0 ? "; the jail's home is not kept (homes/ entry refused)" : "") < 0)
+                *ret_note = NULL;
+        *ret_home = TAKE_PTR(home);
+        *ret_gitconfig = TAKE_PTR(conf);
+        return 0;
+}
+
+/* ---- pruning ---- */
+
+#define PRUNE_MAX_DEPTH 256 /* deeper than this is left (and the home with it) */
+
+/* Removes name below dirfd and everything in it, through descriptors only:
+ * no link is followed (a link is removed as a link), so what the jail
+ * left there cannot lead the host anywhere else. */
+static int remove_tree_at(int parent, const char *name, unsigned depth) {
+        if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        if (depth >= PRUNE_MAX_DEPTH)
+                return -ELOOP;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+        if (fd < 0 && errno == EPERM)
+                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        int k = remove_tree_at(dirfd(d), de->d_name, depth + 1);
+                        if (k < 0 && r == 0)
+                                r = k;
+                }
+        closedir(d);
+        if (r >= 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                r = -errno;
+        return r;
+}
+
+int jail_homes_prune(const char *state_dir, unsigned *ret_removed) {
+        *ret_removed = 0;
+        _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int hfd = sfd < 0 ? -errno : openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (hfd < 0)
+                return errno == ENOENT || hfd == -ENOENT ? 0 : -errno;
+        struct stat st;
+        if (fstat(hfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                safe_close(hfd);
+                return -EPERM;
+        }
+        DIR *d = fdopendir(hfd);
+        if (!d) {
+                safe_close(hfd);
+                return -ENOMEM;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n != SHA256_HEX_LEN + strlen(".workspace") || !streq(de->d_name + SHA256_HEX_LEN, ".workspace"))
+                        continue;
+                _cleanup_free_ char *ws = NULL, *hex = strndup(de->d_name, SHA256_HEX_LEN), *conf = NULL;
+                size_t len = 0;
+                if (!hex || asprintf(&conf, "%s.gitconfig", hex) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* The record is the caller's own file (homes/ is theirs alone). */
+                if (read_file_at(dirfd(d), de->d_name, 8192, &ws, &len) < 0 || strlen(ws) != len || ws[0] != '/')
+                        continue;
+                struct stat wst;
+                if (lstat(ws, &wst) == 0 || errno != ENOENT)
+                        continue;
+                int k = remove_tree_at(dirfd(d), hex, 0);
+                if (k >= 0) {
+                        (void)unlinkat(dirfd(d), conf, 0);
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+                        (*ret_removed)++;
+                } else if (r == 0)
+                        r = k;
+        }
+        closedir(d);
+        return r;
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* The walk cache (src/shared/plan/walk-cache.c): its file read back as it
+ * was written, and refused whole when one byte differs, when it is cut
+ * short or when it is another walk's; a directory changed just before a
+ * walk is not recorded (its ctime could hide a name added in the same
+ * clock tick); and a walk with the cache reads only what changed and
+ * finds the same matches. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mask-walk.h"
+#include "walk-cache.h"
+
+static WalkCacheDir dir_of(const char *rel, const char *sub, const char *match) {
+        WalkCacheDir d = { .rel = strdup(rel), .dev = 2049, .ino = 77, .mtime_sec = 1700000000, .mtime_nsec = 5,
+                           .ctime_sec = 1700000001, .ctime_nsec = 6 };
+        if (sub)
+                assert_int_equal(walk_cache_dir_add_sub(&d, sub), 0);
+        if (match)
+                assert_int_equal(walk_cache_dir_add_match(&d, 1, MASK_FILE, match), 0);
+        return d;
+}
+
+static void test_file(void **state) {
+        (void)state;
+        WalkCache c = { 0 };
+        char *const pats[] = { (char *)"**/*.pem", NULL };
+        char *const *lists[] = { pats };
+        walk_cache_key("/ws", lists, 1, c.key);
+        WalkCacheDir a = dir_of("", "src", ".env"), b = dir_of("src", NULL, "k.pem");
+        assert_int_equal(walk_cache_add(&c, &a), 0);
+        assert_int_equal(walk_cache_add(&c, &b), 0);
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(walk_cache_serialize(&c, &buf, &len), 0);
+        WalkCache back;
+        assert_int_equal(walk_cache_parse(buf, len, c.key, &back), 0);
+        assert_int_equal(back.n, 2);
+        WalkCacheDir *src = walk_cache_find(&back, "src");
+        assert_non_null(src);
+        assert_string_equal(src->matches[0].name, "k.pem");
+        assert_int_equal(src->ino, 77);
+        walk_cache_done(&back);
+        /* Any one byte changed, or the file cut anywhere: refused whole. */
+        for (size_t i = 0; i < len; i++) {
+                buf[i] ^= 0x01;
+                assert_int_equal(walk_cache_parse(buf, len, c.key, &back), -EBADMSG);
+                assert_int_equal(back.n, 0);
+                buf[i] ^= 0x01;
+                assert_int_equal(walk_cache_parse(buf, i, c.key, &back), -EBADMSG);
+        }
+        /* Another walk's (another root, other patterns): refused. */
+        uint8_t other[WALK_CACHE_KEY_LEN];
+        walk_cache_key("/ws2", lists, 1, other);
+        assert_int_equal(walk_cache_parse(buf, len, other, &back), -EBADMSG);
+        free(buf);
+        walk_cache_done(&c);
+}
+
+static void test_racy(void **state) {
+        (void)state;
+        time_t now = time(NULL);
+        struct stat st = { 0 };
+        st.st_ctim.tv_sec = now;
+        st.st_mtim.tv_sec = now - 100;
+        assert_true(walk_cache_racy(&st, now));
+        st.st_ctim.tv_sec = now - 10;
+        assert_false(walk_cache_racy(&st, now));
+        st.st_mtim.tv_sec = now + 1000; /* touch -d into the future: never recorded */
+        assert_true(walk_cache_racy(&st, now));
+}
+
+static void touch(const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+static size_t walk(const char *root, const VsGlobSet *set, char *const *pats, WalkCacheUse *use, size_t *ret_n) {
+        uint64_t before = use->n_read;
+        MaskList ml = { 0 }, pl = { 0 };
+        assert_int_equal(mask_walk_both(root, set, NULL, NULL, pats, NULL, use, &ml, &pl, NULL), 0);
+        *ret_n = ml.n;
+        mask_list_done(&ml);
+        mask_list_done(&pl);
+        return (size_t)(use->n_read - before);
+}
+
+static void test_walk(void **state) {
+        (void)state;
+        char root[] = "/tmp/vs-walk-cache-XXXXXX", path[256];
+        assert_non_null(mkdtemp(root));
+        char state_dir[300];
+        snprintf(state_dir, sizeof state_dir, "%s/state", root);
+        assert_int_equal(mkdir(state_dir, 0700), 0);
+        snprintf(path, sizeof path, "%s/ws", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        for (int i = 0; i < 5; i++) {
+                snprintf(path, sizeof path, "%s/ws/d%d", root, i);
+                assert_int_equal(mkdir(path, 0755), 0);
+        }
+        snprintf(path, sizeof path, "%s/ws/d3/k.pem", root);
+        touch(path);
+        WalkCacheUse use = { 0 };
+        assert_int_equal(walk_cache_use_init(&use, state_dir), 0);
+        char *pats[] = { (char *)"**/*.pem", NULL };
+        VsGlobSet *set = NULL;
+        assert_int_equal(mask_set_compile(pats, "mask", &set, NULL), 0);
+        snprintf(path, sizeof path, "%s/ws", root);
+        size_t n;
+        /* Just made: read, and not recorded, so read again. */
+        assert_int_equal(walk(path, set, pats, &use, &n), 6);
+        assert_int_equal(n, 1);
+        assert_int_equal(walk(path, set, pats, &use, &n), 6);
+        sleep(WALK_CACHE_RACY_S + 1);
+        assert_int_equal(walk(path, set, pats, &use, &n), 6);
+        /* Settled and recorded: nothing read, the same match. */
+        assert_int_equal(walk(path, set, pats, &use, &n), 0);
+        assert_int_equal(n, 1);
+        /* A .pem added: its directory read, found. */
+        snprintf(path, sizeof path, "%s/ws/d1/new.pem", root);
+        touch(path);
+        snprintf(path, sizeof path, "%s/ws", root);
+        assert_int_equal(walk(path, set, pats, &use, &n), 1);
+        assert_int_equal(n, 2);
+        glob_set_free(set);
+        walk_cache_use_done(&use);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_file),
+                cmocka_unit_test(test_racy),
+                cmocka_unit_test(test_walk),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
