@@ -26,6 +26,10 @@ void proxy_ctl_msg_done(ProxyCtlMsg *m) {
         free(m->placeholder);
         free(m->method);
         free(m->path);
+        free(m->cert);
+        if (m->key)
+                explicit_bzero(m->key, strlen(m->key));
+        free(m->key);
         if (m->value)
                 explicit_bzero(m->value, m->value_len);
         free(m->value);
@@ -116,6 +120,13 @@ static int get_secret(json_t *o, ProxyCtlMsg *m, VsError **err) {
                         return vs_error_set(err, -EBADMSG, "proxy control: a secret's value holds a line break or NUL");
         if (m->n_rules == 0)
                 return vs_error_set(err, -EBADMSG, "proxy control: a secret without hosts");
+        /* The leaf the proxy terminates TLS with for the secret's hosts
+         * (HTTPS interception): both or neither. */
+        if (json_object_get(o, "cert") || json_object_get(o, "key")) {
+                if ((r = get_str(o, "cert", PROXY_CTL_PEM_MAX, &m->cert, err)) < 0 ||
+                    (r = get_str(o, "key", PROXY_CTL_PEM_MAX, &m->key, err)) < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -254,6 +265,10 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
                 json_object_set_new(o, "placeholder", json_string(m->placeholder ? m->placeholder : ""));
                 json_object_set_new(o, "value", b64 ? json_string(b64) : NULL);
                 json_object_set_new(o, "rules", rules_json(m));
+                if (m->cert && m->key) {
+                        json_object_set_new(o, "cert", json_string(m->cert));
+                        json_object_set_new(o, "key", json_string(m->key));
+                }
                 if (b64)
                         explicit_bzero(b64, strlen(b64));
                 free(b64);

@@ -50,6 +50,7 @@ typedef enum ProxyCtlOp {
 #define PROXY_CTL_SECRET_HOSTS_MAX 32
 #define PROXY_CTL_METHOD_MAX 32
 #define PROXY_CTL_PATH_MAX 1024
+#define PROXY_CTL_PEM_MAX 8192
 
 typedef struct ProxyCtlMsg {
         ProxyCtlOp op;
@@ -71,6 +72,8 @@ typedef struct ProxyCtlMsg {
         char *placeholder;   /* secret: what the jail holds instead */
         char *value;         /* secret: value_len bytes (no CR, LF or NUL), NUL after them */
         size_t value_len;
+        char *cert;          /* secret, optional: the leaf certificate (PEM) for its hosts, from the workspace's CA */
+        char *key;           /* secret, with cert: the leaf's private key (PEM) */
         char *method;        /* secret_use */
         char *path;          /* secret_use */
 } ProxyCtlMsg;

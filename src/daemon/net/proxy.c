@@ -37,6 +37,7 @@
 #include "proxy-ctl.h"
 #include "proxy-down.h"
 #include "proxy-log.h"
+#include "proxy-ca.h"
 #include "proxy-secrets.h"
 #include "proxy.h"
 #include "seccomp.h"
@@ -73,6 +74,7 @@ struct Proxy {
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
         ProxySecrets secrets; /* the current jail's placeholders (proxy_secrets_renew) */
+        char *ca_bundle;      /* the jail's trust bundle with the workspace's CA (proxy-ca.h) */
         Proxy *next;
 };
 
@@ -544,7 +546,9 @@ static int proc_start(VsError **err) {
         /* Its environment: none of the daemon's (its tokens stay there) but
          * what the resolver and the libseccomp loader read, the pid to
          * check after its PR_SET_PDEATHSIG, and how to log. */
-        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=" };
+        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=",
+                                            /* the CAs it checks a secret's host by: the daemon's, never the jail's */
+                                            "SSL_CERT_FILE=", "SSL_CERT_DIR=" };
         extern char **environ;
         size_t n = 0;
         while (environ[n])
@@ -693,14 +697,24 @@ int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err) {
         int r = proxy_secrets_load(&ps, ws->srv->opt.state_dir, ws->policy, err);
         if (r < 0)
                 return r;
-        if ((r = proxy_secrets_env(&ps, env)) < 0) {
+        _cleanup_free_ char *bundle = NULL;
+        if (asprintf(&bundle, "%.*s.ca.pem", (int)(strlen(px->path) - strlen(".sock")), px->path) < 0)
+                bundle = NULL;
+        if (!bundle || (r = proxy_ca_prepare(ws->srv->opt.state_dir, ws->path, bundle, &ps, err)) < 0 ||
+            (r = proxy_secrets_env(&ps, env)) < 0) {
                 proxy_secrets_done(&ps);
-                return r;
+                return bundle ? r : -ENOMEM;
         }
+        free(px->ca_bundle);
+        px->ca_bundle = TAKE_PTR(bundle);
         proxy_secrets_done(&px->secrets);
         px->secrets = ps;
         send_rules(px, PROXY_CTL_RULES, -1);
         return 0;
+}
+
+const char *proxy_ca_bundle(Workspace *ws) {
+        return ws->proxy && ws->policy->n_secrets ? ws->proxy->ca_bundle : NULL;
 }
 
 static int listen_on(const char *path, VsError **err) {
@@ -792,6 +806,9 @@ void proxy_stop(Proxy *px) {
         close(px->fd);
         free(px->path);
         proxy_secrets_done(&px->secrets);
+        if (px->ca_bundle)
+                (void)unlink(px->ca_bundle);
+        free(px->ca_bundle);
         free(px);
         /* No listener left: no process either (none is left behind when
          * the daemon stops). */

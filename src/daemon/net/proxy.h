@@ -35,5 +35,8 @@ void proxy_policy_changed(Workspace *ws);
  * again (a value set meanwhile applies), with new placeholders; the proxy
  * gets them, and NAME=placeholder is appended to *env for the jail. */
 int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err);
+/* With secrets: the host path of the jail's CA bundle (proxy-ca.h),
+ * rewritten by proxy_secrets_renew(); NULL without. Owned by the proxy. */
+const char *proxy_ca_bundle(Workspace *ws);
 /* SIGCHLD: reaps the proxy process if it ended. */
 void proxy_reap(void);

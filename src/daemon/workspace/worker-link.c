@@ -639,6 +639,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         }
         s->o.proxy_socket = s->proxy_socket;
         s->o.secret_env = s->secret_env;
+        s->o.ca_bundle = proxy_ca_bundle(ws);
         s->srv = srv;
         s->ws = ws;
         s->ops = ops;
