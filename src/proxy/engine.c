@@ -23,6 +23,7 @@
  * bounded: head, connect and idle timeouts, 16 KiB for a head, 1 MiB
  * queued per direction. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "head-rewrite.h"
 #include "host-addrs.h"
 #include "inject.h"
 #include "macro.h"
@@ -39,6 +41,9 @@
 #include "proxy-ctl.h"
 #include "proxy-parse.h"
 #include "splice-link.h"
+#include "tls-intercept.h"
+
+#include <openssl/ssl.h>
 #include "strbuf.h"
 #include "time-util.h"
 
@@ -55,6 +60,7 @@ typedef enum ConnState {
         CS_CONNECTING,
         CS_HELLO,      /* CONNECT answered: reading the ClientHello */
         CS_SPLICE,     /* bytes both ways */
+        CS_TLS,        /* a secret's host: TLS both ways on a thread (tls-intercept.h) */
         CS_ANSWER,     /* an answer of the proxy's own is being written; then the end */
         CS_CLOSING,
 } ConnState;
@@ -79,6 +85,9 @@ struct ProxyConn {
         VsNetRule rule;        /* a copy of the matching entry (the policy may change meanwhile) */
         struct addrinfo *ai;
         SpliceLink *link;      /* the tunnel's bytes, moved by the kernel (splice-link.h) */
+        TlsJob *tls;           /* CS_TLS: its thread */
+        uv_async_t tls_done;   /* the thread is done */
+        bool tls_done_init;
 };
 
 static void head_ready(ProxyConn *c);
@@ -99,6 +108,7 @@ struct Proxy {
         VsNetRule *rules;
         size_t n_rules;
         InjectSet secrets; /* inject.h */
+        SSL_CTX **leaves;  /* per secret (same index): its leaf for HTTPS to its hosts, or NULL */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -170,29 +180,6 @@ static void record_denial(ProxyConn *c, const char *host, uint16_t port, const c
                 c->px->lost++;
 }
 
-/* One audit record per secret put into a request: its name and where the
- * request went, never the value. Method and path as the jail sent them
- * (placeholders, not values), printable ASCII only so that they encode as
- * JSON, cut to fit. */
-static void report_uses(ProxyConn *c, const char *head, size_t len) {
-        char method[PROXY_CTL_METHOD_MAX + 1], path[PROXY_CTL_PATH_MAX + 1];
-        snprintf(method, sizeof method, "%s", c->head.method);
-        snprintf(path, sizeof path, "%s", c->head.path);
-        for (char *p = method; *p; p++)
-                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
-        for (char *p = path; *p; p++)
-                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
-        Proxy *px = c->px;
-        /* A record the daemon's full socket does not take is lost (not
-         * counted, unlike denials). */
-        for (size_t i = 0; i < px->secrets.n; i++)
-                if (inject_uses(&px->secrets.items[i], head, len, c->head.host, c->head.port))
-                        (void)send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_SECRET_USE, .ws = px->id,
-                                                            .time_us = now_us(), .host = c->head.host,
-                                                            .port = c->head.port, .name = px->secrets.items[i].name,
-                                                            .method = method, .path = path });
-}
-
 /* ---- connection lifetime -------------------------------------------------- */
 
 static void conn_free(ProxyConn *c) {
@@ -232,6 +219,9 @@ static void conn_close(ProxyConn *c) {
                 return;
         c->state = CS_CLOSING;
         splice_link_free(TAKE_PTR(c->link));
+        tls_intercept_release(TAKE_PTR(c->tls));
+        if (c->tls_done_init)
+                uv_close((uv_handle_t *)&c->tls_done, on_handle_closed);
         if (c->gai_pending)
                 uv_cancel((uv_req_t *)&c->gai);
         uv_close((uv_handle_t *)&c->client, on_handle_closed);
@@ -481,6 +471,56 @@ static void start_splice(ProxyConn *c, const char *pending, size_t len) {
         resume_reading(c);
 }
 
+/* The leaf of a secret that may go to host:port: its connections are
+ * intercepted. */
+static SSL_CTX *leaf_for(Proxy *px, const char *host, uint16_t port) {
+        for (size_t i = 0; i < px->secrets.n; i++)
+                if (px->leaves[i] && net_match(px->secrets.items[i].rules, px->secrets.items[i].n_rules, host, port))
+                        return px->leaves[i];
+        return NULL;
+}
+
+static void on_tls_done(uv_async_t *a) {
+        conn_close(a->data);
+}
+
+/* A secret's host: TLS with the jail (the secret's leaf) and with the
+ * host, on a thread over copies of both sockets; the loop keeps the
+ * handles until it is done. */
+static void intercept(ProxyConn *c, SSL_CTX *leaf) {
+        uv_os_fd_t a, b;
+        /* Nothing of libuv's may still be on its way to either side. */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->client) ||
+            uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) ||
+            uv_fileno((uv_handle_t *)&c->client, &a) < 0 || uv_fileno((uv_handle_t *)&c->upstream, &b) < 0 ||
+            uv_async_init(c->px->loop, &c->tls_done, on_tls_done) < 0) {
+                conn_close(c);
+                return;
+        }
+        c->tls_done.data = c;
+        c->tls_done_init = true;
+        c->handles++;
+        uv_read_stop((uv_stream_t *)&c->client);
+        uv_read_stop((uv_stream_t *)&c->upstream);
+        c->client_reading = c->upstream_reading = false;
+        uv_timer_stop(&c->timer);
+        c->state = CS_TLS;
+        int cfd = fcntl(a, F_DUPFD_CLOEXEC, 3), ufd = fcntl(b, F_DUPFD_CLOEXEC, 3);
+        if (cfd < 0 || ufd < 0) {
+                safe_close(cfd);
+                safe_close(ufd);
+                conn_close(c);
+                return;
+        }
+        Proxy *px = c->px;
+        TlsJobArgs args = { .client_fd = cfd, .upstream_fd = ufd, .leaf = leaf, .host = c->head.host,
+                            .port = c->head.port, .hello = c->buf, .hello_len = c->len, .send = px->send,
+                            .ws = px->id, .secrets = px->secrets.items, .n_secrets = px->secrets.n,
+                            .done = &c->tls_done };
+        if (tls_intercept_start(&args, &c->tls) < 0)
+                conn_close(c);
+}
+
 static void check_hello(ProxyConn *c) {
         _cleanup_free_ char *sni = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
@@ -507,6 +547,11 @@ static void check_hello(ProxyConn *c) {
                          "the TLS server name (SNI) \"%s\" differs from the CONNECT host: one allowed address may not front for another name",
                          sni);
                 deny(c, c->head.host, c->head.port, why, false);
+                return;
+        }
+        SSL_CTX *leaf = leaf_for(c->px, c->head.host, c->head.port);
+        if (leaf) {
+                intercept(c, leaf);
                 return;
         }
         start_splice(c, c->buf, c->len);
@@ -632,22 +677,18 @@ static void upstream_ready(ProxyConn *c) {
                         check_hello(c);
                 return;
         }
-        /* Plain HTTP: the request in origin form, then whatever followed. */
-        StrBuf head = {}, out = {};
-        int r = strbuf_appendf(&head, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
-                               c->head.forward_headers);
-        /* The secrets' placeholders become their values here (inject.h). */
-        if (r < 0 || inject_head(c->px->secrets.items, c->px->secrets.n, head.data, head.len, c->head.host, c->head.port,
-                                 &out, NULL) < 0 ||
+        /* Plain HTTP: the request in origin form, then whatever followed;
+         * the secrets' placeholders become their values here. */
+        StrBuf out = {};
+        const HeadRewrite x = { .send = c->px->send, .ws = c->px->id, .secrets = c->px->secrets.items,
+                                .n = c->px->secrets.n };
+        if (head_rewrite(&x, &c->head, &out) < 0 ||
             strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0) {
-                strbuf_done(&head);
                 strbuf_done(&out);
                 conn_close(c);
                 return;
         }
-        report_uses(c, head.data, head.len);
         start_splice(c, out.data, out.len);
-        strbuf_done(&head);
         explicit_bzero(out.data, out.len);
         strbuf_done(&out);
 }
@@ -820,12 +861,46 @@ static void on_connection(uv_stream_t *server, int status) {
 
 /* ---- the daemon's requests ------------------------------------------------------ */
 
+static void secrets_clear(Proxy *px) {
+        for (size_t i = 0; px->leaves && i < px->secrets.n; i++)
+                SSL_CTX_free(px->leaves[i]);
+        free(TAKE_PTR(px->leaves));
+        inject_set_clear(&px->secrets);
+}
+
+/* One secret, and its leaf when the daemon sent one. */
+static int add_secret(Proxy *px, ProxyCtlMsg *m, VsError **err) {
+        SSL_CTX *ctx = NULL;
+        int r;
+        if (m->cert && m->key && (r = tls_leaf_ctx(m->cert, m->key, &ctx, err)) < 0)
+                return r;
+        size_t i = 0;
+        while (i < px->secrets.n && !streq(px->secrets.items[i].name, m->name))
+                i++;
+        if (i == px->secrets.n) {
+                SSL_CTX **l = realloc(px->leaves, (i + 1) * sizeof *l);
+                if (!l) {
+                        SSL_CTX_free(ctx);
+                        return -ENOMEM;
+                }
+                px->leaves = l;
+                l[i] = NULL;
+        }
+        if ((r = inject_set_add(&px->secrets, m)) < 0) {
+                SSL_CTX_free(ctx);
+                return r;
+        }
+        SSL_CTX_free(px->leaves[i]);
+        px->leaves[i] = ctx;
+        return 0;
+}
+
 static void proxy_free(Proxy *px) {
         for (size_t i = 0; i < px->n_rules; i++)
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
-        inject_set_clear(&px->secrets);
+        secrets_clear(px);
         free(px);
 }
 
@@ -834,7 +909,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
-        inject_set_clear(&px->secrets);
+        secrets_clear(px);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -920,7 +995,7 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                         remove_proxy(px);
                 return 0;
         case PROXY_CTL_SECRET:
-                return px ? inject_set_add(&px->secrets, m) : 0;
+                return px ? add_secret(px, m, err) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

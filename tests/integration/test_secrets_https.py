@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Host-held secrets over HTTPS (issue 31, item 3): for a secret's hosts
+the proxy terminates the jail's TLS with a leaf from the workspace's CA
+(which the jail trusts through the bundle bound at the system path and
+named by SSL_CERT_FILE and the like), checks the host's certificate
+against the daemon's CAs and the host's name, and puts the value in
+place of the placeholder. For real: a daemon, bwrap jails, curl in the
+jail, HTTPS servers (Python's ssl) on 127.0.0.1 with certificates from a
+test CA made by openssl here; the daemon (and so its proxy) gets that CA
+as its system CAs through its own SSL_CERT_FILE, which no jail sets.
+
+TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
+import http.server
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
+
+T = Tap()
+VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
+VALUE2 = "other_REALtoken_" + os.urandom(8).hex()
+CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Keeps every request head it got; answers 200 "seen"."""
+    seen = []
+
+    def do_GET(self):
+        Recorder.seen.append((self.server.server_address[1], self.path, str(self.headers)))
+        body = b"seen\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
+
+
+def make_pki(tmp):
+    """A test CA, a server certificate from it for IP 127.0.0.1, and a
+    self-signed one that no CA vouches for."""
+    d = os.path.join(tmp, "pki")
+    os.makedirs(d, exist_ok=True)
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=vs-test-upstream-ca", "-keyout", p("ca.key"), "-out", p("ca.crt"),
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", p("srv.key"), "-out", p("srv.csr"))
+    with open(p("ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", p("srv.csr"), "-CA", p("ca.crt"), "-CAkey", p("ca.key"), "-CAcreateserial",
+            "-days", "2", "-extfile", p("ext"), "-out", p("srv.crt"))
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=vs-test-self-signed", "-keyout", p("bad.key"), "-out", p("bad.crt"),
+            "-addext", "subjectAltName=IP:127.0.0.1")
+    return p
+
+
+def https_server(cert, key):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def term(d, ws, command, timeout=60):
+    return d.call({"tool": "terminal", "workspace": ws, "command": command, "timeout": timeout})
+
+
+def out_of(r):
+    return r.get("stdout", "") + r.get("stderr", "")
+
+
+def set_secret(d, name, hosts, value):
+    r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
+                       input=value + "\n", capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))
+
+
+class Setup:
+    """Three HTTPS servers: TOK's host (test CA), TOK's host whose
+    certificate nothing vouches for, and an allowed host no secret goes to
+    (test CA); a second secret TOK2 for another host; a daemon whose CAs
+    are the test CA; a workspace allowing them all and using both secrets."""
+
+    def __init__(self, tmp, name):
+        self.pki = make_pki(tmp)
+        self.good = https_server(self.pki("srv.crt"), self.pki("srv.key"))
+        self.bad = https_server(self.pki("bad.crt"), self.pki("bad.key"))
+        self.other = https_server(self.pki("srv.crt"), self.pki("srv.key"))
+        self.port, self.bport, self.oport = (s.server_address[1] for s in (self.good, self.bad, self.other))
+        state = os.path.join(tmp, name + "-state")
+        os.makedirs(state, mode=0o700, exist_ok=True)
+        self.state = state
+        # The daemon's own CAs: the test CA (the jail never sets this).
+        env = dict(os.environ, SSL_CERT_FILE=self.pki("ca.crt"))
+        self.d = vtest.Daemon(tmp, name=name, extra=["--state-dir", state], env=env)
+        try:
+            set_secret(self.d, "TOK", ["127.0.0.1:%d" % self.port, "127.0.0.1:%d" % self.bport], VALUE)
+            set_secret(self.d, "TOK2", ["127.0.0.1:%d" % self.oport], VALUE2)
+            net = ", ".join('"127.0.0.1:%d"' % p for p in (self.port, self.bport, self.oport))
+            self.ws = make_ws(tmp, "ws-" + name, '[sandbox]\nnetwork = [%s]\nsecrets = ["TOK"]\n' % net)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        self.d.stop()
+        for s in (self.good, self.bad, self.other):
+            s.shutdown()
+
+    def heads(self, port):
+        return [h for p, _, h in Recorder.seen if p == port]
+
+
+def t_https_inject(tmp):
+    """curl in the jail, trusting only what the jail's bundle holds, sends
+    Authorization: Bearer $TOK over HTTPS: the host gets the value, the
+    jail never sees it (not in its output, environment or files), the CA's
+    key is nowhere in the jail, and the use is audited without the value."""
+    s = Setup(tmp, "inj")
+    try:
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK" https://127.0.0.1:%d/repo?x=1' % s.port)
+        check(r.get("ok") is True and "seen" in out_of(r), r)
+        heads = s.heads(s.port)
+        check(heads and "Authorization: Bearer %s" % VALUE in heads[-1], heads)
+        check("vsph_" not in heads[-1], heads[-1])
+        check(VALUE not in out_of(r), "the value came back to the jail")
+        r = term(s.d, s.ws, 'echo "$SSL_CERT_FILE $NODE_EXTRA_CA_CERTS $REQUESTS_CA_BUNDLE $GIT_SSL_CAINFO"; '
+                            'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; '
+                            'cmp /etc/ssl/certs/ca-certificates.crt /run/vectora/ca-bundle.pem && echo same')
+        check(out_of(r).split()[:4] == ["/run/vectora/ca-bundle.pem"] * 4 and "same" in out_of(r), r)
+        r = term(s.d, s.ws, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '%s' ; "
+                            "grep -rlsE -- '%s|PRIVATE KEY' /proc/self/environ /etc /tmp /var/tmp /run /home \"$HOME\" "
+                            ". 2>/dev/null | head -5; echo done" % (VALUE, VALUE), timeout=120)
+        check(r.get("stdout", "").split() == ["0", "done"], r)
+    finally:
+        s.stop()
+    key = [f for f in os.listdir(os.path.join(s.state, "ca")) if f.endswith(".key")]
+    check(len(key) == 1 and os.stat(os.path.join(s.state, "ca", key[0])).st_mode & 0o777 == 0o600, key)
+    text = open(s.d.audit).read()
+    uses = [r for r in map(json.loads, text.splitlines())
+            if isinstance(r.get("target"), dict) and r["target"].get("secret") == "TOK"]
+    check(uses and uses[0]["target"] == {"host": "127.0.0.1", "port": s.port, "method": "GET", "path": "/repo?x=1",
+                                         "secret": "TOK"}, uses)
+    # (The jail's grep for the value has it in its command line.)
+    for what in (text, s.d.log_text()):
+        leaks = [line for line in what.splitlines() if VALUE in line and "grep -rlsE" not in line]
+        check(not leaks, leaks[:3])
+
+
+def t_https_upstream_unverified(tmp):
+    """TOK's other host presents a certificate no CA of the daemon's
+    vouches for: refused with a 502 naming the reason, reported, and the
+    host never gets a request head."""
+    s = Setup(tmp, "bad")
+    try:
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK" https://127.0.0.1:%d/x' % s.bport)
+        out = out_of(r)
+        check("does not verify" in out and "self-signed" in out, r)
+        check(not s.heads(s.bport), Recorder.seen)
+        check("does not verify" in json.dumps(r.get("network_denied")), r)
+        check(VALUE not in out, out)
+    finally:
+        s.stop()
+
+
+def t_https_other_secret_refused(tmp):
+    """The placeholder of a secret for other hosts, sent inside TLS to
+    TOK's host (as written, or in Basic credentials), is refused with a 403
+    naming it; a Host header naming another host is refused too."""
+    s = Setup(tmp, "ref")
+    try:
+        with open(os.path.join(s.ws, "vectora.toml"), "w") as f:
+            f.write('[sandbox]\nnetwork = [%s]\nsecrets = ["TOK", "TOK2"]\n'
+                    % ", ".join('"127.0.0.1:%d"' % p for p in (s.port, s.bport, s.oport)))
+        s.d.call({"tool": "policy_allow", "workspace": s.ws})
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK2" https://127.0.0.1:%d/steal' % s.port)
+        check("secret TOK2" in out_of(r) and not s.heads(s.port), (r, Recorder.seen))
+        r = term(s.d, s.ws, CURL + '-u "x:$TOK2" https://127.0.0.1:%d/steal' % s.port)
+        check("secret TOK2" in out_of(r) and not s.heads(s.port), (r, Recorder.seen))
+        r = term(s.d, s.ws, CURL + '-H "Host: evil.example" -H "Authorization: Bearer $TOK" '
+                                   'https://127.0.0.1:%d/front' % s.port)
+        check("Host header" in out_of(r) and not s.heads(s.port), (r, Recorder.seen))
+        check(VALUE not in out_of(r) and VALUE2 not in out_of(r), r)
+    finally:
+        s.stop()
+
+
+def t_https_other_host_blind(tmp):
+    """A host no secret of the workspace goes to stays a blind tunnel: the
+    jail sees that host's own certificate (the test CA's, not the
+    workspace's), and $TOK reaches it as the placeholder, never the value."""
+    s = Setup(tmp, "blind")
+    try:
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, CURL + '-v -H "Authorization: Bearer $TOK" https://127.0.0.1:%d/plain' % s.oport)
+        out = out_of(r)
+        check("seen" in out and "vs-test-upstream-ca" in out and "vectora-sandbox workspace CA" not in out, out)
+        heads = s.heads(s.oport)
+        check(heads and re.search(r"Bearer vsph_[0-9a-f]{32}", heads[-1]) and VALUE not in heads[-1], heads)
+        # TOK's host, for contrast: the workspace's CA speaks for it.
+        r = term(s.d, s.ws, CURL + "-v https://127.0.0.1:%d/mitm" % s.port)
+        check("vectora-sandbox workspace CA" in out_of(r) and "seen" in out_of(r), r)
+    finally:
+        s.stop()
+
+
+def main():
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        T.skip("secrets-https", f"{DAEMON} or {CLI} not built")
+        sys.exit(T.finish())
+    for tool in ("bwrap", "curl", "openssl"):
+        if not shutil.which(tool):
+            T.skip("secrets-https", "%s is not installed (scripts/install-deps)" % tool)
+            sys.exit(T.finish())
+    sys.exit(vtest.run_cases(T, [t_https_inject, t_https_upstream_unverified, t_https_other_secret_refused,
+                                 t_https_other_host_blind], "vs-secrets-https-"))
+
+
+if __name__ == "__main__":
+    main()
