@@ -25,26 +25,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
 
+from vsecrets import CURL, Recorder, out_of, term  # noqa: E402
+
 T = Tap()
 VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
 VALUE2 = "other_REALtoken_" + os.urandom(8).hex()
-CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
-
-
-class Recorder(http.server.BaseHTTPRequestHandler):
-    """Keeps every request head it got; answers 200 "seen"."""
-    seen = []
-
-    def do_GET(self):
-        Recorder.seen.append((self.server.server_address[1], self.path, str(self.headers)))
-        body = b"seen\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
 
 
 def openssl(*args):
@@ -79,14 +64,6 @@ def https_server(cert, key):
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
-
-
-def term(d, ws, command, timeout=60):
-    return d.call({"tool": "terminal", "workspace": ws, "command": command, "timeout": timeout})
-
-
-def out_of(r):
-    return r.get("stdout", "") + r.get("stderr", "")
 
 
 def set_secret(d, name, hosts, value):
