@@ -21,6 +21,7 @@
 #include "path-util.h"
 #include "sha256.h"
 #include "strbuf.h"
+#include "time-util.h"
 
 #define CA_DAYS 3650
 #define LEAF_DAYS 30     /* a leaf is minted again at each jail start */
@@ -150,7 +151,7 @@ static bool ca_load(Ca *ca, const char *key_path, const char *cert_path) {
         ca->key = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
         ca->cert = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
         OPENSSL_cleanse(kt, kl);
-        time_t soon = time(NULL) + CA_RENEW_DAYS * 86400L;
+        time_t soon = now_wall().tv_sec + CA_RENEW_DAYS * 86400L;
         bool ok = ca->key && ca->cert && X509_check_private_key(ca->cert, ca->key) == 1 &&
                   X509_cmp_time(X509_get0_notAfter(ca->cert), &soon) > 0;
         ERR_clear_error();
