@@ -50,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (m.op == PROXY_CTL_SECRET) {
                 check(same_str(m.name, m2.name) && same_str(m.placeholder, m2.placeholder));
                 check(m.value_len == m2.value_len && memcmp(m.value, m2.value, m.value_len) == 0);
+                /* The leaf: both or neither, and as sent. */
+                check(!m.cert == !m.key && same_str(m.cert, m2.cert) && same_str(m.key, m2.key));
                 check(m.value_len > 0 && m.value_len <= PROXY_CTL_SECRET_VALUE_MAX && !memchr(m.value, '\n', m.value_len) &&
                       !memchr(m.value, '\r', m.value_len));
         }
