@@ -11,6 +11,7 @@ test CA made by openssl here; the daemon (and so its proxy) gets that CA
 as its system CAs through its own SSL_CERT_FILE, which no jail sets.
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
+import base64
 import http.server
 import json
 import os
@@ -204,6 +205,105 @@ def t_https_other_host_blind(tmp):
         s.stop()
 
 
+class GitBackend(http.server.BaseHTTPRequestHandler):
+    """git's smart HTTP (git http-backend as a CGI) for the repositories
+    under root, which wants Basic x-access-token:VALUE (else 401 asking for
+    it); every Authorization it got is kept."""
+    root = None
+    auth = []
+
+    def handle_one(self):
+        got = self.headers.get("Authorization")
+        GitBackend.auth.append(got)
+        if got != basic("x-access-token", VALUE):
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path, _, query = self.path.partition("?")
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        env = dict(os.environ, GIT_PROJECT_ROOT=GitBackend.root, GIT_HTTP_EXPORT_ALL="1", PATH_INFO=path,
+                   QUERY_STRING=query, REQUEST_METHOD=self.command, REMOTE_USER="x-access-token",
+                   REMOTE_ADDR="127.0.0.1", CONTENT_TYPE=self.headers.get("Content-Type") or "",
+                   CONTENT_LENGTH=str(len(body)))
+        out = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env, timeout=60).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                headers.append((k, v.strip()))
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+
+    do_GET = do_POST = handle_one
+
+    def log_message(self, *a):
+        pass
+
+
+def basic(user, password):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def t_git_push_https(tmp):
+    """git in the jail clones from and pushes to a smart-HTTP server over
+    HTTPS that wants the token: the environment's credential helper gives
+    the placeholder, the proxy puts the value in the Basic credentials
+    inside TLS; with the helper taken away the push is refused (401)."""
+    if not shutil.which("git"):
+        T.skip("git push over HTTPS", "git is not installed")
+        return
+    pki = make_pki(tmp)
+    root = os.path.join(tmp, "git-root")
+    os.makedirs(root)
+    subprocess.run(["git", "init", "-q", "--bare", os.path.join(root, "repo.git")], check=True)
+    subprocess.run(["git", "-C", os.path.join(root, "repo.git"), "config", "http.receivepack", "true"], check=True)
+    GitBackend.root = root
+    GitBackend.auth.clear()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), GitBackend)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki("srv.crt"), pki("srv.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    state = os.path.join(tmp, "git-state")
+    os.makedirs(state, mode=0o700)
+    d = vtest.Daemon(tmp, name="git", extra=["--state-dir", state], env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % port], VALUE)
+        ws = make_ws(tmp, "ws-git", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\nsecrets = ["TOK"]\n' % port)
+        url = "https://127.0.0.1:%d/repo.git" % port
+        git = "NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c user.name=a -c user.email=a@b -c init.defaultBranch=main "
+        r = term(d, ws, git + "clone -q %s /tmp/c && cd /tmp/c && echo one > f && git add f && " % url +
+                 git + "commit -qm one && " + git + "push -q origin HEAD:main && echo pushed", timeout=120)
+        check("pushed" in out_of(r), r)
+        log = subprocess.run(["git", "-C", os.path.join(root, "repo.git"), "log", "--format=%s", "main"],
+                             capture_output=True, text=True)
+        check(log.stdout.split() == ["one"], log)
+        check(basic("x-access-token", VALUE) in GitBackend.auth and VALUE not in out_of(r), (GitBackend.auth, r))
+        check(not [a for a in GitBackend.auth if a and "vsph_" in base64.b64decode(a.split()[1]).decode()],
+              GitBackend.auth)
+        r = term(d, ws, "cd /tmp/c && echo two > f && git -c user.name=a -c user.email=a@b commit -qam two && "
+                        "env -u GIT_CONFIG_COUNT NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git push -q origin "
+                        "HEAD:main; echo rc=$?", timeout=120)
+        check("rc=0" not in out_of(r), r)
+        log = subprocess.run(["git", "-C", os.path.join(root, "repo.git"), "log", "--format=%s", "main"],
+                             capture_output=True, text=True)
+        check(log.stdout.split() == ["one"], log)
+    finally:
+        d.stop()
+        srv.shutdown()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("secrets-https", f"{DAEMON} or {CLI} not built")
@@ -213,7 +313,7 @@ def main():
             T.skip("secrets-https", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_https_inject, t_https_upstream_unverified, t_https_other_secret_refused,
-                                 t_https_other_host_blind], "vs-secrets-https-"))
+                                 t_https_other_host_blind, t_git_push_https], "vs-secrets-https-"))
 
 
 if __name__ == "__main__":
