@@ -304,6 +304,28 @@ def t_git_push_https(tmp):
         srv.shutdown()
 
 
+def t_bundle_from_system_cas(tmp):
+    """A daemon without SSL_CERT_FILE: the jail's bundle is the system file
+    OpenSSL names (on Debian a link, /usr/lib/ssl/cert.pem) and the
+    workspace's CA, one certificate more than the host's own list."""
+    system = "/etc/ssl/certs/ca-certificates.crt"
+    if not os.path.exists(system):
+        T.skip("bundle from the system CAs", system + " is missing (ca-certificates)")
+        return
+    state = os.path.join(tmp, "sys-state")
+    os.makedirs(state, mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    d = vtest.Daemon(tmp, name="sys", extra=["--state-dir", state], env=env)
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:9"], VALUE)
+        ws = make_ws(tmp, "ws-sys", '[sandbox]\nnetwork = ["127.0.0.1:9"]\nsecrets = ["TOK"]\n')
+        r = term(d, ws, "grep -c 'BEGIN CERTIFICATE' /run/vectora/ca-bundle.pem")
+        want = open(system).read().count("BEGIN CERTIFICATE") + 1
+        check(r.get("ok") is True and out_of(r).split() == [str(want)], (want, r))
+    finally:
+        d.stop()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("secrets-https", f"{DAEMON} or {CLI} not built")
@@ -313,7 +335,8 @@ def main():
             T.skip("secrets-https", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_https_inject, t_https_upstream_unverified, t_https_other_secret_refused,
-                                 t_https_other_host_blind, t_git_push_https], "vs-secrets-https-"))
+                                 t_https_other_host_blind, t_git_push_https,
+                                 t_bundle_from_system_cas], "vs-secrets-https-"))
 
 
 if __name__ == "__main__":

@@ -113,8 +113,10 @@ static int write_atomic(const char *path, const char *data, size_t len, mode_t m
         return r;
 }
 
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+/* follow: a system path of the host's, where a link is the norm
+ * (Debian's /usr/lib/ssl/cert.pem); never one a jail shaped. */
+static int read_file(const char *path, bool follow, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return -errno;
@@ -144,7 +146,7 @@ static bool ca_load(Ca *ca, const char *key_path, const char *cert_path) {
         _cleanup_close_ int fd = open(key_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
-            read_fd_all(fd, CA_FILE_MAX, &kt, &kl) < 0 || read_file(cert_path, CA_FILE_MAX, &ca->cert_pem, &cl) < 0)
+            read_fd_all(fd, CA_FILE_MAX, &kt, &kl) < 0 || read_file(cert_path, false, CA_FILE_MAX, &ca->cert_pem, &cl) < 0)
                 return false;
         _cleanup_(BIO_freep) BIO *kb = BIO_new_mem_buf(kt, (int)kl);
         _cleanup_(BIO_freep) BIO *cb = BIO_new_mem_buf(ca->cert_pem, (int)cl);
@@ -223,7 +225,7 @@ static int bundle_write(const Ca *ca, const char *bundle_path, VsError **err) {
                 sys = X509_get_default_cert_file();
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_file(sys, SYSTEM_CAS_MAX, &text, &len);
+        int r = read_file(sys, true, SYSTEM_CAS_MAX, &text, &len);
         if (r < 0 && r != -ENOENT)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "cannot read the system CAs %s: %s", sys,
                                          strerror(-r));
