@@ -123,6 +123,13 @@ def t_https_inject(tmp):
         check(heads and "Authorization: Bearer %s" % VALUE in heads[-1], heads)
         check("vsph_" not in heads[-1], heads[-1])
         check(VALUE not in out_of(r), "the value came back to the jail")
+        # Python's urllib (OpenSSL's default paths: SSL_CERT_FILE) trusts the bundle too (NO_PROXY
+        # names 127.0.0.1 for the jail's own services).
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, "NO_PROXY= no_proxy= python3 -c 'import os, urllib.request as u; print(u.urlopen(u.Request("
+                            "\"https://127.0.0.1:%d/py\", headers={\"Authorization\": \"Bearer \" + "
+                            "os.environ[\"TOK\"]})).read().decode())'" % s.port)
+        check("seen" in out_of(r) and s.heads(s.port) and "Bearer %s" % VALUE in s.heads(s.port)[-1], r)
         r = term(s.d, s.ws, 'echo "$SSL_CERT_FILE $NODE_EXTRA_CA_CERTS $REQUESTS_CA_BUNDLE $GIT_SSL_CAINFO"; '
                             'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; '
                             'cmp /etc/ssl/certs/ca-certificates.crt /run/vectora/ca-bundle.pem && echo same')

@@ -635,6 +635,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         /* Forwarded ports listen from the first worker of their policy on. */
         if ((r = ops->prepare(ws, err)) < 0) {
                 free(s->proxy_socket);
+                strv_free(s->secret_env);
                 return r;
         }
         s->o.proxy_socket = s->proxy_socket;
