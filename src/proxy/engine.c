@@ -3,7 +3,8 @@
  * main.c): one listener per workspace with `network = [..]`, each a unix
  * socket the daemon made and passed over (it is mounted into the jail,
  * where the worker's relay forwards 127.0.0.1:3128 to it). It speaks HTTP
- * CONNECT and plain HTTP forwarding (no TLS interception) and decides
+ * CONNECT and plain HTTP forwarding (TLS is opened only to a secret's
+ * hosts: tls-intercept.h; every other tunnel stays closed) and decides
  * every request against the workspace's rules as the daemon last sent
  * them:
  *
