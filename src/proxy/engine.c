@@ -43,8 +43,6 @@
 #include "proxy-parse.h"
 #include "splice-link.h"
 #include "tls-intercept.h"
-
-#include <openssl/ssl.h>
 #include "strbuf.h"
 #include "time-util.h"
 
@@ -108,8 +106,7 @@ struct Proxy {
         char *config;
         VsNetRule *rules;
         size_t n_rules;
-        InjectSet secrets; /* inject.h */
-        SSL_CTX **leaves;  /* per secret (same index): its leaf for HTTPS to its hosts, or NULL */
+        SecretSet secrets; /* tls-intercept.h */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -277,17 +274,14 @@ _printf_(4, 5) static void respond(ProxyConn *c, int status, const char *title, 
         vsnprintf(body, sizeof body, fmt, ap);
         va_end(ap);
         char msg[1400];
-        int n = snprintf(msg, sizeof msg,
-                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
-                         status, title, strlen(body) + 1, body);
+        size_t n = head_answer(msg, sizeof msg, status, title, body);
         if (c->client_reading) {
                 uv_read_stop((uv_stream_t *)&c->client);
                 c->client_reading = false;
         }
         c->state = CS_ANSWER;
         on_timer_state(c);
-        if (send_copy(c, (uv_stream_t *)&c->client, msg, (size_t)n, true) < 0)
+        if (send_copy(c, (uv_stream_t *)&c->client, msg, n, true) < 0)
                 conn_close(c);
 }
 
@@ -472,15 +466,6 @@ static void start_splice(ProxyConn *c, const char *pending, size_t len) {
         resume_reading(c);
 }
 
-/* The leaf of a secret that may go to host:port: its connections are
- * intercepted. */
-static SSL_CTX *leaf_for(Proxy *px, const char *host, uint16_t port) {
-        for (size_t i = 0; i < px->secrets.n; i++)
-                if (px->leaves[i] && net_match(px->secrets.items[i].rules, px->secrets.items[i].n_rules, host, port))
-                        return px->leaves[i];
-        return NULL;
-}
-
 static void on_tls_done(uv_async_t *a) {
         conn_close(a->data);
 }
@@ -516,7 +501,7 @@ static void intercept(ProxyConn *c, SSL_CTX *leaf) {
         Proxy *px = c->px;
         TlsJobArgs args = { .client_fd = cfd, .upstream_fd = ufd, .leaf = leaf, .host = c->head.host,
                             .port = c->head.port, .hello = c->buf, .hello_len = c->len, .send = px->send,
-                            .ws = px->id, .secrets = px->secrets.items, .n_secrets = px->secrets.n,
+                            .ws = px->id, .secrets = px->secrets.inject.items, .n_secrets = px->secrets.inject.n,
                             .done = &c->tls_done };
         if (tls_intercept_start(&args, &c->tls) < 0)
                 conn_close(c);
@@ -550,7 +535,7 @@ static void check_hello(ProxyConn *c) {
                 deny(c, c->head.host, c->head.port, why, false);
                 return;
         }
-        SSL_CTX *leaf = leaf_for(c->px, c->head.host, c->head.port);
+        SSL_CTX *leaf = secret_set_leaf(&c->px->secrets, c->head.host, c->head.port);
         if (leaf) {
                 intercept(c, leaf);
                 return;
@@ -681,8 +666,8 @@ static void upstream_ready(ProxyConn *c) {
         /* Plain HTTP: the request in origin form, then whatever followed;
          * the secrets' placeholders become their values here. */
         StrBuf out = {};
-        const HeadRewrite x = { .send = c->px->send, .ws = c->px->id, .secrets = c->px->secrets.items,
-                                .n = c->px->secrets.n };
+        const HeadRewrite x = { .send = c->px->send, .ws = c->px->id, .secrets = c->px->secrets.inject.items,
+                                .n = c->px->secrets.inject.n };
         if (head_rewrite(&x, &c->head, &out) < 0 ||
             strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0) {
                 strbuf_done(&out);
@@ -724,8 +709,8 @@ static void head_ready(ProxyConn *c) {
                 deny(c, c->head.host, c->head.port, "not in the workspace's network allowlist", true);
                 return;
         }
-        const ProxyCtlMsg *leak = inject_refused(px->secrets.items, px->secrets.n, c->buf, c->head.head_len, c->head.host,
-                                                 c->head.port);
+        const ProxyCtlMsg *leak = inject_refused(px->secrets.inject.items, px->secrets.inject.n, c->buf,
+                                                 c->head.head_len, c->head.host, c->head.port);
         if (leak) {
                 char why[160];
                 snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
@@ -862,46 +847,12 @@ static void on_connection(uv_stream_t *server, int status) {
 
 /* ---- the daemon's requests ------------------------------------------------------ */
 
-static void secrets_clear(Proxy *px) {
-        for (size_t i = 0; px->leaves && i < px->secrets.n; i++)
-                SSL_CTX_free(px->leaves[i]);
-        free(TAKE_PTR(px->leaves));
-        inject_set_clear(&px->secrets);
-}
-
-/* One secret, and its leaf when the daemon sent one. */
-static int add_secret(Proxy *px, ProxyCtlMsg *m, VsError **err) {
-        SSL_CTX *ctx = NULL;
-        int r;
-        if (m->cert && m->key && (r = tls_leaf_ctx(m->cert, m->key, &ctx, err)) < 0)
-                return r;
-        size_t i = 0;
-        while (i < px->secrets.n && !streq(px->secrets.items[i].name, m->name))
-                i++;
-        if (i == px->secrets.n) {
-                SSL_CTX **l = realloc(px->leaves, (i + 1) * sizeof *l);
-                if (!l) {
-                        SSL_CTX_free(ctx);
-                        return -ENOMEM;
-                }
-                px->leaves = l;
-                l[i] = NULL;
-        }
-        if ((r = inject_set_add(&px->secrets, m)) < 0) {
-                SSL_CTX_free(ctx);
-                return r;
-        }
-        SSL_CTX_free(px->leaves[i]);
-        px->leaves[i] = ctx;
-        return 0;
-}
-
 static void proxy_free(Proxy *px) {
         for (size_t i = 0; i < px->n_rules; i++)
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
-        secrets_clear(px);
+        secret_set_clear(&px->secrets);
         free(px);
 }
 
@@ -910,7 +861,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
-        secrets_clear(px);
+        secret_set_clear(&px->secrets);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -996,7 +947,7 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                         remove_proxy(px);
                 return 0;
         case PROXY_CTL_SECRET:
-                return px ? add_secret(px, m, err) : 0;
+                return px ? secret_set_add(&px->secrets, m, err) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

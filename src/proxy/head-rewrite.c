@@ -31,6 +31,14 @@ static void report_uses(const HeadRewrite *x, const VsHttpHead *h, const char *h
         }
 }
 
+size_t head_answer(char *buf, size_t size, int status, const char *title, const char *body) {
+        int n = snprintf(buf, size,
+                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
+                         status, title, strlen(body) + 1, body);
+        return n < 0 ? 0 : MIN((size_t)n, size - 1);
+}
+
 int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out) {
         StrBuf head = {};
         int r = strbuf_appendf(&head, "%s %s %s\r\n%s\r\n", h->method, h->path, h->version, h->forward_headers);

@@ -18,6 +18,10 @@ typedef struct HeadRewrite {
         size_t n;
 } HeadRewrite;
 
+/* An answer of the proxy's own to the jail (status, a plain-text body,
+ * Connection: close) in buf[size]; its length. */
+size_t head_answer(char *buf, size_t size, int status, const char *title, const char *body);
+
 /* Appends h's head to out with the values of the secrets that may go to
  * h->host:h->port. 0 or -ENOMEM. */
 int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out);

@@ -81,6 +81,47 @@ int tls_leaf_ctx(const char *cert, const char *key, SSL_CTX **ret, VsError **err
         return 0;
 }
 
+void secret_set_clear(SecretSet *s) {
+        for (size_t i = 0; s->leaves && i < s->inject.n; i++)
+                SSL_CTX_free(s->leaves[i]);
+        free(TAKE_PTR(s->leaves));
+        inject_set_clear(&s->inject);
+}
+
+int secret_set_add(SecretSet *s, ProxyCtlMsg *m, VsError **err) {
+        SSL_CTX *ctx = NULL;
+        int r;
+        if (m->cert && m->key && (r = tls_leaf_ctx(m->cert, m->key, &ctx, err)) < 0)
+                return r;
+        size_t i = 0;
+        while (i < s->inject.n && !streq(s->inject.items[i].name, m->name))
+                i++;
+        /* A slot for a new one first: inject_set_add() takes m's fields. */
+        if (i == s->inject.n) {
+                SSL_CTX **l = realloc(s->leaves, (i + 1) * sizeof *l);
+                if (!l) {
+                        SSL_CTX_free(ctx);
+                        return -ENOMEM;
+                }
+                s->leaves = l;
+                l[i] = NULL;
+        }
+        if ((r = inject_set_add(&s->inject, m)) < 0) {
+                SSL_CTX_free(ctx);
+                return r;
+        }
+        SSL_CTX_free(s->leaves[i]);
+        s->leaves[i] = ctx;
+        return 0;
+}
+
+SSL_CTX *secret_set_leaf(const SecretSet *s, const char *host, uint16_t port) {
+        for (size_t i = 0; i < s->inject.n; i++)
+                if (s->leaves[i] && net_match(s->inject.items[i].rules, s->inject.items[i].n_rules, host, port))
+                        return s->leaves[i];
+        return NULL;
+}
+
 /* ---- the job ---------------------------------------------------------------- */
 
 struct TlsJob {
@@ -260,11 +301,7 @@ _printf_(4, 5) static void answer(Side *c, int status, const char *title, const 
         va_start(ap, fmt);
         vsnprintf(body, sizeof body, fmt, ap);
         va_end(ap);
-        int n = snprintf(msg, sizeof msg,
-                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
-                         status, title, strlen(body) + 1, body);
-        (void)side_write(c, msg, (size_t)n);
+        (void)side_write(c, msg, head_answer(msg, sizeof msg, status, title, body));
         (void)SSL_shutdown(c->ssl);
 }
 

@@ -19,6 +19,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "inject.h"
 
 /* Before the proxy is confined: the client context for the hosts, with
  * the CAs OpenSSL reads by default in this process's environment
@@ -27,6 +28,19 @@ int tls_intercept_init(VsError **err);
 
 /* A server context for one secret's leaf (PEM certificate and key). */
 int tls_leaf_ctx(const char *cert, const char *key, SSL_CTX **ret, VsError **err);
+
+/* A workspace's secrets as the proxy keeps them (inject.h), each with
+ * the leaf for its hosts when the daemon sent one (same index). */
+typedef struct SecretSet {
+        InjectSet inject;
+        SSL_CTX **leaves;
+} SecretSet;
+void secret_set_clear(SecretSet *s);
+/* One secret (its fields taken from m), replacing one of its name. */
+int secret_set_add(SecretSet *s, ProxyCtlMsg *m, VsError **err);
+/* The leaf of a secret that may go to host:port (its connections are
+ * intercepted), or NULL. */
+SSL_CTX *secret_set_leaf(const SecretSet *s, const char *host, uint16_t port);
 
 typedef struct TlsJob TlsJob;
 
