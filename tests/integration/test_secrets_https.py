@@ -134,6 +134,16 @@ def t_https_inject(tmp):
                             'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; '
                             'cmp /etc/ssl/certs/ca-certificates.crt /run/vectora/ca-bundle.pem && echo same')
         check(out_of(r).split()[:4] == ["/run/vectora/ca-bundle.pem"] * 4 and "same" in out_of(r), r)
+        # The bundle is read-only: the jail adds no CA of its own for others to trust.
+        r = term(s.d, s.ws, "for f in /etc/ssl/certs/ca-certificates.crt /run/vectora/ca-bundle.pem; do "
+                            "echo x >> $f 2>/dev/null && echo wrote $f; done; echo checked")
+        check(r.get("stdout", "").split() == ["checked"], r)
+        # HTTP/2 asked for: the proxy offers http/1.1 alone, and the value still goes in.
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, CURL + "--http2 -o /dev/null -w '%%{http_version}' -H \"Authorization: Bearer $TOK\" "
+                                   "https://127.0.0.1:%d/h2" % s.port)
+        # (the test server answers in HTTP/1.0: curl says "1")
+        check(out_of(r).strip() in ("1", "1.1") and "Bearer %s" % VALUE in s.heads(s.port)[-1], r)
         r = term(s.d, s.ws, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '%s' ; "
                             "grep -rlsE -- '%s|PRIVATE KEY' /proc/self/environ /etc /tmp /var/tmp /run /home \"$HOME\" "
                             ". 2>/dev/null | head -5; echo done" % (VALUE, VALUE), timeout=120)
