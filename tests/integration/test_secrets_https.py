@@ -343,6 +343,60 @@ def t_bundle_from_system_cas(tmp):
         d.stop()
 
 
+class Big(http.server.BaseHTTPRequestHandler):
+    """32 MiB for any GET."""
+    body = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(Big.body)))
+        self.end_headers()
+        self.wfile.write(Big.body)
+
+    def log_message(self, *a):
+        pass
+
+
+def t_bench_intercepted(tmp):
+    """bench: 32 MiB over HTTPS from a secret's host (the proxy decrypts and
+    encrypts again) beside the same from another host (a blind tunnel the
+    kernel splices), 3 runs each, interleaved."""
+    if os.environ.get("VECTORA_PROXY_BENCH") != "1":
+        raise vtest.NotApplicable("set VECTORA_PROXY_BENCH=1 to time HTTPS through the proxy, intercepted and not")
+    Big.body = os.urandom(1 << 20) * 32
+    pki = make_pki(tmp)
+    servers = []
+    for _ in range(2):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(pki("srv.crt"), pki("srv.key"))
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+    secret, plain = (s.server_address[1] for s in servers)
+    state = os.path.join(tmp, "bench-state")
+    os.makedirs(state, mode=0o700)
+    d = vtest.Daemon(tmp, name="bench", extra=["--state-dir", state], env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % secret], VALUE)
+        ws = make_ws(tmp, "ws-bench", '[sandbox]\nnetwork = ["127.0.0.1:%d", "127.0.0.1:%d"]\nsecrets = ["TOK"]\n'
+                     % (secret, plain))
+        rates = {"intercepted": [], "tunnel": []}
+        for _ in range(3):
+            for name, port in (("intercepted", secret), ("tunnel", plain)):
+                r = term(d, ws, CURL + "-f -o /dev/null -w '%%{time_total}' https://127.0.0.1:%d/big" % port,
+                         timeout=120)
+                check(r.get("exit_code") == 0, r)
+                rates[name].append(32 / float(r["stdout"]))
+        for name, v in rates.items():
+            v.sort()
+            T.note("32 MiB over HTTPS, %s: median %.0f MiB/s (runs %s)" % (name, v[1], ", ".join("%.0f" % x for x in v)))
+    finally:
+        d.stop()
+        for s in servers:
+            s.shutdown()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("secrets-https", f"{DAEMON} or {CLI} not built")
@@ -353,7 +407,7 @@ def main():
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_https_inject, t_https_upstream_unverified, t_https_other_secret_refused,
                                  t_https_other_host_blind, t_git_push_https,
-                                 t_bundle_from_system_cas], "vs-secrets-https-"))
+                                 t_bundle_from_system_cas, t_bench_intercepted], "vs-secrets-https-"))
 
 
 if __name__ == "__main__":
