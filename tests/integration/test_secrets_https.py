@@ -58,8 +58,8 @@ def make_pki(tmp):
     return p
 
 
-def https_server(cert, key):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+def https_server(cert, key, handler=Recorder):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
@@ -286,11 +286,7 @@ def t_git_push_https(tmp):
     subprocess.run(["git", "-C", os.path.join(root, "repo.git"), "config", "http.receivepack", "true"], check=True)
     GitBackend.root = root
     GitBackend.auth.clear()
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), GitBackend)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(pki("srv.crt"), pki("srv.key"))
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = https_server(pki("srv.crt"), pki("srv.key"), GitBackend)
     port = srv.server_address[1]
     state = os.path.join(tmp, "git-state")
     os.makedirs(state, mode=0o700)
@@ -365,14 +361,7 @@ def t_bench_intercepted(tmp):
         raise vtest.NotApplicable("set VECTORA_PROXY_BENCH=1 to time HTTPS through the proxy, intercepted and not")
     Big.body = os.urandom(1 << 20) * 32
     pki = make_pki(tmp)
-    servers = []
-    for _ in range(2):
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(pki("srv.crt"), pki("srv.key"))
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
+    servers = [https_server(pki("srv.crt"), pki("srv.key"), Big) for _ in range(2)]
     secret, plain = (s.server_address[1] for s in servers)
     state = os.path.join(tmp, "bench-state")
     os.makedirs(state, mode=0o700)
