@@ -30,6 +30,7 @@
 #define TLS_HEAD_TIMEOUT_MS 30000  /* the handshakes and the request head */
 #define TLS_IDLE_TIMEOUT_MS 300000 /* no traffic either way */
 #define TLS_BUF 16384
+#define TLS_THREAD_STACK (512 * 1024)
 
 static SSL_CTX *upstream_ctx;
 static const unsigned char alpn_http11[] = "\x08http/1.1";
@@ -543,6 +544,10 @@ int tls_intercept_start(const TlsJobArgs *a, TlsJob **ret) {
         if (r >= 0) {
                 pthread_attr_init(&at);
                 pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+                /* Its buffers are on the heap or 16 KiB; OpenSSL needs far
+                 * less than the 8 MiB default, and up to PROXY_MAX_CONNS
+                 * threads a workspace would reserve that much each. */
+                pthread_attr_setstacksize(&at, TLS_THREAD_STACK);
                 j->refs = 2;
                 r = -pthread_create(&t, &at, job_run, j);
                 pthread_attr_destroy(&at);

@@ -123,6 +123,13 @@ def t_https_inject(tmp):
         check(heads and "Authorization: Bearer %s" % VALUE in heads[-1], heads)
         check("vsph_" not in heads[-1], heads[-1])
         check(VALUE not in out_of(r), "the value came back to the jail")
+        # Connections at once, each on a thread of the proxy's.
+        Recorder.seen.clear()
+        r = term(s.d, s.ws, "for i in $(seq 24); do " + CURL + '-H "Authorization: Bearer $TOK" '
+                            "https://127.0.0.1:%d/many$i & done; wait" % s.port, timeout=120)
+        heads = s.heads(s.port)
+        check(out_of(r).count("seen") == 24 and len(heads) == 24 and
+              all("Bearer %s" % VALUE in h for h in heads), (r, len(heads)))
         # Python's urllib (OpenSSL's default paths: SSL_CERT_FILE) trusts the bundle too (NO_PROXY
         # names 127.0.0.1 for the jail's own services).
         Recorder.seen.clear()
