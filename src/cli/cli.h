@@ -61,6 +61,9 @@ typedef enum CliOptId {
         OPT_IGNORE_CASE,
         OPT_FIXED,
         OPT_CONTEXT,
+        OPT_HOST,
+        OPT_FROM_ENV,
+        OPT_FROM_FILE,
         _OPT_MAX,
 } CliOptId;
 /* The last of the options common to every verb. */
@@ -81,6 +84,7 @@ typedef struct CliArgs {
         const CliVerb *verb;
         const char *val[_OPT_MAX]; /* NULL: not given; a flag given: "" */
         char **env;                /* every --env K=V, in order */
+        char **hosts;              /* every --host H, in order (secret set) */
         char **pos;                /* positional arguments (borrowed from argv) */
         int n_pos;
         bool json;                 /* --json */
@@ -103,6 +107,7 @@ extern const size_t cli_n_verbs;
 const CliVerb *cli_verb_find(const char *name);
 
 int verb_check(const CliArgs *a);
+int verb_secret(const CliArgs *a);
 int verb_plan(const CliArgs *a);
 int verb_exec(const CliArgs *a);
 int verb_run(const CliArgs *a);

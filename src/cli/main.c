@@ -101,6 +101,8 @@ static int parse_verb_args(CliArgs *a, int argc, char **argv) {
                         if (strv_extend(&a->env, optarg) < 0)
                                 return cli_fail(EXIT_REFUSED, "out of memory");
                 }
+                if (id == OPT_HOST && strv_extend(&a->hosts, optarg) < 0)
+                        return cli_fail(EXIT_REFUSED, "out of memory");
                 a->val[id] = cli_options[id].arg ? optarg : "";
         }
         a->pos = argv + optind;
@@ -187,6 +189,7 @@ int main(int argc, char **argv) {
         } else if (r == 0)
                 r = a.verb->run ? a.verb->run(&a) : verb_help(&a);
         strv_free(a.env);
+        strv_free(a.hosts);
         cli_options_done();
         return r;
 }

@@ -3,7 +3,8 @@
  * main.c): one listener per workspace with `network = [..]`, each a unix
  * socket the daemon made and passed over (it is mounted into the jail,
  * where the worker's relay forwards 127.0.0.1:3128 to it). It speaks HTTP
- * CONNECT and plain HTTP forwarding (no TLS interception) and decides
+ * CONNECT and plain HTTP forwarding (TLS is opened only to a secret's
+ * hosts: tls-intercept.h; every other tunnel stays closed) and decides
  * every request against the workspace's rules as the daemon last sent
  * them:
  *
@@ -23,6 +24,7 @@
  * bounded: head, connect and idle timeouts, 16 KiB for a head, 1 MiB
  * queued per direction. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <string.h>
@@ -32,12 +34,15 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "head-rewrite.h"
 #include "host-addrs.h"
+#include "inject.h"
 #include "macro.h"
 #include "net-policy.h"
 #include "proxy-ctl.h"
 #include "proxy-parse.h"
 #include "splice-link.h"
+#include "tls-intercept.h"
 #include "strbuf.h"
 #include "time-util.h"
 
@@ -54,6 +59,7 @@ typedef enum ConnState {
         CS_CONNECTING,
         CS_HELLO,      /* CONNECT answered: reading the ClientHello */
         CS_SPLICE,     /* bytes both ways */
+        CS_TLS,        /* a secret's host: TLS both ways on a thread (tls-intercept.h) */
         CS_ANSWER,     /* an answer of the proxy's own is being written; then the end */
         CS_CLOSING,
 } ConnState;
@@ -78,6 +84,9 @@ struct ProxyConn {
         VsNetRule rule;        /* a copy of the matching entry (the policy may change meanwhile) */
         struct addrinfo *ai;
         SpliceLink *link;      /* the tunnel's bytes, moved by the kernel (splice-link.h) */
+        TlsJob *tls;           /* CS_TLS: its thread */
+        uv_async_t tls_done;   /* the thread is done */
+        bool tls_done_init;
 };
 
 static void head_ready(ProxyConn *c);
@@ -97,6 +106,7 @@ struct Proxy {
         char *config;
         VsNetRule *rules;
         size_t n_rules;
+        SecretSet secrets; /* tls-intercept.h */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -207,6 +217,9 @@ static void conn_close(ProxyConn *c) {
                 return;
         c->state = CS_CLOSING;
         splice_link_free(TAKE_PTR(c->link));
+        tls_intercept_release(TAKE_PTR(c->tls));
+        if (c->tls_done_init)
+                uv_close((uv_handle_t *)&c->tls_done, on_handle_closed);
         if (c->gai_pending)
                 uv_cancel((uv_req_t *)&c->gai);
         uv_close((uv_handle_t *)&c->client, on_handle_closed);
@@ -261,17 +274,14 @@ _printf_(4, 5) static void respond(ProxyConn *c, int status, const char *title, 
         vsnprintf(body, sizeof body, fmt, ap);
         va_end(ap);
         char msg[1400];
-        int n = snprintf(msg, sizeof msg,
-                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
-                         status, title, strlen(body) + 1, body);
+        size_t n = head_answer(msg, sizeof msg, status, title, body);
         if (c->client_reading) {
                 uv_read_stop((uv_stream_t *)&c->client);
                 c->client_reading = false;
         }
         c->state = CS_ANSWER;
         on_timer_state(c);
-        if (send_copy(c, (uv_stream_t *)&c->client, msg, (size_t)n, true) < 0)
+        if (send_copy(c, (uv_stream_t *)&c->client, msg, n, true) < 0)
                 conn_close(c);
 }
 
@@ -456,6 +466,47 @@ static void start_splice(ProxyConn *c, const char *pending, size_t len) {
         resume_reading(c);
 }
 
+static void on_tls_done(uv_async_t *a) {
+        conn_close(a->data);
+}
+
+/* A secret's host: TLS with the jail (the secret's leaf) and with the
+ * host, on a thread over copies of both sockets; the loop keeps the
+ * handles until it is done. */
+static void intercept(ProxyConn *c, SSL_CTX *leaf) {
+        uv_os_fd_t a, b;
+        /* Nothing of libuv's may still be on its way to either side. */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->client) ||
+            uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) ||
+            uv_fileno((uv_handle_t *)&c->client, &a) < 0 || uv_fileno((uv_handle_t *)&c->upstream, &b) < 0 ||
+            uv_async_init(c->px->loop, &c->tls_done, on_tls_done) < 0) {
+                conn_close(c);
+                return;
+        }
+        c->tls_done.data = c;
+        c->tls_done_init = true;
+        c->handles++;
+        uv_read_stop((uv_stream_t *)&c->client);
+        uv_read_stop((uv_stream_t *)&c->upstream);
+        c->client_reading = c->upstream_reading = false;
+        uv_timer_stop(&c->timer);
+        c->state = CS_TLS;
+        int cfd = fcntl(a, F_DUPFD_CLOEXEC, 3), ufd = fcntl(b, F_DUPFD_CLOEXEC, 3);
+        if (cfd < 0 || ufd < 0) {
+                safe_close(cfd);
+                safe_close(ufd);
+                conn_close(c);
+                return;
+        }
+        Proxy *px = c->px;
+        TlsJobArgs args = { .client_fd = cfd, .upstream_fd = ufd, .leaf = leaf, .host = c->head.host,
+                            .port = c->head.port, .hello = c->buf, .hello_len = c->len, .send = px->send,
+                            .ws = px->id, .secrets = px->secrets.inject.items, .n_secrets = px->secrets.inject.n,
+                            .done = &c->tls_done };
+        if (tls_intercept_start(&args, &c->tls) < 0)
+                conn_close(c);
+}
+
 static void check_hello(ProxyConn *c) {
         _cleanup_free_ char *sni = NULL;
         _cleanup_(vs_error_freep) VsError *err = NULL;
@@ -482,6 +533,11 @@ static void check_hello(ProxyConn *c) {
                          "the TLS server name (SNI) \"%s\" differs from the CONNECT host: one allowed address may not front for another name",
                          sni);
                 deny(c, c->head.host, c->head.port, why, false);
+                return;
+        }
+        SSL_CTX *leaf = secret_set_leaf(&c->px->secrets, c->head.host, c->head.port);
+        if (leaf) {
+                intercept(c, leaf);
                 return;
         }
         start_splice(c, c->buf, c->len);
@@ -607,16 +663,19 @@ static void upstream_ready(ProxyConn *c) {
                         check_hello(c);
                 return;
         }
-        /* Plain HTTP: the request in origin form, then whatever followed. */
+        /* Plain HTTP: the request in origin form, then whatever followed;
+         * the secrets' placeholders become their values here. */
         StrBuf out = {};
-        if (strbuf_appendf(&out, "%s %s %s\r\n%s\r\n", c->head.method, c->head.path, c->head.version,
-                           c->head.forward_headers) < 0 ||
+        const HeadRewrite x = { .send = c->px->send, .ws = c->px->id, .secrets = c->px->secrets.inject.items,
+                                .n = c->px->secrets.inject.n };
+        if (head_rewrite(&x, &c->head, &out) < 0 ||
             strbuf_append(&out, c->buf + c->head.head_len, c->len - c->head.head_len) < 0) {
                 strbuf_done(&out);
                 conn_close(c);
                 return;
         }
         start_splice(c, out.data, out.len);
+        explicit_bzero(out.data, out.len);
         strbuf_done(&out);
 }
 
@@ -648,6 +707,17 @@ static void head_ready(ProxyConn *c) {
         const VsNetRule *rule = net_match(px->rules, px->n_rules, c->head.host, c->head.port);
         if (!rule) {
                 deny(c, c->head.host, c->head.port, "not in the workspace's network allowlist", true);
+                return;
+        }
+        const ProxyCtlMsg *leak = inject_refused(px->secrets.inject.items, px->secrets.inject.n, c->buf,
+                                                 c->head.head_len, c->head.host, c->head.port);
+        if (leak) {
+                char why[160];
+                snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
+                         leak->name);
+                record_denial(c, c->head.host, c->head.port, why);
+                respond(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
+                        c->head.host, (unsigned)c->head.port, why);
                 return;
         }
         c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,
@@ -782,6 +852,7 @@ static void proxy_free(Proxy *px) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
+        secret_set_clear(&px->secrets);
         free(px);
 }
 
@@ -790,6 +861,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
+        secret_set_clear(&px->secrets);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -874,6 +946,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 if (px)
                         remove_proxy(px);
                 return 0;
+        case PROXY_CTL_SECRET:
+                return px ? secret_set_add(&px->secrets, m, err) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

@@ -46,6 +46,7 @@
 #include "proxy-ctl.h"
 #include "seccomp-load.h"
 #include "seccomp.h"
+#include "tls-intercept.h"
 
 #define CTL_FD 3
 #define PROXY_USER "vectora-sandbox"
@@ -271,6 +272,11 @@ int main(int argc, char **argv) {
                 (void)setrlimit(RLIMIT_NOFILE, &nofile);
         }
         _cleanup_(vs_error_freep) VsError *err = NULL;
+        /* The CAs the secrets' hosts are checked by, read before Landlock. */
+        if (tls_intercept_init(&err) < 0) {
+                log_error("%s", vs_error_message(err));
+                return 1;
+        }
         if (confine(&err) < 0) {
                 log_error("%s", vs_error_message(err));
                 return 1;

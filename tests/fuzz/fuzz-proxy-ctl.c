@@ -47,6 +47,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 check(m.seccomp == m2.seccomp && m.landlock == m2.landlock);
         if (m.op == PROXY_CTL_DENIAL)
                 check(same_str(m.host, m2.host) && same_str(m.reason, m2.reason) && m.time_us == m2.time_us);
+        if (m.op == PROXY_CTL_SECRET) {
+                check(same_str(m.name, m2.name) && same_str(m.placeholder, m2.placeholder));
+                check(m.value_len == m2.value_len && memcmp(m.value, m2.value, m.value_len) == 0);
+                /* The leaf: both or neither, and as sent. */
+                check(!m.cert == !m.key && same_str(m.cert, m2.cert) && same_str(m.key, m2.key));
+                check(m.value_len > 0 && m.value_len <= PROXY_CTL_SECRET_VALUE_MAX && !memchr(m.value, '\n', m.value_len) &&
+                      !memchr(m.value, '\r', m.value_len));
+        }
+        if (m.op == PROXY_CTL_SECRET_USE) {
+                check(same_str(m.host, m2.host) && same_str(m.name, m2.name) && same_str(m.method, m2.method) &&
+                      same_str(m.path, m2.path) && m.time_us == m2.time_us);
+                check(strlen(m.name) <= PROXY_CTL_SECRET_NAME_MAX && strlen(m.method) <= PROXY_CTL_METHOD_MAX &&
+                      strlen(m.path) <= PROXY_CTL_PATH_MAX);
+        }
         for (size_t i = 0; i < m.n_rules; i++)
                 check(m.rules[i].kind == m2.rules[i].kind && m.rules[i].port == m2.rules[i].port &&
                       same_str(m.rules[i].host, m2.rules[i].host));

@@ -152,6 +152,12 @@ static void test_lockdown_no_network(void **state) {
         assert_int_equal(argv_for(p, &e, masks, 2, &a, NULL), 0);
         assert_true(find2(a, "--network", "none") >= 0);
         assert_true(find2(a, "--mount", "type=bind,source=/run/vs/proxy.sock,target=" VS_JAIL_PROXY_SOCKET ",readonly") >= 0);
+        assert_true(find2(a, "--mount", "type=bind,source=/run/vs/H.ca.pem,target=" VS_JAIL_CA_BUNDLE ",readonly") < 0);
+        strv_free(a);
+        /* Secrets: the CA bundle mounted where SSL_CERT_FILE names it. */
+        e.ca_bundle = "/run/vs/H.ca.pem";
+        assert_int_equal(argv_for(p, &e, masks, 2, &a, NULL), 0);
+        assert_true(find2(a, "--mount", "type=bind,source=/run/vs/H.ca.pem,target=" VS_JAIL_CA_BUNDLE ",readonly") >= 0);
         strv_free(a);
         policy_free(p);
 }

@@ -140,6 +140,21 @@ static void test_network_off(void **state) {
         assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
         assert_true(find3(argv, "--unshare-net", NULL, NULL) >= 0);
         assert_true(find3(argv, "--ro-bind", "/run/vs/proxy.sock", VS_JAIL_PROXY_SOCKET) >= 0);
+        /* No CA bundle without secrets. */
+        assert_true(find3(argv, "--ro-bind", NULL, VS_JAIL_CA_BUNDLE) < 0);
+        strv_free(argv);
+
+        /* Secrets: the bundle with the workspace's CA, read-only at its
+         * own path and over the system file when the host has one. */
+        e.ca_bundle = "/run/vs/H.ca.pem";
+        e.ca_over_system = true;
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
+        assert_true(find3(argv, "--ro-bind", "/run/vs/H.ca.pem", VS_JAIL_CA_BUNDLE) >= 0);
+        assert_true(find3(argv, "--ro-bind", "/run/vs/H.ca.pem", VS_SYSTEM_CA_FILE) >= 0);
+        strv_free(argv);
+        e.ca_over_system = false;
+        assert_int_equal(argv_for(p, &e, &argv, NULL), 0);
+        assert_true(find3(argv, "--ro-bind", "/run/vs/H.ca.pem", VS_SYSTEM_CA_FILE) < 0);
         strv_free(argv);
         policy_free(p);
 }

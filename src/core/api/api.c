@@ -28,6 +28,9 @@ static const char *const tool_names[_API_TOOL_MAX] = {
         [API_TOOL_LIST_DIR] = "list_dir",
         [API_TOOL_GLOB] = "glob",
         [API_TOOL_GREP] = "grep",
+        [API_TOOL_SECRET_SET] = "secret_set",
+        [API_TOOL_SECRET_LIST] = "secret_list",
+        [API_TOOL_SECRET_DELETE] = "secret_delete",
 };
 
 const char *api_tool_name(ApiTool t) {
@@ -323,6 +326,20 @@ const JsonField api_status_table[] = {
 const JsonField api_cancel_table[] = {
         ENVELOPE,
         { "target", JSON_FIELD_IGNORE, 0, JSON_FIELD_REQUIRED, NULL },
+        {},
+};
+
+const JsonField api_secret_set_table[] = {
+        ENVELOPE,
+        { "name", JSON_FIELD_STRING, offsetof(ApiSecretArgs, name), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
+        { "hosts", JSON_FIELD_STRV, offsetof(ApiSecretArgs, hosts), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
+        { "value", JSON_FIELD_STRING, offsetof(ApiSecretArgs, value), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
+        {},
+};
+
+const JsonField api_secret_delete_table[] = {
+        ENVELOPE,
+        { "name", JSON_FIELD_STRING, offsetof(ApiSecretArgs, name), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
         {},
 };
 

@@ -39,6 +39,9 @@ typedef enum ApiTool {
         API_TOOL_LIST_DIR,
         API_TOOL_GLOB,
         API_TOOL_GREP,
+        API_TOOL_SECRET_SET, /* the host user's secret store (secret-store.h); never a value back */
+        API_TOOL_SECRET_LIST,
+        API_TOOL_SECRET_DELETE,
         _API_TOOL_MAX,
         _API_TOOL_INVALID = -EINVAL,
 } ApiTool;
@@ -223,6 +226,16 @@ extern const JsonField api_status_table[];
 
 /* cancel: "target" only, read by the daemon. */
 extern const JsonField api_cancel_table[];
+
+/* secret_set: "name", "hosts" (network entries), "value" (text; never
+ * returned by any call). secret_delete: "name". secret_list: nothing. */
+typedef struct ApiSecretArgs {
+        const char *name;
+        char **hosts;
+        const char *value;
+} ApiSecretArgs;
+extern const JsonField api_secret_set_table[];
+extern const JsonField api_secret_delete_table[];
 
 /* policy_allow and process_list: no arguments of their own. */
 extern const JsonField api_no_args_table[];

@@ -155,6 +155,11 @@ int backend_docker_argv(const VsPolicy *p, const VsDockerEnv *env, char ***ret_a
                 return r;
         if (env->proxy_socket && (r = add_mount(&a, env->proxy_socket, VS_JAIL_PROXY_SOCKET, true, err)) < 0)
                 return r;
+        /* The workspace's CA among the host's (secrets over HTTPS), where
+         * SSL_CERT_FILE and the like name it; the image's own system file
+         * is left as it is. */
+        if (env->ca_bundle && (r = add_mount(&a, env->ca_bundle, VS_JAIL_CA_BUNDLE, true, err)) < 0)
+                return r;
 
         /* GPU only when asked: the device nodes themselves. */
         if (!p->no_gpu)

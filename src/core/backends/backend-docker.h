@@ -49,6 +49,7 @@ typedef struct VsDockerEnv {
         const VsJailPlan *plan;   /* what the jail sees (jail-plan.h), rendered as --mount */
         char **gpu_nodes;         /* existing GPU device nodes (used when no_gpu = false) */
         const char *proxy_socket; /* host path of the daemon's proxy socket (network allowlist), or NULL */
+        const char *ca_bundle;    /* host file of the jail's CA bundle, mounted read-only at VS_JAIL_CA_BUNDLE, or NULL */
 } VsDockerEnv;
 
 /* Builds `CLIENT run -i --rm --name N ... IMAGE` with the worker as the

@@ -44,6 +44,7 @@ int launch_container(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, c
                 .plan = l->plan,
                 .gpu_nodes = host.gpu_nodes,
                 .proxy_socket = l->proxy_socket ? o->proxy_socket : NULL,
+                .ca_bundle = l->proxy_socket ? o->ca_bundle : NULL,
         };
         if (r >= 0)
                 r = backend_docker_argv(p, &env, &l->argv, err);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend-local.h"
 #include "chase.h"
@@ -99,6 +100,9 @@ static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l
                 .home_dir = l->home_dir,
                 .git_config = l->git_config,
                 .git_config_dest = VS_JAIL_GITCONFIG,
+                .ca_bundle = l->proxy_socket ? o->ca_bundle : NULL,
+                /* Bound over only when there: bwrap cannot make a file in the read-only /etc. */
+                .ca_over_system = o->ca_bundle && access(VS_SYSTEM_CA_FILE, F_OK) == 0,
         };
         _cleanup_free_ char *bwrap = path_find_executable_os(env.bwrap, getenv("PATH"));
         if (!bwrap)

@@ -12,6 +12,7 @@
 #include "forbidden.h"
 #include "glob.h"
 #include "path-util.h"
+#include "secret-store.h"
 #include "strbuf.h"
 #include "strv.h"
 #include "toml.h"
@@ -304,6 +305,48 @@ static int h_network(const KeyCtx *c, VsError **err) {
         p->network = false;
         return 0;
 }
+/* ["GITHUB_TOKEN", ...]: names of the host-held secrets (secret-store.h). */
+static int h_secrets(const KeyCtx *c, VsError **err) {
+        const TomlValue *arr = c->kv->value;
+        VsPolicy *p = c->policy;
+        if (arr->array.n > CONFIG_MAX_SECRETS)
+                return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.secrets has more than %d entries",
+                                    CONFIG_MAX_SECRETS);
+        _cleanup_free_ VsSecretUse *list = calloc(arr->array.n + 1, sizeof *list);
+        if (!list)
+                return -ENOMEM;
+        size_t n = 0;
+        int r = 0;
+        for (size_t i = 0; i < arr->array.n && r >= 0; i++) {
+                const TomlValue *v = arr->array.items[i];
+                if (v->type != TOML_STRING || strlen(v->string.ptr) != v->string.len || !secret_name_valid(v->string.ptr))
+                        r = config_error(err, -EINVAL, v->line, v->col,
+                                         "sandbox.secrets[%zu] must be a secret's name ([A-Z_][A-Z0-9_]*, as given to "
+                                         "vectora-sandbox secret set)", i);
+                for (size_t j = 0; r >= 0 && j < n; j++)
+                        if (streq(list[j].name, v->string.ptr))
+                                r = config_error(err, -EINVAL, v->line, v->col, "sandbox.secrets[%zu]: %s is listed twice", i,
+                                                 v->string.ptr);
+                if (r >= 0 && !(list[n].name = strdup(v->string.ptr)))
+                        r = -ENOMEM;
+                if (r >= 0) {
+                        list[n].line = v->line;
+                        list[n++].col = v->col;
+                }
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(list[i].name);
+                return r;
+        }
+        for (size_t i = 0; i < p->n_secrets; i++)
+                free(p->secrets[i].name);
+        free(p->secrets);
+        p->secrets = TAKE_PTR(list);
+        p->n_secrets = n;
+        return 0;
+}
+
 static int h_idle_timeout(const KeyCtx *c, VsError **err) {
         return config_get_uint(c, 1, 7 * 24 * 3600, &c->policy->idle_timeout_s, err);
 }
@@ -377,6 +420,7 @@ const KeyDef config_sandbox_keys[] = {
         { "network", TOML_ANY, h_network },
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },
         { "ports", TOML_ARRAY, h_ports },
+        { "secrets", TOML_ARRAY, h_secrets },
         { "limits", TOML_TABLE, h_limits },
 };
 const size_t config_n_sandbox_keys = ELEMENTSOF(config_sandbox_keys);

@@ -34,6 +34,9 @@ void policy_free(VsPolicy *p) {
                 net_rule_done(&p->net_rules[i]);
         free(p->net_rules);
         free(p->ports);
+        for (size_t i = 0; i < p->n_secrets; i++)
+                free(p->secrets[i].name);
+        free(p->secrets);
         if (p->backend_config && p->backend && p->backend->config_done)
                 p->backend->config_done(p->backend_config);
         free(p->backend_config);
@@ -84,6 +87,32 @@ static void backend_configs_free(void **cfgs) {
         free(cfgs);
 }
 
+/* secrets = [...] need the proxy: an allowlist (which of its entries
+ * each secret's hosts need is checked against the store,
+ * approval_check_secrets()), on a backend whose jail goes out through
+ * this host's proxy. */
+static int validate_secrets(const VsPolicy *p, VsError **err) {
+        if (!p->n_secrets)
+                return 0;
+        const VsSecretUse *s = &p->secrets[0];
+        /* ssh and Modal run the jail elsewhere: its requests never pass
+         * the proxy that would put the value in. */
+        if (streq(vs_backend_name(p->backend), "ssh") || streq(vs_backend_name(p->backend), "modal"))
+                return config_error(err, -EINVAL, s->line, s->col,
+                                    "sandbox.secrets: the %s backend cannot keep secrets out of its jail yet (the value is put in by "
+                                    "this host's proxy); use backend = \"local\" or \"docker\", or remove secrets",
+                                    vs_backend_name(p->backend));
+        if (p->lockdown)
+                return config_error(err, -EINVAL, s->line, s->col,
+                                    "sandbox.secrets: lockdown allows no network, so no secret can be used; remove secrets or lockdown");
+        if (!p->net_allowlist)
+                return config_error(err, -EINVAL, s->line, s->col,
+                                    "sandbox.secrets needs network = [...] listing each secret's hosts (the proxy puts the value in "
+                                    "only there); network = %s %s", p->network ? "true" : "false",
+                                    p->network ? "goes around the proxy" : "reaches no host");
+        return 0;
+}
+
 /* Cross-key rules, located at the [sandbox] table. */
 static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err) {
         int r = p->backend->config_check ? p->backend->config_check(p->backend_config, sandbox->line, sandbox->col, err) : 0;
@@ -106,6 +135,8 @@ static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err)
                 p->no_gpu = true;
                 p->net_allowlist = false;
         }
+        if ((r = validate_secrets(p, err)) < 0)
+                return r;
         if (p->n_ports && p->lockdown)
                 return config_error(err, -EINVAL, p->ports[0].line, p->ports[0].col,
                                     "sandbox.ports: lockdown allows no inet sockets in the jail, so nothing there can serve a forwarded port; remove ports or lockdown");

@@ -319,6 +319,20 @@ static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o,
             (r = strv_extend(&l->env, "no_proxy=localhost,127.0.0.1")) < 0 ||
             (r = strv_extend(&l->env, "NODE_USE_ENV_PROXY=1")) < 0)
                 return r;
+        /* Placeholders, never values: a secret stays with the proxy. */
+        for (char *const *e = o->secret_env; e && *e; e++)
+                if ((r = strv_extend(&l->env, *e)) < 0)
+                        return r;
+        /* The bundle with the workspace's CA, wherever a TLS client looks
+         * (OpenSSL, Node, Python's requests and pip, git). */
+        static const char *const ca_names[] = { "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+                                                "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
+        for (size_t i = 0; o->ca_bundle && i < ELEMENTSOF(ca_names); i++)
+                if ((r = strv_extendf(&l->env, "%s=%s", ca_names[i], VS_JAIL_CA_BUNDLE)) < 0)
+                        return r;
+        if (p->n_secrets && !o->secret_env)
+                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
+                                         "sandbox.secrets: the placeholders come from the daemon's proxy; run through vectora-sandboxd");
         l->proxy_socket = VS_JAIL_PROXY_SOCKET;
         return 0;
 }

@@ -26,6 +26,14 @@ typedef struct VsLaunchOptions {
         /* Host path of the workspace's network proxy socket (the daemon's);
          * NULL: none, and a policy with a network allowlist is refused. */
         const char *proxy_socket;
+        /* NAME=placeholder for each of sandbox.secrets (the daemon's
+         * proxy_secrets_renew), added to the jail's environment with the
+         * proxy variables; NULL: none. */
+        char *const *secret_env;
+        /* With secret_env: the host file of the jail's trust bundle (the
+         * system CAs and the workspace's CA, proxy-ca.h), bound read-only
+         * at the system path and VS_JAIL_CA_BUNDLE. */
+        const char *ca_bundle;
         /* The caller's state directory (approval_store_dir()): the jail's
          * persistent home and git identity live below it (jail-home.h);
          * NULL: a tmpfs home and no identity file. */

@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "macro.h"
 
 static const char *const op_names[] = {
         [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
         [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
-        [PROXY_CTL_HELLO] = "hello",
+        [PROXY_CTL_HELLO] = "hello",   [PROXY_CTL_SECRET] = "secret", [PROXY_CTL_SECRET_USE] = "secret_use",
 };
 
 void proxy_ctl_msg_done(ProxyCtlMsg *m) {
@@ -21,6 +22,17 @@ void proxy_ctl_msg_done(ProxyCtlMsg *m) {
         free(m->config);
         free(m->host);
         free(m->reason);
+        free(m->name);
+        free(m->placeholder);
+        free(m->method);
+        free(m->path);
+        free(m->cert);
+        if (m->key)
+                explicit_bzero(m->key, strlen(m->key));
+        free(m->key);
+        if (m->value)
+                explicit_bzero(m->value, m->value_len);
+        free(m->value);
         *m = (ProxyCtlMsg) {};
 }
 
@@ -42,11 +54,10 @@ static int get_str(json_t *o, const char *key, size_t max, char **ret, VsError *
         return (*ret = strdup(json_string_value(v))) ? 0 : -ENOMEM;
 }
 
-static int get_rules(json_t *o, ProxyCtlMsg *m, VsError **err) {
+static int get_rules(json_t *o, ProxyCtlMsg *m, size_t max, VsError **err) {
         json_t *a = json_object_get(o, "rules");
-        if (!json_is_array(a) || json_array_size(a) > PROXY_CTL_MAX_RULES)
-                return vs_error_set(err, -EBADMSG, "proxy control: \"rules\" must be an array of at most %d",
-                                    PROXY_CTL_MAX_RULES);
+        if (!json_is_array(a) || json_array_size(a) > max)
+                return vs_error_set(err, -EBADMSG, "proxy control: \"rules\" must be an array of at most %zu", max);
         if (json_array_size(a) && !(m->rules = calloc(json_array_size(a), sizeof *m->rules)))
                 return -ENOMEM;
         size_t i;
@@ -73,6 +84,52 @@ static int get_rules(json_t *o, ProxyCtlMsg *m, VsError **err) {
         return 0;
 }
 
+static bool secret_name_ok(const char *s) {
+        if (!*s || (*s >= '0' && *s <= '9'))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+                        return false;
+        return true;
+}
+
+/* The value is spliced into a request head: no byte may end a line. */
+static int get_secret(json_t *o, ProxyCtlMsg *m, VsError **err) {
+        _cleanup_free_ char *b64 = NULL;
+        int r;
+        if ((r = get_str(o, "name", PROXY_CTL_SECRET_NAME_MAX, &m->name, err)) < 0 ||
+            (r = get_str(o, "placeholder", PROXY_CTL_PLACEHOLDER_MAX, &m->placeholder, err)) < 0 ||
+            (r = get_str(o, "value", (PROXY_CTL_SECRET_VALUE_MAX + 2) / 3 * 4, &b64, err)) < 0 ||
+            (r = get_rules(o, m, PROXY_CTL_SECRET_HOSTS_MAX, err)) < 0)
+                return r;
+        /* The proxy finds placeholders by this prefix (src/proxy/inject.c). */
+        if (!secret_name_ok(m->name) || strlen(m->placeholder) < 16 || strncmp(m->placeholder, "vsph_", 5) != 0)
+                return vs_error_set(err, -EBADMSG, "proxy control: a secret's name or placeholder is malformed");
+        for (const char *p = m->placeholder; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+                        return vs_error_set(err, -EBADMSG, "proxy control: a placeholder is [a-z0-9_]");
+        r = base64_decode_alloc(b64, strlen(b64), &m->value, &m->value_len);
+        explicit_bzero(b64, strlen(b64));
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || m->value_len == 0 || m->value_len > PROXY_CTL_SECRET_VALUE_MAX)
+                return vs_error_set(err, -EBADMSG, "proxy control: a secret's value is not base64 of 1..%d bytes",
+                                    PROXY_CTL_SECRET_VALUE_MAX);
+        for (size_t i = 0; i < m->value_len; i++)
+                if (m->value[i] == '\r' || m->value[i] == '\n' || m->value[i] == '\0')
+                        return vs_error_set(err, -EBADMSG, "proxy control: a secret's value holds a line break or NUL");
+        if (m->n_rules == 0)
+                return vs_error_set(err, -EBADMSG, "proxy control: a secret without hosts");
+        /* The leaf the proxy terminates TLS with for the secret's hosts
+         * (HTTPS interception): both or neither. */
+        if (json_object_get(o, "cert") || json_object_get(o, "key")) {
+                if ((r = get_str(o, "cert", PROXY_CTL_PEM_MAX, &m->cert, err)) < 0 ||
+                    (r = get_str(o, "key", PROXY_CTL_PEM_MAX, &m->key, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
         const char *op = json_string_value(json_object_get(o, "op"));
         size_t i = 0;
@@ -91,7 +148,7 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 if (!json_is_boolean(json_object_get(o, "allow")))
                         return vs_error_set(err, -EBADMSG, "proxy control: \"allow\" must be a boolean");
                 m->allow = json_is_true(json_object_get(o, "allow"));
-                if ((r = get_str(o, "config", 4096, &m->config, err)) < 0 || (r = get_rules(o, m, err)) < 0)
+                if ((r = get_str(o, "config", 4096, &m->config, err)) < 0 || (r = get_rules(o, m, PROXY_CTL_MAX_RULES, err)) < 0)
                         return r;
                 if (m->op == PROXY_CTL_RULES)
                         break;
@@ -123,6 +180,18 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 m->seccomp = json_is_true(json_object_get(o, "seccomp"));
                 if ((r = get_uint(o, "landlock", 64, &m->landlock, err)) < 0)
                         return r;
+                break;
+        case PROXY_CTL_SECRET:
+                return get_secret(o, m, err);
+        case PROXY_CTL_SECRET_USE:
+                if ((r = get_uint(o, "time_us", INT64_MAX, &m->time_us, err)) < 0 ||
+                    (r = get_str(o, "host", 255, &m->host, err)) < 0 ||
+                    (r = get_uint(o, "port", UINT16_MAX, &v, err)) < 0 ||
+                    (r = get_str(o, "name", PROXY_CTL_SECRET_NAME_MAX, &m->name, err)) < 0 ||
+                    (r = get_str(o, "method", PROXY_CTL_METHOD_MAX, &m->method, err)) < 0 ||
+                    (r = get_str(o, "path", PROXY_CTL_PATH_MAX, &m->path, err)) < 0)
+                        return r;
+                m->port = (uint16_t)v;
                 break;
         }
         return 0;
@@ -189,6 +258,29 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
         case PROXY_CTL_HELLO:
                 json_object_set_new(o, "seccomp", json_boolean(m->seccomp));
                 json_object_set_new(o, "landlock", json_integer((json_int_t)m->landlock));
+                break;
+        case PROXY_CTL_SECRET: {
+                char *b64 = base64_encode_alloc(m->value ? m->value : "", m->value_len, NULL);
+                json_object_set_new(o, "name", json_string(m->name ? m->name : ""));
+                json_object_set_new(o, "placeholder", json_string(m->placeholder ? m->placeholder : ""));
+                json_object_set_new(o, "value", b64 ? json_string(b64) : NULL);
+                json_object_set_new(o, "rules", rules_json(m));
+                if (m->cert && m->key) {
+                        json_object_set_new(o, "cert", json_string(m->cert));
+                        json_object_set_new(o, "key", json_string(m->key));
+                }
+                if (b64)
+                        explicit_bzero(b64, strlen(b64));
+                free(b64);
+                break;
+        }
+        case PROXY_CTL_SECRET_USE:
+                json_object_set_new(o, "time_us", json_integer((json_int_t)m->time_us));
+                json_object_set_new(o, "host", json_string(m->host ? m->host : ""));
+                json_object_set_new(o, "port", json_integer(m->port));
+                json_object_set_new(o, "name", json_string(m->name ? m->name : ""));
+                json_object_set_new(o, "method", json_string(m->method ? m->method : ""));
+                json_object_set_new(o, "path", json_string(m->path ? m->path : ""));
                 break;
         }
         char *s = json_dumps(o, JSON_COMPACT);

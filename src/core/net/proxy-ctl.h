@@ -32,7 +32,25 @@ typedef enum ProxyCtlOp {
         PROXY_CTL_DENIAL, /* ws, time_us, host, port, reason */
         PROXY_CTL_CONNS,  /* ws, open, total, lost (denials not sent; optional, 0) */
         PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
+        /* daemon -> proxy, after an add or rules (which drop the
+         * workspace's secrets): ws, name, placeholder, value, and the
+         * secret's hosts as rules. One message a secret, so that values
+         * of up to SECRET_VALUE_MAX fit in PROXY_CTL_MAX. */
+        PROXY_CTL_SECRET,
+        /* proxy -> daemon: ws, time_us, host, port, name, method, path (as
+         * the jail sent it, placeholders and all, cut at
+         * PROXY_CTL_PATH_MAX): a secret's value was put into a request,
+         * for the audit log. Never the value. */
+        PROXY_CTL_SECRET_USE,
 } ProxyCtlOp;
+
+#define PROXY_CTL_SECRET_NAME_MAX 64
+#define PROXY_CTL_PLACEHOLDER_MAX 64
+#define PROXY_CTL_SECRET_VALUE_MAX 8192
+#define PROXY_CTL_SECRET_HOSTS_MAX 32
+#define PROXY_CTL_METHOD_MAX 32
+#define PROXY_CTL_PATH_MAX 1024
+#define PROXY_CTL_PEM_MAX 8192
 
 typedef struct ProxyCtlMsg {
         ProxyCtlOp op;
@@ -50,6 +68,14 @@ typedef struct ProxyCtlMsg {
         uint64_t lost;       /* conns: denials the proxy could not send since its last conns */
         bool seccomp;        /* its seccomp filter is loaded */
         uint64_t landlock;   /* the Landlock ABI applied, 0 for none */
+        char *name;          /* secret: [A-Z_][A-Z0-9_]* */
+        char *placeholder;   /* secret: what the jail holds instead */
+        char *value;         /* secret: value_len bytes (no CR, LF or NUL), NUL after them */
+        size_t value_len;
+        char *cert;          /* secret, optional: the leaf certificate (PEM) for its hosts, from the workspace's CA */
+        char *key;           /* secret, with cert: the leaf's private key (PEM) */
+        char *method;        /* secret_use */
+        char *path;          /* secret_use */
 } ProxyCtlMsg;
 
 /* Parses one datagram. -EBADMSG with *err saying why. */

@@ -15,6 +15,7 @@
 #include "path-util.h"
 #include "paths.h"
 #include "policy-compare.h"
+#include "secret-store.h"
 #include "sha256.h"
 #include "strv.h"
 #include "time-util.h"
@@ -685,7 +686,7 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
         int r = config_load_text(root, &proposed, &text, &len, err);
         if (r < 0)
                 return r;
-        if ((r = check_store_unlisted(store, proposed, err)) < 0)
+        if ((r = check_store_unlisted(store, proposed, err)) < 0 || (r = secret_check_policy(store, proposed, err)) < 0)
                 return r;
         r = entry_read(store, root, &atext, &alen, err);
         if (r == -ENOENT && proposed->has_config_stat) {

@@ -63,6 +63,7 @@ static int limit_loosens(char ***out, const char *key, uint64_t approved, uint64
 static const char *const ordered_keys[] = {
         "workspace", "config", "sandboxed", "reason", "backend", "rw_paths", "ro_paths",
         "mask", "protected", "protect", "git_init", "persistent_home", "no_gpu", "lockdown", "network", "idle_timeout", "limits", "ports",
+        "secrets",
 };
 
 /* A host port forwarded that was not, or to another port of the jail. */
@@ -189,6 +190,15 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
                 return r;
         if ((r = ports_loosen(&out, a, p)) < 0)
                 return r;
+        /* A secret the jail may now have sent to its hosts. */
+        for (size_t i = 0; i < p->n_secrets; i++) {
+                bool had = false;
+                for (size_t j = 0; j < a->n_secrets && !had; j++)
+                        had = streq(a->secrets[j].name, p->secrets[i].name);
+                if (!had && (r = strv_extendf(&out, "secrets: %s is used (its value goes out in requests to its hosts)",
+                                              p->secrets[i].name)) < 0)
+                        return r;
+        }
         r = others_loosen(&out, a, p);
 done:
         if (r < 0)

@@ -67,6 +67,18 @@ json_t *policy_to_json(const VsPolicy *p) {
                         return NULL;
                 }
         }
+        if (p->n_secrets) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < p->n_secrets; i++)
+                        if (json_array_append_new(a, json_string(p->secrets[i].name)) < 0) {
+                                json_decref(a);
+                                a = NULL;
+                        }
+                if (!a || json_object_set_new(o, "secrets", a) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
         json_t *b = p->backend->config_json && p->backend_config ? p->backend->config_json(p->backend_config) : NULL;
         if (b && json_object_set_new(o, vs_backend_name(p->backend), b) < 0) {
                 json_decref(o);

@@ -37,6 +37,8 @@
 #include "proxy-ctl.h"
 #include "proxy-down.h"
 #include "proxy-log.h"
+#include "proxy-ca.h"
+#include "proxy-secrets.h"
 #include "proxy.h"
 #include "seccomp.h"
 #include "server.h"
@@ -71,6 +73,8 @@ struct Proxy {
         uv_poll_t *down; /* while no proxy runs: the refusals */
         ProxyDenial recent[PROXY_RECENT_DENIALS];
         size_t n_recent, recent_next;
+        ProxySecrets secrets; /* the current jail's placeholders (proxy_secrets_renew) */
+        char *ca_bundle;      /* the jail's trust bundle with the workspace's CA (proxy-ca.h) */
         Proxy *next;
 };
 
@@ -128,6 +132,7 @@ static void queue_clear(void) {
                 next = q->next;
                 if (q->fd >= 0)
                         close(q->fd);
+                explicit_bzero(q->data, q->len);
                 free(q);
         }
         P.queue = NULL;
@@ -168,6 +173,7 @@ static void queue_flush(void) {
                 P.queue_moved_us = now_us();
                 if (q->fd >= 0)
                         close(q->fd);
+                explicit_bzero(q->data, q->len);
                 free(q);
         }
         if (P.ctl >= 0 && P.poll)
@@ -176,6 +182,8 @@ static void queue_flush(void) {
 
 /* One message to the proxy, fd attached when >= 0: at once, or after what
  * waits already. */
+static void send_text(const char *s, size_t len, int fd);
+static void send_secret_text(char *s, size_t len, int fd);
 static void send_ctl(const ProxyCtlMsg *m, int fd) {
         if (P.ctl < 0)
                 return; /* the restart sends everything */
@@ -185,6 +193,19 @@ static void send_ctl(const ProxyCtlMsg *m, int fd) {
                 return;
         }
         size_t len = strlen(s);
+        if (m->op == PROXY_CTL_SECRET)
+                send_secret_text(s, len, fd);
+        else
+                send_text(s, len, fd);
+}
+
+/* A secret's message holds its value: no copy of it stays in freed heap. */
+static void send_secret_text(char *s, size_t len, int fd) {
+        send_text(s, len, fd);
+        explicit_bzero(s, len);
+}
+
+static void send_text(const char *s, size_t len, int fd) {
         if (!P.queue && send_one(s, len, fd) >= 0)
                 return;
         if (!P.queue && errno != EAGAIN && errno != EINTR) {
@@ -244,6 +265,11 @@ static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
                 m.config = why;
         }
         send_ctl(&m, fd);
+        /* The rules dropped the workspace's secrets; these follow them. */
+        for (size_t i = 0; i < px->secrets.n; i++) {
+                px->secrets.msgs[i].ws = px->id;
+                send_ctl(&px->secrets.msgs[i], -1);
+        }
 }
 
 static void send_add(Proxy *px) {
@@ -352,6 +378,8 @@ static void drain(unsigned max) {
                         P.landlock = (int)m.landlock;
                 } else if (px && m.op == PROXY_CTL_DENIAL)
                         record_denial(px, &m);
+                else if (px && m.op == PROXY_CTL_SECRET_USE)
+                        proxy_secret_use_audit(px->peer_uid, px->ws->path, px->ws->generation, &m);
                 else if (px && m.op == PROXY_CTL_CONNS) {
                         px->open = m.open;
                         px->total = m.total;
@@ -518,7 +546,9 @@ static int proc_start(VsError **err) {
         /* Its environment: none of the daemon's (its tokens stay there) but
          * what the resolver and the libseccomp loader read, the pid to
          * check after its PR_SET_PDEATHSIG, and how to log. */
-        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=" };
+        static const char *const keep[] = { "LOCALDOMAIN=", "RES_OPTIONS=", "HOSTALIASES=", VS_LIBSECCOMP_ENV "=",
+                                            /* the CAs it checks a secret's host by: the daemon's, never the jail's */
+                                            "SSL_CERT_FILE=", "SSL_CERT_DIR=" };
         extern char **environ;
         size_t n = 0;
         while (environ[n])
@@ -659,6 +689,34 @@ void proxy_policy_changed(Workspace *ws) {
         send_rules(px, PROXY_CTL_RULES, -1);
 }
 
+int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err) {
+        Proxy *px = ws->proxy;
+        if (!px || !ws->policy->n_secrets)
+                return 0;
+        ProxySecrets ps = {};
+        int r = proxy_secrets_load(&ps, ws->srv->opt.state_dir, ws->policy, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *bundle = NULL;
+        if (asprintf(&bundle, "%.*s.ca.pem", (int)(strlen(px->path) - strlen(".sock")), px->path) < 0)
+                bundle = NULL;
+        if (!bundle || (r = proxy_ca_prepare(ws->srv->opt.state_dir, ws->path, bundle, &ps, err)) < 0 ||
+            (r = proxy_secrets_env(&ps, env)) < 0) {
+                proxy_secrets_done(&ps);
+                return bundle ? r : -ENOMEM;
+        }
+        free(px->ca_bundle);
+        px->ca_bundle = TAKE_PTR(bundle);
+        proxy_secrets_done(&px->secrets);
+        px->secrets = ps;
+        send_rules(px, PROXY_CTL_RULES, -1);
+        return 0;
+}
+
+const char *proxy_ca_bundle(Workspace *ws) {
+        return ws->proxy && ws->policy->n_secrets ? ws->proxy->ca_bundle : NULL;
+}
+
 static int listen_on(const char *path, VsError **err) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof sa.sun_path)
@@ -747,6 +805,10 @@ void proxy_stop(Proxy *px) {
         (void)unlink(px->path);
         close(px->fd);
         free(px->path);
+        proxy_secrets_done(&px->secrets);
+        if (px->ca_bundle)
+                (void)unlink(px->ca_bundle);
+        free(px->ca_bundle);
         free(px);
         /* No listener left: no process either (none is left behind when
          * the daemon stops). */

@@ -31,5 +31,12 @@ void proxy_process_counts(bool *ret_up, uint64_t *ret_restarts);
 void proxy_set_peer(Proxy *px, uid_t uid);
 /* ws's policy changed: the proxy gets its rules again. */
 void proxy_policy_changed(Workspace *ws);
+/* A jail of ws is about to start: its secrets are read from the store
+ * again (a value set meanwhile applies), with new placeholders; the proxy
+ * gets them, and NAME=placeholder is appended to *env for the jail. */
+int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err);
+/* With secrets: the host path of the jail's CA bundle (proxy-ca.h),
+ * rewritten by proxy_secrets_renew(); NULL without. Owned by the proxy. */
+const char *proxy_ca_bundle(Workspace *ws);
 /* SIGCHLD: reaps the proxy process if it ended. */
 void proxy_reap(void);

@@ -13,3 +13,8 @@ void tools_handle(Client *c, JsonlMsg *m);
 void tools_client_closing(Client *c);
 /* Error reply for a line that could not be decoded at all. */
 void tools_reply_bad_line(Client *c, ApiError code, const char *message);
+
+/* secret_set, secret_list, secret_delete (secrets.c). */
+void secret_set_reply(Request *r);
+void secret_list_reply(Request *r);
+void secret_delete_reply(Request *r);

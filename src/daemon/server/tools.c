@@ -402,6 +402,9 @@ static const Route routes[_API_TOOL_MAX] = {
         [API_TOOL_LIST_DIR] = { .run = worker_tool },
         [API_TOOL_GLOB] = { .run = worker_tool },
         [API_TOOL_GREP] = { .run = worker_tool },
+        [API_TOOL_SECRET_SET] = { .no_workspace = true, .run = secret_set_reply },
+        [API_TOOL_SECRET_LIST] = { .no_workspace = true, .run = secret_list_reply },
+        [API_TOOL_SECRET_DELETE] = { .no_workspace = true, .run = secret_delete_reply },
 };
 
 void tools_handle(Client *c, JsonlMsg *m) {
@@ -445,7 +448,8 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
                                       "process_start, process_output, process_input, process_signal, process_list, "
-                                      "policy_allow, status, metrics, cancel, list_dir, glob, grep");
+                                      "policy_allow, status, metrics, cancel, list_dir, glob, grep, secret_set, secret_list, "
+                                      "secret_delete");
 
         const char *wsp = json_string_value(json_object_get(r->msg.obj, "workspace"));
         if (!wsp)

@@ -475,6 +475,7 @@ struct LinkStart {
         uint64_t generation;
         VsLaunchOptions o;        /* strings borrowed from the server, but: */
         char *proxy_socket;
+        char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
         /* the thread's result */
         int r;
         VsLaunch *launch;
@@ -499,6 +500,7 @@ static void start_free(LinkStart *s) {
         vs_error_free(s->err);
         policy_free(s->owned_policy);
         free(s->proxy_socket);
+        strv_free(s->secret_env);
         free(s);
 }
 
@@ -625,12 +627,20 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 return r;
         if (proxy_socket && !(s->proxy_socket = strdup(proxy_socket)))
                 return -ENOMEM;
+        if (proxy_socket && (r = proxy_secrets_renew(ws, &s->secret_env, err)) < 0) {
+                free(s->proxy_socket);
+                strv_free(s->secret_env);
+                return r;
+        }
         /* Forwarded ports listen from the first worker of their policy on. */
         if ((r = ops->prepare(ws, err)) < 0) {
                 free(s->proxy_socket);
+                strv_free(s->secret_env);
                 return r;
         }
         s->o.proxy_socket = s->proxy_socket;
+        s->o.secret_env = s->secret_env;
+        s->o.ca_bundle = proxy_ca_bundle(ws);
         s->srv = srv;
         s->ws = ws;
         s->ops = ops;

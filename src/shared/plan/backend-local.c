@@ -96,6 +96,11 @@ int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_arg
         if (env->git_config && env->git_config_dest &&
             (r = add3(&a, "--ro-bind", env->git_config, env->git_config_dest)) < 0)
                 return r;
+        /* The workspace's CA among the system's (secrets over HTTPS):
+         * read-only, so the jail cannot add a CA of its own for the host. */
+        if (env->ca_bundle && ((r = add3(&a, "--ro-bind", env->ca_bundle, VS_JAIL_CA_BUNDLE)) < 0 ||
+                               (env->ca_over_system && (r = add3(&a, "--ro-bind", env->ca_bundle, VS_SYSTEM_CA_FILE)) < 0)))
+                return r;
         /* The allowlist's only way out; connect() on a socket is not a
          * write to the mount, so read-only is enough. */
         if (env->proxy_socket && (r = add3(&a, "--ro-bind", env->proxy_socket, VS_JAIL_PROXY_SOCKET)) < 0)

@@ -20,6 +20,10 @@ extern const VsBackendDef backend_local_def;
 /* Network allowlist: the daemon's proxy socket as the jail sees it, and
  * the port the worker's relay listens on at 127.0.0.1 inside the jail. */
 #define VS_JAIL_PROXY_SOCKET "/run/vectora/proxy.sock"
+/* The trust bundle with the workspace's CA (secrets over HTTPS), and the
+ * system file it is also bound over when the host has one. */
+#define VS_JAIL_CA_BUNDLE "/run/vectora/ca-bundle.pem"
+#define VS_SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
 #define VS_JAIL_PROXY_PORT 3128
 /* The jail's private home (a tmpfs). */
 #define VS_JAIL_HOME "/home/sandbox"
@@ -51,6 +55,8 @@ typedef struct VsLocalEnv {
         const char *home_dir;     /* host directory bound at VS_JAIL_HOME; NULL: a tmpfs */
         const char *git_config;   /* host file bound read-only at git_config_dest, or NULL */
         const char *git_config_dest;
+        const char *ca_bundle;    /* host file bound read-only at VS_JAIL_CA_BUNDLE, or NULL */
+        bool ca_over_system;      /* and over VS_SYSTEM_CA_FILE (the host has that file) */
 } VsLocalEnv;
 
 /* Renders the plan as the bwrap argv (argv[0] = env->bwrap, ending with

@@ -41,6 +41,13 @@ typedef struct VsPortForward {
 
 #define CONFIG_MAX_PORTS 64
 
+typedef struct VsSecretUse {
+        char *name;
+        unsigned line, col;
+} VsSecretUse;
+
+#define CONFIG_MAX_SECRETS 32
+
 typedef struct VsPolicy {
         char *workspace;   /* canonical absolute workspace root */
         char *config_path; /* workspace/vectora.toml */
@@ -86,6 +93,11 @@ typedef struct VsPolicy {
          * namespace (so only with network = false or an allowlist). */
         VsPortForward *ports;
         size_t n_ports;
+        /* secrets = ["NAME", ...]: host-held secrets (secret-store.h) the
+         * jail sees as placeholders; the proxy puts the value in requests
+         * to the secret's hosts only. Needs a network allowlist. */
+        VsSecretUse *secrets;
+        size_t n_secrets;
         VsLimits limits;
 
         /* Identity of the file the policy came from (for cheap change checks). */

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#include "head-rewrite.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "inject.h"
+#include "time-util.h"
+
+/* One audit record per secret put into a request: its name and where the
+ * request went, never the value. Method and path as the jail sent them
+ * (placeholders, not values), printable ASCII only so that they encode as
+ * JSON, cut to fit. A record the daemon's full socket does not take is
+ * lost (not counted, unlike denials). */
+static void report_uses(const HeadRewrite *x, const VsHttpHead *h, const char *head, size_t len) {
+        char method[PROXY_CTL_METHOD_MAX + 1], path[PROXY_CTL_PATH_MAX + 1];
+        snprintf(method, sizeof method, "%s", h->method);
+        snprintf(path, sizeof path, "%s", h->path);
+        for (char *p = method; *p; p++)
+                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
+        for (char *p = path; *p; p++)
+                *p = *p < 0x20 || *p > 0x7e ? '?' : *p;
+        for (size_t i = 0; i < x->n; i++) {
+                if (!inject_uses(&x->secrets[i], head, len, h->host, h->port))
+                        continue;
+                _cleanup_free_ char *s = proxy_ctl_encode(&(ProxyCtlMsg) {
+                        .op = PROXY_CTL_SECRET_USE, .ws = x->ws, .time_us = now_us(), .host = h->host,
+                        .port = h->port, .name = x->secrets[i].name, .method = method, .path = path });
+                if (s)
+                        (void)x->send(s);
+        }
+}
+
+size_t head_answer(char *buf, size_t size, int status, const char *title, const char *body) {
+        int n = snprintf(buf, size,
+                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+                         "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
+                         status, title, strlen(body) + 1, body);
+        return n < 0 ? 0 : MIN((size_t)n, size - 1);
+}
+
+int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out) {
+        StrBuf head = {};
+        int r = strbuf_appendf(&head, "%s %s %s\r\n%s\r\n", h->method, h->path, h->version, h->forward_headers);
+        if (r >= 0)
+                r = inject_head(x->secrets, x->n, head.data, head.len, h->host, h->port, out, NULL);
+        if (r >= 0)
+                report_uses(x, h, head.data, head.len);
+        strbuf_done(&head);
+        return r;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A request head as the proxy sends it upstream, for plain HTTP (engine.c)
+ * and inside TLS to a secret's host (tls-intercept.c) alike: origin form,
+ * hop-by-hop headers dropped, Connection: close, and the secrets' values
+ * in place of their placeholders (inject.h), each use reported to the
+ * daemon for the audit log. */
+
+#include "engine.h"
+#include "proxy-parse.h"
+#include "strbuf.h"
+
+typedef struct HeadRewrite {
+        ProxySend send;             /* to the daemon */
+        uint64_t ws;
+        const ProxyCtlMsg *secrets; /* PROXY_CTL_SECRET messages */
+        size_t n;
+} HeadRewrite;
+
+/* An answer of the proxy's own to the jail (status, a plain-text body,
+ * Connection: close) in buf[size]; its length. */
+size_t head_answer(char *buf, size_t size, int status, const char *title, const char *body);
+
+/* Appends h's head to out with the values of the secrets that may go to
+ * h->host:h->port. 0 or -ENOMEM. */
+int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Secrets in request heads (issue 31): the jail holds placeholders; the
+ * proxy puts a secret's value in place of its placeholder only in a
+ * request to one of that secret's hosts, and refuses a request that
+ * carries a placeholder anywhere else. Pure (no I/O): fuzzed by
+ * tests/fuzz/fuzz-inject.c. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy-ctl.h"
+#include "strbuf.h"
+
+/* The secret (a PROXY_CTL_SECRET message: name, placeholder, value,
+ * rules = its hosts) whose placeholder occurs in head[0..len) but which
+ * may not go to host:port, or NULL when none does. host normalized. */
+const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                                  uint16_t port);
+
+/* Whether inject_head() puts s's value into head[0..len) for host:port
+ * (its placeholder there, as written or inside Basic credentials): what
+ * the proxy reports for the audit log. */
+bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port);
+
+/* Appends head[0..len) to out with every placeholder of a secret that may
+ * go to host:port replaced by its value (the others left as they are:
+ * inject_refused() refused the request first). *ret_used: how many were
+ * replaced. 0 or -ENOMEM. */
+int inject_head(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host, uint16_t port,
+                StrBuf *out, unsigned *ret_used);
+
+/* The next Basic credentials in head at or after from ("Authorization:
+ * Basic TOKEN" at a line's start, any case): [*b, *e) the token, as
+ * written (base64 of user:password). false when none. inject_refused()
+ * and inject_head() look inside them too. */
+bool inject_next_basic(const char *head, size_t len, size_t from, size_t *b, size_t *e);
+
+/* A workspace's secrets as the proxy keeps them: dropped with each rules
+ * message, one added by each secret message that follows (its fields
+ * taken from m). */
+typedef struct InjectSet {
+        ProxyCtlMsg *items;
+        size_t n;
+} InjectSet;
+void inject_set_clear(InjectSet *s);
+int inject_set_add(InjectSet *s, ProxyCtlMsg *m);
