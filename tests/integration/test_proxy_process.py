@@ -307,7 +307,10 @@ def run(tmp, port):
                            ("group", "vectora-sandbox:x:%d:\n" % uid)):
             etc[name] = os.path.join(tmp, name)
             with open("/etc/" + name) as src, open(etc[name], "w") as f:
-                f.write(src.read() + line)
+                # Without the host's own vectora-sandbox (the package's,
+                # left by a purge: Debian keeps system users), which would
+                # be found first.
+                f.write("".join(l for l in src if not l.startswith("vectora-sandbox:")) + line)
         ws3 = make_ws(tmp, "ws3", '[sandbox]\nnetwork = ["%s"]\n' % up)
         d3 = vtest.Daemon(tmp, name="d3", prefix=[
             "unshare", "-m", "--propagation", "private", "sh", "-c",
