@@ -4,7 +4,8 @@ parallel on its one worker (issue 30): while `sleep 5` runs, a file_read, a
 list_dir and a second terminal are answered within 1 s and a ping within
 100 ms; a notifications/cancelled ends exactly the call it names (the
 other command runs on and answers, the cancelled one's next step never
-runs); and a workspace with network = [...] (the daemon's proxy) serves the
+runs); a repository made for the host's git beside a running call is put
+aside and the other call told why; and a workspace with network = [...] (the daemon's proxy) serves the
 file tools while terminal is refused as the CLI's embedded exec refuses it,
 naming the daemon. Raw JSON-RPC over stdio, timed. TAP."""
 import json
@@ -119,6 +120,37 @@ def cancel_one(tmp, env):
         s.close()
 
 
+def repository_beside(tmp, env):
+    """A call that makes a repository for the host's git while another
+    runs: the jail ends (both calls' commands with it), the repository is
+    put aside and listed in the maker's result, the other call is told why
+    (worker_recycled), the next call gets a fresh jail."""
+    ws = make_ws(tmp, "repo")
+    s = Server(ws, env, ["--no-daemon"])
+    try:
+        s.init()
+        aid, _ = call(s, "terminal", command="sleep 3; touch a-ran")
+        time.sleep(0.5)
+        bid, _ = call(s, "terminal", command="mkdir -p r/objects r/refs && echo 'ref: refs/heads/main' > r/HEAD")
+        _, br = s.wait(bid)
+        _, ar = s.wait(aid)
+        files = structured(br).get("host_run_files", [])
+        report("[embedded] a repository made while another call runs is put aside and listed in the maker's result",
+               any(f.endswith("r/HEAD") for f in files) and os.path.exists(os.path.join(ws, "r/HEAD.vectora-quarantine"))
+               and not os.path.exists(os.path.join(ws, "r/HEAD")), br)
+        err = structured(ar).get("error", {})
+        report("[embedded] the call beside it ends with worker_recycled saying why, its command ended with the jail",
+               err.get("code") == "worker_recycled" and "repository" in err.get("message", "")
+               and not os.path.exists(os.path.join(ws, "a-ran")), ar)
+        fid, _ = call(s, "file_read", path="a.txt")
+        _, fr = s.wait(fid)
+        report("[embedded] the next call runs in a fresh jail",
+               text_of(fr).startswith("one\n") and structured(fr).get("sandbox", {}).get("generation", 0)
+               > structured(br).get("sandbox", {}).get("generation", 0), (fr, br))
+    finally:
+        s.close()
+
+
 def network_allowlist(tmp, env):
     """network = [...] without the daemon: file tools served, commands refused as the CLI refuses them."""
     ws = make_ws(tmp, "net", NET_TOML)
@@ -172,7 +204,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
     try:
-        for fn in (while_running, cancel_one, network_allowlist):
+        for fn in (while_running, cancel_one, repository_beside, network_allowlist):
             if not only or fn.__name__ in only:
                 section(fn.__name__, fn, tmp, env)
     finally:

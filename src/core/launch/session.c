@@ -190,6 +190,10 @@ static int read_msg(VsSession *s, int64_t deadline_us, int cancel_fd, uint64_t t
                         continue;
                 if (k < 0)
                         return vs_error_set_kind(err, (int)k, "worker_crashed", "reading from the worker: %s", strerror((int)-k));
+                /* Ended by a call beside this one (a shared session). */
+                const char *why = __atomic_load_n(&s->ended_why, __ATOMIC_ACQUIRE);
+                if (why)
+                        return vs_error_set_kind(err, -EPIPE, "worker_recycled", "%s", why);
                 if (k == 0)
                         return vs_error_set_kind(err, -EPIPE, "worker_crashed", "the worker exited");
         }
@@ -217,6 +221,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
         pthread_mutex_init(&s->lock, NULL);
         pthread_mutex_init(&s->wlock, NULL);
+        pthread_mutex_init(&s->sweep_lock, NULL);
         pthread_cond_init(&s->cond, NULL);
         s->locks_init = true;
         s->sandboxed = l->sandboxed;
@@ -320,8 +325,7 @@ int session_call(VsSession *s, uint64_t id, const StrBuf *request, uint64_t time
                 if (s->reading) {
                         /* Another call reads for us; ours may be cancelled
                          * meanwhile, which only we see. */
-                        struct timespec ts;
-                        clock_gettime(CLOCK_REALTIME, &ts);
+                        struct timespec ts = now_wall(); /* the condition's clock */
                         ts.tv_nsec += 20 * 1000 * 1000;
                         if (ts.tv_nsec >= 1000000000) {
                                 ts.tv_sec++;
@@ -403,6 +407,10 @@ void session_stop(VsSession *s) {
 int session_git_sweep(VsSession *s, char ***paths) {
         if (!s->git_base)
                 return 0;
+        /* One sweep at a time: two calls ending together would both find
+         * the repository, and the one whose rename lost would not list it. */
+        if (s->locks_init)
+                pthread_mutex_lock(&s->sweep_lock);
         VsGitRepos now = { 0 };
         for (char **r = s->git_roots; *r; r++)
                 (void)git_scan(*r, &now);
@@ -412,6 +420,11 @@ int session_git_sweep(VsSession *s, char ***paths) {
                 if (git_repos_has(s->git_base, g))
                         continue;
                 /* The jail first: while it runs it could put it back. */
+                __atomic_store_n(&s->ended_why,
+                                 "a call beside this one made a repository the host's git would use; the jail was "
+                                 "ended and the repository put aside (that call's host_run_files names it); run "
+                                 "this call again",
+                                 __ATOMIC_RELEASE);
                 session_stop(s);
                 _cleanup_free_ char *moved = NULL;
                 if (git_quarantine(g, &moved, NULL) < 0)
@@ -424,6 +437,8 @@ int session_git_sweep(VsSession *s, char ***paths) {
                         (void)strv_extend(paths, moved);
         }
         git_repos_done(&now);
+        if (s->locks_init)
+                pthread_mutex_unlock(&s->sweep_lock);
         return n;
 }
 
@@ -458,6 +473,7 @@ void session_end(VsSession *s) {
         if (s->locks_init) {
                 pthread_mutex_destroy(&s->lock);
                 pthread_mutex_destroy(&s->wlock);
+                pthread_mutex_destroy(&s->sweep_lock);
                 pthread_cond_destroy(&s->cond);
         }
         free(s);

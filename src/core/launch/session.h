@@ -51,6 +51,8 @@ typedef struct VsSession {
         pthread_mutex_t lock;  /* waits, reading */
         pthread_cond_t cond;   /* a reply was handed on, or the reader left */
         pthread_mutex_t wlock; /* one writer at a time on proc.fd */
+        pthread_mutex_t sweep_lock; /* one session_git_sweep() at a time */
+        const char *ended_why; /* a sweep ended the worker: what the other calls on it are told (static) */
         bool locks_init;
 } VsSession;
 
