@@ -5,7 +5,8 @@ list_dir and a second terminal are answered within 1 s and a ping within
 100 ms; a notifications/cancelled ends exactly the call it names (the
 other command runs on and answers, the cancelled one's next step never
 runs); a repository made for the host's git beside a running call is put
-aside and the other call told why; and a workspace with network = [...] (the daemon's proxy) serves the
+aside and the other call told why; a worker to replace (vectora.toml
+changed) serves its running call to the end first; and a workspace with network = [...] (the daemon's proxy) serves the
 file tools while terminal is refused as the CLI's embedded exec refuses it,
 naming the daemon. Raw JSON-RPC over stdio, timed. TAP."""
 import json
@@ -151,6 +152,34 @@ def repository_beside(tmp, env):
         s.close()
 
 
+def replaced_worker(tmp, env):
+    """vectora.toml changed while a command runs: the command runs on to
+    its end in its jail, the next call waits for it and gets a fresh jail
+    (also after a call refused before any jail served it)."""
+    ws = make_ws(tmp, "stale")
+    s = Server(ws, env, ["--no-daemon"])
+    try:
+        s.init()
+        pid, _ = call(s, "process_list")
+        _, pr = s.wait(pid)
+        report("[embedded] a process tool is refused (daemon_required)",
+               pr.get("result", {}).get("isError") is True and "daemon_required" in text_of(pr), pr)
+        rid, t0 = call(s, "terminal", command="sleep 2; echo first")
+        time.sleep(0.5)
+        with open(os.path.join(ws, "vectora.toml"), "a") as f:
+            f.write("# changed\n")
+        fid, tf = call(s, "file_read", path="a.txt")
+        tfr, fr = s.wait(fid, timeout=20)
+        trr, rr = s.wait(rid)
+        g = lambda r: structured(r).get("sandbox", {}).get("generation", 0)  # noqa: E731
+        report("[embedded] vectora.toml changed under a running command: it ends in its jail, the next call runs in "
+               "a fresh one after it (generation %d -> %d)" % (g(rr), g(fr)),
+               "first" in text_of(rr) and text_of(fr).startswith("one\n") and g(fr) == g(rr) + 1 and tfr >= trr,
+               (rr, fr))
+    finally:
+        s.close()
+
+
 def network_allowlist(tmp, env):
     """network = [...] without the daemon: file tools served, commands refused as the CLI refuses them."""
     ws = make_ws(tmp, "net", NET_TOML)
@@ -204,7 +233,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
     try:
-        for fn in (while_running, cancel_one, repository_beside, network_allowlist):
+        for fn in (while_running, cancel_one, repository_beside, replaced_worker, network_allowlist):
             if not only or fn.__name__ in only:
                 section(fn.__name__, fn, tmp, env)
     finally:

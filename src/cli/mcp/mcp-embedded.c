@@ -138,6 +138,7 @@ int mcp_embedded_acquire(McpEmbedded *e, McpEmbHold *h) {
                 h->host_run = TAKE_PTR(e->host_run);
                 h->counted = true;
                 e->busy++;
+                e->strays_looked = false;
         }
         pthread_mutex_unlock(&e->lock);
         return r;
@@ -213,8 +214,8 @@ static int run_call(McpEmbedded *e, McpEmbHold *h, const McpCall *mc, int cancel
         pthread_mutex_lock(&e->lock);
         if ((code && strncmp(code, "worker_", 7) == 0) || h->session->proc.pid <= 0)
                 e->ending = true;
-        else if (end_strays(e, m.obj) < 0)
-                r = -ENOMEM;
+        else if (e->busy == 1 && (r = end_strays(e, m.obj)) >= 0)
+                e->strays_looked = true;
         if (!e->session)
                 h->session = NULL; /* ended with its strays: nothing else held it */
         pthread_mutex_unlock(&e->lock);
@@ -282,7 +283,7 @@ void mcp_embedded_release(McpEmbedded *e, McpEmbHold *h) {
         if (e->busy == 0 && e->session) {
                 if (e->ending)
                         mcp_embedded_done(e);
-                else
+                else if (!e->strays_looked)
                         (void)end_strays(e, NULL);
         }
         forward_worker_log(e);

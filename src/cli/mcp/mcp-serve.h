@@ -40,6 +40,7 @@ typedef struct McpEmbedded {
         pthread_cond_t cond;   /* a call released the session */
         unsigned busy;         /* calls holding the session */
         bool ending;           /* ended once busy is 0 (dead, or stale): no new call on it */
+        bool strays_looked;    /* the last call alone on it looked for what outlived it (end_strays) */
 } McpEmbedded;
 
 /* One tools/call's hold on the session (mcp_embedded_acquire()). */

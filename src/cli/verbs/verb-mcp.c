@@ -150,10 +150,14 @@ static int serve_op(void *userdata, const McpCall *c, json_t **ret_reply, char *
 static json_t *serve_call(McpJob *j) {
         McpServer *s = j->s;
         const McpCall *c = &j->call;
-        if (!s->daemon && mcp_tool_needs_daemon(c->tool))
+        if (!s->daemon && mcp_tool_needs_daemon(c->tool)) {
+                if (j->held)
+                        mcp_embedded_release(&s->emb, &j->hold);
+                j->held = false;
                 return mcp_tool_error(api_error_name(API_ERROR_DAEMON_REQUIRED),
                                       "background processes are kept by vectora-sandboxd, and this server runs without "
                                       "it (said at its start); run the command with the terminal tool instead");
+        }
         /* Embedded: the one jail session, held by the session's thread
          * for the job (job_start()), or here for a call served in place. */
         if (!s->daemon && !j->held) {
@@ -191,6 +195,8 @@ static json_t *serve_call(McpJob *j) {
 }
 
 static void job_free(McpJob *j) {
+        if (j->held)
+                mcp_embedded_release(&j->s->emb, &j->hold);
         job_close(j);
         json_decref(j->msg);
         free(j);

@@ -268,12 +268,17 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
 }
 
 /* The reader's message m handed to the request it answers; one that no
- * call waits for (the reply to a cancel, a cancelled call's late reply) is
- * dropped. With s->lock held. */
+ * call waits for (the reply to a cancel) is dropped. With s->lock held. */
 static void hand_on(VsSession *s, JsonlMsg *m) {
         json_t *id = json_object_get(m->obj, "id");
-        for (VsSessionWait *w = s->waits; w && json_is_integer(id); w = w->next)
-                if (!w->done && w->id == (uint64_t)json_integer_value(id)) {
+        /* A reply without an id (a request the worker could not read, its
+         * last word) goes to the one request in flight, as when calls came
+         * one at a time; with several it cannot be told whose. */
+        size_t n_open = 0;
+        for (VsSessionWait *w = s->waits; w; w = w->next)
+                n_open += !w->done;
+        for (VsSessionWait *w = s->waits; w; w = w->next)
+                if (!w->done && (json_is_integer(id) ? w->id == (uint64_t)json_integer_value(id) : json_is_null(id) && n_open == 1)) {
                         w->msg = *m;
                         *m = (JsonlMsg)JSONL_MSG_INIT;
                         w->done = true;
