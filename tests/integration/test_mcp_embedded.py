@@ -197,6 +197,11 @@ def network_allowlist(tmp, env):
         report("[embedded, network = [..]] list_dir and file_write work",
                "a.txt" in text_of(lr) and not wr.get("result", {}).get("isError")
                and open(os.path.join(ws, "new/w.txt")).read() == "written\n", (lr, wr))
+        patch = "*** Begin Patch\n*** Delete File: sub/b.txt\n*** End Patch\n"
+        pid, _ = call(s, "apply_patch", patch=patch)
+        _, pr = s.wait(pid)
+        report("[embedded, network = [..]] apply_patch deletes a file (its rm in the jail is no agent command)",
+               not pr.get("result", {}).get("isError") and not os.path.exists(os.path.join(ws, "sub/b.txt")), pr)
         tid, _ = call(s, "terminal", command="touch ran")
         _, tr = s.wait(tid)
         err = structured(tr).get("error", {})

@@ -259,7 +259,7 @@ int mcp_embedded_call(McpEmbedded *e, McpEmbHold *h, const McpCall *c, int cance
                 code = api_error_name(API_ERROR_WORKER_RECYCLED);
                 message = "the jail serving this call was ended between its steps (processes an earlier step left "
                           "running); nothing more ran: run the call again";
-        } else if (!code && c->tool == MCP_TOOL_TERMINAL && e->no_commands) {
+        } else if (!code && c->tool == MCP_TOOL_TERMINAL && e->no_commands && !h->edit_steps) {
                 code = api_error_name(API_ERROR_SANDBOX_UNAVAILABLE);
                 message = e->no_commands;
         }

@@ -50,6 +50,7 @@ typedef struct McpEmbHold {
         char *code, *message;           /* why no session */
         struct VsHostRunScan *host_run; /* the last scan, if this call took it (host_run_report()) */
         bool counted;                   /* in busy */
+        bool edit_steps;                /* a multi_edit or apply_patch: its own rm runs without no_commands */
 } McpEmbHold;
 
 /* Sets up e (workspace borrowed). */

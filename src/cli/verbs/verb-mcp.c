@@ -165,6 +165,9 @@ static json_t *serve_call(McpJob *j) {
                         return NULL;
                 j->held = true;
         }
+        /* The agent's commands need what the mode may lack (no_commands);
+         * an edit tool's own `rm` of a file it deletes does not. */
+        j->hold.edit_steps = mcp_tool_is_edit(c->tool);
         if (!s->daemon && mcp_input_call_cancelled(s->in, j->run)) {
                 mcp_embedded_release(&s->emb, &j->hold);
                 j->held = false;
