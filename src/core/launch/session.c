@@ -357,9 +357,10 @@ int session_call(VsSession *s, uint64_t id, const StrBuf *request, uint64_t time
                 r = read_msg(s, deadline, cancel_fd, id, &m, &e);
                 pthread_mutex_lock(&s->lock);
                 s->reading = false;
-                if (r == -ETIMEDOUT && !w.done)
-                        fail_one(&w, r, e); /* our own deadline: the others read on */
-                else if (r < 0)
+                if (r == -ETIMEDOUT) {
+                        if (!w.done) /* our own deadline: the others read on */
+                                fail_one(&w, r, e);
+                } else if (r < 0)
                         fail_all(s, r, e);
                 else
                         hand_on(s, &m);
