@@ -130,7 +130,7 @@ static int embedded_open(CliLink *l) {
                 return 0;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = tools_open(l->workspace ? l->workspace : (l->args->val[OPT_WORKSPACE] ?: "."),
-                           l->args->require_sandbox, &l->policy, &l->session, &l->pending, &err);
+                           l->args->require_sandbox, false, &l->policy, &l->session, &l->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

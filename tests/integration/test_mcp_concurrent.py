@@ -3,7 +3,7 @@
 driven by raw JSON-RPC over its stdio (timings) and by the official MCP
 TypeScript SDK from npm when it can be installed: a ping answered within
 100 ms while `sleep 5` runs (daemon and embedded), a file_read answered
-while a command runs (daemon; embedded queues it, measured), progress
+while a command runs (daemon and embedded), progress
 notifications for a call with a progressToken, the mode said once at start
 (stderr and instructions), the tools a mode cannot serve not listed, a
 daemon lost mid-session reported (never a silent switch to embedded), the
@@ -12,17 +12,16 @@ all or nothing, refusals through the jail), titles, annotations and
 outputSchema. TAP."""
 import json
 import os
-import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI  # noqa: E402
+from vmcp import Server  # noqa: E402
 
 tap = vtest.Tap()
 report, skip = tap.ok, tap.skip
@@ -32,87 +31,6 @@ TOML = '[sandbox]\nrw_paths = ["."]\nmask = [".env"]\nnetwork = false\n[sandbox.
 A_TXT = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
 FILES = {".env": "TOPSECRET=1\n", "a.txt": A_TXT, ".envrc": "export X=1\n", "old.txt": "bye\n",
          "crlf.txt": "alpha\r\nbeta\r\n"}
-
-
-class Server:
-    """vectora-sandbox mcp with a thread reading its stdout: responses by
-    id, notifications in arrival order, each with its arrival time."""
-
-    def __init__(self, ws, env, extra=()):
-        self.err = tempfile.TemporaryFile()
-        self.p = subprocess.Popen([CLI, "mcp", "-w", ws] + list(extra), stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=self.err, env=env)
-        self.q = queue.Queue()
-        self.responses = {}
-        self.notes = []
-        self.next_id = 0
-        self.lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            msg = json.loads(line)
-            self.q.put((time.monotonic(), msg))
-        self.q.put((time.monotonic(), None))
-
-    def send(self, method, params=None, notify=False):
-        msg = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        if not notify:
-            with self.lock:
-                self.next_id += 1
-                msg["id"] = self.next_id
-        self.p.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.p.stdin.flush()
-        return msg.get("id"), time.monotonic()
-
-    def wait(self, rid, timeout=30):
-        """The response to rid and when it arrived."""
-        end = time.monotonic() + timeout
-        while rid not in self.responses:
-            try:
-                t, msg = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError("no response to %r in %d s; stderr: %s" % (rid, timeout, self.stderr()))
-            if msg is None:
-                raise AssertionError("the server closed stdout; stderr: " + self.stderr())
-            if "id" in msg and ("result" in msg or "error" in msg):
-                self.responses[msg["id"]] = (t, msg)
-            else:
-                self.notes.append((t, msg))
-        return self.responses[rid]
-
-    def request(self, method, params=None, timeout=30):
-        rid, _ = self.send(method, params)
-        return self.wait(rid, timeout)[1]
-
-    def call(self, tool, meta=None, **args):
-        params = {"name": tool, "arguments": args}
-        if meta:
-            params["_meta"] = meta
-        return self.request("tools/call", params)
-
-    def init(self):
-        r = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                        "clientInfo": {"name": "test-mcp-concurrent", "version": "1"}})
-        self.send("notifications/initialized", notify=True)
-        return r
-
-    def stderr(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.p.wait(20)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
 
 
 def text_of(r):
@@ -141,13 +59,9 @@ def ping_while_running(tag, s):
     tfr, fr = s.wait(fid)
     trr, rr = s.wait(rid)
     took = tfr - tf
-    if tag.startswith("[daemon]"):
-        report(tag + "a file_read is answered while the command runs (%.0f ms, before the command's end)" % (took * 1000),
-               text_of(fr).startswith("one\ntwo") and took < 2.0 and tfr < trr, (fr, took))
-    else:
-        # One jail session: the read waits for the command (a clear queue).
-        report(tag + "a file_read queued behind the running command in the one embedded session is answered after it "
-               "(%.0f ms measured)" % (took * 1000), text_of(fr).startswith("one\ntwo") and tfr >= trr, (fr, took))
+    # Both modes serve calls in parallel (embedded: test_mcp_embedded.py).
+    report(tag + "a file_read is answered while the command runs (%.0f ms, before the command's end)" % (took * 1000),
+           text_of(fr).startswith("one\ntwo") and took < 2.0 and tfr < trr, (fr, took))
     report(tag + "the command's own response still arrives", "slept" in text_of(rr), rr)
 
 
@@ -374,12 +288,8 @@ def sdk(tmp, base, d):
                and ("Mode: " + mode) in (out.get("instructions") or "")
                and any(t.startswith("process_") for t in out["tools"]) == (mode == "daemon"), out)
         report(tag + "client.ping() while `sleep 5` runs: %d ms" % out["ping_ms"], out["ping_ms"] < 100, out)
-        if mode == "daemon":
-            report(tag + "a file_read while it runs: %d ms" % out["read_ms"],
-                   out["read_ms"] < 2000 and out["read_text"].startswith("one\n"), out)
-        else:
-            report(tag + "a file_read while it runs waits for the one session: %d ms (measured)" % out["read_ms"],
-                   out["read_text"].startswith("one\n"), out)
+        report(tag + "a file_read while it runs: %d ms" % out["read_ms"],
+               out["read_ms"] < 2000 and out["read_text"].startswith("one\n"), out)
         report(tag + "a 5 s command with a 3 s request timeout completes: %d progress notifications reset the "
                "timeout (resetTimeoutOnProgress)" % len(out["progress"]),
                "slept" in out["long_text"] and len(out["progress"]) >= 2, out["progress"])

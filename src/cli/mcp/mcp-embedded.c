@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* vectora-sandbox mcp without a daemon: the MCP process keeps one worker
  * for its workspace over the core's blocking session, so calls after the
- * first are warm. Replies are built in the daemon API's shape. */
+ * first are warm, and serves several calls on it at once (a shared
+ * session, session.h). Replies are built in the daemon API's shape. */
 #include <string.h>
 
 #include "api-call.h"
 #include "fd-util.h"
 #include "host-run-scan.h"
+#include "launch.h"
 #include "mcp-serve.h"
 #include "path-util.h"
 #include "protocol.h"
@@ -14,7 +16,15 @@
 #include "time-util.h"
 #include "tools.h"
 
+void mcp_embedded_init(McpEmbedded *e, const char *workspace, bool require_sandbox) {
+        *e = (McpEmbedded){ .workspace = workspace, .require_sandbox = require_sandbox };
+        pthread_mutex_init(&e->lock, NULL);
+        pthread_cond_init(&e->cond, NULL);
+}
+
 void mcp_embedded_done(McpEmbedded *e) {
+        e->ending = false;
+        free(TAKE_PTR(e->no_commands));
         session_end(TAKE_PTR(e->session));
         policy_free(TAKE_PTR(e->policy));
         free(TAKE_PTR(e->pending));
@@ -56,10 +66,9 @@ static bool config_unchanged(const McpEmbedded *e) {
 }
 
 /* A session for the next call; a workspace that cannot get one: *ret_code
- * and *ret_message (malloc'd) say why, and the call is refused. */
-static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
-        if (e->session && config_unchanged(e) && masks_unchanged(e))
-                return 0;
+ * and *ret_message (malloc'd) say why, and the call is refused. With
+ * e->lock held and no call on the session. */
+static int start_session(McpEmbedded *e, char **ret_code, char **ret_message) {
         mcp_embedded_done(e);
         _cleanup_(vs_error_freep) VsError *err = NULL;
         /* The file as it is now: a change after this point is seen next call. */
@@ -71,7 +80,10 @@ static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
         int r = tools_load_policy(e->workspace, &before, NULL, NULL, NULL);
         if (r == -ENOMEM || (r >= 0 && (r = tools_masked_now(before, &e->masked, NULL)) == -ENOMEM))
                 return -ENOMEM;
-        r = tools_open(e->workspace, e->require_sandbox, &e->policy, &e->session, &e->pending, &err);
+        /* network = [...] is the daemon's proxy: the file tools are served
+         * by a jail without a network, commands are refused as the CLI's
+         * exec refuses them. */
+        r = tools_open(e->workspace, e->require_sandbox, true, &e->policy, &e->session, &e->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -79,6 +91,9 @@ static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
                 *ret_message = strdup(vs_error_message(err));
                 return *ret_code && *ret_message ? 0 : -ENOMEM;
         }
+        e->session->shared = true;
+        if (e->policy->sandboxed && e->policy->net_allowlist && !(e->no_commands = strdup(LAUNCH_ALLOWLIST_NEEDS_DAEMON)))
+                return -ENOMEM;
         /* tools_open may have found the workspace root above the directory. */
         _cleanup_free_ char *cp2 = config_path(e);
         if (cp2 && (!cp || !streq(cp, cp2)))
@@ -93,6 +108,42 @@ static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
         return r == -ENOMEM ? r : 0;
 }
 
+int mcp_embedded_acquire(McpEmbedded *e, McpEmbHold *h) {
+        *h = (McpEmbHold){};
+        pthread_mutex_lock(&e->lock);
+        int r = 0;
+        for (;;) {
+                /* A worker that died, a vectora.toml that changed, a masked
+                 * path that appeared: the calls on it end first (each
+                 * within its own call's window, as one call alone), then a
+                 * fresh one starts. */
+                if (e->session && !e->ending &&
+                    (e->session->proc.pid <= 0 || !config_unchanged(e) || !masks_unchanged(e)))
+                        e->ending = true;
+                if (e->session && !e->ending)
+                        break;
+                if (e->busy > 0) {
+                        pthread_cond_wait(&e->cond, &e->lock);
+                        continue;
+                }
+                r = start_session(e, &h->code, &h->message);
+                break;
+        }
+        if (r >= 0 && e->session) {
+                h->session = e->session;
+                h->generation = e->generation;
+                /* The scan the host-run report compares with: one call at a
+                 * time takes it, the others report nothing, and the next
+                 * call's look covers what they made. */
+                h->host_run = TAKE_PTR(e->host_run);
+                h->counted = true;
+                e->busy++;
+                e->strays_looked = false;
+        }
+        pthread_mutex_unlock(&e->lock);
+        return r;
+}
+
 /* Nothing of a call lives on in a worker kept between calls: a process
  * the agent detached (`setsid cmd &`, a double fork) would run in the gap
  * before the next call, when the host may create a secret that the next
@@ -105,7 +156,7 @@ static int ensure_session(McpEmbedded *e, char **ret_code, char **ret_message) {
  * reply says so in jail_restarted. A look that fails ends the jail too
  * (fail closed). */
 static int end_strays(McpEmbedded *e, json_t *reply) {
-        if (!e->session || e->session->proc.pid <= 0 || e->n_jail_pids == -EOPNOTSUPP)
+        if (!e->session || e->session->proc.pid <= 0 || e->n_jail_pids == -EOPNOTSUPP || e->busy > 1)
                 return 0;
         _cleanup_free_ pid_t *now = NULL;
         int n = session_jail_pids(e->session, &now);
@@ -114,7 +165,7 @@ static int end_strays(McpEmbedded *e, json_t *reply) {
         if (e->n_jail_pids >= 0 && n == e->n_jail_pids && memcmp(now, e->jail_pids, (size_t)n * sizeof *now) == 0)
                 return 0;
         mcp_embedded_done(e);
-        if (n == -ESRCH)
+        if (n == -ESRCH || !reply)
                 return 0; /* it ended by itself: the next call starts one */
         return json_object_set_new(reply, "jail_restarted",
                                    json_string("processes the call left running were ended with the jail "
@@ -126,8 +177,8 @@ static int end_strays(McpEmbedded *e, json_t *reply) {
  * server would send the daemon, decoded once through the API's tables, the
  * policy's limits as ceilings, file_edit's retry on a concurrent write,
  * the one result envelope, audited. */
-static int run_call(McpEmbedded *e, const McpCall *mc, uint64_t t0, json_t **ret_reply, char **ret_raw,
-                    size_t *ret_raw_len) {
+static int run_call(McpEmbedded *e, McpEmbHold *h, const McpCall *mc, int cancel_fd, uint64_t t0,
+                    json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
         JsonlMsg in = JSONL_MSG_INIT;
         const char *raw = NULL;
         size_t raw_len = 0;
@@ -136,12 +187,15 @@ static int run_call(McpEmbedded *e, const McpCall *mc, uint64_t t0, json_t **ret
         in.has_raw = raw != NULL;
         in.raw = (char *)raw;
         in.raw_len = raw_len;
+        /* The policy and pending are replaced only when no call holds the
+         * session. */
         VsApiSession s = {
-                .session = e->session,
+                .session = h->session,
                 .policy = e->policy,
                 .pending = e->pending,
-                .host_run = &e->host_run,
-                .generation = e->generation,
+                .host_run = &h->host_run,
+                .generation = h->generation,
+                .cancel_fd = cancel_fd > 0 ? cancel_fd : 0,
         };
         JsonlMsg m;
         /* Relative paths start at the directory the server was given, as
@@ -151,15 +205,23 @@ static int run_call(McpEmbedded *e, const McpCall *mc, uint64_t t0, json_t **ret
         jsonl_msg_done(&in);
         if (r < 0)
                 return r;
-        /* A worker that died, or broke the protocol, is ended: the next
-         * call starts a fresh one. The envelope said which worker served
-         * the call before this look may end it. */
+        /* A worker that died, or broke the protocol, is ended once the
+         * calls on it are done: the next call starts a fresh one. The
+         * envelope said which worker served the call before this look may
+         * end it. A repository the jail made ended its worker
+         * (tool_call_run()) the same way. */
         const char *code = json_string_value(json_object_get(json_object_get(m.obj, "error"), "code"));
-        if (code && strncmp(code, "worker_", 7) == 0)
-                mcp_embedded_done(e);
-        else if (end_strays(e, m.obj) < 0) {
+        pthread_mutex_lock(&e->lock);
+        if ((code && strncmp(code, "worker_", 7) == 0) || h->session->proc.pid <= 0)
+                e->ending = true;
+        else if (e->busy == 1 && (r = end_strays(e, m.obj)) >= 0)
+                e->strays_looked = true;
+        if (!e->session)
+                h->session = NULL; /* ended with its strays: nothing else held it */
+        pthread_mutex_unlock(&e->lock);
+        if (r < 0) {
                 jsonl_msg_done(&m);
-                return -ENOMEM;
+                return r;
         }
         bool has_raw = m.has_raw && m.raw;
         *ret_raw = has_raw ? jsonl_msg_steal_raw(&m, ret_raw_len) : NULL;
@@ -169,15 +231,12 @@ static int run_call(McpEmbedded *e, const McpCall *mc, uint64_t t0, json_t **ret
                 json_decref(TAKE_PTR(*ret_reply));
                 return -ENOMEM;
         }
-        /* A repository the jail made ended its worker (tool_call_run()):
-         * the next call starts a fresh one instead of failing. */
-        if (e->session && e->session->proc.pid <= 0)
-                mcp_embedded_done(e);
         return 0;
 }
 
 /* The worker's own log (its stderr pipe) goes to ours: nobody else reads
- * it in a long session, and a full pipe would stall the worker. */
+ * it in a long session, and a full pipe would stall the worker. With
+ * e->lock held. */
 static void forward_worker_log(McpEmbedded *e) {
         if (!e->session || e->session->proc.stderr_fd < 0)
                 return;
@@ -188,21 +247,49 @@ static void forward_worker_log(McpEmbedded *e) {
                 (void)!write_all(STDERR_FILENO, buf, (size_t)k);
 }
 
-int mcp_embedded_call(McpEmbedded *e, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len) {
+int mcp_embedded_call(McpEmbedded *e, McpEmbHold *h, const McpCall *c, int cancel_fd, json_t **ret_reply,
+                      char **ret_raw, size_t *ret_raw_len) {
         uint64_t t0 = now_us();
         *ret_reply = NULL;
         *ret_raw = NULL;
         *ret_raw_len = 0;
-        _cleanup_free_ char *code = NULL, *message = NULL;
-        int r = ensure_session(e, &code, &message);
+        const char *code = h->code, *message = h->message;
         /* Background processes are refused before this (verb-mcp.c). */
-        if (r >= 0 && code &&
-            !(*ret_reply = api_call_refuse(e->workspace, mcp_tool_name(c->tool), code, message, t0)))
-                r = -ENOMEM;
-        else if (r >= 0 && !code) {
-                e->session->cancel_fd = e->cancel_fd;
-                r = run_call(e, c, t0, ret_reply, ret_raw, ret_raw_len);
+        if (!code && !h->session) {
+                code = api_error_name(API_ERROR_WORKER_RECYCLED);
+                message = "the jail serving this call was ended between its steps (processes an earlier step left "
+                          "running); nothing more ran: run the call again";
+        } else if (!code && c->tool == MCP_TOOL_TERMINAL && e->no_commands && !h->edit_steps) {
+                code = api_error_name(API_ERROR_SANDBOX_UNAVAILABLE);
+                message = e->no_commands;
+        }
+        if (code)
+                return (*ret_reply = api_call_refuse(e->workspace, mcp_tool_name(c->tool), code, message, t0)) ? 0
+                                                                                                              : -ENOMEM;
+        return run_call(e, h, c, cancel_fd, t0, ret_reply, ret_raw, ret_raw_len);
+}
+
+void mcp_embedded_release(McpEmbedded *e, McpEmbHold *h) {
+        pthread_mutex_lock(&e->lock);
+        if (h->counted)
+                e->busy--;
+        h->counted = false;
+        if (h->host_run) {
+                host_run_scan_free(e->host_run);
+                e->host_run = TAKE_PTR(h->host_run);
+        }
+        /* The last call out: what outlived the calls is looked at now, a
+         * worker to end is ended. */
+        if (e->busy == 0 && e->session) {
+                if (e->ending)
+                        mcp_embedded_done(e);
+                else if (!e->strays_looked)
+                        (void)end_strays(e, NULL);
         }
         forward_worker_log(e);
-        return r;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        free(TAKE_PTR(h->code));
+        free(TAKE_PTR(h->message));
+        h->session = NULL;
 }

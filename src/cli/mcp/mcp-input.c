@@ -40,8 +40,8 @@ struct McpRun {
         uint64_t started_us;
         uint64_t last_progress; /* seconds reported last */
         bool cancelled;       /* a notifications/cancelled named it, or the client went away */
-        bool session;         /* it holds the embedded session: a cancel writes cancel_efd */
         int fd;               /* the daemon connection it runs on, or -1 */
+        int efd;              /* embedded: its own eventfd, written on its cancel (session_call()), or -1 */
 };
 
 struct McpInput {
@@ -53,7 +53,6 @@ struct McpInput {
         bool eof;
         bool done;            /* the main thread stops serving */
         McpRun *running;      /* the tools/calls being served */
-        int cancel_efd;       /* the embedded session's cancel_fd */
         json_t *early;        /* ids cancelled before their call began */
 };
 
@@ -74,8 +73,8 @@ static void cancel_run(McpInput *in, McpRun *c) {
         if (c->fd >= 0)
                 (void)shutdown(c->fd, SHUT_RDWR);
         uint64_t one = 1;
-        if (c->session && in->cancel_efd >= 0)
-                (void)!write(in->cancel_efd, &one, sizeof one);
+        if (c->efd >= 0)
+                (void)!write(c->efd, &one, sizeof one);
 }
 
 static void on_cancelled(McpInput *in, json_t *params) {
@@ -250,13 +249,9 @@ int mcp_input_start(McpInput **ret) {
         if (!in)
                 return -ENOMEM;
         in->early = json_array();
-        in->cancel_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (!in->early || in->cancel_efd < 0) {
-                int r = in->early ? -errno : -ENOMEM;
-                json_decref(in->early);
-                safe_close(in->cancel_efd);
+        if (!in->early) {
                 free(in);
-                return r;
+                return -ENOMEM;
         }
         pthread_mutex_init(&in->lock, NULL);
         pthread_mutex_init(&in->out_lock, NULL);
@@ -272,7 +267,6 @@ int mcp_input_start(McpInput **ret) {
                  * the process exits next. */
                 if (r != 0) {
                         json_decref(in->early);
-                        safe_close(in->cancel_efd);
                         free(in);
                 }
                 return -(r ?: r2);
@@ -320,7 +314,7 @@ int mcp_input_call_begin(McpInput *in, json_t *id, json_t *progress_token, McpRu
                 free(TAKE_PTR(c));
         }
         if (c) {
-                c->fd = -1;
+                c->fd = c->efd = -1;
                 c->started_us = now_us();
                 c->next = in->running;
                 in->running = c;
@@ -338,15 +332,18 @@ void mcp_input_call_fd(McpInput *in, McpRun *c, int fd) {
         pthread_mutex_unlock(&in->lock);
 }
 
-bool mcp_input_call_session(McpInput *in, McpRun *c, bool held) {
+int mcp_input_call_cancel_fd(McpInput *in, McpRun *c) {
         pthread_mutex_lock(&in->lock);
-        c->session = held;
-        bool cancelled = c->cancelled;
-        uint64_t n;
-        if (!held) /* a count left by a cancel the session did not see */
-                (void)!read(in->cancel_efd, &n, sizeof n);
+        if (c->efd < 0 && (c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+                c->efd = -errno;
+        int fd = c->efd;
+        uint64_t one = 1;
+        if (fd >= 0 && c->cancelled) /* before: it is read as soon as the call runs */
+                (void)!write(fd, &one, sizeof one);
+        if (fd < 0)
+                c->efd = -1;
         pthread_mutex_unlock(&in->lock);
-        return cancelled;
+        return fd;
 }
 
 bool mcp_input_call_cancelled(McpInput *in, McpRun *c) {
@@ -365,14 +362,11 @@ bool mcp_input_call_end(McpInput *in, McpRun *c) {
                 *p = c->next;
         bool cancelled = c->cancelled;
         pthread_mutex_unlock(&in->lock);
+        safe_close(c->efd);
         json_decref(c->id);
         json_decref(c->progress);
         free(c);
         return cancelled;
-}
-
-int mcp_input_cancel_fd(McpInput *in) {
-        return in->cancel_efd;
 }
 
 void mcp_input_stop(McpInput *in) {

@@ -5,7 +5,8 @@
  * so that what must not wait for a running call is seen while it runs:
  * `ping` is answered at once, and `notifications/cancelled` naming a
  * running tools/call cancels it (its daemon connection is shut down, which
- * the daemon takes as a cancel; the embedded session gets cancel_fd). A
+ * the daemon takes as a cancel; in the embedded session its own eventfd
+ * is written, and the worker cancels that request only). A
  * client that goes away (stdin at EOF and stdout's reader closed) cancels
  * them all. Other messages are handed to the main thread in order, which
  * runs each tools/call on a thread of its own; a second thread sends
@@ -38,17 +39,16 @@ int mcp_input_call_begin(McpInput *in, json_t *id, json_t *progress_token, McpRu
 /* The daemon connection the call runs on (-1: none any more; before the
  * descriptor is closed). */
 void mcp_input_call_fd(McpInput *in, McpRun *c, int fd);
-/* The call holds the embedded session (held) or gave it back: while held,
- * its cancel writes the session's cancel_fd. Returns whether it was
- * cancelled already. */
-bool mcp_input_call_session(McpInput *in, McpRun *c, bool held);
+/* An eventfd of the call's own that its cancel writes (the embedded
+ * session's cancel_fd for it, session_call()), made on the first ask and
+ * closed by mcp_input_call_end(); written at once when the call was
+ * cancelled already. -errno when none could be made. */
+int mcp_input_call_cancel_fd(McpInput *in, McpRun *c);
 /* Whether the call was cancelled (its daemon connection shut down: no
  * lost daemon to report). */
 bool mcp_input_call_cancelled(McpInput *in, McpRun *c);
 /* The call ended, and c is freed: true when it was cancelled (no response
  * is sent). No progress notification for it follows. */
 bool mcp_input_call_end(McpInput *in, McpRun *c);
-/* The eventfd written on a cancel, for the embedded session's cancel_fd. */
-int mcp_input_cancel_fd(McpInput *in);
 /* The main thread stops serving (the process exits next). */
 void mcp_input_stop(McpInput *in);

@@ -3,8 +3,8 @@
  * per line) exposing the workspace's tools. The mode is chosen once, at
  * start: through vectora-sandboxd when its socket answers then (each call
  * on a connection of its own, served in parallel), otherwise a worker this
- * process keeps for the session (src/cli/mcp/mcp-embedded.c; one call at
- * a time in it). Standard output
+ * process keeps for the session (src/cli/mcp/mcp-embedded.c; its calls
+ * served in parallel too, each on a thread of its own). Standard output
  * carries only protocol messages; diagnostics go to standard error. */
 #include <limits.h>
 #include <pthread.h>
@@ -40,7 +40,6 @@ typedef struct McpServer {
         char *mode_line;     /* the mode as said at start (stderr and instructions) */
         bool require_sandbox; /* every request carries "require_sandbox": true */
         McpEmbedded emb;
-        pthread_mutex_t emb_lock; /* one call at a time in the embedded session */
         McpInput *in;        /* stdin, read while calls run */
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -48,7 +47,7 @@ typedef struct McpServer {
         struct McpJob *queue; /* embedded: the calls waiting for the session's thread */
         bool emb_started;
         bool stopping;       /* the session thread ends when its queue is empty */
-        pthread_t emb_thread; /* the session thread, joined at the end */
+        pthread_t emb_thread; /* the session thread (it starts the workers), joined at the end */
 } McpServer;
 
 /* One tools/call in flight: its thread's work. */
@@ -62,6 +61,8 @@ typedef struct McpJob {
         int fd;              /* its own daemon connection, or -EBADF */
         JsonlReader *rd;
         uint64_t next_id;
+        McpEmbHold hold;     /* embedded: the session it runs on */
+        bool held;
 } McpJob;
 
 static void job_close(McpJob *j) {
@@ -130,7 +131,7 @@ static json_t *daemon_serve(McpJob *j, const McpCall *c, json_t **ret_reply, cha
 
 /* One file or command operation through the mode's jail: a reply shaped
  * like the daemon API's, or a tool error result (*ret_error) when nothing
- * could be asked. -ENOMEM only. The embedded session's lock is held. */
+ * could be asked. -ENOMEM only. Embedded: the job holds the session. */
 static int serve_op(void *userdata, const McpCall *c, json_t **ret_reply, char **ret_raw, size_t *ret_raw_len,
                     json_t **ret_error) {
         McpJob *j = userdata;
@@ -142,25 +143,35 @@ static int serve_op(void *userdata, const McpCall *c, json_t **ret_reply, char *
                 *ret_error = daemon_serve(j, c, ret_reply, ret_raw, ret_raw_len);
                 return *ret_error || *ret_reply ? 0 : -ENOMEM;
         }
-        return mcp_embedded_call(&j->s->emb, c, ret_reply, ret_raw, ret_raw_len);
+        return mcp_embedded_call(&j->s->emb, &j->hold, c, mcp_input_call_cancel_fd(j->s->in, j->run), ret_reply,
+                                 ret_raw, ret_raw_len);
 }
 
 static json_t *serve_call(McpJob *j) {
         McpServer *s = j->s;
         const McpCall *c = &j->call;
-        if (!s->daemon && mcp_tool_needs_daemon(c->tool))
+        if (!s->daemon && mcp_tool_needs_daemon(c->tool)) {
+                if (j->held)
+                        mcp_embedded_release(&s->emb, &j->hold);
+                j->held = false;
                 return mcp_tool_error(api_error_name(API_ERROR_DAEMON_REQUIRED),
                                       "background processes are kept by vectora-sandboxd, and this server runs without "
                                       "it (said at its start); run the command with the terminal tool instead");
-        /* Embedded: one jail session, one call at a time in it (ping and
-         * cancellations are answered meanwhile by the input thread). */
-        if (!s->daemon) {
-                pthread_mutex_lock(&s->emb_lock);
-                if (mcp_input_call_session(s->in, j->run, true)) {
-                        mcp_input_call_session(s->in, j->run, false);
-                        pthread_mutex_unlock(&s->emb_lock);
-                        return mcp_tool_error("cancelled", "the call was cancelled");
-                }
+        }
+        /* Embedded: the one jail session, held by the session's thread
+         * for the job (job_start()), or here for a call served in place. */
+        if (!s->daemon && !j->held) {
+                if (mcp_embedded_acquire(&s->emb, &j->hold) < 0)
+                        return NULL;
+                j->held = true;
+        }
+        /* The agent's commands need what the mode may lack (no_commands);
+         * an edit tool's own `rm` of a file it deletes does not. */
+        j->hold.edit_steps = mcp_tool_is_edit(c->tool);
+        if (!s->daemon && mcp_input_call_cancelled(s->in, j->run)) {
+                mcp_embedded_release(&s->emb, &j->hold);
+                j->held = false;
+                return mcp_tool_error("cancelled", "the call was cancelled");
         }
         json_t *res = NULL;
         if (mcp_tool_is_edit(c->tool))
@@ -178,15 +189,17 @@ static json_t *serve_call(McpJob *j) {
                 }
                 json_decref(reply);
         }
-        if (!s->daemon) {
-                mcp_input_call_session(s->in, j->run, false);
-                pthread_mutex_unlock(&s->emb_lock);
+        if (j->held) {
+                mcp_embedded_release(&s->emb, &j->hold);
+                j->held = false;
         }
         job_close(j);
         return res;
 }
 
 static void job_free(McpJob *j) {
+        if (j->held)
+                mcp_embedded_release(&j->s->emb, &j->hold);
         job_close(j);
         json_decref(j->msg);
         free(j);
@@ -222,27 +235,6 @@ static void *job_thread(void *arg) {
         return NULL;
 }
 
-/* Embedded: one thread serves the session's calls in order, for the whole
- * session. Not a thread per call: the worker dies with the thread that
- * started it (PR_SET_PDEATHSIG follows the parent thread). */
-static void *emb_thread(void *arg) {
-        McpServer *s = arg;
-        for (;;) {
-                pthread_mutex_lock(&s->lock);
-                while (!s->queue && !s->stopping)
-                        pthread_cond_wait(&s->cond, &s->lock);
-                McpJob *j = s->queue;
-                if (!j) {
-                        pthread_mutex_unlock(&s->lock);
-                        return NULL;
-                }
-                s->queue = j->next;
-                pthread_mutex_unlock(&s->lock);
-                job_run(j);
-        }
-        return NULL;
-}
-
 /* ret NULL: detached. */
 static int start_thread(void *(*fn)(void *), void *arg, pthread_t *ret) {
         pthread_attr_t attr;
@@ -257,6 +249,32 @@ static int start_thread(void *(*fn)(void *), void *arg, pthread_t *ret) {
         pthread_attr_destroy(&attr);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         return -r;
+}
+
+/* Embedded: one thread takes the session's calls in order and holds the
+ * session for each (starting its worker when needed: the worker dies with
+ * the thread that started it, PR_SET_PDEATHSIG follows the parent thread,
+ * so not a call's thread); each call then runs on a thread of its own,
+ * alongside the others. */
+static void *emb_thread(void *arg) {
+        McpServer *s = arg;
+        for (;;) {
+                pthread_mutex_lock(&s->lock);
+                while (!s->queue && !s->stopping)
+                        pthread_cond_wait(&s->cond, &s->lock);
+                McpJob *j = s->queue;
+                if (!j) {
+                        pthread_mutex_unlock(&s->lock);
+                        return NULL;
+                }
+                s->queue = j->next;
+                pthread_mutex_unlock(&s->lock);
+                /* Out of memory: the job answers so in place. */
+                j->held = mcp_embedded_acquire(&s->emb, &j->hold) >= 0;
+                if (!j->held || start_thread(job_thread, j, NULL) < 0)
+                        job_run(j);
+        }
+        return NULL;
 }
 
 /* A tools/call on a thread of its own (daemon), or queued for the
@@ -364,6 +382,16 @@ static bool workspace_open_world(McpServer *s) {
         return p->network || p->net_allowlist;
 }
 
+/* What the mode line adds in embedded mode: commands under network =
+ * [...] need the daemon's proxy (the file tools work without). */
+static const char *embedded_note(McpServer *s) {
+        _cleanup_(policy_freep) VsPolicy *p = NULL;
+        if (tools_load_policy(s->workspace, &p, NULL, NULL, NULL) < 0 || !p->sandboxed || !p->net_allowlist)
+                return "";
+        return " The workspace's network = [...] is served by the daemon's proxy: terminal is refused here (start "
+               "vectora-sandboxd for commands); the file tools work.";
+}
+
 /* One message; the response to send, or NULL for none (a notification, a
  * response, or out of memory). */
 static json_t *on_message(McpServer *s, json_t *msg, bool in_place) {
@@ -455,9 +483,8 @@ int verb_mcp(const CliArgs *a) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (a->val[OPT_AUDIT_LOG] && audit_open(a->val[OPT_AUDIT_LOG], &err) < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: %s", vs_error_message(err));
-        McpServer s = { .workspace = abs, .require_sandbox = a->require_sandbox,
-                        .emb = { .workspace = abs, .require_sandbox = a->require_sandbox, .cancel_fd = -EBADF } };
-        pthread_mutex_init(&s.emb_lock, NULL);
+        McpServer s = { .workspace = abs, .require_sandbox = a->require_sandbox };
+        mcp_embedded_init(&s.emb, abs, a->require_sandbox);
         pthread_mutex_init(&s.lock, NULL);
         pthread_cond_init(&s.cond, NULL);
         /* The mode, once: the daemon named, or the one at the default
@@ -479,13 +506,14 @@ int verb_mcp(const CliArgs *a) {
         if (s.daemon)
                 k = asprintf(&mode_line, "Mode: daemon: calls are served through vectora-sandboxd at %s, in parallel; background processes (process_*) are available.", sock);
         else if (a->val[OPT_NO_DAEMON])
-                k = asprintf(&mode_line, "Mode: embedded (--no-daemon): this server serves with its own worker, one call "
-                                         "at a time; background processes (process_*) are not available.");
+                k = asprintf(&mode_line, "Mode: embedded (--no-daemon): this server serves with its own worker, calls "
+                                         "in parallel; background processes (process_*) are not available.%s",
+                             embedded_note(&s));
         else
                 k = asprintf(&mode_line, "Mode: embedded (no vectora-sandboxd answers at %s): this server serves "
-                                         "with its own worker, one call at a time, for its whole session; background "
-                                         "processes (process_*) are not available.",
-                             sock ? sock : def ? def : "the default socket");
+                                         "with its own worker, calls in parallel, for its whole session; background "
+                                         "processes (process_*) are not available.%s",
+                             sock ? sock : def ? def : "the default socket", embedded_note(&s));
         if (k < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: out of memory");
         s.mode_line = mode_line;
@@ -497,7 +525,6 @@ int verb_mcp(const CliArgs *a) {
         int r = mcp_input_start(&s.in);
         if (r < 0)
                 return cli_fail(EXIT_REFUSED, "mcp: cannot start reading standard input: %s", strerror(-r));
-        s.emb.cancel_fd = mcp_input_cancel_fd(s.in);
         for (;;) {
                 size_t n = 0;
                 _cleanup_free_ char *line = mcp_input_next(s.in, &n);

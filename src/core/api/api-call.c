@@ -272,7 +272,7 @@ static int run_call(const VsApiSession *s, JsonlMsg *msg, const char *dir, Jsonl
         json_t *result = NULL;
         JsonlMsg m = JSONL_MSG_INIT;
         s->session->no_sweep_per_call = s->one_call;
-        r = tool_call_run(s->session, &call.tc, &result, &m, &err);
+        r = tool_call_run(s->session, &call.tc, s->cancel_fd > 0 ? s->cancel_fd : -EBADF, &result, &m, &err);
         if (s->one_call && which != API_TOOL_FILE_READ) {
                 session_stop(s->session);
                 if (tool_call_sweep(s->session, r >= 0 ? result : NULL) < 0)

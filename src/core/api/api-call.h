@@ -73,6 +73,9 @@ typedef struct VsApiSession {
          * the worker: session_end() sweeps then). A kept session sweeps
          * after each call (tool_call_run()). */
         bool one_call;
+        /* An eventfd of this call's own (> 0; 0, the zeroed default: none)
+         * that another thread writes to cancel it (session_call()). */
+        int cancel_fd;
 } VsApiSession;
 
 /* Serves msg (the request object and its raw payload, both borrowed) as

@@ -277,12 +277,13 @@ int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **er
         return -EINVAL;
 }
 
-static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err);
+static int tool_call_run_one(VsSession *s, VsToolCall *c, int cancel_fd, json_t **ret_result, JsonlMsg *ret_msg,
+                             VsError **err);
 
 /* After each call: a repository the jail made is put aside (its worker
  * ended first) and listed in the result's host_run_files. */
-int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
-        int r = tool_call_run_one(s, c, ret_result, ret_msg, err);
+int tool_call_run(VsSession *s, VsToolCall *c, int cancel_fd, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
+        int r = tool_call_run_one(s, c, cancel_fd, ret_result, ret_msg, err);
         if (!s->no_sweep_per_call && tool_call_sweep(s, r >= 0 ? *ret_result : NULL) == -ENOMEM)
                 return -ENOMEM;
         return r;
@@ -295,16 +296,18 @@ int tool_call_sweep(VsSession *s, json_t *result) {
         return 0;
 }
 
-static int tool_call_run_one(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err) {
+static int tool_call_run_one(VsSession *s, VsToolCall *c, int cancel_fd, json_t **ret_result, JsonlMsg *ret_msg,
+                             VsError **err) {
         for (;;) {
                 _cleanup_strbuf_ StrBuf req = STRBUF_INIT;
-                int r = tool_call_encode(c, session_next_id(s), &req);
+                uint64_t wid = session_next_id(s);
+                int r = tool_call_encode(c, wid, &req);
                 if (r == -EMSGSIZE || r == -ENOBUFS)
                         return vs_error_set_kind(err, r, "too_large", "the request is over the protocol's 64 MiB limit");
                 if (r < 0)
                         return r;
                 JsonlMsg m = JSONL_MSG_INIT;
-                if ((r = session_call(s, &req, 0, &m, err)) < 0)
+                if ((r = session_call(s, wid, &req, 0, cancel_fd, &m, err)) < 0)
                         return r;
                 json_t *result = NULL;
                 r = tool_call_feed(c, &m, &result, err);

@@ -109,11 +109,12 @@ int tool_call_encode(VsToolCall *c, uint64_t wid, StrBuf *out);
  * "too_large", "conflict", "edit_not_found", "edit_not_unique"). */
 int tool_call_feed(VsToolCall *c, JsonlMsg *m, json_t **ret_result, VsError **err);
 
-/* Blocking driver: runs c to its end over s. On success *ret_result as
+/* Blocking driver: runs c to its end over s (cancel_fd: session_call's,
+ * < 0 none). On success *ret_result as
  * tool_call_feed's and *ret_msg the last reply (its raw payload the
  * result's data; release with jsonl_msg_done()). On failure *err's kind
  * is the API error code (a dead worker: session_call's kinds). */
-int tool_call_run(VsSession *s, VsToolCall *c, json_t **ret_result, JsonlMsg *ret_msg, VsError **err);
+int tool_call_run(VsSession *s, VsToolCall *c, int cancel_fd, json_t **ret_result, JsonlMsg *ret_msg, VsError **err);
 
 /* Puts aside what the session's jail made that git takes as a repository
  * (session_git_sweep(); its worker ended first) and adds those paths to

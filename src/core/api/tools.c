@@ -141,9 +141,8 @@ json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t g
         });
 }
 
-int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
-               char **ret_pending,
-               VsError **err) {
+int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offline, VsPolicy **ret_policy,
+               VsSession **ret_session, char **ret_pending, VsError **err) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         _cleanup_free_ char *pending = NULL;
         int r = tools_load_policy(workspace, &p, NULL, &pending, err);
@@ -162,7 +161,7 @@ int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_polic
         if (p->sandboxed && (r = approval_store_dir(NULL, &store, err)) < 0)
                 return r;
         VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt,
-                              .state_dir = store };
+                              .state_dir = store, .allowlist_offline = allowlist_offline };
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;

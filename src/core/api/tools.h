@@ -30,10 +30,11 @@ int tools_load_policy(const char *dir, VsPolicy **ret, char **ret_dir, char **re
  * mode: one worker for one action). A refused config comes back with kind
  * "config_invalid"; a backend that cannot start, "sandbox_unavailable"; an
  * unsandboxed workspace under require_sandbox, "sandbox_required" (nothing
- * started). *ret_pending (may be NULL): as tools_load_policy's. */
-int tools_open(const char *workspace, bool require_sandbox, VsPolicy **ret_policy, VsSession **ret_session,
-               char **ret_pending,
-               VsError **err);
+ * started). *ret_pending (may be NULL): as tools_load_policy's.
+ * allowlist_offline: under network = [...] the jail starts without a
+ * network instead of being refused (VsLaunchOptions). */
+int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offline, VsPolicy **ret_policy,
+               VsSession **ret_session, char **ret_pending, VsError **err);
 /* Every path the policy's masks cover now (absolute, sorted), from the
  * same walk the jail plan makes: a session kept alive between calls (the
  * MCP server without a daemon) compares it before each call and starts a

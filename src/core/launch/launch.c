@@ -295,9 +295,10 @@ static bool has_proxy(const VsBackendDef *b) {
  * to the daemon's proxy, and the usual proxy variables point there (both
  * cases: curl reads http_proxy only in lower case, others the upper). */
 static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        if (!o->proxy_socket && o->allowlist_offline)
+                return 0; /* no relay, no proxy variables: the jail has no network */
         if (!o->proxy_socket)
-                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable",
-                                         "network = [...] is served by the daemon's proxy: run the command through vectora-sandboxd (start it, or set VECTORA_SANDBOX_SOCKET), or use network = false");
+                return vs_error_set_kind(err, -EOPNOTSUPP, "sandbox_unavailable", LAUNCH_ALLOWLIST_NEEDS_DAEMON);
         if (!p->backend->has_proxy) {
                 _cleanup_free_ char *relaying = NULL;
                 int r = backend_names_with(has_proxy, &relaying);

@@ -14,6 +14,11 @@
 #include "config.h"
 #include "seccomp.h"
 
+/* Why a command cannot run without the daemon under network = [...]. */
+#define LAUNCH_ALLOWLIST_NEEDS_DAEMON                                                                              \
+        "network = [...] is served by the daemon's proxy: run the command through vectora-sandboxd (start it, or " \
+        "set VECTORA_SANDBOX_SOCKET), or use network = false"
+
 typedef struct VsLaunchOptions {
         const char *worker_path; /* host path of the static worker */
         const char *bwrap;       /* NULL: "bwrap" from PATH */
@@ -24,7 +29,8 @@ typedef struct VsLaunchOptions {
          * successor's start. */
         uint64_t instance;
         /* Host path of the workspace's network proxy socket (the daemon's);
-         * NULL: none, and a policy with a network allowlist is refused. */
+         * NULL: none, and a policy with a network allowlist is refused
+         * (LAUNCH_ALLOWLIST_NEEDS_DAEMON), unless allowlist_offline. */
         const char *proxy_socket;
         /* NAME=placeholder for each of sandbox.secrets (the daemon's
          * proxy_secrets_renew), added to the jail's environment with the
@@ -34,6 +40,10 @@ typedef struct VsLaunchOptions {
          * system CAs and the workspace's CA, proxy-ca.h), bound read-only
          * at the system path and VS_JAIL_CA_BUNDLE. */
         const char *ca_bundle;
+        /* A network allowlist without proxy_socket starts a jail with no
+         * network at all: for a caller that serves only file tools with it
+         * and refuses commands (the MCP server without a daemon). */
+        bool allowlist_offline;
         /* The caller's state directory (approval_store_dir()): the jail's
          * persistent home and git identity live below it (jail-home.h);
          * NULL: a tmpfs home and no identity file. */

@@ -21,7 +21,34 @@
 #include "time-util.h"
 
 uint64_t session_next_id(VsSession *s) {
-        return ++s->next_id;
+        return __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED);
+}
+
+/* A request in flight (session_call()): its reply, or why none came. */
+typedef struct VsSessionWait {
+        struct VsSessionWait *next;
+        uint64_t id;
+        bool done;
+        int r;
+        JsonlMsg msg;
+        VsError *err;
+} VsSessionWait;
+
+/* Ends the worker: a shared session keeps its descriptors for the calls
+ * still reading or writing them (a descriptor closed under another thread
+ * could be reused by an unrelated open), session_end() closes them. */
+static void kill_worker(VsSession *s) {
+        if (!s->shared) {
+                worker_proc_kill(&s->proc);
+                return;
+        }
+        pid_t pid = s->proc.pid;
+        if (pid > 0) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                s->proc.pid = 0;
+        }
 }
 
 /* Collects what the backend wrote to stderr (bwrap's own errors). */
@@ -86,7 +113,7 @@ static int protect_changed(VsSession *s, VsError **err) {
                 shutdown(s->proc.fd, SHUT_WR);
                 wait_exit(s);
         }
-        worker_proc_kill(&s->proc);
+        kill_worker(s);
         return r;
 }
 
@@ -98,25 +125,19 @@ void session_watch_protected(VsSession *s, VsProtectSnapshot *snap) {
         s->protect_fd = snap ? protect_snapshot_watch(snap, NULL) : -EBADF;
 }
 
-/* The worker's reply to a cancel read_msg() sent: a reply to another id
- * than the call's, with "found" (it may come after the call's own reply,
- * so during the next call). */
-static bool is_cancel_reply(const VsSession *s, const JsonlMsg *m) {
-        json_t *id = json_object_get(m->obj, "id");
-        return json_is_integer(id) && (uint64_t)json_integer_value(id) != s->call_id &&
-               json_object_get(m->obj, "found") && !json_object_get(m->obj, "event");
-}
-
-/* The owner asked to cancel the call in flight (s->cancel_fd): the
- * worker's cancel for it, whose reply is_cancel_reply() drops. */
-static int send_cancel(VsSession *s, VsError **err) {
+/* The owner asked to cancel request target (its cancel_fd is readable):
+ * the worker's cancel for it, whose own reply no call waits for (dropped). */
+static int send_cancel(VsSession *s, int cancel_fd, uint64_t target, VsError **err) {
         uint64_t n;
-        if (read(s->cancel_fd, &n, sizeof n) != sizeof n || !s->call_id)
+        if (read(cancel_fd, &n, sizeof n) != sizeof n || !target)
                 return 0; /* nothing asked after all */
         _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
-        int r = protocol_encode_cancel_request(&out, session_next_id(s), s->call_id);
-        if (r >= 0)
+        int r = protocol_encode_cancel_request(&out, session_next_id(s), target);
+        if (r >= 0) {
+                pthread_mutex_lock(&s->wlock);
                 r = write_all(s->proc.fd, out.data, out.len);
+                pthread_mutex_unlock(&s->wlock);
+        }
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -124,13 +145,11 @@ static int send_cancel(VsSession *s, VsError **err) {
         return 0;
 }
 
-static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **err) {
+/* The next message from the worker. cancel_fd (< 0: none) readable:
+ * request target is cancelled (send_cancel()). */
+static int read_msg(VsSession *s, int64_t deadline_us, int cancel_fd, uint64_t target, JsonlMsg *ret, VsError **err) {
         for (;;) {
                 int r = jsonl_reader_next(s->reader, ret, err);
-                if (r == 0 && is_cancel_reply(s, ret)) {
-                        jsonl_msg_done(ret);
-                        continue;
-                }
                 if (r != -EAGAIN)
                         return r;
                 int timeout = -1;
@@ -150,7 +169,7 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                         timeout = PROTECT_POLL_MS;
                 struct pollfd p[3] = { { .fd = s->proc.fd, .events = POLLIN },
                                        { .fd = s->protect_fd, .events = POLLIN },
-                                       { .fd = s->call_id ? s->cancel_fd : -1, .events = POLLIN } };
+                                       { .fd = target ? cancel_fd : -1, .events = POLLIN } };
                 r = poll(p, 3, timeout);
                 if (r < 0 && errno == EINTR)
                         continue;
@@ -162,7 +181,7 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                         if ((r = protect_changed(s, err)) < 0)
                                 return r;
                 }
-                if ((p[2].revents & POLLIN) && (r = send_cancel(s, err)) < 0)
+                if ((p[2].revents & POLLIN) && (r = send_cancel(s, cancel_fd, target, err)) < 0)
                         return r;
                 if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         continue;
@@ -171,6 +190,10 @@ static int read_msg(VsSession *s, int64_t deadline_us, JsonlMsg *ret, VsError **
                         continue;
                 if (k < 0)
                         return vs_error_set_kind(err, (int)k, "worker_crashed", "reading from the worker: %s", strerror((int)-k));
+                /* Ended by a call beside this one (a shared session). */
+                const char *why = __atomic_load_n(&s->ended_why, __ATOMIC_ACQUIRE);
+                if (why)
+                        return vs_error_set_kind(err, -EPIPE, "worker_recycled", "%s", why);
                 if (k == 0)
                         return vs_error_set_kind(err, -EPIPE, "worker_crashed", "the worker exited");
         }
@@ -195,7 +218,12 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         _cleanup_(session_endp) VsSession *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        s->proc.fd = s->proc.stderr_fd = s->protect_fd = s->cancel_fd = -EBADF;
+        s->proc.fd = s->proc.stderr_fd = s->protect_fd = -EBADF;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->wlock, NULL);
+        pthread_mutex_init(&s->sweep_lock, NULL);
+        pthread_cond_init(&s->cond, NULL);
+        s->locks_init = true;
         s->sandboxed = l->sandboxed;
         s->local = !l->backend_name || (l->backend && l->backend->needs_bwrap);
         s->backend = l->backend;
@@ -214,7 +242,7 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         handshake_init(&hs, l);
         for (;;) {
                 JsonlMsg m = JSONL_MSG_INIT;
-                r = read_msg(s, deadline, &m, err);
+                r = read_msg(s, deadline, -EBADF, 0, &m, err);
                 if (r < 0)
                         return fail_start(s, r, err);
                 _cleanup_strbuf_ StrBuf out = STRBUF_INIT;
@@ -239,18 +267,120 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err) {
         return 0;
 }
 
-int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err) {
+/* The reader's message m handed to the request it answers; one that no
+ * call waits for (the reply to a cancel) is dropped. With s->lock held. */
+static void hand_on(VsSession *s, JsonlMsg *m) {
+        json_t *id = json_object_get(m->obj, "id");
+        /* A reply without an id (a request the worker could not read, its
+         * last word) goes to the one request in flight, as when calls came
+         * one at a time; with several it cannot be told whose. */
+        size_t n_open = 0;
+        for (VsSessionWait *w = s->waits; w; w = w->next)
+                n_open += !w->done;
+        for (VsSessionWait *w = s->waits; w; w = w->next)
+                if (!w->done && (json_is_integer(id) ? w->id == (uint64_t)json_integer_value(id) : json_is_null(id) && n_open == 1)) {
+                        w->msg = *m;
+                        *m = (JsonlMsg)JSONL_MSG_INIT;
+                        w->done = true;
+                        return;
+                }
+        jsonl_msg_done(m);
+}
+
+/* Request w fails as e says (may be NULL). With s->lock held. */
+static void fail_one(VsSessionWait *w, int r, const VsError *e) {
+        w->done = true;
+        if (r == -ENOMEM)
+                w->r = r;
+        else if (e && e->kind)
+                w->r = vs_error_set_kind(&w->err, r, e->kind, "%s", vs_error_message(e));
+        else
+                w->r = vs_error_set(&w->err, r, "%s", e ? vs_error_message(e) : strerror(-r));
+}
+
+/* The worker is gone or broke the protocol: every request in flight fails
+ * as the reader's did. With s->lock held. */
+static void fail_all(VsSession *s, int r, const VsError *e) {
+        for (VsSessionWait *w = s->waits; w; w = w->next)
+                if (!w->done)
+                        fail_one(w, r, e);
+}
+
+int session_call(VsSession *s, uint64_t id, const StrBuf *request, uint64_t timeout_ms, int cancel_fd, JsonlMsg *ret,
+                 VsError **err) {
         int r = protect_changed(s, err);
         if (r < 0)
                 return r;
-        r = write_all(s->proc.fd, request->data, request->len);
-        if (r < 0)
-                return vs_error_set_kind(err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
         int64_t deadline = timeout_ms ? (int64_t)(now_us() + timeout_ms * 1000u) : 0;
-        s->call_id = s->next_id; /* the request's, from session_next_id() */
-        r = read_msg(s, deadline, ret, err);
-        s->call_id = 0;
-        return r;
+        /* Waiting before the request goes out: its reply may come at once. */
+        VsSessionWait w = { .id = id, .msg = JSONL_MSG_INIT };
+        pthread_mutex_lock(&s->lock);
+        w.next = s->waits;
+        s->waits = &w;
+        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(&s->wlock);
+        r = write_all(s->proc.fd, request->data, request->len);
+        pthread_mutex_unlock(&s->wlock);
+        pthread_mutex_lock(&s->lock);
+        if (r < 0 && !w.done) {
+                w.done = true;
+                w.r = vs_error_set_kind(&w.err, r, "worker_crashed", "sending to the worker: %s", strerror(-r));
+        }
+        while (!w.done) {
+                if (s->reading) {
+                        /* Another call reads for us; ours may be cancelled
+                         * meanwhile, which only we see. */
+                        struct timespec ts = now_wall(); /* the condition's clock */
+                        ts.tv_nsec += 20 * 1000 * 1000;
+                        if (ts.tv_nsec >= 1000000000) {
+                                ts.tv_sec++;
+                                ts.tv_nsec -= 1000000000;
+                        }
+                        (void)pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+                        if (w.done || cancel_fd < 0)
+                                continue;
+                        struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
+                        if (poll(&p, 1, 0) <= 0)
+                                continue;
+                        pthread_mutex_unlock(&s->lock);
+                        _cleanup_(vs_error_freep) VsError *e = NULL;
+                        r = send_cancel(s, cancel_fd, id, &e);
+                        pthread_mutex_lock(&s->lock);
+                        if (r < 0 && !w.done)
+                                fail_one(&w, r, e);
+                        continue;
+                }
+                s->reading = true;
+                pthread_mutex_unlock(&s->lock);
+                JsonlMsg m = JSONL_MSG_INIT;
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                r = read_msg(s, deadline, cancel_fd, id, &m, &e);
+                pthread_mutex_lock(&s->lock);
+                s->reading = false;
+                if (r == -ETIMEDOUT) {
+                        if (!w.done) /* our own deadline: the others read on */
+                                fail_one(&w, r, e);
+                } else if (r < 0)
+                        fail_all(s, r, e);
+                else
+                        hand_on(s, &m);
+                pthread_cond_broadcast(&s->cond);
+        }
+        VsSessionWait **p = &s->waits;
+        while (*p != &w)
+                p = &(*p)->next;
+        *p = w.next;
+        pthread_mutex_unlock(&s->lock);
+        if (w.r < 0) {
+                if (err && w.err) {
+                        vs_error_free(*err);
+                        *err = TAKE_PTR(w.err);
+                }
+                vs_error_free(w.err);
+                return w.r;
+        }
+        *ret = w.msg;
+        return 0;
 }
 
 int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
@@ -277,12 +407,16 @@ void session_stop(VsSession *s) {
                 shutdown(s->proc.fd, SHUT_WR);
                 wait_exit(s);
         }
-        worker_proc_kill(&s->proc);
+        kill_worker(s);
 }
 
 int session_git_sweep(VsSession *s, char ***paths) {
         if (!s->git_base)
                 return 0;
+        /* One sweep at a time: two calls ending together would both find
+         * the repository, and the one whose rename lost would not list it. */
+        if (s->locks_init)
+                pthread_mutex_lock(&s->sweep_lock);
         VsGitRepos now = { 0 };
         for (char **r = s->git_roots; *r; r++)
                 (void)git_scan(*r, &now);
@@ -292,6 +426,11 @@ int session_git_sweep(VsSession *s, char ***paths) {
                 if (git_repos_has(s->git_base, g))
                         continue;
                 /* The jail first: while it runs it could put it back. */
+                __atomic_store_n(&s->ended_why,
+                                 "a call beside this one made a repository the host's git would use; the jail was "
+                                 "ended and the repository put aside (that call's host_run_files names it); run "
+                                 "this call again",
+                                 __ATOMIC_RELEASE);
                 session_stop(s);
                 _cleanup_free_ char *moved = NULL;
                 if (git_quarantine(g, &moved, NULL) < 0)
@@ -304,6 +443,8 @@ int session_git_sweep(VsSession *s, char ***paths) {
                         (void)strv_extend(paths, moved);
         }
         git_repos_done(&now);
+        if (s->locks_init)
+                pthread_mutex_unlock(&s->sweep_lock);
         return n;
 }
 
@@ -335,6 +476,12 @@ void session_end(VsSession *s) {
         protect_snapshot_free(s->protect);
         if (s->protect_fd >= 0)
                 close(s->protect_fd);
+        if (s->locks_init) {
+                pthread_mutex_destroy(&s->lock);
+                pthread_mutex_destroy(&s->wlock);
+                pthread_mutex_destroy(&s->sweep_lock);
+                pthread_cond_destroy(&s->cond);
+        }
         free(s);
 }
 

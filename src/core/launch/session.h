@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A synchronous link to one worker: spawn, handshake, one request at a
- * time. The CLI's embedded mode and the benchmarks use it; the daemon
- * drives the same protocol asynchronously. */
+/* A synchronous link to one worker: spawn, handshake, then blocking
+ * requests, from one thread or (shared) from several at once. The CLI's
+ * embedded mode, the MCP server without a daemon and the benchmarks use
+ * it; the daemon drives the same protocol asynchronously. */
+
+#include <pthread.h>
 
 #include "jsonl.h"
 #include "protect-snapshot.h"
@@ -35,12 +38,22 @@ typedef struct VsSession {
         /* tool_call_run() sweeps after each call (a warm session); a
          * one-call user (the CLI) ends the worker and sweeps itself. */
         bool no_sweep_per_call;
-        /* Readable (an eventfd another thread of the owner writes): the
-         * call in flight is to be cancelled. read_msg() then sends the
-         * worker's cancel and drops its reply; the call's own reply says
-         * "cancelled". Owned by the caller; -EBADF: none. */
-        int cancel_fd;
-        uint64_t call_id; /* the request in flight (session_call) */
+        /* Several threads call at once (the MCP server without a daemon):
+         * the worker serves requests in parallel (docs/protocol.md), one
+         * reader at a time hands each reply to its caller by id, and ending
+         * the worker (session_stop(), a protected path's change, a git
+         * sweep) kills it but leaves the descriptors to session_end(), when
+         * no call uses them any more. Set once, before the first call. */
+        bool shared;
+        /* The requests in flight (session_call) and who reads for them. */
+        struct VsSessionWait *waits;
+        bool reading;
+        pthread_mutex_t lock;  /* waits, reading */
+        pthread_cond_t cond;   /* a reply was handed on, or the reader left */
+        pthread_mutex_t wlock; /* one writer at a time on proc.fd */
+        pthread_mutex_t sweep_lock; /* one session_git_sweep() at a time */
+        const char *ended_why; /* a sweep ended the worker: what the other calls on it are told (static) */
+        bool locks_init;
 } VsSession;
 
 /* Spawns the worker for l and completes hello/init/ready. On failure
@@ -75,9 +88,14 @@ int session_jail_pids(const VsSession *s, pid_t **ret);
  * errors after. */
 void session_stop(VsSession *s);
 
-/* Sends one framed request (built with the protocol encoders, id from
- * session_next_id()) and waits for its reply. timeout_ms 0 = no limit. */
-int session_call(VsSession *s, const StrBuf *request, uint64_t timeout_ms, JsonlMsg *ret, VsError **err);
+/* Sends one framed request (built with the protocol encoders, its id
+ * from session_next_id()) and waits for its reply. timeout_ms 0 = no
+ * limit. cancel_fd (< 0: none): an eventfd another thread writes to
+ * cancel this request; the worker's cancel for it is sent then, and the
+ * request's own reply says "cancelled". Safe from several threads on a
+ * shared session. */
+int session_call(VsSession *s, uint64_t id, const StrBuf *request, uint64_t timeout_ms, int cancel_fd, JsonlMsg *ret,
+                 VsError **err);
 uint64_t session_next_id(VsSession *s);
 
 /* Asks the worker to shut down, waits briefly, then kills. NULL ok. */
