@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "chase.h"
+#include "git-scan.h"
+#include "path-util.h"
 #include "time-util.h"
 #include "walk-cache.h"
 
@@ -21,9 +24,23 @@
  * below a directory leaves it; the walk goes in while any lane may match
  * there. With a cache (walk-cache.h) a directory whose device, inode,
  * mtime and ctime are those recorded is not read again: its recorded
- * matches and subdirectories stand for its entries. */
+ * matches and subdirectories stand for its entries.
+ *
+ * A writable root's walk has a third lane, the git scan (git-scan.h): it
+ * goes into every directory, as git_scan() does, within the same bounds
+ * (GIT_SCAN_MAX_DIRS, GIT_SCAN_MAX_DEPTH, PATH_MAX for the absolute path),
+ * never through a symlink, and runs git_scan_look() where a ".git" or a
+ * "HEAD" is among the entries. Its bounds cut the lane only: the masks
+ * still go on below. Only git's bounds and errors are git's: where a mask
+ * or protect lane reads a directory, an error there fails the walk as it
+ * always did. A record keeps those two names (lane 2), so a cached
+ * directory that has one is looked at afresh, and one without either
+ * cannot hold a repository. */
 
 #define N_LANES 2
+#define GIT_LANE WALK_CACHE_LANE_GIT
+#define GIT_BIT (1u << GIT_LANE)
+#define GLOB_BITS ((1u << N_LANES) - 1)
 
 typedef struct Lane {
         const VsGlobSet *set;
@@ -31,6 +48,7 @@ typedef struct Lane {
         bool follow_links; /* mask_walk_links(): descend a symlinked directory below a root, once */
         MaskList list;
         size_t cap;
+        size_t n_sorted; /* mask_walk_made(): list[0..n_sorted) is the sorted list given, not added twice */
         /* Match states, one slot per depth (see glob_set_step). */
         unsigned char *states;
         size_t state_size;
@@ -50,6 +68,9 @@ typedef struct Walk {
         WalkCacheUse *use;      /* the counters, with a cache */
         size_t n_read;          /* directories this walk read */
         int64_t start_s;        /* the wall clock when it began (walk_cache_racy) */
+        VsGitRepos *git;        /* the git lane's repositories (NULL: no git lane) */
+        size_t git_root_len;    /* root without trailing slashes, as git_scan() names it */
+        bool dedupe;            /* mask_walk_made(): a match already listed is not added again */
         char path[PATH_MAX];
 } Walk;
 
@@ -63,8 +84,24 @@ void mask_list_done(MaskList *l) {
         l->n = 0;
 }
 
+static int entry_cmp(const void *a, const void *b) {
+        return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
+}
+
+static bool listed(const Lane *l, const char *relpath) {
+        MaskEntry key = { .relpath = (char *)relpath };
+        if (bsearch(&key, l->list.items, l->n_sorted, sizeof key, entry_cmp))
+                return true;
+        for (size_t i = l->n_sorted; i < l->list.n; i++)
+                if (streq(l->list.items[i].relpath, relpath))
+                        return true;
+        return false;
+}
+
 static int walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
         Lane *l = &w->lanes[lane];
+        if (w->dedupe && listed(l, w->path))
+                return 0;
         if (l->list.n >= l->max_entries)
                 return vs_error_set(err, -E2BIG,
                                     "more than %zu masked paths under %s; narrow the mask patterns or mask a parent directory",
@@ -239,12 +276,54 @@ static int record_keep(Walk *w, WalkCacheDir *old) {
         return r;
 }
 
+/* The length of the absolute path of w->path[0..len) as git_scan() spells
+ * it (root, then "/" and the relative path). */
+static size_t git_abs_len(const Walk *w, size_t len) {
+        return w->git_root_len + (len > 0 ? 1 + len : 0);
+}
+
+/* git_scan_look() on the directory dfd, w->path[0..len). */
+static int git_look(Walk *w, int dfd, size_t len, VsError **err) {
+        char abs[PATH_MAX];
+        size_t n = git_abs_len(w, len);
+        if (n >= sizeof abs) {
+                w->git->truncated = true;
+                return 0;
+        }
+        memcpy(abs, w->root, w->git_root_len);
+        if (len > 0) {
+                abs[w->git_root_len] = '/';
+                memcpy(abs + w->git_root_len + 1, w->path, len);
+        }
+        abs[n] = '\0';
+        return git_scan_look(dfd, abs, w->git) < 0 ? vs_error_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+/* Whether the git lane goes into the subdirectory name of w->path[0..len)
+ * (noted as cut otherwise: git_scan() skips a path too long). */
+static bool git_into(Walk *w, size_t depth, size_t len, size_t nlen) {
+        if (!(w->active[depth] & GIT_BIT))
+                return false;
+        if (git_abs_len(w, len) + 1 + nlen >= PATH_MAX) {
+                w->git->truncated = true;
+                return false;
+        }
+        return true;
+}
+
+static bool has_git_name(const WalkCacheDir *rec) {
+        for (size_t i = 0; i < rec->n_match; i++)
+                if (rec->matches[i].lane == GIT_LANE)
+                        return true;
+        return false;
+}
+
 static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError **err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < rec->n_match; i++) {
                 const WalkCacheMatch *m = &rec->matches[i];
-                if (!w->lanes[m->lane].set)
-                        continue;
+                if (m->lane >= N_LANES || !w->lanes[m->lane].set)
+                        continue; /* the git names: git_look() */
                 if ((r = set_path(w, len, m->name, strlen(m->name), err)) >= 0)
                         r = walk_add(w, m->lane, (MaskKind)m->kind, err);
         }
@@ -258,24 +337,39 @@ static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError 
 static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t depth, VsError **err) {
         atomic_fetch_add_explicit(&w->use->n_reused, 1, memory_order_relaxed);
         int r = replay_matches(w, rec, len, err);
+        if (r >= 0 && (w->active[depth] & GIT_BIT) && has_git_name(rec))
+                r = git_look(w, dfd, len, err);
         bool clean = true;
         for (size_t i = 0; r >= 0 && i < rec->n_sub; i++) {
                 const char *name = rec->subdirs[i];
                 size_t nlen = strlen(name);
+                unsigned char into = 0;
+                if (!(w->active[depth] & GLOB_BITS) && !git_into(w, depth, len, nlen)) {
+                        clean = false; /* only the git lane here, and the path too long for it */
+                        continue;
+                }
                 int plen = set_path(w, len, name, nlen, err);
                 if (plen < 0) {
                         r = plen;
                         break;
                 }
-                unsigned char into = step_into(w, depth, name, nlen);
+                into = step_into(w, depth, name, nlen);
+                if (git_into(w, depth, len, nlen))
+                        into |= GIT_BIT;
+                else if (w->active[depth] & GIT_BIT)
+                        clean = false;
                 if (!into)
                         continue;
                 w->active[depth + 1] = into;
                 WalkCacheDir *sub = walk_cache_find(w->old, w->path);
                 struct stat st;
-                if (sub && sub->n_sub == 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    walk_cache_dir_matches(sub, &st)) {
+                bool git = into & GIT_BIT;
+                if (sub && sub->n_sub == 0 && (!git || (!has_git_name(sub) && w->git->dirs + 1 < GIT_SCAN_MAX_DIRS &&
+                                                        depth + 1 < GIT_SCAN_MAX_DEPTH)) &&
+                    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && walk_cache_dir_matches(sub, &st)) {
                         atomic_fetch_add_explicit(&w->use->n_reused, 1, memory_order_relaxed);
+                        if (git)
+                                w->git->dirs++;
                         if ((r = replay_matches(w, sub, (size_t)plen, err)) >= 0)
                                 r = record_keep(w, sub);
                         continue;
@@ -283,7 +377,7 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                 int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
-                        if (skippable(k)) {
+                        if (skippable(k) || !(into & GLOB_BITS)) {
                                 clean = false;
                                 continue;
                         }
@@ -298,6 +392,20 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
         return r;
 }
 
+/* The git lane's bounds at the directory dfd, as git_scan()'s: counted,
+ * and past a bound looked at but not gone into (*ret_cut). */
+static int git_enter(Walk *w, int dfd, size_t len, size_t depth, bool *ret_cut, VsError **err) {
+        *ret_cut = false;
+        if (!(w->active[depth] & GIT_BIT))
+                return 0;
+        if (++w->git->dirs < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH)
+                return 0;
+        w->git->truncated = true;
+        w->active[depth] &= (unsigned char)~GIT_BIT;
+        *ret_cut = true;
+        return git_look(w, dfd, len, err);
+}
+
 /* Walks the directory open as dfd (taken over) whose relative path is
  * w->path[0..len) and whose match states are slot depth of the lanes
  * active[depth] names. */
@@ -307,9 +415,13 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 safe_close(dfd);
                 return r;
         }
-        /* The record this read makes, if the directory is read whole. */
+        bool git_here = w->active[depth] & GIT_BIT;
+        /* The record this read makes, if the directory is read whole. A
+         * directory the git lane should have reached but did not (cut at a
+         * bound above) is neither recorded nor taken from a record: its
+         * record would lack what that lane finds. */
         WalkCacheDir rec = { 0 };
-        bool recording = w->fresh && !w->following;
+        bool recording = w->fresh && !w->following && (!w->git || git_here);
         if (recording) {
                 struct stat st;
                 if (fstat(dfd, &st) < 0) {
@@ -318,7 +430,10 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         return vs_error_set(err, r, "cannot stat directory %s/%s: %s", w->root, w->path, strerror(-r));
                 }
                 WalkCacheDir *old = walk_cache_find(w->old, w->path);
-                if (old && walk_cache_dir_matches(old, &st)) {
+                if (old && walk_cache_dir_matches(old, &st) &&
+                    (!git_here || (w->git->dirs + 1 < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH))) {
+                        if (git_here)
+                                w->git->dirs++;
                         r = walk_cached(w, dfd, old, len, depth, err);
                         safe_close(dfd);
                         return r;
@@ -332,6 +447,16 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         return vs_error_set(err, -ENOMEM, "out of memory");
                 }
         }
+        bool cut;
+        if ((r = git_enter(w, dfd, len, depth, &cut, err)) < 0 || (cut && !(w->active[depth] & GLOB_BITS))) {
+                safe_close(dfd);
+                walk_cache_dir_done(&rec);
+                return r;
+        }
+        if (cut)
+                recording = false;
+        /* Where only the git lane reads, git's rule: an error skips. */
+        bool globs = w->active[depth] & GLOB_BITS, looked = false;
         if (w->fresh) {
                 atomic_fetch_add_explicit(&w->use->n_read, 1, memory_order_relaxed);
                 w->n_read++;
@@ -349,7 +474,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int more = walk_dir_reader_next(&d, &name, &type);
                 if (more < 0) {
                         recording = false;
-                        if (!skippable(more))
+                        if (!skippable(more) && globs)
                                 r = vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root, w->path,
                                                  strerror(-more));
                 }
@@ -357,6 +482,11 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         break;
 
                 size_t nlen = strlen(name);
+                if (!globs && git_abs_len(w, len) + 1 + nlen >= PATH_MAX) {
+                        w->git->truncated = true; /* git_scan() skips it */
+                        recording = false;
+                        continue;
+                }
                 int plen = set_path(w, len, name, nlen, err);
                 if (plen < 0) {
                         r = plen;
@@ -368,7 +498,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 int k = negative_errno();
                                 recording = false;
-                                if (skippable(k))
+                                if (skippable(k) || !globs)
                                         continue;
                                 r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
                                                  strerror(-k));
@@ -377,6 +507,20 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         type = dtype_from_mode(st.st_mode);
                 }
                 bool is_dir = type == DT_DIR;
+
+                /* A name git's discovery reads in this directory: looked
+                 * at once, and kept in the record. */
+                if ((w->active[depth] & GIT_BIT) && (streq(name, ".git") || streq(name, "HEAD"))) {
+                        if (!looked)
+                                r = git_look(w, d.fd, len, err);
+                        looked = true;
+                        if (r >= 0 && recording)
+                                r = walk_cache_dir_add_match(&rec, GIT_LANE, 0, name) < 0
+                                            ? vs_error_set(err, -ENOMEM, "out of memory")
+                                            : 0;
+                        if (r < 0)
+                                break;
+                }
 
                 /* No ancestor of this entry matched in a lane still active
                  * (a lane leaves a matched directory), so only the entry
@@ -399,6 +543,10 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 }
                 if (r < 0)
                         break;
+                if (is_dir && git_into(w, depth, len, nlen))
+                        into |= GIT_BIT;
+                else if (is_dir && (w->active[depth] & GIT_BIT))
+                        recording = false; /* the path too long for git: cut, read again next time */
                 /* What a link leads to can change with no change here. */
                 if (links)
                         recording = false;
@@ -413,7 +561,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
-                        if (skippable(k)) {
+                        if (skippable(k) || !(into & GLOB_BITS)) {
                                 recording = false;
                                 continue; /* unreadable, vanished or swapped for a non-directory */
                         }
@@ -455,10 +603,6 @@ static void walk_free(Walk *w) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Walk *, walk_free);
 
-static int entry_cmp(const void *a, const void *b) {
-        return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
-}
-
 typedef struct WalkSpec {
         const VsGlobSet *sets[N_LANES];
         size_t max_entries[N_LANES];
@@ -467,7 +611,115 @@ typedef struct WalkSpec {
         char *const *const *key_lists;
         size_t n_key_lists;
         WalkCacheUse *cache; /* NULL: none */
+        VsGitRepos *git;     /* the git lane's repositories (NULL: no git lane) */
+        char *const *made;   /* mask_walk_made(): only these paths (and the lists given are added to) */
 } WalkSpec;
+
+/* mask_walk_made(): rel (below the root open as rootfd), made by the host
+ * after the walk, matched afresh component by component from the root, as
+ * the walk would have come down to it (an ancestor already listed is not
+ * listed twice; a lane stops where it matched); a directory some lane
+ * goes into is walked whole. A component not there, or no directory, ends
+ * it. */
+static int walk_made(Walk *w, int rootfd, const char *rel, unsigned char active, VsError **err) {
+        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3), r = 0;
+        if (dfd < 0) {
+                r = negative_errno();
+                return vs_error_set(err, r, "cannot open workspace root %s: %s", w->root, strerror(-r));
+        }
+        size_t len = 0, depth = 0;
+        w->active[0] = active;
+        for (const char *c = rel; r >= 0 && *c;) {
+                size_t clen = strcspn(c, "/");
+                const char *next = c[clen] ? c + clen + 1 : c + clen;
+                char name[NAME_MAX + 1];
+                if (clen == 0 || clen > NAME_MAX || (c[0] == '.' && (clen == 1 || (clen == 2 && c[1] == '.'))))
+                        break;
+                memcpy(name, c, clen);
+                name[clen] = '\0';
+                struct stat st;
+                if ((r = ensure_slots(w, depth + 2, err)) < 0)
+                        break;
+                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        int k = negative_errno();
+                        if (!skippable(k))
+                                r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, rel, strerror(-k));
+                        break;
+                }
+                int plen = set_path(w, len, name, clen, err);
+                if (plen < 0) {
+                        r = plen;
+                        break;
+                }
+                bool is_dir = S_ISDIR(st.st_mode);
+                unsigned char into = 0;
+                for (size_t i = 0; r >= 0 && i < N_LANES; i++) {
+                        if (!(w->active[depth] & (1u << i)))
+                                continue;
+                        bool matched;
+                        bool below = glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, clen, is_dir,
+                                                   lane_state(w, i, depth + 1), &matched);
+                        if (matched)
+                                r = walk_add(w, i, kind_from_dtype(dtype_from_mode(st.st_mode)), err);
+                        else if (is_dir && below)
+                                into |= (unsigned char)(1u << i);
+                }
+                if (r < 0 || !into)
+                        break;
+                int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd < 0) {
+                        int k = negative_errno();
+                        if (!skippable(k))
+                                r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
+                        break;
+                }
+                w->active[depth + 1] = into;
+                if (!*next) {
+                        r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
+                        break;
+                }
+                safe_close(dfd);
+                dfd = cfd;
+                len = (size_t)plen;
+                depth++;
+                c = next;
+        }
+        safe_close(dfd);
+        w->path[0] = '\0';
+        return r;
+}
+
+/* The root open for the walk: with the git lane, reached as git_scan()
+ * reaches it (no symlink on the way: chase_open_dir); a root it cannot
+ * reach so (missing, or through a symlink) has no git lane, as
+ * git_scan_policy() skipped it. *ret_git: the lane is on. */
+static int open_root(const char *root, bool want_git, bool *ret_git, VsError **err) {
+        *ret_git = false;
+        if (want_git) {
+                int cfd = chase_open_dir(root), fd = -EBADF;
+                if (cfd >= 0) {
+                        fd = openat(cfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0)
+                                fd = negative_errno();
+                        safe_close(cfd);
+                } else
+                        fd = cfd;
+                if (fd >= 0) {
+                        *ret_git = true;
+                        return fd;
+                }
+                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
+                        return vs_error_set(err, fd, "cannot list the repositories under %s: %s", root, strerror(-fd));
+        }
+        /* The root itself is the caller's choice and may be reached
+         * through a symlink; nothing inside it is followed. */
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                int r = negative_errno();
+                return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
+        }
+        return fd;
+}
 
 static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANES], VsError **err) {
         _cleanup_(walk_freep) Walk *w = NULL;
@@ -491,6 +743,15 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                 active |= (unsigned char)(1u << i);
                 follow |= spec->follow_links[i];
         }
+        /* mask_walk_made(): the lists given are added to, a path in them not twice. */
+        for (size_t i = 0; spec->made && i < N_LANES; i++) {
+                if (!ret[i])
+                        continue;
+                w->lanes[i].list = *ret[i];
+                w->lanes[i].cap = w->lanes[i].n_sorted = ret[i]->n;
+                *ret[i] = (MaskList){ 0 };
+                w->dedupe = true;
+        }
         for (char *const *a = spec->also; follow && a && *a; a++) {
                 struct stat st;
                 if (stat(*a, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -502,13 +763,17 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                 n[w->n_also++] = st;
         }
 
-        if (active) {
-                /* The root itself is the caller's choice and may be reached
-                 * through a symlink; nothing inside it is followed. */
-                int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0) {
-                        int r = negative_errno();
-                        return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
+        if (active || (spec->git && !spec->made)) {
+                bool git;
+                int fd = open_root(root, spec->git && !spec->made, &git, err);
+                if (fd < 0)
+                        return fd;
+                if (git) {
+                        active |= GIT_BIT;
+                        w->git = spec->git;
+                        w->git_root_len = strlen(root);
+                        while (w->git_root_len > 1 && root[w->git_root_len - 1] == '/')
+                                w->git_root_len--;
                 }
                 int r = ensure_slots(w, 2, err);
                 if (r < 0) {
@@ -524,10 +789,18 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                         safe_close(fd);
                         return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
                 }
-                const char *cdir = spec->cache && spec->key_lists ? spec->cache->dir : NULL;
-                if (cdir) {
+                const char *cdir = spec->cache && spec->key_lists && !spec->made ? spec->cache->dir : NULL;
+                if (cdir && active) {
+                        /* The git lane's walk is another walk: its own key. */
+                        char *const git_tag[] = { (char *)"git-scan", NULL };
+                        char *const *lists[8];
+                        size_t n = 0;
+                        for (; n < spec->n_key_lists && n < ELEMENTSOF(lists) - 1; n++)
+                                lists[n] = spec->key_lists[n];
+                        if (git)
+                                lists[n++] = git_tag;
                         uint8_t key[WALK_CACHE_KEY_LEN];
-                        walk_cache_key(root, (char *const **)spec->key_lists, spec->n_key_lists, key);
+                        walk_cache_key(root, lists, n, key);
                         memcpy(w->caches[1].key, key, sizeof key);
                         if ((r = walk_cache_load(cdir, key, &w->caches[0])) < 0) {
                                 safe_close(fd);
@@ -538,7 +811,15 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                         w->old = &w->caches[0];
                         w->fresh = &w->caches[1];
                 }
-                r = walk_dir(w, fd, 0, 0, err);
+                if (spec->made) {
+                        for (char *const *m = spec->made; r >= 0 && active && *m; m++) {
+                                const char *rel = path_startswith(*m, root);
+                                if (rel && *rel)
+                                        r = walk_made(w, fd, rel, active, err);
+                        }
+                        safe_close(fd);
+                } else
+                        r = active ? walk_dir(w, fd, 0, 0, err) : (safe_close(fd), 0);
                 if (r < 0)
                         return r;
                 /* Best effort: without it the next walk reads everything. */
@@ -575,13 +856,13 @@ int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **e
         return mask_walk_max(root, set, MASK_WALK_MAX_ENTRIES, ret, err);
 }
 
-int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
-                   char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache,
-                   MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
+int mask_walk_all(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                  char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache, VsGitRepos *git,
+                  MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
         char *const *keys[3] = { mask_patterns, protect_patterns, also };
         WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
                           .follow_links = { false, true }, .also = also, .key_lists = keys, .n_key_lists = 3,
-                          .cache = cache };
+                          .cache = cache, .git = git };
         MaskList m = { 0 }, p = { 0 };
         int r = walk_run(root, &spec, (MaskList *[N_LANES]){ &m, &p }, err);
         if (r < 0)
@@ -589,6 +870,20 @@ int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *pro
         *ret_mask = m;
         *ret_protect = p;
         return 0;
+}
+
+int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                   char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache,
+                   MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
+        return mask_walk_all(root, mask, protect, also, mask_patterns, protect_patterns, cache, NULL, ret_mask,
+                             ret_protect, err);
+}
+
+int mask_walk_made(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                   char *const *made, MaskList *mask_list, MaskList *protect_list, VsError **err) {
+        WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
+                          .follow_links = { false, true }, .also = also, .made = made };
+        return walk_run(root, &spec, (MaskList *[N_LANES]){ mask_list, protect_list }, err);
 }
 
 int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, VsError **err) {
