@@ -126,12 +126,21 @@ static int walk_rw(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, MaskLi
 }
 
 /* What the host made after walk_rw (made: git_init's repository, the git
- * placeholders, the protect placeholders) matched as a walk after the
- * making would have: a mask or protect glob that names one ("**" "/.git/",
- * "**" "/config", ".vscode/") covers it as it covered these when the walk
- * came last. Nothing else is made below a writable root before the jail
- * starts, and nothing is made below a read-only one, whose walk
- * (collect_masks) comes after the making anyway. */
+ * placeholders, the protect placeholders, each with the directories above
+ * it that making it may have created) matched as a walk after the making
+ * would have. Must the masks cover these? Their contents are the host's
+ * own (empty placeholders, "." in a commondir, git's skeleton: HEAD,
+ * config, objects/, refs/), no secret of the user's. But a mask is the
+ * user's word on what the agent must not see, by name ("**" "/.git/" to
+ * hide every repository, "**" "/config", "**" "/HEAD"), and until the walk
+ * came first it covered these; a protect glob naming one (a placeholder
+ * for "cfg/local.d") must seal it, or the jail could fill it. So what the
+ * walk has not seen is matched here, each path from the root down (an
+ * ancestor listed already is not listed twice, a lane stops where it
+ * matched) and a made directory walked whole: a handful of names and a
+ * skeleton, against a second walk of the tree. Nothing else is made below
+ * a writable root before the jail starts, and nothing below a read-only
+ * one, whose walk (collect_masks) comes after the making anyway. */
 static int walk_made(const VsPolicy *p, char *const *made, MaskList *rw_masks, MaskList *prot, VsError **err) {
         _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
         int r = 0;

@@ -7,11 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chase.h"
-#include "git-scan.h"
-#include "path-util.h"
-#include "time-util.h"
-#include "walk-cache.h"
+#include "fd-util.h"
+#include "mask-walk-private.h"
 
 /* The walk holds one directory descriptor per level and opens each child
  * relative to its parent with O_NOFOLLOW, so a directory swapped for a
@@ -37,43 +34,6 @@
  * directory that has one is looked at afresh, and one without either
  * cannot hold a repository. */
 
-#define N_LANES 2
-#define GIT_LANE WALK_CACHE_LANE_GIT
-#define GIT_BIT (1u << GIT_LANE)
-#define GLOB_BITS ((1u << N_LANES) - 1)
-
-typedef struct Lane {
-        const VsGlobSet *set;
-        size_t max_entries;
-        bool follow_links; /* mask_walk_links(): descend a symlinked directory below a root, once */
-        MaskList list;
-        size_t cap;
-        size_t n_sorted; /* mask_walk_made(): list[0..n_sorted) is the sorted list given, not added twice */
-        /* Match states, one slot per depth (see glob_set_step). */
-        unsigned char *states;
-        size_t state_size;
-} Lane;
-
-typedef struct Walk {
-        Lane lanes[N_LANES];
-        const char *root;
-        int root_fd;       /* a following lane: the root, for the targets' check */
-        struct stat *also; /* the other roots a link may lead into (or onto) */
-        size_t n_also;
-        bool following;    /* inside a followed link now: no further link is followed */
-        unsigned char *active; /* per depth: a bit per lane still matching there */
-        size_t state_slots;
-        WalkCache *old, *fresh; /* the cache read, the one written (NULL: none) */
-        WalkCache caches[2];    /* what they point to */
-        WalkCacheUse *use;      /* the counters, with a cache */
-        size_t n_read;          /* directories this walk read */
-        int64_t start_s;        /* the wall clock when it began (walk_cache_racy) */
-        VsGitRepos *git;        /* the git lane's repositories (NULL: no git lane) */
-        size_t git_root_len;    /* root without trailing slashes, as git_scan() names it */
-        bool dedupe;            /* mask_walk_made(): a match already listed is not added again */
-        char path[PATH_MAX];
-} Walk;
-
 void mask_list_done(MaskList *l) {
         if (!l)
                 return;
@@ -84,13 +44,13 @@ void mask_list_done(MaskList *l) {
         l->n = 0;
 }
 
-static int entry_cmp(const void *a, const void *b) {
+int mw_entry_cmp(const void *a, const void *b) {
         return strcmp(((const MaskEntry *)a)->relpath, ((const MaskEntry *)b)->relpath);
 }
 
 static bool listed(const Lane *l, const char *relpath) {
         MaskEntry key = { .relpath = (char *)relpath };
-        if (bsearch(&key, l->list.items, l->n_sorted, sizeof key, entry_cmp))
+        if (bsearch(&key, l->list.items, l->n_sorted, sizeof key, mw_entry_cmp))
                 return true;
         for (size_t i = l->n_sorted; i < l->list.n; i++)
                 if (streq(l->list.items[i].relpath, relpath))
@@ -98,7 +58,7 @@ static bool listed(const Lane *l, const char *relpath) {
         return false;
 }
 
-static int walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
+int mw_walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
         Lane *l = &w->lanes[lane];
         if (w->dedupe && listed(l, w->path))
                 return 0;
@@ -121,7 +81,7 @@ static int walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
         return 0;
 }
 
-static MaskKind kind_from_dtype(unsigned char t) {
+MaskKind mw_kind_from_dtype(unsigned char t) {
         switch (t) {
         case DT_REG:
                 return MASK_FILE;
@@ -134,7 +94,7 @@ static MaskKind kind_from_dtype(unsigned char t) {
         }
 }
 
-static unsigned char dtype_from_mode(mode_t m) {
+unsigned char mw_dtype_from_mode(mode_t m) {
         if (S_ISREG(m))
                 return DT_REG;
         if (S_ISDIR(m))
@@ -147,11 +107,11 @@ static unsigned char dtype_from_mode(mode_t m) {
 /* Errors that mean "this entry is gone or not ours to read": skipped.
  * Anything else (EMFILE, ENOMEM, EIO...) aborts the walk, because skipping
  * it would silently leave a secret unmasked. */
-static bool skippable(int r) {
+bool mw_skippable(int r) {
         return r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOTDIR || r == -ELOOP;
 }
 
-static int ensure_slots(Walk *w, size_t slots, VsError **err) {
+int mw_ensure_slots(Walk *w, size_t slots, VsError **err) {
         if (slots <= w->state_slots)
                 return 0;
         size_t n = MAX(slots, w->state_slots * 2);
@@ -171,11 +131,10 @@ static int ensure_slots(Walk *w, size_t slots, VsError **err) {
         return 0;
 }
 
-static unsigned char *lane_state(Walk *w, size_t lane, size_t depth) {
+unsigned char *mw_lane_state(Walk *w, size_t lane, size_t depth) {
         return w->lanes[lane].states + depth * w->lanes[lane].state_size;
 }
 
-static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);
 
 /* Whether st is the directory s names. */
 static bool same_inode(const struct stat *st, const struct stat *s) {
@@ -192,13 +151,13 @@ static bool same_inode(const struct stat *st, const struct stat *s) {
 static int walk_link(Walk *w, size_t lane, int pfd, const char *name, size_t plen, size_t depth, VsError **err) {
         const Lane *l = &w->lanes[lane];
         bool matched;
-        bool below = glob_set_step(l->set, lane_state(w, lane, depth), name, strlen(name), true,
-                                   lane_state(w, lane, depth + 1), &matched);
+        bool below = glob_set_step(l->set, mw_lane_state(w, lane, depth), name, strlen(name), true,
+                                   mw_lane_state(w, lane, depth + 1), &matched);
         if (matched) {
                 /* A pattern for directories only (".vscode/"): the link
                  * names one if it leads to one; the caller protects that. */
                 struct stat lst;
-                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? walk_add(w, lane, MASK_SYMLINK, err) : 0;
+                return fstatat(pfd, name, &lst, 0) == 0 && S_ISDIR(lst.st_mode) ? mw_walk_add(w, lane, MASK_SYMLINK, err) : 0;
         }
         if (!below)
                 return 0;
@@ -233,7 +192,7 @@ static int walk_link(Walk *w, size_t lane, int pfd, const char *name, size_t ple
         }
         w->following = true;
         w->active[depth + 1] = (unsigned char)(1u << lane);
-        int r = walk_dir(w, cfd, plen, depth + 1, err);
+        int r = mw_walk_dir(w, cfd, plen, depth + 1, err);
         w->following = false;
         return r;
 }
@@ -246,7 +205,7 @@ static unsigned char step_into(Walk *w, size_t depth, const char *name, size_t n
                 if (!(w->active[depth] & (1u << i)))
                         continue;
                 bool matched;
-                if (glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, nlen, true, lane_state(w, i, depth + 1),
+                if (glob_set_step(w->lanes[i].set, mw_lane_state(w, i, depth), name, nlen, true, mw_lane_state(w, i, depth + 1),
                                   &matched) &&
                     !matched)
                         into |= (unsigned char)(1u << i);
@@ -254,7 +213,7 @@ static unsigned char step_into(Walk *w, size_t depth, const char *name, size_t n
         return into;
 }
 
-static int set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **err) {
+int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **err) {
         size_t plen = len + (len > 0) + nlen;
         if (plen >= sizeof w->path) {
                 w->path[len] = '\0';
@@ -324,8 +283,8 @@ static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError 
                 const WalkCacheMatch *m = &rec->matches[i];
                 if (m->lane >= N_LANES || !w->lanes[m->lane].set)
                         continue; /* the git names: git_look() */
-                if ((r = set_path(w, len, m->name, strlen(m->name), err)) >= 0)
-                        r = walk_add(w, m->lane, (MaskKind)m->kind, err);
+                if ((r = mw_set_path(w, len, m->name, strlen(m->name), err)) >= 0)
+                        r = mw_walk_add(w, m->lane, (MaskKind)m->kind, err);
         }
         w->path[len] = '\0';
         return r;
@@ -348,7 +307,7 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                         clean = false; /* only the git lane here, and the path too long for it */
                         continue;
                 }
-                int plen = set_path(w, len, name, nlen, err);
+                int plen = mw_set_path(w, len, name, nlen, err);
                 if (plen < 0) {
                         r = plen;
                         break;
@@ -377,14 +336,14 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                 int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
-                        if (skippable(k) || !(into & GLOB_BITS)) {
+                        if (mw_skippable(k) || !(into & GLOB_BITS)) {
                                 clean = false;
                                 continue;
                         }
                         r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
                         break;
                 }
-                r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
+                r = mw_walk_dir(w, cfd, (size_t)plen, depth + 1, err);
         }
         w->path[len] = '\0';
         if (r >= 0 && clean)
@@ -409,8 +368,8 @@ static int git_enter(Walk *w, int dfd, size_t len, size_t depth, bool *ret_cut, 
 /* Walks the directory open as dfd (taken over) whose relative path is
  * w->path[0..len) and whose match states are slot depth of the lanes
  * active[depth] names. */
-static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
-        int r = ensure_slots(w, depth + 2, err);
+int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
+        int r = mw_ensure_slots(w, depth + 2, err);
         if (r < 0) {
                 safe_close(dfd);
                 return r;
@@ -474,7 +433,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int more = walk_dir_reader_next(&d, &name, &type);
                 if (more < 0) {
                         recording = false;
-                        if (!skippable(more) && globs)
+                        if (!mw_skippable(more) && globs)
                                 r = vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root, w->path,
                                                  strerror(-more));
                 }
@@ -487,7 +446,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         recording = false;
                         continue;
                 }
-                int plen = set_path(w, len, name, nlen, err);
+                int plen = mw_set_path(w, len, name, nlen, err);
                 if (plen < 0) {
                         r = plen;
                         break;
@@ -498,13 +457,13 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                                 int k = negative_errno();
                                 recording = false;
-                                if (skippable(k) || !globs)
+                                if (mw_skippable(k) || !globs)
                                         continue;
                                 r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
                                                  strerror(-k));
                                 break;
                         }
-                        type = dtype_from_mode(st.st_mode);
+                        type = mw_dtype_from_mode(st.st_mode);
                 }
                 bool is_dir = type == DT_DIR;
 
@@ -530,12 +489,12 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         if (!(w->active[depth] & (1u << i)))
                                 continue;
                         bool matched;
-                        bool below = glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, nlen, is_dir,
-                                                   lane_state(w, i, depth + 1), &matched);
+                        bool below = glob_set_step(w->lanes[i].set, mw_lane_state(w, i, depth), name, nlen, is_dir,
+                                                   mw_lane_state(w, i, depth + 1), &matched);
                         if (matched) {
-                                r = walk_add(w, i, kind_from_dtype(type), err);
+                                r = mw_walk_add(w, i, mw_kind_from_dtype(type), err);
                                 if (r >= 0 && recording)
-                                        r = walk_cache_dir_add_match(&rec, (unsigned)i, kind_from_dtype(type), name);
+                                        r = walk_cache_dir_add_match(&rec, (unsigned)i, mw_kind_from_dtype(type), name);
                         } else if (type == DT_LNK && w->lanes[i].follow_links && !w->following)
                                 links |= (unsigned char)(1u << i);
                         else if (is_dir && below)
@@ -561,7 +520,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
-                        if (skippable(k) || !(into & GLOB_BITS)) {
+                        if (mw_skippable(k) || !(into & GLOB_BITS)) {
                                 recording = false;
                                 continue; /* unreadable, vanished or swapped for a non-directory */
                         }
@@ -575,7 +534,7 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         break;
                 }
                 w->active[depth + 1] = into;
-                r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
+                r = mw_walk_dir(w, cfd, (size_t)plen, depth + 1, err);
                 if (r < 0)
                         break;
         }
@@ -585,305 +544,6 @@ static int walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 r = vs_error_set(err, -ENOMEM, "out of memory");
         walk_cache_dir_done(&rec);
         return r;
-}
-
-static void walk_free(Walk *w) {
-        if (!w)
-                return;
-        safe_close(w->root_fd);
-        free(w->also);
-        for (size_t i = 0; i < N_LANES; i++) {
-                free(w->lanes[i].states);
-                mask_list_done(&w->lanes[i].list);
-        }
-        free(w->active);
-        walk_cache_done(&w->caches[0]);
-        walk_cache_done(&w->caches[1]);
-        free(w);
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(Walk *, walk_free);
-
-typedef struct WalkSpec {
-        const VsGlobSet *sets[N_LANES];
-        size_t max_entries[N_LANES];
-        bool follow_links[N_LANES];
-        char *const *also;
-        char *const *const *key_lists;
-        size_t n_key_lists;
-        WalkCacheUse *cache; /* NULL: none */
-        VsGitRepos *git;     /* the git lane's repositories (NULL: no git lane) */
-        char *const *made;   /* mask_walk_made(): only these paths (and the lists given are added to) */
-} WalkSpec;
-
-/* mask_walk_made(): rel (below the root open as rootfd), made by the host
- * after the walk, matched afresh component by component from the root, as
- * the walk would have come down to it (an ancestor already listed is not
- * listed twice; a lane stops where it matched); a directory some lane
- * goes into is walked whole. A component not there, or no directory, ends
- * it. */
-static int walk_made(Walk *w, int rootfd, const char *rel, unsigned char active, VsError **err) {
-        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3), r = 0;
-        if (dfd < 0) {
-                r = negative_errno();
-                return vs_error_set(err, r, "cannot open workspace root %s: %s", w->root, strerror(-r));
-        }
-        size_t len = 0, depth = 0;
-        w->active[0] = active;
-        for (const char *c = rel; r >= 0 && *c;) {
-                size_t clen = strcspn(c, "/");
-                const char *next = c[clen] ? c + clen + 1 : c + clen;
-                char name[NAME_MAX + 1];
-                if (clen == 0 || clen > NAME_MAX || (c[0] == '.' && (clen == 1 || (clen == 2 && c[1] == '.'))))
-                        break;
-                memcpy(name, c, clen);
-                name[clen] = '\0';
-                struct stat st;
-                if ((r = ensure_slots(w, depth + 2, err)) < 0)
-                        break;
-                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        int k = negative_errno();
-                        if (!skippable(k))
-                                r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, rel, strerror(-k));
-                        break;
-                }
-                int plen = set_path(w, len, name, clen, err);
-                if (plen < 0) {
-                        r = plen;
-                        break;
-                }
-                bool is_dir = S_ISDIR(st.st_mode);
-                unsigned char into = 0;
-                for (size_t i = 0; r >= 0 && i < N_LANES; i++) {
-                        if (!(w->active[depth] & (1u << i)))
-                                continue;
-                        bool matched;
-                        bool below = glob_set_step(w->lanes[i].set, lane_state(w, i, depth), name, clen, is_dir,
-                                                   lane_state(w, i, depth + 1), &matched);
-                        if (matched)
-                                r = walk_add(w, i, kind_from_dtype(dtype_from_mode(st.st_mode)), err);
-                        else if (is_dir && below)
-                                into |= (unsigned char)(1u << i);
-                }
-                if (r < 0 || !into)
-                        break;
-                int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (cfd < 0) {
-                        int k = negative_errno();
-                        if (!skippable(k))
-                                r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
-                        break;
-                }
-                w->active[depth + 1] = into;
-                if (!*next) {
-                        r = walk_dir(w, cfd, (size_t)plen, depth + 1, err);
-                        break;
-                }
-                safe_close(dfd);
-                dfd = cfd;
-                len = (size_t)plen;
-                depth++;
-                c = next;
-        }
-        safe_close(dfd);
-        w->path[0] = '\0';
-        return r;
-}
-
-/* The root open for the walk: with the git lane, reached as git_scan()
- * reaches it (no symlink on the way: chase_open_dir); a root it cannot
- * reach so (missing, or through a symlink) has no git lane, as
- * git_scan_policy() skipped it. *ret_git: the lane is on. */
-static int open_root(const char *root, bool want_git, bool *ret_git, VsError **err) {
-        *ret_git = false;
-        if (want_git) {
-                int cfd = chase_open_dir(root), fd = -EBADF;
-                if (cfd >= 0) {
-                        fd = openat(cfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        if (fd < 0)
-                                fd = negative_errno();
-                        safe_close(cfd);
-                } else
-                        fd = cfd;
-                if (fd >= 0) {
-                        *ret_git = true;
-                        return fd;
-                }
-                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
-                        return vs_error_set(err, fd, "cannot list the repositories under %s: %s", root, strerror(-fd));
-        }
-        /* The root itself is the caller's choice and may be reached
-         * through a symlink; nothing inside it is followed. */
-        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-                int r = negative_errno();
-                return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
-        }
-        return fd;
-}
-
-static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANES], VsError **err) {
-        _cleanup_(walk_freep) Walk *w = NULL;
-
-        if (!root || root[0] != '/')
-                return vs_error_set(err, -EINVAL, "mask walk root must be an absolute path");
-
-        w = calloc(1, sizeof *w);
-        if (!w)
-                return vs_error_set(err, -ENOMEM, "out of memory");
-        w->root = root;
-        w->root_fd = -EBADF;
-        unsigned char active = 0;
-        bool follow = false;
-        for (size_t i = 0; i < N_LANES; i++) {
-                if (!spec->sets[i] || !glob_set_could_match_below(spec->sets[i], ""))
-                        continue;
-                w->lanes[i] = (Lane){ .set = spec->sets[i], .max_entries = spec->max_entries[i],
-                                      .follow_links = spec->follow_links[i],
-                                      .state_size = glob_set_state_size(spec->sets[i]) };
-                active |= (unsigned char)(1u << i);
-                follow |= spec->follow_links[i];
-        }
-        /* mask_walk_made(): the lists given are added to, a path in them not twice. */
-        for (size_t i = 0; spec->made && i < N_LANES; i++) {
-                if (!ret[i])
-                        continue;
-                w->lanes[i].list = *ret[i];
-                w->lanes[i].cap = w->lanes[i].n_sorted = ret[i]->n;
-                *ret[i] = (MaskList){ 0 };
-                w->dedupe = true;
-        }
-        for (char *const *a = spec->also; follow && a && *a; a++) {
-                struct stat st;
-                if (stat(*a, &st) < 0 || !S_ISDIR(st.st_mode))
-                        continue; /* a root that is not there has nothing to protect */
-                struct stat *n = realloc(w->also, (w->n_also + 1) * sizeof *n);
-                if (!n)
-                        return vs_error_set(err, -ENOMEM, "out of memory");
-                w->also = n;
-                n[w->n_also++] = st;
-        }
-
-        if (active || (spec->git && !spec->made)) {
-                bool git;
-                int fd = open_root(root, spec->git && !spec->made, &git, err);
-                if (fd < 0)
-                        return fd;
-                if (git) {
-                        active |= GIT_BIT;
-                        w->git = spec->git;
-                        w->git_root_len = strlen(root);
-                        while (w->git_root_len > 1 && root[w->git_root_len - 1] == '/')
-                                w->git_root_len--;
-                }
-                int r = ensure_slots(w, 2, err);
-                if (r < 0) {
-                        safe_close(fd);
-                        return r;
-                }
-                for (size_t i = 0; i < N_LANES; i++)
-                        if (w->lanes[i].set)
-                                glob_set_state_init(w->lanes[i].set, lane_state(w, i, 0));
-                w->active[0] = active;
-                if (follow && (w->root_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-                        r = negative_errno();
-                        safe_close(fd);
-                        return vs_error_set(err, r, "cannot open workspace root %s: %s", root, strerror(-r));
-                }
-                const char *cdir = spec->cache && spec->key_lists && !spec->made ? spec->cache->dir : NULL;
-                if (cdir && active) {
-                        /* The git lane's walk is another walk: its own key. */
-                        char *const git_tag[] = { (char *)"git-scan", NULL };
-                        char *const *lists[8];
-                        size_t n = 0;
-                        for (; n < spec->n_key_lists && n < ELEMENTSOF(lists) - 1; n++)
-                                lists[n] = spec->key_lists[n];
-                        if (git)
-                                lists[n++] = git_tag;
-                        uint8_t key[WALK_CACHE_KEY_LEN];
-                        walk_cache_key(root, lists, n, key);
-                        memcpy(w->caches[1].key, key, sizeof key);
-                        if ((r = walk_cache_load(cdir, key, &w->caches[0])) < 0) {
-                                safe_close(fd);
-                                return vs_error_set(err, r, "out of memory");
-                        }
-                        w->use = spec->cache;
-                        w->start_s = now_wall().tv_sec;
-                        w->old = &w->caches[0];
-                        w->fresh = &w->caches[1];
-                }
-                if (spec->made) {
-                        for (char *const *m = spec->made; r >= 0 && active && *m; m++) {
-                                const char *rel = path_startswith(*m, root);
-                                if (rel && *rel)
-                                        r = walk_made(w, fd, rel, active, err);
-                        }
-                        safe_close(fd);
-                } else
-                        r = active ? walk_dir(w, fd, 0, 0, err) : (safe_close(fd), 0);
-                if (r < 0)
-                        return r;
-                /* Best effort: without it the next walk reads everything. */
-                if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
-                    walk_cache_index(w->fresh) >= 0)
-                        (void)walk_cache_save(cdir, w->fresh);
-        }
-
-        for (size_t i = 0; i < N_LANES; i++) {
-                if (!ret[i])
-                        continue;
-                MaskList *l = &w->lanes[i].list;
-                /* A stable order keeps the generated backend invocation reproducible. */
-                if (l->n > 1)
-                        qsort(l->items, l->n, sizeof *l->items, entry_cmp);
-                *ret[i] = *l;
-                *l = (MaskList){ 0 };
-        }
-        return 0;
-}
-
-int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
-        WalkSpec spec = { .sets = { set }, .max_entries = { max_entries } };
-        return walk_run(root, &spec, (MaskList *[N_LANES]){ ret, NULL }, err);
-}
-
-int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, MaskList *ret, VsError **err) {
-        WalkSpec spec = { .sets = { NULL, set }, .max_entries = { 0, MASK_WALK_MAX_ENTRIES },
-                          .follow_links = { false, true }, .also = also };
-        return walk_run(root, &spec, (MaskList *[N_LANES]){ NULL, ret }, err);
-}
-
-int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err) {
-        return mask_walk_max(root, set, MASK_WALK_MAX_ENTRIES, ret, err);
-}
-
-int mask_walk_all(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
-                  char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache, VsGitRepos *git,
-                  MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
-        char *const *keys[3] = { mask_patterns, protect_patterns, also };
-        WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
-                          .follow_links = { false, true }, .also = also, .key_lists = keys, .n_key_lists = 3,
-                          .cache = cache, .git = git };
-        MaskList m = { 0 }, p = { 0 };
-        int r = walk_run(root, &spec, (MaskList *[N_LANES]){ &m, &p }, err);
-        if (r < 0)
-                return r;
-        *ret_mask = m;
-        *ret_protect = p;
-        return 0;
-}
-
-int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
-                   char *const *mask_patterns, char *const *protect_patterns, WalkCacheUse *cache,
-                   MaskList *ret_mask, MaskList *ret_protect, VsError **err) {
-        return mask_walk_all(root, mask, protect, also, mask_patterns, protect_patterns, cache, NULL, ret_mask,
-                             ret_protect, err);
-}
-
-int mask_walk_made(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
-                   char *const *made, MaskList *mask_list, MaskList *protect_list, VsError **err) {
-        WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
-                          .follow_links = { false, true }, .also = also, .made = made };
-        return walk_run(root, &spec, (MaskList *[N_LANES]){ mask_list, protect_list }, err);
 }
 
 int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, VsError **err) {
