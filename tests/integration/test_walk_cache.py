@@ -111,8 +111,9 @@ def t_restart_reads_only_changed(tmp):
     chown_tree(os.path.join(ws, "tree", "d06", "new"))
     r, n_read, n_reused = start_and_call(tmp, "changed", state, ws, "cat tree/d06/new/.env; echo end")
     check("NEWENV" not in r["stdout"] and r["stdout"].endswith("end\n"), r)
-    # Each changed directory once by the mask walk and once by the git
-    # scan; the root and .git again while they are within 2 s of a change.
+    # Each changed directory once (the masks, the protect globs and the git
+    # scan in one walk); the root and .git again while they are within 2 s
+    # of a change.
     check(3 <= n_read <= 16, ("three directories changed, dirs read", n_read))
     notes.append("restart, 3 directories changed: %d read" % n_read)
 

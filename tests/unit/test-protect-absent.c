@@ -140,7 +140,7 @@ static void test_fill(void **state) {
         VsPath rw = { .written = (char *)".", .resolved = root };
         VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
         char **sealed = NULL;
-        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 0);
         strv_free(sealed);
         struct stat st;
@@ -157,7 +157,7 @@ static void test_fill(void **state) {
                          (char *)".cursor/mcp.json", NULL };
         assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
         p.protect = mine;
-        assert_int_equal(protect_absent_fill(&p, &sealed, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 3);
         assert_true(strv_contains(sealed, at("fill/.vscode")));
         assert_true(strv_contains(sealed, at("fill/sub/.claude")));

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "git-scan.h"
 #include "mask-walk.h"
+#include "sha256.h"
 #include "walk-cache.h"
 
 static WalkCacheDir dir_of(const char *rel, const char *sub, const char *match) {
@@ -64,6 +66,53 @@ static void test_file(void **state) {
         uint8_t other[WALK_CACHE_KEY_LEN];
         walk_cache_key("/ws2", lists, 1, other);
         assert_int_equal(walk_cache_parse(buf, len, other, &back), -EBADMSG);
+        free(buf);
+        walk_cache_done(&c);
+}
+
+/* The lane of the git names (2): kept through the file; a lane past it,
+ * or a git name with a kind, or a file of the old format (VSWALK01, whose
+ * records had no git lane), refused. */
+static void test_git_lane(void **state) {
+        (void)state;
+        WalkCache c = { 0 };
+        walk_cache_key("/ws", NULL, 0, c.key);
+        WalkCacheDir a = dir_of("", "src", NULL);
+        assert_int_equal(walk_cache_dir_add_match(&a, WALK_CACHE_LANE_GIT, 0, ".git"), 0);
+        assert_int_equal(walk_cache_dir_add_match(&a, 0, MASK_FILE, ".env"), 0);
+        assert_int_equal(walk_cache_add(&c, &a), 0);
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(walk_cache_serialize(&c, &buf, &len), 0);
+        WalkCache back;
+        assert_int_equal(walk_cache_parse(buf, len, c.key, &back), 0);
+        WalkCacheDir *root = walk_cache_find(&back, "");
+        assert_non_null(root);
+        assert_int_equal(root->n_match, 2);
+        assert_int_equal(root->matches[0].lane, WALK_CACHE_LANE_GIT);
+        assert_string_equal(root->matches[0].name, ".git");
+        walk_cache_done(&back);
+        /* The same bytes with lane 3, or kind 1 on lane 2, checksummed
+         * again: refused. The lane byte is the first match's, found by
+         * its name. */
+        uint8_t *p = memmem(buf, len, ".git", 4);
+        assert_non_null(p);
+        uint8_t *lane = p - 4 - 2, *kind = p - 4 - 1;
+        char hex[SHA256_HEX_LEN + 1];
+        for (int k = 0; k < 2; k++) {
+                *(k == 0 ? lane : kind) = k == 0 ? 3 : 1;
+                sha256_hex(buf, len - SHA256_HEX_LEN, hex);
+                memcpy(buf + len - SHA256_HEX_LEN, hex, SHA256_HEX_LEN);
+                assert_int_equal(walk_cache_parse(buf, len, c.key, &back), -EBADMSG);
+                *lane = WALK_CACHE_LANE_GIT;
+                *kind = 0;
+        }
+        /* The old format, checksummed: refused whole. */
+        assert_memory_equal(buf, "VSWALK02", 8);
+        buf[7] = '1';
+        sha256_hex(buf, len - SHA256_HEX_LEN, hex);
+        memcpy(buf + len - SHA256_HEX_LEN, hex, SHA256_HEX_LEN);
+        assert_int_equal(walk_cache_parse(buf, len, c.key, &back), -EBADMSG);
         free(buf);
         walk_cache_done(&c);
 }
@@ -141,10 +190,92 @@ static void test_walk(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+static void mkdirf(const char *root, const char *rel) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", root, rel);
+        assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void writef(const char *root, const char *rel, const char *text) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", root, rel);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* One walk with the git lane: each directory read once; the repositories
+ * are git_scan()'s, the masks mask_walk()'s; the cached walk after it reads
+ * nothing and finds the same, and one whose HEAD became valid in place
+ * (no directory changed) is found by the fresh look. */
+static void test_walk_git(void **state) {
+        (void)state;
+        char root[] = "/tmp/vs-walk-cache-XXXXXX", ws[300], state_dir[300];
+        assert_non_null(mkdtemp(root));
+        snprintf(state_dir, sizeof state_dir, "%s/state", root);
+        snprintf(ws, sizeof ws, "%s/ws", root);
+        assert_int_equal(mkdir(state_dir, 0700), 0);
+        mkdirf(root, "ws");
+        mkdirf(root, "ws/a");
+        mkdirf(root, "ws/a/repo");
+        mkdirf(root, "ws/a/repo/.git");
+        mkdirf(root, "ws/a/repo/.git/objects");
+        mkdirf(root, "ws/a/repo/.git/refs");
+        writef(root, "ws/a/repo/.git/HEAD", "ref: refs/heads/main\n");
+        mkdirf(root, "ws/b");
+        mkdirf(root, "ws/b/.git");
+        mkdirf(root, "ws/b/.git/objects");
+        mkdirf(root, "ws/b/.git/refs");
+        writef(root, "ws/b/.git/HEAD", "nothing\n");
+        writef(root, "ws/b/k.pem", "x\n");
+        const size_t n_dirs = 10;
+        WalkCacheUse use = { 0 };
+        assert_int_equal(walk_cache_use_init(&use, state_dir), 0);
+        char *pats[] = { (char *)"**/*.pem", NULL };
+        VsGlobSet *set = NULL;
+        assert_int_equal(mask_set_compile(pats, "mask", &set, NULL), 0);
+        VsGitRepos fresh = { 0 };
+        assert_int_equal(git_scan(ws, &fresh), 0);
+        assert_int_equal(fresh.n, 2); /* a/repo (its .git) and a/repo/.git (bare) */
+        sleep(WALK_CACHE_RACY_S + 1);
+        for (int round = 0; round < 3; round++) {
+                if (round == 2)
+                        writef(root, "ws/b/.git/HEAD", "ref: refs/heads/main\n");
+                uint64_t before = use.n_read;
+                VsGitRepos git = { 0 };
+                MaskList ml = { 0 }, pl = { 0 };
+                assert_int_equal(mask_walk_all(ws, set, NULL, NULL, pats, NULL, &use, &git, &ml, &pl, NULL), 0);
+                assert_int_equal(use.n_read - before, round == 0 ? n_dirs : 0);
+                assert_int_equal(ml.n, 1);
+                assert_string_equal(ml.items[0].relpath, "b/k.pem");
+                assert_int_equal(git.dirs, n_dirs);
+                assert_false(git.truncated);
+                VsGitRepos want = { 0 };
+                assert_int_equal(git_scan(ws, &want), 0);
+                assert_int_equal(git.n, want.n);
+                assert_int_equal(git.n, round == 2 ? 4 : 2);
+                for (size_t i = 0; i < want.n; i++)
+                        assert_true(git_repos_has(&git, &want.items[i]));
+                git_repos_done(&want);
+                git_repos_done(&git);
+                mask_list_done(&ml);
+                mask_list_done(&pl);
+        }
+        git_repos_done(&fresh);
+        glob_set_free(set);
+        walk_cache_use_done(&use);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_file),
+                cmocka_unit_test(test_git_lane),
                 cmocka_unit_test(test_racy),
+                cmocka_unit_test(test_walk_git),
                 cmocka_unit_test(test_walk),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,8 +17,6 @@
 #include "git-control.h"
 #include "path-util.h"
 #include "policy.h"
-#include "time-util.h"
-#include "walk-cache.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -96,7 +94,7 @@ static bool is_git_directory_at(int dfd) {
 
 /* What dfd (the directory dir) and its .git make; *ret_dotgit_dir: .git
  * is a real directory (the walk then looks inside it like any other). */
-static int look(int dfd, const char *dir, VsGitRepos *out) {
+int git_scan_look(int dfd, const char *dir, VsGitRepos *out) {
         struct stat st, dst;
         int r = 0;
         if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -115,7 +113,7 @@ static int look(int dfd, const char *dir, VsGitRepos *out) {
 }
 
 static int walk(int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out) {
-        int r = look(dfd, path, out);
+        int r = git_scan_look(dfd, path, out);
         if (r < 0)
                 return r;
         if (++out->dirs >= GIT_SCAN_MAX_DIRS || depth >= GIT_SCAN_MAX_DEPTH) {
@@ -153,159 +151,8 @@ static int walk(int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out
         return r;
 }
 
-/* The walk with a cache (walk-cache.h): a directory whose identity and
- * times are those recorded has the same entries, so its subdirectories
- * come from the record, and look() runs only where the record says a
- * .git or a HEAD is there (without either, look() finds nothing); what
- * those name is looked at afresh every time. */
-typedef struct CachedScan {
-        WalkCache *old, *fresh;
-        WalkCacheUse *use;
-        size_t root_len; /* path[root_len] starts the rel ('/' or NUL) */
-        size_t n_read;   /* directories read */
-        int64_t start_s; /* the wall clock when it began (walk_cache_racy) */
-} CachedScan;
-
-static const char *rel_of(const CachedScan *c, const char *path) {
-        return path[c->root_len] ? path + c->root_len + 1 : "";
-}
-
-static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out);
-
-static int cwalk_cached(CachedScan *c, int dfd, WalkCacheDir *rec, char *path, size_t len, unsigned depth,
-                        VsGitRepos *out) {
-        atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
-        int r = rec->n_match ? look(dfd, path, out) : 0;
-        bool clean = true;
-        for (size_t i = 0; r >= 0 && i < rec->n_sub; i++) {
-                const char *name = rec->subdirs[i];
-                size_t nl = strlen(name);
-                if (len + 1 + nl >= PATH_MAX) {
-                        out->truncated = true;
-                        clean = false;
-                        continue;
-                }
-                path[len] = '/';
-                memcpy(path + len + 1, name, nl + 1);
-                WalkCacheDir *sub = walk_cache_find(c->old, rel_of(c, path));
-                struct stat st;
-                if (sub && sub->n_sub == 0 && sub->n_match == 0 && out->dirs + 1 < GIT_SCAN_MAX_DIRS &&
-                    depth + 1 < GIT_SCAN_MAX_DEPTH && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    walk_cache_dir_matches(sub, &st)) {
-                        /* A leaf with nothing for look(): one fstatat. */
-                        atomic_fetch_add_explicit(&c->use->n_reused, 1, memory_order_relaxed);
-                        out->dirs++;
-                        WalkCacheDir d;
-                        walk_cache_take(sub, &d);
-                        r = walk_cache_add(c->fresh, &d);
-                        walk_cache_dir_done(&d);
-                } else {
-                        int sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sfd < 0)
-                                clean = false;
-                        else
-                                r = cwalk(c, sfd, path, len + 1 + nl, depth + 1, out);
-                }
-                path[len] = 0;
-        }
-        if (r >= 0 && clean) {
-                WalkCacheDir d;
-                walk_cache_take(rec, &d);
-                r = walk_cache_add(c->fresh, &d);
-                walk_cache_dir_done(&d);
-        }
-        return r;
-}
-
-/* dfd is taken over. A directory read: its entries first (a .git or a
- * HEAD among them, its subdirectories), then look() only where one of
- * those two names is there (without either it finds nothing), then the
- * subdirectories, one descriptor held per level. */
-static int cwalk(CachedScan *c, int dfd, char *path, size_t len, unsigned depth, VsGitRepos *out) {
-        struct stat st;
-        int r;
-        if (fstat(dfd, &st) < 0) {
-                r = -errno;
-                safe_close(dfd);
-                return r;
-        }
-        if (out->dirs + 1 < GIT_SCAN_MAX_DIRS && depth < GIT_SCAN_MAX_DEPTH) {
-                WalkCacheDir *old = walk_cache_find(c->old, rel_of(c, path));
-                if (old && walk_cache_dir_matches(old, &st)) {
-                        out->dirs++;
-                        r = cwalk_cached(c, dfd, old, path, len, depth, out);
-                        safe_close(dfd);
-                        return r;
-                }
-        }
-        atomic_fetch_add_explicit(&c->use->n_read, 1, memory_order_relaxed);
-        c->n_read++;
-        if (++out->dirs >= GIT_SCAN_MAX_DIRS || depth >= GIT_SCAN_MAX_DEPTH) {
-                out->truncated = true;
-                r = look(dfd, path, out);
-                safe_close(dfd);
-                return r; /* not recorded: read again next time */
-        }
-        WalkDirReader d;
-        if ((r = walk_dir_reader_open(&d, dfd)) < 0) {
-                safe_close(dfd);
-                return r;
-        }
-        WalkCacheDir rec = { .dev = st.st_dev, .ino = st.st_ino, .mtime_sec = st.st_mtim.tv_sec,
-                             .mtime_nsec = (uint32_t)st.st_mtim.tv_nsec, .ctime_sec = st.st_ctim.tv_sec,
-                             .ctime_nsec = (uint32_t)st.st_ctim.tv_nsec };
-        r = (rec.rel = strdup(rel_of(c, path))) ? 0 : -ENOMEM;
-        bool clean = !walk_cache_racy(&st, c->start_s);
-        const char *name;
-        unsigned char type;
-        int more = 0;
-        while (r >= 0 && (more = walk_dir_reader_next(&d, &name, &type)) > 0) {
-                if (streq(name, ".git") || streq(name, "HEAD"))
-                        r = walk_cache_dir_add_match(&rec, 0, 0, name);
-                if (r >= 0 && (type == DT_DIR || type == DT_UNKNOWN))
-                        r = walk_cache_dir_add_sub(&rec, name);
-        }
-        if (r >= 0 && more < 0)
-                clean = false; /* the rest unread, as git's walk would stop: read again next time */
-        if (r >= 0 && rec.n_match > 0)
-                r = look(d.fd, path, out);
-        for (size_t i = 0; r >= 0 && i < rec.n_sub; i++) {
-                size_t nl = strlen(rec.subdirs[i]);
-                int sub = len + 1 + nl >= PATH_MAX ? -1
-                                                   : openat(d.fd, rec.subdirs[i],
-                                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub < 0) {
-                        /* Too long a path, or not a directory (or a symlink
-                         * to one): git does not look in it from here.
-                         * Anything else: read again next time. */
-                        if (len + 1 + nl >= PATH_MAX)
-                                out->truncated = true;
-                        if (len + 1 + nl >= PATH_MAX || (errno != ENOTDIR && errno != ELOOP))
-                                clean = false;
-                        free(rec.subdirs[i]);
-                        rec.subdirs[i] = NULL;
-                        continue;
-                }
-                path[len] = '/';
-                memcpy(path + len + 1, rec.subdirs[i], nl + 1);
-                r = cwalk(c, sub, path, len + 1 + nl, depth + 1, out);
-                path[len] = 0;
-        }
-        walk_dir_reader_close(&d);
-        /* The entries that were no directory out of the record. */
-        size_t kept = 0;
-        for (size_t i = 0; i < rec.n_sub; i++)
-                if (rec.subdirs[i])
-                        rec.subdirs[kept++] = rec.subdirs[i];
-        rec.n_sub = kept;
-        if (r >= 0 && clean)
-                r = walk_cache_add(c->fresh, &rec);
-        walk_cache_dir_done(&rec);
-        return r;
-}
-
-/* The walk of root: with use, the cached one. */
-static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
+/* The walk of root. */
+static int scan_root(const char *root, VsGitRepos *out) {
         _cleanup_close_ int fd = chase_open_dir(root);
         if (fd < 0)
                 return fd;
@@ -320,26 +167,11 @@ static int scan_root(const char *root, WalkCacheUse *use, VsGitRepos *out) {
         memcpy(path, root, len + 1);
         while (len > 1 && path[len - 1] == '/')
                 path[--len] = 0;
-        if (!use)
-                return walk(dfd, path, len, 0, out);
-        char *const tag[] = { (char *)"git-scan", NULL };
-        char *const *lists[] = { tag };
-        WalkCache old = { 0 }, fresh = { 0 };
-        walk_cache_key(path, lists, 1, fresh.key);
-        int r = walk_cache_load(use->dir, fresh.key, &old);
-        CachedScan c = { .old = &old, .fresh = &fresh, .use = use, .root_len = len, .start_s = now_wall().tv_sec };
-        if (r >= 0)
-                r = cwalk(&c, TAKE_FD(dfd), path, len, 0, out);
-        /* Best effort: without it the next scan reads everything. */
-        if (r >= 0 && walk_cache_changed(&old, &fresh, c.n_read) && walk_cache_index(&fresh) >= 0)
-                (void)walk_cache_save(use->dir, &fresh);
-        walk_cache_done(&old);
-        walk_cache_done(&fresh);
-        return r;
+        return walk(dfd, path, len, 0, out);
 }
 
 int git_scan(const char *root, VsGitRepos *out) {
-        return scan_root(root, NULL, out);
+        return scan_root(root, out);
 }
 
 int git_scan_dir(const char *dir, VsGitRepos *out) {
@@ -347,7 +179,7 @@ int git_scan_dir(const char *dir, VsGitRepos *out) {
         if (fd < 0)
                 return fd;
         _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return dfd < 0 ? -errno : look(dfd, dir, out);
+        return dfd < 0 ? -errno : git_scan_look(dfd, dir, out);
 }
 
 bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r) {
@@ -413,19 +245,17 @@ int git_quarantine(const VsGitRepo *r, char **ret_moved, VsError **err) {
 }
 
 int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {
-        return git_scan_policy_cached(p, base, NULL, out);
-}
-
-int git_scan_policy_cached(const VsPolicy *p, bool base, WalkCacheUse *cache, VsGitRepos *out) {
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
-                int r = scan_root(p->rw_paths[i].resolved, cache, out);
+                int r = scan_root(p->rw_paths[i].resolved, out);
                 if (r < 0 && r != -ENOENT && r != -ENOTDIR && r != -ELOOP)
                         return r;
         }
-        if (!base)
-                return 0;
+        return base ? git_scan_base_standin(p, out) : 0;
+}
+
+int git_scan_base_standin(const VsPolicy *p, VsGitRepos *out) {
         /* The root's .git is never the jail's: a placeholder or a
          * repository, sealed or pinned in the jail (git-control.h), or made
          * by the host (git_init) after this look. A stand-in (no identity)

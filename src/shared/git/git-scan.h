@@ -69,11 +69,15 @@ struct VsPolicy;
  * jail's (sealed or pinned; a repository appearing in the placeholder is
  * the host's `git init`), unless it is a symlink. */
 int git_scan_policy(const struct VsPolicy *p, bool base, VsGitRepos *out);
-/* The same with the daemon's walk cache (walk-cache.h; NULL: none): a
- * directory unchanged since the last scan is not read again, and only the
- * ones holding a .git or a HEAD are looked at. */
-struct WalkCacheUse;
-int git_scan_policy_cached(const struct VsPolicy *p, bool base, struct WalkCacheUse *cache, VsGitRepos *out);
+/* What base = true adds to a scan of p's writable roots: the stand-in for
+ * the root's .git. The daemon's and the CLI's jail starts scan with the
+ * mask walk (mask-walk.h, mask_walk_all: one walk of each root for the
+ * masks, the protect globs and the repositories) and add this. */
+int git_scan_base_standin(const struct VsPolicy *p, VsGitRepos *out);
+/* What the directory dfd (dir, absolute) and its .git make: appended to
+ * *out. Only where a ".git" or a "HEAD" is among its entries can it find
+ * one. 0 or -ENOMEM. */
+int git_scan_look(int dfd, const char *dir, VsGitRepos *out);
 
 /* Whether r is the host's: base holds the same kind with the same
  * identity (wherever it is now), or base had a .git in that same

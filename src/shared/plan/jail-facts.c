@@ -97,19 +97,73 @@ static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err
         return r;
 }
 
-/* Every resolved listed root walked with the mask patterns, relative to
- * it; a writable root with the protect globs in the same walk (their
- * matches in prot[i] for rw_paths[i]). */
-static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *prot, WalkCacheUse *cache, VsError **err) {
-        const VsGlobSet *set = p->mask_set;
-        int r = 0;
+/* The writable roots, each walked once before anything is made
+ * (mask_walk_all): its masks (rw_masks[i]), its protect matches (prot[i])
+ * and the repositories git would take there (f->git_base, with the root
+ * .git's stand-in), all from one read of each directory and one cache
+ * record of it. The repositories must be known before the placeholders
+ * and git_init's repository are made (collect_git): what is there then is
+ * the host's. */
+static int walk_rw(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, MaskList *prot, WalkCacheUse *cache,
+                   VsError **err) {
         _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
+        int r = 0;
+        for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved)
+                        r = strv_extend(&roots, p->rw_paths[i].resolved);
+        if (!roots || r < 0 || !(f->git_base = calloc(1, sizeof *f->git_base)))
+                return -ENOMEM;
+        bool protect = p->protect && p->protect[0];
+        for (size_t i = 0; i < p->n_rw; i++) {
+                if (!p->rw_paths[i].resolved)
+                        continue;
+                if ((r = mask_walk_all(p->rw_paths[i].resolved, p->mask_set, protect ? p->protect_set : NULL,
+                                       protect ? roots : NULL, p->mask, protect ? p->protect : NULL, cache, f->git_base,
+                                       &rw_masks[i], &prot[i], err)) < 0)
+                        return r;
+        }
+        return git_scan_base_standin(p, f->git_base);
+}
+
+/* What the host made after walk_rw (made: git_init's repository, the git
+ * placeholders, the protect placeholders, each with the directories above
+ * it that making it may have created) matched as a walk after the making
+ * would have. Must the masks cover these? Their contents are the host's
+ * own (empty placeholders, "." in a commondir, git's skeleton: HEAD,
+ * config, objects/, refs/), no secret of the user's. But a mask is the
+ * user's word on what the agent must not see, by name ("**" "/.git/" to
+ * hide every repository, "**" "/config", "**" "/HEAD"), and until the walk
+ * came first it covered these; a protect glob naming one (a placeholder
+ * for "cfg/local.d") must seal it, or the jail could fill it. So what the
+ * walk has not seen is matched here, each path from the root down (an
+ * ancestor listed already is not listed twice, a lane stops where it
+ * matched) and a made directory walked whole: a handful of names and a
+ * skeleton, against a second walk of the tree. Nothing else is made below
+ * a writable root before the jail starts, and nothing below a read-only
+ * one, whose walk (collect_masks) comes after the making anyway. */
+static int walk_made(const VsPolicy *p, char *const *made, MaskList *rw_masks, MaskList *prot, VsError **err) {
+        _cleanup_strv_free_ char **roots = calloc(1, sizeof(char *));
+        int r = 0;
         for (size_t i = 0; roots && r >= 0 && i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved)
                         r = strv_extend(&roots, p->rw_paths[i].resolved);
         if (!roots || r < 0)
                 return -ENOMEM;
         bool protect = p->protect && p->protect[0];
+        for (size_t i = 0; made && made[0] && i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved &&
+                    (r = mask_walk_made(p->rw_paths[i].resolved, p->mask_set, protect ? p->protect_set : NULL,
+                                        protect ? roots : NULL, made, &rw_masks[i], &prot[i], err)) < 0)
+                        return r;
+        return 0;
+}
+
+/* The masks: the writable roots' from their walk (walk_rw, walk_made),
+ * and every other listed root walked with the mask patterns, relative to
+ * it. */
+static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, WalkCacheUse *cache, VsError **err) {
+        const VsGlobSet *set = p->mask_set;
+        int r = 0;
         /* The workspace mounted read-only for want of a listed path over it
          * is masked like a listed root. */
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
@@ -120,15 +174,13 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *prot, Walk
                         if (!list[i].resolved)
                                 continue;
                         MaskList ml = { 0 }, pl = { 0 };
-                        bool with_protect = pass == 0 && protect;
-                        if ((r = mask_walk_both(list[i].resolved, set, with_protect ? p->protect_set : NULL,
-                                                with_protect ? roots : NULL, p->mask,
-                                                with_protect ? p->protect : NULL, cache, &ml, &pl, err)) < 0)
+                        if (pass == 0) {
+                                ml = rw_masks[i];
+                                rw_masks[i] = (MaskList){ 0 };
+                        } else if ((r = mask_walk_both(list[i].resolved, set, NULL, NULL, p->mask, NULL, cache, &ml, &pl,
+                                                       err)) < 0)
                                 return r;
-                        if (pass == 0)
-                                prot[i] = pl;
-                        else
-                                mask_list_done(&pl);
+                        mask_list_done(&pl);
                         for (size_t k = 0; r >= 0 && k < ml.n; k++)
                                 /* Symlinks are not mounted over: bwrap would follow them.
                                  * Their targets are masked in their own right if they match. */
@@ -193,22 +245,30 @@ static int add_existing(const VsPolicy *p, VsJailFacts *f, const char *path, con
  * first, then is protected like the others. With git_init = true a
  * missing root .git where the jail could create one is a repository
  * first (git-init.h), whose control files are then those. */
-static int collect_git(const VsPolicy *p, VsJailFacts *f, WalkCacheUse *cache, VsError **err) {
+static bool same_times(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+               a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+               a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* f->git_base: the repositories there before anything is made (walk_rw),
+ * the host's; sealed below, and what the jail adds is put aside later.
+ * What this makes is added to *made (walk_made). */
+static int collect_git(const VsPolicy *p, VsJailFacts *f, char ***made, VsError **err) {
         VsGitControls gc = { 0 };
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
-        /* The repositories there now: the host's (git-scan.h), sealed
-         * below, and what the jail adds is put aside later. One walk. */
-        if (!(f->git_base = calloc(1, sizeof *f->git_base)))
-                return -ENOMEM;
-        int r = git_scan_policy_cached(p, true, cache, f->git_base);
-        if (r < 0)
-                return vs_error_set_kind(err, r, "sandbox_unavailable", "cannot list the repositories under %s: %s",
-                                         p->workspace, strerror(-r));
-        r = p->git_init && below_rw(p, dotgit) ? git_repo_make(p->workspace, err) : 0;
-        if (r < 0)
-                return r;
+        int r = 0;
+        if (p->git_init && below_rw(p, dotgit)) {
+                struct stat before, after;
+                bool was = lstat(dotgit, &before) == 0;
+                if ((r = git_repo_make(p->workspace, err)) < 0)
+                        return r;
+                /* Made, or filled (an empty placeholder .git): its tree is new. */
+                if (lstat(dotgit, &after) == 0 && (!was || !same_times(&before, &after)) && strv_extend(made, dotgit) < 0)
+                        return -ENOMEM;
+        }
         r = git_controls_collect_scan(p->workspace, f->git_base, &gc);
         if (r == -EBADMSG) {
                 r = vs_error_set_kind(err, r, "sandbox_unavailable", "%s", gc.error ? gc.error : "a git config cannot be read");
@@ -228,6 +288,8 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, WalkCacheUse *cache, V
                         break;
                 if (lstat(c->path, &st) < 0 && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
+                        if ((r = strv_extend(made, c->path)) < 0)
+                                break;
                         r = git_control_make_placeholder(c, &perr);
                         /* Not root: the jail runs as this same uid, with less
                          * (Landlock, no capabilities), so what this process
@@ -301,7 +363,7 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, MaskList *pr
  * the plan seals it with an empty mount and the agent cannot create it.
  * Those under .git are the git controls' (collect_git). */
 static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, char ***ret_sealed,
-                             WalkCacheUse *cache, VsError **err) {
+                             char ***made, VsError **err) {
         if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
@@ -333,44 +395,53 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (r < 0)
                         return r;
         }
-        int r = collect_git(p, f, cache, err);
+        int r = collect_git(p, f, made, err);
+        _cleanup_strv_free_ char **absent = NULL;
         if (r >= 0)
-                r = protect_absent_fill(p, ret_sealed, err);
+                r = protect_absent_fill(p, ret_sealed, &absent, err);
+        for (char **a = absent; r >= 0 && a && *a; a++)
+                r = strv_extend(made, *a);
         return r;
 }
 
-/* The walk, once the placeholders are made: the masks, and the protect
- * globs with them. */
-static int collect_walked(const VsPolicy *p, VsJailFacts *f, char *const *sealed, WalkCacheUse *cache, VsError **err) {
-        MaskList *prot = calloc(p->n_rw + 1, sizeof *prot);
-        if (!prot)
-                return -ENOMEM;
-        int r = collect_masks(p, f, prot, cache, err);
-        if (r < 0)
-                vs_error_prefix(err, "finding the paths to mask");
-        else
-                r = collect_protect_globs(p, f, prot);
-        for (size_t i = 0; i < p->n_rw; i++)
-                mask_list_done(&prot[i]);
-        free(prot);
-        /* Tool directories sealed whole for a missing file of the user's list. */
-        for (char *const *s = sealed; r >= 0 && s && *s; s++) {
-                struct stat st;
-                if (lstat(*s, &st) == 0 && (r = add_existing(p, f, *s, &st)) >= 0 && !strv_contains(f->protect_matches, *s))
-                        r = strv_extend(&f->protect_matches, *s);
-        }
-        return r;
-}
-
+/* The facts in the order they depend on each other: the writable roots'
+ * walk (masks, protect globs, repositories) before anything is made; the
+ * placeholders and git_init's repository, which need those repositories;
+ * then what was made matched as the walk would have matched it, and the
+ * read-only roots walked. */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCacheUse *cache, VsJailFacts *ret,
                        VsError **err) {
         VsJailFacts f = { 0 };
         int r = policy_sets_check(p, err);
         if (r < 0)
                 return r;
-        _cleanup_strv_free_ char **sealed = NULL;
-        if ((r = collect_protected(p, protected_paths, &f, &sealed, cache, err)) < 0 ||
-            (r = collect_walked(p, &f, sealed, cache, err)) < 0) {
+        _cleanup_strv_free_ char **sealed = NULL, **made = calloc(1, sizeof(char *));
+        MaskList *prot = calloc(p->n_rw + 1, sizeof *prot), *rw_masks = calloc(p->n_rw + 1, sizeof *rw_masks);
+        if (!prot || !rw_masks || !made)
+                r = -ENOMEM;
+        if (r >= 0 && (r = walk_rw(p, &f, rw_masks, prot, cache, err)) < 0)
+                vs_error_prefix(err, "finding the paths to mask");
+        if (r >= 0)
+                r = collect_protected(p, protected_paths, &f, &sealed, &made, err);
+        if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, rw_masks, cache, err)) < 0))
+                vs_error_prefix(err, "finding the paths to mask");
+        if (r >= 0)
+                r = collect_protect_globs(p, &f, prot);
+        for (size_t i = 0; (prot || rw_masks) && i < p->n_rw; i++) {
+                if (prot)
+                        mask_list_done(&prot[i]);
+                if (rw_masks)
+                        mask_list_done(&rw_masks[i]);
+        }
+        free(prot);
+        free(rw_masks);
+        /* Tool directories sealed whole for a missing file of the user's list. */
+        for (char *const *s = sealed; r >= 0 && s && *s; s++) {
+                struct stat st;
+                if (lstat(*s, &st) == 0 && (r = add_existing(p, &f, *s, &st)) >= 0 && !strv_contains(f.protect_matches, *s))
+                        r = strv_extend(&f.protect_matches, *s);
+        }
+        if (r < 0) {
                 jail_facts_done(&f);
                 return r;
         }

@@ -8,6 +8,7 @@
 #include "glob.h"
 
 struct WalkCacheUse;
+struct VsGitRepos;
 
 typedef enum MaskKind { MASK_FILE, MASK_DIR, MASK_SYMLINK, MASK_OTHER } MaskKind;
 
@@ -59,3 +60,22 @@ int mask_walk_links(const char *root, const VsGlobSet *set, char *const *also, M
 int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
                    char *const *mask_patterns, char *const *protect_patterns, struct WalkCacheUse *cache,
                    MaskList *ret_mask, MaskList *ret_protect, VsError **err);
+/* As mask_walk_both, and the same walk finds the repositories git_scan()
+ * finds under root (git-scan.h; appended to *git, whose dirs and truncated
+ * count on across calls as git_scan_policy()'s do): one read of each
+ * directory, one cache record of it, one cache file per root. git NULL:
+ * mask_walk_both. A root reached through a symlink, which git_scan()
+ * refuses, gets no git lane. */
+int mask_walk_all(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                  char *const *mask_patterns, char *const *protect_patterns, struct WalkCacheUse *cache,
+                  struct VsGitRepos *git, MaskList *ret_mask, MaskList *ret_protect, VsError **err);
+/* What the host made below root after a mask_walk_all (a git_init
+ * repository, placeholders; made: absolute paths, each with the missing
+ * directories above it that making it may have created): each path and
+ * its ancestors matched afresh, and a made directory walked whole, so the
+ * lists (mask_list and protect_list, sorted, as mask_walk_all returned
+ * them) are what a walk after the making would have found. A path
+ * already listed is not added again. No cache, no git lane. On failure
+ * the lists are freed and left empty. */
+int mask_walk_made(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
+                   char *const *made, MaskList *mask_list, MaskList *protect_list, VsError **err);

@@ -152,9 +152,9 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         return strv_extend(sealed, dir);
 }
 
-int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
-        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *));
-        if (!sealed)
+int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, char ***ret_made, VsError **err) {
+        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *));
+        if (!sealed || !made)
                 return -ENOMEM;
         for (char **g = p->protect; g && *g; g++) {
                 _cleanup_free_ char *lit = NULL;
@@ -175,6 +175,15 @@ int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
                          * fill with placeholders; the watch covers it. */
                         if (!root || !path_is_below_or_equal(root, p->workspace))
                                 continue;
+                        /* What may be made: noted when missing now. */
+                        _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit);
+                        _cleanup_free_ char *target = rel ? path_join(root, rel) : NULL;
+                        struct stat st;
+                        if (!target)
+                                return -ENOMEM;
+                        if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
+                            strv_extend(&made, target) < 0)
+                                return -ENOMEM;
                         r = tool ? seal_tool_dir(root, lit, tool, len, &sealed)
                                  : protect_absent_make(root, lit, kind, content);
                         /* Not root: the jail runs as this same uid, with less,
@@ -194,6 +203,8 @@ int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err) {
         }
         if (ret_sealed)
                 *ret_sealed = TAKE_PTR(sealed);
+        if (ret_made)
+                *ret_made = TAKE_PTR(made);
         return 0;
 }
 

@@ -66,8 +66,10 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * default row says), and listed in *ret_sealed (may be NULL), since the
  * user's glob does not name it. Where this process may not create
  * something and is not root, the jail (the same uid, with less) may not
- * either: not an error. */
-int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, VsError **err);
+ * either: not an error. *ret_made (may be NULL): the absolute path of each
+ * placeholder or directory that was missing and may have been made (with
+ * missing directories above it), for the masks (mask_walk_made). */
+int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, char ***ret_made, VsError **err);
 
 /* The paths the protect globs name now below the writable roots (the
  * jail's walk, through symlinked directories too, nothing made): each as

@@ -20,8 +20,12 @@
  * never leaves the host). A record: dev, ino (u64), mtime (i64 s, u32 ns),
  * ctime (the same), rel (u32 length, bytes), the subdirectories (u32
  * count, each u32 length and bytes), the matches (u32 count, each u8 lane,
- * u8 kind, u32 length, bytes). */
-static const char MAGIC[8] = { 'V', 'S', 'W', 'A', 'L', 'K', '0', '1' };
+ * u8 kind, u32 length, bytes; lane 2, the git names, has kind 0). */
+/* 02: a third lane (WALK_CACHE_LANE_GIT) and one file per root for the
+ * masks, the protect globs and the git scan together; a 01 file (two
+ * walks' records, each under its own key) is another key now and is never
+ * read. */
+static const char MAGIC[8] = { 'V', 'S', 'W', 'A', 'L', 'K', '0', '2' };
 #define NAME_MAX_LEN 255
 
 void walk_cache_key(const char *root, char *const *lists[], size_t n_lists, uint8_t key[WALK_CACHE_KEY_LEN]) {
@@ -240,7 +244,8 @@ static int parse_dir(Reader *r, WalkCacheDir *d) {
                 return -ENOMEM;
         for (; d->n_match < n_match; d->n_match++) {
                 WalkCacheMatch *m = &d->matches[d->n_match];
-                if (!take(r, &m->lane, 1) || !take(r, &m->kind, 1) || m->lane > 1 || m->kind > 3 ||
+                if (!take(r, &m->lane, 1) || !take(r, &m->kind, 1) || m->lane > WALK_CACHE_LANE_GIT || m->kind > 3 ||
+                    (m->lane == WALK_CACHE_LANE_GIT && m->kind != 0) ||
                     !(m->name = take_str(r, NAME_MAX_LEN, true)))
                         return -EBADMSG;
         }

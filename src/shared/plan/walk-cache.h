@@ -19,8 +19,12 @@
 
 #define WALK_CACHE_KEY_LEN 32
 
+/* The lane of a record's ".git" or "HEAD" entry: the directory is one
+ * git-scan's look() must test (git-scan.h), afresh each walk. */
+#define WALK_CACHE_LANE_GIT 2
+
 typedef struct WalkCacheMatch {
-        uint8_t lane; /* which pattern set matched (0 mask, 1 protect) */
+        uint8_t lane; /* which pattern set matched (0 mask, 1 protect, 2 git) */
         uint8_t kind; /* MaskKind */
         char *name;   /* an entry of the directory */
 } WalkCacheMatch;
