@@ -125,12 +125,17 @@ static int daemon_call(CliLink *l, json_t *req, const void *raw, size_t raw_len,
 
 /* ---- embedded ---- */
 
-static int embedded_open(CliLink *l) {
+/* commands: the call runs one (terminal). A file tool in a workspace with a
+ * network allowlist gets a jail with no network at all (there is no proxy
+ * without the daemon), as the MCP server's file tools do; a command there
+ * is refused (LAUNCH_ALLOWLIST_NEEDS_DAEMON), never run with less or more
+ * network than the policy says. */
+static int embedded_open(CliLink *l, bool commands) {
         if (l->session || l->open_code)
                 return 0;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = tools_open(l->workspace ? l->workspace : (l->args->val[OPT_WORKSPACE] ?: "."),
-                           l->args->require_sandbox, false, &l->policy, &l->session, &l->pending, &err);
+                           l->args->require_sandbox, !commands, &l->policy, &l->session, &l->pending, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -152,10 +157,10 @@ static int embedded_open(CliLink *l) {
 static int embedded_call(CliLink *l, json_t *req, const void *raw, size_t raw_len, JsonlMsg *ret) {
         uint64_t t0 = now_us();
         const char *tool = json_string_value(json_object_get(req, "tool"));
-        int r = embedded_open(l);
+        ApiTool which = api_tool_from_name(tool);
+        int r = embedded_open(l, which == API_TOOL_TERMINAL);
         if (r < 0)
                 return r;
-        ApiTool which = api_tool_from_name(tool);
         if (l->open_code || !api_call_serves(which)) {
                 *ret = (JsonlMsg)JSONL_MSG_INIT;
                 ret->obj = api_call_refuse(l->policy ? l->policy->workspace : l->workspace, tool,

@@ -217,6 +217,12 @@ def network_allowlist(tmp, env):
                and "vectora-sandboxd" in err.get("message", "") and err.get("code") == cli_err.get("code")
                and err.get("message") == cli_err.get("message") and not os.path.exists(os.path.join(ws, "ran")),
                (tr, cli_err))
+        names = [t.get("name") for t in s.request("tools/list").get("result", {}).get("tools", [])]
+        report("[embedded, network = [..]] tools/list offers the file tools, not terminal (it cannot be served here)",
+               "file_read" in names and "apply_patch" in names and "terminal" not in names, names)
+        rd = subprocess.run([CLI, "--no-daemon", "read", "-w", ws, "a.txt"], capture_output=True, env=env, timeout=60)
+        report("[embedded, network = [..]] the CLI's embedded read serves the file as the MCP server does",
+               rd.returncode == 0 and rd.stdout.startswith(b"one\n"), rd)
         instr = r.get("result", {}).get("instructions", "")
         report("[embedded, network = [..]] the mode said at start names what is refused and why",
                "terminal is refused here" in instr and "vectora-sandboxd" in instr, instr)

@@ -170,7 +170,7 @@ static void test_versions(void **state) {
 }
 
 static void test_tools_list(void **state) {
-        json_t *l = mcp_tools_list(true, false, true);
+        json_t *l = mcp_tools_list(true, true, false, true);
         assert_non_null(l);
         json_t *tools = json_object_get(l, "tools");
         assert_int_equal(json_array_size(tools), _MCP_TOOL_MAX);
@@ -185,6 +185,20 @@ static void test_tools_list(void **state) {
                             i == MCP_TOOL_LIST_DIR);
                 assert_int_equal(mcp_tool_needs_daemon((McpTool)i), i >= MCP_TOOL_PROCESS_START);
         }
+        json_decref(l);
+        /* Without commands (an allowlist, no daemon): no terminal, the file tools stay. */
+        l = mcp_tools_list(false, false, true, true);
+        assert_non_null(l);
+        tools = json_object_get(l, "tools");
+        bool terminal = false, file_read = false;
+        for (size_t i = 0; i < json_array_size(tools); i++) {
+                const char *n = json_string_value(json_object_get(json_array_get(tools, i), "name"));
+                terminal |= strcmp(n, mcp_tool_name(MCP_TOOL_TERMINAL)) == 0;
+                file_read |= strcmp(n, mcp_tool_name(MCP_TOOL_FILE_READ)) == 0;
+                assert_true(strncmp(n, "process_", 8) != 0);
+        }
+        assert_false(terminal);
+        assert_true(file_read);
         json_decref(l);
 }
 

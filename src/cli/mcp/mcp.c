@@ -259,11 +259,11 @@ static json_t *output_schema(McpTool t) {
         return json_loads(text, 0, NULL);
 }
 
-json_t *mcp_tools_list(bool with_daemon, bool open_world, bool structured) {
+json_t *mcp_tools_list(bool with_daemon, bool commands, bool open_world, bool structured) {
         json_t *tools = json_array();
         for (size_t t = 0; tools && t < _MCP_TOOL_MAX; t++) {
                 /* What this mode cannot serve is not offered. */
-                if (!with_daemon && mcp_tool_needs_daemon((McpTool)t))
+                if ((!with_daemon && mcp_tool_needs_daemon((McpTool)t)) || (!commands && t == MCP_TOOL_TERMINAL))
                         continue;
                 json_t *schema = json_loads(tool_defs[t].schema, 0, NULL);
                 /* Process tools reach the jail's processes, not the network themselves. */

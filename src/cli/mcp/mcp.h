@@ -74,11 +74,12 @@ typedef struct McpInitialize {
 int mcp_decode_initialize(json_t *params, McpInitialize *ret, VsError **err);
 
 /* The tools/list result ({"tools":[...]}): without with_daemon, the tools
- * only the daemon serves are left out; open_world (the workspace's jail
+ * only the daemon serves are left out, without commands the terminal tool
+ * (an allowlist without the daemon's proxy); open_world (the workspace's jail
  * has a network) sets openWorldHint on the command tools; structured (the
  * revision has structuredContent) adds each tool's outputSchema. New
  * reference, NULL on OOM. */
-json_t *mcp_tools_list(bool with_daemon, bool open_world, bool structured);
+json_t *mcp_tools_list(bool with_daemon, bool commands, bool open_world, bool structured);
 
 typedef struct McpCall {
         McpTool tool;

@@ -373,13 +373,16 @@ static json_t *on_initialize(McpServer *s, json_t *params, int *ret_code, const 
                          "instructions", text);
 }
 
-/* Whether the workspace's policy gives the jail a network (the host's or
- * an allowlist): the tools' openWorldHint. */
-static bool workspace_open_world(McpServer *s) {
+/* tools/list for this mode and the workspace's policy: the tools'
+ * openWorldHint where it gives the jail a network (the host's or an
+ * allowlist); without the daemon, no terminal under an allowlist (its
+ * commands need the daemon's proxy: embedded_note). */
+static json_t *tools_list(McpServer *s) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
-        if (tools_load_policy(s->workspace, &p, NULL, NULL, NULL) < 0)
-                return false;
-        return p->network || p->net_allowlist;
+        bool loaded = tools_load_policy(s->workspace, &p, NULL, NULL, NULL) >= 0;
+        bool open_world = loaded && (p->network || p->net_allowlist);
+        bool commands = s->daemon || !loaded || !p->sandboxed || !p->net_allowlist;
+        return mcp_tools_list(s->daemon, commands, open_world, mcp_version_has_structured(s->version));
 }
 
 /* What the mode line adds in embedded mode: commands under network =
@@ -414,7 +417,7 @@ static json_t *on_message(McpServer *s, json_t *msg, bool in_place) {
                 why = "send initialize first";
         } else if (streq(m.method, "tools/list"))
                 /* Only what this mode serves: no process tools without the daemon. */
-                result = mcp_tools_list(s->daemon, workspace_open_world(s), mcp_version_has_structured(s->version));
+                result = tools_list(s);
         else if (streq(m.method, "tools/call")) {
                 result = on_call(s, msg, &m, in_place, &code, &why, &err);
                 if (code == -1)
