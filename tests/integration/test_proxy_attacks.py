@@ -231,6 +231,9 @@ def run(tmp, port):
         # (allowed) clears O_APPEND on the shared open file, lseek and
         # write (allowed) then rewrite what the daemon logged.
         d, ws = taken_over("logw", {"EVIL_REWRITE_STDERR": "1"})
+        # Its first line in the file before the attempt (under load the
+        # daemon may answer a connection before it is written).
+        wait_for(lambda: "listening on" in d.log_text(), "the daemon's first log line")
         with open(d.log, "rb") as f:
             before = f.read(120)
         r = term(d, ws, CURL + "-f http://%s/" % up)
