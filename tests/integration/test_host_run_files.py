@@ -130,12 +130,15 @@ def t_missing_names_cannot_be_created(d, tmp):
     r = c.call({"tool": "process_start", "workspace": ws,
                 "command": "sleep 0.5; " + plant_command([".claude/settings.json", ".envrc", ".codex/config.toml"])})
     check(r["ok"], r)
-    out, off = "", 0
+    out, off, eoff = "", 0, 0
     for _ in range(100):
+        # Both offsets: with stderr's left at 0 its refusals answered each
+        # wait at once, and 100 looks ran out before the process ended.
         o = c.call({"tool": "process_output", "workspace": ws, "process": r["process"], "wait_ms": 200,
-                    "stdout_offset": off})
+                    "stdout_offset": off, "stderr_offset": eoff})
         out += o.get("stdout", "")
         off = o.get("stdout_offset", off)
+        eoff = o.get("stderr_offset", eoff)
         if not o.get("running", True):
             break
     check(out == "end\n", (out, o))
