@@ -39,6 +39,24 @@ size_t head_answer(char *buf, size_t size, int status, const char *title, const 
         return n < 0 ? 0 : MIN((size_t)n, size - 1);
 }
 
+bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                  uint16_t port, char *why, size_t size) {
+        const ProxyCtlMsg *s = inject_refused(secrets, n, head, len, host, port);
+        if (s) {
+                snprintf(why, size, "the request carries the placeholder of secret %s, which goes only to its hosts",
+                         s->name);
+                return true;
+        }
+        if ((s = inject_in_target(secrets, n, head, len))) {
+                snprintf(why, size,
+                         "the request's path or query carries the placeholder of secret %s, which goes in a header only "
+                         "(a host hands its paths back in redirects and error pages)",
+                         s->name);
+                return true;
+        }
+        return false;
+}
+
 int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out) {
         StrBuf head = {};
         int r = strbuf_appendf(&head, "%s %s %s\r\n%s\r\n", h->method, h->path, h->version, h->forward_headers);

@@ -22,6 +22,13 @@ typedef struct HeadRewrite {
  * Connection: close) in buf[size]; its length. */
 size_t head_answer(char *buf, size_t size, int status, const char *title, const char *body);
 
+/* Whether the jail's head[0..len) (as the jail sent it) may not go to
+ * host:port: a placeholder of a secret that may not go there, or one in
+ * the request target; why in why[size] (the secret's name, never a
+ * value). */
+bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                  uint16_t port, char *why, size_t size);
+
 /* Appends h's head to out with the values of the secrets that may go to
  * h->host:h->port. 0 or -ENOMEM. */
 int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out);

@@ -389,11 +389,8 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s.", j->host, (unsigned)j->port, why);
                 return -EPERM;
         }
-        const ProxyCtlMsg *leak = inject_refused(j->secrets, j->n, buf, end, j->host, j->port);
-        if (leak) {
-                char why[160];
-                snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
-                         leak->name);
+        char why[240];
+        if (head_refused(j->secrets, j->n, buf, end, j->host, j->port, why, sizeof why)) {
                 report_denial(j, why);
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
                        j->host, (unsigned)j->port, why);
