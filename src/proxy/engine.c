@@ -711,7 +711,7 @@ static void head_ready(ProxyConn *c) {
         }
         char why[240];
         if (head_refused(px->secrets.inject.items, px->secrets.inject.n, c->buf, c->head.head_len, c->head.host,
-                         c->head.port, why, sizeof why)) {
+                         c->head.port, 80, why, sizeof why)) {
                 record_denial(c, c->head.host, c->head.port, why);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
                         c->head.host, (unsigned)c->head.port, why);
