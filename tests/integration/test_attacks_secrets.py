@@ -11,12 +11,27 @@ https, a login page's return URL), an error page ("Cannot GET /..."),
 so the value reached the jail. A secret goes in a header; a request whose
 target carries a placeholder is refused.
 
+t_proxy_not_dumpable: the proxy holds every secret's value. Under a
+daemon run by an ordinary user it kept that user's uid (as it must) but
+stayed dumpable: the user's other processes read the values from its
+/proc/PID/mem, and only Landlock kept a crash's core file (core_pattern
+"core": the working directory, the daemon's, here a workspace the jail
+reads) from being written; a kernel without Landlock would have it.
+
+t_plain_host_fronting: plain HTTP to the secret's host with a Host header
+naming another site. A CDN or a shared server routes by Host: the value
+went to that other site's origin. Inside TLS the proxy refused it already;
+plain HTTP now refuses it the same way.
+
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import http.server
 import os
+import resource
 import shutil
+import signal
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
@@ -63,20 +78,27 @@ class Setup:
     """TOK goes to an HTTPS server (test CA) and a plain-HTTP one, both
     Reflectors; the daemon's CAs are the test CA."""
 
-    def __init__(self, tmp, name):
+    def __init__(self, tmp, name, cwd=None):
         pki = make_pki(tmp)
         self.https = https_server(pki("srv.crt"), pki("srv.key"), Reflector)
         self.http = plain_server()
         self.sport, self.pport = self.https.server_address[1], self.http.server_address[1]
         state = os.path.join(tmp, name + "-state")
         os.makedirs(state, mode=0o700, exist_ok=True)
-        self.d = vtest.Daemon(tmp, name=name, extra=["--state-dir", state],
-                              env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
+        hosts = ["127.0.0.1:%d" % p for p in (self.sport, self.pport)]
+        self.ws = make_ws(tmp, "ws-" + name, '[sandbox]\nnetwork = [%s]\nsecrets = ["TOK"]\n'
+                          % ", ".join('"%s"' % h for h in hosts))
+        # The daemon (and so its proxy) started in the workspace, as one
+        # the CLI starts from a project directory would be.
+        here = os.getcwd()
+        os.chdir(self.ws if cwd == "ws" else here)
         try:
-            hosts = ["127.0.0.1:%d" % p for p in (self.sport, self.pport)]
+            self.d = vtest.Daemon(tmp, name=name, extra=["--state-dir", state],
+                                  env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
+        finally:
+            os.chdir(here)
+        try:
             set_secret(self.d, "TOK", hosts, VALUE)
-            self.ws = make_ws(tmp, "ws-" + name, '[sandbox]\nnetwork = [%s]\nsecrets = ["TOK"]\n'
-                              % ", ".join('"%s"' % h for h in hosts))
         except BaseException:
             self.stop()
             raise
@@ -114,6 +136,85 @@ def t_path_reflected(tmp):
         s.stop()
 
 
+def t_plain_host_fronting(tmp):
+    """Plain HTTP to the secret's host whose Host header names another
+    site, or the host twice: refused with a 403, the host gets no value.
+    curl's own Host and one written with the port still go."""
+    s = Setup(tmp, "front")
+    try:
+        Reflector.seen.clear()
+        auth = '-H "Authorization: Bearer $TOK" '
+        for hdrs in ('-H "Host: evil.example" ', '-H "Host: evil.example:%d" ' % s.pport):
+            r = term(s.d, s.ws, CURL + "-i " + hdrs + auth + "http://127.0.0.1:%d/ok/" % s.pport)
+            check("403" in out_of(r) and "Host" in out_of(r), (hdrs, r))
+        # Two Host headers (curl sends one): which would the host believe?
+        raw = ("import os, socket; s = socket.create_connection(('127.0.0.1', 3128)); "
+               "s.sendall(('GET http://127.0.0.1:%d/ok/ HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nHost: evil.example\\r\\n"
+               "Authorization: Bearer ' + os.environ['TOK'] + '\\r\\n\\r\\n').encode()); "
+               "print(s.recv(4096).decode())" % (s.pport, s.pport))
+        r = s.d.call({"tool": "terminal", "workspace": s.ws, "command": 'python3 -c "$C"', "env": {"C": raw},
+                      "timeout": 60})
+        check("403" in out_of(r) and "Host" in out_of(r), ("two Host headers", r))
+        leaked = [h for _, _, h in Reflector.seen if VALUE in h]
+        check(not leaked, "the value went to another site through the secret's host: %s" % leaked)
+        for hdrs in ("", '-H "Host: 127.0.0.1:%d" ' % s.pport):
+            Reflector.seen.clear()
+            r = term(s.d, s.ws, CURL + hdrs + auth + "http://127.0.0.1:%d/ok/" % s.pport)
+            check("ok" in out_of(r) and Reflector.seen and VALUE in Reflector.seen[-1][2], (hdrs, r))
+    finally:
+        s.stop()
+
+
+def proxy_pid(d):
+    p = d.status()["daemon"].get("proxy") or {}
+    return p.get("pid", 0) if p.get("running") else 0
+
+
+def t_proxy_not_dumpable(tmp):
+    """The proxy, holding the value, is not dumpable, as root (another
+    uid) and under an ordinary user's daemon (the same uid): its /proc
+    files are root's, its memory unreadable to the daemon's user, and a
+    crash leaves no core file (core files on: RLIMIT_CORE raised before
+    the daemon starts; the daemon's working directory is the workspace)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    try:
+        s = Setup(tmp, "dump", cwd="ws")
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    try:
+        r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK" http://127.0.0.1:%d/ok/' % s.pport)
+        check("ok" in out_of(r), r)
+        pid = proxy_pid(s.d)
+        check(pid > 0, s.d.status())
+        check(os.stat("/proc/%d/mem" % pid).st_uid == 0,
+              "the proxy (uid %d) is dumpable: its /proc/PID/mem is uid %d's"
+              % (os.stat("/proc/%d" % pid).st_uid, os.stat("/proc/%d/mem" % pid).st_uid))
+        if os.geteuid() != 0:
+            try:
+                with open("/proc/%d/mem" % pid, "rb"):
+                    pass
+                check(False, "the daemon's user opens the proxy's memory")
+            except PermissionError:
+                pass
+        with open("/proc/sys/kernel/core_pattern") as f:
+            pattern = f.read().strip()
+        if pattern.startswith("|") or pattern.startswith("/"):
+            T.note("core_pattern %r does not write into the working directory: crash not tried" % pattern)
+            return
+        os.kill(pid, signal.SIGSEGV)
+        end = time.time() + 15
+        while time.time() < end and proxy_pid(s.d) in (0, pid):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        cores = [n for n in os.listdir(s.ws) if n.startswith("core")]
+        check(not cores, "the proxy's crash wrote %s into the workspace" % cores)
+        r = term(s.d, s.ws, "grep -rlsaF -- '%s' . ; echo done" % VALUE[:20])
+        check(r.get("stdout", "").split() == ["done"], r)
+    finally:
+        s.stop()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("attacks-secrets", f"{DAEMON} or {CLI} not built")
@@ -122,7 +223,7 @@ def main():
         if not shutil.which(tool):
             T.skip("attacks-secrets", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_path_reflected], "vs-attacks-secrets-"))
+    sys.exit(vtest.run_cases(T, [t_path_reflected, t_proxy_not_dumpable, t_plain_host_fronting], "vs-attacks-secrets-"))
 
 
 if __name__ == "__main__":
