@@ -80,15 +80,16 @@ bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t
         }
         if ((s = inject_in_target(secrets, n, head, len))) {
                 snprintf(why, size,
-                         "the request's path or query carries the placeholder of secret %s, which goes in a header only "
-                         "(a host hands its paths back in redirects and error pages)",
+                         "the request line (method, path, query) carries the placeholder of secret %s, "
+                         "which goes in a header only (a host hands its paths back in redirects and error pages)",
                          s->name);
                 return true;
         }
         /* A value goes to the host the request names, not to another site
          * the same address serves (a CDN, a shared server route by Host). */
         for (size_t i = 0; i < n; i++)
-                if (inject_uses(&secrets[i], head, len, host, port) && !head_host_ok(head, len, host, port, default_port)) {
+                if (inject_uses(&secrets[i], head, len, host, port) &&
+                    !head_host_ok(head, len, host, port, default_port)) {
                         snprintf(why, size, "the request's Host header is not %s, the host it is sent to (secret %s)",
                                  host, secrets[i].name);
                         return true;
