@@ -110,7 +110,7 @@ class Setup:
 
 
 def t_path_reflected(tmp):
-    """The placeholder in the path or the query, to the secret's own host
+    """The placeholder in the path, the query or the method, to the secret's own host
     (HTTPS, intercepted, and plain HTTP): the host's redirect and error
     page name the path; the jail must not get the value back, and the
     value must not be in a request target (servers log those). The same
@@ -124,6 +124,9 @@ def t_path_reflected(tmp):
                 out = out_of(r)
                 check(VALUE not in out, "the value came back to the jail: %s%s: %s" % (url, tail, out))
                 check("403" in out and "placeholder" in out, (url, tail, out))
+            # The method is in the request line too (a 501 names it).
+            r = term(s.d, s.ws, CURL + '-i -X "$TOK" %s/ok/' % url)
+            check(VALUE not in out_of(r) and "403" in out_of(r), (url, "-X", out_of(r)))
         targets = [p for _, p, _ in Reflector.seen]
         check(not [p for p in targets if VALUE in p], "the value went into a request target: %s" % targets)
         # A header still carries it (over HTTPS and plain HTTP).
