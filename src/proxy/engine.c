@@ -709,12 +709,9 @@ static void head_ready(ProxyConn *c) {
                 deny(c, c->head.host, c->head.port, "not in the workspace's network allowlist", true);
                 return;
         }
-        const ProxyCtlMsg *leak = inject_refused(px->secrets.inject.items, px->secrets.inject.n, c->buf,
-                                                 c->head.head_len, c->head.host, c->head.port);
-        if (leak) {
-                char why[160];
-                snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
-                         leak->name);
+        char why[240];
+        if (head_refused(px->secrets.inject.items, px->secrets.inject.n, c->buf, c->head.head_len, c->head.host,
+                         c->head.port, 80, why, sizeof why)) {
                 record_denial(c, c->head.host, c->head.port, why);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
                         c->head.host, (unsigned)c->head.port, why);

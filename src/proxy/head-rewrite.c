@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "inject.h"
 #include "time-util.h"
@@ -37,6 +38,63 @@ size_t head_answer(char *buf, size_t size, int status, const char *title, const 
                          "Connection: close\r\nX-Vectora-Sandbox: network-policy\r\n\r\n%s\n",
                          status, title, strlen(body) + 1, body);
         return n < 0 ? 0 : MIN((size_t)n, size - 1);
+}
+
+bool head_host_ok(const char *head, size_t len, const char *host, uint16_t port, uint16_t default_port) {
+        char bare[260], with_port[sizeof bare + 8];
+        bool v6 = strchr(host, ':') != NULL;
+        snprintf(bare, sizeof bare, v6 ? "[%s]" : "%s", host);
+        snprintf(with_port, sizeof with_port, "%s:%u", bare, (unsigned)port);
+        unsigned seen = 0;
+        /* Past the request line: a method has no ':', so "host:" starts
+         * a header line only. */
+        for (const char *p = head, *end = head + len; p < end;) {
+                const char *le = memmem(p, (size_t)(end - p), "\r\n", 2);
+                if (!le)
+                        break;
+                if (le - p >= 5 && strncasecmp(p, "host:", 5) == 0) {
+                        const char *v = p + 5, *e = le;
+                        while (v < e && (*v == ' ' || *v == '\t'))
+                                v++;
+                        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                                e--;
+                        size_t k = (size_t)(e - v);
+                        bool ok = (k == strlen(with_port) && strncasecmp(v, with_port, k) == 0) ||
+                                  (port == default_port && k == strlen(bare) && strncasecmp(v, bare, k) == 0);
+                        if (!ok)
+                                return false;
+                        seen++;
+                }
+                p = le + 2;
+        }
+        return seen == 1;
+}
+
+bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
+                  uint16_t port, uint16_t default_port, char *why, size_t size) {
+        const ProxyCtlMsg *s = inject_refused(secrets, n, head, len, host, port);
+        if (s) {
+                snprintf(why, size, "the request carries the placeholder of secret %s, which goes only to its hosts",
+                         s->name);
+                return true;
+        }
+        if ((s = inject_in_target(secrets, n, head, len))) {
+                snprintf(why, size,
+                         "the request line (method, path, query) carries the placeholder of secret %s, "
+                         "which goes in a header only (a host hands its paths back in redirects and error pages)",
+                         s->name);
+                return true;
+        }
+        /* A value goes to the host the request names, not to another site
+         * the same address serves (a CDN, a shared server route by Host). */
+        for (size_t i = 0; i < n; i++)
+                if (inject_uses(&secrets[i], head, len, host, port) &&
+                    !head_host_ok(head, len, host, port, default_port)) {
+                        snprintf(why, size, "the request's Host header is not %s, the host it is sent to (secret %s)",
+                                 host, secrets[i].name);
+                        return true;
+                }
+        return false;
 }
 
 int head_rewrite(const HeadRewrite *x, const VsHttpHead *h, StrBuf *out) {

@@ -77,6 +77,15 @@ const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const ch
         return NULL;
 }
 
+const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len) {
+        const char *eol = memchr(head, '\n', len);
+        size_t ll = eol ? (size_t)(eol - head) : len;
+        for (size_t i = 0; i < n; i++)
+                if (secrets[i].placeholder && memmem(head, ll, secrets[i].placeholder, strlen(secrets[i].placeholder)))
+                        return &secrets[i];
+        return NULL;
+}
+
 bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port) {
         return may_go(s, host, port) && carries(s, head, len);
 }

@@ -20,6 +20,12 @@
 const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
                                   uint16_t port);
 
+/* The secret whose placeholder occurs in head's request line (the
+ * target: path, query), whatever the host, or NULL. A value goes in a
+ * header only: a server hands its path back (a redirect's Location, an
+ * error page) and logs it. */
+const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
+
 /* Whether inject_head() puts s's value into head[0..len) for host:port
  * (its placeholder there, as written or inside Basic credentials): what
  * the proxy reports for the audit log. */

@@ -117,6 +117,12 @@ static void on_ctl(uv_poll_t *p, int status, int events) {
 /* ---- privileges ---------------------------------------------------------------- */
 
 static int drop_uid(VsError **err) {
+        /* Not dumpable, under any uid: it holds every workspace's secrets
+         * (no core file of them, no /proc/PID/mem for another process of
+         * its uid, which is the daemon's under an ordinary user). Again
+         * below: a change of uid resets it. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return vs_error_set(err, -errno, "PR_SET_DUMPABLE: %m");
         if (geteuid() != 0)
                 return 0;
         uid_t uid = OVERFLOW_ID;

@@ -306,37 +306,6 @@ _printf_(4, 5) static void answer(Side *c, int status, const char *title, const 
         (void)SSL_shutdown(c->ssl);
 }
 
-/* The Host header must name the host the CONNECT did (and the leaf and
- * the upstream check are for): a name fronted by the same address would
- * otherwise get the value (a CDN routes by it). */
-static bool host_header_ok(const TlsJob *j, const char *headers) {
-        char bare[260], with_port[sizeof bare + 8];
-        bool v6 = strchr(j->host, ':') != NULL;
-        snprintf(bare, sizeof bare, v6 ? "[%s]" : "%s", j->host);
-        snprintf(with_port, sizeof with_port, "%s:%u", bare, (unsigned)j->port);
-        unsigned seen = 0;
-        for (const char *p = headers; *p;) {
-                const char *le = strstr(p, "\r\n");
-                if (!le)
-                        break;
-                if (le - p >= 5 && strncasecmp(p, "host:", 5) == 0) {
-                        const char *v = p + 5, *e = le;
-                        while (v < e && (*v == ' ' || *v == '\t'))
-                                v++;
-                        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-                                e--;
-                        size_t n = (size_t)(e - v);
-                        bool ok = (n == strlen(with_port) && strncasecmp(v, with_port, n) == 0) ||
-                                  (j->port == 443 && n == strlen(bare) && strncasecmp(v, bare, n) == 0);
-                        if (!ok)
-                                return false;
-                        seen++;
-                }
-                p = le + 2;
-        }
-        return seen == 1;
-}
-
 /* Reads the request head inside the jail's TLS: *ret_len bytes read in
  * buf (VS_HTTP_HEAD_MAX), the head ending at *ret_end. */
 static int read_head(Side *c, char *buf, size_t *ret_len, size_t *ret_end) {
@@ -382,18 +351,18 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                 answer(c, 400, "Bad Request", "vectora-sandbox: %s", err ? vs_error_message(err) : strerror(-r));
                 return r;
         }
-        if (!host_header_ok(j, h.forward_headers)) {
+        /* The Host header must name the host the CONNECT did (and the
+         * leaf and the upstream check are for): a name fronted by the same
+         * address would otherwise get the value (a CDN routes by it). */
+        if (!head_host_ok(buf, end, j->host, j->port, 443)) {
                 char why[400];
                 snprintf(why, sizeof why, "the request's Host header is not %s, the host the CONNECT named", j->host);
                 report_denial(j, why);
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s.", j->host, (unsigned)j->port, why);
                 return -EPERM;
         }
-        const ProxyCtlMsg *leak = inject_refused(j->secrets, j->n, buf, end, j->host, j->port);
-        if (leak) {
-                char why[160];
-                snprintf(why, sizeof why, "the request carries the placeholder of secret %s, which goes only to its hosts",
-                         leak->name);
+        char why[240];
+        if (head_refused(j->secrets, j->n, buf, end, j->host, j->port, 443, why, sizeof why)) {
                 report_denial(j, why);
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
                        j->host, (unsigned)j->port, why);

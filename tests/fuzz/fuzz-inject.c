@@ -14,7 +14,8 @@
  * one that holds a placeholder of a secret that may not go there is
  * refused; in one let through, no placeholder of a secret that may go
  * there is left, and a value of one that may not is no more often than
- * in the head's. */
+ * in the head's. A placeholder in the request line is found by
+ * inject_in_target(), and only one there. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         secret(&s[0], "A", "vsph_00000000000000000000000000000000", "value-a", "a.example");
         secret(&s[1], "B", "vsph_0000000000000000000000000000000b", "VALUE-B", "*.example:80");
         const ProxyCtlMsg *refused = inject_refused(s, 2, head, len, host, port);
+        /* A placeholder in the request line (up to the first '\n') is
+         * found there, whatever the host; none there, none found. */
+        const char *eol = memchr(head, '\n', len);
+        size_t ll = eol ? (size_t)(eol - head) : len;
+        bool in_line = false;
+        for (size_t i = 0; i < 2; i++)
+                in_line |= memmem(head, ll, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
+        check(in_line == (inject_in_target(s, 2, head, len) != NULL));
         bool basic_allowed = false;
         for (size_t i = 0; i < 2; i++) {
                 bool in = memmem(head, len, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
