@@ -85,6 +85,13 @@ bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t
                          s->name);
                 return true;
         }
+        if ((s = inject_outside_auth(secrets, n, head, len))) {
+                snprintf(why, size,
+                         "a header other than Authorization carries the placeholder of secret %s, which goes in "
+                         "Authorization only (a host hands other headers back: Origin, request ids)",
+                         s->name);
+                return true;
+        }
         /* A value goes to the host the request names, not to another site
          * the same address serves (a CDN, a shared server route by Host). */
         for (size_t i = 0; i < n; i++)

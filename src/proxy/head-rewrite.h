@@ -28,7 +28,8 @@ bool head_host_ok(const char *head, size_t len, const char *host, uint16_t port,
 
 /* Whether the jail's head[0..len) (as the jail sent it) may not go to
  * host:port: a placeholder of a secret that may not go there, one in the
- * request target, or a value to put in while the Host header names
+ * request target or in a header other than Authorization, or a value to
+ * put in while the Host header names
  * another site (head_host_ok()); why in why[size] (the secret's name,
  * never a value). */
 bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,

@@ -86,6 +86,23 @@ const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const 
         return NULL;
 }
 
+const ProxyCtlMsg *inject_outside_auth(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len) {
+        static const char auth[] = "authorization:";
+        const char *eol = memchr(head, '\n', len);
+        /* Each header line after the request line (inject_in_target's). */
+        for (size_t p = eol ? (size_t)(eol - head) + 1 : len; p < len;) {
+                const char *e = memchr(head + p, '\n', len - p);
+                size_t ll = e ? (size_t)(e - head) - p : len - p;
+                bool is_auth = ll >= sizeof auth - 1 && strncasecmp(head + p, auth, sizeof auth - 1) == 0;
+                for (size_t i = 0; !is_auth && i < n; i++)
+                        if (secrets[i].placeholder &&
+                            memmem(head + p, ll, secrets[i].placeholder, strlen(secrets[i].placeholder)))
+                                return &secrets[i];
+                p += ll + 1;
+        }
+        return NULL;
+}
+
 bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port) {
         return may_go(s, host, port) && carries(s, head, len);
 }

@@ -26,6 +26,12 @@ const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const ch
  * error page) and logs it. */
 const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
 
+/* The secret whose placeholder occurs in a header other than
+ * Authorization (whatever the host), or NULL. Hosts echo headers back
+ * (Origin into Access-Control-Allow-Origin, request ids, debugging
+ * endpoints): a value in one of them would come back to the jail. */
+const ProxyCtlMsg *inject_outside_auth(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
+
 /* Whether inject_head() puts s's value into head[0..len) for host:port
  * (its placeholder there, as written or inside Basic credentials): what
  * the proxy reports for the audit log. */

@@ -15,8 +15,10 @@
  * refused; in one let through, no placeholder of a secret that may go
  * there is left, and a value of one that may not is no more often than
  * in the head's. A placeholder in the request line is found by
- * inject_in_target(), and only one there. */
+ * inject_in_target(), and only one there; one on a header line other
+ * than Authorization by inject_outside_auth(), and only one there. */
 #include <stdint.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +102,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < 2; i++)
                 in_line |= memmem(head, ll, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
         check(in_line == (inject_in_target(s, 2, head, len) != NULL));
+        /* A placeholder on a header line that does not start
+         * "Authorization:" (any case) is found by inject_outside_auth();
+         * none there, none found. */
+        bool outside = false;
+        for (size_t p = eol ? ll + 1 : len; p < len;) {
+                const char *e = memchr(head + p, '\n', len - p);
+                size_t hl = e ? (size_t)(e - head) - p : len - p;
+                bool auth = hl >= 14 && strncasecmp(head + p, "authorization:", 14) == 0;
+                for (size_t i = 0; !auth && i < 2; i++)
+                        outside |= memmem(head + p, hl, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
+                p += hl + 1;
+        }
+        check(outside == (inject_outside_auth(s, 2, head, len) != NULL));
         bool basic_allowed = false;
         for (size_t i = 0; i < 2; i++) {
                 bool in = memmem(head, len, s[i].placeholder, strlen(s[i].placeholder)) != NULL;

@@ -25,6 +25,7 @@ plain HTTP now refuses it the same way.
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import http.server
+import json
 import os
 import resource
 import shutil
@@ -58,6 +59,11 @@ class Reflector(http.server.BaseHTTPRequestHandler):
         else:
             status, extra, body = 404, [], ("Cannot GET %s\n" % self.path).encode()
         self.send_response(status)
+        # As many hosts do: the request's Origin back in
+        # Access-Control-Allow-Origin, its request id back as it came.
+        for h, back in (("Origin", "Access-Control-Allow-Origin"), ("X-Request-Id", "X-Request-Id")):
+            if self.headers.get(h):
+                extra = extra + [(back, self.headers[h])]
         for k, v in extra:
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
@@ -131,6 +137,31 @@ def t_path_reflected(tmp):
         check(not [p for p in targets if VALUE in p], "the value went into a request target: %s" % targets)
         # A header still carries it (over HTTPS and plain HTTP).
         for url in ("https://127.0.0.1:%d" % s.sport, "http://127.0.0.1:%d" % s.pport):
+            Reflector.seen.clear()
+            r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK" %s/ok/' % url)
+            check("ok" in out_of(r) and Reflector.seen and "Bearer %s" % VALUE in Reflector.seen[-1][2],
+                  (url, r, Reflector.seen))
+    finally:
+        s.stop()
+
+
+def t_header_reflected(tmp):
+    """The placeholder in a header other than Authorization, to the
+    secret's own host (HTTPS and plain HTTP): hosts echo such headers back
+    (Origin into Access-Control-Allow-Origin, request ids), so the value
+    would reach the jail. Refused (403 naming the secret, network_denied);
+    the host never sees the value there. Authorization still carries it."""
+    s = Setup(tmp, "hdr")
+    try:
+        for url in ("https://127.0.0.1:%d" % s.sport, "http://127.0.0.1:%d" % s.pport):
+            for h in ("Origin", "X-Request-Id", "X-Api-Key"):
+                Reflector.seen.clear()
+                r = term(s.d, s.ws, CURL + '-i -H "%s: $TOK" %s/ok/' % (h, url))
+                out = out_of(r)
+                check(VALUE not in out, "%s: the host echoed the value to the jail: %s" % (h, out))
+                check("403" in out and "Authorization only" in out and "TOK" in out, (url, h, out))
+                check(any("TOK" in json.dumps(x) for x in r.get("network_denied") or []), (url, h, r))
+                check(not [x for x in Reflector.seen if VALUE in x[2]], (url, h, "the value reached the host"))
             Reflector.seen.clear()
             r = term(s.d, s.ws, CURL + '-H "Authorization: Bearer $TOK" %s/ok/' % url)
             check("ok" in out_of(r) and Reflector.seen and "Bearer %s" % VALUE in Reflector.seen[-1][2],
@@ -226,7 +257,7 @@ def main():
         if not shutil.which(tool):
             T.skip("attacks-secrets", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_path_reflected, t_proxy_not_dumpable, t_plain_host_fronting], "vs-attacks-secrets-"))
+    sys.exit(vtest.run_cases(T, [t_path_reflected, t_header_reflected, t_proxy_not_dumpable, t_plain_host_fronting], "vs-attacks-secrets-"))
 
 
 if __name__ == "__main__":
