@@ -50,7 +50,8 @@ int mw_entry_cmp(const void *a, const void *b) {
 
 static bool listed(const Lane *l, const char *relpath) {
         MaskEntry key = { .relpath = (char *)relpath };
-        if (bsearch(&key, l->list.items, l->n_sorted, sizeof key, mw_entry_cmp))
+        /* bsearch wants an array, even of none. */
+        if (l->n_sorted && bsearch(&key, l->list.items, l->n_sorted, sizeof key, mw_entry_cmp))
                 return true;
         for (size_t i = l->n_sorted; i < l->list.n; i++)
                 if (streq(l->list.items[i].relpath, relpath))
