@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Attacks on the MCP server's calls served in parallel on one worker
+(embedded, and through the daemon where the worker is the same): a process
+in the jail that stalls the one-threaded worker stalls every call, their
+cancels and the commands' timeouts, and with a call in flight the server
+never exits, its jail with it, even after the client went away.
+
+- tmp_lock_grab: a process in the jail watches the workspace with inotify
+  and takes the lock of a write's temporary file the moment it appears
+  (it is the jail's uid's file). The worker took that lock with a blocking
+  flock(): the process won within a few writes and the worker, the server
+  and the jail hung for good. Each write must now be answered.
+
+TAP."""
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import Daemon, Tap, check, run_cases  # noqa: E402
+from vmcp import Server  # noqa: E402
+
+tap = Tap()
+TOML = '[sandbox]\nrw_paths = ["."]\nnetwork = false\n[sandbox.limits]\ntimeout = 120\n'
+
+# Takes the lock of every temporary file of a write it sees appear, and
+# holds the first it gets until killed.
+GRAB = r'''
+import ctypes, fcntl, os, struct, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+libc.inotify_add_watch(fd, b".", 0x100)  # IN_CREATE
+open("grab.ready", "w").close()
+held = []
+while True:
+    buf = os.read(fd, 65536)
+    i = 0
+    while i + 16 <= len(buf):
+        n = struct.unpack_from("iIII", buf, i)[3]
+        name = buf[i + 16:i + 16 + n].split(b"\0")[0]
+        i += 16 + n
+        if not name.startswith(b".vectora-tmp-"):
+            continue
+        try:
+            f = os.open(name, os.O_RDONLY)
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue
+        held.append(f)
+        with open("grab.got", "a") as out:
+            out.write(name.decode() + "\n")
+'''
+
+
+def text_of(r):
+    return "".join(c.get("text", "") for c in (r.get("result") or {}).get("content", [])[:1])
+
+
+def call(s, tool, **args):
+    return s.send("tools/call", {"name": tool, "arguments": args})
+
+
+def modes(tmp):
+    """(label, extra arguments, environment, daemon or None) for each mode."""
+    env = dict(os.environ)
+    env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
+    yield "embedded", ["--no-daemon"], env, None
+    d = Daemon(tmp, "atk-mcp")
+    try:
+        denv = dict(os.environ)
+        denv["VECTORA_SANDBOX_SOCKET"] = d.sock
+        yield "daemon", [], denv, d
+    finally:
+        d.stop()
+
+
+def tmp_lock_grab(tmp):
+    for label, extra, env, _ in modes(tmp):
+        ws = vtest.make_ws(tmp, "grab-" + label, TOML, {"a.txt": "one\n", "grab.py": GRAB})
+        vtest.chown_tree(ws)
+        s = Server(ws, env, extra)
+        try:
+            s.init()
+            gid, _ = call(s, "terminal", command="exec python3 grab.py", timeout=120)
+            check(vtest.wait_for(lambda: os.path.exists(os.path.join(ws, "grab.ready")), 20),
+                  "[%s] the grabber did not start: %s" % (label, s.stderr()))
+            got = lambda: os.path.exists(os.path.join(ws, "grab.got"))  # noqa: E731
+            n = 0
+            for n in range(1, 201):
+                rid, t0 = call(s, "file_write", path="w%d.txt" % (n % 4), content="round %d\n" % n)
+                t, r = s.wait(rid, timeout=15)
+                check(not r.get("result", {}).get("isError"),
+                      "[%s] write %d: %s" % (label, n, r))
+                if got() and n >= 20:
+                    break
+            if not got():
+                raise vtest.Skip("[%s] the grabber never took a temporary file's lock in %d writes" % (label, n))
+            rid, _ = call(s, "file_read", path="a.txt")
+            _, r = s.wait(rid, timeout=15)
+            check(text_of(r).startswith("one\n"), "[%s] a read after the grab: %s" % (label, r))
+            tap.note("[%s] %d writes answered, the grabber took %d temporary files' locks"
+                     % (label, n, len(open(os.path.join(ws, "grab.got")).read().split())))
+            s.send("notifications/cancelled", {"requestId": gid}, notify=True)
+            stray = [f for f in os.listdir(ws) if f.startswith(".vectora-tmp-")]
+            check(not stray, "[%s] temporary files left: %s" % (label, stray))
+        finally:
+            s.p.kill()
+            s.p.wait()
+            shutil.rmtree(ws, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(tap, [tmp_lock_grab], "vectora-atk-mcpe-"))
