@@ -244,14 +244,22 @@ static int temp_open(int dirfd, char name[static 32]) {
                 suffix[6] = 0;
                 snprintf(name, 32, ".vectora-tmp-%s", suffix);
                 int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0) {
-                        /* Held until the write ends: a sweeper (sweep.c) that
-                         * can take it knows the writer died. */
-                        (void) flock(fd, LOCK_EX);
-                        return fd;
-                }
-                if (errno != EEXIST)
+                if (fd < 0 && errno != EEXIST)
                         return negative_errno();
+                if (fd < 0)
+                        continue;
+                /* Held until the write ends: a sweeper (sweep.c) that can
+                 * take it knows the writer died. Never waited for: the file
+                 * is ours alone, so a holder is a process in the jail that
+                 * opened it the moment it appeared (inotify), and a
+                 * blocking flock() held this one-threaded worker, every
+                 * call on it and its commands' timeouts, for as long as
+                 * that process chose. Another name then. A filesystem
+                 * without locks: written without, as before. */
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+                        return fd;
+                (void) unlinkat(dirfd, name, 0);
+                safe_close(fd);
         }
         return -EEXIST;
 }
