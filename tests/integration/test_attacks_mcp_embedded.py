@@ -15,6 +15,8 @@ TAP."""
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 
@@ -112,5 +114,68 @@ def tmp_lock_grab(tmp):
             shutil.rmtree(ws, ignore_errors=True)
 
 
+def descendants(pid):
+    """Every process below pid (children of any of its threads)."""
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            kids = open("/proc/%d/task/%s/children" % (pid, t)).read().split()
+        except OSError:
+            continue
+        for k in map(int, kids):
+            out += [k] + descendants(k)
+    return out
+
+
+def stalled_worker_client_gone(tmp):
+    """A worker that answers nothing (stopped here from the host, as a
+    process in the jail stalled it before the fix above) while a call
+    runs, and the client goes away: the server ends the worker after its
+    grace and exits, and nothing of the jail is left."""
+    env = dict(os.environ)
+    env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
+    ws = vtest.make_ws(tmp, "stall", TOML, {"a.txt": "one\n"})
+    vtest.chown_tree(ws)
+    p = subprocess.Popen([vtest.CLI, "mcp", "-w", ws, "--no-daemon"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+    try:
+        def send(o):
+            p.stdin.write((json.dumps(o) + "\n").encode())
+            p.stdin.flush()
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        json.loads(p.stdout.readline())
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "terminal", "arguments": {"command": "sleep 3107", "timeout": 120}}})
+        check(vtest.wait_for(lambda: any(b"sleep\x003107" in open("/proc/%d/cmdline" % k, "rb").read()
+                                         for k in descendants(p.pid) if os.path.exists("/proc/%d" % k)), 20),
+              "the command did not start")
+        jail = descendants(p.pid)
+        workers = [k for k in jail if b"vectora-worker" in open("/proc/%d/cmdline" % k, "rb").read()]
+        check(workers, "no worker below the server: %s" % jail)
+        for w in workers:
+            os.kill(w, signal.SIGSTOP)
+        p.stdin.close()
+        p.stdout.close()
+        t0 = time.monotonic()
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the server still runs 30 s after its client went away, its worker stalled")
+        left = [k for k in jail if os.path.exists("/proc/%d" % k)
+                and open("/proc/%d/stat" % k).read().split()[2] != "Z"]
+        check(not left, "left behind: %s" % left)
+        tap.note("the server exited %.1f s after its client went away" % (time.monotonic() - t0))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases(tap, [tmp_lock_grab], "vectora-atk-mcpe-"))
+    sys.exit(run_cases(tap, [tmp_lock_grab, stalled_worker_client_gone], "vectora-atk-mcpe-"))
