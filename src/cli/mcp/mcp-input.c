@@ -52,6 +52,7 @@ struct McpInput {
         Line *head, *tail;
         bool eof;
         bool done;            /* the main thread stops serving */
+        uint64_t gone_us;     /* when the client went away (watch_stdout), or 0 */
         McpRun *running;      /* the tools/calls being served */
         json_t *early;        /* ids cancelled before their call began */
 };
@@ -154,8 +155,10 @@ static void watch_stdout(McpInput *in) {
                 struct pollfd p = { .fd = STDOUT_FILENO, .events = 0 };
                 if (poll(&p, 1, 250) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
                         pthread_mutex_lock(&in->lock);
+                        in->gone_us = now_us();
                         for (McpRun *c = in->running; c; c = c->next)
                                 cancel_run(in, c);
+                        pthread_cond_broadcast(&in->cond);
                         pthread_mutex_unlock(&in->lock);
                         return;
                 }
@@ -367,6 +370,13 @@ bool mcp_input_call_end(McpInput *in, McpRun *c) {
         json_decref(c->progress);
         free(c);
         return cancelled;
+}
+
+uint64_t mcp_input_gone_us(McpInput *in) {
+        pthread_mutex_lock(&in->lock);
+        uint64_t t = in->gone_us;
+        pthread_mutex_unlock(&in->lock);
+        return t;
 }
 
 void mcp_input_stop(McpInput *in) {
