@@ -13,6 +13,9 @@ never exits, its jail with it, even after the client went away.
 - stalled_worker_client_gone: whatever stalls the worker (stopped from the
   host here), a client that went away has the embedded server end the
   worker after a grace and exit, with nothing of its jail left.
+- stale_cancels: 64 cancels that came after their calls ended (a cancel
+  racing the reply) made the server drop every later cancel of a call
+  still queued: the call ran.
 
 TAP."""
 import json
@@ -177,5 +180,37 @@ def stalled_worker_client_gone(tmp):
             p.wait()
 
 
+def stale_cancels(tmp):
+    """A cancel racing the reply arrives after its call ended (the client
+    may send it; the server keeps it for a call not begun yet). 64 of them
+    filled that list for good, and a cancel of a call still queued behind
+    the 32 running was then dropped: the call ran and was answered."""
+    env = dict(os.environ)
+    env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
+    ws = vtest.make_ws(tmp, "stale", TOML, {"a.txt": "one\n"})
+    vtest.chown_tree(ws)
+    s = Server(ws, env, ["--no-daemon"])
+    try:
+        s.init()
+        done = [call(s, "file_read", path="a.txt")[0] for _ in range(80)]
+        for d in done:
+            s.wait(d)
+        for d in done:
+            s.send("notifications/cancelled", {"requestId": d, "reason": "too late"}, notify=True)
+        busy = [call(s, "terminal", command="sleep 3")[0] for _ in range(32)]
+        time.sleep(0.5)
+        q, _ = call(s, "terminal", command="touch queued-ran")
+        s.send("notifications/cancelled", {"requestId": q}, notify=True)
+        for b in busy:
+            s.wait(b)
+        pid, _ = s.send("ping")
+        s.wait(pid)
+        time.sleep(1)
+        check(not os.path.exists(os.path.join(ws, "queued-ran")) and q not in s.responses,
+              "a queued call cancelled after 80 late cancels ran: %s" % (s.responses.get(q),))
+    finally:
+        s.close()
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases(tap, [tmp_lock_grab, stalled_worker_client_gone], "vectora-atk-mcpe-"))
+    sys.exit(run_cases(tap, [tmp_lock_grab, stalled_worker_client_gone, stale_cancels], "vectora-atk-mcpe-"))
