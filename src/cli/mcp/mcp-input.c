@@ -24,7 +24,7 @@
  * notifications/cancelled are small, a 64 MiB file_write is not. */
 #define PEEK_MAX (64u * 1024u)
 /* Ids of notifications/cancelled for calls not begun yet (queued behind
- * the running one), kept until the call comes up. */
+ * the running ones), kept until the call comes up; the newest so many. */
 #define CANCELLED_MAX 64
 
 typedef struct Line {
@@ -88,8 +88,15 @@ static void on_cancelled(McpInput *in, json_t *params) {
                 c = c->next;
         if (c)
                 cancel_run(in, c);
-        else if (json_array_size(in->early) < CANCELLED_MAX)
+        else {
+                /* Most are cancels that came after their call ended (a
+                 * cancel racing the reply), never taken: the oldest goes,
+                 * or they would fill the list for good and a call still
+                 * queued would run on after its cancel. */
+                if (json_array_size(in->early) >= CANCELLED_MAX)
+                        json_array_remove(in->early, 0);
                 json_array_append_new(in->early, json_deep_copy(target));
+        }
         pthread_mutex_unlock(&in->lock);
 }
 
