@@ -16,6 +16,8 @@ never exits, its jail with it, even after the client went away.
 - stale_cancels: 64 cancels that came after their calls ended (a cancel
   racing the reply) made the server drop every later cancel of a call
   still queued: the call ran.
+- undo_through_swapped_link: the undo of a refused apply_patch never
+  writes through a link a command swapped in meanwhile (held).
 
 TAP."""
 import json
@@ -99,8 +101,8 @@ def tmp_lock_grab(tmp):
             got = lambda: os.path.exists(os.path.join(ws, "grab.got"))  # noqa: E731
             # Before the fix the grabber won within the first ten writes.
             for n in range(1, WRITES + 1):
-                rid, t0 = call(s, "file_write", path="w%d.txt" % (n % 4), content="round %d\n" % n)
-                t, r = s.wait(rid, timeout=15)
+                rid, _ = call(s, "file_write", path="w%d.txt" % (n % 4), content="round %d\n" % n)
+                _, r = s.wait(rid, timeout=15)
                 check(not r.get("result", {}).get("isError") and open(os.path.join(ws, "w%d.txt" % (n % 4))).read()
                       == "round %d\n" % n, "[%s] write %d: %s" % (label, n, r))
             rid, _ = call(s, "file_read", path="a.txt")
@@ -150,7 +152,8 @@ def stalled_worker_client_gone(tmp):
             p.stdin.write((json.dumps(o) + "\n").encode())
             p.stdin.flush()
         send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "1"}}})
         json.loads(p.stdout.readline())
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -212,5 +215,64 @@ def stale_cancels(tmp):
         s.close()
 
 
+# In the jail beside an apply_patch: keeps changing f2 (its write is then
+# refused and the call undone) and swaps f1, once the call wrote it, for a
+# link to argv[1] (the undo puts f1's old content back).
+SWAP = r'''
+import os, sys, time
+end = time.time() + 20
+while time.time() < end:
+    try:
+        if open("f1").read() == "NEW\n":
+            os.symlink(sys.argv[1], "f1.l")
+            os.replace("f1.l", "f1")
+            print("swapped", flush=True)
+            break
+    except OSError:
+        pass
+    with open("f2", "a") as f:
+        f.write("x")
+'''
+
+
+def undo_through_swapped_link(tmp):
+    """The undo of a refused apply_patch (in parallel with a command that
+    swaps the file it wrote for a link to a path outside the workspace, or
+    to a masked one) writes through no link: both keep their content (the
+    result then names f1 as not put back). Held."""
+    env = dict(os.environ)
+    env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
+    toml = TOML.replace("network = false", 'network = false\nmask = [".env"]')
+    for target in ("../outside.txt", ".env"):
+        d = os.path.join(tmp, "undo-%d" % len(target))
+        os.makedirs(d)
+        outside = os.path.join(d, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("OUTSIDE\n")
+        ws = vtest.make_ws(d, "ws", toml, {"a.txt": "one\n", "f1": "OLD\n", "f2": "two\n", ".env": "S=1\n",
+                                             "swap.py": SWAP})
+        vtest.chown_tree(ws)
+        s = Server(ws, env, ["--no-daemon"])
+        try:
+            s.init()
+            s.wait(call(s, "file_read", path="a.txt")[0])
+            g, _ = call(s, "terminal", command="python3 swap.py %s" % target)
+            time.sleep(0.3)
+            x, _ = call(s, "apply_patch", patch="*** Begin Patch\n*** Update File: f1\n@@\n-OLD\n+NEW\n"
+                                               "*** Update File: f2\n@@\n-two\n+TWO\n*** End Patch\n")
+            _, r = s.wait(x)
+            _, gr = s.wait(g)
+            check(r.get("result", {}).get("isError"), "the patch was not refused: %s" % r)
+            with open(outside) as f, open(os.path.join(ws, ".env")) as e:
+                check(f.read() == "OUTSIDE\n" and e.read() == "S=1\n", "the undo wrote through the link to " + target)
+            # The swap may also come just after the undo: then nothing is
+            # left to say, and only the content above is the property.
+            tap.note("[%s] swapped: %s; the result said it could not undo f1: %s"
+                     % (target, "swapped" in text_of(gr), "could not undo the change of: f1" in text_of(r)))
+        finally:
+            s.close()
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases(tap, [tmp_lock_grab, stalled_worker_client_gone, stale_cancels], "vectora-atk-mcpe-"))
+    sys.exit(run_cases(tap, [tmp_lock_grab, stalled_worker_client_gone, stale_cancels, undo_through_swapped_link],
+                       "vectora-atk-mcpe-"))
