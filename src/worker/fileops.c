@@ -232,26 +232,66 @@ static int replace(const Resolved *r, const char *tmp, bool must_be_new, VsError
         return renameat(r->dir_fd, tmp, r->dir_fd, r->name) < 0 ? io_error(err, negative_errno(), r->path) : 0;
 }
 
-static int temp_open(int dirfd, char name[static 32]) {
+static void temp_name(char name[static 32], const uint8_t rnd[6]) {
+        static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        char suffix[7];
+        for (size_t i = 0; i < 6; i++)
+                suffix[i] = chars[rnd[i] % (sizeof chars - 1)];
+        suffix[6] = 0;
+        snprintf(name, 32, ".vectora-tmp-%s", suffix);
+}
+
+/* The temporary file, locked before it has a name: made with O_TMPFILE,
+ * locked, then linked under a free name. The lock is held until the
+ * write ends: a sweeper (sweep.c) that can take it knows the writer died.
+ * A file made with a name first was opened and locked by a process in the
+ * jail the moment it appeared (inotify; it is the jail's uid's file), and
+ * the worker's flock() then waited, serving nothing else and timing out
+ * no command, for as long as that process chose. -EOPNOTSUPP: the
+ * filesystem has no O_TMPFILE (or /proc is not there to link it). */
+static int temp_open_unnamed(int dirfd, char name[static 32]) {
+        _cleanup_close_ int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : negative_errno();
+        (void) flock(fd, LOCK_EX); /* nobody else has it: never waits */
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
         for (int attempt = 0; attempt < 100; attempt++) {
-                static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
                 uint8_t rnd[6];
                 if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
                         return negative_errno();
-                char suffix[7];
-                for (size_t i = 0; i < 6; i++)
-                        suffix[i] = chars[rnd[i] % (sizeof chars - 1)];
-                suffix[6] = 0;
-                snprintf(name, 32, ".vectora-tmp-%s", suffix);
-                int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0) {
-                        /* Held until the write ends: a sweeper (sweep.c) that
-                         * can take it knows the writer died. */
-                        (void) flock(fd, LOCK_EX);
-                        return fd;
-                }
+                temp_name(name, rnd);
+                if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0)
+                        return TAKE_FD(fd);
+                if (errno == ENOENT)
+                        return -EOPNOTSUPP;
                 if (errno != EEXIST)
                         return negative_errno();
+        }
+        return -EEXIST;
+}
+
+static int temp_open(int dirfd, char name[static 32]) {
+        int fd = temp_open_unnamed(dirfd, name);
+        if (fd != -EOPNOTSUPP)
+                return fd;
+        for (int attempt = 0; attempt < 100; attempt++) {
+                uint8_t rnd[6];
+                if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+                        return negative_errno();
+                temp_name(name, rnd);
+                fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0 && errno != EEXIST)
+                        return negative_errno();
+                if (fd < 0)
+                        continue;
+                /* Never waited for (see above): a holder gets the file
+                 * removed and another name is taken. A filesystem without
+                 * locks: written without, as before. */
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+                        return fd;
+                (void) unlinkat(dirfd, name, 0);
+                safe_close(fd);
         }
         return -EEXIST;
 }

@@ -64,7 +64,9 @@ class OtherWriter:
             while i + 16 <= len(buf):
                 n = struct.unpack_from("iIII", buf, i)[3]
                 name = buf[i + 16:i + 16 + n].split(b"\0")[0]
-                if name.startswith(b".vectora-tmp-"):
+                # "#INODE": the temporary file written through its
+                # O_TMPFILE descriptor (inotify names it so).
+                if name.startswith(b".vectora-tmp-") or name.startswith(b"#"):
                     return
                 i += 16 + n
 

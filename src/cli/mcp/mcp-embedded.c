@@ -33,6 +33,15 @@ void mcp_embedded_done(McpEmbedded *e) {
         free(TAKE_PTR(e->jail_pids));
 }
 
+void mcp_embedded_stop(McpEmbedded *e) {
+        pthread_mutex_lock(&e->lock);
+        if (e->session) {
+                session_stop(e->session);
+                e->ending = true;
+        }
+        pthread_mutex_unlock(&e->lock);
+}
+
 /* Masks over time for a worker kept between calls: a masked path that
  * appeared since the session started (the host made a .env) was readable
  * to the session's commands; the next call then gets a new worker, whose

@@ -24,7 +24,7 @@
  * notifications/cancelled are small, a 64 MiB file_write is not. */
 #define PEEK_MAX (64u * 1024u)
 /* Ids of notifications/cancelled for calls not begun yet (queued behind
- * the running one), kept until the call comes up. */
+ * the running ones), kept until the call comes up; the newest so many. */
 #define CANCELLED_MAX 64
 
 typedef struct Line {
@@ -52,6 +52,7 @@ struct McpInput {
         Line *head, *tail;
         bool eof;
         bool done;            /* the main thread stops serving */
+        uint64_t gone_us;     /* when the client went away (watch_stdout), or 0 */
         McpRun *running;      /* the tools/calls being served */
         json_t *early;        /* ids cancelled before their call began */
 };
@@ -87,8 +88,15 @@ static void on_cancelled(McpInput *in, json_t *params) {
                 c = c->next;
         if (c)
                 cancel_run(in, c);
-        else if (json_array_size(in->early) < CANCELLED_MAX)
+        else {
+                /* Most are cancels that came after their call ended (a
+                 * cancel racing the reply), never taken: the oldest goes,
+                 * or they would fill the list for good and a call still
+                 * queued would run on after its cancel. */
+                if (json_array_size(in->early) >= CANCELLED_MAX)
+                        json_array_remove(in->early, 0);
                 json_array_append_new(in->early, json_deep_copy(target));
+        }
         pthread_mutex_unlock(&in->lock);
 }
 
@@ -154,8 +162,10 @@ static void watch_stdout(McpInput *in) {
                 struct pollfd p = { .fd = STDOUT_FILENO, .events = 0 };
                 if (poll(&p, 1, 250) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
                         pthread_mutex_lock(&in->lock);
+                        in->gone_us = now_us();
                         for (McpRun *c = in->running; c; c = c->next)
                                 cancel_run(in, c);
+                        pthread_cond_broadcast(&in->cond);
                         pthread_mutex_unlock(&in->lock);
                         return;
                 }
@@ -367,6 +377,13 @@ bool mcp_input_call_end(McpInput *in, McpRun *c) {
         json_decref(c->progress);
         free(c);
         return cancelled;
+}
+
+uint64_t mcp_input_gone_us(McpInput *in) {
+        pthread_mutex_lock(&in->lock);
+        uint64_t t = in->gone_us;
+        pthread_mutex_unlock(&in->lock);
+        return t;
 }
 
 void mcp_input_stop(McpInput *in) {

@@ -50,5 +50,8 @@ bool mcp_input_call_cancelled(McpInput *in, McpRun *c);
 /* The call ended, and c is freed: true when it was cancelled (no response
  * is sent). No progress notification for it follows. */
 bool mcp_input_call_end(McpInput *in, McpRun *c);
+/* The client went away (stdin at EOF and stdout's reader closed): the
+ * calls running were cancelled then; 0 when it has not. */
+uint64_t mcp_input_gone_us(McpInput *in);
 /* The main thread stops serving (the process exits next). */
 void mcp_input_stop(McpInput *in);

@@ -69,5 +69,8 @@ int mcp_embedded_call(McpEmbedded *e, McpEmbHold *h, const McpCall *call, int ca
                       char **ret_raw, size_t *ret_raw_len);
 /* The call is done with its session. */
 void mcp_embedded_release(McpEmbedded *e, McpEmbHold *h);
+/* Ends the worker now, under the calls that hold it (they fail, as when
+ * it died); the next call starts another. */
+void mcp_embedded_stop(McpEmbedded *e);
 /* Ends the worker (no call holds it). */
 void mcp_embedded_done(McpEmbedded *e);

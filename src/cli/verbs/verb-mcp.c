@@ -24,11 +24,15 @@
 #include "mcp-edit.h"
 #include "mcp-serve.h"
 #include "policy.h"
+#include "time-util.h"
 #include "tools.h"
 #include "vs-build-config.h"
 
 /* MCP: a request other than ping before initialize. */
 #define MCP_NOT_INITIALIZED -32002
+/* After the client went away, how long its cancelled calls may take to
+ * end before the embedded worker is ended under them. */
+#define MCP_GONE_GRACE_MS 5000
 /* tools/call served at once; the next waits for one of them to end. */
 #define MCP_CALLS_MAX 32
 
@@ -545,8 +549,24 @@ int verb_mcp(const CliArgs *a) {
         /* At EOF the calls running still answer (a client may close its
          * end of our input and read on). */
         pthread_mutex_lock(&s.lock);
-        while (s.calls > 0)
-                pthread_cond_wait(&s.cond, &s.lock);
+        bool ended = false;
+        while (s.calls > 0) {
+                /* A client gone for good cancelled its calls; a worker that
+                 * answers no cancel (one a process in the jail stalled)
+                 * would keep this server, its jail and what runs there
+                 * forever: it is ended after a grace, its calls fail. */
+                uint64_t gone = mcp_input_gone_us(s.in);
+                if (!ended && !s.daemon && gone && now_us() - gone > MCP_GONE_GRACE_MS * 1000u) {
+                        pthread_mutex_unlock(&s.lock);
+                        mcp_embedded_stop(&s.emb);
+                        pthread_mutex_lock(&s.lock);
+                        ended = true;
+                        continue;
+                }
+                struct timespec ts = now_wall(); /* the condition's clock */
+                ts.tv_sec++;
+                (void)pthread_cond_timedwait(&s.cond, &s.lock, &ts);
+        }
         s.stopping = true;
         pthread_cond_broadcast(&s.cond);
         pthread_mutex_unlock(&s.lock);
