@@ -17,60 +17,18 @@ import json
 import os
 import re
 import shutil
-import ssl
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
 
-from vsecrets import CURL, Recorder, out_of, term  # noqa: E402
+from vsecrets import CURL, Recorder, https_server, make_pki, out_of, set_secret, term  # noqa: E402
 
 T = Tap()
 VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
 VALUE2 = "other_REALtoken_" + os.urandom(8).hex()
-
-
-def openssl(*args):
-    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
-
-
-def make_pki(tmp):
-    """A test CA, a server certificate from it for IP 127.0.0.1, and a
-    self-signed one that no CA vouches for."""
-    d = os.path.join(tmp, "pki")
-    os.makedirs(d, exist_ok=True)
-    p = lambda n: os.path.join(d, n)  # noqa: E731
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/CN=vs-test-upstream-ca", "-keyout", p("ca.key"), "-out", p("ca.crt"),
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", p("srv.key"), "-out", p("srv.csr"))
-    with open(p("ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", p("srv.csr"), "-CA", p("ca.crt"), "-CAkey", p("ca.key"), "-CAcreateserial",
-            "-days", "2", "-extfile", p("ext"), "-out", p("srv.crt"))
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/CN=vs-test-self-signed", "-keyout", p("bad.key"), "-out", p("bad.crt"),
-            "-addext", "subjectAltName=IP:127.0.0.1")
-    return p
-
-
-def https_server(cert, key, handler=Recorder):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
-
-
-def set_secret(d, name, hosts, value):
-    r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
-                       input=value + "\n", capture_output=True, text=True, timeout=60)
-    check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))
 
 
 class Setup:

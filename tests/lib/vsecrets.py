@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""What the secrets tests share (test_secrets.py, test_secrets_https.py):
-an HTTP(S) handler that keeps the request heads it got, curl through the
-jail's proxy, a terminal call and its output."""
+"""What the secrets tests share (test_secrets.py, test_secrets_https.py,
+test_http_rules.py): an HTTP(S) handler that keeps the request heads it
+got, curl through the jail's proxy, a terminal call and its output, a test
+PKI and HTTPS servers, a secret set through the daemon."""
 import http.server
+import os
+import ssl
+import subprocess
+import threading
+
+from vtest import CLI, check
 
 CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
 
@@ -12,12 +19,17 @@ class Recorder(http.server.BaseHTTPRequestHandler):
     seen = []
 
     def do_GET(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
         Recorder.seen.append((self.server.server_address[1], self.path, str(self.headers)))
         body = b"seen\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    do_POST = do_PUT = do_DELETE = do_GET
 
     def log_message(self, *a):
         pass
@@ -29,3 +41,43 @@ def term(d, ws, command, timeout=60):
 
 def out_of(r):
     return r.get("stdout", "") + r.get("stderr", "")
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
+
+
+def make_pki(tmp):
+    """A test CA, a server certificate from it for IP 127.0.0.1, and a
+    self-signed one that no CA vouches for."""
+    d = os.path.join(tmp, "pki")
+    os.makedirs(d, exist_ok=True)
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=vs-test-upstream-ca", "-keyout", p("ca.key"), "-out", p("ca.crt"),
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", p("srv.key"), "-out", p("srv.csr"))
+    with open(p("ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", p("srv.csr"), "-CA", p("ca.crt"), "-CAkey", p("ca.key"), "-CAcreateserial",
+            "-days", "2", "-extfile", p("ext"), "-out", p("srv.crt"))
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=vs-test-self-signed", "-keyout", p("bad.key"), "-out", p("bad.crt"),
+            "-addext", "subjectAltName=IP:127.0.0.1")
+    return p
+
+
+def https_server(cert, key, handler=Recorder):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def set_secret(d, name, hosts, value):
+    r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
+                       input=value + "\n", capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* HTTP rules per host (issue 31, [[sandbox.http]] in docs/config.md): for
+ * a host the proxy sees requests to in the clear (plain HTTP, or HTTPS to
+ * a secret's host, which it intercepts), the methods and path globs a
+ * request may have; any other request is refused there, never sent on.
+ *
+ * An entry is "METHOD /path/glob": METHOD an HTTP token in capitals,
+ * the glob (glob.h) anchored at "/", '*' one path segment, '**' any
+ * number. A request's path is matched without its query, percent-decoded;
+ * a path with a "." or ".." segment (as written or percent-encoded), an
+ * encoded '/' or '\' (%2F, %5C), a '\', a NUL or a control byte is refused
+ * whatever the rules say: the host could resolve it to a path the glob
+ * did not mean. Pure (no I/O): the config checks entries with it, the
+ * proxy matches with it, tests/fuzz/fuzz-proxy-ctl.c feeds it. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define HTTP_RULES_MAX_HOSTS 64
+#define HTTP_RULES_MAX_ALLOW 256
+#define HTTP_RULE_MAX 1024
+
+/* Checks one entry: 0, or -EINVAL with *err saying what is wrong. */
+int http_allow_check(const char *entry, VsError **err);
+
+/* The path of a request target ("/a/b?q"), decoded, in *ret; or -EPERM
+ * with *why saying why it is refused (static text). -ENOMEM. */
+int http_path_normalize(const char *target, char **ret, const char **why);
+
+typedef struct HttpRules HttpRules;
+/* host's rules: where names the entry for the refusal's text
+ * ("/w/vectora.toml line 7"). Shared by reference (the proxy's intercept
+ * threads hold one); the count is atomic. */
+int http_rules_new(const char *host, const char *where, char *const *allow, size_t n, HttpRules **ret,
+                   VsError **err);
+HttpRules *http_rules_ref(HttpRules *r);
+void http_rules_unref(HttpRules *r);
+const char *http_rules_host(const HttpRules *r);
+/* The rules for host (normalized, exact), or NULL. */
+HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host);
+/* Whether method and target pass r; if not, why[size] says so, naming
+ * the rule set (where) and the request. */
+bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
