@@ -8,13 +8,15 @@ matches gets a 403 naming the rule set, is in the call's network_denied
 and the audit log, and never reaches the host; a path that could leave a
 glob (dot segments, encoded slashes) is refused; a rules host the proxy
 cannot see into (HTTPS without a secret) is refused outright; config
-errors are located; widening the rules waits for allow.
+errors are located; widening the rules waits for allow; the embedded CLI,
+which has no proxy, refuses to run a command under them.
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import http.server
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 
@@ -206,6 +208,25 @@ def t_loosening_waits(tmp):
         srv.shutdown()
 
 
+def t_embedded_refused(tmp):
+    """Without the daemon there is no proxy to apply the rules: the
+    embedded CLI refuses to run a command under them (as under any
+    network = [...]), never runs it with the rules unapplied."""
+    srv = plain_server()
+    port = srv.server_address[1]
+    try:
+        ws = make_ws(tmp, "ws-emb", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n%s' % (port, RULES))
+        state = os.path.join(tmp, "emb-state")
+        os.makedirs(state, mode=0o700)
+        Recorder.seen.clear()
+        p = subprocess.run([CLI, "--no-daemon", "run", "-w", ws, CURL + "-X POST http://127.0.0.1:%d/repos/me/x" % port],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, VECTORA_SANDBOX_STATE_DIR=state))
+        check(p.returncode != 0 and "daemon's proxy" in p.stderr and not seen(port), (p, Recorder.seen))
+    finally:
+        srv.shutdown()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("http-rules", f"{DAEMON} or {CLI} not built")
@@ -215,7 +236,7 @@ def main():
             T.skip("http-rules", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_https_rules, t_plain_http_rules, t_tunnel_refused, t_config_errors,
-                                 t_loosening_waits], "vs-http-rules-"))
+                                 t_loosening_waits, t_embedded_refused], "vs-http-rules-"))
 
 
 if __name__ == "__main__":
