@@ -30,7 +30,7 @@ T = Tap()
 VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
 RULES = '[[sandbox.http]]\nhost = "127.0.0.1"\nallow = ["GET /repos/me/**", "POST /repos/me/*/pulls"]\n'
 ESCAPES = ["/repos/me/../other", "/repos/me/%2e%2e/other", "/repos/me/.%2E/other", "/repos/me/x%2F..%2F..%2Fother",
-           "/repos/me/x%5c..%5cother", "/repos/me/..;/other"]
+           "/repos/me/x%5c..%5cother", "/repos/me/..;/other", "/repos//me/x"]
 
 
 def plain_server(addr="127.0.0.1"):

@@ -62,6 +62,9 @@ static void test_match(void **state) {
         assert_false(pass(r, "GET", "/repos/me/a%5c..%5cother"));
         assert_false(pass(r, "GET", "/repos/me/a\\..\\other"));
         assert_false(pass(r, "GET", "/repos/me/a%00"));
+        assert_false(pass(r, "GET", "/repos//me/a"));
+        assert_false(pass(r, "GET", "//repos/me/a"));
+        assert_false(pass(r, "GET", "/repos/me/a%2f%2fb"));
         assert_false(pass(r, "GET", "/repos/me/a%zz"));
         assert_false(pass(r, "GET", "/repos/me/a%2"));
         assert_false(pass(r, "GET", "http://api.github.com/repos/me/a"));

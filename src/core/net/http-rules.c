@@ -114,6 +114,11 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
                 out[o++] = (char)c;
         }
         out[o] = 0;
+        /* glob.h skips empty components; a host need not. */
+        if (strstr(out, "//")) {
+                *why = "the path has an empty segment (\"//\"), which the host may read otherwise than the rule";
+                return -EPERM;
+        }
         for (const char *s = out; s; s = strchr(s + 1, '/')) {
                 /* "..;x" too: some servers drop a segment's parameters. */
                 const char *e = strchrnul(s + 1, '/'), *semi = memchr(s + 1, ';', (size_t)(e - s - 1));

@@ -10,7 +10,8 @@
  * the glob (glob.h) anchored at "/", '*' one path segment, '**' any
  * number. A request's path is matched without its query, percent-decoded;
  * a path with a "." or ".." segment (as written or percent-encoded), an
- * encoded '/' or '\' (%2F, %5C), a '\', a NUL or a control byte is refused
+ * encoded '/' or '\' (%2F, %5C), an empty segment ("//"), a '\', a NUL
+ * or a control byte is refused
  * whatever the rules say: the host could resolve it to a path the glob
  * did not mean. Pure (no I/O): the config checks entries with it, the
  * proxy matches with it, tests/fuzz/fuzz-proxy-ctl.c feeds it. */
