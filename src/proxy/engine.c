@@ -522,7 +522,17 @@ static void check_hello(ProxyConn *c) {
                 return; /* more to come */
         }
         if (r == -EPROTO) {
-                /* Not TLS: another protocol to an allowed host and port. */
+                /* Not TLS: another protocol to an allowed host and port.
+                 * Not to a [[sandbox.http]] host: plain HTTP in a tunnel
+                 * would pass its rules unread. */
+                if (http_rules_find(c->px->http, c->px->n_http, c->head.host)) {
+                        char why[400];
+                        snprintf(why, sizeof why,
+                                 "[[sandbox.http]] has rules for %s, and the tunnel to it does not carry TLS the proxy intercepts "
+                                 "(send plain HTTP as a request to the proxy, not through CONNECT)", c->head.host);
+                        deny(c, c->head.host, c->head.port, why, false);
+                        return;
+                }
                 start_splice(c, c->buf, c->len);
                 return;
         }

@@ -143,6 +143,26 @@ def t_tunnel_refused(tmp):
         srv.shutdown()
 
 
+def t_tunnel_plaintext_refused(tmp):
+    """A CONNECT to a rules host the proxy intercepts (it has a secret),
+    carrying plain HTTP instead of TLS (curl --proxytunnel to an http://
+    URL): the tunnel would pass the head unread, so it is closed, and the
+    host gets nothing."""
+    srv = plain_server()
+    port = srv.server_address[1]
+    d = daemon(tmp, "ptun")
+    try:
+        set_secret(d, "TOK", ["127.0.0.1:%d" % port], VALUE)
+        ws = make_ws(tmp, "ws-ptun", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\nsecrets = ["TOK"]\n%s' % (port, RULES))
+        Recorder.seen.clear()
+        r = term(d, ws, CURL + "-p -X POST http://127.0.0.1:%d/repos/other/x" % port)
+        check("seen" not in out_of(r) and not seen(port), (r, Recorder.seen))
+        check("[[sandbox.http]]" in json.dumps(r.get("network_denied")), r)
+    finally:
+        d.stop()
+        srv.shutdown()
+
+
 def t_config_errors(tmp):
     """Bad [[sandbox.http]] entries: located config errors."""
     d = daemon(tmp, "cfg")
@@ -235,7 +255,7 @@ def main():
         if not shutil.which(tool):
             T.skip("http-rules", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_https_rules, t_plain_http_rules, t_tunnel_refused, t_config_errors,
+    sys.exit(vtest.run_cases(T, [t_https_rules, t_plain_http_rules, t_tunnel_refused, t_tunnel_plaintext_refused, t_config_errors,
                                  t_loosening_waits, t_embedded_refused], "vs-http-rules-"))
 
 
