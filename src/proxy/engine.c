@@ -745,8 +745,10 @@ static void head_ready(ProxyConn *c) {
                          "[[sandbox.http]] has rules for %s, which the proxy cannot check inside a TLS tunnel it does not "
                          "terminate: it intercepts only the hosts of the workspace's secrets (give the host a secret, or use plain HTTP)",
                          c->head.host);
-        if (hr && (c->head.connect ? !secret_set_leaf(&px->secrets, c->head.host, c->head.port)
-                                   : !http_rules_check(hr, c->head.method, c->head.path, hwhy, sizeof hwhy))) {
+        bool fronted = !c->head.connect && http_rules_fronted(px->http, px->n_http, c->head.host, c->head.forward_headers,
+                                                              hwhy, sizeof hwhy);
+        if (fronted || (hr && (c->head.connect ? !secret_set_leaf(&px->secrets, c->head.host, c->head.port)
+                                               : !http_rules_check(hr, c->head.method, c->head.path, hwhy, sizeof hwhy)))) {
                 record_denial(c, c->head.host, c->head.port, hwhy);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s.", hwhy);
                 return;

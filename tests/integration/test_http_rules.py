@@ -116,6 +116,11 @@ def t_plain_http_rules(tmp):
         Recorder.seen.clear()
         r = term(d, ws, CURL + "--path-as-is -X DELETE http://127.0.0.2:%d/anything/../at/all" % oport)
         check("seen" in out_of(r) and seen(oport), r)
+        # The host without rules fronting for the one with: refused, not sent.
+        Recorder.seen.clear()
+        r = term(d, ws, CURL + "-H 'Host: 127.0.0.1:%d' -X POST http://127.0.0.2:%d/repos/other/x" % (port, oport))
+        check("the Host header names 127.0.0.1" in out_of(r) and not Recorder.seen, (r, Recorder.seen))
+        check("the Host header names" in json.dumps(r.get("network_denied")), r)
     finally:
         d.stop()
         srv.shutdown()

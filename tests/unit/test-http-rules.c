@@ -80,10 +80,29 @@ static void test_match(void **state) {
         http_rules_unref(r);
 }
 
+static void test_fronted(void **state) {
+        char *allow[] = { "GET /a/**" };
+        HttpRules *r = rules(allow, 1);
+        HttpRules *set[] = { r };
+        char why[600];
+        assert_false(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nX: y\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "api.github.com", "host:  API.github.com:80 \r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "cdn.example", "Host: other.example\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "names api.github.com, not cdn.example"));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "X: y\r\nHOST: api.github.com.:8080\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: cdn.example\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nHost: x\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: [::1]:80\r\n", why, sizeof why));
+        http_rules_unref(r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entries),
                 cmocka_unit_test(test_match),
+                cmocka_unit_test(test_fronted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

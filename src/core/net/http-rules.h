@@ -46,3 +46,13 @@ HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host);
 /* Whether method and target pass r; if not, why[size] says so, naming
  * the rule set (where) and the request. */
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
+
+/* Plain HTTP names its host twice: in the target (where the proxy
+ * connects, whose rules it applies) and in Host headers (where a server
+ * fronting several names routes it). Whether a Host header of headers
+ * ("Name: value\r\n" lines) names another host than target_host while
+ * one of the two has rules in set: the request would reach a rules host
+ * unchecked, or be checked against rules it does not go to. why[size]
+ * says which. */
+bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
+                        size_t size);
