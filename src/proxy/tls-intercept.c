@@ -317,24 +317,14 @@ static bool host_header_ok(const TlsJob *j, const char *headers) {
         snprintf(bare, sizeof bare, v6 ? "[%s]" : "%s", j->host);
         snprintf(with_port, sizeof with_port, "%s:%u", bare, (unsigned)j->port);
         unsigned seen = 0;
-        for (const char *p = headers; *p;) {
-                const char *le = strstr(p, "\r\n");
-                if (!le)
-                        break;
-                if (le - p >= 5 && strncasecmp(p, "host:", 5) == 0) {
-                        const char *v = p + 5, *e = le;
-                        while (v < e && (*v == ' ' || *v == '\t'))
-                                v++;
-                        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-                                e--;
-                        size_t n = (size_t)(e - v);
-                        bool ok = (n == strlen(with_port) && strncasecmp(v, with_port, n) == 0) ||
-                                  (j->port == 443 && n == strlen(bare) && strncasecmp(v, bare, n) == 0);
-                        if (!ok)
-                                return false;
-                        seen++;
-                }
-                p = le + 2;
+        const char *p = headers, *v, *e;
+        while (http_next_host_header(&p, &v, &e)) {
+                size_t n = (size_t)(e - v);
+                bool ok = (n == strlen(with_port) && strncasecmp(v, with_port, n) == 0) ||
+                          (j->port == 443 && n == strlen(bare) && strncasecmp(v, bare, n) == 0);
+                if (!ok)
+                        return false;
+                seen++;
         }
         return seen == 1;
 }

@@ -221,38 +221,48 @@ bool http_rules_check(const HttpRules *r, const char *method, const char *target
         return false;
 }
 
-bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
-                        size_t size) {
-        for (const char *p = headers; p && *p;) {
-                const char *le = strstr(p, "\r\n");
+bool http_next_host_header(const char **p, const char **v, const char **e) {
+        for (const char *q = *p; q && *q;) {
+                const char *le = strstr(q, "\r\n");
                 if (!le)
                         break;
-                if (le - p >= 5 && strncasecmp(p, "host:", 5) == 0) {
-                        const char *v = p + 5, *e = le;
-                        while (v < e && (*v == ' ' || *v == '\t'))
-                                v++;
-                        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-                                e--;
-                        /* The name without its port: "[v6]:port", "name:port". */
-                        const char *b = v, *c = e;
-                        if (b < c && *b == '[') {
-                                const char *rb = memchr(b, ']', (size_t)(c - b));
-                                c = rb ? rb + 1 : c;
-                        } else {
-                                const char *colon = memchr(b, ':', (size_t)(c - b));
-                                c = colon ? colon : c;
-                        }
-                        char name[260];
-                        snprintf(name, sizeof name, "%.*s", (int)MIN((size_t)(c - b), sizeof name - 1), b);
-                        bool other = net_host_normalize(name) < 0 || strcasecmp(name, target_host) != 0;
-                        if (other && (http_rules_find(set, n, name) || http_rules_find(set, n, target_host))) {
-                                snprintf(why, size,
-                                         "the Host header names %.255s, not %s, the host the request goes to; with [[sandbox.http]] "
-                                         "rules for either, one would be reached unchecked", name, target_host);
-                                return true;
-                        }
+                if (le - q >= 5 && strncasecmp(q, "host:", 5) == 0) {
+                        const char *b = q + 5, *c = le;
+                        while (b < c && (*b == ' ' || *b == '\t'))
+                                b++;
+                        while (c > b && (c[-1] == ' ' || c[-1] == '\t'))
+                                c--;
+                        *v = b;
+                        *e = c;
+                        *p = le + 2;
+                        return true;
                 }
-                p = le + 2;
+                q = le + 2;
+        }
+        return false;
+}
+
+bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
+                        size_t size) {
+        const char *p = headers, *b, *c;
+        while (http_next_host_header(&p, &b, &c)) {
+                /* The name without its port: "[v6]:port", "name:port". */
+                if (b < c && *b == '[') {
+                        const char *rb = memchr(b, ']', (size_t)(c - b));
+                        c = rb ? rb + 1 : c;
+                } else {
+                        const char *colon = memchr(b, ':', (size_t)(c - b));
+                        c = colon ? colon : c;
+                }
+                char name[260];
+                snprintf(name, sizeof name, "%.*s", (int)MIN((size_t)(c - b), sizeof name - 1), b);
+                bool other = net_host_normalize(name) < 0 || strcasecmp(name, target_host) != 0;
+                if (other && (http_rules_find(set, n, name) || http_rules_find(set, n, target_host))) {
+                        snprintf(why, size,
+                                 "the Host header names %.255s, not %s, the host the request goes to; with [[sandbox.http]] "
+                                 "rules for either, one would be reached unchecked", name, target_host);
+                        return true;
+                }
         }
         return false;
 }

@@ -47,6 +47,11 @@ HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host);
  * the rule set (where) and the request. */
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
 
+/* The next Host header in the "Name: value\r\n" lines at *p: [*v, *e) its
+ * value without surrounding blanks; *p moved past its line. false when
+ * there is none. (tls-intercept.c checks them too.) */
+bool http_next_host_header(const char **p, const char **v, const char **e);
+
 /* Plain HTTP names its host twice: in the target (where the proxy
  * connects, whose rules it applies) and in Host headers (where a server
  * fronting several names routes it). Whether a Host header of headers
