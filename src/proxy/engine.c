@@ -95,7 +95,6 @@ static void upstream_ready(ProxyConn *c);
 static void on_timer_state(ProxyConn *c);
 static void on_connection(uv_stream_t *server, int status);
 static void proxy_free(Proxy *px);
-static void http_clear(Proxy *px);
 
 struct Proxy {
         uint64_t id;
@@ -109,8 +108,7 @@ struct Proxy {
         VsNetRule *rules;
         size_t n_rules;
         SecretSet secrets; /* tls-intercept.h */
-        HttpRules **http;  /* [[sandbox.http]], one a host (http-rules.h) */
-        size_t n_http;
+        HttpRuleSet http;  /* [[sandbox.http]], one a host (http-rules.h) */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -506,7 +504,7 @@ static void intercept(ProxyConn *c, SSL_CTX *leaf) {
         TlsJobArgs args = { .client_fd = cfd, .upstream_fd = ufd, .leaf = leaf, .host = c->head.host,
                             .port = c->head.port, .hello = c->buf, .hello_len = c->len, .send = px->send,
                             .ws = px->id, .secrets = px->secrets.inject.items, .n_secrets = px->secrets.inject.n,
-                            .http = http_rules_find(px->http, px->n_http, c->head.host),
+                            .http = http_rules_find(px->http.items, px->http.n, c->head.host),
                             .done = &c->tls_done };
         if (tls_intercept_start(&args, &c->tls) < 0)
                 conn_close(c);
@@ -525,7 +523,7 @@ static void check_hello(ProxyConn *c) {
                 /* Not TLS: another protocol to an allowed host and port.
                  * Not to a [[sandbox.http]] host: plain HTTP in a tunnel
                  * would pass its rules unread. */
-                if (http_rules_find(c->px->http, c->px->n_http, c->head.host)) {
+                if (http_rules_find(c->px->http.items, c->px->http.n, c->head.host)) {
                         char why[400];
                         snprintf(why, sizeof why,
                                  "[[sandbox.http]] has rules for %s, and the tunnel to it does not carry TLS the proxy intercepts "
@@ -696,6 +694,25 @@ static void upstream_ready(ProxyConn *c) {
 
 /* ---- the request head ----------------------------------------------------------- */
 
+/* [[sandbox.http]]: checked here for plain HTTP and inside the TLS of an
+ * intercepted host (tls-intercept.c); a tunnel the proxy does not open
+ * cannot be checked, so it is refused. true with why[size] if refused. */
+static bool http_refused(ProxyConn *c, char *why, size_t size) {
+        Proxy *px = c->px;
+        const HttpRules *hr = http_rules_find(px->http.items, px->http.n, c->head.host);
+        if (c->head.connect) {
+                if (!hr || secret_set_leaf(&px->secrets, c->head.host, c->head.port))
+                        return false;
+                snprintf(why, size,
+                         "[[sandbox.http]] has rules for %s, which the proxy cannot check inside a TLS tunnel it does not "
+                         "terminate: it intercepts only the hosts of the workspace's secrets (give the host a secret, or use "
+                         "plain HTTP)", c->head.host);
+                return true;
+        }
+        return http_rules_fronted(px->http.items, px->http.n, c->head.host, c->head.forward_headers, why, size) ||
+               (hr && !http_rules_check(hr, c->head.method, c->head.path, why, size));
+}
+
 static void head_ready(ProxyConn *c) {
         int64_t end = http_head_end(c->buf, c->len);
         if (end == 0)
@@ -735,20 +752,8 @@ static void head_ready(ProxyConn *c) {
                         c->head.host, (unsigned)c->head.port, why);
                 return;
         }
-        /* [[sandbox.http]]: checked here for plain HTTP, inside the TLS
-         * of an intercepted host (tls-intercept.c); a tunnel the proxy
-         * does not open cannot be checked, so it is refused. */
-        const HttpRules *hr = http_rules_find(px->http, px->n_http, c->head.host);
         char hwhy[600];
-        if (hr && c->head.connect && !secret_set_leaf(&px->secrets, c->head.host, c->head.port))
-                snprintf(hwhy, sizeof hwhy,
-                         "[[sandbox.http]] has rules for %s, which the proxy cannot check inside a TLS tunnel it does not "
-                         "terminate: it intercepts only the hosts of the workspace's secrets (give the host a secret, or use plain HTTP)",
-                         c->head.host);
-        bool fronted = !c->head.connect && http_rules_fronted(px->http, px->n_http, c->head.host, c->head.forward_headers,
-                                                              hwhy, sizeof hwhy);
-        if (fronted || (hr && (c->head.connect ? !secret_set_leaf(&px->secrets, c->head.host, c->head.port)
-                                               : !http_rules_check(hr, c->head.method, c->head.path, hwhy, sizeof hwhy)))) {
+        if (http_refused(c, hwhy, sizeof hwhy)) {
                 record_denial(c, c->head.host, c->head.port, hwhy);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s.", hwhy);
                 return;
@@ -886,37 +891,8 @@ static void proxy_free(Proxy *px) {
         free(px->rules);
         free(px->config);
         secret_set_clear(&px->secrets);
-        http_clear(px);
+        http_rule_set_clear(&px->http);
         free(px);
-}
-
-static void http_clear(Proxy *px) {
-        for (size_t i = 0; i < px->n_http; i++)
-                http_rules_unref(px->http[i]);
-        free(TAKE_PTR(px->http));
-        px->n_http = 0;
-}
-
-/* One host's rules, replacing any it had. */
-static int http_add(Proxy *px, const ProxyCtlMsg *m, VsError **err) {
-        HttpRules *r = NULL;
-        int k = http_rules_new(m->host, m->config, m->http_allow, m->n_http_allow, &r, err);
-        if (k < 0)
-                return k;
-        for (size_t i = 0; i < px->n_http; i++)
-                if (streq(http_rules_host(px->http[i]), m->host)) {
-                        http_rules_unref(px->http[i]);
-                        px->http[i] = r;
-                        return 0;
-                }
-        HttpRules **l = realloc(px->http, (px->n_http + 1) * sizeof *l);
-        if (!l) {
-                http_rules_unref(r);
-                return -ENOMEM;
-        }
-        px->http = l;
-        px->http[px->n_http++] = r;
-        return 0;
 }
 
 static void set_rules(Proxy *px, ProxyCtlMsg *m) {
@@ -925,7 +901,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
         free(px->rules);
         free(px->config);
         secret_set_clear(&px->secrets);
-        http_clear(px);
+        http_rule_set_clear(&px->http);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -1013,7 +989,7 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
         case PROXY_CTL_SECRET:
                 return px ? secret_set_add(&px->secrets, m, err) : 0;
         case PROXY_CTL_HTTP:
-                return px ? http_add(px, m, err) : 0;
+                return px ? http_rule_set_add(&px->http, m->host, m->config, m->http_allow, m->n_http_allow, err) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

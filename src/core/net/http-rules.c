@@ -199,6 +199,34 @@ HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host) {
         return NULL;
 }
 
+void http_rule_set_clear(HttpRuleSet *s) {
+        for (size_t i = 0; i < s->n; i++)
+                http_rules_unref(s->items[i]);
+        free(TAKE_PTR(s->items));
+        s->n = 0;
+}
+
+int http_rule_set_add(HttpRuleSet *s, const char *host, const char *where, char *const *allow, size_t n, VsError **err) {
+        HttpRules *r = NULL;
+        int k = http_rules_new(host, where, allow, n, &r, err);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < s->n; i++)
+                if (streq(s->items[i]->host, host)) {
+                        http_rules_unref(s->items[i]);
+                        s->items[i] = r;
+                        return 0;
+                }
+        HttpRules **l = realloc(s->items, (s->n + 1) * sizeof *l);
+        if (!l) {
+                http_rules_unref(r);
+                return -ENOMEM;
+        }
+        s->items = l;
+        s->items[s->n++] = r;
+        return 0;
+}
+
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size) {
         _cleanup_free_ char *path = NULL;
         const char *bad = NULL;

@@ -43,6 +43,14 @@ void http_rules_unref(HttpRules *r);
 const char *http_rules_host(const HttpRules *r);
 /* The rules for host (normalized, exact), or NULL. */
 HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host);
+/* A workspace's rules as the proxy keeps them: dropped with each rules
+ * message, one host's added (replacing its old ones) by each http message. */
+typedef struct HttpRuleSet {
+        HttpRules **items;
+        size_t n;
+} HttpRuleSet;
+void http_rule_set_clear(HttpRuleSet *s);
+int http_rule_set_add(HttpRuleSet *s, const char *host, const char *where, char *const *allow, size_t n, VsError **err);
 /* Whether method and target pass r; if not, why[size] says so, naming
  * the rule set (where) and the request. */
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
