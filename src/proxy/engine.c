@@ -42,6 +42,7 @@
 #include "proxy-ctl.h"
 #include "proxy-parse.h"
 #include "splice-link.h"
+#include "http-rules.h"
 #include "tls-intercept.h"
 #include "strbuf.h"
 #include "time-util.h"
@@ -107,6 +108,7 @@ struct Proxy {
         VsNetRule *rules;
         size_t n_rules;
         SecretSet secrets; /* tls-intercept.h */
+        HttpRuleSet http;  /* [[sandbox.http]], one a host (http-rules.h) */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -502,6 +504,7 @@ static void intercept(ProxyConn *c, SSL_CTX *leaf) {
         TlsJobArgs args = { .client_fd = cfd, .upstream_fd = ufd, .leaf = leaf, .host = c->head.host,
                             .port = c->head.port, .hello = c->buf, .hello_len = c->len, .send = px->send,
                             .ws = px->id, .secrets = px->secrets.inject.items, .n_secrets = px->secrets.inject.n,
+                            .http = http_rules_find(px->http.items, px->http.n, c->head.host),
                             .done = &c->tls_done };
         if (tls_intercept_start(&args, &c->tls) < 0)
                 conn_close(c);
@@ -517,7 +520,17 @@ static void check_hello(ProxyConn *c) {
                 return; /* more to come */
         }
         if (r == -EPROTO) {
-                /* Not TLS: another protocol to an allowed host and port. */
+                /* Not TLS: another protocol to an allowed host and port.
+                 * Not to a [[sandbox.http]] host: plain HTTP in a tunnel
+                 * would pass its rules unread. */
+                if (http_rules_find(c->px->http.items, c->px->http.n, c->head.host)) {
+                        char why[400];
+                        snprintf(why, sizeof why,
+                                 "[[sandbox.http]] has rules for %s, and the tunnel to it does not carry TLS the proxy intercepts "
+                                 "(send plain HTTP as a request to the proxy, not through CONNECT)", c->head.host);
+                        deny(c, c->head.host, c->head.port, why, false);
+                        return;
+                }
                 start_splice(c, c->buf, c->len);
                 return;
         }
@@ -681,6 +694,25 @@ static void upstream_ready(ProxyConn *c) {
 
 /* ---- the request head ----------------------------------------------------------- */
 
+/* [[sandbox.http]]: checked here for plain HTTP and inside the TLS of an
+ * intercepted host (tls-intercept.c); a tunnel the proxy does not open
+ * cannot be checked, so it is refused. true with why[size] if refused. */
+static bool http_refused(ProxyConn *c, char *why, size_t size) {
+        Proxy *px = c->px;
+        const HttpRules *hr = http_rules_find(px->http.items, px->http.n, c->head.host);
+        if (c->head.connect) {
+                if (!hr || secret_set_leaf(&px->secrets, c->head.host, c->head.port))
+                        return false;
+                snprintf(why, size,
+                         "[[sandbox.http]] has rules for %s, which the proxy cannot check inside a TLS tunnel it does not "
+                         "terminate: it intercepts only the hosts of the workspace's secrets (give the host a secret, or use "
+                         "plain HTTP)", c->head.host);
+                return true;
+        }
+        return http_rules_fronted(px->http.items, px->http.n, c->head.host, c->head.forward_headers, why, size) ||
+               (hr && !http_rules_check(hr, c->head.method, c->head.path, why, size));
+}
+
 static void head_ready(ProxyConn *c) {
         int64_t end = http_head_end(c->buf, c->len);
         if (end == 0)
@@ -715,6 +747,12 @@ static void head_ready(ProxyConn *c) {
                 record_denial(c, c->head.host, c->head.port, why);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s port %u is refused: %s (vectora-sandbox secret list).",
                         c->head.host, (unsigned)c->head.port, why);
+                return;
+        }
+        char hwhy[600];
+        if (http_refused(c, hwhy, sizeof hwhy)) {
+                record_denial(c, c->head.host, c->head.port, hwhy);
+                respond(c, 403, "Forbidden", "vectora-sandbox: %s.", hwhy);
                 return;
         }
         c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,
@@ -850,6 +888,7 @@ static void proxy_free(Proxy *px) {
         free(px->rules);
         free(px->config);
         secret_set_clear(&px->secrets);
+        http_rule_set_clear(&px->http);
         free(px);
 }
 
@@ -859,6 +898,7 @@ static void set_rules(Proxy *px, ProxyCtlMsg *m) {
         free(px->rules);
         free(px->config);
         secret_set_clear(&px->secrets);
+        http_rule_set_clear(&px->http);
         px->allow = m->allow;
         px->config = TAKE_PTR(m->config);
         px->rules = TAKE_PTR(m->rules);
@@ -945,6 +985,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 return 0;
         case PROXY_CTL_SECRET:
                 return px ? secret_set_add(&px->secrets, m, err) : 0;
+        case PROXY_CTL_HTTP:
+                return px ? http_rule_set_add(&px->http, m->host, m->config, m->http_allow, m->n_http_allow, err) : 0;
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }

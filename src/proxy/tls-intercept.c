@@ -139,6 +139,7 @@ struct TlsJob {
         uint64_t ws;
         ProxyCtlMsg *secrets;
         size_t n;
+        HttpRules *http;
 };
 
 static void job_unref(TlsJob *j) {
@@ -155,6 +156,7 @@ static void job_unref(TlsJob *j) {
         for (size_t i = 0; i < j->n; i++)
                 proxy_ctl_msg_done(&j->secrets[i]);
         free(j->secrets);
+        http_rules_unref(j->http);
         pthread_mutex_destroy(&j->mu);
         free(j);
 }
@@ -368,6 +370,12 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                        j->host, (unsigned)j->port, why);
                 return -EPERM;
         }
+        char why[600];
+        if (j->http && !http_rules_check(j->http, h.method, h.path, why, sizeof why)) {
+                report_denial(j, why);
+                answer(c, 403, "Forbidden", "vectora-sandbox: %s.", why);
+                return -EPERM;
+        }
         const HeadRewrite x = { .send = j->send, .ws = j->ws, .secrets = j->secrets, .n = j->n };
         if ((r = head_rewrite(&x, &h, out)) < 0 || (r = strbuf_append(out, buf + end, len - end)) < 0)
                 return r;
@@ -497,6 +505,7 @@ int tls_intercept_start(const TlsJobArgs *a, TlsJob **ret) {
         j->done = a->done;
         SSL_CTX_up_ref(a->leaf);
         j->leaf = a->leaf;
+        j->http = http_rules_ref(a->http);
         int r = 0;
         if (!(j->host = strdup(a->host)) || !(j->hello = malloc(a->hello_len + 1)) ||
             !(j->secrets = calloc(a->n_secrets + 1, sizeof *j->secrets)))

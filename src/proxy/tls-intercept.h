@@ -19,6 +19,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "http-rules.h"
 #include "inject.h"
 
 /* Before the proxy is confined: the client context for the hosts, with
@@ -55,6 +56,7 @@ typedef struct TlsJobArgs {
         uint64_t ws;
         const ProxyCtlMsg *secrets; /* copied */
         size_t n_secrets;
+        HttpRules *http;            /* the host's [[sandbox.http]] or NULL; a reference is taken */
         uv_async_t *done;           /* sent once the thread is done, until released */
 } TlsJobArgs;
 

@@ -5,11 +5,15 @@
  * be anything a taken-over proxy writes. Besides crashes, leaks and hangs
  * it checks: a decoded message encodes again and decodes to the same
  * fields (nothing accepted that the daemon could not also have meant);
- * the fields are within their bounds. */
+ * the fields are within their bounds. An http message's rules are built
+ * as the proxy builds them (http-rules.h) and its config text matched as
+ * a request target: a target that passes has no dot segment left. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "http-rules.h"
 #include "proxy-ctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -60,6 +64,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                       same_str(m.path, m2.path) && m.time_us == m2.time_us);
                 check(strlen(m.name) <= PROXY_CTL_SECRET_NAME_MAX && strlen(m.method) <= PROXY_CTL_METHOD_MAX &&
                       strlen(m.path) <= PROXY_CTL_PATH_MAX);
+        }
+        if (m.op == PROXY_CTL_HTTP) {
+                check(same_str(m.host, m2.host) && same_str(m.config, m2.config) && m.n_http_allow == m2.n_http_allow);
+                for (size_t i = 0; i < m.n_http_allow; i++)
+                        check(same_str(m.http_allow[i], m2.http_allow[i]));
+                HttpRules *hr = NULL;
+                if (http_rules_new(m.host, m.config, m.http_allow, m.n_http_allow, &hr, &err) == 0) {
+                        char why[600];
+                        const char *method = m.n_http_allow ? m.http_allow[0] : "GET";
+                        char meth[40];
+                        snprintf(meth, sizeof meth, "%.*s", (int)strcspn(method, " "), method);
+                        if (http_rules_check(hr, meth, m.config, why, sizeof why)) {
+                                char *path = NULL;
+                                const char *bad = NULL;
+                                check(http_path_normalize(m.config, &path, &bad) == 0);
+                                check(!strstr(path, "/../") && !strstr(path, "/./"));
+                                free(path);
+                        }
+                        http_rules_unref(hr);
+                }
+                vs_error_free(err);
+                err = NULL;
         }
         for (size_t i = 0; i < m.n_rules; i++)
                 check(m.rules[i].kind == m2.rules[i].kind && m.rules[i].port == m2.rules[i].port &&

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""What the secrets tests share (test_secrets.py, test_secrets_https.py):
-an HTTP(S) handler that keeps the request heads it got, curl through the
-jail's proxy, a terminal call and its output; a test CA and HTTPS
-servers from it; a secret set through a daemon."""
+"""What the secrets tests share (test_secrets.py, test_secrets_https.py,
+test_http_rules.py): an HTTP(S) handler that keeps the request heads it
+got, curl through the jail's proxy, a terminal call and its output, a test
+PKI and HTTPS servers, a secret set through the daemon."""
 import http.server
 import os
 import ssl
@@ -19,12 +19,17 @@ class Recorder(http.server.BaseHTTPRequestHandler):
     seen = []
 
     def do_GET(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
         Recorder.seen.append((self.server.server_address[1], self.path, str(self.headers)))
         body = b"seen\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    do_POST = do_PUT = do_DELETE = do_GET
 
     def log_message(self, *a):
         pass

@@ -157,14 +157,14 @@ static void test_other_backend_table(void **state) {
 static void test_unknown_key_typo(void **state) {
         expect_error("[sandbox]\nro_path = []\n",
                      "vectora.toml:2:1: sandbox: unknown key 'ro_path' (did you mean 'ro_paths'?); allowed keys: "
-                     "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, persistent_home, lockdown, network, idle_timeout, ports, secrets, limits, "
+                     "enabled, backend, rw_paths, ro_paths, mask, protect, git_init, no_gpu, persistent_home, lockdown, network, idle_timeout, ports, secrets, http, limits, "
                      "docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_no_suggestion(void **state) {
         expect_error("[sandbox]\n\n  completely_else = 1\n",
                      "vectora.toml:3:3: sandbox: unknown key 'completely_else'; allowed keys: enabled, backend, "
-                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, persistent_home, lockdown, network, idle_timeout, ports, secrets, limits, docker, ssh, modal, podman");
+                     "rw_paths, ro_paths, mask, protect, git_init, no_gpu, persistent_home, lockdown, network, idle_timeout, ports, secrets, http, limits, docker, ssh, modal, podman");
 }
 
 static void test_unknown_key_subtable(void **state) {

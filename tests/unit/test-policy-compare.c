@@ -119,12 +119,29 @@ static void test_each_loosening(void **state) {
                BASE "backend = \"docker\"\n[sandbox.docker]\nimage = \"b\"\n", "docker: changed");
 }
 
+/* [[sandbox.http]]: adding a host's rules or removing allow entries
+ * tightens; removing a host's rules or any other change to allow loosens. */
+#define NET "[sandbox]\nnetwork = [\"api.example.org\", \"b.example.org\"]\n"
+#define HTTP(host, allow) "[[sandbox.http]]\nhost = \"" host "\"\nallow = [" allow "]\n"
+static void test_http_rules(void **state) {
+        const char *two = NET HTTP("api.example.org", "\"GET /a/**\", \"GET /b/*\"");
+        expect(NET, two, NULL);
+        expect(two, NET HTTP("api.example.org", "\"GET /a/**\""), NULL);
+        expect(two, NET HTTP("api.example.org", "\"GET /a/**\", \"GET /b/*\"") HTTP("b.example.org", ""), NULL);
+        expect(two, NET, "http: the rules for api.example.org are removed");
+        expect(two, NET HTTP("api.example.org", "\"GET /a/**\", \"GET /b/*\", \"POST /a/x\""),
+               "http: api.example.org allows \"POST /a/x\"");
+        expect(two, NET HTTP("api.example.org", "\"GET /a/**\", \"GET /b/**\""), "allows \"GET /b/**\"");
+        expect(two, NET HTTP("b.example.org", "\"GET /a/**\", \"GET /b/*\""), "the rules for api.example.org are removed");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_same_and_tighter),
                 cmocka_unit_test(test_from_nothing),
                 cmocka_unit_test(test_switched_off),
                 cmocka_unit_test(test_each_loosening),
+                cmocka_unit_test(test_http_rules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

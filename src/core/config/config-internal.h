@@ -64,3 +64,8 @@ extern const KeyDef config_sandbox_keys[];
 extern const size_t config_n_sandbox_keys;
 /* The handler of a backend's [sandbox.NAME] row (c->key is NAME). */
 int config_backend_table(const KeyCtx *c, VsError **err);
+/* [[sandbox.http]] (config-http.c): the key's handler, the cross-key
+ * check (validate_policy) and the free. */
+int config_http_table(const KeyCtx *c, VsError **err);
+int config_http_validate(const VsPolicy *p, VsError **err);
+void config_http_done(VsPolicy *p);

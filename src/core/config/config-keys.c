@@ -421,6 +421,7 @@ const KeyDef config_sandbox_keys[] = {
         { "idle_timeout", TOML_INTEGER, h_idle_timeout },
         { "ports", TOML_ARRAY, h_ports },
         { "secrets", TOML_ARRAY, h_secrets },
+        { "http", TOML_ARRAY, config_http_table },
         { "limits", TOML_TABLE, h_limits },
 };
 const size_t config_n_sandbox_keys = ELEMENTSOF(config_sandbox_keys);

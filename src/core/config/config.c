@@ -37,6 +37,7 @@ void policy_free(VsPolicy *p) {
         for (size_t i = 0; i < p->n_secrets; i++)
                 free(p->secrets[i].name);
         free(p->secrets);
+        config_http_done(p);
         if (p->backend_config && p->backend && p->backend->config_done)
                 p->backend->config_done(p->backend_config);
         free(p->backend_config);
@@ -135,7 +136,7 @@ static int validate_policy(VsPolicy *p, const TomlValue *sandbox, VsError **err)
                 p->no_gpu = true;
                 p->net_allowlist = false;
         }
-        if ((r = validate_secrets(p, err)) < 0)
+        if ((r = validate_secrets(p, err)) < 0 || (r = config_http_validate(p, err)) < 0)
                 return r;
         if (p->n_ports && p->lockdown)
                 return config_error(err, -EINVAL, p->ports[0].line, p->ports[0].col,

@@ -7,12 +7,15 @@
 #include <string.h>
 
 #include "base64.h"
+#include "http-rules.h"
 #include "macro.h"
+#include "strv.h"
 
 static const char *const op_names[] = {
         [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
         [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
         [PROXY_CTL_HELLO] = "hello",   [PROXY_CTL_SECRET] = "secret", [PROXY_CTL_SECRET_USE] = "secret_use",
+        [PROXY_CTL_HTTP] = "http",
 };
 
 void proxy_ctl_msg_done(ProxyCtlMsg *m) {
@@ -26,6 +29,7 @@ void proxy_ctl_msg_done(ProxyCtlMsg *m) {
         free(m->placeholder);
         free(m->method);
         free(m->path);
+        strv_free(m->http_allow);
         free(m->cert);
         if (m->key)
                 explicit_bzero(m->key, strlen(m->key));
@@ -130,6 +134,30 @@ static int get_secret(json_t *o, ProxyCtlMsg *m, VsError **err) {
         return 0;
 }
 
+/* One [[sandbox.http]] entry; http_rules_new() checks each entry's form. */
+static int get_http(json_t *o, ProxyCtlMsg *m, VsError **err) {
+        int r;
+        if ((r = get_str(o, "host", 255, &m->host, err)) < 0 || (r = get_str(o, "config", 4096, &m->config, err)) < 0)
+                return r;
+        json_t *a = json_object_get(o, "allow");
+        if (!json_is_array(a) || json_array_size(a) > HTTP_RULES_MAX_ALLOW)
+                return vs_error_set(err, -EBADMSG, "proxy control: \"allow\" must be an array of at most %d", HTTP_RULES_MAX_ALLOW);
+        if (!(m->http_allow = calloc(json_array_size(a) + 1, sizeof(char *))))
+                return -ENOMEM;
+        size_t i;
+        json_t *e;
+        json_array_foreach(a, i, e) {
+                if (!json_is_string(e) || json_string_length(e) > HTTP_RULE_MAX ||
+                    strlen(json_string_value(e)) != json_string_length(e))
+                        return vs_error_set(err, -EBADMSG, "proxy control: an allow entry must be a string of at most %d bytes",
+                                            HTTP_RULE_MAX);
+                if (!(m->http_allow[i] = strdup(json_string_value(e))))
+                        return -ENOMEM;
+                m->n_http_allow++;
+        }
+        return 0;
+}
+
 static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
         const char *op = json_string_value(json_object_get(o, "op"));
         size_t i = 0;
@@ -183,6 +211,8 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 break;
         case PROXY_CTL_SECRET:
                 return get_secret(o, m, err);
+        case PROXY_CTL_HTTP:
+                return get_http(o, m, err);
         case PROXY_CTL_SECRET_USE:
                 if ((r = get_uint(o, "time_us", INT64_MAX, &m->time_us, err)) < 0 ||
                     (r = get_str(o, "host", 255, &m->host, err)) < 0 ||
@@ -272,6 +302,15 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
                 if (b64)
                         explicit_bzero(b64, strlen(b64));
                 free(b64);
+                break;
+        }
+        case PROXY_CTL_HTTP: {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < m->n_http_allow; i++)
+                        json_array_append_new(a, json_string(m->http_allow[i]));
+                json_object_set_new(o, "host", json_string(m->host ? m->host : ""));
+                json_object_set_new(o, "config", json_string(m->config ? m->config : "vectora.toml"));
+                json_object_set_new(o, "allow", a);
                 break;
         }
         case PROXY_CTL_SECRET_USE:

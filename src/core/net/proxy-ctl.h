@@ -42,6 +42,10 @@ typedef enum ProxyCtlOp {
          * PROXY_CTL_PATH_MAX): a secret's value was put into a request,
          * for the audit log. Never the value. */
         PROXY_CTL_SECRET_USE,
+        /* daemon -> proxy, after an add or rules (which drop them): ws,
+         * host, config (the entry's place, for the refusal's text) and
+         * http_allow, one [[sandbox.http]] entry (http-rules.h). */
+        PROXY_CTL_HTTP,
 } ProxyCtlOp;
 
 #define PROXY_CTL_SECRET_NAME_MAX 64
@@ -76,6 +80,8 @@ typedef struct ProxyCtlMsg {
         char *key;           /* secret, with cert: the leaf's private key (PEM) */
         char *method;        /* secret_use */
         char *path;          /* secret_use */
+        char **http_allow;   /* http: "METHOD /glob" each (NULL-terminated) */
+        size_t n_http_allow;
 } ProxyCtlMsg;
 
 /* Parses one datagram. -EBADMSG with *err saying why. */

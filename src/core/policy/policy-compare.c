@@ -63,7 +63,7 @@ static int limit_loosens(char ***out, const char *key, uint64_t approved, uint64
 static const char *const ordered_keys[] = {
         "workspace", "config", "sandboxed", "reason", "backend", "rw_paths", "ro_paths",
         "mask", "protected", "protect", "git_init", "persistent_home", "no_gpu", "lockdown", "network", "idle_timeout", "limits", "ports",
-        "secrets",
+        "secrets", "http",
 };
 
 /* A host port forwarded that was not, or to another port of the jail. */
@@ -75,6 +75,28 @@ static int ports_loosen(char ***out, const VsPolicy *a, const VsPolicy *p) {
                 int r = same ? 0
                              : strv_extendf(out, "ports: 127.0.0.1:%u on the host is forwarded to the jail's port %u",
                                             p->ports[i].host, p->ports[i].jail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* [[sandbox.http]]: a host's entry removed frees its requests; an
+ * entry added only refuses more. Within an entry, only removing allow
+ * entries tightens: any other change (one added, a glob widened or
+ * rewritten) is a loosening, since comparing globs is not attempted. */
+static int http_loosen(char ***out, const VsPolicy *a, const VsPolicy *p) {
+        for (size_t i = 0; i < a->n_http; i++) {
+                const VsHttpRule *was = &a->http[i], *now = NULL;
+                for (size_t j = 0; j < p->n_http && !now; j++)
+                        if (streq(p->http[j].host, was->host))
+                                now = &p->http[j];
+                int r = 0;
+                if (!now)
+                        r = strv_extendf(out, "http: the rules for %s are removed (any request to it passes)", was->host);
+                for (size_t k = 0; now && r >= 0 && k < now->n_allow; k++)
+                        if (!strv_contains(was->allow, now->allow[k]))
+                                r = strv_extendf(out, "http: %s allows \"%s\"", now->host, now->allow[k]);
                 if (r < 0)
                         return r;
         }
@@ -199,6 +221,8 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
                                               p->secrets[i].name)) < 0)
                         return r;
         }
+        if ((r = http_loosen(&out, a, p)) < 0)
+                return r;
         r = others_loosen(&out, a, p);
 done:
         if (r < 0)

@@ -79,6 +79,21 @@ json_t *policy_to_json(const VsPolicy *p) {
                         return NULL;
                 }
         }
+        if (p->n_http) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < p->n_http; i++) {
+                        json_t *l = json_array();
+                        for (size_t j = 0; l && j < p->http[i].n_allow; j++)
+                                if (json_array_append_new(l, json_string(p->http[i].allow[j])) < 0)
+                                        l = (json_decref(l), NULL);
+                        if (!l || json_array_append_new(a, json_pack("{s:s,s:o}", "host", p->http[i].host, "allow", l)) < 0)
+                                a = (json_decref(a), NULL);
+                }
+                if (!a || json_object_set_new(o, "http", a) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
         json_t *b = p->backend->config_json && p->backend_config ? p->backend->config_json(p->backend_config) : NULL;
         if (b && json_object_set_new(o, vs_backend_name(p->backend), b) < 0) {
                 json_decref(o);

@@ -250,6 +250,29 @@ static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
  * the message and keep the rules it had, or leave the listener unserved.
  * It gets no rules instead, so every request is refused, and the refusal
  * (the config field, which the 403 names) and the daemon's log say why. */
+/* [[sandbox.http]], one message a host, after the rules that dropped
+ * the old ones. An entry too long for one message goes with no allow
+ * entry (every request to the host refused) and says why. */
+static void send_http_rules(Proxy *px) {
+        const VsPolicy *p = px->ws ? px->ws->policy : NULL;
+        for (size_t i = 0; p && p->net_allowlist && i < p->n_http; i++) {
+                char where[1024];
+                snprintf(where, sizeof where, "%s line %u", p->config_path ? p->config_path : "vectora.toml", p->http[i].line);
+                ProxyCtlMsg m = { .op = PROXY_CTL_HTTP, .ws = px->id, .host = p->http[i].host, .config = where,
+                                  .http_allow = p->http[i].allow, .n_http_allow = p->http[i].n_allow };
+                _cleanup_free_ char *s = proxy_ctl_encode(&m);
+                if (s && strlen(s) > PROXY_CTL_MAX) {
+                        log_error("%s: the rules for %s are longer than the proxy takes; every request to it is refused",
+                                  px->ws->path, p->http[i].host);
+                        snprintf(where, sizeof where, "%s line %u, whose allow list is longer than the proxy takes",
+                                 p->config_path ? p->config_path : "vectora.toml", p->http[i].line);
+                        m.http_allow = NULL;
+                        m.n_http_allow = 0;
+                }
+                send_ctl(&m, -1);
+        }
+}
+
 static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
         ProxyCtlMsg m = { .op = op, .ws = px->id, .peer = px->peer_uid };
         fill_rules(&m, px->ws);
@@ -270,6 +293,7 @@ static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
                 px->secrets.msgs[i].ws = px->id;
                 send_ctl(&px->secrets.msgs[i], -1);
         }
+        send_http_rules(px);
 }
 
 static void send_add(Proxy *px) {

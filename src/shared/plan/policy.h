@@ -48,6 +48,15 @@ typedef struct VsSecretUse {
 
 #define CONFIG_MAX_SECRETS 32
 
+/* [[sandbox.http]]: the requests the proxy lets through to one host it
+ * sees in the clear ("METHOD /path/glob" each; http-rules.h). */
+typedef struct VsHttpRule {
+        char *host; /* normalized: lower case */
+        char **allow;
+        size_t n_allow;
+        unsigned line, col;
+} VsHttpRule;
+
 typedef struct VsPolicy {
         char *workspace;   /* canonical absolute workspace root */
         char *config_path; /* workspace/vectora.toml */
@@ -98,6 +107,10 @@ typedef struct VsPolicy {
          * to the secret's hosts only. Needs a network allowlist. */
         VsSecretUse *secrets;
         size_t n_secrets;
+        /* [[sandbox.http]]: one entry a host; a host listed needs a secret
+         * (the proxy intercepts its HTTPS) or plain HTTP to be reached. */
+        VsHttpRule *http;
+        size_t n_http;
         VsLimits limits;
 
         /* Identity of the file the policy came from (for cheap change checks). */

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+#include "http-rules.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glob.h"
+#include "net-policy.h"
+#include "macro.h"
+#include "strv.h"
+
+struct HttpRules {
+        atomic_int refs;
+        char *host;
+        char *where;
+        size_t n;
+        char **written; /* the entries as given */
+        char **methods;
+        VsGlob **globs; /* NULL for "/" alone, which glob.h refuses */
+};
+
+static bool tchar(char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Splits "METHOD /glob": the method's length, the glob's start. */
+static int split(const char *entry, size_t *mlen, const char **glob, VsError **err) {
+        size_t m = 0;
+        while (tchar(entry[m]))
+                m++;
+        if (m == 0 || m > 32 || entry[m] != ' ')
+                return vs_error_set(err, -EINVAL,
+                                    "\"%s\" is not \"METHOD /path\": the method (GET, POST, ...) in capitals, one space, then the path glob",
+                                    entry);
+        const char *g = entry + m + 1;
+        if (g[0] != '/')
+                return vs_error_set(err, -EINVAL, "\"%s\": the path glob must start with \"/\"", entry);
+        for (const char *p = g; *p; p++) {
+                if (*p == '?' || *p == '#' || *p == '%' || *p == '\\' || (unsigned char)*p <= 0x20 || *p == 0x7f)
+                        return vs_error_set(err, -EINVAL,
+                                            "\"%s\": the path glob holds '%s' at column %zu; a rule matches the decoded path without its query, so write it plain",
+                                            entry, *p == ' ' ? "a space" : (char[]) { *p, 0 }, (size_t)(p - entry) + 1);
+        }
+        /* A dot segment never reaches the matcher (http_path_normalize). */
+        for (const char *s = g; s; s = strchr(s + 1, '/')) {
+                const char *e = strchrnul(s + 1, '/');
+                size_t n = (size_t)(e - s - 1);
+                if ((n == 1 && s[1] == '.') || (n == 2 && s[1] == '.' && s[2] == '.'))
+                        return vs_error_set(err, -EINVAL, "\"%s\": the path glob has a \".\" or \"..\" segment, which no request may have",
+                                            entry);
+        }
+        *mlen = m;
+        *glob = g;
+        return 0;
+}
+
+static int compile(const char *g, VsGlob **ret, VsError **err) {
+        *ret = NULL;
+        if (streq(g, "/"))
+                return 0;
+        return glob_compile(g, ret, err);
+}
+
+int http_allow_check(const char *entry, VsError **err) {
+        size_t m;
+        const char *g;
+        if (strlen(entry) > HTTP_RULE_MAX)
+                return vs_error_set(err, -EINVAL, "longer than %d bytes", HTTP_RULE_MAX);
+        int r = split(entry, &m, &g, err);
+        if (r < 0)
+                return r;
+        _cleanup_(glob_freep) VsGlob *gl = NULL;
+        _cleanup_(vs_error_freep) VsError *gerr = NULL;
+        if ((r = compile(g, &gl, &gerr)) < 0)
+                return r == -ENOMEM ? r : vs_error_set(err, r, "\"%s\": the path glob: %s", entry, vs_error_message(gerr));
+        return 0;
+}
+
+static int hexval(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int http_path_normalize(const char *target, char **ret, const char **why) {
+        size_t n = strcspn(target, "?#");
+        if (n == 0 || target[0] != '/') {
+                *why = "the request target is not a path starting with \"/\"";
+                return -EPERM;
+        }
+        _cleanup_free_ char *out = malloc(n + 1);
+        if (!out)
+                return -ENOMEM;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)target[i];
+                if (c == '%') {
+                        int hi = i + 2 < n ? hexval(target[i + 1]) : -1;
+                        int lo = hi >= 0 ? hexval(target[i + 2]) : -1;
+                        if (hi < 0 || lo < 0) {
+                                *why = "the path holds a '%' that is not %XX";
+                                return -EPERM;
+                        }
+                        c = (unsigned char)(hi * 16 + lo);
+                        i += 2;
+                        if (c == '/' || c == '\\') {
+                                *why = "the path holds an encoded '/' or '\\' (%2F, %5C), which a host may read as a separator";
+                                return -EPERM;
+                        }
+                }
+                if (c < 0x20 || c == 0x7f || c == '\\') {
+                        *why = "the path holds a '\\', a NUL or a control byte";
+                        return -EPERM;
+                }
+                out[o++] = (char)c;
+        }
+        out[o] = 0;
+        /* glob.h skips empty components; a host need not. */
+        if (strstr(out, "//")) {
+                *why = "the path has an empty segment (\"//\"), which the host may read otherwise than the rule";
+                return -EPERM;
+        }
+        for (const char *s = out; s; s = strchr(s + 1, '/')) {
+                /* "..;x" too: some servers drop a segment's parameters. */
+                const char *e = strchrnul(s + 1, '/'), *semi = memchr(s + 1, ';', (size_t)(e - s - 1));
+                size_t k = (size_t)((semi ? semi : e) - s - 1);
+                if ((k == 1 && s[1] == '.') || (k == 2 && s[1] == '.' && s[2] == '.')) {
+                        *why = "the path has a \".\" or \"..\" segment (as written or percent-encoded), which could leave what the rule allows";
+                        return -EPERM;
+                }
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+HttpRules *http_rules_ref(HttpRules *r) {
+        if (r)
+                atomic_fetch_add(&r->refs, 1);
+        return r;
+}
+
+void http_rules_unref(HttpRules *r) {
+        if (!r || atomic_fetch_sub(&r->refs, 1) > 1)
+                return;
+        for (size_t i = 0; i < r->n; i++) {
+                free(r->methods[i]);
+                glob_free(r->globs[i]);
+        }
+        free(r->methods);
+        free(r->globs);
+        strv_free(r->written);
+        free(r->host);
+        free(r->where);
+        free(r);
+}
+
+const char *http_rules_host(const HttpRules *r) {
+        return r->host;
+}
+
+int http_rules_new(const char *host, const char *where, char *const *allow, size_t n, HttpRules **ret,
+                   VsError **err) {
+        if (n > HTTP_RULES_MAX_ALLOW)
+                return vs_error_set(err, -EINVAL, "more than %d allow entries", HTTP_RULES_MAX_ALLOW);
+        HttpRules *r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        atomic_init(&r->refs, 1);
+        r->host = strdup(host);
+        r->where = strdup(where);
+        r->written = calloc(n + 1, sizeof(char *));
+        r->methods = calloc(n + 1, sizeof(char *));
+        r->globs = calloc(n + 1, sizeof(VsGlob *));
+        int k = r->host && r->where && r->written && r->methods && r->globs ? 0 : -ENOMEM;
+        for (size_t i = 0; i < n && k >= 0; i++) {
+                size_t m;
+                const char *g;
+                _cleanup_(vs_error_freep) VsError *gerr = NULL;
+                if ((k = http_allow_check(allow[i], err)) < 0 || (k = split(allow[i], &m, &g, err)) < 0)
+                        break;
+                r->n++;
+                if (!(r->written[i] = strdup(allow[i])) || !(r->methods[i] = strndup(allow[i], m)))
+                        k = -ENOMEM;
+                else if ((k = compile(g, &r->globs[i], &gerr)) < 0 && k != -ENOMEM)
+                        k = vs_error_set(err, k, "%s", vs_error_message(gerr));
+        }
+        if (k < 0) {
+                http_rules_unref(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+HttpRules *http_rules_find(HttpRules *const *set, size_t n, const char *host) {
+        for (size_t i = 0; host && i < n; i++)
+                if (strcasecmp(set[i]->host, host) == 0)
+                        return set[i];
+        return NULL;
+}
+
+void http_rule_set_clear(HttpRuleSet *s) {
+        for (size_t i = 0; i < s->n; i++)
+                http_rules_unref(s->items[i]);
+        free(TAKE_PTR(s->items));
+        s->n = 0;
+}
+
+int http_rule_set_add(HttpRuleSet *s, const char *host, const char *where, char *const *allow, size_t n, VsError **err) {
+        HttpRules *r = NULL;
+        int k = http_rules_new(host, where, allow, n, &r, err);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < s->n; i++)
+                if (streq(s->items[i]->host, host)) {
+                        http_rules_unref(s->items[i]);
+                        s->items[i] = r;
+                        return 0;
+                }
+        HttpRules **l = realloc(s->items, (s->n + 1) * sizeof *l);
+        if (!l) {
+                http_rules_unref(r);
+                return -ENOMEM;
+        }
+        s->items = l;
+        s->items[s->n++] = r;
+        return 0;
+}
+
+bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size) {
+        _cleanup_free_ char *path = NULL;
+        const char *bad = NULL;
+        int k = http_path_normalize(target, &path, &bad);
+        if (k == 0) {
+                /* glob.h matches paths relative to the root. */
+                size_t len = strlen(path);
+                bool dir = len > 1 && path[len - 1] == '/';
+                _cleanup_free_ char *rel = strndup(path + 1, dir ? len - 2 : len - 1);
+                if (!rel)
+                        k = -ENOMEM;
+                for (size_t i = 0; k == 0 && i < r->n; i++)
+                        if (streq(r->methods[i], method) &&
+                            (r->globs[i] ? *rel && glob_match(r->globs[i], rel, dir) : streq(path, "/")))
+                                return true;
+        }
+        snprintf(why, size, "%.32s %.120s is refused by [[sandbox.http]] host = \"%s\" (%s): %s", method, target,
+                 r->host, r->where,
+                 k == -EPERM ? bad : k < 0 ? "out of memory" : "no allow entry matches its method and path");
+        return false;
+}
+
+bool http_next_host_header(const char **p, const char **v, const char **e) {
+        for (const char *q = *p; q && *q;) {
+                const char *le = strstr(q, "\r\n");
+                if (!le)
+                        break;
+                if (le - q >= 5 && strncasecmp(q, "host:", 5) == 0) {
+                        const char *b = q + 5, *c = le;
+                        while (b < c && (*b == ' ' || *b == '\t'))
+                                b++;
+                        while (c > b && (c[-1] == ' ' || c[-1] == '\t'))
+                                c--;
+                        *v = b;
+                        *e = c;
+                        *p = le + 2;
+                        return true;
+                }
+                q = le + 2;
+        }
+        return false;
+}
+
+bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
+                        size_t size) {
+        const char *p = headers, *b, *c;
+        while (http_next_host_header(&p, &b, &c)) {
+                /* The name without its port: "[v6]:port", "name:port". */
+                if (b < c && *b == '[') {
+                        const char *rb = memchr(b, ']', (size_t)(c - b));
+                        c = rb ? rb + 1 : c;
+                } else {
+                        const char *colon = memchr(b, ':', (size_t)(c - b));
+                        c = colon ? colon : c;
+                }
+                char name[260];
+                snprintf(name, sizeof name, "%.*s", (int)MIN((size_t)(c - b), sizeof name - 1), b);
+                bool other = net_host_normalize(name) < 0 || strcasecmp(name, target_host) != 0;
+                if (other && (http_rules_find(set, n, name) || http_rules_find(set, n, target_host))) {
+                        snprintf(why, size,
+                                 "the Host header names %.255s, not %s, the host the request goes to; with [[sandbox.http]] "
+                                 "rules for either, one would be reached unchecked", name, target_host);
+                        return true;
+                }
+        }
+        return false;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP rules per host (src/core/net/http-rules.h): the entry's form, the
+ * path's normalization (query dropped, percent-decoding, escapes refused)
+ * and the match ('*' one segment, '**' any). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "http-rules.h"
+
+static HttpRules *rules(char *const *allow, size_t n) {
+        HttpRules *r = NULL;
+        VsError *err = NULL;
+        if (http_rules_new("api.github.com", "/w/vectora.toml line 3", allow, n, &r, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        return r;
+}
+
+static bool pass(const HttpRules *r, const char *method, const char *target) {
+        char why[600];
+        return http_rules_check(r, method, target, why, sizeof why);
+}
+
+static void test_entries(void **state) {
+        const char *good[] = { "GET /", "GET /repos/me/**", "POST /repos/me/*/pulls", "DELETE /a/b", "M-SEARCH /x" };
+        const char *bad[] = { "get /x", "GET", "GET x", "GET  /x", "GET /x?y", "GET /x#y", "GET /%2e", "GET /a/../b",
+                              "GET /a/./b", "GET /a\\b", "GET /a b", "GET /a//b", "GET /[z-a]", "/x" };
+        for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+                VsError *err = NULL;
+                if (http_allow_check(good[i], &err) < 0)
+                        fail_msg("%s: %s", good[i], vs_error_message(err));
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+                VsError *err = NULL;
+                if (http_allow_check(bad[i], &err) == 0)
+                        fail_msg("%s was taken", bad[i]);
+                vs_error_free(err);
+        }
+}
+
+static void test_match(void **state) {
+        char *allow[] = { "GET /repos/me/**", "POST /repos/me/*/pulls", "GET /" };
+        HttpRules *r = rules(allow, 3);
+        assert_true(pass(r, "GET", "/repos/me/a"));
+        assert_true(pass(r, "GET", "/repos/me/a/b/c?x=/../y"));
+        assert_true(pass(r, "GET", "/repos/m%65/a"));
+        assert_true(pass(r, "POST", "/repos/me/p/pulls"));
+        assert_true(pass(r, "GET", "/"));
+        assert_false(pass(r, "GET", "/repos/me"));
+        assert_false(pass(r, "POST", "/repos/me/a"));
+        assert_false(pass(r, "get", "/repos/me/a"));
+        assert_false(pass(r, "POST", "/repos/me/a/b/pulls"));
+        assert_false(pass(r, "GET", "/repos/other/a"));
+        assert_false(pass(r, "GET", "/repos/me/../other"));
+        assert_false(pass(r, "GET", "/repos/me/%2e%2E/other"));
+        assert_false(pass(r, "GET", "/repos/me/.%2e/other"));
+        assert_false(pass(r, "GET", "/repos/me/x/..;/..;/other"));
+        assert_false(pass(r, "GET", "/repos/me/a%2F..%2F..%2Fother"));
+        assert_false(pass(r, "GET", "/repos/me/a%5c..%5cother"));
+        assert_false(pass(r, "GET", "/repos/me/a\\..\\other"));
+        assert_false(pass(r, "GET", "/repos/me/a%00"));
+        assert_false(pass(r, "GET", "/repos//me/a"));
+        assert_false(pass(r, "GET", "//repos/me/a"));
+        assert_false(pass(r, "GET", "/repos/me/a%2f%2fb"));
+        assert_false(pass(r, "GET", "/repos/me/a%zz"));
+        assert_false(pass(r, "GET", "/repos/me/a%2"));
+        assert_false(pass(r, "GET", "http://api.github.com/repos/me/a"));
+        assert_false(pass(r, "OPTIONS", "*"));
+        char why[600];
+        assert_false(http_rules_check(r, "POST", "/repos/me/a", why, sizeof why));
+        assert_non_null(strstr(why, "[[sandbox.http]] host = \"api.github.com\" (/w/vectora.toml line 3)"));
+        assert_non_null(strstr(why, "no allow entry matches"));
+        http_rules_unref(r);
+        /* No entry: nothing passes. */
+        r = rules(NULL, 0);
+        assert_false(pass(r, "GET", "/"));
+        http_rules_unref(r);
+}
+
+static void test_fronted(void **state) {
+        char *allow[] = { "GET /a/**" };
+        HttpRules *r = rules(allow, 1);
+        HttpRules *set[] = { r };
+        char why[600];
+        assert_false(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nX: y\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "api.github.com", "host:  API.github.com:80 \r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "cdn.example", "Host: other.example\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "names api.github.com, not cdn.example"));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "X: y\r\nHOST: api.github.com.:8080\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: cdn.example\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nHost: x\r\n", why, sizeof why));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "Host: [::1]:80\r\n", why, sizeof why));
+        http_rules_unref(r);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_entries),
+                cmocka_unit_test(test_match),
+                cmocka_unit_test(test_fronted),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
