@@ -370,10 +370,10 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                        j->host, (unsigned)j->port, why);
                 return -EPERM;
         }
-        char why[600];
-        if (j->http && !http_rules_check(j->http, h.method, h.path, why, sizeof why)) {
-                report_denial(j, why);
-                answer(c, 403, "Forbidden", "vectora-sandbox: %s.", why);
+        char rule_why[600];
+        if (j->http && !http_rules_check(j->http, h.method, h.path, rule_why, sizeof rule_why)) {
+                report_denial(j, rule_why);
+                answer(c, 403, "Forbidden", "vectora-sandbox: %s.", rule_why);
                 return -EPERM;
         }
         const HeadRewrite x = { .send = j->send, .ws = j->ws, .secrets = j->secrets, .n = j->n };
