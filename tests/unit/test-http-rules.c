@@ -66,6 +66,19 @@ static void test_match(void **state) {
         assert_false(pass(r, "GET", "//repos/me/a"));
         assert_false(pass(r, "GET", "/repos/me/a%2f%2fb"));
         assert_false(pass(r, "GET", "/repos/me/a%zz"));
+        /* No fragment in a target: a host reads "#/../.." as path. */
+        assert_false(pass(r, "GET", "/repos/me/x#/../../other"));
+        assert_false(pass(r, "GET", "/repos/me/x?q#/../../other"));
+        /* Not UTF-8 once decoded: overlong '.' and '/', a lone byte,
+         * a surrogate, past U+10FFFF; well-formed UTF-8 passes. */
+        assert_false(pass(r, "GET", "/repos/me/%c0%ae%c0%ae/other"));
+        assert_false(pass(r, "GET", "/repos/me/%e0%80%ae/other"));
+        assert_false(pass(r, "GET", "/repos/me/a%c0%afb"));
+        assert_false(pass(r, "GET", "/repos/me/%ff"));
+        assert_false(pass(r, "GET", "/repos/me/%ed%a0%80"));
+        assert_false(pass(r, "GET", "/repos/me/%f4%90%80%80"));
+        assert_false(pass(r, "GET", "/repos/me/%c3"));
+        assert_true(pass(r, "GET", "/repos/me/caf%c3%a9/%e2%82%ac%f0%9f%98%80"));
         assert_false(pass(r, "GET", "/repos/me/a%2"));
         assert_false(pass(r, "GET", "http://api.github.com/repos/me/a"));
         assert_false(pass(r, "OPTIONS", "*"));
@@ -88,7 +101,11 @@ static void test_fronted(void **state) {
         assert_false(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nX: y\r\n", why, sizeof why));
         assert_false(http_rules_fronted(set, 1, "api.github.com", "host:  API.github.com:80 \r\n", why, sizeof why));
         assert_false(http_rules_fronted(set, 1, "cdn.example", "Host: other.example\r\n", why, sizeof why));
-        assert_false(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        /* No Host: the server's default name, perhaps the rules host. */
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        assert_non_null(strstr(why, "no Host header"));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "X: y\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 0, "cdn.example", "", why, sizeof why));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com\r\n", why, sizeof why));
         assert_non_null(strstr(why, "names api.github.com, not cdn.example"));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "X: y\r\nHOST: api.github.com.:8080\r\n", why, sizeof why));

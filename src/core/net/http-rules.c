@@ -10,6 +10,7 @@
 #include "net-policy.h"
 #include "macro.h"
 #include "strv.h"
+#include "utf8.h"
 
 struct HttpRules {
         atomic_int refs;
@@ -83,9 +84,15 @@ static int hexval(char c) {
 }
 
 int http_path_normalize(const char *target, char **ret, const char **why) {
-        size_t n = strcspn(target, "?#");
+        size_t n = strcspn(target, "?");
         if (n == 0 || target[0] != '/') {
                 *why = "the request target is not a path starting with \"/\"";
+                return -EPERM;
+        }
+        /* A request target has no fragment: a host takes a '#' as part of
+         * the path, and the dot segments after it with it. */
+        if (strchr(target, '#')) {
+                *why = "the request target holds a '#', which a host may read as part of the path";
                 return -EPERM;
         }
         _cleanup_free_ char *out = malloc(n + 1);
@@ -115,6 +122,12 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
                 out[o++] = (char)c;
         }
         out[o] = 0;
+        /* Overlong forms, surrogates, past U+10FFFF: not UTF-8, and a
+         * lenient decoder on the host reads "%c0%ae" as the '.' it hides. */
+        if (!utf8_valid(out, o)) {
+                *why = "the path is not UTF-8 once decoded (an overlong form such as %c0%ae hides a '.' or a '/')";
+                return -EPERM;
+        }
         /* glob.h skips empty components; a host need not. */
         if (strstr(out, "//")) {
                 *why = "the path has an empty segment (\"//\"), which the host may read otherwise than the rule";
@@ -273,6 +286,15 @@ bool http_next_host_header(const char **p, const char **v, const char **e) {
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size) {
         const char *p = headers, *b, *c;
+        /* No Host: a server fronting several names serves its default one,
+         * which may be a rules host, whatever name the jail connected to. */
+        if (n > 0 && !http_next_host_header(&p, &b, &c)) {
+                snprintf(why, size,
+                         "the request has no Host header: a server behind %s that serves several names would take it "
+                         "for its default one, which may be a host with [[sandbox.http]] rules", target_host);
+                return true;
+        }
+        p = headers;
         while (http_next_host_header(&p, &b, &c)) {
                 /* The name without its port: "[v6]:port", "name:port". */
                 if (b < c && *b == '[') {

@@ -11,7 +11,8 @@
  * number. A request's path is matched without its query, percent-decoded;
  * a path with a "." or ".." segment (as written or percent-encoded), an
  * encoded '/' or '\' (%2F, %5C), an empty segment ("//"), a '\', a NUL
- * or a control byte is refused
+ * or a control byte, bytes that are not UTF-8 once decoded (an overlong
+ * "%c0%ae"), or a '#' anywhere in the target is refused
  * whatever the rules say: the host could resolve it to a path the glob
  * did not mean. Pure (no I/O): the config checks entries with it, the
  * proxy matches with it, tests/fuzz/fuzz-proxy-ctl.c feeds it. */
@@ -65,7 +66,8 @@ bool http_next_host_header(const char **p, const char **v, const char **e);
  * fronting several names routes it). Whether a Host header of headers
  * ("Name: value\r\n" lines) names another host than target_host while
  * one of the two has rules in set: the request would reach a rules host
- * unchecked, or be checked against rules it does not go to. why[size]
- * says which. */
+ * unchecked, or be checked against rules it does not go to. A request
+ * without a Host header too, while set has rules: the server would serve
+ * its default name. why[size] says which. */
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size);
