@@ -191,6 +191,61 @@ def t_no_host_header(tmp):
     with_plain(tmp, "nohost", body, addr="0.0.0.0", extra_net=("127.0.0.2",))
 
 
+OVERRIDES = ["X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
+             "X-Original-URL: /repos/other/x", "X-Rewrite-URL: /repos/other/x"]
+# A front end and the server behind it may read these bodies' ends
+# differently; what one takes for the body, the other runs as a request.
+FRAMINGS = ["Content-Length: 41\\r\\nTransfer-Encoding: chunked",
+            "Content-Length: 0\\r\\nContent-Length: 41",
+            "Content-Length: 0, 41",
+            "Transfer-Encoding: chunked\\r\\nTransfer-Encoding: identity",
+            "Transfer-Encoding: xchunked"]
+SMUGGLED = "0\\r\\n\\r\\nDELETE /repos/other HTTP/1.1\\r\\nX: y"
+
+
+def t_method_override(tmp):
+    """An allowed POST carrying a header that makes many frameworks run
+    another method (X-HTTP-Method-Override: DELETE) or another path
+    (X-Original-URL): refused, plain HTTP and HTTPS."""
+    def check_all(d, ws, mode, port):
+        for h in OVERRIDES:
+            Recorder.seen.clear()
+            target = "/repos/me/a/pulls" if mode == "tls" else "http://127.0.0.1:%d/repos/me/a/pulls" % port
+            r, out = raw(d, ws, mode, "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n%s\\r\\n"
+                         "Content-Length: 0\\r\\n\\r\\n" % (target, port, h))
+            check(not reached(port), (h, "the host got", Recorder.seen, r))
+            refused(r, out, h)
+    with_https(tmp, "override-tls", lambda d, ws, port: check_all(d, ws, "tls", port))
+    with_plain(tmp, "override-plain", lambda d, ws, port: check_all(d, ws, "plain", port))
+
+
+def t_ambiguous_framing(tmp):
+    """An allowed POST whose body's end a front end and its back end may
+    read differently (Content-Length with Transfer-Encoding, two lengths,
+    a coding other than chunked): the rest of the body would run as an
+    unchecked request. Refused, plain HTTP and HTTPS; one Content-Length
+    or chunked alone passes."""
+    def check_all(d, ws, mode, port):
+        target = "/repos/me/a/pulls" if mode == "tls" else "http://127.0.0.1:%d/repos/me/a/pulls" % port
+        for h in FRAMINGS:
+            Recorder.seen.clear()
+            r, out = raw(d, ws, mode, "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n%s\\r\\n"
+                         "\\r\\n%s" % (target, port, h, SMUGGLED))
+            check(not reached(port), (h, "the host got", Recorder.seen, r))
+            refused(r, out, h)
+            check("body" in json.dumps(r.get("network_denied")), r)
+        Recorder.seen.clear()
+        r, out = raw(d, ws, mode, "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                     "Content-Length: 3\\r\\n\\r\\nx=1" % (target, port))
+        check("seen" in out and reached(port) == ["/repos/me/a/pulls"], (r, Recorder.seen))
+        Recorder.seen.clear()
+        r, out = raw(d, ws, mode, "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                     "Transfer-Encoding: Chunked\\r\\n\\r\\n0\\r\\n\\r\\n" % (target, port))
+        check("403" not in out and "body" not in json.dumps(r.get("network_denied")), (r, Recorder.seen))
+    with_https(tmp, "framing-tls", lambda d, ws, port: check_all(d, ws, "tls", port))
+    with_plain(tmp, "framing-plain", lambda d, ws, port: check_all(d, ws, "plain", port))
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("attacks-http-rules", f"{DAEMON} or {CLI} not built")
@@ -199,7 +254,8 @@ def main():
         if not shutil.which(tool):
             T.skip("attacks-http-rules", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_fragment_https, t_fragment_plain, t_overlong_dot, t_no_host_header],
+    sys.exit(vtest.run_cases(T, [t_fragment_https, t_fragment_plain, t_overlong_dot, t_no_host_header, t_method_override,
+                                 t_ambiguous_framing],
                              "vs-atk-http-rules-"))
 
 
