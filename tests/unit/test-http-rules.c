@@ -93,6 +93,27 @@ static void test_match(void **state) {
         http_rules_unref(r);
 }
 
+static void test_headers(void **state) {
+        char why[600];
+        const char *good[] = { "", "Host: a\r\n", "Content-Length: 12\r\n", "Transfer-Encoding: Chunked\r\n",
+                               "X-HTTP-Method-Overrides: x\r\nContent-Length:0\r\n" };
+        const char *bad[] = { "X-HTTP-Method-Override: DELETE\r\n", "x-http-method: PUT\r\n", "X-Method-Override: x\r\n",
+                              "X-Original-URL: /admin\r\n", "X-Rewrite-Url: /admin\r\n",
+                              "Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
+                              "Content-Length: 1\r\nContent-Length: 1\r\n", "Content-Length: 1, 1\r\n",
+                              "Content-Length: +1\r\n", "Content-Length: \r\n",
+                              "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+                              "Transfer-Encoding: gzip, chunked\r\n", "Transfer-Encoding: xchunked\r\n" };
+        for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+                if (http_rules_headers_refused(good[i], why, sizeof why))
+                        fail_msg("%s was refused: %s", good[i], why);
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+                if (!http_rules_headers_refused(bad[i], why, sizeof why))
+                        fail_msg("%s was taken", bad[i]);
+        assert_true(http_rules_headers_refused("A: b\r\nX-HTTP-Method-Override: DELETE\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "X-HTTP-Method-Override"));
+}
+
 static void test_fronted(void **state) {
         char *allow[] = { "GET /a/**" };
         HttpRules *r = rules(allow, 1);
@@ -119,6 +140,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entries),
                 cmocka_unit_test(test_match),
+                cmocka_unit_test(test_headers),
                 cmocka_unit_test(test_fronted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

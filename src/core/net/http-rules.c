@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "glob.h"
 #include "net-policy.h"
@@ -313,6 +314,59 @@ bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host
                                  "rules for either, one would be reached unchecked", name, target_host);
                         return true;
                 }
+        }
+        return false;
+}
+
+/* Headers with which many frameworks run another method or path than the
+ * request line's, the one the rules checked. */
+static const char *const override_headers[] = { "x-http-method-override", "x-http-method", "x-method-override",
+                                                "x-original-url", "x-rewrite-url" };
+
+static bool all_digits(const char *b, const char *e) {
+        if (b == e || e - b > 18)
+                return false;
+        for (; b < e; b++)
+                if (*b < '0' || *b > '9')
+                        return false;
+        return true;
+}
+
+bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
+        unsigned lengths = 0, codings = 0;
+        bool bad_value = false;
+        for (const char *q = headers; q && *q;) {
+                const char *le = strstr(q, "\r\n"), *colon = le ? memchr(q, ':', (size_t)(le - q)) : NULL;
+                if (!colon)
+                        break;
+                size_t n = (size_t)(colon - q);
+                const char *v = colon + 1, *e = le;
+                while (v < e && (*v == ' ' || *v == '\t'))
+                        v++;
+                while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                        e--;
+                for (size_t i = 0; i < ELEMENTSOF(override_headers); i++)
+                        if (n == strlen(override_headers[i]) && strncasecmp(q, override_headers[i], n) == 0) {
+                                snprintf(why, size,
+                                         "the request carries %.*s, with which many servers run another method or path "
+                                         "than the one the [[sandbox.http]] rules checked", (int)n, q);
+                                return true;
+                        }
+                if (n == 14 && strncasecmp(q, "content-length", n) == 0) {
+                        lengths++;
+                        bad_value |= !all_digits(v, e);
+                } else if (n == 17 && strncasecmp(q, "transfer-encoding", n) == 0) {
+                        codings++;
+                        bad_value |= !((size_t)(e - v) == 7 && strncasecmp(v, "chunked", 7) == 0);
+                }
+                q = le + 2;
+        }
+        if (bad_value || lengths > 1 || codings > 1 || (lengths && codings)) {
+                snprintf(why, size,
+                         "the request's body has no single plain length (Content-Length digits alone, or "
+                         "Transfer-Encoding: chunked alone, once): a server and a front end before it could end the "
+                         "body in different places and run the rest as a request the [[sandbox.http]] rules did not check");
+                return true;
         }
         return false;
 }

@@ -56,6 +56,14 @@ int http_rule_set_add(HttpRuleSet *s, const char *host, const char *where, char 
  * the rule set (where) and the request. */
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
 
+/* Whether the header lines ("Name: value\r\n") of a request to a rules
+ * host let a server read another request than the one checked: a method
+ * or URL override header (X-HTTP-Method-Override, X-Original-URL, ...),
+ * or a body whose end two servers could put in different places
+ * (Content-Length with Transfer-Encoding, either twice, a length not
+ * plain digits, a coding other than chunked). why[size] says which. */
+bool http_rules_headers_refused(const char *headers, char *why, size_t size);
+
 /* The next Host header in the "Name: value\r\n" lines at *p: [*v, *e) its
  * value without surrounding blanks; *p moved past its line. false when
  * there is none. (tls-intercept.c checks them too.) */
