@@ -191,6 +191,39 @@ def t_no_host_header(tmp):
     with_plain(tmp, "nohost", body, addr="0.0.0.0", extra_net=("127.0.0.2",))
 
 
+def t_host_unreadable(tmp):
+    """A plain request to another allowed name of the rules host's server
+    whose Host header the proxy cannot read as a name ("x@127.0.0.1",
+    "127.0.0.1 " with a blank before the port) but a lenient server may
+    route to the rules host: refused while the workspace has rules."""
+    def body(d, ws, port):
+        for host in ("x@127.0.0.1:%d" % port, "127.0.0.1 :%d" % port, "127.0.0.1_:%d" % port):
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "plain", "-", "DELETE http://127.0.0.2:%d/repos/other HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n"
+                         % (port, host))
+            check(not reached(port), (host, "the host got", Recorder.seen, r))
+            refused(r, out, host)
+    with_plain(tmp, "hostname", body, addr="0.0.0.0", extra_net=("127.0.0.2",))
+
+
+def t_dot_space_segment(tmp):
+    """A segment of dots and blanks ("..%20", "...", ". ."): a server that
+    trims a name's trailing dots and spaces (Windows) reads it as "..".
+    Refused, plain HTTP and HTTPS."""
+    paths = ["/repos/me/..%20/other", "/repos/me/.../other", "/repos/me/.%20./other", "/repos/me/..%09/other"]
+
+    def check_all(d, ws, mode, port):
+        for path in paths:
+            Recorder.seen.clear()
+            target = path if mode == "tls" else "http://127.0.0.1:%d%s" % (port, path)
+            r, out = raw(d, ws, mode, "127.0.0.1:%d" % port,
+                         "GET %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n" % (target, port))
+            check(not reached(port), (path, "the host got", Recorder.seen, r))
+            refused(r, out, path)
+    with_https(tmp, "dots-tls", lambda d, ws, port: check_all(d, ws, "tls", port))
+    with_plain(tmp, "dots-plain", lambda d, ws, port: check_all(d, ws, "plain", port))
+
+
 OVERRIDES = ["X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
              "X-Original-URL: /repos/other/x", "X-Rewrite-URL: /repos/other/x"]
 # A front end and the server behind it may read these bodies' ends
@@ -255,7 +288,7 @@ def main():
             T.skip("attacks-http-rules", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_fragment_https, t_fragment_plain, t_overlong_dot, t_no_host_header, t_method_override,
-                                 t_ambiguous_framing],
+                                 t_ambiguous_framing, t_host_unreadable, t_dot_space_segment],
                              "vs-atk-http-rules-"))
 
 
