@@ -79,6 +79,13 @@ static void test_match(void **state) {
         assert_false(pass(r, "GET", "/repos/me/%f4%90%80%80"));
         assert_false(pass(r, "GET", "/repos/me/%c3"));
         assert_true(pass(r, "GET", "/repos/me/caf%c3%a9/%e2%82%ac%f0%9f%98%80"));
+        /* Dots and blanks alone: trimmed to ".." by some hosts. */
+        assert_false(pass(r, "GET", "/repos/me/..%20/other"));
+        assert_false(pass(r, "GET", "/repos/me/.../other"));
+        assert_false(pass(r, "GET", "/repos/me/.%20./other"));
+        assert_false(pass(r, "GET", "/repos/me/%20./other"));
+        assert_false(pass(r, "GET", "/repos/me/x/..."));
+        assert_true(pass(r, "GET", "/repos/me/.x/a.b/%20/v1."));
         assert_false(pass(r, "GET", "/repos/me/a%2"));
         assert_false(pass(r, "GET", "http://api.github.com/repos/me/a"));
         assert_false(pass(r, "OPTIONS", "*"));
@@ -127,6 +134,11 @@ static void test_fronted(void **state) {
         assert_non_null(strstr(why, "no Host header"));
         assert_true(http_rules_fronted(set, 1, "api.github.com", "X: y\r\n", why, sizeof why));
         assert_false(http_rules_fronted(set, 0, "cdn.example", "", why, sizeof why));
+        /* A Host the proxy cannot read as a name. */
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: x@api.github.com\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "not a host name"));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com :80\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 0, "cdn.example", "Host: x@y\r\n", why, sizeof why));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com\r\n", why, sizeof why));
         assert_non_null(strstr(why, "names api.github.com, not cdn.example"));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "X: y\r\nHOST: api.github.com.:8080\r\n", why, sizeof why));

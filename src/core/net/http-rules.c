@@ -137,9 +137,14 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
         for (const char *s = out; s; s = strchr(s + 1, '/')) {
                 /* "..;x" too: some servers drop a segment's parameters. */
                 const char *e = strchrnul(s + 1, '/'), *semi = memchr(s + 1, ';', (size_t)(e - s - 1));
-                size_t k = (size_t)((semi ? semi : e) - s - 1);
-                if ((k == 1 && s[1] == '.') || (k == 2 && s[1] == '.' && s[2] == '.')) {
-                        *why = "the path has a \".\" or \"..\" segment (as written or percent-encoded), which could leave what the rule allows";
+                size_t k = (size_t)((semi ? semi : e) - s - 1), i = 0, dots = 0;
+                /* "...", "..%20": a server that trims a name's trailing
+                 * dots and blanks (Windows) reads them as "..". */
+                for (; i < k && (s[1 + i] == '.' || s[1 + i] == ' '); i++)
+                        dots += s[1 + i] == '.';
+                if (k > 0 && i == k && dots > 0) {
+                        *why = "the path has a \".\" or \"..\" segment (as written, percent-encoded, or with more dots or blanks a "
+                               "host may trim), which could leave what the rule allows";
                         return -EPERM;
                 }
         }
@@ -307,7 +312,16 @@ bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host
                 }
                 char name[260];
                 snprintf(name, sizeof name, "%.*s", (int)MIN((size_t)(c - b), sizeof name - 1), b);
-                bool other = net_host_normalize(name) < 0 || strcasecmp(name, target_host) != 0;
+                /* A Host the proxy does not read as a name ("x@h", "h :80")
+                 * a lenient server may still route to a rules host. */
+                bool unreadable = net_host_normalize(name) < 0;
+                if (unreadable && n > 0) {
+                        snprintf(why, size,
+                                 "the Host header \"%.255s\" is not a host name the proxy can read, and a server may route "
+                                 "it to a host with [[sandbox.http]] rules", name);
+                        return true;
+                }
+                bool other = unreadable || strcasecmp(name, target_host) != 0;
                 if (other && (http_rules_find(set, n, name) || http_rules_find(set, n, target_host))) {
                         snprintf(why, size,
                                  "the Host header names %.255s, not %s, the host the request goes to; with [[sandbox.http]] "

@@ -9,7 +9,9 @@
  * An entry is "METHOD /path/glob": METHOD an HTTP token in capitals,
  * the glob (glob.h) anchored at "/", '*' one path segment, '**' any
  * number. A request's path is matched without its query, percent-decoded;
- * a path with a "." or ".." segment (as written or percent-encoded), an
+ * a path with a "." or ".." segment (as written or percent-encoded, or
+ * of more dots or blanks, "..." or ".. ", which a trimming host reads as
+ * ".."), an
  * encoded '/' or '\' (%2F, %5C), an empty segment ("//"), a '\', a NUL
  * or a control byte, bytes that are not UTF-8 once decoded (an overlong
  * "%c0%ae"), or a '#' anywhere in the target is refused
@@ -75,7 +77,8 @@ bool http_next_host_header(const char **p, const char **v, const char **e);
  * ("Name: value\r\n" lines) names another host than target_host while
  * one of the two has rules in set: the request would reach a rules host
  * unchecked, or be checked against rules it does not go to. A request
- * without a Host header too, while set has rules: the server would serve
- * its default name. why[size] says which. */
+ * without a Host header too, or with one that is not a host name the
+ * proxy reads ("x@h", "h :80"), while set has rules: the server would
+ * serve its default name, or read it leniently. why[size] says which. */
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size);
