@@ -224,6 +224,27 @@ def t_dot_space_segment(tmp):
     with_plain(tmp, "dots-plain", lambda d, ws, port: check_all(d, ws, "plain", port))
 
 
+def t_double_encoding(tmp):
+    """An encoded escape ("%252e%252e": "%2e%2e" once decoded) to a host
+    that decodes twice reads ".."; refused, plain HTTP and HTTPS. A lone
+    encoded '%' ("100%25") passes."""
+    def check_all(d, ws, mode, port):
+        for path in ("/repos/me/%252e%252e/other", "/repos/me/x%252F..%252F..%252Fother"):
+            Recorder.seen.clear()
+            target = path if mode == "tls" else "http://127.0.0.1:%d%s" % (port, path)
+            r, out = raw(d, ws, mode, "127.0.0.1:%d" % port,
+                         "GET %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n" % (target, port))
+            check(not reached(port), (path, "the host got", Recorder.seen, r))
+            refused(r, out, path)
+        Recorder.seen.clear()
+        target = "/repos/me/100%25" if mode == "tls" else "http://127.0.0.1:%d/repos/me/100%%25" % port
+        r, out = raw(d, ws, mode, "127.0.0.1:%d" % port,
+                     "GET %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n" % (target, port))
+        check("seen" in out and reached(port) == ["/repos/me/100%25"], (r, Recorder.seen))
+    with_https(tmp, "dbl-tls", lambda d, ws, port: check_all(d, ws, "tls", port))
+    with_plain(tmp, "dbl-plain", lambda d, ws, port: check_all(d, ws, "plain", port))
+
+
 OVERRIDES = ["X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
              "X-Original-URL: /repos/other/x", "X-Rewrite-URL: /repos/other/x"]
 # A front end and the server behind it may read these bodies' ends
@@ -288,7 +309,8 @@ def main():
             T.skip("attacks-http-rules", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_fragment_https, t_fragment_plain, t_overlong_dot, t_no_host_header, t_method_override,
-                                 t_ambiguous_framing, t_host_unreadable, t_dot_space_segment],
+                                 t_ambiguous_framing, t_host_unreadable, t_dot_space_segment,
+                                 t_double_encoding],
                              "vs-atk-http-rules-"))
 
 
