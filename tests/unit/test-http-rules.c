@@ -79,6 +79,11 @@ static void test_match(void **state) {
         assert_false(pass(r, "GET", "/repos/me/%f4%90%80%80"));
         assert_false(pass(r, "GET", "/repos/me/%c3"));
         assert_true(pass(r, "GET", "/repos/me/caf%c3%a9/%e2%82%ac%f0%9f%98%80"));
+        /* An encoded escape: decoded twice, another character. */
+        assert_false(pass(r, "GET", "/repos/me/%252e%252e/other"));
+        assert_false(pass(r, "GET", "/repos/me/a%252fb"));
+        assert_true(pass(r, "GET", "/repos/me/100%25"));
+        assert_true(pass(r, "GET", "/repos/me/100%25off?x=%2541"));
         /* Dots and blanks alone: trimmed to ".." by some hosts. */
         assert_false(pass(r, "GET", "/repos/me/..%20/other"));
         assert_false(pass(r, "GET", "/repos/me/.../other"));

@@ -115,6 +115,12 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
                                 *why = "the path holds an encoded '/' or '\\' (%2F, %5C), which a host may read as a separator";
                                 return -EPERM;
                         }
+                        /* "%252e" is "%2e" decoded: ".", to a host that decodes twice. */
+                        if (c == '%' && i + 2 < n && hexval(target[i + 1]) >= 0 && hexval(target[i + 2]) >= 0) {
+                                *why = "the path holds an encoded escape (%25 and two hex digits), which a host that "
+                                       "decodes twice reads as another character";
+                                return -EPERM;
+                        }
                 }
                 if (c < 0x20 || c == 0x7f || c == '\\') {
                         *why = "the path holds a '\\', a NUL or a control byte";

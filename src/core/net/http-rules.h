@@ -12,7 +12,7 @@
  * a path with a "." or ".." segment (as written or percent-encoded, or
  * of more dots or blanks, "..." or ".. ", which a trimming host reads as
  * ".."), an
- * encoded '/' or '\' (%2F, %5C), an empty segment ("//"), a '\', a NUL
+ * encoded '/' or '\' (%2F, %5C), an encoded escape ("%252e"), an empty segment ("//"), a '\', a NUL
  * or a control byte, bytes that are not UTF-8 once decoded (an overlong
  * "%c0%ae"), or a '#' anywhere in the target is refused
  * whatever the rules say: the host could resolve it to a path the glob
