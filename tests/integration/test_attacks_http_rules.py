@@ -246,7 +246,9 @@ def t_double_encoding(tmp):
 
 
 OVERRIDES = ["X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
-             "X-Original-URL: /repos/other/x", "X-Rewrite-URL: /repos/other/x"]
+             "X-Original-URL: /repos/other/x", "X-Rewrite-URL: /repos/other/x",
+             # CGI, PHP and WSGI servers name a header by its name with "-" as "_".
+             "X_HTTP_Method_Override: DELETE"]
 # A front end and the server behind it may read these bodies' ends
 # differently; what one takes for the body, the other runs as a request.
 FRAMINGS = ["Content-Length: 41\\r\\nTransfer-Encoding: chunked",
