@@ -111,6 +111,7 @@ static void test_headers(void **state) {
                                "X-HTTP-Method-Overrides: x\r\nContent-Length:0\r\n" };
         const char *bad[] = { "X-HTTP-Method-Override: DELETE\r\n", "x-http-method: PUT\r\n", "X-Method-Override: x\r\n",
                               "X-Original-URL: /admin\r\n", "X-Rewrite-Url: /admin\r\n",
+                              "X_HTTP_METHOD_OVERRIDE: PUT\r\n", "x-original_url: /admin\r\n",
                               "Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
                               "Content-Length: 1\r\nContent-Length: 1\r\n", "Content-Length: 1, 1\r\n",
                               "Content-Length: +1\r\n", "Content-Length: \r\n",

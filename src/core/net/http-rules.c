@@ -343,6 +343,19 @@ bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host
 static const char *const override_headers[] = { "x-http-method-override", "x-http-method", "x-method-override",
                                                 "x-original-url", "x-rewrite-url" };
 
+/* Whether the header name q[0..n) is name (lowercase, '-'), with '_' for
+ * '-' too: CGI, PHP and WSGI servers give both the same variable. */
+static bool header_is(const char *q, size_t n, const char *name) {
+        if (n != strlen(name))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = q[i] == '_' ? '-' : q[i] >= 'A' && q[i] <= 'Z' ? (char)(q[i] - 'A' + 'a') : q[i];
+                if (c != name[i])
+                        return false;
+        }
+        return true;
+}
+
 static bool all_digits(const char *b, const char *e) {
         if (b == e || e - b > 18)
                 return false;
@@ -366,7 +379,7 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
                 while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
                         e--;
                 for (size_t i = 0; i < ELEMENTSOF(override_headers); i++)
-                        if (n == strlen(override_headers[i]) && strncasecmp(q, override_headers[i], n) == 0) {
+                        if (header_is(q, n, override_headers[i])) {
                                 snprintf(why, size,
                                          "the request carries %.*s, with which many servers run another method or path "
                                          "than the one the [[sandbox.http]] rules checked", (int)n, q);
