@@ -710,7 +710,8 @@ static bool http_refused(ProxyConn *c, char *why, size_t size) {
                 return true;
         }
         return http_rules_fronted(px->http.items, px->http.n, c->head.host, c->head.forward_headers, why, size) ||
-               (hr && !http_rules_check(hr, c->head.method, c->head.path, why, size));
+               (hr && (http_rules_headers_refused(c->head.forward_headers, why, size) ||
+                       !http_rules_check(hr, c->head.method, c->head.path, why, size)));
 }
 
 static void head_ready(ProxyConn *c) {

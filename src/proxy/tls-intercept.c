@@ -371,7 +371,8 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                 return -EPERM;
         }
         char rule_why[600];
-        if (j->http && !http_rules_check(j->http, h.method, h.path, rule_why, sizeof rule_why)) {
+        if (j->http && (http_rules_headers_refused(h.forward_headers, rule_why, sizeof rule_why) ||
+                        !http_rules_check(j->http, h.method, h.path, rule_why, sizeof rule_why))) {
                 report_denial(j, rule_why);
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s.", rule_why);
                 return -EPERM;

@@ -79,9 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 char *path = NULL;
                                 const char *bad = NULL;
                                 check(http_path_normalize(m.config, &path, &bad) == 0);
-                                check(!strstr(path, "/../") && !strstr(path, "/./"));
+                                check(!strstr(path, "/../") && !strstr(path, "/./") && !strchr(m.config, '#'));
                                 free(path);
                         }
+                        /* The config text as header lines, and the Host check. */
+                        (void)http_rules_headers_refused(m.config, why, sizeof why);
+                        HttpRules *set[] = { hr };
+                        (void)http_rules_fronted(set, 1, m.host, m.config, why, sizeof why);
                         http_rules_unref(hr);
                 }
                 vs_error_free(err);

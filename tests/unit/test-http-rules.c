@@ -66,6 +66,31 @@ static void test_match(void **state) {
         assert_false(pass(r, "GET", "//repos/me/a"));
         assert_false(pass(r, "GET", "/repos/me/a%2f%2fb"));
         assert_false(pass(r, "GET", "/repos/me/a%zz"));
+        /* No fragment in a target: a host reads "#/../.." as path. */
+        assert_false(pass(r, "GET", "/repos/me/x#/../../other"));
+        assert_false(pass(r, "GET", "/repos/me/x?q#/../../other"));
+        /* Not UTF-8 once decoded: overlong '.' and '/', a lone byte,
+         * a surrogate, past U+10FFFF; well-formed UTF-8 passes. */
+        assert_false(pass(r, "GET", "/repos/me/%c0%ae%c0%ae/other"));
+        assert_false(pass(r, "GET", "/repos/me/%e0%80%ae/other"));
+        assert_false(pass(r, "GET", "/repos/me/a%c0%afb"));
+        assert_false(pass(r, "GET", "/repos/me/%ff"));
+        assert_false(pass(r, "GET", "/repos/me/%ed%a0%80"));
+        assert_false(pass(r, "GET", "/repos/me/%f4%90%80%80"));
+        assert_false(pass(r, "GET", "/repos/me/%c3"));
+        assert_true(pass(r, "GET", "/repos/me/caf%c3%a9/%e2%82%ac%f0%9f%98%80"));
+        /* An encoded escape: decoded twice, another character. */
+        assert_false(pass(r, "GET", "/repos/me/%252e%252e/other"));
+        assert_false(pass(r, "GET", "/repos/me/a%252fb"));
+        assert_true(pass(r, "GET", "/repos/me/100%25"));
+        assert_true(pass(r, "GET", "/repos/me/100%25off?x=%2541"));
+        /* Dots and blanks alone: trimmed to ".." by some hosts. */
+        assert_false(pass(r, "GET", "/repos/me/..%20/other"));
+        assert_false(pass(r, "GET", "/repos/me/.../other"));
+        assert_false(pass(r, "GET", "/repos/me/.%20./other"));
+        assert_false(pass(r, "GET", "/repos/me/%20./other"));
+        assert_false(pass(r, "GET", "/repos/me/x/..."));
+        assert_true(pass(r, "GET", "/repos/me/.x/a.b/%20/v1."));
         assert_false(pass(r, "GET", "/repos/me/a%2"));
         assert_false(pass(r, "GET", "http://api.github.com/repos/me/a"));
         assert_false(pass(r, "OPTIONS", "*"));
@@ -80,6 +105,28 @@ static void test_match(void **state) {
         http_rules_unref(r);
 }
 
+static void test_headers(void **state) {
+        char why[600];
+        const char *good[] = { "", "Host: a\r\n", "Content-Length: 12\r\n", "Transfer-Encoding: Chunked\r\n",
+                               "X-HTTP-Method-Overrides: x\r\nContent-Length:0\r\n" };
+        const char *bad[] = { "X-HTTP-Method-Override: DELETE\r\n", "x-http-method: PUT\r\n", "X-Method-Override: x\r\n",
+                              "X-Original-URL: /admin\r\n", "X-Rewrite-Url: /admin\r\n",
+                              "X_HTTP_METHOD_OVERRIDE: PUT\r\n", "x-original_url: /admin\r\n",
+                              "Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
+                              "Content-Length: 1\r\nContent-Length: 1\r\n", "Content-Length: 1, 1\r\n",
+                              "Content-Length: +1\r\n", "Content-Length: \r\n",
+                              "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+                              "Transfer-Encoding: gzip, chunked\r\n", "Transfer-Encoding: xchunked\r\n" };
+        for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+                if (http_rules_headers_refused(good[i], why, sizeof why))
+                        fail_msg("%s was refused: %s", good[i], why);
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+                if (!http_rules_headers_refused(bad[i], why, sizeof why))
+                        fail_msg("%s was taken", bad[i]);
+        assert_true(http_rules_headers_refused("A: b\r\nX-HTTP-Method-Override: DELETE\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "X-HTTP-Method-Override"));
+}
+
 static void test_fronted(void **state) {
         char *allow[] = { "GET /a/**" };
         HttpRules *r = rules(allow, 1);
@@ -88,7 +135,16 @@ static void test_fronted(void **state) {
         assert_false(http_rules_fronted(set, 1, "api.github.com", "Host: api.github.com\r\nX: y\r\n", why, sizeof why));
         assert_false(http_rules_fronted(set, 1, "api.github.com", "host:  API.github.com:80 \r\n", why, sizeof why));
         assert_false(http_rules_fronted(set, 1, "cdn.example", "Host: other.example\r\n", why, sizeof why));
-        assert_false(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        /* No Host: the server's default name, perhaps the rules host. */
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "", why, sizeof why));
+        assert_non_null(strstr(why, "no Host header"));
+        assert_true(http_rules_fronted(set, 1, "api.github.com", "X: y\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 0, "cdn.example", "", why, sizeof why));
+        /* A Host the proxy cannot read as a name. */
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: x@api.github.com\r\n", why, sizeof why));
+        assert_non_null(strstr(why, "not a host name"));
+        assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com :80\r\n", why, sizeof why));
+        assert_false(http_rules_fronted(set, 0, "cdn.example", "Host: x@y\r\n", why, sizeof why));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "Host: api.github.com\r\n", why, sizeof why));
         assert_non_null(strstr(why, "names api.github.com, not cdn.example"));
         assert_true(http_rules_fronted(set, 1, "cdn.example", "X: y\r\nHOST: api.github.com.:8080\r\n", why, sizeof why));
@@ -102,6 +158,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entries),
                 cmocka_unit_test(test_match),
+                cmocka_unit_test(test_headers),
                 cmocka_unit_test(test_fronted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "glob.h"
 #include "net-policy.h"
 #include "macro.h"
 #include "strv.h"
+#include "utf8.h"
 
 struct HttpRules {
         atomic_int refs;
@@ -83,9 +85,15 @@ static int hexval(char c) {
 }
 
 int http_path_normalize(const char *target, char **ret, const char **why) {
-        size_t n = strcspn(target, "?#");
+        size_t n = strcspn(target, "?");
         if (n == 0 || target[0] != '/') {
                 *why = "the request target is not a path starting with \"/\"";
+                return -EPERM;
+        }
+        /* A request target has no fragment: a host takes a '#' as part of
+         * the path, and the dot segments after it with it. */
+        if (strchr(target, '#')) {
+                *why = "the request target holds a '#', which a host may read as part of the path";
                 return -EPERM;
         }
         _cleanup_free_ char *out = malloc(n + 1);
@@ -107,6 +115,12 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
                                 *why = "the path holds an encoded '/' or '\\' (%2F, %5C), which a host may read as a separator";
                                 return -EPERM;
                         }
+                        /* "%252e" is "%2e" decoded: ".", to a host that decodes twice. */
+                        if (c == '%' && i + 2 < n && hexval(target[i + 1]) >= 0 && hexval(target[i + 2]) >= 0) {
+                                *why = "the path holds an encoded escape (%25 and two hex digits), which a host that "
+                                       "decodes twice reads as another character";
+                                return -EPERM;
+                        }
                 }
                 if (c < 0x20 || c == 0x7f || c == '\\') {
                         *why = "the path holds a '\\', a NUL or a control byte";
@@ -115,6 +129,12 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
                 out[o++] = (char)c;
         }
         out[o] = 0;
+        /* Overlong forms, surrogates, past U+10FFFF: not UTF-8, and a
+         * lenient decoder on the host reads "%c0%ae" as the '.' it hides. */
+        if (!utf8_valid(out, o)) {
+                *why = "the path is not UTF-8 once decoded (an overlong form such as %c0%ae hides a '.' or a '/')";
+                return -EPERM;
+        }
         /* glob.h skips empty components; a host need not. */
         if (strstr(out, "//")) {
                 *why = "the path has an empty segment (\"//\"), which the host may read otherwise than the rule";
@@ -123,9 +143,14 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
         for (const char *s = out; s; s = strchr(s + 1, '/')) {
                 /* "..;x" too: some servers drop a segment's parameters. */
                 const char *e = strchrnul(s + 1, '/'), *semi = memchr(s + 1, ';', (size_t)(e - s - 1));
-                size_t k = (size_t)((semi ? semi : e) - s - 1);
-                if ((k == 1 && s[1] == '.') || (k == 2 && s[1] == '.' && s[2] == '.')) {
-                        *why = "the path has a \".\" or \"..\" segment (as written or percent-encoded), which could leave what the rule allows";
+                size_t k = (size_t)((semi ? semi : e) - s - 1), i = 0, dots = 0;
+                /* "...", "..%20": a server that trims a name's trailing
+                 * dots and blanks (Windows) reads them as "..". */
+                for (; i < k && (s[1 + i] == '.' || s[1 + i] == ' '); i++)
+                        dots += s[1 + i] == '.';
+                if (k > 0 && i == k && dots > 0) {
+                        *why = "the path has a \".\" or \"..\" segment (as written, percent-encoded, or with more dots or blanks a "
+                               "host may trim), which could leave what the rule allows";
                         return -EPERM;
                 }
         }
@@ -273,6 +298,15 @@ bool http_next_host_header(const char **p, const char **v, const char **e) {
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size) {
         const char *p = headers, *b, *c;
+        /* No Host: a server fronting several names serves its default one,
+         * which may be a rules host, whatever name the jail connected to. */
+        if (n > 0 && !http_next_host_header(&p, &b, &c)) {
+                snprintf(why, size,
+                         "the request has no Host header: a server behind %s that serves several names would take it "
+                         "for its default one, which may be a host with [[sandbox.http]] rules", target_host);
+                return true;
+        }
+        p = headers;
         while (http_next_host_header(&p, &b, &c)) {
                 /* The name without its port: "[v6]:port", "name:port". */
                 if (b < c && *b == '[') {
@@ -284,13 +318,88 @@ bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host
                 }
                 char name[260];
                 snprintf(name, sizeof name, "%.*s", (int)MIN((size_t)(c - b), sizeof name - 1), b);
-                bool other = net_host_normalize(name) < 0 || strcasecmp(name, target_host) != 0;
+                /* A Host the proxy does not read as a name ("x@h", "h :80")
+                 * a lenient server may still route to a rules host. */
+                bool unreadable = net_host_normalize(name) < 0;
+                if (unreadable && n > 0) {
+                        snprintf(why, size,
+                                 "the Host header \"%.255s\" is not a host name the proxy can read, and a server may route "
+                                 "it to a host with [[sandbox.http]] rules", name);
+                        return true;
+                }
+                bool other = unreadable || strcasecmp(name, target_host) != 0;
                 if (other && (http_rules_find(set, n, name) || http_rules_find(set, n, target_host))) {
                         snprintf(why, size,
                                  "the Host header names %.255s, not %s, the host the request goes to; with [[sandbox.http]] "
                                  "rules for either, one would be reached unchecked", name, target_host);
                         return true;
                 }
+        }
+        return false;
+}
+
+/* Headers with which many frameworks run another method or path than the
+ * request line's, the one the rules checked. */
+static const char *const override_headers[] = { "x-http-method-override", "x-http-method", "x-method-override",
+                                                "x-original-url", "x-rewrite-url" };
+
+/* Whether the header name q[0..n) is name (lowercase, '-'), with '_' for
+ * '-' too: CGI, PHP and WSGI servers give both the same variable. */
+static bool header_is(const char *q, size_t n, const char *name) {
+        if (n != strlen(name))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = q[i] == '_' ? '-' : q[i] >= 'A' && q[i] <= 'Z' ? (char)(q[i] - 'A' + 'a') : q[i];
+                if (c != name[i])
+                        return false;
+        }
+        return true;
+}
+
+static bool all_digits(const char *b, const char *e) {
+        if (b == e || e - b > 18)
+                return false;
+        for (; b < e; b++)
+                if (*b < '0' || *b > '9')
+                        return false;
+        return true;
+}
+
+bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
+        unsigned lengths = 0, codings = 0;
+        bool bad_value = false;
+        for (const char *q = headers; q && *q;) {
+                const char *le = strstr(q, "\r\n"), *colon = le ? memchr(q, ':', (size_t)(le - q)) : NULL;
+                if (!colon)
+                        break;
+                size_t n = (size_t)(colon - q);
+                const char *v = colon + 1, *e = le;
+                while (v < e && (*v == ' ' || *v == '\t'))
+                        v++;
+                while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                        e--;
+                for (size_t i = 0; i < ELEMENTSOF(override_headers); i++)
+                        if (header_is(q, n, override_headers[i])) {
+                                snprintf(why, size,
+                                         "the request carries %.*s, with which many servers run another method or path "
+                                         "than the one the [[sandbox.http]] rules checked", (int)n, q);
+                                return true;
+                        }
+                if (n == 14 && strncasecmp(q, "content-length", n) == 0) {
+                        lengths++;
+                        bad_value |= !all_digits(v, e);
+                } else if (n == 17 && strncasecmp(q, "transfer-encoding", n) == 0) {
+                        codings++;
+                        bad_value |= !((size_t)(e - v) == 7 && strncasecmp(v, "chunked", 7) == 0);
+                }
+                q = le + 2;
+        }
+        if (bad_value || lengths > 1 || codings > 1 || (lengths && codings)) {
+                snprintf(why, size,
+                         "the request's body has no single plain length (Content-Length digits alone, or "
+                         "Transfer-Encoding: chunked alone, once): a server and a front end before it could end the "
+                         "body in different places and run the rest as a request the [[sandbox.http]] rules did not check");
+                return true;
         }
         return false;
 }

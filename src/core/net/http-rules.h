@@ -9,9 +9,12 @@
  * An entry is "METHOD /path/glob": METHOD an HTTP token in capitals,
  * the glob (glob.h) anchored at "/", '*' one path segment, '**' any
  * number. A request's path is matched without its query, percent-decoded;
- * a path with a "." or ".." segment (as written or percent-encoded), an
- * encoded '/' or '\' (%2F, %5C), an empty segment ("//"), a '\', a NUL
- * or a control byte is refused
+ * a path with a "." or ".." segment (as written or percent-encoded, or
+ * of more dots or blanks, "..." or ".. ", which a trimming host reads as
+ * ".."), an
+ * encoded '/' or '\' (%2F, %5C), an encoded escape ("%252e"), an empty segment ("//"), a '\', a NUL
+ * or a control byte, bytes that are not UTF-8 once decoded (an overlong
+ * "%c0%ae"), or a '#' anywhere in the target is refused
  * whatever the rules say: the host could resolve it to a path the glob
  * did not mean. Pure (no I/O): the config checks entries with it, the
  * proxy matches with it, tests/fuzz/fuzz-proxy-ctl.c feeds it. */
@@ -55,6 +58,14 @@ int http_rule_set_add(HttpRuleSet *s, const char *host, const char *where, char 
  * the rule set (where) and the request. */
 bool http_rules_check(const HttpRules *r, const char *method, const char *target, char *why, size_t size);
 
+/* Whether the header lines ("Name: value\r\n") of a request to a rules
+ * host let a server read another request than the one checked: a method
+ * or URL override header (X-HTTP-Method-Override, X-Original-URL, ...),
+ * or a body whose end two servers could put in different places
+ * (Content-Length with Transfer-Encoding, either twice, a length not
+ * plain digits, a coding other than chunked). why[size] says which. */
+bool http_rules_headers_refused(const char *headers, char *why, size_t size);
+
 /* The next Host header in the "Name: value\r\n" lines at *p: [*v, *e) its
  * value without surrounding blanks; *p moved past its line. false when
  * there is none. (tls-intercept.c checks them too.) */
@@ -65,7 +76,9 @@ bool http_next_host_header(const char **p, const char **v, const char **e);
  * fronting several names routes it). Whether a Host header of headers
  * ("Name: value\r\n" lines) names another host than target_host while
  * one of the two has rules in set: the request would reach a rules host
- * unchecked, or be checked against rules it does not go to. why[size]
- * says which. */
+ * unchecked, or be checked against rules it does not go to. A request
+ * without a Host header too, or with one that is not a host name the
+ * proxy reads ("x@h", "h :80"), while set has rules: the server would
+ * serve its default name, or read it leniently. why[size] says which. */
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size);
