@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http-rules.h"
 #include "inject.h"
 #include "time-util.h"
 
@@ -48,24 +49,14 @@ bool head_host_ok(const char *head, size_t len, const char *host, uint16_t port,
         unsigned seen = 0;
         /* Past the request line: a method has no ':', so "host:" starts
          * a header line only. */
-        for (const char *p = head, *end = head + len; p < end;) {
-                const char *le = memmem(p, (size_t)(end - p), "\r\n", 2);
-                if (!le)
-                        break;
-                if (le - p >= 5 && strncasecmp(p, "host:", 5) == 0) {
-                        const char *v = p + 5, *e = le;
-                        while (v < e && (*v == ' ' || *v == '\t'))
-                                v++;
-                        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-                                e--;
-                        size_t k = (size_t)(e - v);
-                        bool ok = (k == strlen(with_port) && strncasecmp(v, with_port, k) == 0) ||
-                                  (port == default_port && k == strlen(bare) && strncasecmp(v, bare, k) == 0);
-                        if (!ok)
-                                return false;
-                        seen++;
-                }
-                p = le + 2;
+        const char *p = head, *v, *e;
+        while (http_next_host_header(&p, head + len, &v, &e)) {
+                size_t k = (size_t)(e - v);
+                bool ok = (k == strlen(with_port) && strncasecmp(v, with_port, k) == 0) ||
+                          (port == default_port && k == strlen(bare) && strncasecmp(v, bare, k) == 0);
+                if (!ok)
+                        return false;
+                seen++;
         }
         return seen == 1;
 }

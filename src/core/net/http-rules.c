@@ -274,9 +274,9 @@ bool http_rules_check(const HttpRules *r, const char *method, const char *target
         return false;
 }
 
-bool http_next_host_header(const char **p, const char **v, const char **e) {
-        for (const char *q = *p; q && *q;) {
-                const char *le = strstr(q, "\r\n");
+bool http_next_host_header(const char **p, const char *end, const char **v, const char **e) {
+        for (const char *q = *p; q && q < end;) {
+                const char *le = memmem(q, (size_t)(end - q), "\r\n", 2);
                 if (!le)
                         break;
                 if (le - q >= 5 && strncasecmp(q, "host:", 5) == 0) {
@@ -297,17 +297,17 @@ bool http_next_host_header(const char **p, const char **v, const char **e) {
 
 bool http_rules_fronted(HttpRules *const *set, size_t n, const char *target_host, const char *headers, char *why,
                         size_t size) {
-        const char *p = headers, *b, *c;
+        const char *p = headers, *end = headers + strlen(headers), *b, *c;
         /* No Host: a server fronting several names serves its default one,
          * which may be a rules host, whatever name the jail connected to. */
-        if (n > 0 && !http_next_host_header(&p, &b, &c)) {
+        if (n > 0 && !http_next_host_header(&p, end, &b, &c)) {
                 snprintf(why, size,
                          "the request has no Host header: a server behind %s that serves several names would take it "
                          "for its default one, which may be a host with [[sandbox.http]] rules", target_host);
                 return true;
         }
         p = headers;
-        while (http_next_host_header(&p, &b, &c)) {
+        while (http_next_host_header(&p, end, &b, &c)) {
                 /* The name without its port: "[v6]:port", "name:port". */
                 if (b < c && *b == '[') {
                         const char *rb = memchr(b, ']', (size_t)(c - b));

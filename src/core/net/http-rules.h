@@ -66,10 +66,10 @@ bool http_rules_check(const HttpRules *r, const char *method, const char *target
  * plain digits, a coding other than chunked). why[size] says which. */
 bool http_rules_headers_refused(const char *headers, char *why, size_t size);
 
-/* The next Host header in the "Name: value\r\n" lines at *p: [*v, *e) its
- * value without surrounding blanks; *p moved past its line. false when
- * there is none. (tls-intercept.c checks them too.) */
-bool http_next_host_header(const char **p, const char **v, const char **e);
+/* The next Host header in the "Name: value\r\n" lines in [*p, end): [*v,
+ * *e) its value without surrounding blanks; *p moved past its line. false
+ * when there is none. (head_host_ok() in the proxy reads them too.) */
+bool http_next_host_header(const char **p, const char *end, const char **v, const char **e);
 
 /* Plain HTTP names its host twice: in the target (where the proxy
  * connects, whose rules it applies) and in Host headers (where a server
