@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "error.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "proc-tree.h"
@@ -104,6 +106,15 @@ int child_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int
                 .deadline_us = timeout_ms ? start + MIN(timeout_ms, (uint64_t) 1 << 40) * 1000u : 0,
         };
         return 0;
+}
+
+int child_spawn_error(VsError **err, int k, const char *argv0) {
+        if (k == -EAGAIN)
+                return vs_error_set_kind(err, k, "process_limit",
+                                         "cannot start %s: the jail is at its process limit (processes still running "
+                                         "in it hold every slot; [sandbox.limits] pids)",
+                                         argv0);
+        return vs_error_set(err, k, "cannot start %s: %s", argv0, strerror(-k));
 }
 
 /* What the leader started and left its group for (setsid, setpgid: a

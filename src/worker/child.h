@@ -42,6 +42,10 @@ typedef struct Child {
  * is reaped, *ret untouched); a negative errno: no child. */
 int child_spawn(const ExecPrep *x, const ExecDefaults *d, char *const *argv, int in_fd, int out_fd, int err_fd,
                 ChildDetach detach, uint64_t timeout_ms, Child *ret);
+/* child_spawn's negative errno k for argv0 as *err; returns k. EAGAIN (the
+ * jail's RLIMIT_NPROC or pids cgroup is full) is process_limit, which the
+ * daemon answers by restarting a jail that leftovers hold at its limit. */
+int child_spawn_error(VsError **err, int k, const char *argv0);
 
 /* A child that stands for no process (a connection): already "reaped",
  * exit status 0. */

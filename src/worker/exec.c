@@ -288,7 +288,7 @@ int exec_start(Exec **list, const Policy *p, const ExecDefaults *d, json_t *obj,
         max = MIN(max, (uint64_t) MAX_OUTPUT_CAP);
         k = child_spawn(&x, d, req.argv, in_r, out_w, err_w, CHILD_GROUP, timeout, &child);
         if (k < 0) {
-                vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+                child_spawn_error(err, k, req.argv[0]);
                 goto finish;
         }
         if (k > 0) {

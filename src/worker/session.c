@@ -257,7 +257,7 @@ int session_open(Session **list, const Policy *p, const ExecDefaults *d, json_t 
         if (k != 0) {
                 free(s);
                 if (k < 0)
-                        vs_error_set(err, k, "cannot start %s: %s", req.argv[0], strerror(-k));
+                        child_spawn_error(err, k, req.argv[0]);
                 else
                         k = vs_error_set_kind(err, -k, k == ENOENT ? "not_found" : "io", "%s: %s", req.argv[0],
                                               strerror(k));

@@ -1720,6 +1720,43 @@ def t_leftovers_in_a_trough_restart_jail(d, tmp):
     c.close()
 
 
+def t_leftovers_grow_back_restart_jail(d, tmp):
+    """Leftovers that fill the process limit only after their call's reply
+    (a fork bomb growing back after the daemon's look) left the next
+    command unable to start ("cannot start /bin/sh: Resource temporarily
+    unavailable", t_limits under load). The worker says process_limit,
+    nothing ran, and the daemon restarts the jail and runs the command in
+    the new one."""
+    ws = make_ws(tmp, "grow-back-ws", SANDBOX + "[sandbox.limits]\npids = 24\n")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    limits = d.ws_status(ws)["limits"]
+    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
+        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    # Quiet when the reply goes out; a second later it holds every slot,
+    # and takes back any slot that frees (a shell whose fork fails ends).
+    fill = ("import os, time\n"
+            "time.sleep(1)\n"
+            "while True:\n"
+            "    try:\n"
+            "        if os.fork() == 0:\n"
+            "            time.sleep(300); os._exit(0)\n"
+            "    except OSError:\n"
+            "        time.sleep(0.005)\n")
+    r = term(c, ws, "setsid python3 -c '%s' </dev/null >/dev/null 2>&1 & echo left" % fill)
+    check(r["ok"] and r["stdout"] == "left\n" and "jail_restarted" not in r,
+          ("the jail was restarted before the leftovers grew", {k: v for k, v in r.items() if k != "sandbox"}))
+    worker = d.ws_status(ws)["worker"]["pid"]
+    time.sleep(2.5)
+    r = term(c, ws, "echo ran")
+    check(r["ok"] and r["stdout"] == "ran\n", ("the command did not run in a new jail", r))
+    check("when the command came" in r.get("jail_restarted", ""), ("the restart was not reported", r))
+    check(d.ws_status(ws)["worker"]["pid"] != worker, "the worker was not replaced")
+    r = term(c, ws, "for i in 1 2 3; do sleep 0.01 & done; wait; echo forked")
+    check(r["ok"] and r["stdout"] == "forked\n" and "jail_restarted" not in r, r)
+    c.close()
+
+
 def t_leftovers_restart_jail(d, tmp):
     """Processes a command leaves behind out of its group that hold the
     workspace's pids limit restart the jail after the call
@@ -1770,7 +1807,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 

@@ -35,6 +35,7 @@ export const ErrorCode = {
   TOO_LARGE: "too_large",
   IO: "io",
   CANCELLED: "cancelled",
+  PROCESS_LIMIT: "process_limit",
   DAEMON_UNAVAILABLE: "daemon_unavailable",
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -74,6 +74,7 @@ static const char *const error_names[_API_ERROR_MAX] = {
         [API_ERROR_TOO_LARGE] = "too_large",
         [API_ERROR_IO] = "io",
         [API_ERROR_CANCELLED] = "cancelled",
+        [API_ERROR_PROCESS_LIMIT] = "process_limit",
 };
 
 const char *api_error_name(ApiError e) {

@@ -86,6 +86,7 @@ typedef enum ApiError {
         API_ERROR_TOO_LARGE,
         API_ERROR_IO,
         API_ERROR_CANCELLED,
+        API_ERROR_PROCESS_LIMIT,
         _API_ERROR_MAX,
         _API_ERROR_INVALID = -EINVAL,
 } ApiError;

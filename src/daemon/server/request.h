@@ -38,6 +38,7 @@ struct Request {
         bool detach;        /* "detach": true: runs on when its connection closes */
         bool cancelled;     /* a cancel reached it: its result is the error cancelled */
         const char *cancel_why; /* static: the cancelled result's message, audited */
+        bool limit_restarted;   /* its command found the jail at its process limit: the jail was restarted and the call sent again */
 };
 
 /* Sends the result of r (ok when code is API_OK), audits it and frees r.

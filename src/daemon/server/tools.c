@@ -62,6 +62,24 @@ static int call_build(Call *c, uint64_t wid, StrBuf *out) {
  * tool table below). */
 static void tool_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o);
 
+#define LEFTOVERS_HELD "leftover processes held the workspace's process limit"
+
+/* A command that could not start because the jail is at its process limit
+ * (a fork bomb's leftovers, grown again after the last call's look at the
+ * count): nothing ran, so the jail is restarted and the command sent to
+ * the fresh one, once, when no other call runs in it. A command that needs
+ * more than the limit gets process_limit then. */
+static bool limit_restart(Request *r, WorkerLink *l, const VsError *err) {
+        if (r->limit_restarted || r->cancelled || r->which != API_TOOL_TERMINAL || !r->ws || !l || l != r->ws->link ||
+            l->n_inflight != 0 || !streq_ptr(vs_error_kind(err), "process_limit"))
+                return false;
+        log_warning("workspace %s: a command found the jail at its process limit; restarting the jail", r->ws->path);
+        r->limit_restarted = true;
+        workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, LEFTOVERS_HELD);
+        workspace_submit(r->ws, &r->call);
+        return true;
+}
+
 static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const char *message) {
         Request *r = c->req;
         if (!m)
@@ -84,6 +102,8 @@ static void call_done(Call *c, WorkerLink *l, JsonlMsg *m, ApiError code, const 
         }
         if (k == -ENOMEM)
                 return request_finish(r, l, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        if (k < 0 && limit_restart(r, l, err))
+                return;
         if (k < 0)
                 return request_finish(r, l, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_WORKER_CRASHED),
                                       vs_error_message(err));
@@ -102,9 +122,10 @@ static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
          * the command returned: restart the jail once nothing else runs. */
         if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws, l)) {
                 log_warning("workspace %s: leftover processes hold the process limit; restarting the jail", r->ws->path);
-                json_object_set_new(o, "jail_restarted", json_string("leftover processes held the workspace's process limit"));
-                workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, "leftover processes held the workspace's process limit");
-        }
+                json_object_set_new(o, "jail_restarted", json_string(LEFTOVERS_HELD));
+                workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, LEFTOVERS_HELD);
+        } else if (r->limit_restarted)
+                json_object_set_new(o, "jail_restarted", json_string(LEFTOVERS_HELD " when the command came: it ran in the new jail"));
         if (api_call_binary(&r->ac))
                 return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
         /* As text both streams share one line: cut what would not fit, so

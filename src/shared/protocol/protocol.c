@@ -94,6 +94,7 @@ static const char *const error_names[_PROTOCOL_ERROR_MAX] = {
         [PROTOCOL_ERROR_TOO_LARGE] = "too_large",
         [PROTOCOL_ERROR_IO] = "io",
         [PROTOCOL_ERROR_CANCELLED] = "cancelled",
+        [PROTOCOL_ERROR_PROCESS_LIMIT] = "process_limit",
 };
 
 const char *protocol_error_code_to_string(ProtocolErrorCode c) {

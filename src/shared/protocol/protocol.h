@@ -77,6 +77,7 @@ typedef enum ProtocolErrorCode {
         PROTOCOL_ERROR_TOO_LARGE,
         PROTOCOL_ERROR_IO,
         PROTOCOL_ERROR_CANCELLED,
+        PROTOCOL_ERROR_PROCESS_LIMIT, /* a command could not start: the jail is at its process limit */
         _PROTOCOL_ERROR_MAX,
         _PROTOCOL_ERROR_INVALID = -1,
 } ProtocolErrorCode;

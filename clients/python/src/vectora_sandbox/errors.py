@@ -43,6 +43,7 @@ class ErrorCode(str, enum.Enum):
     TOO_LARGE = "too_large"
     IO = "io"
     CANCELLED = "cancelled"
+    PROCESS_LIMIT = "process_limit"
     # The client's own: the daemon's socket cannot be reached, or the
     # connection broke.
     DAEMON_UNAVAILABLE = "daemon_unavailable"
