@@ -33,7 +33,7 @@ test: build
 test-asan: deps
 	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	@ninja -C build-asan >/dev/null || ninja -C build-asan
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/run-tests build-asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/run-tests build-asan --no-suite other-backends
 
 # Minutes of mixed load with faults; fails on growth (tests/soak/soak.py).
 SOAK_SECONDS ?= 600
