@@ -127,7 +127,7 @@ int mcp_embedded_acquire(McpEmbedded *e, McpEmbHold *h) {
                  * within its own call's window, as one call alone), then a
                  * fresh one starts. */
                 if (e->session && !e->ending &&
-                    (e->session->proc.pid <= 0 || !config_unchanged(e) || !masks_unchanged(e)))
+                    (!session_worker_alive(e->session) || !config_unchanged(e) || !masks_unchanged(e)))
                         e->ending = true;
                 if (e->session && !e->ending)
                         break;
@@ -165,7 +165,7 @@ int mcp_embedded_acquire(McpEmbedded *e, McpEmbHold *h) {
  * reply says so in jail_restarted. A look that fails ends the jail too
  * (fail closed). */
 static int end_strays(McpEmbedded *e, json_t *reply) {
-        if (!e->session || e->session->proc.pid <= 0 || e->n_jail_pids == -EOPNOTSUPP || e->busy > 1)
+        if (!e->session || !session_worker_alive(e->session) || e->n_jail_pids == -EOPNOTSUPP || e->busy > 1)
                 return 0;
         _cleanup_free_ pid_t *now = NULL;
         int n = session_jail_pids(e->session, &now);
@@ -221,7 +221,7 @@ static int run_call(McpEmbedded *e, McpEmbHold *h, const McpCall *mc, int cancel
          * (tool_call_run()) the same way. */
         const char *code = json_string_value(json_object_get(json_object_get(m.obj, "error"), "code"));
         pthread_mutex_lock(&e->lock);
-        if ((code && strncmp(code, "worker_", 7) == 0) || h->session->proc.pid <= 0)
+        if ((code && strncmp(code, "worker_", 7) == 0) || !session_worker_alive(h->session))
                 e->ending = true;
         else if (e->busy == 1 && (r = end_strays(e, m.obj)) >= 0)
                 e->strays_looked = true;

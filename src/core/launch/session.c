@@ -34,6 +34,23 @@ typedef struct VsSessionWait {
         VsError *err;
 } VsSessionWait;
 
+/* The worker's pid, for the one thread that will reap it: 0 when another
+ * thread took it first. In a shared session several calls may end the
+ * worker at once; only the taker signals and reaps, so no thread signals
+ * or reaps a pid already reaped and perhaps reused (another session's
+ * worker in the same MCP server is a child of this process too). While
+ * s->proc.pid is not 0 its process is not reaped. */
+static pid_t take_pid(VsSession *s, pid_t expected) {
+        return __atomic_compare_exchange_n(&s->proc.pid, &expected, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+                       ? expected
+                       : 0;
+}
+
+static void reap(pid_t pid) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
 /* Ends the worker: a shared session keeps its descriptors for the calls
  * still reading or writing them (a descriptor closed under another thread
  * could be reused by an unrelated open), session_end() closes them. */
@@ -42,12 +59,10 @@ static void kill_worker(VsSession *s) {
                 worker_proc_kill(&s->proc);
                 return;
         }
-        pid_t pid = s->proc.pid;
+        pid_t pid = take_pid(s, __atomic_load_n(&s->proc.pid, __ATOMIC_ACQUIRE));
         if (pid > 0) {
                 kill(pid, SIGKILL);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                s->proc.pid = 0;
+                reap(pid);
         }
 }
 
@@ -82,10 +97,15 @@ static char *drain_stderr(int fd) {
  * under load, and killing it earlier leaves the container's name taken for
  * the next start in this workspace. */
 static void wait_exit(VsSession *s) {
-        for (int i = 0; i < 100 + 240 && s->proc.pid > 0; i++) {
-                pid_t p = waitpid(s->proc.pid, NULL, WNOHANG);
-                if (p == s->proc.pid) {
-                        s->proc.pid = 0;
+        for (int i = 0; i < 100 + 240; i++) {
+                pid_t pid = __atomic_load_n(&s->proc.pid, __ATOMIC_ACQUIRE);
+                if (pid <= 0)
+                        break;
+                /* Look without reaping; reap only once taken. */
+                siginfo_t si = { 0 };
+                if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) {
+                        if (take_pid(s, pid) > 0)
+                                reap(pid);
                         break;
                 }
                 struct timespec ts = { 0, (i < 100 ? 2 : 20) * 1000 * 1000 };
@@ -399,11 +419,15 @@ int session_jail_pids(const VsSession *s, pid_t **ret) {
         *ret = NULL;
         if (!s->own_pid_ns || !s->sandboxed)
                 return -EOPNOTSUPP;
-        return proc_tree_pids(s->proc.pid, ret, NULL);
+        return proc_tree_pids(__atomic_load_n(&s->proc.pid, __ATOMIC_ACQUIRE), ret, NULL);
+}
+
+bool session_worker_alive(const VsSession *s) {
+        return __atomic_load_n(&s->proc.pid, __ATOMIC_ACQUIRE) > 0;
 }
 
 void session_stop(VsSession *s) {
-        if (s->proc.pid > 0 && !s->local && s->proc.fd >= 0) {
+        if (session_worker_alive(s) && !s->local && s->proc.fd >= 0) {
                 shutdown(s->proc.fd, SHUT_WR);
                 wait_exit(s);
         }

@@ -84,6 +84,8 @@ int session_git_sweep(VsSession *s, char ***paths);
  * other than after the start means something outlived its call (or
  * replaced one of the jail's own). */
 int session_jail_pids(const VsSession *s, pid_t **ret);
+/* The worker still runs (not ended by a call of a shared session). */
+bool session_worker_alive(const VsSession *s);
 /* Ends the worker now (its jail with it); the session only answers
  * errors after. */
 void session_stop(VsSession *s);
