@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
@@ -230,6 +231,46 @@ def network_allowlist(tmp, env):
         s.close()
 
 
+def input_bounded(tmp, env):
+    """What the client writes while the server takes no more calls (32 run)
+    waited in the server's memory without bound: a client writing on grew
+    the server without end. Now the server stops reading past two of the
+    largest lines (160 MiB), and the client's write blocks."""
+    ws = make_ws(tmp, "bounded")
+    s = Server(ws, env, ["--no-daemon"])
+    try:
+        s.init()
+        s.wait(call(s, "file_read", path="a.txt")[0])
+        for _ in range(33):  # 32 run; the 33rd holds the server's main thread
+            call(s, "terminal", command="sleep 20")
+        time.sleep(1)
+        pad = b"A" * (1 << 20)
+        line = b'{"jsonrpc":"2.0","method":"notifications/pad","params":{"p":"' + pad + b'"}}\n'
+        written = [0]
+
+        def writer():
+            try:
+                for _ in range(800):
+                    s.p.stdin.write(line)
+                    written[0] += len(line)
+                s.p.stdin.flush()
+            except (OSError, ValueError):
+                pass
+
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        t.join(8)
+        with open("/proc/%d/status" % s.p.pid) as f:
+            rss = int([x for x in f if x.startswith("VmRSS")][0].split()[1]) // 1024
+        mib = written[0] >> 20
+        report("[embedded] a client writing 800 MiB while 32 calls run is held back by the server (%d MiB taken, "
+               "server RSS %d MiB; bound 160 MiB queued plus a line being read)" % (mib, rss),
+               t.is_alive() and mib < 400 and rss < 400, (mib, rss))
+    finally:
+        s.p.kill()
+        s.close()
+
+
 def section(name, fn, *args):
     try:
         fn(*args)
@@ -244,7 +285,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
     try:
-        for fn in (while_running, cancel_one, repository_beside, replaced_worker, network_allowlist):
+        for fn in (while_running, cancel_one, repository_beside, replaced_worker, network_allowlist, input_bounded):
             if not only or fn.__name__ in only:
                 section(fn.__name__, fn, tmp, env)
     finally:

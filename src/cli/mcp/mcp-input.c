@@ -26,6 +26,13 @@
 /* Ids of notifications/cancelled for calls not begun yet (queued behind
  * the running ones), kept until the call comes up; the newest so many. */
 #define CANCELLED_MAX 64
+/* Lines read but not taken yet by the main thread (which takes the next
+ * only when fewer than MCP_CALLS_MAX calls run), in bytes with their
+ * bookkeeping: past this the reader stops reading, so a client that keeps
+ * writing blocks in its write instead of growing this process without
+ * bound. Two of the largest lines (a 64 MiB file write each). */
+#define QUEUED_MAX (2u * (size_t)JSONRPC_MAX_LINE)
+#define LINE_COST(n) ((n) + sizeof(Line) + 16u)
 
 typedef struct Line {
         struct Line *next;
@@ -48,8 +55,10 @@ struct McpInput {
         pthread_t thread, ticker;
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        pthread_cond_t room;  /* the main thread took a line, or stopped */
         pthread_mutex_t out_lock;
         Line *head, *tail;
+        size_t queued;        /* LINE_COST of the lines from head to tail */
         bool eof;
         bool done;            /* the main thread stops serving */
         uint64_t gone_us;     /* when the client went away (watch_stdout), or 0 */
@@ -134,7 +143,10 @@ static void queue_line(McpInput *in, const char *p, size_t n) {
                 l = NULL;
         }
         pthread_mutex_lock(&in->lock);
+        while (l && in->queued >= QUEUED_MAX && !in->done)
+                pthread_cond_wait(&in->room, &in->lock);
         if (l) {
+                in->queued += LINE_COST(n);
                 memcpy(l->data, p, n);
                 l->data[n] = 0;
                 l->len = n;
@@ -266,6 +278,7 @@ int mcp_input_start(McpInput **ret) {
         pthread_mutex_init(&in->lock, NULL);
         pthread_mutex_init(&in->out_lock, NULL);
         pthread_cond_init(&in->cond, NULL);
+        pthread_cond_init(&in->room, NULL);
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -297,6 +310,8 @@ char *mcp_input_next(McpInput *in, size_t *ret_len) {
                 in->head = l->next;
                 if (!in->head)
                         in->tail = NULL;
+                in->queued -= LINE_COST(l->len);
+                pthread_cond_signal(&in->room);
         }
         pthread_mutex_unlock(&in->lock);
         if (!l)
@@ -391,6 +406,7 @@ void mcp_input_stop(McpInput *in) {
                 return;
         pthread_mutex_lock(&in->lock);
         in->done = true;
+        pthread_cond_broadcast(&in->room);
         pthread_mutex_unlock(&in->lock);
         /* The reader may still be in read() or poll(): the process exits
          * next, and the McpInput stays allocated for it until then. */
