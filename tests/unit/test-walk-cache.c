@@ -270,6 +270,58 @@ static void test_walk_git(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+/* At start the cache directory loses what this daemon can never use: a
+ * file of the older format (its key hashes the old magic in) and a temp
+ * file a crash left an hour ago; the current format's file and a temp file
+ * being written now stay. */
+static void put_file(const char *dir, const char *name, const char *data, time_t age) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+        close(fd);
+        struct timespec ts[2] = { { time(NULL) - age, 0 }, { time(NULL) - age, 0 } };
+        assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+}
+
+static bool exists_in(const char *dir, const char *name) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        return access(p, F_OK) == 0;
+}
+
+static void test_sweep(void **state) {
+        char root[] = "/tmp/test-walk-cache-sweep-XXXXXX";
+        assert_non_null(mkdtemp(root));
+        char state_dir[300], dir[320];
+        snprintf(state_dir, sizeof state_dir, "%s/state", root);
+        snprintf(dir, sizeof dir, "%s/walk-cache", state_dir);
+        assert_int_equal(mkdir(state_dir, 0700), 0);
+        WalkCacheUse use = { 0 };
+        assert_int_equal(walk_cache_use_init(&use, state_dir), 0);
+        WalkCache c = { 0 };
+        memset(c.key, 0x5a, sizeof c.key);
+        WalkCacheDir d = dir_of("", "a", NULL);
+        assert_int_equal(walk_cache_add(&c, &d), 0);
+        assert_int_equal(walk_cache_save(dir, &c), 0);
+        walk_cache_done(&c);
+        const char *current = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a";
+        put_file(dir, "0123456789abcdef0123456789abcdef", "VSWALK01 an older daemon's file", 0);
+        put_file(dir, "fedcba9876543210fedcba9876543210.Ab12Cd", "half", 2 * 60 * 60);
+        put_file(dir, "fedcba9876543210fedcba9876543210.Ef34Gh", "being written", 0);
+        walk_cache_use_done(&use);
+        assert_int_equal(walk_cache_use_init(&use, state_dir), 0);
+        assert_true(exists_in(dir, current));
+        assert_false(exists_in(dir, "0123456789abcdef0123456789abcdef"));
+        assert_false(exists_in(dir, "fedcba9876543210fedcba9876543210.Ab12Cd"));
+        assert_true(exists_in(dir, "fedcba9876543210fedcba9876543210.Ef34Gh"));
+        walk_cache_use_done(&use);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_file),
@@ -277,6 +329,7 @@ int main(void) {
                 cmocka_unit_test(test_racy),
                 cmocka_unit_test(test_walk_git),
                 cmocka_unit_test(test_walk),
+                cmocka_unit_test(test_sweep),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

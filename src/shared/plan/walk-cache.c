@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -427,6 +428,45 @@ int walk_cache_save(const char *dir, const WalkCache *c) {
         return r;
 }
 
+/* A temp file this old is a save a crash or a kill interrupted. */
+#define STALE_TEMP_S (60 * 60)
+
+/* Once at start: files of another format (the key hashes MAGIC in, so a
+ * daemon of this format never reads or rewrites an older one's, which
+ * would stay for good) and temp files a crash left. Everything in the
+ * directory is the daemon's own; nothing here is followed. */
+static void sweep(int dfd) {
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        WalkDirReader rd;
+        if (walk_dir_reader_open(&rd, fd) < 0) {
+                safe_close(fd);
+                return;
+        }
+        const char *name;
+        unsigned char type;
+        time_t now = time(NULL);
+        while (walk_dir_reader_next(&rd, &name, &type) > 0) {
+                struct stat st;
+                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+                    st.st_uid != geteuid())
+                        continue;
+                bool drop;
+                if (strchr(name, '.'))
+                        drop = now - st.st_mtime > STALE_TEMP_S;
+                else {
+                        char magic[sizeof MAGIC];
+                        _cleanup_close_ int f = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                        drop = f >= 0 && (read(f, magic, sizeof magic) != (ssize_t)sizeof magic ||
+                                          memcmp(magic, MAGIC, sizeof MAGIC) != 0);
+                }
+                if (drop)
+                        (void)unlinkat(dfd, name, 0);
+        }
+        walk_dir_reader_close(&rd);
+}
+
 int walk_cache_use_init(WalkCacheUse *u, const char *state_dir) {
         _cleanup_free_ char *d = path_join(state_dir, "walk-cache");
         if (!d)
@@ -438,6 +478,9 @@ int walk_cache_use_init(WalkCacheUse *u, const char *state_dir) {
                 return -errno;
         if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
                 return -EPERM; /* not the daemon's own: no cache */
+        _cleanup_close_ int dfd = open(d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0 && fstat(dfd, &st) >= 0 && st.st_uid == geteuid() && !(st.st_mode & 077))
+                sweep(dfd);
         free(u->dir);
         u->dir = TAKE_PTR(d);
         return 0;
