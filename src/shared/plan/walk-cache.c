@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
 #include "macro.h"
 #include "path-util.h"
 #include "sha256.h"
+#include "time-util.h"
 
 /* The file: MAGIC, the key, the number of records, the records, and the
  * SHA-256 (hex) of all that. Integers in the host's byte order (the file
@@ -446,7 +446,7 @@ static void sweep(int dfd) {
         }
         const char *name;
         unsigned char type;
-        time_t now = time(NULL);
+        time_t now = now_wall().tv_sec;
         while (walk_dir_reader_next(&rd, &name, &type) > 0) {
                 struct stat st;
                 if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
