@@ -52,9 +52,15 @@ static int child_main(void *arg) {
                 e = errno;
         if (!e && a->memory) {
                 /* Per command, not on the worker itself: the worker's own
-                 * address space (large under sanitizers) stays unbounded. */
+                 * memory (large under sanitizers) stays unbounded.
+                 * RLIMIT_DATA, not RLIMIT_AS: it counts the private
+                 * writable memory a process uses (heap, anonymous maps),
+                 * not address space it only reserves (PROT_NONE), which
+                 * runtimes reserve far past any use: V8 10 GiB for each
+                 * WebAssembly memory, so Node's fetch failed under a
+                 * 2 GiB RLIMIT_AS before it opened a connection. */
                 struct rlimit rl = { a->memory, a->memory };
-                if (setrlimit(RLIMIT_AS, &rl) < 0)
+                if (setrlimit(RLIMIT_DATA, &rl) < 0)
                         e = errno;
         }
         if (!e && (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_fd, 2) < 0 ||

@@ -36,7 +36,7 @@ typedef struct Child {
 } Child;
 
 /* Starts argv as x describes, with in/out/err (borrowed) as 0/1/2, the
- * command's RLIMIT_AS from d, killed with the worker, through
+ * command's RLIMIT_DATA from d, killed with the worker, through
  * clone(CLONE_VM|CLONE_VFORK) and a CLOEXEC error pipe. timeout_ms 0: no
  * deadline. 0 and *ret filled; a positive errno: execve failed (the child
  * is reaped, *ret untouched); a negative errno: no child. */

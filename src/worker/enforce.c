@@ -75,7 +75,7 @@ int enforce_policy(const ProtocolInit *init, ProtocolReady *ret, VsError **err) 
         /* 0b. Resource limits, inherited by every command. RLIMIT_NPROC is
          * counted per user namespace (Linux >= 5.14 ucounts), so it caps the
          * processes of this jail alone and a fork bomb stays inside it.
-         * RLIMIT_AS (limits.memory) is set per command in exec.c; a cgroup,
+         * RLIMIT_DATA (limits.memory) is set per command in exec.c; a cgroup,
          * where the daemon has one, bounds the jail's total. */
         if (init->limits.pids) {
                 struct rlimit rl = { init->limits.pids, init->limits.pids };

@@ -118,7 +118,7 @@ typedef struct ExecDefaults {
         char **env;          /* init env, "K=V" */
         uint64_t timeout_ms;
         uint64_t max_output;
-        uint64_t memory;     /* RLIMIT_AS of each command, 0 = none */
+        uint64_t memory;     /* RLIMIT_DATA of each command, 0 = none */
 } ExecDefaults;
 
 /* What a command and a session share before they start: the cwd (opened

@@ -48,7 +48,7 @@ import traceback
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import BUILD, CLI, STRICT, WORKER, Daemon, Tap  # noqa: E402
 # A sanitizer build's worker cannot run as a command under the jail's
-# RLIMIT_AS (the sanitizer reserves terabytes of address space), and this
+# RLIMIT_DATA (the sanitizer reserves terabytes of address space), and this
 # suite tests the jail, not the worker's memory safety (test-worker and
 # test-daemon run the instrumented worker): use the uninstrumented static
 # worker such a build makes.

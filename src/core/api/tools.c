@@ -121,7 +121,7 @@ static int tools_embedded_degraded(const VsPolicy *p, char *const *worker_degrad
                 if (strv_extend(&l, *s) < 0)
                         return -ENOMEM;
         if (p && p->sandboxed &&
-            strv_extendf(&l, "memory: not enforced per workspace (served in-process, without vectora-sandboxd's cgroups); RLIMIT_AS=%llu per process",
+            strv_extendf(&l, "memory: not enforced per workspace (served in-process, without vectora-sandboxd's cgroups); RLIMIT_DATA=%llu per process",
                          (unsigned long long)p->limits.memory) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(l);

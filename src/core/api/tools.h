@@ -46,7 +46,7 @@ int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err);
  * CLI without a daemon, the MCP server without one) that session s, started
  * for policy p, served: its state, backend and layers, and as degraded the
  * worker's own list plus the memory limit, which only a root daemon's
- * cgroup holds per workspace (in-process it is RLIMIT_AS per process), as a
+ * cgroup holds per workspace (in-process it is RLIMIT_DATA per process), as a
  * daemon without cgroups says. generation: which of the caller's workers
  * it was. New reference; NULL on OOM. */
 json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t generation);

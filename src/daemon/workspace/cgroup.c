@@ -9,7 +9,7 @@
  *
  * Without cgroups (an unprivileged daemon, a read-only cgroupfs), the worker
  * still sets RLIMIT_NPROC (counted per user namespace, i.e. per jail) and
- * RLIMIT_AS per command (the `limits` of init): memory is then not limited
+ * RLIMIT_DATA per command (the `limits` of init): memory is then not limited
  * per workspace, and status and every result report that as degraded, never
  * silently. */
 #include <ctype.h>
@@ -391,7 +391,7 @@ void cgroup_prepare(Workspace *ws) {
                                 ws->limits_degraded = false;
                         } else {
                                 strv_extendf(&ws->limit_notes,
-                                             "memory: not enforced per workspace (no memory cgroup: %s); RLIMIT_AS=%llu per process",
+                                             "memory: not enforced per workspace (no memory cgroup: %s); RLIMIT_DATA=%llu per process",
                                              strerror(-m), (unsigned long long)lim->memory);
                                 ws->limits_degraded = true;
                         }
@@ -403,7 +403,7 @@ void cgroup_prepare(Workspace *ws) {
         strv_extendf(&ws->limit_notes, "pids: RLIMIT_NPROC=%llu per jail (cgroups unavailable: %s)",
                      (unsigned long long)lim->pids, why);
         strv_extendf(&ws->limit_notes,
-                     "memory: not enforced per workspace (cgroups unavailable: %s); RLIMIT_AS=%llu per process", why,
+                     "memory: not enforced per workspace (cgroups unavailable: %s); RLIMIT_DATA=%llu per process", why,
                      (unsigned long long)lim->memory);
         ws->limits_degraded = true;
 }

@@ -157,7 +157,7 @@ typedef struct ProtocolLimits {
         uint64_t timeout_ms; /* per exec; 0 = none given (worker default 120000) */
         uint64_t max_output; /* bytes kept per stream; 0 = none given (worker default 1 MiB) */
         uint64_t pids;       /* processes in the jail (RLIMIT_NPROC, counted per user namespace); 0 = none */
-        uint64_t memory;     /* bytes of address space per process (RLIMIT_AS); 0 = none */
+        uint64_t memory;     /* bytes of private writable memory per process (RLIMIT_DATA; address space only reserved is not counted); 0 = none */
 } ProtocolLimits;
 
 typedef struct ProtocolInit {
