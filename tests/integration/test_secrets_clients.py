@@ -33,9 +33,9 @@ import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
-from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
+from vtest import Tap, check, make_ws  # noqa: E402
 
-from vsecrets import Recorder, https_server, make_pki, out_of, set_secret, term  # noqa: E402
+from vsecrets import Recorder, https_server, make_pki, out_of, run_main, set_secret, term  # noqa: E402
 
 T = Tap()
 VALUE = "pypi-REALtoken_" + os.urandom(8).hex()
@@ -240,14 +240,7 @@ def t_node_fetch(tmp):
 
 
 def main():
-    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
-        T.skip("secrets-clients", f"{DAEMON} or {CLI} not built")
-        sys.exit(T.finish())
-    for tool in ("bwrap", "openssl", "python3"):
-        if not shutil.which(tool):
-            T.skip("secrets-clients", "%s is not installed (scripts/install-deps)" % tool)
-            sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_pip, t_node_fetch], "vs-secrets-clients-"))
+    run_main(T, 'secrets-clients', ("openssl", "python3"), [t_pip, t_node_fetch])
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ import http.server
 import os
 import ssl
 import subprocess
+import shutil
+import sys
 import threading
 
-from vtest import CLI, check
+from vtest import CLI, DAEMON, check
 
 CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
 
@@ -81,3 +83,17 @@ def set_secret(d, name, hosts, value):
     r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
                        input=value + "\n", capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))
+
+
+def run_main(tap, name, tools, cases):
+    """A secrets test's main: one skip (and the exit) without the built
+    programs or a tool, else its cases (vtest.run_cases)."""
+    import vtest
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        tap.skip(name, "%s or %s not built" % (DAEMON, CLI))
+        sys.exit(tap.finish())
+    for tool in ("bwrap",) + tuple(tools):
+        if not shutil.which(tool):
+            tap.skip(name, "%s is not installed (scripts/install-deps)" % tool)
+            sys.exit(tap.finish())
+    sys.exit(vtest.run_cases(tap, cases, "vs-%s-" % name))
