@@ -39,11 +39,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../lib"))
-sys.path.insert(0, HERE)
 import vtest  # noqa: E402
 from vtest import OWNER, ROOT, Tap, check, make_ws  # noqa: E402
 
-from test_proxy_process import proxy_of, wait_for  # noqa: E402
+from vdaemon import proxy_of, wait_until  # noqa: E402
 from vsecrets import CURL, Recorder, https_server, make_pki, out_of, run_main, set_secret, term  # noqa: E402
 
 T = Tap()
@@ -214,7 +213,7 @@ def t_core_dump(tmp):
         # The proxy, crashed.
         s.inject()
         os.kill(pid, signal.SIGSEGV)
-        new = wait_for(lambda: (lambda x: x.get("running") and x["pid"] != pid and x)(s.d.status()["daemon"]["proxy"]),
+        new = wait_until(lambda: (lambda x: x.get("running") and x["pid"] != pid and x)(s.d.status()["daemon"]["proxy"]),
                        "a new proxy")
         check(new.get("last_exit") == "signal 11", new)
         time.sleep(0.5)
