@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """What the secrets tests share (test_secrets.py, test_secrets_https.py,
-test_http_rules.py): an HTTP(S) handler that keeps the request heads it
-got, curl through the jail's proxy, a terminal call and its output, a test
-PKI and HTTPS servers, a secret set through the daemon."""
+test_http_rules.py, test_secrets_clients.py, test_secrets_memory.py,
+bench/bench-https.py): an HTTP(S) handler that keeps the request heads it
+got, one that serves the same bytes to every GET, curl through the jail's
+proxy, a terminal call and its output, a test PKI and HTTPS servers, a
+secret set through the daemon, a test's start."""
 import http.server
 import os
 import ssl
-import subprocess
 import shutil
+import subprocess
 import sys
 import threading
 
@@ -32,6 +34,20 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     do_POST = do_PUT = do_DELETE = do_GET
+
+    def log_message(self, *a):
+        pass
+
+
+class Blob(http.server.BaseHTTPRequestHandler):
+    """The same bytes (Blob.body) for any GET."""
+    body = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(Blob.body)))
+        self.end_headers()
+        self.wfile.write(Blob.body)
 
     def log_message(self, *a):
         pass
