@@ -19,6 +19,11 @@ host's pip and node run in the jail.
     value, trusting the workspace's CA through NODE_EXTRA_CA_CERTS; without
     that variable (Node does not read the system file) and to a host whose
     certificate is not from the bundle it fails on the certificate.
+  - The docker backend (issue 31, item 6; the harness's private dockerd,
+    root only): curl in the container, whose image has no CA file, sends
+    the placeholder over HTTPS and the host gets the value, curl trusting
+    the bundle mounted at /run/vectora/ca-bundle.pem through SSL_CERT_FILE;
+    without the variables it finds no CA file.
 
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import base64
@@ -29,13 +34,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
-from vtest import Tap, check, make_ws  # noqa: E402
+from vtest import ROOT, Tap, check, make_ws  # noqa: E402
 
-from vsecrets import Recorder, https_server, make_pki, out_of, run_main, set_secret, term  # noqa: E402
+from vsecrets import CURL, Recorder, https_server, make_pki, out_of, run_main, set_secret, term  # noqa: E402
 
 T = Tap()
 VALUE = "pypi-REALtoken_" + os.urandom(8).hex()
@@ -105,7 +111,7 @@ class Setup:
     one no bundle holds); a workspace using TOK. (The jail's bundle is the
     daemon's CAs, here the test CA, and the workspace's CA.)"""
 
-    def __init__(self, tmp, name, handler, extra=""):
+    def __init__(self, tmp, name, handler, extra="", backend=None):
         self.pki = make_pki(tmp)
         self.srv = https_server(self.pki("srv.crt"), self.pki("srv.key"), handler)
         self.other = https_server(self.pki("bad.crt"), self.pki("bad.key"))
@@ -116,8 +122,9 @@ class Setup:
                               env=dict(os.environ, SSL_CERT_FILE=self.pki("ca.crt")))
         try:
             set_secret(self.d, "TOK", ["127.0.0.1:%d" % self.port], VALUE)
-            self.ws = make_ws(tmp, "ws-" + name, '[sandbox]\nnetwork = ["127.0.0.1:%d", "127.0.0.1:%d"]\n'
-                              'secrets = ["TOK"]\n%s' % (self.port, self.oport, extra))
+            self.ws = make_ws(tmp, "ws-" + name, '[sandbox]\n%snetwork = ["127.0.0.1:%d", "127.0.0.1:%d"]\n'
+                              'secrets = ["TOK"]\n%s' % ('backend = "%s"\n' % backend if backend else "",
+                                                         self.port, self.oport, extra))
         except BaseException:
             self.stop()
             raise
@@ -239,8 +246,77 @@ def t_node_fetch(tmp):
         s.stop()
 
 
+def curl_image(engine, tmp):
+    """The harness's busybox image with the host's curl and the libraries
+    it loads (no registry): an image whose system CA file is absent, so
+    that curl trusts what the jail's bundle holds or nothing."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helpers/backends"))
+    import servers
+    tar = servers.busybox_rootfs(tmp)
+    curl = shutil.which("curl", path="/usr/bin:/bin")
+    libs = [curl]
+    for line in subprocess.run(["ldd", curl], capture_output=True, text=True, check=True).stdout.splitlines():
+        f = line.split()
+        path = f[2] if len(f) > 2 and f[1] == "=>" else f[0]
+        if path.startswith("/"):
+            libs.append(path)
+    with tarfile.open(tar, "a") as t:
+        done = set()
+        for path in libs:
+            name = "bin/curl" if path == curl else path.lstrip("/")
+            parent = os.path.dirname(name)
+            while parent and parent not in done and parent not in ("bin", "usr", "usr/bin"):
+                done.add(parent)
+                ti = tarfile.TarInfo(parent)
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+                t.addfile(ti)
+                parent = os.path.dirname(parent)
+            t.add(os.path.realpath(path), name)
+    engine.run(["import", tar, "vectora-test:curl"])
+    return "vectora-test:curl"
+
+
+def t_docker_inject(tmp):
+    """backend = "docker" (the harness's private dockerd, an image with
+    curl and no CA file of its own): curl in the container sends the
+    placeholder over HTTPS to the secret's host through the proxy; the
+    host gets the value, curl trusting the workspace's CA through the
+    bundle mounted at /run/vectora/ca-bundle.pem and named by
+    SSL_CERT_FILE; with the variables unset curl finds no CA and fails."""
+    if not ROOT:
+        raise vtest.NotApplicable("the harness's dockerd needs root (the root run has this case)")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helpers/backends"))
+    import servers
+    try:
+        engine = servers.DockerEngine(tmp)
+    except servers.Unavailable as e:
+        raise vtest.Skip("Docker engine unavailable: %s" % e)
+    try:
+        image = curl_image(engine, tmp)
+        Recorder.seen.clear()
+        s = Setup(tmp, "docker", Recorder, '[sandbox.docker]\nimage = "%s"\nhost = "%s"\n' % (image, engine.host),
+                  backend="docker")
+        try:
+            curl = CURL + '-H "Authorization: Bearer $TOK" https://127.0.0.1:%d/docker' % s.port
+            r = term(s.d, s.ws, 'echo "$SSL_CERT_FILE"; ls /etc/ssl 2>&1; ' + curl, timeout=120)
+            check(r.get("exit_code") == 0 and (r.get("sandbox") or {}).get("backend") == "docker", r)
+            check(out_of(r).split()[0] == "/run/vectora/ca-bundle.pem" and "seen" in out_of(r), r)
+            T.note("docker: " + out_of(r).strip().replace("\n", " / "))
+            heads = [h for p, _, h in Recorder.seen if p == s.port]
+            check(heads and "Authorization: Bearer %s" % VALUE in heads[-1] and VALUE not in out_of(r), (heads, r))
+            n = len(Recorder.seen)
+            r = term(s.d, s.ws, "env -u SSL_CERT_FILE -u CURL_CA_BUNDLE " + curl + "; echo rc=$?", timeout=120)
+            check("rc=77" in out_of(r) or "rc=60" in out_of(r), r)
+            check(len(Recorder.seen) == n, Recorder.seen[n:])
+            T.note("docker, without the bundle's variables: " + out_of(r).strip().replace("\n", " / "))
+        finally:
+            s.stop()
+    finally:
+        engine.stop()
+
+
 def main():
-    run_main(T, 'secrets-clients', ("openssl", "python3"), [t_pip, t_node_fetch])
+    run_main(T, 'secrets-clients', ("openssl", "python3"), [t_pip, t_node_fetch, t_docker_inject])
 
 
 if __name__ == "__main__":
