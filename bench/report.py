@@ -563,6 +563,7 @@ def main():
               "memory": "4. Memory", "memory-bare": "4a. Memory floor: bare bwrap jails (a run of its own)",
               "memory-ns": "4b. Memory floor: bare bwrap jails started as the daemon starts them (a run of its own)",
               "scale": "5. Scale", "network": "6. Network allowlist: a download through the proxy",
+              "https": "6a. Secrets: HTTPS intercepted at the proxy beside a plain tunnel",
               "client": "7. A Python client (standard library)",
               "tree": "8. Workspace size (all figures; the scale page above draws them)"}
     for d in docs:

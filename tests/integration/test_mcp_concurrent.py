@@ -245,25 +245,8 @@ SDK_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../helper
 
 
 def install_sdk(tmp):
-    """The official MCP TypeScript SDK from npm: the one a run before left in
-    the build tree (a run as another user, whose clean environment may not
-    reach the registry, uses it read-only), else installed there or in
-    tmp. None (and the reason) when node, npm or the registry is not there."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        return None, "node and npm are not installed"
-    kept = os.path.join(vtest.BUILD, "mcp-sdk")
-    if os.path.exists(os.path.join(kept, "node_modules/@modelcontextprotocol/sdk/package.json")):
-        return kept, None
-    prefix = kept if os.access(vtest.BUILD, os.W_OK) else os.path.join(tmp, "npm")
-    os.makedirs(prefix, exist_ok=True)
-    try:
-        p = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--prefix", prefix,
-                            "@modelcontextprotocol/sdk@1"], capture_output=True, timeout=240)
-    except subprocess.TimeoutExpired:
-        return None, "npm install @modelcontextprotocol/sdk timed out"
-    if p.returncode != 0:
-        return None, "npm install @modelcontextprotocol/sdk failed: " + p.stderr.decode(errors="replace")[-300:]
-    return prefix, None
+    """The official MCP TypeScript SDK from npm (vtest.npm_package)."""
+    return vtest.npm_package(tmp, "mcp-sdk", "@modelcontextprotocol/sdk@1")
 
 
 def sdk(tmp, base, d):

@@ -58,6 +58,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, ROOT, Tap, check, make_ws  # noqa: E402
+from vdaemon import wait_until as wait_for  # noqa: E402
 
 T = Tap()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,16 +113,6 @@ def proc_fds(pid):
         except OSError:
             pass
     return out
-
-
-def wait_for(cond, what, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def fake_proxy(tmp, name, body):

@@ -43,6 +43,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, ROOT, Tap, check, make_ws  # noqa: E402
+from vdaemon import proxy_of, wait_until as wait_for  # noqa: E402
 
 T = Tap()
 BIG = 10 << 20
@@ -79,22 +80,6 @@ def alive(pid):
         return proc_status(pid).get("State", "").split()[0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def proxy_of(d):
-    p = d.status()["daemon"].get("proxy")
-    check(p and p.get("running") and p.get("pid", 0) > 0, "status names no running proxy: %s" % p)
-    return p
-
-
-def wait_for(cond, what, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def main():

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Helpers the daemon's tests share (test_daemon, test_reliability,
-test_backends, test_integrity, test_host_run_files, the soak): processes
+test_backends, test_integrity, test_host_run_files, the soak, test_proxy_process, test_secrets_memory): processes
 seen through /proc, a terminal call, a real terminal on the CLI, the
 daemon instance's cgroups. Here, and not in one of those tests, so that no
 test module imports another. Python 3 stdlib only."""
@@ -12,7 +12,7 @@ import signal
 import socket
 import time
 
-from vtest import CLI
+from vtest import CLI, check
 
 def proc_tree(root):
     """pids of root's descendants (not root)."""
@@ -189,3 +189,22 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def proxy_of(d):
+    """The daemon d's proxy process as its status says ({pid, uid,
+    restarts, ...}); fails when none runs."""
+    p = d.status()["daemon"].get("proxy")
+    check(p and p.get("running") and p.get("pid", 0) > 0, "status names no running proxy: %s" % p)
+    return p
+
+
+def wait_until(cond, what, timeout=10):
+    """cond()'s first true value within timeout seconds; fails naming what."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)

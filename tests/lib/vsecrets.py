@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: MIT
 """What the secrets tests share (test_secrets.py, test_secrets_https.py,
-test_http_rules.py): an HTTP(S) handler that keeps the request heads it
-got, curl through the jail's proxy, a terminal call and its output, a test
-PKI and HTTPS servers, a secret set through the daemon."""
+test_http_rules.py, test_secrets_clients.py, test_secrets_memory.py,
+bench/bench-https.py): an HTTP(S) handler that keeps the request heads it
+got, one that serves the same bytes to every GET, curl through the jail's
+proxy, a terminal call and its output, a test PKI and HTTPS servers, a
+secret set through the daemon, a test's start."""
 import http.server
 import os
 import ssl
+import shutil
 import subprocess
+import sys
 import threading
 
-from vtest import CLI, check
+from vtest import CLI, DAEMON, check
 
 CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
 
@@ -30,6 +34,20 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     do_POST = do_PUT = do_DELETE = do_GET
+
+    def log_message(self, *a):
+        pass
+
+
+class Blob(http.server.BaseHTTPRequestHandler):
+    """The same bytes (Blob.body) for any GET."""
+    body = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(Blob.body)))
+        self.end_headers()
+        self.wfile.write(Blob.body)
 
     def log_message(self, *a):
         pass
@@ -81,3 +99,17 @@ def set_secret(d, name, hosts, value):
     r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
                        input=value + "\n", capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))
+
+
+def run_main(tap, name, tools, cases):
+    """A secrets test's main: one skip (and the exit) without the built
+    programs or a tool, else its cases (vtest.run_cases)."""
+    import vtest
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        tap.skip(name, "%s or %s not built" % (DAEMON, CLI))
+        sys.exit(tap.finish())
+    for tool in ("bwrap",) + tuple(tools):
+        if not shutil.which(tool):
+            tap.skip(name, "%s is not installed (scripts/install-deps)" % tool)
+            sys.exit(tap.finish())
+    sys.exit(vtest.run_cases(tap, cases, "vs-%s-" % name))

@@ -364,3 +364,28 @@ def sleepers(arg):
             except OSError:
                 pass
     return out
+
+
+def npm_package(tmp, kept, spec):
+    """An npm package (spec, e.g. "undici@6") under a prefix: the one a run
+    before left in the build tree (BUILD/kept; a run as another user, whose
+    clean environment may not reach the registry, uses it read-only), else
+    installed there or in tmp. (prefix, None), or (None, the reason) when
+    node, npm or the registry is not there."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        return None, "node and npm are not installed"
+    name = spec.rsplit("@", 1)[0] if spec.rfind("@") > 0 else spec
+    prefix = os.path.join(BUILD, kept)
+    if os.path.exists(os.path.join(prefix, "node_modules", name, "package.json")):
+        return prefix, None
+    if not os.access(BUILD, os.W_OK):
+        prefix = os.path.join(tmp, "npm-" + kept)
+    os.makedirs(prefix, exist_ok=True)
+    try:
+        p = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--prefix", prefix,
+                            spec], capture_output=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        return None, "npm install %s timed out" % spec
+    if p.returncode != 0:
+        return None, "npm install %s failed: %s" % (spec, p.stderr.decode(errors="replace")[-300:])
+    return prefix, None
