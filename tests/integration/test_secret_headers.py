@@ -263,6 +263,32 @@ def t_store_cli_api(tmp):
                                                                       "headers": []}], (r.stdout, r.stderr))
 
 
+def t_remote_backends_refuse(tmp):
+    """Item 6 of issue 31: a workspace with secrets on the ssh or Modal
+    backend (whose jail does not go out through this host's proxy) is
+    refused with a located config_invalid naming the backend, through the
+    daemon and embedded alike; nothing runs. (Behaviour older than
+    headers: test_secrets.py covered ssh through the daemon only.)"""
+    state = os.path.join(tmp, "remote-state")
+    os.makedirs(state, mode=0o700)
+    d = vtest.Daemon(tmp, name="remote", extra=["--state-dir", state])
+    env = dict(os.environ, VECTORA_SANDBOX_STATE_DIR=os.path.join(tmp, "remote-cli"))
+    os.makedirs(env["VECTORA_SANDBOX_STATE_DIR"], mode=0o700)
+    try:
+        for backend, table in (("ssh", '[sandbox.ssh]\nhost = "h"\n'), ("modal", '[sandbox.modal]\nimage = "x"\n')):
+            ws = make_ws(tmp, "ws-" + backend, '[sandbox]\nbackend = "%s"\nnetwork = ["api.example.org"]\n'
+                         'secrets = ["KEY"]\n%s' % (backend, table))
+            want = "vectora.toml:4:12: sandbox.secrets: the %s backend cannot keep secrets" % backend
+            r = term(d, ws, "touch ran")
+            check(r.get("ok") is False and r["error"]["code"] == "config_invalid" and want in r["error"]["message"],
+                  (backend, r))
+            r = cli(["exec", "-w", ws, "--", "touch", "ran"], env=env)
+            check(r.returncode != 0 and want in r.stderr, (backend, r.returncode, r.stderr))
+            check(not os.path.exists(os.path.join(ws, "ran")), (backend, "the command ran"))
+    finally:
+        d.stop()
+
+
 def main():
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         T.skip("secret-headers", f"{DAEMON} or {CLI} not built")
@@ -272,7 +298,8 @@ def main():
             T.skip("secret-headers", "%s is not installed (scripts/install-deps)" % tool)
             sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_store_cli_api, t_named_header_injected, t_other_header_refused,
-                                 t_named_header_other_host, t_reflection_is_the_hosts], "vs-secret-headers-"))
+                                 t_named_header_other_host, t_reflection_is_the_hosts, t_remote_backends_refuse],
+                             "vs-secret-headers-"))
 
 
 if __name__ == "__main__":
