@@ -9,13 +9,13 @@ _vectora_sandbox() {
         prev=${COMP_WORDS[COMP_CWORD-1]}
         local verbs="check plan exec run read ls glob grep write edit shell start logs stop ps status metrics mcp allow init secret help"
         local common="-w --workspace --json --socket --no-daemon --audit-log -h --help"
-        local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--start-line|--max-lines|--max-output|--old|--new|--host|--from-env|--from-file"
+        local with_arg="-w|--workspace|--socket|--timeout|-e|--env|--cwd|--offset|--limit|--start-line|--max-lines|--max-output|--old|--new|--host|--header|--from-env|--from-file"
 
         # The verb: the first word that is neither an option nor an option's argument.
         verb=
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
-                -w | --workspace | --socket | --timeout | -e | --env | --cwd | --offset | --limit | --start-line | --max-lines | --max-output | --old | --new | --host | --from-env | --from-file) ((i++)) ;;
+                -w | --workspace | --socket | --timeout | -e | --env | --cwd | --offset | --limit | --start-line | --max-lines | --max-output | --old | --new | --host | --header | --from-env | --from-file) ((i++)) ;;
                 -*) ;;
                 *) verb=${COMP_WORDS[i]}; break ;;
                 esac
@@ -26,6 +26,7 @@ _vectora_sandbox() {
         --socket | --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --from-env) COMPREPLY=($(compgen -e -- "$cur")); return ;;
         --host) COMPREPLY=(); return ;;
+        --header) COMPREPLY=($(compgen -W "X-Api-Key Api-Key X-Auth-Token" -- "$cur")); return ;;
         --timeout | -e | --env | --offset | --limit | --start-line | --max-lines | --max-output | --old | --new) COMPREPLY=(); return ;;
         esac
 
@@ -50,7 +51,7 @@ _vectora_sandbox() {
         edit) opts="--old --new --all --require-sandbox" ;;
         init) opts="--force" ;;
         secret)
-                opts="--host --from-env --from-file"
+                opts="--host --header --from-env --from-file"
                 [[ $cur != -* && $prev == secret ]] && { COMPREPLY=($(compgen -W "set list delete" -- "$cur")); return; }
                 ;;
         start) opts="--timeout -e --env --cwd --require-sandbox" ;;

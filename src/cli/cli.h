@@ -62,6 +62,7 @@ typedef enum CliOptId {
         OPT_FIXED,
         OPT_CONTEXT,
         OPT_HOST,
+        OPT_HEADER,
         OPT_FROM_ENV,
         OPT_FROM_FILE,
         _OPT_MAX,
@@ -85,6 +86,7 @@ typedef struct CliArgs {
         const char *val[_OPT_MAX]; /* NULL: not given; a flag given: "" */
         char **env;                /* every --env K=V, in order */
         char **hosts;              /* every --host H, in order (secret set) */
+        char **headers;            /* every --header NAME, in order (secret set) */
         char **pos;                /* positional arguments (borrowed from argv) */
         int n_pos;
         bool json;                 /* --json */

@@ -101,7 +101,8 @@ static int parse_verb_args(CliArgs *a, int argc, char **argv) {
                         if (strv_extend(&a->env, optarg) < 0)
                                 return cli_fail(EXIT_REFUSED, "out of memory");
                 }
-                if (id == OPT_HOST && strv_extend(&a->hosts, optarg) < 0)
+                if ((id == OPT_HOST && strv_extend(&a->hosts, optarg) < 0) ||
+                    (id == OPT_HEADER && strv_extend(&a->headers, optarg) < 0))
                         return cli_fail(EXIT_REFUSED, "out of memory");
                 a->val[id] = cli_options[id].arg ? optarg : "";
         }
@@ -190,6 +191,7 @@ int main(int argc, char **argv) {
                 r = a.verb->run ? a.verb->run(&a) : verb_help(&a);
         strv_free(a.env);
         strv_free(a.hosts);
+        strv_free(a.headers);
         cli_options_done();
         return r;
 }

@@ -47,6 +47,8 @@ const CliOptSpec cli_options[_OPT_MAX] = {
         [OPT_FIXED] = { "fixed-strings", 'F', NULL, "PATTERN is plain text, not a regex" },
         [OPT_CONTEXT] = { "context", 'C', "N", "show N lines before and after each match (0..10)" },
         [OPT_HOST] = { "host", 0, "H", "a host the secret may be sent to, as a network entry (repeatable)" },
+        [OPT_HEADER] = { "header", 0, "NAME",
+                         "a request header besides Authorization the secret may go in, e.g. X-Api-Key (repeatable)" },
         [OPT_FROM_ENV] = { "from-env", 0, "VAR", "take the secret's value from environment variable VAR, not stdin" },
         [OPT_FROM_FILE] = { "from-file", 0, "PATH", "take the secret's value from file PATH, not stdin" },
         [OPT_FOLLOW] = { "follow", 'f', NULL, "keep printing new output until the process ends; exit with its status" },

@@ -76,10 +76,11 @@ bool head_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t
                          s->name);
                 return true;
         }
-        if ((s = inject_outside_auth(secrets, n, head, len))) {
+        if ((s = inject_outside_headers(secrets, n, head, len))) {
                 snprintf(why, size,
                          "a header other than Authorization carries the placeholder of secret %s, which goes in "
-                         "Authorization only (a host hands other headers back: Origin, request ids)",
+                         "Authorization only and the headers the secret names (secret set --header; a host hands "
+                         "other headers back: Origin, request ids)",
                          s->name);
                 return true;
         }

@@ -28,7 +28,8 @@ bool head_host_ok(const char *head, size_t len, const char *host, uint16_t port,
 
 /* Whether the jail's head[0..len) (as the jail sent it) may not go to
  * host:port: a placeholder of a secret that may not go there, one in the
- * request target or in a header other than Authorization, or a value to
+ * request target or in a header other than Authorization and those the
+ * secret names, or a value to
  * put in while the Host header names
  * another site (head_host_ok()); why in why[size] (the secret's name,
  * never a value). */

@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "macro.h"
 #include "net-policy.h"
+#include "secret-header.h"
 
 static bool may_go(const ProxyCtlMsg *s, const char *host, uint16_t port) {
         return net_match(s->rules, s->n_rules, host, port) != NULL;
@@ -86,17 +87,21 @@ const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const 
         return NULL;
 }
 
-const ProxyCtlMsg *inject_outside_auth(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len) {
+const ProxyCtlMsg *inject_outside_headers(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len) {
         static const char auth[] = "authorization:";
         const char *eol = memchr(head, '\n', len);
-        /* Each header line after the request line (inject_in_target's). */
+        /* Each header line after the request line (inject_in_target's).
+         * A line is a header of its own or nothing: a folded continuation
+         * (leading space) names no header, so a placeholder there is
+         * refused. */
         for (size_t p = eol ? (size_t)(eol - head) + 1 : len; p < len;) {
                 const char *e = memchr(head + p, '\n', len - p);
                 size_t ll = e ? (size_t)(e - head) - p : len - p;
                 bool is_auth = ll >= sizeof auth - 1 && strncasecmp(head + p, auth, sizeof auth - 1) == 0;
                 for (size_t i = 0; !is_auth && i < n; i++)
                         if (secrets[i].placeholder &&
-                            memmem(head + p, ll, secrets[i].placeholder, strlen(secrets[i].placeholder)))
+                            memmem(head + p, ll, secrets[i].placeholder, strlen(secrets[i].placeholder)) &&
+                            !secret_header_line_is(secrets[i].headers, head + p, ll))
                                 return &secrets[i];
                 p += ll + 1;
         }

@@ -3,8 +3,9 @@
 
 /* Secrets in request heads (issue 31): the jail holds placeholders; the
  * proxy puts a secret's value in place of its placeholder only in a
- * request to one of that secret's hosts, and refuses a request that
- * carries a placeholder anywhere else. Pure (no I/O): fuzzed by
+ * request to one of that secret's hosts, in Authorization or a header the
+ * secret names, and refuses a request that carries a placeholder anywhere
+ * else. Pure (no I/O): fuzzed by
  * tests/fuzz/fuzz-inject.c. */
 
 #include <stdbool.h>
@@ -27,13 +28,17 @@ const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const ch
 const ProxyCtlMsg *inject_in_target(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
 
 /* The secret whose placeholder occurs in a header other than
- * Authorization (whatever the host), or NULL. Hosts echo headers back
- * (Origin into Access-Control-Allow-Origin, request ids, debugging
- * endpoints): a value in one of them would come back to the jail. */
-const ProxyCtlMsg *inject_outside_auth(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
+ * Authorization and the headers that secret names (its message's
+ * headers: `secret set --header X-Api-Key`), whatever the host, or NULL.
+ * Hosts echo headers back (Origin into Access-Control-Allow-Origin,
+ * request ids, debugging endpoints): a value in one of them would come
+ * back to the jail. A named header is the user's word that the host
+ * takes it as a credential. */
+const ProxyCtlMsg *inject_outside_headers(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len);
 
 /* Whether inject_head() puts s's value into head[0..len) for host:port
- * (its placeholder there, as written or inside Basic credentials): what
+ * (its placeholder there, as written, inside Basic credentials or in a
+ * header it names): what
  * the proxy reports for the audit log. */
 bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port);
 

@@ -25,6 +25,7 @@
 #include "net-policy.h"
 #include "proxy-parse.h"
 #include "strbuf.h"
+#include "strv.h"
 #include "time-util.h"
 
 #define TLS_HEAD_TIMEOUT_MS 30000  /* the handshakes and the request head */
@@ -165,8 +166,10 @@ static void job_unref(TlsJob *j) {
 static int secret_copy(const ProxyCtlMsg *s, ProxyCtlMsg *d) {
         *d = (ProxyCtlMsg) { .op = s->op, .value_len = s->value_len };
         if (!(d->name = strdup(s->name)) || !(d->placeholder = strdup(s->placeholder)) ||
-            !(d->value = malloc(s->value_len + 1)) || !(d->rules = calloc(s->n_rules + 1, sizeof *d->rules)))
+            !(d->value = malloc(s->value_len + 1)) || !(d->rules = calloc(s->n_rules + 1, sizeof *d->rules)) ||
+            (s->headers && !(d->headers = strv_copy(s->headers))))
                 return -ENOMEM;
+        d->n_headers = s->n_headers;
         memcpy(d->value, s->value, s->value_len);
         d->value[s->value_len] = '\0';
         for (size_t i = 0; i < s->n_rules; i++) {

@@ -16,7 +16,10 @@
  * there is left, and a value of one that may not is no more often than
  * in the head's. A placeholder in the request line is found by
  * inject_in_target(), and only one there; one on a header line other
- * than Authorization by inject_outside_auth(), and only one there. */
+ * than Authorization and the headers its secret names (B names
+ * X-Api-Key, A none) by inject_outside_headers(), and only one there;
+ * in a head let through, B's placeholder in X-Api-Key is replaced like
+ * any other. */
 #include <stdint.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -71,11 +74,16 @@ static size_t in_basic(const char *h, size_t n, const char *needle) {
         return k;
 }
 
-static void secret(ProxyCtlMsg *m, const char *name, const char *ph, const char *value, const char *host) {
+static void secret(ProxyCtlMsg *m, const char *name, const char *ph, const char *value, const char *host,
+                   const char *header) {
         *m = (ProxyCtlMsg){ .op = PROXY_CTL_SECRET, .name = strdup(name), .placeholder = strdup(ph),
                             .value = strdup(value), .value_len = strlen(value), .rules = calloc(1, sizeof(VsNetRule)),
-                            .n_rules = 1 };
-        check(net_rule_parse(host, &m->rules[0], NULL) == 0);
+                            .n_rules = 1, .headers = calloc(2, sizeof(char *)) };
+        check(m->headers && net_rule_parse(host, &m->rules[0], NULL) == 0);
+        if (header) {
+                m->headers[0] = strdup(header);
+                m->n_headers = 1;
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -91,8 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t len = size - (size_t)(nl + 1 - data);
         uint16_t port = 80;
         ProxyCtlMsg s[2];
-        secret(&s[0], "A", "vsph_00000000000000000000000000000000", "value-a", "a.example");
-        secret(&s[1], "B", "vsph_0000000000000000000000000000000b", "VALUE-B", "*.example:80");
+        secret(&s[0], "A", "vsph_00000000000000000000000000000000", "value-a", "a.example", NULL);
+        secret(&s[1], "B", "vsph_0000000000000000000000000000000b", "VALUE-B", "*.example:80", "X-Api-Key");
         const ProxyCtlMsg *refused = inject_refused(s, 2, head, len, host, port);
         /* A placeholder in the request line (up to the first '\n') is
          * found there, whatever the host; none there, none found. */
@@ -103,18 +111,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 in_line |= memmem(head, ll, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
         check(in_line == (inject_in_target(s, 2, head, len) != NULL));
         /* A placeholder on a header line that does not start
-         * "Authorization:" (any case) is found by inject_outside_auth();
-         * none there, none found. */
+         * "Authorization:" (any case), nor "X-Api-Key:" for B's, is found
+         * by inject_outside_headers(); none there, none found. */
         bool outside = false;
         for (size_t p = eol ? ll + 1 : len; p < len;) {
                 const char *e = memchr(head + p, '\n', len - p);
                 size_t hl = e ? (size_t)(e - head) - p : len - p;
                 bool auth = hl >= 14 && strncasecmp(head + p, "authorization:", 14) == 0;
+                bool named = hl >= 10 && strncasecmp(head + p, "x-api-key:", 10) == 0;
                 for (size_t i = 0; !auth && i < 2; i++)
-                        outside |= memmem(head + p, hl, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
+                        outside |= !(i == 1 && named) &&
+                                   memmem(head + p, hl, s[i].placeholder, strlen(s[i].placeholder)) != NULL;
                 p += hl + 1;
         }
-        check(outside == (inject_outside_auth(s, 2, head, len) != NULL));
+        check(outside == (inject_outside_headers(s, 2, head, len) != NULL));
         bool basic_allowed = false;
         for (size_t i = 0; i < 2; i++) {
                 bool in = memmem(head, len, s[i].placeholder, strlen(s[i].placeholder)) != NULL;

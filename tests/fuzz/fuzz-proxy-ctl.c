@@ -15,6 +15,7 @@
 
 #include "http-rules.h"
 #include "proxy-ctl.h"
+#include "secret-header.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -54,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (m.op == PROXY_CTL_SECRET) {
                 check(same_str(m.name, m2.name) && same_str(m.placeholder, m2.placeholder));
                 check(m.value_len == m2.value_len && memcmp(m.value, m2.value, m.value_len) == 0);
+                /* Its headers: as sent, each one the store would take. */
+                check(m.n_headers == m2.n_headers && m.n_headers <= SECRET_HEADERS_MAX);
+                for (size_t i = 0; i < m.n_headers; i++)
+                        check(same_str(m.headers[i], m2.headers[i]) && !secret_header_refusal(m.headers[i]));
                 /* The leaf: both or neither, and as sent. */
                 check(!m.cert == !m.key && same_str(m.cert, m2.cert) && same_str(m.key, m2.key));
                 check(m.value_len > 0 && m.value_len <= PROXY_CTL_SECRET_VALUE_MAX && !memchr(m.value, '\n', m.value_len) &&

@@ -88,7 +88,7 @@ def t_cli_embedded(tmp):
     names = {s["name"]: s["hosts"] for s in j["secrets"]}
     check(names == {"GITHUB_TOKEN": ["github.com", "api.github.com"], "OTHER": ["x.example"], "THIRD": ["y.example"]},
           j)
-    check(all(set(s) == {"name", "hosts"} for s in j["secrets"]), j)
+    check(all(set(s) == {"name", "hosts", "headers"} and s["headers"] == [] for s in j["secrets"]), j)
     for bad, why in ((["secret", "set", "lower", "--host", "a.example"], "NAME must match"),
                      (["secret", "set", "NOHOST"], "--host"),
                      (["secret", "set", "BADHOST", "--host", "a b"], "not a host name")):
@@ -110,7 +110,8 @@ def t_api_daemon(tmp):
         r = d.call({"tool": "secret_set", "name": "API_KEY", "hosts": ["api.example.org"], "value": VALUE})
         check(r.get("ok") is True and VALUE not in json.dumps(r), r)
         r = d.call({"tool": "secret_list"})
-        check(r.get("ok") is True and r["secrets"] == [{"name": "API_KEY", "hosts": ["api.example.org"]}], r)
+        check(r.get("ok") is True and r["secrets"] == [{"name": "API_KEY", "hosts": ["api.example.org"],
+                                                                  "headers": []}], r)
         check(VALUE not in json.dumps(r), r)
         f = os.path.join(state, "secrets-%d.json" % os.geteuid())
         check(stat.S_IMODE(os.stat(f).st_mode) == 0o600, "mode")

@@ -86,6 +86,12 @@ def make_pki(tmp):
     return p
 
 
+def http_server(handler=Recorder):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 def https_server(cert, key, handler=Recorder):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -95,8 +101,9 @@ def https_server(cert, key, handler=Recorder):
     return srv
 
 
-def set_secret(d, name, hosts, value):
-    r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []),
+def set_secret(d, name, hosts, value, headers=()):
+    r = subprocess.run([CLI, "--socket", d.sock, "secret", "set", name] + sum((["--host", h] for h in hosts), []) +
+                       sum((["--header", h] for h in headers), []),
                        input=value + "\n", capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, "secret set: %s %s" % (r.stdout, r.stderr))
 

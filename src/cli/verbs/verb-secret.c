@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* secret set NAME [--host H]... | list | delete NAME: the caller's
+/* secret set NAME [--host H]... [--header X-Api-Key]... | list | delete NAME: the caller's
  * host-held secrets (secret-store.h), through the daemon (secret_set,
  * secret_list, secret_delete) or, embedded, in the caller's own state
  * directory (approval_store_dir(), where approvals are kept too). */
@@ -71,6 +71,8 @@ static int print_list(const CliArgs *a, json_t *o) {
                 size_t k;
                 json_t *h;
                 json_array_foreach(json_object_get(s, "hosts"), k, h) printf("%s%s", k ? ", " : "  ", json_string_value(h));
+                json_array_foreach(json_object_get(s, "headers"), k, h)
+                        printf("%s%s", k ? ", " : "  headers: ", json_string_value(h));
                 printf("\n");
         }
         return 0;
@@ -90,7 +92,7 @@ static int embedded(const CliArgs *a, const char *sub, const char *name, const c
         _cleanup_(secret_store_done) VsSecretStore s = {};
         int r = approval_store_dir(NULL, &store, &err);
         if (r >= 0 && streq(sub, "set"))
-                r = secret_store_set(store, geteuid(), name, a->hosts, value, strlen(value), &err);
+                r = secret_store_set(store, geteuid(), name, a->hosts, a->headers, value, strlen(value), &err);
         else if (r >= 0 && streq(sub, "delete"))
                 r = secret_store_delete(store, geteuid(), name, &err);
         else if (r >= 0)
@@ -113,8 +115,9 @@ int verb_secret(const CliArgs *a) {
                 return cli_fail(EXIT_USAGE, "secret %s: missing NAME", sub);
         if (list && name)
                 return cli_fail(EXIT_USAGE, "secret list takes no NAME");
-        if (!set && (a->hosts || a->val[OPT_FROM_ENV] || a->val[OPT_FROM_FILE]))
-                return cli_fail(EXIT_USAGE, "secret %s: --host, --from-env and --from-file belong to secret set", sub);
+        if (!set && (a->hosts || a->headers || a->val[OPT_FROM_ENV] || a->val[OPT_FROM_FILE]))
+                return cli_fail(EXIT_USAGE, "secret %s: --host, --header, --from-env and --from-file belong to secret set",
+                                sub);
         if (set && !secret_name_valid(name))
                 return cli_fail(EXIT_USAGE, "secret set: NAME must match [A-Z_][A-Z0-9_]* (at most %d characters), not '%s'",
                                 SECRET_NAME_MAX, name);
@@ -129,11 +132,14 @@ int verb_secret(const CliArgs *a) {
                 return cli_fail(EXIT_REFUSED, "out of memory");
         if (!cli_link_daemon(l))
                 return embedded(a, sub, name, value);
-        json_t *req = set    ? json_pack("{s:s,s:s,s:o,s:s}", "tool", "secret_set", "name", name, "hosts", json_array(), "value", value)
+        json_t *req = set    ? json_pack("{s:s,s:s,s:o,s:o,s:s}", "tool", "secret_set", "name", name, "hosts", json_array(),
+                                         "headers", json_array(), "value", value)
                       : del  ? json_pack("{s:s,s:s}", "tool", "secret_delete", "name", name)
                              : json_pack("{s:s}", "tool", "secret_list");
         for (char **h = a->hosts; set && req && *h; h++)
                 json_array_append_new(json_object_get(req, "hosts"), json_string(*h));
+        for (char **h = a->headers; set && req && h && *h; h++)
+                json_array_append_new(json_object_get(req, "headers"), json_string(*h));
         JsonlMsg m = JSONL_MSG_INIT;
         if (!req || cli_link_call(l, req, NULL, 0, &m) < 0)
                 return cli_fail(EXIT_REFUSED, "out of memory");

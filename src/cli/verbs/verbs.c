@@ -13,7 +13,7 @@ static const CliOptId opts_ls[] = { OPT_MAX_ENTRIES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_glob[] = { OPT_MAX_RESULTS, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_grep[] = { OPT_GLOB, OPT_IGNORE_CASE, OPT_FIXED, OPT_CONTEXT, OPT_MAX_MATCHES, OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_init[] = { OPT_FORCE, END };
-static const CliOptId opts_secret[] = { OPT_HOST, OPT_FROM_ENV, OPT_FROM_FILE, END };
+static const CliOptId opts_secret[] = { OPT_HOST, OPT_HEADER, OPT_FROM_ENV, OPT_FROM_FILE, END };
 static const CliOptId opts_mcp[] = { OPT_REQUIRE_SANDBOX, END };
 static const CliOptId opts_none[] = { END };
 static const CliOptId opts_start[] = { OPT_TIMEOUT, OPT_ENV, OPT_CWD, OPT_REQUIRE_SANDBOX, END };
@@ -122,11 +122,12 @@ const CliVerb cli_verbs[] = {
           "Writes DIR/vectora.toml with a [sandbox] table of safe defaults and a comment on every key, then checks it.\n"
           "An existing vectora.toml is kept unless --force is given.",
           opts_init, 0, 0, false },
-        { "secret", verb_secret, "set NAME [--host H]... | list | delete NAME", "host-held secrets: the jail sees placeholders",
+        { "secret", verb_secret, "set NAME [--host H]... [--header NAME]... | list | delete NAME", "host-held secrets: the jail sees placeholders",
           "Keeps a secret on the host, in the daemon's state directory (mode 0600), for workspaces that name it in\n"
           "sandbox.secrets: their jail gets NAME set to a placeholder, never the value, and the proxy puts the value in\n"
-          "place of the placeholder only in requests to the secret's hosts. `set` reads the value from stdin (one\n"
-          "trailing newline dropped), --from-env VAR or --from-file PATH; `list` shows names and hosts, never values.\n"
+          "place of the placeholder only in requests to the secret's hosts, in the Authorization header and in each\n"
+          "header named with --header (X-Api-Key). `set` reads the value from stdin (one trailing newline dropped),\n"
+          "--from-env VAR or --from-file PATH; `list` shows names, hosts and headers, never values.\n"
           "Through vectora-sandboxd (secret_set, secret_list, secret_delete) when one is reachable, otherwise in the\n"
           "caller's own state directory.",
           opts_secret, 1, 2, false },

@@ -334,6 +334,7 @@ const JsonField api_secret_set_table[] = {
         ENVELOPE,
         { "name", JSON_FIELD_STRING, offsetof(ApiSecretArgs, name), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
         { "hosts", JSON_FIELD_STRV, offsetof(ApiSecretArgs, hosts), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
+        { "headers", JSON_FIELD_STRV, offsetof(ApiSecretArgs, headers), 0, NULL },
         { "value", JSON_FIELD_STRING, offsetof(ApiSecretArgs, value), JSON_FIELD_REQUIRED | JSON_FIELD_NONEMPTY, NULL },
         {},
 };

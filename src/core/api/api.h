@@ -228,11 +228,14 @@ extern const JsonField api_status_table[];
 /* cancel: "target" only, read by the daemon. */
 extern const JsonField api_cancel_table[];
 
-/* secret_set: "name", "hosts" (network entries), "value" (text; never
- * returned by any call). secret_delete: "name". secret_list: nothing. */
+/* secret_set: "name", "hosts" (network entries), "headers" (optional:
+ * request headers besides Authorization, secret-header.h), "value" (text;
+ * never returned by any call). secret_delete: "name". secret_list:
+ * nothing. */
 typedef struct ApiSecretArgs {
         const char *name;
         char **hosts;
+        char **headers;
         const char *value;
 } ApiSecretArgs;
 extern const JsonField api_secret_set_table[];

@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "http-rules.h"
 #include "macro.h"
+#include "secret-header.h"
 #include "strv.h"
 
 static const char *const op_names[] = {
@@ -30,6 +31,7 @@ void proxy_ctl_msg_done(ProxyCtlMsg *m) {
         free(m->method);
         free(m->path);
         strv_free(m->http_allow);
+        strv_free(m->headers);
         free(m->cert);
         if (m->key)
                 explicit_bzero(m->key, strlen(m->key));
@@ -97,6 +99,32 @@ static bool secret_name_ok(const char *s) {
         return true;
 }
 
+/* A secret's headers: absent is none (Authorization only); each one the
+ * store would take (secret_header_refusal()), none twice. */
+static int get_headers(json_t *a, ProxyCtlMsg *m, VsError **err) {
+        if (!a)
+                return 0;
+        if (!json_is_array(a) || json_array_size(a) > SECRET_HEADERS_MAX)
+                return vs_error_set(err, -EBADMSG, "proxy control: \"headers\" must be an array of at most %d",
+                                    SECRET_HEADERS_MAX);
+        if (!(m->headers = calloc(json_array_size(a) + 1, sizeof(char *))))
+                return -ENOMEM;
+        size_t i;
+        json_t *e;
+        json_array_foreach(a, i, e) {
+                if (!json_is_string(e) || json_string_length(e) > SECRET_HEADER_NAME_MAX ||
+                    strlen(json_string_value(e)) != json_string_length(e))
+                        return vs_error_set(err, -EBADMSG, "proxy control: a header must be a string of at most %d bytes",
+                                            SECRET_HEADER_NAME_MAX);
+                if (!(m->headers[i] = strdup(json_string_value(e))))
+                        return -ENOMEM;
+                m->n_headers++;
+        }
+        if (secret_headers_check(m->name, m->headers, NULL) < 0)
+                return vs_error_set(err, -EBADMSG, "proxy control: a secret's headers are malformed");
+        return 0;
+}
+
 /* The value is spliced into a request head: no byte may end a line. */
 static int get_secret(json_t *o, ProxyCtlMsg *m, VsError **err) {
         _cleanup_free_ char *b64 = NULL;
@@ -124,6 +152,8 @@ static int get_secret(json_t *o, ProxyCtlMsg *m, VsError **err) {
                         return vs_error_set(err, -EBADMSG, "proxy control: a secret's value holds a line break or NUL");
         if (m->n_rules == 0)
                 return vs_error_set(err, -EBADMSG, "proxy control: a secret without hosts");
+        if ((r = get_headers(json_object_get(o, "headers"), m, err)) < 0)
+                return r;
         /* The leaf the proxy terminates TLS with for the secret's hosts
          * (HTTPS interception): both or neither. */
         if (json_object_get(o, "cert") || json_object_get(o, "key")) {
@@ -295,6 +325,12 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
                 json_object_set_new(o, "placeholder", json_string(m->placeholder ? m->placeholder : ""));
                 json_object_set_new(o, "value", b64 ? json_string(b64) : NULL);
                 json_object_set_new(o, "rules", rules_json(m));
+                if (m->n_headers) {
+                        json_t *h = json_array();
+                        for (size_t i = 0; h && i < m->n_headers; i++)
+                                json_array_append_new(h, json_string(m->headers[i]));
+                        json_object_set_new(o, "headers", h);
+                }
                 if (m->cert && m->key) {
                         json_object_set_new(o, "cert", json_string(m->cert));
                         json_object_set_new(o, "key", json_string(m->key));

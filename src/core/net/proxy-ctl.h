@@ -33,8 +33,9 @@ typedef enum ProxyCtlOp {
         PROXY_CTL_CONNS,  /* ws, open, total, lost (denials not sent; optional, 0) */
         PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
         /* daemon -> proxy, after an add or rules (which drop the
-         * workspace's secrets): ws, name, placeholder, value, and the
-         * secret's hosts as rules. One message a secret, so that values
+         * workspace's secrets): ws, name, placeholder, value, the
+         * secret's hosts as rules, and (optional) headers: the request
+         * headers besides Authorization it may go in (secret-header.h). One message a secret, so that values
          * of up to SECRET_VALUE_MAX fit in PROXY_CTL_MAX. */
         PROXY_CTL_SECRET,
         /* proxy -> daemon: ws, time_us, host, port, name, method, path (as
@@ -78,6 +79,8 @@ typedef struct ProxyCtlMsg {
         size_t value_len;
         char *cert;          /* secret, optional: the leaf certificate (PEM) for its hosts, from the workspace's CA */
         char *key;           /* secret, with cert: the leaf's private key (PEM) */
+        char **headers;      /* secret: header names besides Authorization (NULL-terminated; NULL for none) */
+        size_t n_headers;
         char *method;        /* secret_use */
         char *path;          /* secret_use */
         char **http_allow;   /* http: "METHOD /glob" each (NULL-terminated) */

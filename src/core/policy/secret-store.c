@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "net-policy.h"
 #include "path-util.h"
+#include "secret-header.h"
 #include "policy.h"
 #include "strv.h"
 
@@ -37,6 +38,7 @@ int secret_host_check(const char *host, VsError **err) {
 static void secret_done(VsSecret *s) {
         free(s->name);
         strv_free(s->hosts);
+        strv_free(s->headers);
         /* The value must not outlive its use in freed heap pages. */
         if (s->value)
                 explicit_bzero(s->value, s->value_len);
@@ -89,13 +91,43 @@ static int check_value(const char *name, const char *value, size_t len, VsError 
         return 0;
 }
 
+/* Absent: Authorization only (a store written before headers existed). */
+static int parse_headers(json_t *a, VsSecret *s, VsError **err) {
+        if (!a)
+                return 0;
+        if (!json_is_array(a) || json_array_size(a) > SECRET_HEADERS_MAX)
+                return vs_error_set(err, -EINVAL, "secret %s: \"headers\" must be a list of at most %d header names",
+                                    s->name, SECRET_HEADERS_MAX);
+        if (!(s->headers = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        size_t k;
+        json_t *v;
+        json_array_foreach(a, k, v) {
+                if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+                        return vs_error_set(err, -EINVAL, "secret %s: headers[%zu] must be a string", s->name, k);
+                if (strv_extend(&s->headers, json_string_value(v)) < 0)
+                        return -ENOMEM;
+        }
+        return secret_headers_check(s->name, s->headers, err);
+}
+
+static json_t *strv_json(char *const *l) {
+        json_t *a = json_array();
+        for (char *const *h = l; a && h && *h; h++)
+                if (json_array_append_new(a, json_string(*h)) < 0) {
+                        json_decref(a);
+                        a = NULL;
+                }
+        return a;
+}
+
 static int parse_one(json_t *o, size_t i, VsSecret *s, VsError **err) {
         const char *key;
         json_t *v;
         if (!json_is_object(o))
                 return vs_error_set(err, -EINVAL, "secrets[%zu] must be an object", i);
         json_object_foreach(o, key, v) {
-                if (!streq(key, "name") && !streq(key, "hosts") && !streq(key, "value"))
+                if (!streq(key, "name") && !streq(key, "hosts") && !streq(key, "headers") && !streq(key, "value"))
                         return vs_error_set(err, -EINVAL, "secrets[%zu]: unknown field \"%s\"", i, key);
         }
         const char *name = json_string_value(json_object_get(o, "name"));
@@ -118,7 +150,7 @@ static int parse_one(json_t *o, size_t i, VsSecret *s, VsError **err) {
                         return -ENOMEM;
         }
         int r = check_hosts(name, s->hosts, err);
-        if (r < 0)
+        if (r < 0 || (r = parse_headers(json_object_get(o, "headers"), s, err)) < 0)
                 return r;
         json_t *val = json_object_get(o, "value");
         if (!json_is_string(val))
@@ -168,17 +200,15 @@ int secret_store_format(const VsSecretStore *s, char **ret) {
         for (size_t i = 0; i < s->n; i++) {
                 const VsSecret *x = &s->items[i];
                 _cleanup_free_ char *b64 = base64_encode_alloc(x->value, x->value_len, NULL);
-                json_t *hosts = json_array();
-                for (char **h = x->hosts; hosts && h && *h; h++)
-                        if (json_array_append_new(hosts, json_string(*h)) < 0) {
-                                json_decref(hosts);
-                                hosts = NULL;
-                        }
+                json_t *hosts = strv_json(x->hosts);
                 json_t *o = b64 && hosts ? json_pack("{s:s,s:o,s:s}", "name", x->name, "hosts", hosts, "value", b64) : NULL;
                 if (b64)
                         explicit_bzero(b64, strlen(b64));
                 /* json_pack's "o" takes hosts even when it fails. */
                 if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+                /* Only when there are some: see secret-store.h. */
+                if (x->headers && x->headers[0] && json_object_set_new(o, "headers", strv_json(x->headers)) < 0)
                         return -ENOMEM;
         }
         _cleanup_(json_decrefp) json_t *root = json_pack("{s:i,s:O}", "version", 1, "secrets", list);
@@ -247,14 +277,22 @@ static int store_write(const char *state_dir, uid_t uid, const VsSecretStore *s,
         return 0;
 }
 
-int secret_store_set(const char *state_dir, uid_t uid, const char *name, char *const *hosts, const char *value,
-                     size_t value_len, VsError **err) {
+int secret_store_set(const char *state_dir, uid_t uid, const char *name, char *const *hosts, char *const *headers,
+                     const char *value, size_t value_len, VsError **err) {
         if (!secret_name_valid(name))
                 return vs_error_set_kind(err, -EINVAL, "bad_request",
                                          "secret name \"%s\" must match [A-Z_][A-Z0-9_]* (at most %d characters)",
                                          name ? name : "", SECRET_NAME_MAX);
-        int r = check_hosts(name, hosts, err);
-        if (r < 0 || (r = check_value(name, value, value_len, err)) < 0)
+        /* The caller's mistake, not the daemon's: bad_request. */
+        _cleanup_(vs_error_freep) VsError *why = NULL;
+        int r = check_hosts(name, hosts, &why);
+        if (r >= 0)
+                r = secret_headers_check(name, headers, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return vs_error_set_kind(err, r, "bad_request", "%s", vs_error_message(why));
+        if ((r = check_value(name, value, value_len, err)) < 0)
                 return r;
         _cleanup_(secret_store_done) VsSecretStore s = {};
         if ((r = secret_store_load(state_dir, uid, &s, err)) < 0)
@@ -272,7 +310,8 @@ int secret_store_set(const char *state_dir, uid_t uid, const char *name, char *c
                 *x = (VsSecret){};
         } else
                 secret_done(x);
-        if (!(x->name = strdup(name)) || !(x->hosts = strv_copy(hosts)) || !(x->value = malloc(value_len + 1)))
+        if (!(x->name = strdup(name)) || !(x->hosts = strv_copy(hosts)) ||
+            (headers && !(x->headers = strv_copy(headers))) || !(x->value = malloc(value_len + 1)))
                 return -ENOMEM;
         memcpy(x->value, value, value_len);
         x->value[value_len] = 0;
@@ -297,10 +336,10 @@ int secret_store_delete(const char *state_dir, uid_t uid, const char *name, VsEr
 json_t *secret_store_list_json(const VsSecretStore *s) {
         json_t *list = json_array();
         for (size_t i = 0; list && i < s->n; i++) {
-                json_t *hosts = json_array();
-                for (char **h = s->items[i].hosts; hosts && h && *h; h++)
-                        json_array_append_new(hosts, json_string(*h));
-                json_t *o = hosts ? json_pack("{s:s,s:o}", "name", s->items[i].name, "hosts", hosts) : NULL;
+                json_t *hosts = strv_json(s->items[i].hosts), *headers = strv_json(s->items[i].headers);
+                json_t *o = hosts && headers ? json_pack("{s:s,s:o,s:o}", "name", s->items[i].name, "hosts", hosts,
+                                                         "headers", headers)
+                                             : (json_decref(hosts), json_decref(headers), NULL);
                 if (!o || json_array_append_new(list, o) < 0) {
                         json_decref(list);
                         return NULL;

@@ -7,7 +7,13 @@
  * check_store_unlisted() refuses a policy whose paths reach it).
  *
  *   {"version": 1, "secrets": [{"name": "GITHUB_TOKEN",
- *     "hosts": ["github.com", "api.github.com"], "value": "BASE64"}]}
+ *     "hosts": ["github.com", "api.github.com"], "value": "BASE64"},
+ *    {"name": "API_KEY", "hosts": ["api.example.com"],
+ *     "headers": ["X-Api-Key"], "value": "BASE64"}]}
+ *
+ * "headers" (secret-header.h) is left out when there are none: a store
+ * written before it existed reads the same (Authorization only), and one
+ * without headers stays readable by an older daemon.
  *
  * A value never leaves through secret_store_list_json(); it is read only
  * by the daemon to hand a jail's placeholder map to the proxy. */
@@ -28,6 +34,7 @@
 typedef struct VsSecret {
         char *name;
         char **hosts;  /* network entries ("api.github.com", "*.example.org", "10.0.0.5:8080"), NULL-terminated */
+        char **headers; /* request headers besides Authorization it may go in, as written; NULL-terminated or NULL */
         char *value;   /* value_len bytes, NUL after them */
         size_t value_len;
 } VsSecret;
@@ -56,13 +63,15 @@ const VsSecret *secret_store_find(const VsSecretStore *s, const char *name);
 char *secret_store_path(const char *state_dir, uid_t uid);
 /* A missing file is an empty store. */
 int secret_store_load(const char *state_dir, uid_t uid, VsSecretStore *ret, VsError **err);
-/* Adds or replaces NAME; hosts must not be empty. */
-int secret_store_set(const char *state_dir, uid_t uid, const char *name, char *const *hosts, const char *value,
-                     size_t value_len, VsError **err);
+/* Adds or replaces NAME; hosts must not be empty; headers (NULL for
+ * none) as secret_headers_check() allows. */
+int secret_store_set(const char *state_dir, uid_t uid, const char *name, char *const *hosts, char *const *headers,
+                     const char *value, size_t value_len, VsError **err);
 /* -ENOENT (with *err) when NAME is not there. */
 int secret_store_delete(const char *state_dir, uid_t uid, const char *name, VsError **err);
 
-/* {"secrets": [{"name": ..., "hosts": [...]}]}: never a value. */
+/* {"secrets": [{"name": ..., "hosts": [...], "headers": [...]}]}: never
+ * a value; "headers" always there ([] for Authorization only). */
 json_t *secret_store_list_json(const VsSecretStore *s);
 
 struct VsPolicy;

@@ -65,6 +65,8 @@ int proxy_secrets_load(ProxySecrets *ret, const char *state_dir, const VsPolicy 
                 m->name = TAKE_PTR(x->name);
                 m->value = TAKE_PTR(x->value);
                 m->value_len = x->value_len;
+                m->headers = TAKE_PTR(x->headers);
+                m->n_headers = strv_length(m->headers);
                 r = make_placeholder(&m->placeholder);
                 if (r >= 0)
                         r = hosts_rules(x->hosts, m, err);

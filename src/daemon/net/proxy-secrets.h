@@ -4,7 +4,8 @@
 /* A workspace's secrets as its proxy gets them (issue 31): for each name
  * in sandbox.secrets, a placeholder made for the jail about to start
  * ("vsph_" and 32 random hex digits), the value from the store of the
- * workspace's owner (secret-store.h) and the secret's hosts as rules.
+ * workspace's owner (secret-store.h), the secret's hosts as rules and
+ * the headers besides Authorization it may go in.
  * The jail's environment gets NAME=placeholder; the proxy gets one
  * PROXY_CTL_SECRET message each and puts the value in place of the
  * placeholder only in requests to those hosts. */

@@ -26,7 +26,7 @@ void secret_set_reply(Request *r) {
         if (json_dispatch(r->msg.obj, api_secret_set_table, &a, &err) < 0)
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
         r->target = json_string(a.name);
-        int k = secret_store_set(r->srv->opt.state_dir, geteuid(), a.name, a.hosts, a.value, strlen(a.value), &err);
+        int k = secret_store_set(r->srv->opt.state_dir, geteuid(), a.name, a.hosts, a.headers, a.value, strlen(a.value), &err);
         /* The request's copy of the value goes with r->msg; scrub it now. */
         json_t *v = json_object_get(r->msg.obj, "value");
         if (json_is_string(v))
