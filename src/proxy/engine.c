@@ -5,8 +5,9 @@
  * where the worker's relay forwards 127.0.0.1:3128 to it). It speaks HTTP
  * CONNECT and plain HTTP forwarding (TLS is opened only to a secret's
  * hosts: tls-intercept.h; every other tunnel stays closed) and decides
- * every request against the workspace's rules as the daemon last sent
- * them:
+ * every request against the workspace's rules as the daemon last
+ * committed them (an add or rules, its secrets and [[sandbox.http]]
+ * rules, then a commit: proxy-ctl.h):
  *
  *   1. host and port must match an entry (net_match);
  *   2. the proxy resolves the name itself (uv_getaddrinfo, off the loop)
@@ -109,6 +110,19 @@ struct Proxy {
         size_t n_rules;
         SecretSet secrets; /* tls-intercept.h */
         HttpRuleSet http;  /* [[sandbox.http]], one a host (http-rules.h) */
+        /* The set an add or rules began and its secret and http messages
+         * fill; it replaces the one above whole at the commit, so that no
+         * request is ever checked against half of it (before the first
+         * commit the listener is not read: its connections wait). */
+        struct Staged {
+                bool allow;
+                char *config;
+                VsNetRule *rules;
+                size_t n_rules;
+                SecretSet secrets;
+                HttpRuleSet http;
+        } *staged;
+        bool serving; /* committed once: the listener is read */
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
@@ -883,6 +897,18 @@ static void on_connection(uv_stream_t *server, int status) {
 
 /* ---- the daemon's requests ------------------------------------------------------ */
 
+static void staged_free(struct Staged *st) {
+        if (!st)
+                return;
+        for (size_t i = 0; i < st->n_rules; i++)
+                net_rule_done(&st->rules[i]);
+        free(st->rules);
+        free(st->config);
+        secret_set_clear(&st->secrets);
+        http_rule_set_clear(&st->http);
+        free(st);
+}
+
 static void proxy_free(Proxy *px) {
         for (size_t i = 0; i < px->n_rules; i++)
                 net_rule_done(&px->rules[i]);
@@ -890,21 +916,51 @@ static void proxy_free(Proxy *px) {
         free(px->config);
         secret_set_clear(&px->secrets);
         http_rule_set_clear(&px->http);
+        staged_free(px->staged);
         free(px);
 }
 
-static void set_rules(Proxy *px, ProxyCtlMsg *m) {
+/* An add or rules: a new set begins (one begun and not committed is
+ * dropped); the rules in force stay until the commit. */
+static int stage_rules(Proxy *px, ProxyCtlMsg *m) {
+        struct Staged *st = calloc(1, sizeof *st);
+        if (!st)
+                return -ENOMEM;
+        staged_free(px->staged);
+        px->staged = st;
+        st->allow = m->allow;
+        st->config = TAKE_PTR(m->config);
+        st->rules = TAKE_PTR(m->rules);
+        st->n_rules = m->n_rules;
+        m->n_rules = 0;
+        return 0;
+}
+
+/* The staged set replaces the one in force, in one step of the loop. */
+static int commit_rules(Proxy *px, VsError **err) {
+        struct Staged *st = TAKE_PTR(px->staged);
+        if (!st)
+                return vs_error_set(err, -EINVAL, "commit %llu: no add or rules before it", (unsigned long long)px->id);
         for (size_t i = 0; i < px->n_rules; i++)
                 net_rule_done(&px->rules[i]);
         free(px->rules);
         free(px->config);
         secret_set_clear(&px->secrets);
         http_rule_set_clear(&px->http);
-        px->allow = m->allow;
-        px->config = TAKE_PTR(m->config);
-        px->rules = TAKE_PTR(m->rules);
-        px->n_rules = m->n_rules;
-        m->n_rules = 0;
+        px->allow = st->allow;
+        px->config = TAKE_PTR(st->config);
+        px->rules = TAKE_PTR(st->rules);
+        px->n_rules = st->n_rules;
+        px->secrets = st->secrets;
+        px->http = st->http;
+        free(st);
+        if (!px->serving && px->listening) {
+                int r = uv_listen((uv_stream_t *)&px->listener, 64, on_connection);
+                if (r < 0)
+                        return vs_error_set(err, r, "add %llu: listening: %s", (unsigned long long)px->id, uv_strerror(r));
+                px->serving = true;
+        }
+        return 0;
 }
 
 static Proxy *find(uint64_t id) {
@@ -952,8 +1008,12 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px->loop = loop;
                 px->peer_uid = m->peer;
                 px->send = send;
-                set_rules(px, m);
-                int r = uv_pipe_init(loop, &px->listener, 0);
+                int r = stage_rules(px, m);
+                if (r < 0) {
+                        proxy_free(px);
+                        return r;
+                }
+                r = uv_pipe_init(loop, &px->listener, 0);
                 if (r < 0) {
                         proxy_free(px);
                         return vs_error_set(err, r, "add: %s", uv_strerror(r));
@@ -962,9 +1022,8 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px->listening = true;
                 px->next = proxies;
                 proxies = px;
+                /* Listened on at the commit, with the rules in force. */
                 r = uv_pipe_open(&px->listener, fd);
-                if (r >= 0)
-                        r = uv_listen((uv_stream_t *)&px->listener, 64, on_connection);
                 if (r < 0) {
                         remove_proxy(px);
                         return vs_error_set(err, r, "add %llu: listening: %s", (unsigned long long)m->ws,
@@ -973,9 +1032,9 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 return 1; /* the fd is the listener's now */
         }
         case PROXY_CTL_RULES:
-                if (px)
-                        set_rules(px, m);
-                return 0;
+                return px ? stage_rules(px, m) : 0;
+        case PROXY_CTL_COMMIT:
+                return px ? commit_rules(px, err) : 0;
         case PROXY_CTL_PEER:
                 if (px)
                         px->peer_uid = m->peer;
@@ -984,10 +1043,17 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 if (px)
                         remove_proxy(px);
                 return 0;
+        /* Into the set being staged: never into the one in force. */
         case PROXY_CTL_SECRET:
-                return px ? secret_set_add(&px->secrets, m, err) : 0;
         case PROXY_CTL_HTTP:
-                return px ? http_rule_set_add(&px->http, m->host, m->config, m->http_allow, m->n_http_allow, err) : 0;
+                if (!px)
+                        return 0;
+                if (!px->staged)
+                        return vs_error_set(err, -EINVAL, "%s for %llu outside an add or rules", m->op == PROXY_CTL_HTTP ? "http" : "secret",
+                                            (unsigned long long)m->ws);
+                return m->op == PROXY_CTL_SECRET ? secret_set_add(&px->staged->secrets, m, err)
+                                                 : http_rule_set_add(&px->staged->http, m->host, m->config, m->http_allow,
+                                                                     m->n_http_allow, err);
         default:
                 return vs_error_set(err, -EINVAL, "unexpected op %d from the daemon", (int)m->op);
         }
