@@ -82,6 +82,7 @@ struct ProxyConn {
         bool client_eof, upstream_eof;
         char *buf;             /* head, then ClientHello (VS_HTTP_HEAD_MAX) */
         size_t len;
+        size_t want;           /* CS_HEAD: bytes the head and a body to check need */
         VsHttpHead head;
         VsNetRule rule;        /* a copy of the matching entry (the policy may change meanwhile) */
         struct addrinfo *ai;
@@ -729,6 +730,9 @@ static bool http_refused(ProxyConn *c, char *why, size_t size) {
 }
 
 static void head_ready(ProxyConn *c) {
+        if (c->len < c->want)
+                return; /* the rest of a body http_rules_body() reads */
+        http_head_done(&c->head); /* parsed already, when a body was waited for */
         int64_t end = http_head_end(c->buf, c->len);
         if (end == 0)
                 return;
@@ -765,9 +769,21 @@ static void head_ready(ProxyConn *c) {
                 return;
         }
         char hwhy[600];
-        if (http_refused(c, hwhy, sizeof hwhy)) {
+        size_t need = 0;
+        int b = 0;
+        if (http_refused(c, hwhy, sizeof hwhy) ||
+            (!c->head.connect && http_rules_find(px->http.items, px->http.n, c->head.host) &&
+             (b = http_rules_body(c->head.forward_headers, c->buf + c->head.head_len, c->len - c->head.head_len,
+                                  VS_HTTP_HEAD_MAX - c->head.head_len, &need, hwhy, sizeof hwhy)) < 0)) {
                 record_denial(c, c->head.host, c->head.port, hwhy);
                 respond(c, 403, "Forbidden", "vectora-sandbox: %s.", hwhy);
+                return;
+        }
+        if (b > 0) {
+                /* A form body to look into: read on (alloc_cb keeps it
+                 * within c->buf), and decide again once it is whole. */
+                c->want = c->head.head_len + need;
+                c->client_reading = uv_read_start((uv_stream_t *)&c->client, alloc_cb, on_client_read) == 0;
                 return;
         }
         c->rule = (VsNetRule) { .kind = rule->kind, .port = rule->port, .line = rule->line, .col = rule->col,
