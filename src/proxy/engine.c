@@ -546,6 +546,23 @@ static void check_hello(ProxyConn *c) {
                         deny(c, c->head.host, c->head.port, why, false);
                         return;
                 }
+                /* Nor plain HTTP to another host while the workspace has
+                 * rules: its Host header could name a rules host that the
+                 * same front end serves, and the proxy reads no head in a
+                 * tunnel (nor the ones after the first). A request sent to
+                 * the proxy as plain HTTP is checked instead. */
+                int k = c->px->http.n ? http_request_like(c->buf, c->len, c->len >= VS_HTTP_HEAD_MAX) : 0;
+                if (k == -EAGAIN)
+                        return; /* the first line has not ended */
+                if (k > 0) {
+                        char why[400];
+                        snprintf(why, sizeof why,
+                                 "plain HTTP inside a CONNECT tunnel to %s while the workspace has [[sandbox.http]] rules: the "
+                                 "proxy does not read heads in a tunnel, and their Host could name a rules host the same server "
+                                 "fronts (send plain HTTP as a request to the proxy, not through CONNECT)", c->head.host);
+                        deny(c, c->head.host, c->head.port, why, false);
+                        return;
+                }
                 start_splice(c, c->buf, c->len);
                 return;
         }

@@ -24,6 +24,7 @@
 
 #include "engine.h"
 #include "proxy-ctl.h"
+#include "proxy-parse.h"
 #include "time-util.h"
 
 static char sock_path[108];
@@ -177,8 +178,36 @@ static void test_rules_replaced_whole(void **state) {
         rmdir(dir);
 }
 
+/* What a tunnel's first bytes (not TLS) are, while the workspace has
+ * [[sandbox.http]] rules: an HTTP request is refused, another protocol
+ * passes, an unended line waits. */
+static void test_request_like(void **state) {
+        (void)state;
+        struct { const char *s; bool full; int want; } cases[] = {
+                { "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, 1 },
+                { "\r\n\r\nDELETE /x HTTP/1.1\r\n", false, 1 },
+                { "delete /x http/1.0\n", false, 1 },
+                { "GET /\r\n", false, 1 },                      /* HTTP/0.9 */
+                { "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", false, 1 }, /* h2c */
+                { "GET / HTTP/1.1", false, -EAGAIN },
+                { "\r\n", false, -EAGAIN },
+                { "GET / HTTP/1.1", true, 1 },
+                { "HELO x\r\n", false, 0 },
+                { "SSH-2.0-OpenSSH_9.2\r\n", false, 0 },
+                { "\x00\x01GET / HTTP/1.1\r\n", false, 0 },
+                { "GETX / \r\n", false, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                size_t len = cases[i].s[0] ? strlen(cases[i].s) : 1 + strlen(cases[i].s + 1);
+                int k = http_request_like(cases[i].s, len, cases[i].full);
+                if (k != cases[i].want)
+                        fail_msg("case %zu: %d, not %d", i, k, cases[i].want);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_request_like),
                 cmocka_unit_test(test_rules_replaced_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
