@@ -32,9 +32,7 @@ import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check  # noqa: E402
 
 from vsecrets import Recorder  # noqa: E402
-# The jail's raw client (plain, tls, tunnel; pauses), the servers and the
-# workspaces with the rules, shared with the first file of these attacks.
-from test_attacks_http_rules import Recorder11, raw, reached, refused, with_https, with_plain  # noqa: E402
+from vhttprules import Recorder11, raw, reached, refused, with_https, with_plain  # noqa: E402
 
 T = Tap()
 

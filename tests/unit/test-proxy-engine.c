@@ -53,7 +53,7 @@ static int feed(uv_loop_t *loop, const char *json, int fd) {
         return r;
 }
 
-static void feedf(uv_loop_t *loop, int fd, const char *fmt, ...) {
+_printf_(3, 4) static void feedf(uv_loop_t *loop, int fd, const char *fmt, ...) {
         char buf[2048];
         va_list ap;
         va_start(ap, fmt);
