@@ -198,6 +198,13 @@ static void test_method_param(void **state) {
                 { "Content-Type: multipart/form-data; boundary=b\r\n",
                   "--b\r\nContent-Disposition: form-data; name=\"title\"; filename=\"_method\"\r\n\r\nx\r\n--b--\r\n",
                   false },
+                /* Rack's lenient reading: folded, no ';' before name=. */
+                { "Content-Type: multipart/form-data; boundary=b\r\n",
+                  "--b\r\nContent-Disposition: form-data\r\n name=_method\r\n\r\nDELETE\r\n--b--\r\n", true },
+                { "Content-Type: multipart/form-data; boundary=b\r\n",
+                  "--b\r\nContent-Disposition: form-data name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", true },
+                { "Content-Type: multipart/form-data; boundary=b\r\n",
+                  "--b\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nname=_method\r\n--b--\r\n", false },
                 { "Content-Type: application/json\r\n", "{\"_method\": \"DELETE\"}", true },
                 { "Content-Type: application/vnd.api+json\r\n", "{\"\\u005fmethod\": \"DELETE\"}", true },
                 { "Content-Type: application/json\r\n", "{\"title\": \"x\"}", false },

@@ -477,51 +477,55 @@ static unsigned header_value(const char *p, const char *end, const char *name, c
 }
 
 /* A multipart body's part headers: a Content-Disposition whose name (or
- * RFC 2231 name*) is _method. Every line is looked at, part header or
- * not: a line of a part's data that looks like one is refused too. */
+ * RFC 2231 name*) is _method. Read as leniently as the laxest parser:
+ * Rack finds /Content-Disposition:.*\s+name=.../ anywhere in a part's
+ * head, over a folded line and without a ';' before it. So every
+ * "content-disposition" in the body, up to the blank line after it, has
+ * each "name=" (not "filename=") looked at; data that merely looks like a
+ * part head is refused too. */
 static bool multipart_override(const char *body, size_t n) {
-        for (const char *q = body, *end = body + n; q < end;) {
-                const char *le = memchr(q, '\n', (size_t)(end - q));
-                const char *e = le ? le : end;
-                while (q < e && (*q == ' ' || *q == '\t'))
-                        q++;
-                if ((size_t)(e - q) > 19 && strncasecmp(q, "content-disposition", 19) == 0) {
-                        /* Each ';' parameter; a ';' inside quotes splits one too,
-                         * which can only find a name where there is none. */
-                        for (const char *a = memchr(q, ';', (size_t)(e - q)); a && a < e;) {
-                                const char *b = a + 1, *pe = memchr(b, ';', (size_t)(e - b));
-                                pe = pe ? pe : e;
-                                while (b < pe && (*b == ' ' || *b == '\t'))
-                                        b++;
-                                const char *eq = memchr(b, '=', (size_t)(pe - b));
-                                if (eq) {
-                                        const char *k = eq;
-                                        while (k > b && (k[-1] == ' ' || k[-1] == '\t'))
-                                                k--;
-                                        bool ext = k > b && k[-1] == '*';
-                                        size_t kl = (size_t)(k - b) - ext;
-                                        const char *v = eq + 1, *ve = pe;
-                                        while (v < ve && (*v == ' ' || *v == '\t' || *v == '"'))
-                                                v++;
-                                        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '"' || ve[-1] == '\r'))
-                                                ve--;
-                                        if (ext) { /* charset'lang'value */
-                                                const char *t = memchr(v, '\'', (size_t)(ve - v));
-                                                const char *t2 = t ? memchr(t + 1, '\'', (size_t)(ve - t - 1)) : NULL;
-                                                v = t2 ? t2 + 1 : v;
-                                        }
-                                        char name[32];
-                                        size_t o = 0;
-                                        for (const char *x = v; x < ve && o < sizeof name; x++)
-                                                if (*x != '\\')
-                                                        name[o++] = *x;
-                                        if (kl == 4 && strncasecmp(b, "name", 4) == 0 && name_is_override(name, o, false))
-                                                return true;
-                                }
-                                a = pe < e ? pe : NULL;
+        static const char cd[] = "content-disposition";
+        const size_t cl = sizeof cd - 1;
+        for (size_t i = 0; i + cl <= n; i++) {
+                if (strncasecmp(body + i, cd, cl) != 0)
+                        continue;
+                size_t end = i + cl;
+                while (end < n && !(body[end] == '\n' && (end + 1 >= n || body[end + 1] == '\n' ||
+                                                           (body[end + 1] == '\r' && end + 2 < n && body[end + 2] == '\n'))))
+                        end++;
+                for (size_t k = i + cl; k + 4 <= end; k++) {
+                        char prev = body[k - 1];
+                        if (strncasecmp(body + k, "name", 4) != 0 || (prev >= 'a' && prev <= 'z') ||
+                            (prev >= 'A' && prev <= 'Z') || (prev >= '0' && prev <= '9') || prev == '_' || prev == '-')
+                                continue;
+                        size_t v = k + 4;
+                        bool ext = v < end && body[v] == '*';
+                        v += ext;
+                        while (v < end && (body[v] == ' ' || body[v] == '\t'))
+                                v++;
+                        if (v >= end || body[v] != '=')
+                                continue;
+                        v++;
+                        while (v < end && (body[v] == ' ' || body[v] == '\t' || body[v] == '"'))
+                                v++;
+                        size_t ve = v;
+                        while (ve < end && body[ve] != '"' && body[ve] != ';' && body[ve] != '\r' && body[ve] != '\n' &&
+                               body[ve] != ' ' && body[ve] != '\t')
+                                ve++;
+                        if (ext) { /* charset'lang'value */
+                                const char *t = memchr(body + v, '\'', ve - v);
+                                const char *t2 = t ? memchr(t + 1, '\'', (size_t)(body + ve - t - 1)) : NULL;
+                                v = t2 ? (size_t)(t2 + 1 - body) : v;
                         }
+                        char name[32];
+                        size_t o = 0;
+                        for (size_t x = v; x < ve && o < sizeof name; x++)
+                                if (body[x] != '\\')
+                                        name[o++] = body[x];
+                        if (name_is_override(name, o, false))
+                                return true;
                 }
-                q = le ? le + 1 : end;
+                i = end;
         }
         return false;
 }
