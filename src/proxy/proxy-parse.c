@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "macro.h"
 #include "net-policy.h"
@@ -389,4 +390,24 @@ out:
         free(sni);
         free(hs);
         return r;
+}
+
+int http_request_like(const char *buf, size_t len, bool full) {
+        size_t i = 0;
+        while (i < len && (buf[i] == '\r' || buf[i] == '\n' || buf[i] == ' ' || buf[i] == '\t'))
+                i++;
+        size_t start = i;
+        for (; i < len && buf[i] != '\n'; i++)
+                if (((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\r') || (unsigned char)buf[i] >= 0x7f)
+                        return 0;
+        if (i == len && !full)
+                return -EAGAIN;
+        size_t n = i - start;
+        const char *line = buf + start;
+        if (n >= 4 && strncasecmp(line, "GET", 3) == 0 && (line[3] == ' ' || line[3] == '\t'))
+                return 1;
+        for (size_t k = 0; k + 5 <= n; k++)
+                if (strncasecmp(line + k, "HTTP/", 5) == 0)
+                        return 1;
+        return i == len ? 1 : 0;
 }

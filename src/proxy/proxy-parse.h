@@ -48,3 +48,11 @@ void http_head_done(VsHttpHead *h);
  *  -EINVAL: a TLS handshake that is malformed, or a hello longer than
  *      VS_HTTP_HEAD_MAX (err says which). */
 int tls_client_hello_sni(const uint8_t *buf, size_t len, char **ret_sni, VsError **err);
+
+/* Whether a tunnel's first bytes (not TLS) are an HTTP request: its first
+ * line (after any blank lines, which a server skips) names "HTTP/", or is
+ * "GET target" (HTTP/0.9). 1 yes, 0 no (a byte no request line holds
+ * before its end, or a line of another protocol), -EAGAIN when the line
+ * has not ended yet; full: no more will come (the buffer is full), so an
+ * unended printable line counts as a request. */
+int http_request_like(const char *buf, size_t len, bool full);

@@ -335,8 +335,9 @@ static int read_head(Side *c, char *buf, size_t *ret_len, size_t *ret_end) {
         }
 }
 
-/* The jail's head for this host, or an answer and an error. */
-static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, StrBuf *out) {
+/* The jail's head for this host, or an answer and an error; 1 when the
+ * body must be read whole first (*need bytes after the head). */
+static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, size_t *need, StrBuf *out) {
         const char *sp = memchr(buf, ' ', end);
         if (!sp || sp + 1 >= buf + end || sp[1] != '/') {
                 answer(c, 400, "Bad Request", "vectora-sandbox: inside TLS a request names its path (GET /path HTTP/1.1)");
@@ -374,12 +375,17 @@ static int decide(TlsJob *j, Side *c, const char *buf, size_t len, size_t end, S
                 return -EPERM;
         }
         char rule_why[600];
+        int b = 0;
         if (j->http && (http_rules_headers_refused(h.forward_headers, rule_why, sizeof rule_why) ||
-                        !http_rules_check(j->http, h.method, h.path, rule_why, sizeof rule_why))) {
+                        !http_rules_check(j->http, h.method, h.path, rule_why, sizeof rule_why) ||
+                        (b = http_rules_body(h.forward_headers, buf + end, len - end, VS_HTTP_HEAD_MAX - end, need,
+                                             rule_why, sizeof rule_why)) < 0)) {
                 report_denial(j, rule_why);
                 answer(c, 403, "Forbidden", "vectora-sandbox: %s.", rule_why);
                 return -EPERM;
         }
+        if (b > 0)
+                return 1;
         const HeadRewrite x = { .send = j->send, .ws = j->ws, .secrets = j->secrets, .n = j->n };
         if ((r = head_rewrite(&x, &h, out)) < 0 || (r = strbuf_append(out, buf + end, len - end)) < 0)
                 return r;
@@ -465,7 +471,20 @@ static void serve(TlsJob *j) {
                        VS_HTTP_HEAD_MAX);
                 goto done;
         }
-        if (decide(j, &c, buf, len, end, &out) < 0 || upstream_open(j, &u, &c) < 0)
+        size_t need = 0;
+        int r;
+        /* A form body the rules look into: read whole (it fits in buf),
+         * then decided again. */
+        while ((r = decide(j, &c, buf, len, end, &need, &out)) > 0) {
+                while (len < end + need) {
+                        int n = SSL_read(c.ssl, buf + len, (int)(end + need - len));
+                        if (n > 0)
+                                len += (size_t)n;
+                        else if (step(&c, n, TLS_HEAD_TIMEOUT_MS) < 0)
+                                goto done;
+                }
+        }
+        if (r < 0 || upstream_open(j, &u, &c) < 0)
                 goto done;
         if (side_write(&u, out.data, out.len) == 0)
                 relay(&c, &u);

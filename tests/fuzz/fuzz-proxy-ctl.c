@@ -7,7 +7,8 @@
  * fields (nothing accepted that the daemon could not also have meant);
  * the fields are within their bounds. An http message's rules are built
  * as the proxy builds them (http-rules.h) and its config text matched as
- * a request target: a target that passes has no dot segment left. */
+ * a request target: a target that passes has no dot segment left, and
+ * as header lines and a body (http_rules_body). A commit carries ws alone. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         }
                         /* The config text as header lines, and the Host check. */
                         (void)http_rules_headers_refused(m.config, why, sizeof why);
+                        /* And as a body whose _method the proxy looks for: a
+                         * wait is never for more than the room given. */
+                        size_t need = 0;
+                        if (http_rules_body(m.config, m.config, strlen(m.config), 4096, &need, why, sizeof why) == 1)
+                                check(need > strlen(m.config) && need <= 4096);
                         HttpRules *set[] = { hr };
                         (void)http_rules_fronted(set, 1, m.host, m.config, why, sizeof why);
                         http_rules_unref(hr);

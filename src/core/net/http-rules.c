@@ -2,6 +2,7 @@
 #include "http-rules.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,47 @@ int http_path_normalize(const char *target, char **ret, const char **why) {
         return 0;
 }
 
+/* Whether the parameter name p[0..n) (as sent: percent-encoded, '+' for
+ * a blank) is "_method" to some framework: decoded, any case, blanks
+ * before it dropped and '.' or a blank read as '_' (PHP), what follows a
+ * '[' or a NUL dropped ("_method[]"). */
+static bool name_is_override(const char *p, size_t n, bool plus) {
+        char name[16];
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+                char c = p[i];
+                if (c == '+' && plus)
+                        c = ' ';
+                else if (c == '%' && i + 2 < n && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
+                        c = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+                        i += 2;
+                }
+                if (c == '\0' || c == '[')
+                        break;
+                if (o == 0 && (c == ' ' || c == '\t'))
+                        continue;
+                if (o == sizeof name - 1)
+                        return false;
+                name[o++] = c == ' ' || c == '.' ? '_' : c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        return o == 7 && memcmp(name, "_method", 7) == 0;
+}
+
+/* Whether "a=1&b=2" params (a query, a form body; ';' separates too, as
+ * some servers take it) hold a _method. */
+static bool params_override(const char *p, size_t n) {
+        for (size_t i = 0; i < n;) {
+                size_t e = i;
+                while (e < n && p[e] != '&' && p[e] != ';')
+                        e++;
+                const char *eq = memchr(p + i, '=', e - i);
+                if (name_is_override(p + i, eq ? (size_t)(eq - p - i) : e - i, true))
+                        return true;
+                i = e + 1;
+        }
+        return false;
+}
+
 HttpRules *http_rules_ref(HttpRules *r) {
         if (r)
                 atomic_fetch_add(&r->refs, 1);
@@ -256,6 +298,12 @@ bool http_rules_check(const HttpRules *r, const char *method, const char *target
         _cleanup_free_ char *path = NULL;
         const char *bad = NULL;
         int k = http_path_normalize(target, &path, &bad);
+        const char *q = strchr(target, '?');
+        if (k == 0 && q && params_override(q + 1, strlen(q + 1))) {
+                k = -EPERM;
+                bad = "the query has a _method parameter, which many frameworks (Rails, Laravel, Symfony) run as the "
+                      "request's method instead of the one the rule checked";
+        }
         if (k == 0) {
                 /* glob.h matches paths relative to the root. */
                 size_t len = strlen(path);
@@ -402,4 +450,162 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
                 return true;
         }
         return false;
+}
+
+/* The value of the header name in the "Name: value\r\n" lines [p, end),
+ * without surrounding blanks, in [*v, *e); how many such headers. */
+static unsigned header_value(const char *p, const char *end, const char *name, const char **v, const char **e) {
+        unsigned count = 0;
+        size_t len = strlen(name);
+        for (const char *q = p; q < end;) {
+                const char *le = memmem(q, (size_t)(end - q), "\r\n", 2);
+                if (!le)
+                        break;
+                if ((size_t)(le - q) > len && strncasecmp(q, name, len) == 0 && q[len] == ':') {
+                        const char *b = q + len + 1, *c = le;
+                        while (b < c && (*b == ' ' || *b == '\t'))
+                                b++;
+                        while (c > b && (c[-1] == ' ' || c[-1] == '\t'))
+                                c--;
+                        *v = b;
+                        *e = c;
+                        count++;
+                }
+                q = le + 2;
+        }
+        return count;
+}
+
+/* A multipart body's part headers: a Content-Disposition whose name (or
+ * RFC 2231 name*) is _method. Read as leniently as the laxest parser:
+ * Rack finds /Content-Disposition:.*\s+name=.../ anywhere in a part's
+ * head, over a folded line and without a ';' before it. So every
+ * "content-disposition" in the body, up to the blank line after it, has
+ * each "name=" (not "filename=") looked at; data that merely looks like a
+ * part head is refused too. */
+static bool multipart_override(const char *body, size_t n) {
+        static const char cd[] = "content-disposition";
+        const size_t cl = sizeof cd - 1;
+        for (size_t i = 0; i + cl <= n; i++) {
+                if (strncasecmp(body + i, cd, cl) != 0)
+                        continue;
+                size_t end = i + cl;
+                while (end < n && !(body[end] == '\n' && (end + 1 >= n || body[end + 1] == '\n' ||
+                                                           (body[end + 1] == '\r' && end + 2 < n && body[end + 2] == '\n'))))
+                        end++;
+                for (size_t k = i + cl; k + 4 <= end; k++) {
+                        char prev = body[k - 1];
+                        if (strncasecmp(body + k, "name", 4) != 0 || (prev >= 'a' && prev <= 'z') ||
+                            (prev >= 'A' && prev <= 'Z') || (prev >= '0' && prev <= '9') || prev == '_' || prev == '-')
+                                continue;
+                        size_t v = k + 4;
+                        bool ext = v < end && body[v] == '*';
+                        v += ext;
+                        while (v < end && (body[v] == ' ' || body[v] == '\t'))
+                                v++;
+                        if (v >= end || body[v] != '=')
+                                continue;
+                        v++;
+                        while (v < end && (body[v] == ' ' || body[v] == '\t' || body[v] == '"'))
+                                v++;
+                        size_t ve = v;
+                        while (ve < end && body[ve] != '"' && body[ve] != ';' && body[ve] != '\r' && body[ve] != '\n' &&
+                               body[ve] != ' ' && body[ve] != '\t')
+                                ve++;
+                        if (ext) { /* charset'lang'value */
+                                const char *t = memchr(body + v, '\'', ve - v);
+                                const char *t2 = t ? memchr(t + 1, '\'', (size_t)(body + ve - t - 1)) : NULL;
+                                v = t2 ? (size_t)(t2 + 1 - body) : v;
+                        }
+                        char name[32];
+                        size_t o = 0;
+                        for (size_t x = v; x < ve && o < sizeof name; x++)
+                                if (body[x] != '\\')
+                                        name[o++] = body[x];
+                        if (name_is_override(name, o, false))
+                                return true;
+                }
+                i = end;
+        }
+        return false;
+}
+
+/* A JSON body: "_method" anywhere once its escapes are read (a key of
+ * the top-level object is what Laravel takes; any place is refused). */
+static bool json_override(const char *body, size_t n) {
+        char win[8] = "";
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+                char c = body[i];
+                if (c == '\\' && i + 1 < n) {
+                        c = body[++i];
+                        if (c == 'u' && i + 4 < n) {
+                                int v = 0;
+                                for (int k = 1; k <= 4; k++)
+                                        v = hexval(body[i + k]) < 0 || v < 0 ? -1 : v * 16 + hexval(body[i + k]);
+                                if (v >= 0) {
+                                        c = v < 0x80 ? (char)v : '?';
+                                        i += 4;
+                                }
+                        }
+                }
+                c = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+                if (w == 7)
+                        memmove(win, win + 1, --w);
+                win[w++] = c;
+                if (w == 7 && memcmp(win, "_method", 7) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int http_rules_body(const char *headers, const char *body, size_t have, size_t room, size_t *need, char *why,
+                    size_t size) {
+        const char *end = headers + strlen(headers), *v, *e;
+        uint64_t length = 0;
+        bool chunked = header_value(headers, end, "transfer-encoding", &v, &e) > 0;
+        if (header_value(headers, end, "content-length", &v, &e) == 1)
+                for (; v < e && *v >= '0' && *v <= '9' && length < UINT64_MAX / 16; v++)
+                        length = length * 10 + (uint64_t)(*v - '0');
+        if (!chunked && length == 0)
+                return 0;
+        unsigned types = header_value(headers, end, "content-type", &v, &e);
+        if (types > 1) {
+                snprintf(why, size,
+                         "the request has %u Content-Type headers: a server may read its body as a form carrying a _method "
+                         "parameter the proxy did not look for", types);
+                return -EPERM;
+        }
+        /* What frameworks read parameters from: a form (Rack takes a POST
+         * without a Content-Type for one), multipart, JSON (Laravel). */
+        char type[128] = "";
+        if (types == 1)
+                snprintf(type, sizeof type, "%.*s", (int)MIN((size_t)(e - v), sizeof type - 1), v);
+        type[strcspn(type, "; \t")] = 0;
+        for (char *t = type; *t; t++)
+                *t = *t >= 'A' && *t <= 'Z' ? (char)(*t - 'A' + 'a') : *t;
+        bool form = !*type || streq(type, "application/x-www-form-urlencoded");
+        bool multipart = strncmp(type, "multipart/", 10) == 0, json = strstr(type, "json") != NULL;
+        if (!form && !multipart && !json)
+                return 0;
+        const char *kind = form ? "form" : multipart ? "multipart" : "JSON";
+        if (chunked || length > room) {
+                snprintf(why, size,
+                         "the request's %s body (%s) is not one the proxy reads whole (at most %zu bytes with a Content-Length), "
+                         "and a _method parameter in it would make many frameworks run another method than the rule checked",
+                         kind, chunked ? "chunked" : "too long", room);
+                return -EPERM;
+        }
+        if (have < length) {
+                *need = (size_t)length;
+                return 1;
+        }
+        if ((form && params_override(body, (size_t)length)) || (multipart && multipart_override(body, (size_t)length)) ||
+            (json && json_override(body, (size_t)length))) {
+                snprintf(why, size,
+                         "the request's %s body has a _method parameter, which many frameworks (Rails, Laravel, Symfony) "
+                         "run as the request's method instead of the one the [[sandbox.http]] rule checked", kind);
+                return -EPERM;
+        }
+        return 0;
 }

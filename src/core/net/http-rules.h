@@ -8,7 +8,9 @@
  *
  * An entry is "METHOD /path/glob": METHOD an HTTP token in capitals,
  * the glob (glob.h) anchored at "/", '*' one path segment, '**' any
- * number. A request's path is matched without its query, percent-decoded;
+ * number. A request's path is matched without its query, percent-decoded
+ * (a query with a _method parameter, which frameworks run as the method,
+ * is refused);
  * a path with a "." or ".." segment (as written or percent-encoded, or
  * of more dots or blanks, "..." or ".. ", which a trimming host reads as
  * ".."), an
@@ -65,6 +67,20 @@ bool http_rules_check(const HttpRules *r, const char *method, const char *target
  * (Content-Length with Transfer-Encoding, either twice, a length not
  * plain digits, a coding other than chunked). why[size] says which. */
 bool http_rules_headers_refused(const char *headers, char *why, size_t size);
+
+/* A request body a framework may read a method override from, for a
+ * request to a rules host: a form (application/x-www-form-urlencoded,
+ * or no Content-Type, which Rack reads as one), multipart or JSON whose
+ * _method parameter Rails, Laravel and Symfony run as the request's
+ * method. headers: its "Name: value\r\n" lines (checked by
+ * http_rules_headers_refused first); body[0..have): what of the body was
+ * read; room: the most the caller can hold. 0: the request passes (no
+ * body, or one of another type); 1: read the body whole first, *need
+ * bytes (at most room); -EPERM with why[size]: a _method in it, or a
+ * body of those types the proxy cannot read whole (chunked, longer than
+ * room, two Content-Types). */
+int http_rules_body(const char *headers, const char *body, size_t have, size_t room, size_t *need, char *why,
+                    size_t size);
 
 /* The next Host header in the "Name: value\r\n" lines in [*p, end): [*v,
  * *e) its value without surrounding blanks; *p moved past its line. false

@@ -16,7 +16,7 @@ static const char *const op_names[] = {
         [PROXY_CTL_ADD] = "add",       [PROXY_CTL_RULES] = "rules",   [PROXY_CTL_PEER] = "peer",
         [PROXY_CTL_REMOVE] = "remove", [PROXY_CTL_DENIAL] = "denial", [PROXY_CTL_CONNS] = "conns",
         [PROXY_CTL_HELLO] = "hello",   [PROXY_CTL_SECRET] = "secret", [PROXY_CTL_SECRET_USE] = "secret_use",
-        [PROXY_CTL_HTTP] = "http",
+        [PROXY_CTL_HTTP] = "http",     [PROXY_CTL_COMMIT] = "commit",
 };
 
 void proxy_ctl_msg_done(ProxyCtlMsg *m) {
@@ -217,6 +217,7 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
                 m->peer = (uid_t)v;
                 break;
         case PROXY_CTL_REMOVE:
+        case PROXY_CTL_COMMIT:
                 break;
         case PROXY_CTL_DENIAL:
                 if ((r = get_uint(o, "time_us", INT64_MAX, &m->time_us, err)) < 0 ||
@@ -303,6 +304,7 @@ char *proxy_ctl_encode(const ProxyCtlMsg *m) {
                 json_object_set_new(o, "peer", json_integer((json_int_t)m->peer));
                 break;
         case PROXY_CTL_REMOVE:
+        case PROXY_CTL_COMMIT:
                 break;
         case PROXY_CTL_DENIAL:
                 json_object_set_new(o, "time_us", json_integer((json_int_t)m->time_us));

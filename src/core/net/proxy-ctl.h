@@ -24,16 +24,16 @@
 
 typedef enum ProxyCtlOp {
         /* daemon -> proxy */
-        PROXY_CTL_ADD,    /* ws, peer, config, allow, rules; the listener's fd attached */
-        PROXY_CTL_RULES,  /* ws, config, allow, rules: the policy changed */
+        PROXY_CTL_ADD,    /* ws, peer, config, allow, rules; the listener's fd attached; a commit follows */
+        PROXY_CTL_RULES,  /* ws, config, allow, rules: the policy changed; a commit follows */
         PROXY_CTL_PEER,   /* ws, peer: the jail's uid */
         PROXY_CTL_REMOVE, /* ws: close its listener and connections */
         /* proxy -> daemon */
         PROXY_CTL_DENIAL, /* ws, time_us, host, port, reason */
         PROXY_CTL_CONNS,  /* ws, open, total, lost (denials not sent; optional, 0) */
         PROXY_CTL_HELLO,  /* ws 0, seccomp, landlock: how it is confined, once, before serving */
-        /* daemon -> proxy, after an add or rules (which drop the
-         * workspace's secrets): ws, name, placeholder, value, the
+        /* daemon -> proxy, after an add or rules (whose set it joins,
+         * in force at the commit): ws, name, placeholder, value, the
          * secret's hosts as rules, and (optional) headers: the request
          * headers besides Authorization it may go in (secret-header.h). One message a secret, so that values
          * of up to SECRET_VALUE_MAX fit in PROXY_CTL_MAX. */
@@ -43,10 +43,19 @@ typedef enum ProxyCtlOp {
          * PROXY_CTL_PATH_MAX): a secret's value was put into a request,
          * for the audit log. Never the value. */
         PROXY_CTL_SECRET_USE,
-        /* daemon -> proxy, after an add or rules (which drop them): ws,
+        /* daemon -> proxy, after an add or rules (whose set it joins,
+         * in force at the commit): ws,
          * host, config (the entry's place, for the refusal's text) and
          * http_allow, one [[sandbox.http]] entry (http-rules.h). */
         PROXY_CTL_HTTP,
+        /* daemon -> proxy, after an add or rules and their secret and
+         * http messages: ws. The proxy keeps the workspace's rules,
+         * secrets and [[sandbox.http]] rules in force until this, then
+         * puts the new ones in their place in one step: a request read in
+         * between is checked against the old set whole, never against a
+         * part of the new one (none of its http rules yet). An add's
+         * listener is read from its commit on. */
+        PROXY_CTL_COMMIT,
 } ProxyCtlOp;
 
 #define PROXY_CTL_SECRET_NAME_MAX 64

@@ -250,8 +250,8 @@ static void fill_rules(ProxyCtlMsg *m, const Workspace *ws) {
  * the message and keep the rules it had, or leave the listener unserved.
  * It gets no rules instead, so every request is refused, and the refusal
  * (the config field, which the 403 names) and the daemon's log say why. */
-/* [[sandbox.http]], one message a host, after the rules that dropped
- * the old ones. An entry too long for one message goes with no allow
+/* [[sandbox.http]], one message a host, after the rules whose set they
+ * join (in force at the commit, send_rules). An entry too long for one message goes with no allow
  * entry (every request to the host refused) and says why. */
 static void send_http_rules(Proxy *px) {
         const VsPolicy *p = px->ws ? px->ws->policy : NULL;
@@ -288,12 +288,15 @@ static void send_rules(Proxy *px, ProxyCtlOp op, int fd) {
                 m.config = why;
         }
         send_ctl(&m, fd);
-        /* The rules dropped the workspace's secrets; these follow them. */
+        /* The secrets and [[sandbox.http]] rules join the new set. */
         for (size_t i = 0; i < px->secrets.n; i++) {
                 px->secrets.msgs[i].ws = px->id;
                 send_ctl(&px->secrets.msgs[i], -1);
         }
         send_http_rules(px);
+        /* The proxy puts the whole set in force here, not message by
+         * message: no request is checked against a part of it. */
+        send_ctl(&(ProxyCtlMsg) { .op = PROXY_CTL_COMMIT, .ws = px->id }, -1);
 }
 
 static void send_add(Proxy *px) {
