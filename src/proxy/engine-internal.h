@@ -82,12 +82,27 @@ struct Proxy {
         ProxyConn *conns;
         unsigned open;
         uint64_t total;
-        uint64_t lost; /* denials the daemon did not get yet (its socket full) */
+        uint64_t lost; /* denials the daemon did not get yet (its socket full, or past the budget) */
         bool conns_changed; /* open or total changed since the daemon was told */
+        uint64_t conns_sent_us;  /* when the daemon was last told the counts */
+        unsigned denial_tokens;  /* denials it may still itemize now (DENIAL_BURST at most) */
+        uint64_t denial_fill_us; /* when the tokens were last filled; 0: never (full) */
         bool accept_waits;  /* a connection waits in the listener: PROXY_ACCEPT_MAX were open */
         Proxy *next;
         ProxySend send;
 };
+
+/* engine-rules.c: the set in force and the staged one. */
+/* Drops the staged set, if any. */
+void proxy_staged_free(Proxy *px);
+/* Drops the set in force (rules, config, secrets, http rules). */
+void proxy_rules_clear(Proxy *px);
+/* An add or rules begins a new staged set from m (its config and rules
+ * taken); one begun and not committed is dropped. */
+int proxy_rules_stage(Proxy *px, ProxyCtlMsg *m);
+/* The staged set replaces the one in force, in one step of the loop;
+ * -EINVAL without one. */
+int proxy_rules_commit(Proxy *px, VsError **err);
 
 /* engine.c */
 void conn_close(ProxyConn *c);

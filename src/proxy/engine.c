@@ -67,27 +67,55 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
 
 static Proxy *proxies;
 static uv_check_t conns_check;
+static uv_timer_t conns_timer;
 static bool conns_check_init;
+
+/* What one workspace may send the daemon, whatever its jail does: its
+ * counts at most every CONNS_INTERVAL_US, and DENIAL_PER_S denials a
+ * second itemized (DENIAL_BURST at once); the rest are counted as lost
+ * and go with the counts (audited as not itemized). The daemon reads the
+ * one control socket of every workspace in order: a jail making refused
+ * requests in a loop filled it, and another workspace's denial, behind
+ * thousands, reached the daemon after its call was answered (missing from
+ * that call's network_denied) or was lost. */
+#define CONNS_INTERVAL_US (100u * 1000u)
+#define DENIAL_PER_S 32u
+#define DENIAL_BURST 32u
 /* A descriptor kept spare for shed(): an eventfd, since the confined
  * proxy may open no path (libuv's own spare is /dev/null or /, which it
  * cannot take again once used). */
 static int spare_fd = -1;
 
+static void flush_conns(uv_check_t *h);
+
+static void on_conns_timer(uv_timer_t *t) {
+        (void)t;
+        (void)uv_check_start(&conns_check, flush_conns);
+}
+
 static void flush_conns(uv_check_t *h) {
         uv_check_stop(h);
         if (spare_fd < 0)
                 spare_fd = eventfd(0, EFD_CLOEXEC);
+        uint64_t now = now_us(), next = UINT64_MAX;
         for (Proxy *px = proxies; px; px = px->next) {
                 if (!px->conns_changed)
                         continue;
+                if (px->conns_sent_us && now < px->conns_sent_us + CONNS_INTERVAL_US) {
+                        next = MIN(next, px->conns_sent_us + CONNS_INTERVAL_US);
+                        continue;
+                }
                 /* With the denials lost so far: the daemon counts and
                  * audits them (as not itemized) once this arrives. */
                 if (send_msg(px, &(ProxyCtlMsg) { .op = PROXY_CTL_CONNS, .ws = px->id, .open = px->open,
                                                   .total = px->total, .lost = px->lost }) >= 0) {
                         px->lost = 0;
                         px->conns_changed = false;
+                        px->conns_sent_us = now;
                 }
         }
+        if (next != UINT64_MAX)
+                (void)uv_timer_start(&conns_timer, on_conns_timer, (next - now + 999) / 1000, 0);
 }
 
 /* The counts go to the daemon once a loop turn, not once a connection: a
@@ -97,9 +125,10 @@ static void flush_conns(uv_check_t *h) {
  * from their calls' network_denied). */
 static void check_later(Proxy *px) {
         if (!conns_check_init) {
-                if (uv_check_init(px->loop, &conns_check) < 0)
+                if (uv_check_init(px->loop, &conns_check) < 0 || uv_timer_init(px->loop, &conns_timer) < 0)
                         return;
                 uv_unref((uv_handle_t *)&conns_check);
+                uv_unref((uv_handle_t *)&conns_timer);
                 conns_check_init = true;
         }
         (void)uv_check_start(&conns_check, flush_conns);
@@ -112,13 +141,39 @@ static void send_conns(Proxy *px) {
 
 /* ---- denials -------------------------------------------------------------- */
 
+/* A token for one itemized denial of px, or false (DENIAL_PER_S). */
+static bool denial_token(Proxy *px, uint64_t now) {
+        if (!px->denial_fill_us) {
+                px->denial_tokens = DENIAL_BURST;
+                px->denial_fill_us = now;
+        }
+        uint64_t add = (now - px->denial_fill_us) * DENIAL_PER_S / 1000000u;
+        if (add) {
+                px->denial_tokens = (unsigned)MIN((uint64_t)DENIAL_BURST, px->denial_tokens + add);
+                px->denial_fill_us = px->denial_tokens == DENIAL_BURST ? now
+                                                                       : px->denial_fill_us + add * 1000000u / DENIAL_PER_S;
+        }
+        if (!px->denial_tokens)
+                return false;
+        px->denial_tokens--;
+        return true;
+}
+
 void conn_record_denial(ProxyConn *c, const char *host, uint16_t port, const char *reason) {
+        uint64_t now = now_us();
+        if (!denial_token(c->px, now)) {
+                c->px->lost++;
+                send_conns(c->px);
+                return;
+        }
         char h[256], why[400];
         snprintf(h, sizeof h, "%s", host ? host : "");
         snprintf(why, sizeof why, "%s", reason);
-        if (send_msg(c->px, &(ProxyCtlMsg) { .op = PROXY_CTL_DENIAL, .ws = c->px->id, .time_us = now_us(), .host = h,
-                                             .port = port, .reason = why }) < 0)
+        if (send_msg(c->px, &(ProxyCtlMsg) { .op = PROXY_CTL_DENIAL, .ws = c->px->id, .time_us = now, .host = h,
+                                             .port = port, .reason = why }) < 0) {
                 c->px->lost++;
+                send_conns(c->px);
+        }
 }
 
 /* ---- connection lifetime -------------------------------------------------- */
@@ -619,65 +674,19 @@ static void on_connection(uv_stream_t *server, int status) {
 
 /* ---- the daemon's requests ------------------------------------------------------ */
 
-static void staged_free(struct Staged *st) {
-        if (!st)
-                return;
-        for (size_t i = 0; i < st->n_rules; i++)
-                net_rule_done(&st->rules[i]);
-        free(st->rules);
-        free(st->config);
-        secret_set_clear(&st->secrets);
-        http_rule_set_clear(&st->http);
-        free(st);
-}
-
 static void proxy_free(Proxy *px) {
-        for (size_t i = 0; i < px->n_rules; i++)
-                net_rule_done(&px->rules[i]);
-        free(px->rules);
-        free(px->config);
-        secret_set_clear(&px->secrets);
-        http_rule_set_clear(&px->http);
-        staged_free(px->staged);
+        proxy_rules_clear(px);
+        proxy_staged_free(px);
         free(px);
 }
 
-/* An add or rules: a new set begins (one begun and not committed is
- * dropped); the rules in force stay until the commit. */
-static int stage_rules(Proxy *px, ProxyCtlMsg *m) {
-        struct Staged *st = calloc(1, sizeof *st);
-        if (!st)
-                return -ENOMEM;
-        staged_free(px->staged);
-        px->staged = st;
-        st->allow = m->allow;
-        st->config = TAKE_PTR(m->config);
-        st->rules = TAKE_PTR(m->rules);
-        st->n_rules = m->n_rules;
-        m->n_rules = 0;
-        return 0;
-}
-
-/* The staged set replaces the one in force, in one step of the loop. */
+/* The staged set in force; the listener read from the first commit on. */
 static int commit_rules(Proxy *px, VsError **err) {
-        struct Staged *st = TAKE_PTR(px->staged);
-        if (!st)
-                return vs_error_set(err, -EINVAL, "commit %llu: no add or rules before it", (unsigned long long)px->id);
-        for (size_t i = 0; i < px->n_rules; i++)
-                net_rule_done(&px->rules[i]);
-        free(px->rules);
-        free(px->config);
-        secret_set_clear(&px->secrets);
-        http_rule_set_clear(&px->http);
-        px->allow = st->allow;
-        px->config = TAKE_PTR(st->config);
-        px->rules = TAKE_PTR(st->rules);
-        px->n_rules = st->n_rules;
-        px->secrets = st->secrets;
-        px->http = st->http;
-        free(st);
+        int r = proxy_rules_commit(px, err);
+        if (r < 0)
+                return r;
         if (!px->serving && px->listening) {
-                int r = uv_listen((uv_stream_t *)&px->listener, 64, on_connection);
+                r = uv_listen((uv_stream_t *)&px->listener, 64, on_connection);
                 if (r < 0)
                         return vs_error_set(err, r, "add %llu: listening: %s", (unsigned long long)px->id, uv_strerror(r));
                 px->serving = true;
@@ -730,7 +739,7 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 px->loop = loop;
                 px->peer_uid = m->peer;
                 px->send = send;
-                int r = stage_rules(px, m);
+                int r = proxy_rules_stage(px, m);
                 if (r < 0) {
                         proxy_free(px);
                         return r;
@@ -754,7 +763,7 @@ int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsErr
                 return 1; /* the fd is the listener's now */
         }
         case PROXY_CTL_RULES:
-                return px ? stage_rules(px, m) : 0;
+                return px ? proxy_rules_stage(px, m) : 0;
         case PROXY_CTL_COMMIT:
                 return px ? commit_rules(px, err) : 0;
         case PROXY_CTL_PEER:

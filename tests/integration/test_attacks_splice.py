@@ -28,6 +28,7 @@ The upstream server listens on the host's 127.0.0.1, listed as a literal
 address, as in test_proxy_process.py. TAP."""
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -230,6 +231,67 @@ def cases(tmp, d):
         check(proxy_cpu < 1.0, "the proxy spun: %.2f s of CPU in 3 s while its tunnel's reader stalled" % proxy_cpu)
         check(relay_cpu < 1.0, "the jail's relay spun: %.2f s of CPU in 3 s while its reader stalled" % relay_cpu)
 
+    def flood_script(kind):
+        # Eight processes open and close connections to the proxy's
+        # socket as fast as they can for 12 s (two control messages each,
+        # to the daemon); with kind "deny" each sends a refused request.
+        return ("import os, socket, time\n"
+                "end = time.time() + 12\n"
+                "for _ in range(3):\n"
+                "    os.fork()\n"
+                "n = 0\n"
+                "while time.time() < end:\n"
+                "    try:\n"
+                "        s = socket.socket(socket.AF_UNIX)\n"
+                "        s.connect('/run/vectora/proxy.sock')\n"
+                + ("        s.sendall(b'GET http://flood-%d.test/ HTTP/1.1\\r\\n\\r\\n' % n)\n"
+                   "        s.recv(100)\n" if kind == "deny" else "") +
+                "        s.close()\n"
+                "        n += 1\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "print(n)\n")
+
+    def ctl_flood_stalled_daemon():
+        # The same flood while the daemon does not read for 3 s (a busy
+        # or descheduled daemon, as under ASan beside other tests): the
+        # proxy's messages pile up in the one control socket. Another
+        # workspace's refusal in that time must not be lost behind them
+        # or reach the daemon after its call's answer: the proxy sends a
+        # workspace's counts at most every 100 ms and itemizes 32 of its
+        # denials a second, the rest counted, so one workspace cannot
+        # fill the socket.
+        wsa = make_ws(tmp, "ws-flood-stall", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        wsb = make_ws(tmp, "ws-victim-stall", '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
+        check(d.call({"tool": "terminal", "workspace": wsb, "command": "true"})["ok"], "warm")
+        log_from = len(d.log_text())
+        res, vic = {}, {}
+        t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
+                                                                 "command": "python3 -c \"$C\"",
+                                                                 "env": {"C": flood_script("deny")}, "timeout": 60})))
+        t.start()
+        try:
+            time.sleep(2)
+            v = threading.Thread(target=lambda: vic.update(r=d.call({"tool": "terminal", "workspace": wsb, "command":
+                                 "sleep 1.5; curl -sS --noproxy '' -x http://127.0.0.1:3128 http://stalled.test/"})))
+            v.start()
+            time.sleep(0.5)
+            os.kill(d.p.pid, signal.SIGSTOP)
+            try:
+                time.sleep(3)
+            finally:
+                os.kill(d.p.pid, signal.SIGCONT)
+            v.join(30)
+        finally:
+            t.join(60)
+        r = vic.get("r") or {}
+        hosts = [x.get("host") for x in r.get("network_denied") or []]
+        check("is refused" in r.get("stdout", "") and "stalled.test" in hosts,
+              ("the victim's refusal, made while the daemon did not read, is missing from its call", r))
+        lost = [x for x in d.log_text()[log_from:].splitlines() if "a message to the daemon was lost" in x]
+        check(not lost, ("the flood filled the control socket while the daemon did not read: %d messages lost, "
+                         "any of them could have been another workspace's" % len(lost), lost[:2]))
+
     def ctl_flood_denial(kind):
         # One workspace's jail opens and closes connections to the
         # proxy's socket as fast as eight processes can (two control
@@ -237,22 +299,7 @@ def cases(tmp, d):
         # request meanwhile still shows in its call's network_denied.
         wsa = make_ws(tmp, "ws-flood-" + kind, '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
         wsb = make_ws(tmp, "ws-victim-" + kind, '[sandbox]\nnetwork = ["127.0.0.1:9"]\n')
-        flood = ("import os, socket, time\n"
-                 "end = time.time() + 12\n"
-                 "for _ in range(3):\n"
-                 "    os.fork()\n"
-                 "n = 0\n"
-                 "while time.time() < end:\n"
-                 "    try:\n"
-                 "        s = socket.socket(socket.AF_UNIX)\n"
-                 "        s.connect('/run/vectora/proxy.sock')\n"
-                 + ("        s.sendall(b'GET http://flood-%d.test/ HTTP/1.1\\r\\n\\r\\n' % n)\n"
-                    "        s.recv(100)\n" if kind == "deny" else "") +
-                 "        s.close()\n"
-                 "        n += 1\n"
-                 "    except OSError:\n"
-                 "        pass\n"
-                 "print(n)\n")
+        flood = flood_script(kind)
         res = {}
         t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
                                                                  "command": "python3 -c \"$C\"", "env": {"C": flood},
@@ -283,6 +330,8 @@ def cases(tmp, d):
     T.case(ctl_flood_denial, "connect", name="a jail that floods the proxy with connections (control messages to "
            "the daemon): another workspace's refusal still shows in its call's network_denied; its calls stay quick")
     T.case(ctl_flood_denial, "deny", name="a jail that floods the proxy with refused requests: the same")
+    T.case(ctl_flood_stalled_daemon, name="the same flood while the daemon reads nothing for 3 s: another "
+           "workspace's refusal in that time still shows in its call's network_denied")
     T.case(spin, "unix", name="an upstream sending small segments to a jailed client on the proxy's socket that "
            "stops reading: the proxy does not spin on the full pipe; every byte arrives in order")
     T.case(spin, "relay", name="the same through the jail's relay: neither the proxy nor the relay spins")
