@@ -445,6 +445,132 @@ def t_other_port_of_the_host(tmp):
             web.stop()
 
 
+class Stall(Listener):
+    """A host that accepts and never reads."""
+
+    def __init__(self):
+        self.conns = []
+        super().__init__()
+
+    def serve(self, c):
+        self.conns.append(c)
+
+
+FLOOD = r'''
+import os, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+head = ("GET http://127.0.0.1:%d/x HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Api-Key: " % (port, port)
+        + os.environ["KEY"] * 400 + "\r\n\r\n").encode()
+socks = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(head)
+    socks.append(s)
+print("sent", len(socks), len(head), flush=True)
+time.sleep(float(sys.argv[3]))
+'''
+
+
+def rss_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def t_placeholder_amplification(tmp):
+    """A head of 16 KiB is 400 placeholders in the named header; with a
+    value of 8 000 bytes the proxy makes each a 3 MiB head, sent to a host
+    that never reads. 100 such connections from one jail: the proxy (which
+    serves every workspace) holds no more than a few MiB of its own (what
+    the host does not take waits in the kernel's socket buffers, as a
+    large upload's body would without any secret), and another workspace
+    is served meanwhile."""
+    pki = make_pki(tmp)
+    stall, other = Stall(), Sink()
+    big = "v" * 8000
+    state = os.path.join(tmp, "amp-state")
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    d = vtest.Daemon(tmp, name="amp", extra=["--state-dir", state], env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
+    try:
+        set_secret(d, "KEY", ["127.0.0.1:%d" % stall.port], big, headers=["X-Api-Key"])
+        ws = make_ws(tmp, "ws-amp", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\nsecrets = ["KEY"]\n' % stall.port)
+        ws2 = make_ws(tmp, "ws-amp2", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % other.port)
+        term(d, ws2, "true")
+        pid = (d.status()["daemon"].get("proxy") or {}).get("pid", 0)
+        check(pid, d.status()["daemon"])
+        before = rss_kib(pid)
+        r = d.call({"tool": "terminal", "workspace": ws, "command": 'python3 -c "$C" %d 100 12 &' % stall.port,
+                    "env": {"C": FLOOD}, "timeout": 60})
+        time.sleep(8)
+        during = rss_kib(pid)
+        t0 = time.monotonic()
+        r2 = term(d, ws2, CURL + "-s -m 20 http://127.0.0.1:%d/ok" % other.port)
+        took = time.monotonic() - t0
+        T.note("proxy RSS %d KiB before, %d KiB with 100 amplified heads held; another workspace served in %.2f s"
+               % (before, during, took))
+        check("seen" in out_of(r2) and took < 10, (took, out_of(r2)[:300]))
+        check(during - before < 64 * 1024, "the proxy grew by %d KiB for one jail's 100 connections" % (during - before))
+        check(big not in out_of(r), out_of(r)[:200])
+    finally:
+        d.stop()
+        stall.stop()
+        other.stop()
+
+
+HOLD = r'''
+import os, socket, ssl, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+held = []
+for i in range(n):
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128))
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % port)
+        s.recv(4096)
+        held.append(ctx.wrap_socket(s, server_hostname="127.0.0.1"))
+    except Exception as e:
+        print("stopped at", i, repr(e), flush=True)
+        break
+print("held", len(held), flush=True)
+time.sleep(float(sys.argv[3]))
+'''
+
+
+def t_held_tls_spare_others(tmp):
+    """Each intercepted HTTPS connection runs on a thread of the proxy
+    until its head comes (30 s a read). One jail opens 250 of them to its
+    secret's host, completes TLS and sends nothing: another workspace of
+    the same daemon is still served at once."""
+    s = Setup(tmp, "hold")
+    other = Sink()
+    try:
+        ws2 = make_ws(tmp, "ws-hold2", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % other.port)
+        term(s.d, ws2, "true")
+        r = s.d.call({"tool": "terminal", "workspace": s.ws, "command": 'python3 -c "$C" %d 250 20 > held.txt 2>&1 &'
+                      % s.tls.port, "env": {"C": HOLD}, "timeout": 60})
+        check(r.get("ok"), r)
+        held = ""
+        for _ in range(120):
+            time.sleep(0.25)
+            try:
+                held = open(os.path.join(s.ws, "held.txt")).read()
+            except OSError:
+                pass
+            if "held" in held:
+                break
+        T.note("the holder: " + held.strip().replace("\n", "; "))
+        check("held" in held, held)
+        t0 = time.monotonic()
+        r2 = term(s.d, ws2, CURL + "-s -m 20 http://127.0.0.1:%d/ok" % other.port)
+        took = time.monotonic() - t0
+        T.note("another workspace served in %.2f s while the holder's connections wait" % took)
+        check("seen" in out_of(r2) and took < 10, (took, out_of(r2)[:300]))
+    finally:
+        s.stop()
+        other.stop()
+
+
 def proxy_socket(ws):
     name = hashlib.sha256(ws.encode()).hexdigest()[:32] + ".sock"
     for root in ("/run/vectora-sandbox", "/tmp/vectora-sandbox-%d" % os.geteuid(),
@@ -581,7 +707,8 @@ def t_store_file(tmp):
 
 
 CASES = [t_header_name_tricks, t_pipelined_and_body, t_version_host_and_form, t_connect_tricks,
-         t_deleted_secret_stops, t_other_port_of_the_host, t_other_local_user, t_store_file]
+         t_deleted_secret_stops, t_other_port_of_the_host, t_placeholder_amplification,
+         t_held_tls_spare_others, t_other_local_user, t_store_file]
 
 if __name__ == "__main__":
     run_main(T, "attacks-secret-headers", ("curl", "openssl", "python3"), CASES)
