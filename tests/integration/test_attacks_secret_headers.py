@@ -341,9 +341,9 @@ def t_version_host_and_form(tmp):
 def t_connect_tricks(tmp):
     """CONNECT to the secret's host in other spellings (an IPv6-mapped
     address, a port with a leading zero) and TLS whose SNI names another
-    host: refused before any TLS with the host; the named header in a
-    blind tunnel to a host no secret goes to carries the placeholder,
-    never the value."""
+    host: refused before any TLS with the host. Plain HTTP inside a
+    CONNECT to the secret's own host is a tunnel the proxy does not read:
+    the host gets the placeholder, never the value."""
     s = Setup(tmp, "connect")
     try:
         raw = ("import os, socket; s = socket.create_connection(('127.0.0.1', 3128)); "
@@ -365,6 +365,19 @@ def t_connect_tricks(tmp):
                       "timeout": 60})
         time.sleep(0.2)
         check(not s.leaks() and VALUE not in out_of(r) and not s.got_bytes(), (out_of(r)[:300], s.leaks()))
+        # Plain HTTP inside a CONNECT to the secret's plain host: a tunnel
+        # the proxy does not read; the placeholder goes as written.
+        tun = ("import os, socket; s = socket.create_connection(('127.0.0.1', 3128)); "
+               "s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n'); s.recv(4096); "
+               "s.sendall(('GET /t HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nX-Api-Key: ' + os.environ['KEY'] + "
+               "'\\r\\nAuthorization: Bearer ' + os.environ['KEY'] + '\\r\\n\\r\\n').encode()); "
+               "print(s.recv(4096).decode('latin-1'))") % (s.plain.port, s.plain.port)
+        s.clear()
+        r = s.d.call({"tool": "terminal", "workspace": s.ws, "command": 'python3 -c "$C"', "env": {"C": tun},
+                      "timeout": 60})
+        time.sleep(1)
+        check("X-Api-Key: vsph_" in s.plain.all() and not s.leaks() and VALUE not in out_of(r),
+              (out_of(r)[:300], s.plain.all()[:300]))
     finally:
         s.stop()
 
