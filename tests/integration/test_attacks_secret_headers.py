@@ -219,7 +219,8 @@ def t_header_name_tricks(tmp):
     named header's text inside another header's value, TOK2's placeholder
     in KEY's named header. Each is refused (400 or 403) and no host gets a
     byte of it; the named header in any case, twice, or with text around
-    the placeholder goes in that header only."""
+    the placeholder goes in that header only. No value in the audit log,
+    the daemon's log, `status` or `metrics` afterwards."""
     s = Setup(tmp, "names")
     try:
         for mode, port in (("tls", s.tls.port), ("plain", s.plain.port)):
@@ -251,8 +252,9 @@ def t_header_name_tricks(tmp):
                 check("HTTP/1.1 200" in out_of(r) and all(w in got for w in want) and "vsph_" not in got,
                       (mode, hdr, out_of(r)[:300], got[:600]))
                 check(not s.leaks(), (mode, hdr, s.leaks()))
-        text = open(s.d.audit).read() + s.d.log_text()
-        check(not any(v in text for v in VALUES), "a value in the audit log or the daemon's log")
+        text = open(s.d.audit).read() + s.d.log_text() + json.dumps(s.d.status()) + json.dumps(s.d.ws_status(s.ws))
+        text += json.dumps(s.d.call({"tool": "metrics"}))
+        check(not any(v in text for v in VALUES), "a value in the audit log, the daemon's log, status or metrics")
     finally:
         s.stop()
 
