@@ -29,42 +29,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
 
-from vsecrets import Recorder, https_server, make_pki, out_of, set_secret, term  # noqa: E402
+from vsecrets import RAW, Recorder, https_server, make_pki, out_of, set_secret, term  # noqa: E402
 
 T = Tap()
 VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
 RULES = '[[sandbox.http]]\nhost = "127.0.0.1"\nallow = ["GET /repos/me/**", "POST /repos/me/*/pulls"]\n'
-
-# Runs in the jail: sends argv[3] (Python escapes) through the proxy,
-# plain, or inside TLS after a CONNECT to argv[2]; prints the answer.
-RAW = r'''
-import os, socket, ssl, sys
-mode, authority = sys.argv[1], sys.argv[2]
-data = sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-if mode == "tls":
-    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority.encode(), authority.encode()))
-    r = b""
-    while b"\r\n\r\n" not in r:
-        k = s.recv(4096)
-        if not k:
-            break
-        r += k
-    print("CONNECT:", r.split(b"\r\n")[0].decode())
-    ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
-    s = ctx.wrap_socket(s, server_hostname=authority.rsplit(":", 1)[0])
-s.sendall(data)
-out = b""
-try:
-    while True:
-        k = s.recv(65536)
-        if not k:
-            break
-        out += k
-except Exception as e:
-    out += b"\n[client: " + repr(e).encode() + b"]"
-print(out.decode("latin-1"))
-'''
 
 
 class Recorder11(Recorder):

@@ -31,8 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import vtest  # noqa: E402
 from vtest import CLI, ROOT, Tap, check, make_ws  # noqa: E402
 
-from vsecrets import CURL, make_pki, out_of, run_main, set_secret, term  # noqa: E402
-from test_attacks_http_rules import RAW  # noqa: E402  (the jail's raw client: plain or TLS in a CONNECT)
+from vsecrets import CURL, RAW, make_pki, out_of, run_main, set_secret, term  # noqa: E402
 
 T = Tap()
 VALUE = "sk-REALhdr_" + os.urandom(8).hex()
