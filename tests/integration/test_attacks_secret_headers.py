@@ -478,15 +478,21 @@ def t_other_port_of_the_host(tmp):
     HTTP and answers each line it cannot read with the line (SMTP, FTP),
     handed the named header's value back to the jail. Such a host takes
     the value on ports 443 and 80 only: elsewhere the placeholder is
-    refused (403 naming the secret) and the service gets nothing; on port
-    80 (when this host lets the test bind it) the value still goes."""
+    refused (403 naming the secret) and the service gets nothing; on
+    ports 80 and 443 (when this host lets the test bind them: root) the
+    value still goes, plain and intercepted."""
     pki = make_pki(tmp)
     echo = LineEcho()
-    web = None
+    web = webs = None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki("srv.crt"), pki("srv.key"))
     try:
-        web = Sink(port=80)
+        web, webs = Sink(port=80), Sink(ctx, port=443)
     except OSError as e:
-        T.note("port 80 cannot be bound here (%s): the case checks the refusal only" % e)
+        if web:
+            web.stop()
+            web = None
+        T.note("ports 80 and 443 cannot be bound here (%s): the case checks the refusal only" % e)
     state = os.path.join(tmp, "port-state")
     os.makedirs(state, mode=0o700, exist_ok=True)
     d = vtest.Daemon(tmp, name="port", extra=["--state-dir", state], env=dict(os.environ, SSL_CERT_FILE=pki("ca.crt")))
@@ -501,14 +507,16 @@ def t_other_port_of_the_host(tmp):
         r = term(d, ws, CURL + '--http0.9 -s -m 5 -H "X-Other: x" http://127.0.0.1:%d/ ; true' % echo.port)
         check("unrecognized command" in out_of(r), ("the line service is reached without the secret", out_of(r)[:300]))
         if web:
-            r = term(d, ws, CURL + '-s -m 5 -H "X-Api-Key: $KEY" http://127.0.0.1/x')
-            time.sleep(0.8)
-            check("seen" in out_of(r) and "X-Api-Key: " + VALUE in web.all(), (out_of(r)[:300], web.all()[:300]))
+            for url, sink in (("http://127.0.0.1/x", web), ("https://127.0.0.1/x", webs)):
+                r = term(d, ws, CURL + '-s -m 5 -H "X-Api-Key: $KEY" ' + url)
+                time.sleep(0.8)
+                check("seen" in out_of(r) and "X-Api-Key: " + VALUE in sink.all(), (url, out_of(r)[:300], sink.all()[:300]))
     finally:
         d.stop()
         echo.stop()
-        if web:
-            web.stop()
+        for x in (web, webs):
+            if x:
+                x.stop()
 
 
 class Stall(Listener):
