@@ -11,8 +11,11 @@
 #include "net-policy.h"
 #include "secret-header.h"
 
-static bool may_go(const ProxyCtlMsg *s, const char *host, uint16_t port) {
-        return net_match(s->rules, s->n_rules, host, port) != NULL;
+bool inject_may_go(const ProxyCtlMsg *s, const char *host, uint16_t port) {
+        for (size_t i = 0; i < s->n_rules; i++)
+                if ((s->rules[i].port || port == 443 || port == 80) && net_match(&s->rules[i], 1, host, port))
+                        return true;
+        return false;
 }
 
 static bool ws(char c) {
@@ -73,7 +76,7 @@ static bool carries(const ProxyCtlMsg *s, const char *head, size_t len) {
 const ProxyCtlMsg *inject_refused(const ProxyCtlMsg *secrets, size_t n, const char *head, size_t len, const char *host,
                                   uint16_t port) {
         for (size_t i = 0; i < n; i++)
-                if (!may_go(&secrets[i], host, port) && carries(&secrets[i], head, len))
+                if (!inject_may_go(&secrets[i], host, port) && carries(&secrets[i], head, len))
                         return &secrets[i];
         return NULL;
 }
@@ -109,7 +112,7 @@ const ProxyCtlMsg *inject_outside_headers(const ProxyCtlMsg *secrets, size_t n, 
 }
 
 bool inject_uses(const ProxyCtlMsg *s, const char *head, size_t len, const char *host, uint16_t port) {
-        return may_go(s, host, port) && carries(s, head, len);
+        return inject_may_go(s, host, port) && carries(s, head, len);
 }
 
 /* The secret whose (allowed) placeholder starts at p, or NULL. */
@@ -118,7 +121,7 @@ static const ProxyCtlMsg *at(const ProxyCtlMsg *secrets, size_t n, const char *p
         for (size_t i = 0; i < n; i++) {
                 const char *ph = secrets[i].placeholder;
                 size_t pl = ph ? strlen(ph) : 0;
-                if (pl && pl <= left && memcmp(p, ph, pl) == 0 && may_go(&secrets[i], host, port))
+                if (pl && pl <= left && memcmp(p, ph, pl) == 0 && inject_may_go(&secrets[i], host, port))
                         return &secrets[i];
         }
         return NULL;

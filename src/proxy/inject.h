@@ -15,6 +15,14 @@
 #include "proxy-ctl.h"
 #include "strbuf.h"
 
+/* Whether s's value may go to host:port: one of its hosts names it, and
+ * a host written without a port means the web's ports only (443, and 80
+ * for plain HTTP). The network entry such a host matches reaches every
+ * port, and another service of the same host that is not HTTP (SMTP and
+ * FTP servers answer a line they cannot read with the line) handed the
+ * named header back to the jail. */
+bool inject_may_go(const ProxyCtlMsg *s, const char *host, uint16_t port);
+
 /* The secret (a PROXY_CTL_SECRET message: name, placeholder, value,
  * rules = its hosts) whose placeholder occurs in head[0..len) but which
  * may not go to host:port, or NULL when none does. host normalized. */

@@ -119,7 +119,7 @@ int secret_set_add(SecretSet *s, ProxyCtlMsg *m, VsError **err) {
 
 SSL_CTX *secret_set_leaf(const SecretSet *s, const char *host, uint16_t port) {
         for (size_t i = 0; i < s->inject.n; i++)
-                if (s->leaves[i] && net_match(s->inject.items[i].rules, s->inject.items[i].n_rules, host, port))
+                if (s->leaves[i] && inject_may_go(&s->inject.items[i], host, port))
                         return s->leaves[i];
         return NULL;
 }

@@ -12,48 +12,9 @@ import threading
 import vtest
 from vtest import check, make_ws
 
-from vsecrets import Recorder, https_server, make_pki, out_of, set_secret, term
+from vsecrets import RAW, Recorder, https_server, make_pki, out_of, set_secret, term
 VALUE = "ghp_REALtoken_" + os.urandom(8).hex()
 RULES = '[[sandbox.http]]\nhost = "127.0.0.1"\nallow = ["GET /repos/me/**", "POST /repos/me/*/pulls"]\n'
-
-# Runs in the jail: sends argv[3] (Python escapes) through the proxy:
-# plain, inside TLS after a CONNECT to argv[2], or inside a CONNECT
-# tunnel as it is ("tunnel"). "<<PAUSE>>" in the data: the bytes before
-# it go first, the rest 300 ms later. Prints the answer.
-RAW = r'''
-import os, socket, ssl, sys, time
-mode, authority = sys.argv[1], sys.argv[2]
-data = sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-if mode in ("tls", "tunnel"):
-    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority.encode(), authority.encode()))
-    r = b""
-    while b"\r\n\r\n" not in r:
-        k = s.recv(4096)
-        if not k:
-            break
-        r += k
-    print("CONNECT:", r.split(b"\r\n")[0].decode())
-if mode == "tls":
-    ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
-    s = ctx.wrap_socket(s, server_hostname=authority.rsplit(":", 1)[0])
-parts = data.split(b"<<PAUSE>>")
-for i, p in enumerate(parts):
-    if i:
-        time.sleep(0.3)
-    s.sendall(p)
-out = b""
-try:
-    while True:
-        k = s.recv(65536)
-        if not k:
-            break
-        out += k
-except Exception as e:
-    out += b"\n[client: " + repr(e).encode() + b"]"
-print(out.decode("latin-1"))
-'''
-
 
 class Recorder11(Recorder):
     """Recorder speaking HTTP/1.1, keeping each request's body too."""

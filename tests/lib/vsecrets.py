@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """What the secrets tests share (test_secrets.py, test_secrets_https.py,
 test_http_rules.py, test_secrets_clients.py, test_secrets_memory.py,
-bench/bench-https.py): an HTTP(S) handler that keeps the request heads it
-got, one that serves the same bytes to every GET, curl through the jail's
+bench/bench-https.py, test_attacks_http_rules.py,
+test_attacks_secret_headers.py): the jail's raw HTTP client, an HTTP(S)
+handler that keeps the request heads it got, one that serves the same bytes to every GET, curl through the jail's
 proxy, a terminal call and its output, a test PKI and HTTPS servers, a
 secret set through the daemon, a test's start."""
 import http.server
@@ -16,6 +17,44 @@ import threading
 from vtest import CLI, DAEMON, check
 
 CURL = "curl -sS --noproxy '' -x http://127.0.0.1:3128 "
+
+# Runs in the jail: sends argv[3] (Python escapes) through the proxy:
+# plain, inside TLS after a CONNECT to argv[2], or inside a CONNECT
+# tunnel as it is ("tunnel"). "<<PAUSE>>" in the data: the bytes before
+# it go first, the rest 300 ms later. Prints the answer.
+RAW = r'''
+import os, socket, ssl, sys, time
+mode, authority = sys.argv[1], sys.argv[2]
+data = sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+if mode in ("tls", "tunnel"):
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority.encode(), authority.encode()))
+    r = b""
+    while b"\r\n\r\n" not in r:
+        k = s.recv(4096)
+        if not k:
+            break
+        r += k
+    print("CONNECT:", r.split(b"\r\n")[0].decode())
+if mode == "tls":
+    ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+    s = ctx.wrap_socket(s, server_hostname=authority.rsplit(":", 1)[0])
+parts = data.split(b"<<PAUSE>>")
+for i, p in enumerate(parts):
+    if i:
+        time.sleep(0.3)
+    s.sendall(p)
+out = b""
+try:
+    while True:
+        k = s.recv(65536)
+        if not k:
+            break
+        out += k
+except Exception as e:
+    out += b"\n[client: " + repr(e).encode() + b"]"
+print(out.decode("latin-1"))
+'''
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):

@@ -740,6 +740,23 @@ int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err) {
         return 0;
 }
 
+void proxy_secret_deleted(Server *srv, const char *name) {
+        for (Workspace *w = srv->workspaces; w; w = w->next) {
+                ProxySecrets *ps = w->proxy ? &w->proxy->secrets : NULL;
+                for (size_t i = 0; ps && i < ps->n; i++) {
+                        if (!streq(ps->msgs[i].name, name))
+                                continue;
+                        proxy_ctl_msg_done(&ps->msgs[i]); /* wipes the value */
+                        ps->msgs[i] = ps->msgs[--ps->n];
+                        ps->msgs[ps->n] = (ProxyCtlMsg){};
+                        /* The rules message drops the proxy's copies; the
+                         * remaining secrets follow it. */
+                        send_rules(w->proxy, PROXY_CTL_RULES, -1);
+                        break;
+                }
+        }
+}
+
 const char *proxy_ca_bundle(Workspace *ws) {
         return ws->proxy && ws->policy->n_secrets ? ws->proxy->ca_bundle : NULL;
 }

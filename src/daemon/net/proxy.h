@@ -35,6 +35,11 @@ void proxy_policy_changed(Workspace *ws);
  * again (a value set meanwhile applies), with new placeholders; the proxy
  * gets them, and NAME=placeholder is appended to *env for the jail. */
 int proxy_secrets_renew(Workspace *ws, char ***env, VsError **err);
+/* Secret name left the store (secret_delete): every workspace's proxy
+ * drops it at once, so that no request of a running jail (a background
+ * process, the next call) gets its value in; its placeholder stays in
+ * the jail's environment and goes on as written. */
+void proxy_secret_deleted(Server *srv, const char *name);
 /* With secrets: the host path of the jail's CA bundle (proxy-ca.h),
  * rewritten by proxy_secrets_renew(); NULL without. Owned by the proxy. */
 const char *proxy_ca_bundle(Workspace *ws);

@@ -11,6 +11,7 @@
 #include "daemon-tools.h"
 #include "json-util.h"
 #include "log.h"
+#include "proxy.h"
 #include "request.h"
 #include "secret-store.h"
 #include "server.h"
@@ -48,6 +49,9 @@ void secret_delete_reply(Request *r) {
         json_dispatch_done(api_secret_delete_table, &a);
         if (k < 0)
                 return finish_err(r, err, API_ERROR_BAD_REQUEST);
+        /* A running jail's proxy holds the value: drop it there now, not
+         * at the jail's next start. */
+        proxy_secret_deleted(r->srv, json_string_value(r->target));
         log_info("secret %s deleted by uid %u", json_string_value(r->target), (unsigned)r->client->uid);
         request_finish(r, NULL, json_pack("{s:O}", "name", r->target), NULL, 0, API_OK, NULL);
 }
