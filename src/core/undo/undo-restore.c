@@ -178,8 +178,7 @@ static int remove_tree(Restore *x, int pfd, const char *name, const char *rel, u
 
 /* Whether name in pfd is already what e says (then nothing is captured
  * or written: a restore of an unchanged path costs a look). */
-static bool same_state(Restore *x, int pfd, const char *name, const struct stat *st, bool exists,
-                       const UndoEntry *e) {
+static bool same_state(int pfd, const char *name, const struct stat *st, bool exists, const UndoEntry *e) {
         switch (e->type) {
         case UNDO_ABSENT:
                 return !exists;
@@ -204,7 +203,6 @@ static bool same_state(Restore *x, int pfd, const char *name, const struct stat 
         default:
                 return false;
         }
-        (void)x;
 }
 
 /* Writes blob e->hash into a temporary name in pfd, checking its hash as
@@ -227,7 +225,9 @@ static int put_file(Restore *x, int pfd, const char *name, const UndoEntry *e) {
                                ? -ENOMEM
                                : -EBADMSG;
         }
-        if (r >= 0 && fchmod(out, e->mode) < 0)
+        /* No set-user-ID or set-group-ID file is made: a root daemon's
+         * restore must not mint one (its owner is changed after, too). */
+        if (r >= 0 && fchmod(out, e->mode & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
                 r = -errno;
         if (r >= 0)
                 set_owner(x, pfd, tmp);
@@ -316,12 +316,15 @@ static int restore_entry(Restore *x, const UndoEntry *e, VsError **err) {
         bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (!exists && errno != ENOENT)
                 return problem(x, e->path, "%s", strerror(errno));
-        if (same_state(x, pfd, name, &st, exists, e))
+        if (same_state(pfd, name, &st, exists, e))
                 return 0;
         /* What is there now goes into the restore's own checkpoint first:
          * nothing is replaced that an undo of the restore cannot bring back. */
-        int r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, true, x->o ? x->o->filter : NULL,
-                                        x->o ? x->o->userdata : NULL, err);
+        bool is_dir = exists && S_ISDIR(st.st_mode);
+        /* A directory only changing its mode keeps its entries: itself is
+         * enough. Anything else replaced goes in whole. */
+        int r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, !(is_dir && e->type == UNDO_DIR),
+                                        x->o ? x->o->filter : NULL, x->o ? x->o->userdata : NULL, err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -329,7 +332,6 @@ static int restore_entry(Restore *x, const UndoEntry *e, VsError **err) {
                 return problem(x, e->path, "what is there now cannot be saved (%s): left as it is",
                                why ? vs_error_message(why) : strerror(-r));
         }
-        bool is_dir = exists && S_ISDIR(st.st_mode);
         if (exists && !(e->type == UNDO_DIR && is_dir) && (e->type == UNDO_ABSENT || e->type == UNDO_DIR || is_dir)) {
                 r = remove_tree(x, pfd, name, e->path, 0);
                 if (r == -ENOMEM)
