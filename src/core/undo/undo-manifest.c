@@ -349,6 +349,8 @@ static int parse_entry(UndoManifest *m, const char *line, size_t len, const char
         const char *end = line + len, *f[8];
         size_t fl[8];
         size_t n = 0;
+        if (len == 0 || line[len - 1] == ' ')
+                return -EBADMSG; /* one spelling: no trailing separator */
         while (n < 8 && next_field(&line, end, &f[n], &fl[n]))
                 n++;
         if (n != 7 || line <= end || !field_is(f[0], fl[0], "e") || fl[1] != 1 || !type_known(f[1][0]))
@@ -364,6 +366,8 @@ static int parse_entry(UndoManifest *m, const char *line, size_t len, const char
                         return -EBADMSG;
                 memcpy(hash, f[4], SHA256_HEX_LEN);
                 hash[SHA256_HEX_LEN] = 0;
+                if (!hash_valid(hash))
+                        return -EBADMSG; /* a NUL in it would read as no hash */
         }
         _cleanup_free_ char *path = NULL, *target = NULL;
         int r = unescape(f[5], fl[5], UNDO_PATH_MAX, &path);
