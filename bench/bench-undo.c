@@ -524,7 +524,7 @@ static double store_restore_1000(UndoStore *s, int tfd, unsigned round) {
                 write_at(tfd, p, content, sizeof content, O_TRUNC);
         }
         UndoCheckpoint *cp;
-        uint64_t seq;
+        uint64_t seq = 0;
         if (undo_checkpoint_begin(s, "rm -rf r", &cp) < 0 ||
             undo_checkpoint_capture(cp, tfd, "r", true, NULL, NULL, NULL) < 0 || undo_checkpoint_commit(cp, &seq, NULL) < 0)
                 die("capture r");
@@ -681,7 +681,7 @@ int main(int argc, char **argv) {
                 add("(c) content-hash baseline of every file (once per workspace)", "s", r, hash_baseline());
                 add("(c) stat walk of every file, per call (what changed, without events)", "ms", r, stat_walk());
 
-                uint64_t seq;
+                uint64_t seq = 0;
                 uint64_t bytes0 = undo_store_bytes(s);
                 UndoCheckpoint *cp;
                 double t3 = now();

@@ -35,6 +35,7 @@ typedef struct Fx {
         int ws_fd, st_fd;
 } Fx;
 
+static void sh(const char *fmt, ...) _printf_(1, 2);
 static void sh(const char *fmt, ...) {
         char cmd[1024];
         va_list ap;
