@@ -316,13 +316,14 @@ static void *listener(void *arg) {
         return NULL;
 }
 
-static double open_many(const char *base, unsigned n) {
+/* n opens (and closes) of files of the tree below base, with flags. */
+static double opens(const char *base, unsigned n, int flags) {
         int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         char p[256];
         double t0 = now();
         for (unsigned i = 0; i < n; i++) {
                 rel_of(i * 7 % n_files, p, sizeof p);
-                int f = openat(fd, p, O_RDONLY | O_CLOEXEC);
+                int f = openat(fd, p, flags | O_CLOEXEC);
                 if (f < 0)
                         die("open");
                 close(f);
@@ -330,6 +331,10 @@ static double open_many(const char *base, unsigned n) {
         double t1 = now();
         close(fd);
         return t1 - t0;
+}
+
+static double open_many(const char *base, unsigned n) {
+        return opens(base, n, O_RDONLY);
 }
 
 /* ---- (b') seccomp user notification: the path without root ---- */
@@ -356,19 +361,7 @@ static int notify_filter(void) {
 }
 
 static double write_opens(unsigned n) {
-        int fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char p[256];
-        double t0 = now();
-        for (unsigned i = 0; i < n; i++) {
-                rel_of(i * 7 % n_files, p, sizeof p);
-                int f = openat(fd, p, O_WRONLY | O_CLOEXEC);
-                if (f < 0)
-                        die("open for writing");
-                close(f);
-        }
-        double t1 = now();
-        close(fd);
-        return t1 - t0;
+        return opens(tree, n, O_WRONLY);
 }
 
 /* A child under the filter opens n files for writing and n for reading,
