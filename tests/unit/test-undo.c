@@ -5,9 +5,9 @@
  * another and deleted within one checkpoint; an undo undone; the caps
  * dropping the oldest checkpoints and their blobs; a call that changes
  * nothing costing no bytes; a restore that meets an agent-made symlink in
- * place of a directory not following it; and what cannot be restored
+ * place of a directory not following it; what cannot be restored
  * (masked, protected, too big, a FIFO, a damaged blob) listed, not
- * skipped. */
+ * skipped; and a restore never destroying what it could not save first. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -469,6 +469,30 @@ static void test_caps_bytes(void **state) {
         restore(s, seq, f, NULL, &rep);
         assert_int_equal(rep.n_problems, 1);
         assert_non_null(strstr(problem_for(&rep, "huge.bin"), "cap"));
+        undo_restore_report_done(&rep);
+
+        /* A restore never destroys what it could not save first: a call
+         * made d/ and a file over the cap in it; undoing the call keeps
+         * that file (and so d), lists both, and removes the rest. */
+        assert_int_equal(undo_checkpoint_begin(s, "make d", &cp), 0);
+        capture(cp, f, "d", true);
+        seq = commit(cp);
+        sh("mkdir %s/d && head -c 20480 /dev/zero > %s/d/big && echo small > %s/d/small", f->ws, f->ws, f->ws);
+        restore(s, seq, f, NULL, &rep);
+        assert_non_null(strstr(problem_for(&rep, "d/big"), "cap"));
+        assert_non_null(problem_for(&rep, "d"));
+        assert_int_equal(rep.n_problems, 2);
+        char p[256];
+        snprintf(p, sizeof p, "%s/d/big", f->ws);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_size, 20480);
+        snprintf(p, sizeof p, "%s/d/small", f->ws);
+        assert_int_equal(access(p, F_OK), -1);
+        /* What it removed is in its own checkpoint; the big file as too big. */
+        const UndoManifest *saved = undo_store_find(s, rep.seq);
+        assert_int_equal(undo_manifest_find(saved, "d/small")->type, UNDO_FILE);
+        assert_int_equal(undo_manifest_find(saved, "d/big")->type, UNDO_TOO_BIG);
         undo_restore_report_done(&rep);
         undo_store_free(s);
 }

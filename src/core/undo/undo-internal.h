@@ -29,6 +29,10 @@ struct UndoCheckpoint {
         uint64_t bytes; /* new blobs this checkpoint added */
 };
 
+/* Records what name (in the directory pfd, reached without a link) is,
+ * under the path rel: undo_checkpoint_capture() once the parent is held. */
+int undo_capture_at(UndoCheckpoint *cp, int pfd, const char *name, const char *rel, bool tree, UndoPathFilterFn filter,
+                    void *userdata, VsError **err);
 /* Opens blob hash for reading (-ENOENT when the store has none). */
 int undo_blob_open(UndoStore *s, const char *hash);
 /* Copies the regular file fd into out while hashing it, at most max

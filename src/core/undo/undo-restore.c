@@ -24,7 +24,10 @@ typedef struct Restore {
         UndoStore *s;
         int rootfd;
         const UndoRestoreOptions *o;
-        UndoCheckpoint *cp; /* what the restore replaces */
+        UndoCheckpoint *cp;          /* pass 1: what the restore will replace, saved */
+        const UndoManifest *saved;   /* pass 2: that checkpoint, committed */
+        const UndoManifest *target;  /* the entries put back, sorted */
+        const bool *todo;            /* which of them pass 1 found to change */
         UndoRestoreReport *rep;
 } Restore;
 
@@ -76,10 +79,10 @@ static void set_owner(const Restore *x, int dirfd, const char *name) {
 }
 
 /* The parent directory of rel, reached without a link. With create, the
- * missing directories on the way are made (0755: no checkpoint says more),
- * each captured as absent first so an undo of the restore removes them.
- * -ELOOP / -ENOTDIR: a symlink or a non-directory on the way. */
-static int open_parent(Restore *x, const char *rel, bool create, VsError **err) {
+ * missing directories on the way are made (0755: no checkpoint says
+ * more; pass 1 saved them as absent, so an undo of the restore removes
+ * them). -ELOOP / -ENOTDIR: a symlink or a non-directory on the way. */
+static int open_parent(Restore *x, const char *rel, bool create) {
         const char *slash = strrchr(rel, '/');
         if (!slash) {
                 int fd = fcntl(x->rootfd, F_DUPFD_CLOEXEC, 3);
@@ -99,9 +102,6 @@ static int open_parent(Restore *x, const char *rel, bool create, VsError **err) 
                 char *next = strchr(c, '/');
                 if (next)
                         *next = 0;
-                int r = undo_checkpoint_capture(x->cp, x->rootfd, parent, false, NULL, NULL, err);
-                if (r < 0)
-                        return r;
                 if (mkdirat(cur, c, 0755) == 0)
                         set_owner(x, cur, c);
                 else if (errno != EEXIST)
@@ -113,9 +113,20 @@ static int open_parent(Restore *x, const char *rel, bool create, VsError **err) 
                 cur = n;
                 if (!next)
                         return TAKE_FD(cur);
-                *next = '/';
                 c = next + 1;
         }
+}
+
+/* Whether pass 1 saved what is at rel now with its content (a restore
+ * replaces or removes nothing else: not a file over the cap, not what
+ * appeared after pass 1 looked). */
+static const char *unsaved(const Restore *x, const char *rel) {
+        const UndoEntry *e = x->saved ? undo_manifest_find(x->saved, rel) : NULL;
+        if (!e)
+                return "it appeared after the restore saved what it would replace: left as it is";
+        if (e->type == UNDO_TOO_BIG)
+                return "it is over the store's cap, so it could not be saved first: left as it is";
+        return NULL;
 }
 
 /* Removes name (in pfd) and, for a directory, everything below it, one
@@ -126,6 +137,11 @@ static int remove_tree(Restore *x, int pfd, const char *name, const char *rel, u
         UndoPathClass c = classify(x, rel);
         if (c != UNDO_PATH_OK) {
                 int r = problem(x, rel, "%s; left in place", class_reason(c));
+                return r < 0 ? r : -EPERM;
+        }
+        const char *why = unsaved(x, rel);
+        if (why) {
+                int r = problem(x, rel, "%s", why);
                 return r < 0 ? r : -EPERM;
         }
         if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
@@ -294,19 +310,57 @@ static const char *type_reason(UndoType t) {
         }
 }
 
-static int restore_entry(Restore *x, const UndoEntry *e, VsError **err) {
+/* Whether an ancestor of rel is an entry pass 1 will make a directory
+ * of (what stands there now, a symlink or a file, goes first). */
+static bool parent_becomes_dir(const Restore *x, const char *rel) {
+        char buf[UNDO_PATH_MAX + 1];
+        snprintf(buf, sizeof buf, "%s", rel);
+        for (char *slash = strrchr(buf, '/'); slash; slash = strrchr(buf, '/')) {
+                *slash = 0;
+                const UndoEntry *a = undo_manifest_find(x->target, buf);
+                if (a && a->type == UNDO_DIR && x->todo[a - x->target->entries])
+                        return true;
+        }
+        return false;
+}
+
+/* Pass 1: whether e needs a change, and if so what is there now saved
+ * into the restore's own checkpoint (parents' missing directories too, as
+ * absent). Nothing in the tree changes in this pass. */
+static int save_entry(Restore *x, const UndoEntry *e, bool *ret_todo, VsError **err) {
+        *ret_todo = false;
         UndoPathClass c = classify(x, e->path);
         if (c != UNDO_PATH_OK)
                 return problem(x, e->path, "%s", class_reason(c));
         if (type_reason(e->type))
                 return problem(x, e->path, "%s", type_reason(e->type));
-        _cleanup_close_ int pfd = open_parent(x, e->path, e->type != UNDO_ABSENT, err);
+        UndoPathFilterFn filter = x->o ? x->o->filter : NULL;
+        void *userdata = x->o ? x->o->userdata : NULL;
+        _cleanup_close_ int pfd = open_parent(x, e->path, false);
         if (pfd == -ENOMEM)
                 return pfd;
         if (pfd < 0 && e->type == UNDO_ABSENT && (pfd == -ENOENT || pfd == -ELOOP || pfd == -ENOTDIR))
                 return 0; /* nothing at the path in the real tree */
-        if (pfd == -ELOOP || pfd == -ENOTDIR)
+        if ((pfd == -ELOOP || pfd == -ENOTDIR) && !parent_becomes_dir(x, e->path))
                 return blocked(x, e->path);
+        if (pfd == -ENOENT || pfd == -ELOOP || pfd == -ENOTDIR) {
+                /* Directories to make: each ancestor saved as it is now. */
+                _cleanup_free_ char *walk = strdup(e->path);
+                if (!walk)
+                        return -ENOMEM;
+                for (char *slash = strchr(walk, '/'); slash; slash = strchr(slash + 1, '/')) {
+                        *slash = 0;
+                        int r = undo_checkpoint_capture(x->cp, x->rootfd, walk, false, filter, userdata, err);
+                        *slash = '/';
+                        if (r < 0)
+                                return r;
+                }
+                int r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, false, filter, userdata, err);
+                if (r < 0)
+                        return r;
+                *ret_todo = true;
+                return 0;
+        }
         if (pfd < 0) {
                 vs_error_free(err ? TAKE_PTR(*err) : NULL);
                 return problem(x, e->path, "its directory cannot be reached: %s", strerror(-pfd));
@@ -318,13 +372,10 @@ static int restore_entry(Restore *x, const UndoEntry *e, VsError **err) {
                 return problem(x, e->path, "%s", strerror(errno));
         if (same_state(pfd, name, &st, exists, e))
                 return 0;
-        /* What is there now goes into the restore's own checkpoint first:
-         * nothing is replaced that an undo of the restore cannot bring back. */
-        bool is_dir = exists && S_ISDIR(st.st_mode);
         /* A directory only changing its mode keeps its entries: itself is
-         * enough. Anything else replaced goes in whole. */
-        int r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, !(is_dir && e->type == UNDO_DIR),
-                                        x->o ? x->o->filter : NULL, x->o ? x->o->userdata : NULL, err);
+         * enough. Anything else replaced is saved whole. */
+        bool is_dir = exists && S_ISDIR(st.st_mode);
+        int r = undo_capture_at(x->cp, pfd, name, e->path, !(is_dir && e->type == UNDO_DIR), filter, userdata, err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -332,6 +383,31 @@ static int restore_entry(Restore *x, const UndoEntry *e, VsError **err) {
                 return problem(x, e->path, "what is there now cannot be saved (%s): left as it is",
                                why ? vs_error_message(why) : strerror(-r));
         }
+        *ret_todo = true;
+        return 0;
+}
+
+/* Pass 2: e put in place, replacing only what pass 1 saved. */
+static int apply_entry(Restore *x, const UndoEntry *e) {
+        _cleanup_close_ int pfd = open_parent(x, e->path, e->type != UNDO_ABSENT);
+        if (pfd == -ENOMEM)
+                return pfd;
+        if (pfd < 0 && e->type == UNDO_ABSENT && (pfd == -ENOENT || pfd == -ELOOP || pfd == -ENOTDIR))
+                return 0;
+        if (pfd == -ELOOP || pfd == -ENOTDIR)
+                return blocked(x, e->path);
+        if (pfd < 0)
+                return problem(x, e->path, "its directory cannot be reached: %s", strerror(-pfd));
+        const char *slash = strrchr(e->path, '/'), *name = slash ? slash + 1 : e->path;
+        struct stat st;
+        bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!exists && errno != ENOENT)
+                return problem(x, e->path, "%s", strerror(errno));
+        bool is_dir = exists && S_ISDIR(st.st_mode);
+        const char *why = exists ? unsaved(x, e->path) : NULL;
+        if (why)
+                return problem(x, e->path, "%s", why);
+        int r;
         if (exists && !(e->type == UNDO_DIR && is_dir) && (e->type == UNDO_ABSENT || e->type == UNDO_DIR || is_dir)) {
                 r = remove_tree(x, pfd, name, e->path, 0);
                 if (r == -ENOMEM)
@@ -414,18 +490,41 @@ int undo_restore(UndoStore *s, uint64_t seq, int rootfd, const UndoRestoreOption
         int r = undo_checkpoint_begin(s, label, &x.cp);
         if (r < 0)
                 return vs_error_set(err, r, "restore: %s", strerror(-r));
+        _cleanup_free_ bool *todo = calloc(target.n ? target.n : 1, sizeof *todo);
+        if (!todo) {
+                undo_checkpoint_free(x.cp);
+                return vs_error_set(err, -ENOMEM, "restore: out of memory");
+        }
+        x.target = &target;
+        x.todo = todo;
+        /* Pass 1: what will be replaced saved, and committed, before
+         * anything changes: a restore that stops half way (a full disk, a
+         * crash) can always be undone, and one whose save fails changes
+         * nothing. */
         for (size_t i = 0; r >= 0 && i < target.n; i++)
-                r = restore_entry(&x, &target.entries[i], err);
+                r = save_entry(&x, &target.entries[i], &todo[i], err);
+        if (r < 0) {
+                undo_checkpoint_free(x.cp);
+                undo_restore_report_done(ret);
+                return err && *err ? vs_error_prefix(err, "restore") : vs_error_set(err, r, "restore: %s", strerror(-r));
+        }
+        r = undo_checkpoint_commit(TAKE_PTR(x.cp), &ret->seq, err);
+        if (r < 0) {
+                undo_restore_report_done(ret);
+                return vs_error_prefix(err, "restore");
+        }
+        x.saved = ret->seq ? undo_store_find(s, ret->seq) : NULL;
+        /* Pass 2: the changes. */
+        for (size_t i = 0; r >= 0 && i < target.n; i++)
+                if (todo[i])
+                        r = apply_entry(&x, &target.entries[i]);
         if (r >= 0)
                 r = restore_dir_modes(&x, &target);
-        /* What was replaced is kept even when the restore stopped half way. */
-        _cleanup_(vs_error_freep) VsError *cerr = NULL;
-        int k = undo_checkpoint_commit(TAKE_PTR(x.cp), &ret->seq, &cerr);
-        if (r < 0 || k < 0) {
+        if (r < 0) {
+                uint64_t made = ret->seq;
                 undo_restore_report_done(ret);
-                if (r < 0)
-                        return vs_error_set(err, r, "restore: %s", strerror(-r));
-                return vs_error_set(err, k, "restore: %s", vs_error_message(cerr));
+                return vs_error_set(err, r, "restore stopped (%s); what it had replaced is checkpoint %llu",
+                                    strerror(-r), (unsigned long long)made);
         }
         return 0;
 }

@@ -338,6 +338,13 @@ int undo_checkpoint_capture(UndoCheckpoint *cp, int rootfd, const char *rel, boo
         return capture_at(cp, pfd, slash ? slash + 1 : rel, rel, tree, 0, filter, userdata, err);
 }
 
+int undo_capture_at(UndoCheckpoint *cp, int pfd, const char *name, const char *rel, bool tree, UndoPathFilterFn filter,
+                    void *userdata, VsError **err) {
+        if (!undo_path_valid(rel))
+                return vs_error_set(err, -EINVAL, "%s: not a clean relative path", rel);
+        return capture_at(cp, pfd, name, rel, tree, 0, filter, userdata, err);
+}
+
 void undo_checkpoint_free(UndoCheckpoint *cp) {
         if (!cp)
                 return;
