@@ -324,6 +324,15 @@ static bool parent_becomes_dir(const Restore *x, const char *rel) {
         return false;
 }
 
+/* What stands at rel in its parent pfd: *ret_name (rel's last
+ * component), *ret_exists and *st; or a negative errno. */
+static int look_at(int pfd, const char *rel, const char **ret_name, struct stat *st, bool *ret_exists) {
+        const char *slash = strrchr(rel, '/');
+        *ret_name = slash ? slash + 1 : rel;
+        *ret_exists = fstatat(pfd, *ret_name, st, AT_SYMLINK_NOFOLLOW) == 0;
+        return *ret_exists || errno == ENOENT ? 0 : -errno;
+}
+
 /* Pass 1: whether e needs a change, and if so what is there now saved
  * into the restore's own checkpoint (parents' missing directories too, as
  * absent). Nothing in the tree changes in this pass. */
@@ -365,11 +374,12 @@ static int save_entry(Restore *x, const UndoEntry *e, bool *ret_todo, VsError **
                 vs_error_free(err ? TAKE_PTR(*err) : NULL);
                 return problem(x, e->path, "its directory cannot be reached: %s", strerror(-pfd));
         }
-        const char *slash = strrchr(e->path, '/'), *name = slash ? slash + 1 : e->path;
+        const char *name;
         struct stat st;
-        bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!exists && errno != ENOENT)
-                return problem(x, e->path, "%s", strerror(errno));
+        bool exists;
+        int k = look_at(pfd, e->path, &name, &st, &exists);
+        if (k < 0)
+                return problem(x, e->path, "%s", strerror(-k));
         if (same_state(pfd, name, &st, exists, e))
                 return 0;
         /* A directory only changing its mode keeps its entries: itself is
@@ -398,11 +408,12 @@ static int apply_entry(Restore *x, const UndoEntry *e) {
                 return blocked(x, e->path);
         if (pfd < 0)
                 return problem(x, e->path, "its directory cannot be reached: %s", strerror(-pfd));
-        const char *slash = strrchr(e->path, '/'), *name = slash ? slash + 1 : e->path;
+        const char *name;
         struct stat st;
-        bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!exists && errno != ENOENT)
-                return problem(x, e->path, "%s", strerror(errno));
+        bool exists;
+        int k = look_at(pfd, e->path, &name, &st, &exists);
+        if (k < 0)
+                return problem(x, e->path, "%s", strerror(-k));
         bool is_dir = exists && S_ISDIR(st.st_mode);
         const char *why = exists ? unsaved(x, e->path) : NULL;
         if (why)
