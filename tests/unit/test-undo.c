@@ -262,7 +262,9 @@ static void test_rm_rf(void **state) {
         sh("chmod -R u+w %s/src && rm -rf %s/src", f->ws, f->ws);
         uint64_t seq = commit(cp);
         assert_int_equal(seq, 1);
-        assert_string_not_equal(listing(f), before);
+        char *gone = listing(f);
+        assert_string_not_equal(gone, before);
+        free(gone);
         UndoRestoreReport rep;
         restore(s, seq, f, NULL, &rep);
         assert_int_equal(rep.n_problems, 0);
