@@ -671,6 +671,10 @@ static void test_open_sweeps(void **state) {
         undo_store_free(s);
         sh("truncate -s -3 %s/checkpoints/00000000000000000002 && touch %s/blobs/.vsundo-0123456789abcdef",
            f->st, f->st);
+        /* A FIFO and a symlink named like manifests: not read as one (the
+         * open does not block on the FIFO), removed. */
+        sh("mkfifo %s/checkpoints/00000000000000000007 && ln -s /etc/passwd %s/checkpoints/00000000000000000008",
+           f->st, f->st);
         s = store(f, 0, 0);
         assert_int_equal(undo_store_count(s), 1);
         assert_int_equal(undo_store_get(s, 0)->seq, 1);
@@ -679,6 +683,8 @@ static void test_open_sweeps(void **state) {
         assert_int_equal(count_files(p), 1);
         snprintf(p, sizeof p, "%s/blobs/.vsundo-0123456789abcdef", f->st);
         assert_int_equal(access(p, F_OK), -1);
+        snprintf(p, sizeof p, "%s/checkpoints", f->st);
+        assert_int_equal(count_files(p), 1);
         /* The next checkpoint takes the next free number. */
         UndoCheckpoint *cp;
         assert_int_equal(undo_checkpoint_begin(s, "w", &cp), 0);

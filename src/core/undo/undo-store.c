@@ -531,15 +531,24 @@ static int load_manifests(UndoStore *s) {
                 _cleanup_free_ char *text = NULL;
                 size_t len;
                 UndoManifest m;
-                int fd = openat(s->cps_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                int fd = openat(s->cps_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 r = fd < 0 ? -errno : read_fd_all(fd, MANIFEST_MAX, &text, &len);
                 safe_close(fd);
-                if (r == -ENOMEM)
+                if (r >= 0)
+                        r = undo_manifest_parse(text, len, &m);
+                if (r >= 0 && m.seq != seq) {
+                        undo_manifest_done(&m);
+                        r = -EBADMSG;
+                }
+                if (r == -EFBIG || r == -ELOOP || r == -EISDIR || r == -EAGAIN)
+                        r = -EBADMSG; /* too big, a link, a directory, a FIFO: not a manifest */
+                /* Out of memory or an I/O error is never a reason to remove
+                 * one: the open fails instead (skipping it would free the
+                 * blobs it holds). */
+                if (r < 0 && r != -EBADMSG)
                         return r;
-                if (r < 0 || undo_manifest_parse(text, len, &m) < 0 || m.seq != seq) {
+                if (r < 0) {
                         /* Torn or damaged: it can restore nothing. */
-                        if (r >= 0 && text)
-                                undo_manifest_done(&m);
                         unlinkat(s->cps_fd, de->d_name, 0);
                         continue;
                 }
