@@ -655,6 +655,50 @@ static void test_unrestorable_listed(void **state) {
         undo_store_free(s);
 }
 
+/* A file that appears between the restore's two passes (the agent racing
+ * it) is not removed: the restore removes only what it saved first. The
+ * filter, asked about "d" once the restore's own checkpoint is committed
+ * (the second pass), plays the agent. */
+typedef struct Race {
+        const Fx *f;
+        UndoStore *s;
+        unsigned asked;
+} Race;
+
+static UndoPathClass racing(const char *rel, void *userdata) {
+        Race *race = userdata;
+        if (strcmp(rel, "d") == 0 && undo_store_count(race->s) == 2 && race->asked++ == 0)
+                sh("echo late > %s/d/late", race->f->ws);
+        return UNDO_PATH_OK;
+}
+
+static void test_appeared_between_passes(void **state) {
+        Fx *f = *state;
+        UndoStore *s = store(f, 0, 0);
+        UndoCheckpoint *cp;
+        assert_int_equal(undo_checkpoint_begin(s, "make d", &cp), 0);
+        capture(cp, f, "d", true);
+        uint64_t seq = commit(cp);
+        sh("mkdir %s/d && echo early > %s/d/early", f->ws, f->ws);
+        Race race = { .f = f, .s = s };
+        UndoRestoreOptions o = { .filter = racing, .userdata = &race, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+        UndoRestoreReport rep;
+        restore(s, seq, f, &o, &rep);
+        assert_int_equal(race.asked, 1);
+        assert_non_null(problem_for(&rep, "d/late"));
+        assert_non_null(strstr(problem_for(&rep, "d/late"), "appeared after"));
+        assert_non_null(problem_for(&rep, "d"));
+        char p[256];
+        snprintf(p, sizeof p, "%s/d/late", f->ws);
+        char *c = slurp(p);
+        assert_string_equal(c, "late\n");
+        free(c);
+        snprintf(p, sizeof p, "%s/d/early", f->ws);
+        assert_int_equal(access(p, F_OK), -1);
+        undo_restore_report_done(&rep);
+        undo_store_free(s);
+}
+
 /* A torn manifest (a crash mid-write) is removed at the next open, with
  * the blobs only it held; temporary files a crash left go too. */
 static void test_open_sweeps(void **state) {
@@ -704,6 +748,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_caps_bytes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unrestorable_listed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_appeared_between_passes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_open_sweeps, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -122,7 +122,7 @@ static int open_parent(Restore *x, const char *rel, bool create) {
  * appeared after pass 1 looked). */
 static const char *unsaved(const Restore *x, const char *rel) {
         const UndoEntry *e = x->saved ? undo_manifest_find(x->saved, rel) : NULL;
-        if (!e)
+        if (!e || e->type == UNDO_ABSENT) /* (called for what exists now) */
                 return "it appeared after the restore saved what it would replace: left as it is";
         if (e->type == UNDO_TOO_BIG)
                 return "it is over the store's cap, so it could not be saved first: left as it is";
