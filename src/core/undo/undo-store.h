@@ -114,12 +114,18 @@ typedef struct UndoRestoreReport {
 
 /* Puts the root back as it was when checkpoint seq began: every path a
  * checkpoint from seq on holds gets the state the earliest of them
- * recorded. What it replaces is captured first into a new checkpoint, so
- * the restore can itself be undone. Paths the filter calls masked,
- * protected or outside, entries without content (masked, too big, other
- * types), damaged blobs, and paths below a symlink or a non-directory are
- * listed in ret->problems and left as they are. -ENOENT: no checkpoint
- * seq. ret is filled on success; free it with undo_restore_report_done(). */
+ * recorded. Two passes: the first changes nothing and commits a new
+ * checkpoint of what will be replaced (ret->seq), so the restore can
+ * itself be undone, even one that stops half way; the second replaces or
+ * removes only what that checkpoint holds with its content. Paths the
+ * filter calls masked, protected or outside, entries without content
+ * (masked, too big, other types), damaged blobs, paths below a symlink or
+ * a non-directory, and what could not be saved first (over the cap, or
+ * appeared meanwhile) are listed in ret->problems and left as they are.
+ * -ENOENT: no checkpoint seq; an error from the first pass changed
+ * nothing. ret is filled on success; free it with
+ * undo_restore_report_done(). The caller stops the jail's commands first:
+ * a restore racing them stays inside the root, but may list more. */
 int undo_restore(UndoStore *s, uint64_t seq, int rootfd, const UndoRestoreOptions *opts, UndoRestoreReport *ret,
                  VsError **err);
 void undo_restore_report_done(UndoRestoreReport *r);
