@@ -560,7 +560,7 @@ static void test_symlink_not_followed(void **state) {
 
 static UndoPathClass policy(const char *rel, void *userdata) {
         (void)userdata;
-        if (strcmp(rel, ".env") == 0)
+        if (strcmp(rel, ".env") == 0 || strcmp(rel, ".ssh") == 0) /* not what is below .ssh: the store must */
                 return UNDO_PATH_MASKED;
         if (strcmp(rel, "vectora.toml") == 0 || strncmp(rel, "keep/", 5) == 0)
                 return UNDO_PATH_PROTECTED;
@@ -577,13 +577,14 @@ static bool store_holds(const Fx *f, const char *needle) {
 static void test_unrestorable_listed(void **state) {
         Fx *f = *state;
         put(f, ".env", "TOKEN=masked-secret-value\n", 0600);
+        sh("mkdir %s/.ssh && echo ssh-key-secret-value > %s/.ssh/id_ed25519", f->ws, f->ws);
         put(f, "vectora.toml", "[sandbox]\n", 0644);
         put(f, "ok.txt", "fine\n", 0644);
         sh("mkfifo %s/pipe", f->ws);
         UndoStore *s = store(f, 0, 0);
         UndoCheckpoint *cp;
         assert_int_equal(undo_checkpoint_begin(s, "damage", &cp), 0);
-        const char *paths[] = { ".env", "vectora.toml", "ok.txt", "pipe", "made" };
+        const char *paths[] = { ".env", ".ssh", "vectora.toml", "ok.txt", "pipe", "made" };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
                 VsError *err = NULL;
                 assert_int_equal(undo_checkpoint_capture(cp, f->ws_fd, paths[i], true, policy, NULL, &err), 0);
@@ -592,11 +593,15 @@ static void test_unrestorable_listed(void **state) {
         /* A masked file's content never enters the store. */
         assert_int_equal(undo_manifest_find(undo_store_find(s, seq), ".env")->type, UNDO_MASKED);
         assert_false(store_holds(f, "masked-secret-value"));
+        assert_false(store_holds(f, "ssh-key-secret-value"));
+        assert_int_equal(undo_manifest_find(undo_store_find(s, seq), ".ssh")->type, UNDO_MASKED);
+        assert_null(undo_manifest_find(undo_store_find(s, seq), ".ssh/id_ed25519"));
         assert_true(store_holds(f, "[sandbox]"));
         /* The call: everything removed or rewritten; a protected file
          * appears in a directory the call made. */
         sh("rm %s/.env %s/pipe %s/ok.txt && echo '[sandbox]\nenabled=false' > %s/vectora.toml", f->ws, f->ws, f->ws,
            f->ws);
+        sh("rm -rf %s/.ssh", f->ws);
         sh("mkdir -p %s/made/keep && echo x > %s/made/keep/y && echo TOKEN=new > %s/.env", f->ws, f->ws, f->ws);
         UndoRestoreOptions o = { .filter = policy, .uid = (uid_t)-1, .gid = (gid_t)-1 };
         UndoRestoreReport rep;
@@ -606,7 +611,8 @@ static void test_unrestorable_listed(void **state) {
         assert_non_null(strstr(problem_for(&rep, "vectora.toml"), "protected"));
         assert_non_null(strstr(problem_for(&rep, "pipe"), "FIFO"));
         assert_null(problem_for(&rep, "ok.txt"));
-        assert_int_equal(rep.n_problems, 3);
+        assert_non_null(strstr(problem_for(&rep, ".ssh"), "masked"));
+        assert_int_equal(rep.n_problems, 4);
         char p[256];
         snprintf(p, sizeof p, "%s/.env", f->ws);
         char *c = slurp(p);

@@ -300,7 +300,7 @@ static int blocked(Restore *x, const char *rel) {
 static const char *type_reason(UndoType t) {
         switch (t) {
         case UNDO_MASKED:
-                return "was a masked file: its content was never stored";
+                return "was masked: its content was never stored";
         case UNDO_TOO_BIG:
                 return "was a file over the store's cap: its content was not stored";
         case UNDO_OTHER:

@@ -271,7 +271,12 @@ again:;
                 return vs_error_set(err, -errno, "%s: %s", rel, strerror(errno));
         }
         uint32_t mode = st.st_mode & 07777;
-        UndoPathClass class = filter ? filter(rel, userdata) : UNDO_PATH_OK;
+        /* A masked path's content never enters the store: not a file's
+         * bytes, not a link's text, nothing below a directory (whatever
+         * the filter would say of its entries). */
+        if (filter && filter(rel, userdata) == UNDO_PATH_MASKED)
+                return add_entry(cp, rel, UNDO_MASKED, mode, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, NULL,
+                                 NULL, err);
         if (S_ISDIR(st.st_mode)) {
                 int r = add_entry(cp, rel, UNDO_DIR, mode, 0, NULL, NULL, err);
                 if (r < 0 || !tree)
@@ -290,9 +295,6 @@ again:;
         }
         if (!S_ISREG(st.st_mode))
                 return add_entry(cp, rel, UNDO_OTHER, mode, 0, NULL, NULL, err);
-        /* A masked file's content never enters the store. */
-        if (class == UNDO_PATH_MASKED)
-                return add_entry(cp, rel, UNDO_MASKED, mode, (uint64_t)st.st_size, NULL, NULL, err);
         if ((uint64_t)st.st_size > cp->s->limits.max_bytes - MIN(cp->bytes, cp->s->limits.max_bytes))
                 return add_entry(cp, rel, UNDO_TOO_BIG, mode, (uint64_t)st.st_size, NULL, NULL, err);
         _cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
