@@ -560,7 +560,7 @@ static void test_symlink_not_followed(void **state) {
 
 static UndoPathClass policy(const char *rel, void *userdata) {
         (void)userdata;
-        if (strcmp(rel, ".env") == 0 || strcmp(rel, ".ssh") == 0) /* not what is below .ssh: the store must */
+        if (strcmp(rel, ".env") == 0 || strcmp(rel, ".ssh") == 0 || strcmp(rel, "later") == 0) /* not below them */
                 return UNDO_PATH_MASKED;
         if (strcmp(rel, "vectora.toml") == 0 || strncmp(rel, "keep/", 5) == 0)
                 return UNDO_PATH_PROTECTED;
@@ -645,6 +645,19 @@ static void test_unrestorable_listed(void **state) {
         free(c);
         undo_restore_report_done(&rep);
 
+        /* A file captured before its directory was masked (no filter then)
+         * is not written back below the masked directory. */
+        sh("mkdir -p %s/later && echo was-readable > %s/later/secret", f->ws, f->ws);
+        assert_int_equal(undo_checkpoint_begin(s, "before the mask", &cp), 0);
+        capture(cp, f, "later/secret", false);
+        seq = commit(cp);
+        sh("rm %s/later/secret", f->ws);
+        restore(s, seq, f, &o, &rep);
+        assert_non_null(strstr(problem_for(&rep, "later/secret"), "masked"));
+        snprintf(p, sizeof p, "%s/later/secret", f->ws);
+        assert_int_equal(access(p, F_OK), -1);
+        undo_restore_report_done(&rep);
+
         /* A damaged blob is found by its hash, listed, and not written. */
         assert_int_equal(undo_checkpoint_begin(s, "edit", &cp), 0);
         capture(cp, f, "ok.txt", false);
@@ -690,7 +703,7 @@ static void test_appeared_between_passes(void **state) {
         UndoRestoreOptions o = { .filter = racing, .userdata = &race, .uid = (uid_t)-1, .gid = (gid_t)-1 };
         UndoRestoreReport rep;
         restore(s, seq, f, &o, &rep);
-        assert_int_equal(race.asked, 1);
+        assert_true(race.asked >= 1);
         assert_non_null(problem_for(&rep, "d/late"));
         assert_non_null(strstr(problem_for(&rep, "d/late"), "appeared after"));
         assert_non_null(problem_for(&rep, "d"));

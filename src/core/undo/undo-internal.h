@@ -29,6 +29,9 @@ struct UndoCheckpoint {
         uint64_t bytes; /* new blobs this checkpoint added */
 };
 
+/* What the filter says of rel, or of the nearest ancestor it says more of:
+ * a path below a masked, protected or outside directory is that too. */
+UndoPathClass undo_classify(UndoPathFilterFn filter, void *userdata, const char *rel);
 /* Records what name (in the directory pfd, reached without a link) is,
  * under the path rel: undo_checkpoint_capture() once the parent is held. */
 int undo_capture_at(UndoCheckpoint *cp, int pfd, const char *name, const char *rel, bool tree, UndoPathFilterFn filter,

@@ -55,7 +55,7 @@ static int problem(Restore *x, const char *path, const char *fmt, ...) {
 }
 
 static UndoPathClass classify(const Restore *x, const char *rel) {
-        return x->o && x->o->filter ? x->o->filter(rel, x->o->userdata) : UNDO_PATH_OK;
+        return x->o ? undo_classify(x->o->filter, x->o->userdata, rel) : UNDO_PATH_OK;
 }
 
 static const char *class_reason(UndoPathClass c) {

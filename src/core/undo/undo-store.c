@@ -180,6 +180,25 @@ static int blob_put(UndoCheckpoint *cp, int fd, char ret_hash[SHA256_HEX_LEN + 1
 
 /* ---- capture ---- */
 
+UndoPathClass undo_classify(UndoPathFilterFn filter, void *userdata, const char *rel) {
+        if (!filter)
+                return UNDO_PATH_OK;
+        char buf[UNDO_PATH_MAX + 1];
+        size_t len = strlen(rel);
+        if (len > UNDO_PATH_MAX)
+                return UNDO_PATH_OUTSIDE;
+        memcpy(buf, rel, len + 1);
+        /* From the top: the outermost directory that says more wins. */
+        for (char *slash = strchr(buf, '/'); slash; slash = strchr(slash + 1, '/')) {
+                *slash = 0;
+                UndoPathClass c = filter(buf, userdata);
+                *slash = '/';
+                if (c != UNDO_PATH_OK)
+                        return c;
+        }
+        return filter(buf, userdata);
+}
+
 int undo_checkpoint_begin(UndoStore *s, const char *label, UndoCheckpoint **ret) {
         UndoCheckpoint *cp = calloc(1, sizeof *cp);
         if (!cp)
@@ -274,7 +293,7 @@ again:;
         /* A masked path's content never enters the store: not a file's
          * bytes, not a link's text, nothing below a directory (whatever
          * the filter would say of its entries). */
-        if (filter && filter(rel, userdata) == UNDO_PATH_MASKED)
+        if (undo_classify(filter, userdata, rel) == UNDO_PATH_MASKED)
                 return add_entry(cp, rel, UNDO_MASKED, mode, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, NULL,
                                  NULL, err);
         if (S_ISDIR(st.st_mode)) {

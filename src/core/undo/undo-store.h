@@ -46,6 +46,9 @@ typedef enum UndoPathClass {
         UNDO_PATH_PROTECTED, /* captured, but a restore never rewrites or removes it */
         UNDO_PATH_OUTSIDE,   /* not in the writable paths: a restore does not touch it */
 } UndoPathClass;
+/* Asked of a path and of each of its ancestors: what it says of a
+ * directory holds for everything below it (a key under a masked .ssh/ is
+ * masked even if the filter's globs name only the directory). */
 typedef UndoPathClass (*UndoPathFilterFn)(const char *rel, void *userdata);
 
 typedef struct UndoStore UndoStore;
