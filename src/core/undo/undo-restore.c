@@ -333,6 +333,16 @@ static int look_at(int pfd, const char *rel, const char **ret_name, struct stat 
         return *ret_exists || errno == ENOENT ? 0 : -errno;
 }
 
+/* A capture that failed: listed, the entry left (out of memory stops the
+ * restore). */
+static int not_saved(Restore *x, const char *rel, int r, VsError **err) {
+        if (r == -ENOMEM)
+                return r;
+        _cleanup_(vs_error_freep) VsError *why = err ? TAKE_PTR(*err) : NULL;
+        return problem(x, rel, "what is there now cannot be saved (%s): left as it is",
+                       why ? vs_error_message(why) : strerror(-r));
+}
+
 /* Pass 1: whether e needs a change, and if so what is there now saved
  * into the restore's own checkpoint (parents' missing directories too, as
  * absent). Nothing in the tree changes in this pass. */
@@ -357,23 +367,21 @@ static int save_entry(Restore *x, const UndoEntry *e, bool *ret_todo, VsError **
                 _cleanup_free_ char *walk = strdup(e->path);
                 if (!walk)
                         return -ENOMEM;
-                for (char *slash = strchr(walk, '/'); slash; slash = strchr(slash + 1, '/')) {
+                int r = 0;
+                for (char *slash = strchr(walk, '/'); r >= 0 && slash; slash = strchr(slash + 1, '/')) {
                         *slash = 0;
-                        int r = undo_checkpoint_capture(x->cp, x->rootfd, walk, false, filter, userdata, err);
+                        r = undo_checkpoint_capture(x->cp, x->rootfd, walk, false, filter, userdata, err);
                         *slash = '/';
-                        if (r < 0)
-                                return r;
                 }
-                int r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, false, filter, userdata, err);
+                if (r >= 0)
+                        r = undo_checkpoint_capture(x->cp, x->rootfd, e->path, false, filter, userdata, err);
                 if (r < 0)
-                        return r;
+                        return not_saved(x, e->path, r, err);
                 *ret_todo = true;
                 return 0;
         }
-        if (pfd < 0) {
-                vs_error_free(err ? TAKE_PTR(*err) : NULL);
+        if (pfd < 0)
                 return problem(x, e->path, "its directory cannot be reached: %s", strerror(-pfd));
-        }
         const char *name;
         struct stat st;
         bool exists;
@@ -386,13 +394,8 @@ static int save_entry(Restore *x, const UndoEntry *e, bool *ret_todo, VsError **
          * enough. Anything else replaced is saved whole. */
         bool is_dir = exists && S_ISDIR(st.st_mode);
         int r = undo_capture_at(x->cp, pfd, name, e->path, !(is_dir && e->type == UNDO_DIR), filter, userdata, err);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                _cleanup_(vs_error_freep) VsError *why = err ? TAKE_PTR(*err) : NULL;
-                return problem(x, e->path, "what is there now cannot be saved (%s): left as it is",
-                               why ? vs_error_message(why) : strerror(-r));
-        }
+        if (r < 0)
+                return not_saved(x, e->path, r, err);
         *ret_todo = true;
         return 0;
 }
