@@ -718,6 +718,54 @@ static void test_appeared_between_passes(void **state) {
         undo_store_free(s);
 }
 
+/* Copy-before-write from the descriptor being written (what the worker
+ * hands over as the agent opens a file for writing): the content saved is
+ * that file's, the descriptor's offset is untouched, and the in-place
+ * rewrite that follows is undone. */
+static void test_capture_fd(void **state) {
+        Fx *f = *state;
+        put(f, "db.sqlite", "original content\n", 0640);
+        put(f, ".env", "TOKEN=fd-secret\n", 0600);
+        char p[256];
+        snprintf(p, sizeof p, "%s/db.sqlite", f->ws);
+        int fd = open(p, O_RDWR | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(lseek(fd, 9, SEEK_SET), 9);
+        UndoStore *s = store(f, 0, 0);
+        UndoCheckpoint *cp;
+        VsError *err = NULL;
+        assert_int_equal(undo_checkpoint_begin(s, "write in place", &cp), 0);
+        assert_int_equal(undo_checkpoint_capture_fd(cp, "db.sqlite", fd, policy, NULL, &err), 0);
+        assert_int_equal(lseek(fd, 0, SEEK_CUR), 9);
+        /* The first state of a path is the one kept. */
+        assert_int_equal(ftruncate(fd, 0), 0);
+        assert_int_equal(undo_checkpoint_capture_fd(cp, "db.sqlite", fd, policy, NULL, &err), 0);
+        assert_int_equal(pwrite(fd, "new", 3, 0), 3);
+        close(fd);
+        snprintf(p, sizeof p, "%s/.env", f->ws);
+        fd = open(p, O_RDWR | O_CLOEXEC);
+        assert_int_equal(undo_checkpoint_capture_fd(cp, ".env", fd, policy, NULL, &err), 0);
+        close(fd);
+        fd = open(f->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(undo_checkpoint_capture_fd(cp, "dir", fd, policy, NULL, &err), -EINVAL);
+        vs_error_free(err);
+        close(fd);
+        uint64_t seq = commit(cp);
+        assert_int_equal(undo_manifest_find(undo_store_find(s, seq), ".env")->type, UNDO_MASKED);
+        assert_false(store_holds(f, "fd-secret"));
+        UndoRestoreReport rep;
+        restore(s, seq, f, NULL, &rep);
+        snprintf(p, sizeof p, "%s/db.sqlite", f->ws);
+        char *c = slurp(p);
+        assert_string_equal(c, "original content\n");
+        free(c);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0640);
+        undo_restore_report_done(&rep);
+        undo_store_free(s);
+}
+
 /* A torn manifest (a crash mid-write) is removed at the next open, with
  * the blobs only it held; temporary files a crash left go too. */
 static void test_open_sweeps(void **state) {
@@ -768,6 +816,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unrestorable_listed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_appeared_between_passes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_capture_fd, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_open_sweeps, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,9 +115,12 @@ int undo_copy_hashed(int fd, int out, uint64_t max, char ret_hash[SHA256_HEX_LEN
         sha256_begin(&h);
         uint64_t total = 0;
         for (;;) {
-                ssize_t k = read_full(fd, buf, COPY_CHUNK);
+                /* pread: a descriptor the agent shares keeps its offset. */
+                ssize_t k = pread(fd, buf, COPY_CHUNK, (off_t)total);
+                if (k < 0 && errno == EINTR)
+                        continue;
                 if (k < 0)
-                        return (int)k;
+                        return -errno;
                 if (k == 0)
                         break;
                 total += (uint64_t)k;
@@ -245,6 +248,22 @@ static int add_entry(UndoCheckpoint *cp, const char *rel, UndoType type, uint32_
 static int capture_at(UndoCheckpoint *cp, int pfd, const char *name, const char *rel, bool tree, unsigned depth,
                       UndoPathFilterFn filter, void *userdata, VsError **err);
 
+/* The regular file open on fd (st: its fstat) as a blob, or as too big
+ * when it would take the checkpoint over the store's cap. */
+static int capture_file(UndoCheckpoint *cp, int fd, const struct stat *st, const char *rel, VsError **err) {
+        uint32_t mode = st->st_mode & 07777;
+        if ((uint64_t)st->st_size > cp->s->limits.max_bytes - MIN(cp->bytes, cp->s->limits.max_bytes))
+                return add_entry(cp, rel, UNDO_TOO_BIG, mode, (uint64_t)st->st_size, NULL, NULL, err);
+        char hash[SHA256_HEX_LEN + 1];
+        uint64_t size = 0;
+        int r = blob_put(cp, fd, hash, &size);
+        if (r == -EFBIG)
+                return add_entry(cp, rel, UNDO_TOO_BIG, mode, (uint64_t)st->st_size, NULL, NULL, err);
+        if (r < 0)
+                return vs_error_set(err, r, "%s: %s", rel, strerror(-r));
+        return add_entry(cp, rel, UNDO_FILE, mode, size, hash, NULL, err);
+}
+
 static int capture_children(UndoCheckpoint *cp, int pfd, const char *name, const char *rel, unsigned depth,
                             UndoPathFilterFn filter, void *userdata, VsError **err) {
         if (depth >= TREE_DEPTH_MAX)
@@ -314,8 +333,6 @@ again:;
         }
         if (!S_ISREG(st.st_mode))
                 return add_entry(cp, rel, UNDO_OTHER, mode, 0, NULL, NULL, err);
-        if ((uint64_t)st.st_size > cp->s->limits.max_bytes - MIN(cp->bytes, cp->s->limits.max_bytes))
-                return add_entry(cp, rel, UNDO_TOO_BIG, mode, (uint64_t)st.st_size, NULL, NULL, err);
         _cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         struct stat st2;
         if (fd < 0 || fstat(fd, &st2) < 0)
@@ -329,14 +346,7 @@ again:;
                 }
                 return vs_error_set(err, -EAGAIN, "%s: replaced while it was captured", rel);
         }
-        char hash[SHA256_HEX_LEN + 1];
-        uint64_t size = 0;
-        int r = blob_put(cp, fd, hash, &size);
-        if (r == -EFBIG)
-                return add_entry(cp, rel, UNDO_TOO_BIG, mode, (uint64_t)st2.st_size, NULL, NULL, err);
-        if (r < 0)
-                return vs_error_set(err, r, "%s: %s", rel, strerror(-r));
-        return add_entry(cp, rel, UNDO_FILE, mode, size, hash, NULL, err);
+        return capture_file(cp, fd, &st2, rel, err);
 }
 
 int undo_checkpoint_capture(UndoCheckpoint *cp, int rootfd, const char *rel, bool tree, UndoPathFilterFn filter,
@@ -364,6 +374,23 @@ int undo_capture_at(UndoCheckpoint *cp, int pfd, const char *name, const char *r
         if (!undo_path_valid(rel))
                 return vs_error_set(err, -EINVAL, "%s: not a clean relative path", rel);
         return capture_at(cp, pfd, name, rel, tree, 0, filter, userdata, err);
+}
+
+int undo_checkpoint_capture_fd(UndoCheckpoint *cp, const char *rel, int fd, UndoPathFilterFn filter, void *userdata,
+                               VsError **err) {
+        if (!undo_path_valid(rel))
+                return vs_error_set(err, -EINVAL, "%s: not a clean relative path", rel);
+        if (undo_manifest_has(&cp->m, rel))
+                return 0;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return vs_error_set(err, -errno, "%s: %s", rel, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return vs_error_set(err, -EINVAL, "%s: not a regular file", rel);
+        uint32_t mode = st.st_mode & 07777;
+        if (undo_classify(filter, userdata, rel) == UNDO_PATH_MASKED)
+                return add_entry(cp, rel, UNDO_MASKED, mode, (uint64_t)st.st_size, NULL, NULL, err);
+        return capture_file(cp, fd, &st, rel, err);
 }
 
 void undo_checkpoint_free(UndoCheckpoint *cp) {

@@ -82,6 +82,14 @@ int undo_checkpoint_begin(UndoStore *s, const char *label, UndoCheckpoint **ret)
  * so. filter may be NULL (every path UNDO_PATH_OK). */
 int undo_checkpoint_capture(UndoCheckpoint *cp, int rootfd, const char *rel, bool tree, UndoPathFilterFn filter,
                             void *userdata, VsError **err);
+/* Records rel as the regular file open on fd (borrowed, read from its
+ * start with pread, its offset untouched): the copy-before-write of a
+ * file whose descriptor the worker hands over as the agent opens it for
+ * writing, so what is saved is the very file written, never a path
+ * looked up again. Unless this checkpoint holds rel already. -EINVAL for
+ * a descriptor that is not a regular file. */
+int undo_checkpoint_capture_fd(UndoCheckpoint *cp, const char *rel, int fd, UndoPathFilterFn filter, void *userdata,
+                               VsError **err);
 /* Whether this checkpoint holds rel (a caller capturing a path once). */
 bool undo_checkpoint_has(const UndoCheckpoint *cp, const char *rel);
 size_t undo_checkpoint_n_entries(const UndoCheckpoint *cp);
