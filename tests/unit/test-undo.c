@@ -766,6 +766,51 @@ static void test_capture_fd(void **state) {
         undo_store_free(s);
 }
 
+/* A file a background process wrote through a descriptor it opened
+ * before checkpoint 1 began: checkpoint 1 has no pre-image of it. A
+ * restore to 1 lists it, and does not put back what checkpoint 2 saw
+ * (the state after 1's writes, not before them); a restore to 2 does. */
+static void test_lost_pre_image(void **state) {
+        Fx *f = *state;
+        put(f, "server.log", "line 1\n", 0644);
+        put(f, "other.txt", "before 1\n", 0644);
+        UndoStore *s = store(f, 0, 0);
+        UndoCheckpoint *cp;
+        VsError *err = NULL;
+        assert_int_equal(undo_checkpoint_begin(s, "call 1", &cp), 0);
+        capture(cp, f, "other.txt", false);
+        put(f, "other.txt", "after 1\n", 0644);
+        put(f, "server.log", "line 1\nline 2\n", 0644); /* the background write */
+        assert_int_equal(undo_checkpoint_mark_lost(cp, "server.log", &err), 0);
+        uint64_t one = commit(cp);
+        assert_int_equal(undo_checkpoint_begin(s, "call 2", &cp), 0);
+        capture(cp, f, "server.log", false);
+        put(f, "server.log", "rewritten\n", 0644);
+        uint64_t two = commit(cp);
+        assert_int_equal(undo_manifest_find(undo_store_find(s, one), "server.log")->type, UNDO_LOST);
+        UndoRestoreReport rep;
+        restore(s, one, f, NULL, &rep);
+        assert_non_null(strstr(problem_for(&rep, "server.log"), "descriptor opened before"));
+        char p[256];
+        snprintf(p, sizeof p, "%s/server.log", f->ws);
+        char *c = slurp(p);
+        assert_string_equal(c, "rewritten\n");
+        free(c);
+        snprintf(p, sizeof p, "%s/other.txt", f->ws);
+        c = slurp(p);
+        assert_string_equal(c, "before 1\n");
+        free(c);
+        undo_restore_report_done(&rep);
+        restore(s, two, f, NULL, &rep);
+        assert_null(problem_for(&rep, "server.log"));
+        snprintf(p, sizeof p, "%s/server.log", f->ws);
+        c = slurp(p);
+        assert_string_equal(c, "line 1\nline 2\n");
+        free(c);
+        undo_restore_report_done(&rep);
+        undo_store_free(s);
+}
+
 /* A torn manifest (a crash mid-write) is removed at the next open, with
  * the blobs only it held; temporary files a crash left go too. */
 static void test_open_sweeps(void **state) {
@@ -817,6 +862,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_unrestorable_listed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_appeared_between_passes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_capture_fd, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lost_pre_image, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_open_sweeps, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

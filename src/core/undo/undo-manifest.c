@@ -39,7 +39,7 @@ static bool hash_valid(const char *h) {
 
 static bool type_known(int t) {
         return t == UNDO_ABSENT || t == UNDO_FILE || t == UNDO_DIR || t == UNDO_SYMLINK || t == UNDO_MASKED ||
-               t == UNDO_TOO_BIG || t == UNDO_OTHER;
+               t == UNDO_TOO_BIG || t == UNDO_OTHER || t == UNDO_LOST;
 }
 
 /* What each type carries, and nothing else: a hash for a file only, a
@@ -54,6 +54,7 @@ static bool fields_fit(UndoType type, uint32_t mode, uint64_t size, const char *
         switch (type) {
         case UNDO_ABSENT:
         case UNDO_SYMLINK:
+        case UNDO_LOST:
                 return mode == 0 && size == 0;
         case UNDO_DIR:
                 return size == 0;

@@ -36,6 +36,8 @@ typedef enum UndoType {
         UNDO_MASKED = 'm',  /* a masked file: its content never enters the store */
         UNDO_TOO_BIG = 'b', /* a file over the store's cap: mode and size only */
         UNDO_OTHER = 'o',   /* a FIFO, socket or device node: not restored */
+        UNDO_LOST = 'u',    /* changed without a pre-image (through a descriptor opened
+                             * before the checkpoint began): a restore lists it */
 } UndoType;
 
 #define UNDO_PATH_MAX 4096

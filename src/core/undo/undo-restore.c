@@ -305,6 +305,8 @@ static const char *type_reason(UndoType t) {
                 return "was a file over the store's cap: its content was not stored";
         case UNDO_OTHER:
                 return "was a FIFO, socket or device node: not restored";
+        case UNDO_LOST:
+                return "changed through a descriptor opened before the checkpoint: its earlier content was not saved";
         default:
                 return NULL;
         }

@@ -393,6 +393,14 @@ int undo_checkpoint_capture_fd(UndoCheckpoint *cp, const char *rel, int fd, Undo
         return capture_file(cp, fd, &st, rel, err);
 }
 
+int undo_checkpoint_mark_lost(UndoCheckpoint *cp, const char *rel, VsError **err) {
+        if (!undo_path_valid(rel))
+                return vs_error_set(err, -EINVAL, "%s: not a clean relative path", rel);
+        if (undo_manifest_has(&cp->m, rel))
+                return 0;
+        return add_entry(cp, rel, UNDO_LOST, 0, 0, NULL, NULL, err);
+}
+
 void undo_checkpoint_free(UndoCheckpoint *cp) {
         if (!cp)
                 return;

@@ -90,6 +90,11 @@ int undo_checkpoint_capture(UndoCheckpoint *cp, int rootfd, const char *rel, boo
  * a descriptor that is not a regular file. */
 int undo_checkpoint_capture_fd(UndoCheckpoint *cp, const char *rel, int fd, UndoPathFilterFn filter, void *userdata,
                                VsError **err);
+/* Records that rel changed in this checkpoint without a pre-image (the
+ * watch saw a write no open of this checkpoint preceded: a descriptor
+ * opened earlier), unless this checkpoint holds rel already; a restore
+ * to this checkpoint or before lists rel instead of guessing. */
+int undo_checkpoint_mark_lost(UndoCheckpoint *cp, const char *rel, VsError **err);
 /* Whether this checkpoint holds rel (a caller capturing a path once). */
 bool undo_checkpoint_has(const UndoCheckpoint *cp, const char *rel);
 size_t undo_checkpoint_n_entries(const UndoCheckpoint *cp);
