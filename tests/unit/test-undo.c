@@ -90,6 +90,16 @@ static char *slurp(const char *path) {
         return buf;
 }
 
+/* The file at dir/rel holds exactly expected. */
+static void assert_content(const char *dir, const char *rel, const char *expected) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, rel);
+        char *c = slurp(p);
+        assert_non_null(c);
+        assert_string_equal(c, expected);
+        free(c);
+}
+
 /* One line per entry below dir: path, type, mode, and the content's hash
  * or the link's text; sorted, so two listings compare as strings. */
 static void list_into(StrBuf *b, const char *dir, const char *rel) {
@@ -523,10 +533,7 @@ static void test_symlink_not_followed(void **state) {
         assert_int_equal(rep.n_problems, 1);
         assert_non_null(strstr(problem_for(&rep, "src/a.txt"), "symlink"));
         char p[256];
-        snprintf(p, sizeof p, "%s/outside/a.txt", f->root);
-        char *c = slurp(p);
-        assert_string_equal(c, "outside\n");
-        free(c);
+        assert_content(f->root, "outside/a.txt", "outside\n");
         snprintf(p, sizeof p, "%s/outside", f->root);
         assert_int_equal(count_files(p), 1);
         undo_restore_report_done(&rep);
@@ -543,14 +550,8 @@ static void test_symlink_not_followed(void **state) {
         snprintf(p, sizeof p, "%s/src", f->ws);
         assert_int_equal(lstat(p, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
-        snprintf(p, sizeof p, "%s/src/a.txt", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "v1\n");
-        free(c);
-        snprintf(p, sizeof p, "%s/outside/a.txt", f->root);
-        c = slurp(p);
-        assert_string_equal(c, "outside\n");
-        free(c);
+        assert_content(f->ws, "src/a.txt", "v1\n");
+        assert_content(f->root, "outside/a.txt", "outside\n");
         /* The link it replaced is in the restore's own checkpoint, as a link. */
         const UndoEntry *e = undo_manifest_find(undo_store_find(s, rep.seq), "src");
         assert_int_equal(e->type, UNDO_SYMLINK);
@@ -614,18 +615,12 @@ static void test_unrestorable_listed(void **state) {
         assert_non_null(strstr(problem_for(&rep, ".ssh"), "masked"));
         assert_int_equal(rep.n_problems, 4);
         char p[256];
-        snprintf(p, sizeof p, "%s/.env", f->ws);
-        char *c = slurp(p);
-        assert_string_equal(c, "TOKEN=new\n"); /* a masked path is never touched */
-        free(c);
+        assert_content(f->ws, ".env", "TOKEN=new\n"); /* a masked path is never touched */
         snprintf(p, sizeof p, "%s/vectora.toml", f->ws);
-        c = slurp(p);
+        char *c = slurp(p);
         assert_non_null(strstr(c, "enabled=false")); /* nor a protected one */
         free(c);
-        snprintf(p, sizeof p, "%s/ok.txt", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "fine\n");
-        free(c);
+        assert_content(f->ws, "ok.txt", "fine\n");
         snprintf(p, sizeof p, "%s/made", f->ws);
         assert_int_equal(access(p, F_OK), -1);
         undo_restore_report_done(&rep);
@@ -639,10 +634,7 @@ static void test_unrestorable_listed(void **state) {
         restore(s, seq, f, &o, &rep);
         assert_non_null(strstr(problem_for(&rep, "keep/file"), "protected"));
         assert_non_null(problem_for(&rep, "keep"));
-        snprintf(p, sizeof p, "%s/keep/file", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "precious\n");
-        free(c);
+        assert_content(f->ws, "keep/file", "precious\n");
         undo_restore_report_done(&rep);
 
         /* A file captured before its directory was masked (no filter then)
@@ -666,10 +658,7 @@ static void test_unrestorable_listed(void **state) {
         sh("for b in %s/blobs/*; do grep -q fine $b && chmod u+w $b && echo tampered > $b; done; true", f->st);
         restore(s, seq, f, &o, &rep);
         assert_non_null(strstr(problem_for(&rep, "ok.txt"), "damaged"));
-        snprintf(p, sizeof p, "%s/ok.txt", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "changed\n");
-        free(c);
+        assert_content(f->ws, "ok.txt", "changed\n");
         undo_restore_report_done(&rep);
         undo_store_free(s);
 }
@@ -708,10 +697,7 @@ static void test_appeared_between_passes(void **state) {
         assert_non_null(strstr(problem_for(&rep, "d/late"), "appeared after"));
         assert_non_null(problem_for(&rep, "d"));
         char p[256];
-        snprintf(p, sizeof p, "%s/d/late", f->ws);
-        char *c = slurp(p);
-        assert_string_equal(c, "late\n");
-        free(c);
+        assert_content(f->ws, "d/late", "late\n");
         snprintf(p, sizeof p, "%s/d/early", f->ws);
         assert_int_equal(access(p, F_OK), -1);
         undo_restore_report_done(&rep);
@@ -755,11 +741,9 @@ static void test_capture_fd(void **state) {
         assert_false(store_holds(f, "fd-secret"));
         UndoRestoreReport rep;
         restore(s, seq, f, NULL, &rep);
-        snprintf(p, sizeof p, "%s/db.sqlite", f->ws);
-        char *c = slurp(p);
-        assert_string_equal(c, "original content\n");
-        free(c);
+        assert_content(f->ws, "db.sqlite", "original content\n");
         struct stat st;
+        snprintf(p, sizeof p, "%s/db.sqlite", f->ws);
         assert_int_equal(stat(p, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0640);
         undo_restore_report_done(&rep);
@@ -791,22 +775,12 @@ static void test_lost_pre_image(void **state) {
         UndoRestoreReport rep;
         restore(s, one, f, NULL, &rep);
         assert_non_null(strstr(problem_for(&rep, "server.log"), "descriptor opened before"));
-        char p[256];
-        snprintf(p, sizeof p, "%s/server.log", f->ws);
-        char *c = slurp(p);
-        assert_string_equal(c, "rewritten\n");
-        free(c);
-        snprintf(p, sizeof p, "%s/other.txt", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "before 1\n");
-        free(c);
+        assert_content(f->ws, "server.log", "rewritten\n");
+        assert_content(f->ws, "other.txt", "before 1\n");
         undo_restore_report_done(&rep);
         restore(s, two, f, NULL, &rep);
         assert_null(problem_for(&rep, "server.log"));
-        snprintf(p, sizeof p, "%s/server.log", f->ws);
-        c = slurp(p);
-        assert_string_equal(c, "line 1\nline 2\n");
-        free(c);
+        assert_content(f->ws, "server.log", "line 1\nline 2\n");
         undo_restore_report_done(&rep);
         undo_store_free(s);
 }
