@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The undo store (src/core/undo/): a manifest read back as written and
- * refused whole when damaged; a tree removed with `rm -rf` restored byte
+/* The undo store (src/core/undo/; its manifest: test-undo-manifest.c): a tree removed with `rm -rf` restored byte
  * for byte with its modes and symlinks; a file created, renamed over
  * another and deleted within one checkpoint; an undo undone; the caps
  * dropping the oldest checkpoints and their blobs; a call that changes
@@ -189,62 +188,6 @@ static const char *problem_for(const UndoRestoreReport *rep, const char *path) {
                 if (strcmp(rep->problems[i].path, path) == 0)
                         return rep->problems[i].reason;
         return NULL;
-}
-
-/* ---- the manifest ---- */
-
-static void test_manifest(void **state) {
-        (void)state;
-        UndoManifest m = { .seq = 7, .time_us = 1733140000123456 };
-        char h[SHA256_HEX_LEN + 1];
-        sha256_hex("x", 1, h);
-        assert_int_equal(undo_manifest_set_label(&m, "terminal rm -rf src"), 0);
-        assert_int_equal(undo_manifest_add(&m, "src/b c", UNDO_FILE, 0644, 1, h, NULL), 0);
-        assert_int_equal(undo_manifest_add(&m, "src", UNDO_DIR, 0755, 0, NULL, NULL), 0);
-        assert_int_equal(undo_manifest_add(&m, "-", UNDO_SYMLINK, 0, 0, NULL, "../%etc\n"), 0);
-        assert_int_equal(undo_manifest_add(&m, "new\nline", UNDO_ABSENT, 0, 0, NULL, NULL), 0);
-        assert_int_equal(undo_manifest_add(&m, ".env", UNDO_MASKED, 0600, 12, NULL, NULL), 0);
-        /* The first pre-image of a path is the one that counts. */
-        assert_int_equal(undo_manifest_add(&m, "src", UNDO_ABSENT, 0, 0, NULL, NULL), -EEXIST);
-        /* Paths and fields the store refuses. */
-        assert_int_equal(undo_manifest_add(&m, "../x", UNDO_ABSENT, 0, 0, NULL, NULL), -EINVAL);
-        assert_int_equal(undo_manifest_add(&m, "/etc/passwd", UNDO_ABSENT, 0, 0, NULL, NULL), -EINVAL);
-        assert_int_equal(undo_manifest_add(&m, "a//b", UNDO_ABSENT, 0, 0, NULL, NULL), -EINVAL);
-        assert_int_equal(undo_manifest_add(&m, "a/./b", UNDO_ABSENT, 0, 0, NULL, NULL), -EINVAL);
-        assert_int_equal(undo_manifest_add(&m, "f", UNDO_FILE, 0644, 1, NULL, NULL), -EINVAL);
-        assert_int_equal(undo_manifest_add(&m, "f", UNDO_DIR, 0644, 0, h, NULL), -EINVAL);
-        char *text;
-        size_t len;
-        assert_int_equal(undo_manifest_serialize(&m, &text, &len), 0);
-        UndoManifest p;
-        assert_int_equal(undo_manifest_parse(text, len, &p), 0);
-        assert_int_equal(p.seq, 7);
-        assert_int_equal(p.time_us, 1733140000123456);
-        assert_string_equal(p.label, "terminal rm -rf src");
-        assert_int_equal(p.n, 5);
-        assert_string_equal(p.entries[0].path, "-");
-        assert_string_equal(p.entries[0].target, "../%etc\n");
-        assert_string_equal(undo_manifest_find(&p, "new\nline")->path, "new\nline");
-        assert_int_equal(undo_manifest_find(&p, "src/b c")->mode, 0644);
-        assert_string_equal(undo_manifest_find(&p, "src/b c")->hash, h);
-        char *again;
-        size_t again_len;
-        assert_int_equal(undo_manifest_serialize(&p, &again, &again_len), 0);
-        assert_int_equal(again_len, len);
-        assert_memory_equal(again, text, len);
-        /* One byte changed anywhere, or the file cut short: refused whole. */
-        for (size_t i = 0; i < len; i++) {
-                UndoManifest q;
-                text[i] ^= 0x01;
-                assert_int_equal(undo_manifest_parse(text, len, &q), -EBADMSG);
-                assert_int_equal(q.n, 0);
-                text[i] ^= 0x01;
-                assert_int_equal(undo_manifest_parse(text, i, &q), -EBADMSG);
-        }
-        free(again);
-        free(text);
-        undo_manifest_done(&p);
-        undo_manifest_done(&m);
 }
 
 /* ---- capture and restore ---- */
@@ -825,7 +768,6 @@ static void test_open_sweeps(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_manifest),
                 cmocka_unit_test_setup_teardown(test_rm_rf, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_created_renamed_deleted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_undo_of_undo, setup, teardown),
