@@ -581,7 +581,8 @@ int http_rules_body(const char *headers, const char *body, size_t have, size_t r
         char type[128] = "";
         if (types == 1)
                 snprintf(type, sizeof type, "%.*s", (int)MIN((size_t)(e - v), sizeof type - 1), v);
-        type[strcspn(type, "; \t")] = 0;
+        /* Rack and PHP end the media type at ',' as at ';'. */
+        type[strcspn(type, ";, \t")] = 0;
         for (char *t = type; *t; t++)
                 *t = *t >= 'A' && *t <= 'Z' ? (char)(*t - 'A' + 'a') : *t;
         bool form = !*type || streq(type, "application/x-www-form-urlencoded");

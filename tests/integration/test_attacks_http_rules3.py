@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A third round of attacks on the HTTP rules per host ([[sandbox.http]],
+issue 31), as a hostile agent in the jail makes them with raw bytes
+(tests/lib/vsecrets.py RAW):
+
+  - plain HTTP through a CONNECT tunnel to another allowed name of the
+    rules host's server, with a first line the tunnel's detector did not
+    take for HTTP but a server does: a byte above 0x7f in the target
+    (nginx, Python and most servers take raw UTF-8 there), a vertical tab
+    or form feed between the words or before the method (Python's
+    http.server splits the line on any whitespace); and the forms it
+    already caught (lowercase, h2c prior knowledge, HTTP/0.9, a first
+    segment of one byte).
+  - a form body carrying _method whose Content-Type has a ',' after the
+    media type: Rack (Rails) and PHP (Laravel, Symfony) cut the type at
+    ',' as at ';', so they read the body as a form, where the proxy did
+    not; Content-Type in capitals, with a charset; the override headers
+    in other cases and with '_'; a request pipelined after a checked body.
+
+TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402,F401
+from vtest import Tap, check  # noqa: E402
+
+from vsecrets import Recorder, run_main  # noqa: E402
+from vhttprules import raw, reached, refused, with_plain  # noqa: E402
+
+T = Tap()
+
+# First lines a server runs as DELETE /repos/other (its Host naming the
+# rules host), each with whether the detector already caught it.
+TUNNEL_LINES = [
+    "DELETE /repos/other?x=\\xc3\\xa9 HTTP/1.1",
+    "DELETE /repos/other?x=\\xff HTTP/1.1",
+    "DELETE\\x0b/repos/other\\x0bHTTP/1.1",
+    "DELETE\\x0c/repos/other HTTP/1.1",
+    "\\x0cDELETE /repos/other HTTP/1.1",
+    "DELETE /repos/other\\x1fHTTP/1.1",
+    "delete /repos/other http/1.1",
+    "D<<PAUSE>>ELETE /repos/other HTTP/1.1",
+    "GET\\t/repos/other?x=\\xc3\\xa9",
+]
+
+
+def t_tunnel_odd_first_line(tmp):
+    """Plain HTTP in a CONNECT tunnel to 127.0.0.2 (no rules), Host naming
+    the rules host 127.0.0.1 that the same server serves, its first line
+    holding a byte above 0x7f or a whitespace other than space and tab:
+    closed and reported (the request reached the host before the fix).
+    A ClientHello-like binary first byte still passes (the server gets it
+    and drops it)."""
+    def body(d, ws, port):
+        for line in TUNNEL_LINES:
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "tunnel", "127.0.0.2:%d" % port, "%s\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n" % (line, port))
+            check("200" in out.split("\n")[0], (line, "the CONNECT", out))
+            check(not reached(port), (line, "the host got", Recorder.seen, r))
+            check("plain HTTP inside a CONNECT tunnel" in json.dumps(r.get("network_denied")), (line, r))
+        Recorder.seen.clear()
+        r, out = raw(d, ws, "tunnel", "127.0.0.2:%d" % port, "\\x00\\x01binary\\r\\n")
+        check(not r.get("network_denied"), r)
+    with_plain(tmp, "odd-line", body, addr="0.0.0.0", extra_net=("127.0.0.2",))
+
+
+FORM = "Content-Type: %s\\r\\n"
+TYPES = ["application/x-www-form-urlencoded,x", "application/x-www-form-urlencoded , x",
+         "APPLICATION/X-WWW-FORM-URLENCODED", "application/x-www-form-urlencoded;charset=utf-8",
+         "Application/X-Www-Form-Urlencoded ;charset=\\\"utf-8\\\""]
+
+
+def t_form_type_spellings(tmp):
+    """An allowed POST whose form body carries _method=DELETE under a
+    Content-Type Rack or PHP reads as a form: cut at ',' (refused after
+    the fix: it reached the host before), in capitals, with a charset."""
+    def body(d, ws, port):
+        target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
+        b = "_method=DELETE"
+        for t in TYPES:
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n%s"
+                         "Content-Length: %d\\r\\n\\r\\n%s" % (target, port, FORM % t, len(b), b))
+            check(not reached(port), (t, "the host got", Recorder.seen, r))
+            refused(r, out, t)
+            check("_method" in json.dumps(r.get("network_denied")), (t, r))
+    with_plain(tmp, "form-types", body)
+
+
+OVERRIDES = ["x-http-method-override", "X_HTTP_METHOD_OVERRIDE", "X-Http-Method", "x-method-override",
+             "X-Original-URL"]
+
+
+def t_override_headers_and_pipelining(tmp):
+    """The override headers in other cases and with '_' (CGI's spelling):
+    refused. A DELETE pipelined after an allowed POST's body in the same
+    write: the first passes (with Connection: close), the second never
+    reaches the host."""
+    def body(d, ws, port):
+        target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
+        for h in OVERRIDES:
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                         "%s: DELETE\\r\\nContent-Length: 0\\r\\n\\r\\n" % (target, port, h))
+            check(not reached(port), (h, "the host got", Recorder.seen, r))
+            refused(r, out, h)
+        Recorder.seen.clear()
+        r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port,
+                     "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nContent-Type: text/plain\\r\\nContent-Length: 3\\r\\n"
+                     "\\r\\nabcDELETE http://127.0.0.1:%d/repos/other HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                     "Content-Length: 0\\r\\n\\r\\n" % (target, port, port, port))
+        # The proxy sends the checked request with Connection: close and
+        # reads nothing after its body: the DELETE is dropped unsent.
+        check(reached(port) == ["/repos/me/a/pulls"], ("pipelined: the host got", Recorder.seen, r, out))
+        check("Connection: close" in Recorder.seen[0][2], Recorder.seen)
+    with_plain(tmp, "overrides", body)
+
+
+def main():
+    run_main(T, "atk-http-rules3", ("openssl", "python3"),
+             [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining])
+
+
+if __name__ == "__main__":
+    main()
