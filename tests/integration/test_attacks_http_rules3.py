@@ -21,14 +21,18 @@ issue 31), as a hostile agent in the jail makes them with raw bytes
 TAP output. VECTORA_TEST_STRICT=1 turns a skip into a failure."""
 import json
 import os
+import signal
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402,F401
 from vtest import Tap, check  # noqa: E402
 
-from vsecrets import Recorder, run_main  # noqa: E402
-from vhttprules import raw, reached, refused, with_plain  # noqa: E402
+from vdaemon import proxy_of, wait_until  # noqa: E402
+from vsecrets import Recorder, run_main, term  # noqa: E402
+from vhttprules import RULES, raw, reached, refused, with_plain  # noqa: E402
 
 T = Tap()
 
@@ -119,9 +123,64 @@ def t_override_headers_and_pipelining(tmp):
     with_plain(tmp, "overrides", body)
 
 
+# Runs in the jail: refused DELETEs, one connection each, for argv[1]
+# seconds; prints how many got which status line.
+STORM = r'''
+import socket, sys, time
+port, end, counts = int(sys.argv[2]), time.time() + float(sys.argv[1]), {}
+while time.time() < end:
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+        s.sendall(b"DELETE http://127.0.0.1:%d/repos/other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                  b"Content-Length: 0\r\n\r\n" % (port, port))
+        k = s.recv(64).split(b"\r\n")[0].decode("latin-1") or "closed"
+        s.close()
+    except OSError as e:
+        k = type(e).__name__
+    counts[k] = counts.get(k, 0) + 1
+print(counts)
+'''
+
+TIGHT = '[[sandbox.http]]\nhost = "127.0.0.1"\nallow = ["GET /repos/me/**"]\n'
+
+
+def t_restart_and_reload_storm(tmp):
+    """A jail sends refused DELETEs in a loop for 8 s while the proxy is
+    killed three times (the daemon starts it again and hands it every
+    listener and rule set) and vectora.toml switches between two rule
+    sets that both refuse them: no request is checked against no rules
+    or a half-sent set, the host gets none."""
+    def body(d, ws, port):
+        with open(os.path.join(ws, "storm.py"), "w") as f:
+            f.write(STORM)
+        vtest.chown_tree(ws)
+        Recorder.seen.clear()
+        got = {}
+        t = threading.Thread(target=lambda: got.update(r=term(d, ws, "python3 storm.py 8 %d" % port, timeout=60)))
+        t.start()
+        time.sleep(1)
+        net = '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % port
+        for i in range(3):
+            with open(os.path.join(ws, "vectora.toml"), "w") as f:
+                f.write(net + (TIGHT if i % 2 == 0 else RULES))
+            old = proxy_of(d)["pid"]
+            os.kill(old, signal.SIGKILL)
+            wait_until(lambda: (d.status()["daemon"].get("proxy") or {}).get("pid") not in (None, 0, old),
+                       "the proxy started again", timeout=15)
+            time.sleep(1)
+        t.join(70)
+        r = got.get("r") or {}
+        out = r.get("stdout", "")
+        print("# the jail's answers:", out.strip())
+        check("403" in out, ("no request was refused", r))
+        check(not reached(port), ("the host got", Recorder.seen, out))
+    with_plain(tmp, "storm", body)
+
+
 def main():
     run_main(T, "atk-http-rules3", ("openssl", "python3"),
-             [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining])
+             [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining,
+              t_restart_and_reload_storm])
 
 
 if __name__ == "__main__":
