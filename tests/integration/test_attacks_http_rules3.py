@@ -32,7 +32,7 @@ from vtest import Tap, check  # noqa: E402
 
 from vdaemon import proxy_of, wait_until  # noqa: E402
 from vsecrets import Recorder, run_main, term  # noqa: E402
-from vhttprules import RULES, raw, reached, refused, with_plain  # noqa: E402
+from vhttprules import RULES, raw, reached, refused, with_https, with_plain  # noqa: E402
 
 T = Tap()
 
@@ -123,6 +123,58 @@ def t_override_headers_and_pipelining(tmp):
     with_plain(tmp, "overrides", body)
 
 
+# Runs in the jail: a TLS connection through the proxy to argv[1]
+# offering ALPN h2 first; prints what was chosen, then sends the h2
+# preface and prints the answer.
+ALPN = r'''
+import os, socket, ssl, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (sys.argv[1].encode(), sys.argv[1].encode()))
+r = b""
+while b"\r\n\r\n" not in r:
+    r += s.recv(4096)
+ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+ctx.set_alpn_protocols(["h2", "http/1.1"])
+s = ctx.wrap_socket(s, server_hostname=sys.argv[1].rsplit(":", 1)[0])
+print("ALPN:", s.selected_alpn_protocol())
+s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+out = b""
+try:
+    while True:
+        k = s.recv(65536)
+        if not k:
+            break
+        out += k
+except Exception as e:
+    out += repr(e).encode()
+print(out.decode("latin-1"))
+'''
+
+
+def t_tls_pipelining_and_h2(tmp):
+    """Inside the TLS the proxy opens for a rules host with a secret: a
+    DELETE pipelined after an allowed POST's body never reaches the host;
+    ALPN h2 is not chosen (the proxy speaks HTTP/1.1 only) and the h2
+    preface is refused, not passed on."""
+    def body(d, ws, port):
+        Recorder.seen.clear()
+        r, out = raw(d, ws, "tls", "127.0.0.1:%d" % port,
+                     "POST /repos/me/a/pulls HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nContent-Type: text/plain\\r\\n"
+                     "Content-Length: 3\\r\\n\\r\\nabcDELETE /repos/other HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                     "Content-Length: 0\\r\\n\\r\\n" % (port, port))
+        check(reached(port) == ["/repos/me/a/pulls"], ("pipelined in TLS: the host got", Recorder.seen, r, out))
+        with open(os.path.join(ws, "alpn.py"), "w") as f:
+            f.write(ALPN)
+        vtest.chown_tree(ws)
+        Recorder.seen.clear()
+        r = term(d, ws, "python3 alpn.py 127.0.0.1:%d" % port)
+        out = r.get("stdout", "") + r.get("stderr", "")
+        print("# h2 attempt:", out.strip().splitlines()[:2])
+        check("ALPN: h2" not in out and not reached(port), ("h2: the host got", Recorder.seen, r))
+        check("400" in out or "403" in out, ("the h2 preface was not refused", r))
+    with_https(tmp, "tls-pipe", body)
+
+
 # Runs in the jail: refused DELETEs, one connection each, for argv[1]
 # seconds; prints how many got which status line.
 STORM = r'''
@@ -180,7 +232,7 @@ def t_restart_and_reload_storm(tmp):
 def main():
     run_main(T, "atk-http-rules3", ("openssl", "python3"),
              [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining,
-              t_restart_and_reload_storm])
+              t_restart_and_reload_storm, t_tls_pipelining_and_h2])
 
 
 if __name__ == "__main__":
