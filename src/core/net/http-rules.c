@@ -590,6 +590,17 @@ int http_rules_body(const char *headers, const char *body, size_t have, size_t r
         if (!form && !multipart && !json)
                 return 0;
         const char *kind = form ? "form" : multipart ? "multipart" : "JSON";
+        /* A server that inflates request bodies (Apache's DEFLATE input
+         * filter, ASP.NET Core's request decompression) reads a _method
+         * the proxy would look for in compressed bytes. */
+        unsigned codings = header_value(headers, end, "content-encoding", &v, &e);
+        if (codings > 1 || (codings == 1 && !((size_t)(e - v) == 8 && strncasecmp(v, "identity", 8) == 0))) {
+                snprintf(why, size,
+                         "the request's %s body has a Content-Encoding: a server that inflates it could read a _method "
+                         "parameter the proxy cannot see in the encoded bytes",
+                         kind);
+                return -EPERM;
+        }
         if (chunked || length > room) {
                 snprintf(why, size,
                          "the request's %s body (%s) is not one the proxy reads whole (at most %zu bytes with a Content-Length), "
