@@ -118,6 +118,23 @@ def t_encoded_form(tmp):
     with_plain(tmp, "encoded", body)
 
 
+def t_underscore_content_type(tmp):
+    """An allowed POST with Content-Type: application/octet-stream (a body
+    the proxy does not read) and Content_Type naming a form, its body
+    carrying _method: gunicorn and CGI servers read Content_Type as the
+    type. Refused as two Content-Types (it reached the host before)."""
+    def body(d, ws, port):
+        target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
+        b = "_method=DELETE"
+        Recorder.seen.clear()
+        r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n"
+                     "Content-Type: application/octet-stream\\r\\nContent_Type: application/x-www-form-urlencoded"
+                     "\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (target, port, len(b), b))
+        check(not reached(port), ("Content_Type: the host got", Recorder.seen, r))
+        refused(r, out, "Content_Type")
+    with_plain(tmp, "underscore", body)
+
+
 OVERRIDES = ["x-http-method-override", "X_HTTP_METHOD_OVERRIDE", "X-Http-Method", "x-method-override",
              "X-Original-URL"]
 
@@ -256,7 +273,8 @@ def t_restart_and_reload_storm(tmp):
 def main():
     run_main(T, "atk-http-rules3", ("openssl", "python3"),
              [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining,
-              t_restart_and_reload_storm, t_tls_pipelining_and_h2, t_encoded_form])
+              t_restart_and_reload_storm, t_tls_pipelining_and_h2, t_encoded_form,
+              t_underscore_content_type])
 
 
 if __name__ == "__main__":

@@ -433,10 +433,10 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
                                          "than the one the [[sandbox.http]] rules checked", (int)n, q);
                                 return true;
                         }
-                if (n == 14 && strncasecmp(q, "content-length", n) == 0) {
+                if (header_is(q, n, "content-length")) {
                         lengths++;
                         bad_value |= !all_digits(v, e);
-                } else if (n == 17 && strncasecmp(q, "transfer-encoding", n) == 0) {
+                } else if (header_is(q, n, "transfer-encoding")) {
                         codings++;
                         bad_value |= !((size_t)(e - v) == 7 && strncasecmp(v, "chunked", 7) == 0);
                 }
@@ -453,7 +453,8 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
 }
 
 /* The value of the header name in the "Name: value\r\n" lines [p, end),
- * without surrounding blanks, in [*v, *e); how many such headers. */
+ * without surrounding blanks, in [*v, *e); how many such headers ('_'
+ * for '-' too: gunicorn and CGI servers read Content_Type as the type). */
 static unsigned header_value(const char *p, const char *end, const char *name, const char **v, const char **e) {
         unsigned count = 0;
         size_t len = strlen(name);
@@ -461,7 +462,7 @@ static unsigned header_value(const char *p, const char *end, const char *name, c
                 const char *le = memmem(q, (size_t)(end - q), "\r\n", 2);
                 if (!le)
                         break;
-                if ((size_t)(le - q) > len && strncasecmp(q, name, len) == 0 && q[len] == ':') {
+                if ((size_t)(le - q) > len && header_is(q, len, name) && q[len] == ':') {
                         const char *b = q + len + 1, *c = le;
                         while (b < c && (*b == ' ' || *b == '\t'))
                                 b++;
