@@ -157,6 +157,35 @@ def t_override_in_trailer(tmp):
     with_plain(tmp, "trailer", body)
 
 
+# Multipart bodies naming _method in the spellings lax parsers take.
+MULTIPART = [
+    ('"b"', '--b\\r\\nContent-Disposition: form-data; name="_method"\\r\\n\\r\\nDELETE\\r\\n--b--\\r\\n'),
+    ('b', '--b\\nContent-Disposition: form-data; name=_method\\n\\nDELETE\\n--b--\\n'),
+    ('b', "--b\\r\\ncontent-disposition: form-data; name*=UTF-8''%5Fmethod\\r\\n\\r\\nDELETE\\r\\n--b--\\r\\n"),
+    ('b', '--b\\r\\nContent-Disposition: form-data;name = "_METHOD"; filename="x"\\r\\n\\r\\nDELETE\\r\\n--b--\\r\\n'),
+]
+
+
+def t_expect_and_multipart(tmp):
+    """An allowed POST with Expect: 100-continue whose form body carrying
+    _method comes 300 ms after the head, and multipart bodies naming
+    _method with a quoted boundary, LF-only lines, RFC 2231 name*, no ';'
+    space and capitals: refused, the host gets none."""
+    def body(d, ws, port):
+        target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
+        cases = [("Content-Type: application/x-www-form-urlencoded\\r\\nExpect: 100-continue\\r\\n",
+                  "<<PAUSE>>_method=DELETE")]
+        cases += [("Content-Type: multipart/form-data; boundary=%s\\r\\n" % bd, b) for bd, b in MULTIPART]
+        for head, b in cases:
+            n = len(b.replace("<<PAUSE>>", "").encode().decode("unicode_escape"))
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n%s"
+                         "Content-Length: %d\\r\\n\\r\\n%s" % (target, port, head, n, b))
+            check(not reached(port), (head, b, "the host got", Recorder.seen, r))
+            refused(r, out, b)
+    with_plain(tmp, "expect-mp", body)
+
+
 OVERRIDES = ["x-http-method-override", "X_HTTP_METHOD_OVERRIDE", "X-Http-Method", "x-method-override",
              "X-Original-URL"]
 
@@ -296,7 +325,8 @@ def main():
     run_main(T, "atk-http-rules3", ("openssl", "python3"),
              [t_tunnel_odd_first_line, t_form_type_spellings, t_override_headers_and_pipelining,
               t_restart_and_reload_storm, t_tls_pipelining_and_h2, t_encoded_form,
-              t_underscore_content_type, t_override_in_trailer])
+              t_underscore_content_type, t_override_in_trailer,
+              t_expect_and_multipart])
 
 
 if __name__ == "__main__":
