@@ -76,12 +76,17 @@ FORM = "Content-Type: %s\\r\\n"
 TYPES = ["application/x-www-form-urlencoded,x", "application/x-www-form-urlencoded , x",
          "APPLICATION/X-WWW-FORM-URLENCODED", "application/x-www-form-urlencoded;charset=utf-8",
          "Application/X-Www-Form-Urlencoded ;charset=\\\"utf-8\\\""]
+# Laravel takes a body for JSON when its whole Content-Type, parameters
+# too, holds "/json" or "+json", and reads _method from it.
+JSON_TYPES = ["text/plain; x=/json", "application/octet-stream;v=+json"]
 
 
 def t_form_type_spellings(tmp):
     """An allowed POST whose form body carries _method=DELETE under a
     Content-Type Rack or PHP reads as a form: cut at ',' (refused after
-    the fix: it reached the host before), in capitals, with a charset."""
+    the fix: it reached the host before), in capitals, with a charset;
+    a JSON body with _method under a type whose parameters hold "/json"
+    (Laravel reads it as JSON; it reached the host before)."""
     def body(d, ws, port):
         target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
         b = "_method=DELETE"
@@ -92,6 +97,13 @@ def t_form_type_spellings(tmp):
             check(not reached(port), (t, "the host got", Recorder.seen, r))
             refused(r, out, t)
             check("_method" in json.dumps(r.get("network_denied")), (t, r))
+        b = '{"_method": "DELETE"}'
+        for t in JSON_TYPES:
+            Recorder.seen.clear()
+            r, out = raw(d, ws, "plain", "127.0.0.1:%d" % port, "POST %s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n%s"
+                         "Content-Length: %d\\r\\n\\r\\n%s" % (target, port, FORM % t, len(b), b))
+            check(not reached(port), (t, "the host got", Recorder.seen, r))
+            refused(r, out, t)
     with_plain(tmp, "form-types", body)
 
 

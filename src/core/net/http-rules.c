@@ -562,7 +562,7 @@ static bool json_override(const char *body, size_t n) {
 
 int http_rules_body(const char *headers, const char *body, size_t have, size_t room, size_t *need, char *why,
                     size_t size) {
-        const char *end = headers + strlen(headers), *v, *e;
+        const char *end = headers + strlen(headers), *v = NULL, *e = NULL;
         uint64_t length = 0;
         bool chunked = header_value(headers, end, "transfer-encoding", &v, &e) > 0;
         if (header_value(headers, end, "content-length", &v, &e) == 1)
@@ -587,7 +587,12 @@ int http_rules_body(const char *headers, const char *body, size_t have, size_t r
         for (char *t = type; *t; t++)
                 *t = *t >= 'A' && *t <= 'Z' ? (char)(*t - 'A' + 'a') : *t;
         bool form = !*type || streq(type, "application/x-www-form-urlencoded");
-        bool multipart = strncmp(type, "multipart/", 10) == 0, json = strstr(type, "json") != NULL;
+        /* Laravel reads a body as JSON when the whole Content-Type,
+         * parameters too, holds "/json" or "+json". */
+        bool json = false;
+        for (const char *x = v; types == 1 && x + 4 <= e && !json; x++)
+                json = strncasecmp(x, "json", 4) == 0;
+        bool multipart = strncmp(type, "multipart/", 10) == 0;
         if (!form && !multipart && !json)
                 return 0;
         const char *kind = form ? "form" : multipart ? "multipart" : "JSON";
