@@ -392,19 +392,36 @@ out:
         return r;
 }
 
+/* A byte a server skips before a request line or splits its words on:
+ * Python's http.server splits on any whitespace of its latin-1 reading
+ * (vertical tab, form feed, 0x1c-0x1f, 0x85, 0xa0). */
+static bool line_blank(unsigned char c) {
+        return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
+}
+
+/* A method's first byte: an RFC 9110 token character. */
+static bool token_char(unsigned char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* The first line is not checked for bytes a request line should not
+ * hold: servers take raw UTF-8 and other bytes in the target, so only a
+ * first byte that cannot begin a method says "another protocol" at once. */
 int http_request_like(const char *buf, size_t len, bool full) {
         size_t i = 0;
-        while (i < len && (buf[i] == '\r' || buf[i] == '\n' || buf[i] == ' ' || buf[i] == '\t'))
+        while (i < len && line_blank((unsigned char)buf[i]))
                 i++;
+        if (i < len && !token_char((unsigned char)buf[i]))
+                return 0;
         size_t start = i;
-        for (; i < len && buf[i] != '\n'; i++)
-                if (((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\r') || (unsigned char)buf[i] >= 0x7f)
-                        return 0;
+        while (i < len && buf[i] != '\n')
+                i++;
         if (i == len && !full)
                 return -EAGAIN;
         size_t n = i - start;
         const char *line = buf + start;
-        if (n >= 4 && strncasecmp(line, "GET", 3) == 0 && (line[3] == ' ' || line[3] == '\t'))
+        if (n >= 4 && strncasecmp(line, "GET", 3) == 0 && line_blank((unsigned char)line[3]))
                 return 1;
         for (size_t k = 0; k + 5 <= n; k++)
                 if (strncasecmp(line + k, "HTTP/", 5) == 0)

@@ -196,6 +196,12 @@ static void test_request_like(void **state) {
                 { "SSH-2.0-OpenSSH_9.2\r\n", false, 0 },
                 { "\x00\x01GET / HTTP/1.1\r\n", false, 0 },
                 { "GETX / \r\n", false, 0 },
+                { "DELETE /x?\xc3\xa9 HTTP/1.1\r\n", false, 1 }, /* raw UTF-8: servers take it */
+                { "DELETE\v/x\fHTTP/1.1\r\n", false, 1 },       /* Python splits on any blank */
+                { "\f\x1f" "DELETE /x HTTP/1.1\r\n", false, 1 },
+                { "GET\v/x\xff\r\n", false, 1 },
+                { "DELETE /x\x00 HTTP/1.1", false, -EAGAIN },
+                { "\x16\x03\x01GET / HTTP/1.1\r\n", false, 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 size_t len = cases[i].s[0] ? strlen(cases[i].s) : 1 + strlen(cases[i].s + 1);

@@ -433,10 +433,10 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
                                          "than the one the [[sandbox.http]] rules checked", (int)n, q);
                                 return true;
                         }
-                if (n == 14 && strncasecmp(q, "content-length", n) == 0) {
+                if (header_is(q, n, "content-length")) {
                         lengths++;
                         bad_value |= !all_digits(v, e);
-                } else if (n == 17 && strncasecmp(q, "transfer-encoding", n) == 0) {
+                } else if (header_is(q, n, "transfer-encoding")) {
                         codings++;
                         bad_value |= !((size_t)(e - v) == 7 && strncasecmp(v, "chunked", 7) == 0);
                 }
@@ -453,7 +453,8 @@ bool http_rules_headers_refused(const char *headers, char *why, size_t size) {
 }
 
 /* The value of the header name in the "Name: value\r\n" lines [p, end),
- * without surrounding blanks, in [*v, *e); how many such headers. */
+ * without surrounding blanks, in [*v, *e); how many such headers ('_'
+ * for '-' too: gunicorn and CGI servers read Content_Type as the type). */
 static unsigned header_value(const char *p, const char *end, const char *name, const char **v, const char **e) {
         unsigned count = 0;
         size_t len = strlen(name);
@@ -461,7 +462,7 @@ static unsigned header_value(const char *p, const char *end, const char *name, c
                 const char *le = memmem(q, (size_t)(end - q), "\r\n", 2);
                 if (!le)
                         break;
-                if ((size_t)(le - q) > len && strncasecmp(q, name, len) == 0 && q[len] == ':') {
+                if ((size_t)(le - q) > len && header_is(q, len, name) && q[len] == ':') {
                         const char *b = q + len + 1, *c = le;
                         while (b < c && (*b == ' ' || *b == '\t'))
                                 b++;
@@ -561,7 +562,7 @@ static bool json_override(const char *body, size_t n) {
 
 int http_rules_body(const char *headers, const char *body, size_t have, size_t room, size_t *need, char *why,
                     size_t size) {
-        const char *end = headers + strlen(headers), *v, *e;
+        const char *end = headers + strlen(headers), *v = NULL, *e = NULL;
         uint64_t length = 0;
         bool chunked = header_value(headers, end, "transfer-encoding", &v, &e) > 0;
         if (header_value(headers, end, "content-length", &v, &e) == 1)
@@ -581,14 +582,31 @@ int http_rules_body(const char *headers, const char *body, size_t have, size_t r
         char type[128] = "";
         if (types == 1)
                 snprintf(type, sizeof type, "%.*s", (int)MIN((size_t)(e - v), sizeof type - 1), v);
-        type[strcspn(type, "; \t")] = 0;
+        /* Rack and PHP end the media type at ',' as at ';'. */
+        type[strcspn(type, ";, \t")] = 0;
         for (char *t = type; *t; t++)
                 *t = *t >= 'A' && *t <= 'Z' ? (char)(*t - 'A' + 'a') : *t;
         bool form = !*type || streq(type, "application/x-www-form-urlencoded");
-        bool multipart = strncmp(type, "multipart/", 10) == 0, json = strstr(type, "json") != NULL;
+        /* Laravel reads a body as JSON when the whole Content-Type,
+         * parameters too, holds "/json" or "+json". */
+        bool json = false;
+        for (const char *x = v; types == 1 && x + 4 <= e && !json; x++)
+                json = strncasecmp(x, "json", 4) == 0;
+        bool multipart = strncmp(type, "multipart/", 10) == 0;
         if (!form && !multipart && !json)
                 return 0;
         const char *kind = form ? "form" : multipart ? "multipart" : "JSON";
+        /* A server that inflates request bodies (Apache's DEFLATE input
+         * filter, ASP.NET Core's request decompression) reads a _method
+         * the proxy would look for in compressed bytes. */
+        unsigned codings = header_value(headers, end, "content-encoding", &v, &e);
+        if (codings > 1 || (codings == 1 && !((size_t)(e - v) == 8 && strncasecmp(v, "identity", 8) == 0))) {
+                snprintf(why, size,
+                         "the request's %s body has a Content-Encoding: a server that inflates it could read a _method "
+                         "parameter the proxy cannot see in the encoded bytes",
+                         kind);
+                return -EPERM;
+        }
         if (chunked || length > room) {
                 snprintf(why, size,
                          "the request's %s body (%s) is not one the proxy reads whole (at most %zu bytes with a Content-Length), "
