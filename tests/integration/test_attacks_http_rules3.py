@@ -152,8 +152,8 @@ def t_override_in_trailer(tmp):
     whose body the proxy does not read (application/octet-stream, as git
     pushes): a server that merges trailers into the headers (Apache with
     MergeTrailers on) would run it as a DELETE. The proxy splices such a
-    body unread, so the trailer passes: OPEN, skipped loudly while the
-    host gets it."""
+    body unread, so the trailer passes: OPEN, said in the output while the
+    host gets it (and the threat model must say so)."""
     def body(d, ws, port):
         target = "http://127.0.0.1:%d/repos/me/a/pulls" % port
         Recorder.seen.clear()
@@ -162,9 +162,15 @@ def t_override_in_trailer(tmp):
                      "Trailer: X-HTTP-Method-Override\\r\\n\\r\\n3\\r\\nabc\\r\\n0\\r\\n"
                      "X-HTTP-Method-Override: DELETE\\r\\n\\r\\n" % (target, port))
         if reached(port):
-            raise vtest.Skip("OPEN: an override header in the trailer of a chunked body the proxy does not read "
-                             "(octet-stream) reaches the rules host; a server merging trailers into headers "
-                             "(Apache MergeTrailers on) runs another method than the rule checked")
+            # The known limit as docs/threat-model.md states it (open):
+            # said in the output every run, and the test fails once the
+            # proxy refuses it without the doc saying so.
+            with open(os.path.join(vtest.SRC, "docs/threat-model.md")) as f:
+                check("MergeTrailers" in f.read(), "the trailer reaches the host and docs/threat-model.md does not say so")
+            T.note("OPEN (docs/threat-model.md): an override header in the trailer of a chunked body the proxy "
+                   "does not read (octet-stream) reaches the rules host; a server merging trailers into headers "
+                   "(Apache MergeTrailers on) runs another method than the rule checked")
+            return
         refused(r, out, "trailer")
     with_plain(tmp, "trailer", body)
 
