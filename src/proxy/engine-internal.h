@@ -126,5 +126,12 @@ void conn_check_hello(ProxyConn *c);
 /* The timer for the connection's state. */
 void conn_timer_state(ProxyConn *c);
 
-/* engine-request.c: the client's bytes so far, while in CS_HEAD. */
+/* The request path's step for the client's bytes so far, while in
+ * CS_HEAD (engine-request.c's conn_head_ready, installed by
+ * engine_request_init()): the engine's read callback calls it and knows
+ * nothing else of that path, which calls down into the engine. */
+typedef void (*ConnHeadStep)(ProxyConn *c);
+void engine_set_head_step(ConnHeadStep step);
+
+/* engine-request.c */
 void conn_head_ready(ProxyConn *c);

@@ -174,6 +174,10 @@ static bool http_refused(ProxyConn *c, char *why, size_t size) {
                        !http_rules_check(hr, c->head.method, c->head.path, why, size)));
 }
 
+void engine_request_init(void) {
+        engine_set_head_step(conn_head_ready);
+}
+
 void conn_head_ready(ProxyConn *c) {
         if (c->len < c->want)
                 return; /* the rest of a body http_rules_body() reads */

@@ -66,6 +66,16 @@ static int send_msg(Proxy *px, const ProxyCtlMsg *m) {
 }
 
 static Proxy *proxies;
+
+/* No request path installed: a head is answered, not read. */
+static void no_head_step(ProxyConn *c) {
+        conn_respond(c, 500, "Internal Server Error", "the proxy's request path is not installed\n");
+}
+static ConnHeadStep head_step = no_head_step;
+
+void engine_set_head_step(ConnHeadStep step) {
+        head_step = step ? step : no_head_step;
+}
 static uv_check_t conns_check;
 static uv_timer_t conns_timer;
 static bool conns_check_init;
@@ -401,7 +411,7 @@ void conn_on_client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
         c->len += k;
         free(wr);
         if (c->state == CS_HEAD)
-                conn_head_ready(c);
+                head_step(c);
         else if (c->state == CS_HELLO)
                 conn_check_hello(c);
 }

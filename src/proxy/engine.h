@@ -23,3 +23,7 @@ typedef int (*ProxySend)(const char *msg);
  * descriptor that came with it, or -1. Returns 1 when it took fd, 0 when
  * not, a negative errno (and *err) on a refused message. */
 int engine_handle(uv_loop_t *loop, ProxyCtlMsg *m, int fd, ProxySend send, VsError **err);
+
+/* Installs the request path (engine-request.c) in the engine: once,
+ * before the first message. Without it every request gets a 500. */
+void engine_request_init(void);

@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         loop = uv_default_loop();
+        engine_request_init();
         if (uv_poll_init(loop, &ctl_poll, CTL_FD) < 0 ||
             uv_poll_start(&ctl_poll, UV_READABLE | UV_DISCONNECT, on_ctl) < 0) {
                 log_error("cannot watch the control socket");

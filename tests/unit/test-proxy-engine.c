@@ -117,6 +117,7 @@ static int answer(uv_loop_t *loop, int fd) {
 static void test_rules_replaced_whole(void **state) {
         (void)state;
         uv_loop_t *loop = uv_default_loop();
+        engine_request_init();
         /* A closed port: a request let through gets 502. */
         int t = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
