@@ -98,9 +98,13 @@ static int spare_fd = -1;
 
 static void flush_conns(uv_check_t *h);
 
+/* Straight to the flush: a check started here would wait for the next
+ * I/O (a check handle does not keep the loop's poll from blocking), and
+ * after a jail's last connection the last counts, with its lost denials,
+ * would never go. */
 static void on_conns_timer(uv_timer_t *t) {
         (void)t;
-        (void)uv_check_start(&conns_check, flush_conns);
+        flush_conns(&conns_check);
 }
 
 static void flush_conns(uv_check_t *h) {
@@ -122,7 +126,8 @@ static void flush_conns(uv_check_t *h) {
                         px->lost = 0;
                         px->conns_changed = false;
                         px->conns_sent_us = now;
-                }
+                } else
+                        next = MIN(next, now + CONNS_INTERVAL_US); /* the daemon's end full: again */
         }
         if (next != UINT64_MAX)
                 (void)uv_timer_start(&conns_timer, on_conns_timer, (next - now + 999) / 1000, 0);
