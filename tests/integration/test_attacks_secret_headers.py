@@ -584,7 +584,8 @@ def t_placeholder_amplification(tmp):
         T.note("proxy RSS %d KiB before, %d KiB with 100 amplified heads held; another workspace served in %.2f s"
                % (before, during, took))
         check("seen" in out_of(r2) and took < 10, (took, out_of(r2)[:300]))
-        check(during - before < 64 * 1024, "the proxy grew by %d KiB for one jail's 100 connections" % (during - before))
+        if not vtest.sanitized(pid):  # ASan's quarantine holds freed memory
+            check(during - before < 64 * 1024, "the proxy grew by %d KiB for one jail's 100 connections" % (during - before))
         check(big not in out_of(r), out_of(r)[:200])
     finally:
         d.stop()

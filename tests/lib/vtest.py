@@ -45,6 +45,13 @@ class Skip(Exception):
     """Raised by a case that cannot run here; the reason is reported."""
 
 
+def sanitized(pid):
+    """Whether the process runs a sanitizer build (its RSS and its memory's
+    layout say nothing then: ASan's quarantine and shadow)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "asan" in f.read()
+
+
 class NotApplicable(Skip):
     """Raised by a case that does not apply to this run (said, counted,
     never a failure, strict or not)."""
