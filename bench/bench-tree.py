@@ -18,9 +18,17 @@ Per size and round, in an order that rotates round by round:
    the next call, which must not read it (its time is the figure).
  - warm: a call with nothing changed, for scale.
 
+Then, with `many=NxD` among the arguments: N workspaces of D directories
+each (empty directories, a hundred to a directory above the leaves) on one
+daemon within the kernel's default limits: every workspace's first call,
+then a .pem made in each one's last directory while its jail runs, and a
+call in each that must not read it (the run fails if one does); the
+figures are the time to start them all and to make the calls after, and
+the watch budget used.
+
 The daemons' start-up is not timed (each is listening before its first
 call). Prints one JSON line for report.py; notes carry the watch budget
-used and the walk counters. Usage: bench-tree.py [ROUNDS [SIZES...]]."""
+used and the walk counters. Usage: bench-tree.py [ROUNDS [SIZES...] [many=NxD]]."""
 import json
 import os
 import pwd
@@ -35,7 +43,8 @@ BUILD = os.environ.get("VECTORA_BUILD_ROOT") or os.path.join(os.path.dirname(os.
 DAEMON = os.path.join(BUILD, "src/daemon/vectora-sandboxd")
 os.environ.setdefault("VECTORA_WORKER", os.path.join(BUILD, "src/worker/vectora-worker"))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-SIZES = [int(x) for x in sys.argv[2:]] or [1000, 20000, 200000]
+SIZES = [int(x) for x in sys.argv[2:] if not x.startswith("many=")] or [1000, 20000, 200000]
+MANY = [tuple(int(v) for v in x[5:].split("x")) for x in sys.argv[2:] if x.startswith("many=")]
 PER_DIR = 10
 TOML = ('[sandbox]\nenabled = true\nmask = [".env", "**/*.pem", "**/.ssh/**", "**/.aws/**"]\n'
         'protect = ["**/.vscode/tasks.json"]\n')
@@ -75,12 +84,30 @@ def make_tree(tmp, n_files):
     return ws, leaves[-1]
 
 
+def make_dirs(tmp, name, n_dirs):
+    """A workspace of n_dirs empty directories in t/aNNN/bNN; only the
+    root and vectora.toml are given to the owner (the jail's identity)."""
+    ws = os.path.join(tmp, name)
+    os.makedirs(os.path.join(ws, "t"))
+    with open(os.path.join(ws, "vectora.toml"), "w") as f:
+        f.write(TOML)
+    for i in range(n_dirs):
+        if i % 100 == 0:
+            os.mkdir(os.path.join(ws, "t", "a%03d" % (i // 100)))
+        os.mkdir(os.path.join(ws, "t", "a%03d" % (i // 100), "b%02d" % (i % 100)))
+    own = owner()
+    if own:
+        os.chown(ws, *own)
+        os.chown(os.path.join(ws, "vectora.toml"), *own)
+    return ws, os.path.join(ws, "t", "a%03d" % ((n_dirs - 1) // 100), "b%02d" % ((n_dirs - 1) % 100))
+
+
 class Daemon:
-    def __init__(self, tmp, state, name):
+    def __init__(self, tmp, state, name, extra=()):
         self.sock = os.path.join(tmp, name + ".sock")
         self.p = subprocess.Popen([DAEMON, "--foreground", "--socket", self.sock, "--log-file",
                                    os.path.join(tmp, name + ".log"), "--log-level", "warning", "--audit-log",
-                                   os.path.join(tmp, name + ".audit"), "--state-dir", state],
+                                   os.path.join(tmp, name + ".audit"), "--state-dir", state, *extra],
                                   stdin=subprocess.DEVNULL)
         for _ in range(2000):
             try:
@@ -136,10 +163,58 @@ def timed_find(ws):
     return now() - t0
 
 
+def many(tmp, n_ws, n_dirs, out, notes):
+    """n_ws workspaces of n_dirs directories on one daemon: all started,
+    then masks over time in each while its jail runs."""
+    t0 = now()
+    trees = [make_dirs(tmp, "many%03d" % i, n_dirs) for i in range(n_ws)]
+    notes.append("%d workspaces of %d directories made in %.1f s" % (n_ws, n_dirs, now() - t0))
+    time.sleep(3)
+    d = Daemon(tmp, os.path.join(tmp, "state-many"), "many", ("--max-workers", str(n_ws + 16)))
+    try:
+        t0 = now()
+        for ws, _ in trees:
+            r = d.term(ws, "true")
+            if not r.get("ok"):
+                raise RuntimeError("first call failed in %s: %s" % (ws, r))
+        started = now() - t0
+        for k, (ws, last) in enumerate(trees):
+            with open(os.path.join(last, "k.pem"), "w") as f:
+                f.write("SECRET\n")
+        t0 = now()
+        held = 0
+        for ws, last in trees:
+            r = d.term(ws, "cat %s/k.pem; true" % os.path.relpath(last, ws))
+            if not r.get("ok") or "SECRET" in r.get("stdout", ""):
+                raise RuntimeError("a .pem made after the start was readable in %s: %s" % (ws, r))
+            held += 1
+        after = now() - t0
+        st = d.call({"tool": "status"})
+        spawns = sum(w.get("counters", {}).get("spawns", 0) for w in st["workspaces"])
+        mws = [w["masks_watch"] for w in st["workspaces"] if w.get("masks_watch")]
+        kinds = sorted({m.get("kind") for m in mws})
+        used = sum(m.get("used") or 0 for m in mws)
+        budgets = sorted({m.get("budget") for m in mws}, key=str)
+    finally:
+        d.stop()
+    try:
+        limit = open("/proc/sys/fs/inotify/max_user_watches").read().strip()
+    except OSError:
+        limit = "?"
+    out["values"].update({"tree.many.workspaces": n_ws, "tree.many.dirs": n_dirs, "tree.many.held": held,
+                          "tree.many.start_s": started, "tree.many.mot_s": after})
+    notes.append("%d workspaces of %d directories on one daemon: all %d first calls in %.2f s, %d of %d masks over time "
+                 "held (the calls after a .pem appeared in each: %.2f s); watch %s, %s watches used in all, budget %s "
+                 "(fs.inotify.max_user_watches %s); %s jail starts" %
+                 (n_ws, n_dirs, n_ws, started, held, n_ws, after, "/".join(str(k) for k in kinds), used,
+                  "/".join(str(b) for b in budgets), limit, spawns))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="vectora-bench-tree.")
     os.chmod(tmp, 0o755)
     figs, notes = {}, []
+    out = {"bench": "tree", "figures": [], "ratios": [], "values": {}, "notes": notes}
     kinds = ("first", "restart", "find", "mot", "warm")
     try:
         trees = {}
@@ -153,6 +228,7 @@ def main():
         # recorded in the walk cache (walk_cache_racy).
         time.sleep(3)
         walk_notes = {}
+        held_dirs = 0
         for rnd in range(ROUNDS):
             for n in SIZES:
                 ws, last = trees[n]
@@ -181,8 +257,9 @@ def main():
                         t0 = now()
                         r = d.term(ws, "cat %s/k%d.pem; true" % (os.path.relpath(last, ws), rnd))
                         figs[(n, "mot")][rnd].append(now() - t0)
-                        if "SECRET" in r.get("stdout", ""):
+                        if not r.get("ok") or "SECRET" in r.get("stdout", ""):
                             raise RuntimeError("a .pem made after the start was readable at %d files" % n)
+                        held_dirs = max(held_dirs, n // PER_DIR)
                         os.unlink(os.path.join(last, "k%d.pem" % rnd))
                         t0 = now()
                         d.term(ws, "true")
@@ -201,12 +278,14 @@ def main():
                          "read %s and took %s from the walk cache" %
                          (n, mw.get("kind"), mw.get("used"), mw.get("budget"), wn.get("first", {}).get("dirs_read"),
                           wn.get("restart", {}).get("dirs_read"), wn.get("restart", {}).get("dirs_reused")))
+        out["values"]["tree.mot_held_dirs"] = held_dirs
+        for n_ws, n_dirs in MANY:
+            many(tmp, n_ws, n_dirs, out, notes)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     labels = {"first": "first call, new daemon and no walk cache", "restart": "first call after a daemon restart, tree unchanged",
               "find": "`find WS -name '*.pem'`", "mot": "masks over time: the call after a .pem appeared deep",
               "warm": "a warm call, nothing changed"}
-    out = {"bench": "tree", "figures": [], "ratios": [], "values": {}, "notes": notes}
     for n in SIZES:
         for k in kinds:
             out["figures"].append({"key": "tree.%d.%s" % (n, k), "label": "%d files: %s" % (n, labels[k]), "unit": "us",
