@@ -946,12 +946,17 @@ static int ia32_getpid(void) {
         return ret;
 }
 
+/* The children die of the fault themselves: cmocka's handler, inherited,
+ * would report the test failed from the child and go on running the rest
+ * of the suite there. */
 static void child_ia32_unfiltered(const void *arg) {
+        signal(SIGSEGV, SIG_DFL);
         if (ia32_getpid() != getpid())
                 _exit(4);
 }
 
 static void child_ia32(const void *arg) {
+        signal(SIGSEGV, SIG_DFL);
         child_load(arg);
         ia32_getpid();
         _exit(3);
@@ -968,8 +973,15 @@ static void test_x32_killed(void **state) {
 
 static void test_ia32_killed(void **state) {
         int st = run_child(child_ia32_unfiltered, NULL);
+        /* A kernel built without ia32 emulation (or booted with
+         * ia32_emulation=0) faults on int $0x80 before any filter runs: the
+         * way around the filter does not exist there. */
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) {
+                print_message("# not applicable: the kernel has no ia32 emulation (int $0x80 faults unfiltered)\n");
+                return;
+        }
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-                SKIP_OR_FAIL("# the kernel has no ia32 emulation (status %#x)\n", st);
+                SKIP_OR_FAIL("# int $0x80 unfiltered did not return getpid (status %#x)\n", st);
         Program p;
         program_compile(&p, true, false);
         st = run_child(child_ia32, &p);

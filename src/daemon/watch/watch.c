@@ -337,6 +337,21 @@ static int rename_dir(WorkspaceWatch *w, size_t i, size_t root, const char *rel)
         return 1;
 }
 
+/* w->dirs is sorted by wd: where wd is, or would go. A tree of 100 000
+ * directories took a linear look per watch added and per event. */
+static bool find_wd(const WorkspaceWatch *w, int wd, size_t *ret) {
+        size_t lo = 0, hi = w->n_dirs;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (w->dirs[mid].wd < wd)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret = lo;
+        return lo < w->n_dirs && w->dirs[lo].wd == wd;
+}
+
 static bool watched(const WorkspaceWatch *w, size_t root, const char *rel) {
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].root == root && streq(w->dirs[i].rel, rel))
@@ -406,9 +421,9 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         }
         if (wd < 0)
                 return wd;
-        for (size_t i = 0; i < w->n_dirs; i++)
-                if (w->dirs[i].wd == wd)
-                        return rename_dir(w, i, root, rel);
+        size_t at;
+        if (find_wd(w, wd, &at))
+                return rename_dir(w, at, root, rel);
         WatchDir *nd = realloc(w->dirs, (w->n_dirs + 1) * sizeof *nd);
         if (!nd)
                 return -ENOMEM;
@@ -416,7 +431,11 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         char *r = strdup(rel);
         if (!r)
                 return -ENOMEM;
-        w->dirs[w->n_dirs++] = (WatchDir){ .wd = wd, .root = root, .rel = r };
+        /* Kept in wd order (the kernel hands out rising numbers: nearly
+         * always an append). */
+        memmove(&w->dirs[at + 1], &w->dirs[at], (w->n_dirs - at) * sizeof *nd);
+        w->dirs[at] = (WatchDir){ .wd = wd, .root = root, .rel = r };
+        w->n_dirs++;
         return 1;
 }
 
@@ -439,14 +458,10 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
          * (the protected paths) also brings events this watch did not ask for. */
         if (!ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)))
                 return;
-        WatchDir *wd = NULL;
-        for (size_t i = 0; i < w->n_dirs; i++)
-                if (w->dirs[i].wd == ev->wd) {
-                        wd = &w->dirs[i];
-                        break;
-                }
-        if (!wd)
+        size_t at;
+        if (!find_wd(w, ev->wd, &at))
                 return;
+        WatchDir *wd = &w->dirs[at];
         _cleanup_free_ char *rel = wd->rel[0] ? path_join(wd->rel, ev->name) : strdup(ev->name);
         /* add_dir() may move w->dirs: keep what wd says. */
         if (rel)
