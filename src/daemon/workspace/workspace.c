@@ -942,6 +942,8 @@ static void on_timer_closed(uv_handle_t *h) {
  * exactly while a jail lives (a link, ready or draining), which keeps the
  * entry too; an idle entry's snapshot is stale and the next spawn takes a
  * new one, so it goes with the entry. */
+/* A record not known durable keeps the entry: a new one would find the
+ * record on disk and serve from it unsynced. */
 static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
                ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced;
