@@ -118,8 +118,9 @@ static int entry_read(const char *store, const char *root, char **ret, size_t *r
         return 0;
 }
 
-/* Atomically: a temp file, fsync, rename, fsync of the directory. The temp
- * name is this writer's own: two processes recording the same workspace at
+/* Atomically: a temp file, fsync, rename, fsync of the directory (with
+ * sync false: the temp file and the rename only, approval_sync() makes them
+ * durable later). The temp name is this writer's own: two processes recording the same workspace at
  * once (two embedded calls starting together) must not share one, or the
  * second rename finds it gone. */
 static char *index_path(const char *store, const char *root);
@@ -176,7 +177,7 @@ static json_t *paths_of(const VsPolicy *p) {
         return o;
 }
 
-static int paths_write(const char *store, const char *root, json_t *paths, VsError **err) {
+static int paths_write(const char *store, const char *root, json_t *paths, bool sync, VsError **err) {
         if (!paths)
                 return 0;
         _cleanup_free_ char *p = paths_path(store, root), *tmp = NULL, *text = json_dumps(paths, JSON_COMPACT);
@@ -184,7 +185,7 @@ static int paths_write(const char *store, const char *root, json_t *paths, VsErr
                 return -ENOMEM;
         int r = 0;
         _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0 || (r = write_all(fd, text, strlen(text))) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
+        if (fd < 0 || (r = write_all(fd, text, strlen(text))) < 0 || (sync && fsync(fd) < 0) || rename(tmp, p) < 0) {
                 r = r < 0 ? r : -errno;
                 if (fd >= 0)
                         unlink(tmp);
@@ -233,8 +234,10 @@ static int paths_changed(json_t *rec, VsPolicy *approved, char ***loose) {
         return 0;
 }
 
-static int entry_write(const char *store, const char *root, const char *text, size_t len, json_t *paths, VsError **err) {
-        int k = paths_write(store, root, paths, err);
+static int entry_write(const char *store, const char *root, const char *text, size_t len, json_t *paths,
+                       bool *unsynced, VsError **err) {
+        bool sync = !unsynced;
+        int k = paths_write(store, root, paths, sync, err);
         if (k < 0)
                 return k;
         _cleanup_free_ char *p = entry_path(store, root), *tmp = NULL;
@@ -245,7 +248,7 @@ static int entry_write(const char *store, const char *root, const char *text, si
         /* Readable by name in the system store (approval_store_dir()). */
         if (fd >= 0 && streq(store, SYSTEM_STORE))
                 (void)fchmod(fd, 0644);
-        if (fd < 0 || (r = write_all(fd, text ? text : "", len)) < 0 || fsync(fd) < 0 || rename(tmp, p) < 0) {
+        if (fd < 0 || (r = write_all(fd, text ? text : "", len)) < 0 || (sync && fsync(fd) < 0) || rename(tmp, p) < 0) {
                 r = r < 0 ? r : -errno;
                 if (fd >= 0)
                         unlink(tmp);
@@ -261,12 +264,40 @@ static int entry_write(const char *store, const char *root, const char *text, si
         char birth[64];
         if (ip && dir_birth(root, birth) && asprintf(&line, "%s\n%s", root, birth) >= 0 &&
             asprintf(&itmp, "%s.tmp.XXXXXX", ip) >= 0 && (ifd = mkostemp(itmp, O_CLOEXEC)) >= 0) {
-                if (write_all(ifd, line, strlen(line)) < 0 || fsync(ifd) < 0 || rename(itmp, ip) < 0)
+                if (write_all(ifd, line, strlen(line)) < 0 || (sync && fsync(ifd) < 0) || rename(itmp, ip) < 0)
                         unlink(itmp);
+        }
+        if (unsynced) {
+                *unsynced = true;
+                return 0;
         }
         _cleanup_close_ int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0)
                 (void)fsync(dfd);
+        return 0;
+}
+
+/* fsync of the file at p when it is there; -errno of a failed fsync. */
+static int sync_path(const char *p, bool must) {
+        if (!p)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ENOENT && !must ? 0 : -errno;
+        return fsync(fd) < 0 ? -errno : 0;
+}
+
+int approval_sync(const char *store, const char *root, VsError **err) {
+        _cleanup_free_ char *pp = paths_path(store, root), *ep = entry_path(store, root), *ip = index_path(store, root);
+        int r;
+        /* The index is best effort, as when it is written. A failed fsync of
+         * the others leaves what a crash may lose: refused. */
+        if (ip)
+                (void)sync_path(ip, false);
+        if ((r = sync_path(pp, false)) < 0 || (r = sync_path(ep, false)) < 0 || (r = sync_path(store, true)) < 0)
+                return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                         "cannot make the approved policy of %s durable in %s: %s; fix the state directory",
+                                         root, store, strerror(-r));
         return 0;
 }
 
@@ -679,7 +710,13 @@ static int other_store_entry(const char *store, const char *root, char **ret, si
         return read_fd_all(fd, ENTRY_MAX_SIZE, ret, ret_len) < 0 ? -ENOENT : 0;
 }
 
-int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
+static int evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, bool *ret_unsynced,
+                    VsError **err) {
+        /* ret_unsynced NULL: each record written is durable before this
+         * returns; else written only, and *ret_unsynced says so. */
+        bool *unsynced = ret_unsynced;
+        if (ret_unsynced)
+                *ret_unsynced = false;
         _cleanup_(policy_freep) VsPolicy *proposed = NULL, *approved = NULL;
         _cleanup_free_ char *text = NULL, *atext = NULL;
         size_t len = 0, alen = 0;
@@ -701,7 +738,7 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                 _cleanup_free_ char *old = moved_from(store, root);
                 json_t *old_paths = old ? paths_read(store, old) : NULL;
                 if (old && (r = entry_read(store, old, &atext, &alen, err)) >= 0 &&
-                    (r = entry_write(store, root, atext, alen, old_paths, err)) < 0) {
+                    (r = entry_write(store, root, atext, alen, old_paths, unsynced, err)) < 0) {
                         json_decref(old_paths);
                         return r;
                 }
@@ -710,12 +747,12 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
                         return r;
         }
         if (r == -ENOENT && (r = other_store_entry(store, root, &atext, &alen)) == 0 &&
-            (r = entry_write(store, root, atext, alen, NULL, err)) < 0)
+            (r = entry_write(store, root, atext, alen, NULL, unsynced, err)) < 0)
                 return r;
         if (r == -ENOENT) {
                 /* First seen: from nothing, any sandbox is a tightening. */
                 _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
-                if (proposed->sandboxed && (r = entry_write(store, root, text, len, paths, err)) < 0)
+                if (proposed->sandboxed && (r = entry_write(store, root, text, len, paths, unsynced, err)) < 0)
                         return r;
                 *ret_pending = NULL;
                 *ret = TAKE_PTR(proposed);
@@ -749,11 +786,21 @@ int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char 
         }
         /* As tight or tighter: it applies, and becomes what is approved. */
         _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
-        if ((len != alen || (len && memcmp(text, atext, len) != 0)) && (r = entry_write(store, root, text, len, paths, err)) < 0)
+        if ((len != alen || (len && memcmp(text, atext, len) != 0)) &&
+            (r = entry_write(store, root, text, len, paths, unsynced, err)) < 0)
                 return r;
         *ret_pending = NULL;
         *ret = TAKE_PTR(proposed);
         return 0;
+}
+
+int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
+        return evaluate(store, root, ret, ret_pending, NULL, err);
+}
+
+int approval_evaluate_unsynced(const char *store, const char *root, VsPolicy **ret, char **ret_pending,
+                               bool *ret_unsynced, VsError **err) {
+        return evaluate(store, root, ret, ret_pending, ret_unsynced, err);
 }
 
 /* ---- approving ---- */
@@ -832,10 +879,10 @@ int approval_allow(const char *store, const char *dir, VsAllowResult *ret, VsErr
                 return r;
         bool changed = !atext || len != alen || (len && memcmp(text, atext, len) != 0);
         _cleanup_(json_decrefp) json_t *paths = paths_of(proposed);
-        if (changed && (r = entry_write(store, root, text, len, paths, err)) < 0)
+        if (changed && (r = entry_write(store, root, text, len, paths, NULL, err)) < 0)
                 return r;
         /* The same text, its paths re-pointed: allowing records where they lead now. */
-        if (!changed && (r = paths_write(store, root, paths, err)) < 0)
+        if (!changed && (r = paths_write(store, root, paths, true, err)) < 0)
                 return r;
         *ret = (VsAllowResult){
                 .root = TAKE_PTR(root),

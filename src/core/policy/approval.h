@@ -65,6 +65,20 @@ int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir,
  * not load is refused (rule 2) as config_load() says. */
 int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err);
 
+/* approval_evaluate(), but what it records (the entry, its paths, the
+ * index) is written and renamed into place without an fsync:
+ * *ret_unsynced says whether it recorded anything, and then the caller
+ * runs approval_sync() (a blocking call: the daemon's thread pool) before
+ * the agent may act on the workspace; until it succeeds a crash may lose
+ * the record, and the file as it is then would be the next baseline. */
+int approval_evaluate_unsynced(const char *store, const char *root, VsPolicy **ret, char **ret_pending,
+                               bool *ret_unsynced, VsError **err);
+/* Makes root's record in store durable: fsync of its entry and paths
+ * files (those present), of the index (best effort), then of the store
+ * directory. A failure is an error (sandbox_unavailable) that the caller
+ * must not serve past; calling it again tries again. Blocks. */
+int approval_sync(const char *store, const char *root, VsError **err);
+
 typedef struct VsAllowResult {
         char *root;         /* the workspace approved */
         char **loosenings;  /* what the approval loosens (empty: nothing) */

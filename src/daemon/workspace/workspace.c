@@ -114,6 +114,114 @@ static void policy_replace(Workspace *ws, VsPolicy *p) {
                 proxy_policy_changed(ws);
 }
 
+/* The workspace stops serving: its policy refused (or its approval record
+ * not durable); each call meets err until a reload serves again. */
+static void refuse(Workspace *ws, int r, VsError *e) {
+        free(ws->pending);
+        ws->pending = NULL;
+        bool was_refused = ws->state == WS_REFUSED;
+        bool same_error = was_refused && ws->config_error && e &&
+                          streq(vs_error_message(ws->config_error), vs_error_message(e));
+        vs_error_free(ws->config_error);
+        ws->config_error = e ? e : NULL;
+        if (!ws->config_error)
+                vs_error_set_kind(&ws->config_error, r, api_error_name(API_ERROR_CONFIG_INVALID), "%s: %s", VS_CONFIG_FILE, strerror(-r));
+        if (same_error)
+                return;
+        policy_replace(ws, NULL);
+        ws->state = WS_REFUSED;
+        ws->generation++;
+        log_warning("workspace %s: refused: %s", ws->path, vs_error_message(ws->config_error));
+        workspace_set_error(ws, "%s", vs_error_message(ws->config_error));
+        watch_stop(ws);
+        drain_current(ws, "the configuration became invalid");
+        fail_queue(ws, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
+}
+
+/* ---- the approval record made durable off the loop ----
+ *
+ * reload() records the approved policy (first sight, a tightening) written
+ * and renamed at once but not synced (approval_evaluate_unsynced); its
+ * fsyncs run here on the thread pool. Meanwhile the jail starts, but no
+ * call is sent to the worker (workspace_submit, link_ready): an agent that
+ * loosened vectora.toml before a crash took the record would make the
+ * loosened file the next baseline. A failed sync refuses the workspace;
+ * record_unsynced stays, so the next call's reload syncs again. */
+struct RecordSync {
+        uv_work_t req;
+        Workspace *ws; /* NULL once the workspace is freed */
+        char *store, *root;
+        int r;
+        VsError *err;
+};
+
+static void record_sync_start(Workspace *ws);
+
+static void record_sync_work(uv_work_t *req) {
+        RecordSync *s = req->data;
+        s->r = approval_sync(s->store, s->root, &s->err);
+}
+
+static void record_sync_free(RecordSync *s) {
+        if (!s)
+                return;
+        vs_error_free(s->err);
+        free(s->store);
+        free(s->root);
+        free(s);
+}
+
+static void link_ready(Workspace *ws, WorkerLink *l);
+
+static void record_sync_done(uv_work_t *req, int status) {
+        RecordSync *s = req->data;
+        Workspace *ws = s->ws;
+        if (ws) {
+                ws->record_sync = NULL;
+                if (status < 0 && s->r >= 0)
+                        s->r = status;
+                if (s->r < 0) {
+                        VsError *e = TAKE_PTR(s->err);
+                        if (!e)
+                                vs_error_set_kind(&e, s->r, "sandbox_unavailable",
+                                                  "cannot make the approved policy of %s durable: %s", ws->path,
+                                                  strerror(-s->r));
+                        ws->record_again = false;
+                        refuse(ws, s->r, e);
+                } else if (ws->record_again)
+                        record_sync_start(ws); /* written again meanwhile */
+                else {
+                        ws->record_unsynced = false;
+                        if (ws->link && ws->link->state == LINK_READY)
+                                link_ready(ws, ws->link);
+                }
+        }
+        record_sync_free(s);
+}
+
+static void record_sync_start(Workspace *ws) {
+        if (ws->record_sync) {
+                ws->record_again = true;
+                return;
+        }
+        ws->record_again = false;
+        RecordSync *s = calloc(1, sizeof *s);
+        int r = -ENOMEM;
+        if (s && (s->store = strdup(ws->srv->opt.state_dir)) && (s->root = strdup(ws->path))) {
+                s->ws = ws;
+                s->req.data = s;
+                r = uv_queue_work(ws->srv->loop, &s->req, record_sync_work, record_sync_done);
+        }
+        if (r < 0) {
+                record_sync_free(s);
+                VsError *e = NULL;
+                vs_error_set_kind(&e, r, "sandbox_unavailable", "cannot make the approved policy of %s durable: %s",
+                                  ws->path, strerror(-r));
+                return refuse(ws, r, e);
+        }
+        ws->record_sync = s;
+}
+
 static void reload(Workspace *ws) {
         _cleanup_free_ char *cfg = path_join(ws->path, VS_CONFIG_FILE);
         struct stat st;
@@ -127,33 +235,25 @@ static void reload(Workspace *ws) {
         _cleanup_free_ char *pending = NULL;
         /* What serves: the file's policy, or the approved one while a
          * loosening waits for the host's approval (approval.h). */
-        int r = approval_evaluate(ws->srv->opt.state_dir, ws->path, &p, &pending, &e);
+        bool unsynced = false;
+        int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &e);
         if (r >= 0 && !streq_ptr(pending, ws->pending)) {
                 if (pending)
                         log_warning("workspace %s: %s", ws->path, pending);
                 free(ws->pending);
                 ws->pending = TAKE_PTR(pending);
         }
-        if (r < 0) {
-                free(ws->pending);
-                ws->pending = NULL;
-                bool was_refused = ws->state == WS_REFUSED;
-                bool same_error = was_refused && ws->config_error && e &&
-                                  streq(vs_error_message(ws->config_error), vs_error_message(e));
-                vs_error_free(ws->config_error);
-                ws->config_error = e ? e : NULL;
-                if (!ws->config_error)
-                        vs_error_set_kind(&ws->config_error, r, api_error_name(API_ERROR_CONFIG_INVALID), "%s: %s", VS_CONFIG_FILE, strerror(-r));
-                if (same_error)
-                        return;
-                policy_replace(ws, NULL);
-                ws->state = WS_REFUSED;
-                ws->generation++;
-                log_warning("workspace %s: refused: %s", ws->path, vs_error_message(ws->config_error));
-                workspace_set_error(ws, "%s", vs_error_message(ws->config_error));
-                watch_stop(ws);
-                drain_current(ws, "the configuration became invalid");
-                fail_queue(ws, API_ERROR_CONFIG_INVALID, vs_error_message(ws->config_error));
+        if (r < 0)
+                return refuse(ws, r, e);
+        /* Written now (or a sync that failed before): durable before any
+         * call reaches the worker. */
+        if (unsynced) {
+                ws->record_unsynced = true;
+                record_sync_start(ws);
+        } else if (ws->record_unsynced && !ws->record_sync)
+                record_sync_start(ws);
+        if (ws->record_unsynced && !ws->record_sync) {
+                policy_free(p); /* the sync could not start: refused (record_sync_start) */
                 return;
         }
         vs_error_free(ws->config_error);
@@ -573,7 +673,7 @@ void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
         if (c->req && c->req->ac.tc.stage == 0 && c->req->ac.tc.attempts == 0) /* a call once, not each of its steps */
                 ws->counters.requests++;
-        if (ws->link && ws->link->state == LINK_READY) {
+        if (ws->link && ws->link->state == LINK_READY && !ws->record_unsynced) {
                 uv_timer_stop(&ws->idle_timer);
                 link_send(ws->link, c);
                 return;
@@ -615,7 +715,9 @@ bool workspace_cancel(Workspace *ws, Call *c) {
 static void link_ready(Workspace *ws, WorkerLink *l) {
         if (ws->link == l)
                 ws->start_retries = 0;
-        while (ws->queue && ws->link == l && l->state == LINK_READY) {
+        /* The jail started while the approval record was synced: the
+         * calls wait for the record (record_sync_done comes back here). */
+        while (ws->queue && ws->link == l && l->state == LINK_READY && !ws->record_unsynced) {
                 Call *c = ws->queue;
                 ws->queue = c->next;
                 if (!ws->queue)
@@ -624,7 +726,7 @@ static void link_ready(Workspace *ws, WorkerLink *l) {
                 c->next = NULL;
                 link_send(l, c);
         }
-        if (l->n_inflight == 0 && ws->link == l)
+        if (l->n_inflight == 0 && ws->link == l && !ws->queue)
                 link_idle(ws, l);
 }
 
@@ -840,9 +942,11 @@ static void on_timer_closed(uv_handle_t *h) {
  * exactly while a jail lives (a link, ready or draining), which keeps the
  * entry too; an idle entry's snapshot is stale and the next spawn takes a
  * new one, so it goes with the entry. */
+/* A record not known durable keeps the entry: a new one would find the
+ * record on disk and serve from it unsynced. */
 static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
-               ws->refs == 0 && !ws->git_sweep;
+               ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced;
 }
 
 static void forget(Workspace *ws) {
@@ -864,6 +968,8 @@ static void workspace_free(Workspace *ws) {
         policy_replace(ws, NULL);
         if (ws->starting)
                 link_start_detach(TAKE_PTR(ws->starting));
+        if (ws->record_sync)
+                TAKE_PTR(ws->record_sync)->ws = NULL; /* freed when its work is done */
         vs_error_free(ws->config_error);
         free(ws->pending);
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)

@@ -10,6 +10,8 @@
 #include "config.h"
 #include "daemon.h"
 
+typedef struct RecordSync RecordSync;
+
 #define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
 #define MAX_CONCURRENT_SPAWNS 4       /* jails starting at once; more wait their turn (a burst of first calls
                                        * must not start hundreds of bwraps at once and time them all out) */
@@ -65,11 +67,17 @@ struct Workspace {
         bool cfg_exists;
         struct stat cfg_st;
 
+        /* The approval record written and not yet known durable: no call
+         * is sent to the worker meanwhile (workspace.c, record_sync_*). */
+        bool record_unsynced;
+        bool record_again;        /* written again while its sync ran */
+        RecordSync *record_sync;  /* the fsyncs on the thread pool */
+
         LinkStart *starting;  /* a worker being prepared on the thread pool (no link yet) */
         WorkerLink *link;     /* current worker: spawning or ready */
         WorkerLink *draining; /* older links finishing in-flight calls */
         unsigned n_old_jails; /* ended links whose processes are not reaped yet: no new jail starts meanwhile */
-        Call *queue, *queue_tail; /* waiting for the current link to be ready */
+        Call *queue, *queue_tail; /* waiting for the current link to be ready (and the record below durable) */
         size_t n_queued;
         uv_timer_t idle_timer;
         bool idle_timer_init;
