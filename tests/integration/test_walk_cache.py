@@ -9,6 +9,11 @@ the daemon was stopped, with its directory's mtime set back by the host
 (touch -d), is masked all the same (the ctime, which nobody can set back,
 says the directory changed), and a damaged or truncated cache is ignored
 (every directory read again). The file is the daemon's own, mode 0600.
+A masked file appearing under a running jail (masks over time) recycles
+it, and the walks before the next jail (the sweep for repositories the
+old jail made, then the new start's walk) take every unchanged directory
+from the cache: neither reads the tree again, and a restart after is
+still served from the cache with the new file masked.
 Run as root and, through tests/helpers/as-user, as an ordinary user. TAP
 output."""
 
@@ -118,6 +123,44 @@ def t_restart_reads_only_changed(tmp):
     notes.append("restart, 3 directories changed: %d read" % n_read)
 
 
+def t_masked_appearing_reads_changed_only(tmp):
+    """A .pem made deep in the tree while a jail runs: the next call
+    cannot read it, and the two walks before that call's jail (the sweep
+    of the old jail's repositories and the start's walk) read only the
+    directories that changed, each taking the rest from the cache. A
+    restart after reads the cache those walks left: the .pem still masked,
+    the tree not read again."""
+    tmp, ws, state = make_tree(tmp)
+    first = cached_once(tmp, ws, state)
+    d = Daemon(tmp, "running", extra=["--state-dir", state], log_level="info")
+    try:
+        c = d.conn()
+        r = term(c, ws, "true")
+        check(r["ok"], r)
+        read0, reused0 = walk_counts(d)
+        pem = os.path.join(ws, "tree", "d17", "e18", "late.pem")
+        with open(pem, "w") as f:
+            f.write("LATEPEM\n")
+        if ROOT:
+            os.lchown(pem, OWNER.pw_uid, OWNER.pw_gid)
+        r = term(c, ws, "cat tree/d17/e18/late.pem; echo end")
+        out = r.get("stdout", "")
+        check("LATEPEM" not in out and out.endswith("end\n"), ("a .pem made under a running jail was read", r))
+        read1, reused1 = walk_counts(d)
+    finally:
+        d.stop()
+    n_read, n_reused = read1 - read0, reused1 - reused0
+    # Two walks: each reads the changed directory (and the root and .git
+    # while they are within 2 s of a change) and takes the others.
+    check(n_read <= 20, ("the walks after a masked file appeared read the tree again", n_read, n_reused))
+    check(n_reused >= 2 * (N_DIRS - 10), ("a walk after a masked file appeared did not use the cache", n_read, n_reused))
+    notes.append("masks over time: the walks after a .pem appeared read %d directories, took %d of 2 x %d from the "
+                 "cache" % (n_read, n_reused, first))
+    r, n_read, n_reused = start_and_call(tmp, "restarted", state, ws, "cat tree/d17/e18/late.pem; echo end")
+    check("LATEPEM" not in r["stdout"] and r["stdout"].endswith("end\n"), ("readable after a restart", r))
+    check(n_read <= 10 and n_reused >= N_DIRS - 2, ("the restart after did not use the cache", n_read, n_reused))
+
+
 def t_secret_added_with_mtime_set_back(tmp):
     """While the daemon is stopped, a .env and a .pem are made deep in the
     cached tree and their directories' mtimes set back: both are masked
@@ -185,7 +228,7 @@ def t_cache_is_private(tmp):
     check(n_read >= first and n_reused == 0, ("a cache file open to others was used", n_read, n_reused))
 
 
-CASES = [t_restart_reads_only_changed, t_secret_added_with_mtime_set_back, t_flipped_cache_is_ignored,
+CASES = [t_restart_reads_only_changed, t_masked_appearing_reads_changed_only, t_secret_added_with_mtime_set_back, t_flipped_cache_is_ignored,
          t_truncated_cache_is_ignored, t_cache_is_private]
 
 

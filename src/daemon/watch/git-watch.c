@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "git-scan.h"
+#include "glob.h"
+#include "mask-walk.h"
+#include "policy.h"
 #include "server.h"
 #include "strv.h"
 #include "time-util.h"
@@ -19,6 +22,13 @@ struct GitSweep {
         Workspace *ws;   /* NULL once the workspace went */
         VsGitRepos *base;
         char **roots;
+        /* The start walk's lanes and key (jail-facts.c's walk_rw), so the
+         * sweep reads only the directories changed since that walk and
+         * leaves the cache current for the next start: copies, the policy
+         * may go meanwhile. cache NULL: not to be had, git_scan() instead. */
+        VsGlobSet *mask, *protect;
+        char **mask_patterns, **protect_patterns;
+        WalkCacheUse *cache;
         void (*note)(Workspace *ws, const char *path);
         void (*done)(Workspace *ws);
         /* the thread's result */
@@ -156,8 +166,30 @@ static void sweep_work(uv_work_t *w) {
         GitSweep *s = (GitSweep *)w;
         uint64_t t0 = now_us();
         VsGitRepos now = { 0 };
-        for (char **r = s->roots; *r; r++)
+        for (char **r = s->roots; *r; r++) {
+                /* As walk_rw walks each writable root (the same sets,
+                 * patterns and other roots: the same cache key). */
+                bool prot = s->protect_patterns && s->protect_patterns[0];
+                MaskList m = { 0 }, p = { 0 };
+                size_t before = now.n, before_dirs = now.dirs;
+                bool before_cut = now.truncated;
+                int k = s->cache ? mask_walk_all(*r, s->mask, prot ? s->protect : NULL, prot ? s->roots : NULL,
+                                                s->mask_patterns, prot ? s->protect_patterns : NULL, s->cache, &now, &m,
+                                                &p, NULL)
+                                : -EINVAL;
+                mask_list_done(&m);
+                mask_list_done(&p);
+                if (k >= 0)
+                        continue;
+                /* A walk the masks' lanes failed (an unreadable directory,
+                 * too many matches): git's own scan, which skips those. */
+                for (size_t i = before; i < now.n; i++)
+                        free(now.items[i].dir);
+                now.n = before;
+                now.dirs = before_dirs;
+                now.truncated = before_cut;
                 (void)git_scan(*r, &now);
+        }
         s->dirs = now.dirs;
         for (size_t i = 0; i < now.n; i++) {
                 const VsGitRepo *g = &now.items[i];
@@ -198,6 +230,10 @@ static void sweep_after(uv_work_t *w, int status) {
         git_repos_done(s->base);
         free(s->base);
         strv_free(s->roots);
+        glob_set_free(s->mask);
+        glob_set_free(s->protect);
+        strv_free(s->mask_patterns);
+        strv_free(s->protect_patterns);
         strv_free(s->moved);
         strv_free(s->failed);
         void (*done)(Workspace *) = s->done;
@@ -217,10 +253,24 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
                         r = strv_extend(&roots, ws->policy->rw_paths[i].resolved);
         if (r >= 0) {
                 *s = (GitSweep){ .ws = ws, .base = ws->git_base, .roots = roots, .note = note, .done = done };
+                const VsPolicy *p = ws->policy;
+                if (ws->srv->walk_cache.dir && policy_sets_check(p, NULL) >= 0 &&
+                    (!p->mask || (s->mask_patterns = strv_copy(p->mask))) &&
+                    (!p->protect || (s->protect_patterns = strv_copy(p->protect)))) {
+                        s->mask = p->mask_set ? glob_set_ref(p->mask_set) : NULL;
+                        s->protect = p->protect_set ? glob_set_ref(p->protect_set) : NULL;
+                        s->cache = &ws->srv->walk_cache;
+                }
                 r = uv_queue_work(ws->srv->loop, &s->work, sweep_work, sweep_after);
         }
         if (r < 0) {
                 /* On the loop, then. */
+                if (s) {
+                        glob_set_free(s->mask);
+                        glob_set_free(s->protect);
+                        strv_free(s->mask_patterns);
+                        strv_free(s->protect_patterns);
+                }
                 free(s);
                 strv_free(roots);
                 git_watch_sweep(ws, note);
