@@ -140,13 +140,16 @@ void audit_write(const AuditRecord *a) {
                 audit_errno = ENOMEM;
                 return;
         }
-        /* One write: O_APPEND keeps lines whole. Only this thread writes,
-         * so the end before it is where a torn record is cut back to. */
-        off_t end = lseek(audit_fd, 0, SEEK_END);
+        /* One write: O_APPEND keeps lines whole. A torn record is cut back
+         * to where it began: O_APPEND leaves this descriptor's offset just
+         * past the bytes written (only this thread writes through it), so
+         * that end is found only when a write falls short, with no lseek
+         * per record. */
         ssize_t n = write(audit_fd, line.data, line.len);
         if (n != (ssize_t)line.len) {
                 int e = n < 0 ? errno : ENOSPC;
-                if (n > 0 && end >= 0 && ftruncate(audit_fd, end) < 0)
+                off_t cur = n > 0 ? lseek(audit_fd, 0, SEEK_CUR) : -1;
+                if (n > 0 && cur >= n && ftruncate(audit_fd, cur - n) < 0)
                         report("audit: cutting a torn record back failed: %s", strerror(errno));
                 audit_lost++;
                 if (audit_errno != e)

@@ -522,7 +522,7 @@ static void memo_free(ApprovalMemo *m) {
         *m = (ApprovalMemo){};
 }
 
-static bool memo_holds(const ApprovalMemo *m, const char *dir) {
+static bool memo_holds(const ApprovalMemo *m, const char *dir, struct stat *ret_cfg_st) {
         struct stat st;
         /* The root, as it is spelled, must still be that directory and no
          * symlink (one lstat; the realpath of a moment ago vouches for the
@@ -536,7 +536,11 @@ static bool memo_holds(const ApprovalMemo *m, const char *dir) {
         /* The walk stops at the root while its vectora.toml is there (any
          * kind of file: config_locate() takes whatever sits at the name)
          * and its entry ends the nested-approval loop there. */
-        return lstat(m->cfg, &st) == 0 && lstat(m->entry, &st) == 0;
+        struct stat cst;
+        if (lstat(m->cfg, &cst) < 0 || lstat(m->entry, &st) < 0)
+                return false;
+        *ret_cfg_st = cst;
+        return true;
 }
 
 /* Remembered only while what memo_holds() checks holds already: dir is
@@ -547,7 +551,7 @@ static void memo_fill(ApprovalMemo *memo, const char *store, const char *dir, co
                 return;
         ApprovalMemo n = { .path = strdup(dir), .root = strdup(root), .cfg = path_join(root, VS_CONFIG_FILE),
                            .entry = entry_path(store, root), .dev = st.st_dev, .ino = st.st_ino };
-        if (!n.path || !n.root || !n.cfg || !n.entry || !memo_holds(&n, dir)) {
+        if (!n.path || !n.root || !n.cfg || !n.entry || !memo_holds(&n, dir, &st)) {
                 memo_free(&n);
                 return;
         }
@@ -558,11 +562,12 @@ static void memo_fill(ApprovalMemo *memo, const char *store, const char *dir, co
 }
 
 int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir, char **ret_root, char **ret_dir,
-                         char **ret_pending, VsError **err) {
+                         char **ret_pending, struct stat *ret_cfg_st, VsError **err) {
         for (size_t i = 0; i < APPROVAL_MEMO_SLOTS && memo[i].path; i++) {
                 if (!streq(memo[i].path, dir))
                         continue;
-                if (!memo_holds(&memo[i], dir)) {
+                struct stat cst;
+                if (!memo_holds(&memo[i], dir, &cst)) {
                         memo_free(&memo[i]);
                         memmove(memo + i, memo + i + 1, (APPROVAL_MEMO_SLOTS - 1 - i) * sizeof *memo);
                         memo[APPROVAL_MEMO_SLOTS - 1] = (ApprovalMemo){};
@@ -576,6 +581,8 @@ int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir,
                         *ret_dir = TAKE_PTR(d);
                 if (ret_pending)
                         *ret_pending = NULL;
+                if (ret_cfg_st)
+                        *ret_cfg_st = S_ISREG(cst.st_mode) ? cst : (struct stat){};
                 return 0;
         }
         _cleanup_free_ char *root = NULL, *canon = NULL, *pending = NULL;
@@ -589,6 +596,8 @@ int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir,
                 *ret_dir = TAKE_PTR(canon);
         if (ret_pending)
                 *ret_pending = TAKE_PTR(pending);
+        if (ret_cfg_st)
+                *ret_cfg_st = (struct stat){};
         return 0;
 }
 

@@ -14,6 +14,7 @@
  * Daemon and embedded mode share this code. */
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -54,9 +55,13 @@ typedef struct ApprovalMemo {
  * stat of dir (one more of the root when dir is not spelled as it), one
  * lstat each of vectora.toml and the entry, instead of a realpath, a walk
  * and a SHA-256. Otherwise the walk, whose answer fills a slot when it is
- * the root itself, approved, with nothing pending. Same results. */
+ * the root itself, approved, with nothing pending. Same results.
+ * ret_cfg_st (may be NULL): root/vectora.toml's lstat when the answer came
+ * from memo and it is a regular file (then it is also its stat, which a
+ * caller checking the file for changes need not make again); st_mode 0
+ * otherwise. */
 int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir, char **ret_root, char **ret_dir,
-                         char **ret_pending, VsError **err);
+                         char **ret_pending, struct stat *ret_cfg_st, VsError **err);
 
 /* The policy that serves the workspace at root: the file's, when it is as
  * tight as the approved one or the workspace is seen for the first time

@@ -278,10 +278,19 @@ static void reload(Workspace *ws) {
                 spawn(ws);
 }
 
-static void refresh(Workspace *ws) {
-        _cleanup_free_ char *cfg = path_join(ws->path, VS_CONFIG_FILE);
+/* known: vectora.toml's stat made during this call already (the approval
+ * memo's lstat of a regular file), or st_mode 0. */
+static void refresh(Workspace *ws, const struct stat *known) {
+        _cleanup_free_ char *cfg = NULL;
         struct stat st;
-        bool exists = cfg && stat(cfg, &st) == 0;
+        bool exists;
+        if (S_ISREG(known->st_mode)) {
+                st = *known;
+                exists = true;
+        } else {
+                cfg = path_join(ws->path, VS_CONFIG_FILE);
+                exists = cfg && stat(cfg, &st) == 0;
+        }
         /* A refused workspace is looked at again on every call: its cause
          * may have been outside the file (a full state directory), and the
          * next call after the space returns must not stay refused. */
@@ -466,7 +475,8 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 return vs_error_set_kind(err, -EINVAL, api_error_name(API_ERROR_BAD_REQUEST), "\"workspace\" must be an absolute path");
         /* A subdirectory runs in the jail of the workspace above it. */
         _cleanup_free_ char *canon = NULL, *dir = NULL, *nested = NULL;
-        int r = approval_locate_memo(locate_memo, srv->opt.state_dir, path, &canon, &dir, &nested, err);
+        struct stat cfg_st;
+        int r = approval_locate_memo(locate_memo, srv->opt.state_dir, path, &canon, &dir, &nested, &cfg_st, err);
         if (r == -ENOMEM)
                 return vs_error_set_kind(err, r, api_error_name(API_ERROR_INTERNAL), "out of memory");
         if (r < 0)
@@ -491,7 +501,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 srv->workspaces = ws;
         }
         ws->last_used_ms = now_ms();
-        refresh(ws);
+        refresh(ws, &cfg_st);
         /* Before this call is served: a masked path the host made since
          * the last look rebuilds the jail (the inotify queue is read by
          * protect_check below, the fanotify group's here). */
