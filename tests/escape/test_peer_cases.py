@@ -18,6 +18,7 @@ user: that user (tests/helpers/as-user). A case this machine cannot run
 (a kernel without the i386 or x32 entry) is a counted skip saying why."""
 
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -350,6 +351,54 @@ def _(c, via):
     return f"{len(paths)} host sockets tried, none reached"
 
 
+@case("ai-jail 'host shared memory': the host's SysV IPC objects and /dev/shm files are out of reach")
+def _(c, via):
+    """ai-jail's 'Host shared memory: off' (`--host-shm` enables host
+    cross-process IPC): a SysV message queue and shared memory segment the
+    host made world-readable (mode 0666), and a world-readable file in the
+    host's /dev/shm. The jail must list none of them, read none and write
+    none (its IPC namespace and /dev/shm are its own)."""
+    for tool in ("ipcmk", "ipcs", "ipcrm"):
+        if not te.shutil.which(tool):
+            raise Skip(f"{tool} is not installed (util-linux)")
+    tag = secrets.token_hex(4)
+    ids = []
+    try:
+        for flag in ("-Q", "-M"):
+            args = ["ipcmk", flag] + (["4096"] if flag == "-M" else []) + ["-p", "0666"]
+            r = subprocess.run(args, capture_output=True, text=True)
+            if r.returncode != 0 or not r.stdout.split():
+                raise Skip(f"ipcmk {flag} failed on the host: {r.stderr.strip()}")
+            ids.append((flag, r.stdout.split()[-1]))
+        shm = f"/dev/shm/vectora-peer-{tag}"
+        te.write(shm, c.m["sibling"], 0o666)
+        qid, mid = ids[0][1], ids[1][1]
+        script = (f"ipcs -q -m 2>&1; ipcrm -q {qid} 2>/dev/null && echo REMOVED:q; "
+                  f"ipcrm -m {mid} 2>/dev/null && echo REMOVED:m; cat {shm} 2>/dev/null; "
+                  f"echo x > /dev/shm/vectora-peer-{tag}-w; echo done")
+        r = run(c, via, c.ws, script)
+        out = r.stdout.decode(errors="replace")
+        if "done" not in out:
+            raise Fail(f"the call did not run (exit {r.returncode}):\n{te.out_of(r)}")
+        seen = [f"{flag} {i}" for flag, i in ids if re.search(rf"(?m)^\S+\s+{i}\s", out)]
+        if seen or "REMOVED" in out or c.m["sibling"] in out:
+            raise Fail(f"ESCAPED: the jail saw or touched the host's IPC objects ({seen}):\n{out}")
+        if os.path.exists(f"/dev/shm/vectora-peer-{tag}-w"):
+            raise Fail("ESCAPED: the jail's write landed in the host's /dev/shm")
+        live = subprocess.run(["ipcs", "-q", "-m"], capture_output=True, text=True).stdout
+        if not all(re.search(rf"(?m)^\S+\s+{i}\s", live) for _f, i in ids):
+            raise Fail(f"ESCAPED: a host IPC object is gone:\n{live}")
+        return "none listed, read, removed or written"
+    finally:
+        for flag, i in ids:
+            subprocess.run(["ipcrm", "-q" if flag == "-Q" else "-m", i], capture_output=True)
+        for p in (f"/dev/shm/vectora-peer-{tag}", f"/dev/shm/vectora-peer-{tag}-w"):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+
 def compat_case(abi):
     how = "int $0x80" if abi == "i386" else "syscall numbers with the x32 bit"
     @case(f"seccomp bypass through the {abi} system-call entry ({how})")
@@ -405,6 +454,9 @@ def run_case(name, fn, c, via):
 
 
 def main():
+    # Arguments: only the cases whose name holds one of them.
+    if sys.argv[1:]:
+        CASES[:] = [(n, f) for n, f in CASES if any(a in n for a in sys.argv[1:])]
     why = te.preflight()
     if te.BACKEND.name != "local":
         why = why or "the peer cases run on the local backend"
