@@ -399,6 +399,47 @@ def _(c, via):
                 pass
 
 
+@case("sandbox-runtime 'empty allowedDomains': network = [] is no network, not an open one")
+def _(c, via):
+    """sandbox-runtime, integration.test.ts, 'Empty allowedDomains Network
+    Blocking' (an empty allowlist had meant unrestricted network there):
+    a workspace with `network = []` must reach neither a host listener on
+    the host's own address nor one on 127.0.0.1 by TCP, and the listeners
+    must see nothing. Embedded, such a workspace is refused (exit 125: the
+    allowlist is the daemon's proxy), which holds too."""
+    ws = getattr(c, "ws_empty_allow", None)
+    if ws is None:
+        ws = c.ws_empty_allow = c.make_ws("ws-empty-allow", network=[])
+    ls = []
+    for addr in (c.host_addr, "127.0.0.1"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((addr, 0))
+        s.listen(4)
+        s.setblocking(False)
+        ls.append(s)
+    try:
+        verdicts = []
+        for s in ls:
+            addr, port = s.getsockname()
+            r = c.cli(["exec", "-w", ws, "--", c.probe_path(ws), "tcp", addr, str(port)],
+                      {"VECTORA_SANDBOX_SOCKET": c.allow_sock} if via == "daemon" else None)
+            if r.returncode == te.EXIT_REFUSED:
+                verdicts.append(f"{addr}: the call was refused: {r.stderr.decode(errors='replace').strip()[:200]}")
+                continue
+            verdicts.append(te.expect_blocked(r))
+        for s in ls:
+            try:
+                conn, peer = s.accept()
+                conn.close()
+                raise Fail(f"ESCAPED: {s.getsockname()} accepted a connection from {peer}")
+            except BlockingIOError:
+                pass
+    finally:
+        for s in ls:
+            s.close()
+    return "; ".join(verdicts)
+
+
 def compat_case(abi):
     how = "int $0x80" if abi == "i386" else "syscall numbers with the x32 bit"
     @case(f"seccomp bypass through the {abi} system-call entry ({how})")
