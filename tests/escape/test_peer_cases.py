@@ -8,8 +8,8 @@ per way in: the embedded CLI (`vectora-sandbox exec -w WS -- ...`) and the
 daemon (the same call through a daemon of the same identity).
 
 Only the cases tests/escape/test_escape.py does not already run are here
-(its workspaces, planted secrets, identities and probe are reused, by
-importing it); the report of the peer-case review lists the covered ones.
+(its workspaces, planted secrets, identities and probe are reused, from
+tests/lib/vescape.py); the report of the peer-case review lists the covered ones.
 Each case fails if the jail let the attack through: the in-jail refusal is
 asserted and so is the host side (the target untouched, no process left).
 
@@ -21,13 +21,14 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import socket
 import sys
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_escape as te  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vescape as te  # noqa: E402
 
 T = te.T
 Fail = te.Fail
@@ -359,7 +360,7 @@ def _(c, via):
     host's /dev/shm. The jail must list none of them, read none and write
     none (its IPC namespace and /dev/shm are its own)."""
     for tool in ("ipcmk", "ipcs", "ipcrm"):
-        if not te.shutil.which(tool):
+        if not shutil.which(tool):
             raise Skip(f"{tool} is not installed (util-linux)")
     tag = secrets.token_hex(4)
     ids = []
