@@ -5,8 +5,9 @@
  *     BLOCKED: detail      exit 0: the jail held
  *     ESCAPED: detail      exit 1: the attempt worked
  *
- * (`syscalls` prints one such line per syscall and exits 1 if any escaped).
- * Exit 2 is a probe error (bad usage). Built statically so that it runs in
+ * (`syscalls` and `compat` print one such line per syscall and exit 1 if any
+ * escaped; `compat` exits 3 with a `SKIP:` line when the kernel has no such
+ * entry; tests/escape/test_peer_cases.py runs it). Exit 2 is a probe error (bad usage). Built statically so that it runs in
  * the jail whatever the jail's libraries are.
  *
  * Where a syscall is expected to be denied by seccomp, its arguments are
@@ -1444,6 +1445,131 @@ static int cmd_syscalls(int argc, char **argv) {
         return escaped;
 }
 
+/* ---- other syscall ABIs (peer cases: the seccomp filter and the i386 / x32 entries) -- */
+
+/* compat i386|x32 [control|sigsys]: the denied calls through the other system-call
+ * entries an x86_64 process can reach (int $0x80 as i386, the x32 bit).
+ * Each call's arguments are such that the kernel itself would answer
+ * something other than EPERM or ENOSYS had the filter let it through. Each
+ * runs in a child: the filter may kill it (SIGSYS) instead of answering. */
+#if defined(__x86_64__)
+typedef struct Compat {
+        const char *name;
+        long i386_nr, x32_nr; /* -1: none in that ABI */
+        long a, b, c, d, e;
+} Compat;
+
+static long int80(long nr, long a, long b, long c, long d, long e) {
+        long r;
+        __asm__ volatile("int $0x80"
+                         : "=a"(r)
+                         : "a"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e)
+                         : "memory", "r8", "r9", "r10", "r11", "cc");
+        return r;
+}
+
+static int compat_one(const Compat *row, bool x32, bool sigsys_only) {
+        long nr = x32 ? row->x32_nr : row->i386_nr;
+        if (nr < 0)
+                return 0;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+                return ESCAPED("%s: fork: %s", row->name, errname(errno));
+        if (pid == 0) {
+                long r;
+                if (x32) {
+                        r = syscall(nr | 0x40000000L, row->a, row->b, row->c, row->d, row->e, 0L);
+                        r = r == -1 ? -errno : r;
+                } else
+                        r = int80(nr, row->a, row->b, row->c, row->d, row->e);
+                if (!sigsys_only && (r == -EPERM || r == -ENOSYS))
+                        _exit(BLOCKED("%s: %s", row->name, errname((int) -r)));
+                if (r < 0 && r > -4096)
+                        _exit(ESCAPED("%s: %s: the filter did not answer", row->name, errname((int) -r)));
+                _exit(ESCAPED("%s: returned %ld", row->name, r));
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return ESCAPED("%s: waitpid: %s", row->name, errname(errno));
+        if (WIFSIGNALED(st))
+                return WTERMSIG(st) == SIGSYS ? BLOCKED("%s: killed by SIGSYS", row->name)
+                                              : ESCAPED("%s: killed by signal %d, not by the filter", row->name,
+                                                        WTERMSIG(st));
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static int cmd_compat(int argc, char **argv) {
+        if (argc < 1 || argc > 2 || (strcmp(argv[0], "i386") != 0 && strcmp(argv[0], "x32") != 0) ||
+            (argc == 2 && strcmp(argv[1], "control") != 0 && strcmp(argv[1], "sigsys") != 0))
+                return usage_error("compat i386|x32 [control|sigsys]");
+        bool x32 = strcmp(argv[0], "x32") == 0;
+        static const Compat compat_rows[] = {
+                { "unshare", 310, 272, 0, 0, 0, 0, 0 },                     /* 0 if it ran */
+                { "setns", 346, 308, -1, 0, 0, 0, 0 },                      /* EBADF */
+                { "mount", 21, 165, 0, 0, 0, 0, 0 },                        /* EFAULT */
+                { "ptrace", 26, 521, 0x7fff, 0, 0, 0, 0 },                  /* ESRCH */
+                { "keyctl", 288, 250, 9999, 0, 0, 0, 0 },                   /* EOPNOTSUPP */
+                { "add_key", 286, 248, 0, 0, 0, 0, 0 },                     /* EFAULT */
+                { "request_key", 287, 249, 0, 0, 0, 0, 0 },                 /* EFAULT */
+                { "bpf", 357, 321, 9999, 0, 0, 0, 0 },                      /* EINVAL */
+                { "userfaultfd", 374, 323, 0x11, 0, 0, 0, 0 },              /* EINVAL */
+                { "perf_event_open", 336, 298, 0, 0, -1, -1, 0 },           /* EFAULT */
+                { "io_uring_setup", 425, 425, 1, 0, 0, 0, 0 },              /* EFAULT */
+                { "kcmp", 349, 312, 0, 0, 9999, 0, 0 },                     /* ESRCH/EINVAL */
+                { "process_vm_readv", 347, 539, 0, 0, 0, 0, 0 },            /* ESRCH */
+                { "pidfd_getfd", 438, 438, -1, 0, 0, 0, 0 },                /* EBADF */
+                { "open_tree", 428, 428, -1, 0, 0, 0, 0 },                  /* EFAULT */
+                { "name_to_handle_at", 341, 303, -1, 0, 0, 0, 0 },          /* EFAULT */
+                { "chroot", 61, 161, 0, 0, 0, 0, 0 },                       /* EFAULT */
+                { "personality_rie", 136, 135, 0x0400000, 0, 0, 0, 0 },     /* the old persona */
+                { "socket_AF_ALG", 359, 41, 38, 5, 0, 0, 0 },               /* a descriptor */
+                { "socket_AF_VSOCK", 359, 41, 40, 1, 0, 0, 0 },             /* a descriptor or EAFNOSUPPORT */
+                { "socket_NETLINK_AUDIT", 359, 41, 16, 3, 9, 0, 0 },        /* a descriptor */
+                { "ioctl_TIOCSTI", 54, 514, 0, 0x5412, 0, 0, 0 },            /* EFAULT/ENOTTY/EIO */
+        };
+        /* sigsys: only the filter's kill counts (a kernel without the x32
+         * entry answers ENOSYS itself, after a filter that let it through). */
+        bool sigsys_only = argc == 2 && strcmp(argv[1], "sigsys") == 0;
+        if (argc == 2 && !sigsys_only) {
+                /* The control, run outside the jail by the test: getpid
+                 * through that entry. A kernel without it (ia32_emulation=0,
+                 * no x32) kills or answers ENOSYS; inside the jail the filter
+                 * kills it either way, so it tells nothing there. */
+                fflush(stdout);
+                pid_t pid = fork();
+                if (pid < 0)
+                        return ESCAPED("fork: %s", errname(errno));
+                if (pid == 0) {
+                        long r = x32 ? syscall(39 | 0x40000000L) : int80(20, 0, 0, 0, 0, 0);
+                        _exit(r == (long) getpid() ? 0 : 3);
+                }
+                int st;
+                while (waitpid(pid, &st, 0) < 0)
+                        if (errno != EINTR)
+                                return ESCAPED("waitpid: %s", errname(errno));
+                if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                        printf("ABI: %s\n", argv[0]);
+                        return 0;
+                }
+                printf("SKIP: this kernel has no %s system-call entry (getpid through it %s)\n",
+                       x32 ? "x32" : "i386", WIFSIGNALED(st) ? "was killed" : "failed");
+                return 3;
+        }
+        int escaped = 0;
+        for (size_t i = 0; i < sizeof compat_rows / sizeof *compat_rows; i++)
+                escaped |= compat_one(&compat_rows[i], x32, sigsys_only);
+        return escaped;
+}
+#else
+static int cmd_compat(int argc, char **argv) {
+        (void) argc, (void) argv;
+        printf("SKIP: the i386 and x32 entries exist on x86_64 only\n");
+        return 3;
+}
+#endif
+
 /* ---- main ----------------------------------------------------------------------- */
 
 typedef struct Cmd {
@@ -1475,6 +1601,7 @@ static const Cmd cmds[] = {
         { "devices", cmd_devices },   { "tiocsti", cmd_tiocsti },
         { "syscalls", cmd_syscalls }, { "privfile", cmd_privfile }, { "chown", cmd_chown },
         { "nosuid", cmd_nosuid },     { "alg", cmd_alg },
+        { "compat", cmd_compat },
 };
 
 int main(int argc, char **argv) {
