@@ -10,6 +10,32 @@
 #include "fd-util.h"
 
 static bool no_splice;
+/* Bytes of pipe capacity this process's halves added by growing, so that
+ * the pipes of one relay never take more than SPLICE_HALF_GROWN_MAX of
+ * their user's pipe pages (pipe-user-pages-soft, which every process of
+ * that user shares: past it, the user's new pipes get two pages). */
+static size_t grown_total;
+
+size_t splice_half_grown_total(void) {
+        return grown_total;
+}
+
+/* A half whose source filled its pipe carries a stream: one larger pipe
+ * moves it in fewer splices and wake-ups (docs/benchmarks.md, 6). Within
+ * the process's budget; refused (EPERM: pipe-max-size or the user's pipe
+ * pages), the half keeps its pipe and never asks again. */
+static bool grow(SpliceHalf *h) {
+        h->grow_tried = true;
+        if (h->cap >= SPLICE_HALF_GROWN || grown_total + SPLICE_HALF_GROWN - h->cap > SPLICE_HALF_GROWN_MAX)
+                return false;
+        int sz = fcntl(h->pipe[1], F_SETPIPE_SZ, (int)SPLICE_HALF_GROWN);
+        if (sz <= 0 || (size_t)sz <= h->cap)
+                return false;
+        h->grown = (size_t)sz - h->cap;
+        grown_total += h->grown;
+        h->cap = (size_t)sz;
+        return true;
+}
 
 static int use_buffer(SpliceHalf *h, size_t buf_size) {
         h->pipe[0] = safe_close(h->pipe[0]);
@@ -25,13 +51,16 @@ int splice_half_init(SpliceHalf *h, size_t buf_size) {
                 return use_buffer(h, buf_size);
         /* The pipe's own size (64 KiB by default): pipes count against
          * their user's pipe pages (pipe-user-pages-soft), a pool every
-         * relay of that user shares, so none is grown. */
+         * process of that user shares, so only a half that fills it grows
+         * it (grow), within SPLICE_HALF_GROWN_MAX a process. */
         int sz = fcntl(h->pipe[1], F_GETPIPE_SZ);
         h->cap = sz > 0 ? (size_t)sz : 4096;
         return 0;
 }
 
 void splice_half_done(SpliceHalf *h) {
+        grown_total -= h->grown;
+        h->grown = 0;
         h->pipe[0] = safe_close(h->pipe[0]);
         h->pipe[1] = safe_close(h->pipe[1]);
         free(h->buf);
@@ -55,6 +84,8 @@ int splice_half_take(SpliceHalf *h, int src) {
         if (n > 0) {
                 h->len += (size_t)n;
                 h->moved += (size_t)n;
+                if (!h->buf && !h->grow_tried && h->len >= h->cap)
+                        grow(h);
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 h->eof = true;
         else if (errno == EAGAIN && !h->buf && h->len > 0)
@@ -65,7 +96,7 @@ int splice_half_take(SpliceHalf *h, int src) {
                  * (the sink that does not take is what keeps it so): the
                  * half waits for a give instead, which the sink's
                  * writability brings (something is held). */
-                h->full = true;
+                h->full = !(!h->grow_tried && grow(h)); /* grown: room again */
         return 0;
 }
 

@@ -9,6 +9,12 @@
  * through a pipe with splice(2), so the kernel moves pages and the relay
  * copies nothing; where the kernel refuses splice for these sockets, the
  * half (and every later one in the process) copies through a buffer. */
+/* A half's pipe grows to SPLICE_HALF_GROWN once its source filled it;
+ * the halves of one process grow by SPLICE_HALF_GROWN_MAX bytes at most
+ * together (pipes are charged to their user's pipe pages). */
+#define SPLICE_HALF_GROWN (1u << 20)
+#define SPLICE_HALF_GROWN_MAX (8u << 20)
+
 typedef struct SpliceHalf {
         int pipe[2];
         size_t cap;     /* what the half may hold */
@@ -19,8 +25,12 @@ typedef struct SpliceHalf {
         bool full;      /* the pipe took no more: read again once some was given */
         bool eof;       /* the source ended (or failed) */
         bool shut;      /* the sink's writing side was shut, after the last byte */
+        bool grow_tried; /* the pipe was grown, or growing it was refused */
+        size_t grown;   /* bytes of capacity growing added (the process's budget) */
 } SpliceHalf;
 
+/* Bytes of pipe capacity the process's live halves added by growing. */
+size_t splice_half_grown_total(void);
 /* buf_size: the fallback's buffer. */
 int splice_half_init(SpliceHalf *h, size_t buf_size);
 void splice_half_done(SpliceHalf *h);
