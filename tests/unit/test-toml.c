@@ -857,12 +857,14 @@ static void test_many_keys_is_linear(void **state) {
          * hundred: compared against a smaller run so that slow machines,
          * sanitizers and valgrind do not make the test flaky. */
         append_many_keys(&b, n / 10);
+        /* The least of five: a busy machine (a run beside other builds)
+         * only ever adds. */
         double small = parse_seconds(&b);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 4; i++)
                 small = MIN(small, parse_seconds(&b));
         append_many_keys(&b, n);
         double big = parse_seconds(&b);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 4; i++)
                 big = MIN(big, parse_seconds(&b));
         if (getenv("TOML_TEST_VERBOSE"))
                 fprintf(stderr, "10k keys: %.4f s, 100k keys: %.4f s\n", small, big);

@@ -72,8 +72,8 @@ typedef struct WorkspaceWatch {
 } WorkspaceWatch;
 
 /* Directories hidden for want of a watch (hide_dir()), at most: each is
- * one mount in the jail. */
-#define HIDDEN_MAX 4096
+ * one mount in the jail, three of the at most 9 000 arguments bwrap takes. */
+#define HIDDEN_MAX 1024
 
 #define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 

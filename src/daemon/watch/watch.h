@@ -54,7 +54,7 @@ const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
         "masks over time: more directories under the listed paths than this workspace's share of inotify watches " \
         "(half of fs.inotify.max_user_watches, shared by the workspaces; status says the budget), and more than "   \
-        "4096 past it to hide; a masked path "                                                                      \
+        "1024 past it to hide; a masked path "                                                                      \
         "created below the ones not watched stays readable to commands until the worker restarts (the file tools " \
         "still refuse it), and a git repository made there is put aside only when the jail ends"
 #define WATCH_MISSING_NOTE                                                                                           \
