@@ -46,7 +46,6 @@ typedef struct DaemonOptions {
         char *audit_path; /* NULL: no audit log */
         unsigned max_clients;
         unsigned max_workers;
-        unsigned max_watches; /* inotify watches for masks over time; 0: half of fs.inotify.max_user_watches */
         char *worker_path;
         char *runtime_dir; /* the user's runtime directory (or --runtime-dir); instances live below it */
         char *lock_root;   /* where every instance of this uid keeps its lock: the default runtime

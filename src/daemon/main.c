@@ -152,9 +152,6 @@ static void usage(FILE *f) {
                 "                       /run/vectora-sandbox as root, $XDG_RUNTIME_DIR/vectora-sandbox)\n"
                 "  --max-clients N      connections at once (default 256)\n"
                 "  --max-workers N      live workers at once (default 64)\n"
-                "  --max-inotify-watches N\n"
-                "                       inotify watches for the workspaces' masks over time, at most\n"
-                "                       (default: half of fs.inotify.max_user_watches; not used as root)\n"
                 "  --worker PATH        the vectora-worker binary\n"
                 "  --state-dir DIR      the approved-policy store (default /var/lib/vectora-sandbox as root)\n"
                 "  --version, --help\n\n"
@@ -180,7 +177,7 @@ static int parse_uint(const char *s, unsigned *ret) {
 
 static int parse_args(int argc, char **argv, DaemonOptions *o) {
         enum { O_SOCKET = 256, O_FG, O_LEVEL, O_LOGFILE, O_AUDIT, O_MAXC, O_MAXW, O_WORKER, O_STATE, O_VERSION, O_PIDFILE,
-               O_AUDIT_REQ, O_RUNTIME, O_MAXI };
+               O_AUDIT_REQ, O_RUNTIME };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, O_SOCKET },
                 { "foreground", no_argument, NULL, O_FG },
@@ -191,7 +188,6 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                 { "runtime-dir", required_argument, NULL, O_RUNTIME },
                 { "max-clients", required_argument, NULL, O_MAXC },
                 { "max-workers", required_argument, NULL, O_MAXW },
-                { "max-inotify-watches", required_argument, NULL, O_MAXI },
                 { "worker", required_argument, NULL, O_WORKER },
                 { "state-dir", required_argument, NULL, O_STATE },
                 { "pidfile", required_argument, NULL, O_PIDFILE },
@@ -217,10 +213,9 @@ static int parse_args(int argc, char **argv, DaemonOptions *o) {
                 case O_RUNTIME: o->runtime_dir = strdup(optarg); break;
                 case O_MAXC:
                 case O_MAXW:
-                case O_MAXI:
-                        if (parse_uint(optarg, c == O_MAXC ? &o->max_clients : c == O_MAXW ? &o->max_workers : &o->max_watches) < 0) {
+                        if (parse_uint(optarg, c == O_MAXC ? &o->max_clients : &o->max_workers) < 0) {
                                 fprintf(stderr, "vectora-sandboxd: %s takes a positive number\n",
-                                        c == O_MAXC ? "--max-clients" : c == O_MAXW ? "--max-workers" : "--max-inotify-watches");
+                                        c == O_MAXC ? "--max-clients" : "--max-workers");
                                 return 2;
                         }
                         break;

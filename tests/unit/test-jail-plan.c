@@ -367,44 +367,6 @@ static void test_symlink_target_outside_not_exposed(void **state) {
         policy_free(p);
 }
 
-/* Directories a watch has no room for (jail_plan_hide): an empty
- * read-only directory over each, last; what was mounted below one goes; a
- * directory outside every listed path is not mounted at all. */
-static void test_hide_dirs(void **state) {
-        VsPolicy *p = load();
-        char masked[128], other[128], hidden[128], below[128];
-        snprintf(masked, sizeof masked, "%s/a/b/key.pem", ws);
-        snprintf(other, sizeof other, "%s/c/key.pem", ws);
-        snprintf(hidden, sizeof hidden, "%s/a", ws);
-        snprintf(below, sizeof below, "%s/a/b", ws);
-        VsMaskPath masks[] = { { masked, false }, { other, false } };
-        char *prot[] = { below, NULL };
-        VsJailFacts f = { .masks = masks, .n_masks = 2, .protected_existing = prot };
-        VsJailPlan *plan = NULL;
-        assert_int_equal(jail_plan_build(p, prot, &f, "/e/file", "/e/dir", NULL, &plan), 0);
-        char *dirs[] = { hidden, (char *)"/etc/elsewhere", NULL };
-        assert_int_equal(jail_plan_hide(plan, dirs, "/e/dir"), 0);
-        assert_int_equal(plan->n_hidden, 1);
-        const VsJailMount *last = &plan->mounts[plan->n_mounts - 1];
-        assert_int_equal(last->kind, VS_MOUNT_MASK);
-        assert_string_equal(last->dest, hidden);
-        assert_string_equal(last->src, "/e/dir");
-        assert_true(last->dir);
-        bool saw_other = false;
-        for (size_t i = 0; i < plan->n_mounts; i++) {
-                const VsJailMount *m = &plan->mounts[i];
-                assert_string_not_equal(m->dest, masked);
-                assert_string_not_equal(m->dest, below);
-                assert_string_not_equal(m->dest, "/etc/elsewhere");
-                saw_other |= streq(m->dest, other);
-        }
-        assert_true(saw_other);
-        assert_int_equal(jail_plan_hide(plan, NULL, "/e/dir"), 0);
-        assert_int_equal(plan->n_hidden, 1);
-        jail_plan_free(plan);
-        policy_free(p);
-}
-
 /* The ssh launcher resolves the listed paths on the remote by the daemon
  * host's rule: a symlink the remote jail could have made in its workspace
  * (or in a writable listed path) is never followed; one the remote host
@@ -458,7 +420,6 @@ int main(void) {
                 cmocka_unit_test(test_same_sealed_set_everywhere),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_symlink_target_outside_not_exposed),
-                cmocka_unit_test(test_hide_dirs),
                 cmocka_unit_test(test_remote_listed_link_refused),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -266,8 +266,7 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         if (r < 0)
                 return r;
         if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, o->walk_cache, &l->plan,
-                                  &l->git_base, err)) < 0 ||
-            (r = jail_plan_hide(l->plan, o->hide_dirs, empty_dir)) < 0)
+                                  &l->git_base, err)) < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */

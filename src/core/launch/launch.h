@@ -50,10 +50,6 @@ typedef struct VsLaunchOptions {
         const char *state_dir;
         /* The daemon's walk cache (walk-cache.h); NULL: none. */
         struct WalkCacheUse *walk_cache;
-        /* Directories the daemon's watch has no room for (watch.h:
-         * watch_hidden_dirs()), absolute: the jail sees each empty and
-         * read-only (jail_plan_hide()); NULL: none. */
-        char *const *hide_dirs;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {

@@ -54,13 +54,6 @@ typedef struct WorkspaceWatch {
         size_t n_roots;
         WatchDir *dirs;
         size_t n_dirs;
-        /* Directories past the budget: hidden in the jail (an empty
-         * read-only directory over each, watch_hidden_dirs()) instead of
-         * left unwatched; the topmost ones only (the walk does not enter
-         * them). Past HIDDEN_MAX of them, partial. */
-        WatchDir *hidden;
-        size_t n_hidden;
-        bool hidden_new; /* one was added by an event: the jail does not hide it yet */
         bool partial;
         /* Directories that appeared in this batch, walked at its end: once
          * each, however often the jail moves one back and forth. */
@@ -70,10 +63,6 @@ typedef struct WorkspaceWatch {
         bool rewalking; /* that walk: what the jail masks already is no news */
         char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
-
-/* Directories hidden for want of a watch (hide_dir()), at most: each is
- * one mount in the jail, three of the at most 9 000 arguments bwrap takes. */
-#define HIDDEN_MAX 1024
 
 #define WATCH_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
@@ -352,55 +341,18 @@ static bool find_wd(const WorkspaceWatch *w, int wd, size_t *ret) {
         return lo < w->n_dirs && w->dirs[lo].wd == wd;
 }
 
-static bool watched(const WorkspaceWatch *w, size_t root, const char *rel) {
-        for (size_t i = 0; i < w->n_dirs; i++)
-                if (w->dirs[i].root == root && streq(w->dirs[i].rel, rel))
-                        return true;
-        return false;
-}
-
-/* A directory the budget leaves no watch for: masked until watched. The
- * jail sees it empty and read-only (a masked path created below it could
- * not be seen appearing), from the next jail on; one added by an event
- * while a jail runs recycles it (on_batch_end). */
-static int hide_dir(WorkspaceWatch *w, size_t root, const char *rel, size_t budget) {
-        for (size_t i = 0; i < w->n_hidden; i++)
-                if (w->hidden[i].root == root && streq(w->hidden[i].rel, rel))
-                        return -ENOSPC;
-        if (w->n_hidden >= HIDDEN_MAX) {
-                if (!w->partial)
-                        log_warning("workspace %s: more than %zu directories past its share of "
-                                    "fs.inotify.max_user_watches (%zu); masked paths created below the ones not "
-                                    "watched are caught only by the file tools",
-                                    w->ws->path, (size_t)HIDDEN_MAX, budget);
-                w->partial = true;
-                return -ENOSPC;
-        }
-        WatchDir *n = realloc(w->hidden, (w->n_hidden + 1) * sizeof *n);
-        char *r = n ? strdup(rel) : NULL;
-        if (n)
-                w->hidden = n;
-        if (!r)
-                return -ENOMEM;
-        if (w->n_hidden == 0)
-                log_warning("workspace %s: more directories than its share of fs.inotify.max_user_watches (%zu); the "
-                            "ones past it are hidden in the jail (empty, read-only; status: masks_watch.hidden) until "
-                            "its watch starts again with room for them (a policy change, a daemon restart); raise "
-                            "the sysctl to see them",
-                            w->ws->path, budget);
-        w->hidden[w->n_hidden++] = (WatchDir){ .root = root, .rel = r };
-        w->hidden_new = true;
-        return -ENOSPC;
-}
-
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (w->fsub)
                 return 1; /* the filesystem's mark covers every directory */
         size_t budget = watch_budget(w->ws);
-        /* One watched already (a walk again after lost events) keeps its
-         * watch: no new one is taken. */
-        if (w->n_dirs >= budget && !watched(w, root, rel))
-                return hide_dir(w, root, rel, budget);
+        if (w->n_dirs >= budget) {
+                if (!w->partial)
+                        log_warning("workspace %s: more than %zu directories (its share of fs.inotify.max_user_watches); "
+                                    "masked paths created deeper are caught only by the file tools",
+                                    w->ws->path, budget);
+                w->partial = true;
+                return -ENOSPC;
+        }
         /* The directory beneath the root, watched through its descriptor
          * (the magic link is followed: the watch is on what was opened). */
         _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
@@ -542,14 +494,6 @@ static void on_batch_end(void *userdata) {
                                 scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
                 w->rewalking = false;
         }
-        /* A directory hidden by this batch: the running jail shows it. */
-        if (!w->hit && w->hidden_new && w->n_hidden) {
-                _cleanup_free_ char *abs = path_join(w->roots[w->hidden[w->n_hidden - 1].root],
-                                                     w->hidden[w->n_hidden - 1].rel);
-                if (abs && asprintf(&w->hit, "%s (a directory past the watch budget, hidden in the jail)", abs) < 0)
-                        w->hit = NULL;
-        }
-        w->hidden_new = false;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
         _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
@@ -648,8 +592,7 @@ void watch_drain(Workspace *ws) {
 /* fs.inotify.max_user_watches is per user, and shared with the user's
  * other programs (editors, language servers: the kernel says nothing of
  * what they hold) and the jails (a quarter, in their user namespace: see
- * docs/threat-model.md): the daemon takes half (or --max-inotify-watches,
- * if less than the whole), shared by the sandboxed
+ * docs/threat-model.md): the daemon takes half, shared by the sandboxed
  * workspaces it watches with inotify. Each may hold its even share, or
  * what the others leave of the half if that is more (most trees are
  * small: one big tree among many small ones is watched whole). A late
@@ -668,36 +611,16 @@ size_t watch_budget(Workspace *ws) {
                 n += o == ws || inotify;
                 others += o != ws && inotify ? o->watch->n_dirs : 0;
         }
-        size_t cap = ws->srv->opt.max_watches, half = cap && cap < limit ? cap : limit / 2;
-        size_t share = half / (n ? n : 1), left = half > others ? half - others : 0;
+        size_t half = limit / 2, share = half / (n ? n : 1), left = half > others ? half - others : 0;
         share = share > left ? share : left;
         return share ? share : 1;
 }
 
-void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget, size_t *ret_hidden) {
+void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget) {
         WorkspaceWatch *w = ws->watch;
         *ret_kind = !w ? NULL : w->fsub ? "fanotify" : "inotify";
         *ret_used = w && !w->fsub ? w->n_dirs : 0;
         *ret_budget = w && !w->fsub ? watch_budget(ws) : 0;
-        *ret_hidden = w ? w->n_hidden : 0;
-}
-
-char **watch_hidden_dirs(Workspace *ws) {
-        WorkspaceWatch *w = ws->watch;
-        char **l = NULL;
-        for (size_t i = 0; w && i < w->n_hidden; i++) {
-                /* Still a directory beneath its root, reached without a
-                 * symlink: a mount over anything else would follow it (one
-                 * gone has nothing to hide; one made again is a new
-                 * directory the watch sees appear). */
-                _cleanup_close_ int fd = open_beneath(w, w->hidden[i].root, w->hidden[i].rel, O_PATH | O_DIRECTORY);
-                _cleanup_free_ char *abs = fd >= 0 ? path_join(w->roots[w->hidden[i].root], w->hidden[i].rel) : NULL;
-                if (abs && strv_extend(&l, abs) < 0) {
-                        strv_free(l);
-                        return NULL;
-                }
-        }
-        return l;
 }
 
 bool watch_active(Workspace *ws) {
@@ -727,9 +650,6 @@ static void watch_stop_one(WorkspaceWatch *w) {
         for (size_t i = 0; i < w->n_dirs; i++)
                 free(w->dirs[i].rel);
         free(w->dirs);
-        for (size_t i = 0; i < w->n_hidden; i++)
-                free(w->hidden[i].rel);
-        free(w->hidden);
         for (size_t i = 0; i < w->n_roots; i++)
                 free(w->roots[i]);
         free(w->roots);
@@ -795,8 +715,6 @@ int watch_start(Workspace *ws) {
         for (size_t i = 0; !w->fsub && i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
                         scan_dir(w, i, "", NULL, false);
-        /* Hidden by the jail to come, not news to a running one. */
-        w->hidden_new = false;
         ws->watch = w;
         log_debug("workspace %s: watching %s for masked paths", ws->path,
                   w->fsub ? "the filesystem (fanotify)" : "each directory (inotify)");

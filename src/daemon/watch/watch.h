@@ -35,17 +35,12 @@ bool watch_active(Workspace *ws);
  * hub_drain() does for inotify): what happened before has been handled. */
 void watch_drain(Workspace *ws);
 /* The inotify watches ws may hold: its even share of half of
- * fs.inotify.max_user_watches (or of --max-inotify-watches) among the workspaces watched with inotify,
+ * fs.inotify.max_user_watches among the workspaces watched with inotify,
  * or what the others leave of that half if more. */
 size_t watch_budget(Workspace *ws);
 /* For status: "fanotify", "inotify" or NULL (not watched); the inotify
- * watches held and the budget (0 under fanotify); the directories hidden
- * for want of a watch. */
-void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget, size_t *ret_hidden);
-/* The directories past the inotify budget that the next jail hides (an
- * empty read-only directory over each: masked until watched), absolute,
- * those still directories; NULL for none. Owned by the caller. */
-char **watch_hidden_dirs(Workspace *ws);
+ * watches held and the budget (0 under fanotify). */
+void watch_describe(Workspace *ws, const char **ret_kind, size_t *ret_used, size_t *ret_budget);
 /* What masks over time cannot keep for a sandboxed workspace, or NULL:
  * more directories than its inotify budget (masks are not kept below the
  * ones left out; never under fanotify), or no watch at all (no inotify
@@ -53,8 +48,7 @@ char **watch_hidden_dirs(Workspace *ws);
 const char *watch_gap(Workspace *ws);
 #define WATCH_PARTIAL_NOTE                                                                                           \
         "masks over time: more directories under the listed paths than this workspace's share of inotify watches " \
-        "(half of fs.inotify.max_user_watches, shared by the workspaces; status says the budget), and more than "   \
-        "1024 past it to hide; a masked path "                                                                      \
+        "(half of fs.inotify.max_user_watches, shared by the workspaces; status says the budget); a masked path "   \
         "created below the ones not watched stays readable to commands until the worker restarts (the file tools " \
         "still refuse it), and a git repository made there is put aside only when the jail ends"
 #define WATCH_MISSING_NOTE                                                                                           \

@@ -21,7 +21,6 @@
 /* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
 #include "inotify-hub.h"
 #include "fan-hub.h"
-#include "watch.h"
 #include "worker-spawn.h"
 #include "workspace.h"
 
@@ -477,7 +476,6 @@ struct LinkStart {
         VsLaunchOptions o;        /* strings borrowed from the server, but: */
         char *proxy_socket;
         char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
-        char **hide_dirs;         /* watch_hidden_dirs() */
         /* the thread's result */
         int r;
         VsLaunch *launch;
@@ -503,7 +501,6 @@ static void start_free(LinkStart *s) {
         policy_free(s->owned_policy);
         free(s->proxy_socket);
         strv_free(s->secret_env);
-        strv_free(s->hide_dirs);
         free(s);
 }
 
@@ -643,7 +640,6 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         }
         s->o.proxy_socket = s->proxy_socket;
         s->o.secret_env = s->secret_env;
-        s->o.hide_dirs = s->hide_dirs = watch_hidden_dirs(ws);
         s->o.ca_bundle = proxy_ca_bundle(ws);
         s->srv = srv;
         s->ws = ws;
@@ -653,8 +649,6 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
         if (r < 0) {
                 free(s->proxy_socket);
-                strv_free(s->secret_env);
-                strv_free(s->hide_dirs);
                 return vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
                                          "cannot start the worker: %s", uv_strerror(r));
         }

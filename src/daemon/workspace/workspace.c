@@ -902,11 +902,11 @@ json_t *workspace_status(Workspace *ws) {
         /* How: fanotify (root, the whole filesystem) or inotify (a watch
          * per directory, within the workspace's budget). */
         const char *kind;
-        size_t used, budget, hidden;
-        watch_describe(ws, &kind, &used, &budget, &hidden);
+        size_t used, budget;
+        watch_describe(ws, &kind, &used, &budget);
         json_object_set_new(o, "masks_watch",
-                            kind ? json_pack("{s:s, s:I, s:I, s:I}", "kind", kind, "used", (json_int_t)used, "budget",
-                                             (json_int_t)budget, "hidden", (json_int_t)hidden)
+                            kind ? json_pack("{s:s, s:I, s:I}", "kind", kind, "used", (json_int_t)used, "budget",
+                                             (json_int_t)budget)
                                  : json_null());
         json_object_set_new(o, "counters", counters_json(&ws->counters));
         if (ws->policy && ws->policy->net_allowlist) {

@@ -203,33 +203,6 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         return 0;
 }
 
-int jail_plan_hide(VsJailPlan *plan, char *const *dirs, const char *empty_dir) {
-        for (char *const *d = dirs; d && *d; d++) {
-                /* Only what the jail sees through a listed path. */
-                if (!root_of(plan, *d) || streq(*d, "/"))
-                        continue;
-                /* What lay below it is covered: its mounts would be set up
-                 * under the empty directory's, unseen (a path listed below
-                 * it as well: the jail then fails to find it, closed). */
-                size_t k = 0;
-                for (size_t i = 0; i < plan->n_mounts; i++) {
-                        VsJailMount *m = &plan->mounts[i];
-                        if (path_is_below_or_equal(m->dest, *d) && !streq(m->dest, *d)) {
-                                free(m->dest);
-                                free(m->src);
-                                continue;
-                        }
-                        plan->mounts[k++] = *m;
-                }
-                plan->n_mounts = k;
-                int r = push(plan, VS_MOUNT_MASK, *d, empty_dir, true, false);
-                if (r < 0)
-                        return r;
-                plan->n_hidden++;
-        }
-        return 0;
-}
-
 int jail_plan_sealed(const VsJailPlan *plan, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)

@@ -64,7 +64,6 @@ typedef struct VsJailPlan {
         bool network, no_gpu, lockdown;
         VsLimits limits;
         size_t n_masked;         /* masked paths found by the walk */
-        size_t n_hidden;         /* directories hidden for want of a watch (jail_plan_hide()) */
 } VsJailPlan;
 
 /* Builds the plan. Pure: borrows p and f; copies env, protected_paths and
@@ -75,12 +74,6 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
                     const char *empty_dir, char *const *env, VsJailPlan **ret);
 void jail_plan_free(VsJailPlan *plan);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VsJailPlan *, jail_plan_free);
-
-/* Hides each of dirs (absolute directories below the listed paths, that a
- * watch has no room for): an empty read-only directory from empty_dir over
- * it, after every other mount; the masks and protected mounts below it go
- * (the jail sees none of what they cover). Counted in n_hidden. Pure. */
-int jail_plan_hide(VsJailPlan *plan, char *const *dirs, const char *empty_dir);
 
 /* The paths the plan makes read-only and empty (protected and masked
  * destinations), sorted; for comparing renderings. *ret owned. */
