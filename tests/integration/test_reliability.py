@@ -418,12 +418,15 @@ def big_send_buffer(k):
 
 
 def t_big_uploads_bounded(d, tmp):
-    """20 connections each pushing a 60 MiB raw payload they never finish:
-    the daemon holds at most its input budget (before: 1.23 GB), and a
-    small client keeps its latency. The jail starts slower than that
-    latency bound (2.5 s): the small client's latency is a warm
-    workspace's, which a cold start must not be counted in."""
-    s = unperturbed_daemon(tmp, "uploads", slow_start_env(tmp, 2.5))
+    """20 connections each pushing a 60 MiB raw payload they never finish
+    for 10 s: the daemon holds at most its input budget (before: 1.23 GB),
+    and a small client is served meanwhile: its worst call stays under 5 s
+    (one held behind the uploads would wait the whole 10 s; the 2 s bound
+    this had was met with 1.6 s to spare only on a quiet machine, and a CI
+    run beside other tests saw 2.45 s). The jail starts slower than that
+    bound (6 s): the small client's latency is a warm workspace's, which a
+    cold start must not be counted in."""
+    s = unperturbed_daemon(tmp, "uploads", slow_start_env(tmp, 6))
     ws = make_ws(tmp, "up-ws", SANDBOX)
     try:
         base = rss_kib(s.p.pid)
@@ -465,7 +468,7 @@ def t_big_uploads_bounded(d, tmp):
         # 2 MiB for each small holder, and each client's last read (64 KiB).
         check(held <= ((256 + 65 + 40) << 20) + 20 * 65536, ("held", held >> 20))
         check(after == 0, ("input still counted after the clients left", after))
-        check(worst < 2.0, ("the small client's worst latency", worst))
+        check(worst < 5.0, ("the small client's worst latency", worst))
         notes.append(f"20 unfinished 60 MiB uploads: {sent >> 20} MiB accepted, {held >> 20} MiB held, daemon RSS "
                      f"+{(peak - base) // 1024} MiB; a small client's worst call {worst * 1000:.0f} ms")
     finally:
