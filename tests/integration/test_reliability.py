@@ -461,14 +461,18 @@ def t_big_uploads_bounded(d, tmp):
             e[0].close()
         # The daemon frees each connection's input as it reads the hang-up;
         # on a loaded machine that takes more than a moment.
-        after = input_released(s, 10)
-        check(SANITIZED or peak - base < 450 * 1024,
-              ("daemon RSS grew by MiB", (peak - base) // 1024, "sent MiB", sent >> 20))
+        after = input_released(s, 30)
+        # Every figure in each failure's message: a failure on a loaded CI
+        # host must say which bound it missed and what the others were.
+        seen = {"rss_growth_mib": (peak - base) // 1024, "sent_mib": sent >> 20, "held_mib": held >> 20,
+                "held_after_close": after, "worst_s": round(worst, 3),
+                "slowest_s": sorted((round(x, 3) for x in probe.lat), reverse=True)[:5], "calls": len(probe.lat)}
+        check(SANITIZED or peak - base < 450 * 1024, ("daemon RSS grew past 450 MiB", seen))
         # The budget, one leader's whole message (a line and a raw payload),
         # 2 MiB for each small holder, and each client's last read (64 KiB).
-        check(held <= ((256 + 65 + 40) << 20) + 20 * 65536, ("held", held >> 20))
-        check(after == 0, ("input still counted after the clients left", after))
-        check(worst < 5.0, ("the small client's worst latency", worst))
+        check(held <= ((256 + 65 + 40) << 20) + 20 * 65536, ("held past the budget", seen))
+        check(after == 0, ("input still counted after the clients left", seen))
+        check(worst < 5.0, ("the small client's worst latency", seen))
         notes.append(f"20 unfinished 60 MiB uploads: {sent >> 20} MiB accepted, {held >> 20} MiB held, daemon RSS "
                      f"+{(peak - base) // 1024} MiB; a small client's worst call {worst * 1000:.0f} ms")
     finally:

@@ -194,6 +194,50 @@ static void removed_directory_forgotten(void **state) {
         hub_sub_free(b.sub);
 }
 
+/* Hundreds of directories held by two holders: the dropped ones (removed
+ * by the kernel, released by a holder) are compacted away in passes, and
+ * whatever is left still reaches who holds it. */
+static void many_dropped_and_compacted(void **state) {
+        Fixture *f = *state;
+        enum { N = 300 };
+        Heard a = {}, b = {};
+        assert_int_equal(hub_sub_new(f->hub, &ops, &a, &a.sub), 0);
+        assert_int_equal(hub_sub_new(f->hub, &ops, &b, &b.sub), 0);
+        char dirs[N][256];
+        for (int i = 0; i < N; i++) {
+                char n[16];
+                snprintf(n, sizeof n, "d%03d", i);
+                sub_dir(f, n, dirs[i], sizeof dirs[i]);
+                assert_true(hub_add_watch(a.sub, dirs[i], MASK) >= 0);
+                if (i % 2 == 0)
+                        assert_true(hub_add_watch(b.sub, dirs[i], MASK) >= 0);
+        }
+        assert_int_equal(hub_n_watches(f->hub), N);
+        /* The kernel drops the first 200 (IN_IGNORED): past the compaction's threshold. */
+        for (int i = 0; i < 200; i++)
+                assert_int_equal(rmdir(dirs[i]), 0);
+        assert_true(hub_drain(f->hub));
+        assert_int_equal(hub_n_watches(f->hub), N - 200);
+        /* a lets go of everything: only b's even ones stay. */
+        hub_sub_free(a.sub);
+        assert_int_equal(hub_n_watches(f->hub), 50);
+        touch(dirs[N - 2], "still.env");
+        touch(dirs[N - 1], "unheard.env"); /* odd: nobody holds it now */
+        assert_true(hub_drain(f->hub));
+        assert_int_equal(b.creates, 1);
+        assert_string_equal(b.last, "still.env");
+        /* A directory made now is watched afresh and heard. */
+        char fresh[256];
+        sub_dir(f, "fresh", fresh, sizeof fresh);
+        assert_true(hub_add_watch(b.sub, fresh, MASK) >= 0);
+        assert_int_equal(hub_n_watches(f->hub), 51);
+        touch(fresh, "x");
+        assert_true(hub_drain(f->hub));
+        assert_int_equal(b.creates, 2);
+        hub_sub_free(b.sub);
+        assert_int_equal(hub_n_watches(f->hub), 0);
+}
+
 static void overflow_reaches_everyone(void **state) {
         Fixture *f = *state;
         FILE *q = fopen("/proc/sys/fs/inotify/max_queued_events", "re");
@@ -276,6 +320,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(shared_directory_fans_out, setup, teardown),
                 cmocka_unit_test_setup_teardown(freed_mid_batch_hears_nothing_more, setup, teardown),
                 cmocka_unit_test_setup_teardown(removed_directory_forgotten, setup, teardown),
+                cmocka_unit_test_setup_teardown(many_dropped_and_compacted, setup, teardown),
                 cmocka_unit_test_setup_teardown(overflow_reaches_everyone, setup, teardown),
                 cmocka_unit_test_setup_teardown(one_instance_for_many, setup, teardown),
         };

@@ -15,6 +15,7 @@
 
 typedef struct HubWatch {
         int wd;
+        bool gone; /* dropped; its slot goes at the next compaction */
         HubSub **subs;
         size_t n_subs;
 } HubWatch;
@@ -23,15 +24,18 @@ struct HubSub {
         SubHead head; /* first: notify-subs.h frees it */
         InotifyHub *hub;
         const HubOps *ops;
-        int *wds;
-        size_t n_wds;
+        size_t n_wds; /* how many watches hold s */
 };
 
 struct InotifyHub {
         int fd;
         uv_poll_t poll;
-        HubWatch *watches; /* sorted by wd */
-        size_t n_watches;
+        /* Sorted by wd, dropped ones (gone) kept until they are half of
+         * them: a jail removing 100 000 watched directories (and a sub
+         * released at a daemon's stop) moved the rest of the array at
+         * each one, quadratic (minutes under a sanitizer). */
+        HubWatch *watches;
+        size_t n_watches, n_gone, cap;
         SubHead *subs; /* of HubSubs */
         bool dispatching;
         bool skimmed; /* this read's rest is taken as an overflow (notify-subs.h) */
@@ -54,55 +58,67 @@ static size_t find_slot(const InotifyHub *h, int wd, bool *found) {
         return lo;
 }
 
-static void drop_watch_at(InotifyHub *h, size_t i) {
-        free(h->watches[i].subs);
-        memmove(&h->watches[i], &h->watches[i + 1], (h->n_watches - i - 1) * sizeof *h->watches);
-        h->n_watches--;
+/* The live watch on wd, if any. */
+static HubWatch *live_watch(InotifyHub *h, int wd) {
+        bool found;
+        size_t i = find_slot(h, wd, &found);
+        return found && !h->watches[i].gone ? &h->watches[i] : NULL;
+}
+
+static void compact(InotifyHub *h) {
+        if (h->n_gone < 64 || h->n_gone * 2 < h->n_watches)
+                return;
+        size_t j = 0;
+        for (size_t i = 0; i < h->n_watches; i++)
+                if (!h->watches[i].gone)
+                        h->watches[j++] = h->watches[i];
+        h->n_watches = j;
+        h->n_gone = 0;
+}
+
+/* Marks w dropped; compact() (which moves the array) is the caller's. */
+static void drop_watch(InotifyHub *h, HubWatch *w) {
+        free(TAKE_PTR(w->subs));
+        w->n_subs = 0;
+        w->gone = true;
+        h->n_gone++;
 }
 
 /* Takes s off wd; the last one out removes the watch from the instance. */
-static void unsubscribe(InotifyHub *h, HubSub *s, int wd) {
-        bool found;
-        size_t i = find_slot(h, wd, &found);
-        if (!found)
-                return;
-        HubWatch *w = &h->watches[i];
+static bool unsubscribe(InotifyHub *h, HubSub *s, HubWatch *w) {
         for (size_t k = 0; k < w->n_subs; k++)
                 if (w->subs[k] == s) {
                         w->subs[k] = w->subs[--w->n_subs];
-                        break;
+                        s->n_wds--;
+                        if (w->n_subs == 0) {
+                                (void)inotify_rm_watch(h->fd, w->wd);
+                                drop_watch(h, w);
+                        }
+                        return true;
                 }
-        if (w->n_subs == 0) {
-                (void)inotify_rm_watch(h->fd, wd);
-                drop_watch_at(h, i);
-        }
+        return false;
 }
 
+/* One pass over the hub's watches, not a look-up per watch held. */
 static void sub_release_watches(HubSub *s) {
-        for (size_t i = 0; i < s->n_wds; i++)
-                unsubscribe(s->hub, s, s->wds[i]);
-        free(s->wds);
-        s->wds = NULL;
+        InotifyHub *h = s->hub;
+        for (size_t i = 0; s->n_wds && i < h->n_watches; i++)
+                if (!h->watches[i].gone)
+                        unsubscribe(h, s, &h->watches[i]);
         s->n_wds = 0;
+        compact(h);
 }
 
 /* The kernel dropped wd (its directory went, or it was removed): nobody
  * holds it any more. */
 static void forget_watch(InotifyHub *h, int wd) {
-        bool found;
-        size_t i = find_slot(h, wd, &found);
-        if (!found)
+        HubWatch *w = live_watch(h, wd);
+        if (!w)
                 return;
-        HubWatch *w = &h->watches[i];
-        for (size_t k = 0; k < w->n_subs; k++) {
-                HubSub *s = w->subs[k];
-                for (size_t j = 0; j < s->n_wds; j++)
-                        if (s->wds[j] == wd) {
-                                s->wds[j] = s->wds[--s->n_wds];
-                                break;
-                        }
-        }
-        drop_watch_at(h, i);
+        for (size_t k = 0; k < w->n_subs; k++)
+                w->subs[k]->n_wds--;
+        drop_watch(h, w);
+        compact(h);
 }
 
 static void deliver(HubSub *s, const struct inotify_event *ev) {
@@ -118,17 +134,16 @@ static void dispatch(InotifyHub *h, const struct inotify_event *ev) {
                         deliver((HubSub *)s, ev);
                 return;
         }
-        bool found;
-        size_t i = find_slot(h, ev->wd, &found);
-        if (!found)
+        const HubWatch *w = live_watch(h, ev->wd);
+        if (!w)
                 return;
         /* A callback may add watches (the array moves) or free subscribers:
          * work on a copy of who holds this one. */
         HubSub *one[4], **who = one;
-        size_t n = h->watches[i].n_subs;
+        size_t n = w->n_subs;
         if (n > ELEMENTSOF(one) && !(who = malloc(n * sizeof *who)))
                 who = one, n = ELEMENTSOF(one); /* out of memory: the first few still hear it */
-        memcpy(who, h->watches[i].subs, n * sizeof *who);
+        memcpy(who, w->subs, n * sizeof *who);
         for (size_t k = 0; k < n; k++)
                 deliver(who[k], ev);
         if (who != one)
@@ -204,9 +219,9 @@ static void on_poll_closed(uv_handle_t *p) {
 void hub_free(InotifyHub *h) {
         if (!h)
                 return;
+        /* Closing the instance drops its watches: none is removed one by one. */
         for (SubHead *s = h->subs, *next; s; s = next) {
                 next = s->next;
-                sub_release_watches((HubSub *)s);
                 free(s);
         }
         h->subs = NULL;
@@ -248,12 +263,22 @@ int hub_add_watch(HubSub *s, const char *path, uint32_t mask) {
                 return -errno;
         bool found;
         size_t i = find_slot(h, wd, &found);
-        if (!found) {
-                HubWatch *nw = realloc(h->watches, (h->n_watches + 1) * sizeof *nw);
-                if (!nw)
-                        goto fail;
-                h->watches = nw;
-                memmove(&h->watches[i + 1], &h->watches[i], (h->n_watches - i) * sizeof *nw);
+        if (found && h->watches[i].gone) {
+                /* The kernel handed out a dropped one's number again. */
+                h->watches[i].gone = false;
+                h->n_gone--;
+        } else if (!found) {
+                if (h->n_watches == h->cap) {
+                        size_t cap = h->cap ? h->cap * 2 : 64;
+                        HubWatch *nw = reallocarray(h->watches, cap, sizeof *nw);
+                        if (!nw) {
+                                (void)inotify_rm_watch(h->fd, wd);
+                                return -ENOMEM;
+                        }
+                        h->watches = nw;
+                        h->cap = cap;
+                }
+                memmove(&h->watches[i + 1], &h->watches[i], (h->n_watches - i) * sizeof *h->watches);
                 h->watches[i] = (HubWatch){ .wd = wd };
                 h->n_watches++;
         }
@@ -261,30 +286,22 @@ int hub_add_watch(HubSub *s, const char *path, uint32_t mask) {
         for (size_t k = 0; k < w->n_subs; k++)
                 if (w->subs[k] == s)
                         return wd; /* held already */
-        HubSub **ns = realloc(w->subs, (w->n_subs + 1) * sizeof *ns);
-        if (!ns)
-                goto fail;
-        w->subs = ns;
-        int *nwds = realloc(s->wds, (s->n_wds + 1) * sizeof *nwds);
-        if (!nwds)
-                goto fail;
-        s->wds = nwds;
-        w->subs[w->n_subs++] = s;
-        s->wds[s->n_wds++] = wd;
-        return wd;
-fail: {
-        /* Not held by s: off the instance unless somebody else has it. */
-        size_t j = find_slot(h, wd, &found);
-        if (!found)
-                (void)inotify_rm_watch(h->fd, wd);
-        else if (h->watches[j].n_subs == 0) {
-                (void)inotify_rm_watch(h->fd, wd);
-                drop_watch_at(h, j);
+        HubSub **ns = reallocarray(w->subs, w->n_subs + 1, sizeof *ns);
+        if (!ns) {
+                /* Not held by s: off the instance unless somebody else has it. */
+                if (w->n_subs == 0) {
+                        (void)inotify_rm_watch(h->fd, wd);
+                        drop_watch(h, w);
+                        compact(h);
+                }
+                return -ENOMEM;
         }
-        return -ENOMEM;
-}
+        w->subs = ns;
+        w->subs[w->n_subs++] = s;
+        s->n_wds++;
+        return wd;
 }
 
 size_t hub_n_watches(const InotifyHub *h) {
-        return h->n_watches;
+        return h->n_watches - h->n_gone;
 }
