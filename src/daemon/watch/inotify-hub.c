@@ -24,7 +24,6 @@ struct HubSub {
         SubHead head; /* first: notify-subs.h frees it */
         InotifyHub *hub;
         const HubOps *ops;
-        size_t n_wds; /* how many watches hold s */
 };
 
 struct InotifyHub {
@@ -84,28 +83,27 @@ static void drop_watch(InotifyHub *h, HubWatch *w) {
         h->n_gone++;
 }
 
-/* Takes s off wd; the last one out removes the watch from the instance. */
-static bool unsubscribe(InotifyHub *h, HubSub *s, HubWatch *w) {
+/* Takes s off w; the last one out removes the watch from the instance. */
+static void unsubscribe(InotifyHub *h, HubSub *s, HubWatch *w) {
         for (size_t k = 0; k < w->n_subs; k++)
                 if (w->subs[k] == s) {
                         w->subs[k] = w->subs[--w->n_subs];
-                        s->n_wds--;
                         if (w->n_subs == 0) {
                                 (void)inotify_rm_watch(h->fd, w->wd);
                                 drop_watch(h, w);
                         }
-                        return true;
+                        return;
                 }
-        return false;
 }
 
-/* One pass over the hub's watches, not a look-up per watch held. */
+/* One pass over the hub's watches, not a look-up per watch held; every
+ * one is looked at (no count of s's watches to stop early on: one wrong
+ * count would leave s, freed next, in a watch's list). */
 static void sub_release_watches(HubSub *s) {
         InotifyHub *h = s->hub;
-        for (size_t i = 0; s->n_wds && i < h->n_watches; i++)
+        for (size_t i = 0; i < h->n_watches; i++)
                 if (!h->watches[i].gone)
                         unsubscribe(h, s, &h->watches[i]);
-        s->n_wds = 0;
         compact(h);
 }
 
@@ -115,8 +113,6 @@ static void forget_watch(InotifyHub *h, int wd) {
         HubWatch *w = live_watch(h, wd);
         if (!w)
                 return;
-        for (size_t k = 0; k < w->n_subs; k++)
-                w->subs[k]->n_wds--;
         drop_watch(h, w);
         compact(h);
 }
@@ -298,7 +294,6 @@ int hub_add_watch(HubSub *s, const char *path, uint32_t mask) {
         }
         w->subs = ns;
         w->subs[w->n_subs++] = s;
-        s->n_wds++;
         return wd;
 }
 
