@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+#include "monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "chase.h"
+#include "log.h"
+#include "macro.h"
+#include "monitor-proto.h"
+
+#define WORKSPACES_MAX 65536
+#define FDS_MAX 8
+
+typedef struct MonWorkspace {
+        uint64_t handle;
+        int dirfd; /* O_PATH, opened by the monitor itself */
+        uid_t uid;
+        gid_t gid;
+} MonWorkspace;
+
+struct Monitor {
+        int fd;
+        MonitorState state;
+        MonWorkspace *ws;
+        size_t n_ws, cap_ws;
+        uint64_t next_handle;
+        uint8_t buf[MONITOR_MSG_MAX];
+        MonitorMsg msg;
+};
+
+int monitor_new(int fd, Monitor **ret) {
+        Monitor *m = calloc(1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        m->fd = fd;
+        m->next_handle = 1;
+        *ret = m;
+        return 0;
+}
+
+Monitor *monitor_free(Monitor *m) {
+        if (!m)
+                return NULL;
+        for (size_t i = 0; i < m->n_ws; i++)
+                close(m->ws[i].dirfd);
+        free(m->ws);
+        if (m->fd >= 0)
+                close(m->fd);
+        free(m);
+        return NULL;
+}
+
+/* The reply to the request being answered: status (0 or an errno),
+ * message (or NULL), and a workspace handle (0: none). */
+static int reply(Monitor *m, int status, const char *message, uint64_t ws) {
+        MonitorEnc e;
+        monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
+        monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
+        if (message)
+                monitor_put_str(&e, MONITOR_F_MESSAGE, message);
+        if (ws)
+                monitor_put_u64(&e, MONITOR_F_WS, ws);
+        if (m->msg.type == MONITOR_REQ_STATUS) {
+                monitor_put_u64(&e, MONITOR_F_PID, (uint64_t)getpid());
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
+        }
+        int r = monitor_enc_end(&e);
+        if (r >= 0 && send(m->fd, e.buf.data, e.buf.len, MSG_NOSIGNAL) < 0)
+                r = -errno;
+        monitor_enc_done(&e);
+        return r;
+}
+
+static MonWorkspace *find_ws(Monitor *m, uint64_t handle) {
+        for (size_t i = 0; i < m->n_ws; i++)
+                if (m->ws[i].handle == handle)
+                        return &m->ws[i];
+        return NULL;
+}
+
+/* The gid a jail of uid may have: the directory's group or the owner's
+ * primary one (never one the server picked, such as root's). */
+static bool gid_allowed(uid_t uid, gid_t gid, const struct stat *st) {
+        if (gid == st->st_gid)
+                return true;
+        struct passwd pw, *res = NULL;
+        char buf[4096];
+        return getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_gid == gid;
+}
+
+static int ws_open(Monitor *m) {
+        const char *path = monitor_field_str(monitor_field(&m->msg, MONITOR_F_PATH, -1));
+        uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
+        gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
+        if (m->n_ws >= WORKSPACES_MAX)
+                return reply(m, EMFILE, "too many workspaces open", 0);
+        /* Opened here, from /, following no symlink: the server names the
+         * path, the monitor decides what it is. */
+        _cleanup_close_ int dfd = chase_open_dir(path);
+        if (dfd < 0)
+                return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
+        struct stat st;
+        if (fstat(dfd, &st) < 0)
+                return reply(m, errno, "the workspace could not be read", 0);
+        if (st.st_uid != uid)
+                return reply(m, EPERM, "the workspace is not that user's", 0);
+        if (!gid_allowed(uid, gid, &st))
+                return reply(m, EPERM, "that group is neither the workspace's nor its owner's", 0);
+        if (m->n_ws == m->cap_ws) {
+                size_t cap = m->cap_ws ? m->cap_ws * 2 : 16;
+                MonWorkspace *n = reallocarray(m->ws, cap, sizeof *n);
+                if (!n)
+                        return reply(m, ENOMEM, NULL, 0);
+                m->ws = n;
+                m->cap_ws = cap;
+        }
+        uint64_t handle = m->next_handle++;
+        m->ws[m->n_ws++] = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid };
+        return reply(m, 0, NULL, handle);
+}
+
+static int ws_close(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        if (!w)
+                return reply(m, ENOENT, "no such workspace", 0);
+        close(w->dirfd);
+        *w = m->ws[--m->n_ws];
+        return reply(m, 0, NULL, 0);
+}
+
+/* Why a datagram ends the monitor, logged once. */
+static int broken(const char *why, const char *detail) {
+        log_error("monitor: the server broke the protocol: %s%s%s; stopping", why, detail ? ": " : "",
+                  detail ? detail : "");
+        return -EPROTO;
+}
+
+int monitor_step(Monitor *m) {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+        } control;
+        struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        ssize_t n = recvmsg(m->fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
+        if (n < 0)
+                return errno == EINTR ? 0 : -errno;
+        if (n == 0)
+                return 1; /* the server's end closed */
+        /* No request served yet takes a descriptor: any that came are closed. */
+        bool had_fds = false;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                                close(fd);
+                        }
+                        had_fds = true;
+                }
+        if ((size_t)n > sizeof m->buf || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+                return broken("a datagram longer than any request", NULL);
+        if (had_fds)
+                return broken("descriptors with a request that takes none", NULL);
+        VsError *err = NULL;
+        if (monitor_decode(m->buf, (size_t)n, false, &m->msg, &err) < 0) {
+                int r = broken("a request the decoder refused", err ? err->message : NULL);
+                vs_error_free(err);
+                return r;
+        }
+        MonitorReq t = (MonitorReq)m->msg.type;
+        if (!monitor_req_allowed(m->state, t))
+                return broken("a request its state does not allow", monitor_req_to_string(t));
+        switch (t) {
+        case MONITOR_REQ_HELLO:
+                m->state = MONITOR_STATE_READY;
+                return reply(m, 0, NULL, 0);
+        case MONITOR_REQ_WS_OPEN:
+                return ws_open(m);
+        case MONITOR_REQ_WS_CLOSE:
+                return ws_close(m);
+        case MONITOR_REQ_STATUS:
+                return reply(m, 0, NULL, 0);
+        case MONITOR_REQ_SHUTDOWN: {
+                m->state = MONITOR_STATE_STOPPING;
+                int r = reply(m, 0, NULL, 0);
+                return r < 0 ? r : 1;
+        }
+        default:
+                return reply(m, EOPNOTSUPP, "not served by this monitor yet", 0);
+        }
+}
+
+int monitor_run(Monitor *m) {
+        int r;
+        while ((r = monitor_step(m)) == 0)
+                ;
+        monitor_free(m);
+        return r < 0 ? r : 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The root monitor (docs/privsep.md): serves the monitor protocol
+ * (monitor-proto.h) on one SOCK_SEQPACKET descriptor, one request at a
+ * time, in order. It holds the workspaces it opened itself: a directory
+ * descriptor reached from / without following any symlink, owned by the
+ * uid the server named, with a gid that is the directory's or the
+ * owner's primary group. A request its state does not allow, a datagram
+ * the decoder refuses, a truncated one or one with descriptors it does
+ * not take ends the monitor (OpenSSH's monitor does the same: the server
+ * that sent it is not to be trusted any more). Not yet started by
+ * vectora-sandboxd, and not yet serving the spawn, cgroup, approval and
+ * placeholder requests (answered EOPNOTSUPP). */
+
+#include <stdbool.h>
+
+typedef struct Monitor Monitor;
+
+/* Takes fd (a SOCK_SEQPACKET end). */
+int monitor_new(int fd, Monitor **ret);
+/* Reads and answers one request. 0: go on; 1: done (the server's end
+ * closed, or shutdown answered); a negative errno: the socket failed or the
+ * server broke the protocol (what, in the log). */
+int monitor_step(Monitor *m);
+/* Steps until done or a failure; frees m. 0 when the server closed or
+ * asked to shut down, else a negative errno. */
+int monitor_run(Monitor *m);
+Monitor *monitor_free(Monitor *m);
