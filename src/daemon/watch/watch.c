@@ -61,6 +61,8 @@ typedef struct WorkspaceWatch {
         size_t n_fresh_dirs;
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
+        bool walk_changed; /* the tree changed under that walk: it may have missed an entry */
+        bool rewalk_at_spawn; /* walked again before the next worker starts (rewalk()) */
         char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
 
@@ -257,17 +259,42 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
         return ctime_ms + 1000 < spawn_ms;
 }
 
-/* Walks a directory below root/rel: watches subdirectories, reports the
- * first path that matches the masks (for directories moved in whole). */
-static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
-        int fd = open_beneath(w, root, rel, O_RDONLY | O_DIRECTORY);
-        if (fd < 0)
+static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd);
+
+/* Whether a directory changed between two looks (an entry made, removed
+ * or renamed in it moves its mtime and ctime; kernels since 6.13 give
+ * each change after a look a fine-grained stamp). */
+static bool dir_changed(const struct stat *a, const struct stat *b) {
+        return a->st_mtim.tv_sec != b->st_mtim.tv_sec || a->st_mtim.tv_nsec != b->st_mtim.tv_nsec ||
+               a->st_ctim.tv_sec != b->st_ctim.tv_sec || a->st_ctim.tv_nsec != b->st_ctim.tv_nsec ||
+               a->st_ino != b->st_ino;
+}
+
+/* Walks the directory fd (root/rel; taken): watches subdirectories,
+ * reports the first path that matches the masks (for directories moved in
+ * whole). Each subdirectory is opened from its parent's descriptor, never
+ * by its path from the root: a jail that renames a directory above while
+ * the walk is below it changes nothing of the walk. During the walk after
+ * lost events (w->rewalking), a directory whose entries changed while it
+ * was read, or an entry gone or no longer a directory when opened, makes
+ * the walk unsure (w->walk_changed): readdir(3) may have missed an entry
+ * the jail moved past it, and the events that would have said so are
+ * what was lost. */
+static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, char **ret_match, bool note) {
+        struct stat before, after;
+        if (fstat(fd, &before) < 0) {
+                safe_close(fd);
                 return false;
+        }
         DIR *d = fdopendir(fd);
         if (!d) {
                 safe_close(fd);
                 return false;
         }
+        /* Subdirectories are entered once the directory is read: the
+         * change check covers its read alone, not the walks below. */
+        _cleanup_strv_free_ char **subdirs = NULL;
+        size_t n_sub = 0, cap_sub = 0;
         bool found = false;
         struct dirent *de;
         while (!found && (de = readdir(d))) {
@@ -276,7 +303,10 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                 _cleanup_free_ char *sub = rel[0] ? path_join(rel, de->d_name) : strdup(de->d_name);
                 if (!sub)
                         break;
-                bool is_dir = de->d_type == DT_DIR;
+                struct stat st;
+                bool is_dir = de->d_type == DT_DIR ||
+                              (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                               S_ISDIR(st.st_mode));
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
                 size_t hr = note && !w->rewalking && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
@@ -294,11 +324,48 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
                         found = ret_match != NULL;
                         continue;
                 }
-                if (is_dir && add_dir(w, root, sub) >= 0)
-                        found = scan_dir(w, root, sub, ret_match, note) && ret_match;
+                if (!is_dir)
+                        continue;
+                if (n_sub + 1 >= cap_sub) {
+                        size_t cap = cap_sub ? cap_sub * 2 : 16;
+                        char **n = reallocarray(subdirs, cap, sizeof *n);
+                        if (!n)
+                                break;
+                        subdirs = n;
+                        cap_sub = cap;
+                }
+                if (!(subdirs[n_sub] = strdup(de->d_name)))
+                        break;
+                subdirs[++n_sub] = NULL;
+        }
+        if (!found && fstat(dirfd(d), &after) == 0 && dir_changed(&before, &after))
+                w->walk_changed = true;
+        for (size_t i = 0; !found && i < n_sub; i++) {
+                int sfd = chase_beneath(dirfd(d), subdirs[i], O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+                if (sfd < 0) {
+                        if (sfd == -ENOENT || sfd == -ENOTDIR || sfd == -ELOOP)
+                                w->walk_changed = true; /* gone or swapped since readdir */
+                        continue;
+                }
+                _cleanup_free_ char *sub = rel[0] ? path_join(rel, subdirs[i]) : strdup(subdirs[i]);
+                if (sub && add_dir_fd(w, root, sub, sfd) >= 0)
+                        found = scan_fd(w, root, sub, sfd, ret_match, note) && ret_match;
+                else
+                        safe_close(sfd);
         }
         closedir(d);
         return found;
+}
+
+/* The same for root/rel, opened from the root. */
+static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match, bool note) {
+        int fd = open_beneath(w, root, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+        if (fd < 0) {
+                if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
+                        w->walk_changed = true;
+                return false;
+        }
+        return scan_fd(w, root, rel, fd, ret_match, note);
 }
 
 /* A watched directory moved in under a new name (mkdir d; mv d .aws):
@@ -344,6 +411,15 @@ static bool find_wd(const WorkspaceWatch *w, int wd, size_t *ret) {
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (w->fsub)
                 return 1; /* the filesystem's mark covers every directory */
+        _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
+        return add_dir_fd(w, root, rel, dfd);
+}
+
+/* Watches the directory dfd (root/rel; a negative errno from its open
+ * passes through; the descriptor stays the caller's). */
+static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) {
+        if (w->fsub)
+                return 1;
         size_t budget = watch_budget(w->ws);
         if (w->n_dirs >= budget) {
                 if (!w->partial)
@@ -355,7 +431,6 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         }
         /* The directory beneath the root, watched through its descriptor
          * (the magic link is followed: the watch is on what was opened). */
-        _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", dfd);
         int wd = dfd < 0 ? (dfd == -EXDEV ? -ELOOP : dfd) : hub_add_watch(w->sub, proc, WATCH_EVENTS & ~IN_DONT_FOLLOW);
@@ -400,6 +475,7 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
 static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
 #define FRESH_DIRS_MAX 1024
+#define REWALK_TRIES 3
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -476,29 +552,71 @@ static void fresh_dirs_free(WorkspaceWatch *w) {
         w->n_fresh_dirs = 0;
 }
 
+/* The walk of the whole tree after lost events: what they would have
+ * said, from the tree as it is: a masked path the jail does not mask (into
+ * w->hit), a repository's names (git_suspect() tells new from old), a
+ * protected name unsealed. Files the host runs later, written meanwhile,
+ * are not told from old ones: not noted.
+ *
+ * A tree that changed while it was walked may have moved an entry past
+ * the walk (a jail renaming a directory back and forth: a .pem the host
+ * made meanwhile lost its event in the overflow, and readdir saw neither
+ * name), and a directory it missed is not watched either. Walked again,
+ * up to REWALK_TRIES times; false when the tree changed under every walk:
+ * the caller ends the jail (fail closed) and the walk is done again before
+ * the next one starts (watch_before_spawn()), with no jail to move the
+ * tree. */
+static bool rewalk(WorkspaceWatch *w) {
+        w->rewalking = true;
+        for (unsigned t = 0; t < REWALK_TRIES; t++) {
+                w->walk_changed = false;
+                for (size_t i = 0; i < w->n_roots; i++)
+                        if (add_dir(w, i, "") >= 0)
+                                scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
+                if (!w->walk_changed)
+                        break;
+        }
+        w->rewalking = false;
+        bool sure = !w->walk_changed;
+        w->walk_changed = false;
+        return sure;
+}
+
+void watch_before_spawn(Workspace *ws) {
+        WorkspaceWatch *w = ws->watch;
+        if (!w || !w->rewalk_at_spawn)
+                return;
+        log_info("workspace %s: walking the listed paths again before the next worker starts (the last walk after lost "
+                 "events saw the tree change under it)",
+                 ws->path);
+        w->rewalk_at_spawn = !rewalk(w);
+        /* What it found the new jail's plan masks at its start; what it
+         * says of repositories and protected names, the start's own walks. */
+        free(TAKE_PTR(w->hit));
+        free(TAKE_PTR(w->protect_hit));
+        strv_free(TAKE_PTR(w->git_dirs));
+        w->git_all = false;
+        if (w->rewalk_at_spawn)
+                log_warning("workspace %s: the listed paths kept changing while they were walked again; some directories "
+                            "may not be watched until events are lost again or the policy changes",
+                            ws->path);
+}
+
 /* After each read of the queue: a masked path seen recycles the worker
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
+        bool unsure = false;
         /* Walked one by one, unless the whole tree is walked below. */
         for (size_t i = 0; !w->lost && i < w->n_fresh_dirs; i++)
                 scan_dir(w, w->fresh_dirs[i].root, w->fresh_dirs[i].rel, w->hit ? NULL : &w->hit, true);
         fresh_dirs_free(w);
         if (w->lost) {
-                /* What the lost events would have said, from the tree as it
-                 * is: a masked path the jail does not mask, a repository's
-                 * names (git_suspect() tells new from old), a protected
-                 * name unsealed. Files the host runs later, written
-                 * meanwhile, are not told from old ones: not noted. */
                 w->lost = false;
                 log_info("workspace %s: watch events were lost (a queue overflow), or more directories appeared at once than are "
                          "walked one by one; walking the listed paths again",
                          w->ws->path);
-                w->rewalking = true;
-                for (size_t i = 0; i < w->n_roots; i++)
-                        if (add_dir(w, i, "") >= 0)
-                                scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
-                w->rewalking = false;
+                unsure = !rewalk(w);
         }
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
@@ -506,10 +624,21 @@ static void on_batch_end(void *userdata) {
         bool git_all = w->git_all;
         w->git_all = false;
         Workspace *ws = w->ws;
+        if (unsure)
+                w->rewalk_at_spawn = true; /* see rewalk(): done again with no jail to move the tree */
         /* Repositories first: the hook may end the jail (and this watch
          * with it: nothing of w is used after). */
         if (git_all || git_dirs)
                 ws->watch_hooks->git_suspect(ws, git_all ? NULL : git_dirs);
+        if (unsure && (ws->link || ws->draining || ws->starting)) {
+                log_warning("workspace %s: watch events were lost and the tree kept changing while it was walked again "
+                            "(%u times); recycling the worker so that no masked path stays readable",
+                            ws->path, REWALK_TRIES);
+                ws->watch_hooks->masked_appeared(ws, "watch events were lost and the workspace's tree kept changing while "
+                                                     "it was checked again for masked paths; the jail was rebuilt so its "
+                                                     "masks are known and this call was ended");
+                return;
+        }
         if (!hit && protect_hit && (ws->link || ws->starting)) {
                 log_info("workspace %s: protected name %s appeared unsealed; recycling the worker so the jail seals it",
                          ws->path, protect_hit);

@@ -31,6 +31,10 @@ struct InotifyHub *workspace_hub(Workspace *ws);
 void watch_hubs_free(Server *srv);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+/* Before a worker starts (no jail of the workspace runs): the walk of
+ * the whole tree a jail kept changing under, after lost events, is done
+ * again (watch.c, rewalk()). */
+void watch_before_spawn(Workspace *ws);
 /* Reads the fanotify group's queue (before a call is served, as
  * hub_drain() does for inotify): what happened before has been handled. */
 void watch_drain(Workspace *ws);

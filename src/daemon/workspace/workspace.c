@@ -626,6 +626,8 @@ static void spawn(Workspace *ws) {
          * tried again with each new worker; meanwhile watch_gap() says so. */
         if (ws->policy && ws->policy->sandboxed && !watch_active(ws))
                 watch_start(ws);
+        else
+                watch_before_spawn(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = link_start(ws, &link_ops, &ws->starting, &err);
         ws->counters.spawns++;
