@@ -10,8 +10,9 @@ directory went through a symlink the jail swapped in
 (t_walk_never_follows_a_swapped_symlink), a bind-mounted workspace missed
 its events (t_bind_mounted_workspace_after_cache), an .env saved over the
 masked one during a flood was readable (t_atomic_save_during_overflow), a
-file name forged log lines (t_names_cannot_forge_log_lines). The others
-held and stay as tests. Run as root and, through tests/helpers/as-user, as
+file name forged log lines (t_names_cannot_forge_log_lines), the walk
+after lost events missed a tree renamed under it
+(t_rewalk_during_rename_flood). The others held and stay as tests. Run as root and, through tests/helpers/as-user, as
 an ordinary user. TAP output."""
 
 import json
