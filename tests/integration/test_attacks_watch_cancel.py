@@ -701,7 +701,7 @@ def t_rewalk_during_rename_flood(tmp):
         check("PEMSECRET" not in r.get("stdout", ""), ("the .pem made while events were lost is readable", r))
         log = d.log_text()
         notes.append("rename flood with lost events: %s" % (
-            "the tree kept changing: the jail ended" if "kept changing while it was walked again" in log
+            "the tree kept changing: the jail ended" if "kept changing while the watch walked it" in log
             else "walked again" if "walking the listed paths again" in log else "no overflow, no skim"))
         # The next jail starts after a walk no jail moves: the .pem is
         # masked, the tree is there.

@@ -40,6 +40,12 @@ typedef struct WatchDir {
         char *rel; /* "" for the root */
 } WatchDir;
 
+typedef struct WalkedDir {
+        size_t root;
+        char *rel;
+        struct stat st;
+} WalkedDir;
+
 typedef struct WorkspaceWatch {
         Workspace *ws;
         HubSub *sub; /* on the daemon's shared inotify instance; or */
@@ -61,8 +67,17 @@ typedef struct WorkspaceWatch {
         size_t n_fresh_dirs;
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
-        bool walk_changed; /* the tree changed under that walk: it may have missed an entry */
-        bool rewalk_at_spawn; /* walked again before the next worker starts (rewalk()) */
+        bool walk_changed; /* the tree changed under a walk: it may have missed an entry */
+        bool rewalk_at_spawn; /* walked again before the next worker starts (watch_settle()) */
+        /* What watch_settle() holds a reply for: a walk that may have missed
+         * an entry the lost events would have named. */
+        bool unsettled;
+        bool structural; /* a directory made or moved in, in the batch being read */
+        bool batch_seen;  /* a batch reached this watch (watch_settle()'s drains) */
+        /* During rewalk(): each directory read and how it was then, looked
+         * at again once the walk is over. */
+        struct WalkedDir *walked;
+        size_t n_walked, walked_cap;
         char failed_note[320]; /* a watch that could not be added: what every result says */
 } WorkspaceWatch;
 
@@ -261,6 +276,33 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
 
 static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd);
 
+/* A directory rewalk() read, as it was once read; false when it could
+ * not be kept (the walk is then unsure). Outside rewalk(), nothing. */
+static bool walked_add(WorkspaceWatch *w, size_t root, const char *rel, const struct stat *st) {
+        if (!w->rewalking)
+                return true;
+        if (w->n_walked == w->walked_cap) {
+                size_t cap = w->walked_cap ? w->walked_cap * 2 : 256;
+                WalkedDir *n = reallocarray(w->walked, cap, sizeof *n);
+                if (!n)
+                        return false;
+                w->walked = n;
+                w->walked_cap = cap;
+        }
+        char *r = strdup(rel);
+        if (!r)
+                return false;
+        w->walked[w->n_walked++] = (WalkedDir){ .root = root, .rel = r, .st = *st };
+        return true;
+}
+
+static void walked_free(WorkspaceWatch *w) {
+        for (size_t i = 0; i < w->n_walked; i++)
+                free(w->walked[i].rel);
+        free(TAKE_PTR(w->walked));
+        w->n_walked = w->walked_cap = 0;
+}
+
 /* Whether a directory changed between two looks (an entry made, removed
  * or renamed in it moves its mtime and ctime; kernels since 6.13 give
  * each change after a look a fine-grained stamp). */
@@ -338,7 +380,7 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         break;
                 subdirs[++n_sub] = NULL;
         }
-        if (!found && fstat(dirfd(d), &after) == 0 && dir_changed(&before, &after))
+        if (!found && (fstat(dirfd(d), &after) < 0 || dir_changed(&before, &after) || !walked_add(w, root, rel, &after)))
                 w->walk_changed = true;
         for (size_t i = 0; !found && i < n_sub; i++) {
                 int sfd = chase_beneath(dirfd(d), subdirs[i], O_RDONLY | O_DIRECTORY | O_NONBLOCK);
@@ -475,7 +517,7 @@ static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) 
 static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, bool created);
 static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
 #define FRESH_DIRS_MAX 1024
-#define REWALK_TRIES 3
+#define SETTLE_DRAINS 8
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -515,6 +557,8 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         note_git(w, root, rel);
         if (!created)
                 return; /* a write to an existing file: masked already if it matches */
+        if (is_dir)
+                w->structural = true;
         if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir))
                 w->protect_hit = strdup(rel);
         if (glob_set_masks(w->set, rel, is_dir)) {
@@ -556,30 +600,27 @@ static void fresh_dirs_free(WorkspaceWatch *w) {
  * said, from the tree as it is: a masked path the jail does not mask (into
  * w->hit), a repository's names (git_suspect() tells new from old), a
  * protected name unsealed. Files the host runs later, written meanwhile,
- * are not told from old ones: not noted.
- *
- * A tree that changed while it was walked may have moved an entry past
- * the walk (a jail renaming a directory back and forth: a .pem the host
- * made meanwhile lost its event in the overflow, and readdir saw neither
- * name), and a directory it missed is not watched either. Walked again,
- * up to REWALK_TRIES times; false when the tree changed under every walk:
- * the caller ends the jail (fail closed) and the walk is done again before
- * the next one starts (watch_before_spawn()), with no jail to move the
- * tree. */
-static bool rewalk(WorkspaceWatch *w) {
+ * are not told from old ones: not noted. Whether it missed something is
+ * watch_settle()'s to tell. */
+static void rewalk(WorkspaceWatch *w) {
         w->rewalking = true;
-        for (unsigned t = 0; t < REWALK_TRIES; t++) {
-                w->walk_changed = false;
-                for (size_t i = 0; i < w->n_roots; i++)
-                        if (add_dir(w, i, "") >= 0)
-                                scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
-                if (!w->walk_changed)
-                        break;
-        }
+        for (size_t i = 0; i < w->n_roots; i++)
+                if (add_dir(w, i, "") >= 0)
+                        scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
         w->rewalking = false;
-        bool sure = !w->walk_changed;
-        w->walk_changed = false;
-        return sure;
+        /* Each directory read is looked at again: one that changed since
+         * its read (or is no longer at its path) may have taken an entry
+         * the walk had not met yet from one it had not read yet (a move
+         * between two directories, between their reads). None changed:
+         * the tree at the walk's end is the one read, and what changes
+         * after it queues its events. */
+        for (size_t i = 0; !w->walk_changed && i < w->n_walked; i++) {
+                _cleanup_close_ int fd = open_beneath(w, w->walked[i].root, w->walked[i].rel, O_PATH | O_DIRECTORY);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || dir_changed(&w->walked[i].st, &st))
+                        w->walk_changed = true;
+        }
+        walked_free(w);
 }
 
 void watch_before_spawn(Workspace *ws) {
@@ -589,24 +630,25 @@ void watch_before_spawn(Workspace *ws) {
         log_info("workspace %s: walking the listed paths again before the next worker starts (the last walk after lost "
                  "events saw the tree change under it)",
                  ws->path);
-        w->rewalk_at_spawn = !rewalk(w);
+        w->rewalk_at_spawn = false;
+        rewalk(w);
         /* What it found the new jail's plan masks at its start; what it
-         * says of repositories and protected names, the start's own walks. */
+         * says of repositories and protected names, the start's own walks;
+         * what changed meanwhile is the host's doing, and its events
+         * follow. */
         free(TAKE_PTR(w->hit));
         free(TAKE_PTR(w->protect_hit));
         strv_free(TAKE_PTR(w->git_dirs));
         w->git_all = false;
-        if (w->rewalk_at_spawn)
-                log_warning("workspace %s: the listed paths kept changing while they were walked again; some directories "
-                            "may not be watched until events are lost again or the policy changes",
-                            ws->path);
+        w->unsettled = w->walk_changed = false;
 }
 
 /* After each read of the queue: a masked path seen recycles the worker
  * (which may end this watch: nothing of w is used after). */
 static void on_batch_end(void *userdata) {
         WorkspaceWatch *w = userdata;
-        bool unsure = false;
+        w->batch_seen = true;
+        w->walk_changed = false;
         /* Walked one by one, unless the whole tree is walked below. */
         for (size_t i = 0; !w->lost && i < w->n_fresh_dirs; i++)
                 scan_dir(w, w->fresh_dirs[i].root, w->fresh_dirs[i].rel, w->hit ? NULL : &w->hit, true);
@@ -616,29 +658,21 @@ static void on_batch_end(void *userdata) {
                 log_info("workspace %s: watch events were lost (a queue overflow), or more directories appeared at once than are "
                          "walked one by one; walking the listed paths again",
                          w->ws->path);
-                unsure = !rewalk(w);
+                rewalk(w);
         }
+        /* See watch_settle(). */
+        w->unsettled = w->walk_changed || (w->unsettled && w->structural);
+        w->structural = w->walk_changed = false;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
         _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
         bool git_all = w->git_all;
         w->git_all = false;
         Workspace *ws = w->ws;
-        if (unsure)
-                w->rewalk_at_spawn = true; /* see rewalk(): done again with no jail to move the tree */
         /* Repositories first: the hook may end the jail (and this watch
          * with it: nothing of w is used after). */
         if (git_all || git_dirs)
                 ws->watch_hooks->git_suspect(ws, git_all ? NULL : git_dirs);
-        if (unsure && (ws->link || ws->draining || ws->starting)) {
-                log_warning("workspace %s: watch events were lost and the tree kept changing while it was walked again "
-                            "(%u times); recycling the worker so that no masked path stays readable",
-                            ws->path, REWALK_TRIES);
-                ws->watch_hooks->masked_appeared(ws, "watch events were lost and the workspace's tree kept changing while "
-                                                     "it was checked again for masked paths; the jail was rebuilt so its "
-                                                     "masks are known and this call was ended");
-                return;
-        }
         if (!hit && protect_hit && (ws->link || ws->starting)) {
                 log_info("workspace %s: protected name %s appeared unsealed; recycling the worker so the jail seals it",
                          ws->path, protect_hit);
@@ -719,6 +753,57 @@ static FanHub *server_fan(Server *srv) {
         return srv->fan;
 }
 
+/* A walk may miss an entry: readdir(3) of a directory the jail changes
+ * meanwhile may pass over a name the jail moves (renamed back and forth
+ * within it, or moved to a directory the walk has read already), and a
+ * directory it could not open (renamed since it was listed, or since its
+ * event) was not walked. Where events told of every change that does not
+ * matter: each move queues its own event, read with the next batch. What
+ * matters is a reply leaving between the two, after lost events (the walk
+ * is all there is of them), or after a walk of a directory that moved
+ * before it could be walked.
+ *
+ * So a walk that saw its tree change (scan_fd(): a directory changed while
+ * it was read, an entry gone when opened; rewalk(): a directory changed
+ * between its read and the walk's end) leaves the watch unsettled, and a
+ * reply of its jails is held here: the queue is read again, and again,
+ * until a read brings this watch nothing, or nothing but files' events
+ * and walks that saw no change (no directory made or moved in since: the
+ * tree stood still), up to SETTLE_DRAINS reads. A tree that still moves
+ * after them (a jail renaming without end) ends the jails (fail closed:
+ * their calls answer worker_recycled), and the whole tree is walked again
+ * before the next one starts, with no jail to move it
+ * (watch_before_spawn()). A quiet workspace whose events were lost to
+ * another's flood walks its tree after each overflow and is never held:
+ * its walks see no change. */
+void watch_settle(Workspace *ws) {
+        uint64_t recycles = ws->counters.recycles;
+        for (unsigned k = 0; k < SETTLE_DRAINS && ws->watch && ws->watch->unsettled; k++) {
+                ws->watch->batch_seen = false;
+                if (ws->watch->fsub)
+                        fan_drain(ws->srv->fan);
+                else if (ws->hub)
+                        hub_drain(ws->hub);
+                /* A batch may have ended the jails (a masked path found),
+                 * or the watch with them. */
+                if (!ws->watch || ws->counters.recycles != recycles)
+                        return;
+                if (!ws->watch->batch_seen)
+                        ws->watch->unsettled = false; /* nothing came: nothing moved */
+        }
+        WorkspaceWatch *w = ws->watch;
+        if (!w || !w->unsettled)
+                return;
+        w->unsettled = false;
+        w->rewalk_at_spawn = true;
+        log_warning("workspace %s: its tree kept changing while the watch walked it after lost events (%u reads of "
+                    "the queue); recycling the worker so that no masked path stays readable",
+                    ws->path, SETTLE_DRAINS);
+        ws->watch_hooks->masked_appeared(ws, "watch events were lost and the workspace's tree kept changing while it "
+                                             "was checked again for masked paths; the jail was rebuilt so its masks "
+                                             "are known and this call was ended");
+}
+
 void watch_drain(Workspace *ws) {
         if (ws->watch && ws->watch->fsub)
                 fan_drain(ws->srv->fan);
@@ -779,6 +864,7 @@ static void watch_stop_one(WorkspaceWatch *w) {
         free(w->hit);
         free(w->protect_hit);
         fresh_dirs_free(w);
+        walked_free(w);
         strv_free(w->git_dirs);
         glob_set_free(w->set);
         glob_set_free(w->protect);

@@ -31,9 +31,13 @@ struct InotifyHub *workspace_hub(Workspace *ws);
 void watch_hubs_free(Server *srv);
 void watch_stop(Workspace *ws);
 bool watch_active(Workspace *ws);
+/* Before a reply of ws's jails leaves (after the queues were read): a
+ * walk that may have missed an entry is confirmed by reading the queue
+ * again until nothing moved (watch.c), or the jails end (the caller sees
+ * its link dead: the reply is not sent, its call answers worker_recycled). */
+void watch_settle(Workspace *ws);
 /* Before a worker starts (no jail of the workspace runs): the walk of
- * the whole tree a jail kept changing under, after lost events, is done
- * again (watch.c, rewalk()). */
+ * the whole tree a jail kept changing under is done again (watch.c). */
 void watch_before_spawn(Workspace *ws);
 /* Reads the fanotify group's queue (before a call is served, as
  * hub_drain() does for inotify): what happened before has been handled. */

@@ -16,6 +16,7 @@
 #include "proxy.h"
 #include "server.h"
 #include "strv.h"
+#include "watch.h"
 #include "worker-link.h"
 #include "worker-link-internal.h"
 /* after the daemon's headers: their macro.h MIN/MAX come before uv.h's */
@@ -265,6 +266,12 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
         /* The same on the fanotify group (root: the masks' watch). */
         if (l->ws && l->ws->srv->fan) {
                 fan_drain(l->ws->srv->fan);
+                if (l->state == LINK_DEAD)
+                        return;
+        }
+        /* A walk after lost events confirmed before any reply leaves. */
+        if (l->ws) {
+                watch_settle(l->ws);
                 if (l->state == LINK_DEAD)
                         return;
         }
