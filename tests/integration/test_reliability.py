@@ -1024,8 +1024,29 @@ def t_status_at_scale(d, tmp):
     check(N <= len(seen) <= max(before, after) and min(before, after) - len(seen) <= before - N,
           ("workspaces seen, summary before and after", len(seen), before, after))
     check(set(paths) <= set(seen), "missing workspaces")
+    # The same pages by cursor (the last path of the page before): a path
+    # no longer in the table (one that went) still says where to go on.
+    by_cursor, cursor = [], None
+    while True:
+        req = {"tool": "status", "limit": 1000}
+        if cursor is not None:
+            req["after"] = cursor
+        r = c.call(req)
+        check(r["ok"], r.get("error"))
+        by_cursor += [w["path"] for w in r["workspaces"]]
+        cursor = r["next_after"]
+        if cursor is None:
+            break
+    check(set(paths) <= set(by_cursor) and len(by_cursor) == len(set(by_cursor)) and by_cursor == sorted(by_cursor),
+          ("the pages by cursor", len(by_cursor)))
+    r = c.call({"tool": "status", "after": paths[1233] + "-gone", "limit": 2})
+    check([w["path"] for w in r["workspaces"]] == paths[1234:1236] and r["next_after"] == paths[1235],
+          ("a cursor past a path not in the table", [w["path"] for w in r["workspaces"]], r.get("next_after")))
+    r = c.call({"tool": "status", "after": paths[0], "offset": 3})
+    check(not r["ok"] and r["error"]["code"] == "bad_request" and "not both" in r["error"]["message"], r)
     r = c.call({"tool": "status", "workspace": paths[1234]})
-    check([w["path"] for w in r["workspaces"]] == [paths[1234]] and r["next_offset"] is None, r["workspaces"])
+    check([w["path"] for w in r["workspaces"]] == [paths[1234]] and r["next_offset"] is None and r["next_after"] is None,
+          r["workspaces"])
     cli = subprocess.run([CLI, "status", "--json"], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, VECTORA_SANDBOX_SOCKET=d.sock))
     check(cli.returncode == 0, cli.stderr)

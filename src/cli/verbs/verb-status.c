@@ -152,11 +152,15 @@ static void print_status(json_t *res) {
  * one result. A failed page is returned as it came. */
 static int status_all_pages(CliLink *l, const char *ws, JsonlMsg *ret) {
         JsonlMsg m = JSONL_MSG_INIT;
-        json_int_t next = 0;
+        /* Paged by the last path seen: an entry that goes meanwhile shifts
+         * nothing. */
+        _cleanup_free_ char *after = NULL;
         for (unsigned page = 0; page < 100000; page++) {
-                json_t *req = json_pack("{s:s,s:I,s:i}", "tool", api_tool_name(API_TOOL_STATUS), "offset", next, "limit", 1000);
+                json_t *req = json_pack("{s:s,s:i}", "tool", api_tool_name(API_TOOL_STATUS), "limit", 1000);
                 if (req && ws)
                         json_object_set_new(req, "workspace", json_string(ws));
+                if (req && after)
+                        json_object_set_new(req, "after", json_string(after));
                 JsonlMsg p = JSONL_MSG_INIT;
                 if (cli_link_call(l, req, NULL, 0, &p) < 0) {
                         jsonl_msg_done(&m);
@@ -167,18 +171,25 @@ static int status_all_pages(CliLink *l, const char *ws, JsonlMsg *ret) {
                         *ret = p;
                         return 0;
                 }
-                json_t *nx = json_object_get(p.obj, "next_offset");
-                next = json_is_integer(nx) ? json_integer_value(nx) : -1;
+                const char *nx = json_string_value(json_object_get(p.obj, "next_after"));
+                free(after);
+                after = nx ? strdup(nx) : NULL;
+                if (nx && !after) {
+                        jsonl_msg_done(&p);
+                        jsonl_msg_done(&m);
+                        return -ENOMEM;
+                }
                 if (!m.obj)
                         m = p;
                 else {
                         json_array_extend(json_object_get(m.obj, "workspaces"), json_object_get(p.obj, "workspaces"));
                         jsonl_msg_done(&p);
                 }
-                if (next < 0)
+                if (!after)
                         break;
         }
         json_object_del(m.obj, "next_offset");
+        json_object_del(m.obj, "next_after");
         json_object_del(m.obj, "offset");
         *ret = m;
         return 0;

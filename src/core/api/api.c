@@ -318,6 +318,7 @@ const JsonField api_status_table[] = {
         { "tool", JSON_FIELD_IGNORE, 0, 0, NULL },
         { "workspace", JSON_FIELD_STRING, offsetof(ApiStatusArgs, workspace), JSON_FIELD_NULLABLE, NULL },
         { "offset", JSON_FIELD_UINT64, offsetof(ApiStatusArgs, offset), JSON_FIELD_NULLABLE, NULL },
+        { "after", JSON_FIELD_STRING, offsetof(ApiStatusArgs, after), JSON_FIELD_NULLABLE, NULL },
         { "limit", JSON_FIELD_UINT64, offsetof(ApiStatusArgs, limit), JSON_FIELD_NULLABLE, NULL },
         {},
 };

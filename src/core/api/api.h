@@ -221,6 +221,7 @@ extern const JsonField api_grep_table[];
 typedef struct ApiStatusArgs {
         const char *workspace;
         uint64_t offset;
+        const char *after; /* a cursor: the page starts past this path (in place of offset) */
         uint64_t limit;
 } ApiStatusArgs;
 extern const JsonField api_status_table[];

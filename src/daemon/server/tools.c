@@ -191,15 +191,23 @@ static json_t *status_summary(Server *srv, size_t *ret_total) {
                          (json_int_t)draining, "queued", (json_int_t)queued);
 }
 
-/* One page of workspaces sorted by path, from offset: at most limit, and
- * never more than one reply line carries (then next_offset says where to
- * go on). */
+/* One page of workspaces sorted by path, from offset or past the path
+ * `after` names: at most limit, and never more than one reply line
+ * carries (then next_offset and next_after say where to go on). A cursor
+ * by path holds while the table changes between pages (an entry that went
+ * before an offset would shift the rest by one: one never seen); the
+ * offset stays for the clients that use it. */
 static void status_reply(Request *r) {
         Server *srv = r->srv;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         ApiStatusArgs a = { 0 };
         if (json_dispatch(r->msg.obj, api_status_table, &a, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, vs_error_message(err));
+        if (a.after && a.offset) {
+                json_dispatch_done(api_status_table, &a);
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST,
+                                      "status: give \"offset\" or \"after\" (the last path of the page before), not both");
+        }
         uint64_t limit = a.limit ? a.limit : STATUS_DEFAULT_LIMIT;
         if (limit > STATUS_MAX_LIMIT)
                 limit = STATUS_MAX_LIMIT;
@@ -246,6 +254,19 @@ static void status_reply(Request *r) {
                 qsort(all, n, sizeof *all, cmp_ws_path);
         json_t *ws = json_array();
         size_t budget = reply_budget(r->id), used = 4096, i = a.offset;
+        if (a.after) {
+                /* The first path that sorts after it (the table is sorted:
+                 * a binary search), whether or not it is still there. */
+                size_t lo = 0, hi = n;
+                while (all && lo < hi) {
+                        size_t mid = lo + (hi - lo) / 2;
+                        if (strcmp(all[mid]->path, a.after) <= 0)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                i = lo;
+        }
         for (; ws && all && i < n && json_array_size(ws) < limit; i++) {
                 json_t *e = workspace_status(all[i]);
                 size_t len = e ? json_dumpb(e, NULL, 0, JSON_COMPACT) : 0;
@@ -262,6 +283,11 @@ static void status_reply(Request *r) {
                 json_object_set_new(o, "workspaces", ws);
                 json_object_set_new(o, "offset", json_integer((json_int_t)a.offset));
                 json_object_set_new(o, "next_offset", i < n ? json_integer((json_int_t)i) : json_null());
+                size_t shown = json_array_size(ws);
+                json_object_set_new(o, "next_after",
+                                    i < n && shown ? json_string(all[i - 1]->path)
+                                    : i < n && a.after ? json_string(a.after)
+                                                       : json_null());
         } else {
                 json_decref(d);
                 json_decref(summary);
