@@ -518,6 +518,7 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, b
 static void walk_later(WorkspaceWatch *w, size_t root, const char *rel);
 #define FRESH_DIRS_MAX 1024
 #define SETTLE_DRAINS 8
+#define SETTLE_MS 250
 
 /* Events were lost (the queue overflowed: its instance is shared, so
  * another workspace's flood may have done it): the batch's end walks the
@@ -769,7 +770,8 @@ static FanHub *server_fan(Server *srv) {
  * reply of its jails is held here: the queue is read again, and again,
  * until a read brings this watch nothing, or nothing but files' events
  * and walks that saw no change (no directory made or moved in since: the
- * tree stood still), up to SETTLE_DRAINS reads. A tree that still moves
+ * tree stood still), up to SETTLE_DRAINS reads or SETTLE_MS (these reads
+ * hold the loop). A tree that still moves
  * after them (a jail renaming without end) ends the jails (fail closed:
  * their calls answer worker_recycled), and the whole tree is walked again
  * before the next one starts, with no jail to move it
@@ -777,8 +779,12 @@ static FanHub *server_fan(Server *srv) {
  * another's flood walks its tree after each overflow and is never held:
  * its walks see no change. */
 void watch_settle(Workspace *ws) {
-        uint64_t recycles = ws->counters.recycles;
-        for (unsigned k = 0; k < SETTLE_DRAINS && ws->watch && ws->watch->unsettled; k++) {
+        uint64_t recycles = ws->counters.recycles, t0 = now_ms();
+        /* Bounded in time too: these reads hold the loop, and each may walk
+         * a big tree again (another overflow): a jail that keeps its tree
+         * moving must not stall every workspace for SETTLE_DRAINS walks. */
+        for (unsigned k = 0; k < SETTLE_DRAINS && now_ms() - t0 < SETTLE_MS && ws->watch && ws->watch->unsettled;
+             k++) {
                 ws->watch->batch_seen = false;
                 if (ws->watch->fsub)
                         fan_drain(ws->srv->fan);
@@ -796,9 +802,9 @@ void watch_settle(Workspace *ws) {
                 return;
         w->unsettled = false;
         w->rewalk_at_spawn = true;
-        log_warning("workspace %s: its tree kept changing while the watch walked it after lost events (%u reads of "
-                    "the queue); recycling the worker so that no masked path stays readable",
-                    ws->path, SETTLE_DRAINS);
+        log_warning("workspace %s: its tree kept changing while the watch walked it after lost events (%llu ms of reads "
+                    "of the queue); recycling the worker so that no masked path stays readable",
+                    ws->path, (unsigned long long)(now_ms() - t0));
         ws->watch_hooks->masked_appeared(ws, "watch events were lost and the workspace's tree kept changing while it "
                                              "was checked again for masked paths; the jail was rebuilt so its masks "
                                              "are known and this call was ended");
