@@ -13,8 +13,9 @@ masked one during a flood was readable (t_atomic_save_during_overflow), a
 file name forged log lines (t_names_cannot_forge_log_lines), the walk
 after lost events missed a tree renamed under it
 (t_rewalk_during_rename_flood), or a directory moved between two
-directories between their reads (t_cross_dir_move_during_rewalk). The
-others held and stay as tests. Run as root and, through tests/helpers/as-user, as
+directories between their reads (t_cross_dir_move_during_rewalk), or
+a directory of mode 0300 hid what was below it (t_unreadable_directory).
+The others held and stay as tests. Run as root and, through tests/helpers/as-user, as
 an ordinary user. TAP output."""
 
 import json
@@ -806,6 +807,61 @@ def t_cross_dir_move_during_rewalk(tmp):
         d.stop()
 
 
+def t_unreadable_directory(tmp):
+    """Found by an attack review (as an ordinary user): a directory of mode
+    0300 can be looked up in but not listed. A user daemon is the jail's
+    uid, so it could neither watch nor walk such a directory, and took
+    that silently: a .pem the host wrote into one the jail made was
+    readable (3 of 3 calls), and a directory the jail turned 0300 kept
+    what the next jail's plan should have masked below it (.env and .pem
+    masked at the start read by the next jail after a recycle). The jail
+    can no longer make one (seccomp: chmod, mkdir, umask); one it meets
+    anyway (the host's, or a jail without the filter) counts as masked
+    whole: the jail sees it empty, and one that appears while a jail
+    runs rebuilds the jail."""
+    ws = make_ws(tmp, "unread", SANDBOX, {"x.txt": "x\n", "deep/.env": "ENVSECRET=1\n",
+                                           "deep/k.pem": "PEMSECRET\n"})
+    chown_tree(ws)
+    d = Daemon(tmp, "unread-d", log_level="info")
+    try:
+        c = d.conn()
+        r = term(c, ws, "cat deep/.env deep/k.pem 2>/dev/null; echo end")
+        check(r.get("ok") and "SECRET" not in r["stdout"], ("masked at the start", r))
+        # The jail cannot make a directory it may enter but the daemon not list.
+        r = term(c, ws, "chmod 0300 deep; echo $?; mkdir -m 0300 sub; echo $?; (umask 0422 && mkdir sub2 && stat -c %a sub2)")
+        out = r.get("stdout", "").split()
+        check(r.get("ok") and out[:2] == ["1", "1"] and not os.path.exists(os.path.join(ws, "sub"))
+              and out[2:] == ["755"], ("the jail made an unlistable directory", r))
+        # One the jail meets anyway: the host's. Below one that was masked
+        # at the start, after the jail is rebuilt (a .pem the host makes).
+        os.chmod(os.path.join(ws, "deep"), 0o300)
+        with open(os.path.join(ws, "trigger.pem"), "w") as f:
+            f.write("x\n")
+        chown_tree(ws)
+        for _ in range(3):
+            r = term(c, ws, "cat deep/.env deep/k.pem 2>/dev/null; echo end")
+            check("SECRET" not in r.get("stdout", ""), ("read below a directory the daemon cannot read", r))
+        # One that appears while the jail runs, and a .pem written into it.
+        os.mkdir(os.path.join(ws, "sub"), 0o300)
+        chown_tree(os.path.join(ws, "sub"))
+        with open(os.path.join(ws, "sub", "key.pem"), "w") as f:
+            f.write("PEMSECRET\n")
+        chown_tree(os.path.join(ws, "sub"))
+        for _ in range(3):
+            r = term(c, ws, "cat sub/key.pem 2>/dev/null; echo end")
+            check("PEMSECRET" not in r.get("stdout", ""), ("a .pem in a directory made 0300 is readable", r))
+        r = term(c, ws, "cat x.txt")
+        check(r.get("ok") and r["stdout"] == "x\n", r)
+        c.close()
+    finally:
+        for sub in ("deep", "sub"):
+            try:
+                os.chmod(os.path.join(ws, sub), 0o755)
+            except OSError:
+                pass
+        d.stop()
+
+
 def t_names_cannot_forge_log_lines(tmp):
     """The jail makes a file whose name holds a newline and a line of the
     daemon's log format, ending in .pem (the daemon logs the masked path
@@ -829,7 +885,7 @@ def t_names_cannot_forge_log_lines(tmp):
         d.stop()
 
 
-CASES = [t_names_cannot_forge_log_lines, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+CASES = [t_names_cannot_forge_log_lines, t_unreadable_directory, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 

@@ -794,8 +794,15 @@ static int walk_locked(const char *root) {
                 return -1;
         MaskList l = { 0 };
         int r = mask_walk(root, s, &l, NULL);
-        /* Only the readable ".env"; "locked" is skipped, not an error. */
-        bool ok = r == 0 && l.n == 1 && streq(l.items[0].relpath, ".env") && l.items[0].kind == MASK_FILE;
+        /* The readable ".env", and "locked" whole: what it holds is not
+         * known, and its owner (the jail's user, under a user daemon) may
+         * make it readable again at will. Not an error. */
+        bool env = false, locked = false;
+        for (size_t i = 0; r == 0 && i < l.n; i++) {
+                env |= streq(l.items[i].relpath, ".env") && l.items[i].kind == MASK_FILE;
+                locked |= streq(l.items[i].relpath, "locked") && l.items[i].kind == MASK_DIR;
+        }
+        bool ok = r == 0 && l.n == 2 && env && locked;
         mask_list_done(&l);
         return ok ? 0 : -1;
 }

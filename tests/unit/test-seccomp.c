@@ -206,7 +206,7 @@ static const char *const required_syscalls[] = {
         "fanotify_init", "mbind", "migrate_pages", "move_pages", "clone3", "ioctl", "socket",
         "clone", "chroot", "chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat",
         "openat2", "mknod", "mknodat", "setxattr", "lsetxattr", "fsetxattr", "chown", "fchown", "fchownat",
-        "lchown",
+        "lchown", "mkdir", "mkdirat",
 };
 
 static const VsSeccompRule *find_rule(const char *name) {
@@ -752,6 +752,26 @@ static void child_file_privileges(const void *arg) {
         errno = 0;
         if (syscall(SYS_fchmodat2, AT_FDCWD, f, 0644, 0) < 0 && errno != ENOSYS)
                 CHILD_FAIL("fchmodat2 0644: %s", strerror(errno));
+        /* A directory its owner may enter but not list (hidden from a user
+         * daemon's watch): refused made, chmodded or through the umask;
+         * 0700, 0200 (no search) and 0500 are fine. */
+        char sub[80];
+        snprintf(sub, sizeof sub, "%s/sub", dir);
+        EXPECT_ERRNO(mkdir(sub, 0300), EPERM);
+        EXPECT_ERRNO(mkdirat(dfd, "sub", 0311), EPERM);
+        EXPECT_OK(mkdir(sub, 0700));
+        EXPECT_ERRNO(chmod(sub, 0300), EPERM);
+        EXPECT_ERRNO(chmod(sub, 0100), EPERM);
+        EXPECT_ERRNO(syscall(SYS_fchmodat, dfd, "sub", 0355, 0), EPERM);
+        EXPECT_ERRNO(syscall(SYS_fchmodat2, dfd, "sub", 0311, 0), EPERM);
+        EXPECT_OK(chmod(sub, 0200));
+        EXPECT_OK(chmod(sub, 0500));
+        EXPECT_OK(chmod(sub, 0700));
+        if (syscall(SYS_umask, 0422) != 0)
+                CHILD_FAIL("umask(0422) did not answer 0");
+        if (syscall(SYS_umask, 022) != 022)
+                CHILD_FAIL("umask(0422) changed the mask");
+        rmdir(sub);
 
         /* Created already setuid: open, openat, creat, mknod(S_IFREG). */
         EXPECT_ERRNO(syscall(SYS_open, n, O_CREAT | O_WRONLY, 04755), EPERM);

@@ -114,6 +114,8 @@ typedef enum Cond {
         COND_CHOWN_IDS,        /* args[arg] (uid) or args[arg + 1] (gid) is neither the jail's own nor -1 */
         COND_MODE_OTHER_WRITE, /* args[arg] (a mode) has S_IWOTH */
         COND_MASK_NO_OTHER_WRITE, /* args[arg] (a umask) lacks S_IWOTH */
+        COND_MODE_SEARCH_NO_READ, /* args[arg] (a mode) has S_IXUSR without S_IRUSR */
+        COND_MASK_NO_OWNER_READ,  /* args[arg] (a umask) takes S_IRUSR but leaves S_IXUSR */
 } Cond;
 
 typedef struct Entry {
@@ -226,6 +228,21 @@ static const Entry entries[] = {
          * took -1 for a mask and made everything mode 0. */
         { "umask", 0, WHEN_ALWAYS, COND_MASK_NO_OTHER_WRITE, 0, 0, 0,
           "a umask without o-w: files made world-writable from then on (answered 0, the mask kept)" },
+        /* A directory its owner may look up in but not list (0300): a
+         * daemon run as the jail's user can then neither watch nor walk
+         * it, while the jail still opens names in it, and can turn it
+         * readable again at will: what the host writes there (a .pem) or
+         * plants for the host's git would go unseen. The daemon masks such
+         * a directory whole when it meets one (watch.c, mask-walk.c); the
+         * jail cannot make one. */
+        DENY_MODE("chmod", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        DENY_MODE("fchmod", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        DENY_MODE("fchmodat", COND_MODE_SEARCH_NO_READ, 2, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        DENY_MODE("fchmodat2", COND_MODE_SEARCH_NO_READ, 2, 452, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        DENY_MODE("mkdir", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        DENY_MODE("mkdirat", COND_MODE_SEARCH_NO_READ, 2, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+        { "umask", 0, WHEN_ALWAYS, COND_MASK_NO_OWNER_READ, 0, 0, 0,
+          "a umask that takes u+r but leaves u+x: directories made unlistable to the daemon (answered 0, the mask kept)" },
         DENY_MODE("mknod", COND_MODE_DEVICE, 1, 0, "create a device node: raw access to a disk or device for whoever opens it"),
         DENY_MODE("mknodat", COND_MODE_DEVICE, 2, 0, "create a device node: raw access to a disk or device for whoever opens it"),
         { "openat2", ENOSYS, WHEN_ALWAYS, COND_NONE, 0, 0, 437,
@@ -608,6 +625,14 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, const Vs
 
         case COND_MASK_NO_OTHER_WRITE:
                 c[0] = masked_eq(e->arg, S_IWOTH, 0);
+                return add(lib, ctx, e, nr, 1, c, err);
+
+        case COND_MODE_SEARCH_NO_READ:
+                c[0] = masked_eq(e->arg, S_IRUSR | S_IXUSR, S_IXUSR);
+                return add(lib, ctx, e, nr, 1, c, err);
+
+        case COND_MASK_NO_OWNER_READ:
+                c[0] = masked_eq(e->arg, S_IRUSR | S_IXUSR, S_IRUSR);
                 return add(lib, ctx, e, nr, 1, c, err);
 
         case COND_CHOWN_IDS:

@@ -303,6 +303,20 @@ static void walked_free(WorkspaceWatch *w) {
         w->n_walked = w->walked_cap = 0;
 }
 
+/* root/rel is a directory the daemon cannot read (EACCES, EPERM: a user
+ * daemon is the jail's uid, and a directory of mode 0300 is the jail's to
+ * make, and to make readable again at will): it cannot be watched or
+ * walked, while the jail may still open names in it. Taken as a masked
+ * path appearing (into *ret_match): the jail is rebuilt, and the new
+ * one's plan masks the directory whole (mask-walk.c, unreadable_dir()). */
+static void unreadable(WorkspaceWatch *w, size_t root, const char *rel, char **ret_match) {
+        if (!ret_match || *ret_match || masked_in_jail(w, root, rel))
+                return;
+        log_info("workspace %s: %s is a directory the daemon cannot read under a listed path; the jail is rebuilt to hide it",
+                 w->ws->path, rel);
+        *ret_match = strdup(rel);
+}
+
 /* Whether a directory changed between two looks (an entry made, removed
  * or renamed in it moves its mtime and ctime; kernels since 6.13 give
  * each change after a look a fine-grained stamp). */
@@ -384,12 +398,16 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                 w->walk_changed = true;
         for (size_t i = 0; !found && i < n_sub; i++) {
                 int sfd = chase_beneath(dirfd(d), subdirs[i], O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+                _cleanup_free_ char *sub = rel[0] ? path_join(rel, subdirs[i]) : strdup(subdirs[i]);
                 if (sfd < 0) {
                         if (sfd == -ENOENT || sfd == -ENOTDIR || sfd == -ELOOP)
                                 w->walk_changed = true; /* gone or swapped since readdir */
+                        else if ((sfd == -EACCES || sfd == -EPERM) && sub) {
+                                unreadable(w, root, sub, ret_match);
+                                found = ret_match && *ret_match;
+                        }
                         continue;
                 }
-                _cleanup_free_ char *sub = rel[0] ? path_join(rel, subdirs[i]) : strdup(subdirs[i]);
                 if (sub && add_dir_fd(w, root, sub, sfd) >= 0)
                         found = scan_fd(w, root, sub, sfd, ret_match, note) && ret_match;
                 else
@@ -405,7 +423,9 @@ static bool scan_dir(WorkspaceWatch *w, size_t root, const char *rel, char **ret
         if (fd < 0) {
                 if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
                         w->walk_changed = true;
-                return false;
+                else if ((fd == -EACCES || fd == -EPERM) && rel[0])
+                        unreadable(w, root, rel, ret_match);
+                return ret_match && *ret_match;
         }
         return scan_fd(w, root, rel, fd, ret_match, note);
 }
@@ -567,9 +587,12 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                         w->hit = TAKE_PTR(rel);
                 return;
         }
-        if (is_dir && add_dir(w, root, rel) >= 0)
+        int r = is_dir ? add_dir(w, root, rel) : -ENOTDIR;
+        if (r >= 0)
                 /* A directory moved in whole may hold matches already. */
                 walk_later(w, root, rel);
+        else if (r == -EACCES || r == -EPERM)
+                unreadable(w, root, rel, &w->hit);
 }
 
 /* The walk of a directory that appeared, at the batch's end: walked at

@@ -112,6 +112,20 @@ bool mw_skippable(int r) {
         return r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOTDIR || r == -ELOOP;
 }
 
+/* A directory below a root that a lane would look into but that cannot be
+ * read (EACCES, EPERM: no read permission for the walker, while the jail
+ * may still open names in it: a directory of mode 0300 is the jail's to
+ * make, and to turn readable again at will): whatever it holds is unknown,
+ * so it counts for each such lane as a match of its own (masked: the jail
+ * sees it empty; protected: read-only). w->path names it. */
+static int unreadable_dir(Walk *w, unsigned char into, VsError **err) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < N_LANES; i++)
+                if (into & (1u << i))
+                        r = mw_walk_add(w, i, MASK_DIR, err);
+        return r;
+}
+
 int mw_ensure_slots(Walk *w, size_t slots, VsError **err) {
         if (slots <= w->state_slots)
                 return 0;
@@ -337,6 +351,11 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                 int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
+                        if ((k == -EACCES || k == -EPERM) && (into & GLOB_BITS)) {
+                                clean = false;
+                                r = unreadable_dir(w, into & GLOB_BITS, err);
+                                continue;
+                        }
                         if (mw_skippable(k) || !(into & GLOB_BITS)) {
                                 clean = false;
                                 continue;
@@ -521,6 +540,12 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         int k = negative_errno();
+                        if ((k == -EACCES || k == -EPERM) && (into & GLOB_BITS)) {
+                                recording = false;
+                                if ((r = unreadable_dir(w, into & GLOB_BITS, err)) < 0)
+                                        break;
+                                continue;
+                        }
                         if (mw_skippable(k) || !(into & GLOB_BITS)) {
                                 recording = false;
                                 continue; /* unreadable, vanished or swapped for a non-directory */
