@@ -68,7 +68,7 @@ typedef struct WorkspaceWatch {
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
         bool walk_changed; /* the tree changed under a walk: it may have missed an entry */
-        bool rewalk_at_spawn; /* walked again before the next worker starts (watch_settle()) */
+        bool rewalk_at_spawn; /* walked again before the next worker starts (watch_before_spawn()) */
         /* What watch_settle() holds a reply for: a walk that may have missed
          * an entry the lost events would have named. */
         bool unsettled;
@@ -649,7 +649,10 @@ static void rewalk(WorkspaceWatch *w) {
 
 void watch_before_spawn(Workspace *ws) {
         WorkspaceWatch *w = ws->watch;
-        if (!w || !w->rewalk_at_spawn)
+        /* Unsettled still: the last jail ended before a quiet read said
+         * its walk saw everything (a masked path it found ended it, or it
+         * went idle), so a directory the walk missed may not be watched. */
+        if (!w || !(w->rewalk_at_spawn || w->unsettled))
                 return;
         log_info("workspace %s: walking the listed paths again before the next worker starts (the last walk after lost "
                  "events saw the tree change under it)",
