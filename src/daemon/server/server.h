@@ -23,6 +23,7 @@
 #define SERVER_IN_MAX (256u << 20)    /* all clients' input; over it only small holders go on */
 #define CLIENT_IN_FREE (2u << 20)     /* ... those holding under this, and one "leader" at a time */
 #define CLIENT_READ_MAX (64u << 10)   /* one read of a client but the leader (the bounds count one each) */
+#define LEADER_READ_MAX (1u << 20)    /* one read of the leader */
 /* Replies past this much queued in memory go to a spool file (unlinked,
  * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
  * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client
@@ -71,6 +72,8 @@ struct Server {
         unsigned hub_next;
         struct FanHub *fan;      /* the daemon's fanotify group, root only (watch.c) */
         int fan_error;           /* 0: not tried yet; -errno: why there is none */
+        uv_prepare_t turn_prep;  /* counts the loop's turns (server_read_turn) */
+        uint64_t turn;
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
         uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */
@@ -118,6 +121,8 @@ struct Client {
         uint64_t spool_r, spool_w;
         StrBuf after_spool; /* small replies (a failed spool's error) that follow the spool once drained */
         bool reading;
+        uint64_t read_turn; /* the loop turn of its last read (server_read_turn) */
+        bool yielded;       /* its read was put off to the next turn: not out of memory */
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
         struct PtySession *ptys; /* pty.c */
@@ -145,3 +150,12 @@ void client_update_reading(Client *c);
 void client_release_input(Client *c, size_t bytes);
 /* A client that stopped sending is closed once answered and flushed. */
 void client_maybe_close(Client *c);
+/* Whether a stream whose last read was in turn *last may read again in this
+ * turn of the loop (then *last becomes it): one read per stream and turn.
+ * libuv reads a readable stream up to 32 times in a row while each read
+ * fills its buffer, so 20 clients pushing uploads took 40 MiB of copies
+ * (and page faults) per turn before a small client's request was read,
+ * and each hop of its call waited for such a turn (a second on a quiet
+ * host, 8 s on a loaded one). A stream put off stays readable and is read
+ * in the next turn. */
+bool server_read_turn(Server *srv, uint64_t *last);

@@ -305,15 +305,17 @@ static void handle_reply(WorkerLink *l, JsonlMsg *m) {
         }
 }
 
+/* One read per turn of the loop, as for clients (server_read_turn): a jail
+ * sending big replies must not hold every other workspace's. */
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
         WorkerLink *l = h->data;
         void *p = NULL;
         size_t n = 0;
-        if (jsonl_reader_get_buffer(l->reader, 256 * 1024, &p, &n) < 0) {
-                buf->base = NULL;
-                buf->len = 0;
+        buf->base = NULL;
+        buf->len = 0;
+        l->yielded = !server_read_turn(l->srv, &l->read_turn);
+        if (l->yielded || jsonl_reader_get_buffer(l->reader, 256 * 1024, &p, &n) < 0)
                 return;
-        }
         buf->base = p;
         buf->len = n;
 }
@@ -346,6 +348,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         WorkerLink *l = s->data;
         if (l->state == LINK_DEAD)
                 return;
+        if (nread == UV_ENOBUFS && l->yielded) {
+                l->yielded = false;
+                return;
+        }
         if (nread < 0) {
                 uv_read_stop(s);
                 if (l->state == LINK_SPAWNING) {

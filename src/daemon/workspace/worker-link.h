@@ -62,6 +62,8 @@ struct WorkerLink {
         unsigned open_handles;
         uv_timer_t timer;
         JsonlReader *reader;
+        uint64_t read_turn;        /* the loop turn of its last read (server_read_turn) */
+        bool yielded;              /* its read was put off to the next turn */
         uint64_t next_id;
         Call *inflight;
         size_t n_inflight;
