@@ -33,6 +33,12 @@ from vdaemon import (CG_TOPS, SANDBOX, alive, comm, instance_groups, instance_id
 # freed memory in quarantine: RSS says nothing there, the daemon's own
 # counters of held bytes still do.
 SANITIZED = os.path.exists(os.path.join(vtest.BUILD, "src/worker/vectora-worker-static"))
+# A well-behaved client's worst call beside a misbehaving one: the bound is
+# against a stall (a client held for the whole flood), not a measure of
+# speed. A sanitizer build's daemon is several times slower (ASan's
+# allocator fills the shadow of each 60 MiB payload buffer it hands out:
+# 0.8-1.3 s on a quiet host where the plain build takes 35-400 ms).
+WORST_CALL_S = 5.0 if SANITIZED else 2.0
 
 notes = []
 
@@ -323,7 +329,7 @@ def t_inflight_cap(d, tmp):
     worst = probe.finish()
     check(len(got) == N and all(r["ok"] for r in got.values()), (len(got), [r for r in got.values() if not r["ok"]][:2]))
     check(200 <= peak <= 256, ("peak in flight", peak))
-    check(worst < 2.0, ("the other client's worst latency", worst))
+    check(worst < WORST_CALL_S, ("the other client's worst latency", worst))
     notes.append(f"1000 pipelined sleep 1: peak {peak} in flight, all answered in {time.time() - t0:.1f} s; "
                  f"another client's worst call {worst * 1000:.0f} ms")
     c.close()
@@ -371,7 +377,7 @@ def t_unread_replies_bounded(d, tmp):
         check(sorted(r["id"] for r in got) == list(range(N)), "ids")
         st = s.status()["daemon"]
         check(st["replies_spooled_bytes"] == 0 and st["input_held_bytes"] < 1 << 20, st)
-        check(worst < 2.0, ("the other client's worst latency", worst))
+        check(worst < WORST_CALL_S, ("the other client's worst latency", worst))
         notes.append(f"unread replies: daemon RSS +{(peak - base) // 1024} MiB with ~{N} MiB of replies unread; "
                      f"another client's worst call {worst * 1000:.0f} ms")
         c.close()
@@ -421,13 +427,14 @@ def t_big_uploads_bounded(d, tmp):
     """20 connections each pushing a 60 MiB raw payload they never finish
     for 10 s: the daemon holds at most its input budget (before: 1.23 GB),
     and a small client is served meanwhile: its worst call stays under 2 s
-    (one held behind the uploads would wait the whole 10 s). Each turn of
-    the daemon's loop reads each stream once: before, libuv's 32 reads in a
-    row per readable stream took 2 MiB of each uploader per turn, and the
-    leader one read of all its socket held (49 MiB, 228 ms); the small
-    client's worst call was 0.8-1 s on a quiet host and 8.2 s in a CI run
-    beside other tests, now 35 ms on a quiet host. The jail starts slower
-    than that bound (6 s): the small client's latency is a warm
+    (WORST_CALL_S; one held behind the uploads would wait the whole 10 s).
+    Each turn of the daemon's loop reads each stream once: before, libuv's
+    32 reads in a row per readable stream took 2 MiB of each uploader per
+    turn, and the leader one read of all its socket held (49 MiB, 228 ms);
+    the small client's worst call was 0.8-1 s on a quiet host and 8.2 s in
+    a CI run beside other tests, now 35 ms on a quiet host (100 ms with
+    both cores busy, where the old code took 2.07 s). The jail starts
+    slower than that bound (6 s): the small client's latency is a warm
     workspace's, which a cold start must not be counted in."""
     s = unperturbed_daemon(tmp, "uploads", slow_start_env(tmp, 6))
     ws = make_ws(tmp, "up-ws", SANDBOX)
@@ -477,7 +484,7 @@ def t_big_uploads_bounded(d, tmp):
         # 2 MiB for each small holder, and each client's last read (64 KiB).
         check(held <= ((256 + 65 + 40) << 20) + 20 * 65536, ("held past the budget", seen))
         check(after == 0, ("input still counted after the clients left", seen))
-        check(worst < 2.0, ("the small client's worst latency", seen))
+        check(worst < WORST_CALL_S, ("the small client's worst latency", seen))
         notes.append(f"20 unfinished 60 MiB uploads: {sent >> 20} MiB accepted, {held >> 20} MiB held, daemon RSS "
                      f"+{(peak - base) // 1024} MiB; a small client's worst call {worst * 1000:.0f} ms")
     finally:
