@@ -277,10 +277,8 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
 static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd);
 
 /* A directory rewalk() read, as it was once read; false when it could
- * not be kept (the walk is then unsure). Outside rewalk(), nothing. */
+ * not be kept (the walk is then unsure). */
 static bool walked_add(WorkspaceWatch *w, size_t root, const char *rel, const struct stat *st) {
-        if (!w->rewalking)
-                return true;
         if (w->n_walked == w->walked_cap) {
                 size_t cap = w->walked_cap ? w->walked_cap * 2 : 256;
                 WalkedDir *n = reallocarray(w->walked, cap, sizeof *n);
@@ -337,8 +335,11 @@ static bool dir_changed(const struct stat *a, const struct stat *b) {
  * the jail moved past it, and the events that would have said so are
  * what was lost. */
 static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, char **ret_match, bool note) {
+        /* Only a walk after lost events looks (two fstat(2) per
+         * directory): elsewhere each directory's watch is in place before
+         * its read, so what moves meanwhile queues its events. */
         struct stat before, after;
-        if (fstat(fd, &before) < 0) {
+        if (w->rewalking && fstat(fd, &before) < 0) {
                 safe_close(fd);
                 return false;
         }
@@ -394,7 +395,8 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         break;
                 subdirs[++n_sub] = NULL;
         }
-        if (!found && (fstat(dirfd(d), &after) < 0 || dir_changed(&before, &after) || !walked_add(w, root, rel, &after)))
+        if (w->rewalking && !found &&
+            (fstat(dirfd(d), &after) < 0 || dir_changed(&before, &after) || !walked_add(w, root, rel, &after)))
                 w->walk_changed = true;
         for (size_t i = 0; !found && i < n_sub; i++) {
                 int sfd = chase_beneath(dirfd(d), subdirs[i], O_RDONLY | O_DIRECTORY | O_NONBLOCK);
