@@ -138,6 +138,10 @@ typedef struct Entry {
 #define DENY_IF(name, when, cond, threat) { name, EPERM, when, cond, 0, 0, 0, threat }
 #define DENY_LOCKDOWN(name, threat) { name, EPERM, WHEN_LOCKDOWN, COND_NONE, 0, 0, 0, threat }
 #define DENY_MODE(name, cond, arg, nr, threat) { name, EPERM, WHEN_ALWAYS, cond, arg, 0, nr, threat }
+/* The four calls that change a mode (the mode's register in each). */
+#define DENY_CHMODS(cond, threat)                                                   \
+        DENY_MODE("chmod", cond, 1, 0, threat), DENY_MODE("fchmod", cond, 1, 0, threat), \
+                DENY_MODE("fchmodat", cond, 2, 0, threat), DENY_MODE("fchmodat2", cond, 2, 452, threat)
 #define DENY_CHOWN(name, uid_arg, threat) { name, EPERM, WHEN_ALWAYS, COND_CHOWN_IDS, uid_arg, 0, 0, threat }
 
 static const Entry entries[] = {
@@ -205,10 +209,7 @@ static const Entry entries[] = {
          * through an idmapped mount, so what the jail creates is root's on
          * disk, and `chmod 4755` there would leave a setuid-root program.
          * The mode is an argument register in every variant but openat2. */
-        DENY_MODE("chmod", COND_MODE_SETID, 1, 0, "set a setuid/setgid bit: a privileged program left on the host"),
-        DENY_MODE("fchmod", COND_MODE_SETID, 1, 0, "set a setuid/setgid bit: a privileged program left on the host"),
-        DENY_MODE("fchmodat", COND_MODE_SETID, 2, 0, "set a setuid/setgid bit: a privileged program left on the host"),
-        DENY_MODE("fchmodat2", COND_MODE_SETID, 2, 452, "set a setuid/setgid bit: a privileged program left on the host"),
+        DENY_CHMODS(COND_MODE_SETID, "set a setuid/setgid bit: a privileged program left on the host"),
         DENY_MODE("open", COND_MODE_SETID, 2, 0, "create a file already setuid/setgid (O_CREAT with mode 04755)"),
         DENY_MODE("openat", COND_MODE_SETID, 3, 0, "create a file already setuid/setgid (O_CREAT with mode 04755)"),
         DENY_MODE("creat", COND_MODE_SETID, 1, 0, "create a file already setuid/setgid"),
@@ -219,10 +220,7 @@ static const Entry entries[] = {
          * let another user replace its config, and root's git ran it). The
          * umask keeps S_IWOTH too (the worker sets it), so nothing is made
          * world-writable either. */
-        DENY_MODE("chmod", COND_MODE_OTHER_WRITE, 1, 0, "make a file world-writable: any local user may then plant in it"),
-        DENY_MODE("fchmod", COND_MODE_OTHER_WRITE, 1, 0, "make a file world-writable: any local user may then plant in it"),
-        DENY_MODE("fchmodat", COND_MODE_OTHER_WRITE, 2, 0, "make a file world-writable: any local user may then plant in it"),
-        DENY_MODE("fchmodat2", COND_MODE_OTHER_WRITE, 2, 452, "make a file world-writable: any local user may then plant in it"),
+        DENY_CHMODS(COND_MODE_OTHER_WRITE, "make a file world-writable: any local user may then plant in it"),
         /* Not an error but 0, "the old mask was 0", with the mask left as it
          * was: umask() cannot fail, and tools that clear it (tar as root)
          * took -1 for a mask and made everything mode 0. */
@@ -235,12 +233,11 @@ static const Entry entries[] = {
          * plants for the host's git would go unseen. The daemon masks such
          * a directory whole when it meets one (watch.c, mask-walk.c); the
          * jail cannot make one. */
-        DENY_MODE("chmod", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
-        DENY_MODE("fchmod", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
-        DENY_MODE("fchmodat", COND_MODE_SEARCH_NO_READ, 2, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
-        DENY_MODE("fchmodat2", COND_MODE_SEARCH_NO_READ, 2, 452, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
-        DENY_MODE("mkdir", COND_MODE_SEARCH_NO_READ, 1, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
-        DENY_MODE("mkdirat", COND_MODE_SEARCH_NO_READ, 2, 0, "make a directory its owner can enter but not list: hidden from the daemon's watch"),
+#define UNLISTABLE "make a directory its owner can enter but not list: hidden from the daemon's watch"
+        DENY_CHMODS(COND_MODE_SEARCH_NO_READ, UNLISTABLE),
+        DENY_MODE("mkdir", COND_MODE_SEARCH_NO_READ, 1, 0, UNLISTABLE),
+        DENY_MODE("mkdirat", COND_MODE_SEARCH_NO_READ, 2, 0, UNLISTABLE),
+#undef UNLISTABLE
         { "umask", 0, WHEN_ALWAYS, COND_MASK_NO_OWNER_READ, 0, 0, 0,
           "a umask that takes u+r but leaves u+x: directories made unlistable to the daemon (answered 0, the mask kept)" },
         DENY_MODE("mknod", COND_MODE_DEVICE, 1, 0, "create a device node: raw access to a disk or device for whoever opens it"),

@@ -283,11 +283,10 @@ static void status_reply(Request *r) {
                 json_object_set_new(o, "workspaces", ws);
                 json_object_set_new(o, "offset", json_integer((json_int_t)a.offset));
                 json_object_set_new(o, "next_offset", i < n ? json_integer((json_int_t)i) : json_null());
-                size_t shown = json_array_size(ws);
+                /* A page holds one entry at least (limit >= 1, and the
+                 * first goes whatever its size). */
                 json_object_set_new(o, "next_after",
-                                    i < n && shown ? json_string(all[i - 1]->path)
-                                    : i < n && a.after ? json_string(a.after)
-                                                       : json_null());
+                                    i < n && json_array_size(ws) ? json_string(all[i - 1]->path) : json_null());
         } else {
                 json_decref(d);
                 json_decref(summary);

@@ -472,9 +472,25 @@ static bool find_wd(const WorkspaceWatch *w, int wd, size_t *ret) {
         return lo < w->n_dirs && w->dirs[lo].wd == wd;
 }
 
+/* Whether another directory may be watched (its share of the user's
+ * inotify watches); past it the watch is partial, said once. */
+static bool budget_left(WorkspaceWatch *w) {
+        size_t budget = watch_budget(w->ws);
+        if (w->n_dirs < budget)
+                return true;
+        if (!w->partial)
+                log_warning("workspace %s: more than %zu directories (its share of fs.inotify.max_user_watches); "
+                            "masked paths created deeper are caught only by the file tools",
+                            w->ws->path, budget);
+        w->partial = true;
+        return false;
+}
+
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (w->fsub)
                 return 1; /* the filesystem's mark covers every directory */
+        if (!budget_left(w))
+                return -ENOSPC; /* before the open: past the budget, each event would cost one for nothing */
         _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
         return add_dir_fd(w, root, rel, dfd);
 }
@@ -484,15 +500,8 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) {
         if (w->fsub)
                 return 1;
-        size_t budget = watch_budget(w->ws);
-        if (w->n_dirs >= budget) {
-                if (!w->partial)
-                        log_warning("workspace %s: more than %zu directories (its share of fs.inotify.max_user_watches); "
-                                    "masked paths created deeper are caught only by the file tools",
-                                    w->ws->path, budget);
-                w->partial = true;
+        if (!budget_left(w))
                 return -ENOSPC;
-        }
         /* The directory beneath the root, watched through its descriptor
          * (the magic link is followed: the watch is on what was opened). */
         char proc[64];

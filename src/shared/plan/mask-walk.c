@@ -105,9 +105,11 @@ unsigned char mw_dtype_from_mode(mode_t m) {
         return DT_FIFO; /* stands for every other kind */
 }
 
-/* Errors that mean "this entry is gone or not ours to read": skipped.
- * Anything else (EMFILE, ENOMEM, EIO...) aborts the walk, because skipping
- * it would silently leave a secret unmasked. */
+/* Errors that mean "this entry is gone or not ours to read": skipped
+ * (but a directory a glob lane looks into that cannot be read is masked
+ * whole: subdir_open_failed). Anything else (EMFILE, ENOMEM, EIO...)
+ * aborts the walk, because skipping it would silently leave a secret
+ * unmasked. */
 bool mw_skippable(int r) {
         return r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOTDIR || r == -ELOOP;
 }
@@ -118,12 +120,26 @@ bool mw_skippable(int r) {
  * make, and to turn readable again at will): whatever it holds is unknown,
  * so it counts for each such lane as a match of its own (masked: the jail
  * sees it empty; protected: read-only). w->path names it. */
-static int unreadable_dir(Walk *w, unsigned char into, VsError **err) {
+static int unreadable_dir(Walk *w, unsigned char globs, VsError **err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < N_LANES; i++)
-                if (into & (1u << i))
+                if (globs & (1u << i))
                         r = mw_walk_add(w, i, MASK_DIR, err);
         return r;
+}
+
+/* A subdirectory (w->path) that could not be opened (k, the lanes that
+ * look into it in into): unreadable for a glob lane, masked whole
+ * (unreadable_dir); gone, swapped, unreadable, or only the git sweep's:
+ * skipped; anything else aborts the walk. Its directory's record is not
+ * kept either way (the caller's). */
+static int subdir_open_failed(Walk *w, int k, unsigned char into, VsError **err) {
+        unsigned char globs = into & GLOB_BITS;
+        if ((k == -EACCES || k == -EPERM) && globs)
+                return unreadable_dir(w, globs, err);
+        if (mw_skippable(k) || !globs)
+                return 0;
+        return vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
 }
 
 int mw_ensure_slots(Walk *w, size_t slots, VsError **err) {
@@ -350,18 +366,10 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                 }
                 int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
-                        int k = negative_errno();
-                        if ((k == -EACCES || k == -EPERM) && (into & GLOB_BITS)) {
-                                clean = false;
-                                r = unreadable_dir(w, into & GLOB_BITS, err);
-                                continue;
-                        }
-                        if (mw_skippable(k) || !(into & GLOB_BITS)) {
-                                clean = false;
-                                continue;
-                        }
-                        r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path, strerror(-k));
-                        break;
+                        clean = false;
+                        if ((r = subdir_open_failed(w, negative_errno(), into, err)) < 0)
+                                break;
+                        continue;
                 }
                 r = mw_walk_dir(w, cfd, (size_t)plen, depth + 1, err);
         }
@@ -539,20 +547,10 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
 
                 int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
-                        int k = negative_errno();
-                        if ((k == -EACCES || k == -EPERM) && (into & GLOB_BITS)) {
-                                recording = false;
-                                if ((r = unreadable_dir(w, into & GLOB_BITS, err)) < 0)
-                                        break;
-                                continue;
-                        }
-                        if (mw_skippable(k) || !(into & GLOB_BITS)) {
-                                recording = false;
-                                continue; /* unreadable, vanished or swapped for a non-directory */
-                        }
-                        r = vs_error_set(err, k, "cannot open directory %s/%s: %s", w->root, w->path,
-                                         strerror(-k));
-                        break;
+                        recording = false;
+                        if ((r = subdir_open_failed(w, negative_errno(), into, err)) < 0)
+                                break;
+                        continue;
                 }
                 if (recording && walk_cache_dir_add_sub(&rec, name) < 0) {
                         safe_close(cfd);
