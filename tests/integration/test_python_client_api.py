@@ -187,6 +187,43 @@ def t_async_task_cancel(tmp):
         stopped(ws, "3.4103", "marker-task")
 
 
+def t_status_every_page(tmp):
+    """status() returns every workspace, not the daemon's first page (100
+    by path): 250 workspaces (a refused config each: an entry without a
+    worker), through the blocking and the asyncio client."""
+    base = os.path.join(tmp, "many")
+    os.makedirs(base)
+    paths = []
+    for i in range(250):
+        p = os.path.join(base, "w%03d" % i)
+        os.makedirs(p)
+        with open(os.path.join(p, "vectora.toml"), "w") as f:
+            f.write("[sandbox]\nbogus = 1\n")
+        paths.append(p)
+    chown_tree(base)
+    with Daemon(tmp, "pages") as d:
+        with vs.Sandbox(socket=d.sock) as sb:
+            for p in paths:
+                try:
+                    sb.terminal("true", workspace=p)
+                except vs.SandboxError as e:
+                    check(e.code == "config_invalid", e)
+            st = sb.status()
+            got = [w["path"] for w in st["workspaces"]]
+            check(got == paths and st["summary"]["workspaces"] == 250,
+                  ("blocking client: workspaces", len(got), st["summary"]))
+            check("next_after" not in st and "next_offset" not in st, sorted(st))
+            one = sb.status(paths[7])
+            check([w["path"] for w in one["workspaces"]] == [paths[7]], one["workspaces"])
+
+        async def main():
+            async with AsyncSandbox(socket=d.sock) as sb:
+                st = await sb.status()
+                check([w["path"] for w in st["workspaces"]] == paths, ("asyncio client", len(st["workspaces"])))
+        asyncio.run(main())
+        tap.note("status through the Python clients: 250 workspaces in 3 pages, all returned")
+
+
 if __name__ == "__main__":
     sys.exit(run_cases(tap, [t_result_fields, t_find_tools, t_timeout_cancels, t_async_concurrent, t_async_timeout,
-                             t_async_task_cancel], "vs-pyapi-"))
+                             t_async_task_cancel, t_status_every_page], "vs-pyapi-"))

@@ -406,11 +406,27 @@ export class Sandbox {
     return (reply.processes ?? []).map(processInfo);
   }
 
-  /** The daemon's status (docs/protocol.md, "status"); with `workspace`, only that one. */
+  /**
+   * The daemon's status (docs/protocol.md, "status"): `daemon`, `summary`
+   * and every workspace (the daemon answers pages of them, sorted by path;
+   * each is fetched in turn), without the paging fields. With `workspace`,
+   * only that one.
+   */
   async status(workspace?: string): Promise<Reply> {
-    const [reply] = await this.call(Sandbox.opt({ tool: "status" },
-      { workspace: workspace === undefined ? undefined : this.ws(workspace) }), null);
-    delete reply.id;
-    return reply;
+    const ws = workspace === undefined ? undefined : this.ws(workspace);
+    let result: Reply | undefined;
+    let after: string | undefined;
+    for (let page = 0; ; page++) {
+      const [reply] = await this.call(Sandbox.opt({ tool: "status" }, { workspace: ws, after }), null);
+      const next = reply.next_after;
+      for (const k of ["id", "next_after", "next_offset", "offset"]) delete reply[k];
+      if (result === undefined) result = reply;
+      else result.workspaces.push(...(reply.workspaces ?? []));
+      // Each page starts past the last: a cursor that does not move would
+      // never end (JavaScript orders strings by UTF-16 units, the daemon
+      // by bytes, so only "the same again" is looked at, and the count).
+      if (typeof next !== "string" || next === after || page > 1_000_000) return result;
+      after = next;
+    }
   }
 }

@@ -194,6 +194,27 @@ await attempt("requireSandbox refuses an unsandboxed workspace before anything r
   check(!fs.existsSync(path.join(plain, "ran-anyway")), "the command ran");
 });
 
+await attempt("status returns every workspace, not the daemon's first page", async () => {
+  const s7 = new vs.Sandbox({ socket });
+  try {
+    for (const w of cfg.many) {
+      try {
+        await s7.terminal("true", { workspace: w });
+        throw new Error("a refused config ran");
+      } catch (err) {
+        check(err instanceof vs.SandboxError && err.code === "config_invalid", String(err));
+      }
+    }
+    const st = await s7.status();
+    const got = st.workspaces.map((w) => w.path).filter((p) => cfg.many.includes(p));
+    check(got.length === cfg.many.length && got.every((p, i) => p === cfg.many[i]), { got: got.length });
+    check(!("next_after" in st) && !("next_offset" in st), Object.keys(st));
+    return `${st.workspaces.length} workspaces`;
+  } finally {
+    s7.close();
+  }
+});
+
 await attempt("an unreachable daemon rejects with DaemonUnavailable", async () => {
   const s6 = new vs.Sandbox({ socket: "/nonexistent/vs.sock" });
   try {

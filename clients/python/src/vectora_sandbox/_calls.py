@@ -214,8 +214,41 @@ def process_signal(ws: str, process: int, signal: Union[str, int]) -> Request:
     return {"tool": "process_signal", "workspace": ws, "process": int(process), "signal": signal}, None
 
 
-def status(ws: Optional[str]) -> Request:
-    return _opt({"tool": "status"}, workspace=ws), None
+def status(ws: Optional[str], after: Optional[str] = None) -> Request:
+    return _opt({"tool": "status"}, workspace=ws, after=after), None
+
+
+class StatusPages:
+    """status as a sequence of calls: the daemon answers a page of
+    workspaces at a time (100, or fewer where one more would not fit a
+    line), sorted by path, and ``next_after`` names where the next starts.
+    The result is the first page's ``daemon`` and ``summary`` with every
+    page's ``workspaces``."""
+
+    def __init__(self, ws: Optional[str]) -> None:
+        self.ws = ws
+        self.result: Optional[Dict[str, Any]] = None
+        self.after: Optional[str] = None
+
+    def request(self) -> Request:
+        return status(self.ws, self.after)
+
+    def add(self, reply: Dict[str, Any]) -> bool:
+        """Takes one page; True while another is to be asked for."""
+        reply.pop("id", None)
+        nxt = reply.pop("next_after", None)
+        reply.pop("next_offset", None)
+        reply.pop("offset", None)
+        if self.result is None:
+            self.result = reply
+        else:
+            self.result["workspaces"].extend(reply.get("workspaces", []))
+        # Paths only grow from page to page: one that does not is a
+        # daemon's fault, and asking again would never end.
+        if nxt is None or (self.after is not None and nxt <= self.after):
+            return False
+        self.after = nxt
+        return True
 
 
 class FileReader:

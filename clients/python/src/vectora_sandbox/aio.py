@@ -259,6 +259,8 @@ class AsyncSandbox:
         return [ProcessInfo.from_reply(p) for p in reply.get("processes", [])]
 
     async def status(self, workspace: Optional[str] = None) -> Dict[str, Any]:
-        reply, _ = await self._call(_calls.status(None if workspace is None else self._ws(workspace)))
-        reply.pop("id", None)
-        return reply
+        pages = _calls.StatusPages(None if workspace is None else self._ws(workspace))
+        while pages.add((await self._call(pages.request()))[0]):
+            pass
+        assert pages.result is not None
+        return pages.result

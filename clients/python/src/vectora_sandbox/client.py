@@ -372,11 +372,14 @@ class Sandbox:
         return [ProcessInfo.from_reply(p) for p in reply.get("processes", [])]
 
     def status(self, workspace: Optional[str] = None) -> Dict[str, Any]:
-        """The daemon's status: ``daemon`` (pid, counters, ...) and ``workspaces``.
+        """The daemon's status: ``daemon`` (pid, counters, ...), ``summary``
+        and ``workspaces`` (every one: the daemon's pages, fetched in turn).
 
         With ``workspace``, only that one. The shape is docs/protocol.md's
-        ``status`` result.
+        ``status`` result, without its paging fields.
         """
-        reply, _ = self._call(_calls.status(None if workspace is None else self._ws(workspace)))
-        reply.pop("id", None)
-        return reply
+        pages = _calls.StatusPages(None if workspace is None else self._ws(workspace))
+        while pages.add(self._call(pages.request())[0]):
+            pass
+        assert pages.result is not None
+        return pages.result
