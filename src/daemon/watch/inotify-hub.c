@@ -107,6 +107,15 @@ static void sub_release_watches(HubSub *s) {
         compact(h);
 }
 
+void hub_release_watch(HubSub *s, int wd) {
+        InotifyHub *h = s->hub;
+        HubWatch *w = live_watch(h, wd);
+        if (!w)
+                return;
+        unsubscribe(h, s, w);
+        compact(h);
+}
+
 /* The kernel dropped wd (its directory went, or it was removed): nobody
  * holds it any more. */
 static void forget_watch(InotifyHub *h, int wd) {

@@ -53,5 +53,9 @@ int hub_add_watch(HubSub *s, const char *path, uint32_t mask);
  * the queue could not be read (treat as "anything may have changed"). */
 bool hub_drain(InotifyHub *h);
 
+/* s no longer holds wd (removed from the instance once nobody else does;
+ * a wd the kernel dropped already, or s does not hold: nothing). */
+void hub_release_watch(HubSub *s, int wd);
+
 /* Watch descriptors currently held (all subscribers): for status and tests. */
 size_t hub_n_watches(const InotifyHub *h);

@@ -38,6 +38,7 @@ typedef struct WatchDir {
         int wd;
         size_t root;
         char *rel; /* "" for the root */
+        bool visited; /* met by the walk under way (rewalk()) */
 } WatchDir;
 
 typedef struct WalkedDir {
@@ -402,18 +403,23 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                 int sfd = chase_beneath(dirfd(d), subdirs[i], O_RDONLY | O_DIRECTORY | O_NONBLOCK);
                 _cleanup_free_ char *sub = rel[0] ? path_join(rel, subdirs[i]) : strdup(subdirs[i]);
                 if (sfd < 0) {
-                        if (sfd == -ENOENT || sfd == -ENOTDIR || sfd == -ELOOP)
-                                w->walk_changed = true; /* gone or swapped since readdir */
-                        else if ((sfd == -EACCES || sfd == -EPERM) && sub) {
+                        if ((sfd == -EACCES || sfd == -EPERM) && sub) {
                                 unreadable(w, root, sub, ret_match);
                                 found = ret_match && *ret_match;
-                        }
+                        } else
+                                w->walk_changed = true; /* gone or swapped since readdir, or not walked (EMFILE) */
                         continue;
                 }
-                if (sub && add_dir_fd(w, root, sub, sfd) >= 0)
+                int k = sub ? add_dir_fd(w, root, sub, sfd) : -ENOMEM;
+                if (k >= 0)
                         found = scan_fd(w, root, sub, sfd, ret_match, note) && ret_match;
-                else
+                else {
+                        /* Not walked: unsure, but for a new directory past
+                         * the budget (what is below it is not watched). */
+                        if (k != -ENOSPC)
+                                w->walk_changed = true;
                         safe_close(sfd);
+                }
         }
         closedir(d);
         return found;
@@ -489,8 +495,6 @@ static bool budget_left(WorkspaceWatch *w) {
 static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
         if (w->fsub)
                 return 1; /* the filesystem's mark covers every directory */
-        if (!budget_left(w))
-                return -ENOSPC; /* before the open: past the budget, each event would cost one for nothing */
         _cleanup_close_ int dfd = open_beneath(w, root, rel, O_PATH | O_DIRECTORY);
         return add_dir_fd(w, root, rel, dfd);
 }
@@ -500,8 +504,6 @@ static int add_dir(WorkspaceWatch *w, size_t root, const char *rel) {
 static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) {
         if (w->fsub)
                 return 1;
-        if (!budget_left(w))
-                return -ENOSPC;
         /* The directory beneath the root, watched through its descriptor
          * (the magic link is followed: the watch is on what was opened). */
         char proc[64];
@@ -522,8 +524,18 @@ static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) 
         if (wd < 0)
                 return wd;
         size_t at;
-        if (find_wd(w, wd, &at))
+        if (find_wd(w, wd, &at)) {
+                w->dirs[at].visited = true;
                 return rename_dir(w, at, root, rel);
+        }
+        /* A new one, past the budget: given back. Looked at once the
+         * watch is known to be new: one held already (a walk after lost
+         * events meets every directory again) is never refused, or its
+         * subtree would go unwalked. */
+        if (!budget_left(w)) {
+                hub_release_watch(w->sub, wd);
+                return -ENOSPC;
+        }
         /* Doubled, not grown by one: a realloc that copies (a sanitizer's
          * always does) made 100 000 directories quadratic (minutes). */
         if (w->n_dirs == w->dirs_cap) {
@@ -540,7 +552,7 @@ static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) 
         /* Kept in wd order (the kernel hands out rising numbers: nearly
          * always an append). */
         memmove(&w->dirs[at + 1], &w->dirs[at], (w->n_dirs - at) * sizeof *w->dirs);
-        w->dirs[at] = (WatchDir){ .wd = wd, .root = root, .rel = r };
+        w->dirs[at] = (WatchDir){ .wd = wd, .root = root, .rel = r, .visited = true };
         w->n_dirs++;
         return 1;
 }
@@ -558,10 +570,46 @@ static void lost(WorkspaceWatch *w) {
         w->lost = true;
 }
 
+/* The directories whose watch the kernel dropped (their directory went)
+ * leave the list: each one made and removed again held an entry (and
+ * counted against the workspace's budget) for good, so a build's scratch
+ * directory made and removed again and again made the watch partial. An
+ * IN_IGNORED this watch heard drops its own; those an overflow lost go
+ * at the walk that follows (sweep_unvisited()). */
+static void drop_dir_at(WorkspaceWatch *w, size_t at) {
+        free(w->dirs[at].rel);
+        memmove(&w->dirs[at], &w->dirs[at + 1], (w->n_dirs - at - 1) * sizeof *w->dirs);
+        w->n_dirs--;
+}
+
+/* After a whole walk that saw the tree stand still: a directory it did
+ * not meet is no longer under the listed paths (removed, its IN_IGNORED
+ * lost with the overflow, or moved out): its watch is given back. A walk
+ * that stopped early (a masked path found) or saw a change keeps them
+ * all: an unmet directory may be one it missed. */
+static void sweep_unvisited(WorkspaceWatch *w) {
+        size_t j = 0;
+        for (size_t i = 0; i < w->n_dirs; i++) {
+                if (w->dirs[i].visited) {
+                        w->dirs[j++] = w->dirs[i];
+                        continue;
+                }
+                hub_release_watch(w->sub, w->dirs[i].wd);
+                free(w->dirs[i].rel);
+        }
+        w->n_dirs = j;
+}
+
 static void on_event(void *userdata, const struct inotify_event *ev) {
         WorkspaceWatch *w = userdata;
         if (ev->mask & IN_Q_OVERFLOW)
                 return lost(w);
+        if (ev->mask & IN_IGNORED) {
+                size_t at;
+                if (find_wd(w, ev->wd, &at))
+                        drop_dir_at(w, at);
+                return;
+        }
         /* The instance is shared: a directory watched for other reasons too
          * (the protected paths) also brings events this watch did not ask for. */
         if (!ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)))
@@ -638,10 +686,18 @@ static void fresh_dirs_free(WorkspaceWatch *w) {
  * are not told from old ones: not noted. Whether it missed something is
  * watch_settle()'s to tell. */
 static void rewalk(WorkspaceWatch *w) {
+        bool had_hit = w->hit != NULL;
+        for (size_t i = 0; i < w->n_dirs; i++)
+                w->dirs[i].visited = false;
         w->rewalking = true;
-        for (size_t i = 0; i < w->n_roots; i++)
-                if (add_dir(w, i, "") >= 0)
+        bool whole = true;
+        for (size_t i = 0; i < w->n_roots; i++) {
+                int r = add_dir(w, i, "");
+                if (r >= 0)
                         scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
+                else if (r != -ENOENT)
+                        whole = false;
+        }
         w->rewalking = false;
         /* Each directory read is looked at again: one that changed since
          * its read (or is no longer at its path) may have taken an entry
@@ -656,6 +712,8 @@ static void rewalk(WorkspaceWatch *w) {
                         w->walk_changed = true;
         }
         walked_free(w);
+        if (w->sub && whole && !w->walk_changed && (had_hit || !w->hit))
+                sweep_unvisited(w);
 }
 
 void watch_before_spawn(Workspace *ws) {
