@@ -922,26 +922,79 @@ def t_dir_churn_keeps_the_watch_budget(tmp):
         churned = st["used"]
         # The queue overflows first (the daemon stopped), then the 3 000
         # directories go: their IN_IGNORED events are lost.
-        with open("/proc/sys/fs/inotify/max_queued_events") as f:
-            qmax = int(f.read())
-        os.kill(d.pid, signal.SIGSTOP)
-        try:
-            for i in range(qmax + 1000):  # two files in turn: the same event twice in a row merges
-                with open(os.path.join(ws, "flood", "f%d" % (i % 2)), "w"):
-                    pass
-            shutil.rmtree(os.path.join(ws, "old"))
-        finally:
-            os.kill(d.pid, signal.SIGCONT)
+        overflow_then(d, ws, lambda: shutil.rmtree(os.path.join(ws, "old")))
         r = term(c, ws, "echo ran")
         check(r.get("ok") and r.get("stdout") == "ran\n", r)
         st = d.ws_status(ws)["masks_watch"]
         check(st["used"] <= base - 3000 + 8, ("watches held after the removed directories' events were lost", base, st))
-        check("walking the listed paths again" in d.log_text(), "no overflow: the case did not test the walk")
         notes.append("%d directories made and removed one at a time: the watch holds %d (budget %d); 3 000 removed "
                      "while the queue overflowed: %d -> %d" % (n + 12000, churned, st["budget"], base, st["used"]))
         c.close()
     finally:
         d.stop()
+
+
+def overflow_then(d, ws, host_step):
+    """Stops the daemon, makes its queue overflow (distinct events: the
+    same event twice in a row merges), runs host_step, continues it, and
+    waits for the walk after lost events."""
+    with open("/proc/sys/fs/inotify/max_queued_events") as f:
+        qmax = int(f.read())
+    seen = d.log_text().count("walking the listed paths again")
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        for i in range(qmax + 1000):
+            with open(os.path.join(ws, "flood", "f%d" % (i % 2)), "w"):
+                pass
+        host_step()
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    check(wait_for(lambda: d.log_text().count("walking the listed paths again") > seen, 20),
+          "no overflow: the case did not test the walk")
+
+
+def t_listed_path_moved_during_overflow(tmp):
+    """Found by an attack review of the watch's give-back (as the user, 3
+    of 3): a listed path the host moved away while events were lost was
+    taken as gone, and the walk gave back every watch below it; the
+    running jail's mount follows the directory, so a .pem the host then
+    wrote there (moved back, or where it went) was readable. Also a
+    listed path replaced by a new directory (the jail still shows the old
+    one). The watches of a listed path that is gone or not the one watched
+    are kept."""
+    for variant in ("moved back", "moved away", "replaced"):
+        shared = os.path.join(tmp, "shared-" + variant.replace(" ", "-"))
+        os.makedirs(os.path.join(shared, "sub"))
+        chown_tree(shared)
+        ws = make_ws(tmp, "outmv-" + variant.replace(" ", "-"), SANDBOX + 'rw_paths = [".", "%s"]\n' % shared,
+                     {"a.txt": "a\n", "flood/f0": "", "flood/f1": ""})
+        d = Daemon(tmp, "outmv-d-" + variant.replace(" ", "-"), log_level="info")
+        try:
+            c = d.conn()
+            check(term(c, ws, "true")["ok"], "jail")
+            if d.ws_status(ws)["masks_watch"]["kind"] != "inotify":
+                raise NotApplicable("the daemon watches with fanotify, which holds no watch per directory")
+            away = shared + ".away"
+
+            def step():
+                os.rename(shared, away)
+                if variant == "replaced":
+                    os.makedirs(os.path.join(shared, "sub"))
+                    chown_tree(shared)
+            overflow_then(d, ws, step)
+            time.sleep(0.5)
+            if variant == "moved back":
+                os.rename(away, shared)
+            where = shared if variant == "moved back" else away
+            with open(os.path.join(where, "sub", "key.pem"), "w") as f:
+                f.write("PEMSECRET\n")
+            chown_tree(where)
+            time.sleep(0.5)
+            r = term(c, ws, "cat %s/sub/key.pem 2>/dev/null; echo end" % shared)
+            check("PEMSECRET" not in r.get("stdout", ""), (variant, "the .pem is readable", r))
+            c.close()
+        finally:
+            d.stop()
 
 
 def t_names_cannot_forge_log_lines(tmp):
@@ -967,7 +1020,7 @@ def t_names_cannot_forge_log_lines(tmp):
         d.stop()
 
 
-CASES = [t_dir_churn_keeps_the_watch_budget, t_names_cannot_forge_log_lines, t_unreadable_directory, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+CASES = [t_listed_path_moved_during_overflow, t_dir_churn_keeps_the_watch_budget, t_names_cannot_forge_log_lines, t_unreadable_directory, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 

@@ -69,6 +69,7 @@ typedef struct WorkspaceWatch {
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
         bool walk_changed; /* the tree changed under a walk: it may have missed an entry */
+        bool walk_skipped; /* a walk left a directory out (past the budget): not whole */
         bool rewalk_at_spawn; /* walked again before the next worker starts (watch_before_spawn()) */
         /* What watch_settle() holds a reply for: a walk that may have missed
          * an entry the lost events would have named. */
@@ -415,9 +416,12 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         found = scan_fd(w, root, sub, sfd, ret_match, note) && ret_match;
                 else {
                         /* Not walked: unsure, but for a new directory past
-                         * the budget (what is below it is not watched). */
+                         * the budget (what is below it is not watched: the
+                         * walk is not whole). */
                         if (k != -ENOSPC)
                                 w->walk_changed = true;
+                        else
+                                w->walk_skipped = true;
                         safe_close(sfd);
                 }
         }
@@ -585,9 +589,16 @@ static void drop_dir_at(WorkspaceWatch *w, size_t at) {
 /* After a whole walk that saw the tree stand still: a directory it did
  * not meet is no longer under the listed paths (removed, its IN_IGNORED
  * lost with the overflow, or moved out): its watch is given back. A walk
- * that stopped early (a masked path found) or saw a change keeps them
- * all: an unmet directory may be one it missed. */
+ * that stopped early (a masked path found), saw a change or left a
+ * directory out keeps them all: an unmet directory may be one it missed.
+ * So does one where a listed path is gone or is another directory than
+ * the one watched (moved away, or replaced): a running jail's mount
+ * follows the directory, not the path, and still shows what is below it
+ * (found by an attack review: a .pem the host wrote there, readable). */
 static void sweep_unvisited(WorkspaceWatch *w) {
+        for (size_t i = 0; i < w->n_dirs; i++)
+                if (!w->dirs[i].rel[0] && !w->dirs[i].visited)
+                        return; /* a listed path's own directory, not met */
         size_t j = 0;
         for (size_t i = 0; i < w->n_dirs; i++) {
                 if (w->dirs[i].visited) {
@@ -689,14 +700,15 @@ static void rewalk(WorkspaceWatch *w) {
         bool had_hit = w->hit != NULL;
         for (size_t i = 0; i < w->n_dirs; i++)
                 w->dirs[i].visited = false;
+        w->walk_skipped = false;
         w->rewalking = true;
         bool whole = true;
         for (size_t i = 0; i < w->n_roots; i++) {
                 int r = add_dir(w, i, "");
                 if (r >= 0)
                         scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
-                else if (r != -ENOENT)
-                        whole = false;
+                else
+                        whole = false; /* gone too: a jail's mount still shows it */
         }
         w->rewalking = false;
         /* Each directory read is looked at again: one that changed since
@@ -712,7 +724,7 @@ static void rewalk(WorkspaceWatch *w) {
                         w->walk_changed = true;
         }
         walked_free(w);
-        if (w->sub && whole && !w->walk_changed && (had_hit || !w->hit))
+        if (w->sub && whole && !w->walk_changed && !w->walk_skipped && (had_hit || !w->hit))
                 sweep_unvisited(w);
 }
 
