@@ -38,7 +38,6 @@ typedef struct WatchDir {
         int wd;
         size_t root;
         char *rel; /* "" for the root */
-        bool visited; /* met by the walk under way (rewalk()) */
 } WatchDir;
 
 typedef struct WalkedDir {
@@ -69,7 +68,6 @@ typedef struct WorkspaceWatch {
         bool lost;      /* events were lost (an overflow): the tree is walked again */
         bool rewalking; /* that walk: what the jail masks already is no news */
         bool walk_changed; /* the tree changed under a walk: it may have missed an entry */
-        bool walk_skipped; /* a walk left a directory out (past the budget): not whole */
         bool rewalk_at_spawn; /* walked again before the next worker starts (watch_before_spawn()) */
         /* What watch_settle() holds a reply for: a walk that may have missed
          * an entry the lost events would have named. */
@@ -416,12 +414,9 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         found = scan_fd(w, root, sub, sfd, ret_match, note) && ret_match;
                 else {
                         /* Not walked: unsure, but for a new directory past
-                         * the budget (what is below it is not watched: the
-                         * walk is not whole). */
+                         * the budget (what is below it is not watched). */
                         if (k != -ENOSPC)
                                 w->walk_changed = true;
-                        else
-                                w->walk_skipped = true;
                         safe_close(sfd);
                 }
         }
@@ -528,10 +523,8 @@ static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) 
         if (wd < 0)
                 return wd;
         size_t at;
-        if (find_wd(w, wd, &at)) {
-                w->dirs[at].visited = true;
+        if (find_wd(w, wd, &at))
                 return rename_dir(w, at, root, rel);
-        }
         /* A new one, past the budget: given back. Looked at once the
          * watch is known to be new: one held already (a walk after lost
          * events meets every directory again) is never refused, or its
@@ -556,7 +549,7 @@ static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd) 
         /* Kept in wd order (the kernel hands out rising numbers: nearly
          * always an append). */
         memmove(&w->dirs[at + 1], &w->dirs[at], (w->n_dirs - at) * sizeof *w->dirs);
-        w->dirs[at] = (WatchDir){ .wd = wd, .root = root, .rel = r, .visited = true };
+        w->dirs[at] = (WatchDir){ .wd = wd, .root = root, .rel = r };
         w->n_dirs++;
         return 1;
 }
@@ -574,41 +567,18 @@ static void lost(WorkspaceWatch *w) {
         w->lost = true;
 }
 
-/* The directories whose watch the kernel dropped (their directory went)
- * leave the list: each one made and removed again held an entry (and
- * counted against the workspace's budget) for good, so a build's scratch
- * directory made and removed again and again made the watch partial. An
- * IN_IGNORED this watch heard drops its own; those an overflow lost go
- * at the walk that follows (sweep_unvisited()). */
+/* A directory whose watch the kernel dropped (IN_IGNORED: it was
+ * removed) leaves the list: each one made and removed again held an
+ * entry, counted against the workspace's budget, for good, so a build's
+ * scratch directory made and removed again and again made the watch
+ * partial. Only the kernel's word frees one: a directory that moved out
+ * of the listed paths may still be the jail's (its working directory, an
+ * open descriptor, a mount that follows it), and keeps its watch. An
+ * IN_IGNORED an overflow lost leaves its entry (see docs/threat-model.md). */
 static void drop_dir_at(WorkspaceWatch *w, size_t at) {
         free(w->dirs[at].rel);
         memmove(&w->dirs[at], &w->dirs[at + 1], (w->n_dirs - at - 1) * sizeof *w->dirs);
         w->n_dirs--;
-}
-
-/* After a whole walk that saw the tree stand still: a directory it did
- * not meet is no longer under the listed paths (removed, its IN_IGNORED
- * lost with the overflow, or moved out): its watch is given back. A walk
- * that stopped early (a masked path found), saw a change or left a
- * directory out keeps them all: an unmet directory may be one it missed.
- * So does one where a listed path is gone or is another directory than
- * the one watched (moved away, or replaced): a running jail's mount
- * follows the directory, not the path, and still shows what is below it
- * (found by an attack review: a .pem the host wrote there, readable). */
-static void sweep_unvisited(WorkspaceWatch *w) {
-        for (size_t i = 0; i < w->n_dirs; i++)
-                if (!w->dirs[i].rel[0] && !w->dirs[i].visited)
-                        return; /* a listed path's own directory, not met */
-        size_t j = 0;
-        for (size_t i = 0; i < w->n_dirs; i++) {
-                if (w->dirs[i].visited) {
-                        w->dirs[j++] = w->dirs[i];
-                        continue;
-                }
-                hub_release_watch(w->sub, w->dirs[i].wd);
-                free(w->dirs[i].rel);
-        }
-        w->n_dirs = j;
 }
 
 static void on_event(void *userdata, const struct inotify_event *ev) {
@@ -697,19 +667,10 @@ static void fresh_dirs_free(WorkspaceWatch *w) {
  * are not told from old ones: not noted. Whether it missed something is
  * watch_settle()'s to tell. */
 static void rewalk(WorkspaceWatch *w) {
-        bool had_hit = w->hit != NULL;
-        for (size_t i = 0; i < w->n_dirs; i++)
-                w->dirs[i].visited = false;
-        w->walk_skipped = false;
         w->rewalking = true;
-        bool whole = true;
-        for (size_t i = 0; i < w->n_roots; i++) {
-                int r = add_dir(w, i, "");
-                if (r >= 0)
+        for (size_t i = 0; i < w->n_roots; i++)
+                if (add_dir(w, i, "") >= 0)
                         scan_dir(w, i, "", w->hit ? NULL : &w->hit, true);
-                else
-                        whole = false; /* gone too: a jail's mount still shows it */
-        }
         w->rewalking = false;
         /* Each directory read is looked at again: one that changed since
          * its read (or is no longer at its path) may have taken an entry
@@ -724,8 +685,6 @@ static void rewalk(WorkspaceWatch *w) {
                         w->walk_changed = true;
         }
         walked_free(w);
-        if (w->sub && whole && !w->walk_changed && !w->walk_skipped && (had_hit || !w->hit))
-                sweep_unvisited(w);
 }
 
 void watch_before_spawn(Workspace *ws) {
