@@ -982,6 +982,59 @@ def t_listed_path_moved_during_overflow(tmp):
             d.stop()
 
 
+def t_moved_out_during_overflow_still_the_jails(tmp):
+    """The two other ways the attack reviews found for a directory to
+    leave the listed paths while the jail keeps it, each moved during an
+    overflow (a walk after lost events then no longer meets it): a listed
+    path moved into another one (its entry relabelled under that one), a
+    new one made in its place, then moved out of both (the jail's mount
+    still shows the old one); and a directory a jail process holds as its
+    working directory, moved out of the workspace. A .pem the host then
+    writes in it stays unreadable to the jail."""
+    A, B = os.path.join(tmp, "mo-A"), os.path.join(tmp, "mo-B")
+    os.makedirs(os.path.join(A, "deep"))
+    os.makedirs(B)
+    chown_tree(A)
+    chown_tree(B)
+    ws = make_ws(tmp, "mo", SANDBOX + 'rw_paths = [".", "%s", "%s"]\n' % (A, B),
+                 {"a.txt": "a\n", "flood/f0": "", "flood/f1": "", "keep/in/x.txt": "x\n"})
+    d = Daemon(tmp, "mo-d", log_level="info")
+    try:
+        c = d.conn()
+        check(term(c, ws, "true")["ok"], "jail")
+        if d.ws_status(ws)["masks_watch"]["kind"] != "inotify":
+            raise NotApplicable("the daemon watches with fanotify, which holds no watch per directory")
+        # A jail process sits in keep/in, and prints what a file there
+        # holds once it appears.
+        r = c.call({"tool": "process_start", "workspace": ws, "command":
+                    "cd keep/in && for i in $(seq 600); do cat key.pem 2>/dev/null && break; sleep 0.05; done; echo done"})
+        check(r.get("ok"), r)
+        pid = r.get("process")
+        os.rename(A, os.path.join(B, "A"))
+        os.makedirs(A)
+        chown_tree(A)
+        time.sleep(1)
+        away, out = os.path.join(tmp, "mo-away"), os.path.join(tmp, "mo-out")
+
+        def step():
+            os.rename(os.path.join(B, "A"), away)
+            os.rename(os.path.join(ws, "keep", "in"), out)
+        overflow_then(d, ws, step)
+        time.sleep(0.5)
+        for where in (os.path.join(away, "deep"), out):
+            with open(os.path.join(where, "key.pem"), "w") as f:
+                f.write("PEMSECRET\n")
+            chown_tree(where)
+        time.sleep(0.5)
+        r = term(c, ws, "cat %s/deep/key.pem 2>/dev/null; echo end" % A)
+        check("PEMSECRET" not in r.get("stdout", ""), ("a listed path moved in, then out: the .pem is readable", r))
+        r = c.call({"tool": "process_output", "workspace": ws, "process": pid, "wait_ms": 3000})
+        check("PEMSECRET" not in json.dumps(r), ("read through a working directory moved out", r))
+        c.close()
+    finally:
+        d.stop()
+
+
 def t_names_cannot_forge_log_lines(tmp):
     """The jail makes a file whose name holds a newline and a line of the
     daemon's log format, ending in .pem (the daemon logs the masked path
@@ -1005,7 +1058,7 @@ def t_names_cannot_forge_log_lines(tmp):
         d.stop()
 
 
-CASES = [t_listed_path_moved_during_overflow, t_dir_churn_keeps_the_watch_budget, t_names_cannot_forge_log_lines, t_unreadable_directory, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
+CASES = [t_moved_out_during_overflow_still_the_jails, t_listed_path_moved_during_overflow, t_dir_churn_keeps_the_watch_budget, t_names_cannot_forge_log_lines, t_unreadable_directory, t_rewalk_during_rename_flood, t_cross_dir_move_during_rewalk, t_atomic_save_during_overflow, t_detached_calls_are_bounded, t_create_flood_memory_and_latency, t_moved_in_and_linked_secrets, t_jail_spends_the_watch_budget, t_tmpfs_and_overlay_workspaces, t_bind_mounted_workspace_after_cache, t_tree_rename_flood_spares_others, t_walk_never_follows_a_swapped_symlink, t_cancel_is_per_connection, t_cancel_races,
          t_mcp_cancel_abuse]
 
 
