@@ -1730,6 +1730,41 @@ def t_leftovers_in_a_trough_restart_jail(d, tmp):
     c.close()
 
 
+def pids_limited_ws(d, tmp, name, limits_toml):
+    """A warm sandboxed workspace with limits_toml, a connection and its
+    status's limits; skipped where the daemon enforces no pids limit."""
+    ws = make_ws(tmp, name, SANDBOX + limits_toml)
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    limits = d.ws_status(ws)["limits"]
+    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
+        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    return ws, c, limits
+
+
+def t_fork_bomb_restarts_under_load(d, tmp):
+    """A fork bomb left behind by its call restarts the jail at the reply
+    even on a loaded host. Without cgroups (a daemon run as an ordinary
+    user) one look at the jail's pid namespace caught the bomb in a trough
+    of its swing as often as not (5 of 6 missed with both cores busy), and
+    a later command's own fork failed ("Cannot fork", t_limits in CI): now
+    a look past a quarter of the limit looks again."""
+    ws, c, limits = pids_limited_ws(d, tmp, "bomb-load-ws", "[sandbox.limits]\ntimeout = 6\npids = 64\n")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        for round in range(3):
+            r = term(c, ws, "b() { b | b & }; b; sleep 1")
+            check(r["ok"] and "jail_restarted" in r,
+                  ("the bomb's leftovers were not seen", round, {k: v for k, v in r.items() if k not in ("stdout", "stderr")}))
+            r = term(c, ws, "sh -c 'echo forked'")
+            check(r["ok"] and r["stdout"] == "forked\n" and "Cannot fork" not in r["stderr"], (round, r))
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    c.close()
+
+
 def t_leftovers_grow_back_restart_jail(d, tmp):
     """Leftovers that fill the process limit only after their call's reply
     (a fork bomb growing back after the daemon's look) left the next
@@ -1737,12 +1772,7 @@ def t_leftovers_grow_back_restart_jail(d, tmp):
     unavailable", t_limits under load). The worker says process_limit,
     nothing ran, and the daemon restarts the jail and runs the command in
     the new one."""
-    ws = make_ws(tmp, "grow-back-ws", SANDBOX + "[sandbox.limits]\npids = 24\n")
-    c = d.conn()
-    check(term(c, ws, "true")["ok"], "warm")
-    limits = d.ws_status(ws)["limits"]
-    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
-        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    ws, c, limits = pids_limited_ws(d, tmp, "grow-back-ws", "[sandbox.limits]\npids = 24\n")
     # Quiet when the reply goes out; a second later it holds every slot,
     # and takes back any slot that frees (a shell whose fork fails ends).
     fill = ("import os, time\n"
@@ -1775,12 +1805,7 @@ def t_leftovers_restart_jail(d, tmp):
     (a daemon run as an ordinary user: RLIMIT_NPROC holds the limit) the
     daemon counts the jail's pid namespace instead; before it did, the
     leftovers stayed and the next call could not fork."""
-    ws = make_ws(tmp, "leftover-ws", SANDBOX + "[sandbox.limits]\npids = 32\n")
-    c = d.conn()
-    check(term(c, ws, "true")["ok"], "warm")
-    limits = d.ws_status(ws)["limits"]
-    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
-        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    ws, c, limits = pids_limited_ws(d, tmp, "leftover-ws", "[sandbox.limits]\npids = 32\n")
     notes.append("leftovers: " + [x for x in limits if x.startswith("pids:")][0])
     pids = []
     for round in range(2):
@@ -1798,12 +1823,7 @@ def t_leftover_threads_restart_jail(d, tmp):
     RLIMIT_NPROC and a pids cgroup count threads) restarts the jail like
     many leftover processes do; before, a user daemon counted processes
     only and the next call could not fork."""
-    ws = make_ws(tmp, "leftover-threads", SANDBOX + "[sandbox.limits]\npids = 32\n")
-    c = d.conn()
-    check(term(c, ws, "true")["ok"], "warm")
-    limits = d.ws_status(ws)["limits"]
-    if not any(x.startswith("pids: cgroup") or x.startswith("pids: RLIMIT_NPROC") for x in limits):
-        needs_root("the daemon enforces no pids limit here (" + "; ".join(limits) + ")")
+    ws, c, limits = pids_limited_ws(d, tmp, "leftover-threads", "[sandbox.limits]\npids = 32\n")
     prog = ("import threading, time\n"
             "for _ in range(26):\n"
             "    threading.Thread(target=time.sleep, args=(300,), daemon=True).start()\n"
@@ -1817,7 +1837,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
 
 
