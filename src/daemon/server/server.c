@@ -93,13 +93,9 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
         buf->base = NULL;
         buf->len = 0;
         c->yielded = !server_read_turn(c->srv, &c->read_turn);
-        if (c->yielded)
-                return; /* libuv calls server_on_read with UV_ENOBUFS */
-        if (jsonl_reader_get_buffer(c->reader, CLIENT_READ_MAX, &p, &n) < 0) {
-                buf->base = NULL;
-                buf->len = 0;
+        /* Put off, or out of memory: libuv calls server_on_read with UV_ENOBUFS. */
+        if (c->yielded || jsonl_reader_get_buffer(c->reader, CLIENT_READ_MAX, &p, &n) < 0)
                 return;
-        }
         buf->base = p;
         size_t most = c == c->srv->in_leader ? LEADER_READ_MAX : CLIENT_READ_MAX;
         buf->len = n < most ? n : most;

@@ -5,6 +5,8 @@
  * while a batch is dispatched are only marked dead, and swept after it, so
  * a callback may end its own or another workspace's watches. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,6 +109,14 @@ static void sub_release_watches(HubSub *s) {
         compact(h);
 }
 
+bool hub_sub_holds(const HubSub *s, int wd) {
+        const HubWatch *w = live_watch(s->hub, wd);
+        for (size_t i = 0; w && i < w->n_subs; i++)
+                if (w->subs[i] == s)
+                        return true;
+        return false;
+}
+
 void hub_release_watch(HubSub *s, int wd) {
         InotifyHub *h = s->hub;
         HubWatch *w = live_watch(h, wd);
@@ -133,8 +143,41 @@ static void deliver(HubSub *s, const struct inotify_event *ev) {
         s->ops->event(s->head.userdata, ev);
 }
 
+/* After an overflow: the watches the kernel dropped whose IN_IGNORED the
+ * overflow lost (their directories removed) are forgotten, as that event
+ * would have had them (their holders see it in hub_sub_holds). The
+ * instance's fdinfo lists the live ones, one "inotify wd:%x ..." line
+ * each (since Linux 3.8): a wd it does not list is dead (the kernel hands
+ * out wds increasing, not reused meanwhile). Only the kernel's word: a
+ * listing that cannot be read whole forgets nothing. */
+static void reap_dead(InotifyHub *h) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", h->fd);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ bool *live = calloc(h->n_watches ? h->n_watches : 1, sizeof *live);
+        if (!f || !live)
+                return;
+        char line[1024]; /* a longer line's rest (a file handle) does not start with "inotify wd:" */
+        while (fgets(line, sizeof line, f)) {
+                unsigned wd;
+                bool found;
+                if (sscanf(line, "inotify wd:%x ", &wd) != 1 || wd > INT_MAX)
+                        continue;
+                size_t i = find_slot(h, (int)wd, &found);
+                if (found)
+                        live[i] = true;
+        }
+        if (ferror(f))
+                return;
+        for (size_t i = 0; i < h->n_watches; i++)
+                if (!h->watches[i].gone && !live[i])
+                        drop_watch(h, &h->watches[i]);
+        compact(h);
+}
+
 static void dispatch(InotifyHub *h, const struct inotify_event *ev) {
         if (ev->mask & IN_Q_OVERFLOW) {
+                reap_dead(h);
                 for (SubHead *s = h->subs; s; s = s->next)
                         deliver((HubSub *)s, ev);
                 return;

@@ -53,6 +53,11 @@ int hub_add_watch(HubSub *s, const char *path, uint32_t mask);
  * the queue could not be read (treat as "anything may have changed"). */
 bool hub_drain(InotifyHub *h);
 
+/* Whether s still holds wd: false once the kernel dropped it (its
+ * directory removed: IN_IGNORED, or after an overflow that lost it, the
+ * kernel's own list of live watches). */
+bool hub_sub_holds(const HubSub *s, int wd);
+
 /* s no longer holds wd (removed from the instance once nobody else does;
  * a wd the kernel dropped already, or s does not hold: nothing). */
 void hub_release_watch(HubSub *s, int wd);

@@ -574,11 +574,24 @@ static void lost(WorkspaceWatch *w) {
  * partial. Only the kernel's word frees one: a directory that moved out
  * of the listed paths may still be the jail's (its working directory, an
  * open descriptor, a mount that follows it), and keeps its watch. An
- * IN_IGNORED an overflow lost leaves its entry (see docs/threat-model.md). */
+ * IN_IGNORED an overflow lost: the hub asks the kernel which watches live
+ * (inotify-hub.c, reap_dead()), and the walk after it drops the rest
+ * (prune_dirs()). */
 static void drop_dir_at(WorkspaceWatch *w, size_t at) {
         free(w->dirs[at].rel);
         memmove(&w->dirs[at], &w->dirs[at + 1], (w->n_dirs - at - 1) * sizeof *w->dirs);
         w->n_dirs--;
+}
+
+static void prune_dirs(WorkspaceWatch *w) {
+        size_t j = 0;
+        for (size_t i = 0; i < w->n_dirs; i++) {
+                if (hub_sub_holds(w->sub, w->dirs[i].wd))
+                        w->dirs[j++] = w->dirs[i];
+                else
+                        free(w->dirs[i].rel);
+        }
+        w->n_dirs = j;
 }
 
 static void on_event(void *userdata, const struct inotify_event *ev) {
@@ -667,6 +680,8 @@ static void fresh_dirs_free(WorkspaceWatch *w) {
  * are not told from old ones: not noted. Whether it missed something is
  * watch_settle()'s to tell. */
 static void rewalk(WorkspaceWatch *w) {
+        if (w->sub)
+                prune_dirs(w); /* the removals an overflow lost (the kernel's word) */
         w->rewalking = true;
         for (size_t i = 0; i < w->n_roots; i++)
                 if (add_dir(w, i, "") >= 0)
