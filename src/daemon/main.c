@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "forbidden.h"
 #include "cgroup.h"
+#include "monitor-link.h"
 #include "daemon-tools.h"
 #include "instance.h"
 #include "jail-home.h"
@@ -58,6 +59,8 @@ static void log_reopen(void) {
 
 static uv_timer_t shutdown_timer;
 static uint64_t shutdown_deadline_ms;
+/* main's exit status: 1 once the root monitor was lost. */
+static int exit_status;
 
 /* Replies to the failed calls go out before the clients are closed; a
  * client that does not read them is closed anyway after a while. */
@@ -95,6 +98,13 @@ static void shutdown_now(Server *srv, const char *why) {
         uv_timer_start(&shutdown_timer, on_shutdown_tick, 0, 20);
 }
 
+/* Without the root monitor the daemon does not go on: it ends every jail
+ * and exits non-zero (a unit's Restart=on-failure starts both again). */
+static void monitor_gone(Server *srv) {
+        exit_status = 1;
+        shutdown_now(srv, "the root monitor is gone");
+}
+
 /* A workspace entry goes: its ended background processes (kept for their
  * output) and its forwarded ports' listeners point at it. */
 static void forget_workspace(Workspace *ws) {
@@ -128,6 +138,7 @@ static void on_signal(uv_signal_t *h, int signum) {
                 links_reap(srv);
                 ptys_reap(srv);
                 proxy_reap();
+                monitor_link_reap(srv);
                 break;
         }
 }
@@ -337,7 +348,16 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
+        /* The root monitor first, while the process holds no socket, jail
+         * or thread: it inherits none (monitor-link.h). */
+        if (monitor_link_start(srv, &err) < 0) {
+                log_error("%s", vs_error_message(err));
+                startup_failed(&notify, vs_error_message(err));
+                monitor_link_stop(srv);
+                return 1;
+        }
         srv->loop = uv_default_loop();
+        monitor_link_watch(srv, monitor_gone);
         srv->started_ms = now_ms();
         uint8_t rnd[16] = { 0 };
         if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
@@ -393,10 +413,13 @@ int main(int argc, char **argv) {
         }
         /* Let close callbacks run; handles of dead links go away here. */
         watch_hubs_free(srv); /* every workspace is gone: nobody holds a watch */
+        monitor_link_stop(srv);
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
         walk_cache_use_done(&srv->walk_cache);
         audit_close();
+        if (exit_status)
+                return exit_status;
         log_info("exited cleanly");
         return 0;
 }

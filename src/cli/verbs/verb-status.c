@@ -141,6 +141,12 @@ static void print_status(json_t *res) {
                         printf(", the last one after %s", json_string_value(json_object_get(px, "last_exit")));
                 printf("\n");
         }
+        json_t *mon = json_object_get(d, "monitor");
+        if (json_is_true(json_object_get(mon, "running")))
+                printf("  %-10sroot monitor pid %lld, %lld workspace(s) open\n", "monitor", (long long)num(mon, "pid"),
+                       (long long)num(mon, "workspaces"));
+        else if (json_is_string(json_object_get(mon, "why")))
+                printf("  %-10snone: %s\n", "monitor", json_string_value(json_object_get(mon, "why")));
         if (json_object_get(d, "cgroups_unavailable"))
                 printf("  %-10sper-workspace pids/memory limits degraded: %s\n", "limits",
                        json_string_value(json_object_get(d, "cgroups_unavailable")));

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef struct MonWorkspace {
 
 struct Monitor {
         int fd;
+        int server_pidfd; /* -1: none */
         MonitorState state;
         MonWorkspace *ws;
         size_t n_ws, cap_ws;
@@ -40,9 +42,16 @@ int monitor_new(int fd, Monitor **ret) {
         if (!m)
                 return -ENOMEM;
         m->fd = fd;
+        m->server_pidfd = -EBADF;
         m->next_handle = 1;
         *ret = m;
         return 0;
+}
+
+void monitor_set_server(Monitor *m, int pidfd) {
+        if (m->server_pidfd >= 0)
+                close(m->server_pidfd);
+        m->server_pidfd = pidfd;
 }
 
 Monitor *monitor_free(Monitor *m) {
@@ -53,6 +62,8 @@ Monitor *monitor_free(Monitor *m) {
         free(m->ws);
         if (m->fd >= 0)
                 close(m->fd);
+        if (m->server_pidfd >= 0)
+                close(m->server_pidfd);
         free(m);
         return NULL;
 }
@@ -149,6 +160,15 @@ int monitor_step(Monitor *m) {
         } control;
         struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        if (m->server_pidfd >= 0) {
+                /* The server's process ending ends the monitor, whoever
+                 * else still holds its end (a child between fork and exec). */
+                struct pollfd p[2] = { { .fd = m->fd, .events = POLLIN }, { .fd = m->server_pidfd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0)
+                        return errno == EINTR ? 0 : -errno;
+                if (p[1].revents)
+                        return 1;
+        }
         ssize_t n = recvmsg(m->fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
         if (n < 0)
                 return errno == EINTR ? 0 : -errno;

@@ -9,9 +9,9 @@
  * owner's primary group. A request its state does not allow, a datagram
  * the decoder refuses, a truncated one or one with descriptors it does
  * not take ends the monitor (OpenSSH's monitor does the same: the server
- * that sent it is not to be trusted any more). Not yet started by
- * vectora-sandboxd, and not yet serving the spawn, cgroup, approval and
- * placeholder requests (answered EOPNOTSUPP). */
+ * that sent it is not to be trusted any more). A root vectora-sandboxd
+ * starts it first thing (monitor-link.h); it does not serve the spawn,
+ * cgroup, approval and placeholder requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
 
@@ -19,8 +19,11 @@ typedef struct Monitor Monitor;
 
 /* Takes fd (a SOCK_SEQPACKET end). */
 int monitor_new(int fd, Monitor **ret);
+/* Takes pidfd (the server's process): once it ends the monitor is done,
+ * even while something else still holds the server's end of the socket. */
+void monitor_set_server(Monitor *m, int pidfd);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
- * closed, or shutdown answered); a negative errno: the socket failed or the
+ * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
  * server broke the protocol (what, in the log). */
 int monitor_step(Monitor *m);
 /* Steps until done or a failure; frees m. 0 when the server closed or

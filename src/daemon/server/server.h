@@ -98,6 +98,10 @@ struct Server {
         char *instance_dir;     /* RUNTIME/d-ID: what its jails are built from */
         char *instance_lock_dir; /* LOCK_ROOT/d-ID: holds the lock (instance_dir without --runtime-dir) */
         int instance_lock_fd;
+        /* The root monitor (monitor-link.h); NULL for a daemon not run as
+         * root, monitor_why_not saying so. */
+        struct MonitorLink *monitor;
+        const char *monitor_why_not;
         WalkCacheUse walk_cache; /* the start walks' cache (walk-cache.h) */
 };
 

@@ -17,6 +17,7 @@
 #include "path-util.h"
 #include "process.h"
 #include "proxy.h"
+#include "monitor-link.h"
 #include "reply-fit.h"
 #include "request.h"
 #include "server.h"
@@ -221,6 +222,8 @@ static void status_reply(Request *r) {
         json_t *pp = d ? proxy_process_status() : NULL;
         if (pp)
                 json_object_set_new(d, "proxy", pp);
+        if (d)
+                json_object_set_new(d, "monitor", monitor_link_status(srv));
         if (d) {
                 json_object_set_new(d, "counters", daemon_counters_json(&srv->counters));
                 uint64_t lost = 0;

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+#include "monitor-link.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "fd-util.h"
+#include "log.h"
+#include "monitor-proto.h"
+#include "monitor.h"
+#include "server.h"
+#include "spawn-util.h"
+#include "time-util.h"
+
+#define MONITOR_VERSION 1
+/* The monitor answers from memory or one system call: a reply later than
+ * this means it is stuck, and the server stops. */
+#define MONITOR_CALL_MS 5000
+#define MONITOR_STOP_MS 2000
+
+struct MonitorLink {
+        int fd;    /* the server's end; -1 once the monitor is gone */
+        pid_t pid; /* 0 once reaped */
+        int exit_status;
+        uint64_t next_id;
+        uv_poll_t poll;
+        bool poll_on;
+        uv_timer_t gone_timer; /* tells gone() from the loop, not from inside a call */
+        bool gone_told;
+        void (*gone)(Server *srv);
+        uint8_t buf[MONITOR_MSG_MAX];
+        MonitorMsg reply;
+};
+
+/* The monitor process: none of the server's descriptors but its end of the
+ * pair and the log, no handler of the server's. It follows the server out:
+ * a unit's stop signals the whole group, and the monitor ends when the
+ * server's process does, not before. */
+static _Noreturn void monitor_child(int fd, pid_t server) {
+        int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
+        if (pidfd < 0 || getppid() != server)
+                _exit(1);
+        int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, log_get_fd(), pidfd };
+        if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                _exit(1);
+        (void)prctl(PR_SET_NAME, "vsd-monitor");
+        (void)prctl(PR_SET_DUMPABLE, 0);
+        int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE };
+        for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
+                (void)signal(ignored[i], SIG_IGN);
+        Monitor *m;
+        if (monitor_new(fd, &m) < 0)
+                _exit(1);
+        monitor_set_server(m, pidfd);
+        _exit(monitor_run(m) < 0 ? 1 : 0);
+}
+
+static void on_gone_timer(uv_timer_t *t) {
+        Server *srv = t->data;
+        uv_close((uv_handle_t *)t, NULL);
+        if (srv->monitor->gone)
+                srv->monitor->gone(srv);
+}
+
+/* The server is told on its loop's next turn: a call may have failed in
+ * the middle of a request, which must be done before the server stops. */
+static void tell_gone(Server *srv) {
+        MonitorLink *ml = srv->monitor;
+        if (!ml->gone || !srv->loop || ml->gone_told)
+                return;
+        ml->gone_told = true;
+        uv_timer_init(srv->loop, &ml->gone_timer);
+        ml->gone_timer.data = srv;
+        uv_timer_start(&ml->gone_timer, on_gone_timer, 0, 0);
+}
+
+static void link_broken(MonitorLink *ml) {
+        if (ml->fd >= 0) {
+                if (ml->poll_on) {
+                        uv_poll_stop(&ml->poll);
+                        uv_close((uv_handle_t *)&ml->poll, NULL);
+                        ml->poll_on = false;
+                }
+                close(ml->fd);
+                ml->fd = -EBADF;
+        }
+}
+
+/* The monitor failed a call: the link is closed and the server told. */
+static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
+        MonitorLink *ml = srv->monitor;
+        log_error("the root monitor (pid %d) is gone: %s (%s)", (int)ml->pid, why,
+                  monitor_req_to_string((MonitorReq)type));
+        link_broken(ml);
+        tell_gone(srv);
+        return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
+}
+
+/* One request and its reply, in order: the monitor serves one at a time.
+ * A status other than 0 comes back as its negative errno with the
+ * monitor's message in *err; a monitor that does not answer in time, or
+ * answers out of protocol, is gone (-EPIPE). */
+static int call(Server *srv, MonitorEnc *e, VsError **err) {
+        MonitorLink *ml = srv->monitor;
+        uint16_t type = 0;
+        uint64_t id = 0;
+        int r = monitor_enc_end(e);
+        if (r >= 0) {
+                memcpy(&type, e->buf.data + 4, sizeof type);
+                memcpy(&id, e->buf.data + 8, sizeof id);
+        }
+        if (r < 0)
+                return vs_error_set(err, r, "monitor: a request could not be encoded: %s", strerror(-r));
+        if (!ml || ml->fd < 0)
+                return vs_error_set(err, -EPIPE, "the root monitor is gone");
+        uint64_t deadline = now_ms() + MONITOR_CALL_MS;
+        for (;;) {
+                if (send(ml->fd, e->buf.data, e->buf.len, MSG_NOSIGNAL) >= 0)
+                        break;
+                if (errno != EAGAIN && errno != EINTR)
+                        return lost(srv, type, strerror(errno), err);
+                struct pollfd p = { .fd = ml->fd, .events = POLLOUT };
+                uint64_t now = now_ms();
+                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
+                        return lost(srv, type, "it took no request for 5 s", err);
+        }
+        ssize_t n;
+        for (;;) {
+                n = recv(ml->fd, ml->buf, sizeof ml->buf, MSG_TRUNC | MSG_DONTWAIT);
+                if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                        break;
+                struct pollfd p = { .fd = ml->fd, .events = POLLIN };
+                uint64_t now = now_ms();
+                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
+                        return lost(srv, type, "no answer within 5 s", err);
+        }
+        if (n <= 0)
+                return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
+        if ((size_t)n > sizeof ml->buf)
+                return lost(srv, type, "a reply longer than any", err);
+        _cleanup_(vs_error_freep) VsError *derr = NULL;
+        if (monitor_decode(ml->buf, (size_t)n, true, &ml->reply, &derr) < 0)
+                return lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
+        if (ml->reply.type != (MONITOR_REPLY | type) || ml->reply.id != id)
+                return lost(srv, type, "a reply to another request", err);
+        uint64_t status = monitor_field(&ml->reply, MONITOR_F_STATUS, -1)->u64;
+        if (status) {
+                const char *msg = monitor_field_str(monitor_field(&ml->reply, MONITOR_F_MESSAGE, -1));
+                int s = status < 4096 ? (int)status : EPROTO;
+                return vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
+                                    msg ? msg : strerror(s));
+        }
+        return 0;
+}
+
+static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
+        monitor_enc_begin(e, (uint16_t)t, ++srv->monitor->next_id);
+        return e;
+}
+
+int monitor_link_start(Server *srv, VsError **err) {
+        if (geteuid() != 0) {
+                srv->monitor_why_not = "a daemon run as an ordinary user has no root to protect: no monitor";
+                return 0;
+        }
+        MonitorLink *ml = calloc(1, sizeof *ml);
+        if (!ml)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                free(ml);
+                return vs_error_set(err, -errno, "the root monitor's socket pair: %m");
+        }
+        pid_t server = getpid();
+        pid_t pid = spawn_fork(0);
+        if (pid == 0) {
+                close(sv[0]);
+                monitor_child(sv[1], server);
+        }
+        close(sv[1]);
+        if (pid < 0) {
+                close(sv[0]);
+                free(ml);
+                return vs_error_set(err, (int)pid, "starting the root monitor: %s", strerror((int)-pid));
+        }
+        ml->fd = sv[0];
+        ml->pid = pid;
+        srv->monitor = ml;
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_HELLO), MONITOR_F_VERSION, MONITOR_VERSION);
+        int r = call(srv, &e, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        log_info("the root monitor started (pid %d)", (int)pid);
+        return 0;
+}
+
+static void on_monitor(uv_poll_t *p, int status, int events) {
+        Server *srv = p->data;
+        MonitorLink *ml = srv->monitor;
+        (void)status;
+        (void)events;
+        /* Between calls nothing may come: the monitor's end closing, or a
+         * datagram nobody asked for. */
+        char c;
+        ssize_t n = recv(ml->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        log_error("the root monitor (pid %d) is gone: %s", (int)ml->pid,
+                  n == 0 ? "its end closed" : n > 0 ? "it sent what nobody asked for" : strerror(errno));
+        link_broken(ml);
+        tell_gone(srv);
+}
+
+void monitor_link_watch(Server *srv, void (*gone)(Server *srv)) {
+        MonitorLink *ml = srv->monitor;
+        if (!ml || ml->fd < 0)
+                return;
+        ml->gone = gone;
+        if (uv_poll_init(srv->loop, &ml->poll, ml->fd) < 0)
+                return;
+        ml->poll.data = srv;
+        ml->poll_on = uv_poll_start(&ml->poll, UV_READABLE | UV_DISCONNECT, on_monitor) == 0;
+}
+
+static void log_exit(MonitorLink *ml, int st) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                log_info("the root monitor (pid %d) exited", (int)ml->pid);
+        else if (WIFEXITED(st))
+                log_error("the root monitor (pid %d) exited with status %d", (int)ml->pid, WEXITSTATUS(st));
+        else if (WIFSIGNALED(st))
+                log_error("the root monitor (pid %d) was killed by signal %d", (int)ml->pid, WTERMSIG(st));
+}
+
+void monitor_link_reap(Server *srv) {
+        MonitorLink *ml = srv->monitor;
+        int st;
+        if (!ml || ml->pid <= 0 || waitpid(ml->pid, &st, WNOHANG) != ml->pid)
+                return;
+        log_exit(ml, st);
+        ml->pid = 0;
+}
+
+void monitor_link_stop(Server *srv) {
+        MonitorLink *ml = srv->monitor;
+        if (!ml)
+                return;
+        if (ml->fd >= 0) {
+                MonitorEnc e;
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                ml->gone = NULL;
+                (void)call(srv, request(&e, srv, MONITOR_REQ_SHUTDOWN), &err);
+                monitor_enc_done(&e);
+                link_broken(ml);
+        }
+        for (uint64_t deadline = now_ms() + MONITOR_STOP_MS; ml->pid > 0;) {
+                int st;
+                pid_t w = waitpid(ml->pid, &st, WNOHANG);
+                if (w == ml->pid) {
+                        log_exit(ml, st);
+                        ml->pid = 0;
+                } else if (w < 0 && errno != EINTR) {
+                        ml->pid = 0;
+                } else if (now_ms() >= deadline) {
+                        log_error("the root monitor (pid %d) did not exit: killed", (int)ml->pid);
+                        (void)kill(ml->pid, SIGKILL);
+                        deadline = UINT64_MAX;
+                } else
+                        (void)usleep(5000);
+        }
+}
+
+json_t *monitor_link_status(Server *srv) {
+        MonitorLink *ml = srv->monitor;
+        if (!ml)
+                return json_pack("{s:b,s:s}", "running", false, "why", srv->monitor_why_not);
+        if (ml->fd < 0)
+                return json_pack("{s:b,s:s}", "running", false, "why", "the root monitor is gone");
+        MonitorEnc e;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        int r = call(srv, request(&e, srv, MONITOR_REQ_STATUS), &err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return json_pack("{s:b,s:s}", "running", false, "why", vs_error_message(err));
+        const MonitorField *pid = monitor_field(&ml->reply, MONITOR_F_PID, -1);
+        const MonitorField *count = monitor_field(&ml->reply, MONITOR_F_COUNT, -1);
+        return json_pack("{s:b,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
+                         (json_int_t)(count ? count->u64 : 0));
+}

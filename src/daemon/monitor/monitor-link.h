@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The server's side of the root monitor (docs/privsep.md). A root
+ * vectora-sandboxd forks the monitor first thing, before its loop, its
+ * listening socket, its audit log or any jail exist, so that the monitor
+ * holds none of them: only its end of a SOCK_SEQPACKET pair and the log.
+ * The two are tied: the server's process ending (or its end closing) ends
+ * the monitor (monitor_set_server); the monitor ending stops the server,
+ * which then exits non-zero (a unit's Restart=on-failure starts both
+ * again). A daemon run as an ordinary user has no root to protect and no
+ * monitor. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "daemon.h"
+#include "error.h"
+
+typedef struct json_t json_t;
+typedef struct MonitorLink MonitorLink;
+
+/* Before the loop: forks the monitor when the daemon runs as root and says
+ * hello; else records why there is none. A negative errno (with *err) when
+ * a root daemon could not start it: the daemon does not go on without. */
+int monitor_link_start(Server *srv, VsError **err);
+/* Once the loop exists: watches the monitor's end, calling gone(srv) once
+ * if the monitor ends or breaks the protocol (what, in the log). */
+void monitor_link_watch(Server *srv, void (*gone)(Server *srv));
+/* A clean exit: asks the monitor to shut down and waits for it (a short
+ * while; then SIGKILL). */
+void monitor_link_stop(Server *srv);
+/* SIGCHLD: reaps the monitor if it ended. */
+void monitor_link_reap(Server *srv);
+/* For status: {running, pid, uid, workspaces} asked of the monitor itself,
+ * or {running: false, why}. A new reference. */
+json_t *monitor_link_status(Server *srv);

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The root monitor as a process (privilege separation, issue 28; the
+split in docs/privsep.md). A root vectora-sandboxd forks the monitor
+before its loop, socket, audit log or any jail exist; the two are tied.
+
+  - status names it (running, pid, the workspaces it holds) and it answers
+    status itself; it is the daemon's child, uid 0, and its descriptors are
+    the standard three, the log, the daemon's pidfd and one socket (its end
+    of the pair), shared with nothing the daemon holds: no
+    client, jail or proxy socket, also once a jail runs and a client is
+    connected; it holds no thread of the daemon's;
+  - the daemon SIGKILLed: the monitor ends, and so does every jail: no
+    process of the daemon's tree is left;
+  - the monitor SIGKILLed: the daemon ends every jail and exits with status
+    1, saying why in its log (a unit's Restart=on-failure starts both
+    again);
+  - SIGINT to both (a terminal's Ctrl-C reaches the process group): the
+    monitor ignores it and follows the daemon out; the daemon exits 0;
+  - a daemon run as an ordinary user has no monitor and status says why.
+
+Runs as root and, through tests/helpers/as-user, as an ordinary user (the
+last case only). TAP."""
+import os
+import shutil
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+import vtest  # noqa: E402
+from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
+from vdaemon import SANDBOX, alive, comm, ppid, proc_tree, term, wait_until  # noqa: E402
+
+T = Tap()
+
+
+def proc_status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def fd_targets(pid):
+    out = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return out
+
+
+def monitor_of(d):
+    m = d.status()["daemon"].get("monitor")
+    check(m and m.get("running") and m.get("pid", 0) > 0, "status names no running monitor: %s" % m)
+    return m
+
+
+def start(tmp, name="d"):
+    return vtest.Daemon(tmp, name=name)
+
+
+def t_status_names_monitor(tmp):
+    root_daemon()
+    ws = make_ws(tmp, "ws1", SANDBOX)
+    d = start(tmp, "names")
+    try:
+        m = monitor_of(d)
+        pid = m["pid"]
+        check(ppid(pid) == d.pid, "the monitor %d is not the daemon's child (parent %s)" % (pid, ppid(pid)))
+        check(comm(pid) == "vsd-monitor", "the monitor's name: %s" % comm(pid))
+        st = proc_status(pid)
+        check(st["Uid"].split()[0] == "0", "the monitor's uid: %s" % st["Uid"])
+        check(st["Threads"] == "1", "the monitor has threads: %s" % st["Threads"])
+        before = fd_targets(pid)
+        # A jail running and a client connected: neither reaches the monitor.
+        c = d.conn()
+        r = term(c, ws, "echo up")
+        check(r.get("ok") and "up" in r.get("stdout", ""), ("the call failed", r))
+        after = fd_targets(pid)
+        c.close()
+        check(before == after, ("the monitor's descriptors changed with a jail and a client", before, after))
+        sockets = [t for t in after.values() if t.startswith("socket:")]
+        check(len(sockets) == 1, ("the monitor holds more than its end of the pair", after))
+        # Every socket the daemon holds (its listener, the jail's link, the
+        # client, the proxy's control) is one the monitor must not share.
+        daemon_socks = {t for t in fd_targets(d.pid).values() if t.startswith("socket:")}
+        check(len(daemon_socks) >= 3, ("the daemon holds too few sockets for a listener, a jail and a monitor",
+                                       daemon_socks))
+        shared = daemon_socks & set(sockets)
+        check(not shared, ("the monitor shares a socket with the daemon", shared))
+        others = {fd: t for fd, t in after.items() if fd > 2 and not t.startswith("socket:")}
+        # The log, and the server process's pidfd (its end).
+        check(set(others.values()) <= {d.log, "anon_inode:[pidfd]"}, ("the monitor holds more than the log", others))
+        check(m.get("workspaces") == 0, ("the monitor holds workspaces it was never asked for", m))
+    finally:
+        d.stop()
+
+
+def t_daemon_killed_leaves_nothing(tmp):
+    root_daemon()
+    ws = make_ws(tmp, "ws2", SANDBOX)
+    d = start(tmp, "killed")
+    ok = False
+    try:
+        mon = monitor_of(d)["pid"]
+        r = d.call({"tool": "terminal", "workspace": ws, "command": "echo up"})
+        check(r.get("ok"), ("the call failed", r))
+        tree = proc_tree(d.pid)
+        check(mon in tree and len(tree) >= 3, ("the daemon's tree holds no jail", tree))
+        os.kill(d.pid, signal.SIGKILL)
+        d.p.wait(10)
+        wait_until(lambda: not any(alive(p) for p in tree), "every process of the daemon's tree to end")
+        ok = True
+    finally:
+        d.stop(check_exit=not ok)
+
+
+def t_monitor_killed_stops_daemon(tmp):
+    root_daemon()
+    ws = make_ws(tmp, "ws3", SANDBOX)
+    d = start(tmp, "monkill")
+    ok = False
+    try:
+        mon = monitor_of(d)["pid"]
+        r = d.call({"tool": "terminal", "workspace": ws, "command": "echo up"})
+        check(r.get("ok"), ("the call failed", r))
+        tree = [p for p in proc_tree(d.pid) if p != mon]
+        check(tree, "the daemon's tree holds no jail")
+        os.kill(mon, signal.SIGKILL)
+        try:
+            rc = d.p.wait(15)
+        except Exception:
+            raise AssertionError("the daemon did not exit after its monitor was killed")
+        check(rc == 1, "the daemon exited with %s, not 1, after its monitor was killed" % rc)
+        log = d.log_text()
+        check("root monitor" in log and "is gone" in log, ("the log does not say the monitor went", log[-2000:]))
+        wait_until(lambda: not any(alive(p) for p in tree), "every jail of the daemon to end")
+        check(not os.path.exists(d.sock), "the daemon's socket is still there")
+        ok = True
+    finally:
+        d.stop(check_exit=not ok)
+
+
+def t_ctrl_c_is_clean(tmp):
+    root_daemon()
+    d = start(tmp, "ctrlc")
+    mon = monitor_of(d)["pid"]
+    # The group's SIGINT reaches the monitor first here: it must not end it.
+    os.kill(mon, signal.SIGINT)
+    time.sleep(0.2)
+    check(alive(mon), "SIGINT ended the monitor")
+    check(monitor_of(d)["pid"] == mon, "the monitor changed")
+    d.p.send_signal(signal.SIGINT)
+    rc = d.p.wait(15)
+    check(rc == 0, "the daemon exited %s on SIGINT" % rc)
+    wait_until(lambda: not alive(mon), "the monitor to follow the daemon out")
+    log = d.log_text()
+    check("root monitor (pid %d) exited" % mon in log, ("the log does not say the monitor exited", log[-2000:]))
+    d.stop()
+
+
+def t_user_daemon_has_none(tmp):
+    if os.geteuid() == 0:
+        raise vtest.NotApplicable("a user daemon's case: the suite's run as an ordinary user covers it")
+    d = start(tmp, "user")
+    try:
+        m = d.status()["daemon"].get("monitor")
+        check(m is not None and m.get("running") is False, ("status of a user daemon's monitor", m))
+        check("ordinary user" in m.get("why", ""), ("status does not say why there is no monitor", m))
+        kids = [p for p in proc_tree(d.pid) if comm(p) == "vsd-monitor"]
+        check(not kids, ("a user daemon started a monitor", kids))
+    finally:
+        d.stop()
+
+
+def root_daemon():
+    if os.geteuid() != 0:
+        vtest.needs_root("a root daemon's monitor")
+
+
+def main():
+    if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
+        T.skip("monitor process", f"{DAEMON} or {CLI} not built")
+        return sys.exit(T.finish())
+    if not shutil.which("bwrap"):
+        T.skip("monitor process", "bwrap is not installed (scripts/install-deps)")
+        return sys.exit(T.finish())
+    sys.exit(vtest.run_cases(T, [t_status_names_monitor, t_daemon_killed_leaves_nothing, t_monitor_killed_stops_daemon,
+                                 t_ctrl_c_is_clean, t_user_daemon_has_none], "vs-monitor-"))
+
+
+if __name__ == "__main__":
+    main()
