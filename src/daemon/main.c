@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* vectora-sandboxd: options, logging, signals, the loop. */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -287,6 +288,15 @@ int main(int argc, char **argv) {
         DaemonOptions *o = &srv->opt;
         o->max_clients = 256;
         o->max_workers = 64;
+        /* A closed standard descriptor would be the next file opened (the
+         * instance lock, the log, the audit log), which a write meant for
+         * stderr, the detach's /dev/null or the monitor's would then hit. */
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+                        int null = open("/dev/null", O_RDWR | O_NOCTTY);
+                        if (null < 0 || (null != fd && (dup2(null, fd) < 0 || close(null) < 0)))
+                                return 1;
+                }
         log_setup("vectora-sandboxd", STDERR_FILENO);
         int r = parse_args(argc, argv, o);
         if (r)
@@ -413,7 +423,8 @@ int main(int argc, char **argv) {
         }
         /* Let close callbacks run; handles of dead links go away here. */
         watch_hubs_free(srv); /* every workspace is gone: nobody holds a watch */
-        monitor_link_stop(srv);
+        if (monitor_link_stop(srv) < 0)
+                exit_status = 1;
         uv_run(srv->loop, UV_RUN_NOWAIT);
         instance_release(srv);
         walk_cache_use_done(&srv->walk_cache);

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """The root monitor as a process (privilege separation, issue 28; the
 split in docs/privsep.md). A root vectora-sandboxd forks the monitor
-before its loop, socket, audit log or any jail exist; the two are tied.
+before its loop, socket or any jail exist, keeping none of what the
+daemon had open by then (the instance lock, the audit log); the two are
+tied.
 
   - status names it (running, pid, the workspaces it holds) and it answers
     status itself; it is the daemon's child, uid 0, and its descriptors are
@@ -17,6 +19,11 @@ before its loop, socket, audit log or any jail exist; the two are tied.
     again);
   - SIGINT to both (a terminal's Ctrl-C reaches the process group): the
     monitor ignores it and follows the daemon out; the daemon exits 0;
+  - started with 0, 1 and 2 closed: /dev/null there, not the lock, the log
+    or the audit log, in the daemon and in the monitor;
+  - a monitor stuck at the stop (SIGSTOP): killed, and the daemon exits 1;
+  - both frozen in the middle of a call for longer than the 5 s limit and
+    resumed together: the daemon goes on;
   - a daemon run as an ordinary user has no monitor and status says why.
 
 Runs as root and, through tests/helpers/as-user, as an ordinary user (the
@@ -25,6 +32,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
@@ -164,6 +172,73 @@ def t_ctrl_c_is_clean(tmp):
     d.stop()
 
 
+def t_closed_stdio(tmp):
+    """Started with its standard descriptors closed: the daemon puts
+    /dev/null there first, so neither it nor the monitor finds the instance
+    lock, the log or the audit log at 0, 1 or 2 (the monitor held all three
+    that way, and its stderr was the audit log)."""
+    root_daemon()
+    d = vtest.Daemon(tmp, name="closed", prefix=["sh", "-c", 'exec 0<&- 1>&- 2>&- "$@"', "sh"])
+    try:
+        mon = monitor_of(d)["pid"]
+        for pid, who in ((mon, "the monitor"), (d.pid, "the daemon")):
+            fds = fd_targets(pid)
+            check(all(fds.get(fd) == "/dev/null" for fd in (0, 1, 2)),
+                  ("%s's standard descriptors" % who, {fd: fds.get(fd) for fd in (0, 1, 2)}))
+        fds = fd_targets(mon)
+        check(d.audit not in fds.values(), ("the monitor holds the audit log", fds))
+        check(not any(t.endswith("/lock") for t in fds.values()), ("the monitor holds the instance lock", fds))
+    finally:
+        d.stop()
+
+
+def t_monitor_stuck_at_stop(tmp):
+    """A monitor that does not answer the stop: killed, and the daemon's
+    exit is not a clean one (status 1, not 0)."""
+    root_daemon()
+    d = start(tmp, "stuck")
+    ok = False
+    try:
+        mon = monitor_of(d)["pid"]
+        os.kill(mon, signal.SIGSTOP)
+        d.p.send_signal(signal.SIGTERM)
+        rc = d.p.wait(20)
+        check(rc == 1, "the daemon exited %s with its monitor stuck at the stop" % rc)
+        check("no answer within 5 s" in d.log_text(), ("the log does not say why", d.log_text()[-1500:]))
+        wait_until(lambda: not alive(mon), "the stuck monitor to be killed")
+        ok = True
+    finally:
+        if alive(mon):
+            os.kill(mon, signal.SIGKILL)
+        d.stop(check_exit=not ok)
+
+
+def t_frozen_group_mid_call(tmp):
+    """The daemon and the monitor stopped together in the middle of a
+    status call (a frozen unit, Ctrl-Z) for longer than the monitor's 5 s,
+    then resumed together: the daemon goes on, the call is answered."""
+    root_daemon()
+    d = start(tmp, "frozen")
+    try:
+        mon = monitor_of(d)["pid"]
+        os.kill(mon, signal.SIGSTOP)
+        out = {}
+        th = threading.Thread(target=lambda: out.update(r=d.status()))
+        th.start()
+        time.sleep(0.3)
+        os.kill(d.pid, signal.SIGSTOP)
+        time.sleep(5.5)
+        os.kill(d.pid, signal.SIGCONT)
+        os.kill(mon, signal.SIGCONT)
+        th.join(20)
+        check(d.p.poll() is None, ("the daemon exited after the freeze", d.p.returncode, d.log_text()[-1500:]))
+        m = out.get("r", {}).get("daemon", {}).get("monitor", {})
+        check(m.get("running") and m.get("pid") == mon, ("the call across the freeze", out))
+        check(monitor_of(d)["pid"] == mon, "the monitor changed")
+    finally:
+        d.stop()
+
+
 def t_user_daemon_has_none(tmp):
     if os.geteuid() == 0:
         raise vtest.NotApplicable("a user daemon's case: the suite's run as an ordinary user covers it")
@@ -191,7 +266,8 @@ def main():
         T.skip("monitor process", "bwrap is not installed (scripts/install-deps)")
         return sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_status_names_monitor, t_daemon_killed_leaves_nothing, t_monitor_killed_stops_daemon,
-                                 t_ctrl_c_is_clean, t_user_daemon_has_none], "vs-monitor-"))
+                                 t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
+                                 t_user_daemon_has_none], "vs-monitor-"))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "monitor-link.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
  * this means it is stuck, and the server stops. */
 #define MONITOR_CALL_MS 5000
 #define MONITOR_STOP_MS 2000
+#define MONITOR_GRACE_MS 200
 
 struct MonitorLink {
         int fd;    /* the server's end; -1 once the monitor is gone */
@@ -49,6 +51,12 @@ struct MonitorLink {
 static _Noreturn void monitor_child(int fd, pid_t server) {
         int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
         if (pidfd < 0 || getppid() != server)
+                _exit(1);
+        /* Nothing to read and nothing for stdout: /dev/null over both, so
+         * whatever the daemon had there (a terminal) is not kept. Its
+         * stderr stays, the log's destination without --log-file. */
+        int null = open("/dev/null", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
                 _exit(1);
         int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, log_get_fd(), pidfd };
         if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
@@ -141,8 +149,15 @@ static int call(Server *srv, MonitorEnc *e, VsError **err) {
                         break;
                 struct pollfd p = { .fd = ml->fd, .events = POLLIN };
                 uint64_t now = now_ms();
-                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
+                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0) {
+                        /* A last short wait: the time may have passed with
+                         * the whole group stopped (a frozen unit, Ctrl-Z),
+                         * both resumed at once, the monitor's answer a
+                         * moment behind. */
+                        if (poll(&p, 1, MONITOR_GRACE_MS) > 0)
+                                continue;
                         return lost(srv, type, "no answer within 5 s", err);
+                }
         }
         if (n <= 0)
                 return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
@@ -252,33 +267,45 @@ void monitor_link_reap(Server *srv) {
         ml->pid = 0;
 }
 
-void monitor_link_stop(Server *srv) {
+int monitor_link_stop(Server *srv) {
         MonitorLink *ml = srv->monitor;
         if (!ml)
-                return;
+                return 0;
+        int r = ml->fd >= 0 ? 0 : -EPIPE; /* gone before: not a clean end */
         if (ml->fd >= 0) {
                 MonitorEnc e;
                 _cleanup_(vs_error_freep) VsError *err = NULL;
                 ml->gone = NULL;
-                (void)call(srv, request(&e, srv, MONITOR_REQ_SHUTDOWN), &err);
+                r = call(srv, request(&e, srv, MONITOR_REQ_SHUTDOWN), &err);
                 monitor_enc_done(&e);
                 link_broken(ml);
         }
+        bool killed = false;
         for (uint64_t deadline = now_ms() + MONITOR_STOP_MS; ml->pid > 0;) {
                 int st;
                 pid_t w = waitpid(ml->pid, &st, WNOHANG);
                 if (w == ml->pid) {
                         log_exit(ml, st);
+                        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                                r = -ECHILD;
                         ml->pid = 0;
                 } else if (w < 0 && errno != EINTR) {
                         ml->pid = 0;
-                } else if (now_ms() >= deadline) {
+                } else if (now_ms() >= deadline && !killed) {
                         log_error("the root monitor (pid %d) did not exit: killed", (int)ml->pid);
                         (void)kill(ml->pid, SIGKILL);
-                        deadline = UINT64_MAX;
+                        killed = true;
+                        r = -ETIMEDOUT;
+                        deadline = now_ms() + MONITOR_STOP_MS;
+                } else if (now_ms() >= deadline) {
+                        /* Stuck in the kernel (a hung filesystem): not waited for. */
+                        log_error("the root monitor (pid %d) did not end after SIGKILL; not waiting for it",
+                                  (int)ml->pid);
+                        ml->pid = 0;
                 } else
                         (void)usleep(5000);
         }
+        return r;
 }
 
 json_t *monitor_link_status(Server *srv) {

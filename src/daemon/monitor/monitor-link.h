@@ -2,9 +2,10 @@
 #pragma once
 
 /* The server's side of the root monitor (docs/privsep.md). A root
- * vectora-sandboxd forks the monitor first thing, before its loop, its
- * listening socket, its audit log or any jail exist, so that the monitor
- * holds none of them: only its end of a SOCK_SEQPACKET pair and the log.
+ * vectora-sandboxd forks the monitor before its loop, its listening
+ * socket, the proxy or any jail exist; of what the daemon holds by then
+ * (the instance lock, the audit log) the monitor closes everything but
+ * its end of a SOCK_SEQPACKET pair, the log and stderr.
  * The two are tied: the server's process ending (or its end closing) ends
  * the monitor (monitor_set_server); the monitor ending stops the server,
  * which then exits non-zero (a unit's Restart=on-failure starts both
@@ -28,8 +29,10 @@ int monitor_link_start(Server *srv, VsError **err);
  * if the monitor ends or breaks the protocol (what, in the log). */
 void monitor_link_watch(Server *srv, void (*gone)(Server *srv));
 /* A clean exit: asks the monitor to shut down and waits for it (a short
- * while; then SIGKILL). */
-void monitor_link_stop(Server *srv);
+ * while; then SIGKILL, and a short while again). 0 when it answered and
+ * exited 0 (or there is none), else a negative errno: the daemon's exit
+ * is then not a clean one. */
+int monitor_link_stop(Server *srv);
 /* SIGCHLD: reaps the monitor if it ended. */
 void monitor_link_reap(Server *srv);
 /* For status: {running, pid, uid, workspaces} asked of the monitor itself,
