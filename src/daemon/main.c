@@ -358,6 +358,9 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
+        /* The instance's cgroups before the monitor, which removes them,
+         * and what is left in them, once the daemon's process is gone. */
+        cgroup_probe(srv);
         /* The root monitor first, while the process holds no socket, jail
          * or thread: it inherits none (monitor-link.h). */
         if (monitor_link_start(srv, &err) < 0) {
@@ -376,7 +379,6 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof rnd; i++)
                 snprintf(srv->boot_id + 2 * i, 3, "%02x", rnd[i]);
-        cgroup_probe(srv);
         uv_signal_t *sigs[] = { &sig_term, &sig_int, &sig_hup, &sig_chld };
         int signums[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
         for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {

@@ -14,6 +14,9 @@ tied.
     connected; it holds no thread of the daemon's;
   - the daemon SIGKILLed: the monitor ends, and so does every jail: no
     process of the daemon's tree is left;
+  - the daemon SIGKILLed with an unsandboxed command that left its session:
+    the monitor kills it and removes the instance's cgroups, holding the
+    instance lock until done; the same socket serves again at once;
   - the monitor SIGKILLed: the daemon ends every jail and exits with status
     1, saying why in its log (a unit's Restart=on-failure starts both
     again);
@@ -38,7 +41,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
-from vdaemon import SANDBOX, alive, comm, ppid, proc_tree, term, wait_until  # noqa: E402
+from vdaemon import SANDBOX, alive, comm, instance_groups, ppid, proc_tree, term, wait_until  # noqa: E402
 
 T = Tap()
 
@@ -102,7 +105,9 @@ def t_status_names_monitor(tmp):
         shared = daemon_socks & set(sockets)
         check(not shared, ("the monitor shares a socket with the daemon", shared))
         others = {fd: t for fd, t in after.items() if fd > 2 and not t.startswith("socket:")}
-        # The log, and the server process's pidfd (its end).
+        # The log, the server process's pidfd, and the instance lock (held
+        # until the monitor's cleanup is done).
+        others = {fd: t for fd, t in others.items() if not t.endswith("/lock")}
         check(set(others.values()) <= {d.log, "anon_inode:[pidfd]"}, ("the monitor holds more than the log", others))
         check(m.get("workspaces") == 0, ("the monitor holds workspaces it was never asked for", m))
     finally:
@@ -126,6 +131,43 @@ def t_daemon_killed_leaves_nothing(tmp):
         ok = True
     finally:
         d.stop(check_exit=not ok)
+
+
+def t_killed_daemon_leaves_no_group(tmp):
+    """The daemon SIGKILLed while an unsandboxed command that left its
+    session runs (no parent-death signal, no process group reaches it): the
+    monitor kills what is left in the instance's cgroups and removes them,
+    and holds the instance lock until then, so a daemon started again on
+    the same socket finds nothing of the old one."""
+    root_daemon()
+    un = make_ws(tmp, "un-left", None)
+    d = start(tmp, "leftover")
+    ok = False
+    try:
+        if not d.status()["daemon"].get("cgroups"):
+            raise vtest.NotApplicable("no cgroups on this host: the leftovers wait for the next start's sweep")
+        groups = instance_groups(d.sock)
+        check(groups and all(os.path.isdir(g) for g in groups), ("the instance's groups", groups))
+        r = d.call({"tool": "terminal", "workspace": un, "command": "setsid sleep 3307 >/dev/null 2>&1 < /dev/null & echo started"})
+        check(r.get("ok") and "started" in r.get("stdout", ""), r)
+        left = wait_until(lambda: vtest.sleepers(3307), "the session leader's sleep to run")
+        os.kill(d.pid, signal.SIGKILL)
+        d.p.wait(10)
+        wait_until(lambda: not any(alive(p) for p in left), "the unsandboxed leftover to be killed", timeout=15)
+        wait_until(lambda: not any(os.path.isdir(g) for g in groups), "the instance's groups to be removed", timeout=15)
+        ok = True
+    finally:
+        for p in vtest.sleepers(3307):
+            os.kill(p, signal.SIGKILL)
+        d.stop(check_exit=not ok)
+    # The same socket again: it starts (the lock is free once the
+    # monitor's cleanup is done) and serves.
+    d2 = start(tmp, "leftover")
+    try:
+        r = d2.call({"tool": "terminal", "workspace": un, "command": "echo again"})
+        check(r.get("ok") and r.get("stdout") == "again\n", r)
+    finally:
+        d2.stop()
 
 
 def t_monitor_killed_stops_daemon(tmp):
@@ -187,7 +229,6 @@ def t_closed_stdio(tmp):
                   ("%s's standard descriptors" % who, {fd: fds.get(fd) for fd in (0, 1, 2)}))
         fds = fd_targets(mon)
         check(d.audit not in fds.values(), ("the monitor holds the audit log", fds))
-        check(not any(t.endswith("/lock") for t in fds.values()), ("the monitor holds the instance lock", fds))
     finally:
         d.stop()
 
@@ -265,7 +306,8 @@ def main():
     if not shutil.which("bwrap"):
         T.skip("monitor process", "bwrap is not installed (scripts/install-deps)")
         return sys.exit(T.finish())
-    sys.exit(vtest.run_cases(T, [t_status_names_monitor, t_daemon_killed_leaves_nothing, t_monitor_killed_stops_daemon,
+    sys.exit(vtest.run_cases(T, [t_status_names_monitor, t_daemon_killed_leaves_nothing, t_killed_daemon_leaves_no_group,
+                                 t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_user_daemon_has_none], "vs-monitor-"))
 

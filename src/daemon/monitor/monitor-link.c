@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cgroup.h"
 #include "fd-util.h"
 #include "log.h"
 #include "monitor-proto.h"
@@ -48,7 +49,7 @@ struct MonitorLink {
  * pair and the log, no handler of the server's. It follows the server out:
  * a unit's stop signals the whole group, and the monitor ends when the
  * server's process does, not before. */
-static _Noreturn void monitor_child(int fd, pid_t server) {
+static _Noreturn void monitor_child(int fd, pid_t server, int lock, char *const groups[2]) {
         int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
         if (pidfd < 0 || getppid() != server)
                 _exit(1);
@@ -58,7 +59,11 @@ static _Noreturn void monitor_child(int fd, pid_t server) {
         int null = open("/dev/null", O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
                 _exit(1);
-        int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, log_get_fd(), pidfd };
+        /* The instance lock stays held until the cleanup below is done, so
+         * a daemon started again on the same socket (a unit's restart)
+         * waits for it (instance.c retries for a second) instead of
+         * making groups this cleanup would then remove. */
+        int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, log_get_fd(), pidfd, lock };
         if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                 _exit(1);
         (void)prctl(PR_SET_NAME, "vsd-monitor");
@@ -70,7 +75,13 @@ static _Noreturn void monitor_child(int fd, pid_t server) {
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
-        _exit(monitor_run(m) < 0 ? 1 : 0);
+        int r = monitor_run(m);
+        /* The daemon is gone or going: nothing of its instance outlives it
+         * (an unsandboxed worker's command that left its session, a jail's
+         * process still dying). After a clean stop the daemon removed the
+         * groups itself and this finds none. */
+        cgroup_instance_end(groups);
+        _exit(r < 0 ? 1 : 0);
 }
 
 static void on_gone_timer(uv_timer_t *t) {
@@ -200,7 +211,7 @@ int monitor_link_start(Server *srv, VsError **err) {
         pid_t pid = spawn_fork(0);
         if (pid == 0) {
                 close(sv[0]);
-                monitor_child(sv[1], server);
+                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_parents);
         }
         close(sv[1]);
         if (pid < 0) {

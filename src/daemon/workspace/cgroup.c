@@ -250,6 +250,14 @@ void cgroup_finish(Server *srv) {
                 }
 }
 
+void cgroup_instance_end(char *const parents[2]) {
+        for (int i = 0; i < 2; i++)
+                if (parents[i]) {
+                        sweep(parents[i], true);
+                        (void)rmdir(parents[i]);
+                }
+}
+
 /* Looked at after each call: the file stays open (its open, two reads and
  * close were 23 of the 141 us the daemon spent in system calls per call,
  * strace -c over 1 000 warm calls). */
