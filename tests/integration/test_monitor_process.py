@@ -16,7 +16,10 @@ tied.
     process of the daemon's tree is left;
   - the daemon SIGKILLed with an unsandboxed command that left its session:
     the monitor kills it and removes the instance's cgroups, holding the
-    instance lock until done; the same socket serves again at once;
+    instance lock until done; the same socket serves again at once; with a
+    leftover SIGKILL cannot end at once (frozen), the cleanup still ends
+    within its bound, a restart 100 ms later on the same socket starts,
+    and a clean stop still exits 0;
   - the monitor SIGKILLed: the daemon ends every jail and exits with status
     1, saying why in its log (a unit's Restart=on-failure starts both
     again);
@@ -170,6 +173,98 @@ def t_killed_daemon_leaves_no_group(tmp):
         d2.stop()
 
 
+class Frozen:
+    """A process stuck where SIGKILL does not end it at once (as one in the
+    kernel on a hung filesystem): a freezer group of the test's own
+    (cgroup v1), thawed and removed at the end."""
+
+    def __init__(self, tmp, pid):
+        top = "/sys/fs/cgroup/freezer"
+        if not os.path.isfile(os.path.join(top, "tasks")):
+            raise vtest.NotApplicable("no cgroup v1 freezer here to hold a process stuck")
+        self.g = os.path.join(top, "vs-test-" + os.path.basename(tmp))
+        os.makedirs(self.g, exist_ok=True)
+        with open(os.path.join(self.g, "tasks"), "w") as f:
+            f.write(str(pid))
+        with open(os.path.join(self.g, "freezer.state"), "w") as f:
+            f.write("FROZEN")
+
+    def thaw(self):
+        with open(os.path.join(self.g, "freezer.state"), "w") as f:
+            f.write("THAWED")
+        end = time.time() + 10
+        while time.time() < end:
+            try:
+                os.rmdir(self.g)
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+def stuck_leftover(d, tmp, un, arg):
+    r = d.call({"tool": "terminal", "workspace": un,
+                "command": "setsid sleep %d >/dev/null 2>&1 < /dev/null & echo started" % arg})
+    check(r.get("ok") and "started" in r.get("stdout", ""), r)
+    left = wait_until(lambda: vtest.sleepers(arg), "the leftover to run")
+    return left, Frozen(tmp, left[0])
+
+
+def t_restart_past_stuck_leftover(tmp):
+    """The daemon SIGKILLed with a leftover SIGKILL cannot end at once: the
+    monitor's cleanup is bounded as a whole (it waited two seconds per
+    group and hierarchy, holding the instance lock, and a daemon started
+    again 100 ms later on the same socket gave up on the lock after one
+    second, blaming the dead daemon)."""
+    root_daemon()
+    un = make_ws(tmp, "un-stuck", None)
+    d = start(tmp, "stuck-restart")
+    fz = None
+    try:
+        if not d.status()["daemon"].get("cgroups"):
+            raise vtest.NotApplicable("no cgroups on this host")
+        left, fz = stuck_leftover(d, tmp, un, 3309)
+        os.kill(d.pid, signal.SIGKILL)
+        d.p.wait(10)
+        time.sleep(0.1)
+        d2 = start(tmp, "stuck-restart")
+        try:
+            r = d2.call({"tool": "terminal", "workspace": un, "command": "echo again"})
+            check(r.get("ok") and r.get("stdout") == "again\n", r)
+        finally:
+            fz.thaw()
+            fz = None
+            d2.stop()
+    finally:
+        if fz:
+            fz.thaw()
+        for p in vtest.sleepers(3309):
+            os.kill(p, signal.SIGKILL)
+        d.stop(check_exit=False)
+
+
+def t_clean_stop_past_stuck_leftover(tmp):
+    """A clean stop with a leftover SIGKILL cannot end at once: exit 0 (the
+    monitor redid the daemon's two-second wait after its shutdown and was
+    killed for it: exit 1)."""
+    root_daemon()
+    un = make_ws(tmp, "un-stuck-stop", None)
+    d = start(tmp, "stuck-stop")
+    fz = None
+    try:
+        if not d.status()["daemon"].get("cgroups"):
+            raise vtest.NotApplicable("no cgroups on this host")
+        left, fz = stuck_leftover(d, tmp, un, 3310)
+        d.p.send_signal(signal.SIGTERM)
+        rc = d.p.wait(30)
+        check(rc == 0, ("the clean stop exited %s" % rc, d.log_text()[-1500:]))
+    finally:
+        if fz:
+            fz.thaw()
+        for p in vtest.sleepers(3310):
+            os.kill(p, signal.SIGKILL)
+        d.stop(check_exit=False)
+
+
 def t_monitor_killed_stops_daemon(tmp):
     root_daemon()
     ws = make_ws(tmp, "ws3", SANDBOX)
@@ -307,6 +402,7 @@ def main():
         T.skip("monitor process", "bwrap is not installed (scripts/install-deps)")
         return sys.exit(T.finish())
     sys.exit(vtest.run_cases(T, [t_status_names_monitor, t_daemon_killed_leaves_nothing, t_killed_daemon_leaves_no_group,
+                                 t_restart_past_stuck_leftover, t_clean_stop_past_stuck_leftover,
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_user_daemon_has_none], "vs-monitor-"))

@@ -75,12 +75,13 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, char *const 
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
-        int r = monitor_run(m);
+        int r = monitor_serve(m);
         /* The daemon is gone or going: nothing of its instance outlives it
          * (an unsandboxed worker's command that left its session, a jail's
-         * process still dying). After a clean stop the daemon removed the
-         * groups itself and this finds none. */
-        cgroup_instance_end(groups);
+         * process still dying). A clean stop (shutdown asked) ended and
+         * removed them in the daemon already. */
+        if (r != 1)
+                cgroup_instance_end(groups);
         _exit(r < 0 ? 1 : 0);
 }
 
@@ -112,6 +113,21 @@ static void link_broken(MonitorLink *ml) {
                 }
                 close(ml->fd);
                 ml->fd = -EBADF;
+        }
+}
+
+/* Whether fd became readable within ms, a signal (the monitor's own
+ * SIGCHLD as it is resumed) not cutting the wait short. */
+static bool wait_readable(int fd, int ms) {
+        uint64_t end = now_ms() + (uint64_t)ms;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint64_t now = now_ms();
+                int r = poll(&p, 1, now >= end ? 0 : (int)(end - now));
+                if (r > 0)
+                        return true;
+                if (r == 0 || errno != EINTR)
+                        return false;
         }
 }
 
@@ -165,7 +181,7 @@ static int call(Server *srv, MonitorEnc *e, VsError **err) {
                          * the whole group stopped (a frozen unit, Ctrl-Z),
                          * both resumed at once, the monitor's answer a
                          * moment behind. */
-                        if (poll(&p, 1, MONITOR_GRACE_MS) > 0)
+                        if (wait_readable(ml->fd, MONITOR_GRACE_MS))
                                 continue;
                         return lost(srv, type, "no answer within 5 s", err);
                 }

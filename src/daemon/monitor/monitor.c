@@ -219,10 +219,15 @@ int monitor_step(Monitor *m) {
         }
 }
 
-int monitor_run(Monitor *m) {
+int monitor_serve(Monitor *m) {
         int r;
         while ((r = monitor_step(m)) == 0)
                 ;
+        return r < 0 ? r : m->state == MONITOR_STATE_STOPPING ? 1 : 0;
+}
+
+int monitor_run(Monitor *m) {
+        int r = monitor_serve(m);
         monitor_free(m);
         return r < 0 ? r : 0;
 }

@@ -29,4 +29,7 @@ int monitor_step(Monitor *m);
 /* Steps until done or a failure; frees m. 0 when the server closed or
  * asked to shut down, else a negative errno. */
 int monitor_run(Monitor *m);
+/* Steps until done or a failure, keeping m: a negative errno, 0 when the
+ * server's end closed or its process ended, 1 after a shutdown request. */
+int monitor_serve(Monitor *m);
 Monitor *monitor_free(Monitor *m);

@@ -30,11 +30,14 @@
 #include "server.h"
 #include "sha256.h"
 #include "strv.h"
+#include "time-util.h"
 #include "workspace.h"
 #include "worker-link.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
 #define CG_NAME "vectora-sandboxd"
+/* The monitor's cleanup of a gone daemon's groups, all of it. */
+#define INSTANCE_END_MS 300
 
 static int write_file(const char *path, const char *text) {
         int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -98,11 +101,14 @@ static bool kill_group(const char *group, bool wait) {
 }
 
 /* Removes the workspace groups under parent (an instance's group) that an
- * earlier run left, killing what still runs in them when kill is set. */
-static void sweep(const char *parent, bool kill) {
+ * earlier run left, killing what still runs in them when kill is set
+ * (waiting until each is empty, about two seconds at most, when wait is
+ * set; else one pass). Whether every group went. */
+static bool sweep(const char *parent, bool kill, bool wait) {
         DIR *d = opendir(parent);
         if (!d)
-                return;
+                return true;
+        bool all = true;
         struct dirent *de;
         while ((de = readdir(d)))
                 /* Workspaces' groups, and the unsandboxed workers' ("host"). */
@@ -111,10 +117,12 @@ static void sweep(const char *parent, bool kill) {
                         if (!p)
                                 continue;
                         if (kill)
-                                (void)kill_group(p, true);
-                        (void)rmdir(p);
+                                (void)kill_group(p, wait);
+                        if (rmdir(p) < 0 && errno != ENOENT)
+                                all = false;
                 }
         closedir(d);
+        return all;
 }
 
 static bool is_instance_name(const char *s) {
@@ -140,7 +148,7 @@ static void sweep_dead_instances(Server *srv, const char *top) {
                 _cleanup_free_ char *p = path_join(top, de->d_name);
                 if (!p)
                         continue;
-                sweep(p, true);
+                (void)sweep(p, true, true);
                 (void)rmdir(p);
         }
         closedir(d);
@@ -164,7 +172,7 @@ static int make_instance_group(Server *srv, const char *top, bool v2, char **ret
         if (v2 && (!ctl || write_file(ctl, "+pids +memory") < 0))
                 return -EPERM;
         /* Ours alone (the lock is held): what is left is from our crash. */
-        sweep(g, true);
+        (void)sweep(g, true, true);
         *ret = TAKE_PTR(g);
         return 0;
 }
@@ -251,11 +259,23 @@ void cgroup_finish(Server *srv) {
 }
 
 void cgroup_instance_end(char *const parents[2]) {
+        /* Bounded as a whole, not per group: the monitor holds the instance
+         * lock meanwhile, and a daemon started again on the same socket
+         * waits for it for a second. What a process stuck in the kernel
+         * keeps is left to that start's own sweep. */
+        uint64_t end = now_ms() + INSTANCE_END_MS;
+        for (;;) {
+                bool all = true;
+                for (int i = 0; i < 2; i++)
+                        if (parents[i])
+                                all &= sweep(parents[i], true, false);
+                if (all || now_ms() >= end)
+                        break;
+                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
         for (int i = 0; i < 2; i++)
-                if (parents[i]) {
-                        sweep(parents[i], true);
+                if (parents[i])
                         (void)rmdir(parents[i]);
-                }
 }
 
 /* Looked at after each call: the file stays open (its open, two reads and

@@ -18,8 +18,10 @@ void cgroup_kill_leftovers(Workspace *ws);
 void cgroup_finish(Server *srv);
 /* What the root monitor does once the daemon's process is gone (any way,
  * SIGKILL included): every process left in the instance's groups (the
- * workspaces' and the unsandboxed workers') killed, the groups removed.
- * parents: the instance's groups as cgroup_probe made them (a copy). */
+ * workspaces' and the unsandboxed workers') killed, the groups removed;
+ * 300 ms in all at most, what is still there then (a process stuck in the
+ * kernel) left to the next start's sweep. parents: the instance's groups
+ * as cgroup_probe made them (a copy). */
 void cgroup_instance_end(char *const parents[2]);
 /* cgroup.procs of the instance's group for unsandboxed workers (made on
  * first use): a descriptor the spawned child writes itself into, or a
