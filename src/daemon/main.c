@@ -106,6 +106,19 @@ static void monitor_gone(Server *srv) {
         shutdown_now(srv, "the root monitor is gone");
 }
 
+/* A start that fails once the monitor runs: the monitor stopped and
+ * reaped first, then the instance's groups and lock released. Left to
+ * itself the monitor would take the daemon's exit for a crash and clean
+ * the instance's groups holding a lock this exit unlinks: a daemon
+ * started again at once on the same socket could then lose its new
+ * groups to that cleanup. */
+static int failed_start(Server *srv) {
+        (void)monitor_link_stop(srv);
+        cgroup_finish(srv);
+        instance_release(srv);
+        return 1;
+}
+
 /* A workspace entry goes: its ended background processes (kept for their
  * output) and its forwarded ports' listeners point at it. */
 static void forget_workspace(Workspace *ws) {
@@ -366,8 +379,7 @@ int main(int argc, char **argv) {
         if (monitor_link_start(srv, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
-                monitor_link_stop(srv);
-                return 1;
+                return failed_start(srv);
         }
         srv->loop = uv_default_loop();
         monitor_link_watch(srv, monitor_gone);
@@ -402,14 +414,13 @@ int main(int argc, char **argv) {
         if (server_start(srv, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
-                return 1;
+                return failed_start(srv);
         }
         if (startup_ready(o, &notify, &err) < 0) {
                 log_error("%s", vs_error_message(err));
                 startup_failed(&notify, vs_error_message(err));
                 server_stop(srv); /* our own socket: removed */
-                instance_release(srv);
-                return 1;
+                return failed_start(srv);
         }
         workspace_gc_start(srv);
         prune_homes_start(srv);

@@ -30,6 +30,10 @@ tied.
   - a monitor stuck at the stop (SIGSTOP): killed, and the daemon exits 1;
   - both frozen in the middle of a call for longer than the 5 s limit and
     resumed together: the daemon goes on;
+  - a start that fails once the monitor runs (the pidfile cannot be
+    written) stops and reaps the monitor and removes its groups before it
+    exits (an orphaned monitor cleaned the instance's groups holding a lock
+    the failed start unlinked); the same socket serves at once;
   - a daemon run as an ordinary user has no monitor and status says why.
 
 Runs as root and, through tests/helpers/as-user, as an ordinary user (the
@@ -37,6 +41,7 @@ last case only). TAP."""
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -375,6 +380,56 @@ def t_frozen_group_mid_call(tmp):
         d.stop()
 
 
+# Runs argv with this helper process as the subreaper of what it orphans,
+# and prints the pids of the orphans it reaped after argv's own exit.
+ORPHANS = r"""
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+rc = p.wait()
+orphans, deadline = [], time.time() + 1.0
+while time.time() < deadline:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if pid:
+        orphans.append(pid)
+    else:
+        time.sleep(0.01)
+print(rc, orphans)
+"""
+
+
+def t_failed_start_stops_monitor(tmp):
+    """A start that fails once the monitor runs (here: the pidfile cannot
+    be written) stops and reaps its monitor before it exits: an orphaned
+    monitor would clean the instance's groups holding a lock the failed
+    daemon unlinks, under a daemon started again at once on the same
+    socket. That next start serves jails."""
+    root_daemon()
+    ws = make_ws(tmp, "wsf", SANDBOX)
+    sock = os.path.join(tmp, "failed.sock")
+    log = os.path.join(tmp, "failed.log")
+    argv = [DAEMON, "--foreground", "--socket", sock, "--log-file", log,
+            "--pidfile", os.path.join(tmp, "no-such-dir", "pid")]
+    out = subprocess.run([sys.executable, "-c", ORPHANS] + argv, capture_output=True, text=True, timeout=30)
+    rc, _, orphans = out.stdout.strip().partition(" ")
+    check(rc == "1", ("the failed start's exit status", out.stdout, out.stderr))
+    text = open(log).read()
+    check("pidfile" in text, ("the log does not say why the start failed", text))
+    check(orphans == "[]", ("the failed start left its monitor behind (orphans reaped: %s)" % orphans, text))
+    left = [g for g in instance_groups(sock) if os.path.isdir(g)]
+    check(not left, ("the failed start left its cgroups", left))
+    d = start(tmp, "failed")
+    try:
+        r = term(d.conn(), ws, "echo again")
+        check(r.get("ok") and "again" in r.get("stdout", ""), ("the next start on that socket", r))
+        check([g for g in instance_groups(d.sock) if os.path.isdir(g)], "the next start has no instance groups")
+    finally:
+        d.stop()
+
+
 def t_user_daemon_has_none(tmp):
     if os.geteuid() == 0:
         raise vtest.NotApplicable("a user daemon's case: the suite's run as an ordinary user covers it")
@@ -405,6 +460,7 @@ def main():
                                  t_restart_past_stuck_leftover, t_clean_stop_past_stuck_leftover,
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
+                                 t_failed_start_stops_monitor,
                                  t_user_daemon_has_none], "vs-monitor-"))
 
 
