@@ -30,6 +30,9 @@ tied.
   - a monitor stuck at the stop (SIGSTOP): killed, and the daemon exits 1;
   - both frozen in the middle of a call for longer than the 5 s limit and
     resumed together: the daemon goes on;
+  - a workspace's cgroups are made by the monitor (which opened the
+    workspace itself) with the policy's limits and removed when the daemon
+    lets the workspace go;
   - a start that fails once the monitor runs (the pidfile cannot be
     written) stops and reaps the monitor and removes its groups before it
     exits (an orphaned monitor cleaned the instance's groups holding a lock
@@ -49,7 +52,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
-from vdaemon import SANDBOX, alive, comm, instance_groups, ppid, proc_tree, term, wait_until  # noqa: E402
+from vdaemon import SANDBOX, alive, comm, instance_groups, ppid, proc_tree, term, wait_until, ws_groups  # noqa: E402
 
 T = Tap()
 
@@ -102,7 +105,12 @@ def t_status_names_monitor(tmp):
         check(r.get("ok") and "up" in r.get("stdout", ""), ("the call failed", r))
         after = fd_targets(pid)
         c.close()
-        check(before == after, ("the monitor's descriptors changed with a jail and a client", before, after))
+        # The workspace's directory, opened by the monitor itself for its
+        # groups, is all a jail and a client add.
+        added = {fd: t for fd, t in after.items() if before.get(fd) != t}
+        check(list(added.values()) == [ws] and all(fd in after for fd in before),
+              ("the monitor's descriptors changed with a jail and a client beyond the workspace", before, after))
+        check(monitor_of(d).get("workspaces") == 1, ("the monitor holds no workspace for the jail", monitor_of(d)))
         sockets = [t for t in after.values() if t.startswith("socket:")]
         check(len(sockets) == 1, ("the monitor holds more than its end of the pair", after))
         # Every socket the daemon holds (its listener, the jail's link, the
@@ -116,7 +124,11 @@ def t_status_names_monitor(tmp):
         # The log, the server process's pidfd, and the instance lock (held
         # until the monitor's cleanup is done).
         others = {fd: t for fd, t in others.items() if not t.endswith("/lock")}
-        check(set(others.values()) <= {d.log, "anon_inode:[pidfd]"}, ("the monitor holds more than the log", others))
+        # The instance's groups, for the workspaces' (cgroup_make).
+        groups = set(g for g in instance_groups(d.sock) if os.path.isdir(g))
+        check(groups and groups <= set(others.values()), ("the monitor does not hold the instance's groups", others))
+        check(set(others.values()) <= {d.log, "anon_inode:[pidfd]", ws} | groups,
+              ("the monitor holds more than the log, the groups and the workspace", others))
         check(m.get("workspaces") == 0, ("the monitor holds workspaces it was never asked for", m))
     finally:
         d.stop()
@@ -380,6 +392,33 @@ def t_frozen_group_mid_call(tmp):
         d.stop()
 
 
+def t_workspace_groups_by_monitor(tmp):
+    """A workspace's cgroups are the monitor's: it opens the workspace
+    itself (status counts it), makes its groups with the policy's limits,
+    and removes them when the daemon lets the workspace go."""
+    root_daemon()
+    ws = make_ws(tmp, "wsg", SANDBOX + "idle_timeout = 1\n[sandbox.limits]\npids = 77\n")
+    d = start(tmp, "groups")
+    try:
+        check(monitor_of(d).get("workspaces") == 0, "a workspace before any call")
+        r = term(d.conn(), ws, "echo up")
+        check(r.get("ok") and "up" in r.get("stdout", ""), ("the call failed", r))
+        check(monitor_of(d).get("workspaces") == 1, ("the monitor did not open the workspace", monitor_of(d)))
+        groups = ws_groups(d.sock)
+        check(groups, "no group for the workspace")
+        pids = [g for g in groups if os.path.exists(os.path.join(g, "pids.max"))]
+        check(pids and open(os.path.join(pids[0], "pids.max")).read().strip() == "77",
+              ("the workspace's pids.max is not the policy's", pids))
+        # Idle (1 s), then its directory gone: the daemon's next look frees
+        # the entry, and the monitor closes it and removes its groups.
+        wait_until(lambda: not any(comm(p) == "bwrap" for p in proc_tree(d.pid)), "the idle jail to end")
+        shutil.rmtree(ws)
+        wait_until(lambda: monitor_of(d).get("workspaces") == 0 and not ws_groups(d.sock),
+                   "the monitor to close the workspace and remove its groups", timeout=20)
+    finally:
+        d.stop()
+
+
 # Runs argv with this helper process as the subreaper of what it orphans,
 # and prints the pids of the orphans it reaped after argv's own exit.
 ORPHANS = r"""
@@ -460,7 +499,7 @@ def main():
                                  t_restart_past_stuck_leftover, t_clean_stop_past_stuck_leftover,
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
-                                 t_failed_start_stops_monitor,
+                                 t_failed_start_stops_monitor, t_workspace_groups_by_monitor,
                                  t_user_daemon_has_none], "vs-monitor-"))
 
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "macro.h"
 #include "monitor-proto.h"
 
 static int decode(const MonitorEnc *e, bool is_reply, MonitorMsg *m) {
@@ -208,12 +209,27 @@ static void schema(void **state) {
         assert_int_equal(decode(&e, false, &msg), -EBADMSG);
         monitor_enc_done(&e);
         /* Limits out of range. */
+        const uint64_t bad[][2] = { { MONITOR_F_PIDS_MAX, 0 },
+                                    { MONITOR_F_PIDS_MAX, MONITOR_PIDS_MAX + 1 },
+                                    { MONITOR_F_MEMORY_MAX, MONITOR_MEMORY_MIN - 1 },
+                                    { MONITOR_F_MEMORY_MAX, MONITOR_MEMORY_MAX + 1 },
+                                    /* a jail's generation: groups are the workspace's */
+                                    { MONITOR_F_GEN, 1 } };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                monitor_enc_begin(&e, MONITOR_REQ_CGROUP_MAKE, 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 1);
+                monitor_put_u64(&e, (MonitorTag)bad[i][0], bad[i][1]);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+                monitor_enc_done(&e);
+        }
+        /* The bounds themselves are taken. */
         monitor_enc_begin(&e, MONITOR_REQ_CGROUP_MAKE, 1);
         monitor_put_u64(&e, MONITOR_F_WS, 1);
-        monitor_put_u64(&e, MONITOR_F_GEN, 1);
-        monitor_put_u64(&e, MONITOR_F_PIDS_MAX, 0);
+        monitor_put_u64(&e, MONITOR_F_PIDS_MAX, MONITOR_PIDS_MAX);
+        monitor_put_u64(&e, MONITOR_F_MEMORY_MAX, MONITOR_MEMORY_MAX);
         assert_int_equal(monitor_enc_end(&e), 0);
-        assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+        assert_int_equal(decode(&e, false, &msg), 0);
         monitor_enc_done(&e);
         /* Unknown request types; hello's version. */
         const uint16_t types[] = { 0, _MONITOR_REQ_MAX, 0x7fff };

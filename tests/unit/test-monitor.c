@@ -90,6 +90,28 @@ static uint64_t status_of(Fixture *f) {
         return monitor_field(&answer, MONITOR_F_STATUS, -1)->u64;
 }
 
+/* The same, with the descriptors that came beside it (up to 4). */
+static uint64_t status_fds(Fixture *f, int fds[4], size_t *n) {
+        static uint8_t buf[MONITOR_MSG_MAX];
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * 4)];
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        ssize_t k = recvmsg(f->server, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        assert_true(k > 0);
+        *n = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && *n < 4; i++)
+                                memcpy(&fds[(*n)++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        VsError *err = NULL;
+        assert_int_equal(monitor_decode(buf, (size_t)k, true, &answer, &err), 0);
+        assert_int_equal(answer.id, f->id);
+        return monitor_field(&answer, MONITOR_F_STATUS, -1)->u64;
+}
+
 static void begin(Fixture *f, MonitorEnc *e, MonitorReq t) {
         monitor_enc_begin(e, t, ++f->id);
 }
@@ -172,12 +194,189 @@ static void workspaces(void **state) {
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), ENOENT);
 
-        /* Not served yet: said, not pretended. */
+        /* Not served yet: said, not pretended; a workspace's groups
+         * without cgroups (a monitor given none) the same. */
+        begin(f, &e, MONITOR_REQ_CGROUP_MAKE);
+        monitor_put_u64(&e, MONITOR_F_WS, handle);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), ENOENT); /* closed above */
+        assert_int_equal(ws_open(f, f->dir, st.st_uid, st.st_gid), 0);
+        handle = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        begin(f, &e, MONITOR_REQ_CGROUP_MAKE);
+        monitor_put_u64(&e, MONITOR_F_WS, handle);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), EOPNOTSUPP);
         begin(f, &e, MONITOR_REQ_JAIL_KILL);
         monitor_put_u64(&e, MONITOR_F_WS, handle);
         monitor_put_u64(&e, MONITOR_F_GEN, 1);
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), EOPNOTSUPP);
+}
+
+/* A stand-in for a cgroup hierarchy (plain directories): the group dir
+ * made beforehand with the control files a real one has, so that the
+ * monitor's writes land in files the test reads back. */
+static void fake_group(const char *parent, const char *name, const char *const *files) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", parent, name);
+        assert_int_equal(mkdir(p, 0755), 0);
+        for (; *files; files++) {
+                snprintf(p, sizeof p, "%s/%s/%s", parent, name, *files);
+                close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+        }
+}
+
+static void read_back(const char *parent, const char *name, const char *file, const char *want) {
+        char p[256], buf[64] = "";
+        snprintf(p, sizeof p, "%s/%s/%s", parent, name, file);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_true(read(fd, buf, sizeof buf - 1) >= 0);
+        close(fd);
+        assert_string_equal(buf, want);
+}
+
+/* Empties a fake group of its files, as a real group's control files do
+ * not count, so that ws_close's rmdir can take it. */
+static void empty_group(const char *parent, const char *name, const char *const *files) {
+        char p[256];
+        for (; *files; files++) {
+                snprintf(p, sizeof p, "%s/%s/%s", parent, name, *files);
+                assert_int_equal(unlink(p), 0);
+        }
+}
+
+static bool is_dir(const char *parent, const char *name) {
+        char p[256];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", parent, name);
+        return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The same directory as parent/name. */
+static void same_dir(int fd, const char *parent, const char *name) {
+        char p[256];
+        struct stat a, b;
+        snprintf(p, sizeof p, "%s/%s", parent, name);
+        assert_int_equal(fstat(fd, &a), 0);
+        assert_int_equal(stat(p, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+}
+
+static uint64_t make(Fixture *f, uint64_t handle, const uint64_t *pids, const uint64_t *mem, int fds[4], size_t *n) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_CGROUP_MAKE);
+        monitor_put_u64(&e, MONITOR_F_WS, handle);
+        if (pids)
+                monitor_put_u64(&e, MONITOR_F_PIDS_MAX, *pids);
+        if (mem)
+                monitor_put_u64(&e, MONITOR_F_MEMORY_MAX, *mem);
+        assert_int_equal(ask(f, &e, -1), 0);
+        return status_fds(f, fds, n);
+}
+
+/* cgroup_make: the group is named by the monitor from the path it opened
+ * (ws- and 16 hex digits of its SHA-256), made below the instance's
+ * group, limited as asked ("max" where no limit came), and handed over
+ * as a descriptor; v1 makes the memory group beside the pids one and says
+ * why there is none; ws_close removes what it made; another workspace
+ * handle names another group, and the server can name none itself. */
+static void groups(void **state) {
+        Fixture *f = *state;
+        char v2[128], pids[128], memory[128], ws[128];
+        snprintf(v2, sizeof v2, "%s/v2", f->dir);
+        snprintf(pids, sizeof pids, "%s/pids", f->dir);
+        snprintf(memory, sizeof memory, "%s/memory", f->dir);
+        snprintf(ws, sizeof ws, "%s/ws", f->dir);
+        assert_int_equal(mkdir(v2, 0755), 0);
+        assert_int_equal(mkdir(pids, 0755), 0);
+        assert_int_equal(mkdir(memory, 0755), 0);
+        assert_int_equal(mkdir(ws, 0755), 0);
+        /* ws- and the first 16 hex digits of SHA-256(ws path). */
+        char name[32], cmd[256];
+        snprintf(cmd, sizeof cmd, "printf %%s '%s' | sha256sum | cut -c1-16", ws);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char hex[32] = "";
+        assert_non_null(fgets(hex, sizeof hex, p));
+        pclose(p);
+        hex[16] = 0;
+        snprintf(name, sizeof name, "ws-%s", hex);
+
+        static const char *const v2_files[] = { "pids.max", "memory.max", "memory.swap.max", NULL };
+        static const char *const pids_files[] = { "pids.max", NULL };
+        static const char *const mem_files[] = { "memory.limit_in_bytes", "memory.memsw.limit_in_bytes", NULL };
+        char *v2_parents[2] = { v2, NULL };
+        assert_int_equal(monitor_set_groups(f->mon, 2, v2_parents), 0);
+        hello(f);
+        struct stat st;
+        assert_int_equal(stat(ws, &st), 0);
+        assert_int_equal(ws_open(f, ws, st.st_uid, st.st_gid), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        fake_group(v2, name, v2_files);
+        int fds[4];
+        size_t n;
+        uint64_t p64 = 64, m64 = 256ull << 20;
+        assert_int_equal(make(f, h, &p64, &m64, fds, &n), 0);
+        assert_int_equal(n, 1);
+        same_dir(fds[0], v2, name);
+        close(fds[0]);
+        read_back(v2, name, "pids.max", "64");
+        read_back(v2, name, "memory.max", "268435456");
+        read_back(v2, name, "memory.swap.max", "0");
+        /* Again, without limits: "max", the same group. */
+        assert_int_equal(make(f, h, NULL, NULL, fds, &n), 0);
+        assert_int_equal(n, 1);
+        same_dir(fds[0], v2, name);
+        close(fds[0]);
+        read_back(v2, name, "pids.max", "max");
+        read_back(v2, name, "memory.max", "max");
+        /* A group whose control file cannot be written: refused, no fd. */
+        empty_group(v2, name, v2_files);
+        assert_int_equal(make(f, h, &p64, &m64, fds, &n), ENOENT);
+        assert_int_equal(n, 0);
+        /* ws_close removes it; an unknown handle makes none. */
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_WS_CLOSE);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_false(is_dir(v2, name));
+        assert_int_equal(make(f, h, &p64, &m64, fds, &n), ENOENT);
+        assert_int_equal(n, 0);
+        assert_false(is_dir(v2, name));
+
+        /* v1: pids and memory groups, both handed over. */
+        char *v1_parents[2] = { pids, memory };
+        assert_int_equal(monitor_set_groups(f->mon, 1, v1_parents), 0);
+        assert_int_equal(ws_open(f, ws, st.st_uid, st.st_gid), 0);
+        h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        fake_group(pids, name, pids_files);
+        fake_group(memory, name, mem_files);
+        assert_int_equal(make(f, h, &p64, &m64, fds, &n), 0);
+        assert_int_equal(n, 2);
+        same_dir(fds[0], pids, name);
+        same_dir(fds[1], memory, name);
+        close(fds[0]);
+        close(fds[1]);
+        read_back(pids, name, "pids.max", "64");
+        read_back(memory, name, "memory.limit_in_bytes", "268435456");
+        read_back(memory, name, "memory.memsw.limit_in_bytes", "268435456");
+        assert_null(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)));
+        /* No memory group to be had: the pids one alone, and why. */
+        empty_group(memory, name, mem_files);
+        assert_int_equal(make(f, h, &p64, &m64, fds, &n), 0);
+        assert_int_equal(n, 1);
+        same_dir(fds[0], pids, name);
+        close(fds[0]);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "no memory cgroup"));
+        empty_group(pids, name, pids_files);
+        begin(f, &e, MONITOR_REQ_WS_CLOSE);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_false(is_dir(pids, name));
+        assert_false(is_dir(memory, name));
 }
 
 static void breaches_end_it(void **state) {
@@ -224,6 +423,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(nothing_before_hello, setup, teardown),
                 cmocka_unit_test_setup_teardown(hello_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(workspaces, setup, teardown),
+                cmocka_unit_test_setup_teardown(groups, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

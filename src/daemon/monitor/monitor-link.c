@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "cgroup.h"
+#include "cgroup-kill.h"
 #include "fd-util.h"
 #include "log.h"
 #include "monitor-proto.h"
@@ -49,7 +49,7 @@ struct MonitorLink {
  * pair and the log, no handler of the server's. It follows the server out:
  * a unit's stop signals the whole group, and the monitor ends when the
  * server's process does, not before. */
-static _Noreturn void monitor_child(int fd, pid_t server, int lock, char *const groups[2]) {
+static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_version, char *const groups[2]) {
         int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
         if (pidfd < 0 || getppid() != server)
                 _exit(1);
@@ -75,6 +75,9 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, char *const 
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
+        int g = monitor_set_groups(m, cg_version, groups);
+        if (g < 0)
+                log_error("monitor: the instance's cgroups: %s; workspaces get none", strerror(-g));
         int r = monitor_serve(m);
         /* The daemon is gone or going: nothing of its instance outlives it
          * (an unsandboxed worker's command that left its session, a jail's
@@ -141,14 +144,41 @@ static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
         return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
 }
 
+/* The descriptors that came with the reply in mh: up to max into fds
+ * (*n of them), the rest closed. Whether they all fit. */
+static bool take_fds(struct msghdr *mh, int *fds, size_t max, size_t *n) {
+        bool fit = true;
+        *n = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                                if (*n < max)
+                                        fds[(*n)++] = fd;
+                                else {
+                                        close(fd);
+                                        fit = false;
+                                }
+                        }
+                }
+        return fit && !(mh->msg_flags & MSG_CTRUNC);
+}
+
 /* One request and its reply, in order: the monitor serves one at a time.
  * A status other than 0 comes back as its negative errno with the
  * monitor's message in *err; a monitor that does not answer in time, or
- * answers out of protocol, is gone (-EPIPE). */
-static int call(Server *srv, MonitorEnc *e, VsError **err) {
+ * answers out of protocol, is gone (-EPIPE). The reply's descriptors go
+ * to fds (up to max_fds, *n_fds of them; caller's to close); more than
+ * that, or any with a request that takes none, is out of protocol. */
+static int call_fds(Server *srv, MonitorEnc *e, int *fds, size_t max_fds, size_t *n_fds, VsError **err) {
         MonitorLink *ml = srv->monitor;
         uint16_t type = 0;
         uint64_t id = 0;
+        size_t got = 0;
+        if (n_fds)
+                *n_fds = 0;
         int r = monitor_enc_end(e);
         if (r >= 0) {
                 memcpy(&type, e->buf.data + 4, sizeof type);
@@ -170,8 +200,17 @@ static int call(Server *srv, MonitorEnc *e, VsError **err) {
                         return lost(srv, type, "it took no request for 5 s", err);
         }
         ssize_t n;
+        int tmp[2];
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * 2)];
+        } control;
+        struct iovec iov = { .iov_base = ml->buf, .iov_len = sizeof ml->buf };
+        struct msghdr mh;
         for (;;) {
-                n = recv(ml->fd, ml->buf, sizeof ml->buf, MSG_TRUNC | MSG_DONTWAIT);
+                mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                                      .msg_controllen = sizeof control };
+                n = recvmsg(ml->fd, &mh, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                 if (n >= 0 || (errno != EAGAIN && errno != EINTR))
                         break;
                 struct pollfd p = { .fd = ml->fd, .events = POLLIN };
@@ -188,21 +227,47 @@ static int call(Server *srv, MonitorEnc *e, VsError **err) {
         }
         if (n <= 0)
                 return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
-        if ((size_t)n > sizeof ml->buf)
-                return lost(srv, type, "a reply longer than any", err);
+        bool fit = take_fds(&mh, tmp, max_fds < 2 ? max_fds : 2, &got);
+        r = 0;
+        if (!fit)
+                r = lost(srv, type, "descriptors with a reply that takes none, or too many", err);
+        else if ((size_t)n > sizeof ml->buf)
+                r = lost(srv, type, "a reply longer than any", err);
+        if (r < 0) {
+                for (size_t i = 0; i < got; i++)
+                        close(tmp[i]);
+                return r;
+        }
         _cleanup_(vs_error_freep) VsError *derr = NULL;
         if (monitor_decode(ml->buf, (size_t)n, true, &ml->reply, &derr) < 0)
-                return lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
-        if (ml->reply.type != (MONITOR_REPLY | type) || ml->reply.id != id)
-                return lost(srv, type, "a reply to another request", err);
-        uint64_t status = monitor_field(&ml->reply, MONITOR_F_STATUS, -1)->u64;
-        if (status) {
-                const char *msg = monitor_field_str(monitor_field(&ml->reply, MONITOR_F_MESSAGE, -1));
-                int s = status < 4096 ? (int)status : EPROTO;
-                return vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
-                                    msg ? msg : strerror(s));
+                r = lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
+        else if (ml->reply.type != (MONITOR_REPLY | type) || ml->reply.id != id)
+                r = lost(srv, type, "a reply to another request", err);
+        else {
+                uint64_t status = monitor_field(&ml->reply, MONITOR_F_STATUS, -1)->u64;
+                if (status && got)
+                        r = lost(srv, type, "descriptors with a refusal", err);
+                else if (status) {
+                        const char *msg = monitor_field_str(monitor_field(&ml->reply, MONITOR_F_MESSAGE, -1));
+                        int s = status < 4096 ? (int)status : EPROTO;
+                        r = vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
+                                         msg ? msg : strerror(s));
+                }
         }
+        if (r < 0) {
+                for (size_t i = 0; i < got; i++)
+                        close(tmp[i]);
+                return r;
+        }
+        for (size_t i = 0; i < got; i++)
+                fds[i] = tmp[i];
+        if (n_fds)
+                *n_fds = got;
         return 0;
+}
+
+static int call(Server *srv, MonitorEnc *e, VsError **err) {
+        return call_fds(srv, e, NULL, 0, NULL, err);
 }
 
 static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
@@ -227,7 +292,7 @@ int monitor_link_start(Server *srv, VsError **err) {
         pid_t pid = spawn_fork(0);
         if (pid == 0) {
                 close(sv[0]);
-                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_parents);
+                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_version, srv->cgroup_parents);
         }
         close(sv[1]);
         if (pid < 0) {
@@ -351,4 +416,65 @@ json_t *monitor_link_status(Server *srv) {
         const MonitorField *count = monitor_field(&ml->reply, MONITOR_F_COUNT, -1);
         return json_pack("{s:b,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
                          (json_int_t)(count ? count->u64 : 0));
+}
+
+int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        MonitorEnc e;
+        monitor_put_str(request(&e, srv, MONITOR_REQ_WS_OPEN), MONITOR_F_PATH, path);
+        monitor_put_u64(&e, MONITOR_F_UID, uid);
+        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        int r = call(srv, &e, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        const MonitorField *f = monitor_field(&srv->monitor->reply, MONITOR_F_WS, -1);
+        if (!f)
+                return lost(srv, MONITOR_REQ_WS_OPEN, "an opened workspace without its handle", err);
+        *ret = f->u64;
+        return 0;
+}
+
+void monitor_link_ws_close(Server *srv, uint64_t ws) {
+        if (!srv->monitor || !ws)
+                return;
+        MonitorEnc e;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_WS_CLOSE), MONITOR_F_WS, ws);
+        if (call(srv, &e, &err) < 0 && srv->monitor->fd >= 0)
+                log_warning("%s", vs_error_message(err));
+        monitor_enc_done(&e);
+}
+
+int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],
+                             char **ret_note, VsError **err) {
+        ret_fds[0] = ret_fds[1] = -EBADF;
+        *ret_note = NULL;
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_CGROUP_MAKE), MONITOR_F_WS, ws);
+        /* Within what the monitor takes: past it, as good as no limit. */
+        monitor_put_u64(&e, MONITOR_F_PIDS_MAX, pids_max < 1 ? 1 : pids_max > MONITOR_PIDS_MAX ? MONITOR_PIDS_MAX : pids_max);
+        monitor_put_u64(&e, MONITOR_F_MEMORY_MAX,
+                        memory_max < MONITOR_MEMORY_MIN ? MONITOR_MEMORY_MIN
+                        : memory_max > MONITOR_MEMORY_MAX ? MONITOR_MEMORY_MAX : memory_max);
+        size_t n = 0;
+        int r = call_fds(srv, &e, ret_fds, 2, &n, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        if (n == 0 || (srv->cgroup_version == 2 && n != 1)) {
+                for (size_t i = 0; i < n; i++)
+                        ret_fds[i] = safe_close(ret_fds[i]);
+                return lost(srv, MONITOR_REQ_CGROUP_MAKE, "groups made without their descriptors", err);
+        }
+        const char *note = monitor_field_str(monitor_field(&srv->monitor->reply, MONITOR_F_MESSAGE, -1));
+        if (note && !(*ret_note = strdup(note))) {
+                for (size_t i = 0; i < n; i++)
+                        ret_fds[i] = safe_close(ret_fds[i]);
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        }
+        return 0;
 }

@@ -13,6 +13,7 @@
  * monitor. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "daemon.h"
@@ -35,6 +36,18 @@ void monitor_link_watch(Server *srv, void (*gone)(Server *srv));
 int monitor_link_stop(Server *srv);
 /* SIGCHLD: reaps the monitor if it ended. */
 void monitor_link_reap(Server *srv);
+/* The workspace at path (canonical) opened by the monitor, its owner
+ * checked there (uid; gid the directory's or the owner's): *ret, the
+ * handle later requests name it by. */
+int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err);
+/* The handle closed; the monitor removes the groups it made for it (a
+ * group processes still hold is left to the instance's end). */
+void monitor_link_ws_close(Server *srv, uint64_t ws);
+/* The workspace's cgroups made by the monitor, limits set (clamped to
+ * what the monitor takes): ret_fds their directories (v2: [0]; v1: [0]
+ * pids, [1] memory or -EBADF with *ret_note saying why), the caller's. */
+int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],
+                             char **ret_note, VsError **err);
 /* For status: {running, pid, uid, workspaces} asked of the monitor itself,
  * or {running: false, why}. A new reference. */
 json_t *monitor_link_status(Server *srv);

@@ -85,9 +85,9 @@ static const FieldSpec ws_open[] = {
 static const FieldSpec ws_only[] = { WS, {} };
 static const FieldSpec ws_gen[] = { WS, GEN, {} };
 static const FieldSpec cgroup_make[] = {
-        WS, GEN,
-        OPT(MONITOR_F_MEMORY_MAX, KIND_U64, 1 << 20, 1ULL << 50),
-        OPT(MONITOR_F_PIDS_MAX, KIND_U64, 1, 4194304),
+        WS,
+        OPT(MONITOR_F_MEMORY_MAX, KIND_U64, MONITOR_MEMORY_MIN, MONITOR_MEMORY_MAX),
+        OPT(MONITOR_F_PIDS_MAX, KIND_U64, 1, MONITOR_PIDS_MAX),
         {},
 };
 static const FieldSpec mount[] = {

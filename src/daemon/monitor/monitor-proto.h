@@ -29,12 +29,16 @@
 #define MONITOR_MSG_MAX 65536     /* a datagram: the biggest request is a jail's plan */
 #define MONITOR_FIELDS_MAX 256    /* fields of a message, groups' members included */
 #define MONITOR_REPLY 0x8000u     /* a reply's type: the request's, with this bit */
+/* cgroup_make's limits: what its schema takes (the server clamps). */
+#define MONITOR_PIDS_MAX 4194304ull
+#define MONITOR_MEMORY_MIN (1ull << 20)
+#define MONITOR_MEMORY_MAX (1ull << 50)
 
 typedef enum MonitorReq {
         MONITOR_REQ_HELLO = 1,       /* version: the first request, and only then */
         MONITOR_REQ_WS_OPEN,         /* path, uid, gid: the monitor opens it and checks its owner; reply: ws */
         MONITOR_REQ_WS_CLOSE,        /* ws: its jails are killed first */
-        MONITOR_REQ_CGROUP_MAKE,     /* ws, gen, memory_max, pids_max: a leaf for a jail; reply: its fd */
+        MONITOR_REQ_CGROUP_MAKE,     /* ws, memory_max?, pids_max?: the workspace's groups; reply: their fds */
         MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, mount groups, env; fds: the worker's socket end; reply: pidfd */
         MONITOR_REQ_JAIL_KILL,       /* ws, gen */
         MONITOR_REQ_APPROVAL_WRITE,  /* ws, record: written as the workspace's owner, synced */

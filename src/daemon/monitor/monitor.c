@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,9 +13,11 @@
 #include <unistd.h>
 
 #include "chase.h"
+#include "fd-util.h"
 #include "log.h"
 #include "macro.h"
 #include "monitor-proto.h"
+#include "sha256.h"
 
 #define WORKSPACES_MAX 65536
 #define FDS_MAX 8
@@ -24,11 +27,17 @@ typedef struct MonWorkspace {
         int dirfd; /* O_PATH, opened by the monitor itself */
         uid_t uid;
         gid_t gid;
+        /* Its cgroups' name below the instance's groups, from the path
+         * the monitor opened: "ws-" and 16 hex digits of its SHA-256. */
+        char group[3 + 16 + 1];
+        bool grouped; /* cgroup_make made them: ws_close removes them */
 } MonWorkspace;
 
 struct Monitor {
         int fd;
         int server_pidfd; /* -1: none */
+        int cg_version;   /* 0: no cgroups; 1 or 2 */
+        int cg_fds[2];    /* the instance's groups: v2 [0]; v1 [0] pids, [1] memory; -1: none */
         MonitorState state;
         MonWorkspace *ws;
         size_t n_ws, cap_ws;
@@ -43,6 +52,7 @@ int monitor_new(int fd, Monitor **ret) {
                 return -ENOMEM;
         m->fd = fd;
         m->server_pidfd = -EBADF;
+        m->cg_fds[0] = m->cg_fds[1] = -EBADF;
         m->next_handle = 1;
         *ret = m;
         return 0;
@@ -54,9 +64,24 @@ void monitor_set_server(Monitor *m, int pidfd) {
         m->server_pidfd = pidfd;
 }
 
+int monitor_set_groups(Monitor *m, int version, char *const parents[2]) {
+        if (version != 1 && version != 2)
+                return 0;
+        for (int i = 0; i < 2; i++) {
+                safe_close(m->cg_fds[i]);
+                m->cg_fds[i] = parents[i] ? open(parents[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+                if (parents[i] && m->cg_fds[i] < 0)
+                        return -errno;
+        }
+        m->cg_version = version;
+        return 0;
+}
+
 Monitor *monitor_free(Monitor *m) {
         if (!m)
                 return NULL;
+        for (int i = 0; i < 2; i++)
+                safe_close(m->cg_fds[i]);
         for (size_t i = 0; i < m->n_ws; i++)
                 close(m->ws[i].dirfd);
         free(m->ws);
@@ -69,8 +94,9 @@ Monitor *monitor_free(Monitor *m) {
 }
 
 /* The reply to the request being answered: status (0 or an errno),
- * message (or NULL), and a workspace handle (0: none). */
-static int reply(Monitor *m, int status, const char *message, uint64_t ws) {
+ * message (or NULL), a workspace handle (0: none), and n descriptors
+ * beside it (cgroup_make's groups). */
+static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, const int *fds, size_t n) {
         MonitorEnc e;
         monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
         monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
@@ -83,10 +109,29 @@ static int reply(Monitor *m, int status, const char *message, uint64_t ws) {
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
         }
         int r = monitor_enc_end(&e);
-        if (r >= 0 && send(m->fd, e.buf.data, e.buf.len, MSG_NOSIGNAL) < 0)
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * 2)];
+        } control = {};
+        struct iovec iov = { .iov_base = e.buf.data, .iov_len = e.buf.len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (n > 0 && n <= 2) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+        }
+        if (r >= 0 && sendmsg(m->fd, &mh, MSG_NOSIGNAL) < 0)
                 r = -errno;
         monitor_enc_done(&e);
         return r;
+}
+
+static int reply(Monitor *m, int status, const char *message, uint64_t ws) {
+        return reply_fds(m, status, message, ws, NULL, 0);
 }
 
 static MonWorkspace *find_ws(Monitor *m, uint64_t handle) {
@@ -133,14 +178,105 @@ static int ws_open(Monitor *m) {
                 m->cap_ws = cap;
         }
         uint64_t handle = m->next_handle++;
-        m->ws[m->n_ws++] = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid };
+        MonWorkspace *w = &m->ws[m->n_ws++];
+        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid };
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(path, strlen(path), hex);
+        snprintf(w->group, sizeof w->group, "ws-%.16s", hex);
         return reply(m, 0, NULL, handle);
+}
+
+/* Writes text to name in the group dirfd (a cgroup's control file). */
+static int write_at(int dirfd, const char *name, const char *text) {
+        /* O_TRUNC: what a shell's > does; a control file ignores it. */
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, text, strlen(text));
+}
+
+static int write_limit(int dirfd, const char *name, const MonitorField *f) {
+        char buf[32];
+        if (f)
+                snprintf(buf, sizeof buf, "%llu", (unsigned long long)f->u64);
+        else
+                snprintf(buf, sizeof buf, "max");
+        return write_at(dirfd, name, buf);
+}
+
+/* The group name below parent, made if missing: a descriptor of it. */
+static int make_group(int parent, const char *name) {
+        if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The workspace's groups below the instance's, with the limits asked
+ * (absent: none) set by the monitor; the server gets a descriptor of each
+ * (v2: one; v1: pids, then memory when it could be made). The name is
+ * the monitor's own, from the path it opened: the server names no group. */
+static int cgroup_make(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        if (!w)
+                return reply(m, ENOENT, "no such workspace", 0);
+        if (!m->cg_version || m->cg_fds[0] < 0)
+                return reply(m, EOPNOTSUPP, "this daemon has no cgroups", 0);
+        const MonitorField *pids = monitor_field(&m->msg, MONITOR_F_PIDS_MAX, -1);
+        const MonitorField *mem = monitor_field(&m->msg, MONITOR_F_MEMORY_MAX, -1);
+        int fds[2] = { -EBADF, -EBADF };
+        w->grouped = true;
+        int r = make_group(m->cg_fds[0], w->group);
+        if (r < 0)
+                return reply(m, -r, "the workspace's group could not be made", 0);
+        fds[0] = r;
+        char note[128] = "";
+        if ((r = write_limit(fds[0], "pids.max", pids)) < 0) {
+                safe_close(fds[0]);
+                return reply(m, -r, "the workspace's pids.max could not be set", 0);
+        }
+        if (m->cg_version == 2) {
+                if ((r = write_limit(fds[0], "memory.max", mem)) < 0) {
+                        safe_close(fds[0]);
+                        return reply(m, -r, "the workspace's memory.max could not be set", 0);
+                }
+                /* Swap would let a hog page out past memory.max. */
+                (void)write_at(fds[0], "memory.swap.max", "0");
+        } else {
+                r = m->cg_fds[1] >= 0 ? make_group(m->cg_fds[1], w->group) : -ENOENT;
+                if (r >= 0) {
+                        fds[1] = r;
+                        r = write_limit(fds[1], "memory.limit_in_bytes", mem);
+                }
+                if (r >= 0)
+                        (void)write_limit(fds[1], "memory.memsw.limit_in_bytes", mem);
+                else {
+                        fds[1] = safe_close(fds[1]);
+                        snprintf(note, sizeof note, "no memory cgroup: %s", strerror(-r));
+                }
+        }
+        r = reply_fds(m, 0, note[0] ? note : NULL, 0, fds, fds[1] >= 0 ? 2 : 1);
+        for (int i = 0; i < 2; i++)
+                safe_close(fds[i]);
+        return r;
+}
+
+/* Removes what cgroup_make made for w; fails while processes remain (the
+ * instance's end, or the next start's sweep, takes it then). */
+static void group_remove(Monitor *m, MonWorkspace *w) {
+        if (!w->grouped)
+                return;
+        for (int i = 0; i < 2; i++)
+                if (m->cg_fds[i] >= 0)
+                        (void)unlinkat(m->cg_fds[i], w->group, AT_REMOVEDIR);
+        w->grouped = false;
 }
 
 static int ws_close(Monitor *m) {
         MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         if (!w)
                 return reply(m, ENOENT, "no such workspace", 0);
+        group_remove(m, w);
         close(w->dirfd);
         *w = m->ws[--m->n_ws];
         return reply(m, 0, NULL, 0);
@@ -207,6 +343,8 @@ int monitor_step(Monitor *m) {
                 return ws_open(m);
         case MONITOR_REQ_WS_CLOSE:
                 return ws_close(m);
+        case MONITOR_REQ_CGROUP_MAKE:
+                return cgroup_make(m);
         case MONITOR_REQ_STATUS:
                 return reply(m, 0, NULL, 0);
         case MONITOR_REQ_SHUTDOWN: {

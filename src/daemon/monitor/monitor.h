@@ -10,8 +10,11 @@
  * the decoder refuses, a truncated one or one with descriptors it does
  * not take ends the monitor (OpenSSH's monitor does the same: the server
  * that sent it is not to be trusted any more). A root vectora-sandboxd
- * starts it first thing (monitor-link.h); it does not serve the spawn,
- * cgroup, approval and placeholder requests yet (answered EOPNOTSUPP). */
+ * starts it first thing (monitor-link.h). It makes the workspaces'
+ * cgroups (cgroup_make: named by the monitor from the path it opened,
+ * below the instance's groups; the server gets descriptors of them) and
+ * removes them with the workspace (ws_close); it does not serve the
+ * spawn, approval and placeholder requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
 
@@ -22,6 +25,11 @@ int monitor_new(int fd, Monitor **ret);
 /* Takes pidfd (the server's process): once it ends the monitor is done,
  * even while something else still holds the server's end of the socket. */
 void monitor_set_server(Monitor *m, int pidfd);
+/* The instance's groups (cgroup_probe's, made before the monitor was
+ * forked) for cgroup_make: version 1 ([0] pids, [1] memory or NULL) or 2
+ * ([0]); 0: none (cgroup_make answers EOPNOTSUPP). A negative errno when
+ * one could not be opened. */
+int monitor_set_groups(Monitor *m, int version, char *const parents[2]);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
  * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
  * server broke the protocol (what, in the log). */

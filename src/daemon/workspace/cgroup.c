@@ -3,7 +3,10 @@
  *
  * Preferred: a cgroup per workspace (v2: /sys/fs/cgroup/vectora-sandboxd/
  * INSTANCE/ws-HASH with pids.max and memory.max; v1: the same under the
- * pids and memory hierarchies; INSTANCE is the daemon's, instance.c). The spawned child joins them before it execs
+ * pids and memory hierarchies; INSTANCE is the daemon's, instance.c). The
+ * root monitor makes a workspace's groups and hands over descriptors of
+ * them (monitor-link.h, cgroup_make): nothing here names their paths. The
+ * spawned child joins them before it execs
  * (src/core/launch/worker-spawn.c), so the whole jail is counted from its first
  * process, and nothing has to scan /proc for its tree.
  *
@@ -21,14 +24,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "cgroup-kill.h"
 #include "cgroup.h"
 #include "fd-util.h"
 #include "instance.h"
 #include "log.h"
+#include "monitor-link.h"
 #include "path-util.h"
 #include "proc-tree.h"
 #include "server.h"
-#include "sha256.h"
 #include "strv.h"
 #include "time-util.h"
 #include "workspace.h"
@@ -36,8 +40,6 @@
 
 #define CG_ROOT "/sys/fs/cgroup"
 #define CG_NAME "vectora-sandboxd"
-/* The monitor's cleanup of a gone daemon's groups, all of it. */
-#define INSTANCE_END_MS 300
 
 static int write_file(const char *path, const char *text) {
         int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -62,68 +64,7 @@ static void set_why(Server *srv, const char *why) {
 }
 
 static int make_group(const char *parent, const char *name, char **ret);
-
-/* Sends SIGKILL to every process in group until it is empty: a jail's
- * processes may fork while we read the list, and a process that left the
- * worker's sight (an inner bwrap reparented away) is still counted here.
- * Gives up after about two seconds (a task stuck in the kernel). */
-static bool kill_group(const char *group, bool wait) {
-        _cleanup_free_ char *procs = path_join(group, "cgroup.procs");
-        _cleanup_free_ char *killf = path_join(group, "cgroup.kill");
-        if (!procs || !killf)
-                return false;
-        /* cgroup v2 (5.14+) kills the whole group in one step. */
-        (void)write_file(killf, "1");
-        for (int round = 0; round < 200; round++) {
-                _cleanup_free_ char *text = NULL;
-                size_t len;
-                if (read_file_at(AT_FDCWD, procs, 4u << 20, &text, &len) < 0)
-                        return errno == ENOENT;
-                bool any = false;
-                for (char *p = text, *end; *p; p = end) {
-                        long pid = strtol(p, &end, 10);
-                        if (end == p)
-                                break;
-                        if (pid > 1 && pid != getpid()) {
-                                (void)kill((pid_t)pid, SIGKILL);
-                                any = true;
-                        }
-                        while (*end == '\n')
-                                end++;
-                }
-                if (!any)
-                        return true;
-                if (!wait)
-                        return false;
-                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-        }
-        return false;
-}
-
-/* Removes the workspace groups under parent (an instance's group) that an
- * earlier run left, killing what still runs in them when kill is set
- * (waiting until each is empty, about two seconds at most, when wait is
- * set; else one pass). Whether every group went. */
-static bool sweep(const char *parent, bool kill, bool wait) {
-        DIR *d = opendir(parent);
-        if (!d)
-                return true;
-        bool all = true;
-        struct dirent *de;
-        while ((de = readdir(d)))
-                /* Workspaces' groups, and the unsandboxed workers' ("host"). */
-                if (!strncmp(de->d_name, "ws-", 3) || streq(de->d_name, "host")) {
-                        _cleanup_free_ char *p = path_join(parent, de->d_name);
-                        if (!p)
-                                continue;
-                        if (kill)
-                                (void)kill_group(p, wait);
-                        if (rmdir(p) < 0 && errno != ENOENT)
-                                all = false;
-                }
-        closedir(d);
-        return all;
-}
+static const char *srv_group_kind(const Server *srv, int i);
 
 static bool is_instance_name(const char *s) {
         if (strlen(s) != INSTANCE_ID_LEN)
@@ -148,7 +89,7 @@ static void sweep_dead_instances(Server *srv, const char *top) {
                 _cleanup_free_ char *p = path_join(top, de->d_name);
                 if (!p)
                         continue;
-                (void)sweep(p, true, true);
+                (void)cgroup_sweep(p, true, true);
                 (void)rmdir(p);
         }
         closedir(d);
@@ -172,7 +113,7 @@ static int make_instance_group(Server *srv, const char *top, bool v2, char **ret
         if (v2 && (!ctl || write_file(ctl, "+pids +memory") < 0))
                 return -EPERM;
         /* Ours alone (the lock is held): what is left is from our crash. */
-        (void)sweep(g, true, true);
+        (void)cgroup_sweep(g, true, true);
         *ret = TAKE_PTR(g);
         return 0;
 }
@@ -207,14 +148,15 @@ void cgroup_probe(Server *srv) {
 
 void cgroup_kill_leftovers(Workspace *ws) {
         for (int i = 0; i < 2; i++)
-                if (ws->cgroup_paths[i])
-                        (void)kill_group(ws->cgroup_paths[i], false);
+                if (ws->cgroup_fds[i] >= 0)
+                        (void)cgroup_kill_at(ws->cgroup_fds[i], false);
 }
 
 void cgroup_kill(Workspace *ws) {
         for (int i = 0; i < 2; i++)
-                if (ws->cgroup_paths[i] && !kill_group(ws->cgroup_paths[i], true))
-                        log_warning("workspace %s: processes remain in %s after SIGKILL", ws->path, ws->cgroup_paths[i]);
+                if (ws->cgroup_fds[i] >= 0 && !cgroup_kill_at(ws->cgroup_fds[i], true))
+                        log_warning("workspace %s: processes remain in its %s group after SIGKILL", ws->path,
+                                    srv_group_kind(ws->srv, i));
 }
 
 /* Unsandboxed workspaces' workers (and what they start) join one group of
@@ -239,12 +181,16 @@ int cgroup_host_procs_fd(Server *srv) {
 void cgroup_kill_host(Server *srv) {
         if (!srv->host_cgroup)
                 return;
-        if (!kill_group(srv->host_cgroup, true))
+        if (!cgroup_kill_path(srv->host_cgroup, true))
                 log_warning("unsandboxed processes remain in %s after SIGKILL", srv->host_cgroup);
         if (rmdir(srv->host_cgroup) < 0 && errno != ENOENT)
                 log_warning("cannot remove %s: %m", srv->host_cgroup);
         free(srv->host_cgroup);
         srv->host_cgroup = NULL;
+}
+
+static const char *srv_group_kind(const Server *srv, int i) {
+        return srv->cgroup_version == 2 ? "cgroup" : i == 0 ? "pids cgroup" : "memory cgroup";
 }
 
 void cgroup_finish(Server *srv) {
@@ -258,38 +204,15 @@ void cgroup_finish(Server *srv) {
                 }
 }
 
-void cgroup_instance_end(char *const parents[2]) {
-        /* Bounded as a whole, not per group: the monitor holds the instance
-         * lock meanwhile, and a daemon started again on the same socket
-         * waits for it for a second. What a process stuck in the kernel
-         * keeps is left to that start's own sweep. */
-        uint64_t end = now_ms() + INSTANCE_END_MS;
-        for (;;) {
-                bool all = true;
-                for (int i = 0; i < 2; i++)
-                        if (parents[i])
-                                all &= sweep(parents[i], true, false);
-                if (all || now_ms() >= end)
-                        break;
-                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-        }
-        for (int i = 0; i < 2; i++)
-                if (parents[i])
-                        (void)rmdir(parents[i]);
-}
-
 /* Looked at after each call: the file stays open (its open, two reads and
  * close were 23 of the 141 us the daemon spent in system calls per call,
  * strace -c over 1 000 warm calls). */
 /* A number read from a file of [0] kept open in *fd: pids.current's
  * whole text, or the value after "max " in pids.events. */
 static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char *key, uint64_t *ret) {
-        if (*fd < 0) {
-                _cleanup_free_ char *p = path_join(ws->cgroup_paths[0], name);
-                if (!p || (*fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-                        *fd = -EBADF;
-                        return false;
-                }
+        if (*fd < 0 && (*fd = openat(ws->cgroup_fds[0], name, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+                *fd = -EBADF;
+                return false;
         }
         char text[128];
         ssize_t n = pread(*fd, text, sizeof text - 1, 0);
@@ -356,7 +279,7 @@ static bool jail_pids_saturated(const Workspace *ws, const WorkerLink *l) {
 bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {
         if (!ws->policy || !ws->policy->limits.pids)
                 return false;
-        if (!ws->cgroup_paths[0])
+        if (ws->cgroup_fds[0] < 0)
                 return jail_pids_saturated(ws, l);
         uint64_t cur = 0, refused = 0;
         if (!read_pids_file(ws, &ws->pids_fd, "pids.current", NULL, &cur))
@@ -383,25 +306,22 @@ bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {
         return cur >= lim / 4 && jail_pids_saturated(ws, l);
 }
 
-static char *group_name(const char *ws) {
-        char hex[SHA256_HEX_LEN + 1];
-        sha256_hex(ws, strlen(ws), hex);
-        hex[16] = 0;
-        char *s = NULL;
-        return asprintf(&s, "ws-%s", hex) < 0 ? NULL : s;
-}
-
-void cgroup_release(Workspace *ws) {
+/* The descriptors of the workspace's groups, closed; the groups stay. */
+static void drop_groups(Workspace *ws) {
         ws->pids_fd = safe_close(ws->pids_fd);
         ws->pids_events_fd = safe_close(ws->pids_events_fd);
         ws->pids_refused = 0;
         for (int i = 0; i < 2; i++)
-                if (ws->cgroup_paths[i]) {
-                        /* Fails while processes remain; a later prepare reuses it. */
-                        (void)!rmdir(ws->cgroup_paths[i]);
-                        free(ws->cgroup_paths[i]);
-                        ws->cgroup_paths[i] = NULL;
-                }
+                ws->cgroup_fds[i] = safe_close(ws->cgroup_fds[i]);
+}
+
+void cgroup_release(Workspace *ws) {
+        drop_groups(ws);
+        /* The monitor removes the groups it made (not while processes
+         * remain: a later start reuses them, the instance's end takes
+         * them). */
+        monitor_link_ws_close(ws->srv, ws->monitor_ws);
+        ws->monitor_ws = 0;
 }
 
 static int make_group(const char *parent, const char *name, char **ret) {
@@ -417,11 +337,21 @@ static int make_group(const char *parent, const char *name, char **ret) {
         return 0;
 }
 
-static int set_limit(const char *group, const char *file, uint64_t v) {
-        _cleanup_free_ char *p = path_join(group, file);
-        char buf[32];
-        snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-        return p ? write_file(p, buf) : -ENOMEM;
+/* The workspace's groups, made and limited by the root monitor (the
+ * server names the workspace by the handle the monitor gave when it
+ * opened the directory itself; the monitor names the groups). */
+static int monitor_groups(Workspace *ws, char **ret_note, VsError **err) {
+        Server *srv = ws->srv;
+        if (!ws->monitor_ws) {
+                struct stat st;
+                if (stat(ws->path, &st) < 0)
+                        return vs_error_set(err, -errno, "%s: %m", ws->path);
+                int r = monitor_link_ws_open(srv, ws->path, st.st_uid, st.st_gid, &ws->monitor_ws, err);
+                if (r < 0)
+                        return r;
+        }
+        const VsLimits *lim = &ws->policy->limits;
+        return monitor_link_cgroup_make(srv, ws->monitor_ws, lim->pids, lim->memory, ws->cgroup_fds, ret_note, err);
 }
 
 void cgroup_prepare(Workspace *ws) {
@@ -429,48 +359,34 @@ void cgroup_prepare(Workspace *ws) {
         const VsLimits *lim = &ws->policy->limits;
         strv_free(ws->limit_notes);
         ws->limit_notes = NULL;
-        cgroup_release(ws);
-        _cleanup_free_ char *name = group_name(ws->path);
-        int r = name ? 0 : -ENOMEM;
+        drop_groups(ws);
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        _cleanup_free_ char *note = NULL;
+        int r = srv->cgroup_version ? monitor_groups(ws, &note, &err) : -ENOENT;
         if (r >= 0 && srv->cgroup_version == 2) {
-                r = make_group(srv->cgroup_parents[0], name, &ws->cgroup_paths[0]);
-                if (r >= 0)
-                        r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
-                if (r >= 0)
-                        r = set_limit(ws->cgroup_paths[0], "memory.max", lim->memory);
-                if (r >= 0) {
-                        /* Swap would let a hog page out past memory.max. */
-                        (void)set_limit(ws->cgroup_paths[0], "memory.swap.max", 0);
-                        strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", (unsigned long long)lim->pids);
-                        strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", (unsigned long long)lim->memory);
-                        ws->limits_degraded = false;
-                        return;
-                }
-        } else if (r >= 0 && srv->cgroup_version == 1) {
-                r = make_group(srv->cgroup_parents[0], name, &ws->cgroup_paths[0]);
-                if (r >= 0)
-                        r = set_limit(ws->cgroup_paths[0], "pids.max", lim->pids);
-                if (r >= 0) {
-                        strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", (unsigned long long)lim->pids);
-                        int m = srv->cgroup_parents[1] ? make_group(srv->cgroup_parents[1], name, &ws->cgroup_paths[1]) : -ENOENT;
-                        if (m >= 0)
-                                m = set_limit(ws->cgroup_paths[1], "memory.limit_in_bytes", lim->memory);
-                        if (m >= 0) {
-                                (void)set_limit(ws->cgroup_paths[1], "memory.memsw.limit_in_bytes", lim->memory);
-                                strv_extendf(&ws->limit_notes, "memory: cgroup v1 memory.limit_in_bytes=%llu",
-                                             (unsigned long long)lim->memory);
-                                ws->limits_degraded = false;
-                        } else {
-                                strv_extendf(&ws->limit_notes,
-                                             "memory: not enforced per workspace (no memory cgroup: %s); RLIMIT_DATA=%llu per process",
-                                             strerror(-m), (unsigned long long)lim->memory);
-                                ws->limits_degraded = true;
-                        }
-                        return;
-                }
+                strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", (unsigned long long)lim->pids);
+                strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", (unsigned long long)lim->memory);
+                ws->limits_degraded = false;
+                return;
         }
-        cgroup_release(ws);
-        const char *why = srv->cgroup_version ? strerror(-r) : srv->cgroup_why_not;
+        if (r >= 0) {
+                strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", (unsigned long long)lim->pids);
+                if (ws->cgroup_fds[1] >= 0) {
+                        strv_extendf(&ws->limit_notes, "memory: cgroup v1 memory.limit_in_bytes=%llu",
+                                     (unsigned long long)lim->memory);
+                        ws->limits_degraded = false;
+                } else {
+                        strv_extendf(&ws->limit_notes,
+                                     "memory: not enforced per workspace (%s); RLIMIT_DATA=%llu per process",
+                                     note ? note : "no memory cgroup", (unsigned long long)lim->memory);
+                        ws->limits_degraded = true;
+                }
+                return;
+        }
+        drop_groups(ws);
+        if (srv->cgroup_version)
+                log_warning("workspace %s: its cgroups: %s", ws->path, vs_error_message(err));
+        const char *why = srv->cgroup_version ? vs_error_message(err) : srv->cgroup_why_not;
         strv_extendf(&ws->limit_notes, "pids: RLIMIT_NPROC=%llu per jail (cgroups unavailable: %s)",
                      (unsigned long long)lim->pids, why);
         strv_extendf(&ws->limit_notes,
@@ -483,12 +399,11 @@ void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1) {
         int *out[2] = { ret_fd0, ret_fd1 };
         for (int g = 0; g < 2; g++) {
                 *out[g] = -EBADF;
-                if (!ws->cgroup_paths[g])
+                if (ws->cgroup_fds[g] < 0)
                         continue;
-                _cleanup_free_ char *p = path_join(ws->cgroup_paths[g], "cgroup.procs");
-                if (p)
-                        *out[g] = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                *out[g] = openat(ws->cgroup_fds[g], "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
                 if (*out[g] < 0)
-                        log_warning("workspace %s: cannot open %s: %m", ws->path, p ? p : "cgroup.procs");
+                        log_warning("workspace %s: cannot open its %s's cgroup.procs: %m", ws->path,
+                                    srv_group_kind(ws->srv, g));
         }
 }

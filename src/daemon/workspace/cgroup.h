@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Resource limits (cgroup.c): this instance's groups, a workspace's. */
+/* Resource limits (cgroup.c): this instance's groups, a workspace's (made
+ * by the root monitor, cgroup_make: the server holds their descriptors). */
 
 #include "daemon.h"
 
@@ -16,24 +17,21 @@ void cgroup_kill(Workspace *ws);
 void cgroup_kill_leftovers(Workspace *ws);
 /* Removes this instance's groups (clean exit, after every cgroup_kill). */
 void cgroup_finish(Server *srv);
-/* What the root monitor does once the daemon's process is gone (any way,
- * SIGKILL included): every process left in the instance's groups (the
- * workspaces' and the unsandboxed workers') killed, the groups removed;
- * 300 ms in all at most, what is still there then (a process stuck in the
- * kernel) left to the next start's sweep. parents: the instance's groups
- * as cgroup_probe made them (a copy). */
-void cgroup_instance_end(char *const parents[2]);
 /* cgroup.procs of the instance's group for unsandboxed workers (made on
  * first use): a descriptor the spawned child writes itself into, or a
  * negative errno without cgroups. Ended with the daemon (cgroup_kill_host,
  * and cgroup_finish). */
 int cgroup_host_procs_fd(Server *srv);
 void cgroup_kill_host(Server *srv);
-/* Prepares ws's limits (creating cgroups). Notes what is degraded. */
+/* Prepares ws's limits: its groups made by the root monitor (the
+ * workspace opened there first), their descriptors kept. Notes what is
+ * degraded. */
 void cgroup_prepare(Workspace *ws);
 /* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the
  * spawned child to join; -EBADF where there is none. */
 void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);
+/* The groups' descriptors closed and the workspace closed in the monitor,
+ * which removes its groups (not while processes remain). */
 void cgroup_release(Workspace *ws);
 /* The workspace's pids cgroup is (nearly) full; without a cgroup (a daemon
  * run as an ordinary user, where RLIMIT_NPROC holds the limit), the

@@ -493,6 +493,7 @@ int workspace_get(Server *srv, const char *path, Workspace **ret, char **ret_dir
                 }
                 ws->srv = srv;
                 ws->pids_fd = ws->pids_events_fd = -EBADF;
+                ws->cgroup_fds[0] = ws->cgroup_fds[1] = -EBADF;
                 ws->watch_hooks = &watch_hooks;
                 uv_timer_init(srv->loop, &ws->idle_timer);
                 ws->idle_timer.data = ws;

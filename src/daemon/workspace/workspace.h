@@ -113,7 +113,8 @@ struct Workspace {
         uint64_t last_used_ms;  /* last call or last worker activity */
 
         /* resource limits (cgroup.c) */
-        char *cgroup_paths[2]; /* v2: [0]; v1: [0] pids, [1] memory */
+        uint64_t monitor_ws;   /* the root monitor's handle for the workspace (opened for its groups); 0: none */
+        int cgroup_fds[2];     /* its groups' directories, from the monitor: v2 [0]; v1 [0] pids, [1] memory; -EBADF */
         int pids_fd;           /* [0]'s pids.current, kept open for the per-call look; -EBADF */
         int pids_events_fd;    /* [0]'s pids.events (forks refused at the limit), the same; -EBADF */
         uint64_t pids_refused; /* its "max" count at the last look */
