@@ -37,6 +37,7 @@ typedef struct Call Call;
 typedef struct Request Request;
 typedef struct Proxy Proxy;
 typedef struct LinkStart LinkStart;
+typedef struct PidsWait PidsWait;
 
 #define INSTANCE_ID_LEN 16             /* hex digits of sha256(socket path) naming an instance's groups and dirs */
 

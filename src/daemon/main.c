@@ -119,9 +119,11 @@ static int failed_start(Server *srv) {
         return 1;
 }
 
-/* A workspace entry goes: its ended background processes (kept for their
- * output) and its forwarded ports' listeners point at it. */
+/* A workspace entry goes: a terminal call's reply waiting for the looks
+ * at its jail, its ended background processes (kept for their output) and
+ * its forwarded ports' listeners point at it. */
 static void forget_workspace(Workspace *ws) {
+        tools_forget_workspace(ws);
         process_forget_workspace(ws);
         ports_forget(ws);
 }

@@ -28,7 +28,7 @@ static bool sandboxed_of(Request *r, WorkerLink *l) {
         return r->ws && r->ws->state == WS_SANDBOXED;
 }
 
-static void request_unlist(Request *r) {
+void request_unlist(Request *r) {
         if (!r->listed)
                 return;
         for (Request **p = &r->client->calls; *p; p = &(*p)->next_call)

@@ -41,6 +41,9 @@ struct Request {
         bool limit_restarted;   /* its command found the jail at its process limit: the jail was restarted and the call sent again */
 };
 
+/* Takes r out of its client's calls in flight: a cancel, or the
+ * connection's end, no longer finds it (request_finish does this too). */
+void request_unlist(Request *r);
 /* Sends the result of r (ok when code is API_OK), audits it and frees r.
  * result: fields to add (stolen), may be NULL. */
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,

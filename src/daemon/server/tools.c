@@ -3,6 +3,7 @@
  * (the argument tables of api.h, which reject unknown fields), turn it into
  * worker calls, turn the worker's replies into results; request.c sends
  * each result and audits it. */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -118,24 +119,22 @@ static void shape_fields(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
 
 /* ---- terminal ---- */
 
-static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
-        /* Leftovers of a fork bomb keep the jail at its process limit after
-         * the command returned: restart the jail once nothing else runs. */
-        if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && cgroup_pids_saturated(r->ws, l)) {
+static void terminal_reply(Request *r, WorkerLink *l, const char *raw, size_t raw_len, json_t *o, bool restart) {
+        if (restart) {
                 log_warning("workspace %s: leftover processes hold the process limit; restarting the jail", r->ws->path);
                 json_object_set_new(o, "jail_restarted", json_string(LEFTOVERS_HELD));
                 workspace_recycle(r->ws, API_ERROR_WORKER_RECYCLED, LEFTOVERS_HELD);
         } else if (r->limit_restarted)
                 json_object_set_new(o, "jail_restarted", json_string(LEFTOVERS_HELD " when the command came: it ran in the new jail"));
         if (api_call_binary(&r->ac))
-                return request_finish(r, l, o, m->raw, m->raw_len, API_OK, NULL);
+                return request_finish(r, l, o, raw, raw_len, API_OK, NULL);
         /* As text both streams share one line: cut what would not fit, so
          * the reply goes out with exit_code and timed_out intact. */
         size_t out_len = (size_t)json_integer_value(json_object_get(o, "stdout_len"));
         size_t err_len = (size_t)json_integer_value(json_object_get(o, "stderr_len"));
         json_object_del(o, "stdout_len");
         json_object_del(o, "stderr_len");
-        const char *sp[2] = { m->raw, m->raw ? m->raw + out_len : NULL };
+        const char *sp[2] = { raw, raw ? raw + out_len : NULL };
         size_t sn[2] = { out_len, err_len }, sb[2];
         uint64_t st[2] = { (uint64_t)json_integer_value(json_object_get(o, "stdout_total")),
                            (uint64_t)json_integer_value(json_object_get(o, "stderr_total")) };
@@ -154,6 +153,93 @@ static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
         set_bytes(r, o, "stdout", sp[0], sn[0], sb[0]);
         set_bytes(r, o, "stderr", sp[1], sn[1], sb[1]);
         request_finish(r, l, o, NULL, 0, API_OK, NULL);
+}
+
+/* A terminal call whose reply waits for the looks at its jail's processes
+ * (cgroup_pids_look was not conclusive): they go on a timer, a
+ * millisecond apart, and the loop serves every other workspace between
+ * them (slept through on the loop, they held it 7 to 8 ms a call). One
+ * per workspace at a time; the command is done, so a cancel or the
+ * connection's end finds nothing to cancel. */
+struct PidsWait {
+        uv_timer_t timer;
+        Request *r;
+        json_t *o;
+        char *raw; /* the worker's output, copied: its reply is gone by then */
+        size_t raw_len;
+        uint64_t generation; /* the link that ran the command */
+        PidsLooks looks;
+};
+
+static void pids_wait_free(uv_handle_t *h) {
+        PidsWait *w = h->data;
+        free(w->raw);
+        free(w);
+}
+
+/* The reply, with the jail restarted when saturated and it is still the
+ * workspace's jail with nothing else running in it. */
+static void pids_wait_end(PidsWait *w, bool saturated) {
+        Request *r = w->r;
+        Workspace *ws = r->ws;
+        ws->pids_wait = NULL;
+        pids_looks_done(&w->looks);
+        uv_timer_stop(&w->timer);
+        WorkerLink *l = ws->link && ws->link->generation == w->generation ? ws->link : NULL;
+        terminal_reply(r, l, w->raw, w->raw_len, w->o, saturated && l && l->n_inflight == 0);
+        uv_close((uv_handle_t *)&w->timer, pids_wait_free);
+}
+
+static void on_pids_look(uv_timer_t *t) {
+        PidsWait *w = t->data;
+        int v = pids_looks_next(&w->looks);
+        if (v != -EAGAIN)
+                pids_wait_end(w, v == 1);
+}
+
+static bool pids_wait_start(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o, PidsLooks *st) {
+        PidsWait *w = calloc(1, sizeof *w);
+        if (!w)
+                return false;
+        if (m->raw_len > 0) {
+                if (!(w->raw = malloc(m->raw_len))) {
+                        free(w);
+                        return false;
+                }
+                memcpy(w->raw, m->raw, m->raw_len);
+        }
+        w->raw_len = m->raw_len;
+        w->r = r;
+        w->o = o;
+        w->generation = l->generation;
+        w->looks = *st;
+        *st = (PidsLooks){ 0 };
+        request_unlist(r);
+        uv_timer_init(r->srv->loop, &w->timer);
+        w->timer.data = w;
+        uv_timer_start(&w->timer, on_pids_look, 1, 1);
+        r->ws->pids_wait = w;
+        return true;
+}
+
+void tools_forget_workspace(Workspace *ws) {
+        if (ws->pids_wait)
+                pids_wait_end(ws->pids_wait, false);
+}
+
+static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
+        /* Leftovers of a fork bomb keep the jail at its process limit after
+         * the command returned: restart the jail once nothing else runs. */
+        bool restart = false;
+        if (r->ws && l && l == r->ws->link && l->n_inflight == 0 && !r->ws->pids_wait) {
+                PidsLooks st;
+                int v = cgroup_pids_look(r->ws, l, &st);
+                if (v == -EAGAIN && pids_wait_start(r, l, m, o, &st))
+                        return;
+                pids_looks_done(&st);
+                restart = v == 1;
+        }
+        terminal_reply(r, l, m->raw, m->raw_len, o, restart);
 }
 
 /* ---- file_read ---- */

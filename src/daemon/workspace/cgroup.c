@@ -239,7 +239,10 @@ static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char 
  * the bomb is caught when any look is near the limit, or when most of the
  * processes of the last look were not there at the first while as many
  * still stand (leftovers that keep forking and ending). Quiet leftovers
- * (a server) cost one look. */
+ * (a server) cost one look past the first. The looks after the first are
+ * the caller's to space (pids_looks_next, a millisecond apart, on a
+ * timer): slept through here, they held the daemon's loop 7 to 8 ms a
+ * call for every workspace. */
 #define JAIL_LOOKS 6
 
 static size_t pids_fresh(const pid_t *was, size_t n_was, const pid_t *now, size_t n_now) {
@@ -252,38 +255,64 @@ static size_t pids_fresh(const pid_t *was, size_t n_was, const pid_t *now, size_
         return fresh;
 }
 
-static bool jail_pids_saturated(const Workspace *ws, const WorkerLink *l) {
+/* The first look of a jail without a conclusive cgroup: from its pid 1. */
+static int jail_look_first(PidsLooks *st, const WorkerLink *l, uint64_t lim) {
         if (!l || l->pid <= 0 || !l->launch || !l->launch->own_pid_ns)
-                return false;
-        uint64_t lim = ws->policy->limits.pids, near = lim - lim / 4;
-        _cleanup_free_ pid_t *first = NULL;
+                return 0;
         size_t threads = 0;
-        int n0 = proc_tree_pids(l->pid, &first, &threads);
-        if (n0 <= 0 || (uint64_t)threads < lim / 4)
-                return false;
-        for (unsigned look = 1; (uint64_t)threads < near; look++) {
-                if (look == JAIL_LOOKS)
-                        return false;
-                (void) nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-                _cleanup_free_ pid_t *now = NULL;
-                int n = proc_tree_pids(l->pid, &now, &threads);
-                if (n <= 0)
-                        return false;
-                if (look == JAIL_LOOKS - 1 && (uint64_t)threads >= lim / 4 &&
-                    pids_fresh(first, (size_t)n0, now, (size_t)n) * 2 >= (size_t)n)
-                        return true;
+        int n0 = proc_tree_pids(l->pid, &st->first, &threads);
+        if (n0 <= 0 || (uint64_t)threads < lim / 4) {
+                pids_looks_done(st);
+                return 0;
         }
-        return true;
+        if ((uint64_t)threads >= lim - lim / 4) {
+                pids_looks_done(st);
+                return 1;
+        }
+        st->root = l->pid;
+        st->lim = lim;
+        st->n_first = (size_t)n0;
+        st->look = 1;
+        return -EAGAIN;
 }
 
-bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {
+int pids_looks_next(PidsLooks *st) {
+        if (!st->first)
+                return 0;
+        size_t threads = 0;
+        _cleanup_free_ pid_t *now = NULL;
+        int n = proc_tree_pids(st->root, &now, &threads);
+        int v = -EAGAIN;
+        if (n <= 0)
+                v = 0;
+        else if ((uint64_t)threads >= st->lim - st->lim / 4)
+                v = 1;
+        else if (st->look == JAIL_LOOKS - 1)
+                /* Most of the processes new since the first look while
+                 * as many still stand: leftovers that keep forking. */
+                v = (uint64_t)threads >= st->lim / 4 && pids_fresh(st->first, st->n_first, now, (size_t)n) * 2 >= (size_t)n;
+        st->look++;
+        if (v != -EAGAIN)
+                pids_looks_done(st);
+        return v;
+}
+
+void pids_looks_done(PidsLooks *st) {
+        free(st->first);
+        st->first = NULL;
+        st->n_first = 0;
+}
+
+int cgroup_pids_look(Workspace *ws, const WorkerLink *l, PidsLooks *st) {
+        *st = (PidsLooks){ 0 };
         if (!ws->policy || !ws->policy->limits.pids)
-                return false;
+                return 0;
+        uint64_t lim = ws->policy->limits.pids;
         if (ws->cgroup_fds[0] < 0)
-                return jail_pids_saturated(ws, l);
+                return jail_look_first(st, l, lim);
         uint64_t cur = 0, refused = 0;
         if (!read_pids_file(ws, &ws->pids_fd, "pids.current", NULL, &cur))
-                return false;
+                return 0;
         /* Near the limit now; or forks were refused at the limit since the
          * last look while more than the idle jail (its pid 1 and the
          * worker) still runs. A fork bomb's leftovers swing between full
@@ -294,16 +323,15 @@ bool cgroup_pids_saturated(Workspace *ws, const WorkerLink *l) {
                 was_refused = refused > ws->pids_refused;
                 ws->pids_refused = refused; /* a new group counts from 0 again */
         }
-        uint64_t lim = ws->policy->limits.pids;
         if (cur >= lim - lim / 4 || (was_refused && cur > 2))
-                return true;
+                return 1;
         /* The bomb's forks may fail on the jail's RLIMIT_NPROC (the same
          * limit, counted per user namespace) before the cgroup's pids.max:
          * pids.events then stays at 0 (seen on cgroup v1), and this one
          * look can fall in a trough of the swing (ASan, as root: 52 shells
          * left after a reply that did not restart). Past a quarter of the
          * limit, the looks a daemon without cgroups makes decide. */
-        return cur >= lim / 4 && jail_pids_saturated(ws, l);
+        return cur >= lim / 4 ? jail_look_first(st, l, lim) : 0;
 }
 
 /* The descriptors of the workspace's groups, closed; the groups stay. */

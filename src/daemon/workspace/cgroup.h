@@ -33,7 +33,20 @@ void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);
 /* The groups' descriptors closed and the workspace closed in the monitor,
  * which removes its groups (not while processes remain). */
 void cgroup_release(Workspace *ws);
-/* The workspace's pids cgroup is (nearly) full; without a cgroup (a daemon
- * run as an ordinary user, where RLIMIT_NPROC holds the limit), the
- * processes of the link's jail, counted from its pid 1, are near it. */
-bool cgroup_pids_saturated(Workspace *ws, const struct WorkerLink *l);
+/* Whether the workspace's jail is (nearly) at its process limit: its pids
+ * cgroup, or without one (a daemon run as an ordinary user, where
+ * RLIMIT_NPROC holds the limit) the processes of the link's jail counted
+ * from its pid 1. 1: it is; 0: it is not; -EAGAIN: not conclusive (past a
+ * quarter of the limit, a fork bomb's swing may be in a trough): call
+ * pids_looks_next a millisecond apart until it says 1 or 0 (at most five
+ * more looks), or pids_looks_done to give up. */
+typedef struct PidsLooks {
+        pid_t *first; /* the first look's processes, sorted; NULL: no looks pending */
+        size_t n_first;
+        pid_t root;
+        uint64_t lim;
+        unsigned look;
+} PidsLooks;
+int cgroup_pids_look(Workspace *ws, const struct WorkerLink *l, PidsLooks *st);
+int pids_looks_next(PidsLooks *st);
+void pids_looks_done(PidsLooks *st);

@@ -119,6 +119,7 @@ struct Workspace {
         int pids_events_fd;    /* [0]'s pids.events (forks refused at the limit), the same; -EBADF */
         uint64_t pids_refused; /* its "max" count at the last look */
         char **limit_notes;    /* how pids/memory are enforced, or degraded */
+        PidsWait *pids_wait;   /* a terminal call's reply waiting for the looks at the jail's processes (tools.c) */
         bool limits_degraded;
 
         /* network allowlist (proxy.c): created with the first worker of a
