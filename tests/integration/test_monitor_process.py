@@ -33,6 +33,9 @@ tied.
   - a workspace's cgroups are made by the monitor (which opened the
     workspace itself) with the policy's limits and removed when the daemon
     lets the workspace go;
+  - the daemon killed while its monitor is stopped: a start on the same
+    socket is refused naming the monitor (not the dead daemon) and what to
+    do; resumed, the monitor lets go and the start succeeds;
   - a start that fails once the monitor runs (the pidfile cannot be
     written) stops and reaps the monitor and removes its groups before it
     exits (an orphaned monitor cleaned the instance's groups holding a lock
@@ -419,6 +422,37 @@ def t_workspace_groups_by_monitor(tmp):
         d.stop()
 
 
+def t_stopped_monitor_holding_lock_is_named(tmp):
+    """The daemon SIGKILLed while its monitor is stopped: the monitor keeps
+    the instance lock (its cleanup has not run), so a start on the same
+    socket is refused; the refusal names the monitor and what to do, not
+    the dead daemon as the one listening. Resumed, the monitor cleans up
+    and lets go, and the start succeeds."""
+    root_daemon()
+    d = start(tmp, "stopped")
+    ok = False
+    mon = monitor_of(d)["pid"]
+    try:
+        os.kill(mon, signal.SIGSTOP)
+        os.kill(d.pid, signal.SIGKILL)
+        d.p.wait(10)
+        out = subprocess.run([DAEMON, "--foreground", "--socket", d.sock, "--log-file", os.path.join(tmp, "again.log")],
+                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        check(out.returncode == 1, ("a start past a held lock", out.returncode, out.stderr))
+        check("is gone" in out.stderr and "root monitor" in out.stderr and "SIGCONT" in out.stderr,
+              ("the refusal does not say who holds the lock", out.stderr))
+        check("another vectora-sandboxd is listening" not in out.stderr, ("the dead daemon named as listening", out.stderr))
+        os.kill(mon, signal.SIGCONT)
+        wait_until(lambda: not alive(mon), "the resumed monitor to finish and exit")
+        d2 = start(tmp, "stopped")
+        d2.stop()
+        ok = True
+    finally:
+        if alive(mon):
+            os.kill(mon, signal.SIGCONT)
+        d.stop(check_exit=not ok)
+
+
 # Runs argv with this helper process as the subreaper of what it orphans,
 # and prints the pids of the orphans it reaped after argv's own exit.
 ORPHANS = r"""
@@ -500,6 +534,7 @@ def main():
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor,
+                                 t_stopped_monitor_holding_lock_is_named,
                                  t_user_daemon_has_none], "vs-monitor-"))
 
 

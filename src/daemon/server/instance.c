@@ -10,9 +10,12 @@
  * makes a second daemon on the same socket refuse to start even when the
  * socket file was removed under the first one; it also tells a starting
  * daemon which other instances are gone, so their leftovers may go. */
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -132,6 +135,19 @@ int instance_acquire(Server *srv, VsError **err) {
                         }
                         char owner[256];
                         read_owner(fd, owner, sizeof owner);
+                        /* The daemon named there is gone, yet the lock is
+                         * held: by its root monitor, which keeps it until
+                         * its cleanup of the daemon's groups is done (a
+                         * moment), or which was stopped meanwhile. */
+                        long pid = strncmp(owner, "pid ", 4) ? 0 : strtol(owner + 4, NULL, 10);
+                        if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+                                return vs_error_set(err, -EADDRINUSE,
+                                                    "the vectora-sandboxd that served the socket %s (pid %ld) is gone, but "
+                                                    "another process still holds its lock %s: its root monitor, which lets "
+                                                    "go once it has ended what the daemon left (300 ms at most) unless it "
+                                                    "is stopped; `fuser -v %s` names it: resume (SIGCONT) or end it, then "
+                                                    "start again",
+                                                    sock, pid, lock, lock);
                         return vs_error_set(err, -EADDRINUSE,
                                             "another vectora-sandboxd is listening: %s already serves the socket %s (it holds %s); "
                                             "stop it first, or give this one another --socket",
