@@ -26,8 +26,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
                    make_ws)
-from vdaemon import (SANDBOX, PtyShell, alive, comm, free_port, http_get, proc_tree, pty_audit, worker_procs,  # noqa: E402
-                     term)
+from vdaemon import (SANDBOX, PtyShell, alive, comm, fd_targets, free_port, http_get, proc_tree, pty_audit,  # noqa: E402
+                     term, worker_procs)
 
 notes = []
 
@@ -1032,16 +1032,6 @@ def t_pty_left_job_ends(d, tmp):
               and took < 10, (ws, took, r))
 
 
-def fd_targets(pid):
-    out = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        except OSError:
-            pass
-    return sorted(out)
-
-
 def t_pty_cycles_leak_nothing(d, tmp):
     """Terminals opened and ended over and over, every way they end (the
     shell exits, terminal_close, the client drops the connection, the shell
@@ -1077,7 +1067,7 @@ def t_pty_cycles_leak_nothing(d, tmp):
         # cases left running and which may idle out or restart while this
         # one runs: they are not this test's to count. A terminal's own
         # descriptors (ptmx, pts, sockets, pipes, pidfds) never live there.
-        return [t for t in fd_targets(pid) if not t.startswith("/sys/fs/cgroup/")]
+        return sorted(t for t in fd_targets(pid).values() if not t.startswith("/sys/fs/cgroup/"))
 
     kinds = ("exit", "close", "drop", "job")
     n = 200

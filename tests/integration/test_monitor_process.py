@@ -55,28 +55,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, Tap, check, make_ws  # noqa: E402
-from vdaemon import SANDBOX, alive, comm, instance_groups, ppid, proc_tree, term, wait_until, ws_groups  # noqa: E402
+from vdaemon import (SANDBOX, alive, comm, fd_targets, instance_groups, ppid, proc_status, proc_tree, term,  # noqa: E402
+                     wait_until, ws_groups)  # noqa: E402
 
 T = Tap()
-
-
-def proc_status(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            out[k] = v.strip()
-    return out
-
-
-def fd_targets(pid):
-    out = {}
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            pass
-    return out
 
 
 def monitor_of(d):

@@ -43,7 +43,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 import vtest  # noqa: E402
 from vtest import CLI, DAEMON, ROOT, Tap, check, make_ws  # noqa: E402
-from vdaemon import proxy_of, wait_until as wait_for  # noqa: E402
+from vdaemon import proc_status, proxy_of, wait_until as wait_for  # noqa: E402
 
 T = Tap()
 BIG = 10 << 20
@@ -63,15 +63,6 @@ def serve(root):
     srv = Server(("127.0.0.1", 0), lambda *a, **k: Quiet(*a, directory=root, **k))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
-
-
-def proc_status(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            out[k] = v.strip()
-    return out
 
 
 def alive(pid):

@@ -35,6 +35,27 @@ def proc_tree(root):
     return out
 
 
+def proc_status(pid):
+    """/proc/PID/status as a dict (Uid, CapEff, NoNewPrivs, Seccomp, ...)."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def fd_targets(pid):
+    """What each of a process's descriptors points at: {fd: target}."""
+    out = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return out
+
+
 def comm(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
