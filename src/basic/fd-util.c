@@ -138,3 +138,48 @@ int close_all_fds_except(const int *keep, size_t n_keep) {
                 lo = (unsigned)next + 1;
         }
 }
+
+ssize_t send_with_fds(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags) {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * FD_PASS_MAX)];
+        } control;
+        memset(&control, 0, sizeof control);
+        struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (n > FD_PASS_MAX)
+                return -EINVAL;
+        if (n > 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+        }
+        ssize_t k = sendmsg(sock, &mh, flags);
+        return k < 0 ? -errno : k;
+}
+
+size_t recv_take_fds(struct msghdr *mh, int *fds, size_t max, bool *overflow) {
+        size_t n = 0;
+        bool over = (mh->msg_flags & MSG_CTRUNC) != 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                                if (n < max)
+                                        fds[n++] = fd;
+                                else {
+                                        close(fd);
+                                        over = true;
+                                }
+                        }
+                }
+        if (overflow)
+                *overflow = over;
+        return n;
+}

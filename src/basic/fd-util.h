@@ -4,6 +4,8 @@
 /* File descriptor helpers. All return a negative errno on failure. */
 
 #include <dirent.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "macro.h"
@@ -28,3 +30,13 @@ int fd_move_to(int fd, int target);
  * child between fork and exec, so nothing the caller left open (a shell's
  * `exec 9<~`) reaches a jail. */
 int close_all_fds_except(const int *keep, size_t n_keep);
+
+/* Descriptors passed beside a message (SCM_RIGHTS). */
+#define FD_PASS_MAX 8
+/* sendmsg of buf with the n descriptors fds (at most FD_PASS_MAX) beside
+ * it; flags as sendmsg's. The bytes sent, or a negative errno. */
+ssize_t send_with_fds(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags);
+/* The descriptors a received message carried: up to max of them into fds
+ * (the caller's to close), in order, any beyond closed. How many; *overflow
+ * (may be NULL) says whether any were closed or cut by the kernel. */
+size_t recv_take_fds(struct msghdr *mh, int *fds, size_t max, bool *overflow);

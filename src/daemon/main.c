@@ -56,6 +56,8 @@ static void log_reopen(void) {
                 dup2(fd, STDERR_FILENO);
         if (old != STDERR_FILENO)
                 safe_close(old);
+        /* The root monitor's lines follow. */
+        monitor_link_log_reopen(&server, fd);
 }
 
 static uv_timer_t shutdown_timer;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "fd-util.h"
 #include "host-addrs.h"
 #include "landlock.h"
 #include "log.h"
@@ -83,10 +84,10 @@ static int ctl_read(void) {
                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
         if (n == 0)
                 return -EPIPE;
+        /* One descriptor at most; any other that came is closed. */
         int fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (recv_take_fds(&mh, &fd, 1, NULL) == 0)
+                fd = -1;
         ProxyCtlMsg m;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         int r = (mh.msg_flags & MSG_TRUNC) ? -EMSGSIZE : proxy_ctl_decode(buf, (size_t)n, &m, &err);

@@ -36,6 +36,8 @@ tied.
   - the daemon killed while its monitor is stopped: a start on the same
     socket is refused naming the monitor (not the dead daemon) and what to
     do; resumed, the monitor lets go and the start succeeds;
+  - SIGHUP after a log rotation: the monitor's lines follow to the new
+    file (the daemon hands it the log it opened again);
   - a start that fails once the monitor runs (the pidfile cannot be
     written) stops and reaps the monitor and removes its groups before it
     exits (an orphaned monitor cleaned the instance's groups holding a lock
@@ -435,6 +437,25 @@ def t_stopped_monitor_holding_lock_is_named(tmp):
         d.stop(check_exit=not ok)
 
 
+def t_sighup_moves_monitor_log(tmp):
+    """The log rotated and the daemon told (SIGHUP): the monitor's lines
+    follow to the new file, as the daemon's do (the daemon hands it the
+    log it opened again); it keeps no descriptor of the rotated one."""
+    root_daemon()
+    d = start(tmp, "hup")
+    try:
+        mon = monitor_of(d)["pid"]
+        check(d.log in fd_targets(mon).values(), ("the monitor does not hold the log", fd_targets(mon)))
+        os.rename(d.log, d.log + ".1")
+        d.p.send_signal(signal.SIGHUP)
+        wait_until(lambda: os.path.exists(d.log) and "logs reopened" in open(d.log).read(), "the daemon to reopen its log")
+        targets = fd_targets(mon).values()
+        check(d.log in targets and d.log + ".1" not in targets, ("the monitor's log after SIGHUP", list(targets)))
+        check(monitor_of(d)["pid"] == mon, "the monitor changed")
+    finally:
+        d.stop()
+
+
 # Runs argv with this helper process as the subreaper of what it orphans,
 # and prints the pids of the orphans it reaped after argv's own exit.
 ORPHANS = r"""
@@ -516,7 +537,7 @@ def main():
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor,
-                                 t_stopped_monitor_holding_lock_is_named,
+                                 t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,
                                  t_user_daemon_has_none], "vs-monitor-"))
 
 

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd-util.h"
+#include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
 
@@ -55,26 +57,9 @@ static int teardown(void **state) {
 }
 
 /* Sends e (with fd beside it when fd >= 0) and has the monitor step. */
+static int ask_fds(Fixture *f, MonitorEnc *e, const int *fds, size_t n);
 static int ask(Fixture *f, MonitorEnc *e, int fd) {
-        assert_int_equal(monitor_enc_end(e), 0);
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } control = {};
-        struct iovec iov = { .iov_base = e->buf.data, .iov_len = e->buf.len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (fd >= 0) {
-                mh.msg_control = &control;
-                mh.msg_controllen = sizeof control;
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        }
-        assert_int_equal(sendmsg(f->server, &mh, 0), (ssize_t)e->buf.len);
-        monitor_enc_done(e);
-        return monitor_step(f->mon);
+        return ask_fds(f, e, &fd, fd >= 0 ? 1 : 0);
 }
 
 static MonitorMsg answer;
@@ -101,11 +86,7 @@ static uint64_t status_fds(Fixture *f, int fds[4], size_t *n) {
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
         ssize_t k = recvmsg(f->server, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         assert_true(k > 0);
-        *n = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-                        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && *n < 4; i++)
-                                memcpy(&fds[(*n)++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        *n = recv_take_fds(&mh, fds, 4, NULL);
         VsError *err = NULL;
         assert_int_equal(monitor_decode(buf, (size_t)k, true, &answer, &err), 0);
         assert_int_equal(answer.id, f->id);
@@ -379,6 +360,64 @@ static void groups(void **state) {
         assert_false(is_dir(memory, name));
 }
 
+/* Sends e with the descriptors fds (n of them) and has the monitor step. */
+static int ask_fds(Fixture *f, MonitorEnc *e, const int *fds, size_t n) {
+        assert_int_equal(monitor_enc_end(e), 0);
+        assert_int_equal(send_with_fds(f->server, e->buf.data, e->buf.len, fds, n, 0), (ssize_t)e->buf.len);
+        monitor_enc_done(e);
+        return monitor_step(f->mon);
+}
+
+/* log_reopen: the monitor's lines go to the descriptor that came with it
+ * (a regular file); a pipe is refused and the old log kept; without a
+ * descriptor, or with two, the request is a breach. */
+static void log_reopen(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        char path[128];
+        snprintf(path, sizeof path, "%s/new.log", f->dir);
+        int log = open(path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+        assert_true(log >= 0);
+        int was = log_get_fd();
+        MonitorEnc e;
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        assert_int_equal(ask_fds(f, &e, &p[1], 1), 0);
+        assert_int_equal(status_of(f), EINVAL);
+        assert_int_equal(log_get_fd(), was);
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        assert_int_equal(ask_fds(f, &e, &log, 1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_int_not_equal(log_get_fd(), was);
+        /* A breach is logged there. */
+        begin(f, &e, MONITOR_REQ_HELLO);
+        monitor_put_u64(&e, MONITOR_F_VERSION, 1);
+        assert_int_equal(ask(f, &e, -1), -EPROTO);
+        char buf[512] = "";
+        int rfd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(rfd >= 0);
+        assert_true(read(rfd, buf, sizeof buf - 1) > 0);
+        close(rfd);
+        assert_non_null(strstr(buf, "a request its state does not allow: hello"));
+        close(log_get_fd());
+        log_setup("vectora", was);
+        close(log);
+        close(p[0]);
+        close(p[1]);
+}
+
+static void log_reopen_breaches(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        assert_int_equal(ask_fds(f, &e, NULL, 0), -EPROTO);
+        int two[2] = { 0, 1 };
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        assert_int_equal(ask_fds(f, &e, two, 2), -EPROTO);
+}
+
 static void breaches_end_it(void **state) {
         Fixture *f = *state;
         hello(f);
@@ -424,6 +463,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(hello_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(workspaces, setup, teardown),
                 cmocka_unit_test_setup_teardown(groups, setup, teardown),
+                cmocka_unit_test_setup_teardown(log_reopen, setup, teardown),
+                cmocka_unit_test_setup_teardown(log_reopen_breaches, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

@@ -144,35 +144,14 @@ static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
         return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
 }
 
-/* The descriptors that came with the reply in mh: up to max into fds
- * (*n of them), the rest closed. Whether they all fit. */
-static bool take_fds(struct msghdr *mh, int *fds, size_t max, size_t *n) {
-        bool fit = true;
-        *n = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < k; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                                if (*n < max)
-                                        fds[(*n)++] = fd;
-                                else {
-                                        close(fd);
-                                        fit = false;
-                                }
-                        }
-                }
-        return fit && !(mh->msg_flags & MSG_CTRUNC);
-}
-
 /* One request and its reply, in order: the monitor serves one at a time.
  * A status other than 0 comes back as its negative errno with the
  * monitor's message in *err; a monitor that does not answer in time, or
  * answers out of protocol, is gone (-EPIPE). The reply's descriptors go
  * to fds (up to max_fds, *n_fds of them; caller's to close); more than
  * that, or any with a request that takes none, is out of protocol. */
-static int call_fds(Server *srv, MonitorEnc *e, int *fds, size_t max_fds, size_t *n_fds, VsError **err) {
+static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t max_fds, size_t *n_fds,
+                    VsError **err) {
         MonitorLink *ml = srv->monitor;
         uint16_t type = 0;
         uint64_t id = 0;
@@ -190,10 +169,11 @@ static int call_fds(Server *srv, MonitorEnc *e, int *fds, size_t max_fds, size_t
                 return vs_error_set(err, -EPIPE, "the root monitor is gone");
         uint64_t deadline = now_ms() + MONITOR_CALL_MS;
         for (;;) {
-                if (send(ml->fd, e->buf.data, e->buf.len, MSG_NOSIGNAL) >= 0)
+                ssize_t k = send_with_fds(ml->fd, e->buf.data, e->buf.len, &send_fd, send_fd >= 0 ? 1 : 0, MSG_NOSIGNAL);
+                if (k >= 0)
                         break;
-                if (errno != EAGAIN && errno != EINTR)
-                        return lost(srv, type, strerror(errno), err);
+                if (k != -EAGAIN && k != -EINTR)
+                        return lost(srv, type, strerror((int)-k), err);
                 struct pollfd p = { .fd = ml->fd, .events = POLLOUT };
                 uint64_t now = now_ms();
                 if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
@@ -227,9 +207,10 @@ static int call_fds(Server *srv, MonitorEnc *e, int *fds, size_t max_fds, size_t
         }
         if (n <= 0)
                 return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
-        bool fit = take_fds(&mh, tmp, max_fds < 2 ? max_fds : 2, &got);
+        bool over;
+        got = recv_take_fds(&mh, tmp, max_fds < 2 ? max_fds : 2, &over);
         r = 0;
-        if (!fit)
+        if (over)
                 r = lost(srv, type, "descriptors with a reply that takes none, or too many", err);
         else if ((size_t)n > sizeof ml->buf)
                 r = lost(srv, type, "a reply longer than any", err);
@@ -267,7 +248,7 @@ static int call_fds(Server *srv, MonitorEnc *e, int *fds, size_t max_fds, size_t
 }
 
 static int call(Server *srv, MonitorEnc *e, VsError **err) {
-        return call_fds(srv, e, NULL, 0, NULL, err);
+        return call_fds(srv, e, -EBADF, NULL, 0, NULL, err);
 }
 
 static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
@@ -461,7 +442,7 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
                         memory_max < MONITOR_MEMORY_MIN ? MONITOR_MEMORY_MIN
                         : memory_max > MONITOR_MEMORY_MAX ? MONITOR_MEMORY_MAX : memory_max);
         size_t n = 0;
-        int r = call_fds(srv, &e, ret_fds, 2, &n, err);
+        int r = call_fds(srv, &e, -EBADF, ret_fds, 2, &n, err);
         monitor_enc_done(&e);
         if (r < 0)
                 return r;
@@ -477,4 +458,15 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
                 return vs_error_set(err, -ENOMEM, "out of memory");
         }
         return 0;
+}
+
+void monitor_link_log_reopen(Server *srv, int log_fd) {
+        if (!srv->monitor || srv->monitor->fd < 0 || log_fd < 0)
+                return;
+        MonitorEnc e;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        request(&e, srv, MONITOR_REQ_LOG_REOPEN);
+        if (call_fds(srv, &e, log_fd, NULL, 0, NULL, &err) < 0 && srv->monitor->fd >= 0)
+                log_warning("the root monitor keeps its old log: %s", vs_error_message(err));
+        monitor_enc_done(&e);
 }

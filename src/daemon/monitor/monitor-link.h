@@ -48,6 +48,9 @@ void monitor_link_ws_close(Server *srv, uint64_t ws);
  * pids, [1] memory or -EBADF with *ret_note saying why), the caller's. */
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],
                              char **ret_note, VsError **err);
+/* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
+ * handed to the monitor, whose lines go there from now on. */
+void monitor_link_log_reopen(Server *srv, int log_fd);
 /* For status: {running, pid, uid, workspaces} asked of the monitor itself,
  * or {running: false, why}. A new reference. */
 json_t *monitor_link_status(Server *srv);

@@ -45,6 +45,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_GIT_PLACEHOLDER, /* ws, rel: the .git placeholder made as the owner */
         MONITOR_REQ_STATUS,          /* reply: the monitor's pid, workspaces, jails */
         MONITOR_REQ_SHUTDOWN,        /* every jail killed; the monitor then exits */
+        MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
         _MONITOR_REQ_MAX,
         _MONITOR_REQ_INVALID = -1,
 } MonitorReq;

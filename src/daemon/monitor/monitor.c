@@ -109,23 +109,10 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
         }
         int r = monitor_enc_end(&e);
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int) * 2)];
-        } control = {};
-        struct iovec iov = { .iov_base = e.buf.data, .iov_len = e.buf.len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (n > 0 && n <= 2) {
-                mh.msg_control = &control;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-                memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+        if (r >= 0) {
+                ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL);
+                r = k < 0 ? (int)k : 0;
         }
-        if (r >= 0 && sendmsg(m->fd, &mh, MSG_NOSIGNAL) < 0)
-                r = -errno;
         monitor_enc_done(&e);
         return r;
 }
@@ -282,6 +269,9 @@ static int ws_close(Monitor *m) {
         return reply(m, 0, NULL, 0);
 }
 
+static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, size_t n_fds, bool too_many);
+static int log_reopen(Monitor *m, int *fds);
+
 /* Why a datagram ends the monitor, logged once. */
 static int broken(const char *why, const char *detail) {
         log_error("monitor: the server broke the protocol: %s%s%s; stopping", why, detail ? ": " : "",
@@ -310,22 +300,34 @@ int monitor_step(Monitor *m) {
                 return errno == EINTR ? 0 : -errno;
         if (n == 0)
                 return 1; /* the server's end closed */
-        /* No request served yet takes a descriptor: any that came are closed. */
-        bool had_fds = false;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < k; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                                close(fd);
-                        }
-                        had_fds = true;
-                }
-        if ((size_t)n > sizeof m->buf || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-                return broken("a datagram longer than any request", NULL);
-        if (had_fds)
-                return broken("descriptors with a request that takes none", NULL);
+        /* Only log_reopen takes a descriptor, exactly one; any other that
+         * came is closed and ends the monitor. */
+        int fds[FDS_MAX];
+        bool too_many;
+        size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
+        int r = step_msg(m, n, &mh, fds, n_fds, too_many);
+        for (size_t i = 0; i < n_fds; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r;
+}
+
+/* The log_reopen request's descriptor (fds[0], taken): the monitor's
+ * lines go there from now on. A regular file only (what a log is; a pipe
+ * the server never read would stall the monitor's cleanup on a full
+ * buffer); anything else is refused, the old log kept. */
+static int log_reopen(Monitor *m, int *fds) {
+        struct stat st;
+        if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode))
+                return reply(m, EINVAL, "the log must be a regular file", 0);
+        int old = log_get_fd();
+        log_setup("vectora-sandboxd", TAKE_FD(fds[0]));
+        if (old > STDERR_FILENO)
+                close(old);
+        return reply(m, 0, NULL, 0);
+}
+
+static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, size_t n_fds, bool too_many) {
         VsError *err = NULL;
         if (monitor_decode(m->buf, (size_t)n, false, &m->msg, &err) < 0) {
                 int r = broken("a request the decoder refused", err ? err->message : NULL);
@@ -335,6 +337,10 @@ int monitor_step(Monitor *m) {
         MonitorReq t = (MonitorReq)m->msg.type;
         if (!monitor_req_allowed(m->state, t))
                 return broken("a request its state does not allow", monitor_req_to_string(t));
+        if (too_many || n_fds != (t == MONITOR_REQ_LOG_REOPEN ? 1u : 0u))
+                return broken(n_fds ? "descriptors with a request that takes none, or too many"
+                                    : "a request without its descriptor",
+                              monitor_req_to_string(t));
         switch (t) {
         case MONITOR_REQ_HELLO:
                 m->state = MONITOR_STATE_READY;
@@ -347,6 +353,8 @@ int monitor_step(Monitor *m) {
                 return cgroup_make(m);
         case MONITOR_REQ_STATUS:
                 return reply(m, 0, NULL, 0);
+        case MONITOR_REQ_LOG_REOPEN:
+                return log_reopen(m, fds);
         case MONITOR_REQ_SHUTDOWN: {
                 m->state = MONITOR_STATE_STOPPING;
                 int r = reply(m, 0, NULL, 0);

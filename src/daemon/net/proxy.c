@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "fd-util.h"
 #include "log.h"
 #include "path-util.h"
 #include "proxy-ctl.h"
@@ -141,19 +142,10 @@ static void queue_clear(void) {
 }
 
 static ssize_t send_one(const char *s, size_t len, int fd) {
-        struct iovec iov = { .iov_base = (char *)s, .iov_len = len };
-        char cbuf[CMSG_SPACE(sizeof(int))] = {};
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (fd >= 0) {
-                mh.msg_control = cbuf;
-                mh.msg_controllen = sizeof cbuf;
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        }
-        return sendmsg(P.ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t k = send_with_fds(P.ctl, s, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (k < 0)
+                errno = (int)-k;
+        return k < 0 ? -1 : k;
 }
 
 /* What waited, in order, as far as the socket takes it; then back to
