@@ -119,14 +119,14 @@ static void link_broken(MonitorLink *ml) {
         }
 }
 
-/* Whether fd became readable within ms, a signal (the monitor's own
- * SIGCHLD as it is resumed) not cutting the wait short. */
-static bool wait_readable(int fd, int ms) {
-        uint64_t end = now_ms() + (uint64_t)ms;
+/* Whether fd became ready for events before deadline (now_ms()'s clock),
+ * a signal (the monitor's own SIGCHLD as it is resumed) not cutting the
+ * wait short. */
+static bool wait_fd(int fd, short events, uint64_t deadline) {
         for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
+                struct pollfd p = { .fd = fd, .events = events };
                 uint64_t now = now_ms();
-                int r = poll(&p, 1, now >= end ? 0 : (int)(end - now));
+                int r = poll(&p, 1, now >= deadline ? 0 : (int)(deadline - now));
                 if (r > 0)
                         return true;
                 if (r == 0 || errno != EINTR)
@@ -174,9 +174,7 @@ static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t ma
                         break;
                 if (k != -EAGAIN && k != -EINTR)
                         return lost(srv, type, strerror((int)-k), err);
-                struct pollfd p = { .fd = ml->fd, .events = POLLOUT };
-                uint64_t now = now_ms();
-                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
+                if (!wait_fd(ml->fd, POLLOUT, deadline))
                         return lost(srv, type, "it took no request for 5 s", err);
         }
         ssize_t n;
@@ -193,17 +191,11 @@ static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t ma
                 n = recvmsg(ml->fd, &mh, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                 if (n >= 0 || (errno != EAGAIN && errno != EINTR))
                         break;
-                struct pollfd p = { .fd = ml->fd, .events = POLLIN };
-                uint64_t now = now_ms();
-                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0) {
-                        /* A last short wait: the time may have passed with
-                         * the whole group stopped (a frozen unit, Ctrl-Z),
-                         * both resumed at once, the monitor's answer a
-                         * moment behind. */
-                        if (wait_readable(ml->fd, MONITOR_GRACE_MS))
-                                continue;
+                /* Then a last short wait: the time may have passed with
+                 * the whole group stopped (a frozen unit, Ctrl-Z), both
+                 * resumed at once, the monitor's answer a moment behind. */
+                if (!wait_fd(ml->fd, POLLIN, deadline) && !wait_fd(ml->fd, POLLIN, now_ms() + MONITOR_GRACE_MS))
                         return lost(srv, type, "no answer within 5 s", err);
-                }
         }
         if (n <= 0)
                 return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
