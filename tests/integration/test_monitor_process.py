@@ -38,6 +38,9 @@ tied.
     do; resumed, the monitor lets go and the start succeeds;
   - SIGHUP after a log rotation: the monitor's lines follow to the new
     file (the daemon hands it the log it opened again);
+  - the same workspace's groups follow its policy (a memory limit raised
+    and lowered: the group and the result say it, nothing degraded) and
+    its directory (one put in its place is opened anew);
   - a start that fails once the monitor runs (the pidfile cannot be
     written) stops and reaps the monitor and removes its groups before it
     exits (an orphaned monitor cleaned the instance's groups holding a lock
@@ -456,6 +459,50 @@ def t_sighup_moves_monitor_log(tmp):
         d.stop()
 
 
+def t_workspace_groups_follow_changes(tmp):
+    """The same workspace's groups across starts: a memory limit raised
+    (cgroup v1 refuses a memory.limit_in_bytes above memsw's, so a raise
+    written in the wrong order lost the memory group) and lowered again is
+    what the group and the result say, with nothing degraded; a directory
+    put in the workspace's place is opened anew by the monitor."""
+    root_daemon()
+    toml = SANDBOX + "idle_timeout = 1\n[sandbox.limits]\nmemory = \"%s\"\n"
+    ws = make_ws(tmp, "wsc", toml % "256M")
+    d = start(tmp, "changes")
+    try:
+        c = d.conn()
+        for size, nbytes in (("256M", 268435456), ("512M", 536870912), ("128M", 134217728)):
+            with open(os.path.join(ws, "vectora.toml"), "w") as f:
+                f.write(toml % size)
+            if size != "256M":
+                a = subprocess.run([CLI, "--socket", d.sock, "allow", "-w", ws], capture_output=True, text=True,
+                                   timeout=60)
+                check(a.returncode == 0, ("allow", a.stdout, a.stderr))
+            r = term(c, ws, "echo up")
+            check(r.get("ok") and "up" in r.get("stdout", ""), ("the call failed", size, r))
+            deg = [x for x in r.get("sandbox", {}).get("degraded", []) if "memory" in x]
+            check(not deg, ("memory degraded at %s" % size, deg))
+            mem = [g for g in ws_groups(d.sock) if os.path.exists(os.path.join(g, "memory.limit_in_bytes"))
+                   or os.path.exists(os.path.join(g, "memory.max"))]
+            check(mem, "no memory group")
+            f = "memory.limit_in_bytes" if os.path.exists(os.path.join(mem[0], "memory.limit_in_bytes")) else "memory.max"
+            got = int(open(os.path.join(mem[0], f)).read())
+            check(got == nbytes, ("the group's %s at %s" % (f, size), got))
+        # The directory replaced (its jail idle and gone first): the
+        # monitor lets the old one go and holds the new one.
+        mon = monitor_of(d)["pid"]
+        wait_until(lambda: not any(comm(p) == "bwrap" for p in proc_tree(d.pid)), "the idle jail to end")
+        os.rename(ws, ws + ".old")
+        make_ws(tmp, "wsc", toml % "128M")
+        r = term(c, ws, "echo again")
+        check(r.get("ok") and "again" in r.get("stdout", ""), ("the call in the new directory", r))
+        held = [t for t in fd_targets(mon).values() if t.startswith(ws)]
+        check(held == [ws], ("the monitor's workspace after the directory was replaced", held))
+        check(monitor_of(d).get("workspaces") == 1, ("the monitor's workspaces", monitor_of(d)))
+    finally:
+        d.stop()
+
+
 # Runs argv with this helper process as the subreaper of what it orphans,
 # and prints the pids of the orphans it reaped after argv's own exit.
 ORPHANS = r"""
@@ -536,7 +583,7 @@ def main():
                                  t_restart_past_stuck_leftover, t_clean_stop_past_stuck_leftover,
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
-                                 t_failed_start_stops_monitor, t_workspace_groups_by_monitor,
+                                 t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,
                                  t_user_daemon_has_none], "vs-monitor-"))
 

@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup-kill.h"
 #include "fd-util.h"
 #include "log.h"
 #include "monitor-proto.h"
@@ -418,6 +420,45 @@ static void log_reopen_breaches(void **state) {
         assert_int_equal(ask_fds(f, &e, two, 2), -EPROTO);
 }
 
+/* Out of descriptors (a server that had it open a workspace for every
+ * one it had): ws_open says so; the sweep of the instance's groups does
+ * not take an opendir it could not make for "all removed"; with the
+ * table freed the same sweep removes them. */
+static void out_of_descriptors(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        char inst[128], grp[160];
+        snprintf(inst, sizeof inst, "%s/inst", f->dir);
+        snprintf(grp, sizeof grp, "%s/ws-0123456789abcdef", inst);
+        assert_int_equal(mkdir(inst, 0755), 0);
+        assert_int_equal(mkdir(grp, 0755), 0);
+        struct rlimit was;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+        struct rlimit low = { .rlim_cur = 64, .rlim_max = was.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        struct stat st;
+        assert_int_equal(stat(f->dir, &st), 0);
+        uint64_t status = 0;
+        for (int i = 0; i < 100 && status == 0; i++)
+                status = (uint64_t)ws_open(f, f->dir, st.st_uid, st.st_gid);
+        assert_int_equal(status, EMFILE);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "no descriptor left"));
+        /* Every descriptor taken: the sweep cannot look, and says so. */
+        int spare[64];
+        size_t n = 0;
+        while (n < ELEMENTSOF(spare) && (spare[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                n++;
+        assert_false(cgroup_sweep(inst, true, false));
+        for (size_t i = 0; i < n; i++)
+                close(spare[i]);
+        /* The table freed (what the monitor's end does first), it works. */
+        monitor_free(f->mon);
+        f->mon = NULL;
+        assert_true(cgroup_sweep(inst, true, false));
+        assert_false(is_dir(inst, "ws-0123456789abcdef"));
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+}
+
 static void breaches_end_it(void **state) {
         Fixture *f = *state;
         hello(f);
@@ -465,6 +506,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(groups, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_reopen, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_reopen_breaches, setup, teardown),
+                cmocka_unit_test_setup_teardown(out_of_descriptors, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

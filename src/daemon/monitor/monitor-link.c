@@ -79,6 +79,9 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_versi
         if (g < 0)
                 log_error("monitor: the instance's cgroups: %s; workspaces get none", strerror(-g));
         int r = monitor_serve(m);
+        /* Its table first: a server that had it hold a descriptor for
+         * every workspace it could (one each) left none for the cleanup. */
+        monitor_free(m);
         /* The daemon is gone or going: nothing of its instance outlives it
          * (an unsandboxed worker's command that left its session, a jail's
          * process still dying). A clean stop (shutdown asked) ended and
@@ -429,10 +432,8 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_CGROUP_MAKE), MONITOR_F_WS, ws);
         /* Within what the monitor takes: past it, as good as no limit. */
-        monitor_put_u64(&e, MONITOR_F_PIDS_MAX, pids_max < 1 ? 1 : pids_max > MONITOR_PIDS_MAX ? MONITOR_PIDS_MAX : pids_max);
-        monitor_put_u64(&e, MONITOR_F_MEMORY_MAX,
-                        memory_max < MONITOR_MEMORY_MIN ? MONITOR_MEMORY_MIN
-                        : memory_max > MONITOR_MEMORY_MAX ? MONITOR_MEMORY_MAX : memory_max);
+        monitor_put_u64(&e, MONITOR_F_PIDS_MAX, monitor_pids_clamp(pids_max));
+        monitor_put_u64(&e, MONITOR_F_MEMORY_MAX, monitor_memory_clamp(memory_max));
         size_t n = 0;
         int r = call_fds(srv, &e, -EBADF, ret_fds, 2, &n, err);
         monitor_enc_done(&e);

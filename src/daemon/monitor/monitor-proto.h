@@ -33,6 +33,13 @@
 #define MONITOR_PIDS_MAX 4194304ull
 #define MONITOR_MEMORY_MIN (1ull << 20)
 #define MONITOR_MEMORY_MAX (1ull << 50)
+/* A policy's limits as cgroup_make takes them: what the groups get. */
+static inline uint64_t monitor_pids_clamp(uint64_t v) {
+        return v < 1 ? 1 : v > MONITOR_PIDS_MAX ? MONITOR_PIDS_MAX : v;
+}
+static inline uint64_t monitor_memory_clamp(uint64_t v) {
+        return v < MONITOR_MEMORY_MIN ? MONITOR_MEMORY_MIN : v > MONITOR_MEMORY_MAX ? MONITOR_MEMORY_MAX : v;
+}
 
 typedef enum MonitorReq {
         MONITOR_REQ_HELLO = 1,       /* version: the first request, and only then */

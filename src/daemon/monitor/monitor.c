@@ -147,6 +147,8 @@ static int ws_open(Monitor *m) {
         /* Opened here, from /, following no symlink: the server names the
          * path, the monitor decides what it is. */
         _cleanup_close_ int dfd = chase_open_dir(path);
+        if (dfd == -EMFILE || dfd == -ENFILE)
+                return reply(m, -dfd, "the monitor has no descriptor left for another workspace", 0);
         if (dfd < 0)
                 return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
         struct stat st;
@@ -182,12 +184,13 @@ static int write_at(int dirfd, const char *name, const char *text) {
         return write_all(fd, text, strlen(text));
 }
 
-static int write_limit(int dirfd, const char *name, const MonitorField *f) {
+/* The limit f asked, or none: "max" (v1's memory files: "-1"). */
+static int write_limit(int dirfd, const char *name, const MonitorField *f, const char *none) {
         char buf[32];
         if (f)
                 snprintf(buf, sizeof buf, "%llu", (unsigned long long)f->u64);
         else
-                snprintf(buf, sizeof buf, "max");
+                snprintf(buf, sizeof buf, "%s", none);
         return write_at(dirfd, name, buf);
 }
 
@@ -218,12 +221,12 @@ static int cgroup_make(Monitor *m) {
                 return reply(m, -r, "the workspace's group could not be made", 0);
         fds[0] = r;
         char note[128] = "";
-        if ((r = write_limit(fds[0], "pids.max", pids)) < 0) {
+        if ((r = write_limit(fds[0], "pids.max", pids, "max")) < 0) {
                 safe_close(fds[0]);
                 return reply(m, -r, "the workspace's pids.max could not be set", 0);
         }
         if (m->cg_version == 2) {
-                if ((r = write_limit(fds[0], "memory.max", mem)) < 0) {
+                if ((r = write_limit(fds[0], "memory.max", mem, "max")) < 0) {
                         safe_close(fds[0]);
                         return reply(m, -r, "the workspace's memory.max could not be set", 0);
                 }
@@ -232,11 +235,16 @@ static int cgroup_make(Monitor *m) {
         } else {
                 r = m->cg_fds[1] >= 0 ? make_group(m->cg_fds[1], w->group) : -ENOENT;
                 if (r >= 0) {
+                        /* The kernel keeps memory.limit_in_bytes at most
+                         * memsw's (where it has memsw): a raise goes
+                         * through memsw first, a cut through the limit
+                         * first; memsw is written on both sides of it. */
                         fds[1] = r;
-                        r = write_limit(fds[1], "memory.limit_in_bytes", mem);
+                        (void)write_limit(fds[1], "memory.memsw.limit_in_bytes", mem, "-1");
+                        r = write_limit(fds[1], "memory.limit_in_bytes", mem, "-1");
                 }
                 if (r >= 0)
-                        (void)write_limit(fds[1], "memory.memsw.limit_in_bytes", mem);
+                        (void)write_limit(fds[1], "memory.memsw.limit_in_bytes", mem, "-1");
                 else {
                         fds[1] = safe_close(fds[1]);
                         snprintf(note, sizeof note, "no memory cgroup: %s", strerror(-r));

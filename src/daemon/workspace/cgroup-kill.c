@@ -70,7 +70,7 @@ bool cgroup_kill_path(const char *group, bool wait) {
 bool cgroup_sweep(const char *parent, bool kill, bool wait) {
         DIR *d = opendir(parent);
         if (!d)
-                return true;
+                return errno == ENOENT; /* else (out of descriptors) it is not known to be empty */
         bool all = true;
         struct dirent *de;
         while ((de = readdir(d)))

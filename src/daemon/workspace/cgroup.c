@@ -30,6 +30,7 @@
 #include "instance.h"
 #include "log.h"
 #include "monitor-link.h"
+#include "monitor-proto.h"
 #include "path-util.h"
 #include "proc-tree.h"
 #include "server.h"
@@ -370,13 +371,22 @@ static int make_group(const char *parent, const char *name, char **ret) {
  * opened the directory itself; the monitor names the groups). */
 static int monitor_groups(Workspace *ws, char **ret_note, VsError **err) {
         Server *srv = ws->srv;
+        struct stat st;
+        if (stat(ws->path, &st) < 0)
+                return vs_error_set(err, -errno, "%s: %m", ws->path);
+        /* A directory put in the workspace's place since it was opened
+         * (another one, perhaps another owner's) is opened anew: the
+         * monitor's handle stands for the directory it checked. */
+        if (ws->monitor_ws && (st.st_dev != ws->monitor_dev || st.st_ino != ws->monitor_ino)) {
+                monitor_link_ws_close(srv, ws->monitor_ws);
+                ws->monitor_ws = 0;
+        }
         if (!ws->monitor_ws) {
-                struct stat st;
-                if (stat(ws->path, &st) < 0)
-                        return vs_error_set(err, -errno, "%s: %m", ws->path);
                 int r = monitor_link_ws_open(srv, ws->path, st.st_uid, st.st_gid, &ws->monitor_ws, err);
                 if (r < 0)
                         return r;
+                ws->monitor_dev = st.st_dev;
+                ws->monitor_ino = st.st_ino;
         }
         const VsLimits *lim = &ws->policy->limits;
         return monitor_link_cgroup_make(srv, ws->monitor_ws, lim->pids, lim->memory, ws->cgroup_fds, ret_note, err);
@@ -391,17 +401,19 @@ void cgroup_prepare(Workspace *ws) {
         _cleanup_(vs_error_freep) VsError *err = NULL;
         _cleanup_free_ char *note = NULL;
         int r = srv->cgroup_version ? monitor_groups(ws, &note, &err) : -ENOENT;
+        /* What the groups got (the monitor's bounds: 1 PiB of memory at
+         * most, as good as none). */
+        unsigned long long pids = monitor_pids_clamp(lim->pids), memory = monitor_memory_clamp(lim->memory);
         if (r >= 0 && srv->cgroup_version == 2) {
-                strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", (unsigned long long)lim->pids);
-                strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", (unsigned long long)lim->memory);
+                strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", pids);
+                strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", memory);
                 ws->limits_degraded = false;
                 return;
         }
         if (r >= 0) {
-                strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", (unsigned long long)lim->pids);
+                strv_extendf(&ws->limit_notes, "pids: cgroup v1 pids.max=%llu", pids);
                 if (ws->cgroup_fds[1] >= 0) {
-                        strv_extendf(&ws->limit_notes, "memory: cgroup v1 memory.limit_in_bytes=%llu",
-                                     (unsigned long long)lim->memory);
+                        strv_extendf(&ws->limit_notes, "memory: cgroup v1 memory.limit_in_bytes=%llu", memory);
                         ws->limits_degraded = false;
                 } else {
                         strv_extendf(&ws->limit_notes,

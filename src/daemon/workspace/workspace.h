@@ -114,6 +114,8 @@ struct Workspace {
 
         /* resource limits (cgroup.c) */
         uint64_t monitor_ws;   /* the root monitor's handle for the workspace (opened for its groups); 0: none */
+        dev_t monitor_dev;     /* the directory it was opened for */
+        ino_t monitor_ino;
         int cgroup_fds[2];     /* its groups' directories, from the monitor: v2 [0]; v1 [0] pids, [1] memory; -EBADF */
         int pids_fd;           /* [0]'s pids.current, kept open for the per-call look; -EBADF */
         int pids_events_fd;    /* [0]'s pids.events (forks refused at the limit), the same; -EBADF */
