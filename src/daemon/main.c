@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "forbidden.h"
 #include "cgroup.h"
+#include "fd-util.h"
 #include "monitor-link.h"
 #include "daemon-tools.h"
 #include "instance.h"
@@ -36,8 +37,34 @@ static Server server;
 static int log_fd = STDERR_FILENO;
 static uv_signal_t sig_term, sig_int, sig_hup, sig_chld;
 
+/* The log: a file (or a character device such as /dev/null). Opened
+ * without waiting (a FIFO put at the path would hold the loop until a
+ * reader came, and a reader that stops reading would hold every write);
+ * anything else is refused (errno EINVAL: log_open_why). */
 static int open_log(const char *path) {
-        return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+        if (fd < 0 && errno == ENXIO)
+                errno = EINVAL; /* a FIFO without a reader */
+        if (fd < 0)
+                return -1;
+        struct stat st;
+        int e = 0;
+        if (fstat(fd, &st) < 0)
+                e = errno;
+        else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+                e = EINVAL;
+        else
+                e = -fd_set_nonblock(fd, false);
+        if (e) {
+                safe_close(fd);
+                errno = e;
+                return -1;
+        }
+        return fd;
+}
+
+static const char *log_open_why(void) {
+        return errno == EINVAL ? "not a regular file (a FIFO or a socket could hold the daemon)" : strerror(errno);
 }
 
 static void log_reopen(void) {
@@ -45,7 +72,7 @@ static void log_reopen(void) {
                 return;
         int fd = open_log(server.opt.log_path);
         if (fd < 0) {
-                log_error("reopening the log %s: %m", server.opt.log_path);
+                log_error("reopening the log %s: %s; the old one is kept", server.opt.log_path, log_open_why());
                 return;
         }
         int old = log_fd;
@@ -94,6 +121,10 @@ static void shutdown_now(Server *srv, const char *why) {
         uv_signal_stop(&sig_term);
         uv_signal_stop(&sig_int);
         uv_signal_stop(&sig_hup);
+        /* Stopped, libuv puts the default action back, which for SIGHUP
+         * (a log rotation's, during a stop) would kill the daemon in the
+         * middle of its drain. */
+        signal(SIGHUP, SIG_IGN);
         server_drain_clients(srv);
         shutdown_deadline_ms = now_ms() + 3000;
         uv_timer_init(srv->loop, &shutdown_timer);
@@ -356,7 +387,7 @@ int main(int argc, char **argv) {
          * to the terminal that asked for it. */
         if (o->log_path) {
                 if ((log_fd = open_log(o->log_path)) < 0) {
-                        fprintf(stderr, "vectora-sandboxd: opening the log %s: %m\n", o->log_path);
+                        fprintf(stderr, "vectora-sandboxd: opening the log %s: %s\n", o->log_path, log_open_why());
                         return 1;
                 }
                 log_setup("vectora-sandboxd", log_fd);

@@ -1607,6 +1607,68 @@ def t_sigterm(d0, tmp):
     c.close()
 
 
+def t_sighup_during_stop(d0, tmp):
+    """A log rotation's SIGHUP that lands while the daemon drains its
+    clients at a stop (SIGTERM, a client with a 20 MB reply it does not
+    read) does not kill it: the stop ends cleanly, exit status 0."""
+    d = Daemon(tmp, "hupstop")
+    ws = make_ws(tmp, "hupstop-ws", SANDBOX)
+    ok = False
+    try:
+        c = d.conn()
+        check(term(c, ws, "true")["ok"], "warm")
+        slow = socket.socket(socket.AF_UNIX)
+        slow.connect(d.sock)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.sendall(json.dumps({"id": 1, "tool": "terminal", "workspace": ws,
+                                 "command": "head -c 20000000 /dev/zero"}).encode() + b"\n")
+        time.sleep(1.5)
+        d.p.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        check(d.p.poll() is None, "the daemon did not wait for the slow client (the case needs its drain)")
+        d.p.send_signal(signal.SIGHUP)
+        rc = d.p.wait(15)
+        check(rc == 0, ("exit status after SIGHUP during the stop", rc, d.log_text()[-1500:]))
+        check("exited cleanly" in d.log_text(), "no clean exit in the log")
+        slow.close()
+        ok = True
+    finally:
+        d.stop(check_exit=not ok)
+
+
+def t_log_fifo_on_sighup(d0, tmp):
+    """A FIFO put at the log's path, then SIGHUP: the daemon does not wait
+    for a reader (it went on serving nothing until one came): it keeps its
+    old log, says why there, and answers at once."""
+    d = Daemon(tmp, "fifo")
+    try:
+        os.unlink(d.log)
+        os.mkfifo(d.log)
+        old = [l for l in os.listdir("/proc/%d/fd" % d.pid)]
+        d.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)  # the loop takes the signal first
+        c = d.conn()
+        c.s.settimeout(5)
+        try:
+            r = c.call({"tool": "status"})
+        except socket.timeout:
+            r = "no answer within 5 s"
+        check(isinstance(r, dict) and r.get("ok"), ("status after SIGHUP with a FIFO at the log's path", r))
+        kept = [f for f in os.listdir("/proc/%d/fd" % d.pid)
+                if f in old and os.readlink("/proc/%d/fd/%s" % (d.pid, f)).startswith(d.log + " (deleted)")]
+        check(kept, "the old log is not kept")
+        text = open("/proc/%d/fd/%s" % (d.pid, kept[0])).read()
+        check("not a regular file" in text, ("the old log does not say why it was kept", text[-500:]))
+    finally:
+        if os.path.exists(d.log) and not os.path.isfile(d.log):
+            # A daemon still waiting in open() for a reader gets one.
+            fd = os.open(d.log, os.O_RDONLY | os.O_NONBLOCK)
+            time.sleep(0.2)
+            os.close(fd)
+            os.unlink(d.log)
+        d.stop()
+
+
 def t_perf(d, tmp):
     sb = make_ws(tmp, "perf", SANDBOX)
     c = d.conn()
@@ -1840,7 +1902,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
-         t_audit_and_cli, t_sigterm, t_perf, t_spawn_burst, t_slow_start]
+         t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start]
 
 
 def main():

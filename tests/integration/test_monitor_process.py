@@ -37,7 +37,8 @@ tied.
     socket is refused naming the monitor (not the dead daemon) and what to
     do; resumed, the monitor lets go and the start succeeds;
   - SIGHUP after a log rotation: the monitor's lines follow to the new
-    file (the daemon hands it the log it opened again);
+    file (the daemon hands it the log it opened again), and so does its
+    stderr when the daemon is detached (its stderr is the log);
   - the same workspace's groups follow its policy (a memory limit raised
     and lowered: the group and the result say it, nothing degraded) and
     its directory (one put in its place is opened anew);
@@ -503,6 +504,32 @@ def t_workspace_groups_follow_changes(tmp):
         d.stop()
 
 
+def t_sighup_moves_detached_monitor_stderr(tmp):
+    """Detached, the daemon's stderr is its log, and so is the monitor's
+    (taken at its fork): after a rotation and SIGHUP both follow to the
+    new file, and no descriptor of the monitor keeps the rotated one."""
+    root_daemon()
+    sock, log, pidfile = (os.path.join(tmp, n) for n in ("det.sock", "det.log", "det.pid"))
+    out = subprocess.run([DAEMON, "--socket", sock, "--log-file", log, "--pidfile", pidfile],
+                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    check(out.returncode == 0, ("the detached start", out.stdout, out.stderr))
+    pid = int(open(pidfile).read())
+    try:
+        c = vtest.Conn(sock)
+        mon = c.call({"tool": "status"})["daemon"]["monitor"]["pid"]
+        c.close()
+        check(os.readlink("/proc/%d/fd/2" % mon) == log, ("the monitor's stderr", os.readlink("/proc/%d/fd/2" % mon)))
+        os.rename(log, log + ".1")
+        os.kill(pid, signal.SIGHUP)
+        wait_until(lambda: os.path.exists(log) and "logs reopened" in open(log).read(), "the daemon to reopen its log")
+        wait_until(lambda: os.readlink("/proc/%d/fd/2" % mon) == log, "the monitor's stderr to follow the log")
+        rotated = [t for t in fd_targets(mon).values() if t.startswith(log + ".1")]
+        check(not rotated, ("the monitor keeps the rotated log", rotated))
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not alive(pid), "the detached daemon to exit")
+
+
 # Runs argv with this helper process as the subreaper of what it orphans,
 # and prints the pids of the orphans it reaped after argv's own exit.
 ORPHANS = r"""
@@ -585,6 +612,7 @@ def main():
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,
+                                 t_sighup_moves_detached_monitor_stderr,
                                  t_user_daemon_has_none], "vs-monitor-"))
 
 

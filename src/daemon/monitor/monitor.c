@@ -329,6 +329,12 @@ static int log_reopen(Monitor *m, int *fds) {
         if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode))
                 return reply(m, EINVAL, "the log must be a regular file", 0);
         int old = log_get_fd();
+        /* A detached daemon's stderr is its log: the monitor's (taken at
+         * its fork) follows too, else it keeps the rotated file open. */
+        struct stat a, b;
+        if (old > STDERR_FILENO && fstat(old, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino)
+                (void)dup2(fds[0], STDERR_FILENO);
         log_setup("vectora-sandboxd", TAKE_FD(fds[0]));
         if (old > STDERR_FILENO)
                 close(old);
