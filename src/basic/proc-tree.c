@@ -3,9 +3,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -71,4 +74,24 @@ int proc_tree_pids(pid_t root, pid_t **ret, size_t *ret_threads) {
         if (ret_threads)
                 *ret_threads = threads;
         return (int)n;
+}
+
+bool procs_any_active(const pid_t *pids, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                char path[64], text[512];
+                snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                ssize_t k = read(fd, text, sizeof text - 1);
+                if (k <= 0)
+                        continue;
+                text[k] = 0;
+                /* The state follows the command's closing parenthesis
+                 * (the command may hold one itself: the last counts). */
+                const char *at = strrchr(text, ')');
+                if (at && at[1] == ' ' && (at[2] == 'R' || at[2] == 'D'))
+                        return true;
+        }
+        return false;
 }

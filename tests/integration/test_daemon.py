@@ -1829,6 +1829,28 @@ def t_fork_bomb_restarts_under_load(d, tmp):
     c.close()
 
 
+def t_quiet_leftovers_keep_jail(d, tmp):
+    """Leftovers past a quarter of the process limit that stand still (a
+    server's threads) are looked at after each call and do not restart
+    the jail: the restart is for what keeps forking or holds the limit.
+    A look that took any change for a bomb would kill the server."""
+    ws, c, limits = pids_limited_ws(d, tmp, "quiet-ws", "[sandbox.limits]\npids = 64\n")
+    server = ("import threading, time\n"
+              "[threading.Thread(target=time.sleep, args=(300,)).start() for _ in range(27)]\n"
+              "time.sleep(300)\n")
+    r = term(c, ws, "setsid python3 -c '%s' </dev/null >/dev/null 2>&1 & sleep 0.5; echo up" % server)
+    check(r["ok"] and r["stdout"] == "up\n", r)
+    worker = d.ws_status(ws)["worker"]["pid"]
+    threads = sum(int(open("/proc/%d/status" % p).read().split("Threads:")[1].split()[0])
+                  for p in proc_tree(worker) if os.path.exists("/proc/%d/status" % p))
+    check(16 <= threads < 48, ("the server is not between a quarter and three quarters of the limit", threads))
+    for i in range(4):
+        r = term(c, ws, "echo %d" % i)
+        check(r["ok"] and r["stdout"] == "%d\n" % i and "jail_restarted" not in r, (i, r))
+    check(d.ws_status(ws)["worker"]["pid"] == worker, "the jail was restarted under a quiet server")
+    c.close()
+
+
 def t_leftovers_grow_back_restart_jail(d, tmp):
     """Leftovers that fill the process limit only after their call's reply
     (a fork bomb growing back after the daemon's look) left the next
@@ -1901,7 +1923,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start]
 
 

@@ -22,6 +22,7 @@
 #include "chase.h"
 #include "error.h"
 #include "path-util.h"
+#include "proc-tree.h"
 #include "sha256.h"
 #include "spawn-util.h"
 #include "splice-half.h"
@@ -316,6 +317,75 @@ static void test_spawn_wait_and_kill(void **state) {
         spawn_killp(&p); /* 0: nothing to do */
 }
 
+/* A process stuck in pause() is S: until its first is seen so, the looks
+ * retry (it may still be starting). */
+static bool settles_quiet(const pid_t *pids, size_t n) {
+        for (int i = 0; i < 200; i++) {
+                if (!procs_any_active(pids, n))
+                        return true;
+                usleep(5000);
+        }
+        return false;
+}
+
+/* The tree walk sees a child and its grandchild (and the grandchild's
+ * extra thread is counted apart from it); a sleeping tree is not active,
+ * a spinning process is, a process gone is not. The daemon's looks at a
+ * jail's leftovers end on "not active" (tools.c, cgroup.c). */
+static void test_proc_tree(void **state) {
+        pid_t self = getpid();
+        pid_t child = spawn_fork(0);
+        assert_true(child >= 0);
+        if (child == 0) {
+                if (spawn_fork(0) == 0) {
+                        pause();
+                        _exit(0);
+                }
+                pause();
+                _exit(0);
+        }
+        pid_t *pids = NULL;
+        size_t threads = 0;
+        int n = -1;
+        for (int i = 0; i < 200 && n < 3; i++) { /* self, child, grandchild */
+                free(pids);
+                pids = NULL;
+                n = proc_tree_pids(self, &pids, &threads);
+                if (n < 3)
+                        usleep(5000);
+        }
+        assert_int_equal(n, 3);
+        assert_int_equal(pids[0], self < child ? self : child);
+        assert_true(threads >= 3);
+        /* This process runs the walk itself: only the others are asked. */
+        pid_t others[2];
+        size_t k = 0;
+        for (int i = 0; i < n; i++)
+                if (pids[i] != self)
+                        others[k++] = pids[i];
+        assert_int_equal(k, 2);
+        assert_true(settles_quiet(others, 2));
+
+        pid_t spin = spawn_fork(0);
+        assert_true(spin >= 0);
+        if (spin == 0)
+                for (;;)
+                        ;
+        bool seen = false;
+        for (int i = 0; i < 200 && !seen; i++) /* runnable or running: R */
+                seen = procs_any_active(&spin, 1);
+        assert_true(seen);
+        pid_t p = spin;
+        spawn_killp(&p);
+        assert_false(procs_any_active(&spin, 1)); /* gone */
+        free(pids);
+        assert_int_equal(proc_tree_pids(spin, &pids, NULL), -ESRCH);
+        assert_null(pids);
+        for (size_t i = 0; i < k; i++) /* the grandchild is not this process's to reap */
+                kill(others[i], SIGKILL);
+        assert_int_equal(spawn_wait(child), 128 + SIGKILL);
+}
+
 /* With a parent-death signal the grandchild ends with its parent; a pipe
  * tells the test when it is gone (its write end closes at its death). */
 static void test_spawn_parent_death(void **state) {
@@ -437,6 +507,7 @@ int main(void) {
                 cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock), cmocka_unit_test(test_splice_half_grows),
                 cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
                 cmocka_unit_test(test_spawn_parent_death),  cmocka_unit_test(test_spawn_vfork_shares_memory),
+                cmocka_unit_test(test_proc_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,7 +70,7 @@ static int get_rules(json_t *o, ProxyCtlMsg *m, size_t max, VsError **err) {
         json_t *e;
         json_array_foreach(a, i, e) {
                 VsNetRule *r = &m->rules[m->n_rules];
-                uint64_t kind, port, line, col;
+                uint64_t kind = 0, port = 0, line = 0, col = 0;
                 int k;
                 if (!json_is_object(e))
                         return vs_error_set(err, -EBADMSG, "proxy control: a rule must be an object");

@@ -156,8 +156,8 @@ static void terminal_reply(Request *r, WorkerLink *l, const char *raw, size_t ra
 }
 
 /* A terminal call whose reply waits for the looks at its jail's processes
- * (cgroup_pids_look was not conclusive): they go on a timer, a
- * millisecond apart, and the loop serves every other workspace between
+ * (cgroup_pids_look was not conclusive): they go on a timer, 1 to 16 ms
+ * apart, and the loop serves every other workspace between
  * them (slept through on the loop, they held it 7 to 8 ms a call). One
  * per workspace at a time; the command is done, so a cancel or the
  * connection's end finds nothing to cancel. */
@@ -195,6 +195,8 @@ static void on_pids_look(uv_timer_t *t) {
         int v = pids_looks_next(&w->looks);
         if (v != -EAGAIN)
                 pids_wait_end(w, v == 1);
+        else
+                uv_timer_start(&w->timer, on_pids_look, pids_looks_delay(&w->looks), 0);
 }
 
 static bool pids_wait_start(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o, PidsLooks *st) {
@@ -217,7 +219,7 @@ static bool pids_wait_start(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o, P
         request_unlist(r);
         uv_timer_init(r->srv->loop, &w->timer);
         w->timer.data = w;
-        uv_timer_start(&w->timer, on_pids_look, 1, 1);
+        uv_timer_start(&w->timer, on_pids_look, pids_looks_delay(&w->looks), 0);
         r->ws->pids_wait = w;
         return true;
 }

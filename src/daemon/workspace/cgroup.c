@@ -236,14 +236,19 @@ static bool read_pids_file(Workspace *ws, int *fd, const char *name, const char 
  * another's), but swing: on a loaded host one look at a bomb at pids = 64
  * found 46 to 51 threads at the median, under the mark as often as over
  * it, and the next command found the jail full. So a look past a quarter
- * of the limit looks again, up to JAIL_LOOKS times a millisecond apart:
- * the bomb is caught when any look is near the limit, or when most of the
- * processes of the last look were not there at the first while as many
- * still stand (leftovers that keep forking and ending). Quiet leftovers
- * (a server) cost one look past the first. The looks after the first are
- * the caller's to space (pids_looks_next, a millisecond apart, on a
- * timer): slept through here, they held the daemon's loop 7 to 8 ms a
- * call for every workspace. */
+ * of the limit looks again, up to JAIL_LOOKS times: the bomb is caught
+ * when any look is near the limit, or when most of the processes of a
+ * later look were not there at the first while as many still stand
+ * (leftovers that keep forking and ending). The looks are spaced 1, 2, 4,
+ * 8 and 16 ms apart: on a host busy enough (CI, every core taken) the
+ * bomb's shells were seen barely moving over five looks a millisecond
+ * apart (30 then 32 threads, 2 new) and the reply went without a restart
+ * (51 shells stood after it), while the same bomb 300 ms later had 53 of
+ * its 55 processes new. Quiet leftovers (a server) end the looks at the
+ * second: the same processes, none running or runnable. The looks after
+ * the first are the caller's to space (pids_looks_next after
+ * pids_looks_delay, on a timer): slept through here, they held the
+ * daemon's loop for every workspace. */
 #define JAIL_LOOKS 6
 
 static size_t pids_fresh(const pid_t *was, size_t n_was, const pid_t *now, size_t n_now) {
@@ -288,14 +293,27 @@ int pids_looks_next(PidsLooks *st) {
                 v = 0;
         else if ((uint64_t)threads >= st->lim - st->lim / 4)
                 v = 1;
-        else if (st->look == JAIL_LOOKS - 1)
-                /* Most of the processes new since the first look while
-                 * as many still stand: leftovers that keep forking. */
-                v = (uint64_t)threads >= st->lim / 4 && pids_fresh(st->first, st->n_first, now, (size_t)n) * 2 >= (size_t)n;
+        else {
+                size_t fresh = pids_fresh(st->first, st->n_first, now, (size_t)n);
+                if ((uint64_t)threads >= st->lim / 4 && fresh * 2 >= (size_t)n)
+                        /* Most of the processes new since the first look
+                         * while as many still stand: leftovers that keep
+                         * forking. */
+                        v = 1;
+                else if (st->look == JAIL_LOOKS - 1 || (fresh == 0 && (size_t)n == st->n_first && !procs_any_active(now, (size_t)n)))
+                        /* The same processes, none running or waiting to
+                         * run: they stand still (a bomb starved of the CPU
+                         * has runnable shells). */
+                        v = 0;
+        }
         st->look++;
         if (v != -EAGAIN)
                 pids_looks_done(st);
         return v;
+}
+
+unsigned pids_looks_delay(const PidsLooks *st) {
+        return 1u << (st->look > 0 ? st->look - 1 : 0);
 }
 
 void pids_looks_done(PidsLooks *st) {

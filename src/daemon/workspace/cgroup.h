@@ -38,8 +38,9 @@ void cgroup_release(Workspace *ws);
  * RLIMIT_NPROC holds the limit) the processes of the link's jail counted
  * from its pid 1. 1: it is; 0: it is not; -EAGAIN: not conclusive (past a
  * quarter of the limit, a fork bomb's swing may be in a trough): call
- * pids_looks_next a millisecond apart until it says 1 or 0 (at most five
- * more looks), or pids_looks_done to give up. */
+ * pids_looks_next pids_looks_delay milliseconds later, again until it
+ * says 1 or 0 (at most five more looks, 31 ms in all), or
+ * pids_looks_done to give up. */
 typedef struct PidsLooks {
         pid_t *first; /* the first look's processes, sorted; NULL: no looks pending */
         size_t n_first;
@@ -49,4 +50,5 @@ typedef struct PidsLooks {
 } PidsLooks;
 int cgroup_pids_look(Workspace *ws, const struct WorkerLink *l, PidsLooks *st);
 int pids_looks_next(PidsLooks *st);
+unsigned pids_looks_delay(const PidsLooks *st);
 void pids_looks_done(PidsLooks *st);
