@@ -154,7 +154,8 @@ static double direct_write(const char *path, const char *data, size_t n) {
 /* What the worker does: temp file, write, fsync, rename. */
 static double direct_atomic_write(const char *path, const char *data, size_t n) {
         char tmp[600];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+                bench_die("path too long: %s", path);
         double t0 = now_us();
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || write_all(fd, data, n) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0)

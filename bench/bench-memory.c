@@ -551,7 +551,8 @@ static const char *floor_cg_parent(int version, int k) {
 
 static bool put_value(const char *dir, const char *file, uint64_t v) {
         char p[256], text[32];
-        snprintf(p, sizeof p, "%s/%s", dir, file);
+        if (snprintf(p, sizeof p, "%s/%s", dir, file) >= (int)sizeof p)
+                return false;
         snprintf(text, sizeof text, "%llu", (unsigned long long)v);
         int fd = open(p, O_WRONLY | O_CLOEXEC);
         bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);

@@ -429,7 +429,7 @@ static void random_pattern(RefPattern *p, char *text, size_t size) {
 typedef struct Tree {
         char comps[400][4][8];
         size_t depth[400];
-        char text[400][24];
+        char text[400][4 * 8 + 4]; /* four components and their slashes */
         size_t n;
 } Tree;
 

@@ -196,7 +196,7 @@ static int decode(json_t *o, ProxyCtlMsg *m, VsError **err) {
         if (i == ELEMENTSOF(op_names))
                 return vs_error_set(err, -EBADMSG, "proxy control: unknown op");
         m->op = (ProxyCtlOp)i;
-        uint64_t v;
+        uint64_t v = 0;
         int r = get_uint(o, "ws", UINT32_MAX, &m->ws, err);
         if (r < 0)
                 return r;
