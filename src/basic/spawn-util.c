@@ -4,12 +4,44 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The soft RLIMIT_NOFILE found before spawn_raise_nofile() raised it,
+ * with the hard one: a child's (set before it runs anything). */
+static struct rlimit nofile_child;
+static bool nofile_raised;
+
+unsigned long spawn_raise_nofile(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 0;
+        if (rl.rlim_cur >= rl.rlim_max)
+                return (unsigned long)rl.rlim_cur;
+        struct rlimit up = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+        /* An infinite hard limit cannot be the soft one (the kernel caps
+         * descriptors at fs.nr_open): 2^20, its default, then. */
+        if (up.rlim_cur == RLIM_INFINITY)
+                up.rlim_cur = 1u << 20;
+        if (setrlimit(RLIMIT_NOFILE, &up) < 0)
+                return (unsigned long)rl.rlim_cur;
+        if (!nofile_raised) {
+                nofile_child = rl;
+                nofile_raised = true;
+        }
+        return (unsigned long)up.rlim_cur;
+}
+
+void spawn_restore_nofile(void) {
+        if (nofile_raised)
+                (void)syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &nofile_child, NULL);
+}
 
 pid_t spawn_fork(int pdeath_sig) {
         pid_t parent = getpid();

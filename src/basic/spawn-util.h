@@ -47,6 +47,20 @@ pid_t spawn_vfork(int (*fn)(void *arg), void *arg);
  * own, and when it ends the kernel ends everything else in it). */
 pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags);
 
+/* Raises this process's soft RLIMIT_NOFILE to its hard limit (a service
+ * starts at 1024 under systemd: the daemon ran out of descriptors at about
+ * 200 workspaces), and remembers the soft limit it found. Returns the soft
+ * limit now, or 0 when it could not be read. */
+unsigned long spawn_raise_nofile(void);
+
+/* In a child about to exec, once it holds only what it keeps (at the old
+ * limit it could open nothing more while it held the parent's many
+ * descriptors): the soft limit spawn_raise_nofile() found, as systemd
+ * hands its services, since a program that select()s breaks past 1024.
+ * A raw system call (it may run in the parent's memory, from
+ * spawn_vfork()); nothing when the limit was not raised. */
+void spawn_restore_nofile(void);
+
 /* Waits for pid, retrying on EINTR. Returns its exit status, 128 + N when
  * signal N ended it, or a negative errno. */
 int spawn_wait(pid_t pid);

@@ -26,6 +26,7 @@
 #include "process.h"
 #include "proxy.h"
 #include "server.h"
+#include "spawn-util.h"
 #include "startup.h"
 #include "terminal.h"
 #include "vs-build-config.h"
@@ -350,6 +351,11 @@ int main(int argc, char **argv) {
         if (r)
                 return r < 0 ? 0 : r;
         signal(SIGPIPE, SIG_IGN);
+        /* Five to seven descriptors a workspace with a jail: at the 1 024
+         * a service starts with, a daemon refused jails past about 200
+         * workspaces ("pipe: Too many open files"). Its children start at
+         * the limit it was given. */
+        (void)spawn_raise_nofile();
 
         _cleanup_(vs_error_freep) VsError *err = NULL;
         if (!o->socket_path && vs_default_socket(&o->socket_path) < 0) {

@@ -343,6 +343,45 @@ class OwnDaemon:
             os.unlink(self.d.sock)
 
 
+def nofile_limits(pid):
+    """(soft, hard) 'Max open files' of pid, from /proc/PID/limits."""
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+    raise AssertionError("no 'Max open files' in /proc/%d/limits" % pid)
+
+
+def t_descriptor_limit_raised(d0, tmp):
+    """A daemon started with a small soft descriptor limit (a service
+    starts at 1 024 under systemd) raises it to the hard one, and so does
+    its monitor, while what it starts (a jail's commands, a terminal's
+    shell) gets the soft limit the daemon was given. Before, at 1 024 the
+    daemon refused jails past about 200 workspaces ("pipe: Too many open
+    files"); here 64 stands for it and 24 workspaces need more."""
+    with OwnDaemon(tmp, "nofile", prefix=["prlimit", "--nofile=64:", "--"]) as d:
+        soft, hard = nofile_limits(d.pid)
+        check(soft == hard and soft > 64, ("the daemon's soft limit was not raised", soft, hard))
+        c = d.conn()
+        for i in range(24):
+            ws = make_ws(tmp, "nofile-%d" % i, SANDBOX)
+            r = term(c, ws, "echo L$(ulimit -Sn)L")
+            check(r["ok"] and r["stdout"] == "L64L\n", (i, "the jail's command", r))
+        monitors = [p for p in proc_tree(d.pid) if comm(p) == "vsd-monitor"]
+        for m in monitors:
+            check(nofile_limits(m)[0] == hard, ("the monitor's soft limit", nofile_limits(m)))
+        if os.geteuid() == 0:
+            check(len(monitors) == 1, ("no monitor under a root daemon", monitors))
+        sh = PtyShell(d, ws)
+        sh.write(b"echo P$(ulimit -Sn)P\n")
+        check(sh.expect(b"P64P"), ("the terminal's shell", sh.buf[-300:]))
+        sh.write(b"exit\n")
+        check(sh.wait() == 0, "the terminal's shell did not exit")
+        c.close()
+    return "daemon %d of %d, 24 workspaces, jail and terminal at 64, %d monitor(s) raised" % (soft, hard, len(monitors))
+
+
 def t_daemon_sigkill(d0, tmp):
     # 20 live jails, each running a command: a SIGKILLed daemon leaves none
     # of their processes after 200 ms.
@@ -1923,7 +1962,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start]
 
 

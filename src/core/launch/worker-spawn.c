@@ -66,6 +66,7 @@ static int run_pre_once(const VsLaunch *l, int *budget, char *errbuf, size_t err
                 if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(ep[1], 2) < 0 ||
                     close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                         _exit(125);
+                spawn_restore_nofile();
                 execvp(l->pre_argv[0], l->pre_argv);
                 _exit(127);
         }
@@ -208,6 +209,7 @@ static int spawn_child(void *arg) {
         int keep[] = { 0, 1, 2, err_w };
         if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                 child_fail(err_w, STEP_FDS, errno);
+        spawn_restore_nofile();
         if (l->switch_user) {
                 /* The jail never runs as host root. */
                 if (syscall(SYS_setgroups, 0, NULL) < 0)

@@ -526,6 +526,7 @@ static int proxy_child(void *arg) {
                 _exit(126);
         if (a->fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(a->fd, 3) < 0)
                 _exit(126);
+        spawn_restore_nofile(); /* it raises its own (proxy/main.c) */
         execve(a->path, a->argv, a->envp);
         _exit(127);
 }

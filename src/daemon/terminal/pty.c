@@ -358,6 +358,7 @@ _noreturn_ static void pty_child(PtyChild *c) {
                 close(c->slave);
         if (c->cg >= 0 && (write(c->cg, "0", 1) != 1 || close(c->cg) < 0))
                 _exit(126);
+        spawn_restore_nofile();
         if (chdir(c->cwd) < 0)
                 _exit(126);
         if (!c->argv) {
