@@ -205,17 +205,12 @@ static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t ma
         bool over;
         got = recv_take_fds(&mh, tmp, max_fds < 2 ? max_fds : 2, &over);
         r = 0;
+        _cleanup_(vs_error_freep) VsError *derr = NULL;
         if (over)
                 r = lost(srv, type, "descriptors with a reply that takes none, or too many", err);
         else if ((size_t)n > sizeof ml->buf)
                 r = lost(srv, type, "a reply longer than any", err);
-        if (r < 0) {
-                for (size_t i = 0; i < got; i++)
-                        close(tmp[i]);
-                return r;
-        }
-        _cleanup_(vs_error_freep) VsError *derr = NULL;
-        if (monitor_decode(ml->buf, (size_t)n, true, &ml->reply, &derr) < 0)
+        else if (monitor_decode(ml->buf, (size_t)n, true, &ml->reply, &derr) < 0)
                 r = lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
         else if (ml->reply.type != (MONITOR_REPLY | type) || ml->reply.id != id)
                 r = lost(srv, type, "a reply to another request", err);

@@ -277,47 +277,11 @@ static int ws_close(Monitor *m) {
         return reply(m, 0, NULL, 0);
 }
 
-static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, size_t n_fds, bool too_many);
-static int log_reopen(Monitor *m, int *fds);
-
 /* Why a datagram ends the monitor, logged once. */
 static int broken(const char *why, const char *detail) {
         log_error("monitor: the server broke the protocol: %s%s%s; stopping", why, detail ? ": " : "",
                   detail ? detail : "");
         return -EPROTO;
-}
-
-int monitor_step(Monitor *m) {
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
-        } control;
-        struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
-        if (m->server_pidfd >= 0) {
-                /* The server's process ending ends the monitor, whoever
-                 * else still holds its end (a child between fork and exec). */
-                struct pollfd p[2] = { { .fd = m->fd, .events = POLLIN }, { .fd = m->server_pidfd, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0)
-                        return errno == EINTR ? 0 : -errno;
-                if (p[1].revents)
-                        return 1;
-        }
-        ssize_t n = recvmsg(m->fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
-        if (n < 0)
-                return errno == EINTR ? 0 : -errno;
-        if (n == 0)
-                return 1; /* the server's end closed */
-        /* Only log_reopen takes a descriptor, exactly one; any other that
-         * came is closed and ends the monitor. */
-        int fds[FDS_MAX];
-        bool too_many;
-        size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
-        int r = step_msg(m, n, &mh, fds, n_fds, too_many);
-        for (size_t i = 0; i < n_fds; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
-        return r;
 }
 
 /* The log_reopen request's descriptor (fds[0], taken): the monitor's
@@ -377,6 +341,39 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
         default:
                 return reply(m, EOPNOTSUPP, "not served by this monitor yet", 0);
         }
+}
+
+int monitor_step(Monitor *m) {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+        } control;
+        struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        if (m->server_pidfd >= 0) {
+                /* The server's process ending ends the monitor, whoever
+                 * else still holds its end (a child between fork and exec). */
+                struct pollfd p[2] = { { .fd = m->fd, .events = POLLIN }, { .fd = m->server_pidfd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0)
+                        return errno == EINTR ? 0 : -errno;
+                if (p[1].revents)
+                        return 1;
+        }
+        ssize_t n = recvmsg(m->fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
+        if (n < 0)
+                return errno == EINTR ? 0 : -errno;
+        if (n == 0)
+                return 1; /* the server's end closed */
+        /* Only log_reopen takes a descriptor, exactly one; any other that
+         * came is closed and ends the monitor. */
+        int fds[FDS_MAX];
+        bool too_many;
+        size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
+        int r = step_msg(m, n, &mh, fds, n_fds, too_many);
+        for (size_t i = 0; i < n_fds; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r;
 }
 
 int monitor_serve(Monitor *m) {

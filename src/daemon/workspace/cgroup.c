@@ -65,7 +65,10 @@ static void set_why(Server *srv, const char *why) {
 }
 
 static int make_group(const char *parent, const char *name, char **ret);
-static const char *srv_group_kind(const Server *srv, int i);
+
+static const char *srv_group_kind(const Server *srv, int i) {
+        return srv->cgroup_version == 2 ? "cgroup" : i == 0 ? "pids cgroup" : "memory cgroup";
+}
 
 static bool is_instance_name(const char *s) {
         if (strlen(s) != INSTANCE_ID_LEN)
@@ -188,10 +191,6 @@ void cgroup_kill_host(Server *srv) {
                 log_warning("cannot remove %s: %m", srv->host_cgroup);
         free(srv->host_cgroup);
         srv->host_cgroup = NULL;
-}
-
-static const char *srv_group_kind(const Server *srv, int i) {
-        return srv->cgroup_version == 2 ? "cgroup" : i == 0 ? "pids cgroup" : "memory cgroup";
 }
 
 void cgroup_finish(Server *srv) {
