@@ -1890,6 +1890,52 @@ def t_quiet_leftovers_keep_jail(d, tmp):
     c.close()
 
 
+def pids_events_file(pid):
+    """The pids.events file of pid's pids cgroup (v1 or v2)."""
+    for line in open("/proc/%d/cgroup" % pid).read().splitlines():
+        _, ctrl, path = line.split(":", 2)
+        base = {"pids": "/sys/fs/cgroup/pids", "": "/sys/fs/cgroup"}.get(ctrl)
+        if base and os.path.exists(base + path + "/pids.events"):
+            return base + path + "/pids.events"
+    raise AssertionError("no pids cgroup for pid %d" % pid)
+
+
+def pids_events_max(events):
+    return int(open(events).read().split("max ")[1].split()[0])
+
+
+def t_pids_cgroup_holds_limit(d, tmp):
+    """Where a pids cgroup holds the limit, the jail's RLIMIT_NPROC is past
+    it: the group refuses the fork at the limit and counts it in
+    pids.events, which the look after each call reads. At the same value
+    the rlimit, checked first in fork, refused a fork bomb's forks and the
+    count stayed near 0 (46 shells left after a reply, ASan as root). And
+    the count an earlier jail left in a group kept for the next one is not
+    this jail's: a server left by its first call does not restart it."""
+    ws = make_ws(tmp, "held-ws", SANDBOX + "[sandbox.limits]\npids = 32\n")
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "warm")
+    if not any(x.startswith("pids: cgroup") for x in d.ws_status(ws)["limits"]):
+        needs_root("the daemon has no pids cgroup here (" + "; ".join(d.ws_status(ws)["limits"]) + ")")
+    r = term(c, ws, "grep 'Max processes' /proc/self/limits")
+    check(r["ok"] and int(r["stdout"].split()[2]) > 32, ("the jail's RLIMIT_NPROC is not past pids.max", r))
+    # A bomb: its forks at the limit are the group's (hundreds in its
+    # second; with the rlimit at the limit 16 to 27), and the jail is
+    # restarted at its reply. Then the new jail's first call leaves a
+    # process and keeps its jail.
+    events = pids_events_file(d.ws_status(ws)["worker"]["pid"])
+    before = pids_events_max(events)
+    r = term(c, ws, "b() { b | b & }; b; sleep 1")
+    check(r["ok"] and "jail_restarted" in r, ("the bomb's leftovers were not seen", {k: v for k, v in r.items() if k not in ("stdout", "stderr")}))
+    after = pids_events_max(events)
+    print("# pids cgroup: a bomb's second at pids = 32: %d forks refused by the group" % (after - before))
+    check(after - before >= 64, ("the bomb's forks were not refused by the group", before, after))
+    r = term(c, ws, "sleep 30 </dev/null >/dev/null 2>&1 & echo started")
+    check(r["ok"] and r["stdout"] == "started\n" and "jail_restarted" not in r,
+          ("a new jail's first call was taken for the earlier jail's refusals", {k: v for k, v in r.items() if k not in ("stdout", "stderr")}))
+    c.close()
+
+
 def t_leftovers_grow_back_restart_jail(d, tmp):
     """Leftovers that fill the process limit only after their call's reply
     (a fork bomb growing back after the daemon's look) left the next
@@ -1962,7 +2008,7 @@ def t_leftover_threads_restart_jail(d, tmp):
 
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
-         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
+         t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_pids_cgroup_holds_limit, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start]
 
 

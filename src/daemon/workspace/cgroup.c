@@ -339,17 +339,22 @@ int cgroup_pids_look(Workspace *ws, const WorkerLink *l, PidsLooks *st) {
         bool was_refused = false;
         if (read_pids_file(ws, &ws->pids_events_fd, "pids.events", "max ", &refused)) {
                 was_refused = refused > ws->pids_refused;
-                ws->pids_refused = refused; /* a new group counts from 0 again */
+                ws->pids_refused = refused;
         }
         if (cur >= lim - lim / 4 || (was_refused && cur > 2))
                 return 1;
-        /* The bomb's forks may fail on the jail's RLIMIT_NPROC (the same
-         * limit, counted per user namespace) before the cgroup's pids.max:
-         * pids.events then stays at 0 (seen on cgroup v1), and this one
-         * look can fall in a trough of the swing (ASan, as root: 52 shells
-         * left after a reply that did not restart). Past a quarter of the
-         * limit, the looks a daemon without cgroups makes decide. */
+        /* The jail's RLIMIT_NPROC is set past pids.max where the group
+         * holds the limit (cgroup_nproc_backstop), so the bomb's refused
+         * forks are the group's and counted above: at the same value the
+         * rlimit, checked first, refused them all and pids.events stayed
+         * at 0 (ASan, as root: 46 shells left after a reply that did not
+         * restart). Past a quarter of the limit, the looks a daemon without
+         * cgroups makes decide as well. */
         return cur >= lim / 4 ? jail_look_first(st, l, lim) : 0;
+}
+
+uint64_t cgroup_nproc_backstop(uint64_t pids) {
+        return pids > UINT64_MAX / 2 ? UINT64_MAX : pids * 2;
 }
 
 /* The descriptors of the workspace's groups, closed; the groups stay. */
@@ -421,6 +426,12 @@ void cgroup_prepare(Workspace *ws) {
         /* What the groups got (the monitor's bounds: 1 PiB of memory at
          * most, as good as none). */
         unsigned long long pids = monitor_pids_clamp(lim->pids), memory = monitor_memory_clamp(lim->memory);
+        /* The refusals counted so far are an earlier jail's: a group the
+         * monitor kept (processes remained) counts on from there, and taken
+         * from 0 they read as this jail's at its first look (a jail with a
+         * server restarted after its first call). */
+        if (r >= 0 && !read_pids_file(ws, &ws->pids_events_fd, "pids.events", "max ", &ws->pids_refused))
+                ws->pids_refused = 0;
         if (r >= 0 && srv->cgroup_version == 2) {
                 strv_extendf(&ws->limit_notes, "pids: cgroup v2 pids.max=%llu", pids);
                 strv_extendf(&ws->limit_notes, "memory: cgroup v2 memory.max=%llu", memory);

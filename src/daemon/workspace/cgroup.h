@@ -27,6 +27,11 @@ void cgroup_kill_host(Server *srv);
  * workspace opened there first), their descriptors kept. Notes what is
  * degraded. */
 void cgroup_prepare(Workspace *ws);
+/* The jail's RLIMIT_NPROC where its pids group holds the limit: past
+ * pids.max, so the group refuses a fork at the limit (and counts it in
+ * pids.events, which the looks after a call read) before the rlimit,
+ * checked first in fork, does; the rlimit stays as a backstop. */
+uint64_t cgroup_nproc_backstop(uint64_t pids);
 /* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the
  * spawned child to join; -EBADF where there is none. */
 void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);

@@ -532,8 +532,11 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
         if (launch->sandboxed) {
                 cgroup_prepare(ws);
                 cgroup_open_procs(ws, &cg0, &cg1);
-                if (cg0 >= 0)
+                if (cg0 >= 0) {
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
+                        if (launch->pids)
+                                launch->pids = cgroup_nproc_backstop(launch->pids);
+                }
                 if (cg1 >= 0)
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg1;
         } else if ((cg0 = cgroup_host_procs_fd(srv)) >= 0)
