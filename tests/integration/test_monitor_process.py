@@ -410,6 +410,70 @@ def t_workspace_groups_by_monitor(tmp):
         d.stop()
 
 
+def t_jail_started_by_monitor(tmp):
+    """A local jail is started by the monitor (jail_spawn): its outer
+    process runs as the workspace's owner with no_new_privs, in the
+    workspace's groups, and is still the daemon's child (CLONE_PARENT):
+    reaped there and killed with it. status counts what the monitor
+    started."""
+    root_daemon()
+    ws = make_ws(tmp, "wss", SANDBOX)
+    owner = os.stat(ws).st_uid
+    if owner == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    d = start(tmp, "spawn")
+    try:
+        r = term(d.conn(), ws, "echo up")
+        check(r.get("ok") and r.get("stdout") == "up\n", ("the call failed", r))
+        check(monitor_of(d).get("jails_started") == 1, ("the monitor did not start the jail", monitor_of(d)))
+        w = d.ws_status(ws)["worker"]
+        pid = w["pid"]
+        s = proc_status(pid)
+        check(ppid(pid) == d.pid, ("the jail is not the daemon's child", ppid(pid), d.pid))
+        check(s["Uid"].split() == [str(owner)] * 4, ("the jail's outer process is not the owner's", s["Uid"]))
+        check(s.get("NoNewPrivs") == "1", ("the jail's outer process has no no_new_privs", s.get("NoNewPrivs")))
+        groups = ws_groups(d.sock)
+        joined = open("/proc/%d/cgroup" % pid).read()
+        check(any(os.path.basename(g) in joined for g in groups), ("the jail is not in its workspace's group", joined))
+        T.note("jail %d: ppid %d (the daemon), Uid %s, NoNewPrivs %s" % (pid, ppid(pid), s["Uid"], s["NoNewPrivs"]))
+        # Killed by the daemon's own idle or stop: gone, reaped.
+        d.stop()
+        check(not alive(pid), "the jail outlived the daemon's stop")
+    finally:
+        d.stop()
+
+
+def t_jail_start_failure_through_monitor(tmp):
+    """A jail the monitor could not start (its bwrap's exec fails) fails with
+    the daemon's own message, the failed child (the daemon's) reaped; the
+    daemon and the monitor go on."""
+    root_daemon()
+    ws = make_ws(tmp, "wsf", SANDBOX)
+    if os.stat(ws).st_uid == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    # A bwrap found on PATH whose exec fails (its interpreter missing).
+    bin_dir = os.path.join(tmp, "fake-bin")
+    os.makedirs(bin_dir)
+    bwrap = os.path.join(bin_dir, "bwrap")
+    with open(bwrap, "w") as f:
+        f.write("#!/nonexistent/interpreter\n")
+    os.chmod(bwrap, 0o755)
+    d = vtest.Daemon(tmp, name="nobwrap", env=dict(os.environ, PATH=bin_dir + ":" + os.environ["PATH"]))
+    try:
+        r = term(d.conn(), ws, "echo up")
+        check(not r.get("ok"), ("a jail started without its bwrap", r))
+        text = str(r.get("error"))
+        check(bwrap in text and ("not found" in text or "permission denied" in text),
+              ("the failure does not name bwrap and why", r))
+        T.note("start failure through the monitor: %s" % text[:200])
+        m = monitor_of(d)
+        check(m.get("jails_started") == 0, ("a failed start counted", m))
+        zombies = [p for p in proc_tree(d.pid) if proc_status(p).get("State", "").startswith("Z")]
+        check(not zombies, ("the failed start was not reaped", zombies))
+    finally:
+        d.stop()
+
+
 def t_stopped_monitor_holding_lock_is_named(tmp):
     """The daemon SIGKILLed while its monitor is stopped: the monitor keeps
     the instance lock (its cleanup has not run), so a start on the same
@@ -610,7 +674,9 @@ def main():
                                  t_restart_past_stuck_leftover, t_clean_stop_past_stuck_leftover,
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
-                                 t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_workspace_groups_follow_changes,
+                                 t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
+                                 t_jail_start_failure_through_monitor,
+                                 t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,
                                  t_sighup_moves_detached_monitor_stderr,
                                  t_user_daemon_has_none], "vs-monitor-"))

@@ -61,6 +61,9 @@ static void spawn(MonitorEnc *e, int kind, const char *path, const char *rel) {
         monitor_enc_begin(e, MONITOR_REQ_JAIL_SPAWN, 7);
         monitor_put_u64(e, MONITOR_F_WS, 3);
         monitor_put_u64(e, MONITOR_F_GEN, 2);
+        monitor_put_u64(e, MONITOR_F_UID, 1000);
+        monitor_put_u64(e, MONITOR_F_GID, 1000);
+        monitor_put_u64(e, MONITOR_F_FLAGS, MONITOR_SPAWN_OWN_PID_NS);
         monitor_group_begin(e, MONITOR_F_MOUNT);
         monitor_put_u64(e, MONITOR_F_KIND, kind);
         if (path)
@@ -232,6 +235,32 @@ static void schema(void **state) {
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(decode(&e, false, &msg), 0);
         monitor_enc_done(&e);
+        /* jail_spawn: ids 0 (a jail is never root's), flags past the
+         * known ones, each of uid, gid and flags missing. */
+        const uint64_t spawn_bad[][3] = { { 0, 1000, 0 }, { 1000, 0, 0 }, { 1000, 1000, _MONITOR_SPAWN_ALL + 1 } };
+        for (size_t i = 0; i < ELEMENTSOF(spawn_bad) + 3; i++) {
+                monitor_enc_begin(&e, MONITOR_REQ_JAIL_SPAWN, 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 1);
+                monitor_put_u64(&e, MONITOR_F_GEN, 1);
+                const MonitorTag tags[3] = { MONITOR_F_UID, MONITOR_F_GID, MONITOR_F_FLAGS };
+                for (size_t k = 0; k < 3; k++)
+                        if (i < ELEMENTSOF(spawn_bad))
+                                monitor_put_u64(&e, tags[k], spawn_bad[i][k]);
+                        else if (k != i - ELEMENTSOF(spawn_bad))
+                                monitor_put_u64(&e, tags[k], k == 2 ? 0 : 1000);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+                monitor_enc_done(&e);
+        }
+        monitor_enc_begin(&e, MONITOR_REQ_JAIL_SPAWN, 1);
+        monitor_put_u64(&e, MONITOR_F_WS, 1);
+        monitor_put_u64(&e, MONITOR_F_GEN, 1);
+        monitor_put_u64(&e, MONITOR_F_UID, 1000);
+        monitor_put_u64(&e, MONITOR_F_GID, 1000);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, _MONITOR_SPAWN_ALL);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(decode(&e, false, &msg), 0);
+        monitor_enc_done(&e);
         /* Unknown request types; hello's version. */
         const uint16_t types[] = { 0, _MONITOR_REQ_MAX, 0x7fff };
         for (size_t i = 0; i < 3; i++) {
@@ -282,6 +311,9 @@ static void mounts(void **state) {
         monitor_enc_begin(&e, MONITOR_REQ_JAIL_SPAWN, 1);
         monitor_put_u64(&e, MONITOR_F_WS, 1);
         monitor_put_u64(&e, MONITOR_F_GEN, 1);
+        monitor_put_u64(&e, MONITOR_F_UID, 1);
+        monitor_put_u64(&e, MONITOR_F_GID, 1);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
         monitor_put_str(&e, MONITOR_F_DST, "/x");
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(decode(&e, false, &msg), -EBADMSG);

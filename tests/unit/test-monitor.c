@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -459,6 +460,124 @@ static void out_of_descriptors(void **state) {
         assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
 }
 
+/* A jail_spawn request for handle as uid/gid with flags, the argv from
+ * argv_fd beside the socket and stderr ends (fds_n of the three; the
+ * stderr a pipe unless stderr_is_pipe is false). */
+static bool stderr_is_pipe = true;
+static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, uint64_t flags, int argv_fd, size_t fds_n,
+                     bool with_mount) {
+        int sp[2], ep[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        assert_int_equal(pipe2(ep, O_CLOEXEC), 0);
+        int fds[3] = { sp[1], stderr_is_pipe ? ep[1] : sp[1], argv_fd };
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_JAIL_SPAWN);
+        monitor_put_u64(&e, MONITOR_F_WS, handle);
+        monitor_put_u64(&e, MONITOR_F_GEN, 1);
+        monitor_put_u64(&e, MONITOR_F_UID, uid);
+        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
+        if (with_mount) {
+                monitor_group_begin(&e, MONITOR_F_MOUNT);
+                monitor_put_u64(&e, MONITOR_F_KIND, MONITOR_MOUNT_TMPFS);
+                monitor_put_str(&e, MONITOR_F_DST, "/tmp");
+                monitor_group_end(&e);
+        }
+        int r = ask_fds(f, &e, fds, fds_n);
+        close(sp[0]);
+        close(sp[1]);
+        close(ep[0]);
+        close(ep[1]);
+        return r;
+}
+
+/* An argv memfd holding n bytes of text, sealed when asked. */
+static int argv_fd(const char *text, size_t n, bool sealed) {
+        int fd = memfd_create("argv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, n), (ssize_t)n);
+        if (sealed)
+                assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW), 0);
+        return fd;
+}
+
+/* jail_spawn refuses, before it starts anything: a workspace it did not
+ * open; a uid not the owner's, now or when opened (0 is a breach: the
+ * decoder takes none); a group neither the directory's nor the owner's;
+ * a channel that is not a socket and a pipe; an argv that is not a
+ * sealed memfd of NUL-terminated strings led by an absolute path; a mount
+ * plan (not served yet); groups it never made. Without its three
+ * descriptors the request is a breach. */
+static void spawn_refusals(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        uid_t uid = getuid() == 0 ? 4321 : getuid();
+        gid_t gid = getuid() == 0 ? 4321 : getgid();
+        if (getuid() == 0)
+                assert_int_equal(chown(f->dir, uid, gid), 0);
+        assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        static const char good[] = "/bin/true\0";
+        int ok = argv_fd(good, sizeof good - 1, true);
+        assert_int_equal(spawn_ask(f, h + 1, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), ENOENT);
+        assert_int_equal(spawn_ask(f, h, uid + 1, gid, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_int_equal(spawn_ask(f, h, uid, gid + 7, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, true), 0);
+        assert_int_equal(status_of(f), EOPNOTSUPP);
+        assert_int_equal(spawn_ask(f, h, uid, gid, MONITOR_SPAWN_JOIN_GROUP, ok, 3, false), 0);
+        assert_int_equal(status_of(f), ENOENT);
+        assert_null(monitor_field(&answer, MONITOR_F_PID, -1));
+        const struct {
+                const char *text;
+                size_t n;
+                bool sealed;
+        } bad[] = {
+                { good, sizeof good - 1, false }, /* not sealed: the server could change it after the check */
+                { "/bin/true", 9, true },         /* no NUL at its end */
+                { "true\0", 5, true },            /* not an absolute path */
+                { "", 0, true },                  /* empty */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                int fd = argv_fd(bad[i].text, bad[i].n, bad[i].sealed);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, fd, 3, false), 0);
+                assert_int_equal(status_of(f), EINVAL);
+                close(fd);
+        }
+        /* A pipe is no memfd. */
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, p[0], 3, false), 0);
+        assert_int_equal(status_of(f), EINVAL);
+        close(p[0]);
+        close(p[1]);
+        /* A stderr that is no pipe. */
+        stderr_is_pipe = false;
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), EINVAL);
+        stderr_is_pipe = true;
+        /* Its owner changed since it was opened. */
+        if (getuid() == 0) {
+                assert_int_equal(chown(f->dir, uid + 1, gid), 0);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+                assert_int_equal(status_of(f), EPERM);
+                assert_int_equal(chown(f->dir, uid, gid), 0);
+        }
+        /* uid 0, and two descriptors instead of three: breaches. */
+        assert_int_equal(spawn_ask(f, h, 0, gid, 0, ok, 3, false), -EPROTO);
+        close(ok);
+}
+
+static void spawn_breach(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        int ok = argv_fd("/bin/true", 10, true);
+        assert_int_equal(spawn_ask(f, 1, 1000, 1000, 0, ok, 2, false), -EPROTO);
+        close(ok);
+}
+
 static void breaches_end_it(void **state) {
         Fixture *f = *state;
         hello(f);
@@ -507,6 +626,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(log_reopen, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_reopen_breaches, setup, teardown),
                 cmocka_unit_test_setup_teardown(out_of_descriptors, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_breach, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

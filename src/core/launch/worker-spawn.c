@@ -30,7 +30,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_EXEC };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -43,6 +43,8 @@ static const char *step_name(int s) {
         case STEP_GID: return "switching group";
         case STEP_UID: return "switching user";
         case STEP_PDEATH: return "setting the parent-death signal";
+        case STEP_NNP: return "setting no_new_privs";
+        case STEP_PIPE: return "making its exec-error pipe";
         default: return "executing";
         }
 }
@@ -127,6 +129,7 @@ typedef struct SpawnChild {
         int theirs, stderr_w, err_w;
         pid_t parent;
         unsigned long ns_flags;
+        bool nnp; /* PR_SET_NO_NEW_PRIVS before the exec */
         char uid_map[32], gid_map[32]; /* "ID ID 1": the caller's own ids (CLONE_NEWUSER) */
         /* The jail's share of the caller's inotify budget (CLONE_NEWUSER):
          * the kernel charges a user namespace's watches to its parents'
@@ -222,6 +225,8 @@ static int spawn_child(void *arg) {
         /* After the uid change, which clears it: die with the daemon. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail(err_w, STEP_PDEATH, errno);
+        if (c->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(err_w, STEP_NNP, errno);
         if (!starter_alive(c))
                 _exit(125);
         execvp(l->argv[0], l->argv);
@@ -244,23 +249,21 @@ static void inotify_share(const char *path, unsigned long floor, char out[static
         snprintf(out, 24, "%lu", v < floor ? floor : v);
 }
 
-int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
-        int sp[2], ep[2], errp[2];
-        if (l->pre_argv && l->pre_argv[0])
-                run_pre(l);
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
-                return vs_error_set(err, -errno, "socketpair: %m");
-        _cleanup_close_ int ours = sp[0], theirs = sp[1];
+int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp,
+                       pid_t *ret_pid, int *ret_step) {
+        int ep[2];
+        *ret_pid = 0;
+        *ret_step = STEP_PIPE;
         if (pipe2(ep, O_CLOEXEC) < 0)
-                return vs_error_set(err, -errno, "pipe: %m");
+                return -errno;
         _cleanup_close_ int err_r = ep[0], err_w = ep[1];
-        if (pipe2(errp, O_CLOEXEC) < 0)
-                return vs_error_set(err, -errno, "pipe: %m");
-        _cleanup_close_ int stderr_r = errp[0], stderr_w = errp[1];
 
         /* The parent-death signal is asked for in the child, after the
-         * uid change that would clear it. */
-        SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .parent = getpid() };
+         * uid change that would clear it. Started with CLONE_PARENT (by
+         * the root monitor, for the server), the child is the caller's
+         * parent's, and dies with that one. */
+        SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .nnp = nnp,
+                         .parent = clone_extra & CLONE_PARENT ? getppid() : getpid() };
         if (l->own_pid_ns) {
                 /* Root may make the namespaces itself; a user needs a user
                  * namespace for them, as bwrap does. */
@@ -272,47 +275,84 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
                         inotify_share("/proc/sys/fs/inotify/max_user_instances", 8, c.inotify_instances);
                 }
         }
-        pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags);
-        if (pid < 0 && c.ns_flags)
-                return vs_error_set_kind(err, pid, "sandbox_unavailable",
-                                         "cannot make the jail's own pid namespace (clone: %s): the local backend needs %s",
-                                         strerror(-pid),
-                                         c.ns_flags & CLONE_NEWUSER ? "unprivileged user namespaces (as bubblewrap does)"
-                                                                    : "CAP_SYS_ADMIN when the daemon runs as root");
-        if (pid < 0)
-                return vs_error_set(err, pid, "clone: %s", strerror(-pid));
-
-        theirs = safe_close(theirs);
+        pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags | clone_extra);
+        if (pid < 0) {
+                *ret_step = c.ns_flags ? STEP_NS : STEP_CLONE;
+                return pid;
+        }
+        *ret_pid = pid;
         err_w = safe_close(err_w);
-        stderr_w = safe_close(stderr_w);
         int msg[2];
         ssize_t k;
         do
                 k = read(err_r, msg, sizeof msg);
         while (k < 0 && errno == EINTR);
-        if (k == sizeof msg) {
+        if (k != sizeof msg)
+                return 0;
+        if (!(clone_extra & CLONE_PARENT)) {
                 waitpid(pid, NULL, 0);
-                if (msg[0] == STEP_EXEC && msg[1] == ENOENT && l->sandboxed && l->missing_hint)
-                        return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable", "%s not found: %s", l->argv[0],
-                                                 l->missing_hint);
-                if (msg[0] == STEP_EXEC && msg[1] == EACCES && l->switch_user)
-                        return vs_error_set_kind(err, -EACCES, "sandbox_unavailable",
-                                                 "%s: permission denied for uid %u; the worker and bwrap must be readable and executable by the workspace owner",
-                                                 l->argv[0], (unsigned)l->uid);
-                /* A container (systemd-nspawn, docker) mounts over parts of
-                 * /proc (/proc/sys read-only): the kernel then refuses a
-                 * user namespace's own /proc, and the write of the jail's
-                 * inotify share meets a read-only /proc/sys. */
-                if ((msg[0] == STEP_PROC && msg[1] == EPERM) || (msg[0] == STEP_USERNS && msg[1] == EROFS))
-                        return vs_error_set_kind(err, -msg[1], "sandbox_unavailable",
-                                                 "starting %s: %s: %s: this host mounts over parts of /proc (a "
-                                                 "container: /proc/sys read-only), so an ordinary user cannot give the "
-                                                 "jail a /proc of its own here; run vectora-sandboxd as root (the "
-                                                 "system unit), or run outside the container",
-                                                 l->argv[0], step_name(msg[0]), strerror(msg[1]));
-                return vs_error_set_kind(err, -msg[1], "sandbox_unavailable", "starting %s: %s: %s", l->argv[0],
-                                         step_name(msg[0]), strerror(msg[1]));
+                *ret_pid = 0;
         }
+        *ret_step = msg[0];
+        return msg[1] > 0 ? -msg[1] : -EIO;
+}
+
+int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err) {
+        if (step == STEP_NS)
+                return vs_error_set_kind(err, -e, "sandbox_unavailable",
+                                         "cannot make the jail's own pid namespace (clone: %s): the local backend needs %s",
+                                         strerror(e),
+                                         geteuid() != 0 ? "unprivileged user namespaces (as bubblewrap does)"
+                                                        : "CAP_SYS_ADMIN when the daemon runs as root");
+        if (step == STEP_CLONE)
+                return vs_error_set(err, -e, "clone: %s", strerror(e));
+        if (step == STEP_EXEC && e == ENOENT && l->sandboxed && l->missing_hint)
+                return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable", "%s not found: %s", l->argv[0],
+                                         l->missing_hint);
+        if (step == STEP_EXEC && e == EACCES && l->switch_user)
+                return vs_error_set_kind(err, -EACCES, "sandbox_unavailable",
+                                         "%s: permission denied for uid %u; the worker and bwrap must be readable and executable by the workspace owner",
+                                         l->argv[0], (unsigned)l->uid);
+        /* A container (systemd-nspawn, docker) mounts over parts of
+         * /proc (/proc/sys read-only): the kernel then refuses a
+         * user namespace's own /proc, and the write of the jail's
+         * inotify share meets a read-only /proc/sys. */
+        if ((step == STEP_PROC && e == EPERM) || (step == STEP_USERNS && e == EROFS))
+                return vs_error_set_kind(err, -e, "sandbox_unavailable",
+                                         "starting %s: %s: %s: this host mounts over parts of /proc (a "
+                                         "container: /proc/sys read-only), so an ordinary user cannot give the "
+                                         "jail a /proc of its own here; run vectora-sandboxd as root (the "
+                                         "system unit), or run outside the container",
+                                         l->argv[0], step_name(step), strerror(e));
+        return vs_error_set_kind(err, -e, "sandbox_unavailable", "starting %s: %s: %s", l->argv[0], step_name(step),
+                                 strerror(e));
+}
+
+int worker_spawn_ends(int chan[2], int errp[2], VsError **err) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+                return vs_error_set(err, -errno, "socketpair: %m");
+        if (pipe2(errp, O_CLOEXEC) < 0) {
+                int r = vs_error_set(err, -errno, "pipe: %m");
+                close(chan[0]);
+                close(chan[1]);
+                return r;
+        }
+        return 0;
+}
+
+int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
+        int chan[2], errp[2];
+        if (l->pre_argv && l->pre_argv[0])
+                run_pre(l);
+        int r = worker_spawn_ends(chan, errp, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int ours = chan[0], theirs = chan[1], stderr_r = errp[0], stderr_w = errp[1];
+        pid_t pid;
+        int step;
+        r = worker_spawn_start(l, theirs, stderr_w, 0, false, &pid, &step);
+        if (r < 0)
+                return worker_spawn_error(l, step, -r, err);
         ret->pid = pid;
         ret->fd = TAKE_FD(ours);
         ret->stderr_fd = TAKE_FD(stderr_r);

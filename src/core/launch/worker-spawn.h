@@ -23,6 +23,20 @@ typedef struct VsWorkerProc {
  * moves descriptors; an exec failure comes back through a CLOEXEC pipe as
  * an error here ("bwrap not found: apt-get install bubblewrap"). */
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
+/* The worker's channel (a socket pair: chan[0] the caller's end, chan[1]
+ * the child's stdin and stdout) and its stderr pipe, all CLOEXEC. */
+int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
+/* worker_spawn's start, the descriptors given: theirs becomes the
+ * child's stdin and stdout, stderr_w its stderr (both still the
+ * caller's). clone_extra: CLONE_PARENT for the root monitor, which starts
+ * a jail for the server as the server's own child (reaped and tied there
+ * as before); nnp: PR_SET_NO_NEW_PRIVS before the exec. 0 with *ret_pid;
+ * else a negative errno with *ret_step (for worker_spawn_error) and
+ * *ret_pid the child to reap (CLONE_PARENT: the caller's parent's), or 0. */
+int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp,
+                       pid_t *ret_pid, int *ret_step);
+/* The error for a start that failed at step with errno e. */
+int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err);
 /* What worker_spawn would run first, now, and not again: l->pre_argv (a
  * docker backend removing a leftover container, up to 10 s). For a caller
  * that must not wait on it where it forks (the daemon runs it on its

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
@@ -23,6 +24,7 @@
 #include "server.h"
 #include "spawn-util.h"
 #include "time-util.h"
+#include "worker-spawn.h"
 
 #define MONITOR_VERSION 1
 /* The monitor answers from memory or one system call: a reply later than
@@ -148,13 +150,14 @@ static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
 }
 
 /* One request and its reply, in order: the monitor serves one at a time.
+ * send_fds (n_send of them, still the caller's) go beside the request.
  * A status other than 0 comes back as its negative errno with the
  * monitor's message in *err; a monitor that does not answer in time, or
  * answers out of protocol, is gone (-EPIPE). The reply's descriptors go
  * to fds (up to max_fds, *n_fds of them; caller's to close); more than
  * that, or any with a request that takes none, is out of protocol. */
-static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t max_fds, size_t *n_fds,
-                    VsError **err) {
+static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_send, int *fds, size_t max_fds,
+                    size_t *n_fds, VsError **err) {
         MonitorLink *ml = srv->monitor;
         uint16_t type = 0;
         uint64_t id = 0;
@@ -172,7 +175,7 @@ static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t ma
                 return vs_error_set(err, -EPIPE, "the root monitor is gone");
         uint64_t deadline = now_ms() + MONITOR_CALL_MS;
         for (;;) {
-                ssize_t k = send_with_fds(ml->fd, e->buf.data, e->buf.len, &send_fd, send_fd >= 0 ? 1 : 0, MSG_NOSIGNAL);
+                ssize_t k = send_with_fds(ml->fd, e->buf.data, e->buf.len, send_fds, n_send, MSG_NOSIGNAL);
                 if (k >= 0)
                         break;
                 if (k != -EAGAIN && k != -EINTR)
@@ -238,7 +241,7 @@ static int call_fds(Server *srv, MonitorEnc *e, int send_fd, int *fds, size_t ma
 }
 
 static int call(Server *srv, MonitorEnc *e, VsError **err) {
-        return call_fds(srv, e, -EBADF, NULL, 0, NULL, err);
+        return call_fds(srv, e, NULL, 0, NULL, 0, NULL, err);
 }
 
 static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
@@ -384,9 +387,11 @@ json_t *monitor_link_status(Server *srv) {
         if (r < 0)
                 return json_pack("{s:b,s:s}", "running", false, "why", vs_error_message(err));
         const MonitorField *pid = monitor_field(&ml->reply, MONITOR_F_PID, -1);
-        const MonitorField *count = monitor_field(&ml->reply, MONITOR_F_COUNT, -1);
-        return json_pack("{s:b,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
-                         (json_int_t)(count ? count->u64 : 0));
+        int at = monitor_next(&ml->reply, MONITOR_F_COUNT, -1);
+        int jails = at >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, at) : -1;
+        return json_pack("{s:b,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
+                         (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
+                         (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0));
 }
 
 int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {
@@ -430,7 +435,7 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
         monitor_put_u64(&e, MONITOR_F_PIDS_MAX, monitor_pids_clamp(pids_max));
         monitor_put_u64(&e, MONITOR_F_MEMORY_MAX, monitor_memory_clamp(memory_max));
         size_t n = 0;
-        int r = call_fds(srv, &e, -EBADF, ret_fds, 2, &n, err);
+        int r = call_fds(srv, &e, NULL, 0, ret_fds, 2, &n, err);
         monitor_enc_done(&e);
         if (r < 0)
                 return r;
@@ -454,7 +459,68 @@ void monitor_link_log_reopen(Server *srv, int log_fd) {
         MonitorEnc e;
         _cleanup_(vs_error_freep) VsError *err = NULL;
         request(&e, srv, MONITOR_REQ_LOG_REOPEN);
-        if (call_fds(srv, &e, log_fd, NULL, 0, NULL, &err) < 0 && srv->monitor->fd >= 0)
+        if (call_fds(srv, &e, &log_fd, 1, NULL, 0, NULL, &err) < 0 && srv->monitor->fd >= 0)
                 log_warning("the root monitor keeps its old log: %s", vs_error_message(err));
         monitor_enc_done(&e);
+}
+
+/* l's argv in a memfd sealed against any change, NUL after each string. */
+static int argv_memfd(char *const *argv) {
+        _cleanup_close_ int fd = memfd_create("vectora-jail-argv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        for (char *const *a = argv; a && *a; a++) {
+                int r = write_all(fd, *a, strlen(*a) + 1);
+                if (r < 0)
+                        return r;
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, unsigned flags,
+                            VsWorkerProc *ret, VsError **err) {
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        int chan[2], errp[2];
+        int r = worker_spawn_ends(chan, errp, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int ours = chan[0], theirs = chan[1], stderr_r = errp[0], stderr_w = errp[1];
+        _cleanup_close_ int argv_fd = argv_memfd(l->argv);
+        if (argv_fd < 0)
+                return vs_error_set(err, argv_fd, "the jail's argv could not be sealed in a memfd: %s", strerror(-argv_fd));
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_JAIL_SPAWN), MONITOR_F_WS, ws);
+        uint64_t id = srv->monitor->next_id;
+        monitor_put_u64(&e, MONITOR_F_GEN, gen ? gen : 1);
+        monitor_put_u64(&e, MONITOR_F_UID, l->uid);
+        monitor_put_u64(&e, MONITOR_F_GID, l->gid);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
+        int send[3] = { theirs, stderr_w, argv_fd };
+        _cleanup_(vs_error_freep) VsError *merr = NULL;
+        r = call_fds(srv, &e, send, 3, NULL, 0, NULL, &merr);
+        monitor_enc_done(&e);
+        /* The reply's pid and step, when it answered this request (the
+         * start's child is this process's: reaped here when it failed). */
+        MonitorLink *ml = srv->monitor;
+        bool answered = ml && ml->fd >= 0 && ml->reply.type == (MONITOR_REPLY | MONITOR_REQ_JAIL_SPAWN) && ml->reply.id == id;
+        const MonitorField *pid = answered ? monitor_field(&ml->reply, MONITOR_F_PID, -1) : NULL;
+        const MonitorField *step = answered ? monitor_field(&ml->reply, MONITOR_F_STEP, -1) : NULL;
+        if (r < 0) {
+                if (pid)
+                        while (waitpid((pid_t)pid->u64, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                if (step)
+                        return worker_spawn_error(l, (int)step->u64, -r, err);
+                r = vs_error_set(err, r, "%s", vs_error_message(merr));
+                return r;
+        }
+        if (!pid)
+                return lost(srv, MONITOR_REQ_JAIL_SPAWN, "a jail started without its pid", err);
+        ret->pid = (pid_t)pid->u64;
+        ret->fd = TAKE_FD(ours);
+        ret->stderr_fd = TAKE_FD(stderr_r);
+        return 0;
 }

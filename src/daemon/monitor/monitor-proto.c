@@ -100,6 +100,9 @@ static const FieldSpec mount[] = {
 };
 static const FieldSpec jail_spawn[] = {
         WS, GEN,
+        ONE(MONITOR_F_UID, KIND_U64, 1, ID_MAX), /* never 0 */
+        ONE(MONITOR_F_GID, KIND_U64, 1, ID_MAX),
+        ONE(MONITOR_F_FLAGS, KIND_U64, 0, _MONITOR_SPAWN_ALL),
         { .tag = MONITOR_F_MOUNT, .kind = KIND_GROUP, .min = 0, .max = 200, .sub = mount },
         { .tag = MONITOR_F_ENV, .kind = KIND_ENV, .min = 0, .max = 64, .lo = 2, .hi = 4096 },
         {},
@@ -130,6 +133,7 @@ static const FieldSpec reply[] = {
         OPT(MONITOR_F_GEN, KIND_U64, 1, UINT64_MAX),
         OPT(MONITOR_F_PID, KIND_U64, 1, 4194304),
         { .tag = MONITOR_F_COUNT, .kind = KIND_U64, .min = 0, .max = 8, .lo = 0, .hi = UINT64_MAX },
+        OPT(MONITOR_F_STEP, KIND_U64, 1, 64),
         {},
 };
 

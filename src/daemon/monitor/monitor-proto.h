@@ -46,7 +46,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_WS_OPEN,         /* path, uid, gid: the monitor opens it and checks its owner; reply: ws */
         MONITOR_REQ_WS_CLOSE,        /* ws: its jails are killed first */
         MONITOR_REQ_CGROUP_MAKE,     /* ws, memory_max?, pids_max?: the workspace's groups; reply: their fds */
-        MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, mount groups, env; fds: the worker's socket end; reply: pidfd */
+        MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, uid, gid, flags; fds: the worker's socket end, its stderr, its argv (a sealed memfd); reply: pid */
         MONITOR_REQ_JAIL_KILL,       /* ws, gen */
         MONITOR_REQ_APPROVAL_WRITE,  /* ws, record: written as the workspace's owner, synced */
         MONITOR_REQ_GIT_PLACEHOLDER, /* ws, rel: the .git placeholder made as the owner */
@@ -87,9 +87,21 @@ typedef enum MonitorTag {
         MONITOR_F_MESSAGE,     /* reply: string */
         MONITOR_F_PID,         /* reply: u64 */
         MONITOR_F_COUNT,       /* reply: u64 */
+        MONITOR_F_FLAGS,       /* u64: MonitorSpawnFlags */
+        MONITOR_F_STEP,        /* reply: u64, the step of a start that failed */
         _MONITOR_F_MAX,
 } MonitorTag;
 
+/* jail_spawn's flags. */
+typedef enum MonitorSpawnFlags {
+        MONITOR_SPAWN_OWN_PID_NS = 1 << 0,  /* the jail's outer pid and mount namespaces (launch.h own_pid_ns) */
+        MONITOR_SPAWN_JOIN_GROUP = 1 << 1,  /* into the workspace's group (v2; v1: its pids group) */
+        MONITOR_SPAWN_JOIN_MEMORY = 1 << 2, /* v1: into its memory group too */
+        _MONITOR_SPAWN_ALL = (1 << 3) - 1,
+} MonitorSpawnFlags;
+
+/* A mount of a jail plan the monitor re-validates (not served yet: a
+ * jail_spawn with mounts or env is refused). */
 typedef enum MonitorMountKind {
         MONITOR_MOUNT_RO,      /* PATH (a host path the monitor allows) or REL, read-only at DST */
         MONITOR_MOUNT_RW,      /* REL only: the workspace's own */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "macro.h"
 #include "monitor-proto.h"
 #include "sha256.h"
+#include "worker-spawn.h"
 
 #define WORKSPACES_MAX 65536
 #define FDS_MAX 8
@@ -42,6 +44,7 @@ struct Monitor {
         MonWorkspace *ws;
         size_t n_ws, cap_ws;
         uint64_t next_handle;
+        uint64_t jails_started; /* by jail_spawn, since the start */
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
 };
@@ -107,6 +110,7 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
         if (m->msg.type == MONITOR_REQ_STATUS) {
                 monitor_put_u64(&e, MONITOR_F_PID, (uint64_t)getpid());
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_started);
         }
         int r = monitor_enc_end(&e);
         if (r >= 0) {
@@ -277,6 +281,134 @@ static int ws_close(Monitor *m) {
         return reply(m, 0, NULL, 0);
 }
 
+/* The argv a jail is started with, from the sealed memfd beside
+ * jail_spawn (a plan of thousands of masks is past a datagram): the
+ * server can no longer change it, and it holds NUL-terminated strings,
+ * the first an absolute path. *ret_buf holds the strings *ret_argv
+ * points into. */
+#define SPAWN_ARGV_BYTES (16u << 20)
+#define SPAWN_ARGS_MAX 262144u
+static int spawn_argv(int fd, char **ret_buf, char ***ret_argv) {
+        int seals = fcntl(fd, F_GET_SEALS);
+        int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+        struct stat st;
+        if (seals < 0 || (seals & need) != need || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 2 ||
+            (uint64_t)st.st_size > SPAWN_ARGV_BYTES)
+                return -EINVAL;
+        size_t n = (size_t)st.st_size;
+        _cleanup_free_ char *buf = malloc(n);
+        if (!buf)
+                return -ENOMEM;
+        for (size_t at = 0; at < n;) {
+                ssize_t k = pread(fd, buf + at, n - at, (off_t)at);
+                if (k <= 0)
+                        return k < 0 ? -errno : -EINVAL;
+                at += (size_t)k;
+        }
+        if (buf[n - 1] != 0 || buf[0] != '/')
+                return -EINVAL;
+        size_t argc = 0;
+        for (size_t i = 0; i < n; i++)
+                argc += buf[i] == 0;
+        if (argc > SPAWN_ARGS_MAX)
+                return -E2BIG;
+        char **argv = calloc(argc + 1, sizeof *argv);
+        if (!argv)
+                return -ENOMEM;
+        for (size_t i = 0, a = 0; i < n; i += strlen(buf + i) + 1)
+                argv[a++] = buf + i;
+        *ret_buf = TAKE_PTR(buf);
+        *ret_argv = argv;
+        return 0;
+}
+
+/* cgroup.procs of w's group below the instance's group i. */
+static int group_procs(Monitor *m, const MonWorkspace *w, int i) {
+        if (!w->grouped || m->cg_fds[i] < 0)
+                return -ENOENT;
+        _cleanup_close_ int g = openat(m->cg_fds[i], w->group, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (g < 0)
+                return -errno;
+        int fd = openat(g, "cgroup.procs", O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, int step) {
+        MonitorEnc e;
+        monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
+        monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
+        if (message)
+                monitor_put_str(&e, MONITOR_F_MESSAGE, message);
+        if (pid > 0)
+                monitor_put_u64(&e, MONITOR_F_PID, (uint64_t)pid);
+        if (step > 0)
+                monitor_put_u64(&e, MONITOR_F_STEP, (uint64_t)step);
+        int r = monitor_enc_end(&e);
+        if (r >= 0) {
+                ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, NULL, 0, MSG_NOSIGNAL);
+                r = k < 0 ? (int)k : 0;
+        }
+        monitor_enc_done(&e);
+        return r;
+}
+
+/* A jail started for the server: as the workspace's owner (the uid of the
+ * monitor's table, never 0; the directory's group or the owner's primary
+ * one), no supplementary groups, no_new_privs, in the workspace's groups
+ * the monitor made, with the worker's socket end (fds[0]) and stderr
+ * (fds[1]). It is the server's child (CLONE_PARENT): reaped there and
+ * ended with it, as a jail the server started itself. The argv (fds[2])
+ * is still the server's (the mount plan the monitor would re-validate is
+ * not served yet): what it starts can do what the owner can, no more. */
+static int jail_spawn(Monitor *m, int *fds) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        if (!w)
+                return reply_spawn(m, ENOENT, "no such workspace", 0, 0);
+        if (monitor_next(&m->msg, MONITOR_F_MOUNT, -1) >= 0 || monitor_field(&m->msg, MONITOR_F_ENV, -1))
+                return reply_spawn(m, EOPNOTSUPP, "a mount plan is not served yet: the argv comes in its descriptor", 0, 0);
+        uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
+        gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
+        uint64_t flags = monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
+        struct stat st, chan, errs;
+        /* The owner now (a chown since it was opened counts). */
+        if (fstat(w->dirfd, &st) < 0 || uid != w->uid || uid != st.st_uid)
+                return reply_spawn(m, EPERM, "a jail runs as its workspace's owner", 0, 0);
+        if (!gid_allowed(uid, gid, &st))
+                return reply_spawn(m, EPERM, "that group is neither the workspace's nor its owner's", 0, 0);
+        /* Its stdin and stdout a socket, its stderr a pipe: nothing else
+         * of the server's (a file it opened) reaches the owner's process. */
+        if (fstat(fds[0], &chan) < 0 || !S_ISSOCK(chan.st_mode) || fstat(fds[1], &errs) < 0 || !S_ISFIFO(errs.st_mode))
+                return reply_spawn(m, EINVAL, "the worker's channel must be a socket and its stderr a pipe", 0, 0);
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char **argv = NULL;
+        int r = spawn_argv(fds[2], &buf, &argv);
+        if (r < 0)
+                return reply_spawn(m, -r, "the argv must be a sealed memfd of NUL-terminated strings, an absolute path first", 0, 0);
+        VsLaunch l = { .argv = argv, .uid = uid, .gid = gid, .switch_user = true, .sandboxed = true,
+                       .own_pid_ns = flags & MONITOR_SPAWN_OWN_PID_NS,
+                       .cgroup_fds = { -EBADF, -EBADF } };
+        if (flags & MONITOR_SPAWN_JOIN_GROUP) {
+                if ((r = group_procs(m, w, 0)) < 0)
+                        return reply_spawn(m, -r, "the workspace's group could not be opened", 0, 0);
+                l.cgroup_fds[l.n_cgroup_fds++] = r;
+        }
+        if (flags & MONITOR_SPAWN_JOIN_MEMORY) {
+                if (m->cg_version != 1 || (r = group_procs(m, w, 1)) < 0) {
+                        safe_close(l.cgroup_fds[0]);
+                        return reply_spawn(m, m->cg_version != 1 ? EINVAL : -r,
+                                           "the workspace's memory group could not be opened", 0, 0);
+                }
+                l.cgroup_fds[l.n_cgroup_fds++] = r;
+        }
+        pid_t pid = 0;
+        int step = 0;
+        r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, &pid, &step);
+        m->jails_started += r >= 0;
+        for (size_t i = 0; i < l.n_cgroup_fds; i++)
+                safe_close(l.cgroup_fds[i]);
+        return reply_spawn(m, r < 0 ? -r : 0, NULL, pid, r < 0 ? step : 0);
+}
+
 /* Why a datagram ends the monitor, logged once. */
 static int broken(const char *why, const char *detail) {
         log_error("monitor: the server broke the protocol: %s%s%s; stopping", why, detail ? ": " : "",
@@ -315,9 +447,9 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
         MonitorReq t = (MonitorReq)m->msg.type;
         if (!monitor_req_allowed(m->state, t))
                 return broken("a request its state does not allow", monitor_req_to_string(t));
-        if (too_many || n_fds != (t == MONITOR_REQ_LOG_REOPEN ? 1u : 0u))
-                return broken(n_fds ? "descriptors with a request that takes none, or too many"
-                                    : "a request without its descriptor",
+        if (too_many || n_fds != (t == MONITOR_REQ_LOG_REOPEN ? 1u : t == MONITOR_REQ_JAIL_SPAWN ? 3u : 0u))
+                return broken(n_fds ? "descriptors its request does not take, or too many"
+                                    : "a request without its descriptors",
                               monitor_req_to_string(t));
         switch (t) {
         case MONITOR_REQ_HELLO:
@@ -329,6 +461,8 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return ws_close(m);
         case MONITOR_REQ_CGROUP_MAKE:
                 return cgroup_make(m);
+        case MONITOR_REQ_JAIL_SPAWN:
+                return jail_spawn(m, fds);
         case MONITOR_REQ_STATUS:
                 return reply(m, 0, NULL, 0);
         case MONITOR_REQ_LOG_REOPEN:

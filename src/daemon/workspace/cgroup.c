@@ -388,10 +388,7 @@ static int make_group(const char *parent, const char *name, char **ret) {
         return 0;
 }
 
-/* The workspace's groups, made and limited by the root monitor (the
- * server names the workspace by the handle the monitor gave when it
- * opened the directory itself; the monitor names the groups). */
-static int monitor_groups(Workspace *ws, char **ret_note, VsError **err) {
+int cgroup_monitor_open(Workspace *ws, uid_t *ret_owner, VsError **err) {
         Server *srv = ws->srv;
         struct stat st;
         if (stat(ws->path, &st) < 0)
@@ -410,8 +407,20 @@ static int monitor_groups(Workspace *ws, char **ret_note, VsError **err) {
                 ws->monitor_dev = st.st_dev;
                 ws->monitor_ino = st.st_ino;
         }
+        if (ret_owner)
+                *ret_owner = st.st_uid;
+        return 0;
+}
+
+/* The workspace's groups, made and limited by the root monitor (the
+ * server names the workspace by the handle the monitor gave when it
+ * opened the directory itself; the monitor names the groups). */
+static int monitor_groups(Workspace *ws, char **ret_note, VsError **err) {
+        int r = cgroup_monitor_open(ws, NULL, err);
+        if (r < 0)
+                return r;
         const VsLimits *lim = &ws->policy->limits;
-        return monitor_link_cgroup_make(srv, ws->monitor_ws, lim->pids, lim->memory, ws->cgroup_fds, ret_note, err);
+        return monitor_link_cgroup_make(ws->srv, ws->monitor_ws, lim->pids, lim->memory, ws->cgroup_fds, ret_note, err);
 }
 
 void cgroup_prepare(Workspace *ws) {

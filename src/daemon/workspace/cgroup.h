@@ -32,6 +32,10 @@ void cgroup_prepare(Workspace *ws);
  * pids.events, which the looks after a call read) before the rlimit,
  * checked first in fork, does; the rlimit stays as a backstop. */
 uint64_t cgroup_nproc_backstop(uint64_t pids);
+/* The workspace opened in the root monitor (ws->monitor_ws), again when
+ * another directory took its path since; *ret_owner (may be NULL) its
+ * owner's uid. */
+int cgroup_monitor_open(Workspace *ws, uid_t *ret_owner, VsError **err);
 /* Opens the workspace's cgroup.procs files (O_WRONLY|O_CLOEXEC) for the
  * spawned child to join; -EBADF where there is none. */
 void cgroup_open_procs(Workspace *ws, int *ret_fd0, int *ret_fd1);

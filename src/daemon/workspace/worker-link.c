@@ -11,6 +11,8 @@
 #include "backend-ops.h"
 #include "cgroup.h"
 #include "log.h"
+#include "monitor-link.h"
+#include "monitor-proto.h"
 #include "protect.h"
 #include "protocol.h"
 #include "proxy.h"
@@ -517,6 +519,24 @@ static void start_free(LinkStart *s) {
         free(s);
 }
 
+/* Whether the root monitor starts ws's jail: a local one (bwrap, as the
+ * workspace's owner, who owns the directory the monitor opened; a
+ * root-owned workspace's idmapped trees are still made here), with
+ * the monitor running. It joins the groups it made, so the ones opened
+ * here are not passed; its child is still this process's. */
+static bool via_monitor(Workspace *ws, const VsLaunch *l) {
+        if (!ws->srv->monitor || link_spawn_fn != worker_spawn || !l->sandboxed || !l->switch_user || l->n_idmap ||
+            (l->pre_argv && l->pre_argv[0]))
+                return false;
+        uid_t owner;
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        if (cgroup_monitor_open(ws, &owner, &e) < 0) {
+                log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
+                return false;
+        }
+        return owner == l->uid;
+}
+
 /* On the loop, with the prepared launch: the fork (quick), the pipes, the
  * handshake's timer. Takes *launchp on success. */
 static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, bool proxied, WorkerLink **ret,
@@ -529,16 +549,20 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 proxy_set_peer(ws->proxy, launch->uid);
         /* The child joins the workspace's cgroups before it execs. */
         _cleanup_close_ int cg0 = -EBADF, cg1 = -EBADF;
+        unsigned monitor_flags = launch->own_pid_ns ? MONITOR_SPAWN_OWN_PID_NS : 0;
         if (launch->sandboxed) {
                 cgroup_prepare(ws);
                 cgroup_open_procs(ws, &cg0, &cg1);
                 if (cg0 >= 0) {
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
+                        monitor_flags |= MONITOR_SPAWN_JOIN_GROUP;
                         if (launch->pids)
                                 launch->pids = cgroup_nproc_backstop(launch->pids);
                 }
-                if (cg1 >= 0)
+                if (cg1 >= 0) {
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg1;
+                        monitor_flags |= MONITOR_SPAWN_JOIN_MEMORY;
+                }
         } else if ((cg0 = cgroup_host_procs_fd(srv)) >= 0)
                 /* Unsandboxed: no limits, but ended with the daemon. */
                 launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
@@ -550,7 +574,8 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 return r;
         }
         VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
-        r = link_spawn_fn(launch, &proc, err);
+        r = via_monitor(ws, launch) ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, monitor_flags, &proc, err)
+                                    : link_spawn_fn(launch, &proc, err);
         if (r < 0) {
                 jsonl_reader_free(l->reader);
                 free(l);
