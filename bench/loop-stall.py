@@ -16,14 +16,14 @@ bench/analysis.md quotes it.
 Usage: loop-stall.py BUILD_DIR...   (as root or as an ordinary user)"""
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import json
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemonconn import Conn, pct, start_daemon  # noqa: E402
 
 RUNS = 3
 STATUS_CALLS = 300
@@ -31,28 +31,6 @@ OWN_CALLS = 40
 BUSY = ("nohup python3 -c 'import threading, time\n"
         "for i in range(20): threading.Thread(target=time.sleep, args=(1e6,), daemon=True).start()\n"
         "time.sleep(1e6)' >/dev/null 2>&1 &")
-
-
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(path)
-        self.f = self.s.makefile("rb")
-        self.n = 0
-
-    def call(self, req):
-        self.n += 1
-        req = dict(req, id=self.n)
-        self.s.sendall(json.dumps(req).encode() + b"\n")
-        while True:
-            r = json.loads(self.f.readline())
-            if r.get("id") == self.n:
-                return r
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(len(v) * p))]
 
 
 def one_run(build):
@@ -67,17 +45,8 @@ def one_run(build):
         if os.geteuid() == 0:  # the jail never runs as host uid 0
             for p in (ws, os.path.join(ws, "vectora.toml")):
                 os.lchown(p, 65534, 65534)
-    sock = os.path.join(tmp, "d.sock")
-    env = dict(os.environ, VECTORA_BUILD_ROOT=build, VECTORA_WORKER=os.path.join(build, "src/worker/vectora-worker"))
-    d = subprocess.Popen([os.path.join(build, "src/daemon/vectora-sandboxd"), "--foreground", "--socket", sock,
-                          "--log-file", os.path.join(tmp, "d.log")], env=env, stdin=subprocess.DEVNULL)
+    d, sock, c = start_daemon(build, tmp)
     try:
-        for _ in range(500):
-            try:
-                c = Conn(sock)
-                break
-            except OSError:
-                time.sleep(0.01)
         r = c.call({"tool": "terminal", "workspace": busy, "command": BUSY})
         assert r.get("ok"), r
         assert c.call({"tool": "terminal", "workspace": other, "command": "true"}).get("ok")

@@ -100,7 +100,7 @@ static int vfork_entry(void *p) {
 
 #define VFORK_STACK (64u * 1024u)
 
-pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags) {
+static pid_t clone_entry(int (*fn)(void *arg), void *arg, unsigned long flags) {
         void *stack = mmap(NULL, VFORK_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (stack == MAP_FAILED)
                 return -errno;
@@ -108,11 +108,19 @@ pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags) {
         sigset_t all, old;
         sigfillset(&all);
         (void)pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid_t pid = clone(vfork_entry, (char *)stack + VFORK_STACK, CLONE_VM | CLONE_VFORK | ns_flags | SIGCHLD, &e);
+        pid_t pid = clone(vfork_entry, (char *)stack + VFORK_STACK, flags | SIGCHLD, &e);
         int k = pid < 0 ? -errno : 0;
         (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void)munmap(stack, VFORK_STACK);
         return k < 0 ? k : pid;
+}
+
+pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags) {
+        return clone_entry(fn, arg, CLONE_VM | CLONE_VFORK | ns_flags);
+}
+
+pid_t spawn_clone_ns(int (*fn)(void *arg), void *arg, unsigned long flags) {
+        return clone_entry(fn, arg, flags);
 }
 
 pid_t spawn_vfork(int (*fn)(void *arg), void *arg) {

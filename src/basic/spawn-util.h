@@ -46,6 +46,10 @@ pid_t spawn_vfork(int (*fn)(void *arg), void *arg);
  * instance CLONE_NEWPID: the child is pid 1 of a pid namespace of its
  * own, and when it ends the kernel ends everything else in it). */
 pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags);
+/* The same child in memory of its own (a copy, as fork's): the caller
+ * goes on at once, and nothing the child does (a stack overrun, a stop
+ * before its exec) reaches the caller. flags: namespaces, CLONE_PARENT. */
+pid_t spawn_clone_ns(int (*fn)(void *arg), void *arg, unsigned long flags);
 
 /* Raises this process's soft RLIMIT_NOFILE to its hard limit (a service
  * starts at 1024 under systemd: the daemon ran out of descriptors at about

@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup-kill.h"
@@ -30,6 +34,7 @@
 #include "monitor.h"
 
 typedef struct Fixture {
+        pid_t child; /* the monitor's own process (serve_in_child), or 0 */
         int server;
         Monitor *mon;
         char dir[64];
@@ -51,7 +56,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
         Fixture *f = *state;
         monitor_free(f->mon);
-        close(f->server);
+        if (f->server >= 0)
+                close(f->server);
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
         assert_int_equal(system(cmd), 0);
@@ -368,7 +374,40 @@ static int ask_fds(Fixture *f, MonitorEnc *e, const int *fds, size_t n) {
         assert_int_equal(monitor_enc_end(e), 0);
         assert_int_equal(send_with_fds(f->server, e->buf.data, e->buf.len, fds, n, 0), (ssize_t)e->buf.len);
         monitor_enc_done(e);
+        if (f->child > 0) {
+                /* Served by the monitor's own process: its answer. */
+                struct pollfd p = { .fd = f->server, .events = POLLIN };
+                assert_int_equal(poll(&p, 1, 5000), 1);
+                return 0;
+        }
         return monitor_step(f->mon);
+}
+
+/* The monitor served from a child of this process from now on, so that
+ * the jails it starts (CLONE_PARENT: its parent's children) are this
+ * process's to reap, not the test runner's. */
+static void serve_in_child(Fixture *f) {
+        f->child = fork();
+        assert_true(f->child >= 0);
+        if (f->child == 0) {
+                close(f->server);
+                _exit(monitor_serve(f->mon) < 0);
+        }
+}
+
+/* The child's end: the monitor sees the server's end close and exits. */
+static void end_child(Fixture *f) {
+        close(f->server);
+        f->server = -EBADF;
+        assert_int_equal(waitpid(f->child, NULL, 0), f->child);
+        f->child = 0;
+}
+
+/* Reaps the jail the last answer names (this process's child), if any. */
+static void reap_answered(void) {
+        const MonitorField *pid = monitor_field(&answer, MONITOR_F_PID, -1);
+        if (pid)
+                assert_int_equal(waitpid((pid_t)pid->u64, NULL, 0), (pid_t)pid->u64);
 }
 
 /* log_reopen: the monitor's lines go to the descriptor that came with it
@@ -527,9 +566,6 @@ static void spawn_refusals(void **state) {
         assert_int_equal(status_of(f), EPERM);
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, true), 0);
         assert_int_equal(status_of(f), EOPNOTSUPP);
-        assert_int_equal(spawn_ask(f, h, uid, gid, MONITOR_SPAWN_JOIN_GROUP, ok, 3, false), 0);
-        assert_int_equal(status_of(f), ENOENT);
-        assert_null(monitor_field(&answer, MONITOR_F_PID, -1));
         const struct {
                 const char *text;
                 size_t n;
@@ -575,6 +611,162 @@ static void spawn_breach(void **state) {
         hello(f);
         int ok = argv_fd("/bin/true", 10, true);
         assert_int_equal(spawn_ask(f, 1, 1000, 1000, 0, ok, 2, false), -EPROTO);
+        close(ok);
+}
+
+static void group_name(const char *path, char name[32]) {
+        char cmd[256], hex[32] = "";
+        snprintf(cmd, sizeof cmd, "printf %%s '%s' | sha256sum | cut -c1-16", path);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        assert_non_null(fgets(hex, sizeof hex, p));
+        pclose(p);
+        hex[16] = 0;
+        snprintf(name, 32, "ws-%s", hex);
+}
+
+/* f->dir opened as a workspace of an ordinary owner: 4321 as root (the
+ * directory chowned), else the caller. Its handle. */
+static uint64_t owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
+        *uid = getuid() == 0 ? 4321 : getuid();
+        *gid = getuid() == 0 ? 4321 : getgid();
+        if (getuid() == 0)
+                assert_int_equal(chown(f->dir, *uid, *gid), 0);
+        assert_int_equal(ws_open(f, f->dir, *uid, *gid), 0);
+        return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+}
+
+/* A jail of a workspace the monitor made groups for is in them, the
+ * server asks nothing about it; a workspace without groups gets no jail
+ * while the monitor has cgroups. (Found by an attack review: a join the
+ * server could leave out put the jail outside its limits.) The child
+ * joins before its uid change, so this holds without root too. */
+static void spawn_always_joins(void **state) {
+        Fixture *f = *state;
+        char v2[128], name[32];
+        snprintf(v2, sizeof v2, "%s/v2", f->dir);
+        assert_int_equal(mkdir(v2, 0755), 0);
+        char *parents[2] = { v2, NULL };
+        assert_int_equal(monitor_set_groups(f->mon, 2, parents), 0);
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        group_name(f->dir, name);
+        static const char *const files[] = { "pids.max", "memory.max", "memory.swap.max", "cgroup.procs", NULL };
+        fake_group(v2, name, files);
+        int fds[4];
+        size_t n;
+        assert_int_equal(make(f, h, NULL, NULL, fds, &n), 0);
+        close(fds[0]);
+        int ok = argv_fd("/bin/true", 10, true);
+        assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
+        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        serve_in_child(f);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        (void)status_of(f);
+        reap_answered();
+        read_back(v2, name, "cgroup.procs", "0");
+        /* Another handle of the directory, no groups made for it. */
+        assert_int_equal(spawn_ask(f, h2, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), ENOENT);
+        assert_null(monitor_field(&answer, MONITOR_F_PID, -1));
+        end_child(f);
+        empty_group(v2, name, files);
+        close(ok);
+}
+
+/* An argv[0] the kernel cannot execute (no ELF, no #!) fails the start at
+ * the exec step. (Attack review: glibc's execvp ran it with /bin/sh,
+ * building the shell's argv on the small stack a vfork child shares with
+ * its caller: past 8 190 arguments it wrote over the monitor's memory.) */
+static void spawn_no_script_fallback(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        char script[128], text[256];
+        snprintf(script, sizeof script, "%s/script", f->dir);
+        int fd = open(script, O_CREAT | O_WRONLY | O_CLOEXEC, 0755);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "exit 0\n", 7), 7);
+        close(fd);
+        int n = snprintf(text, sizeof text, "%s%cx%c", script, 0, 0);
+        int a = argv_fd(text, (size_t)n, true);
+        serve_in_child(f);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(status_of(f), ENOEXEC);
+        assert_non_null(monitor_field(&answer, MONITOR_F_STEP, -1));
+        reap_answered();
+        end_child(f);
+        close(a);
+}
+
+/* The jail runs only as the server's child: a monitor whose parent is not
+ * the server (as once the server died mid-request: reparented) starts
+ * nothing that runs. (Attack review: the parent check took the monitor's
+ * parent at the spawn, by then init, and the jail ran orphaned.) */
+static void spawn_only_under_server(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        char ran[128];
+        snprintf(ran, sizeof ran, "%s/ran", f->dir);
+        /* The server: alive throughout, but not the monitor's parent. */
+        pid_t server = fork();
+        assert_true(server >= 0);
+        if (server == 0) {
+                close(f->server);
+                pause();
+                _exit(0);
+        }
+        monitor_set_server(f->mon, (int)syscall(SYS_pidfd_open, server, 0));
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        char text[256];
+        int n = snprintf(text, sizeof text, "/bin/sh%c-c%ctouch %s%c", 0, 0, ran, 0);
+        int a = argv_fd(text, (size_t)n, true);
+        serve_in_child(f);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(status_of(f), ESRCH);
+        reap_answered();
+        end_child(f);
+        close(a);
+        kill(server, SIGKILL);
+        assert_int_equal(waitpid(server, NULL, 0), server);
+        struct stat st;
+        assert_int_not_equal(stat(ran, &st), 0);
+}
+
+/* A directory of /proc is no workspace: /proc/PID belongs to whoever runs
+ * PID, so any account with a process running would be a jail's owner. */
+static void proc_is_no_workspace(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d", (int)getpid());
+        assert_int_equal(ws_open(f, path, getuid(), getgid()), EPERM);
+}
+
+/* A system account's directory (/etc/polkit-1/rules.d is polkitd's: its
+ * jail could write polkit rules) gets groups but no jail from the
+ * monitor. */
+static void system_account_gets_no_jail(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        hello(f);
+        assert_int_equal(chown(f->dir, 996, 996), 0);
+        assert_int_equal(ws_open(f, f->dir, 996, 996), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        int ok = argv_fd("/bin/true", 10, true);
+        assert_int_equal(spawn_ask(f, h, 996, 996, 0, ok, 3, false), 0);
+        assert_int_equal(status_of(f), EPERM);
         close(ok);
 }
 
@@ -628,6 +820,11 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(out_of_descriptors, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_breach, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_always_joins, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_no_script_fallback, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_only_under_server, setup, teardown),
+                cmocka_unit_test_setup_teardown(proc_is_no_workspace, setup, teardown),
+                cmocka_unit_test_setup_teardown(system_account_gets_no_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

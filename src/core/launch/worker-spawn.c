@@ -30,7 +30,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_TIMEOUT, STEP_PARENT };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -45,6 +45,8 @@ static const char *step_name(int s) {
         case STEP_PDEATH: return "setting the parent-death signal";
         case STEP_NNP: return "setting no_new_privs";
         case STEP_PIPE: return "making its exec-error pipe";
+        case STEP_TIMEOUT: return "reaching its exec within 3 s (stopped on the way?)";
+        case STEP_PARENT: return "finding its starter still there";
         default: return "executing";
         }
 }
@@ -228,8 +230,15 @@ static int spawn_child(void *arg) {
         if (c->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail(err_w, STEP_NNP, errno);
         if (!starter_alive(c))
-                _exit(125);
-        execvp(l->argv[0], l->argv);
+                child_fail(err_w, STEP_PARENT, ESRCH);
+        /* A path is executed as it is: execvp's fallback for a file the
+         * kernel cannot run (ENOEXEC) runs /bin/sh with argc + 2 pointers
+         * built on this child's small stack (under vfork, the caller's
+         * memory), and runs a file that is no program as a script. */
+        if (strchr(l->argv[0], '/'))
+                execve(l->argv[0], l->argv, environ);
+        else
+                execvp(l->argv[0], l->argv);
         child_fail(err_w, STEP_EXEC, errno);
 }
 
@@ -249,7 +258,11 @@ static void inotify_share(const char *path, unsigned long floor, char out[static
         snprintf(out, 24, "%lu", v < floor ? floor : v);
 }
 
-int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp,
+/* The monitor's child takes this long at most to exec (a child stopped
+ * before its exec, by the owner whose uid it has, would hold the monitor). */
+#define FORKED_EXEC_MS 3000
+
+int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp, pid_t parent,
                        pid_t *ret_pid, int *ret_step) {
         int ep[2];
         *ret_pid = 0;
@@ -262,8 +275,9 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
          * uid change that would clear it. Started with CLONE_PARENT (by
          * the root monitor, for the server), the child is the caller's
          * parent's, and dies with that one. */
+        bool forked = clone_extra & CLONE_PARENT;
         SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .nnp = nnp,
-                         .parent = clone_extra & CLONE_PARENT ? getppid() : getpid() };
+                         .parent = forked ? parent : getpid() };
         if (l->own_pid_ns) {
                 /* Root may make the namespaces itself; a user needs a user
                  * namespace for them, as bwrap does. */
@@ -275,7 +289,8 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
                         inotify_share("/proc/sys/fs/inotify/max_user_instances", 8, c.inotify_instances);
                 }
         }
-        pid_t pid = spawn_vfork_ns(spawn_child, &c, c.ns_flags | clone_extra);
+        pid_t pid = forked ? spawn_clone_ns(spawn_child, &c, c.ns_flags | clone_extra)
+                           : spawn_vfork_ns(spawn_child, &c, c.ns_flags | clone_extra);
         if (pid < 0) {
                 *ret_step = c.ns_flags ? STEP_NS : STEP_CLONE;
                 return pid;
@@ -284,12 +299,26 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
         err_w = safe_close(err_w);
         int msg[2];
         ssize_t k;
+        if (forked) {
+                /* A copy runs on its own: its exec (the pipe closing) or
+                 * its failure is awaited, not forever. */
+                struct pollfd p = { .fd = err_r, .events = POLLIN };
+                int n;
+                do
+                        n = poll(&p, 1, FORKED_EXEC_MS);
+                while (n < 0 && errno == EINTR);
+                if (n == 0) {
+                        (void)kill(pid, SIGKILL);
+                        *ret_step = STEP_TIMEOUT;
+                        return -ETIMEDOUT;
+                }
+        }
         do
                 k = read(err_r, msg, sizeof msg);
         while (k < 0 && errno == EINTR);
         if (k != sizeof msg)
                 return 0;
-        if (!(clone_extra & CLONE_PARENT)) {
+        if (!forked) {
                 waitpid(pid, NULL, 0);
                 *ret_pid = 0;
         }
@@ -350,7 +379,7 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         _cleanup_close_ int ours = chan[0], theirs = chan[1], stderr_r = errp[0], stderr_w = errp[1];
         pid_t pid;
         int step;
-        r = worker_spawn_start(l, theirs, stderr_w, 0, false, &pid, &step);
+        r = worker_spawn_start(l, theirs, stderr_w, 0, false, 0, &pid, &step);
         if (r < 0)
                 return worker_spawn_error(l, step, -r, err);
         ret->pid = pid;

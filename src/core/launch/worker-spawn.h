@@ -29,11 +29,13 @@ int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
 /* worker_spawn's start, the descriptors given: theirs becomes the
  * child's stdin and stdout, stderr_w its stderr (both still the
  * caller's). clone_extra: CLONE_PARENT for the root monitor, which starts
- * a jail for the server as the server's own child (reaped and tied there
- * as before); nnp: PR_SET_NO_NEW_PRIVS before the exec. 0 with *ret_pid;
- * else a negative errno with *ret_step (for worker_spawn_error) and
- * *ret_pid the child to reap (CLONE_PARENT: the caller's parent's), or 0. */
-int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp,
+ * a jail for the server (pid parent, whose child it is: reaped and tied
+ * there as before; a child that finds another parent ends) in memory of
+ * its own, waiting 3 s at most for its exec; nnp: PR_SET_NO_NEW_PRIVS
+ * before the exec. 0 with *ret_pid; else a negative errno with *ret_step
+ * (for worker_spawn_error) and *ret_pid the child to reap (CLONE_PARENT:
+ * the parent's), or 0. */
+int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp, pid_t parent,
                        pid_t *ret_pid, int *ret_step);
 /* The error for a start that failed at step with errno e. */
 int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err);

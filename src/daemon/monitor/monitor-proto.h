@@ -94,10 +94,8 @@ typedef enum MonitorTag {
 
 /* jail_spawn's flags. */
 typedef enum MonitorSpawnFlags {
-        MONITOR_SPAWN_OWN_PID_NS = 1 << 0,  /* the jail's outer pid and mount namespaces (launch.h own_pid_ns) */
-        MONITOR_SPAWN_JOIN_GROUP = 1 << 1,  /* into the workspace's group (v2; v1: its pids group) */
-        MONITOR_SPAWN_JOIN_MEMORY = 1 << 2, /* v1: into its memory group too */
-        _MONITOR_SPAWN_ALL = (1 << 3) - 1,
+        MONITOR_SPAWN_OWN_PID_NS = 1 << 0, /* the jail's outer pid and mount namespaces (launch.h own_pid_ns) */
+        _MONITOR_SPAWN_ALL = (1 << 1) - 1,
 } MonitorSpawnFlags;
 
 /* A mount of a jail plan the monitor re-validates (not served yet: a

@@ -6,12 +6,16 @@
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "chase.h"
 #include "fd-util.h"
@@ -19,9 +23,13 @@
 #include "macro.h"
 #include "monitor-proto.h"
 #include "sha256.h"
+#include "user-util.h"
 #include "worker-spawn.h"
 
 #define WORKSPACES_MAX 65536
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
 #define FDS_MAX 8
 
 typedef struct MonWorkspace {
@@ -38,6 +46,7 @@ typedef struct MonWorkspace {
 struct Monitor {
         int fd;
         int server_pidfd; /* -1: none */
+        pid_t server_pid;  /* its pid, 0: none (then the monitor's parent) */
         int cg_version;   /* 0: no cgroups; 1 or 2 */
         int cg_fds[2];    /* the instance's groups: v2 [0]; v1 [0] pids, [1] memory; -1: none */
         MonitorState state;
@@ -65,6 +74,16 @@ void monitor_set_server(Monitor *m, int pidfd) {
         if (m->server_pidfd >= 0)
                 close(m->server_pidfd);
         m->server_pidfd = pidfd;
+        /* Its pid, from the pidfd itself (the kernel's "Pid:" line). */
+        m->server_pid = 0;
+        char path[64], line[128];
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+        FILE *f = pidfd >= 0 ? fopen(path, "re") : NULL;
+        while (f && fgets(line, sizeof line, f))
+                if (sscanf(line, "Pid: %d", &m->server_pid) == 1)
+                        break;
+        if (f)
+                fclose(f);
 }
 
 int monitor_set_groups(Monitor *m, int version, char *const parents[2]) {
@@ -156,8 +175,14 @@ static int ws_open(Monitor *m) {
         if (dfd < 0)
                 return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
         struct stat st;
-        if (fstat(dfd, &st) < 0)
+        struct statfs sf;
+        if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sf) < 0)
                 return reply(m, errno, "the workspace could not be read", 0);
+        /* Where an owner means something else (/proc/PID is its process's
+         * uid) or is whatever a user's file system says (FUSE). */
+        if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
+            sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == DEVPTS_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC)
+                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
         if (st.st_uid != uid)
                 return reply(m, EPERM, "the workspace is not that user's", 0);
         if (!gid_allowed(uid, gid, &st))
@@ -369,16 +394,27 @@ static int jail_spawn(Monitor *m, int *fds) {
         uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
         gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
         uint64_t flags = monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
-        struct stat st, chan, errs;
-        /* The owner now (a chown since it was opened counts). */
+        struct stat st;
+        /* The owner now (a chown since it was opened counts), an ordinary
+         * account's: a service's would lend the jail what the service can. */
         if (fstat(w->dirfd, &st) < 0 || uid != w->uid || uid != st.st_uid)
                 return reply_spawn(m, EPERM, "a jail runs as its workspace's owner", 0, 0);
+        if (!uid_is_ordinary(uid))
+                return reply_spawn(m, EPERM, "a system account's workspace gets no jail from the monitor", 0, 0);
         if (!gid_allowed(uid, gid, &st))
                 return reply_spawn(m, EPERM, "that group is neither the workspace's nor its owner's", 0, 0);
-        /* Its stdin and stdout a socket, its stderr a pipe: nothing else
-         * of the server's (a file it opened) reaches the owner's process. */
-        if (fstat(fds[0], &chan) < 0 || !S_ISSOCK(chan.st_mode) || fstat(fds[1], &errs) < 0 || !S_ISFIFO(errs.st_mode))
-                return reply_spawn(m, EINVAL, "the worker's channel must be a socket and its stderr a pipe", 0, 0);
+        /* Its stdin and stdout a stream socket of its own, its stderr a
+         * pipe's write end: nothing else of the server's (a file it
+         * opened, an O_PATH handle) reaches the owner's process. */
+        int type = 0, domain = 0;
+        socklen_t tl = sizeof type, dl = sizeof domain;
+        int fl0 = fcntl(fds[0], F_GETFL), fl1 = fcntl(fds[1], F_GETFL);
+        struct stat errs;
+        if (fl0 < 0 || (fl0 & O_PATH) || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+            getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0 || type != SOCK_STREAM || domain != AF_UNIX ||
+            fl1 < 0 || (fl1 & O_PATH) || (fl1 & O_ACCMODE) != O_WRONLY || fstat(fds[1], &errs) < 0 ||
+            !S_ISFIFO(errs.st_mode))
+                return reply_spawn(m, EINVAL, "the worker's channel must be a unix stream socket and its stderr a pipe's write end", 0, 0);
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ char **argv = NULL;
         int r = spawn_argv(fds[2], &buf, &argv);
@@ -387,25 +423,36 @@ static int jail_spawn(Monitor *m, int *fds) {
         VsLaunch l = { .argv = argv, .uid = uid, .gid = gid, .switch_user = true, .sandboxed = true,
                        .own_pid_ns = flags & MONITOR_SPAWN_OWN_PID_NS,
                        .cgroup_fds = { -EBADF, -EBADF } };
-        if (flags & MONITOR_SPAWN_JOIN_GROUP) {
+        /* Into the groups the monitor made for w, always: the server does
+         * not choose a jail outside its limits. */
+        if (m->cg_version && m->cg_fds[0] >= 0) {
+                if (!w->grouped)
+                        return reply_spawn(m, ENOENT, "the workspace has no groups: cgroup_make first", 0, 0);
                 if ((r = group_procs(m, w, 0)) < 0)
                         return reply_spawn(m, -r, "the workspace's group could not be opened", 0, 0);
                 l.cgroup_fds[l.n_cgroup_fds++] = r;
-        }
-        if (flags & MONITOR_SPAWN_JOIN_MEMORY) {
-                if (m->cg_version != 1 || (r = group_procs(m, w, 1)) < 0) {
+                /* v1's memory group, unless cgroup_make could not make it. */
+                if (m->cg_version == 1 && (r = group_procs(m, w, 1)) >= 0)
+                        l.cgroup_fds[l.n_cgroup_fds++] = r;
+                else if (m->cg_version == 1 && r != -ENOENT) {
                         safe_close(l.cgroup_fds[0]);
-                        return reply_spawn(m, m->cg_version != 1 ? EINVAL : -r,
-                                           "the workspace's memory group could not be opened", 0, 0);
+                        return reply_spawn(m, -r, "the workspace's memory group could not be opened", 0, 0);
                 }
-                l.cgroup_fds[l.n_cgroup_fds++] = r;
         }
         pid_t pid = 0;
         int step = 0;
-        r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, &pid, &step);
-        m->jails_started += r >= 0;
+        r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, m->server_pid ? m->server_pid : getppid(), &pid,
+                               &step);
         for (size_t i = 0; i < l.n_cgroup_fds; i++)
                 safe_close(l.cgroup_fds[i]);
+        /* The server gone by now: the child may be init's (in its own pid
+         * namespace it cannot tell), with nobody to end it. */
+        struct pollfd gone = { .fd = m->server_pidfd, .events = POLLIN };
+        if (r >= 0 && m->server_pidfd >= 0 && poll(&gone, 1, 0) != 0) {
+                (void)kill(pid, SIGKILL);
+                return reply_spawn(m, ESRCH, "the server ended meanwhile", 0, 0);
+        }
+        m->jails_started += r >= 0;
         return reply_spawn(m, r < 0 ? -r : 0, NULL, pid, r < 0 ? step : 0);
 }
 

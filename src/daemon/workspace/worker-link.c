@@ -18,6 +18,7 @@
 #include "proxy.h"
 #include "server.h"
 #include "strv.h"
+#include "user-util.h"
 #include "watch.h"
 #include "worker-link.h"
 #include "worker-link-internal.h"
@@ -534,7 +535,11 @@ static bool via_monitor(Workspace *ws, const VsLaunch *l) {
                 log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
                 return false;
         }
-        return owner == l->uid;
+        /* The monitor starts an ordinary account's jails only, always in
+         * the groups it made: a system account's workspace, or one whose
+         * groups could not be made (its limits degraded, said), is
+         * started here as before. */
+        return owner == l->uid && uid_is_ordinary(owner) && (!ws->srv->cgroup_version || ws->cgroup_fds[0] >= 0);
 }
 
 /* On the loop, with the prepared launch: the fork (quick), the pipes, the
@@ -555,14 +560,11 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 cgroup_open_procs(ws, &cg0, &cg1);
                 if (cg0 >= 0) {
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
-                        monitor_flags |= MONITOR_SPAWN_JOIN_GROUP;
                         if (launch->pids)
                                 launch->pids = cgroup_nproc_backstop(launch->pids);
                 }
-                if (cg1 >= 0) {
+                if (cg1 >= 0)
                         launch->cgroup_fds[launch->n_cgroup_fds++] = cg1;
-                        monitor_flags |= MONITOR_SPAWN_JOIN_MEMORY;
-                }
         } else if ((cg0 = cgroup_host_procs_fd(srv)) >= 0)
                 /* Unsandboxed: no limits, but ended with the daemon. */
                 launch->cgroup_fds[launch->n_cgroup_fds++] = cg0;
