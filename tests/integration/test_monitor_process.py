@@ -417,7 +417,7 @@ def t_jail_started_by_monitor(tmp):
     reaped there and killed with it. status counts what the monitor
     started."""
     root_daemon()
-    ws = make_ws(tmp, "wss", SANDBOX)
+    ws = make_ws(tmp, "ws-spawned", SANDBOX)
     owner = os.stat(ws).st_uid
     if owner == 0:
         vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
@@ -448,7 +448,7 @@ def t_jail_start_failure_through_monitor(tmp):
     the daemon's own message, the failed child (the daemon's) reaped; the
     daemon and the monitor go on."""
     root_daemon()
-    ws = make_ws(tmp, "wsf", SANDBOX)
+    ws = make_ws(tmp, "ws-spawn-fails", SANDBOX)
     if os.stat(ws).st_uid == 0:
         vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
     # A bwrap found on PATH whose exec fails (its interpreter missing).
