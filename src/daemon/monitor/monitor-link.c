@@ -479,8 +479,8 @@ static int argv_memfd(char *const *argv) {
         return TAKE_FD(fd);
 }
 
-int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, unsigned flags,
-                            VsWorkerProc *ret, VsError **err) {
+int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, VsWorkerProc *ret,
+                            VsError **err) {
         if (!srv->monitor)
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         int chan[2], errp[2];
@@ -497,7 +497,7 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaun
         monitor_put_u64(&e, MONITOR_F_GEN, gen ? gen : 1);
         monitor_put_u64(&e, MONITOR_F_UID, l->uid);
         monitor_put_u64(&e, MONITOR_F_GID, l->gid);
-        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, l->own_pid_ns ? MONITOR_SPAWN_OWN_PID_NS : 0);
         int send[3] = { theirs, stderr_w, argv_fd };
         _cleanup_(vs_error_freep) VsError *merr = NULL;
         r = call_fds(srv, &e, send, 3, NULL, 0, NULL, &merr);

@@ -50,11 +50,11 @@ void monitor_link_ws_close(Server *srv, uint64_t ws);
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],
                              char **ret_note, VsError **err);
 /* A local jail started by the monitor (l->argv, as l->uid and l->gid,
- * which the monitor checks against the workspace ws's owner; flags:
- * MonitorSpawnFlags) as this process's own child: *ret as worker_spawn
- * gives it, with the same errors. */
-int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, unsigned flags,
-                            VsWorkerProc *ret, VsError **err);
+ * which the monitor checks against the workspace ws's owner; in its own
+ * pid namespace as l->own_pid_ns says) as this process's own child: *ret
+ * as worker_spawn gives it, with the same errors. */
+int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, VsWorkerProc *ret,
+                            VsError **err);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
  * handed to the monitor, whose lines go there from now on. */
 void monitor_link_log_reopen(Server *srv, int log_fd);

@@ -12,7 +12,6 @@
 #include "cgroup.h"
 #include "log.h"
 #include "monitor-link.h"
-#include "monitor-proto.h"
 #include "protect.h"
 #include "protocol.h"
 #include "proxy.h"
@@ -554,7 +553,6 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 proxy_set_peer(ws->proxy, launch->uid);
         /* The child joins the workspace's cgroups before it execs. */
         _cleanup_close_ int cg0 = -EBADF, cg1 = -EBADF;
-        unsigned monitor_flags = launch->own_pid_ns ? MONITOR_SPAWN_OWN_PID_NS : 0;
         if (launch->sandboxed) {
                 cgroup_prepare(ws);
                 cgroup_open_procs(ws, &cg0, &cg1);
@@ -576,7 +574,7 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 return r;
         }
         VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
-        r = via_monitor(ws, launch) ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, monitor_flags, &proc, err)
+        r = via_monitor(ws, launch) ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, err)
                                     : link_spawn_fn(launch, &proc, err);
         if (r < 0) {
                 jsonl_reader_free(l->reader);
