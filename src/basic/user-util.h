@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Whether uid is an ordinary account's, one whose jail the root monitor
@@ -11,3 +12,11 @@
  * postgres) is none: what runs as it can reach what the service can. Read
  * once, the first time. */
 bool uid_is_ordinary(uid_t uid);
+
+/* The group a jail of uid runs with: the workspace directory's group
+ * dir_gid where uid is a member of it (its primary group, or one
+ * getgrouplist names), else uid's primary group, else (no account, or a
+ * primary group 0) the kernel's overflow gid; never 0. A group the
+ * directory merely has (root's, left by a chown of the owner alone;
+ * a setgid parent's; shadow's) lends the jail nothing. */
+gid_t user_jail_gid(uid_t uid, gid_t dir_gid);

@@ -658,6 +658,42 @@ def t_user_daemon_has_none(tmp):
         d.stop()
 
 
+def t_jail_group_is_owners(tmp):
+    """A jail runs with the workspace directory's group only where its owner
+    is a member of it, else with the owner's primary group: a directory
+    chowned to an ordinary owner keeping group shadow (root's, after a
+    chown of the owner alone) lent its jail that group, and the jail read
+    what the group may (the attack review's /etc/shadow). Both the daemon's
+    choice and the monitor's check hold it."""
+    import grp
+    import pwd
+    root_daemon()
+    ws = make_ws(tmp, "ws-group", SANDBOX)
+    owner = os.stat(ws).st_uid
+    if owner == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    primary = pwd.getpwuid(owner).pw_gid
+    shadow = grp.getgrnam("shadow")
+    check(pwd.getpwuid(owner).pw_name not in shadow.gr_mem and primary != shadow.gr_gid,
+          "the test's owner is a member of shadow")
+    os.chown(ws, owner, shadow.gr_gid)
+    secret = os.path.join(ws, "group-only")
+    with open(secret, "w") as f:
+        f.write("shadow's\n")
+    os.chown(secret, 0, shadow.gr_gid)
+    os.chmod(secret, 0o640)
+    d = start(tmp, "group")
+    try:
+        r = term(d.conn(), ws, "cat group-only; echo end")
+        check(r.get("ok") and r.get("stdout") == "end\n" and "ermission denied" in r.get("stderr", ""),
+              ("the jail read a file of the directory's foreign group", r))
+        gid = proc_status(d.ws_status(ws)["worker"]["pid"])["Gid"].split()
+        check(gid == [str(primary)] * 4, ("the jail's group is not the owner's primary one", gid, primary))
+        check(monitor_of(d).get("jails_started") == 1, ("the monitor did not start the jail", monitor_of(d)))
+    finally:
+        d.stop()
+
+
 def root_daemon():
     if os.geteuid() != 0:
         vtest.needs_root("a root daemon's monitor")
@@ -675,7 +711,7 @@ def main():
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
-                                 t_jail_start_failure_through_monitor,
+                                 t_jail_start_failure_through_monitor, t_jail_group_is_owners,
                                  t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,
                                  t_sighup_moves_detached_monitor_stderr,

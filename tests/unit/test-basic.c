@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -28,6 +30,7 @@
 #include "splice-half.h"
 #include "strbuf.h"
 #include "strv.h"
+#include "user-util.h"
 #include "time-util.h"
 
 static void test_error_prefix(void **state) {
@@ -500,6 +503,57 @@ static void test_chase(void **state) {
         assert_int_equal(system((snprintf(q, sizeof q, "rm -rf %s", d), q)), 0);
 }
 
+/* A jail's group: the directory's only where its owner is a member (a
+ * supplementary member counts), else the owner's primary one, else the
+ * overflow gid; never 0. (Attack review: a directory chowned to its
+ * owner alone keeps group root; one with group shadow lent its jail
+ * /etc/shadow.) */
+static void test_user_jail_gid(void **state) {
+        (void)state;
+        unsigned long overflow = 65534;
+        FILE *f = fopen("/proc/sys/kernel/overflowgid", "re");
+        if (f) {
+                assert_int_equal(fscanf(f, "%lu", &overflow), 1);
+                fclose(f);
+        }
+        /* "daemon" (1:1 on Debian) is in no other group of a base system:
+         * its own group, never root's nor shadow's. */
+        struct passwd *pw = getpwnam("daemon");
+        assert_non_null(pw);
+        uid_t du = pw->pw_uid;
+        gid_t dg = pw->pw_gid;
+        assert_int_equal(user_jail_gid(du, dg), dg);
+        assert_int_equal(user_jail_gid(du, 0), dg);
+        struct group *shadow = getgrnam("shadow");
+        if (shadow)
+                assert_int_equal(user_jail_gid(du, shadow->gr_gid), dg);
+        /* root's primary group is 0: the overflow gid instead. */
+        assert_int_equal(user_jail_gid(0, 0), (gid_t)overflow);
+        /* No account: the overflow gid whatever the directory has. */
+        uid_t none = 4321;
+        while (getpwuid(none))
+                none++;
+        assert_int_equal(user_jail_gid(none, 4321), (gid_t)overflow);
+        assert_int_equal(user_jail_gid(none, 0), (gid_t)overflow);
+        /* A supplementary member of a group: that group, when it is the
+         * directory's (any group of the system that lists a member with an
+         * account and another primary group). */
+        bool seen = false;
+        struct group *g;
+        setgrent();
+        while (!seen && (g = getgrent()))
+                for (char **m = g->gr_mem; g->gr_gid != 0 && m && *m && !seen; m++) {
+                        struct passwd *mp = getpwnam(*m);
+                        if (mp && mp->pw_gid != g->gr_gid && mp->pw_gid != 0) {
+                                assert_int_equal(user_jail_gid(mp->pw_uid, g->gr_gid), g->gr_gid);
+                                seen = true;
+                        }
+                }
+        endgrent();
+        if (!seen)
+                printf("# user_jail_gid: no group here lists a member with an account: the supplementary case unchecked\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_strbuf), cmocka_unit_test(test_strv),
@@ -507,7 +561,7 @@ int main(void) {
                 cmocka_unit_test(test_base64),       cmocka_unit_test(test_clock), cmocka_unit_test(test_splice_half_grows),
                 cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
                 cmocka_unit_test(test_spawn_parent_death),  cmocka_unit_test(test_spawn_vfork_shares_memory),
-                cmocka_unit_test(test_proc_tree),
+                cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_user_jail_gid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,11 +15,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,11 +29,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/fuse.h>
+
 #include "cgroup-kill.h"
 #include "fd-util.h"
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
+#include "user-util.h"
 
 typedef struct Fixture {
         pid_t child; /* the monitor's own process (serve_in_child), or 0 */
@@ -540,6 +545,34 @@ static int argv_fd(const char *text, size_t n, bool sealed) {
         return fd;
 }
 
+/* As root an owner with no account (uid 4321 from 4321 on, directory
+ * chowned to uid:uid), else the caller. */
+static void test_owner(uid_t *uid, gid_t *dir_gid) {
+        *uid = getuid();
+        *dir_gid = getgid();
+        if (getuid() == 0) {
+                for (*uid = 4321; getpwuid(*uid); (*uid)++)
+                        ;
+                *dir_gid = *uid;
+        }
+}
+
+/* f->dir opened as a workspace of an ordinary owner (test_owner's, the
+ * directory chowned as root), with the group its jail gets (as root the
+ * overflow gid: the owner has no account, the directory's group is none
+ * of its). Its handle. */
+static uint64_t owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
+        gid_t dir_gid;
+        test_owner(uid, &dir_gid);
+        if (getuid() == 0)
+                assert_int_equal(chown(f->dir, *uid, dir_gid), 0);
+        struct stat st;
+        assert_int_equal(stat(f->dir, &st), 0);
+        *gid = user_jail_gid(*uid, st.st_gid);
+        assert_int_equal(ws_open(f, f->dir, *uid, *gid), 0);
+        return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+}
+
 /* jail_spawn refuses, before it starts anything: a workspace it did not
  * open; a uid not the owner's, now or when opened (0 is a breach: the
  * decoder takes none); a group neither the directory's nor the owner's;
@@ -550,12 +583,9 @@ static int argv_fd(const char *text, size_t n, bool sealed) {
 static void spawn_refusals(void **state) {
         Fixture *f = *state;
         hello(f);
-        uid_t uid = getuid() == 0 ? 4321 : getuid();
-        gid_t gid = getuid() == 0 ? 4321 : getgid();
-        if (getuid() == 0)
-                assert_int_equal(chown(f->dir, uid, gid), 0);
-        assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
-        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
         static const char good[] = "/bin/true\0";
         int ok = argv_fd(good, sizeof good - 1, true);
         assert_int_equal(spawn_ask(f, h + 1, uid, gid, 0, ok, 3, false), 0);
@@ -623,17 +653,6 @@ static void group_name(const char *path, char name[32]) {
         pclose(p);
         hex[16] = 0;
         snprintf(name, 32, "ws-%s", hex);
-}
-
-/* f->dir opened as a workspace of an ordinary owner: 4321 as root (the
- * directory chowned), else the caller. Its handle. */
-static uint64_t owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
-        *uid = getuid() == 0 ? 4321 : getuid();
-        *gid = getuid() == 0 ? 4321 : getgid();
-        if (getuid() == 0)
-                assert_int_equal(chown(f->dir, *uid, *gid), 0);
-        assert_int_equal(ws_open(f, f->dir, *uid, *gid), 0);
-        return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
 }
 
 /* A jail of a workspace the monitor made groups for is in them, the
@@ -770,6 +789,220 @@ static void system_account_gets_no_jail(void **state) {
         close(ok);
 }
 
+/* A jail's group is the one user_jail_gid picks: a group the directory
+ * merely has (its owner no member) is refused at jail_spawn (ws_open
+ * takes the directory's group as the server saw it). (Attack review: a directory of an ordinary user with group
+ * shadow gave the jail gid shadow, and /etc/shadow.) */
+static void spawn_foreign_group_refused(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip(); /* an ordinary user's directories have its own groups only */
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        struct stat st;
+        assert_int_equal(stat(f->dir, &st), 0);
+        assert_int_not_equal(st.st_gid, gid);
+        int ok = argv_fd("/bin/true", 10, true);
+        serve_in_child(f);
+        assert_int_equal(spawn_ask(f, h, uid, st.st_gid, 0, ok, 3, false), 0);
+        uint64_t refused = status_of(f);
+        reap_answered();
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        uint64_t started = status_of(f);
+        reap_answered();
+        end_child(f);
+        close(ok);
+        assert_int_equal(refused, EPERM);
+        assert_int_equal(started, 0);
+}
+
+/* The jail starts in /, not in the monitor's working directory (wherever
+ * root started the daemon: below a 0700 directory the owner cannot
+ * enter, where a relative path still reaches its 0644 files). */
+static void spawn_not_in_monitors_cwd(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        char priv[128], in[160], out[160], text[320];
+        snprintf(priv, sizeof priv, "%s/priv", f->dir);
+        snprintf(in, sizeof in, "%s/in", priv);
+        snprintf(out, sizeof out, "%s/cwd", f->dir);
+        assert_int_equal(mkdir(priv, 0700), 0);
+        assert_int_equal(mkdir(in, 0755), 0);
+        int n = snprintf(text, sizeof text, "/bin/sh%c-c%cpwd > %s%c", 0, 0, out, 0);
+        int a = argv_fd(text, (size_t)n, true);
+        assert_int_equal(chdir(in), 0);
+        serve_in_child(f);
+        assert_int_equal(chdir("/"), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(status_of(f), 0);
+        reap_answered();
+        end_child(f);
+        close(a);
+        char got[200] = "";
+        FILE *fp = fopen(out, "re");
+        assert_non_null(fp);
+        assert_non_null(fgets(got, sizeof got, fp));
+        fclose(fp);
+        assert_string_equal(got, "/\n");
+}
+
+/* A file system that never answers, for the test below: /dev/fuse served
+ * by a child; "f" a regular file whose GETATTR is answered until
+ * *stall is set (shared memory), then never. */
+static pid_t fuse_serve(const char *mnt, volatile int *stall) {
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        char opts[96];
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fd);
+        if (mount("t", mnt, "fuse.t", 0, opts) < 0) {
+                close(fd);
+                return -1;
+        }
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid > 0) {
+                close(fd);
+                return pid;
+        }
+        static char buf[1 << 20];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && (errno == EINTR || errno == ENOENT))
+                        continue;
+                if (n < (ssize_t)sizeof(struct fuse_in_header))
+                        _exit(0);
+                const struct fuse_in_header *in = (const void *)buf;
+                union {
+                        struct fuse_init_out init;
+                        struct fuse_entry_out entry;
+                        struct fuse_attr_out attr;
+                        struct fuse_open_out open;
+                } o = {};
+                size_t len = 0;
+                int err = 0;
+                struct fuse_attr *a = NULL;
+                switch (in->opcode) {
+                case FUSE_INIT:
+                        o.init = (struct fuse_init_out){ .major = 7,
+                                                         .minor = ((const struct fuse_init_in *)(in + 1))->minor,
+                                                         .max_write = 4096 };
+                        len = sizeof o.init;
+                        break;
+                case FUSE_LOOKUP:
+                        o.entry.nodeid = 2;
+                        a = &o.entry.attr;
+                        len = sizeof o.entry;
+                        break;
+                case FUSE_GETATTR:
+                        if (in->nodeid == 2 && *stall)
+                                continue; /* never answered */
+                        a = &o.attr.attr;
+                        len = sizeof o.attr;
+                        break;
+                case FUSE_OPEN:
+                        len = sizeof o.open;
+                        break;
+                case FUSE_FORGET:
+                case FUSE_BATCH_FORGET:
+                        continue;
+                case FUSE_FLUSH:
+                        if (*stall)
+                                continue; /* never answered */
+                        break;
+                case FUSE_RELEASE:
+                        break;
+                default:
+                        err = -ENOSYS;
+                }
+                if (a) {
+                        uint64_t ino = in->opcode == FUSE_LOOKUP ? 2 : in->nodeid;
+                        *a = (struct fuse_attr){ .ino = ino, .nlink = 1,
+                                                 .mode = ino == 1 ? S_IFDIR | 0755 : S_IFREG | 0666 };
+                }
+                char out[sizeof(struct fuse_out_header) + sizeof o];
+                struct fuse_out_header h = { .len = (uint32_t)(sizeof h + len), .error = err, .unique = in->unique };
+                memcpy(out, &h, sizeof h);
+                memcpy(out + sizeof h, &o, len);
+                if (write(fd, out, h.len) < 0 && errno != ENOENT)
+                        _exit(0);
+        }
+}
+
+/* A stderr that is a file on a file system that never answers is refused
+ * at once, and the monitor answers the next request: its check asks the
+ * descriptor, not the file system, and its close of what came does not
+ * wait for the file system's FLUSH. (Attack review: the monitor's fstat
+ * waited for a FUSE server forever; its close of any descriptor that came,
+ * a breach's too, sat in an uninterruptible sleep that SIGKILL did not end,
+ * with a mount in an ordinary user's own user namespace.) */
+static void spawn_checks_ask_no_file_system(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        char mnt[128], file[160];
+        snprintf(mnt, sizeof mnt, "%s/mnt", f->dir);
+        snprintf(file, sizeof file, "%s/f", mnt);
+        assert_int_equal(mkdir(mnt, 0755), 0);
+        volatile int *stall = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(stall != MAP_FAILED);
+        pid_t fs = fuse_serve(mnt, stall);
+        if (fs < 0)
+                skip();
+        int w = open(file, O_WRONLY | O_CLOEXEC);
+        assert_true(w >= 0);
+        *stall = 1;
+        int sp[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        int ok = argv_fd("/bin/true", 10, true);
+        serve_in_child(f);
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_JAIL_SPAWN);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_u64(&e, MONITOR_F_GEN, 1);
+        monitor_put_u64(&e, MONITOR_F_UID, uid);
+        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        int fds[3] = { sp[1], w, ok };
+        assert_int_equal(send_with_fds(f->server, e.buf.data, e.buf.len, fds, 3, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        struct pollfd p = { .fd = f->server, .events = POLLIN };
+        int answered = poll(&p, 1, 3000);
+        uint64_t st = answered == 1 ? status_of(f) : 0;
+        /* And the next request too: the descriptor's close waits for nobody. */
+        begin(f, &e, MONITOR_REQ_STATUS);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        int next = answered == 1 ? poll(&p, 1, 3000) : 0;
+        /* Released either way: the file system goes, the monitor with it. */
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        close(w);
+        close(sp[0]);
+        close(sp[1]);
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, EINVAL);
+        assert_int_equal(next, 1);
+        assert_int_equal(status_of(f), 0);
+        end_child(f);
+        close(ok);
+        munmap((void *)stall, 4096);
+}
+
 static void breaches_end_it(void **state) {
         Fixture *f = *state;
         hello(f);
@@ -825,6 +1058,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_only_under_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(proc_is_no_workspace, setup, teardown),
                 cmocka_unit_test_setup_teardown(system_account_gets_no_jail, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_foreign_group_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_not_in_monitors_cwd, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_checks_ask_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

@@ -18,6 +18,7 @@
 #include "path-util.h"
 #include "seccomp.h"
 #include "strv.h"
+#include "user-util.h"
 
 void launch_free(VsLaunch *l) {
         if (!l)
@@ -173,13 +174,11 @@ int launch_seccomp_for_ids(VsLaunch *l, int64_t uid, int64_t gid, VsError **err)
 
 /* uid's user name, or "sandbox"; getpwuid_r: the daemon prepares launches
  * on its thread pool while its loop may look users up too. */
-static char *user_name(uid_t uid, gid_t *ret_gid) {
+static char *user_name(uid_t uid) {
         struct passwd pwbuf, *pw = NULL;
         char buf[4096];
         if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0)
                 pw = NULL;
-        if (ret_gid)
-                *ret_gid = pw ? pw->pw_gid : 0;
         return strdup(pw && pw->pw_name ? pw->pw_name : "sandbox");
 }
 
@@ -200,21 +199,19 @@ static int pick_identity(const VsPolicy *p, VsLaunch *l, char **ret_user, VsErro
                         l->switch_user = true;
                         l->uid = VS_IDMAP_UID;
                         l->gid = VS_IDMAP_GID;
-                        char *nuser = user_name(VS_IDMAP_UID, NULL);
+                        char *nuser = user_name(VS_IDMAP_UID);
                         if (!nuser)
                                 return -ENOMEM;
                         *ret_user = nuser;
                         return 0;
                 }
                 uid = st.st_uid;
-                gid = st.st_gid;
-                gid_t pw_gid = 0;
-                free(user_name(uid, &pw_gid));
-                if (gid == 0)
-                        gid = pw_gid != 0 ? pw_gid : 65534;
+                /* The directory's group only where the owner is a member:
+                 * a directory chowned to its owner alone keeps root's. */
+                gid = user_jail_gid(uid, st.st_gid);
                 l->switch_user = true;
         }
-        char *user = user_name(uid, NULL);
+        char *user = user_name(uid);
         if (!user)
                 return -ENOMEM;
         l->uid = uid;

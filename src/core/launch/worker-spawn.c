@@ -30,7 +30,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_TIMEOUT, STEP_PARENT };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_TIMEOUT, STEP_PARENT, STEP_CWD };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -47,6 +47,7 @@ static const char *step_name(int s) {
         case STEP_PIPE: return "making its exec-error pipe";
         case STEP_TIMEOUT: return "reaching its exec within 3 s (stopped on the way?)";
         case STEP_PARENT: return "finding its starter still there";
+        case STEP_CWD: return "leaving its starter's working directory";
         default: return "executing";
         }
 }
@@ -216,6 +217,12 @@ static int spawn_child(void *arg) {
                 child_fail(err_w, STEP_FDS, errno);
         spawn_restore_nofile();
         if (l->switch_user) {
+                /* Not in the starter's working directory (wherever root
+                 * started the daemon: below a 0700 directory the owner
+                 * could not enter, reachable through the outer bwrap's
+                 * /proc/PID/cwd as the owner's). */
+                if (chdir("/") < 0)
+                        child_fail(err_w, STEP_CWD, errno);
                 /* The jail never runs as host root. */
                 if (syscall(SYS_setgroups, 0, NULL) < 0)
                         child_fail(err_w, STEP_GROUPS, errno);

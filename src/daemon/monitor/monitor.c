@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -151,14 +152,11 @@ static MonWorkspace *find_ws(Monitor *m, uint64_t handle) {
         return NULL;
 }
 
-/* The gid a jail of uid may have: the directory's group or the owner's
- * primary one (never one the server picked, such as root's). */
+/* The gid a jail of uid may have: the one user_jail_gid picks from the
+ * directory's (never one the server picked, such as root's or shadow's, a
+ * group the directory merely has). */
 static bool gid_allowed(uid_t uid, gid_t gid, const struct stat *st) {
-        if (gid == st->st_gid)
-                return true;
-        struct passwd pw, *res = NULL;
-        char buf[4096];
-        return getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_gid == gid;
+        return gid == user_jail_gid(uid, st->st_gid);
 }
 
 static int ws_open(Monitor *m) {
@@ -185,8 +183,9 @@ static int ws_open(Monitor *m) {
                 return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
         if (st.st_uid != uid)
                 return reply(m, EPERM, "the workspace is not that user's", 0);
-        if (!gid_allowed(uid, gid, &st))
-                return reply(m, EPERM, "that group is neither the workspace's nor its owner's", 0);
+        /* The directory's group as the server saw it, or its jail's. */
+        if (gid != st.st_gid && !gid_allowed(uid, gid, &st))
+                return reply(m, EPERM, "that group is neither the workspace's nor the one a jail of its owner gets", 0);
         if (m->n_ws == m->cap_ws) {
                 size_t cap = m->cap_ws ? m->cap_ws * 2 : 16;
                 MonWorkspace *n = reallocarray(m->ws, cap, sizeof *n);
@@ -402,18 +401,19 @@ static int jail_spawn(Monitor *m, int *fds) {
         if (!uid_is_ordinary(uid))
                 return reply_spawn(m, EPERM, "a system account's workspace gets no jail from the monitor", 0, 0);
         if (!gid_allowed(uid, gid, &st))
-                return reply_spawn(m, EPERM, "that group is neither the workspace's nor its owner's", 0, 0);
+                return reply_spawn(m, EPERM, "that group is not the one a jail of the owner gets (the workspace's where the owner is a member, else the owner's primary group)", 0, 0);
         /* Its stdin and stdout a stream socket of its own, its stderr a
          * pipe's write end: nothing else of the server's (a file it
          * opened, an O_PATH handle) reaches the owner's process. */
         int type = 0, domain = 0;
         socklen_t tl = sizeof type, dl = sizeof domain;
         int fl0 = fcntl(fds[0], F_GETFL), fl1 = fcntl(fds[1], F_GETFL);
-        struct stat errs;
+        /* Asked of the descriptors, never of a file system (an fstat of a
+         * FUSE file waits for its server): F_GETPIPE_SZ answers for a
+         * pipe or a FIFO's open end only. */
         if (fl0 < 0 || (fl0 & O_PATH) || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
             getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0 || type != SOCK_STREAM || domain != AF_UNIX ||
-            fl1 < 0 || (fl1 & O_PATH) || (fl1 & O_ACCMODE) != O_WRONLY || fstat(fds[1], &errs) < 0 ||
-            !S_ISFIFO(errs.st_mode))
+            fl1 < 0 || (fl1 & O_PATH) || (fl1 & O_ACCMODE) != O_WRONLY || fcntl(fds[1], F_GETPIPE_SZ) < 0)
                 return reply_spawn(m, EINVAL, "the worker's channel must be a unix stream socket and its stderr a pipe's write end", 0, 0);
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ char **argv = NULL;
@@ -463,24 +463,99 @@ static int broken(const char *why, const char *detail) {
         return -EPROTO;
 }
 
+/* What the server sent of another kind than a jail's descriptors is
+ * closed on a thread of the monitor's own, never on its loop: a close
+ * calls the file system's flush, and a FUSE file's (a mount in any user's
+ * own user namespace will do) waits for its server's answer,
+ * uninterruptibly once the server has read the request. The thread is
+ * made the first time one comes (the monitor is one thread until then). A
+ * closer stuck on one holds only what comes after it (its pipe full, the
+ * rest stay open until the table's limit ends the monitor); the loop goes
+ * on serving. */
+static struct {
+        int fds[2];
+        pid_t pid; /* the process whose thread it is: a fork has none */
+} closer = { { -EBADF, -EBADF }, 0 };
+
+static void *closer_run(void *arg) {
+        int fd = (int)(intptr_t)arg;
+        for (int got; read(fd, &got, sizeof got) == (ssize_t)sizeof got;)
+                close(got);
+        return NULL;
+}
+
+static bool closer_start(void) {
+        if (closer.pid == getpid())
+                return closer.fds[1] >= 0;
+        /* A fork of a process that had one: its pipe is the parent's. */
+        closer.fds[0] = safe_close(closer.fds[0]);
+        closer.fds[1] = safe_close(closer.fds[1]);
+        closer.pid = getpid();
+        if (pipe2(closer.fds, O_CLOEXEC) < 0)
+                return false;
+        (void)fcntl(closer.fds[1], F_SETFL, O_NONBLOCK);
+        pthread_attr_t a;
+        pthread_t t;
+        bool ok = pthread_attr_init(&a) == 0;
+        if (ok) {
+                (void)pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+                (void)pthread_attr_setstacksize(&a, 64 * 1024);
+                ok = pthread_create(&t, &a, closer_run, (void *)(intptr_t)closer.fds[0]) == 0;
+                pthread_attr_destroy(&a);
+        }
+        if (!ok) {
+                closer.fds[0] = safe_close(closer.fds[0]);
+                closer.fds[1] = safe_close(closer.fds[1]);
+        }
+        return ok;
+}
+
+/* Whether closing fd cannot wait for a file system, asked of the
+ * descriptor alone: a pipe or FIFO, a socket, a memfd or another shmem
+ * file (none has a flush). */
+static bool close_is_quick(int fd) {
+        int type;
+        socklen_t tl = sizeof type;
+        return fcntl(fd, F_GETPIPE_SZ) >= 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 ||
+               fcntl(fd, F_GET_SEALS) >= 0;
+}
+
+/* fd, which came from the server, closed here when that cannot wait,
+ * else by the closer (kept open when there is none, or its pipe is
+ * full). */
+static void close_received(int fd) {
+        if (fd < 0)
+                return;
+        if (close_is_quick(fd))
+                close(fd);
+        else if (closer_start())
+                (void)!write(closer.fds[1], &fd, sizeof fd);
+}
+
 /* The log_reopen request's descriptor (fds[0], taken): the monitor's
  * lines go there from now on. A regular file only (what a log is; a pipe
  * the server never read would stall the monitor's cleanup on a full
  * buffer); anything else is refused, the old log kept. */
+/* fd's kind and identity as the kernel has them cached: a FUSE file's
+ * server is not asked (AT_STATX_DONT_SYNC), where fstat waits for it. */
+static bool cached_stat(int fd, struct statx *sx) {
+        unsigned want = STATX_TYPE | STATX_INO;
+        return statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, want, sx) == 0 && (sx->stx_mask & want) == want;
+}
+
 static int log_reopen(Monitor *m, int *fds) {
-        struct stat st;
-        if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode))
+        struct statx sx, a, b;
+        if (!cached_stat(fds[0], &sx) || !S_ISREG(sx.stx_mode))
                 return reply(m, EINVAL, "the log must be a regular file", 0);
         int old = log_get_fd();
         /* A detached daemon's stderr is its log: the monitor's (taken at
          * its fork) follows too, else it keeps the rotated file open. */
-        struct stat a, b;
-        if (old > STDERR_FILENO && fstat(old, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino)
+        if (old > STDERR_FILENO && cached_stat(old, &a) && cached_stat(STDERR_FILENO, &b) &&
+            a.stx_dev_major == b.stx_dev_major && a.stx_dev_minor == b.stx_dev_minor && a.stx_ino == b.stx_ino)
                 (void)dup2(fds[0], STDERR_FILENO);
         log_setup("vectora-sandboxd", TAKE_FD(fds[0]));
         if (old > STDERR_FILENO)
-                close(old);
+                close_received(old); /* an earlier log_reopen's */
         return reply(m, 0, NULL, 0);
 }
 
@@ -552,8 +627,7 @@ int monitor_step(Monitor *m) {
         size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
         int r = step_msg(m, n, &mh, fds, n_fds, too_many);
         for (size_t i = 0; i < n_fds; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
+                close_received(fds[i]);
         return r;
 }
 
