@@ -444,8 +444,9 @@ def t_jail_started_by_monitor(tmp):
 
 
 def t_jail_start_failure_through_monitor(tmp):
-    """A jail the monitor could not start (its bwrap's exec fails) fails with
-    the daemon's own message, the failed child (the daemon's) reaped; the
+    """A jail the monitor started whose bwrap's exec fails fails with the
+    daemon's own message (read from the exec-error pipe the monitor handed
+    over), the failed child (the daemon's) reaped; the
     daemon and the monitor go on."""
     root_daemon()
     ws = make_ws(tmp, "ws-spawn-fails", SANDBOX)
@@ -467,7 +468,10 @@ def t_jail_start_failure_through_monitor(tmp):
               ("the failure does not name bwrap and why", r))
         T.note("start failure through the monitor: %s" % text[:200])
         m = monitor_of(d)
-        check(m.get("jails_started") == 0, ("a failed start counted", m))
+        # The monitor answers a start before its exec (an owner could stop
+        # the child on its way): each attempt of the daemon's is a start of
+        # the monitor's, its failure read from the exec-error pipe.
+        check(m.get("jails_started", 0) >= 1, ("the failed start was not the monitor's", m))
         zombies = [p for p in proc_tree(d.pid) if proc_status(p).get("State", "").startswith("Z")]
         check(not zombies, ("the failed start was not reaped", zombies))
     finally:

@@ -31,12 +31,17 @@ int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
  * caller's). clone_extra: CLONE_PARENT for the root monitor, which starts
  * a jail for the server (pid parent, whose child it is: reaped and tied
  * there as before; a child that finds another parent ends) in memory of
- * its own, waiting 3 s at most for its exec; nnp: PR_SET_NO_NEW_PRIVS
- * before the exec. 0 with *ret_pid; else a negative errno with *ret_step
- * (for worker_spawn_error) and *ret_pid the child to reap (CLONE_PARENT:
- * the parent's), or 0. */
+ * its own, and does not wait for its exec: *ret_exec_fd is the exec-error
+ * pipe's read end (worker_spawn_exec_result), for the server to watch;
+ * nnp: PR_SET_NO_NEW_PRIVS before the exec. 0 with *ret_pid; else a
+ * negative errno with *ret_step (for worker_spawn_error) and *ret_pid the
+ * child to reap (CLONE_PARENT: the parent's), or 0. */
 int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp, pid_t parent,
-                       pid_t *ret_pid, int *ret_step);
+                       pid_t *ret_pid, int *ret_step, int *ret_exec_fd);
+/* What a start's exec-error pipe (fd, non-blocking) says now: 1 the child
+ * exec'd (the pipe closed), 0 not yet (a child stopped before its exec),
+ * else a negative errno with *ret_step: it failed there. */
+int worker_spawn_exec_result(int fd, int *ret_step);
 /* The error for a start that failed at step with errno e. */
 int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err);
 /* What worker_spawn would run first, now, and not again: l->pre_argv (a

@@ -480,7 +480,7 @@ static int argv_memfd(char *const *argv) {
 }
 
 int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, VsWorkerProc *ret,
-                            VsError **err) {
+                            int *ret_exec_fd, VsError **err) {
         if (!srv->monitor)
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         int chan[2], errp[2];
@@ -500,7 +500,10 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaun
         monitor_put_u64(&e, MONITOR_F_FLAGS, l->own_pid_ns ? MONITOR_SPAWN_OWN_PID_NS : 0);
         int send[3] = { theirs, stderr_w, argv_fd };
         _cleanup_(vs_error_freep) VsError *merr = NULL;
-        r = call_fds(srv, &e, send, 3, NULL, 0, NULL, &merr);
+        int got[1] = { -EBADF };
+        size_t n_got = 0;
+        r = call_fds(srv, &e, send, 3, got, 1, &n_got, &merr);
+        _cleanup_close_ int exec_fd = n_got ? got[0] : -EBADF;
         monitor_enc_done(&e);
         /* The reply's pid and step, when it answered this request (the
          * start's child is this process's: reaped here when it failed). */
@@ -517,9 +520,14 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaun
                 r = vs_error_set(err, r, "%s", vs_error_message(merr));
                 return r;
         }
-        if (!pid)
-                return lost(srv, MONITOR_REQ_JAIL_SPAWN, "a jail started without its pid", err);
+        if (!pid || exec_fd < 0) {
+                if (pid && kill((pid_t)pid->u64, SIGKILL) == 0)
+                        while (waitpid((pid_t)pid->u64, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                return lost(srv, MONITOR_REQ_JAIL_SPAWN, "a jail started without its pid and exec-error pipe", err);
+        }
         ret->pid = (pid_t)pid->u64;
+        *ret_exec_fd = TAKE_FD(exec_fd);
         ret->fd = TAKE_FD(ours);
         ret->stderr_fd = TAKE_FD(stderr_r);
         return 0;

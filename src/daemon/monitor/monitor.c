@@ -357,7 +357,9 @@ static int group_procs(Monitor *m, const MonWorkspace *w, int i) {
         return fd < 0 ? -errno : fd;
 }
 
-static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, int step) {
+/* jail_spawn's answer: a started child's pid with its exec-error pipe's
+ * read end (exec_fd), or a refusal (at a step of the child's). */
+static int reply_started(Monitor *m, int status, const char *message, pid_t pid, int step, int exec_fd) {
         MonitorEnc e;
         monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
         monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
@@ -369,21 +371,28 @@ static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, i
                 monitor_put_u64(&e, MONITOR_F_STEP, (uint64_t)step);
         int r = monitor_enc_end(&e);
         if (r >= 0) {
-                ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, NULL, 0, MSG_NOSIGNAL);
+                ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, &exec_fd, exec_fd >= 0, MSG_NOSIGNAL);
                 r = k < 0 ? (int)k : 0;
         }
         monitor_enc_done(&e);
         return r;
 }
 
+static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, int step) {
+        return reply_started(m, status, message, pid, step, -EBADF);
+}
+
 /* A jail started for the server: as the workspace's owner (the uid of the
- * monitor's table, never 0; the directory's group or the owner's primary
- * one), no supplementary groups, no_new_privs, in the workspace's groups
+ * monitor's table, never 0; the group user_jail_gid picks), started in
+ * /, no supplementary groups, no_new_privs, in the workspace's groups
  * the monitor made, with the worker's socket end (fds[0]) and stderr
  * (fds[1]). It is the server's child (CLONE_PARENT): reaped there and
  * ended with it, as a jail the server started itself. The argv (fds[2])
  * is still the server's (the mount plan the monitor would re-validate is
- * not served yet): what it starts can do what the owner can, no more. */
+ * not served yet): what it starts can do what the owner can, no more.
+ * The answer comes at once, the exec not awaited: its exec-error pipe
+ * goes to the server, which watches it (a child the owner stopped before
+ * its exec holds neither the monitor nor the server's loop). */
 static int jail_spawn(Monitor *m, int *fds) {
         MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         if (!w)
@@ -441,8 +450,9 @@ static int jail_spawn(Monitor *m, int *fds) {
         }
         pid_t pid = 0;
         int step = 0;
+        _cleanup_close_ int exec_fd = -EBADF;
         r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, m->server_pid ? m->server_pid : getppid(), &pid,
-                               &step);
+                               &step, &exec_fd);
         for (size_t i = 0; i < l.n_cgroup_fds; i++)
                 safe_close(l.cgroup_fds[i]);
         /* The server gone by now: the child may be init's (in its own pid
@@ -453,7 +463,7 @@ static int jail_spawn(Monitor *m, int *fds) {
                 return reply_spawn(m, ESRCH, "the server ended meanwhile", 0, 0);
         }
         m->jails_started += r >= 0;
-        return reply_spawn(m, r < 0 ? -r : 0, NULL, pid, r < 0 ? step : 0);
+        return reply_started(m, r < 0 ? -r : 0, NULL, pid, r < 0 ? step : 0, exec_fd);
 }
 
 /* Why a datagram ends the monitor, logged once. */

@@ -48,6 +48,7 @@ static void link_maybe_free(WorkerLink *l) {
                         break;
                 }
         handshake_done(&l->hs);
+        safe_close(l->exec_fd);
         launch_free(l->launch);
         jsonl_reader_free(l->reader);
         strv_free(l->layers);
@@ -200,6 +201,16 @@ static int link_write(WorkerLink *l, StrBuf *b) {
 
 static void fail_start(WorkerLink *l, const char *what) {
         char buf[2048];
+        /* A start by the monitor, which did not wait for the exec: what
+         * the child said of it, in the words a start here would have. */
+        int step = 0, r = l->exec_fd >= 0 ? worker_spawn_exec_result(l->exec_fd, &step) : 1;
+        if (r < 0 && l->launch) {
+                _cleanup_(vs_error_freep) VsError *err = NULL;
+                (void)worker_spawn_error(l->launch, step, -r, &err);
+                return link_end(l, API_ERROR_SANDBOX_UNAVAILABLE, vs_error_message(err));
+        }
+        if (r == 0)
+                what = "its start never reached the exec (stopped on the way?)";
         const char *tail = l->errtail.len ? l->errtail.data : NULL;
         const char *diag = backend_diagnose(l->launch ? l->launch->backend : NULL, tail);
         if (diag)
@@ -569,13 +580,15 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
         WorkerLink *l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;
+        l->exec_fd = -EBADF;
         if ((r = jsonl_reader_new(&l->reader)) < 0) {
                 free(l);
                 return r;
         }
         VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
-        r = via_monitor(ws, launch) ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, err)
-                                    : link_spawn_fn(launch, &proc, err);
+        r = via_monitor(ws, launch)
+                    ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, &l->exec_fd, err)
+                    : link_spawn_fn(launch, &proc, err);
         if (r < 0) {
                 jsonl_reader_free(l->reader);
                 free(l);

@@ -76,6 +76,7 @@ struct WorkerLink {
         uint64_t spawned_ms, ready_ms, last_used_ms;
         ApiError end_code; /* why in-flight calls fail when it ends */
         bool end_eof;      /* it ended on the worker closing its socket */
+        int exec_fd;       /* a monitor's start: its exec-error pipe (read end), or -EBADF */
         char *end_reason;
         bool freed_notified;
         struct JailSession *sessions; /* terminals and background processes in it (jail-session.h) */
