@@ -298,6 +298,11 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
          * the root monitor, for the server), the child is the caller's
          * parent's, and dies with that one. */
         bool forked = clone_extra & CLONE_PARENT;
+        /* A copy of the caller's memory whose exec is not awaited: the
+         * monitor's starts, and the daemon's own starts as another uid
+         * (a vfork child held the daemon until its exec, and the uid's
+         * owner could stop it before: forever). */
+        bool copy = forked || ret_exec_fd;
         SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .nnp = nnp,
                          .parent = forked ? parent : getpid() };
         if (l->own_pid_ns) {
@@ -311,8 +316,8 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
                         inotify_share("/proc/sys/fs/inotify/max_user_instances", 8, c.inotify_instances);
                 }
         }
-        pid_t pid = forked ? spawn_clone_ns(spawn_child, &c, c.ns_flags | clone_extra)
-                           : spawn_vfork_ns(spawn_child, &c, c.ns_flags | clone_extra);
+        pid_t pid = copy ? spawn_clone_ns(spawn_child, &c, c.ns_flags | clone_extra)
+                         : spawn_vfork_ns(spawn_child, &c, c.ns_flags | clone_extra);
         if (pid < 0) {
                 *ret_step = c.ns_flags ? STEP_NS : STEP_CLONE;
                 return pid;
@@ -321,7 +326,7 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
         err_w = safe_close(err_w);
         int msg[2];
         ssize_t k;
-        if (forked) {
+        if (copy) {
                 /* A copy runs on its own, and its exec is not awaited
                  * here: the owner, whose uid it has, can stop it before
                  * its exec (3 to 14 of 20 starts in an attack review,
@@ -385,7 +390,7 @@ int worker_spawn_ends(int chan[2], int errp[2], VsError **err) {
         return 0;
 }
 
-int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
+static int spawn_with(const VsLaunch *l, VsWorkerProc *ret, int *ret_exec_fd, VsError **err) {
         int chan[2], errp[2];
         if (l->pre_argv && l->pre_argv[0])
                 run_pre(l);
@@ -395,13 +400,21 @@ int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
         _cleanup_close_ int ours = chan[0], theirs = chan[1], stderr_r = errp[0], stderr_w = errp[1];
         pid_t pid;
         int step;
-        r = worker_spawn_start(l, theirs, stderr_w, 0, false, 0, &pid, &step, NULL);
+        r = worker_spawn_start(l, theirs, stderr_w, 0, false, 0, &pid, &step, ret_exec_fd);
         if (r < 0)
                 return worker_spawn_error(l, step, -r, err);
         ret->pid = pid;
         ret->fd = TAKE_FD(ours);
         ret->stderr_fd = TAKE_FD(stderr_r);
         return 0;
+}
+
+int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err) {
+        return spawn_with(l, ret, NULL, err);
+}
+
+int worker_spawn_detached(const VsLaunch *l, VsWorkerProc *ret, int *ret_exec_fd, VsError **err) {
+        return spawn_with(l, ret, ret_exec_fd, err);
 }
 
 void worker_proc_kill(VsWorkerProc *w) {

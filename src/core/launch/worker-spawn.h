@@ -23,6 +23,12 @@ typedef struct VsWorkerProc {
  * moves descriptors; an exec failure comes back through a CLOEXEC pipe as
  * an error here ("bwrap not found: apt-get install bubblewrap"). */
 int worker_spawn(const VsLaunch *l, VsWorkerProc *ret, VsError **err);
+/* The same from a copy of the caller's memory whose exec is not awaited:
+ * *ret_exec_fd (non-blocking) says later how it went
+ * (worker_spawn_exec_result). For a start as another uid, whose owner
+ * could stop the child before its exec (a vfork child holds its caller
+ * until then). */
+int worker_spawn_detached(const VsLaunch *l, VsWorkerProc *ret, int *ret_exec_fd, VsError **err);
 /* The worker's channel (a socket pair: chan[0] the caller's end, chan[1]
  * the child's stdin and stdout) and its stderr pipe, all CLOEXEC. */
 int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
@@ -32,7 +38,9 @@ int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
  * a jail for the server (pid parent, whose child it is: reaped and tied
  * there as before; a child that finds another parent ends) in memory of
  * its own, and does not wait for its exec: *ret_exec_fd is the exec-error
- * pipe's read end (worker_spawn_exec_result), for the server to watch;
+ * pipe's read end (worker_spawn_exec_result), for the server to watch (a
+ * caller that passes ret_exec_fd without CLONE_PARENT gets the same for
+ * its own child);
  * nnp: PR_SET_NO_NEW_PRIVS before the exec. 0 with *ret_pid; else a
  * negative errno with *ret_step (for worker_spawn_error) and *ret_pid the
  * child to reap (CLONE_PARENT: the parent's), or 0. */

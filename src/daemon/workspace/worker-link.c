@@ -586,9 +586,15 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
                 return r;
         }
         VsWorkerProc proc = { .fd = -EBADF, .stderr_fd = -EBADF };
-        r = via_monitor(ws, launch)
-                    ? monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, &l->exec_fd, err)
-                    : link_spawn_fn(launch, &proc, err);
+        /* As another uid (a root daemon's jail, the monitor's or its own
+         * start), the exec is not awaited on the loop: that uid's owner
+         * can stop the child before it. */
+        if (via_monitor(ws, launch))
+                r = monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, &l->exec_fd, err);
+        else if (launch->switch_user && link_spawn_fn == worker_spawn)
+                r = worker_spawn_detached(launch, &proc, &l->exec_fd, err);
+        else
+                r = link_spawn_fn(launch, &proc, err);
         if (r < 0) {
                 jsonl_reader_free(l->reader);
                 free(l);
