@@ -432,6 +432,11 @@ def t_jail_started_by_monitor(tmp):
         check(ppid(pid) == d.pid, ("the jail is not the daemon's child", ppid(pid), d.pid))
         check(s["Uid"].split() == [str(owner)] * 4, ("the jail's outer process is not the owner's", s["Uid"]))
         check(s.get("NoNewPrivs") == "1", ("the jail's outer process has no no_new_privs", s.get("NoNewPrivs")))
+        # The owner's process: none of the root daemon's environment (its
+        # /proc/PID/environ is the owner's to read; the jail's own comes
+        # from bwrap's --setenv alone).
+        env = open("/proc/%d/environ" % pid, "rb").read()
+        check(env == b"", ("the jail's outer process holds the daemon's environment", env[:200]))
         groups = ws_groups(d.sock)
         joined = open("/proc/%d/cgroup" % pid).read()
         check(any(os.path.basename(g) in joined for g in groups), ("the jail is not in its workspace's group", joined))

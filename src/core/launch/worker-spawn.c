@@ -9,12 +9,15 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/keyctl.h>
 
 #include "fd-util.h"
 #include "idmap.h"
@@ -30,7 +33,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -47,6 +50,7 @@ static const char *step_name(int s) {
         case STEP_PIPE: return "making its exec-error pipe";
         case STEP_PARENT: return "finding its starter still there";
         case STEP_CWD: return "leaving its starter's working directory";
+        case STEP_KEYRING: return "joining a session keyring of its own";
         default: return "executing";
         }
 }
@@ -222,6 +226,11 @@ static int spawn_child(void *arg) {
                  * /proc/PID/cwd as the owner's). */
                 if (chdir("/") < 0)
                         child_fail(err_w, STEP_CWD, errno);
+                /* Nor a priority above the ordinary one (a daemon started
+                 * at nice -5), which the owner could not take itself. The
+                 * raw call answers 20 - nice. */
+                if (syscall(SYS_getpriority, PRIO_PROCESS, 0) > 20)
+                        (void)syscall(SYS_setpriority, PRIO_PROCESS, 0, 0);
                 /* The jail never runs as host root. */
                 if (syscall(SYS_setgroups, 0, NULL) < 0)
                         child_fail(err_w, STEP_GROUPS, errno);
@@ -229,6 +238,12 @@ static int spawn_child(void *arg) {
                         child_fail(err_w, STEP_GID, errno);
                 if (syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
                         child_fail(err_w, STEP_UID, errno);
+                /* Nor root's session keyring (the outer bwrap is the
+                 * owner's to ptrace, and its keyctl is not filtered): one
+                 * of its own, the owner's. A host that refuses keyctl
+                 * itself (a container's seccomp) refuses it to bwrap too. */
+                if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                        child_fail(err_w, STEP_KEYRING, errno);
         }
         /* After the uid change, which clears it: die with the daemon. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -241,10 +256,17 @@ static int spawn_child(void *arg) {
          * kernel cannot run (ENOEXEC) runs /bin/sh with argc + 2 pointers
          * built on this child's small stack (under vfork, the caller's
          * memory), and runs a file that is no program as a script. */
+        /* A jail started as another uid gets none of the starter's
+         * environment (a root daemon's holds the Modal backend's token):
+         * the outer bwrap is the owner's process, its environ the
+         * owner's to read, and bwrap passes the jail only its --setenv
+         * (--clearenv). */
+        static char *const no_env[] = { NULL };
+        char *const *envp = l->switch_user && l->sandboxed ? no_env : environ;
         if (strchr(l->argv[0], '/'))
-                execve(l->argv[0], l->argv, environ);
+                execve(l->argv[0], l->argv, envp);
         else
-                execvp(l->argv[0], l->argv);
+                execvpe(l->argv[0], l->argv, envp);
         child_fail(err_w, STEP_EXEC, errno);
 }
 
