@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <linux/keyctl.h>
-
 #include "fd-util.h"
 #include "idmap.h"
 #include "protocol.h"
@@ -33,7 +31,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -50,7 +48,6 @@ static const char *step_name(int s) {
         case STEP_PIPE: return "making its exec-error pipe";
         case STEP_PARENT: return "finding its starter still there";
         case STEP_CWD: return "leaving its starter's working directory";
-        case STEP_KEYRING: return "joining a session keyring of its own";
         default: return "executing";
         }
 }
@@ -238,12 +235,6 @@ static int spawn_child(void *arg) {
                         child_fail(err_w, STEP_GID, errno);
                 if (syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
                         child_fail(err_w, STEP_UID, errno);
-                /* Nor root's session keyring (the outer bwrap is the
-                 * owner's to ptrace, and its keyctl is not filtered): one
-                 * of its own, the owner's. A host that refuses keyctl
-                 * itself (a container's seccomp) refuses it to bwrap too. */
-                if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
-                        child_fail(err_w, STEP_KEYRING, errno);
         }
         /* After the uid change, which clears it: die with the daemon. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
