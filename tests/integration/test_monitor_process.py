@@ -526,6 +526,13 @@ def t_sighup_moves_monitor_log(tmp):
         os.rename(d.log, d.log + ".1")
         d.p.send_signal(signal.SIGHUP)
         wait_until(lambda: os.path.exists(d.log) and "logs reopened" in open(d.log).read(), "the daemon to reopen its log")
+        # The rotated file is closed on the monitor's closer thread: a
+        # moment after the reply, not before it.
+        try:
+            wait_until(lambda: d.log + ".1" not in fd_targets(mon).values(), "the monitor to close the rotated log",
+                       timeout=5)
+        except AssertionError:
+            pass
         targets = fd_targets(mon).values()
         check(d.log in targets and d.log + ".1" not in targets, ("the monitor's log after SIGHUP", list(targets)))
         check(monitor_of(d)["pid"] == mon, "the monitor changed")
