@@ -37,8 +37,11 @@ SANITIZED = os.path.exists(os.path.join(vtest.BUILD, "src/worker/vectora-worker-
 # against a stall (a client held for the whole flood), not a measure of
 # speed. A sanitizer build's daemon is several times slower (ASan's
 # allocator fills the shadow of each 60 MiB payload buffer it hands out:
-# 0.8-1.3 s on a quiet host where the plain build takes 35-400 ms).
-WORST_CALL_S = 5.0 if SANITIZED else 2.0
+# 0.8-1.3 s on a quiet host where the plain build takes 35-400 ms). The
+# plain build's bound was 2 s until a .ci/run saw 2.87 s as the user, the
+# root suite's own flood running beside it on two cores: still far from a
+# client held for a whole flood (ten seconds and more).
+WORST_CALL_S = 5.0 if SANITIZED else 4.0
 
 notes = []
 
