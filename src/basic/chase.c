@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -297,6 +298,62 @@ int chase_open_dir(const char *path) {
                 int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0)
                         return -errno;
+                safe_close(cur);
+                cur = next;
+        }
+        return TAKE_FD(cur);
+}
+
+/* Whether the mount fd lies on is one a process serves; *last caches the
+ * last id found not to be (a walk crosses few mounts). */
+static int on_user_served(int fd, int *last) {
+        int id, r = fd_mount_id(fd, &id);
+        if (r < 0)
+                return r;
+        if (id == *last)
+                return 0;
+        char type[64];
+        r = mount_fstype(id, type, sizeof type);
+        if (r == -ENOENT || r == -ENAMETOOLONG)
+                return 1; /* not in the table (detached): not vouched for */
+        if (r < 0)
+                return r;
+        if (fstype_is_user_served(type))
+                return 1;
+        *last = id;
+        return 0;
+}
+
+int chase_open_dir_local(const char *path) {
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        int last = -1;
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save);; c = strtok_r(NULL, "/", &save)) {
+                int r = on_user_served(cur, &last);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return -EREMOTE;
+                if (!c)
+                        break;
+                if (streq(c, "."))
+                        continue;
+                if (streq(c, ".."))
+                        return -EXDEV;
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0) {
+                        struct stat st; /* cur's file system is not served: asking it is safe */
+                        if (errno == ENOTDIR && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                return -ELOOP;
+                        return -errno;
+                }
                 safe_close(cur);
                 cur = next;
         }

@@ -56,3 +56,12 @@ void chase_result_done(ChaseResult *r);
  * without following a symlink anywhere (openat2 RESOLVE_NO_SYMLINKS, or
  * one component at a time), or a negative errno. */
 int chase_open_dir(const char *path);
+
+/* chase_open_dir's walk, one component at a time, that never asks a file
+ * system a process serves (FUSE) anything: before a name is looked up in a
+ * directory, and for the directory reached, the mount is read from the
+ * kernel's cache (fd_mount_id) and its type from /proc/self/mountinfo.
+ * -EREMOTE when the path reaches into such a file system (its mount point
+ * included), -ELOOP for a symlink, -EXDEV for "..". For a root process
+ * that must not wait on a server an ordinary user runs (fusermount). */
+int chase_open_dir_local(const char *path);

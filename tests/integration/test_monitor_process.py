@@ -97,10 +97,17 @@ def t_status_names_monitor(tmp):
         after = fd_targets(pid)
         c.close()
         # The workspace's directory, opened by the monitor itself for its
-        # groups, is all a jail and a client add.
+        # groups, and the two ends of its closer thread's pipe (made when
+        # the first descriptors came: every one the server sends is closed
+        # off the loop) are all a jail and a client add.
         added = {fd: t for fd, t in after.items() if before.get(fd) != t}
-        check(list(added.values()) == [ws] and all(fd in after for fd in before),
-              ("the monitor's descriptors changed with a jail and a client beyond the workspace", before, after))
+        pipes = [t for t in added.values() if t.startswith("pipe:")]
+        check(sorted(added.values()) == sorted([ws] + pipes) and len(pipes) == 2 and len(set(pipes)) == 1
+              and all(fd in after for fd in before),
+              ("the monitor's descriptors changed with a jail and a client beyond the workspace and the closer",
+               before, after))
+        check(proc_status(pid)["Threads"] == "2", "the monitor's threads after a jail: %s" % proc_status(pid)["Threads"])
+        after = {fd: t for fd, t in after.items() if not t.startswith("pipe:")}
         check(monitor_of(d).get("workspaces") == 1, ("the monitor holds no workspace for the jail", monitor_of(d)))
         sockets = [t for t in after.values() if t.startswith("socket:")]
         check(len(sockets) == 1, ("the monitor holds more than its end of the pair", after))

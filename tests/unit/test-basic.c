@@ -22,6 +22,7 @@
 
 #include "base64.h"
 #include "chase.h"
+#include "mount-util.h"
 #include "error.h"
 #include "path-util.h"
 #include "proc-tree.h"
@@ -554,6 +555,75 @@ static void test_user_jail_gid(void **state) {
                 printf("# user_jail_gid: no group here lists a member with an account: the supplementary case unchecked\n");
 }
 
+/* chase_open_dir_local reaches what chase_open_dir does, refuses what it
+ * refuses, and reads a mount's type from a mountinfo line (the FUSE case
+ * itself, which needs root and /dev/fuse, is test-monitor's
+ * ws_open_asks_no_file_system). */
+static void test_chase_local(void **state) {
+        (void)state;
+        char tmpl[] = "/tmp/vs-test-local-XXXXXX", p[256];
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        snprintf(p, sizeof p, "%s/a", d);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/f", d);
+        int f = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+        close(f);
+        snprintf(p, sizeof p, "%s/link", d);
+        assert_int_equal(symlink("a", p), 0);
+
+        snprintf(p, sizeof p, "%s/./a/", d);
+        int fd = chase_open_dir_local(p), ref = chase_open_dir(p);
+        assert_true(fd >= 0 && ref >= 0);
+        struct stat a, b;
+        assert_int_equal(fstat(fd, &a), 0);
+        assert_int_equal(fstat(ref, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        close(fd);
+        close(ref);
+        fd = chase_open_dir_local("/");
+        assert_true(fd >= 0);
+        close(fd);
+        snprintf(p, sizeof p, "%s/link", d);
+        assert_int_equal(chase_open_dir_local(p), -ELOOP);
+        snprintf(p, sizeof p, "%s/link/x", d);
+        assert_int_equal(chase_open_dir_local(p), -ELOOP);
+        snprintf(p, sizeof p, "%s/f", d);
+        assert_int_equal(chase_open_dir_local(p), -ENOTDIR);
+        snprintf(p, sizeof p, "%s/a/../a", d);
+        assert_int_equal(chase_open_dir_local(p), -EXDEV);
+        snprintf(p, sizeof p, "%s/nope", d);
+        assert_int_equal(chase_open_dir_local(p), -ENOENT);
+        assert_int_equal(chase_open_dir_local("tmp"), -EINVAL);
+        /* Its own working mount is in the table: the walk vouched for it. */
+        int id;
+        fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(fd_mount_id(fd, &id), 0);
+        close(fd);
+        char type[64];
+        assert_int_equal(mount_fstype(id, type, sizeof type), 0);
+        assert_false(fstype_is_user_served(type));
+        assert_int_equal(mount_fstype(-5, type, sizeof type), -ENOENT);
+
+        assert_true(mountinfo_line_parse("36 35 98:0 /mnt1 /mnt\\0402 rw,noatime master:1 shared:7 - fuse.sshfs u@h:/ rw\n",
+                                         &id, type, sizeof type));
+        assert_int_equal(id, 36);
+        assert_string_equal(type, "fuse.sshfs");
+        assert_true(fstype_is_user_served(type));
+        assert_true(mountinfo_line_parse("1 0 0:1 / / rw - ext4 /dev/root rw\n", &id, type, sizeof type));
+        assert_string_equal(type, "ext4");
+        assert_false(fstype_is_user_served(type));
+        assert_true(fstype_is_user_served("fuse") && fstype_is_user_served("fuseblk"));
+        assert_false(fstype_is_user_served("fusectl") || fstype_is_user_served("virtiofs"));
+        assert_false(mountinfo_line_parse("x 35 98:0 / / rw - ext4 a rw", &id, type, sizeof type));
+        assert_false(mountinfo_line_parse("36 35 98:0 / / rw ext4 a rw", &id, type, sizeof type));
+        assert_false(mountinfo_line_parse("36 35 98:0 / / rw - ", &id, type, sizeof type));
+        assert_false(mountinfo_line_parse("99999999999 35 98:0 / / rw - ext4 a rw", &id, type, sizeof type));
+        assert_false(mountinfo_line_parse("36 35 98:0 / / rw - ext4 a rw", &id, type, 4));
+        assert_true(system((snprintf(p, sizeof p, "rm -rf %s", d), p)) == 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_strbuf), cmocka_unit_test(test_strv),
@@ -562,6 +632,7 @@ int main(void) {
                 cmocka_unit_test(test_spawn_clean_signals), cmocka_unit_test(test_spawn_wait_and_kill),
                 cmocka_unit_test(test_spawn_parent_death),  cmocka_unit_test(test_spawn_vfork_shares_memory),
                 cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_user_jail_gid),
+                cmocka_unit_test(test_chase_local),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -980,9 +981,10 @@ static void spawn_owner_cannot_stall(void **state) {
         assert_int_equal(slow, 0);
 }
 
-/* A file system that never answers, for the test below: /dev/fuse served
+/* A file system that never answers, for the tests below: /dev/fuse served
  * by a child; "f" a regular file whose GETATTR is answered until
- * *stall is set (shared memory), then never. */
+ * *stall is set (shared memory), then never; with *stall 2 nothing is
+ * answered any more (but the kernel's INIT). */
 static pid_t fuse_serve(const char *mnt, volatile int *stall) {
         int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
         if (fd < 0)
@@ -1007,6 +1009,8 @@ static pid_t fuse_serve(const char *mnt, volatile int *stall) {
                 if (n < (ssize_t)sizeof(struct fuse_in_header))
                         _exit(0);
                 const struct fuse_in_header *in = (const void *)buf;
+                if (*stall == 2 && in->opcode != FUSE_INIT)
+                        continue; /* never answered */
                 union {
                         struct fuse_init_out init;
                         struct fuse_entry_out entry;
@@ -1063,6 +1067,42 @@ static pid_t fuse_serve(const char *mnt, volatile int *stall) {
         }
 }
 
+/* Sends e (begun) with fds to a monitor serving in its child (closing
+ * them here once sent where close_sent says, leaving the monitor's copies
+ * the last), then a status request: whether each was answered within 3 s
+ * (*answered, *next: poll's 1) and the first one's status. */
+static void ask_then_status(Fixture *f, MonitorEnc *e, int *fds, size_t n, bool close_sent, int *answered,
+                            uint64_t *st, int *next) {
+        assert_int_equal(monitor_enc_end(e), 0);
+        assert_int_equal(send_with_fds(f->server, e->buf.data, e->buf.len, fds, n, 0), (ssize_t)e->buf.len);
+        monitor_enc_done(e);
+        for (size_t i = 0; close_sent && i < n; i++)
+                close(fds[i]);
+        struct pollfd p = { .fd = f->server, .events = POLLIN };
+        *answered = poll(&p, 1, 3000);
+        *st = *answered == 1 ? status_of(f) : 0;
+        begin(f, e, MONITOR_REQ_STATUS);
+        assert_int_equal(monitor_enc_end(e), 0);
+        assert_int_equal(send(f->server, e->buf.data, e->buf.len, 0), (ssize_t)e->buf.len);
+        monitor_enc_done(e);
+        *next = *answered == 1 ? poll(&p, 1, 3000) : 0;
+}
+
+/* fuse_serve's file system at f->dir/mnt (into mnt), its stall flag in
+ * shared memory set to stall0; the case is skipped where it cannot mount. */
+static pid_t fuse_mount(Fixture *f, char mnt[static 128], volatile int **ret_stall, int stall0) {
+        snprintf(mnt, 128, "%s/mnt", f->dir);
+        assert_int_equal(mkdir(mnt, 0755), 0);
+        volatile int *stall = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(stall != MAP_FAILED);
+        *stall = stall0;
+        pid_t fs = fuse_serve(mnt, stall);
+        if (fs < 0)
+                skip();
+        *ret_stall = stall;
+        return fs;
+}
+
 /* A stderr that is a file on a file system that never answers is refused
  * at once, and the monitor answers the next request: its check asks the
  * descriptor, not the file system, and its close of what came does not
@@ -1079,14 +1119,9 @@ static void spawn_checks_ask_no_file_system(void **state) {
         gid_t gid;
         uint64_t h = owned_ws(f, &uid, &gid);
         char mnt[128], file[160];
-        snprintf(mnt, sizeof mnt, "%s/mnt", f->dir);
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 0);
         snprintf(file, sizeof file, "%s/f", mnt);
-        assert_int_equal(mkdir(mnt, 0755), 0);
-        volatile int *stall = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        assert_true(stall != MAP_FAILED);
-        pid_t fs = fuse_serve(mnt, stall);
-        if (fs < 0)
-                skip();
         int w = open(file, O_WRONLY | O_CLOEXEC);
         assert_true(w >= 0);
         *stall = 1;
@@ -1101,19 +1136,10 @@ static void spawn_checks_ask_no_file_system(void **state) {
         monitor_put_u64(&e, MONITOR_F_UID, uid);
         monitor_put_u64(&e, MONITOR_F_GID, gid);
         monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
-        assert_int_equal(monitor_enc_end(&e), 0);
-        int fds[3] = { sp[1], w, ok };
-        assert_int_equal(send_with_fds(f->server, e.buf.data, e.buf.len, fds, 3, 0), (ssize_t)e.buf.len);
-        monitor_enc_done(&e);
-        struct pollfd p = { .fd = f->server, .events = POLLIN };
-        int answered = poll(&p, 1, 3000);
-        uint64_t st = answered == 1 ? status_of(f) : 0;
+        int fds[3] = { sp[1], w, ok }, answered, next;
+        uint64_t st;
         /* And the next request too: the descriptor's close waits for nobody. */
-        begin(f, &e, MONITOR_REQ_STATUS);
-        assert_int_equal(monitor_enc_end(&e), 0);
-        assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
-        monitor_enc_done(&e);
-        int next = answered == 1 ? poll(&p, 1, 3000) : 0;
+        ask_then_status(f, &e, fds, 3, false, &answered, &st, &next);
         /* Released either way: the file system goes, the monitor with it. */
         kill(fs, SIGKILL);
         assert_int_equal(waitpid(fs, NULL, 0), fs);
@@ -1128,6 +1154,97 @@ static void spawn_checks_ask_no_file_system(void **state) {
         end_child(f);
         close(ok);
         munmap((void *)stall, 4096);
+}
+
+/* A workspace on a file system a process serves is refused without
+ * asking it anything, and the monitor answers the next request: the walk
+ * reads each directory's mount from the kernel's cache and the mount
+ * table, never the file system. (Attack review 3, F1: ws_open's fstat on
+ * a FUSE mount that answered everyone but the monitor held the monitor
+ * past the server's 5 s, and the server then ended every jail.) */
+static void ws_open_asks_no_file_system(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        hello(f);
+        char mnt[128], below[160];
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 2);
+        snprintf(below, sizeof below, "%s/sub", mnt);
+        serve_in_child(f);
+        const char *paths[] = { mnt, below, "/proc/1" };
+        int answered[3] = { 0 };
+        uint64_t st[3] = { 0 };
+        for (size_t i = 0; i < 3; i++) {
+                MonitorEnc e;
+                begin(f, &e, MONITOR_REQ_WS_OPEN);
+                monitor_put_str(&e, MONITOR_F_PATH, paths[i]);
+                monitor_put_u64(&e, MONITOR_F_UID, 0);
+                monitor_put_u64(&e, MONITOR_F_GID, 0);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+                monitor_enc_done(&e);
+                struct pollfd p = { .fd = f->server, .events = POLLIN };
+                answered[i] = poll(&p, 1, 3000);
+                if (answered[i] != 1)
+                        break;
+                st[i] = status_of(f);
+        }
+        /* Released either way: the file system goes, the monitor with it. */
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        for (size_t i = 0; i < 3; i++) {
+                assert_int_equal(answered[i], 1);
+                assert_int_equal(st[i], EPERM);
+        }
+        end_child(f);
+        munmap((void *)stall, 4096);
+}
+
+/* A descriptor the monitor has no use for is closed off its loop whatever
+ * its kind: a TCP socket with SO_LINGER and unsent data, whose last close
+ * waits for the linger time, holds no request behind it. (Attack review
+ * 3, F4: a socket passed the quick-close test and held the monitor's loop
+ * for its linger time.) */
+static void received_close_waits_for_nobody(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        /* Made after the fork: the monitor's received copy is the last. */
+        serve_in_child(f);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(l >= 0 && c >= 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t al = sizeof a;
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+        /* Never accepted, never read: what c sends stays unsent once the
+         * peer's window is full. */
+        int fl = fcntl(c, F_GETFL);
+        assert_int_equal(fcntl(c, F_SETFL, fl | O_NONBLOCK), 0);
+        static char junk[65536];
+        size_t queued = 0;
+        for (ssize_t k; (k = send(c, junk, sizeof junk, MSG_NOSIGNAL)) > 0;)
+                queued += (size_t)k;
+        assert_int_equal(errno, EAGAIN);
+        assert_true(queued > 0);
+        assert_int_equal(fcntl(c, F_SETFL, fl), 0);
+        struct linger lg = { .l_onoff = 1, .l_linger = 10 };
+        assert_int_equal(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+        /* Refused (a log is a regular file), then closed: the last copy. */
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        int answered, next;
+        uint64_t st;
+        ask_then_status(f, &e, &c, 1, true, &answered, &st, &next);
+        close(l); /* the connection reset: a close still lingering ends */
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, EINVAL);
+        assert_int_equal(next, 1);
+        assert_int_equal(status_of(f), 0);
+        end_child(f);
 }
 
 static void breaches_end_it(void **state) {
@@ -1188,6 +1305,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_foreign_group_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_not_in_monitors_cwd, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_checks_ask_no_file_system, setup, teardown),
+                cmocka_unit_test_setup_teardown(ws_open_asks_no_file_system, setup, teardown),
+                cmocka_unit_test_setup_teardown(received_close_waits_for_nobody, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_owner_cannot_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_leaves_root_state, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),

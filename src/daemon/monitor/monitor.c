@@ -166,10 +166,14 @@ static int ws_open(Monitor *m) {
         if (m->n_ws >= WORKSPACES_MAX)
                 return reply(m, EMFILE, "too many workspaces open", 0);
         /* Opened here, from /, following no symlink: the server names the
-         * path, the monitor decides what it is. */
-        _cleanup_close_ int dfd = chase_open_dir(path);
+         * path, the monitor decides what it is. The walk asks no file
+         * system a process serves (FUSE): a server that answers others but
+         * not the monitor would hold it, and every jail with it. */
+        _cleanup_close_ int dfd = chase_open_dir_local(path);
         if (dfd == -EMFILE || dfd == -ENFILE)
                 return reply(m, -dfd, "the monitor has no descriptor left for another workspace", 0);
+        if (dfd == -EREMOTE)
+                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
         if (dfd < 0)
                 return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
         struct stat st;
@@ -177,7 +181,8 @@ static int ws_open(Monitor *m) {
         if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sf) < 0)
                 return reply(m, errno, "the workspace could not be read", 0);
         /* Where an owner means something else (/proc/PID is its process's
-         * uid) or is whatever a user's file system says (FUSE). */
+         * uid) or is whatever a user's file system says (FUSE, refused
+         * above already, before anything asked it). */
         if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
             sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == DEVPTS_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC)
                 return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
@@ -473,12 +478,12 @@ static int broken(const char *why, const char *detail) {
         return -EPROTO;
 }
 
-/* What the server sent of another kind than a jail's descriptors is
- * closed on a thread of the monitor's own, never on its loop: a close
- * calls the file system's flush, and a FUSE file's (a mount in any user's
- * own user namespace will do) waits for its server's answer,
- * uninterruptibly once the server has read the request. The thread is
- * made the first time one comes (the monitor is one thread until then). A
+/* What the server sent is closed on a thread of the monitor's own, never
+ * on its loop: a close calls the file system's flush, and a FUSE file's (a
+ * mount in any user's own user namespace will do) waits for its server's
+ * answer, uninterruptibly once the server has read the request; a TCP
+ * socket's waits for its linger time. The thread is made the first time
+ * a descriptor comes (the monitor is one thread until then). A
  * closer stuck on one holds only what comes after it (its pipe full, the
  * rest stay open until the table's limit ends the monitor); the loop goes
  * on serving. */
@@ -522,7 +527,9 @@ static bool closer_start(void) {
 
 /* Whether closing fd cannot wait for a file system, asked of the
  * descriptor alone: a pipe or FIFO, a socket, a memfd or another shmem
- * file (none has a flush). */
+ * file (none has a flush). A socket's close can still wait (a TCP
+ * socket's SO_LINGER, one queued in a unix socket): this only decides
+ * what is closed here when there is no closer. */
 static bool close_is_quick(int fd) {
         int type;
         socklen_t tl = sizeof type;
@@ -530,16 +537,18 @@ static bool close_is_quick(int fd) {
                fcntl(fd, F_GET_SEALS) >= 0;
 }
 
-/* fd, which came from the server, closed here when that cannot wait,
- * else by the closer (kept open when there is none, or its pipe is
- * full). */
+/* fd, which came from the server, closed by the closer: no kind of
+ * descriptor is sure to close at once (a TCP socket with SO_LINGER and
+ * unsent data holds its last close for the linger time). Closed here when
+ * there is no closer and the kind cannot wait for a file system, else
+ * kept open (its pipe full, or no thread could be made). */
 static void close_received(int fd) {
         if (fd < 0)
                 return;
+        if (closer_start() && write(closer.fds[1], &fd, sizeof fd) == (ssize_t)sizeof fd)
+                return;
         if (close_is_quick(fd))
                 close(fd);
-        else if (closer_start())
-                (void)!write(closer.fds[1], &fd, sizeof fd);
 }
 
 /* The log_reopen request's descriptor (fds[0], taken): the monitor's

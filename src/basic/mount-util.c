@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+#include "mount-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fd-util.h"
+#include "macro.h"
+
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+int fd_mount_id(int fd, int *ret) {
+        struct statx sx;
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) < 0)
+                return -errno;
+        if (!(sx.stx_mask & STATX_MNT_ID) || sx.stx_mnt_id > INT_MAX)
+                return -EOPNOTSUPP;
+        *ret = (int)sx.stx_mnt_id;
+        return 0;
+}
+
+bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n) {
+        /* "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw":
+         * the kernel escapes spaces in paths and sources (\040), so " - "
+         * appears only as the separator. */
+        char *end;
+        errno = 0;
+        long id = strtol(line, &end, 10);
+        if (errno || end == line || *end != ' ' || id < 0 || id > INT_MAX)
+                return false;
+        const char *sep = strstr(end, " - ");
+        if (!sep || n == 0)
+                return false;
+        const char *t = sep + 3;
+        size_t len = strcspn(t, " \n");
+        if (len == 0 || len >= n)
+                return false;
+        memcpy(type, t, len);
+        type[len] = 0;
+        *ret_id = (int)id;
+        return true;
+}
+
+int mount_fstype(int mnt_id, char *type, size_t n) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+                int id;
+                char t[64];
+                if (mountinfo_line_parse(line, &id, t, sizeof t) && id == mnt_id) {
+                        if (strlen(t) >= n)
+                                return -ENAMETOOLONG;
+                        strcpy(type, t);
+                        return 0;
+                }
+        }
+        return ferror(f) ? -EIO : -ENOENT;
+}
+
+bool fstype_is_user_served(const char *type) {
+        return streq(type, "fuse") || streq(type, "fuseblk") || strncmp(type, "fuse.", 5) == 0;
+}

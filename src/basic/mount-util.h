@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the kernel knows of a descriptor's mount without asking its file
+ * system: a FUSE server sees every fstat/fstatfs/lookup and may never
+ * answer, so a root process that must not stall asks the mount table. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The mount id of fd (statx STATX_MNT_ID with AT_STATX_DONT_SYNC: the
+ * kernel's cached attributes, no call to the file system), or a negative
+ * errno; -EOPNOTSUPP where the kernel reports no mount id (before 5.8). */
+int fd_mount_id(int fd, int *ret);
+
+/* From one line of /proc/self/mountinfo: its mount id and file system
+ * type (the field after " - "), copied into type (at most n - 1 bytes).
+ * false for a line not of that shape. */
+bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n);
+
+/* The file system type of mount id in this process's mount table, into
+ * type; -ENOENT when no line has that id (unmounted meanwhile). */
+int mount_fstype(int mnt_id, char *type, size_t n);
+
+/* Whether a file system of this type is served by a process (FUSE: "fuse",
+ * "fuse.NAME", "fuseblk"), which any user can mount with fusermount. */
+bool fstype_is_user_served(const char *type);

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzzes the /proc/self/mountinfo line parser the root monitor uses to
+ * tell a FUSE mount (mount-util.c). The kernel writes the lines, but a
+ * mount point's path and a FUSE source are a user's text (escaped by the
+ * kernel): besides crashes it checks that a parsed type is non-empty,
+ * NUL-terminated within the buffer, free of spaces, and that a line whose
+ * type was parsed parses the same again. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mount-util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool cond) {
+        if (!cond)
+                abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        if (size < 1 || size > 8192)
+                return 0;
+        /* The first byte picks the buffer's size (a type longer is refused). */
+        size_t n = data[0] % 70;
+        char *line = malloc(size);
+        if (!line)
+                return 0;
+        memcpy(line, data + 1, size - 1);
+        line[size - 1] = 0;
+        char type[70];
+        memset(type, 'x', sizeof type);
+        int id = -1;
+        if (mountinfo_line_parse(line, &id, type, n)) {
+                size_t len = strnlen(type, n);
+                check(len > 0 && len < n && id >= 0);
+                check(!strchr(type, ' ') && !strchr(type, '\n'));
+                char again[70];
+                int id2 = -1;
+                check(mountinfo_line_parse(line, &id2, again, n) && id2 == id && strcmp(again, type) == 0);
+                (void)fstype_is_user_served(type);
+        }
+        free(line);
+        return 0;
+}
