@@ -417,6 +417,19 @@ def t_workspace_groups_by_monitor(tmp):
         d.stop()
 
 
+def lone_pipes(pid):
+    """The pipes pid holds by one descriptor that no other process holds."""
+    mine = [t for t in fd_targets(pid).values() if t.startswith("pipe:")]
+    others = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != pid:
+            try:
+                others.update(t for t in fd_targets(int(p)).values() if t.startswith("pipe:"))
+            except (OSError, KeyError):
+                pass
+    return [t for t in mine if mine.count(t) == 1 and t not in others]
+
+
 def t_jail_started_by_monitor(tmp):
     """A local jail is started by the monitor (jail_spawn): its outer
     process runs as the workspace's owner with no_new_privs, in the
@@ -448,6 +461,11 @@ def t_jail_started_by_monitor(tmp):
         joined = open("/proc/%d/cgroup" % pid).read()
         check(any(os.path.basename(g) in joined for g in groups), ("the jail is not in its workspace's group", joined))
         T.note("jail %d: ppid %d (the daemon), Uid %s, NoNewPrivs %s" % (pid, ppid(pid), s["Uid"], s["NoNewPrivs"]))
+        # Its start's exec-error pipe is closed once the handshake is done:
+        # no pipe the daemon holds alone (one end, no other process with
+        # either), which is what that read end is once bwrap exec'd.
+        check(not lone_pipes(d.pid), ("the daemon holds a pipe nobody else does (a start's exec-error pipe?)",
+                                      lone_pipes(d.pid)))
         # Killed by the daemon's own idle or stop: gone, reaped.
         d.stop()
         check(not alive(pid), "the jail outlived the daemon's stop")

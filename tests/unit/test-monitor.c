@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <linux/fuse.h>
+#include <linux/keyctl.h>
 
 #include "cgroup-kill.h"
 #include "fd-util.h"
@@ -914,10 +915,18 @@ static void spawn_leaves_root_state(void **state) {
         uint64_t h = root_owned_ws(f, &uid, &gid);
         char text[512];
         int n = snprintf(text, sizeof text,
-                         "/bin/sh%c-c%cenv > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice%c", 0, 0, f->dir, f->dir, 0);
+                         "/bin/sh%c-c%cenv > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice; cat /proc/keys > %s/keys; "
+                         "cat /proc/key-users > %s/key-users%c",
+                         0, 0, f->dir, f->dir, f->dir, f->dir, 0);
         int a = argv_fd(text, (size_t)n, true);
         assert_int_equal(setenv("VECTORA_TEST_SECRET", "root-secret", 1), 0);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, -5), 0);
+        /* A session keyring of the starter's own, holding a key of root's
+         * (the monitor, forked below, has it as its session keyring). */
+        long ring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "vs-test-starter");
+        long key = ring < 0 ? -1 : syscall(SYS_add_key, "user", "vs-test-root-key", "root-secret", 11, KEY_SPEC_SESSION_KEYRING);
+        if (ring < 0 || key < 0)
+                printf("# no session keyring here (%s): the keyring part unchecked\n", strerror(errno));
         serve_in_child(f);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, 0), 0);
         assert_int_equal(unsetenv("VECTORA_TEST_SECRET"), 0);
@@ -928,11 +937,30 @@ static void spawn_leaves_root_state(void **state) {
         reap_answered();
         end_child(f);
         close(a);
-        char env[4096], nice[32];
+        char env[4096], nice[32], keys[8192], users[8192];
         read_text(f->dir, "env", env, sizeof env);
         read_text(f->dir, "nice", nice, sizeof nice);
+        read_text(f->dir, "keys", keys, sizeof keys);
+        read_text(f->dir, "key-users", users, sizeof users);
+        if (key >= 0)
+                (void)syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_SESSION_KEYRING);
         assert_null(strstr(env, "VECTORA_TEST_SECRET"));
         assert_int_equal(atoi(nice), 0);
+        if (key < 0)
+                return;
+        /* Neither the key nor the starter's keyring is the owner's to see. */
+        assert_null(strstr(keys, "vs-test-root-key"));
+        assert_null(strstr(keys, "vs-test-starter"));
+        /* Its own keyring is root's, not charged to the owner's quota: the
+         * owner's line (if any) counts no key its jail was given. */
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "%5u:", (unsigned)uid);
+        const char *line = strstr(users, prefix);
+        unsigned usage, nkeys, nikeys, qnkeys;
+        if (line) {
+                assert_int_equal(sscanf(line + strlen(prefix), " %u %u/%u %u/", &usage, &nkeys, &nikeys, &qnkeys), 4);
+                assert_int_equal(qnkeys, 0);
+        }
 }
 
 /* The owner cannot hold the monitor: its processes stopping every process

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/keyctl.h>
+
 #include "fd-util.h"
 #include "idmap.h"
 #include "protocol.h"
@@ -31,7 +33,7 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -48,6 +50,7 @@ static const char *step_name(int s) {
         case STEP_PIPE: return "making its exec-error pipe";
         case STEP_PARENT: return "finding its starter still there";
         case STEP_CWD: return "leaving its starter's working directory";
+        case STEP_KEYRING: return "joining a session keyring of its own";
         default: return "executing";
         }
 }
@@ -228,6 +231,16 @@ static int spawn_child(void *arg) {
                  * raw call answers 20 - nice. */
                 if (syscall(SYS_getpriority, PRIO_PROCESS, 0) > 20)
                         (void)syscall(SYS_setpriority, PRIO_PROCESS, 0, 0);
+                /* Nor the starter's session keyring (a root login's holds
+                 * root's keys; the outer bwrap is the owner's to ptrace,
+                 * and its keyctl is not filtered): an empty one of its
+                 * own, made before the uid change, so it is root's and
+                 * counts against root's key quota (a million), not the
+                 * owner's (200: the 201st jail would fail). A host that
+                 * refuses keyctl itself (a container's seccomp, a kernel
+                 * without keys) has none to leak. */
+                if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                        child_fail(err_w, STEP_KEYRING, errno);
                 /* The jail never runs as host root. */
                 if (syscall(SYS_setgroups, 0, NULL) < 0)
                         child_fail(err_w, STEP_GROUPS, errno);

@@ -247,6 +247,9 @@ static void handle_handshake(WorkerLink *l, JsonlMsg *m) {
         uv_timer_stop(&l->timer);
         l->state = LINK_READY;
         l->ready_ms = l->last_used_ms = now_ms();
+        /* Its start's exec-error pipe says nothing more: the worker that
+         * answered has exec'd (one descriptor less for each live jail). */
+        l->exec_fd = safe_close(l->exec_fd);
         /* What this jail seals, for the watch: a protected name that
          * appears outside it recycles the worker (watch.c). */
         l->sealed = l->launch ? TAKE_PTR(l->launch->protected_paths) : NULL;
