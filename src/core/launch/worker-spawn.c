@@ -350,8 +350,6 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
         }
         *ret_pid = pid;
         err_w = safe_close(err_w);
-        int msg[2];
-        ssize_t k;
         if (copy) {
                 /* A copy runs on its own, and its exec is not awaited
                  * here: the owner, whose uid it has, can stop it before
@@ -362,15 +360,14 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
                 *ret_exec_fd = TAKE_FD(err_r);
                 return 0;
         }
-        do
-                k = read(err_r, msg, sizeof msg);
-        while (k < 0 && errno == EINTR);
-        if (k != sizeof msg)
+        /* vfork: the child has exec'd or failed by now (the pipe blocks,
+         * so the answer is never "not yet"). */
+        int r = worker_spawn_exec_result(err_r, ret_step);
+        if (r > 0)
                 return 0;
         waitpid(pid, NULL, 0);
         *ret_pid = 0;
-        *ret_step = msg[0];
-        return msg[1] > 0 ? -msg[1] : -EIO;
+        return r < 0 ? r : -EIO;
 }
 
 int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err) {
