@@ -83,6 +83,14 @@ struct kernel_sigaction {
         uint64_t mask;
 };
 
+ssize_t spawn_child_write_quiet(int fd, const void *buf, size_t n) {
+        struct kernel_sigaction ign = { .handler = SIG_IGN }, dfl = { .handler = SIG_DFL };
+        (void)syscall(SYS_rt_sigaction, SIGPIPE, &ign, NULL, sizeof ign.mask);
+        ssize_t k = syscall(SYS_write, fd, buf, n);
+        (void)syscall(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof dfl.mask);
+        return k;
+}
+
 /* The child's first steps, with every signal blocked (the caller blocked
  * them around the clone): dispositions to their defaults, then the mask
  * cleared. Raw system calls: libc's wrappers (and a sanitizer's

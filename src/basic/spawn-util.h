@@ -50,6 +50,11 @@ pid_t spawn_vfork_ns(int (*fn)(void *arg), void *arg, unsigned long ns_flags);
  * goes on at once, and nothing the child does (a stack overrun, a stop
  * before its exec) reaches the caller. flags: namespaces, CLONE_PARENT. */
 pid_t spawn_clone_ns(int (*fn)(void *arg), void *arg, unsigned long flags);
+/* A write from a spawned child that no reader's absence can kill: a
+ * pipe closed at the other end is EPIPE, not SIGPIPE (SIGPIPE ignored
+ * around it, back to its default after: an ignored signal would stay
+ * ignored across the exec). Raw system calls, as the child's others. */
+ssize_t spawn_child_write_quiet(int fd, const void *buf, size_t n);
 
 /* Raises this process's soft RLIMIT_NOFILE to its hard limit (a service
  * starts at 1024 under systemd: the daemon ran out of descriptors at about

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/mount.h>
@@ -27,13 +28,10 @@
 
 _noreturn_ static void child_fail(int errfd, int step, int e) {
         int msg[2] = { step, e };
-        if (write(errfd, msg, sizeof msg) < 0) {
-                /* nothing more can be reported */
-        }
+        (void)spawn_child_write_quiet(errfd, msg, sizeof msg); /* nothing more can be reported */
         _exit(125);
 }
 
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING };
 
 static const char *step_name(int s) {
         switch (s) {
@@ -51,6 +49,7 @@ static const char *step_name(int s) {
         case STEP_PARENT: return "finding its starter still there";
         case STEP_CWD: return "leaving its starter's working directory";
         case STEP_KEYRING: return "joining a session keyring of its own";
+        case STEP_DIED: return "reaching its exec";
         default: return "executing";
         }
 }
@@ -267,6 +266,11 @@ static int spawn_child(void *arg) {
          * (--clearenv). */
         static char *const no_env[] = { NULL };
         char *const *envp = l->switch_user && l->sandboxed ? no_env : environ;
+        /* Reached: a pipe that closes with this alone was closed by the
+         * exec; one that closes empty, by the child's death on the way
+         * (killed before its exec, which would otherwise read as exec'd). */
+        static const int reached[2] = { STEP_EXEC, 0 };
+        (void)spawn_child_write_quiet(err_w, reached, sizeof reached);
         if (strchr(l->argv[0], '/'))
                 execve(l->argv[0], l->argv, envp);
         else
@@ -291,21 +295,35 @@ static void inotify_share(const char *path, unsigned long floor, char out[static
 }
 
 int worker_spawn_exec_result(int fd, int *ret_step) {
-        int msg[2];
+        /* Looked at without reading until it is decided: the child writes
+         * its "reached" word just before its exec, and a failure after it. */
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int n = 0;
+        *ret_step = STEP_EXEC;
+        if (poll(&p, 1, 0) < 0 || ioctl(fd, FIONREAD, &n) < 0)
+                return -errno;
+        bool closed = p.revents & (POLLHUP | POLLERR);
+        int msg[4];
+        if (!closed && (size_t)n < sizeof msg)
+                return 0; /* on its way, or at its exec (a failure's word is read once the pipe closed) */
+        if (closed && n == 0) {
+                *ret_step = STEP_DIED;
+                return -ECHILD;
+        }
         ssize_t k;
         do
                 k = read(fd, msg, sizeof msg);
         while (k < 0 && errno == EINTR);
-        if (k == 0)
-                return 1;
-        if (k < 0 && errno == EAGAIN)
-                return 0;
-        if (k != sizeof msg) {
-                *ret_step = STEP_EXEC;
-                return k < 0 ? -errno : -EIO;
-        }
-        *ret_step = msg[0];
-        return msg[1] > 0 ? -msg[1] : -EIO;
+        if (k < 0)
+                return -errno;
+        if (k < (ssize_t)sizeof(int[2]))
+                return -EIO;
+        /* A failure before the exec; or "reached", then the exec's own. */
+        int at = msg[1] == 0 && msg[0] == STEP_EXEC && k >= (ssize_t)sizeof msg ? 2 : 0;
+        if (at == 0 && msg[1] == 0 && msg[0] == STEP_EXEC)
+                return 1; /* reached, and the pipe closed by the exec */
+        *ret_step = msg[at];
+        return msg[at + 1] > 0 ? -msg[at + 1] : -EIO;
 }
 
 int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp, pid_t parent,
@@ -379,6 +397,9 @@ int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err) {
                                                         : "CAP_SYS_ADMIN when the daemon runs as root");
         if (step == STEP_CLONE)
                 return vs_error_set(err, -e, "clone: %s", strerror(e));
+        if (step == STEP_DIED)
+                return vs_error_set_kind(err, -e, "sandbox_unavailable",
+                                         "starting %s: it ended before its exec (killed on the way?)", l->argv[0]);
         if (step == STEP_EXEC && e == ENOENT && l->sandboxed && l->missing_hint)
                 return vs_error_set_kind(err, -ENOENT, "sandbox_unavailable", "%s not found: %s", l->argv[0],
                                          l->missing_hint);

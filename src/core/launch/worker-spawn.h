@@ -18,6 +18,11 @@ typedef struct VsWorkerProc {
         int stderr_fd; /* read end of the worker's stderr, CLOEXEC, or -EBADF */
 } VsWorkerProc;
 
+/* Where a start failed (the child's word through its exec-error pipe,
+ * or the caller's), for worker_spawn_error; STEP_EXEC with errno 0 is the
+ * child's "reached its exec" just before it. */
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING, STEP_DIED };
+
 /* Spawns l->argv. Between fork and exec the child only resets signals,
  * drops to l->uid/l->gid when l->switch_user, sets PR_SET_PDEATHSIG and
  * moves descriptors; an exec failure comes back through a CLOEXEC pipe as
@@ -47,8 +52,10 @@ int worker_spawn_ends(int chan[2], int errp[2], VsError **err);
 int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned long clone_extra, bool nnp, pid_t parent,
                        pid_t *ret_pid, int *ret_step, int *ret_exec_fd);
 /* What a start's exec-error pipe (fd, non-blocking) says now: 1 the child
- * exec'd (the pipe closed), 0 not yet (a child stopped before its exec),
- * else a negative errno with *ret_step: it failed there. */
+ * exec'd (it said it reached its exec, and the pipe closed), 0 not yet (a
+ * child stopped before or at its exec), else a negative errno with
+ * *ret_step: it failed there (-ECHILD: it ended before it reached its
+ * exec, killed on the way). Nothing is read until it is decided. */
 int worker_spawn_exec_result(int fd, int *ret_step);
 /* The error for a start that failed at step with errno e. */
 int worker_spawn_error(const VsLaunch *l, int step, int e, VsError **err);
