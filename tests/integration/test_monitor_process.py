@@ -757,7 +757,9 @@ def t_stopped_start_holds_nothing(tmp):
     its exec. The monitor waited for that exec (3 s, the server's loop
     with it) and the daemon's own start, a vfork child, held the loop until
     the exec: forever. Neither waits now (the exec-error pipe is read when
-    the start ends): another workspace's calls are answered while four
+    the start ends): another workspace's calls are answered, and another
+    owner's first start is made (an owner holds four of the daemon's five
+    start slots at most), while five
     first starts run into the stopper (8 s of them; then the owner's
     processes are continued, and its starts go on or have failed at their
     handshake's deadline). Both ways are tried: a system account's
@@ -779,13 +781,14 @@ def t_stopped_start_holds_nothing(tmp):
     other = make_ws(tmp, "ws-other", SANDBOX)
     free = [u for u in list(range(900, 999)) + list(range(4400, 4500)) if not _has_account(u)]
     owners = [next(u for u in free if u < 1000), next(u for u in free if u >= 4400)]
+    bystander = next(u for u in free if u >= 4400 and u not in owners)
     d = start(tmp, "stopped")
     c = d.conn()
     try:
         check(term(c, other, "echo warm").get("ok"), "the other workspace's warm call failed")
         for owner in owners:
             spaces = []
-            for i in range(4):
+            for i in range(5):
                 ws = make_ws(tmp, "ws-stopped-%d-%d" % (owner, i), SANDBOX)
                 for root, dirs, files in os.walk(ws):
                     for n in [root] + [os.path.join(root, x) for x in dirs + files]:
@@ -798,11 +801,22 @@ def t_stopped_start_holds_nothing(tmp):
                 res[ws] = d.call({"tool": "terminal", "workspace": ws, "command": "echo ran"})
 
             threads = [threading.Thread(target=call, args=(ws,)) for ws in spaces]
+            # Another owner's workspace, never started: its first start
+            # needs a slot of the five while the stopped starts hold theirs.
+            fresh = make_ws(tmp, "ws-bystander-%d" % owner, SANDBOX)
+            for root, dirs, files in os.walk(fresh):
+                for n in [root] + [os.path.join(root, x) for x in dirs + files]:
+                    os.chown(n, bystander, bystander)
             t0 = time.time()
             for th in threads:
                 th.start()
             worst = 0.0
             try:
+                time.sleep(1)
+                t1 = time.time()
+                r = d.call({"tool": "terminal", "workspace": fresh, "command": "echo first"})
+                first = time.time() - t1
+                check(r.get("ok") and r.get("stdout") == "first\n", ("another owner's first call failed", owner, r))
                 while time.time() - t0 < 8:
                     t1 = time.time()
                     c.s.settimeout(10)
@@ -818,9 +832,12 @@ def t_stopped_start_holds_nothing(tmp):
                 th.join(60)
             check(not any(th.is_alive() for th in threads), ("a stopped workspace's call never ended", owner))
             ran = sum(1 for ws in spaces if res.get(ws, {}).get("ok"))
-            T.note("owner %d stopping its processes: %d of 4 first calls ran once continued; the other workspace's "
-                   "worst call %.2f s" % (owner, ran, worst))
+            T.note("owner %d stopping its processes: %d of 5 first calls ran once continued; the other workspace's "
+                   "worst call %.2f s; another owner's first call %.2f s" % (owner, ran, worst, first))
             check(worst < 3, ("another workspace waited on the stopped starts", owner, worst))
+            # An owner holds four of the five start slots at most: the
+            # stopped starts (continued only at 8 s) left it one.
+            check(first < 6, ("another owner's first start waited for the stopped starts' slots", owner, first))
             for ws in spaces:
                 r = res.get(ws, {})
                 check(r.get("ok") or r.get("error", {}).get("code") == "sandbox_unavailable",

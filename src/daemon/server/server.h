@@ -60,6 +60,7 @@ struct Server {
         Workspace *workspaces;
         unsigned n_workers; /* live links (spawning, ready or draining) */
         unsigned n_spawning; /* links between spawn and ready (at most MAX_CONCURRENT_SPAWNS) */
+        uid_t spawn_owners[5]; /* whose each of those n_spawning starts is (MAX_CONCURRENT_SPAWNS) */
         Workspace *spawn_wait_head, *spawn_wait_tail; /* waiting for a spawn slot */
         Counters counters;
         Metrics metrics;         /* calls by tool and result, latencies (metrics.c) */

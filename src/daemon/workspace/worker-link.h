@@ -48,6 +48,7 @@ struct WorkerLink {
         Workspace *ws;
         const LinkOps *ops;
         bool holds_spawn_slot;     /* counted in srv->n_spawning until ready or ended */
+        uid_t slot_owner;          /* whose start it counts as (spawn_owners) */
         WorkerLink *next;          /* all links (worker-link.c) */
         WorkerLink *next_draining; /* in ws->draining */
         Workspace *old_ws;         /* ended, not yet reaped: counted in old_ws->n_old_jails */

@@ -82,7 +82,10 @@ static void drain_current(Workspace *ws, const char *why) {
 }
 
 static void spawn(Workspace *ws);
-static void spawn_slot_release(Server *srv);
+_Static_assert(sizeof(((Server *)0)->spawn_owners) / sizeof(uid_t) == MAX_CONCURRENT_SPAWNS,
+               "a slot's owner for each slot");
+static void spawn_slot_release(Server *srv, uid_t owner);
+static bool spawn_slot_free_for(Server *srv, uid_t owner);
 
 static bool same_stat(const struct stat *a, const struct stat *b) {
         return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
@@ -600,7 +603,9 @@ static void spawn(Workspace *ws) {
          * still running could otherwise race the new jail's mounts. */
         if (ws->draining || ws->n_old_jails > 0 || ws->git_sweep)
                 return;
-        if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS) {
+        struct stat dst;
+        ws->slot_owner = stat(ws->path, &dst) == 0 ? dst.st_uid : 0;
+        if (!spawn_slot_free_for(srv, ws->slot_owner)) {
                 /* Wait for a slot; the calls stay queued meanwhile. */
                 ws->spawn_waiting = true;
                 ws->next_spawn_wait = NULL;
@@ -636,7 +641,7 @@ static void spawn(Workspace *ws) {
         if (r < 0)
                 return spawn_failed(ws, r, err);
         /* The spawn slot: the start's, then its link's until ready. */
-        srv->n_spawning++;
+        srv->spawn_owners[srv->n_spawning++] = ws->slot_owner;
 }
 
 /* Forwarded ports listen from the first worker of their policy on. */
@@ -648,7 +653,7 @@ static int link_prepare(Workspace *ws, VsError **err) {
 static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err) {
         ws->starting = NULL;
         if (!l) {
-                spawn_slot_release(ws->srv);
+                spawn_slot_release(ws->srv, ws->slot_owner);
                 if (r < 0)
                         spawn_failed(ws, r, err);
                 else if (ws->queue && !ws->link && !ws->srv->shutting_down)
@@ -659,22 +664,51 @@ static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err
         protect_arm(ws, protect_changed);
         git_watch_base(ws);
         l->holds_spawn_slot = true;
+        l->slot_owner = ws->slot_owner;
 }
 
 static void spawn_slot_free(Server *srv, WorkerLink *l) {
         if (!l->holds_spawn_slot)
                 return;
         l->holds_spawn_slot = false;
-        spawn_slot_release(srv);
+        spawn_slot_release(srv, l->slot_owner);
 }
 
-static void spawn_slot_release(Server *srv) {
-        srv->n_spawning--;
-        while (srv->n_spawning < MAX_CONCURRENT_SPAWNS && srv->spawn_wait_head) {
-                Workspace *ws = srv->spawn_wait_head;
-                srv->spawn_wait_head = ws->next_spawn_wait;
-                if (!srv->spawn_wait_head)
-                        srv->spawn_wait_tail = NULL;
+/* Whether a start of owner's workspace may take a slot now: one is free
+ * and, in a root daemon (many owners), that owner holds fewer than
+ * MAX_OWNER_SPAWNS: an owner stopping its own starts' processes holds
+ * their slots until their handshakes' deadline (15 s), and must not hold
+ * every other owner's first start with them. */
+static bool spawn_slot_free_for(Server *srv, uid_t owner) {
+        if (srv->n_spawning >= MAX_CONCURRENT_SPAWNS)
+                return false;
+        if (geteuid() != 0)
+                return true;
+        unsigned mine = 0;
+        for (unsigned i = 0; i < srv->n_spawning; i++)
+                mine += srv->spawn_owners[i] == owner;
+        return mine < MAX_OWNER_SPAWNS;
+}
+
+static void spawn_slot_release(Server *srv, uid_t owner) {
+        unsigned i = 0;
+        while (i + 1 < srv->n_spawning && srv->spawn_owners[i] != owner)
+                i++;
+        if (srv->n_spawning > 0)
+                srv->spawn_owners[i] = srv->spawn_owners[--srv->n_spawning];
+        /* The first waiting workspace whose owner may start now, in turn
+         * (one at its owner's cap waits on, its place kept). */
+        Workspace **at = &srv->spawn_wait_head, *prev = NULL;
+        while (srv->n_spawning < MAX_CONCURRENT_SPAWNS && *at) {
+                Workspace *ws = *at;
+                if (!spawn_slot_free_for(srv, ws->slot_owner)) {
+                        prev = ws;
+                        at = &ws->next_spawn_wait;
+                        continue;
+                }
+                *at = ws->next_spawn_wait;
+                if (srv->spawn_wait_tail == ws)
+                        srv->spawn_wait_tail = prev;
                 ws->next_spawn_wait = NULL;
                 ws->spawn_waiting = false;
                 if (ws->queue && !ws->link && !srv->shutting_down)

@@ -13,8 +13,11 @@
 typedef struct RecordSync RecordSync;
 
 #define WORKSPACE_MAX_QUEUE 4096      /* calls waiting for a worker per workspace */
-#define MAX_CONCURRENT_SPAWNS 4       /* jails starting at once; more wait their turn (a burst of first calls
+#define MAX_CONCURRENT_SPAWNS 5       /* jails starting at once; more wait their turn (a burst of first calls
                                        * must not start hundreds of bwraps at once and time them all out) */
+#define MAX_OWNER_SPAWNS 4            /* of those, one owner's at most in a root daemon: an owner who stops its
+                                       * own starts holds their slots until the handshake's deadline, and must
+                                       * leave a slot for the other owners' first starts */
 #define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
 #define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
@@ -57,6 +60,7 @@ struct Workspace {
         Workspace *next;
         Workspace *next_spawn_wait; /* in srv->spawn_wait_* */
         bool spawn_waiting;
+        uid_t slot_owner;           /* the directory's owner when its start took or awaited a slot */
         char *path; /* canonical */
         WorkspaceState state;
         VsPolicy *policy;       /* NULL when refused */
