@@ -349,10 +349,16 @@ int chase_open_dir_local(const char *path) {
                         return -EXDEV;
                 int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0) {
-                        struct stat st; /* cur's file system is not served: asking it is safe */
-                        if (errno == ENOTDIR && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                        /* A symlink, or another file (a FUSE mount on a
+                         * file included: its root is another file system's,
+                         * so only the kernel's cache is asked). */
+                        int e = errno;
+                        struct statx sx;
+                        if (e == ENOTDIR &&
+                            statx(cur, c, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) == 0 &&
+                            (sx.stx_mask & STATX_TYPE) && S_ISLNK(sx.stx_mode))
                                 return -ELOOP;
-                        return -errno;
+                        return -e;
                 }
                 safe_close(cur);
                 cur = next;

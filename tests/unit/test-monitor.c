@@ -1041,12 +1041,12 @@ static void spawn_owner_cannot_stall(void **state) {
  * by a child; "f" a regular file whose GETATTR is answered until
  * *stall is set (shared memory), then never; with *stall 2 nothing is
  * answered any more (but the kernel's INIT). */
-static pid_t fuse_serve(const char *mnt, volatile int *stall) {
+static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned rootmode) {
         int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -1;
         char opts[96];
-        snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fd);
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=0,group_id=0,allow_other", fd, rootmode);
         if (mount("t", mnt, "fuse.t", 0, opts) < 0) {
                 close(fd);
                 return -1;
@@ -1121,6 +1121,10 @@ static pid_t fuse_serve(const char *mnt, volatile int *stall) {
                 if (write(fd, out, h.len) < 0 && errno != ENOENT)
                         _exit(0);
         }
+}
+
+static pid_t fuse_serve(const char *mnt, volatile int *stall) {
+        return fuse_serve_mode(mnt, stall, S_IFDIR);
 }
 
 /* Sends e (begun) with fds to a monitor serving in its child (closing
@@ -1223,15 +1227,23 @@ static void ws_open_asks_no_file_system(void **state) {
         if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
                 skip();
         hello(f);
-        char mnt[128], below[160];
+        char mnt[128], below[160], on_file[160];
         volatile int *stall;
         pid_t fs = fuse_mount(f, mnt, &stall, 2);
         snprintf(below, sizeof below, "%s/sub", mnt);
+        /* One mounted on a file, as an ordinary user may (fusermount on a
+         * file of its own): the walk's ENOTDIR is not asked of it. */
+        snprintf(on_file, sizeof on_file, "%s/file", f->dir);
+        int ff = open(on_file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(ff >= 0);
+        close(ff);
+        pid_t fs2 = fuse_serve_mode(on_file, stall, S_IFREG);
+        assert_true(fs2 > 0);
         serve_in_child(f);
-        const char *paths[] = { mnt, below, "/proc/1" };
-        int answered[3] = { 0 };
-        uint64_t st[3] = { 0 };
-        for (size_t i = 0; i < 3; i++) {
+        const char *paths[] = { mnt, below, "/proc/1", on_file };
+        int answered[4] = { 0 };
+        uint64_t st[4] = { 0 };
+        for (size_t i = 0; i < 4; i++) {
                 MonitorEnc e;
                 begin(f, &e, MONITOR_REQ_WS_OPEN);
                 monitor_put_str(&e, MONITOR_F_PATH, paths[i]);
@@ -1248,11 +1260,14 @@ static void ws_open_asks_no_file_system(void **state) {
         }
         /* Released either way: the file system goes, the monitor with it. */
         kill(fs, SIGKILL);
+        kill(fs2, SIGKILL);
         assert_int_equal(waitpid(fs, NULL, 0), fs);
+        assert_int_equal(waitpid(fs2, NULL, 0), fs2);
         (void)umount2(mnt, MNT_DETACH);
-        for (size_t i = 0; i < 3; i++) {
+        (void)umount2(on_file, MNT_DETACH);
+        for (size_t i = 0; i < 4; i++) {
                 assert_int_equal(answered[i], 1);
-                assert_int_equal(st[i], EPERM);
+                assert_int_equal(st[i], i == 3 ? ENOTDIR : EPERM);
         }
         end_child(f);
         munmap((void *)stall, 4096);
