@@ -953,6 +953,16 @@ static void spawn_leaves_root_state(void **state) {
         /* Neither the key nor the starter's keyring is the owner's to see. */
         assert_null(strstr(keys, "vs-test-root-key"));
         assert_null(strstr(keys, "vs-test-starter"));
+        /* Its own, root's, is the owner's to look at only (view, read,
+         * search): not to link into the owner's keyring, where it would
+         * outlive the jail, nor to fill on root's quota (attack review 4). */
+        const char *ses = strstr(keys, "keyring   _ses");
+        assert_non_null(ses);
+        while (ses > keys && ses[-1] != '\n')
+                ses--;
+        char perm[16] = "";
+        assert_int_equal(sscanf(ses, "%*s %*s %*s %*s %15s", perm), 1);
+        assert_string_equal(perm, "0b000000");
         /* Its own keyring is root's, not charged to the owner's quota: the
          * owner's line (if any) counts no key its jail was given. */
         char prefix[32];
@@ -1273,6 +1283,33 @@ static void ws_open_asks_no_file_system(void **state) {
         munmap((void *)stall, 4096);
 }
 
+/* A TCP socket whose last close waits linger seconds: connected to a
+ * listener (*ret_listener; closing it resets the connection and ends
+ * the wait) that never accepts, its unsent data past the peer's window. */
+static int lingering_socket(int *ret_listener, int linger) {
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(l >= 0 && c >= 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t al = sizeof a;
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+        int fl = fcntl(c, F_GETFL);
+        assert_int_equal(fcntl(c, F_SETFL, fl | O_NONBLOCK), 0);
+        static char junk[65536];
+        size_t queued = 0;
+        for (ssize_t k; (k = send(c, junk, sizeof junk, MSG_NOSIGNAL)) > 0;)
+                queued += (size_t)k;
+        assert_int_equal(errno, EAGAIN);
+        assert_true(queued > 0);
+        assert_int_equal(fcntl(c, F_SETFL, fl), 0);
+        struct linger lg = { .l_onoff = 1, .l_linger = linger };
+        assert_int_equal(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+        *ret_listener = l;
+        return c;
+}
+
 /* A descriptor the monitor has no use for is closed off its loop whatever
  * its kind: a TCP socket with SO_LINGER and unsent data, whose last close
  * waits for the linger time, holds no request behind it. (Attack review
@@ -1283,27 +1320,7 @@ static void received_close_waits_for_nobody(void **state) {
         hello(f);
         /* Made after the fork: the monitor's received copy is the last. */
         serve_in_child(f);
-        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(l >= 0 && c >= 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t al = sizeof a;
-        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
-        assert_int_equal(listen(l, 1), 0);
-        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
-        assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof a), 0);
-        /* Never accepted, never read: what c sends stays unsent once the
-         * peer's window is full. */
-        int fl = fcntl(c, F_GETFL);
-        assert_int_equal(fcntl(c, F_SETFL, fl | O_NONBLOCK), 0);
-        static char junk[65536];
-        size_t queued = 0;
-        for (ssize_t k; (k = send(c, junk, sizeof junk, MSG_NOSIGNAL)) > 0;)
-                queued += (size_t)k;
-        assert_int_equal(errno, EAGAIN);
-        assert_true(queued > 0);
-        assert_int_equal(fcntl(c, F_SETFL, fl), 0);
-        struct linger lg = { .l_onoff = 1, .l_linger = 10 };
-        assert_int_equal(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+        int l, c = lingering_socket(&l, 10);
         /* Refused (a log is a regular file), then closed: the last copy. */
         MonitorEnc e;
         begin(f, &e, MONITOR_REQ_LOG_REOPEN);
@@ -1360,6 +1377,72 @@ static void exec_result_words(void **state) {
                 safe_close(p[0]);
                 safe_close(p[1]);
         }
+}
+
+/* A closer stuck on one close (a lingering socket) and its pipe filled
+ * behind it (16 384 descriptors): the monitor ends, rather than close one
+ * more on its loop or keep them open without end. (Attack review 4: the
+ * full pipe's fallback closed a second lingering socket on the loop and
+ * held it for the linger time; other kinds were kept open until EMFILE.) */
+static void stuck_closer_ends_monitor(void **state) {
+        Fixture *f = *state;
+        struct rlimit rl;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max < 20000)
+                skip();
+        struct rlimit was = rl;
+        rl.rlim_cur = rl.rlim_max;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        hello(f);
+        serve_in_child(f);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+        int l, c = lingering_socket(&l, 60);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_true(null >= 0);
+        int sent = 0, ended = 0, stalled = 0;
+        for (; sent < 20000 && !ended && !stalled; sent++) {
+                /* Each refused (a log is a regular file), its descriptor
+                 * handed to the closer: the first, the socket, sticks it. */
+                MonitorEnc e;
+                begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                if (sent == 0)
+                        assert_int_equal(kill(f->child, SIGSTOP), 0);
+                ssize_t k = send_with_fds(f->server, e.buf.data, e.buf.len, sent == 0 ? &c : &null, 1, MSG_NOSIGNAL);
+                monitor_enc_done(&e);
+                if (sent == 0) {
+                        close(c); /* before the monitor reads it: its copy is the last */
+                        assert_int_equal(kill(f->child, SIGCONT), 0);
+                }
+                if (k < 0) {
+                        ended = 1;
+                        break;
+                }
+                struct pollfd p = { .fd = f->server, .events = POLLIN };
+                if (poll(&p, 1, 3000) != 1) {
+                        /* No answer: the monitor ended (this process holds
+                         * its end too: no hang-up), or it is held. */
+                        siginfo_t si = { 0 };
+                        (void)waitid(P_PID, (id_t)f->child, &si, WEXITED | WNOHANG | WNOWAIT);
+                        if (si.si_pid == f->child)
+                                ended = 1;
+                        else
+                                stalled = 1;
+                        break;
+                }
+                static uint8_t buf[MONITOR_MSG_MAX];
+                if (recv(f->server, buf, sizeof buf, MSG_DONTWAIT) <= 0)
+                        ended = 1;
+        }
+        close(l);
+        close(null);
+        printf("# %d requests: %s\n", sent, ended ? "the monitor ended" : stalled ? "no answer" : "served on");
+        assert_false(stalled);
+        assert_true(ended);
+        /* At once when the pipe (16 384 descriptors) is full: not later,
+         * at a descriptor limit, with everything after it kept open. */
+        assert_true(sent > 16000 && sent < 16500);
+        end_child(f);
 }
 
 static void breaches_end_it(void **state) {
@@ -1422,6 +1505,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_checks_ask_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(ws_open_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(received_close_waits_for_nobody, setup, teardown),
+                cmocka_unit_test_setup_teardown(stuck_closer_ends_monitor, setup, teardown),
                 cmocka_unit_test(exec_result_words),
                 cmocka_unit_test_setup_teardown(spawn_reader_gone_harmless, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_owner_cannot_stall, setup, teardown),

@@ -20,6 +20,10 @@
 
 #include <linux/keyctl.h>
 
+/* The possessor's view, read and search of a key (linux/key.h, not in the
+ * uapi headers): no write, link or setattr. */
+#define KEYRING_POS_LOOK (0x01000000 | 0x02000000 | 0x08000000)
+
 #include "fd-util.h"
 #include "idmap.h"
 #include "protocol.h"
@@ -238,7 +242,14 @@ static int spawn_child(void *arg) {
                  * owner's (200: the 201st jail would fail). A host that
                  * refuses keyctl itself (a container's seccomp, a kernel
                  * without keys) has none to leak. */
-                if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0) {
+                        if (errno != ENOSYS && errno != EPERM)
+                                child_fail(err_w, STEP_KEYRING, errno);
+                } else if (syscall(SYS_keyctl, KEYCTL_SETPERM, KEY_SPEC_SESSION_KEYRING, KEYRING_POS_LOOK) < 0)
+                        /* Root's keyring, which the owner possesses: it
+                         * may look, not link it where it outlives the
+                         * jail, add to it on root's quota, or change it
+                         * (attack review 4). */
                         child_fail(err_w, STEP_KEYRING, errno);
                 /* The jail never runs as host root. */
                 if (syscall(SYS_setgroups, 0, NULL) < 0)

@@ -525,30 +525,20 @@ static bool closer_start(void) {
         return ok;
 }
 
-/* Whether closing fd cannot wait for a file system, asked of the
- * descriptor alone: a pipe or FIFO, a socket, a memfd or another shmem
- * file (none has a flush). A socket's close can still wait (a TCP
- * socket's SO_LINGER, one queued in a unix socket): this only decides
- * what is closed here when there is no closer. */
-static bool close_is_quick(int fd) {
-        int type;
-        socklen_t tl = sizeof type;
-        return fcntl(fd, F_GETPIPE_SZ) >= 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 ||
-               fcntl(fd, F_GET_SEALS) >= 0;
-}
-
-/* fd, which came from the server, closed by the closer: no kind of
+/* fd, which came from the server, handed to the closer: no kind of
  * descriptor is sure to close at once (a TCP socket with SO_LINGER and
- * unsent data holds its last close for the linger time). Closed here when
- * there is no closer and the kind cannot wait for a file system, else
- * kept open (its pipe full, or no thread could be made). */
-static void close_received(int fd) {
+ * unsent data holds its last close for the linger time, a unix socket
+ * carrying one in its queue too). -EAGAIN when the closer cannot take it
+ * (no thread could be made, or its pipe is full: a close already stuck
+ * there and 16 384 more behind it); fd is then kept open, never closed on
+ * the loop (attack review 4: a full pipe's fallback closed a lingering
+ * socket there), and the caller ends the monitor. */
+static int close_received(int fd) {
         if (fd < 0)
-                return;
+                return 0;
         if (closer_start() && write(closer.fds[1], &fd, sizeof fd) == (ssize_t)sizeof fd)
-                return;
-        if (close_is_quick(fd))
-                close(fd);
+                return 0;
+        return -EAGAIN;
 }
 
 /* The log_reopen request's descriptor (fds[0], taken): the monitor's
@@ -574,7 +564,7 @@ static int log_reopen(Monitor *m, int *fds) {
                 (void)dup2(fds[0], STDERR_FILENO);
         log_setup("vectora-sandboxd", TAKE_FD(fds[0]));
         if (old > STDERR_FILENO)
-                close_received(old); /* an earlier log_reopen's */
+                (void)close_received(old); /* an earlier log_reopen's (kept open if the closer is stuck) */
         return reply(m, 0, NULL, 0);
 }
 
@@ -645,8 +635,12 @@ int monitor_step(Monitor *m) {
         bool too_many;
         size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
         int r = step_msg(m, n, &mh, fds, n_fds, too_many);
+        bool stuck = false;
         for (size_t i = 0; i < n_fds; i++)
-                close_received(fds[i]);
+                stuck |= close_received(fds[i]) < 0;
+        if (stuck && r >= 0)
+                r = broken("its descriptors could not go to the closer thread (a close stuck there, or no thread)",
+                           NULL);
         return r;
 }
 
