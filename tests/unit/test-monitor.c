@@ -1445,6 +1445,34 @@ static void stuck_closer_ends_monitor(void **state) {
         end_child(f);
 }
 
+/* A vfork start is decided only once its exec-error pipe closed: the
+ * kernel lets the caller go on when the exec replaced the child's memory,
+ * before the child's close-on-exec descriptors are closed, and a start
+ * taken then for "not yet" was reported failed after waiting for the
+ * child's end (an embedded CLI's jail waited for its handshake: a hang,
+ * once in a .ci/run). */
+static void vfork_start_waits_for_close(void **state) {
+        (void)state;
+        char *argv[] = { (char *)"/bin/true", NULL };
+        VsLaunch l = { .argv = argv, .cgroup_fds = { -EBADF, -EBADF } };
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        assert_true(null >= 0);
+        int failed = 0;
+        for (int i = 0; i < 2000; i++) {
+                int sp[2];
+                assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+                pid_t pid = 0;
+                int step = 0, r = worker_spawn_start(&l, sp[1], null, 0, false, 0, &pid, &step, NULL);
+                failed += r < 0;
+                if (pid > 0)
+                        assert_int_equal(waitpid(pid, NULL, 0), pid);
+                close(sp[0]);
+                close(sp[1]);
+        }
+        close(null);
+        assert_int_equal(failed, 0);
+}
+
 static void breaches_end_it(void **state) {
         Fixture *f = *state;
         hello(f);
@@ -1507,6 +1535,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(received_close_waits_for_nobody, setup, teardown),
                 cmocka_unit_test_setup_teardown(stuck_closer_ends_monitor, setup, teardown),
                 cmocka_unit_test(exec_result_words),
+                cmocka_unit_test(vfork_start_waits_for_close),
                 cmocka_unit_test_setup_teardown(spawn_reader_gone_harmless, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_owner_cannot_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_leaves_root_state, setup, teardown),

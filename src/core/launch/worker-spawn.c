@@ -389,8 +389,14 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
                 *ret_exec_fd = TAKE_FD(err_r);
                 return 0;
         }
-        /* vfork: the child has exec'd or failed by now (the pipe blocks,
-         * so the answer is never "not yet"). */
+        /* vfork: the child has exec'd or failed by now, but the kernel
+         * lets the caller go on as soon as the exec replaced the child's
+         * memory, before it closes the child's close-on-exec descriptors:
+         * the pipe is decided once it closed (poll with no event asked
+         * waits for the hang-up alone, not for the "reached" word). */
+        struct pollfd hup = { .fd = err_r, .events = 0 };
+        while (poll(&hup, 1, -1) < 0 && errno == EINTR)
+                ;
         int r = worker_spawn_exec_result(err_r, ret_step);
         if (r > 0)
                 return 0;
