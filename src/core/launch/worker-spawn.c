@@ -36,7 +36,6 @@ _noreturn_ static void child_fail(int errfd, int step, int e) {
         _exit(125);
 }
 
-
 static const char *step_name(int s) {
         switch (s) {
         case STEP_FDS: return "setting up descriptors";

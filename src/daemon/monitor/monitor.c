@@ -484,9 +484,9 @@ static int broken(const char *why, const char *detail) {
  * answer, uninterruptibly once the server has read the request; a TCP
  * socket's waits for its linger time. The thread is made the first time
  * a descriptor comes (the monitor is one thread until then). A
- * closer stuck on one holds only what comes after it (its pipe full, the
- * rest stay open until the table's limit ends the monitor); the loop goes
- * on serving. */
+ * closer stuck on one holds only what comes after it, and the loop goes on
+ * serving until its pipe is full; then the monitor ends (close_received),
+ * rather than close on the loop or keep descriptors without end. */
 static struct {
         int fds[2];
         pid_t pid; /* the process whose thread it is: a fork has none */
