@@ -48,8 +48,23 @@ typedef struct Fixture {
         int server;
         Monitor *mon;
         char dir[64];
+        char bwrap[96]; /* the stand-in bwrap (setup's) the monitor takes */
         uint64_t id;
 } Fixture;
+
+#define TEST_WORKER "/test/vectora-worker"
+
+/* The bwrap a jail's argv must start (jail-argv.h), for the test: it runs
+ * what --setenv VS_TEST_CMD names with /bin/sh, as the owner the monitor
+ * made it (the ids, groups and state a start leaves are the process's). */
+static const char stand_in_bwrap[] = "#!/bin/sh\n"
+                                     "cmd='exit 0'\n"
+                                     "while [ $# -gt 0 ]; do\n"
+                                     "        if [ \"$1\" = --setenv ] && [ \"$2\" = VS_TEST_CMD ]; then cmd=$3; fi\n"
+                                     "        [ \"$1\" = -- ] && break\n"
+                                     "        shift\n"
+                                     "done\n"
+                                     "exec /bin/sh -c \"$cmd\"\n";
 
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof *f);
@@ -59,6 +74,12 @@ static int setup(void **state) {
         assert_int_equal(monitor_new(sv[1], &f->mon), 0);
         snprintf(f->dir, sizeof f->dir, "/tmp/test-monitor.XXXXXX");
         assert_non_null(mkdtemp(f->dir));
+        snprintf(f->bwrap, sizeof f->bwrap, "%s/bwrap", f->dir);
+        int fd = open(f->bwrap, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0755);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, stand_in_bwrap, sizeof stand_in_bwrap - 1), (ssize_t)(sizeof stand_in_bwrap - 1));
+        close(fd);
+        assert_int_equal(monitor_set_jail(f->mon, f->bwrap, TEST_WORKER, NULL), 0);
         *state = f;
         return 0;
 }
@@ -580,6 +601,35 @@ static int argv_fd(const char *text, size_t n, bool sealed) {
         return fd;
 }
 
+/* A jail's argv as the daemon's plans render it (backend-local.c), led
+ * by program (the monitor's bwrap), as uid:gid, the stand-in running cmd,
+ * into buf: its length. */
+static size_t jail_text(char *buf, size_t cap, const char *program, uid_t uid, gid_t gid, const char *cmd) {
+        char ids[2][16];
+        snprintf(ids[0], sizeof ids[0], "%u", (unsigned)uid);
+        snprintf(ids[1], sizeof ids[1], "%u", (unsigned)gid);
+        const char *parts[] = { program, "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+                                "--unshare-uts", "--unshare-cgroup", "--as-pid-1", "--die-with-parent", "--new-session",
+                                "--cap-drop", "ALL", "--uid", ids[0], "--gid", ids[1], "--clearenv", "--setenv",
+                                "VS_TEST_CMD", cmd, "--ro-bind", TEST_WORKER, "/run/vectora/vectora-worker", "--",
+                                "/run/vectora/vectora-worker" };
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                size_t k = strlen(parts[i]) + 1;
+                assert_true(n + k <= cap);
+                memcpy(buf + n, parts[i], k);
+                n += k;
+        }
+        return n;
+}
+
+/* jail_text's argv for the fixture's bwrap, sealed in a memfd. */
+static int jail_fd(Fixture *f, uid_t uid, gid_t gid, const char *cmd) {
+        char buf[4096];
+        size_t n = jail_text(buf, sizeof buf, f->bwrap, uid, gid, cmd ? cmd : "exit 0");
+        return argv_fd(buf, n, true);
+}
+
 /* As root an owner with no account (uid 4321 from 4321 on, directory
  * chowned to uid:uid), else the caller. */
 static void test_owner(uid_t *uid, gid_t *dir_gid) {
@@ -630,7 +680,7 @@ static void spawn_refusals(void **state) {
         gid_t gid;
         uint64_t h = owned_ws(f, &uid, &gid);
         static const char good[] = "/bin/true\0";
-        int ok = argv_fd(good, sizeof good - 1, true);
+        int ok = jail_fd(f, uid, gid, NULL);
         assert_int_equal(spawn_ask(f, h + 1, uid, gid, 0, ok, 3, false), 0);
         assert_int_equal(status_of(f), ENOENT);
         assert_int_equal(spawn_ask(f, h, uid + 1, gid, 0, ok, 3, false), 0);
@@ -667,6 +717,25 @@ static void spawn_refusals(void **state) {
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
         assert_int_equal(status_of(f), EINVAL);
         stderr_is_pipe = true;
+        /* A program of the server's choosing as the owner, or a jail that
+         * is not the one asked for (its --uid another's; test-jail-argv
+         * has every case): refused with the reason, nothing run. */
+        char ran[128], text[1024];
+        snprintf(ran, sizeof ran, "%s/ran", f->dir);
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "touch %s", ran);
+        int n = snprintf(text, sizeof text, "/bin/sh%c-c%c%s%c", 0, 0, cmd, 0);
+        int sh = argv_fd(text, (size_t)n, true);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, false), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "its program is not"));
+        close(sh);
+        sh = argv_fd(text, jail_text(text, sizeof text, f->bwrap, uid + 1, gid, cmd), true);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, false), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "not the id the request named"));
+        close(sh);
+        assert_int_equal(access(ran, F_OK), -1);
         /* Its owner changed since it was opened. */
         if (getuid() == 0) {
                 assert_int_equal(chown(f->dir, uid + 1, gid), 0);
@@ -682,7 +751,7 @@ static void spawn_refusals(void **state) {
 static void spawn_breach(void **state) {
         Fixture *f = *state;
         hello(f);
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, 1000, 1000, NULL);
         assert_int_equal(spawn_ask(f, 1, 1000, 1000, 0, ok, 2, false), -EPROTO);
         close(ok);
 }
@@ -721,7 +790,7 @@ static void spawn_always_joins(void **state) {
         size_t n;
         assert_int_equal(make(f, h, NULL, NULL, fds, &n), 0);
         close(fds[0]);
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, uid, gid, NULL);
         assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
         uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         serve_in_child(f);
@@ -747,14 +816,14 @@ static void spawn_no_script_fallback(void **state) {
         uid_t uid;
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
-        char script[128], text[256];
+        char script[128], text[1024];
         snprintf(script, sizeof script, "%s/script", f->dir);
         int fd = open(script, O_CREAT | O_WRONLY | O_CLOEXEC, 0755);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "exit 0\n", 7), 7);
         close(fd);
-        int n = snprintf(text, sizeof text, "%s%cx%c", script, 0, 0);
-        int a = argv_fd(text, (size_t)n, true);
+        assert_int_equal(monitor_set_jail(f->mon, script, TEST_WORKER, NULL), 0);
+        int a = argv_fd(text, jail_text(text, sizeof text, script, uid, gid, "exit 0"), true);
         serve_in_child(f);
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
         int exec;
@@ -789,8 +858,8 @@ static void spawn_only_under_server(void **state) {
         gid_t gid;
         uint64_t h = owned_ws(f, &uid, &gid);
         char text[256];
-        int n = snprintf(text, sizeof text, "/bin/sh%c-c%ctouch %s%c", 0, 0, ran, 0);
-        int a = argv_fd(text, (size_t)n, true);
+        snprintf(text, sizeof text, "touch %s", ran);
+        int a = jail_fd(f, uid, gid, text);
         serve_in_child(f);
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
         int exec;
@@ -826,7 +895,7 @@ static void system_account_gets_no_jail(void **state) {
         assert_int_equal(chown(f->dir, 996, 996), 0);
         assert_int_equal(ws_open(f, f->dir, 996, 996), 0);
         uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, 996, 996, NULL);
         assert_int_equal(spawn_ask(f, h, 996, 996, 0, ok, 3, false), 0);
         assert_int_equal(status_of(f), EPERM);
         close(ok);
@@ -847,7 +916,7 @@ static void spawn_foreign_group_refused(void **state) {
         struct stat st;
         assert_int_equal(stat(f->dir, &st), 0);
         assert_int_not_equal(st.st_gid, gid);
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, uid, gid, NULL);
         serve_in_child(f);
         assert_int_equal(spawn_ask(f, h, uid, st.st_gid, 0, ok, 3, false), 0);
         uint64_t refused = status_of(f);
@@ -875,8 +944,8 @@ static void spawn_not_in_monitors_cwd(void **state) {
         snprintf(out, sizeof out, "%s/cwd", f->dir);
         assert_int_equal(mkdir(priv, 0700), 0);
         assert_int_equal(mkdir(in, 0755), 0);
-        int n = snprintf(text, sizeof text, "/bin/sh%c-c%cpwd > %s%c", 0, 0, out, 0);
-        int a = argv_fd(text, (size_t)n, true);
+        snprintf(text, sizeof text, "pwd > %s", out);
+        int a = jail_fd(f, uid, gid, text);
         assert_int_equal(chdir(in), 0);
         serve_in_child(f);
         assert_int_equal(chdir("/"), 0);
@@ -916,11 +985,11 @@ static void spawn_leaves_root_state(void **state) {
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
         char text[512];
-        int n = snprintf(text, sizeof text,
-                         "/bin/sh%c-c%cenv > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice; cat /proc/keys > %s/keys; "
-                         "cat /proc/key-users > %s/key-users%c",
-                         0, 0, f->dir, f->dir, f->dir, f->dir, 0);
-        int a = argv_fd(text, (size_t)n, true);
+        snprintf(text, sizeof text,
+                 "env > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice; cat /proc/keys > %s/keys; "
+                 "cat /proc/key-users > %s/key-users",
+                 f->dir, f->dir, f->dir, f->dir);
+        int a = jail_fd(f, uid, gid, text);
         assert_int_equal(setenv("VECTORA_TEST_SECRET", "root-secret", 1), 0);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, -5), 0);
         /* A session keyring of the starter's own, holding a key of root's
@@ -989,8 +1058,8 @@ static void spawn_reader_gone_harmless(void **state) {
         for (int i = 0; i < 8; i++) {
                 char text[256], out[160];
                 snprintf(out, sizeof out, "%s/ran-%d", f->dir, i);
-                int n = snprintf(text, sizeof text, "/bin/sh%c-c%cecho ok > %s%c", 0, 0, out, 0);
-                int a = argv_fd(text, (size_t)n, true);
+                snprintf(text, sizeof text, "echo ok > %s", out);
+                int a = jail_fd(f, uid, gid, text);
                 assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
                 assert_int_equal(status_of(f), 0); /* the pipe's read end dropped unread */
                 reap_answered();
@@ -1021,7 +1090,7 @@ static void spawn_owner_cannot_stall(void **state) {
                                 (void)kill(-1, SIGSTOP); /* every process of its uid but itself */
                 }
         }
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, uid, gid, NULL);
         serve_in_child(f);
         int slow = 0;
         for (int i = 0; i < 20; i++) {
@@ -1197,7 +1266,7 @@ static void spawn_checks_ask_no_file_system(void **state) {
         *stall = 1;
         int sp[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-        int ok = argv_fd("/bin/true", 10, true);
+        int ok = jail_fd(f, uid, gid, NULL);
         serve_in_child(f);
         MonitorEnc e;
         begin(f, &e, MONITOR_REQ_JAIL_SPAWN);

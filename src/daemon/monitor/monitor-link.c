@@ -51,7 +51,8 @@ struct MonitorLink {
  * pair and the log, no handler of the server's. It follows the server out:
  * a unit's stop signals the whole group, and the monitor ends when the
  * server's process does, not before. */
-static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_version, char *const groups[2]) {
+static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_version, char *const groups[2],
+                                    const char *worker, const char *state_dir) {
         int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
         if (pidfd < 0 || getppid() != server)
                 _exit(1);
@@ -77,6 +78,8 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_versi
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
+        if (monitor_set_jail(m, NULL, worker, state_dir) < 0)
+                _exit(1);
         int g = monitor_set_groups(m, cg_version, groups);
         if (g < 0)
                 log_error("monitor: the instance's cgroups: %s; workspaces get none", strerror(-g));
@@ -266,7 +269,8 @@ int monitor_link_start(Server *srv, VsError **err) {
         pid_t pid = spawn_fork(0);
         if (pid == 0) {
                 close(sv[0]);
-                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_version, srv->cgroup_parents);
+                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_version, srv->cgroup_parents,
+                              srv->opt.worker_path, srv->opt.state_dir);
         }
         close(sv[1]);
         if (pid < 0) {

@@ -20,9 +20,11 @@
 
 #include "chase.h"
 #include "fd-util.h"
+#include "jail-argv.h"
 #include "log.h"
 #include "macro.h"
 #include "monitor-proto.h"
+#include "path-util.h"
 #include "sha256.h"
 #include "user-util.h"
 #include "worker-spawn.h"
@@ -55,6 +57,10 @@ struct Monitor {
         size_t n_ws, cap_ws;
         uint64_t next_handle;
         uint64_t jails_started; /* by jail_spawn, since the start */
+        /* What a jail's argv must be (jail-argv.h): the bwrap found in
+         * PATH (again at a start while none was), the daemon's worker,
+         * its state directory's homes/. No worker: no jail. */
+        char *bwrap, *worker, *homes;
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
 };
@@ -100,9 +106,22 @@ int monitor_set_groups(Monitor *m, int version, char *const parents[2]) {
         return 0;
 }
 
+int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const char *state_dir) {
+        free(m->bwrap);
+        free(m->worker);
+        free(m->homes);
+        m->bwrap = bwrap ? strdup(bwrap) : path_find_executable_os("bwrap", getenv("PATH"));
+        m->worker = worker ? strdup(worker) : NULL;
+        m->homes = state_dir ? path_join(state_dir, "homes") : NULL;
+        return (bwrap && !m->bwrap) || (worker && !m->worker) || (state_dir && !m->homes) ? -ENOMEM : 0;
+}
+
 Monitor *monitor_free(Monitor *m) {
         if (!m)
                 return NULL;
+        free(m->bwrap);
+        free(m->worker);
+        free(m->homes);
         for (int i = 0; i < 2; i++)
                 safe_close(m->cg_fds[i]);
         for (size_t i = 0; i < m->n_ws; i++)
@@ -393,8 +412,10 @@ static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, i
  * the monitor made, with the worker's socket end (fds[0]) and stderr
  * (fds[1]). It is the server's child (CLONE_PARENT): reaped there and
  * ended with it, as a jail the server started itself. The argv (fds[2])
- * is still the server's (the mount plan the monitor would re-validate is
- * not served yet): what it starts can do what the owner can, no more.
+ * is the server's rendering of the plan, checked for its shape
+ * (jail-argv.h): bwrap, the jail's namespaces and settings, nothing
+ * writable in a system or daemon directory, the daemon's worker; which of
+ * the owner's own paths it binds is the server's reading of the policy.
  * The answer comes at once, the exec not awaited: its exec-error pipe
  * goes to the server, which watches it (a child the owner stopped before
  * its exec holds neither the monitor nor the server's loop). */
@@ -434,6 +455,16 @@ static int jail_spawn(Monitor *m, int *fds) {
         int r = spawn_argv(fds[2], &buf, &argv);
         if (r < 0)
                 return reply_spawn(m, -r, "the argv must be a sealed memfd of NUL-terminated strings, an absolute path first", 0, 0);
+        /* The plan's shape: a jail of the daemon's worker, never a program
+         * of the server's choosing as the owner. */
+        if (!m->bwrap)
+                m->bwrap = path_find_executable_os("bwrap", getenv("PATH"));
+        char why[640];
+        JailArgvRules rules = { .bwrap = m->bwrap, .worker = m->worker, .homes = m->homes, .uid = uid, .gid = gid };
+        if (jail_argv_check(argv, &rules, why, sizeof why) < 0) {
+                log_warning("monitor: a jail's argv refused: %s", why);
+                return reply_spawn(m, EPERM, why, 0, 0);
+        }
         VsLaunch l = { .argv = argv, .uid = uid, .gid = gid, .switch_user = true, .sandboxed = true,
                        .own_pid_ns = flags & MONITOR_SPAWN_OWN_PID_NS,
                        .cgroup_fds = { -EBADF, -EBADF } };

@@ -30,6 +30,12 @@ void monitor_set_server(Monitor *m, int pidfd);
  * ([0]); 0: none (cgroup_make answers EOPNOTSUPP). A negative errno when
  * one could not be opened. */
 int monitor_set_groups(Monitor *m, int version, char *const parents[2]);
+/* What a jail_spawn's argv must be (jail-argv.h): bwrap (NULL: the one
+ * in PATH, looked for again at a start while there is none), the worker
+ * (its host path, as the daemon binds it), the state directory whose
+ * homes/ hold the owners' kept homes (NULL: none). Without them every
+ * start is refused. Copies them. */
+int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const char *state_dir);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
  * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
  * server broke the protocol (what, in the log). */
