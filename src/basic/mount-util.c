@@ -49,23 +49,48 @@ bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n) {
         return true;
 }
 
-int mount_fstype(int mnt_id, char *type, size_t n) {
+int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata) {
         _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
         if (!f)
                 return -errno;
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         while (getline(&line, &cap, f) > 0) {
-                int id;
-                char t[64];
-                if (mountinfo_line_parse(line, &id, t, sizeof t) && id == mnt_id) {
-                        if (strlen(t) >= n)
-                                return -ENAMETOOLONG;
-                        strcpy(type, t);
-                        return 0;
-                }
+                int r = fn(line, userdata);
+                if (r)
+                        return r;
         }
-        return ferror(f) ? -EIO : -ENOENT;
+        return ferror(f) ? -EIO : 0;
+}
+
+void mountinfo_unescape(char *s) {
+        char *o = s;
+        for (; *s; s++, o++) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                        *o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 3;
+                } else
+                        *o = *s;
+        }
+        *o = 0;
+}
+
+typedef struct FsTypeOf {
+        int mnt_id;
+        char *type;
+        size_t n;
+} FsTypeOf;
+
+static int fstype_line(char *line, void *userdata) {
+        FsTypeOf *a = userdata;
+        int id;
+        return mountinfo_line_parse(line, &id, a->type, a->n) && id == a->mnt_id;
+}
+
+int mount_fstype(int mnt_id, char *type, size_t n) {
+        FsTypeOf a = { mnt_id, type, n };
+        int r = mountinfo_each(fstype_line, &a);
+        return r < 0 ? r : r == 0 ? -ENOENT : 0;
 }
 
 bool fstype_is_user_served(const char *type) {

@@ -18,8 +18,17 @@ int fd_mount_id(int fd, int *ret);
  * false for a line not of that shape. */
 bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n);
 
+/* Calls fn with each line of this process's /proc/self/mountinfo (its
+ * own copy, fn may change it) until fn returns non-zero: that value, 0 at
+ * the end, or a negative errno when the table cannot be read. */
+int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata);
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+void mountinfo_unescape(char *s);
+
 /* The file system type of mount id in this process's mount table, into
- * type; -ENOENT when no line has that id (unmounted meanwhile). */
+ * type; -ENOENT when no line has that id (unmounted meanwhile), or when
+ * its type does not fit. */
 int mount_fstype(int mnt_id, char *type, size_t n);
 
 /* Whether a file system of this type is served by a process (FUSE: "fuse",

@@ -4,7 +4,8 @@
  * mount point's path and a FUSE source are a user's text (escaped by the
  * kernel): besides crashes it checks that a parsed type is non-empty,
  * NUL-terminated within the buffer, free of spaces, and that a line whose
- * type was parsed parses the same again. */
+ * type was parsed parses the same again; and that undoing a line's
+ * escapes never makes it longer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 check(mountinfo_line_parse(line, &id2, again, n) && id2 == id && strcmp(again, type) == 0);
                 (void)fstype_is_user_served(type);
         }
+        /* The octal escapes undone in place: never longer, never past
+         * its end. */
+        size_t before = strlen(line);
+        mountinfo_unescape(line);
+        check(strlen(line) <= before);
         free(line);
         return 0;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "macro.h" /* before uv.h: its sys/param.h MIN/MAX are guarded */
+#include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -536,42 +537,32 @@ static void sub_release(FanSub *s) {
         s->n_roots = s->n_fsids = 0;
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s) {
-        char *o = s;
-        for (; *s; s++, o++) {
-                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-                        *o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-                        s += 3;
-                } else
-                        *o = *s;
-        }
-        *o = 0;
+typedef struct Submounts {
+        char *const *roots;
+        size_t n_roots;
+        char ***out;
+} Submounts;
+
+static int submount_line(char *line, void *userdata) {
+        Submounts *a = userdata;
+        char *save = NULL, *tok = strtok_r(line, " ", &save);
+        for (int k = 0; tok && k < 4; k++)
+                tok = strtok_r(NULL, " ", &save);
+        if (!tok)
+                return 0;
+        mountinfo_unescape(tok);
+        for (size_t i = 0; i < a->n_roots; i++)
+                if (!streq(tok, a->roots[i]) && path_is_below_or_equal(tok, a->roots[i]))
+                        return strv_extend(a->out, tok) < 0 ? -ENOMEM : 0;
+        return 0;
 }
 
 /* The mount points strictly below any of roots (their filesystems are
  * marked too: a mark covers one filesystem). Mounts made later are not. */
 static int submounts(char *const *roots, size_t n_roots, char ***ret) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        if (!f)
-                return -errno;
-        _cleanup_free_ char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, f) > 0) {
-                char *save = NULL, *tok = strtok_r(line, " ", &save);
-                for (int k = 0; tok && k < 4; k++)
-                        tok = strtok_r(NULL, " ", &save);
-                if (!tok)
-                        continue;
-                unescape(tok);
-                for (size_t i = 0; i < n_roots; i++)
-                        if (!streq(tok, roots[i]) && path_is_below_or_equal(tok, roots[i])) {
-                                if (strv_extend(ret, tok) < 0)
-                                        return -ENOMEM;
-                                break;
-                        }
-        }
-        return 0;
+        Submounts a = { roots, n_roots, ret };
+        int r = mountinfo_each(submount_line, &a);
+        return r < 0 ? r : 0;
 }
 
 int fan_sub_new(FanHub *h, const FanOps *ops, void *userdata, char *const *roots, size_t n_roots, FanSub **ret) {

@@ -603,8 +603,10 @@ static void spawn(Workspace *ws) {
          * still running could otherwise race the new jail's mounts. */
         if (ws->draining || ws->n_old_jails > 0 || ws->git_sweep)
                 return;
+        /* Whose start it is counts in a root daemon only (one owner in a
+         * user daemon's): no look at the path there. */
         struct stat dst;
-        ws->slot_owner = stat(ws->path, &dst) == 0 ? dst.st_uid : 0;
+        ws->slot_owner = geteuid() == 0 && stat(ws->path, &dst) == 0 ? dst.st_uid : 0;
         if (!spawn_slot_free_for(srv, ws->slot_owner)) {
                 /* Wait for a slot; the calls stay queued meanwhile. */
                 ws->spawn_waiting = true;
