@@ -327,11 +327,20 @@ static int on_user_served(int fd, int *last) {
 int chase_open_dir_local(const char *path) {
         if (!path || path[0] != '/')
                 return -EINVAL;
-        _cleanup_close_ int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        return chase_open_dir_local_at(root, path + 1);
+}
+
+int chase_open_dir_local_at(int dirfd, const char *rel) {
+        if (!rel || rel[0] == '/')
+                return -EXDEV;
+        _cleanup_close_ int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
         if (cur < 0)
                 return -errno;
         int last = -1;
-        _cleanup_free_ char *copy = strdup(path);
+        _cleanup_free_ char *copy = strdup(rel);
         if (!copy)
                 return -ENOMEM;
         char *save = NULL;

@@ -65,3 +65,6 @@ int chase_open_dir(const char *path);
  * included), -ELOOP for a symlink, -EXDEV for "..". For a root process
  * that must not wait on a server an ordinary user runs (fusermount). */
 int chase_open_dir_local(const char *path);
+/* The same walk below dirfd (itself checked first) for rel, a relative
+ * path ("" or "." for dirfd itself); -EXDEV for an absolute one. */
+int chase_open_dir_local_at(int dirfd, const char *rel);

@@ -65,6 +65,7 @@ from vdaemon import (SANDBOX, alive, comm, fd_targets, instance_groups, ppid, pr
                      wait_until, ws_groups)  # noqa: E402
 
 T = Tap()
+IDMAP_UID = "2147483646"  # VS_IDMAP_UID in src/core/launch/idmap.h
 
 
 def monitor_of(d):
@@ -473,6 +474,36 @@ def t_jail_started_by_monitor(tmp):
         d.stop()
 
 
+def t_root_owned_jail_by_monitor(tmp):
+    """A root-owned workspace's jail is the monitor's too: it runs as the
+    idmap identity (no account's, never root), its writable trees idmapped
+    by the monitor below the directory it opened, in the jail's own mount
+    namespace only; what the jail writes stays root's on disk."""
+    root_daemon()
+    ws = make_ws(tmp, "ws-root-owned", SANDBOX)
+    for d_, dirs, files in os.walk(ws):
+        for n in [d_] + [os.path.join(d_, f) for f in files]:
+            os.lchown(n, 0, 0)
+    d = start(tmp, "rootowned")
+    try:
+        r = term(d.conn(), ws, "id -u; echo hi > made")
+        check(r.get("ok") and r.get("stdout") == IDMAP_UID + "\n", ("the call failed or ran as another uid", r))
+        check(monitor_of(d).get("jails_started") == 1, ("the monitor did not start the jail", monitor_of(d)))
+        made = os.stat(os.path.join(ws, "made"))
+        check(made.st_uid == 0 and made.st_gid == 0, ("the jail's file is not root's on disk", made.st_uid, made.st_gid))
+        pid = d.ws_status(ws)["worker"]["pid"]
+        s = proc_status(pid)
+        check(ppid(pid) == d.pid, ("the jail is not the daemon's child", ppid(pid), d.pid))
+        check(s["Uid"].split() == [IDMAP_UID] * 4, ("the jail's outer process is not the idmap identity", s["Uid"]))
+        check(s.get("NoNewPrivs") == "1", ("no no_new_privs", s.get("NoNewPrivs")))
+        with open("/proc/self/mountinfo") as f:
+            shown = [l for l in f if "idmapped" in l.split(" - ")[0].split()[5].split(",")]
+        check(not shown, ("an idmapped mount shows in the host's mount table", shown))
+        T.note("jail %d: Uid %s, its file root's on disk" % (pid, s["Uid"]))
+    finally:
+        d.stop()
+
+
 def t_jail_start_failure_through_monitor(tmp):
     """A jail the monitor started whose bwrap's exec fails fails with the
     daemon's own message (read from the exec-error pipe the monitor handed
@@ -874,6 +905,7 @@ def main():
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
                                  t_jail_start_failure_through_monitor, t_jail_group_is_owners,
+                                 t_root_owned_jail_by_monitor,
                                  t_stopped_start_holds_nothing,
                                  t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,

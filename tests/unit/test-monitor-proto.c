@@ -289,6 +289,7 @@ static void mounts(void **state) {
                 { MONITOR_MOUNT_RO, "/usr", "docs", -EBADMSG },  /* two sources */
                 { MONITOR_MOUNT_RO, NULL, NULL, -EBADMSG },      /* none */
                 { MONITOR_MOUNT_RW, NULL, "src", 0 },
+                { MONITOR_MOUNT_RW, NULL, NULL, 0 },             /* the workspace itself */
                 { MONITOR_MOUNT_RW, "/etc", NULL, -EBADMSG },    /* rw is the workspace's own only */
                 { MONITOR_MOUNT_MASK, NULL, NULL, 0 },
                 { MONITOR_MOUNT_MASK, NULL, ".env", -EBADMSG },

@@ -37,6 +37,7 @@
 
 #include "cgroup-kill.h"
 #include "fd-util.h"
+#include "idmap.h"
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
@@ -556,15 +557,23 @@ static void out_of_descriptors(void **state) {
 
 /* A jail_spawn request for handle as uid/gid with flags, the argv from
  * argv_fd beside the socket and stderr ends (fds_n of the three; the
- * stderr a pipe unless stderr_is_pipe is false). */
+ * stderr a pipe unless stderr_is_pipe is false), with n_mounts mount
+ * groups. */
 static bool stderr_is_pipe = true;
 /* The last spawn_ask's stderr read end: kept open until the next (the
  * monitor answers before the child's exec, and a child that writes to its
  * stderr then, as ASan's runtime does, must not die of SIGPIPE). */
 static int spawn_stderr = -EBADF;
 
+/* A mount group of a jail_spawn: its kind, workspace-relative source
+ * (or NULL), destination. */
+typedef struct SpawnMount {
+        uint64_t kind;
+        const char *rel, *dst;
+} SpawnMount;
+
 static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, uint64_t flags, int argv_fd, size_t fds_n,
-                     bool with_mount) {
+                     const SpawnMount *mounts, size_t n_mounts) {
         int sp[2], ep[2];
         spawn_stderr = safe_close(spawn_stderr);
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
@@ -577,10 +586,12 @@ static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, ui
         monitor_put_u64(&e, MONITOR_F_UID, uid);
         monitor_put_u64(&e, MONITOR_F_GID, gid);
         monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
-        if (with_mount) {
+        for (size_t i = 0; i < n_mounts; i++) {
                 monitor_group_begin(&e, MONITOR_F_MOUNT);
-                monitor_put_u64(&e, MONITOR_F_KIND, MONITOR_MOUNT_TMPFS);
-                monitor_put_str(&e, MONITOR_F_DST, "/tmp");
+                monitor_put_u64(&e, MONITOR_F_KIND, mounts[i].kind);
+                if (mounts[i].rel)
+                        monitor_put_str(&e, MONITOR_F_REL, mounts[i].rel);
+                monitor_put_str(&e, MONITOR_F_DST, mounts[i].dst);
                 monitor_group_end(&e);
         }
         int r = ask_fds(f, &e, fds, fds_n);
@@ -589,6 +600,18 @@ static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, ui
         spawn_stderr = ep[0];
         close(ep[1]);
         return r;
+}
+
+/* A start the monitor (serving in its child) answers and whose child
+ * execs: answered, reaped, the monitor ended, the argv closed. */
+static void spawn_to_exec(Fixture *f, uint64_t h, uid_t uid, gid_t gid, int a, const SpawnMount *mounts, size_t n) {
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, mounts, n), 0);
+        int exec;
+        assert_int_equal(spawn_status(f, &exec), 0);
+        assert_int_equal(exec, 1);
+        reap_answered();
+        end_child(f);
+        close(a);
 }
 
 /* An argv memfd holding n bytes of text, sealed when asked. */
@@ -681,13 +704,14 @@ static void spawn_refusals(void **state) {
         uint64_t h = owned_ws(f, &uid, &gid);
         static const char good[] = "/bin/true\0";
         int ok = jail_fd(f, uid, gid, NULL);
-        assert_int_equal(spawn_ask(f, h + 1, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h + 1, uid, gid, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), ENOENT);
-        assert_int_equal(spawn_ask(f, h, uid + 1, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid + 1, gid, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
-        assert_int_equal(spawn_ask(f, h, uid, gid + 7, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid + 7, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, true), 0);
+        static const SpawnMount tmpfs = { MONITOR_MOUNT_TMPFS, NULL, "/tmp" };
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, &tmpfs, 1), 0);
         assert_int_equal(status_of(f), EOPNOTSUPP);
         const struct {
                 const char *text;
@@ -701,20 +725,20 @@ static void spawn_refusals(void **state) {
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 int fd = argv_fd(bad[i].text, bad[i].n, bad[i].sealed);
-                assert_int_equal(spawn_ask(f, h, uid, gid, 0, fd, 3, false), 0);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, fd, 3, NULL, 0), 0);
                 assert_int_equal(status_of(f), EINVAL);
                 close(fd);
         }
         /* A pipe is no memfd. */
         int p[2];
         assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, p[0], 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, p[0], 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EINVAL);
         close(p[0]);
         close(p[1]);
         /* A stderr that is no pipe. */
         stderr_is_pipe = false;
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EINVAL);
         stderr_is_pipe = true;
         /* A program of the server's choosing as the owner, or a jail that
@@ -726,12 +750,12 @@ static void spawn_refusals(void **state) {
         snprintf(cmd, sizeof cmd, "touch %s", ran);
         int n = snprintf(text, sizeof text, "/bin/sh%c-c%c%s%c", 0, 0, cmd, 0);
         int sh = argv_fd(text, (size_t)n, true);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
         assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "its program is not"));
         close(sh);
         sh = argv_fd(text, jail_text(text, sizeof text, f->bwrap, uid + 1, gid, cmd), true);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, sh, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
         assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "not the id the request named"));
         close(sh);
@@ -739,12 +763,12 @@ static void spawn_refusals(void **state) {
         /* Its owner changed since it was opened. */
         if (getuid() == 0) {
                 assert_int_equal(chown(f->dir, uid + 1, gid), 0);
-                assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
                 assert_int_equal(status_of(f), EPERM);
                 assert_int_equal(chown(f->dir, uid, gid), 0);
         }
         /* uid 0, and two descriptors instead of three: breaches. */
-        assert_int_equal(spawn_ask(f, h, 0, gid, 0, ok, 3, false), -EPROTO);
+        assert_int_equal(spawn_ask(f, h, 0, gid, 0, ok, 3, NULL, 0), -EPROTO);
         close(ok);
 }
 
@@ -752,7 +776,7 @@ static void spawn_breach(void **state) {
         Fixture *f = *state;
         hello(f);
         int ok = jail_fd(f, 1000, 1000, NULL);
-        assert_int_equal(spawn_ask(f, 1, 1000, 1000, 0, ok, 2, false), -EPROTO);
+        assert_int_equal(spawn_ask(f, 1, 1000, 1000, 0, ok, 2, NULL, 0), -EPROTO);
         close(ok);
 }
 
@@ -794,12 +818,12 @@ static void spawn_always_joins(void **state) {
         assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
         uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         serve_in_child(f);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
         (void)status_of(f);
         reap_answered();
         read_back(v2, name, "cgroup.procs", "0");
         /* Another handle of the directory, no groups made for it. */
-        assert_int_equal(spawn_ask(f, h2, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h2, uid, gid, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), ENOENT);
         assert_null(monitor_field(&answer, MONITOR_F_PID, -1));
         end_child(f);
@@ -825,7 +849,7 @@ static void spawn_no_script_fallback(void **state) {
         assert_int_equal(monitor_set_jail(f->mon, script, TEST_WORKER, NULL), 0);
         int a = argv_fd(text, jail_text(text, sizeof text, script, uid, gid, "exit 0"), true);
         serve_in_child(f);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
         int exec;
         assert_int_equal(spawn_status(f, &exec), 0);
         assert_int_equal(exec, -ENOEXEC);
@@ -861,7 +885,7 @@ static void spawn_only_under_server(void **state) {
         snprintf(text, sizeof text, "touch %s", ran);
         int a = jail_fd(f, uid, gid, text);
         serve_in_child(f);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
         int exec;
         assert_int_equal(spawn_status(f, &exec), 0);
         assert_int_equal(exec, -ESRCH);
@@ -896,7 +920,7 @@ static void system_account_gets_no_jail(void **state) {
         assert_int_equal(ws_open(f, f->dir, 996, 996), 0);
         uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         int ok = jail_fd(f, 996, 996, NULL);
-        assert_int_equal(spawn_ask(f, h, 996, 996, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, 996, 996, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
         close(ok);
 }
@@ -918,10 +942,10 @@ static void spawn_foreign_group_refused(void **state) {
         assert_int_not_equal(st.st_gid, gid);
         int ok = jail_fd(f, uid, gid, NULL);
         serve_in_child(f);
-        assert_int_equal(spawn_ask(f, h, uid, st.st_gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, st.st_gid, 0, ok, 3, NULL, 0), 0);
         uint64_t refused = status_of(f);
         reap_answered();
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
         uint64_t started = status_of(f);
         reap_answered();
         end_child(f);
@@ -949,7 +973,7 @@ static void spawn_not_in_monitors_cwd(void **state) {
         assert_int_equal(chdir(in), 0);
         serve_in_child(f);
         assert_int_equal(chdir("/"), 0);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), 0);
         reap_answered();
         end_child(f);
@@ -972,6 +996,119 @@ static void read_text(const char *dir, const char *name, char *buf, size_t n) {
         assert_true(k >= 0);
         buf[k] = 0;
         close(fd);
+}
+
+/* A root-owned workspace's jail runs as the idmap identity, its writable
+ * trees idmapped by the monitor: each opened below the directory it
+ * opened (no symlink), root-owned, attached at its own path in the
+ * child's mount namespace only; what the jail makes there is root's on
+ * disk. Refused, nothing run: a tree elsewhere than its own path, behind
+ * a symlink or not root-owned, another kind of mount, the identity for a
+ * workspace root no longer owns. */
+static void spawn_idmapped_trees(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        hello(f);
+        assert_int_equal(ws_open(f, f->dir, 0, 0), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        char sub[128], mine[128], link[128], cmd[512];
+        snprintf(sub, sizeof sub, "%s/sub", f->dir);
+        snprintf(mine, sizeof mine, "%s/mine", f->dir);
+        snprintf(link, sizeof link, "%s/link", f->dir);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        assert_int_equal(mkdir(mine, 0755), 0);
+        assert_int_equal(chown(mine, 4321, 4321), 0);
+        assert_int_equal(symlink("/etc", link), 0);
+        snprintf(cmd, sizeof cmd, "id -u > %s/uid; touch %s/made", f->dir, sub);
+        int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
+        /* Root's opt-in first: no vectora.toml, a symlink, another's. */
+        char toml[128];
+        snprintf(toml, sizeof toml, "%s/vectora.toml", f->dir);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "vectora.toml"));
+        assert_int_equal(symlink("/etc/hostname", toml), 0);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_int_equal(unlink(toml), 0);
+        int t = open(toml, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(t >= 0);
+        close(t);
+        assert_int_equal(chown(toml, 4321, 4321), 0);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_int_equal(chown(toml, 0, 0), 0);
+        const struct {
+                SpawnMount m;
+                uint64_t want;
+        } bad[] = {
+                { { MONITOR_MOUNT_RW, "sub", "/etc" }, EINVAL },
+                { { MONITOR_MOUNT_RW, "link", link }, ELOOP },
+                { { MONITOR_MOUNT_RW, "mine", mine }, EPERM },
+                { { MONITOR_MOUNT_RO, "sub", sub }, EOPNOTSUPP },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, &bad[i].m, 1), 0);
+                assert_int_equal(status_of(f), bad[i].want);
+        }
+        /* The identity for a workspace that is no longer root's (even
+         * without a tree to idmap). */
+        const SpawnMount trees[] = { { MONITOR_MOUNT_RW, NULL, f->dir }, { MONITOR_MOUNT_RW, "sub", sub } };
+        assert_int_equal(chown(f->dir, 4321, 4321), 0);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_int_equal(chown(f->dir, 0, 0), 0);
+        char made[160], uidf[160];
+        snprintf(made, sizeof made, "%s/made", sub);
+        snprintf(uidf, sizeof uidf, "%s/uid", f->dir);
+        assert_int_equal(access(made, F_OK), -1);
+        assert_int_equal(access(uidf, F_OK), -1);
+        /* Both trees: the jail's writes land as root's. */
+        serve_in_child(f);
+        spawn_to_exec(f, h, VS_IDMAP_UID, VS_IDMAP_GID, a, trees, 2);
+        struct stat st;
+        assert_int_equal(stat(made, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+        char got[32] = "";
+        FILE *fp = fopen(uidf, "re");
+        assert_non_null(fp);
+        assert_non_null(fgets(got, sizeof got, fp));
+        fclose(fp);
+        assert_int_equal(atol(got), VS_IDMAP_UID);
+        assert_int_equal(stat(uidf, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+}
+
+/* A root-owned directory where rw_paths may not lie (below /var/lib, as
+ * /etc or /usr) is no workspace whose trees the monitor idmaps, even
+ * with a root-owned vectora.toml in it. */
+static void spawn_idmap_never_in_system_dirs(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        char dir[64], toml[96], cmd[160];
+        snprintf(dir, sizeof dir, "/var/lib/vs-test-monitor.XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(toml, sizeof toml, "%s/vectora.toml", dir);
+        int t = open(toml, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(t >= 0);
+        close(t);
+        hello(f);
+        assert_int_equal(ws_open(f, dir, 0, 0), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        snprintf(cmd, sizeof cmd, "touch %s/made", dir);
+        int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
+        const SpawnMount tree = { MONITOR_MOUNT_RW, NULL, dir };
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, &tree, 1), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "/var/lib"));
+        close(a);
+        char made[96];
+        snprintf(made, sizeof made, "%s/made", dir);
+        assert_int_equal(access(made, F_OK), -1);
+        assert_int_equal(unlink(toml), 0);
+        assert_int_equal(rmdir(dir), 0);
 }
 
 /* Root's state stays with root: the jail's first process (the owner's,
@@ -1001,13 +1138,7 @@ static void spawn_leaves_root_state(void **state) {
         serve_in_child(f);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, 0), 0);
         assert_int_equal(unsetenv("VECTORA_TEST_SECRET"), 0);
-        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
-        int exec;
-        assert_int_equal(spawn_status(f, &exec), 0);
-        assert_int_equal(exec, 1);
-        reap_answered();
-        end_child(f);
-        close(a);
+        spawn_to_exec(f, h, uid, gid, a, NULL, 0);
         char env[4096], nice[32], keys[8192], users[8192];
         read_text(f->dir, "env", env, sizeof env);
         read_text(f->dir, "nice", nice, sizeof nice);
@@ -1060,7 +1191,7 @@ static void spawn_reader_gone_harmless(void **state) {
                 snprintf(out, sizeof out, "%s/ran-%d", f->dir, i);
                 snprintf(text, sizeof text, "echo ok > %s", out);
                 int a = jail_fd(f, uid, gid, text);
-                assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, false), 0);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
                 assert_int_equal(status_of(f), 0); /* the pipe's read end dropped unread */
                 reap_answered();
                 close(a);
@@ -1096,7 +1227,7 @@ static void spawn_owner_cannot_stall(void **state) {
         for (int i = 0; i < 20; i++) {
                 struct timespec t0, t1;
                 clock_gettime(CLOCK_MONOTONIC, &t0);
-                assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, false), 0);
+                assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
                 clock_gettime(CLOCK_MONOTONIC, &t1);
                 (void)status_of(f);
                 slow += (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 1000;
@@ -1608,6 +1739,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_reader_gone_harmless, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_owner_cannot_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_leaves_root_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_idmapped_trees, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

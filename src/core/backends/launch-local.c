@@ -37,17 +37,19 @@ static int open_listed(const VsPolicy *p, const char *path) {
         return r;
 }
 
-/* The local backend: bubblewrap on this host. */
-static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+/* A root-owned workspace: each root-owned writable path is shown to the
+ * unprivileged jail through an idmapped mount, so it can write there while
+ * the files stay root's on disk. The tree is attached over the path in
+ * the jail's own mount namespace only (no staging directory any other
+ * process could reach). Where the kernel or filesystem cannot, refuse
+ * rather than run the jail as root. Each tree's path goes to
+ * l->idmap_paths; its idmapped tree to l->idmap_fds when prepare, else
+ * -EBADF there (the monitor, which starts the jail, makes it:
+ * VsLaunchOptions.idmap_later; launch_idmap_prepare() for a start that
+ * does not go through it). */
+static int idmap_trees(const VsPolicy *p, VsLaunch *l, bool prepare, VsError **err) {
         int r;
-
-        /* A root-owned workspace: each root-owned writable path is shown to
-         * the unprivileged jail through an idmapped mount, so it can write
-         * there while the files stay root's on disk. The tree is attached
-         * over the path in the jail's own mount namespace only (no staging
-         * directory any other process could reach). Where the kernel or
-         * filesystem cannot, refuse rather than run the jail as root. */
-        for (size_t i = 0; l->idmapped && i < p->n_rw; i++) {
+        for (size_t i = 0; i < p->n_rw; i++) {
                 struct stat st;
                 const char *rw = p->rw_paths[i].resolved;
                 if (!rw)
@@ -74,7 +76,7 @@ static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l
                                                  rw, p->workspace, rw);
                 _cleanup_(vs_error_freep) VsError *ierr = NULL;
                 int fd = -EBADF;
-                int k = idmap_prepare_fd(src, rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr);
+                int k = prepare ? idmap_prepare_fd(src, rw, VS_IDMAP_UID, VS_IDMAP_GID, &fd, &ierr) : 0;
                 if (k < 0)
                         return vs_error_set_kind(err, k, "sandbox_unavailable",
                                                  "%s is owned by root and the jail never runs as host root; serving it through an idmapped mount failed (%s): chown the workspace to the user the agent works for (chown -R USER %s), or run the daemon as that user",
@@ -89,6 +91,34 @@ static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l
                 if ((r = strv_extend(&l->idmap_paths, rw)) < 0)
                         return r;
         }
+        return 0;
+}
+
+int launch_idmap_prepare(VsLaunch *l, VsError **err) {
+        for (size_t i = 0; i < l->n_idmap; i++) {
+                if (l->idmap_fds[i] >= 0)
+                        continue;
+                /* Its path as recorded (checked root-owned and inside the
+                 * workspace then), opened again from / without following a
+                 * link. */
+                _cleanup_close_ int src = chase_open_dir(l->idmap_paths[i]);
+                if (src < 0)
+                        return vs_error_set_kind(err, src, "sandbox_unavailable",
+                                                 "rw_paths: %s cannot be opened without following a link (%s); try again",
+                                                 l->idmap_paths[i], strerror(-src));
+                int r = idmap_prepare_fd(src, l->idmap_paths[i], VS_IDMAP_UID, VS_IDMAP_GID, &l->idmap_fds[i], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The local backend: bubblewrap on this host. */
+static int launch_local(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
+        int r;
+
+        if (l->idmapped && (r = idmap_trees(p, l, !o->idmap_later, err)) < 0)
+                return r;
 
         VsLocalEnv env = {
                 .bwrap = o->bwrap ? o->bwrap : "bwrap",

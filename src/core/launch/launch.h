@@ -50,6 +50,11 @@ typedef struct VsLaunchOptions {
         const char *state_dir;
         /* The daemon's walk cache (walk-cache.h); NULL: none. */
         struct WalkCacheUse *walk_cache;
+        /* A root-owned workspace's idmapped trees are made by whoever
+         * starts the jail (a root daemon's monitor): their paths are
+         * recorded, their descriptors left -EBADF (launch_idmap_prepare()
+         * makes them for a start of the caller's own). */
+        bool idmap_later;
 } VsLaunchOptions;
 
 typedef struct VsLaunch {
@@ -131,6 +136,10 @@ void launch_free(VsLaunch *l);
  * local, docker), else NULL (ssh's are the remote's, Modal's the
  * sandbox's). Borrowed. */
 char *const *launch_host_paths(const VsLaunch *l);
+/* Makes the idmapped trees launch_prepare() left to the starter
+ * (VsLaunchOptions.idmap_later): each recorded path opened again from /
+ * without following a link. */
+int launch_idmap_prepare(VsLaunch *l, VsError **err);
 /* Call once the jail is started: closes the idmapped trees (the jail's
  * mount namespace holds them). Idempotent. */
 void launch_release_staging(VsLaunch *l);

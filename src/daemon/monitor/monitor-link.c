@@ -21,6 +21,7 @@
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
+#include "path-util.h"
 #include "server.h"
 #include "spawn-util.h"
 #include "time-util.h"
@@ -483,8 +484,8 @@ static int argv_memfd(char *const *argv) {
         return TAKE_FD(fd);
 }
 
-int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, VsWorkerProc *ret,
-                            int *ret_exec_fd, VsError **err) {
+int monitor_link_jail_spawn(Server *srv, uint64_t ws, const char *ws_path, uint64_t gen, const VsLaunch *l,
+                            VsWorkerProc *ret, int *ret_exec_fd, VsError **err) {
         if (!srv->monitor)
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         int chan[2], errp[2];
@@ -502,6 +503,22 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaun
         monitor_put_u64(&e, MONITOR_F_UID, l->uid);
         monitor_put_u64(&e, MONITOR_F_GID, l->gid);
         monitor_put_u64(&e, MONITOR_F_FLAGS, l->own_pid_ns ? MONITOR_SPAWN_OWN_PID_NS : 0);
+        /* A root-owned workspace's writable trees, by their place below
+         * it: the monitor opens and idmaps them itself. */
+        for (size_t i = 0; i < l->n_idmap; i++) {
+                const char *rel = path_startswith(l->idmap_paths[i], ws_path);
+                if (!rel) {
+                        monitor_enc_done(&e);
+                        return vs_error_set(err, -EINVAL, "%s lies outside the workspace %s: no idmapped tree there",
+                                            l->idmap_paths[i], ws_path);
+                }
+                monitor_group_begin(&e, MONITOR_F_MOUNT);
+                monitor_put_u64(&e, MONITOR_F_KIND, MONITOR_MOUNT_RW);
+                if (*rel)
+                        monitor_put_str(&e, MONITOR_F_REL, rel);
+                monitor_put_str(&e, MONITOR_F_DST, l->idmap_paths[i]);
+                monitor_group_end(&e);
+        }
         int send[3] = { theirs, stderr_w, argv_fd };
         _cleanup_(vs_error_freep) VsError *merr = NULL;
         int got[1] = { -EBADF };

@@ -50,13 +50,15 @@ void monitor_link_ws_close(Server *srv, uint64_t ws);
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],
                              char **ret_note, VsError **err);
 /* A local jail started by the monitor (l->argv, as l->uid and l->gid,
- * which the monitor checks against the workspace ws's owner; in its own
- * pid namespace as l->own_pid_ns says) as this process's own child: *ret
- * as worker_spawn gives it, with the same errors for a start that failed
- * before the child's exec could; its exec is not awaited: *ret_exec_fd
+ * which the monitor checks against the workspace ws's owner, or the idmap
+ * identity for a root-owned one, whose l->idmap_paths below ws_path, the
+ * path the monitor opened, it idmaps itself; in its own pid namespace as
+ * l->own_pid_ns says) as this process's own child: *ret as worker_spawn
+ * gives it, with the same errors for a start that failed before the
+ * child's exec could; its exec is not awaited: *ret_exec_fd
  * (non-blocking) says later how it went (worker_spawn_exec_result). */
-int monitor_link_jail_spawn(Server *srv, uint64_t ws, uint64_t gen, const VsLaunch *l, VsWorkerProc *ret,
-                            int *ret_exec_fd, VsError **err);
+int monitor_link_jail_spawn(Server *srv, uint64_t ws, const char *ws_path, uint64_t gen, const VsLaunch *l,
+                            VsWorkerProc *ret, int *ret_exec_fd, VsError **err);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
  * handed to the monitor, whose lines go there from now on. */
 void monitor_link_log_reopen(Server *srv, int log_fd);

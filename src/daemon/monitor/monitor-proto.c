@@ -103,7 +103,7 @@ static const FieldSpec jail_spawn[] = {
         ONE(MONITOR_F_UID, KIND_U64, 1, ID_MAX), /* never 0 */
         ONE(MONITOR_F_GID, KIND_U64, 1, ID_MAX),
         ONE(MONITOR_F_FLAGS, KIND_U64, 0, _MONITOR_SPAWN_ALL),
-        { .tag = MONITOR_F_MOUNT, .kind = KIND_GROUP, .min = 0, .max = 200, .sub = mount },
+        { .tag = MONITOR_F_MOUNT, .kind = KIND_GROUP, .min = 0, .max = MONITOR_MOUNTS_MAX, .sub = mount },
         { .tag = MONITOR_F_ENV, .kind = KIND_ENV, .min = 0, .max = 64, .lo = 2, .hi = 4096 },
         {},
 };
@@ -285,7 +285,7 @@ static int check_mounts(MonitorMsg *m, VsError **err) {
                 uint64_t kind = monitor_field(m, MONITOR_F_KIND, i)->u64;
                 bool path = monitor_field(m, MONITOR_F_PATH, i) != NULL, rel = monitor_field(m, MONITOR_F_REL, i) != NULL;
                 bool ok = kind == MONITOR_MOUNT_RO    ? path != rel
-                          : kind == MONITOR_MOUNT_RW  ? rel && !path
+                          : kind == MONITOR_MOUNT_RW  ? !path /* no rel: the workspace itself */
                                                       : !path && !rel;
                 if (!ok)
                         return bad(err, m, "a mount whose source does not fit its kind", MONITOR_F_MOUNT, NULL);

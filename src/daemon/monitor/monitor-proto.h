@@ -29,6 +29,7 @@
 #define MONITOR_MSG_MAX 65536     /* a datagram: the biggest request is a jail's plan */
 #define MONITOR_FIELDS_MAX 256    /* fields of a message, groups' members included */
 #define MONITOR_REPLY 0x8000u     /* a reply's type: the request's, with this bit */
+#define MONITOR_MOUNTS_MAX 200    /* mount groups of a jail_spawn */
 /* cgroup_make's limits: what its schema takes (the server clamps). */
 #define MONITOR_PIDS_MAX 4194304ull
 #define MONITOR_MEMORY_MIN (1ull << 20)
@@ -98,11 +99,12 @@ typedef enum MonitorSpawnFlags {
         _MONITOR_SPAWN_ALL = (1 << 1) - 1,
 } MonitorSpawnFlags;
 
-/* A mount of a jail plan the monitor re-validates (not served yet: a
- * jail_spawn with mounts or env is refused). */
+/* A mount of a jail's start. Served: a root-owned workspace's writable
+ * trees (RW, at DST its own path), idmapped by the monitor for a jail
+ * run as the idmap identity; every other kind, and env, is refused. */
 typedef enum MonitorMountKind {
         MONITOR_MOUNT_RO,      /* PATH (a host path the monitor allows) or REL, read-only at DST */
-        MONITOR_MOUNT_RW,      /* REL only: the workspace's own */
+        MONITOR_MOUNT_RW,      /* REL (none: the workspace itself), never PATH: the workspace's own */
         MONITOR_MOUNT_MASK,    /* DST hidden (an empty file or directory over it) */
         MONITOR_MOUNT_TMPFS,   /* DST a fresh tmpfs */
         _MONITOR_MOUNT_MAX,

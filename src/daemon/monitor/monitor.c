@@ -20,10 +20,13 @@
 
 #include "chase.h"
 #include "fd-util.h"
+#include "forbidden.h"
+#include "idmap.h"
 #include "jail-argv.h"
 #include "log.h"
 #include "macro.h"
 #include "monitor-proto.h"
+#include "mount-util.h"
 #include "path-util.h"
 #include "sha256.h"
 #include "user-util.h"
@@ -44,6 +47,7 @@ typedef struct MonWorkspace {
          * the monitor opened: "ws-" and 16 hex digits of its SHA-256. */
         char group[3 + 16 + 1];
         bool grouped; /* cgroup_make made them: ws_close removes them */
+        char *path;   /* as opened (a root-owned one's trees are attached at their paths below it) */
 } MonWorkspace;
 
 struct Monitor {
@@ -124,8 +128,10 @@ Monitor *monitor_free(Monitor *m) {
         free(m->homes);
         for (int i = 0; i < 2; i++)
                 safe_close(m->cg_fds[i]);
-        for (size_t i = 0; i < m->n_ws; i++)
+        for (size_t i = 0; i < m->n_ws; i++) {
                 close(m->ws[i].dirfd);
+                free(m->ws[i].path);
+        }
         free(m->ws);
         if (m->fd >= 0)
                 close(m->fd);
@@ -220,7 +226,10 @@ static int ws_open(Monitor *m) {
         }
         uint64_t handle = m->next_handle++;
         MonWorkspace *w = &m->ws[m->n_ws++];
-        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid };
+        char *copy = strdup(path);
+        if (!copy)
+                return reply(m, ENOMEM, NULL, 0);
+        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy };
         char hex[SHA256_HEX_LEN + 1];
         sha256_hex(path, strlen(path), hex);
         snprintf(w->group, sizeof w->group, "ws-%.16s", hex);
@@ -325,6 +334,7 @@ static int ws_close(Monitor *m) {
                 return reply(m, ENOENT, "no such workspace", 0);
         group_remove(m, w);
         close(w->dirfd);
+        free(w->path);
         *w = m->ws[--m->n_ws];
         return reply(m, 0, NULL, 0);
 }
@@ -406,8 +416,108 @@ static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, i
         return reply_started(m, status, message, pid, step, -EBADF);
 }
 
+/* Why the root-owned directory w is no workspace whose trees the monitor
+ * idmaps, or NULL: it must hold a vectora.toml that root owns, a regular
+ * file on the directory's own mount (root's opt-in: the server, which is
+ * not root once it drops its privileges, cannot make one), and lie where
+ * rw_paths may (forbidden.h: not at or below /etc, /usr, /var/lib, /root,
+ * /run, ..., nor /, /var or /home as a whole). Asked of the kernel's
+ * cache only (a FUSE server is never asked). */
+static const char *root_workspace_refused(const MonWorkspace *w) {
+        static char why[512];
+        char buf[400];
+        const char *bad = forbidden_lexical(w->path, true, buf, sizeof buf);
+        if (bad) {
+                snprintf(why, sizeof why, "a root-owned workspace's trees are never idmapped at %s: it is %s", w->path, bad);
+                return why;
+        }
+        struct statx sx;
+        int dir_mnt;
+        if (fd_mount_id(w->dirfd, &dir_mnt) < 0 ||
+            statx(w->dirfd, "vectora.toml", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_UID | STATX_MNT_ID,
+                  &sx) < 0 ||
+            !(sx.stx_mask & STATX_MNT_ID) || !S_ISREG(sx.stx_mode) || sx.stx_uid != 0 || sx.stx_mnt_id != (uint64_t)dir_mnt)
+                return "a root-owned workspace's jail needs the vectora.toml that makes it one: a regular file owned by root in it";
+        return NULL;
+}
+
+/* The groups the monitor made for w, always (the server does not choose
+ * a jail outside its limits): their cgroup.procs into l, or a refusal
+ * (*why says it; nothing left open). */
+static int join_groups(Monitor *m, const MonWorkspace *w, VsLaunch *l, const char **why) {
+        if (!m->cg_version || m->cg_fds[0] < 0)
+                return 0;
+        if (!w->grouped) {
+                *why = "the workspace has no groups: cgroup_make first";
+                return -ENOENT;
+        }
+        int r = group_procs(m, w, 0);
+        if (r < 0) {
+                *why = "the workspace's group could not be opened";
+                return r;
+        }
+        l->cgroup_fds[l->n_cgroup_fds++] = r;
+        /* v1's memory group, unless cgroup_make could not make it. */
+        if (m->cg_version == 1 && (r = group_procs(m, w, 1)) >= 0)
+                l->cgroup_fds[l->n_cgroup_fds++] = r;
+        else if (m->cg_version == 1 && r != -ENOENT) {
+                l->cgroup_fds[0] = safe_close(l->cgroup_fds[0]);
+                l->n_cgroup_fds = 0;
+                *why = "the workspace's memory group could not be opened";
+                return r;
+        }
+        return 0;
+}
+
+/* A root-owned workspace's writable trees (jail_spawn's mount groups):
+ * each opened below the directory the monitor opened, without a symlink,
+ * "..", or a user's file system on the way (chase_open_dir_local_at),
+ * at its own path below it, root-owned, and idmapped (0 -> the idmap
+ * identity) here; the child attaches them over their paths in a mount
+ * namespace of its own. fds and paths (borrowed from the request) get
+ * *n of them, closed by the caller, also on a refusal (*why says it). */
+static int idmap_trees(const MonWorkspace *w, const MonitorMsg *msg, int *fds, char **paths, size_t *n,
+                       const char **why) {
+        for (int i = monitor_next(msg, MONITOR_F_MOUNT, -1); i >= 0; i = monitor_next(msg, MONITOR_F_MOUNT, i)) {
+                if (*n >= MONITOR_MOUNTS_MAX || monitor_field(msg, MONITOR_F_KIND, i)->u64 != MONITOR_MOUNT_RW) {
+                        *why = "mounts are served for a root-owned workspace's writable trees only";
+                        return -EOPNOTSUPP;
+                }
+                const char *rel = monitor_field_str(monitor_field(msg, MONITOR_F_REL, i));
+                const char *dst = monitor_field_str(monitor_field(msg, MONITOR_F_DST, i));
+                _cleanup_free_ char *at = rel ? path_join(w->path, rel) : strdup(w->path);
+                if (!at)
+                        return -ENOMEM;
+                if (!streq(dst, at)) {
+                        *why = "a tree is attached at its own path in the workspace";
+                        return -EINVAL;
+                }
+                _cleanup_close_ int fd = chase_open_dir_local_at(w->dirfd, rel ? rel : "");
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        *why = "a tree could not be opened below the workspace (a symlink, no directory, or a user's file system on the way)";
+                        return fd < 0 ? fd : -errno;
+                }
+                if (st.st_uid != 0) {
+                        *why = "only a root-owned tree is idmapped";
+                        return -EPERM;
+                }
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                int r = idmap_prepare_fd(fd, dst, VS_IDMAP_UID, VS_IDMAP_GID, &fds[*n], &e);
+                if (r < 0) {
+                        log_warning("monitor: %s", vs_error_message(e));
+                        *why = "a tree could not be idmapped (its kernel or file system cannot)";
+                        return r;
+                }
+                paths[(*n)++] = (char *)dst;
+        }
+        return 0;
+}
+
 /* A jail started for the server: as the workspace's owner (the uid of the
- * monitor's table, never 0; the group user_jail_gid picks), started in
+ * monitor's table, never 0; the group user_jail_gid picks), or for a
+ * root-owned workspace as the idmap identity with its writable trees
+ * idmapped here (idmap_trees), started in
  * /, no supplementary groups, no_new_privs, in the workspace's groups
  * the monitor made, with the worker's socket end (fds[0]) and stderr
  * (fds[1]). It is the server's child (CLONE_PARENT): reaped there and
@@ -423,20 +533,39 @@ static int jail_spawn(Monitor *m, int *fds) {
         MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         if (!w)
                 return reply_spawn(m, ENOENT, "no such workspace", 0, 0);
-        if (monitor_next(&m->msg, MONITOR_F_MOUNT, -1) >= 0 || monitor_field(&m->msg, MONITOR_F_ENV, -1))
-                return reply_spawn(m, EOPNOTSUPP, "a mount plan is not served yet: the argv comes in its descriptor", 0, 0);
+        if (monitor_field(&m->msg, MONITOR_F_ENV, -1))
+                return reply_spawn(m, EOPNOTSUPP, "environment fields are not served: the argv sets the jail's", 0, 0);
         uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
         gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
         uint64_t flags = monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
+        bool idmapped = uid == VS_IDMAP_UID && gid == VS_IDMAP_GID;
         struct stat st;
-        /* The owner now (a chown since it was opened counts), an ordinary
-         * account's: a service's would lend the jail what the service can. */
-        if (fstat(w->dirfd, &st) < 0 || uid != w->uid || uid != st.st_uid)
-                return reply_spawn(m, EPERM, "a jail runs as its workspace's owner", 0, 0);
-        if (!uid_is_ordinary(uid))
-                return reply_spawn(m, EPERM, "a system account's workspace gets no jail from the monitor", 0, 0);
-        if (!gid_allowed(uid, gid, &st))
-                return reply_spawn(m, EPERM, "that group is not the one a jail of the owner gets (the workspace's where the owner is a member, else the owner's primary group)", 0, 0);
+        if (fstat(w->dirfd, &st) < 0)
+                return reply_spawn(m, errno, "the workspace could not be read", 0, 0);
+        if (idmapped) {
+                /* A root-owned workspace's jail runs as the idmap identity
+                 * (no account's, never root), then and now; and only where
+                 * root made the directory a workspace (its trees are
+                 * written as root on disk: /etc or a crontab directory is
+                 * root-owned too). */
+                if (w->uid != 0 || st.st_uid != 0)
+                        return reply_spawn(m, EPERM, "the idmap identity runs a root-owned workspace's jail only", 0, 0);
+                const char *why_root = root_workspace_refused(w);
+                if (why_root)
+                        return reply_spawn(m, EPERM, why_root, 0, 0);
+        } else {
+                /* The owner now (a chown since it was opened counts), an
+                 * ordinary account's: a service's would lend the jail what
+                 * the service can. */
+                if (uid != w->uid || uid != st.st_uid)
+                        return reply_spawn(m, EPERM, "a jail runs as its workspace's owner", 0, 0);
+                if (!uid_is_ordinary(uid))
+                        return reply_spawn(m, EPERM, "a system account's workspace gets no jail from the monitor", 0, 0);
+                if (!gid_allowed(uid, gid, &st))
+                        return reply_spawn(m, EPERM, "that group is not the one a jail of the owner gets (the workspace's where the owner is a member, else the owner's primary group)", 0, 0);
+                if (monitor_next(&m->msg, MONITOR_F_MOUNT, -1) >= 0)
+                        return reply_spawn(m, EOPNOTSUPP, "mounts are served for a root-owned workspace's idmapped trees only", 0, 0);
+        }
         /* Its stdin and stdout a stream socket of its own, its stderr a
          * pipe's write end: nothing else of the server's (a file it
          * opened, an O_PATH handle) reaches the owner's process. */
@@ -468,29 +597,30 @@ static int jail_spawn(Monitor *m, int *fds) {
         VsLaunch l = { .argv = argv, .uid = uid, .gid = gid, .switch_user = true, .sandboxed = true,
                        .own_pid_ns = flags & MONITOR_SPAWN_OWN_PID_NS,
                        .cgroup_fds = { -EBADF, -EBADF } };
-        /* Into the groups the monitor made for w, always: the server does
-         * not choose a jail outside its limits. */
-        if (m->cg_version && m->cg_fds[0] >= 0) {
-                if (!w->grouped)
-                        return reply_spawn(m, ENOENT, "the workspace has no groups: cgroup_make first", 0, 0);
-                if ((r = group_procs(m, w, 0)) < 0)
-                        return reply_spawn(m, -r, "the workspace's group could not be opened", 0, 0);
-                l.cgroup_fds[l.n_cgroup_fds++] = r;
-                /* v1's memory group, unless cgroup_make could not make it. */
-                if (m->cg_version == 1 && (r = group_procs(m, w, 1)) >= 0)
-                        l.cgroup_fds[l.n_cgroup_fds++] = r;
-                else if (m->cg_version == 1 && r != -ENOENT) {
-                        safe_close(l.cgroup_fds[0]);
-                        return reply_spawn(m, -r, "the workspace's memory group could not be opened", 0, 0);
-                }
-        }
+        const char *why_not = NULL;
+        if ((r = join_groups(m, w, &l, &why_not)) < 0)
+                return reply_spawn(m, -r, why_not, 0, 0);
+        /* A root-owned workspace's writable trees, idmapped here. */
+        int idmap_fds[MONITOR_MOUNTS_MAX];
+        char *idmap_paths[MONITOR_MOUNTS_MAX];
+        size_t n_idmap = 0;
+        if (idmapped)
+                r = idmap_trees(w, &m->msg, idmap_fds, idmap_paths, &n_idmap, &why_not);
+        l.idmap_fds = idmap_fds;
+        l.idmap_paths = idmap_paths;
+        l.n_idmap = n_idmap;
         pid_t pid = 0;
         int step = 0;
         _cleanup_close_ int exec_fd = -EBADF;
-        r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, m->server_pid ? m->server_pid : getppid(), &pid,
-                               &step, &exec_fd);
+        if (r >= 0)
+                r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, m->server_pid ? m->server_pid : getppid(),
+                                       &pid, &step, &exec_fd);
         for (size_t i = 0; i < l.n_cgroup_fds; i++)
                 safe_close(l.cgroup_fds[i]);
+        for (size_t i = 0; i < n_idmap; i++)
+                safe_close(idmap_fds[i]);
+        if (r < 0 && why_not)
+                return reply_spawn(m, -r, why_not, 0, 0);
         /* The server gone by now: the child may be init's (in its own pid
          * namespace it cannot tell), with nobody to end it. */
         struct pollfd gone = { .fd = m->server_pidfd, .events = POLLIN };

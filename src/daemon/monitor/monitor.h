@@ -13,8 +13,11 @@
  * starts it first thing (monitor-link.h). It makes the workspaces'
  * cgroups (cgroup_make: named by the monitor from the path it opened,
  * below the instance's groups; the server gets descriptors of them) and
- * removes them with the workspace (ws_close); it does not serve the
- * spawn, approval and placeholder requests yet (answered EOPNOTSUPP). */
+ * removes them with the workspace (ws_close); it starts local jails
+ * (jail_spawn: as the workspace's owner, or a root-owned workspace's as
+ * the idmap identity with its trees idmapped by the monitor, once the
+ * argv passed jail-argv.h); it does not serve the kill, approval and
+ * placeholder requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
 

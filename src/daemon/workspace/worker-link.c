@@ -10,6 +10,7 @@
 
 #include "backend-ops.h"
 #include "cgroup.h"
+#include "idmap.h"
 #include "log.h"
 #include "monitor-link.h"
 #include "protect.h"
@@ -539,7 +540,7 @@ static void start_free(LinkStart *s) {
  * the monitor running. It joins the groups it made, so the ones opened
  * here are not passed; its child is still this process's. */
 static bool via_monitor(Workspace *ws, const VsLaunch *l) {
-        if (!ws->srv->monitor || link_spawn_fn != worker_spawn || !l->sandboxed || !l->switch_user || l->n_idmap ||
+        if (!ws->srv->monitor || link_spawn_fn != worker_spawn || !l->sandboxed || !l->switch_user ||
             (l->pre_argv && l->pre_argv[0]))
                 return false;
         uid_t owner;
@@ -552,7 +553,13 @@ static bool via_monitor(Workspace *ws, const VsLaunch *l) {
          * the groups it made: a system account's workspace, or one whose
          * groups could not be made (its limits degraded, said), is
          * started here as before. */
-        return owner == l->uid && uid_is_ordinary(owner) && (!ws->srv->cgroup_version || ws->cgroup_fds[0] >= 0);
+        bool grouped = !ws->srv->cgroup_version || ws->cgroup_fds[0] >= 0;
+        /* A root-owned workspace's jail runs as the idmap identity, its
+         * trees idmapped by the monitor (only below the directory it
+         * opened). */
+        if (l->idmapped)
+                return owner == 0 && l->uid == VS_IDMAP_UID && l->gid == VS_IDMAP_GID && grouped;
+        return owner == l->uid && uid_is_ordinary(owner) && !l->n_idmap && grouped;
 }
 
 /* On the loop, with the prepared launch: the fork (quick), the pipes, the
@@ -592,8 +599,16 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
         /* As another uid (a root daemon's jail, the monitor's or its own
          * start), the exec is not awaited on the loop: that uid's owner
          * can stop the child before it. */
-        if (via_monitor(ws, launch))
-                r = monitor_link_jail_spawn(srv, ws->monitor_ws, ws->generation, launch, &proc, &l->exec_fd, err);
+        bool monitors = via_monitor(ws, launch);
+        /* Left to the monitor, which does not start this one (its groups
+         * could not be made): made here, on the loop (a fork, rarely). */
+        if (!monitors && launch->n_idmap && (r = launch_idmap_prepare(launch, err)) < 0) {
+                jsonl_reader_free(l->reader);
+                free(l);
+                return r;
+        }
+        if (monitors)
+                r = monitor_link_jail_spawn(srv, ws->monitor_ws, ws->path, ws->generation, launch, &proc, &l->exec_fd, err);
         else if (launch->switch_user && link_spawn_fn == worker_spawn)
                 r = worker_spawn_detached(launch, &proc, &l->exec_fd, err);
         else
@@ -683,6 +698,8 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 .instance = ws->counters.spawns,
                 .state_dir = srv->opt.state_dir,
                 .walk_cache = srv->walk_cache.dir ? &srv->walk_cache : NULL,
+                /* A root-owned workspace's trees: the monitor idmaps them. */
+                .idmap_later = srv->monitor != NULL,
         };
         const char *proxy_socket = NULL;
         int r;
