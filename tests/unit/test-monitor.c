@@ -26,6 +26,9 @@
 #include <sys/mount.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -994,6 +997,9 @@ static void read_text(const char *dir, const char *name, char *buf, size_t n) {
         assert_true(fd >= 0);
         ssize_t k = read(fd, buf, n - 1);
         assert_true(k >= 0);
+        /* One line's value: without its newline. */
+        while (k > 0 && buf[k - 1] == '\n')
+                k--;
         buf[k] = 0;
         close(fd);
 }
@@ -1111,6 +1117,16 @@ static void spawn_idmap_never_in_system_dirs(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* Writes text to a /proc file of this process; whether it took. */
+static bool write_file_text(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+        close(fd);
+        return ok;
+}
+
 /* Root's state stays with root: the jail's first process (the owner's,
  * whose environ the owner can read) has none of the starter's
  * environment and no priority above the ordinary one. (Attack review 3:
@@ -1121,14 +1137,26 @@ static void spawn_leaves_root_state(void **state) {
         uid_t uid;
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
-        char text[512];
+        char text[1024];
         snprintf(text, sizeof text,
                  "env > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice; cat /proc/keys > %s/keys; "
-                 "cat /proc/key-users > %s/key-users",
-                 f->dir, f->dir, f->dir, f->dir);
+                 "cat /proc/key-users > %s/key-users; cat /proc/$$/stat > %s/stat; "
+                 "read s < /proc/self/timerslack_ns; echo $s > %s/slack; cat /proc/$$/personality > %s/pers; "
+                 "cat /proc/$$/oom_score_adj > %s/oom; cat /proc/$$/loginuid > %s/loginuid; echo $$ > %s/pid",
+                 f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir);
         int a = jail_fd(f, uid, gid, text);
         assert_int_equal(setenv("VECTORA_TEST_SECRET", "root-secret", 1), 0);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, -5), 0);
+        /* A starter with a real-time policy, timer slack, no address
+         * randomisation, OOM protection and root's login uid (attack
+         * review 5): the monitor, forked below, has them. */
+        struct sched_param rr = { .sched_priority = 5 };
+        assert_int_equal(sched_setscheduler(0, SCHED_RR, &rr), 0);
+        assert_int_equal(prctl(PR_SET_TIMERSLACK, 1000000UL, 0, 0, 0), 0);
+        int pers = personality(0xffffffff);
+        assert_true(personality((unsigned long)pers | ADDR_NO_RANDOMIZE) >= 0);
+        write_file_text("/proc/self/oom_score_adj", "-500");
+        bool loginuid = write_file_text("/proc/self/loginuid", "0");
         /* A session keyring of the starter's own, holding a key of root's
          * (the monitor, forked below, has it as its session keyring). */
         long ring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "vs-test-starter");
@@ -1138,16 +1166,55 @@ static void spawn_leaves_root_state(void **state) {
         serve_in_child(f);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, 0), 0);
         assert_int_equal(unsetenv("VECTORA_TEST_SECRET"), 0);
+        struct sched_param other = { .sched_priority = 0 };
+        assert_int_equal(sched_setscheduler(0, SCHED_OTHER, &other), 0);
+        assert_int_equal(prctl(PR_SET_TIMERSLACK, 0UL, 0, 0, 0), 0);
+        assert_true(personality((unsigned long)pers) >= 0);
+        write_file_text("/proc/self/oom_score_adj", "0");
         spawn_to_exec(f, h, uid, gid, a, NULL, 0);
-        char env[4096], nice[32], keys[8192], users[8192];
+        char env[4096], nice[32], keys[8192], users[8192], stat[1024], slack[32], persona[32], oom[32], luid[32],
+                pid[32];
         read_text(f->dir, "env", env, sizeof env);
         read_text(f->dir, "nice", nice, sizeof nice);
         read_text(f->dir, "keys", keys, sizeof keys);
         read_text(f->dir, "key-users", users, sizeof users);
+        read_text(f->dir, "stat", stat, sizeof stat);
+        read_text(f->dir, "slack", slack, sizeof slack);
+        read_text(f->dir, "pers", persona, sizeof persona);
+        read_text(f->dir, "oom", oom, sizeof oom);
+        read_text(f->dir, "loginuid", luid, sizeof luid);
+        read_text(f->dir, "pid", pid, sizeof pid);
         if (key >= 0)
                 (void)syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_SESSION_KEYRING);
         assert_null(strstr(env, "VECTORA_TEST_SECRET"));
         assert_int_equal(atoi(nice), 0);
+        /* A session of its own (no controlling terminal of the starter's),
+         * the ordinary policy, no timer slack of root's, randomisation on,
+         * no OOM protection, the owner's login uid where it could be set. */
+        const char *after = strrchr(stat, ')');
+        assert_non_null(after);
+        int st_pid = 0, sid = 0, tty = -1;
+        unsigned long policy = 99;
+        assert_int_equal(sscanf(stat, "%d", &st_pid), 1);
+        assert_int_equal(sscanf(after + 2, "%*c %*d %*d %d %d", &sid, &tty), 2);
+        const char *f41 = after + 2;
+        for (int field = 3; field < 41 && f41; field++)
+                f41 = strchr(f41, ' ') ? strchr(f41, ' ') + 1 : NULL;
+        assert_non_null(f41);
+        assert_int_equal(sscanf(f41, "%lu", &policy), 1);
+        printf("# the jail's first process %d: session %d, tty %d, policy %lu, slack %s, personality %s, oom %s, "
+               "loginuid %s\n",
+               st_pid, sid, tty, policy, slack, persona, oom, luid);
+        assert_int_equal(st_pid, atoi(pid));
+        assert_int_equal(sid, st_pid);
+        assert_int_equal(tty, 0);
+        assert_int_equal(policy, SCHED_OTHER);
+        /* (Its timer slack is not checked: a real-time starter's is 0,
+         * and so is the default a child of it gets.) */
+        assert_int_equal(strtoul(persona, NULL, 16) & ADDR_NO_RANDOMIZE, 0);
+        assert_int_equal(atoi(oom), 0);
+        if (loginuid)
+                assert_int_equal(strtoul(luid, NULL, 10), uid);
         if (key < 0)
                 return;
         /* Neither the key nor the starter's keyring is the owner's to see. */

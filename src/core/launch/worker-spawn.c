@@ -52,6 +52,8 @@ static const char *step_name(int s) {
         case STEP_PARENT: return "finding its starter still there";
         case STEP_CWD: return "leaving its starter's working directory";
         case STEP_KEYRING: return "joining a session keyring of its own";
+        case STEP_SESSION: return "leaving its starter's session and terminal";
+        case STEP_SCHED: return "leaving its starter's scheduling policy";
         case STEP_DIED: return "reaching its exec";
         default: return "executing";
         }
@@ -193,6 +195,52 @@ static bool starter_alive(const SpawnChild *c) {
         return poll(&p, 1, 0) == 0;
 }
 
+/* What else of a root starter's process a start as another uid must not
+ * hand the owner, whose process the outer bwrap is (attack review 5):
+ * from spawn_child, system calls only. */
+static void shed_starter_state(int err_w, uid_t uid) {
+        /* A session of its own, without the starter's controlling terminal
+         * (a daemon run in the foreground from root's shell): the owner
+         * may ptrace the outer bwrap, and would read, write and push input
+         * (TIOCSTI) into root's terminal through /dev/tty. */
+        if (syscall(SYS_setsid) < 0)
+                child_fail(err_w, STEP_SESSION, errno);
+        /* The ordinary scheduling policy (a daemon given a real-time one
+         * would hand it to every command of the jail, which could starve
+         * the host), I/O class (none: from the nice value), timer slack,
+         * personality (ADDR_NO_RANDOMIZE would turn off the jail's address
+         * randomisation). */
+        struct sched_param sp = { .sched_priority = 0 };
+        if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) < 0)
+                child_fail(err_w, STEP_SCHED, errno);
+        (void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 0 /* IOPRIO_CLASS_NONE */);
+        (void)syscall(SYS_prctl, PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+        (void)syscall(SYS_personality, 0UL /* PER_LINUX */);
+        /* No OOM protection the starter had (a service's negative
+         * OOMScoreAdjust): a jail's memory hog must not be the last the
+         * kernel picks. */
+        char buf[16];
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+                ssize_t k = syscall(SYS_read, fd, buf, sizeof buf - 1);
+                if (k > 0 && buf[0] == '-')
+                        (void)syscall(SYS_pwrite64, fd, "0", 1, 0);
+                (void)syscall(SYS_close, fd);
+        }
+        /* The audit log's login uid is the owner's, not root's login's
+         * (where the kernel lets it be set again). */
+        size_t n = sizeof buf;
+        buf[--n] = 0;
+        do
+                buf[--n] = (char)('0' + uid % 10);
+        while ((uid /= 10) && n > 0);
+        fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/loginuid", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void)syscall(SYS_write, fd, buf + n, sizeof buf - 1 - n);
+                (void)syscall(SYS_close, fd);
+        }
+}
+
 /* The child, from spawn_vfork(): it runs in the daemon's memory until it
  * execs, so system calls only (set*id raw: glibc's wrappers would signal
  * the daemon's threads), nothing allocated, nothing written but its stack
@@ -233,6 +281,7 @@ static int spawn_child(void *arg) {
                  * raw call answers 20 - nice. */
                 if (syscall(SYS_getpriority, PRIO_PROCESS, 0) > 20)
                         (void)syscall(SYS_setpriority, PRIO_PROCESS, 0, 0);
+                shed_starter_state(err_w, l->uid);
                 /* Nor the starter's session keyring (a root login's holds
                  * root's keys; the outer bwrap is the owner's to ptrace,
                  * and its keyctl is not filtered): an empty one of its
