@@ -79,7 +79,7 @@ static void refusals(void **state) {
         static const struct {
                 const char *what, *at;
                 size_t drop;
-                const char *add[6];
+                const char *add[8];
                 const char *reason; /* a part of why */
         } cases[] = {
                 { "another program as the owner", "$0", 1, { "/bin/sh", NULL }, "its program is not" },
@@ -129,6 +129,15 @@ static void refusals(void **state) {
                 { "a variable with =", "--setenv", 3, { "--setenv", "A=B", "c", NULL }, "no variable name" },
                 { "an empty variable", "--setenv", 3, { "--setenv", "", "c", NULL }, "no variable name" },
                 { "an empty link target", "--symlink", 3, { "--symlink", "", "/bin", NULL }, "empty target" },
+                /* Attack review 5: bwrap follows the links the argv makes. */
+                { "the worker's place by another name", "--clearenv", 0,
+                  { "--symlink", "run", "/alias", "--ro-bind", "/srv/ws/evil", "/alias/vectora/vectora-worker", NULL },
+                  "goes through the link /alias" },
+                { "a link up into the host's tree", "--ro-bind", 0, { "--symlink", "../../oldroot/usr", "/o", NULL }, "a target with .." },
+                { "a link into bwrap's /oldroot", "--ro-bind", 0, { "--symlink", "/oldroot/usr", "/o", NULL }, "/oldroot" },
+                { "a link into bwrap's /newroot", "--ro-bind", 0, { "--symlink", "/newroot/run", "/o", NULL }, "/newroot" },
+                { "a bind through a link", "--proc", 0, { "--bind", "/srv/ws", "/bin/x", NULL }, "goes through the link /bin" },
+                { "a bind over a link", "--proc", 0, { "--tmpfs", "/bin", NULL }, "goes through the link /bin" },
         };
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 char *a[MAXARGS] = { NULL };

@@ -91,6 +91,16 @@ static bool plain_abs(const char *p) {
         }
 }
 
+/* A ".." component anywhere in p. */
+static bool has_dotdot(const char *p) {
+        for (const char *c = p;; c++) {
+                if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || c[2] == 0))
+                        return true;
+                if (!*c)
+                        return false;
+        }
+}
+
 /* A GPU's node (backend_local_probe's /dev/nvidia*, /dev/dri, /dev/kfd). */
 static bool gpu_node(const char *p) {
         static const char *const prefixes[] = { "nvidia", "dri", "kfd" };
@@ -121,6 +131,9 @@ int jail_argv_check(char *const *argv, const JailArgvRules *rules, char *why, si
         bool seen[ELEMENTSOF(opts)] = { false };
         /* The worker's bind: where in argv, and whether one came. */
         size_t worker_at = 0;
+        /* The links made so far (their paths in the jail). */
+        const char *links[64];
+        size_t n_links = 0;
         size_t i = 1;
         for (; argv[i] && !streq(argv[i], "--"); i++) {
                 size_t o = 0;
@@ -162,6 +175,12 @@ int jail_argv_check(char *const *argv, const JailArgvRules *rules, char *why, si
                 case OPT_SYMLINK:
                         if (!*a || !plain_abs(b))
                                 return refuse(why, n, "--symlink at argument %zu: an empty target or a path not absolute and normal", i);
+                        /* bwrap makes the jail's tree at /newroot with the
+                         * host's at /oldroot, and follows a link it made
+                         * when a later argument's path goes through it: no
+                         * way up, nor into either (attack review 5). */
+                        if (has_dotdot(a) || path_startswith(a, "/oldroot") || path_startswith(a, "/newroot"))
+                                return refuse(why, n, "--symlink %.128s at argument %zu: a target with .. or into bwrap's /oldroot or /newroot", a, i);
                         dst = b;
                         break;
                 case OPT_PROC:
@@ -185,6 +204,18 @@ int jail_argv_check(char *const *argv, const JailArgvRules *rules, char *why, si
                 }
                 if (opts[o].kind == OPT_DEV && (!streq(a, b) || !gpu_node(a)))
                         return refuse(why, n, "--dev-bind %.128s: only a GPU's device node, at its own path", a);
+                /* No path through a link an earlier argument made: bwrap
+                 * would follow it (the worker's place reached by another
+                 * name, a bind landing elsewhere than the check saw). */
+                for (size_t k = 0; dst && k < n_links; k++)
+                        if (path_startswith(dst, links[k]))
+                                return refuse(why, n, "%s %.128s at argument %zu goes through the link %.128s an earlier argument made",
+                                              opts[o].name, dst, i, links[k]);
+                if (opts[o].kind == OPT_SYMLINK) {
+                        if (n_links >= ELEMENTSOF(links))
+                                return refuse(why, n, "more than %zu links", ELEMENTSOF(links));
+                        links[n_links++] = b;
+                }
                 if (dst && streq(dst, VS_JAIL_WORKER_PATH)) {
                         if (worker_at || opts[o].kind != OPT_RO || !rules->worker || !streq(a, rules->worker))
                                 return refuse(why, n, "argument %zu puts something else than the daemon's worker at %s", i, VS_JAIL_WORKER_PATH);

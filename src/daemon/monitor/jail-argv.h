@@ -10,10 +10,13 @@
  * adds a capability or brings a namespace in), nothing writable at or
  * below a system directory or the daemon's own (but the owner's kept
  * home), no device but a GPU's, and the worker the daemon was started
- * with as the one program it runs. What it cannot check is which of the
- * owner's own paths the policy lists: that is the server's reading of
- * vectora.toml (the limit, in docs/privsep.md). Pure: no OS call; the
- * fuzz target is tests/fuzz/fuzz-jail-argv.c. */
+ * with as the one program it runs; no link of its own that leads up or
+ * into bwrap's /oldroot or /newroot, nor a path through one. It reads
+ * paths as text: bwrap, running as the owner, follows the links in the
+ * owner's own files, so it holds the jail's settings, not which of the
+ * owner's files a path reaches; which of them the policy lists is the
+ * server's reading of vectora.toml (the limits, in docs/privsep.md).
+ * Pure: no OS call; the fuzz target is tests/fuzz/fuzz-jail-argv.c. */
 
 #include <stdbool.h>
 #include <stddef.h>
