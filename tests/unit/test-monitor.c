@@ -218,6 +218,16 @@ static void workspaces(void **state) {
         monitor_put_u64(&e, MONITOR_F_WS, handle);
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), ENOENT);
+        /* One handle a path: its groups are named from the path, and a
+         * second would share them, their limits and their removal
+         * (attack review 5); once the first is closed, it opens. */
+        assert_int_equal(ws_open(f, f->dir, st.st_uid, st.st_gid), 0);
+        uint64_t again = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(ws_open(f, f->dir, st.st_uid, st.st_gid), EBUSY);
+        begin(f, &e, MONITOR_REQ_WS_CLOSE);
+        monitor_put_u64(&e, MONITOR_F_WS, again);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
 
         /* Not served yet: said, not pretended; a workspace's groups
          * without cgroups (a monitor given none) the same. */
@@ -538,8 +548,12 @@ static void out_of_descriptors(void **state) {
         struct stat st;
         assert_int_equal(stat(f->dir, &st), 0);
         uint64_t status = 0;
-        for (int i = 0; i < 100 && status == 0; i++)
-                status = (uint64_t)ws_open(f, f->dir, st.st_uid, st.st_gid);
+        for (int i = 0; i < 100 && status == 0; i++) {
+                char sub[160];
+                snprintf(sub, sizeof sub, "%s/d%d", f->dir, i);
+                assert_int_equal(mkdir(sub, 0700), 0);
+                status = (uint64_t)ws_open(f, sub, st.st_uid, st.st_gid);
+        }
         assert_int_equal(status, EMFILE);
         assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "no descriptor left"));
         /* Every descriptor taken: the sweep cannot look, and says so. */
@@ -818,14 +832,18 @@ static void spawn_always_joins(void **state) {
         assert_int_equal(make(f, h, NULL, NULL, fds, &n), 0);
         close(fds[0]);
         int ok = jail_fd(f, uid, gid, NULL);
-        assert_int_equal(ws_open(f, f->dir, uid, gid), 0);
+        char other[128];
+        snprintf(other, sizeof other, "%s/other", f->dir);
+        assert_int_equal(mkdir(other, 0700), 0);
+        assert_int_equal(chown(other, uid, gid), 0);
+        assert_int_equal(ws_open(f, other, uid, gid), 0);
         uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         serve_in_child(f);
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
         (void)status_of(f);
         reap_answered();
         read_back(v2, name, "cgroup.procs", "0");
-        /* Another handle of the directory, no groups made for it. */
+        /* Another workspace of the owner's, no groups made for it. */
         assert_int_equal(spawn_ask(f, h2, uid, gid, 0, ok, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), ENOENT);
         assert_null(monitor_field(&answer, MONITOR_F_PID, -1));

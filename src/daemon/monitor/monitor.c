@@ -216,6 +216,16 @@ static int ws_open(Monitor *m) {
         /* The directory's group as the server saw it, or its jail's. */
         if (gid != st.st_gid && !gid_allowed(uid, gid, &st))
                 return reply(m, EPERM, "that group is neither the workspace's nor the one a jail of its owner gets", 0);
+        /* One handle a path: its groups are named from it, and a second
+         * handle (another directory at the same path since) would share
+         * them, its limits and its removal (attack review 5). The
+         * server closes the old handle first. */
+        char hex[SHA256_HEX_LEN + 1], group[sizeof m->ws[0].group];
+        sha256_hex(path, strlen(path), hex);
+        snprintf(group, sizeof group, "ws-%.16s", hex);
+        for (size_t i = 0; i < m->n_ws; i++)
+                if (streq(m->ws[i].group, group))
+                        return reply(m, EBUSY, "another handle holds that path's groups: close it first", 0);
         if (m->n_ws == m->cap_ws) {
                 size_t cap = m->cap_ws ? m->cap_ws * 2 : 16;
                 MonWorkspace *n = reallocarray(m->ws, cap, sizeof *n);
@@ -230,9 +240,7 @@ static int ws_open(Monitor *m) {
         if (!copy)
                 return reply(m, ENOMEM, NULL, 0);
         *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy };
-        char hex[SHA256_HEX_LEN + 1];
-        sha256_hex(path, strlen(path), hex);
-        snprintf(w->group, sizeof w->group, "ws-%.16s", hex);
+        memcpy(w->group, group, sizeof w->group);
         return reply(m, 0, NULL, handle);
 }
 
