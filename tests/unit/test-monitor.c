@@ -1155,13 +1155,14 @@ static void spawn_leaves_root_state(void **state) {
         uid_t uid;
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
-        char text[1024];
+        char text[2048];
         snprintf(text, sizeof text,
                  "env > %s/env; cut -d' ' -f19 /proc/self/stat > %s/nice; cat /proc/keys > %s/keys; "
                  "cat /proc/key-users > %s/key-users; cat /proc/$$/stat > %s/stat; "
                  "read s < /proc/self/timerslack_ns; echo $s > %s/slack; cat /proc/$$/personality > %s/pers; "
-                 "cat /proc/$$/oom_score_adj > %s/oom; cat /proc/$$/loginuid > %s/loginuid; echo $$ > %s/pid",
-                 f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir);
+                 "cat /proc/$$/oom_score_adj > %s/oom; cat /proc/$$/loginuid > %s/loginuid; echo $$ > %s/pid; "
+                 "umask > %s/umask; grep -E 'realtime priority|nice priority' /proc/$$/limits > %s/limits",
+                 f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir, f->dir);
         int a = jail_fd(f, uid, gid, text);
         assert_int_equal(setenv("VECTORA_TEST_SECRET", "root-secret", 1), 0);
         assert_int_equal(setpriority(PRIO_PROCESS, 0, -5), 0);
@@ -1175,6 +1176,14 @@ static void spawn_leaves_root_state(void **state) {
         assert_true(personality((unsigned long)pers | ADDR_NO_RANDOMIZE) >= 0);
         write_file_text("/proc/self/oom_score_adj", "-500");
         bool loginuid = write_file_text("/proc/self/loginuid", "0");
+        mode_t mask = umask(0);
+        struct rlimit rt_was, nice_was, fifty = { 50, 50 };
+        assert_int_equal(getrlimit(RLIMIT_RTPRIO, &rt_was), 0);
+        assert_int_equal(getrlimit(RLIMIT_NICE, &nice_was), 0);
+        bool raised = setrlimit(RLIMIT_RTPRIO, &fifty) == 0 && setrlimit(RLIMIT_NICE, &fifty) == 0;
+        if (!raised)
+                printf("# the priority limits cannot be raised here (%s: no CAP_SYS_RESOURCE?): that part unchecked\n",
+                       strerror(errno));
         /* A session keyring of the starter's own, holding a key of root's
          * (the monitor, forked below, has it as its session keyring). */
         long ring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "vs-test-starter");
@@ -1189,6 +1198,9 @@ static void spawn_leaves_root_state(void **state) {
         assert_int_equal(prctl(PR_SET_TIMERSLACK, 0UL, 0, 0, 0), 0);
         assert_true(personality((unsigned long)pers) >= 0);
         write_file_text("/proc/self/oom_score_adj", "0");
+        umask(mask);
+        assert_int_equal(setrlimit(RLIMIT_RTPRIO, &rt_was), 0);
+        assert_int_equal(setrlimit(RLIMIT_NICE, &nice_was), 0);
         spawn_to_exec(f, h, uid, gid, a, NULL, 0);
         char env[4096], nice[32], keys[8192], users[8192], stat[1024], slack[32], persona[32], oom[32], luid[32],
                 pid[32];
@@ -1202,6 +1214,9 @@ static void spawn_leaves_root_state(void **state) {
         read_text(f->dir, "oom", oom, sizeof oom);
         read_text(f->dir, "loginuid", luid, sizeof luid);
         read_text(f->dir, "pid", pid, sizeof pid);
+        char jail_umask[16], limits[512];
+        read_text(f->dir, "umask", jail_umask, sizeof jail_umask);
+        read_text(f->dir, "limits", limits, sizeof limits);
         if (key >= 0)
                 (void)syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_SESSION_KEYRING);
         assert_null(strstr(env, "VECTORA_TEST_SECRET"));
@@ -1233,6 +1248,20 @@ static void spawn_leaves_root_state(void **state) {
         assert_int_equal(atoi(oom), 0);
         if (loginuid)
                 assert_int_equal(strtoul(luid, NULL, 10), uid);
+        /* The ordinary umask, and no real-time or raised priority of its
+         * own to take. */
+        for (char *c = limits; (c = strchr(c, '\n'));)
+                *c = ';';
+        printf("# umask %s; %s\n", jail_umask, limits);
+        assert_int_equal(strtoul(jail_umask, NULL, 8), 022);
+        unsigned rt_soft = 99, rt_hard = 99, nice_soft = 99, nice_hard = 99;
+        const char *rt = strstr(limits, "Max realtime priority"), *ni = strstr(limits, "Max nice priority");
+        assert_non_null(rt);
+        assert_non_null(ni);
+        assert_int_equal(sscanf(rt + strlen("Max realtime priority"), " %u %u", &rt_soft, &rt_hard), 2);
+        assert_int_equal(sscanf(ni + strlen("Max nice priority"), " %u %u", &nice_soft, &nice_hard), 2);
+        if (raised)
+                assert_int_equal(rt_soft + rt_hard + nice_soft + nice_hard, 0);
         if (key < 0)
                 return;
         /* Neither the key nor the starter's keyring is the owner's to see. */

@@ -214,6 +214,14 @@ static void shed_starter_state(int err_w, uid_t uid) {
         if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) < 0)
                 child_fail(err_w, STEP_SCHED, errno);
         (void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 0 /* IOPRIO_CLASS_NONE */);
+        /* Nor a limit that lets the owner take a real-time policy or a
+         * priority above nice 0 itself (an admin's LimitRTPRIO=), nor a
+         * umask that leaves what the jail makes writable by others. */
+        static const struct rlimit none = { 0, 0 };
+        if (syscall(SYS_prlimit64, 0, RLIMIT_RTPRIO, &none, NULL) < 0 ||
+            syscall(SYS_prlimit64, 0, RLIMIT_NICE, &none, NULL) < 0)
+                child_fail(err_w, STEP_SCHED, errno);
+        (void)syscall(SYS_umask, 022);
         (void)syscall(SYS_prctl, PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
         (void)syscall(SYS_personality, 0UL /* PER_LINUX */);
         /* No OOM protection the starter had (a service's negative
