@@ -1044,7 +1044,8 @@ static void spawn_idmapped_trees(void **state) {
         assert_int_equal(mkdir(mine, 0755), 0);
         assert_int_equal(chown(mine, 4321, 4321), 0);
         assert_int_equal(symlink("/etc", link), 0);
-        snprintf(cmd, sizeof cmd, "id -u > %s/uid; touch %s/made", f->dir, sub);
+        snprintf(cmd, sizeof cmd, "id -u > %s/uid; touch %s/made; chmod 4755 %s/made 2>/dev/null; echo $? > %s/chmod",
+                 f->dir, sub, sub, f->dir);
         int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
         /* Root's opt-in first: no vectora.toml, a symlink, another's. */
         char toml[128];
@@ -1083,7 +1084,8 @@ static void spawn_idmapped_trees(void **state) {
         assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
         assert_int_equal(chown(f->dir, 0, 0), 0);
-        char made[160], uidf[160];
+        char made[160], uidf[160], chmodf[160];
+        snprintf(chmodf, sizeof chmodf, "%s/chmod", f->dir);
         snprintf(made, sizeof made, "%s/made", sub);
         snprintf(uidf, sizeof uidf, "%s/uid", f->dir);
         assert_int_equal(access(made, F_OK), -1);
@@ -1102,6 +1104,12 @@ static void spawn_idmapped_trees(void **state) {
         assert_int_equal(atol(got), VS_IDMAP_UID);
         assert_int_equal(stat(uidf, &st), 0);
         assert_int_equal(st.st_uid, 0);
+        /* The monitor's guard, whatever filter the worker would load: no
+         * setuid file, which would be root's on disk. */
+        assert_int_equal(stat(made, &st), 0);
+        assert_int_equal(st.st_mode & (S_ISUID | S_ISGID), 0);
+        read_text(f->dir, "chmod", got, sizeof got);
+        assert_int_not_equal(atoi(got), 0);
 }
 
 /* A root-owned directory where rw_paths may not lie (below /var/lib, as

@@ -118,6 +118,11 @@ typedef struct VsLaunch {
          * execs, so the whole jail is counted from its first process. */
         int cgroup_fds[2];
         size_t n_cgroup_fds;
+        /* Borrowed, set by the root monitor: a seccomp program (the setid
+         * guard, seccomp.h) the child loads after no_new_privs, before
+         * its exec, so that the whole jail runs under it. NULL: none. */
+        const void *guard_bpf;
+        size_t guard_len;
 } VsLaunch;
 
 /* Computes the launch for a loaded policy. Refuses (kind

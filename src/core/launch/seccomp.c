@@ -642,6 +642,11 @@ static int add_entry(const Lib *lib, void *ctx, const Entry *e, int nr, const Vs
         return vs_error_set(err, -EINVAL, "seccomp rule for %s: unknown condition", e->syscall);
 }
 
+/* An entry of the setid guard (VsSeccompOptions.setid_only). */
+static bool setid_guard_entry(const Entry *e) {
+        return e->cond == COND_MODE_SETID || streq(e->syscall, "openat2") || strncmp(e->syscall, "io_uring_", 9) == 0;
+}
+
 static bool entry_applies(const Entry *e, const VsSeccompOptions *o) {
         switch (e->when) {
         case WHEN_ALWAYS:
@@ -749,7 +754,7 @@ int seccomp_compile(const VsSeccompOptions *o, void **ret_bpf, size_t *ret_len, 
 
         for (size_t i = 0; i < ELEMENTSOF(entries); i++) {
                 const Entry *e = &entries[i];
-                if (!entry_applies(e, o))
+                if (!entry_applies(e, o) || (o->setid_only && !setid_guard_entry(e)))
                         continue;
                 int nr = resolve(&lib, e, err);
                 if (nr == -ENOENT)

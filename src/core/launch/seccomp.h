@@ -26,6 +26,11 @@ typedef struct VsSeccompOptions {
          * every chown is refused. */
         bool own_ids;
         uint32_t uid, gid;
+        /* Only what keeps a jail from leaving a setuid or setgid file on
+         * the host (the mode rules, and openat2 and io_uring, whose modes
+         * no filter reads): the root monitor's guard under every jail it
+         * starts, whatever filter the server has the worker load. */
+        bool setid_only;
 } VsSeccompOptions;
 
 /* One row of the denylist, for documentation and tests. */

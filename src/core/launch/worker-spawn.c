@@ -27,6 +27,7 @@
 #include "fd-util.h"
 #include "idmap.h"
 #include "protocol.h"
+#include "seccomp-load.h"
 #include "spawn-util.h"
 #include "strv.h"
 
@@ -54,6 +55,7 @@ static const char *step_name(int s) {
         case STEP_KEYRING: return "joining a session keyring of its own";
         case STEP_SESSION: return "leaving its starter's session and terminal";
         case STEP_SCHED: return "leaving its starter's scheduling policy";
+        case STEP_GUARD: return "loading the monitor's seccomp guard";
         case STEP_DIED: return "reaching its exec";
         default: return "executing";
         }
@@ -320,6 +322,12 @@ static int spawn_child(void *arg) {
                 child_fail(err_w, STEP_PDEATH, errno);
         if (c->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail(err_w, STEP_NNP, errno);
+        /* The monitor's guard, under everything the jail runs. */
+        if (l->guard_bpf) {
+                int g = seccomp_load_bpf(l->guard_bpf, l->guard_len);
+                if (g < 0)
+                        child_fail(err_w, STEP_GUARD, -g);
+        }
         if (!starter_alive(c))
                 child_fail(err_w, STEP_PARENT, ESRCH);
         /* A path is executed as it is: execvp's fallback for a file the

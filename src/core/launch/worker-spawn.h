@@ -21,7 +21,7 @@ typedef struct VsWorkerProc {
 /* Where a start failed (the child's word through its exec-error pipe,
  * or the caller's), for worker_spawn_error; STEP_EXEC with errno 0 is the
  * child's "reached its exec" just before it. */
-enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING, STEP_DIED, STEP_SESSION, STEP_SCHED };
+enum { STEP_FDS = 1, STEP_IDMAP, STEP_CGROUP, STEP_USERNS, STEP_PROC, STEP_GROUPS, STEP_GID, STEP_UID, STEP_PDEATH, STEP_NNP, STEP_EXEC, STEP_NS, STEP_CLONE, STEP_PIPE, STEP_PARENT, STEP_CWD, STEP_KEYRING, STEP_DIED, STEP_SESSION, STEP_SCHED, STEP_GUARD };
 
 /* Spawns l->argv. Between fork and exec the child only resets signals,
  * drops to l->uid/l->gid when l->switch_user, sets PR_SET_PDEATHSIG and

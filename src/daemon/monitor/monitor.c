@@ -28,6 +28,7 @@
 #include "monitor-proto.h"
 #include "mount-util.h"
 #include "path-util.h"
+#include "seccomp.h"
 #include "sha256.h"
 #include "user-util.h"
 #include "worker-spawn.h"
@@ -65,6 +66,10 @@ struct Monitor {
          * PATH (again at a start while none was), the daemon's worker,
          * its state directory's homes/. No worker: no jail. */
         char *bwrap, *worker, *homes;
+        /* The setid guard every jail starts under (seccomp.h), or NULL
+         * (libseccomp missing: a root-owned workspace then gets no jail). */
+        void *guard;
+        size_t guard_len;
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
 };
@@ -117,6 +122,13 @@ int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const ch
         m->bwrap = bwrap ? strdup(bwrap) : path_find_executable_os("bwrap", getenv("PATH"));
         m->worker = worker ? strdup(worker) : NULL;
         m->homes = state_dir ? path_join(state_dir, "homes") : NULL;
+        if (!m->guard) {
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                VsSeccompOptions o = { .setid_only = true };
+                if (seccomp_compile(&o, &m->guard, &m->guard_len, &e) < 0)
+                        log_warning("monitor: no setid guard for jails: %s; a root-owned workspace gets no jail",
+                                    vs_error_message(e));
+        }
         return (bwrap && !m->bwrap) || (worker && !m->worker) || (state_dir && !m->homes) ? -ENOMEM : 0;
 }
 
@@ -126,6 +138,7 @@ Monitor *monitor_free(Monitor *m) {
         free(m->bwrap);
         free(m->worker);
         free(m->homes);
+        free(m->guard);
         for (int i = 0; i < 2; i++)
                 safe_close(m->cg_fds[i]);
         for (size_t i = 0; i < m->n_ws; i++) {
@@ -561,6 +574,10 @@ static int jail_spawn(Monitor *m, int *fds) {
                 const char *why_root = root_workspace_refused(w);
                 if (why_root)
                         return reply_spawn(m, EPERM, why_root, 0, 0);
+                /* What it makes is root's on disk: never without the
+                 * guard against a setuid-root file left on the host. */
+                if (!m->guard)
+                        return reply_spawn(m, EPERM, "no seccomp guard (libseccomp could not be loaded): a root-owned workspace's jail would write setuid files as root", 0, 0);
         } else {
                 /* The owner now (a chown since it was opened counts), an
                  * ordinary account's: a service's would lend the jail what
@@ -604,7 +621,8 @@ static int jail_spawn(Monitor *m, int *fds) {
         }
         VsLaunch l = { .argv = argv, .uid = uid, .gid = gid, .switch_user = true, .sandboxed = true,
                        .own_pid_ns = flags & MONITOR_SPAWN_OWN_PID_NS,
-                       .cgroup_fds = { -EBADF, -EBADF } };
+                       .cgroup_fds = { -EBADF, -EBADF },
+                       .guard_bpf = m->guard, .guard_len = m->guard_len };
         const char *why_not = NULL;
         if ((r = join_groups(m, w, &l, &why_not)) < 0)
                 return reply_spawn(m, -r, why_not, 0, 0);
