@@ -1022,6 +1022,19 @@ static void read_text(const char *dir, const char *name, char *buf, size_t n) {
         close(fd);
 }
 
+/* hello, and dir (root's) opened as a root-owned workspace with root's
+ * opt-in, a vectora.toml root owns: its handle. */
+static uint64_t root_toml_ws(Fixture *f, const char *dir) {
+        char toml[160];
+        snprintf(toml, sizeof toml, "%s/vectora.toml", dir);
+        int t = open(toml, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(t >= 0);
+        close(t);
+        hello(f);
+        assert_int_equal(ws_open(f, dir, 0, 0), 0);
+        return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+}
+
 /* A root-owned workspace's jail runs as the idmap identity, its writable
  * trees idmapped by the monitor: each opened below the directory it
  * opened (no symlink), root-owned, attached at its own path in the
@@ -1112,6 +1125,46 @@ static void spawn_idmapped_trees(void **state) {
         assert_int_not_equal(atoi(got), 0);
 }
 
+/* A tree is attached over the very directory it is a clone of: a link
+ * put on the workspace's path after the monitor opened it fails the start
+ * (attack review 6: the child, still root, attached the tree wherever the
+ * link led, over /proc or /usr/bin, by the path's text). */
+static void spawn_idmap_attach_follows_no_link(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        char ws[96], ws2[96], decoy[96], path[160], cmd[256];
+        snprintf(ws, sizeof ws, "%s/ws", f->dir);
+        snprintf(ws2, sizeof ws2, "%s/ws2", f->dir);
+        snprintf(decoy, sizeof decoy, "%s/decoy", f->dir);
+        assert_int_equal(mkdir(ws, 0755), 0);
+        assert_int_equal(mkdir(decoy, 0755), 0);
+        snprintf(path, sizeof path, "%s/tree", ws);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof path, "%s/tree", decoy);
+        assert_int_equal(mkdir(path, 0755), 0);
+        uint64_t h = root_toml_ws(f, ws);
+        /* The workspace moved away, a link to the decoy in its place. */
+        assert_int_equal(rename(ws, ws2), 0);
+        assert_int_equal(symlink("decoy", ws), 0);
+        snprintf(cmd, sizeof cmd, "touch %s/tree/made", ws);
+        int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
+        snprintf(path, sizeof path, "%s/tree", ws);
+        const SpawnMount tree = { MONITOR_MOUNT_RW, "tree", path };
+        serve_in_child(f);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, &tree, 1), 0);
+        int exec;
+        assert_int_equal(spawn_status(f, &exec), 0);
+        printf("# the start with a link on the tree's path: %s\n", exec == 1 ? "exec'd" : strerror(-exec));
+        /* A link met with O_DIRECTORY | O_NOFOLLOW: ENOTDIR. */
+        assert_true(exec == -ENOTDIR || exec == -ELOOP);
+        reap_answered();
+        end_child(f);
+        close(a);
+        snprintf(path, sizeof path, "%s/tree/made", decoy);
+        assert_int_equal(access(path, F_OK), -1);
+}
+
 /* A root-owned directory where rw_paths may not lie (below /var/lib, as
  * /etc or /usr) is no workspace whose trees the monitor idmaps, even
  * with a root-owned vectora.toml in it. */
@@ -1123,12 +1176,7 @@ static void spawn_idmap_never_in_system_dirs(void **state) {
         snprintf(dir, sizeof dir, "/var/lib/vs-test-monitor.XXXXXX");
         assert_non_null(mkdtemp(dir));
         snprintf(toml, sizeof toml, "%s/vectora.toml", dir);
-        int t = open(toml, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-        assert_true(t >= 0);
-        close(t);
-        hello(f);
-        assert_int_equal(ws_open(f, dir, 0, 0), 0);
-        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uint64_t h = root_toml_ws(f, dir);
         snprintf(cmd, sizeof cmd, "touch %s/made", dir);
         int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
         const SpawnMount tree = { MONITOR_MOUNT_RW, NULL, dir };
@@ -1863,6 +1911,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_leaves_root_state, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmapped_trees, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "idmap.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "spawn-util.h"
@@ -102,6 +104,38 @@ int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_
         return 0;
 }
 
+/* The directory at path in this process's mount namespace, reached from
+ * / one component at a time without following a symlink or "..": an
+ * O_PATH descriptor, or -1 with errno set. System calls only (a vfork
+ * child's). */
+static int open_dir_nofollow(const char *path) {
+        int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char name[256];
+        for (const char *p = path; cur >= 0 && *p;) {
+                while (*p == '/')
+                        p++;
+                size_t k = strcspn(p, "/");
+                if (k == 0)
+                        break;
+                if (k >= sizeof name || (k == 2 && p[0] == '.' && p[1] == '.')) {
+                        close(cur);
+                        errno = k >= sizeof name ? ENAMETOOLONG : EXDEV;
+                        return -1;
+                }
+                memcpy(name, p, k);
+                name[k] = 0;
+                p += k;
+                if (k == 1 && name[0] == '.')
+                        continue;
+                int next = openat(cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int e = errno;
+                close(cur);
+                errno = e;
+                cur = next;
+        }
+        return cur;
+}
+
 int idmap_attach(const int *fds, char *const *paths, size_t n) {
         if (n == 0)
                 return 0;
@@ -109,8 +143,26 @@ int idmap_attach(const int *fds, char *const *paths, size_t n) {
          * the host's: the idmapped trees exist there and nowhere else. */
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return -errno;
-        for (size_t i = 0; i < n; i++)
-                if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, paths[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        for (size_t i = 0; i < n; i++) {
+                /* Attached over the very directory it is a clone of, found
+                 * again in this namespace without following a link: by its
+                 * path alone, a link put on the way since the tree was
+                 * checked would have taken root's attach anywhere on the
+                 * host (over /proc, /usr/bin: attack review 6). */
+                int t = open_dir_nofollow(paths[i]);
+                if (t < 0)
                         return -errno;
+                struct stat tree, at;
+                int r = fstat(fds[i], &tree) < 0 || fstat(t, &at) < 0 ? -errno
+                        : tree.st_dev != at.st_dev || tree.st_ino != at.st_ino ? -EXDEV
+                        : syscall(SYS_move_mount, fds[i], "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+                                ? -errno
+                                : 0;
+                close(t);
+                if (r < 0) {
+                        errno = -r;
+                        return r;
+                }
+        }
         return 0;
 }

@@ -25,5 +25,8 @@
  * (idmap_attach()), so no other process can ever reach it. */
 int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
 /* Async-signal-safe, for the child between fork and exec (still root):
- * a private mount namespace, with each tree attached over its path. */
+ * a private mount namespace, with each tree attached over its path, which
+ * must lead, without a symlink or "..", to the very directory the tree is
+ * a clone of (-EXDEV otherwise, -ENOTDIR for a link on the way). A
+ * negative errno, errno set too. */
 int idmap_attach(const int *fds, char *const *paths, size_t n);
