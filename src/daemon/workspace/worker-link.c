@@ -540,8 +540,10 @@ static void start_free(LinkStart *s) {
  * the monitor running. It joins the groups it made, so the ones opened
  * here are not passed; its child is still this process's. */
 static bool via_monitor(Workspace *ws, const VsLaunch *l) {
+        /* A local jail only: the other backends' clients (docker, ssh,
+         * Modal's bridge) are no bwrap jail, and the monitor starts none. */
         if (!ws->srv->monitor || link_spawn_fn != worker_spawn || !l->sandboxed || !l->switch_user ||
-            (l->pre_argv && l->pre_argv[0]))
+            !l->backend_name || !streq(l->backend_name, "local") || (l->pre_argv && l->pre_argv[0]))
                 return false;
         uid_t owner;
         _cleanup_(vs_error_freep) VsError *e = NULL;
