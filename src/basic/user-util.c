@@ -83,3 +83,12 @@ gid_t user_jail_gid(uid_t uid, gid_t dir_gid) {
         }
         return (gid_t)read_overflow("/proc/sys/kernel/overflowgid");
 }
+
+void service_ids(uid_t *uid, gid_t *gid, bool *named) {
+        struct passwd *pw = getpwnam(VS_SERVICE_USER);
+        bool ok = pw && pw->pw_uid != 0 && pw->pw_gid != 0;
+        *uid = ok ? pw->pw_uid : VS_OVERFLOW_ID;
+        *gid = ok ? pw->pw_gid : VS_OVERFLOW_ID;
+        if (named)
+                *named = ok;
+}

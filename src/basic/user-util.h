@@ -20,3 +20,10 @@ bool uid_is_ordinary(uid_t uid);
  * directory merely has (root's, left by a chown of the owner alone;
  * a setgid parent's; shadow's) lends the jail nothing. */
 gid_t user_jail_gid(uid_t uid, gid_t dir_gid);
+
+/* The ids the daemon's unprivileged parts run as under a root daemon: the
+ * system user "vectora-sandbox" (the Debian package makes it), or without
+ * it the overflow uid and gid 65534. *named says which (may be NULL). */
+#define VS_SERVICE_USER "vectora-sandbox"
+#define VS_OVERFLOW_ID 65534
+void service_ids(uid_t *uid, gid_t *gid, bool *named);

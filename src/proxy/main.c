@@ -26,7 +26,6 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +47,9 @@
 #include "seccomp-load.h"
 #include "seccomp.h"
 #include "tls-intercept.h"
+#include "user-util.h"
 
 #define CTL_FD 3
-#define PROXY_USER "vectora-sandbox"
-#define OVERFLOW_ID 65534
 
 #ifndef CLONE_THREAD
 #define CLONE_THREAD 0x00010000
@@ -126,14 +124,12 @@ static int drop_uid(VsError **err) {
                 return vs_error_set(err, -errno, "PR_SET_DUMPABLE: %m");
         if (geteuid() != 0)
                 return 0;
-        uid_t uid = OVERFLOW_ID;
-        gid_t gid = OVERFLOW_ID;
-        struct passwd *pw = getpwnam(PROXY_USER);
-        if (pw && pw->pw_uid != 0 && pw->pw_gid != 0) {
-                uid = pw->pw_uid;
-                gid = pw->pw_gid;
-        } else
-                log_info("no user \"%s\": running as uid %d", PROXY_USER, OVERFLOW_ID);
+        uid_t uid;
+        gid_t gid;
+        bool named;
+        service_ids(&uid, &gid, &named);
+        if (!named)
+                log_info("no user \"%s\": running as uid %d", VS_SERVICE_USER, VS_OVERFLOW_ID);
         /* Nothing can be gained back through a setuid exec afterwards, and
          * the bounding set ends any file capability too. */
         for (int c = 0; c <= 63; c++)

@@ -48,6 +48,7 @@ static void state_table(void **state) {
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_CGROUP_MAKE));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_APPROVAL_WRITE));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_LOG_REOPEN));
+        assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_WS_VIEW));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_JAIL_KILL));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_SHUTDOWN));
         /* Out of the tables' range. */

@@ -1035,6 +1035,142 @@ static uint64_t root_toml_ws(Fixture *f, const char *dir) {
         return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
 }
 
+/* ws_view of handle h: its status, the view in *view (or -1). */
+static uint64_t ws_view_ask(Fixture *f, uint64_t h, int *view) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_WS_VIEW);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        assert_int_equal(ask(f, &e, -1), 0);
+        int fds[4];
+        size_t n = 0;
+        uint64_t st = status_fds(f, fds, &n);
+        assert_int_equal(n, st == 0 ? 1u : 0u);
+        *view = n ? fds[0] : -1;
+        return st;
+}
+
+static void write_text(const char *path, const char *text, mode_t mode, uid_t uid, gid_t gid) {
+        int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        assert_int_equal(fchown(fd, uid, gid), 0);
+        close(fd);
+}
+
+/* In a child as uid/gid (no groups): what the view shows it. Exit 0, or
+ * the number of the check that failed: the path itself is closed to it;
+ * through the view a 0700 directory and a 0600 file of the owner's are
+ * its own, root's 0600 file is not; nothing is written; ".." at the
+ * view's root stays there. */
+static int view_checks(const char *dir, int view, uid_t uid, gid_t gid, const char *own, bool roots_too) {
+        pid_t c = fork();
+        assert_true(c >= 0);
+        if (c == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(90);
+                char path[256], buf[64];
+                snprintf(path, sizeof path, "%s/sub/own", dir);
+                if (open(path, O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES)
+                        _exit(1);
+                int fd = openat(view, "sub/own", O_RDONLY | O_CLOEXEC);
+                ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                if (k < 0 || (buf[k] = 0, strcmp(buf, own) != 0))
+                        _exit(2);
+                fd = openat(view, "roots", O_RDONLY | O_CLOEXEC);
+                if (roots_too ? fd < 0 : (fd >= 0 || errno != EACCES))
+                        _exit(3);
+                if (openat(view, "sub/new", O_CREAT | O_WRONLY | O_CLOEXEC, 0600) >= 0 || errno != EROFS)
+                        _exit(4);
+                if (mkdirat(view, "made", 0700) == 0 || unlinkat(view, "sub/own", 0) == 0 ||
+                    fchmodat(view, "sub", 0777, 0) == 0)
+                        _exit(5);
+                struct stat top, up;
+                int dd = openat(view, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dd < 0 || fstat(dd, &up) < 0 || fstat(view, &top) < 0 || up.st_ino != top.st_ino ||
+                    up.st_dev != top.st_dev)
+                        _exit(6);
+                if (top.st_uid != uid || top.st_gid != gid)
+                        _exit(7);
+                _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(c, &status, 0), c);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+/* ws_view gives the server a read-only view of a workspace it opened, in
+ * which the owner's files are its own: an unprivileged server reads a
+ * workspace behind 0700 directories, writes nothing, sees root's files
+ * with others' rights and cannot climb out. Refused: a handle never
+ * given, no identity to show it to, an owner changed since ws_open, a
+ * system account's workspace, a root-owned one without root's opt-in
+ * (which, given, shows root's files as the server's). */
+static void ws_view_reads_as_owner(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        uid_t uid, su = 0;
+        gid_t gid;
+        for (su = 5432; getpwuid(su); su++)
+                ;
+        hello(f);
+        char sub[96], path[128];
+        snprintf(sub, sizeof sub, "%s/sub", f->dir);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        uint64_t h = owned_ws(f, &uid, &gid);
+        assert_true(su != uid);
+        /* Of the jail's group (the one the view maps), as an owner's files are. */
+        assert_int_equal(chown(f->dir, uid, gid), 0);
+        assert_int_equal(chown(sub, uid, gid), 0);
+        snprintf(path, sizeof path, "%s/own", sub);
+        write_text(path, "the owner's", 0600, uid, gid);
+        snprintf(path, sizeof path, "%s/roots", f->dir);
+        write_text(path, "root's", 0600, 0, 0);
+
+        int view;
+        assert_int_equal(ws_view_ask(f, h, &view), EOPNOTSUPP); /* no identity yet */
+        monitor_set_server_ids(f->mon, su, su);
+        assert_int_equal(ws_view_ask(f, h + 100, &view), ENOENT);
+        assert_int_equal(ws_view_ask(f, h, &view), 0);
+        assert_int_equal(view_checks(f->dir, view, su, su, "the owner's", false), 0);
+        /* Another uid than the server's sees nothing of it. */
+        assert_int_equal(view_checks(f->dir, view, su + 1, su + 1, "the owner's", false), 2);
+        close(view);
+
+        /* The owner changed since ws_open. */
+        assert_int_equal(chown(f->dir, uid + 1, gid), 0);
+        assert_int_equal(ws_view_ask(f, h, &view), EPERM);
+        assert_int_equal(chown(f->dir, uid, gid), 0);
+
+        /* A system account's workspace. */
+        char other[96];
+        snprintf(other, sizeof other, "%s/svc", f->dir);
+        assert_int_equal(mkdir(other, 0700), 0);
+        assert_int_equal(chown(other, 996, 996), 0);
+        assert_int_equal(ws_open(f, other, 996, 996), 0);
+        assert_int_equal(ws_view_ask(f, monitor_field(&answer, MONITOR_F_WS, -1)->u64, &view), EPERM);
+
+        /* Root's: only with root's opt-in, then root's files are shown. */
+        char rdir[96];
+        snprintf(rdir, sizeof rdir, "%s/rootws", f->dir);
+        assert_int_equal(mkdir(rdir, 0700), 0);
+        assert_int_equal(ws_open(f, rdir, 0, 0), 0);
+        uint64_t rh = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(ws_view_ask(f, rh, &view), EPERM);
+        snprintf(path, sizeof path, "%s/vectora.toml", rdir);
+        write_text(path, "", 0644, 0, 0);
+        snprintf(path, sizeof path, "%s/sub", rdir);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/sub/own", rdir);
+        write_text(path, "root's own", 0600, 0, 0);
+        snprintf(path, sizeof path, "%s/roots", rdir);
+        write_text(path, "root's", 0600, 0, 0);
+        assert_int_equal(ws_view_ask(f, rh, &view), 0);
+        assert_int_equal(view_checks(rdir, view, su, su, "root's own", true), 0);
+        close(view);
+}
+
 /* A root-owned workspace's jail runs as the idmap identity, its writable
  * trees idmapped by the monitor: each opened below the directory it
  * opened (no symlink), root-owned, attached at its own path in the
@@ -1912,6 +2048,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_idmapped_trees, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

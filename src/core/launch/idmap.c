@@ -33,9 +33,10 @@ static int write_file(const char *path, const char *text) {
         return write_all(fd, text, strlen(text));
 }
 
-/* A user namespace mapping 0 -> uid/gid, held by a child that waits;
- * returns an fd on it. */
-static int make_userns(uid_t uid, gid_t gid, VsError **err) {
+/* A user namespace mapping from_uid/from_gid (as files have them on
+ * disk) -> uid/gid (as a mount idmapped with it shows them), held by a
+ * child that waits; returns an fd on it. */
+static int make_userns(uid_t from_uid, gid_t from_gid, uid_t uid, gid_t gid, VsError **err) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return vs_error_set(err, -errno, "pipe: %m");
@@ -66,12 +67,12 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
         char path[64], map[64];
         int nsfd = -EBADF;
         if (r >= 0) {
-                snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+                snprintf(map, sizeof map, "%u %u 1\n", (unsigned)from_uid, (unsigned)uid);
                 snprintf(path, sizeof path, "/proc/%d/uid_map", (int)c);
                 if ((r = write_file(path, map)) >= 0) {
                         snprintf(path, sizeof path, "/proc/%d/setgroups", (int)c);
                         (void)write_file(path, "deny");
-                        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+                        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)from_gid, (unsigned)gid);
                         snprintf(path, sizeof path, "/proc/%d/gid_map", (int)c);
                         r = write_file(path, map);
                 }
@@ -89,19 +90,30 @@ static int make_userns(uid_t uid, gid_t gid, VsError **err) {
         return r < 0 ? r : nsfd;
 }
 
-int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
-        _cleanup_close_ int ns = make_userns(uid, gid, err);
+static int idmap_clone(int srcfd, const char *src, uid_t from_uid, gid_t from_gid, uid_t uid, gid_t gid,
+                       uint64_t attrs, int *ret_fd, VsError **err) {
+        _cleanup_close_ int ns = make_userns(from_uid, from_gid, uid, gid, err);
         if (ns < 0)
                 return ns;
         _cleanup_close_ int tree = (int)syscall(SYS_open_tree, srcfd, "",
                                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
         if (tree < 0)
                 return vs_error_set(err, -errno, "open_tree(%s): %m", src);
-        struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };
+        struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | attrs, .userns_fd = (uint64_t)ns };
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
-                return vs_error_set(err, -errno, "the filesystem of %s does not support idmapped mounts: %m", src);
+                return vs_error_set(err, -errno, "the filesystem of %s (or one mounted below it) does not support idmapped mounts: %m", src);
         *ret_fd = TAKE_FD(tree);
         return 0;
+}
+
+int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
+        return idmap_clone(srcfd, src, 0, 0, uid, gid, 0, ret_fd, err);
+}
+
+int idmap_view_fd(int srcfd, const char *src, uid_t owner, gid_t group, uid_t uid, gid_t gid, int *ret_fd,
+                  VsError **err) {
+        return idmap_clone(srcfd, src, owner, group, uid, gid,
+                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, ret_fd, err);
 }
 
 /* The directory at path in this process's mount namespace, reached from

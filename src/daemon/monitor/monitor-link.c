@@ -21,6 +21,7 @@
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
+#include "user-util.h"
 #include "path-util.h"
 #include "server.h"
 #include "spawn-util.h"
@@ -79,6 +80,10 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_versi
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
+        uid_t su;
+        gid_t sg;
+        service_ids(&su, &sg, NULL);
+        monitor_set_server_ids(m, su, sg);
         if (monitor_set_jail(m, NULL, worker, state_dir) < 0)
                 _exit(1);
         int g = monitor_set_groups(m, cg_version, groups);

@@ -20,6 +20,7 @@ static const bool allowed[_MONITOR_STATE_MAX][_MONITOR_REQ_MAX] = {
                 [MONITOR_REQ_JAIL_KILL] = true, [MONITOR_REQ_APPROVAL_WRITE] = true,
                 [MONITOR_REQ_GIT_PLACEHOLDER] = true, [MONITOR_REQ_STATUS] = true,
                 [MONITOR_REQ_SHUTDOWN] = true, [MONITOR_REQ_LOG_REOPEN] = true,
+                [MONITOR_REQ_WS_VIEW] = true,
         },
         [MONITOR_STATE_STOPPING] = {
                 [MONITOR_REQ_WS_CLOSE] = true, [MONITOR_REQ_JAIL_KILL] = true,
@@ -45,6 +46,7 @@ static const char *const req_names[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_STATUS] = "status",
         [MONITOR_REQ_SHUTDOWN] = "shutdown",
         [MONITOR_REQ_LOG_REOPEN] = "log_reopen",
+        [MONITOR_REQ_WS_VIEW] = "ws_view",
 };
 
 const char *monitor_req_to_string(MonitorReq t) {
@@ -123,6 +125,7 @@ static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_STATUS] = none,
         [MONITOR_REQ_SHUTDOWN] = none,
         [MONITOR_REQ_LOG_REOPEN] = none,
+        [MONITOR_REQ_WS_VIEW] = ws_only,
 };
 
 /* Every reply: a status, and what the request it answers gives back. */

@@ -62,6 +62,8 @@ struct Monitor {
         size_t n_ws, cap_ws;
         uint64_t next_handle;
         uint64_t jails_started; /* by jail_spawn, since the start */
+        uid_t server_uid;       /* ws_view's target ids; 0: no views */
+        gid_t server_gid;
         /* What a jail's argv must be (jail-argv.h): the bwrap found in
          * PATH (again at a start while none was), the daemon's worker,
          * its state directory's homes/. No worker: no jail. */
@@ -100,6 +102,11 @@ void monitor_set_server(Monitor *m, int pidfd) {
                         break;
         if (f)
                 fclose(f);
+}
+
+void monitor_set_server_ids(Monitor *m, uid_t uid, gid_t gid) {
+        m->server_uid = uid;
+        m->server_gid = gid;
 }
 
 int monitor_set_groups(Monitor *m, int version, char *const parents[2]) {
@@ -462,6 +469,37 @@ static const char *root_workspace_refused(const MonWorkspace *w) {
         return NULL;
 }
 
+/* A read-only view of workspace w for the server (idmap_view_fd): what
+ * its owner owns shows as the server's, so that an unprivileged server
+ * reads a workspace behind a 0700 home; never one the jail's own rules
+ * would refuse (a system account's, a root-owned one without root's
+ * opt-in), nor one whose owner changed since ws_open. */
+static int ws_view(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        if (!w)
+                return reply(m, ENOENT, "no workspace has that handle", 0);
+        if (m->server_uid == 0)
+                return reply(m, EOPNOTSUPP, "the monitor knows no unprivileged identity to show a workspace to", 0);
+        struct stat st;
+        if (fstat(w->dirfd, &st) < 0)
+                return reply(m, errno, "the workspace could not be read", 0);
+        if (st.st_uid != w->uid)
+                return reply(m, EPERM, "the workspace's owner changed since it was opened", 0);
+        const char *why = w->uid == 0 ? root_workspace_refused(w)
+                          : !uid_is_ordinary(w->uid) ? "a system account's workspace is not shown to the server"
+                                                     : NULL;
+        if (why)
+                return reply(m, EPERM, why, 0);
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        _cleanup_close_ int view = -EBADF;
+        int r = idmap_view_fd(w->dirfd, w->path, w->uid, w->gid, m->server_uid, m->server_gid, &view, &e);
+        if (r < 0) {
+                log_warning("monitor: %s", vs_error_message(e));
+                return reply(m, -r, "the workspace could not be shown (its kernel or a file system in it cannot idmap)", 0);
+        }
+        return reply_fds(m, 0, NULL, 0, &view, 1);
+}
+
 /* The groups the monitor made for w, always (the server does not choose
  * a jail outside its limits): their cgroup.procs into l, or a refusal
  * (*why says it; nothing left open). */
@@ -785,6 +823,8 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return reply(m, 0, NULL, 0);
         case MONITOR_REQ_LOG_REOPEN:
                 return log_reopen(m, fds);
+        case MONITOR_REQ_WS_VIEW:
+                return ws_view(m);
         case MONITOR_REQ_SHUTDOWN: {
                 m->state = MONITOR_STATE_STOPPING;
                 int r = reply(m, 0, NULL, 0);

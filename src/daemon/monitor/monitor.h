@@ -20,6 +20,7 @@
  * placeholder requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 typedef struct Monitor Monitor;
 
@@ -39,6 +40,9 @@ int monitor_set_groups(Monitor *m, int version, char *const parents[2]);
  * homes/ hold the owners' kept homes (NULL: none). Without them every
  * start is refused. Copies them. */
 int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const char *state_dir);
+/* The ids the server runs as (or will, once it drops root): ws_view's
+ * views show a workspace's owner as them. Unset (0): no view is given. */
+void monitor_set_server_ids(Monitor *m, uid_t uid, gid_t gid);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
  * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
  * server broke the protocol (what, in the log). */
