@@ -2,6 +2,7 @@
 #include "chase.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,37 +51,63 @@ static int beneath_openat2(int dirfd, const char *rel, int flags) {
         return -EAGAIN;
 }
 
+/* The next component of *p that is not "." (its length in *len, *p past
+ * it), or NULL at the end. */
+static const char *next_component(const char **p, size_t *len) {
+        for (;;) {
+                while (**p == '/')
+                        (*p)++;
+                if (!**p)
+                        return NULL;
+                const char *c = *p;
+                *len = strcspn(c, "/");
+                *p += *len;
+                if (!(*len == 1 && c[0] == '.'))
+                        return c;
+        }
+}
+
 /* One component at a time: every directory on the way opened O_PATH |
- * O_NOFOLLOW relative to the one before. */
+ * O_NOFOLLOW relative to the one before. System calls and a stack buffer
+ * only: a child between fork and exec may walk (idmap_attach). */
 static int beneath_slow(int dirfd, const char *rel, int flags) {
-        _cleanup_free_ char *copy = strdup(rel);
-        if (!copy)
-                return -ENOMEM;
-        _cleanup_close_ int cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (cur < 0)
-                return -errno;
-        char *save = NULL, *c = strtok_r(copy, "/", &save);
-        while (c && streq(c, "."))
-                c = strtok_r(NULL, "/", &save);
+        char name[NAME_MAX + 1];
+        const char *p = rel;
+        size_t len = 0;
+        const char *c = next_component(&p, &len);
         if (!c)
                 return neg_errno(openat(dirfd, ".", flags | O_CLOEXEC));
+        int cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
         for (;;) {
-                char *next = strtok_r(NULL, "/", &save);
-                while (next && streq(next, "."))
-                        next = strtok_r(NULL, "/", &save);
-                if (!next)
-                        return neg_errno(openat(cur, c, flags | O_CLOEXEC | O_NOFOLLOW));
-                int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (len > NAME_MAX) {
+                        close(cur);
+                        return -ENAMETOOLONG;
+                }
+                memcpy(name, c, len);
+                name[len] = 0;
+                size_t next_len = 0;
+                const char *next = next_component(&p, &next_len);
+                if (!next) {
+                        int r = neg_errno(openat(cur, name, flags | O_CLOEXEC | O_NOFOLLOW));
+                        close(cur);
+                        return r;
+                }
+                int fd = openat(cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0) {
                         /* A symlink where a directory is needed: say ELOOP, as openat2 does. */
+                        int r = -errno;
                         struct stat st;
-                        if (errno == ENOTDIR && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                                return -ELOOP;
-                        return -errno;
+                        if (r == -ENOTDIR && fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                r = -ELOOP;
+                        close(cur);
+                        return r;
                 }
-                safe_close(cur);
+                close(cur);
                 cur = fd;
                 c = next;
+                len = next_len;
         }
 }
 

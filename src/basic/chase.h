@@ -25,7 +25,8 @@
 /* Opens rel (relative, no "..", may be "" or "." for dirfd itself) below
  * dirfd with flags (O_CLOEXEC and O_NOFOLLOW are added). Returns the new
  * descriptor, or a negative errno: -ELOOP for a symlink on the way or at
- * the end, -EXDEV for "..", an absolute path or a magic link. */
+ * the end, -EXDEV for "..", an absolute path or a magic link. System calls
+ * only, no allocation: a child between fork and exec may call it. */
 int chase_beneath(int dirfd, const char *rel, int flags);
 
 typedef struct ChaseResult {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "spawn-util.h"
 
@@ -116,38 +117,6 @@ int idmap_view_fd(int srcfd, const char *src, uid_t owner, gid_t group, uid_t ui
                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, ret_fd, err);
 }
 
-/* The directory at path in this process's mount namespace, reached from
- * / one component at a time without following a symlink or "..": an
- * O_PATH descriptor, or -1 with errno set. System calls only (a vfork
- * child's). */
-static int open_dir_nofollow(const char *path) {
-        int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        char name[256];
-        for (const char *p = path; cur >= 0 && *p;) {
-                while (*p == '/')
-                        p++;
-                size_t k = strcspn(p, "/");
-                if (k == 0)
-                        break;
-                if (k >= sizeof name || (k == 2 && p[0] == '.' && p[1] == '.')) {
-                        close(cur);
-                        errno = k >= sizeof name ? ENAMETOOLONG : EXDEV;
-                        return -1;
-                }
-                memcpy(name, p, k);
-                name[k] = 0;
-                p += k;
-                if (k == 1 && name[0] == '.')
-                        continue;
-                int next = openat(cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                int e = errno;
-                close(cur);
-                errno = e;
-                cur = next;
-        }
-        return cur;
-}
-
 int idmap_attach(const int *fds, char *const *paths, size_t n) {
         if (n == 0)
                 return 0;
@@ -161,9 +130,18 @@ int idmap_attach(const int *fds, char *const *paths, size_t n) {
                  * path alone, a link put on the way since the tree was
                  * checked would have taken root's attach anywhere on the
                  * host (over /proc, /usr/bin: attack review 6). */
-                int t = open_dir_nofollow(paths[i]);
-                if (t < 0)
+                int t = paths[i][0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (t < 0) {
+                        errno = paths[i][0] == '/' ? errno : EXDEV;
                         return -errno;
+                }
+                int d = chase_beneath(t, paths[i] + 1, O_PATH | O_DIRECTORY);
+                close(t);
+                if (d < 0) {
+                        errno = -d;
+                        return d;
+                }
+                t = d;
                 struct stat tree, at;
                 int r = fstat(fds[i], &tree) < 0 || fstat(t, &at) < 0 ? -errno
                         : tree.st_dev != at.st_dev || tree.st_ino != at.st_ino ? -EXDEV

@@ -36,6 +36,7 @@ int idmap_view_fd(int srcfd, const char *src, uid_t owner, gid_t group, uid_t ui
 /* Async-signal-safe, for the child between fork and exec (still root):
  * a private mount namespace, with each tree attached over its path, which
  * must lead, without a symlink or "..", to the very directory the tree is
- * a clone of (-EXDEV otherwise, -ENOTDIR for a link on the way). A
+ * a clone of (chase_beneath from /: -EXDEV otherwise, -ELOOP for a link on
+ * the way). A
  * negative errno, errno set too. */
 int idmap_attach(const int *fds, char *const *paths, size_t n);

@@ -122,11 +122,16 @@ int monitor_set_groups(Monitor *m, int version, char *const parents[2]) {
         return 0;
 }
 
+/* The bwrap in the monitor's PATH (the daemon's, fixed at its start). */
+static char *bwrap_in_path(void) {
+        return path_find_executable_os("bwrap", getenv("PATH"));
+}
+
 int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const char *state_dir) {
         free(m->bwrap);
         free(m->worker);
         free(m->homes);
-        m->bwrap = bwrap ? strdup(bwrap) : path_find_executable_os("bwrap", getenv("PATH"));
+        m->bwrap = bwrap ? strdup(bwrap) : bwrap_in_path();
         m->worker = worker ? strdup(worker) : NULL;
         m->homes = state_dir ? path_join(state_dir, "homes") : NULL;
         if (!m->guard) {
@@ -650,7 +655,7 @@ static int jail_spawn(Monitor *m, int *fds) {
         /* The plan's shape: a jail of the daemon's worker, never a program
          * of the server's choosing as the owner. */
         if (!m->bwrap)
-                m->bwrap = path_find_executable_os("bwrap", getenv("PATH"));
+                m->bwrap = bwrap_in_path();
         char why[640];
         JailArgvRules rules = { .bwrap = m->bwrap, .worker = m->worker, .homes = m->homes, .uid = uid, .gid = gid };
         if (jail_argv_check(argv, &rules, why, sizeof why) < 0) {
