@@ -98,15 +98,20 @@ def t_status_names_monitor(tmp):
         after = fd_targets(pid)
         c.close()
         # The workspace's directory, opened by the monitor itself for its
-        # groups, and the two ends of its closer thread's pipe (made when
-        # the first descriptors came: every one the server sends is closed
-        # off the loop) are all a jail and a client add.
+        # groups, the two ends of its closer thread's pipe (made when the
+        # first descriptors came: every one the server sends is closed off
+        # the loop) and a pidfd of the jail it started (jail_kill's) are
+        # all a jail and a client add.
         added = {fd: t for fd, t in after.items() if before.get(fd) != t}
         pipes = [t for t in added.values() if t.startswith("pipe:")]
-        check(sorted(added.values()) == sorted([ws] + pipes) and len(pipes) == 2 and len(set(pipes)) == 1
-              and all(fd in after for fd in before),
-              ("the monitor's descriptors changed with a jail and a client beyond the workspace and the closer",
+        pidfds = [fd for fd, t in added.items() if t == "anon_inode:[pidfd]"]
+        jail = d.ws_status(ws)["worker"]["pid"]
+        check(sorted(added.values()) == sorted([ws, "anon_inode:[pidfd]"] + pipes) and len(pipes) == 2
+              and len(set(pipes)) == 1 and all(fd in after for fd in before),
+              ("the monitor's descriptors changed with a jail and a client beyond the workspace, the closer and the jail's pidfd",
                before, after))
+        fdinfo = open("/proc/%d/fdinfo/%d" % (pid, pidfds[0])).read()
+        check("\nPid:\t%d\n" % jail in fdinfo, ("the monitor's pidfd is not the jail's", jail, fdinfo))
         check(proc_status(pid)["Threads"] == "2", "the monitor's threads after a jail: %s" % proc_status(pid)["Threads"])
         after = {fd: t for fd, t in after.items() if not t.startswith("pipe:")}
         check(monitor_of(d).get("workspaces") == 1, ("the monitor holds no workspace for the jail", monitor_of(d)))
@@ -470,6 +475,33 @@ def t_jail_started_by_monitor(tmp):
         # Killed by the daemon's own idle or stop: gone, reaped.
         d.stop()
         check(not alive(pid), "the jail outlived the daemon's stop")
+    finally:
+        d.stop()
+
+
+def t_jail_killed_by_monitor(tmp):
+    """A jail the monitor started is ended by the monitor too (jail_kill,
+    through the pidfd it kept): the server, once unprivileged, may not
+    signal the owner's processes. An idle worker's end goes there; status
+    counts it; the jail is gone and reaped."""
+    root_daemon()
+    ws = make_ws(tmp, "ws-killed", SANDBOX + "idle_timeout = 1\n")
+    if os.stat(ws).st_uid == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    d = start(tmp, "kill")
+    try:
+        r = term(d.conn(), ws, "echo up")
+        check(r.get("ok") and r.get("stdout") == "up\n", ("the call failed", r))
+        pid = d.ws_status(ws)["worker"]["pid"]
+        m = monitor_of(d)
+        check(m.get("jails_started") == 1 and m.get("jails_killed") == 0, ("before the idle end", m))
+        wait_until(lambda: monitor_of(d).get("jails_killed") == 1, "the monitor to end the idle jail")
+        wait_until(lambda: not alive(pid), "the idle jail to be gone")
+        # Again: a new jail, ended the same way.
+        r = term(d.conn(), ws, "echo again")
+        check(r.get("ok") and r.get("stdout") == "again\n", ("the second call failed", r))
+        wait_until(lambda: monitor_of(d).get("jails_killed") == 2, "the monitor to end the second idle jail")
+        T.note("jail %d ended by the monitor: %s" % (pid, monitor_of(d)))
     finally:
         d.stop()
 
@@ -904,7 +936,7 @@ def main():
                                  t_monitor_killed_stops_daemon,
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
-                                 t_jail_start_failure_through_monitor, t_jail_group_is_owners,
+                                 t_jail_killed_by_monitor, t_jail_start_failure_through_monitor, t_jail_group_is_owners,
                                  t_root_owned_jail_by_monitor,
                                  t_stopped_start_holds_nothing,
                                  t_workspace_groups_follow_changes,

@@ -241,11 +241,12 @@ static void workspaces(void **state) {
         monitor_put_u64(&e, MONITOR_F_WS, handle);
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), EOPNOTSUPP);
+        /* A jail it never started. */
         begin(f, &e, MONITOR_REQ_JAIL_KILL);
         monitor_put_u64(&e, MONITOR_F_WS, handle);
         monitor_put_u64(&e, MONITOR_F_GEN, 1);
         assert_int_equal(ask(f, &e, -1), 0);
-        assert_int_equal(status_of(f), EOPNOTSUPP);
+        assert_int_equal(status_of(f), ESRCH);
 }
 
 /* A stand-in for a cgroup hierarchy (plain directories): the group dir
@@ -589,6 +590,8 @@ typedef struct SpawnMount {
         const char *rel, *dst;
 } SpawnMount;
 
+/* The generation of spawn_ask's last start (one each). */
+static uint64_t spawn_gen;
 static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, uint64_t flags, int argv_fd, size_t fds_n,
                      const SpawnMount *mounts, size_t n_mounts) {
         int sp[2], ep[2];
@@ -599,7 +602,7 @@ static int spawn_ask(Fixture *f, uint64_t handle, uint64_t uid, uint64_t gid, ui
         MonitorEnc e;
         begin(f, &e, MONITOR_REQ_JAIL_SPAWN);
         monitor_put_u64(&e, MONITOR_F_WS, handle);
-        monitor_put_u64(&e, MONITOR_F_GEN, 1);
+        monitor_put_u64(&e, MONITOR_F_GEN, ++spawn_gen);
         monitor_put_u64(&e, MONITOR_F_UID, uid);
         monitor_put_u64(&e, MONITOR_F_GID, gid);
         monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
@@ -850,6 +853,92 @@ static void spawn_always_joins(void **state) {
         end_child(f);
         empty_group(v2, name, files);
         close(ok);
+}
+
+static uint64_t kill_ask(Fixture *f, uint64_t h, uint64_t gen) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_JAIL_KILL);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_u64(&e, MONITOR_F_GEN, gen);
+        assert_int_equal(ask(f, &e, -1), 0);
+        return status_of(f);
+}
+
+/* A jail started as cmd (exec'd): its generation and pid (this process's
+ * child). */
+static pid_t started(Fixture *f, uint64_t h, uid_t uid, gid_t gid, uint64_t *gen) {
+        int a = jail_fd(f, uid, gid, "exec sleep 100");
+        assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
+        close(a);
+        int exec;
+        assert_int_equal(spawn_status(f, &exec), 0);
+        assert_int_equal(exec, 1);
+        *gen = spawn_gen;
+        return (pid_t)monitor_field(&answer, MONITOR_F_PID, -1)->u64;
+}
+
+static void killed(pid_t pid) {
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* jail_kill ends the jail of that workspace handle and generation, the
+ * monitor's start, through the pidfd it kept (a pid the server reaped may
+ * name another process by then), also after the handle was closed.
+ * Refused with ESRCH: another generation, another workspace's handle, a
+ * jail already gone. A second live jail of one generation is refused
+ * (EEXIST) and starts nothing. status counts the kills. */
+static void jail_kill_ends_its_jail(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = owned_ws(f, &uid, &gid);
+        char other[128];
+        snprintf(other, sizeof other, "%s/other", f->dir);
+        assert_int_equal(mkdir(other, 0700), 0);
+        if (getuid() == 0)
+                assert_int_equal(chown(other, uid, gid), 0);
+        assert_int_equal(ws_open(f, other, uid, gid), 0);
+        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        serve_in_child(f);
+
+        uint64_t gen, gen2;
+        pid_t pid = started(f, h, uid, gid, &gen);
+        pid_t pid2 = started(f, h2, uid, gid, &gen2);
+        assert_int_equal(kill_ask(f, h, gen2), ESRCH);
+        assert_int_equal(kill_ask(f, h2, gen), ESRCH);
+        /* The same generation again while it runs. */
+        spawn_gen--;
+        int a = jail_fd(f, uid, gid, "exec sleep 100");
+        assert_int_equal(spawn_ask(f, h2, uid, gid, 0, a, 3, NULL, 0), 0);
+        close(a);
+        int exec;
+        assert_int_equal(spawn_status(f, &exec), EEXIST);
+        assert_null(monitor_field(&answer, MONITOR_F_PID, -1));
+        assert_int_equal(waitpid(pid2, NULL, WNOHANG), 0); /* untouched */
+
+        assert_int_equal(kill_ask(f, h, gen), 0);
+        killed(pid);
+        assert_int_equal(kill_ask(f, h, gen), ESRCH);
+
+        /* Its handle closed: still the monitor's to end. */
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_WS_CLOSE);
+        monitor_put_u64(&e, MONITOR_F_WS, h2);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_int_equal(kill_ask(f, h2, gen2), 0);
+        killed(pid2);
+        begin(f, &e, MONITOR_REQ_STATUS);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        int at = monitor_next(&answer, MONITOR_F_COUNT, -1);
+        at = monitor_next(&answer, MONITOR_F_COUNT, monitor_next(&answer, MONITOR_F_COUNT, at));
+        assert_true(at >= 0);
+        assert_int_equal(answer.fields[at].u64, 2);
+        end_child(f);
 }
 
 /* An argv[0] the kernel cannot execute (no ELF, no #!) fails the start at
@@ -2049,6 +2138,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
+                cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
         };

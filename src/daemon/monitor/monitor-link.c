@@ -399,9 +399,11 @@ json_t *monitor_link_status(Server *srv) {
         const MonitorField *pid = monitor_field(&ml->reply, MONITOR_F_PID, -1);
         int at = monitor_next(&ml->reply, MONITOR_F_COUNT, -1);
         int jails = at >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, at) : -1;
-        return json_pack("{s:b,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
+        int killed = jails >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, jails) : -1;
+        return json_pack("{s:b,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
                          (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
-                         (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0));
+                         (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0), "jails_killed",
+                         (json_int_t)(killed >= 0 ? ml->reply.fields[killed].u64 : 0));
 }
 
 int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {
@@ -461,6 +463,17 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
                 return vs_error_set(err, -ENOMEM, "out of memory");
         }
         return 0;
+}
+
+int monitor_link_jail_kill(Server *srv, uint64_t ws, uint64_t gen, VsError **err) {
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_JAIL_KILL), MONITOR_F_WS, ws);
+        monitor_put_u64(&e, MONITOR_F_GEN, gen);
+        int r = call(srv, &e, err);
+        monitor_enc_done(&e);
+        return r;
 }
 
 void monitor_link_log_reopen(Server *srv, int log_fd) {

@@ -59,6 +59,10 @@ int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64
  * (non-blocking) says later how it went (worker_spawn_exec_result). */
 int monitor_link_jail_spawn(Server *srv, uint64_t ws, const char *ws_path, uint64_t gen, const VsLaunch *l,
                             VsWorkerProc *ret, int *ret_exec_fd, VsError **err);
+/* The jail of workspace handle ws and generation gen that the monitor
+ * started ended by it (SIGKILL through the pidfd it kept); the caller
+ * still reaps it. -ESRCH: no such jail is running. */
+int monitor_link_jail_kill(Server *srv, uint64_t ws, uint64_t gen, VsError **err);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
  * handed to the monitor, whose lines go there from now on. */
 void monitor_link_log_reopen(Server *srv, int log_fd);

@@ -45,10 +45,10 @@ static inline uint64_t monitor_memory_clamp(uint64_t v) {
 typedef enum MonitorReq {
         MONITOR_REQ_HELLO = 1,       /* version: the first request, and only then */
         MONITOR_REQ_WS_OPEN,         /* path, uid, gid: the monitor opens it and checks its owner; reply: ws */
-        MONITOR_REQ_WS_CLOSE,        /* ws: its jails are killed first */
+        MONITOR_REQ_WS_CLOSE,        /* ws: the handle dropped, its groups removed (not while processes remain) */
         MONITOR_REQ_CGROUP_MAKE,     /* ws, memory_max?, pids_max?: the workspace's groups; reply: their fds */
         MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, uid, gid, flags; fds: the worker's socket end, its stderr, its argv (a sealed memfd); reply: pid */
-        MONITOR_REQ_JAIL_KILL,       /* ws, gen */
+        MONITOR_REQ_JAIL_KILL,       /* ws, gen: SIGKILL for the jail the monitor started so (its pidfd) */
         MONITOR_REQ_APPROVAL_WRITE,  /* ws, record: written as the workspace's owner, synced */
         MONITOR_REQ_GIT_PLACEHOLDER, /* ws, rel: the .git placeholder made as the owner */
         MONITOR_REQ_STATUS,          /* reply: the monitor's pid, workspaces, jails */

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -51,6 +52,13 @@ typedef struct MonWorkspace {
         char *path;   /* as opened (a root-owned one's trees are attached at their paths below it) */
 } MonWorkspace;
 
+/* A jail the monitor started, until it is seen gone: what jail_kill ends
+ * (by its pidfd: a pid the server has reaped may name another process). */
+typedef struct MonJail {
+        uint64_t ws, gen;
+        int pidfd;
+} MonJail;
+
 struct Monitor {
         int fd;
         int server_pidfd; /* -1: none */
@@ -62,6 +70,9 @@ struct Monitor {
         size_t n_ws, cap_ws;
         uint64_t next_handle;
         uint64_t jails_started; /* by jail_spawn, since the start */
+        uint64_t jails_killed;  /* by jail_kill */
+        MonJail *jails;
+        size_t n_jails, cap_jails;
         uid_t server_uid;       /* ws_view's target ids; 0: no views */
         gid_t server_gid;
         /* What a jail's argv must be (jail-argv.h): the bwrap found in
@@ -158,6 +169,9 @@ Monitor *monitor_free(Monitor *m) {
                 free(m->ws[i].path);
         }
         free(m->ws);
+        for (size_t i = 0; i < m->n_jails; i++)
+                close(m->jails[i].pidfd);
+        free(m->jails);
         if (m->fd >= 0)
                 close(m->fd);
         if (m->server_pidfd >= 0)
@@ -181,6 +195,7 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_PID, (uint64_t)getpid());
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_started);
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_killed);
         }
         int r = monitor_enc_end(&e);
         if (r >= 0) {
@@ -369,6 +384,59 @@ static int ws_close(Monitor *m) {
         close(w->dirfd);
         free(w->path);
         *w = m->ws[--m->n_ws];
+        return reply(m, 0, NULL, 0);
+}
+
+/* The jails seen gone (their pidfd readable) dropped from the table. */
+static void jails_prune(Monitor *m) {
+        for (size_t i = 0; i < m->n_jails;) {
+                struct pollfd p = { .fd = m->jails[i].pidfd, .events = POLLIN };
+                if (poll(&p, 1, 0) > 0) {
+                        close(m->jails[i].pidfd);
+                        m->jails[i] = m->jails[--m->n_jails];
+                } else
+                        i++;
+        }
+}
+
+static MonJail *jail_find(Monitor *m, uint64_t ws, uint64_t gen) {
+        for (size_t i = 0; i < m->n_jails; i++)
+                if (m->jails[i].ws == ws && m->jails[i].gen == gen)
+                        return &m->jails[i];
+        return NULL;
+}
+
+/* Takes pidfd: the jail of (ws, gen) just started. */
+static int jail_track(Monitor *m, uint64_t ws, uint64_t gen, int pidfd) {
+        if (m->n_jails == m->cap_jails) {
+                size_t cap = m->cap_jails ? m->cap_jails * 2 : 16;
+                MonJail *n = reallocarray(m->jails, cap, sizeof *n);
+                if (!n) {
+                        close(pidfd);
+                        return -ENOMEM;
+                }
+                m->jails = n;
+                m->cap_jails = cap;
+        }
+        m->jails[m->n_jails++] = (MonJail){ .ws = ws, .gen = gen, .pidfd = pidfd };
+        return 0;
+}
+
+/* jail_kill: the jail of that workspace handle (open or closed since) and
+ * generation, started by the monitor, gets SIGKILL through its pidfd: its
+ * first process is pid 1 of the jail's own pid namespace, or bwrap with
+ * its sandbox's init set to die with it, so the whole jail ends. The
+ * server reaps it, as before. A jail already gone: ESRCH. */
+static int jail_kill(Monitor *m) {
+        uint64_t ws = monitor_field(&m->msg, MONITOR_F_WS, -1)->u64;
+        uint64_t gen = monitor_field(&m->msg, MONITOR_F_GEN, -1)->u64;
+        jails_prune(m);
+        MonJail *j = jail_find(m, ws, gen);
+        if (!j)
+                return reply(m, ESRCH, "no running jail the monitor started has that workspace and generation", 0);
+        if (syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0) < 0)
+                return reply(m, errno, "the jail could not be signalled", 0);
+        m->jails_killed++;
         return reply(m, 0, NULL, 0);
 }
 
@@ -602,6 +670,7 @@ static int jail_spawn(Monitor *m, int *fds) {
         uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
         gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
         uint64_t flags = monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
+        uint64_t gen = monitor_field(&m->msg, MONITOR_F_GEN, -1)->u64;
         bool idmapped = uid == VS_IDMAP_UID && gid == VS_IDMAP_GID;
         struct stat st;
         if (fstat(w->dirfd, &st) < 0)
@@ -681,6 +750,11 @@ static int jail_spawn(Monitor *m, int *fds) {
         pid_t pid = 0;
         int step = 0;
         _cleanup_close_ int exec_fd = -EBADF;
+        jails_prune(m);
+        if (r >= 0 && jail_find(m, w->handle, gen)) {
+                r = -EEXIST;
+                why_not = "a jail of that generation runs already";
+        }
         if (r >= 0)
                 r = worker_spawn_start(&l, fds[0], fds[1], CLONE_PARENT, true, m->server_pid ? m->server_pid : getppid(),
                                        &pid, &step, &exec_fd);
@@ -696,6 +770,17 @@ static int jail_spawn(Monitor *m, int *fds) {
         if (r >= 0 && m->server_pidfd >= 0 && poll(&gone, 1, 0) != 0) {
                 (void)kill(pid, SIGKILL);
                 return reply_spawn(m, ESRCH, "the server ended meanwhile", 0, 0);
+        }
+        /* Tracked by a pidfd opened now: the child is the server's, which
+         * reaps by the pid the reply gives, so the pid names it until then.
+         * One the monitor could not end later is not left running. */
+        if (r >= 0) {
+                int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+                if (pidfd < 0 || jail_track(m, w->handle, gen, pidfd) < 0) {
+                        int e = pidfd < 0 ? errno : ENOMEM;
+                        (void)kill(pid, SIGKILL);
+                        return reply_spawn(m, e, "the monitor could not keep a handle on the jail it started", 0, 0);
+                }
         }
         m->jails_started += r >= 0;
         return reply_started(m, r < 0 ? -r : 0, NULL, pid, r < 0 ? step : 0, exec_fd);
@@ -830,6 +915,8 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return log_reopen(m, fds);
         case MONITOR_REQ_WS_VIEW:
                 return ws_view(m);
+        case MONITOR_REQ_JAIL_KILL:
+                return jail_kill(m);
         case MONITOR_REQ_SHUTDOWN: {
                 m->state = MONITOR_STATE_STOPPING;
                 int r = reply(m, 0, NULL, 0);

@@ -16,8 +16,10 @@
  * removes them with the workspace (ws_close); it starts local jails
  * (jail_spawn: as the workspace's owner, or a root-owned workspace's as
  * the idmap identity with its trees idmapped by the monitor, once the
- * argv passed jail-argv.h); it does not serve the kill, approval and
- * placeholder requests yet (answered EOPNOTSUPP). */
+ * argv passed jail-argv.h) and ends them (jail_kill: by the pidfd it kept
+ * of each); it gives the server read-only views of the workspaces it
+ * opened (ws_view); it does not serve the approval and placeholder
+ * requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
 #include <sys/types.h>

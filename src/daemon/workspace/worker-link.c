@@ -99,6 +99,20 @@ static void close_handles(WorkerLink *l) {
                 uv_close((uv_handle_t *)&l->timer, on_handle_closed);
 }
 
+/* SIGKILL for the jail's first process: by the monitor for a jail it
+ * started (as the owner: the server, once unprivileged, may not signal
+ * it), else, or when the monitor could not, by the daemon. */
+static void link_kill(WorkerLink *l) {
+        if (l->by_monitor) {
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                int r = monitor_link_jail_kill(l->srv, l->monitor_ws, l->generation, &e);
+                if (r >= 0 || r == -ESRCH)
+                        return;
+                log_warning("jail pid %d: %s; killed by the daemon", (int)l->pid, vs_error_message(e));
+        }
+        kill(l->pid, SIGKILL);
+}
+
 void link_end(WorkerLink *l, ApiError code, const char *reason) {
         if (l->state == LINK_DEAD)
                 return;
@@ -112,7 +126,7 @@ void link_end(WorkerLink *l, ApiError code, const char *reason) {
         /* A local jail's outer bwrap is pid 1 of its own pid namespace:
          * SIGKILL of it ends the whole jail, even one still being set up. */
         if (l->pid > 0) {
-                kill(l->pid, SIGKILL);
+                link_kill(l);
                 /* Until it is reaped (the kernel reaps pid 1 of a namespace
                  * only once everything else in it is gone), the workspace
                  * starts no new jail. */
@@ -626,6 +640,8 @@ static int link_spawn(Workspace *ws, const LinkOps *ops, VsLaunch **launchp, boo
         l->state = LINK_SPAWNING;
         l->generation = ws->generation;
         l->launch = TAKE_PTR(*launchp);
+        l->by_monitor = monitors;
+        l->monitor_ws = ws->monitor_ws;
         handshake_init(&l->hs, l->launch);
         l->pid = proc.pid;
         l->spawned_ms = now_ms();
@@ -835,7 +851,7 @@ json_t *link_status(WorkerLink *l) {
 void links_kill_all(Server *srv) {
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0)
-                        kill(l->pid, SIGKILL);
+                        link_kill(l);
         for (WorkerLink *l = all_links; l; l = l->next)
                 if (l->pid > 0) {
                         while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)

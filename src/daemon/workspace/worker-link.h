@@ -57,6 +57,8 @@ struct WorkerLink {
         uint64_t generation;
         VsLaunch *launch;
         pid_t pid;        /* backend process; 0 once reaped */
+        bool by_monitor;     /* started by the root monitor (jail_spawn): it kills it too */
+        uint64_t monitor_ws; /* the monitor's handle it was started under */
         VsHandshake hs;   /* hello, init, ready (handshake.h) */
         uv_pipe_t pipe;
         uv_pipe_t errpipe;
