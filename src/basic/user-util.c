@@ -9,17 +9,20 @@
 
 #include "macro.h"
 
-static void login_defs(unsigned long *min, unsigned long *max) {
+/* login.defs' range for prefix ("UID" or "GID"): PREFIX_MIN, PREFIX_MAX. */
+static void login_defs(const char *prefix, unsigned long *min, unsigned long *max) {
         FILE *f = fopen("/etc/login.defs", "re");
-        char line[256];
+        char line[256], kmin[16], kmax[16];
+        snprintf(kmin, sizeof kmin, "%s_MIN", prefix);
+        snprintf(kmax, sizeof kmax, "%s_MAX", prefix);
         while (f && fgets(line, sizeof line, f)) {
                 char key[16];
                 unsigned long v;
                 if (sscanf(line, " %15s %lu", key, &v) != 2)
                         continue;
-                if (streq(key, "UID_MIN"))
+                if (streq(key, kmin))
                         *min = v;
-                else if (streq(key, "UID_MAX"))
+                else if (streq(key, kmax))
                         *max = v;
         }
         if (f)
@@ -42,7 +45,7 @@ bool uid_is_ordinary(uid_t uid) {
         if (!read) {
                 min = 1000;
                 max = 60000;
-                login_defs(&min, &max);
+                login_defs("UID", &min, &max);
                 overflow = read_overflow("/proc/sys/kernel/overflowuid");
                 read = true;
         }
@@ -72,11 +75,32 @@ static bool member_of(const char *user, gid_t primary, gid_t gid) {
         return false;
 }
 
+/* An ordinary group's id: login.defs' GID_MIN..GID_MAX (1000..60000 where
+ * it says neither). A system group (docker, adm, sudo, shadow, ssl-cert)
+ * is none. Read once. */
+static bool gid_is_ordinary(gid_t gid) {
+        static unsigned long min, max;
+        static bool read;
+        if (!read) {
+                min = 1000;
+                max = 60000;
+                login_defs("GID", &min, &max);
+                read = true;
+        }
+        return gid >= min && gid <= max;
+}
+
 gid_t user_jail_gid(uid_t uid, gid_t dir_gid) {
         struct passwd pw, *res = NULL;
         char buf[4096];
         if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) {
-                if (dir_gid != 0 && res->pw_name && member_of(res->pw_name, res->pw_gid, dir_gid))
+                /* The owner's primary group, or an ordinary group it is a
+                 * supplementary member of (a project's); never a system
+                 * group the owner holds only as a supplementary member
+                 * (docker's socket, adm's logs), which jails otherwise
+                 * drop: a chgrp of the directory would lend it. */
+                if (dir_gid != 0 && res->pw_name && (dir_gid == res->pw_gid || gid_is_ordinary(dir_gid)) &&
+                    member_of(res->pw_name, res->pw_gid, dir_gid))
                         return dir_gid;
                 if (res->pw_gid != 0)
                         return res->pw_gid;

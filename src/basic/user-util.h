@@ -14,8 +14,10 @@
 bool uid_is_ordinary(uid_t uid);
 
 /* The group a jail of uid runs with: the workspace directory's group
- * dir_gid where uid is a member of it (its primary group, or one
- * getgrouplist names), else uid's primary group, else (no account, or a
+ * dir_gid where uid is a member of it (its primary group, or an ordinary
+ * group, login.defs' GID_MIN..GID_MAX, that getgrouplist names: never a
+ * system group held as a supplementary one, such as docker or adm),
+ * else uid's primary group, else (no account, or a
  * primary group 0) the kernel's overflow gid; never 0. A group the
  * directory merely has (root's, left by a chown of the owner alone;
  * a setgid parent's; shadow's) lends the jail nothing. */

@@ -589,23 +589,29 @@ static void test_user_jail_gid(void **state) {
                 none++;
         assert_int_equal(user_jail_gid(none, 4321), (gid_t)overflow);
         assert_int_equal(user_jail_gid(none, 0), (gid_t)overflow);
-        /* A supplementary member of a group: that group, when it is the
-         * directory's (any group of the system that lists a member with an
-         * account and another primary group). */
-        bool seen = false;
+        /* A supplementary member of a group that is the directory's: that
+         * group when it is an ordinary one (a project's), the member's
+         * primary group when it is a system group (docker, adm, ssl-cert:
+         * a chgrp of the directory lends the jail nothing). Any group of
+         * the system that lists a member with an account and another
+         * primary group. */
+        bool seen[2] = { false, false };
         struct group *g;
         setgrent();
-        while (!seen && (g = getgrent()))
-                for (char **m = g->gr_mem; g->gr_gid != 0 && m && *m && !seen; m++) {
+        while ((g = getgrent()))
+                for (char **m = g->gr_mem; g->gr_gid != 0 && m && *m; m++) {
                         struct passwd *mp = getpwnam(*m);
-                        if (mp && mp->pw_gid != g->gr_gid && mp->pw_gid != 0) {
-                                assert_int_equal(user_jail_gid(mp->pw_uid, g->gr_gid), g->gr_gid);
-                                seen = true;
-                        }
+                        if (!mp || mp->pw_gid == g->gr_gid || mp->pw_gid == 0)
+                                continue;
+                        bool ordinary = g->gr_gid >= 1000 && g->gr_gid <= 60000;
+                        assert_int_equal(user_jail_gid(mp->pw_uid, g->gr_gid), ordinary ? g->gr_gid : mp->pw_gid);
+                        seen[ordinary] = true;
                 }
         endgrent();
-        if (!seen)
-                printf("# user_jail_gid: no group here lists a member with an account: the supplementary case unchecked\n");
+        for (int i = 0; i < 2; i++)
+                if (!seen[i])
+                        printf("# user_jail_gid: no %s group here lists a member with an account: that case unchecked\n",
+                               i ? "ordinary" : "system");
 }
 
 /* chase_open_dir_local reaches what chase_open_dir does, refuses what it
