@@ -88,9 +88,18 @@ static int beneath_slow(int dirfd, const char *rel, int flags) {
                 memcpy(name, c, len);
                 name[len] = 0;
                 size_t next_len = 0;
+                const char *after = c + len;
                 const char *next = next_component(&p, &next_len);
                 if (!next) {
-                        int r = neg_errno(openat(cur, name, flags | O_CLOEXEC | O_NOFOLLOW));
+                        /* "f/" or "f/." names a directory, as the kernel's
+                         * walk reads it: a file there is ENOTDIR, a link
+                         * ELOOP (attack review 7: this walk opened the file). */
+                        int fl = flags | O_CLOEXEC | O_NOFOLLOW | (*after ? O_DIRECTORY : 0);
+                        int r = neg_errno(openat(cur, name, fl));
+                        struct stat st;
+                        if ((r == -ENOTDIR || r == -ELOOP) && fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISLNK(st.st_mode))
+                                r = -ELOOP;
                         close(cur);
                         return r;
                 }

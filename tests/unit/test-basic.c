@@ -448,6 +448,12 @@ static int beneath_checks(int ws) {
                 { "/etc", O_PATH, -EXDEV },
                 { "a/nope", O_PATH, -ENOENT },
                 { "a/b/f/x", O_PATH, -ENOTDIR },
+                /* A trailing slash or "." names a directory. */
+                { "a/b/f/", O_RDONLY, -ENOTDIR },
+                { "a/b/f/.", O_PATH, -ENOTDIR },
+                { "a/b/f//", O_PATH, -ENOTDIR },
+                { "link/", O_PATH, -ELOOP },
+                { "link/.", O_RDONLY, -ELOOP },
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
                 int fd = chase_beneath(ws, cases[i].rel, cases[i].flags);
