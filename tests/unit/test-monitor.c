@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1124,6 +1125,16 @@ static uint64_t root_toml_ws(Fixture *f, const char *dir) {
         return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
 }
 
+static int count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        int n = 0;
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
 /* ws_view of handle h: its status, the view in *view (or -1). */
 static uint64_t ws_view_ask(Fixture *f, uint64_t h, int *view) {
         MonitorEnc e;
@@ -1223,6 +1234,32 @@ static void ws_view_reads_as_owner(void **state) {
         assert_int_equal(ws_view_ask(f, h + 100, &view), ENOENT);
         assert_int_equal(ws_view_ask(f, h, &view), 0);
         assert_int_equal(view_checks(f->dir, view, su, su, "the owner's", false), 0);
+        /* Asked again: the same mount, and nothing more held by the
+         * monitor (this process's, which runs it here) for it, so a server
+         * cannot use up root's user namespaces or mounts with requests. */
+        int held = count_fds(), again;
+        for (int i = 0; i < 50; i++) {
+                assert_int_equal(ws_view_ask(f, h, &again), 0);
+                struct statx a, b;
+                assert_int_equal(statx(view, "", AT_EMPTY_PATH, STATX_MNT_ID, &a), 0);
+                assert_int_equal(statx(again, "", AT_EMPTY_PATH, STATX_MNT_ID, &b), 0);
+                assert_true(a.stx_mnt_id == b.stx_mnt_id);
+                close(again);
+        }
+        assert_int_equal(count_fds(), held);
+        /* Another workspace of the same owner: its own view, the owner's
+         * user namespace again (held: the one received and the monitor's
+         * clone, no new namespace). */
+        char second[96];
+        snprintf(second, sizeof second, "%s/second", f->dir);
+        assert_int_equal(mkdir(second, 0700), 0);
+        assert_int_equal(chown(second, uid, gid), 0);
+        assert_int_equal(ws_open(f, second, uid, gid), 0);
+        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        held = count_fds();
+        assert_int_equal(ws_view_ask(f, h2, &again), 0);
+        assert_int_equal(count_fds(), held + 2);
+        close(again);
         /* Another uid than the server's sees nothing of it. */
         assert_int_equal(view_checks(f->dir, view, su + 1, su + 1, "the owner's", false), 2);
         close(view);

@@ -91,11 +91,7 @@ static int make_userns(uid_t from_uid, gid_t from_gid, uid_t uid, gid_t gid, VsE
         return r < 0 ? r : nsfd;
 }
 
-static int idmap_clone(int srcfd, const char *src, uid_t from_uid, gid_t from_gid, uid_t uid, gid_t gid,
-                       uint64_t attrs, int *ret_fd, VsError **err) {
-        _cleanup_close_ int ns = make_userns(from_uid, from_gid, uid, gid, err);
-        if (ns < 0)
-                return ns;
+static int clone_with(int srcfd, const char *src, int ns, uint64_t attrs, int *ret_fd, VsError **err) {
         _cleanup_close_ int tree = (int)syscall(SYS_open_tree, srcfd, "",
                                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
         if (tree < 0)
@@ -108,13 +104,19 @@ static int idmap_clone(int srcfd, const char *src, uid_t from_uid, gid_t from_gi
 }
 
 int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err) {
-        return idmap_clone(srcfd, src, 0, 0, uid, gid, 0, ret_fd, err);
+        _cleanup_close_ int ns = make_userns(0, 0, uid, gid, err);
+        if (ns < 0)
+                return ns;
+        return clone_with(srcfd, src, ns, 0, ret_fd, err);
 }
 
-int idmap_view_fd(int srcfd, const char *src, uid_t owner, gid_t group, uid_t uid, gid_t gid, int *ret_fd,
-                  VsError **err) {
-        return idmap_clone(srcfd, src, owner, group, uid, gid,
-                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, ret_fd, err);
+int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err) {
+        return make_userns(owner, group, uid, gid, err);
+}
+
+int idmap_view_fd(int srcfd, const char *src, int userns, int *ret_fd, VsError **err) {
+        return clone_with(srcfd, src, userns,
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, ret_fd, err);
 }
 
 int idmap_attach(const int *fds, char *const *paths, size_t n) {

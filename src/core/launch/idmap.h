@@ -24,15 +24,20 @@
  * worker_spawn() over src inside the jail's own mount namespace only
  * (idmap_attach()), so no other process can ever reach it. */
 int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
+/* A user namespace whose idmapping shows owner/group (as files have them
+ * on disk) as uid/gid: a descriptor of it, for idmap_view_fd (one per
+ * mapping serves every view of that owner: each namespace counts against
+ * the caller's max_user_namespaces). */
+int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err);
 /* A read-only view of the tree at srcfd (borrowed, as above; mounts below
- * it included) for a process of uid/gid without root's file rights: what
- * owner/group own on disk it sees as its own (owner's rights, its
- * directories' 0700 no bar), everything else as nobody's (others' rights
- * only); nothing written, no setuid, no device, nothing run through it.
- * Detached: only a descriptor reaches it. Fails where a file system in
- * the tree cannot be idmapped. */
-int idmap_view_fd(int srcfd, const char *src, uid_t owner, gid_t group, uid_t uid, gid_t gid, int *ret_fd,
-                  VsError **err);
+ * it included), idmapped with userns (idmap_userns's, borrowed), for a
+ * process of its uid/gid without root's file rights: what owner/group own
+ * on disk it sees as its own (owner's rights, its directories' 0700 no
+ * bar), everything else as nobody's (others' rights only); nothing
+ * written, no setuid, no device, nothing run through it. Detached: only a
+ * descriptor reaches it. Fails where a file system in the tree cannot be
+ * idmapped. */
+int idmap_view_fd(int srcfd, const char *src, int userns, int *ret_fd, VsError **err);
 /* Async-signal-safe, for the child between fork and exec (still root):
  * a private mount namespace, with each tree attached over its path, which
  * must lead, without a symlink or "..", to the very directory the tree is

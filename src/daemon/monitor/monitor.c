@@ -50,7 +50,18 @@ typedef struct MonWorkspace {
         char group[3 + 16 + 1];
         bool grouped; /* cgroup_make made them: ws_close removes them */
         char *path;   /* as opened (a root-owned one's trees are attached at their paths below it) */
+        int view;     /* ws_view's clone, made once and handed again; -1: none yet */
 } MonWorkspace;
+
+/* A user namespace of ws_view's idmapping for an owner's ids: one per
+ * (uid, gid), kept for the monitor's life (each counts against root's
+ * max_user_namespaces; a view per request would let the server use them
+ * up). */
+typedef struct MonUserns {
+        uid_t uid;
+        gid_t gid;
+        int fd;
+} MonUserns;
 
 /* A jail the monitor started, until it is seen gone: what jail_kill ends
  * (by its pidfd: a pid the server has reaped may name another process). */
@@ -73,6 +84,8 @@ struct Monitor {
         uint64_t jails_killed;  /* by jail_kill */
         MonJail *jails;
         size_t n_jails, cap_jails;
+        MonUserns *userns;
+        size_t n_userns;
         uid_t server_uid;       /* ws_view's target ids; 0: no views */
         gid_t server_gid;
         /* What a jail's argv must be (jail-argv.h): the bwrap found in
@@ -166,12 +179,16 @@ Monitor *monitor_free(Monitor *m) {
                 safe_close(m->cg_fds[i]);
         for (size_t i = 0; i < m->n_ws; i++) {
                 close(m->ws[i].dirfd);
+                safe_close(m->ws[i].view);
                 free(m->ws[i].path);
         }
         free(m->ws);
         for (size_t i = 0; i < m->n_jails; i++)
                 close(m->jails[i].pidfd);
         free(m->jails);
+        for (size_t i = 0; i < m->n_userns; i++)
+                close(m->userns[i].fd);
+        free(m->userns);
         if (m->fd >= 0)
                 close(m->fd);
         if (m->server_pidfd >= 0)
@@ -279,7 +296,7 @@ static int ws_open(Monitor *m) {
         char *copy = strdup(path);
         if (!copy)
                 return reply(m, ENOMEM, NULL, 0);
-        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy };
+        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF };
         memcpy(w->group, group, sizeof w->group);
         return reply(m, 0, NULL, handle);
 }
@@ -382,6 +399,7 @@ static int ws_close(Monitor *m) {
                 return reply(m, ENOENT, "no such workspace", 0);
         group_remove(m, w);
         close(w->dirfd);
+        safe_close(w->view);
         free(w->path);
         *w = m->ws[--m->n_ws];
         return reply(m, 0, NULL, 0);
@@ -542,6 +560,22 @@ static const char *root_workspace_refused(const MonWorkspace *w) {
         return NULL;
 }
 
+/* The user namespace showing uid/gid as the server's ids: made once. */
+static int userns_for(Monitor *m, uid_t uid, gid_t gid, VsError **err) {
+        for (size_t i = 0; i < m->n_userns; i++)
+                if (m->userns[i].uid == uid && m->userns[i].gid == gid)
+                        return m->userns[i].fd;
+        MonUserns *n = reallocarray(m->userns, m->n_userns + 1, sizeof *n);
+        if (!n)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        m->userns = n;
+        int fd = idmap_userns(uid, gid, m->server_uid, m->server_gid, err);
+        if (fd < 0)
+                return fd;
+        m->userns[m->n_userns++] = (MonUserns){ .uid = uid, .gid = gid, .fd = fd };
+        return fd;
+}
+
 /* A read-only view of workspace w for the server (idmap_view_fd): what
  * its owner owns shows as the server's, so that an unprivileged server
  * reads a workspace behind a 0700 home; never one the jail's own rules
@@ -563,14 +597,20 @@ static int ws_view(Monitor *m) {
                                                      : NULL;
         if (why)
                 return reply(m, EPERM, why, 0);
-        _cleanup_(vs_error_freep) VsError *e = NULL;
-        _cleanup_close_ int view = -EBADF;
-        int r = idmap_view_fd(w->dirfd, w->path, w->uid, w->gid, m->server_uid, m->server_gid, &view, &e);
-        if (r < 0) {
-                log_warning("monitor: %s", vs_error_message(e));
-                return reply(m, -r, "the workspace could not be shown (its kernel or a file system in it cannot idmap)", 0);
+        /* One view a workspace, handed again on each request, and one
+         * user namespace an owner's ids: what the server can make the
+         * monitor hold is bounded by the workspaces it opened. */
+        if (w->view < 0) {
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                int ns = userns_for(m, w->uid, w->gid, &e);
+                int r = ns < 0 ? ns : idmap_view_fd(w->dirfd, w->path, ns, &w->view, &e);
+                if (r < 0) {
+                        w->view = -EBADF;
+                        log_warning("monitor: %s", vs_error_message(e));
+                        return reply(m, -r, "the workspace could not be shown (its kernel or a file system in it cannot idmap)", 0);
+                }
         }
-        return reply_fds(m, 0, NULL, 0, &view, 1);
+        return reply_fds(m, 0, NULL, 0, &w->view, 1);
 }
 
 /* The groups the monitor made for w, always (the server does not choose

@@ -43,7 +43,8 @@ int monitor_set_groups(Monitor *m, int version, char *const parents[2]);
  * start is refused. Copies them. */
 int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const char *state_dir);
 /* The ids the server runs as (or will, once it drops root): ws_view's
- * views show a workspace's owner as them. Unset (0): no view is given. */
+ * views show a workspace's owner as them. Unset (0): no view is given.
+ * Set before the first view (views and their namespaces are kept). */
 void monitor_set_server_ids(Monitor *m, uid_t uid, gid_t gid);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
  * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
