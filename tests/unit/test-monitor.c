@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <linux/fuse.h>
+#include <linux/mount.h>
 #include <linux/keyctl.h>
 
 #include "cgroup-kill.h"
@@ -1191,11 +1192,32 @@ static int view_checks(const char *dir, int view, uid_t uid, gid_t gid, const ch
                         _exit(6);
                 if (top.st_uid != uid || top.st_gid != gid)
                         _exit(7);
+                /* Its own user and mount namespaces, where it may
+                 * administer mounts: the view's flags stay (a detached
+                 * mount's it cleared and wrote through as the owner, root
+                 * on a root-owned workspace: attack review 7), and it
+                 * cannot be cloned to be made anew. */
+                if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+                        _exit(errno == EPERM || errno == ENOSPC ? 12 : 11);
+                {
+                        struct mount_attr a = { .attr_clr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC |
+                                                            MOUNT_ATTR_NODEV };
+                        if (syscall(SYS_mount_setattr, view, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) == 0)
+                                _exit(8);
+                        if (syscall(SYS_open_tree, view, "", OPEN_TREE_CLONE | AT_EMPTY_PATH | AT_RECURSIVE) >= 0)
+                                _exit(9);
+                        if (openat(view, "sub/new", O_CREAT | O_WRONLY | O_CLOEXEC, 0600) >= 0 || errno != EROFS)
+                                _exit(10);
+                }
                 _exit(0);
         }
         int status;
         assert_int_equal(waitpid(c, &status, 0), c);
         assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 12) {
+                printf("# ws_view: this host lets no user make a user namespace: the remount attack unchecked (and impossible)\n");
+                return 0;
+        }
         return WEXITSTATUS(status);
 }
 
@@ -1248,8 +1270,9 @@ static void ws_view_reads_as_owner(void **state) {
         }
         assert_int_equal(count_fds(), held);
         /* Another workspace of the same owner: its own view, the owner's
-         * user namespace again (held: the one received and the monitor's
-         * clone, no new namespace). */
+         * user namespace again (held: the one received, the monitor's view
+         * and the mount namespace that holds it; no new idmapping
+         * namespace). */
         char second[96];
         snprintf(second, sizeof second, "%s/second", f->dir);
         assert_int_equal(mkdir(second, 0700), 0);
@@ -1258,7 +1281,35 @@ static void ws_view_reads_as_owner(void **state) {
         uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         held = count_fds();
         assert_int_equal(ws_view_ask(f, h2, &again), 0);
-        assert_int_equal(count_fds(), held + 2);
+        assert_int_equal(count_fds(), held + 3);
+        close(again);
+        /* A directory whose group the owner is not in, opened with that
+         * group (ws_open takes the directory's own): the view maps the
+         * group a jail of the owner gets, so a file of that group is not
+         * the server's to read (the owner could not either; attack review
+         * 7 read a root:G 0640 file through a view that mapped G). */
+        char grpws[96];
+        gid_t foreign = 4444;
+        while (getgrgid(foreign) || foreign == gid)
+                foreign++;
+        snprintf(grpws, sizeof grpws, "%s/grpws", f->dir);
+        assert_int_equal(mkdir(grpws, 0750), 0);
+        assert_int_equal(chown(grpws, uid, foreign), 0);
+        snprintf(path, sizeof path, "%s/grp", grpws);
+        write_text(path, "the group's", 0640, 0, foreign);
+        assert_int_equal(ws_open(f, grpws, uid, foreign), 0);
+        assert_int_equal(ws_view_ask(f, monitor_field(&answer, MONITOR_F_WS, -1)->u64, &again), 0);
+        pid_t c = fork();
+        assert_true(c >= 0);
+        if (c == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(su, su, su) < 0 || setresuid(su, su, su) < 0)
+                        _exit(90);
+                _exit(openat(again, "grp", O_RDONLY | O_CLOEXEC) >= 0 ? 1 : errno == EACCES ? 0 : 2);
+        }
+        int cst;
+        assert_int_equal(waitpid(c, &cst, 0), c);
+        assert_true(WIFEXITED(cst));
+        assert_int_equal(WEXITSTATUS(cst), 0);
         close(again);
         /* Another uid than the server's sees nothing of it. */
         assert_int_equal(view_checks(f->dir, view, su + 1, su + 1, "the owner's", false), 2);

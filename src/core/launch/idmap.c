@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -114,9 +115,81 @@ int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err) 
         return make_userns(owner, group, uid, gid, err);
 }
 
-int idmap_view_fd(int srcfd, const char *src, int userns, int *ret_fd, VsError **err) {
-        return clone_with(srcfd, src, userns,
-                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, ret_fd, err);
+/* In a child of the caller (system calls only): the view clone made the
+ * root of a private mount namespace (attached over /tmp there, then
+ * pivot_root into it, the old root detached), then that namespace copied
+ * into a new one owned by a new user namespace: a copy into a less
+ * privileged namespace locks every mount's flags (read-only, nosuid,
+ * nodev, noexec) and place. Sends the locked copy's root (an O_PATH
+ * descriptor: ".." there stays there) on sock, then waits for the caller
+ * to have taken the namespace (/proc/PID/ns/mnt) before it ends. */
+static int view_child(int clone_fd, int sock) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return 1;
+        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int tmp = root < 0 ? -1 : chase_beneath(root, "tmp", O_PATH | O_DIRECTORY);
+        if (tmp < 0 ||
+            syscall(SYS_move_mount, clone_fd, "", tmp, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return 2;
+        /* By paths that ask nothing of the view's root itself: root may
+         * not search it (its group unmapped, others without x). The old
+         * root ends up stacked on the new one, and is detached. */
+        if (chdir("/") < 0 || syscall(SYS_pivot_root, "/tmp", "/tmp") < 0 || umount2("/", MNT_DETACH) < 0)
+                return 3;
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+                return 4;
+        int view = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (view < 0)
+                return 5;
+        if (send_with_fds(sock, "v", 1, &view, 1, MSG_NOSIGNAL) != 1)
+                return 6;
+        char b;
+        return read(sock, &b, 1) == 1 ? 0 : 7;
+}
+
+int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_ns, VsError **err) {
+        _cleanup_close_ int clone_fd = -EBADF;
+        int r = clone_with(srcfd, src, userns, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                           &clone_fd, err);
+        if (r < 0)
+                return r;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return vs_error_set(err, -errno, "socketpair: %m");
+        _cleanup_close_ int mine = sv[0], theirs = sv[1];
+        pid_t c = spawn_fork(0);
+        if (c < 0)
+                return vs_error_set(err, c, "fork: %s", strerror(-c));
+        if (c == 0)
+                _exit(view_child(clone_fd, theirs));
+        theirs = safe_close(theirs);
+        char b;
+        int view = -EBADF;
+        struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } control;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        ssize_t k = recvmsg(mine, &mh, MSG_CMSG_CLOEXEC);
+        size_t n = k == 1 ? recv_take_fds(&mh, &view, 1, NULL) : 0;
+        /* Its namespace, while the child is still in it. */
+        int ns = -EBADF;
+        if (n == 1) {
+                char path[64];
+                snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)c);
+                ns = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        (void)!write(mine, "x", 1);
+        int st = spawn_wait(c);
+        if (n != 1 || ns < 0 || st != 0) {
+                safe_close(view);
+                safe_close(ns);
+                return vs_error_set(err, -EIO, "the view of %s could not be locked (step %d)", src, st);
+        }
+        *ret_view = view;
+        *ret_ns = ns;
+        return 0;
 }
 
 int idmap_attach(const int *fds, char *const *paths, size_t n) {

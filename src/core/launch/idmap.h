@@ -34,10 +34,14 @@ int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err);
  * process of its uid/gid without root's file rights: what owner/group own
  * on disk it sees as its own (owner's rights, its directories' 0700 no
  * bar), everything else as nobody's (others' rights only); nothing
- * written, no setuid, no device, nothing run through it. Detached: only a
- * descriptor reaches it. Fails where a file system in the tree cannot be
- * idmapped. */
-int idmap_view_fd(int srcfd, const char *src, int userns, int *ret_fd, VsError **err);
+ * written, no setuid, no device, nothing run through it. *ret_view is an
+ * O_PATH descriptor of its root, a mount in a namespace of its own
+ * (*ret_ns, which keeps it: close both to let it go) owned by a user
+ * namespace of its own, so its flags are locked: a process that makes a
+ * user namespace of its own to administer mounts can neither clear them
+ * nor clone the view (a detached mount it could: attack review 7). Fails
+ * where a file system in the tree cannot be idmapped. */
+int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_ns, VsError **err);
 /* Async-signal-safe, for the child between fork and exec (still root):
  * a private mount namespace, with each tree attached over its path, which
  * must lead, without a symlink or "..", to the very directory the tree is

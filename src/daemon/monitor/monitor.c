@@ -35,6 +35,9 @@
 #include "worker-spawn.h"
 
 #define WORKSPACES_MAX 65536
+/* Workspaces with a view at once: each holds a mount namespace and a user
+ * namespace against root's max_mnt_namespaces and max_user_namespaces. */
+#define VIEWS_MAX 8192
 #ifndef FUSE_SUPER_MAGIC
 #define FUSE_SUPER_MAGIC 0x65735546
 #endif
@@ -50,7 +53,8 @@ typedef struct MonWorkspace {
         char group[3 + 16 + 1];
         bool grouped; /* cgroup_make made them: ws_close removes them */
         char *path;   /* as opened (a root-owned one's trees are attached at their paths below it) */
-        int view;     /* ws_view's clone, made once and handed again; -1: none yet */
+        int view;     /* ws_view's locked view, made once and handed again; -1: none yet */
+        int view_ns;  /* the mount namespace that holds it */
 } MonWorkspace;
 
 /* A user namespace of ws_view's idmapping for an owner's ids: one per
@@ -86,6 +90,7 @@ struct Monitor {
         size_t n_jails, cap_jails;
         MonUserns *userns;
         size_t n_userns;
+        size_t n_views; /* workspaces with a view (each holds a mount and a user namespace) */
         uid_t server_uid;       /* ws_view's target ids; 0: no views */
         gid_t server_gid;
         /* What a jail's argv must be (jail-argv.h): the bwrap found in
@@ -180,6 +185,7 @@ Monitor *monitor_free(Monitor *m) {
         for (size_t i = 0; i < m->n_ws; i++) {
                 close(m->ws[i].dirfd);
                 safe_close(m->ws[i].view);
+                safe_close(m->ws[i].view_ns);
                 free(m->ws[i].path);
         }
         free(m->ws);
@@ -296,7 +302,8 @@ static int ws_open(Monitor *m) {
         char *copy = strdup(path);
         if (!copy)
                 return reply(m, ENOMEM, NULL, 0);
-        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF };
+        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF,
+                             .view_ns = -EBADF };
         memcpy(w->group, group, sizeof w->group);
         return reply(m, 0, NULL, handle);
 }
@@ -399,7 +406,9 @@ static int ws_close(Monitor *m) {
                 return reply(m, ENOENT, "no such workspace", 0);
         group_remove(m, w);
         close(w->dirfd);
+        m->n_views -= w->view >= 0;
         safe_close(w->view);
+        safe_close(w->view_ns);
         free(w->path);
         *w = m->ws[--m->n_ws];
         return reply(m, 0, NULL, 0);
@@ -601,14 +610,22 @@ static int ws_view(Monitor *m) {
          * user namespace an owner's ids: what the server can make the
          * monitor hold is bounded by the workspaces it opened. */
         if (w->view < 0) {
+                if (m->n_views >= VIEWS_MAX)
+                        return reply(m, EMFILE, "too many workspaces shown at once: close some", 0);
+                /* The group a jail of the owner gets (never one the server
+                 * named at ws_open: the directory's whether the owner is
+                 * a member or not, attack review 7); root's own for a
+                 * root-owned workspace. */
+                gid_t gid = w->uid == 0 ? 0 : user_jail_gid(w->uid, st.st_gid);
                 _cleanup_(vs_error_freep) VsError *e = NULL;
-                int ns = userns_for(m, w->uid, w->gid, &e);
-                int r = ns < 0 ? ns : idmap_view_fd(w->dirfd, w->path, ns, &w->view, &e);
+                int ns = userns_for(m, w->uid, gid, &e);
+                int r = ns < 0 ? ns : idmap_view(w->dirfd, w->path, ns, &w->view, &w->view_ns, &e);
                 if (r < 0) {
-                        w->view = -EBADF;
+                        w->view = w->view_ns = -EBADF;
                         log_warning("monitor: %s", vs_error_message(e));
                         return reply(m, -r, "the workspace could not be shown (its kernel or a file system in it cannot idmap)", 0);
                 }
+                m->n_views++;
         }
         return reply_fds(m, 0, NULL, 0, &w->view, 1);
 }
