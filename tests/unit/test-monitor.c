@@ -1283,6 +1283,27 @@ static void ws_view_reads_as_owner(void **state) {
         assert_int_equal(ws_view_ask(f, h2, &again), 0);
         assert_int_equal(count_fds(), held + 3);
         close(again);
+        /* At most so many workspaces have a view at once (each holds a
+         * mount and a user namespace of root's): past it EMFILE, until a
+         * workspace with one is closed. */
+        monitor_set_views_max(f->mon, 2);
+        char third[96];
+        snprintf(third, sizeof third, "%s/third", f->dir);
+        assert_int_equal(mkdir(third, 0700), 0);
+        assert_int_equal(chown(third, uid, gid), 0);
+        assert_int_equal(ws_open(f, third, uid, gid), 0);
+        uint64_t h3 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(ws_view_ask(f, h3, &again), EMFILE);
+        assert_int_equal(ws_view_ask(f, h, &again), 0); /* one it has: still handed */
+        close(again);
+        MonitorEnc ce;
+        begin(f, &ce, MONITOR_REQ_WS_CLOSE);
+        monitor_put_u64(&ce, MONITOR_F_WS, h2);
+        assert_int_equal(ask(f, &ce, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_int_equal(ws_view_ask(f, h3, &again), 0);
+        close(again);
+        monitor_set_views_max(f->mon, 8192);
         /* A directory whose group the owner is not in, opened with that
          * group (ws_open takes the directory's own): the view maps the
          * group a jail of the owner gets, so a file of that group is not

@@ -91,6 +91,7 @@ struct Monitor {
         MonUserns *userns;
         size_t n_userns;
         size_t n_views; /* workspaces with a view (each holds a mount and a user namespace) */
+        size_t views_max;
         uid_t server_uid;       /* ws_view's target ids; 0: no views */
         gid_t server_gid;
         /* What a jail's argv must be (jail-argv.h): the bwrap found in
@@ -113,6 +114,7 @@ int monitor_new(int fd, Monitor **ret) {
         m->server_pidfd = -EBADF;
         m->cg_fds[0] = m->cg_fds[1] = -EBADF;
         m->next_handle = 1;
+        m->views_max = VIEWS_MAX;
         *ret = m;
         return 0;
 }
@@ -131,6 +133,10 @@ void monitor_set_server(Monitor *m, int pidfd) {
                         break;
         if (f)
                 fclose(f);
+}
+
+void monitor_set_views_max(Monitor *m, size_t max) {
+        m->views_max = max;
 }
 
 void monitor_set_server_ids(Monitor *m, uid_t uid, gid_t gid) {
@@ -610,7 +616,7 @@ static int ws_view(Monitor *m) {
          * user namespace an owner's ids: what the server can make the
          * monitor hold is bounded by the workspaces it opened. */
         if (w->view < 0) {
-                if (m->n_views >= VIEWS_MAX)
+                if (m->n_views >= m->views_max)
                         return reply(m, EMFILE, "too many workspaces shown at once: close some", 0);
                 /* The group a jail of the owner gets (never one the server
                  * named at ws_open: the directory's whether the owner is

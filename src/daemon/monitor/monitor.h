@@ -22,6 +22,7 @@
  * requests yet (answered EOPNOTSUPP). */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct Monitor Monitor;
@@ -46,6 +47,8 @@ int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const ch
  * views show a workspace's owner as them. Unset (0): no view is given.
  * Set before the first view (views and their namespaces are kept). */
 void monitor_set_server_ids(Monitor *m, uid_t uid, gid_t gid);
+/* How many workspaces may have a view at once (8 192; tests lower it). */
+void monitor_set_views_max(Monitor *m, size_t max);
 /* Reads and answers one request. 0: go on; 1: done (the server's end
  * closed, its process ended, or shutdown answered); a negative errno: the socket failed or the
  * server broke the protocol (what, in the log). */
