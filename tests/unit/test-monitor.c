@@ -893,6 +893,8 @@ static void killed(pid_t pid) {
  * (EEXIST) and starts nothing. status counts the kills. */
 static void jail_kill_ends_its_jail(void **state) {
         Fixture *f = *state;
+        if (getuid() != 0)
+                skip(); /* the monitor starts jails as root only (a start drops groups and ids) */
         hello(f);
         uid_t uid;
         gid_t gid;
