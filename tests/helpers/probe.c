@@ -1258,6 +1258,7 @@ DEF(ioctl_TIOCSTI, sc(SYS_ioctl, -1, TIOCSTI, P("x"), 0, 0, 0))
 /* CVE-2019-10063: the kernel ignores the upper 32 bits of the request. */
 DEF(ioctl_TIOCSTI_high_bits, sc(SYS_ioctl, -1, (long)((0x123UL << 32) | TIOCSTI), P("x"), 0, 0, 0))
 DEF(ioctl_TIOCLINUX, sc(SYS_ioctl, -1, TIOCLINUX, P(BAD_PTR), 0, 0, 0))
+DEF(fcntl_SETLEASE, sc(SYS_fcntl, -1, 1024 /* F_SETLEASE */, 1 /* F_WRLCK */, 0, 0, 0))
 DEF(ioctl_TIOCSETD, sc(SYS_ioctl, -1, TIOCSETD, P(BAD_PTR), 0, 0, 0))
 
 static long sock(int family, int type, int proto) {
@@ -1391,6 +1392,7 @@ static const Row rows[] = {
         ROW(ioctl_TIOCSTI, A, EPERM),
         ROW(ioctl_TIOCSTI_high_bits, A, EPERM),
         ROW(ioctl_TIOCLINUX, A, EPERM),
+        ROW(fcntl_SETLEASE, A, EPERM),
         ROW(socket_AF_PACKET, A, EPERM),
         ROW(socket_AF_PACKET_dgram, A, EPERM),
         ROW(socket_AF_VSOCK, A, EPERM),

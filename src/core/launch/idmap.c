@@ -120,9 +120,9 @@ int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err) 
  * pivot_root into it, the old root detached), then that namespace copied
  * into a new one owned by a new user namespace: a copy into a less
  * privileged namespace locks every mount's flags (read-only, nosuid,
- * nodev, noexec) and place. Sends the locked copy's root (an O_PATH
- * descriptor: ".." there stays there) on sock, then waits for the caller
- * to have taken the namespace (/proc/PID/ns/mnt) before it ends. */
+ * nodev, noexec) and place. Says so on sock, then waits for the caller
+ * to have taken the copy's root (/proc/PID/root: ".." there stays there)
+ * and the namespace (/proc/PID/ns/mnt) before it ends. */
 static int view_child(int clone_fd, int sock) {
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return 1;
@@ -138,13 +138,15 @@ static int view_child(int clone_fd, int sock) {
                 return 3;
         if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
                 return 4;
-        int view = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (view < 0)
-                return 5;
-        if (send_with_fds(sock, "v", 1, &view, 1, MSG_NOSIGNAL) != 1)
-                return 6;
+        /* The caller opens the view itself (/proc/PID/root): a file this
+         * child opened now would carry its credentials, and with them a
+         * reference to the new user namespace for as long as the server
+         * holds it, past ws_close (attack review 7b used up root's user
+         * namespaces that way). */
         char b;
-        return read(sock, &b, 1) == 1 ? 0 : 7;
+        if (write(sock, "r", 1) != 1)
+                return 5;
+        return read(sock, &b, 1) == 1 ? 0 : 6;
 }
 
 int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_ns, VsError **err) {
@@ -164,25 +166,19 @@ int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_n
                 _exit(view_child(clone_fd, theirs));
         theirs = safe_close(theirs);
         char b;
-        int view = -EBADF;
-        struct iovec iov = { .iov_base = &b, .iov_len = 1 };
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
-        ssize_t k = recvmsg(mine, &mh, MSG_CMSG_CLOEXEC);
-        size_t n = k == 1 ? recv_take_fds(&mh, &view, 1, NULL) : 0;
-        /* Its namespace, while the child is still in it. */
-        int ns = -EBADF;
-        if (n == 1) {
+        int view = -EBADF, ns = -EBADF;
+        /* Its root (the view) and its mount namespace, while the child is
+         * in it, opened by this process. */
+        if (read(mine, &b, 1) == 1) {
                 char path[64];
+                snprintf(path, sizeof path, "/proc/%d/root", (int)c);
+                view = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)c);
                 ns = open(path, O_RDONLY | O_CLOEXEC);
         }
         (void)!write(mine, "x", 1);
         int st = spawn_wait(c);
-        if (n != 1 || ns < 0 || st != 0) {
+        if (view < 0 || ns < 0 || st != 0) {
                 safe_close(view);
                 safe_close(ns);
                 return vs_error_set(err, -EIO, "the view of %s could not be locked (step %d)", src, st);

@@ -132,6 +132,7 @@ typedef struct Entry {
         const char *threat;
 } Entry;
 
+#define F_SETLEASE_CMD 1024 /* F_LINUX_SPECIFIC_BASE + 0 */
 #define DENY(name, threat) { name, EPERM, WHEN_ALWAYS, COND_NONE, 0, 0, 0, threat }
 #define DENY_NEW(name, nr, threat) { name, EPERM, WHEN_ALWAYS, COND_NONE, 0, 0, nr, threat }
 #define DENY_ARG(name, when, arg, value, threat) { name, EPERM, when, COND_ARG_EQ32, arg, value, 0, threat }
@@ -309,6 +310,13 @@ static const Entry entries[] = {
         DENY_ARG("ioctl", WHEN_ALWAYS, 1, TIOCSTI, "TIOCSTI: push input into a terminal, i.e. type commands into the host's shell"),
         DENY_ARG("ioctl", WHEN_ALWAYS, 1, TIOCLINUX, "TIOCLINUX: console selection paste, the same injection on virtual consoles"),
         DENY_ARG("ioctl", WHEN_LOCKDOWN, 1, TIOCSETD, "TIOCSETD: switch line discipline, loading rarely used kernel code (n_gsm, n_hdlc CVEs)"),
+
+        /* File leases: the jail owns the workspace's files, and a lease on
+         * one holds every host process's open of it (the daemon's read of
+         * vectora.toml, the user's editor) for the lease-break time, 45 s,
+         * again and again (attack review 7b, through a view). */
+        DENY_ARG("fcntl", WHEN_ALWAYS, 1, F_SETLEASE_CMD, "F_SETLEASE: a lease on a workspace file holds every host process's open of it (the daemon's, the user's editor) for the lease-break time (45 s), again and again"),
+        DENY_ARG("fcntl64", WHEN_ALWAYS, 1, F_SETLEASE_CMD, "F_SETLEASE: the same through fcntl64 (32-bit)"),
 
         /* Sockets. The kernel reads family, type and protocol as ints.
          * Only unix, inet, inet6 and netlink are ever allowed: AF_PACKET
