@@ -312,10 +312,10 @@ static const Entry entries[] = {
         DENY_ARG("ioctl", WHEN_LOCKDOWN, 1, TIOCSETD, "TIOCSETD: switch line discipline, loading rarely used kernel code (n_gsm, n_hdlc CVEs)"),
 
         /* File leases: the jail owns the workspace's files, and a lease on
-         * one holds every host process's open of it (the daemon's read of
-         * vectora.toml, the user's editor) for the lease-break time, 45 s,
-         * again and again (attack review 7b, through a view). */
-        DENY_ARG("fcntl", WHEN_ALWAYS, 1, F_SETLEASE_CMD, "F_SETLEASE: a lease on a workspace file holds every host process's open of it (the daemon's, the user's editor) for the lease-break time (45 s), again and again"),
+         * one holds other processes' opens of it (the user's editor
+         * blocked for the lease-break time, 45 s; a non-blocking open
+         * refused), again and again (attack review 7b, through a view). */
+        DENY_ARG("fcntl", WHEN_ALWAYS, 1, F_SETLEASE_CMD, "F_SETLEASE: a lease on a workspace file holds other processes' opens of it (the user's editor blocked for the lease-break time, 45 s), again and again"),
         DENY_ARG("fcntl64", WHEN_ALWAYS, 1, F_SETLEASE_CMD, "F_SETLEASE: the same through fcntl64 (32-bit)"),
 
         /* Sockets. The kernel reads family, type and protocol as ints.
