@@ -25,7 +25,7 @@
  * (idmap_attach()), so no other process can ever reach it. */
 int idmap_prepare_fd(int srcfd, const char *src, uid_t uid, gid_t gid, int *ret_fd, VsError **err);
 /* A user namespace whose idmapping shows owner/group (as files have them
- * on disk) as uid/gid: a descriptor of it, for idmap_view_fd (one per
+ * on disk) as uid/gid: a descriptor of it, for idmap_view (one per
  * mapping serves every view of that owner: each namespace counts against
  * the caller's max_user_namespaces). */
 int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err);

@@ -54,7 +54,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_STATUS,          /* reply: the monitor's pid, workspaces, jails */
         MONITOR_REQ_SHUTDOWN,        /* every jail killed; the monitor then exits */
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
-        MONITOR_REQ_WS_VIEW,         /* ws: reply: a read-only view of it for the server's uid (idmap.h idmap_view_fd) */
+        MONITOR_REQ_WS_VIEW,         /* ws: reply: a read-only view of it for the server's uid (idmap.h idmap_view) */
         _MONITOR_REQ_MAX,
         _MONITOR_REQ_INVALID = -1,
 } MonitorReq;

@@ -591,7 +591,7 @@ static int userns_for(Monitor *m, uid_t uid, gid_t gid, VsError **err) {
         return fd;
 }
 
-/* A read-only view of workspace w for the server (idmap_view_fd): what
+/* A read-only view of workspace w for the server (idmap_view): what
  * its owner owns shows as the server's, so that an unprivileged server
  * reads a workspace behind a 0700 home; never one the jail's own rules
  * would refuse (a system account's, a root-owned one without root's
