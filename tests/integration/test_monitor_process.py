@@ -506,6 +506,52 @@ def t_jail_killed_by_monitor(tmp):
         d.stop()
 
 
+def t_placeholders_by_monitor(tmp):
+    """What the host makes in a workspace before its jail starts (the
+    protected names' placeholders, git_init's repository) is made by the
+    monitor, below the directory it opened, owned like its parent: the
+    server, once unprivileged, writes nothing in a workspace. An ordinary
+    owner's workspace and a root-owned one; status counts what it made."""
+    root_daemon()
+    ws = make_ws(tmp, "ws-place", SANDBOX + "git_init = true\n")
+    owner = os.stat(ws).st_uid
+    if owner == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    rws = make_ws(tmp, "ws-place-root", SANDBOX + "git_init = true\n")
+    for d_, dirs, files in os.walk(rws):
+        for n in [d_] + [os.path.join(d_, f) for f in files]:
+            os.lchown(n, 0, 0)
+    d = start(tmp, "place")
+    try:
+        made = []
+        for w, uid in ((ws, owner), (rws, 0)):
+            before = monitor_of(d).get("placeholders_made")
+            check(before is not None, "status does not count the monitor's placeholders")
+            r = term(d.conn(), w, "echo up")
+            check(r.get("ok") and r.get("stdout") == "up\n", ("the call failed", r))
+            # The repository (git_init) and the protected names' stand-ins.
+            want = {".git": "d", ".git/HEAD": "ref: refs/heads/master\n", ".git/objects/pack": "d",
+                    ".git/refs/tags": "d", ".envrc": "d", ".mcp.json": '{"mcpServers":{}}\n', ".gitmodules": "",
+                    ".git/hooks": "d", ".git/info/exclude": ""}
+            for rel, what in want.items():
+                p_ = os.path.join(w, rel)
+                st = os.lstat(p_)
+                check(st.st_uid == uid, "%s is uid %d, not the owner's %d" % (p_, st.st_uid, uid))
+                if what == "d":
+                    check(os.path.isdir(p_) and not os.path.islink(p_), "%s is not a directory" % p_)
+                else:
+                    with open(p_) as f:
+                        check(f.read() == what, "%s does not hold what it should" % p_)
+            after = monitor_of(d)["placeholders_made"]
+            # Each of those, and the rest of the skeleton and defaults.
+            check(after - before >= len(want), ("the monitor made %d, not every one of %d" % (after - before, len(want)),
+                                                monitor_of(d)))
+            made.append(after - before)
+        T.note("placeholders made by the monitor: %s (ordinary owner's, root-owned)" % made)
+    finally:
+        d.stop()
+
+
 def t_root_owned_jail_by_monitor(tmp):
     """A root-owned workspace's jail is the monitor's too: it runs as the
     idmap identity (no account's, never root), its writable trees idmapped
@@ -937,7 +983,7 @@ def main():
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
                                  t_jail_killed_by_monitor, t_jail_start_failure_through_monitor, t_jail_group_is_owners,
-                                 t_root_owned_jail_by_monitor,
+                                 t_root_owned_jail_by_monitor, t_placeholders_by_monitor,
                                  t_stopped_start_holds_nothing,
                                  t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "git-init.h"
+#include "host-make.h"
 
 static char base[128], ws[192], bin[192], ref[192];
 
@@ -87,7 +88,7 @@ static uid_t owner(const char *rel) {
 
 static void made_when_missing(void **state) {
         VsError *err = NULL;
-        if (git_repo_make(ws, &err) < 0)
+        if (git_repo_make(ws, NULL, &err) < 0)
                 fail_msg("%s", vs_error_message(err));
         struct stat st;
         char head[512];
@@ -108,8 +109,64 @@ static void made_when_missing(void **state) {
         char cfg[512];
         path_of(cfg, sizeof cfg, ".git/config");
         write_at(cfg, "[core]\n\tbare = false\n", 0644);
-        assert_int_equal(git_repo_make(ws, &err), 0);
+        assert_int_equal(git_repo_make(ws, NULL, &err), 0);
         assert_string_equal(read_rel(".git/config"), "[core]\n\tbare = false\n");
+}
+
+/* A maker (host-make.h) as the root monitor makes: what it was asked,
+ * made below ws by its path. */
+static char asked[16][64];
+static int n_asked, fail_at = -1;
+static int path_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
+        (void)userdata;
+        (void)err;
+        assert_true(n_asked < 16);
+        snprintf(asked[n_asked], sizeof asked[0], "%s%s%s", rel, flags & VS_HOST_MAKE_DIR ? "/" : "",
+                 flags & VS_HOST_MAKE_EXCL ? "" : " (not exclusive)");
+        if (n_asked++ == fail_at)
+                return -EEXIST;
+        char p[512];
+        path_of(p, sizeof p, rel);
+        if (flags & VS_HOST_MAKE_DIR)
+                return mkdir(p, 0755) < 0 ? -errno : 1;
+        write_at(p, vs_host_texts[text], 0644);
+        return 1;
+}
+
+/* Through a maker (a root daemon's monitor): each entry asked of it, in
+ * git init's order and HEAD last, every one but .git itself new (EXCL),
+ * texts named from the table; the result the same repository. One
+ * already there (the maker's EEXIST) refuses the start, as a repository
+ * changed meanwhile; a .git that is there already is not asked for. */
+static void made_by_maker(void **state) {
+        VsError *err = NULL;
+        VsHostMaker m = { .workspace = ws, .make = path_make };
+        n_asked = 0;
+        fail_at = -1;
+        if (git_repo_make(ws, &m, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        const char *want[] = { ".git/ (not exclusive)", ".git/objects/", ".git/objects/info/", ".git/objects/pack/",
+                               ".git/refs/", ".git/refs/heads/", ".git/refs/tags/", ".git/config", ".git/HEAD" };
+        assert_int_equal(n_asked, 9);
+        for (int i = 0; i < 9; i++)
+                assert_string_equal(asked[i], want[i]);
+        assert_string_equal(read_rel(".git/HEAD"), "ref: refs/heads/master\n");
+        assert_non_null(strstr(read_rel(".git/config"), "repositoryformatversion = 0"));
+        /* A repository now: nothing asked. */
+        n_asked = 0;
+        assert_int_equal(git_repo_make(ws, &m, &err), 0);
+        assert_int_equal(n_asked, 0);
+        /* The empty placeholder .git: filled; refs/ there already: refused. */
+        char g[512];
+        path_of(g, sizeof g, ".git");
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", g, g);
+        assert_int_equal(system(cmd), 0);
+        n_asked = 0;
+        fail_at = 3;
+        assert_int_equal(git_repo_make(ws, &m, &err), -ESTALE);
+        assert_string_equal(asked[0], ".git/objects/");
+        vs_error_free(err);
 }
 
 /* The same tree, file for file, byte for byte and mode for mode, as `git
@@ -119,7 +176,7 @@ static void same_as_git_init(void **state) {
         if (system("command -v git >/dev/null 2>&1") != 0)
                 skip();
         VsError *err = NULL;
-        if (git_repo_make(ws, &err) < 0)
+        if (git_repo_make(ws, NULL, &err) < 0)
                 fail_msg("%s", vs_error_message(err));
         char cmd[2048];
         snprintf(cmd, sizeof cmd,
@@ -141,7 +198,7 @@ static void made_in_empty_placeholder(void **state) {
         path_of(p, sizeof p, ".git");
         assert_int_equal(mkdir(p, 0755), 0);
         VsError *err = NULL;
-        if (git_repo_make(ws, &err) < 0)
+        if (git_repo_make(ws, NULL, &err) < 0)
                 fail_msg("%s", vs_error_message(err));
         assert_true(exists(".git/HEAD"));
 }
@@ -156,13 +213,13 @@ static void left_alone(void **state) {
         assert_int_equal(mkdir(p, 0755), 0);
         path_of(q, sizeof q, ".git");
         assert_int_equal(symlink("elsewhere", q), 0);
-        assert_int_equal(git_repo_make(ws, &err), 0);
+        assert_int_equal(git_repo_make(ws, NULL, &err), 0);
         assert_false(exists("elsewhere/HEAD"));
         assert_int_equal(unlink(q), 0);
 
         /* A .git file (gitdir: pointer). */
         write_at(q, "gitdir: elsewhere\n", 0644);
-        assert_int_equal(git_repo_make(ws, &err), 0);
+        assert_int_equal(git_repo_make(ws, NULL, &err), 0);
         assert_string_equal(read_rel(".git"), "gitdir: elsewhere\n");
         assert_int_equal(unlink(q), 0);
 
@@ -170,7 +227,7 @@ static void left_alone(void **state) {
         assert_int_equal(mkdir(q, 0755), 0);
         path_of(p, sizeof p, ".git/config");
         write_at(p, "[core]\n", 0644);
-        assert_int_equal(git_repo_make(ws, &err), 0);
+        assert_int_equal(git_repo_make(ws, NULL, &err), 0);
         assert_false(exists(".git/HEAD"));
         assert_null(err);
 }
@@ -182,7 +239,7 @@ static void no_git_needed(void **state) {
         char *saved = old ? strdup(old) : NULL;
         assert_int_equal(setenv("PATH", bin, 1), 0);
         VsError *err = NULL;
-        int r = git_repo_make(ws, &err);
+        int r = git_repo_make(ws, NULL, &err);
         if (saved)
                 setenv("PATH", saved, 1);
         free(saved);
@@ -197,6 +254,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(made_when_missing, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(made_in_empty_placeholder, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(left_alone, make_dirs, remove_dirs),
+                cmocka_unit_test_setup_teardown(made_by_maker, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(same_as_git_init, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(no_git_needed, make_dirs, remove_dirs),
         };

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "host-make.h"
 #include "monitor-proto.h"
 
 static int decode(const MonitorEnc *e, bool is_reply, MonitorMsg *m) {
@@ -136,22 +137,52 @@ static void paths(void **state) {
         MonitorEnc e;
         const char *rels[] = { "a", "a/b", ".git", "..a", "a..", NULL };
         for (size_t i = 0; rels[i]; i++) {
-                monitor_enc_begin(&e, MONITOR_REQ_GIT_PLACEHOLDER, 1);
+                monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 1);
                 monitor_put_str(&e, MONITOR_F_REL, rels[i]);
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_PARENTS);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), 0);
                 monitor_enc_done(&e);
         }
         const char *bad_rels[] = { "", "/a", "..", "../a", "a/../b", "a/.", ".", "a//b", "a/", NULL };
         for (size_t i = 0; bad_rels[i]; i++) {
-                monitor_enc_begin(&e, MONITOR_REQ_GIT_PLACEHOLDER, 1);
+                monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 1);
                 monitor_put_str(&e, MONITOR_F_REL, bad_rels[i]);
+                monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), -EBADMSG);
                 monitor_enc_done(&e);
         }
+        /* A placeholder's text is an index of the table (host-make.h),
+         * never bytes; its flags the known ones; both checked. */
+        const struct {
+                uint64_t flags, text;
+                int r;
+        } place[] = {
+                { VS_HOST_MAKE_DIR | VS_HOST_MAKE_EXCL | VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY, 0 },
+                { 0, _VS_HOST_TEXT_MAX - 1, 0 },
+                { 0, _VS_HOST_TEXT_MAX, -EBADMSG },
+                { _VS_HOST_MAKE_ALL + 1, 0, -EBADMSG },
+        };
+        for (size_t i = 0; i < sizeof place / sizeof *place; i++) {
+                monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 1);
+                monitor_put_str(&e, MONITOR_F_REL, "a");
+                monitor_put_u64(&e, MONITOR_F_FLAGS, place[i].flags);
+                monitor_put_u64(&e, MONITOR_F_TEXT, place[i].text);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, false, &msg), place[i].r);
+                monitor_enc_done(&e);
+        }
+        /* No flags: refused (the server says what it asks). */
+        monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
+        monitor_put_u64(&e, MONITOR_F_WS, 1);
+        monitor_put_str(&e, MONITOR_F_REL, "a");
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+        monitor_enc_done(&e);
 }
 
 static void strings(void **state) {

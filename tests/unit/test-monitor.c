@@ -42,6 +42,7 @@
 
 #include "cgroup-kill.h"
 #include "fd-util.h"
+#include "host-make.h"
 #include "idmap.h"
 #include "log.h"
 #include "monitor-proto.h"
@@ -1378,6 +1379,142 @@ static void ws_view_reads_as_owner(void **state) {
  * disk. Refused, nothing run: a tree elsewhere than its own path, behind
  * a symlink or not root-owned, another kind of mount, the identity for a
  * workspace root no longer owns. */
+/* placeholder of rel below handle h: its status, the count in *made. */
+static uint64_t place_ask(Fixture *f, uint64_t h, const char *rel, unsigned flags, int text, uint64_t *made) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_str(&e, MONITOR_F_REL, rel);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
+        if (text >= 0)
+                monitor_put_u64(&e, MONITOR_F_TEXT, (uint64_t)text);
+        assert_int_equal(ask(f, &e, -1), 0);
+        uint64_t st = status_of(f);
+        const MonitorField *c = monitor_field(&answer, MONITOR_F_COUNT, -1);
+        assert_true(st ? !c : c && c->u64 <= 1);
+        if (made)
+                *made = c ? c->u64 : UINT64_MAX;
+        return st;
+}
+
+static void is_placeholder(const char *dir, const char *rel, bool is_dir_, uid_t uid, gid_t gid, const char *text) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, rel);
+        struct stat st;
+        assert_int_equal(lstat(p, &st), 0);
+        assert_int_equal(st.st_uid, uid);
+        assert_int_equal(st.st_gid, gid);
+        assert_int_equal(st.st_mode & 07777, is_dir_ ? 0755 : 0644);
+        assert_true(is_dir_ ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+        if (text) {
+                char buf[256];
+                read_text(dir, rel, buf, sizeof buf);
+                char want[256];
+                snprintf(want, sizeof want, "%s", text);
+                for (size_t n = strlen(want); n > 0 && want[n - 1] == '\n';)
+                        want[--n] = 0;
+                assert_string_equal(buf, want);
+        }
+}
+
+/* placeholder (host-make.h) makes what the server names below a
+ * workspace the monitor opened, owned like the parent, modes exact
+ * whatever the umask, a text from the table only, and nothing through a
+ * symlink, a file, a "..", a user's file system or where something is:
+ * a link at the name (dangling, to where root could write) stays a link
+ * and nothing appears where it points; a link on the way is not entered.
+ * Refused: an unknown handle, an owner changed, a system account's, a
+ * root-owned one without root's vectora.toml, a text for a directory. */
+static void placeholder_made_below_workspace(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = root_owned_ws(f, &uid, &gid);
+        struct stat dst;
+        assert_int_equal(stat(f->dir, &dst), 0);
+        mode_t old = umask(077);
+        uint64_t made;
+        /* Directories on the way made too (PARENTS), each owned like its
+         * parent; then there already. */
+        assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_PARENTS, -1, &made), 0);
+        assert_int_equal(made, 1);
+        is_placeholder(f->dir, "a", true, uid, dst.st_gid, NULL);
+        is_placeholder(f->dir, "a/b/.vscode", true, uid, dst.st_gid, NULL);
+        assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_PARENTS, -1, &made), 0);
+        assert_int_equal(made, 0);
+        assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_EXCL, -1, NULL), EEXIST);
+        /* Without PARENTS a missing directory on the way is an error. */
+        assert_int_equal(place_ask(f, h, "c/.mcp.json", 0, VS_HOST_TEXT_MCP, NULL), ENOENT);
+        assert_int_equal(place_ask(f, h, ".mcp.json", 0, VS_HOST_TEXT_MCP, &made), 0);
+        assert_int_equal(made, 1);
+        is_placeholder(f->dir, ".mcp.json", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_MCP]);
+        assert_int_equal(place_ask(f, h, "HEAD", VS_HOST_MAKE_EXCL, VS_HOST_TEXT_GIT_HEAD, &made), 0);
+        is_placeholder(f->dir, "HEAD", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_GIT_HEAD]);
+        /* A directory the owner made with another group: its group. */
+        char sub[160], target[160], link[160];
+        snprintf(sub, sizeof sub, "%s/sub", f->dir);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_int_equal(chown(sub, uid, 4242), 0);
+        assert_int_equal(place_ask(f, h, "sub/x", 0, VS_HOST_TEXT_EMPTY, &made), 0);
+        is_placeholder(f->dir, "sub/x", false, uid, 4242, "");
+        /* A symlink on the way (to a root directory), at the name
+         * (dangling, into root's directory), a file on the way. */
+        snprintf(target, sizeof target, "%s/root-only", f->dir);
+        assert_int_equal(mkdir(target, 0700), 0);
+        snprintf(link, sizeof link, "%s/to-root", f->dir);
+        assert_int_equal(symlink(target, link), 0);
+        assert_int_equal(place_ask(f, h, "to-root/x", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY, NULL), ELOOP);
+        snprintf(link, sizeof link, "%s/dangling", f->dir);
+        snprintf(target, sizeof target, "%s/root-only/planted", f->dir);
+        assert_int_equal(symlink(target, link), 0);
+        assert_int_equal(place_ask(f, h, "dangling", 0, VS_HOST_TEXT_EMPTY, &made), 0);
+        assert_int_equal(made, 0);
+        assert_int_equal(place_ask(f, h, "dangling", VS_HOST_MAKE_DIR, -1, &made), 0);
+        assert_int_equal(made, 0);
+        assert_int_equal(place_ask(f, h, "dangling", VS_HOST_MAKE_EXCL, VS_HOST_TEXT_EMPTY, NULL), EEXIST);
+        assert_int_equal(access(target, F_OK), -1);
+        assert_int_equal(place_ask(f, h, ".mcp.json/x", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY, NULL), ENOTDIR);
+        /* A directory holds no text. */
+        assert_int_equal(place_ask(f, h, "d", VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY, NULL), EINVAL);
+        assert_int_equal(place_ask(f, h + 100, "y", 0, VS_HOST_TEXT_EMPTY, NULL), ENOENT);
+        /* The owner changed: nothing made. */
+        assert_int_equal(chown(f->dir, uid + 1, dst.st_gid), 0);
+        assert_int_equal(place_ask(f, h, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
+        assert_int_equal(chown(f->dir, uid, dst.st_gid), 0);
+        /* A system account's workspace, a root-owned one without root's
+         * vectora.toml: refused; with it, made as root's. */
+        char sys[160];
+        snprintf(sys, sizeof sys, "%s/sys", f->dir);
+        assert_int_equal(mkdir(sys, 0755), 0);
+        assert_int_equal(chown(sys, 1, 1), 0);
+        assert_int_equal(ws_open(f, sys, 1, user_jail_gid(1, 1)), 0);
+        uint64_t hs = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(place_ask(f, hs, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
+        char rdir[160];
+        snprintf(rdir, sizeof rdir, "%s/rootws", f->dir);
+        assert_int_equal(mkdir(rdir, 0755), 0);
+        assert_int_equal(ws_open(f, rdir, 0, 0), 0);
+        uint64_t hr = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(place_ask(f, hr, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
+        char toml[200];
+        snprintf(toml, sizeof toml, "%s/vectora.toml", rdir);
+        write_text(toml, "", 0644, 0, 0);
+        assert_int_equal(place_ask(f, hr, ".envrc", VS_HOST_MAKE_DIR, -1, &made), 0);
+        assert_int_equal(made, 1);
+        is_placeholder(rdir, ".envrc", true, 0, 0, NULL);
+        umask(old);
+        /* status counts what was made. */
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_STATUS);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        int at = -1;
+        for (int i = 0; i < 4; i++)
+                at = monitor_next(&answer, MONITOR_F_COUNT, at);
+        assert_true(at >= 0);
+        assert_int_equal(answer.fields[at].u64, 5); /* a/b/.vscode, .mcp.json, HEAD, sub/x, .envrc: leaves, not the directories on the way */
+}
+
 static void spawn_idmapped_trees(void **state) {
         Fixture *f = *state;
         if (getuid() != 0)
@@ -1938,6 +2075,55 @@ static void spawn_checks_ask_no_file_system(void **state) {
  * table, never the file system. (Attack review 3, F1: ws_open's fstat on
  * a FUSE mount that answered everyone but the monitor held the monitor
  * past the server's 5 s, and the server then ended every jail.) */
+/* e sent to the monitor serving in its child: 1 when it answered within
+ * 3 s (its status in *st), else what poll said. */
+static int send_await(Fixture *f, MonitorEnc *e, uint64_t *st) {
+        assert_int_equal(monitor_enc_end(e), 0);
+        assert_int_equal(send(f->server, e->buf.data, e->buf.len, 0), (ssize_t)e->buf.len);
+        monitor_enc_done(e);
+        struct pollfd p = { .fd = f->server, .events = POLLIN };
+        int r = poll(&p, 1, 3000);
+        if (r == 1)
+                *st = status_of(f);
+        return r;
+}
+
+/* A user's file system (FUSE) on the way is asked nothing: refused at
+ * once, and the monitor answers the next request. */
+static void placeholder_asks_no_file_system(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = root_owned_ws(f, &uid, &gid);
+        char mnt[128];
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 2);
+        serve_in_child(f);
+        const char *rels[] = { "mnt/x", "mnt/sub/x" };
+        int answered[2] = { 0 };
+        uint64_t st[2] = { 0 };
+        for (size_t i = 0; i < 2; i++) {
+                MonitorEnc e;
+                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+                monitor_put_u64(&e, MONITOR_F_WS, h);
+                monitor_put_str(&e, MONITOR_F_REL, rels[i]);
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_PARENTS);
+                if ((answered[i] = send_await(f, &e, &st[i])) != 1)
+                        break;
+        }
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        for (size_t i = 0; i < 2; i++) {
+                assert_int_equal(answered[i], 1);
+                assert_int_equal(st[i], EPERM);
+        }
+        end_child(f);
+        munmap((void *)stall, 4096);
+}
+
 static void ws_open_asks_no_file_system(void **state) {
         Fixture *f = *state;
         if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
@@ -1965,14 +2151,8 @@ static void ws_open_asks_no_file_system(void **state) {
                 monitor_put_str(&e, MONITOR_F_PATH, paths[i]);
                 monitor_put_u64(&e, MONITOR_F_UID, 0);
                 monitor_put_u64(&e, MONITOR_F_GID, 0);
-                assert_int_equal(monitor_enc_end(&e), 0);
-                assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
-                monitor_enc_done(&e);
-                struct pollfd p = { .fd = f->server, .events = POLLIN };
-                answered[i] = poll(&p, 1, 3000);
-                if (answered[i] != 1)
+                if ((answered[i] = send_await(f, &e, &st[i])) != 1)
                         break;
-                st[i] = status_of(f);
         }
         /* Released either way: the file system goes, the monitor with it. */
         kill(fs, SIGKILL);
@@ -2249,6 +2429,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
+                cmocka_unit_test_setup_teardown(placeholder_made_below_workspace, setup, teardown),
+                cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host-make.h"
 #include "mask-walk.h"
 #include "protect-absent.h"
 #include "strv.h"
@@ -93,11 +95,11 @@ static char *at(const char *rel) {
 static void test_make(void **state) {
         (void)state;
         struct stat st;
-        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL), 1);
+        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL, NULL), 1);
         assert_int_equal(lstat(at(".envrc"), &st), 0);
         assert_true(S_ISDIR(st.st_mode));
-        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL), 0); /* there already */
-        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_FILE, "{}\n"), 1);
+        assert_int_equal(protect_absent_make(ws, ".envrc", VS_ABSENT_DIR, NULL, NULL), 0); /* there already */
+        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_FILE, "{}\n", NULL), 1);
         char buf[16] = { 0 };
         int fd = open(at(".mcp.json"), O_RDONLY);
         assert_true(fd >= 0);
@@ -105,9 +107,9 @@ static void test_make(void **state) {
         close(fd);
         assert_string_equal(buf, "{}\n");
         /* A file there already is left as it is, whatever the kind. */
-        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_DIR, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, ".mcp.json", VS_ABSENT_DIR, NULL, NULL), 0);
         /* Missing parents are made (plain directories), then the name. */
-        assert_int_equal(protect_absent_make(ws, "scripts/deploy/run.sh", VS_ABSENT_DIR, NULL), 1);
+        assert_int_equal(protect_absent_make(ws, "scripts/deploy/run.sh", VS_ABSENT_DIR, NULL, NULL), 1);
         assert_int_equal(lstat(at("scripts/deploy/run.sh"), &st), 0);
         assert_true(S_ISDIR(st.st_mode));
         /* Never through a symlink: nothing is made where it leads. */
@@ -115,19 +117,80 @@ static void test_make(void **state) {
         snprintf(out, sizeof out, "%s-out", ws);
         assert_int_equal(mkdir(out, 0755), 0);
         assert_int_equal(symlink(out, at("link")), 0);
-        assert_int_equal(protect_absent_make(ws, "link/.envrc", VS_ABSENT_DIR, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, "link/.envrc", VS_ABSENT_DIR, NULL, NULL), 0);
         char leaked[300];
         snprintf(leaked, sizeof leaked, "%s/.envrc", out);
         assert_int_equal(access(leaked, F_OK), -1);
         assert_int_equal(symlink(out, at(".codex")), 0);
-        assert_int_equal(protect_absent_make(ws, ".codex", VS_ABSENT_DIR, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, ".codex", VS_ABSENT_DIR, NULL, NULL), 0);
         assert_int_equal(lstat(at(".codex"), &st), 0);
         assert_true(S_ISLNK(st.st_mode));
         rmdir(out);
         /* Below a file: nothing. */
-        assert_int_equal(protect_absent_make(ws, ".mcp.json/x", VS_ABSENT_DIR, NULL), 0);
-        assert_int_equal(protect_absent_make(ws, ".idea", VS_ABSENT_REPORT, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, ".mcp.json/x", VS_ABSENT_DIR, NULL, NULL), 0);
+        assert_int_equal(protect_absent_make(ws, ".idea", VS_ABSENT_REPORT, NULL, NULL), 0);
         assert_int_equal(access(at(".idea"), F_OK), -1);
+}
+
+/* A maker that records what it was asked (host-make.h). */
+static char asked_rel[256];
+static unsigned asked_flags;
+static int asked_text = -1, asked_n;
+static int record_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
+        (void)err;
+        snprintf(asked_rel, sizeof asked_rel, "%s", rel);
+        asked_flags = flags;
+        asked_text = (int)text;
+        asked_n++;
+        return *(int *)userdata;
+}
+
+/* With a maker set for the thread (a root daemon's server: the monitor's
+ * placeholder), what lies below its workspace is asked of it, by a text
+ * of the table, never made here; what lies elsewhere is made here; a
+ * symlink or a file on the way is "nothing to make", as here. Every text
+ * a default row or a git control file holds is in the table (else the
+ * server could not ask for it). */
+static void test_make_by_maker(void **state) {
+        (void)state;
+        for (size_t i = 0; i < VS_N_PROTECT_DEFAULTS; i++)
+                if (VS_PROTECT_DEFAULTS[i].absent == VS_ABSENT_FILE)
+                        assert_true(host_text_index(VS_PROTECT_DEFAULTS[i].content) >= 0);
+        assert_int_equal(host_text_index("."), VS_HOST_TEXT_DOT);
+        assert_int_equal(host_text_index(NULL), VS_HOST_TEXT_EMPTY);
+        assert_int_equal(host_text_index("{}\n"), -1);
+        int result = 1;
+        VsHostMaker m = { .workspace = ws, .make = record_make, .userdata = &result };
+        asked_n = 0;
+        assert_int_equal(protect_absent_make(ws, "sub/.mcp.json", VS_ABSENT_FILE, "{\"mcpServers\":{}}\n", &m), 1);
+        assert_string_equal(asked_rel, "sub/.mcp.json");
+        assert_int_equal(asked_flags, VS_HOST_MAKE_PARENTS);
+        assert_int_equal(asked_text, VS_HOST_TEXT_MCP);
+        assert_int_equal(access(at("sub"), F_OK), -1); /* not made here */
+        assert_int_equal(protect_absent_make(ws, ".claude", VS_ABSENT_DIR, NULL, &m), 1);
+        assert_int_equal(asked_flags, VS_HOST_MAKE_PARENTS | VS_HOST_MAKE_DIR);
+        /* A text the table lacks is never sent as bytes. */
+        assert_int_equal(protect_absent_make(ws, "x.json", VS_ABSENT_FILE, "{}\n", &m), -EINVAL);
+        assert_int_equal(asked_n, 2);
+        result = -ELOOP;
+        assert_int_equal(protect_absent_make(ws, "link/.envrc", VS_ABSENT_DIR, NULL, &m), 0);
+        result = -EPERM;
+        assert_int_equal(protect_absent_make(ws, ".envrc2", VS_ABSENT_DIR, NULL, &m), -EPERM);
+        /* Elsewhere (a writable root outside the workspace): made here. */
+        char out[256];
+        snprintf(out, sizeof out, "%s-else", ws);
+        assert_int_equal(mkdir(out, 0755), 0);
+        int n = asked_n;
+        assert_int_equal(protect_absent_make(out, ".envrc", VS_ABSENT_DIR, NULL, &m), 1);
+        assert_int_equal(asked_n, n);
+        char made[300];
+        snprintf(made, sizeof made, "%s/.envrc", out);
+        assert_int_equal(rmdir(made), 0);
+        assert_int_equal(rmdir(out), 0);
+        /* No maker: made here. */
+        assert_int_equal(protect_absent_make(ws, "sub2/.envrc", VS_ABSENT_DIR, NULL, NULL), 1);
+        assert_int_equal(asked_n, n);
+        assert_int_equal(access(at("sub2/.envrc"), F_OK), 0);
 }
 
 static void test_fill(void **state) {
@@ -140,7 +203,7 @@ static void test_fill(void **state) {
         VsPath rw = { .written = (char *)".", .resolved = root };
         VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
         char **sealed = NULL;
-        assert_int_equal(protect_absent_fill(&p, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 0);
         strv_free(sealed);
         struct stat st;
@@ -157,7 +220,7 @@ static void test_fill(void **state) {
                          (char *)".cursor/mcp.json", NULL };
         assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
         p.protect = mine;
-        assert_int_equal(protect_absent_fill(&p, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 3);
         assert_true(strv_contains(sealed, at("fill/.vscode")));
         assert_true(strv_contains(sealed, at("fill/sub/.claude")));
@@ -226,6 +289,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_literal),    cmocka_unit_test(test_kind),       cmocka_unit_test(test_make),
                 cmocka_unit_test(test_fill),       cmocka_unit_test(test_walk_links),
+                cmocka_unit_test(test_make_by_maker),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

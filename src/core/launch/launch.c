@@ -262,7 +262,7 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, o->walk_cache, &l->plan,
+        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
                                   &l->git_base, err)) < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's

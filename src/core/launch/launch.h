@@ -50,6 +50,9 @@ typedef struct VsLaunchOptions {
         const char *state_dir;
         /* The daemon's walk cache (walk-cache.h); NULL: none. */
         struct WalkCacheUse *walk_cache;
+        /* Who makes what the host puts in the workspace before the jail
+         * (host-make.h: a root daemon's monitor), or NULL: this process. */
+        const struct VsHostMaker *maker;
         /* A root-owned workspace's idmapped trees are made by whoever
          * starts the jail (a root daemon's monitor): their paths are
          * recorded, their descriptors left -EBADF (launch_idmap_prepare()

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "cgroup-kill.h"
 #include "fd-util.h"
+#include "host-make.h"
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
@@ -45,7 +47,13 @@ struct MonitorLink {
         uv_timer_t gone_timer; /* tells gone() from the loop, not from inside a call */
         bool gone_told;
         void (*gone)(Server *srv);
-        uint8_t buf[MONITOR_MSG_MAX];
+        /* One call at a time on the socket: the loop's, or a start's
+         * placeholders on the thread pool (monitor_link_placeholder),
+         * each reply read into the caller's buffers; on_monitor's look
+         * between calls holds it too. */
+        pthread_mutex_t lock;
+        pthread_t loop_thread;
+        uint8_t buf[MONITOR_MSG_MAX]; /* the loop's calls' */
         MonitorMsg reply;
 };
 
@@ -148,13 +156,18 @@ static bool wait_fd(int fd, short events, uint64_t deadline) {
         }
 }
 
-/* The monitor failed a call: the link is closed and the server told. */
+/* The monitor failed a call: the link is closed and the server told. Off
+ * the loop (a pool thread's call), the socket is only shut down: the
+ * loop's watch (on_monitor) then sees its end closed and does the rest. */
 static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
         MonitorLink *ml = srv->monitor;
         log_error("the root monitor (pid %d) is gone: %s (%s)", (int)ml->pid, why,
                   monitor_req_to_string((MonitorReq)type));
-        link_broken(ml);
-        tell_gone(srv);
+        if (pthread_equal(pthread_self(), ml->loop_thread)) {
+                link_broken(ml);
+                tell_gone(srv);
+        } else
+                (void)shutdown(ml->fd, SHUT_RDWR);
         return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
 }
 
@@ -165,8 +178,8 @@ static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
  * answers out of protocol, is gone (-EPIPE). The reply's descriptors go
  * to fds (up to max_fds, *n_fds of them; caller's to close); more than
  * that, or any with a request that takes none, is out of protocol. */
-static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_send, int *fds, size_t max_fds,
-                    size_t *n_fds, VsError **err) {
+static int call_locked(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_send, int *fds, size_t max_fds,
+                       size_t *n_fds, uint8_t *buf, MonitorMsg *reply, VsError **err) {
         MonitorLink *ml = srv->monitor;
         uint16_t type = 0;
         uint64_t id = 0;
@@ -198,7 +211,7 @@ static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_se
                 struct cmsghdr h;
                 char space[CMSG_SPACE(sizeof(int) * 2)];
         } control;
-        struct iovec iov = { .iov_base = ml->buf, .iov_len = sizeof ml->buf };
+        struct iovec iov = { .iov_base = buf, .iov_len = MONITOR_MSG_MAX };
         struct msghdr mh;
         for (;;) {
                 mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
@@ -220,18 +233,18 @@ static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_se
         _cleanup_(vs_error_freep) VsError *derr = NULL;
         if (over)
                 r = lost(srv, type, "descriptors with a reply that takes none, or too many", err);
-        else if ((size_t)n > sizeof ml->buf)
+        else if ((size_t)n > MONITOR_MSG_MAX)
                 r = lost(srv, type, "a reply longer than any", err);
-        else if (monitor_decode(ml->buf, (size_t)n, true, &ml->reply, &derr) < 0)
+        else if (monitor_decode(buf, (size_t)n, true, reply, &derr) < 0)
                 r = lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
-        else if (ml->reply.type != (MONITOR_REPLY | type) || ml->reply.id != id)
+        else if (reply->type != (MONITOR_REPLY | type) || reply->id != id)
                 r = lost(srv, type, "a reply to another request", err);
         else {
-                uint64_t status = monitor_field(&ml->reply, MONITOR_F_STATUS, -1)->u64;
+                uint64_t status = monitor_field(reply, MONITOR_F_STATUS, -1)->u64;
                 if (status && got)
                         r = lost(srv, type, "descriptors with a refusal", err);
                 else if (status) {
-                        const char *msg = monitor_field_str(monitor_field(&ml->reply, MONITOR_F_MESSAGE, -1));
+                        const char *msg = monitor_field_str(monitor_field(reply, MONITOR_F_MESSAGE, -1));
                         int s = status < 4096 ? (int)status : EPROTO;
                         r = vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
                                          msg ? msg : strerror(s));
@@ -249,12 +262,31 @@ static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_se
         return 0;
 }
 
+/* A call whose reply goes to buf and reply (the loop's: ml's own). */
+static int call_into(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_send, int *fds, size_t max_fds,
+                     size_t *n_fds, uint8_t *buf, MonitorMsg *reply, VsError **err) {
+        MonitorLink *ml = srv->monitor;
+        if (!ml)
+                return vs_error_set(err, -EPIPE, "the root monitor is gone");
+        pthread_mutex_lock(&ml->lock);
+        int r = call_locked(srv, e, send_fds, n_send, fds, max_fds, n_fds, buf, reply, err);
+        pthread_mutex_unlock(&ml->lock);
+        return r;
+}
+
+static int call_fds(Server *srv, MonitorEnc *e, const int *send_fds, size_t n_send, int *fds, size_t max_fds,
+                    size_t *n_fds, VsError **err) {
+        MonitorLink *ml = srv->monitor;
+        return call_into(srv, e, send_fds, n_send, fds, max_fds, n_fds, ml ? ml->buf : NULL, ml ? &ml->reply : NULL,
+                         err);
+}
+
 static int call(Server *srv, MonitorEnc *e, VsError **err) {
         return call_fds(srv, e, NULL, 0, NULL, 0, NULL, err);
 }
 
 static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
-        monitor_enc_begin(e, (uint16_t)t, ++srv->monitor->next_id);
+        monitor_enc_begin(e, (uint16_t)t, __atomic_add_fetch(&srv->monitor->next_id, 1, __ATOMIC_RELAXED));
         return e;
 }
 
@@ -286,6 +318,8 @@ int monitor_link_start(Server *srv, VsError **err) {
         }
         ml->fd = sv[0];
         ml->pid = pid;
+        pthread_mutex_init(&ml->lock, NULL);
+        ml->loop_thread = pthread_self();
         srv->monitor = ml;
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_HELLO), MONITOR_F_VERSION, MONITOR_VERSION);
@@ -305,12 +339,16 @@ static void on_monitor(uv_poll_t *p, int status, int events) {
         /* Between calls nothing may come: the monitor's end closing, or a
          * datagram nobody asked for. */
         char c;
-        ssize_t n = recv(ml->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        pthread_mutex_lock(&ml->lock);
+        ssize_t n = ml->fd < 0 ? 0 : recv(ml->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                pthread_mutex_unlock(&ml->lock);
                 return;
+        }
         log_error("the root monitor (pid %d) is gone: %s", (int)ml->pid,
                   n == 0 ? "its end closed" : n > 0 ? "it sent what nobody asked for" : strerror(errno));
         link_broken(ml);
+        pthread_mutex_unlock(&ml->lock);
         tell_gone(srv);
 }
 
@@ -354,7 +392,9 @@ int monitor_link_stop(Server *srv) {
                 ml->gone = NULL;
                 r = call(srv, request(&e, srv, MONITOR_REQ_SHUTDOWN), &err);
                 monitor_enc_done(&e);
+                pthread_mutex_lock(&ml->lock);
                 link_broken(ml);
+                pthread_mutex_unlock(&ml->lock);
         }
         bool killed = false;
         for (uint64_t deadline = now_ms() + MONITOR_STOP_MS; ml->pid > 0;) {
@@ -400,10 +440,12 @@ json_t *monitor_link_status(Server *srv) {
         int at = monitor_next(&ml->reply, MONITOR_F_COUNT, -1);
         int jails = at >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, at) : -1;
         int killed = jails >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, jails) : -1;
-        return json_pack("{s:b,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0), "workspaces",
-                         (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
+        int made = killed >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, killed) : -1;
+        return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0),
+                         "workspaces", (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
                          (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0), "jails_killed",
-                         (json_int_t)(killed >= 0 ? ml->reply.fields[killed].u64 : 0));
+                         (json_int_t)(killed >= 0 ? ml->reply.fields[killed].u64 : 0), "placeholders_made",
+                         (json_int_t)(made >= 0 ? ml->reply.fields[made].u64 : 0));
 }
 
 int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {
@@ -433,6 +475,32 @@ void monitor_link_ws_close(Server *srv, uint64_t ws) {
         if (call(srv, &e, &err) < 0 && srv->monitor->fd >= 0)
                 log_warning("%s", vs_error_message(err));
         monitor_enc_done(&e);
+}
+
+int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
+                             VsError **err) {
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        /* What the decoder refuses would break the link (a breach). */
+        if (!rel_is_normal(rel) || strlen(rel) > 4095 || flags > _VS_HOST_MAKE_ALL || (unsigned)text >= _VS_HOST_TEXT_MAX)
+                return vs_error_set(err, -EINVAL, "not a placeholder the monitor makes: %s", rel ? rel : "(null)");
+        /* Off the loop: a reply of its own. */
+        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
+        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
+        if (!buf || !reply)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_PLACEHOLDER), MONITOR_F_WS, ws);
+        monitor_put_str(&e, MONITOR_F_REL, rel);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
+        if (!(flags & VS_HOST_MAKE_DIR))
+                monitor_put_u64(&e, MONITOR_F_TEXT, text);
+        int r = call_into(srv, &e, NULL, 0, NULL, 0, NULL, buf, reply, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
+        return f && f->u64 == 1 ? 1 : 0;
 }
 
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],

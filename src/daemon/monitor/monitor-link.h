@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "error.h"
+#include "host-make.h"
 #include "worker-spawn.h"
 
 typedef struct json_t json_t;
@@ -63,6 +64,12 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, const char *ws_path, uint6
  * started ended by it (SIGKILL through the pidfd it kept); the caller
  * still reaps it. -ESRCH: no such jail is running. */
 int monitor_link_jail_kill(Server *srv, uint64_t ws, uint64_t gen, VsError **err);
+/* A placeholder (or git_init's entry) made by the monitor below the
+ * workspace handle ws (host-make.h: rel, flags, text): 1 made, 0 there
+ * already, else a negative errno with *err. Any thread: calls are one at
+ * a time, and this one's reply is its own. */
+int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
+                             VsError **err);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
  * handed to the monitor, whose lines go there from now on. */
 void monitor_link_log_reopen(Server *srv, int log_fd);

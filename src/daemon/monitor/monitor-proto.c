@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host-make.h"
 #include "macro.h"
 
 /* ------------------------------------------------------------ the tables */
@@ -18,7 +19,7 @@ static const bool allowed[_MONITOR_STATE_MAX][_MONITOR_REQ_MAX] = {
                 [MONITOR_REQ_WS_OPEN] = true, [MONITOR_REQ_WS_CLOSE] = true,
                 [MONITOR_REQ_CGROUP_MAKE] = true, [MONITOR_REQ_JAIL_SPAWN] = true,
                 [MONITOR_REQ_JAIL_KILL] = true, [MONITOR_REQ_APPROVAL_WRITE] = true,
-                [MONITOR_REQ_GIT_PLACEHOLDER] = true, [MONITOR_REQ_STATUS] = true,
+                [MONITOR_REQ_PLACEHOLDER] = true, [MONITOR_REQ_STATUS] = true,
                 [MONITOR_REQ_SHUTDOWN] = true, [MONITOR_REQ_LOG_REOPEN] = true,
                 [MONITOR_REQ_WS_VIEW] = true,
         },
@@ -42,7 +43,7 @@ static const char *const req_names[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_JAIL_SPAWN] = "jail_spawn",
         [MONITOR_REQ_JAIL_KILL] = "jail_kill",
         [MONITOR_REQ_APPROVAL_WRITE] = "approval_write",
-        [MONITOR_REQ_GIT_PLACEHOLDER] = "git_placeholder",
+        [MONITOR_REQ_PLACEHOLDER] = "placeholder",
         [MONITOR_REQ_STATUS] = "status",
         [MONITOR_REQ_SHUTDOWN] = "shutdown",
         [MONITOR_REQ_LOG_REOPEN] = "log_reopen",
@@ -110,7 +111,13 @@ static const FieldSpec jail_spawn[] = {
         {},
 };
 static const FieldSpec approval_write[] = { WS, ONE(MONITOR_F_RECORD, KIND_BYTES, 1, 60000), {} };
-static const FieldSpec git_placeholder[] = { WS, ONE(MONITOR_F_REL, KIND_REL, 1, PATH_LEN), {} };
+static const FieldSpec placeholder[] = {
+        WS,
+        ONE(MONITOR_F_REL, KIND_REL, 1, PATH_LEN),
+        ONE(MONITOR_F_FLAGS, KIND_U64, 0, _VS_HOST_MAKE_ALL),
+        OPT(MONITOR_F_TEXT, KIND_U64, 0, _VS_HOST_TEXT_MAX - 1),
+        {},
+};
 static const FieldSpec none[] = { {} };
 
 static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
@@ -121,7 +128,7 @@ static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_JAIL_SPAWN] = jail_spawn,
         [MONITOR_REQ_JAIL_KILL] = ws_gen,
         [MONITOR_REQ_APPROVAL_WRITE] = approval_write,
-        [MONITOR_REQ_GIT_PLACEHOLDER] = git_placeholder,
+        [MONITOR_REQ_PLACEHOLDER] = placeholder,
         [MONITOR_REQ_STATUS] = none,
         [MONITOR_REQ_SHUTDOWN] = none,
         [MONITOR_REQ_LOG_REOPEN] = none,

@@ -50,7 +50,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, uid, gid, flags; fds: the worker's socket end, its stderr, its argv (a sealed memfd); reply: pid */
         MONITOR_REQ_JAIL_KILL,       /* ws, gen: SIGKILL for the jail the monitor started so (its pidfd) */
         MONITOR_REQ_APPROVAL_WRITE,  /* ws, record: written as the workspace's owner, synced */
-        MONITOR_REQ_GIT_PLACEHOLDER, /* ws, rel: the .git placeholder made as the owner */
+        MONITOR_REQ_PLACEHOLDER,     /* ws, rel, flags, text?: made below the workspace (host-make.h); reply: count 1 made, 0 there */
         MONITOR_REQ_STATUS,          /* reply: the monitor's pid, workspaces, jails */
         MONITOR_REQ_SHUTDOWN,        /* every jail killed; the monitor then exits */
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
@@ -91,6 +91,7 @@ typedef enum MonitorTag {
         MONITOR_F_COUNT,       /* reply: u64 */
         MONITOR_F_FLAGS,       /* u64: MonitorSpawnFlags */
         MONITOR_F_STEP,        /* reply: u64, the step of a start that failed */
+        MONITOR_F_TEXT,        /* u64: a VsHostText (host-make.h), a placeholder's content */
         _MONITOR_F_MAX,
 } MonitorTag;
 

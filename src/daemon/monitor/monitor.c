@@ -22,6 +22,7 @@
 #include "chase.h"
 #include "fd-util.h"
 #include "forbidden.h"
+#include "host-make.h"
 #include "idmap.h"
 #include "jail-argv.h"
 #include "log.h"
@@ -86,6 +87,7 @@ struct Monitor {
         uint64_t next_handle;
         uint64_t jails_started; /* by jail_spawn, since the start */
         uint64_t jails_killed;  /* by jail_kill */
+        uint64_t placeholders_made; /* by placeholder */
         MonJail *jails;
         size_t n_jails, cap_jails;
         MonUserns *userns;
@@ -102,6 +104,7 @@ struct Monitor {
          * (libseccomp missing: a root-owned workspace then gets no jail). */
         void *guard;
         size_t guard_len;
+        uint64_t count; /* placeholder's reply */
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
 };
@@ -225,7 +228,10 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_started);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_killed);
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->placeholders_made);
         }
+        if (m->msg.type == MONITOR_REQ_PLACEHOLDER && status == 0)
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
         int r = monitor_enc_end(&e);
         if (r >= 0) {
                 ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL);
@@ -237,6 +243,11 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
 
 static int reply(Monitor *m, int status, const char *message, uint64_t ws) {
         return reply_fds(m, status, message, ws, NULL, 0);
+}
+
+static int reply_count(Monitor *m, uint64_t count) {
+        m->count = count;
+        return reply(m, 0, NULL, 0);
 }
 
 static MonWorkspace *find_ws(Monitor *m, uint64_t handle) {
@@ -575,6 +586,104 @@ static const char *root_workspace_refused(const MonWorkspace *w) {
         return NULL;
 }
 
+/* The workspace w as a placeholder's or a view's: still its owner's, an
+ * ordinary owner's or root's with root's vectora.toml; NULL, or why not. */
+static const char *ws_served(const MonWorkspace *w, struct stat *st) {
+        if (fstat(w->dirfd, st) < 0)
+                return "the workspace could not be read";
+        if (st->st_uid != w->uid)
+                return "the workspace's owner changed since it was opened";
+        return w->uid == 0 ? root_workspace_refused(w)
+               : !uid_is_ordinary(w->uid) ? "a system account's workspace is not served to the server"
+                                          : NULL;
+}
+
+/* name, new in the directory pfd (local: chase_open_dir_local_at checked
+ * it), owned like pfd: 1 made, 0 there already (EXCL: -EEXIST). A file
+ * gets the text; modes are exact (0755, 0644), whatever the umask. */
+static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text) {
+        struct stat pst;
+        if (fstat(pfd, &pst) < 0)
+                return -errno;
+        _cleanup_close_ int fd = -EBADF;
+        if (flags & VS_HOST_MAKE_DIR) {
+                if (mkdirat(pfd, name, 0755) < 0)
+                        return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+                /* The new directory, not what its name may be by now (the
+                 * owner may rename in pfd): never followed, and only on
+                 * pfd's own mount (a mount on it would be asked nothing). */
+                fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int pm, dm;
+                if (fd < 0 || fd_mount_id(pfd, &pm) < 0 || fd_mount_id(fd, &dm) < 0)
+                        return fd < 0 ? -errno : -EIO;
+                if (pm != dm)
+                        return -EXDEV;
+                /* Root's still: nothing can be mounted on it yet. */
+                _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fchmod(dfd, 0755) < 0 || fchown(dfd, pst.st_uid, pst.st_gid) < 0)
+                        return -errno;
+                return 1;
+        }
+        fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+        const char *t = vs_host_texts[text];
+        int r = write_all(fd, t, strlen(t));
+        if (r < 0 || fchmod(fd, 0644) < 0 || fchown(fd, pst.st_uid, pst.st_gid) < 0) {
+                r = r < 0 ? r : -errno;
+                (void)unlinkat(pfd, name, 0);
+                return r;
+        }
+        return 1;
+}
+
+/* placeholder: rel made below the workspace as flags say (host-make.h),
+ * from the descriptor the monitor opened, one component at a time on the
+ * workspace's own kind of file system (never a user's: FUSE is asked
+ * nothing), never through a symlink or "..", each new entry owned like
+ * its parent, a file holding one of the table's texts. */
+static int placeholder(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
+        unsigned flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
+        const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
+        VsHostText text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
+        if (!w)
+                return reply(m, ENOENT, "no workspace has that handle", 0);
+        struct stat st;
+        const char *why = ws_served(w, &st);
+        if (why)
+                return reply(m, EPERM, why, 0);
+        if ((flags & VS_HOST_MAKE_DIR) && tf)
+                return reply(m, EINVAL, "a directory holds no text", 0);
+        _cleanup_free_ char *copy = strdup(rel);
+        if (!copy)
+                return reply(m, ENOMEM, NULL, 0);
+        char *leaf = strrchr(copy, '/');
+        _cleanup_close_ int cur = chase_open_dir_local_at(w->dirfd, ".");
+        char *save = NULL;
+        if (leaf)
+                *leaf++ = 0;
+        else
+                leaf = copy;
+        for (char *c = leaf == copy ? NULL : strtok_r(copy, "/", &save); cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+                int next = chase_open_dir_local_at(cur, c);
+                if (next == -ENOENT && (flags & VS_HOST_MAKE_PARENTS)) {
+                        int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
+                        next = r < 0 ? r : chase_open_dir_local_at(cur, c);
+                }
+                safe_close(cur);
+                cur = next;
+        }
+        int r = cur < 0 ? cur : place_leaf(cur, leaf, flags, text);
+        if (r == -EREMOTE)
+                return reply(m, EPERM, "a pseudo or user file system is on the way: nothing is made there", 0);
+        if (r < 0)
+                return reply(m, -r, NULL, 0);
+        m->placeholders_made += (uint64_t)r;
+        return reply_count(m, (uint64_t)r);
+}
+
 /* The user namespace showing uid/gid as the server's ids: made once. */
 static int userns_for(Monitor *m, uid_t uid, gid_t gid, VsError **err) {
         for (size_t i = 0; i < m->n_userns; i++)
@@ -603,13 +712,7 @@ static int ws_view(Monitor *m) {
         if (m->server_uid == 0)
                 return reply(m, EOPNOTSUPP, "the monitor knows no unprivileged identity to show a workspace to", 0);
         struct stat st;
-        if (fstat(w->dirfd, &st) < 0)
-                return reply(m, errno, "the workspace could not be read", 0);
-        if (st.st_uid != w->uid)
-                return reply(m, EPERM, "the workspace's owner changed since it was opened", 0);
-        const char *why = w->uid == 0 ? root_workspace_refused(w)
-                          : !uid_is_ordinary(w->uid) ? "a system account's workspace is not shown to the server"
-                                                     : NULL;
+        const char *why = ws_served(w, &st);
         if (why)
                 return reply(m, EPERM, why, 0);
         /* One view a workspace, handed again on each request, and one
@@ -976,6 +1079,8 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return reply(m, 0, NULL, 0);
         case MONITOR_REQ_LOG_REOPEN:
                 return log_reopen(m, fds);
+        case MONITOR_REQ_PLACEHOLDER:
+                return placeholder(m);
         case MONITOR_REQ_WS_VIEW:
                 return ws_view(m);
         case MONITOR_REQ_JAIL_KILL:

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Finding a workspace's .git control files on the host (git-control.h). */
 #include "git-control.h"
+#include "host-make.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -592,7 +593,20 @@ static int reach_dir(char *dir, unsigned levels) {
         return chase_open_dir(dir);
 }
 
-int git_control_make_placeholder(const VsGitControl *c, VsError **err) {
+int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker, VsError **err) {
+        const char *rel;
+        const VsHostMaker *m = host_maker_for(maker, c->path, &rel);
+        if (m) {
+                int text = c->dir ? VS_HOST_TEXT_EMPTY : host_text_index(c->content);
+                int r = text < 0 ? -EINVAL
+                                 : m->make(m->userdata, rel,
+                                           VS_HOST_MAKE_PARENTS | (c->dir ? VS_HOST_MAKE_DIR : 0), (VsHostText)text, err);
+                if (r < 0 && err && !*err)
+                        vs_error_set_kind(err, r, "sandbox_unavailable",
+                                          "cannot make the placeholder %s (so the jail cannot create it): %s", c->path,
+                                          strerror(-r));
+                return r < 0 ? r : 0;
+        }
         _cleanup_free_ char *parent = strdup(c->path);
         char *slash = parent ? strrchr(parent, '/') : NULL;
         if (!slash || slash == parent)

@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "host-make.h"
 
 typedef struct VsGitControl {
         char *path;          /* absolute */
@@ -64,5 +65,6 @@ void git_controls_done(VsGitControls *c);
 
 /* Makes a missing control file's placeholder: its parent reached without
  * following symlinks, created O_EXCL / mkdirat, owned by the parent's
- * owner and read-only. 0 when made or already there. */
-int git_control_make_placeholder(const VsGitControl *c, VsError **err);
+ * owner and read-only. 0 when made or already there. maker
+ * (host-make.h; NULL: this process) makes one below its workspace. */
+int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker, VsError **err);

@@ -12,7 +12,9 @@
 
 #include "fd-util.h"
 #include "git-control.h"
+#include "host-make.h"
 #include "macro.h"
+#include "path-util.h"
 #include "strv.h"
 
 /* How many entries the directory name in dfd holds, all of them among
@@ -50,13 +52,10 @@ static int dotgit_state(int wfd) {
 }
 
 /* What `git init --template=` makes, and nothing else: a repository git
- * and the host's tools take as one, the config git writes by default. */
-static const char HEAD_TEXT[] = "ref: refs/heads/master\n";
-static const char CONFIG_TEXT[] = "[core]\n"
-                                  "\trepositoryformatversion = 0\n"
-                                  "\tfilemode = true\n"
-                                  "\tbare = false\n"
-                                  "\tlogallrefupdates = true\n";
+ * and the host's tools take as one, the config git writes by default
+ * (host-make.h's table, which the monitor writes from too). */
+#define HEAD_TEXT vs_host_texts[VS_HOST_TEXT_GIT_HEAD]
+#define CONFIG_TEXT vs_host_texts[VS_HOST_TEXT_GIT_CONFIG]
 
 typedef struct Owner {
         bool chown;
@@ -123,7 +122,63 @@ static int skeleton(int gfd, const Owner *o) {
         return r;
 }
 
-int git_repo_make(const char *workspace, VsError **err) {
+/* Nothing in gfd but what was made (an entry put beside it meanwhile,
+ * hooks/, commondir, a second config, would be taken as part of a
+ * repository the project made), and .git still gfd: r (the making's
+ * result) or the refusal. */
+static int made_check(int wfd, int gfd, const struct stat *gst, int r, const char *workspace, VsError **err) {
+        static const char *const made[] = { "HEAD", "config", "objects", "refs", NULL };
+        struct stat now;
+        if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || (r >= 0 && entries_among(gfd, ".", made) != 4))
+                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
+                                         "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
+                                         workspace);
+        if (r < 0)
+                return err && *err ? r
+                                   : vs_error_set_kind(err, r, "sandbox_unavailable",
+                                                       "making the repository %s/.git (git_init = true): %s", workspace,
+                                                       strerror(-r));
+        if (fstatat(wfd, ".git", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != gst->st_dev || now.st_ino != gst->st_ino)
+                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
+                                         "%s/.git changed while its repository was made; not starting the jail", workspace);
+        return 0;
+}
+
+/* The repository made through the thread's maker (host-make.h: the root
+ * monitor), rel naming .git there: the same entries in the same order,
+ * each new (EXCL). */
+static int repo_make_by(const VsHostMaker *m, const char *rel, int wfd, int state, const char *workspace,
+                        VsError **err) {
+        static const struct {
+                const char *name;
+                VsHostText text; /* EMPTY with dir */
+                bool dir;
+        } entries[] = {
+                { "objects", VS_HOST_TEXT_EMPTY, true },     { "objects/info", VS_HOST_TEXT_EMPTY, true },
+                { "objects/pack", VS_HOST_TEXT_EMPTY, true }, { "refs", VS_HOST_TEXT_EMPTY, true },
+                { "refs/heads", VS_HOST_TEXT_EMPTY, true },   { "refs/tags", VS_HOST_TEXT_EMPTY, true },
+                { "config", VS_HOST_TEXT_GIT_CONFIG, false }, { "HEAD", VS_HOST_TEXT_GIT_HEAD, false },
+        };
+        int r = state == DOTGIT_MISSING ? m->make(m->userdata, rel, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY, err) : 0;
+        if (r < 0)
+                return err && *err ? r
+                                   : vs_error_set_kind(err, r, "sandbox_unavailable",
+                                                       "cannot make %s/.git for its repository (git_init = true): %s",
+                                                       workspace, strerror(-r));
+        _cleanup_close_ int gfd = openat(wfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat gst;
+        if (gfd < 0 || fstat(gfd, &gst) < 0)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s/.git: %m", workspace);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(entries); i++) {
+                _cleanup_free_ char *e = path_join(rel, entries[i].name);
+                r = !e ? -ENOMEM
+                       : m->make(m->userdata, e, VS_HOST_MAKE_EXCL | (entries[i].dir ? VS_HOST_MAKE_DIR : 0),
+                                 entries[i].text, NULL);
+        }
+        return made_check(wfd, gfd, &gst, r, workspace, err);
+}
+
+int git_repo_make(const char *workspace, const VsHostMaker *maker, VsError **err) {
         _cleanup_close_ int wfd = chase_open_dir(workspace);
         if (wfd < 0)
                 return vs_error_set_kind(err, wfd, "sandbox_unavailable",
@@ -134,6 +189,11 @@ int git_repo_make(const char *workspace, VsError **err) {
                 return vs_error_set_kind(err, state, "sandbox_unavailable", "%s/.git: %s", workspace, strerror(-state));
         if (state == DOTGIT_LEAVE)
                 return 0;
+        _cleanup_free_ char *dotgit = path_join(workspace, ".git");
+        const char *rel;
+        const VsHostMaker *m = dotgit ? host_maker_for(maker, dotgit, &rel) : NULL;
+        if (m)
+                return repo_make_by(m, rel, wfd, state, workspace, err);
         struct stat wst;
         if (fstat(wfd, &wst) < 0)
                 return -errno;
@@ -154,25 +214,11 @@ int git_repo_make(const char *workspace, VsError **err) {
          * empty .git someone else made (the placeholder) is given to the
          * owner. */
         _cleanup_close_ int gfd = openat(wfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat gst, now;
+        struct stat gst;
         if (gfd < 0 || fstat(gfd, &gst) < 0)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s/.git: %m", workspace);
         int r = settle(gfd, 0755, &o);
         if (r >= 0)
                 r = skeleton(gfd, &o);
-        /* Nothing but what was made: an entry put beside it meanwhile
-         * (hooks/, commondir, a second config) would be taken as part of a
-         * repository the project made. */
-        static const char *const made[] = { "HEAD", "config", "objects", "refs", NULL };
-        if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || (r >= 0 && entries_among(gfd, ".", made) != 4))
-                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
-                                         "%s/.git changed while its repository was made (something appeared in it); not starting the jail",
-                                         workspace);
-        if (r < 0)
-                return vs_error_set_kind(err, r, "sandbox_unavailable", "making the repository %s/.git (git_init = true): %s",
-                                         workspace, strerror(-r));
-        if (fstatat(wfd, ".git", &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != gst.st_dev || now.st_ino != gst.st_ino)
-                return vs_error_set_kind(err, -ESTALE, "sandbox_unavailable",
-                                         "%s/.git changed while its repository was made; not starting the jail", workspace);
-        return 0;
+        return made_check(wfd, gfd, &gst, r, workspace, err);
 }

@@ -12,6 +12,7 @@
  * led. */
 
 #include "error.h"
+#include "host-make.h"
 
 /* Makes workspace/.git when it is missing or an empty directory (the
  * read-only placeholder git_init = false leaves) with exactly what `git
@@ -25,5 +26,6 @@
  * root and may not create .git there gets 0 and no repository: the jail,
  * running as this same uid with less, cannot create one either. 0 when
  * there is a repository now or none may be made, else a negative errno
- * with err set. */
-int git_repo_make(const char *workspace, VsError **err);
+ * with err set. maker (host-make.h; NULL: this process) makes the entries
+ * when .git lies below its workspace, each new, in the same order. */
+int git_repo_make(const char *workspace, const VsHostMaker *maker, VsError **err);

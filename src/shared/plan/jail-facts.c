@@ -254,7 +254,7 @@ static bool same_times(const struct stat *a, const struct stat *b) {
 /* f->git_base: the repositories there before anything is made (walk_rw),
  * the host's; sealed below, and what the jail adds is put aside later.
  * What this makes is added to *made (walk_made). */
-static int collect_git(const VsPolicy *p, VsJailFacts *f, char ***made, VsError **err) {
+static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, char ***made, VsError **err) {
         VsGitControls gc = { 0 };
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
@@ -263,7 +263,7 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, char ***made, VsError 
         if (p->git_init && below_rw(p, dotgit)) {
                 struct stat before, after;
                 bool was = lstat(dotgit, &before) == 0;
-                if ((r = git_repo_make(p->workspace, err)) < 0)
+                if ((r = git_repo_make(p->workspace, maker, err)) < 0)
                         return r;
                 /* Made, or filled (an empty placeholder .git): its tree is new. */
                 if (lstat(dotgit, &after) == 0 && (!was || !same_times(&before, &after)) && strv_extend(made, dotgit) < 0)
@@ -290,7 +290,7 @@ static int collect_git(const VsPolicy *p, VsJailFacts *f, char ***made, VsError 
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
                         if ((r = strv_extend(made, c->path)) < 0)
                                 break;
-                        r = git_control_make_placeholder(c, &perr);
+                        r = git_control_make_placeholder(c, maker, &perr);
                         /* Not root: the jail runs as this same uid, with less
                          * (Landlock, no capabilities), so what this process
                          * may not create there (a .git owned by root), the
@@ -362,7 +362,8 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, MaskList *pr
  * it leads); a missing one whose parent directory exists is recorded, so
  * the plan seals it with an empty mount and the agent cannot create it.
  * Those under .git are the git controls' (collect_git). */
-static int collect_protected(const VsPolicy *p, char *const *protected_paths, VsJailFacts *f, char ***ret_sealed,
+static int collect_protected(const VsPolicy *p, char *const *protected_paths, const VsHostMaker *maker, VsJailFacts *f,
+                             char ***ret_sealed,
                              char ***made, VsError **err) {
         if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
                 return -ENOMEM;
@@ -395,10 +396,10 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
                 if (r < 0)
                         return r;
         }
-        int r = collect_git(p, f, made, err);
+        int r = collect_git(p, maker, f, made, err);
         _cleanup_strv_free_ char **absent = NULL;
         if (r >= 0)
-                r = protect_absent_fill(p, ret_sealed, &absent, err);
+                r = protect_absent_fill(p, maker, ret_sealed, &absent, err);
         for (char **a = absent; r >= 0 && a && *a; a++)
                 r = strv_extend(made, *a);
         return r;
@@ -409,8 +410,8 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, Vs
  * placeholders and git_init's repository, which need those repositories;
  * then what was made matched as the walk would have matched it, and the
  * read-only roots walked. */
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCacheUse *cache, VsJailFacts *ret,
-                       VsError **err) {
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCacheUse *cache, const VsHostMaker *maker,
+                       VsJailFacts *ret, VsError **err) {
         VsJailFacts f = { 0 };
         int r = policy_sets_check(p, err);
         if (r < 0)
@@ -422,7 +423,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCach
         if (r >= 0 && (r = walk_rw(p, &f, rw_masks, prot, cache, err)) < 0)
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
-                r = collect_protected(p, protected_paths, &f, &sealed, &made, err);
+                r = collect_protected(p, protected_paths, maker, &f, &sealed, &made, err);
         if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, rw_masks, cache, err)) < 0))
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
@@ -538,10 +539,10 @@ static void remote_list_free(VsPath *l, size_t n) {
 }
 
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, WalkCacheUse *cache, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
-                   VsError **err) {
+                   char *const *env, WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
+                   struct VsGitRepos **ret_git_base, VsError **err) {
         VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, protected_paths, cache, &f, err);
+        int r = jail_facts_collect(p, protected_paths, cache, maker, &f, err);
         if (r < 0)
                 return r;
         r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
@@ -585,7 +586,7 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         if (r >= 0)
                 r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, NULL, ret, NULL, err);
+                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, NULL, NULL, ret, NULL, err);
         policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);

@@ -23,6 +23,7 @@
 
 #include "backend-local.h"
 #include "backend-ssh.h"
+#include "host-make.h"
 #include "policy.h"
 
 typedef enum VsMountKind {
@@ -91,9 +92,11 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * what the masks cover there. */
 const char *jail_plan_uncovered_workspace(const VsPolicy *p);
 
-/* cache: the daemon's walk cache (walk-cache.h), or NULL. */
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, struct WalkCacheUse *cache, VsJailFacts *ret,
-                       VsError **err);
+/* cache: the daemon's walk cache (walk-cache.h), or NULL. maker: who
+ * makes what the host puts in the workspace (host-make.h), or NULL: this
+ * process. */
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, struct WalkCacheUse *cache,
+                       const VsHostMaker *maker, VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
 /* The one plan builder every launch uses (the local and container
@@ -104,8 +107,8 @@ void jail_facts_done(VsJailFacts *f);
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
  * facts found under the writable paths (git-scan.h), owned. */
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, struct WalkCacheUse *cache, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
-                   VsError **err);
+                   char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
+                   struct VsGitRepos **ret_git_base, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir. */

@@ -9,6 +9,7 @@
 
 #include "fd-util.h"
 #include "glob.h"
+#include "host-make.h"
 #include "mask-walk.h"
 #include "path-util.h"
 #include "strv.h"
@@ -86,9 +87,25 @@ made:
         return 1;
 }
 
-int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content) {
+/* The same through the thread's maker (host-make.h). */
+static int make_by(const VsHostMaker *m, const char *rel, VsAbsent kind, const char *content) {
+        int text = kind == VS_ABSENT_DIR ? VS_HOST_TEXT_EMPTY : host_text_index(content);
+        if (text < 0)
+                return -EINVAL;
+        int r = m->make(m->userdata, rel, VS_HOST_MAKE_PARENTS | (kind == VS_ABSENT_DIR ? VS_HOST_MAKE_DIR : 0),
+                        (VsHostText)text, NULL);
+        /* A symlink or a file on the way: nothing can be made below it. */
+        return r == -ELOOP || r == -ENOTDIR ? 0 : r;
+}
+
+int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker) {
         if (kind == VS_ABSENT_REPORT)
                 return 0;
+        _cleanup_free_ char *abs = path_join(root, rel);
+        const char *wrel;
+        const VsHostMaker *m = abs ? host_maker_for(maker, abs, &wrel) : NULL;
+        if (m)
+                return make_by(m, wrel, kind, content);
         _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (cur < 0)
                 return -errno;
@@ -135,7 +152,8 @@ const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len) {
  * directory is sealed whole (made first where missing, unless its row
  * makes none), so the file cannot be created in it. The directory's path
  * is added to *sealed. */
-static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefault *d, size_t len, char ***sealed) {
+static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefault *d, size_t len,
+                         const VsHostMaker *maker, char ***sealed) {
         _cleanup_free_ char *abs = path_join(root, rel);
         _cleanup_free_ char *dir_rel = strndup(rel, len);
         _cleanup_free_ char *dir = dir_rel ? path_join(root, dir_rel) : NULL;
@@ -144,7 +162,7 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         struct stat st;
         if (lstat(abs, &st) == 0)
                 return 0; /* there: protected in its own right */
-        int r = protect_absent_make(root, dir_rel, d->absent, d->content);
+        int r = protect_absent_make(root, dir_rel, d->absent, d->content, maker);
         if (r < 0)
                 return r;
         if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || strv_contains(*sealed, dir))
@@ -152,7 +170,8 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         return strv_extend(sealed, dir);
 }
 
-int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, char ***ret_made, VsError **err) {
+int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret_sealed, char ***ret_made,
+                        VsError **err) {
         _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *));
         if (!sealed || !made)
                 return -ENOMEM;
@@ -184,8 +203,8 @@ int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, char ***ret_made,
                         if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
                             strv_extend(&made, target) < 0)
                                 return -ENOMEM;
-                        r = tool ? seal_tool_dir(root, lit, tool, len, &sealed)
-                                 : protect_absent_make(root, lit, kind, content);
+                        r = tool ? seal_tool_dir(root, lit, tool, len, maker, &sealed)
+                                 : protect_absent_make(root, lit, kind, content, maker);
                         /* Not root: the jail runs as this same uid, with less,
                          * so what this process may not create there, the jail
                          * may not either. Root is refused only where the file

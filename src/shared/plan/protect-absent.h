@@ -29,6 +29,7 @@
 
 #include "policy.h"
 #include "error.h"
+#include "host-make.h"
 #include "protect-defaults.h"
 
 /* The path below a root that glob names literally ("X" for "X" and
@@ -55,8 +56,9 @@ const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len);
  * (the daemon may be root). 1 when made; 0 when something is there
  * already (that is protected in its own right), or when a component is a
  * symlink or no directory (nothing can be created below it), or kind is
- * VS_ABSENT_REPORT; else a negative errno. */
-int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content);
+ * VS_ABSENT_REPORT; else a negative errno. A maker (host-make.h; NULL:
+ * this process) makes what lies below its workspace, by the same rules. */
+int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker);
 
 /* Every literal protect glob of p at every writable root in the
  * workspace (the workspace itself, or a listed path below it): its placeholder
@@ -69,7 +71,8 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * either: not an error. *ret_made (may be NULL): the absolute path of each
  * placeholder or directory that was missing and may have been made (with
  * missing directories above it), for the masks (mask_walk_made). */
-int protect_absent_fill(const VsPolicy *p, char ***ret_sealed, char ***ret_made, VsError **err);
+int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret_sealed, char ***ret_made,
+                        VsError **err);
 
 /* The paths the protect globs name now below the writable roots (the
  * jail's walk, through symlinked directories too, nothing made): each as

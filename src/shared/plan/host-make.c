@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#include "host-make.h"
+
+#include <string.h>
+
+#include "macro.h"
+
+const char *const vs_host_texts[_VS_HOST_TEXT_MAX] = {
+        [VS_HOST_TEXT_EMPTY] = "",
+        [VS_HOST_TEXT_MCP] = "{\"mcpServers\":{}}\n",
+        [VS_HOST_TEXT_DOT] = ".",
+        [VS_HOST_TEXT_GIT_CONFIG] = "[core]\n"
+                                    "\trepositoryformatversion = 0\n"
+                                    "\tfilemode = true\n"
+                                    "\tbare = false\n"
+                                    "\tlogallrefupdates = true\n",
+        [VS_HOST_TEXT_GIT_HEAD] = "ref: refs/heads/master\n",
+};
+
+int host_text_index(const char *text) {
+        for (int i = 0; i < _VS_HOST_TEXT_MAX; i++)
+                if (streq(text ? text : "", vs_host_texts[i]))
+                        return i;
+        return -1;
+}
+
+bool rel_is_normal(const char *rel) {
+        if (!rel || !*rel || *rel == '/')
+                return false;
+        for (const char *c = rel;;) {
+                const char *slash = strchr(c, '/');
+                size_t n = slash ? (size_t)(slash - c) : strlen(c);
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!slash)
+                        return true;
+                c = slash + 1;
+        }
+}
+
+const VsHostMaker *host_maker_for(const VsHostMaker *m, const char *path, const char **ret_rel) {
+        if (!m || !m->workspace || !path)
+                return NULL;
+        size_t n = strlen(m->workspace);
+        /* "/" holds no workspace a maker serves. */
+        if (n <= 1 || strncmp(path, m->workspace, n) != 0 || path[n] != '/' || !path[n + 1])
+                return NULL;
+        *ret_rel = path + n + 1;
+        return m;
+}

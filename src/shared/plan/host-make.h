@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Who makes what the host puts in a workspace before its jail starts: the
+ * placeholders of protect-absent.h and git-control.h, git_init's
+ * repository (git-init.h). By default the caller itself. A root daemon's
+ * server hands what lies below a workspace to the root monitor
+ * (docs/privsep.md, `placeholder`), which makes it below the directory it
+ * opened itself, by descriptors, never through a symlink, owned like its
+ * parent, and only with a text of the table below: the server names a
+ * text, never bytes. The maker is passed down the plan's build
+ * (jail_plan_make, VsLaunchOptions.maker). */
+
+#include <stdbool.h>
+
+#include "error.h"
+
+/* Every text a placeholder or git_init's repository holds. */
+typedef enum VsHostText {
+        VS_HOST_TEXT_EMPTY,
+        VS_HOST_TEXT_MCP,        /* .mcp.json: no servers */
+        VS_HOST_TEXT_DOT,        /* a commondir naming its own directory */
+        VS_HOST_TEXT_GIT_CONFIG, /* git_init's .git/config */
+        VS_HOST_TEXT_GIT_HEAD,   /* git_init's .git/HEAD */
+        _VS_HOST_TEXT_MAX,
+} VsHostText;
+
+extern const char *const vs_host_texts[_VS_HOST_TEXT_MAX];
+/* text's index in the table (NULL: empty), or -1 when it has none. */
+int host_text_index(const char *text);
+
+typedef enum VsHostMakeFlags {
+        VS_HOST_MAKE_DIR = 1 << 0,     /* a directory (mode 0755), else a file (0644) holding the text */
+        VS_HOST_MAKE_EXCL = 1 << 1,    /* the name must be new: -EEXIST when anything is there */
+        VS_HOST_MAKE_PARENTS = 1 << 2, /* the missing directories on the way made too (0755) */
+        _VS_HOST_MAKE_ALL = (1 << 3) - 1,
+} VsHostMakeFlags;
+
+typedef struct VsHostMaker {
+        const char *workspace; /* canonical; what lies below it goes to make() */
+        /* Makes rel (below workspace: normal components) as flags say. 1
+         * when made, 0 when something is there already (not EXCL), -ELOOP
+         * or -ENOTDIR when a symlink or a file is on the way, else a
+         * negative errno, *err saying why where it can. */
+        int (*make)(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err);
+        void *userdata;
+} VsHostMaker;
+
+/* Whether rel is normal components only (no empty one, no . or ..), as
+ * the monitor's decoder takes it. */
+bool rel_is_normal(const char *rel);
+
+/* m when path (absolute, normalized) lies strictly below its workspace,
+ * with *ret_rel pointing into path; else NULL (the caller makes it
+ * itself). */
+const VsHostMaker *host_maker_for(const VsHostMaker *m, const char *path, const char **ret_rel);
