@@ -552,6 +552,33 @@ def t_placeholders_by_monitor(tmp):
         d.stop()
 
 
+def t_repo_put_aside_by_monitor(tmp):
+    """A repository a jail made (the host's git would run its hooks and
+    config) is put aside by the monitor, not the server: the jail ended,
+    its HEAD renamed beside it, reported in host_run_files; status counts
+    it."""
+    root_daemon()
+    ws = make_ws(tmp, "ws-aside", SANDBOX)
+    if os.stat(ws).st_uid == 0:
+        vtest.needs_root("a workspace owned by an ordinary user (tests/helpers/as-user's account)")
+    d = start(tmp, "aside")
+    try:
+        before = monitor_of(d).get("repos_put_aside")
+        check(before == 0, ("status does not count what the monitor put aside", monitor_of(d)))
+        r = term(d.conn(), ws, "mkdir -p sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD "
+                 "&& sleep 5")
+        # The watch ends the jail at once (its repository is put aside).
+        check(not r.get("ok") and r.get("error", {}).get("code") == "worker_recycled", ("not ended", r))
+        aside = os.path.join(ws, "sub/.git/HEAD.vectora-quarantine")
+        check(os.path.exists(aside) and not os.path.exists(os.path.join(ws, "sub/.git/HEAD")),
+              ("the repository was not put aside", os.listdir(os.path.join(ws, "sub/.git"))))
+        check(any(p_.endswith("sub/.git/HEAD.vectora-quarantine") for p_ in r.get("host_run_files", [])), r)
+        wait_until(lambda: monitor_of(d).get("repos_put_aside") == 1, "the monitor to count what it put aside")
+        T.note("put aside by the monitor: %s" % monitor_of(d))
+    finally:
+        d.stop()
+
+
 def t_root_owned_jail_by_monitor(tmp):
     """A root-owned workspace's jail is the monitor's too: it runs as the
     idmap identity (no account's, never root), its writable trees idmapped
@@ -983,7 +1010,7 @@ def main():
                                  t_ctrl_c_is_clean, t_closed_stdio, t_monitor_stuck_at_stop, t_frozen_group_mid_call,
                                  t_failed_start_stops_monitor, t_workspace_groups_by_monitor, t_jail_started_by_monitor,
                                  t_jail_killed_by_monitor, t_jail_start_failure_through_monitor, t_jail_group_is_owners,
-                                 t_root_owned_jail_by_monitor, t_placeholders_by_monitor,
+                                 t_root_owned_jail_by_monitor, t_placeholders_by_monitor, t_repo_put_aside_by_monitor,
                                  t_stopped_start_holds_nothing,
                                  t_workspace_groups_follow_changes,
                                  t_stopped_monitor_holding_lock_is_named, t_sighup_moves_monitor_log,

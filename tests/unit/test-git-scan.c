@@ -204,16 +204,16 @@ static void scan_finds_what_git_takes(void **state) {
 
         /* Put aside: HEAD renamed beside it, no longer a repository. */
         char *moved = NULL;
-        assert_int_equal(git_quarantine(n, &moved, NULL), 0);
+        assert_int_equal(git_quarantine(n, NULL, &moved, NULL), 0);
         assert_non_null(strstr(moved, "/new/HEAD.vectora-quarantine"));
         free(moved);
-        assert_int_equal(git_quarantine(n, NULL, NULL), -ESTALE);
+        assert_int_equal(git_quarantine(n, NULL, NULL, NULL), -ESTALE);
         VsGitRepos after = { 0 };
         assert_int_equal(git_scan_dir(n->dir, &after), 0);
         assert_int_equal(after.n, 0);
         /* A .git file is renamed itself. */
         const VsGitRepo *c = find(&base, "c", VS_GIT_DOTGIT_LINK);
-        assert_int_equal(git_quarantine(c, &moved, NULL), 0);
+        assert_int_equal(git_quarantine(c, NULL, &moved, NULL), 0);
         assert_non_null(strstr(moved, "/c/.git.vectora-quarantine"));
         free(moved);
         git_repos_done(&after);
@@ -235,7 +235,7 @@ static void quarantine_never_follows(void **state) {
         snprintf(b, sizeof b, "%s/x.real", ws);
         assert_int_equal(rename(a, b), 0);
         assert_int_equal(symlink(b, a), 0);
-        assert_int_equal(git_quarantine(x, NULL, NULL), -ESTALE);
+        assert_int_equal(git_quarantine(x, NULL, NULL, NULL), -ESTALE);
         snprintf(a, sizeof a, "%s/x.real/HEAD", ws);
         struct stat st;
         assert_int_equal(stat(a, &st), 0);

@@ -50,6 +50,8 @@ static void state_table(void **state) {
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_APPROVAL_WRITE));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_LOG_REOPEN));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_WS_VIEW));
+        assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_PLACEHOLDER));
+        assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_QUARANTINE));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_JAIL_KILL));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_SHUTDOWN));
         /* Out of the tables' range. */
@@ -174,6 +176,22 @@ static void paths(void **state) {
                 monitor_put_u64(&e, MONITOR_F_TEXT, place[i].text);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), place[i].r);
+                monitor_enc_done(&e);
+        }
+        /* quarantine: an inode, never 0; a rel of normal components. */
+        const struct {
+                const char *rel;
+                uint64_t ino;
+                int r;
+        } aside[] = { { "sub/.git/HEAD", 7, 0 }, { ".git", 1, 0 }, { ".git", 0, -EBADMSG }, { "../.git", 7, -EBADMSG } };
+        for (size_t i = 0; i < sizeof aside / sizeof *aside; i++) {
+                monitor_enc_begin(&e, MONITOR_REQ_QUARANTINE, 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 1);
+                monitor_put_str(&e, MONITOR_F_REL, aside[i].rel);
+                monitor_put_u64(&e, MONITOR_F_DEV, 2049);
+                monitor_put_u64(&e, MONITOR_F_INO, aside[i].ino);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, false, &msg), aside[i].r);
                 monitor_enc_done(&e);
         }
         /* No flags: refused (the server says what it asks). */

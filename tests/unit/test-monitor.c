@@ -2075,6 +2075,100 @@ static void spawn_checks_ask_no_file_system(void **state) {
  * table, never the file system. (Attack review 3, F1: ws_open's fstat on
  * a FUSE mount that answered everyone but the monitor held the monitor
  * past the server's 5 s, and the server then ended every jail.) */
+/* quarantine of rel below h, identity st's: its status, the suffix in *n. */
+static uint64_t aside_ask(Fixture *f, uint64_t h, const char *rel, const struct stat *st, uint64_t *n) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_QUARANTINE);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_str(&e, MONITOR_F_REL, rel);
+        monitor_put_u64(&e, MONITOR_F_DEV, st->st_dev);
+        monitor_put_u64(&e, MONITOR_F_INO, st->st_ino);
+        assert_int_equal(ask(f, &e, -1), 0);
+        uint64_t r = status_of(f);
+        const MonitorField *c = monitor_field(&answer, MONITOR_F_COUNT, -1);
+        assert_true(r ? !c : c != NULL);
+        if (n)
+                *n = c ? c->u64 : UINT64_MAX;
+        return r;
+}
+
+static void mkfile(const char *dir, const char *rel) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, rel);
+        int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+static void lstat_at(const char *dir, const char *rel, struct stat *st) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, rel);
+        assert_int_equal(lstat(p, st), 0);
+}
+
+/* quarantine puts aside a repository a jail made: a repository
+ * directory's HEAD (its identity the directory's, as the scan notes it)
+ * or a .git file or symlink (its own), renamed beside itself, never over
+ * anything (-1, -2 ... next), only while it is the entry noted; nothing
+ * else is renamed (config, a path through a symlink); refused as a
+ * placeholder is. */
+static void quarantine_puts_aside(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = root_owned_ws(f, &uid, &gid);
+        char d[160];
+        snprintf(d, sizeof d, "%s/sub", f->dir);
+        assert_int_equal(mkdir(d, 0755), 0);
+        snprintf(d, sizeof d, "%s/sub/.git", f->dir);
+        assert_int_equal(mkdir(d, 0755), 0);
+        mkfile(f->dir, "sub/.git/HEAD");
+        struct stat git, other;
+        lstat_at(f->dir, "sub/.git", &git);
+        uint64_t n;
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, &n), 0);
+        assert_int_equal(n, 0);
+        lstat_at(f->dir, "sub/.git/HEAD.vectora-quarantine", &other);
+        mkfile(f->dir, "sub/.git/HEAD");
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, &n), 0);
+        assert_int_equal(n, 1);
+        lstat_at(f->dir, "sub/.git/HEAD.vectora-quarantine-1", &other);
+        /* Gone, or another directory's identity: stale, nothing moved. */
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, NULL), ESTALE);
+        mkfile(f->dir, "sub/.git/HEAD");
+        lstat_at(f->dir, "sub", &other);
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &other, NULL), ESTALE);
+        lstat_at(f->dir, "sub/.git/HEAD", &other);
+        /* Only a .git or a HEAD. */
+        mkfile(f->dir, "sub/.git/config");
+        assert_int_equal(aside_ask(f, h, "sub/.git/config", &git, NULL), EINVAL);
+        lstat_at(f->dir, "sub/.git/config", &other);
+        /* A .git symlink: itself renamed, where it points untouched. */
+        char link[160], target[160];
+        snprintf(link, sizeof link, "%s/.git", f->dir);
+        snprintf(target, sizeof target, "%s/sub/.git", f->dir);
+        assert_int_equal(symlink(target, link), 0);
+        struct stat ls;
+        lstat_at(f->dir, ".git", &ls);
+        assert_int_equal(aside_ask(f, h, ".git", &ls, &n), 0);
+        lstat_at(f->dir, ".git.vectora-quarantine", &other);
+        assert_true(S_ISLNK(other.st_mode));
+        lstat_at(f->dir, "sub/.git/HEAD", &other);
+        /* Through a symlink on the way: not reached. */
+        snprintf(link, sizeof link, "%s/via", f->dir);
+        snprintf(target, sizeof target, "%s/sub", f->dir);
+        assert_int_equal(symlink(target, link), 0);
+        assert_int_equal(aside_ask(f, h, "via/.git/HEAD", &git, NULL), ESTALE);
+        lstat_at(f->dir, "sub/.git/HEAD", &other);
+        /* The owner changed: refused. */
+        struct stat dst;
+        assert_int_equal(stat(f->dir, &dst), 0);
+        assert_int_equal(chown(f->dir, uid + 1, dst.st_gid), 0);
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, NULL), EPERM);
+        assert_int_equal(chown(f->dir, uid, dst.st_gid), 0);
+        assert_int_equal(aside_ask(f, h + 100, "sub/.git/HEAD", &git, NULL), ENOENT);
+}
+
 /* e sent to the monitor serving in its child: 1 when it answered within
  * 3 s (its status in *st), else what poll said. */
 static int send_await(Fixture *f, MonitorEnc *e, uint64_t *st) {
@@ -2431,6 +2525,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_made_below_workspace, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
+                cmocka_unit_test_setup_teardown(quarantine_puts_aside, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -457,7 +457,7 @@ int session_git_sweep(VsSession *s, char ***paths) {
                                  __ATOMIC_RELEASE);
                 session_stop(s);
                 _cleanup_free_ char *moved = NULL;
-                if (git_quarantine(g, &moved, NULL) < 0)
+                if (git_quarantine(g, NULL, &moved, NULL) < 0)
                         continue;
                 n++;
                 _cleanup_free_ char *what = g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");

@@ -441,11 +441,13 @@ json_t *monitor_link_status(Server *srv) {
         int jails = at >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, at) : -1;
         int killed = jails >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, jails) : -1;
         int made = killed >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, killed) : -1;
-        return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0),
+        int aside = made >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, made) : -1;
+        return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0),
                          "workspaces", (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
                          (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0), "jails_killed",
                          (json_int_t)(killed >= 0 ? ml->reply.fields[killed].u64 : 0), "placeholders_made",
-                         (json_int_t)(made >= 0 ? ml->reply.fields[made].u64 : 0));
+                         (json_int_t)(made >= 0 ? ml->reply.fields[made].u64 : 0), "repos_put_aside",
+                         (json_int_t)(aside >= 0 ? ml->reply.fields[aside].u64 : 0));
 }
 
 int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {
@@ -501,6 +503,48 @@ int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned
                 return r;
         const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
         return f && f->u64 == 1 ? 1 : 0;
+}
+
+int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
+                            VsError **err) {
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        if (!rel_is_normal(rel) || strlen(rel) > 4095 || ino == 0)
+                return vs_error_set(err, -EINVAL, "not an entry the monitor puts aside: %s", rel ? rel : "(null)");
+        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
+        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
+        if (!buf || !reply)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_QUARANTINE), MONITOR_F_WS, ws);
+        monitor_put_str(&e, MONITOR_F_REL, rel);
+        monitor_put_u64(&e, MONITOR_F_DEV, dev);
+        monitor_put_u64(&e, MONITOR_F_INO, ino);
+        int r = call_into(srv, &e, NULL, 0, NULL, 0, NULL, buf, reply, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
+        if (!f || f->u64 >= 100)
+                return lost(srv, MONITOR_REQ_QUARANTINE, "a quarantine's answer without its name", err);
+        *ret_n = (unsigned)f->u64;
+        return 0;
+}
+
+static int maker_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
+        MonitorMaker *m = userdata;
+        return monitor_link_placeholder(m->srv, m->ws, rel, flags, text, err);
+}
+
+static int maker_put_aside(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
+                           VsError **err) {
+        MonitorMaker *m = userdata;
+        return monitor_link_quarantine(m->srv, m->ws, rel, dev, ino, ret_n, err);
+}
+
+void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace) {
+        *m = (MonitorMaker){ .srv = srv, .ws = ws };
+        m->maker = (VsHostMaker){ .workspace = workspace, .make = maker_make, .put_aside = maker_put_aside, .userdata = m };
 }
 
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],

@@ -70,6 +70,20 @@ int monitor_link_jail_kill(Server *srv, uint64_t ws, uint64_t gen, VsError **err
  * a time, and this one's reply is its own. */
 int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
                              VsError **err);
+/* A repository a jail made put aside by the monitor (host-make.h
+ * put_aside): rel below ws, while still dev/ino; *ret_n the suffix. Any
+ * thread, as monitor_link_placeholder. */
+int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
+                            VsError **err);
+/* A maker (host-make.h) whose making and putting aside the monitor does
+ * below the workspace handle ws (workspace: its canonical path, kept by
+ * the caller). Its address must not change while it is used. */
+typedef struct MonitorMaker {
+        VsHostMaker maker;
+        Server *srv;
+        uint64_t ws;
+} MonitorMaker;
+void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)
  * handed to the monitor, whose lines go there from now on. */
 void monitor_link_log_reopen(Server *srv, int log_fd);

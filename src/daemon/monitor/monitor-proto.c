@@ -21,7 +21,7 @@ static const bool allowed[_MONITOR_STATE_MAX][_MONITOR_REQ_MAX] = {
                 [MONITOR_REQ_JAIL_KILL] = true, [MONITOR_REQ_APPROVAL_WRITE] = true,
                 [MONITOR_REQ_PLACEHOLDER] = true, [MONITOR_REQ_STATUS] = true,
                 [MONITOR_REQ_SHUTDOWN] = true, [MONITOR_REQ_LOG_REOPEN] = true,
-                [MONITOR_REQ_WS_VIEW] = true,
+                [MONITOR_REQ_WS_VIEW] = true, [MONITOR_REQ_QUARANTINE] = true,
         },
         [MONITOR_STATE_STOPPING] = {
                 [MONITOR_REQ_WS_CLOSE] = true, [MONITOR_REQ_JAIL_KILL] = true,
@@ -48,6 +48,7 @@ static const char *const req_names[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_SHUTDOWN] = "shutdown",
         [MONITOR_REQ_LOG_REOPEN] = "log_reopen",
         [MONITOR_REQ_WS_VIEW] = "ws_view",
+        [MONITOR_REQ_QUARANTINE] = "quarantine",
 };
 
 const char *monitor_req_to_string(MonitorReq t) {
@@ -118,6 +119,13 @@ static const FieldSpec placeholder[] = {
         OPT(MONITOR_F_TEXT, KIND_U64, 0, _VS_HOST_TEXT_MAX - 1),
         {},
 };
+static const FieldSpec quarantine[] = {
+        WS,
+        ONE(MONITOR_F_REL, KIND_REL, 1, PATH_LEN),
+        ONE(MONITOR_F_DEV, KIND_U64, 0, UINT64_MAX),
+        ONE(MONITOR_F_INO, KIND_U64, 1, UINT64_MAX),
+        {},
+};
 static const FieldSpec none[] = { {} };
 
 static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
@@ -133,6 +141,7 @@ static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_SHUTDOWN] = none,
         [MONITOR_REQ_LOG_REOPEN] = none,
         [MONITOR_REQ_WS_VIEW] = ws_only,
+        [MONITOR_REQ_QUARANTINE] = quarantine,
 };
 
 /* Every reply: a status, and what the request it answers gives back. */

@@ -55,6 +55,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_SHUTDOWN,        /* every jail killed; the monitor then exits */
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
         MONITOR_REQ_WS_VIEW,         /* ws: reply: a read-only view of it for the server's uid (idmap.h idmap_view) */
+        MONITOR_REQ_QUARANTINE,      /* ws, rel (.git or HEAD), dev, ino: renamed NAME.vectora-quarantine[-N]; reply: count N */
         _MONITOR_REQ_MAX,
         _MONITOR_REQ_INVALID = -1,
 } MonitorReq;
@@ -92,6 +93,8 @@ typedef enum MonitorTag {
         MONITOR_F_FLAGS,       /* u64: MonitorSpawnFlags */
         MONITOR_F_STEP,        /* reply: u64, the step of a start that failed */
         MONITOR_F_TEXT,        /* u64: a VsHostText (host-make.h), a placeholder's content */
+        MONITOR_F_DEV,         /* u64: a file's device as stat shows it */
+        MONITOR_F_INO,         /* u64: its inode */
         _MONITOR_F_MAX,
 } MonitorTag;
 

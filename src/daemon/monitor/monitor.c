@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -88,6 +89,7 @@ struct Monitor {
         uint64_t jails_started; /* by jail_spawn, since the start */
         uint64_t jails_killed;  /* by jail_kill */
         uint64_t placeholders_made; /* by placeholder */
+        uint64_t put_aside;         /* by quarantine */
         MonJail *jails;
         size_t n_jails, cap_jails;
         MonUserns *userns;
@@ -229,8 +231,9 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_started);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_killed);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->placeholders_made);
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->put_aside);
         }
-        if (m->msg.type == MONITOR_REQ_PLACEHOLDER && status == 0)
+        if ((m->msg.type == MONITOR_REQ_PLACEHOLDER || m->msg.type == MONITOR_REQ_QUARANTINE) && status == 0)
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
         int r = monitor_enc_end(&e);
         if (r >= 0) {
@@ -598,6 +601,17 @@ static const char *ws_served(const MonWorkspace *w, struct stat *st) {
                                           : NULL;
 }
 
+/* Whether a request that writes in workspace w (NULL: no workspace has
+ * the handle) is refused: then answered so, *ret what reply() gave. */
+static bool ws_refused(Monitor *m, const MonWorkspace *w, int *ret) {
+        struct stat st;
+        const char *why = !w ? NULL : ws_served(w, &st);
+        if (w && !why)
+                return false;
+        *ret = !w ? reply(m, ENOENT, "no workspace has that handle", 0) : reply(m, EPERM, why, 0);
+        return true;
+}
+
 /* name, new in the directory pfd (local: chase_open_dir_local_at checked
  * it), owned like pfd: 1 made, 0 there already (EXCL: -EEXIST). A file
  * gets the text; modes are exact (0755, 0644), whatever the umask. */
@@ -648,12 +662,9 @@ static int placeholder(Monitor *m) {
         unsigned flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
         const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
         VsHostText text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
-        if (!w)
-                return reply(m, ENOENT, "no workspace has that handle", 0);
-        struct stat st;
-        const char *why = ws_served(w, &st);
-        if (why)
-                return reply(m, EPERM, why, 0);
+        int refused;
+        if (ws_refused(m, w, &refused))
+                return refused;
         if ((flags & VS_HOST_MAKE_DIR) && tf)
                 return reply(m, EINVAL, "a directory holds no text", 0);
         _cleanup_free_ char *copy = strdup(rel);
@@ -682,6 +693,65 @@ static int placeholder(Monitor *m) {
                 return reply(m, -r, NULL, 0);
         m->placeholders_made += (uint64_t)r;
         return reply_count(m, (uint64_t)r);
+}
+
+/* quarantine: a repository a jail made put aside (git-scan.h
+ * git_quarantine): rel's last component, .git (a file, a symlink or a
+ * directory) or HEAD (a repository directory's), renamed to
+ * NAME.vectora-quarantine[-N] beside it, never replacing anything, and
+ * only while it is still the entry the server noted (device and inode,
+ * read from the kernel's cache: a .git's own, a HEAD's directory's, as
+ * the scan notes a repository). Reached as placeholder reaches a name.
+ * Nothing is deleted: the owner can take it back. */
+static int quarantine(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
+        uint64_t dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64, ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
+        int refused;
+        if (ws_refused(m, w, &refused))
+                return refused;
+        _cleanup_free_ char *copy = strdup(rel);
+        if (!copy)
+                return reply(m, ENOMEM, NULL, 0);
+        char *name = strrchr(copy, '/');
+        const char *parent = ".";
+        if (name) {
+                *name++ = 0;
+                parent = copy;
+        } else
+                name = copy;
+        if (!streq(name, ".git") && !streq(name, "HEAD"))
+                return reply(m, EINVAL, "only a .git or a HEAD is put aside", 0);
+        _cleanup_close_ int pfd = chase_open_dir_local_at(w->dirfd, parent);
+        if (pfd == -EREMOTE)
+                return reply(m, EPERM, "a pseudo or user file system is on the way: nothing is moved there", 0);
+        if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
+                return reply(m, ESTALE, "its directory is no longer there", 0);
+        if (pfd < 0)
+                return reply(m, -pfd, NULL, 0);
+        /* A .git's own identity; a HEAD's, its repository directory's. */
+        bool head = streq(name, "HEAD");
+        struct statx sx;
+        if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0), STATX_INO,
+                  &sx) < 0 ||
+            makedev(sx.stx_dev_major, sx.stx_dev_minor) != dev || sx.stx_ino != ino)
+                return reply(m, ESTALE, "it is no longer the entry noted", 0);
+        for (unsigned n = 0; n < 100; n++) {
+                char to[64];
+                if (n == 0)
+                        snprintf(to, sizeof to, "%s.vectora-quarantine", name);
+                else
+                        snprintf(to, sizeof to, "%s.vectora-quarantine-%u", name, n);
+                if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
+                        m->put_aside++;
+                        return reply_count(m, n);
+                }
+                if (errno == ENOENT)
+                        return reply(m, ESTALE, "it is no longer there", 0);
+                if (errno != EEXIST)
+                        return reply(m, errno, NULL, 0);
+        }
+        return reply(m, EEXIST, "100 quarantined copies there already", 0);
 }
 
 /* The user namespace showing uid/gid as the server's ids: made once. */
@@ -1081,6 +1151,8 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return log_reopen(m, fds);
         case MONITOR_REQ_PLACEHOLDER:
                 return placeholder(m);
+        case MONITOR_REQ_QUARANTINE:
+                return quarantine(m);
         case MONITOR_REQ_WS_VIEW:
                 return ws_view(m);
         case MONITOR_REQ_JAIL_KILL:

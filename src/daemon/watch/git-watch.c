@@ -31,6 +31,11 @@ struct GitSweep {
         WalkCacheUse *cache;
         void (*note)(Workspace *ws, const char *path);
         void (*done)(Workspace *ws);
+        /* A root daemon's monitor puts aside what lies below the workspace
+         * (link_monitor_maker; its workspace a copy), or NULL: this process. */
+        MonitorMaker maker;
+        char *workspace;
+        const VsHostMaker *by;
         /* the thread's result */
         char **moved;    /* pairs: what, where it went */
         char **failed;   /* what could not be put aside */
@@ -115,11 +120,13 @@ bool git_watch_new(Workspace *ws, const char *dir, VsGitRepos *ret_new) {
 
 size_t git_watch_put_aside(Workspace *ws, const VsGitRepos *repos, void (*note)(Workspace *ws, const char *path)) {
         size_t n = 0;
+        MonitorMaker maker;
+        bool by = repos->n && link_monitor_maker(ws, &maker);
         for (size_t i = 0; i < repos->n; i++) {
                 const VsGitRepo *g = &repos->items[i];
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
                 _cleanup_(vs_error_freep) VsError *err = NULL;
-                int r = git_quarantine(g, &moved, &err);
+                int r = git_quarantine(g, by ? &maker.maker : NULL, &moved, &err);
                 if (r == -ESTALE)
                         continue;
                 if (r < 0) {
@@ -196,7 +203,7 @@ static void sweep_work(uv_work_t *w) {
                 if (git_repos_has(s->base, g))
                         continue;
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
-                int r = git_quarantine(g, &moved, NULL);
+                int r = git_quarantine(g, s->by, &moved, NULL);
                 if (r == -ESTALE)
                         continue;
                 if (r < 0 || !what) {
@@ -236,6 +243,7 @@ static void sweep_after(uv_work_t *w, int status) {
         strv_free(s->protect_patterns);
         strv_free(s->moved);
         strv_free(s->failed);
+        free(s->workspace);
         void (*done)(Workspace *) = s->done;
         free(s);
         if (ws)
@@ -261,6 +269,10 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
                         s->protect = p->protect_set ? glob_set_ref(p->protect_set) : NULL;
                         s->cache = &ws->srv->walk_cache;
                 }
+                if (link_monitor_maker(ws, &s->maker) && (s->workspace = strdup(p->workspace))) {
+                        s->maker.maker.workspace = s->workspace;
+                        s->by = &s->maker.maker;
+                }
                 r = uv_queue_work(ws->srv->loop, &s->work, sweep_work, sweep_after);
         }
         if (r < 0) {
@@ -270,6 +282,7 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
                         glob_set_free(s->protect);
                         strv_free(s->mask_patterns);
                         strv_free(s->protect_patterns);
+                        free(s->workspace);
                 }
                 free(s);
                 strv_free(roots);

@@ -518,8 +518,7 @@ struct LinkStart {
         VsPolicy *owned_policy;   /* ... kept here once the workspace replaced it */
         uint64_t generation;
         VsLaunchOptions o;        /* strings borrowed from the server, but: */
-        VsHostMaker maker;        /* the monitor makes its placeholders (workspace: 0 none) */
-        uint64_t monitor_ws;      /* the monitor's handle of the workspace */
+        MonitorMaker maker;       /* the monitor makes its placeholders (o.maker then points here) */
         char *proxy_socket;
         char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
         /* the thread's result */
@@ -707,32 +706,20 @@ static void start_done(uv_work_t *w, int status) {
         ops->started(ws, l, stale && r >= 0 ? 0 : r, err);
 }
 
-/* On the pool thread, for the start's plan (host-make.h). */
-static int start_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
-        LinkStart *s = userdata;
-        return monitor_link_placeholder(s->srv, s->monitor_ws, rel, flags, text, err);
-}
-
-/* A root daemon's starts have what the host makes in the workspace made
- * by the monitor (its placeholders, git_init's repository): an ordinary
- * owner's workspace, or a root-owned one with a local jail (which the
- * monitor starts only with root's vectora.toml in it). A system account's
- * is still made here, as its jail is started here (docs/privsep.md). */
-static void start_maker(Workspace *ws, LinkStart *s) {
-        if (!ws->srv->monitor || !ws->policy->sandboxed)
-                return;
+bool link_monitor_maker(Workspace *ws, MonitorMaker *ret) {
+        if (!ws->srv->monitor || !ws->policy || !ws->policy->sandboxed)
+                return false;
         uid_t owner;
         _cleanup_(vs_error_freep) VsError *e = NULL;
         if (cgroup_monitor_open(ws, &owner, &e) < 0) {
                 log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
-                return;
+                return false;
         }
         bool local = streq(ws->policy->backend->name, "local");
         if (!uid_is_ordinary(owner) && !(owner == 0 && local))
-                return;
-        s->monitor_ws = ws->monitor_ws;
-        s->maker = (VsHostMaker){ .workspace = ws->policy->workspace, .make = start_make, .userdata = s };
-        s->o.maker = &s->maker;
+                return false;
+        monitor_maker_init(ret, ws->srv, ws->monitor_ws, ws->policy->workspace);
+        return true;
 }
 
 int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err) {
@@ -773,7 +760,8 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         s->ws = ws;
         s->ops = ops;
         s->policy = ws->policy;
-        start_maker(ws, s);
+        if (link_monitor_maker(ws, &s->maker))
+                s->o.maker = &s->maker.maker;
         s->generation = ws->generation;
         r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
         if (r < 0) {

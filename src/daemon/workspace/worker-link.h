@@ -8,6 +8,7 @@
 #include "handshake.h"
 #include "jsonl.h"
 #include "launch.h"
+#include "monitor-link.h"
 #include "strbuf.h"
 
 typedef enum LinkState {
@@ -95,6 +96,15 @@ struct WorkerLink {
  * start reads ws->policy meanwhile: a workspace replacing it hands it over
  * with link_start_keep_policy. */
 int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err);
+/* In a root daemon, the maker (host-make.h) through which the monitor
+ * makes what the host puts in ws and puts aside what its jail made there
+ * (monitor_maker_init, ret's workspace borrowed from ws's policy): for an
+ * ordinary owner's workspace, or a root-owned one with a local jail
+ * (which the monitor starts only with root's vectora.toml in it); the
+ * workspace opened in the monitor first. false: none (no monitor, not
+ * sandboxed, a system account's: this process does that work, as it
+ * starts that jail itself; docs/privsep.md). */
+bool link_monitor_maker(Workspace *ws, MonitorMaker *ret);
 /* Its result is not wanted (a masked path appeared, a recycle): it is
  * discarded when it arrives and the workspace starts again. */
 void link_start_discard(LinkStart *s);

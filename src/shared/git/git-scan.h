@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "host-make.h"
 
 typedef enum VsGitRepoKind {
         VS_GIT_DOTGIT,      /* DIR/.git is a directory that is a repository */
@@ -92,5 +93,6 @@ bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r);
  * following a symlink, checked to be the one noted). Nothing is
  * deleted: the host user can look at it and take it back. *ret_moved (may
  * be NULL): the new absolute path. -ESTALE when the entry is no longer the
- * one noted. */
-int git_quarantine(const VsGitRepo *r, char **ret_moved, VsError **err);
+ * one noted. maker (host-make.h; NULL: this process) moves it when it
+ * lies below its workspace, by the same rules. */
+int git_quarantine(const VsGitRepo *r, const VsHostMaker *maker, char **ret_moved, VsError **err);

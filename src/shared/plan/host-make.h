@@ -8,10 +8,12 @@
  * (docs/privsep.md, `placeholder`), which makes it below the directory it
  * opened itself, by descriptors, never through a symlink, owned like its
  * parent, and only with a text of the table below: the server names a
- * text, never bytes. The maker is passed down the plan's build
- * (jail_plan_make, VsLaunchOptions.maker). */
+ * text, never bytes; and it puts aside a repository a jail made
+ * (git_quarantine). The maker is passed down the plan's build
+ * (jail_plan_make, VsLaunchOptions.maker) and to git_quarantine. */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -43,6 +45,11 @@ typedef struct VsHostMaker {
          * or -ENOTDIR when a symlink or a file is on the way, else a
          * negative errno, *err saying why where it can. */
         int (*make)(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err);
+        /* Puts rel (its last component .git or HEAD) aside while it is
+         * still dev/ino (git-scan.h git_quarantine): renamed
+         * NAME.vectora-quarantine, with "-N" for *ret_n > 0. 0, -ESTALE
+         * when it is no longer that entry, or a negative errno. */
+        int (*put_aside)(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n, VsError **err);
         void *userdata;
 } VsHostMaker;
 
