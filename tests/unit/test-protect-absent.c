@@ -169,6 +169,10 @@ static void test_make_by_maker(void **state) {
         assert_int_equal(access(at("sub"), F_OK), -1); /* not made here */
         assert_int_equal(protect_absent_make(ws, ".claude", VS_ABSENT_DIR, NULL, &m), 1);
         assert_int_equal(asked_flags, VS_HOST_MAKE_PARENTS | VS_HOST_MAKE_DIR);
+        /* There already: not asked (every start after the first). */
+        assert_int_equal(mkdir(at(".cursor"), 0755), 0);
+        assert_int_equal(protect_absent_make(ws, ".cursor", VS_ABSENT_DIR, NULL, &m), 0);
+        assert_int_equal(asked_n, 2);
         /* A text the table lacks is never sent as bytes. */
         assert_int_equal(protect_absent_make(ws, "x.json", VS_ABSENT_FILE, "{}\n", &m), -EINVAL);
         assert_int_equal(asked_n, 2);

@@ -671,13 +671,18 @@ static int placeholder(Monitor *m) {
         if (!copy)
                 return reply(m, ENOMEM, NULL, 0);
         char *leaf = strrchr(copy, '/');
-        _cleanup_close_ int cur = chase_open_dir_local_at(w->dirfd, ".");
-        char *save = NULL;
         if (leaf)
                 *leaf++ = 0;
         else
                 leaf = copy;
-        for (char *c = leaf == copy ? NULL : strtok_r(copy, "/", &save); cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+        /* The parent in one walk (one look at the mount table); one
+         * component at a time only where one is missing to be made. */
+        _cleanup_close_ int cur = chase_open_dir_local_at(w->dirfd, leaf == copy ? "." : copy);
+        bool stepwise = cur == -ENOENT && (flags & VS_HOST_MAKE_PARENTS);
+        char *save = NULL;
+        if (stepwise)
+                cur = chase_open_dir_local_at(w->dirfd, ".");
+        for (char *c = stepwise ? strtok_r(copy, "/", &save) : NULL; cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
                 int next = chase_open_dir_local_at(cur, c);
                 if (next == -ENOENT && (flags & VS_HOST_MAKE_PARENTS)) {
                         int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);

@@ -104,8 +104,10 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
         _cleanup_free_ char *abs = path_join(root, rel);
         const char *wrel;
         const VsHostMaker *m = abs ? host_maker_for(maker, abs, &wrel) : NULL;
+        struct stat there;
+        /* There already (every start after the first): nothing to ask. */
         if (m)
-                return make_by(m, wrel, kind, content);
+                return lstat(abs, &there) == 0 ? 0 : make_by(m, wrel, kind, content);
         _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (cur < 0)
                 return -errno;
