@@ -147,6 +147,17 @@ static const VsGitRepo *find(const VsGitRepos *r, const char *rel, VsGitRepoKind
         return NULL;
 }
 
+
+static int gone_put_aside(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n, VsError **err) {
+        (void)rel;
+        (void)dev;
+        (void)ino;
+        (void)ret_n;
+        (void)err;
+        ++*(int *)userdata;
+        return -ENOTCONN;
+}
+
 static void scan_finds_what_git_takes(void **state) {
         mk("a");
         bare("a", "ref: refs/heads/main\n");            /* bare */
@@ -211,9 +222,13 @@ static void scan_finds_what_git_takes(void **state) {
         VsGitRepos after = { 0 };
         assert_int_equal(git_scan_dir(n->dir, &after), 0);
         assert_int_equal(after.n, 0);
-        /* A .git file is renamed itself. */
+        /* A .git file is renamed itself; by a maker that can no longer
+         * serve it (a monitor gone), by this process. */
         const VsGitRepo *c = find(&base, "c", VS_GIT_DOTGIT_LINK);
-        assert_int_equal(git_quarantine(c, NULL, &moved, NULL), 0);
+        int calls = 0;
+        VsHostMaker gone = { .workspace = ws, .put_aside = gone_put_aside, .userdata = &calls };
+        assert_int_equal(git_quarantine(c, &gone, &moved, NULL), 0);
+        assert_int_equal(calls, 1);
         assert_non_null(strstr(moved, "/c/.git.vectora-quarantine"));
         free(moved);
         git_repos_done(&after);

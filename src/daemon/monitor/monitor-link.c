@@ -536,10 +536,15 @@ static int maker_make(void *userdata, const char *rel, unsigned flags, VsHostTex
         return monitor_link_placeholder(m->srv, m->ws, rel, flags, text, err);
 }
 
+/* A repository found after the workspace was let go (its handle closed:
+ * a sweep at the daemon's end) or with the monitor gone is put aside by
+ * this process, a root one still (docs/privsep.md): not left to the
+ * host's git. */
 static int maker_put_aside(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
                            VsError **err) {
         MonitorMaker *m = userdata;
-        return monitor_link_quarantine(m->srv, m->ws, rel, dev, ino, ret_n, err);
+        int r = monitor_link_quarantine(m->srv, m->ws, rel, dev, ino, ret_n, err);
+        return (r == -ENOENT || r == -EPIPE || r == -ENOTCONN) && geteuid() == 0 ? -ENOTCONN : r;
 }
 
 void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace) {

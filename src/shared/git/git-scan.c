@@ -210,6 +210,8 @@ static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, 
                         uint64_t ino, char **ret_moved, VsError **err) {
         unsigned n = 0;
         int r = m->put_aside(m->userdata, rel, dev, ino, &n, err);
+        if (r == -ENOTCONN)
+                return r;
         if (r < 0)
                 return r == -ESTALE || (err && *err) ? r : vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
         char to[64];
@@ -237,8 +239,13 @@ int git_quarantine(const VsGitRepo *r, const VsHostMaker *maker, char **ret_move
         _cleanup_free_ char *entry = path_join(dir, name);
         const char *rel;
         const VsHostMaker *m = entry ? host_maker_for(maker, entry, &rel) : NULL;
-        if (m && m->put_aside)
-                return put_aside_by(m, rel, dir, name, r->dev, r->ino, ret_moved, err);
+        if (m && m->put_aside) {
+                int k = put_aside_by(m, rel, dir, name, r->dev, r->ino, ret_moved, err);
+                if (k != -ENOTCONN)
+                        return k;
+                if (err)
+                        vs_error_free(TAKE_PTR(*err));
+        }
         _cleanup_close_ int dfd = chase_open_dir(dir);
         if (dfd == -ENOENT || dfd == -ENOTDIR || dfd == -ELOOP)
                 return -ESTALE;

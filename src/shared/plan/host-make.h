@@ -48,7 +48,9 @@ typedef struct VsHostMaker {
         /* Puts rel (its last component .git or HEAD) aside while it is
          * still dev/ino (git-scan.h git_quarantine): renamed
          * NAME.vectora-quarantine, with "-N" for *ret_n > 0. 0, -ESTALE
-         * when it is no longer that entry, or a negative errno. */
+         * when it is no longer that entry, -ENOTCONN when the maker cannot
+         * serve it any more (the caller then does it itself, where it
+         * may), or a negative errno. */
         int (*put_aside)(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n, VsError **err);
         void *userdata;
 } VsHostMaker;
