@@ -312,6 +312,17 @@ int chase_path_dynamic(const char *path, char *const *untrusted, ChaseUntrustedF
         return 0;
 }
 
+int chase_beneath_root(const char *abs, int flags) {
+        if (!abs || abs[0] != '/')
+                return -EXDEV;
+        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        int fd = chase_beneath(root, abs + 1, flags);
+        close(root);
+        return fd;
+}
+
 int chase_open_dir(const char *path) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,

@@ -28,6 +28,9 @@
  * the end, -EXDEV for "..", an absolute path or a magic link. System calls
  * only, no allocation: a child between fork and exec may call it. */
 int chase_beneath(int dirfd, const char *rel, int flags);
+/* chase_beneath from "/" for abs (absolute; -EXDEV otherwise): the same
+ * rules, no allocation (a child between fork and exec may call it). */
+int chase_beneath_root(const char *abs, int flags);
 
 typedef struct ChaseResult {
         int fd;             /* O_PATH descriptor of what the path names; -1 when missing */

@@ -513,6 +513,16 @@ static void test_chase(void **state) {
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
         close(ws);
+        /* From "/": an absolute path only, no link on the way. */
+        snprintf(q, sizeof q, "%s/ws/a/b", d);
+        int fd = chase_beneath_root(q, O_PATH | O_DIRECTORY);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(chase_beneath_root(q + 1, O_PATH), -EXDEV);
+        snprintf(q, sizeof q, "%s/ws/link/.", d);
+        assert_int_equal(chase_beneath_root(q, O_PATH | O_DIRECTORY), -ELOOP);
+        snprintf(q, sizeof q, "%s/ws/../ws", d);
+        assert_int_equal(chase_beneath_root(q, O_PATH | O_DIRECTORY), -EXDEV);
 
         ChaseResult cr;
         char *untrusted[] = { p, NULL };

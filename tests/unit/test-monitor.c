@@ -704,6 +704,18 @@ static uint64_t owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
         return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
 }
 
+/* f->dir/name made (mode), owned by uid:gid (as root; else the caller's),
+ * and opened as a workspace with that owner and group: its handle. */
+static uint64_t sub_ws(Fixture *f, const char *name, mode_t mode, uid_t uid, gid_t gid) {
+        char d[160];
+        snprintf(d, sizeof d, "%s/%s", f->dir, name);
+        assert_int_equal(mkdir(d, mode), 0);
+        if (getuid() == 0)
+                assert_int_equal(chown(d, uid, gid), 0);
+        assert_int_equal(ws_open(f, d, uid, gid), 0);
+        return monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+}
+
 /* As root (else the case is skipped): hello, and owned_ws's workspace. */
 static uint64_t root_owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
         if (getuid() != 0)
@@ -838,12 +850,7 @@ static void spawn_always_joins(void **state) {
         assert_int_equal(make(f, h, NULL, NULL, fds, &n), 0);
         close(fds[0]);
         int ok = jail_fd(f, uid, gid, NULL);
-        char other[128];
-        snprintf(other, sizeof other, "%s/other", f->dir);
-        assert_int_equal(mkdir(other, 0700), 0);
-        assert_int_equal(chown(other, uid, gid), 0);
-        assert_int_equal(ws_open(f, other, uid, gid), 0);
-        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uint64_t h2 = sub_ws(f, "other", 0700, uid, gid);
         serve_in_child(f);
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, ok, 3, NULL, 0), 0);
         (void)status_of(f);
@@ -900,13 +907,7 @@ static void jail_kill_ends_its_jail(void **state) {
         uid_t uid;
         gid_t gid;
         uint64_t h = owned_ws(f, &uid, &gid);
-        char other[128];
-        snprintf(other, sizeof other, "%s/other", f->dir);
-        assert_int_equal(mkdir(other, 0700), 0);
-        if (getuid() == 0)
-                assert_int_equal(chown(other, uid, gid), 0);
-        assert_int_equal(ws_open(f, other, uid, gid), 0);
-        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uint64_t h2 = sub_ws(f, "other", 0700, uid, gid);
         serve_in_child(f);
 
         uint64_t gen, gen2;
@@ -1276,12 +1277,7 @@ static void ws_view_reads_as_owner(void **state) {
          * user namespace again (held: the one received, the monitor's view
          * and the mount namespace that holds it; no new idmapping
          * namespace). */
-        char second[96];
-        snprintf(second, sizeof second, "%s/second", f->dir);
-        assert_int_equal(mkdir(second, 0700), 0);
-        assert_int_equal(chown(second, uid, gid), 0);
-        assert_int_equal(ws_open(f, second, uid, gid), 0);
-        uint64_t h2 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uint64_t h2 = sub_ws(f, "second", 0700, uid, gid);
         held = count_fds();
         assert_int_equal(ws_view_ask(f, h2, &again), 0);
         assert_int_equal(count_fds(), held + 3);
@@ -1290,12 +1286,7 @@ static void ws_view_reads_as_owner(void **state) {
          * mount and a user namespace of root's): past it EMFILE, until a
          * workspace with one is closed. */
         monitor_set_views_max(f->mon, 2);
-        char third[96];
-        snprintf(third, sizeof third, "%s/third", f->dir);
-        assert_int_equal(mkdir(third, 0700), 0);
-        assert_int_equal(chown(third, uid, gid), 0);
-        assert_int_equal(ws_open(f, third, uid, gid), 0);
-        uint64_t h3 = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        uint64_t h3 = sub_ws(f, "third", 0700, uid, gid);
         assert_int_equal(ws_view_ask(f, h3, &again), EMFILE);
         assert_int_equal(ws_view_ask(f, h, &again), 0); /* one it has: still handed */
         close(again);
@@ -1345,12 +1336,7 @@ static void ws_view_reads_as_owner(void **state) {
         assert_int_equal(chown(f->dir, uid, gid), 0);
 
         /* A system account's workspace. */
-        char other[96];
-        snprintf(other, sizeof other, "%s/svc", f->dir);
-        assert_int_equal(mkdir(other, 0700), 0);
-        assert_int_equal(chown(other, 996, 996), 0);
-        assert_int_equal(ws_open(f, other, 996, 996), 0);
-        assert_int_equal(ws_view_ask(f, monitor_field(&answer, MONITOR_F_WS, -1)->u64, &view), EPERM);
+        assert_int_equal(ws_view_ask(f, sub_ws(f, "svc", 0700, 996, 996), &view), EPERM);
 
         /* Root's: only with root's opt-in, then root's files are shown. */
         char rdir[96];
@@ -1483,13 +1469,8 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(chown(f->dir, uid, dst.st_gid), 0);
         /* A system account's workspace, a root-owned one without root's
          * vectora.toml: refused; with it, made as root's. */
-        char sys[160];
-        snprintf(sys, sizeof sys, "%s/sys", f->dir);
-        assert_int_equal(mkdir(sys, 0755), 0);
-        assert_int_equal(chown(sys, 1, 1), 0);
-        assert_int_equal(ws_open(f, sys, 1, user_jail_gid(1, 1)), 0);
-        uint64_t hs = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
-        assert_int_equal(place_ask(f, hs, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
+        assert_int_equal(place_ask(f, sub_ws(f, "sys", 0755, 1, user_jail_gid(1, 1)), "y", 0, VS_HOST_TEXT_EMPTY, NULL),
+                         EPERM);
         char rdir[160];
         snprintf(rdir, sizeof rdir, "%s/rootws", f->dir);
         assert_int_equal(mkdir(rdir, 0755), 0);

@@ -126,8 +126,7 @@ int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err) 
 static int view_child(int clone_fd, int sock) {
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return 1;
-        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        int tmp = root < 0 ? -1 : chase_beneath(root, "tmp", O_PATH | O_DIRECTORY);
+        int tmp = chase_beneath_root("/tmp", O_PATH | O_DIRECTORY);
         if (tmp < 0 ||
             syscall(SYS_move_mount, clone_fd, "", tmp, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return 2;
@@ -201,18 +200,11 @@ int idmap_attach(const int *fds, char *const *paths, size_t n) {
                  * path alone, a link put on the way since the tree was
                  * checked would have taken root's attach anywhere on the
                  * host (over /proc, /usr/bin: attack review 6). */
-                int t = paths[i][0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                int t = chase_beneath_root(paths[i], O_PATH | O_DIRECTORY);
                 if (t < 0) {
-                        errno = paths[i][0] == '/' ? errno : EXDEV;
-                        return -errno;
+                        errno = -t;
+                        return t;
                 }
-                int d = chase_beneath(t, paths[i] + 1, O_PATH | O_DIRECTORY);
-                close(t);
-                if (d < 0) {
-                        errno = -d;
-                        return d;
-                }
-                t = d;
                 struct stat tree, at;
                 int r = fstat(fds[i], &tree) < 0 || fstat(t, &at) < 0 ? -errno
                         : tree.st_dev != at.st_dev || tree.st_ino != at.st_ino ? -EXDEV
