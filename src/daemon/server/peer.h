@@ -22,3 +22,11 @@ bool peer_uid_allowed(uid_t uid);
  * (>= 6.5), so a reused pid cannot stand in for a peer that exited;
  * elsewhere pidfd_open() after the fact narrows that window. */
 int peer_check_namespaces(int fd, pid_t pid, char *why, size_t n);
+/* The same for pid p from what any process may read (peer_check_namespaces
+ * falls back to it where the peer's /proc/PID/ns is not this process's to
+ * read: a server without root's rights and a root peer): its NSpid names
+ * one pid (it is in the pid namespace of our /proc, none below it), and
+ * its uid_map and gid_map are ours (a jail's user namespace maps its
+ * owner's ids alone; one root made with the identity map would pass, and
+ * is root's own doing). */
+int peer_check_by_maps(pid_t p, char *why, size_t n);
