@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "monitor.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -612,6 +613,22 @@ static bool ws_refused(Monitor *m, const MonWorkspace *w, int *ret) {
         return true;
 }
 
+/* Whether the directory dfd holds nothing (its link count says nothing
+ * on every file system: btrfs counts 1). */
+static bool dir_is_empty(int dfd) {
+        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                safe_close(fd);
+                return false;
+        }
+        bool empty = true;
+        for (struct dirent *de; empty && (de = readdir(d));)
+                empty = streq(de->d_name, ".") || streq(de->d_name, "..");
+        closedir(d);
+        return empty;
+}
+
 /* name, new in the directory pfd (local: chase_open_dir_local_at checked
  * it), owned like pfd: 1 made, 0 there already (EXCL: -EEXIST). A file
  * gets the text; modes are exact (0755, 0644), whatever the umask. */
@@ -632,9 +649,17 @@ static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text
                         return fd < 0 ? -errno : -EIO;
                 if (pm != dm)
                         return -EXDEV;
-                /* Root's still: nothing can be mounted on it yet. */
+                /* Root's still: nothing can be mounted on it yet. And the
+                 * one made: root's and empty (a directory of another's put
+                 * at the name meanwhile, by one who may rename in pfd, is
+                 * neither, and is not given to pfd's owner). */
                 _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0 || fchmod(dfd, 0755) < 0 || fchown(dfd, pst.st_uid, pst.st_gid) < 0)
+                struct stat dst;
+                if (dfd < 0 || fstat(dfd, &dst) < 0)
+                        return -errno;
+                if (dst.st_uid != geteuid() || !dir_is_empty(dfd))
+                        return -ESTALE;
+                if (fchmod(dfd, 0755) < 0 || fchown(dfd, pst.st_uid, pst.st_gid) < 0)
                         return -errno;
                 return 1;
         }
