@@ -1940,12 +1940,14 @@ static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned root
                         break;
                 case FUSE_RELEASE:
                         break;
+                case FUSE_READ:
+                        continue; /* never answered: a mapping of the file faults until the server ends */
                 default:
                         err = -ENOSYS;
                 }
                 if (a) {
                         uint64_t ino = in->opcode == FUSE_LOOKUP ? 2 : in->nodeid;
-                        *a = (struct fuse_attr){ .ino = ino, .nlink = 1,
+                        *a = (struct fuse_attr){ .ino = ino, .nlink = 1, .size = ino == 1 ? 0 : 65536,
                                                  .mode = ino == 1 ? S_IFDIR | 0755 : S_IFREG | 0666 };
                 }
                 char out[sizeof(struct fuse_out_header) + sizeof o];
@@ -2195,6 +2197,71 @@ static void placeholder_asks_no_file_system(void **state) {
                 assert_int_equal(answered[i], 1);
                 assert_int_equal(st[i], EPERM);
         }
+        end_child(f);
+        munmap((void *)stall, 4096);
+}
+
+/* A workspace directory its owner holds (getdents64 into a buffer mapped
+ * from a FUSE file whose read never comes: the directory's lock is held
+ * until then) stalls a mkdirat or a rename in it in the kernel: the
+ * monitor answers ETIMEDOUT in its bound and serves the next request
+ * (attack review 8: it waited with the kernel, the daemon stopped and
+ * could not start again while the monitor held the instance lock). */
+static void placeholder_not_held_by_a_held_directory(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = root_owned_ws(f, &uid, &gid);
+        char mnt[128], file[160];
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 0);
+        snprintf(file, sizeof file, "%s/file", mnt);
+        int ff = open(file, O_RDONLY | O_CLOEXEC);
+        assert_true(ff >= 0);
+        char *map = mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, ff, 0);
+        assert_true(map != MAP_FAILED);
+        assert_int_equal(mprotect(map, 65536, PROT_READ | PROT_WRITE), 0);
+        pid_t holder = fork();
+        assert_true(holder >= 0);
+        if (holder == 0) {
+                int d = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _exit(syscall(SYS_getdents64, d, map, 65536) < 0);
+        }
+        /* The holder is in its read once the lock is: a mkdir by this
+         * process would wait; a lookup does not. */
+        usleep(300 * 1000);
+        serve_in_child(f);
+        MonitorEnc e;
+        uint64_t st = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_str(&e, MONITOR_F_REL, ".envrc");
+        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+        int answered = send_await(f, &e, &st);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        uint64_t st2 = 0;
+        int answered2 = 0;
+        if (answered == 1) {
+                begin(f, &e, MONITOR_REQ_STATUS);
+                answered2 = send_await(f, &e, &st2);
+        }
+        /* Released: the file system goes, the holder's read fails. */
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        assert_int_equal(waitpid(holder, NULL, 0), holder);
+        munmap(map, 65536);
+        close(ff);
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, ETIMEDOUT);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        assert_true(secs < 2.9);
+        assert_int_equal(answered2, 1);
+        assert_int_equal(st2, 0);
         end_child(f);
         munmap((void *)stall, 4096);
 }
@@ -2507,6 +2574,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(placeholder_made_below_workspace, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(quarantine_puts_aside, setup, teardown),
+                cmocka_unit_test_setup_teardown(placeholder_not_held_by_a_held_directory, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

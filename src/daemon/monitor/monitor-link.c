@@ -158,16 +158,21 @@ static bool wait_fd(int fd, short events, uint64_t deadline) {
 
 /* The monitor failed a call: the link is closed and the server told. Off
  * the loop (a pool thread's call), the socket is only shut down: the
- * loop's watch (on_monitor) then sees its end closed and does the rest. */
+ * loop's watch (on_monitor) then sees its end closed and does the rest.
+ * Under the link's lock (recursive: a call holds it already), so no
+ * thread's call is in the middle of the descriptor closed (attack review
+ * 8). */
 static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
         MonitorLink *ml = srv->monitor;
         log_error("the root monitor (pid %d) is gone: %s (%s)", (int)ml->pid, why,
                   monitor_req_to_string((MonitorReq)type));
+        pthread_mutex_lock(&ml->lock);
         if (pthread_equal(pthread_self(), ml->loop_thread)) {
                 link_broken(ml);
                 tell_gone(srv);
-        } else
+        } else if (ml->fd >= 0)
                 (void)shutdown(ml->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&ml->lock);
         return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
 }
 
@@ -318,7 +323,11 @@ int monitor_link_start(Server *srv, VsError **err) {
         }
         ml->fd = sv[0];
         ml->pid = pid;
-        pthread_mutex_init(&ml->lock, NULL);
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&ml->lock, &attr);
+        pthread_mutexattr_destroy(&attr);
         ml->loop_thread = pthread_self();
         srv->monitor = ml;
         MonitorEnc e;
@@ -633,7 +642,10 @@ int monitor_link_jail_spawn(Server *srv, uint64_t ws, const char *ws_path, uint6
                 return vs_error_set(err, argv_fd, "the jail's argv could not be sealed in a memfd: %s", strerror(-argv_fd));
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_JAIL_SPAWN), MONITOR_F_WS, ws);
-        uint64_t id = srv->monitor->next_id;
+        /* Its own id: the counter may have moved on meanwhile (a pool
+         * thread's request; attack review 8). */
+        uint64_t id;
+        memcpy(&id, e.buf.data + 8, sizeof id);
         monitor_put_u64(&e, MONITOR_F_GEN, gen ? gen : 1);
         monitor_put_u64(&e, MONITOR_F_UID, l->uid);
         monitor_put_u64(&e, MONITOR_F_GID, l->gid);

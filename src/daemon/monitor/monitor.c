@@ -17,6 +17,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -34,6 +35,7 @@
 #include "path-util.h"
 #include "seccomp.h"
 #include "sha256.h"
+#include "spawn-util.h"
 #include "user-util.h"
 #include "worker-spawn.h"
 
@@ -108,6 +110,8 @@ struct Monitor {
         void *guard;
         size_t guard_len;
         uint64_t count; /* placeholder's reply */
+        pid_t stuck[32];  /* fs_child's children that did not answer, until reaped */
+        size_t n_stuck;
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
 };
@@ -676,53 +680,216 @@ static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text
         return 1;
 }
 
-/* placeholder: rel made below the workspace as flags say (host-make.h),
- * from the descriptor the monitor opened, one component at a time on the
- * workspace's own kind of file system (never a user's: FUSE is asked
- * nothing), never through a symlink or "..", each new entry owned like
- * its parent, a file holding one of the table's texts. */
-static int placeholder(Monitor *m) {
-        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
-        const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
-        unsigned flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
-        const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
-        VsHostText text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
-        int refused;
-        if (ws_refused(m, w, &refused))
-                return refused;
-        if ((flags & VS_HOST_MAKE_DIR) && tf)
-                return reply(m, EINVAL, "a directory holds no text", 0);
-        _cleanup_free_ char *copy = strdup(rel);
-        if (!copy)
-                return reply(m, ENOMEM, NULL, 0);
-        char *leaf = strrchr(copy, '/');
+/* The directory rel (split in place) below wsfd, each component entered
+ * without following a symlink and on the workspace's own mount (ws_mnt:
+ * any other, a user's file system included, is -EXDEV, asked nothing),
+ * made where missing when parents. No allocation, no look at the mount
+ * table (a walk that read it per component was made to take 17 s by an
+ * owner's long mount table and deep path: attack review 8). */
+static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
+        int cur = fcntl(wsfd, F_DUPFD_CLOEXEC, 3);
+        char *save = NULL;
+        if (cur < 0)
+                return -errno;
+        for (char *c = rel ? strtok_r(rel, "/", &save) : NULL; cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0 && errno == ENOENT && parents) {
+                        int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
+                        next = r < 0 ? r : openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (r >= 0 && next < 0)
+                                next = -errno;
+                } else if (next < 0) {
+                        next = -errno;
+                        struct statx sx;
+                        if (next == -ENOTDIR &&
+                            statx(cur, c, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) == 0 &&
+                            S_ISLNK(sx.stx_mode))
+                                next = -ELOOP;
+                }
+                int mnt;
+                if (next >= 0 && (fd_mount_id(next, &mnt) < 0 || mnt != ws_mnt)) {
+                        close(next);
+                        next = -EXDEV;
+                }
+                close(cur);
+                cur = next;
+        }
+        return cur;
+}
+
+/* What a request does in a workspace's tree runs in a child with a
+ * deadline: an owner can hold a directory of theirs (getdents64 into a
+ * buffer mapped from their own FUSE file whose read never comes), and a
+ * mkdirat, create or rename there then waits in the kernel, SIGKILL or
+ * not; the monitor waited with it, and kept the instance lock, so the
+ * daemon stopped and could not start again (attack review 8). The child
+ * holds only dirfd and its answer's pipe (not the lock); one that does
+ * not answer in FS_CHILD_MS is killed and left to end when the kernel
+ * lets it (reaped later), and the request answered ETIMEDOUT. */
+#define FS_CHILD_MS 2000
+#define FS_STUCK_MAX 32
+
+typedef struct FsJob {
+        int dirfd, ws_mnt;
+        char rel[4096];
+        unsigned flags;
+        VsHostText text;
+        uint64_t dev, ino;
+} FsJob;
+
+static void reap_stuck(Monitor *m) {
+        for (size_t i = 0; i < m->n_stuck;)
+                if (waitpid(m->stuck[i], NULL, WNOHANG) != 0)
+                        m->stuck[i] = m->stuck[--m->n_stuck];
+                else
+                        i++;
+}
+
+static int fs_child(Monitor *m, const FsJob *job, int (*fn)(FsJob *job, uint64_t *count), uint64_t *ret_count) {
+        reap_stuck(m);
+        if (m->n_stuck >= FS_STUCK_MAX)
+                return -EBUSY;
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        /* Ended with the monitor, whatever it waits for by then. */
+        pid_t pid = spawn_fork(SIGKILL);
+        if (pid < 0) {
+                close(p[0]);
+                close(p[1]);
+                return (int)pid;
+        }
+        if (pid == 0) {
+                int keep[] = { job->dirfd, p[1] };
+                if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                        _exit(1);
+                FsJob mine = *job;
+                struct {
+                        int r;
+                        uint64_t count;
+                } out = { 0, 0 };
+                out.r = fn(&mine, &out.count);
+                (void)!write(p[1], &out, sizeof out);
+                _exit(0);
+        }
+        close(p[1]);
+        struct {
+                int r;
+                uint64_t count;
+        } out = { -EIO, 0 };
+        struct pollfd pf = { .fd = p[0], .events = POLLIN };
+        int k;
+        while ((k = poll(&pf, 1, FS_CHILD_MS)) < 0 && errno == EINTR)
+                ;
+        bool answered = k == 1 && read(p[0], &out, sizeof out) == (ssize_t)sizeof out;
+        close(p[0]);
+        if (!answered) {
+                (void)kill(pid, SIGKILL);
+                if (waitpid(pid, NULL, WNOHANG) == 0)
+                        m->stuck[m->n_stuck++] = pid;
+                return -ETIMEDOUT;
+        }
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        *ret_count = out.count;
+        return out.r;
+}
+
+/* An FsJob from the request: the workspace's descriptor and mount, rel. */
+static int fs_job(const MonWorkspace *w, const char *rel, FsJob *job) {
+        *job = (FsJob){ .dirfd = w->dirfd };
+        if (strlen(rel) >= sizeof job->rel)
+                return -ENAMETOOLONG;
+        strcpy(job->rel, rel);
+        return fd_mount_id(w->dirfd, &job->ws_mnt);
+}
+
+static const char *fs_why(int r) {
+        return r == -EXDEV ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
+               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 2 s (held by another process?)"
+               : r == -EBUSY     ? "too many earlier requests are still held in the workspaces' directories"
+                                 : NULL;
+}
+
+static int place_in_child(FsJob *j, uint64_t *count) {
+        char *leaf = strrchr(j->rel, '/');
         if (leaf)
                 *leaf++ = 0;
         else
-                leaf = copy;
-        /* The parent in one walk (one look at the mount table); one
-         * component at a time only where one is missing to be made. */
-        _cleanup_close_ int cur = chase_open_dir_local_at(w->dirfd, leaf == copy ? "." : copy);
-        bool stepwise = cur == -ENOENT && (flags & VS_HOST_MAKE_PARENTS);
-        char *save = NULL;
-        if (stepwise)
-                cur = chase_open_dir_local_at(w->dirfd, ".");
-        for (char *c = stepwise ? strtok_r(copy, "/", &save) : NULL; cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
-                int next = chase_open_dir_local_at(cur, c);
-                if (next == -ENOENT && (flags & VS_HOST_MAKE_PARENTS)) {
-                        int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
-                        next = r < 0 ? r : chase_open_dir_local_at(cur, c);
-                }
-                safe_close(cur);
-                cur = next;
-        }
-        int r = cur < 0 ? cur : place_leaf(cur, leaf, flags, text);
-        if (r == -EREMOTE)
-                return reply(m, EPERM, "a pseudo or user file system is on the way: nothing is made there", 0);
+                leaf = j->rel;
+        int cur = place_parent(j->dirfd, j->ws_mnt, leaf == j->rel ? NULL : j->rel, j->flags & VS_HOST_MAKE_PARENTS);
+        if (cur < 0)
+                return cur;
+        int r = place_leaf(cur, leaf, j->flags, j->text);
+        close(cur);
+        if (r >= 0)
+                *count = (uint64_t)r;
+        return r < 0 ? r : 0;
+}
+
+/* placeholder: rel made below the workspace as flags say (host-make.h),
+ * from the descriptor the monitor opened, one component at a time on the
+ * workspace's own mount, never through a symlink or "..", each new entry
+ * owned like its parent, a file holding one of the table's texts; in a
+ * child (fs_child). */
+static int placeholder(Monitor *m) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
+        const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
+        int refused;
+        if (ws_refused(m, w, &refused))
+                return refused;
+        FsJob job;
+        int r = fs_job(w, rel, &job);
         if (r < 0)
                 return reply(m, -r, NULL, 0);
-        m->placeholders_made += (uint64_t)r;
-        return reply_count(m, (uint64_t)r);
+        job.flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
+        job.text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
+        if ((job.flags & VS_HOST_MAKE_DIR) && tf)
+                return reply(m, EINVAL, "a directory holds no text", 0);
+        uint64_t made = 0;
+        r = fs_child(m, &job, place_in_child, &made);
+        if (r < 0)
+                return reply(m, r == -EXDEV ? EPERM : -r, fs_why(r), 0);
+        m->placeholders_made += made;
+        return reply_count(m, made);
+}
+
+static int aside_in_child(FsJob *j, uint64_t *count) {
+        char *name = strrchr(j->rel, '/');
+        if (name)
+                *name++ = 0;
+        else
+                name = j->rel;
+        int pfd = place_parent(j->dirfd, j->ws_mnt, name == j->rel ? NULL : j->rel, false);
+        if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
+                return -ESTALE;
+        if (pfd < 0)
+                return pfd;
+        /* A .git's own identity; a HEAD's, its repository directory's. */
+        bool head = streq(name, "HEAD");
+        struct statx sx;
+        int r = -ESTALE;
+        if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0),
+                  STATX_INO, &sx) == 0 &&
+            makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino)
+                for (unsigned n = 0; n < 100; n++) {
+                        char to[64];
+                        if (n == 0)
+                                snprintf(to, sizeof to, "%.8s.vectora-quarantine", name);
+                        else
+                                snprintf(to, sizeof to, "%.8s.vectora-quarantine-%u", name, n);
+                        if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
+                                *count = n;
+                                r = 0;
+                                break;
+                        }
+                        r = errno == ENOENT ? -ESTALE : errno == EEXIST ? -EEXIST : -errno;
+                        if (r != -EEXIST)
+                                break;
+                }
+        close(pfd);
+        return r;
 }
 
 /* quarantine: a repository a jail made put aside (git-scan.h
@@ -731,57 +898,34 @@ static int placeholder(Monitor *m) {
  * NAME.vectora-quarantine[-N] beside it, never replacing anything, and
  * only while it is still the entry the server noted (device and inode,
  * read from the kernel's cache: a .git's own, a HEAD's directory's, as
- * the scan notes a repository). Reached as placeholder reaches a name.
- * Nothing is deleted: the owner can take it back. */
+ * the scan notes a repository). Reached as placeholder reaches a name, in
+ * a child. Nothing is deleted: the owner can take it back. */
 static int quarantine(Monitor *m) {
         MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
-        uint64_t dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64, ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
         int refused;
         if (ws_refused(m, w, &refused))
                 return refused;
-        _cleanup_free_ char *copy = strdup(rel);
-        if (!copy)
-                return reply(m, ENOMEM, NULL, 0);
-        char *name = strrchr(copy, '/');
-        const char *parent = ".";
-        if (name) {
-                *name++ = 0;
-                parent = copy;
-        } else
-                name = copy;
+        const char *name = strrchr(rel, '/');
+        name = name ? name + 1 : rel;
         if (!streq(name, ".git") && !streq(name, "HEAD"))
                 return reply(m, EINVAL, "only a .git or a HEAD is put aside", 0);
-        _cleanup_close_ int pfd = chase_open_dir_local_at(w->dirfd, parent);
-        if (pfd == -EREMOTE)
-                return reply(m, EPERM, "a pseudo or user file system is on the way: nothing is moved there", 0);
-        if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
-                return reply(m, ESTALE, "its directory is no longer there", 0);
-        if (pfd < 0)
-                return reply(m, -pfd, NULL, 0);
-        /* A .git's own identity; a HEAD's, its repository directory's. */
-        bool head = streq(name, "HEAD");
-        struct statx sx;
-        if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0), STATX_INO,
-                  &sx) < 0 ||
-            makedev(sx.stx_dev_major, sx.stx_dev_minor) != dev || sx.stx_ino != ino)
+        FsJob job;
+        int r = fs_job(w, rel, &job);
+        if (r < 0)
+                return reply(m, -r, NULL, 0);
+        job.dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64;
+        job.ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
+        uint64_t n = 0;
+        r = fs_child(m, &job, aside_in_child, &n);
+        if (r == -EEXIST)
+                return reply(m, EEXIST, "100 quarantined copies there already", 0);
+        if (r == -ESTALE)
                 return reply(m, ESTALE, "it is no longer the entry noted", 0);
-        for (unsigned n = 0; n < 100; n++) {
-                char to[64];
-                if (n == 0)
-                        snprintf(to, sizeof to, "%s.vectora-quarantine", name);
-                else
-                        snprintf(to, sizeof to, "%s.vectora-quarantine-%u", name, n);
-                if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
-                        m->put_aside++;
-                        return reply_count(m, n);
-                }
-                if (errno == ENOENT)
-                        return reply(m, ESTALE, "it is no longer there", 0);
-                if (errno != EEXIST)
-                        return reply(m, errno, NULL, 0);
-        }
-        return reply(m, EEXIST, "100 quarantined copies there already", 0);
+        if (r < 0)
+                return reply(m, r == -EXDEV ? EPERM : -r, fs_why(r), 0);
+        m->put_aside++;
+        return reply_count(m, n);
 }
 
 /* The user namespace showing uid/gid as the server's ids: made once. */
