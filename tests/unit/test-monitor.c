@@ -2206,7 +2206,9 @@ static void placeholder_asks_no_file_system(void **state) {
  * until then) stalls a mkdirat or a rename in it in the kernel: the
  * monitor answers ETIMEDOUT in its bound and serves the next request
  * (attack review 8: it waited with the kernel, the daemon stopped and
- * could not start again while the monitor held the instance lock). */
+ * could not start again while the monitor held the instance lock). Past
+ * three such held requests that owner is refused at once (EBUSY), and
+ * another owner's workspace is served meanwhile. */
 static void placeholder_not_held_by_a_held_directory(void **state) {
         Fixture *f = *state;
         if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
@@ -2214,6 +2216,7 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         uid_t uid;
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
+        uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
         char mnt[128], file[160];
         volatile int *stall;
         pid_t fs = fuse_mount(f, mnt, &stall, 0);
@@ -2243,11 +2246,25 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
         int answered = send_await(f, &e, &st);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        uint64_t st2 = 0;
-        int answered2 = 0;
+        uint64_t st2 = 0, held[3] = { 0 }, st_other = 0;
+        int answered2 = 0, answered_held[3] = { 0 }, answered_other = 0;
         if (answered == 1) {
                 begin(f, &e, MONITOR_REQ_STATUS);
                 answered2 = send_await(f, &e, &st2);
+                /* Two more held, then that owner refused at once; another
+                 * owner's served. */
+                for (int i = 0; i < 3; i++) {
+                        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+                        monitor_put_u64(&e, MONITOR_F_WS, h);
+                        monitor_put_str(&e, MONITOR_F_REL, ".claude");
+                        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                        answered_held[i] = send_await(f, &e, &held[i]);
+                }
+                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+                monitor_put_u64(&e, MONITOR_F_WS, other);
+                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                answered_other = send_await(f, &e, &st_other);
         }
         /* Released: the file system goes, the holder's read fails. */
         kill(fs, SIGKILL);
@@ -2259,9 +2276,16 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         assert_int_equal(answered, 1);
         assert_int_equal(st, ETIMEDOUT);
         double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        assert_true(secs < 2.9);
+        assert_true(secs < 1.9);
         assert_int_equal(answered2, 1);
         assert_int_equal(st2, 0);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(answered_held[i], 1);
+        assert_int_equal(held[0], ETIMEDOUT);
+        assert_int_equal(held[1], ETIMEDOUT);
+        assert_int_equal(held[2], EBUSY);
+        assert_int_equal(answered_other, 1);
+        assert_int_equal(st_other, 0);
         end_child(f);
         munmap((void *)stall, 4096);
 }

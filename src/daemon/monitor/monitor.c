@@ -110,7 +110,10 @@ struct Monitor {
         void *guard;
         size_t guard_len;
         uint64_t count; /* placeholder's reply */
-        pid_t stuck[32];  /* fs_child's children that did not answer, until reaped */
+        struct {
+                pid_t pid;
+                uid_t owner; /* the workspace's */
+        } stuck[32];     /* fs_child's children that did not answer, until reaped */
         size_t n_stuck;
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
@@ -725,9 +728,14 @@ static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
  * daemon stopped and could not start again (attack review 8). The child
  * holds only dirfd and its answer's pipe (not the lock); one that does
  * not answer in FS_CHILD_MS is killed and left to end when the kernel
- * lets it (reaped later), and the request answered ETIMEDOUT. */
-#define FS_CHILD_MS 2000
+ * lets it (reaped later), and the request answered ETIMEDOUT. While an
+ * owner has FS_STUCK_OWNER such children, that owner's requests are
+ * refused at once (EBUSY), so one owner holding directories costs the
+ * other owners' requests a few seconds of waiting at most, not the
+ * monitor. */
+#define FS_CHILD_MS 1000
 #define FS_STUCK_MAX 32
+#define FS_STUCK_OWNER 3
 
 typedef struct FsJob {
         int dirfd, ws_mnt;
@@ -737,17 +745,20 @@ typedef struct FsJob {
         uint64_t dev, ino;
 } FsJob;
 
-static void reap_stuck(Monitor *m) {
+/* Reaps what has ended; the number still held for owner. */
+static size_t reap_stuck(Monitor *m, uid_t owner) {
+        size_t mine = 0;
         for (size_t i = 0; i < m->n_stuck;)
-                if (waitpid(m->stuck[i], NULL, WNOHANG) != 0)
+                if (waitpid(m->stuck[i].pid, NULL, WNOHANG) != 0)
                         m->stuck[i] = m->stuck[--m->n_stuck];
                 else
-                        i++;
+                        mine += m->stuck[i++].owner == owner;
+        return mine;
 }
 
-static int fs_child(Monitor *m, const FsJob *job, int (*fn)(FsJob *job, uint64_t *count), uint64_t *ret_count) {
-        reap_stuck(m);
-        if (m->n_stuck >= FS_STUCK_MAX)
+static int fs_child(Monitor *m, uid_t owner, const FsJob *job, int (*fn)(FsJob *job, uint64_t *count),
+                    uint64_t *ret_count) {
+        if (reap_stuck(m, owner) >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
                 return -EBUSY;
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -785,8 +796,10 @@ static int fs_child(Monitor *m, const FsJob *job, int (*fn)(FsJob *job, uint64_t
         close(p[0]);
         if (!answered) {
                 (void)kill(pid, SIGKILL);
-                if (waitpid(pid, NULL, WNOHANG) == 0)
-                        m->stuck[m->n_stuck++] = pid;
+                if (waitpid(pid, NULL, WNOHANG) == 0) {
+                        m->stuck[m->n_stuck].pid = pid;
+                        m->stuck[m->n_stuck++].owner = owner;
+                }
                 return -ETIMEDOUT;
         }
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -806,8 +819,8 @@ static int fs_job(const MonWorkspace *w, const char *rel, FsJob *job) {
 
 static const char *fs_why(int r) {
         return r == -EXDEV ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
-               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 2 s (held by another process?)"
-               : r == -EBUSY     ? "too many earlier requests are still held in the workspaces' directories"
+               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 1 s (held by another process?)"
+               : r == -EBUSY     ? "earlier requests are still held in this owner's directories: try again later"
                                  : NULL;
 }
 
@@ -848,7 +861,7 @@ static int placeholder(Monitor *m) {
         if ((job.flags & VS_HOST_MAKE_DIR) && tf)
                 return reply(m, EINVAL, "a directory holds no text", 0);
         uint64_t made = 0;
-        r = fs_child(m, &job, place_in_child, &made);
+        r = fs_child(m, w->uid, &job, place_in_child, &made);
         if (r < 0)
                 return reply(m, r == -EXDEV ? EPERM : -r, fs_why(r), 0);
         m->placeholders_made += made;
@@ -917,7 +930,7 @@ static int quarantine(Monitor *m) {
         job.dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64;
         job.ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
         uint64_t n = 0;
-        r = fs_child(m, &job, aside_in_child, &n);
+        r = fs_child(m, w->uid, &job, aside_in_child, &n);
         if (r == -EEXIST)
                 return reply(m, EEXIST, "100 quarantined copies there already", 0);
         if (r == -ESTALE)
