@@ -2153,13 +2153,13 @@ static void quarantine_puts_aside(void **state) {
 }
 
 /* e sent to the monitor serving in its child: 1 when it answered within
- * 3 s (its status in *st), else what poll said. */
+ * 5 s (its status in *st), else what poll said. */
 static int send_await(Fixture *f, MonitorEnc *e, uint64_t *st) {
         assert_int_equal(monitor_enc_end(e), 0);
         assert_int_equal(send(f->server, e->buf.data, e->buf.len, 0), (ssize_t)e->buf.len);
         monitor_enc_done(e);
         struct pollfd p = { .fd = f->server, .events = POLLIN };
-        int r = poll(&p, 1, 3000);
+        int r = poll(&p, 1, 5000);
         if (r == 1)
                 *st = status_of(f);
         return r;
@@ -2276,7 +2276,7 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         assert_int_equal(answered, 1);
         assert_int_equal(st, ETIMEDOUT);
         double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        assert_true(secs < 1.9);
+        assert_true(secs < 3.9);
         assert_int_equal(answered2, 1);
         assert_int_equal(st2, 0);
         for (int i = 0; i < 3; i++)

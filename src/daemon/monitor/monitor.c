@@ -733,7 +733,11 @@ static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
  * refused at once (EBUSY), so one owner holding directories costs the
  * other owners' requests a few seconds of waiting at most, not the
  * monitor. */
-#define FS_CHILD_MS 1000
+/* Generous: a child on a loaded host (twenty first starts at once under
+ * ASan) took more than 1 s to be scheduled, and one that ends after its
+ * request was answered still makes its name, which a running jail's
+ * watch then takes for the jail's (a recycle); within the server's 5 s. */
+#define FS_CHILD_MS 3000
 #define FS_STUCK_MAX 32
 #define FS_STUCK_OWNER 3
 
@@ -819,7 +823,7 @@ static int fs_job(const MonWorkspace *w, const char *rel, FsJob *job) {
 
 static const char *fs_why(int r) {
         return r == -EXDEV ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
-               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 1 s (held by another process?)"
+               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 3 s (held by another process?)"
                : r == -EBUSY     ? "earlier requests are still held in this owner's directories: try again later"
                                  : NULL;
 }
