@@ -670,10 +670,26 @@ static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text
                         return -errno;
                 return 1;
         }
+        const char *t = vs_host_texts[text];
+        /* Whole when it appears: an unnamed file, written, owned and then
+         * linked in (EEXIST as O_EXCL says it), since the daemon's watch
+         * tells a placeholder by its content (an empty .mcp.json seen
+         * between the create and the write read as the jail's, and
+         * recycled it). */
+        fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+                int r = write_all(fd, t, strlen(t));
+                if (r < 0 || fchmod(fd, 0644) < 0 || fchown(fd, pst.st_uid, pst.st_gid) < 0)
+                        return r < 0 ? r : -errno;
+                if (linkat(fd, "", pfd, name, AT_EMPTY_PATH) == 0)
+                        return 1;
+                return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+        }
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                return -errno;
         fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
         if (fd < 0)
                 return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-        const char *t = vs_host_texts[text];
         int r = write_all(fd, t, strlen(t));
         if (r < 0 || fchmod(fd, 0644) < 0 || fchown(fd, pst.st_uid, pst.st_gid) < 0) {
                 r = r < 0 ? r : -errno;
