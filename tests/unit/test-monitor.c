@@ -2083,6 +2083,13 @@ static void mkfile(const char *dir, const char *rel) {
         close(fd);
 }
 
+/* dir/rel given to uid:gid (not followed), as a jail of theirs made it. */
+static void own_at(const char *dir, const char *rel, uid_t uid, gid_t gid) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, rel);
+        assert_int_equal(lchown(p, uid, gid), 0);
+}
+
 static void lstat_at(const char *dir, const char *rel, struct stat *st) {
         char p[256];
         snprintf(p, sizeof p, "%s/%s", dir, rel);
@@ -2109,6 +2116,13 @@ static void quarantine_puts_aside(void **state) {
         struct stat git, other;
         lstat_at(f->dir, "sub/.git", &git);
         uint64_t n;
+        /* Renamed as the owner would: root's repository in the owner's
+         * workspace is not theirs to rename (attack review 8b: the
+         * monitor's child acts as the owner in the tree). */
+        own_at(f->dir, "sub", uid, gid);
+        assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, NULL), EACCES);
+        lstat_at(f->dir, "sub/.git/HEAD", &other);
+        own_at(f->dir, "sub/.git", uid, gid);
         assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &git, &n), 0);
         assert_int_equal(n, 0);
         lstat_at(f->dir, "sub/.git/HEAD.vectora-quarantine", &other);
@@ -2132,6 +2146,7 @@ static void quarantine_puts_aside(void **state) {
         snprintf(target, sizeof target, "%s/sub/.git", f->dir);
         assert_int_equal(symlink(target, link), 0);
         struct stat ls;
+        own_at(f->dir, ".git", uid, gid);
         lstat_at(f->dir, ".git", &ls);
         assert_int_equal(aside_ask(f, h, ".git", &ls, &n), 0);
         lstat_at(f->dir, ".git.vectora-quarantine", &other);
@@ -2201,14 +2216,69 @@ static void placeholder_asks_no_file_system(void **state) {
         munmap((void *)stall, 4096);
 }
 
-/* A workspace directory its owner holds (getdents64 into a buffer mapped
+/* A directory held by a process of another uid (getdents64 into a
+ * buffer mapped from fuse_mount's file, whose READ never comes: the
+ * directory's lock is held until the file system ends). */
+typedef struct Held {
+        char mnt[128];
+        volatile int *stall;
+        pid_t fs, holder;
+        int ff;
+        char *map;
+} Held;
+
+/* The file system and the mapping (before anything hides f->dir). */
+static void held_map(Fixture *f, Held *h) {
+        char file[160];
+        h->fs = fuse_mount(f, h->mnt, &h->stall, 0);
+        snprintf(file, sizeof file, "%s/file", h->mnt);
+        h->ff = open(file, O_RDONLY | O_CLOEXEC);
+        assert_true(h->ff >= 0);
+        h->map = mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, h->ff, 0);
+        assert_true(h->map != MAP_FAILED);
+        assert_int_equal(mprotect(h->map, 65536, PROT_READ | PROT_WRITE), 0);
+}
+
+/* dir held; the holder is in its read once the lock is (a mkdir by this
+ * process would wait; a lookup does not). */
+static void held_hold(Held *h, const char *dir) {
+        h->holder = fork();
+        assert_true(h->holder >= 0);
+        if (h->holder == 0) {
+                /* Not the owner: reading the directory is enough. */
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65533, 65533, 65533) < 0)
+                        _exit(2);
+                int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _exit(syscall(SYS_getdents64, d, h->map, 65536) < 0);
+        }
+        usleep(300 * 1000);
+}
+
+/* Released: the file system goes, the holder's read fails; first (if not
+ * NULL) unmounted before the file system's mount point. */
+static void held_release(Held *h, const char *first) {
+        kill(h->fs, SIGKILL);
+        assert_int_equal(waitpid(h->fs, NULL, 0), h->fs);
+        assert_int_equal(waitpid(h->holder, NULL, 0), h->holder);
+        if (first)
+                assert_int_equal(umount2(first, MNT_DETACH), 0);
+        (void)umount2(h->mnt, MNT_DETACH);
+        munmap(h->map, 65536);
+        close(h->ff);
+        munmap((void *)h->stall, 4096);
+}
+
+/* A workspace directory someone holds (getdents64 into a buffer mapped
  * from a FUSE file whose read never comes: the directory's lock is held
- * until then) stalls a mkdirat or a rename in it in the kernel: the
- * monitor answers ETIMEDOUT in its bound and serves the next request
- * (attack review 8: it waited with the kernel, the daemon stopped and
- * could not start again while the monitor held the instance lock). Past
- * three such held requests that owner is refused at once (EBUSY), and
- * another owner's workspace is served meanwhile. */
+ * until then; reading it is enough) stalls a mkdirat or a rename in it in
+ * the kernel, and a lookup there behind that queued one: the monitor
+ * answers ETIMEDOUT in its bound and serves the next request (attack
+ * review 8: it waited with the kernel, the daemon stopped and could not
+ * start again while the monitor held the instance lock; 8b: ws_open's
+ * walk still did). While a request is held there, that workspace's
+ * requests are refused at once (EBUSY); the owner's other workspaces and
+ * another owner's are served meanwhile (8b: a holder who was not the
+ * owner filled the owner's slots). */
 static void placeholder_not_held_by_a_held_directory(void **state) {
         Fixture *f = *state;
         if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
@@ -2217,24 +2287,13 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         gid_t gid;
         uint64_t h = root_owned_ws(f, &uid, &gid);
         uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
-        char mnt[128], file[160];
-        volatile int *stall;
-        pid_t fs = fuse_mount(f, mnt, &stall, 0);
-        snprintf(file, sizeof file, "%s/file", mnt);
-        int ff = open(file, O_RDONLY | O_CLOEXEC);
-        assert_true(ff >= 0);
-        char *map = mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, ff, 0);
-        assert_true(map != MAP_FAILED);
-        assert_int_equal(mprotect(map, 65536, PROT_READ | PROT_WRITE), 0);
-        pid_t holder = fork();
-        assert_true(holder >= 0);
-        if (holder == 0) {
-                int d = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                _exit(syscall(SYS_getdents64, d, map, 65536) < 0);
-        }
-        /* The holder is in its read once the lock is: a mkdir by this
-         * process would wait; a lookup does not. */
-        usleep(300 * 1000);
+        uint64_t mine = sub_ws(f, "mine", 0755, uid, gid);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        char ghost[160];
+        snprintf(ghost, sizeof ghost, "%s/never-looked-up", f->dir);
+        Held hd;
+        held_map(f, &hd);
+        held_hold(&hd, f->dir);
         serve_in_child(f);
         MonitorEnc e;
         uint64_t st = 0;
@@ -2246,48 +2305,50 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
         int answered = send_await(f, &e, &st);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        uint64_t st2 = 0, held[3] = { 0 }, st_other = 0;
-        int answered2 = 0, answered_held[3] = { 0 }, answered_other = 0;
+        uint64_t st2 = 0, held = 0, st_other = 0, st_mine = 0, st_open = 0;
+        int answered2 = 0, answered_held = 0, answered_other = 0, answered_mine = 0, answered_open = 0;
         if (answered == 1) {
                 begin(f, &e, MONITOR_REQ_STATUS);
                 answered2 = send_await(f, &e, &st2);
-                /* Two more held, then that owner refused at once; another
-                 * owner's served. */
-                for (int i = 0; i < 3; i++) {
-                        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
-                        monitor_put_u64(&e, MONITOR_F_WS, h);
-                        monitor_put_str(&e, MONITOR_F_REL, ".claude");
-                        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
-                        answered_held[i] = send_await(f, &e, &held[i]);
-                }
+                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+                monitor_put_u64(&e, MONITOR_F_WS, h);
+                monitor_put_str(&e, MONITOR_F_REL, ".claude");
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                answered_held = send_await(f, &e, &held);
                 begin(f, &e, MONITOR_REQ_PLACEHOLDER);
                 monitor_put_u64(&e, MONITOR_F_WS, other);
                 monitor_put_str(&e, MONITOR_F_REL, ".envrc");
                 monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
                 answered_other = send_await(f, &e, &st_other);
+                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+                monitor_put_u64(&e, MONITOR_F_WS, mine);
+                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                answered_mine = send_await(f, &e, &st_mine);
+                /* A name never looked up in the held directory: the
+                 * lookup waits behind the stuck mkdirat. */
+                begin(f, &e, MONITOR_REQ_WS_OPEN);
+                monitor_put_str(&e, MONITOR_F_PATH, ghost);
+                monitor_put_u64(&e, MONITOR_F_UID, uid + 2);
+                monitor_put_u64(&e, MONITOR_F_GID, gid);
+                answered_open = send_await(f, &e, &st_open);
         }
-        /* Released: the file system goes, the holder's read fails. */
-        kill(fs, SIGKILL);
-        assert_int_equal(waitpid(fs, NULL, 0), fs);
-        (void)umount2(mnt, MNT_DETACH);
-        assert_int_equal(waitpid(holder, NULL, 0), holder);
-        munmap(map, 65536);
-        close(ff);
+        held_release(&hd, NULL);
         assert_int_equal(answered, 1);
         assert_int_equal(st, ETIMEDOUT);
         double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
         assert_true(secs < 3.9);
         assert_int_equal(answered2, 1);
         assert_int_equal(st2, 0);
-        for (int i = 0; i < 3; i++)
-                assert_int_equal(answered_held[i], 1);
-        assert_int_equal(held[0], ETIMEDOUT);
-        assert_int_equal(held[1], ETIMEDOUT);
-        assert_int_equal(held[2], EBUSY);
+        assert_int_equal(answered_held, 1);
+        assert_int_equal(held, EBUSY);
         assert_int_equal(answered_other, 1);
         assert_int_equal(st_other, 0);
+        assert_int_equal(answered_mine, 1);
+        assert_int_equal(st_mine, 0);
+        assert_int_equal(answered_open, 1);
+        assert_int_equal(st_open, ETIMEDOUT);
         end_child(f);
-        munmap((void *)stall, 4096);
 }
 
 static void ws_open_asks_no_file_system(void **state) {
@@ -2385,6 +2446,134 @@ static void received_close_waits_for_nobody(void **state) {
         assert_int_equal(next, 1);
         assert_int_equal(status_of(f), 0);
         end_child(f);
+}
+
+/* The pids of pid's children, into kids (at most n): how many. */
+static size_t children_of(pid_t pid, pid_t *kids, size_t n) {
+        DIR *d = opendir("/proc");
+        assert_non_null(d);
+        size_t k = 0;
+        for (struct dirent *de; (de = readdir(d)) && k < n;) {
+                char path[300], buf[512];
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+                FILE *sf = fopen(path, "re");
+                if (!sf)
+                        continue;
+                char *rp = fgets(buf, sizeof buf, sf) ? strrchr(buf, ')') : NULL;
+                fclose(sf);
+                int ppid;
+                char stc;
+                if (rp && sscanf(rp + 1, " %c %d", &stc, &ppid) == 2 && ppid == pid)
+                        kids[k++] = (pid_t)atoi(de->d_name);
+        }
+        closedir(d);
+        return k;
+}
+
+/* ws_view's child moves the view onto /tmp, which waits while another
+ * process holds /tmp (any user can: getdents64 into a mapping of their
+ * own FUSE file): the monitor answers ETIMEDOUT in its bound and serves
+ * on, and the child it left holds nothing of the monitor's (attack review
+ * 8b: it held the instance lock and its own socket's both ends after the
+ * monitor ended). In a mount namespace of this process's own, /tmp a
+ * tmpfs there: the host's /tmp is never held. */
+static void view_not_held_by_a_held_tmp(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        assert_int_equal(unshare(CLONE_NEWNS), 0);
+        assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        uid_t uid, su;
+        gid_t gid;
+        for (su = 5432; getpwuid(su); su++)
+                ;
+        (void)root_owned_ws(f, &uid, &gid);
+        uint64_t h = sub_ws(f, "ws", 0755, uid, gid); /* without the FUSE mount below */
+        monitor_set_server_ids(f->mon, su, su);
+        Held hd;
+        held_map(f, &hd);
+        assert_int_equal(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0);
+        held_hold(&hd, "/tmp");
+        serve_in_child(f);
+        MonitorEnc e;
+        uint64_t st = 0, st2 = 0;
+        int answered2 = 0;
+        begin(f, &e, MONITOR_REQ_WS_VIEW);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        int answered = send_await(f, &e, &st);
+        if (answered == 1) {
+                static uint8_t junk[MONITOR_MSG_MAX];
+                (void)recv(f->server, junk, sizeof junk, MSG_DONTWAIT); /* a view's descriptor, if one came */
+                begin(f, &e, MONITOR_REQ_STATUS);
+                answered2 = send_await(f, &e, &st2);
+        }
+        /* What the monitor's children hold: the held one, the clone, its
+         * socket's end and the /tmp it opened itself only. */
+        pid_t kids[16];
+        size_t n_kids = children_of(f->child, kids, 16), most = 0;
+        for (size_t i = 0; i < n_kids; i++) {
+                char path[64];
+                snprintf(path, sizeof path, "/proc/%d/fd", (int)kids[i]);
+                DIR *d = opendir(path);
+                size_t fds = 0;
+                for (struct dirent *de; d && (de = readdir(d));)
+                        fds += de->d_name[0] != '.';
+                if (d)
+                        closedir(d);
+                most = fds > most ? fds : most;
+        }
+        held_release(&hd, "/tmp");
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, ETIMEDOUT);
+        assert_int_equal(answered2, 1);
+        assert_int_equal(st2, 0);
+        assert_int_equal(n_kids, 1);
+        assert_true(most <= 3);
+        end_child(f);
+}
+
+/* A log on a user's file system (FUSE) is refused: its close, at the
+ * next log_reopen or in every child that inherits it, waits for its
+ * server (attack review 8b); a local file is taken. */
+static void log_on_user_file_system_refused(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        hello(f);
+        char mnt[128], file[160];
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 0);
+        snprintf(file, sizeof file, "%s/file", mnt);
+        int fd = open(file, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        serve_in_child(f);
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+        int answered, next;
+        uint64_t st;
+        ask_then_status(f, &e, &fd, 1, true, &answered, &st, &next);
+        snprintf(file, sizeof file, "%s/local.log", f->dir);
+        int local = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(local >= 0);
+        uint64_t st_local = 0;
+        int answered_local = 0, next_local = 0;
+        if (next == 1) {
+                assert_int_equal(status_of(f), 0);
+                begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+                ask_then_status(f, &e, &local, 1, true, &answered_local, &st_local, &next_local);
+        }
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, EPERM);
+        assert_int_equal(next, 1);
+        assert_int_equal(answered_local, 1);
+        assert_int_equal(st_local, 0);
+        end_child(f);
+        munmap((void *)stall, 4096);
 }
 
 /* A start's exec-error pipe read as the server reads it: decided only
@@ -2599,6 +2788,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(quarantine_puts_aside, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_not_held_by_a_held_directory, setup, teardown),
+                cmocka_unit_test_setup_teardown(log_on_user_file_system_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(view_not_held_by_a_held_tmp, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

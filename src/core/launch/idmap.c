@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -148,7 +149,9 @@ static int view_child(int clone_fd, int sock) {
         return read(sock, &b, 1) == 1 ? 0 : 6;
 }
 
-int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_ns, VsError **err) {
+int idmap_view(int srcfd, const char *src, int userns, int deadline_ms, pid_t *ret_held, int *ret_view, int *ret_ns,
+               VsError **err) {
+        *ret_held = 0;
         _cleanup_close_ int clone_fd = -EBADF;
         int r = clone_with(srcfd, src, userns, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                            &clone_fd, err);
@@ -158,16 +161,33 @@ int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_n
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return vs_error_set(err, -errno, "socketpair: %m");
         _cleanup_close_ int mine = sv[0], theirs = sv[1];
-        pid_t c = spawn_fork(0);
+        /* Ended with the caller; holding nothing of the caller's but the
+         * clone and its socket (a lock of the caller's, its other end
+         * included: attack review 8b left one held by a child that
+         * outlived its parent). */
+        pid_t c = spawn_fork(SIGKILL);
         if (c < 0)
                 return vs_error_set(err, c, "fork: %s", strerror(-c));
-        if (c == 0)
-                _exit(view_child(clone_fd, theirs));
+        if (c == 0) {
+                int keep[] = { clone_fd, theirs };
+                _exit(close_all_fds_except(keep, 2) < 0 ? 7 : view_child(clone_fd, theirs));
+        }
         theirs = safe_close(theirs);
         char b;
         int view = -EBADF, ns = -EBADF;
         /* Its root (the view) and its mount namespace, while the child is
-         * in it, opened by this process. */
+         * in it, opened by this process; in deadline_ms: the move onto
+         * /tmp waits while another process holds /tmp (any user can). */
+        struct pollfd p = { .fd = mine, .events = POLLIN };
+        int k;
+        while ((k = poll(&p, 1, deadline_ms)) < 0 && errno == EINTR)
+                ;
+        if (k == 0) {
+                (void)kill(c, SIGKILL);
+                if (waitpid(c, NULL, WNOHANG) == 0)
+                        *ret_held = c;
+                return vs_error_set(err, -ETIMEDOUT, "the view of %s was not made in %d ms (/tmp held by another process?)", src, deadline_ms);
+        }
         if (read(mine, &b, 1) == 1) {
                 char path[64];
                 snprintf(path, sizeof path, "/proc/%d/root", (int)c);

@@ -40,8 +40,12 @@ int idmap_userns(uid_t owner, gid_t group, uid_t uid, gid_t gid, VsError **err);
  * namespace of its own, so its flags are locked: a process that makes a
  * user namespace of its own to administer mounts can neither clear them
  * nor clone the view (a detached mount it could: attack review 7). Fails
- * where a file system in the tree cannot be idmapped. */
-int idmap_view(int srcfd, const char *src, int userns, int *ret_view, int *ret_ns, VsError **err);
+ * where a file system in the tree cannot be idmapped, and -ETIMEDOUT when
+ * the child that makes it does not answer in deadline_ms (it waits in the
+ * kernel while another process holds /tmp): then killed, and *ret_held is
+ * its pid (0: already reaped), for the caller to reap once it ends. */
+int idmap_view(int srcfd, const char *src, int userns, int deadline_ms, pid_t *ret_held, int *ret_view, int *ret_ns,
+               VsError **err);
 /* Async-signal-safe, for the child between fork and exec (still root):
  * a private mount namespace, with each tree attached over its path, which
  * must lead, without a symlink or "..", to the very directory the tree is

@@ -36,6 +36,7 @@
 #include "seccomp.h"
 #include "sha256.h"
 #include "spawn-util.h"
+#include "time-util.h"
 #include "user-util.h"
 #include "worker-spawn.h"
 
@@ -47,6 +48,16 @@
 #define FUSE_SUPER_MAGIC 0x65735546
 #endif
 #define FDS_MAX 8
+
+/* What a request does in a workspace's tree runs in a child with a
+ * deadline (fs_child): FS_CHILD_MS, generous (a child on a loaded host,
+ * twenty first starts at once under ASan, took more than 1 s to be
+ * scheduled), within the server's 5 s. Children that did not answer in
+ * it are held at once at most FS_STUCK_MAX in all, FS_STUCK_OWNER for
+ * one owner's workspaces, one for a workspace. */
+#define FS_CHILD_MS 3000
+#define FS_STUCK_MAX 128
+#define FS_STUCK_OWNER 16
 
 typedef struct MonWorkspace {
         uint64_t handle;
@@ -112,8 +123,9 @@ struct Monitor {
         uint64_t count; /* placeholder's reply */
         struct {
                 pid_t pid;
-                uid_t owner; /* the workspace's */
-        } stuck[32];     /* fs_child's children that did not answer, until reaped */
+                uid_t owner; /* the workspace's (ws_open's: the uid asked) */
+                uint64_t ws; /* its handle; 0: ws_open's */
+        } stuck[FS_STUCK_MAX]; /* fs_child's children that did not answer, until reaped */
         size_t n_stuck;
         uint8_t buf[MONITOR_MSG_MAX];
         MonitorMsg msg;
@@ -273,67 +285,6 @@ static MonWorkspace *find_ws(Monitor *m, uint64_t handle) {
  * group the directory merely has). */
 static bool gid_allowed(uid_t uid, gid_t gid, const struct stat *st) {
         return gid == user_jail_gid(uid, st->st_gid);
-}
-
-static int ws_open(Monitor *m) {
-        const char *path = monitor_field_str(monitor_field(&m->msg, MONITOR_F_PATH, -1));
-        uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
-        gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
-        if (m->n_ws >= WORKSPACES_MAX)
-                return reply(m, EMFILE, "too many workspaces open", 0);
-        /* Opened here, from /, following no symlink: the server names the
-         * path, the monitor decides what it is. The walk asks no file
-         * system a process serves (FUSE): a server that answers others but
-         * not the monitor would hold it, and every jail with it. */
-        _cleanup_close_ int dfd = chase_open_dir_local(path);
-        if (dfd == -EMFILE || dfd == -ENFILE)
-                return reply(m, -dfd, "the monitor has no descriptor left for another workspace", 0);
-        if (dfd == -EREMOTE)
-                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
-        if (dfd < 0)
-                return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
-        struct stat st;
-        struct statfs sf;
-        if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sf) < 0)
-                return reply(m, errno, "the workspace could not be read", 0);
-        /* Where an owner means something else (/proc/PID is its process's
-         * uid) or is whatever a user's file system says (FUSE, refused
-         * above already, before anything asked it). */
-        if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
-            sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == DEVPTS_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC)
-                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
-        if (st.st_uid != uid)
-                return reply(m, EPERM, "the workspace is not that user's", 0);
-        /* The directory's group as the server saw it, or its jail's. */
-        if (gid != st.st_gid && !gid_allowed(uid, gid, &st))
-                return reply(m, EPERM, "that group is neither the workspace's nor the one a jail of its owner gets", 0);
-        /* One handle a path: its groups are named from it, and a second
-         * handle (another directory at the same path since) would share
-         * them, its limits and its removal (attack review 5). The
-         * server closes the old handle first. */
-        char hex[SHA256_HEX_LEN + 1], group[sizeof m->ws[0].group];
-        sha256_hex(path, strlen(path), hex);
-        snprintf(group, sizeof group, "ws-%.16s", hex);
-        for (size_t i = 0; i < m->n_ws; i++)
-                if (streq(m->ws[i].group, group))
-                        return reply(m, EBUSY, "another handle holds that path's groups: close it first", 0);
-        if (m->n_ws == m->cap_ws) {
-                size_t cap = m->cap_ws ? m->cap_ws * 2 : 16;
-                MonWorkspace *n = reallocarray(m->ws, cap, sizeof *n);
-                if (!n)
-                        return reply(m, ENOMEM, NULL, 0);
-                m->ws = n;
-                m->cap_ws = cap;
-        }
-        uint64_t handle = m->next_handle++;
-        MonWorkspace *w = &m->ws[m->n_ws++];
-        char *copy = strdup(path);
-        if (!copy)
-                return reply(m, ENOMEM, NULL, 0);
-        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF,
-                             .view_ns = -EBADF };
-        memcpy(w->group, group, sizeof w->group);
-        return reply(m, 0, NULL, handle);
 }
 
 /* Writes text to name in the group dirfd (a cgroup's control file). */
@@ -573,130 +524,364 @@ static int reply_spawn(Monitor *m, int status, const char *message, pid_t pid, i
 }
 
 /* Why the root-owned directory w is no workspace whose trees the monitor
- * idmaps, or NULL: it must hold a vectora.toml that root owns, a regular
- * file on the directory's own mount (root's opt-in: the server, which is
- * not root once it drops its privileges, cannot make one), and lie where
- * rw_paths may (forbidden.h: not at or below /etc, /usr, /var/lib, /root,
- * /run, ..., nor /, /var or /home as a whole). Asked of the kernel's
- * cache only (a FUSE server is never asked). */
-static const char *root_workspace_refused(const MonWorkspace *w) {
+ * idmaps, as far as its path tells, or NULL: it must lie where rw_paths
+ * may (forbidden.h: not at or below /etc, /usr, /var/lib, /root, /run,
+ * ..., nor /, /var or /home as a whole). It must also hold root's
+ * vectora.toml (root_toml_ok, asked in a child: a lookup in the
+ * directory waits while another process holds it). */
+static const char *root_path_refused(const MonWorkspace *w) {
         static char why[512];
         char buf[400];
         const char *bad = forbidden_lexical(w->path, true, buf, sizeof buf);
-        if (bad) {
-                snprintf(why, sizeof why, "a root-owned workspace's trees are never idmapped at %s: it is %s", w->path, bad);
-                return why;
-        }
-        struct statx sx;
-        int dir_mnt;
-        if (fd_mount_id(w->dirfd, &dir_mnt) < 0 ||
-            statx(w->dirfd, "vectora.toml", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_UID | STATX_MNT_ID,
-                  &sx) < 0 ||
-            !(sx.stx_mask & STATX_MNT_ID) || !S_ISREG(sx.stx_mode) || sx.stx_uid != 0 || sx.stx_mnt_id != (uint64_t)dir_mnt)
-                return "a root-owned workspace's jail needs the vectora.toml that makes it one: a regular file owned by root in it";
-        return NULL;
+        if (!bad)
+                return NULL;
+        snprintf(why, sizeof why, "a root-owned workspace's trees are never idmapped at %s: it is %s", w->path, bad);
+        return why;
 }
 
-/* The workspace w as a placeholder's or a view's: still its owner's, an
- * ordinary owner's or root's with root's vectora.toml; NULL, or why not. */
+#define ROOT_TOML_WHY "a root-owned workspace's jail needs the vectora.toml that makes it one: a regular file owned by root in it"
+
+/* Whether the directory dirfd holds a vectora.toml that root owns, a
+ * regular file on the directory's own mount (root's opt-in: the server,
+ * which is not root once it drops its privileges, cannot make one).
+ * Asked of the kernel's cache only (a FUSE server is never asked). */
+static bool root_toml_ok(int dirfd) {
+        struct statx sx;
+        int dir_mnt;
+        return fd_mount_id(dirfd, &dir_mnt) == 0 &&
+               statx(dirfd, "vectora.toml", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+                     STATX_TYPE | STATX_UID | STATX_MNT_ID, &sx) == 0 &&
+               (sx.stx_mask & STATX_MNT_ID) && S_ISREG(sx.stx_mode) && sx.stx_uid == 0 &&
+               sx.stx_mnt_id == (uint64_t)dir_mnt;
+}
+
+/* The workspace w as a placeholder's or a view's, as far as the monitor
+ * tells without a lookup: still its owner's, an ordinary owner's or
+ * root's where a root workspace may be; NULL, or why not. */
 static const char *ws_served(const MonWorkspace *w, struct stat *st) {
         if (fstat(w->dirfd, st) < 0)
                 return "the workspace could not be read";
         if (st->st_uid != w->uid)
                 return "the workspace's owner changed since it was opened";
-        return w->uid == 0 ? root_workspace_refused(w)
+        return w->uid == 0 ? root_path_refused(w)
                : !uid_is_ordinary(w->uid) ? "a system account's workspace is not served to the server"
                                           : NULL;
 }
 
-/* Whether a request that writes in workspace w (NULL: no workspace has
- * the handle) is refused: then answered so, *ret what reply() gave. */
-static bool ws_refused(Monitor *m, const MonWorkspace *w, int *ret) {
-        struct stat st;
-        const char *why = !w ? NULL : ws_served(w, &st);
-        if (w && !why)
-                return false;
-        *ret = !w ? reply(m, ENOENT, "no workspace has that handle", 0) : reply(m, EPERM, why, 0);
-        return true;
+/* What a request does in a workspace's tree, or a walk to one, runs in a
+ * child with a deadline: a process that can read a directory can hold it
+ * (getdents64 into a buffer mapped from a FUSE file whose read never
+ * comes: the directory's lock is held until then), and a mkdirat,
+ * create, rename, or a lookup behind a queued one, then waits in the
+ * kernel, SIGKILL or not. The monitor waited with it and kept the
+ * instance lock, so the daemon stopped and could not start again (attack
+ * reviews 8 and 8b). The child keeps only the workspace's descriptor and
+ * its answer's socket; one that does not answer in FS_CHILD_MS is killed,
+ * left to end when the kernel lets it (reaped later) and the request
+ * answered ETIMEDOUT. While one is held for a workspace, that workspace's
+ * requests are refused at once (EBUSY), and so are an owner's past
+ * FS_STUCK_OWNER, everyone's past FS_STUCK_MAX.
+ *
+ * In the tree the child is the workspace's owner (its file-system ids:
+ * each entry is made as its parent's owner and group, no chown after),
+ * so that what it does, also when it ends after its answer, is what
+ * those owners could do themselves: nothing root-owned is left, no
+ * directory found by name is given away (attack review 8b). */
+typedef struct FsJob {
+        int dirfd;      /* the workspace's; -EBADF: ws_open's walk from / */
+        int ws_mnt;     /* its mount */
+        uid_t uid;      /* who walks the tree: the owner (0: root's) */
+        gid_t gid;
+        bool root_toml; /* root's vectora.toml checked first (root_toml_ok) */
+        char rel[4096];
+        unsigned flags;
+        VsHostText text;
+        uint64_t dev, ino;
+        const MonitorMsg *msg; /* the request, as the child's copy holds it */
+} FsJob;
+
+typedef struct FsOut {
+        int r;
+        bool no_toml; /* root_toml_ok said no */
+        uint64_t count;
+        size_t n_fds;
+        int fds[MONITOR_MOUNTS_MAX];
+} FsOut;
+
+/* Reaps what has ended; how many still held are owner's, and ws's. */
+static void reap_stuck(Monitor *m, uid_t owner, uint64_t ws, size_t *ret_owner, size_t *ret_ws) {
+        *ret_owner = *ret_ws = 0;
+        for (size_t i = 0; i < m->n_stuck;)
+                if (waitpid(m->stuck[i].pid, NULL, WNOHANG) != 0)
+                        m->stuck[i] = m->stuck[--m->n_stuck];
+                else {
+                        *ret_owner += m->stuck[i].owner == owner;
+                        *ret_ws += ws && m->stuck[i].ws == ws;
+                        i++;
+                }
 }
 
-/* Whether the directory dfd holds nothing (its link count says nothing
- * on every file system: btrfs counts 1). */
-static bool dir_is_empty(int dfd) {
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                safe_close(fd);
-                return false;
+/* pid, killed, held in the kernel for owner's workspace ws: reaped once
+ * it ends (the caller checked there is room). */
+static void stuck_add(Monitor *m, pid_t pid, uid_t owner, uint64_t ws) {
+        if (m->n_stuck < FS_STUCK_MAX)
+                m->stuck[m->n_stuck++] = (typeof(m->stuck[0])){ .pid = pid, .owner = owner, .ws = ws };
+}
+
+/* The child's file-system ids (the process is root otherwise: it may
+ * change them again). */
+static int fs_as(uid_t uid, gid_t gid) {
+        (void)syscall(SYS_setfsgid, gid);
+        (void)syscall(SYS_setfsuid, uid);
+        return (uid_t)syscall(SYS_setfsuid, -1) == uid && (gid_t)syscall(SYS_setfsgid, -1) == gid ? 0 : -EPERM;
+}
+
+static _Noreturn void fs_child_run(int sock, const FsJob *job, int (*fn)(FsJob *job, FsOut *out)) {
+        int keep[] = { job->dirfd, sock };
+        FsJob mine = *job;
+        FsOut out = { .r = close_all_fds_except(keep, ELEMENTSOF(keep)) };
+        umask(0);
+        if (out.r == 0 && mine.uid != 0 && (syscall(SYS_setgroups, 0, NULL) < 0 || fs_as(mine.uid, mine.gid) < 0))
+                out.r = -EPERM;
+        if (out.r == 0 && mine.root_toml && !root_toml_ok(mine.dirfd)) {
+                out.no_toml = true;
+                out.r = -EPERM;
         }
-        bool empty = true;
-        for (struct dirent *de; empty && (de = readdir(d));)
-                empty = streq(de->d_name, ".") || streq(de->d_name, "..");
-        closedir(d);
-        return empty;
+        if (out.r == 0)
+                out.r = fn(&mine, &out);
+        if (out.r < 0)
+                out.n_fds = 0;
+        /* The answer, then its descriptors FD_PASS_MAX at a time. */
+        if (send(sock, &out, offsetof(FsOut, fds), MSG_NOSIGNAL) < 0)
+                _exit(1);
+        for (size_t i = 0; i < out.n_fds; i += FD_PASS_MAX) {
+                size_t k = out.n_fds - i < FD_PASS_MAX ? out.n_fds - i : FD_PASS_MAX;
+                if (send_with_fds(sock, "f", 1, out.fds + i, k, MSG_NOSIGNAL) < 0)
+                        _exit(1);
+        }
+        _exit(0);
 }
 
-/* name, new in the directory pfd (local: chase_open_dir_local_at checked
- * it), owned like pfd: 1 made, 0 there already (EXCL: -EEXIST). A file
- * gets the text; modes are exact (0755, 0644), whatever the umask. */
-static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text) {
+/* Whether a datagram came on sock before deadline (CLOCK_MONOTONIC ms). */
+static bool fs_wait(int sock, uint64_t deadline) {
+        for (;;) {
+                uint64_t now = now_ms();
+                struct pollfd pf = { .fd = sock, .events = POLLIN };
+                int k = poll(&pf, 1, now >= deadline ? 0 : (int)(deadline - now));
+                if (k >= 0 || errno != EINTR)
+                        return k == 1;
+        }
+}
+
+/* fn(job) in a child of its own (above), for workspace ws (0: none yet)
+ * of owner: its result, out filled (its descriptors the caller's); or
+ * -ETIMEDOUT, -EBUSY as above. */
+static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
+                    FsOut *out) {
+        size_t mine, here;
+        reap_stuck(m, owner, ws, &mine, &here);
+        if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
+                return -EBUSY;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        /* Ended with the monitor, whatever it waits for by then. */
+        pid_t pid = spawn_fork(SIGKILL);
+        if (pid < 0) {
+                close(sv[0]);
+                close(sv[1]);
+                return (int)pid;
+        }
+        if (pid == 0)
+                fs_child_run(sv[1], job, fn);
+        close(sv[1]);
+        _cleanup_close_ int sock = sv[0];
+        uint64_t deadline = now_ms() + FS_CHILD_MS;
+        *out = (FsOut){ .r = -EIO };
+        bool answered = fs_wait(sock, deadline) &&
+                        recv(sock, out, offsetof(FsOut, fds), MSG_DONTWAIT) == (ssize_t)offsetof(FsOut, fds) &&
+                        out->n_fds <= MONITOR_MOUNTS_MAX;
+        size_t got = 0;
+        while (answered && got < out->n_fds) {
+                union {
+                        struct cmsghdr h;
+                        char space[CMSG_SPACE(sizeof(int) * FD_PASS_MAX)];
+                } control;
+                char b;
+                struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                                     .msg_controllen = sizeof control };
+                bool over;
+                answered = fs_wait(sock, deadline) && recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1;
+                if (answered)
+                        got += recv_take_fds(&mh, out->fds + got, out->n_fds - got, &over);
+                answered = answered && !over;
+        }
+        if (!answered) {
+                for (size_t i = 0; i < got; i++)
+                        close(out->fds[i]);
+                out->n_fds = 0;
+                (void)kill(pid, SIGKILL);
+                if (waitpid(pid, NULL, WNOHANG) == 0)
+                        stuck_add(m, pid, owner, ws);
+                return -ETIMEDOUT;
+        }
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return out->r;
+}
+
+/* An FsJob for workspace w (st: its fstat) from the request: its
+ * descriptor and mount, its owner as the walker (the group a jail of the
+ * owner gets), rel. */
+static int fs_job(const MonWorkspace *w, const struct stat *st, const char *rel, FsJob *job) {
+        *job = (FsJob){ .dirfd = w->dirfd, .uid = w->uid, .gid = w->uid == 0 ? 0 : user_jail_gid(w->uid, st->st_gid),
+                        .root_toml = w->uid == 0 };
+        if (strlen(rel) >= sizeof job->rel)
+                return -ENAMETOOLONG;
+        strcpy(job->rel, rel);
+        return fd_mount_id(w->dirfd, &job->ws_mnt);
+}
+
+/* Why fs_child's r (for out) refused, or NULL. */
+static const char *fs_why(int r, const FsOut *out) {
+        return out->no_toml       ? ROOT_TOML_WHY
+               : r == -EXDEV      ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
+               : r == -ETIMEDOUT  ? "the workspace's directory did not let go in 3 s (held by another process?)"
+               : r == -EBUSY      ? "earlier requests are still held in this workspace's or this owner's directories: try again later"
+                                  : NULL;
+}
+
+/* Answers fs_child's refusal r (for out): EPERM for another file system
+ * on the way or no root vectora.toml. */
+static int reply_fs(Monitor *m, int r, const FsOut *out) {
+        return reply(m, r == -EXDEV || out->no_toml ? EPERM : -r, fs_why(r, out), 0);
+}
+
+static int open_in_child(FsJob *j, FsOut *out) {
+        int fd = chase_open_dir_local(j->rel);
+        if (fd < 0)
+                return fd;
+        out->fds[out->n_fds++] = fd;
+        return 0;
+}
+
+static int ws_open(Monitor *m) {
+        const char *path = monitor_field_str(monitor_field(&m->msg, MONITOR_F_PATH, -1));
+        uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
+        gid_t gid = (gid_t)monitor_field(&m->msg, MONITOR_F_GID, -1)->u64;
+        if (m->n_ws >= WORKSPACES_MAX)
+                return reply(m, EMFILE, "too many workspaces open", 0);
+        /* Opened by the monitor, from /, following no symlink: the server
+         * names the path, the monitor decides what it is. The walk asks no
+         * file system a process serves (FUSE): a server that answers
+         * others but not the monitor would hold it, and every jail with
+         * it; and it runs in a child (fs_child): a directory on the way
+         * that another process holds stalls a lookup in it (attack
+         * review 8b). */
+        FsJob job = { .dirfd = -EBADF };
+        FsOut out;
+        if (strlen(path) >= sizeof job.rel)
+                return reply(m, ENAMETOOLONG, NULL, 0);
+        strcpy(job.rel, path);
+        int r = fs_child(m, uid, 0, &job, open_in_child, &out);
+        if (r == -ETIMEDOUT || r == -EBUSY)
+                return reply(m, -r, r == -EBUSY ? "earlier requests are still held in this owner's directories: try again later"
+                                                : "the workspace's path did not let go in 3 s (a directory on it held by another process?)",
+                             0);
+        _cleanup_close_ int dfd = r < 0 ? r : out.fds[0];
+        if (dfd == -EMFILE || dfd == -ENFILE)
+                return reply(m, -dfd, "the monitor has no descriptor left for another workspace", 0);
+        if (dfd == -EREMOTE)
+                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
+        if (dfd < 0)
+                return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
+        struct stat st;
+        struct statfs sf;
+        if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sf) < 0)
+                return reply(m, errno, "the workspace could not be read", 0);
+        /* Where an owner means something else (/proc/PID is its process's
+         * uid) or is whatever a user's file system says (FUSE, refused
+         * above already, before anything asked it). */
+        if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
+            sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == DEVPTS_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC)
+                return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
+        if (st.st_uid != uid)
+                return reply(m, EPERM, "the workspace is not that user's", 0);
+        /* The directory's group as the server saw it, or its jail's. */
+        if (gid != st.st_gid && !gid_allowed(uid, gid, &st))
+                return reply(m, EPERM, "that group is neither the workspace's nor the one a jail of its owner gets", 0);
+        /* One handle a path: its groups are named from it, and a second
+         * handle (another directory at the same path since) would share
+         * them, its limits and its removal (attack review 5). The
+         * server closes the old handle first. */
+        char hex[SHA256_HEX_LEN + 1], group[sizeof m->ws[0].group];
+        sha256_hex(path, strlen(path), hex);
+        snprintf(group, sizeof group, "ws-%.16s", hex);
+        for (size_t i = 0; i < m->n_ws; i++)
+                if (streq(m->ws[i].group, group))
+                        return reply(m, EBUSY, "another handle holds that path's groups: close it first", 0);
+        if (m->n_ws == m->cap_ws) {
+                size_t cap = m->cap_ws ? m->cap_ws * 2 : 16;
+                MonWorkspace *n = reallocarray(m->ws, cap, sizeof *n);
+                if (!n)
+                        return reply(m, ENOMEM, NULL, 0);
+                m->ws = n;
+                m->cap_ws = cap;
+        }
+        uint64_t handle = m->next_handle++;
+        MonWorkspace *w = &m->ws[m->n_ws++];
+        char *copy = strdup(path);
+        if (!copy)
+                return reply(m, ENOMEM, NULL, 0);
+        *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF,
+                             .view_ns = -EBADF };
+        memcpy(w->group, group, sizeof w->group);
+        return reply(m, 0, NULL, handle);
+}
+
+/* name, new in the directory pfd (local: place_parent checked it), made
+ * as pfd's owner and group (fs_as; the walker j->uid again after): 1
+ * made, 0 there already (EXCL: -EEXIST). A file gets the text, whole
+ * when it appears; modes are exact (0755, 0644: the child's umask is 0). */
+static int place_leaf(const FsJob *j, int pfd, const char *name, unsigned flags, VsHostText text) {
         struct stat pst;
         if (fstat(pfd, &pst) < 0)
                 return -errno;
-        _cleanup_close_ int fd = -EBADF;
-        if (flags & VS_HOST_MAKE_DIR) {
-                if (mkdirat(pfd, name, 0755) < 0)
-                        return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-                /* The new directory, not what its name may be by now (the
-                 * owner may rename in pfd): never followed, and only on
-                 * pfd's own mount (a mount on it would be asked nothing). */
-                fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                int pm, dm;
-                if (fd < 0 || fd_mount_id(pfd, &pm) < 0 || fd_mount_id(fd, &dm) < 0)
-                        return fd < 0 ? -errno : -EIO;
-                if (pm != dm)
-                        return -EXDEV;
-                /* Root's still: nothing can be mounted on it yet. And the
-                 * one made: root's and empty (a directory of another's put
-                 * at the name meanwhile, by one who may rename in pfd, is
-                 * neither, and is not given to pfd's owner). */
-                _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                struct stat dst;
-                if (dfd < 0 || fstat(dfd, &dst) < 0)
-                        return -errno;
-                if (dst.st_uid != geteuid() || !dir_is_empty(dfd))
-                        return -ESTALE;
-                if (fchmod(dfd, 0755) < 0 || fchown(dfd, pst.st_uid, pst.st_gid) < 0)
-                        return -errno;
-                return 1;
-        }
-        const char *t = vs_host_texts[text];
-        /* Whole when it appears: an unnamed file, written, owned and then
-         * linked in (EEXIST as O_EXCL says it), since the daemon's watch
-         * tells a placeholder by its content (an empty .mcp.json seen
-         * between the create and the write read as the jail's, and
-         * recycled it). */
-        fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-                int r = write_all(fd, t, strlen(t));
-                if (r < 0 || fchmod(fd, 0644) < 0 || fchown(fd, pst.st_uid, pst.st_gid) < 0)
-                        return r < 0 ? r : -errno;
-                if (linkat(fd, "", pfd, name, AT_EMPTY_PATH) == 0)
-                        return 1;
-                return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-        }
-        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-                return -errno;
-        fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-        int r = write_all(fd, t, strlen(t));
-        if (r < 0 || fchmod(fd, 0644) < 0 || fchown(fd, pst.st_uid, pst.st_gid) < 0) {
-                r = r < 0 ? r : -errno;
-                (void)unlinkat(pfd, name, 0);
+        int r = fs_as(pst.st_uid, pst.st_gid);
+        if (r < 0)
                 return r;
+        if (flags & VS_HOST_MAKE_DIR)
+                r = mkdirat(pfd, name, 0755) == 0 ? 1 : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+        else {
+                const char *t = vs_host_texts[text];
+                /* An unnamed file, written, then linked in (EEXIST as
+                 * O_EXCL says it), since the daemon's watch tells a
+                 * placeholder by its content (an empty .mcp.json seen
+                 * between the create and the write read as the jail's,
+                 * and recycled it). Linked by its /proc name: linkat's
+                 * AT_EMPTY_PATH asks for CAP_DAC_READ_SEARCH, which the
+                 * owner's ids do not have. */
+                _cleanup_close_ int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+                char self[64];
+                if (fd >= 0) {
+                        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+                        r = write_all(fd, t, strlen(t));
+                        if (r >= 0)
+                                r = linkat(AT_FDCWD, self, pfd, name, AT_SYMLINK_FOLLOW) == 0 ? 1
+                                    : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL)     ? 0
+                                                                                         : -errno;
+                } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                        r = -errno;
+                else if ((fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0)
+                        r = errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+                else if ((r = write_all(fd, t, strlen(t))) < 0)
+                        (void)unlinkat(pfd, name, 0);
+                else
+                        r = 1;
         }
-        return 1;
+        int back = fs_as(j->uid, j->gid);
+        return back < 0 ? back : r;
 }
 
 /* The directory rel (split in place) below wsfd, each component entered
@@ -705,15 +890,15 @@ static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text
  * made where missing when parents. No allocation, no look at the mount
  * table (a walk that read it per component was made to take 17 s by an
  * owner's long mount table and deep path: attack review 8). */
-static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
-        int cur = fcntl(wsfd, F_DUPFD_CLOEXEC, 3);
+static int place_parent(const FsJob *j, char *rel, bool parents) {
+        int cur = fcntl(j->dirfd, F_DUPFD_CLOEXEC, 3);
         char *save = NULL;
         if (cur < 0)
                 return -errno;
         for (char *c = rel ? strtok_r(rel, "/", &save) : NULL; cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
                 int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0 && errno == ENOENT && parents) {
-                        int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
+                        int r = place_leaf(j, cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
                         next = r < 0 ? r : openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (r >= 0 && next < 0)
                                 next = -errno;
@@ -726,7 +911,7 @@ static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
                                 next = -ELOOP;
                 }
                 int mnt;
-                if (next >= 0 && (fd_mount_id(next, &mnt) < 0 || mnt != ws_mnt)) {
+                if (next >= 0 && (fd_mount_id(next, &mnt) < 0 || mnt != j->ws_mnt)) {
                         close(next);
                         next = -EXDEV;
                 }
@@ -736,165 +921,76 @@ static int place_parent(int wsfd, int ws_mnt, char *rel, bool parents) {
         return cur;
 }
 
-/* What a request does in a workspace's tree runs in a child with a
- * deadline: an owner can hold a directory of theirs (getdents64 into a
- * buffer mapped from their own FUSE file whose read never comes), and a
- * mkdirat, create or rename there then waits in the kernel, SIGKILL or
- * not; the monitor waited with it, and kept the instance lock, so the
- * daemon stopped and could not start again (attack review 8). The child
- * holds only dirfd and its answer's pipe (not the lock); one that does
- * not answer in FS_CHILD_MS is killed and left to end when the kernel
- * lets it (reaped later), and the request answered ETIMEDOUT. While an
- * owner has FS_STUCK_OWNER such children, that owner's requests are
- * refused at once (EBUSY), so one owner holding directories costs the
- * other owners' requests a few seconds of waiting at most, not the
- * monitor. */
-/* Generous: a child on a loaded host (twenty first starts at once under
- * ASan) took more than 1 s to be scheduled, and one that ends after its
- * request was answered still makes its name, which a running jail's
- * watch then takes for the jail's (a recycle); within the server's 5 s. */
-#define FS_CHILD_MS 3000
-#define FS_STUCK_MAX 32
-#define FS_STUCK_OWNER 3
-
-typedef struct FsJob {
-        int dirfd, ws_mnt;
-        char rel[4096];
-        unsigned flags;
-        VsHostText text;
-        uint64_t dev, ino;
-} FsJob;
-
-/* Reaps what has ended; the number still held for owner. */
-static size_t reap_stuck(Monitor *m, uid_t owner) {
-        size_t mine = 0;
-        for (size_t i = 0; i < m->n_stuck;)
-                if (waitpid(m->stuck[i].pid, NULL, WNOHANG) != 0)
-                        m->stuck[i] = m->stuck[--m->n_stuck];
-                else
-                        mine += m->stuck[i++].owner == owner;
-        return mine;
-}
-
-static int fs_child(Monitor *m, uid_t owner, const FsJob *job, int (*fn)(FsJob *job, uint64_t *count),
-                    uint64_t *ret_count) {
-        if (reap_stuck(m, owner) >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
-                return -EBUSY;
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        /* Ended with the monitor, whatever it waits for by then. */
-        pid_t pid = spawn_fork(SIGKILL);
-        if (pid < 0) {
-                close(p[0]);
-                close(p[1]);
-                return (int)pid;
-        }
-        if (pid == 0) {
-                int keep[] = { job->dirfd, p[1] };
-                if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
-                        _exit(1);
-                FsJob mine = *job;
-                struct {
-                        int r;
-                        uint64_t count;
-                } out = { 0, 0 };
-                out.r = fn(&mine, &out.count);
-                (void)!write(p[1], &out, sizeof out);
-                _exit(0);
-        }
-        close(p[1]);
-        struct {
-                int r;
-                uint64_t count;
-        } out = { -EIO, 0 };
-        struct pollfd pf = { .fd = p[0], .events = POLLIN };
-        int k;
-        while ((k = poll(&pf, 1, FS_CHILD_MS)) < 0 && errno == EINTR)
-                ;
-        bool answered = k == 1 && read(p[0], &out, sizeof out) == (ssize_t)sizeof out;
-        close(p[0]);
-        if (!answered) {
-                (void)kill(pid, SIGKILL);
-                if (waitpid(pid, NULL, WNOHANG) == 0) {
-                        m->stuck[m->n_stuck].pid = pid;
-                        m->stuck[m->n_stuck++].owner = owner;
-                }
-                return -ETIMEDOUT;
-        }
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        *ret_count = out.count;
-        return out.r;
-}
-
-/* An FsJob from the request: the workspace's descriptor and mount, rel. */
-static int fs_job(const MonWorkspace *w, const char *rel, FsJob *job) {
-        *job = (FsJob){ .dirfd = w->dirfd };
-        if (strlen(rel) >= sizeof job->rel)
-                return -ENAMETOOLONG;
-        strcpy(job->rel, rel);
-        return fd_mount_id(w->dirfd, &job->ws_mnt);
-}
-
-static const char *fs_why(int r) {
-        return r == -EXDEV ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
-               : r == -ETIMEDOUT ? "the workspace's directory did not let go in 3 s (held by another process?)"
-               : r == -EBUSY     ? "earlier requests are still held in this owner's directories: try again later"
-                                 : NULL;
-}
-
-static int place_in_child(FsJob *j, uint64_t *count) {
-        char *leaf = strrchr(j->rel, '/');
-        if (leaf)
-                *leaf++ = 0;
+/* rel's last component cut off: its parent's part (NULL: the workspace
+ * itself) stays in j->rel, the name is returned. */
+static char *fs_split(FsJob *j, char **ret_parent) {
+        char *name = strrchr(j->rel, '/');
+        if (name)
+                *name++ = 0;
         else
-                leaf = j->rel;
-        int cur = place_parent(j->dirfd, j->ws_mnt, leaf == j->rel ? NULL : j->rel, j->flags & VS_HOST_MAKE_PARENTS);
+                name = j->rel;
+        *ret_parent = name == j->rel ? NULL : j->rel;
+        return name;
+}
+
+static int place_in_child(FsJob *j, FsOut *out) {
+        char *parent;
+        char *leaf = fs_split(j, &parent);
+        int cur = place_parent(j, parent, j->flags & VS_HOST_MAKE_PARENTS);
         if (cur < 0)
                 return cur;
-        int r = place_leaf(cur, leaf, j->flags, j->text);
+        int r = place_leaf(j, cur, leaf, j->flags, j->text);
         close(cur);
         if (r >= 0)
-                *count = (uint64_t)r;
+                out->count = (uint64_t)r;
         return r < 0 ? r : 0;
+}
+
+/* The workspace of the request's handle, for a request that writes in
+ * it (placeholder, quarantine); NULL when refused: then answered so, *ret
+ * what reply() gave. */
+static MonWorkspace *ws_writable(Monitor *m, struct stat *st, int *ret) {
+        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
+        const char *why = !w ? NULL : ws_served(w, st);
+        if (w && !why)
+                return w;
+        *ret = !w ? reply(m, ENOENT, "no workspace has that handle", 0) : reply(m, EPERM, why, 0);
+        return NULL;
 }
 
 /* placeholder: rel made below the workspace as flags say (host-make.h),
  * from the descriptor the monitor opened, one component at a time on the
  * workspace's own mount, never through a symlink or "..", each new entry
- * owned like its parent, a file holding one of the table's texts; in a
- * child (fs_child). */
+ * made as its parent's owner, a file holding one of the table's texts;
+ * in a child (fs_child). */
 static int placeholder(Monitor *m) {
-        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
         const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
+        struct stat st;
         int refused;
-        if (ws_refused(m, w, &refused))
+        MonWorkspace *w = ws_writable(m, &st, &refused);
+        if (!w)
                 return refused;
         FsJob job;
-        int r = fs_job(w, rel, &job);
+        int r = fs_job(w, &st, rel, &job);
         if (r < 0)
                 return reply(m, -r, NULL, 0);
         job.flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
         job.text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
         if ((job.flags & VS_HOST_MAKE_DIR) && tf)
                 return reply(m, EINVAL, "a directory holds no text", 0);
-        uint64_t made = 0;
-        r = fs_child(m, w->uid, &job, place_in_child, &made);
+        FsOut out;
+        r = fs_child(m, w->uid, w->handle, &job, place_in_child, &out);
         if (r < 0)
-                return reply(m, r == -EXDEV ? EPERM : -r, fs_why(r), 0);
-        m->placeholders_made += made;
-        return reply_count(m, made);
+                return reply_fs(m, r, &out);
+        m->placeholders_made += out.count;
+        return reply_count(m, out.count);
 }
 
-static int aside_in_child(FsJob *j, uint64_t *count) {
-        char *name = strrchr(j->rel, '/');
-        if (name)
-                *name++ = 0;
-        else
-                name = j->rel;
-        int pfd = place_parent(j->dirfd, j->ws_mnt, name == j->rel ? NULL : j->rel, false);
+static int aside_in_child(FsJob *j, FsOut *out) {
+        char *parent;
+        char *name = fs_split(j, &parent);
+        int pfd = place_parent(j, parent, false);
         if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
                 return -ESTALE;
         if (pfd < 0)
@@ -913,7 +1009,7 @@ static int aside_in_child(FsJob *j, uint64_t *count) {
                         else
                                 snprintf(to, sizeof to, "%.8s.vectora-quarantine-%u", name, n);
                         if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
-                                *count = n;
+                                out->count = n;
                                 r = 0;
                                 break;
                         }
@@ -932,33 +1028,51 @@ static int aside_in_child(FsJob *j, uint64_t *count) {
  * only while it is still the entry the server noted (device and inode,
  * read from the kernel's cache: a .git's own, a HEAD's directory's, as
  * the scan notes a repository). Reached as placeholder reaches a name, in
- * a child. Nothing is deleted: the owner can take it back. */
+ * a child, as the owner. Nothing is deleted: the owner can take it back. */
 static int quarantine(Monitor *m) {
-        MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
+        struct stat st;
         int refused;
-        if (ws_refused(m, w, &refused))
+        MonWorkspace *w = ws_writable(m, &st, &refused);
+        if (!w)
                 return refused;
         const char *name = strrchr(rel, '/');
         name = name ? name + 1 : rel;
         if (!streq(name, ".git") && !streq(name, "HEAD"))
                 return reply(m, EINVAL, "only a .git or a HEAD is put aside", 0);
         FsJob job;
-        int r = fs_job(w, rel, &job);
+        int r = fs_job(w, &st, rel, &job);
         if (r < 0)
                 return reply(m, -r, NULL, 0);
         job.dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64;
         job.ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
-        uint64_t n = 0;
-        r = fs_child(m, w->uid, &job, aside_in_child, &n);
+        FsOut out;
+        r = fs_child(m, w->uid, w->handle, &job, aside_in_child, &out);
         if (r == -EEXIST)
                 return reply(m, EEXIST, "100 quarantined copies there already", 0);
         if (r == -ESTALE)
                 return reply(m, ESTALE, "it is no longer the entry noted", 0);
         if (r < 0)
-                return reply(m, r == -EXDEV ? EPERM : -r, fs_why(r), 0);
+                return reply_fs(m, r, &out);
         m->put_aside++;
-        return reply_count(m, n);
+        return reply_count(m, out.count);
+}
+
+static int nothing_in_child(FsJob *j, FsOut *out) {
+        (void)j;
+        (void)out;
+        return 0;
+}
+
+/* Whether root-owned workspace w holds root's vectora.toml, asked in a
+ * child (fs_child): 0, or a negative errno with *why. */
+static int root_toml_in_child(Monitor *m, const MonWorkspace *w, const char **why) {
+        FsJob job = { .dirfd = w->dirfd, .root_toml = true };
+        FsOut out;
+        int r = fs_child(m, 0, w->handle, &job, nothing_in_child, &out);
+        if (r < 0)
+                *why = fs_why(r, &out);
+        return r;
 }
 
 /* The user namespace showing uid/gid as the server's ids: made once. */
@@ -992,6 +1106,9 @@ static int ws_view(Monitor *m) {
         const char *why = ws_served(w, &st);
         if (why)
                 return reply(m, EPERM, why, 0);
+        int r = w->uid == 0 ? root_toml_in_child(m, w, &why) : 0;
+        if (r < 0)
+                return reply(m, r == -EPERM || r == -EXDEV ? EPERM : -r, why, 0);
         /* One view a workspace, handed again on each request, and one
          * user namespace an owner's ids: what the server can make the
          * monitor hold is bounded by the workspaces it opened. */
@@ -1005,11 +1122,21 @@ static int ws_view(Monitor *m) {
                 gid_t gid = w->uid == 0 ? 0 : user_jail_gid(w->uid, st.st_gid);
                 _cleanup_(vs_error_freep) VsError *e = NULL;
                 int ns = userns_for(m, w->uid, gid, &e);
-                int r = ns < 0 ? ns : idmap_view(w->dirfd, w->path, ns, &w->view, &w->view_ns, &e);
+                size_t mine, here;
+                reap_stuck(m, w->uid, w->handle, &mine, &here);
+                if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
+                        return reply(m, EBUSY, fs_why(-EBUSY, &(FsOut){ 0 }), 0);
+                pid_t held = 0;
+                r = ns < 0 ? ns : idmap_view(w->dirfd, w->path, ns, FS_CHILD_MS, &held, &w->view, &w->view_ns, &e);
+                if (held > 0)
+                        stuck_add(m, held, w->uid, w->handle);
                 if (r < 0) {
                         w->view = w->view_ns = -EBADF;
                         log_warning("monitor: %s", vs_error_message(e));
-                        return reply(m, -r, "the workspace could not be shown (its kernel or a file system in it cannot idmap)", 0);
+                        return reply(m, -r,
+                                     r == -ETIMEDOUT ? "the view was not made in 3 s (/tmp held by another process?)"
+                                                     : "the workspace could not be shown (its kernel or a file system in it cannot idmap)",
+                                     0);
                 }
                 m->n_views++;
         }
@@ -1046,15 +1173,29 @@ static int join_groups(Monitor *m, const MonWorkspace *w, VsLaunch *l, const cha
 
 /* A root-owned workspace's writable trees (jail_spawn's mount groups):
  * each opened below the directory the monitor opened, without a symlink,
- * "..", or a user's file system on the way (chase_open_dir_local_at),
- * at its own path below it, root-owned, and idmapped (0 -> the idmap
- * identity) here; the child attaches them over their paths in a mount
- * namespace of its own. fds and paths (borrowed from the request) get
- * *n of them, closed by the caller, also on a refusal (*why says it). */
-static int idmap_trees(const MonWorkspace *w, const MonitorMsg *msg, int *fds, char **paths, size_t *n,
-                       const char **why) {
+ * "..", or a user's file system on the way (chase_open_dir_local_at), in
+ * a child (fs_child: a directory on the way that another process holds
+ * stalls the walk), after root's vectora.toml is found there; at its own
+ * path below it, root-owned, and idmapped (0 -> the idmap identity) here;
+ * the child attaches them over their paths in a mount namespace of its
+ * own. fds and paths (borrowed from the request) get *n of them, closed by
+ * the caller, also on a refusal (*why says it). */
+static int trees_in_child(FsJob *j, FsOut *out) {
+        for (int i = monitor_next(j->msg, MONITOR_F_MOUNT, -1); i >= 0; i = monitor_next(j->msg, MONITOR_F_MOUNT, i)) {
+                const char *rel = monitor_field_str(monitor_field(j->msg, MONITOR_F_REL, i));
+                int fd = chase_open_dir_local_at(j->dirfd, rel ? rel : "");
+                if (fd < 0)
+                        return fd;
+                out->fds[out->n_fds++] = fd;
+        }
+        return 0;
+}
+
+static int idmap_trees(Monitor *m, const MonWorkspace *w, int *fds, char **paths, size_t *n, const char **why) {
+        const MonitorMsg *msg = &m->msg;
+        size_t k = 0;
         for (int i = monitor_next(msg, MONITOR_F_MOUNT, -1); i >= 0; i = monitor_next(msg, MONITOR_F_MOUNT, i)) {
-                if (*n >= MONITOR_MOUNTS_MAX || monitor_field(msg, MONITOR_F_KIND, i)->u64 != MONITOR_MOUNT_RW) {
+                if (k >= MONITOR_MOUNTS_MAX || monitor_field(msg, MONITOR_F_KIND, i)->u64 != MONITOR_MOUNT_RW) {
                         *why = "mounts are served for a root-owned workspace's writable trees only";
                         return -EOPNOTSUPP;
                 }
@@ -1067,26 +1208,42 @@ static int idmap_trees(const MonWorkspace *w, const MonitorMsg *msg, int *fds, c
                         *why = "a tree is attached at its own path in the workspace";
                         return -EINVAL;
                 }
-                _cleanup_close_ int fd = chase_open_dir_local_at(w->dirfd, rel ? rel : "");
-                struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0) {
-                        *why = "a tree could not be opened below the workspace (a symlink, no directory, or a user's file system on the way)";
-                        return fd < 0 ? fd : -errno;
-                }
-                if (st.st_uid != 0) {
-                        *why = "only a root-owned tree is idmapped";
-                        return -EPERM;
-                }
-                _cleanup_(vs_error_freep) VsError *e = NULL;
-                int r = idmap_prepare_fd(fd, dst, VS_IDMAP_UID, VS_IDMAP_GID, &fds[*n], &e);
-                if (r < 0) {
-                        log_warning("monitor: %s", vs_error_message(e));
-                        *why = "a tree could not be idmapped (its kernel or file system cannot)";
-                        return r;
-                }
-                paths[(*n)++] = (char *)dst;
+                paths[k++] = (char *)dst;
         }
-        return 0;
+        FsJob job = { .dirfd = w->dirfd, .root_toml = true, .msg = msg };
+        FsOut out;
+        int r = fs_child(m, 0, w->handle, &job, trees_in_child, &out);
+        if (r < 0 || out.n_fds != k) {
+                for (size_t i = 0; r >= 0 && i < out.n_fds; i++)
+                        close(out.fds[i]);
+                *why = r == -ETIMEDOUT || r == -EBUSY || out.no_toml
+                               ? fs_why(r, &out)
+                               : "a tree could not be opened below the workspace (a symlink, no directory, or a user's file system on the way)";
+                return r < 0 ? r : -EIO;
+        }
+        int r2 = 0;
+        for (size_t i = 0; i < k; i++) {
+                struct stat st;
+                _cleanup_close_ int fd = out.fds[i];
+                if (r2 < 0)
+                        continue;
+                if (fstat(fd, &st) < 0) {
+                        *why = "a tree could not be read";
+                        r2 = -errno;
+                } else if (st.st_uid != 0) {
+                        *why = "only a root-owned tree is idmapped";
+                        r2 = -EPERM;
+                } else {
+                        _cleanup_(vs_error_freep) VsError *e = NULL;
+                        r2 = idmap_prepare_fd(fd, paths[i], VS_IDMAP_UID, VS_IDMAP_GID, &fds[*n], &e);
+                        if (r2 < 0) {
+                                log_warning("monitor: %s", vs_error_message(e));
+                                *why = "a tree could not be idmapped (its kernel or file system cannot)";
+                        } else
+                                (*n)++;
+                }
+        }
+        return r2;
 }
 
 /* A jail started for the server: as the workspace's owner (the uid of the
@@ -1126,7 +1283,7 @@ static int jail_spawn(Monitor *m, int *fds) {
                  * root-owned too). */
                 if (w->uid != 0 || st.st_uid != 0)
                         return reply_spawn(m, EPERM, "the idmap identity runs a root-owned workspace's jail only", 0, 0);
-                const char *why_root = root_workspace_refused(w);
+                const char *why_root = root_path_refused(w);
                 if (why_root)
                         return reply_spawn(m, EPERM, why_root, 0, 0);
                 /* What it makes is root's on disk: never without the
@@ -1185,8 +1342,9 @@ static int jail_spawn(Monitor *m, int *fds) {
         int idmap_fds[MONITOR_MOUNTS_MAX];
         char *idmap_paths[MONITOR_MOUNTS_MAX];
         size_t n_idmap = 0;
+        /* And root's vectora.toml there (idmap_trees asks in a child). */
         if (idmapped)
-                r = idmap_trees(w, &m->msg, idmap_fds, idmap_paths, &n_idmap, &why_not);
+                r = idmap_trees(m, w, idmap_fds, idmap_paths, &n_idmap, &why_not);
         l.idmap_fds = idmap_fds;
         l.idmap_paths = idmap_paths;
         l.n_idmap = n_idmap;
@@ -1314,6 +1472,15 @@ static int log_reopen(Monitor *m, int *fds) {
         struct statx sx, a, b;
         if (!cached_stat(fds[0], &sx) || !S_ISREG(sx.stx_mode))
                 return reply(m, EINVAL, "the log must be a regular file", 0);
+        /* Never a file a process serves (FUSE, any user's own mount
+         * namespace's included: not in the monitor's table): its close,
+         * here at the next log_reopen's dup2 or in every fs_child that
+         * inherits it, waits for its server's FLUSH answer, uninterruptibly
+         * (attack review 8b). */
+        int mnt;
+        char type[64];
+        if (fd_mount_id(fds[0], &mnt) < 0 || mount_fstype(mnt, type, sizeof type) < 0 || fstype_is_user_served(type))
+                return reply(m, EPERM, "the log must be on a file system of the monitor's mount table that no process serves (not FUSE)", 0);
         int old = log_get_fd();
         /* A detached daemon's stderr is its log: the monitor's (taken at
          * its fork) follows too, else it keeps the rotated file open. */
