@@ -2534,6 +2534,120 @@ static void view_not_held_by_a_held_tmp(void **state) {
         end_child(f);
 }
 
+/* A datagram on fd within ms: its decoded reply into *msg (its own
+ * buffer), 1; else 0. */
+static int await_on(int fd, int ms, uint8_t *buf, MonitorMsg *msg) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, ms) != 1)
+                return 0;
+        ssize_t n = recv(fd, buf, MONITOR_MSG_MAX, MSG_DONTWAIT);
+        VsError *err = NULL;
+        if (n <= 0 || monitor_decode(buf, (size_t)n, true, msg, &err) < 0) {
+                vs_error_free(err);
+                return 0;
+        }
+        return 1;
+}
+
+static void pool_place(int pool, uint64_t id, uint64_t h, const char *rel) {
+        MonitorEnc e;
+        monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, id);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_str(&e, MONITOR_F_REL, rel);
+        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(pool, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+}
+
+/* The pool's channel: a placeholder held in a workspace (its directory
+ * held) is answered ETIMEDOUT at its deadline, while a later one in
+ * another workspace is answered at once, before it, and the loop's
+ * channel is served meanwhile (attack review 8b, N5: one channel, one
+ * request at a time, so the server's loop waited behind a pool thread's
+ * held placeholder, about 1 s a request, without end); and a request of
+ * the loop's channel held meanwhile does not delay its answer past its
+ * deadline. A request the pool's channel does not take ends the
+ * monitor. */
+static void pool_channel_answers_out_of_order(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = root_owned_ws(f, &uid, &gid);
+        uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        int pool[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pool), 0);
+        monitor_set_pool(f->mon, pool[1]);
+        Held hd;
+        held_map(f, &hd);
+        held_hold(&hd, f->dir);
+        serve_in_child(f);
+        close(pool[1]);
+        struct timespec t0, t1, t2, t3;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        pool_place(pool[0], 7001, h, ".envrc");
+        pool_place(pool[0], 7002, other, ".envrc");
+        static uint8_t b1[MONITOR_MSG_MAX], b2[MONITOR_MSG_MAX];
+        static MonitorMsg first, second;
+        int got1 = await_on(pool[0], 2000, b1, &first);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        MonitorEnc e;
+        uint64_t st = 0;
+        begin(f, &e, MONITOR_REQ_STATUS);
+        int answered = send_await(f, &e, &st);
+        clock_gettime(CLOCK_MONOTONIC, &t2);
+        /* The loop's channel's own held request (a ws_open behind the
+         * stuck mkdirat) from 1.2 s on: the held placeholder is answered
+         * at its deadline all the same, not after it. */
+        usleep(1200 * 1000);
+        char ghost[160];
+        snprintf(ghost, sizeof ghost, "%s/never-looked-up", f->dir);
+        begin(f, &e, MONITOR_REQ_WS_OPEN);
+        monitor_put_str(&e, MONITOR_F_PATH, ghost);
+        monitor_put_u64(&e, MONITOR_F_UID, uid + 2);
+        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        int got2 = await_on(pool[0], 5000, b2, &second);
+        clock_gettime(CLOCK_MONOTONIC, &t3);
+        static uint8_t b3[MONITOR_MSG_MAX];
+        static MonitorMsg third;
+        int got3 = await_on(f->server, 5000, b3, &third);
+        /* A request the pool's channel does not take: a breach. */
+        monitor_enc_begin(&e, MONITOR_REQ_STATUS, 7003);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(pool[0], e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        int status;
+        assert_int_equal(waitpid(f->child, &status, 0), f->child);
+        f->child = 0;
+        held_release(&hd, NULL);
+        close(pool[0]);
+        double one = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        double loop = (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) / 1e9;
+        double held = (double)(t3.tv_sec - t0.tv_sec) + (double)(t3.tv_nsec - t0.tv_nsec) / 1e9;
+        printf("# the other workspace's answer %.3f s, the loop's status %.3f s, the held one's %.3f s\n", one, loop,
+               held);
+        assert_int_equal(got1, 1);
+        assert_int_equal(first.id, 7002);
+        assert_int_equal(monitor_field(&first, MONITOR_F_STATUS, -1)->u64, 0);
+        assert_true(one < 1.5);
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, 0);
+        assert_true(loop < 1.0);
+        assert_int_equal(got2, 1);
+        assert_int_equal(second.id, 7001);
+        assert_int_equal(monitor_field(&second, MONITOR_F_STATUS, -1)->u64, ETIMEDOUT);
+        assert_true(held > 2.5 && held < 3.8);
+        assert_int_equal(got3, 1);
+        assert_int_equal(monitor_field(&third, MONITOR_F_STATUS, -1)->u64, ETIMEDOUT);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
 /* A log on a user's file system (FUSE) is refused: its close, at the
  * next log_reopen or in every child that inherits it, waits for its
  * server (attack review 8b); a local file is taken. */
@@ -2790,6 +2904,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(placeholder_not_held_by_a_held_directory, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_on_user_file_system_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(view_not_held_by_a_held_tmp, setup, teardown),
+                cmocka_unit_test_setup_teardown(pool_channel_answers_out_of_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -58,6 +58,22 @@
 #define FS_CHILD_MS 3000
 #define FS_STUCK_MAX 128
 #define FS_STUCK_OWNER 16
+/* Requests of the pool's channel whose child has not answered yet, in
+ * all and for one workspace (past them: EBUSY). */
+#define FS_PENDING_MAX 32
+#define FS_PENDING_WS 4
+
+/* A pool channel's request whose child works: answered when it does, or
+ * at its deadline. */
+typedef struct FsPending {
+        pid_t pid;
+        int sock;
+        uint64_t deadline; /* now_ms()'s clock */
+        uint16_t type;
+        uint64_t id;
+        uid_t owner;
+        uint64_t ws;
+} FsPending;
 
 typedef struct MonWorkspace {
         uint64_t handle;
@@ -92,6 +108,18 @@ typedef struct MonJail {
 
 struct Monitor {
         int fd;
+        /* The thread pool's channel (monitor_set_pool; -1: none): only
+         * placeholder and quarantine, each answered when its child does,
+         * in any order, so a held one never holds the loop's channel. */
+        int pool_fd;
+        FsPending pending[FS_PENDING_MAX];
+        size_t n_pending;
+        /* Where the reply being made goes, and to which request. */
+        struct {
+                int fd;
+                uint16_t type;
+                uint64_t id;
+        } to;
         int server_pidfd; /* -1: none */
         pid_t server_pid;  /* its pid, 0: none (then the monitor's parent) */
         int cg_version;   /* 0: no cgroups; 1 or 2 */
@@ -136,12 +164,19 @@ int monitor_new(int fd, Monitor **ret) {
         if (!m)
                 return -ENOMEM;
         m->fd = fd;
+        m->pool_fd = -EBADF;
         m->server_pidfd = -EBADF;
         m->cg_fds[0] = m->cg_fds[1] = -EBADF;
         m->next_handle = 1;
         m->views_max = VIEWS_MAX;
         *ret = m;
         return 0;
+}
+
+void monitor_set_pool(Monitor *m, int fd) {
+        if (m->pool_fd >= 0)
+                close(m->pool_fd);
+        m->pool_fd = fd;
 }
 
 void monitor_set_server(Monitor *m, int pidfd) {
@@ -228,6 +263,13 @@ Monitor *monitor_free(Monitor *m) {
         free(m->userns);
         if (m->fd >= 0)
                 close(m->fd);
+        safe_close(m->pool_fd);
+        /* Children still at work: ended (not waited for: one may be held
+         * in the kernel). */
+        for (size_t i = 0; i < m->n_pending; i++) {
+                (void)kill(m->pending[i].pid, SIGKILL);
+                close(m->pending[i].sock);
+        }
         if (m->server_pidfd >= 0)
                 close(m->server_pidfd);
         free(m);
@@ -239,13 +281,13 @@ Monitor *monitor_free(Monitor *m) {
  * beside it (cgroup_make's groups). */
 static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, const int *fds, size_t n) {
         MonitorEnc e;
-        monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
+        monitor_enc_begin(&e, MONITOR_REPLY | m->to.type, m->to.id);
         monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
         if (message)
                 monitor_put_str(&e, MONITOR_F_MESSAGE, message);
         if (ws)
                 monitor_put_u64(&e, MONITOR_F_WS, ws);
-        if (m->msg.type == MONITOR_REQ_STATUS) {
+        if (m->to.type == MONITOR_REQ_STATUS) {
                 monitor_put_u64(&e, MONITOR_F_PID, (uint64_t)getpid());
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->n_ws);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_started);
@@ -253,11 +295,11 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->placeholders_made);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->put_aside);
         }
-        if ((m->msg.type == MONITOR_REQ_PLACEHOLDER || m->msg.type == MONITOR_REQ_QUARANTINE) && status == 0)
+        if ((m->to.type == MONITOR_REQ_PLACEHOLDER || m->to.type == MONITOR_REQ_QUARANTINE) && status == 0)
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
         int r = monitor_enc_end(&e);
         if (r >= 0) {
-                ssize_t k = send_with_fds(m->fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL);
+                ssize_t k = send_with_fds(m->to.fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL);
                 r = k < 0 ? (int)k : 0;
         }
         monitor_enc_done(&e);
@@ -502,7 +544,7 @@ static int group_procs(Monitor *m, const MonWorkspace *w, int i) {
  * read end (exec_fd), or a refusal (at a step of the child's). */
 static int reply_started(Monitor *m, int status, const char *message, pid_t pid, int step, int exec_fd) {
         MonitorEnc e;
-        monitor_enc_begin(&e, MONITOR_REPLY | m->msg.type, m->msg.id);
+        monitor_enc_begin(&e, MONITOR_REPLY | m->to.type, m->to.id);
         monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
         if (message)
                 monitor_put_str(&e, MONITOR_F_MESSAGE, message);
@@ -662,25 +704,48 @@ static _Noreturn void fs_child_run(int sock, const FsJob *job, int (*fn)(FsJob *
         _exit(0);
 }
 
-/* Whether a datagram came on sock before deadline (CLOCK_MONOTONIC ms). */
-static bool fs_wait(int sock, uint64_t deadline) {
+static int pending_done(Monitor *m, size_t i);
+
+/* Whether a datagram came on sock before deadline (now_ms()'s clock).
+ * Meanwhile the pool channel's children that answer or pass their
+ * deadline are answered (unless serving one of them: serve false), so a
+ * wait here for the loop's channel delays none past its deadline. */
+static bool fs_wait(Monitor *m, int sock, uint64_t deadline, bool serve) {
         for (;;) {
-                uint64_t now = now_ms();
-                struct pollfd pf = { .fd = sock, .events = POLLIN };
-                int k = poll(&pf, 1, now >= deadline ? 0 : (int)(deadline - now));
-                if (k >= 0 || errno != EINTR)
-                        return k == 1;
+                struct pollfd p[1 + FS_PENDING_MAX];
+                size_t n = serve ? m->n_pending : 0;
+                uint64_t now = now_ms(), next = deadline;
+                p[0] = (struct pollfd){ .fd = sock, .events = POLLIN };
+                for (size_t i = 0; i < n; i++) {
+                        p[1 + i] = (struct pollfd){ .fd = m->pending[i].sock, .events = POLLIN };
+                        next = m->pending[i].deadline < next ? m->pending[i].deadline : next;
+                }
+                int k = poll(p, 1 + n, now >= next ? 0 : (int)(next - now));
+                if (k < 0 && errno != EINTR)
+                        return false;
+                if (k > 0 && p[0].revents)
+                        return true;
+                now = now_ms();
+                typeof(m->to) to = m->to;
+                for (size_t i = n; i-- > 0;)
+                        if (p[1 + i].revents || now >= m->pending[i].deadline)
+                                (void)pending_done(m, i);
+                m->to = to;
+                if (now >= deadline)
+                        return false;
         }
 }
 
-/* fn(job) in a child of its own (above), for workspace ws (0: none yet)
- * of owner: its result, out filled (its descriptors the caller's); or
- * -ETIMEDOUT, -EBUSY as above. */
-static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
-                    FsOut *out) {
-        size_t mine, here;
+/* fn(job) started in a child of its own (above), for workspace ws (0:
+ * none yet) of owner: its pid and the socket its answer comes on, or
+ * -EBUSY while too many are held (see above) or pending. */
+static int fs_start(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
+                    pid_t *ret_pid, int *ret_sock) {
+        size_t mine, here, pending = 0;
         reap_stuck(m, owner, ws, &mine, &here);
-        if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
+        for (size_t i = 0; ws && i < m->n_pending; i++)
+                pending += m->pending[i].ws == ws;
+        if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX || pending >= FS_PENDING_WS)
                 return -EBUSY;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -695,11 +760,20 @@ static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int 
         if (pid == 0)
                 fs_child_run(sv[1], job, fn);
         close(sv[1]);
-        _cleanup_close_ int sock = sv[0];
-        uint64_t deadline = now_ms() + FS_CHILD_MS;
+        *ret_pid = pid;
+        *ret_sock = sv[0];
+        return 0;
+}
+
+/* The answer of fs_start's child pid on sock (closed here), waited for
+ * until deadline: its result, out filled (its descriptors the caller's);
+ * -ETIMEDOUT when none came, the child killed and held (reaped later). */
+static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t owner, uint64_t ws, bool serve,
+                     FsOut *out) {
+        _cleanup_close_ int s = sock;
         *out = (FsOut){ .r = -EIO };
-        bool answered = fs_wait(sock, deadline) &&
-                        recv(sock, out, offsetof(FsOut, fds), MSG_DONTWAIT) == (ssize_t)offsetof(FsOut, fds) &&
+        bool answered = fs_wait(m, s, deadline, serve) &&
+                        recv(s, out, offsetof(FsOut, fds), MSG_DONTWAIT) == (ssize_t)offsetof(FsOut, fds) &&
                         out->n_fds <= MONITOR_MOUNTS_MAX;
         size_t got = 0;
         while (answered && got < out->n_fds) {
@@ -712,7 +786,7 @@ static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int 
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                                      .msg_controllen = sizeof control };
                 bool over;
-                answered = fs_wait(sock, deadline) && recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1;
+                answered = fs_wait(m, s, deadline, serve) && recvmsg(s, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1;
                 if (answered)
                         got += recv_take_fds(&mh, out->fds + got, out->n_fds - got, &over);
                 answered = answered && !over;
@@ -729,6 +803,19 @@ static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int 
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;
         return out->r;
+}
+
+/* fn(job) in a child, waited for FS_CHILD_MS: fs_finish's result. */
+static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
+                    FsOut *out) {
+        pid_t pid;
+        int sock;
+        int r = fs_start(m, owner, ws, job, fn, &pid, &sock);
+        if (r < 0) {
+                *out = (FsOut){ .r = r };
+                return r;
+        }
+        return fs_finish(m, pid, sock, now_ms() + FS_CHILD_MS, owner, ws, true, out);
 }
 
 /* An FsJob for workspace w (st: its fstat) from the request: its
@@ -958,6 +1045,44 @@ static MonWorkspace *ws_writable(Monitor *m, struct stat *st, int *ret) {
         return NULL;
 }
 
+/* What a placeholder's or a quarantine's child did (r, out), answered
+ * to m->to's request. */
+static int fs_done(Monitor *m, int r, const FsOut *out) {
+        if (m->to.type == MONITOR_REQ_QUARANTINE && r == -EEXIST)
+                return reply(m, EEXIST, "100 quarantined copies there already", 0);
+        if (m->to.type == MONITOR_REQ_QUARANTINE && r == -ESTALE)
+                return reply(m, ESTALE, "it is no longer the entry noted", 0);
+        if (r < 0)
+                return reply_fs(m, r, out);
+        if (m->to.type == MONITOR_REQ_QUARANTINE)
+                m->put_aside++;
+        else
+                m->placeholders_made += out->count;
+        return reply_count(m, out->count);
+}
+
+/* job for w run in a child: a request of the pool's channel is answered
+ * when the child answers or its deadline passes (monitor_step), the
+ * loop's channel's meanwhile served; one of the loop's channel is
+ * waited for here. */
+static int fs_request(Monitor *m, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out)) {
+        FsOut out;
+        pid_t pid;
+        int sock, r;
+        if (m->pool_fd < 0 || m->to.fd != m->pool_fd) {
+                r = fs_child(m, w->uid, w->handle, job, fn, &out);
+                return fs_done(m, r, &out);
+        }
+        r = m->n_pending >= FS_PENDING_MAX ? -EBUSY : fs_start(m, w->uid, w->handle, job, fn, &pid, &sock);
+        if (r < 0) {
+                out = (FsOut){ .r = r };
+                return fs_done(m, r, &out);
+        }
+        m->pending[m->n_pending++] = (FsPending){ .pid = pid, .sock = sock, .deadline = now_ms() + FS_CHILD_MS,
+                                                  .type = m->to.type, .id = m->to.id, .owner = w->uid, .ws = w->handle };
+        return 0;
+}
+
 /* placeholder: rel made below the workspace as flags say (host-make.h),
  * from the descriptor the monitor opened, one component at a time on the
  * workspace's own mount, never through a symlink or "..", each new entry
@@ -979,12 +1104,7 @@ static int placeholder(Monitor *m) {
         job.text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
         if ((job.flags & VS_HOST_MAKE_DIR) && tf)
                 return reply(m, EINVAL, "a directory holds no text", 0);
-        FsOut out;
-        r = fs_child(m, w->uid, w->handle, &job, place_in_child, &out);
-        if (r < 0)
-                return reply_fs(m, r, &out);
-        m->placeholders_made += out.count;
-        return reply_count(m, out.count);
+        return fs_request(m, w, &job, place_in_child);
 }
 
 static int aside_in_child(FsJob *j, FsOut *out) {
@@ -1046,16 +1166,7 @@ static int quarantine(Monitor *m) {
                 return reply(m, -r, NULL, 0);
         job.dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64;
         job.ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
-        FsOut out;
-        r = fs_child(m, w->uid, w->handle, &job, aside_in_child, &out);
-        if (r == -EEXIST)
-                return reply(m, EEXIST, "100 quarantined copies there already", 0);
-        if (r == -ESTALE)
-                return reply(m, ESTALE, "it is no longer the entry noted", 0);
-        if (r < 0)
-                return reply_fs(m, r, &out);
-        m->put_aside++;
-        return reply_count(m, out.count);
+        return fs_request(m, w, &job, aside_in_child);
 }
 
 static int nothing_in_child(FsJob *j, FsOut *out) {
@@ -1493,7 +1604,7 @@ static int log_reopen(Monitor *m, int *fds) {
         return reply(m, 0, NULL, 0);
 }
 
-static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, size_t n_fds, bool too_many) {
+static int step_msg(Monitor *m, int fd, ssize_t n, int *fds, size_t n_fds, bool too_many) {
         VsError *err = NULL;
         if (monitor_decode(m->buf, (size_t)n, false, &m->msg, &err) < 0) {
                 int r = broken("a request the decoder refused", err ? err->message : NULL);
@@ -1501,8 +1612,13 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
                 return r;
         }
         MonitorReq t = (MonitorReq)m->msg.type;
+        m->to.fd = fd;
+        m->to.type = m->msg.type;
+        m->to.id = m->msg.id;
         if (!monitor_req_allowed(m->state, t))
                 return broken("a request its state does not allow", monitor_req_to_string(t));
+        if (fd == m->pool_fd && t != MONITOR_REQ_PLACEHOLDER && t != MONITOR_REQ_QUARANTINE)
+                return broken("a request the pool's channel does not take", monitor_req_to_string(t));
         if (too_many || n_fds != (t == MONITOR_REQ_LOG_REOPEN ? 1u : t == MONITOR_REQ_JAIL_SPAWN ? 3u : 0u))
                 return broken(n_fds ? "descriptors its request does not take, or too many"
                                     : "a request without its descriptors",
@@ -1541,25 +1657,18 @@ static int step_msg(Monitor *m, ssize_t n, const struct msghdr *mh, int *fds, si
         }
 }
 
-int monitor_step(Monitor *m) {
+/* One datagram of channel fd read and answered (a pool channel's request
+ * perhaps later): monitor_step's result. */
+static int step_channel(Monitor *m, int fd) {
         union {
                 struct cmsghdr h;
                 char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
         } control;
         struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
-        if (m->server_pidfd >= 0) {
-                /* The server's process ending ends the monitor, whoever
-                 * else still holds its end (a child between fork and exec). */
-                struct pollfd p[2] = { { .fd = m->fd, .events = POLLIN }, { .fd = m->server_pidfd, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0)
-                        return errno == EINTR ? 0 : -errno;
-                if (p[1].revents)
-                        return 1;
-        }
-        ssize_t n = recvmsg(m->fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC | MSG_DONTWAIT);
         if (n < 0)
-                return errno == EINTR ? 0 : -errno;
+                return errno == EINTR || errno == EAGAIN ? 0 : -errno;
         if (n == 0)
                 return 1; /* the server's end closed */
         /* Only log_reopen takes a descriptor, exactly one; any other that
@@ -1567,13 +1676,56 @@ int monitor_step(Monitor *m) {
         int fds[FDS_MAX];
         bool too_many;
         size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
-        int r = step_msg(m, n, &mh, fds, n_fds, too_many);
+        int r = step_msg(m, fd, n, fds, n_fds, too_many);
         bool stuck = false;
         for (size_t i = 0; i < n_fds; i++)
                 stuck |= close_received(fds[i]) < 0;
         if (stuck && r >= 0)
                 r = broken("its descriptors could not go to the closer thread (a close stuck there, or no thread)",
                            NULL);
+        return r;
+}
+
+/* Pending child i answered (ready) or past its deadline: its request
+ * answered on the pool's channel, i taken from the table. */
+static int pending_done(Monitor *m, size_t i) {
+        FsPending p = m->pending[i];
+        m->pending[i] = m->pending[--m->n_pending];
+        FsOut out;
+        int r = fs_finish(m, p.pid, p.sock, p.deadline, p.owner, p.ws, false, &out);
+        m->to.fd = m->pool_fd;
+        m->to.type = p.type;
+        m->to.id = p.id;
+        return fs_done(m, r, &out);
+}
+
+int monitor_step(Monitor *m) {
+        /* The server's process ending ends the monitor, whoever else
+         * still holds its end (a child between fork and exec). */
+        struct pollfd p[3 + FS_PENDING_MAX];
+        p[0] = (struct pollfd){ .fd = m->fd, .events = POLLIN };
+        p[1] = (struct pollfd){ .fd = m->server_pidfd, .events = POLLIN };
+        p[2] = (struct pollfd){ .fd = m->pool_fd, .events = POLLIN };
+        uint64_t now = now_ms(), next = UINT64_MAX;
+        for (size_t i = 0; i < m->n_pending; i++) {
+                p[3 + i] = (struct pollfd){ .fd = m->pending[i].sock, .events = POLLIN };
+                next = m->pending[i].deadline < next ? m->pending[i].deadline : next;
+        }
+        int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)(next - now);
+        if (poll(p, 3 + m->n_pending, timeout) < 0)
+                return errno == EINTR ? 0 : -errno;
+        if (p[1].revents)
+                return 1;
+        now = now_ms();
+        int r = 0;
+        /* From the end: a finished one's place takes the last, seen already. */
+        for (size_t i = m->n_pending; r >= 0 && i-- > 0;)
+                if (p[3 + i].revents || now >= m->pending[i].deadline)
+                        r = pending_done(m, i);
+        if (r >= 0 && p[2].revents)
+                r = step_channel(m, m->pool_fd);
+        if (r == 0 && p[0].revents)
+                r = step_channel(m, m->fd);
         return r;
 }
 

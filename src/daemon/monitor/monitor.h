@@ -18,8 +18,8 @@
  * the idmap identity with its trees idmapped by the monitor, once the
  * argv passed jail-argv.h) and ends them (jail_kill: by the pidfd it kept
  * of each); it gives the server read-only views of the workspaces it
- * opened (ws_view); it does not serve the approval and placeholder
- * requests yet (answered EOPNOTSUPP). */
+ * opened (ws_view); it makes placeholders and puts repositories aside in
+ * a workspace (placeholder, quarantine), in children with a deadline. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +29,12 @@ typedef struct Monitor Monitor;
 
 /* Takes fd (a SOCK_SEQPACKET end). */
 int monitor_new(int fd, Monitor **ret);
+/* Takes fd (a SOCK_SEQPACKET end): the thread pool's channel, which takes
+ * placeholder and quarantine only (any other request is a breach) and
+ * answers each when its child has done its work, in any order, while the
+ * first channel is served meanwhile: a request held in a workspace never
+ * holds the server's loop (attack review 8b). */
+void monitor_set_pool(Monitor *m, int fd);
 /* Takes pidfd (the server's process): once it ends the monitor is done,
  * even while something else still holds the server's end of the socket. */
 void monitor_set_server(Monitor *m, int pidfd);
