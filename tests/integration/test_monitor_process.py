@@ -8,8 +8,9 @@ tied.
 
   - status names it (running, pid, the workspaces it holds) and it answers
     status itself; it is the daemon's child, uid 0, and its descriptors are
-    the standard three, the log, the daemon's pidfd and one socket (its end
-    of the pair), shared with nothing the daemon holds: no
+    the standard three, the log, the daemon's pidfd and two sockets (its
+    ends of the loop's and the pool's pairs), shared with nothing the
+    daemon holds: no
     client, jail or proxy socket, also once a jail runs and a client is
     connected; it holds no thread of the daemon's;
   - the daemon SIGKILLed: the monitor ends, and so does every jail: no
@@ -116,7 +117,8 @@ def t_status_names_monitor(tmp):
         after = {fd: t for fd, t in after.items() if not t.startswith("pipe:")}
         check(monitor_of(d).get("workspaces") == 1, ("the monitor holds no workspace for the jail", monitor_of(d)))
         sockets = [t for t in after.values() if t.startswith("socket:")]
-        check(len(sockets) == 1, ("the monitor holds more than its end of the pair", after))
+        check(len(sockets) == 2, ("the monitor holds more than its ends of the two pairs (the loop's and the pool's "
+                                  "channels)", after))
         # Every socket the daemon holds (its listener, the jail's link, the
         # client, the proxy's control) is one the monitor must not share.
         daemon_socks = {t for t in fd_targets(d.pid).values() if t.startswith("socket:")}

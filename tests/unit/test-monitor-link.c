@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The server's side of the monitor link (src/daemon/monitor/monitor-link.c)
- * under calls from two threads: the loop's jail_spawn while a start's
- * placeholders go out from the thread pool. Each call must take its own
- * reply: attack review 8 found jail_spawn looking for the id after its
- * own, which a pool thread's request had taken meanwhile, so a correct
- * answer read as "a jail started without its pid", and the daemon
- * stopped (5 of 5 runs, within 3 to 957 starts). The link's code is
- * compiled into this test (its MonitorLink is its own); a correct monitor
- * is played by a thread on the other end of the pair. */
+ * under calls from several threads: the loop's jail_spawn on the loop's
+ * channel while starts' placeholders go out from the thread pool on the
+ * pool's channel, several at once. Each call must take its own reply:
+ * attack review 8 found jail_spawn looking for the id after its own,
+ * which a pool thread's request had taken meanwhile, so a correct answer
+ * read as "a jail started without its pid", and the daemon stopped (5 of
+ * 5 runs, within 3 to 957 starts); since the pool's channel is answered in
+ * any order (attack review 8b), each pool call must find its reply among
+ * the others'. The link's code is compiled into this test (its MonitorLink
+ * is its own); a correct monitor is played by two threads on the other
+ * ends of the pairs, the pool's answering two requests at a time in the
+ * reverse order. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,37 +20,54 @@
 
 #include "../../src/daemon/monitor/monitor-link.c"
 
-static int mon_fd;
+#define POOL_THREADS 3
 
-/* Answers each request as the monitor does: its own id, a status 0, a
- * count for a placeholder, a child's pid and an exec pipe for a start. */
+/* One request read from fd, its fds closed: its length, or 0. */
+static ssize_t read_request(int fd, uint8_t *b, MonitorMsg *msg, int flags) {
+        union {
+                struct cmsghdr h;
+                char c[CMSG_SPACE(sizeof(int) * 8)];
+        } u;
+        struct iovec iov = { b, MONITOR_MSG_MAX };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof u };
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
+        if (n <= 0)
+                return 0;
+        int fds[8];
+        size_t nf = recv_take_fds(&mh, fds, 8, NULL);
+        for (size_t i = 0; i < nf; i++)
+                close(fds[i]);
+        VsError *err = NULL;
+        if (monitor_decode(b, (size_t)n, false, msg, &err) < 0) {
+                vs_error_free(err);
+                return 0;
+        }
+        return n;
+}
+
+/* The answer the monitor gives a placeholder named ".tK": K 0 made (1),
+ * K 1 there already (0), K 2 refused (ENOENT). */
+static void answer_placeholder(MonitorEnc *e, const MonitorMsg *msg) {
+        const char *rel = monitor_field_str(monitor_field(msg, MONITOR_F_REL, -1));
+        int k = rel ? rel[2] - '0' : 0;
+        monitor_enc_begin(e, MONITOR_REPLY | msg->type, msg->id);
+        monitor_put_u64(e, MONITOR_F_STATUS, k == 2 ? ENOENT : 0);
+        if (k != 2)
+                monitor_put_u64(e, MONITOR_F_COUNT, k == 0 ? 1 : 0);
+        (void)monitor_enc_end(e);
+}
+
+/* The loop's channel: each request answered at once, a start with a
+ * child's pid and an exec pipe. */
 static void *fake_monitor(void *arg) {
-        (void)arg;
+        int fd = *(int *)arg;
         static uint8_t b[MONITOR_MSG_MAX];
         static MonitorMsg msg;
-        for (;;) {
-                union {
-                        struct cmsghdr h;
-                        char c[CMSG_SPACE(sizeof(int) * 8)];
-                } u;
-                struct iovec iov = { b, sizeof b };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof u };
-                ssize_t n = recvmsg(mon_fd, &mh, MSG_CMSG_CLOEXEC);
-                if (n <= 0)
-                        return NULL;
-                int fds[8];
-                size_t nf = recv_take_fds(&mh, fds, 8, NULL);
-                for (size_t i = 0; i < nf; i++)
-                        close(fds[i]);
-                VsError *err = NULL;
-                if (monitor_decode(b, (size_t)n, false, &msg, &err) < 0)
-                        return NULL;
+        while (read_request(fd, b, &msg, 0) > 0) {
                 MonitorEnc e;
                 monitor_enc_begin(&e, MONITOR_REPLY | msg.type, msg.id);
                 monitor_put_u64(&e, MONITOR_F_STATUS, 0);
                 int xfd = -1;
-                if (msg.type == MONITOR_REQ_PLACEHOLDER)
-                        monitor_put_u64(&e, MONITOR_F_COUNT, 1);
                 if (msg.type == MONITOR_REQ_JAIL_SPAWN) {
                         pid_t p = fork();
                         if (p == 0)
@@ -59,11 +80,34 @@ static void *fake_monitor(void *arg) {
                         }
                 }
                 (void)monitor_enc_end(&e);
-                (void)send_with_fds(mon_fd, e.buf.data, e.buf.len, &xfd, xfd >= 0 ? 1 : 0, MSG_NOSIGNAL);
+                (void)send_with_fds(fd, e.buf.data, e.buf.len, &xfd, xfd >= 0 ? 1 : 0, MSG_NOSIGNAL);
                 if (xfd >= 0)
                         close(xfd);
                 monitor_enc_done(&e);
         }
+        return NULL;
+}
+
+static unsigned long reordered;
+
+/* The pool's channel: a request, and a second one if it comes within
+ * 2 ms; the later answered first. */
+static void *fake_pool_monitor(void *arg) {
+        int fd = *(int *)arg;
+        static uint8_t b[2][MONITOR_MSG_MAX];
+        static MonitorMsg msg[2];
+        while (read_request(fd, b[0], &msg[0], 0) > 0) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int two = poll(&p, 1, 2) == 1 && read_request(fd, b[1], &msg[1], MSG_DONTWAIT) > 0;
+                reordered += two;
+                for (int i = two; i >= 0; i--) {
+                        MonitorEnc e;
+                        answer_placeholder(&e, &msg[i]);
+                        (void)send(fd, e.buf.data, e.buf.len, MSG_NOSIGNAL);
+                        monitor_enc_done(&e);
+                }
+        }
+        return NULL;
 }
 
 static Server srv;
@@ -72,36 +116,37 @@ static unsigned long placed;
 static int pool_error;
 
 static void *pool(void *arg) {
-        (void)arg;
+        int k = (int)(intptr_t)arg % 3;
+        char rel[8];
+        snprintf(rel, sizeof rel, ".t%d", k);
+        int want = k == 0 ? 1 : k == 1 ? 0 : -ENOENT;
         while (!stop) {
                 VsError *err = NULL;
-                if (monitor_link_placeholder(&srv, 1, ".vscode", VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY, &err) < 0) {
+                int r = monitor_link_placeholder(&srv, 1, rel, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY, &err);
+                vs_error_free(err);
+                if (r != want) {
                         pool_error = 1;
-                        vs_error_free(err);
                         break;
                 }
-                placed++;
+                __atomic_add_fetch(&placed, 1, __ATOMIC_RELAXED);
         }
         return NULL;
 }
 
-static void calls_from_two_threads(void **state) {
+static void calls_from_several_threads(void **state) {
         (void)state;
-        int sv[2];
+        int sv[2], pv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-        mon_fd = sv[1];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pv), 0);
         MonitorLink *ml = calloc(1, sizeof *ml);
         assert_non_null(ml);
-        ml->fd = sv[0];
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        pthread_mutex_init(&ml->lock, &attr);
-        ml->loop_thread = pthread_self();
+        link_init(ml, sv[0], pv[0]);
         srv.monitor = ml;
-        pthread_t tm, tp;
-        assert_int_equal(pthread_create(&tm, NULL, fake_monitor, NULL), 0);
-        assert_int_equal(pthread_create(&tp, NULL, pool, NULL), 0);
+        pthread_t tm, tpm, tp[POOL_THREADS];
+        assert_int_equal(pthread_create(&tm, NULL, fake_monitor, &sv[1]), 0);
+        assert_int_equal(pthread_create(&tpm, NULL, fake_pool_monitor, &pv[1]), 0);
+        for (int i = 0; i < POOL_THREADS; i++)
+                assert_int_equal(pthread_create(&tp[i], NULL, pool, (void *)(intptr_t)i), 0);
         char *argv[] = { "/usr/bin/bwrap", "--", "/bin/true", NULL };
         VsLaunch l = { .argv = argv, .uid = 1001, .gid = 1001 };
         unsigned long starts = 0;
@@ -119,18 +164,24 @@ static void calls_from_two_threads(void **state) {
                 close(xfd);
         }
         stop = 1;
-        assert_int_equal(pthread_join(tp, NULL), 0);
+        for (int i = 0; i < POOL_THREADS; i++)
+                assert_int_equal(pthread_join(tp[i], NULL), 0);
         assert_int_equal(pool_error, 0);
         assert_true(placed > 0);
-        print_message("# %lu starts and %lu placeholders, each with its own reply\n", starts, placed);
-        close(ml->fd);
-        close(mon_fd);
+        assert_true(reordered > 0);
+        print_message("# %lu starts and %lu placeholders (%lu pairs answered in reverse), each with its own reply\n",
+                      starts, placed, reordered);
+        close(sv[0]);
+        close(pv[0]);
         assert_int_equal(pthread_join(tm, NULL), 0);
+        assert_int_equal(pthread_join(tpm, NULL), 0);
+        close(sv[1]);
+        close(pv[1]);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(calls_from_two_threads),
+                cmocka_unit_test(calls_from_several_threads),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

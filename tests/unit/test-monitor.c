@@ -152,12 +152,17 @@ static void hello(Fixture *f) {
         assert_int_equal(status_of(f), 0);
 }
 
+/* A ws_open of path for uid/gid begun in e. */
+static void begin_ws_open(Fixture *f, MonitorEnc *e, const char *path, uint64_t uid, uint64_t gid) {
+        begin(f, e, MONITOR_REQ_WS_OPEN);
+        monitor_put_str(e, MONITOR_F_PATH, path);
+        monitor_put_u64(e, MONITOR_F_UID, uid);
+        monitor_put_u64(e, MONITOR_F_GID, gid);
+}
+
 static int ws_open(Fixture *f, const char *path, uint64_t uid, uint64_t gid) {
         MonitorEnc e;
-        begin(f, &e, MONITOR_REQ_WS_OPEN);
-        monitor_put_str(&e, MONITOR_F_PATH, path);
-        monitor_put_u64(&e, MONITOR_F_UID, uid);
-        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        begin_ws_open(f, &e, path, uid, gid);
         assert_int_equal(ask(f, &e, -1), 0);
         return (int)status_of(f);
 }
@@ -2327,10 +2332,7 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
                 answered_mine = send_await(f, &e, &st_mine);
                 /* A name never looked up in the held directory: the
                  * lookup waits behind the stuck mkdirat. */
-                begin(f, &e, MONITOR_REQ_WS_OPEN);
-                monitor_put_str(&e, MONITOR_F_PATH, ghost);
-                monitor_put_u64(&e, MONITOR_F_UID, uid + 2);
-                monitor_put_u64(&e, MONITOR_F_GID, gid);
+                begin_ws_open(f, &e, ghost, uid + 2, gid);
                 answered_open = send_await(f, &e, &st_open);
         }
         held_release(&hd, NULL);
@@ -2605,10 +2607,7 @@ static void pool_channel_answers_out_of_order(void **state) {
         usleep(1200 * 1000);
         char ghost[160];
         snprintf(ghost, sizeof ghost, "%s/never-looked-up", f->dir);
-        begin(f, &e, MONITOR_REQ_WS_OPEN);
-        monitor_put_str(&e, MONITOR_F_PATH, ghost);
-        monitor_put_u64(&e, MONITOR_F_UID, uid + 2);
-        monitor_put_u64(&e, MONITOR_F_GID, gid);
+        begin_ws_open(f, &e, ghost, uid + 2, gid);
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
         monitor_enc_done(&e);

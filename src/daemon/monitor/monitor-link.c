@@ -34,6 +34,10 @@
 /* The monitor answers from memory or one system call: a reply later than
  * this means it is stuck, and the server stops. */
 #define MONITOR_CALL_MS 5000
+/* A pool channel's call: the monitor answers it when its child does, at
+ * most 3 s after its start (monitor.c FS_CHILD_MS), which a wait of its
+ * own for a loop channel's request (a view's, 3 s at most) may delay. */
+#define MONITOR_POOL_CALL_MS 8000
 #define MONITOR_STOP_MS 2000
 #define MONITOR_GRACE_MS 200
 
@@ -55,13 +59,33 @@ struct MonitorLink {
         pthread_t loop_thread;
         uint8_t buf[MONITOR_MSG_MAX]; /* the loop's calls' */
         MonitorMsg reply;
+        /* The pool's channel (monitor.h monitor_set_pool): placeholder
+         * and quarantine from any thread, several at once, each reply
+         * matched to its call by id, the monitor answering each when its
+         * child does; the loop's calls never wait behind them (attack
+         * review 8b). One caller at a time reads (pool_reading), handing
+         * each reply to its call. Shut down, never closed, while the link
+         * lives: a reader may be in a poll of it. */
+        int pool_fd;
+        pthread_mutex_t pool_lock;
+        pthread_cond_t pool_cond;
+        bool pool_reading;
+        struct PoolCall *pool_calls;
 };
+
+/* A pool channel's call awaiting its reply. */
+typedef struct PoolCall {
+        uint64_t id;
+        uint8_t *buf;      /* its reply's bytes, once read */
+        ssize_t n;         /* their length; -1: not yet */
+        struct PoolCall *next;
+} PoolCall;
 
 /* The monitor process: none of the server's descriptors but its end of the
  * pair and the log, no handler of the server's. It follows the server out:
  * a unit's stop signals the whole group, and the monitor ends when the
  * server's process does, not before. */
-static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_version, char *const groups[2],
+static _Noreturn void monitor_child(int fd, int pool_fd, pid_t server, int lock, int cg_version, char *const groups[2],
                                     const char *worker, const char *state_dir) {
         int pidfd = (int)syscall(SYS_pidfd_open, server, 0);
         if (pidfd < 0 || getppid() != server)
@@ -76,7 +100,7 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_versi
          * a daemon started again on the same socket (a unit's restart)
          * waits for it (instance.c retries for a second) instead of
          * making groups this cleanup would then remove. */
-        int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, log_get_fd(), pidfd, lock };
+        int keep[] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, pool_fd, log_get_fd(), pidfd, lock };
         if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
                 _exit(1);
         (void)prctl(PR_SET_NAME, "vsd-monitor");
@@ -88,6 +112,7 @@ static _Noreturn void monitor_child(int fd, pid_t server, int lock, int cg_versi
         if (monitor_new(fd, &m) < 0)
                 _exit(1);
         monitor_set_server(m, pidfd);
+        monitor_set_pool(m, pool_fd);
         uid_t su;
         gid_t sg;
         service_ids(&su, &sg, NULL);
@@ -130,6 +155,8 @@ static void tell_gone(Server *srv) {
 }
 
 static void link_broken(MonitorLink *ml) {
+        if (ml->pool_fd >= 0)
+                (void)shutdown(ml->pool_fd, SHUT_RDWR); /* its waiting calls end */
         if (ml->fd >= 0) {
                 if (ml->poll_on) {
                         uv_poll_stop(&ml->poll);
@@ -170,10 +197,38 @@ static int lost(Server *srv, uint16_t type, const char *why, VsError **err) {
         if (pthread_equal(pthread_self(), ml->loop_thread)) {
                 link_broken(ml);
                 tell_gone(srv);
-        } else if (ml->fd >= 0)
-                (void)shutdown(ml->fd, SHUT_RDWR);
+        } else {
+                if (ml->fd >= 0)
+                        (void)shutdown(ml->fd, SHUT_RDWR);
+                if (ml->pool_fd >= 0)
+                        (void)shutdown(ml->pool_fd, SHUT_RDWR);
+        }
         pthread_mutex_unlock(&ml->lock);
         return vs_error_set(err, -EPIPE, "the root monitor is gone: %s", why);
+}
+
+/* The reply buf (n bytes, got descriptors beside it) to request type id,
+ * decoded into reply: 0; its refusal as a negative errno with the
+ * monitor's message in *err; or out of protocol (the link lost). */
+static int reply_take(Server *srv, uint16_t type, uint64_t id, const uint8_t *buf, ssize_t n, size_t got,
+                      MonitorMsg *reply, VsError **err) {
+        _cleanup_(vs_error_freep) VsError *derr = NULL;
+        if ((size_t)n > MONITOR_MSG_MAX)
+                return lost(srv, type, "a reply longer than any", err);
+        if (monitor_decode(buf, (size_t)n, true, reply, &derr) < 0)
+                return lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
+        if (reply->type != (MONITOR_REPLY | type) || reply->id != id)
+                return lost(srv, type, "a reply to another request", err);
+        uint64_t status = monitor_field(reply, MONITOR_F_STATUS, -1)->u64;
+        if (status && got)
+                return lost(srv, type, "descriptors with a refusal", err);
+        if (status) {
+                const char *msg = monitor_field_str(monitor_field(reply, MONITOR_F_MESSAGE, -1));
+                int s = status < 4096 ? (int)status : EPROTO;
+                return vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
+                                    msg ? msg : strerror(s));
+        }
+        return 0;
 }
 
 /* One request and its reply, in order: the monitor serves one at a time.
@@ -234,27 +289,8 @@ static int call_locked(Server *srv, MonitorEnc *e, const int *send_fds, size_t n
                 return lost(srv, type, n == 0 ? "its end closed" : strerror(errno), err);
         bool over;
         got = recv_take_fds(&mh, tmp, max_fds < 2 ? max_fds : 2, &over);
-        r = 0;
-        _cleanup_(vs_error_freep) VsError *derr = NULL;
-        if (over)
-                r = lost(srv, type, "descriptors with a reply that takes none, or too many", err);
-        else if ((size_t)n > MONITOR_MSG_MAX)
-                r = lost(srv, type, "a reply longer than any", err);
-        else if (monitor_decode(buf, (size_t)n, true, reply, &derr) < 0)
-                r = lost(srv, type, derr ? derr->message : "a reply the decoder refused", err);
-        else if (reply->type != (MONITOR_REPLY | type) || reply->id != id)
-                r = lost(srv, type, "a reply to another request", err);
-        else {
-                uint64_t status = monitor_field(reply, MONITOR_F_STATUS, -1)->u64;
-                if (status && got)
-                        r = lost(srv, type, "descriptors with a refusal", err);
-                else if (status) {
-                        const char *msg = monitor_field_str(monitor_field(reply, MONITOR_F_MESSAGE, -1));
-                        int s = status < 4096 ? (int)status : EPROTO;
-                        r = vs_error_set(err, -s, "monitor: %s: %s", monitor_req_to_string((MonitorReq)type),
-                                         msg ? msg : strerror(s));
-                }
-        }
+        r = over ? lost(srv, type, "descriptors with a reply that takes none, or too many", err)
+                 : reply_take(srv, type, id, buf, n, got, reply, err);
         if (r < 0) {
                 for (size_t i = 0; i < got; i++)
                         close(tmp[i]);
@@ -265,6 +301,103 @@ static int call_locked(Server *srv, MonitorEnc *e, const int *send_fds, size_t n
         if (n_fds)
                 *n_fds = got;
         return 0;
+}
+
+/* A placeholder's or a quarantine's call on the pool's channel, from any
+ * thread: several at once, each waiting for its own reply (by id) until
+ * MONITOR_POOL_CALL_MS, one of them reading at a time and handing each
+ * reply to its call; the loop's channel meanwhile free. Its reply goes
+ * to buf and reply; as call_locked otherwise (no descriptors). */
+static int pool_call(Server *srv, MonitorEnc *e, uint8_t *buf, MonitorMsg *reply, VsError **err) {
+        MonitorLink *ml = srv->monitor;
+        int r = monitor_enc_end(e);
+        if (r < 0)
+                return vs_error_set(err, r, "monitor: a request could not be encoded: %s", strerror(-r));
+        uint16_t type;
+        uint64_t id;
+        memcpy(&type, e->buf.data + 4, sizeof type);
+        memcpy(&id, e->buf.data + 8, sizeof id);
+        uint64_t deadline = now_ms() + MONITOR_POOL_CALL_MS;
+        _cleanup_free_ uint8_t *in = malloc(MONITOR_MSG_MAX); /* what this caller reads, for any call */
+        if (!in)
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        PoolCall c = { .id = id, .buf = buf, .n = -1 };
+        const char *why = NULL;
+        pthread_mutex_lock(&ml->pool_lock);
+        if (ml->pool_fd < 0) {
+                pthread_mutex_unlock(&ml->pool_lock);
+                return vs_error_set(err, -EPIPE, "the root monitor is gone");
+        }
+        for (;;) {
+                if (send(ml->pool_fd, e->buf.data, e->buf.len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+                        break;
+                if (errno != EAGAIN && errno != EINTR) {
+                        why = strerror(errno);
+                        break;
+                }
+                if (!wait_fd(ml->pool_fd, POLLOUT, deadline)) {
+                        why = "it took no request for 8 s";
+                        break;
+                }
+        }
+        if (!why) {
+                c.next = ml->pool_calls;
+                ml->pool_calls = &c;
+        }
+        while (!why && c.n < 0) {
+                if (ml->pool_reading) {
+                        /* Until the reader hands this call its reply or
+                         * lets go (its own read ends at its deadline); a
+                         * reader gone past this call's deadline leaves the
+                         * next read, with no wait, to it. */
+                        uint64_t until = deadline + MONITOR_GRACE_MS;
+                        struct timespec ts = { .tv_sec = (time_t)(until / 1000), .tv_nsec = (long)(until % 1000) * 1000000 };
+                        if (now_ms() >= until)
+                                pthread_cond_wait(&ml->pool_cond, &ml->pool_lock);
+                        else
+                                (void)pthread_cond_timedwait(&ml->pool_cond, &ml->pool_lock, &ts);
+                        continue;
+                }
+                ml->pool_reading = true;
+                int fd = ml->pool_fd;
+                pthread_mutex_unlock(&ml->pool_lock);
+                bool ready = wait_fd(fd, POLLIN, deadline) || wait_fd(fd, POLLIN, now_ms() + MONITOR_GRACE_MS);
+                ssize_t n = ready ? recv(fd, in, MONITOR_MSG_MAX, MSG_DONTWAIT | MSG_TRUNC) : -1;
+                int e_recv = errno;
+                pthread_mutex_lock(&ml->pool_lock);
+                ml->pool_reading = false;
+                pthread_cond_broadcast(&ml->pool_cond);
+                if (!ready)
+                        why = "no answer within 8 s";
+                else if (n == 0)
+                        why = "its end closed";
+                else if (n < 0 && e_recv != EAGAIN && e_recv != EINTR)
+                        why = strerror(e_recv);
+                else if (n > 0 && (n < 16 || (size_t)n > MONITOR_MSG_MAX))
+                        why = "a reply of a size no reply has";
+                else if (n > 0) {
+                        uint64_t rid;
+                        memcpy(&rid, in + 8, sizeof rid);
+                        PoolCall *o = ml->pool_calls;
+                        while (o && o->id != rid)
+                                o = o->next;
+                        if (!o || o->n >= 0)
+                                why = "a reply to no call waiting";
+                        else {
+                                memcpy(o->buf, in, (size_t)n);
+                                o->n = n;
+                        }
+                }
+        }
+        for (PoolCall **pp = &ml->pool_calls; *pp; pp = &(*pp)->next)
+                if (*pp == &c) {
+                        *pp = c.next;
+                        break;
+                }
+        pthread_mutex_unlock(&ml->pool_lock);
+        if (c.n < 0)
+                return lost(srv, type, why ? why : "no answer", err);
+        return reply_take(srv, type, id, buf, c.n, 0, reply, err);
 }
 
 /* A call whose reply goes to buf and reply (the loop's: ml's own). */
@@ -295,6 +428,25 @@ static MonitorEnc *request(MonitorEnc *e, Server *srv, MonitorReq t) {
         return e;
 }
 
+/* ml (zeroed) on the channels fd and pool_fd, called from the loop's
+ * thread. */
+static void link_init(MonitorLink *ml, int fd, int pool_fd) {
+        ml->fd = fd;
+        ml->pool_fd = pool_fd;
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&ml->lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+        pthread_mutex_init(&ml->pool_lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&ml->pool_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        ml->loop_thread = pthread_self();
+}
+
 int monitor_link_start(Server *srv, VsError **err) {
         if (geteuid() != 0) {
                 srv->monitor_why_not = "a daemon run as an ordinary user has no root to protect: no monitor";
@@ -303,8 +455,14 @@ int monitor_link_start(Server *srv, VsError **err) {
         MonitorLink *ml = calloc(1, sizeof *ml);
         if (!ml)
                 return vs_error_set(err, -ENOMEM, "out of memory");
-        int sv[2];
+        int sv[2], pv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                free(ml);
+                return vs_error_set(err, -errno, "the root monitor's socket pair: %m");
+        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pv) < 0) {
+                close(sv[0]);
+                close(sv[1]);
                 free(ml);
                 return vs_error_set(err, -errno, "the root monitor's socket pair: %m");
         }
@@ -312,23 +470,20 @@ int monitor_link_start(Server *srv, VsError **err) {
         pid_t pid = spawn_fork(0);
         if (pid == 0) {
                 close(sv[0]);
-                monitor_child(sv[1], server, srv->instance_lock_fd, srv->cgroup_version, srv->cgroup_parents,
+                close(pv[0]);
+                monitor_child(sv[1], pv[1], server, srv->instance_lock_fd, srv->cgroup_version, srv->cgroup_parents,
                               srv->opt.worker_path, srv->opt.state_dir);
         }
         close(sv[1]);
+        close(pv[1]);
         if (pid < 0) {
                 close(sv[0]);
+                close(pv[0]);
                 free(ml);
                 return vs_error_set(err, (int)pid, "starting the root monitor: %s", strerror((int)-pid));
         }
-        ml->fd = sv[0];
+        link_init(ml, sv[0], pv[0]);
         ml->pid = pid;
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        pthread_mutex_init(&ml->lock, &attr);
-        pthread_mutexattr_destroy(&attr);
-        ml->loop_thread = pthread_self();
         srv->monitor = ml;
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_HELLO), MONITOR_F_VERSION, MONITOR_VERSION);
@@ -405,6 +560,12 @@ int monitor_link_stop(Server *srv) {
                 link_broken(ml);
                 pthread_mutex_unlock(&ml->lock);
         }
+        /* Shut down (link_broken): a reader in it is out at once. */
+        pthread_mutex_lock(&ml->pool_lock);
+        while (ml->pool_reading)
+                pthread_cond_wait(&ml->pool_cond, &ml->pool_lock);
+        ml->pool_fd = safe_close(ml->pool_fd);
+        pthread_mutex_unlock(&ml->pool_lock);
         bool killed = false;
         for (uint64_t deadline = now_ms() + MONITOR_STOP_MS; ml->pid > 0;) {
                 int st;
@@ -506,7 +667,7 @@ int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned
         monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
         if (!(flags & VS_HOST_MAKE_DIR))
                 monitor_put_u64(&e, MONITOR_F_TEXT, text);
-        int r = call_into(srv, &e, NULL, 0, NULL, 0, NULL, buf, reply, err);
+        int r = pool_call(srv, &e, buf, reply, err);
         monitor_enc_done(&e);
         if (r < 0)
                 return r;
@@ -529,7 +690,7 @@ int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t 
         monitor_put_str(&e, MONITOR_F_REL, rel);
         monitor_put_u64(&e, MONITOR_F_DEV, dev);
         monitor_put_u64(&e, MONITOR_F_INO, ino);
-        int r = call_into(srv, &e, NULL, 0, NULL, 0, NULL, buf, reply, err);
+        int r = pool_call(srv, &e, buf, reply, err);
         monitor_enc_done(&e);
         if (r < 0)
                 return r;

@@ -4,7 +4,10 @@
 /* The monitor protocol (docs/privsep.md): what the unprivileged server may
  * ask of the root monitor, and the monitor's answers. One message per
  * datagram of a SOCK_SEQPACKET socketpair; descriptors travel beside it in
- * SCM_RIGHTS, never inside it. Binary and fixed: a 16-byte header, then
+ * SCM_RIGHTS, never inside it. Two pairs: the loop's channel takes every
+ * request and answers each in turn; the pool's takes placeholder and
+ * quarantine only and answers each when its work is done, in any order
+ * (the reply's id names its request). Binary and fixed: a 16-byte header, then
  * typed fields, each checked against the request's schema (its tags, their
  * kinds, how often each may come, a range or a length) and the request
  * against the monitor's state (OpenSSH's monitor table). No text is
