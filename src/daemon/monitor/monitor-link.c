@@ -649,6 +649,26 @@ void monitor_link_ws_close(Server *srv, uint64_t ws) {
         monitor_enc_done(&e);
 }
 
+/* e (begun, taken) asked on the pool's channel, its reply read into
+ * buffers of its own: its count (the link lost when there is none), or
+ * a negative errno. */
+static int pool_count(Server *srv, MonitorEnc *e, uint64_t *ret_count, VsError **err) {
+        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
+        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
+        int r = !buf || !reply ? vs_error_set(err, -ENOMEM, "out of memory") : pool_call(srv, e, buf, reply, err);
+        uint16_t type = 0;
+        if (e->buf.data && e->buf.len >= 16)
+                memcpy(&type, e->buf.data + 4, sizeof type);
+        monitor_enc_done(e);
+        if (r < 0)
+                return r;
+        const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
+        if (!f)
+                return lost(srv, type, "an answer without its count", err);
+        *ret_count = f->u64;
+        return 0;
+}
+
 int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
                              VsError **err) {
         if (!srv->monitor)
@@ -656,23 +676,15 @@ int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned
         /* What the decoder refuses would break the link (a breach). */
         if (!rel_is_normal(rel) || strlen(rel) > 4095 || flags > _VS_HOST_MAKE_ALL || (unsigned)text >= _VS_HOST_TEXT_MAX)
                 return vs_error_set(err, -EINVAL, "not a placeholder the monitor makes: %s", rel ? rel : "(null)");
-        /* Off the loop: a reply of its own. */
-        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
-        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
-        if (!buf || !reply)
-                return vs_error_set(err, -ENOMEM, "out of memory");
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_PLACEHOLDER), MONITOR_F_WS, ws);
         monitor_put_str(&e, MONITOR_F_REL, rel);
         monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
         if (!(flags & VS_HOST_MAKE_DIR))
                 monitor_put_u64(&e, MONITOR_F_TEXT, text);
-        int r = pool_call(srv, &e, buf, reply, err);
-        monitor_enc_done(&e);
-        if (r < 0)
-                return r;
-        const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
-        return f && f->u64 == 1 ? 1 : 0;
+        uint64_t count;
+        int r = pool_count(srv, &e, &count, err);
+        return r < 0 ? r : count == 1 ? 1 : 0;
 }
 
 int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
@@ -681,23 +693,18 @@ int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t 
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         if (!rel_is_normal(rel) || strlen(rel) > 4095 || ino == 0)
                 return vs_error_set(err, -EINVAL, "not an entry the monitor puts aside: %s", rel ? rel : "(null)");
-        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
-        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
-        if (!buf || !reply)
-                return vs_error_set(err, -ENOMEM, "out of memory");
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_QUARANTINE), MONITOR_F_WS, ws);
         monitor_put_str(&e, MONITOR_F_REL, rel);
         monitor_put_u64(&e, MONITOR_F_DEV, dev);
         monitor_put_u64(&e, MONITOR_F_INO, ino);
-        int r = pool_call(srv, &e, buf, reply, err);
-        monitor_enc_done(&e);
+        uint64_t count;
+        int r = pool_count(srv, &e, &count, err);
         if (r < 0)
                 return r;
-        const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
-        if (!f || f->u64 >= 100)
+        if (count >= 100)
                 return lost(srv, MONITOR_REQ_QUARANTINE, "a quarantine's answer without its name", err);
-        *ret_n = (unsigned)f->u64;
+        *ret_n = (unsigned)count;
         return 0;
 }
 

@@ -549,6 +549,16 @@ static void start_free(LinkStart *s) {
         free(s);
 }
 
+/* Whether ws is open in the root monitor (opened now if it was not): its
+ * owner in *ret_owner; else false, said in the log. */
+static bool monitor_opened(Workspace *ws, uid_t *ret_owner) {
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        if (cgroup_monitor_open(ws, ret_owner, &e) >= 0)
+                return true;
+        log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
+        return false;
+}
+
 /* Whether the root monitor starts ws's jail: a local one (bwrap, as the
  * workspace's owner, who owns the directory the monitor opened; a
  * root-owned workspace's idmapped trees are still made here), with
@@ -561,11 +571,8 @@ static bool via_monitor(Workspace *ws, const VsLaunch *l) {
             !l->backend_name || !streq(l->backend_name, "local") || (l->pre_argv && l->pre_argv[0]))
                 return false;
         uid_t owner;
-        _cleanup_(vs_error_freep) VsError *e = NULL;
-        if (cgroup_monitor_open(ws, &owner, &e) < 0) {
-                log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
+        if (!monitor_opened(ws, &owner))
                 return false;
-        }
         /* The monitor starts an ordinary account's jails only, always in
          * the groups it made: a system account's workspace, or one whose
          * groups could not be made (its limits degraded, said), is
@@ -710,11 +717,8 @@ bool link_monitor_maker(Workspace *ws, MonitorMaker *ret) {
         if (!ws->srv->monitor || !ws->policy || !ws->policy->sandboxed)
                 return false;
         uid_t owner;
-        _cleanup_(vs_error_freep) VsError *e = NULL;
-        if (cgroup_monitor_open(ws, &owner, &e) < 0) {
-                log_warning("workspace %s: not opened in the root monitor: %s", ws->path, vs_error_message(e));
+        if (!monitor_opened(ws, &owner))
                 return false;
-        }
         bool local = streq(ws->policy->backend->name, "local");
         if (!uid_is_ordinary(owner) && !(owner == 0 && local))
                 return false;
