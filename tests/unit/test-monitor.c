@@ -2172,6 +2172,14 @@ static void quarantine_puts_aside(void **state) {
         assert_int_equal(aside_ask(f, h + 100, "sub/.git/HEAD", &git, NULL), ENOENT);
 }
 
+/* A placeholder of directory rel below handle h begun in e. */
+static void begin_place_dir(Fixture *f, MonitorEnc *e, uint64_t h, const char *rel) {
+        begin(f, e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(e, MONITOR_F_WS, h);
+        monitor_put_str(e, MONITOR_F_REL, rel);
+        monitor_put_u64(e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+}
+
 /* e sent to the monitor serving in its child: 1 when it answered within
  * 5 s (its status in *st), else what poll said. */
 static int send_await(Fixture *f, MonitorEnc *e, uint64_t *st) {
@@ -2304,36 +2312,37 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         uint64_t st = 0;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
-        monitor_put_u64(&e, MONITOR_F_WS, h);
-        monitor_put_str(&e, MONITOR_F_REL, ".envrc");
-        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+        begin_place_dir(f, &e, h, ".envrc");
         int answered = send_await(f, &e, &st);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        uint64_t st2 = 0, held = 0, st_other = 0, st_mine = 0, st_open = 0;
-        int answered2 = 0, answered_held = 0, answered_other = 0, answered_mine = 0, answered_open = 0;
+        uint64_t st2 = 0, held = 0, st_other = 0, st_mine = 0, st_open = 0, st_close = 0, st_reopen = 0, held2 = 0;
+        int answered2 = 0, answered_held = 0, answered_other = 0, answered_mine = 0, answered_open = 0, answered_close = 0,
+            answered_reopen = 0, answered_held2 = 0;
         if (answered == 1) {
                 begin(f, &e, MONITOR_REQ_STATUS);
                 answered2 = send_await(f, &e, &st2);
-                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
-                monitor_put_u64(&e, MONITOR_F_WS, h);
-                monitor_put_str(&e, MONITOR_F_REL, ".claude");
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                begin_place_dir(f, &e, h, ".claude");
                 answered_held = send_await(f, &e, &held);
-                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
-                monitor_put_u64(&e, MONITOR_F_WS, other);
-                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                begin_place_dir(f, &e, other, ".envrc");
                 answered_other = send_await(f, &e, &st_other);
-                begin(f, &e, MONITOR_REQ_PLACEHOLDER);
-                monitor_put_u64(&e, MONITOR_F_WS, mine);
-                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                begin_place_dir(f, &e, mine, ".envrc");
                 answered_mine = send_await(f, &e, &st_mine);
                 /* A name never looked up in the held directory: the
                  * lookup waits behind the stuck mkdirat. */
                 begin_ws_open(f, &e, ghost, uid + 2, gid);
                 answered_open = send_await(f, &e, &st_open);
+                /* The held workspace closed and opened again: its new
+                 * handle is refused as the old one was (attack review 8c:
+                 * a held child was counted against the handle, and
+                 * reopening made room for another). */
+                begin(f, &e, MONITOR_REQ_WS_CLOSE);
+                monitor_put_u64(&e, MONITOR_F_WS, h);
+                answered_close = send_await(f, &e, &st_close);
+                begin_ws_open(f, &e, f->dir, uid, gid);
+                answered_reopen = send_await(f, &e, &st_reopen);
+                const MonitorField *h2 = answered_reopen == 1 && st_reopen == 0 ? monitor_field(&answer, MONITOR_F_WS, -1) : NULL;
+                begin_place_dir(f, &e, h2 ? h2->u64 : h, ".claude");
+                answered_held2 = send_await(f, &e, &held2);
         }
         held_release(&hd, NULL);
         assert_int_equal(answered, 1);
@@ -2350,6 +2359,12 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         assert_int_equal(st_mine, 0);
         assert_int_equal(answered_open, 1);
         assert_int_equal(st_open, ETIMEDOUT);
+        assert_int_equal(answered_close, 1);
+        assert_int_equal(st_close, 0);
+        assert_int_equal(answered_reopen, 1);
+        assert_int_equal(st_reopen, 0);
+        assert_int_equal(answered_held2, 1);
+        assert_int_equal(held2, EBUSY);
         end_child(f);
 }
 
@@ -2533,6 +2548,81 @@ static void view_not_held_by_a_held_tmp(void **state) {
         assert_int_equal(st2, 0);
         assert_int_equal(n_kids, 1);
         assert_true(most <= 3);
+        end_child(f);
+}
+
+/* While a descriptor the server sent waits to be closed (the closer
+ * thread stuck in a FUSE file's close, whose FLUSH is never answered; a
+ * second one queued behind it, still open in the monitor's table), the
+ * monitor forks nothing: a child would hold the queued one and wait in
+ * the kernel closing it (attack review 8c: every fs_child held, and the
+ * monitor waited for make_userns's child without end). The request is
+ * refused at once (EAGAIN), the monitor answers on, and forks again once
+ * the closes are done. */
+static void no_fork_while_a_close_is_held(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        uid_t uid;
+        gid_t gid;
+        (void)root_owned_ws(f, &uid, &gid);
+        uint64_t h = sub_ws(f, "ws", 0755, uid, gid);
+        char mnt[128], file[160];
+        volatile int *stall;
+        pid_t fs = fuse_mount(f, mnt, &stall, 1);
+        snprintf(file, sizeof file, "%s/file", mnt);
+        int sent[2];
+        for (int i = 0; i < 2; i++) {
+                sent[i] = open(file, O_WRONLY | O_CLOEXEC);
+                assert_true(sent[i] >= 0);
+        }
+        serve_in_child(f);
+        MonitorEnc e;
+        int answered[2], next[2];
+        uint64_t refused[2];
+        for (int i = 0; i < 2; i++) {
+                begin(f, &e, MONITOR_REQ_LOG_REOPEN);
+                /* Kept open here: this process's close would wait too. */
+                ask_then_status(f, &e, &sent[i], 1, false, &answered[i], &refused[i], &next[i]);
+                if (next[i] == 1)
+                        assert_int_equal(status_of(f), 0);
+        }
+        usleep(100 * 1000); /* the closer is in the first one's close */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        begin_place_dir(f, &e, h, ".envrc");
+        uint64_t st = 0, st2 = 0, after = 0;
+        int placed = send_await(f, &e, &st);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        begin(f, &e, MONITOR_REQ_STATUS);
+        int answered2 = send_await(f, &e, &st2);
+        /* The file system gone: the closes end (ENOTCONN), forks again. */
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        for (int i = 0; i < 2; i++)
+                close(sent[i]);
+        int placed_after = 0;
+        for (int tries = 0; tries < 50; tries++) {
+                begin_place_dir(f, &e, h, ".envrc");
+                placed_after = send_await(f, &e, &after);
+                if (placed_after != 1 || after != EAGAIN)
+                        break;
+                usleep(100 * 1000);
+        }
+        munmap((void *)stall, 4096);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(answered[i], 1);
+                assert_int_equal(refused[i], EPERM);
+        }
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        assert_int_equal(placed, 1);
+        assert_int_equal(st, EAGAIN);
+        assert_true(secs < 1.0);
+        assert_int_equal(answered2, 1);
+        assert_int_equal(st2, 0);
+        assert_int_equal(placed_after, 1);
+        assert_int_equal(after, 0);
         end_child(f);
 }
 
@@ -2904,6 +2994,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(log_on_user_file_system_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(view_not_held_by_a_held_tmp, setup, teardown),
                 cmocka_unit_test_setup_teardown(pool_channel_answers_out_of_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(no_fork_while_a_close_is_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

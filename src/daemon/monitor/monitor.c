@@ -72,7 +72,7 @@ typedef struct FsPending {
         uint16_t type;
         uint64_t id;
         uid_t owner;
-        uint64_t ws;
+        uint64_t dev, ino; /* its workspace directory's (0: none) */
 } FsPending;
 
 typedef struct MonWorkspace {
@@ -86,6 +86,7 @@ typedef struct MonWorkspace {
         bool grouped; /* cgroup_make made them: ws_close removes them */
         char *path;   /* as opened (a root-owned one's trees are attached at their paths below it) */
         int view;     /* ws_view's locked view, made once and handed again; -1: none yet */
+        uint64_t dev, ino; /* the directory's identity (a held child is counted against it) */
         int view_ns;  /* the mount namespace that holds it */
 } MonWorkspace;
 
@@ -152,7 +153,7 @@ struct Monitor {
         struct {
                 pid_t pid;
                 uid_t owner; /* the workspace's (ws_open's: the uid asked) */
-                uint64_t ws; /* its handle; 0: ws_open's */
+                uint64_t dev, ino; /* its workspace directory's, whatever its handle (0: ws_open's) */
         } stuck[FS_STUCK_MAX]; /* fs_child's children that did not answer, until reaped */
         size_t n_stuck;
         uint8_t buf[MONITOR_MSG_MAX];
@@ -610,6 +611,93 @@ static const char *ws_served(const MonWorkspace *w, struct stat *st) {
                                           : NULL;
 }
 
+/* What the server sent is closed on a thread of the monitor's own, never
+ * on its loop: a close calls the file system's flush, and a FUSE file's (a
+ * mount in any user's own user namespace will do) waits for its server's
+ * answer, uninterruptibly once the server has read the request; a TCP
+ * socket's waits for its linger time. The thread is made the first time
+ * a descriptor comes (the monitor is one thread until then). A
+ * closer stuck on one holds only what comes after it, and the loop goes on
+ * serving until its pipe is full; then the monitor ends (close_received),
+ * rather than close on the loop or keep descriptors without end. */
+static struct {
+        int fds[2];
+        pid_t pid;        /* the process whose thread it is: a fork has none */
+        unsigned pending; /* handed to it and not closed yet (atomic) */
+} closer = { { -EBADF, -EBADF }, 0, 0 };
+
+static void *closer_run(void *arg) {
+        int fd = (int)(intptr_t)arg;
+        for (int got; read(fd, &got, sizeof got) == (ssize_t)sizeof got;) {
+                close(got);
+                __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+        }
+        return NULL;
+}
+
+/* Whether every descriptor handed to the closer is closed (waiting up to
+ * 20 ms for it): only then may the monitor fork. One still open in its
+ * table goes to the child, which closes it (or ends with it), and a FUSE
+ * file's close waits for its server in the kernel: attack review 8c held
+ * every fs_child so and the monitor in a wait for make_userns's child,
+ * after the server sent FUSE files the closer was stuck behind. */
+static bool closer_idle(void) {
+        for (int i = 0; i < 20; i++) {
+                if (__atomic_load_n(&closer.pending, __ATOMIC_SEQ_CST) == 0)
+                        return true;
+                (void)usleep(1000);
+        }
+        return false;
+}
+
+#define CLOSER_BUSY_WHY "a descriptor the server sent is still being closed (its file system does not answer?): the monitor forks nothing meanwhile, the child would hold it"
+
+static bool closer_start(void) {
+        if (closer.pid == getpid())
+                return closer.fds[1] >= 0;
+        /* A fork of a process that had one: its pipe is the parent's. */
+        closer.fds[0] = safe_close(closer.fds[0]);
+        closer.fds[1] = safe_close(closer.fds[1]);
+        closer.pid = getpid();
+        if (pipe2(closer.fds, O_CLOEXEC) < 0)
+                return false;
+        (void)fcntl(closer.fds[1], F_SETFL, O_NONBLOCK);
+        pthread_attr_t a;
+        pthread_t t;
+        bool ok = pthread_attr_init(&a) == 0;
+        if (ok) {
+                (void)pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+                (void)pthread_attr_setstacksize(&a, 64 * 1024);
+                ok = pthread_create(&t, &a, closer_run, (void *)(intptr_t)closer.fds[0]) == 0;
+                pthread_attr_destroy(&a);
+        }
+        if (!ok) {
+                closer.fds[0] = safe_close(closer.fds[0]);
+                closer.fds[1] = safe_close(closer.fds[1]);
+        }
+        return ok;
+}
+
+/* fd, which came from the server, handed to the closer: no kind of
+ * descriptor is sure to close at once (a TCP socket with SO_LINGER and
+ * unsent data holds its last close for the linger time, a unix socket
+ * carrying one in its queue too). -EAGAIN when the closer cannot take it
+ * (no thread could be made, or its pipe is full: a close already stuck
+ * there and 16 384 more behind it); fd is then kept open, never closed on
+ * the loop (attack review 4: a full pipe's fallback closed a lingering
+ * socket there), and the caller ends the monitor. */
+static int close_received(int fd) {
+        if (fd < 0)
+                return 0;
+        if (!closer_start())
+                return -EAGAIN;
+        __atomic_add_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+        if (write(closer.fds[1], &fd, sizeof fd) == (ssize_t)sizeof fd)
+                return 0;
+        __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+        return -EAGAIN;
+}
+
 /* What a request does in a workspace's tree, or a walk to one, runs in a
  * child with a deadline: a process that can read a directory can hold it
  * (getdents64 into a buffer mapped from a FUSE file whose read never
@@ -650,24 +738,32 @@ typedef struct FsOut {
         int fds[MONITOR_MOUNTS_MAX];
 } FsOut;
 
-/* Reaps what has ended; how many still held are owner's, and ws's. */
-static void reap_stuck(Monitor *m, uid_t owner, uint64_t ws, size_t *ret_owner, size_t *ret_ws) {
+/* Whether held or pending entry (dev, ino) is workspace w's directory. */
+static bool same_dir(const MonWorkspace *w, uint64_t dev, uint64_t ino) {
+        return w && w->dev == dev && w->ino == ino;
+}
+
+/* Reaps what has ended; how many still held are owner's, and w's (NULL:
+ * none). */
+static void reap_stuck(Monitor *m, uid_t owner, const MonWorkspace *w, size_t *ret_owner, size_t *ret_ws) {
         *ret_owner = *ret_ws = 0;
         for (size_t i = 0; i < m->n_stuck;)
                 if (waitpid(m->stuck[i].pid, NULL, WNOHANG) != 0)
                         m->stuck[i] = m->stuck[--m->n_stuck];
                 else {
                         *ret_owner += m->stuck[i].owner == owner;
-                        *ret_ws += ws && m->stuck[i].ws == ws;
+                        *ret_ws += same_dir(w, m->stuck[i].dev, m->stuck[i].ino);
                         i++;
                 }
 }
 
-/* pid, killed, held in the kernel for owner's workspace ws: reaped once
- * it ends (the caller checked there is room). */
-static void stuck_add(Monitor *m, pid_t pid, uid_t owner, uint64_t ws) {
+/* pid, killed, held in the kernel for owner's workspace w (NULL: none):
+ * reaped once it ends (the caller checked there is room). Counted
+ * against w's directory, whichever handle names it later. */
+static void stuck_add(Monitor *m, pid_t pid, uid_t owner, const MonWorkspace *w) {
         if (m->n_stuck < FS_STUCK_MAX)
-                m->stuck[m->n_stuck++] = (typeof(m->stuck[0])){ .pid = pid, .owner = owner, .ws = ws };
+                m->stuck[m->n_stuck++] = (typeof(m->stuck[0])){ .pid = pid, .owner = owner, .dev = w ? w->dev : 0,
+                                                                .ino = w ? w->ino : 0 };
 }
 
 /* The child's file-system ids (the process is root otherwise: it may
@@ -739,14 +835,16 @@ static bool fs_wait(Monitor *m, int sock, uint64_t deadline, bool serve) {
 /* fn(job) started in a child of its own (above), for workspace ws (0:
  * none yet) of owner: its pid and the socket its answer comes on, or
  * -EBUSY while too many are held (see above) or pending. */
-static int fs_start(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
+static int fs_start(Monitor *m, uid_t owner, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
                     pid_t *ret_pid, int *ret_sock) {
         size_t mine, here, pending = 0;
-        reap_stuck(m, owner, ws, &mine, &here);
-        for (size_t i = 0; ws && i < m->n_pending; i++)
-                pending += m->pending[i].ws == ws;
+        reap_stuck(m, owner, w, &mine, &here);
+        for (size_t i = 0; i < m->n_pending; i++)
+                pending += same_dir(w, m->pending[i].dev, m->pending[i].ino);
         if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX || pending >= FS_PENDING_WS)
                 return -EBUSY;
+        if (!closer_idle())
+                return -EAGAIN;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -768,7 +866,7 @@ static int fs_start(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int 
 /* The answer of fs_start's child pid on sock (closed here), waited for
  * until deadline: its result, out filled (its descriptors the caller's);
  * -ETIMEDOUT when none came, the child killed and held (reaped later). */
-static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t owner, uint64_t ws, bool serve,
+static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t owner, const MonWorkspace *w, bool serve,
                      FsOut *out) {
         _cleanup_close_ int s = sock;
         *out = (FsOut){ .r = -EIO };
@@ -797,7 +895,7 @@ static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t o
                 out->n_fds = 0;
                 (void)kill(pid, SIGKILL);
                 if (waitpid(pid, NULL, WNOHANG) == 0)
-                        stuck_add(m, pid, owner, ws);
+                        stuck_add(m, pid, owner, w);
                 return -ETIMEDOUT;
         }
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -806,16 +904,16 @@ static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t o
 }
 
 /* fn(job) in a child, waited for FS_CHILD_MS: fs_finish's result. */
-static int fs_child(Monitor *m, uid_t owner, uint64_t ws, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
+static int fs_child(Monitor *m, uid_t owner, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
                     FsOut *out) {
         pid_t pid;
         int sock;
-        int r = fs_start(m, owner, ws, job, fn, &pid, &sock);
+        int r = fs_start(m, owner, w, job, fn, &pid, &sock);
         if (r < 0) {
                 *out = (FsOut){ .r = r };
                 return r;
         }
-        return fs_finish(m, pid, sock, now_ms() + FS_CHILD_MS, owner, ws, true, out);
+        return fs_finish(m, pid, sock, now_ms() + FS_CHILD_MS, owner, w, true, out);
 }
 
 /* An FsJob for workspace w (st: its fstat) from the request: its
@@ -836,6 +934,7 @@ static const char *fs_why(int r, const FsOut *out) {
                : r == -EXDEV      ? "another file system is on the way (a user's, or a mount below the workspace): nothing is done there"
                : r == -ETIMEDOUT  ? "the workspace's directory did not let go in 3 s (held by another process?)"
                : r == -EBUSY      ? "earlier requests are still held in this workspace's or this owner's directories: try again later"
+               : r == -EAGAIN     ? CLOSER_BUSY_WHY
                                   : NULL;
 }
 
@@ -871,7 +970,7 @@ static int ws_open(Monitor *m) {
         if (strlen(path) >= sizeof job.rel)
                 return reply(m, ENAMETOOLONG, NULL, 0);
         strcpy(job.rel, path);
-        int r = fs_child(m, uid, 0, &job, open_in_child, &out);
+        int r = fs_child(m, uid, NULL, &job, open_in_child, &out);
         if (r == -ETIMEDOUT || r == -EBUSY)
                 return reply(m, -r, r == -EBUSY ? "earlier requests are still held in this owner's directories: try again later"
                                                 : "the workspace's path did not let go in 3 s (a directory on it held by another process?)",
@@ -922,7 +1021,7 @@ static int ws_open(Monitor *m) {
         if (!copy)
                 return reply(m, ENOMEM, NULL, 0);
         *w = (MonWorkspace){ .handle = handle, .dirfd = TAKE_FD(dfd), .uid = uid, .gid = gid, .path = copy, .view = -EBADF,
-                             .view_ns = -EBADF };
+                             .view_ns = -EBADF, .dev = st.st_dev, .ino = st.st_ino };
         memcpy(w->group, group, sizeof w->group);
         return reply(m, 0, NULL, handle);
 }
@@ -1070,16 +1169,17 @@ static int fs_request(Monitor *m, const MonWorkspace *w, const FsJob *job, int (
         pid_t pid;
         int sock, r;
         if (m->pool_fd < 0 || m->to.fd != m->pool_fd) {
-                r = fs_child(m, w->uid, w->handle, job, fn, &out);
+                r = fs_child(m, w->uid, w, job, fn, &out);
                 return fs_done(m, r, &out);
         }
-        r = m->n_pending >= FS_PENDING_MAX ? -EBUSY : fs_start(m, w->uid, w->handle, job, fn, &pid, &sock);
+        r = m->n_pending >= FS_PENDING_MAX ? -EBUSY : fs_start(m, w->uid, w, job, fn, &pid, &sock);
         if (r < 0) {
                 out = (FsOut){ .r = r };
                 return fs_done(m, r, &out);
         }
         m->pending[m->n_pending++] = (FsPending){ .pid = pid, .sock = sock, .deadline = now_ms() + FS_CHILD_MS,
-                                                  .type = m->to.type, .id = m->to.id, .owner = w->uid, .ws = w->handle };
+                                                  .type = m->to.type, .id = m->to.id, .owner = w->uid, .dev = w->dev,
+                                                  .ino = w->ino };
         return 0;
 }
 
@@ -1180,7 +1280,7 @@ static int nothing_in_child(FsJob *j, FsOut *out) {
 static int root_toml_in_child(Monitor *m, const MonWorkspace *w, const char **why) {
         FsJob job = { .dirfd = w->dirfd, .root_toml = true };
         FsOut out;
-        int r = fs_child(m, 0, w->handle, &job, nothing_in_child, &out);
+        int r = fs_child(m, 0, w, &job, nothing_in_child, &out);
         if (r < 0)
                 *why = fs_why(r, &out);
         return r;
@@ -1233,14 +1333,16 @@ static int ws_view(Monitor *m) {
                 gid_t gid = w->uid == 0 ? 0 : user_jail_gid(w->uid, st.st_gid);
                 _cleanup_(vs_error_freep) VsError *e = NULL;
                 int ns = userns_for(m, w->uid, gid, &e);
+                if (!closer_idle())
+                        return reply(m, EAGAIN, CLOSER_BUSY_WHY, 0);
                 size_t mine, here;
-                reap_stuck(m, w->uid, w->handle, &mine, &here);
+                reap_stuck(m, w->uid, w, &mine, &here);
                 if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
                         return reply(m, EBUSY, fs_why(-EBUSY, &(FsOut){ 0 }), 0);
                 pid_t held = 0;
                 r = ns < 0 ? ns : idmap_view(w->dirfd, w->path, ns, FS_CHILD_MS, &held, &w->view, &w->view_ns, &e);
                 if (held > 0)
-                        stuck_add(m, held, w->uid, w->handle);
+                        stuck_add(m, held, w->uid, w);
                 if (r < 0) {
                         w->view = w->view_ns = -EBADF;
                         log_warning("monitor: %s", vs_error_message(e));
@@ -1323,7 +1425,7 @@ static int idmap_trees(Monitor *m, const MonWorkspace *w, int *fds, char **paths
         }
         FsJob job = { .dirfd = w->dirfd, .root_toml = true, .msg = msg };
         FsOut out;
-        int r = fs_child(m, 0, w->handle, &job, trees_in_child, &out);
+        int r = fs_child(m, 0, w, &job, trees_in_child, &out);
         if (r < 0 || out.n_fds != k) {
                 for (size_t i = 0; r >= 0 && i < out.n_fds; i++)
                         close(out.fds[i]);
@@ -1376,6 +1478,8 @@ static int jail_spawn(Monitor *m, int *fds) {
         MonWorkspace *w = find_ws(m, monitor_field(&m->msg, MONITOR_F_WS, -1)->u64);
         if (!w)
                 return reply_spawn(m, ENOENT, "no such workspace", 0, 0);
+        if (!closer_idle())
+                return reply_spawn(m, EAGAIN, CLOSER_BUSY_WHY, 0, 0);
         if (monitor_field(&m->msg, MONITOR_F_ENV, -1))
                 return reply_spawn(m, EOPNOTSUPP, "environment fields are not served: the argv sets the jail's", 0, 0);
         uid_t uid = (uid_t)monitor_field(&m->msg, MONITOR_F_UID, -1)->u64;
@@ -1505,68 +1609,6 @@ static int broken(const char *why, const char *detail) {
         return -EPROTO;
 }
 
-/* What the server sent is closed on a thread of the monitor's own, never
- * on its loop: a close calls the file system's flush, and a FUSE file's (a
- * mount in any user's own user namespace will do) waits for its server's
- * answer, uninterruptibly once the server has read the request; a TCP
- * socket's waits for its linger time. The thread is made the first time
- * a descriptor comes (the monitor is one thread until then). A
- * closer stuck on one holds only what comes after it, and the loop goes on
- * serving until its pipe is full; then the monitor ends (close_received),
- * rather than close on the loop or keep descriptors without end. */
-static struct {
-        int fds[2];
-        pid_t pid; /* the process whose thread it is: a fork has none */
-} closer = { { -EBADF, -EBADF }, 0 };
-
-static void *closer_run(void *arg) {
-        int fd = (int)(intptr_t)arg;
-        for (int got; read(fd, &got, sizeof got) == (ssize_t)sizeof got;)
-                close(got);
-        return NULL;
-}
-
-static bool closer_start(void) {
-        if (closer.pid == getpid())
-                return closer.fds[1] >= 0;
-        /* A fork of a process that had one: its pipe is the parent's. */
-        closer.fds[0] = safe_close(closer.fds[0]);
-        closer.fds[1] = safe_close(closer.fds[1]);
-        closer.pid = getpid();
-        if (pipe2(closer.fds, O_CLOEXEC) < 0)
-                return false;
-        (void)fcntl(closer.fds[1], F_SETFL, O_NONBLOCK);
-        pthread_attr_t a;
-        pthread_t t;
-        bool ok = pthread_attr_init(&a) == 0;
-        if (ok) {
-                (void)pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-                (void)pthread_attr_setstacksize(&a, 64 * 1024);
-                ok = pthread_create(&t, &a, closer_run, (void *)(intptr_t)closer.fds[0]) == 0;
-                pthread_attr_destroy(&a);
-        }
-        if (!ok) {
-                closer.fds[0] = safe_close(closer.fds[0]);
-                closer.fds[1] = safe_close(closer.fds[1]);
-        }
-        return ok;
-}
-
-/* fd, which came from the server, handed to the closer: no kind of
- * descriptor is sure to close at once (a TCP socket with SO_LINGER and
- * unsent data holds its last close for the linger time, a unix socket
- * carrying one in its queue too). -EAGAIN when the closer cannot take it
- * (no thread could be made, or its pipe is full: a close already stuck
- * there and 16 384 more behind it); fd is then kept open, never closed on
- * the loop (attack review 4: a full pipe's fallback closed a lingering
- * socket there), and the caller ends the monitor. */
-static int close_received(int fd) {
-        if (fd < 0)
-                return 0;
-        if (closer_start() && write(closer.fds[1], &fd, sizeof fd) == (ssize_t)sizeof fd)
-                return 0;
-        return -EAGAIN;
-}
 
 /* The log_reopen request's descriptor (fds[0], taken): the monitor's
  * lines go there from now on. A regular file only (what a log is; a pipe
@@ -1692,7 +1734,8 @@ static int pending_done(Monitor *m, size_t i) {
         FsPending p = m->pending[i];
         m->pending[i] = m->pending[--m->n_pending];
         FsOut out;
-        int r = fs_finish(m, p.pid, p.sock, p.deadline, p.owner, p.ws, false, &out);
+        MonWorkspace dir = { .dev = p.dev, .ino = p.ino };
+        int r = fs_finish(m, p.pid, p.sock, p.deadline, p.owner, p.dev || p.ino ? &dir : NULL, false, &out);
         m->to.fd = m->pool_fd;
         m->to.type = p.type;
         m->to.id = p.id;
