@@ -626,23 +626,40 @@ static struct {
         unsigned pending; /* handed to it and not closed yet (atomic) */
 } closer = { { -EBADF, -EBADF }, 0, 0 };
 
+/* The closer's pipe carries one int per descriptor: fd itself, or -1 - fd
+ * for one counted in closer.pending. */
 static void *closer_run(void *arg) {
         int fd = (int)(intptr_t)arg;
         for (int got; read(fd, &got, sizeof got) == (ssize_t)sizeof got;) {
-                close(got);
-                __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+                close(got < 0 ? -1 - got : got);
+                if (got < 0)
+                        __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
         }
         return NULL;
 }
 
-/* Whether every descriptor handed to the closer is closed (waiting up to
- * 20 ms for it): only then may the monitor fork. One still open in its
- * table goes to the child, which closes it (or ends with it), and a FUSE
- * file's close waits for its server in the kernel: attack review 8c held
- * every fs_child so and the monitor in a wait for make_userns's child,
- * after the server sent FUSE files the closer was stuck behind. */
+/* Whether a child that inherits fd closes it at once, as the kernel tells
+ * from the descriptor alone (no file system asked): a pipe, a unix
+ * socket, a memfd (what jail_spawn takes). Anything else (a file whose
+ * file system has a flush, a TCP socket that lingers) may wait. */
+static bool closes_at_once(int fd) {
+        int domain = 0;
+        socklen_t dl = sizeof domain;
+        return fcntl(fd, F_GETPIPE_SZ) >= 0 || fcntl(fd, F_GET_SEALS) >= 0 ||
+               (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX);
+}
+
+/* Whether no descriptor handed to the closer that a child could wait on
+ * is still open (waiting up to 200 ms for it): only then may the monitor
+ * fork. One still open in its table goes to the child, which closes it
+ * (or ends with it), and a FUSE file's close waits for its server in the
+ * kernel: attack review 8c held every fs_child so and the monitor in a
+ * wait for make_userns's child, after the server sent FUSE files the
+ * closer was stuck behind. A server's usual descriptors (jail_spawn's
+ * pipe, socket and memfd) are not counted: a start right after another
+ * never waits for the closer. */
 static bool closer_idle(void) {
-        for (int i = 0; i < 20; i++) {
+        for (int i = 0; i < 200; i++) {
                 if (__atomic_load_n(&closer.pending, __ATOMIC_SEQ_CST) == 0)
                         return true;
                 (void)usleep(1000);
@@ -691,10 +708,14 @@ static int close_received(int fd) {
                 return 0;
         if (!closer_start())
                 return -EAGAIN;
-        __atomic_add_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
-        if (write(closer.fds[1], &fd, sizeof fd) == (ssize_t)sizeof fd)
+        bool counted = !closes_at_once(fd);
+        int item = counted ? -1 - fd : fd;
+        if (counted)
+                __atomic_add_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+        if (write(closer.fds[1], &item, sizeof item) == (ssize_t)sizeof item)
                 return 0;
-        __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
+        if (counted)
+                __atomic_sub_fetch(&closer.pending, 1, __ATOMIC_SEQ_CST);
         return -EAGAIN;
 }
 
