@@ -729,6 +729,13 @@ static uint64_t root_owned_ws(Fixture *f, uid_t *uid, gid_t *gid) {
         return owned_ws(f, uid, gid);
 }
 
+/* As root with /dev/fuse (else the case is skipped): root_owned_ws. */
+static uint64_t fuse_case(Fixture *f, uid_t *uid, gid_t *gid) {
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        return root_owned_ws(f, uid, gid);
+}
+
 /* jail_spawn refuses, before it starts anything: a workspace it did not
  * open; a uid not the owner's, now or when opened (0 is a breach: the
  * decoder takes none); a group neither the directory's nor the owner's;
@@ -2197,11 +2204,9 @@ static int send_await(Fixture *f, MonitorEnc *e, uint64_t *st) {
  * once, and the monitor answers the next request. */
 static void placeholder_asks_no_file_system(void **state) {
         Fixture *f = *state;
-        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
-                skip();
         uid_t uid;
         gid_t gid;
-        uint64_t h = root_owned_ws(f, &uid, &gid);
+        uint64_t h = fuse_case(f, &uid, &gid);
         char mnt[128];
         volatile int *stall;
         pid_t fs = fuse_mount(f, mnt, &stall, 2);
@@ -2235,7 +2240,8 @@ static void placeholder_asks_no_file_system(void **state) {
 typedef struct Held {
         char mnt[128];
         volatile int *stall;
-        pid_t fs, holder;
+        pid_t fs, holder[8];
+        size_t n_holders;
         int ff;
         char *map;
 } Held;
@@ -2255,9 +2261,10 @@ static void held_map(Fixture *f, Held *h) {
 /* dir held; the holder is in its read once the lock is (a mkdir by this
  * process would wait; a lookup does not). */
 static void held_hold(Held *h, const char *dir) {
-        h->holder = fork();
-        assert_true(h->holder >= 0);
-        if (h->holder == 0) {
+        assert_true(h->n_holders < ELEMENTSOF(h->holder));
+        pid_t pid = h->holder[h->n_holders++] = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
                 /* Not the owner: reading the directory is enough. */
                 if (setresgid(65534, 65534, 65534) < 0 || setresuid(65533, 65533, 65533) < 0)
                         _exit(2);
@@ -2272,7 +2279,8 @@ static void held_hold(Held *h, const char *dir) {
 static void held_release(Held *h, const char *first) {
         kill(h->fs, SIGKILL);
         assert_int_equal(waitpid(h->fs, NULL, 0), h->fs);
-        assert_int_equal(waitpid(h->holder, NULL, 0), h->holder);
+        for (size_t i = 0; i < h->n_holders; i++)
+                assert_int_equal(waitpid(h->holder[i], NULL, 0), h->holder[i]);
         if (first)
                 assert_int_equal(umount2(first, MNT_DETACH), 0);
         (void)umount2(h->mnt, MNT_DETACH);
@@ -2294,17 +2302,15 @@ static void held_release(Held *h, const char *first) {
  * owner filled the owner's slots). */
 static void placeholder_not_held_by_a_held_directory(void **state) {
         Fixture *f = *state;
-        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
-                skip();
         uid_t uid;
         gid_t gid;
-        uint64_t h = root_owned_ws(f, &uid, &gid);
+        uint64_t h = fuse_case(f, &uid, &gid);
         uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
         uint64_t mine = sub_ws(f, "mine", 0755, uid, gid);
         assert_int_equal(chmod(f->dir, 0755), 0);
         char ghost[160];
         snprintf(ghost, sizeof ghost, "%s/never-looked-up", f->dir);
-        Held hd;
+        Held hd = { 0 };
         held_map(f, &hd);
         held_hold(&hd, f->dir);
         serve_in_child(f);
@@ -2509,7 +2515,7 @@ static void view_not_held_by_a_held_tmp(void **state) {
         (void)root_owned_ws(f, &uid, &gid);
         uint64_t h = sub_ws(f, "ws", 0755, uid, gid); /* without the FUSE mount below */
         monitor_set_server_ids(f->mon, su, su);
-        Held hd;
+        Held hd = { 0 };
         held_map(f, &hd);
         assert_int_equal(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0);
         held_hold(&hd, "/tmp");
@@ -2561,12 +2567,14 @@ static void view_not_held_by_a_held_tmp(void **state) {
  * the closes are done. */
 static void no_fork_while_a_close_is_held(void **state) {
         Fixture *f = *state;
-        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
-                skip();
         uid_t uid;
         gid_t gid;
-        (void)root_owned_ws(f, &uid, &gid);
+        (void)fuse_case(f, &uid, &gid);
         uint64_t h = sub_ws(f, "ws", 0755, uid, gid);
+        uid_t su;
+        for (su = 5432; getpwuid(su); su++)
+                ;
+        monitor_set_server_ids(f->mon, su, su);
         char mnt[128], file[160];
         volatile int *stall;
         pid_t fs = fuse_mount(f, mnt, &stall, 1);
@@ -2596,6 +2604,13 @@ static void no_fork_while_a_close_is_held(void **state) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         begin(f, &e, MONITOR_REQ_STATUS);
         int answered2 = send_await(f, &e, &st2);
+        /* A view's first request forks too (its user namespace's child):
+         * refused the same (attack review 8d: it forked before the
+         * check, and the monitor waited for that child without end). */
+        uint64_t st_view = 0;
+        begin(f, &e, MONITOR_REQ_WS_VIEW);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        int viewed = send_await(f, &e, &st_view);
         /* The file system gone: the closes end (ENOTCONN), forks again. */
         kill(fs, SIGKILL);
         assert_int_equal(waitpid(fs, NULL, 0), fs);
@@ -2621,6 +2636,8 @@ static void no_fork_while_a_close_is_held(void **state) {
         assert_true(secs < 1.0);
         assert_int_equal(answered2, 1);
         assert_int_equal(st2, 0);
+        assert_int_equal(viewed, 1);
+        assert_int_equal(st_view, EAGAIN);
         assert_int_equal(placed_after, 1);
         assert_int_equal(after, 0);
         end_child(f);
@@ -2639,6 +2656,12 @@ static int await_on(int fd, int ms, uint8_t *buf, MonitorMsg *msg) {
                 return 0;
         }
         return 1;
+}
+
+/* A pool channel for the monitor: pool[1] its (taken), pool[0] the test's. */
+static void pool_pair(Fixture *f, int pool[2]) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pool), 0);
+        monitor_set_pool(f->mon, pool[1]);
 }
 
 static void pool_place(int pool, uint64_t id, uint64_t h, const char *rel) {
@@ -2663,17 +2686,14 @@ static void pool_place(int pool, uint64_t id, uint64_t h, const char *rel) {
  * monitor. */
 static void pool_channel_answers_out_of_order(void **state) {
         Fixture *f = *state;
-        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
-                skip();
         uid_t uid;
         gid_t gid;
-        uint64_t h = root_owned_ws(f, &uid, &gid);
+        uint64_t h = fuse_case(f, &uid, &gid);
         uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
         assert_int_equal(chmod(f->dir, 0755), 0);
         int pool[2];
-        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pool), 0);
-        monitor_set_pool(f->mon, pool[1]);
-        Held hd;
+        pool_pair(f, pool);
+        Held hd = { 0 };
         held_map(f, &hd);
         held_hold(&hd, f->dir);
         serve_in_child(f);
@@ -2734,6 +2754,116 @@ static void pool_channel_answers_out_of_order(void **state) {
         assert_true(held > 2.5 && held < 3.8);
         assert_int_equal(got3, 1);
         assert_int_equal(monitor_field(&third, MONITOR_F_STATUS, -1)->u64, ETIMEDOUT);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
+/* Children pending on the pool's channel count against the owner's and
+ * everyone's held slots, as held ones do (attack review 8d: 32 pending
+ * counted against nothing, and past the table's 128 they were never
+ * reaped): four held workspaces of one owner with four placeholders each
+ * pending fill the owner's 16, and the owner's fifth workspace, held by
+ * nobody, is refused at once while another owner's is served. */
+static void pool_pending_counted_against_the_owner(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        (void)fuse_case(f, &uid, &gid);
+        uint64_t hs[5];
+        char name[16], dirs[4][160];
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof name, "w%d", i);
+                hs[i] = sub_ws(f, name, 0755, uid, gid);
+                if (i < 4)
+                        snprintf(dirs[i], sizeof dirs[i], "%s/%s", f->dir, name);
+        }
+        uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        int pool[2];
+        pool_pair(f, pool);
+        Held hd = { 0 };
+        held_map(f, &hd);
+        for (int i = 0; i < 4; i++)
+                held_hold(&hd, dirs[i]);
+        serve_in_child(f);
+        close(pool[1]);
+        uint64_t id = 9000;
+        for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) {
+                        char rel[16];
+                        snprintf(rel, sizeof rel, ".p%d", k);
+                        pool_place(pool[0], ++id, hs[i], rel);
+                }
+        pool_place(pool[0], 9100, hs[4], ".envrc");
+        pool_place(pool[0], 9101, other, ".envrc");
+        static uint8_t b[MONITOR_MSG_MAX];
+        static MonitorMsg msg;
+        uint64_t fifth = UINT64_MAX, others = UINT64_MAX;
+        for (int got = 0; got < 2 && await_on(pool[0], 2000, b, &msg) == 1;) {
+                uint64_t st = monitor_field(&msg, MONITOR_F_STATUS, -1)->u64;
+                if (msg.id == 9100)
+                        fifth = st, got++;
+                else if (msg.id == 9101)
+                        others = st, got++;
+        }
+        held_release(&hd, NULL);
+        close(pool[0]);
+        end_child(f);
+        assert_int_equal(fifth, EBUSY);
+        assert_int_equal(others, 0);
+}
+
+/* A server that does not read its replies (requests the monitor answers
+ * at once, sent without end) ends the monitor: it never waits in a send
+ * (attack review 8d: it waited there, deaf to the server's end). */
+static void unread_replies_end_the_monitor(void **state) {
+        Fixture *f = *state;
+        hello(f);
+        int pool[2];
+        pool_pair(f, pool);
+        serve_in_child(f);
+        close(pool[1]);
+        int sent = 0, ended = 0, stuck = 0;
+        while (sent < 20000 && !ended && !stuck) {
+                MonitorEnc e;
+                monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, (uint64_t)sent + 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 4242); /* no such handle: ENOENT at once */
+                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
+                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                ssize_t k = send(pool[0], e.buf.data, e.buf.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                monitor_enc_done(&e);
+                if (k >= 0) {
+                        sent++;
+                        continue;
+                }
+                if (errno != EAGAIN) {
+                        ended = 1; /* its end closed */
+                        break;
+                }
+                /* Ours is full until the monitor reads on: it ended, it
+                 * reads on, or it waits (in a send of its own). */
+                struct pollfd pf = { .fd = pool[0], .events = POLLOUT };
+                siginfo_t si = { 0 };
+                (void)waitid(P_PID, (id_t)f->child, &si, WEXITED | WNOHANG | WNOWAIT);
+                ended = si.si_pid == f->child;
+                stuck = !ended && poll(&pf, 1, 3000) == 0;
+        }
+        char wchan[64] = "", path[64];
+        snprintf(path, sizeof path, "/proc/%d/wchan", (int)f->child);
+        FILE *wf = fopen(path, "re");
+        if (wf) {
+                if (!fgets(wchan, sizeof wchan, wf))
+                        wchan[0] = 0;
+                fclose(wf);
+        }
+        printf("# %d requests: %s %s\n", sent, ended ? "the monitor ended" : "the monitor waits in", ended ? "" : wchan);
+        close(pool[0]);
+        if (!ended)
+                (void)kill(f->child, SIGKILL); /* not left waiting in its send */
+        int status;
+        assert_int_equal(waitpid(f->child, &status, 0), f->child);
+        f->child = 0;
+        assert_true(ended);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
@@ -2995,6 +3125,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(view_not_held_by_a_held_tmp, setup, teardown),
                 cmocka_unit_test_setup_teardown(pool_channel_answers_out_of_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(no_fork_while_a_close_is_held, setup, teardown),
+                cmocka_unit_test_setup_teardown(pool_pending_counted_against_the_owner, setup, teardown),
+                cmocka_unit_test_setup_teardown(unread_replies_end_the_monitor, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -115,6 +115,7 @@ struct Monitor {
         int pool_fd;
         FsPending pending[FS_PENDING_MAX];
         size_t n_pending;
+        int reply_failed; /* a reply that could not go (a pending one's): the monitor ends */
         /* Where the reply being made goes, and to which request. */
         struct {
                 int fd;
@@ -277,6 +278,8 @@ Monitor *monitor_free(Monitor *m) {
         return NULL;
 }
 
+static int broken(const char *why, const char *detail);
+
 /* The reply to the request being answered: status (0 or an errno),
  * message (or NULL), a workspace handle (0: none), and n descriptors
  * beside it (cgroup_make's groups). */
@@ -300,8 +303,17 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
         int r = monitor_enc_end(&e);
         if (r >= 0) {
-                ssize_t k = send_with_fds(m->to.fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL);
-                r = k < 0 ? (int)k : 0;
+                /* Never waited for: a server that does not read its
+                 * replies (a full socket: an honest one has a few out at
+                 * most) is out of protocol, and the monitor ends, rather
+                 * than wait in the send, deaf to the server's end (attack
+                 * review 8d). */
+                ssize_t k = send_with_fds(m->to.fd, e.buf.data, e.buf.len, fds, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+                r = k == -EAGAIN ? broken("it does not read its replies", monitor_req_to_string((MonitorReq)m->to.type))
+                    : k < 0      ? (int)k
+                                 : 0;
+                if (r < 0)
+                        m->reply_failed = r;
         }
         monitor_enc_done(&e);
         return r;
@@ -782,9 +794,13 @@ static void reap_stuck(Monitor *m, uid_t owner, const MonWorkspace *w, size_t *r
  * reaped once it ends (the caller checked there is room). Counted
  * against w's directory, whichever handle names it later. */
 static void stuck_add(Monitor *m, pid_t pid, uid_t owner, const MonWorkspace *w) {
-        if (m->n_stuck < FS_STUCK_MAX)
-                m->stuck[m->n_stuck++] = (typeof(m->stuck[0])){ .pid = pid, .owner = owner, .dev = w ? w->dev : 0,
-                                                                .ino = w ? w->ino : 0 };
+        /* fs_room kept its place: a pending child was counted. */
+        if (m->n_stuck >= FS_STUCK_MAX) {
+                log_error("monitor: no room to keep held child %d (a bug): it is left to init", (int)pid);
+                return;
+        }
+        m->stuck[m->n_stuck++] = (typeof(m->stuck[0])){ .pid = pid, .owner = owner, .dev = w ? w->dev : 0,
+                                                        .ino = w ? w->ino : 0 };
 }
 
 /* The child's file-system ids (the process is root otherwise: it may
@@ -853,19 +869,34 @@ static bool fs_wait(Monitor *m, int sock, uint64_t deadline, bool serve) {
         }
 }
 
+/* Whether the monitor may fork one more child that may be held for
+ * owner's workspace w (NULL: none yet): 0, or -EBUSY while a child is
+ * held for w's directory, FS_PENDING_WS are pending for it, the owner
+ * has FS_STUCK_OWNER held or pending, or FS_STUCK_MAX are in all (each
+ * pending one counted: once killed it is held, and the table has its
+ * place; attack review 8d: pending ones counted against nothing and past
+ * the table were never reaped); -EAGAIN while the closer has a
+ * descriptor a child would inherit (closer_idle). */
+static int fs_room(Monitor *m, uid_t owner, const MonWorkspace *w) {
+        size_t mine, here, pending = 0;
+        reap_stuck(m, owner, w, &mine, &here);
+        for (size_t i = 0; i < m->n_pending; i++) {
+                pending += same_dir(w, m->pending[i].dev, m->pending[i].ino);
+                mine += m->pending[i].owner == owner;
+        }
+        if (here > 0 || pending >= FS_PENDING_WS || mine >= FS_STUCK_OWNER || m->n_stuck + m->n_pending >= FS_STUCK_MAX)
+                return -EBUSY;
+        return closer_idle() ? 0 : -EAGAIN;
+}
+
 /* fn(job) started in a child of its own (above), for workspace ws (0:
  * none yet) of owner: its pid and the socket its answer comes on, or
  * -EBUSY while too many are held (see above) or pending. */
 static int fs_start(Monitor *m, uid_t owner, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
                     pid_t *ret_pid, int *ret_sock) {
-        size_t mine, here, pending = 0;
-        reap_stuck(m, owner, w, &mine, &here);
-        for (size_t i = 0; i < m->n_pending; i++)
-                pending += same_dir(w, m->pending[i].dev, m->pending[i].ino);
-        if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX || pending >= FS_PENDING_WS)
-                return -EBUSY;
-        if (!closer_idle())
-                return -EAGAIN;
+        int r = fs_room(m, owner, w);
+        if (r < 0)
+                return r;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -1352,14 +1383,13 @@ static int ws_view(Monitor *m) {
                  * a member or not, attack review 7); root's own for a
                  * root-owned workspace. */
                 gid_t gid = w->uid == 0 ? 0 : user_jail_gid(w->uid, st.st_gid);
+                /* Before any fork (userns_for's child, the view's): room
+                 * for one more held child, nothing waiting for the closer
+                 * (attack review 8d: userns_for forked first). */
+                if ((r = fs_room(m, w->uid, w)) < 0)
+                        return reply(m, -r, fs_why(r, &(FsOut){ 0 }), 0);
                 _cleanup_(vs_error_freep) VsError *e = NULL;
                 int ns = userns_for(m, w->uid, gid, &e);
-                if (!closer_idle())
-                        return reply(m, EAGAIN, CLOSER_BUSY_WHY, 0);
-                size_t mine, here;
-                reap_stuck(m, w->uid, w, &mine, &here);
-                if (here > 0 || mine >= FS_STUCK_OWNER || m->n_stuck >= FS_STUCK_MAX)
-                        return reply(m, EBUSY, fs_why(-EBUSY, &(FsOut){ 0 }), 0);
                 pid_t held = 0;
                 r = ns < 0 ? ns : idmap_view(w->dirfd, w->path, ns, FS_CHILD_MS, &held, &w->view, &w->view_ns, &e);
                 if (held > 0)
@@ -1790,7 +1820,7 @@ int monitor_step(Monitor *m) {
                 r = step_channel(m, m->pool_fd);
         if (r == 0 && p[0].revents)
                 r = step_channel(m, m->fd);
-        return r;
+        return m->reply_failed < 0 ? m->reply_failed : r;
 }
 
 int monitor_serve(Monitor *m) {
