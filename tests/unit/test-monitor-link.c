@@ -20,6 +20,11 @@
 
 #include "../../src/daemon/monitor/monitor-link.c"
 
+#include <sys/file.h>
+#include <sys/mman.h>
+
+#include "fuse-stall.h"
+
 #define POOL_THREADS 3
 
 /* One request read from fd, its fds closed: its length, or 0. */
@@ -179,9 +184,90 @@ static void calls_from_several_threads(void **state) {
         close(pv[1]);
 }
 
+/* The monitor's process lets the instance lock go at its end even while
+ * a thread of its is stuck in a close a server's descriptor started: a
+ * file on a FUSE mount whose FLUSH is never answered, sent with
+ * log_reopen (refused, then closed off the loop). That thread keeps the
+ * process's descriptor table past its _exit, and the lock with it, so a
+ * daemon could never start again (attack review 8e; there the server
+ * also sent /dev/fuse itself, queued behind, so nobody could answer). */
+static void lock_let_go_with_a_close_held(void **state) {
+        (void)state;
+        if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                skip();
+        char dir[] = "/tmp/test-monitor-link.XXXXXX", lockp[64], mnt[128], file[160];
+        assert_non_null(mkdtemp(dir));
+        snprintf(lockp, sizeof lockp, "%s/lock", dir);
+        volatile int *stall;
+        pid_t fs = fuse_mount_in(dir, mnt, &stall, 1); /* FLUSH never answered */
+        snprintf(file, sizeof file, "%s/file", mnt);
+        /* After the file system's server (forked): held by the monitor
+         * alone. */
+        int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(lockfd >= 0);
+        assert_int_equal(flock(lockfd, LOCK_EX | LOCK_NB), 0);
+        int sv[2], pv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pv), 0);
+        char *none[2] = { NULL, NULL };
+        pid_t mon = fork();
+        assert_true(mon >= 0);
+        if (mon == 0) {
+                close(sv[0]);
+                close(pv[0]);
+                monitor_child(sv[1], pv[1], getppid(), lockfd, 0, none, "/test/vectora-worker", NULL);
+        }
+        close(sv[1]);
+        close(pv[1]);
+        close(lockfd); /* the monitor's copy is the last */
+        /* Opened after the fork: a copy in the monitor would be closed at
+         * its start, and wait there. */
+        int ffd = open(file, O_WRONLY | O_CLOEXEC);
+        assert_true(ffd >= 0);
+        static uint8_t b[MONITOR_MSG_MAX];
+        MonitorEnc e;
+        monitor_enc_begin(&e, MONITOR_REQ_HELLO, 1);
+        monitor_put_u64(&e, MONITOR_F_VERSION, MONITOR_VERSION);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(sv[0], e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        assert_true(recv(sv[0], b, sizeof b, 0) > 0);
+        monitor_enc_begin(&e, MONITOR_REQ_LOG_REOPEN, 2);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send_with_fds(sv[0], e.buf.data, e.buf.len, &ffd, 1, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        assert_true(recv(sv[0], b, sizeof b, 0) > 0); /* refused: a user's file system */
+        usleep(200 * 1000); /* the closer is in the flush */
+        close(sv[0]);
+        close(pv[0]); /* the server's end: the monitor ends */
+        bool let_go = false;
+        int again = open(lockp, O_RDWR | O_CLOEXEC);
+        assert_true(again >= 0);
+        for (int i = 0; i < 50 && !let_go; i++) {
+                let_go = flock(again, LOCK_EX | LOCK_NB) == 0;
+                if (!let_go)
+                        usleep(100 * 1000);
+        }
+        /* Released: the file system goes, the flush fails, the thread and
+         * the process end. */
+        kill(fs, SIGKILL);
+        assert_int_equal(waitpid(fs, NULL, 0), fs);
+        (void)umount2(mnt, MNT_DETACH);
+        close(ffd);
+        int st;
+        assert_int_equal(waitpid(mon, &st, 0), mon);
+        close(again);
+        munmap((void *)stall, 4096);
+        (void)unlink(lockp);
+        (void)rmdir(mnt);
+        (void)rmdir(dir);
+        assert_true(let_go);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(calls_from_several_threads),
+                cmocka_unit_test(lock_let_go_with_a_close_held),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,8 @@
 #include "user-util.h"
 #include "worker-spawn.h"
 
+#include "fuse-stall.h"
+
 typedef struct Fixture {
         pid_t child; /* the monitor's own process (serve_in_child), or 0 */
         int server;
@@ -1883,98 +1885,6 @@ static void spawn_owner_cannot_stall(void **state) {
         assert_int_equal(slow, 0);
 }
 
-/* A file system that never answers, for the tests below: /dev/fuse served
- * by a child; "f" a regular file whose GETATTR is answered until
- * *stall is set (shared memory), then never; with *stall 2 nothing is
- * answered any more (but the kernel's INIT). */
-static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned rootmode) {
-        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        char opts[96];
-        snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=0,group_id=0,allow_other", fd, rootmode);
-        if (mount("t", mnt, "fuse.t", 0, opts) < 0) {
-                close(fd);
-                return -1;
-        }
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid > 0) {
-                close(fd);
-                return pid;
-        }
-        static char buf[1 << 20];
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                if (n < 0 && (errno == EINTR || errno == ENOENT))
-                        continue;
-                if (n < (ssize_t)sizeof(struct fuse_in_header))
-                        _exit(0);
-                const struct fuse_in_header *in = (const void *)buf;
-                if (*stall == 2 && in->opcode != FUSE_INIT)
-                        continue; /* never answered */
-                union {
-                        struct fuse_init_out init;
-                        struct fuse_entry_out entry;
-                        struct fuse_attr_out attr;
-                        struct fuse_open_out open;
-                } o = {};
-                size_t len = 0;
-                int err = 0;
-                struct fuse_attr *a = NULL;
-                switch (in->opcode) {
-                case FUSE_INIT:
-                        o.init = (struct fuse_init_out){ .major = 7,
-                                                         .minor = ((const struct fuse_init_in *)(in + 1))->minor,
-                                                         .max_write = 4096 };
-                        len = sizeof o.init;
-                        break;
-                case FUSE_LOOKUP:
-                        o.entry.nodeid = 2;
-                        a = &o.entry.attr;
-                        len = sizeof o.entry;
-                        break;
-                case FUSE_GETATTR:
-                        if (in->nodeid == 2 && *stall)
-                                continue; /* never answered */
-                        a = &o.attr.attr;
-                        len = sizeof o.attr;
-                        break;
-                case FUSE_OPEN:
-                        len = sizeof o.open;
-                        break;
-                case FUSE_FORGET:
-                case FUSE_BATCH_FORGET:
-                        continue;
-                case FUSE_FLUSH:
-                        if (*stall)
-                                continue; /* never answered */
-                        break;
-                case FUSE_RELEASE:
-                        break;
-                case FUSE_READ:
-                        continue; /* never answered: a mapping of the file faults until the server ends */
-                default:
-                        err = -ENOSYS;
-                }
-                if (a) {
-                        uint64_t ino = in->opcode == FUSE_LOOKUP ? 2 : in->nodeid;
-                        *a = (struct fuse_attr){ .ino = ino, .nlink = 1, .size = ino == 1 ? 0 : 65536,
-                                                 .mode = ino == 1 ? S_IFDIR | 0755 : S_IFREG | 0666 };
-                }
-                char out[sizeof(struct fuse_out_header) + sizeof o];
-                struct fuse_out_header h = { .len = (uint32_t)(sizeof h + len), .error = err, .unique = in->unique };
-                memcpy(out, &h, sizeof h);
-                memcpy(out + sizeof h, &o, len);
-                if (write(fd, out, h.len) < 0 && errno != ENOENT)
-                        _exit(0);
-        }
-}
-
-static pid_t fuse_serve(const char *mnt, volatile int *stall) {
-        return fuse_serve_mode(mnt, stall, S_IFDIR);
-}
-
 /* Sends e (begun) with fds to a monitor serving in its child (closing
  * them here once sent where close_sent says, leaving the monitor's copies
  * the last), then a status request: whether each was answered within 3 s
@@ -1999,16 +1909,7 @@ static void ask_then_status(Fixture *f, MonitorEnc *e, int *fds, size_t n, bool 
 /* fuse_serve's file system at f->dir/mnt (into mnt), its stall flag in
  * shared memory set to stall0; the case is skipped where it cannot mount. */
 static pid_t fuse_mount(Fixture *f, char mnt[static 128], volatile int **ret_stall, int stall0) {
-        snprintf(mnt, 128, "%s/mnt", f->dir);
-        assert_int_equal(mkdir(mnt, 0755), 0);
-        volatile int *stall = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        assert_true(stall != MAP_FAILED);
-        *stall = stall0;
-        pid_t fs = fuse_serve(mnt, stall);
-        if (fs < 0)
-                skip();
-        *ret_stall = stall;
-        return fs;
+        return fuse_mount_in(f->dir, mnt, ret_stall, stall0);
 }
 
 /* A stderr that is a file on a file system that never answers is refused

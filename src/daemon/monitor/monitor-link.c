@@ -132,6 +132,12 @@ static _Noreturn void monitor_child(int fd, int pool_fd, pid_t server, int lock,
          * removed them in the daemon already. */
         if (r != 1)
                 cgroup_instance_end(groups);
+        /* The lock let go here, not by the process's end: a thread of the
+         * monitor's still in a close the server's descriptor started (a
+         * FUSE file's flush, which its server never answers) keeps the
+         * descriptor table, and with it the lock, past _exit (attack
+         * review 8e: a daemon could then never start again). */
+        close(lock);
         _exit(r < 0 ? 1 : 0);
 }
 
