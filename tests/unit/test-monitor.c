@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <netinet/in.h>
@@ -2768,6 +2769,99 @@ static void unread_replies_end_the_monitor(void **state) {
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
+/* A jail's start child attaches a root-owned workspace's idmapped trees
+ * by their paths from / (idmap_attach), which a held directory on the way
+ * stalls in the kernel: it holds nothing of the monitor's by then, so the
+ * instance lock is let go at the monitor's end all the same (attack
+ * review 8f: the child held the monitor's whole table, the lock
+ * included, and no daemon could start until the holder let go). Here the
+ * home of the workspace's path is its owner's (uid 65533), who takes the
+ * workspace's name out of the cache (a rename), holds the home and queues
+ * a mkdir there; the "monitor" is a child holding a lock, which starts the
+ * jail (worker_spawn_start, as jail_spawn does), closes its lock and
+ * ends. */
+static void jail_child_holds_no_lock_while_walking(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        (void)fuse_case(f, &uid, &gid);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        char home[160], proj[200], proj2[200], queued[200], lockp[160];
+        snprintf(home, sizeof home, "%s/home", f->dir);
+        snprintf(proj, sizeof proj, "%s/proj", home);
+        snprintf(proj2, sizeof proj2, "%s/proj2", home);
+        snprintf(queued, sizeof queued, "%s/queued", home);
+        snprintf(lockp, sizeof lockp, "%s/lock", f->dir);
+        assert_int_equal(mkdir(home, 0755), 0);
+        assert_int_equal(chown(home, 65533, 65534), 0);
+        assert_int_equal(mkdir(proj, 0755), 0);
+        Held hd = { 0 };
+        held_map(f, &hd);
+        int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(lockfd >= 0);
+        assert_int_equal(flock(lockfd, LOCK_EX | LOCK_NB), 0);
+        for (int k = 0; k < 2; k++) {
+                pid_t p = hd.holder[hd.n_holders++] = fork();
+                assert_true(p >= 0);
+                if (p == 0) {
+                        close(lockfd);
+                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65533, 65533, 65533) < 0)
+                                _exit(2);
+                        if (k == 1) /* the queued writer */
+                                _exit(mkdir(queued, 0755) < 0);
+                        if (rename(proj, proj2) < 0)
+                                _exit(3);
+                        int d = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        _exit(syscall(SYS_getdents64, d, hd.map, 65536) < 0);
+                }
+                usleep(300 * 1000);
+        }
+        int sv[2], ep[2], pp[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(pipe2(ep, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+        pid_t mon = fork();
+        assert_true(mon >= 0);
+        if (mon == 0) {
+                int tree = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                char *argv[] = { "/bin/true", NULL };
+                char *paths[] = { proj, NULL };
+                int fds[] = { tree };
+                VsLaunch l = { .argv = argv, .switch_user = true, .sandboxed = true, .uid = 65534, .gid = 65534,
+                               .cgroup_fds = { -EBADF, -EBADF }, .idmap_fds = fds, .idmap_paths = paths, .n_idmap = 1 };
+                pid_t pid = 0;
+                int step = 0, exec_fd = -1;
+                (void)worker_spawn_start(&l, sv[1], ep[1], CLONE_PARENT, true, getppid(), &pid, &step, &exec_fd);
+                (void)!write(pp[1], &pid, sizeof pid);
+                usleep(300 * 1000);
+                close(lockfd); /* monitor_child's end */
+                _exit(0);
+        }
+        pid_t jail = 0;
+        assert_int_equal(read(pp[0], &jail, sizeof jail), (ssize_t)sizeof jail);
+        assert_int_equal(waitpid(mon, NULL, 0), mon);
+        close(lockfd); /* the server's copy */
+        int again = open(lockp, O_RDWR | O_CLOEXEC);
+        assert_true(again >= 0);
+        bool let_go = false;
+        for (int i = 0; i < 30 && !let_go; i++) {
+                let_go = flock(again, LOCK_EX | LOCK_NB) == 0;
+                if (!let_go)
+                        usleep(100 * 1000);
+        }
+        held_release(&hd, NULL);
+        if (jail > 0)
+                (void)waitpid(jail, NULL, 0);
+        close(again);
+        for (int i = 0; i < 2; i++) {
+                close(sv[i]);
+                close(ep[i]);
+                close(pp[i]);
+        }
+        assert_true(jail > 0);
+        assert_true(let_go);
+}
+
 /* A log on a user's file system (FUSE) is refused: its close, at the
  * next log_reopen or in every child that inherits it, waits for its
  * server (attack review 8b); a local file is taken. */
@@ -3028,6 +3122,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(no_fork_while_a_close_is_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(pool_pending_counted_against_the_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(unread_replies_end_the_monitor, setup, teardown),
+                cmocka_unit_test_setup_teardown(jail_child_holds_no_lock_while_walking, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -148,6 +148,12 @@ typedef struct SpawnChild {
          * too, so a jail capped here cannot use up the daemon's own (a jail
          * that took them all switched masks over time off). "" = leave. */
         char inotify_watches[24], inotify_instances[24];
+        /* What stays open while the idmapped trees are attached (a walk
+         * of their paths from /, which a held directory on the way can
+         * stall in the kernel): the standard three, the exec-error pipe,
+         * the trees; n_keep 0: no trees. */
+        const int *keep;
+        size_t n_keep;
 } SpawnChild;
 
 static bool write_file(const char *path, const char *s) {
@@ -269,7 +275,13 @@ static int spawn_child(void *arg) {
         if (c->ns_flags)
                 enter_outer_ns(c);
         /* A root-owned workspace's idmapped trees, over their paths, in a
-         * mount namespace of this child's own (still root). */
+         * mount namespace of this child's own (still root). Nothing else
+         * of the caller's is held by then: a directory on a tree's path
+         * that another process holds stalls the walk in the kernel, and
+         * the monitor's instance lock, its channels and its workspaces
+         * stayed with the stalled child (attack review 8f). */
+        if (c->n_keep && close_all_fds_except(c->keep, c->n_keep) < 0)
+                child_fail(err_w, STEP_FDS, errno);
         if (idmap_attach(l->idmap_fds, l->idmap_paths, l->n_idmap) < 0)
                 child_fail(err_w, STEP_IDMAP, errno);
         /* Nothing else the caller holds reaches the backend, the jail or
@@ -424,6 +436,18 @@ int worker_spawn_start(const VsLaunch *l, int theirs, int stderr_w, unsigned lon
         bool copy = forked || ret_exec_fd;
         SpawnChild c = { .l = l, .theirs = theirs, .stderr_w = stderr_w, .err_w = err_w, .nnp = nnp,
                          .parent = forked ? parent : getpid() };
+        _cleanup_free_ int *keep = NULL;
+        if (l->n_idmap) {
+                if (!(keep = calloc(4 + l->n_idmap, sizeof *keep)))
+                        return -ENOMEM;
+                keep[0] = 0;
+                keep[1] = 1;
+                keep[2] = 2;
+                keep[3] = err_w;
+                memcpy(keep + 4, l->idmap_fds, l->n_idmap * sizeof *keep);
+                c.keep = keep;
+                c.n_keep = 4 + l->n_idmap;
+        }
         if (l->own_pid_ns) {
                 /* Root may make the namespaces itself; a user needs a user
                  * namespace for them, as bwrap does. */
