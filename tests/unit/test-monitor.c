@@ -2623,6 +2623,18 @@ static void pool_channel_answers_out_of_order(void **state) {
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
         monitor_enc_done(&e);
+        /* A pool request sent while the monitor waits for that
+         * ws_open's child: read and answered at once, not after the wait
+         * (attack review 8g: a few held ws_opens in a row left pool
+         * requests unread past the server's 8 s). */
+        usleep(300 * 1000);
+        struct timespec t4, t5;
+        clock_gettime(CLOCK_MONOTONIC, &t4);
+        pool_place(pool[0], 7004, other, ".claude");
+        static uint8_t b4[MONITOR_MSG_MAX];
+        static MonitorMsg during;
+        int got4 = await_on(pool[0], 5000, b4, &during);
+        clock_gettime(CLOCK_MONOTONIC, &t5);
         int got2 = await_on(pool[0], 5000, b2, &second);
         clock_gettime(CLOCK_MONOTONIC, &t3);
         static uint8_t b3[MONITOR_MSG_MAX];
@@ -2654,6 +2666,12 @@ static void pool_channel_answers_out_of_order(void **state) {
         assert_int_equal(second.id, 7001);
         assert_int_equal(monitor_field(&second, MONITOR_F_STATUS, -1)->u64, ETIMEDOUT);
         assert_true(held > 2.5 && held < 3.8);
+        double in_wait = (double)(t5.tv_sec - t4.tv_sec) + (double)(t5.tv_nsec - t4.tv_nsec) / 1e9;
+        printf("# a pool request during the loop's held ws_open answered in %.3f s\n", in_wait);
+        assert_int_equal(got4, 1);
+        assert_int_equal(during.id, 7004);
+        assert_int_equal(monitor_field(&during, MONITOR_F_STATUS, -1)->u64, 0);
+        assert_true(in_wait < 1.0);
         assert_int_equal(got3, 1);
         assert_int_equal(monitor_field(&third, MONITOR_F_STATUS, -1)->u64, ETIMEDOUT);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);

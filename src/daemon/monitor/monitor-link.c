@@ -351,6 +351,10 @@ static int pool_call(Server *srv, MonitorEnc *e, uint8_t *buf, MonitorMsg *reply
                 ml->pool_calls = &c;
         }
         while (!why && c.n < 0) {
+                if (ml->pool_fd < 0) {
+                        why = "its channel was closed (the daemon stops)"; /* not a poll of -1 to the deadline */
+                        break;
+                }
                 if (ml->pool_reading) {
                         /* Until the reader hands this call its reply or
                          * lets go (its own read ends at its deadline); a

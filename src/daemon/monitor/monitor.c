@@ -116,6 +116,9 @@ struct Monitor {
         FsPending pending[FS_PENDING_MAX];
         size_t n_pending;
         int reply_failed; /* a reply that could not go (a pending one's): the monitor ends */
+        int pool_end;     /* the pool's channel read during a wait ended (1) or broke (< 0) */
+        uint8_t pool_buf[MONITOR_MSG_MAX]; /* the pool's channel's requests' own */
+        MonitorMsg saved_msg;              /* the loop channel's request, kept while the pool's are read */
         /* Where the reply being made goes, and to which request. */
         struct {
                 int fd;
@@ -838,6 +841,7 @@ static _Noreturn void fs_child_run(int sock, const FsJob *job, int (*fn)(FsJob *
 }
 
 static int pending_done(Monitor *m, size_t i);
+static int step_pool(Monitor *m);
 
 /* Whether a datagram came on sock before deadline (now_ms()'s clock).
  * Meanwhile the pool channel's children that answer or pass their
@@ -845,15 +849,18 @@ static int pending_done(Monitor *m, size_t i);
  * wait here for the loop's channel delays none past its deadline. */
 static bool fs_wait(Monitor *m, int sock, uint64_t deadline, bool serve) {
         for (;;) {
-                struct pollfd p[1 + FS_PENDING_MAX];
+                struct pollfd p[2 + FS_PENDING_MAX];
                 size_t n = serve ? m->n_pending : 0;
                 uint64_t now = now_ms(), next = deadline;
                 p[0] = (struct pollfd){ .fd = sock, .events = POLLIN };
+                /* The pool's channel read too (step_pool), not once its
+                 * channel ended: -1 is not polled. */
+                p[1] = (struct pollfd){ .fd = serve && !m->pool_end ? m->pool_fd : -1, .events = POLLIN };
                 for (size_t i = 0; i < n; i++) {
-                        p[1 + i] = (struct pollfd){ .fd = m->pending[i].sock, .events = POLLIN };
+                        p[2 + i] = (struct pollfd){ .fd = m->pending[i].sock, .events = POLLIN };
                         next = m->pending[i].deadline < next ? m->pending[i].deadline : next;
                 }
-                int k = poll(p, 1 + n, now >= next ? 0 : (int)(next - now));
+                int k = poll(p, 2 + n, now >= next ? 0 : (int)(next - now));
                 if (k < 0 && errno != EINTR)
                         return false;
                 if (k > 0 && p[0].revents)
@@ -861,9 +868,14 @@ static bool fs_wait(Monitor *m, int sock, uint64_t deadline, bool serve) {
                 now = now_ms();
                 typeof(m->to) to = m->to;
                 for (size_t i = n; i-- > 0;)
-                        if (p[1 + i].revents || now >= m->pending[i].deadline)
+                        if (p[2 + i].revents || now >= m->pending[i].deadline)
                                 (void)pending_done(m, i);
                 m->to = to;
+                if (k > 0 && p[1].revents) {
+                        int r = step_pool(m);
+                        if (r != 0)
+                                m->pool_end = r;
+                }
                 if (now >= deadline)
                         return false;
         }
@@ -1697,9 +1709,9 @@ static int log_reopen(Monitor *m, int *fds) {
         return reply(m, 0, NULL, 0);
 }
 
-static int step_msg(Monitor *m, int fd, ssize_t n, int *fds, size_t n_fds, bool too_many) {
+static int step_msg(Monitor *m, int fd, const uint8_t *buf, ssize_t n, int *fds, size_t n_fds, bool too_many) {
         VsError *err = NULL;
-        if (monitor_decode(m->buf, (size_t)n, false, &m->msg, &err) < 0) {
+        if (monitor_decode(buf, (size_t)n, false, &m->msg, &err) < 0) {
                 int r = broken("a request the decoder refused", err ? err->message : NULL);
                 vs_error_free(err);
                 return r;
@@ -1750,18 +1762,21 @@ static int step_msg(Monitor *m, int fd, ssize_t n, int *fds, size_t n_fds, bool 
         }
 }
 
-/* One datagram of channel fd read and answered (a pool channel's request
- * perhaps later): monitor_step's result. */
-static int step_channel(Monitor *m, int fd) {
+/* One datagram of channel fd read into buf and answered (a pool channel's
+ * request perhaps later): monitor_step's result; *ret_read whether one
+ * came. */
+static int step_channel(Monitor *m, int fd, uint8_t *buf, bool *ret_read) {
         union {
                 struct cmsghdr h;
                 char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
         } control;
-        struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof m->buf };
+        struct iovec iov = { .iov_base = buf, .iov_len = MONITOR_MSG_MAX };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+        *ret_read = false;
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC | MSG_DONTWAIT);
         if (n < 0)
                 return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+        *ret_read = true;
         if (n == 0)
                 return 1; /* the server's end closed */
         /* Only log_reopen takes a descriptor, exactly one; any other that
@@ -1769,13 +1784,32 @@ static int step_channel(Monitor *m, int fd) {
         int fds[FDS_MAX];
         bool too_many;
         size_t n_fds = recv_take_fds(&mh, fds, FDS_MAX, &too_many);
-        int r = step_msg(m, fd, n, fds, n_fds, too_many);
+        int r = step_msg(m, fd, buf, n, fds, n_fds, too_many);
         bool stuck = false;
         for (size_t i = 0; i < n_fds; i++)
                 stuck |= close_received(fds[i]) < 0;
         if (stuck && r >= 0)
                 r = broken("its descriptors could not go to the closer thread (a close stuck there, or no thread)",
                            NULL);
+        return r;
+}
+
+/* Every request queued on the pool's channel read and started (each is
+ * answered when its child is done), at most FS_PENDING_MAX + 1 at once,
+ * into the pool's own buffer: a loop channel's request the monitor is in
+ * the middle of (waiting for its child in fs_wait) keeps its message and
+ * its reply's address. Before, one was read a step and none during such
+ * a wait, so a few held ws_opens in a row left pool requests unread past
+ * the server's 8 s, and the daemon stopped (attack review 8g). */
+static int step_pool(Monitor *m) {
+        typeof(m->to) to = m->to;
+        memcpy(&m->saved_msg, &m->msg, sizeof m->msg);
+        int r = 0;
+        bool read_one = true;
+        for (int i = 0; r == 0 && read_one && i <= FS_PENDING_MAX; i++)
+                r = step_channel(m, m->pool_fd, m->pool_buf, &read_one);
+        memcpy(&m->msg, &m->saved_msg, sizeof m->msg);
+        m->to = to;
         return r;
 }
 
@@ -1816,11 +1850,12 @@ int monitor_step(Monitor *m) {
         for (size_t i = m->n_pending; r >= 0 && i-- > 0;)
                 if (p[3 + i].revents || now >= m->pending[i].deadline)
                         r = pending_done(m, i);
+        bool read_one;
         if (r >= 0 && p[2].revents)
-                r = step_channel(m, m->pool_fd);
+                r = step_pool(m);
         if (r == 0 && p[0].revents)
-                r = step_channel(m, m->fd);
-        return m->reply_failed < 0 ? m->reply_failed : r;
+                r = step_channel(m, m->fd, m->buf, &read_one);
+        return m->reply_failed < 0 ? m->reply_failed : m->pool_end ? m->pool_end : r;
 }
 
 int monitor_serve(Monitor *m) {
