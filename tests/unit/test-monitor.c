@@ -2677,6 +2677,35 @@ static void pool_channel_answers_out_of_order(void **state) {
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
+/* Five workspaces of uid's (w0..w4, their handles in hs), the first
+ * four held (hd), a pool channel (pool[0] the test's), the monitor
+ * serving in its child; dirs the held ones' paths. */
+static void four_held(Fixture *f, uid_t uid, gid_t gid, uint64_t hs[5], char dirs[4][160], int pool[2], Held *hd) {
+        char name[16];
+        for (int i = 0; i < 5; i++) {
+                snprintf(name, sizeof name, "w%d", i);
+                hs[i] = sub_ws(f, name, 0755, uid, gid);
+                if (i < 4)
+                        snprintf(dirs[i], 160, "%s/%s", f->dir, name);
+        }
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        pool_pair(f, pool);
+        held_map(f, hd);
+        for (int i = 0; i < 4; i++)
+                held_hold(hd, dirs[i]);
+}
+
+/* Placeholders .p0.. on the pool channel: counts[i] in workspace hs[i],
+ * ids from *id on. */
+static void place_in_each(int pool, const uint64_t hs[4], const int counts[4], uint64_t *id) {
+        for (int i = 0; i < 4; i++)
+                for (int k = 0; k < counts[i]; k++) {
+                        char rel[16];
+                        snprintf(rel, sizeof rel, ".p%d", k);
+                        pool_place(pool, ++*id, hs[i], rel);
+                }
+}
+
 /* Children pending on the pool's channel count against the owner's and
  * everyone's held slots, as held ones do (attack review 8d: 32 pending
  * counted against nothing, and past the table's 128 they were never
@@ -2689,30 +2718,15 @@ static void pool_pending_counted_against_the_owner(void **state) {
         gid_t gid;
         (void)fuse_case(f, &uid, &gid);
         uint64_t hs[5];
-        char name[16], dirs[4][160];
-        for (int i = 0; i < 5; i++) {
-                snprintf(name, sizeof name, "w%d", i);
-                hs[i] = sub_ws(f, name, 0755, uid, gid);
-                if (i < 4)
-                        snprintf(dirs[i], sizeof dirs[i], "%s/%s", f->dir, name);
-        }
-        uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
-        assert_int_equal(chmod(f->dir, 0755), 0);
+        char dirs[4][160];
         int pool[2];
-        pool_pair(f, pool);
         Held hd = { 0 };
-        held_map(f, &hd);
-        for (int i = 0; i < 4; i++)
-                held_hold(&hd, dirs[i]);
+        uint64_t other = sub_ws(f, "other", 0755, uid + 1, gid);
+        four_held(f, uid, gid, hs, dirs, pool, &hd);
         serve_in_child(f);
         close(pool[1]);
         uint64_t id = 9000;
-        for (int i = 0; i < 4; i++)
-                for (int k = 0; k < 4; k++) {
-                        char rel[16];
-                        snprintf(rel, sizeof rel, ".p%d", k);
-                        pool_place(pool[0], ++id, hs[i], rel);
-                }
+        place_in_each(pool[0], hs, (const int[4]){ 4, 4, 4, 4 }, &id);
         pool_place(pool[0], 9100, hs[4], ".envrc");
         pool_place(pool[0], 9101, other, ".envrc");
         static uint8_t b[MONITOR_MSG_MAX];
@@ -2730,6 +2744,59 @@ static void pool_pending_counted_against_the_owner(void **state) {
         end_child(f);
         assert_int_equal(fifth, EBUSY);
         assert_int_equal(others, 0);
+}
+
+/* The reply to request id on fd within ms (others read past): its status,
+ * or UINT64_MAX when none came. */
+static uint64_t await_id(int fd, uint64_t id, int ms) {
+        static uint8_t b[MONITOR_MSG_MAX];
+        static MonitorMsg msg;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                int left = ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+                if (left <= 0 || await_on(fd, left, b, &msg) != 1)
+                        return UINT64_MAX;
+                if (msg.id == id)
+                        return monitor_field(&msg, MONITOR_F_STATUS, -1)->u64;
+        }
+}
+
+/* A pool request read while the monitor waits for a loop channel's child
+ * does not take that child's place in the slots (attack review 8h: the
+ * table's 128 went past by one, and the one past was never reaped): an
+ * owner with 15 pool children pending in four held workspaces and a
+ * ws_open of theirs held on the loop channel has 16, so a placeholder in
+ * their fifth workspace sent during that wait is refused at once. */
+static void pool_request_during_a_wait_leaves_its_place(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        (void)fuse_case(f, &uid, &gid);
+        uint64_t hs[5];
+        char dirs[4][160], ghost[200];
+        int pool[2];
+        Held hd = { 0 };
+        four_held(f, uid, gid, hs, dirs, pool, &hd);
+        snprintf(ghost, sizeof ghost, "%s/never-looked-up", dirs[0]);
+        serve_in_child(f);
+        close(pool[1]);
+        uint64_t id = 9500;
+        place_in_each(pool[0], hs, (const int[4]){ 4, 4, 4, 3 }, &id);
+        usleep(300 * 1000);
+        MonitorEnc e;
+        begin_ws_open(f, &e, ghost, uid, gid);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(send(f->server, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
+        monitor_enc_done(&e);
+        usleep(300 * 1000);
+        pool_place(pool[0], 9600, hs[4], ".envrc");
+        uint64_t fifth = await_id(pool[0], 9600, 2000);
+        held_release(&hd, NULL);
+        close(pool[0]);
+        end_child(f);
+        assert_int_equal(fifth, EBUSY);
 }
 
 /* A server that does not read its replies (requests the monitor answers
@@ -3141,6 +3208,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(pool_pending_counted_against_the_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(unread_replies_end_the_monitor, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_child_holds_no_lock_while_walking, setup, teardown),
+                cmocka_unit_test_setup_teardown(pool_request_during_a_wait_leaves_its_place, setup, teardown),
                 cmocka_unit_test_setup_teardown(jail_kill_ends_its_jail, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),

@@ -117,6 +117,14 @@ struct Monitor {
         size_t n_pending;
         int reply_failed; /* a reply that could not go (a pending one's): the monitor ends */
         int pool_end;     /* the pool's channel read during a wait ended (1) or broke (< 0) */
+        /* The loop channel's child being waited for (fs_child), counted
+         * by fs_room as a pending one: pool requests read meanwhile must
+         * not take its place (attack review 8h). */
+        struct {
+                bool on;
+                uid_t owner;
+                uint64_t dev, ino;
+        } sync;
         uint8_t pool_buf[MONITOR_MSG_MAX]; /* the pool's channel's requests' own */
         MonitorMsg saved_msg;              /* the loop channel's request, kept while the pool's are read */
         /* Where the reply being made goes, and to which request. */
@@ -896,7 +904,12 @@ static int fs_room(Monitor *m, uid_t owner, const MonWorkspace *w) {
                 pending += same_dir(w, m->pending[i].dev, m->pending[i].ino);
                 mine += m->pending[i].owner == owner;
         }
-        if (here > 0 || pending >= FS_PENDING_WS || mine >= FS_STUCK_OWNER || m->n_stuck + m->n_pending >= FS_STUCK_MAX)
+        if (m->sync.on) {
+                pending += same_dir(w, m->sync.dev, m->sync.ino);
+                mine += m->sync.owner == owner;
+        }
+        if (here > 0 || pending >= FS_PENDING_WS || mine >= FS_STUCK_OWNER ||
+            m->n_stuck + m->n_pending + m->sync.on >= FS_STUCK_MAX)
                 return -EBUSY;
         return closer_idle() ? 0 : -EAGAIN;
 }
@@ -977,7 +990,21 @@ static int fs_child(Monitor *m, uid_t owner, const MonWorkspace *w, const FsJob 
                 *out = (FsOut){ .r = r };
                 return r;
         }
-        return fs_finish(m, pid, sock, now_ms() + FS_CHILD_MS, owner, w, true, out);
+        m->sync.on = true;
+        m->sync.owner = owner;
+        m->sync.dev = w ? w->dev : 0;
+        m->sync.ino = w ? w->ino : 0;
+        r = fs_finish(m, pid, sock, now_ms() + FS_CHILD_MS, owner, w, true, out);
+        m->sync.on = false;
+        /* The server broke the protocol on the pool's channel meanwhile:
+         * this request goes no further (a jail_spawn would fork next). */
+        if (m->pool_end < 0 && r >= 0) {
+                for (size_t i = 0; i < out->n_fds; i++)
+                        close(out->fds[i]);
+                out->n_fds = 0;
+                r = out->r = -EPROTO;
+        }
+        return r;
 }
 
 /* An FsJob for workspace w (st: its fstat) from the request: its
@@ -1855,7 +1882,7 @@ int monitor_step(Monitor *m) {
                 r = step_pool(m);
         if (r == 0 && p[0].revents)
                 r = step_channel(m, m->fd, m->buf, &read_one);
-        return m->reply_failed < 0 ? m->reply_failed : m->pool_end ? m->pool_end : r;
+        return m->reply_failed < 0 ? m->reply_failed : r < 0 || !m->pool_end ? r : m->pool_end;
 }
 
 int monitor_serve(Monitor *m) {
