@@ -983,8 +983,8 @@ static int fs_finish(Monitor *m, pid_t pid, int sock, uint64_t deadline, uid_t o
 /* fn(job) in a child, waited for FS_CHILD_MS: fs_finish's result. */
 static int fs_child(Monitor *m, uid_t owner, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out),
                     FsOut *out) {
-        pid_t pid;
-        int sock;
+        pid_t pid = 0;
+        int sock = -EBADF;
         int r = fs_start(m, owner, w, job, fn, &pid, &sock);
         if (r < 0) {
                 *out = (FsOut){ .r = r };
@@ -1257,8 +1257,8 @@ static int fs_done(Monitor *m, int r, const FsOut *out) {
  * waited for here. */
 static int fs_request(Monitor *m, const MonWorkspace *w, const FsJob *job, int (*fn)(FsJob *job, FsOut *out)) {
         FsOut out;
-        pid_t pid;
-        int sock, r;
+        pid_t pid = 0;
+        int sock = -EBADF, r;
         if (m->pool_fd < 0 || m->to.fd != m->pool_fd) {
                 r = fs_child(m, w->uid, w, job, fn, &out);
                 return fs_done(m, r, &out);
