@@ -49,8 +49,69 @@ bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n) {
         return true;
 }
 
+/* The n-th (from 0) space-separated field of s, its length in *ret_len;
+ * NULL past the last. */
+static const char *field(const char *s, unsigned n, size_t *ret_len) {
+        for (;;) {
+                size_t len = strcspn(s, " \n");
+                if (len == 0)
+                        return NULL;
+                if (n-- == 0) {
+                        *ret_len = len;
+                        return s;
+                }
+                s += len;
+                if (*s != ' ')
+                        return NULL;
+                s++;
+        }
+}
+
+bool mountinfo_fuse_line(const char *line, unsigned major, unsigned minor, long long *ret_uid, char *mnt, size_t n) {
+        /* "36 35 0:52 / /home/u/mnt rw,nosuid shared:9 - fuse.sshfs host:/ rw,user_id=1000,group_id=1000" */
+        size_t len = 0, tlen = 0, olen = 0;
+        const char *dev = field(line, 2, &len), *at = field(line, 4, &tlen), *sep = strstr(line, " - ");
+        char want[32];
+        int w = snprintf(want, sizeof want, "%u:%u", major, minor);
+        if (!dev || !at || !sep || sep < at || w < 0 || (size_t)w != len || memcmp(dev, want, len) != 0)
+                return false;
+        const char *type = field(sep + 3, 0, &len), *opts = field(sep + 3, 2, &olen);
+        char t[64];
+        if (!type || len >= sizeof t)
+                return false;
+        memcpy(t, type, len);
+        t[len] = 0;
+        if (!fstype_is_user_served(t))
+                return false;
+        *ret_uid = -1;
+        for (const char *o = opts; o && o < opts + olen;) {
+                size_t k = strcspn(o, ", \n");
+                if (k > 8 && strncmp(o, "user_id=", 8) == 0) {
+                        char *end;
+                        errno = 0;
+                        unsigned long long v = strtoull(o + 8, &end, 10);
+                        if (!errno && end == o + k && v <= UINT32_MAX && o[8] != '-')
+                                *ret_uid = (long long)v;
+                }
+                o += k;
+                if (*o != ',')
+                        break;
+                o++;
+        }
+        if (n > 0) {
+                size_t c = tlen < n - 1 ? tlen : n - 1;
+                memcpy(mnt, at, c);
+                mnt[c] = 0;
+        }
+        return true;
+}
+
 int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        return mountinfo_each_of("/proc/self/mountinfo", fn, userdata);
+}
+
+int mountinfo_each_of(const char *file, int (*fn)(char *line, void *userdata), void *userdata) {
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
         if (!f)
                 return -errno;
         _cleanup_free_ char *line = NULL;

@@ -22,6 +22,15 @@ bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n);
  * own copy, fn may change it) until fn returns non-zero: that value, 0 at
  * the end, or a negative errno when the table cannot be read. */
 int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata);
+/* The same with another process's table (file: /proc/PID/mountinfo). */
+int mountinfo_each_of(const char *file, int (*fn)(char *line, void *userdata), void *userdata);
+
+/* Whether line is a user-served file system's mount (fstype_is_user_served)
+ * whose device is major:minor: then *ret_uid is the uid it was mounted by
+ * (its "user_id=" option, as the reader's user namespace sees it; -1 when
+ * it has none) and mnt (at most n - 1 bytes, cut) its mount point, still
+ * escaped. */
+bool mountinfo_fuse_line(const char *line, unsigned major, unsigned minor, long long *ret_uid, char *mnt, size_t n);
 
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */
 void mountinfo_unescape(char *s);

@@ -622,12 +622,14 @@ json_t *monitor_link_status(Server *srv) {
         int killed = jails >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, jails) : -1;
         int made = killed >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, killed) : -1;
         int aside = made >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, made) : -1;
-        return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0),
+        int fuse = aside >= 0 ? monitor_next(&ml->reply, MONITOR_F_COUNT, aside) : -1;
+        return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "running", true, "pid", (json_int_t)(pid ? pid->u64 : 0),
                          "workspaces", (json_int_t)(at >= 0 ? ml->reply.fields[at].u64 : 0), "jails_started",
                          (json_int_t)(jails >= 0 ? ml->reply.fields[jails].u64 : 0), "jails_killed",
                          (json_int_t)(killed >= 0 ? ml->reply.fields[killed].u64 : 0), "placeholders_made",
                          (json_int_t)(made >= 0 ? ml->reply.fields[made].u64 : 0), "repos_put_aside",
-                         (json_int_t)(aside >= 0 ? ml->reply.fields[aside].u64 : 0));
+                         (json_int_t)(aside >= 0 ? ml->reply.fields[aside].u64 : 0), "fuse_connections_ended",
+                         (json_int_t)(fuse >= 0 ? ml->reply.fields[fuse].u64 : 0));
 }
 
 int monitor_link_ws_open(Server *srv, const char *path, uid_t uid, gid_t gid, uint64_t *ret, VsError **err) {

@@ -37,6 +37,7 @@
 #include "sha256.h"
 #include "spawn-util.h"
 #include "time-util.h"
+#include "unstick.h"
 #include "user-util.h"
 #include "worker-spawn.h"
 
@@ -145,6 +146,7 @@ struct Monitor {
         uint64_t jails_killed;  /* by jail_kill */
         uint64_t placeholders_made; /* by placeholder */
         uint64_t put_aside;         /* by quarantine */
+        Unstick unstick;            /* the watch over the server's threads (unstick.h) */
         MonJail *jails;
         size_t n_jails, cap_jails;
         MonUserns *userns;
@@ -206,6 +208,9 @@ void monitor_set_server(Monitor *m, int pidfd) {
                         break;
         if (f)
                 fclose(f);
+        /* Only root can end a FUSE connection, and only a root daemon's
+         * server is held by another user's file system. */
+        unstick_init(&m->unstick, geteuid() == 0 ? m->server_pid : 0, UNSTICK_AFTER_MS);
 }
 
 void monitor_set_views_max(Monitor *m, size_t max) {
@@ -255,6 +260,7 @@ int monitor_set_jail(Monitor *m, const char *bwrap, const char *worker, const ch
 Monitor *monitor_free(Monitor *m) {
         if (!m)
                 return NULL;
+        unstick_done(&m->unstick);
         free(m->bwrap);
         free(m->worker);
         free(m->homes);
@@ -309,6 +315,7 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->jails_killed);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->placeholders_made);
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->put_aside);
+                monitor_put_u64(&e, MONITOR_F_COUNT, m->unstick.ended);
         }
         if ((m->to.type == MONITOR_REQ_PLACEHOLDER || m->to.type == MONITOR_REQ_QUARANTINE) && status == 0)
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
@@ -1866,12 +1873,15 @@ int monitor_step(Monitor *m) {
                 p[3 + i] = (struct pollfd){ .fd = m->pending[i].sock, .events = POLLIN };
                 next = m->pending[i].deadline < next ? m->pending[i].deadline : next;
         }
+        uint64_t look = unstick_next(&m->unstick);
+        next = look < next ? look : next;
         int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)(next - now);
         if (poll(p, 3 + m->n_pending, timeout) < 0)
                 return errno == EINTR ? 0 : -errno;
         if (p[1].revents)
                 return 1;
         now = now_ms();
+        unstick_step(&m->unstick, now, closer_idle);
         int r = 0;
         /* From the end: a finished one's place takes the last, seen already. */
         for (size_t i = m->n_pending; r >= 0 && i-- > 0;)

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+#include "unstick.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "log.h"
+#include "macro.h"
+#include "mount-util.h"
+#include "spawn-util.h"
+#include "time-util.h"
+
+#define FUSECTL "/sys/fs/fuse/connections"
+
+void unstick_init(Unstick *u, pid_t pid, uint64_t after_ms) {
+        *u = (Unstick){ .pid = pid, .after_ms = after_ms };
+}
+
+/* One thread's state letter and context switches, from its status file
+ * (the kernel escapes a newline in the name the server may set). */
+static bool thread_state(int taskfd, const char *tid, char *ret_state, uint64_t *ret_switches) {
+        char path[300], buf[4096];
+        snprintf(path, sizeof path, "%s/status", tid);
+        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = 0;
+        *ret_state = 0;
+        *ret_switches = 0;
+        for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                unsigned long long v;
+                if (strncmp(l, "State:\t", 7) == 0)
+                        *ret_state = l[7];
+                else if ((sscanf(l, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+                          sscanf(l, "nonvoluntary_ctxt_switches: %llu", &v) == 1))
+                        *ret_switches += v;
+        }
+        return *ret_state != 0;
+}
+
+static void look(Unstick *u, uint64_t now) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", (int)u->pid);
+        _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = taskfd < 0 ? NULL : fdopendir(fcntl(taskfd, F_DUPFD_CLOEXEC, 3));
+        if (!d) {
+                u->n = 0;
+                return;
+        }
+        UnstickThread next[UNSTICK_THREADS];
+        size_t n = 0;
+        struct dirent *de;
+        while (n < UNSTICK_THREADS && (de = readdir(d))) {
+                char *end;
+                long tid = strtol(de->d_name, &end, 10);
+                char state;
+                uint64_t sw;
+                if (*end || tid <= 0 || !thread_state(taskfd, de->d_name, &state, &sw))
+                        continue;
+                UnstickThread t = { .tid = (pid_t)tid, .switches = sw };
+                if (state == 'D') {
+                        t.since_ms = now;
+                        for (size_t i = 0; i < u->n; i++)
+                                if (u->t[i].tid == t.tid && u->t[i].switches == sw && u->t[i].since_ms)
+                                        t.since_ms = u->t[i].since_ms;
+                }
+                next[n++] = t;
+        }
+        closedir(d);
+        memcpy(u->t, next, n * sizeof *next);
+        u->n = n;
+}
+
+uint64_t unstick_held_ms(const Unstick *u, uint64_t now) {
+        uint64_t held = 0;
+        for (size_t i = 0; i < u->n; i++)
+                if (u->t[i].since_ms && now - u->t[i].since_ms > held)
+                        held = now - u->t[i].since_ms;
+        return held;
+}
+
+typedef struct FuseOwner {
+        unsigned major, minor;
+        long long uid;
+        char mnt[256];
+        bool found;
+} FuseOwner;
+
+static int owner_line(char *line, void *userdata) {
+        FuseOwner *o = userdata;
+        if (!mountinfo_fuse_line(line, o->major, o->minor, &o->uid, o->mnt, sizeof o->mnt))
+                return 0;
+        o->found = true;
+        return 1;
+}
+
+/* A process's real uid, as this user namespace (init's) sees it; -1. */
+static long long proc_uid(long pid) {
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%ld/status", pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        unsigned u;
+        while (f && fgets(line, sizeof line, f))
+                if (sscanf(line, "Uid:\t%u", &u) == 1)
+                        return u;
+        return -1;
+}
+
+static bool same_userns(long pid) {
+        char path[64];
+        struct stat a, b;
+        snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
+        return stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino == b.st_ino &&
+               a.st_dev == b.st_dev;
+}
+
+/* Who mounted connection dev: this mount namespace's table first (a
+ * mount made in the host's user namespace: its user_id is the uid), then
+ * any process's: a mount in a user namespace of a user's own shows the
+ * uid as that namespace maps it (0 for its root), so there it is the
+ * process's own uid. Not found (unmounted, its files still open):
+ * unknown, -1. */
+static void fuse_owner(unsigned long dev, FuseOwner *o) {
+        *o = (FuseOwner){ .major = (unsigned)(dev >> 20), .minor = (unsigned)(dev & 0xfffff), .uid = -1 };
+        if (mountinfo_each(owner_line, o) > 0)
+                return;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && !o->found && (de = readdir(d))) {
+                char path[64], *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0 || pid == getpid())
+                        continue;
+                snprintf(path, sizeof path, "/proc/%ld/mountinfo", pid);
+                if (mountinfo_each_of(path, owner_line, o) > 0 && !same_userns(pid))
+                        o->uid = proc_uid(pid);
+        }
+        if (d)
+                closedir(d);
+        if (!o->found)
+                o->uid = -1;
+}
+
+/* The child: every connection with requests unanswered that root did not
+ * mount ended. Its exit status: how many. */
+static int end_connections(uint64_t held_ms) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                log_warning("monitor: the server has been held in the kernel for %llu s, and the FUSE connections "
+                            "cannot be looked at (a mount namespace: %m)",
+                            (unsigned long long)(held_ms / 1000));
+                return 0;
+        }
+        /* Over whatever is there (an empty directory where no one mounted
+         * it): the one fusectl, in this namespace only. */
+        (void)mount("fusectl", FUSECTL, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        int dfd = open(FUSECTL, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+        if (!d) {
+                log_warning("monitor: the server has been held in the kernel for %llu s, and %s cannot be read: %m",
+                            (unsigned long long)(held_ms / 1000), FUSECTL);
+                return 0;
+        }
+        int ended = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end, path[300], buf[32];
+                errno = 0;
+                unsigned long dev = strtoul(de->d_name, &end, 10);
+                if (errno || *end || end == de->d_name)
+                        continue;
+                snprintf(path, sizeof path, "%s/waiting", de->d_name);
+                _cleanup_close_ int w = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = w < 0 ? -1 : read_full(w, buf, sizeof buf - 1);
+                if (n <= 0)
+                        continue;
+                buf[n] = 0;
+                if (strtoul(buf, NULL, 10) == 0)
+                        continue;
+                FuseOwner o;
+                fuse_owner(dev, &o);
+                if (o.uid == 0)
+                        continue; /* root's own: trusted, never ended */
+                snprintf(path, sizeof path, "%s/abort", de->d_name);
+                _cleanup_close_ int a = openat(dfd, path, O_WRONLY | O_CLOEXEC);
+                if (a < 0 || write_all(a, "1", 1) < 0) {
+                        log_warning("monitor: cannot end FUSE connection %lu: %m", dev);
+                        continue;
+                }
+                char who[32];
+                snprintf(who, sizeof who, "%lld", o.uid);
+                log_warning("monitor: the server had been held in the kernel for %llu s; ended the FUSE file system "
+                            "%s (connection %lu, mounted by uid %s) with %s request(s) unanswered",
+                            (unsigned long long)(held_ms / 1000), o.found ? o.mnt : "(no longer mounted)", dev,
+                            o.uid < 0 ? "unknown" : who, strtok(buf, "\n"));
+                ended++;
+        }
+        closedir(d);
+        if (!ended)
+                log_warning("monitor: the server has been held in the kernel for %llu s, and no FUSE file system "
+                            "but root's has a request unanswered: not mended (a disk that does not answer?)",
+                            (unsigned long long)(held_ms / 1000));
+        return ended > 100 ? 100 : ended;
+}
+
+static void reap(Unstick *u, uint64_t now) {
+        int status;
+        if (u->child && waitpid(u->child, &status, WNOHANG) == u->child) {
+                if (WIFEXITED(status) && WEXITSTATUS(status) <= 100)
+                        u->ended += (uint64_t)WEXITSTATUS(status);
+                u->child = 0;
+        } else if (u->child && now >= u->child_deadline) {
+                (void)kill(u->child, SIGKILL);
+                if (u->n_left == ELEMENTSOF(u->left))
+                        u->n_left--; /* the oldest stays a zombie until the monitor ends */
+                memmove(u->left + 1, u->left, u->n_left * sizeof *u->left);
+                u->left[0] = u->child;
+                u->n_left++;
+                u->child = 0;
+        }
+        for (size_t i = u->n_left; i-- > 0;)
+                if (waitpid(u->left[i], NULL, WNOHANG) == u->left[i])
+                        u->left[i] = u->left[--u->n_left];
+}
+
+void unstick_step(Unstick *u, uint64_t now, bool (*may_fork)(void)) {
+        if (u->pid <= 0)
+                return;
+        reap(u, now);
+        if (now < u->next_ms)
+                return;
+        u->next_ms = now + UNSTICK_TICK_MS;
+        look(u, now);
+        uint64_t held = unstick_held_ms(u, now);
+        if (held < u->after_ms || u->child || (u->tried_ms && now - u->tried_ms < u->after_ms) || (may_fork && !may_fork()))
+                return;
+        pid_t pid = spawn_fork(SIGKILL);
+        if (pid < 0) {
+                log_warning("monitor: the server has been held in the kernel for %llu s; cannot fork: %s",
+                            (unsigned long long)(held / 1000), strerror((int)-pid));
+                return;
+        }
+        if (pid == 0)
+                _exit(end_connections(held));
+        u->child = pid;
+        u->child_deadline = now + UNSTICK_CHILD_MS;
+        u->tried_ms = now;
+}
+
+uint64_t unstick_next(const Unstick *u) {
+        if (u->pid <= 0)
+                return UINT64_MAX;
+        /* A child's end is looked for every 100 ms. */
+        if (u->child || u->n_left) {
+                uint64_t soon = now_ms() + 100;
+                return soon < u->next_ms ? soon : u->next_ms;
+        }
+        return u->next_ms;
+}
+
+void unstick_done(Unstick *u) {
+        if (u->child) {
+                (void)kill(u->child, SIGKILL); /* not waited for: it may be held too */
+                (void)waitpid(u->child, NULL, WNOHANG);
+                u->child = 0;
+        }
+}

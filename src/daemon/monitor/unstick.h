@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The root monitor's watch over the server's threads (docs/privsep.md,
+ * "A server held in the kernel").
+ *
+ * The server looks names up in its owners' trees (a workspace's
+ * vectora.toml, the walks of a start and of the watches). An owner who
+ * holds a directory of theirs (getdents64 into a buffer mapped from a
+ * file of their FUSE file system, whose read they never answer) with a
+ * mkdir of theirs queued in it makes any lookup there that the kernel's
+ * cache cannot answer wait, uninterruptibly, behind the queued one; a
+ * workspace on their FUSE mount does the same to any read. The server's
+ * thread is then in the kernel for as long as the user's FUSE server
+ * pleases: every workspace's calls stop, SIGKILL cannot end it.
+ *
+ * What holds it is always an unanswered request of a FUSE connection
+ * (unprivileged users can make no other wait without end: userfaultfd
+ * handles no fault of the kernel's without vm.unprivileged_userfaultfd).
+ * So the monitor looks at the server's threads every UNSTICK_TICK_MS; one
+ * in uninterruptible sleep that has not run for after_ms makes it end,
+ * in a child of its own (in a mount namespace of its own, where it mounts
+ * the fusectl file system), every FUSE connection with requests
+ * unanswered that root did not mount: the kernel fails those requests,
+ * the holder's read returns, its lock goes, the server's lookup ends.
+ * Root's own FUSE mounts (lxcfs, a mount the host made) are never ended. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define UNSTICK_AFTER_MS 5000
+#define UNSTICK_TICK_MS 1000
+#define UNSTICK_THREADS 256
+#define UNSTICK_CHILD_MS 3000
+
+typedef struct UnstickThread {
+        pid_t tid;
+        uint64_t switches; /* voluntary and not: unchanged, it has not run */
+        uint64_t since_ms; /* in 'D' without running since then (0: not in 'D') */
+} UnstickThread;
+
+typedef struct Unstick {
+        pid_t pid;         /* the process watched (the server); 0: none */
+        uint64_t after_ms; /* a thread held this long: its connections end */
+        UnstickThread t[UNSTICK_THREADS];
+        size_t n;
+        uint64_t next_ms;  /* the next look at the threads */
+        uint64_t tried_ms; /* the last child's start (0: none yet) */
+        pid_t child;       /* the child ending connections, 0: none */
+        uint64_t child_deadline;
+        pid_t left[8]; /* children killed at their deadline, not yet reaped */
+        size_t n_left;
+        uint64_t ended;    /* connections ended, since the start */
+} Unstick;
+
+void unstick_init(Unstick *u, pid_t pid, uint64_t after_ms);
+
+/* Looks at the threads when it is time (unstick_next), reaps the child;
+ * may_fork (NULL: always), asked only before a child would start,
+ * answering false (the monitor's closer holds a descriptor a child's exit
+ * could wait on) puts the start off to a later step. */
+void unstick_step(Unstick *u, uint64_t now, bool (*may_fork)(void));
+
+/* When unstick_step wants to run next (CLOCK_MONOTONIC ms), UINT64_MAX
+ * for none. */
+uint64_t unstick_next(const Unstick *u);
+
+/* How long the longest-held thread has been held (ms, 0: none). */
+uint64_t unstick_held_ms(const Unstick *u, uint64_t now);
+
+/* Ends and reaps the child, if any (the monitor's end). */
+void unstick_done(Unstick *u);

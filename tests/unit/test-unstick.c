@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* The root monitor's watch over the server's threads
+ * (src/daemon/monitor/unstick.c). A user holds a directory (getdents64
+ * into a buffer mapped from a file of a FUSE file system they mounted in a
+ * user namespace of their own, whose read never comes) with a mkdir queued
+ * in it; a process standing for the server looks a name up there and
+ * waits in the kernel, uninterruptibly, as the daemon's loop did (attack
+ * review 8b, N8: every workspace's calls stopped, SIGKILL could not end
+ * it, a new daemon could not start). The watch must end the user's
+ * connection, and with it the wait; never a FUSE file system root
+ * mounted, and nothing while the server runs. Runs as root (skipped
+ * otherwise, said). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "fuse-stall.h"
+#include "time-util.h"
+#include "unstick.h"
+
+typedef struct Shared {
+        volatile int stall;  /* fuse_serve_mode's */
+        volatile int ready;  /* 1: the holder is about to read; -1: it could not mount */
+        volatile pid_t fs;   /* the FUSE server (the holder's child) */
+} Shared;
+
+typedef struct Fixture {
+        char dir[64], ws[96], mnt[128], dev[96];
+        Shared *sh;
+        pid_t holder, queued, server;
+} Fixture;
+
+static int setup(void **state) {
+        *state = NULL;
+        if (geteuid() != 0)
+                return 0; /* each case skips, saying why */
+        Fixture *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        snprintf(f->dir, sizeof f->dir, "/tmp/unstick.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        snprintf(f->ws, sizeof f->ws, "%s/ws", f->dir);
+        snprintf(f->mnt, sizeof f->mnt, "%s/mnt", f->dir);
+        assert_int_equal(mkdir(f->ws, 0777), 0);
+        assert_int_equal(chmod(f->ws, 0777), 0);
+        assert_int_equal(mkdir(f->mnt, 0777), 0);
+        assert_int_equal(chmod(f->mnt, 0777), 0);
+        /* A device node of the test's own, open to all as a distribution's
+         * /dev/fuse is (this host's may be 0600). */
+        snprintf(f->dev, sizeof f->dev, "%s/fuse", f->dir);
+        assert_int_equal(mknod(f->dev, S_IFCHR | 0666, makedev(10, 229)), 0);
+        assert_int_equal(chmod(f->dev, 0666), 0);
+        fuse_dev_path = f->dev;
+        f->sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(f->sh != MAP_FAILED);
+        *state = f;
+        return 0;
+}
+
+static void reap(pid_t *pid) {
+        if (*pid > 0) {
+                kill(*pid, SIGKILL);
+                waitpid(*pid, NULL, 0);
+        }
+        *pid = 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        if (!f)
+                return 0;
+        /* The FUSE server's end ends every wait on it. */
+        if (f->sh->fs > 0)
+                kill(f->sh->fs, SIGKILL);
+        reap(&f->server);
+        reap(&f->queued);
+        reap(&f->holder);
+        rmdir(f->mnt);
+        unlink(f->dev);
+        char x[128];
+        snprintf(x, sizeof x, "%s/x", f->ws);
+        rmdir(x);
+        rmdir(f->ws);
+        rmdir(f->dir);
+        munmap(f->sh, 4096);
+        free(f);
+        return 0;
+}
+
+static bool write_file(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* The holder: as uid 65533 in a user and mount namespace of its own (or
+ * as root in a mount namespace of its own: as_root), mounts the FUSE file
+ * system, maps its file and reads f->ws into the mapping. */
+static void hold(Fixture *f, bool as_root) {
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+        f->holder = fork();
+        assert_true(f->holder >= 0);
+        if (f->holder == 0) {
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (!as_root) {
+                        /* Dumpable again after the change: its own uid_map. */
+                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65533, 65533, 65533) < 0 ||
+                            prctl(PR_SET_DUMPABLE, 1) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || !write_file("/proc/self/uid_map", "0 65533 1") ||
+                            !write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/gid_map", "0 65534 1"))
+                                goto fail;
+                } else if (unshare(CLONE_NEWNS) < 0)
+                        goto fail;
+                if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                        goto fail;
+                pid_t fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
+                if (fs <= 0)
+                        goto fail;
+                f->sh->fs = fs;
+                char file[160];
+                snprintf(file, sizeof file, "%s/file", f->mnt);
+                int ff = open(file, O_RDONLY | O_CLOEXEC);
+                char *map = ff < 0 ? MAP_FAILED : mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, ff, 0);
+                if (map == MAP_FAILED || mprotect(map, 65536, PROT_READ | PROT_WRITE) < 0)
+                        goto fail;
+                int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                f->sh->ready = 1;
+                _exit(syscall(SYS_getdents64, d, map, 65536) < 0);
+        fail:
+                f->sh->ready = -1;
+                _exit(2);
+        }
+        for (int i = 0; i < 500 && !f->sh->ready; i++)
+                usleep(10 * 1000);
+        if (f->sh->ready < 0) {
+                fprintf(stderr, "# SKIP: a FUSE file system cannot be mounted here\n");
+                skip();
+        }
+        assert_int_equal(f->sh->ready, 1);
+        usleep(300 * 1000); /* in its read, the lock held */
+}
+
+static char state_of(pid_t pid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');
+        return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* A mkdir queued behind the holder, then the server's lookup of a name
+ * never looked up: in 'D' once it waits. */
+static void queue_and_look_up(Fixture *f) {
+        f->queued = fork();
+        assert_true(f->queued >= 0);
+        if (f->queued == 0) {
+                char x[128];
+                snprintf(x, sizeof x, "%s/x", f->ws);
+                _exit(mkdir(x, 0755) < 0);
+        }
+        usleep(200 * 1000);
+        f->server = fork();
+        assert_true(f->server >= 0);
+        if (f->server == 0) {
+                char ghost[128];
+                struct stat st;
+                snprintf(ghost, sizeof ghost, "%s/never-looked-up", f->ws);
+                _exit(lstat(ghost, &st) == 0 ? 3 : errno == ENOENT ? 0 : 4);
+        }
+        char s = 0;
+        for (int i = 0; i < 100 && (s = state_of(f->server)) != 'D'; i++)
+                usleep(20 * 1000);
+        assert_int_equal(s, 'D');
+}
+
+/* Steps the watch over pid for ms, or until pid ends: whether it did. */
+static bool watch(Unstick *u, pid_t *pid, uint64_t ms) {
+        uint64_t end = now_ms() + ms;
+        bool gone = false;
+        while (now_ms() < end && !(gone && !u->child)) {
+                unstick_step(u, now_ms(), NULL);
+                int status;
+                if (!gone && waitpid(*pid, &status, WNOHANG) == *pid) {
+                        gone = true;
+                        *pid = 0;
+                        assert_true(WIFEXITED(status));
+                        assert_int_equal(WEXITSTATUS(status), 0); /* ENOENT: the lookup was answered */
+                }
+                usleep(50 * 1000);
+        }
+        return gone;
+}
+
+/* The user's connection is ended: the server's lookup returns. */
+static void user_fuse_holding_the_server_is_ended(void **state) {
+        Fixture *f = *state;
+        hold(f, false);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        uint64_t t0 = now_ms();
+        bool gone = watch(&u, &f->server, 10000);
+        uint64_t took = now_ms() - t0;
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+        /* Held at least after_ms (a look a second), ended at once then. */
+        assert_true(took >= 1000);
+        assert_true(took < 6000);
+        /* The holder's read failed with the connection. */
+        int status;
+        assert_int_equal(waitpid(f->holder, &status, 0), f->holder);
+        f->holder = 0;
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
+/* A FUSE file system root mounted is never ended: the server stays held
+ * (the case's end lets it go). */
+static void root_fuse_is_left_alone(void **state) {
+        Fixture *f = *state;
+        hold(f, true);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 3500);
+        assert_false(gone);
+        assert_true(u.tried_ms != 0); /* it looked, and left it */
+        assert_int_equal(u.ended, 0);
+        assert_int_equal(state_of(f->server), 'D');
+}
+
+/* A user's connection with a request unanswered while the server is not
+ * held: nothing is ended, no child is even started. */
+static void nothing_ended_while_the_server_runs(void **state) {
+        Fixture *f = *state;
+        hold(f, false);
+        f->server = fork();
+        assert_true(f->server >= 0);
+        if (f->server == 0) {
+                pause();
+                _exit(0);
+        }
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 3500);
+        assert_false(gone);
+        assert_int_equal(u.tried_ms, 0);
+        assert_int_equal(u.ended, 0);
+        assert_int_equal(waitpid(f->holder, NULL, WNOHANG), 0); /* still in its read */
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
+                cmocka_unit_test_setup_teardown(root_fuse_is_left_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(nothing_ended_while_the_server_runs, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
