@@ -22,13 +22,15 @@
 /* The device opened: a test may point it at a node of its own (a host's
  * /dev/fuse may be 0600, where the distribution's is 0666). */
 static const char *fuse_dev_path = "/dev/fuse";
+/* The mount's user_id (as fusermount writes the user's): 0, root's. */
+static unsigned fuse_user_id;
 
 static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned rootmode) {
         int fd = open(fuse_dev_path, O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -1;
         char opts[96];
-        snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=0,group_id=0,allow_other", fd, rootmode);
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=0,allow_other", fd, rootmode, fuse_user_id);
         if (mount("t", mnt, "fuse.t", 0, opts) < 0) {
                 close(fd);
                 return -1;

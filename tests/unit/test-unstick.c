@@ -269,11 +269,52 @@ static void nothing_ended_while_the_server_runs(void **state) {
         assert_int_equal(waitpid(f->holder, NULL, WNOHANG), 0); /* still in its read */
 }
 
+/* A file system a user mounted (fusermount's user_id) that answers
+ * nothing: the server's lookup there waits for its answer in
+ * interruptible sleep ('S', not 'D', until a signal that never comes):
+ * ended all the same. */
+static void user_fuse_mount_answering_nothing_is_ended(void **state) {
+        Fixture *f = *state;
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+        f->sh->stall = 2;
+        fuse_user_id = 65533;
+        pid_t fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
+        fuse_user_id = 0;
+        if (fs <= 0) {
+                fprintf(stderr, "# SKIP: a FUSE file system cannot be mounted here\n");
+                skip();
+        }
+        f->sh->fs = fs;
+        f->server = fork();
+        assert_true(f->server >= 0);
+        if (f->server == 0) {
+                char name[160];
+                struct stat st;
+                snprintf(name, sizeof name, "%s/vectora.toml", f->mnt);
+                _exit(stat(name, &st) < 0 && errno != ENOENT ? 0 : 5);
+        }
+        char s = 0;
+        for (int i = 0; i < 100 && (s = state_of(f->server)) != 'S'; i++)
+                usleep(20 * 1000);
+        usleep(200 * 1000);
+        assert_int_equal(state_of(f->server), 'S');
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 8000);
+        (void)umount2(f->mnt, MNT_DETACH);
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(root_fuse_is_left_alone, setup, teardown),
                 cmocka_unit_test_setup_teardown(nothing_ended_while_the_server_runs, setup, teardown),
+                cmocka_unit_test_setup_teardown(user_fuse_mount_answering_nothing_is_ended, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,20 @@ static bool thread_state(int taskfd, const char *tid, char *ret_state, uint64_t 
         return *ret_state != 0;
 }
 
+/* Whether a thread in interruptible sleep waits for a FUSE server's
+ * answer (the kernel waits so first, until a signal: a lookup or read on
+ * a FUSE mount shows 'S' there, not 'D'), by where it sleeps. */
+static bool in_fuse(int taskfd, const char *tid) {
+        char path[300], buf[128];
+        snprintf(path, sizeof path, "%s/wchan", tid);
+        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = 0;
+        return streq(buf, "request_wait_answer") || strncmp(buf, "fuse_", 5) == 0;
+}
+
 static void look(Unstick *u, uint64_t now) {
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/task", (int)u->pid);
@@ -70,7 +84,7 @@ static void look(Unstick *u, uint64_t now) {
                 if (*end || tid <= 0 || !thread_state(taskfd, de->d_name, &state, &sw))
                         continue;
                 UnstickThread t = { .tid = (pid_t)tid, .switches = sw };
-                if (state == 'D') {
+                if (state == 'D' || (state == 'S' && in_fuse(taskfd, de->d_name))) {
                         t.since_ms = now;
                         for (size_t i = 0; i < u->n; i++)
                                 if (u->t[i].tid == t.tid && u->t[i].switches == sw && u->t[i].since_ms)

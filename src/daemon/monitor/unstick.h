@@ -18,7 +18,9 @@
  * (unprivileged users can make no other wait without end: userfaultfd
  * handles no fault of the kernel's without vm.unprivileged_userfaultfd).
  * So the monitor looks at the server's threads every UNSTICK_TICK_MS; one
- * in uninterruptible sleep that has not run for after_ms makes it end,
+ * in uninterruptible sleep, or in interruptible sleep waiting for a FUSE
+ * server's answer (the kernel's first wait for one, until a signal comes,
+ * and none does), that has not run for after_ms makes it end,
  * in a child of its own (in a mount namespace of its own, where it mounts
  * the fusectl file system), every FUSE connection with requests
  * unanswered that root did not mount: the kernel fails those requests,
@@ -37,7 +39,7 @@
 typedef struct UnstickThread {
         pid_t tid;
         uint64_t switches; /* voluntary and not: unchanged, it has not run */
-        uint64_t since_ms; /* in 'D' without running since then (0: not in 'D') */
+        uint64_t since_ms; /* held (in 'D', or in 'S' waiting for a FUSE answer) without running since then; 0: not held */
 } UnstickThread;
 
 typedef struct Unstick {
