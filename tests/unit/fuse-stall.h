@@ -18,7 +18,8 @@
 /* A file system that never answers: /dev/fuse served
  * by a child; "f" a regular file whose GETATTR is answered until
  * *stall is set (shared memory), then never; with *stall 2 nothing is
- * answered any more (but the kernel's INIT). */
+ * answered any more (but the kernel's INIT); with *stall 3 each LOOKUP is
+ * answered ENOENT 0.8 s late. */
 /* The device opened: a test may point it at a node of its own (a host's
  * /dev/fuse may be 0600, where the distribution's is 0666). */
 static const char *fuse_dev_path = "/dev/fuse";
@@ -68,6 +69,11 @@ static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned root
                         len = sizeof o.init;
                         break;
                 case FUSE_LOOKUP:
+                        if (*stall == 3) {
+                                usleep(800 * 1000); /* each answered, late: ENOENT, 0.8 s on */
+                                err = -ENOENT;
+                                break;
+                        }
                         o.entry.nodeid = 2;
                         a = &o.entry.attr;
                         len = sizeof o.entry;

@@ -85,10 +85,14 @@ static void look(Unstick *u, uint64_t now) {
                         continue;
                 UnstickThread t = { .tid = (pid_t)tid, .switches = sw };
                 if (state == 'D' || (state == 'S' && in_fuse(taskfd, de->d_name))) {
-                        t.since_ms = now;
-                        for (size_t i = 0; i < u->n; i++)
-                                if (u->t[i].tid == t.tid && u->t[i].switches == sw && u->t[i].since_ms)
+                        t.since_ms = t.seen_ms = now;
+                        for (size_t i = 0; i < u->n; i++) {
+                                if (u->t[i].tid != t.tid || !u->t[i].seen_ms)
+                                        continue;
+                                t.seen_ms = u->t[i].seen_ms;
+                                if (u->t[i].switches == sw)
                                         t.since_ms = u->t[i].since_ms;
+                        }
                 }
                 next[n++] = t;
         }
@@ -99,9 +103,16 @@ static void look(Unstick *u, uint64_t now) {
 
 uint64_t unstick_held_ms(const Unstick *u, uint64_t now) {
         uint64_t held = 0;
-        for (size_t i = 0; i < u->n; i++)
-                if (u->t[i].since_ms && now - u->t[i].since_ms > held)
-                        held = now - u->t[i].since_ms;
+        for (size_t i = 0; i < u->n; i++) {
+                if (!u->t[i].seen_ms)
+                        continue;
+                /* Not run since since_ms; or seen held at every look since
+                 * seen_ms, twice as long: a FUSE server that answers each
+                 * request just before after_ms holds the thread as well. */
+                uint64_t still = now - u->t[i].since_ms, seen = now - u->t[i].seen_ms;
+                uint64_t h = seen >= 2 * u->after_ms && seen / 2 > still ? seen / 2 : still;
+                held = h > held ? h : held;
+        }
         return held;
 }
 
@@ -112,8 +123,16 @@ typedef struct FuseOwner {
         bool found;
 } FuseOwner;
 
+/* The child's whole look at other processes' mount tables ends then: a
+ * user can make theirs long (100 000 mounts in a namespace of their own)
+ * and have many, to run the child past its deadline; a connection not
+ * found by then is taken for a user's. */
+static uint64_t scan_deadline;
+
 static int owner_line(char *line, void *userdata) {
         FuseOwner *o = userdata;
+        if (now_ms() >= scan_deadline)
+                return -ETIMEDOUT;
         if (!mountinfo_fuse_line(line, o->major, o->minor, &o->uid, o->mnt, sizeof o->mnt))
                 return 0;
         o->found = true;
@@ -152,7 +171,7 @@ static void fuse_owner(unsigned long dev, FuseOwner *o) {
                 return;
         DIR *d = opendir("/proc");
         struct dirent *de;
-        while (d && !o->found && (de = readdir(d))) {
+        while (d && !o->found && now_ms() < scan_deadline && (de = readdir(d))) {
                 char path[64], *end;
                 long pid = strtol(de->d_name, &end, 10);
                 if (*end || pid <= 0 || pid == getpid())
@@ -170,6 +189,7 @@ static void fuse_owner(unsigned long dev, FuseOwner *o) {
 /* The child: every connection with requests unanswered that root did not
  * mount ended. Its exit status: how many. */
 static int end_connections(uint64_t held_ms) {
+        scan_deadline = now_ms() + UNSTICK_SCAN_MS;
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
                 log_warning("monitor: the server has been held in the kernel for %llu s, and the FUSE connections "
                             "cannot be looked at (a mount namespace: %m)",

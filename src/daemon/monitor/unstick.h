@@ -35,11 +35,13 @@
 #define UNSTICK_TICK_MS 1000
 #define UNSTICK_THREADS 256
 #define UNSTICK_CHILD_MS 3000
+#define UNSTICK_SCAN_MS 1500 /* the child's look at other processes' mount tables */
 
 typedef struct UnstickThread {
         pid_t tid;
         uint64_t switches; /* voluntary and not: unchanged, it has not run */
-        uint64_t since_ms; /* held (in 'D', or in 'S' waiting for a FUSE answer) without running since then; 0: not held */
+        uint64_t since_ms; /* held (in 'D', or in 'S' waiting for a FUSE answer) without running since then */
+        uint64_t seen_ms;  /* held at every look since then, run or not; 0: not held */
 } UnstickThread;
 
 typedef struct Unstick {
