@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vs-fuse-hold DEV MNT DIR UID GID: holds directory DIR as UID/GID, the
  * way attack review 8b held a workspace's directory against a root
- * daemon (tests/integration/test_monitor_process.py
+ * daemon (tests/integration/test_held_server.py
  * t_held_directory_ended). Started as root, it becomes UID/GID, makes a
  * user and a mount namespace of its own (as any user may), mounts a FUSE
  * file system at MNT from device node DEV (a test's own node: a host's

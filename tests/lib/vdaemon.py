@@ -14,6 +14,13 @@ import time
 
 from vtest import CLI, check
 
+def monitor_of(d):
+    """A root daemon's status of its monitor (docs/protocol.md): running."""
+    m = d.status()["daemon"].get("monitor")
+    check(m and m.get("running") and m.get("pid", 0) > 0, "status names no running monitor: %s" % m)
+    return m
+
+
 def proc_tree(root):
     """pids of root's descendants (not root)."""
     kids = {}

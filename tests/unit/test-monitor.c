@@ -989,6 +989,20 @@ static void spawn_no_script_fallback(void **state) {
         close(a);
 }
 
+
+/* A process standing for the server, set as the monitor's: it runs (in
+ * pause()) until the case kills it. */
+static pid_t paused_server(Fixture *f) {
+        pid_t server = fork();
+        assert_true(server >= 0);
+        if (server == 0) {
+                close(f->server);
+                pause();
+                _exit(0);
+        }
+        monitor_set_server(f->mon, (int)syscall(SYS_pidfd_open, server, 0));
+        return server;
+}
 /* The jail runs only as the server's child: a monitor whose parent is not
  * the server (as once the server died mid-request: reparented) starts
  * nothing that runs. (Attack review: the parent check took the monitor's
@@ -1000,14 +1014,7 @@ static void spawn_only_under_server(void **state) {
         char ran[128];
         snprintf(ran, sizeof ran, "%s/ran", f->dir);
         /* The server: alive throughout, but not the monitor's parent. */
-        pid_t server = fork();
-        assert_true(server >= 0);
-        if (server == 0) {
-                close(f->server);
-                pause();
-                _exit(0);
-        }
-        monitor_set_server(f->mon, (int)syscall(SYS_pidfd_open, server, 0));
+        pid_t server = paused_server(f);
         hello(f);
         uid_t uid;
         gid_t gid;
@@ -2276,6 +2283,60 @@ static void placeholder_not_held_by_a_held_directory(void **state) {
         end_child(f);
 }
 
+/* The same hold with a file system a user mounted (fusermount's
+ * user_id), and a server that runs: the monitor's child held past its
+ * deadline is watched as the server's threads are (unstick.h), the
+ * user's connection ended, the child ends, and the workspace's requests
+ * are served again, within the child's 3 s and the watch's 5 s (before:
+ * EBUSY until the user let go, at their pleasure). */
+static void held_child_let_go_by_the_watch(void **state) {
+        Fixture *f = *state;
+        uid_t uid;
+        gid_t gid;
+        uint64_t h = fuse_case(f, &uid, &gid);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        pid_t server = paused_server(f);
+        Held hd = { 0 };
+        fuse_user_id = 65533;
+        held_map(f, &hd);
+        fuse_user_id = 0;
+        held_hold(&hd, f->dir);
+        serve_in_child(f);
+        MonitorEnc e;
+        uint64_t st = 0, busy = 0, again = 0;
+        begin_place_dir(f, &e, h, ".envrc");
+        int answered = send_await(f, &e, &st);
+        begin_place_dir(f, &e, h, ".claude");
+        int answered_busy = send_await(f, &e, &busy);
+        int tries = 0, answered_again = 0;
+        for (; answered == 1 && answered_busy == 1 && tries < 30; tries++) {
+                begin_place_dir(f, &e, h, ".claude");
+                answered_again = send_await(f, &e, &again);
+                if (answered_again != 1 || again != EBUSY)
+                        break;
+                usleep(500 * 1000);
+        }
+        begin(f, &e, MONITOR_REQ_STATUS);
+        uint64_t st_status = 0;
+        int answered_status = send_await(f, &e, &st_status);
+        int at = answered_status == 1 ? monitor_next(&answer, MONITOR_F_COUNT, -1) : -1;
+        for (int k = 0; at >= 0 && k < 5; k++)
+                at = monitor_next(&answer, MONITOR_F_COUNT, at);
+        uint64_t ended = at >= 0 ? answer.fields[at].u64 : 0;
+        held_release(&hd, NULL);
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        assert_int_equal(answered, 1);
+        assert_int_equal(st, ETIMEDOUT);
+        assert_int_equal(answered_busy, 1);
+        assert_int_equal(busy, EBUSY);
+        printf("# served again after %d tries (0.5 s apart)\n", tries);
+        assert_int_equal(answered_again, 1);
+        assert_int_equal(again, 0);
+        assert_int_equal(ended, 1);
+        end_child(f);
+}
+
 static void ws_open_asks_no_file_system(void **state) {
         Fixture *f = *state;
         if (getuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
@@ -3201,6 +3262,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(quarantine_puts_aside, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_not_held_by_a_held_directory, setup, teardown),
+                cmocka_unit_test_setup_teardown(held_child_let_go_by_the_watch, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_on_user_file_system_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(view_not_held_by_a_held_tmp, setup, teardown),
                 cmocka_unit_test_setup_teardown(pool_channel_answers_out_of_order, setup, teardown),

@@ -199,7 +199,7 @@ static bool watch(Unstick *u, pid_t *pid, uint64_t ms) {
         uint64_t end = now_ms() + ms;
         bool gone = false;
         while (now_ms() < end && !(gone && !u->child)) {
-                unstick_step(u, now_ms(), NULL);
+                unstick_step(u, now_ms(), NULL, 0, NULL);
                 int status;
                 if (!gone && waitpid(*pid, &status, WNOHANG) == *pid) {
                         gone = true;

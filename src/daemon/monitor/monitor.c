@@ -1881,7 +1881,12 @@ int monitor_step(Monitor *m) {
         if (p[1].revents)
                 return 1;
         now = now_ms();
-        unstick_step(&m->unstick, now, closer_idle);
+        /* The children held past their deadline are watched too: ended
+         * there, they end, and their slots come back. */
+        pid_t held[FS_STUCK_MAX];
+        for (size_t i = 0; i < m->n_stuck; i++)
+                held[i] = m->stuck[i].pid;
+        unstick_step(&m->unstick, now, held, m->n_stuck, closer_idle);
         int r = 0;
         /* From the end: a finished one's place takes the last, seen already. */
         for (size_t i = m->n_pending; r >= 0 && i-- > 0;)

@@ -64,19 +64,15 @@ static bool in_fuse(int taskfd, const char *tid) {
         return streq(buf, "request_wait_answer") || strncmp(buf, "fuse_", 5) == 0;
 }
 
-static void look(Unstick *u, uint64_t now) {
+/* pid's threads into next (at most UNSTICK_THREADS in all), each held
+ * since when the last look (u->t) saw it so. */
+static void look_at(const Unstick *u, pid_t pid, uint64_t now, UnstickThread *next, size_t *n) {
         char path[64];
-        snprintf(path, sizeof path, "/proc/%d/task", (int)u->pid);
+        snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
         _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = taskfd < 0 ? NULL : fdopendir(fcntl(taskfd, F_DUPFD_CLOEXEC, 3));
-        if (!d) {
-                u->n = 0;
-                return;
-        }
-        UnstickThread next[UNSTICK_THREADS];
-        size_t n = 0;
         struct dirent *de;
-        while (n < UNSTICK_THREADS && (de = readdir(d))) {
+        while (d && *n < UNSTICK_THREADS && (de = readdir(d))) {
                 char *end;
                 long tid = strtol(de->d_name, &end, 10);
                 char state;
@@ -94,9 +90,18 @@ static void look(Unstick *u, uint64_t now) {
                                         t.since_ms = u->t[i].since_ms;
                         }
                 }
-                next[n++] = t;
+                next[(*n)++] = t;
         }
-        closedir(d);
+        if (d)
+                closedir(d);
+}
+
+static void look(Unstick *u, const pid_t *also, size_t n_also, uint64_t now) {
+        UnstickThread next[UNSTICK_THREADS];
+        size_t n = 0;
+        look_at(u, u->pid, now, next, &n);
+        for (size_t i = 0; i < n_also; i++)
+                look_at(u, also[i], now, next, &n);
         memcpy(u->t, next, n * sizeof *next);
         u->n = n;
 }
@@ -191,7 +196,7 @@ static void fuse_owner(unsigned long dev, FuseOwner *o) {
 static int end_connections(uint64_t held_ms) {
         scan_deadline = now_ms() + UNSTICK_SCAN_MS;
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                log_warning("monitor: the server has been held in the kernel for %llu s, and the FUSE connections "
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and the FUSE connections "
                             "cannot be looked at (a mount namespace: %m)",
                             (unsigned long long)(held_ms / 1000));
                 return 0;
@@ -202,7 +207,7 @@ static int end_connections(uint64_t held_ms) {
         int dfd = open(FUSECTL, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
         if (!d) {
-                log_warning("monitor: the server has been held in the kernel for %llu s, and %s cannot be read: %m",
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and %s cannot be read: %m",
                             (unsigned long long)(held_ms / 1000), FUSECTL);
                 return 0;
         }
@@ -234,7 +239,7 @@ static int end_connections(uint64_t held_ms) {
                 }
                 char who[32];
                 snprintf(who, sizeof who, "%lld", o.uid);
-                log_warning("monitor: the server had been held in the kernel for %llu s; ended the FUSE file system "
+                log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended the FUSE file system "
                             "%s (connection %lu, mounted by uid %s) with %s request(s) unanswered",
                             (unsigned long long)(held_ms / 1000), o.found ? o.mnt : "(no longer mounted)", dev,
                             o.uid < 0 ? "unknown" : who, strtok(buf, "\n"));
@@ -242,7 +247,7 @@ static int end_connections(uint64_t held_ms) {
         }
         closedir(d);
         if (!ended)
-                log_warning("monitor: the server has been held in the kernel for %llu s, and no FUSE file system "
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and no FUSE file system "
                             "but root's has a request unanswered: not mended (a disk that does not answer?)",
                             (unsigned long long)(held_ms / 1000));
         return ended > 100 ? 100 : ended;
@@ -268,20 +273,20 @@ static void reap(Unstick *u, uint64_t now) {
                         u->left[i] = u->left[--u->n_left];
 }
 
-void unstick_step(Unstick *u, uint64_t now, bool (*may_fork)(void)) {
+void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bool (*may_fork)(void)) {
         if (u->pid <= 0)
                 return;
         reap(u, now);
         if (now < u->next_ms)
                 return;
         u->next_ms = now + UNSTICK_TICK_MS;
-        look(u, now);
+        look(u, also, n_also, now);
         uint64_t held = unstick_held_ms(u, now);
         if (held < u->after_ms || u->child || (u->tried_ms && now - u->tried_ms < u->after_ms) || (may_fork && !may_fork()))
                 return;
         pid_t pid = spawn_fork(SIGKILL);
         if (pid < 0) {
-                log_warning("monitor: the server has been held in the kernel for %llu s; cannot fork: %s",
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s; cannot fork: %s",
                             (unsigned long long)(held / 1000), strerror((int)-pid));
                 return;
         }

@@ -28,6 +28,7 @@
  * Root's own FUSE mounts (lxcfs, a mount the host made) are never ended. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -60,11 +61,14 @@ typedef struct Unstick {
 
 void unstick_init(Unstick *u, pid_t pid, uint64_t after_ms);
 
-/* Looks at the threads when it is time (unstick_next), reaps the child;
+/* Looks at the threads when it is time (unstick_next): the watched
+ * process's, and those of also's processes (the monitor's own children
+ * killed at their deadline and held, which keep a workspace's slot
+ * meanwhile); reaps the child;
  * may_fork (NULL: always), asked only before a child would start,
  * answering false (the monitor's closer holds a descriptor a child's exit
  * could wait on) puts the start off to a later step. */
-void unstick_step(Unstick *u, uint64_t now, bool (*may_fork)(void));
+void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bool (*may_fork)(void));
 
 /* When unstick_step wants to run next (CLOCK_MONOTONIC ms), UINT64_MAX
  * for none. */
