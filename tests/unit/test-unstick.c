@@ -33,10 +33,12 @@ typedef struct Shared {
         volatile int stall;  /* fuse_serve_mode's */
         volatile int ready;  /* 1: the holder is about to read; -1: it could not mount */
         volatile pid_t fs;   /* the FUSE server (the holder's child) */
+        volatile int stall2; /* a second file system's (another user's) */
 } Shared;
 
 typedef struct Fixture {
-        char dir[64], ws[96], mnt[128], dev[96];
+        char dir[64], ws[96], mnt[128], dev[96], mnt2[128];
+        pid_t fs2, busy;
         Shared *sh;
         pid_t holder, queued, server;
 } Fixture;
@@ -52,6 +54,8 @@ static int setup(void **state) {
         assert_int_equal(chmod(f->dir, 0755), 0);
         snprintf(f->ws, sizeof f->ws, "%s/ws", f->dir);
         snprintf(f->mnt, sizeof f->mnt, "%s/mnt", f->dir);
+        snprintf(f->mnt2, sizeof f->mnt2, "%s/mnt2", f->dir);
+        assert_int_equal(mkdir(f->mnt2, 0755), 0);
         assert_int_equal(mkdir(f->ws, 0777), 0);
         assert_int_equal(chmod(f->ws, 0777), 0);
         assert_int_equal(mkdir(f->mnt, 0777), 0);
@@ -84,6 +88,11 @@ static int teardown(void **state) {
         if (f->sh->fs > 0)
                 kill(f->sh->fs, SIGKILL);
         reap(&f->server);
+        reap(&f->busy);
+        if (f->fs2 > 0)
+                (void)umount2(f->mnt2, MNT_DETACH);
+        reap(&f->fs2);
+        rmdir(f->mnt2);
         reap(&f->queued);
         reap(&f->holder);
         rmdir(f->mnt);
@@ -322,6 +331,40 @@ static void user_fuse_mount_answering_late_is_ended(void **state) {
         user_mount_lookups(*state, 3, true);
 }
 
+/* The server held through one user's directory while another user's
+ * file system is busy (each lookup answered, 0.8 s late, to a process
+ * that asks again and again: requests waiting at every look): only the
+ * holder's connection is ended; the busy one, whose waiter runs between
+ * its answers, is left alone (before: every user's connection with a
+ * request waiting was ended). */
+static void another_users_busy_fuse_is_left_alone(void **state) {
+        Fixture *f = *state;
+        hold(f, false);
+        f->sh->stall2 = 3;
+        fuse_user_id = 65532;
+        f->fs2 = fuse_serve_mode(f->mnt2, &f->sh->stall2, S_IFDIR);
+        fuse_user_id = 0;
+        assert_true(f->fs2 > 0);
+        f->busy = fork();
+        assert_true(f->busy >= 0);
+        if (f->busy == 0) {
+                char name[160];
+                struct stat st;
+                snprintf(name, sizeof name, "%s/x", f->mnt2);
+                while (stat(name, &st) < 0 && errno == ENOENT)
+                        ;
+                _exit(0);
+        }
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 10000);
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+        /* The busy one's waiter still asks and is answered. */
+        assert_int_equal(waitpid(f->busy, NULL, WNOHANG), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
@@ -329,6 +372,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(nothing_ended_while_the_server_runs, setup, teardown),
                 cmocka_unit_test_setup_teardown(user_fuse_mount_answering_nothing_is_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(user_fuse_mount_answering_late_is_ended, setup, teardown),
+                cmocka_unit_test_setup_teardown(another_users_busy_fuse_is_left_alone, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

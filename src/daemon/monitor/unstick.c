@@ -80,7 +80,8 @@ static void look_at(const Unstick *u, pid_t pid, uint64_t now, UnstickThread *ne
                 if (*end || tid <= 0 || !thread_state(taskfd, de->d_name, &state, &sw))
                         continue;
                 UnstickThread t = { .tid = (pid_t)tid, .switches = sw };
-                if (state == 'D' || (state == 'S' && in_fuse(taskfd, de->d_name))) {
+                t.fuse = (state == 'D' || state == 'S') && in_fuse(taskfd, de->d_name);
+                if (state == 'D' || t.fuse) {
                         t.since_ms = t.seen_ms = now;
                         for (size_t i = 0; i < u->n; i++) {
                                 if (u->t[i].tid != t.tid || !u->t[i].seen_ms)
@@ -191,47 +192,222 @@ static void fuse_owner(unsigned long dev, FuseOwner *o) {
                 o->uid = -1;
 }
 
-/* The child: every connection with requests unanswered that root did not
- * mount ended. Its exit status: how many. */
-static int end_connections(uint64_t held_ms) {
-        scan_deadline = now_ms() + UNSTICK_SCAN_MS;
+/* The connections with requests waiting (fusectl's "waiting"), at most
+ * max, into ids. */
+static size_t waiting_connections(int dfd, unsigned long *ids, size_t max) {
+        int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        size_t n = 0;
+        struct dirent *de;
+        if (d)
+                rewinddir(d); /* the offset is dfd's too: the last look left it at the end */
+        while (d && n < max && (de = readdir(d))) {
+                char *end, path[300], buf[32];
+                errno = 0;
+                unsigned long id = strtoul(de->d_name, &end, 10);
+                if (errno || *end || end == de->d_name)
+                        continue;
+                snprintf(path, sizeof path, "%s/waiting", de->d_name);
+                _cleanup_close_ int w = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+                ssize_t k = w < 0 ? -1 : read_full(w, buf, sizeof buf - 1);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                if (strtoul(buf, NULL, 10) > 0)
+                        ids[n++] = id;
+        }
+        if (d)
+                closedir(d);
+        else if (d2 >= 0)
+                close(d2);
+        return n;
+}
+
+static bool has_id(const unsigned long *ids, size_t n, unsigned long id) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+typedef struct Waiter {
+        pid_t pid, tid;
+        uint64_t switches;
+} Waiter;
+
+/* Every thread of the host waiting for a FUSE server's answer, into w
+ * (at most max); false when there were more, or past the deadline. */
+static bool fuse_waiters(Waiter *w, size_t max, size_t *n, uint64_t deadline) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        bool whole = d != NULL;
+        *n = 0;
+        while (d && (de = readdir(d))) {
+                char *end, path[64];
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0)
+                        continue;
+                if (now_ms() >= deadline) {
+                        whole = false;
+                        break;
+                }
+                snprintf(path, sizeof path, "/proc/%ld/task", pid);
+                _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int t2 = taskfd < 0 ? -1 : fcntl(taskfd, F_DUPFD_CLOEXEC, 3);
+                DIR *td = t2 < 0 ? NULL : fdopendir(t2);
+                struct dirent *te;
+                while (td && (te = readdir(td))) {
+                        long tid = strtol(te->d_name, &end, 10);
+                        char state;
+                        uint64_t sw;
+                        if (*end || tid <= 0 || !in_fuse(taskfd, te->d_name) ||
+                            !thread_state(taskfd, te->d_name, &state, &sw))
+                                continue;
+                        if (*n == max) {
+                                whole = false;
+                                break;
+                        }
+                        w[(*n)++] = (Waiter){ .pid = (pid_t)pid, .tid = (pid_t)tid, .switches = sw };
+                }
+                if (td)
+                        closedir(td);
+                else if (t2 >= 0)
+                        close(t2);
+        }
+        if (d)
+                closedir(d);
+        return whole;
+}
+
+/* Whether waiter w has not run since it was seen, still waiting. */
+static bool stalled(const Waiter *w) {
+        char path[64], tid[16], state;
+        uint64_t sw;
+        snprintf(path, sizeof path, "/proc/%d/task", (int)w->pid);
+        snprintf(tid, sizeof tid, "%d", (int)w->tid);
+        _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return taskfd >= 0 && in_fuse(taskfd, tid) && thread_state(taskfd, tid, &state, &sw) && sw == w->switches;
+}
+
+typedef struct MntDev {
+        int id;
+        unsigned long dev;
+} MntDev;
+
+static int mnt_line(char *line, void *userdata) {
+        MntDev *m = userdata;
+        unsigned major, minor;
+        int id;
+        if (sscanf(line, "%d %*d %u:%u ", &id, &major, &minor) == 3 && id == m->id) {
+                m->dev = ((unsigned long)major << 20) | minor;
+                return 1;
+        }
+        return 0;
+}
+
+/* Adds to devs (at most max) the devices of pid's mappings and open
+ * files that are among the waiting connections: what its wait may be
+ * on (a read into a mapping of a FUSE file, a FUSE file it reads). */
+static void devices_of(pid_t pid, const unsigned long *waiting, size_t n_waiting, unsigned long *devs, size_t max,
+                       size_t *n) {
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        while (f && fgets(line, sizeof line, f)) {
+                unsigned major, minor;
+                /* "7f..-7f.. r--p 00000000 00:2b 2  /path": the device in hex. */
+                if (sscanf(line, "%*s %*s %*s %x:%x ", &major, &minor) != 2)
+                        continue;
+                unsigned long dev = ((unsigned long)major << 20) | minor;
+                if (has_id(waiting, n_waiting, dev) && !has_id(devs, *n, dev) && *n < max)
+                        devs[(*n)++] = dev;
+                if (!strchr(line, '\n')) /* a long line's rest */
+                        while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
+                                ;
+        }
+        snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
+        _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int d2 = dfd < 0 ? -1 : fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        struct dirent *de;
+        char mountinfo[64];
+        snprintf(mountinfo, sizeof mountinfo, "/proc/%d/mountinfo", (int)pid);
+        while (d && (de = readdir(d)) && now_ms() < scan_deadline) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int fi = openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC);
+                char buf[1024];
+                ssize_t k = fi < 0 ? -1 : read_full(fi, buf, sizeof buf - 1);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                const char *m = strstr(buf, "\nmnt_id:\t");
+                MntDev md = { .id = m ? atoi(m + 9) : -1 };
+                if (md.id < 0 || mountinfo_each_of(mountinfo, mnt_line, &md) <= 0)
+                        continue;
+                if (has_id(waiting, n_waiting, md.dev) && !has_id(devs, *n, md.dev) && *n < max)
+                        devs[(*n)++] = md.dev;
+        }
+        if (d)
+                closedir(d);
+        else if (d2 >= 0)
+                close(d2);
+}
+
+#define CONNECTIONS_MAX 1024
+#define WAITERS_MAX 4096
+
+/* The child: the connections to end, those with requests waiting now
+ * and UNSTICK_PAUSE_MS later that root did not mount and that the hold
+ * is on. direct (a held thread itself waits for a FUSE answer): any
+ * such. Else (a held thread waits for a lock, which another process
+ * holds, waiting for a FUSE answer): those used by a thread of the host
+ * that waited for a FUSE answer through the pause without running (a
+ * holder); were there too many such threads to look at, any. Its exit
+ * status: how many it ended. */
+static int end_connections(uint64_t held_ms, bool direct) {
+        static unsigned long waiting[CONNECTIONS_MAX], still[CONNECTIONS_MAX], used[CONNECTIONS_MAX];
+        static Waiter w[WAITERS_MAX];
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and the FUSE connections "
-                            "cannot be looked at (a mount namespace: %m)",
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and the FUSE "
+                            "connections cannot be looked at (a mount namespace: %m)",
                             (unsigned long long)(held_ms / 1000));
                 return 0;
         }
         /* Over whatever is there (an empty directory where no one mounted
          * it): the one fusectl, in this namespace only. */
         (void)mount("fusectl", FUSECTL, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-        int dfd = open(FUSECTL, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-        if (!d) {
-                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and %s cannot be read: %m",
+        _cleanup_close_ int dfd = open(FUSECTL, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and %s cannot "
+                            "be read: %m",
                             (unsigned long long)(held_ms / 1000), FUSECTL);
                 return 0;
         }
+        size_t n_waiting = waiting_connections(dfd, waiting, CONNECTIONS_MAX), n_w = 0, n_used = 0;
+        bool whole = n_waiting > 0 && !direct && fuse_waiters(w, WAITERS_MAX, &n_w, now_ms() + UNSTICK_SCAN_MS);
+        if (n_waiting > 0)
+                (void)usleep(UNSTICK_PAUSE_MS * 1000);
+        size_t n_still = n_waiting > 0 ? waiting_connections(dfd, still, CONNECTIONS_MAX) : 0;
+        scan_deadline = now_ms() + UNSTICK_SCAN_MS;
+        for (size_t i = 0; whole && i < n_w; i++)
+                if (stalled(&w[i]))
+                        devices_of(w[i].pid, still, n_still, used, CONNECTIONS_MAX, &n_used);
+        if (!direct && !whole && n_waiting > 0)
+                log_warning("monitor: too many threads wait for FUSE answers to tell which connection holds the "
+                            "daemon: every one with requests unanswered but root's is ended");
+        scan_deadline = now_ms() + UNSTICK_SCAN_MS;
         int ended = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end, path[300], buf[32];
-                errno = 0;
-                unsigned long dev = strtoul(de->d_name, &end, 10);
-                if (errno || *end || end == de->d_name)
-                        continue;
-                snprintf(path, sizeof path, "%s/waiting", de->d_name);
-                _cleanup_close_ int w = openat(dfd, path, O_RDONLY | O_CLOEXEC);
-                ssize_t n = w < 0 ? -1 : read_full(w, buf, sizeof buf - 1);
-                if (n <= 0)
-                        continue;
-                buf[n] = 0;
-                if (strtoul(buf, NULL, 10) == 0)
+        for (size_t i = 0; i < n_still; i++) {
+                unsigned long dev = still[i];
+                if (!has_id(waiting, n_waiting, dev) || (whole && !has_id(used, n_used, dev)))
                         continue;
                 FuseOwner o;
                 fuse_owner(dev, &o);
                 if (o.uid == 0)
                         continue; /* root's own: trusted, never ended */
-                snprintf(path, sizeof path, "%s/abort", de->d_name);
+                char path[64];
+                snprintf(path, sizeof path, "%lu/abort", dev);
                 _cleanup_close_ int a = openat(dfd, path, O_WRONLY | O_CLOEXEC);
                 if (a < 0 || write_all(a, "1", 1) < 0) {
                         log_warning("monitor: cannot end FUSE connection %lu: %m", dev);
@@ -239,16 +415,15 @@ static int end_connections(uint64_t held_ms) {
                 }
                 char who[32];
                 snprintf(who, sizeof who, "%lld", o.uid);
-                log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended the FUSE file system "
-                            "%s (connection %lu, mounted by uid %s) with %s request(s) unanswered",
+                log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended the FUSE "
+                            "file system %s (connection %lu, mounted by uid %s), whose requests went unanswered",
                             (unsigned long long)(held_ms / 1000), o.found ? o.mnt : "(no longer mounted)", dev,
-                            o.uid < 0 ? "unknown" : who, strtok(buf, "\n"));
+                            o.uid < 0 ? "unknown" : who);
                 ended++;
         }
-        closedir(d);
         if (!ended)
-                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and no FUSE file system "
-                            "but root's has a request unanswered: not mended (a disk that does not answer?)",
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and no FUSE "
+                            "file system but root's holds it: not mended (a disk that does not answer?)",
                             (unsigned long long)(held_ms / 1000));
         return ended > 100 ? 100 : ended;
 }
@@ -290,8 +465,11 @@ void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bo
                             (unsigned long long)(held / 1000), strerror((int)-pid));
                 return;
         }
+        bool direct = false;
+        for (size_t i = 0; i < u->n; i++)
+                direct |= u->t[i].seen_ms && u->t[i].fuse;
         if (pid == 0)
-                _exit(end_connections(held));
+                _exit(end_connections(held, direct));
         u->child = pid;
         u->child_deadline = now + UNSTICK_CHILD_MS;
         u->tried_ms = now;

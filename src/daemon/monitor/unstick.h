@@ -20,11 +20,15 @@
  * So the monitor looks at the server's threads every UNSTICK_TICK_MS; one
  * in uninterruptible sleep, or in interruptible sleep waiting for a FUSE
  * server's answer (the kernel's first wait for one, until a signal comes,
- * and none does), that has not run for after_ms makes it end,
- * in a child of its own (in a mount namespace of its own, where it mounts
- * the fusectl file system), every FUSE connection with requests
- * unanswered that root did not mount: the kernel fails those requests,
- * the holder's read returns, its lock goes, the server's lookup ends.
+ * and none does), that has not run for after_ms makes it end, in a
+ * child of its own (in a mount namespace of its own, where it mounts the
+ * fusectl file system), the FUSE connections that hold it, and that
+ * root did not mount: with requests unanswered through the child's
+ * pause, and, when the thread waits for a lock rather than a FUSE
+ * answer, used by a thread of the host that waits for one without
+ * running (the holder). The kernel fails their requests, the holder's
+ * read returns, its lock goes, the server's lookup ends. A user's merely
+ * busy file system is left alone.
  * Root's own FUSE mounts (lxcfs, a mount the host made) are never ended. */
 
 #include <stdbool.h>
@@ -35,7 +39,8 @@
 #define UNSTICK_AFTER_MS 5000
 #define UNSTICK_TICK_MS 1000
 #define UNSTICK_THREADS 256
-#define UNSTICK_CHILD_MS 3000
+#define UNSTICK_CHILD_MS 6000
+#define UNSTICK_PAUSE_MS 1000 /* between the child's two looks at the connections */
 #define UNSTICK_SCAN_MS 1500 /* the child's look at other processes' mount tables */
 
 typedef struct UnstickThread {
@@ -43,6 +48,7 @@ typedef struct UnstickThread {
         uint64_t switches; /* voluntary and not: unchanged, it has not run */
         uint64_t since_ms; /* held (in 'D', or in 'S' waiting for a FUSE answer) without running since then */
         uint64_t seen_ms;  /* held at every look since then, run or not; 0: not held */
+        bool fuse;         /* it waits for a FUSE server's answer itself (not for a lock) */
 } UnstickThread;
 
 typedef struct Unstick {
