@@ -365,6 +365,36 @@ static void another_users_busy_fuse_is_left_alone(void **state) {
         assert_int_equal(waitpid(f->busy, NULL, WNOHANG), 0);
 }
 
+/* The server itself waits for a user's FUSE answer that never comes
+ * (a workspace on their mount) while another user's file system is busy
+ * with pauses between its requests (each answered 0.8 s late, asked
+ * again 50 ms after): only the first is ended, the busy one had moments
+ * with nothing waiting. */
+static void a_busy_fuse_with_pauses_is_left_alone(void **state) {
+        Fixture *f = *state;
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+        f->sh->stall2 = 3;
+        fuse_user_id = 65532;
+        f->fs2 = fuse_serve_mode(f->mnt2, &f->sh->stall2, S_IFDIR);
+        fuse_user_id = 0;
+        assert_true(f->fs2 > 0);
+        f->busy = fork();
+        assert_true(f->busy >= 0);
+        if (f->busy == 0) {
+                char name[160];
+                struct stat st;
+                snprintf(name, sizeof name, "%s/x", f->mnt2);
+                while (stat(name, &st) < 0 && errno == ENOENT)
+                        usleep(50 * 1000);
+                _exit(0);
+        }
+        user_mount_lookups(f, 2, false);
+        assert_int_equal(waitpid(f->busy, NULL, WNOHANG), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
@@ -373,6 +403,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(user_fuse_mount_answering_nothing_is_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(user_fuse_mount_answering_late_is_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(another_users_busy_fuse_is_left_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(a_busy_fuse_with_pauses_is_left_alone, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -357,9 +357,9 @@ static void devices_of(pid_t pid, const unsigned long *waiting, size_t n_waiting
 #define CONNECTIONS_MAX 1024
 #define WAITERS_MAX 4096
 
-/* The child: the connections to end, those with requests waiting now
- * and UNSTICK_PAUSE_MS later that root did not mount and that the hold
- * is on. direct (a held thread itself waits for a FUSE answer): any
+/* The child: the connections to end, those with requests waiting at
+ * every look for UNSTICK_PAUSE_MS that root did not mount and that the
+ * hold is on. direct (a held thread itself waits for a FUSE answer): any
  * such. Else (a held thread waits for a lock, which another process
  * holds, waiting for a FUSE answer): those used by a thread of the host
  * that waited for a FUSE answer through the pause without running (a
@@ -386,9 +386,20 @@ static int end_connections(uint64_t held_ms, bool direct) {
         }
         size_t n_waiting = waiting_connections(dfd, waiting, CONNECTIONS_MAX), n_w = 0, n_used = 0;
         bool whole = n_waiting > 0 && !direct && fuse_waiters(w, WAITERS_MAX, &n_w, now_ms() + UNSTICK_SCAN_MS);
-        if (n_waiting > 0)
-                (void)usleep(UNSTICK_PAUSE_MS * 1000);
-        size_t n_still = n_waiting > 0 ? waiting_connections(dfd, still, CONNECTIONS_MAX) : 0;
+        /* Through the pause, looked at every 10 ms: those never without a
+         * request waiting (a busy one that is answered has moments with
+         * none; the one holding the daemon never). */
+        size_t n_still = n_waiting;
+        memcpy(still, waiting, n_waiting * sizeof *waiting);
+        for (int k = 0; n_still > 0 && k < UNSTICK_PAUSE_MS / 10; k++) {
+                static unsigned long now_waiting[CONNECTIONS_MAX];
+                (void)usleep(10 * 1000);
+                size_t n_now = waiting_connections(dfd, now_waiting, CONNECTIONS_MAX), kept = 0;
+                for (size_t i = 0; i < n_still; i++)
+                        if (has_id(now_waiting, n_now, still[i]))
+                                still[kept++] = still[i];
+                n_still = kept;
+        }
         scan_deadline = now_ms() + UNSTICK_SCAN_MS;
         for (size_t i = 0; whole && i < n_w; i++)
                 if (stalled(&w[i]))
@@ -400,7 +411,7 @@ static int end_connections(uint64_t held_ms, bool direct) {
         int ended = 0;
         for (size_t i = 0; i < n_still; i++) {
                 unsigned long dev = still[i];
-                if (!has_id(waiting, n_waiting, dev) || (whole && !has_id(used, n_used, dev)))
+                if (whole && !has_id(used, n_used, dev))
                         continue;
                 FuseOwner o;
                 fuse_owner(dev, &o);
