@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -67,13 +68,15 @@ static const char *field(const char *s, unsigned n, size_t *ret_len) {
         }
 }
 
-bool mountinfo_fuse_line(const char *line, unsigned major, unsigned minor, long long *ret_uid, char *mnt, size_t n) {
+bool mountinfo_fuse_line(const char *line, unsigned *ret_major, unsigned *ret_minor, long long *ret_uid, char *mnt,
+                         size_t n) {
         /* "36 35 0:52 / /home/u/mnt rw,nosuid shared:9 - fuse.sshfs host:/ rw,user_id=1000,group_id=1000" */
         size_t len = 0, tlen = 0, olen = 0;
         const char *dev = field(line, 2, &len), *at = field(line, 4, &tlen), *sep = strstr(line, " - ");
-        char want[32];
-        int w = snprintf(want, sizeof want, "%u:%u", major, minor);
-        if (!dev || !at || !sep || sep < at || w < 0 || (size_t)w != len || memcmp(dev, want, len) != 0)
+        unsigned major, minor;
+        int used = 0;
+        if (!dev || !at || !sep || sep < at || sscanf(dev, "%u:%u%n", &major, &minor, &used) != 2 ||
+            (size_t)used != len)
                 return false;
         const char *type = field(sep + 3, 0, &len), *opts = field(sep + 3, 2, &olen);
         char t[64];
@@ -103,11 +106,32 @@ bool mountinfo_fuse_line(const char *line, unsigned major, unsigned minor, long 
                 memcpy(mnt, at, c);
                 mnt[c] = 0;
         }
+        *ret_major = major;
+        *ret_minor = minor;
         return true;
 }
 
 int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata) {
         return mountinfo_each_of("/proc/self/mountinfo", fn, userdata);
+}
+
+int mountinfo_each_at(int dirfd, const char *name, int (*fn)(char *line, void *userdata), void *userdata) {
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
+        if (!f) {
+                close(fd);
+                return -ENOMEM;
+        }
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+                int r = fn(line, userdata);
+                if (r)
+                        return r;
+        }
+        return ferror(f) ? -EIO : 0;
 }
 
 int mountinfo_each_of(const char *file, int (*fn)(char *line, void *userdata), void *userdata) {

@@ -24,13 +24,17 @@ bool mountinfo_line_parse(const char *line, int *ret_id, char *type, size_t n);
 int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata);
 /* The same with another process's table (file: /proc/PID/mountinfo). */
 int mountinfo_each_of(const char *file, int (*fn)(char *line, void *userdata), void *userdata);
+/* The same with name below dirfd (a /proc/PID directory: a process that
+ * ended since it was opened reads as -ESRCH, never as its pid's next). */
+int mountinfo_each_at(int dirfd, const char *name, int (*fn)(char *line, void *userdata), void *userdata);
 
-/* Whether line is a user-served file system's mount (fstype_is_user_served)
- * whose device is major:minor: then *ret_uid is the uid it was mounted by
- * (its "user_id=" option, as the reader's user namespace sees it; -1 when
- * it has none) and mnt (at most n - 1 bytes, cut) its mount point, still
- * escaped. */
-bool mountinfo_fuse_line(const char *line, unsigned major, unsigned minor, long long *ret_uid, char *mnt, size_t n);
+/* Whether line is a user-served file system's mount (fstype_is_user_served):
+ * then its device is *ret_major:*ret_minor, *ret_uid the uid it was
+ * mounted by (its "user_id=" option, as the user namespace it was mounted
+ * in maps it; -1 when it has none) and mnt (at most n - 1 bytes, cut) its
+ * mount point, still escaped. */
+bool mountinfo_fuse_line(const char *line, unsigned *ret_major, unsigned *ret_minor, long long *ret_uid, char *mnt,
+                         size_t n);
 
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */
 void mountinfo_unescape(char *s);

@@ -42,17 +42,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 check(mountinfo_line_parse(line, &id2, again, n) && id2 == id && strcmp(again, type) == 0);
                 (void)fstype_is_user_served(type);
         }
-        /* A FUSE mount's line (the monitor's watch, unstick.c): the device
-         * asked for from the first byte; a match has a uid that fits and
-         * a mount point NUL-terminated within n, with no space. */
+        /* A FUSE mount's line (the monitor's watch, unstick-child.c): a
+         * match has a uid that fits, a device the line names, and a mount
+         * point NUL-terminated within n, with no space. */
         long long uid = -2;
         char mnt[70];
         memset(mnt, 'x', sizeof mnt);
-        if (mountinfo_fuse_line(line, 0, data[0], &uid, mnt, n)) {
+        unsigned major = 0, minor = 0;
+        if (mountinfo_fuse_line(line, &major, &minor, &uid, mnt, n)) {
                 check(uid >= -1 && uid <= 0xffffffffLL);
                 check(n == 0 || (strnlen(mnt, n) < n && !strchr(mnt, ' ')));
-                char dev[16];
-                snprintf(dev, sizeof dev, " 0:%u ", data[0]);
+                char dev[32];
+                snprintf(dev, sizeof dev, " %u:%u ", major, minor);
                 check(strstr(line, dev) != NULL);
         }
         /* The octal escapes undone in place: never longer, never past

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -37,8 +38,8 @@ typedef struct Shared {
 } Shared;
 
 typedef struct Fixture {
-        char dir[64], ws[96], mnt[128], dev[96], mnt2[128];
-        pid_t fs2, busy;
+        char dir[64], ws[96], mnt[128], dev[96], mnt2[128], decoy[128];
+        pid_t fs2, busy, decoys, mapper;
         Shared *sh;
         pid_t holder, queued, server;
 } Fixture;
@@ -55,6 +56,9 @@ static int setup(void **state) {
         snprintf(f->ws, sizeof f->ws, "%s/ws", f->dir);
         snprintf(f->mnt, sizeof f->mnt, "%s/mnt", f->dir);
         snprintf(f->mnt2, sizeof f->mnt2, "%s/mnt2", f->dir);
+        snprintf(f->decoy, sizeof f->decoy, "%s/decoy", f->dir);
+        assert_int_equal(mkdir(f->decoy, 0777), 0);
+        assert_int_equal(chmod(f->decoy, 0777), 0);
         assert_int_equal(mkdir(f->mnt2, 0755), 0);
         assert_int_equal(mkdir(f->ws, 0777), 0);
         assert_int_equal(chmod(f->ws, 0777), 0);
@@ -88,11 +92,15 @@ static int teardown(void **state) {
         if (f->sh->fs > 0)
                 kill(f->sh->fs, SIGKILL);
         reap(&f->server);
+        reap(&f->mapper);
+        reap(&f->decoys);
         reap(&f->busy);
+        unstick_scan_ms = UNSTICK_SCAN_MS;
         if (f->fs2 > 0)
                 (void)umount2(f->mnt2, MNT_DETACH);
         reap(&f->fs2);
         rmdir(f->mnt2);
+        rmdir(f->decoy);
         reap(&f->queued);
         reap(&f->holder);
         rmdir(f->mnt);
@@ -395,6 +403,153 @@ static void a_busy_fuse_with_pauses_is_left_alone(void **state) {
         assert_int_equal(waitpid(f->busy, NULL, WNOHANG), 0);
 }
 
+/* n connections of a user's (65531) whose INIT is never read, in a user
+ * namespace of theirs: requests waiting, no server (attack review 9 made
+ * 30 000 to run the child past its deadline). Ended with the process. */
+static void make_decoys(Fixture *f, int n) {
+        f->sh->ready = 0;
+        f->decoys = fork();
+        assert_true(f->decoys >= 0);
+        if (f->decoys == 0) {
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                struct rlimit rl = { 4096, 4096 };
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65531, 65531, 65531) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0 ||
+                    unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || !write_file("/proc/self/uid_map", "0 65531 1") ||
+                    !write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/gid_map", "0 65534 1"))
+                        goto fail;
+                for (int i = 0; i < n; i++) {
+                        int fd = open(f->dev, O_RDWR | O_CLOEXEC);
+                        char opts[96];
+                        snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+                        if (fd < 0 || mount("decoy", f->decoy, "fuse.decoy", 0, opts) < 0)
+                                goto fail;
+                }
+                f->sh->ready = 1;
+                pause();
+                _exit(0);
+        fail:
+                f->sh->ready = -1;
+                _exit(2);
+        }
+        for (int i = 0; i < 1000 && !f->sh->ready; i++)
+                usleep(10 * 1000);
+        assert_int_equal(f->sh->ready, 1);
+}
+
+/* Stderr into a file for the case: the lines saying a connection ended. */
+static int count_lines(const char *path, const char *what) {
+        FILE *in = fopen(path, "re");
+        char line[1024];
+        int n = 0;
+        while (in && fgets(line, sizeof line, in))
+                n += strstr(line, what) != NULL;
+        if (in)
+                fclose(in);
+        return n;
+}
+
+/* Held behind a lock while a user keeps 1 000 connections waiting (never
+ * answered, never used by the holder): only the holder's connection is
+ * ended, and the decoys cost the child nothing it cannot afford (attack
+ * review 9, F2: the child spent its 3 s on 30 000 of them, the hold stayed
+ * 38 s). */
+static void decoys_do_not_hide_the_holder(void **state) {
+        Fixture *f = *state;
+        hold(f, false);
+        make_decoys(f, 1000);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 15000);
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+}
+
+/* The server itself waits on a user's FUSE answer while 80 decoys wait
+ * too: too many to tell which, every one is ended (each one write), and
+ * the log names 8 and counts the rest, one summary line (attack review 9,
+ * F3: a line each, 35 MB in 35 s). */
+static void decoys_ended_with_a_bounded_log(void **state) {
+        Fixture *f = *state;
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+        make_decoys(f, 80);
+        char log[128];
+        snprintf(log, sizeof log, "%s/log", f->dir);
+        int saved = dup(2), lf = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(saved >= 0 && lf >= 0);
+        assert_int_equal(dup2(lf, 2), 2);
+        close(lf);
+        f->sh->stall = 2;
+        fuse_user_id = 65533;
+        f->sh->fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
+        fuse_user_id = 0;
+        assert_true(f->sh->fs > 0);
+        f->server = fork();
+        assert_true(f->server >= 0);
+        if (f->server == 0) {
+                char name[160];
+                struct stat st;
+                snprintf(name, sizeof name, "%s/vectora.toml", f->mnt);
+                _exit(stat(name, &st) < 0 && errno != ENOENT ? 0 : 5);
+        }
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 15000);
+        (void)umount2(f->mnt, MNT_DETACH);
+        assert_int_equal(dup2(saved, 2), 2);
+        close(saved);
+        int named = count_lines(log, "ended the FUSE file system"), summary = count_lines(log, "in all");
+        unlink(log);
+        printf("# %llu ended; %d named, %d summary line(s)\n", (unsigned long long)u.ended, named, summary);
+        assert_true(gone);
+        assert_int_equal(u.ended, 81);
+        assert_int_equal(named, 8);
+        assert_int_equal(summary, 1);
+}
+
+/* A FUSE file system root mounted in the host's table (the monitor's
+ * own), whose READ never comes, through which a user holds the directory:
+ * it is never ended, also with no time at all to look at other processes
+ * (attack review 9, F1: the deadline cut the monitor's own table too, and
+ * a user's long tables made root's connection unknown, then ended). */
+static void roots_own_mount_never_ended(void **state) {
+        Fixture *f = *state;
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+        unstick_scan_ms = 0;
+        f->sh->stall = 0;
+        f->sh->fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
+        assert_true(f->sh->fs > 0);
+        f->holder = fork();
+        assert_true(f->holder >= 0);
+        if (f->holder == 0) {
+                char file[160];
+                snprintf(file, sizeof file, "%s/file", f->mnt);
+                int ff = open(file, O_RDONLY | O_CLOEXEC);
+                char *map = ff < 0 ? MAP_FAILED : mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, ff, 0);
+                if (map == MAP_FAILED || mprotect(map, 65536, PROT_READ | PROT_WRITE) < 0 ||
+                    setresuid(65533, 65533, 65533) < 0)
+                        _exit(2);
+                int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _exit(syscall(SYS_getdents64, d, map, 65536) < 0);
+        }
+        usleep(300 * 1000);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 4000);
+        (void)umount2(f->mnt, MNT_DETACH);
+        assert_false(gone);
+        assert_true(u.tried_ms != 0);
+        assert_int_equal(u.ended, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
@@ -404,6 +559,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(user_fuse_mount_answering_late_is_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(another_users_busy_fuse_is_left_alone, setup, teardown),
                 cmocka_unit_test_setup_teardown(a_busy_fuse_with_pauses_is_left_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(decoys_do_not_hide_the_holder, setup, teardown),
+                cmocka_unit_test_setup_teardown(decoys_ended_with_a_bounded_log, setup, teardown),
+                cmocka_unit_test_setup_teardown(roots_own_mount_never_ended, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,9 +39,9 @@
 #define UNSTICK_AFTER_MS 5000
 #define UNSTICK_TICK_MS 1000
 #define UNSTICK_THREADS 256
-#define UNSTICK_CHILD_MS 6000
+#define UNSTICK_CHILD_MS 10000
 #define UNSTICK_PAUSE_MS 1000 /* between the child's two looks at the connections */
-#define UNSTICK_SCAN_MS 1500 /* the child's look at other processes' mount tables */
+#define UNSTICK_SCAN_MS 1500 /* the child's looks at other processes (their threads, their mount tables) */
 
 typedef struct UnstickThread {
         pid_t tid;
@@ -85,3 +85,20 @@ uint64_t unstick_held_ms(const Unstick *u, uint64_t now);
 
 /* Ends and reaps the child, if any (the monitor's end). */
 void unstick_done(Unstick *u);
+
+/* Within the package (unstick.c, unstick-child.c): a thread's state
+ * letter and its context switches, from TID/status below taskfd (a
+ * /proc/PID/task); whether it sleeps where the kernel waits for a FUSE
+ * server's answer (TID/wchan). */
+bool unstick_thread_state(int taskfd, const char *tid, char *ret_state, uint64_t *ret_switches);
+bool unstick_in_fuse(int taskfd, const char *tid);
+
+/* The child's work (unstick-child.c), in the child: ends the connections
+ * that hold the daemon (direct: a held thread waits for a FUSE answer
+ * itself; else for a lock a holder keeps). Returns how many, at most 100
+ * (its exit status). */
+int unstick_end_connections(uint64_t held_ms, bool direct);
+
+/* UNSTICK_SCAN_MS, which a test may shorten to see what holds without
+ * time to look at other processes. */
+extern uint64_t unstick_scan_ms;

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/* The watch's child (unstick.h): which FUSE connections hold the daemon,
+ * and their end. It runs in a mount namespace of its own (fusectl
+ * mounted there only) and its cost is bounded whatever users do: a user
+ * can make tens of thousands of connections whose requests are never
+ * answered (a mount in a user namespace whose INIT is never read), long
+ * mount tables, many threads waiting for FUSE answers (attack review 9
+ * ran an earlier child past its deadline with 30 000 such decoys, one
+ * owner look of 90 us each). So: every mount table is read once, into a
+ * sorted map of FUSE devices to who mounted them (root's own table with
+ * no deadline, other processes' within UNSTICK_SCAN_MS, each mount
+ * namespace once); the connections the hold is on are found from the
+ * holder's side where they can be (a few, sampled closely); the end of a
+ * long list is one write each; the log names UNSTICK_LOG_MAX and counts
+ * the rest. */
+#include "unstick.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "log.h"
+#include "macro.h"
+#include "mount-util.h"
+#include "time-util.h"
+
+#define FUSECTL "/sys/fs/fuse/connections"
+#define OWNED_MAX (1u << 18)  /* FUSE mounts remembered (a user's decoys past it: unknown, a user's) */
+#define NS_MAX (1u << 16)     /* mount namespaces read */
+#define WAITERS_MAX 65536     /* threads waiting for FUSE answers looked at */
+#define CANDIDATES_MAX 64     /* connections sampled closely */
+#define UNSTICK_LOG_MAX 8     /* ended connections named in the log */
+
+typedef struct Owned {
+        unsigned long dev;
+        long long uid; /* -1: not said */
+        uint32_t seq;  /* the order found (the monitor's own table first) */
+        char mnt[64];
+} Owned;
+
+uint64_t unstick_scan_ms = UNSTICK_SCAN_MS;
+
+static Owned *owned;
+static size_t n_owned;
+static uint64_t deadline;
+
+typedef struct TableCtx {
+        long long uid; /* -2: the line's user_id; else this (a user namespace's process's uid) */
+        bool timed;    /* stop at the deadline */
+} TableCtx;
+
+static int table_line(char *line, void *userdata) {
+        const TableCtx *c = userdata;
+        if (c->timed && now_ms() >= deadline)
+                return -ETIMEDOUT;
+        unsigned major, minor;
+        long long uid;
+        char mnt[64];
+        if (!mountinfo_fuse_line(line, &major, &minor, &uid, mnt, sizeof mnt))
+                return 0;
+        if (n_owned == OWNED_MAX)
+                return -E2BIG;
+        Owned *o = &owned[n_owned];
+        *o = (Owned){ .dev = ((unsigned long)major << 20) | minor, .uid = c->uid == -2 ? uid : c->uid,
+                      .seq = (uint32_t)n_owned };
+        memcpy(o->mnt, mnt, sizeof mnt);
+        n_owned++;
+        return 0;
+}
+
+static int by_dev(const void *a, const void *b) {
+        const Owned *x = a, *y = b;
+        return x->dev != y->dev ? (x->dev < y->dev ? -1 : 1) : (x->seq < y->seq ? -1 : x->seq > y->seq);
+}
+
+static long long status_uid(int pidfd) {
+        _cleanup_close_ int fd = openat(pidfd, "status", O_RDONLY | O_CLOEXEC);
+        char buf[4096];
+        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return -1;
+        buf[n] = 0;
+        const char *u = strstr(buf, "\nUid:\t");
+        return u ? atoll(u + 6) : -1;
+}
+
+static bool seen_ns(uint64_t *set, uint64_t ino) {
+        for (size_t h = (size_t)(ino * 0x9e3779b97f4a7c15ULL) & (NS_MAX - 1);; h = (h + 1) & (NS_MAX - 1)) {
+                if (set[h] == ino)
+                        return true;
+                if (!set[h]) {
+                        set[h] = ino;
+                        return false;
+                }
+        }
+}
+
+/* Who mounted each FUSE file system any process sees. The monitor's own
+ * table (the host's: what root and fusermount mounted, user_id the uid)
+ * in whole; then every other mount namespace once, root's processes'
+ * first (their tables are root's own; a user's long ones cannot push
+ * them past the deadline), a mount there that a process in a user
+ * namespace of its own sees taken for that process's uid (its user_id
+ * is the namespace's own 0). Each process is read through its /proc
+ * directory, opened once: one that ended meanwhile reads as nothing, not
+ * as its pid's next owner (attack review 9). */
+static void owners_read(void) {
+        owned = calloc(OWNED_MAX, sizeof *owned);
+        uint64_t *ns = calloc(NS_MAX, sizeof *ns);
+        if (!owned || !ns) {
+                free(ns);
+                return;
+        }
+        struct stat me_user, me_mnt;
+        TableCtx own = { .uid = -2 };
+        if (stat("/proc/self/ns/user", &me_user) < 0 || stat("/proc/self/ns/mnt", &me_mnt) < 0)
+                goto done;
+        (void)seen_ns(ns, (uint64_t)me_mnt.st_ino);
+        (void)mountinfo_each(table_line, &own);
+        deadline = now_ms() + unstick_scan_ms;
+        for (int pass = 0; pass < 2 && now_ms() < deadline; pass++) {
+                DIR *d = opendir("/proc");
+                struct dirent *de;
+                while (d && (de = readdir(d)) && now_ms() < deadline && n_owned < OWNED_MAX) {
+                        char *end;
+                        long pid = strtol(de->d_name, &end, 10);
+                        if (*end || pid <= 0)
+                                continue;
+                        _cleanup_close_ int pfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        long long uid = pfd < 0 ? -1 : status_uid(pfd);
+                        struct stat u, m;
+                        if (uid < 0 || (pass == 0) != (uid == 0) || fstatat(pfd, "ns/user", &u, 0) < 0 ||
+                            fstatat(pfd, "ns/mnt", &m, 0) < 0 || seen_ns(ns, (uint64_t)m.st_ino))
+                                continue;
+                        TableCtx c = { .uid = u.st_ino == me_user.st_ino && u.st_dev == me_user.st_dev ? -2 : uid,
+                                       .timed = true };
+                        (void)mountinfo_each_at(pfd, "mountinfo", table_line, &c);
+                }
+                if (d)
+                        closedir(d);
+        }
+done:
+        free(ns);
+        qsort(owned, n_owned, sizeof *owned, by_dev);
+}
+
+/* The first (the monitor's own table's, else the first found) of dev. */
+static const Owned *owner_of(unsigned long dev) {
+        size_t lo = 0, hi = n_owned;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (owned[mid].dev < dev)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < n_owned && owned[lo].dev == dev ? &owned[lo] : NULL;
+}
+
+static bool has(const unsigned long *ids, size_t n, unsigned long id) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+static bool conn_waiting(int dfd, unsigned long id) {
+        char path[64], buf[32];
+        snprintf(path, sizeof path, "%lu/waiting", id);
+        _cleanup_close_ int w = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+        ssize_t k = w < 0 ? -1 : read_full(w, buf, sizeof buf - 1);
+        if (k <= 0)
+                return false;
+        buf[k] = 0;
+        return strtoul(buf, NULL, 10) > 0;
+}
+
+/* Every connection with requests waiting, into *ret (malloc'd). */
+static size_t all_waiting(int dfd, unsigned long **ret) {
+        size_t n = 0, cap = 0;
+        unsigned long *ids = NULL;
+        int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        struct dirent *de;
+        if (d)
+                rewinddir(d); /* the offset is dfd's too */
+        while (d && (de = readdir(d))) {
+                char *end;
+                errno = 0;
+                unsigned long id = strtoul(de->d_name, &end, 10);
+                if (errno || *end || end == de->d_name || !conn_waiting(dfd, id))
+                        continue;
+                if (n == cap) {
+                        unsigned long *m = realloc(ids, (cap = cap ? 2 * cap : 256) * sizeof *ids);
+                        if (!m)
+                                break;
+                        ids = m;
+                }
+                ids[n++] = id;
+        }
+        if (d)
+                closedir(d);
+        else if (d2 >= 0)
+                close(d2);
+        *ret = ids;
+        return n;
+}
+
+typedef struct Waiter {
+        pid_t pid, tid;
+        uint64_t switches;
+} Waiter;
+
+/* Every thread of the host waiting for a FUSE server's answer, into w;
+ * false when there were more than WAITERS_MAX or past the deadline. */
+static bool fuse_waiters(Waiter *w, size_t *n) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        bool whole = d != NULL;
+        *n = 0;
+        while (whole && (de = readdir(d))) {
+                char *end, path[64];
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0)
+                        continue;
+                if (now_ms() >= deadline) {
+                        whole = false;
+                        break;
+                }
+                snprintf(path, sizeof path, "%ld/task", pid);
+                _cleanup_close_ int taskfd = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int t2 = taskfd < 0 ? -1 : fcntl(taskfd, F_DUPFD_CLOEXEC, 3);
+                DIR *td = t2 < 0 ? NULL : fdopendir(t2);
+                struct dirent *te;
+                while (td && (te = readdir(td))) {
+                        long tid = strtol(te->d_name, &end, 10);
+                        char state;
+                        uint64_t sw;
+                        if (*end || tid <= 0 || !unstick_in_fuse(taskfd, te->d_name) ||
+                            !unstick_thread_state(taskfd, te->d_name, &state, &sw))
+                                continue;
+                        if (*n == WAITERS_MAX) {
+                                whole = false;
+                                break;
+                        }
+                        w[(*n)++] = (Waiter){ .pid = (pid_t)pid, .tid = (pid_t)tid, .switches = sw };
+                }
+                if (td)
+                        closedir(td);
+                else if (t2 >= 0)
+                        close(t2);
+        }
+        if (d)
+                closedir(d);
+        return whole;
+}
+
+/* Whether waiter w has not run since it was seen, still waiting. */
+static bool stalled(const Waiter *w) {
+        char path[64], tid[16], state;
+        uint64_t sw;
+        snprintf(path, sizeof path, "/proc/%d/task", (int)w->pid);
+        snprintf(tid, sizeof tid, "%d", (int)w->tid);
+        _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return taskfd >= 0 && unstick_in_fuse(taskfd, tid) && unstick_thread_state(taskfd, tid, &state, &sw) &&
+               sw == w->switches;
+}
+
+typedef struct MntDev {
+        int id;
+        unsigned long dev;
+} MntDev;
+
+static int mnt_line(char *line, void *userdata) {
+        MntDev *m = userdata;
+        unsigned major, minor;
+        int id;
+        if (sscanf(line, "%d %*d %u:%u ", &id, &major, &minor) == 3 && id == m->id) {
+                m->dev = ((unsigned long)major << 20) | minor;
+                return 1;
+        }
+        return 0;
+}
+
+static void add_candidate(int dfd, unsigned long dev, unsigned long *c, size_t *n, bool *overflow) {
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof path, "%lu", dev);
+        if (has(c, *n, dev) || fstatat(dfd, path, &st, 0) < 0)
+                return; /* not a FUSE connection */
+        if (*n == CANDIDATES_MAX)
+                *overflow = true;
+        else
+                c[(*n)++] = dev;
+}
+
+/* What waiter pid's wait may be on: the FUSE connections of its mappings
+ * (a read into a mapping of a FUSE file) and of its open files. */
+static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *overflow) {
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/%d", (int)pid);
+        _cleanup_close_ int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int mfd = pfd < 0 ? -1 : openat(pfd, "maps", O_RDONLY | O_CLOEXEC);
+        _cleanup_fclose_ FILE *f = mfd < 0 ? NULL : fdopen(mfd, "re");
+        if (!f && mfd >= 0)
+                close(mfd);
+        while (f && fgets(line, sizeof line, f)) {
+                unsigned major, minor;
+                /* "7f..-7f.. r--p 00000000 00:2b 2  /path": the device in hex. */
+                if (sscanf(line, "%*s %*s %*s %x:%x ", &major, &minor) == 2 && (major || minor))
+                        add_candidate(dfd, ((unsigned long)major << 20) | minor, c, n, overflow);
+                if (!strchr(line, '\n')) /* a long line's rest */
+                        while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
+                                ;
+        }
+        _cleanup_close_ int ifd = pfd < 0 ? -1 : openat(pfd, "fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int d2 = ifd < 0 ? -1 : fcntl(ifd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        struct dirent *de;
+        while (d && (de = readdir(d)) && now_ms() < deadline) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int fi = openat(ifd, de->d_name, O_RDONLY | O_CLOEXEC);
+                char buf[1024];
+                ssize_t k = fi < 0 ? -1 : read_full(fi, buf, sizeof buf - 1);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                const char *m = strstr(buf, "\nmnt_id:\t");
+                MntDev md = { .id = m ? atoi(m + 9) : -1 };
+                if (md.id >= 0 && mountinfo_each_at(pfd, "mountinfo", mnt_line, &md) > 0)
+                        add_candidate(dfd, md.dev, c, n, overflow);
+        }
+        if (d)
+                closedir(d);
+        else if (d2 >= 0)
+                close(d2);
+}
+
+int unstick_end_connections(uint64_t held_ms, bool direct) {
+        static Waiter w[WAITERS_MAX];
+        unsigned long cand[CANDIDATES_MAX];
+        unsigned long long held_s = (unsigned long long)(held_ms / 1000);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and the FUSE "
+                            "connections cannot be looked at (a mount namespace: %m)",
+                            held_s);
+                return 0;
+        }
+        /* Over whatever is there (an empty directory where no one mounted
+         * it): the one fusectl, in this namespace only. */
+        (void)mount("fusectl", FUSECTL, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        _cleanup_close_ int dfd = open(FUSECTL, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and %s cannot "
+                            "be read: %m",
+                            held_s, FUSECTL);
+                return 0;
+        }
+        /* Held behind a lock: the holders first, threads that wait for a
+         * FUSE answer and do not run through the pause, and the
+         * connections they use. */
+        size_t n_cand = 0, n_w = 0;
+        bool overflow = direct;
+        deadline = now_ms() + unstick_scan_ms;
+        if (!direct && !fuse_waiters(w, &n_w))
+                overflow = true;
+        (void)usleep(UNSTICK_PAUSE_MS * 1000);
+        deadline = now_ms() + unstick_scan_ms;
+        for (size_t i = 0; !overflow && i < n_w; i++)
+                if (stalled(&w[i]))
+                        devices_of(dfd, w[i].pid, cand, &n_cand, &overflow);
+        /* Else (or too many to tell): every connection with requests
+         * waiting now and after the pause (a decoy of a user's is one, and
+         * is ended: it costs one write). */
+        _cleanup_free_ unsigned long *list = NULL;
+        size_t n_list = 0;
+        if (overflow) {
+                _cleanup_free_ unsigned long *before = NULL;
+                size_t n_before = all_waiting(dfd, &before);
+                if (n_before <= CANDIDATES_MAX) {
+                        memcpy(cand, before, n_before * sizeof *before);
+                        n_cand = n_before;
+                        overflow = false;
+                } else {
+                        (void)usleep(UNSTICK_PAUSE_MS * 1000);
+                        n_list = 0;
+                        list = malloc(n_before * sizeof *list);
+                        for (size_t i = 0; list && i < n_before; i++)
+                                if (conn_waiting(dfd, before[i]))
+                                        list[n_list++] = before[i];
+                        if (!list)
+                                n_list = 0;
+                }
+        }
+        if (!overflow) {
+                /* A few: looked at every 10 ms through the pause, those
+                 * never without a request waiting (a busy file system whose
+                 * requests are answered has moments with none). */
+                for (int k = 0; n_cand > 0 && k < UNSTICK_PAUSE_MS / 10; k++) {
+                        size_t kept = 0;
+                        for (size_t i = 0; i < n_cand; i++)
+                                if (conn_waiting(dfd, cand[i]))
+                                        cand[kept++] = cand[i];
+                        n_cand = kept;
+                        (void)usleep(10 * 1000);
+                }
+                list = malloc((n_cand ? n_cand : 1) * sizeof *list);
+                n_list = list ? n_cand : 0;
+                if (list)
+                        memcpy(list, cand, n_cand * sizeof *cand);
+        }
+        if (n_list == 0) {
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and no FUSE "
+                            "file system holds it: not mended (a disk that does not answer?)",
+                            held_s);
+                return 0;
+        }
+        owners_read();
+        int ended = 0;
+        size_t spared = 0;
+        for (size_t i = 0; i < n_list; i++) {
+                const Owned *o = owner_of(list[i]);
+                if (o && o->uid == 0) {
+                        spared++; /* root's own: trusted, never ended */
+                        continue;
+                }
+                char path[64];
+                snprintf(path, sizeof path, "%lu/abort", list[i]);
+                _cleanup_close_ int a = openat(dfd, path, O_WRONLY | O_CLOEXEC);
+                if (a < 0 || write_all(a, "1", 1) < 0)
+                        continue;
+                if (ended++ < UNSTICK_LOG_MAX)
+                        log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended the "
+                                    "FUSE file system %s (connection %lu, mounted by uid %lld), whose requests went "
+                                    "unanswered",
+                                    held_s, o ? o->mnt : "(not found mounted)", list[i], o ? o->uid : -1LL);
+        }
+        if (ended > UNSTICK_LOG_MAX || spared)
+                log_warning("monitor: ended %d FUSE connection(s) in all (%d not named above); left %zu of root's",
+                            ended, ended > UNSTICK_LOG_MAX ? ended - UNSTICK_LOG_MAX : 0, spared);
+        return ended > 100 ? 100 : ended;
+}
