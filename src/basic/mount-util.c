@@ -115,15 +115,7 @@ int mountinfo_each(int (*fn)(char *line, void *userdata), void *userdata) {
         return mountinfo_each_of("/proc/self/mountinfo", fn, userdata);
 }
 
-int mountinfo_each_at(int dirfd, const char *name, int (*fn)(char *line, void *userdata), void *userdata) {
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
-        if (!f) {
-                close(fd);
-                return -ENOMEM;
-        }
+static int each_line(FILE *f, int (*fn)(char *line, void *userdata), void *userdata) {
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         while (getline(&line, &cap, f) > 0) {
@@ -134,18 +126,23 @@ int mountinfo_each_at(int dirfd, const char *name, int (*fn)(char *line, void *u
         return ferror(f) ? -EIO : 0;
 }
 
+int mountinfo_each_at(int dirfd, const char *name, int (*fn)(char *line, void *userdata), void *userdata) {
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
+        if (!f) {
+                close(fd);
+                return -ENOMEM;
+        }
+        return each_line(f, fn, userdata);
+}
+
 int mountinfo_each_of(const char *file, int (*fn)(char *line, void *userdata), void *userdata) {
         _cleanup_fclose_ FILE *f = fopen(file, "re");
         if (!f)
                 return -errno;
-        _cleanup_free_ char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, f) > 0) {
-                int r = fn(line, userdata);
-                if (r)
-                        return r;
-        }
-        return ferror(f) ? -EIO : 0;
+        return each_line(f, fn, userdata);
 }
 
 void mountinfo_unescape(char *s) {

@@ -115,6 +115,13 @@ static int teardown(void **state) {
         return 0;
 }
 
+static void need_root(const Fixture *f) {
+        if (!f) {
+                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
+                skip();
+        }
+}
+
 static bool write_file(const char *path, const char *text) {
         int fd = open(path, O_WRONLY | O_CLOEXEC);
         bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
@@ -127,10 +134,7 @@ static bool write_file(const char *path, const char *text) {
  * as root in a mount namespace of its own: as_root), mounts the FUSE file
  * system, maps its file and reads f->ws into the mapping. */
 static void hold(Fixture *f, bool as_root) {
-        if (!f) {
-                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
-                skip();
-        }
+        need_root(f);
         f->holder = fork();
         assert_true(f->holder >= 0);
         if (f->holder == 0) {
@@ -291,10 +295,7 @@ static void nothing_ended_while_the_server_runs(void **state) {
  * interruptible sleep ('S', not 'D', until a signal that never comes):
  * ended all the same. */
 static void user_mount_lookups(Fixture *f, int stall, bool again) {
-        if (!f) {
-                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
-                skip();
-        }
+        need_root(f);
         f->sh->stall = stall;
         fuse_user_id = 65533;
         pid_t fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
@@ -380,10 +381,7 @@ static void another_users_busy_fuse_is_left_alone(void **state) {
  * with nothing waiting. */
 static void a_busy_fuse_with_pauses_is_left_alone(void **state) {
         Fixture *f = *state;
-        if (!f) {
-                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
-                skip();
-        }
+        need_root(f);
         f->sh->stall2 = 3;
         fuse_user_id = 65532;
         f->fs2 = fuse_serve_mode(f->mnt2, &f->sh->stall2, S_IFDIR);
@@ -472,10 +470,7 @@ static void decoys_do_not_hide_the_holder(void **state) {
  * F3: a line each, 35 MB in 35 s). */
 static void decoys_ended_with_a_bounded_log(void **state) {
         Fixture *f = *state;
-        if (!f) {
-                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
-                skip();
-        }
+        need_root(f);
         make_decoys(f, 80);
         char log[128];
         snprintf(log, sizeof log, "%s/log", f->dir);
@@ -518,10 +513,7 @@ static void decoys_ended_with_a_bounded_log(void **state) {
  * a user's long tables made root's connection unknown, then ended). */
 static void roots_own_mount_never_ended(void **state) {
         Fixture *f = *state;
-        if (!f) {
-                fprintf(stderr, "# SKIP: needs root (it mounts FUSE file systems)\n");
-                skip();
-        }
+        need_root(f);
         unstick_scan_ms = 0;
         f->sh->stall = 0;
         f->sh->fs = fuse_serve_mode(f->mnt, &f->sh->stall, S_IFDIR);
