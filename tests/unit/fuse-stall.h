@@ -19,7 +19,8 @@
  * by a child; "f" a regular file whose GETATTR is answered until
  * *stall is set (shared memory), then never; with *stall 2 nothing is
  * answered any more (but the kernel's INIT); with *stall 3 each LOOKUP is
- * answered ENOENT 0.8 s late. */
+ * answered ENOENT 0.8 s late; with *stall 4 each READ is answered (zeros)
+ * 0.9 s late. */
 /* The device opened: a test may point it at a node of its own (a host's
  * /dev/fuse may be 0600, where the distribution's is 0666). */
 static const char *fuse_dev_path = "/dev/fuse";
@@ -97,7 +98,20 @@ static pid_t fuse_serve_mode(const char *mnt, volatile int *stall, unsigned root
                 case FUSE_RELEASE:
                         break;
                 case FUSE_READ:
-                        continue; /* never answered: a mapping of the file faults until the server ends */
+                        if (*stall != 4)
+                                continue; /* never answered: a mapping of the file faults until the server ends */
+                        /* With *stall 4: answered, zeros, 0.9 s late. */
+                        usleep(900 * 1000);
+                        {
+                                static char zeros[sizeof(struct fuse_out_header) + 65536];
+                                uint32_t want = ((const struct fuse_read_in *)(in + 1))->size;
+                                struct fuse_out_header rh = { .len = (uint32_t)sizeof rh + (want > 65536 ? 65536 : want),
+                                                              .unique = in->unique };
+                                memcpy(zeros, &rh, sizeof rh);
+                                if (write(fd, zeros, rh.len) < 0 && errno != ENOENT)
+                                        _exit(0);
+                        }
+                        continue;
                 default:
                         err = -ENOSYS;
                 }

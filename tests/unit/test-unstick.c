@@ -542,6 +542,40 @@ static void roots_own_mount_never_ended(void **state) {
         assert_int_equal(u.ended, 0);
 }
 
+/* The holder's file system answers each READ 0.9 s late, and its read
+ * of a directory of 3 000 entries spans many pages, a READ each: the
+ * holder runs between them (never stalled through the child's second)
+ * and holds the lock for as long all the same. Its connection is ended
+ * (before: nothing was, and the server waited out every page). */
+static void a_holder_answered_just_in_time_is_ended(void **state) {
+        Fixture *f = *state;
+        need_root(f);
+        for (int i = 0; i < 3000; i++) {
+                char name[160];
+                snprintf(name, sizeof name, "%s/entry-with-a-longer-name-%04d", f->ws, i);
+                int fd = open(name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                assert_true(fd >= 0);
+                close(fd);
+        }
+        f->sh->stall = 4;
+        hold(f, false);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        uint64_t t0 = now_ms();
+        /* Well within the 16 pages' 14 s the holder would hold it. */
+        bool gone = watch(&u, &f->server, 9000);
+        uint64_t took = now_ms() - t0;
+        for (int i = 0; i < 3000; i++) {
+                char name[160];
+                snprintf(name, sizeof name, "%s/entry-with-a-longer-name-%04d", f->ws, i);
+                unlink(name);
+        }
+        printf("# the lookup answered after %llu ms\n", (unsigned long long)took);
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(user_fuse_holding_the_server_is_ended, setup, teardown),
@@ -554,6 +588,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(decoys_do_not_hide_the_holder, setup, teardown),
                 cmocka_unit_test_setup_teardown(decoys_ended_with_a_bounded_log, setup, teardown),
                 cmocka_unit_test_setup_teardown(roots_own_mount_never_ended, setup, teardown),
+                cmocka_unit_test_setup_teardown(a_holder_answered_just_in_time_is_ended, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,43 +25,6 @@ void unstick_init(Unstick *u, pid_t pid, uint64_t after_ms) {
         *u = (Unstick){ .pid = pid, .after_ms = after_ms };
 }
 
-/* One thread's state letter and context switches, from its status file
- * (the kernel escapes a newline in the name the server may set). */
-bool unstick_thread_state(int taskfd, const char *tid, char *ret_state, uint64_t *ret_switches) {
-        char path[300], buf[4096];
-        snprintf(path, sizeof path, "%s/status", tid);
-        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = 0;
-        *ret_state = 0;
-        *ret_switches = 0;
-        for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-                unsigned long long v;
-                if (strncmp(l, "State:\t", 7) == 0)
-                        *ret_state = l[7];
-                else if ((sscanf(l, "voluntary_ctxt_switches: %llu", &v) == 1 ||
-                          sscanf(l, "nonvoluntary_ctxt_switches: %llu", &v) == 1))
-                        *ret_switches += v;
-        }
-        return *ret_state != 0;
-}
-
-/* Whether a thread in interruptible sleep waits for a FUSE server's
- * answer (the kernel waits so first, until a signal: a lookup or read on
- * a FUSE mount shows 'S' there, not 'D'), by where it sleeps. */
-bool unstick_in_fuse(int taskfd, const char *tid) {
-        char path[300], buf[128];
-        snprintf(path, sizeof path, "%s/wchan", tid);
-        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = 0;
-        return streq(buf, "request_wait_answer") || strncmp(buf, "fuse_", 5) == 0;
-}
-
 /* pid's threads into next (at most UNSTICK_THREADS in all), each held
  * since when the last look (u->t) saw it so. */
 static void look_at(const Unstick *u, pid_t pid, uint64_t now, UnstickThread *next, size_t *n) {
