@@ -46,16 +46,22 @@ typedef struct Owned {
         char mnt[64];
 } Owned;
 
+/* A small kernel file below dirfd into buf (n - 1 bytes at most),
+ * NUL-terminated: its length, or 0 (none, empty, unreadable). */
+static size_t read_small_at(int dirfd, const char *name, char *buf, size_t n) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        ssize_t k = fd < 0 ? -1 : read_full(fd, buf, n - 1);
+        buf[k > 0 ? k : 0] = 0;
+        return k > 0 ? (size_t)k : 0;
+}
+
 /* One thread's state letter and context switches, from its status file
  * (the kernel escapes a newline in the name the server may set). */
 bool unstick_thread_state(int taskfd, const char *tid, char *ret_state, uint64_t *ret_switches) {
         char path[300], buf[4096];
         snprintf(path, sizeof path, "%s/status", tid);
-        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
-        if (n <= 0)
+        if (!read_small_at(taskfd, path, buf, sizeof buf))
                 return false;
-        buf[n] = 0;
         *ret_state = 0;
         *ret_switches = 0;
         for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -75,11 +81,8 @@ bool unstick_thread_state(int taskfd, const char *tid, char *ret_state, uint64_t
 bool unstick_in_fuse(int taskfd, const char *tid) {
         char path[300], buf[128];
         snprintf(path, sizeof path, "%s/wchan", tid);
-        _cleanup_close_ int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
-        if (n <= 0)
+        if (!read_small_at(taskfd, path, buf, sizeof buf))
                 return false;
-        buf[n] = 0;
         return streq(buf, "request_wait_answer") || strncmp(buf, "fuse_", 5) == 0;
 }
 
@@ -119,12 +122,9 @@ static int by_dev(const void *a, const void *b) {
 }
 
 static long long status_uid(int pidfd) {
-        _cleanup_close_ int fd = openat(pidfd, "status", O_RDONLY | O_CLOEXEC);
         char buf[4096];
-        ssize_t n = fd < 0 ? -1 : read_full(fd, buf, sizeof buf - 1);
-        if (n <= 0)
+        if (!read_small_at(pidfd, "status", buf, sizeof buf))
                 return -1;
-        buf[n] = 0;
         const char *u = strstr(buf, "\nUid:\t");
         return u ? atoll(u + 6) : -1;
 }
@@ -218,12 +218,7 @@ static bool has(const unsigned long *ids, size_t n, unsigned long id) {
 static bool conn_waiting(int dfd, unsigned long id) {
         char path[64], buf[32];
         snprintf(path, sizeof path, "%lu/waiting", id);
-        _cleanup_close_ int w = openat(dfd, path, O_RDONLY | O_CLOEXEC);
-        ssize_t k = w < 0 ? -1 : read_full(w, buf, sizeof buf - 1);
-        if (k <= 0)
-                return false;
-        buf[k] = 0;
-        return strtoul(buf, NULL, 10) > 0;
+        return read_small_at(dfd, path, buf, sizeof buf) && strtoul(buf, NULL, 10) > 0;
 }
 
 /* Every connection with requests waiting, into *ret (malloc'd). */
@@ -373,12 +368,9 @@ static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *ov
         while (d && (de = readdir(d)) && now_ms() < deadline) {
                 if (de->d_name[0] == '.')
                         continue;
-                _cleanup_close_ int fi = openat(ifd, de->d_name, O_RDONLY | O_CLOEXEC);
                 char buf[1024];
-                ssize_t k = fi < 0 ? -1 : read_full(fi, buf, sizeof buf - 1);
-                if (k <= 0)
+                if (!read_small_at(ifd, de->d_name, buf, sizeof buf))
                         continue;
-                buf[k] = 0;
                 const char *m = strstr(buf, "\nmnt_id:\t");
                 MntDev md = { .id = m ? atoi(m + 9) : -1 };
                 if (md.id >= 0 && mountinfo_each_at(pfd, "mountinfo", mnt_line, &md) > 0)
