@@ -31,7 +31,10 @@ static void look_at(const Unstick *u, pid_t pid, uint64_t now, UnstickThread *ne
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
         _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = taskfd < 0 ? NULL : fdopendir(fcntl(taskfd, F_DUPFD_CLOEXEC, 3));
+        int d2 = taskfd < 0 ? -1 : fcntl(taskfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d && d2 >= 0)
+                close(d2);
         struct dirent *de;
         while (d && *n < UNSTICK_THREADS && (de = readdir(d))) {
                 char *end;
@@ -68,16 +71,20 @@ static void look(Unstick *u, const pid_t *also, size_t n_also, uint64_t now) {
         u->n = n;
 }
 
+/* How long thread t has been held: not run since since_ms; or seen held
+ * at every look since seen_ms, twice as long (a FUSE server that answers
+ * each request just before after_ms holds the thread as well). */
+static uint64_t held_for(const Unstick *u, const UnstickThread *t, uint64_t now) {
+        if (!t->seen_ms)
+                return 0;
+        uint64_t still = now - t->since_ms, seen = now - t->seen_ms;
+        return seen >= 2 * u->after_ms && seen / 2 > still ? seen / 2 : still;
+}
+
 uint64_t unstick_held_ms(const Unstick *u, uint64_t now) {
         uint64_t held = 0;
         for (size_t i = 0; i < u->n; i++) {
-                if (!u->t[i].seen_ms)
-                        continue;
-                /* Not run since since_ms; or seen held at every look since
-                 * seen_ms, twice as long: a FUSE server that answers each
-                 * request just before after_ms holds the thread as well. */
-                uint64_t still = now - u->t[i].since_ms, seen = now - u->t[i].seen_ms;
-                uint64_t h = seen >= 2 * u->after_ms && seen / 2 > still ? seen / 2 : still;
+                uint64_t h = held_for(u, &u->t[i], now);
                 held = h > held ? h : held;
         }
         return held;
@@ -116,15 +123,17 @@ void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bo
         uint64_t held = unstick_held_ms(u, now);
         if (held < u->after_ms || u->child || (u->tried_ms && now - u->tried_ms < u->after_ms) || (may_fork && !may_fork()))
                 return;
+        /* Direct: a thread held that long waits for a FUSE answer itself
+         * (else for a lock, which a holder keeps). */
+        bool direct = false;
+        for (size_t i = 0; i < u->n; i++)
+                direct |= u->t[i].fuse && held_for(u, &u->t[i], now) >= u->after_ms;
         pid_t pid = spawn_fork(SIGKILL);
         if (pid < 0) {
                 log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s; cannot fork: %s",
                             (unsigned long long)(held / 1000), strerror((int)-pid));
                 return;
         }
-        bool direct = false;
-        for (size_t i = 0; i < u->n; i++)
-                direct |= u->t[i].seen_ms && u->t[i].fuse;
         if (pid == 0)
                 _exit(unstick_end_connections(held, direct));
         u->child = pid;
@@ -135,8 +144,9 @@ void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bo
 uint64_t unstick_next(const Unstick *u) {
         if (u->pid <= 0)
                 return UINT64_MAX;
-        /* A child's end is looked for every 100 ms. */
-        if (u->child || u->n_left) {
+        /* A child's end is looked for every 100 ms (those killed and held
+         * at each look only). */
+        if (u->child) {
                 uint64_t soon = now_ms() + 100;
                 return soon < u->next_ms ? soon : u->next_ms;
         }
