@@ -91,6 +91,8 @@ static int teardown(void **state) {
         /* The FUSE server's end ends every wait on it. */
         if (f->sh->fs > 0)
                 kill(f->sh->fs, SIGKILL);
+        if (f->fs2 > 0)
+                kill(f->fs2, SIGKILL); /* first: a waiter on it waits out SIGKILL until it ends */
         reap(&f->server);
         reap(&f->mapper);
         reap(&f->decoys);
@@ -464,10 +466,11 @@ static void decoys_do_not_hide_the_holder(void **state) {
         assert_int_equal(u.ended, 1);
 }
 
-/* The server itself waits on a user's FUSE answer while 80 decoys wait
- * too: too many to tell which, every one is ended (each one write), and
- * the log names 8 and counts the rest, one summary line (attack review 9,
- * F3: a line each, 35 MB in 35 s). */
+/* The server itself waits on a user's FUSE answer while 80 decoys of
+ * another user's wait too: too many to tell which, every one is ended
+ * (each one write), and the log says it a line per user, naming both
+ * (attack review 9, F3: a line each, 35 MB in 35 s; 9b F3: 8 named, all
+ * the attacker's, the victim not). */
 static void decoys_ended_with_a_bounded_log(void **state) {
         Fixture *f = *state;
         need_root(f);
@@ -497,13 +500,15 @@ static void decoys_ended_with_a_bounded_log(void **state) {
         (void)umount2(f->mnt, MNT_DETACH);
         assert_int_equal(dup2(saved, 2), 2);
         close(saved);
-        int named = count_lines(log, "ended the FUSE file system"), summary = count_lines(log, "in all");
+        int lines = count_lines(log, "FUSE connection(s) of uid"), decoys = count_lines(log, "80 FUSE connection(s) of uid 65531"),
+            holder = count_lines(log, "1 FUSE connection(s) of uid 65533");
         unlink(log);
-        printf("# %llu ended; %d named, %d summary line(s)\n", (unsigned long long)u.ended, named, summary);
+        printf("# %llu ended; %d line(s)\n", (unsigned long long)u.ended, lines);
         assert_true(gone);
         assert_int_equal(u.ended, 81);
-        assert_int_equal(named, 8);
-        assert_int_equal(summary, 1);
+        assert_int_equal(lines, 2);
+        assert_int_equal(decoys, 1);
+        assert_int_equal(holder, 1);
 }
 
 /* A FUSE file system root mounted in the host's table (the monitor's
@@ -542,6 +547,21 @@ static void roots_own_mount_never_ended(void **state) {
         assert_int_equal(u.ended, 0);
 }
 
+/* 3 000 entries in the workspace, for a read of many pages. */
+static void many_entries(Fixture *f, bool make) {
+        for (int i = 0; i < 3000; i++) {
+                char name[160];
+                snprintf(name, sizeof name, "%s/entry-with-a-longer-name-%04d", f->ws, i);
+                if (!make)
+                        unlink(name);
+                else {
+                        int fd = open(name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                        assert_true(fd >= 0);
+                        close(fd);
+                }
+        }
+}
+
 /* The holder's file system answers each READ 0.9 s late, and its read
  * of a directory of 3 000 entries spans many pages, a READ each: the
  * holder runs between them (never stalled through the child's second)
@@ -550,13 +570,7 @@ static void roots_own_mount_never_ended(void **state) {
 static void a_holder_answered_just_in_time_is_ended(void **state) {
         Fixture *f = *state;
         need_root(f);
-        for (int i = 0; i < 3000; i++) {
-                char name[160];
-                snprintf(name, sizeof name, "%s/entry-with-a-longer-name-%04d", f->ws, i);
-                int fd = open(name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-                assert_true(fd >= 0);
-                close(fd);
-        }
+        many_entries(f, true);
         f->sh->stall = 4;
         hold(f, false);
         queue_and_look_up(f);
@@ -566,14 +580,46 @@ static void a_holder_answered_just_in_time_is_ended(void **state) {
         /* Well within the 16 pages' 14 s the holder would hold it. */
         bool gone = watch(&u, &f->server, 9000);
         uint64_t took = now_ms() - t0;
-        for (int i = 0; i < 3000; i++) {
-                char name[160];
-                snprintf(name, sizeof name, "%s/entry-with-a-longer-name-%04d", f->ws, i);
-                unlink(name);
-        }
+        many_entries(f, false);
         printf("# the lookup answered after %llu ms\n", (unsigned long long)took);
         assert_true(gone);
         assert_int_equal(u.ended, 1);
+}
+
+/* The holder answered just in time (as above) while a bystander waits,
+ * stalled, on a FUSE file system root mounted (never ended): the first
+ * try finds only the bystander and ends nothing; the next, the hold going
+ * on, looks at every waiter and ends the holder's (attack review 9b F1:
+ * a holder that ran between its pages was never taken for one). */
+static void escalates_past_a_stalled_bystander(void **state) {
+        Fixture *f = *state;
+        need_root(f);
+        many_entries(f, true);
+        f->sh->stall2 = 0;
+        f->fs2 = fuse_serve_mode(f->mnt2, &f->sh->stall2, S_IFDIR); /* root's: user_id 0 */
+        assert_true(f->fs2 > 0);
+        f->busy = fork();
+        assert_true(f->busy >= 0);
+        if (f->busy == 0) {
+                char file[160];
+                snprintf(file, sizeof file, "%s/file", f->mnt2);
+                int ff = open(file, O_RDONLY | O_CLOEXEC);
+                char *map = ff < 0 ? MAP_FAILED : mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, ff, 0);
+                if (map == MAP_FAILED || setresuid(65532, 65532, 65532) < 0)
+                        _exit(2);
+                _exit(map[0]); /* the fault waits for root's file system */
+        }
+        f->sh->stall = 4;
+        hold(f, false);
+        queue_and_look_up(f);
+        Unstick u;
+        unstick_init(&u, f->server, 1000);
+        bool gone = watch(&u, &f->server, 11000);
+        (void)umount2(f->mnt2, MNT_DETACH);
+        many_entries(f, false);
+        assert_true(gone);
+        assert_int_equal(u.ended, 1);
+        assert_int_equal(waitpid(f->busy, NULL, WNOHANG), 0); /* root's file system not ended */
 }
 
 int main(void) {
@@ -589,6 +635,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(decoys_ended_with_a_bounded_log, setup, teardown),
                 cmocka_unit_test_setup_teardown(roots_own_mount_never_ended, setup, teardown),
                 cmocka_unit_test_setup_teardown(a_holder_answered_just_in_time_is_ended, setup, teardown),
+                cmocka_unit_test_setup_teardown(escalates_past_a_stalled_bystander, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

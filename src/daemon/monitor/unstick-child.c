@@ -36,8 +36,8 @@
 #define OWNED_MAX (1u << 18)  /* FUSE mounts remembered (a user's decoys past it: unknown, a user's) */
 #define NS_MAX (1u << 16)     /* mount namespaces read */
 #define WAITERS_MAX 65536     /* threads waiting for FUSE answers looked at */
-#define CANDIDATES_MAX 64     /* connections sampled closely */
-#define UNSTICK_LOG_MAX 8     /* ended connections named in the log */
+#define CANDIDATES_MAX 64     /* connections looked at every 10 ms (more: as often as a look at all allows) */
+#define UNSTICK_LOG_MAX 8     /* users whose ended connections the log names */
 
 typedef struct Owned {
         unsigned long dev;
@@ -208,48 +208,10 @@ static const Owned *owner_of(unsigned long dev) {
         return lo < n_owned && owned[lo].dev == dev ? &owned[lo] : NULL;
 }
 
-static bool has(const unsigned long *ids, size_t n, unsigned long id) {
-        for (size_t i = 0; i < n; i++)
-                if (ids[i] == id)
-                        return true;
-        return false;
-}
-
 static bool conn_waiting(int dfd, unsigned long id) {
         char path[64], buf[32];
         snprintf(path, sizeof path, "%lu/waiting", id);
         return read_small_at(dfd, path, buf, sizeof buf) && strtoul(buf, NULL, 10) > 0;
-}
-
-/* Every connection with requests waiting, into *ret (malloc'd). */
-static size_t all_waiting(int dfd, unsigned long **ret) {
-        size_t n = 0, cap = 0;
-        unsigned long *ids = NULL;
-        int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-        struct dirent *de;
-        if (d)
-                rewinddir(d); /* the offset is dfd's too */
-        while (d && (de = readdir(d))) {
-                char *end;
-                errno = 0;
-                unsigned long id = strtoul(de->d_name, &end, 10);
-                if (errno || *end || end == de->d_name || !conn_waiting(dfd, id))
-                        continue;
-                if (n == cap) {
-                        unsigned long *m = realloc(ids, (cap = cap ? 2 * cap : 256) * sizeof *ids);
-                        if (!m)
-                                break;
-                        ids = m;
-                }
-                ids[n++] = id;
-        }
-        if (d)
-                closedir(d);
-        else if (d2 >= 0)
-                close(d2);
-        *ret = ids;
-        return n;
 }
 
 typedef struct Waiter {
@@ -330,21 +292,57 @@ static int mnt_line(char *line, void *userdata) {
         return 0;
 }
 
-static void add_candidate(int dfd, unsigned long dev, unsigned long *c, size_t *n, bool *overflow) {
+typedef struct Ids {
+        unsigned long *v;
+        size_t n, cap;
+        bool overflow; /* more than IDS_MAX, or no memory */
+} Ids;
+
+#define IDS_MAX (1u << 20)
+
+static void ids_add(Ids *s, unsigned long id) {
+        if (s->n && s->v[s->n - 1] == id)
+                return; /* the same file's mappings, one after another */
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? 2 * s->cap : 256;
+                unsigned long *v = cap <= IDS_MAX ? realloc(s->v, cap * sizeof *v) : NULL;
+                if (!v) {
+                        s->overflow = true;
+                        return;
+                }
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = id;
+}
+
+static int by_id(const void *a, const void *b) {
+        unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* Sorted, each once. */
+static void ids_unique(Ids *s) {
+        qsort(s->v, s->n, sizeof *s->v, by_id);
+        size_t k = 0;
+        for (size_t i = 0; i < s->n; i++)
+                if (!k || s->v[k - 1] != s->v[i])
+                        s->v[k++] = s->v[i];
+        s->n = k;
+}
+
+static void add_connection(int dfd, unsigned long dev, Ids *c) {
         char path[64];
         struct stat st;
         snprintf(path, sizeof path, "%lu", dev);
-        if (has(c, *n, dev) || fstatat(dfd, path, &st, 0) < 0)
-                return; /* not a FUSE connection */
-        if (*n == CANDIDATES_MAX)
-                *overflow = true;
-        else
-                c[(*n)++] = dev;
+        if (fstatat(dfd, path, &st, 0) == 0) /* else no FUSE connection */
+                ids_add(c, dev);
 }
 
 /* What waiter pid's wait may be on: the FUSE connections of its mappings
- * (a read into a mapping of a FUSE file) and of its open files. */
-static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *overflow) {
+ * (a read into a mapping of a FUSE file) and of its open files, until the
+ * deadline (c->overflow past it: a user's long maps). */
+static void devices_of(int dfd, pid_t pid, Ids *c) {
         char path[64], line[512];
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         _cleanup_close_ int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -352,11 +350,20 @@ static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *ov
         _cleanup_fclose_ FILE *f = mfd < 0 ? NULL : fdopen(mfd, "re");
         if (!f && mfd >= 0)
                 close(mfd);
-        while (f && fgets(line, sizeof line, f) && now_ms() < deadline) {
+        unsigned long last = 0;
+        while (f && fgets(line, sizeof line, f)) {
+                if (now_ms() >= deadline) {
+                        c->overflow = true;
+                        return;
+                }
                 unsigned major, minor;
                 /* "7f..-7f.. r--p 00000000 00:2b 2  /path": the device in hex. */
-                if (sscanf(line, "%*s %*s %*s %x:%x ", &major, &minor) == 2 && (major || minor))
-                        add_candidate(dfd, ((unsigned long)major << 20) | minor, c, n, overflow);
+                if (sscanf(line, "%*s %*s %*s %x:%x ", &major, &minor) == 2 && (major || minor)) {
+                        unsigned long dev = ((unsigned long)major << 20) | minor;
+                        if (dev != last)
+                                add_connection(dfd, dev, c);
+                        last = dev;
+                }
                 if (!strchr(line, '\n')) /* a long line's rest */
                         while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
                                 ;
@@ -364,8 +371,14 @@ static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *ov
         _cleanup_close_ int ifd = pfd < 0 ? -1 : openat(pfd, "fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int d2 = ifd < 0 ? -1 : fcntl(ifd, F_DUPFD_CLOEXEC, 3);
         DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d && d2 >= 0)
+                close(d2);
         struct dirent *de;
-        while (d && (de = readdir(d)) && now_ms() < deadline) {
+        while (d && (de = readdir(d))) {
+                if (now_ms() >= deadline) {
+                        c->overflow = true;
+                        break;
+                }
                 if (de->d_name[0] == '.')
                         continue;
                 char buf[1024];
@@ -374,17 +387,73 @@ static void devices_of(int dfd, pid_t pid, unsigned long *c, size_t *n, bool *ov
                 const char *m = strstr(buf, "\nmnt_id:\t");
                 MntDev md = { .id = m ? atoi(m + 9) : -1 };
                 if (md.id >= 0 && mountinfo_each_at(pfd, "mountinfo", mnt_line, &md) > 0)
-                        add_candidate(dfd, md.dev, c, n, overflow);
+                        add_connection(dfd, md.dev, c);
         }
         if (d)
                 closedir(d);
-        else if (d2 >= 0)
-                close(d2);
 }
 
-int unstick_end_connections(uint64_t held_ms, bool direct) {
+/* The connections of the waiters w (stalled_only: those that did not run
+ * through the pause), each process looked at once. */
+static void waiters_connections(int dfd, const Waiter *w, size_t n_w, bool stalled_only, Ids *c) {
+        pid_t last = 0;
+        for (size_t i = 0; i < n_w && !c->overflow; i++) {
+                if (w[i].pid == last || (stalled_only && !stalled(&w[i])))
+                        continue;
+                /* w is in /proc's order: a process's threads together. */
+                last = w[i].pid;
+                devices_of(dfd, w[i].pid, c);
+        }
+}
+
+/* c narrowed to the connections never without a request waiting through
+ * UNSTICK_PAUSE_MS: looked at every 10 ms while they are few, as often
+ * as a look at all of them allows while many (a busy file system whose
+ * requests are answered has moments with none; the one holding the
+ * daemon never). At least two looks. */
+static void sample(int dfd, Ids *c) {
+        uint64_t end = now_ms() + UNSTICK_PAUSE_MS;
+        int looks = 0;
+        do {
+                size_t kept = 0;
+                for (size_t i = 0; i < c->n; i++)
+                        if (conn_waiting(dfd, c->v[i]))
+                                c->v[kept++] = c->v[i];
+                c->n = kept;
+                looks++;
+                if (c->n <= CANDIDATES_MAX)
+                        (void)usleep(10 * 1000);
+        } while (c->n > 0 && (now_ms() < end || looks < 2));
+}
+
+/* Every connection with requests waiting, into c, until the deadline. */
+static void all_waiting(int dfd, Ids *c) {
+        int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d && d2 >= 0)
+                close(d2);
+        struct dirent *de;
+        if (d)
+                rewinddir(d); /* the offset is dfd's too */
+        while (d && !c->overflow && (de = readdir(d)) && now_ms() < deadline) {
+                char *end;
+                errno = 0;
+                unsigned long id = strtoul(de->d_name, &end, 10);
+                if (!errno && *end == 0 && end != de->d_name && conn_waiting(dfd, id))
+                        ids_add(c, id);
+        }
+        if (d)
+                closedir(d);
+}
+
+typedef struct ByUid {
+        long long uid;
+        int count;
+        char mnt[64];
+} ByUid;
+
+int unstick_end_connections(uint64_t held_ms, bool direct, unsigned level) {
         static Waiter w[WAITERS_MAX];
-        unsigned long cand[CANDIDATES_MAX];
         unsigned long long held_s = (unsigned long long)(held_ms / 1000);
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
                 log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and the FUSE "
@@ -402,97 +471,83 @@ int unstick_end_connections(uint64_t held_ms, bool direct) {
                             held_s, FUSECTL);
                 return 0;
         }
-        /* Held behind a lock: the holders first, threads that wait for a
-         * FUSE answer and do not run through the pause, and the
-         * connections they use. */
-        size_t n_cand = 0, n_w = 0;
-        bool overflow = direct;
+        /* Held behind a lock: the holders' connections. At the hold's
+         * first try those of the threads that wait for a FUSE answer and
+         * do not run through the pause; none such, or at the next try
+         * (the hold went on: a holder whose file system answers each page
+         * of a long read just in time runs between them, and a stalled
+         * bystander may have been all the first try found), those of
+         * every thread waiting for one; from the third, or too many to
+         * look at in time, every connection with requests waiting. A
+         * held thread that waits for a FUSE answer itself: every one. */
+        Ids c = {};
+        size_t n_w = 0;
+        bool wide = direct || level >= 2;
         deadline = now_ms() + unstick_scan_ms;
-        if (!direct && !fuse_waiters(w, &n_w))
-                overflow = true;
+        if (!wide && !fuse_waiters(w, &n_w))
+                wide = true;
         (void)usleep(UNSTICK_PAUSE_MS * 1000);
         deadline = now_ms() + unstick_scan_ms;
-        for (size_t i = 0; !overflow && i < n_w; i++)
-                if (stalled(&w[i]))
-                        devices_of(dfd, w[i].pid, cand, &n_cand, &overflow);
-        /* None stalled: a holder whose file system answers each request
-         * just under the second runs between them, and keeps the lock
-         * through its read all the same (a read into many pages, each a
-         * request). Then every waiter's connections, which the sampling
-         * below narrows to those never without a request waiting. */
-        for (size_t i = 0; !overflow && n_cand == 0 && i < n_w; i++)
-                devices_of(dfd, w[i].pid, cand, &n_cand, &overflow);
-        /* Out of time to look (a user's long maps or tables): as too many. */
-        if (now_ms() >= deadline)
-                overflow = true;
-        /* Else (or too many to tell): every connection with requests
-         * waiting now and after the pause (a decoy of a user's is one, and
-         * is ended: it costs one write). */
-        _cleanup_free_ unsigned long *list = NULL;
-        size_t n_list = 0;
-        if (overflow) {
-                _cleanup_free_ unsigned long *before = NULL;
-                size_t n_before = all_waiting(dfd, &before);
-                if (n_before <= CANDIDATES_MAX) {
-                        memcpy(cand, before, n_before * sizeof *before);
-                        n_cand = n_before;
-                        overflow = false;
-                } else {
-                        (void)usleep(UNSTICK_PAUSE_MS * 1000);
-                        n_list = 0;
-                        list = malloc(n_before * sizeof *list);
-                        for (size_t i = 0; list && i < n_before; i++)
-                                if (conn_waiting(dfd, before[i]))
-                                        list[n_list++] = before[i];
-                        if (!list)
-                                n_list = 0;
-                }
+        if (!wide && level == 0)
+                waiters_connections(dfd, w, n_w, true, &c);
+        if (!wide && c.n == 0 && !c.overflow)
+                waiters_connections(dfd, w, n_w, false, &c);
+        if (c.overflow)
+                wide = true;
+        if (wide) {
+                free(c.v);
+                c = (Ids){};
+                deadline = now_ms() + unstick_scan_ms;
+                all_waiting(dfd, &c);
         }
-        if (!overflow) {
-                /* A few: looked at every 10 ms through the pause, those
-                 * never without a request waiting (a busy file system whose
-                 * requests are answered has moments with none). */
-                for (int k = 0; n_cand > 0 && k < UNSTICK_PAUSE_MS / 10; k++) {
-                        size_t kept = 0;
-                        for (size_t i = 0; i < n_cand; i++)
-                                if (conn_waiting(dfd, cand[i]))
-                                        cand[kept++] = cand[i];
-                        n_cand = kept;
-                        (void)usleep(10 * 1000);
-                }
-                list = malloc((n_cand ? n_cand : 1) * sizeof *list);
-                n_list = list ? n_cand : 0;
-                if (list)
-                        memcpy(list, cand, n_cand * sizeof *cand);
-        }
-        if (n_list == 0) {
+        ids_unique(&c);
+        sample(dfd, &c);
+        if (c.n == 0) {
+                free(c.v);
                 log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s, and no FUSE "
                             "file system holds it: not mended (a disk that does not answer?)",
                             held_s);
                 return 0;
         }
         owners_read();
-        int ended = 0;
-        size_t spared = 0;
-        for (size_t i = 0; i < n_list; i++) {
-                const Owned *o = owner_of(list[i]);
+        /* Ended, counted by who mounted them: each user named. */
+        ByUid by[UNSTICK_LOG_MAX];
+        size_t n_by = 0, spared = 0;
+        int ended = 0, unnamed = 0;
+        for (size_t i = 0; i < c.n; i++) {
+                const Owned *o = owner_of(c.v[i]);
                 if (o && o->uid == 0) {
                         spared++; /* root's own: trusted, never ended */
                         continue;
                 }
                 char path[64];
-                snprintf(path, sizeof path, "%lu/abort", list[i]);
+                snprintf(path, sizeof path, "%lu/abort", c.v[i]);
                 _cleanup_close_ int a = openat(dfd, path, O_WRONLY | O_CLOEXEC);
                 if (a < 0 || write_all(a, "1", 1) < 0)
                         continue;
-                if (ended++ < UNSTICK_LOG_MAX)
-                        log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended the "
-                                    "FUSE file system %s (connection %lu, mounted by uid %lld), whose requests went "
-                                    "unanswered",
-                                    held_s, o ? o->mnt : "(not found mounted)", list[i], o ? o->uid : -1LL);
+                ended++;
+                long long uid = o ? o->uid : -1;
+                size_t k = 0;
+                while (k < n_by && by[k].uid != uid)
+                        k++;
+                if (k == n_by && n_by < UNSTICK_LOG_MAX) {
+                        by[n_by] = (ByUid){ .uid = uid };
+                        snprintf(by[n_by].mnt, sizeof by[n_by].mnt, "%s", o ? o->mnt : "(not found mounted)");
+                        n_by++;
+                }
+                if (k < n_by)
+                        by[k].count++;
+                else
+                        unnamed++;
         }
-        if (ended > UNSTICK_LOG_MAX || spared)
-                log_warning("monitor: ended %d FUSE connection(s) in all (%d not named above); left %zu of root's",
-                            ended, ended > UNSTICK_LOG_MAX ? ended - UNSTICK_LOG_MAX : 0, spared);
+        free(c.v);
+        for (size_t k = 0; k < n_by; k++)
+                log_warning("monitor: a thread of the daemon had been held in the kernel for %llu s; ended %d FUSE "
+                            "connection(s) of uid %lld, whose requests went unanswered (%s%s)",
+                            held_s, by[k].count, by[k].uid, by[k].mnt, by[k].count > 1 ? " and others" : "");
+        if (unnamed || spared)
+                log_warning("monitor: ended %d FUSE connection(s) in all (%d of uids not named above); left %zu of "
+                            "root's",
+                            ended, unnamed, spared);
         return ended > 100 ? 100 : ended;
 }

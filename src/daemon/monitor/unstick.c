@@ -97,6 +97,8 @@ static void reap(Unstick *u, uint64_t now) {
                         u->ended += (uint64_t)WEXITSTATUS(status);
                 u->child = 0;
         } else if (u->child && now >= u->child_deadline) {
+                log_warning("monitor: the watch's child %d did not finish in %d s; killed (the next looks wider)",
+                            (int)u->child, UNSTICK_CHILD_MS / 1000);
                 (void)kill(u->child, SIGKILL);
                 if (u->n_left == ELEMENTSOF(u->left))
                         u->n_left--; /* the oldest stays a zombie until the monitor ends */
@@ -121,6 +123,8 @@ void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bo
         u->next_ms = now + UNSTICK_TICK_MS;
         look(u, also, n_also, now);
         uint64_t held = unstick_held_ms(u, now);
+        if (held < u->after_ms)
+                u->level = 0; /* no hold (any more): the next starts narrow */
         if (held < u->after_ms || u->child || (u->tried_ms && now - u->tried_ms < u->after_ms) || (may_fork && !may_fork()))
                 return;
         /* Direct: a thread held that long waits for a FUSE answer itself
@@ -135,7 +139,8 @@ void unstick_step(Unstick *u, uint64_t now, const pid_t *also, size_t n_also, bo
                 return;
         }
         if (pid == 0)
-                _exit(unstick_end_connections(held, direct));
+                _exit(unstick_end_connections(held, direct, u->level));
+        u->level++;
         u->child = pid;
         u->child_deadline = now + UNSTICK_CHILD_MS;
         u->tried_ms = now;

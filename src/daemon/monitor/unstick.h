@@ -63,6 +63,7 @@ typedef struct Unstick {
         pid_t left[8]; /* children killed at their deadline, not yet reaped */
         size_t n_left;
         uint64_t ended;    /* connections ended, since the start */
+        unsigned level;    /* children started in the hold going on (each looks wider) */
 } Unstick;
 
 void unstick_init(Unstick *u, pid_t pid, uint64_t after_ms);
@@ -95,9 +96,10 @@ bool unstick_in_fuse(int taskfd, const char *tid);
 
 /* The child's work (unstick-child.c), in the child: ends the connections
  * that hold the daemon (direct: a held thread waits for a FUSE answer
- * itself; else for a lock a holder keeps). Returns how many, at most 100
- * (its exit status). */
-int unstick_end_connections(uint64_t held_ms, bool direct);
+ * itself; else for a lock a holder keeps; level: the tries before it in
+ * this hold, each looking wider). Returns how many, at most 100 (its
+ * exit status). */
+int unstick_end_connections(uint64_t held_ms, bool direct, unsigned level);
 
 /* UNSTICK_SCAN_MS, which a test may shorten to see what holds without
  * time to look at other processes. */
