@@ -155,19 +155,25 @@ static bool seen_ns(uint64_t *set, uint64_t ino) {
  * is the namespace's own 0). Each process is read through its /proc
  * directory, opened once: one that ended meanwhile reads as nothing, not
  * as its pid's next owner (attack review 9). */
-static void owners_read(void) {
+static bool owners_read(void) {
         owned = calloc(OWNED_MAX, sizeof *owned);
         uint64_t *ns = calloc(NS_MAX, sizeof *ns);
         if (!owned || !ns) {
                 free(ns);
-                return;
+                return false; /* without it, root's could not be told */
         }
         struct stat me_user, me_mnt;
         TableCtx own = { .uid = -2 };
-        if (stat("/proc/self/ns/user", &me_user) < 0 || stat("/proc/self/ns/mnt", &me_mnt) < 0)
-                goto done;
+        if (stat("/proc/self/ns/user", &me_user) < 0 || stat("/proc/self/ns/mnt", &me_mnt) < 0) {
+                free(ns);
+                return false;
+        }
         (void)seen_ns(ns, (uint64_t)me_mnt.st_ino);
-        (void)mountinfo_each(table_line, &own);
+        int r = mountinfo_each(table_line, &own);
+        if (r < 0 && r != -E2BIG) {
+                free(ns);
+                return false; /* root's own table unread: root's could not be told */
+        }
         deadline = now_ms() + unstick_scan_ms;
         for (int pass = 0; pass < 2 && now_ms() < deadline; pass++) {
                 DIR *d = opendir("/proc");
@@ -190,9 +196,10 @@ static void owners_read(void) {
                 if (d)
                         closedir(d);
         }
-done:
         free(ns);
-        qsort(owned, n_owned, sizeof *owned, by_dev);
+        if (n_owned)
+                qsort(owned, n_owned, sizeof *owned, by_dev);
+        return true;
 }
 
 /* The first (the monitor's own table's, else the first found) of dev. */
@@ -323,6 +330,8 @@ static int by_id(const void *a, const void *b) {
 
 /* Sorted, each once. */
 static void ids_unique(Ids *s) {
+        if (s->n == 0)
+                return; /* s->v may be NULL */
         qsort(s->v, s->n, sizeof *s->v, by_id);
         size_t k = 0;
         for (size_t i = 0; i < s->n; i++)
@@ -509,7 +518,13 @@ int unstick_end_connections(uint64_t held_ms, bool direct, unsigned level) {
                             held_s);
                 return 0;
         }
-        owners_read();
+        if (!owners_read()) {
+                free(c.v);
+                log_warning("monitor: a thread of the daemon has been held in the kernel for %llu s; out of memory "
+                            "or /proc to tell root's FUSE connections from users': none ended",
+                            held_s);
+                return 0;
+        }
         /* Ended, counted by who mounted them: each user named. */
         ByUid by[UNSTICK_LOG_MAX];
         size_t n_by = 0, spared = 0;
