@@ -86,6 +86,21 @@ bool unstick_in_fuse(int taskfd, const char *tid) {
         return streq(buf, "request_wait_answer") || strncmp(buf, "fuse_", 5) == 0;
 }
 
+DIR *unstick_opendir_dup(int fd) {
+        int d2 = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d && d2 >= 0)
+                close(d2);
+        if (d)
+                rewinddir(d); /* the offset is fd's too: a last look may have left it at the end */
+        return d;
+}
+
+/* The kernel's dev_t of major:minor (what fusectl names a connection by). */
+static unsigned long kdev(unsigned major, unsigned minor) {
+        return ((unsigned long)major << 20) | minor;
+}
+
 uint64_t unstick_scan_ms = UNSTICK_SCAN_MS;
 
 static Owned *owned;
@@ -109,7 +124,7 @@ static int table_line(char *line, void *userdata) {
         if (n_owned == OWNED_MAX)
                 return -E2BIG;
         Owned *o = &owned[n_owned];
-        *o = (Owned){ .dev = ((unsigned long)major << 20) | minor, .uid = c->uid == -2 ? uid : c->uid,
+        *o = (Owned){ .dev = kdev(major, minor), .uid = c->uid == -2 ? uid : c->uid,
                       .seq = (uint32_t)n_owned };
         memcpy(o->mnt, mnt, sizeof mnt);
         n_owned++;
@@ -244,8 +259,7 @@ static bool fuse_waiters(Waiter *w, size_t *n) {
                 }
                 snprintf(path, sizeof path, "%ld/task", pid);
                 _cleanup_close_ int taskfd = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                int t2 = taskfd < 0 ? -1 : fcntl(taskfd, F_DUPFD_CLOEXEC, 3);
-                DIR *td = t2 < 0 ? NULL : fdopendir(t2);
+                DIR *td = unstick_opendir_dup(taskfd);
                 struct dirent *te;
                 while (td && (te = readdir(td))) {
                         long tid = strtol(te->d_name, &end, 10);
@@ -262,8 +276,6 @@ static bool fuse_waiters(Waiter *w, size_t *n) {
                 }
                 if (td)
                         closedir(td);
-                else if (t2 >= 0)
-                        close(t2);
         }
         if (d)
                 closedir(d);
@@ -279,24 +291,6 @@ static bool stalled(const Waiter *w) {
         _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return taskfd >= 0 && unstick_in_fuse(taskfd, tid) && unstick_thread_state(taskfd, tid, &state, &sw) &&
                sw == w->switches;
-}
-
-typedef struct MntDev {
-        int id;
-        unsigned long dev;
-} MntDev;
-
-static int mnt_line(char *line, void *userdata) {
-        MntDev *m = userdata;
-        if (now_ms() >= deadline)
-                return -ETIMEDOUT; /* a user's long table */
-        unsigned major, minor;
-        int id;
-        if (sscanf(line, "%d %*d %u:%u ", &id, &major, &minor) == 3 && id == m->id) {
-                m->dev = ((unsigned long)major << 20) | minor;
-                return 1;
-        }
-        return 0;
 }
 
 typedef struct Ids {
@@ -348,6 +342,26 @@ static void add_connection(int dfd, unsigned long dev, Ids *c) {
                 ids_add(c, dev);
 }
 
+typedef struct MntDevs {
+        Ids ids; /* mount ids of a process's open files, sorted, each once */
+        Ids *c;
+        int dfd;
+} MntDevs;
+
+static int mnt_line(char *line, void *userdata) {
+        MntDevs *m = userdata;
+        if (now_ms() >= deadline)
+                return -ETIMEDOUT; /* a user's long table */
+        unsigned major, minor;
+        int id;
+        if (sscanf(line, "%d %*d %u:%u ", &id, &major, &minor) != 3)
+                return 0;
+        unsigned long key = (unsigned long)id;
+        if (id >= 0 && bsearch(&key, m->ids.v, m->ids.n, sizeof key, by_id))
+                add_connection(m->dfd, kdev(major, minor), m->c);
+        return 0;
+}
+
 /* What waiter pid's wait may be on: the FUSE connections of its mappings
  * (a read into a mapping of a FUSE file) and of its open files, until the
  * deadline (c->overflow past it: a user's long maps). */
@@ -368,7 +382,7 @@ static void devices_of(int dfd, pid_t pid, Ids *c) {
                 unsigned major, minor;
                 /* "7f..-7f.. r--p 00000000 00:2b 2  /path": the device in hex. */
                 if (sscanf(line, "%*s %*s %*s %x:%x ", &major, &minor) == 2 && (major || minor)) {
-                        unsigned long dev = ((unsigned long)major << 20) | minor;
+                        unsigned long dev = kdev(major, minor);
                         if (dev != last)
                                 add_connection(dfd, dev, c);
                         last = dev;
@@ -377,11 +391,11 @@ static void devices_of(int dfd, pid_t pid, Ids *c) {
                         while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
                                 ;
         }
+        /* Its open files' mounts, each once, then its table read once for
+         * their devices. */
         _cleanup_close_ int ifd = pfd < 0 ? -1 : openat(pfd, "fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int d2 = ifd < 0 ? -1 : fcntl(ifd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-        if (!d && d2 >= 0)
-                close(d2);
+        DIR *d = unstick_opendir_dup(ifd);
+        MntDevs md = { .c = c, .dfd = dfd };
         struct dirent *de;
         while (d && (de = readdir(d))) {
                 if (now_ms() >= deadline) {
@@ -394,12 +408,18 @@ static void devices_of(int dfd, pid_t pid, Ids *c) {
                 if (!read_small_at(ifd, de->d_name, buf, sizeof buf))
                         continue;
                 const char *m = strstr(buf, "\nmnt_id:\t");
-                MntDev md = { .id = m ? atoi(m + 9) : -1 };
-                if (md.id >= 0 && mountinfo_each_at(pfd, "mountinfo", mnt_line, &md) > 0)
-                        add_connection(dfd, md.dev, c);
+                int id = m ? atoi(m + 9) : -1;
+                if (id >= 0)
+                        ids_add(&md.ids, (unsigned long)id);
         }
         if (d)
                 closedir(d);
+        if (md.ids.overflow)
+                c->overflow = true; /* some unseen: as too many to tell */
+        ids_unique(&md.ids);
+        if (md.ids.n && !c->overflow && mountinfo_each_at(pfd, "mountinfo", mnt_line, &md) == -ETIMEDOUT)
+                c->overflow = true;
+        free(md.ids.v);
 }
 
 /* The connections of the waiters w (stalled_only: those that did not run
@@ -437,13 +457,8 @@ static void sample(int dfd, Ids *c) {
 
 /* Every connection with requests waiting, into c, until the deadline. */
 static void all_waiting(int dfd, Ids *c) {
-        int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-        if (!d && d2 >= 0)
-                close(d2);
+        DIR *d = unstick_opendir_dup(dfd);
         struct dirent *de;
-        if (d)
-                rewinddir(d); /* the offset is dfd's too */
         while (d && !c->overflow && (de = readdir(d)) && now_ms() < deadline) {
                 char *end;
                 errno = 0;
@@ -495,7 +510,10 @@ int unstick_end_connections(uint64_t held_ms, bool direct, unsigned level) {
         deadline = now_ms() + unstick_scan_ms;
         if (!wide && !fuse_waiters(w, &n_w))
                 wide = true;
-        (void)usleep(UNSTICK_PAUSE_MS * 1000);
+        /* Through which a stalled waiter does not run (the first try's
+         * look; the sampling below has a second of its own). */
+        if (!wide && level == 0)
+                (void)usleep(UNSTICK_PAUSE_MS * 1000);
         deadline = now_ms() + unstick_scan_ms;
         if (!wide && level == 0)
                 waiters_connections(dfd, w, n_w, true, &c);

@@ -31,10 +31,7 @@ static void look_at(const Unstick *u, pid_t pid, uint64_t now, UnstickThread *ne
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
         _cleanup_close_ int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int d2 = taskfd < 0 ? -1 : fcntl(taskfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-        if (!d && d2 >= 0)
-                close(d2);
+        DIR *d = unstick_opendir_dup(taskfd);
         struct dirent *de;
         while (d && *n < UNSTICK_THREADS && (de = readdir(d))) {
                 char *end;

@@ -31,6 +31,7 @@
  * busy file system is left alone.
  * Root's own FUSE mounts (lxcfs, a mount the host made) are never ended. */
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,6 +94,9 @@ void unstick_done(Unstick *u);
  * server's answer (TID/wchan). */
 bool unstick_thread_state(int taskfd, const char *tid, char *ret_state, uint64_t *ret_switches);
 bool unstick_in_fuse(int taskfd, const char *tid);
+/* A directory stream over a duplicate of fd (fd stays the caller's),
+ * from its start; NULL when fd is -1 or cannot be read. */
+DIR *unstick_opendir_dup(int fd);
 
 /* The child's work (unstick-child.c), in the child: ends the connections
  * that hold the daemon (direct: a held thread waits for a FUSE answer
