@@ -33,7 +33,7 @@ static void reencode(const MonitorMsg *m, const uint8_t *buf, size_t n) {
                 const MonitorField *f = &m->fields[i];
                 if (f->parent >= 0)
                         continue; /* written with its group */
-                if (f->tag != MONITOR_F_MOUNT) {
+                if (f->tag != MONITOR_F_MOUNT && f->tag != MONITOR_F_ITEM) {
                         monitor_put_bytes(&e, f->tag, f->data, f->len);
                         continue;
                 }
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 check(f->data[0] != '/' && strcmp((const char *)f->data, "..") != 0 &&
                                       strncmp((const char *)f->data, "../", 3) != 0);
                         if (f->parent >= 0)
-                                check((size_t)f->parent < i && m->fields[f->parent].tag == MONITOR_F_MOUNT);
+                                check((size_t)f->parent < i && (m->fields[f->parent].tag == MONITOR_F_MOUNT || m->fields[f->parent].tag == MONITOR_F_ITEM));
                 }
                 if (!is_reply)
                         check(monitor_req_to_string(m->type) != NULL);

@@ -53,7 +53,8 @@ static ssize_t read_request(int fd, uint8_t *b, MonitorMsg *msg, int flags) {
 /* The answer the monitor gives a placeholder named ".tK": K 0 made (1),
  * K 1 there already (0), K 2 refused (ENOENT). */
 static void answer_placeholder(MonitorEnc *e, const MonitorMsg *msg) {
-        const char *rel = monitor_field_str(monitor_field(msg, MONITOR_F_REL, -1));
+        int item = monitor_next(msg, MONITOR_F_ITEM, -1);
+        const char *rel = item >= 0 ? monitor_field_str(monitor_field(msg, MONITOR_F_REL, item)) : NULL;
         int k = rel ? rel[2] - '0' : 0;
         monitor_enc_begin(e, MONITOR_REPLY | msg->type, msg->id);
         monitor_put_u64(e, MONITOR_F_STATUS, k == 2 ? ENOENT : 0);

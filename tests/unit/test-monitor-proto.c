@@ -141,8 +141,7 @@ static void paths(void **state) {
         for (size_t i = 0; rels[i]; i++) {
                 monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 1);
-                monitor_put_str(&e, MONITOR_F_REL, rels[i]);
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_PARENTS);
+                monitor_put_item(&e, rels[i], VS_HOST_MAKE_PARENTS, -1);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), 0);
                 monitor_enc_done(&e);
@@ -151,8 +150,7 @@ static void paths(void **state) {
         for (size_t i = 0; bad_rels[i]; i++) {
                 monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 1);
-                monitor_put_str(&e, MONITOR_F_REL, bad_rels[i]);
-                monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
+                monitor_put_item(&e, bad_rels[i], 0, -1);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), -EBADMSG);
                 monitor_enc_done(&e);
@@ -171,9 +169,7 @@ static void paths(void **state) {
         for (size_t i = 0; i < sizeof place / sizeof *place; i++) {
                 monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 1);
-                monitor_put_str(&e, MONITOR_F_REL, "a");
-                monitor_put_u64(&e, MONITOR_F_FLAGS, place[i].flags);
-                monitor_put_u64(&e, MONITOR_F_TEXT, place[i].text);
+                monitor_put_item(&e, "a", (unsigned)place[i].flags, (int)place[i].text);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 assert_int_equal(decode(&e, false, &msg), place[i].r);
                 monitor_enc_done(&e);
@@ -197,7 +193,27 @@ static void paths(void **state) {
         /* No flags: refused (the server says what it asks). */
         monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
         monitor_put_u64(&e, MONITOR_F_WS, 1);
+        monitor_group_begin(&e, MONITOR_F_ITEM);
         monitor_put_str(&e, MONITOR_F_REL, "a");
+        monitor_group_end(&e);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+        monitor_enc_done(&e);
+        /* Items: one at least, MONITOR_ITEMS_MAX at most; an item's
+         * fields in its group only. */
+        for (size_t n = 0; n <= MONITOR_ITEMS_MAX + 1; n++) {
+                monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
+                monitor_put_u64(&e, MONITOR_F_WS, 1);
+                for (size_t i = 0; i < n; i++)
+                        monitor_put_item(&e, "a/b", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_MCP);
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, false, &msg), n >= 1 && n <= MONITOR_ITEMS_MAX ? 0 : -EBADMSG);
+                monitor_enc_done(&e);
+        }
+        monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, 1);
+        monitor_put_u64(&e, MONITOR_F_WS, 1);
+        monitor_put_str(&e, MONITOR_F_REL, "a");
+        monitor_put_u64(&e, MONITOR_F_FLAGS, 0);
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(decode(&e, false, &msg), -EBADMSG);
         monitor_enc_done(&e);

@@ -1392,10 +1392,7 @@ static uint64_t place_ask(Fixture *f, uint64_t h, const char *rel, unsigned flag
         MonitorEnc e;
         begin(f, &e, MONITOR_REQ_PLACEHOLDER);
         monitor_put_u64(&e, MONITOR_F_WS, h);
-        monitor_put_str(&e, MONITOR_F_REL, rel);
-        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
-        if (text >= 0)
-                monitor_put_u64(&e, MONITOR_F_TEXT, (uint64_t)text);
+        monitor_put_item(&e, rel, flags, text);
         assert_int_equal(ask(f, &e, -1), 0);
         uint64_t st = status_of(f);
         const MonitorField *c = monitor_field(&answer, MONITOR_F_COUNT, -1);
@@ -1456,6 +1453,40 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(place_ask(f, h, ".mcp.json", 0, VS_HOST_TEXT_MCP, &made), 0);
         assert_int_equal(made, 1);
         is_placeholder(f->dir, ".mcp.json", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_MCP]);
+        /* Several in one request (one child for them all): made in
+         * turn, the count those made; the first that fails answers for
+         * the request, those before it made, none after it; a text for a
+         * directory in any item: refused, nothing made. */
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_item(&e, "m/.envrc", VS_HOST_MAKE_DIR | VS_HOST_MAKE_PARENTS, -1);
+        monitor_put_item(&e, "m/.mcp.json", 0, VS_HOST_TEXT_MCP);
+        monitor_put_item(&e, ".mcp.json", 0, VS_HOST_TEXT_MCP);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), 0);
+        assert_int_equal(monitor_field(&answer, MONITOR_F_COUNT, -1)->u64, 2);
+        is_placeholder(f->dir, "m/.envrc", true, uid, dst.st_gid, NULL);
+        is_placeholder(f->dir, "m/.mcp.json", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_MCP]);
+        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_item(&e, "n1", VS_HOST_MAKE_DIR, -1);
+        monitor_put_item(&e, ".mcp.json/x", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY);
+        monitor_put_item(&e, "n3", VS_HOST_MAKE_DIR, -1);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), ENOTDIR);
+        is_placeholder(f->dir, "n1", true, uid, dst.st_gid, NULL);
+        char gone[200];
+        snprintf(gone, sizeof gone, "%s/n3", f->dir);
+        assert_int_equal(access(gone, F_OK), -1);
+        begin(f, &e, MONITOR_REQ_PLACEHOLDER);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        monitor_put_item(&e, "t1", VS_HOST_MAKE_DIR, -1);
+        monitor_put_item(&e, "t2", VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
+        assert_int_equal(ask(f, &e, -1), 0);
+        assert_int_equal(status_of(f), EINVAL);
+        snprintf(gone, sizeof gone, "%s/t1", f->dir);
+        assert_int_equal(access(gone, F_OK), -1);
         assert_int_equal(place_ask(f, h, "HEAD", VS_HOST_MAKE_EXCL, VS_HOST_TEXT_GIT_HEAD, &made), 0);
         is_placeholder(f->dir, "HEAD", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_GIT_HEAD]);
         /* A directory the owner made with another group: its group. */
@@ -1507,7 +1538,6 @@ static void placeholder_made_below_workspace(void **state) {
         is_placeholder(rdir, ".envrc", true, 0, 0, NULL);
         umask(old);
         /* status counts what was made. */
-        MonitorEnc e;
         begin(f, &e, MONITOR_REQ_STATUS);
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), 0);
@@ -1515,7 +1545,10 @@ static void placeholder_made_below_workspace(void **state) {
         for (int i = 0; i < 4; i++)
                 at = monitor_next(&answer, MONITOR_F_COUNT, at);
         assert_true(at >= 0);
-        assert_int_equal(answer.fields[at].u64, 5); /* a/b/.vscode, .mcp.json, HEAD, sub/x, .envrc: leaves, not the directories on the way */
+        /* a/b/.vscode, .mcp.json, m/.envrc, m/.mcp.json, HEAD, sub/x,
+         * .envrc: leaves, not the directories on the way (nor n1, of a
+         * request answered with an error) */
+        assert_int_equal(answer.fields[at].u64, 7);
 }
 
 static void spawn_idmapped_trees(void **state) {
@@ -2092,8 +2125,7 @@ static void quarantine_puts_aside(void **state) {
 static void begin_place_dir(Fixture *f, MonitorEnc *e, uint64_t h, const char *rel) {
         begin(f, e, MONITOR_REQ_PLACEHOLDER);
         monitor_put_u64(e, MONITOR_F_WS, h);
-        monitor_put_str(e, MONITOR_F_REL, rel);
-        monitor_put_u64(e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+        monitor_put_item(e, rel, VS_HOST_MAKE_DIR, -1);
 }
 
 /* e sent to the monitor serving in its child: 1 when it answered within
@@ -2127,8 +2159,7 @@ static void placeholder_asks_no_file_system(void **state) {
                 MonitorEnc e;
                 begin(f, &e, MONITOR_REQ_PLACEHOLDER);
                 monitor_put_u64(&e, MONITOR_F_WS, h);
-                monitor_put_str(&e, MONITOR_F_REL, rels[i]);
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_PARENTS);
+                monitor_put_item(&e, rels[i], VS_HOST_MAKE_PARENTS, -1);
                 if ((answered[i] = send_await(f, &e, &st[i])) != 1)
                         break;
         }
@@ -2631,8 +2662,7 @@ static void pool_place(int pool, uint64_t id, uint64_t h, const char *rel) {
         MonitorEnc e;
         monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, id);
         monitor_put_u64(&e, MONITOR_F_WS, h);
-        monitor_put_str(&e, MONITOR_F_REL, rel);
-        monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+        monitor_put_item(&e, rel, VS_HOST_MAKE_DIR, -1);
         assert_int_equal(monitor_enc_end(&e), 0);
         assert_int_equal(send(pool, e.buf.data, e.buf.len, 0), (ssize_t)e.buf.len);
         monitor_enc_done(&e);
@@ -2875,8 +2905,7 @@ static void unread_replies_end_the_monitor(void **state) {
                 MonitorEnc e;
                 monitor_enc_begin(&e, MONITOR_REQ_PLACEHOLDER, (uint64_t)sent + 1);
                 monitor_put_u64(&e, MONITOR_F_WS, 4242); /* no such handle: ENOENT at once */
-                monitor_put_str(&e, MONITOR_F_REL, ".envrc");
-                monitor_put_u64(&e, MONITOR_F_FLAGS, VS_HOST_MAKE_DIR);
+                monitor_put_item(&e, ".envrc", VS_HOST_MAKE_DIR, -1);
                 assert_int_equal(monitor_enc_end(&e), 0);
                 ssize_t k = send(pool[0], e.buf.data, e.buf.len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 monitor_enc_done(&e);

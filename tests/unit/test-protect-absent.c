@@ -235,6 +235,112 @@ static void test_fill(void **state) {
         strv_free(sealed);
 }
 
+/* A maker that makes what it is asked below ws, as the monitor would
+ * (parents, a directory or an empty file), one at a time or in a batch;
+ * the batch may fail at an item, having made those before it. */
+static int made_one, batches, batch_items, batch_fail_at = -1;
+static int disk_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
+        (void)userdata;
+        (void)text;
+        (void)err;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", (const char *)userdata, rel);
+        for (char *c = strchr(p + strlen((const char *)userdata) + 1, '/'); c && (flags & VS_HOST_MAKE_PARENTS);
+             c = strchr(c + 1, '/')) {
+                *c = 0;
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *c = '/';
+        }
+        made_one++;
+        if (flags & VS_HOST_MAKE_DIR)
+                return mkdir(p, 0755) == 0 ? 1 : errno == EEXIST ? 0 : -errno;
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        close(fd);
+        return 1;
+}
+static int disk_make_many(void *userdata, const VsHostItem *items, size_t n, VsError **err) {
+        batches++;
+        batch_items += (int)n;
+        int count = 0;
+        for (size_t i = 0; i < n; i++) {
+                if ((int)i == batch_fail_at)
+                        return -ETIMEDOUT;
+                int r = disk_make(userdata, items[i].rel, items[i].flags, items[i].text, err);
+                made_one--; /* counted as the batch's */
+                if (r < 0)
+                        return r;
+                count += r;
+        }
+        return count;
+}
+
+/* A maker that takes a batch (a root daemon's monitor: one child for
+ * them all) is asked once for every placeholder a start makes, and the
+ * result is what one request each makes: the same entries, the same
+ * sealed and missing lists; a batch that fails part way leaves the rest
+ * to one request each; nothing missing, nothing asked. */
+static void test_fill_batch(void **state) {
+        (void)state;
+        char *protect[] = { (char *)".envrc", (char *)"**/.vscode", (char *)".mcp.json", (char *)"docs/Makefile",
+                            (char *)".claude/settings.json", (char *)"sub/.cursor/mcp.json", NULL };
+        char roots[3][200];
+        char **sealed[3] = {}, **missing[3] = {};
+        for (int k = 0; k < 3; k++) {
+                snprintf(roots[k], sizeof roots[k], "%s/batch%d", ws, k);
+                assert_int_equal(mkdir(roots[k], 0755), 0);
+                VsPath rw = { .written = (char *)".", .resolved = roots[k] };
+                VsPolicy p = { .workspace = roots[k], .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
+                /* 0: one request each; 1: a batch; 2: a batch failing at its third. */
+                VsHostMaker m = { .workspace = roots[k], .make = disk_make, .make_many = k ? disk_make_many : NULL,
+                                  .userdata = roots[k] };
+                made_one = batches = batch_items = 0;
+                batch_fail_at = k == 2 ? 2 : -1;
+                assert_int_equal(protect_absent_fill(&p, &m, &sealed[k], &missing[k], NULL), 0);
+                if (k == 0)
+                        assert_int_equal(made_one, 6);
+                if (k == 1) {
+                        assert_int_equal(batches, 1);
+                        assert_int_equal(batch_items, 6);
+                        assert_int_equal(made_one, 0);
+                }
+                if (k == 2) {
+                        assert_int_equal(batches, 1);
+                        assert_int_equal(made_one, 4); /* the four the batch did not make */
+                }
+                /* Every start after: nothing asked. */
+                made_one = batches = 0;
+                char **again = NULL;
+                assert_int_equal(protect_absent_fill(&p, &m, &again, NULL, NULL), 0);
+                assert_int_equal(made_one + batches, 0);
+                assert_int_equal(strv_length(again), strv_length(sealed[k]));
+                strv_free(again);
+        }
+        const char *entries[] = { ".envrc", ".vscode", ".mcp.json", "docs/Makefile", ".claude", "sub/.cursor", NULL };
+        for (int k = 0; k < 3; k++) {
+                for (size_t i = 0; entries[i]; i++) {
+                        char p[800];
+                        struct stat st;
+                        snprintf(p, sizeof p, "%s/%s", roots[k], entries[i]);
+                        assert_int_equal(lstat(p, &st), 0);
+                }
+                assert_int_equal(strv_length(sealed[k]), 2); /* .claude and sub/.cursor */
+                assert_int_equal(strv_length(missing[k]), 6);
+                for (size_t i = 0; missing[0][i]; i++) {
+                        const char *rel = missing[0][i] + strlen(roots[0]);
+                        char want[800];
+                        snprintf(want, sizeof want, "%s%s", roots[k], rel);
+                        assert_true(strv_contains(missing[k], want));
+                }
+        }
+        for (int k = 0; k < 3; k++) {
+                strv_free(sealed[k]);
+                strv_free(missing[k]);
+        }
+}
+
 static void test_walk_links(void **state) {
         (void)state;
         char root[200];
@@ -293,7 +399,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_literal),    cmocka_unit_test(test_kind),       cmocka_unit_test(test_make),
                 cmocka_unit_test(test_fill),       cmocka_unit_test(test_walk_links),
-                cmocka_unit_test(test_make_by_maker),
+                cmocka_unit_test(test_make_by_maker), cmocka_unit_test(test_fill_batch),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

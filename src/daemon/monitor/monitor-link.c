@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -681,22 +682,39 @@ static int pool_count(Server *srv, MonitorEnc *e, uint64_t *ret_count, VsError *
         return 0;
 }
 
-int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
-                             VsError **err) {
+int monitor_link_placeholders(Server *srv, uint64_t ws, const VsHostItem *items, size_t n, VsError **err) {
         if (!srv->monitor)
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         /* What the decoder refuses would break the link (a breach). */
-        if (!rel_is_normal(rel) || strlen(rel) > 4095 || flags > _VS_HOST_MAKE_ALL || (unsigned)text >= _VS_HOST_TEXT_MAX)
-                return vs_error_set(err, -EINVAL, "not a placeholder the monitor makes: %s", rel ? rel : "(null)");
-        MonitorEnc e;
-        monitor_put_u64(request(&e, srv, MONITOR_REQ_PLACEHOLDER), MONITOR_F_WS, ws);
-        monitor_put_str(&e, MONITOR_F_REL, rel);
-        monitor_put_u64(&e, MONITOR_F_FLAGS, flags);
-        if (!(flags & VS_HOST_MAKE_DIR))
-                monitor_put_u64(&e, MONITOR_F_TEXT, text);
-        uint64_t count;
-        int r = pool_count(srv, &e, &count, err);
-        return r < 0 ? r : count == 1 ? 1 : 0;
+        for (size_t i = 0; i < n; i++)
+                if (!rel_is_normal(items[i].rel) || strlen(items[i].rel) > 4095 || items[i].flags > _VS_HOST_MAKE_ALL ||
+                    (unsigned)items[i].text >= _VS_HOST_TEXT_MAX)
+                        return vs_error_set(err, -EINVAL, "not a placeholder the monitor makes: %s",
+                                            items[i].rel ? items[i].rel : "(null)");
+        uint64_t made = 0;
+        for (size_t i = 0; i < n;) {
+                /* As many as one request takes: its items, and its bytes
+                 * (a rel of 4 095 bytes and its fields is about 4 KiB). */
+                MonitorEnc e;
+                monitor_put_u64(request(&e, srv, MONITOR_REQ_PLACEHOLDER), MONITOR_F_WS, ws);
+                for (size_t k = 0; i < n && k < MONITOR_ITEMS_MAX && e.buf.len + 4200 < MONITOR_MSG_MAX; i++, k++) {
+                        monitor_put_item(&e, items[i].rel, items[i].flags,
+                                         items[i].flags & VS_HOST_MAKE_DIR ? -1 : (int)items[i].text);
+                }
+                uint64_t count;
+                int r = pool_count(srv, &e, &count, err);
+                if (r < 0)
+                        return r;
+                made += count;
+        }
+        return made > INT_MAX ? INT_MAX : (int)made;
+}
+
+int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
+                             VsError **err) {
+        VsHostItem item = { .rel = rel, .flags = flags, .text = text };
+        int r = monitor_link_placeholders(srv, ws, &item, 1, err);
+        return r < 0 ? r : r == 1 ? 1 : 0;
 }
 
 int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
@@ -725,6 +743,11 @@ static int maker_make(void *userdata, const char *rel, unsigned flags, VsHostTex
         return monitor_link_placeholder(m->srv, m->ws, rel, flags, text, err);
 }
 
+static int maker_make_many(void *userdata, const VsHostItem *items, size_t n, VsError **err) {
+        MonitorMaker *m = userdata;
+        return monitor_link_placeholders(m->srv, m->ws, items, n, err);
+}
+
 /* A repository found after the workspace was let go (its handle closed:
  * a sweep at the daemon's end) or with the monitor gone is put aside by
  * this process, a root one still (docs/privsep.md): not left to the
@@ -738,7 +761,7 @@ static int maker_put_aside(void *userdata, const char *rel, uint64_t dev, uint64
 
 void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace) {
         *m = (MonitorMaker){ .srv = srv, .ws = ws };
-        m->maker = (VsHostMaker){ .workspace = workspace, .make = maker_make, .put_aside = maker_put_aside, .userdata = m };
+        m->maker = (VsHostMaker){ .workspace = workspace, .make = maker_make, .make_many = maker_make_many, .put_aside = maker_put_aside, .userdata = m };
 }
 
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],

@@ -70,6 +70,10 @@ int monitor_link_jail_kill(Server *srv, uint64_t ws, uint64_t gen, VsError **err
  * a time, and this one's reply is its own. */
 int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned flags, VsHostText text,
                              VsError **err);
+/* items made so in turn, as many a request as the monitor takes at once
+ * (MONITOR_ITEMS_MAX; one child each): how many were made, or a negative
+ * errno at the first request that failed (host-make.h make_many). */
+int monitor_link_placeholders(Server *srv, uint64_t ws, const VsHostItem *items, size_t n, VsError **err);
 /* A repository a jail made put aside by the monitor (host-make.h
  * put_aside): rel below ws, while still dev/ino; *ret_n the suffix. Any
  * thread, as monitor_link_placeholder. */

@@ -112,11 +112,15 @@ static const FieldSpec jail_spawn[] = {
         {},
 };
 static const FieldSpec approval_write[] = { WS, ONE(MONITOR_F_RECORD, KIND_BYTES, 1, 60000), {} };
-static const FieldSpec placeholder[] = {
-        WS,
+static const FieldSpec item[] = {
         ONE(MONITOR_F_REL, KIND_REL, 1, PATH_LEN),
         ONE(MONITOR_F_FLAGS, KIND_U64, 0, _VS_HOST_MAKE_ALL),
         OPT(MONITOR_F_TEXT, KIND_U64, 0, _VS_HOST_TEXT_MAX - 1),
+        {},
+};
+static const FieldSpec placeholder[] = {
+        WS,
+        { .tag = MONITOR_F_ITEM, .kind = KIND_GROUP, .min = 1, .max = MONITOR_ITEMS_MAX, .sub = item },
         {},
 };
 static const FieldSpec quarantine[] = {
@@ -428,6 +432,15 @@ void monitor_group_end(MonitorEnc *e) {
         }
         patch32(e, e->group_at + 4, (uint32_t)(e->buf.len - e->group_at - 8));
         e->group_at = 0;
+}
+
+void monitor_put_item(MonitorEnc *e, const char *rel, unsigned flags, int text) {
+        monitor_group_begin(e, MONITOR_F_ITEM);
+        monitor_put_str(e, MONITOR_F_REL, rel);
+        monitor_put_u64(e, MONITOR_F_FLAGS, flags);
+        if (text >= 0)
+                monitor_put_u64(e, MONITOR_F_TEXT, (uint64_t)text);
+        monitor_group_end(e);
 }
 
 int monitor_enc_end(MonitorEnc *e) {

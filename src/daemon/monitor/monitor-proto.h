@@ -33,6 +33,7 @@
 #define MONITOR_FIELDS_MAX 256    /* fields of a message, groups' members included */
 #define MONITOR_REPLY 0x8000u     /* a reply's type: the request's, with this bit */
 #define MONITOR_MOUNTS_MAX 200    /* mount groups of a jail_spawn */
+#define MONITOR_ITEMS_MAX 32      /* a placeholder request's items: one child makes them all */
 /* cgroup_make's limits: what its schema takes (the server clamps). */
 #define MONITOR_PIDS_MAX 4194304ull
 #define MONITOR_MEMORY_MIN (1ull << 20)
@@ -53,7 +54,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_JAIL_SPAWN,      /* ws, gen, uid, gid, flags; fds: the worker's socket end, its stderr, its argv (a sealed memfd); reply: pid */
         MONITOR_REQ_JAIL_KILL,       /* ws, gen: SIGKILL for the jail the monitor started so (its pidfd) */
         MONITOR_REQ_APPROVAL_WRITE,  /* ws, record: written as the workspace's owner, synced */
-        MONITOR_REQ_PLACEHOLDER,     /* ws, rel, flags, text?: made below the workspace (host-make.h); reply: count 1 made, 0 there */
+        MONITOR_REQ_PLACEHOLDER,     /* ws, item (rel, flags, text?) 1..MONITOR_ITEMS_MAX: made below the workspace in turn (host-make.h); reply: count made */
         MONITOR_REQ_STATUS,          /* reply: the monitor's pid, workspaces, jails */
         MONITOR_REQ_SHUTDOWN,        /* every jail killed; the monitor then exits */
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
@@ -98,6 +99,7 @@ typedef enum MonitorTag {
         MONITOR_F_TEXT,        /* u64: a VsHostText (host-make.h), a placeholder's content */
         MONITOR_F_DEV,         /* u64: a file's device as stat shows it */
         MONITOR_F_INO,         /* u64: its inode */
+        MONITOR_F_ITEM,        /* group: a placeholder's rel, flags, text? */
         _MONITOR_F_MAX,
 } MonitorTag;
 
@@ -167,6 +169,8 @@ void monitor_put_str(MonitorEnc *e, MonitorTag tag, const char *s);
 void monitor_put_bytes(MonitorEnc *e, MonitorTag tag, const void *p, size_t n);
 void monitor_group_begin(MonitorEnc *e, MonitorTag tag);
 void monitor_group_end(MonitorEnc *e);
+/* A placeholder request's item: rel, flags, and text unless it is < 0. */
+void monitor_put_item(MonitorEnc *e, const char *rel, unsigned flags, int text);
 /* The datagram in e->buf.data, e->buf.len bytes; 0 or the first error. */
 int monitor_enc_end(MonitorEnc *e);
 void monitor_enc_done(MonitorEnc *e);

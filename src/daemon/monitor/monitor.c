@@ -1217,17 +1217,28 @@ static char *fs_split(FsJob *j, char **ret_parent) {
         return name;
 }
 
+/* Each item of the request in turn, in this one child (a fork per
+ * placeholder was most of a workspace's first start: 12 of them); the
+ * first that fails ends it, answered so (the server then asks for the
+ * rest one by one, where each failure has its own answer). */
 static int place_in_child(FsJob *j, FsOut *out) {
-        char *parent;
-        char *leaf = fs_split(j, &parent);
-        int cur = place_parent(j, parent, j->flags & VS_HOST_MAKE_PARENTS);
-        if (cur < 0)
-                return cur;
-        int r = place_leaf(j, cur, leaf, j->flags, j->text);
-        close(cur);
-        if (r >= 0)
-                out->count = (uint64_t)r;
-        return r < 0 ? r : 0;
+        for (int i = monitor_next(j->msg, MONITOR_F_ITEM, -1); i >= 0; i = monitor_next(j->msg, MONITOR_F_ITEM, i)) {
+                const MonitorField *tf = monitor_field(j->msg, MONITOR_F_TEXT, i);
+                snprintf(j->rel, sizeof j->rel, "%s", monitor_field_str(monitor_field(j->msg, MONITOR_F_REL, i)));
+                j->flags = (unsigned)monitor_field(j->msg, MONITOR_F_FLAGS, i)->u64;
+                j->text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
+                char *parent;
+                char *leaf = fs_split(j, &parent);
+                int cur = place_parent(j, parent, j->flags & VS_HOST_MAKE_PARENTS);
+                if (cur < 0)
+                        return cur;
+                int r = place_leaf(j, cur, leaf, j->flags, j->text);
+                close(cur);
+                if (r < 0)
+                        return r;
+                out->count += (uint64_t)r;
+        }
+        return 0;
 }
 
 /* The workspace of the request's handle, for a request that writes in
@@ -1281,27 +1292,26 @@ static int fs_request(Monitor *m, const MonWorkspace *w, const FsJob *job, int (
         return 0;
 }
 
-/* placeholder: rel made below the workspace as flags say (host-make.h),
- * from the descriptor the monitor opened, one component at a time on the
- * workspace's own mount, never through a symlink or "..", each new entry
- * made as its parent's owner, a file holding one of the table's texts;
- * in a child (fs_child). */
+/* placeholder: each item's rel made below the workspace as its flags
+ * say (host-make.h), from the descriptor the monitor opened, one
+ * component at a time on the workspace's own mount, never through a
+ * symlink or "..", each new entry made as its parent's owner, a file
+ * holding one of the table's texts; all in one child (fs_child). */
 static int placeholder(Monitor *m) {
-        const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
-        const MonitorField *tf = monitor_field(&m->msg, MONITOR_F_TEXT, -1);
+        for (int i = monitor_next(&m->msg, MONITOR_F_ITEM, -1); i >= 0; i = monitor_next(&m->msg, MONITOR_F_ITEM, i))
+                if ((monitor_field(&m->msg, MONITOR_F_FLAGS, i)->u64 & VS_HOST_MAKE_DIR) &&
+                    monitor_field(&m->msg, MONITOR_F_TEXT, i))
+                        return reply(m, EINVAL, "a directory holds no text", 0);
         struct stat st;
         int refused;
         MonWorkspace *w = ws_writable(m, &st, &refused);
         if (!w)
                 return refused;
         FsJob job;
-        int r = fs_job(w, &st, rel, &job);
+        int r = fs_job(w, &st, "", &job);
         if (r < 0)
                 return reply(m, -r, NULL, 0);
-        job.flags = (unsigned)monitor_field(&m->msg, MONITOR_F_FLAGS, -1)->u64;
-        job.text = tf ? (VsHostText)tf->u64 : VS_HOST_TEXT_EMPTY;
-        if ((job.flags & VS_HOST_MAKE_DIR) && tf)
-                return reply(m, EINVAL, "a directory holds no text", 0);
+        job.msg = &m->msg;
         return fs_request(m, w, &job, place_in_child);
 }
 

@@ -13,6 +13,7 @@
  * (jail_plan_make, VsLaunchOptions.maker) and to git_quarantine. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -38,6 +39,13 @@ typedef enum VsHostMakeFlags {
         _VS_HOST_MAKE_ALL = (1 << 3) - 1,
 } VsHostMakeFlags;
 
+/* One entry of a batch (make_many). */
+typedef struct VsHostItem {
+        const char *rel;
+        unsigned flags;
+        VsHostText text;
+} VsHostItem;
+
 typedef struct VsHostMaker {
         const char *workspace; /* canonical; what lies below it goes to make() */
         /* Makes rel (below workspace: normal components) as flags say. 1
@@ -45,6 +53,13 @@ typedef struct VsHostMaker {
          * or -ENOTDIR when a symlink or a file is on the way, else a
          * negative errno, *err saying why where it can. */
         int (*make)(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err);
+        /* Optional: items made in turn as make() would make each, in one
+         * step (the monitor makes them in one child, where a child each
+         * was most of a workspace's first start). The number made, or a
+         * negative errno at the first that could not be (those before it
+         * may be made): the caller then asks make() for each one still
+         * missing, which answers for itself. */
+        int (*make_many)(void *userdata, const VsHostItem *items, size_t n, VsError **err);
         /* Puts rel (its last component .git or HEAD) aside while it is
          * still dev/ino (git-scan.h git_quarantine): renamed
          * NAME.vectora-quarantine, with "-N" for *ret_n > 0. 0, -ESTALE

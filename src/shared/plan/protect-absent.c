@@ -87,18 +87,49 @@ made:
         return 1;
 }
 
-/* The same through the thread's maker (host-make.h). */
-static int make_by(const VsHostMaker *m, const char *rel, VsAbsent kind, const char *content) {
+/* What protect_absent_fill's first pass would have its maker make, asked
+ * of it at once (make_many). */
+typedef struct Batch {
+        VsHostItem *items;
+        size_t n;
+} Batch;
+
+static void batch_done(Batch *b) {
+        for (size_t i = 0; i < b->n; i++)
+                free((char *)b->items[i].rel);
+        free(b->items);
+}
+
+/* The same through the thread's maker (host-make.h); with b, noted there
+ * instead (once a rel). */
+static int make_by(const VsHostMaker *m, const char *rel, VsAbsent kind, const char *content, Batch *b) {
         int text = kind == VS_ABSENT_DIR ? VS_HOST_TEXT_EMPTY : host_text_index(content);
         if (text < 0)
                 return -EINVAL;
-        int r = m->make(m->userdata, rel, VS_HOST_MAKE_PARENTS | (kind == VS_ABSENT_DIR ? VS_HOST_MAKE_DIR : 0),
-                        (VsHostText)text, NULL);
+        unsigned flags = VS_HOST_MAKE_PARENTS | (kind == VS_ABSENT_DIR ? VS_HOST_MAKE_DIR : 0);
+        if (b) {
+                for (size_t i = 0; i < b->n; i++)
+                        if (streq(b->items[i].rel, rel))
+                                return 0;
+                VsHostItem *more = reallocarray(b->items, b->n + 1, sizeof *more);
+                if (!more)
+                        return -ENOMEM;
+                b->items = more;
+                char *copy = strdup(rel);
+                if (!copy)
+                        return -ENOMEM;
+                b->items[b->n++] = (VsHostItem){ .rel = copy, .flags = flags, .text = (VsHostText)text };
+                return 0;
+        }
+        int r = m->make(m->userdata, rel, flags, (VsHostText)text, NULL);
         /* A symlink or a file on the way: nothing can be made below it. */
         return r == -ELOOP || r == -ENOTDIR ? 0 : r;
 }
 
-int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker) {
+/* protect_absent_make; with b, only what its maker would be asked is
+ * noted there. */
+static int absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker,
+                       Batch *b) {
         if (kind == VS_ABSENT_REPORT)
                 return 0;
         _cleanup_free_ char *abs = path_join(root, rel);
@@ -107,7 +138,9 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
         struct stat there;
         /* There already (every start after the first): nothing to ask. */
         if (m)
-                return lstat(abs, &there) == 0 ? 0 : make_by(m, wrel, kind, content);
+                return lstat(abs, &there) == 0 ? 0 : make_by(m, wrel, kind, content, b);
+        if (b)
+                return 0;
         _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (cur < 0)
                 return -errno;
@@ -138,6 +171,10 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
         return 0;
 }
 
+int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker) {
+        return absent_make(root, rel, kind, content, maker, NULL);
+}
+
 const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len) {
         for (const char *c = literal, *slash; (slash = strchr(c, '/')); c = slash + 1) {
                 _cleanup_free_ char *name = strndup(c, (size_t)(slash - c));
@@ -155,7 +192,7 @@ const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len) {
  * makes none), so the file cannot be created in it. The directory's path
  * is added to *sealed. */
 static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefault *d, size_t len,
-                         const VsHostMaker *maker, char ***sealed) {
+                         const VsHostMaker *maker, Batch *b, char ***sealed) {
         _cleanup_free_ char *abs = path_join(root, rel);
         _cleanup_free_ char *dir_rel = strndup(rel, len);
         _cleanup_free_ char *dir = dir_rel ? path_join(root, dir_rel) : NULL;
@@ -164,8 +201,8 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         struct stat st;
         if (lstat(abs, &st) == 0)
                 return 0; /* there: protected in its own right */
-        int r = protect_absent_make(root, dir_rel, d->absent, d->content, maker);
-        if (r < 0)
+        int r = absent_make(root, dir_rel, d->absent, d->content, maker, b);
+        if (r < 0 || b)
                 return r;
         if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || strv_contains(*sealed, dir))
                 return 0; /* not made (.idea), or a symlink: the walk follows that */
@@ -177,56 +214,79 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret
         _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *));
         if (!sealed || !made)
                 return -ENOMEM;
-        for (char **g = p->protect; g && *g; g++) {
-                _cleanup_free_ char *lit = NULL;
-                int r = protect_literal(*g, &lit);
-                if (r < 0)
-                        return r;
-                if (!lit)
-                        continue;
-                const char *content = NULL;
-                VsAbsent kind = protect_absent_kind(lit, &content);
-                size_t len = 0;
-                const VsProtectDefault *tool = protect_tool_dir(lit, &len);
-                for (size_t i = 0; i < p->n_rw; i++) {
-                        const char *root = p->rw_paths[i].resolved;
-                        /* The project's own tree only: a writable path
-                         * elsewhere (a cache, /tmp/build) is no directory the
-                         * host opens as a project, and is not the user's to
-                         * fill with placeholders; the watch covers it. */
-                        if (!root || !path_is_below_or_equal(root, p->workspace))
-                                continue;
-                        /* What may be made: noted when missing now. */
-                        _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit);
-                        _cleanup_free_ char *target = rel ? path_join(root, rel) : NULL;
-                        struct stat st;
-                        if (!target)
-                                return -ENOMEM;
-                        if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
-                            strv_extend(&made, target) < 0)
-                                return -ENOMEM;
-                        r = tool ? seal_tool_dir(root, lit, tool, len, maker, &sealed)
-                                 : protect_absent_make(root, lit, kind, content, maker);
-                        /* Not root: the jail runs as this same uid, with less,
-                         * so what this process may not create there, the jail
-                         * may not either. Root is refused only where the file
-                         * system says so for root alone (NFS root_squash),
-                         * while the jail's uid might be let in: fail closed. */
-                        if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
-                                r = 0;
-                        if (r == -ENOMEM)
-                                return r;
+        /* A maker that takes a batch is first asked for everything the
+         * pass below would ask it for, at once; the pass then finds it
+         * there, and asks one by one only for what the batch did not
+         * make (each failure then answered for itself). */
+        Batch batch = {};
+        int r = 0;
+        for (int pass = maker && maker->make_many ? 0 : 1; pass < 2; pass++) {
+                Batch *b = pass == 0 ? &batch : NULL;
+                for (char **g = p->protect; g && *g; g++) {
+                        _cleanup_free_ char *lit = NULL;
+                        r = protect_literal(*g, &lit);
                         if (r < 0)
-                                return vs_error_set_kind(err, r, "sandbox_unavailable",
-                                                         "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
-                                                         root, lit, strerror(-r));
+                                goto fail;
+                        if (!lit)
+                                continue;
+                        const char *content = NULL;
+                        VsAbsent kind = protect_absent_kind(lit, &content);
+                        size_t len = 0;
+                        const VsProtectDefault *tool = protect_tool_dir(lit, &len);
+                        for (size_t i = 0; i < p->n_rw; i++) {
+                                const char *root = p->rw_paths[i].resolved;
+                                /* The project's own tree only: a writable
+                                 * path elsewhere (a cache, /tmp/build) is no
+                                 * directory the host opens as a project, and
+                                 * is not the user's to fill with
+                                 * placeholders; the watch covers it. */
+                                if (!root || !path_is_below_or_equal(root, p->workspace))
+                                        continue;
+                                /* What may be made: noted when missing now. */
+                                _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit);
+                                _cleanup_free_ char *target = rel ? path_join(root, rel) : NULL;
+                                struct stat st;
+                                r = -ENOMEM;
+                                if (!target)
+                                        goto fail;
+                                if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
+                                    strv_extend(&made, target) < 0)
+                                        goto fail;
+                                r = tool ? seal_tool_dir(root, lit, tool, len, maker, b, &sealed)
+                                         : absent_make(root, lit, kind, content, maker, b);
+                                /* Not root: the jail runs as this same uid,
+                                 * with less, so what this process may not
+                                 * create there, the jail may not either.
+                                 * Root is refused only where the file system
+                                 * says so for root alone (NFS root_squash),
+                                 * while the jail's uid might be let in: fail
+                                 * closed. */
+                                if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
+                                        r = 0;
+                                if (r == -ENOMEM)
+                                        goto fail;
+                                if (r < 0) {
+                                        batch_done(&batch);
+                                        return vs_error_set_kind(
+                                                err, r, "sandbox_unavailable",
+                                                "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
+                                                root, lit, strerror(-r));
+                                }
+                        }
                 }
+                /* What fails here is asked again in the next pass. */
+                if (b && b->n > 1)
+                        (void)maker->make_many(maker->userdata, b->items, b->n, NULL);
         }
+        batch_done(&batch);
         if (ret_sealed)
                 *ret_sealed = TAKE_PTR(sealed);
         if (ret_made)
                 *ret_made = TAKE_PTR(made);
         return 0;
+fail:
+        batch_done(&batch);
+        return r;
 }
 
 static int cmp_str(const void *a, const void *b) {
