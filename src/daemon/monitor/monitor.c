@@ -1260,12 +1260,14 @@ static int fs_done(Monitor *m, int r, const FsOut *out) {
                 return reply(m, EEXIST, "100 quarantined copies there already", 0);
         if (m->to.type == MONITOR_REQ_QUARANTINE && r == -ESTALE)
                 return reply(m, ESTALE, "it is no longer the entry noted", 0);
+        /* Those a placeholder request made before its failing item are
+         * made all the same (attack review 10). */
+        if (m->to.type == MONITOR_REQ_PLACEHOLDER)
+                m->placeholders_made += out->count;
         if (r < 0)
                 return reply_fs(m, r, out);
         if (m->to.type == MONITOR_REQ_QUARANTINE)
                 m->put_aside++;
-        else
-                m->placeholders_made += out->count;
         return reply_count(m, out->count);
 }
 
