@@ -218,15 +218,14 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret
          * pass below would ask it for, at once; the pass then finds it
          * there, and asks one by one only for what the batch did not
          * make (each failure then answered for itself). */
-        Batch batch = {};
-        int r = 0;
+        _cleanup_(batch_done) Batch batch = {};
         for (int pass = maker && maker->make_many ? 0 : 1; pass < 2; pass++) {
                 Batch *b = pass == 0 ? &batch : NULL;
                 for (char **g = p->protect; g && *g; g++) {
                         _cleanup_free_ char *lit = NULL;
-                        r = protect_literal(*g, &lit);
+                        int r = protect_literal(*g, &lit);
                         if (r < 0)
-                                goto fail;
+                                return r;
                         if (!lit)
                                 continue;
                         const char *content = NULL;
@@ -246,12 +245,11 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret
                                 _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit);
                                 _cleanup_free_ char *target = rel ? path_join(root, rel) : NULL;
                                 struct stat st;
-                                r = -ENOMEM;
                                 if (!target)
-                                        goto fail;
+                                        return -ENOMEM;
                                 if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
                                     strv_extend(&made, target) < 0)
-                                        goto fail;
+                                        return -ENOMEM;
                                 r = tool ? seal_tool_dir(root, lit, tool, len, maker, b, &sealed)
                                          : absent_make(root, lit, kind, content, maker, b);
                                 /* Not root: the jail runs as this same uid,
@@ -264,29 +262,23 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret
                                 if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
                                         r = 0;
                                 if (r == -ENOMEM)
-                                        goto fail;
-                                if (r < 0) {
-                                        batch_done(&batch);
+                                        return r;
+                                if (r < 0)
                                         return vs_error_set_kind(
                                                 err, r, "sandbox_unavailable",
                                                 "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
                                                 root, lit, strerror(-r));
-                                }
                         }
                 }
                 /* What fails here is asked again in the next pass. */
                 if (b && b->n > 1)
                         (void)maker->make_many(maker->userdata, b->items, b->n, NULL);
         }
-        batch_done(&batch);
         if (ret_sealed)
                 *ret_sealed = TAKE_PTR(sealed);
         if (ret_made)
                 *ret_made = TAKE_PTR(made);
         return 0;
-fail:
-        batch_done(&batch);
-        return r;
 }
 
 static int cmp_str(const void *a, const void *b) {
