@@ -8,9 +8,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "fd-util.h"
 #include "git-config.h"
 #include "jail-home.h"
 #include "macro.h"
@@ -57,10 +62,87 @@ static void test_quoting(void **state) {
         round_trip("Zoë Ñandú", "zoe@example.org");
 }
 
+static void conf_stat(const char *path, struct stat *st) {
+        assert_int_equal(lstat(path, st), 0);
+        assert_true(S_ISREG(st->st_mode));
+}
+
+static void prepare(const char *state, char **ret_conf) {
+        char *home = NULL, *note = NULL;
+        assert_int_equal(jail_home_prepare(state, "/nowhere/ws", geteuid(), getegid(), false, &home, ret_conf, &note), 0);
+        assert_null(home);
+        assert_null(note);
+        assert_non_null(*ret_conf);
+}
+
+/* A start binds homes/HEX.gitconfig into its jail by name while other
+ * starts of the same workspace prepare theirs: an unchanged identity must
+ * stay the same file (replaced under a mount in progress, bwrap fails the
+ * start), a changed or tampered one is replaced. */
+static void test_identity_kept_in_place(void **state) {
+        (void)state;
+        char dir[] = "/tmp/vs-git-identity-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char *conf = NULL, *conf2 = NULL, *name = NULL, *email = NULL;
+        prepare(dir, &conf);
+        struct stat a, b;
+        conf_stat(conf, &a);
+        assert_int_equal(a.st_mode & 07777, 0400);
+        prepare(dir, &conf2);
+        assert_string_equal(conf, conf2);
+        conf_stat(conf2, &b);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        free(conf2);
+
+        /* Other content (same length or not), another mode, a second link: replaced. */
+        assert_int_equal(jail_git_identity(geteuid(), &name, &email), 0);
+        char *want = jail_git_identity_text(name, email);
+        assert_non_null(want);
+        for (int k = 0; k < 3; k++) {
+                conf_stat(conf, &a);
+                char *extra = NULL;
+                assert_true(asprintf(&extra, "%s.link", conf) > 0);
+                if (k == 0) {
+                        assert_int_equal(chmod(conf, 0600), 0);
+                        int fd = open(conf, O_WRONLY | O_CLOEXEC);
+                        assert_true(fd >= 0);
+                        assert_int_equal(pwrite(fd, "X", 1, 0), 1);
+                        close(fd);
+                        assert_int_equal(chmod(conf, 0400), 0);
+                } else if (k == 1)
+                        assert_int_equal(chmod(conf, 0644), 0);
+                else
+                        assert_int_equal(link(conf, extra), 0);
+                prepare(dir, &conf2);
+                conf_stat(conf2, &b);
+                assert_true(a.st_ino != b.st_ino);
+                assert_int_equal(b.st_mode & 07777, 0400);
+                char *have = NULL;
+                size_t len = 0;
+                assert_int_equal(read_file_at(AT_FDCWD, conf2, 65536, &have, &len), 0);
+                assert_string_equal(have, want);
+                free(have);
+                free(conf2);
+                (void)unlink(extra);
+                free(extra);
+        }
+        assert_int_equal(unlink(conf), 0);
+        char *homes = NULL;
+        assert_true(asprintf(&homes, "%s/homes", dir) > 0);
+        assert_int_equal(rmdir(homes), 0);
+        assert_int_equal(rmdir(dir), 0);
+        free(homes);
+        free(want);
+        free(name);
+        free(email);
+        free(conf);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plain),
                 cmocka_unit_test(test_quoting),
+                cmocka_unit_test(test_identity_kept_in_place),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,7 +215,25 @@ static int make_home(int hfd, const char *hex, uid_t uid, gid_t gid) {
 /* Temp names of this process's starts (the daemon starts jails on several threads). */
 static unsigned tmp_seq;
 
-/* homes/HEX.gitconfig, replaced atomically (two starts may race). */
+/* Whether homes/NAME already holds exactly text, as uid's read-only file.
+ * A file a start binds into its jail must stay in place while bwrap mounts
+ * it: replaced under it, bwrap finds the mount as "(deleted)" and the start
+ * fails; starts of one workspace (the daemon's, the embedded CLI's) each
+ * write it, so an unchanged identity is left alone. */
+static bool identity_current(int hfd, const char *name, const char *text, uid_t uid) {
+        _cleanup_close_ int fd = openat(hfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        size_t n = strlen(text);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 07777) != 0400 ||
+            st.st_nlink != 1 || (uint64_t)st.st_size != n)
+                return false;
+        _cleanup_free_ char *have = NULL;
+        size_t len = 0;
+        return read_fd_all(fd, n + 1, &have, &len) >= 0 && len == n && memcmp(have, text, n) == 0;
+}
+
+/* homes/HEX.gitconfig: left as it is when current, else replaced
+ * atomically (two starts may race). */
 static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
         _cleanup_free_ char *name = NULL, *email = NULL, *text = NULL, *tmp = NULL, *dest = NULL;
         int r = jail_git_identity(uid, &name, &email);
@@ -225,6 +243,8 @@ static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
             asprintf(&tmp, "%s.gitconfig.%d.%u.tmp", hex, (int)getpid(),
                      __atomic_add_fetch(&tmp_seq, 1, __ATOMIC_RELAXED)) < 0)
                 return -ENOMEM;
+        if (identity_current(hfd, dest, text, uid))
+                return 0;
         (void)unlinkat(hfd, tmp, 0);
         _cleanup_close_ int fd = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
         if (fd < 0)
