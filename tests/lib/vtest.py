@@ -129,6 +129,7 @@ class Tap:
         """Runs fn(*args) as one subtest: passes unless it raises; Skip
         reports a skip."""
         name = name or fn.__name__
+        start = time.monotonic()
         try:
             fn(*args)
             return self.ok(name, True)
@@ -138,6 +139,9 @@ class Tap:
             self.skip(name, str(e))
         except Exception:
             return self.ok(name, False, traceback.format_exc())
+        finally:
+            # Where a slow run spent its time (meson's log keeps it).
+            print("# %s: %.1f s" % (name, time.monotonic() - start), flush=True)
 
     def finish(self):
         """Prints the plan and the summary; the process's exit status."""
