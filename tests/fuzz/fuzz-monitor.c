@@ -23,7 +23,7 @@ static void check(bool cond) {
 
 static bool is_string_tag(uint16_t tag) {
         return tag == MONITOR_F_PATH || tag == MONITOR_F_REL || tag == MONITOR_F_DST || tag == MONITOR_F_ENV ||
-               tag == MONITOR_F_MESSAGE;
+               tag == MONITOR_F_MESSAGE || tag == MONITOR_F_NAME || tag == MONITOR_F_EMAIL;
 }
 
 static void reencode(const MonitorMsg *m, const uint8_t *buf, size_t n) {

@@ -153,7 +153,8 @@ def with_owner_config(fn):
 def t_host_identity(tmp):
     """The owner's user.name/user.email reach the jail, nothing else of its
     config (an alias, core.editor); a ~/.gitconfig that is a link to a
-    root-only file is not followed as root (the default identity)."""
+    root-only file is not followed as root, and a root daemon reads none
+    the owner cannot read (the default identity)."""
     def case(u, cfg):
         with open(cfg, "w") as f:
             f.write('[user]\n\tname = "Host \\"Q\\" Person"\n\temail = host@example.test\n'
@@ -166,6 +167,13 @@ def t_host_identity(tmp):
         check(r.get("ok") and r["stdout"] == 'Host "Q" Person/host@example.test\nend\n', "host identity: %r" % r)
         r = run_embedded(tmp, ws, "git log -1 --format=%an/%ae")
         check(r["stdout"] == 'Host "Q" Person/host@example.test\n', "embedded: %r" % r)
+        # A root daemon's monitor reads it as the owner, never root: one
+        # the owner cannot read (root could) gives the default identity.
+        os.chmod(cfg, 0)
+        ws0 = git_ws(tmp, "ident-unreadable", owner=u)
+        with daemon(tmp, "ident0") as d:
+            r = run_daemon(d, ws0, COMMIT)
+        check(r.get("exit_code") == 0 and r["stdout"].strip() == DEFAULT_IDENT, "mode 0, daemon: %r" % r)
         # A link to a root-only file: not read.
         os.unlink(cfg)
         secret = os.path.join(tmp, "root-only.gitconfig")

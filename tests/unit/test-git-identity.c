@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "fd-util.h"
 #include "git-config.h"
+#include "host-make.h"
 #include "jail-home.h"
 #include "macro.h"
 
@@ -69,7 +71,7 @@ static void conf_stat(const char *path, struct stat *st) {
 
 static void prepare(const char *state, char **ret_conf) {
         char *home = NULL, *note = NULL;
-        assert_int_equal(jail_home_prepare(state, "/nowhere/ws", geteuid(), getegid(), false, &home, ret_conf, &note), 0);
+        assert_int_equal(jail_home_prepare(state, "/nowhere/ws", geteuid(), getegid(), false, NULL, &home, ret_conf, &note), 0);
         assert_null(home);
         assert_null(note);
         assert_non_null(*ret_conf);
@@ -138,11 +140,58 @@ static void test_identity_kept_in_place(void **state) {
         free(conf);
 }
 
+static int fake_identity(void *userdata, char **ret_name, char **ret_email) {
+        int *calls = userdata;
+        if (++*calls > 1)
+                return -ETIMEDOUT;
+        *ret_name = strdup("From Maker");
+        *ret_email = strdup("maker@example.org");
+        return 0;
+}
+
+/* A maker with identity() (a root daemon's monitor, which reads it as
+ * the owner) is asked instead of the owner's files; when it fails, the
+ * jail gets no identity file and a note says why. */
+static void test_identity_from_maker(void **state) {
+        (void)state;
+        char dir[] = "/tmp/vs-git-identity-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        int calls = 0;
+        VsHostMaker maker = { .workspace = "/nowhere/ws", .identity = fake_identity, .userdata = &calls };
+        char *home = NULL, *conf = NULL, *note = NULL;
+        assert_int_equal(jail_home_prepare(dir, "/nowhere/ws", geteuid(), getegid(), false, &maker, &home, &conf, &note),
+                         0);
+        assert_int_equal(calls, 1);
+        assert_non_null(conf);
+        assert_null(note);
+        char *have = NULL, *want = jail_git_identity_text("From Maker", "maker@example.org");
+        size_t len = 0;
+        assert_int_equal(read_file_at(AT_FDCWD, conf, 65536, &have, &len), 0);
+        assert_string_equal(have, want);
+        free(have);
+        free(want);
+        assert_int_equal(unlink(conf), 0);
+        free(conf);
+        conf = NULL;
+        assert_int_equal(jail_home_prepare(dir, "/nowhere/ws", geteuid(), getegid(), false, &maker, &home, &conf, &note),
+                         0);
+        assert_null(conf);
+        assert_non_null(note);
+        assert_non_null(strstr(note, "git has no identity file"));
+        free(note);
+        char *homes = NULL;
+        assert_true(asprintf(&homes, "%s/homes", dir) > 0);
+        assert_int_equal(rmdir(homes), 0);
+        assert_int_equal(rmdir(dir), 0);
+        free(homes);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plain),
                 cmocka_unit_test(test_quoting),
                 cmocka_unit_test(test_identity_kept_in_place),
+                cmocka_unit_test(test_identity_from_maker),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,7 @@ static void state_table(void **state) {
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_WS_VIEW));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_PLACEHOLDER));
         assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_QUARANTINE));
+        assert_false(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_GIT_IDENTITY));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_JAIL_KILL));
         assert_true(monitor_req_allowed(MONITOR_STATE_STOPPING, MONITOR_REQ_SHUTDOWN));
         /* Out of the tables' range. */
@@ -252,6 +253,48 @@ static void strings(void **state) {
         monitor_enc_done(&e);
 }
 
+/* git_identity: the request a workspace handle only; its reply a name
+ * and an address of 1 to MONITOR_IDENT_MAX bytes each, at most once. */
+static void identity(void **state) {
+        (void)state;
+        MonitorEnc e;
+        monitor_enc_begin(&e, MONITOR_REQ_GIT_IDENTITY, 1);
+        monitor_put_u64(&e, MONITOR_F_WS, 9);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(decode(&e, false, &msg), 0);
+        assert_int_equal(monitor_field(&msg, MONITOR_F_WS, -1)->u64, 9);
+        monitor_enc_done(&e);
+        /* Not a uid: the owner is the monitor's to know. */
+        monitor_enc_begin(&e, MONITOR_REQ_GIT_IDENTITY, 1);
+        monitor_put_u64(&e, MONITOR_F_WS, 9);
+        monitor_put_u64(&e, MONITOR_F_UID, 1000);
+        assert_int_equal(monitor_enc_end(&e), 0);
+        assert_int_equal(decode(&e, false, &msg), -EBADMSG);
+        monitor_enc_done(&e);
+        char longest[MONITOR_IDENT_MAX + 2];
+        memset(longest, 'n', sizeof longest - 1);
+        longest[sizeof longest - 1] = 0;
+        for (int k = 0; k < 5; k++) {
+                monitor_enc_begin(&e, MONITOR_REPLY | MONITOR_REQ_GIT_IDENTITY, 1);
+                monitor_put_u64(&e, MONITOR_F_STATUS, 0);
+                longest[MONITOR_IDENT_MAX] = k == 1 ? 'n' : 0; /* 256 bytes, then 257 */
+                monitor_put_str(&e, MONITOR_F_NAME, k == 2 ? "" : longest);
+                monitor_put_str(&e, MONITOR_F_EMAIL, "a@b");
+                if (k == 3)
+                        monitor_put_str(&e, MONITOR_F_EMAIL, "c@d");
+                if (k == 4)
+                        monitor_put_bytes(&e, MONITOR_F_NAME, "x", 1); /* no NUL */
+                assert_int_equal(monitor_enc_end(&e), 0);
+                assert_int_equal(decode(&e, true, &msg), k == 0 ? 0 : -EBADMSG);
+                if (k == 0) {
+                        assert_int_equal(strlen(monitor_field_str(monitor_field(&msg, MONITOR_F_NAME, -1))),
+                                         MONITOR_IDENT_MAX);
+                        assert_string_equal(monitor_field_str(monitor_field(&msg, MONITOR_F_EMAIL, -1)), "a@b");
+                }
+                monitor_enc_done(&e);
+        }
+}
+
 static void schema(void **state) {
         (void)state;
         MonitorEnc e;
@@ -437,7 +480,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(state_table), cmocka_unit_test(round_trip), cmocka_unit_test(paths),
                 cmocka_unit_test(strings),     cmocka_unit_test(schema),     cmocka_unit_test(mounts),
-                cmocka_unit_test(framing),
+                cmocka_unit_test(framing),     cmocka_unit_test(identity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@
 #include "cgroup-kill.h"
 #include "fd-util.h"
 #include "host-make.h"
+#include "jail-home.h"
 #include "idmap.h"
 #include "log.h"
 #include "monitor-proto.h"
@@ -1489,6 +1490,92 @@ static void is_placeholder(const char *dir, const char *rel, bool is_dir_, uid_t
  * and nothing appears where it points; a link on the way is not entered.
  * Refused: an unknown handle, an owner changed, a system account's, a
  * root-owned one without root's vectora.toml, a text for a directory. */
+/* git_identity of handle h: its status; the name and address in
+ * name/email (each of MONITOR_IDENT_MAX + 1 bytes) when 0. */
+static uint64_t identity_ask(Fixture *f, uint64_t h, char *name, char *email) {
+        MonitorEnc e;
+        begin(f, &e, MONITOR_REQ_GIT_IDENTITY);
+        monitor_put_u64(&e, MONITOR_F_WS, h);
+        assert_int_equal(ask(f, &e, -1), 0);
+        uint64_t st = status_of(f);
+        const char *n = monitor_field_str(monitor_field(&answer, MONITOR_F_NAME, -1)),
+                   *m = monitor_field_str(monitor_field(&answer, MONITOR_F_EMAIL, -1));
+        assert_true(st ? !n && !m : n && m);
+        if (!st) {
+                snprintf(name, MONITOR_IDENT_MAX + 1, "%s", n);
+                snprintf(email, MONITOR_IDENT_MAX + 1, "%s", m);
+        }
+        return st;
+}
+
+/* Writes text to path as uid:gid with mode (over what is there). */
+static void owner_file(const char *path, const char *text, mode_t mode, uid_t uid, gid_t gid) {
+        (void)unlink(path);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        assert_int_equal(fchown(fd, uid, gid), 0);
+        assert_int_equal(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+/* git_identity: the owner's ~/.gitconfig read by a child that became the
+ * owner, not by root: a config the owner cannot read (mode 0, which root
+ * reads all the same) gives the default identity, as does one that is a
+ * link to a file of root's; the owner's own readable one gives its name
+ * and address. Needs root and the suite's account vectora-test (made by
+ * scripts/install-deps), whose git config files are put back after. */
+static void identity_read_as_owner(void **state) {
+        Fixture *f = *state;
+        struct passwd *pw = getuid() == 0 ? getpwnam("vectora-test") : NULL;
+        if (!pw) {
+                print_message("skipped: needs root and the account vectora-test\n");
+                skip();
+        }
+        uid_t uid = pw->pw_uid;
+        gid_t gid = pw->pw_gid;
+        char home[256], conf[300], aside[320], xdg[300], xdg_aside[320], root_conf[200];
+        snprintf(home, sizeof home, "%s", pw->pw_dir);
+        snprintf(conf, sizeof conf, "%s/.gitconfig", home);
+        snprintf(aside, sizeof aside, "%s.vs-test-aside", conf);
+        snprintf(xdg, sizeof xdg, "%s/.config/git/config", home);
+        snprintf(xdg_aside, sizeof xdg_aside, "%s.vs-test-aside", xdg);
+        snprintf(root_conf, sizeof root_conf, "%s/root-gitconfig", f->dir);
+        bool had = rename(conf, aside) == 0, had_xdg = rename(xdg, xdg_aside) == 0;
+        hello(f);
+        uint64_t h = sub_ws(f, "idws", 0755, uid, gid);
+        /* Asked first, checked after the owner's files are put back. */
+        char name[4][MONITOR_IDENT_MAX + 1] = { { 0 } }, email[4][MONITOR_IDENT_MAX + 1] = { { 0 } };
+        uint64_t st[4];
+        owner_file(conf, "[user]\n\tname = Owner \\\"Q\\\" Person\n\temail = owner@example.org\n", 0600, uid, gid);
+        st[0] = identity_ask(f, h, name[0], email[0]);
+        /* Unreadable to the owner: root would have read it. */
+        int k = chmod(conf, 0);
+        st[1] = identity_ask(f, h, name[1], email[1]);
+        /* A link to root's file: not followed. */
+        owner_file(root_conf, "[user]\n\tname = Root Secret\n\temail = root@example.org\n", 0600, 0, 0);
+        k |= unlink(conf) | symlink(root_conf, conf);
+        st[2] = identity_ask(f, h, name[2], email[2]);
+        /* A handle the monitor never gave: refused. */
+        st[3] = identity_ask(f, h + 100, name[3], email[3]);
+        (void)unlink(conf);
+        (void)unlink(root_conf);
+        if (had)
+                assert_int_equal(rename(aside, conf), 0);
+        if (had_xdg)
+                assert_int_equal(rename(xdg_aside, xdg), 0);
+        assert_int_equal(k, 0);
+        assert_int_equal(st[0], 0);
+        assert_string_equal(name[0], "Owner \"Q\" Person");
+        assert_string_equal(email[0], "owner@example.org");
+        for (int i = 1; i < 3; i++) {
+                assert_int_equal(st[i], 0);
+                assert_string_equal(name[i], VS_JAIL_GIT_NAME);
+                assert_string_equal(email[i], VS_JAIL_GIT_EMAIL);
+        }
+        assert_int_equal(st[3], ENOENT);
+}
+
 static void placeholder_made_below_workspace(void **state) {
         Fixture *f = *state;
         uid_t uid;
@@ -3347,6 +3434,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_made_below_workspace, setup, teardown),
+                cmocka_unit_test_setup_teardown(identity_read_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_asks_no_file_system, setup, teardown),
                 cmocka_unit_test_setup_teardown(quarantine_puts_aside, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_not_held_by_a_held_directory, setup, teardown),

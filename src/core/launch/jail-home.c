@@ -13,11 +13,10 @@
 #include "chase.h"
 #include "fd-util.h"
 #include "git-config.h"
+#include "host-make.h"
 #include "macro.h"
 #include "path-util.h"
 #include "sha256.h"
-
-#define IDENT_MAX 256 /* a longer name or address is not an identity */
 
 /* ---- the host user's identity ---- */
 
@@ -25,11 +24,9 @@ typedef struct Ident {
         char *name, *email;
 } Ident;
 
-/* One printable line: what git would take as a name or an address and
- * what the rendered config can quote. */
-static bool plain_value(const char *v) {
+bool jail_git_identity_plain(const char *v) {
         size_t n = v ? strlen(v) : 0;
-        if (n == 0 || n > IDENT_MAX)
+        if (n == 0 || n > VS_JAIL_IDENT_MAX)
                 return false;
         for (const unsigned char *c = (const unsigned char *)v; *c; c++)
                 if (*c < 0x20 || *c == 0x7f)
@@ -40,7 +37,7 @@ static bool plain_value(const char *v) {
 static int on_ident(const char *key, const char *value, void *ctx) {
         Ident *id = ctx;
         char **slot = strcmp(key, "user.name") == 0 ? &id->name : strcmp(key, "user.email") == 0 ? &id->email : NULL;
-        if (!slot || !plain_value(value))
+        if (!slot || !jail_git_identity_plain(value))
                 return 0;
         char *v = strdup(value);
         if (!v)
@@ -234,9 +231,10 @@ static bool identity_current(int hfd, const char *name, const char *text, uid_t 
 
 /* homes/HEX.gitconfig: left as it is when current, else replaced
  * atomically (two starts may race). */
-static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid) {
+static int write_identity(int hfd, const char *hex, uid_t uid, gid_t gid, const VsHostMaker *maker) {
         _cleanup_free_ char *name = NULL, *email = NULL, *text = NULL, *tmp = NULL, *dest = NULL;
-        int r = jail_git_identity(uid, &name, &email);
+        int r = maker && maker->identity ? maker->identity(maker->userdata, &name, &email)
+                                         : jail_git_identity(uid, &name, &email);
         if (r < 0)
                 return r;
         if (!(text = jail_git_identity_text(name, email)) || asprintf(&dest, "%s.gitconfig", hex) < 0 ||
@@ -275,7 +273,7 @@ static int record_workspace(int hfd, const char *hex, const char *workspace) {
 }
 
 int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
-                      char **ret_home, char **ret_gitconfig, char **ret_note) {
+                      const VsHostMaker *maker, char **ret_home, char **ret_gitconfig, char **ret_note) {
         *ret_home = *ret_gitconfig = *ret_note = NULL;
         if (!state_dir)
                 return 0;
@@ -291,7 +289,7 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
                 return 0;
         }
         _cleanup_free_ char *home = NULL, *conf = NULL;
-        int r = write_identity(hfd, hex, uid, gid);
+        int r = write_identity(hfd, hex, uid, gid, maker);
         if (r == -ENOMEM)
                 return r;
         if (r >= 0 && asprintf(&conf, "%s/homes/%s.gitconfig", state_dir, hex) < 0)

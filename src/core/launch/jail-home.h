@@ -32,6 +32,10 @@
 /* The identity a jail gets when the host user has none. */
 #define VS_JAIL_GIT_NAME "vectora agent"
 #define VS_JAIL_GIT_EMAIL "agent@vectora.invalid"
+/* A longer name or address is not an identity. */
+#define VS_JAIL_IDENT_MAX 256
+
+struct VsHostMaker;
 
 /* The identity of uid from its global git config (~/.config/git/config,
  * then ~/.gitconfig, the later winning as in git): only user.name and
@@ -40,15 +44,23 @@
  * a plain one-line value is the default above. Owned by the caller. */
 int jail_git_identity(uid_t uid, char **ret_name, char **ret_email);
 
+/* Whether v is one printable line of 1 to VS_JAIL_IDENT_MAX bytes: what
+ * git would take as a name or an address and what the rendered config
+ * can quote. */
+bool jail_git_identity_plain(const char *v);
+
 /* Renders the identity as a git config text. Owned by the caller. */
 char *jail_git_identity_text(const char *name, const char *email);
 
 /* Prepares workspace's home (when persistent) and identity file under
  * state_dir for the jail's uid/gid. *ret_home / *ret_gitconfig: host
  * paths, NULL where they could not be made (the jail then gets a private
- * tmpfs home and no identity file; *ret_note says why, or NULL). */
+ * tmpfs home and no identity file; *ret_note says why, or NULL). The
+ * identity comes from maker's identity() when it has one (a root
+ * daemon's monitor reads it as the owner: root parses no file of the
+ * owner's), else from jail_git_identity(). */
 int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
-                      char **ret_home, char **ret_gitconfig, char **ret_note);
+                      const struct VsHostMaker *maker, char **ret_home, char **ret_gitconfig, char **ret_note);
 
 /* Removes the homes (and identity files) under state_dir whose workspace
  * is gone (homes/HEX.workspace names it; the path no longer exists),

@@ -340,7 +340,7 @@ static int launch_network_allowlist(const VsPolicy *p, const VsLaunchOptions *o,
  * home) with a note saying why. */
 static int launch_home(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l) {
         _cleanup_free_ char *note = NULL;
-        int r = jail_home_prepare(o->state_dir, p->workspace, l->uid, l->gid, p->persistent_home, &l->home_dir,
+        int r = jail_home_prepare(o->state_dir, p->workspace, l->uid, l->gid, p->persistent_home, o->maker, &l->home_dir,
                                   &l->git_config, &note);
         if (r < 0)
                 return r;

@@ -21,6 +21,7 @@
 #include "cgroup-kill.h"
 #include "fd-util.h"
 #include "host-make.h"
+#include "jail-home.h"
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
@@ -738,6 +739,31 @@ int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t 
         return 0;
 }
 
+int monitor_link_git_identity(Server *srv, uint64_t ws, char **ret_name, char **ret_email, VsError **err) {
+        *ret_name = *ret_email = NULL;
+        if (!srv->monitor)
+                return vs_error_set(err, -ENOTCONN, "no root monitor");
+        MonitorEnc e;
+        monitor_put_u64(request(&e, srv, MONITOR_REQ_GIT_IDENTITY), MONITOR_F_WS, ws);
+        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
+        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
+        int r = !buf || !reply ? vs_error_set(err, -ENOMEM, "out of memory") : pool_call(srv, &e, buf, reply, err);
+        monitor_enc_done(&e);
+        if (r < 0)
+                return r;
+        const char *name = monitor_field_str(monitor_field(reply, MONITOR_F_NAME, -1)),
+                   *email = monitor_field_str(monitor_field(reply, MONITOR_F_EMAIL, -1));
+        /* The monitor checked them; the link does not take its word. */
+        if (!jail_git_identity_plain(name) || !jail_git_identity_plain(email))
+                return lost(srv, MONITOR_REQ_GIT_IDENTITY, "an identity that is not two plain lines", err);
+        if (!(*ret_name = strdup(name)) || !(*ret_email = strdup(email))) {
+                free(*ret_name);
+                *ret_name = NULL;
+                return vs_error_set(err, -ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
 static int maker_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
         MonitorMaker *m = userdata;
         return monitor_link_placeholder(m->srv, m->ws, rel, flags, text, err);
@@ -759,9 +785,19 @@ static int maker_put_aside(void *userdata, const char *rel, uint64_t dev, uint64
         return (r == -ENOENT || r == -EPIPE || r == -ENOTCONN) && geteuid() == 0 ? -ENOTCONN : r;
 }
 
+static int maker_identity(void *userdata, char **ret_name, char **ret_email) {
+        MonitorMaker *m = userdata;
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        int r = monitor_link_git_identity(m->srv, m->ws, ret_name, ret_email, &err);
+        if (r < 0 && r != -ENOMEM)
+                log_warning("the owner's git identity: %s", vs_error_message(err));
+        return r;
+}
+
 void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace) {
         *m = (MonitorMaker){ .srv = srv, .ws = ws };
-        m->maker = (VsHostMaker){ .workspace = workspace, .make = maker_make, .make_many = maker_make_many, .put_aside = maker_put_aside, .userdata = m };
+        m->maker = (VsHostMaker){ .workspace = workspace, .make = maker_make, .make_many = maker_make_many,
+                                  .put_aside = maker_put_aside, .identity = maker_identity, .userdata = m };
 }
 
 int monitor_link_cgroup_make(Server *srv, uint64_t ws, uint64_t pids_max, uint64_t memory_max, int ret_fds[2],

@@ -22,6 +22,7 @@ static const bool allowed[_MONITOR_STATE_MAX][_MONITOR_REQ_MAX] = {
                 [MONITOR_REQ_PLACEHOLDER] = true, [MONITOR_REQ_STATUS] = true,
                 [MONITOR_REQ_SHUTDOWN] = true, [MONITOR_REQ_LOG_REOPEN] = true,
                 [MONITOR_REQ_WS_VIEW] = true, [MONITOR_REQ_QUARANTINE] = true,
+                [MONITOR_REQ_GIT_IDENTITY] = true,
         },
         [MONITOR_STATE_STOPPING] = {
                 [MONITOR_REQ_WS_CLOSE] = true, [MONITOR_REQ_JAIL_KILL] = true,
@@ -49,6 +50,7 @@ static const char *const req_names[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_LOG_REOPEN] = "log_reopen",
         [MONITOR_REQ_WS_VIEW] = "ws_view",
         [MONITOR_REQ_QUARANTINE] = "quarantine",
+        [MONITOR_REQ_GIT_IDENTITY] = "git_identity",
 };
 
 const char *monitor_req_to_string(MonitorReq t) {
@@ -146,6 +148,7 @@ static const FieldSpec *const requests[_MONITOR_REQ_MAX] = {
         [MONITOR_REQ_LOG_REOPEN] = none,
         [MONITOR_REQ_WS_VIEW] = ws_only,
         [MONITOR_REQ_QUARANTINE] = quarantine,
+        [MONITOR_REQ_GIT_IDENTITY] = ws_only,
 };
 
 /* Every reply: a status, and what the request it answers gives back. */
@@ -157,6 +160,8 @@ static const FieldSpec reply[] = {
         OPT(MONITOR_F_PID, KIND_U64, 1, 4194304),
         { .tag = MONITOR_F_COUNT, .kind = KIND_U64, .min = 0, .max = 8, .lo = 0, .hi = UINT64_MAX },
         OPT(MONITOR_F_STEP, KIND_U64, 1, 64),
+        OPT(MONITOR_F_NAME, KIND_STR, 1, MONITOR_IDENT_MAX),
+        OPT(MONITOR_F_EMAIL, KIND_STR, 1, MONITOR_IDENT_MAX),
         {},
 };
 

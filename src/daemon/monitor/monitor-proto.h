@@ -34,6 +34,7 @@
 #define MONITOR_REPLY 0x8000u     /* a reply's type: the request's, with this bit */
 #define MONITOR_MOUNTS_MAX 200    /* mount groups of a jail_spawn */
 #define MONITOR_ITEMS_MAX 32      /* a placeholder request's items: one child makes them all */
+#define MONITOR_IDENT_MAX 256     /* git_identity's name and email, bytes (jail-home.h VS_JAIL_IDENT_MAX) */
 /* cgroup_make's limits: what its schema takes (the server clamps). */
 #define MONITOR_PIDS_MAX 4194304ull
 #define MONITOR_MEMORY_MIN (1ull << 20)
@@ -60,6 +61,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
         MONITOR_REQ_WS_VIEW,         /* ws: reply: a read-only view of it for the server's uid (idmap.h idmap_view) */
         MONITOR_REQ_QUARANTINE,      /* ws, rel (.git or HEAD), dev, ino: renamed NAME.vectora-quarantine[-N]; reply: count N */
+        MONITOR_REQ_GIT_IDENTITY,    /* ws: the owner's git identity, read as the owner (jail-home.h); reply: name, email */
         _MONITOR_REQ_MAX,
         _MONITOR_REQ_INVALID = -1,
 } MonitorReq;
@@ -100,6 +102,8 @@ typedef enum MonitorTag {
         MONITOR_F_DEV,         /* u64: a file's device as stat shows it */
         MONITOR_F_INO,         /* u64: its inode */
         MONITOR_F_ITEM,        /* group: a placeholder's rel, flags, text? */
+        MONITOR_F_NAME,        /* reply: string, git's user.name */
+        MONITOR_F_EMAIL,       /* reply: string, git's user.email */
         _MONITOR_F_MAX,
 } MonitorTag;
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -28,6 +29,7 @@
 #include "host-make.h"
 #include "idmap.h"
 #include "jail-argv.h"
+#include "jail-home.h"
 #include "log.h"
 #include "macro.h"
 #include "monitor-proto.h"
@@ -164,6 +166,7 @@ struct Monitor {
         void *guard;
         size_t guard_len;
         uint64_t count; /* placeholder's reply */
+        char ident[2][MONITOR_IDENT_MAX + 1]; /* git_identity's reply: name, email */
         struct {
                 pid_t pid;
                 uid_t owner; /* the workspace's (ws_open's: the uid asked) */
@@ -319,6 +322,10 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
         }
         if ((m->to.type == MONITOR_REQ_PLACEHOLDER || m->to.type == MONITOR_REQ_QUARANTINE) && status == 0)
                 monitor_put_u64(&e, MONITOR_F_COUNT, m->count);
+        if (m->to.type == MONITOR_REQ_GIT_IDENTITY && status == 0) {
+                monitor_put_str(&e, MONITOR_F_NAME, m->ident[0]);
+                monitor_put_str(&e, MONITOR_F_EMAIL, m->ident[1]);
+        }
         int r = monitor_enc_end(&e);
         if (r >= 0) {
                 /* Never waited for: a server that does not read its
@@ -785,6 +792,7 @@ typedef struct FsOut {
         int r;
         bool no_toml; /* root_toml_ok said no */
         uint64_t count;
+        char ident[2][MONITOR_IDENT_MAX + 1]; /* git_identity's: name, email */
         size_t n_fds;
         int fds[MONITOR_MOUNTS_MAX];
 } FsOut;
@@ -1253,6 +1261,21 @@ static MonWorkspace *ws_writable(Monitor *m, struct stat *st, int *ret) {
         return NULL;
 }
 
+/* The request's workspace, served (ws_writable), and an FsJob for it
+ * at its root (fs_job); NULL when refused, *ret the reply's result. */
+static MonWorkspace *ws_job(Monitor *m, FsJob *job, int *ret) {
+        struct stat st;
+        MonWorkspace *w = ws_writable(m, &st, ret);
+        if (!w)
+                return NULL;
+        int r = fs_job(w, &st, "", job);
+        if (r < 0) {
+                *ret = reply(m, -r, NULL, 0);
+                return NULL;
+        }
+        return w;
+}
+
 /* What a placeholder's or a quarantine's child did (r, out), answered
  * to m->to's request. */
 static int fs_done(Monitor *m, int r, const FsOut *out) {
@@ -1266,6 +1289,17 @@ static int fs_done(Monitor *m, int r, const FsOut *out) {
                 m->placeholders_made += out->count;
         if (r < 0)
                 return reply_fs(m, r, out);
+        if (m->to.type == MONITOR_REQ_GIT_IDENTITY) {
+                /* The child became the owner: what it sent is the owner's
+                 * word, checked as the server checks it (plain lines). */
+                for (int i = 0; i < 2; i++) {
+                        if (!memchr(out->ident[i], 0, sizeof out->ident[i]) ||
+                            !jail_git_identity_plain(out->ident[i]))
+                                return reply(m, EBADMSG, "the owner's child answered no plain identity", 0);
+                        memcpy(m->ident[i], out->ident[i], sizeof m->ident[i]);
+                }
+                return reply(m, 0, NULL, 0);
+        }
         if (m->to.type == MONITOR_REQ_QUARANTINE)
                 m->put_aside++;
         return reply_count(m, out->count);
@@ -1304,15 +1338,11 @@ static int placeholder(Monitor *m) {
                 if ((monitor_field(&m->msg, MONITOR_F_FLAGS, i)->u64 & VS_HOST_MAKE_DIR) &&
                     monitor_field(&m->msg, MONITOR_F_TEXT, i))
                         return reply(m, EINVAL, "a directory holds no text", 0);
-        struct stat st;
+        FsJob job;
         int refused;
-        MonWorkspace *w = ws_writable(m, &st, &refused);
+        MonWorkspace *w = ws_job(m, &job, &refused);
         if (!w)
                 return refused;
-        FsJob job;
-        int r = fs_job(w, &st, "", &job);
-        if (r < 0)
-                return reply(m, -r, NULL, 0);
         job.msg = &m->msg;
         return fs_request(m, w, &job, place_in_child);
 }
@@ -1377,6 +1407,44 @@ static int quarantine(Monitor *m) {
         job.dev = monitor_field(&m->msg, MONITOR_F_DEV, -1)->u64;
         job.ino = monitor_field(&m->msg, MONITOR_F_INO, -1)->u64;
         return fs_request(m, w, &job, aside_in_child);
+}
+
+/* The owner's git identity, read by the child become the owner: all its
+ * ids (not only the file system's, as a placeholder's walk), no groups,
+ * no_new_privs, so that the owner's ~/.gitconfig is parsed by no root
+ * process (its parser, a bug in it, its links and its FUSE mounts meet
+ * the owner's rights only). */
+static int identity_in_child(FsJob *j, FsOut *out) {
+        if (j->uid != 0 && (setresgid(j->gid, j->gid, j->gid) < 0 || setresuid(j->uid, j->uid, j->uid) < 0))
+                return -EPERM;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        _cleanup_free_ char *name = NULL, *email = NULL;
+        int r = jail_git_identity(j->uid, &name, &email);
+        if (r < 0)
+                return r;
+        if (strlen(name) > MONITOR_IDENT_MAX || strlen(email) > MONITOR_IDENT_MAX)
+                return -ENAMETOOLONG;
+        strcpy(out->ident[0], name);
+        strcpy(out->ident[1], email);
+        return 0;
+}
+
+/* git_identity: workspace ws's owner's git identity (jail-home.h
+ * jail_git_identity), read in a child as the owner (the monitor's, not
+ * the server's word: the owner it opened the workspace for), the
+ * server's to write into the jail's identity file. A root-owned
+ * workspace's: root's, read as root. */
+static int git_identity(Monitor *m) {
+        FsJob job;
+        int refused;
+        MonWorkspace *w = ws_job(m, &job, &refused);
+        if (!w)
+                return refused;
+        /* Nothing of the workspace's: its descriptor stays out of the child. */
+        job.dirfd = -EBADF;
+        job.root_toml = false;
+        return fs_request(m, w, &job, identity_in_child);
 }
 
 static int nothing_in_child(FsJob *j, FsOut *out) {
@@ -1768,7 +1836,8 @@ static int step_msg(Monitor *m, int fd, const uint8_t *buf, ssize_t n, int *fds,
         m->to.id = m->msg.id;
         if (!monitor_req_allowed(m->state, t))
                 return broken("a request its state does not allow", monitor_req_to_string(t));
-        if (fd == m->pool_fd && t != MONITOR_REQ_PLACEHOLDER && t != MONITOR_REQ_QUARANTINE)
+        if (fd == m->pool_fd && t != MONITOR_REQ_PLACEHOLDER && t != MONITOR_REQ_QUARANTINE &&
+            t != MONITOR_REQ_GIT_IDENTITY)
                 return broken("a request the pool's channel does not take", monitor_req_to_string(t));
         if (too_many || n_fds != (t == MONITOR_REQ_LOG_REOPEN ? 1u : t == MONITOR_REQ_JAIL_SPAWN ? 3u : 0u))
                 return broken(n_fds ? "descriptors its request does not take, or too many"
@@ -1794,6 +1863,8 @@ static int step_msg(Monitor *m, int fd, const uint8_t *buf, ssize_t n, int *fds,
                 return placeholder(m);
         case MONITOR_REQ_QUARANTINE:
                 return quarantine(m);
+        case MONITOR_REQ_GIT_IDENTITY:
+                return git_identity(m);
         case MONITOR_REQ_WS_VIEW:
                 return ws_view(m);
         case MONITOR_REQ_JAIL_KILL:
