@@ -169,6 +169,52 @@ static void made_by_maker(void **state) {
         vs_error_free(err);
 }
 
+/* A batching maker (make_many: the monitor makes a batch in one child)
+ * asked for the eight entries once, in the same order; the first that
+ * fails ends the batch (those after it not made) and refuses the start. */
+static int batches;
+static int path_make_many(void *userdata, const VsHostItem *items, size_t n, VsError **err) {
+        batches++;
+        int made = 0;
+        for (size_t i = 0; i < n; i++) {
+                int r = path_make(userdata, items[i].rel, items[i].flags, items[i].text, err);
+                if (r < 0)
+                        return r;
+                made += r;
+        }
+        return made;
+}
+
+static void made_by_batching_maker(void **state) {
+        VsError *err = NULL;
+        VsHostMaker m = { .workspace = ws, .make = path_make, .make_many = path_make_many };
+        n_asked = 0;
+        batches = 0;
+        fail_at = -1;
+        if (git_repo_make(ws, &m, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        const char *want[] = { ".git/ (not exclusive)", ".git/objects/", ".git/objects/info/", ".git/objects/pack/",
+                               ".git/refs/", ".git/refs/heads/", ".git/refs/tags/", ".git/config", ".git/HEAD" };
+        assert_int_equal(n_asked, 9);
+        assert_int_equal(batches, 1);
+        for (int i = 0; i < 9; i++)
+                assert_string_equal(asked[i], want[i]);
+        assert_string_equal(read_rel(".git/HEAD"), "ref: refs/heads/master\n");
+        char g[512];
+        path_of(g, sizeof g, ".git");
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", g, g);
+        assert_int_equal(system(cmd), 0);
+        n_asked = 0;
+        batches = 0;
+        fail_at = 3;
+        assert_int_equal(git_repo_make(ws, &m, &err), -ESTALE);
+        assert_int_equal(batches, 1);
+        assert_int_equal(n_asked, 4);
+        assert_false(exists(".git/HEAD"));
+        vs_error_free(err);
+}
+
 /* The same tree, file for file, byte for byte and mode for mode, as `git
  * init --template=` makes (when git is there to compare with), and the
  * host's git takes it as a repository with no commit yet. */
@@ -254,6 +300,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(made_when_missing, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(made_in_empty_placeholder, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(left_alone, make_dirs, remove_dirs),
+                cmocka_unit_test_setup_teardown(made_by_batching_maker, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(made_by_maker, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(same_as_git_init, make_dirs, remove_dirs),
                 cmocka_unit_test_setup_teardown(no_git_needed, make_dirs, remove_dirs),

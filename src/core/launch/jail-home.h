@@ -57,8 +57,8 @@ char *jail_git_identity_text(const char *name, const char *email);
  * paths, NULL where they could not be made (the jail then gets a private
  * tmpfs home and no identity file; *ret_note says why, or NULL). The
  * identity comes from maker's identity() when it has one (a root
- * daemon's monitor reads it as the owner: root parses no file of the
- * owner's), else from jail_git_identity(). */
+ * daemon's monitor reads it with the owner's file rights), else from
+ * jail_git_identity(). */
 int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
                       const struct VsHostMaker *maker, char **ret_home, char **ret_gitconfig, char **ret_note);
 

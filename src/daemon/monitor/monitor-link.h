@@ -75,7 +75,7 @@ int monitor_link_placeholder(Server *srv, uint64_t ws, const char *rel, unsigned
  * errno at the first request that failed (host-make.h make_many). */
 int monitor_link_placeholders(Server *srv, uint64_t ws, const VsHostItem *items, size_t n, VsError **err);
 /* git_identity: workspace ws's owner's git identity (user.name and
- * user.email, each a plain line), read by the monitor as the owner.
+ * user.email, each a plain line), read by the monitor with the owner's file rights.
  * Any thread, on the pool's channel. */
 int monitor_link_git_identity(Server *srv, uint64_t ws, char **ret_name, char **ret_email, VsError **err);
 /* A repository a jail made put aside by the monitor (host-make.h

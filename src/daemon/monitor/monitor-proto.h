@@ -61,7 +61,7 @@ typedef enum MonitorReq {
         MONITOR_REQ_LOG_REOPEN,      /* fd: the daemon's log, opened again (SIGHUP): the monitor's lines go there */
         MONITOR_REQ_WS_VIEW,         /* ws: reply: a read-only view of it for the server's uid (idmap.h idmap_view) */
         MONITOR_REQ_QUARANTINE,      /* ws, rel (.git or HEAD), dev, ino: renamed NAME.vectora-quarantine[-N]; reply: count N */
-        MONITOR_REQ_GIT_IDENTITY,    /* ws: the owner's git identity, read as the owner (jail-home.h); reply: name, email */
+        MONITOR_REQ_GIT_IDENTITY,    /* ws: the owner's git identity, read with the owner's file rights (jail-home.h); reply: name, email */
         _MONITOR_REQ_MAX,
         _MONITOR_REQ_INVALID = -1,
 } MonitorReq;

@@ -169,12 +169,26 @@ static int repo_make_by(const VsHostMaker *m, const char *rel, int wfd, int stat
         struct stat gst;
         if (gfd < 0 || fstat(gfd, &gst) < 0)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "%s/.git: %m", workspace);
+        char *names[ELEMENTSOF(entries)] = { NULL };
+        VsHostItem items[ELEMENTSOF(entries)];
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(entries); i++) {
-                _cleanup_free_ char *e = path_join(rel, entries[i].name);
-                r = !e ? -ENOMEM
-                       : m->make(m->userdata, e, VS_HOST_MAKE_EXCL | (entries[i].dir ? VS_HOST_MAKE_DIR : 0),
-                                 entries[i].text, NULL);
+                names[i] = path_join(rel, entries[i].name);
+                items[i] = (VsHostItem){ .rel = names[i],
+                                         .flags = VS_HOST_MAKE_EXCL | (entries[i].dir ? VS_HOST_MAKE_DIR : 0),
+                                         .text = entries[i].text };
+                if (!names[i])
+                        r = -ENOMEM;
         }
+        /* All in one request where the maker batches (one child of the
+         * monitor, not eight): made in turn, the first failure ends it,
+         * as the loop below. */
+        if (r >= 0 && m->make_many)
+                r = m->make_many(m->userdata, items, ELEMENTSOF(items), NULL);
+        else
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(items); i++)
+                        r = m->make(m->userdata, items[i].rel, items[i].flags, items[i].text, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                free(names[i]);
         return made_check(wfd, gfd, &gst, r, workspace, err);
 }
 

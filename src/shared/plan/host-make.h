@@ -68,7 +68,7 @@ typedef struct VsHostMaker {
          * may), or a negative errno. */
         int (*put_aside)(void *userdata, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n, VsError **err);
         /* Optional: the workspace owner's git identity (jail-home.h
-         * jail_git_identity), read as the owner, each a plain value
+         * jail_git_identity), read with the owner's file rights, each a plain value
          * (jail_git_identity_plain); 0 or a negative errno. */
         int (*identity)(void *userdata, char **ret_name, char **ret_email);
         void *userdata;
