@@ -133,6 +133,21 @@ static int path_make(void *userdata, const char *rel, unsigned flags, VsHostText
         return 1;
 }
 
+/* A repository made through maker m from nothing: what it was asked, in
+ * git init's order, HEAD last. */
+static void make_and_check_asked(const VsHostMaker *m) {
+        VsError *err = NULL;
+        n_asked = 0;
+        fail_at = -1;
+        if (git_repo_make(ws, m, &err) < 0)
+                fail_msg("%s", vs_error_message(err));
+        const char *want[] = { ".git/ (not exclusive)", ".git/objects/", ".git/objects/info/", ".git/objects/pack/",
+                               ".git/refs/", ".git/refs/heads/", ".git/refs/tags/", ".git/config", ".git/HEAD" };
+        assert_int_equal(n_asked, 9);
+        for (int i = 0; i < 9; i++)
+                assert_string_equal(asked[i], want[i]);
+}
+
 /* Through a maker (a root daemon's monitor): each entry asked of it, in
  * git init's order and HEAD last, every one but .git itself new (EXCL),
  * texts named from the table; the result the same repository. One
@@ -141,15 +156,7 @@ static int path_make(void *userdata, const char *rel, unsigned flags, VsHostText
 static void made_by_maker(void **state) {
         VsError *err = NULL;
         VsHostMaker m = { .workspace = ws, .make = path_make };
-        n_asked = 0;
-        fail_at = -1;
-        if (git_repo_make(ws, &m, &err) < 0)
-                fail_msg("%s", vs_error_message(err));
-        const char *want[] = { ".git/ (not exclusive)", ".git/objects/", ".git/objects/info/", ".git/objects/pack/",
-                               ".git/refs/", ".git/refs/heads/", ".git/refs/tags/", ".git/config", ".git/HEAD" };
-        assert_int_equal(n_asked, 9);
-        for (int i = 0; i < 9; i++)
-                assert_string_equal(asked[i], want[i]);
+        make_and_check_asked(&m);
         assert_string_equal(read_rel(".git/HEAD"), "ref: refs/heads/master\n");
         assert_non_null(strstr(read_rel(".git/config"), "repositoryformatversion = 0"));
         /* A repository now: nothing asked. */
@@ -188,17 +195,9 @@ static int path_make_many(void *userdata, const VsHostItem *items, size_t n, VsE
 static void made_by_batching_maker(void **state) {
         VsError *err = NULL;
         VsHostMaker m = { .workspace = ws, .make = path_make, .make_many = path_make_many };
-        n_asked = 0;
         batches = 0;
-        fail_at = -1;
-        if (git_repo_make(ws, &m, &err) < 0)
-                fail_msg("%s", vs_error_message(err));
-        const char *want[] = { ".git/ (not exclusive)", ".git/objects/", ".git/objects/info/", ".git/objects/pack/",
-                               ".git/refs/", ".git/refs/heads/", ".git/refs/tags/", ".git/config", ".git/HEAD" };
-        assert_int_equal(n_asked, 9);
+        make_and_check_asked(&m);
         assert_int_equal(batches, 1);
-        for (int i = 0; i < 9; i++)
-                assert_string_equal(asked[i], want[i]);
         assert_string_equal(read_rel(".git/HEAD"), "ref: refs/heads/master\n");
         char g[512];
         path_of(g, sizeof g, ".git");
