@@ -187,6 +187,46 @@ def t_host_identity(tmp):
     with_owner_config(case)
 
 
+def t_owner_config_tells_nothing_of_root_files(tmp):
+    """A root host reading the owner's global git config (to seal the
+    paths it names) reads only the owner's own files: an include of a
+    root-only file, or a ~/.gitconfig that is a link to one, is taken as
+    missing, so a start tells the owner neither whether such a file exists
+    nor its first line git cannot parse (attack review 11: refused with
+    "/root/...:1: a line git config reading here does not understand").
+    The owner's own file is still read: a hooksPath it names in the
+    workspace is sealed."""
+    def case(u, cfg):
+        secret = os.path.join(tmp, "root-only-bad.gitconfig")
+        with open(secret, "w") as f:
+            f.write("[core]\n\thooksPath = hooks\nnot git config at all [\n")
+        os.chmod(secret, 0o600)
+        for how in ("include", "link"):
+            if os.path.lexists(cfg):
+                os.unlink(cfg)
+            if how == "include":
+                with open(cfg, "w") as f:
+                    f.write("[include]\n\tpath = %s\n" % secret)
+                os.chown(cfg, u.pw_uid, u.pw_gid)
+            else:
+                os.symlink(secret, cfg)
+            ws = git_ws(tmp, "root-file-" + how, owner=u)
+            r = run_embedded(tmp, ws, "echo ran")
+            check(r.get("exit_code") == 0 and r.get("stdout") == "ran\n" and secret not in json.dumps(r),
+                  "%s of a root-only file: %r" % (how, r))
+        # The owner's own: read, what it names sealed.
+        os.unlink(cfg)
+        with open(cfg, "w") as f:
+            f.write("[core]\n\thooksPath = .myhooks\n")
+        os.chown(cfg, u.pw_uid, u.pw_gid)
+        ws = git_ws(tmp, "own-hooks", owner=u)
+        os.mkdir(os.path.join(ws, ".myhooks"))
+        os.chown(os.path.join(ws, ".myhooks"), u.pw_uid, u.pw_gid)
+        r = run_embedded(tmp, ws, "touch .myhooks/pre-commit 2>/dev/null && echo wrote || echo sealed")
+        check(r.get("stdout") == "sealed\n", "the owner's hooksPath: %r" % r)
+    with_owner_config(case)
+
+
 def t_sealed_note(tmp):
     """`git config user.email` fails EBUSY on the sealed .git/config: the
     result says why (sealed_note), daemon and embedded; a command without
@@ -329,7 +369,8 @@ if __name__ == "__main__":
         tap.skip("git", "git is not installed")
         sys.exit(tap.finish())
     try:
-        rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_sealed_note,
+        rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_owner_config_tells_nothing_of_root_files,
+                             t_sealed_note,
                              t_global_survives_daemon, t_global_survives_embedded, t_other_workspace,
                              t_home_off, t_private_store, t_prune_gone], "vs-jail-home-")
     finally:

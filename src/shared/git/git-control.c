@@ -150,10 +150,13 @@ typedef struct ConfigCtx {
         Walk *w;
         const char *dir; /* of the config file: include paths are relative to it */
         unsigned depth;
+        uid_t as; /* config_paths' */
         int r;
 } ConfigCtx;
 
-static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth);
+#define AS_ANY ((uid_t)-1)
+
+static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth, uid_t as);
 
 /* The path named: "~/" from $HOME, else absolute, else relative to base. */
 static char *named_path(const char *value, const char *base) {
@@ -249,7 +252,7 @@ static int on_config(const char *key, const char *value, void *userdata) {
                 char *slash = strrchr(path, '/');
                 if (slash && slash != path) {
                         *slash = 0;
-                        r = config_paths(c->w, path, slash + 1, c->depth + 1);
+                        r = config_paths(c->w, path, slash + 1, c->depth + 1, c->as);
                 }
         }
         return r;
@@ -257,8 +260,14 @@ static int on_config(const char *key, const char *value, void *userdata) {
 
 /* Reads dir/name (a config git reads: a repository's, an included one, the
  * global and system ones) and seals what it names. A missing one names
- * nothing; one that cannot be read fails closed (err in w->out->error). */
-static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth) {
+ * nothing; one that cannot be read fails closed (err in w->out->error).
+ * as (not AS_ANY): read for that uid by a process that is not it (a root
+ * daemon, another user's global config and what it includes): only a
+ * file as owns is read, any other taken as missing, so that neither its
+ * content nor whether it exists reaches as through an error or a start
+ * refused (an include of /root/.bash_history told its first line git
+ * cannot parse: attack review 11). */
+static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth, uid_t as) {
         if (depth > MAX_INCLUDE_DEPTH)
                 return 0;
         _cleanup_free_ char *path = path_join(dir, name);
@@ -274,7 +283,7 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
          * a FIFO or a device. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (as != AS_ANY && st.st_uid != as))
                 return 0;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -285,7 +294,7 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
                 return -EBADMSG;
         }
         unsigned line = 0;
-        ConfigCtx c = { .w = w, .dir = dir, .depth = depth };
+        ConfigCtx c = { .w = w, .dir = dir, .depth = depth, .as = as };
         r = git_config_parse(text, len, on_config, &c, &line);
         if (r == -EINVAL) {
                 if (!w->out->error && asprintf(&w->out->error, "%s:%u: a line git config reading here does not understand; the "
@@ -329,24 +338,27 @@ static char *home_of(uid_t uid) {
  * the workspace are the jail's to write too. */
 static int global_config_paths(Walk *w) {
         w->worktree = NULL; /* relative paths: from every work tree */
-        int r = config_paths(w, "/etc", "gitconfig", 0);
+        int r = config_paths(w, "/etc", "gitconfig", 0, AS_ANY);
         struct stat st;
-        _cleanup_free_ char *owner_home = stat(w->workspace, &st) == 0 ? home_of(st.st_uid) : NULL;
+        bool owned = stat(w->workspace, &st) == 0;
+        _cleanup_free_ char *owner_home = owned ? home_of(st.st_uid) : NULL;
         const char *homes[2] = { getenv("HOME"), owner_home };
+        /* The owner's, read by another (a root daemon): its own files only. */
+        uid_t as[2] = { AS_ANY, owned && st.st_uid != geteuid() ? st.st_uid : AS_ANY };
         for (size_t i = 0; r >= 0 && i < 2; i++) {
                 if (!homes[i] || homes[i][0] != '/')
                         continue;
                 _cleanup_free_ char *xdg = path_join(homes[i], ".config/git");
                 if (!xdg)
                         return -ENOMEM;
-                r = config_paths(w, homes[i], ".gitconfig", 0);
+                r = config_paths(w, homes[i], ".gitconfig", 0, as[i]);
                 if (r >= 0)
-                        r = config_paths(w, xdg, "config", 0);
+                        r = config_paths(w, xdg, "config", 0, as[i]);
         }
         const char *xdg = getenv("XDG_CONFIG_HOME");
         if (r >= 0 && xdg && xdg[0] == '/') {
                 _cleanup_free_ char *d = path_join(xdg, "git");
-                r = d ? config_paths(w, d, "config", 0) : -ENOMEM;
+                r = d ? config_paths(w, d, "config", 0, AS_ANY) : -ENOMEM;
         }
         return r;
 }
@@ -486,7 +498,8 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
                               full_names[i].placeholder, full_names[i].content)) < 0)
                         return r;
         /* What its config names (hooksPath, include.path, ...). */
-        if ((r = config_paths(w, gitdir, "config", 0)) < 0 || (r = config_paths(w, gitdir, "config.worktree", 0)) < 0)
+        if ((r = config_paths(w, gitdir, "config", 0, AS_ANY)) < 0 ||
+            (r = config_paths(w, gitdir, "config.worktree", 0, AS_ANY)) < 0)
                 return r;
         _cleanup_free_ char *modules = path_join(gitdir, "modules");
         _cleanup_free_ char *worktrees = path_join(gitdir, "worktrees");
