@@ -14,6 +14,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import time
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
@@ -184,6 +185,32 @@ def t_host_identity(tmp):
         ws2 = git_ws(tmp, "ident-link", owner=u)
         r = run_embedded(tmp, ws2, COMMIT)
         check(r.get("exit_code") == 0 and r["stdout"].strip() == DEFAULT_IDENT, "through a link: %r" % r)
+    with_owner_config(case)
+
+
+def t_identity_follows_the_owners_file(tmp):
+    """A root daemon keeps an owner's identity between starts while the
+    owner's git config files stay as they were, and reads it again once
+    one changed: one daemon, the file rewritten (same length) and then
+    made unreadable to the owner, each settled past the 2 s in which a
+    change is never trusted to show; each new workspace's jail sees the
+    file as it is now."""
+    def case(u, cfg):
+        def write(name):
+            with open(cfg, "w") as f:
+                f.write("[user]\n\tname = %s\n\temail = kept@example.test\n" % name)
+            os.chown(cfg, u.pw_uid, u.pw_gid)
+            time.sleep(2.5)
+        write("Name One")
+        with daemon(tmp, "ident-kept") as d:
+            seen = []
+            for i, change in enumerate((None, lambda: write("Name Two"), lambda: (os.chmod(cfg, 0), time.sleep(2.5)))):
+                if change:
+                    change()
+                ws = git_ws(tmp, "ident-kept-%d" % i, owner=u)
+                r = run_daemon(d, ws, COMMIT)
+                seen.append(r.get("stdout", "").strip())
+        check(seen == ["Name One/kept@example.test", "Name Two/kept@example.test", DEFAULT_IDENT], seen)
     with_owner_config(case)
 
 
@@ -369,7 +396,8 @@ if __name__ == "__main__":
         tap.skip("git", "git is not installed")
         sys.exit(tap.finish())
     try:
-        rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_owner_config_tells_nothing_of_root_files,
+        rc = run_cases(tap, [t_commit_daemon, t_commit_embedded, t_host_identity, t_identity_follows_the_owners_file,
+                             t_owner_config_tells_nothing_of_root_files,
                              t_sealed_note,
                              t_global_survives_daemon, t_global_survives_embedded, t_other_workspace,
                              t_home_off, t_private_store, t_prune_gone], "vs-jail-home-")

@@ -6,12 +6,14 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -785,12 +787,135 @@ static int maker_put_aside(void *userdata, const char *rel, uint64_t dev, uint64
         return (r == -ENOENT || r == -EPIPE || r == -ENOTCONN) && geteuid() == 0 ? -ENOTCONN : r;
 }
 
+/* ---- the owners' identities, kept while their files stay as they were ---- */
+
+/* What an owner's identity depends on, as lstat() shows it: the home,
+ * the directories on the way to ~/.config/git/config, the two files. Any
+ * write, rename, chmod or chown moves one (ctime); nothing here is read
+ * or told, only compared. */
+#define IDENT_PATHS 5
+typedef struct IdentStamp {
+        int err;
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtim, ctim;
+} IdentStamp;
+
+typedef struct IdentKept {
+        bool used;
+        uid_t uid;
+        IdentStamp stamp[IDENT_PATHS];
+        char *name, *email;
+} IdentKept;
+
+#define IDENT_KEPT 32
+static struct {
+        pthread_mutex_t lock;
+        IdentKept kept[IDENT_KEPT];
+        unsigned next;
+} idents = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* uid's stamps; false when they cannot be taken, or one moved in the last
+ * 2 s (a write in the same clock tick as the stamp would not show: kept
+ * only once settled, as git's index treats a racy file). */
+static bool ident_stamp(uid_t uid, IdentStamp st[IDENT_PATHS]) {
+        static const char *const rel[IDENT_PATHS] = { "", "/.config", "/.config/git", "/.config/git/config",
+                                                      "/.gitconfig" };
+        struct passwd pwbuf, *pw = NULL;
+        char buf[4096];
+        if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0 || !pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                return false;
+        struct timespec now = now_wall();
+        for (size_t i = 0; i < IDENT_PATHS; i++) {
+                char path[PATH_MAX];
+                struct stat sb;
+                if ((size_t)snprintf(path, sizeof path, "%s%s", pw->pw_dir, rel[i]) >= sizeof path)
+                        return false;
+                memset(&st[i], 0, sizeof st[i]);
+                if (lstat(path, &sb) < 0) {
+                        st[i].err = errno;
+                        continue;
+                }
+                st[i].dev = sb.st_dev;
+                st[i].ino = sb.st_ino;
+                st[i].size = sb.st_size;
+                st[i].mtim = sb.st_mtim;
+                st[i].ctim = sb.st_ctim;
+                if (now.tv_sec - sb.st_ctim.tv_sec < 2 || now.tv_sec - sb.st_mtim.tv_sec < 2)
+                        return false;
+        }
+        return true;
+}
+
+static bool stamps_equal(const IdentStamp a[IDENT_PATHS], const IdentStamp b[IDENT_PATHS]) {
+        for (size_t i = 0; i < IDENT_PATHS; i++)
+                if (a[i].err != b[i].err || a[i].dev != b[i].dev || a[i].ino != b[i].ino || a[i].size != b[i].size ||
+                    a[i].mtim.tv_sec != b[i].mtim.tv_sec || a[i].mtim.tv_nsec != b[i].mtim.tv_nsec ||
+                    a[i].ctim.tv_sec != b[i].ctim.tv_sec || a[i].ctim.tv_nsec != b[i].ctim.tv_nsec)
+                        return false;
+        return true;
+}
+
+/* A kept identity of uid whose stamps are st: copied out (1), or 0. */
+static int ident_kept(uid_t uid, const IdentStamp st[IDENT_PATHS], char **ret_name, char **ret_email) {
+        int r = 0;
+        pthread_mutex_lock(&idents.lock);
+        for (size_t i = 0; i < IDENT_KEPT && r == 0; i++) {
+                IdentKept *k = &idents.kept[i];
+                if (!k->used || k->uid != uid || !stamps_equal(k->stamp, st))
+                        continue;
+                *ret_name = strdup(k->name);
+                *ret_email = strdup(k->email);
+                r = *ret_name && *ret_email ? 1 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&idents.lock);
+        if (r < 0) {
+                free(*ret_name);
+                free(*ret_email);
+                *ret_name = *ret_email = NULL;
+        }
+        return r;
+}
+
+static void ident_keep(uid_t uid, const IdentStamp st[IDENT_PATHS], const char *name, const char *email) {
+        char *n = strdup(name), *e = strdup(email);
+        if (!n || !e) {
+                free(n);
+                free(e);
+                return;
+        }
+        pthread_mutex_lock(&idents.lock);
+        IdentKept *k = NULL;
+        for (size_t i = 0; i < IDENT_KEPT && !k; i++)
+                if (idents.kept[i].used && idents.kept[i].uid == uid)
+                        k = &idents.kept[i];
+        if (!k)
+                k = &idents.kept[idents.next++ % IDENT_KEPT];
+        free(k->name);
+        free(k->email);
+        *k = (IdentKept){ .used = true, .uid = uid, .name = n, .email = e };
+        memcpy(k->stamp, st, sizeof k->stamp);
+        pthread_mutex_unlock(&idents.lock);
+}
+
+/* The owner's identity: the one kept while its files are as they were
+ * when the monitor last read it (a first start of each workspace asked
+ * one child of the monitor more, a tenth of a start's cost), else the
+ * monitor's answer, kept. */
 static int maker_identity(void *userdata, char **ret_name, char **ret_email) {
         MonitorMaker *m = userdata;
+        IdentStamp st[IDENT_PATHS];
+        bool stamped = m->owner_known && ident_stamp(m->owner, st);
+        int r = stamped ? ident_kept(m->owner, st, ret_name, ret_email) : 0;
+        if (r != 0)
+                return r < 0 ? r : 0;
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        int r = monitor_link_git_identity(m->srv, m->ws, ret_name, ret_email, &err);
+        r = monitor_link_git_identity(m->srv, m->ws, ret_name, ret_email, &err);
         if (r < 0 && r != -ENOMEM)
                 log_warning("the owner's git identity: %s", vs_error_message(err));
+        if (r >= 0 && stamped)
+                ident_keep(m->owner, st, *ret_name, *ret_email);
         return r;
 }
 

@@ -90,6 +90,11 @@ typedef struct MonitorMaker {
         VsHostMaker maker;
         Server *srv;
         uint64_t ws;
+        /* The workspace's owner, when the caller knows it: its identity
+         * (host-make.h identity) is then kept while its git config files
+         * stay as they were. */
+        bool owner_known;
+        uid_t owner;
 } MonitorMaker;
 void monitor_maker_init(MonitorMaker *m, Server *srv, uint64_t ws, const char *workspace);
 /* SIGHUP: the log the daemon opened again (log_fd, still the caller's)

@@ -723,6 +723,8 @@ bool link_monitor_maker(Workspace *ws, MonitorMaker *ret) {
         if (!uid_is_ordinary(owner) && !(owner == 0 && local))
                 return false;
         monitor_maker_init(ret, ws->srv, ws->monitor_ws, ws->policy->workspace);
+        ret->owner_known = true;
+        ret->owner = owner;
         return true;
 }
 
