@@ -241,8 +241,25 @@ def t_owner_config_tells_nothing_of_root_files(tmp):
             r = run_embedded(tmp, ws, "echo ran")
             check(r.get("exit_code") == 0 and r.get("stdout") == "ran\n" and secret not in json.dumps(r),
                   "%s of a root-only file: %r" % (how, r))
-        # The owner's own: read, what it names sealed.
+        # The owner's .git file naming a gitdir of root's outside the
+        # workspace: its config is not read for the owner either.
         os.unlink(cfg)
+        gd = os.path.join(tmp, "root-gitdir")
+        os.makedirs(os.path.join(gd, "objects"))
+        os.makedirs(os.path.join(gd, "refs"))
+        with open(os.path.join(gd, "HEAD"), "w") as f:
+            f.write("ref: refs/heads/main\n")
+        with open(os.path.join(gd, "config"), "w") as f:
+            f.write("[core]\n\tbare = false\nnot git config at all [\n")
+        os.chmod(gd, 0o700)
+        ws = make_ws(tmp, "root-gitdir-ws", SANDBOX, {".git": "gitdir: %s\n" % gd})
+        for root, dirs, files in os.walk(ws):
+            for n in [root] + [os.path.join(root, f) for f in files]:
+                os.lchown(n, u.pw_uid, u.pw_gid)
+        r = run_embedded(tmp, ws, "echo ran")
+        check(r.get("exit_code") == 0 and r.get("stdout") == "ran\n" and gd not in json.dumps(r),
+              ".git naming a gitdir of root's: %r" % r)
+        # The owner's own: read, what it names sealed.
         with open(cfg, "w") as f:
             f.write("[core]\n\thooksPath = .myhooks\n")
         os.chown(cfg, u.pw_uid, u.pw_gid)

@@ -72,6 +72,7 @@ typedef struct Walk {
         char **configs; /* config files read (git-config.h) */
         const char *worktree; /* of the repository whose config is read; NULL: every one (global, system) */
         char **worktrees;     /* the root and each repository's below it with a work tree */
+        uid_t outside_as;     /* config_paths' as for a gitdir outside the workspace */
 } Walk;
 
 void git_controls_done(VsGitControls *c) {
@@ -498,8 +499,12 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
                               full_names[i].placeholder, full_names[i].content)) < 0)
                         return r;
         /* What its config names (hooksPath, include.path, ...). */
-        if ((r = config_paths(w, gitdir, "config", 0, AS_ANY)) < 0 ||
-            (r = config_paths(w, gitdir, "config.worktree", 0, AS_ANY)) < 0)
+        /* A gitdir outside the workspace is where its owner's .git file
+         * points: read for the owner, its own files only (a .git naming
+         * /root/.ssh told a root host's caller that file's first line
+         * git cannot parse). */
+        uid_t as = path_is_below_or_equal(gitdir, w->workspace) ? AS_ANY : w->outside_as;
+        if ((r = config_paths(w, gitdir, "config", 0, as)) < 0 || (r = config_paths(w, gitdir, "config.worktree", 0, as)) < 0)
                 return r;
         _cleanup_free_ char *modules = path_join(gitdir, "modules");
         _cleanup_free_ char *worktrees = path_join(gitdir, "worktrees");
@@ -516,7 +521,9 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
 
 int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsGitControls *ret) {
         VsGitControls out = { 0 };
-        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace };
+        struct stat wst;
+        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace,
+                   .outside_as = stat(workspace, &wst) == 0 && wst.st_uid != geteuid() ? wst.st_uid : AS_ANY };
         if (strv_extend(&w.worktrees, workspace) < 0)
                 return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
