@@ -49,6 +49,7 @@
 #include "log.h"
 #include "monitor-proto.h"
 #include "monitor.h"
+#include "proc-util.h"
 #include "user-util.h"
 #include "worker-spawn.h"
 
@@ -963,19 +964,6 @@ static void jail_kill_ends_its_jail(void **state) {
         end_child(f);
 }
 
-/* The number of descriptors process pid holds. */
-static int fds_of(pid_t pid) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-        DIR *d = opendir(path);
-        assert_non_null(d);
-        int n = 0;
-        for (struct dirent *de; (de = readdir(d));)
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n;
-}
-
 /* A jail that ended (its exit not reaped yet by the server, its parent)
  * is gone to the monitor: jail_kill says ESRCH (a signal to it would
  * "succeed"), and its generation may start again. The monitor does not
@@ -992,7 +980,7 @@ static void jail_table_drops_ended_jails(void **state) {
         gid_t gid;
         uint64_t h = owned_ws(f, &uid, &gid);
         serve_in_child(f);
-        int before = fds_of(f->child);
+        int before = proc_fd_count(f->child);
         uint64_t gen;
         int a = jail_fd(f, uid, gid, "exit 0");
         assert_int_equal(spawn_ask(f, h, uid, gid, 0, a, 3, NULL, 0), 0);
@@ -1017,7 +1005,7 @@ static void jail_table_drops_ended_jails(void **state) {
                 assert_int_equal(waitpid(pid, NULL, 0), pid);
         }
         close(a);
-        int after = fds_of(f->child);
+        int after = proc_fd_count(f->child);
         assert_true(after - before <= 16);
         end_child(f);
 }

@@ -20,10 +20,6 @@
 
 /* ---- the host user's identity ---- */
 
-typedef struct Ident {
-        char *name, *email;
-} Ident;
-
 bool jail_git_identity_plain(const char *v) {
         size_t n = v ? strlen(v) : 0;
         if (n == 0 || n > VS_JAIL_IDENT_MAX)
@@ -34,54 +30,36 @@ bool jail_git_identity_plain(const char *v) {
         return true;
 }
 
+/* One file's user.name and user.email, the last plain value of each
+ * (fixed buffers: the parse allocates nothing, so it can run where only
+ * read, write and exit are allowed). */
 static int on_ident(const char *key, const char *value, void *ctx) {
-        Ident *id = ctx;
-        char **slot = strcmp(key, "user.name") == 0 ? &id->name : strcmp(key, "user.email") == 0 ? &id->email : NULL;
-        if (!slot || !jail_git_identity_plain(value))
-                return 0;
-        char *v = strdup(value);
-        if (!v)
-                return -ENOMEM;
-        free(*slot);
-        *slot = v;
+        VsJailIdent *id = ctx;
+        char *slot = strcmp(key, "user.name") == 0 ? id->name : strcmp(key, "user.email") == 0 ? id->email : NULL;
+        if (slot && jail_git_identity_plain(value))
+                strcpy(slot, value);
         return 0;
 }
 
 /* rel below the home's descriptor: no link followed (a config the user
  * made a link to /etc/shadow is not read as root), a regular file of
- * uid's, bounded. A file that cannot be read adds nothing. */
-static int read_config(int home_fd, const char *rel, uid_t uid, Ident *id) {
+ * uid's, bounded. A file that cannot be read is NULL (adds nothing). */
+static int read_config(int home_fd, const char *rel, uid_t uid, char **ret_text, size_t *ret_len) {
         _cleanup_close_ int fd = chase_beneath(home_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
+        *ret_text = NULL;
+        *ret_len = 0;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
                 return 0;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        if (read_fd_all(fd, GIT_CONFIG_MAX_BYTES, &text, &len) < 0)
-                return 0;
-        Ident got = { 0 };
-        int r = git_config_parse(text, len, on_ident, &got, NULL);
-        if (r == -ENOMEM) {
-                free(got.name);
-                free(got.email);
-                return r;
-        }
-        /* A file git could not read either gives nothing (git would fail). */
-        for (int i = 0; i < 2; i++) {
-                char **from = i ? &got.email : &got.name, **to = i ? &id->email : &id->name;
-                if (r >= 0 && *from) {
-                        free(*to);
-                        *to = TAKE_PTR(*from);
-                }
-                free(*from);
-        }
-        return 0;
+        int r = read_fd_all(fd, GIT_CONFIG_MAX_BYTES, ret_text, ret_len);
+        return r == -ENOMEM ? r : 0;
 }
 
-int jail_git_identity(uid_t uid, char **ret_name, char **ret_email) {
-        Ident id = { 0 };
+int jail_git_identity_read(uid_t uid, char *ret_text[2], size_t ret_len[2]) {
         struct passwd pwbuf, *pw = NULL;
         char buf[4096];
+        ret_text[0] = ret_text[1] = NULL;
+        ret_len[0] = ret_len[1] = 0;
         if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0)
                 pw = NULL;
         /* The home from the password database (root's to write), not from
@@ -90,19 +68,48 @@ int jail_git_identity(uid_t uid, char **ret_name, char **ret_email) {
                                           ? open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
                                           : -EBADF;
         int r = 0;
-        if (hfd >= 0 && (r = read_config(hfd, ".config/git/config", uid, &id)) >= 0)
-                r = read_config(hfd, ".gitconfig", uid, &id);
-        if (r >= 0 && !id.name && !(id.name = strdup(VS_JAIL_GIT_NAME)))
-                r = -ENOMEM;
-        if (r >= 0 && !id.email && !(id.email = strdup(VS_JAIL_GIT_EMAIL)))
-                r = -ENOMEM;
+        if (hfd >= 0 && (r = read_config(hfd, ".config/git/config", uid, &ret_text[0], &ret_len[0])) >= 0)
+                r = read_config(hfd, ".gitconfig", uid, &ret_text[1], &ret_len[1]);
         if (r < 0) {
-                free(id.name);
-                free(id.email);
-                return r;
+                free(ret_text[0]);
+                ret_text[0] = NULL;
         }
-        *ret_name = id.name;
-        *ret_email = id.email;
+        return r;
+}
+
+void jail_git_identity_parse(char *const text[2], const size_t len[2], VsJailIdent *ret) {
+        *ret = (VsJailIdent){ 0 };
+        for (int i = 0; i < 2; i++) {
+                VsJailIdent got = { 0 };
+                /* A file git could not read either gives nothing (git would fail). */
+                if (!text[i] || git_config_parse(text[i], len[i], on_ident, &got, NULL) < 0)
+                        continue;
+                if (got.name[0])
+                        strcpy(ret->name, got.name);
+                if (got.email[0])
+                        strcpy(ret->email, got.email);
+        }
+        if (!ret->name[0])
+                strcpy(ret->name, VS_JAIL_GIT_NAME);
+        if (!ret->email[0])
+                strcpy(ret->email, VS_JAIL_GIT_EMAIL);
+}
+
+int jail_git_identity(uid_t uid, char **ret_name, char **ret_email) {
+        char *text[2];
+        size_t len[2];
+        int r = jail_git_identity_read(uid, text, len);
+        if (r < 0)
+                return r;
+        VsJailIdent id;
+        jail_git_identity_parse(text, len, &id);
+        free(text[0]);
+        free(text[1]);
+        _cleanup_free_ char *name = strdup(id.name), *email = strdup(id.email);
+        if (!name || !email)
+                return -ENOMEM;
+        *ret_name = TAKE_PTR(name);
+        *ret_email = TAKE_PTR(email);
         return 0;
 }
 
