@@ -148,6 +148,21 @@ static void make_and_check_asked(const VsHostMaker *m) {
                 assert_string_equal(asked[i], want[i]);
 }
 
+/* .git made again empty (the placeholder), then git_repo_make through m
+ * with the third entry asked failing: refused (-ESTALE). */
+static void fail_third_of_fresh(const VsHostMaker *m) {
+        char g[512];
+        path_of(g, sizeof g, ".git");
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", g, g);
+        assert_int_equal(system(cmd), 0);
+        n_asked = 0;
+        fail_at = 3;
+        VsError *err = NULL;
+        assert_int_equal(git_repo_make(ws, m, &err), -ESTALE);
+        vs_error_free(err);
+}
+
 /* Through a maker (a root daemon's monitor): each entry asked of it, in
  * git init's order and HEAD last, every one but .git itself new (EXCL),
  * texts named from the table; the result the same repository. One
@@ -164,16 +179,8 @@ static void made_by_maker(void **state) {
         assert_int_equal(git_repo_make(ws, &m, &err), 0);
         assert_int_equal(n_asked, 0);
         /* The empty placeholder .git: filled; refs/ there already: refused. */
-        char g[512];
-        path_of(g, sizeof g, ".git");
-        char cmd[1100];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", g, g);
-        assert_int_equal(system(cmd), 0);
-        n_asked = 0;
-        fail_at = 3;
-        assert_int_equal(git_repo_make(ws, &m, &err), -ESTALE);
+        fail_third_of_fresh(&m);
         assert_string_equal(asked[0], ".git/objects/");
-        vs_error_free(err);
 }
 
 /* A batching maker (make_many: the monitor makes a batch in one child)
@@ -193,25 +200,16 @@ static int path_make_many(void *userdata, const VsHostItem *items, size_t n, VsE
 }
 
 static void made_by_batching_maker(void **state) {
-        VsError *err = NULL;
         VsHostMaker m = { .workspace = ws, .make = path_make, .make_many = path_make_many };
         batches = 0;
         make_and_check_asked(&m);
         assert_int_equal(batches, 1);
         assert_string_equal(read_rel(".git/HEAD"), "ref: refs/heads/master\n");
-        char g[512];
-        path_of(g, sizeof g, ".git");
-        char cmd[1100];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", g, g);
-        assert_int_equal(system(cmd), 0);
-        n_asked = 0;
         batches = 0;
-        fail_at = 3;
-        assert_int_equal(git_repo_make(ws, &m, &err), -ESTALE);
+        fail_third_of_fresh(&m);
         assert_int_equal(batches, 1);
         assert_int_equal(n_asked, 4);
         assert_false(exists(".git/HEAD"));
-        vs_error_free(err);
 }
 
 /* The same tree, file for file, byte for byte and mode for mode, as `git

@@ -668,14 +668,28 @@ void monitor_link_ws_close(Server *srv, uint64_t ws) {
 /* e (begun, taken) asked on the pool's channel, its reply read into
  * buffers of its own: its count (the link lost when there is none), or
  * a negative errno. */
-static int pool_count(Server *srv, MonitorEnc *e, uint64_t *ret_count, VsError **err) {
+/* e asked on the pool's channel (pool_call; e ended here): its reply in
+ * *ret_reply, whose strings lie in *ret_buf (both the caller's to free,
+ * NULL on failure), its request type in *ret_type. */
+static int pool_ask(Server *srv, MonitorEnc *e, uint8_t **ret_buf, MonitorMsg **ret_reply, uint16_t *ret_type,
+                    VsError **err) {
         _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
         _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
         int r = !buf || !reply ? vs_error_set(err, -ENOMEM, "out of memory") : pool_call(srv, e, buf, reply, err);
-        uint16_t type = 0;
+        *ret_type = 0;
         if (e->buf.data && e->buf.len >= 16)
-                memcpy(&type, e->buf.data + 4, sizeof type);
+                memcpy(ret_type, e->buf.data + 4, sizeof *ret_type);
         monitor_enc_done(e);
+        *ret_buf = r < 0 ? NULL : TAKE_PTR(buf);
+        *ret_reply = r < 0 ? NULL : TAKE_PTR(reply);
+        return r;
+}
+
+static int pool_count(Server *srv, MonitorEnc *e, uint64_t *ret_count, VsError **err) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_free_ MonitorMsg *reply = NULL;
+        uint16_t type;
+        int r = pool_ask(srv, e, &buf, &reply, &type, err);
         if (r < 0)
                 return r;
         const MonitorField *f = monitor_field(reply, MONITOR_F_COUNT, -1);
@@ -747,10 +761,10 @@ int monitor_link_git_identity(Server *srv, uint64_t ws, char **ret_name, char **
                 return vs_error_set(err, -ENOTCONN, "no root monitor");
         MonitorEnc e;
         monitor_put_u64(request(&e, srv, MONITOR_REQ_GIT_IDENTITY), MONITOR_F_WS, ws);
-        _cleanup_free_ uint8_t *buf = malloc(MONITOR_MSG_MAX);
-        _cleanup_free_ MonitorMsg *reply = malloc(sizeof *reply);
-        int r = !buf || !reply ? vs_error_set(err, -ENOMEM, "out of memory") : pool_call(srv, &e, buf, reply, err);
-        monitor_enc_done(&e);
+        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_free_ MonitorMsg *reply = NULL;
+        uint16_t type;
+        int r = pool_ask(srv, &e, &buf, &reply, &type, err);
         if (r < 0)
                 return r;
         const char *name = monitor_field_str(monitor_field(reply, MONITOR_F_NAME, -1)),

@@ -64,6 +64,8 @@ static const struct {
         { "config.worktree", true },
 };
 
+#define AS_ANY ((uid_t)-1) /* config_paths' as: any owner's file */
+
 typedef struct Walk {
         VsGitControls *out;
         char **seen; /* gitdirs expanded (real paths) */
@@ -72,8 +74,16 @@ typedef struct Walk {
         char **configs; /* config files read (git-config.h) */
         const char *worktree; /* of the repository whose config is read; NULL: every one (global, system) */
         char **worktrees;     /* the root and each repository's below it with a work tree */
-        uid_t outside_as;     /* config_paths' as for a gitdir outside the workspace */
+        bool owned;           /* the workspace's owner is known (stat once, at the walk's start) */
+        uid_t owner;
 } Walk;
+
+/* config_paths' as for the owner's files outside the workspace (its
+ * global config, a gitdir its .git names): read by another (a root
+ * daemon), only the owner's own files count; by the owner, any. */
+static uid_t owner_as(const Walk *w) {
+        return w->owned && w->owner != geteuid() ? w->owner : AS_ANY;
+}
 
 void git_controls_done(VsGitControls *c) {
         if (!c)
@@ -154,8 +164,6 @@ typedef struct ConfigCtx {
         uid_t as; /* config_paths' */
         int r;
 } ConfigCtx;
-
-#define AS_ANY ((uid_t)-1)
 
 static int config_paths(Walk *w, const char *dir, const char *name, unsigned depth, uid_t as);
 
@@ -340,12 +348,9 @@ static char *home_of(uid_t uid) {
 static int global_config_paths(Walk *w) {
         w->worktree = NULL; /* relative paths: from every work tree */
         int r = config_paths(w, "/etc", "gitconfig", 0, AS_ANY);
-        struct stat st;
-        bool owned = stat(w->workspace, &st) == 0;
-        _cleanup_free_ char *owner_home = owned ? home_of(st.st_uid) : NULL;
+        _cleanup_free_ char *owner_home = w->owned ? home_of(w->owner) : NULL;
         const char *homes[2] = { getenv("HOME"), owner_home };
-        /* The owner's, read by another (a root daemon): its own files only. */
-        uid_t as[2] = { AS_ANY, owned && st.st_uid != geteuid() ? st.st_uid : AS_ANY };
+        uid_t as[2] = { AS_ANY, owner_as(w) };
         for (size_t i = 0; r >= 0 && i < 2; i++) {
                 if (!homes[i] || homes[i][0] != '/')
                         continue;
@@ -503,7 +508,7 @@ static int expand_gitdir(Walk *w, const char *gitdir) {
          * points: read for the owner, its own files only (a .git naming
          * /root/.ssh told a root host's caller that file's first line
          * git cannot parse). */
-        uid_t as = path_is_below_or_equal(gitdir, w->workspace) ? AS_ANY : w->outside_as;
+        uid_t as = path_is_below_or_equal(gitdir, w->workspace) ? AS_ANY : owner_as(w);
         if ((r = config_paths(w, gitdir, "config", 0, as)) < 0 || (r = config_paths(w, gitdir, "config.worktree", 0, as)) < 0)
                 return r;
         _cleanup_free_ char *modules = path_join(gitdir, "modules");
@@ -522,8 +527,9 @@ int git_controls_collect(const char *workspace, VsGitControls *ret) {
 int git_controls_collect_scan(const char *workspace, const VsGitRepos *scan, VsGitControls *ret) {
         VsGitControls out = { 0 };
         struct stat wst;
-        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace,
-                   .outside_as = stat(workspace, &wst) == 0 && wst.st_uid != geteuid() ? wst.st_uid : AS_ANY };
+        bool owned = stat(workspace, &wst) == 0;
+        Walk w = { .out = &out, .workspace = workspace, .worktree = workspace, .owned = owned,
+                   .owner = owned ? wst.st_uid : 0 };
         if (strv_extend(&w.worktrees, workspace) < 0)
                 return -ENOMEM;
         _cleanup_free_ char *dotgit = path_join(workspace, ".git");
