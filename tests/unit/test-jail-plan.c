@@ -24,6 +24,7 @@
 #include "backend-modal.h"
 #include "backend-ssh.h"
 #include "config.h"
+#include "disk-maker.h"
 #include "jail-plan.h"
 #include "launch.h"
 #include "path-util.h"
@@ -177,6 +178,64 @@ static VsJailPlan *plan_here(const VsPolicy *p, char **prot) {
         assert_int_equal(jail_plan_build(p, prot, &f, "/e/file", "/e/dir", NULL, &plan), 0);
         jail_facts_done(&f);
         return plan;
+}
+
+/* A batching maker (a root daemon's monitor: one child for a batch) is
+ * asked once for all a first start's placeholders, the git controls' and
+ * the protect list's together; a batch that fails part way leaves the
+ * rest to one request each; a second start asks nothing. */
+static void test_placeholders_in_one_batch(void **state) {
+        (void)state;
+        const char *made[] = { ".git/config",       ".git/config.worktree", ".git/hooks",   ".git/info/attributes",
+                               ".git/info/exclude", ".git/info/sparse-checkout", ".git/commondir", ".git/remotes",
+                               ".git/branches",     ".git/objects/info/alternates", ".envrc", ".mcp.json",
+                               "mise.toml",         ".mise.toml", ".gitmodules", ".ripgreprc", ".vscode", ".claude",
+                               ".cursor",           ".codex", ".gemini", ".devcontainer" };
+        for (int k = 0; k < 2; k++) {
+                char dir[64];
+                strcpy(dir, "/tmp/vs-jail-batch-XXXXXX");
+                assert_non_null(mkdtemp(dir));
+                char cmd[256];
+                snprintf(cmd, sizeof cmd, "%s/vectora.toml", dir);
+                FILE *conf = fopen(cmd, "we");
+                assert_non_null(conf);
+                fputs("[sandbox]\nrw_paths = [\".\"]\n", conf);
+                assert_int_equal(fclose(conf), 0);
+                snprintf(cmd, sizeof cmd, "cd '%s' && mkdir .git && echo 'ref: refs/heads/main' > .git/HEAD", dir);
+                assert_int_equal(system(cmd), 0);
+                VsPolicy *p = NULL;
+                VsError *err = NULL;
+                if (config_load(dir, &p, &err) < 0)
+                        fail_msg("%s", vs_error_message(err));
+                char **prot = NULL;
+                assert_int_equal(config_protected_paths(p, &prot), 0);
+                VsHostMaker m = { .workspace = dir, .make = disk_make, .make_many = disk_make_many, .userdata = dir };
+                for (int round = 0; round < 2; round++) {
+                        made_one = batches = batch_items = 0;
+                        batch_fail_at = k ? 2 : -1;
+                        VsJailFacts f = { 0 };
+                        if (jail_facts_collect(p, prot, NULL, &m, &f, &err) < 0)
+                                fail_msg("%s", vs_error_message(err));
+                        jail_facts_done(&f);
+                        if (round == 1) {
+                                assert_int_equal(made_one + batches, 0);
+                                continue;
+                        }
+                        assert_int_equal(batches, 1);
+                        assert_int_equal(batch_items, (int)ELEMENTSOF(made));
+                        /* The two before the failing one made by the batch. */
+                        assert_int_equal(made_one, k ? (int)ELEMENTSOF(made) - 2 : 0);
+                        for (size_t i = 0; i < ELEMENTSOF(made); i++) {
+                                _cleanup_free_ char *path = path_join(dir, made[i]);
+                                if (access(path, F_OK) < 0)
+                                        fail_msg("%s: not made", made[i]);
+                        }
+                }
+                strv_free(prot);
+                policy_free(p);
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+                assert_int_equal(system(cmd), 0);
+        }
 }
 
 static void test_same_sealed_set_everywhere(void **state) {
@@ -418,6 +477,7 @@ static void test_remote_listed_link_refused(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_same_sealed_set_everywhere),
+                cmocka_unit_test(test_placeholders_in_one_batch),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_symlink_target_outside_not_exposed),
                 cmocka_unit_test(test_remote_listed_link_refused),

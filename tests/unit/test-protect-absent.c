@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk-maker.h"
 #include "host-make.h"
 #include "mask-walk.h"
 #include "protect-absent.h"
@@ -207,7 +208,7 @@ static void test_fill(void **state) {
         VsPath rw = { .written = (char *)".", .resolved = root };
         VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
         char **sealed = NULL;
-        assert_int_equal(protect_absent_fill(&p, NULL, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 0);
         strv_free(sealed);
         struct stat st;
@@ -224,7 +225,7 @@ static void test_fill(void **state) {
                          (char *)".cursor/mcp.json", NULL };
         assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
         p.protect = mine;
-        assert_int_equal(protect_absent_fill(&p, NULL, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 3);
         assert_true(strv_contains(sealed, at("fill/.vscode")));
         assert_true(strv_contains(sealed, at("fill/sub/.claude")));
@@ -233,48 +234,6 @@ static void test_fill(void **state) {
         assert_int_equal(access(at("fill/sub/.claude/settings.json"), F_OK), -1);
         assert_int_equal(access(at("fill/.idea"), F_OK), -1);
         strv_free(sealed);
-}
-
-/* A maker that makes what it is asked below ws, as the monitor would
- * (parents, a directory or an empty file), one at a time or in a batch;
- * the batch may fail at an item, having made those before it. */
-static int made_one, batches, batch_items, batch_fail_at = -1;
-static int disk_make(void *userdata, const char *rel, unsigned flags, VsHostText text, VsError **err) {
-        (void)userdata;
-        (void)text;
-        (void)err;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", (const char *)userdata, rel);
-        for (char *c = strchr(p + strlen((const char *)userdata) + 1, '/'); c && (flags & VS_HOST_MAKE_PARENTS);
-             c = strchr(c + 1, '/')) {
-                *c = 0;
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                *c = '/';
-        }
-        made_one++;
-        if (flags & VS_HOST_MAKE_DIR)
-                return mkdir(p, 0755) == 0 ? 1 : errno == EEXIST ? 0 : -errno;
-        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return errno == EEXIST ? 0 : -errno;
-        close(fd);
-        return 1;
-}
-static int disk_make_many(void *userdata, const VsHostItem *items, size_t n, VsError **err) {
-        batches++;
-        batch_items += (int)n;
-        int count = 0;
-        for (size_t i = 0; i < n; i++) {
-                if ((int)i == batch_fail_at)
-                        return -ETIMEDOUT;
-                int r = disk_make(userdata, items[i].rel, items[i].flags, items[i].text, err);
-                made_one--; /* counted as the batch's */
-                if (r < 0)
-                        return r;
-                count += r;
-        }
-        return count;
 }
 
 /* A maker that takes a batch (a root daemon's monitor: one child for
@@ -298,7 +257,7 @@ static void test_fill_batch(void **state) {
                                   .userdata = roots[k] };
                 made_one = batches = batch_items = 0;
                 batch_fail_at = k == 2 ? 2 : -1;
-                assert_int_equal(protect_absent_fill(&p, &m, &sealed[k], &missing[k], NULL), 0);
+                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &sealed[k], &missing[k], NULL), 0);
                 if (k == 0)
                         assert_int_equal(made_one, 6);
                 if (k == 1) {
@@ -313,7 +272,7 @@ static void test_fill_batch(void **state) {
                 /* Every start after: nothing asked. */
                 made_one = batches = 0;
                 char **again = NULL;
-                assert_int_equal(protect_absent_fill(&p, &m, &again, NULL, NULL), 0);
+                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &again, NULL, NULL), 0);
                 assert_int_equal(made_one + batches, 0);
                 assert_int_equal(strv_length(again), strv_length(sealed[k]));
                 strv_free(again);

@@ -689,6 +689,7 @@ static int pool_count(Server *srv, MonitorEnc *e, uint64_t *ret_count, VsError *
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_free_ MonitorMsg *reply = NULL;
         uint16_t type;
+        *ret_count = 0;
         int r = pool_ask(srv, e, &buf, &reply, &type, err);
         if (r < 0)
                 return r;

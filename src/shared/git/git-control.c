@@ -619,14 +619,24 @@ static int reach_dir(char *dir, unsigned levels) {
         return chase_open_dir(dir);
 }
 
-int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker, VsError **err) {
+int git_control_item(const VsGitControl *c, const VsHostMaker *maker, VsHostItem *ret) {
         const char *rel;
         const VsHostMaker *m = host_maker_for(maker, c->path, &rel);
-        if (m) {
-                int text = c->dir ? VS_HOST_TEXT_EMPTY : host_text_index(c->content);
-                int r = text < 0 ? -EINVAL
-                                 : m->make(m->userdata, rel,
-                                           VS_HOST_MAKE_PARENTS | (c->dir ? VS_HOST_MAKE_DIR : 0), (VsHostText)text, err);
+        if (!m)
+                return 0;
+        int text = c->dir ? VS_HOST_TEXT_EMPTY : host_text_index(c->content);
+        if (text < 0)
+                return -EINVAL;
+        *ret = (VsHostItem){ .rel = rel, .flags = VS_HOST_MAKE_PARENTS | (c->dir ? VS_HOST_MAKE_DIR : 0),
+                             .text = (VsHostText)text };
+        return 1;
+}
+
+int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker, VsError **err) {
+        VsHostItem it;
+        int k = git_control_item(c, maker, &it);
+        if (k != 0) {
+                int r = k < 0 ? k : maker->make(maker->userdata, it.rel, it.flags, it.text, err);
                 if (r < 0 && err && !*err)
                         vs_error_set_kind(err, r, "sandbox_unavailable",
                                           "cannot make the placeholder %s (so the jail cannot create it): %s", c->path,

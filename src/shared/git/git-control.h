@@ -68,3 +68,7 @@ void git_controls_done(VsGitControls *c);
  * owner and read-only. 0 when made or already there. maker
  * (host-make.h; NULL: this process) makes one below its workspace. */
 int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker, VsError **err);
+/* What maker would be asked to make for c's placeholder (its rel points
+ * into c->path): 1, 0 when c is not maker's to make (outside its
+ * workspace, or no maker), -EINVAL for a text the table has not. */
+int git_control_item(const VsGitControl *c, const VsHostMaker *maker, VsHostItem *ret);

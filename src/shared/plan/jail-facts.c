@@ -251,11 +251,21 @@ static bool same_times(const struct stat *a, const struct stat *b) {
                a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* Whether control c takes a placeholder now: missing, one git may make,
+ * below a writable root. */
+static bool git_control_missing(const VsPolicy *p, const VsGitControl *c) {
+        struct stat st;
+        return c->placeholder && lstat(c->path, &st) < 0 && errno == ENOENT && below_rw(p, c->path);
+}
+
 /* f->git_base: the repositories there before anything is made (walk_rw),
- * the host's; sealed below, and what the jail adds is put aside later.
- * What this makes is added to *made (walk_made). */
-static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, char ***made, VsError **err) {
-        VsGitControls gc = { 0 };
+ * the host's; their controls found (*gc), git_init's repository made
+ * first. What may be made is added to *made (walk_made); what a batching
+ * maker makes goes in *items (rels into gc's paths), for the batch the
+ * protect placeholders are made in (one monitor child for them all);
+ * make_git_controls() makes the rest. */
+static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, char ***made, VsGitControls *gc,
+                       VsHostItem **items, size_t *n_items, VsError **err) {
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
@@ -269,27 +279,42 @@ static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts 
                 if (lstat(dotgit, &after) == 0 && (!was || !same_times(&before, &after)) && strv_extend(made, dotgit) < 0)
                         return -ENOMEM;
         }
-        r = git_controls_collect_scan(p->workspace, f->git_base, &gc);
-        if (r == -EBADMSG) {
-                r = vs_error_set_kind(err, r, "sandbox_unavailable", "%s", gc.error ? gc.error : "a git config cannot be read");
-                git_controls_done(&gc);
-                return r;
-        }
+        r = git_controls_collect_scan(p->workspace, f->git_base, gc);
+        if (r == -EBADMSG)
+                return vs_error_set_kind(err, r, "sandbox_unavailable", "%s",
+                                         gc->error ? gc->error : "a git config cannot be read");
         if (r == -E2BIG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable",
                                          "%s/.git: too many nested git directories (submodules, worktrees) to protect",
                                          p->workspace);
         if (r < 0)
                 return r;
-        for (size_t i = 0; r >= 0 && i < gc.n; i++) {
-                const VsGitControl *c = &gc.items[i];
+        if (!(*items = calloc(gc->n + 1, sizeof **items)))
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < gc->n; i++) {
+                const VsGitControl *c = &gc->items[i];
+                if (!git_control_missing(p, c))
+                        continue;
+                if ((r = strv_extend(made, c->path)) >= 0 && maker && maker->make_many &&
+                    (r = git_control_item(c, maker, &(*items)[*n_items])) > 0)
+                        (*n_items)++;
+        }
+        return r < 0 ? r : 0;
+}
+
+/* gc's controls, sealed; a placeholder still missing (no batching maker,
+ * or its batch failed before it) made one at a time, each failure
+ * answered for itself. */
+static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, const VsGitControls *gc,
+                             VsError **err) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < gc->n; i++) {
+                const VsGitControl *c = &gc->items[i];
                 struct stat st;
                 if ((r = strv_extend(&f->git_controls, c->path)) < 0)
                         break;
-                if (lstat(c->path, &st) < 0 && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
+                if (git_control_missing(p, c)) {
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
-                        if ((r = strv_extend(made, c->path)) < 0)
-                                break;
                         r = git_control_make_placeholder(c, maker, &perr);
                         /* Not root: the jail runs as this same uid, with less
                          * (Landlock, no capabilities), so what this process
@@ -310,7 +335,6 @@ static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts 
                 if (lstat(c->path, &st) == 0)
                         r = add_existing(p, f, c->path, &st);
         }
-        git_controls_done(&gc);
         return r;
 }
 
@@ -396,10 +420,16 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
                 if (r < 0)
                         return r;
         }
-        int r = collect_git(p, maker, f, made, err);
+        VsGitControls gc = { 0 };
+        _cleanup_free_ VsHostItem *items = NULL;
+        size_t n_items = 0;
+        int r = collect_git(p, maker, f, made, &gc, &items, &n_items, err);
         _cleanup_strv_free_ char **absent = NULL;
         if (r >= 0)
-                r = protect_absent_fill(p, maker, ret_sealed, &absent, err);
+                r = protect_absent_fill(p, maker, items, n_items, ret_sealed, &absent, err);
+        if (r >= 0)
+                r = make_git_controls(p, maker, f, &gc, err);
+        git_controls_done(&gc);
         for (char **a = absent; r >= 0 && a && *a; a++)
                 r = strv_extend(made, *a);
         return r;

@@ -209,8 +209,8 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         return strv_extend(sealed, dir);
 }
 
-int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret_sealed, char ***ret_made,
-                        VsError **err) {
+int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
+                        char ***ret_sealed, char ***ret_made, VsError **err) {
         _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *));
         if (!sealed || !made)
                 return -ENOMEM;
@@ -270,9 +270,18 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret
                                                 root, lit, strerror(-r));
                         }
                 }
-                /* What fails here is asked again in the next pass. */
-                if (b && b->n > 1)
-                        (void)maker->make_many(maker->userdata, b->items, b->n, NULL);
+                /* What fails here is asked again in the next pass (also's,
+                 * by the caller). */
+                if (b && b->n + n_also > 1) {
+                        _cleanup_free_ VsHostItem *all = calloc(b->n + n_also, sizeof *all);
+                        if (!all)
+                                return -ENOMEM;
+                        if (n_also)
+                                memcpy(all, also, n_also * sizeof *all);
+                        if (b->n)
+                                memcpy(all + n_also, b->items, b->n * sizeof *all);
+                        (void)maker->make_many(maker->userdata, all, b->n + n_also, NULL);
+                }
         }
         if (ret_sealed)
                 *ret_sealed = TAKE_PTR(sealed);

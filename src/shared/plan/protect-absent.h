@@ -70,9 +70,12 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * something and is not root, the jail (the same uid, with less) may not
  * either: not an error. *ret_made (may be NULL): the absolute path of each
  * placeholder or directory that was missing and may have been made (with
- * missing directories above it), for the masks (mask_walk_made). */
-int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, char ***ret_sealed, char ***ret_made,
-                        VsError **err);
+ * missing directories above it), for the masks (mask_walk_made). also
+ * (n_also items, may be NULL): more for a batching maker to make in the
+ * same batch, ahead of these (the git controls' placeholders); what the
+ * batch does not make of them is the caller's to make. */
+int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
+                        char ***ret_sealed, char ***ret_made, VsError **err);
 
 /* The paths the protect globs name now below the writable roots (the
  * jail's walk, through symlinked directories too, nothing made): each as
