@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "git-config.h"
+#include "git-control.h"
 #include "git-scan.h"
 
 /* ---- git-config.c ---- */
@@ -95,6 +96,51 @@ static void config_path_keys(void **state) {
         assert_false(git_config_names_program("remote.origin.url"));
         assert_false(git_config_names_program("diff.textconv"));
         assert_false(git_config_names_program("core.bare"));
+}
+
+static int count_keys(const char *key, const char *value, void *ctx) {
+        (void)key;
+        (void)value;
+        ++*(size_t *)ctx;
+        return 0;
+}
+
+/* A long section over many keys: each key repeats the section, so the
+ * parse stops (-E2BIG, the line named) once keys have repeated
+ * GIT_CONFIG_MAX_KEY_BYTES of it, having seen only a few (attack review
+ * 12: a 512 KiB section over 260 000 keys took 3 s); a real config with a
+ * path-long subsection over a thousand keys is read whole. */
+static void config_work_bounded(void **state) {
+        (void)state;
+        size_t sec = 1u << 19, keys = ((1u << 20) - 64 - sec) / 2, n = 0;
+        char *text = malloc(sec + 3 + 2 * keys);
+        assert_non_null(text);
+        text[0] = '[';
+        memset(text + 1, 'a', sec);
+        memcpy(text + 1 + sec, "]\n", 2);
+        for (size_t i = 0; i < keys; i++)
+                memcpy(text + sec + 3 + 2 * i, "b\n", 2);
+        unsigned line = 0;
+        assert_int_equal(git_config_parse(text, sec + 3 + 2 * keys, count_keys, &n, &line), -E2BIG);
+        assert_int_equal(n, GIT_CONFIG_MAX_KEY_BYTES / (sec + 1));
+        assert_int_equal(line, n + 2);
+        free(text);
+        /* includeIf "gitdir:<4 KiB path>" over 1 000 keys: 4 MiB repeated. */
+        size_t len = 0;
+        char *real = NULL;
+        FILE *f = open_memstream(&real, &len);
+        assert_non_null(f);
+        fputs("[includeIf \"gitdir:/", f);
+        for (int i = 0; i < 4000; i++)
+                fputc('p', f);
+        fputs("/\"]\n", f);
+        for (int i = 0; i < 1000; i++)
+                fprintf(f, "\tk%d = v\n", i);
+        assert_int_equal(fclose(f), 0);
+        n = 0;
+        assert_int_equal(git_config_parse(real, len, count_keys, &n, &line), 0);
+        assert_int_equal(n, 1000);
+        free(real);
 }
 
 /* ---- git-scan.c ---- */
@@ -257,12 +303,84 @@ static void quarantine_never_follows(void **state) {
         git_repos_done(&r);
 }
 
+/* What one walk reads is bounded (attack review 12: a ~/.gitconfig
+ * including eight 1 MiB files held every other start for 36 s): more than
+ * 256 config files, or more than 16 MiB of them, fails closed, saying
+ * why; 200 small includes are read. */
+static void controls_read_bounded(void **state) {
+        (void)state;
+        mk(".git");
+        mk(".git/objects");
+        mk(".git/refs");
+        put(".git/HEAD", "ref: refs/heads/main\n");
+        mk("inc");
+        for (int k = 0; k < 3; k++) {
+                /* 0: 200 small files; 1: 300 small files; 2: 20 of 1 MiB less a little. */
+                int files = k == 0 ? 200 : k == 1 ? 300 : 20;
+                char rel[64], *cfg = NULL;
+                size_t len = 0;
+                FILE *c = open_memstream(&cfg, &len);
+                assert_non_null(c);
+                fputs("[core]\n\trepositoryformatversion = 0\n", c);
+                for (int i = 0; i < files; i++) {
+                        snprintf(rel, sizeof rel, "inc/%d-%d.cfg", k, i);
+                        fprintf(c, "[include]\n\tpath = ../%s\n", rel);
+                        char p[512];
+                        snprintf(p, sizeof p, "%s/%s", ws, rel);
+                        FILE *f = fopen(p, "we");
+                        assert_non_null(f);
+                        if (k == 2)
+                                for (int j = 0; j < 1000; j++) {
+                                        fputc('#', f);
+                                        for (int b = 0; b < 1000; b++)
+                                                fputc('x', f);
+                                        fputc('\n', f);
+                                }
+                        else
+                                fputs("[user]\n\tname = n\n", f);
+                        assert_int_equal(fclose(f), 0);
+                }
+                assert_int_equal(fclose(c), 0);
+                put(".git/config", cfg);
+                free(cfg);
+                VsGitControls gc = { 0 };
+                int r = git_controls_collect(ws, &gc);
+                if (k == 0) {
+                        assert_int_equal(r, 0);
+                } else {
+                        assert_int_equal(r, -EBADMSG);
+                        assert_non_null(gc.error);
+                        assert_non_null(strstr(gc.error, k == 1 ? "more than 256 git config files" : "more than 16 MiB"));
+                }
+                git_controls_done(&gc);
+        }
+        /* A config whose keys repeat a long section: refused, saying so. */
+        char p[512];
+        snprintf(p, sizeof p, "%s/.git/config", ws);
+        FILE *f = fopen(p, "we");
+        assert_non_null(f);
+        fputc('[', f);
+        for (int i = 0; i < (1 << 19); i++)
+                fputc('a', f);
+        fputs("]\n", f);
+        for (int i = 0; i < 100; i++)
+                fputs("b\n", f);
+        assert_int_equal(fclose(f), 0);
+        VsGitControls gc = { 0 };
+        assert_int_equal(git_controls_collect(ws, &gc), -EBADMSG);
+        assert_non_null(gc.error);
+        assert_non_null(strstr(gc.error, ".git/config:17: its keys repeat more than 8 MiB of section names"));
+        git_controls_done(&gc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(config_syntax),
                 cmocka_unit_test(config_path_keys),
+                cmocka_unit_test(config_work_bounded),
                 cmocka_unit_test_setup_teardown(scan_finds_what_git_takes, make_ws, remove_ws),
                 cmocka_unit_test_setup_teardown(quarantine_never_follows, make_ws, remove_ws),
+                cmocka_unit_test_setup_teardown(controls_read_bounded, make_ws, remove_ws),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

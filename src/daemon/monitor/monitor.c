@@ -341,6 +341,14 @@ static int reply_fds(Monitor *m, int status, const char *message, uint64_t ws, c
                 if (r < 0)
                         m->reply_failed = r;
         }
+        /* An owner's identity is not kept: every child the monitor forks
+         * after (the next owner's parser among them) would hold a copy. */
+        if (m->to.type == MONITOR_REQ_GIT_IDENTITY) {
+                if (e.buf.data)
+                        explicit_bzero(e.buf.data, e.buf.cap);
+                for (size_t i = 0; i < ELEMENTSOF(m->ident); i++)
+                        explicit_bzero(m->ident[i], sizeof m->ident[i]);
+        }
         monitor_enc_done(&e);
         return r;
 }
@@ -1279,7 +1287,7 @@ static MonWorkspace *ws_job(Monitor *m, FsJob *job, int *ret) {
 
 /* What a placeholder's or a quarantine's child did (r, out), answered
  * to m->to's request. */
-static int fs_done(Monitor *m, int r, const FsOut *out) {
+static int fs_done(Monitor *m, int r, FsOut *out) {
         if (m->to.type == MONITOR_REQ_QUARANTINE && r == -EEXIST)
                 return reply(m, EEXIST, "100 quarantined copies there already", 0);
         if (m->to.type == MONITOR_REQ_QUARANTINE && r == -ESTALE)
@@ -1288,18 +1296,25 @@ static int fs_done(Monitor *m, int r, const FsOut *out) {
          * made all the same (attack review 10). */
         if (m->to.type == MONITOR_REQ_PLACEHOLDER)
                 m->placeholders_made += out->count;
+        if (m->to.type == MONITOR_REQ_GIT_IDENTITY && (r == -ETIME || r == -EBADMSG))
+                return reply(m, -r,
+                             r == -ETIME ? "the owner's git config was not parsed in 1 s"
+                                         : "the owner's git config could not be parsed (its parser ended without an answer)",
+                             0);
         if (r < 0)
                 return reply_fs(m, r, out);
         if (m->to.type == MONITOR_REQ_GIT_IDENTITY) {
                 /* The child became the owner: what it sent is the owner's
                  * word, checked as the server checks it (plain lines). */
+                bool plain = true;
                 for (int i = 0; i < 2; i++) {
-                        if (!memchr(out->ident[i], 0, sizeof out->ident[i]) ||
-                            !jail_git_identity_plain(out->ident[i]))
-                                return reply(m, EBADMSG, "the owner's child answered no plain identity", 0);
+                        plain = plain && memchr(out->ident[i], 0, sizeof out->ident[i]) &&
+                                jail_git_identity_plain(out->ident[i]);
                         memcpy(m->ident[i], out->ident[i], sizeof m->ident[i]);
                 }
-                return reply(m, 0, NULL, 0);
+                for (size_t i = 0; i < ELEMENTSOF(out->ident); i++)
+                        explicit_bzero(out->ident[i], sizeof out->ident[i]);
+                return plain ? reply(m, 0, NULL, 0) : reply(m, EBADMSG, "the owner's child answered no plain identity", 0);
         }
         if (m->to.type == MONITOR_REQ_QUARANTINE)
                 m->put_aside++;
@@ -1410,8 +1425,10 @@ static int quarantine(Monitor *m) {
         return fs_request(m, w, &job, aside_in_child);
 }
 
-/* The parse of an owner's git config texts (parse_apart's fn: no
- * allocation, no system call). */
+#define IDENT_PARSE_MS 1000
+
+/* The parse of an owner's git config texts (parse_apart's fn: it
+ * allocates, and makes no other system call). */
 typedef struct IdentTexts {
         char *text[2];
         size_t len[2];
@@ -1440,11 +1457,14 @@ static int identity_in_child(FsJob *j, FsOut *out) {
         if (r < 0)
                 return r;
         VsJailIdent id;
-        r = parse_apart(identity_parse, &t, &id, sizeof id, FS_CHILD_MS);
+        /* Well within the child's own deadline, so that a parse that
+         * takes too long is told as such (a 1 MiB config is parsed in
+         * milliseconds: git-config.h bounds its work). */
+        r = parse_apart(identity_parse, &t, &id, sizeof id, IDENT_PARSE_MS);
         free(t.text[0]);
         free(t.text[1]);
         if (r < 0)
-                return r;
+                return r == -ETIMEDOUT ? -ETIME : r;
         _Static_assert(sizeof id.name == sizeof out->ident[0] && sizeof id.email == sizeof out->ident[1],
                       "the identity's sizes");
         memcpy(out->ident[0], id.name, sizeof id.name);

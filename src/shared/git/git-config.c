@@ -152,6 +152,7 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
         _cleanup_strbuf_ StrBuf sec = STRBUF_INIT, key = STRBUF_INIT, val = STRBUF_INIT;
         bool have_section = false;
         int ret = 0;
+        size_t work = 0; /* the sections' bytes copied into keys */
         for (;;) {
                 int c = next(&r);
                 if (c < 0)
@@ -176,6 +177,13 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
                 /* section.name = value; before any section git takes the
                  * bare name (no key it obeys looks like that). */
                 strbuf_clear(&key);
+                /* Each key repeats its section: a long one (a 512 KiB
+                 * subsection) over many short keys made the parse
+                 * quadratic, 3 s for a 1 MiB file (attack review 12). */
+                if (have_section && (work += sec.len + 1) > GIT_CONFIG_MAX_KEY_BYTES) {
+                        ret = -E2BIG;
+                        goto bad;
+                }
                 if (have_section && (strbuf_append(&key, sec.data, sec.len) < 0 || strbuf_append(&key, ".", 1) < 0))
                         return -ENOMEM;
                 for (; name_char(c); c = next(&r)) {
@@ -201,7 +209,7 @@ int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, un
                         return ret;
                 continue;
         bad:
-                if (ret == -EINVAL && ret_line)
+                if ((ret == -EINVAL || ret == -E2BIG) && ret_line)
                         *ret_line = line;
                 return ret;
         }

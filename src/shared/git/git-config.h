@@ -20,6 +20,10 @@
 #include <stddef.h>
 
 #define GIT_CONFIG_MAX_BYTES (1u << 20) /* a bigger config is refused */
+/* So is one whose keys repeat more than this of their sections' names
+ * (every key holds its section's: a long one over many keys would make
+ * the parse quadratic); a real config repeats a few KiB. */
+#define GIT_CONFIG_MAX_KEY_BYTES (8u << 20)
 
 /* fn(key, value, ctx) for each variable: key "section.name" or
  * "section.subsection.name" ("name" alone before any section, as git
@@ -27,7 +31,8 @@
  * subsection as written; value NULL for a name without "=" (git's
  * boolean true). fn returns a negative errno to stop. 0, the first
  * negative fn returned, or -EINVAL with *ret_line (may be NULL) the line
- * that could not be read. */
+ * that could not be read, or -E2BIG with *ret_line the first key past
+ * GIT_CONFIG_MAX_KEY_BYTES. */
 typedef int (*GitConfigFn)(const char *key, const char *value, void *ctx);
 int git_config_parse(const char *text, size_t len, GitConfigFn fn, void *ctx, unsigned *ret_line);
 

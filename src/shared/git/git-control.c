@@ -72,6 +72,7 @@ typedef struct Walk {
         size_t n_seen;
         const char *workspace;
         char **configs; /* config files read (git-config.h) */
+        size_t n_configs, config_bytes;
         const char *worktree; /* of the repository whose config is read; NULL: every one (global, system) */
         char **worktrees;     /* the root and each repository's below it with a work tree */
         bool owned;           /* the workspace's owner is known (stat once, at the walk's start) */
@@ -156,6 +157,13 @@ static int expand_gitdir(Walk *w, const char *gitdir);
 /* ---- what a config names (git-config.h) ---- */
 
 #define MAX_INCLUDE_DEPTH 10 /* git's own */
+/* Configs read in one walk (the repositories', what they include, the
+ * global and system ones), and their bytes: more fails closed. git has no
+ * such bound, but each file costs a read and a parse under the start of
+ * every workspace of the daemon: a user's ~/.gitconfig including eight
+ * 1 MiB files held another owner's start for 36 s (attack review 12). */
+#define MAX_CONFIG_FILES 256
+#define MAX_CONFIG_TOTAL (16u << 20)
 
 typedef struct ConfigCtx {
         Walk *w;
@@ -284,6 +292,14 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
                 return -ENOMEM;
         if (strv_contains(w->configs, path))
                 return 0;
+        if (++w->n_configs > MAX_CONFIG_FILES) {
+                if (!w->out->error && asprintf(&w->out->error,
+                                               "%s: more than %d git config files to read (includes, repositories); the "
+                                               "paths they may name cannot all be protected",
+                                               path, MAX_CONFIG_FILES) < 0)
+                        w->out->error = NULL;
+                return -EBADMSG;
+        }
         int r = strv_extend(&w->configs, path);
         if (r < 0)
                 return r;
@@ -302,13 +318,23 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
                         w->out->error = NULL;
                 return -EBADMSG;
         }
+        if ((w->config_bytes += len) > MAX_CONFIG_TOTAL) {
+                if (!w->out->error && asprintf(&w->out->error,
+                                               "%s: the git config files to read (includes, repositories) hold more than "
+                                               "%u MiB; the paths they may name cannot all be protected",
+                                               path, MAX_CONFIG_TOTAL >> 20) < 0)
+                        w->out->error = NULL;
+                return -EBADMSG;
+        }
         unsigned line = 0;
         ConfigCtx c = { .w = w, .dir = dir, .depth = depth, .as = as };
         r = git_config_parse(text, len, on_config, &c, &line);
-        if (r == -EINVAL) {
-                if (!w->out->error && asprintf(&w->out->error, "%s:%u: a line git config reading here does not understand; the "
-                                               "paths it may name cannot be protected",
-                                               path, line) < 0)
+        if (r == -EINVAL || r == -E2BIG) {
+                if (!w->out->error &&
+                    asprintf(&w->out->error, "%s:%u: %s; the paths it may name cannot be protected", path, line,
+                             r == -E2BIG ? "its keys repeat more than 8 MiB of section names (a long section over many "
+                                           "keys)"
+                                         : "a line git config reading here does not understand") < 0)
                         w->out->error = NULL;
                 return -EBADMSG;
         }
