@@ -2,6 +2,7 @@
 #include "user-util.h"
 
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,17 +40,20 @@ static unsigned long read_overflow(const char *path) {
         return v;
 }
 
+/* login.defs' ranges and the overflow uid, read once for the process
+ * (the daemon asks from several threads: pthread_once). */
+static unsigned long uid_min = 1000, uid_max = 60000, uid_overflow, gid_min = 1000, gid_max = 60000;
+static pthread_once_t ranges_once = PTHREAD_ONCE_INIT;
+
+static void read_ranges(void) {
+        login_defs("UID", &uid_min, &uid_max);
+        login_defs("GID", &gid_min, &gid_max);
+        uid_overflow = read_overflow("/proc/sys/kernel/overflowuid");
+}
+
 bool uid_is_ordinary(uid_t uid) {
-        static unsigned long min, max, overflow;
-        static bool read;
-        if (!read) {
-                min = 1000;
-                max = 60000;
-                login_defs("UID", &min, &max);
-                overflow = read_overflow("/proc/sys/kernel/overflowuid");
-                read = true;
-        }
-        return uid != 0 && ((uid >= min && uid <= max) || uid == overflow);
+        pthread_once(&ranges_once, read_ranges);
+        return uid != 0 && ((uid >= uid_min && uid <= uid_max) || uid == uid_overflow);
 }
 
 /* Whether user (primary group primary) is a member of gid. */
@@ -79,15 +83,8 @@ static bool member_of(const char *user, gid_t primary, gid_t gid) {
  * it says neither). A system group (docker, adm, sudo, shadow, ssl-cert)
  * is none. Read once. */
 static bool gid_is_ordinary(gid_t gid) {
-        static unsigned long min, max;
-        static bool read;
-        if (!read) {
-                min = 1000;
-                max = 60000;
-                login_defs("GID", &min, &max);
-                read = true;
-        }
-        return gid >= min && gid <= max;
+        pthread_once(&ranges_once, read_ranges);
+        return gid >= gid_min && gid <= gid_max;
 }
 
 gid_t user_jail_gid(uid_t uid, gid_t dir_gid) {

@@ -1729,6 +1729,39 @@ def t_perf(d, tmp):
     c.close()
 
 
+def t_slow_walk_holds_no_other(d0, tmp):
+    """Starts are prepared side by side: while one workspace's first start
+    walks a tree of 80 000 directories (its masks), another workspace's
+    first start, asked 0.3 s later, answers first. One lock for every
+    start once let an owner's slow start (a git config made slow to read:
+    attack review 12) hold every other owner's start behind it."""
+    big = make_ws(tmp, "big-walk", '[sandbox]\nrw_paths = ["."]\nmask = ["**/*.pem"]\n')
+    for i in range(400):
+        a = os.path.join(big, "d%d" % i)
+        os.mkdir(a)
+        for j in range(200):
+            os.mkdir(os.path.join(a, "e%d" % j))
+    chown_tree(big)
+    small = make_ws(tmp, "small-walk", SANDBOX)
+    d = Daemon(tmp, "walks")
+    try:
+        done = []
+        def go(name, w):
+            r = term(d.conn(), w, "true")
+            done.append((name, time.time(), r.get("ok")))
+        t0 = time.time()
+        a = threading.Thread(target=go, args=("big", big))
+        a.start()
+        time.sleep(0.3)
+        go("small", small)
+        a.join()
+        check(all(ok for _, _, ok in done), done)
+        notes.append("slow walk: %s" % ", ".join("%s after %.2f s" % (n, t - t0) for n, t, _ in done))
+        check([n for n, _, _ in done] == ["small", "big"], ("the small start waited for the big one", done))
+    finally:
+        d.stop()
+
+
 def t_slow_start(d0, tmp):
     """A start is prepared off the loop thread: while one workspace's start
     is slow (its docker client takes 3 s to remove a leftover container),
@@ -2030,7 +2063,8 @@ def t_leftover_threads_restart_jail(d, tmp):
 TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_worker_crash, t_restart_limit_names_cause_once, t_restart_limit_cause_is_the_workers, t_daemon_sigkill,
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_pids_cgroup_holds_limit, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
-         t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start]
+         t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
+         t_slow_walk_holds_no_other]
 
 
 def main():

@@ -62,7 +62,7 @@ int vs_static_worker_path(const char *worker, char **ret) {
  * client started without the variable, e.g. an MCP client's default
  * environment, finds the same daemon), else NULL. */
 static const char *user_runtime_base(void) {
-        static char run_user[64];
+        static _Thread_local char run_user[64]; /* the thread pool's starts ask too */
         const char *x = getenv("XDG_RUNTIME_DIR");
         struct stat st;
         if (x && x[0] == '/' && stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())

@@ -497,17 +497,6 @@ void links_reap(Server *srv) {
 
 /* ---- the start: the slow part on the thread pool ---- */
 
-/* launch_prepare keeps per-process state (the compiled seccomp programs):
- * one runs at a time. A docker backend's removal of a leftover container,
- * which may take seconds, runs outside it. */
-static uv_mutex_t prepare_lock;
-static uv_once_t prepare_lock_once = UV_ONCE_INIT;
-
-static void prepare_lock_init(void) {
-        if (uv_mutex_init(&prepare_lock) < 0)
-                abort(); /* at the first start, before any thread uses it */
-}
-
 struct LinkStart {
         uv_work_t work;           /* first: the thread pool hands this back */
         Server *srv;
@@ -532,10 +521,14 @@ struct LinkStart {
  * link_start_keep_policy) and nothing of the loop's. */
 static void start_work(uv_work_t *w) {
         LinkStart *s = (LinkStart *)w;
-        uv_once(&prepare_lock_once, prepare_lock_init);
-        uv_mutex_lock(&prepare_lock);
+        /* Several at once, one per thread of the pool: what launch_prepare
+         * keeps for the process is taken under locks of its own (the
+         * seccomp programs, seccomp.c's probes, the owners' identities),
+         * so one owner's slow start (a walk of a big tree, a monitor child
+         * held 3 s in a FUSE home) holds no other owner's: one lock for
+         * them all made an owner's slow git config hold every start behind
+         * it for 36-54 s (attack review 12). */
         s->r = launch_prepare(s->policy, &s->o, &s->launch, &s->err);
-        uv_mutex_unlock(&prepare_lock);
         if (s->r >= 0)
                 worker_spawn_pre(s->launch);
 }
