@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,12 +187,82 @@ static void test_identity_from_maker(void **state) {
         free(homes);
 }
 
+/* text written to path as pw's file, mode 0600: 0, or not 0 on a failure. */
+static int put_owned(const char *path, const char *text, const struct passwd *pw) {
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return 1;
+        fputs(text, f);
+        return fclose(f) | chown(path, pw->pw_uid, pw->pw_gid) | chmod(path, 0600);
+}
+
+/* Root reading another user's identity (a root daemon without a
+ * monitor, a system account's workspace, root's embedded CLI) reads only
+ * what that user could read: a mode-0 ~/.gitconfig, or a config below a
+ * ~/.config/git of mode 0, gives nothing (root's rights would have read
+ * both: attack review 11, F2). Needs root and the suite's account
+ * vectora-test (scripts/install-deps); its files are put back first. */
+static void test_root_reads_as_owner_could(void **state) {
+        (void)state;
+        struct passwd *pw = geteuid() == 0 ? getpwnam("vectora-test") : NULL;
+        if (!pw) {
+                print_message("skipped: needs root and the account vectora-test\n");
+                skip();
+        }
+        char conf[300], aside[320], gitdir[300], xdg[320], xdg_aside[340];
+        snprintf(conf, sizeof conf, "%s/.gitconfig", pw->pw_dir);
+        snprintf(aside, sizeof aside, "%s.vs-test-aside", conf);
+        snprintf(gitdir, sizeof gitdir, "%s/.config/git", pw->pw_dir);
+        snprintf(xdg, sizeof xdg, "%s/config", gitdir);
+        snprintf(xdg_aside, sizeof xdg_aside, "%s.vs-test-aside", xdg);
+        bool had = rename(conf, aside) == 0, had_xdg = rename(xdg, xdg_aside) == 0;
+        char cfgdir[300];
+        snprintf(cfgdir, sizeof cfgdir, "%s/.config", pw->pw_dir);
+        bool made_cfg = mkdir(cfgdir, 0700) == 0, made_git = mkdir(gitdir, 0700) == 0;
+        int k = (made_cfg ? chown(cfgdir, pw->pw_uid, pw->pw_gid) : 0) |
+                (made_git ? chown(gitdir, pw->pw_uid, pw->pw_gid) : 0);
+        struct stat gst;
+        k |= stat(gitdir, &gst);
+        char *name[4] = { 0 }, *email[4] = { 0 };
+        int r[4];
+        k |= put_owned(conf, "[user]\n\tname = Home Name\n", pw);
+        r[0] = jail_git_identity(pw->pw_uid, &name[0], &email[0]); /* read */
+        k |= chmod(conf, 0);
+        r[1] = jail_git_identity(pw->pw_uid, &name[1], &email[1]); /* the owner could not */
+        k |= unlink(conf);
+        k |= put_owned(xdg, "[user]\n\temail = xdg@example.org\n", pw);
+        r[2] = jail_git_identity(pw->pw_uid, &name[2], &email[2]); /* read */
+        k |= chmod(gitdir, 0);
+        r[3] = jail_git_identity(pw->pw_uid, &name[3], &email[3]); /* its directory closed to the owner */
+        k |= chmod(gitdir, gst.st_mode & 07777) | unlink(xdg);
+        if (made_git)
+                k |= rmdir(gitdir);
+        if (made_cfg)
+                k |= rmdir(cfgdir);
+        if (had)
+                k |= rename(aside, conf);
+        if (had_xdg)
+                k |= rename(xdg_aside, xdg);
+        assert_int_equal(k, 0);
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(r[i], 0);
+        assert_string_equal(name[0], "Home Name");
+        assert_string_equal(name[1], VS_JAIL_GIT_NAME);
+        assert_string_equal(email[2], "xdg@example.org");
+        assert_string_equal(email[3], VS_JAIL_GIT_EMAIL);
+        for (int i = 0; i < 4; i++) {
+                free(name[i]);
+                free(email[i]);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plain),
                 cmocka_unit_test(test_quoting),
                 cmocka_unit_test(test_identity_kept_in_place),
                 cmocka_unit_test(test_identity_from_maker),
+                cmocka_unit_test(test_root_reads_as_owner_could),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

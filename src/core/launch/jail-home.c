@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,15 +42,46 @@ static int on_ident(const char *key, const char *value, void *ctx) {
         return 0;
 }
 
+/* Whether uid itself could open rel below the home (a root reader for
+ * another uid, which root's rights would let past a mode the owner set:
+ * a mode-0 ~/.gitconfig, a ~/.config/git of mode 0): each directory on
+ * the way searchable by uid (its owner's x bit where uid owns it, else
+ * others': a group's is not weighed, so a directory open to the owner's
+ * group only counts as closed) and the file readable by its owner. No
+ * link is on the way (chase_beneath). */
+static bool searchable_by(const struct stat *st, uid_t uid) {
+        return S_ISDIR(st->st_mode) && (st->st_mode & (st->st_uid == uid ? S_IXUSR : S_IXOTH));
+}
+
+static bool owner_could_read(int home_fd, const char *rel, uid_t uid, const struct stat *file) {
+        if (geteuid() != 0 || uid == 0)
+                return true; /* the reader's own rights decide */
+        char path[PATH_MAX];
+        struct stat st;
+        if (!(file->st_mode & S_IRUSR) || (size_t)snprintf(path, sizeof path, "%s", rel) >= sizeof path ||
+            fstat(home_fd, &st) < 0 || !searchable_by(&st, uid))
+                return false;
+        for (char *slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/')) {
+                *slash = 0;
+                bool ok = fstatat(home_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && searchable_by(&st, uid);
+                *slash = '/';
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
 /* rel below the home's descriptor: no link followed (a config the user
  * made a link to /etc/shadow is not read as root), a regular file of
- * uid's, bounded. A file that cannot be read is NULL (adds nothing). */
+ * uid's that uid could read itself, bounded. A file that cannot be read
+ * is NULL (adds nothing). */
 static int read_config(int home_fd, const char *rel, uid_t uid, char **ret_text, size_t *ret_len) {
         _cleanup_close_ int fd = chase_beneath(home_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat st;
         *ret_text = NULL;
         *ret_len = 0;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
+            !owner_could_read(home_fd, rel, uid, &st))
                 return 0;
         int r = read_fd_all(fd, GIT_CONFIG_MAX_BYTES, ret_text, ret_len);
         return r == -ENOMEM ? r : 0;
