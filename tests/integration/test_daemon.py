@@ -1633,9 +1633,22 @@ def t_sigterm(d0, tmp):
     c = d.conn()
     check(term(c, ws, "true")["ok"], "warm")
     tree = proc_tree(d.p.pid)
+    # Rotated as logrotate does: moved aside, then SIGHUP. The new file
+    # at the path gets what follows (its descriptor number is the old
+    # one's: a pool thread writing meanwhile never hits a reused number),
+    # the moved one nothing more.
+    os.rename(d.log, d.log + ".1")
+    fds = fd_targets(d.p.pid)
     d.p.send_signal(signal.SIGHUP)
     time.sleep(0.2)
     check("logs reopened" in open(d.log).read(), "SIGHUP")
+    moved = open(d.log + ".1").read()
+    check(term(c, ws, "true")["ok"], "after the reopen")
+    check(open(d.log + ".1").read() == moved, "a line went to the moved log")
+    now = fd_targets(d.p.pid)
+    logs = [fd for fd, t in now.items() if t == os.path.realpath(d.log)]
+    check(logs and all(fds.get(fd, "").startswith(os.path.realpath(d.log)) for fd in logs),
+          ("the log's descriptor number changed", fds, now))
     d.p.send_signal(signal.SIGTERM)
     check(d.p.wait(5) == 0, "exit status")
     t0 = time.time()
@@ -1758,6 +1771,27 @@ def t_slow_walk_holds_no_other(d0, tmp):
         check(all(ok for _, _, ok in done), done)
         notes.append("slow walk: %s" % ", ".join("%s after %.2f s" % (n, t - t0) for n, t, _ in done))
         check([n for n, _, _ in done] == ["small", "big"], ("the small start waited for the big one", done))
+    finally:
+        d.stop()
+
+
+def t_thread_pool(d0, tmp):
+    """The daemon's thread pool holds 16 threads from its start (libuv's 4
+    were one owner's whole share of starts, so four slow starts of one
+    owner held every other's), and what it sets for that reaches no
+    command: an unsandboxed workspace's environment has no
+    UV_THREADPOOL_SIZE."""
+    un = make_ws(tmp, "pool-un", None)
+    env = dict(os.environ)
+    env.pop("UV_THREADPOOL_SIZE", None)
+    d = Daemon(tmp, "pool", env=env)
+    try:
+        r = term(d.conn(), un, "env")
+        check(r["ok"] and "PATH=" in r["stdout"], r)
+        check("UV_THREADPOOL_SIZE" not in r["stdout"], ("the pool's size reached a command", r["stdout"]))
+        threads = len(os.listdir("/proc/%d/task" % d.pid))
+        notes.append("thread pool: the daemon has %d threads" % threads)
+        check(threads >= 17, ("fewer threads than the pool's 16 and the loop", threads))
     finally:
         d.stop()
 
@@ -2064,7 +2098,7 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_pids_cgroup_holds_limit, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
-         t_slow_walk_holds_no_other]
+         t_slow_walk_holds_no_other, t_thread_pool]
 
 
 def main():

@@ -6,6 +6,8 @@
 #include "paths.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -14,7 +16,9 @@
 #include "sha256.h"
 #include "strv.h"
 
-/* The worker's hash, recomputed only when the file changes. */
+/* The worker's hash, recomputed only when the file changes; starts are
+ * prepared on several threads at once: taken under its lock. */
+static pthread_mutex_t hash_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
         dev_t dev;
         ino_t ino;
@@ -28,12 +32,15 @@ static int worker_sha256(const char *path, char hex[SHA256_HEX_LEN + 1], VsError
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot read the worker %s: %m", path);
-        if (hash_cache.hex[0] && hash_cache.dev == st.st_dev && hash_cache.ino == st.st_ino &&
-            hash_cache.size == st.st_size && hash_cache.mtime.tv_sec == st.st_mtim.tv_sec &&
-            hash_cache.mtime.tv_nsec == st.st_mtim.tv_nsec) {
+        pthread_mutex_lock(&hash_lock);
+        bool kept = hash_cache.hex[0] && hash_cache.dev == st.st_dev && hash_cache.ino == st.st_ino &&
+                    hash_cache.size == st.st_size && hash_cache.mtime.tv_sec == st.st_mtim.tv_sec &&
+                    hash_cache.mtime.tv_nsec == st.st_mtim.tv_nsec;
+        if (kept)
                 memcpy(hex, hash_cache.hex, sizeof hash_cache.hex);
+        pthread_mutex_unlock(&hash_lock);
+        if (kept)
                 return 0;
-        }
         Sha256 s;
         sha256_begin(&s);
         char buf[65536];
@@ -48,11 +55,13 @@ static int worker_sha256(const char *path, char hex[SHA256_HEX_LEN + 1], VsError
                 sha256_feed(&s, buf, (size_t)k);
         }
         sha256_end_hex(&s, hex);
+        pthread_mutex_lock(&hash_lock);
         hash_cache.dev = st.st_dev;
         hash_cache.ino = st.st_ino;
         hash_cache.size = st.st_size;
         hash_cache.mtime = st.st_mtim;
         memcpy(hash_cache.hex, hex, sizeof hash_cache.hex);
+        pthread_mutex_unlock(&hash_lock);
         return 0;
 }
 

@@ -111,7 +111,8 @@ static BpfCache bpf_cache[16];
 static size_t bpf_cache_n, bpf_cache_next;
 
 static bool options_equal(const VsSeccompOptions *a, const VsSeccompOptions *b) {
-        return a->network == b->network && a->lockdown == b->lockdown && a->own_ids == b->own_ids &&
+        return a->network == b->network && a->lockdown == b->lockdown && a->setid_only == b->setid_only &&
+               a->own_ids == b->own_ids &&
                (!a->own_ids || (a->uid == b->uid && a->gid == b->gid));
 }
 

@@ -509,6 +509,7 @@ struct LinkStart {
         VsLaunchOptions o;        /* strings borrowed from the server, but: */
         MonitorMaker maker;       /* the monitor makes its placeholders (o.maker then points here) */
         char *proxy_socket;
+        char *ca_bundle;          /* a copy: the proxy's may be freed at shutdown while the thread reads */
         char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
         /* the thread's result */
         int r;
@@ -538,6 +539,7 @@ static void start_free(LinkStart *s) {
         vs_error_free(s->err);
         policy_free(s->owned_policy);
         free(s->proxy_socket);
+        free(s->ca_bundle);
         strv_free(s->secret_env);
         free(s);
 }
@@ -754,7 +756,13 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         }
         s->o.proxy_socket = s->proxy_socket;
         s->o.secret_env = s->secret_env;
-        s->o.ca_bundle = proxy_ca_bundle(ws);
+        const char *ca = proxy_ca_bundle(ws);
+        if (ca && !(s->ca_bundle = strdup(ca))) {
+                free(s->proxy_socket);
+                strv_free(s->secret_env);
+                return -ENOMEM;
+        }
+        s->o.ca_bundle = s->ca_bundle;
         s->srv = srv;
         s->ws = ws;
         s->ops = ops;
@@ -765,6 +773,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
         if (r < 0) {
                 free(s->proxy_socket);
+                free(s->ca_bundle);
                 return vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
                                          "cannot start the worker: %s", uv_strerror(r));
         }
