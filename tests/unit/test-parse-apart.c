@@ -59,22 +59,12 @@ static void answer_comes_back(void **state) {
         assert_int_equal(sum, 42);
 }
 
-typedef struct Texts {
-        char *text[2];
-        size_t len[2];
-} Texts;
-
-static void parse_ident(const void *arg, void *out) {
-        const Texts *t = arg;
-        jail_git_identity_parse(t->text, t->len, out);
-}
-
 /* The two texts' identity, parsed apart. */
 static VsJailIdent ident_of(const char *xdg, const char *home) {
-        Texts t = { { (char *)xdg, (char *)home }, { xdg ? strlen(xdg) : 0, home ? strlen(home) : 0 } };
+        VsJailIdentTexts t = { { (char *)xdg, (char *)home }, { xdg ? strlen(xdg) : 0, home ? strlen(home) : 0 } };
         VsJailIdent id;
         memset(&id, 'x', sizeof id);
-        assert_int_equal(parse_apart(parse_ident, &t, &id, sizeof id, 3000), 0);
+        assert_int_equal(parse_apart(jail_git_identity_parse, &t, &id, sizeof id, 3000), 0);
         return id;
 }
 

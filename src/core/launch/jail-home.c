@@ -31,9 +31,10 @@ bool jail_git_identity_plain(const char *v) {
         return true;
 }
 
-/* One file's user.name and user.email, the last plain value of each
- * (fixed buffers: the parse allocates nothing, so it can run where only
- * read, write and exit are allowed). */
+/* One file's user.name and user.email, the last plain value of each, in
+ * fixed buffers (git_config_parse allocates its own, no other system
+ * call: it runs where only read, write, exit and memory calls are
+ * allowed, parse-apart.c). */
 static int on_ident(const char *key, const char *value, void *ctx) {
         VsJailIdent *id = ctx;
         char *slot = strcmp(key, "user.name") == 0 ? id->name : strcmp(key, "user.email") == 0 ? id->email : NULL;
@@ -87,11 +88,10 @@ static int read_config(int home_fd, const char *rel, uid_t uid, char **ret_text,
         return r == -ENOMEM ? r : 0;
 }
 
-int jail_git_identity_read(uid_t uid, char *ret_text[2], size_t ret_len[2]) {
+int jail_git_identity_read(uid_t uid, VsJailIdentTexts *ret) {
         struct passwd pwbuf, *pw = NULL;
         char buf[4096];
-        ret_text[0] = ret_text[1] = NULL;
-        ret_len[0] = ret_len[1] = 0;
+        *ret = (VsJailIdentTexts){ 0 };
         if (getpwuid_r(uid, &pwbuf, buf, sizeof buf, &pw) != 0)
                 pw = NULL;
         /* The home from the password database (root's to write), not from
@@ -100,21 +100,23 @@ int jail_git_identity_read(uid_t uid, char *ret_text[2], size_t ret_len[2]) {
                                           ? open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
                                           : -EBADF;
         int r = 0;
-        if (hfd >= 0 && (r = read_config(hfd, ".config/git/config", uid, &ret_text[0], &ret_len[0])) >= 0)
-                r = read_config(hfd, ".gitconfig", uid, &ret_text[1], &ret_len[1]);
+        if (hfd >= 0 && (r = read_config(hfd, ".config/git/config", uid, &ret->text[0], &ret->len[0])) >= 0)
+                r = read_config(hfd, ".gitconfig", uid, &ret->text[1], &ret->len[1]);
         if (r < 0) {
-                free(ret_text[0]);
-                ret_text[0] = NULL;
+                free(ret->text[0]);
+                ret->text[0] = NULL;
         }
         return r;
 }
 
-void jail_git_identity_parse(char *const text[2], const size_t len[2], VsJailIdent *ret) {
+void jail_git_identity_parse(const void *texts, void *out) {
+        const VsJailIdentTexts *t = texts;
+        VsJailIdent *ret = out;
         *ret = (VsJailIdent){ 0 };
         for (int i = 0; i < 2; i++) {
                 VsJailIdent got = { 0 };
                 /* A file git could not read either gives nothing (git would fail). */
-                if (!text[i] || git_config_parse(text[i], len[i], on_ident, &got, NULL) < 0)
+                if (!t->text[i] || git_config_parse(t->text[i], t->len[i], on_ident, &got, NULL) < 0)
                         continue;
                 if (got.name[0])
                         strcpy(ret->name, got.name);
@@ -128,15 +130,14 @@ void jail_git_identity_parse(char *const text[2], const size_t len[2], VsJailIde
 }
 
 int jail_git_identity(uid_t uid, char **ret_name, char **ret_email) {
-        char *text[2];
-        size_t len[2];
-        int r = jail_git_identity_read(uid, text, len);
+        VsJailIdentTexts t;
+        int r = jail_git_identity_read(uid, &t);
         if (r < 0)
                 return r;
         VsJailIdent id;
-        jail_git_identity_parse(text, len, &id);
-        free(text[0]);
-        free(text[1]);
+        jail_git_identity_parse(&t, &id);
+        free(t.text[0]);
+        free(t.text[1]);
         _cleanup_free_ char *name = strdup(id.name), *email = strdup(id.email);
         if (!name || !email)
                 return -ENOMEM;

@@ -46,15 +46,22 @@ int jail_git_identity(uid_t uid, char **ret_name, char **ret_email);
 
 /* jail_git_identity() in its two halves, for a caller that parses
  * where it cannot read (the monitor's parser, docs/privsep.md). The read:
- * the two files' bytes (*ret_text NULL where one gives nothing; the
+ * the two files' bytes (text[i] NULL where one gives nothing; the
  * caller frees both); 0 or -ENOMEM. */
-int jail_git_identity_read(uid_t uid, char *ret_text[2], size_t ret_len[2]);
-/* The parse of what jail_git_identity_read() gave, the defaults filled
- * in: no allocation and no system call. */
+typedef struct VsJailIdentTexts {
+        char *text[2];
+        size_t len[2];
+} VsJailIdentTexts;
+int jail_git_identity_read(uid_t uid, VsJailIdentTexts *ret);
+/* The parse of a VsJailIdentTexts (texts) into a VsJailIdent (ret), the
+ * defaults filled in: no system call but memory (git_config_parse's
+ * buffers), so it runs under parse-apart.c's filter, whose function it
+ * is shaped as (parse_apart(jail_git_identity_parse, &texts, &ident,
+ * sizeof ident, ms)). */
 typedef struct VsJailIdent {
         char name[VS_JAIL_IDENT_MAX + 1], email[VS_JAIL_IDENT_MAX + 1];
 } VsJailIdent;
-void jail_git_identity_parse(char *const text[2], const size_t len[2], VsJailIdent *ret);
+void jail_git_identity_parse(const void *texts, void *ret);
 
 /* Whether v is one printable line of 1 to VS_JAIL_IDENT_MAX bytes: what
  * git would take as a name or an address and what the rendered config

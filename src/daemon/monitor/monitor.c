@@ -1429,16 +1429,6 @@ static int quarantine(Monitor *m) {
 
 /* The parse of an owner's git config texts (parse_apart's fn: it
  * allocates, and makes no other system call). */
-typedef struct IdentTexts {
-        char *text[2];
-        size_t len[2];
-} IdentTexts;
-
-static void identity_parse(const void *arg, void *out) {
-        const IdentTexts *t = arg;
-        jail_git_identity_parse(t->text, t->len, out);
-}
-
 /* The owner's git identity: its two files read with the owner's file
  * rights (the child's file-system ids are the owner's, fs_child_run, as a
  * placeholder's walk), so a config the owner cannot read, or a link to a
@@ -1447,20 +1437,21 @@ static void identity_parse(const void *arg, void *out) {
  * the owner whole could be stopped by the owner's processes, and held the
  * owner's starts, and with them another owner's first start, past 11 s
  * (t_stopped_start_holds_nothing). What the files hold is parsed apart
- * (parse-apart.h: a grandchild of no account's uid under seccomp's strict
- * mode, which the owner can neither stop nor read from). */
+ * (parse-apart.h: a grandchild of no account's uid under a seccomp filter
+ * of read, write, exit and memory calls, which the owner can neither stop
+ * nor read from). */
 static int identity_in_child(FsJob *j, FsOut *out) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
-        IdentTexts t;
-        int r = jail_git_identity_read(j->uid, t.text, t.len);
+        VsJailIdentTexts t;
+        int r = jail_git_identity_read(j->uid, &t);
         if (r < 0)
                 return r;
         VsJailIdent id;
         /* Well within the child's own deadline, so that a parse that
          * takes too long is told as such (a 1 MiB config is parsed in
          * milliseconds: git-config.h bounds its work). */
-        r = parse_apart(identity_parse, &t, &id, sizeof id, IDENT_PARSE_MS);
+        r = parse_apart(jail_git_identity_parse, &t, &id, sizeof id, IDENT_PARSE_MS);
         free(t.text[0]);
         free(t.text[1]);
         if (r < 0)

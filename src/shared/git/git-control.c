@@ -313,8 +313,8 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         if ((r = read_fd_all(fd, GIT_CONFIG_MAX_BYTES, &text, &len)) < 0) {
-                if (!w->out->error && asprintf(&w->out->error, "%s: cannot be read (%s); git config files over 1 MiB are refused",
-                                               path, strerror(-r)) < 0)
+                if (!w->out->error && asprintf(&w->out->error, "%s: cannot be read (%s); git config files over %u MiB are refused",
+                                               path, strerror(-r), GIT_CONFIG_MAX_BYTES >> 20) < 0)
                         w->out->error = NULL;
                 return -EBADMSG;
         }
@@ -331,10 +331,14 @@ static int config_paths(Walk *w, const char *dir, const char *name, unsigned dep
         r = git_config_parse(text, len, on_config, &c, &line);
         if (r == -EINVAL || r == -E2BIG) {
                 if (!w->out->error &&
-                    asprintf(&w->out->error, "%s:%u: %s; the paths it may name cannot be protected", path, line,
-                             r == -E2BIG ? "its keys repeat more than 8 MiB of section names (a long section over many "
-                                           "keys)"
-                                         : "a line git config reading here does not understand") < 0)
+                    (r == -E2BIG ? asprintf(&w->out->error,
+                                            "%s:%u: its keys repeat more than %u MiB of section names (a long section "
+                                            "over many keys); the paths it may name cannot be protected",
+                                            path, line, GIT_CONFIG_MAX_KEY_BYTES >> 20)
+                                 : asprintf(&w->out->error,
+                                            "%s:%u: a line git config reading here does not understand; the paths "
+                                            "it may name cannot be protected",
+                                            path, line)) < 0)
                         w->out->error = NULL;
                 return -EBADMSG;
         }

@@ -313,7 +313,9 @@ static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJail
                 struct stat st;
                 if ((r = strv_extend(&f->git_controls, c->path)) < 0)
                         break;
-                if (git_control_missing(p, c)) {
+                /* One lstat for a control that is there, two for one made. */
+                bool there = lstat(c->path, &st) == 0;
+                if (!there && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
                         r = git_control_make_placeholder(c, maker, &perr);
                         /* Not root: the jail runs as this same uid, with less
@@ -331,8 +333,9 @@ static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJail
                                         *err = TAKE_PTR(perr);
                                 break;
                         }
+                        there = lstat(c->path, &st) == 0;
                 }
-                if (lstat(c->path, &st) == 0)
+                if (there)
                         r = add_existing(p, f, c->path, &st);
         }
         return r;
