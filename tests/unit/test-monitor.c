@@ -17,12 +17,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -1507,6 +1509,88 @@ static void owner_file(const char *path, const char *text, mode_t mode, uid_t ui
         close(fd);
 }
 
+
+/* The child that holds an idmap's user namespace (idmap_userns, made by
+ * the server and the monitor alike) keeps its two pipe ends and nothing
+ * else: not the caller's clients, jails or channels (a fork keeps every
+ * descriptor, close-on-exec or not; before, it kept them all). A watcher
+ * thread stops the child once it is in its own user namespace (past its
+ * descriptors' close), lists its descriptors and lets it go. */
+/* How many descriptors pid holds (0: none, or it is gone). */
+static size_t fd_count(pid_t pid) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+        DIR *d = opendir(path);
+        size_t n = 0;
+        for (struct dirent *e; d && (e = readdir(d));)
+                n += e->d_name[0] != '.';
+        if (d)
+                closedir(d);
+        return n;
+}
+
+typedef struct UsernsCatch {
+        pid_t tid;
+        int marker;
+        volatile int done;
+        int caught, extra;
+} UsernsCatch;
+
+static void *catch_userns_child(void *arg) {
+        UsernsCatch *c = arg;
+        char path[96], own[64] = "", theirs[64];
+        (void)!readlink("/proc/self/ns/user", own, sizeof own - 1);
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)c->tid);
+        while (!c->done) {
+                char buf[64] = "";
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                if (fd >= 0)
+                        close(fd);
+                pid_t pid = n > 0 ? (pid_t)atoi(buf) : 0;
+                if (pid <= 0 || kill(pid, SIGSTOP) < 0)
+                        continue;
+                char ns[96];
+                snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+                ssize_t k = readlink(ns, theirs, sizeof theirs - 1);
+                if (k > 0) {
+                        theirs[k] = 0;
+                        if (strcmp(theirs, own) != 0) {
+                                size_t count = fd_count(pid);
+                                char m[128];
+                                snprintf(m, sizeof m, "/proc/%d/fd/%d", (int)pid, c->marker);
+                                /* None: it is exiting, its table already gone. */
+                                c->caught += count > 0;
+                                if (count > 2 || access(m, F_OK) == 0)
+                                        c->extra++;
+                        }
+                }
+                kill(pid, SIGCONT);
+        }
+        return NULL;
+}
+
+static void userns_child_keeps_only_its_pipes(void **state) {
+        (void)state;
+        UsernsCatch c = { .tid = (pid_t)syscall(SYS_gettid), .marker = eventfd(0, EFD_CLOEXEC) };
+        assert_true(c.marker >= 0);
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, catch_userns_child, &c), 0);
+        for (int i = 0; i < 400 && c.caught < 5; i++) {
+                VsError *err = NULL;
+                int ns = idmap_userns(0, 0, 65534, 65534, &err);
+                assert_true(ns >= 0);
+                close(ns);
+                vs_error_free(err);
+        }
+        c.done = 1;
+        pthread_join(t, NULL);
+        close(c.marker);
+        print_message("# idmap_userns children caught in their namespace: %d\n", c.caught);
+        assert_true(c.caught > 0);
+        assert_int_equal(c.extra, 0);
+}
+
 /* git_identity: the owner's ~/.gitconfig read by a child that became the
  * owner, not by root: a config the owner cannot read (mode 0, which root
  * reads all the same) gives the default identity, as does one that is a
@@ -2671,14 +2755,7 @@ static void view_not_held_by_a_held_tmp(void **state) {
         pid_t kids[16];
         size_t n_kids = children_of(f->child, kids, 16), most = 0;
         for (size_t i = 0; i < n_kids; i++) {
-                char path[64];
-                snprintf(path, sizeof path, "/proc/%d/fd", (int)kids[i]);
-                DIR *d = opendir(path);
-                size_t fds = 0;
-                for (struct dirent *de; d && (de = readdir(d));)
-                        fds += de->d_name[0] != '.';
-                if (d)
-                        closedir(d);
+                size_t fds = fd_count(kids[i]);
                 most = fds > most ? fds : most;
         }
         held_release(&hd, "/tmp");
@@ -3445,6 +3522,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(jail_table_drops_ended_jails, setup, teardown),
                 cmocka_unit_test_setup_teardown(breaches_end_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(shutdown_and_close, setup, teardown),
+                cmocka_unit_test(userns_child_keeps_only_its_pipes),
         };
         /* VECTORA_TEST_ONLY=NAME runs one case (a glob, as cmocka takes it). */
         if (getenv("VECTORA_TEST_ONLY"))

@@ -53,9 +53,13 @@ static int make_userns(uid_t from_uid, gid_t from_gid, uid_t uid, gid_t gid, VsE
                 return vs_error_set(err, c, "fork: %s", strerror(-c));
         if (c == 0) {
                 char b;
-                /* Only the parent's copy of the write end may keep the pipe open. */
-                close(wr);
-                close(ready_r);
+                /* Its two pipe ends and nothing else: not the parent's
+                 * clients, jails or channels (a fork keeps every
+                 * descriptor, close-on-exec or not), and only the
+                 * parent's copy of the write end keeps the pipe open. */
+                const int keep[] = { rd, ready_w };
+                if (close_all_fds_except(keep, ELEMENTSOF(keep)) < 0)
+                        _exit(1);
                 int ok = unshare(CLONE_NEWUSER) == 0;
                 (void) !write(ready_w, ok ? "1" : "0", 1);
                 (void) !read(rd, &b, 1);
