@@ -1744,12 +1744,12 @@ def t_perf(d, tmp):
 
 def t_slow_walk_holds_no_other(d0, tmp):
     """Starts are prepared side by side: while one workspace's first start
-    walks a tree of 80 000 directories (its masks), another workspace's
+    walks a tree of 60 000 directories (its masks), another workspace's
     first start, asked 0.3 s later, answers first. One lock for every
     start once let an owner's slow start (a git config made slow to read:
     attack review 12) hold every other owner's start behind it."""
     big = make_ws(tmp, "big-walk", '[sandbox]\nrw_paths = ["."]\nmask = ["**/*.pem"]\n')
-    for i in range(400):
+    for i in range(300):
         a = os.path.join(big, "d%d" % i)
         os.mkdir(a)
         for j in range(200):
