@@ -239,17 +239,7 @@ static void reload(Workspace *ws) {
         /* What serves: the file's policy, or the approved one while a
          * loosening waits for the host's approval (approval.h). */
         bool unsynced = false;
-        uint64_t wait_ms = 0;
-        int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &wait_ms, &e);
-        ws->settle_ms = 0;
-        if (r == -EAGAIN && wait_ms > 0) {
-                /* Perhaps half written: read again in wait_ms (not before,
-                 * however many calls wait: refresh), each call waiting on
-                 * its own timer for a second at most (tools.c). */
-                ws->settle_ms = wait_ms;
-                ws->settle_until_ms = now_ms() + wait_ms;
-                return;
-        }
+        int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &e);
         if (r >= 0 && !streq_ptr(pending, ws->pending)) {
                 if (pending)
                         log_warning("workspace %s: %s", ws->path, pending);
@@ -310,10 +300,7 @@ static void refresh(Workspace *ws, const struct stat *known) {
         /* So is one with a loosening pending: the host may approve it
          * through another daemon that shares the state directory, or the
          * CLI. */
-        /* Settling: read again once, when it may have settled. */
-        if (ws->settle_ms && now_ms() < ws->settle_until_ms)
-                return;
-        if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && !ws->settle_ms && exists == ws->cfg_exists &&
+        if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && exists == ws->cfg_exists &&
             (!exists || same_stat(&st, &ws->cfg_st)))
                 return;
         reload(ws);
@@ -733,13 +720,6 @@ static void spawn_slot_release(Server *srv, uid_t owner) {
 
 void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
-        /* Its config not read yet (tools.c waits for that before a call
-         * gets here): nothing to serve it with. */
-        if (ws->settle_ms && !ws->policy) {
-                c->done(c, NULL, NULL, API_ERROR_SANDBOX_UNAVAILABLE,
-                        "vectora.toml was just written and is not read yet; try again");
-                return;
-        }
         if (c->req && c->req->ac.tc.stage == 0 && c->req->ac.tc.attempts == 0) /* a call once, not each of its steps */
                 ws->counters.requests++;
         if (ws->link && ws->link->state == LINK_READY && !ws->record_unsynced) {

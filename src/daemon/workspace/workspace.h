@@ -70,12 +70,6 @@ struct Workspace {
         /* what vectora.toml looked like when read, for the cheap check */
         bool cfg_exists;
         struct stat cfg_st;
-        /* A vectora.toml seen for the first time and changed less than
-         * APPROVAL_STABLE_MS before it was read: its policy not taken yet,
-         * nor anything served with it; read again at settle_until_ms (once,
-         * however many calls wait), settle_ms after it was last read. The
-         * calls wait on timers of their own (tools.c), never the loop. */
-        uint64_t settle_ms, settle_until_ms;
 
         /* The approval record written and not yet known durable: no call
          * is sent to the worker meanwhile (workspace.c, record_sync_*). */
