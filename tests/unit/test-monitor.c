@@ -1509,14 +1509,14 @@ static void owner_file(const char *path, const char *text, mode_t mode, uid_t ui
         close(fd);
 }
 
-
 /* The child that holds an idmap's user namespace (idmap_userns, made by
  * the server and the monitor alike) keeps its two pipe ends and nothing
  * else: not the caller's clients, jails or channels (a fork keeps every
  * descriptor, close-on-exec or not; before, it kept them all). A watcher
  * thread stops the child once it is in its own user namespace (past its
  * descriptors' close), lists its descriptors and lets it go. */
-/* How many descriptors pid holds (0: none, or it is gone). */
+/* How many descriptors pid holds, 0 when it is gone (proc-util.h's
+ * proc_fd_count asserts the process is there: these may have exited). */
 static size_t fd_count(pid_t pid) {
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);

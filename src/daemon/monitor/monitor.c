@@ -1427,8 +1427,6 @@ static int quarantine(Monitor *m) {
 
 #define IDENT_PARSE_MS 1000
 
-/* The parse of an owner's git config texts (parse_apart's fn: it
- * allocates, and makes no other system call). */
 /* The owner's git identity: its two files read with the owner's file
  * rights (the child's file-system ids are the owner's, fs_child_run, as a
  * placeholder's walk), so a config the owner cannot read, or a link to a
