@@ -1775,6 +1775,75 @@ def t_slow_walk_holds_no_other(d0, tmp):
         d.stop()
 
 
+def t_settling_config_holds_no_other(d0, tmp):
+    """A vectora.toml seen for the first time is read once it has not
+    changed for 100 ms (a half-written file must not apply), a second at
+    most: the request waits on a timer, not the loop. While a client's
+    first calls to a workspace whose config the host keeps rewriting wait
+    (and are refused after a second, "keeps changing"), another
+    workspace's calls are answered at once; once the rewriting stops the
+    workspace is served; a call whose connection closes while it waits
+    runs nothing. Before, the loop slept through each such wait:
+    another workspace's call waited up to a second per request."""
+    busy = make_ws(tmp, "settle-busy", None, {"x.txt": "x\n"})
+    other = make_ws(tmp, "settle-other", SANDBOX, {"y.txt": "y\n"})
+    d = Daemon(tmp, "settle")
+    try:
+        co = d.conn()
+        check(term(co, other, "true")["ok"], "the other workspace")
+        cfg = os.path.join(busy, "vectora.toml")
+        stop = threading.Event()
+
+        def rewrite():
+            while not stop.is_set():
+                with open(cfg, "w") as f:
+                    f.write(SANDBOX)
+                time.sleep(0.02)
+        w = threading.Thread(target=rewrite)
+        w.start()
+        answers = []
+
+        def busy_calls():
+            cb = d.conn()
+            for _ in range(2):
+                t0 = time.time()
+                answers.append((term(cb, busy, "cat x.txt"), time.time() - t0))
+            cb.close()
+        b = threading.Thread(target=busy_calls)
+        b.start()
+        worst = 0.0
+        t_end = time.time() + 1.8
+        while time.time() < t_end:
+            t0 = time.time()
+            r = co.call({"tool": "file_read", "workspace": other, "path": "y.txt"})
+            worst = max(worst, time.time() - t0)
+            check(r.get("ok"), r)
+            time.sleep(0.05)
+        b.join()
+        stop.set()
+        w.join()
+        notes.append("settling config: the other workspace's worst call %.3f s; the busy one's: %s"
+                     % (worst, ", ".join("%.2f s" % t for _, t in answers)))
+        for r, t in answers:
+            check(not r["ok"] and "keeps changing" in r["error"]["message"] and t >= 0.9, (r, t))
+        check(worst < 0.5, "another workspace's call waited %.2f s behind a settling config" % worst)
+        time.sleep(0.15)
+        r = term(co, busy, "cat x.txt")
+        check(r["ok"] and r["stdout"] == "x\n" and r["sandboxed"], r)
+        # A call whose connection closes while it waits for its config
+        # runs nothing, as a call in flight is cancelled then.
+        gone = make_ws(tmp, "settle-gone", SANDBOX)
+        cg = d.conn()
+        cg.send({"tool": "terminal", "workspace": gone, "command": "touch ran", "id": 1})
+        cg.close()
+        time.sleep(0.6)
+        check(not os.path.exists(os.path.join(gone, "ran")), "a call whose connection closed ran")
+        check(term(co, gone, "true")["ok"], "the workspace after")
+        co.close()
+    finally:
+        d.stop()
+
+
 def t_thread_pool(d0, tmp):
     """The daemon's thread pool holds 16 threads from its start (libuv's 4
     were one owner's whole share of starts, so four slow starts of one
@@ -2098,7 +2167,7 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_daemon_sigkill_starting, t_outer_bwrap_killed_starting, t_inherited_fd,
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_pids_cgroup_holds_limit, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
-         t_slow_walk_holds_no_other, t_thread_pool]
+         t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_thread_pool]
 
 
 def main():

@@ -46,12 +46,18 @@ static int teardown(void **state) {
         return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The workspace, its config read: one just written is read once it has
+ * settled (workspace.h settle_ms; the daemon's requests wait on a timer). */
 static Workspace *get(void) {
         Workspace *ws = NULL;
-        VsError *err = NULL;
-        if (workspace_get(&srv, dir, &ws, NULL, NULL, &err) < 0)
-                fail_msg("workspace_get: %s", vs_error_message(err));
-        return ws;
+        for (;;) {
+                VsError *err = NULL;
+                if (workspace_get(&srv, dir, &ws, NULL, NULL, &err) < 0)
+                        fail_msg("workspace_get: %s", vs_error_message(err));
+                if (!ws->settle_ms)
+                        return ws;
+                usleep((useconds_t)ws->settle_ms * 1000);
+        }
 }
 
 static Workspace *cur;

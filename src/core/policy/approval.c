@@ -638,8 +638,15 @@ static char *pending_message(const char *root, char **loosenings) {
  * a half-written file (the host rewriting it in place: a prefix without its
  * mask line would apply). Read it only once it has not changed for
  * STABLE_MS; a file that keeps changing for a second is refused for now. */
-#define STABLE_MS 100
-#define STABLE_TRIES 10
+#define STABLE_MS APPROVAL_STABLE_MS
+#define STABLE_TRIES (APPROVAL_STABLE_LIMIT_MS / APPROVAL_STABLE_MS)
+
+int approval_keeps_changing(const char *root, VsError **err) {
+        return vs_error_set_kind(err, -EAGAIN, "sandbox_unavailable",
+                                 "%s/" VS_CONFIG_FILE " keeps changing; a workspace seen for the first time is served "
+                                 "once its config is written: try again",
+                                 root);
+}
 
 static uint64_t changed_ms_ago(const struct stat *st) {
         struct timespec now = now_wall();
@@ -649,16 +656,22 @@ static uint64_t changed_ms_ago(const struct stat *st) {
         return d < 0 ? 0 : (uint64_t)d;
 }
 
-static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_t *len, VsError **err) {
+/* wait_ms non-NULL (the daemon, whose loop must not sleep): nothing
+ * waited for; a file changed less than STABLE_MS ago gives -EAGAIN and
+ * *wait_ms, how long until it may be read, and the caller asks again
+ * then (and bounds how long it keeps asking). */
+static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_t *len, uint64_t *wait_ms,
+                              VsError **err) {
         for (int tries = 0;; tries++) {
                 uint64_t ago = changed_ms_ago(&(*p)->config_stat);
                 if (ago >= STABLE_MS)
                         return -ENOENT; /* still "no entry": the caller records it */
+                if (wait_ms) {
+                        *wait_ms = STABLE_MS - ago;
+                        return -EAGAIN;
+                }
                 if (tries == STABLE_TRIES)
-                        return vs_error_set_kind(err, -EAGAIN, "sandbox_unavailable",
-                                                 "%s/" VS_CONFIG_FILE " keeps changing; a workspace seen for the first "
-                                                 "time is served once its config is written: try again",
-                                                 root);
+                        return approval_keeps_changing(root, err);
                 struct timespec ts = { 0, (long)(STABLE_MS - ago) * 1000000L };
                 nanosleep(&ts, NULL);
                 _cleanup_(policy_freep) VsPolicy *again = NULL;
@@ -720,7 +733,7 @@ static int other_store_entry(const char *store, const char *root, char **ret, si
 }
 
 static int evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, bool *ret_unsynced,
-                    VsError **err) {
+                    uint64_t *ret_wait_ms, VsError **err) {
         /* ret_unsynced NULL: each record written is durable before this
          * returns; else written only, and *ret_unsynced says so. */
         bool *unsynced = ret_unsynced;
@@ -736,7 +749,7 @@ static int evaluate(const char *store, const char *root, VsPolicy **ret, char **
                 return r;
         r = entry_read(store, root, &atext, &alen, err);
         if (r == -ENOENT && proposed->has_config_stat) {
-                r = first_sight_stable(root, &proposed, &text, &len, err);
+                r = first_sight_stable(root, &proposed, &text, &len, ret_wait_ms, err);
                 if (r < 0 && r != -ENOENT)
                         return r;
         }
@@ -804,12 +817,14 @@ static int evaluate(const char *store, const char *root, VsPolicy **ret, char **
 }
 
 int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err) {
-        return evaluate(store, root, ret, ret_pending, NULL, err);
+        return evaluate(store, root, ret, ret_pending, NULL, NULL, err);
 }
 
 int approval_evaluate_unsynced(const char *store, const char *root, VsPolicy **ret, char **ret_pending,
-                               bool *ret_unsynced, VsError **err) {
-        return evaluate(store, root, ret, ret_pending, ret_unsynced, err);
+                               bool *ret_unsynced, uint64_t *ret_wait_ms, VsError **err) {
+        if (ret_wait_ms)
+                *ret_wait_ms = 0;
+        return evaluate(store, root, ret, ret_pending, ret_unsynced, ret_wait_ms, err);
 }
 
 /* ---- approving ---- */

@@ -14,6 +14,7 @@
  * Daemon and embedded mode share this code. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -70,14 +71,27 @@ int approval_locate_memo(ApprovalMemo *memo, const char *store, const char *dir,
  * not load is refused (rule 2) as config_load() says. */
 int approval_evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, VsError **err);
 
+/* A first-seen vectora.toml is read once it has not changed for
+ * APPROVAL_STABLE_MS (a file the host writes in place must not apply half
+ * written: a prefix without its mask line); one still changing after
+ * APPROVAL_STABLE_LIMIT_MS is refused for now, as
+ * approval_keeps_changing() says (-EAGAIN). */
+#define APPROVAL_STABLE_MS 100
+#define APPROVAL_STABLE_LIMIT_MS 1000
+int approval_keeps_changing(const char *root, VsError **err);
+
 /* approval_evaluate(), but what it records (the entry, its paths, the
  * index) is written and renamed into place without an fsync:
  * *ret_unsynced says whether it recorded anything, and then the caller
  * runs approval_sync() (a blocking call: the daemon's thread pool) before
  * the agent may act on the workspace; until it succeeds a crash may lose
- * the record, and the file as it is then would be the next baseline. */
+ * the record, and the file as it is then would be the next baseline.
+ * With ret_wait_ms, it never sleeps: a vectora.toml seen for the first
+ * time that changed less than APPROVAL_STABLE_MS ago (perhaps half
+ * written) gives -EAGAIN and *ret_wait_ms, how long until it may be read
+ * (approval_evaluate() waits for it, a second at most). */
 int approval_evaluate_unsynced(const char *store, const char *root, VsPolicy **ret, char **ret_pending,
-                               bool *ret_unsynced, VsError **err);
+                               bool *ret_unsynced, uint64_t *ret_wait_ms, VsError **err);
 /* Makes root's record in store durable: fsync of its entry and paths
  * files (those present), of the index (best effort), then of the store
  * directory. A failure is an error (sandbox_unavailable) that the caller

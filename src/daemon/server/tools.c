@@ -544,6 +544,8 @@ static const Route routes[_API_TOOL_MAX] = {
         [API_TOOL_SECRET_DELETE] = { .no_workspace = true, .run = secret_delete_reply },
 };
 
+static void with_workspace(Request *r);
+
 void tools_handle(Client *c, JsonlMsg *m) {
         Server *srv = c->srv;
         json_t *id = json_object_get(m->obj, "id");
@@ -581,6 +583,36 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "missing \"tool\" (a string)");
         if (route && route->no_workspace)
                 return route->run(r);
+        with_workspace(r);
+}
+
+static void settle_closed(uv_handle_t *h) {
+        Request *r = h->data;
+        if (r->srv->shutting_down)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
+        /* Its connection closed meanwhile: as for a call in flight
+         * (cancel_client_calls), unless it asked to run on. */
+        if (r->client->closed && !json_is_true(json_object_get(r->msg.obj, "detach")))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CANCELLED,
+                                      "cancelled: its connection closed before its workspace's config was read; nothing ran");
+        with_workspace(r);
+}
+
+static void settle_fired(uv_timer_t *t) {
+        uv_close((uv_handle_t *)t, settle_closed);
+}
+
+/* The request's workspace found (its policy read, the jail's start asked
+ * for), then the tool run: at once, or once a first-seen vectora.toml has
+ * settled (workspace.h, settle_ms): the request waits on a timer of its
+ * own, the loop serves everything else meanwhile (before, the loop slept
+ * up to a second per such request, every workspace with it). */
+static void with_workspace(Request *r) {
+        Server *srv = r->srv;
+        const Route *route = r->which >= 0 ? &routes[r->which] : NULL;
+        free(r->dir);
+        free(r->pending);
+        r->dir = r->pending = NULL;
         if (!route)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_UNKNOWN_TOOL,
                                       "unknown tool; known: terminal, file_read, file_write, file_edit, terminal_open, "
@@ -596,6 +628,12 @@ void tools_handle(Client *c, JsonlMsg *m) {
         if (workspace_get(srv, wsp, &ws, &r->dir, &r->pending, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_BAD_REQUEST),
                                       vs_error_message(err));
+        if (ws->settle_ms) {
+                uv_timer_init(srv->loop, &r->settle);
+                r->settle.data = r;
+                uv_timer_start(&r->settle, settle_fired, ws->settle_ms, 0);
+                return;
+        }
         r->ws = ws;
         ws->refs++;
         if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))

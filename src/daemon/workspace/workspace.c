@@ -239,7 +239,24 @@ static void reload(Workspace *ws) {
         /* What serves: the file's policy, or the approved one while a
          * loosening waits for the host's approval (approval.h). */
         bool unsynced = false;
-        int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &e);
+        uint64_t wait_ms = 0;
+        int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &wait_ms, &e);
+        ws->settle_ms = 0;
+        if (r == -EAGAIN && wait_ms > 0) {
+                /* Perhaps half written: asked again in wait_ms, for a
+                 * second at most, while nothing else waits for it. */
+                uint64_t now = now_ms();
+                if (!ws->settle_first_ms)
+                        ws->settle_first_ms = now;
+                if (now - ws->settle_first_ms < APPROVAL_STABLE_LIMIT_MS) {
+                        ws->settle_ms = wait_ms;
+                        return;
+                }
+                vs_error_free(e);
+                e = NULL;
+                r = approval_keeps_changing(ws->path, &e);
+        }
+        ws->settle_first_ms = 0;
         if (r >= 0 && !streq_ptr(pending, ws->pending)) {
                 if (pending)
                         log_warning("workspace %s: %s", ws->path, pending);
@@ -300,7 +317,7 @@ static void refresh(Workspace *ws, const struct stat *known) {
         /* So is one with a loosening pending: the host may approve it
          * through another daemon that shares the state directory, or the
          * CLI. */
-        if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && exists == ws->cfg_exists &&
+        if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && !ws->settle_ms && exists == ws->cfg_exists &&
             (!exists || same_stat(&st, &ws->cfg_st)))
                 return;
         reload(ws);
@@ -720,6 +737,13 @@ static void spawn_slot_release(Server *srv, uid_t owner) {
 
 void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
+        /* Its config not read yet (tools.c waits for that before a call
+         * gets here): nothing to serve it with. */
+        if (ws->settle_ms) {
+                c->done(c, NULL, NULL, API_ERROR_SANDBOX_UNAVAILABLE,
+                        "vectora.toml was just written and is not read yet; try again");
+                return;
+        }
         if (c->req && c->req->ac.tc.stage == 0 && c->req->ac.tc.attempts == 0) /* a call once, not each of its steps */
                 ws->counters.requests++;
         if (ws->link && ws->link->state == LINK_READY && !ws->record_unsynced) {

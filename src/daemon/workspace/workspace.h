@@ -70,6 +70,11 @@ struct Workspace {
         /* what vectora.toml looked like when read, for the cheap check */
         bool cfg_exists;
         struct stat cfg_st;
+        /* A vectora.toml seen for the first time and changed less than
+         * APPROVAL_STABLE_MS ago: not read yet, nor anything served;
+         * settle_ms says in how long to ask again (the request waits on a
+         * timer, tools.c, never the loop), since settle_first_ms. */
+        uint64_t settle_ms, settle_first_ms;
 
         /* The approval record written and not yet known durable: no call
          * is sent to the worker meanwhile (workspace.c, record_sync_*). */
