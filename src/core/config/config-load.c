@@ -14,6 +14,7 @@
 #include "glob.h"
 #include "path-util.h"
 #include "strv.h"
+#include "time-util.h"
 #include "toml.h"
 #include "config-internal.h"
 
@@ -216,12 +217,18 @@ int config_load_text(const char *workspace_dir, VsPolicy **ret, char **ret_text,
                                          CONFIG_MAX_SIZE);
         if (r < 0)
                 return vs_error_set_kind(err, r, "config_invalid", VS_CONFIG_FILE ": read failed: %s", strerror(-r));
+        /* The file as it was once read: a change during the read shows
+         * in its times (and so does not look settled). */
+        struct timespec read_at = now_wall();
+        if (fstat(fd, &st) < 0)
+                return vs_error_set_kind(err, -errno, "config_invalid", VS_CONFIG_FILE ": %m");
 
         _cleanup_(policy_freep) VsPolicy *p = NULL;
         if ((r = config_from_text(ws, text, len, &p, err)) < 0)
                 return r;
         p->config_stat = st;
         p->has_config_stat = true;
+        p->config_read_at = read_at;
         *ret = TAKE_PTR(p);
         if (ret_len)
                 *ret_len = len;

@@ -648,8 +648,12 @@ int approval_keeps_changing(const char *root, VsError **err) {
                                  root);
 }
 
-static uint64_t changed_ms_ago(const struct stat *st) {
-        struct timespec now = now_wall();
+/* How long the file had not changed when its bytes were read (not when
+ * its parse ended: a parse of a large file took 100 ms, and a file
+ * changed just before the read looked settled, attack review 13). */
+static uint64_t changed_ms_ago(const VsPolicy *p) {
+        const struct stat *st = &p->config_stat;
+        struct timespec now = p->config_read_at;
         const struct timespec *c = &st->st_ctim, *m = &st->st_mtim;
         const struct timespec *t = c->tv_sec > m->tv_sec || (c->tv_sec == m->tv_sec && c->tv_nsec > m->tv_nsec) ? c : m;
         int64_t d = (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
@@ -663,7 +667,7 @@ static uint64_t changed_ms_ago(const struct stat *st) {
 static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_t *len, uint64_t *wait_ms,
                               VsError **err) {
         for (int tries = 0;; tries++) {
-                uint64_t ago = changed_ms_ago(&(*p)->config_stat);
+                uint64_t ago = changed_ms_ago(*p);
                 if (ago >= STABLE_MS)
                         return -ENOENT; /* still "no entry": the caller records it */
                 if (wait_ms) {

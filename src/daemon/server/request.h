@@ -40,6 +40,7 @@ struct Request {
         const char *cancel_why; /* static: the cancelled result's message, audited */
         bool limit_restarted;   /* its command found the jail at its process limit: the jail was restarted and the call sent again */
         uv_timer_t settle;      /* waiting for a first-seen vectora.toml to settle (tools.c, workspace.h settle_ms) */
+        uint64_t settle_since_ms; /* since when (a second at most) */
 };
 
 /* Takes r out of its client's calls in flight: a cancel, or the

@@ -590,9 +590,10 @@ static void settle_closed(uv_handle_t *h) {
         Request *r = h->data;
         if (r->srv->shutting_down)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
-        /* Its connection closed meanwhile: as for a call in flight
-         * (cancel_client_calls), unless it asked to run on. */
-        if (r->client->closed && !json_is_true(json_object_get(r->msg.obj, "detach")))
+        /* Its connection closed meanwhile: it never started, so it does
+         * not start, "detach" or not (a terminal_open then had no client
+         * to own its session: a host shell left running, attack review 13). */
+        if (r->client->closed)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CANCELLED,
                                       "cancelled: its connection closed before its workspace's config was read; nothing ran");
         with_workspace(r);
@@ -629,9 +630,20 @@ static void with_workspace(Request *r) {
                 return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_BAD_REQUEST),
                                       vs_error_message(err));
         if (ws->settle_ms) {
+                uint64_t now = now_ms();
+                if (!r->settle_since_ms)
+                        r->settle_since_ms = now;
+                if (now - r->settle_since_ms >= APPROVAL_STABLE_LIMIT_MS) {
+                        _cleanup_(vs_error_freep) VsError *e = NULL;
+                        (void)approval_keeps_changing(ws->path, &e);
+                        return request_finish(r, NULL, NULL, NULL, 0,
+                                              api_error_from_kind(vs_error_kind(e), API_ERROR_SANDBOX_UNAVAILABLE),
+                                              vs_error_message(e));
+                }
                 uv_timer_init(srv->loop, &r->settle);
                 r->settle.data = r;
-                uv_timer_start(&r->settle, settle_fired, ws->settle_ms, 0);
+                uv_timer_start(&r->settle, settle_fired,
+                               ws->settle_until_ms > now ? ws->settle_until_ms - now : 1, 0);
                 return;
         }
         r->ws = ws;

@@ -243,20 +243,13 @@ static void reload(Workspace *ws) {
         int r = approval_evaluate_unsynced(ws->srv->opt.state_dir, ws->path, &p, &pending, &unsynced, &wait_ms, &e);
         ws->settle_ms = 0;
         if (r == -EAGAIN && wait_ms > 0) {
-                /* Perhaps half written: asked again in wait_ms, for a
-                 * second at most, while nothing else waits for it. */
-                uint64_t now = now_ms();
-                if (!ws->settle_first_ms)
-                        ws->settle_first_ms = now;
-                if (now - ws->settle_first_ms < APPROVAL_STABLE_LIMIT_MS) {
-                        ws->settle_ms = wait_ms;
-                        return;
-                }
-                vs_error_free(e);
-                e = NULL;
-                r = approval_keeps_changing(ws->path, &e);
+                /* Perhaps half written: read again in wait_ms (not before,
+                 * however many calls wait: refresh), each call waiting on
+                 * its own timer for a second at most (tools.c). */
+                ws->settle_ms = wait_ms;
+                ws->settle_until_ms = now_ms() + wait_ms;
+                return;
         }
-        ws->settle_first_ms = 0;
         if (r >= 0 && !streq_ptr(pending, ws->pending)) {
                 if (pending)
                         log_warning("workspace %s: %s", ws->path, pending);
@@ -317,6 +310,9 @@ static void refresh(Workspace *ws, const struct stat *known) {
         /* So is one with a loosening pending: the host may approve it
          * through another daemon that shares the state directory, or the
          * CLI. */
+        /* Settling: read again once, when it may have settled. */
+        if (ws->settle_ms && now_ms() < ws->settle_until_ms)
+                return;
         if (ws->generation > 0 && ws->state != WS_REFUSED && !ws->pending && !ws->settle_ms && exists == ws->cfg_exists &&
             (!exists || same_stat(&st, &ws->cfg_st)))
                 return;
@@ -739,7 +735,7 @@ void workspace_submit(Workspace *ws, Call *c) {
         c->next = NULL;
         /* Its config not read yet (tools.c waits for that before a call
          * gets here): nothing to serve it with. */
-        if (ws->settle_ms) {
+        if (ws->settle_ms && !ws->policy) {
                 c->done(c, NULL, NULL, API_ERROR_SANDBOX_UNAVAILABLE,
                         "vectora.toml was just written and is not read yet; try again");
                 return;

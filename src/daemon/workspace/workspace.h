@@ -71,10 +71,11 @@ struct Workspace {
         bool cfg_exists;
         struct stat cfg_st;
         /* A vectora.toml seen for the first time and changed less than
-         * APPROVAL_STABLE_MS ago: not read yet, nor anything served;
-         * settle_ms says in how long to ask again (the request waits on a
-         * timer, tools.c, never the loop), since settle_first_ms. */
-        uint64_t settle_ms, settle_first_ms;
+         * APPROVAL_STABLE_MS before it was read: its policy not taken yet,
+         * nor anything served with it; read again at settle_until_ms (once,
+         * however many calls wait), settle_ms after it was last read. The
+         * calls wait on timers of their own (tools.c), never the loop. */
+        uint64_t settle_ms, settle_until_ms;
 
         /* The approval record written and not yet known durable: no call
          * is sent to the worker meanwhile (workspace.c, record_sync_*). */

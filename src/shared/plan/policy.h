@@ -116,6 +116,11 @@ typedef struct VsPolicy {
         /* Identity of the file the policy came from (for cheap change checks). */
         struct stat config_stat;
         bool has_config_stat;
+        /* When its bytes had been read (CLOCK_REALTIME, as the file's
+         * times): config_stat is the file as it was then, so "unchanged
+         * for N ms before it was read" is config_read_at minus its times,
+         * whatever the parse took after (approval.c, first sight). */
+        struct timespec config_read_at;
 } VsPolicy;
 
 /* protect's default: .envrc, .vscode/tasks.json and settings.json,
