@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import CLI, SRC, Daemon, Tap, check, make_ws, run_cases, sleepers, wait_for  # noqa: E402
+from vtest import CLI, SRC, Daemon, Rewriting, Tap, check, make_ws, run_cases, sleepers, wait_for  # noqa: E402
 from vmcp import Mcp  # noqa: E402
 
 tap = Tap()
@@ -98,6 +98,46 @@ def t_api_cancel(tmp):
         check(any(a["target"] == "sleep 3001" and a["error_code"] == "cancelled" and
                   "cancelled by the client" in a["denial_reason"] for a in audit), "the cancelled call is audited")
         check(any(a["tool"] == "cancel" and a["target"] == {"request": 7} for a in audit), "the cancel is audited")
+
+
+def t_cancel_while_config_settles(tmp):
+    """A first call to a workspace whose vectora.toml the host keeps
+    rewriting waits (on a timer, up to a second) for the file to settle.
+    A cancel naming it finds it and it answers cancelled at once, nothing
+    run (a waiting call whose connection closes: test_daemon's
+    t_settling_config_holds_no_other). Before, a waiting
+    call was not among its client's calls: the cancel answered found:
+    false and the call went on (refused "keeps changing" after a second,
+    or run once the file settled)."""
+    ws = make_ws(tmp, "settling", SANDBOX)
+    w = Rewriting(os.path.join(ws, "vectora.toml"), SANDBOX)
+    try:
+        with Daemon(tmp, "settling") as d:
+            c = d.conn()
+            c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "touch ran"})
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            c.send({"id": 2, "tool": "cancel", "target": 1})
+            got = replies(c, 2)
+            took = time.monotonic() - t0
+            tap.note("a waiting call cancelled in %.3f s" % took)
+            check(got[2].get("ok") and got[2].get("found") is True, "cancel's reply: %r" % got[2])
+            check(not got[1]["ok"] and got[1]["error"]["code"] == "cancelled" and
+                  "before it ran" in got[1]["error"]["message"], "the call's reply: %r" % got[1])
+            check(took < 0.4, "the cancelled call answered after %.2f s" % took)
+            c.close()
+            w.stop()
+            time.sleep(0.2)
+            check(not os.path.exists(os.path.join(ws, "ran")), "the cancelled call ran")
+            c = d.conn()
+            r = c.call({"tool": "terminal", "workspace": ws, "command": "echo after"})
+            check(r["ok"] and r["stdout"] == "after\n" and r["sandboxed"], "a call once settled: %r" % r)
+            c.close()
+            audit = [json.loads(line) for line in open(d.audit)]
+            check(any(a["workspace"] == ws and a["tool"] == "terminal" and a["error_code"] == "cancelled" and
+                      "cancelled by the client" in a["denial_reason"] for a in audit), "the cancelled call is audited")
+    finally:
+        w.stop()
 
 
 def t_tree_left_the_group(tmp):
@@ -295,7 +335,7 @@ def t_python_timeout(tmp):
 
 
 def main():
-    return run_cases(tap, [t_api_cancel, t_tree_left_the_group, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
+    return run_cases(tap, [t_api_cancel, t_cancel_while_config_settles, t_tree_left_the_group, t_close_cancels, t_mcp_daemon, t_mcp_embedded, t_cli_sigint, t_python_timeout], "vs-cancel-")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
-from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
+from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Rewriting, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
                    make_ws, sanitized)
 from vdaemon import (SANDBOX, PtyShell, alive, comm, fd_targets, free_port, http_get, proc_tree, pty_audit,  # noqa: E402
                      term, worker_procs)
@@ -1805,16 +1805,7 @@ def t_settling_config_holds_no_other(d0, tmp):
     try:
         co = d.conn()
         check(term(co, other, "true")["ok"], "the other workspace")
-        cfg = os.path.join(busy, "vectora.toml")
-        stop = threading.Event()
-
-        def rewrite():
-            while not stop.is_set():
-                with open(cfg, "w") as f:
-                    f.write(SANDBOX)
-                time.sleep(0.02)
-        w = threading.Thread(target=rewrite)
-        w.start()
+        w = Rewriting(os.path.join(busy, "vectora.toml"), SANDBOX)
         answers = []
 
         def busy_calls():
@@ -1827,8 +1818,7 @@ def t_settling_config_holds_no_other(d0, tmp):
         b.start()
         worst = worst_read(co, other, 1.8)
         b.join()
-        stop.set()
-        w.join()
+        w.stop()
         notes.append("settling config: the other workspace's worst call %.3f s; the busy one's: %s"
                      % (worst, ", ".join("%.2f s" % t for _, t in answers)))
         for r, t in answers:

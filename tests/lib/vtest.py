@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -180,6 +181,34 @@ def chown_tree(path):
         os.lchown(d, OWNER.pw_uid, OWNER.pw_gid)
         for f in files:
             os.lchown(os.path.join(d, f), OWNER.pw_uid, OWNER.pw_gid)
+
+
+class Rewriting:
+    """Rewrites path with text every `every` seconds in a thread of its
+    own until stop() (or the end of a with block): the host writing a
+    workspace's vectora.toml over and over, so that it never settles."""
+
+    def __init__(self, path, text, every=0.02):
+        self.path, self.text, self.every = path, text, every
+        self.done = threading.Event()
+        self.t = threading.Thread(target=self._run)
+        self.t.start()
+
+    def _run(self):
+        while not self.done.is_set():
+            with open(self.path, "w") as f:
+                f.write(self.text)
+            time.sleep(self.every)
+
+    def stop(self):
+        self.done.set()
+        self.t.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 def make_ws(tmp, name, toml=None, files=None):

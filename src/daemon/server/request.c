@@ -50,6 +50,7 @@ static void request_free(Request *r) {
         json_decref(r->target);
         free(r->dir);
         free(r->dir_path);
+        free(r->settle_path);
         free(r->pending);
         jsonl_msg_done(&r->msg);
         if (r->ws)
@@ -131,7 +132,7 @@ void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, 
         AuditRecord a = {
                 .uid = r->client->uid,
                 .pid = r->client->pid,
-                .workspace = r->ws ? r->ws->path : NULL,
+                .workspace = r->ws ? r->ws->path : r->settle_path,
                 .tool = r->tool,
                 .target = r->target,
                 .sandboxed = sandboxed,

@@ -438,11 +438,24 @@ static void policy_allow_reply(Request *r) {
 
 /* r's worker call stops: dropped from the queue (r is finished then) or
  * the worker cancels it (r is finished with its reply). */
+static void settle_closed(uv_handle_t *h);
+static const char cancel_by_client[] = "cancelled by the client (cancel); the command's processes were killed";
+
 static bool request_cancel(Request *r, const char *why) {
         if (r->cancelled)
                 return true;
         r->cancelled = true;
         r->cancel_why = why;
+        if (r->parked) {
+                /* Waiting for its workspace's config to settle: nothing
+                 * ran; its timer stops now and settle_closed finishes it
+                 * (the timer may have fired already, its close pending). */
+                log_info("%s of client %d (uid %u), waiting for its workspace's vectora.toml to settle: %s", r->tool,
+                         (int)r->client->pid, (unsigned)r->client->uid, why);
+                if (!uv_is_closing((uv_handle_t *)&r->settle))
+                        uv_close((uv_handle_t *)&r->settle, settle_closed);
+                return true;
+        }
         log_info("workspace %s: %s of client %d (uid %u): %s", r->ws->path, r->tool, (int)r->client->pid,
                  (unsigned)r->client->uid, why);
         return workspace_cancel(r->ws, &r->call);
@@ -453,7 +466,11 @@ static bool request_cancel(Request *r, const char *why) {
 static void cancel_client_calls(Client *c) {
         for (Request *r = c->calls, *next; r; r = next) {
                 next = r->next_call; /* cancelling may finish r, never another */
-                if (!r->detach)
+                /* A parked call never started, so it does not start,
+                 * "detach" or not (a terminal_open then had no client to
+                 * own its session: a host shell left running, attack
+                 * review 13). */
+                if (!r->detach || r->parked)
                         (void)request_cancel(r, "cancelled: its connection closed; the command's processes were killed");
         }
 }
@@ -479,7 +496,7 @@ static void cancel_reply(Request *r) {
         bool found = false;
         for (Request *q = r->client->calls; q; q = q->next_call)
                 if (q->id && json_equal(q->id, target)) {
-                        found = request_cancel(q, "cancelled by the client (cancel); the command's processes were killed");
+                        found = request_cancel(q, cancel_by_client);
                         break;
                 }
         request_finish(r, NULL, json_pack("{s:b}", "found", found), NULL, 0, API_OK, NULL);
@@ -588,14 +605,20 @@ void tools_handle(Client *c, JsonlMsg *m) {
 
 static void settle_closed(uv_handle_t *h) {
         Request *r = h->data;
+        request_unlist(r); /* with_workspace lists it again, as any call */
+        r->parked = false;
         if (r->srv->shutting_down)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
-        /* Its connection closed meanwhile: it never started, so it does
-         * not start, "detach" or not (a terminal_open then had no client
-         * to own its session: a host shell left running, attack review 13). */
-        if (r->client->closed)
+        /* Cancelled, or its connection closed meanwhile (cancel_client_calls
+         * cancels it, detach or not; closed is checked too): it never
+         * started, so it does not start. */
+        if (r->cancelled || r->client->closed)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CANCELLED,
-                                      "cancelled: its connection closed before its workspace's config was read; nothing ran");
+                                      r->cancelled && r->cancel_why == cancel_by_client
+                                              ? "cancelled by the client (cancel) before it ran, while its workspace's "
+                                                "vectora.toml settled; nothing ran"
+                                              : "cancelled: its connection closed before it ran, while its workspace's "
+                                                "vectora.toml settled; nothing ran");
         with_workspace(r);
 }
 
@@ -633,6 +656,9 @@ static void with_workspace(Request *r) {
                 uint64_t now = now_ms();
                 if (!r->settle_since_ms)
                         r->settle_since_ms = now;
+                /* Its audit record names the workspace, whatever ends it. */
+                if (!r->settle_path && !(r->settle_path = strdup(ws->path)))
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
                 if (now - r->settle_since_ms >= APPROVAL_STABLE_LIMIT_MS) {
                         _cleanup_(vs_error_freep) VsError *e = NULL;
                         (void)approval_keeps_changing(ws->path, &e);
@@ -640,6 +666,13 @@ static void with_workspace(Request *r) {
                                               api_error_from_kind(vs_error_kind(e), API_ERROR_SANDBOX_UNAVAILABLE),
                                               vs_error_message(e));
                 }
+                /* Cancellable while it waits (request_cancel). */
+                if (!r->listed) {
+                        r->next_call = r->client->calls;
+                        r->client->calls = r;
+                        r->listed = true;
+                }
+                r->parked = true;
                 uv_timer_init(srv->loop, &r->settle);
                 r->settle.data = r;
                 uv_timer_start(&r->settle, settle_fired,
