@@ -1816,7 +1816,13 @@ def t_settling_config_holds_no_other(d0, tmp):
             cb.close()
         b = threading.Thread(target=busy_calls)
         b.start()
-        worst = worst_read(co, other, 1.8)
+        time.sleep(0.2)
+        # status says the busy workspace's config is not read yet, the
+        # other's is.
+        st = {x["path"]: x for x in co.call({"tool": "status"})["workspaces"]}
+        check(st.get(busy, {}).get("config_settling") is True and st[other]["config_settling"] is False,
+              "status while a config settles: %r" % {k: v.get("config_settling") for k, v in st.items()})
+        worst = worst_read(co, other, 1.6)
         b.join()
         w.stop()
         notes.append("settling config: the other workspace's worst call %.3f s; the busy one's: %s"
@@ -1827,6 +1833,8 @@ def t_settling_config_holds_no_other(d0, tmp):
         time.sleep(0.15)
         r = term(co, busy, "cat x.txt")
         check(r["ok"] and r["stdout"] == "x\n" and r["sandboxed"], r)
+        st = {x["path"]: x for x in co.call({"tool": "status"})["workspaces"]}
+        check(st[busy]["config_settling"] is False and st[busy]["state"] == "sandboxed", st[busy])
         # A call whose connection closes while it waits for its config
         # runs nothing, as a call in flight is cancelled then.
         gone = make_ws(tmp, "settle-gone", SANDBOX)

@@ -942,6 +942,9 @@ json_t *workspace_status(Workspace *ws) {
         json_object_set_new(o, "path", json_string(ws->path));
         json_object_set_new(o, "state", json_string(workspace_state_name(ws->state)));
         json_object_set_new(o, "generation", json_integer((json_int_t)ws->generation));
+        /* First seen, its vectora.toml still changing: not read yet, so
+         * its state above is no reading of it (calls wait, tools.c). */
+        json_object_set_new(o, "config_settling", json_boolean(ws->settle_ms && !ws->policy));
         if (ws->config_error)
                 json_object_set_new(o, "config_error", json_string(vs_error_message(ws->config_error)));
         json_object_set_new(o, "policy_pending", ws->pending ? json_string(ws->pending) : json_null());
