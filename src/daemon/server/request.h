@@ -39,8 +39,12 @@ struct Request {
         bool cancelled;     /* a cancel reached it: its result is the error cancelled */
         const char *cancel_why; /* static: the cancelled result's message, audited */
         bool limit_restarted;   /* its command found the jail at its process limit: the jail was restarted and the call sent again */
-        uv_timer_t settle;      /* waiting for a first-seen vectora.toml to settle (tools.c, workspace.h settle_ms) */
-        bool parked;            /* waiting on settle: listed in client->calls (a cancel finds it), no r->ws yet */
+        /* Waiting for a first-seen vectora.toml to settle (tools.c,
+         * workspace.h settle_ms): in settle_ws's settle_waiters and in
+         * client->calls (a cancel finds it); no r->ws yet. */
+        bool parked;
+        Workspace *settle_ws;
+        Request *next_settle, **settle_pprev; /* settle_pprev: what points here (a removal from either list in O(1)) */
         char *settle_path;      /* that workspace's path, for the audit of a call that ends while it waits */
         uint64_t settle_since_ms; /* since when (a second at most) */
 };

@@ -224,9 +224,12 @@ static bool pids_wait_start(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o, P
         return true;
 }
 
+static void settle_forget(Workspace *ws);
+
 void tools_forget_workspace(Workspace *ws) {
         if (ws->pids_wait)
                 pids_wait_end(ws->pids_wait, false);
+        settle_forget(ws);
 }
 
 static void terminal_shape(Request *r, WorkerLink *l, JsonlMsg *m, json_t *o) {
@@ -438,8 +441,8 @@ static void policy_allow_reply(Request *r) {
 
 /* r's worker call stops: dropped from the queue (r is finished then) or
  * the worker cancels it (r is finished with its reply). */
-static void settle_closed(uv_handle_t *h);
 static const char cancel_by_client[] = "cancelled by the client (cancel); the command's processes were killed";
+static void settle_unpark(Request *r);
 
 static bool request_cancel(Request *r, const char *why) {
         if (r->cancelled)
@@ -448,12 +451,16 @@ static bool request_cancel(Request *r, const char *why) {
         r->cancel_why = why;
         if (r->parked) {
                 /* Waiting for its workspace's config to settle: nothing
-                 * ran; its timer stops now and settle_closed finishes it
-                 * (the timer may have fired already, its close pending). */
-                log_info("%s of client %d (uid %u), waiting for its workspace's vectora.toml to settle: %s", r->tool,
-                         (int)r->client->pid, (unsigned)r->client->uid, why);
-                if (!uv_is_closing((uv_handle_t *)&r->settle))
-                        uv_close((uv_handle_t *)&r->settle, settle_closed);
+                 * ran, nothing will. */
+                log_info("workspace %s: %s of client %d (uid %u), waiting for its vectora.toml to settle: %s",
+                         r->settle_ws->path, r->tool, (int)r->client->pid, (unsigned)r->client->uid, why);
+                settle_unpark(r);
+                request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CANCELLED,
+                               why == cancel_by_client
+                                       ? "cancelled by the client (cancel) before it ran, while its workspace's "
+                                         "vectora.toml settled; nothing ran"
+                                       : "cancelled: its connection closed before it ran, while its workspace's "
+                                         "vectora.toml settled; nothing ran");
                 return true;
         }
         log_info("workspace %s: %s of client %d (uid %u): %s", r->ws->path, r->tool, (int)r->client->pid,
@@ -603,34 +610,159 @@ void tools_handle(Client *c, JsonlMsg *m) {
         with_workspace(r);
 }
 
-static void settle_closed(uv_handle_t *h) {
-        Request *r = h->data;
-        request_unlist(r); /* with_workspace lists it again, as any call */
-        r->parked = false;
-        if (r->srv->shutting_down)
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
-        /* Cancelled, or its connection closed meanwhile (cancel_client_calls
-         * cancels it, detach or not; closed is checked too): it never
-         * started, so it does not start. */
-        if (r->cancelled || r->client->closed)
-                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_CANCELLED,
-                                      r->cancelled && r->cancel_why == cancel_by_client
-                                              ? "cancelled by the client (cancel) before it ran, while its workspace's "
-                                                "vectora.toml settled; nothing ran"
-                                              : "cancelled: its connection closed before it ran, while its workspace's "
-                                                "vectora.toml settled; nothing ran");
-        with_workspace(r);
+/* ---- waiting for a first-seen vectora.toml to settle ---- */
+
+/* One timer per workspace for all its waiting calls. A timer per call
+ * woke each of them every 100 ms to look its workspace up again: 8 000
+ * waiting calls held another workspace's call 1.2 s (attack review 14). */
+typedef struct SettleTimer {
+        uv_timer_t t;
+        Workspace *ws; /* NULL once the entry is gone: then only closed */
+} SettleTimer;
+
+static void settle_timer_closed(uv_handle_t *h) {
+        free(h->data);
 }
 
-static void settle_fired(uv_timer_t *t) {
-        uv_close((uv_handle_t *)t, settle_closed);
+static void settle_timer_close(Workspace *ws) {
+        if (!ws->settle_timer)
+                return;
+        ws->settle_timer->ws = NULL;
+        uv_close((uv_handle_t *)&ws->settle_timer->t, settle_timer_closed);
+        ws->settle_timer = NULL;
+}
+
+static void settle_push(Request **head, Request *r) {
+        r->next_settle = *head;
+        if (*head)
+                (*head)->settle_pprev = &r->next_settle;
+        *head = r;
+        r->settle_pprev = head;
+}
+
+static void settle_remove(Request *r) {
+        *r->settle_pprev = r->next_settle;
+        if (r->next_settle)
+                r->next_settle->settle_pprev = r->settle_pprev;
+        r->next_settle = NULL;
+        r->settle_pprev = NULL;
+}
+
+/* Out of its workspace's waiters (or those being gone through) and its
+ * client's calls. */
+static void settle_unpark(Request *r) {
+        settle_remove(r);
+        r->settle_ws = NULL;
+        r->parked = false;
+        request_unlist(r);
+}
+
+static void settle_fire(uv_timer_t *t);
+
+/* r waits (again) for ws's config, on ws's timer, unless it has waited a
+ * second already: then it is refused, "keeps changing". */
+static void settle_wait(Request *r, Workspace *ws) {
+        uint64_t now = now_ms();
+        if (r->srv->shutting_down)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
+        if (!r->settle_since_ms)
+                r->settle_since_ms = now;
+        /* Its audit record names the workspace, whatever ends it. */
+        if (!r->settle_path && !(r->settle_path = strdup(ws->path)))
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+        if (now - r->settle_since_ms >= APPROVAL_STABLE_LIMIT_MS) {
+                _cleanup_(vs_error_freep) VsError *e = NULL;
+                (void)approval_keeps_changing(ws->path, &e);
+                return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(e), API_ERROR_SANDBOX_UNAVAILABLE),
+                                      vs_error_message(e));
+        }
+        if (!ws->settle_timer) {
+                SettleTimer *st = calloc(1, sizeof *st);
+                if (!st)
+                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
+                uv_timer_init(r->srv->loop, &st->t);
+                st->t.data = st;
+                st->ws = ws;
+                ws->settle_timer = st;
+        }
+        /* Cancellable while it waits (request_cancel). */
+        if (!r->listed) {
+                r->next_call = r->client->calls;
+                r->client->calls = r;
+                r->listed = true;
+        }
+        r->parked = true;
+        r->settle_ws = ws;
+        settle_push(&ws->settle_waiters, r);
+        if (!uv_is_active((uv_handle_t *)&ws->settle_timer->t))
+                uv_timer_start(&ws->settle_timer->t, settle_fire, ws->settle_until_ms > now ? ws->settle_until_ms - now : 1, 0);
+}
+
+/* When ws's config may have settled: the first waiting call looks the
+ * workspace up again (which reads the file once, workspace.c refresh);
+ * if it still changes, the others wait on, each put back as it was (no
+ * look of its own, still among its client's calls) unless its second is
+ * over; else each goes on as any call (its own look, then its tool). In
+ * the order they came. They are gone through from a list of the
+ * workspace's own (settle_firing): answering one may close its client,
+ * which cancels that client's other waiting calls, and a cancel takes a
+ * call out of whichever list holds it. */
+static void settle_fire(uv_timer_t *t) {
+        SettleTimer *st = t->data;
+        Workspace *ws = st->ws;
+        if (!ws)
+                return;
+        while (ws->settle_waiters) {
+                Request *r = ws->settle_waiters;
+                settle_remove(r);
+                settle_push(&ws->settle_firing, r);
+        }
+        for (bool first = true; ws->settle_firing; first = false) {
+                Request *r = ws->settle_firing;
+                uint64_t now = now_ms();
+                if (!first && ws->settle_ms && now < ws->settle_until_ms && !r->srv->shutting_down &&
+                    now - r->settle_since_ms < APPROVAL_STABLE_LIMIT_MS) {
+                        settle_remove(r);
+                        settle_push(&ws->settle_waiters, r);
+                        continue;
+                }
+                settle_unpark(r); /* with_workspace lists it again, as any call */
+                if (r->srv->shutting_down)
+                        request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
+                else if (!first && ws->settle_ms && now < ws->settle_until_ms)
+                        settle_wait(r, ws); /* its second is over: refused */
+                else
+                        with_workspace(r);
+        }
+        if (ws->settle_waiters && !uv_is_active((uv_handle_t *)&st->t)) {
+                uint64_t now = now_ms();
+                uv_timer_start(&st->t, settle_fire, ws->settle_until_ms > now ? ws->settle_until_ms - now : 1, 0);
+        }
+        /* Nobody waits: the timer goes until a call waits again. */
+        if (!ws->settle_waiters)
+                settle_timer_close(ws);
+}
+
+/* The entry goes (the daemon's shutdown: no entry with waiting calls is
+ * freed otherwise, workspace.c ws_unused): its calls are answered, its
+ * timer closed. */
+static void settle_forget(Workspace *ws) {
+        while (ws->settle_waiters || ws->settle_firing) {
+                Request *r = ws->settle_waiters ? ws->settle_waiters : ws->settle_firing;
+                settle_unpark(r);
+                request_finish(r, NULL, NULL, NULL, 0, r->srv->shutting_down ? API_ERROR_SHUTTING_DOWN : API_ERROR_INTERNAL,
+                               r->srv->shutting_down ? "the daemon is shutting down; nothing ran"
+                                                     : "its workspace's entry went away while its vectora.toml settled; nothing ran");
+        }
+        settle_timer_close(ws);
 }
 
 /* The request's workspace found (its policy read, the jail's start asked
  * for), then the tool run: at once, or once a first-seen vectora.toml has
- * settled (workspace.h, settle_ms): the request waits on a timer of its
- * own, the loop serves everything else meanwhile (before, the loop slept
- * up to a second per such request, every workspace with it). */
+ * settled (workspace.h, settle_ms): the request waits on its workspace's
+ * timer (settle_wait), the loop serves everything else meanwhile (before,
+ * the loop slept up to a second per such request, every workspace with
+ * it). */
 static void with_workspace(Request *r) {
         Server *srv = r->srv;
         const Route *route = r->which >= 0 ? &routes[r->which] : NULL;
@@ -652,33 +784,8 @@ static void with_workspace(Request *r) {
         if (workspace_get(srv, wsp, &ws, &r->dir, &r->pending, &err) < 0)
                 return request_finish(r, NULL, NULL, NULL, 0, api_error_from_kind(vs_error_kind(err), API_ERROR_BAD_REQUEST),
                                       vs_error_message(err));
-        if (ws->settle_ms) {
-                uint64_t now = now_ms();
-                if (!r->settle_since_ms)
-                        r->settle_since_ms = now;
-                /* Its audit record names the workspace, whatever ends it. */
-                if (!r->settle_path && !(r->settle_path = strdup(ws->path)))
-                        return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_INTERNAL, "out of memory");
-                if (now - r->settle_since_ms >= APPROVAL_STABLE_LIMIT_MS) {
-                        _cleanup_(vs_error_freep) VsError *e = NULL;
-                        (void)approval_keeps_changing(ws->path, &e);
-                        return request_finish(r, NULL, NULL, NULL, 0,
-                                              api_error_from_kind(vs_error_kind(e), API_ERROR_SANDBOX_UNAVAILABLE),
-                                              vs_error_message(e));
-                }
-                /* Cancellable while it waits (request_cancel). */
-                if (!r->listed) {
-                        r->next_call = r->client->calls;
-                        r->client->calls = r;
-                        r->listed = true;
-                }
-                r->parked = true;
-                uv_timer_init(srv->loop, &r->settle);
-                r->settle.data = r;
-                uv_timer_start(&r->settle, settle_fired,
-                               ws->settle_until_ms > now ? ws->settle_until_ms - now : 1, 0);
-                return;
-        }
+        if (ws->settle_ms)
+                return settle_wait(r, ws);
         r->ws = ws;
         ws->refs++;
         if (!r->pending && ws->pending && !(r->pending = strdup(ws->pending)))

@@ -1018,7 +1018,8 @@ static void on_timer_closed(uv_handle_t *h) {
  * record on disk and serve from it unsynced. */
 static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
-               ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced;
+               ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced && !ws->settle_waiters &&
+               !ws->settle_firing;
 }
 
 static void forget(Workspace *ws) {

@@ -76,6 +76,11 @@ struct Workspace {
          * however many calls wait), settle_ms after it was last read. The
          * calls wait on timers of their own (tools.c), never the loop. */
         uint64_t settle_ms, settle_until_ms;
+        /* The calls waiting for it (newest first), those its timer is
+         * going through (oldest first), and one timer for them all
+         * (tools.c; allocated, closed apart from the entry). */
+        Request *settle_waiters, *settle_firing;
+        struct SettleTimer *settle_timer;
 
         /* The approval record written and not yet known durable: no call
          * is sent to the worker meanwhile (workspace.c, record_sync_*). */
