@@ -31,12 +31,24 @@ static bool sandboxed_of(Request *r, WorkerLink *l) {
 void request_unlist(Request *r) {
         if (!r->listed)
                 return;
-        for (Request **p = &r->client->calls; *p; p = &(*p)->next_call)
-                if (*p == r) {
-                        *p = r->next_call;
-                        break;
-                }
+        *r->call_pprev = r->next_call;
+        if (r->next_call)
+                r->next_call->call_pprev = r->call_pprev;
+        r->next_call = NULL;
+        r->call_pprev = NULL;
         r->listed = false;
+}
+
+void request_list(Request *r) {
+        if (r->listed)
+                return;
+        Request **head = &r->client->calls;
+        r->next_call = *head;
+        if (*head)
+                (*head)->call_pprev = &r->next_call;
+        *head = r;
+        r->call_pprev = head;
+        r->listed = true;
 }
 
 static void request_free(Request *r) {

@@ -33,7 +33,7 @@ struct Request {
         void (*free_args)(void *args);
         VsApiCall ac;    /* a worker tool's call: decoded arguments, its worker requests (api-call.h) */
         size_t in_bytes; /* its line and payload, counted in the client's in_held */
-        Request *next_call; /* in client->calls while its worker call may be cancelled */
+        Request *next_call, **call_pprev; /* in client->calls while it may be cancelled; call_pprev: what points here */
         bool listed;        /* in client->calls */
         bool detach;        /* "detach": true: runs on when its connection closes */
         bool cancelled;     /* a cancel reached it: its result is the error cancelled */
@@ -52,6 +52,9 @@ struct Request {
 /* Takes r out of its client's calls in flight: a cancel, or the
  * connection's end, no longer finds it (request_finish does this too). */
 void request_unlist(Request *r);
+/* Puts r in its client's calls (a cancel or the connection's close finds
+ * it there), once. */
+void request_list(Request *r);
 /* Sends the result of r (ok when code is API_OK), audits it and frees r.
  * result: fields to add (stolen), may be NULL. */
 void request_finish(Request *r, WorkerLink *l, json_t *result, const void *raw, size_t raw_len, ApiError code,

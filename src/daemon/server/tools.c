@@ -686,11 +686,7 @@ static void settle_wait(Request *r, Workspace *ws) {
                 ws->settle_timer = st;
         }
         /* Cancellable while it waits (request_cancel). */
-        if (!r->listed) {
-                r->next_call = r->client->calls;
-                r->client->calls = r;
-                r->listed = true;
-        }
+        request_list(r);
         r->parked = true;
         r->settle_ws = ws;
         settle_push(&ws->settle_waiters, r);
@@ -842,9 +838,7 @@ static void worker_tool(Request *r) {
         /* Cancellable from now on: by a cancel naming its id, or by its
          * connection closing. */
         r->detach = json_is_true(detach);
-        r->next_call = r->client->calls;
-        r->client->calls = r;
-        r->listed = true;
+        request_list(r);
         /* The ceilings: when each request goes out (call_build). */
         r->call.build = call_build;
         r->call.done = call_done;
