@@ -47,7 +47,7 @@ static int teardown(void **state) {
 }
 
 /* The workspace, its config read: one just written is read once it has
- * settled (workspace.h settle_ms; the daemon's requests wait on a timer). */
+ * settled (workspace.h settle_ms; the daemon's requests wait on the workspace's timer). */
 static Workspace *get(void) {
         Workspace *ws = NULL;
         for (;;) {

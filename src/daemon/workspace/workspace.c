@@ -244,8 +244,9 @@ static void reload(Workspace *ws) {
         ws->settle_ms = 0;
         if (r == -EAGAIN && wait_ms > 0) {
                 /* Perhaps half written: read again in wait_ms (not before,
-                 * however many calls wait: refresh), each call waiting on
-                 * its own timer for a second at most (tools.c). */
+                 * however many calls wait: refresh), the calls waiting on
+                 * the workspace's one timer, each a second at most
+                 * (tools.c). */
                 ws->settle_ms = wait_ms;
                 ws->settle_until_ms = now_ms() + wait_ms;
                 return;

@@ -74,7 +74,7 @@ struct Workspace {
          * APPROVAL_STABLE_MS before it was read: its policy not taken yet,
          * nor anything served with it; read again at settle_until_ms (once,
          * however many calls wait), settle_ms after it was last read. The
-         * calls wait on timers of their own (tools.c), never the loop. */
+         * calls wait on the timer below (tools.c), never the loop. */
         uint64_t settle_ms, settle_until_ms;
         /* The calls waiting for it (newest first), those its timer is
          * going through (oldest first), and one timer for them all
