@@ -39,10 +39,10 @@ struct Request {
         bool cancelled;     /* a cancel reached it: its result is the error cancelled */
         const char *cancel_why; /* static: the cancelled result's message, audited */
         bool limit_restarted;   /* its command found the jail at its process limit: the jail was restarted and the call sent again */
-        /* Waiting for a first-seen vectora.toml to settle (tools.c,
-         * workspace.h settle_ms): in settle_ws's settle_waiters and in
-         * client->calls (a cancel finds it); no r->ws yet. */
-        bool parked;
+        /* Set while it waits for a first-seen vectora.toml to settle
+         * (tools.c, workspace.h settle_ms): in settle_ws's settle_waiters
+         * (or settle_firing) and in client->calls (a cancel finds it); no
+         * r->ws yet. */
         Workspace *settle_ws;
         Request *next_settle, **settle_pprev; /* settle_pprev: what points here (a removal from either list in O(1)) */
         char *settle_path;      /* that workspace's path, for the audit of a call that ends while it waits */

@@ -449,7 +449,7 @@ static bool request_cancel(Request *r, const char *why) {
                 return true;
         r->cancelled = true;
         r->cancel_why = why;
-        if (r->parked) {
+        if (r->settle_ws) {
                 /* Waiting for its workspace's config to settle: nothing
                  * ran, nothing will. */
                 log_info("workspace %s: %s of client %d (uid %u), waiting for its vectora.toml to settle: %s",
@@ -477,7 +477,7 @@ static void cancel_client_calls(Client *c) {
                  * "detach" or not (a terminal_open then had no client to
                  * own its session: a host shell left running, attack
                  * review 13). */
-                if (!r->detach || r->parked)
+                if (!r->detach || r->settle_ws)
                         (void)request_cancel(r, "cancelled: its connection closed; the command's processes were killed");
         }
 }
@@ -653,7 +653,6 @@ static void settle_remove(Request *r) {
 static void settle_unpark(Request *r) {
         settle_remove(r);
         r->settle_ws = NULL;
-        r->parked = false;
         request_unlist(r);
 }
 
@@ -687,7 +686,6 @@ static void settle_wait(Request *r, Workspace *ws) {
         }
         /* Cancellable while it waits (request_cancel). */
         request_list(r);
-        r->parked = true;
         r->settle_ws = ws;
         settle_push(&ws->settle_waiters, r);
         if (!uv_is_active((uv_handle_t *)&ws->settle_timer->t))
@@ -716,8 +714,9 @@ static void settle_fire(uv_timer_t *t) {
         for (bool first = true; ws->settle_firing; first = false) {
                 Request *r = ws->settle_firing;
                 uint64_t now = now_ms();
-                if (!first && ws->settle_ms && now < ws->settle_until_ms && !r->srv->shutting_down &&
-                    now - r->settle_since_ms < APPROVAL_STABLE_LIMIT_MS) {
+                /* Looked at already this fire, and not due for another look. */
+                bool still = !first && ws->settle_ms && now < ws->settle_until_ms;
+                if (still && !r->srv->shutting_down && now - r->settle_since_ms < APPROVAL_STABLE_LIMIT_MS) {
                         settle_remove(r);
                         settle_push(&ws->settle_waiters, r);
                         continue;
@@ -725,7 +724,7 @@ static void settle_fire(uv_timer_t *t) {
                 settle_unpark(r); /* with_workspace lists it again, as any call */
                 if (r->srv->shutting_down)
                         request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
-                else if (!first && ws->settle_ms && now < ws->settle_until_ms)
+                else if (still)
                         settle_wait(r, ws); /* its second is over: refused */
                 else
                         with_workspace(r);
