@@ -1954,6 +1954,48 @@ def t_settling_waiters_share_a_timer(d0, tmp):
         d.stop()
 
 
+def t_flood_takes_turns(d0, tmp):
+    """A client's burst of requests waits its turn: one loop turn takes at
+    most a few of one client's requests, then the others' (server.c,
+    "taking in turn"). Before, a turn took every request a read brought
+    (64 KiB, about 650 calls here): a client that sent its one call while
+    another's 3 000 were being answered waited behind hundreds of them
+    (32 such clients held another's call 2.6-2.8 s: attack review 14, F2).
+    The measure is the daemon's own order, the audit log's (not a latency):
+    how many of the burst's calls were answered before the other client's,
+    sent once the burst's first ten replies were back."""
+    ws = make_ws(tmp, "turns", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "turns")
+    try:
+        a, b = d.conn(), d.conn()
+        n = 3000
+        blob = b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": ws, "path": "a.txt"}).encode() + b"\n"
+                        for i in range(n))
+        threading.Thread(target=a.s.sendall, args=(blob,), daemon=True).start()
+        for _ in range(10):
+            r = a.recv()
+            check(not r["ok"] and r["error"]["code"] == "config_invalid", r)
+        b.send({"id": "b", "tool": "file_read", "workspace": ws, "path": "b.txt"})
+        r = b.recv()
+        check(not r["ok"] and r["error"]["code"] == "config_invalid", r)
+        for _ in range(n - 10):
+            a.recv()
+        targets = []
+        deadline = time.time() + 10
+        while len(targets) < n + 1 and time.time() < deadline:
+            with open(d.audit) as f:
+                targets = [rec["target"] for rec in map(json.loads, f) if rec.get("workspace") == ws]
+            time.sleep(0.05)
+        check(len(targets) == n + 1, ("audit records of the calls", len(targets)))
+        before = targets.index("b.txt")
+        notes.append("a burst of %d calls: %d of them answered before another client's one call" % (n, before))
+        check(before < 300, "%d of the burst's calls went before the other client's" % before)
+        a.close()
+        b.close()
+    finally:
+        d.stop()
+
+
 def t_thread_pool(d0, tmp):
     """The daemon's thread pool holds 16 threads from its start (libuv's 4
     were one owner's whole share of starts, so four slow starts of one
@@ -2278,7 +2320,8 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_config_reload, t_policy_drain, t_drain_then_start, t_mask_appears, t_limits, t_leftovers_restart_jail, t_leftover_threads_restart_jail, t_leftovers_in_a_trough_restart_jail, t_fork_bomb_restarts_under_load, t_quiet_leftovers_keep_jail, t_pids_cgroup_holds_limit, t_descriptor_limit_raised, t_leftovers_grow_back_restart_jail, t_peer_uid, t_peer_namespace, t_big_and_garbage, t_pty, t_pty_typeahead, t_pty_host_start, t_pty_jail, t_pty_jail_api, t_pty_last_output, t_pty_left_job_ends, t_pty_cycles_leak_nothing, t_process, t_process_timeout_and_shutdown, t_ports, t_ports_cli, t_ports_entry_freed, t_ports_busy_server, t_ports_connection_cap, t_ports_slow_reader, t_idle,
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
          t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_settling_config_read_once,
-         t_settling_waiters_share_a_timer, t_thread_pool]
+         t_settling_waiters_share_a_timer,
+         t_flood_takes_turns, t_thread_pool]
 
 
 def main():

@@ -24,6 +24,11 @@
 #define CLIENT_IN_FREE (2u << 20)     /* ... those holding under this, and one "leader" at a time */
 #define CLIENT_READ_MAX (64u << 10)   /* one read of a client but the leader (the bounds count one each) */
 #define LEADER_READ_MAX (1u << 20)    /* one read of the leader */
+/* Requests taken per loop turn: of one client before the others' (then it
+ * waits in the server's queue of those holding more), and of all (server.c
+ * "taking in turn"). */
+#define CLIENT_TURN_TAKE 4
+#define SERVER_TURN_TAKE 32
 /* Replies past this much queued in memory go to a spool file (unlinked,
  * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
  * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client
@@ -75,6 +80,9 @@ struct Server {
         int fan_error;           /* 0: not tried yet; -errno: why there is none */
         uv_prepare_t turn_prep;  /* counts the loop's turns (server_read_turn) */
         uint64_t turn;
+        unsigned took;           /* requests taken in this turn (SERVER_TURN_TAKE) */
+        uv_idle_t take_idle;     /* takes the queued clients' requests while any wait */
+        Client *take_head, *take_tail; /* clients holding requests past their share, oldest first */
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
         uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */
@@ -128,6 +136,10 @@ struct Client {
         bool reading;
         uint64_t read_turn; /* the loop turn of its last read (server_read_turn) */
         bool yielded;       /* its read was put off to the next turn: not out of memory */
+        uint64_t take_turn; /* the turn its requests were last taken in, and how many then */
+        unsigned took;
+        bool take_queued;   /* in the server's take queue: its buffered requests wait their turn */
+        Client *take_next, *take_prev;
         bool closing;       /* no more requests; close when writes drain */
         bool closed;        /* handle closed or closing */
         struct PtySession *ptys; /* pty.c */
