@@ -24,6 +24,9 @@ RUNS = 3
 
 
 def one_run(build, mode, n):
+    # The daemon takes only absolute paths for what a jail binds (the
+    # worker's among them): a relative build directory made every start fail.
+    build = os.path.abspath(build)
     env = dict(os.environ, VECTORA_BUILD_ROOT=build, VECTORA_WORKER=os.path.join(build, "src/worker/vectora-worker"))
     tmp = tempfile.mkdtemp(prefix="vectora-daemon-cpu-")
     os.chmod(tmp, 0o755)
