@@ -1996,6 +1996,75 @@ def t_flood_takes_turns(d0, tmp):
         d.stop()
 
 
+def t_half_closed_burst_answered(d0, tmp):
+    """A client that sends a batch and half-closes (shutdown(SHUT_WR), as
+    `nc -N` does) gets every reply, its requests run, however many wait
+    their turn: with the take queue, a call answered at once closed the
+    connection from request_finish while the rest of the batch waited
+    (attack review 16: 37 of 200 answered; 60 file_writes behind 40 status
+    calls neither answered nor written)."""
+    bad = make_ws(tmp, "hc-bad", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    un = make_ws(tmp, "hc-un", None)
+    d = Daemon(tmp, "hc")
+    try:
+        c = d.conn()
+        reqs = [{"id": "s%d" % i, "tool": "status"} for i in range(40)]
+        reqs += [{"id": "b%d" % i, "tool": "file_read", "workspace": bad, "path": "a.txt"} for i in range(300)]
+        reqs += [{"id": "w%d" % i, "tool": "file_write", "workspace": un, "path": "f%d.txt" % i, "content": "x"}
+                 for i in range(60)]
+        c.s.sendall(b"".join(json.dumps(r).encode() + b"\n" for r in reqs))
+        c.s.shutdown(socket.SHUT_WR)
+        ids = collections.Counter()
+        while True:
+            try:
+                r = c.recv()
+            except (EOFError, ConnectionError, ValueError):
+                break
+            if r is None:
+                break
+            ids[r["id"][0]] += 1
+        check(ids == {"s": 40, "b": 300, "w": 60}, ("replies by kind before EOF", dict(ids)))
+        made = sum(os.path.exists(os.path.join(un, "f%d.txt" % i)) for i in range(60))
+        check(made == 60, "%d of 60 files written" % made)
+    finally:
+        d.stop()
+
+
+def t_flood_input_bounded(d0, tmp):
+    """A connection whose requests wait their turn is read meanwhile only
+    while it holds under one read (64 KiB), so a flood of small calls
+    (3 MiB, its replies read) stays out of the daemon's memory, in the
+    client's socket: with the take queue read on, 64 KiB a turn and 4
+    calls taken, 5 such clients held 273-280 MiB and the input-budget
+    leader was cut off as stalled (attack review 16). The input the daemon
+    holds is sampled from `status` during the flood (128 KiB at most)."""
+    ws = make_ws(tmp, "inb", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "inb")
+    try:
+        a, probe = d.conn(), d.conn()
+        line = json.dumps({"id": 1, "tool": "file_read", "workspace": ws, "path": "a.txt"}).encode() + b"\n"
+        n = (3 << 20) // len(line)
+        threading.Thread(target=a.s.sendall, args=(line * n,), daemon=True).start()
+        got = [0]
+
+        def drain():
+            f = a.s.makefile("rb")
+            while got[0] < n and f.readline():
+                got[0] += 1
+        t = threading.Thread(target=drain, daemon=True)
+        t.start()
+        most = 0
+        while t.is_alive():
+            st = probe.call({"tool": "status"})
+            most = max(most, st["daemon"]["input_held_bytes"])
+            time.sleep(0.01)
+        notes.append("3 MiB of calls on one connection: the daemon held at most %d bytes of input" % most)
+        check(got[0] == n, "%d of %d answered" % (got[0], n))
+        check(most < (1 << 20), "the daemon held %d bytes of the flood's input" % most)
+    finally:
+        d.stop()
+
+
 def t_thread_pool(d0, tmp):
     """The daemon's thread pool holds 16 threads from its start (libuv's 4
     were one owner's whole share of starts, so four slow starts of one
@@ -2321,7 +2390,7 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
          t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_settling_config_read_once,
          t_settling_waiters_share_a_timer,
-         t_flood_takes_turns, t_thread_pool]
+         t_flood_takes_turns, t_half_closed_burst_answered, t_flood_input_bounded, t_thread_pool]
 
 
 def main():
