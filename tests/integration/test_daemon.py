@@ -2030,6 +2030,46 @@ def t_half_closed_burst_answered(d0, tmp):
         d.stop()
 
 
+def t_half_closed_queued_then_gone(d0, tmp):
+    """A half-closed client whose requests still wait their turn is watched
+    for going away like one with calls in flight: its EOF was read while
+    nothing was in flight yet, no watch started, and a command taken from
+    the queue later ran on after the client closed (attack review 17:
+    100 calls then a `sleep`, the sleeper still running 5 s after the
+    close; 0.1 s before the queue)."""
+    bad = make_ws(tmp, "hq-bad", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    un = make_ws(tmp, "hq-un", None)
+    d = Daemon(tmp, "hq")
+    tag = "%d.%d" % (3000 + os.getpid() % 1000, int(time.time() * 1000) % 1000)
+
+    def sleepers():
+        return subprocess.run(["pgrep", "-f", "^sleep " + re.escape(tag) + "$"], capture_output=True,
+                              text=True).stdout.split()
+    try:
+        c = d.conn()
+        c.s.sendall(b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": bad, "path": "a.txt"}).encode() +
+                             b"\n" for i in range(100)) +
+                    json.dumps({"id": "T", "tool": "terminal", "workspace": un, "command": "sleep " + tag}).encode() +
+                    b"\n")
+        c.s.shutdown(socket.SHUT_WR)
+        for _ in range(100):
+            r = c.recv()
+            check(not r["ok"] and r["error"]["code"] == "config_invalid", r)
+        deadline = time.time() + 10
+        while not sleepers() and time.time() < deadline:
+            time.sleep(0.05)
+        check(sleepers(), "the command did not start")
+        c.s.close()
+        deadline = time.time() + 3
+        while sleepers() and time.time() < deadline:
+            time.sleep(0.05)
+        check(not sleepers(), "the command runs on after its client closed")
+    finally:
+        d.stop()
+        for pid in sleepers():
+            os.kill(int(pid), signal.SIGKILL)
+
+
 def t_flood_input_bounded(d0, tmp):
     """A connection whose requests wait their turn is read meanwhile only
     while it holds under one read (64 KiB), so a flood of small calls
@@ -2390,7 +2430,8 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_audit_and_cli, t_sigterm, t_sighup_during_stop, t_log_fifo_on_sighup, t_perf, t_spawn_burst, t_slow_start,
          t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_settling_config_read_once,
          t_settling_waiters_share_a_timer,
-         t_flood_takes_turns, t_half_closed_burst_answered, t_flood_input_bounded, t_thread_pool]
+         t_flood_takes_turns, t_half_closed_burst_answered, t_half_closed_queued_then_gone,
+         t_flood_input_bounded, t_thread_pool]
 
 
 def main():

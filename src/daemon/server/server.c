@@ -354,6 +354,7 @@ static void on_take_idle(uv_idle_t *h) {
 }
 
 static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void hup_watch(Client *c);
 
 /* Takes the complete requests already buffered, as many as may go: at the
  * in-flight cap or the reply mark, parsing stops, not only reading. */
@@ -403,6 +404,7 @@ static void client_process(Client *c) {
         if (c->reader)
                 account_input(c);
         client_maybe_close(c);
+        hup_watch(c); /* a half-closed client's calls taken now, or still queued */
         client_unref(c);
 }
 
@@ -691,7 +693,7 @@ static void on_hup_timer(uv_timer_t *t) {
         bool waiting = false;
         for (Client *c = srv->clients, *next; c; c = next) {
                 next = c->next; /* closing c unlinks it, not the next */
-                if (!c->eof || c->closed || c->inflight == 0)
+                if (!c->eof || c->closed || (c->inflight == 0 && !c->take_queued))
                         continue;
                 if (peer_gone(c))
                         client_close(c);
@@ -704,9 +706,13 @@ static void on_hup_timer(uv_timer_t *t) {
         }
 }
 
+/* Watches a half-closed client with calls in flight, or with requests
+ * still waiting their turn (take_queue: its EOF was read before they were
+ * taken, and a command taken later ran on for a client gone: attack
+ * review 17). */
 static void hup_watch(Client *c) {
         Server *srv = c->srv;
-        if (c->closed || c->inflight == 0 || srv->hup_timer_on)
+        if (!c->eof || c->closed || (c->inflight == 0 && !c->take_queued) || srv->hup_timer_on || srv->turn == 0)
                 return;
         srv->hup_timer_on = true;
         uv_timer_start(&srv->hup_timer, on_hup_timer, HUP_CHECK_MS, HUP_CHECK_MS);
@@ -737,8 +743,7 @@ static void server_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 }
                 c->eof = c->closing = true;
                 client_ref(c);
-                client_process(c);
-                hup_watch(c);
+                client_process(c); /* and watches whether it goes (hup_watch) */
                 client_unref(c);
                 return;
         }
