@@ -82,7 +82,7 @@ void client_maybe_close(Client *c) {
          * again at its end (a call answered at once looks from
          * request_finish, when the client's last replies may be out and the
          * rest of its requests not yet taken: attack review 16 lost them). */
-        if (c->parsing || (c->take_queued && c->eof && !c->closed))
+        if (c->parsing || c->take_queued)
                 return;
         if (!c->closed && c->closing && unsent(c) == 0 && c->inflight == 0)
                 client_close(c);
@@ -688,12 +688,20 @@ static bool peer_gone(Client *c) {
  * within that; it costs one poll() per such client. */
 #define HUP_CHECK_MS 200
 
+/* A half-closed client with calls in flight, or with requests still
+ * waiting their turn (take_queue: its EOF was read before they were
+ * taken, and a command taken later ran on for a client gone: attack
+ * review 17). */
+static bool hup_watched(const Client *c) {
+        return c->eof && !c->closed && (c->inflight > 0 || c->take_queued);
+}
+
 static void on_hup_timer(uv_timer_t *t) {
         Server *srv = t->data;
         bool waiting = false;
         for (Client *c = srv->clients, *next; c; c = next) {
                 next = c->next; /* closing c unlinks it, not the next */
-                if (!c->eof || c->closed || (c->inflight == 0 && !c->take_queued))
+                if (!hup_watched(c))
                         continue;
                 if (peer_gone(c))
                         client_close(c);
@@ -706,13 +714,10 @@ static void on_hup_timer(uv_timer_t *t) {
         }
 }
 
-/* Watches a half-closed client with calls in flight, or with requests
- * still waiting their turn (take_queue: its EOF was read before they were
- * taken, and a command taken later ran on for a client gone: attack
- * review 17). */
+/* Starts the look at hup_watched clients (none in a Server never started). */
 static void hup_watch(Client *c) {
         Server *srv = c->srv;
-        if (!c->eof || c->closed || (c->inflight == 0 && !c->take_queued) || srv->hup_timer_on || srv->turn == 0)
+        if (!hup_watched(c) || srv->hup_timer_on || srv->turn == 0)
                 return;
         srv->hup_timer_on = true;
         uv_timer_start(&srv->hup_timer, on_hup_timer, HUP_CHECK_MS, HUP_CHECK_MS);

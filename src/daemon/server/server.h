@@ -85,7 +85,7 @@ struct Server {
         Client *take_head, *take_tail; /* clients holding requests past their share, oldest first */
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */
         bool lead_timer_on;
-        uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight went away */
+        uv_timer_t hup_timer;    /* looks whether half-closed clients with calls in flight or queued went away */
         bool hup_timer_on;
         uv_timer_t gc_timer;     /* workspace_gc */
         bool gc_running;
