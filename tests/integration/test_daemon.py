@@ -1996,6 +1996,50 @@ def t_flood_takes_turns(d0, tmp):
         d.stop()
 
 
+def t_shutdown_answers_queued_requests(d0, tmp):
+    """Requests the daemon has read but not yet taken (waiting their turn in
+    the take queue) when it stops are each answered shutting_down, nothing
+    run: the drain dropped them unanswered, and the client heard nothing
+    more of 196 of its 200 ids. The burst is one write of under 64 KiB
+    (one read takes it whole); SIGTERM goes once its first reply is back."""
+    ws = make_ws(tmp, "drain", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "drain")
+    stopped = False
+    try:
+        a = d.conn()
+        n = 200
+        blob = b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": ws, "path": "a.txt"}).encode() + b"\n"
+                        for i in range(n))
+        check(len(blob) < 65536, len(blob))
+        a.s.sendall(blob)
+        got = {}
+        r = a.recv()
+        got[r["id"]] = r
+        d.p.send_signal(signal.SIGTERM)
+        a.s.settimeout(10)
+        while True:
+            try:
+                r = a.recv()
+            except (EOFError, OSError):
+                break
+            got[r["id"]] = r
+        d.p.wait(30)  # a second SIGTERM while it stops would kill it
+        d.stop()
+        stopped = True
+        codes = {}
+        for r in got.values():
+            code = r["error"]["code"] if not r.get("ok") else "ok"
+            codes[code] = codes.get(code, 0) + 1
+        notes.append("200 requests read, SIGTERM after the first reply: answered %s" % codes)
+        check(sorted(got) == list(range(n)), ("ids never answered", sorted(set(range(n)) - set(got))[:10], codes))
+        check(set(codes) <= {"config_invalid", "shutting_down"}, codes)
+        check(codes.get("shutting_down", 0) > 0, ("nothing was still queued at the stop: the case proved nothing", codes))
+        a.close()
+    finally:
+        if not stopped:
+            d.stop()
+
+
 def t_half_closed_burst_answered(d0, tmp):
     """A client that sends a batch and half-closes (shutdown(SHUT_WR), as
     `nc -N` does) gets every reply, its requests run, however many wait
@@ -2431,6 +2475,7 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_settling_config_read_once,
          t_settling_waiters_share_a_timer,
          t_flood_takes_turns, t_half_closed_burst_answered, t_half_closed_queued_then_gone,
+         t_shutdown_answers_queued_requests,
          t_flood_input_bounded, t_thread_pool]
 
 

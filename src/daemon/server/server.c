@@ -296,6 +296,8 @@ static bool take_allowed(Client *c) {
         Server *srv = c->srv;
         if (srv->turn == 0) /* a Server never started (the unit tests' links) */
                 return true;
+        if (srv->shutting_down) /* the drain answers what is buffered, so much */
+                return srv->took < SERVER_DRAIN_TAKE;
         if (c->take_queued)
                 return false;
         if (c->take_turn != srv->turn) {
@@ -937,16 +939,29 @@ void server_stop_listening(Server *srv) {
         }
 }
 
+/* Reads end; the requests already read and still waiting their turn are
+ * taken now, each answered shutting_down at once (tools_handle), as far as
+ * the client reads its replies (may_take's mark) and SERVER_DRAIN_TAKE in
+ * all (the input budgets hold up to a million small requests: answering
+ * each would hold the stop for seconds). Dropped unanswered, they left a
+ * client waiting on ids it never heard of again. */
 void server_drain_clients(Server *srv) {
+        srv->took = 0;
         for (Client *c = srv->clients, *next; c; c = next) {
                 next = c->next;
                 if (c->reading)
                         uv_read_stop((uv_stream_t *)&c->pipe);
                 c->reading = false;
+                take_unqueue(c);
+                client_ref(c);
+                client_process(c);
                 c->closing = true;
-                take_unqueue(c); /* its requests not taken yet are not */
                 client_maybe_close(c);
+                client_unref(c);
         }
+        if (srv->took >= SERVER_DRAIN_TAKE)
+                log_warning("stopping: %u requests already read were answered shutting_down; the rest read were not",
+                            SERVER_DRAIN_TAKE);
 }
 
 void server_stop(Server *srv) {

@@ -29,6 +29,7 @@
  * "taking in turn"). */
 #define CLIENT_TURN_TAKE 4
 #define SERVER_TURN_TAKE 32
+#define SERVER_DRAIN_TAKE 4096 /* requests read, not yet taken, answered shutting_down at a stop */
 /* Replies past this much queued in memory go to a spool file (unlinked,
  * under /var/tmp), up to CLIENT_SPOOL_MAX; a client that leaves more unread
  * is disconnected. Over SERVER_OUT_MAX in memory for all clients, a client

@@ -576,7 +576,9 @@ void tools_handle(Client *c, JsonlMsg *m) {
         const char *tool = json_string_value(json_object_get(m->obj, "tool"));
         ApiTool which = api_tool_from_name(tool);
         const Route *route = which >= 0 ? &routes[which] : NULL;
-        if (route && route->pty_message) {
+        /* Shutting down, a request still buffered is answered, nothing
+         * run (server_drain_clients): a terminal's input too. */
+        if (route && route->pty_message && !srv->shutting_down) {
                 pty_message(c, id, tool, m->obj, m);
                 jsonl_msg_done(m);
                 return;
@@ -605,6 +607,8 @@ void tools_handle(Client *c, JsonlMsg *m) {
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "\"id\" must be an integer or a string");
         if (!tool)
                 return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_BAD_REQUEST, "missing \"tool\" (a string)");
+        if (srv->shutting_down)
+                return request_finish(r, NULL, NULL, NULL, 0, API_ERROR_SHUTTING_DOWN, "the daemon is shutting down; nothing ran");
         if (route && route->no_workspace)
                 return route->run(r);
         with_workspace(r);
