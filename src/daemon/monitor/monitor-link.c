@@ -31,6 +31,7 @@
 #include "path-util.h"
 #include "server.h"
 #include "spawn-util.h"
+#include "strbuf.h"
 #include "time-util.h"
 #include "worker-spawn.h"
 
@@ -992,16 +993,20 @@ void monitor_link_log_reopen(Server *srv, int log_fd) {
         monitor_enc_done(&e);
 }
 
-/* l's argv in a memfd sealed against any change, NUL after each string. */
+/* l's argv in a memfd sealed against any change, NUL after each string;
+ * written at once (a write per string was 136 system calls of a start's
+ * 800 on the loop). */
 static int argv_memfd(char *const *argv) {
+        _cleanup_strbuf_ StrBuf b = STRBUF_INIT;
+        for (char *const *a = argv; a && *a; a++)
+                if (strbuf_append(&b, *a, strlen(*a) + 1) < 0)
+                        return -ENOMEM;
         _cleanup_close_ int fd = memfd_create("vectora-jail-argv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
-        for (char *const *a = argv; a && *a; a++) {
-                int r = write_all(fd, *a, strlen(*a) + 1);
-                if (r < 0)
-                        return r;
-        }
+        int r = write_all(fd, b.data, b.len);
+        if (r < 0)
+                return r;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
                 return -errno;
         return TAKE_FD(fd);
