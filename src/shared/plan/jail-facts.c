@@ -252,10 +252,11 @@ static bool same_times(const struct stat *a, const struct stat *b) {
 }
 
 /* Whether control c takes a placeholder now: missing, one git may make,
- * below a writable root. */
-static bool git_control_missing(const VsPolicy *p, const VsGitControl *c) {
-        struct stat st;
-        return c->placeholder && lstat(c->path, &st) < 0 && errno == ENOENT && below_rw(p, c->path);
+ * below a writable root. *there: whether it is there at all (*st its
+ * lstat then). */
+static bool git_control_missing(const VsPolicy *p, const VsGitControl *c, struct stat *st, bool *there) {
+        *there = lstat(c->path, st) == 0;
+        return !*there && errno == ENOENT && c->placeholder && below_rw(p, c->path);
 }
 
 /* f->git_base: the repositories there before anything is made (walk_rw),
@@ -293,7 +294,9 @@ static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts 
                 return -ENOMEM;
         for (size_t i = 0; r >= 0 && i < gc->n; i++) {
                 const VsGitControl *c = &gc->items[i];
-                if (!git_control_missing(p, c))
+                struct stat st;
+                bool there;
+                if (!git_control_missing(p, c, &st, &there))
                         continue;
                 if ((r = strv_extend(made, c->path)) >= 0 && maker && maker->make_many &&
                     (r = git_control_item(c, maker, &(*items)[*n_items])) > 0)
@@ -314,8 +317,8 @@ static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJail
                 if ((r = strv_extend(&f->git_controls, c->path)) < 0)
                         break;
                 /* One lstat for a control that is there, two for one made. */
-                bool there = lstat(c->path, &st) == 0;
-                if (!there && errno == ENOENT && c->placeholder && below_rw(p, c->path)) {
+                bool there;
+                if (git_control_missing(p, c, &st, &there)) {
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
                         r = git_control_make_placeholder(c, maker, &perr);
                         /* Not root: the jail runs as this same uid, with less
