@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vtest import (CLI, DAEMON, OWNER, ROOT, Daemon, Rewriting, Skip, Tap, needs_root, check, chown_tree,  # noqa: E402,F401
-                   make_ws, sanitized)
+                   make_ws, sanitized, wait_for)
 from vdaemon import (SANDBOX, PtyShell, alive, comm, fd_targets, free_port, http_get, proc_tree, pty_audit,  # noqa: E402
                      term, worker_procs)
 
@@ -1996,6 +1996,17 @@ def t_flood_takes_turns(d0, tmp):
         d.stop()
 
 
+def replies_until_eof(c, timeout=10):
+    """Every reply c gets until the daemon closes it (or timeout s of quiet)."""
+    c.s.settimeout(timeout)
+    out = []
+    while True:
+        try:
+            out.append(c.recv())
+        except (EOFError, OSError):
+            return out
+
+
 def t_shutdown_answers_queued_requests(d0, tmp):
     """Requests the daemon has read but not yet taken (waiting their turn in
     the take queue) when it stops are each answered shutting_down, nothing
@@ -2016,12 +2027,7 @@ def t_shutdown_answers_queued_requests(d0, tmp):
         r = a.recv()
         got[r["id"]] = r
         d.p.send_signal(signal.SIGTERM)
-        a.s.settimeout(10)
-        while True:
-            try:
-                r = a.recv()
-            except (EOFError, OSError):
-                break
+        for r in replies_until_eof(a):
             got[r["id"]] = r
         d.p.wait(30)  # a second SIGTERM while it stops would kill it
         d.stop()
@@ -2035,6 +2041,107 @@ def t_shutdown_answers_queued_requests(d0, tmp):
         check(set(codes) <= {"config_invalid", "shutting_down"}, codes)
         check(codes.get("shutting_down", 0) > 0, ("nothing was still queued at the stop: the case proved nothing", codes))
         a.close()
+    finally:
+        if not stopped:
+            d.stop()
+
+
+def t_stop_reads_nothing_more(d0, tmp):
+    """Once the stop began nothing more is read: requests sent after the
+    daemon logged SIGTERM get no answer, however the drain answered those
+    read before (attack review 18: a reply to a drained request turned the
+    client's reads back on, 606 MiB read from one client during the stop,
+    and 100 requests sent after SIGTERM answered). The client keeps its
+    replies unread (a small receive buffer) so that the connection stays."""
+    ws = make_ws(tmp, "drain-late", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "drain-late")
+    stopped = False
+    try:
+        a = d.conn()
+        a.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        req = lambda i: json.dumps({"id": i, "tool": "file_read", "workspace": ws, "path": "a.txt"}).encode() + b"\n"
+        a.s.sendall(b"".join(req(i) for i in range(3000)))
+        d.p.send_signal(signal.SIGTERM)
+        check(wait_for(lambda: "SIGTERM" in d.log_text(), 10), "no SIGTERM in the log")
+        time.sleep(0.1)
+        try:
+            a.s.sendall(b"".join(req(100000 + i) for i in range(100)))
+            a.s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # closed already: nothing more was read either
+        late = sum(isinstance(r.get("id"), int) and r["id"] >= 100000 for r in replies_until_eof(a))
+        d.p.wait(30)
+        d.stop()
+        stopped = True
+        check(late == 0, "%d requests sent after the stop began were answered" % late)
+        a.close()
+    finally:
+        if not stopped:
+            d.stop()
+
+
+def t_stop_answers_no_pty_message_without_id(d0, tmp):
+    """A terminal_input (resize, close) with no id is never answered
+    (docs/protocol.md), and not at a stop either: buffered then, each got a
+    reply {"id": null, ... shutting_down} and an audit record (attack
+    review 18)."""
+    ws = make_ws(tmp, "drain-pty", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "drain-pty")
+    stopped = False
+    try:
+        a = d.conn()
+        lines = []
+        for i in range(100):
+            lines.append(json.dumps({"id": i, "tool": "file_read", "workspace": ws, "path": "a.txt"}).encode())
+            lines.append(json.dumps({"tool": "terminal_input", "pty": 7, "data": "x\n"}).encode())
+        blob = b"\n".join(lines) + b"\n"
+        check(len(blob) < 65536, len(blob))
+        a.s.sendall(blob)
+        got = [a.recv()]
+        d.p.send_signal(signal.SIGTERM)
+        got += replies_until_eof(a)
+        d.p.wait(30)
+        d.stop()
+        stopped = True
+        nulls = [r for r in got if r.get("id") is None]
+        check(not nulls, ("replies to messages with no id", len(nulls), nulls[:1]))
+        check(sorted(r["id"] for r in got) == list(range(100)), ("the calls' replies", len(got)))
+        with open(d.audit) as f:
+            check("terminal_input" not in f.read(), "a terminal_input with no id was audited as a call")
+        a.close()
+    finally:
+        if not stopped:
+            d.stop()
+
+
+def t_stop_drain_is_bounded(d0, tmp):
+    """The stop answers 4 096 buffered requests in all, then stops taking:
+    half-closed clients were queued again past the cap and taken 4 096 more
+    each pass until the 3 s deadline (attack review 18: 47 944 answered,
+    the stop 0.83 s; 3.96 s under ASan). 20 clients each send 60 KiB of
+    small requests and half-close; the count of shutting_down replies is
+    the daemon's own, not a latency."""
+    d = Daemon(tmp, "drain-cap")
+    stopped = False
+    try:
+        line = b'{"tool":"x"}\n'  # refused at once: 94 000 of them, most still queued after 0.1 s
+        conns = []
+        for k in range(20):
+            c = d.conn()
+            c.s.sendall(line * (60 * 1024 // len(line)))
+            c.s.shutdown(socket.SHUT_WR)
+            conns.append(c)
+        time.sleep(0.1)  # read, mostly still queued
+        d.p.send_signal(signal.SIGTERM)
+        down = sum(not r.get("ok") and r.get("error", {}).get("code") == "shutting_down"
+                   for c in conns for r in replies_until_eof(c))
+        d.p.wait(30)
+        d.stop()
+        stopped = True
+        notes.append("20 half-closed clients x 60 KiB of requests at a stop: %d answered shutting_down" % down)
+        check(0 < down <= 4096, "%d requests answered shutting_down at the stop (at most 4 096)" % down)
+        for c in conns:
+            c.close()
     finally:
         if not stopped:
             d.stop()
@@ -2475,7 +2582,8 @@ TESTS = [t_tools_basic, t_file_tools, t_concurrent_edits, t_many_workspaces, t_w
          t_slow_walk_holds_no_other, t_settling_config_holds_no_other, t_settling_config_read_once,
          t_settling_waiters_share_a_timer,
          t_flood_takes_turns, t_half_closed_burst_answered, t_half_closed_queued_then_gone,
-         t_shutdown_answers_queued_requests,
+         t_shutdown_answers_queued_requests, t_stop_reads_nothing_more, t_stop_answers_no_pty_message_without_id,
+         t_stop_drain_is_bounded,
          t_flood_input_bounded, t_thread_pool]
 
 

@@ -296,8 +296,8 @@ static bool take_allowed(Client *c) {
         Server *srv = c->srv;
         if (srv->turn == 0) /* a Server never started (the unit tests' links) */
                 return true;
-        if (srv->shutting_down) /* the drain answers what is buffered, so much */
-                return srv->took < SERVER_DRAIN_TAKE;
+        if (srv->shutting_down) /* the drain answers what is buffered, so much in all */
+                return srv->drained < SERVER_DRAIN_TAKE;
         if (c->take_queued)
                 return false;
         if (c->take_turn != srv->turn) {
@@ -367,7 +367,9 @@ static void client_process(Client *c) {
         client_ref(c);
         while (may_take(c)) {
                 if (!take_allowed(c)) {
-                        if (c->reader && jsonl_reader_pending(c->reader) > 0)
+                        /* Stopping, only the cap refuses: the rest stays
+                         * untaken (queued, it was taken again each pass). */
+                        if (c->reader && jsonl_reader_pending(c->reader) > 0 && !c->srv->shutting_down)
                                 take_queue(c);
                         break;
                 }
@@ -379,6 +381,7 @@ static void client_process(Client *c) {
                         break;
                 c->took++;
                 c->srv->took++;
+                c->srv->drained += c->srv->shutting_down;
                 c->msg_bytes = before - jsonl_reader_pending(c->reader);
                 if (r == -EBADMSG) {
                         c->srv->handlers->bad_line(c, API_ERROR_BAD_REQUEST, vs_error_message(err));
@@ -414,7 +417,10 @@ void client_update_reading(Client *c) {
         if (c->closed)
                 return;
         client_process(c);
-        if (c->closed || c->closing)
+        /* Stopping, nothing more is read: the drain takes what was (a reply
+         * to a request it answered came back here and read on without
+         * bound: attack review 18). */
+        if (c->closed || c->closing || c->srv->shutting_down)
                 return;
         bool want = may_take(c) && input_allowed(c);
         if (want == c->reading)
@@ -946,7 +952,6 @@ void server_stop_listening(Server *srv) {
  * each would hold the stop for seconds). Dropped unanswered, they left a
  * client waiting on ids it never heard of again. */
 void server_drain_clients(Server *srv) {
-        srv->took = 0;
         for (Client *c = srv->clients, *next; c; c = next) {
                 next = c->next;
                 if (c->reading)
@@ -959,7 +964,7 @@ void server_drain_clients(Server *srv) {
                 client_maybe_close(c);
                 client_unref(c);
         }
-        if (srv->took >= SERVER_DRAIN_TAKE)
+        if (srv->drained >= SERVER_DRAIN_TAKE)
                 log_warning("stopping: %u requests already read were answered shutting_down; the rest read were not",
                             SERVER_DRAIN_TAKE);
 }

@@ -82,6 +82,7 @@ struct Server {
         uv_prepare_t turn_prep;  /* counts the loop's turns (server_read_turn) */
         uint64_t turn;
         unsigned took;           /* requests taken in this turn (SERVER_TURN_TAKE) */
+        unsigned drained;        /* requests taken since the stop began (SERVER_DRAIN_TAKE) */
         uv_idle_t take_idle;     /* takes the queued clients' requests while any wait */
         Client *take_head, *take_tail; /* clients holding requests past their share, oldest first */
         uv_timer_t lead_timer;   /* ends a leader that sends nothing for LEADER_STALL_MS */

@@ -577,9 +577,11 @@ void tools_handle(Client *c, JsonlMsg *m) {
         ApiTool which = api_tool_from_name(tool);
         const Route *route = which >= 0 ? &routes[which] : NULL;
         /* Shutting down, a request still buffered is answered, nothing
-         * run (server_drain_clients): a terminal's input too. */
-        if (route && route->pty_message && !srv->shutting_down) {
-                pty_message(c, id, tool, m->obj, m);
+         * run (server_drain_clients): a terminal's message too, but only
+         * one with an id is answered at all (docs/protocol.md). */
+        if (route && route->pty_message && (!srv->shutting_down || !id)) {
+                if (!srv->shutting_down)
+                        pty_message(c, id, tool, m->obj, m);
                 jsonl_msg_done(m);
                 return;
         }
