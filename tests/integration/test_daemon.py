@@ -2013,8 +2013,8 @@ def t_shutdown_answers_queued_requests(d0, tmp):
     run: the drain dropped them unanswered, and the client heard nothing
     more of 196 of its 200 ids. The burst is one write of under 64 KiB
     (one read takes it whole); SIGTERM goes once its first reply is back."""
-    ws = make_ws(tmp, "drain", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
-    d = Daemon(tmp, "drain")
+    ws = make_ws(tmp, "drain-queued", "[sandbox\nnot toml\n", {"a.txt": "a\n"})
+    d = Daemon(tmp, "drain-queued")
     stopped = False
     try:
         a = d.conn()
