@@ -431,10 +431,11 @@ print("made")'"""
 def t_jail_spends_the_watch_budget(tmp):
     """The jail makes 100 000 directories (25 000 under fanotify). As an
     ordinary user (inotify, half of fs.inotify.max_user_watches for the
-    daemon) that is more than the workspace's budget: a lockdown workspace's next call is refused
-    and says why (masks over time), an ordinary one's result says so in
-    degraded, and another workspace keeps its masks and says nothing. As
-    root (fanotify) nothing is partial: the lockdown workspace serves."""
+    daemon) that is more than the workspace's budget: a lockdown
+    workspace's next call is refused and says why (masks over time), an
+    ordinary one's result says so in degraded, and another workspace keeps
+    its masks and says nothing. As root (fanotify) nothing is partial: the
+    lockdown workspace serves."""
     if not shutil.which("python3"):
         raise Skip("no python3 on the host for the jail's script")
     with open("/proc/sys/fs/inotify/max_user_watches") as f:
@@ -453,8 +454,8 @@ def t_jail_spends_the_watch_budget(tmp):
             check(r["ok"], (w, r))
         kind = d.ws_status(lock)["masks_watch"]["kind"]
         # Under fanotify (no watch per directory) past 20 000 is the bound
-        # the scale issue names; 100 000 there cost the run 30 s of making
-        # and 50 s of removing the two trees.
+        # the scale issue names; 100 000 there cost the root run 49 s of
+        # making and about 60 s of removing the two trees.
         n = 25000 if kind == "fanotify" else 100000
         r = term(c, lock, MKDIRS % n, timeout=600)
         check("made" in r.get("stdout", "") or r.get("error"), r)
