@@ -2,6 +2,7 @@
 #include "strv.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t strv_length(char *const *l) {
@@ -120,4 +121,24 @@ int strv_env_set(char ***env, const char *k, const char *v) {
                         return 0;
                 }
         return strv_extendf(env, "%s=%s", k, v);
+}
+
+static int cmp_str(const void *x, const void *y) {
+        return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int strv_difference(char *const *a, char *const *b, char ***ret) {
+        size_t na = strv_length(a), nb = strv_length(b), n = 0;
+        _cleanup_free_ const char **sorted = calloc(nb ? nb : 1, sizeof *sorted);
+        _cleanup_strv_free_ char **out = calloc(na + 1, sizeof *out);
+        if (!sorted || !out)
+                return -ENOMEM;
+        for (size_t i = 0; i < nb; i++)
+                sorted[i] = b[i];
+        qsort(sorted, nb, sizeof *sorted, cmp_str);
+        for (size_t i = 0; i < na; i++)
+                if (!bsearch(&a[i], sorted, nb, sizeof *sorted, cmp_str) && !(out[n++] = strdup(a[i])))
+                        return -ENOMEM;
+        *ret = TAKE_PTR(out);
+        return 0;
 }

@@ -15,6 +15,10 @@ int strv_extend(char ***l, const char *s);
 int strv_consume(char ***l, char *s);
 int strv_extendf(char ***l, const char *fmt, ...) _printf_(2, 3);
 bool strv_contains(char *const *l, const char *s);
+/* The strings of a that b lacks, copied, in a's order (an empty list, not
+ * NULL, when there are none). Sorted and searched, for long lists:
+ * strv_contains per string is quadratic. */
+int strv_difference(char *const *a, char *const *b, char ***ret);
 /* Same strings in the same order (NULL equals an empty list). */
 bool strv_equal(char *const *a, char *const *b);
 char **strv_copy(char *const *l);

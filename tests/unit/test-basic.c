@@ -85,6 +85,28 @@ static void test_strv(void **state) {
         char **c = strv_copy(l);
         assert_string_equal(c[1], "b2");
         strv_free(c);
+
+        /* What a has and b lacks, in a's order, duplicates kept. */
+        char *a[] = { "z", "b2", "m", "a", "m", "q", NULL }, **d = NULL;
+        assert_int_equal(strv_difference(a, l, &d), 0);
+        assert_int_equal(strv_length(d), 4);
+        assert_string_equal(d[0], "z");
+        assert_string_equal(d[1], "m");
+        assert_string_equal(d[2], "m");
+        assert_string_equal(d[3], "q");
+        strv_free(d);
+        /* Nothing lacking: an empty list, not NULL; an empty or NULL b lacks all. */
+        assert_int_equal(strv_difference(l, a, &d), 0);
+        assert_non_null(d);
+        assert_null(d[0]);
+        strv_free(d);
+        assert_int_equal(strv_difference(NULL, l, &d), 0);
+        assert_non_null(d);
+        assert_null(d[0]);
+        strv_free(d);
+        assert_int_equal(strv_difference(l, NULL, &d), 0);
+        assert_int_equal(strv_length(d), 2);
+        strv_free(d);
         strv_free(l);
 }
 

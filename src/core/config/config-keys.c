@@ -127,7 +127,9 @@ static int glob_list(const KeyCtx *c, char ***ret, VsError **err) {
         if (arr->array.n > CONFIG_MAX_MASKS)
                 return config_error(err, -E2BIG, arr->line, arr->col, "sandbox.%s has more than %d entries", c->key,
                                     CONFIG_MAX_MASKS);
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        /* Filled in place: one strv_extend per entry walked and grew the
+         * list each time (quadratic in the entries). */
+        _cleanup_strv_free_ char **l = calloc(arr->array.n + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         for (size_t i = 0; i < arr->array.n; i++) {
@@ -144,9 +146,8 @@ static int glob_list(const KeyCtx *c, char ***ret, VsError **err) {
                 if (r < 0)
                         return config_error(err, r, v->line, v->col, "sandbox.%s[%zu]: \"%s\": %s", c->key, i,
                                             v->string.ptr, vs_error_message(gerr));
-                r = strv_extend(&l, v->string.ptr);
-                if (r < 0)
-                        return r;
+                if (!(l[i] = strdup(v->string.ptr)))
+                        return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
         return 0;

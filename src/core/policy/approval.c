@@ -833,16 +833,19 @@ int approval_evaluate_unsynced(const char *store, const char *root, VsPolicy **r
 
 /* ---- approving ---- */
 
+/* Counted first, then filled: a config may have many thousands of lines. */
 static int split_lines(const char *text, char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        size_t lines = 1, k = 0;
+        for (const char *p = text; p && (p = strchr(p, '\n')); p++)
+                lines++;
+        _cleanup_strv_free_ char **l = calloc(lines + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         for (const char *p = text; p && *p;) {
                 const char *nl = strchr(p, '\n');
                 size_t n = nl ? (size_t)(nl - p) : strlen(p);
-                int r = strv_consume(&l, strndup(p, n));
-                if (r < 0)
-                        return r;
+                if (!(l[k++] = strndup(p, n)))
+                        return -ENOMEM;
                 p += n + !!nl;
         }
         *ret = TAKE_PTR(l);
@@ -850,17 +853,20 @@ static int split_lines(const char *text, char ***ret) {
 }
 
 /* Lines only in a ("-") then lines only in b ("+"): what a reviewer needs
- * to see for a file of a few dozen lines. */
+ * to see for a file of a few dozen lines (and no quadratic cost for one
+ * of thousands). */
 static int text_diff(const char *a, const char *b, char ***ret) {
-        _cleanup_strv_free_ char **la = NULL, **lb = NULL, **out = calloc(1, sizeof(char *));
+        _cleanup_strv_free_ char **la = NULL, **lb = NULL, **gone = NULL, **added = NULL,
+                                **out = calloc(1, sizeof(char *));
         int r;
-        if (!out || (r = split_lines(a, &la)) < 0 || (r = split_lines(b, &lb)) < 0)
+        if (!out || (r = split_lines(a, &la)) < 0 || (r = split_lines(b, &lb)) < 0 ||
+            (r = strv_difference(la, lb, &gone)) < 0 || (r = strv_difference(lb, la, &added)) < 0)
                 return -ENOMEM;
-        for (char **s = la; *s; s++)
-                if (!strv_contains(lb, *s) && (r = strv_extendf(&out, "-%s", *s)) < 0)
+        for (char **s = gone; *s; s++)
+                if ((r = strv_extendf(&out, "-%s", *s)) < 0)
                         return r;
-        for (char **s = lb; *s; s++)
-                if (!strv_contains(la, *s) && (r = strv_extendf(&out, "+%s", *s)) < 0)
+        for (char **s = added; *s; s++)
+                if ((r = strv_extendf(&out, "+%s", *s)) < 0)
                         return r;
         *ret = TAKE_PTR(out);
         return 0;

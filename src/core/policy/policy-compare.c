@@ -158,7 +158,8 @@ static bool protect_covered(char *const *kept, const char *g) {
 }
 
 int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
-        _cleanup_strv_free_ char **out = calloc(1, sizeof(char *)), **pa = NULL, **pp = NULL;
+        _cleanup_strv_free_ char **out = calloc(1, sizeof(char *)), **pa = NULL, **pp = NULL, **gone = NULL,
+                                **unprotected = NULL;
         if (!out)
                 return -ENOMEM;
         int r = 0;
@@ -178,13 +179,16 @@ int policy_loosenings(const VsPolicy *a, const VsPolicy *p, char ***ret) {
             (r = paths_loosen(&out, "ro_paths", p->workspace, p->ro_paths, p->n_ro, a->workspace, a->rw_paths, a->n_rw,
                               a->ro_paths, a->n_ro, "readable")) < 0)
                 return r;
-        for (char **m = a->mask; m && *m; m++)
-                if (!strv_contains(p->mask, *m) && (r = strv_extendf(&out, "mask: \"%s\" is removed", *m)) < 0)
-                        return r;
-        if ((r = config_protected_paths(a, &pa)) < 0 || (r = config_protected_paths(p, &pp)) < 0)
+        if ((r = strv_difference(a->mask, p->mask, &gone)) < 0)
                 return r;
-        for (char **s = pa; *s; s++)
-                if (!strv_contains(pp, *s) && (r = strv_extendf(&out, "protected: %s is no longer read-only", *s)) < 0)
+        for (char **m = gone; *m; m++)
+                if ((r = strv_extendf(&out, "mask: \"%s\" is removed", *m)) < 0)
+                        return r;
+        if ((r = config_protected_paths(a, &pa)) < 0 || (r = config_protected_paths(p, &pp)) < 0 ||
+            (r = strv_difference(pa, pp, &unprotected)) < 0)
+                return r;
+        for (char **s = unprotected; *s; s++)
+                if ((r = strv_extendf(&out, "protected: %s is no longer read-only", *s)) < 0)
                         return r;
         for (char **g = a->protect; g && *g; g++)
                 if (!protect_covered(p->protect, *g) &&

@@ -228,7 +228,7 @@ static void push_comp(VsGlob *g, uint32_t tok_off, uint32_t tok_len, bool double
 int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **err) {
         _cleanup_(glob_freep) VsGlob *g = NULL;
         const char *p = pattern;
-        size_t n_brackets = 0;
+        size_t n_brackets = 0, n_slashes = 0;
 
         if (len == 0)
                 return vs_error_set(err, -EINVAL, "column 1: empty pattern; remove it or write a name such as '.env'");
@@ -240,6 +240,8 @@ int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **er
                         return vs_error_set(err, -EINVAL, "column %zu: NUL byte in pattern; remove it", i + 1);
                 if (p[i] == '[')
                         n_brackets++;
+                else if (p[i] == '/')
+                        n_slashes++;
         }
         if (p[0] == '!')
                 return vs_error_set(err, -EINVAL,
@@ -249,7 +251,11 @@ int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **er
         if (!g)
                 return vs_error_set(err, -ENOMEM, "out of memory");
         g->pattern = strndup(pattern, len);
-        g->comps = calloc(GLOB_MAX_COMPS, sizeof *g->comps);
+        /* A component per '/' and one more, at most a leading '**' added
+         * and a trailing '**' split in two: sized for this pattern (a
+         * config's thousands of masks each held ~24 KiB while compiled, and
+         * wrote it, when sized for the longest pattern possible). */
+        g->comps = calloc(n_slashes + 4, sizeof *g->comps);
         g->toks = calloc(len + 1, sizeof *g->toks);
         g->classes = calloc(n_brackets ? n_brackets : 1, sizeof *g->classes);
         if (!g->pattern || !g->comps || !g->toks || !g->classes)
@@ -385,12 +391,6 @@ int glob_compile_len(const char *pattern, size_t len, VsGlob **ret, VsError **er
                 g->comps[g->n_comps++] = (Comp){ .doublestar = true };
         }
 
-        /* comps was sized for the longest pattern possible (~24 KiB): keep
-         * only what this one uses, since every workspace's daemon entry and
-         * worker hold their compiled masks for as long as they live. */
-        Comp *fit = realloc(g->comps, MAX(g->n_comps, (size_t)1) * sizeof *fit);
-        if (fit)
-                g->comps = fit;
         *ret = TAKE_PTR(g);
         return 0;
 }
