@@ -101,7 +101,12 @@ def out_of_fds(tmp):
         wsb = make_ws(tmp, "ws-fds-other", '[sandbox]\nnetwork = ["127.0.0.1:%d"]\n' % eport)
         check(d.call({"tool": "terminal", "workspace": wsb, "command": "true"}).get("exit_code") == 0, "warm-up")
         pid = d.status()["daemon"]["proxy"]["pid"]
-        hold = ("import socket, time\n"
+        # "held" is opened before the connects and renamed after them: the
+        # jail's own limit is the daemon's 160 too, and once its connects
+        # had spent it the file could not be made (EMFILE), so the case
+        # waited its 30 s for a file that never came.
+        hold = ("import os, socket, time\n"
+                "h = open('held.part', 'w')\n"
                 "ss = []\n"
                 "for i in range(600):\n"
                 "    try:\n"
@@ -112,7 +117,7 @@ def out_of_fds(tmp):
                 "    except OSError:\n"
                 "        pass\n"
                 "print(len(ss), flush=True)\n"
-                "open('held', 'w').close()\n"
+                "os.rename('held.part', 'held')\n"
                 "time.sleep(5)\n")
         res = {}
         t = threading.Thread(target=lambda: res.update(r=d.call({"tool": "terminal", "workspace": wsa,
@@ -124,6 +129,7 @@ def out_of_fds(tmp):
         end = time.time() + 30
         while not os.path.exists(os.path.join(wsa, "held")) and time.time() < end:
             time.sleep(0.1)
+        check(os.path.exists(os.path.join(wsa, "held")), "the jail's connects did not end within 30 s")
         time.sleep(0.5)
         c0 = cpu_seconds(pid)
         time.sleep(2)
