@@ -284,6 +284,28 @@ static void test_compile_length_limit(void **state) {
         assert_true(glob_match(g, p, false));
         assert_false(glob_match(g, "a/a", false));
         glob_free(g);
+
+        /* The same ending in "**", which compiles to one component more
+         * than it has (the table is sized from the pattern's '/'s: run
+         * under ASan, a bound too small is a heap overflow here). */
+        p[GLOB_MAX_PATTERN - 3] = '*';
+        p[GLOB_MAX_PATTERN - 2] = '*';
+        p[GLOB_MAX_PATTERN - 1] = '\0';
+        assert_int_equal(glob_compile(p, &g, NULL), 0);
+        assert_true(glob_match(g, p, false));
+        glob_free(g);
+        /* And led by a double star: the pairs collapse, nothing is lost. */
+        p[0] = '*';
+        p[1] = '*';
+        p[2] = '/';
+        p[3] = 'a'; /* two stars, a slash, "aa", and on as before */
+        assert_int_equal(glob_compile(p, &g, NULL), 0);
+        glob_free(g);
+        const char *few[] = { "**", "a/", "/a", "/**", "**/", "a/**", "**/a", "a/**/**/b/", "[a]/**" };
+        for (size_t i = 0; i < ELEMENTSOF(few); i++) {
+                assert_int_equal(glob_compile(few[i], &g, NULL), 0);
+                glob_free(g);
+        }
 }
 
 static bool compile_ok(const char *pattern, VsGlob **ret) {

@@ -181,6 +181,15 @@ static bool is_placeholder(const WorkspaceWatch *w, size_t root, const char *rel
         return got == (ssize_t)n && (n == 0 || memcmp(buf, content, n) == 0);
 }
 
+/* is_placeholder() once per name and event (its opens and the walk of
+ * the protect list were done twice for each name a jail's launch made):
+ * *memo is -1 until asked. */
+static bool placeholder_once(const WorkspaceWatch *w, size_t root, const char *rel, int *memo) {
+        if (*memo < 0)
+                *memo = is_placeholder(w, root, rel);
+        return *memo;
+}
+
 /* Whether the innermost listed path holding abs is a read-only one. */
 static bool below_read_only(const VsPolicy *p, const char *abs) {
         size_t best = 0;
@@ -201,8 +210,8 @@ static bool below_read_only(const VsPolicy *p, const char *abs) {
  * (or by the jail where nothing could be made first: at some depth),
  * stays writable in that jail unless a read-only mount covers it already:
  * the worker is recycled, so the next call's jail seals it. */
-static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const char *rel, bool is_dir) {
-        if (!glob_set_masks(w->protect, rel, is_dir) || is_placeholder(w, root, rel))
+static bool unsealed_protect_match(const WorkspaceWatch *w, size_t root, const char *rel, bool is_dir, int *placeholder) {
+        if (!glob_set_masks(w->protect, rel, is_dir) || placeholder_once(w, root, rel, placeholder))
                 return false;
         Workspace *ws = w->ws;
         _cleanup_free_ char *abs = path_join(w->roots[root], rel);
@@ -366,8 +375,9 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                                S_ISDIR(st.st_mode));
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
-                size_t hr = note && !w->rewalking && !is_placeholder(w, root, sub) ? host_runs(w, sub, is_dir) : 0;
-                if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir))
+                int ph = -1;
+                size_t hr = note && !w->rewalking && !placeholder_once(w, root, sub, &ph) ? host_runs(w, sub, is_dir) : 0;
+                if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir, &ph))
                         w->protect_hit = strdup(sub);
                 if (hr)
                         note_host_run(w, root, sub, hr);
@@ -623,7 +633,7 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         _cleanup_free_ char *rel = strdup(rel_in);
         if (!rel)
                 return;
-        bool placeholder = is_placeholder(w, root, rel);
+        int placeholder = is_placeholder(w, root, rel);
         size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
         if (hr)
                 note_host_run(w, root, rel, hr);
@@ -633,7 +643,7 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                 return; /* a write to an existing file: masked already if it matches */
         if (is_dir)
                 w->structural = true;
-        if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir))
+        if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir, &placeholder))
                 w->protect_hit = strdup(rel);
         if (glob_set_masks(w->set, rel, is_dir)) {
                 if (!w->hit)
