@@ -2387,12 +2387,19 @@ def t_fork_bomb_restarts_under_load(d, tmp):
     user) one look at the jail's pid namespace caught the bomb in a trough
     of its swing as often as not (5 of 6 missed with both cores busy), and
     a later command's own fork failed ("Cannot fork", t_limits in CI): now
-    a look past a quarter of the limit looks again."""
+    a look past a quarter of the limit looks again. The command waits
+    (up to 3 s more) until its bomb has 40 processes: under ASan, as the
+    user, beside the suite's other tests and these busy loops, a bomb
+    starved of the CPU had fewer than a quarter of the limit when the
+    command's one second ended, and 34 shells by the time the test looked
+    (a bomb still growing, not one at its limit: the case is the
+    latter)."""
     ws, c, limits = pids_limited_ws(d, tmp, "bomb-load-ws", "[sandbox.limits]\ntimeout = 6\npids = 64\n")
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         for round in range(3):
-            r = term(c, ws, "b() { b | b & }; b; sleep 1")
+            r = term(c, ws, "b() { b | b & }; b; sleep 1; n=0; while [ $n -lt 30 ]; do set -- /proc/[0-9]*; "
+                     "[ $# -ge 40 ] && break; sleep 0.1; n=$((n + 1)); done")
             # A bomb whose every shell ended on a failed fork before the
             # reply left nothing behind (none can come back from none):
             # then no restart is owed. Else the reply must have restarted it.
