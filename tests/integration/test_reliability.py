@@ -992,7 +992,9 @@ def t_many_workspaces_watched(d, tmp):
 
 def t_status_at_scale(d, tmp):
     """status with 10 000 workspaces: a summary and pages that each fit a
-    line (before: too_large from 1 500 on, with a hint that did not apply)."""
+    line (before: too_large from 1 500 on, with a hint that did not apply).
+    Paged by offset, an entry that goes meanwhile shifts the later ones
+    (one may be on no page); paged by cursor, none is missed."""
     base = os.path.join(tmp, "many")
     os.makedirs(base)
     N = 10000
@@ -1038,7 +1040,12 @@ def t_status_at_scale(d, tmp):
     check(seen == sorted(seen), "the pages are not in path order")
     check(N <= len(seen) <= max(before, after) and min(before, after) - len(seen) <= before - N,
           ("workspaces seen, summary before and after", len(seen), before, after))
-    check(set(paths) <= set(seen), "missing workspaces")
+    # Pages by offset skip one entry for each that goes before their
+    # place while they are read (an ASan run: a GC tick freed an earlier
+    # case's entry, and one of these was on no page): at most as many as
+    # the other cases had; the pages by cursor below must hold all.
+    missing = set(paths) - set(seen)
+    check(len(missing) <= before - N, ("missing workspaces", len(missing), before, after))
     # The same pages by cursor (the last path of the page before): a path
     # no longer in the table (one that went) still says where to go on.
     by_cursor, cursor = [], None
