@@ -376,7 +376,9 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                 /* A directory that appeared may hold such files already
                  * (made before its watch was added). */
                 int ph = -1;
-                size_t hr = note && !w->rewalking && !placeholder_once(w, root, sub, &ph) ? host_runs(w, sub, is_dir) : 0;
+                size_t hr = note && !w->rewalking ? host_runs(w, sub, is_dir) : 0;
+                if (hr && placeholder_once(w, root, sub, &ph))
+                        hr = 0;
                 if (note && !w->protect_hit && unsealed_protect_match(w, root, sub, is_dir, &ph))
                         w->protect_hit = strdup(sub);
                 if (hr)
@@ -633,8 +635,13 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         _cleanup_free_ char *rel = strdup(rel_in);
         if (!rel)
                 return;
-        int placeholder = is_placeholder(w, root, rel);
-        size_t hr = placeholder ? 0 : host_runs(w, rel, is_dir);
+        /* Asked only of a name the host runs or the protect list holds:
+         * its walk of the list and its open were made for every file a
+         * jail wrote. */
+        int placeholder = -1;
+        size_t hr = host_runs(w, rel, is_dir);
+        if (hr && placeholder_once(w, root, rel, &placeholder))
+                hr = 0;
         if (hr)
                 note_host_run(w, root, rel, hr);
         /* A HEAD rewritten in place makes a repository too. */
