@@ -84,6 +84,17 @@ def new_ws(tmp, name, toml=SANDBOX, files=None, git=True):
     return ws
 
 
+def term_until_ok(c, ws, command):
+    """The call, again every 0.1 s for up to 5 s until it is answered ok
+    (the jail may be rebuilt first: a recycle ends the call in flight)."""
+    for _ in range(50):
+        r = term(c, ws, command)
+        if r["ok"]:
+            break
+        time.sleep(0.1)
+    return r
+
+
 def not_planted(ws, names):
     """None of names holds what the jail tried to write."""
     for rel in names:
@@ -308,6 +319,89 @@ def t_symlinked_directory(d, tmp):
     check(sorted(os.listdir(other)) == ["vsc"], os.listdir(other))
 
 
+# ---------------------------------------------------------------- other version control systems
+
+
+def t_other_vcs_configs(d, tmp):
+    """Mercurial's and Jujutsu's repository configs run code on the host
+    (hg's [hooks], jj's pager and tools): an existing one is read-only to a
+    command and refused by the file tools, and one the jail creates in a
+    repository of its own is reported and sealed at once (attack review:
+    a command wrote .hg/hgrc's hooks and .jj/repo/config.toml, nothing
+    reported)."""
+    names = (".hg/hgrc", ".hg/hgrc-not-shared", ".jj/repo/config.toml", "sub/.hg/hgrc")
+    ws = new_ws(tmp, "vcs", files={n: "orig\n" for n in names})
+    c = d.conn()
+    r = term(c, ws, "; ".join("printf '[hooks]\\npre-status = touch /tmp/pwned\\n' >> %s 2>/dev/null && echo WROTE %s"
+                              % (n, n) for n in names) + "; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    for n in names:
+        check(open(os.path.join(ws, n)).read() == "orig\n", n + " was written")
+        r = c.call({"tool": "file_write", "workspace": ws, "path": n, "content": "[hooks]\n"})
+        check(not r["ok"] and r["error"]["code"] == "denied", (n, r))
+    # A repository the jail makes: its config is reported, then sealed.
+    ws = new_ws(tmp, "vcs-new", files={"keep": ""})
+    r = term(c, ws, "mkdir -p new/.hg && printf '[hooks]\\npre-status = touch /tmp/pwned\\n' > new/.hg/hgrc; sleep 5; "
+                    "echo survived")
+    check("survived" not in r.get("stdout", ""), r)
+    check(os.path.join(ws, "new/.hg/hgrc") in r.get("host_run_files", []), r)
+    r = term_until_ok(c, ws, "printf x >> new/.hg/hgrc 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    c.close()
+
+
+# ---------------------------------------------------------------- masked names that are links
+
+
+def t_masked_symlink_target(d, tmp):
+    """A masked name the jail made a symlink (`.env -> cfg/app.cfg`): what
+    the host then writes to `.env` lands in cfg/app.cfg, which is masked
+    from the next call on, for a command, the file tools and in embedded
+    mode (attack review: the host's `echo KEY=.. >> .env` was readable
+    through both names). A link whose target is missing (the host's write
+    would create it) or behind another link refuses the start, saying
+    why; one that leads where the jail sees nothing is no reason to."""
+    ws = new_ws(tmp, "masklink", files={"cfg/app.cfg": "plain\n"})
+    c = d.conn()
+    r = term(c, ws, "ln -s cfg/app.cfg .env && sleep 5; echo survived")
+    # A masked name appeared: the call is ended, the jail rebuilt.
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    check(os.readlink(os.path.join(ws, ".env")) == "cfg/app.cfg", "no link")
+    secret = "API_KEY=sk-live-SECRET"
+    r = term_until_ok(c, ws, "true")
+    check(r["ok"], r)
+    with open(os.path.join(ws, ".env"), "a") as f:  # the host's write follows the link
+        f.write(secret + "\n")
+    check(open(os.path.join(ws, "cfg/app.cfg")).read() == "plain\n" + secret + "\n", "the host's write did not go through")
+    r = term(c, ws, "cat .env cfg/app.cfg 2>&1; echo end")
+    check(r["ok"] and secret not in r["stdout"] and r["stdout"].endswith("end\n"), r)
+    r = c.call({"tool": "file_read", "workspace": ws, "path": "cfg/app.cfg"})
+    check(secret not in json.dumps(r), r)
+    r = cli("run", "-w", ws, "cat cfg/app.cfg .env 2>&1; echo end")
+    check(secret not in r.stdout and "end" in r.stdout, r)
+    # A dangling link, and a chain: the start is refused with the reason.
+    for name, make in (("missing", "ln -s notes.txt .env"), ("chain", "ln -s hop .env && ln -s cfg/app.cfg hop")):
+        ws2 = new_ws(tmp, "masklink-" + name, files={"cfg/app.cfg": "plain\n"})
+        os.symlink(make.split()[2], os.path.join(ws2, ".env"))
+        if name == "chain":
+            os.symlink("cfg/app.cfg", os.path.join(ws2, "hop"))
+        chown_tree(ws2)
+        r = term(c, ws2, "echo ran")
+        check(not r["ok"] and "is masked and a symlink" in r["error"]["message"], (name, r))
+        r = cli("run", "-w", ws2, "echo ran")
+        check(r.returncode != 0 and "is masked and a symlink" in r.stderr, (name, r))
+        os.unlink(os.path.join(ws2, ".env"))
+        r = term(c, ws2, "echo ran")
+        check(r["ok"] and r["stdout"] == "ran\n", (name, r))
+    # Leading where the jail sees nothing (its /tmp is its own): no refusal.
+    ws3 = new_ws(tmp, "masklink-outside")
+    os.symlink("/var/tmp/vs-no-such-file-%d" % os.getpid(), os.path.join(ws3, ".env"))
+    chown_tree(ws3)
+    r = term(c, ws3, "echo ran")
+    check(r["ok"] and r["stdout"] == "ran\n", r)
+    c.close()
+
+
 # ---------------------------------------------------------------- created by the host
 
 
@@ -324,11 +418,7 @@ def t_host_created_name_is_sealed(d, tmp):
         with open(p, "w") as f:
             f.write("host\n")
         chown_tree(ws)
-        for _ in range(50):
-            r = term(c, ws, "printf x >> %s 2>/dev/null && echo WROTE; echo end" % rel)
-            if r["ok"]:
-                break
-            time.sleep(0.1)
+        r = term_until_ok(c, ws, "printf x >> %s 2>/dev/null && echo WROTE; echo end" % rel)
         check(r["ok"] and r["stdout"] == "end\n", (rel, r))
         check(open(p).read() == "host\n", rel + " was written by the jail")
     # The host's editor making a file inside a sealed directory (.vscode,
@@ -349,11 +439,7 @@ def t_host_created_name_is_sealed(d, tmp):
     with open(os.path.join(ws, ".envrc"), "w") as f:
         f.write("export A=1\n")
     chown_tree(ws)
-    for _ in range(50):
-        r = term(c, ws, "printf x >> .envrc 2>/dev/null && echo WROTE; echo end")
-        if r["ok"]:
-            break
-        time.sleep(0.1)
+    r = term_until_ok(c, ws, "printf x >> .envrc 2>/dev/null && echo WROTE; echo end")
     check(r["ok"] and r["stdout"] == "end\n", r)
     check(open(os.path.join(ws, ".envrc")).read() == "export A=1\n", ".envrc was written by the jail")
     # Where no placeholder can stand (a new .idea: an empty one is a
@@ -362,11 +448,7 @@ def t_host_created_name_is_sealed(d, tmp):
     r = term(c, ws, "mkdir .idea && printf '<project/>' > .idea/workspace.xml; sleep 5; echo survived")
     check("survived" not in r.get("stdout", ""), r)
     check(os.path.join(ws, ".idea") in r["host_run_files"], r)
-    for _ in range(50):
-        r = term(c, ws, "printf x >> .idea/workspace.xml 2>/dev/null && echo WROTE; echo end")
-        if r["ok"]:
-            break
-        time.sleep(0.1)
+    r = term_until_ok(c, ws, "printf x >> .idea/workspace.xml 2>/dev/null && echo WROTE; echo end")
     check(r["ok"] and r["stdout"] == "end\n", r)
     c.close()
 
@@ -444,6 +526,8 @@ TESTS = [
     t_placeholders_leave_host_tools_alone,
     t_default_list_covers_host_run_files,
     t_symlinked_directory,
+    t_other_vcs_configs,
+    t_masked_symlink_target,
     t_host_created_name_is_sealed,
     t_background_write_reported,
     t_embedded_reports_host_run_files,

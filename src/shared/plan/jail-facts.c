@@ -158,6 +158,82 @@ static int walk_made(const VsPolicy *p, char *const *made, MaskList *rw_masks, M
         return 0;
 }
 
+/* Whether path (canonical) lies where the jail sees the host's files: a
+ * listed path, or the workspace mounted for want of one over it. */
+static bool jail_sees(const VsPolicy *p, const char *path) {
+        const char *ws = jail_plan_uncovered_workspace(p);
+        if (ws && path_is_below_or_equal(path, ws))
+                return true;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
+                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                        if (r && path_is_below_or_equal(path, r))
+                                return true;
+                }
+        return false;
+}
+
+/* A masked name that is a symlink is not mounted over (bwrap would follow
+ * it), yet what the host writes to that name (an editor, `echo KEY=.. >>
+ * .env`) follows the link and lands at its target, which the masks may not
+ * name: the jail read the secret there (attack review: `ln -s cfg/app.cfg
+ * .env` in the jail, then the host's write). So the target is masked in
+ * its own right where the jail sees it. The link's text is read with
+ * readlinkat from its directory reached below the root without a link;
+ * the target is resolved as the host's open would (chase_path: the host's
+ * own links followed), stopping at any link in a writable path. A target
+ * that cannot be masked so where the jail sees it (missing: the host's
+ * write would create it; behind another link of a writable path, which the
+ * host would follow too) refuses the start: the link must go, or lead to
+ * a file that is there. */
+static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root, const char *rel, VsError **err) {
+        _cleanup_free_ char *dir = strdup(rel);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/'), *name = slash ? slash + 1 : dir;
+        if (slash)
+                *slash = 0;
+        _cleanup_close_ int rfd = chase_open_dir(root);
+        _cleanup_close_ int pfd = rfd < 0 ? rfd : chase_beneath(rfd, slash ? dir : "", O_PATH | O_DIRECTORY);
+        char text[4096];
+        ssize_t n = pfd < 0 ? -1 : readlinkat(pfd, name, text, sizeof text - 1);
+        if (n <= 0)
+                return 0; /* no longer a link: the walk that found it was the last look */
+        text[n] = 0;
+        _cleanup_free_ char *link = path_join(root, rel);
+        _cleanup_free_ char *link_dir = slash ? path_join(root, dir) : strdup(root);
+        _cleanup_free_ char *joined = !link_dir ? NULL : text[0] == '/' ? strdup(text) : path_join(link_dir, text);
+        _cleanup_free_ char *lexical = joined ? path_normalize(joined) : NULL;
+        _cleanup_strv_free_ char **writable = NULL;
+        if (!link || !lexical)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && strv_extend(&writable, p->rw_paths[i].resolved) < 0)
+                        return -ENOMEM;
+        _cleanup_(chase_result_done) ChaseResult res = { .fd = -1 };
+        int r = chase_path(lexical, writable, &res);
+        struct stat st;
+        if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
+                if (!jail_sees(p, res.path) || under_masked_dir(f, res.path))
+                        return 0;
+                for (size_t k = 0; k < f->n_masks; k++)
+                        if (streq(f->masks[k].path, res.path))
+                                return 0;
+                return add_mask_path(&f->masks, &f->n_masks, strdup(res.path), S_ISDIR(st.st_mode));
+        }
+        const char *where = r == -ELOOP && res.link ? res.link : res.path ? res.path : lexical;
+        if (!jail_sees(p, where) && !jail_sees(p, lexical))
+                return 0; /* the jail sees neither the target nor the way to it */
+        return vs_error_set_kind(
+                err, -ELOOP, "sandbox_unavailable",
+                "%s is masked and a symlink to \"%s\", %s: what the host writes to it would be readable in the jail; "
+                "remove the link, or point it at a file that is there",
+                link, text,
+                r == -ENOENT  ? "which does not exist (a write through the link would create it)"
+                : r == -ELOOP ? "reached through another symlink in a writable path"
+                              : "which cannot be resolved");
+}
+
 /* The masks: the writable roots' from their walk (walk_rw, walk_made),
  * and every other listed root walked with the mask patterns, relative to
  * it. */
@@ -183,11 +259,12 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, 
                         mask_list_done(&pl);
                         for (size_t k = 0; r >= 0 && k < ml.n; k++)
                                 /* Symlinks are not mounted over: bwrap would follow them.
-                                 * Their targets are masked in their own right if they match. */
-                                if (ml.items[k].kind != MASK_SYMLINK)
-                                        r = add_mask_path(&f->masks, &f->n_masks,
-                                                          path_join(list[i].resolved, ml.items[k].relpath),
-                                                          ml.items[k].kind == MASK_DIR);
+                                 * Their targets are masked instead (mask_link_target). */
+                                r = ml.items[k].kind == MASK_SYMLINK
+                                            ? mask_link_target(p, f, list[i].resolved, ml.items[k].relpath, err)
+                                            : add_mask_path(&f->masks, &f->n_masks,
+                                                            path_join(list[i].resolved, ml.items[k].relpath),
+                                                            ml.items[k].kind == MASK_DIR);
                         mask_list_done(&ml);
                         if (r < 0)
                                 return r;

@@ -64,7 +64,12 @@
         X("**/.helix", VS_ABSENT_REPORT, NULL, "Helix: languages.toml (language servers it starts)")                   \
         X(".nvim.lua", VS_ABSENT_REPORT, NULL, "Neovim runs it with 'exrc' set")                                       \
         X(".exrc", VS_ABSENT_REPORT, NULL, "Vim and Neovim run it with 'exrc' set")                                    \
-        X("*.code-workspace", VS_ABSENT_REPORT, NULL, "VS Code workspace files: tasks and settings, as .vscode")
+        X("*.code-workspace", VS_ABSENT_REPORT, NULL, "VS Code workspace files: tasks and settings, as .vscode")  \
+        X("**/.hg/hgrc", VS_ABSENT_REPORT, NULL,                                                                       \
+          "Mercurial: the repository's config ([hooks] and [extensions] run on the host's hg)")                       \
+        X("**/.hg/hgrc-not-shared", VS_ABSENT_REPORT, NULL, "Mercurial: a shared repository's own config, as hgrc")  \
+        X("**/.jj/repo/config.toml", VS_ABSENT_REPORT, NULL,                                                           \
+          "Jujutsu: the repository's config (pager, diff, merge and fix tools, signing program run by the host's jj)")
 
 #define ROW(g, a, c, why) { .glob = g, .absent = a, .content = c, .reason = why },
 #define GLOB(g, a, c, why) g,
