@@ -329,7 +329,7 @@ def t_other_vcs_configs(d, tmp):
     repository of its own is reported and sealed at once (attack review:
     a command wrote .hg/hgrc's hooks and .jj/repo/config.toml, nothing
     reported)."""
-    names = (".hg/hgrc", ".hg/hgrc-not-shared", ".jj/repo/config.toml", "sub/.hg/hgrc")
+    names = (".hg/hgrc", ".hg/requires", ".jj/repo/config.toml", "sub/.hg/hgrc")
     ws = new_ws(tmp, "vcs", files={n: "orig\n" for n in names})
     c = d.conn()
     r = term(c, ws, "; ".join("printf '[hooks]\\npre-status = touch /tmp/pwned\\n' >> %s 2>/dev/null && echo WROTE %s"
@@ -344,7 +344,21 @@ def t_other_vcs_configs(d, tmp):
     r = term(c, ws, "mkdir -p new/.hg && printf '[hooks]\\npre-status = touch /tmp/pwned\\n' > new/.hg/hgrc; sleep 5; "
                     "echo survived")
     check("survived" not in r.get("stdout", ""), r)
-    check(os.path.join(ws, "new/.hg/hgrc") in r.get("host_run_files", []), r)
+    check(os.path.join(ws, "new/.hg") in r.get("host_run_files", []), r)
+    r = term_until_ok(c, ws, "printf x >> new/.hg/hgrc 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    # A share's redirect in an existing repository (sharedpath, requires'
+    # "shared"), a .jj/repo pointer file: refused (the directory is sealed
+    # whole); a symlinked .hg made while the jail runs: reported, sealed.
+    ws = new_ws(tmp, "vcs-share", files={".hg/requires": "store\n", ".jj/repo/store/x": ""})
+    r = term(c, ws, "printf 'shared\\n' >> .hg/requires 2>/dev/null && echo WROTE; "
+                    "echo /elsewhere > .hg/sharedpath 2>/dev/null && echo WROTE2; "
+                    "printf real > .jj/repo2 2>/dev/null && echo WROTE3; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(sorted(os.listdir(os.path.join(ws, ".hg"))) == ["requires"], os.listdir(os.path.join(ws, ".hg")))
+    r = term(c, ws, "mkdir hgd && printf '[hooks]\\n' > hgd/hgrc && mkdir new && ln -s ../hgd new/.hg; sleep 5; "
+                    "echo survived")
+    check("survived" not in r.get("stdout", "") and os.path.join(ws, "new/.hg") in r.get("host_run_files", []), r)
     r = term_until_ok(c, ws, "printf x >> new/.hg/hgrc 2>/dev/null && echo WROTE; echo end")
     check(r["ok"] and r["stdout"] == "end\n", r)
     c.close()
@@ -379,12 +393,16 @@ def t_masked_symlink_target(d, tmp):
     check(secret not in json.dumps(r), r)
     r = cli("run", "-w", ws, "cat cfg/app.cfg .env 2>&1; echo end")
     check(secret not in r.stdout and "end" in r.stdout, r)
-    # A dangling link, and a chain: the start is refused with the reason.
-    for name, make in (("missing", "ln -s notes.txt .env"), ("chain", "ln -s hop .env && ln -s cfg/app.cfg hop")):
-        ws2 = new_ws(tmp, "masklink-" + name, files={"cfg/app.cfg": "plain\n"})
-        os.symlink(make.split()[2], os.path.join(ws2, ".env"))
-        if name == "chain":
-            os.symlink("cfg/app.cfg", os.path.join(ws2, "hop"))
+    # A dangling link, a chain, a ".." after a link (the kernel follows the
+    # link first: d/app.cfg, not app.cfg), a link into /proc (the host's
+    # shell's working directory, not the daemon's): the start is refused
+    # with the reason.
+    for name, links in (("missing", {".env": "notes.txt"}), ("chain", {".env": "hop", "hop": "cfg/app.cfg"}),
+                        ("dotdot", {"lnk": "d/e", ".env": "lnk/../app.cfg"}),
+                        ("proc", {".env": "/proc/self/cwd/cfg/app.cfg"})):
+        ws2 = new_ws(tmp, "masklink-" + name, files={"cfg/app.cfg": "plain\n", "app.cfg": "decoy\n", "d/e/x": ""})
+        for link, text in links.items():
+            os.symlink(text, os.path.join(ws2, link))
         chown_tree(ws2)
         r = term(c, ws2, "echo ran")
         check(not r["ok"] and "is masked and a symlink" in r["error"]["message"], (name, r))
@@ -393,6 +411,18 @@ def t_masked_symlink_target(d, tmp):
         os.unlink(os.path.join(ws2, ".env"))
         r = term(c, ws2, "echo ran")
         check(r["ok"] and r["stdout"] == "ran\n", (name, r))
+    # A directory of a masked name made a link while the jail runs (.ssh ->
+    # keys, the default pattern masks below .ssh): the call is ended, and
+    # the host's key written through the link is not readable after.
+    ws4 = new_ws(tmp, "masklink-dir", SANDBOX.replace('[".env"]', '[".env", "**/.ssh/**"]'), files={"keys/known": "k\n"})
+    check(term(c, ws4, "true")["ok"], "first call")
+    r = term(c, ws4, "ln -s keys .ssh && sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    with open(os.path.join(ws4, ".ssh/id_ed25519"), "w") as f:
+        f.write(secret + "\n")
+    chown_tree(ws4)
+    r = term_until_ok(c, ws4, "cat keys/id_ed25519 .ssh/id_ed25519 2>&1; echo end")
+    check(r["ok"] and secret not in r["stdout"] and r["stdout"].endswith("end\n"), r)
     # Leading where the jail sees nothing (its /tmp is its own): no refusal.
     ws3 = new_ws(tmp, "masklink-outside")
     os.symlink("/var/tmp/vs-no-such-file-%d" % os.getpid(), os.path.join(ws3, ".env"))

@@ -108,7 +108,7 @@ static void test_git_lane(void **state) {
                 *kind = 0;
         }
         /* The old format, checksummed: refused whole. */
-        assert_memory_equal(buf, "VSWALK02", 8);
+        assert_memory_equal(buf, "VSWALK03", 8);
         buf[7] = '1';
         sha256_hex(buf, len - SHA256_HEX_LEN, hex);
         memcpy(buf + len - SHA256_HEX_LEN, hex, SHA256_HEX_LEN);

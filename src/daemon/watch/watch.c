@@ -630,6 +630,19 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
                 seen(w, wd->root, rel, ev->mask & IN_ISDIR, ev->mask & (IN_CREATE | IN_MOVED_TO));
 }
 
+/* A symlink made where a directory of that name would be masked (`.ssh ->
+ * keys` under the default `.ssh` pattern): what the host writes below the
+ * name lands in its target, which only the next jail's plan masks
+ * (jail-facts.c, mask_link_target). The name is asked first (a probe name
+ * below it), then whether it is a link, reached without following one. */
+static bool masked_dir_link(const WorkspaceWatch *w, size_t root, const char *rel) {
+        _cleanup_free_ char *probe = path_join(rel, "\x01");
+        if (!probe || !glob_set_masks(w->set, probe, false))
+                return false;
+        _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
+        return fd == -ELOOP;
+}
+
 /* root/rel was created or moved in (created), or written. */
 static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir, bool created) {
         _cleanup_free_ char *rel = strdup(rel_in);
@@ -652,7 +665,7 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                 w->structural = true;
         if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir, &placeholder))
                 w->protect_hit = strdup(rel);
-        if (glob_set_masks(w->set, rel, is_dir)) {
+        if (glob_set_masks(w->set, rel, is_dir) || (!is_dir && masked_dir_link(w, root, rel))) {
                 if (!w->hit)
                         w->hit = TAKE_PTR(rel);
                 return;

@@ -210,8 +210,18 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
         for (size_t i = 0; i < p->n_rw; i++)
                 if (p->rw_paths[i].resolved && strv_extend(&writable, p->rw_paths[i].resolved) < 0)
                         return -ENOMEM;
+        /* A link into /proc names a different file for each process that
+         * opens it (/proc/self/cwd: the host's shell's working directory,
+         * not the daemon's): not resolved here, refused. */
+        bool proc = path_is_below_or_equal(lexical, "/proc") || path_is_below_or_equal(lexical, "/dev/fd") ||
+                    path_is_below_or_equal(lexical, "/dev/stdin") || path_is_below_or_equal(lexical, "/dev/stdout") ||
+                    path_is_below_or_equal(lexical, "/dev/stderr");
         _cleanup_(chase_result_done) ChaseResult res = { .fd = -1 };
-        int r = chase_path(lexical, writable, &res);
+        /* The text as the kernel reads it: ".." after the links before it
+         * (lnk/../app.cfg is below where lnk leads, not beside .env). */
+        int r = proc ? -EXDEV : chase_path(joined, writable, &res);
+        if (r >= 0 && res.path && path_is_below_or_equal(res.path, "/proc"))
+                r = -EXDEV;
         struct stat st;
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
                 if (!jail_sees(p, res.path) || under_masked_dir(f, res.path))
@@ -222,7 +232,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
                 return add_mask_path(&f->masks, &f->n_masks, strdup(res.path), S_ISDIR(st.st_mode));
         }
         const char *where = r == -ELOOP && res.link ? res.link : res.path ? res.path : lexical;
-        if (!jail_sees(p, where) && !jail_sees(p, lexical))
+        if (r != -EXDEV && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
         return vs_error_set_kind(
                 err, -ELOOP, "sandbox_unavailable",
@@ -231,6 +241,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
                 link, text,
                 r == -ENOENT  ? "which does not exist (a write through the link would create it)"
                 : r == -ELOOP ? "reached through another symlink in a writable path"
+                : r == -EXDEV ? "into /proc (a different file for each process that opens it)"
                               : "which cannot be resolved");
 }
 

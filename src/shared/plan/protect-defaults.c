@@ -65,11 +65,10 @@
         X(".nvim.lua", VS_ABSENT_REPORT, NULL, "Neovim runs it with 'exrc' set")                                       \
         X(".exrc", VS_ABSENT_REPORT, NULL, "Vim and Neovim run it with 'exrc' set")                                    \
         X("*.code-workspace", VS_ABSENT_REPORT, NULL, "VS Code workspace files: tasks and settings, as .vscode")  \
-        X("**/.hg/hgrc", VS_ABSENT_REPORT, NULL,                                                                       \
-          "Mercurial: the repository's config ([hooks] and [extensions] run on the host's hg)")                       \
-        X("**/.hg/hgrc-not-shared", VS_ABSENT_REPORT, NULL, "Mercurial: a shared repository's own config, as hgrc")  \
-        X("**/.jj/repo/config.toml", VS_ABSENT_REPORT, NULL,                                                           \
-          "Jujutsu: the repository's config (pager, diff, merge and fix tools, signing program run by the host's jj)")
+        X("**/.hg", VS_ABSENT_REPORT, NULL,                                                                            \
+          "Mercurial: hgrc ([hooks], [extensions]), sharedpath and requires (a share's source config) run by the host's hg") \
+        X("**/.jj", VS_ABSENT_REPORT, NULL,                                                                            \
+          "Jujutsu: repo/config.toml (pager, diff, merge and fix tools, signing program), repo as a pointer file")
 
 #define ROW(g, a, c, why) { .glob = g, .absent = a, .content = c, .reason = why },
 #define GLOB(g, a, c, why) g,

@@ -26,7 +26,7 @@
  * masks, the protect globs and the git scan together; a 01 file (two
  * walks' records, each under its own key) is another key now and is never
  * read. */
-static const char MAGIC[8] = { 'V', 'S', 'W', 'A', 'L', 'K', '0', '2' };
+static const char MAGIC[8] = { 'V', 'S', 'W', 'A', 'L', 'K', '0', '3' };
 #define NAME_MAX_LEN 255
 
 void walk_cache_key(const char *root, char *const *lists[], size_t n_lists, uint8_t key[WALK_CACHE_KEY_LEN]) {
