@@ -364,6 +364,27 @@ def t_other_vcs_configs(d, tmp):
     c.close()
 
 
+def t_read_only_listed_repository_left_alone(d, tmp):
+    """A workspace B that lists another, A, read-only: A's own repository
+    is never B's to put aside (was: while B's jail ran, A's first call
+    made its placeholders, B's watch took A's .git for a repository its
+    jail made, renamed A's .git/HEAD to HEAD.vectora-quarantine and listed
+    it in B's host_run_files; A's git then said "not a git repository")."""
+    a = new_ws(tmp, "ro-repo-a", files={"keep": ""})
+    b = new_ws(tmp, "ro-repo-b", SANDBOX + 'ro_paths = ["%s"]\n' % a, files={"keep": ""})
+    c = d.conn()
+    r = term(c, b, "echo b")
+    check(r["ok"] and r["stdout"] == "b\n", r)
+    r = term(c, a, "echo a")
+    check(r["ok"] and r["stdout"] == "a\n", r)
+    r = term(c, b, "echo b")
+    check(r["ok"] and r["stdout"] == "b\n" and not r["host_run_files"], r)
+    c.close()
+    check(sorted(x for x in os.listdir(os.path.join(a, ".git")) if "HEAD" in x) == ["HEAD"],
+          os.listdir(os.path.join(a, ".git")))
+    check(host_git(a, "status", "--short").returncode == 0, "A's git no longer finds its repository")
+
+
 # ---------------------------------------------------------------- masked names that are links
 
 
@@ -558,6 +579,7 @@ TESTS = [
     t_symlinked_directory,
     t_other_vcs_configs,
     t_masked_symlink_target,
+    t_read_only_listed_repository_left_alone,
     t_host_created_name_is_sealed,
     t_background_write_reported,
     t_embedded_reports_host_run_files,

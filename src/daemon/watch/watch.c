@@ -190,20 +190,36 @@ static bool placeholder_once(const WorkspaceWatch *w, size_t root, const char *r
         return *memo;
 }
 
-/* Whether the innermost listed path holding abs is a read-only one. */
-static bool below_read_only(const VsPolicy *p, const char *abs) {
+/* Whether a listed path holds abs; *ret_ro: whether the innermost one is
+ * read-only (at equal length ro wins, as the worker says). */
+static bool innermost_listed(const VsPolicy *p, const char *abs, bool *ret_ro) {
         size_t best = 0;
-        bool ro = false;
+        bool any = false;
+        *ret_ro = false;
         for (size_t pass = 0; p && pass < 2; pass++)
                 for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
                         const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
                         size_t n = r ? strlen(r) : 0;
-                        if (r && path_is_below_or_equal(abs, r) && n >= best) {
-                                ro = pass == 1; /* at equal length ro wins, as the worker says */
+                        if (r && path_is_below_or_equal(abs, r) && (!any || n >= best)) {
+                                *ret_ro = pass == 1;
                                 best = n;
+                                any = true;
                         }
                 }
-        return ro;
+        return any;
+}
+
+/* Whether the innermost listed path holding abs is a read-only one. */
+static bool below_read_only(const VsPolicy *p, const char *abs) {
+        bool ro;
+        return innermost_listed(p, abs, &ro) && ro;
+}
+
+/* Whether the jail writes at abs: a writable listed path holds it
+ * innermost (none: the workspace seen read-only for want of one). */
+static bool jail_writes(const VsPolicy *p, const char *abs) {
+        bool ro;
+        return innermost_listed(p, abs, &ro) && !ro;
 }
 
 /* A protected name that appeared under a running jail, made by the host
@@ -241,6 +257,13 @@ static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
                 return;
         _cleanup_free_ char *parent = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
         _cleanup_free_ char *abs = parent ? (parent[0] ? path_join(w->roots[root], parent) : strdup(w->roots[root])) : NULL;
+        /* Only where this jail writes can it make a repository: one in a
+         * read-only listed path (another workspace's tree, the host's
+         * doing or that workspace's jail's) is not this jail's to put
+         * aside. Was: a workspace listing another read-only renamed that
+         * one's own .git/HEAD when its jail made its placeholders. */
+        if (abs && !jail_writes(w->ws->policy, abs))
+                return;
         if (!abs || strv_length(w->git_dirs) >= 256) {
                 w->git_all = true; /* many at once: one walk instead */
                 return;
