@@ -105,3 +105,18 @@ char *path_find_executable_os(const char *name, const char *path_env) {
         free(all);
         return found;
 }
+
+bool path_listed_writable(const char *path, char *const *rw, char *const *ro) {
+        size_t best = 0;
+        bool any = false, writable = false;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (char *const *l = pass ? ro : rw; l && *l; l++) {
+                        size_t n = strlen(*l);
+                        if (path_is_below_or_equal(path, *l) && (!any || n >= best)) {
+                                writable = pass == 0;
+                                best = n;
+                                any = true;
+                        }
+                }
+        return any && writable;
+}

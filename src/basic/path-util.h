@@ -14,6 +14,10 @@ char *path_normalize(const char *p);
  * equal, never with a leading slash); else NULL. Both must be normalized. */
 const char *path_startswith(const char *path, const char *prefix);
 bool path_is_below_or_equal(const char *path, const char *prefix);
+/* Whether the innermost of the listed paths (rw, ro: normalized,
+ * NULL-terminated or NULL) holding path is one of rw; at equal length ro
+ * wins; none holds it: false. */
+bool path_listed_writable(const char *path, char *const *rw, char *const *ro);
 /* Touches the process state: p made absolute against the current
  * directory and normalized lexically, its symlinks kept as written (a
  * workspace named through a link must be checked as written). NULL with

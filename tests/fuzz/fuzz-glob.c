@@ -181,6 +181,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 check(glob_set_masks(s, path, d) == want);
                         }
                         check(glob_set_could_match_below(s, path) == below);
+                        /* A name that matters is matched as a directory,
+                         * or something could match below it. */
+                        if (!has_dotdot(path) && glob_set_name_matters(s, path))
+                                check(md || below);
                         check_steps(s, g, path);
                         glob_set_free(s);
                 }

@@ -383,6 +383,24 @@ def t_read_only_listed_repository_left_alone(d, tmp):
     check(sorted(x for x in os.listdir(os.path.join(a, ".git")) if "HEAD" in x) == ["HEAD"],
           os.listdir(os.path.join(a, ".git")))
     check(host_git(a, "status", "--short").returncode == 0, "A's git no longer finds its repository")
+    # A read-only path inside the writable workspace: a repository the host
+    # makes there while the jail runs is not put aside when the jail ends
+    # (was: the sweep at the jail's end renamed its HEAD).
+    b = new_ws(tmp, "ro-nested", SANDBOX + 'ro_paths = ["A"]\n', files={"A/keep": ""})
+    c = d.conn()
+    r = term(c, b, "touch A/x 2>/dev/null && echo WROTE; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    host_git(os.path.join(b, "A"), "init", "-q", "hostrepo")
+    chown_tree(b)
+    with open(os.path.join(b, ".env"), "w") as f:  # a masked path appears: the jail ends, its tree is swept
+        f.write("K=1\n")
+    chown_tree(b)
+    r = term_until_ok(c, b, "echo after")
+    check(r["ok"] and r["stdout"] == "after\n", r)
+    time.sleep(0.5)
+    c.close()
+    heads = sorted(x for x in os.listdir(os.path.join(b, "A/hostrepo/.git")) if "HEAD" in x)
+    check(heads == ["HEAD"], heads)
 
 
 # ---------------------------------------------------------------- masked names that are links
@@ -444,6 +462,33 @@ def t_masked_symlink_target(d, tmp):
     chown_tree(ws4)
     r = term_until_ok(c, ws4, "cat keys/id_ed25519 .ssh/id_ed25519 2>&1; echo end")
     check(r["ok"] and secret not in r["stdout"] and r["stdout"].endswith("end\n"), r)
+    # A pattern that names only some files below a directory (.ssh/id_*):
+    # a link at that directory's name still masks its target whole.
+    ws5 = new_ws(tmp, "masklink-some", SANDBOX.replace('[".env"]', '[".env", "**/.ssh/id_*"]'), files={"keys/known": "k\n"})
+    os.symlink("keys", os.path.join(ws5, ".ssh"))
+    with open(os.path.join(ws5, ".ssh/id_ed25519"), "w") as f:
+        f.write(secret + "\n")
+    chown_tree(ws5)
+    r = term(c, ws5, "cat keys/id_ed25519 .ssh/id_ed25519 2>&1; echo end")
+    check(r["ok"] and secret not in r["stdout"] and r["stdout"].endswith("end\n"), r)
+    # Into the jail's own kept home (bound at another path, where no mask
+    # of a host path reaches): refused.
+    ws6 = new_ws(tmp, "masklink-home")
+    r = term(c, ws6, "awk '$5 == \"/home/sandbox\" { print $4 }' /proc/self/mountinfo")
+    home = r["stdout"].strip()
+    check(r["ok"] and home.startswith("/"), r)
+    r = term(c, ws6, "ln -s %s/stash .env && touch ~/stash; echo made" % home)
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    r = term(c, ws6, "echo ran")
+    check(not r["ok"] and "into the jail's own home" in r["error"]["message"], r)
+    # A FIFO behind a masked name, read by the jail through a hard link.
+    ws7 = new_ws(tmp, "masklink-fifo")
+    os.mkfifo(os.path.join(ws7, "p"))
+    os.link(os.path.join(ws7, "p"), os.path.join(ws7, "q"))
+    os.rename(os.path.join(ws7, "p"), os.path.join(ws7, ".env"))
+    chown_tree(ws7)
+    r = term(c, ws7, "ls -l q | cut -c1")
+    check(r["ok"] and r["stdout"] != "p\n", ("the FIFO's other name is not masked", r))
     # Leading where the jail sees nothing (its /tmp is its own): no refusal.
     ws3 = new_ws(tmp, "masklink-outside")
     os.symlink("/var/tmp/vs-no-such-file-%d" % os.getpid(), os.path.join(ws3, ".env"))

@@ -135,6 +135,16 @@ static void test_paths(void **state) {
         assert_string_equal(path_startswith("/ws", "/ws"), "");
         assert_null(path_startswith("/wsx", "/ws"));
         assert_string_equal(path_startswith("/a", "/"), "a");
+        /* The innermost listed path decides; at equal length ro wins. */
+        char *rw[] = { (char *)"/ws", (char *)"/ws/a/b", NULL }, *ro[] = { (char *)"/ws/a", (char *)"/ro", NULL };
+        assert_true(path_listed_writable("/ws/x", rw, ro));
+        assert_false(path_listed_writable("/ws/a/x", rw, ro));
+        assert_true(path_listed_writable("/ws/a/b/x", rw, ro));
+        assert_false(path_listed_writable("/ro/x", rw, ro));
+        assert_false(path_listed_writable("/elsewhere", rw, ro));
+        assert_false(path_listed_writable("/ws/x", NULL, NULL));
+        char *same[] = { (char *)"/ws", NULL };
+        assert_false(path_listed_writable("/ws/x", same, same));
 }
 
 static void test_sha256(void **state) {

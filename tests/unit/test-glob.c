@@ -564,6 +564,27 @@ static void test_set_masks_ancestors(void **state) {
         assert_true(glob_set_could_match_below(s, "anything"));
 }
 
+/* A link's name that leads masked names below it (glob_set_name_matters):
+ * the directory patterns and those naming some files of a directory, not
+ * a pattern that matches a file by its own name anywhere. */
+static void test_set_name_matters(void **state) {
+        char *patterns[] = { (char *)"**/.ssh/id_*", (char *)"**/.aws/**", (char *)"**/*.pem", (char *)"/secret/",
+                             (char *)"/conf/prod.yaml", NULL };
+        _cleanup_(glob_set_freep) VsGlobSet *s = NULL;
+        assert_int_equal(glob_set_new(patterns, &s, NULL), 0);
+        assert_true(glob_set_name_matters(s, ".ssh"));
+        assert_true(glob_set_name_matters(s, "deep/er/.ssh"));
+        assert_true(glob_set_name_matters(s, "x/.aws"));
+        assert_true(glob_set_name_matters(s, "secret"));      /* matched itself, as a directory */
+        assert_true(glob_set_name_matters(s, "conf"));        /* anchored: conf/prod.yaml below */
+        assert_false(glob_set_name_matters(s, "x/conf"));     /* not at the root */
+        assert_false(glob_set_name_matters(s, "keys"));       /* only *.pem could match below: by the file's name */
+        assert_false(glob_set_name_matters(s, "node_modules"));
+        assert_false(glob_set_name_matters(s, "secret/inner")); /* below a matched directory: masked whole */
+        assert_false(glob_set_name_matters(s, ""));
+        assert_false(glob_set_name_matters(NULL, ".ssh"));
+}
+
 static void test_set_errors(void **state) {
         char *patterns[] = { (char *)"ok", (char *)"fine/*", (char *)"x[", NULL };
         _cleanup_(vs_error_freep) VsError *err = NULL;
@@ -955,6 +976,7 @@ int main(void) {
                 cmocka_unit_test(test_random_vs_reference),
                 cmocka_unit_test(test_set_masks_ancestors),
                 cmocka_unit_test(test_set_errors),
+                cmocka_unit_test(test_set_name_matters),
                 cmocka_unit_test(test_set_could_match_below_anchored),
                 cmocka_unit_test(test_mask_set_compile),
                 cmocka_unit_test_setup_teardown(test_walk_tree, walk_setup, walk_teardown),

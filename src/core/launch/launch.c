@@ -263,7 +263,11 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        if ((r = jail_plan_make(p, l->protected_paths, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
+        /* The kept home: the jail sees it at VS_JAIL_HOME, where no mask
+         * of the plan's host paths reaches. */
+        _cleanup_free_ char *home_real = l->home_dir ? realpath(l->home_dir, NULL) : NULL;
+        char *const also_seen[] = { home_real ? home_real : l->home_dir, NULL };
+        if ((r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
                                   &l->git_base, err)) < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's

@@ -22,6 +22,7 @@ struct GitSweep {
         Workspace *ws;   /* NULL once the workspace went */
         VsGitRepos *base;
         char **roots;
+        char **ro; /* the read-only listed paths: a repository there is not the jail's */
         /* The start walk's lanes and key (jail-facts.c's walk_rw), so the
          * sweep reads only the directories changed since that walk and
          * leaves the cache current for the next start: copies, the policy
@@ -80,6 +81,30 @@ void git_watch_base(Workspace *ws) {
         ws->git_base = TAKE_PTR(l->git_base);
 }
 
+/* The policy's resolved listed paths of one kind, NULL-terminated (NULL:
+ * out of memory). */
+static char **listed(const VsPolicy *p, bool ro) {
+        char **l = calloc(1, sizeof(char *));
+        for (size_t i = 0; l && i < (ro ? p->n_ro : p->n_rw); i++) {
+                const char *r = ro ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                if (r && strv_extend(&l, r) < 0) {
+                        strv_free(l);
+                        l = NULL;
+                }
+        }
+        return l;
+}
+
+/* Whether the jail could have made the repository g: only where it writes
+ * (the innermost listed path holding it a writable one). One in a
+ * read-only listed path below a writable root is the host's (an attack
+ * review: the host's `git init` there while a jail ran was put aside by
+ * the sweep at its end). */
+static bool jail_could_make(const VsPolicy *p, const VsGitRepo *g) {
+        _cleanup_strv_free_ char **rw = listed(p, false), **ro = listed(p, true);
+        return !rw || !ro || path_listed_writable(g->dir, rw, ro); /* out of memory: as before */
+}
+
 static char *what_of(const VsGitRepo *g) {
         return g->kind == VS_GIT_BARE ? path_join(g->dir, "HEAD") : path_join(g->dir, ".git");
 }
@@ -103,7 +128,7 @@ bool git_watch_new(Workspace *ws, const char *dir, VsGitRepos *ret_new) {
         /* Those not at the base, moved out of now into *ret_new. */
         size_t k = 0;
         for (size_t i = 0; i < now.n; i++) {
-                if (git_repos_has(ws->git_base, &now.items[i])) {
+                if (git_repos_has(ws->git_base, &now.items[i]) || !jail_could_make(ws->policy, &now.items[i])) {
                         free(now.items[i].dir);
                         continue;
                 }
@@ -151,7 +176,7 @@ size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *pa
         VsGitRepos now = { 0 }, fresh = { 0 };
         (void)git_scan_policy(ws->policy, false, &now);
         for (size_t i = 0; i < now.n; i++)
-                if (!git_repos_has(ws->git_base, &now.items[i])) {
+                if (!git_repos_has(ws->git_base, &now.items[i]) && jail_could_make(ws->policy, &now.items[i])) {
                         VsGitRepo *n = realloc(fresh.items, (fresh.n + 1) * sizeof *n);
                         if (!n)
                                 break;
@@ -200,7 +225,7 @@ static void sweep_work(uv_work_t *w) {
         s->dirs = now.dirs;
         for (size_t i = 0; i < now.n; i++) {
                 const VsGitRepo *g = &now.items[i];
-                if (git_repos_has(s->base, g))
+                if (git_repos_has(s->base, g) || !path_listed_writable(g->dir, s->roots, s->ro))
                         continue;
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
                 int r = git_quarantine(g, s->by, &moved, NULL);
@@ -237,6 +262,7 @@ static void sweep_after(uv_work_t *w, int status) {
         git_repos_done(s->base);
         free(s->base);
         strv_free(s->roots);
+        strv_free(s->ro);
         glob_set_free(s->mask);
         glob_set_free(s->protect);
         strv_free(s->mask_patterns);
@@ -259,8 +285,11 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
         for (size_t i = 0; r >= 0 && i < ws->policy->n_rw; i++)
                 if (ws->policy->rw_paths[i].resolved)
                         r = strv_extend(&roots, ws->policy->rw_paths[i].resolved);
+        char **ro = r >= 0 ? listed(ws->policy, true) : NULL;
+        if (r >= 0 && !ro)
+                r = -ENOMEM;
         if (r >= 0) {
-                *s = (GitSweep){ .ws = ws, .base = ws->git_base, .roots = roots, .note = note, .done = done };
+                *s = (GitSweep){ .ws = ws, .base = ws->git_base, .roots = roots, .ro = TAKE_PTR(ro), .note = note, .done = done };
                 const VsPolicy *p = ws->policy;
                 if (ws->srv->walk_cache.dir && policy_sets_check(p, NULL) >= 0 &&
                     (!p->mask || (s->mask_patterns = strv_copy(p->mask))) &&
@@ -277,7 +306,9 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
         }
         if (r < 0) {
                 /* On the loop, then. */
+                strv_free(ro);
                 if (s) {
+                        strv_free(s->ro);
                         glob_set_free(s->mask);
                         glob_set_free(s->protect);
                         strv_free(s->mask_patterns);

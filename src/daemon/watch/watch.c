@@ -656,11 +656,11 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
 /* A symlink made where a directory of that name would be masked (`.ssh ->
  * keys` under the default `.ssh` pattern): what the host writes below the
  * name lands in its target, which only the next jail's plan masks
- * (jail-facts.c, mask_link_target). The name is asked first (a probe name
- * below it), then whether it is a link, reached without following one. */
+ * (jail-facts.c, mask_link_target). The name is asked first
+ * (glob_set_name_matters), then whether it is a link, reached without
+ * following one. */
 static bool masked_dir_link(const WorkspaceWatch *w, size_t root, const char *rel) {
-        _cleanup_free_ char *probe = path_join(rel, "\x01");
-        if (!probe || !glob_set_masks(w->set, probe, false))
+        if (!glob_set_name_matters(w->set, rel))
                 return false;
         _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
         return fd == -ELOOP;

@@ -634,6 +634,45 @@ bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir) {
         return false;
 }
 
+bool glob_set_name_matters(const VsGlobSet *s, const char *reldir) {
+        size_t n = glob_set_state_size(s);
+        if (!s || !reldir || !*reldir || n == 0)
+                return false;
+        unsigned char *st = malloc(3 * n);
+        if (!st)
+                return true; /* out of memory: taken as mattering (the caller masks more) */
+        unsigned char *cur = st, *mine = st + n, *other = st + 2 * n;
+        glob_set_state_init(s, cur);
+        bool matched = false;
+        const char *c = reldir;
+        for (;;) {
+                size_t len = strcspn(c, "/");
+                bool last = c[len] == 0;
+                if (last) {
+                        (void)glob_set_step(s, cur, c, len, true, mine, &matched);
+                        bool m2;
+                        (void)glob_set_step(s, cur, "\x01", 1, true, other, &m2);
+                        /* Some position live after the name and not
+                         * after the probe: the name brought it there. */
+                        for (size_t k = 0; !matched && k < n; k++)
+                                matched = mine[k] && !other[k];
+                        break;
+                }
+                if (!glob_set_step(s, cur, c, len, true, mine, &matched) || matched) {
+                        matched = false; /* nothing below can match, or an ancestor is matched (masked whole) */
+                        break;
+                }
+                memcpy(cur, mine, n);
+                c += len + 1;
+                while (*c == '/')
+                        c++;
+                if (!*c)
+                        break;
+        }
+        free(st);
+        return matched;
+}
+
 /* A set state is, per pattern, its live positions as bytes (n_comps + 1
  * each), concatenated in pattern order. */
 size_t glob_set_state_size(const VsGlobSet *s) {

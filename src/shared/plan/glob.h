@@ -61,6 +61,14 @@ size_t glob_set_size(const VsGlobSet *s);
 /* True if relpath, or any of its ancestors (as directories), is matched. */
 bool glob_set_masks(const VsGlobSet *s, const char *relpath, bool is_dir);
 bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir);
+/* Whether the last name of reldir, taken as a directory, is matched or
+ * brings some pattern further than any other name would (`.ssh` under the
+ * default `.ssh` pattern or one naming `.ssh/id_` files; no name under a
+ * `.pem` pattern, which matches a file by its own name): a symlink of that
+ * name leads what the host writes below it to its target, where masked
+ * names may land under other names. An ancestor that is matched, or below
+ * which nothing can match, is false (masked whole, or nothing to mask). */
+bool glob_set_name_matters(const VsGlobSet *s, const char *reldir);
 
 /* As glob_compile, for a pattern of len bytes that may hold NUL bytes
  * (refused with their column). */

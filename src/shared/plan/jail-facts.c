@@ -186,7 +186,8 @@ static bool jail_sees(const VsPolicy *p, const char *path) {
  * write would create it; behind another link of a writable path, which the
  * host would follow too) refuses the start: the link must go, or lead to
  * a file that is there. */
-static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root, const char *rel, VsError **err) {
+static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *root, const char *rel,
+                            VsError **err) {
         _cleanup_free_ char *dir = strdup(rel);
         if (!dir)
                 return -ENOMEM;
@@ -222,6 +223,12 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
         int r = proc ? -EXDEV : chase_path(joined, writable, &res);
         if (r >= 0 && res.path && path_is_below_or_equal(res.path, "/proc"))
                 r = -EXDEV;
+        /* Where the jail sees the host's files but no mask of a host path
+         * reaches (its kept home, bound at another path): refused. */
+        const char *at = r >= 0 || r == -ENOENT ? res.path : NULL;
+        for (char *const *a = also_seen; a && *a; a++)
+                if ((at && path_is_below_or_equal(at, *a)) || path_is_below_or_equal(lexical, *a))
+                        r = -EREMCHG;
         struct stat st;
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
                 if (!jail_sees(p, res.path) || under_masked_dir(f, res.path))
@@ -232,7 +239,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
                 return add_mask_path(&f->masks, &f->n_masks, strdup(res.path), S_ISDIR(st.st_mode));
         }
         const char *where = r == -ELOOP && res.link ? res.link : res.path ? res.path : lexical;
-        if (r != -EXDEV && !jail_sees(p, where) && !jail_sees(p, lexical))
+        if (r != -EXDEV && r != -EREMCHG && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
         return vs_error_set_kind(
                 err, -ELOOP, "sandbox_unavailable",
@@ -242,13 +249,15 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const char *root,
                 r == -ENOENT  ? "which does not exist (a write through the link would create it)"
                 : r == -ELOOP ? "reached through another symlink in a writable path"
                 : r == -EXDEV ? "into /proc (a different file for each process that opens it)"
+                : r == -EREMCHG ? "into the jail's own home (kept below the daemon's state directory)"
                               : "which cannot be resolved");
 }
 
 /* The masks: the writable roots' from their walk (walk_rw, walk_made),
  * and every other listed root walked with the mask patterns, relative to
  * it. */
-static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, WalkCacheUse *cache, VsError **err) {
+static int collect_masks(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, MaskList *rw_masks, WalkCacheUse *cache,
+                         VsError **err) {
         const VsGlobSet *set = p->mask_set;
         int r = 0;
         /* The workspace mounted read-only for want of a listed path over it
@@ -272,7 +281,7 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, 
                                 /* Symlinks are not mounted over: bwrap would follow them.
                                  * Their targets are masked instead (mask_link_target). */
                                 r = ml.items[k].kind == MASK_SYMLINK
-                                            ? mask_link_target(p, f, list[i].resolved, ml.items[k].relpath, err)
+                                            ? mask_link_target(p, f, also_seen, list[i].resolved, ml.items[k].relpath, err)
                                             : add_mask_path(&f->masks, &f->n_masks,
                                                             path_join(list[i].resolved, ml.items[k].relpath),
                                                             ml.items[k].kind == MASK_DIR);
@@ -534,8 +543,8 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
  * placeholders and git_init's repository, which need those repositories;
  * then what was made matched as the walk would have matched it, and the
  * read-only roots walked. */
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCacheUse *cache, const VsHostMaker *maker,
-                       VsJailFacts *ret, VsError **err) {
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, WalkCacheUse *cache,
+                       const VsHostMaker *maker, VsJailFacts *ret, VsError **err) {
         VsJailFacts f = { 0 };
         int r = policy_sets_check(p, err);
         if (r < 0)
@@ -548,7 +557,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, WalkCach
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
                 r = collect_protected(p, protected_paths, maker, &f, &sealed, &made, err);
-        if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, rw_masks, cache, err)) < 0))
+        if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, also_seen, rw_masks, cache, err)) < 0))
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
                 r = collect_protect_globs(p, &f, prot);
@@ -662,11 +671,11 @@ static void remote_list_free(VsPath *l, size_t n) {
         free(l);
 }
 
-int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
+int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
+                   const char *empty_dir, char *const *env, WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
                    struct VsGitRepos **ret_git_base, VsError **err) {
         VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, protected_paths, cache, maker, &f, err);
+        int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, &f, err);
         if (r < 0)
                 return r;
         r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
@@ -710,7 +719,7 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         if (r >= 0)
                 r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_make(&p, j->protected_paths, empty_file, empty_dir, j->env, NULL, NULL, ret, NULL, err);
+                r = jail_plan_make(&p, j->protected_paths, NULL, empty_file, empty_dir, j->env, NULL, NULL, ret, NULL, err);
         policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);

@@ -92,11 +92,14 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * what the masks cover there. */
 const char *jail_plan_uncovered_workspace(const VsPolicy *p);
 
-/* cache: the daemon's walk cache (walk-cache.h), or NULL. maker: who
+/* also_seen: host directories the jail sees besides the listed paths,
+ * where no mask is mounted (the kept home, bound elsewhere): a masked link
+ * leading there refuses the start. cache: the daemon's walk cache
+ * (walk-cache.h), or NULL. maker: who
  * makes what the host puts in the workspace (host-make.h), or NULL: this
  * process. */
-int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, struct WalkCacheUse *cache,
-                       const VsHostMaker *maker, VsJailFacts *ret, VsError **err);
+int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen,
+                       struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
 /* The one plan builder every launch uses (the local and container
@@ -106,8 +109,8 @@ void jail_facts_done(VsJailFacts *f);
  * (jail_plan_build). empty_file/empty_dir: the mask sources ("" when
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
  * facts found under the writable paths (git-scan.h), owned. */
-int jail_plan_make(const VsPolicy *p, char *const *protected_paths, const char *empty_file, const char *empty_dir,
-                   char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
+int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
+                   const char *empty_dir, char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
                    struct VsGitRepos **ret_git_base, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks

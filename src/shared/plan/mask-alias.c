@@ -21,9 +21,16 @@ static int inodes_push(MaskInodes *set, const struct stat *st) {
 
 static bool inode_in(const MaskInodes *set, const struct stat *st);
 
+/* What a second name of carries what the host writes to the masked one: a
+ * regular file, and a FIFO (the jail reading the FIFO by another name got
+ * the host's `echo KEY=.. >> .env`: attack review) or a socket. */
+static bool aliasable(const struct stat *st) {
+        return S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode);
+}
+
 int mask_inodes_add_if_linked(MaskInodes *set, const char *path) {
         struct stat st;
-        if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink < 2)
+        if (lstat(path, &st) < 0 || !aliasable(&st) || st.st_nlink < 2)
                 return 0;
         for (size_t i = 0; i < set->n; i++)
                 if (set->items[i].dev == st.st_dev && set->items[i].ino == st.st_ino)
@@ -114,12 +121,12 @@ static int walk(int dfd, char *path, size_t len, MaskInodes *collect, const Mask
                 }
                 /* d_ino is the inode number on the directory's file system
                  * (a mount point's differs): a candidate, confirmed by stat. */
-                if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+                if (de->d_type != DT_REG && de->d_type != DT_FIFO && de->d_type != DT_SOCK && de->d_type != DT_UNKNOWN)
                         continue;
-                if (!collect && de->d_type == DT_REG && !ino_wanted(set, de->d_ino))
+                if (!collect && de->d_type != DT_UNKNOWN && !ino_wanted(set, de->d_ino))
                         continue;
                 struct stat st;
-                if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !aliasable(&st))
                         continue;
                 if (collect) {
                         if (st.st_nlink > 1 && !inode_in(collect, &st) && (r = inodes_push(collect, &st)) < 0)

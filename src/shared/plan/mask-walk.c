@@ -167,27 +167,6 @@ unsigned char *mw_lane_state(Walk *w, size_t lane, size_t depth) {
 }
 
 
-/* Whether a symlink named name (at depth) would be masked, or have every
- * name below it masked, were it a directory (the default `.ssh` and `.aws`
- * patterns, ending in a double star; `secrets` followed by a single star;
- * a pattern for directories only): the host's writes through it (`.ssh ->
- * keys`, then `.ssh/id_ed25519` written) land in its target, which is then
- * masked whole (jail-facts.c, mask_link_target). Asked with a name no
- * pattern spells out, so a pattern such as the `.pem` one, which masks a
- * file by its own name wherever it lands, does not count. 1, 0, or
- * -ENOMEM. */
-static int link_names_masked_dir(Walk *w, size_t lane, size_t depth, const char *name, size_t nlen) {
-        const Lane *l = &w->lanes[lane];
-        _cleanup_free_ unsigned char *st = malloc(2 * l->state_size);
-        bool matched = false;
-        if (!st)
-                return -ENOMEM;
-        if (!glob_set_step(l->set, mw_lane_state(w, lane, depth), name, nlen, true, st, &matched) || matched)
-                return matched;
-        (void)glob_set_step(l->set, st, "\x01", 1, false, st + l->state_size, &matched);
-        return matched;
-}
-
 /* Whether st is the directory s names. */
 static bool same_inode(const struct stat *st, const struct stat *s) {
         return st->st_dev == s->st_dev && st->st_ino == s->st_ino;
@@ -546,10 +525,12 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                                         r = walk_cache_dir_add_match(&rec, (unsigned)i, mw_kind_from_dtype(type), name);
                         } else if (type == DT_LNK && w->lanes[i].follow_links && !w->following)
                                 links |= (unsigned char)(1u << i);
-                        else if (type == DT_LNK) {
-                                int k = link_names_masked_dir(w, i, depth, name, nlen);
-                                r = k < 0 ? vs_error_set(err, k, "out of memory") : k ? mw_walk_add(w, i, MASK_SYMLINK, err) : 0;
-                                if (k > 0 && r >= 0 && recording)
+                        else if (type == DT_LNK && !w->lanes[i].follow_links && glob_set_name_matters(w->lanes[i].set, w->path)) {
+                                /* A link whose name, as a directory, masks
+                                 * what lands below it (`.ssh -> keys`): its
+                                 * target is masked whole (jail-facts.c). */
+                                r = mw_walk_add(w, i, MASK_SYMLINK, err);
+                                if (r >= 0 && recording)
                                         r = walk_cache_dir_add_match(&rec, (unsigned)i, MASK_SYMLINK, name);
                         } else if (is_dir && below)
                                 into |= (unsigned char)(1u << i);
