@@ -1935,7 +1935,18 @@ def t_settling_waiters_share_a_timer(d0, tmp):
         for c in conns:
             c.s.sendall(b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": busy, "path": "x.txt"}).encode() +
                                  b"\n" for i in range(n)))
-        time.sleep(0.35)  # read and parked (a sanitized build takes 0.3 s for that)
+        # The window starts once the daemon has taken all 2 000 (a sanitized
+        # build under load took more than 0.35 s for that: a fixed sleep
+        # measured the reading too), asked on a connection of its own.
+        probe = d.conn()
+        deadline = time.monotonic() + 30
+        while True:
+            taken = probe.call({"tool": "status", "limit": 1})["daemon"]["calls_in_flight"]
+            if taken >= 8 * n or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        check(taken >= 8 * n, "the daemon took %d of %d calls in 30 s" % (taken, 8 * n))
+        time.sleep(0.05)
         c0 = cpu_s(d.pid)
         time.sleep(0.5)
         used = cpu_s(d.pid) - c0
@@ -1948,7 +1959,7 @@ def t_settling_waiters_share_a_timer(d0, tmp):
         notes.append("2 000 calls waiting for a config: the daemon's CPU over 0.5 s of their wait %.2f s" % used)
         check(codes == {"sandbox_unavailable": 8 * n}, codes)
         check(used < (0.3 if sanitized(d.pid) else 0.1), "the daemon used %.2f s of CPU in 0.5 s of waiting" % used)
-        for c in conns:
+        for c in conns + [probe]:
             c.close()
     finally:
         d.stop()

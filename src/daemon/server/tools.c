@@ -325,6 +325,10 @@ static void status_reply(Request *r) {
                 if (srv->cgroup_why_not)
                         json_object_set_new(d, "cgroups_unavailable", json_string(srv->cgroup_why_not));
                 /* What the backpressure bounds hold right now. */
+                uint64_t in_flight = 0;
+                for (Client *c = srv->clients; c; c = c->next)
+                        in_flight += c->inflight;
+                json_object_set_new(d, "calls_in_flight", json_integer((json_int_t)in_flight));
                 json_object_set_new(d, "input_held_bytes", json_integer((json_int_t)srv->in_bytes));
                 json_object_set_new(d, "replies_queued_bytes", json_integer((json_int_t)srv->out_bytes));
                 json_object_set_new(d, "replies_spooled_bytes", json_integer((json_int_t)srv->spool_bytes));
