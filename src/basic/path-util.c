@@ -106,6 +106,13 @@ char *path_find_executable_os(const char *name, const char *path_env) {
         return found;
 }
 
+bool path_below_any(const char *path, char *const *list) {
+        for (char *const *p = list; p && *p; p++)
+                if (path_is_below_or_equal(path, *p))
+                        return true;
+        return false;
+}
+
 bool path_listed_writable(const char *path, char *const *rw, char *const *ro) {
         size_t best = 0;
         bool any = false, writable = false;

@@ -14,6 +14,8 @@ char *path_normalize(const char *p);
  * equal, never with a leading slash); else NULL. Both must be normalized. */
 const char *path_startswith(const char *path, const char *prefix);
 bool path_is_below_or_equal(const char *path, const char *prefix);
+/* Whether path is at or below one of list (NULL-terminated, or NULL). */
+bool path_below_any(const char *path, char *const *list);
 /* Whether the innermost of the listed paths (rw, ro: normalized,
  * NULL-terminated or NULL) holding path is one of rw; at equal length ro
  * wins; none holds it: false. */

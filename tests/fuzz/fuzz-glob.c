@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "glob.h"
+#include "macro.h"
+#include "path-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -123,7 +125,7 @@ static void check_steps(const VsGlobSet *s, const VsGlob *g, char *path) {
 }
 
 /* Whether path is one or more names with no ".", ".." or empty component
- * (what the walks and the watch ask glob_set_name_matters about). */
+ * (what the walks and the watch ask glob_set_link_matters about). */
 static bool clean_components(const char *path) {
         if (!*path)
                 return false;
@@ -134,6 +136,51 @@ static bool clean_components(const char *path) {
                 if (!c[len])
                         return true;
                 c += len + 1;
+        }
+}
+
+/* glob_set_link_covered() is sound: for a link at a proper prefix of path
+ * (not masked whole), a target it calls covered is masked below as the
+ * link would be, for the rest of path as a file and as a directory; and a
+ * link always covers itself. Targets: the path's other prefixes and a few
+ * names the patterns in the corpus use. */
+static void check_link_covered(const VsGlobSet *s, const char *path) {
+        static const char *const fixed[] = { "x", "x/y", "deploy", ".ssh", "a/.ssh", "config/a/b", "secrets" };
+        if (!clean_components(path))
+                return;
+        size_t len = strlen(path), n_links = 0;
+        for (size_t i = 0; i < len && n_links < MAX_PREFIXES; i++) {
+                if (path[i] != '/')
+                        continue;
+                n_links++;
+                char *link = strndup(path, i);
+                const char *rest = path + i + 1;
+                if (!link)
+                        return;
+                if (!glob_set_masks(s, link, true)) {
+                        check(glob_set_link_covered(s, link, link));
+                        for (size_t t = 0; t < ELEMENTSOF(fixed) + n_links; t++) {
+                                char *target = t < ELEMENTSOF(fixed) ? strdup(fixed[t]) : NULL;
+                                if (t >= ELEMENTSOF(fixed)) { /* an earlier prefix of path */
+                                        size_t want = t - ELEMENTSOF(fixed), seen = 0;
+                                        for (size_t k = 0; k < i && !target; k++)
+                                                if (path[k] == '/' && seen++ == want)
+                                                        target = strndup(path, k);
+                                }
+                                if (!target || !glob_set_link_covered(s, link, target)) {
+                                        free(target);
+                                        continue;
+                                }
+                                char *from = path_join(link, rest), *to = path_join(target, rest);
+                                for (int d = 0; from && to && d < 2; d++)
+                                        if (glob_set_masks(s, from, d))
+                                                check(glob_set_masks(s, to, d));
+                                free(from);
+                                free(to);
+                                free(target);
+                        }
+                }
+                free(link);
         }
 }
 
@@ -198,8 +245,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         check(glob_set_could_match_below(s, path) == below);
                         /* A name that matters is matched as a directory,
                          * or something could match below it. */
-                        if (clean_components(path) && glob_set_name_matters(s, path))
+                        if (clean_components(path) && glob_set_link_matters(s, path))
                                 check(md || below);
+                        check_link_covered(s, path);
                         check_steps(s, g, path);
                         glob_set_free(s);
                 }

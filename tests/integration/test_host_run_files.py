@@ -15,6 +15,7 @@ Run as root, the workspaces belong to an ordinary user (OWNER). TAP."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import term  # noqa: E402
-from vtest import CLI, DAEMON, OWNER, ROOT, Daemon, Tap, check, chown_tree, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, WORKER, Daemon, Tap, check, chown_tree, make_ws  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
@@ -480,7 +481,14 @@ def t_masked_symlink_target(d, tmp):
     r = term(c, ws6, "ln -s %s/stash .env && touch ~/stash; echo made" % home)
     check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
     r = term(c, ws6, "echo ran")
-    check(not r["ok"] and "into the jail's own home" in r["error"]["message"], r)
+    check(not r["ok"] and "into what the jails see at another path" in r["error"]["message"], r)
+    # Another workspace's kept home (its name: the hash of that workspace's
+    # path), where that workspace's jail would read the host's write.
+    os.unlink(os.path.join(ws6, ".env"))
+    os.symlink(os.path.join(os.path.dirname(home), "0" * 64, "stash"), os.path.join(ws6, ".env"))
+    chown_tree(ws6)
+    r = term(c, ws6, "echo ran")
+    check(not r["ok"] and "into what the jails see at another path" in r["error"]["message"], r)
     # A FIFO behind a masked name, read by the jail through a hard link.
     ws7 = new_ws(tmp, "masklink-fifo")
     os.mkfifo(os.path.join(ws7, "p"))
@@ -495,6 +503,186 @@ def t_masked_symlink_target(d, tmp):
     chown_tree(ws3)
     r = term(c, ws3, "echo ran")
     check(r["ok"] and r["stdout"] == "ran\n", r)
+    c.close()
+
+
+def t_masked_links_by_position(d, tmp):
+    """A link the masks reach by its position, not its own name, leads the
+    host's write to its target, which is masked there as it would be below
+    the link (attack review, round 4): a link inside a directory masked
+    whole (secrets/prod.env -> ../notes/prod.env), a directory link at a
+    wildcard's position (deploy/prod -> ../x/y under deploy/*/secrets.yaml;
+    config/gcp -> ../x under config/**/credentials.json), a directory the
+    jail moves in holding such a link (the watch's look at a new
+    directory). A masked link into a system directory the jail sees
+    read-only (/etc), where no mask is put, refuses the start."""
+    secret = "API_KEY=sk-live-SECRET"
+    c = d.conn()
+    cases = (("in-masked-dir", '"secrets/"', {"secrets/prod.env": "../notes/prod.env"}, "notes/prod.env"),
+             ("wildcard", '"deploy/*/secrets.yaml"', {"deploy/prod": "../x/y"}, "x/y/secrets.yaml"),
+             ("middle-globstar", '"config/**/credentials.json"', {"config/gcp": "../x"}, "x/credentials.json"))
+    for name, pattern, links, target in cases:
+        ws = new_ws(tmp, "poslink-" + name, SANDBOX.replace('[".env"]', '[".env", %s]' % pattern),
+                    files={target: secret + "\n", "deploy/keep": "", "config/keep": "", "secrets/keep": ""})
+        for link, text in links.items():
+            os.symlink(text, os.path.join(ws, link))
+        chown_tree(ws)
+        r = term(c, ws, "cat %s 2>&1; echo end" % target)
+        check(r["ok"] and secret not in r["stdout"] and r["stdout"].endswith("end\n"), (name, r))
+        r = cli("run", "-w", ws, "cat %s 2>&1; echo end" % target)
+        check(secret not in r.stdout and "end" in r.stdout, (name, r))
+    # A link inside a masked directory whose target is missing: the host's
+    # write through it would create the file where the jail reads it.
+    ws = new_ws(tmp, "poslink-missing", SANDBOX.replace('[".env"]', '[".env", "secrets/"]'), files={"notes/keep": ""})
+    os.makedirs(os.path.join(ws, "secrets"))
+    os.symlink("../notes/prod.env", os.path.join(ws, "secrets/prod.env"))
+    chown_tree(ws)
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "is masked and a symlink" in r["error"]["message"], r)
+    # Into /etc (bound read-only, no mask there): refused, saying so.
+    ws = new_ws(tmp, "poslink-system")
+    os.symlink("/etc/hostname", os.path.join(ws, ".env"))
+    chown_tree(ws)
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "system directory" in r["error"]["message"], r)
+    # Into the worker the jails run (bound at another path; a user's own
+    # build or install is the host user's to write): refused.
+    ws = new_ws(tmp, "poslink-worker")
+    os.symlink(os.path.realpath(os.environ.get("VECTORA_WORKER", WORKER)), os.path.join(ws, ".env"))
+    chown_tree(ws)
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "into what the jails see at another path" in r["error"]["message"], r)
+    # A directory moved in holding a link at a masked directory's name.
+    ws = new_ws(tmp, "poslink-moved", SANDBOX.replace('[".env"]', '[".env", "deploy/secrets/**"]'),
+                files={"keys/known": "k\n"})
+    check(term(c, ws, "true")["ok"], "first call")
+    r = term(c, ws, "mkdir t && ln -s ../keys t/secrets && mv t deploy && sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    c.close()
+
+
+def t_repository_in_masked_dir(d, tmp):
+    """A repository in a directory masked whole is out of the jail's reach:
+    the start neither refuses (was: its protected config "cannot be
+    checked" in the jail, where the directory is empty) nor makes
+    placeholders in it; one the host makes there while a jail runs is not
+    put aside at the jail's end (was: renamed HEAD.vectora-quarantine, the
+    host's git broken: attack review, round 4)."""
+    ws = new_ws(tmp, "maskedrepo", SANDBOX.replace('[".env"]', '[".env", "secrets"]'), files={"secrets/keep": ""})
+    host_git(os.path.join(ws, "secrets"), "init", "-q", "vault")
+    chown_tree(ws)
+    c = d.conn()
+    r = term(c, ws, "ls -A secrets; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    check(not os.path.exists(os.path.join(ws, "secrets/vault/.git/commondir")), "a placeholder was made in the masked repository")
+    check(os.path.exists(os.path.join(ws, ".git/commondir")), "the workspace's own placeholders (the test's premise)")
+    r = host_git(os.path.join(ws, "secrets"), "init", "-q", "other")
+    check(r.returncode == 0, r)
+    chown_tree(ws)
+    r = term(c, ws, "touch .env; sleep 5; echo survived")  # a masked name appears: that jail ends, the sweep runs
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    r = term_until_ok(c, ws, "echo ran")
+    check(r["ok"], r)
+    # The embedded CLI's sweep at its jail's end, likewise.
+    e = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
+    run = subprocess.Popen([CLI, "--no-daemon", "run", "-w", ws, "sleep 2; echo done"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=e)
+    time.sleep(1)
+    r = host_git(os.path.join(ws, "secrets"), "init", "-q", "third")
+    check(r.returncode == 0, r)
+    chown_tree(ws)
+    out, err = run.communicate(timeout=60)
+    check(run.returncode == 0 and "done" in out, (out, err))
+    for repo in ("vault", "other", "third"):
+        git_dir = os.path.join(ws, "secrets", repo, ".git")
+        check(os.path.exists(os.path.join(git_dir, "HEAD")), "%s put aside: %s" % (repo, sorted(os.listdir(git_dir))))
+    c.close()
+
+
+SWAP_PY = r"""
+import ctypes, os, sys
+link, prep = sys.argv[1:3]
+libc = ctypes.CDLL(None, use_errno=True)
+g = os.path.join(prep, ".git")
+for d in ("objects", "refs/heads", "hooks"):
+    os.makedirs(os.path.join(g, d))
+open(os.path.join(g, "config"), "w").write("[core]\n\tbare = false\n\tfsmonitor = touch planted-ran\n")
+open(os.path.join(prep, "H"), "w").write("ref: refs/heads/main\n")
+if libc.renameat2(-100, prep.encode(), -100, link.encode(), 2) != 0:  # RENAME_EXCHANGE
+    sys.exit("exchange: " + os.strerror(ctypes.get_errno()))
+os.rename(os.path.join(link, "H"), os.path.join(link, ".git/HEAD"))
+print("planted")
+"""
+
+
+def t_repository_behind_protected_link(d, tmp):
+    """A protected name that is a symlink (a/.vscode -> ../b) is sealed
+    where it leads; the name itself is the jail's to swap (renameat2's
+    exchange) for a directory holding a repository. The daemon's look and
+    the sweep at the jail's end leave alone only repositories in what the
+    jail sees sealed as mounts: that one is put aside (attack review,
+    round 5: a first form took every protected path, the link's name too,
+    and the host's git ran the agent's fsmonitor). The daemon is stopped
+    while the jail plants, so the repository is whole before any look."""
+    ws = new_ws(tmp, "protlink", files={"b/keep": ""})
+    with open(os.path.join(ws, "swap.py"), "w") as f:
+        f.write(SWAP_PY)
+    chown_tree(ws)
+    c = d.conn()
+    r = term(c, ws, "mkdir a && ln -s ../b a/.vscode && echo made")
+    r = term_until_ok(c, ws, "readlink a/.vscode")
+    check(r["ok"] and r["stdout"] == "../b\n", r)
+    res = {}
+    c2 = d.conn()
+    t = threading.Thread(target=lambda: res.update(r=term(c2, ws, "sleep 1.5; mkdir a/prep && python3 swap.py a/.vscode a/prep; sleep 5; echo survived")))
+    t.start()
+    time.sleep(0.8)
+    os.kill(d.p.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not os.path.exists(os.path.join(ws, "a/.vscode/.git/HEAD")):
+            time.sleep(0.05)
+        check(os.path.exists(os.path.join(ws, "a/.vscode/.git/HEAD")), "the plant did not happen (the test's premise)")
+    finally:
+        os.kill(d.p.pid, signal.SIGCONT)
+    t.join()
+    check(not res["r"]["ok"] and res["r"]["error"]["code"] == "worker_recycled", res["r"])
+    term_until_ok(c, ws, "true")
+    git_dir = os.path.join(ws, "a/.vscode/.git")
+    check(not os.path.exists(os.path.join(git_dir, "HEAD")), "left live: %s" % sorted(os.listdir(git_dir)))
+    host_git(os.path.join(ws, "a/.vscode"), "status")
+    check(not os.path.exists(os.path.join(ws, "a/.vscode/planted-ran")), "the host's git ran the agent's fsmonitor")
+    c.close()
+    c2.close()
+
+
+def t_nested_listed_paths_pinned(d, tmp):
+    """The directories between a listed path and the writable one holding
+    it are pinned: the jail can neither rename them away (taking the nested
+    mount with it, then making a directory of its own at the listed path,
+    which the host takes as that path: attack review, round 6) nor see a
+    read-only path writable. Was: a pin needed by a mask beside a
+    read-only path (x/z/.env beside ro_paths = ["x/y"]) was bound after
+    it, from the host's tree, and x/y became writable."""
+    c = d.conn()
+    ws = new_ws(tmp, "nested-ro", SANDBOX.replace('mask = [".env"]', 'mask = [".env", "x/z/.env"]\nro_paths = ["x/y"]'),
+                files={"x/y/keep": "", "x/z/.env": "S\n"})
+    for how, run in (("daemon", lambda cmd: term(c, ws, cmd)), ("embedded", None)):
+        cmd = "touch x/y/f 2>&1; mv x x_old 2>&1; echo end"
+        if run:
+            r = run(cmd)
+            check(r["ok"], (how, r))
+            out = r["stdout"]
+        else:
+            p = cli("run", "-w", ws, cmd)
+            out = p.stdout
+        check("Read-only file system" in out and "Device or resource busy" in out and out.endswith("end\n"), (how, out))
+        check(not os.path.exists(os.path.join(ws, "x/y/f")) and os.path.isdir(os.path.join(ws, "x/y")), how)
+    ws = new_ws(tmp, "nested-rw", SANDBOX.replace('mask = [".env"]', 'mask = [".env", "**/secrets"]\nrw_paths = [".", "x/y"]'),
+                files={"x/y/secrets/keep": ""})
+    r = term(c, ws, "mv x x_old 2>&1; echo end")
+    check(r["ok"] and "Device or resource busy" in r["stdout"], r)
+    check(os.path.isdir(os.path.join(ws, "x/y/secrets")), "moved")
     c.close()
 
 
@@ -624,6 +812,10 @@ TESTS = [
     t_symlinked_directory,
     t_other_vcs_configs,
     t_masked_symlink_target,
+    t_masked_links_by_position,
+    t_repository_in_masked_dir,
+    t_repository_behind_protected_link,
+    t_nested_listed_paths_pinned,
     t_read_only_listed_repository_left_alone,
     t_host_created_name_is_sealed,
     t_background_write_reported,

@@ -564,25 +564,34 @@ static void test_set_masks_ancestors(void **state) {
         assert_true(glob_set_could_match_below(s, "anything"));
 }
 
-/* A link's name that leads masked names below it (glob_set_name_matters):
- * the directory patterns and those naming some files of a directory, not
- * a pattern that matches a file by its own name anywhere. */
-static void test_set_name_matters(void **state) {
+/* A link that leads masked names below it elsewhere (glob_set_link_matters)
+ * and whether its target is masked the same (glob_set_link_covered). */
+static void test_set_link_matters(void **state) {
         char *patterns[] = { (char *)"**/.ssh/id_*", (char *)"**/.aws/**", (char *)"**/*.pem", (char *)"/secret/",
-                             (char *)"/conf/prod.yaml", NULL };
+                             (char *)"/conf/prod.yaml", (char *)"/deploy/*/secrets.yaml", NULL };
         _cleanup_(glob_set_freep) VsGlobSet *s = NULL;
         assert_int_equal(glob_set_new(patterns, &s, NULL), 0);
-        assert_true(glob_set_name_matters(s, ".ssh"));
-        assert_true(glob_set_name_matters(s, "deep/er/.ssh"));
-        assert_true(glob_set_name_matters(s, "x/.aws"));
-        assert_true(glob_set_name_matters(s, "secret"));      /* matched itself, as a directory */
-        assert_true(glob_set_name_matters(s, "conf"));        /* anchored: conf/prod.yaml below */
-        assert_false(glob_set_name_matters(s, "x/conf"));     /* not at the root */
-        assert_false(glob_set_name_matters(s, "keys"));       /* only *.pem could match below: by the file's name */
-        assert_false(glob_set_name_matters(s, "node_modules"));
-        assert_false(glob_set_name_matters(s, "secret/inner")); /* below a matched directory: masked whole */
-        assert_false(glob_set_name_matters(s, ""));
-        assert_false(glob_set_name_matters(NULL, ".ssh"));
+        assert_true(glob_set_link_matters(s, ".ssh"));
+        assert_true(glob_set_link_matters(s, "deep/er/.ssh"));
+        assert_true(glob_set_link_matters(s, "x/.aws"));
+        assert_true(glob_set_link_matters(s, "secret"));      /* matched itself, as a directory */
+        assert_true(glob_set_link_matters(s, "conf"));        /* anchored: conf/prod.yaml below */
+        assert_true(glob_set_link_matters(s, "deploy/prod")); /* a wildcard's position: any name */
+        assert_false(glob_set_link_matters(s, "x/conf"));     /* not at the root */
+        assert_false(glob_set_link_matters(s, "keys"));       /* only *.pem below: by the file's own name */
+        assert_false(glob_set_link_matters(s, "node_modules/pkg"));
+        assert_false(glob_set_link_matters(s, "secret/inner")); /* below a matched directory: masked whole */
+        assert_false(glob_set_link_matters(s, ""));
+        assert_false(glob_set_link_matters(NULL, ".ssh"));
+        /* Covered: the target has every such position live too. */
+        assert_true(glob_set_link_covered(s, "keys", "elsewhere"));
+        assert_true(glob_set_link_covered(s, "a/.ssh", "b/.ssh"));
+        assert_true(glob_set_link_covered(s, "deploy/prod", "deploy/staging"));
+        assert_false(glob_set_link_covered(s, ".ssh", "keys"));
+        assert_false(glob_set_link_covered(s, "deploy/prod", "x/y"));
+        assert_false(glob_set_link_covered(s, "conf", "conf2"));
+        assert_true(glob_set_link_covered(s, "keys", NULL));
+        assert_false(glob_set_link_covered(s, ".ssh", NULL));
 }
 
 static void test_set_errors(void **state) {
@@ -976,7 +985,7 @@ int main(void) {
                 cmocka_unit_test(test_random_vs_reference),
                 cmocka_unit_test(test_set_masks_ancestors),
                 cmocka_unit_test(test_set_errors),
-                cmocka_unit_test(test_set_name_matters),
+                cmocka_unit_test(test_set_link_matters),
                 cmocka_unit_test(test_set_could_match_below_anchored),
                 cmocka_unit_test(test_mask_set_compile),
                 cmocka_unit_test_setup_teardown(test_walk_tree, walk_setup, walk_teardown),

@@ -176,16 +176,21 @@ int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offli
          * what the jail adds is put aside. Only where the jail writes this
          * host's files. */
         _cleanup_free_ VsGitRepos *git_base = NULL;
-        _cleanup_strv_free_ char **git_roots = calloc(1, sizeof(char *));
-        if (!git_roots)
+        _cleanup_strv_free_ char **git_roots = calloc(1, sizeof(char *)), **git_ro = calloc(1, sizeof(char *));
+        if (!git_roots || !git_ro)
                 return -ENOMEM;
         if (p->sandboxed && p->backend->host_files && l->git_base) {
                 git_base = TAKE_PTR(l->git_base);
-                for (size_t i = 0; i < p->n_rw; i++)
-                        if (p->rw_paths[i].resolved && (r = strv_extend(&git_roots, p->rw_paths[i].resolved)) < 0) {
-                                git_repos_done(git_base);
-                                return r;
-                        }
+                for (size_t i = 0; r >= 0 && i < p->n_rw; i++)
+                        if (p->rw_paths[i].resolved)
+                                r = strv_extend(&git_roots, p->rw_paths[i].resolved);
+                for (size_t i = 0; r >= 0 && i < p->n_ro; i++)
+                        if (p->ro_paths[i].resolved)
+                                r = strv_extend(&git_ro, p->ro_paths[i].resolved);
+                if (r < 0) {
+                        git_repos_done(git_base);
+                        return r;
+                }
         }
         _cleanup_(session_endp) VsSession *s = NULL;
         if ((r = session_start(l, &s, err)) < 0) {
@@ -193,7 +198,7 @@ int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offli
                         git_repos_done(git_base);
                 return r;
         }
-        if (git_base && (r = session_watch_git(s, TAKE_PTR(git_base), git_roots)) < 0)
+        if (git_base && (r = session_watch_git(s, TAKE_PTR(git_base), git_roots, git_ro, l->sealed_dirs)) < 0)
                 return r;
         if (after && (r = protect_snapshot_take(p, NULL, &snap)) < 0)
                 return r;

@@ -36,6 +36,7 @@ void launch_free(VsLaunch *l) {
         strv_free(l->protect);
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
+        strv_free(l->sealed_dirs);
         strv_free(l->env);
         free(l->bpf);
         strv_free(l->landlock_rw);
@@ -78,6 +79,7 @@ void launch_trim(VsLaunch *l) {
         strv_free(l->protect);
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
+        strv_free(l->sealed_dirs);
         strv_free(l->env);
         strv_free(l->landlock_rw);
         strv_free(l->pre_argv);
@@ -86,7 +88,7 @@ void launch_trim(VsLaunch *l) {
         jail_plan_free(l->plan);
         l->plan = NULL;
         l->argv = l->rw_paths = l->ro_paths = l->mask = l->protected_paths = l->protect = l->env = l->landlock_rw = NULL;
-        l->verify_empty = l->verify_readonly = NULL;
+        l->verify_empty = l->verify_readonly = l->sealed_dirs = NULL;
         l->pre_argv = l->notes = NULL;
         l->bpf = NULL;
         l->bpf_len = 0;
@@ -254,6 +256,24 @@ static int launch_direct(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *
         return 0;
 }
 
+/* dest, when it is a directory below a writable root reached there
+ * without a symlink, added to *list. */
+static int sealed_dir_add(const VsPolicy *p, char ***list, const char *dest) {
+        for (size_t i = 0; i < p->n_rw; i++) {
+                const char *root = p->rw_paths[i].resolved;
+                const char *rel = root ? path_startswith(dest, root) : NULL;
+                if (!rel)
+                        continue;
+                _cleanup_close_ int rfd = chase_open_dir(root);
+                _cleanup_close_ int fd = rfd < 0 ? rfd : chase_beneath(rfd, rel, O_PATH);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return 0;
+                return strv_contains(*list, dest) ? 0 : strv_extend(list, dest);
+        }
+        return 0;
+}
+
 /* The jail plan (l->plan) from the policy and this host's facts: the
  * mask walk, the protected paths as they exist, the empty mount sources in
  * o->runtime_dir. Made here for every backend with host_files, before its
@@ -263,12 +283,28 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
         int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
-        /* The kept home: the jail sees it at VS_JAIL_HOME, where no mask
-         * of the plan's host paths reaches. */
-        _cleanup_free_ char *home_real = l->home_dir ? realpath(l->home_dir, NULL) : NULL;
-        char *const also_seen[] = { home_real ? home_real : l->home_dir, NULL };
-        if ((r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
-                                  &l->git_base, err)) < 0)
+        /* What the jails see at another path than the host's, where no
+         * mask of the plan's host paths reaches: the kept homes (this
+         * jail's own at VS_JAIL_HOME, another workspace's of the same
+         * owner: an attack review linked .env there), the worker, the
+         * runtime directory (the masks' empty sources, a user daemon's CA
+         * bundles), the CA bundle and the identity file. A masked link
+         * into one refuses the start (jail-facts.c). */
+        _cleanup_free_ char *homes = o->state_dir ? path_join(o->state_dir, "homes") : NULL;
+        const char *seen[] = { homes, l->home_dir, o->worker_path, o->runtime_dir, o->runtime_root, o->ca_bundle, l->git_config };
+        char *also_seen[ELEMENTSOF(seen) + 1] = { NULL };
+        size_t n_seen = 0;
+        for (size_t i = 0; i < ELEMENTSOF(seen); i++)
+                if (seen[i] && !(also_seen[n_seen++] = realpath(seen[i], NULL)) && !(also_seen[n_seen - 1] = strdup(seen[i]))) {
+                        for (size_t k = 0; k < n_seen; k++)
+                                free(also_seen[k]);
+                        return -ENOMEM;
+                }
+        r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
+                           &l->git_base, err);
+        for (size_t k = 0; k < n_seen; k++)
+                free(also_seen[k]);
+        if (r < 0)
                 return r;
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */
@@ -285,6 +321,17 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                         return r;
                 if (m->kind == VS_MOUNT_PROTECT && (r = strv_extend(&l->verify_readonly, m->dest)) < 0)
                         return r;
+        }
+        /* A mount's path reached through a link (lN/.vscode with lN -> d,
+         * the protect walk's second name for d/.vscode) is left out: the
+         * link is the jail's to swap for a directory of its own. */
+        if (!(l->sealed_dirs = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        for (size_t i = 0; i < l->plan->n_mounts; i++) {
+                const VsJailMount *m = &l->plan->mounts[i];
+                if ((m->kind == VS_MOUNT_MASK && m->dir && !m->protects) || m->kind == VS_MOUNT_PROTECT)
+                        if ((r = sealed_dir_add(p, &l->sealed_dirs, m->dest)) < 0)
+                                return r;
         }
         return 0;
 }

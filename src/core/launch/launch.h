@@ -23,6 +23,7 @@ typedef struct VsLaunchOptions {
         const char *worker_path; /* host path of the static worker */
         const char *bwrap;       /* NULL: "bwrap" from PATH */
         const char *runtime_dir; /* where the empty mask file/dir live (created if needed) */
+        const char *runtime_root; /* the daemon's whole runtime directory (its instances, proxies, CA bundles), or NULL */
         /* How many workers this caller started for the workspace before
          * (0: the first). Backends whose workers have names (docker)
          * alternate between two so a draining worker is not removed by its
@@ -83,6 +84,11 @@ typedef struct VsLaunch {
         char **protect; /* the policy's protect globs (the file tools refuse what they name) */
         char **verify_empty;    /* the plan's masks: the worker checks them before ready */
         char **verify_readonly; /* the plan's protected mounts: likewise */
+        /* The plan's masked and protected directories reached from their
+         * writable root without a symlink: mount points in the jail, which
+         * it can neither write below nor move, so no repository there is
+         * its doing (git-watch.c). NULL without a plan. */
+        char **sealed_dirs;
         char **env;          /* "K=V" */
         const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */

@@ -403,16 +403,27 @@ int session_call(VsSession *s, uint64_t id, const StrBuf *request, uint64_t time
         return 0;
 }
 
-int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots) {
-        char **copy = strv_copy(roots);
-        if (!copy) {
+int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots, char *const *ro, char *const *sealed) {
+        char **copy = strv_copy(roots), **ro_copy = strv_copy(ro), **sealed_copy = strv_copy(sealed);
+        if (!copy || !ro_copy || !sealed_copy) {
+                strv_free(copy);
+                strv_free(ro_copy);
+                strv_free(sealed_copy);
                 git_repos_done(base);
                 free(base);
                 return -ENOMEM;
         }
         s->git_base = base;
         s->git_roots = copy;
+        s->git_ro = ro_copy;
+        s->git_sealed = sealed_copy;
         return 0;
+}
+
+/* Whether the jail could have made g: where it writes, not in what it
+ * sees sealed (as the daemon's git-watch.c). */
+static bool jail_could_make(const VsSession *s, const VsGitRepo *g) {
+        return !path_below_any(g->dir, s->git_sealed) && path_listed_writable(g->dir, s->git_roots, s->git_ro);
 }
 
 int session_jail_pids(const VsSession *s, pid_t **ret) {
@@ -447,7 +458,7 @@ int session_git_sweep(VsSession *s, char ***paths) {
         int n = 0;
         for (size_t i = 0; i < now.n; i++) {
                 const VsGitRepo *g = &now.items[i];
-                if (git_repos_has(s->git_base, g))
+                if (git_repos_has(s->git_base, g) || !jail_could_make(s, g))
                         continue;
                 /* The jail first: while it runs it could put it back. */
                 __atomic_store_n(&s->ended_why,
@@ -494,6 +505,8 @@ void session_end(VsSession *s) {
                 free(s->git_base);
         }
         strv_free(s->git_roots);
+        strv_free(s->git_ro);
+        strv_free(s->git_sealed);
         jsonl_reader_free(s->reader);
         strv_free(s->layers);
         strv_free(s->degraded);

@@ -35,6 +35,10 @@ typedef struct VsSession {
          * (git-scan.h), and those roots; NULL: not looked at. */
         struct VsGitRepos *git_base;
         char **git_roots;
+        /* Not the jail's to make a repository in: the read-only listed
+         * paths (path_listed_writable) and what the jail sees sealed
+         * (launch.h sealed_dirs). */
+        char **git_ro, **git_sealed;
         /* tool_call_run() sweeps after each call (a warm session); a
          * one-call user (the CLI) ends the worker and sweeps itself. */
         bool no_sweep_per_call;
@@ -66,9 +70,10 @@ int session_start(VsLaunch *l, VsSession **ret, VsError **err);
 void session_watch_protected(VsSession *s, VsProtectSnapshot *snap);
 
 /* Takes base (the repositories of roots before the jail started,
- * git_scan_policy()) and copies roots: session_git_sweep() puts aside
- * what the jail adds. */
-int session_watch_git(VsSession *s, struct VsGitRepos *base, char *const *roots);
+ * git_scan_policy()) and copies roots, ro (the read-only listed paths) and
+ * sealed (the jail's sealed directories): session_git_sweep() puts aside
+ * what the jail adds where it writes. */
+int session_watch_git(VsSession *s, struct VsGitRepos *base, char *const *roots, char *const *ro, char *const *sealed);
 /* A repository the jail made since (one the host's git would take, with
  * the jail's config and hooks): the worker is ended first (the jail could
  * undo anything while it runs), then each is put aside (git_quarantine())

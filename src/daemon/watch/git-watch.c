@@ -23,6 +23,7 @@ struct GitSweep {
         VsGitRepos *base;
         char **roots;
         char **ro; /* the read-only listed paths: a repository there is not the jail's */
+        char **sealed; /* nor one where the jail saw an empty or read-only mount */
         /* The start walk's lanes and key (jail-facts.c's walk_rw), so the
          * sweep reads only the directories changed since that walk and
          * leaves the cache current for the next start: copies, the policy
@@ -49,6 +50,7 @@ static void base_free(Workspace *ws) {
                 git_repos_done(ws->git_base);
                 free(TAKE_PTR(ws->git_base));
         }
+        strv_free(TAKE_PTR(ws->git_sealed));
 }
 
 void git_watch_free(Workspace *ws) {
@@ -79,6 +81,14 @@ void git_watch_base(Workspace *ws) {
                             "not looked for (git-scan.h)",
                             ws->path, GIT_SCAN_MAX_DIRS, GIT_SCAN_MAX_DEPTH);
         ws->git_base = TAKE_PTR(l->git_base);
+        /* What this jail sees sealed, it cannot make a repository in: a
+         * host's repository in a masked or protected directory is left
+         * alone (an attack review: the sweep put aside a host `git init`
+         * in a masked secrets/ and in .vscode/). The directories that are
+         * mount points in the jail only (launch.h); and only with no older
+         * jail still running, which may have seen them writable. */
+        if (!ws->draining && ws->n_old_jails == 0)
+                ws->git_sealed = TAKE_PTR(l->sealed_dirs);
 }
 
 /* The policy's resolved listed paths of one kind, NULL-terminated (NULL:
@@ -100,8 +110,10 @@ static char **listed(const VsPolicy *p, bool ro) {
  * read-only listed path below a writable root is the host's (an attack
  * review: the host's `git init` there while a jail ran was put aside by
  * the sweep at its end). */
-static bool jail_could_make(const VsPolicy *p, const VsGitRepo *g) {
-        _cleanup_strv_free_ char **rw = listed(p, false), **ro = listed(p, true);
+static bool jail_could_make(const Workspace *ws, const VsGitRepo *g) {
+        if (path_below_any(g->dir, ws->git_sealed))
+                return false;
+        _cleanup_strv_free_ char **rw = listed(ws->policy, false), **ro = listed(ws->policy, true);
         return !rw || !ro || path_listed_writable(g->dir, rw, ro); /* out of memory: as before */
 }
 
@@ -128,7 +140,7 @@ bool git_watch_new(Workspace *ws, const char *dir, VsGitRepos *ret_new) {
         /* Those not at the base, moved out of now into *ret_new. */
         size_t k = 0;
         for (size_t i = 0; i < now.n; i++) {
-                if (git_repos_has(ws->git_base, &now.items[i]) || !jail_could_make(ws->policy, &now.items[i])) {
+                if (git_repos_has(ws->git_base, &now.items[i]) || !jail_could_make(ws, &now.items[i])) {
                         free(now.items[i].dir);
                         continue;
                 }
@@ -176,7 +188,7 @@ size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *pa
         VsGitRepos now = { 0 }, fresh = { 0 };
         (void)git_scan_policy(ws->policy, false, &now);
         for (size_t i = 0; i < now.n; i++)
-                if (!git_repos_has(ws->git_base, &now.items[i]) && jail_could_make(ws->policy, &now.items[i])) {
+                if (!git_repos_has(ws->git_base, &now.items[i]) && jail_could_make(ws, &now.items[i])) {
                         VsGitRepo *n = realloc(fresh.items, (fresh.n + 1) * sizeof *n);
                         if (!n)
                                 break;
@@ -225,7 +237,8 @@ static void sweep_work(uv_work_t *w) {
         s->dirs = now.dirs;
         for (size_t i = 0; i < now.n; i++) {
                 const VsGitRepo *g = &now.items[i];
-                if (git_repos_has(s->base, g) || !path_listed_writable(g->dir, s->roots, s->ro))
+                if (git_repos_has(s->base, g) || !path_listed_writable(g->dir, s->roots, s->ro) ||
+                    path_below_any(g->dir, s->sealed))
                         continue;
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
                 int r = git_quarantine(g, s->by, &moved, NULL);
@@ -263,6 +276,7 @@ static void sweep_after(uv_work_t *w, int status) {
         free(s->base);
         strv_free(s->roots);
         strv_free(s->ro);
+        strv_free(s->sealed);
         glob_set_free(s->mask);
         glob_set_free(s->protect);
         strv_free(s->mask_patterns);
@@ -290,6 +304,7 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
                 r = -ENOMEM;
         if (r >= 0) {
                 *s = (GitSweep){ .ws = ws, .base = ws->git_base, .roots = roots, .ro = TAKE_PTR(ro), .note = note, .done = done };
+                s->sealed = strv_copy(ws->git_sealed); /* NULL (none, or out of memory): every new one put aside */
                 const VsPolicy *p = ws->policy;
                 if (ws->srv->walk_cache.dir && policy_sets_check(p, NULL) >= 0 &&
                     (!p->mask || (s->mask_patterns = strv_copy(p->mask))) &&
@@ -309,6 +324,7 @@ bool git_watch_sweep_start(Workspace *ws, void (*note)(Workspace *ws, const char
                 strv_free(ro);
                 if (s) {
                         strv_free(s->ro);
+                        strv_free(s->sealed);
                         glob_set_free(s->mask);
                         glob_set_free(s->protect);
                         strv_free(s->mask_patterns);

@@ -251,6 +251,8 @@ static bool git_name(const char *name) {
                streq(name, "commondir");
 }
 
+static bool masked_dir_link(const WorkspaceWatch *w, size_t root, const char *rel);
+
 static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
         const char *slash = strrchr(rel, '/');
         if (!git_name(slash ? slash + 1 : rel) || w->git_all)
@@ -262,7 +264,7 @@ static void note_git(WorkspaceWatch *w, size_t root, const char *rel) {
          * doing or that workspace's jail's) is not this jail's to put
          * aside. Was: a workspace listing another read-only renamed that
          * one's own .git/HEAD when its jail made its placeholders. */
-        if (abs && !jail_writes(w->ws->policy, abs))
+        if (abs && (!jail_writes(w->ws->policy, abs) || path_below_any(abs, w->ws->git_sealed)))
                 return;
         if (!abs || strv_length(w->git_dirs) >= 256) {
                 w->git_all = true; /* many at once: one walk instead */
@@ -408,7 +410,8 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         note_host_run(w, root, sub, hr);
                 if (note)
                         note_git(w, root, sub);
-                if (glob_set_masks(w->set, sub, is_dir)) {
+                if (glob_set_masks(w->set, sub, is_dir) ||
+                    (!w->rewalking && de->d_type == DT_LNK && masked_dir_link(w, root, sub))) {
                         if (w->rewalking && masked_in_jail(w, root, sub))
                                 continue;
                         if (ret_match && !*ret_match)
@@ -657,10 +660,10 @@ static void on_event(void *userdata, const struct inotify_event *ev) {
  * keys` under the default `.ssh` pattern): what the host writes below the
  * name lands in its target, which only the next jail's plan masks
  * (jail-facts.c, mask_link_target). The name is asked first
- * (glob_set_name_matters), then whether it is a link, reached without
+ * (glob_set_link_matters), then whether it is a link, reached without
  * following one. */
 static bool masked_dir_link(const WorkspaceWatch *w, size_t root, const char *rel) {
-        if (!glob_set_name_matters(w->set, rel))
+        if (!glob_set_link_matters(w->set, rel))
                 return false;
         _cleanup_close_ int fd = open_beneath(w, root, rel, O_PATH);
         return fd == -ELOOP;

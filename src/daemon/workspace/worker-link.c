@@ -731,6 +731,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         s->o = (VsLaunchOptions){
                 .worker_path = srv->opt.worker_path,
                 .runtime_dir = srv->instance_dir,
+                .runtime_root = srv->opt.runtime_dir,
                 .instance = ws->counters.spawns,
                 .state_dir = srv->opt.state_dir,
                 .walk_cache = srv->walk_cache.dir ? &srv->walk_cache : NULL,

@@ -121,6 +121,7 @@ struct Workspace {
         size_t n_host_run;
         /* the repositories of the writable roots when the worker started (git-watch.c) */
         struct VsGitRepos *git_base;
+        char **git_sealed; /* what the base's jail saw sealed (masked, protected): not its repositories */
         struct GitSweep *git_sweep; /* putting aside what the last jail made: no new jail starts meanwhile */
 
         /* freeing unused entries (workspace.c, workspace_gc) */

@@ -141,12 +141,14 @@ void backend_local_env_done(VsLocalEnv *env) {
         env->gpu_nodes = NULL;
 }
 
+/* What a shell and a toolchain need, read-only. /etc is included for
+ * passwd, resolv.conf, ld.so.cache, certificates: files a non-root uid
+ * could read on the host anyway. */
+const char *const vs_local_system_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                             "/etc", "/opt", NULL };
+
 int backend_local_probe(VsLocalEnv *env, VsError **err) {
-        /* What a shell and a toolchain need, read-only. /etc is included for
-         * passwd, resolv.conf, ld.so.cache, certificates: files a non-root
-         * uid could read on the host anyway. */
-        static const char *const sys[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                                           "/etc", "/opt" };
+        const char *const *sys = vs_local_system_dirs;
         static const char *const gpu_prefixes[] = { "nvidia", "dri", "kfd" };
         _cleanup_strv_free_ char **dirs = calloc(1, sizeof(char *));
         _cleanup_strv_free_ char **gpu = calloc(1, sizeof(char *));
@@ -156,7 +158,7 @@ int backend_local_probe(VsLocalEnv *env, VsError **err) {
         size_t n_links = 0;
         int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(sys); i++) {
+        for (size_t i = 0; sys[i]; i++) {
                 struct stat st;
                 if (lstat(sys[i], &st) < 0)
                         continue;

@@ -59,6 +59,11 @@ typedef struct VsLocalEnv {
         bool ca_over_system;      /* and over VS_SYSTEM_CA_FILE (the host has that file) */
 } VsLocalEnv;
 
+/* The host's system directories a local jail binds read-only at their own
+ * paths (those that exist; a link among them is recreated as a link),
+ * NULL-terminated. */
+extern const char *const vs_local_system_dirs[];
+
 /* Renders the plan as the bwrap argv (argv[0] = env->bwrap, ending with
  * the worker path inside the jail). Borrows p and env; *ret_argv is owned by the caller. */
 int backend_local_argv(const VsPolicy *p, const VsLocalEnv *env, char ***ret_argv, VsError **err);

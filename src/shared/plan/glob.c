@@ -634,43 +634,83 @@ bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir) {
         return false;
 }
 
-bool glob_set_name_matters(const VsGlobSet *s, const char *reldir) {
+/* The state of the directory reldir ("": the root) into state; false when
+ * nothing can match at or below it, or an ancestor is matched (masked
+ * whole: what lies below is the ancestor's). */
+static bool state_of_dir(const VsGlobSet *s, const char *reldir, unsigned char *state, unsigned char *tmp) {
         size_t n = glob_set_state_size(s);
-        if (!s || !reldir || !*reldir || n == 0)
+        glob_set_state_init(s, state);
+        for (const char *c = reldir; *c;) {
+                size_t len = strcspn(c, "/");
+                bool matched = false;
+                bool last = !c[len] || !c[len + strspn(c + len, "/")];
+                if (len > 0) {
+                        bool alive = glob_set_step(s, state, c, len, true, tmp, &matched);
+                        memcpy(state, tmp, n);
+                        if (!last && (!alive || matched))
+                                return false;
+                        if (last)
+                                return alive || matched;
+                }
+                c += len;
+                c += strspn(c, "/");
+        }
+        return true;
+}
+
+/* Whether position k of g is live below every directory: only `**` before
+ * it (the leading `**` of a pattern without a '/'). */
+static bool anywhere(const VsGlob *g, size_t k) {
+        for (size_t i = 0; i < k; i++)
+                if (!g->comps[i].doublestar)
+                        return false;
+        return true;
+}
+
+/* The positions live at link_rel that are not live below every directory,
+ * checked against target (NULL: none may be live). */
+static bool link_positions(const VsGlobSet *s, const unsigned char *link, const unsigned char *target) {
+        const bool *l = (const bool *)link, *t = (const bool *)target;
+        for (size_t i = 0; i < s->n; i++) {
+                const VsGlob *g = s->globs[i];
+                for (size_t k = 0; k <= g->n_comps; k++)
+                        if (l[k] && !anywhere(g, k) && (!t || !t[k]))
+                                return false;
+                l += g->n_comps + 1;
+                if (t)
+                        t += g->n_comps + 1;
+        }
+        return true;
+}
+
+bool glob_set_link_matters(const VsGlobSet *s, const char *link_rel) {
+        size_t n = glob_set_state_size(s);
+        if (!s || !link_rel || !*link_rel || n == 0)
                 return false;
-        unsigned char *st = malloc(3 * n);
+        unsigned char *st = malloc(2 * n);
         if (!st)
                 return true; /* out of memory: taken as mattering (the caller masks more) */
-        unsigned char *cur = st, *mine = st + n, *other = st + 2 * n;
-        glob_set_state_init(s, cur);
-        bool matched = false;
-        const char *c = reldir;
-        for (;;) {
-                size_t len = strcspn(c, "/");
-                bool last = c[len] == 0;
-                if (last) {
-                        (void)glob_set_step(s, cur, c, len, true, mine, &matched);
-                        bool m2;
-                        (void)glob_set_step(s, cur, "\x01", 1, true, other, &m2);
-                        /* Some position live after the name and not
-                         * after the probe: the name brought it there. */
-                        for (size_t k = 0; !matched && k < n; k++)
-                                matched = mine[k] && !other[k];
-                        break;
-                }
-                if (!glob_set_step(s, cur, c, len, true, mine, &matched) || matched) {
-                        matched = false; /* nothing below can match, or an ancestor is matched (masked whole) */
-                        break;
-                }
-                memcpy(cur, mine, n);
-                c += len + 1;
-                while (*c == '/')
-                        c++;
-                if (!*c)
-                        break;
+        bool matters = state_of_dir(s, link_rel, st, st + n) && !link_positions(s, st, NULL);
+        free(st);
+        return matters;
+}
+
+bool glob_set_link_covered(const VsGlobSet *s, const char *link_rel, const char *target_rel) {
+        size_t n = glob_set_state_size(s);
+        if (!s || !link_rel || !*link_rel || n == 0)
+                return true;
+        unsigned char *st = malloc(3 * n);
+        if (!st)
+                return false; /* out of memory: not covered (the caller masks more) */
+        bool covered = !state_of_dir(s, link_rel, st, st + 2 * n) || link_positions(s, st, NULL);
+        if (!covered && target_rel) {
+                /* A target below a matched directory is masked whole already;
+                 * one where nothing can match below is not covered. */
+                bool alive = state_of_dir(s, target_rel, st + n, st + 2 * n);
+                covered = alive && link_positions(s, st, st + n);
         }
         free(st);
-        return matched;
+        return covered;
 }
 
 /* A set state is, per pattern, its live positions as bytes (n_comps + 1

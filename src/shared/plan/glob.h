@@ -61,14 +61,18 @@ size_t glob_set_size(const VsGlobSet *s);
 /* True if relpath, or any of its ancestors (as directories), is matched. */
 bool glob_set_masks(const VsGlobSet *s, const char *relpath, bool is_dir);
 bool glob_set_could_match_below(const VsGlobSet *s, const char *reldir);
-/* Whether the last name of reldir, taken as a directory, is matched or
- * brings some pattern further than any other name would (`.ssh` under the
- * default `.ssh` pattern or one naming `.ssh/id_` files; no name under a
- * `.pem` pattern, which matches a file by its own name): a symlink of that
- * name leads what the host writes below it to its target, where masked
- * names may land under other names. An ancestor that is matched, or below
- * which nothing can match, is false (masked whole, or nothing to mask). */
-bool glob_set_name_matters(const VsGlobSet *s, const char *reldir);
+/* A symlink at link_rel (a path below a root, a directory position) that
+ * leads what the host writes below it elsewhere: whether some pattern is
+ * live there at a position not live below every directory (`.ssh` under a
+ * `.ssh` pattern, `deploy/prod` under `deploy/` + `*` + `/secrets.yaml`; never
+ * under `**` "/" "*.pem", which matches by a file's own name wherever it
+ * lands). An ancestor matched (masked whole) or dead: false. */
+bool glob_set_link_matters(const VsGlobSet *s, const char *link_rel);
+/* Whether every such position live at link_rel is live at target_rel too
+ * (the target's path below the root holding it; NULL: outside every
+ * root), so that whatever the host writes through the link is masked where
+ * it lands. */
+bool glob_set_link_covered(const VsGlobSet *s, const char *link_rel, const char *target_rel);
 
 /* As glob_compile, for a pattern of len bytes that may hold NUL bytes
  * (refused with their column). */

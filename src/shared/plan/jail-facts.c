@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend-local.h"
 #include "chase.h"
 #include "fd-util.h"
 #include "git-control.h"
@@ -65,12 +66,60 @@ static bool under_masked_dir(const VsJailFacts *f, const char *path) {
 
 /* Other names (hard links) of masked files, masked too (mask-alias.h):
  * only when a masked file has more than one link is the tree walked. */
-static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, VsError **err) {
+static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *root, const char *rel,
+                            VsError **err);
+
+/* The listed path holding path innermost (or the workspace seen for want
+ * of one), or NULL. */
+static const char *root_holding(const VsPolicy *p, const char *path) {
+        const char *best = NULL;
+        const char *ws = jail_plan_uncovered_workspace(p);
+        if (ws && path_is_below_or_equal(path, ws))
+                best = ws;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
+                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                        if (r && path_is_below_or_equal(path, r) && (!best || strlen(r) > strlen(best)))
+                                best = r;
+                }
+        return best;
+}
+
+/* A symlink inside a directory masked whole: what the host writes to its
+ * name (`secrets/prod.env -> ../notes/prod.env`) lands at its target,
+ * which is masked in its own right as a masked name's is (an attack
+ * review: the jail moved such a directory in under a masked name). */
+static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *dir, MaskList *links,
+                          VsError **err) {
+        int r = 0;
+        for (size_t j = 0; r >= 0 && j < links->n; j++) {
+                _cleanup_free_ char *abs = path_join(dir, links->items[j].relpath);
+                const char *root = abs ? root_holding(p, abs) : NULL;
+                const char *rel = root ? path_startswith(abs, root) : NULL;
+                if (!abs)
+                        r = -ENOMEM;
+                else if (rel && *rel)
+                        r = mask_link_target(p, f, also_seen, root, rel, err);
+        }
+        return r;
+}
+
+static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, VsError **err) {
         MaskInodes set = { 0 };
         int r = 0;
-        for (size_t k = 0; r >= 0 && k < f->n_masks; k++)
-                r = f->masks[k].dir ? mask_inodes_add_tree(&set, f->masks[k].path, err)
-                                    : mask_inodes_add_if_linked(&set, f->masks[k].path);
+        /* f->masks grows meanwhile (a link's target): by index, each path copied. */
+        for (size_t k = 0; r >= 0 && k < f->n_masks; k++) {
+                if (!f->masks[k].dir) {
+                        r = mask_inodes_add_if_linked(&set, f->masks[k].path);
+                        continue;
+                }
+                _cleanup_free_ char *dir = strdup(f->masks[k].path);
+                MaskList links = { 0 };
+                r = dir ? mask_inodes_add_tree(&set, dir, &links, err) : -ENOMEM;
+                if (r >= 0)
+                        r = mask_dir_links(p, f, also_seen, dir, &links, err);
+                mask_list_done(&links);
+        }
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
         for (size_t pass = 0; r >= 0 && set.n > 0 && pass < 3; pass++) {
                 const VsPath *list = pass == 2 ? &ws : pass ? p->ro_paths : p->rw_paths;
@@ -230,6 +279,28 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also
                 if ((at && path_is_below_or_equal(at, *a)) || path_is_below_or_equal(lexical, *a))
                         r = -EREMCHG;
         struct stat st;
+        /* A link the walk gave for its position, not its name (.ssh ->
+         * keys, deploy/prod -> ../x/y): what the host writes below it
+         * lands below its target; masked there whole unless the masks
+         * match there as they do below the link. A missing target takes no
+         * write (nothing below a dangling link can be made). */
+        bool named = glob_set_masks(p->mask_set, rel, false);
+        if (!named && (r == -ENOENT || (r >= 0 && res.path && fstat(res.fd, &st) == 0 && !S_ISDIR(st.st_mode))))
+                return 0;
+        if (!named && r >= 0 && res.path) {
+                const char *troot = root_holding(p, res.path);
+                const char *trel = troot ? path_startswith(res.path, troot) : NULL;
+                if (glob_set_link_covered(p->mask_set, rel, trel))
+                        return 0;
+        }
+        /* In a system directory the jail binds read-only (/opt, /etc): no
+         * mask is put there and nothing watches it (a user-owned /opt/tool,
+         * where the host's write lands readable in the jail): refused,
+         * unless a listed path holds it (then it is masked as theirs). */
+        for (const char *const *sd = vs_local_system_dirs; (r >= 0 || r == -ENOENT) && *sd; sd++)
+                if ((at && path_is_below_or_equal(at, *sd) && !jail_sees(p, at)) ||
+                    (path_is_below_or_equal(lexical, *sd) && !jail_sees(p, lexical)))
+                        r = -ENOTDIR;
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
                 if (!jail_sees(p, res.path) || under_masked_dir(f, res.path))
                         return 0;
@@ -239,17 +310,20 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also
                 return add_mask_path(&f->masks, &f->n_masks, strdup(res.path), S_ISDIR(st.st_mode));
         }
         const char *where = r == -ELOOP && res.link ? res.link : res.path ? res.path : lexical;
-        if (r != -EXDEV && r != -EREMCHG && !jail_sees(p, where) && !jail_sees(p, lexical))
+        if (r == -ENOENT && res.path && under_masked_dir(f, res.path))
+                return 0; /* it would be made below a directory the jail sees empty */
+        if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
         return vs_error_set_kind(
                 err, -ELOOP, "sandbox_unavailable",
                 "%s is masked and a symlink to \"%s\", %s: what the host writes to it would be readable in the jail; "
-                "remove the link, or point it at a file that is there",
+                "remove the link, or point it at a file in the workspace that is there",
                 link, text,
                 r == -ENOENT  ? "which does not exist (a write through the link would create it)"
                 : r == -ELOOP ? "reached through another symlink in a writable path"
                 : r == -EXDEV ? "into /proc (a different file for each process that opens it)"
-                : r == -EREMCHG ? "into the jail's own home (kept below the daemon's state directory)"
+                : r == -EREMCHG ? "into what the jails see at another path (a kept home, the worker, the daemon's runtime files)"
+                : r == -ENOTDIR ? "into a system directory the jail sees read-only, where no mask is put"
                               : "which cannot be resolved");
 }
 
@@ -290,7 +364,7 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, char *const *also_se
                                 return r;
                 }
         }
-        return collect_mask_aliases(p, f, err);
+        return collect_mask_aliases(p, f, also_seen, err);
 }
 
 static bool below_rw(const VsPolicy *p, const char *path) {
@@ -362,8 +436,21 @@ static bool git_control_missing(const VsPolicy *p, const VsGitControl *c, struct
  * maker makes goes in *items (rels into gc's paths), for the batch the
  * protect placeholders are made in (one monitor child for them all);
  * make_git_controls() makes the rest. */
-static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, char ***made, VsGitControls *gc,
-                       VsHostItem **items, size_t *n_items, VsError **err) {
+/* Whether dir is at or below a directory the writable roots' walk masked
+ * whole (rw_masks: one list per root, relative to it). */
+static bool in_masked_dir(const VsPolicy *p, const MaskList *rw_masks, const char *dir) {
+        for (size_t i = 0; rw_masks && i < p->n_rw; i++) {
+                const char *root = p->rw_paths[i].resolved;
+                const char *rel = root ? path_startswith(dir, root) : NULL;
+                for (size_t k = 0; rel && k < rw_masks[i].n; k++)
+                        if (rw_masks[i].items[k].kind == MASK_DIR && path_is_below_or_equal(rel, rw_masks[i].items[k].relpath))
+                                return true;
+        }
+        return false;
+}
+
+static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, const MaskList *rw_masks,
+                       char ***made, VsGitControls *gc, VsHostItem **items, size_t *n_items, VsError **err) {
         _cleanup_free_ char *dotgit = path_join(p->workspace, ".git");
         if (!dotgit)
                 return -ENOMEM;
@@ -377,7 +464,19 @@ static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts 
                 if (lstat(dotgit, &after) == 0 && (!was || !same_times(&before, &after)) && strv_extend(made, dotgit) < 0)
                         return -ENOMEM;
         }
-        r = git_controls_collect_scan(p->workspace, f->git_base, gc);
+        /* A repository in a masked directory is out of the jail's reach
+         * (an empty read-only mount): nothing of it to seal, no placeholder
+         * to make in the host's tree (was: the start refused, its
+         * protected config not there to check in the jail). */
+        VsGitRepos reach = { .items = calloc(f->git_base->n + 1, sizeof(VsGitRepo)), .dirs = f->git_base->dirs,
+                             .truncated = f->git_base->truncated };
+        if (!reach.items)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->git_base->n; i++)
+                if (!in_masked_dir(p, rw_masks, f->git_base->items[i].dir))
+                        reach.items[reach.n++] = f->git_base->items[i];
+        r = git_controls_collect_scan(p->workspace, &reach, gc);
+        free(reach.items); /* the dirs are f->git_base's */
         if (r == -EBADMSG)
                 return vs_error_set_kind(err, r, "sandbox_unavailable", "%s",
                                          gc->error ? gc->error : "a git config cannot be read");
@@ -490,7 +589,7 @@ static int collect_protect_globs(const VsPolicy *p, VsJailFacts *f, MaskList *pr
  * the plan seals it with an empty mount and the agent cannot create it.
  * Those under .git are the git controls' (collect_git). */
 static int collect_protected(const VsPolicy *p, char *const *protected_paths, const VsHostMaker *maker, VsJailFacts *f,
-                             char ***ret_sealed,
+                             const MaskList *rw_masks, char ***ret_sealed,
                              char ***made, VsError **err) {
         if (!(f->protected_existing = calloc(1, sizeof(char *))) || !(f->git_controls = calloc(1, sizeof(char *))))
                 return -ENOMEM;
@@ -526,7 +625,7 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
         VsGitControls gc = { 0 };
         _cleanup_free_ VsHostItem *items = NULL;
         size_t n_items = 0;
-        int r = collect_git(p, maker, f, made, &gc, &items, &n_items, err);
+        int r = collect_git(p, maker, f, rw_masks, made, &gc, &items, &n_items, err);
         _cleanup_strv_free_ char **absent = NULL;
         if (r >= 0)
                 r = protect_absent_fill(p, maker, items, n_items, ret_sealed, &absent, err);
@@ -556,7 +655,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *co
         if (r >= 0 && (r = walk_rw(p, &f, rw_masks, prot, cache, err)) < 0)
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
-                r = collect_protected(p, protected_paths, maker, &f, &sealed, &made, err);
+                r = collect_protected(p, protected_paths, maker, &f, rw_masks, &sealed, &made, err);
         if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, also_seen, rw_masks, cache, err)) < 0))
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)

@@ -128,6 +128,55 @@ static int add_pin_dirs(char ***pins, const VsJailPlan *plan, const char *path) 
         return 0;
 }
 
+/* Every directory strictly between a listed path and the writable listed
+ * path that holds it innermost (x for ro_paths = ["x/y"] in a writable
+ * workspace): pinned too, or the jail renames x away (the nested mount
+ * travels with it) and makes a directory of its own at x/y, where the host
+ * takes what it finds as the listed path's (a repository there left
+ * alone, a protected name there taken as read-only: an attack review). */
+static int add_nested_pin_dirs(char ***pins, const VsJailPlan *plan, size_t n_listed, const char *path) {
+        const VsJailMount *outer = NULL;
+        for (size_t i = 0; i < n_listed; i++) {
+                const VsJailMount *m = &plan->mounts[i];
+                if (!streq(m->dest, path) && path_is_below_or_equal(path, m->dest) &&
+                    (!outer || strlen(m->dest) > strlen(outer->dest)))
+                        outer = m;
+        }
+        if (!outer || outer->kind != VS_MOUNT_RW)
+                return 0;
+        size_t rl = streq(outer->dest, "/") ? 0 : strlen(outer->dest);
+        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+                if (!dir)
+                        return -ENOMEM;
+                int r = strv_contains(*pins, dir) ? 0 : strv_extend(pins, dir);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The listed mounts (the first n_listed, parents first) and the pins
+ * (after them, parents first) merged by depth, the listed first at equal
+ * depth: bwrap binds a pin from the host's tree, so a pin bound after a
+ * nested listed path below it covered that path with the host's
+ * directory, writable (ro_paths = ["x/y"] and a mask at x/z/.env: x/y was
+ * writable). */
+static int order_pins(VsJailPlan *plan, size_t n_listed) {
+        size_t n = plan->n_mounts;
+        VsJailMount *merged = calloc(n ? n : 1, sizeof *merged);
+        if (!merged)
+                return -ENOMEM;
+        size_t i = 0, j = n_listed, k = 0;
+        while (i < n_listed || j < n)
+                merged[k++] = j >= n || (i < n_listed && strlen(plan->mounts[i].dest) <= strlen(plan->mounts[j].dest))
+                                      ? plan->mounts[i++]
+                                      : plan->mounts[j++];
+        free(plan->mounts);
+        plan->mounts = merged;
+        return 0;
+}
+
 int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJailFacts *f, const char *empty_file,
                     const char *empty_dir, char *const *env, VsJailPlan **ret) {
         _cleanup_(jail_plan_freep) VsJailPlan *plan = calloc(1, sizeof *plan);
@@ -151,6 +200,7 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         r = add_listed(plan, p);
         if (r < 0)
                 return r;
+        size_t n_listed = plan->n_mounts;
 
         /* What gets sealed: protected paths that exist (and are seen at
          * all), then masks and missing protected paths as empty mounts. */
@@ -164,6 +214,9 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         _cleanup_strv_free_ char **pins = calloc(1, sizeof(char *));
         if (!pins)
                 return -ENOMEM;
+        for (size_t i = 0; i < n_listed; i++)
+                if ((r = add_nested_pin_dirs(&pins, plan, n_listed, plan->mounts[i].dest)) < 0)
+                        return r;
         for (char **pp = protect; *pp; pp++)
                 if ((r = add_pin_dirs(&pins, plan, *pp)) < 0)
                         return r;
@@ -178,6 +231,8 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         for (char **pp = pins; *pp; pp++)
                 if ((r = push(plan, VS_MOUNT_PIN, *pp, *pp, true, false)) < 0)
                         return r;
+        if ((r = order_pins(plan, n_listed)) < 0)
+                return r;
 
         /* Protected paths over the listed ones: the agent cannot rewrite
          * its own policy or plant code the host runs later. */

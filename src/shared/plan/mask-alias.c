@@ -77,10 +77,11 @@ static bool listed(const MaskList *l, const char *rel) {
 }
 
 /* dfd is taken over. path holds the directory's relative path (len bytes).
- * With collect set, every linked regular file's inode is added to it;
- * otherwise each file whose inode is in set is listed in ret. */
-static int walk(int dfd, char *path, size_t len, MaskInodes *collect, const MaskInodes *set, MaskList *ret,
-                VsError **err, const char *root) {
+ * With collect set, every linked regular file's inode is added to it (and
+ * every symlink listed in links, when given); otherwise each file whose
+ * inode is in set is listed in ret. */
+static int walk(int dfd, char *path, size_t len, MaskInodes *collect, MaskList *links, const MaskInodes *set,
+                MaskList *ret, VsError **err, const char *root) {
         DIR *d = fdopendir(dfd);
         if (!d) {
                 safe_close(dfd);
@@ -109,7 +110,7 @@ static int walk(int dfd, char *path, size_t len, MaskInodes *collect, const Mask
                 if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
                         int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (cfd >= 0) {
-                                r = walk(cfd, path, len + !!len + nlen, collect, set, ret, err, root);
+                                r = walk(cfd, path, len + !!len + nlen, collect, links, set, ret, err, root);
                                 if (r < 0)
                                         break;
                         } else if (errno != ENOTDIR && errno != EACCES && errno != ENOENT && errno != ELOOP) {
@@ -118,6 +119,11 @@ static int walk(int dfd, char *path, size_t len, MaskInodes *collect, const Mask
                         }
                         if (de->d_type == DT_DIR)
                                 continue;
+                }
+                if (collect && links && de->d_type == DT_LNK) {
+                        if ((r = list_add(links, path)) < 0)
+                                break;
+                        continue;
                 }
                 /* d_ino is the inode number on the directory's file system
                  * (a mount point's differs): a candidate, confirmed by stat. */
@@ -150,15 +156,15 @@ int mask_alias_walk(const char *root, const MaskInodes *set, MaskList *ret, VsEr
         if (fd < 0)
                 return vs_error_set(err, -errno, "cannot open %s: %m", root);
         char path[PATH_MAX] = "";
-        return walk(fd, path, 0, NULL, set, ret, err, root);
+        return walk(fd, path, 0, NULL, NULL, set, ret, err, root);
 }
 
-int mask_inodes_add_tree(MaskInodes *set, const char *dir, VsError **err) {
+int mask_inodes_add_tree(MaskInodes *set, const char *dir, MaskList *links, VsError **err) {
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ELOOP
                                ? 0
                                : vs_error_set(err, -errno, "cannot open %s: %m", dir);
         char path[PATH_MAX] = "";
-        return walk(fd, path, 0, set, NULL, NULL, err, dir);
+        return walk(fd, path, 0, set, links, NULL, NULL, err, dir);
 }

@@ -31,7 +31,10 @@ void mask_inodes_done(MaskInodes *set);
 
 /* The same for every regular file below the directory path (a masked
  * directory: its files' other names must not show them either). */
-int mask_inodes_add_tree(MaskInodes *set, const char *path, VsError **err);
+/* links (may be NULL): every symlink below path, relative to it (a masked
+ * directory's links: what the host writes through them lands at their
+ * targets, jail-facts.c). */
+int mask_inodes_add_tree(MaskInodes *set, const char *path, MaskList *links, VsError **err);
 
 /* Appends to *ret (relative to root, kind MASK_FILE) every regular file
  * below root whose inode is in set, once. Walks the whole tree (a link can

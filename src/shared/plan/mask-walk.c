@@ -525,7 +525,7 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                                         r = walk_cache_dir_add_match(&rec, (unsigned)i, mw_kind_from_dtype(type), name);
                         } else if (type == DT_LNK && w->lanes[i].follow_links && !w->following)
                                 links |= (unsigned char)(1u << i);
-                        else if (type == DT_LNK && !w->lanes[i].follow_links && glob_set_name_matters(w->lanes[i].set, w->path)) {
+                        else if (type == DT_LNK && !w->lanes[i].follow_links && glob_set_link_matters(w->lanes[i].set, w->path)) {
                                 /* A link whose name, as a directory, masks
                                  * what lands below it (`.ssh -> keys`): its
                                  * target is masked whole (jail-facts.c). */
