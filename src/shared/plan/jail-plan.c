@@ -93,58 +93,29 @@ static int add_listed(VsJailPlan *plan, const VsPolicy *p) {
         return 0;
 }
 
-/* The innermost listed mount holding path, or NULL. */
-static const VsJailMount *root_of(const VsJailPlan *plan, const char *path) {
+/* The innermost listed mount holding path (strict: other than path
+ * itself), or NULL. */
+static const VsJailMount *listed_holding(const VsJailPlan *plan, const char *path, bool strict) {
         const VsJailMount *root = NULL;
         for (size_t i = 0; i < plan->n_mounts; i++) {
                 const VsJailMount *m = &plan->mounts[i];
                 if ((m->kind == VS_MOUNT_RW || m->kind == VS_MOUNT_RO) && path_is_below_or_equal(path, m->dest) &&
-                    (!root || strlen(m->dest) > strlen(root->dest)))
+                    !(strict && streq(m->dest, path)) && (!root || strlen(m->dest) > strlen(root->dest)))
                         root = m;
         }
         return root;
 }
 
-/* Every directory strictly between the writable root holding path and
- * path: bound onto itself, it cannot be renamed or removed (EBUSY), so the
- * jail cannot move .git aside (taking the read-only .git/hooks with it)
- * and plant a fresh one, nor move a masked file's parent out from under
- * its mask. Under a read-only root nothing can be moved anyway. */
-static int add_pin_dirs(char ***pins, const VsJailPlan *plan, const char *path) {
-        const VsJailMount *root = root_of(plan, path);
+static const VsJailMount *root_of(const VsJailPlan *plan, const char *path) {
+        return listed_holding(plan, path, false);
+}
+
+/* Every directory strictly between root (when writable) and path, added
+ * to *pins once. */
+static int pin_dirs_between(char ***pins, const VsJailMount *root, const char *path) {
         if (!root || root->kind != VS_MOUNT_RW)
                 return 0;
         size_t rl = streq(root->dest, "/") ? 0 : strlen(root->dest);
-        for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
-                if (!dir)
-                        return -ENOMEM;
-                if (!strv_contains(*pins, dir)) {
-                        int r = strv_extend(pins, dir);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-/* Every directory strictly between a listed path and the writable listed
- * path that holds it innermost (x for ro_paths = ["x/y"] in a writable
- * workspace): pinned too, or the jail renames x away (the nested mount
- * travels with it) and makes a directory of its own at x/y, where the host
- * takes what it finds as the listed path's (a repository there left
- * alone, a protected name there taken as read-only: an attack review). */
-static int add_nested_pin_dirs(char ***pins, const VsJailPlan *plan, size_t n_listed, const char *path) {
-        const VsJailMount *outer = NULL;
-        for (size_t i = 0; i < n_listed; i++) {
-                const VsJailMount *m = &plan->mounts[i];
-                if (!streq(m->dest, path) && path_is_below_or_equal(path, m->dest) &&
-                    (!outer || strlen(m->dest) > strlen(outer->dest)))
-                        outer = m;
-        }
-        if (!outer || outer->kind != VS_MOUNT_RW)
-                return 0;
-        size_t rl = streq(outer->dest, "/") ? 0 : strlen(outer->dest);
         for (const char *slash = strchr(path + rl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
                 _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
                 if (!dir)
@@ -154,6 +125,25 @@ static int add_nested_pin_dirs(char ***pins, const VsJailPlan *plan, size_t n_li
                         return r;
         }
         return 0;
+}
+
+/* Every directory strictly between the writable root holding path and
+ * path: bound onto itself, it cannot be renamed or removed (EBUSY), so the
+ * jail cannot move .git aside (taking the read-only .git/hooks with it)
+ * and plant a fresh one, nor move a masked file's parent out from under
+ * its mask. Under a read-only root nothing can be moved anyway. */
+static int add_pin_dirs(char ***pins, const VsJailPlan *plan, const char *path) {
+        return pin_dirs_between(pins, root_of(plan, path), path);
+}
+
+/* Every directory strictly between a listed path and the writable listed
+ * path that holds it innermost (x for ro_paths = ["x/y"] in a writable
+ * workspace): pinned too, or the jail renames x away (the nested mount
+ * travels with it) and makes a directory of its own at x/y, where the host
+ * takes what it finds as the listed path's (a repository there left
+ * alone, a protected name there taken as read-only: an attack review). */
+static int add_nested_pin_dirs(char ***pins, const VsJailPlan *plan, const char *path) {
+        return pin_dirs_between(pins, listed_holding(plan, path, true), path);
 }
 
 /* The listed mounts (the first n_listed, parents first) and the pins
@@ -215,7 +205,7 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
         if (!pins)
                 return -ENOMEM;
         for (size_t i = 0; i < n_listed; i++)
-                if ((r = add_nested_pin_dirs(&pins, plan, n_listed, plan->mounts[i].dest)) < 0)
+                if ((r = add_nested_pin_dirs(&pins, plan, plan->mounts[i].dest)) < 0)
                         return r;
         for (char **pp = protect; *pp; pp++)
                 if ((r = add_pin_dirs(&pins, plan, *pp)) < 0)
