@@ -127,3 +127,7 @@ bool path_listed_writable(const char *path, char *const *rw, char *const *ro) {
                 }
         return any && writable;
 }
+
+bool path_jail_could_write(const char *path, char *const *rw, char *const *ro, char *const *sealed) {
+        return !path_below_any(path, sealed) && path_listed_writable(path, rw, ro);
+}

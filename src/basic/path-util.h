@@ -20,6 +20,10 @@ bool path_below_any(const char *path, char *const *list);
  * NULL-terminated or NULL) holding path is one of rw; at equal length ro
  * wins; none holds it: false. */
 bool path_listed_writable(const char *path, char *const *rw, char *const *ro);
+/* Whether a jail could have written at path: a writable listed path holds
+ * it innermost (path_listed_writable) and no directory of sealed (what it
+ * saw as mounts it could neither write below nor move) holds it. */
+bool path_jail_could_write(const char *path, char *const *rw, char *const *ro, char *const *sealed);
 /* Touches the process state: p made absolute against the current
  * directory and normalized lexically, its symlinks kept as written (a
  * workspace named through a link must be checked as written). NULL with

@@ -423,7 +423,7 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots, char *
 /* Whether the jail could have made g: where it writes, not in what it
  * sees sealed (as the daemon's git-watch.c). */
 static bool jail_could_make(const VsSession *s, const VsGitRepo *g) {
-        return !path_below_any(g->dir, s->git_sealed) && path_listed_writable(g->dir, s->git_roots, s->git_ro);
+        return path_jail_could_write(g->dir, s->git_roots, s->git_ro, s->git_sealed);
 }
 
 int session_jail_pids(const VsSession *s, pid_t **ret) {

@@ -111,10 +111,10 @@ static char **listed(const VsPolicy *p, bool ro) {
  * review: the host's `git init` there while a jail ran was put aside by
  * the sweep at its end). */
 static bool jail_could_make(const Workspace *ws, const VsGitRepo *g) {
-        if (path_below_any(g->dir, ws->git_sealed))
-                return false;
         _cleanup_strv_free_ char **rw = listed(ws->policy, false), **ro = listed(ws->policy, true);
-        return !rw || !ro || path_listed_writable(g->dir, rw, ro); /* out of memory: as before */
+        if (!rw || !ro) /* out of memory: as before */
+                return !path_below_any(g->dir, ws->git_sealed);
+        return path_jail_could_write(g->dir, rw, ro, ws->git_sealed);
 }
 
 static char *what_of(const VsGitRepo *g) {
@@ -237,8 +237,7 @@ static void sweep_work(uv_work_t *w) {
         s->dirs = now.dirs;
         for (size_t i = 0; i < now.n; i++) {
                 const VsGitRepo *g = &now.items[i];
-                if (git_repos_has(s->base, g) || !path_listed_writable(g->dir, s->roots, s->ro) ||
-                    path_below_any(g->dir, s->sealed))
+                if (git_repos_has(s->base, g) || !path_jail_could_write(g->dir, s->roots, s->ro, s->sealed))
                         continue;
                 _cleanup_free_ char *what = what_of(g), *moved = NULL;
                 int r = git_quarantine(g, s->by, &moved, NULL);
