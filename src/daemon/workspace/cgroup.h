@@ -48,7 +48,7 @@ void cgroup_release(Workspace *ws);
  * from its pid 1. 1: it is; 0: it is not; -EAGAIN: not conclusive (past a
  * quarter of the limit, a fork bomb's swing may be in a trough): call
  * pids_looks_next pids_looks_delay milliseconds later, again until it
- * says 1 or 0 (at most five more looks, 31 ms in all), or
+ * says 1 or 0 (at most eight more looks, 255 ms in all), or
  * pids_looks_done to give up. */
 typedef struct PidsLooks {
         pid_t *first; /* the first look's processes, sorted; NULL: no looks pending */
