@@ -561,6 +561,62 @@ def t_masked_links_by_position(d, tmp):
     c.close()
 
 
+def mask_source_of(r):
+    """The mount source (its path from its file system's root) of the
+    first mask the jail's mountinfo shows over a.pem."""
+    check(r["ok"], r)
+    src = r["stdout"].split()
+    check(src, ("no mount over a.pem in the jail's mountinfo", r))
+    return src[0]
+
+
+def host_path_of(src):
+    """The host path of a mount source seen in the jail: the file
+    system's root is /, /run or the user's runtime directory."""
+    src = src.replace("\\040", " ")
+    if src.endswith("//deleted"):
+        src = src[: -len("//deleted")]
+    for base in ("", "/run", os.environ.get("XDG_RUNTIME_DIR", "")):
+        holder = os.path.dirname(base + src)
+        if os.path.isdir(os.path.dirname(holder)):
+            return base + src
+    return src
+
+
+def t_mask_sources_unreachable(d, tmp):
+    """Each jail's masks are bound from empty sources of its own, removed
+    once the jail holds its mounts: no host path names a file every jail's
+    masks share (attack review 5: a root host user's write through the
+    agent's `.env -> <runtime>/empty-file` filled what every running
+    jail's masked files showed, another workspace's too). Daemon and
+    embedded CLI; the write is tried as root (0444 does not stop root)."""
+    secret = "API_KEY=sk-live-SECRET"
+    c = d.conn()
+    show = "awk '$5 ~ /\\/a.pem$/ {print $4}' /proc/self/mountinfo"
+    toml = SANDBOX.replace('[".env"]', '[".env", "*.pem"]')
+    ws = new_ws(tmp, "sources-a", toml, files={"a.pem": "PEM\n", "keep": ""})
+    other = new_ws(tmp, "sources-b", toml, files={".env": "B_OWN=1\n", "a.pem": "PEM\n"})
+    src = mask_source_of(term(c, ws, show))
+    check("masks-" in src and src.endswith("//deleted"), ("the mask source is still on disk", src))
+    check(not os.path.exists(host_path_of(src)), ("the mask source is still on disk", host_path_of(src)))
+    r = cli("run", "-w", ws, show)
+    check(r.returncode == 0 and "masks-" in r.stdout and r.stdout.split()[0].endswith("//deleted"),
+          ("the embedded CLI's mask source is still on disk", r.stdout, r.stderr))
+    # The other workspace's jail runs, masks from a source of its own.
+    r = term(c, other, "cat .env a.pem; echo end")
+    check(r["ok"] and r["stdout"] == "end\n", r)
+    # The agent links a masked name to its jail's source; whatever the
+    # next start says of it, the host's write through it reaches no
+    # source another jail reads.
+    target = host_path_of(src)
+    r = term(c, ws, "ln -s %s .env; echo linked" % target)
+    wrote = subprocess.run("echo %s >> .env" % secret, shell=True, cwd=ws, capture_output=True, text=True)
+    check(wrote.returncode != 0, ("the host's write through the link found a file", target))
+    r = term(c, other, "cat .env a.pem; echo end")
+    check(r["ok"] and secret not in r["stdout"] and r["stdout"] == "end\n", ("a running jail's mask shows the host's write", r))
+    c.close()
+
+
 def t_repository_in_masked_dir(d, tmp):
     """A repository in a directory masked whole is out of the jail's reach:
     the start neither refuses (was: its protected config "cannot be
@@ -813,6 +869,7 @@ TESTS = [
     t_other_vcs_configs,
     t_masked_symlink_target,
     t_masked_links_by_position,
+    t_mask_sources_unreachable,
     t_repository_in_masked_dir,
     t_repository_behind_protected_link,
     t_nested_listed_paths_pinned,

@@ -58,6 +58,9 @@ char *const *launch_host_paths(const VsLaunch *l) {
 void launch_release_staging(VsLaunch *l) {
         if (!l)
                 return;
+        jail_own_sources_remove(l->mask_sources);
+        free(l->mask_sources);
+        l->mask_sources = NULL;
         for (size_t i = 0; i < l->n_idmap; i++)
                 safe_close(l->idmap_fds[i]);
         free(l->idmap_fds);
@@ -280,7 +283,7 @@ static int sealed_dir_add(const VsPolicy *p, char ***list, const char *dest) {
  * launch; the ssh remote launcher builds the same plan on its host. */
 static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l, VsError **err) {
         _cleanup_free_ char *empty_file = NULL, *empty_dir = NULL;
-        int r = jail_empty_sources(o->runtime_dir, &empty_file, &empty_dir, err);
+        int r = jail_own_sources(o->runtime_dir, &l->mask_sources, &empty_file, &empty_dir, err);
         if (r < 0)
                 return r;
         /* What the jails see at another path than the host's, where no

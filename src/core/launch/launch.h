@@ -121,6 +121,9 @@ typedef struct VsLaunch {
         int *idmap_fds;
         char **idmap_paths;
         size_t n_idmap;
+        /* This jail's own mask sources (jail-plan.h jail_own_sources),
+         * removed once it holds its mounts, with the idmapped trees. */
+        char *mask_sources;
 
         /* Borrowed, set by the caller before worker_spawn(): open
          * cgroup.procs files the child joins (writes "0" to) before it
@@ -154,8 +157,8 @@ char *const *launch_host_paths(const VsLaunch *l);
  * (VsLaunchOptions.idmap_later): each recorded path opened again from /
  * without following a link. */
 int launch_idmap_prepare(VsLaunch *l, VsError **err);
-/* Call once the jail is started: closes the idmapped trees (the jail's
- * mount namespace holds them). Idempotent. */
+/* Call once the jail is started: closes the idmapped trees and removes
+ * the mask sources (the jail's mount namespace holds them). Idempotent. */
 void launch_release_staging(VsLaunch *l);
 /* Once the worker is ready: drops what only the start needed (argv, init
  * contents, the BPF copy), keeping sandboxed, backend_name and degraded. A

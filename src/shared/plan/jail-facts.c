@@ -709,6 +709,45 @@ int jail_empty_sources(const char *dir, char **ret_file, char **ret_dir, VsError
         return 0;
 }
 
+int jail_own_sources(const char *dir, char **ret_holder, char **ret_file, char **ret_dir, VsError **err) {
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create runtime directory %s: %m", dir);
+        _cleanup_free_ char *holder = path_join(dir, "masks-XXXXXX");
+        if (!holder)
+                return -ENOMEM;
+        if (!mkdtemp(holder))
+                return vs_error_set_kind(err, -errno, "sandbox_unavailable", "cannot create a directory in %s: %m", dir);
+        _cleanup_free_ char *f = path_join(holder, "empty-file");
+        _cleanup_free_ char *d = path_join(holder, "empty-dir");
+        int fd = f && d ? open(f, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444) : -ENOMEM;
+        if (fd < 0 || mkdir(d, 0555) < 0 || chmod(holder, 0755) < 0) {
+                int e = fd == -ENOMEM ? ENOMEM : errno;
+                safe_close(fd);
+                jail_own_sources_remove(holder);
+                return e == ENOMEM ? -ENOMEM
+                                   : vs_error_set_kind(err, -e, "sandbox_unavailable", "cannot create the mask sources in %s: %s",
+                                                       holder, strerror(e));
+        }
+        safe_close(fd);
+        /* The jail may run as another uid than the daemon: keep them readable. */
+        chmod(dir, 0755);
+        *ret_holder = TAKE_PTR(holder);
+        *ret_file = TAKE_PTR(f);
+        *ret_dir = TAKE_PTR(d);
+        return 0;
+}
+
+void jail_own_sources_remove(const char *holder) {
+        if (!holder)
+                return;
+        _cleanup_close_ int fd = open(holder, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        (void)unlinkat(fd, "empty-file", 0);
+        (void)unlinkat(fd, "empty-dir", AT_REMOVEDIR);
+        (void)rmdir(holder);
+}
+
 /* The listed paths as this host resolves them, by the same rule as the
  * daemon's host (config-load.c): a symlink in the workspace or a writable
  * listed path is never followed (the remote jail could have made it), and

@@ -114,8 +114,18 @@ int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const 
                    struct VsGitRepos **ret_git_base, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
- * are mounted from, in dir. */
+ * are mounted from, in dir, shared by every jail started from there (the
+ * ssh remote launcher's, which hands its process to bwrap). */
 int jail_empty_sources(const char *dir, char **ret_file, char **ret_dir, VsError **err);
+/* One jail's own mask sources: a new directory in dir (*ret_holder,
+ * masks-XXXXXX) holding an empty read-only file and directory, removed
+ * with jail_own_sources_remove once the jail holds its mounts. A host
+ * process that writes through a masked symlink the jail made (a root
+ * user's editor at `.env -> <runtime>/empty-file`) then finds no file
+ * every running jail's masks are bound from: an attack review filled one
+ * so. */
+int jail_own_sources(const char *dir, char **ret_holder, char **ret_file, char **ret_dir, VsError **err);
+void jail_own_sources_remove(const char *holder);
 
 /* The ssh remote launcher's plan, on the remote host: the listed paths
  * resolved there (a missing one skipped, or refused under lockdown, as is
