@@ -18,3 +18,9 @@ struct timespec now_wall(void) {
         clock_gettime(CLOCK_REALTIME, &ts);
         return ts;
 }
+
+struct timespec now_wall_coarse(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        return ts;
+}

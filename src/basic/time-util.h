@@ -14,3 +14,7 @@ uint64_t now_ms(void);
  * file's times: log and audit lines, a process's start, a file's age.
  * Never for a duration: it jumps when the clock is set. */
 struct timespec now_wall(void);
+/* The wall clock the kernel stamps file times with (CLOCK_REALTIME_COARSE,
+ * a tick behind now_wall at most): a time that a later file change's ctime
+ * must not fall before. */
+struct timespec now_wall_coarse(void);

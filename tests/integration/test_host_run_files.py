@@ -480,15 +480,19 @@ def t_masked_symlink_target(d, tmp):
     check(r["ok"] and home.startswith("/"), r)
     r = term(c, ws6, "ln -s %s/stash .env && touch ~/stash; echo made" % home)
     check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    # Made by the jail: put aside at the next start (t_refused_masked_link_put_aside).
     r = term(c, ws6, "echo ran")
-    check(not r["ok"] and "into what the jails see at another path" in r["error"]["message"], r)
+    check(r["ok"] and os.path.join(ws6, ".env.vectora-quarantine") in r["host_run_files"]
+          and not os.path.lexists(os.path.join(ws6, ".env")), r)
     # Another workspace's kept home (its name: the hash of that workspace's
-    # path), where that workspace's jail would read the host's write.
-    os.unlink(os.path.join(ws6, ".env"))
-    os.symlink(os.path.join(os.path.dirname(home), "0" * 64, "stash"), os.path.join(ws6, ".env"))
-    chown_tree(ws6)
-    r = term(c, ws6, "echo ran")
+    # path), where that workspace's jail would read the host's write; the
+    # link there before the first jail: refused.
+    ws7 = new_ws(tmp, "masklink-other-home")
+    os.symlink(os.path.join(os.path.dirname(home), "0" * 64, "stash"), os.path.join(ws7, ".env"))
+    chown_tree(ws7)
+    r = term(c, ws7, "echo ran")
     check(not r["ok"] and "into what the jails see at another path" in r["error"]["message"], r)
+    os.unlink(os.path.join(ws7, ".env"))
     # A FIFO behind a masked name, read by the jail through a hard link.
     ws7 = new_ws(tmp, "masklink-fifo")
     os.mkfifo(os.path.join(ws7, "p"))
@@ -614,6 +618,48 @@ def t_mask_sources_unreachable(d, tmp):
     check(wrote.returncode != 0, ("the host's write through the link found a file", target))
     r = term(c, other, "cat .env a.pem; echo end")
     check(r["ok"] and secret not in r["stdout"] and r["stdout"] == "end\n", ("a running jail's mask shows the host's write", r))
+    c.close()
+
+
+def t_refused_masked_link_put_aside(d, tmp):
+    """A masked link the start refuses, made while the workspace's jails
+    ran, is put aside at the next start (renamed NAME.vectora-quarantine,
+    listed in host_run_files) instead of refusing it and leaving it on
+    disk, where the host's write still followed it (attack review 5: to a
+    user-owned /opt directory or another workspace's kept home, where
+    another jail reads it). A refused link the workspace held before its
+    first jail (the user's own) is left and still refuses, as the embedded
+    CLI's one-shot run does with both."""
+    secret = "API_KEY=sk-live-SECRET"
+    c = d.conn()
+    for name, text in (("missing", "nowhere/app.env"), ("system", "/etc/vs-put-aside-missing.env")):
+        ws = new_ws(tmp, "aside-" + name, files={"keep": ""})
+        check(term(c, ws, "true")["ok"], "first call")
+        r = term(c, ws, "ln -s %s .env; sleep 5; echo survived" % text)
+        check(not r["ok"] and r["error"]["code"] == "worker_recycled", (name, r))
+        r = term_until_ok(c, ws, "ls -la .env* 2>&1; echo end")
+        link, moved = os.path.join(ws, ".env"), os.path.join(ws, ".env.vectora-quarantine")
+        check(r["ok"], (name, "the start after the link refused it", r))
+        check(not os.path.lexists(link) and os.path.islink(moved) and os.readlink(moved) == text,
+              (name, "the link was not put aside", os.listdir(ws)))
+        check(link in r["host_run_files"] and moved in r["host_run_files"], (name, r["host_run_files"]))
+        # The host's write now makes a plain file, which the jail does not read.
+        with open(link, "w") as f:
+            f.write(secret + "\n")
+        chown_tree(ws)
+        r = term_until_ok(c, ws, "cat .env 2>&1; echo end")
+        check(r["ok"] and secret not in r["stdout"], (name, r))
+        check(not os.path.exists(os.path.join(ws, "nowhere")), (name, "the host's write followed the link"))
+    # The user's own refused link, there before any jail: refused, left.
+    ws = new_ws(tmp, "aside-users-own", files={"keep": ""})
+    os.symlink("nowhere/app.env", os.path.join(ws, ".env"))
+    chown_tree(ws)
+    for _ in range(2):
+        r = term(c, ws, "echo ran")
+        check(not r["ok"] and "is masked and a symlink" in r["error"]["message"], r)
+        check(os.path.islink(os.path.join(ws, ".env")) and not os.path.lexists(os.path.join(ws, ".env.vectora-quarantine")), os.listdir(ws))
+    r = cli("run", "-w", ws, "echo ran")
+    check(r.returncode != 0 and "is masked and a symlink" in r.stderr and os.path.islink(os.path.join(ws, ".env")), (r.stdout, r.stderr))
     c.close()
 
 
@@ -870,6 +916,7 @@ TESTS = [
     t_masked_symlink_target,
     t_masked_links_by_position,
     t_mask_sources_unreachable,
+    t_refused_masked_link_put_aside,
     t_repository_in_masked_dir,
     t_repository_behind_protected_link,
     t_nested_listed_paths_pinned,

@@ -153,6 +153,27 @@ def repository_beside(tmp, env):
         s.close()
 
 
+def masked_link_put_aside(tmp, env):
+    """A masked link the next jail's start would refuse (its target
+    missing: the host's write would create it where the jail reads), made
+    by a call, is put aside when this server starts its next jail, and
+    listed in that call's host_run_files; the call runs."""
+    ws = make_ws(tmp, "aside")
+    s = Server(ws, env, ["--no-daemon"])
+    try:
+        s.init()
+        _, r = s.wait(call(s, "terminal", command="ln -s nowhere/app.env sub/.env && echo linked")[0])
+        report("[embedded] the agent's link is made", text_of(r).startswith("linked"), r)
+        _, r = s.wait(call(s, "terminal", command="ls -a; echo end")[0])
+        files = structured(r).get("host_run_files", [])
+        moved = os.path.join(ws, "sub/.env.vectora-quarantine")
+        report("[embedded] the next jail's start puts the refused link aside and lists it",
+               "end" in text_of(r) and os.path.join(ws, "sub/.env") in files and moved in files
+               and os.path.islink(moved) and not os.path.lexists(os.path.join(ws, "sub/.env")), (r, os.listdir(ws + "/sub")))
+    finally:
+        s.close()
+
+
 def replaced_worker(tmp, env):
     """vectora.toml changed while a command runs: the command runs on to
     its end in its jail, the next call waits for it and gets a fresh jail
@@ -285,7 +306,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k != "VECTORA_SANDBOX_SOCKET"}
     env["VECTORA_SANDBOX_SOCKET"] = os.path.join(tmp, "nobody.sock")
     try:
-        for fn in (while_running, cancel_one, repository_beside, replaced_worker, network_allowlist, input_bounded):
+        for fn in (while_running, cancel_one, repository_beside, masked_link_put_aside, replaced_worker, network_allowlist, input_bounded):
             if not only or fn.__name__ in only:
                 section(fn.__name__, fn, tmp, env)
     finally:

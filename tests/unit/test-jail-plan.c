@@ -172,7 +172,7 @@ static char **json_strings(json_t *a, const char *key) {
 static VsJailPlan *plan_here(const VsPolicy *p, char **prot) {
         VsJailFacts f = { 0 };
         VsError *err = NULL;
-        if (jail_facts_collect(p, prot, NULL, NULL, NULL, &f, &err) < 0)
+        if (jail_facts_collect(p, prot, NULL, NULL, NULL, NULL, &f, &err) < 0)
                 fail_msg("%s", vs_error_message(err));
         VsJailPlan *plan = NULL;
         assert_int_equal(jail_plan_build(p, prot, &f, "/e/file", "/e/dir", NULL, &plan), 0);
@@ -214,7 +214,7 @@ static void test_placeholders_in_one_batch(void **state) {
                         made_one = batches = batch_items = 0;
                         batch_fail_at = k ? 2 : -1;
                         VsJailFacts f = { 0 };
-                        if (jail_facts_collect(p, prot, NULL, NULL, &m, &f, &err) < 0)
+                        if (jail_facts_collect(p, prot, NULL, NULL, &m, NULL, &f, &err) < 0)
                                 fail_msg("%s", vs_error_message(err));
                         jail_facts_done(&f);
                         if (round == 1) {

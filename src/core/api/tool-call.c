@@ -293,6 +293,14 @@ int tool_call_sweep(VsSession *s, json_t *result) {
         _cleanup_strv_free_ char **moved = NULL;
         if (session_git_sweep(s, &moved) > 0 && result && host_run_files_add(result, json_strv(moved)) < 0)
                 return -ENOMEM;
+        /* What the start put aside, once, in the first result after it. */
+        if (s->locks_init)
+                pthread_mutex_lock(&s->sweep_lock);
+        _cleanup_strv_free_ char **aside = result ? TAKE_PTR(s->put_aside) : NULL;
+        if (s->locks_init)
+                pthread_mutex_unlock(&s->sweep_lock);
+        if (aside && host_run_files_add(result, json_strv(aside)) < 0)
+                return -ENOMEM;
         return 0;
 }
 

@@ -2,10 +2,13 @@
 #include "tools.h"
 #include <stdlib.h>
 #include "strv.h"
+#include "time-util.h"
 #include "jail-plan.h"
 #include "mask-walk.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "api-result.h"
 #include "approval.h"
@@ -141,6 +144,30 @@ json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t g
         });
 }
 
+/* When this process first started a jail of workspace (launch.h
+ * links_since): zero the first time, which records now (a long-lived MCP
+ * server without a daemon starts its jails again; a one-shot CLI puts
+ * nothing aside). A few workspaces per process: past the table's size,
+ * zero (nothing put aside; the start refuses the link as before). */
+static struct timespec first_jail_of(const char *workspace) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static struct {
+                char *path;
+                struct timespec at;
+        } seen[16];
+        struct timespec at = { 0 };
+        pthread_mutex_lock(&lock);
+        size_t i = 0;
+        while (i < ELEMENTSOF(seen) && seen[i].path && !streq(seen[i].path, workspace))
+                i++;
+        if (i < ELEMENTSOF(seen) && seen[i].path)
+                at = seen[i].at;
+        else if (i < ELEMENTSOF(seen) && (seen[i].path = strdup(workspace)))
+                seen[i].at = now_wall_coarse();
+        pthread_mutex_unlock(&lock);
+        return at;
+}
+
 int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offline, VsPolicy **ret_policy,
                VsSession **ret_session, char **ret_pending, VsError **err) {
         _cleanup_(policy_freep) VsPolicy *p = NULL;
@@ -162,6 +189,8 @@ int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offli
                 return r;
         VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt,
                               .state_dir = store, .allowlist_offline = allowlist_offline };
+        if (p->sandboxed)
+                o.links_since = first_jail_of(p->workspace);
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;
@@ -200,6 +229,7 @@ int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offli
         }
         if (git_base && (r = session_watch_git(s, TAKE_PTR(git_base), git_roots, git_ro, l->sealed_dirs)) < 0)
                 return r;
+        s->put_aside = TAKE_PTR(l->put_aside);
         if (after && (r = protect_snapshot_take(p, NULL, &snap)) < 0)
                 return r;
         if (snap)

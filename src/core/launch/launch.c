@@ -37,6 +37,7 @@ void launch_free(VsLaunch *l) {
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
         strv_free(l->sealed_dirs);
+        strv_free(l->put_aside);
         strv_free(l->env);
         free(l->bpf);
         strv_free(l->landlock_rw);
@@ -303,12 +304,13 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                                 free(also_seen[k]);
                         return -ENOMEM;
                 }
-        r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker, &l->plan,
-                           &l->git_base, err);
+        r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker,
+                           &o->links_since, &l->plan, &l->git_base, err);
         for (size_t k = 0; k < n_seen; k++)
                 free(also_seen[k]);
         if (r < 0)
                 return r;
+        l->put_aside = TAKE_PTR(l->plan->put_aside);
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */
         char **prot = strv_copy(l->plan->protected_paths);

@@ -54,6 +54,12 @@ typedef struct VsLaunchOptions {
         /* Who makes what the host puts in the workspace before the jail
          * (host-make.h: a root daemon's monitor), or NULL: this process. */
         const struct VsHostMaker *maker;
+        /* When the first jail of this workspace that this process started
+         * began (CLOCK_REALTIME_COARSE, taken before its spawn); zero: none
+         * yet. A masked link the plan would refuse, made since in a
+         * writable path, is put aside instead (jail-plan.h
+         * jail_facts_collect), listed in put_aside. */
+        struct timespec links_since;
         /* A root-owned workspace's idmapped trees are made by whoever
          * starts the jail (a root daemon's monitor): their paths are
          * recorded, their descriptors left -EBADF (launch_idmap_prepare()
@@ -89,6 +95,9 @@ typedef struct VsLaunch {
          * it can neither write below nor move, so no repository there is
          * its doing (git-watch.c). NULL without a plan. */
         char **sealed_dirs;
+        /* Masked links put aside by the plan (links_since): each link, then
+         * where it went; NULL when none. The caller reports them. */
+        char **put_aside;
         char **env;          /* "K=V" */
         const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */

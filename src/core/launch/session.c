@@ -507,6 +507,7 @@ void session_end(VsSession *s) {
         strv_free(s->git_roots);
         strv_free(s->git_ro);
         strv_free(s->git_sealed);
+        strv_free(s->put_aside);
         jsonl_reader_free(s->reader);
         strv_free(s->layers);
         strv_free(s->degraded);

@@ -39,6 +39,10 @@ typedef struct VsSession {
          * paths (path_listed_writable) and what the jail sees sealed
          * (launch.h sealed_dirs). */
         char **git_ro, **git_sealed;
+        /* Masked links the start put aside (launch.h put_aside): the next
+         * call's host_run_files lists them (tool_call_sweep). Under
+         * sweep_lock. */
+        char **put_aside;
         /* tool_call_run() sweeps after each call (a warm session); a
          * one-call user (the CLI) ends the worker and sweeps itself. */
         bool no_sweep_per_call;

@@ -1371,19 +1371,19 @@ static int aside_in_child(FsJob *j, FsOut *out) {
                 return -ESTALE;
         if (pfd < 0)
                 return pfd;
-        /* A .git's own identity; a HEAD's, its repository directory's. */
-        bool head = streq(name, "HEAD");
+        /* A .git's own identity; a HEAD's, its repository directory's;
+         * any other name only a symlink's (a masked link the start
+         * refused). */
+        bool head = streq(name, "HEAD"), link_only = !head && !streq(name, ".git");
         struct statx sx;
         int r = -ESTALE;
         if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0),
-                  STATX_INO, &sx) == 0 &&
-            makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino)
+                  STATX_INO | STATX_TYPE, &sx) == 0 &&
+            makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino &&
+            (!link_only || S_ISLNK(sx.stx_mode)))
                 for (unsigned n = 0; n < 100; n++) {
-                        char to[64];
-                        if (n == 0)
-                                snprintf(to, sizeof to, "%.8s.vectora-quarantine", name);
-                        else
-                                snprintf(to, sizeof to, "%.8s.vectora-quarantine-%u", name, n);
+                        char to[VS_ASIDE_NAME_SIZE];
+                        host_aside_name(to, name, n);
                         if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
                                 out->count = n;
                                 r = 0;
@@ -1399,7 +1399,8 @@ static int aside_in_child(FsJob *j, FsOut *out) {
 
 /* quarantine: a repository a jail made put aside (git-scan.h
  * git_quarantine): rel's last component, .git (a file, a symlink or a
- * directory) or HEAD (a repository directory's), renamed to
+ * directory) or HEAD (a repository directory's), or a symlink of any name
+ * (a masked link a jail made that the start refused: jail-facts.c), renamed to
  * NAME.vectora-quarantine[-N] beside it, never replacing anything, and
  * only while it is still the entry the server noted (device and inode,
  * read from the kernel's cache: a .git's own, a HEAD's directory's, as
@@ -1412,10 +1413,6 @@ static int quarantine(Monitor *m) {
         MonWorkspace *w = ws_writable(m, &st, &refused);
         if (!w)
                 return refused;
-        const char *name = strrchr(rel, '/');
-        name = name ? name + 1 : rel;
-        if (!streq(name, ".git") && !streq(name, "HEAD"))
-                return reply(m, EINVAL, "only a .git or a HEAD is put aside", 0);
         FsJob job;
         int r = fs_job(w, &st, rel, &job);
         if (r < 0)

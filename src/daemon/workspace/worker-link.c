@@ -699,6 +699,14 @@ static void start_done(uv_work_t *w, int status) {
          * exiting while it was prepared: what it prepared is not what
          * holds now. */
         bool stale = s->stale || s->generation != ws->generation || srv->shutting_down;
+        /* Renamed by the start, whatever becomes of it. */
+        for (char **a = r >= 0 && s->launch ? s->launch->put_aside : NULL; a && a[0] && a[1]; a += 2) {
+                log_warning("workspace %s: %s, a masked symlink changed since its first jail started, leads where no "
+                            "mask reaches what the host writes through it; put aside as %s",
+                            ws->path, a[0], a[1]);
+                s->ops->host_run(ws, a[0]);
+                s->ops->host_run(ws, a[1]);
+        }
         if (r >= 0 && !stale)
                 r = link_spawn(ws, s->ops, &s->launch, !!s->proxy_socket, &l, &err);
         if (!l)
@@ -737,7 +745,12 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 .walk_cache = srv->walk_cache.dir ? &srv->walk_cache : NULL,
                 /* A root-owned workspace's trees: the monitor idmaps them. */
                 .idmap_later = srv->monitor != NULL,
+                .links_since = ws->links_since,
         };
+        /* The first start puts nothing aside (no jail of this daemon ran
+         * yet); the later ones what changed since it began. */
+        if (ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0)
+                ws->links_since = now_wall_coarse();
         const char *proxy_socket = NULL;
         int r;
         if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &proxy_socket, err)) < 0)

@@ -42,6 +42,10 @@ typedef struct LinkOps {
         bool (*session_event)(WorkerLink *l, JsonlMsg *m, char **ret_why);
         /* The link ends: every session ends with it. */
         void (*sessions_end)(WorkerLink *l, ApiError code, const char *why);
+        /* A path the host would use was changed for the workspace (a
+         * masked link the start put aside, and where it went): the next
+         * result's host_run_files lists it. */
+        void (*host_run)(Workspace *ws, const char *path);
 } LinkOps;
 
 struct WorkerLink {

@@ -589,6 +589,7 @@ static const LinkOps link_ops = {
         .protect_changed = protect_changed,
         .session_event = jail_session_event,
         .sessions_end = jail_sessions_end,
+        .host_run = workspace_note_host_run,
 };
 
 /* The start failed: nothing ran, the queued calls hear why. */

@@ -122,6 +122,10 @@ struct Workspace {
         /* the repositories of the writable roots when the worker started (git-watch.c) */
         struct VsGitRepos *git_base;
         char **git_sealed; /* what the base's jail saw sealed (masked, protected): not its repositories */
+        /* when its first jail's start began (CLOCK_REALTIME_COARSE): a
+         * masked link changed since, which a start would refuse, is put
+         * aside (launch.h links_since) */
+        struct timespec links_since;
         struct GitSweep *git_sweep; /* putting aside what the last jail made: no new jail starts meanwhile */
 
         /* freeing unused entries (workspace.c, workspace_gc) */

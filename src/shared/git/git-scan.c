@@ -15,6 +15,7 @@
 
 #include "fd-util.h"
 #include "git-control.h"
+#include "host-aside.h"
 #include "path-util.h"
 #include "policy.h"
 
@@ -205,75 +206,16 @@ bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r) {
         return false;
 }
 
-/* git_quarantine through a maker: name in dir (below its workspace). */
-static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, const char *name, uint64_t dev,
-                        uint64_t ino, char **ret_moved, VsError **err) {
-        unsigned n = 0;
-        int r = m->put_aside(m->userdata, rel, dev, ino, &n, err);
-        if (r == -ENOTCONN)
-                return r;
-        if (r < 0)
-                return r == -ESTALE || (err && *err) ? r : vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
-        char to[64];
-        if (n == 0)
-                snprintf(to, sizeof to, "%s.vectora-quarantine", name);
-        else
-                snprintf(to, sizeof to, "%s.vectora-quarantine-%u", name, n);
-        if (ret_moved && !(*ret_moved = path_join(dir, to)))
-                return -ENOMEM;
-        return 0;
-}
-
 int git_quarantine(const VsGitRepo *r, const VsHostMaker *maker, char **ret_moved, VsError **err) {
         /* A .git file or symlink is renamed itself; a repository directory
          * loses its HEAD (the .git directory renamed whole would still be
-         * a repository, under another name). */
+         * a repository, under another name), whose identity noted is its
+         * directory's. */
         bool link = r->kind == VS_GIT_DOTGIT_LINK;
         _cleanup_free_ char *dir = r->kind == VS_GIT_DOTGIT ? path_join(r->dir, ".git") : strdup(r->dir);
         if (!dir)
                 return -ENOMEM;
-        /* Moved by the maker where it serves (below its workspace): the
-         * .git entry itself, or a repository's HEAD, whose identity noted
-         * is its directory's (the maker checks it so). */
-        const char *name = link ? ".git" : "HEAD";
-        _cleanup_free_ char *entry = path_join(dir, name);
-        const char *rel;
-        const VsHostMaker *m = entry ? host_maker_for(maker, entry, &rel) : NULL;
-        if (m && m->put_aside) {
-                int k = put_aside_by(m, rel, dir, name, r->dev, r->ino, ret_moved, err);
-                if (k != -ENOTCONN)
-                        return k;
-                if (err)
-                        vs_error_free(TAKE_PTR(*err));
-        }
-        _cleanup_close_ int dfd = chase_open_dir(dir);
-        if (dfd == -ENOENT || dfd == -ENOTDIR || dfd == -ELOOP)
-                return -ESTALE;
-        if (dfd < 0)
-                return vs_error_set_kind(err, dfd, "internal", "%s: %s", dir, strerror(-dfd));
-        struct stat st;
-        /* Still the one noted. */
-        if (fstatat(dfd, link ? name : "", &st, AT_SYMLINK_NOFOLLOW | (link ? 0 : AT_EMPTY_PATH)) < 0 ||
-            st.st_dev != r->dev || st.st_ino != r->ino)
-                return -ESTALE;
-        char to[64];
-        for (unsigned n = 0; n < 100; n++) {
-                if (n == 0)
-                        snprintf(to, sizeof to, "%s.vectora-quarantine", name);
-                else
-                        snprintf(to, sizeof to, "%s.vectora-quarantine-%u", name, n);
-                if (syscall(SYS_renameat2, dfd, name, dfd, to, RENAME_NOREPLACE) == 0) {
-                        if (ret_moved && !(*ret_moved = path_join(dir, to)))
-                                return -ENOMEM;
-                        return 0;
-                }
-                if (errno == ENOENT)
-                        return -ESTALE;
-                if (errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "internal", "cannot put %s/%s aside: %m", dir, name);
-        }
-        return vs_error_set_kind(err, -EEXIST, "internal", "cannot put %s/%s aside: 100 quarantined copies there already",
-                                 dir, name);
+        return host_put_aside(maker, dir, link ? ".git" : "HEAD", !link, r->dev, r->ino, ret_moved, err);
 }
 
 int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "host-make.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "macro.h"
@@ -47,4 +48,11 @@ const VsHostMaker *host_maker_for(const VsHostMaker *m, const char *path, const 
                 return NULL;
         *ret_rel = path + n + 1;
         return m;
+}
+
+void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n) {
+        if (n == 0)
+                snprintf(to, VS_ASIDE_NAME_SIZE, "%.200s.vectora-quarantine", name);
+        else
+                snprintf(to, VS_ASIDE_NAME_SIZE, "%.200s.vectora-quarantine-%u", name, n);
 }

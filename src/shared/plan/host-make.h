@@ -74,6 +74,12 @@ typedef struct VsHostMaker {
         void *userdata;
 } VsHostMaker;
 
+/* The name an entry NAME is put aside as (host_put_aside, the monitor's
+ * quarantine): NAME.vectora-quarantine, or NAME.vectora-quarantine-N for
+ * n > 0; NAME cut to 200 bytes, so the name fits NAME_MAX. */
+#define VS_ASIDE_NAME_SIZE 256
+void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n);
+
 /* Whether rel is normal components only (no empty one, no . or ..), as
  * the monitor's decoder takes it. */
 bool rel_is_normal(const char *rel);

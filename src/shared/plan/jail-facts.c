@@ -16,6 +16,7 @@
 #include "git-init.h"
 #include "git-scan.h"
 #include "glob.h"
+#include "host-aside.h"
 #include "mask-alias.h"
 #include "mask-walk.h"
 #include "path-util.h"
@@ -37,6 +38,7 @@ void jail_facts_done(VsJailFacts *f) {
         strv_free(f->protected_existing);
         strv_free(f->git_controls);
         strv_free(f->protect_matches);
+        strv_free(f->put_aside);
         if (f->git_base) {
                 git_repos_done(f->git_base);
                 free(f->git_base);
@@ -66,7 +68,16 @@ static bool under_masked_dir(const VsJailFacts *f, const char *path) {
 
 /* Other names (hard links) of masked files, masked too (mask-alias.h):
  * only when a masked file has more than one link is the tree walked. */
-static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *root, const char *rel,
+/* What a masked link's target is checked against (mask_link_target):
+ * also_seen (jail-plan.h jail_facts_collect), and who puts a refused link
+ * aside (maker, since). */
+typedef struct LinkCtx {
+        char *const *also_seen;
+        const VsHostMaker *maker;
+        const struct timespec *since;
+} LinkCtx;
+
+static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
                             VsError **err);
 
 /* The listed path holding path innermost (or the workspace seen for want
@@ -89,7 +100,7 @@ static const char *root_holding(const VsPolicy *p, const char *path) {
  * name (`secrets/prod.env -> ../notes/prod.env`) lands at its target,
  * which is masked in its own right as a masked name's is (an attack
  * review: the jail moved such a directory in under a masked name). */
-static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *dir, MaskList *links,
+static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *dir, MaskList *links,
                           VsError **err) {
         int r = 0;
         for (size_t j = 0; r >= 0 && j < links->n; j++) {
@@ -99,12 +110,12 @@ static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, char *const *also_s
                 if (!abs)
                         r = -ENOMEM;
                 else if (rel && *rel)
-                        r = mask_link_target(p, f, also_seen, root, rel, err);
+                        r = mask_link_target(p, f, lc, root, rel, err);
         }
         return r;
 }
 
-static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, VsError **err) {
+static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, VsError **err) {
         MaskInodes set = { 0 };
         int r = 0;
         /* f->masks grows meanwhile (a link's target): by index, each path copied. */
@@ -117,7 +128,7 @@ static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, char *const *
                 MaskList links = { 0 };
                 r = dir ? mask_inodes_add_tree(&set, dir, &links, err) : -ENOMEM;
                 if (r >= 0)
-                        r = mask_dir_links(p, f, also_seen, dir, &links, err);
+                        r = mask_dir_links(p, f, lc, dir, &links, err);
                 mask_list_done(&links);
         }
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
@@ -222,6 +233,39 @@ static bool jail_sees(const VsPolicy *p, const char *path) {
         return false;
 }
 
+/* A masked link the start would refuse, put aside instead where a jail of
+ * the workspace could have made it: in a writable listed path (root),
+ * changed since lc->since (jail-plan.h jail_facts_collect). Left on disk,
+ * the refusal stopped this workspace's jails, yet the host's write through
+ * the link still landed at its target, where another workspace's jail
+ * reads it (attack review 5: a user-owned /opt directory, another kept
+ * home). 1 when put aside (noted in f->put_aside), 0 when it is not one
+ * to put aside or could not be (then refused), or a negative errno. */
+static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, int pfd,
+                          const char *name, const char *link) {
+        if (!lc->since || (lc->since->tv_sec == 0 && lc->since->tv_nsec == 0))
+                return 0;
+        bool writable = false;
+        for (size_t i = 0; i < p->n_rw; i++)
+                writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, root));
+        struct stat st;
+        if (!writable || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
+            st.st_ctim.tv_sec < lc->since->tv_sec ||
+            (st.st_ctim.tv_sec == lc->since->tv_sec && st.st_ctim.tv_nsec < lc->since->tv_nsec))
+                return 0;
+        _cleanup_free_ char *dir = strdup(link);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (!slash)
+                return -ENOMEM;
+        *slash = 0;
+        _cleanup_free_ char *moved = NULL;
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        if (host_put_aside(lc->maker, dir, name, false, st.st_dev, st.st_ino, &moved, &e) < 0)
+                return 0;
+        int r = strv_extend(&f->put_aside, link);
+        return r < 0 ? r : (r = strv_extend(&f->put_aside, moved)) < 0 ? r : 1;
+}
+
 /* A masked name that is a symlink is not mounted over (bwrap would follow
  * it), yet what the host writes to that name (an editor, `echo KEY=.. >>
  * .env`) follows the link and lands at its target, which the masks may not
@@ -235,7 +279,7 @@ static bool jail_sees(const VsPolicy *p, const char *path) {
  * write would create it; behind another link of a writable path, which the
  * host would follow too) refuses the start: the link must go, or lead to
  * a file that is there. */
-static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, const char *root, const char *rel,
+static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
                             VsError **err) {
         _cleanup_free_ char *dir = strdup(rel);
         if (!dir)
@@ -275,7 +319,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also
         /* Where the jail sees the host's files but no mask of a host path
          * reaches (its kept home, bound at another path): refused. */
         const char *at = r >= 0 || r == -ENOENT ? res.path : NULL;
-        for (char *const *a = also_seen; a && *a; a++)
+        for (char *const *a = lc->also_seen; a && *a; a++)
                 if ((at && path_is_below_or_equal(at, *a)) || path_is_below_or_equal(lexical, *a))
                         r = -EREMCHG;
         struct stat st;
@@ -314,6 +358,9 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also
                 return 0; /* it would be made below a directory the jail sees empty */
         if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
+        int a = put_aside_link(p, f, lc, root, pfd, name, link);
+        if (a != 0)
+                return a < 0 ? a : 0;
         return vs_error_set_kind(
                 err, -ELOOP, "sandbox_unavailable",
                 "%s is masked and a symlink to \"%s\", %s: what the host writes to it would be readable in the jail; "
@@ -330,7 +377,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, char *const *also
 /* The masks: the writable roots' from their walk (walk_rw, walk_made),
  * and every other listed root walked with the mask patterns, relative to
  * it. */
-static int collect_masks(const VsPolicy *p, VsJailFacts *f, char *const *also_seen, MaskList *rw_masks, WalkCacheUse *cache,
+static int collect_masks(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, MaskList *rw_masks, WalkCacheUse *cache,
                          VsError **err) {
         const VsGlobSet *set = p->mask_set;
         int r = 0;
@@ -355,7 +402,7 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, char *const *also_se
                                 /* Symlinks are not mounted over: bwrap would follow them.
                                  * Their targets are masked instead (mask_link_target). */
                                 r = ml.items[k].kind == MASK_SYMLINK
-                                            ? mask_link_target(p, f, also_seen, list[i].resolved, ml.items[k].relpath, err)
+                                            ? mask_link_target(p, f, lc, list[i].resolved, ml.items[k].relpath, err)
                                             : add_mask_path(&f->masks, &f->n_masks,
                                                             path_join(list[i].resolved, ml.items[k].relpath),
                                                             ml.items[k].kind == MASK_DIR);
@@ -364,7 +411,7 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, char *const *also_se
                                 return r;
                 }
         }
-        return collect_mask_aliases(p, f, also_seen, err);
+        return collect_mask_aliases(p, f, lc, err);
 }
 
 static bool below_rw(const VsPolicy *p, const char *path) {
@@ -643,8 +690,9 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
  * then what was made matched as the walk would have matched it, and the
  * read-only roots walked. */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, WalkCacheUse *cache,
-                       const VsHostMaker *maker, VsJailFacts *ret, VsError **err) {
+                       const VsHostMaker *maker, const struct timespec *links_since, VsJailFacts *ret, VsError **err) {
         VsJailFacts f = { 0 };
+        const LinkCtx lc = { .also_seen = also_seen, .maker = maker, .since = links_since };
         int r = policy_sets_check(p, err);
         if (r < 0)
                 return r;
@@ -656,7 +704,7 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *co
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
                 r = collect_protected(p, protected_paths, maker, &f, rw_masks, &sealed, &made, err);
-        if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, also_seen, rw_masks, cache, err)) < 0))
+        if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, &lc, rw_masks, cache, err)) < 0))
                 vs_error_prefix(err, "finding the paths to mask");
         if (r >= 0)
                 r = collect_protect_globs(p, &f, prot);
@@ -810,15 +858,17 @@ static void remote_list_free(VsPath *l, size_t n) {
 }
 
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
-                   const char *empty_dir, char *const *env, WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
-                   struct VsGitRepos **ret_git_base, VsError **err) {
+                   const char *empty_dir, char *const *env, WalkCacheUse *cache, const VsHostMaker *maker,
+                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err) {
         VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, &f, err);
+        int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, links_since, &f, err);
         if (r < 0)
                 return r;
         r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
         if (r >= 0 && ret_git_base)
                 *ret_git_base = TAKE_PTR(f.git_base);
+        if (r >= 0)
+                (*ret)->put_aside = TAKE_PTR(f.put_aside);
         jail_facts_done(&f);
         return r;
 }
@@ -857,7 +907,7 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         if (r >= 0)
                 r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_make(&p, j->protected_paths, NULL, empty_file, empty_dir, j->env, NULL, NULL, ret, NULL, err);
+                r = jail_plan_make(&p, j->protected_paths, NULL, empty_file, empty_dir, j->env, NULL, NULL, NULL, ret, NULL, err);
         policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);

@@ -18,6 +18,7 @@ void jail_plan_free(VsJailPlan *plan) {
         free(plan->workspace);
         strv_free(plan->protected_paths);
         strv_free(plan->env);
+        strv_free(plan->put_aside);
         free(plan);
 }
 

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend-local.h"
 #include "backend-ssh.h"
@@ -54,6 +55,7 @@ typedef struct VsJailFacts {
         char **git_controls;        /* every .git control path found (git-control.h), existing or not */
         char **protect_matches;     /* existing paths the protect globs name below the rw paths */
         struct VsGitRepos *git_base; /* the repositories under the rw paths (git-scan.h), owned */
+        char **put_aside;           /* masked links put aside (links_since): each link, then its new path */
 } VsJailFacts;
 
 typedef struct VsJailPlan {
@@ -65,6 +67,7 @@ typedef struct VsJailPlan {
         bool network, no_gpu, lockdown;
         VsLimits limits;
         size_t n_masked;         /* masked paths found by the walk */
+        char **put_aside;        /* the facts' put_aside (jail_plan_make), owned */
 } VsJailPlan;
 
 /* Builds the plan. Pure: borrows p and f; copies env, protected_paths and
@@ -97,9 +100,16 @@ const char *jail_plan_uncovered_workspace(const VsPolicy *p);
  * leading there refuses the start. cache: the daemon's walk cache
  * (walk-cache.h), or NULL. maker: who
  * makes what the host puts in the workspace (host-make.h), or NULL: this
- * process. */
+ * process. links_since (may be NULL): a masked link the start would refuse
+ * (its target cannot be masked where the jail sees it), in a writable
+ * listed path, changed (its ctime, CLOCK_REALTIME_COARSE) at or after it,
+ * is put aside instead (host-aside.h; the link and where it went in
+ * put_aside): a jail of the workspace could have made it since, and left
+ * on disk it leads the host's writes where another workspace's jail reads
+ * them (attack review 5). */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen,
-                       struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailFacts *ret, VsError **err);
+                       struct WalkCacheUse *cache, const VsHostMaker *maker, const struct timespec *links_since,
+                       VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
 /* The one plan builder every launch uses (the local and container
@@ -110,8 +120,8 @@ void jail_facts_done(VsJailFacts *f);
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
  * facts found under the writable paths (git-scan.h), owned. */
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
-                   const char *empty_dir, char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker, VsJailPlan **ret,
-                   struct VsGitRepos **ret_git_base, VsError **err);
+                   const char *empty_dir, char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker,
+                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir, shared by every jail started from there (the
