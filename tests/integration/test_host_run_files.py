@@ -650,6 +650,20 @@ def t_refused_masked_link_put_aside(d, tmp):
         r = term_until_ok(c, ws, "cat .env 2>&1; echo end")
         check(r["ok"] and secret not in r["stdout"], (name, r))
         check(not os.path.exists(os.path.join(ws, "nowhere")), (name, "the host's write followed the link"))
+    # Made after the first jail, but where the jail cannot write (a
+    # read-only path nested in the writable one): the host's; refused, left.
+    ws = new_ws(tmp, "aside-nested-ro", SANDBOX + 'rw_paths = ["."]\nro_paths = ["ro"]\n', files={"ro/keep": ""})
+    check(term(c, ws, "true")["ok"], "first call")
+    os.symlink("nowhere/app.env", os.path.join(ws, "ro/.env"))
+    chown_tree(ws)
+    for _ in range(50):
+        r = term(c, ws, "echo ran")
+        if not r["ok"] and "is masked and a symlink" in r["error"]["message"]:
+            break
+        time.sleep(0.1)
+    check(not r["ok"] and "is masked and a symlink" in r["error"]["message"], r)
+    check(os.path.islink(os.path.join(ws, "ro/.env")) and not os.path.lexists(os.path.join(ws, "ro/.env.vectora-quarantine")),
+          ("a link where the jail cannot write was put aside", os.listdir(os.path.join(ws, "ro"))))
     # The user's own refused link, there before any jail: refused, left.
     ws = new_ws(tmp, "aside-users-own", files={"keep": ""})
     os.symlink("nowhere/app.env", os.path.join(ws, ".env"))

@@ -234,20 +234,26 @@ static bool jail_sees(const VsPolicy *p, const char *path) {
 }
 
 /* A masked link the start would refuse, put aside instead where a jail of
- * the workspace could have made it: in a writable listed path (root),
- * changed since lc->since (jail-plan.h jail_facts_collect). Left on disk,
+ * the workspace could have made it: in a writable listed path, changed
+ * since lc->since (jail-plan.h jail_facts_collect). Left on disk,
  * the refusal stopped this workspace's jails, yet the host's write through
  * the link still landed at its target, where another workspace's jail
  * reads it (attack review 5: a user-owned /opt directory, another kept
  * home). 1 when put aside (noted in f->put_aside), 0 when it is not one
  * to put aside or could not be (then refused), or a negative errno. */
-static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, int pfd,
-                          const char *name, const char *link) {
+static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, int pfd, const char *name,
+                          const char *link) {
         if (!lc->since || (lc->since->tv_sec == 0 && lc->since->tv_nsec == 0))
                 return 0;
+        /* Where the jail writes: the listed path holding the link
+         * innermost is a writable one (not a read-only path nested in it),
+         * and no directory masked whole holds it (the jail sees that one
+         * empty). */
+        const char *holder = root_holding(p, link);
         bool writable = false;
-        for (size_t i = 0; i < p->n_rw; i++)
-                writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, root));
+        for (size_t i = 0; holder && i < p->n_rw; i++)
+                writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, holder));
+        writable = writable && !under_masked_dir(f, link);
         struct stat st;
         if (!writable || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
             st.st_ctim.tv_sec < lc->since->tv_sec ||
@@ -358,7 +364,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
                 return 0; /* it would be made below a directory the jail sees empty */
         if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
-        int a = put_aside_link(p, f, lc, root, pfd, name, link);
+        int a = put_aside_link(p, f, lc, pfd, name, link);
         if (a != 0)
                 return a < 0 ? a : 0;
         return vs_error_set_kind(
