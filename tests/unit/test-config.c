@@ -567,6 +567,43 @@ static void test_lockdown_refuses_symlink(void **state) {
         rm_tree(host);
 }
 
+/* A path in both lists: the jail bound it writable while the daemon
+ * took it for read-only; ro_paths = ["."] alone left the workspace
+ * writable (the default rw_paths). Refused, saying how to say it. */
+static void test_refuses_path_in_both_lists(void **state) {
+        char *ws = make_tree();
+        VsPolicy *p = NULL;
+        VsError *err = NULL;
+        char want[8192];
+        assert_true(load_text(ws, "[sandbox]\nro_paths = [\".\"]\n", &p, &err) < 0);
+        snprintf(want, sizeof want,
+                 "vectora.toml:2:13: sandbox.ro_paths[0]: \".\" resolves to %s, which rw_paths lists too (rw_paths is "
+                 "[\".\"] when not given: rw_paths = [] makes the workspace read-only); a path is writable or read-only, "
+                 "not both: list it in one of them",
+                 ws);
+        assert_string_equal(vs_error_message(err), want);
+        vs_error_free(err);
+        err = NULL;
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s/x", ws);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_true(load_text(ws, "[sandbox]\nrw_paths = [\".\", \"x\"]\nro_paths = [\"./x/\"]\n", &p, &err) < 0);
+        snprintf(want, sizeof want,
+                 "vectora.toml:3:13: sandbox.ro_paths[0]: \"./x/\" resolves to %s, which rw_paths lists too; a path is "
+                 "writable or read-only, not both: list it in one of them",
+                 sub);
+        assert_string_equal(vs_error_message(err), want);
+        vs_error_free(err);
+        err = NULL;
+        /* Nested (not the same path) and rw_paths = []: as before. */
+        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = [\".\"]\nro_paths = [\"x\"]\n", &p, &err), 0);
+        policy_free(p);
+        p = NULL;
+        assert_int_equal(load_text(ws, "[sandbox]\nrw_paths = []\nro_paths = [\".\"]\n", &p, &err), 0);
+        policy_free(p);
+        rm_tree(ws);
+}
+
 static void test_refuses_home_ancestor(void **state) {
         char *ws = make_tree();
         char *old = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
@@ -680,6 +717,7 @@ int main(void) {
                 cmocka_unit_test(test_resolve_refuses_links_the_jail_made),
                 cmocka_unit_test(test_lockdown_refuses_missing),
                 cmocka_unit_test(test_lockdown_refuses_symlink),
+                cmocka_unit_test(test_refuses_path_in_both_lists),
                 cmocka_unit_test(test_refuses_home_ancestor),
                 cmocka_unit_test(test_load_missing_file),
                 cmocka_unit_test(test_load_symlinked_config),

@@ -124,6 +124,21 @@ int config_resolve(VsPolicy *p, VsError **err) {
         }
         for (size_t i = 0; r >= 0 && i < p->n_ro; i++)
                 r = resolve_one(p, &p->ro_paths[i], "ro_paths", i, &env, roots, err);
+        /* One path in both lists: the jail bound it writable (the later
+         * bind of the two at one depth), while the daemon's look at what a
+         * jail may have written took it for read-only (a repository made
+         * there was left for the host's git); `ro_paths = ["."]` alone
+         * left the workspace writable by the default rw_paths. Refused. */
+        for (size_t i = 0; r >= 0 && i < p->n_ro; i++)
+                for (size_t k = 0; r >= 0 && p->ro_paths[i].resolved && k < p->n_rw; k++)
+                        if (p->rw_paths[k].resolved && streq(p->rw_paths[k].resolved, p->ro_paths[i].resolved))
+                                r = config_error(err, -EINVAL, p->ro_paths[i].line, p->ro_paths[i].col,
+                                                 "sandbox.ro_paths[%zu]: \"%s\" resolves to %s, which rw_paths lists too%s; a "
+                                                 "path is writable or read-only, not both: list it in one of them",
+                                                 i, p->ro_paths[i].written, p->ro_paths[i].resolved,
+                                                 p->rw_paths[k].line ? ""
+                                                                     : " (rw_paths is [\".\"] when not given: "
+                                                                       "rw_paths = [] makes the workspace read-only)");
         return r;
 }
 
