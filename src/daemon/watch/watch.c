@@ -51,6 +51,7 @@ typedef struct WorkspaceWatch {
         HubSub *sub; /* on the daemon's shared inotify instance; or */
         FanSub *fsub; /* on its fanotify group (root): no watch per directory */
         char *hit;   /* the first masked path seen in the batch being read */
+        bool hit_link; /* that path is a symlink (seen()) */
         char *protect_hit; /* the first protected name seen appearing unsealed */
         char **git_dirs; /* directories where a name that makes a repository appeared, in this batch */
         bool git_all;    /* events were lost: every directory */
@@ -691,9 +692,13 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                 w->structural = true;
         if (!w->protect_hit && unsealed_protect_match(w, root, rel, is_dir, &placeholder))
                 w->protect_hit = strdup(rel);
-        if (glob_set_masks(w->set, rel, is_dir) || (!is_dir && masked_dir_link(w, root, rel))) {
-                if (!w->hit)
+        bool named = glob_set_masks(w->set, rel, is_dir);
+        if (named || (!is_dir && masked_dir_link(w, root, rel))) {
+                if (!w->hit) {
+                        _cleanup_close_ int fd = named && !is_dir ? open_beneath(w, root, rel, O_PATH) : -EBADF;
+                        w->hit_link = !named || fd == -ELOOP;
                         w->hit = TAKE_PTR(rel);
+                }
                 return;
         }
         int r = is_dir ? add_dir(w, root, rel) : -ENOTDIR;
@@ -775,6 +780,7 @@ void watch_before_spawn(Workspace *ws) {
          * what changed meanwhile is the host's doing, and its events
          * follow. */
         free(TAKE_PTR(w->hit));
+        w->hit_link = false;
         free(TAKE_PTR(w->protect_hit));
         strv_free(TAKE_PTR(w->git_dirs));
         w->git_all = false;
@@ -802,6 +808,8 @@ static void on_batch_end(void *userdata) {
         w->unsettled = w->walk_changed || (w->unsettled && w->structural);
         w->structural = w->walk_changed = false;
         _cleanup_free_ char *hit = TAKE_PTR(w->hit);
+        bool hit_link = w->hit_link;
+        w->hit_link = false;
         _cleanup_free_ char *protect_hit = TAKE_PTR(w->protect_hit);
         _cleanup_strv_free_ char **git_dirs = TAKE_PTR(w->git_dirs);
         bool git_all = w->git_all;
@@ -831,7 +839,7 @@ static void on_batch_end(void *userdata) {
                 snprintf(why, sizeof why,
                          "a path matching the masks appeared (%s); the jail was rebuilt to mask it and this call was ended",
                          hit);
-                ws->watch_hooks->masked_appeared(ws, why);
+                (hit_link ? ws->watch_hooks->masked_link_appeared : ws->watch_hooks->masked_appeared)(ws, why);
         }
 }
 

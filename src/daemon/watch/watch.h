@@ -16,6 +16,10 @@
 typedef struct WatchHooks {
         /* A path matching the masks appeared: the jail is rebuilt. */
         void (*masked_appeared)(Workspace *ws, const char *why);
+        /* The same for a masked name that appeared as a symlink: a new
+         * jail is started at once, call or not (its start puts aside a
+         * link it would refuse). */
+        void (*masked_link_appeared)(Workspace *ws, const char *why);
         /* A file the host runs later (.git below the root, .envrc,
          * .vscode/tasks.json, ...) was written under the listed paths. */
         void (*host_run)(Workspace *ws, const char *path);

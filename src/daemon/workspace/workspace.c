@@ -53,6 +53,7 @@ void workspace_set_error(Workspace *ws, const char *fmt, ...) {
 }
 
 static void fail_queue(Workspace *ws, ApiError code, const char *msg) {
+        ws->start_eager = false; /* no start is wanted after a failed one */
         while (ws->queue) {
                 Call *c = ws->queue;
                 ws->queue = c->next;
@@ -82,6 +83,12 @@ static void drain_current(Workspace *ws, const char *why) {
 }
 
 static void spawn(Workspace *ws);
+
+/* A jail is wanted: calls wait for one, or a masked link appeared
+ * (masked_link_appeared) and the next start is to put it aside now. */
+static bool start_wanted(const Workspace *ws) {
+        return (ws->queue || ws->start_eager) && !ws->link && !ws->srv->shutting_down;
+}
 _Static_assert(sizeof(((Server *)0)->spawn_owners) / sizeof(uid_t) == MAX_CONCURRENT_SPAWNS,
                "a slot's owner for each slot");
 static void spawn_slot_release(Server *srv, uid_t owner);
@@ -288,7 +295,7 @@ static void reload(Workspace *ws) {
         /* Masks over time, and files the host runs later being written. */
         if (p->sandboxed)
                 watch_start(ws);
-        if (ws->queue && !ws->link)
+        if (start_wanted(ws))
                 spawn(ws);
 }
 
@@ -413,6 +420,17 @@ static void masked_appeared(Workspace *ws, const char *why) {
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
+/* A masked name appeared as a symlink: the jail is rebuilt at once, with
+ * no call waiting too, so that the start puts aside a link it would
+ * refuse (jail-facts.c, links_since) before the host writes through it;
+ * left to the next call, which may come days later (the workspace's entry,
+ * and its links_since, freed meanwhile), the link stayed. The jail then
+ * idles out. */
+static void masked_link_appeared(Workspace *ws, const char *why) {
+        ws->start_eager = true;
+        workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
+}
+
 /* A name that can make a repository appeared while a jail runs: a new
  * repository ends the jail at once; old_jail_gone() puts it aside. */
 static bool git_suspect(Workspace *ws, char *const *dirs) {
@@ -479,6 +497,7 @@ static bool git_suspect(Workspace *ws, char *const *dirs) {
 
 static const WatchHooks watch_hooks = {
         .masked_appeared = masked_appeared,
+        .masked_link_appeared = masked_link_appeared,
         .host_run = workspace_note_host_run,
         .git_suspect = git_suspect,
 };
@@ -652,6 +671,7 @@ static void spawn(Workspace *ws) {
         else
                 watch_before_spawn(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
+        ws->start_eager = false; /* this start is the one wanted */
         int r = link_start(ws, &link_ops, &ws->starting, &err);
         ws->counters.spawns++;
         ws->srv->counters.spawns++;
@@ -673,7 +693,7 @@ static void link_started(Workspace *ws, WorkerLink *l, int r, const VsError *err
                 spawn_slot_release(ws->srv, ws->slot_owner);
                 if (r < 0)
                         spawn_failed(ws, r, err);
-                else if (ws->queue && !ws->link && !ws->srv->shutting_down)
+                else if (start_wanted(ws))
                         spawn(ws); /* discarded: start under what holds now */
                 return;
         }
@@ -728,7 +748,7 @@ static void spawn_slot_release(Server *srv, uid_t owner) {
                         srv->spawn_wait_tail = prev;
                 ws->next_spawn_wait = NULL;
                 ws->spawn_waiting = false;
-                if (ws->queue && !ws->link && !srv->shutting_down)
+                if (start_wanted(ws))
                         spawn(ws);
         }
 }
@@ -850,7 +870,7 @@ static void link_failed(Workspace *ws, WorkerLink *l, ApiError code, const char 
 }
 
 static void sweep_done(Workspace *ws) {
-        if (ws->queue && !ws->link && !ws->srv->shutting_down)
+        if (start_wanted(ws))
                 spawn(ws);
 }
 
@@ -863,7 +883,7 @@ static void old_jail_gone(Workspace *ws) {
         if (ws->n_old_jails == 0 && !ws->link && !ws->draining &&
             git_watch_sweep_start(ws, workspace_note_host_run, sweep_done))
                 return; /* sweep_done() spawns */
-        if (ws->queue && !ws->link && !ws->srv->shutting_down)
+        if (start_wanted(ws))
                 spawn(ws);
 }
 
@@ -892,7 +912,7 @@ void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
                 ws->draining = d->next_draining;
                 link_end(d, code, why);
         }
-        if (ws->queue && !ws->srv->shutting_down)
+        if ((ws->queue || ws->start_eager) && !ws->srv->shutting_down)
                 spawn(ws);
 }
 
@@ -1019,7 +1039,7 @@ static void on_timer_closed(uv_handle_t *h) {
 /* A record not known durable keeps the entry: a new one would find the
  * record on disk and serve from it unsynced. */
 static bool ws_unused(const Workspace *ws) {
-        return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->spawn_waiting &&
+        return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->start_eager && !ws->spawn_waiting &&
                ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced && !ws->settle_waiters &&
                !ws->settle_firing;
 }

@@ -60,6 +60,7 @@ struct Workspace {
         Workspace *next;
         Workspace *next_spawn_wait; /* in srv->spawn_wait_* */
         bool spawn_waiting;
+        bool start_eager; /* a start wanted with no call waiting (a masked link appeared: workspace.c) */
         uid_t slot_owner;           /* the directory's owner when its start took or awaited a slot */
         char *path; /* canonical */
         WorkspaceState state;
