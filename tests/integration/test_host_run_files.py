@@ -621,6 +621,36 @@ def t_mask_sources_unreachable(d, tmp):
     c.close()
 
 
+def t_stale_mask_sources_removed(d, tmp):
+    """Mask sources a killed daemon's start left (removed at each jail's
+    hello, so only a start the daemon died in leaves them) are removed by
+    the next daemon of that instance once it holds the instance's lock."""
+    own = Daemon(tmp, "stale-d")
+    try:
+        c = own.conn()
+        ws = new_ws(tmp, "stale-sources", SANDBOX.replace('[".env"]', '[".env", "*.pem"]'), files={"a.pem": "PEM\n"})
+        src = mask_source_of(term(c, ws, "awk '$5 ~ /\\/a.pem$/ {print $4}' /proc/self/mountinfo"))
+        c.close()
+    finally:
+        own.stop()
+    # A clean stop removed the instance's directory; a killed daemon's stays.
+    instance = os.path.dirname(os.path.dirname(host_path_of(src)))
+    check(os.path.isdir(os.path.dirname(instance)), ("the runtime directory was not found", src, instance))
+    os.makedirs(instance, mode=0o755, exist_ok=True)
+    stale = os.path.join(instance, "masks-stale0")
+    os.makedirs(os.path.join(stale, "empty-dir"), exist_ok=True)
+    open(os.path.join(stale, "empty-file"), "w").close()
+    own = Daemon(tmp, "stale-d")
+    try:
+        check(not os.path.exists(stale), ("a stale mask-sources directory was left", os.listdir(instance)))
+        c = own.conn()
+        r = term(c, ws, "cat a.pem; echo end")
+        check(r["ok"] and r["stdout"] == "end\n", r)
+        c.close()
+    finally:
+        own.stop()
+
+
 def t_refused_masked_link_put_aside(d, tmp):
     """A masked link the start refuses, made while the workspace's jails
     ran, is put aside at the next start (renamed NAME.vectora-quarantine,
@@ -938,6 +968,7 @@ TESTS = [
     t_masked_links_by_position,
     t_mask_sources_unreachable,
     t_refused_masked_link_put_aside,
+    t_stale_mask_sources_removed,
     t_repository_in_masked_dir,
     t_repository_behind_protected_link,
     t_nested_listed_paths_pinned,

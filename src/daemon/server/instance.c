@@ -10,6 +10,7 @@
  * makes a second daemon on the same socket refuse to start even when the
  * socket file was removed under the first one; it also tells a starting
  * daemon which other instances are gone, so their leftovers may go. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 
 #include "fd-util.h"
 #include "instance.h"
+#include "jail-plan.h"
 #include "log.h"
 #include "path-util.h"
 #include "server.h"
@@ -96,6 +98,21 @@ static void read_owner(int fd, char *buf, size_t size) {
         buf[strcspn(buf, "\n")] = 0;
 }
 
+/* The mask sources a killed daemon's starts left (jail-plan.h
+ * jail_own_sources: removed at each jail's hello, so only a start the
+ * daemon died in leaves them). The lock is this daemon's: no other uses
+ * the directory. */
+static void remove_stale_sources(const char *dir) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (strncmp(de->d_name, "masks-", 6) == 0 && de->d_type == DT_DIR) {
+                        _cleanup_free_ char *p = path_join(dir, de->d_name);
+                        if (p)
+                                jail_own_sources_remove(p);
+                }
+}
+
 int instance_acquire(Server *srv, VsError **err) {
         const char *sock = srv->opt.socket_path;
         int r = instance_id(sock, srv->instance_id);
@@ -167,6 +184,7 @@ int instance_acquire(Server *srv, VsError **err) {
         }
         srv->instance_dir = TAKE_PTR(dir);
         srv->instance_lock_dir = TAKE_PTR(ldir);
+        remove_stale_sources(srv->instance_dir);
         return 0;
 }
 
