@@ -66,8 +66,6 @@ static bool under_masked_dir(const VsJailFacts *f, const char *path) {
         return false;
 }
 
-/* Other names (hard links) of masked files, masked too (mask-alias.h):
- * only when a masked file has more than one link is the tree walked. */
 /* What a masked link's target is checked against (mask_link_target):
  * also_seen (jail-plan.h jail_facts_collect), and who puts a refused link
  * aside (maker, since). */
@@ -77,6 +75,8 @@ typedef struct LinkCtx {
         const struct timespec *since;
 } LinkCtx;
 
+/* Other names (hard links) of masked files, masked too (mask-alias.h):
+ * only when a masked file has more than one link is the tree walked. */
 static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
                             VsError **err);
 
