@@ -687,6 +687,41 @@ def t_refused_masked_link_put_aside(d, tmp):
         r = term_until_ok(c, ws, "cat .env 2>&1; echo end")
         check(r["ok"] and secret not in r["stdout"], (name, r))
         check(not os.path.exists(os.path.join(ws, "nowhere")), (name, "the host's write followed the link"))
+    # A mask that matches the put-aside name too (`.env.*`, in `init`'s
+    # template): put aside once, then left alone; was renamed again at
+    # each start, each rename a new start, without end (attack review 7).
+    ws = new_ws(tmp, "aside-envstar", SANDBOX.replace('[".env"]', '[".env", ".env.*"]'), files={"keep": ""})
+    check(term(c, ws, "true")["ok"], "first call")
+    r = term(c, ws, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    r = term_until_ok(c, ws, "echo ran")
+    check(r["ok"], r)
+    spawns = d.ws_status(ws)["counters"]["spawns"]
+    time.sleep(2)
+    r = term(c, ws, "ls -a; echo end")
+    check(r["ok"] and d.ws_status(ws)["counters"]["spawns"] == spawns, ("the jail kept being started", spawns, r))
+    check(sorted(n for n in os.listdir(ws) if n == ".env" or n.startswith(".env.")) == [".env.vectora-quarantine"], os.listdir(ws))
+    # The put-aside names taken first by the jail: the link is removed.
+    ws = new_ws(tmp, "aside-names-taken", files={"keep": ""})
+    check(term(c, ws, "true")["ok"], "first call")
+    r = term(c, ws, "touch .env.vectora-quarantine; for i in $(seq 1 99); do touch .env.vectora-quarantine-$i; done; "
+                    "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    r = term_until_ok(c, ws, "echo ran")
+    check(r["ok"] and not os.path.lexists(os.path.join(ws, ".env")), (r, "the link stayed"))
+    # Another account's link, made after the first jail (root's, in the
+    # owner's workspace): not the jail's doing, not the daemon's to rename.
+    if os.geteuid() == 0:
+        ws = new_ws(tmp, "aside-others-link", files={"keep": ""})
+        check(term(c, ws, "true")["ok"], "first call")
+        os.symlink("/etc/vs-put-aside-missing.env", os.path.join(ws, ".env"))
+        for _ in range(50):
+            r = term(c, ws, "echo ran")
+            if not r["ok"] and "is masked and a symlink" in r["error"]["message"]:
+                break
+            time.sleep(0.1)
+        check(not r["ok"] and os.path.islink(os.path.join(ws, ".env")), (r, os.listdir(ws)))
+        os.unlink(os.path.join(ws, ".env"))
     # Made after the first jail, but where the jail cannot write (a
     # read-only path nested in the writable one): the host's; refused, left.
     ws = new_ws(tmp, "aside-nested-ro", SANDBOX + 'rw_paths = ["."]\nro_paths = ["ro"]\n', files={"ro/keep": ""})
@@ -996,8 +1031,11 @@ def main():
         for t in tests:
             tap.case(t, d, tmp)
     finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        d.stop(check_exit=False) if os.environ.get("VECTORA_TEST_KEEP") else d.stop()
+        if os.environ.get("VECTORA_TEST_KEEP"):
+            tap.note("kept " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(tap.finish())
 
 

@@ -2331,6 +2331,21 @@ static void quarantine_puts_aside(void **state) {
         assert_int_equal(n, 0);
         lstat_at(f->dir, "sub/.env.vectora-quarantine", &other);
         assert_true(S_ISLNK(other.st_mode));
+        /* Its put-aside names all taken (the jail made them first): the
+         * link is removed, the count saying so; a .git is never. */
+        snprintf(envlink, sizeof envlink, "%s/sub/.k", f->dir);
+        assert_int_equal(symlink("nowhere/app.env", envlink), 0);
+        own_at(f->dir, "sub/.k", uid, gid);
+        for (unsigned k = 0; k < VS_ASIDE_TRIES; k++) {
+                char taken[VS_ASIDE_NAME_SIZE], rel[64];
+                host_aside_name(taken, ".k", k);
+                snprintf(rel, sizeof rel, "sub/%.40s", taken);
+                mkfile(f->dir, rel);
+        }
+        lstat_at(f->dir, "sub/.k", &cfg);
+        assert_int_equal(aside_ask(f, h, "sub/.k", &cfg, &n), 0);
+        assert_int_equal(n, VS_ASIDE_TRIES);
+        assert_true(lstat(envlink, &other) < 0 && errno == ENOENT);
         /* A .git symlink: itself renamed, where it points untouched. */
         char link[160], target[160];
         snprintf(link, sizeof link, "%s/.git", f->dir);

@@ -299,7 +299,12 @@ int tool_call_sweep(VsSession *s, json_t *result) {
         _cleanup_strv_free_ char **aside = result ? TAKE_PTR(s->put_aside) : NULL;
         if (s->locks_init)
                 pthread_mutex_unlock(&s->sweep_lock);
-        if (aside && host_run_files_add(result, json_strv(aside)) < 0)
+        /* "" where a link was removed, its put-aside names all taken. */
+        _cleanup_strv_free_ char **listed = NULL;
+        for (char **a = aside; a && *a; a++)
+                if (**a && strv_extend(&listed, *a) < 0)
+                        return -ENOMEM;
+        if (listed && host_run_files_add(result, json_strv(listed)) < 0)
                 return -ENOMEM;
         return 0;
 }

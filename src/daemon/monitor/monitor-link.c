@@ -751,7 +751,8 @@ int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t 
         int r = pool_count(srv, &e, &count, err);
         if (r < 0)
                 return r;
-        if (count >= 100)
+        /* VS_ASIDE_TRIES: a link removed, its put-aside names all taken. */
+        if (count > VS_ASIDE_TRIES)
                 return lost(srv, MONITOR_REQ_QUARANTINE, "a quarantine's answer without its name", err);
         *ret_n = (unsigned)count;
         return 0;

@@ -79,7 +79,8 @@ int monitor_link_placeholders(Server *srv, uint64_t ws, const VsHostItem *items,
  * Any thread, on the pool's channel. */
 int monitor_link_git_identity(Server *srv, uint64_t ws, char **ret_name, char **ret_email, VsError **err);
 /* A repository a jail made put aside by the monitor (host-make.h
- * put_aside): rel below ws, while still dev/ino; *ret_n the suffix. Any
+ * put_aside): rel below ws, while still dev/ino; *ret_n the suffix
+ * (VS_ASIDE_TRIES: a link removed, its names all taken). Any
  * thread, as monitor_link_placeholder. */
 int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t dev, uint64_t ino, unsigned *ret_n,
                             VsError **err);

@@ -1381,7 +1381,7 @@ static int aside_in_child(FsJob *j, FsOut *out) {
                   STATX_INO | STATX_TYPE, &sx) == 0 &&
             makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino &&
             (!link_only || S_ISLNK(sx.stx_mode)))
-                for (unsigned n = 0; n < 100; n++) {
+                for (unsigned n = 0; n < VS_ASIDE_TRIES; n++) {
                         char to[VS_ASIDE_NAME_SIZE];
                         host_aside_name(to, name, n);
                         if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
@@ -1393,6 +1393,13 @@ static int aside_in_child(FsJob *j, FsOut *out) {
                         if (r != -EEXIST)
                                 break;
                 }
+        /* A link whose put-aside names are all taken (the jail made them
+         * first, to keep its link in place): removed, still that link. */
+        if (r == -EEXIST && link_only) {
+                r = unlinkat(pfd, name, 0) == 0 ? 0 : errno == ENOENT ? -ESTALE : -errno;
+                if (r == 0)
+                        out->count = VS_ASIDE_TRIES;
+        }
         close(pfd);
         return r;
 }
@@ -1405,7 +1412,9 @@ static int aside_in_child(FsJob *j, FsOut *out) {
  * only while it is still the entry the server noted (device and inode,
  * read from the kernel's cache: a .git's own, a HEAD's directory's, as
  * the scan notes a repository). Reached as placeholder reaches a name, in
- * a child, as the owner. Nothing is deleted: the owner can take it back. */
+ * a child, as the owner. Nothing is deleted (the owner can take it back)
+ * but a symlink whose VS_ASIDE_TRIES names are all taken: removed, the
+ * count VS_ASIDE_TRIES saying so. */
 static int quarantine(Monitor *m) {
         const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
         struct stat st;

@@ -696,7 +696,14 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
         if (named || (!is_dir && masked_dir_link(w, root, rel))) {
                 if (!w->hit) {
                         _cleanup_close_ int fd = named && !is_dir ? open_beneath(w, root, rel, O_PATH) : -EBADF;
-                        w->hit_link = !named || fd == -ELOOP;
+                        bool link = !named || fd == -ELOOP;
+                        const char *base = strrchr(rel, '/');
+                        /* A link put aside (the start's own rename), or
+                         * named as one: the start leaves it alone
+                         * (jail-facts.c), so it is no news. */
+                        if (link && host_aside_named(base ? base + 1 : rel))
+                                return;
+                        w->hit_link = link;
                         w->hit = TAKE_PTR(rel);
                 }
                 return;

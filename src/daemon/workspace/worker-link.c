@@ -702,10 +702,12 @@ static void start_done(uv_work_t *w, int status) {
         /* Renamed by the start, whatever becomes of it. */
         for (char **a = r >= 0 && s->launch ? s->launch->put_aside : NULL; a && a[0] && a[1]; a += 2) {
                 log_warning("workspace %s: %s, a masked symlink changed since its first jail started, leads where no "
-                            "mask reaches what the host writes through it; put aside as %s",
-                            ws->path, a[0], a[1]);
+                            "mask reaches what the host writes through it; %s%s",
+                            ws->path, a[0], a[1][0] ? "put aside as " : "removed (its put-aside names were all taken)",
+                            a[1]);
                 s->ops->host_run(ws, a[0]);
-                s->ops->host_run(ws, a[1]);
+                if (a[1][0])
+                        s->ops->host_run(ws, a[1]);
         }
         if (r >= 0 && !stale)
                 r = link_spawn(ws, s->ops, &s->launch, !!s->proxy_socket, &l, &err);

@@ -215,7 +215,7 @@ int git_quarantine(const VsGitRepo *r, const VsHostMaker *maker, char **ret_move
         _cleanup_free_ char *dir = r->kind == VS_GIT_DOTGIT ? path_join(r->dir, ".git") : strdup(r->dir);
         if (!dir)
                 return -ENOMEM;
-        return host_put_aside(maker, dir, link ? ".git" : "HEAD", !link, r->dev, r->ino, ret_moved, err);
+        return host_put_aside(maker, dir, link ? ".git" : "HEAD", !link, false, r->dev, r->ino, ret_moved, err);
 }
 
 int git_scan_policy(const VsPolicy *p, bool base, VsGitRepos *out) {

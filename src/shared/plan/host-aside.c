@@ -21,6 +21,11 @@ static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, 
                 return r;
         if (r < 0)
                 return r == -ESTALE || (err && *err) ? r : vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
+        if (n >= VS_ASIDE_TRIES) {
+                if (ret_moved)
+                        *ret_moved = NULL; /* removed (a link only: the maker checks it) */
+                return 0;
+        }
         char to[VS_ASIDE_NAME_SIZE];
         host_aside_name(to, name, n);
         if (ret_moved && !(*ret_moved = path_join(dir, to)))
@@ -28,8 +33,8 @@ static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, 
         return 0;
 }
 
-int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, uint64_t dev,
-                   uint64_t ino, char **ret_moved, VsError **err) {
+int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, bool may_remove,
+                   uint64_t dev, uint64_t ino, char **ret_moved, VsError **err) {
         _cleanup_free_ char *entry = path_join(dir, name);
         if (!entry)
                 return -ENOMEM;
@@ -53,7 +58,7 @@ int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, 
             st.st_dev != dev || st.st_ino != ino)
                 return -ESTALE;
         char to[VS_ASIDE_NAME_SIZE];
-        for (unsigned n = 0; n < 100; n++) {
+        for (unsigned n = 0; n < VS_ASIDE_TRIES; n++) {
                 host_aside_name(to, name, n);
                 if (syscall(SYS_renameat2, dfd, name, dfd, to, RENAME_NOREPLACE) == 0) {
                         if (ret_moved && !(*ret_moved = path_join(dir, to)))
@@ -64,6 +69,13 @@ int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, 
                         return -ESTALE;
                 if (errno != EEXIST)
                         return vs_error_set_kind(err, -errno, "internal", "cannot put %s/%s aside: %m", dir, name);
+        }
+        if (may_remove && S_ISLNK(st.st_mode)) {
+                if (unlinkat(dfd, name, 0) < 0)
+                        return errno == ENOENT ? -ESTALE : vs_error_set_kind(err, -errno, "internal", "cannot remove %s/%s: %m", dir, name);
+                if (ret_moved)
+                        *ret_moved = NULL;
+                return 0;
         }
         return vs_error_set_kind(err, -EEXIST, "internal", "cannot put %s/%s aside: 100 quarantined copies there already",
                                  dir, name);

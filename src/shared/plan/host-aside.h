@@ -14,7 +14,9 @@
  * anything, never through a link (dir reached with chase_open_dir, the
  * rename relative to it). By the maker where it serves (below its
  * workspace: the root monitor, as the owner), else by this process.
- * *ret_moved (may be NULL): the new path. 0; -ESTALE when the entry is no
- * longer there or another; else a negative errno, *err saying why. */
-int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, uint64_t dev,
-                   uint64_t ino, char **ret_moved, VsError **err);
+ * *ret_moved (may be NULL): the new path. may_remove (a symlink only):
+ * with every put-aside name taken (VS_ASIDE_TRIES), the entry is removed
+ * instead, *ret_moved NULL. 0; -ESTALE when the entry is no longer there
+ * or another; else a negative errno, *err saying why. */
+int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, bool may_remove,
+                   uint64_t dev, uint64_t ino, char **ret_moved, VsError **err);

@@ -56,3 +56,21 @@ void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n) 
         else
                 snprintf(to, VS_ASIDE_NAME_SIZE, "%.200s.vectora-quarantine-%u", name, n);
 }
+
+bool host_aside_named(const char *name) {
+        const char *at = strstr(name, ".vectora-quarantine");
+        if (!at)
+                return false;
+        /* The last such part ends the name, or "-" and digits do. */
+        for (const char *n; (n = strstr(at + 1, ".vectora-quarantine"));)
+                at = n;
+        const char *end = at + strlen(".vectora-quarantine");
+        if (!*end)
+                return true;
+        if (*end != '-' || !end[1])
+                return false;
+        for (const char *c = end + 1; *c; c++)
+                if (*c < '0' || *c > '9')
+                        return false;
+        return true;
+}

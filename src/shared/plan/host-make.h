@@ -79,6 +79,16 @@ typedef struct VsHostMaker {
  * n > 0; NAME cut to 200 bytes, so the name fits NAME_MAX. */
 #define VS_ASIDE_NAME_SIZE 256
 void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n);
+/* How many names host_aside_name tries; past them a link (never a .git
+ * or HEAD) is removed instead: its 100 names taken beforehand by the jail
+ * kept a refused link in place (attack review 7). */
+#define VS_ASIDE_TRIES 100
+/* Whether name is one host_aside_name makes (NAME.vectora-quarantine,
+ * NAME.vectora-quarantine-N): a link so named is left alone by the masks'
+ * link rules and the watch, which a mask matching it (`.env.*`) had made
+ * put it aside again at each start, and each rename a new start, without
+ * end (attack review 7). */
+bool host_aside_named(const char *name);
 
 /* Whether rel is normal components only (no empty one, no . or ..), as
  * the monitor's decoder takes it. */

@@ -254,9 +254,14 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
         for (size_t i = 0; holder && i < p->n_rw; i++)
                 writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, holder));
         writable = writable && !under_masked_dir(f, link);
-        struct stat st;
-        if (!writable || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
-            st.st_ctim.tv_sec < lc->since->tv_sec ||
+        /* The jail's own: owned by the workspace's owner (its jail's uid on
+         * the host). Another account's link in a shared writable path, or
+         * root's in a root-owned directory listed writable, is not the
+         * jail's doing and not this daemon's to rename (attack review 7:
+         * outside the workspace the daemon renames it itself, as root). */
+        struct stat st, wst;
+        if (!writable || stat(p->workspace, &wst) < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISLNK(st.st_mode) || st.st_uid != wst.st_uid || st.st_ctim.tv_sec < lc->since->tv_sec ||
             (st.st_ctim.tv_sec == lc->since->tv_sec && st.st_ctim.tv_nsec < lc->since->tv_nsec))
                 return 0;
         _cleanup_free_ char *dir = strdup(link);
@@ -266,10 +271,11 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
         *slash = 0;
         _cleanup_free_ char *moved = NULL;
         _cleanup_(vs_error_freep) VsError *e = NULL;
-        if (host_put_aside(lc->maker, dir, name, false, st.st_dev, st.st_ino, &moved, &e) < 0)
+        if (host_put_aside(lc->maker, dir, name, false, true, st.st_dev, st.st_ino, &moved, &e) < 0)
                 return 0;
+        /* "" for where it went: removed, its put-aside names all taken. */
         int r = strv_extend(&f->put_aside, link);
-        return r < 0 ? r : (r = strv_extend(&f->put_aside, moved)) < 0 ? r : 1;
+        return r < 0 ? r : (r = strv_extend(&f->put_aside, moved ? moved : "")) < 0 ? r : 1;
 }
 
 /* A masked name that is a symlink is not mounted over (bwrap would follow
@@ -293,6 +299,11 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         char *slash = strrchr(dir, '/'), *name = slash ? slash + 1 : dir;
         if (slash)
                 *slash = 0;
+        /* A link put aside already (or named as one): no host tool writes
+         * to that name; refused or put aside again, it was renamed at each
+         * start without end where a mask matched the new name too. */
+        if (host_aside_named(name))
+                return 0;
         _cleanup_close_ int rfd = chase_open_dir(root);
         _cleanup_close_ int pfd = rfd < 0 ? rfd : chase_beneath(rfd, slash ? dir : "", O_PATH | O_DIRECTORY);
         char text[4096];
