@@ -662,31 +662,62 @@ def t_refused_masked_link_put_aside(d, tmp):
     CLI's one-shot run does with both."""
     secret = "API_KEY=sk-live-SECRET"
     c = d.conn()
-    for name, text in (("missing", "nowhere/app.env"), ("system", "/etc/vs-put-aside-missing.env")):
-        ws = new_ws(tmp, "aside-" + name, files={"keep": ""})
+    # Into a system directory (and so anywhere another jail reads, as a
+    # kept home): at the workspace's root; in a directory the jail then
+    # made read-only (attack review 8: the monitor, as the owner, could
+    # not rename there); inside a directory the masks hide whole, filled
+    # before it was masked (`mv stage secrets`: review 8 too).
+    cases = (("system", ".env", "ln -s %s .env"),
+             ("readonly-dir", "q/.env", "python3 -c \"import os; os.mkdir('q'); os.symlink('%s', 'q/.env'); os.chmod('q', 0o555)\""),
+             ("masked-dir", "secrets/prod.env", "mkdir stage && ln -s %s stage/prod.env && mv stage secrets"))
+    for name, rel, make in cases:
+        text = "/etc/vs-put-aside-missing.env"
+        ws = new_ws(tmp, "aside-" + name, SANDBOX.replace('[".env"]', '[".env", "secrets/"]'), files={"keep": ""})
         check(term(c, ws, "true")["ok"], "first call")
-        r = term(c, ws, "ln -s %s .env; sleep 5; echo survived" % text)
+        r = term(c, ws, (make % text) + "; sleep 5; echo survived")
         check(not r["ok"] and r["error"]["code"] == "worker_recycled", (name, r))
-        link, moved = os.path.join(ws, ".env"), os.path.join(ws, ".env.vectora-quarantine")
+        link, moved = os.path.join(ws, rel), os.path.join(ws, rel + ".vectora-quarantine")
         # Put aside at once (the jail is started again with no call
         # waiting), not at the next call, which may come days later.
         for _ in range(100):
             if os.path.islink(moved):
                 break
             time.sleep(0.05)
-        check(os.path.islink(moved) and not os.path.lexists(link), (name, "not put aside before the next call", os.listdir(ws)))
-        r = term_until_ok(c, ws, "ls -la .env* 2>&1; echo end")
+        check(os.path.islink(moved) and not os.path.lexists(link),
+              (name, "not put aside before the next call", os.listdir(os.path.dirname(link))))
+        r = term_until_ok(c, ws, "echo end")
         check(r["ok"], (name, "the start after the link refused it", r))
         check(not os.path.lexists(link) and os.path.islink(moved) and os.readlink(moved) == text,
-              (name, "the link was not put aside", os.listdir(ws)))
+              (name, "the link was not put aside", os.listdir(os.path.dirname(link))))
         check(link in r["host_run_files"] and moved in r["host_run_files"], (name, r["host_run_files"]))
+        if name == "readonly-dir":
+            check(os.stat(os.path.dirname(link)).st_mode & 0o777 == 0o555, "the directory's mode was not given back")
         # The host's write now makes a plain file, which the jail does not read.
+        os.chmod(os.path.dirname(link), 0o755)
         with open(link, "w") as f:
             f.write(secret + "\n")
         chown_tree(ws)
-        r = term_until_ok(c, ws, "cat .env 2>&1; echo end")
+        r = term_until_ok(c, ws, "cat %s 2>&1; echo end" % rel)
         check(r["ok"] and secret not in r["stdout"], (name, r))
-        check(not os.path.exists(os.path.join(ws, "nowhere")), (name, "the host's write followed the link"))
+        check(not os.path.exists(text), (name, "the host's write followed the link"))
+    # A missing target the jail sees (the host's write lands in this
+    # workspace, masked at the next start): refused as before, left, so a
+    # user's own fresh link to a secret not written yet keeps its mask.
+    ws = new_ws(tmp, "aside-missing-in-view", files={"keep": ""})
+    check(term(c, ws, "true")["ok"], "first call")
+    r = term(c, ws, "ln -s nowhere/app.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "is masked and a symlink" in r["error"]["message"] and os.path.islink(os.path.join(ws, ".env")), r)
+    os.unlink(os.path.join(ws, ".env"))
+    # A link named as a put-aside one, the host's, before the first jail:
+    # not refused, not renamed, its target masked as any masked link's.
+    ws = new_ws(tmp, "aside-named-target", SANDBOX.replace('[".env"]', '[".env", ".env.*"]'),
+                files={"cfg/two.secret": secret + "\n"})
+    os.symlink("cfg/two.secret", os.path.join(ws, ".env.vectora-quarantine"))
+    chown_tree(ws)
+    r = term(c, ws, "cat cfg/two.secret .env.vectora-quarantine 2>&1; echo end")
+    check(r["ok"] and secret not in r["stdout"] and os.path.islink(os.path.join(ws, ".env.vectora-quarantine")), r)
     # A mask that matches the put-aside name too (`.env.*`, in `init`'s
     # template): put aside once, then left alone; was renamed again at
     # each start, each rename a new start, without end (attack review 7).

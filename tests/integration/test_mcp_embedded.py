@@ -154,15 +154,15 @@ def repository_beside(tmp, env):
 
 
 def masked_link_put_aside(tmp, env):
-    """A masked link the next jail's start would refuse (its target
-    missing: the host's write would create it where the jail reads), made
+    """A masked link the next jail's start would refuse (into a system
+    directory, where no mask is put and another jail may read), made
     by a call, is put aside when this server starts its next jail, and
     listed in that call's host_run_files; the call runs."""
     ws = make_ws(tmp, "aside")
     s = Server(ws, env, ["--no-daemon"])
     try:
         s.init()
-        _, r = s.wait(call(s, "terminal", command="ln -s nowhere/app.env sub/.env && echo linked")[0])
+        _, r = s.wait(call(s, "terminal", command="ln -s /etc/vs-put-aside-missing.env sub/.env && echo linked")[0])
         report("[embedded] the agent's link is made", text_of(r).startswith("linked"), r)
         _, r = s.wait(call(s, "terminal", command="ls -a; echo end")[0])
         files = structured(r).get("host_run_files", [])

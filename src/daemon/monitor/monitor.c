@@ -1380,25 +1380,12 @@ static int aside_in_child(FsJob *j, FsOut *out) {
         if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0),
                   STATX_INO | STATX_TYPE, &sx) == 0 &&
             makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino &&
-            (!link_only || S_ISLNK(sx.stx_mode)))
-                for (unsigned n = 0; n < VS_ASIDE_TRIES; n++) {
-                        char to[VS_ASIDE_NAME_SIZE];
-                        host_aside_name(to, name, n);
-                        if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
-                                out->count = n;
-                                r = 0;
-                                break;
-                        }
-                        r = errno == ENOENT ? -ESTALE : errno == EEXIST ? -EEXIST : -errno;
-                        if (r != -EEXIST)
-                                break;
-                }
-        /* A link whose put-aside names are all taken (the jail made them
-         * first, to keep its link in place): removed, still that link. */
-        if (r == -EEXIST && link_only) {
-                r = unlinkat(pfd, name, 0) == 0 ? 0 : errno == ENOENT ? -ESTALE : -errno;
-                if (r == 0)
-                        out->count = VS_ASIDE_TRIES;
+            (!link_only || S_ISLNK(sx.stx_mode))) {
+                /* A link whose put-aside names are all taken (the jail
+                 * made them first, to keep its link in place): removed. */
+                unsigned n = 0;
+                if ((r = host_aside_at(pfd, name, link_only, &n)) == 0)
+                        out->count = n;
         }
         close(pfd);
         return r;

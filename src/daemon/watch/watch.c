@@ -51,7 +51,7 @@ typedef struct WorkspaceWatch {
         HubSub *sub; /* on the daemon's shared inotify instance; or */
         FanSub *fsub; /* on its fanotify group (root): no watch per directory */
         char *hit;   /* the first masked path seen in the batch being read */
-        bool hit_link; /* that path is a symlink (seen()) */
+        bool hit_link; /* that path is a symlink or a directory (seen()): the next jail starts at once */
         char *protect_hit; /* the first protected name seen appearing unsealed */
         char **git_dirs; /* directories where a name that makes a repository appeared, in this batch */
         bool git_all;    /* events were lost: every directory */
@@ -415,8 +415,17 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                     (!w->rewalking && de->d_type == DT_LNK && masked_dir_link(w, root, sub))) {
                         if (w->rewalking && masked_in_jail(w, root, sub))
                                 continue;
-                        if (ret_match && !*ret_match)
+                        /* As seen() does: a link named as a put-aside one
+                         * is no news; a link or a directory starts the next
+                         * jail at once (found in a directory moved in, made
+                         * read-only before its watch came: review 8). */
+                        if (de->d_type == DT_LNK && host_aside_named(de->d_name))
+                                continue;
+                        if (ret_match && !*ret_match) {
                                 *ret_match = strdup(sub);
+                                if (ret_match == &w->hit)
+                                        w->hit_link = de->d_type == DT_LNK || is_dir;
+                        }
                         found = ret_match != NULL;
                         continue;
                 }
@@ -703,7 +712,9 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                          * (jail-facts.c), so it is no news. */
                         if (link && host_aside_named(base ? base + 1 : rel))
                                 return;
-                        w->hit_link = link;
+                        /* A directory too: moved in whole, it may hold
+                         * such links (`mv stage secrets`). */
+                        w->hit_link = link || is_dir;
                         w->hit = TAKE_PTR(rel);
                 }
                 return;

@@ -16,9 +16,9 @@
 typedef struct WatchHooks {
         /* A path matching the masks appeared: the jail is rebuilt. */
         void (*masked_appeared)(Workspace *ws, const char *why);
-        /* The same for a masked name that appeared as a symlink: a new
-         * jail is started at once, call or not (its start puts aside a
-         * link it would refuse). */
+        /* The same for a masked name that appeared as a symlink or a
+         * directory (which may hold links): a new jail is started at once,
+         * call or not (its start puts aside a link it would refuse). */
         void (*masked_link_appeared)(Workspace *ws, const char *why);
         /* A file the host runs later (.git below the root, .envrc,
          * .vscode/tasks.json, ...) was written under the listed paths. */

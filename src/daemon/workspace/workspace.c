@@ -420,7 +420,8 @@ static void masked_appeared(Workspace *ws, const char *why) {
         workspace_recycle(ws, API_ERROR_WORKER_RECYCLED, why);
 }
 
-/* A masked name appeared as a symlink: the jail is rebuilt at once, with
+/* A masked name appeared as a symlink (or a directory, which may hold
+ * links): the jail is rebuilt at once, with
  * no call waiting too, so that the start puts aside a link it would
  * refuse (jail-facts.c, links_since) before the host writes through it;
  * left to the next call, which may come days later (the workspace's entry,
@@ -1039,6 +1040,11 @@ static void on_timer_closed(uv_handle_t *h) {
 /* A record not known durable keeps the entry: a new one would find the
  * record on disk and serve from it unsynced. */
 static bool ws_unused(const Workspace *ws) {
+        /* A note no result has listed yet (a link the eager start put
+         * aside) keeps the entry until a result does. */
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                if (ws->host_run[i].path && !ws->host_run[i].reported)
+                        return false;
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->start_eager && !ws->spawn_waiting &&
                ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced && !ws->settle_waiters &&
                !ws->settle_firing;

@@ -5,12 +5,23 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "chase.h"
 #include "fd-util.h"
 #include "path-util.h"
+
+/* Where name in dir went: its n-th put-aside name, or NULL (removed). */
+static int moved_path(const char *dir, const char *name, unsigned n, char **ret_moved) {
+        if (!ret_moved)
+                return 0;
+        *ret_moved = NULL;
+        if (n >= VS_ASIDE_TRIES)
+                return 0;
+        char to[VS_ASIDE_NAME_SIZE];
+        host_aside_name(to, name, n);
+        return (*ret_moved = path_join(dir, to)) ? 0 : -ENOMEM;
+}
 
 /* Through the maker: *ret_n names the copy it made. */
 static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, const char *name, uint64_t dev,
@@ -21,16 +32,7 @@ static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, 
                 return r;
         if (r < 0)
                 return r == -ESTALE || (err && *err) ? r : vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
-        if (n >= VS_ASIDE_TRIES) {
-                if (ret_moved)
-                        *ret_moved = NULL; /* removed (a link only: the maker checks it) */
-                return 0;
-        }
-        char to[VS_ASIDE_NAME_SIZE];
-        host_aside_name(to, name, n);
-        if (ret_moved && !(*ret_moved = path_join(dir, to)))
-                return -ENOMEM;
-        return 0;
+        return moved_path(dir, name, n, ret_moved); /* removed past VS_ASIDE_TRIES (a link only: the maker checks it) */
 }
 
 int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, bool may_remove,
@@ -57,26 +59,14 @@ int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, 
         if (fstatat(dfd, dir_identity ? "" : name, &st, AT_SYMLINK_NOFOLLOW | (dir_identity ? AT_EMPTY_PATH : 0)) < 0 ||
             st.st_dev != dev || st.st_ino != ino)
                 return -ESTALE;
-        char to[VS_ASIDE_NAME_SIZE];
-        for (unsigned n = 0; n < VS_ASIDE_TRIES; n++) {
-                host_aside_name(to, name, n);
-                if (syscall(SYS_renameat2, dfd, name, dfd, to, RENAME_NOREPLACE) == 0) {
-                        if (ret_moved && !(*ret_moved = path_join(dir, to)))
-                                return -ENOMEM;
-                        return 0;
-                }
-                if (errno == ENOENT)
-                        return -ESTALE;
-                if (errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "internal", "cannot put %s/%s aside: %m", dir, name);
-        }
-        if (may_remove && S_ISLNK(st.st_mode)) {
-                if (unlinkat(dfd, name, 0) < 0)
-                        return errno == ENOENT ? -ESTALE : vs_error_set_kind(err, -errno, "internal", "cannot remove %s/%s: %m", dir, name);
-                if (ret_moved)
-                        *ret_moved = NULL;
-                return 0;
-        }
-        return vs_error_set_kind(err, -EEXIST, "internal", "cannot put %s/%s aside: 100 quarantined copies there already",
-                                 dir, name);
+        unsigned n = 0;
+        int r = host_aside_at(dfd, name, may_remove && S_ISLNK(st.st_mode), &n);
+        if (r == -ESTALE)
+                return r;
+        if (r == -EEXIST)
+                return vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: 100 quarantined copies there already",
+                                         dir, name);
+        if (r < 0)
+                return vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
+        return moved_path(dir, name, n, ret_moved);
 }

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "host-make.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "macro.h"
 
@@ -73,4 +77,41 @@ bool host_aside_named(const char *name) {
                 if (*c < '0' || *c > '9')
                         return false;
         return true;
+}
+
+static int aside_try(int pfd, const char *name, bool may_remove, unsigned *ret_n) {
+        char to[VS_ASIDE_NAME_SIZE];
+        int r = -EEXIST;
+        for (unsigned n = 0; n < VS_ASIDE_TRIES && r == -EEXIST; n++) {
+                host_aside_name(to, name, n);
+                if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
+                        *ret_n = n;
+                        return 0;
+                }
+                r = errno == ENOENT ? -ESTALE : -errno;
+        }
+        if (r == -EEXIST && may_remove) {
+                if (unlinkat(pfd, name, 0) == 0) {
+                        *ret_n = VS_ASIDE_TRIES;
+                        return 0;
+                }
+                r = errno == ENOENT ? -ESTALE : -errno;
+        }
+        return r;
+}
+
+int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n) {
+        int r = aside_try(pfd, name, may_remove, ret_n);
+        struct stat st;
+        if (r != -EACCES || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_IRWXU) == S_IRWXU)
+                return r;
+        /* Through the descriptor's own /proc link: pfd may be O_PATH, on
+         * which fchmod fails. Only the directory's owner may. */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+        if (chmod(self, (st.st_mode | S_IRWXU) & 07777) < 0)
+                return r;
+        r = aside_try(pfd, name, may_remove, ret_n);
+        (void)chmod(self, st.st_mode & 07777);
+        return r;
 }

@@ -89,6 +89,14 @@ void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n);
  * put it aside again at each start, and each rename a new start, without
  * end (attack review 7). */
 bool host_aside_named(const char *name);
+/* In directory pfd (an O_PATH descriptor will do), name renamed to its
+ * put-aside name (host_aside_name, never replacing anything; *ret_n the N
+ * used); with every name taken and may_remove, removed instead (*ret_n
+ * VS_ASIDE_TRIES). A directory its owner (this process's file-system uid)
+ * made read-only, which kept a link in place (attack review 8), is made
+ * writable for it and given its mode back. 0; -ESTALE when name is gone;
+ * else a negative errno. The caller checked what name is. */
+int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n);
 
 /* Whether rel is normal components only (no empty one, no . or ..), as
  * the monitor's decoder takes it. */

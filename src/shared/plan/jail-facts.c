@@ -246,14 +246,13 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
         if (!lc->since || (lc->since->tv_sec == 0 && lc->since->tv_nsec == 0))
                 return 0;
         /* Where the jail writes: the listed path holding the link
-         * innermost is a writable one (not a read-only path nested in it),
-         * and no directory masked whole holds it (the jail sees that one
-         * empty). */
+         * innermost is a writable one (not a read-only path nested in it).
+         * Inside a directory masked whole too: the jail can fill one before
+         * it is masked (`mv stage secrets`; attack review 8). */
         const char *holder = root_holding(p, link);
         bool writable = false;
         for (size_t i = 0; holder && i < p->n_rw; i++)
                 writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, holder));
-        writable = writable && !under_masked_dir(f, link);
         /* The jail's own: owned by the workspace's owner (its jail's uid on
          * the host). Another account's link in a shared writable path, or
          * root's in a root-owned directory listed writable, is not the
@@ -299,11 +298,6 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         char *slash = strrchr(dir, '/'), *name = slash ? slash + 1 : dir;
         if (slash)
                 *slash = 0;
-        /* A link put aside already (or named as one): no host tool writes
-         * to that name; refused or put aside again, it was renamed at each
-         * start without end where a mask matched the new name too. */
-        if (host_aside_named(name))
-                return 0;
         _cleanup_close_ int rfd = chase_open_dir(root);
         _cleanup_close_ int pfd = rfd < 0 ? rfd : chase_beneath(rfd, slash ? dir : "", O_PATH | O_DIRECTORY);
         char text[4096];
@@ -375,7 +369,20 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
                 return 0; /* it would be made below a directory the jail sees empty */
         if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
                 return 0; /* the jail sees neither the target nor the way to it */
-        int a = put_aside_link(p, f, lc, pfd, name, link);
+        /* A link put aside already (or named as one): its target masked
+         * where it can be, as any masked link's, but neither refused nor
+         * put aside again: no host tool writes to that name, and where a
+         * mask matched the new name too (`.env.*`) it was renamed at each
+         * start, each rename a new start, without end (attack review 7). */
+        if (host_aside_named(name))
+                return 0;
+        /* A missing target the jail sees: the host's write lands in this
+         * workspace, masked at the next start; refused as before, so that a
+         * user's own fresh link to a secret not written yet is not renamed
+         * away from its mask (attack review 8). What lands where another
+         * jail reads (a system directory, a kept home, the runtime
+         * directory, another link's target) is put aside. */
+        int a = r == -ENOENT ? 0 : put_aside_link(p, f, lc, pfd, name, link);
         if (a != 0)
                 return a < 0 ? a : 0;
         return vs_error_set_kind(
