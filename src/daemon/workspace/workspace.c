@@ -1039,12 +1039,16 @@ static void on_timer_closed(uv_handle_t *h) {
  * new one, so it goes with the entry. */
 /* A record not known durable keeps the entry: a new one would find the
  * record on disk and serve from it unsynced. */
-static bool ws_unused(const Workspace *ws) {
-        /* A note no result has listed yet (a link the eager start put
-         * aside) keeps the entry until a result does. */
+/* A note no result has listed yet (a link the eager start put aside):
+ * it keeps the entry until a result does, while its directory lives. */
+static bool ws_notes_unlisted(const Workspace *ws) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && !ws->host_run[i].reported)
-                        return false;
+                        return true;
+        return false;
+}
+
+static bool ws_unused(const Workspace *ws) {
         return !ws->pending && !ws->link && !ws->starting && !ws->draining && !ws->queue && !ws->start_eager && !ws->spawn_waiting &&
                ws->refs == 0 && !ws->git_sweep && !ws->record_sync && !ws->record_unsynced && !ws->settle_waiters &&
                !ws->settle_firing;
@@ -1091,7 +1095,8 @@ static void on_gc(uv_timer_t *t) {
                 /* An entry lives as long as its worker would (at least
                  * WS_FREE_AFTER_MS), or not at all once its directory is gone. */
                 uint64_t keep = idle_timeout_ms(ws) > WS_FREE_AFTER_MS ? idle_timeout_ms(ws) : WS_FREE_AFTER_MS;
-                if (ws_unused(ws) && (now - ws->last_used_ms >= keep || stat(ws->path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                if (ws_unused(ws) && ((now - ws->last_used_ms >= keep && !ws_notes_unlisted(ws)) || stat(ws->path, &st) < 0 ||
+                                      !S_ISDIR(st.st_mode))) {
                         log_debug("workspace %s: unused, entry freed", ws->path);
                         *p = ws->next;
                         srv->ws_freed++;
