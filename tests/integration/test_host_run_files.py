@@ -667,12 +667,23 @@ def t_refused_masked_link_put_aside(d, tmp):
     # made read-only (attack review 8: the monitor, as the owner, could
     # not rename there); inside a directory the masks hide whole, filled
     # before it was masked (`mv stage secrets`: review 8 too).
-    cases = (("system", ".env", "ln -s %s .env"),
-             ("readonly-dir", "q/.env", "python3 -c \"import os; os.mkdir('q'); os.symlink('%s', 'q/.env'); os.chmod('q', 0o555)\""),
-             ("masked-dir", "secrets/prod.env", "mkdir stage && ln -s %s stage/prod.env && mv stage secrets"))
-    for name, rel, make in cases:
-        text = "/etc/vs-put-aside-missing.env"
-        ws = new_ws(tmp, "aside-" + name, SANDBOX.replace('[".env"]', '[".env", "secrets/"]'), files={"keep": ""})
+    # Where this jail sees nothing (another workspace's tree: review 9),
+    # and a missing target in a listed path another workspace may list
+    # too (review 9: refused, not put aside, after review 8's mend).
+    shared = os.path.join(tmp, "aside-shared")
+    os.makedirs(shared, exist_ok=True)
+    sys_target = "/etc/vs-put-aside-missing.env"
+    toml = SANDBOX.replace('[".env"]', '[".env", "secrets/"]')
+    cases = (("system", ".env", "ln -s %s .env", sys_target, toml),
+             # Made read-only before it is moved into place, where the
+             # mask (q/.env, anchored) reaches it: no race with the recycle.
+             ("readonly-dir", "q/.env", "mkdir stage && ln -s %s stage/.env && chmod 555 stage && mv stage q",
+              sys_target, SANDBOX.replace('[".env"]', '["q/.env"]')),
+             ("masked-dir", "secrets/prod.env", "mkdir stage && ln -s %s stage/prod.env && mv stage secrets", sys_target, toml),
+             ("out-of-view", ".env", "ln -s %s .env", "../aside-sibling/app.cfg", toml),
+             ("shared-listed", ".env", "ln -s %s .env", os.path.join(shared, "app.cfg"), toml + 'ro_paths = ["%s"]\n' % shared))
+    for name, rel, make, text, wtoml in cases:
+        ws = new_ws(tmp, "aside-" + name, wtoml, files={"keep": ""})
         check(term(c, ws, "true")["ok"], "first call")
         r = term(c, ws, (make % text) + "; sleep 5; echo survived")
         check(not r["ok"] and r["error"]["code"] == "worker_recycled", (name, r))
@@ -691,7 +702,7 @@ def t_refused_masked_link_put_aside(d, tmp):
               (name, "the link was not put aside", os.listdir(os.path.dirname(link))))
         check(link in r["host_run_files"] and moved in r["host_run_files"], (name, r["host_run_files"]))
         if name == "readonly-dir":
-            check(os.stat(os.path.dirname(link)).st_mode & 0o777 == 0o555, "the directory's mode was not given back")
+            check(os.stat(os.path.dirname(link)).st_mode & 0o7777 == 0o555, ("the directory's mode was not given back", oct(os.stat(os.path.dirname(link)).st_mode)))
         # The host's write now makes a plain file, which the jail does not read.
         os.chmod(os.path.dirname(link), 0o755)
         with open(link, "w") as f:
@@ -699,7 +710,7 @@ def t_refused_masked_link_put_aside(d, tmp):
         chown_tree(ws)
         r = term_until_ok(c, ws, "cat %s 2>&1; echo end" % rel)
         check(r["ok"] and secret not in r["stdout"], (name, r))
-        check(not os.path.exists(text), (name, "the host's write followed the link"))
+        check(not os.path.exists(os.path.join(os.path.dirname(link), text)), (name, "the host's write followed the link"))
     # A missing target the jail sees (the host's write lands in this
     # workspace, masked at the next start): refused as before, left, so a
     # user's own fresh link to a secret not written yet keeps its mask.

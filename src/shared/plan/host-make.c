@@ -103,7 +103,11 @@ static int aside_try(int pfd, const char *name, bool may_remove, unsigned *ret_n
 int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n) {
         int r = aside_try(pfd, name, may_remove, ret_n);
         struct stat st;
-        if (r != -EACCES || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_IRWXU) == S_IRWXU)
+        /* Not a setgid directory: the owner's chmod, without the group's
+         * membership, would clear the bit for good (attack review 9); a
+         * jail cannot make one (its own chmod clears it the same way). */
+        if (r != -EACCES || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_IRWXU) == S_IRWXU ||
+            (st.st_mode & S_ISGID))
                 return r;
         /* Through the descriptor's own /proc link: pfd may be O_PATH, on
          * which fchmod fails. Only the directory's owner may. */

@@ -277,6 +277,19 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
         return r < 0 ? r : (r = strv_extend(&f->put_aside, moved ? moved : "")) < 0 ? r : 1;
 }
 
+/* A masked link the start leaves alone (its target where this jail sees
+ * nothing): put aside all the same when a jail of the workspace could have
+ * made it, since the host's write lands where another workspace's jail
+ * may read (`ln -s ../B/app.cfg .env`: attack review 9), else left as the
+ * host's own (a user's `.env -> ../shared-config/.env`). */
+static int aside_or_leave(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, int pfd, const char *name,
+                          const char *link) {
+        if (host_aside_named(name))
+                return 0;
+        int a = put_aside_link(p, f, lc, pfd, name, link);
+        return a < 0 ? a : 0;
+}
+
 /* A masked name that is a symlink is not mounted over (bwrap would follow
  * it), yet what the host writes to that name (an editor, `echo KEY=.. >>
  * .env`) follows the link and lands at its target, which the masks may not
@@ -357,7 +370,9 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
                     (path_is_below_or_equal(lexical, *sd) && !jail_sees(p, lexical)))
                         r = -ENOTDIR;
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
-                if (!jail_sees(p, res.path) || under_masked_dir(f, res.path))
+                if (!jail_sees(p, res.path))
+                        return aside_or_leave(p, f, lc, pfd, name, link);
+                if (under_masked_dir(f, res.path))
                         return 0;
                 for (size_t k = 0; k < f->n_masks; k++)
                         if (streq(f->masks[k].path, res.path))
@@ -368,7 +383,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         if (r == -ENOENT && res.path && under_masked_dir(f, res.path))
                 return 0; /* it would be made below a directory the jail sees empty */
         if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
-                return 0; /* the jail sees neither the target nor the way to it */
+                return aside_or_leave(p, f, lc, pfd, name, link); /* the jail sees neither the target nor the way to it */
         /* A link put aside already (or named as one): its target masked
          * where it can be, as any masked link's, but neither refused nor
          * put aside again: no host tool writes to that name, and where a
@@ -376,13 +391,15 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
          * start, each rename a new start, without end (attack review 7). */
         if (host_aside_named(name))
                 return 0;
-        /* A missing target the jail sees: the host's write lands in this
-         * workspace, masked at the next start; refused as before, so that a
-         * user's own fresh link to a secret not written yet is not renamed
+        /* A missing target in the workspace's own tree: the host's write
+         * lands there, masked at the next start; refused as before, so that
+         * a user's own fresh link to a secret not written yet is not renamed
          * away from its mask (attack review 8). What lands where another
-         * jail reads (a system directory, a kept home, the runtime
+         * jail may read (another listed path, which another workspace may
+         * list too: review 9; a system directory, a kept home, the runtime
          * directory, another link's target) is put aside. */
-        int a = r == -ENOENT ? 0 : put_aside_link(p, f, lc, pfd, name, link);
+        const char *target = res.path ? res.path : lexical;
+        int a = r == -ENOENT && path_is_below_or_equal(target, p->workspace) ? 0 : put_aside_link(p, f, lc, pfd, name, link);
         if (a != 0)
                 return a < 0 ? a : 0;
         return vs_error_set_kind(
