@@ -621,6 +621,28 @@ def t_mask_sources_unreachable(d, tmp):
     c.close()
 
 
+def t_put_aside_listed_after_idle(d, tmp):
+    """A link the eager start put aside is listed in the next result even
+    when that comes after the workspace's idle time, past which its entry
+    (and the note with it) was freed (attack review 8: the next result
+    listed nothing; only the log had it)."""
+    ws = new_ws(tmp, "aside-after-idle", SANDBOX + "idle_timeout = 1\n", files={"keep": ""})
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    r = term(c, ws, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    moved = os.path.join(ws, ".env.vectora-quarantine")
+    for _ in range(100):
+        if os.path.islink(moved):
+            break
+        time.sleep(0.05)
+    check(os.path.islink(moved), ("not put aside", os.listdir(ws)))
+    time.sleep(36)  # the entry of an unused workspace goes after 30 s
+    r = term(c, ws, "echo ran")
+    check(r["ok"] and moved in r["host_run_files"], ("the put-aside was not listed", r))
+    c.close()
+
+
 def t_stale_mask_sources_removed(d, tmp):
     """Mask sources a killed daemon's start left (removed at each jail's
     hello, so only a start the daemon died in leaves them) are removed by
@@ -1046,6 +1068,7 @@ TESTS = [
     t_mask_sources_unreachable,
     t_refused_masked_link_put_aside,
     t_stale_mask_sources_removed,
+    t_put_aside_listed_after_idle,
     t_repository_in_masked_dir,
     t_repository_behind_protected_link,
     t_nested_listed_paths_pinned,

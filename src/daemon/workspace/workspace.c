@@ -355,20 +355,39 @@ static void on_idle_timer(uv_timer_t *t) {
 
 /* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
  * ...) was created or written under the workspace's listed paths. */
-static void workspace_note_host_run(Workspace *ws, const char *path) {
+static HostRunNote *note_host_run(Workspace *ws, const char *path) {
         /* A path noted already is refreshed, not noted twice: a burst of
          * writes to one file keeps the ring for other files. */
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
                         ws->host_run[i].us = now_us();
                         ws->host_run[i].reported = false;
-                        return;
+                        return NULL;
                 }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
         n->path = strdup(path);
         n->us = now_us();
         n->reported = false;
+        n->keep = false;
+        return n;
+}
+
+static void workspace_note_host_run(Workspace *ws, const char *path);
+
+/* A link a start put aside (and where it went): noted as any host-run
+ * file, and kept until a result lists it (ws_notes_unlisted). */
+static void note_put_aside(Workspace *ws, const char *path) {
+        workspace_note_host_run(ws, path);
+        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
+                if (ws->host_run[i].path && streq(ws->host_run[i].path, path))
+                        ws->host_run[i].keep = true;
+}
+
+static void workspace_note_host_run(Workspace *ws, const char *path) {
+        HostRunNote *n = note_host_run(ws, path);
+        if (!n)
+                return;
         log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
         if (ws->refs)
                 return; /* the calls in flight list it, in their results and audit records */
@@ -609,7 +628,7 @@ static const LinkOps link_ops = {
         .protect_changed = protect_changed,
         .session_event = jail_session_event,
         .sessions_end = jail_sessions_end,
-        .host_run = workspace_note_host_run,
+        .host_run = note_put_aside,
 };
 
 /* The start failed: nothing ran, the queued calls hear why. */
@@ -1043,7 +1062,7 @@ static void on_timer_closed(uv_handle_t *h) {
  * it keeps the entry until a result does, while its directory lives. */
 static bool ws_notes_unlisted(const Workspace *ws) {
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
-                if (ws->host_run[i].path && !ws->host_run[i].reported)
+                if (ws->host_run[i].path && ws->host_run[i].keep && !ws->host_run[i].reported)
                         return true;
         return false;
 }

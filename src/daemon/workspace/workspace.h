@@ -50,6 +50,7 @@ typedef struct HostRunNote {
         char *path;
         uint64_t us; /* when the watcher saw it (now_us) */
         bool reported; /* in some call's result (and so its audit record) */
+        bool keep;     /* a link a start put aside: the entry stays until a result lists it */
 } HostRunNote;
 
 /* A failed jail start is made again this many times before its calls fail. */
