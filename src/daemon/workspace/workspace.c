@@ -355,14 +355,16 @@ static void on_idle_timer(uv_timer_t *t) {
 
 /* A file the host runs later (.git below the root, .envrc, .vscode/tasks.json,
  * ...) was created or written under the workspace's listed paths. */
-static HostRunNote *note_host_run(Workspace *ws, const char *path) {
-        /* A path noted already is refreshed, not noted twice: a burst of
-         * writes to one file keeps the ring for other files. */
+/* The note of path: refreshed when noted already (a burst of writes to
+ * one file keeps the ring for other files: *ret_new false), else a new
+ * one. */
+static HostRunNote *note_host_run(Workspace *ws, const char *path, bool *ret_new) {
+        *ret_new = false;
         for (size_t i = 0; i < HOST_RUN_NOTES; i++)
                 if (ws->host_run[i].path && streq(ws->host_run[i].path, path)) {
                         ws->host_run[i].us = now_us();
                         ws->host_run[i].reported = false;
-                        return NULL;
+                        return &ws->host_run[i];
                 }
         HostRunNote *n = &ws->host_run[ws->n_host_run++ % HOST_RUN_NOTES];
         free(n->path);
@@ -370,27 +372,30 @@ static HostRunNote *note_host_run(Workspace *ws, const char *path) {
         n->us = now_us();
         n->reported = false;
         n->keep = false;
+        *ret_new = true;
         return n;
 }
 
-static void workspace_note_host_run(Workspace *ws, const char *path);
+static HostRunNote *note_and_tell(Workspace *ws, const char *path);
+
+static void workspace_note_host_run(Workspace *ws, const char *path) {
+        (void)note_and_tell(ws, path);
+}
 
 /* A link a start put aside (and where it went): noted as any host-run
  * file, and kept until a result lists it (ws_notes_unlisted). */
 static void note_put_aside(Workspace *ws, const char *path) {
-        workspace_note_host_run(ws, path);
-        for (size_t i = 0; i < HOST_RUN_NOTES; i++)
-                if (ws->host_run[i].path && streq(ws->host_run[i].path, path))
-                        ws->host_run[i].keep = true;
+        note_and_tell(ws, path)->keep = true;
 }
 
-static void workspace_note_host_run(Workspace *ws, const char *path) {
-        HostRunNote *n = note_host_run(ws, path);
-        if (!n)
-                return;
+static HostRunNote *note_and_tell(Workspace *ws, const char *path) {
+        bool fresh;
+        HostRunNote *n = note_host_run(ws, path, &fresh);
+        if (!fresh)
+                return n;
         log_info("workspace %s: %s was written under the listed paths (a file the host runs later)", ws->path, path);
         if (ws->refs)
-                return; /* the calls in flight list it, in their results and audit records */
+                return n; /* the calls in flight list it, in their results and audit records */
         /* Written with no call in flight (a background process, a
          * terminal): the audit log has it now, the next result lists it. */
         struct stat st;
@@ -409,6 +414,7 @@ static void workspace_note_host_run(Workspace *ws, const char *path) {
                 audit_write(&a);
         json_decref(target);
         json_decref(files);
+        return n;
 }
 
 json_t *workspace_host_run_since(Workspace *ws, uint64_t since_us) {
