@@ -1800,34 +1800,45 @@ def t_settling_config_holds_no_other(d0, tmp):
     workspace is served; a call whose connection closes while it waits
     runs nothing. Before, the loop slept through each such wait:
     another workspace's call waited up to a second per request."""
-    busy = make_ws(tmp, "settle-busy", None, {"x.txt": "x\n"})
     other = make_ws(tmp, "settle-other", SANDBOX, {"y.txt": "y\n"})
     d = Daemon(tmp, "settle")
     try:
         co = d.conn()
         check(term(co, other, "true")["ok"], "the other workspace")
-        w = Rewriting(os.path.join(busy, "vectora.toml"), SANDBOX)
-        answers = []
+        # The refusal holds only while the host really keeps changing the
+        # file: a writer that the machine's load stalled for the settling
+        # time left a settled file, which the daemon rightly read. Such an
+        # attempt proves nothing and is tried again (noted); a daemon that
+        # read a file changing every 20 ms fails.
+        for attempt in range(3):
+            busy = make_ws(tmp, "settle-busy-%d" % attempt, None, {"x.txt": "x\n"})
+            w = Rewriting(os.path.join(busy, "vectora.toml"), SANDBOX)
+            answers = []
 
-        def busy_calls():
-            cb = d.conn()
-            for _ in range(2):
-                t0 = time.time()
-                answers.append((term(cb, busy, "cat x.txt"), time.time() - t0))
-            cb.close()
-        b = threading.Thread(target=busy_calls)
-        b.start()
-        time.sleep(0.2)
-        # status says the busy workspace's config is not read yet, the
-        # other's is.
-        st = {x["path"]: x for x in co.call({"tool": "status"})["workspaces"]}
-        check(st.get(busy, {}).get("config_settling") is True and st[other]["config_settling"] is False,
-              "status while a config settles: %r" % {k: v.get("config_settling") for k, v in st.items()})
-        worst = worst_read(co, other, 1.6)
-        b.join()
-        w.stop()
-        notes.append("settling config: the other workspace's worst call %.3f s; the busy one's: %s"
-                     % (worst, ", ".join("%.2f s" % t for _, t in answers)))
+            def busy_calls():
+                cb = d.conn()
+                for _ in range(2):
+                    t0 = time.time()
+                    answers.append((term(cb, busy, "cat x.txt"), time.time() - t0))
+                cb.close()
+            b = threading.Thread(target=busy_calls)
+            b.start()
+            time.sleep(0.2)
+            # status says the busy workspace's config is not read yet, the
+            # other's is.
+            st = {x["path"]: x for x in co.call({"tool": "status"})["workspaces"]}
+            settling = {k: v.get("config_settling") for k, v in st.items()}
+            worst = worst_read(co, other, 1.6)
+            b.join()
+            gap = w.stop()
+            notes.append("settling config: the other workspace's worst call %.3f s; the busy one's: %s; "
+                         "the writer's longest pause %.3f s" % (worst, ", ".join("%.2f s" % t for _, t in answers), gap))
+            if gap < 0.09:
+                break
+            notes.append("settling config: attempt %d void, the writer stood still %.3f s" % (attempt + 1, gap))
+        check(gap < 0.09, "the writer stalled in every attempt (longest pause %.3f s)" % gap)
+        check(settling.get(busy) is True and settling.get(other) is False,
+              "status while a config settles: %r" % settling)
         for r, t in answers:
             check(not r["ok"] and "keeps changing" in r["error"]["message"] and t >= 0.9, (r, t))
         check(worst < 0.5, "another workspace's call waited %.2f s behind a settling config" % worst)

@@ -183,26 +183,66 @@ def chown_tree(path):
             os.lchown(os.path.join(d, f), OWNER.pw_uid, OWNER.pw_gid)
 
 
+# The rewriting loop, in a process of its own: a thread of the test's
+# shared the interpreter's lock with the test's own busy loops and, on a
+# loaded machine, stalled for more than the daemon's settling time between
+# truncating the file and writing it (the daemon then read an empty
+# config and served the workspace unsandboxed: a CI failure of
+# t_settling_config_holds_no_other). It reports the longest time the file
+# stood unchanged, so that a test can tell a stalled writer from a daemon
+# that read a changing file.
+_REWRITE = r"""
+import os, select, sys, time
+path, text, every = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3])
+try:
+    os.nice(-10)
+except OSError:
+    pass
+last, gap = None, 0.0
+while True:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, text)
+    os.close(fd)
+    now = time.monotonic()
+    if last is None:
+        print("ready", flush=True)
+    else:
+        gap = max(gap, now - last)
+    last = now
+    if select.select([sys.stdin], [], [], every)[0]:
+        break
+print("%.4f" % gap, flush=True)
+"""
+
+
 class Rewriting:
-    """Rewrites path with text every `every` seconds in a thread of its
-    own until stop() (or the end of a with block): the host writing a
-    workspace's vectora.toml over and over, so that it never settles."""
+    """Rewrites path with text (truncate, then one write) every `every`
+    seconds in a process of its own until stop() (or the end of a with
+    block): the host writing a workspace's vectora.toml over and over, so
+    that it never settles. The file exists when the constructor returns;
+    stop() returns the longest time (s) the file stood unchanged, also
+    kept as .max_gap."""
 
     def __init__(self, path, text, every=0.02):
-        self.path, self.text, self.every = path, text, every
-        self.done = threading.Event()
-        self.t = threading.Thread(target=self._run)
-        self.t.start()
-
-    def _run(self):
-        while not self.done.is_set():
-            with open(self.path, "w") as f:
-                f.write(self.text)
-            time.sleep(self.every)
+        self.max_gap = None
+        self.p = subprocess.Popen([sys.executable, "-c", _REWRITE, path, text, str(every)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self.p.stdout.readline().strip() != "ready":
+            self.p.kill()
+            self.p.wait()
+            raise RuntimeError("the rewriting process did not start")
 
     def stop(self):
-        self.done.set()
-        self.t.join()
+        if self.max_gap is None:
+            try:
+                self.p.stdin.write("stop\n")
+                self.p.stdin.close()
+            except (BrokenPipeError, ValueError):
+                pass
+            out = self.p.stdout.read().strip()
+            self.p.wait()
+            self.max_gap = float(out) if out else float("inf")
+        return self.max_gap
 
     def __enter__(self):
         return self
