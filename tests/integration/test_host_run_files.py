@@ -643,6 +643,41 @@ def t_put_aside_listed_after_idle(d, tmp):
     c.close()
 
 
+def t_eager_starts_rate_limited(d, tmp):
+    """A masked directory appearing again and again (another workspace's
+    jail making and removing it in a path both list writable) starts this
+    workspace's jail at most once a second while no call waits; each
+    appearance started it, 245 jails in 6 s (attack review 9). A link made
+    meanwhile is still put aside within about a second."""
+    shared = os.path.join(tmp, "eager-shared")
+    os.makedirs(shared)
+    chown_tree(shared)
+    a = new_ws(tmp, "eager-a", SANDBOX.replace('[".env"]', '[".env", "secrets"]') +
+               'rw_paths = [".", "%s"]\n' % shared, files={"keep": ""})
+    b = new_ws(tmp, "eager-b", SANDBOX + 'rw_paths = [".", "%s"]\n' % shared, files={"keep": ""})
+    c = d.conn()
+    check(term(c, a, "true")["ok"] and term(c, b, "true")["ok"], "first calls")
+    s0 = d.ws_status(a)["counters"]["spawns"]
+    secs = 4
+    r = term(c, b, "(end=$(($(date +%%s)+%d)); while [ $(date +%%s) -lt $end ]; do mkdir %s/secrets; rmdir %s/secrets; "
+                   "done) >/dev/null 2>&1 & echo started" % (secs, shared, shared))
+    check(r["ok"], r)
+    time.sleep(secs + 1.5)
+    spawns = d.ws_status(a)["counters"]["spawns"] - s0
+    tap.note("a masked directory churned for %d s in a shared path: %d starts of the other workspace's jail" % (secs, spawns))
+    check(1 <= spawns <= secs + 3, ("starts while the directory churned", spawns))
+    # Quiet again: a link made now is put aside by the eager start.
+    r = term(c, a, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    moved = os.path.join(a, ".env.vectora-quarantine")
+    for _ in range(60):
+        if os.path.islink(moved):
+            break
+        time.sleep(0.05)
+    check(os.path.islink(moved), ("not put aside within 3 s", os.listdir(a)))
+    c.close()
+
+
 def t_stale_mask_sources_removed(d, tmp):
     """Mask sources a killed daemon's start left (removed at each jail's
     hello, so only a start the daemon died in leaves them) are removed by
@@ -1067,6 +1102,7 @@ TESTS = [
     t_masked_links_by_position,
     t_mask_sources_unreachable,
     t_refused_masked_link_put_aside,
+    t_eager_starts_rate_limited,
     t_stale_mask_sources_removed,
     t_put_aside_listed_after_idle,
     t_repository_in_masked_dir,
@@ -1079,8 +1115,10 @@ TESTS = [
 ]
 
 
+tap = Tap()
+
+
 def main():
-    tap = Tap()
     if not os.access(DAEMON, os.X_OK) or not os.access(CLI, os.X_OK):
         tap.skip("host-run-files", "%s or %s not built" % (DAEMON, CLI))
         sys.exit(tap.finish())

@@ -84,10 +84,35 @@ static void drain_current(Workspace *ws, const char *why) {
 
 static void spawn(Workspace *ws);
 
+static void on_eager_timer(uv_timer_t *t);
+
 /* A jail is wanted: calls wait for one, or a masked link appeared
- * (masked_link_appeared) and the next start is to put it aside now. */
-static bool start_wanted(const Workspace *ws) {
-        return (ws->queue || ws->start_eager) && !ws->link && !ws->srv->shutting_down;
+ * (masked_link_appeared) and the next start is to put it aside now. A
+ * start no call waits for comes at most once each EAGER_START_GAP_MS:
+ * another workspace's jail making and removing a masked directory in a
+ * path both list writable started this workspace's jail at each
+ * appearance, 40 a second for as long as its loop ran (attack review 9).
+ * The one wanted meanwhile waits on the idle timer, which only a running
+ * jail otherwise uses (and this is wanted only while none runs); a call
+ * coming meanwhile starts the jail at once, and puts aside as well. */
+static bool start_wanted(Workspace *ws) {
+        if (ws->link || ws->srv->shutting_down)
+                return false;
+        if (ws->queue)
+                return true;
+        if (!ws->start_eager)
+                return false;
+        uint64_t now = now_ms();
+        if (now >= ws->eager_next_ms)
+                return true;
+        uv_timer_start(&ws->idle_timer, on_eager_timer, ws->eager_next_ms - now, 0);
+        return false;
+}
+
+static void on_eager_timer(uv_timer_t *t) {
+        Workspace *ws = t->data;
+        if (start_wanted(ws))
+                spawn(ws);
 }
 _Static_assert(sizeof(((Server *)0)->spawn_owners) / sizeof(uid_t) == MAX_CONCURRENT_SPAWNS,
                "a slot's owner for each slot");
@@ -697,6 +722,8 @@ static void spawn(Workspace *ws) {
         else
                 watch_before_spawn(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
+        if (ws->start_eager && !ws->queue)
+                ws->eager_next_ms = now_ms() + EAGER_START_GAP_MS;
         ws->start_eager = false; /* this start is the one wanted */
         int r = link_start(ws, &link_ops, &ws->starting, &err);
         ws->counters.spawns++;
@@ -938,7 +965,7 @@ void workspace_recycle(Workspace *ws, ApiError code, const char *why) {
                 ws->draining = d->next_draining;
                 link_end(d, code, why);
         }
-        if ((ws->queue || ws->start_eager) && !ws->srv->shutting_down)
+        if (start_wanted(ws))
                 spawn(ws);
 }
 
