@@ -621,6 +621,21 @@ def t_mask_sources_unreachable(d, tmp):
     c.close()
 
 
+def link_put_aside(c, ws):
+    """The jail makes a masked link to a system file (its call ends
+    worker_recycled) and the eager start puts it aside within 5 s; its
+    new path."""
+    r = term(c, ws, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    moved = os.path.join(ws, ".env.vectora-quarantine")
+    for _ in range(100):
+        if os.path.islink(moved):
+            break
+        time.sleep(0.05)
+    check(os.path.islink(moved), ("not put aside within 5 s", os.listdir(ws)))
+    return moved
+
+
 def t_put_aside_listed_after_idle(d, tmp):
     """A link the eager start put aside is listed in the next result even
     when that comes after the workspace's idle time, past which its entry
@@ -629,14 +644,7 @@ def t_put_aside_listed_after_idle(d, tmp):
     ws = new_ws(tmp, "aside-after-idle", SANDBOX + "idle_timeout = 1\n", files={"keep": ""})
     c = d.conn()
     check(term(c, ws, "true")["ok"], "first call")
-    r = term(c, ws, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
-    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
-    moved = os.path.join(ws, ".env.vectora-quarantine")
-    for _ in range(100):
-        if os.path.islink(moved):
-            break
-        time.sleep(0.05)
-    check(os.path.islink(moved), ("not put aside", os.listdir(ws)))
+    moved = link_put_aside(c, ws)
     time.sleep(36)  # the entry of an unused workspace goes after 30 s
     r = term(c, ws, "echo ran")
     check(r["ok"] and moved in r["host_run_files"], ("the put-aside was not listed", r))
@@ -667,14 +675,7 @@ def t_eager_starts_rate_limited(d, tmp):
     tap.note("a masked directory churned for %d s in a shared path: %d starts of the other workspace's jail" % (secs, spawns))
     check(1 <= spawns <= secs + 3, ("starts while the directory churned", spawns))
     # Quiet again: a link made now is put aside by the eager start.
-    r = term(c, a, "ln -s /etc/vs-put-aside-missing.env .env; sleep 5; echo survived")
-    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
-    moved = os.path.join(a, ".env.vectora-quarantine")
-    for _ in range(60):
-        if os.path.islink(moved):
-            break
-        time.sleep(0.05)
-    check(os.path.islink(moved), ("not put aside within 3 s", os.listdir(a)))
+    link_put_aside(c, a)
     c.close()
 
 
