@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "host-aside.h"
 #include "host-run-scan.h"
 #include "json-util.h"
 #include "strv.h"
@@ -296,13 +297,14 @@ int tool_call_sweep(VsSession *s, json_t *result) {
         /* What the start put aside, once, in the first result after it. */
         if (s->locks_init)
                 pthread_mutex_lock(&s->sweep_lock);
-        _cleanup_strv_free_ char **aside = result ? TAKE_PTR(s->put_aside) : NULL;
+        _cleanup_(put_asides_freep) VsPutAsides *aside = result ? TAKE_PTR(s->put_aside) : NULL;
         if (s->locks_init)
                 pthread_mutex_unlock(&s->sweep_lock);
-        /* "" where a link was removed, its put-aside names all taken. */
+        /* Each link, and where it went unless it was removed. */
         _cleanup_strv_free_ char **listed = NULL;
-        for (char **a = aside; a && *a; a++)
-                if (**a && strv_extend(&listed, *a) < 0)
+        for (size_t i = 0; aside && i < aside->n; i++)
+                if (strv_extend(&listed, aside->v[i].link) < 0 ||
+                    (aside->v[i].moved && strv_extend(&listed, aside->v[i].moved) < 0))
                         return -ENOMEM;
         if (listed && host_run_files_add(result, json_strv(listed)) < 0)
                 return -ENOMEM;

@@ -11,6 +11,7 @@
 
 #include "chase.h"
 #include "git-scan.h"
+#include "host-aside.h"
 #include "idmap.h"
 #include "jail-home.h"
 #include "jail-plan.h"
@@ -37,7 +38,7 @@ void launch_free(VsLaunch *l) {
         strv_free(l->verify_empty);
         strv_free(l->verify_readonly);
         strv_free(l->sealed_dirs);
-        strv_free(l->put_aside);
+        put_asides_free(l->put_aside);
         strv_free(l->env);
         free(l->bpf);
         strv_free(l->landlock_rw);

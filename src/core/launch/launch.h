@@ -95,9 +95,9 @@ typedef struct VsLaunch {
          * it can neither write below nor move, so no repository there is
          * its doing (git-watch.c). NULL without a plan. */
         char **sealed_dirs;
-        /* Masked links put aside by the plan (links_since): each link, then
-         * where it went; NULL when none. The caller reports them. */
-        char **put_aside;
+        /* Masked links put aside by the plan (links_since, host-aside.h);
+         * NULL when none. The caller reports them. */
+        struct VsPutAsides *put_aside;
         char **env;          /* "K=V" */
         const char *proxy_socket; /* in the jail (VS_JAIL_PROXY_SOCKET) when the relay runs; NULL: none */
         void *bpf;           /* NULL: seccomp degraded (see degraded) */

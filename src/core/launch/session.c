@@ -13,6 +13,7 @@
 
 #include "fd-util.h"
 #include "git-scan.h"
+#include "host-aside.h"
 #include "path-util.h"
 #include "proc-tree.h"
 #include "protocol.h"
@@ -507,7 +508,7 @@ void session_end(VsSession *s) {
         strv_free(s->git_roots);
         strv_free(s->git_ro);
         strv_free(s->git_sealed);
-        strv_free(s->put_aside);
+        put_asides_free(s->put_aside);
         jsonl_reader_free(s->reader);
         strv_free(s->layers);
         strv_free(s->degraded);

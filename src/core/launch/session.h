@@ -42,7 +42,7 @@ typedef struct VsSession {
         /* Masked links the start put aside (launch.h put_aside): the next
          * call's host_run_files lists them (tool_call_sweep). Under
          * sweep_lock. */
-        char **put_aside;
+        struct VsPutAsides *put_aside;
         /* tool_call_run() sweeps after each call (a warm session); a
          * one-call user (the CLI) ends the worker and sweeps itself. */
         bool no_sweep_per_call;

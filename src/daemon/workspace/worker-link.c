@@ -10,6 +10,7 @@
 
 #include "backend-ops.h"
 #include "cgroup.h"
+#include "host-aside.h"
 #include "idmap.h"
 #include "log.h"
 #include "monitor-link.h"
@@ -700,14 +701,16 @@ static void start_done(uv_work_t *w, int status) {
          * holds now. */
         bool stale = s->stale || s->generation != ws->generation || srv->shutting_down;
         /* Renamed by the start, whatever becomes of it. */
-        for (char **a = r >= 0 && s->launch ? s->launch->put_aside : NULL; a && a[0] && a[1]; a += 2) {
+        const VsPutAsides *aside = r >= 0 && s->launch ? s->launch->put_aside : NULL;
+        for (size_t i = 0; aside && i < aside->n; i++) {
+                const VsPutAside *a = &aside->v[i];
                 log_warning("workspace %s: %s, a masked symlink changed since its first jail started, leads where no "
                             "mask reaches what the host writes through it; %s%s",
-                            ws->path, a[0], a[1][0] ? "put aside as " : "removed (its put-aside names were all taken)",
-                            a[1]);
-                s->ops->host_run(ws, a[0]);
-                if (a[1][0])
-                        s->ops->host_run(ws, a[1]);
+                            ws->path, a->link, a->moved ? "put aside as " : "removed (its put-aside names were all taken)",
+                            a->moved ? a->moved : "");
+                s->ops->host_run(ws, a->link);
+                if (a->moved)
+                        s->ops->host_run(ws, a->moved);
         }
         if (r >= 0 && !stale)
                 r = link_spawn(ws, s->ops, &s->launch, !!s->proxy_socket, &l, &err);

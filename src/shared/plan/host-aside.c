@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,4 +70,27 @@ int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, 
         if (r < 0)
                 return vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
         return moved_path(dir, name, n, ret_moved);
+}
+
+int put_asides_add(VsPutAsides **list, const char *link, const char *moved) {
+        size_t n = *list ? (*list)->n : 0;
+        char *l = strdup(link), *m = moved ? strdup(moved) : NULL;
+        VsPutAsides *grown = l && (m || !moved) ? realloc(*list, sizeof **list + (n + 1) * sizeof(VsPutAside)) : NULL;
+        if (!grown) {
+                free(l);
+                free(m);
+                return -ENOMEM;
+        }
+        grown->v[n] = (VsPutAside){ .link = l, .moved = m };
+        grown->n = n + 1;
+        *list = grown;
+        return 0;
+}
+
+void put_asides_free(VsPutAsides *list) {
+        for (size_t i = 0; list && i < list->n; i++) {
+                free(list->v[i].link);
+                free(list->v[i].moved);
+        }
+        free(list);
 }

@@ -38,7 +38,7 @@ void jail_facts_done(VsJailFacts *f) {
         strv_free(f->protected_existing);
         strv_free(f->git_controls);
         strv_free(f->protect_matches);
-        strv_free(f->put_aside);
+        put_asides_free(f->put_aside);
         if (f->git_base) {
                 git_repos_done(f->git_base);
                 free(f->git_base);
@@ -272,9 +272,8 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
         _cleanup_(vs_error_freep) VsError *e = NULL;
         if (host_put_aside(lc->maker, dir, name, false, true, st.st_dev, st.st_ino, &moved, &e) < 0)
                 return 0;
-        /* "" for where it went: removed, its put-aside names all taken. */
-        int r = strv_extend(&f->put_aside, link);
-        return r < 0 ? r : (r = strv_extend(&f->put_aside, moved ? moved : "")) < 0 ? r : 1;
+        int r = put_asides_add(&f->put_aside, link, moved);
+        return r < 0 ? r : 1;
 }
 
 /* A masked link the start leaves alone (its target where this jail sees

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "host-aside.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -18,7 +19,7 @@ void jail_plan_free(VsJailPlan *plan) {
         free(plan->workspace);
         strv_free(plan->protected_paths);
         strv_free(plan->env);
-        strv_free(plan->put_aside);
+        put_asides_free(plan->put_aside);
         free(plan);
 }
 

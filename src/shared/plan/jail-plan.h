@@ -55,7 +55,7 @@ typedef struct VsJailFacts {
         char **git_controls;        /* every .git control path found (git-control.h), existing or not */
         char **protect_matches;     /* existing paths the protect globs name below the rw paths */
         struct VsGitRepos *git_base; /* the repositories under the rw paths (git-scan.h), owned */
-        char **put_aside;           /* masked links put aside (links_since): each link, then its new path */
+        struct VsPutAsides *put_aside; /* masked links put aside (links_since), host-aside.h */
 } VsJailFacts;
 
 typedef struct VsJailPlan {
@@ -67,7 +67,7 @@ typedef struct VsJailPlan {
         bool network, no_gpu, lockdown;
         VsLimits limits;
         size_t n_masked;         /* masked paths found by the walk */
-        char **put_aside;        /* the facts' put_aside (jail_plan_make), owned */
+        struct VsPutAsides *put_aside; /* the facts' put_aside (jail_plan_make), owned */
 } VsJailPlan;
 
 /* Builds the plan. Pure: borrows p and f; copies env, protected_paths and
