@@ -249,6 +249,7 @@ typedef struct Dirs {
         char root[512];
         int created[N_DIRS]; /* FAN_CREATEs heard in root/dN */
         int astray;          /* events elsewhere */
+        int overflows;       /* the hub's word that events were lost */
 } Dirs;
 
 static void on_dir_event(void *u, const char *dir, const char *name, uint64_t mask) {
@@ -256,7 +257,9 @@ static void on_dir_event(void *u, const char *dir, const char *name, uint64_t ma
         size_t n = strlen(d->root);
         unsigned k;
         char end;
-        if (!dir || strncmp(dir, d->root, n) != 0 || sscanf(dir + n, "/d%u%c", &k, &end) != 1 || k >= N_DIRS)
+        if (mask & FAN_Q_OVERFLOW)
+                d->overflows++;
+        else if (!dir || strncmp(dir, d->root, n) != 0 || sscanf(dir + n, "/d%u%c", &k, &end) != 1 || k >= N_DIRS)
                 d->astray++;
         else if (mask & FAN_CREATE)
                 d->created[k]++;
@@ -287,14 +290,27 @@ static void many_directories_outgrow_the_first_table(void **state) {
         char *rd[] = { d->root }, *ro[] = { other->root };
         assert_int_equal(fan_sub_new(f->hub, &dir_ops, d, rd, 1, &sd), 0);
         assert_int_equal(fan_sub_new(f->hub, &dir_ops, other, ro, 1, &so), 0);
+        /* A read that takes too long under the machine's load is taken as
+         * an overflow (notify-subs.h: the hub's word that events were
+         * lost, which a watch answers with a walk); such a round proves
+         * nothing of the table and is made again, with new files. */
         for (int round = 1; round <= 2; round++) {
-                for (int i = 0; i < N_DIRS; i++) {
-                        snprintf(rel, sizeof rel, "ws/d%d/f%d", i, round);
-                        make(f, rel, false);
+                bool clean = false;
+                for (int attempt = 0; attempt < 5 && !clean; attempt++) {
+                        memset(d->created, 0, sizeof d->created);
+                        d->overflows = other->overflows = 0;
+                        for (int i = 0; i < N_DIRS; i++) {
+                                snprintf(rel, sizeof rel, "ws/d%d/f%d.%d", i, round, attempt);
+                                make(f, rel, false);
+                        }
+                        assert_true(fan_drain(f->hub));
+                        clean = d->overflows == 0;
+                        if (!clean)
+                                print_message("# round %d: the read was taken as an overflow; made again\n", round);
                 }
-                assert_true(fan_drain(f->hub));
+                assert_true(clean);
                 for (int i = 0; i < N_DIRS; i++)
-                        assert_int_equal(d->created[i], round);
+                        assert_int_equal(d->created[i], 1);
                 assert_int_equal(d->astray, 0);
                 assert_int_equal(other->astray, 0);
         }
