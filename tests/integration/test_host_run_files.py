@@ -679,6 +679,44 @@ def t_eager_starts_rate_limited(d, tmp):
     c.close()
 
 
+def t_put_aside_after_restart(d, tmp):
+    """A masked link a jail made before the process that starts the next
+    jail began (a daemon restarted, an earlier one-shot CLI run or MCP
+    server of the same store) is put aside by that start, as one made
+    while it ran: the store remembers when the workspace's first jail
+    started (first-jails/). Before, each process counted from its own
+    first start, so such a link was taken for the user's own: refused at
+    each start and left on disk while the host wrote through it."""
+    aside = ".env.vectora-quarantine"
+    # A one-shot run's jail makes it; the next one-shot run puts it aside.
+    ws = new_ws(tmp, "aside-restart-cli", files={"keep": ""})
+    r = cli("run", "-w", ws, "ln -s /etc/vs-put-aside-missing.env .env")
+    check(r.returncode == 0 and os.path.islink(os.path.join(ws, ".env")), (r.stdout, r.stderr))
+    r = cli("run", "-w", ws, "echo ran")
+    check(r.returncode == 0 and "ran" in r.stdout, ("the run after the link", r.stdout, r.stderr))
+    check(os.path.islink(os.path.join(ws, aside)) and not os.path.lexists(os.path.join(ws, ".env")),
+          ("not put aside by the next run", os.listdir(ws)))
+    # A daemon started before it, whose first jail of the workspace comes
+    # after the link was made (as one restarted since): put aside too.
+    ws = new_ws(tmp, "aside-restart-daemon", files={"keep": ""})
+    r = cli("run", "-w", ws, "ln -s /etc/vs-put-aside-missing.env .env")
+    check(r.returncode == 0, (r.stdout, r.stderr))
+    c = d.conn()
+    r = term(c, ws, "echo ran")
+    moved = os.path.join(ws, aside)
+    check(r["ok"] and os.path.islink(moved) and moved in r["host_run_files"], ("the daemon's first start", r, os.listdir(ws)))
+    c.close()
+    # The user's own link, there before any jail of the workspace: still
+    # refused and left, by the daemon and a one-shot run alike.
+    ws = new_ws(tmp, "aside-restart-users-own", files={"keep": ""})
+    os.symlink("/etc/vs-put-aside-missing.env", os.path.join(ws, ".env"))
+    chown_tree(ws)
+    for _ in range(2):
+        r = cli("run", "-w", ws, "echo ran")
+        check(r.returncode != 0 and "is masked and a symlink" in r.stderr and os.path.islink(os.path.join(ws, ".env")),
+              (r.stdout, r.stderr))
+
+
 def t_stale_mask_sources_removed(d, tmp):
     """Mask sources a killed daemon's start left (removed at each jail's
     hello, so only a start the daemon died in leaves them) are removed by
@@ -1104,6 +1142,7 @@ TESTS = [
     t_mask_sources_unreachable,
     t_refused_masked_link_put_aside,
     t_eager_starts_rate_limited,
+    t_put_aside_after_restart,
     t_stale_mask_sources_removed,
     t_put_aside_listed_after_idle,
     t_repository_in_masked_dir,

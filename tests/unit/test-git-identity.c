@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -22,6 +23,7 @@
 #include "host-make.h"
 #include "jail-home.h"
 #include "macro.h"
+#include "sha256.h"
 
 typedef struct Seen {
         char *name, *email;
@@ -256,6 +258,62 @@ static void test_root_reads_as_owner_could(void **state) {
         }
 }
 
+/* The first jail's time (jail_first_start): recorded by the first call
+ * (0, zero time), read back by every later one (1, the same time, however
+ * much later); a record that is not the store's own regular file is not
+ * taken; jail_homes_prune() removes the record of a workspace that is
+ * gone and keeps the others. */
+static void test_first_start_remembered(void **state) {
+        (void)state;
+        char dir[] = "/tmp/vs-first-jail-XXXXXX", ws[] = "/tmp/vs-first-jail-ws-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        assert_non_null(mkdtemp(ws));
+        struct timespec t0, t1, t2;
+        assert_int_equal(jail_first_start(dir, ws, &t0), 0);
+        assert_true(t0.tv_sec == 0 && t0.tv_nsec == 0);
+        usleep(20000);
+        assert_int_equal(jail_first_start(dir, ws, &t1), 1);
+        assert_true(t1.tv_sec > 0);
+        assert_int_equal(jail_first_start(dir, ws, &t2), 1);
+        assert_true(t1.tv_sec == t2.tv_sec && t1.tv_nsec == t2.tv_nsec);
+        /* Recorded when it was made, not when it was read: before the reads. */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        assert_true(t1.tv_sec < now.tv_sec || (t1.tv_sec == now.tv_sec && t1.tv_nsec < now.tv_nsec - 15000000));
+        assert_int_equal(jail_first_start(NULL, ws, &t2), -ENOENT);
+
+        /* A link in a record's place is not read through. */
+        char other[] = "/tmp/vs-first-jail-other-XXXXXX", sub[128], target[128], rec[256];
+        assert_non_null(mkdtemp(other));
+        snprintf(sub, sizeof sub, "%s/first-jails", other);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(ws, strlen(ws), hex);
+        snprintf(target, sizeof target, "%s/elsewhere", other);
+        assert_int_equal(close(open(target, O_CREAT | O_WRONLY, 0600)), 0);
+        snprintf(rec, sizeof rec, "%s/%s", sub, hex);
+        assert_int_equal(symlink(target, rec), 0);
+        assert_int_equal(jail_first_start(other, ws, &t2), -EPERM);
+        assert_true(t2.tv_sec == 0);
+        /* Nor a first-jails/ others may write. */
+        assert_int_equal(unlink(rec), 0);
+        assert_int_equal(chmod(sub, 0777), 0);
+        assert_int_equal(jail_first_start(other, ws, &t2), -EPERM);
+
+        /* The prune: the workspace gone, its record goes; another stays. */
+        char ws2[] = "/tmp/vs-first-jail-ws2-XXXXXX";
+        assert_non_null(mkdtemp(ws2));
+        assert_int_equal(jail_first_start(dir, ws2, &t2), 0);
+        assert_int_equal(rmdir(ws), 0);
+        unsigned removed = 99;
+        assert_int_equal(jail_homes_prune(dir, &removed), 0);
+        assert_int_equal(jail_first_start(dir, ws, &t2), 0); /* gone, so first again */
+        assert_int_equal(jail_first_start(dir, ws2, &t2), 1);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", dir, other, ws2);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plain),
@@ -263,6 +321,7 @@ int main(void) {
                 cmocka_unit_test(test_identity_kept_in_place),
                 cmocka_unit_test(test_identity_from_maker),
                 cmocka_unit_test(test_root_reads_as_owner_could),
+                cmocka_unit_test(test_first_start_remembered),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

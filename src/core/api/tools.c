@@ -13,6 +13,7 @@
 #include "api-result.h"
 #include "approval.h"
 #include "git-scan.h"
+#include "jail-home.h"
 #include "path-util.h"
 #include "paths.h"
 #include "strbuf.h"
@@ -144,12 +145,14 @@ json_t *tools_embedded_sandbox(const VsSession *s, const VsPolicy *p, uint64_t g
         });
 }
 
-/* When this process first started a jail of workspace (launch.h
- * links_since): zero the first time, which records now (a long-lived MCP
- * server without a daemon starts its jails again; a one-shot CLI puts
- * nothing aside). A few workspaces per process: past the table's size,
- * zero (nothing put aside; the start refuses the link as before). */
-static struct timespec first_jail_of(const char *workspace) {
+/* When a jail of workspace first started (launch.h links_since): as the
+ * store remembers it (jail_first_start: an earlier MCP server or one-shot
+ * CLI run of this store, whose jails could have made a link), else when
+ * this process first started one: zero the first time of all, which
+ * records now. A few workspaces per process: past the table's size, what
+ * the store says, or zero (nothing put aside; the start refuses the link
+ * as before). */
+static struct timespec first_jail_of(const char *store, const char *workspace) {
         static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         static struct {
                 char *path;
@@ -160,10 +163,17 @@ static struct timespec first_jail_of(const char *workspace) {
         size_t i = 0;
         while (i < ELEMENTSOF(seen) && seen[i].path && !streq(seen[i].path, workspace))
                 i++;
-        if (i < ELEMENTSOF(seen) && seen[i].path)
+        if (i < ELEMENTSOF(seen) && seen[i].path) {
                 at = seen[i].at;
-        else if (i < ELEMENTSOF(seen) && (seen[i].path = strdup(workspace)))
-                seen[i].at = now_wall_coarse();
+                pthread_mutex_unlock(&lock);
+                return at;
+        }
+        struct timespec recorded;
+        bool known = jail_first_start(store, workspace, &recorded) > 0;
+        if (known)
+                at = recorded;
+        if (i < ELEMENTSOF(seen) && (seen[i].path = strdup(workspace)))
+                seen[i].at = known ? recorded : now_wall_coarse();
         pthread_mutex_unlock(&lock);
         return at;
 }
@@ -190,7 +200,7 @@ int tools_open(const char *workspace, bool require_sandbox, bool allowlist_offli
         VsLaunchOptions o = { .worker_path = worker, .bwrap = getenv("VECTORA_BWRAP"), .runtime_dir = rt,
                               .state_dir = store, .allowlist_offline = allowlist_offline };
         if (p->sandboxed)
-                o.links_since = first_jail_of(p->workspace);
+                o.links_since = first_jail_of(store, p->workspace);
         _cleanup_(launch_freep) VsLaunch *l = NULL;
         if ((r = launch_prepare(p, &o, &l, err)) < 0)
                 return r;

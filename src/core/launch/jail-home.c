@@ -349,6 +349,87 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
         return 0;
 }
 
+/* ---- the first jail's time ---- */
+
+/* first-jails/ below the store: the caller's alone (0700). */
+static int open_first_jails(const char *state_dir, bool make) {
+        _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd < 0)
+                return -errno;
+        if (make && mkdirat(sfd, "first-jails", 0700) < 0 && errno != EEXIST)
+                return -errno;
+        int dfd = openat(sfd, "first-jails", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (dfd < 0)
+                return -errno;
+        if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+                safe_close(dfd);
+                return -EPERM;
+        }
+        return dfd;
+}
+
+int jail_first_start(const char *state_dir, const char *workspace, struct timespec *ret) {
+        *ret = (struct timespec){ 0 };
+        if (!state_dir)
+                return -ENOENT;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(workspace, strlen(workspace), hex);
+        _cleanup_close_ int dfd = open_first_jails(state_dir, true);
+        if (dfd < 0)
+                return dfd;
+        /* The time is the file's mtime: nothing to parse. Two starts may
+         * race to make it: the one that loses reads the winner's. */
+        for (int tries = 0; tries < 2; tries++) {
+                struct stat st;
+                if (fstatat(dfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+                                return -EPERM;
+                        *ret = st.st_mtim;
+                        return 1;
+                }
+                if (errno != ENOENT)
+                        return -errno;
+                _cleanup_close_ int fd = openat(dfd, hex, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0 && errno == EEXIST)
+                        continue;
+                if (fd < 0)
+                        return -errno;
+                /* The workspace's path, for jail_homes_prune(). */
+                int r = write_all(fd, workspace, strlen(workspace));
+                if (r < 0) {
+                        (void)unlinkat(dfd, hex, 0);
+                        return r;
+                }
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* first-jails/HEX whose workspace is gone: removed (a new workspace at that
+ * path starts afresh). */
+static void prune_first_jails(const char *state_dir) {
+        _cleanup_close_ int dfd = open_first_jails(state_dir, false);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        if (!d)
+                return;
+        TAKE_FD(dfd);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (strlen(de->d_name) != SHA256_HEX_LEN)
+                        continue;
+                _cleanup_free_ char *ws = NULL;
+                size_t len = 0;
+                struct stat wst;
+                /* The record is the caller's own file (first-jails/ is theirs alone). */
+                if (read_file_at(dirfd(d), de->d_name, 8192, &ws, &len) < 0 || strlen(ws) != len || ws[0] != '/')
+                        continue;
+                if (lstat(ws, &wst) < 0 && errno == ENOENT)
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+        }
+        closedir(d);
+}
+
 /* ---- pruning ---- */
 
 #define PRUNE_MAX_DEPTH 256 /* deeper than this is left (and the home with it) */
@@ -389,6 +470,7 @@ static int remove_tree_at(int parent, const char *name, unsigned depth) {
 
 int jail_homes_prune(const char *state_dir, unsigned *ret_removed) {
         *ret_removed = 0;
+        prune_first_jails(state_dir);
         _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int hfd = sfd < 0 ? -errno : openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (hfd < 0)

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "error.h"
 
@@ -81,8 +82,16 @@ char *jail_git_identity_text(const char *name, const char *email);
 int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, gid_t gid, bool persistent,
                       const struct VsHostMaker *maker, char **ret_home, char **ret_gitconfig, char **ret_note);
 
-/* Removes the homes (and identity files) under state_dir whose workspace
+/* Removes the homes (and identity files, and first-jails records) under state_dir whose workspace
  * is gone (homes/HEX.workspace names it; the path no longer exists),
  * without following any link the jail left in them. *ret_removed: how
  * many. A vectora-sandboxd starting with the store calls it. */
 int jail_homes_prune(const char *state_dir, unsigned *ret_removed);
+
+/* When a jail of workspace first started, as state_dir remembers it
+ * (first-jails/HEX, its mtime; kept across daemon restarts and shared by
+ * the daemon, the MCP server and the one-shot CLI of one store): a masked
+ * link changed since is one a jail could have made (launch.h links_since).
+ * 1 and *ret the time recorded; 0 and *ret zero the first time, which
+ * records now; a negative errno when the store cannot say (*ret zero). */
+int jail_first_start(const char *state_dir, const char *workspace, struct timespec *ret);

@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "host-aside.h"
 #include "idmap.h"
+#include "jail-home.h"
 #include "log.h"
 #include "monitor-link.h"
 #include "protect.h"
@@ -752,10 +753,22 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 .idmap_later = srv->monitor != NULL,
                 .links_since = ws->links_since,
         };
-        /* The first start puts nothing aside (no jail of this daemon ran
-         * yet); the later ones what changed since it began. */
-        if (ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0)
-                ws->links_since = now_wall_coarse();
+        /* The first start of the workspace's jails ever (as the store
+         * remembers it: jail_first_start) puts nothing aside; every later
+         * one, in this daemon or after a restart, what changed since that
+         * began. Before, only this daemon's first start counted: a link a
+         * jail made before a restart was taken for the user's own and
+         * left, refusing each start, while the host wrote through it. */
+        if (ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0) {
+                struct timespec first;
+                int k = jail_first_start(srv->opt.state_dir, ws->path, &first);
+                if (k < 0)
+                        log_warning("workspace %s: %s/first-jails: %s; a masked link a jail made before this daemon "
+                                    "started is refused, not put aside",
+                                    ws->path, srv->opt.state_dir, strerror(-k));
+                s->o.links_since = first;
+                ws->links_since = k > 0 ? first : now_wall_coarse();
+        }
         const char *proxy_socket = NULL;
         int r;
         if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &proxy_socket, err)) < 0)
