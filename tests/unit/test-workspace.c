@@ -20,6 +20,7 @@
 
 #include "fake-worker.h"
 #include "path-util.h"
+#include "watch.h"
 #include "workspace.h"
 
 static char tmp[64];
@@ -170,8 +171,8 @@ static void test_queue_waits_for_ready(void **state) {
 /* A worker that dies with a call in flight fails that call; the next
  * action starts a new one; past RESTART_MAX crashes in the window the
  * workspace refuses, naming the cause. */
-static void test_crash_restart_and_limit(void **state) {
-        Workspace *ws = cur = get();
+/* RESTART_MAX calls, each of whose workers crashes in it: the restart cap. */
+static void crash_to_the_cap(Workspace *ws) {
         for (unsigned n = 1; n <= RESTART_MAX; n++) {
                 TestCall c = TEST_CALL;
                 workspace_submit(ws, &c.call);
@@ -187,6 +188,11 @@ static void test_crash_restart_and_limit(void **state) {
                 assert_null(ws->link);
                 assert_int_equal(ws->counters.crashes, n);
         }
+}
+
+static void test_crash_restart_and_limit(void **state) {
+        Workspace *ws = cur = get();
+        crash_to_the_cap(ws);
         TestCall refused = TEST_CALL;
         workspace_submit(ws, &refused.call);
         fw_run_until_done(&loop, &refused);
@@ -194,6 +200,27 @@ static void test_crash_restart_and_limit(void **state) {
         assert_non_null(strstr(refused.message, "not restarting it for now"));
         assert_non_null(strstr(refused.message, "ended unexpectedly")); /* the cause */
         assert_int_equal(fw_spawns, RESTART_MAX);
+}
+
+/* A start with no call waiting (a masked link appeared: the start puts it
+ * aside) that cannot be made now (here the restart cap; a full worker
+ * limit the same) is kept and tried again EAGER_START_GAP_MS later, not
+ * dropped until the next call (attack review 10: the link stayed on disk
+ * meanwhile, for the host to write through). */
+static void test_eager_start_tried_again(void **state) {
+        Workspace *ws = cur = get();
+        crash_to_the_cap(ws);
+        ws->watch_hooks->masked_link_appeared(ws, "a masked link appeared");
+        assert_int_equal(fw_spawns, RESTART_MAX); /* at the cap: not now */
+        assert_true(ws->start_eager);
+        assert_true(uv_is_active((uv_handle_t *)&ws->idle_timer));
+        /* The cap's window over: the next try starts the jail. */
+        for (unsigned i = 0; i < ws->n_restarts; i++)
+                ws->restarts[i] = 0;
+        want_spawns = RESTART_MAX + 1;
+        assert_true(fw_run_until(&loop, spawned));
+        assert_false(ws->start_eager);
+        fw_handshake(&loop);
 }
 
 /* An entry with no worker, call or queue goes at the next collection once
@@ -221,6 +248,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_queue_waits_for_ready, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_crash_restart_and_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unused_entry_freed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_eager_start_tried_again, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

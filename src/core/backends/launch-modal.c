@@ -271,7 +271,7 @@ static int write_manifest(const char *runtime_dir, const VsLaunch *l, const StrB
 static int modal_protected_paths(const VsPolicy *p, VsLaunch *l, VsError **err) {
         _cleanup_(jail_plan_freep) VsJailPlan *plan = NULL;
         /* No empty sources: nothing is mounted. */
-        int r = jail_plan_make(p, l->protected_paths, NULL, "", "", NULL, NULL, NULL, NULL, &plan, NULL, err);
+        int r = jail_plan_make(p, l->protected_paths, NULL, "", "", NULL, NULL, NULL, NULL, &plan, NULL, NULL, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **prot = strv_copy(plan->protected_paths);

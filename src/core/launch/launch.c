@@ -306,12 +306,14 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                         return -ENOMEM;
                 }
         r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker,
-                           &o->links_since, &l->plan, &l->git_base, err);
+                           &o->links_since, &l->plan, &l->git_base, &l->put_aside, err);
         for (size_t k = 0; k < n_seen; k++)
                 free(also_seen[k]);
+        /* A refused start reports what it put aside too (put_aside_out). */
+        if (r < 0 && o->put_aside_out)
+                *o->put_aside_out = TAKE_PTR(l->put_aside);
         if (r < 0)
                 return r;
-        l->put_aside = TAKE_PTR(l->plan->put_aside);
         /* The file tools refuse what the plan found too (a .git file's
          * target, submodules, worktrees). */
         char **prot = strv_copy(l->plan->protected_paths);

@@ -60,6 +60,9 @@ typedef struct VsLaunchOptions {
          * writable path, is put aside instead (jail-plan.h
          * jail_facts_collect), listed in put_aside. */
         struct timespec links_since;
+        /* Where a start that fails after putting links aside leaves them
+         * (may be NULL: dropped); on success they are put_aside's. */
+        struct VsPutAsides **put_aside_out;
         /* A root-owned workspace's idmapped trees are made by whoever
          * starts the jail (a root daemon's monitor): their paths are
          * recorded, their descriptors left -EBADF (launch_idmap_prepare()

@@ -310,6 +310,7 @@ static bool masked_in_jail(const WorkspaceWatch *w, size_t root, const char *rel
 }
 
 static int add_dir_fd(WorkspaceWatch *w, size_t root, const char *rel, int dfd);
+static bool dir_holds_link(const WorkspaceWatch *w, size_t root, const char *rel);
 
 /* A directory rewalk() read, as it was once read; false when it could
  * not be kept (the walk is then unsure). */
@@ -424,7 +425,7 @@ static bool scan_fd(WorkspaceWatch *w, size_t root, const char *rel, int fd, cha
                         if (ret_match && !*ret_match) {
                                 *ret_match = strdup(sub);
                                 if (ret_match == &w->hit)
-                                        w->hit_link = de->d_type == DT_LNK || is_dir;
+                                        w->hit_link = de->d_type == DT_LNK || (is_dir && dir_holds_link(w, root, sub));
                         }
                         found = ret_match != NULL;
                         continue;
@@ -679,6 +680,48 @@ static bool masked_dir_link(const WorkspaceWatch *w, size_t root, const char *re
         return fd == -ELOOP;
 }
 
+#define LINK_LOOK_ENTRIES 4096
+
+/* Whether the directory fd (taken) holds a symlink at any depth, read
+ * without following one; a tree too big or too deep to read here, or one
+ * that cannot be read, counts as holding one. *budget: entries left. */
+static bool holds_link_fd(int fd, unsigned depth, unsigned *budget) {
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return true;
+        }
+        bool found = false;
+        struct dirent *de;
+        while (!found && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if ((*budget)-- == 0 || de->d_type == DT_LNK || de->d_type == DT_UNKNOWN) {
+                        found = true;
+                        break;
+                }
+                if (de->d_type != DT_DIR)
+                        continue;
+                int sfd = depth < 32 ? chase_beneath(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK) : -ELOOP;
+                found = sfd < 0 || holds_link_fd(sfd, depth + 1, budget);
+        }
+        closedir(d);
+        return found;
+}
+
+/* A masked directory that appeared: whether it holds a link a start must
+ * put aside (it was moved in whole: `mv stage secrets`, review 8). An
+ * empty one needs no start: another workspace's jail making and removing
+ * such a directory in a path both list writable started this workspace's
+ * jail at each appearance, 40 a second (attack review 9). */
+static bool dir_holds_link(const WorkspaceWatch *w, size_t root, const char *rel) {
+        int fd = open_beneath(w, root, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+        unsigned budget = LINK_LOOK_ENTRIES;
+        if (fd == -ENOENT)
+                return false; /* gone again: nothing to put aside */
+        return fd < 0 || holds_link_fd(fd, 0, &budget);
+}
+
 /* root/rel was created or moved in (created), or written. */
 static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir, bool created) {
         _cleanup_free_ char *rel = strdup(rel_in);
@@ -712,9 +755,9 @@ static void seen(WorkspaceWatch *w, size_t root, const char *rel_in, bool is_dir
                          * (jail-facts.c), so it is no news. */
                         if (link && host_aside_named(base ? base + 1 : rel))
                                 return;
-                        /* A directory too: moved in whole, it may hold
-                         * such links (`mv stage secrets`). */
-                        w->hit_link = link || is_dir;
+                        /* A directory too, when it holds a link: moved in
+                         * whole (`mv stage secrets`). */
+                        w->hit_link = link || (is_dir && dir_holds_link(w, root, rel));
                         w->hit = TAKE_PTR(rel);
                 }
                 return;

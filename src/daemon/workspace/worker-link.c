@@ -508,6 +508,7 @@ struct LinkStart {
         const VsPolicy *policy;   /* the workspace's when the start began ... */
         VsPolicy *owned_policy;   /* ... kept here once the workspace replaced it */
         uint64_t generation;
+        VsPutAsides *failed_aside; /* what a start that failed put aside (o.put_aside_out) */
         VsLaunchOptions o;        /* strings borrowed from the server, but: */
         MonitorMaker maker;       /* the monitor makes its placeholders (o.maker then points here) */
         char *proxy_socket;
@@ -538,6 +539,7 @@ static void start_work(uv_work_t *w) {
 
 static void start_free(LinkStart *s) {
         launch_free(s->launch);
+        put_asides_free(s->failed_aside);
         vs_error_free(s->err);
         policy_free(s->owned_policy);
         free(s->proxy_socket);
@@ -702,7 +704,7 @@ static void start_done(uv_work_t *w, int status) {
          * holds now. */
         bool stale = s->stale || s->generation != ws->generation || srv->shutting_down;
         /* Renamed by the start, whatever becomes of it. */
-        const VsPutAsides *aside = r >= 0 && s->launch ? s->launch->put_aside : NULL;
+        const VsPutAsides *aside = r >= 0 && s->launch ? s->launch->put_aside : s->failed_aside;
         for (size_t i = 0; aside && i < aside->n; i++) {
                 const VsPutAside *a = &aside->v[i];
                 log_warning("workspace %s: %s, a masked symlink changed since its first jail started, leads where no "
@@ -752,6 +754,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 /* A root-owned workspace's trees: the monitor idmaps them. */
                 .idmap_later = srv->monitor != NULL,
                 .links_since = ws->links_since,
+                .put_aside_out = &s->failed_aside,
         };
         /* The first start of the workspace's jails ever (as the store
          * remembers it: jail_first_start) puts nothing aside; every later

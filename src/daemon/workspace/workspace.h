@@ -20,7 +20,7 @@ typedef struct RecordSync RecordSync;
                                        * leave a slot for the other owners' first starts */
 #define RESTART_WINDOW_MS 60000       /* crash restarts counted over this window */
 #define RESTART_MAX 5                 /* at most this many crash restarts per window */
-#define EAGER_START_GAP_MS 1000       /* a start no call waits for: at most one a second (workspace.c) */
+#define EAGER_START_GAP_MS 1000       /* a start no call waits for that could not be made: tried again after (workspace.c) */
 #define WS_GC_INTERVAL_MS 5000        /* how often unused workspace entries are looked for */
 #define WS_FREE_AFTER_MS 30000        /* an unused entry (no worker, call or queue) is freed after its
                                        * idle_timeout, at least this */
@@ -63,7 +63,7 @@ struct Workspace {
         Workspace *next_spawn_wait; /* in srv->spawn_wait_* */
         bool spawn_waiting;
         bool start_eager; /* a start wanted with no call waiting (a masked link appeared: workspace.c) */
-        uint64_t eager_next_ms; /* such a start comes no earlier (one each EAGER_START_GAP_MS) */
+        uint64_t eager_next_ms; /* such a start that could not be made is tried again then (workspace.c) */
         uid_t slot_owner;           /* the directory's owner when its start took or awaited a slot */
         char *path; /* canonical */
         WorkspaceState state;

@@ -103,14 +103,16 @@ static const char *root_holding(const VsPolicy *p, const char *path) {
 static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *dir, MaskList *links,
                           VsError **err) {
         int r = 0;
-        for (size_t j = 0; r >= 0 && j < links->n; j++) {
+        /* Past a refused link, the later ones still have their put-aside
+         * (collect_masks). */
+        for (size_t j = 0; r != -ENOMEM && j < links->n; j++) {
                 _cleanup_free_ char *abs = path_join(dir, links->items[j].relpath);
                 const char *root = abs ? root_holding(p, abs) : NULL;
                 const char *rel = root ? path_startswith(abs, root) : NULL;
-                if (!abs)
-                        r = -ENOMEM;
-                else if (rel && *rel)
-                        r = mask_link_target(p, f, lc, root, rel, err);
+                _cleanup_(vs_error_freep) VsError *more = NULL;
+                int q = !abs ? -ENOMEM : rel && *rel ? mask_link_target(p, f, lc, root, rel, r >= 0 ? err : &more) : 0;
+                if (r >= 0 || q == -ENOMEM)
+                        r = q;
         }
         return r;
 }
@@ -431,26 +433,39 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, M
                         if (!list[i].resolved)
                                 continue;
                         MaskList ml = { 0 }, pl = { 0 };
+                        int w = 0;
                         if (pass == 0) {
                                 ml = rw_masks[i];
                                 rw_masks[i] = (MaskList){ 0 };
-                        } else if ((r = mask_walk_both(list[i].resolved, set, NULL, NULL, p->mask, NULL, cache, &ml, &pl,
-                                                       err)) < 0)
-                                return r;
+                        } else if ((w = mask_walk_both(list[i].resolved, set, NULL, NULL, p->mask, NULL, cache, &ml, &pl,
+                                                       r >= 0 ? err : NULL)) < 0)
+                                return r < 0 ? r : w;
                         mask_list_done(&pl);
-                        for (size_t k = 0; r >= 0 && k < ml.n; k++)
+                        for (size_t k = 0; r != -ENOMEM && k < ml.n; k++) {
                                 /* Symlinks are not mounted over: bwrap would follow them.
                                  * Their targets are masked instead (mask_link_target). */
-                                r = ml.items[k].kind == MASK_SYMLINK
-                                            ? mask_link_target(p, f, lc, list[i].resolved, ml.items[k].relpath, err)
-                                            : add_mask_path(&f->masks, &f->n_masks,
-                                                            path_join(list[i].resolved, ml.items[k].relpath),
-                                                            ml.items[k].kind == MASK_DIR);
+                                if (ml.items[k].kind != MASK_SYMLINK) {
+                                        if (r >= 0)
+                                                r = add_mask_path(&f->masks, &f->n_masks,
+                                                                  path_join(list[i].resolved, ml.items[k].relpath),
+                                                                  ml.items[k].kind == MASK_DIR);
+                                        continue;
+                                }
+                                /* Past a refused link the start is refused, but every
+                                 * later link still has its put-aside: a link refused by
+                                 * design made first (a missing target in the
+                                 * workspace's own tree) kept a link into another
+                                 * workspace on disk (attack review 10). */
+                                _cleanup_(vs_error_freep) VsError *more = NULL;
+                                int q = mask_link_target(p, f, lc, list[i].resolved, ml.items[k].relpath, r >= 0 ? err : &more);
+                                if (r >= 0 || q == -ENOMEM)
+                                        r = q;
+                        }
                         mask_list_done(&ml);
-                        if (r < 0)
-                                return r;
                 }
         }
+        if (r < 0)
+                return r;
         return collect_mask_aliases(p, f, lc, err);
 }
 
@@ -763,7 +778,11 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *co
                         r = strv_extend(&f.protect_matches, *s);
         }
         if (r < 0) {
+                /* What was put aside before the refusal is the caller's to
+                 * report (renamed whatever becomes of the start). */
+                VsPutAsides *aside = TAKE_PTR(f.put_aside);
                 jail_facts_done(&f);
+                *ret = (VsJailFacts){ .put_aside = aside };
                 return r;
         }
         *ret = f;
@@ -899,16 +918,16 @@ static void remote_list_free(VsPath *l, size_t n) {
 
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
                    const char *empty_dir, char *const *env, WalkCacheUse *cache, const VsHostMaker *maker,
-                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err) {
+                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   VsPutAsides **ret_put_aside, VsError **err) {
         VsJailFacts f = { 0 };
         int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, links_since, &f, err);
-        if (r < 0)
-                return r;
-        r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
+        if (r >= 0)
+                r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
         if (r >= 0 && ret_git_base)
                 *ret_git_base = TAKE_PTR(f.git_base);
-        if (r >= 0)
-                (*ret)->put_aside = TAKE_PTR(f.put_aside);
+        if (ret_put_aside)
+                *ret_put_aside = TAKE_PTR(f.put_aside);
         jail_facts_done(&f);
         return r;
 }
@@ -947,7 +966,8 @@ int jail_plan_remote(const VsRemoteJail *j, const char *empty_file, const char *
         if (r >= 0)
                 r = policy_compile_sets(&p, err);
         if (r >= 0)
-                r = jail_plan_make(&p, j->protected_paths, NULL, empty_file, empty_dir, j->env, NULL, NULL, NULL, ret, NULL, err);
+                r = jail_plan_make(&p, j->protected_paths, NULL, empty_file, empty_dir, j->env, NULL, NULL, NULL, ret, NULL, NULL,
+                                   err);
         policy_sets_done(&p);
         remote_list_free(p.rw_paths, p.n_rw);
         remote_list_free(p.ro_paths, p.n_ro);

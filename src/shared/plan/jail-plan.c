@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-#include "host-aside.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -19,7 +18,6 @@ void jail_plan_free(VsJailPlan *plan) {
         free(plan->workspace);
         strv_free(plan->protected_paths);
         strv_free(plan->env);
-        put_asides_free(plan->put_aside);
         free(plan);
 }
 

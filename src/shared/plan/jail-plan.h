@@ -67,7 +67,6 @@ typedef struct VsJailPlan {
         bool network, no_gpu, lockdown;
         VsLimits limits;
         size_t n_masked;         /* masked paths found by the walk */
-        struct VsPutAsides *put_aside; /* the facts' put_aside (jail_plan_make), owned */
 } VsJailPlan;
 
 /* Builds the plan. Pure: borrows p and f; copies env, protected_paths and
@@ -106,7 +105,8 @@ const char *jail_plan_uncovered_workspace(const VsPolicy *p);
  * is put aside instead (host-aside.h; the link and where it went in
  * put_aside): a jail of the workspace could have made it since, and left
  * on disk it leads the host's writes where another workspace's jail reads
- * them (attack review 5). */
+ * them (attack review 5). On failure *ret holds only what was put aside
+ * (jail_facts_done it either way). */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen,
                        struct WalkCacheUse *cache, const VsHostMaker *maker, const struct timespec *links_since,
                        VsJailFacts *ret, VsError **err);
@@ -118,10 +118,14 @@ void jail_facts_done(VsJailFacts *f);
  * compiled sets, the protected paths as they exist) made into the plan
  * (jail_plan_build). empty_file/empty_dir: the mask sources ("" when
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
- * facts found under the writable paths (git-scan.h), owned. */
+ * facts found under the writable paths (git-scan.h), owned.
+ * *ret_put_aside (may be NULL): the masked links put aside (links_since),
+ * owned, also when the start is refused (a later link's refusal, a walk's
+ * error: what was renamed is reported all the same). */
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
                    const char *empty_dir, char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker,
-                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base, VsError **err);
+                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   struct VsPutAsides **ret_put_aside, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
  * are mounted from, in dir, shared by every jail started from there (the
