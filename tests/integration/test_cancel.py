@@ -109,24 +109,35 @@ def t_cancel_while_config_settles(tmp):
     call was not among its client's calls: the cancel answered found:
     false and the call went on (refused "keeps changing" after a second,
     or run once the file settled)."""
-    ws = make_ws(tmp, "settling", SANDBOX)
-    w = Rewriting(os.path.join(ws, "vectora.toml"), SANDBOX)
+    w = None
     try:
         with Daemon(tmp, "settling") as d:
-            c = d.conn()
-            c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "touch ran"})
-            time.sleep(0.3)
-            t0 = time.monotonic()
-            c.send({"id": 2, "tool": "cancel", "target": 1})
-            got = replies(c, 2)
-            took = time.monotonic() - t0
+            # A writer the machine's load stalled past the settling time
+            # leaves a settled file, which the daemon rightly reads (the
+            # call then runs): such an attempt is void and made again
+            # (noted); a cancel that does not find the waiting call fails
+            # every attempt.
+            for attempt in range(3):
+                ws = make_ws(tmp, "settling-%d" % attempt, SANDBOX)
+                w = Rewriting(os.path.join(ws, "vectora.toml"), SANDBOX)
+                c = d.conn()
+                c.send({"id": 1, "tool": "terminal", "workspace": ws, "command": "touch ran"})
+                time.sleep(0.3)
+                t0 = time.monotonic()
+                c.send({"id": 2, "tool": "cancel", "target": 1})
+                got = replies(c, 2)
+                took = time.monotonic() - t0
+                c.close()
+                gap = w.stop()
+                if gap < 0.09:
+                    break
+                tap.note("attempt %d void: the writer stood still %.3f s" % (attempt + 1, gap))
+            check(gap < 0.09, "the writer stalled in every attempt (longest pause %.3f s)" % gap)
             tap.note("a waiting call cancelled in %.3f s" % took)
             check(got[2].get("ok") and got[2].get("found") is True, "cancel's reply: %r" % got[2])
             check(not got[1]["ok"] and got[1]["error"]["code"] == "cancelled" and
                   "before it ran" in got[1]["error"]["message"], "the call's reply: %r" % got[1])
             check(took < 0.4, "the cancelled call answered after %.2f s" % took)
-            c.close()
-            w.stop()
             time.sleep(0.2)
             check(not os.path.exists(os.path.join(ws, "ran")), "the cancelled call ran")
             c = d.conn()
@@ -137,7 +148,8 @@ def t_cancel_while_config_settles(tmp):
             check(any(a["workspace"] == ws and a["tool"] == "terminal" and a["error_code"] == "cancelled" and
                       "cancelled by the client" in a["denial_reason"] for a in audit), "the cancelled call is audited")
     finally:
-        w.stop()
+        if w:
+            w.stop()
 
 
 def t_tree_left_the_group(tmp):

@@ -1936,42 +1936,60 @@ def t_settling_waiters_share_a_timer(d0, tmp):
     14). The daemon's CPU while 2 000 calls wait is the measure (not a
     latency): all of it (0.61 s in 0.6 s) with a timer per call, 0.02 s
     with one per workspace."""
-    busy = make_ws(tmp, "waiters-busy", None, {"x.txt": "x\n"})
     d = Daemon(tmp, "waiters")
+    n = 250
     try:
-        w = Rewriting(os.path.join(busy, "vectora.toml"), SANDBOX)
-        time.sleep(0.05)
-        conns = [d.conn() for _ in range(8)]
-        n = 250
-        for c in conns:
-            c.s.sendall(b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": busy, "path": "x.txt"}).encode() +
-                                 b"\n" for i in range(n)))
-        # The window starts once the daemon has taken all 2 000 (a sanitized
-        # build under load took more than 0.35 s for that: a fixed sleep
-        # measured the reading too), asked on a connection of its own.
-        probe = d.conn()
-        deadline = time.monotonic() + 30
-        while True:
-            taken = probe.call({"tool": "status", "limit": 1})["daemon"]["calls_in_flight"]
-            if taken >= 8 * n or time.monotonic() > deadline:
+        # The window needs all 2 000 calls waiting at once: a writer the
+        # machine's load stalled past the settling time (the daemon then
+        # rightly reads a settled file), or a sanitized build too loaded to
+        # read them all within the second a call waits, gives no such
+        # window. Such an attempt is void and made again (noted); a daemon
+        # that does not hold the calls, or wakes each on a timer of its
+        # own, fails every attempt.
+        for attempt in range(3):
+            busy = make_ws(tmp, "waiters-busy-%d" % attempt, None, {"x.txt": "x\n"})
+            w = Rewriting(os.path.join(busy, "vectora.toml"), SANDBOX)
+            time.sleep(0.05)
+            conns = [d.conn() for _ in range(8)]
+            for c in conns:
+                c.s.sendall(b"".join(json.dumps({"id": i, "tool": "file_read", "workspace": busy, "path": "x.txt"}).encode() +
+                                     b"\n" for i in range(n)))
+            # The window starts once the daemon has taken all 2 000 (a
+            # sanitized build under load took more than 0.35 s for that: a
+            # fixed sleep measured the reading too), asked on a connection
+            # of its own.
+            probe = d.conn()
+            deadline = time.monotonic() + 30
+            peak = 0
+            while True:
+                taken = probe.call({"tool": "status", "limit": 1})["daemon"]["calls_in_flight"]
+                peak = max(peak, taken)
+                if taken >= 8 * n or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+            used = None
+            if taken >= 8 * n:
+                time.sleep(0.05)
+                c0 = cpu_s(d.pid)
+                time.sleep(0.5)
+                used = cpu_s(d.pid) - c0
+            codes = collections.Counter()
+            for c in conns:
+                for _ in range(n):
+                    r = c.recv()
+                    codes["ok" if r["ok"] else r["error"]["code"]] += 1
+            gap = w.stop()
+            for c in conns + [probe]:
+                c.close()
+            if taken >= 8 * n and gap < 0.09:
                 break
-            time.sleep(0.02)
-        check(taken >= 8 * n, "the daemon took %d of %d calls in 30 s" % (taken, 8 * n))
-        time.sleep(0.05)
-        c0 = cpu_s(d.pid)
-        time.sleep(0.5)
-        used = cpu_s(d.pid) - c0
-        codes = collections.Counter()
-        for c in conns:
-            for _ in range(n):
-                r = c.recv()
-                codes["ok" if r["ok"] else r["error"]["code"]] += 1
-        w.stop()
+            notes.append("waiting calls: attempt %d void (the daemon held at most %d of %d at once; the writer's longest "
+                         "pause %.3f s; answers %s)" % (attempt + 1, peak, 8 * n, gap, dict(codes)))
+        check(taken >= 8 * n, "the daemon held at most %d of %d calls at once in every attempt" % (peak, 8 * n))
+        check(gap < 0.09, "the writer stalled in every attempt (longest pause %.3f s)" % gap)
         notes.append("2 000 calls waiting for a config: the daemon's CPU over 0.5 s of their wait %.2f s" % used)
         check(codes == {"sandbox_unavailable": 8 * n}, codes)
         check(used < (0.3 if sanitized(d.pid) else 0.1), "the daemon used %.2f s of CPU in 0.5 s of waiting" % used)
-        for c in conns + [probe]:
-            c.close()
     finally:
         d.stop()
 
