@@ -725,6 +725,40 @@ def t_put_aside_past_a_refused_link(d, tmp):
     c.close()
 
 
+def t_put_aside_past_a_deep_tree(d, tmp):
+    """A tree deeper than the mask walk can name refuses the start, but no
+    longer keeps the masked link beside it from being put aside: the walk
+    goes on past the tree and the start puts aside what it found before
+    it refuses. Before, a jail that made such a tree and then `.env ->
+    ../B/app.cfg` kept the link on disk, refused, while the host wrote
+    through it into B (attack review 10)."""
+    ws = new_ws(tmp, "aside-past-deep", files={"keep": ""})
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    # Plain names (nothing masked), 20 x 250 bytes: past PATH_MAX.
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    os.mkdir("deep", dir_fd=fd)
+    for _ in range(20):
+        nfd = os.open("deep" if _ == 0 else "d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+        os.mkdir("d" * 250, dir_fd=fd)
+    os.close(fd)
+    env = os.path.join(ws, ".env")
+    os.symlink("/etc/vs-put-aside-missing.env", env)
+    os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    moved = os.path.join(ws, ".env.vectora-quarantine")
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "path too long" in r["error"]["message"], ("the deep tree refuses the start", r))
+    check(os.path.islink(moved) and not os.path.lexists(env),
+          ("not put aside beside the tree too deep", sorted(os.listdir(ws))))
+    check(moved in (r.get("host_run_files") or []), ("the refused start's put-aside is listed", r))
+    shutil.rmtree(os.path.join(ws, "deep"))
+    r = term_until_ok(c, ws, "echo ran")
+    check(r["ok"] and "ran" in r["stdout"], r)
+    c.close()
+
+
 def t_put_aside_after_restart(d, tmp):
     """A masked link a jail made before the process that starts the next
     jail began (a daemon restarted, an earlier one-shot CLI run or MCP
@@ -1189,6 +1223,7 @@ TESTS = [
     t_refused_masked_link_put_aside,
     t_masked_dir_churn_starts_nothing,
     t_put_aside_past_a_refused_link,
+    t_put_aside_past_a_deep_tree,
     t_put_aside_after_restart,
     t_stale_mask_sources_removed,
     t_put_aside_listed_after_idle,

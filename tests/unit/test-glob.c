@@ -807,6 +807,46 @@ static void test_walk_cap(void **state) {
         assert_string_equal(vs_error_message(err), want);
 }
 
+/* A chain of directories deeper than a path the walk can name: the walk
+ * goes on past it and fails at its end, with what lies beside it (before
+ * and after it in the walk's order) in the list, so that a masked link
+ * there is still put aside (attack review 10). */
+static void test_walk_too_deep(void **state) {
+        WalkFixture *f = *state;
+        free(mkfile(f->root, ".env"));
+        mkdirs(f->root, "a");
+        mkdirs(f->root, "z");
+        free(mkfile(f->root, "z/.env"));
+        char name[251];
+        memset(name, 'd', 250);
+        name[250] = 0;
+        int fds[21];
+        fds[0] = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fds[0] >= 0);
+        assert_int_equal(mkdirat(fds[0], "m", 0755), 0);
+        for (int i = 1; i <= 20; i++) {
+                fds[i] = openat(fds[i - 1], i == 1 ? "m" : name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_true(fds[i] >= 0);
+                assert_int_equal(mkdirat(fds[i], name, 0755), 0);
+        }
+        char *patterns[] = { (char *)"**/.env", NULL };
+        _cleanup_(glob_set_freep) VsGlobSet *s = NULL;
+        assert_int_equal(glob_set_new(patterns, &s, NULL), 0);
+        MaskList l = { 0 };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        assert_int_equal(mask_walk(f->root, s, &l, &err), -ENAMETOOLONG);
+        assert_non_null(strstr(vs_error_message(err), "path too long under"));
+        static const Expect want[] = { { ".env", MASK_FILE }, { "z/.env", MASK_FILE } };
+        check_list(&l, want, ELEMENTSOF(want));
+        mask_list_done(&l);
+        for (int i = 20; i >= 1; i--) {
+                assert_int_equal(unlinkat(fds[i], name, AT_REMOVEDIR), 0);
+                close(fds[i]);
+        }
+        assert_int_equal(unlinkat(fds[0], "m", AT_REMOVEDIR), 0);
+        close(fds[0]);
+}
+
 static void test_walk_errors(void **state) {
         WalkFixture *f = *state;
         char *patterns[] = { (char *)".env", NULL };
@@ -991,6 +1031,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_walk_tree, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_cap, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_errors, walk_setup, walk_teardown),
+                cmocka_unit_test_setup_teardown(test_walk_too_deep, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_unreadable_dir, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_pruning_vs_brute_force, walk_setup, walk_teardown),
         };

@@ -269,8 +269,10 @@ int tools_masked_now(const VsPolicy *p, char ***ret, VsError **err) {
                         if (!list[i].resolved)
                                 continue;
                         MaskList ml = { 0 };
-                        if ((r = mask_walk(list[i].resolved, set, &ml, err)) < 0)
+                        if ((r = mask_walk(list[i].resolved, set, &ml, err)) < 0) {
+                                mask_list_done(&ml);
                                 break;
+                        }
                         for (size_t k = 0; r >= 0 && k < ml.n; k++)
                                 r = strv_consume(&out, path_join(list[i].resolved, ml.items[k].relpath));
                         mask_list_done(&ml);

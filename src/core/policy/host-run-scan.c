@@ -74,8 +74,10 @@ int host_run_scan(const VsPolicy *p, VsHostRunScan **ret) {
                 MaskList ml = { 0 };
                 /* A tree the walk cannot finish is not reported on (the
                  * jail's own walk refused to start on it anyway). */
-                if (!root || mask_walk(root, set, &ml, NULL) < 0)
+                if (!root || mask_walk(root, set, &ml, NULL) < 0) {
+                        mask_list_done(&ml);
                         continue;
+                }
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         char *abs = path_join(root, ml.items[k].relpath);
                         if (!abs)

@@ -176,15 +176,22 @@ static int walk_rw(const VsPolicy *p, VsJailFacts *f, MaskList *rw_masks, MaskLi
         if (!roots || r < 0 || !(f->git_base = calloc(1, sizeof *f->git_base)))
                 return -ENOMEM;
         bool protect = p->protect && p->protect[0];
+        /* Every root is walked though one fails: what the others hold
+         * (and what a root's walk found beside a tree too deep) still
+         * has its masked links put aside (jail_facts_collect). */
+        int first = 0;
         for (size_t i = 0; i < p->n_rw; i++) {
                 if (!p->rw_paths[i].resolved)
                         continue;
-                if ((r = mask_walk_all(p->rw_paths[i].resolved, p->mask_set, protect ? p->protect_set : NULL,
-                                       protect ? roots : NULL, p->mask, protect ? p->protect : NULL, cache, f->git_base,
-                                       &rw_masks[i], &prot[i], err)) < 0)
+                r = mask_walk_all(p->rw_paths[i].resolved, p->mask_set, protect ? p->protect_set : NULL,
+                                  protect ? roots : NULL, p->mask, protect ? p->protect : NULL, cache, f->git_base,
+                                  &rw_masks[i], &prot[i], first < 0 ? NULL : err);
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0 && first == 0)
+                        first = r;
         }
-        return git_scan_base_standin(p, f->git_base);
+        return first < 0 ? first : git_scan_base_standin(p, f->git_base);
 }
 
 /* What the host made after walk_rw (made: git_init's repository, the git
@@ -438,8 +445,11 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, M
                                 ml = rw_masks[i];
                                 rw_masks[i] = (MaskList){ 0 };
                         } else if ((w = mask_walk_both(list[i].resolved, set, NULL, NULL, p->mask, NULL, cache, &ml, &pl,
-                                                       r >= 0 ? err : NULL)) < 0)
+                                                       r >= 0 ? err : NULL)) < 0) {
+                                mask_list_done(&ml);
+                                mask_list_done(&pl);
                                 return r < 0 ? r : w;
+                        }
                         mask_list_done(&pl);
                         for (size_t k = 0; r != -ENOMEM && k < ml.n; k++) {
                                 /* Symlinks are not mounted over: bwrap would follow them.
@@ -755,8 +765,17 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *co
         MaskList *prot = calloc(p->n_rw + 1, sizeof *prot), *rw_masks = calloc(p->n_rw + 1, sizeof *rw_masks);
         if (!prot || !rw_masks || !made)
                 r = -ENOMEM;
-        if (r >= 0 && (r = walk_rw(p, &f, rw_masks, prot, cache, err)) < 0)
+        if (r >= 0 && (r = walk_rw(p, &f, rw_masks, prot, cache, err)) < 0) {
                 vs_error_prefix(err, "finding the paths to mask");
+                /* The start is refused, but the masked links the walk
+                 * found still get their put-aside: a tree too deep for
+                 * the walk, made by the jail beside `.env ->
+                 * ../B/app.cfg`, kept the link on disk while the host
+                 * wrote through it (attack review 10). */
+                _cleanup_(vs_error_freep) VsError *more = NULL;
+                if (r != -ENOMEM)
+                        (void)collect_masks(p, &f, &lc, rw_masks, cache, &more);
+        }
         if (r >= 0)
                 r = collect_protected(p, protected_paths, maker, &f, rw_masks, &sealed, &made, err);
         if (r >= 0 && ((r = walk_made(p, made, rw_masks, prot, err)) < 0 || (r = collect_masks(p, &f, &lc, rw_masks, cache, err)) < 0))

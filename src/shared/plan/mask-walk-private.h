@@ -49,6 +49,8 @@ typedef struct Walk {
         VsGitRepos *git;        /* the git lane's repositories (NULL: no git lane) */
         size_t git_root_len;    /* root without trailing slashes, as git_scan() names it */
         bool dedupe;            /* mask_walk_made(): a match already listed is not added again */
+        int too_long;           /* -ENAMETOOLONG once a path was too long (mw_set_path_or_skip) */
+        VsError *too_long_err;  /* the first such path's error */
         char path[PATH_MAX];
 } Walk;
 
@@ -63,5 +65,10 @@ int mw_ensure_slots(Walk *w, size_t slots, VsError **err);
 unsigned char *mw_lane_state(Walk *w, size_t lane, size_t depth);
 /* w->path set to w->path[0..len) "/" name: its length, or -ENAMETOOLONG with err. */
 int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **err);
+/* mw_set_path(), where a path too long skips that entry: the first one's
+ * error is kept and the walk goes on past it, so that what lies beside a
+ * tree too deep is still found (a masked link there put aside though the
+ * start is refused: attack review 10); the walk fails at its end. */
+int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen);
 /* Walks the directory open as dfd (taken over) at w->path[0..len), depth. */
 int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);

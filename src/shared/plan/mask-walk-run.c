@@ -20,6 +20,7 @@ static void mw_walk_free(Walk *w) {
         if (!w)
                 return;
         safe_close(w->root_fd);
+        vs_error_free(w->too_long_err);
         free(w->also);
         for (size_t i = 0; i < N_LANES; i++) {
                 free(w->lanes[i].states);
@@ -192,6 +193,7 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                 n[w->n_also++] = st;
         }
 
+        int r = 0;
         if (active || (spec->git && !spec->made)) {
                 bool git;
                 int fd = open_root(root, spec->git && !spec->made, &git, err);
@@ -204,7 +206,7 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                         while (w->git_root_len > 1 && root[w->git_root_len - 1] == '/')
                                 w->git_root_len--;
                 }
-                int r = mw_ensure_slots(w, 2, err);
+                r = mw_ensure_slots(w, 2, err);
                 if (r < 0) {
                         safe_close(fd);
                         return r;
@@ -251,10 +253,15 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                         r = active ? mw_walk_dir(w, fd, 0, 0, err) : (safe_close(fd), 0);
                 if (r < 0)
                         return r;
-                /* Best effort: without it the next walk reads everything. */
-                if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
-                    walk_cache_index(w->fresh) >= 0)
-                        (void)walk_cache_save(cdir, w->fresh);
+                if (w->too_long) {
+                        /* The walk fails, with what it found beside the
+                         * tree too deep in the lists (mask-walk.h). */
+                        r = w->too_long;
+                        if (err && !*err)
+                                *err = TAKE_PTR(w->too_long_err);
+                } else if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
+                           walk_cache_index(w->fresh) >= 0)
+                        (void)walk_cache_save(cdir, w->fresh); /* best effort: without it the next walk reads everything */
         }
 
         for (size_t i = 0; i < N_LANES; i++) {
@@ -267,7 +274,7 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                 *ret[i] = *l;
                 *l = (MaskList){ 0 };
         }
-        return 0;
+        return r;
 }
 
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err) {
@@ -292,13 +299,9 @@ int mask_walk_all(const char *root, const VsGlobSet *mask, const VsGlobSet *prot
         WalkSpec spec = { .sets = { mask, protect }, .max_entries = { MASK_WALK_MAX_ENTRIES, MASK_WALK_MAX_ENTRIES },
                           .follow_links = { false, true }, .also = also, .key_lists = keys, .n_key_lists = 3,
                           .cache = cache, .git = git };
-        MaskList m = { 0 }, p = { 0 };
-        int r = walk_run(root, &spec, (MaskList *[N_LANES]){ &m, &p }, err);
-        if (r < 0)
-                return r;
-        *ret_mask = m;
-        *ret_protect = p;
-        return 0;
+        *ret_mask = (MaskList){ 0 };
+        *ret_protect = (MaskList){ 0 };
+        return walk_run(root, &spec, (MaskList *[N_LANES]){ ret_mask, ret_protect }, err);
 }
 
 int mask_walk_both(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,

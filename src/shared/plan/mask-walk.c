@@ -258,6 +258,16 @@ int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **er
         return (int)plen;
 }
 
+int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen) {
+        _cleanup_(vs_error_freep) VsError *e = NULL;
+        int plen = mw_set_path(w, len, name, nlen, w->too_long ? NULL : &e);
+        if (plen == -ENAMETOOLONG && !w->too_long) {
+                w->too_long = plen;
+                w->too_long_err = TAKE_PTR(e);
+        }
+        return plen;
+}
+
 static int record_keep(Walk *w, WalkCacheDir *old) {
         WalkCacheDir d;
         walk_cache_take(old, &d);
@@ -314,7 +324,7 @@ static int replay_matches(Walk *w, const WalkCacheDir *rec, size_t len, VsError 
                 const WalkCacheMatch *m = &rec->matches[i];
                 if (m->lane >= N_LANES || !w->lanes[m->lane].set)
                         continue; /* the git names: git_look() */
-                if ((r = mw_set_path(w, len, m->name, strlen(m->name), err)) >= 0)
+                if (mw_set_path_or_skip(w, len, m->name, strlen(m->name)) >= 0)
                         r = mw_walk_add(w, m->lane, (MaskKind)m->kind, err);
         }
         w->path[len] = '\0';
@@ -338,10 +348,10 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                         clean = false; /* only the git lane here, and the path too long for it */
                         continue;
                 }
-                int plen = mw_set_path(w, len, name, nlen, err);
+                int plen = mw_set_path_or_skip(w, len, name, nlen);
                 if (plen < 0) {
-                        r = plen;
-                        break;
+                        clean = false;
+                        continue;
                 }
                 into = step_into(w, depth, name, nlen);
                 if (git_into(w, depth, len, nlen))
@@ -474,10 +484,10 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                         recording = false;
                         continue;
                 }
-                int plen = mw_set_path(w, len, name, nlen, err);
+                int plen = mw_set_path_or_skip(w, len, name, nlen);
                 if (plen < 0) {
-                        r = plen;
-                        break;
+                        recording = false;
+                        continue;
                 }
 
                 if (type == DT_UNKNOWN) {

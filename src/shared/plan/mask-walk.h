@@ -38,12 +38,16 @@ int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, Vs
  * MASK_WALK_MAX_ENTRIES matches. Unreadable (EACCES/EPERM) or vanished
  * entries are skipped; any other error (EMFILE, ENOMEM, EIO, a path longer
  * than PATH_MAX) fails the walk, since skipping could leave a secret
- * unmasked. On success *ret is owned by the caller (mask_list_done()). */
+ * unmasked. A path too long fails it at its end: the walk goes on past it,
+ * and *ret holds what it found beside the tree too deep (with
+ * -ENAMETOOLONG only; a caller that puts masked links aside still meets
+ * those beside it: attack review 10). *ret is owned by the caller
+ * (mask_list_done()), whatever the walk returns. */
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err);
 void mask_list_done(MaskList *l);
 /* As mask_walk, with a cap of max_entries matches instead of
  * MASK_WALK_MAX_ENTRIES. The result is sorted by relpath (strcmp); on
- * failure *ret is left untouched. */
+ * failure other than -ENAMETOOLONG *ret is left untouched. */
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err);
 /* As mask_walk, and a symlink to a directory below root, or below or at
  * one of also (NULL-terminated, may be NULL: the other roots the jail
@@ -76,6 +80,6 @@ int mask_walk_all(const char *root, const VsGlobSet *mask, const VsGlobSet *prot
  * lists (mask_list and protect_list, sorted, as mask_walk_all returned
  * them) are what a walk after the making would have found. A path
  * already listed is not added again. No cache, no git lane. On failure
- * the lists are freed and left empty. */
+ * the lists are freed and left empty (-ENAMETOOLONG: as mask_walk). */
 int mask_walk_made(const char *root, const VsGlobSet *mask, const VsGlobSet *protect, char *const *also,
                    char *const *made, MaskList *mask_list, MaskList *protect_list, VsError **err);

@@ -307,8 +307,10 @@ int protect_matches_describe(const VsPolicy *p, char ***ret, VsError **err) {
         const VsGlobSet *set = p->protect_set;
         for (char **root = roots; set && *root; root++) {
                 MaskList ml = { 0 };
-                if ((r = mask_walk_links(*root, set, roots, &ml, err)) < 0)
+                if ((r = mask_walk_links(*root, set, roots, &ml, err)) < 0) {
+                        mask_list_done(&ml);
                         return r;
+                }
                 for (size_t k = 0; r >= 0 && k < ml.n; k++) {
                         _cleanup_free_ char *path = path_join(*root, ml.items[k].relpath);
                         _cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
