@@ -759,6 +759,39 @@ def t_put_aside_past_a_deep_tree(d, tmp):
     c.close()
 
 
+def t_missing_target_another_lists(d, tmp):
+    """A masked link to a missing file in the workspace's own tree is the
+    user's (a secret not written yet, masked where it lands at the next
+    start) and refused, but not where another workspace of the daemon
+    lists that path: the host's write through the link would create the
+    file where that jail reads it. A jail-made link there is put aside
+    (attack review 10's G); with no other workspace listing it, it is
+    still refused and left."""
+    a = new_ws(tmp, "aside-shared-a", files={"keep": "", "shared/readme": ""})
+    b = new_ws(tmp, "aside-shared-b", SANDBOX + 'ro_paths = ["%s/shared"]\n' % a, files={"keep": ""})
+    c = d.conn()
+    check(term(c, b, "true")["ok"], "B's first call")
+    check(term(c, a, "true")["ok"], "A's first call")
+    env = os.path.join(a, ".env")
+    moved = os.path.join(a, ".env.vectora-quarantine")
+    os.symlink("shared/prod.env", env)
+    os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    r = term_until_ok(c, a, "echo ran")
+    listed = r.get("host_run_files") or []
+    check(os.path.islink(moved) and not os.path.lexists(env), ("not put aside", sorted(os.listdir(a)), r))
+    check(r["ok"] and moved in listed, ("listed", r))
+    # The same link where no other workspace lists the target: refused, left.
+    lone = new_ws(tmp, "aside-shared-lone", files={"keep": "", "shared/readme": ""})
+    check(term(c, lone, "true")["ok"], "the lone workspace's first call")
+    env = os.path.join(lone, ".env")
+    os.symlink("shared/prod.env", env)
+    os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    time.sleep(0.3)
+    r = term(c, lone, "echo ran")
+    check(not r["ok"] and "which does not exist" in r["error"]["message"] and os.path.islink(env), r)
+    c.close()
+
+
 def t_put_aside_after_restart(d, tmp):
     """A masked link a jail made before the process that starts the next
     jail began (a daemon restarted, an earlier one-shot CLI run or MCP
@@ -1224,6 +1257,7 @@ TESTS = [
     t_masked_dir_churn_starts_nothing,
     t_put_aside_past_a_refused_link,
     t_put_aside_past_a_deep_tree,
+    t_missing_target_another_lists,
     t_put_aside_after_restart,
     t_stale_mask_sources_removed,
     t_put_aside_listed_after_idle,

@@ -305,8 +305,9 @@ static int launch_plan(const VsPolicy *p, const VsLaunchOptions *o, VsLaunch *l,
                                 free(also_seen[k]);
                         return -ENOMEM;
                 }
+        const VsLinkAside aside = { .since = o->links_since, .seen_by_others = o->seen_by_others };
         r = jail_plan_make(p, l->protected_paths, also_seen, empty_file, empty_dir, l->env, o->walk_cache, o->maker,
-                           &o->links_since, &l->plan, &l->git_base, &l->put_aside, err);
+                           &aside, &l->plan, &l->git_base, &l->put_aside, err);
         for (size_t k = 0; k < n_seen; k++)
                 free(also_seen[k]);
         /* A refused start reports what it put aside too (put_aside_out). */

@@ -60,6 +60,9 @@ typedef struct VsLaunchOptions {
          * writable path, is put aside instead (jail-plan.h
          * jail_facts_collect), listed in put_aside. */
         struct timespec links_since;
+        /* The listed paths of the caller's other workspaces, or NULL
+         * (jail-plan.h VsLinkAside). */
+        char *const *seen_by_others;
         /* Where a start that fails after putting links aside leaves them
          * (may be NULL: dropped); on success they are put_aside's. */
         struct VsPutAsides **put_aside_out;

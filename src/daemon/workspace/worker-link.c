@@ -13,8 +13,10 @@
 #include "host-aside.h"
 #include "idmap.h"
 #include "jail-home.h"
+#include "jail-plan.h"
 #include "log.h"
 #include "monitor-link.h"
+#include "path-util.h"
 #include "protect.h"
 #include "protocol.h"
 #include "proxy.h"
@@ -514,6 +516,7 @@ struct LinkStart {
         char *proxy_socket;
         char *ca_bundle;          /* a copy: the proxy's may be freed at shutdown while the thread reads */
         char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
+        char **seen_by_others;    /* o.seen_by_others (seen_by_others()) */
         /* the thread's result */
         int r;
         VsLaunch *launch;
@@ -545,6 +548,7 @@ static void start_free(LinkStart *s) {
         free(s->proxy_socket);
         free(s->ca_bundle);
         strv_free(s->secret_env);
+        strv_free(s->seen_by_others);
         free(s);
 }
 
@@ -739,6 +743,32 @@ bool link_monitor_maker(Workspace *ws, MonitorMaker *ret) {
         return true;
 }
 
+/* The listed paths of the daemon's other sandboxed workspaces that lie in
+ * ws's tree (and the workspace itself where a jail sees it for want of a
+ * listed path over it): a masked link's missing target there is put
+ * aside, not refused (jail-plan.h VsLinkAside). */
+static int seen_by_others(Workspace *ws, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (Workspace *o = ws->srv->workspaces; o; o = o->next) {
+                const VsPolicy *p = o->policy;
+                if (o == ws || !p || !p->sandboxed)
+                        continue;
+                const char *ws_seen = jail_plan_uncovered_workspace(p);
+                for (size_t pass = 0; pass < 3; pass++) {
+                        size_t n = pass == 2 ? 1 : pass ? p->n_ro : p->n_rw;
+                        for (size_t i = 0; i < n; i++) {
+                                const char *r = pass == 2 ? ws_seen : pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                                if (r && path_is_below_or_equal(r, ws->policy->workspace) && !strv_contains(l, r) && strv_extend(&l, r) < 0)
+                                        return -ENOMEM;
+                        }
+                }
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err) {
         Server *srv = ws->srv;
         _cleanup_free_ LinkStart *s = calloc(1, sizeof *s);
@@ -805,11 +835,15 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         if (link_monitor_maker(ws, &s->maker))
                 s->o.maker = &s->maker.maker;
         s->generation = ws->generation;
-        r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
+        if ((r = seen_by_others(ws, &s->seen_by_others)) >= 0)
+                r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
+        s->o.seen_by_others = s->seen_by_others;
         if (r < 0) {
                 free(s->proxy_socket);
                 free(s->ca_bundle);
-                return vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
+                strv_free(s->secret_env);
+                strv_free(s->seen_by_others);
+                return r == -ENOMEM ? r : vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
                                          "cannot start the worker: %s", uv_strerror(r));
         }
         srv->n_workers++;

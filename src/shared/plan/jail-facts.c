@@ -68,11 +68,12 @@ static bool under_masked_dir(const VsJailFacts *f, const char *path) {
 
 /* What a masked link's target is checked against (mask_link_target):
  * also_seen (jail-plan.h jail_facts_collect), and who puts a refused link
- * aside (maker, since). */
+ * aside (maker, since, others: VsLinkAside). */
 typedef struct LinkCtx {
         char *const *also_seen;
         const VsHostMaker *maker;
         const struct timespec *since;
+        char *const *others;
 } LinkCtx;
 
 /* Other names (hard links) of masked files, masked too (mask-alias.h):
@@ -407,7 +408,13 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
          * list too: review 9; a system directory, a kept home, the runtime
          * directory, another link's target) is put aside. */
         const char *target = res.path ? res.path : lexical;
-        int a = r == -ENOENT && path_is_below_or_equal(target, p->workspace) ? 0 : put_aside_link(p, f, lc, pfd, name, link);
+        bool own = r == -ENOENT && path_is_below_or_equal(target, p->workspace);
+        /* ... unless another workspace lists where it would be made: the
+         * host's write creates it where that jail reads it (a sibling's
+         * `ro_paths = ["<this>/shared"]`; attack review 10). */
+        for (char *const *o = lc->others; own && o && *o; o++)
+                own = !path_is_below_or_equal(target, *o);
+        int a = own ? 0 : put_aside_link(p, f, lc, pfd, name, link);
         if (a != 0)
                 return a < 0 ? a : 0;
         return vs_error_set_kind(
@@ -755,9 +762,10 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
  * then what was made matched as the walk would have matched it, and the
  * read-only roots walked. */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, WalkCacheUse *cache,
-                       const VsHostMaker *maker, const struct timespec *links_since, VsJailFacts *ret, VsError **err) {
+                       const VsHostMaker *maker, const VsLinkAside *aside, VsJailFacts *ret, VsError **err) {
         VsJailFacts f = { 0 };
-        const LinkCtx lc = { .also_seen = also_seen, .maker = maker, .since = links_since };
+        const LinkCtx lc = { .also_seen = also_seen, .maker = maker, .since = aside ? &aside->since : NULL,
+                             .others = aside ? aside->seen_by_others : NULL };
         int r = policy_sets_check(p, err);
         if (r < 0)
                 return r;
@@ -799,9 +807,9 @@ int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *co
         if (r < 0) {
                 /* What was put aside before the refusal is the caller's to
                  * report (renamed whatever becomes of the start). */
-                VsPutAsides *aside = TAKE_PTR(f.put_aside);
+                VsPutAsides *moved = TAKE_PTR(f.put_aside);
                 jail_facts_done(&f);
-                *ret = (VsJailFacts){ .put_aside = aside };
+                *ret = (VsJailFacts){ .put_aside = moved };
                 return r;
         }
         *ret = f;
@@ -937,10 +945,10 @@ static void remote_list_free(VsPath *l, size_t n) {
 
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
                    const char *empty_dir, char *const *env, WalkCacheUse *cache, const VsHostMaker *maker,
-                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   const VsLinkAside *aside, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
                    VsPutAsides **ret_put_aside, VsError **err) {
         VsJailFacts f = { 0 };
-        int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, links_since, &f, err);
+        int r = jail_facts_collect(p, protected_paths, also_seen, cache, maker, aside, &f, err);
         if (r >= 0)
                 r = jail_plan_build(p, protected_paths, &f, empty_file, empty_dir, env, ret);
         if (r >= 0 && ret_git_base)

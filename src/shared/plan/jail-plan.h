@@ -94,21 +94,34 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * what the masks cover there. */
 const char *jail_plan_uncovered_workspace(const VsPolicy *p);
 
+/* Which masked links a start puts aside instead of refusing them
+ * (jail_facts_collect). */
+typedef struct VsLinkAside {
+        /* Changed (ctime, CLOCK_REALTIME_COARSE) at or after it; zero:
+         * none is put aside. */
+        struct timespec since;
+        /* The listed paths of the caller's other workspaces (a daemon's;
+         * NULL: none known): a missing target in this workspace's own tree
+         * that lies in one is put aside too, not refused, since the host's
+         * write would create it where their jails read it (attack review
+         * 10). */
+        char *const *seen_by_others;
+} VsLinkAside;
+
 /* also_seen: host directories the jail sees besides the listed paths,
  * where no mask is mounted (the kept home, bound elsewhere): a masked link
  * leading there refuses the start. cache: the daemon's walk cache
  * (walk-cache.h), or NULL. maker: who
  * makes what the host puts in the workspace (host-make.h), or NULL: this
- * process. links_since (may be NULL): a masked link the start would refuse
+ * process. aside (may be NULL): a masked link the start would refuse
  * (its target cannot be masked where the jail sees it), in a writable
- * listed path, changed (its ctime, CLOCK_REALTIME_COARSE) at or after it,
- * is put aside instead (host-aside.h; the link and where it went in
+ * listed path, changed at or after aside->since, is put aside instead (host-aside.h; the link and where it went in
  * put_aside): a jail of the workspace could have made it since, and left
  * on disk it leads the host's writes where another workspace's jail reads
  * them (attack review 5). On failure *ret holds only what was put aside
  * (jail_facts_done it either way). */
 int jail_facts_collect(const VsPolicy *p, char *const *protected_paths, char *const *also_seen,
-                       struct WalkCacheUse *cache, const VsHostMaker *maker, const struct timespec *links_since,
+                       struct WalkCacheUse *cache, const VsHostMaker *maker, const VsLinkAside *aside,
                        VsJailFacts *ret, VsError **err);
 void jail_facts_done(VsJailFacts *f);
 
@@ -119,12 +132,12 @@ void jail_facts_done(VsJailFacts *f);
  * (jail_plan_build). empty_file/empty_dir: the mask sources ("" when
  * nothing is mounted). *ret_git_base (may be NULL): the repositories the
  * facts found under the writable paths (git-scan.h), owned.
- * *ret_put_aside (may be NULL): the masked links put aside (links_since),
+ * *ret_put_aside (may be NULL): the masked links put aside (aside),
  * owned, also when the start is refused (a later link's refusal, a walk's
  * error: what was renamed is reported all the same). */
 int jail_plan_make(const VsPolicy *p, char *const *protected_paths, char *const *also_seen, const char *empty_file,
                    const char *empty_dir, char *const *env, struct WalkCacheUse *cache, const VsHostMaker *maker,
-                   const struct timespec *links_since, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
+                   const VsLinkAside *aside, VsJailPlan **ret, struct VsGitRepos **ret_git_base,
                    struct VsPutAsides **ret_put_aside, VsError **err);
 
 /* Creates (if needed) the empty read-only file and directory that masks
