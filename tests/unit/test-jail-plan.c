@@ -412,6 +412,35 @@ static void test_order(void **state) {
         policy_free(p);
 }
 
+/* The innermost-listed-path rule (jail_plan_seen_through): a read-only
+ * path nested in a writable one, the workspace seen read-only for want of
+ * a listed path over it, and what the jail does not see. */
+static void test_seen_through(void **state) {
+        VsPath rw[] = { { .resolved = (char *)"/w" } };
+        VsPath ro[] = { { .resolved = (char *)"/w/docs" }, { .resolved = (char *)"/w/docs/drafts/more" } };
+        VsPolicy p = { .workspace = (char *)"/w", .rw_paths = rw, .n_rw = 1, .ro_paths = ro, .n_ro = 2 };
+        bool wr = false;
+        assert_string_equal(jail_plan_seen_through(&p, "/w/src/a.c", &wr), "/w");
+        assert_true(wr);
+        assert_string_equal(jail_plan_seen_through(&p, "/w/docs/x", &wr), "/w/docs");
+        assert_false(wr);
+        assert_string_equal(jail_plan_seen_through(&p, "/w/docs/drafts/more/y", &wr), "/w/docs/drafts/more");
+        assert_false(wr);
+        assert_null(jail_plan_seen_through(&p, "/wx/a", &wr));
+        assert_false(wr);
+        /* Only a subdirectory listed: the workspace is seen read-only. */
+        VsPath sub[] = { { .resolved = (char *)"/w/out" } };
+        VsPolicy q = { .workspace = (char *)"/w", .rw_paths = sub, .n_rw = 1 };
+        assert_string_equal(jail_plan_seen_through(&q, "/w/src", &wr), "/w");
+        assert_false(wr);
+        assert_string_equal(jail_plan_seen_through(&q, "/w/out/b", &wr), "/w/out");
+        assert_true(wr);
+        /* At equal length the read-only one wins. */
+        VsPolicy both = { .workspace = (char *)"/w", .rw_paths = rw, .n_rw = 1, .ro_paths = rw, .n_ro = 1 };
+        assert_string_equal(jail_plan_seen_through(&both, "/w/a", &wr), "/w");
+        assert_false(wr);
+}
+
 static void test_symlink_target_outside_not_exposed(void **state) {
         /* A .git/hooks leading out of every listed path: the jail does not
          * see the target, so the plan must not mount it in. */
@@ -479,6 +508,7 @@ int main(void) {
                 cmocka_unit_test(test_same_sealed_set_everywhere),
                 cmocka_unit_test(test_placeholders_in_one_batch),
                 cmocka_unit_test(test_order),
+                cmocka_unit_test(test_seen_through),
                 cmocka_unit_test(test_symlink_target_outside_not_exposed),
                 cmocka_unit_test(test_remote_listed_link_refused),
         };

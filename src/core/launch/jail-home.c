@@ -203,6 +203,28 @@ static bool reachable_by(const char *path, uid_t uid, gid_t gid) {
 }
 
 /* homes/ below the state directory: the caller's, 0711, never a link. */
+/* The directory name below the store, made (mode) when make and missing:
+ * the store and it the caller's, none of the forbidden mode bits set on
+ * it. */
+static int open_store_subdir(const char *state_dir, const char *name, mode_t mode, mode_t forbidden, bool make) {
+        _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (sfd < 0 || fstat(sfd, &st) < 0)
+                return -errno;
+        if (st.st_uid != geteuid())
+                return -EPERM;
+        if (make && mkdirat(sfd, name, mode) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & forbidden)) {
+                safe_close(fd);
+                return -EPERM;
+        }
+        return fd;
+}
+
 static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_note) {
         if (uid != geteuid() && !reachable_by(state_dir, uid, gid))
                 return asprintf(ret_note,
@@ -210,23 +232,10 @@ static int open_homes(const char *state_dir, uid_t uid, gid_t gid, char **ret_no
                                 (unsigned)uid, state_dir) < 0
                                ? -ENOMEM
                                : -EACCES;
-        _cleanup_close_ int sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid())
-                return sfd < 0 ? -errno : -EPERM;
         /* The jail's uid must walk through the store to its home: the
          * system store is 0711 (approval.c); a store kept 0700 stays so,
          * and its jails keep a tmpfs home (the note above says why). */
-        if (mkdirat(sfd, "homes", 0711) < 0 && errno != EEXIST)
-                return -errno;
-        int hfd = openat(sfd, "homes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (hfd < 0)
-                return -errno;
-        if (fstat(hfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
-                safe_close(hfd);
-                return -EPERM;
-        }
-        return hfd;
+        return open_store_subdir(state_dir, "homes", 0711, 022, true);
 }
 
 /* homes/HEX: made once, owned by uid, 0700. One still the caller's was
@@ -353,20 +362,7 @@ int jail_home_prepare(const char *state_dir, const char *workspace, uid_t uid, g
 
 /* first-jails/ below the store: the caller's alone (0700). */
 static int open_first_jails(const char *state_dir, bool make) {
-        _cleanup_close_ int sfd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sfd < 0)
-                return -errno;
-        if (make && mkdirat(sfd, "first-jails", 0700) < 0 && errno != EEXIST)
-                return -errno;
-        int dfd = openat(sfd, "first-jails", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (dfd < 0)
-                return -errno;
-        if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-                safe_close(dfd);
-                return -EPERM;
-        }
-        return dfd;
+        return open_store_subdir(state_dir, "first-jails", 0700, 077, make);
 }
 
 int jail_first_start(const char *state_dir, const char *workspace, struct timespec *ret) {

@@ -28,7 +28,6 @@
 #include "worker-link.h"
 #include "watch.h"
 
-#include "jail-plan.h"
 #include "workspace.h"
 /* After daemon.h, which takes uv.h's MIN/MAX out for macro.h's. */
 #include "inotify-hub.h"
@@ -191,36 +190,19 @@ static bool placeholder_once(const WorkspaceWatch *w, size_t root, const char *r
         return *memo;
 }
 
-/* Whether a listed path holds abs; *ret_ro: whether the innermost one is
- * read-only (at equal length ro wins, as the worker says). */
-static bool innermost_listed(const VsPolicy *p, const char *abs, bool *ret_ro) {
-        size_t best = 0;
-        bool any = false;
-        *ret_ro = false;
-        for (size_t pass = 0; p && pass < 2; pass++)
-                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
-                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
-                        size_t n = r ? strlen(r) : 0;
-                        if (r && path_is_below_or_equal(abs, r) && (!any || n >= best)) {
-                                *ret_ro = pass == 1;
-                                best = n;
-                                any = true;
-                        }
-                }
-        return any;
-}
-
-/* Whether the innermost listed path holding abs is a read-only one. */
+/* Whether the jail sees abs read-only: through a read-only listed path
+ * innermost, or the workspace seen for want of one (jail-plan.h
+ * jail_plan_seen_through). */
 static bool below_read_only(const VsPolicy *p, const char *abs) {
-        bool ro;
-        return innermost_listed(p, abs, &ro) && ro;
+        bool writable;
+        return p && jail_plan_seen_through(p, abs, &writable) && !writable;
 }
 
 /* Whether the jail writes at abs: a writable listed path holds it
  * innermost (none: the workspace seen read-only for want of one). */
 static bool jail_writes(const VsPolicy *p, const char *abs) {
-        bool ro;
-        return innermost_listed(p, abs, &ro) && !ro;
+        bool writable;
+        return p && jail_plan_seen_through(p, abs, &writable) && writable;
 }
 
 /* A protected name that appeared under a running jail, made by the host

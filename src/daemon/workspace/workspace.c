@@ -55,7 +55,7 @@ void workspace_set_error(Workspace *ws, const char *fmt, ...) {
 static void fail_queue(Workspace *ws, ApiError code, const char *msg) {
         /* No start is wanted after a failed one, but an eager start that
          * could not be made (eager_later) is tried again. */
-        if (!(ws->start_eager && ws->eager_next_ms > now_ms()))
+        if (!ws->eager_retry)
                 ws->start_eager = false;
         while (ws->queue) {
                 Call *c = ws->queue;
@@ -107,7 +107,7 @@ static bool start_wanted(Workspace *ws) {
         if (!ws->start_eager)
                 return false;
         uint64_t now = now_ms();
-        if (now >= ws->eager_next_ms)
+        if (!ws->eager_retry || now >= ws->eager_next_ms)
                 return true;
         uv_timer_start(&ws->idle_timer, on_eager_timer, ws->eager_next_ms - now, 0);
         return false;
@@ -117,6 +117,7 @@ static bool start_wanted(Workspace *ws) {
 static void eager_later(Workspace *ws) {
         if (!ws->start_eager)
                 return;
+        ws->eager_retry = true;
         ws->eager_next_ms = now_ms() + EAGER_START_GAP_MS;
         log_debug("workspace %s: the start that puts aside a masked link could not be made now; trying again in %d ms",
                  ws->path, EAGER_START_GAP_MS);
@@ -738,7 +739,7 @@ static void spawn(Workspace *ws) {
         else
                 watch_before_spawn(ws);
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        ws->start_eager = false; /* this start is the one wanted */
+        ws->start_eager = ws->eager_retry = false; /* this start is the one wanted */
         int r = link_start(ws, &link_ops, &ws->starting, &err);
         ws->counters.spawns++;
         ws->srv->counters.spawns++;

@@ -63,7 +63,8 @@ struct Workspace {
         Workspace *next_spawn_wait; /* in srv->spawn_wait_* */
         bool spawn_waiting;
         bool start_eager; /* a start wanted with no call waiting (a masked link appeared: workspace.c) */
-        uint64_t eager_next_ms; /* such a start that could not be made is tried again then (workspace.c) */
+        bool eager_retry;       /* such a start could not be made: it is tried again ... */
+        uint64_t eager_next_ms; /* ... then (workspace.c eager_later) */
         uid_t slot_owner;           /* the directory's owner when its start took or awaited a slot */
         char *path; /* canonical */
         WorkspaceState state;

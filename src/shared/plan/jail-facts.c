@@ -81,22 +81,6 @@ typedef struct LinkCtx {
 static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
                             VsError **err);
 
-/* The listed path holding path innermost (or the workspace seen for want
- * of one), or NULL. */
-static const char *root_holding(const VsPolicy *p, const char *path) {
-        const char *best = NULL;
-        const char *ws = jail_plan_uncovered_workspace(p);
-        if (ws && path_is_below_or_equal(path, ws))
-                best = ws;
-        for (size_t pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
-                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
-                        if (r && path_is_below_or_equal(path, r) && (!best || strlen(r) > strlen(best)))
-                                best = r;
-                }
-        return best;
-}
-
 /* A symlink inside a directory masked whole: what the host writes to its
  * name (`secrets/prod.env -> ../notes/prod.env`) lands at its target,
  * which is masked in its own right as a masked name's is (an attack
@@ -108,7 +92,7 @@ static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
          * (collect_masks). */
         for (size_t j = 0; r != -ENOMEM && j < links->n; j++) {
                 _cleanup_free_ char *abs = path_join(dir, links->items[j].relpath);
-                const char *root = abs ? root_holding(p, abs) : NULL;
+                const char *root = abs ? jail_plan_seen_through(p, abs, NULL) : NULL;
                 const char *rel = root ? path_startswith(abs, root) : NULL;
                 _cleanup_(vs_error_freep) VsError *more = NULL;
                 int q = !abs ? -ENOMEM : rel && *rel ? mask_link_target(p, f, lc, root, rel, r >= 0 ? err : &more) : 0;
@@ -228,21 +212,6 @@ static int walk_made(const VsPolicy *p, char *const *made, MaskList *rw_masks, M
         return 0;
 }
 
-/* Whether path (canonical) lies where the jail sees the host's files: a
- * listed path, or the workspace mounted for want of one over it. */
-static bool jail_sees(const VsPolicy *p, const char *path) {
-        const char *ws = jail_plan_uncovered_workspace(p);
-        if (ws && path_is_below_or_equal(path, ws))
-                return true;
-        for (size_t pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
-                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
-                        if (r && path_is_below_or_equal(path, r))
-                                return true;
-                }
-        return false;
-}
-
 /* A masked link the start would refuse, put aside instead where a jail of
  * the workspace could have made it: in a writable listed path, changed
  * since lc->since (jail-plan.h jail_facts_collect). Left on disk,
@@ -259,10 +228,8 @@ static int put_aside_link(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
          * innermost is a writable one (not a read-only path nested in it).
          * Inside a directory masked whole too: the jail can fill one before
          * it is masked (`mv stage secrets`; attack review 8). */
-        const char *holder = root_holding(p, link);
         bool writable = false;
-        for (size_t i = 0; holder && i < p->n_rw; i++)
-                writable = writable || (p->rw_paths[i].resolved && streq(p->rw_paths[i].resolved, holder));
+        (void)jail_plan_seen_through(p, link, &writable);
         /* The jail's own: owned by the workspace's owner (its jail's uid on
          * the host). Another account's link in a shared writable path, or
          * root's in a root-owned directory listed writable, is not the
@@ -365,7 +332,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         if (!named && (r == -ENOENT || (r >= 0 && res.path && fstat(res.fd, &st) == 0 && !S_ISDIR(st.st_mode))))
                 return 0;
         if (!named && r >= 0 && res.path) {
-                const char *troot = root_holding(p, res.path);
+                const char *troot = jail_plan_seen_through(p, res.path, NULL);
                 const char *trel = troot ? path_startswith(res.path, troot) : NULL;
                 if (glob_set_link_covered(p->mask_set, rel, trel))
                         return 0;
@@ -375,11 +342,11 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
          * where the host's write lands readable in the jail): refused,
          * unless a listed path holds it (then it is masked as theirs). */
         for (const char *const *sd = vs_local_system_dirs; (r >= 0 || r == -ENOENT) && *sd; sd++)
-                if ((at && path_is_below_or_equal(at, *sd) && !jail_sees(p, at)) ||
-                    (path_is_below_or_equal(lexical, *sd) && !jail_sees(p, lexical)))
+                if ((at && path_is_below_or_equal(at, *sd) && !jail_plan_seen_through(p, at, NULL)) ||
+                    (path_is_below_or_equal(lexical, *sd) && !jail_plan_seen_through(p, lexical, NULL)))
                         r = -ENOTDIR;
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
-                if (!jail_sees(p, res.path))
+                if (!jail_plan_seen_through(p, res.path, NULL))
                         return aside_or_leave(p, f, lc, pfd, name, link);
                 if (under_masked_dir(f, res.path))
                         return 0;
@@ -391,7 +358,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         const char *where = r == -ELOOP && res.link ? res.link : res.path ? res.path : lexical;
         if (r == -ENOENT && res.path && under_masked_dir(f, res.path))
                 return 0; /* it would be made below a directory the jail sees empty */
-        if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_sees(p, where) && !jail_sees(p, lexical))
+        if (r != -EXDEV && r != -EREMCHG && r != -ENOTDIR && !jail_plan_seen_through(p, where, NULL) && !jail_plan_seen_through(p, lexical, NULL))
                 return aside_or_leave(p, f, lc, pfd, name, link); /* the jail sees neither the target nor the way to it */
         /* A link put aside already (or named as one): its target masked
          * where it can be, as any masked link's, but neither refused nor

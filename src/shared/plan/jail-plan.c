@@ -56,6 +56,27 @@ const char *jail_plan_uncovered_workspace(const VsPolicy *p) {
         return p->workspace;
 }
 
+const char *jail_plan_seen_through(const VsPolicy *p, const char *path, bool *ret_writable) {
+        const char *best = jail_plan_uncovered_workspace(p);
+        bool writable = false;
+        if (best && !path_is_below_or_equal(path, best))
+                best = NULL;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < (pass ? p->n_ro : p->n_rw); i++) {
+                        const char *r = pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                        if (!r || !path_is_below_or_equal(path, r))
+                                continue;
+                        size_t n = strlen(r), b = best ? strlen(best) : 0;
+                        if (!best || n > b || (pass == 1 && n == b)) {
+                                best = r;
+                                writable = pass == 0;
+                        }
+                }
+        if (ret_writable)
+                *ret_writable = writable;
+        return best;
+}
+
 /* The listed paths (resolved ones) at their real paths, plus the
  * workspace read-only when no listed path covers it (rw_paths = [] makes
  * a read-only workspace), parents before children so a nested path is

@@ -93,6 +93,14 @@ int jail_plan_sealed(const VsJailPlan *plan, char ***ret);
  * root for the masks like a listed one: a jail that sees it must not see
  * what the masks cover there. */
 const char *jail_plan_uncovered_workspace(const VsPolicy *p);
+/* Where the jail sees path (canonical) through: the listed path holding it
+ * innermost, or the workspace seen for want of one (read-only), or NULL
+ * (the jail does not see it). *ret_writable (may be NULL): whether that is
+ * a writable listed path (at equal length a read-only one wins, as the
+ * worker's path_listed_writable() says; config refuses a path in both
+ * lists anyway). The one form of that rule for the plan, the link rules
+ * and the daemon's watch. */
+const char *jail_plan_seen_through(const VsPolicy *p, const char *path, bool *ret_writable);
 
 /* Which masked links a start puts aside instead of refusing them
  * (jail_facts_collect). */
