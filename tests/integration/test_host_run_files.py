@@ -14,6 +14,7 @@ Run as root, the workspaces belong to an ordinary user (OWNER). TAP."""
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
 from vdaemon import term  # noqa: E402
-from vtest import CLI, DAEMON, OWNER, ROOT, WORKER, Daemon, Tap, check, chown_tree, make_ws  # noqa: E402
+from vtest import CLI, DAEMON, OWNER, ROOT, WORKER, Daemon, Skip, Tap, check, chown_tree, make_ws, needs_root  # noqa: E402
 
 SANDBOX = '[sandbox]\nenabled = true\nmask = [".env"]\n'
 
@@ -830,6 +831,36 @@ def t_put_aside_after_restart(d, tmp):
               (r.stdout, r.stderr))
 
 
+def t_put_aside_after_owners_cli(d, tmp):
+    """A masked link a jail of the owner's own one-shot CLI made (its
+    first-jail time in the owner's store, ~/.local/state/vectora-sandbox)
+    is put aside by a root daemon's first start of the workspace, which
+    takes the earlier of the two stores' times. Before, the root daemon
+    counted from its own first start: the link was taken for the user's
+    own, refused and left on disk while the host wrote through it."""
+    if os.geteuid() != 0:
+        needs_root("a root daemon reading the owner's own store")
+    try:
+        user = pwd.getpwnam("vectora-test")  # a real account with a home (scripts/install-deps)
+    except KeyError:
+        raise Skip("the account vectora-test is missing (scripts/install-deps makes it)")
+    ws = new_ws(tmp, "aside-owners-cli", files={"keep": ""})
+    for dirpath, dirs, files in os.walk(ws):
+        for n in [dirpath] + [os.path.join(dirpath, f) for f in dirs + files]:
+            os.lchown(n, user.pw_uid, user.pw_gid)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VECTORA_SANDBOX_", "XDG_"))}
+    env.update(HOME=user.pw_dir, USER=user.pw_name, LOGNAME=user.pw_name)
+    as_owner = ["setpriv", "--reuid=%d" % user.pw_uid, "--regid=%d" % user.pw_gid, "--init-groups", "--", CLI, "--no-daemon"]
+    r = subprocess.run(as_owner + ["run", "-w", ws, "ln -s /etc/vs-put-aside-missing.env .env"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    check(r.returncode == 0 and os.path.islink(os.path.join(ws, ".env")), ("the owner's CLI run", r.stdout, r.stderr))
+    c = d.conn()
+    r = term(c, ws, "echo ran")
+    moved = os.path.join(ws, ".env.vectora-quarantine")
+    check(r["ok"] and os.path.islink(moved) and moved in r["host_run_files"], ("the root daemon's first start", r, os.listdir(ws)))
+    c.close()
+
+
 def t_stale_mask_sources_removed(d, tmp):
     """Mask sources a killed daemon's start left (removed at each jail's
     hello, so only a start the daemon died in leaves them) are removed by
@@ -1259,6 +1290,7 @@ TESTS = [
     t_put_aside_past_a_deep_tree,
     t_missing_target_another_lists,
     t_put_aside_after_restart,
+    t_put_aside_after_owners_cli,
     t_stale_mask_sources_removed,
     t_put_aside_listed_after_idle,
     t_repository_in_masked_dir,

@@ -365,12 +365,38 @@ static int open_first_jails(const char *state_dir, bool make) {
         return open_store_subdir(state_dir, "first-jails", 0700, 077, make);
 }
 
-int jail_first_start(const char *state_dir, const char *workspace, struct timespec *ret) {
+/* The first-jail time the workspace owner's own store recorded (their
+ * one-shot CLI runs and MCP servers: ~/.local/state/vectora-sandbox,
+ * reached from the home in the password database without following a
+ * link, the record a regular file of that user's), for a root daemon:
+ * 1 and *ret, or 0. Only its mtime is read, and it can only move the time
+ * links count from earlier (jail_first_start takes the earlier one): more
+ * masked links taken for a jail's, put aside rather than refused. */
+static int owner_first_start(const char *workspace, const char *hex, struct timespec *ret) {
+        struct stat wst, st;
+        if (geteuid() != 0 || stat(workspace, &wst) < 0 || wst.st_uid == 0)
+                return 0;
+        struct passwd *pw = getpwuid(wst.st_uid);
+        if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                return 0;
+        _cleanup_close_ int home = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_free_ char *rel = path_join(".local/state/vectora-sandbox/first-jails", hex);
+        if (home < 0 || !rel)
+                return 0;
+        _cleanup_close_ int fd = chase_beneath(home, rel, O_PATH);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != wst.st_uid)
+                return 0;
+        *ret = st.st_mtim;
+        return 1;
+}
+
+static bool earlier(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* jail_first_start() in state_dir alone. */
+static int own_first_start(const char *state_dir, const char *hex, const char *workspace, struct timespec *ret) {
         *ret = (struct timespec){ 0 };
-        if (!state_dir)
-                return -ENOENT;
-        char hex[SHA256_HEX_LEN + 1];
-        sha256_hex(workspace, strlen(workspace), hex);
         _cleanup_close_ int dfd = open_first_jails(state_dir, true);
         if (dfd < 0)
                 return dfd;
@@ -400,6 +426,30 @@ int jail_first_start(const char *state_dir, const char *workspace, struct timesp
                 return 0;
         }
         return -EAGAIN;
+}
+
+int jail_first_start(const char *state_dir, const char *workspace, struct timespec *ret) {
+        *ret = (struct timespec){ 0 };
+        if (!state_dir)
+                return -ENOENT;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(workspace, strlen(workspace), hex);
+        /* A jail the owner's own CLI or MCP server started before this
+         * root daemon's first: links count from that one's start (a link
+         * it made was taken for the user's own and left, the host writing
+         * through it). */
+        struct timespec own;
+        int k = own_first_start(state_dir, hex, workspace, &own), o;
+        if (k < 0)
+                return k;
+        struct timespec theirs;
+        if ((o = owner_first_start(workspace, hex, &theirs)) > 0 && (k == 0 || earlier(&theirs, &own))) {
+                *ret = theirs;
+                return 1;
+        }
+        if (k > 0)
+                *ret = own;
+        return k;
 }
 
 /* first-jails/HEX whose workspace is gone: removed (a new workspace at that
