@@ -796,14 +796,21 @@ static void test_walk_cap(void **state) {
         assert_int_equal(l.n, 8);
         mask_list_done(&l);
 
+        /* Past the cap the walk goes on and fails at its end; the
+         * symlinks it meets are still listed, wherever they come in the
+         * walk's order, so that a start refused for the flood still puts
+         * them aside. */
         _cleanup_(vs_error_freep) VsError *err = NULL;
-        MaskList untouched = { .items = (MaskEntry *)0x1, .n = 42 };
-        assert_int_equal(mask_walk_max(f->root, s, 7, &untouched, &err), -E2BIG);
-        assert_ptr_equal(untouched.items, (MaskEntry *)0x1);
-        assert_int_equal(untouched.n, 42);
+        assert_int_equal(mask_walk_max(f->root, s, 7, &l, &err), -E2BIG);
+        assert_true(l.n == 7 || l.n == 8);
+        bool link = false;
+        for (size_t i = 0; i < l.n; i++)
+                link = link || (streq(l.items[i].relpath, "link.pem") && l.items[i].kind == MASK_SYMLINK);
+        assert_true(link);
+        mask_list_done(&l);
         char want[256];
         snprintf(want, sizeof want,
-                 "more than 7 masked paths under %s; narrow the mask patterns or mask a parent directory", f->root);
+                 "more than 7 masked paths under %s; narrow the mask patterns or name a parent directory", f->root);
         assert_string_equal(vs_error_message(err), want);
 }
 

@@ -27,6 +27,7 @@ typedef struct Lane {
         MaskList list;
         size_t cap;
         size_t n_sorted; /* mask_walk_made(): list[0..n_sorted) is the sorted list given, not added twice */
+        size_t n_over;   /* symlinks listed past max_entries (mw_walk_add) */
         /* Match states, one slot per depth (see glob_set_step). */
         unsigned char *states;
         size_t state_size;
@@ -49,13 +50,20 @@ typedef struct Walk {
         VsGitRepos *git;        /* the git lane's repositories (NULL: no git lane) */
         size_t git_root_len;    /* root without trailing slashes, as git_scan() names it */
         bool dedupe;            /* mask_walk_made(): a match already listed is not added again */
-        int too_long;           /* -ENAMETOOLONG once a path was too long (mw_set_path_or_skip) */
-        VsError *too_long_err;  /* the first such path's error */
+        /* The first failure the walk went on past (a path too long:
+         * mw_set_path_or_skip; a lane past its cap: mw_walk_add), and its
+         * error: the walk fails with it at its end. */
+        int deferred;
+        VsError *deferred_err;
         char path[PATH_MAX];
 } Walk;
 
 int mw_entry_cmp(const void *a, const void *b);
-/* w->path as a match of lane (not twice with w->dedupe); -E2BIG past the lane's cap. */
+/* w->path as a match of lane (not twice with w->dedupe). Past the lane's
+ * cap the walk goes on and fails at its end with -E2BIG (w->deferred);
+ * only symlinks are still listed, up to the cap again, so that a start the
+ * cap refuses still puts them aside (the masked links found beside a flood
+ * of masked files). */
 int mw_walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err);
 MaskKind mw_kind_from_dtype(unsigned char t);
 unsigned char mw_dtype_from_mode(mode_t m);
@@ -65,10 +73,10 @@ int mw_ensure_slots(Walk *w, size_t slots, VsError **err);
 unsigned char *mw_lane_state(Walk *w, size_t lane, size_t depth);
 /* w->path set to w->path[0..len) "/" name: its length, or -ENAMETOOLONG with err. */
 int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **err);
-/* mw_set_path(), where a path too long skips that entry: the first one's
- * error is kept and the walk goes on past it, so that what lies beside a
- * tree too deep is still found (a masked link there put aside though the
- * start is refused: attack review 10); the walk fails at its end. */
+/* mw_set_path(), where a path too long skips that entry: the walk goes on
+ * past it (w->deferred), so that what lies beside a tree too deep is still
+ * found (a masked link there put aside though the start is refused:
+ * attack review 10); the walk fails at its end. */
 int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen);
 /* Walks the directory open as dfd (taken over) at w->path[0..len), depth. */
 int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err);

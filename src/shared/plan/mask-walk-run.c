@@ -20,7 +20,7 @@ static void mw_walk_free(Walk *w) {
         if (!w)
                 return;
         safe_close(w->root_fd);
-        vs_error_free(w->too_long_err);
+        vs_error_free(w->deferred_err);
         free(w->also);
         for (size_t i = 0; i < N_LANES; i++) {
                 free(w->lanes[i].states);
@@ -253,12 +253,12 @@ static int walk_run(const char *root, const WalkSpec *spec, MaskList *ret[N_LANE
                         r = active ? mw_walk_dir(w, fd, 0, 0, err) : (safe_close(fd), 0);
                 if (r < 0)
                         return r;
-                if (w->too_long) {
-                        /* The walk fails, with what it found beside the
-                         * tree too deep in the lists (mask-walk.h). */
-                        r = w->too_long;
+                if (w->deferred) {
+                        /* The walk fails, with what it found past the
+                         * failure in the lists (mask-walk.h). */
+                        r = w->deferred;
                         if (err && !*err)
-                                *err = TAKE_PTR(w->too_long_err);
+                                *err = TAKE_PTR(w->deferred_err);
                 } else if (w->fresh && walk_cache_changed(w->old, w->fresh, w->n_read) &&
                            walk_cache_index(w->fresh) >= 0)
                         (void)walk_cache_save(cdir, w->fresh); /* best effort: without it the next walk reads everything */

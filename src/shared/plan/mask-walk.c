@@ -63,10 +63,17 @@ int mw_walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
         Lane *l = &w->lanes[lane];
         if (w->dedupe && listed(l, w->path))
                 return 0;
-        if (l->list.n >= l->max_entries)
-                return vs_error_set(err, -E2BIG,
-                                    "more than %zu masked paths under %s; narrow the mask patterns or mask a parent directory",
-                                    l->max_entries, w->root);
+        if (l->list.n >= l->max_entries) {
+                if (!w->deferred)
+                        w->deferred = vs_error_set(&w->deferred_err, -E2BIG,
+                                                   "more than %zu %s paths under %s; narrow the %s patterns or name a "
+                                                   "parent directory",
+                                                   l->max_entries, lane ? "protected" : "masked", w->root,
+                                                   lane ? "protect" : "mask");
+                if (kind != MASK_SYMLINK || l->n_over >= l->max_entries)
+                        return 0;
+                l->n_over++;
+        }
         if (l->list.n == l->cap) {
                 size_t ncap = l->cap ? l->cap * 2 : 16;
                 MaskEntry *items = realloc(l->list.items, ncap * sizeof *items);
@@ -260,10 +267,10 @@ int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **er
 
 int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen) {
         _cleanup_(vs_error_freep) VsError *e = NULL;
-        int plen = mw_set_path(w, len, name, nlen, w->too_long ? NULL : &e);
-        if (plen == -ENAMETOOLONG && !w->too_long) {
-                w->too_long = plen;
-                w->too_long_err = TAKE_PTR(e);
+        int plen = mw_set_path(w, len, name, nlen, w->deferred ? NULL : &e);
+        if (plen == -ENAMETOOLONG && !w->deferred) {
+                w->deferred = plen;
+                w->deferred_err = TAKE_PTR(e);
         }
         return plen;
 }

@@ -38,16 +38,17 @@ int mask_set_compile(char *const *patterns, const char *key, VsGlobSet **ret, Vs
  * MASK_WALK_MAX_ENTRIES matches. Unreadable (EACCES/EPERM) or vanished
  * entries are skipped; any other error (EMFILE, ENOMEM, EIO, a path longer
  * than PATH_MAX) fails the walk, since skipping could leave a secret
- * unmasked. A path too long fails it at its end: the walk goes on past it,
- * and *ret holds what it found beside the tree too deep (with
- * -ENAMETOOLONG only; a caller that puts masked links aside still meets
- * those beside it: attack review 10). *ret is owned by the caller
- * (mask_list_done()), whatever the walk returns. */
+ * unmasked. A path too long, or more than MASK_WALK_MAX_ENTRIES matches,
+ * fails it at its end: the walk goes on past it, and *ret holds what it
+ * found beside the tree too deep, or the symlinks it found past the cap
+ * (up to that many again), with -ENAMETOOLONG or -E2BIG only: a caller
+ * that puts masked links aside still meets them (attack review 10). *ret
+ * is owned by the caller (mask_list_done()), whatever the walk returns. */
 int mask_walk(const char *root, const VsGlobSet *set, MaskList *ret, VsError **err);
 void mask_list_done(MaskList *l);
 /* As mask_walk, with a cap of max_entries matches instead of
  * MASK_WALK_MAX_ENTRIES. The result is sorted by relpath (strcmp); on
- * failure other than -ENAMETOOLONG *ret is left untouched. */
+ * failure other than -ENAMETOOLONG and -E2BIG *ret is left untouched. */
 int mask_walk_max(const char *root, const VsGlobSet *set, size_t max_entries, MaskList *ret, VsError **err);
 /* As mask_walk, and a symlink to a directory below root, or below or at
  * one of also (NULL-terminated, may be NULL: the other roots the jail
