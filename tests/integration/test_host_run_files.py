@@ -777,10 +777,29 @@ def t_missing_target_another_lists(d, tmp):
     moved = os.path.join(a, ".env.vectora-quarantine")
     os.symlink("shared/prod.env", env)
     os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    for _ in range(50):
+        if os.path.islink(moved):
+            break
+        time.sleep(0.1)
     r = term_until_ok(c, a, "echo ran")
     listed = r.get("host_run_files") or []
     check(os.path.islink(moved) and not os.path.lexists(env), ("not put aside", sorted(os.listdir(a)), r))
     check(r["ok"] and moved in listed, ("listed", r))
+    # An existing target there: masked in A's jail, but B reads it; the
+    # jail makes the file first, then the link (attack review 11).
+    with open(os.path.join(a, "shared", "app.cfg"), "w") as f:
+        f.write("placeholder\n")
+    os.symlink("shared/app.cfg", env)
+    os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    # The watch starts the next jail when the link appears; a call before
+    # that runs in the jail of before.
+    for _ in range(50):
+        if os.path.islink(moved + "-1"):
+            break
+        time.sleep(0.1)
+    r = term_until_ok(c, a, "echo ran")
+    check(r["ok"] and not os.path.lexists(env) and os.path.islink(moved + "-1"),
+          ("an existing target another lists, not put aside", sorted(os.listdir(a)), r))
     # The same link where no other workspace lists the target: refused, left.
     lone = new_ws(tmp, "aside-shared-lone", files={"keep": "", "shared/readme": ""})
     check(term(c, lone, "true")["ok"], "the lone workspace's first call")
@@ -790,6 +809,57 @@ def t_missing_target_another_lists(d, tmp):
     time.sleep(0.3)
     r = term(c, lone, "echo ran")
     check(not r["ok"] and "which does not exist" in r["error"]["message"] and os.path.islink(env), r)
+    c.close()
+
+
+def t_links_in_masked_dirs_put_aside(d, tmp):
+    """Links inside a directory masked whole are weighed as masked names
+    whatever their own names, and have their put-aside though a link above
+    refused the start (attack review 11): `keys/id_rsa -> <elsewhere>`
+    behind `.ssh -> keys` (keys/ masked as the link's target, no pattern
+    naming keys/id_rsa) was passed over, and a decoy refused by design
+    (`k.pem -> nowhere`, a missing target in the workspace's own tree)
+    kept `.ssh/id_rsa -> <elsewhere>` on disk; the host's write through
+    either landed where another jail reads."""
+    toml = SANDBOX.replace('[".env"]', '[".env", "*.pem", ".ssh"]')
+    target = "/etc/vs-put-aside-missing.env"
+
+    def owned_link(path, to):
+        os.symlink(to, path)
+        os.lchown(path, OWNER.pw_uid, OWNER.pw_gid)
+
+    # A directory masked as a masked link's target.
+    ws = new_ws(tmp, "aside-link-target-dir", toml, files={"keep": ""})
+    c = d.conn()
+    check(term(c, ws, "true")["ok"], "first call")
+    os.mkdir(os.path.join(ws, "keys"))
+    os.chown(os.path.join(ws, "keys"), OWNER.pw_uid, OWNER.pw_gid)
+    owned_link(os.path.join(ws, "keys", "id_rsa"), target)
+    owned_link(os.path.join(ws, ".ssh"), "keys")
+    r = term_until_ok(c, ws, "echo ran")
+    moved = os.path.join(ws, "keys", "id_rsa.vectora-quarantine")
+    check(r["ok"] and os.path.islink(moved) and not os.path.lexists(os.path.join(ws, "keys", "id_rsa")),
+          ("the link in the link's target directory", r, os.listdir(os.path.join(ws, "keys"))))
+    # A directory masked by name, moved in after a decoy the start refuses.
+    ws = new_ws(tmp, "aside-masked-dir-past-refusal", toml, files={"keep": ""})
+    check(term(c, ws, "true")["ok"], "first call")
+    owned_link(os.path.join(ws, "k.pem"), "nowhere.txt")
+    r = term(c, ws, "echo ran")
+    check(not r["ok"] and "k.pem" in r["error"]["message"], ("the decoy refuses the start", r))
+    stage = os.path.join(ws, "stage")
+    os.mkdir(stage)
+    os.chown(stage, OWNER.pw_uid, OWNER.pw_gid)
+    owned_link(os.path.join(stage, "id_rsa"), target)
+    os.rename(stage, os.path.join(ws, ".ssh"))
+    moved = os.path.join(ws, ".ssh", "id_rsa.vectora-quarantine")
+    for _ in range(50):
+        r = term(c, ws, "echo ran")
+        if os.path.islink(moved):
+            break
+        time.sleep(0.1)
+    check(not r["ok"] and "k.pem" in r["error"]["message"], ("still refused at the decoy", r))
+    check(os.path.islink(moved) and not os.path.lexists(os.path.join(ws, ".ssh", "id_rsa")),
+          ("not put aside past the refusal", os.listdir(os.path.join(ws, ".ssh"))))
     c.close()
 
 
@@ -1289,6 +1359,7 @@ TESTS = [
     t_put_aside_past_a_refused_link,
     t_put_aside_past_a_deep_tree,
     t_missing_target_another_lists,
+    t_links_in_masked_dirs_put_aside,
     t_put_aside_after_restart,
     t_put_aside_after_owners_cli,
     t_stale_mask_sources_removed,

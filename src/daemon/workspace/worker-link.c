@@ -835,9 +835,11 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
         if (link_monitor_maker(ws, &s->maker))
                 s->o.maker = &s->maker.maker;
         s->generation = ws->generation;
-        if ((r = seen_by_others(ws, &s->seen_by_others)) >= 0)
+        /* Set before the thread pool may read it. */
+        if ((r = seen_by_others(ws, &s->seen_by_others)) >= 0) {
+                s->o.seen_by_others = s->seen_by_others;
                 r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
-        s->o.seen_by_others = s->seen_by_others;
+        }
         if (r < 0) {
                 free(s->proxy_socket);
                 free(s->ca_bundle);

@@ -79,12 +79,16 @@ typedef struct LinkCtx {
 /* Other names (hard links) of masked files, masked too (mask-alias.h):
  * only when a masked file has more than one link is the tree walked. */
 static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
-                            VsError **err);
+                            bool masked, VsError **err);
 
 /* A symlink inside a directory masked whole: what the host writes to its
  * name (`secrets/prod.env -> ../notes/prod.env`) lands at its target,
  * which is masked in its own right as a masked name's is (an attack
- * review: the jail moved such a directory in under a masked name). */
+ * review: the jail moved such a directory in under a masked name). It is
+ * masked by where it is, whatever its own name: a directory masked as a
+ * masked link's target (`.ssh -> keys`: keys/id_rsa, which no pattern
+ * names, is the host's `.ssh/id_rsa`) was passed over as a name no mask
+ * matched (attack review 11). */
 static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *dir, MaskList *links,
                           VsError **err) {
         int r = 0;
@@ -95,7 +99,7 @@ static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
                 const char *root = abs ? jail_plan_seen_through(p, abs, NULL) : NULL;
                 const char *rel = root ? path_startswith(abs, root) : NULL;
                 _cleanup_(vs_error_freep) VsError *more = NULL;
-                int q = !abs ? -ENOMEM : rel && *rel ? mask_link_target(p, f, lc, root, rel, r >= 0 ? err : &more) : 0;
+                int q = !abs ? -ENOMEM : rel && *rel ? mask_link_target(p, f, lc, root, rel, true, r >= 0 ? err : &more) : 0;
                 if (r >= 0 || q == -ENOMEM)
                         r = q;
         }
@@ -105,18 +109,27 @@ static int mask_dir_links(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
 static int collect_mask_aliases(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, VsError **err) {
         MaskInodes set = { 0 };
         int r = 0;
-        /* f->masks grows meanwhile (a link's target): by index, each path copied. */
-        for (size_t k = 0; r >= 0 && k < f->n_masks; k++) {
-                if (!f->masks[k].dir) {
-                        r = mask_inodes_add_if_linked(&set, f->masks[k].path);
-                        continue;
+        /* f->masks grows meanwhile (a link's target): by index, each path
+         * copied. Past a refusal the later directories' links still have
+         * their put-aside (attack review 11: a decoy refused by design
+         * made right after `mv stage .ssh` kept .ssh/id_rsa -> ../B/app.cfg
+         * on disk); the start is refused after them. */
+        for (size_t k = 0; r != -ENOMEM && k < f->n_masks; k++) {
+                _cleanup_(vs_error_freep) VsError *more = NULL;
+                VsError **e = r >= 0 ? err : &more;
+                int q;
+                if (!f->masks[k].dir)
+                        q = mask_inodes_add_if_linked(&set, f->masks[k].path);
+                else {
+                        _cleanup_free_ char *dir = strdup(f->masks[k].path);
+                        MaskList links = { 0 };
+                        q = dir ? mask_inodes_add_tree(&set, dir, &links, e) : -ENOMEM;
+                        if (q >= 0)
+                                q = mask_dir_links(p, f, lc, dir, &links, e);
+                        mask_list_done(&links);
                 }
-                _cleanup_free_ char *dir = strdup(f->masks[k].path);
-                MaskList links = { 0 };
-                r = dir ? mask_inodes_add_tree(&set, dir, &links, err) : -ENOMEM;
-                if (r >= 0)
-                        r = mask_dir_links(p, f, lc, dir, &links, err);
-                mask_list_done(&links);
+                if (r >= 0 || q == -ENOMEM)
+                        r = q;
         }
         VsPath ws = { .written = (char *)".", .resolved = (char *)jail_plan_uncovered_workspace(p) };
         for (size_t pass = 0; r >= 0 && set.n > 0 && pass < 3; pass++) {
@@ -212,6 +225,16 @@ static int walk_made(const VsPolicy *p, char *const *made, MaskList *rw_masks, M
         return 0;
 }
 
+/* Whether path lies in a listed path of the caller's other workspaces
+ * (VsLinkAside.seen_by_others): what the host writes there their jails
+ * read, unmasked by this workspace's masks. */
+static bool seen_by_others(const LinkCtx *lc, const char *path) {
+        for (char *const *o = lc->others; o && *o; o++)
+                if (path_is_below_or_equal(path, *o))
+                        return true;
+        return false;
+}
+
 /* A masked link the start would refuse, put aside instead where a jail of
  * the workspace could have made it: in a writable listed path, changed
  * since lc->since (jail-plan.h jail_facts_collect). Left on disk,
@@ -280,7 +303,7 @@ static int aside_or_leave(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, 
  * host would follow too) refuses the start: the link must go, or lead to
  * a file that is there. */
 static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, const char *root, const char *rel,
-                            VsError **err) {
+                            bool masked, VsError **err) {
         _cleanup_free_ char *dir = strdup(rel);
         if (!dir)
                 return -ENOMEM;
@@ -328,7 +351,7 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
          * lands below its target; masked there whole unless the masks
          * match there as they do below the link. A missing target takes no
          * write (nothing below a dangling link can be made). */
-        bool named = glob_set_masks(p->mask_set, rel, false);
+        bool named = masked || glob_set_masks(p->mask_set, rel, false);
         if (!named && (r == -ENOENT || (r >= 0 && res.path && fstat(res.fd, &st) == 0 && !S_ISDIR(st.st_mode))))
                 return 0;
         if (!named && r >= 0 && res.path) {
@@ -348,6 +371,14 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
         if (r >= 0 && res.path && fstat(res.fd, &st) == 0) {
                 if (!jail_plan_seen_through(p, res.path, NULL))
                         return aside_or_leave(p, f, lc, pfd, name, link);
+                /* Masked here, but another workspace's jail reads it there
+                 * (a sibling's `ro_paths = ["<this>/shared"]`): a jail-made
+                 * link is put aside, else masked as before (attack review
+                 * 11: the jail made the file first, and the rule for a
+                 * missing target alone was moot). */
+                int a = !host_aside_named(name) && seen_by_others(lc, res.path) ? put_aside_link(p, f, lc, pfd, name, link) : 0;
+                if (a != 0)
+                        return a < 0 ? a : 0;
                 if (under_masked_dir(f, res.path))
                         return 0;
                 for (size_t k = 0; k < f->n_masks; k++)
@@ -375,12 +406,10 @@ static int mask_link_target(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc
          * list too: review 9; a system directory, a kept home, the runtime
          * directory, another link's target) is put aside. */
         const char *target = res.path ? res.path : lexical;
-        bool own = r == -ENOENT && path_is_below_or_equal(target, p->workspace);
         /* ... unless another workspace lists where it would be made: the
          * host's write creates it where that jail reads it (a sibling's
          * `ro_paths = ["<this>/shared"]`; attack review 10). */
-        for (char *const *o = lc->others; own && o && *o; o++)
-                own = !path_is_below_or_equal(target, *o);
+        bool own = r == -ENOENT && path_is_below_or_equal(target, p->workspace) && !seen_by_others(lc, target);
         int a = own ? 0 : put_aside_link(p, f, lc, pfd, name, link);
         if (a != 0)
                 return a < 0 ? a : 0;
@@ -441,16 +470,19 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, M
                                  * workspace's own tree) kept a link into another
                                  * workspace on disk (attack review 10). */
                                 _cleanup_(vs_error_freep) VsError *more = NULL;
-                                int q = mask_link_target(p, f, lc, list[i].resolved, ml.items[k].relpath, r >= 0 ? err : &more);
+                                int q = mask_link_target(p, f, lc, list[i].resolved, ml.items[k].relpath, false,
+                                                         r >= 0 ? err : &more);
                                 if (r >= 0 || q == -ENOMEM)
                                         r = q;
                         }
                         mask_list_done(&ml);
                 }
         }
-        if (r < 0)
-                return r;
-        return collect_mask_aliases(p, f, lc, err);
+        /* The links inside directories masked whole have their put-aside
+         * too, though a link above refused the start. */
+        _cleanup_(vs_error_freep) VsError *more = NULL;
+        int a = collect_mask_aliases(p, f, lc, r >= 0 ? err : &more);
+        return r < 0 && a != -ENOMEM ? r : a;
 }
 
 static bool below_rw(const VsPolicy *p, const char *path) {
