@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -854,6 +855,50 @@ static void test_walk_too_deep(void **state) {
         close(fds[0]);
 }
 
+/* A directory the walk cannot open for a reason other than its mode (here
+ * EMFILE: the descriptor limit below the chain's depth) fails the walk at
+ * its end, the rest of the tree still walked and listed: the siblings'
+ * masked names beside the chain, whichever readdir gives first. */
+static void test_walk_past_open_failure(void **state) {
+        WalkFixture *f = *state;
+        char rel[64] = "a";
+        mkdirs(f->root, "a");
+        for (int i = 0; i < 12; i++) {
+                strcat(rel, "/a");
+                mkdirs(f->root, rel);
+        }
+        for (int i = 0; i < 10; i++) {
+                char sib[16];
+                snprintf(sib, sizeof sib, "y%d", i);
+                mkdirs(f->root, sib);
+                snprintf(sib, sizeof sib, "y%d/.env", i);
+                free(mkfile(f->root, sib));
+        }
+        char *patterns[] = { (char *)"**/.env", NULL };
+        _cleanup_(glob_set_freep) VsGlobSet *s = NULL;
+        assert_int_equal(glob_set_new(patterns, &s, NULL), 0);
+        MaskList l = { 0 };
+        _cleanup_(vs_error_freep) VsError *err = NULL;
+        struct rlimit old, low;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        int probe = dup(0);
+        assert_true(probe >= 0);
+        close(probe);
+        low = old;
+        low.rlim_cur = (rlim_t)probe + 6;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        int r = mask_walk(f->root, s, &l, &err);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        assert_int_equal(r, -EMFILE);
+        assert_non_null(strstr(vs_error_message(err), "cannot open directory"));
+        static const Expect want[] = { { "y0/.env", MASK_FILE }, { "y1/.env", MASK_FILE }, { "y2/.env", MASK_FILE },
+                                       { "y3/.env", MASK_FILE }, { "y4/.env", MASK_FILE }, { "y5/.env", MASK_FILE },
+                                       { "y6/.env", MASK_FILE }, { "y7/.env", MASK_FILE }, { "y8/.env", MASK_FILE },
+                                       { "y9/.env", MASK_FILE } };
+        check_list(&l, want, ELEMENTSOF(want));
+        mask_list_done(&l);
+}
+
 static void test_walk_errors(void **state) {
         WalkFixture *f = *state;
         char *patterns[] = { (char *)".env", NULL };
@@ -1038,6 +1083,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_walk_tree, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_cap, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_errors, walk_setup, walk_teardown),
+                cmocka_unit_test_setup_teardown(test_walk_past_open_failure, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_too_deep, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_unreadable_dir, walk_setup, walk_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_pruning_vs_brute_force, walk_setup, walk_teardown),

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "approval.h"
 #include "chase.h"
 #include "fd-util.h"
 #include "git-config.h"
@@ -366,25 +367,18 @@ static int open_first_jails(const char *state_dir, bool make) {
 }
 
 /* The first-jail time the workspace owner's own store recorded (their
- * one-shot CLI runs and MCP servers: ~/.local/state/vectora-sandbox,
- * reached from the home in the password database without following a
- * link, the record a regular file of that user's), for a root daemon:
- * 1 and *ret, or 0. Only its mtime is read, and it can only move the time
- * links count from earlier (jail_first_start takes the earlier one): more
- * masked links taken for a jail's, put aside rather than refused. */
+ * one-shot CLI runs and MCP servers: first-jails/HEX in their store,
+ * approval_owner_store_open()), for a root daemon: 1 and *ret, or 0. Only
+ * its mtime is read, and it can only move the time links count from
+ * earlier (jail_first_start takes the earlier one): more masked links
+ * taken for a jail's, put aside rather than refused. */
 static int owner_first_start(const char *workspace, const char *hex, struct timespec *ret) {
-        struct stat wst, st;
-        if (geteuid() != 0 || stat(workspace, &wst) < 0 || wst.st_uid == 0)
+        _cleanup_free_ char *rel = path_join("first-jails", hex);
+        struct stat st;
+        if (!rel)
                 return 0;
-        struct passwd *pw = getpwuid(wst.st_uid);
-        if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
-                return 0;
-        _cleanup_close_ int home = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_free_ char *rel = path_join(".local/state/vectora-sandbox/first-jails", hex);
-        if (home < 0 || !rel)
-                return 0;
-        _cleanup_close_ int fd = chase_beneath(home, rel, O_PATH);
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != wst.st_uid)
+        _cleanup_close_ int fd = approval_owner_store_open(workspace, rel, O_PATH);
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return 0;
         *ret = st.st_mtim;
         return 1;

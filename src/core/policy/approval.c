@@ -695,10 +695,27 @@ static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_
         }
 }
 
+int approval_owner_store_open(const char *workspace, const char *rel, int flags) {
+        struct stat wst, st;
+        if (geteuid() != 0 || stat(workspace, &wst) < 0 || wst.st_uid == 0)
+                return -ENOENT;
+        struct passwd *pw = getpwuid(wst.st_uid);
+        if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                return -ENOENT;
+        _cleanup_close_ int home = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_free_ char *path = path_join(".local/state/vectora-sandbox", rel);
+        if (home < 0 || !path)
+                return -ENOENT;
+        /* openat2 refuses O_PATH with any flag but a few. */
+        _cleanup_close_ int fd = chase_beneath(home, path, flags & O_PATH ? O_PATH : flags | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != wst.st_uid)
+                return -ENOENT;
+        return TAKE_FD(fd);
+}
+
 /* The same workspace's entry in the other store that may hold it: a user's
  * CLI or MCP server reads the system store's (the root daemon's), the root
- * daemon reads the workspace owner's own (~/.local/state/vectora-sandbox,
- * reached from the home without following a link, and owned by that user).
+ * daemon reads the workspace owner's own (approval_owner_store_open()).
  * Then a loosening pending in one is pending in the other, not "first
  * seen". -ENOENT when there is none. */
 static int other_store_entry(const char *store, const char *root, char **ret, size_t *ret_len) {
@@ -706,33 +723,24 @@ static int other_store_entry(const char *store, const char *root, char **ret, si
         if (!name)
                 return -ENOMEM;
         const char *base = name[0] == '/' ? name + 1 : name;
-        _cleanup_close_ int dfd = -EBADF;
-        uid_t want = 0;
-        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int fd = -EBADF;
         if (geteuid() != 0) {
                 if (streq(store, SYSTEM_STORE))
                         return -ENOENT;
-                dfd = open(SYSTEM_STORE, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                rel = strdup(base);
+                _cleanup_close_ int dfd = open(SYSTEM_STORE, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                struct stat st;
+                if (dfd < 0)
+                        return -ENOENT;
+                fd = chase_beneath(dfd, base, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0)
+                        return -ENOENT;
         } else {
-                struct stat wst;
-                if (!streq(store, SYSTEM_STORE) || stat(root, &wst) < 0 || wst.st_uid == 0)
+                if (!streq(store, SYSTEM_STORE))
                         return -ENOENT;
-                struct passwd *pw = getpwuid(wst.st_uid);
-                if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                fd = approval_owner_store_open(root, base, O_RDONLY);
+                if (fd < 0)
                         return -ENOENT;
-                want = wst.st_uid;
-                dfd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                rel = path_join(".local/state/vectora-sandbox", base);
         }
-        if (!rel)
-                return -ENOMEM;
-        if (dfd < 0)
-                return -ENOENT;
-        _cleanup_close_ int fd = chase_beneath(dfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != want)
-                return -ENOENT;
         return read_fd_all(fd, ENTRY_MAX_SIZE, ret, ret_len) < 0 ? -ENOENT : 0;
 }
 

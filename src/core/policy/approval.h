@@ -29,6 +29,14 @@
  * the caller, never a symlink. */
 int approval_store_dir(const char *dir, char **ret, VsError **err);
 
+/* For a root caller: REL below the store of the user who owns workspace
+ * (~/.local/state/vectora-sandbox, the home from the password database,
+ * opened and walked without following a link), opened with flags (O_PATH
+ * or O_RDONLY), and only if it is that user's regular file. The fd, or
+ * -ENOENT (not root, a root-owned workspace, no such file, another kind,
+ * another owner's). */
+int approval_owner_store_open(const char *workspace, const char *rel, int flags);
+
 /* Which workspace governs dir (config_locate(), plus the two rules above).
  * *ret_dir: dir canonicalized. *ret_pending (may be NULL): when a nested
  * vectora.toml waits for approval, the message saying so, else NULL. */

@@ -517,6 +517,9 @@ struct LinkStart {
         char *ca_bundle;          /* a copy: the proxy's may be freed at shutdown while the thread reads */
         char **secret_env;        /* NAME=placeholder (proxy_secrets_renew) */
         char **seen_by_others;    /* o.seen_by_others (seen_by_others()) */
+        char *first_of;           /* the workspace's path while its first-jail time is to be read (on the thread) */
+        int first_k;              /* jail_first_start()'s answer for it ... */
+        struct timespec first;    /* ... and the time links count from */
         /* the thread's result */
         int r;
         VsLaunch *launch;
@@ -535,12 +538,21 @@ static void start_work(uv_work_t *w) {
          * held 3 s in a FUSE home) holds no other owner's: one lock for
          * them all made an owner's slow git config hold every start behind
          * it for 36-54 s (attack review 12). */
+        if (s->first_of) {
+                /* File I/O and, as root, the owner's password entry (NSS):
+                 * off the loop. A store that had no record counts from now,
+                 * taken before the record is made: no later link is missed. */
+                struct timespec now = now_wall_coarse();
+                s->first_k = jail_first_start(s->o.state_dir, s->first_of, &s->o.links_since);
+                s->first = s->first_k > 0 ? s->o.links_since : now;
+        }
         s->r = launch_prepare(s->policy, &s->o, &s->launch, &s->err);
         if (s->r >= 0)
                 worker_spawn_pre(s->launch);
 }
 
 static void start_free(LinkStart *s) {
+        free(s->first_of);
         launch_free(s->launch);
         put_asides_free(s->failed_aside);
         vs_error_free(s->err);
@@ -699,6 +711,14 @@ static void start_done(uv_work_t *w, int status) {
         Server *srv = ws->srv;
         WorkerLink *l = NULL;
         _cleanup_(vs_error_freep) VsError *err = TAKE_PTR(s->err);
+        if (s->first_of) {
+                if (s->first_k < 0)
+                        log_warning("workspace %s: %s/first-jails: %s; a masked link a jail made before this daemon "
+                                    "started is refused, not put aside",
+                                    ws->path, srv->opt.state_dir, strerror(-s->first_k));
+                if (ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0)
+                        ws->links_since = s->first;
+        }
         int r = s->r;
         if (status < 0)
                 r = vs_error_set_kind(&err, status, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
@@ -791,17 +811,8 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
          * one, in this daemon or after a restart, what changed since that
          * began. Before, only this daemon's first start counted: a link a
          * jail made before a restart was taken for the user's own and
-         * left, refusing each start, while the host wrote through it. */
-        if (ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0) {
-                struct timespec first;
-                int k = jail_first_start(srv->opt.state_dir, ws->path, &first);
-                if (k < 0)
-                        log_warning("workspace %s: %s/first-jails: %s; a masked link a jail made before this daemon "
-                                    "started is refused, not put aside",
-                                    ws->path, srv->opt.state_dir, strerror(-k));
-                s->o.links_since = first;
-                ws->links_since = k > 0 ? first : now_wall_coarse();
-        }
+         * left, refusing each start, while the host wrote through it.
+         * Read on the thread (s->first_of, below). */
         const char *proxy_socket = NULL;
         int r;
         if (ws->policy->net_allowlist && (r = proxy_ensure(ws, (uid_t)-1, &proxy_socket, err)) < 0)
@@ -836,7 +847,10 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 s->o.maker = &s->maker.maker;
         s->generation = ws->generation;
         /* Set before the thread pool may read it. */
-        if ((r = seen_by_others(ws, &s->seen_by_others)) >= 0) {
+        bool first = ws->links_since.tv_sec == 0 && ws->links_since.tv_nsec == 0;
+        if (first && !(s->first_of = strdup(ws->path)))
+                r = -ENOMEM;
+        else if ((r = seen_by_others(ws, &s->seen_by_others)) >= 0) {
                 s->o.seen_by_others = s->seen_by_others;
                 r = uv_queue_work(srv->loop, &s->work, start_work, start_done);
         }
@@ -845,6 +859,7 @@ int link_start(Workspace *ws, const LinkOps *ops, LinkStart **ret, VsError **err
                 free(s->ca_bundle);
                 strv_free(s->secret_env);
                 strv_free(s->seen_by_others);
+                free(s->first_of);
                 return r == -ENOMEM ? r : vs_error_set_kind(err, r, api_error_name(API_ERROR_SANDBOX_UNAVAILABLE),
                                          "cannot start the worker: %s", uv_strerror(r));
         }

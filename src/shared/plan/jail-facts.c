@@ -449,9 +449,16 @@ static int collect_masks(const VsPolicy *p, VsJailFacts *f, const LinkCtx *lc, M
                                 rw_masks[i] = (MaskList){ 0 };
                         } else if ((w = mask_walk_both(list[i].resolved, set, NULL, NULL, p->mask, NULL, cache, &ml, &pl,
                                                        r >= 0 ? err : NULL)) < 0) {
-                                mask_list_done(&ml);
-                                mask_list_done(&pl);
-                                return r < 0 ? r : w;
+                                /* The start is refused, but the links the
+                                 * walk found, and every later root's, still
+                                 * have their put-aside. */
+                                if (w == -ENOMEM) {
+                                        mask_list_done(&ml);
+                                        mask_list_done(&pl);
+                                        return w;
+                                }
+                                if (r >= 0)
+                                        r = w;
                         }
                         mask_list_done(&pl);
                         for (size_t k = 0; r != -ENOMEM && k < ml.n; k++) {

@@ -51,8 +51,10 @@ typedef struct Walk {
         size_t git_root_len;    /* root without trailing slashes, as git_scan() names it */
         bool dedupe;            /* mask_walk_made(): a match already listed is not added again */
         /* The first failure the walk went on past (a path too long:
-         * mw_set_path_or_skip; a lane past its cap: mw_walk_add), and its
-         * error: the walk fails with it at its end. */
+         * mw_set_path_or_skip; a lane past its cap: mw_walk_add; a
+         * directory that cannot be stat'ed, opened or read, an entry that
+         * cannot be stat'ed: mw_defer; out of memory alone ends it at
+         * once), and its error: the walk fails with it at its end. */
         int deferred;
         VsError *deferred_err;
         char path[PATH_MAX];

@@ -275,6 +275,24 @@ int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen) {
         return plen;
 }
 
+/* A failure (r, *err) in one part of the tree: the first is kept for the
+ * walk's end (w->deferred), the walk goes on with the rest, and 0 comes
+ * back; out of memory alone ends it at once. So what the rest holds is
+ * still listed (a masked link beside an unreadable corner is still put
+ * aside) and the walk fails all the same. */
+static int mw_defer(Walk *w, int r, VsError **err) {
+        if (r >= 0 || r == -ENOMEM)
+                return r;
+        if (!w->deferred) {
+                w->deferred = r;
+                w->deferred_err = err ? TAKE_PTR(*err) : NULL;
+        } else if (err) {
+                vs_error_free(*err);
+                *err = NULL;
+        }
+        return 0;
+}
+
 static int record_keep(Walk *w, WalkCacheDir *old) {
         WalkCacheDir d;
         walk_cache_take(old, &d);
@@ -384,7 +402,7 @@ static int walk_cached(Walk *w, int dfd, WalkCacheDir *rec, size_t len, size_t d
                 int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         clean = false;
-                        if ((r = subdir_open_failed(w, negative_errno(), into, err)) < 0)
+                        if ((r = mw_defer(w, subdir_open_failed(w, negative_errno(), into, err), err)) < 0)
                                 break;
                         continue;
                 }
@@ -431,7 +449,8 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 if (fstat(dfd, &st) < 0) {
                         r = negative_errno();
                         safe_close(dfd);
-                        return vs_error_set(err, r, "cannot stat directory %s/%s: %s", w->root, w->path, strerror(-r));
+                        return mw_defer(w, vs_error_set(err, r, "cannot stat directory %s/%s: %s", w->root, w->path,
+                                                        strerror(-r)), err);
                 }
                 WalkCacheDir *old = walk_cache_find(w->old, w->path);
                 if (old && walk_cache_dir_matches(old, &st) &&
@@ -479,8 +498,8 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 if (more < 0) {
                         recording = false;
                         if (!mw_skippable(more) && globs)
-                                r = vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root, w->path,
-                                                 strerror(-more));
+                                r = mw_defer(w, vs_error_set(err, more, "cannot read directory %s/%s: %s", w->root,
+                                                             w->path, strerror(-more)), err);
                 }
                 if (more <= 0)
                         break;
@@ -504,9 +523,11 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                                 recording = false;
                                 if (mw_skippable(k) || !globs)
                                         continue;
-                                r = vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
-                                                 strerror(-k));
-                                break;
+                                r = mw_defer(w, vs_error_set(err, k, "cannot stat %s/%s: %s", w->root, w->path,
+                                                             strerror(-k)), err);
+                                if (r < 0)
+                                        break;
+                                continue;
                         }
                         type = mw_dtype_from_mode(st.st_mode);
                 }
@@ -572,7 +593,7 @@ int mw_walk_dir(Walk *w, int dfd, size_t len, size_t depth, VsError **err) {
                 int cfd = openat(d.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0) {
                         recording = false;
-                        if ((r = subdir_open_failed(w, negative_errno(), into, err)) < 0)
+                        if ((r = mw_defer(w, subdir_open_failed(w, negative_errno(), into, err), err)) < 0)
                                 break;
                         continue;
                 }
