@@ -800,6 +800,25 @@ def t_missing_target_another_lists(d, tmp):
     r = term_until_ok(c, a, "echo ran")
     check(r["ok"] and not os.path.lexists(env) and os.path.islink(moved + "-1"),
           ("an existing target another lists, not put aside", sorted(os.listdir(a)), r))
+    # A path another workspace lists that was missing when its config was
+    # read: once made, the host's write lands where that jail binds it at
+    # its next start (attack review 11's L).
+    a2 = new_ws(tmp, "aside-later-a", files={"keep": ""})
+    b2 = new_ws(tmp, "aside-later-b", SANDBOX + 'ro_paths = ["%s/later"]\n' % a2, files={"keep": ""})
+    check(term(c, b2, "true")["ok"], "B2's first call")
+    check(term(c, a2, "true")["ok"], "A2's first call")
+    os.mkdir(os.path.join(a2, "later"))
+    os.chown(os.path.join(a2, "later"), OWNER.pw_uid, OWNER.pw_gid)
+    env2 = os.path.join(a2, ".env")
+    os.symlink("later/prod.env", env2)
+    os.lchown(env2, OWNER.pw_uid, OWNER.pw_gid)
+    for _ in range(50):
+        if os.path.islink(env2 + ".vectora-quarantine"):
+            break
+        time.sleep(0.1)
+    r = term_until_ok(c, a2, "echo ran")
+    check(r["ok"] and not os.path.lexists(env2) and os.path.islink(env2 + ".vectora-quarantine"),
+          ("a path another lists, missing at its load: not put aside", sorted(os.listdir(a2)), r))
     # The same link where no other workspace lists the target: refused, left.
     lone = new_ws(tmp, "aside-shared-lone", files={"keep": "", "shared/readme": ""})
     check(term(c, lone, "true")["ok"], "the lone workspace's first call")

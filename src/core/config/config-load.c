@@ -41,6 +41,8 @@ static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, co
                 vp->missing = true;
                 free(vp->resolved);
                 vp->resolved = NULL;
+                free(vp->lexical);
+                vp->lexical = TAKE_PTR(abs);
                 return 0;
         }
         if (r == -ELOOP && cr.link) {
@@ -79,6 +81,8 @@ static int resolve_one(VsPolicy *p, VsPath *vp, const char *list, size_t idx, co
                                     "sandbox.%s[%zu]: \"%s\" resolves to %s, which is %s; list the project directories the agent needs instead",
                                     list, idx, vp->written, real, why);
         vp->missing = false;
+        free(vp->lexical);
+        vp->lexical = NULL;
         free(vp->resolved);
         vp->resolved = TAKE_PTR(real);
         return 0;

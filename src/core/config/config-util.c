@@ -19,6 +19,7 @@
 void config_vspath_done(VsPath *p) {
         free(p->written);
         free(p->resolved);
+        free(p->lexical);
 }
 
 int parse_size(const char *s, uint64_t *ret) {

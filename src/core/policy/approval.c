@@ -226,8 +226,8 @@ static int paths_changed(json_t *rec, VsPolicy *approved, char ***loose) {
                                              vp->written, vp->resolved, was);
                         if (r < 0)
                                 return r;
-                        free(vp->resolved);
-                        vp->resolved = NULL;
+                        free(vp->lexical);
+                        vp->lexical = TAKE_PTR(vp->resolved);
                         vp->missing = true;
                 }
         }

@@ -779,7 +779,14 @@ static int seen_by_others(Workspace *ws, char ***ret) {
                 for (size_t pass = 0; pass < 3; pass++) {
                         size_t n = pass == 2 ? 1 : pass ? p->n_ro : p->n_rw;
                         for (size_t i = 0; i < n; i++) {
-                                const char *r = pass == 2 ? ws_seen : pass ? p->ro_paths[i].resolved : p->rw_paths[i].resolved;
+                                const VsPath *vp = pass == 2 ? NULL : pass ? &p->ro_paths[i] : &p->rw_paths[i];
+                                /* A listed path missing when its config was
+                                 * read, or waiting for approval, where it
+                                 * would be: the host's write through a link
+                                 * there lands where that jail sees once it
+                                 * is made or approved (attack review 11's
+                                 * L and N). */
+                                const char *r = !vp ? ws_seen : vp->resolved ? vp->resolved : vp->lexical;
                                 if (r && path_is_below_or_equal(r, ws->policy->workspace) && !strv_contains(l, r) && strv_extend(&l, r) < 0)
                                         return -ENOMEM;
                         }

@@ -31,6 +31,11 @@ typedef struct VsPath {
         unsigned line, col;
         char *resolved; /* canonical absolute path; NULL before resolve or when missing */
         bool missing;   /* did not exist (ignored unless lockdown, which refuses) */
+        /* When missing: the absolute path it names, normalized but not
+         * resolved (where it would be, were it made now: the daemon's
+         * other workspaces count it as listed, worker-link.c), or where it
+         * resolved to while that waits for approval. NULL otherwise. */
+        char *lexical;
 } VsPath;
 
 /* ports = [3000, "8080:80"]: host loopback port -> port on the jail's loopback. */
