@@ -97,6 +97,15 @@ def term_until_ok(c, ws, command):
     return r
 
 
+def wait_for_link(path):
+    """Up to 5 s for a symlink at path (a put-aside name: the watch starts
+    the next jail when a masked link appears)."""
+    for _ in range(50):
+        if os.path.islink(path):
+            return
+        time.sleep(0.1)
+
+
 def not_planted(ws, names):
     """None of names holds what the jail tried to write."""
     for rel in names:
@@ -777,10 +786,7 @@ def t_missing_target_another_lists(d, tmp):
     moved = os.path.join(a, ".env.vectora-quarantine")
     os.symlink("shared/prod.env", env)
     os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
-    for _ in range(50):
-        if os.path.islink(moved):
-            break
-        time.sleep(0.1)
+    wait_for_link(moved)
     r = term_until_ok(c, a, "echo ran")
     listed = r.get("host_run_files") or []
     check(os.path.islink(moved) and not os.path.lexists(env), ("not put aside", sorted(os.listdir(a)), r))
@@ -793,10 +799,7 @@ def t_missing_target_another_lists(d, tmp):
     os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
     # The watch starts the next jail when the link appears; a call before
     # that runs in the jail of before.
-    for _ in range(50):
-        if os.path.islink(moved + "-1"):
-            break
-        time.sleep(0.1)
+    wait_for_link(moved + "-1")
     r = term_until_ok(c, a, "echo ran")
     check(r["ok"] and not os.path.lexists(env) and os.path.islink(moved + "-1"),
           ("an existing target another lists, not put aside", sorted(os.listdir(a)), r))
@@ -812,10 +815,7 @@ def t_missing_target_another_lists(d, tmp):
     env2 = os.path.join(a2, ".env")
     os.symlink("later/prod.env", env2)
     os.lchown(env2, OWNER.pw_uid, OWNER.pw_gid)
-    for _ in range(50):
-        if os.path.islink(env2 + ".vectora-quarantine"):
-            break
-        time.sleep(0.1)
+    wait_for_link(env2 + ".vectora-quarantine")
     r = term_until_ok(c, a2, "echo ran")
     check(r["ok"] and not os.path.lexists(env2) and os.path.islink(env2 + ".vectora-quarantine"),
           ("a path another lists, missing at its load: not put aside", sorted(os.listdir(a2)), r))
