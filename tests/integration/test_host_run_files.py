@@ -769,6 +769,20 @@ def t_put_aside_past_a_deep_tree(d, tmp):
     c.close()
 
 
+def jail_link_put_aside(c, ws, sub, what):
+    """As a jail would: sub/ made, then .env -> sub/prod.env (missing);
+    the link is put aside and the next call answered."""
+    os.mkdir(os.path.join(ws, sub))
+    os.chown(os.path.join(ws, sub), OWNER.pw_uid, OWNER.pw_gid)
+    env = os.path.join(ws, ".env")
+    os.symlink(sub + "/prod.env", env)
+    os.lchown(env, OWNER.pw_uid, OWNER.pw_gid)
+    wait_for_link(env + ".vectora-quarantine")
+    r = term_until_ok(c, ws, "echo ran")
+    check(r["ok"] and not os.path.lexists(env) and os.path.islink(env + ".vectora-quarantine"),
+          (what + ": not put aside", sorted(os.listdir(ws)), r))
+
+
 def t_missing_target_another_lists(d, tmp):
     """A masked link to a missing file in the workspace's own tree is the
     user's (a secret not written yet, masked where it lands at the next
@@ -810,15 +824,22 @@ def t_missing_target_another_lists(d, tmp):
     b2 = new_ws(tmp, "aside-later-b", SANDBOX + 'ro_paths = ["%s/later"]\n' % a2, files={"keep": ""})
     check(term(c, b2, "true")["ok"], "B2's first call")
     check(term(c, a2, "true")["ok"], "A2's first call")
-    os.mkdir(os.path.join(a2, "later"))
-    os.chown(os.path.join(a2, "later"), OWNER.pw_uid, OWNER.pw_gid)
-    env2 = os.path.join(a2, ".env")
-    os.symlink("later/prod.env", env2)
-    os.lchown(env2, OWNER.pw_uid, OWNER.pw_gid)
-    wait_for_link(env2 + ".vectora-quarantine")
-    r = term_until_ok(c, a2, "echo ran")
-    check(r["ok"] and not os.path.lexists(env2) and os.path.islink(env2 + ".vectora-quarantine"),
-          ("a path another lists, missing at its load: not put aside", sorted(os.listdir(a2)), r))
+    jail_link_put_aside(c, a2, "later", "a path another lists, missing at its load")
+    # A path a change waiting for approval lists (attack review 11's N):
+    # once the host allows it, that jail binds what the host wrote.
+    a3 = new_ws(tmp, "aside-pending-a", files={"keep": ""})
+    b3 = new_ws(tmp, "aside-pending-b", files={"keep": ""})
+    check(term(c, b3, "true")["ok"], "B3's first call")
+    with open(os.path.join(b3, "vectora.toml"), "a") as f:
+        f.write('ro_paths = ["%s/pend"]\n' % a3)
+    for _ in range(50):
+        r = term(c, b3, "true")
+        if r.get("policy_pending"):
+            break
+        time.sleep(0.1)
+    check(r.get("policy_pending"), ("B3's change is not pending", r))
+    check(term(c, a3, "true")["ok"], "A3's first call")
+    jail_link_put_aside(c, a3, "pend", "a path a pending change lists")
     # The same link where no other workspace lists the target: refused, left.
     lone = new_ws(tmp, "aside-shared-lone", files={"keep": "", "shared/readme": ""})
     check(term(c, lone, "true")["ok"], "the lone workspace's first call")

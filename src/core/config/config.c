@@ -28,6 +28,7 @@ void policy_free(VsPolicy *p) {
         for (size_t i = 0; i < p->n_ro; i++)
                 config_vspath_done(&p->ro_paths[i]);
         free(p->ro_paths);
+        strv_free(p->pending_listed);
         strv_free(p->mask);
         strv_free(p->protect);
         for (size_t i = 0; i < p->n_net_rules; i++)

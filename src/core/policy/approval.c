@@ -744,6 +744,23 @@ static int other_store_entry(const char *store, const char *root, char **ret, si
         return read_fd_all(fd, ENTRY_MAX_SIZE, ret, ret_len) < 0 ? -ENOENT : 0;
 }
 
+/* Every listed path of p as an absolute path: resolved, else where it
+ * would be (VsPath.lexical). */
+static int listed_of(const VsPolicy *p, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < (k ? p->n_ro : p->n_rw); i++) {
+                        const VsPath *vp = k ? &p->ro_paths[i] : &p->rw_paths[i];
+                        const char *a = vp->resolved ? vp->resolved : vp->lexical;
+                        if (a && !strv_contains(l, a) && strv_extend(&l, a) < 0)
+                                return -ENOMEM;
+                }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 static int evaluate(const char *store, const char *root, VsPolicy **ret, char **ret_pending, bool *ret_unsynced,
                     uint64_t *ret_wait_ms, VsError **err) {
         /* ret_unsynced NULL: each record written is durable before this
@@ -814,6 +831,10 @@ static int evaluate(const char *store, const char *root, VsPolicy **ret, char **
                         return -ENOMEM;
                 approved->config_stat = proposed->config_stat;
                 approved->has_config_stat = proposed->has_config_stat;
+                if ((r = listed_of(proposed, &approved->pending_listed)) < 0) {
+                        free(m);
+                        return r;
+                }
                 *ret_pending = m;
                 *ret = TAKE_PTR(approved);
                 return 0;

@@ -791,6 +791,11 @@ static int seen_by_others(Workspace *ws, char ***ret) {
                                         return -ENOMEM;
                         }
                 }
+                /* What a change waiting for approval lists: bound once
+                 * the host allows it. */
+                for (char **q = p->pending_listed; q && *q; q++)
+                        if (path_is_below_or_equal(*q, ws->policy->workspace) && !strv_contains(l, *q) && strv_extend(&l, *q) < 0)
+                                return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
         return 0;

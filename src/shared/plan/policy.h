@@ -74,6 +74,12 @@ typedef struct VsPolicy {
         size_t n_rw;
         VsPath *ro_paths;
         size_t n_ro;
+        /* While a change of vectora.toml waits for approval (the approved
+         * policy serves): the absolute paths the change lists (resolved,
+         * else where they would be), which a jail of this workspace binds
+         * once it is allowed; the daemon's other workspaces count them as
+         * listed (worker-link.c). NULL otherwise. */
+        char **pending_listed;
         char **mask; /* patterns, validated */
         /* protect = [...]: globs read-only in the jail and refused by the
          * file tools (VS_PROTECT_DEFAULT when the key is absent), on top
