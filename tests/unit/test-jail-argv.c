@@ -135,6 +135,10 @@ static void refusals(void **state) {
                   "goes through the link /alias" },
                 { "a link up into the host's tree", "--ro-bind", 0, { "--symlink", "../../oldroot/usr", "/o", NULL }, "a target with .." },
                 { "a link into bwrap's /oldroot", "--ro-bind", 0, { "--symlink", "/oldroot/usr", "/o", NULL }, "/oldroot" },
+                /* The prefix test reads text: //oldroot is /oldroot
+                 * (the monitor-boundary review's F4). */
+                { "a link into //oldroot", "--ro-bind", 0, { "--symlink", "//oldroot/etc", "/o", NULL }, "/oldroot" },
+                { "a link into /./oldroot", "--ro-bind", 0, { "--symlink", "/./oldroot/etc", "/o", NULL }, "/oldroot" },
                 { "a link into bwrap's /newroot", "--ro-bind", 0, { "--symlink", "/newroot/run", "/o", NULL }, "/newroot" },
                 { "a bind through a link", "--proc", 0, { "--bind", "/srv/ws", "/bin/x", NULL }, "goes through the link /bin" },
                 { "a bind over a link", "--proc", 0, { "--tmpfs", "/bin", NULL }, "goes through the link /bin" },

@@ -104,7 +104,7 @@ static int teardown(void **state) {
         if (f->server >= 0)
                 close(f->server);
         char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-rootws'", f->dir, f->dir);
         assert_int_equal(system(cmd), 0);
         free(f);
         return 0;
@@ -1411,8 +1411,10 @@ static void ws_view_reads_as_owner(void **state) {
         assert_int_equal(ws_view_ask(f, sub_ws(f, "svc", 0700, 996, 996), &view), EPERM);
 
         /* Root's: only with root's opt-in, then root's files are shown. */
+        /* Beside the owner's directory: root's opt-in counts in root's
+         * own tree only (root_optin_needs_roots_tree). */
         char rdir[96];
-        snprintf(rdir, sizeof rdir, "%s/rootws", f->dir);
+        snprintf(rdir, sizeof rdir, "%s-rootws", f->dir);
         assert_int_equal(mkdir(rdir, 0700), 0);
         assert_int_equal(ws_open(f, rdir, 0, 0), 0);
         uint64_t rh = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
@@ -1507,6 +1509,55 @@ static void owner_file(const char *path, const char *text, mode_t mode, uid_t ui
         assert_int_equal(fchown(fd, uid, gid), 0);
         assert_int_equal(fchmod(fd, mode), 0);
         close(fd);
+}
+
+/* Root's opt-in counts only in root's own tree: a root-owned directory
+ * with root's vectora.toml inside an ordinary owner's project (`sudo
+ * make` leaves one; the monitor's own placeholder could name the file) is
+ * no root-owned workspace, nor is one below a directory group or others
+ * may write without the sticky bit, nor a vectora.toml with a second
+ * link; git_identity gives root's identity only where root opted in
+ * (the monitor-boundary review's F1 and F2). */
+static void root_optin_needs_roots_tree(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        char proj[160], build[200], toml[240], other[240];
+        char name[MONITOR_IDENT_MAX + 1], email[MONITOR_IDENT_MAX + 1];
+        snprintf(proj, sizeof proj, "%s/proj", f->dir);
+        snprintf(build, sizeof build, "%s/build", proj);
+        snprintf(toml, sizeof toml, "%s/vectora.toml", build);
+        snprintf(other, sizeof other, "%s/toml-link", f->dir);
+        assert_int_equal(mkdir(proj, 0755), 0);
+        assert_int_equal(chown(proj, 4321, 4321), 0);
+        assert_int_equal(mkdir(build, 0755), 0);
+        owner_file(toml, "", 0644, 0, 0);
+        hello(f);
+        assert_int_equal(ws_open(f, build, 0, 0), 0);
+        uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, NULL);
+        assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
+        assert_int_equal(status_of(f), EPERM);
+        assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "root's own directories"));
+        assert_int_equal(identity_ask(f, h, name, email), EPERM);
+        /* The project root's: served. */
+        assert_int_equal(chown(proj, 0, 0), 0);
+        assert_int_equal(identity_ask(f, h, name, email), 0);
+        /* Group-writable: refused; with the sticky bit (/tmp): served. */
+        assert_int_equal(chmod(proj, 0775), 0);
+        assert_int_equal(identity_ask(f, h, name, email), EPERM);
+        assert_int_equal(chmod(proj, 01777), 0);
+        assert_int_equal(identity_ask(f, h, name, email), 0);
+        assert_int_equal(chmod(proj, 0755), 0);
+        /* A second link to root's vectora.toml: refused. */
+        assert_int_equal(link(toml, other), 0);
+        assert_int_equal(identity_ask(f, h, name, email), EPERM);
+        assert_int_equal(unlink(other), 0);
+        assert_int_equal(identity_ask(f, h, name, email), 0);
+        /* Root's directory without root's vectora.toml: no identity. */
+        assert_int_equal(unlink(toml), 0);
+        assert_int_equal(identity_ask(f, h, name, email), EPERM);
+        close(a);
 }
 
 /* The child that holds an idmap's user namespace (idmap_userns, made by
@@ -1749,7 +1800,7 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(place_ask(f, sub_ws(f, "sys", 0755, 1, user_jail_gid(1, 1)), "y", 0, VS_HOST_TEXT_EMPTY, NULL),
                          EPERM);
         char rdir[160];
-        snprintf(rdir, sizeof rdir, "%s/rootws", f->dir);
+        snprintf(rdir, sizeof rdir, "%s-rootws", f->dir); /* root's own tree */
         assert_int_equal(mkdir(rdir, 0755), 0);
         assert_int_equal(ws_open(f, rdir, 0, 0), 0);
         uint64_t hr = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
@@ -3530,6 +3581,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(spawn_leaves_root_state, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmapped_trees, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_never_in_system_dirs, setup, teardown),
+                cmocka_unit_test_setup_teardown(root_optin_needs_roots_tree, setup, teardown),
                 cmocka_unit_test_setup_teardown(spawn_idmap_attach_follows_no_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(ws_view_reads_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(placeholder_made_below_workspace, setup, teardown),

@@ -179,7 +179,8 @@ int jail_argv_check(char *const *argv, const JailArgvRules *rules, char *why, si
                          * host's at /oldroot, and follows a link it made
                          * when a later argument's path goes through it: no
                          * way up, nor into either (attack review 5). */
-                        if (has_dotdot(a) || path_startswith(a, "/oldroot") || path_startswith(a, "/newroot"))
+                        if (has_dotdot(a) || (a[0] == '/' && !plain_abs(a)) || path_startswith(a, "/oldroot") ||
+                            path_startswith(a, "/newroot"))
                                 return refuse(why, n, "--symlink %.128s at argument %zu: a target with .. or into bwrap's /oldroot or /newroot", a, i);
                         dst = b;
                         break;

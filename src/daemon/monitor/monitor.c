@@ -628,20 +628,54 @@ static const char *root_path_refused(const MonWorkspace *w) {
         return why;
 }
 
-#define ROOT_TOML_WHY "a root-owned workspace's jail needs the vectora.toml that makes it one: a regular file owned by root in it"
+#define ROOT_TOML_WHY                                                                                                  \
+        "a root-owned workspace needs the vectora.toml that makes it one (a regular file owned by root in it, one link "  \
+        "to it), and root's own directories from / down to it (none that another user owns, or that group or others "    \
+        "may write without the sticky bit)"
 
 /* Whether the directory dirfd holds a vectora.toml that root owns, a
  * regular file on the directory's own mount (root's opt-in: the server,
  * which is not root once it drops its privileges, cannot make one).
  * Asked of the kernel's cache only (a FUSE server is never asked). */
+/* The directory fd and every one above it up to / is root's, and none
+ * may be written by group or others but with the sticky bit (/tmp): no
+ * other account can put a directory holding root's files, or its
+ * vectora.toml, where root's opt-in is read. An ordinary owner's project
+ * holding a root-owned directory (`sudo make` leaves them) made the
+ * monitor's own placeholder in it root's vectora.toml, and that directory
+ * a root-owned workspace whose jail wrote root's files (attack review of
+ * the monitor boundary, F1). */
+static bool root_all_the_way_up(int fd) {
+        _cleanup_close_ int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
+                struct statx sx, up;
+                if (statx(cur, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO,
+                          &sx) < 0 || !S_ISDIR(sx.stx_mode) || sx.stx_uid != 0 ||
+                    ((sx.stx_mode & (S_IWGRP | S_IWOTH)) && !(sx.stx_mode & S_ISVTX)))
+                        return false;
+                int next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (next < 0 || statx(next, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &up) < 0) {
+                        safe_close(next);
+                        return false;
+                }
+                bool top = up.stx_ino == sx.stx_ino && up.stx_dev_major == sx.stx_dev_major &&
+                           up.stx_dev_minor == sx.stx_dev_minor;
+                safe_close(cur);
+                cur = next;
+                if (top)
+                        return true;
+        }
+        return false;
+}
+
 static bool root_toml_ok(int dirfd) {
         struct statx sx;
         int dir_mnt;
         return fd_mount_id(dirfd, &dir_mnt) == 0 &&
                statx(dirfd, "vectora.toml", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
-                     STATX_TYPE | STATX_UID | STATX_MNT_ID, &sx) == 0 &&
-               (sx.stx_mask & STATX_MNT_ID) && S_ISREG(sx.stx_mode) && sx.stx_uid == 0 &&
-               sx.stx_mnt_id == (uint64_t)dir_mnt;
+                     STATX_TYPE | STATX_UID | STATX_NLINK | STATX_MNT_ID, &sx) == 0 &&
+               (sx.stx_mask & STATX_MNT_ID) && S_ISREG(sx.stx_mode) && sx.stx_uid == 0 && sx.stx_nlink == 1 &&
+               sx.stx_mnt_id == (uint64_t)dir_mnt && root_all_the_way_up(dirfd);
 }
 
 /* The workspace w as a placeholder's or a view's, as far as the monitor
@@ -1459,12 +1493,20 @@ static int identity_in_child(FsJob *j, FsOut *out) {
  * the server's word: the owner it opened the workspace for), the
  * server's to write into the jail's identity file. A root-owned
  * workspace's: root's, read as root. */
+static int root_toml_in_child(Monitor *m, const MonWorkspace *w, const char **why);
+
 static int git_identity(Monitor *m) {
         FsJob job;
         int refused;
         MonWorkspace *w = ws_job(m, &job, &refused);
         if (!w)
                 return refused;
+        /* Root's identity only for a workspace root opted in (as
+         * ws_view): an /var/tmp opened as root's gave it (review F2). */
+        const char *why = NULL;
+        int r = w->uid == 0 ? root_toml_in_child(m, w, &why) : 0;
+        if (r < 0)
+                return reply(m, r == -EPERM || r == -EXDEV ? EPERM : -r, why, 0);
         /* Nothing of the workspace's: its descriptor stays out of the child. */
         job.dirfd = -EBADF;
         job.root_toml = false;
