@@ -103,7 +103,7 @@ static int teardown(void **state) {
         monitor_free(f->mon);
         if (f->server >= 0)
                 close(f->server);
-        char cmd[128];
+        char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-rootws'", f->dir, f->dir);
         assert_int_equal(system(cmd), 0);
         free(f);
