@@ -233,6 +233,31 @@ def t_embedded_cannot_create(d, tmp):
     check_placeholders(ws)
 
 
+def t_read_only_workspace_gets_placeholders(d, tmp):
+    """A workspace its owner made read-only still gets its placeholders,
+    and keeps its mode, through the daemon and embedded: a jail of that
+    owner makes it writable and plants the names (was, as an ordinary
+    user: the placeholders were skipped, and the jail's chmod u+w then
+    made .envrc on the host; a root daemon refused the start)."""
+    c = d.conn()
+    for how in ("daemon", "embedded"):
+        ws = new_ws(tmp, "read-only-" + how)
+        os.chmod(ws, 0o555)
+        command = "stat -c %a .; chmod u+w . && " + plant_command(PLANTS)
+        if how == "daemon":
+            r = term(c, ws, command)
+            check(r["ok"], r)
+            out = r["stdout"]
+        else:
+            r = cli("run", "-w", ws, command)
+            check(r.returncode == 0, r)
+            out = r.stdout
+        check(out == "555\nend\n", (how, out))
+        not_planted(ws, PLANTS)
+        check_placeholders(ws)
+    c.close()
+
+
 def t_placeholders_leave_host_tools_alone(d, tmp):
     """The placeholders are what the host's tools take for absent: direnv
     finds no .envrc, git runs with no submodule and no warning, ripgrep
@@ -1411,6 +1436,7 @@ TESTS = [
     t_host_created_name_is_sealed,
     t_background_write_reported,
     t_embedded_reports_host_run_files,
+    t_read_only_workspace_gets_placeholders,
 ]
 
 

@@ -88,6 +88,9 @@ static int setup(void **state) {
         assert_int_equal(monitor_new(sv[1], &f->mon), 0);
         snprintf(f->dir, sizeof f->dir, "/tmp/test-monitor.XXXXXX");
         assert_non_null(mkdtemp(f->dir));
+        /* Where an owner's jail may walk to its workspaces below it
+         * (ws_open walks with the owner's ids). */
+        assert_int_equal(chmod(f->dir, 0755), 0);
         snprintf(f->bwrap, sizeof f->bwrap, "%s/bwrap", f->dir);
         int fd = open(f->bwrap, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0755);
         assert_true(fd >= 0);
@@ -205,18 +208,18 @@ static void workspaces(void **state) {
         char link[128], below[160];
         snprintf(link, sizeof link, "%s/link", f->dir);
         assert_int_equal(symlink(f->dir, link), 0);
-        assert_int_equal(ws_open(f, link, st.st_uid, st.st_gid), ELOOP);
+        assert_int_equal(ws_open(f, link, st.st_uid, st.st_gid), EPERM);
         snprintf(below, sizeof below, "%s/sub", f->dir);
         assert_int_equal(mkdir(below, 0700), 0);
         snprintf(below, sizeof below, "%s/link/sub", f->dir);
-        assert_int_equal(ws_open(f, below, st.st_uid, st.st_gid), ELOOP);
+        assert_int_equal(ws_open(f, below, st.st_uid, st.st_gid), EPERM);
         /* Not a directory; missing. */
         char file[128];
         snprintf(file, sizeof file, "%s/file", f->dir);
         close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-        assert_int_equal(ws_open(f, file, st.st_uid, st.st_gid), ENOTDIR);
+        assert_int_equal(ws_open(f, file, st.st_uid, st.st_gid), EPERM);
         snprintf(file, sizeof file, "%s/missing", f->dir);
-        assert_int_equal(ws_open(f, file, st.st_uid, st.st_gid), ENOENT);
+        assert_int_equal(ws_open(f, file, st.st_uid, st.st_gid), EPERM);
 
         MonitorEnc e;
         begin(f, &e, MONITOR_REQ_STATUS);
@@ -1084,6 +1087,46 @@ static void spawn_only_under_server(void **state) {
         assert_int_equal(waitpid(server, NULL, 0), server);
         struct stat st;
         assert_int_not_equal(stat(ran, &st), 0);
+}
+
+/* ws_open walks as the owner's jail would (its uid, one group): a
+ * directory of that owner's behind one only root may enter is no
+ * workspace, and the answer is the same as for a missing path or
+ * another's directory, so a server asking learns nothing of what lies
+ * below a 0700 directory (attack review of the monitor boundary, F3: the
+ * monitor walked as root and told absent, not a directory and another's
+ * apart). */
+static void ws_open_walks_as_owner(void **state) {
+        Fixture *f = *state;
+        if (getuid() != 0)
+                skip();
+        hello(f);
+        char open_dir[160], closed_dir[160], path[192];
+        snprintf(open_dir, sizeof open_dir, "%s/open", f->dir);
+        snprintf(closed_dir, sizeof closed_dir, "%s/closed", f->dir);
+        assert_int_equal(mkdir(open_dir, 0755), 0);
+        assert_int_equal(mkdir(closed_dir, 0700), 0);
+        char why[3][400];
+        /* Behind root's 0700 directory: refused, though it is 996's. */
+        snprintf(path, sizeof path, "%s/proj", closed_dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_int_equal(chown(path, 996, 996), 0);
+        assert_int_equal(ws_open(f, path, 996, 996), EPERM);
+        snprintf(why[0], sizeof why[0], "%s", monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)));
+        /* Missing there: the same answer. */
+        snprintf(path, sizeof path, "%s/missing", closed_dir);
+        assert_int_equal(ws_open(f, path, 996, 996), EPERM);
+        snprintf(why[1], sizeof why[1], "%s", monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)));
+        /* Where 996 may walk: another's directory, the same answer; its
+         * own, opened. */
+        snprintf(path, sizeof path, "%s/proj", open_dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_int_equal(chown(path, 996, 996), 0);
+        assert_int_equal(ws_open(f, path, 997, 996), EPERM);
+        snprintf(why[2], sizeof why[2], "%s", monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)));
+        assert_string_equal(why[0], why[1]);
+        assert_string_equal(why[0], why[2]);
+        assert_int_equal(ws_open(f, path, 996, 996), 0);
 }
 
 /* A directory of /proc is no workspace: /proc/PID belongs to whoever runs
@@ -2710,7 +2753,7 @@ static void ws_open_asks_no_file_system(void **state) {
         (void)umount2(on_file, MNT_DETACH);
         for (size_t i = 0; i < 4; i++) {
                 assert_int_equal(answered[i], 1);
-                assert_int_equal(st[i], i == 3 ? ENOTDIR : EPERM);
+                assert_int_equal(st[i], EPERM);
         }
         end_child(f);
         munmap((void *)stall, 4096);
@@ -3557,6 +3600,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(nothing_before_hello, setup, teardown),
                 cmocka_unit_test_setup_teardown(hello_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(workspaces, setup, teardown),
+                cmocka_unit_test_setup_teardown(ws_open_walks_as_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(groups, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_reopen, setup, teardown),
                 cmocka_unit_test_setup_teardown(log_reopen_breaches, setup, teardown),

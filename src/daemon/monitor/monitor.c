@@ -633,10 +633,6 @@ static const char *root_path_refused(const MonWorkspace *w) {
         "to it), and root's own directories from / down to it (none that another user owns, or that group or others "    \
         "may write without the sticky bit)"
 
-/* Whether the directory dirfd holds a vectora.toml that root owns, a
- * regular file on the directory's own mount (root's opt-in: the server,
- * which is not root once it drops its privileges, cannot make one).
- * Asked of the kernel's cache only (a FUSE server is never asked). */
 /* The directory fd and every one above it up to / is root's, and none
  * may be written by group or others but with the sticky bit (/tmp): no
  * other account can put a directory holding root's files, or its
@@ -668,6 +664,11 @@ static bool root_all_the_way_up(int fd) {
         return false;
 }
 
+/* Whether the directory dirfd holds a vectora.toml that root owns, a
+ * regular file with one link on the directory's own mount, in root's own
+ * tree (root_all_the_way_up): root's opt-in, which the server, not root
+ * once it drops its privileges, cannot make. Asked of the kernel's cache
+ * only (a FUSE server is never asked). */
 static bool root_toml_ok(int dirfd) {
         struct statx sx;
         int dir_mnt;
@@ -1093,6 +1094,10 @@ static int reply_fs(Monitor *m, int r, const FsOut *out) {
         return reply(m, r == -EXDEV || out->no_toml ? EPERM : -r, fs_why(r, out), 0);
 }
 
+#define WS_OPEN_WHY                                                                                                    \
+        "no directory of that user's and group at that path that its jail could reach (missing, not a directory, a "      \
+        "symlink on the way, another's, or behind a directory the owner may not enter)"
+
 static int open_in_child(FsJob *j, FsOut *out) {
         int fd = chase_open_dir_local(j->rel);
         if (fd < 0)
@@ -1114,7 +1119,15 @@ static int ws_open(Monitor *m) {
          * it; and it runs in a child (fs_child): a directory on the way
          * that another process holds stalls a lookup in it (attack
          * review 8b). */
-        FsJob job = { .dirfd = -EBADF };
+        /* Walked with the ids a jail of that owner gets (the owner, one
+         * group, no supplementary ones): what the jail could not reach is
+         * no workspace of its, and the walk learns nothing of what only
+         * root may look into. Every way it is not that owner's directory
+         * gets one answer (WS_OPEN_WHY): a server asking for paths and
+         * owners learns no more than whether a workspace opened (attack
+         * review of the monitor boundary, F3: names below a 0700
+         * directory, and their owners, told apart by the answers). */
+        FsJob job = { .dirfd = -EBADF, .uid = uid, .gid = uid == 0 ? 0 : user_jail_gid(uid, gid) };
         FsOut out;
         if (strlen(path) >= sizeof job.rel)
                 return reply(m, ENAMETOOLONG, NULL, 0);
@@ -1129,8 +1142,10 @@ static int ws_open(Monitor *m) {
                 return reply(m, -dfd, "the monitor has no descriptor left for another workspace", 0);
         if (dfd == -EREMOTE)
                 return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
+        if (dfd == -ENOMEM)
+                return reply(m, ENOMEM, NULL, 0);
         if (dfd < 0)
-                return reply(m, -dfd, "the workspace could not be opened (a symlink on the way, or not a directory)", 0);
+                return reply(m, EPERM, WS_OPEN_WHY, 0);
         struct stat st;
         struct statfs sf;
         if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sf) < 0)
@@ -1141,11 +1156,9 @@ static int ws_open(Monitor *m) {
         if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
             sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == DEVPTS_SUPER_MAGIC || sf.f_type == FUSE_SUPER_MAGIC)
                 return reply(m, EPERM, "a pseudo or user file system holds no workspace", 0);
-        if (st.st_uid != uid)
-                return reply(m, EPERM, "the workspace is not that user's", 0);
         /* The directory's group as the server saw it, or its jail's. */
-        if (gid != st.st_gid && !gid_allowed(uid, gid, &st))
-                return reply(m, EPERM, "that group is neither the workspace's nor the one a jail of its owner gets", 0);
+        if (st.st_uid != uid || (gid != st.st_gid && !gid_allowed(uid, gid, &st)))
+                return reply(m, EPERM, WS_OPEN_WHY, 0);
         /* One handle a path: its groups are named from it, and a second
          * handle (another directory at the same path since) would share
          * them, its limits and its removal (attack review 5). The
@@ -1175,10 +1188,45 @@ static int ws_open(Monitor *m) {
         return reply(m, 0, NULL, handle);
 }
 
+/* place_leaf's make of name in pfd, as the ids the child has now. */
+static int leaf_make(int pfd, const char *name, unsigned flags, VsHostText text) {
+        if (flags & VS_HOST_MAKE_DIR)
+                return mkdirat(pfd, name, 0755) == 0 ? 1 : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+        const char *t = vs_host_texts[text];
+        /* An unnamed file, written, then linked in (EEXIST as O_EXCL says
+         * it), since the daemon's watch tells a placeholder by its content
+         * (an empty .mcp.json seen between the create and the write read as
+         * the jail's, and recycled it). Linked by its /proc name: linkat's
+         * AT_EMPTY_PATH asks for CAP_DAC_READ_SEARCH, which the owner's ids
+         * do not have. */
+        _cleanup_close_ int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+        char self[64];
+        int r;
+        if (fd >= 0) {
+                snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+                r = write_all(fd, t, strlen(t));
+                if (r >= 0)
+                        r = linkat(AT_FDCWD, self, pfd, name, AT_SYMLINK_FOLLOW) == 0 ? 1
+                            : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL)     ? 0
+                                                                                 : -errno;
+        } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                r = -errno;
+        else if ((fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0)
+                r = errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
+        else if ((r = write_all(fd, t, strlen(t))) < 0)
+                (void)unlinkat(pfd, name, 0);
+        else
+                r = 1;
+        return r;
+}
+
 /* name, new in the directory pfd (local: place_parent checked it), made
  * as pfd's owner and group (fs_as; the walker j->uid again after): 1
  * made, 0 there already (EXCL: -EEXIST). A file gets the text, whole
- * when it appears; modes are exact (0755, 0644: the child's umask is 0). */
+ * when it appears; modes are exact (0755, 0644: the child's umask is 0).
+ * A directory its owner made read-only is opened for the make and given
+ * its mode back (host_dir_open_up: a jail of that owner would chmod it
+ * and make the name itself). */
 static int place_leaf(const FsJob *j, int pfd, const char *name, unsigned flags, VsHostText text) {
         struct stat pst;
         if (fstat(pfd, &pst) < 0)
@@ -1186,34 +1234,11 @@ static int place_leaf(const FsJob *j, int pfd, const char *name, unsigned flags,
         int r = fs_as(pst.st_uid, pst.st_gid);
         if (r < 0)
                 return r;
-        if (flags & VS_HOST_MAKE_DIR)
-                r = mkdirat(pfd, name, 0755) == 0 ? 1 : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-        else {
-                const char *t = vs_host_texts[text];
-                /* An unnamed file, written, then linked in (EEXIST as
-                 * O_EXCL says it), since the daemon's watch tells a
-                 * placeholder by its content (an empty .mcp.json seen
-                 * between the create and the write read as the jail's,
-                 * and recycled it). Linked by its /proc name: linkat's
-                 * AT_EMPTY_PATH asks for CAP_DAC_READ_SEARCH, which the
-                 * owner's ids do not have. */
-                _cleanup_close_ int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-                char self[64];
-                if (fd >= 0) {
-                        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-                        r = write_all(fd, t, strlen(t));
-                        if (r >= 0)
-                                r = linkat(AT_FDCWD, self, pfd, name, AT_SYMLINK_FOLLOW) == 0 ? 1
-                                    : errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL)     ? 0
-                                                                                         : -errno;
-                } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-                        r = -errno;
-                else if ((fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0)
-                        r = errno == EEXIST && !(flags & VS_HOST_MAKE_EXCL) ? 0 : -errno;
-                else if ((r = write_all(fd, t, strlen(t))) < 0)
-                        (void)unlinkat(pfd, name, 0);
-                else
-                        r = 1;
+        mode_t was;
+        r = leaf_make(pfd, name, flags, text);
+        if (r == -EACCES && host_dir_open_up(pfd, &was) > 0) {
+                r = leaf_make(pfd, name, flags, text);
+                host_dir_restore(pfd, was);
         }
         int back = fs_as(j->uid, j->gid);
         return back < 0 ? back : r;
@@ -1232,6 +1257,15 @@ static int place_parent(const FsJob *j, char *rel, bool parents) {
                 return -errno;
         for (char *c = rel ? strtok_r(rel, "/", &save) : NULL; cur >= 0 && c; c = strtok_r(NULL, "/", &save)) {
                 int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                mode_t was;
+                /* A directory of the owner's it may not search but for
+                 * its mode (the owner's chmod away, and the jail's). */
+                if (next < 0 && errno == EACCES && host_dir_open_up(cur, &was) > 0) {
+                        next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int e = errno;
+                        host_dir_restore(cur, was);
+                        errno = e;
+                }
                 if (next < 0 && errno == ENOENT && parents) {
                         int r = place_leaf(j, cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
                         next = r < 0 ? r : openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -100,22 +100,34 @@ static int aside_try(int pfd, const char *name, bool may_remove, unsigned *ret_n
         return r;
 }
 
+int host_dir_open_up(int dirfd, mode_t *ret_was) {
+        struct stat st;
+        if (fstat(dirfd, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IRWXU) == S_IRWXU || (st.st_mode & S_ISGID))
+                return 0;
+        /* Through the descriptor's own /proc link: dirfd may be O_PATH,
+         * on which fchmod fails. Only the directory's owner may. */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", dirfd);
+        if (chmod(self, (st.st_mode | S_IRWXU) & 07777) < 0)
+                return -errno;
+        *ret_was = st.st_mode & 07777;
+        return 1;
+}
+
+void host_dir_restore(int dirfd, mode_t was) {
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", dirfd);
+        (void)chmod(self, was);
+}
+
 int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n) {
         int r = aside_try(pfd, name, may_remove, ret_n);
-        struct stat st;
-        /* Not a setgid directory: the owner's chmod, without the group's
-         * membership, would clear the bit for good (attack review 9); a
-         * jail cannot make one (its own chmod clears it the same way). */
-        if (r != -EACCES || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_IRWXU) == S_IRWXU ||
-            (st.st_mode & S_ISGID))
-                return r;
-        /* Through the descriptor's own /proc link: pfd may be O_PATH, on
-         * which fchmod fails. Only the directory's owner may. */
-        char self[64];
-        snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
-        if (chmod(self, (st.st_mode | S_IRWXU) & 07777) < 0)
+        mode_t was;
+        if (r != -EACCES || host_dir_open_up(pfd, &was) <= 0)
                 return r;
         r = aside_try(pfd, name, may_remove, ret_n);
-        (void)chmod(self, st.st_mode & 07777);
+        host_dir_restore(pfd, was);
         return r;
 }

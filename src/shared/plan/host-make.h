@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -97,6 +98,18 @@ bool host_aside_named(const char *name);
  * writable for it and given its mode back. 0; -ESTALE when name is gone;
  * else a negative errno. The caller checked what name is. */
 int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n);
+
+/* Gives the directory dirfd (O_PATH will do) its owner's read, write and
+ * search for a moment, where only its mode stands in the way of what its
+ * owner may do there anyway (a chmod first): 1 with *ret_was to put back
+ * (host_dir_restore), 0 when nothing would change (the three bits there
+ * already, not a directory, a setgid one: the owner's chmod without the
+ * group's membership would clear the bit for good, attack review 9), or a
+ * negative errno (-EPERM: not the caller's). A placeholder skipped in a
+ * directory its owner made read-only was no bar to a jail of that owner,
+ * which made it writable and planted the name (.envrc). */
+int host_dir_open_up(int dirfd, mode_t *ret_was);
+void host_dir_restore(int dirfd, mode_t was);
 
 /* Whether rel is normal components only (no empty one, no . or ..), as
  * the monitor's decoder takes it. */

@@ -126,6 +126,35 @@ static int make_by(const VsHostMaker *m, const char *rel, VsAbsent kind, const c
         return r == -ELOOP || r == -ENOTDIR ? 0 : r;
 }
 
+/* One component c of absent_make's walk in the directory cur: 2 to go
+ * on into it (a directory there, or made), 0 when done (something else
+ * there, or it was the last and there already), make_leaf's answer for
+ * the last, else a negative errno. */
+static int absent_step(int cur, const char *c, bool last, VsAbsent kind, const char *content) {
+        struct stat st;
+        if (fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return last || !S_ISDIR(st.st_mode) ? 0 : 2;
+        if (errno != ENOENT)
+                return -errno;
+        if (last)
+                return make_leaf(cur, c, kind, content);
+        if (mkdirat(cur, c, 0755) == 0)
+                chown_like_parent(cur, c);
+        else if (errno != EEXIST)
+                return -errno;
+        return 2;
+}
+
+/* Whether what this process may not make in cur, a jail may not make
+ * either: not root (a jail of this uid has no more rights than it; root
+ * is refused only where the file system says so for root alone, NFS's
+ * root_squash, while the jail's uid might be let in), and cur not its
+ * own (whose mode it could change: host_dir_open_up tried that). */
+static bool jail_may_not(int cur) {
+        struct stat st;
+        return geteuid() != 0 && fstat(cur, &st) == 0 && st.st_uid != geteuid();
+}
+
 /* protect_absent_make; with b, only what its maker would be asked is
  * noted there. */
 static int absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker,
@@ -150,21 +179,22 @@ static int absent_make(const char *root, const char *rel, VsAbsent kind, const c
         char *save = NULL;
         for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                 bool last = !save || !*save;
-                struct stat st;
-                if (fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                        if (last || !S_ISDIR(st.st_mode))
-                                return 0;
-                } else if (errno != ENOENT)
-                        return -errno;
-                else if (last)
-                        return make_leaf(cur, c, kind, content);
-                else if (mkdirat(cur, c, 0755) == 0)
-                        chown_like_parent(cur, c);
-                else if (errno != EEXIST)
-                        return -errno;
-                int next = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (next < 0)
-                        return errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+                mode_t was = 0;
+                /* A directory of this uid's that its mode alone closes is
+                 * opened for the step and given its mode back: a jail of
+                 * the same uid would chmod it and make the name. */
+                int r = absent_step(cur, c, last, kind, content), up = 0;
+                if (r == -EACCES && (up = host_dir_open_up(cur, &was)) > 0)
+                        r = absent_step(cur, c, last, kind, content);
+                int next = r == 2 ? openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+                if (r == 2 && next < 0)
+                        r = errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+                if (up > 0)
+                        host_dir_restore(cur, was);
+                if (r == -EACCES || r == -EPERM)
+                        return jail_may_not(cur) ? 0 : r;
+                if (r != 2)
+                        return r;
                 safe_close(cur);
                 cur = next;
         }
@@ -252,14 +282,10 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                         return -ENOMEM;
                                 r = tool ? seal_tool_dir(root, lit, tool, len, maker, b, &sealed)
                                          : absent_make(root, lit, kind, content, maker, b);
-                                /* Not root: the jail runs as this same uid,
-                                 * with less, so what this process may not
-                                 * create there, the jail may not either.
-                                 * Root is refused only where the file system
-                                 * says so for root alone (NFS root_squash),
-                                 * while the jail's uid might be let in: fail
-                                 * closed. */
-                                if ((r == -EACCES || r == -EPERM || r == -EROFS) && (geteuid() != 0 || r == -EROFS))
+                                /* A read-only file system is read-only to
+                                 * the jail too; a refusal by permission was
+                                 * weighed where it came (jail_may_not). */
+                                if (r == -EROFS)
                                         r = 0;
                                 if (r == -ENOMEM)
                                         return r;
