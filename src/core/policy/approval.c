@@ -695,22 +695,30 @@ static int first_sight_stable(const char *root, VsPolicy **p, char **text, size_
         }
 }
 
+/* rel below the directory dir (neither followed through a link), a
+ * regular file owned by uid, opened with flags; -ENOENT for anything
+ * else. */
+static int open_owned_regular(const char *dir, const char *rel, int flags, uid_t uid) {
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (dfd < 0)
+                return -ENOENT;
+        /* openat2 refuses O_PATH with any flag but a few. */
+        _cleanup_close_ int fd = chase_beneath(dfd, rel, flags & O_PATH ? O_PATH : flags | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
+                return -ENOENT;
+        return TAKE_FD(fd);
+}
+
 int approval_owner_store_open(const char *workspace, const char *rel, int flags) {
-        struct stat wst, st;
+        struct stat wst;
         if (geteuid() != 0 || stat(workspace, &wst) < 0 || wst.st_uid == 0)
                 return -ENOENT;
         struct passwd *pw = getpwuid(wst.st_uid);
         if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
                 return -ENOENT;
-        _cleanup_close_ int home = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         _cleanup_free_ char *path = path_join(".local/state/vectora-sandbox", rel);
-        if (home < 0 || !path)
-                return -ENOENT;
-        /* openat2 refuses O_PATH with any flag but a few. */
-        _cleanup_close_ int fd = chase_beneath(home, path, flags & O_PATH ? O_PATH : flags | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != wst.st_uid)
-                return -ENOENT;
-        return TAKE_FD(fd);
+        return path ? open_owned_regular(pw->pw_dir, path, flags, wst.st_uid) : -ENOENT;
 }
 
 /* The same workspace's entry in the other store that may hold it: a user's
@@ -727,12 +735,8 @@ static int other_store_entry(const char *store, const char *root, char **ret, si
         if (geteuid() != 0) {
                 if (streq(store, SYSTEM_STORE))
                         return -ENOENT;
-                _cleanup_close_ int dfd = open(SYSTEM_STORE, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                struct stat st;
-                if (dfd < 0)
-                        return -ENOENT;
-                fd = chase_beneath(dfd, base, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0)
+                fd = open_owned_regular(SYSTEM_STORE, base, O_RDONLY, 0);
+                if (fd < 0)
                         return -ENOENT;
         } else {
                 if (!streq(store, SYSTEM_STORE))
@@ -753,7 +757,7 @@ static int listed_of(const VsPolicy *p, char ***ret) {
         for (size_t k = 0; k < 2; k++)
                 for (size_t i = 0; i < (k ? p->n_ro : p->n_rw); i++) {
                         const VsPath *vp = k ? &p->ro_paths[i] : &p->rw_paths[i];
-                        const char *a = vp->resolved ? vp->resolved : vp->lexical;
+                        const char *a = vs_path_where(vp);
                         if (a && !strv_contains(l, a) && strv_extend(&l, a) < 0)
                                 return -ENOMEM;
                 }

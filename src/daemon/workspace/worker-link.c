@@ -786,7 +786,7 @@ static int seen_by_others(Workspace *ws, char ***ret) {
                                  * there lands where that jail sees once it
                                  * is made or approved (attack review 11's
                                  * L and N). */
-                                const char *r = !vp ? ws_seen : vp->resolved ? vp->resolved : vp->lexical;
+                                const char *r = vp ? vs_path_where(vp) : ws_seen;
                                 if (r && path_is_below_or_equal(r, ws->policy->workspace) && !strv_contains(l, r) && strv_extend(&l, r) < 0)
                                         return -ENOMEM;
                         }

@@ -59,17 +59,38 @@ static bool listed(const Lane *l, const char *relpath) {
         return false;
 }
 
+/* A failure (r, *err) in one part of the tree: the first is kept for the
+ * walk's end (w->deferred), the walk goes on with the rest, and 0 comes
+ * back; out of memory alone ends it at once. So what the rest holds is
+ * still listed (a masked link beside an unreadable corner is still put
+ * aside) and the walk fails all the same. */
+static int mw_defer(Walk *w, int r, VsError **err) {
+        if (r >= 0 || r == -ENOMEM)
+                return r;
+        if (!w->deferred) {
+                w->deferred = r;
+                w->deferred_err = err ? TAKE_PTR(*err) : NULL;
+        } else if (err) {
+                vs_error_free(*err);
+                *err = NULL;
+        }
+        return 0;
+}
+
 int mw_walk_add(Walk *w, size_t lane, MaskKind kind, VsError **err) {
         Lane *l = &w->lanes[lane];
         if (w->dedupe && listed(l, w->path))
                 return 0;
         if (l->list.n >= l->max_entries) {
+                _cleanup_(vs_error_freep) VsError *e = NULL;
                 if (!w->deferred)
-                        w->deferred = vs_error_set(&w->deferred_err, -E2BIG,
-                                                   "more than %zu %s paths under %s; narrow the %s patterns or name a "
-                                                   "parent directory",
-                                                   l->max_entries, lane ? "protected" : "masked", w->root,
-                                                   lane ? "protect" : "mask");
+                        (void)mw_defer(w,
+                                       vs_error_set(&e, -E2BIG,
+                                                    "more than %zu %s paths under %s; narrow the %s patterns or name a "
+                                                    "parent directory",
+                                                    l->max_entries, lane ? "protected" : "masked", w->root,
+                                                    lane ? "protect" : "mask"),
+                                       &e);
                 if (kind != MASK_SYMLINK || l->n_over >= l->max_entries)
                         return 0;
                 l->n_over++;
@@ -268,29 +289,9 @@ int mw_set_path(Walk *w, size_t len, const char *name, size_t nlen, VsError **er
 int mw_set_path_or_skip(Walk *w, size_t len, const char *name, size_t nlen) {
         _cleanup_(vs_error_freep) VsError *e = NULL;
         int plen = mw_set_path(w, len, name, nlen, w->deferred ? NULL : &e);
-        if (plen == -ENAMETOOLONG && !w->deferred) {
-                w->deferred = plen;
-                w->deferred_err = TAKE_PTR(e);
-        }
+        if (plen == -ENAMETOOLONG)
+                (void)mw_defer(w, plen, &e);
         return plen;
-}
-
-/* A failure (r, *err) in one part of the tree: the first is kept for the
- * walk's end (w->deferred), the walk goes on with the rest, and 0 comes
- * back; out of memory alone ends it at once. So what the rest holds is
- * still listed (a masked link beside an unreadable corner is still put
- * aside) and the walk fails all the same. */
-static int mw_defer(Walk *w, int r, VsError **err) {
-        if (r >= 0 || r == -ENOMEM)
-                return r;
-        if (!w->deferred) {
-                w->deferred = r;
-                w->deferred_err = err ? TAKE_PTR(*err) : NULL;
-        } else if (err) {
-                vs_error_free(*err);
-                *err = NULL;
-        }
-        return 0;
 }
 
 static int record_keep(Walk *w, WalkCacheDir *old) {

@@ -38,6 +38,11 @@ typedef struct VsPath {
         char *lexical;
 } VsPath;
 
+/* Where vp is, or would be: resolved, else lexical (NULL: neither). */
+static inline const char *vs_path_where(const VsPath *vp) {
+        return vp->resolved ? vp->resolved : vp->lexical;
+}
+
 /* ports = [3000, "8080:80"]: host loopback port -> port on the jail's loopback. */
 typedef struct VsPortForward {
         uint16_t host, jail;
