@@ -255,6 +255,21 @@ def t_read_only_workspace_gets_placeholders(d, tmp):
         check(out == "555\nend\n", (how, out))
         not_planted(ws, PLANTS)
         check_placeholders(ws)
+    # Setgid as well: a chmod could clear the bit for good, so the host
+    # does not open it, and the start is refused, saying what to do.
+    ws = new_ws(tmp, "read-only-setgid")
+    os.chmod(ws, 0o2555)
+    r = term(c, ws, "chmod u+w . && " + plant_command(PLANTS))
+    check(not r["ok"] and "make it writable for its owner" in r["error"]["message"], r)
+    r = cli("run", "-w", ws, "chmod u+w . && " + plant_command(PLANTS))
+    if os.geteuid() == 0:
+        # Root's embedded CLI makes them as root, mode or not.
+        check(r.returncode == 0 and r.stdout == "end\n", r)
+        check_placeholders(ws)
+    else:
+        check(r.returncode != 0 and "make it writable for its owner" in r.stderr, r)
+    not_planted(ws, PLANTS)
+    check(os.stat(ws).st_mode & 0o7777 == 0o2555, oct(os.stat(ws).st_mode))
     c.close()
 
 

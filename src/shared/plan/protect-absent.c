@@ -292,8 +292,13 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 if (r < 0)
                                         return vs_error_set_kind(
                                                 err, r, "sandbox_unavailable",
-                                                "cannot make the placeholder %s/%s (so the jail cannot create it): %s",
-                                                root, lit, strerror(-r));
+                                                "cannot make the placeholder %s/%s (so the jail cannot create it): %s%s",
+                                                root, lit, strerror(-r),
+                                                r == -EACCES || r == -EPERM
+                                                        ? "; a directory on its way is closed to the workspace's "
+                                                          "owner in a way the host will not open for a moment (a "
+                                                          "setgid one, an attribute): make it writable for its owner"
+                                                        : "");
                         }
                 }
                 /* What fails here is asked again in the next pass (also's,
