@@ -260,17 +260,83 @@ def t_read_only_workspace_gets_placeholders(d, tmp):
     ws = new_ws(tmp, "read-only-setgid")
     os.chmod(ws, 0o2555)
     r = term(c, ws, "chmod u+w . && " + plant_command(PLANTS))
-    check(not r["ok"] and "make it writable for its owner" in r["error"]["message"], r)
+    check(not r["ok"] and "make it the owner's, writable for it" in r["error"]["message"], r)
     r = cli("run", "-w", ws, "chmod u+w . && " + plant_command(PLANTS))
     if os.geteuid() == 0:
         # Root's embedded CLI makes them as root, mode or not.
         check(r.returncode == 0 and r.stdout == "end\n", r)
         check_placeholders(ws)
     else:
-        check(r.returncode != 0 and "make it writable for its owner" in r.stderr, r)
+        check(r.returncode != 0 and "make it the owner's, writable for it" in r.stderr, r)
     not_planted(ws, PLANTS)
     check(os.stat(ws).st_mode & 0o7777 == 0o2555, oct(os.stat(ws).st_mode))
     c.close()
+
+
+def t_read_only_git_gets_placeholders(d, tmp):
+    """The same for git's: a read-only workspace without .git still gets
+    the empty .git that keeps the jail's git init out, and a read-only .git
+    without hooks/ its hooks/ placeholder (an attack review planted a
+    repository whose core.fsmonitor the host's git status ran, and a
+    pre-commit hook, through the owner's chmod), daemon and embedded."""
+    c = d.conn()
+
+    def run(ws, command):
+        if how == "daemon":
+            r = term(c, ws, command)
+            check(r["ok"], r)
+            return r["stdout"]
+        r = cli("run", "-w", ws, command)
+        check(r.returncode == 0, r)
+        return r.stdout
+
+    for how in ("daemon", "embedded"):
+        ws = new_ws(tmp, "read-only-nogit-" + how, git=False)
+        os.chmod(ws, 0o555)
+        out = run(ws, "chmod u+w .; git init -q . 2>/dev/null && echo INIT; echo end")
+        check(out == "end\n", (how, out))
+        check(os.path.isdir(os.path.join(ws, ".git")) and os.listdir(os.path.join(ws, ".git")) == [],
+              (how, os.listdir(ws)))
+        os.chmod(ws, 0o755)
+        ws = new_ws(tmp, "read-only-gitdir-" + how)
+        shutil.rmtree(os.path.join(ws, ".git/hooks"))
+        os.chmod(os.path.join(ws, ".git"), 0o555)
+        out = run(ws, "chmod u+w .git; mkdir -p .git/hooks && printf x > .git/hooks/pre-commit && echo MADE; echo end")
+        check(out == "end\n", (how, out))
+        check(not os.path.exists(os.path.join(ws, ".git/hooks/pre-commit")), how)
+        os.chmod(os.path.join(ws, ".git"), 0o755)
+    c.close()
+
+
+def t_another_accounts_dir_refuses(d, tmp):
+    """A placeholder that would go into another account's directory (root's
+    build/ in a user's project) cannot be made by the user's own host side,
+    and its refusal is not taken as the jail's: the jail moved that
+    directory aside, made one of its own and planted the name (attack
+    review). The embedded CLI run by the owner refuses the start."""
+    if not ROOT:
+        needs_root("a root-owned directory in an ordinary user's workspace")
+    user = pwd.getpwnam("vectora-test")
+    ws = make_ws(tmp, "others-dir", SANDBOX + 'protect = ["sub/.envrc"]\n')
+    for top, dirs, files in os.walk(ws):
+        for n in [top] + [os.path.join(top, f) for f in files]:
+            os.lchown(n, user.pw_uid, user.pw_gid)
+    os.mkdir(os.path.join(ws, "sub"), 0o755)
+    run_dir = os.path.join(tmp, "run-vectora-test")
+    os.makedirs(run_dir, 0o700, exist_ok=True)
+    os.chown(run_dir, user.pw_uid, user.pw_gid)
+
+    def become():
+        os.setgroups([])
+        os.setgid(user.pw_gid)
+        os.setuid(user.pw_uid)
+
+    e = {"PATH": os.environ["PATH"], "HOME": user.pw_dir, "XDG_RUNTIME_DIR": run_dir, "LANG": "C.UTF-8",
+         "VECTORA_WORKER": os.environ["VECTORA_WORKER"]}
+    p = subprocess.run([CLI, "--no-daemon", "run", "-w", ws, "mv sub sub.old && mkdir sub && echo x > sub/.envrc && echo PLANTED"],
+                       capture_output=True, text=True, env=e, preexec_fn=become, timeout=60)
+    check(p.returncode != 0 and "make it the owner's" in p.stderr and "PLANTED" not in p.stdout, p)
+    check(not os.path.exists(os.path.join(ws, "sub/.envrc")), os.listdir(ws))
 
 
 def t_placeholders_leave_host_tools_alone(d, tmp):
@@ -1452,6 +1518,8 @@ TESTS = [
     t_background_write_reported,
     t_embedded_reports_host_run_files,
     t_read_only_workspace_gets_placeholders,
+    t_read_only_git_gets_placeholders,
+    t_another_accounts_dir_refuses,
 ]
 
 

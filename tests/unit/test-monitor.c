@@ -1814,6 +1814,26 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(chown(sub, uid, 4242), 0);
         assert_int_equal(place_ask(f, h, "sub/x", 0, VS_HOST_TEXT_EMPTY, &made), 0);
         is_placeholder(f->dir, "sub/x", false, uid, 4242, "");
+        /* A directory the owner made read-only: opened for the make, its
+         * mode given back; another account's: its mode is its word
+         * (attack review: the monitor opened one as that account). */
+        char ro[160];
+        struct stat rst;
+        snprintf(ro, sizeof ro, "%s/own0555", f->dir);
+        assert_int_equal(mkdir(ro, 0755), 0);
+        assert_int_equal(chown(ro, uid, gid), 0);
+        assert_int_equal(chmod(ro, 0555), 0);
+        assert_int_equal(place_ask(f, h, "own0555/x", 0, VS_HOST_TEXT_EMPTY, &made), 0);
+        assert_int_equal(made, 1);
+        assert_int_equal(stat(ro, &rst), 0);
+        assert_int_equal(rst.st_mode & 07777, 0555);
+        snprintf(ro, sizeof ro, "%s/other0555", f->dir);
+        assert_int_equal(mkdir(ro, 0755), 0);
+        assert_int_equal(chown(ro, uid + 1, gid), 0);
+        assert_int_equal(chmod(ro, 0555), 0);
+        assert_int_equal(place_ask(f, h, "other0555/x", 0, VS_HOST_TEXT_EMPTY, NULL), EACCES);
+        snprintf(ro, sizeof ro, "%s/other0555/x", f->dir);
+        assert_int_equal(access(ro, F_OK), -1);
         /* A symlink on the way (to a root directory), at the name
          * (dangling, into root's directory), a file on the way. */
         snprintf(target, sizeof target, "%s/root-only", f->dir);
@@ -1865,8 +1885,8 @@ static void placeholder_made_below_workspace(void **state) {
         assert_true(at >= 0);
         /* a/b/.vscode, .mcp.json, m/.envrc, m/.mcp.json, n1 (made before
          * its request's failing item: attack review 10), HEAD, sub/x,
-         * .envrc: leaves, not the directories on the way */
-        assert_int_equal(answer.fields[at].u64, 8);
+         * own0555/x, .envrc: leaves, not the directories on the way */
+        assert_int_equal(answer.fields[at].u64, 9);
 }
 
 static void spawn_idmapped_trees(void **state) {

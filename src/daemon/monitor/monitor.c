@@ -1246,7 +1246,11 @@ static int place_leaf(const FsJob *j, int pfd, const char *name, unsigned flags,
                 return r;
         mode_t was;
         r = leaf_make(pfd, name, flags, text);
-        if (r == -EACCES && host_dir_open_up(pfd, &was) > 0) {
+        /* Only the workspace owner's own directory: the ids are the
+         * parent's owner's here, and another account's mode is its word
+         * (an attack review had the monitor open a 0555 directory of
+         * another user's in an owner's workspace, as that user). */
+        if (r == -EACCES && pst.st_uid == j->uid && host_dir_open_up(pfd, &was) > 0) {
                 r = leaf_make(pfd, name, flags, text);
                 host_dir_restore(pfd, was);
         }

@@ -643,8 +643,9 @@ static int reach_dir(char *dir, unsigned levels) {
         *slash = '/';
         if (up < 0)
                 return up;
-        if (mkdirat(up, slash + 1, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        int r = host_mkdirat(up, slash + 1, 0755);
+        if (r < 0 && r != -EEXIST)
+                return r;
         chown_like_parent(up, slash + 1);
         return chase_open_dir(dir);
 }
@@ -684,15 +685,21 @@ int git_control_make_placeholder(const VsGitControl *c, const VsHostMaker *maker
                 return vs_error_set_kind(err, pfd, "sandbox_unavailable",
                                          "cannot reach %s (a directory reached without symlinks) to protect %s: %s",
                                          parent, name, strerror(-pfd));
+        /* A directory its owner made read-only is opened for the make
+         * (host_mkdirat): the owner's jail would chmod it and make the
+         * name itself (an attack review planted hooks/ in a 0555 .git). */
         if (c->dir) {
-                if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                                 "cannot make the placeholder %s (so the jail cannot create it): %m", c->path);
+                int r = host_mkdirat(pfd, name, 0755);
+                if (r < 0 && r != -EEXIST)
+                        return vs_error_set_kind(err, r, "sandbox_unavailable",
+                                                 "cannot make the placeholder %s (so the jail cannot create it): %s%s",
+                                                 c->path, strerror(-r), host_closed_hint(r));
         } else {
-                _cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0 && errno != EEXIST)
-                        return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                                 "cannot make the placeholder %s (so the jail cannot create it): %m", c->path);
+                _cleanup_close_ int fd = host_create_at(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 && fd != -EEXIST)
+                        return vs_error_set_kind(err, fd, "sandbox_unavailable",
+                                                 "cannot make the placeholder %s (so the jail cannot create it): %s%s",
+                                                 c->path, strerror(-fd), host_closed_hint(fd));
                 if (fd >= 0 && c->content && *c->content) {
                         int r = write_all(fd, c->content, strlen(c->content));
                         if (r < 0)

@@ -215,13 +215,17 @@ int git_repo_make(const char *workspace, const VsHostMaker *maker, VsError **err
         /* As root, everything made is the workspace owner's (a root-owned
          * .git breaks their git); nothing else runs. */
         Owner o = { .chown = root, .uid = wst.st_uid, .gid = wst.st_gid };
-        if (state == DOTGIT_MISSING && mkdirat(wfd, ".git", 0700) < 0 && errno != EEXIST) {
-                /* Not root: what this uid may not create, the jail (the
-                 * same uid, with less) may not either. */
-                if (!root && (errno == EACCES || errno == EPERM || errno == EROFS))
+        int made = state == DOTGIT_MISSING ? host_mkdirat(wfd, ".git", 0700) : 0;
+        if (made < 0 && made != -EEXIST) {
+                /* A read-only file system is the jail's too; a refusal by
+                 * permission is no proof the jail would meet one (it may
+                 * chmod its owner's directory: host_mkdirat opened a
+                 * read-only one for the make). */
+                if (made == -EROFS)
                         return 0;
-                return vs_error_set_kind(err, -errno, "sandbox_unavailable",
-                                         "cannot make %s/.git for its repository (git_init = true): %m", workspace);
+                return vs_error_set_kind(err, made, "sandbox_unavailable",
+                                         "cannot make %s/.git for its repository (git_init = true): %s%s", workspace,
+                                         strerror(-made), host_closed_hint(made));
         }
         /* The directory the repository is made in, held: afterwards .git
          * must still be it (nothing swapped a symlink in meanwhile). An

@@ -122,6 +122,39 @@ void host_dir_restore(int dirfd, mode_t was) {
         (void)chmod(self, was);
 }
 
+const char *host_closed_hint(int r) {
+        return r == -EACCES || r == -EPERM ? "; a directory on its way is another account's, or closed to the "
+                                             "workspace's owner in a way the host does not open for a moment (a "
+                                             "setgid one, an attribute): make it the owner's, writable for it"
+                                           : "";
+}
+
+int host_mkdirat(int dirfd, const char *name, mode_t mode) {
+        if (mkdirat(dirfd, name, mode) == 0)
+                return 0;
+        int r = -errno;
+        mode_t was;
+        if (r == -EACCES && host_dir_open_up(dirfd, &was) > 0) {
+                r = mkdirat(dirfd, name, mode) == 0 ? 0 : -errno;
+                host_dir_restore(dirfd, was);
+        }
+        return r;
+}
+
+int host_create_at(int dirfd, const char *name, int flags, mode_t mode) {
+        int fd = openat(dirfd, name, flags, mode);
+        if (fd >= 0)
+                return fd;
+        int r = -errno;
+        mode_t was;
+        if (r == -EACCES && host_dir_open_up(dirfd, &was) > 0) {
+                fd = openat(dirfd, name, flags, mode);
+                r = fd >= 0 ? fd : -errno;
+                host_dir_restore(dirfd, was);
+        }
+        return r;
+}
+
 int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n) {
         int r = aside_try(pfd, name, may_remove, ret_n);
         mode_t was;

@@ -642,16 +642,14 @@ static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJail
                 if (git_control_missing(p, c, &st, &there)) {
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
                         r = git_control_make_placeholder(c, maker, &perr);
-                        /* Not root: the jail runs as this same uid, with less
-                         * (Landlock, no capabilities), so what this process
-                         * may not create there (a .git owned by root), the
-                         * jail may not either. Root is refused only where the
-                         * file system says so for root alone (NFS root_squash),
-                         * while the jail's uid might be let in: fail closed. */
-                        if (r == -EACCES || r == -EPERM || r == -EROFS) {
-                                if (geteuid() != 0 || r == -EROFS)
-                                        r = 0;
-                        }
+                        /* A read-only file system is read-only to the jail
+                         * too. A refusal by permission (a .git of root's, one
+                         * made read-only) is no proof the jail would meet
+                         * one: it may chmod its owner's directory, or move
+                         * another account's aside and make its own (an attack
+                         * review planted a repository's hooks so). */
+                        if (r == -EROFS)
+                                r = 0;
                         if (r < 0) {
                                 if (err && perr)
                                         *err = TAKE_PTR(perr);

@@ -145,16 +145,6 @@ static int absent_step(int cur, const char *c, bool last, VsAbsent kind, const c
         return 2;
 }
 
-/* Whether what this process may not make in cur, a jail may not make
- * either: not root (a jail of this uid has no more rights than it; root
- * is refused only where the file system says so for root alone, NFS's
- * root_squash, while the jail's uid might be let in), and cur not its
- * own (whose mode it could change: host_dir_open_up tried that). */
-static bool jail_may_not(int cur) {
-        struct stat st;
-        return geteuid() != 0 && fstat(cur, &st) == 0 && st.st_uid != geteuid();
-}
-
 /* protect_absent_make; with b, only what its maker would be asked is
  * noted there. */
 static int absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker,
@@ -191,8 +181,6 @@ static int absent_make(const char *root, const char *rel, VsAbsent kind, const c
                         r = errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
                 if (up > 0)
                         host_dir_restore(cur, was);
-                if (r == -EACCES || r == -EPERM)
-                        return jail_may_not(cur) ? 0 : r;
                 if (r != 2)
                         return r;
                 safe_close(cur);
@@ -283,8 +271,10 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 r = tool ? seal_tool_dir(root, lit, tool, len, maker, b, &sealed)
                                          : absent_make(root, lit, kind, content, maker, b);
                                 /* A read-only file system is read-only to
-                                 * the jail too; a refusal by permission was
-                                 * weighed where it came (jail_may_not). */
+                                 * the jail too. A refusal by permission is
+                                 * no proof the jail would meet one: it may
+                                 * move another account's directory aside
+                                 * and make the name in one of its own. */
                                 if (r == -EROFS)
                                         r = 0;
                                 if (r == -ENOMEM)
@@ -293,12 +283,7 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                         return vs_error_set_kind(
                                                 err, r, "sandbox_unavailable",
                                                 "cannot make the placeholder %s/%s (so the jail cannot create it): %s%s",
-                                                root, lit, strerror(-r),
-                                                r == -EACCES || r == -EPERM
-                                                        ? "; a directory on its way is closed to the workspace's "
-                                                          "owner in a way the host will not open for a moment (a "
-                                                          "setgid one, an attribute): make it writable for its owner"
-                                                        : "");
+                                                root, lit, strerror(-r), host_closed_hint(r));
                         }
                 }
                 /* What fails here is asked again in the next pass (also's,
