@@ -80,6 +80,15 @@ static const char stand_in_bwrap[] = "#!/bin/sh\n"
                                      "done\n"
                                      "exec /bin/sh -c \"$cmd\"\n";
 
+/* dir/vectora.toml made, root's when run as root (root's opt-in). */
+static void root_opt_in(const char *dir) {
+        char toml[256];
+        snprintf(toml, sizeof toml, "%s/vectora.toml", dir);
+        int fd = open(toml, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof *f);
         int sv[2];
@@ -91,6 +100,10 @@ static int setup(void **state) {
         /* Where an owner's jail may walk to its workspaces below it
          * (ws_open walks with the owner's ids). */
         assert_int_equal(chmod(f->dir, 0755), 0);
+        /* Root's opt-in, which ws_open asks of a directory it opens as
+         * root's (root_toml_ok): the fixture's directory is root's
+         * workspace in most cases. */
+        root_opt_in(f->dir);
         snprintf(f->bwrap, sizeof f->bwrap, "%s/bwrap", f->dir);
         int fd = open(f->bwrap, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0755);
         assert_true(fd >= 0);
@@ -346,6 +359,7 @@ static void groups(void **state) {
         assert_int_equal(mkdir(pids, 0755), 0);
         assert_int_equal(mkdir(memory, 0755), 0);
         assert_int_equal(mkdir(ws, 0755), 0);
+        root_opt_in(ws);
         /* ws- and the first 16 hex digits of SHA-256(ws path). */
         char name[32], cmd[256];
         snprintf(cmd, sizeof cmd, "printf %%s '%s' | sha256sum | cut -c1-16", ws);
@@ -571,6 +585,7 @@ static void out_of_descriptors(void **state) {
                 char sub[160];
                 snprintf(sub, sizeof sub, "%s/d%d", f->dir, i);
                 assert_int_equal(mkdir(sub, 0700), 0);
+                root_opt_in(sub);
                 status = (uint64_t)ws_open(f, sub, st.st_uid, st.st_gid);
         }
         assert_int_equal(status, EMFILE);
@@ -1127,6 +1142,27 @@ static void ws_open_walks_as_owner(void **state) {
         assert_string_equal(why[0], why[1]);
         assert_string_equal(why[0], why[2]);
         assert_int_equal(ws_open(f, path, 996, 996), 0);
+        /* As root's: a root-owned directory below 996's 0700 one, with
+         * root's vectora.toml or not, and one in root's own tree without
+         * it get the answer a missing one gets (a walk as root told them
+         * apart: an attack review's F3); with it, opened. */
+        char priv[160];
+        snprintf(priv, sizeof priv, "%s/private", f->dir);
+        assert_int_equal(mkdir(priv, 0700), 0);
+        assert_int_equal(chown(priv, 996, 996), 0);
+        snprintf(path, sizeof path, "%s/rootdir", priv);
+        assert_int_equal(mkdir(path, 0755), 0);
+        root_opt_in(path);
+        const char *as_root[] = { path, closed_dir, priv };
+        for (size_t i = 0; i < ELEMENTSOF(as_root); i++) {
+                assert_int_equal(ws_open(f, as_root[i], 0, 0), EPERM);
+                assert_string_equal(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), why[0]);
+        }
+        snprintf(path, sizeof path, "%s/missing", priv);
+        assert_int_equal(ws_open(f, path, 0, 0), EPERM);
+        assert_string_equal(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), why[0]);
+        root_opt_in(closed_dir);
+        assert_int_equal(ws_open(f, closed_dir, 0, 0), 0);
 }
 
 /* A directory of /proc is no workspace: /proc/PID belongs to whoever runs
@@ -1459,10 +1495,14 @@ static void ws_view_reads_as_owner(void **state) {
         char rdir[96];
         snprintf(rdir, sizeof rdir, "%s-rootws", f->dir);
         assert_int_equal(mkdir(rdir, 0700), 0);
+        /* Opened with root's opt-in (ws_open asks it too), which is then
+         * gone: the view asks again. */
+        snprintf(path, sizeof path, "%s/vectora.toml", rdir);
+        write_text(path, "", 0644, 0, 0);
         assert_int_equal(ws_open(f, rdir, 0, 0), 0);
         uint64_t rh = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(unlink(path), 0);
         assert_int_equal(ws_view_ask(f, rh, &view), EPERM);
-        snprintf(path, sizeof path, "%s/vectora.toml", rdir);
         write_text(path, "", 0644, 0, 0);
         snprintf(path, sizeof path, "%s/sub", rdir);
         assert_int_equal(mkdir(path, 0700), 0);
@@ -1576,7 +1616,13 @@ static void root_optin_needs_roots_tree(void **state) {
         assert_int_equal(mkdir(build, 0755), 0);
         owner_file(toml, "", 0644, 0, 0);
         hello(f);
+        /* ws_open asks the same (root_toml_ok): refused, with the answer
+         * for no directory there. Opened while proj was root's, each
+         * later request asks again. */
+        assert_int_equal(ws_open(f, build, 0, 0), EPERM);
+        assert_int_equal(chown(proj, 0, 0), 0);
         assert_int_equal(ws_open(f, build, 0, 0), 0);
+        assert_int_equal(chown(proj, 4321, 4321), 0);
         uint64_t h = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
         int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, NULL);
         assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
@@ -1865,11 +1911,14 @@ static void placeholder_made_below_workspace(void **state) {
         char rdir[160];
         snprintf(rdir, sizeof rdir, "%s-rootws", f->dir); /* root's own tree */
         assert_int_equal(mkdir(rdir, 0755), 0);
-        assert_int_equal(ws_open(f, rdir, 0, 0), 0);
-        uint64_t hr = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
-        assert_int_equal(place_ask(f, hr, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
         char toml[200];
         snprintf(toml, sizeof toml, "%s/vectora.toml", rdir);
+        assert_int_equal(ws_open(f, rdir, 0, 0), EPERM); /* ws_open asks it too */
+        write_text(toml, "", 0644, 0, 0);
+        assert_int_equal(ws_open(f, rdir, 0, 0), 0);
+        uint64_t hr = monitor_field(&answer, MONITOR_F_WS, -1)->u64;
+        assert_int_equal(unlink(toml), 0);
+        assert_int_equal(place_ask(f, hr, "y", 0, VS_HOST_TEXT_EMPTY, NULL), EPERM);
         write_text(toml, "", 0644, 0, 0);
         assert_int_equal(place_ask(f, hr, ".envrc", VS_HOST_MAKE_DIR, -1, &made), 0);
         assert_int_equal(made, 1);
@@ -1907,9 +1956,11 @@ static void spawn_idmapped_trees(void **state) {
         snprintf(cmd, sizeof cmd, "id -u > %s/uid; touch %s/made; chmod 4755 %s/made 2>/dev/null; echo $? > %s/chmod",
                  f->dir, sub, sub, f->dir);
         int a = jail_fd(f, VS_IDMAP_UID, VS_IDMAP_GID, cmd);
-        /* Root's opt-in first: no vectora.toml, a symlink, another's. */
+        /* Root's opt-in first: no vectora.toml (gone since ws_open), a
+         * symlink, another's. */
         char toml[128];
         snprintf(toml, sizeof toml, "%s/vectora.toml", f->dir);
+        assert_int_equal(unlink(toml), 0);
         assert_int_equal(spawn_ask(f, h, VS_IDMAP_UID, VS_IDMAP_GID, 0, a, 3, NULL, 0), 0);
         assert_int_equal(status_of(f), EPERM);
         assert_non_null(strstr(monitor_field_str(monitor_field(&answer, MONITOR_F_MESSAGE, -1)), "vectora.toml"));
