@@ -1803,12 +1803,12 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(stat(f->dir, &dst), 0);
         mode_t old = umask(077);
         uint64_t made;
-        /* Directories on the way made too (PARENTS), each owned like its
-         * parent; then there already. */
+        /* Directories on the way made too (PARENTS), each the owner's, with
+         * the group its jail gets; then there already. */
         assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_PARENTS, -1, &made), 0);
         assert_int_equal(made, 1);
-        is_placeholder(f->dir, "a", true, uid, dst.st_gid, NULL);
-        is_placeholder(f->dir, "a/b/.vscode", true, uid, dst.st_gid, NULL);
+        is_placeholder(f->dir, "a", true, uid, gid, NULL);
+        is_placeholder(f->dir, "a/b/.vscode", true, uid, gid, NULL);
         assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_PARENTS, -1, &made), 0);
         assert_int_equal(made, 0);
         assert_int_equal(place_ask(f, h, "a/b/.vscode", VS_HOST_MAKE_DIR | VS_HOST_MAKE_EXCL, -1, NULL), EEXIST);
@@ -1816,7 +1816,7 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(place_ask(f, h, "c/.mcp.json", 0, VS_HOST_TEXT_MCP, NULL), ENOENT);
         assert_int_equal(place_ask(f, h, ".mcp.json", 0, VS_HOST_TEXT_MCP, &made), 0);
         assert_int_equal(made, 1);
-        is_placeholder(f->dir, ".mcp.json", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_MCP]);
+        is_placeholder(f->dir, ".mcp.json", false, uid, gid, vs_host_texts[VS_HOST_TEXT_MCP]);
         /* Several in one request (one child for them all): made in
          * turn, the count those made; the first that fails answers for
          * the request, those before it made, none after it; a text for a
@@ -1830,8 +1830,8 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), 0);
         assert_int_equal(monitor_field(&answer, MONITOR_F_COUNT, -1)->u64, 2);
-        is_placeholder(f->dir, "m/.envrc", true, uid, dst.st_gid, NULL);
-        is_placeholder(f->dir, "m/.mcp.json", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_MCP]);
+        is_placeholder(f->dir, "m/.envrc", true, uid, gid, NULL);
+        is_placeholder(f->dir, "m/.mcp.json", false, uid, gid, vs_host_texts[VS_HOST_TEXT_MCP]);
         begin(f, &e, MONITOR_REQ_PLACEHOLDER);
         monitor_put_u64(&e, MONITOR_F_WS, h);
         monitor_put_item(&e, "n1", VS_HOST_MAKE_DIR, -1);
@@ -1839,7 +1839,7 @@ static void placeholder_made_below_workspace(void **state) {
         monitor_put_item(&e, "n3", VS_HOST_MAKE_DIR, -1);
         assert_int_equal(ask(f, &e, -1), 0);
         assert_int_equal(status_of(f), ENOTDIR);
-        is_placeholder(f->dir, "n1", true, uid, dst.st_gid, NULL);
+        is_placeholder(f->dir, "n1", true, uid, gid, NULL);
         char gone[200];
         snprintf(gone, sizeof gone, "%s/n3", f->dir);
         assert_int_equal(access(gone, F_OK), -1);
@@ -1852,14 +1852,15 @@ static void placeholder_made_below_workspace(void **state) {
         snprintf(gone, sizeof gone, "%s/t1", f->dir);
         assert_int_equal(access(gone, F_OK), -1);
         assert_int_equal(place_ask(f, h, "HEAD", VS_HOST_MAKE_EXCL, VS_HOST_TEXT_GIT_HEAD, &made), 0);
-        is_placeholder(f->dir, "HEAD", false, uid, dst.st_gid, vs_host_texts[VS_HOST_TEXT_GIT_HEAD]);
-        /* A directory the owner made with another group: its group. */
+        is_placeholder(f->dir, "HEAD", false, uid, gid, vs_host_texts[VS_HOST_TEXT_GIT_HEAD]);
+        /* A directory the owner made with another group: the jail's
+         * group, as the owner's jail would make it. */
         char sub[160], target[160], link[160];
         snprintf(sub, sizeof sub, "%s/sub", f->dir);
         assert_int_equal(mkdir(sub, 0755), 0);
         assert_int_equal(chown(sub, uid, 4242), 0);
         assert_int_equal(place_ask(f, h, "sub/x", 0, VS_HOST_TEXT_EMPTY, &made), 0);
-        is_placeholder(f->dir, "sub/x", false, uid, 4242, "");
+        is_placeholder(f->dir, "sub/x", false, uid, gid, "");
         /* A directory the owner made read-only: opened for the make, its
          * mode given back; another account's: its mode is its word
          * (attack review: the monitor opened one as that account). */
@@ -1879,6 +1880,18 @@ static void placeholder_made_below_workspace(void **state) {
         assert_int_equal(chmod(ro, 0555), 0);
         assert_int_equal(place_ask(f, h, "other0555/x", 0, VS_HOST_TEXT_EMPTY, NULL), EACCES);
         snprintf(ro, sizeof ro, "%s/other0555/x", f->dir);
+        assert_int_equal(access(ro, F_OK), -1);
+        /* Another account's writable directory: nothing made there as
+         * that account (a second review: the monitor made a listed name
+         * in it, as its owner). */
+        snprintf(ro, sizeof ro, "%s/other0755", f->dir);
+        assert_int_equal(mkdir(ro, 0755), 0);
+        assert_int_equal(chown(ro, uid + 1, gid), 0);
+        assert_int_equal(place_ask(f, h, "other0755/x", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY, NULL), EACCES);
+        assert_int_equal(place_ask(f, h, "other0755/d/e", VS_HOST_MAKE_PARENTS, VS_HOST_TEXT_EMPTY, NULL), EACCES);
+        snprintf(ro, sizeof ro, "%s/other0755/x", f->dir);
+        assert_int_equal(access(ro, F_OK), -1);
+        snprintf(ro, sizeof ro, "%s/other0755/d", f->dir);
         assert_int_equal(access(ro, F_OK), -1);
         /* A symlink on the way (to a root directory), at the name
          * (dangling, into root's directory), a file on the way. */

@@ -1240,31 +1240,26 @@ static int leaf_make(int pfd, const char *name, unsigned flags, VsHostText text)
 }
 
 /* name, new in the directory pfd (local: place_parent checked it), made
- * as pfd's owner and group (fs_as; the walker j->uid again after): 1
- * made, 0 there already (EXCL: -EEXIST). A file gets the text, whole
- * when it appears; modes are exact (0755, 0644: the child's umask is 0).
- * A directory its owner made read-only is opened for the make and given
- * its mode back (host_dir_open_up: a jail of that owner would chmod it
- * and make the name itself). */
-static int place_leaf(const FsJob *j, int pfd, const char *name, unsigned flags, VsHostText text) {
-        struct stat pst;
-        if (fstat(pfd, &pst) < 0)
-                return -errno;
-        int r = fs_as(pst.st_uid, pst.st_gid);
-        if (r < 0)
-                return r;
+ * with the walker's ids (the workspace owner's and the group its jail
+ * gets; root's in root's workspace), never as another account: what the
+ * owner's jail could not make there itself, the monitor does not make
+ * either (a second attack review had it make a listed name in another
+ * user's directory of the workspace, as that user; the first, root's
+ * vectora.toml in a root-owned build/). 1 made, 0 there already (EXCL:
+ * -EEXIST). A file gets the text, whole when it appears; modes are exact
+ * (0755, 0644: the child's umask is 0). A directory its owner made
+ * read-only is opened for the make and given its mode back
+ * (host_dir_open_up: a jail of that owner would chmod it and make the
+ * name itself); another account's mode is its word (the chmod, made with
+ * the owner's ids, is refused). */
+static int place_leaf(int pfd, const char *name, unsigned flags, VsHostText text) {
         mode_t was;
-        r = leaf_make(pfd, name, flags, text);
-        /* Only the workspace owner's own directory: the ids are the
-         * parent's owner's here, and another account's mode is its word
-         * (an attack review had the monitor open a 0555 directory of
-         * another user's in an owner's workspace, as that user). */
-        if (r == -EACCES && pst.st_uid == j->uid && host_dir_open_up(pfd, &was) > 0) {
+        int r = leaf_make(pfd, name, flags, text);
+        if (r == -EACCES && host_dir_open_up(pfd, &was) > 0) {
                 r = leaf_make(pfd, name, flags, text);
                 host_dir_restore(pfd, was);
         }
-        int back = fs_as(j->uid, j->gid);
-        return back < 0 ? back : r;
+        return r;
 }
 
 /* The directory rel (split in place) below wsfd, each component entered
@@ -1290,7 +1285,7 @@ static int place_parent(const FsJob *j, char *rel, bool parents) {
                         errno = e;
                 }
                 if (next < 0 && errno == ENOENT && parents) {
-                        int r = place_leaf(j, cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
+                        int r = place_leaf(cur, c, VS_HOST_MAKE_DIR, VS_HOST_TEXT_EMPTY);
                         next = r < 0 ? r : openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (r >= 0 && next < 0)
                                 next = -errno;
@@ -1340,7 +1335,7 @@ static int place_in_child(FsJob *j, FsOut *out) {
                 int cur = place_parent(j, parent, j->flags & VS_HOST_MAKE_PARENTS);
                 if (cur < 0)
                         return cur;
-                int r = place_leaf(j, cur, leaf, j->flags, j->text);
+                int r = place_leaf(cur, leaf, j->flags, j->text);
                 close(cur);
                 if (r < 0)
                         return r;
