@@ -339,6 +339,42 @@ def t_another_accounts_dir_refuses(d, tmp):
     check(not os.path.exists(os.path.join(ws, "sub/.envrc")), os.listdir(ws))
 
 
+SWAP_GIT = """import ctypes, os
+os.makedirs("prep/objects", exist_ok=True); os.makedirs("prep/refs/heads", exist_ok=True)
+open("prep/config", "w").write('[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = "touch %s; false"\\n')
+open("prep/HEAD", "w").write("ref: refs/heads/master\\n")
+libc = ctypes.CDLL(None, use_errno=True)
+print("exchange", libc.renameat2(-100, b"prep", -100, b".git", 2))
+"""
+
+
+def t_symlinked_git_swapped(d, tmp):
+    """A .git that is a symlink (git init --separate-git-dir) is no mount
+    the jail cannot move: the jail built a repository and exchanged it
+    with the link (renameat2), and the next start took it for the host's
+    and sealed it; the host's git status then ran its core.fsmonitor (an
+    attack review). Now only the link's own identity makes a .git there
+    the host's: the jail's is put aside, daemon and embedded."""
+    c = d.conn()
+    for how in ("daemon", "embedded"):
+        ws = new_ws(tmp, "git-link-" + how, git=False)
+        host_git(ws, "init", "-q", "--separate-git-dir=" + os.path.join(ws, "realgit"), ".")
+        os.unlink(os.path.join(ws, ".git"))
+        os.symlink("realgit", os.path.join(ws, ".git"))
+        chown_tree(ws)
+        marker = os.path.join(tmp, "fsmonitor-ran-" + how)
+        command = "python3 -c '%s'" % (SWAP_GIT % marker).replace("'", "'\\''")
+        for cmd in (command, "true"):
+            if how == "daemon":
+                term(c, ws, cmd)
+            else:
+                cli("run", "-w", ws, cmd)
+        host_git(ws, "status", "--short")
+        check(not os.path.exists(marker), (how, "the host's git ran the jail's core.fsmonitor", os.listdir(ws)))
+        check(not os.path.isfile(os.path.join(ws, ".git/HEAD")), (how, "the jail's repository is left as the host's"))
+    c.close()
+
+
 def t_placeholders_leave_host_tools_alone(d, tmp):
     """The placeholders are what the host's tools take for absent: direnv
     finds no .envrc, git runs with no submodule and no warning, ripgrep
@@ -1520,6 +1556,7 @@ TESTS = [
     t_read_only_workspace_gets_placeholders,
     t_read_only_git_gets_placeholders,
     t_another_accounts_dir_refuses,
+    t_symlinked_git_swapped,
 ]
 
 

@@ -40,7 +40,8 @@ static int push(VsGitRepos *out, const char *dir, VsGitRepoKind kind, const stru
         char *d = strdup(dir);
         if (!d)
                 return -ENOMEM;
-        n[out->n++] = (VsGitRepo){ .dir = d, .kind = kind, .dev = st->st_dev, .ino = st->st_ino };
+        n[out->n++] = (VsGitRepo){ .dir = d, .kind = kind, .dev = st->st_dev, .ino = st->st_ino,
+                                   .link = S_ISLNK(st->st_mode) };
         return 0;
 }
 
@@ -197,7 +198,13 @@ bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r) {
                         return true;
                 /* A .git the host had in that directory: sealed or pinned
                  * in the jail, so whatever .git is there now the host put
-                 * there (a .git replaced whole). */
+                 * there (a .git replaced whole). Not a symlink: no mount
+                 * holds one, and the jail swapped its own repository in
+                 * for it with renameat2's exchange, which the next start
+                 * then sealed as the host's (the host's git status ran
+                 * its core.fsmonitor: an attack review). */
+                if (b->link)
+                        continue;
                 if (b->kind != VS_GIT_BARE && r->kind != VS_GIT_BARE && streq(b->dir, r->dir))
                         return true;
                 if (b->kind != VS_GIT_BARE && in_dotgit && strlen(b->dir) == plen && strncmp(b->dir, r->dir, plen) == 0)

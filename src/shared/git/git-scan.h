@@ -42,6 +42,7 @@ typedef struct VsGitRepo {
         VsGitRepoKind kind;
         dev_t dev;          /* of DIR/.git (the first two kinds) or of DIR (bare) */
         ino_t ino;
+        bool link;          /* DIR/.git is a symlink: the jail can replace it (no mount pins one) */
 } VsGitRepo;
 
 typedef struct VsGitRepos {
@@ -82,7 +83,9 @@ int git_scan_look(int dfd, const char *dir, VsGitRepos *out);
 
 /* Whether r is the host's: base holds the same kind with the same
  * identity (wherever it is now), or base had a .git in that same
- * directory (the jail cannot replace it: sealed or pinned). */
+ * directory that was no symlink (the jail cannot replace it: sealed or
+ * pinned; a symlink it can, with a rename over it or an exchange, so
+ * only the same identity counts there). */
 bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r);
 
 /* Puts r aside so git no longer takes it as a repository: a .git file or

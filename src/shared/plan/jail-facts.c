@@ -629,6 +629,37 @@ static int collect_git(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts 
 /* gc's controls, sealed; a placeholder still missing (no batching maker,
  * or its batch failed before it) made one at a time, each failure
  * answered for itself. */
+/* Whether the jail, running as this process's uid (not root), could
+ * neither make path nor replace a directory on its way: path lies in the
+ * workspace's own .git (sealed or pinned in the jail: never moved), and
+ * every directory from that .git down to path's nearest existing one is
+ * another account's and closed to this uid (a root-owned .git a user's
+ * CLI serves). A directory of its own it could chmod; one it may write
+ * in, it could empty and refill; and outside the root's .git, one it
+ * could move aside whole with its parent (an attack review). */
+static bool jail_cannot_reach(const char *workspace, const char *path) {
+        _cleanup_free_ char *dotgit = path_join(workspace, ".git");
+        _cleanup_free_ char *dir = strdup(path);
+        if (geteuid() == 0 || !dotgit || !dir || !path_is_below_or_equal(path, dotgit))
+                return false;
+        for (bool seen = false;;) {
+                struct stat st;
+                if (lstat(dir, &st) == 0) {
+                        if (!S_ISDIR(st.st_mode) || st.st_uid == geteuid() ||
+                            faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0)
+                                return false;
+                        seen = true;
+                } else if (errno != ENOENT)
+                        return false;
+                if (streq(dir, dotgit))
+                        return seen;
+                char *slash = strrchr(dir, '/');
+                if (!slash || slash == dir)
+                        return false;
+                *slash = 0;
+        }
+}
+
 static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJailFacts *f, const VsGitControls *gc,
                              VsError **err) {
         int r = 0;
@@ -643,12 +674,14 @@ static int make_git_controls(const VsPolicy *p, const VsHostMaker *maker, VsJail
                         _cleanup_(vs_error_freep) VsError *perr = NULL;
                         r = git_control_make_placeholder(c, maker, &perr);
                         /* A read-only file system is read-only to the jail
-                         * too. A refusal by permission (a .git of root's, one
-                         * made read-only) is no proof the jail would meet
-                         * one: it may chmod its owner's directory, or move
-                         * another account's aside and make its own (an attack
-                         * review planted a repository's hooks so). */
-                        if (r == -EROFS)
+                         * too. A refusal by permission (a .git made
+                         * read-only) is no proof the jail would meet one: it
+                         * may chmod its owner's directory, or move another
+                         * account's aside and make its own (an attack review
+                         * planted a repository's hooks so); only in the
+                         * root's own .git, closed to it all the way down, it
+                         * cannot (jail_cannot_reach). */
+                        if (r == -EROFS || ((r == -EACCES || r == -EPERM) && jail_cannot_reach(p->workspace, c->path)))
                                 r = 0;
                         if (r < 0) {
                                 if (err && perr)
