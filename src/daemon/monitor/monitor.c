@@ -597,11 +597,6 @@ static int group_procs(Monitor *m, const MonWorkspace *w, int i) {
 static int reply_started(Monitor *m, int status, const char *message, pid_t pid, int step, int exec_fd) {
         MonitorEnc e;
         monitor_enc_begin(&e, MONITOR_REPLY | m->to.type, m->to.id);
-        /* Room for an identity at once: a buffer grown after it was put
-         * would leave a copy in the memory it freed, which no bzero below
-         * reaches. */
-        if (m->to.type == MONITOR_REQ_GIT_IDENTITY)
-                (void)strbuf_reserve(&e.buf, sizeof m->ident + 256 + (message ? strlen(message) : 0));
         monitor_put_u64(&e, MONITOR_F_STATUS, (uint64_t)status);
         if (message)
                 monitor_put_str(&e, MONITOR_F_MESSAGE, message);

@@ -110,14 +110,14 @@ int host_aside_at(int pfd, const char *name, bool may_remove, unsigned *ret_n);
  * which made it writable and planted the name (.envrc). */
 int host_dir_open_up(int dirfd, mode_t *ret_was);
 void host_dir_restore(int dirfd, mode_t was);
-/* mkdirat and openat (flags with O_CREAT) in dirfd, and once more with
- * the directory opened (host_dir_open_up) when its mode alone refused:
- * 0 or the descriptor, else a negative errno. */
 /* What a refusal r to make a placeholder asks of the user ("" for any
  * other error): no refusal is taken as one the jail would meet too (a
  * jail moved another account's directory aside and planted the name in
  * its own, attack review). */
 const char *host_closed_hint(int r);
+/* mkdirat and openat (flags with O_CREAT) in dirfd, and once more with
+ * the directory opened (host_dir_open_up) when its mode alone refused:
+ * 0 or the descriptor, else a negative errno. */
 int host_mkdirat(int dirfd, const char *name, mode_t mode);
 int host_create_at(int dirfd, const char *name, int flags, mode_t mode);
 
