@@ -344,7 +344,19 @@ os.makedirs("prep/objects", exist_ok=True); os.makedirs("prep/refs/heads", exist
 open("prep/config", "w").write('[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = "touch %s; false"\\n')
 open("prep/HEAD", "w").write("ref: refs/heads/master\\n")
 libc = ctypes.CDLL(None, use_errno=True)
-print("exchange", libc.renameat2(-100, b"prep", -100, b".git", 2))
+if %r:
+    print("exchange", libc.renameat2(-100, b"prep", -100, b".git", 2))
+else:
+    # A new link on the old one's inode number, once the file system
+    # hands it out again (ext4 does, at once or soon).
+    old = os.lstat(".git").st_ino; os.unlink(".git")
+    for i in range(2000):
+        os.symlink("prep", "l" + str(i))
+        if os.lstat("l" + str(i)).st_ino == old:
+            os.rename("l" + str(i), ".git"); break
+    else:
+        os.symlink("prep", ".git")
+    print("reused", os.lstat(".git").st_ino == old)
 """
 
 
@@ -356,22 +368,122 @@ def t_symlinked_git_swapped(d, tmp):
     attack review). Now only the link's own identity makes a .git there
     the host's: the jail's is put aside, daemon and embedded."""
     c = d.conn()
-    for how in ("daemon", "embedded"):
+    for how, exchange in (("daemon", True), ("embedded", True), ("daemon", False), ("embedded", False)):
+        how = how + ("" if exchange else "-relinked")
         ws = new_ws(tmp, "git-link-" + how, git=False)
         host_git(ws, "init", "-q", "--separate-git-dir=" + os.path.join(ws, "realgit"), ".")
         os.unlink(os.path.join(ws, ".git"))
         os.symlink("realgit", os.path.join(ws, ".git"))
         chown_tree(ws)
         marker = os.path.join(tmp, "fsmonitor-ran-" + how)
-        command = "python3 -c '%s'" % (SWAP_GIT % marker).replace("'", "'\\''")
+        command = "python3 -c '%s'" % (SWAP_GIT % (marker, exchange)).replace("'", "'\\''")
         for cmd in (command, "true"):
-            if how == "daemon":
+            if how.startswith("daemon"):
                 term(c, ws, cmd)
             else:
                 cli("run", "-w", ws, cmd)
         host_git(ws, "status", "--short")
         check(not os.path.exists(marker), (how, "the host's git ran the jail's core.fsmonitor", os.listdir(ws)))
         check(not os.path.isfile(os.path.join(ws, ".git/HEAD")), (how, "the jail's repository is left as the host's"))
+    c.close()
+
+
+SWAP_LINKS = """import ctypes, os
+open("t", "w").write("echo jail\\n"); os.rename("t", ".envrc")
+os.makedirs("prep"); open("prep/tasks.json", "w").write("jail")
+libc = ctypes.CDLL(None, use_errno=True)
+print("exchange", libc.renameat2(-100, b"prep", -100, b".vscode", 2))
+os.unlink(".mcp.json"); os.symlink("cfg/evil.json", ".mcp.json"); open("cfg/evil.json", "w").write("jail")
+"""
+
+
+def t_symlinked_protected_names_swapped(d, tmp):
+    """A protected name that is a symlink (.envrc -> cfg/rc, .vscode ->
+    shared-vscode) is protected where it leads, but no mount holds the
+    link itself: the jail renamed its own file over it, exchanged its own
+    directory with it (renameat2), or made it a link to its own file, and
+    the next start sealed that as the host's (an attack review). Now what
+    stands in a protected link's place at the jail's end is put aside,
+    daemon and embedded, and the host's names hold nothing of the jail's."""
+    c = d.conn()
+    for how in ("daemon", "embedded"):
+        moved = set()
+        ws = new_ws(tmp, "prot-link-" + how, git=False)
+        os.makedirs(os.path.join(ws, "cfg"))
+        os.makedirs(os.path.join(ws, "shared-vscode"))
+        with open(os.path.join(ws, "cfg/rc"), "w") as f:
+            f.write("echo host\n")
+        with open(os.path.join(ws, "cfg/mcp.json"), "w") as f:
+            f.write("{}")
+        with open(os.path.join(ws, "shared-vscode/tasks.json"), "w") as f:
+            f.write("host")
+        os.symlink("cfg/rc", os.path.join(ws, ".envrc"))
+        os.symlink("shared-vscode", os.path.join(ws, ".vscode"))
+        os.symlink("cfg/mcp.json", os.path.join(ws, ".mcp.json"))
+        chown_tree(ws)
+        command = "python3 -c '%s'" % SWAP_LINKS.replace("'", "'\\''")
+        for cmd in (command, "true"):
+            if how == "daemon":
+                term(c, ws, cmd)
+            else:
+                cli("run", "-w", ws, cmd)
+        for name in (".envrc", ".vscode/tasks.json", ".mcp.json"):
+            p = os.path.join(ws, name)
+            text = open(p).read() if os.path.isfile(p) else ""
+            check("jail" not in text, (how, name, "holds the jail's content", sorted(os.listdir(ws))))
+        # Each is the host's link still (the embedded jail may be ended
+        # by a change before it got that far), or what the jail put there
+        # was put aside.
+        for name, text in ((".envrc", "cfg/rc"), (".vscode", "shared-vscode"), (".mcp.json", "cfg/mcp.json")):
+            p = os.path.join(ws, name)
+            kept = os.path.islink(p) and os.readlink(p) == text
+            check(kept or os.path.lexists(p + ".vectora-quarantine"),
+                  (how, name, "what the jail put there is not put aside", sorted(os.listdir(ws))))
+            moved.add(kept)
+        with open(os.path.join(ws, "shared-vscode/tasks.json")) as f:
+            check(f.read() == "host", (how, "the host's tasks.json changed"))
+        check(False in moved, (how, "the jail replaced no link: the case tests nothing"))
+    c.close()
+
+
+PLANT_THROUGH_LINKS = (
+    "rm -rf cfg/envrc; echo evil > cfg/envrc; echo evil > real/.mcp.json; mkdir -p shared-vs; "
+    "echo evil > shared-vs/tasks.json; mv sub sub.jail; mkdir sub; echo evil > sub/.mcp.json; true")
+
+
+def t_placeholders_through_links(d, tmp):
+    """A protected name that is a dangling symlink (.envrc -> cfg/envrc,
+    .vscode -> shared-vs) got no placeholder, so the jail made its target
+    and the host's .envrc held the jail's text; "sub/.mcp.json" with sub
+    -> real got none either (an attack review). The placeholder is now
+    made where the links lead, below the root, and sealed there; a link on
+    the way that the jail replaces is put aside at its end."""
+    c = d.conn()
+    toml = SANDBOX + 'protect = [".envrc", ".vscode", "sub/.mcp.json"]\n'
+    for how in ("daemon", "embedded"):
+        ws = new_ws(tmp, "through-links-" + how, toml=toml, git=False)
+        os.makedirs(os.path.join(ws, "cfg"))
+        os.makedirs(os.path.join(ws, "real"))
+        os.symlink("cfg/envrc", os.path.join(ws, ".envrc"))
+        os.symlink("shared-vs", os.path.join(ws, ".vscode"))
+        os.symlink("real", os.path.join(ws, "sub"))
+        chown_tree(ws)
+        for cmd in (PLANT_THROUGH_LINKS, "true"):
+            if how == "daemon":
+                term(c, ws, cmd)
+            else:
+                cli("run", "-w", ws, cmd)
+        for name in (".envrc", "cfg/envrc", ".vscode/tasks.json", "real/.mcp.json", "sub/.mcp.json"):
+            p = os.path.join(ws, name)
+            text = open(p).read() if os.path.isfile(p) else ""
+            check("evil" not in text, (how, name, "holds the jail's text", sorted(os.listdir(ws))))
+        # The placeholders stand where the links lead.
+        check(os.path.isdir(os.path.join(ws, "cfg/envrc")), (how, sorted(os.listdir(os.path.join(ws, "cfg")))))
+        check(os.path.isdir(os.path.join(ws, "shared-vs")), (how, sorted(os.listdir(ws))))
+        check(os.path.isfile(os.path.join(ws, "real/.mcp.json")), (how, sorted(os.listdir(os.path.join(ws, "real")))))
+        # The link on the way was replaced by the jail: put aside.
+        check(os.path.lexists(os.path.join(ws, "sub.vectora-quarantine")) or os.path.islink(os.path.join(ws, "sub")),
+              (how, "the jail's sub is left as the host's", sorted(os.listdir(ws))))
     c.close()
 
 
@@ -1345,7 +1457,9 @@ def t_repository_behind_protected_link(d, tmp):
     jail sees sealed as mounts: that one is put aside (attack review,
     round 5: a first form took every protected path, the link's name too,
     and the host's git ran the agent's fsmonitor). The daemon is stopped
-    while the jail plants, so the repository is whole before any look."""
+    while the jail plants, so the repository is whole before any look.
+    What stands in the protected link's place at the jail's end is put
+    aside whole too (t_symlinked_protected_names_swapped)."""
     ws = new_ws(tmp, "protlink", files={"b/keep": ""})
     with open(os.path.join(ws, "swap.py"), "w") as f:
         f.write(SWAP_PY)
@@ -1370,8 +1484,13 @@ def t_repository_behind_protected_link(d, tmp):
     t.join()
     check(not res["r"]["ok"] and res["r"]["error"]["code"] == "worker_recycled", res["r"])
     term_until_ok(c, ws, "true")
-    git_dir = os.path.join(ws, "a/.vscode/.git")
-    check(not os.path.exists(os.path.join(git_dir, "HEAD")), "left live: %s" % sorted(os.listdir(git_dir)))
+    # The repository is put aside (its HEAD renamed), and the directory
+    # the jail put in the protected link's place with it.
+    for where in ("a/.vscode", "a/.vscode.vectora-quarantine"):
+        git_dir = os.path.join(ws, where, ".git")
+        check(not os.path.exists(os.path.join(git_dir, "HEAD")),
+              "left live: %s" % (sorted(os.listdir(git_dir)) if os.path.isdir(git_dir) else git_dir))
+    check(os.path.isdir(os.path.join(ws, "a/.vscode.vectora-quarantine/.git")), sorted(os.listdir(os.path.join(ws, "a"))))
     host_git(os.path.join(ws, "a/.vscode"), "status")
     check(not os.path.exists(os.path.join(ws, "a/.vscode/planted-ran")), "the host's git ran the agent's fsmonitor")
     c.close()
@@ -1557,6 +1676,8 @@ TESTS = [
     t_read_only_git_gets_placeholders,
     t_another_accounts_dir_refuses,
     t_symlinked_git_swapped,
+    t_symlinked_protected_names_swapped,
+    t_placeholders_through_links,
 ]
 
 

@@ -2455,9 +2455,9 @@ static void lstat_at(const char *dir, const char *rel, struct stat *st) {
 /* quarantine puts aside a repository a jail made: a repository
  * directory's HEAD (its identity the directory's, as the scan notes it)
  * or a .git file or symlink (its own), renamed beside itself, never over
- * anything (-1, -2 ... next), only while it is the entry noted; nothing
- * else is renamed (config, a path through a symlink); refused as a
- * placeholder is. */
+ * anything (-1, -2 ... next), only while it is the entry noted; any
+ * other entry by its own identity; nothing through a symlink; refused
+ * as a placeholder is. */
 static void quarantine_puts_aside(void **state) {
         Fixture *f = *state;
         uid_t uid;
@@ -2492,14 +2492,18 @@ static void quarantine_puts_aside(void **state) {
         lstat_at(f->dir, "sub", &other);
         assert_int_equal(aside_ask(f, h, "sub/.git/HEAD", &other, NULL), ESTALE);
         lstat_at(f->dir, "sub/.git/HEAD", &other);
-        /* Any other name only when it is a symlink (a masked link the
-         * start refused), by its own identity: a file is left. */
+        /* Any other entry by its own identity only (what a jail put in
+         * a protected symlink's place: a file, a directory, a link). */
         mkfile(f->dir, "sub/.git/config");
+        own_at(f->dir, "sub/.git/config", uid, gid);
         struct stat cfg;
         lstat_at(f->dir, "sub/.git/config", &cfg);
-        assert_int_equal(aside_ask(f, h, "sub/.git/config", &cfg, NULL), ESTALE);
         assert_int_equal(aside_ask(f, h, "sub/.git/config", &git, NULL), ESTALE);
         lstat_at(f->dir, "sub/.git/config", &other);
+        assert_int_equal(aside_ask(f, h, "sub/.git/config", &cfg, &n), 0);
+        assert_int_equal(n, 0);
+        lstat_at(f->dir, "sub/.git/config.vectora-quarantine", &other);
+        assert_true(S_ISREG(other.st_mode));
         char envlink[160];
         snprintf(envlink, sizeof envlink, "%s/sub/.env", f->dir);
         assert_int_equal(symlink("nowhere/app.env", envlink), 0);

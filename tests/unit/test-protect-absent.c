@@ -93,6 +93,71 @@ static char *at(const char *rel) {
         return p;
 }
 
+/* The links on a protected name's way, read below the root: a dangling
+ * one and one on the way lead where its placeholder is made; out of the
+ * root, climbing after a name, or a loop: nothing. */
+static void test_resolve(void **state) {
+        (void)state;
+        char *res = NULL, **links = NULL;
+        struct stat st;
+        assert_int_equal(mkdir(at("rcfg"), 0755), 0);
+        assert_int_equal(symlink("rcfg/envrc", at("r-envrc")), 0);
+        assert_int_equal(protect_absent_resolve(ws, "r-envrc", &res, &links), 1);
+        assert_string_equal(res, "rcfg/envrc");
+        assert_non_null(links);
+        assert_string_equal(links[0], at("r-envrc"));
+        assert_null(links[1]);
+        free(res);
+        strv_free(links);
+        links = NULL;
+        /* Made there by protect_absent_make, the link left as it is. */
+        assert_int_equal(protect_absent_make(ws, "r-envrc", VS_ABSENT_DIR, NULL, NULL), 1);
+        assert_int_equal(lstat(at("rcfg/envrc"), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(lstat(at("r-envrc"), &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        /* A link on the way, then one in its target's tree; ".." at the
+         * start of a text read from a real directory. */
+        assert_int_equal(mkdir(at("rreal"), 0755), 0);
+        assert_int_equal(symlink("rreal", at("rsub")), 0);
+        assert_int_equal(mkdir(at("rreal/in"), 0755), 0);
+        assert_int_equal(symlink("../../rcfg/x.json", at("rreal/in/m.json")), 0);
+        assert_int_equal(protect_absent_resolve(ws, "rsub/in/m.json", &res, &links), 1);
+        assert_string_equal(res, "rcfg/x.json");
+        assert_string_equal(links[0], at("rsub"));
+        assert_string_equal(links[1], at("rreal/in/m.json"));
+        free(res);
+        strv_free(links);
+        /* No link: rel itself, whatever stands there. */
+        assert_int_equal(protect_absent_resolve(ws, "nothing/here", &res, NULL), 1);
+        assert_string_equal(res, "nothing/here");
+        free(res);
+        /* Out of the root (absolute or climbing), onto the root, climbing
+         * after a name (what it climbs from may be a link), a loop. */
+        assert_int_equal(symlink("/etc/passwd", at("r-abs")), 0);
+        assert_int_equal(symlink("../elsewhere", at("r-up")), 0);
+        assert_int_equal(symlink(".", at("r-dot")), 0);
+        assert_int_equal(symlink("rsub/../rcfg/y", at("r-mid")), 0);
+        assert_int_equal(symlink("r-loop", at("r-loop")), 0);
+        for (const char *name = "r-abs"; name; name = streq(name, "r-abs")  ? "r-up"
+                                                        : streq(name, "r-up")  ? "r-dot"
+                                                        : streq(name, "r-dot") ? "r-mid"
+                                                        : streq(name, "r-mid") ? "r-loop"
+                                                                               : NULL) {
+                res = NULL;
+                assert_int_equal(protect_absent_resolve(ws, name, &res, NULL), 0);
+                assert_null(res);
+                assert_int_equal(protect_absent_make(ws, name, VS_ABSENT_DIR, NULL, NULL), 0);
+        }
+        /* An absolute text below the root is read as its place there. */
+        char abs[300];
+        snprintf(abs, sizeof abs, "%s/rcfg/abs", ws);
+        assert_int_equal(symlink(abs, at("r-inabs")), 0);
+        assert_int_equal(protect_absent_resolve(ws, "r-inabs", &res, NULL), 1);
+        assert_string_equal(res, "rcfg/abs");
+        free(res);
+}
+
 static void test_make(void **state) {
         (void)state;
         struct stat st;
@@ -208,7 +273,7 @@ static void test_fill(void **state) {
         VsPath rw = { .written = (char *)".", .resolved = root };
         VsPolicy p = { .workspace = root, .sandboxed = true, .rw_paths = &rw, .n_rw = 1, .protect = protect };
         char **sealed = NULL;
-        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 0);
         strv_free(sealed);
         struct stat st;
@@ -225,7 +290,7 @@ static void test_fill(void **state) {
                          (char *)".cursor/mcp.json", NULL };
         assert_int_equal(mkdir(at("fill/.cursor"), 0755), 0);
         p.protect = mine;
-        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL), 0);
+        assert_int_equal(protect_absent_fill(&p, NULL, NULL, 0, &sealed, NULL, NULL, NULL), 0);
         assert_int_equal(strv_length(sealed), 3);
         assert_true(strv_contains(sealed, at("fill/.vscode")));
         assert_true(strv_contains(sealed, at("fill/sub/.claude")));
@@ -257,7 +322,7 @@ static void test_fill_batch(void **state) {
                                   .userdata = roots[k] };
                 made_one = batches = batch_items = 0;
                 batch_fail_at = k == 2 ? 2 : -1;
-                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &sealed[k], &missing[k], NULL), 0);
+                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &sealed[k], &missing[k], NULL, NULL), 0);
                 if (k == 0)
                         assert_int_equal(made_one, 6);
                 if (k == 1) {
@@ -272,7 +337,7 @@ static void test_fill_batch(void **state) {
                 /* Every start after: nothing asked. */
                 made_one = batches = 0;
                 char **again = NULL;
-                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &again, NULL, NULL), 0);
+                assert_int_equal(protect_absent_fill(&p, &m, NULL, 0, &again, NULL, NULL, NULL), 0);
                 assert_int_equal(made_one + batches, 0);
                 assert_int_equal(strv_length(again), strv_length(sealed[k]));
                 strv_free(again);
@@ -362,6 +427,7 @@ static void test_walk_links(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_literal),    cmocka_unit_test(test_kind),       cmocka_unit_test(test_make),
+                cmocka_unit_test(test_resolve),
                 cmocka_unit_test(test_fill),       cmocka_unit_test(test_walk_links),
                 cmocka_unit_test(test_make_by_maker), cmocka_unit_test(test_fill_batch),
         };

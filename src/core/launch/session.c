@@ -423,8 +423,23 @@ int session_watch_git(VsSession *s, VsGitRepos *base, char *const *roots, char *
 
 /* Whether the jail could have made g: where it writes, not in what it
  * sees sealed (as the daemon's git-watch.c). */
+static bool could_write(const char *dir, void *ud) {
+        const VsSession *s = ud;
+        return path_jail_could_write(dir, s->git_roots, s->git_ro, s->git_sealed);
+}
+
 static bool jail_could_make(const VsSession *s, const VsGitRepo *g) {
-        return path_jail_could_write(g->dir, s->git_roots, s->git_ro, s->git_sealed);
+        return could_write(g->dir, (void *)s);
+}
+
+/* git_links_put_aside's before: the jail first, as for a repository. */
+static void stop_for_link(void *ud) {
+        VsSession *s = ud;
+        __atomic_store_n(&s->ended_why,
+                         "a call beside this one put its own entry in place of a protected symlink; the jail was "
+                         "ended and the entry put aside (that call's host_run_files names it); run this call again",
+                         __ATOMIC_RELEASE);
+        session_stop(s);
 }
 
 int session_jail_pids(const VsSession *s, pid_t **ret) {
@@ -479,6 +494,13 @@ int session_git_sweep(VsSession *s, char ***paths) {
                         (void)strv_extend(paths, moved);
         }
         git_repos_done(&now);
+        _cleanup_strv_free_ char **links = NULL;
+        n += (int)git_links_put_aside(s->git_base, NULL, could_write, stop_for_link, s, &links, NULL);
+        for (char **m = links; paths && m && m[0] && m[1]; m += 2) {
+                (void)strv_extend(paths, m[0]);
+                if (*m[1])
+                        (void)strv_extend(paths, m[1]);
+        }
         if (s->locks_init)
                 pthread_mutex_unlock(&s->sweep_lock);
         return n;

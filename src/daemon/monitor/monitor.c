@@ -1452,20 +1452,22 @@ static int aside_in_child(FsJob *j, FsOut *out) {
                 return -ESTALE;
         if (pfd < 0)
                 return pfd;
-        /* A .git's own identity; a HEAD's, its repository directory's;
-         * any other name only a symlink's (a masked link the start
-         * refused). */
-        bool head = streq(name, "HEAD"), link_only = !head && !streq(name, ".git");
+        /* A HEAD's identity is its repository directory's; any other
+         * entry's its own: a .git, a masked link the start refused, what
+         * a jail put in a protected symlink's place (git-scan.h
+         * git_links_put_aside), a file or a directory of any name. The
+         * server may ask for no more than a jail of the workspace could
+         * do there: rename an entry beside itself. */
+        bool head = streq(name, "HEAD");
         struct statx sx;
         int r = -ESTALE;
         if (statx(pfd, head ? "" : name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (head ? AT_EMPTY_PATH : 0),
                   STATX_INO | STATX_TYPE, &sx) == 0 &&
-            makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino &&
-            (!link_only || S_ISLNK(sx.stx_mode))) {
+            makedev(sx.stx_dev_major, sx.stx_dev_minor) == j->dev && sx.stx_ino == j->ino) {
                 /* A link whose put-aside names are all taken (the jail
                  * made them first, to keep its link in place): removed. */
                 unsigned n = 0;
-                if ((r = host_aside_at(pfd, name, link_only, &n)) == 0)
+                if ((r = host_aside_at(pfd, name, !head && !streq(name, ".git") && S_ISLNK(sx.stx_mode), &n)) == 0)
                         out->count = n;
         }
         close(pfd);
@@ -1474,8 +1476,10 @@ static int aside_in_child(FsJob *j, FsOut *out) {
 
 /* quarantine: a repository a jail made put aside (git-scan.h
  * git_quarantine): rel's last component, .git (a file, a symlink or a
- * directory) or HEAD (a repository directory's), or a symlink of any name
- * (a masked link a jail made that the start refused: jail-facts.c), renamed to
+ * directory) or HEAD (a repository directory's), a symlink of any name
+ * (a masked link a jail made that the start refused: jail-facts.c), or
+ * any entry a jail put in a protected symlink's place
+ * (git_links_put_aside), renamed to
  * NAME.vectora-quarantine[-N] beside it, never replacing anything, and
  * only while it is still the entry the server noted (device and inode,
  * read from the kernel's cache: a .git's own, a HEAD's directory's, as

@@ -41,6 +41,7 @@ struct GitSweep {
         /* the thread's result */
         char **moved;    /* pairs: what, where it went */
         char **failed;   /* what could not be put aside */
+        char **links_moved; /* pairs: a protected link's path, where what replaced it went ("": removed) */
         size_t dirs;
         uint64_t us;
 };
@@ -110,11 +111,35 @@ static char **listed(const VsPolicy *p, bool ro) {
  * read-only listed path below a writable root is the host's (an attack
  * review: the host's `git init` there while a jail ran was put aside by
  * the sweep at its end). */
-static bool jail_could_make(const Workspace *ws, const VsGitRepo *g) {
+static bool ws_could_write(const char *dir, void *ud) {
+        const Workspace *ws = ud;
         _cleanup_strv_free_ char **rw = listed(ws->policy, false), **ro = listed(ws->policy, true);
         if (!rw || !ro) /* out of memory: as before */
-                return !path_below_any(g->dir, ws->git_sealed);
-        return path_jail_could_write(g->dir, rw, ro, ws->git_sealed);
+                return !path_below_any(dir, ws->git_sealed);
+        return path_jail_could_write(dir, rw, ro, ws->git_sealed);
+}
+
+static bool jail_could_make(const Workspace *ws, const VsGitRepo *g) {
+        return ws_could_write(g->dir, (void *)ws);
+}
+
+/* git_links_put_aside's filter on the thread pool: the sweep's own copies. */
+static bool sweep_could_write(const char *dir, void *ud) {
+        const GitSweep *s = ud;
+        return path_jail_could_write(dir, s->roots, s->ro, s->sealed);
+}
+
+/* What replaced a protected link, put aside (pairs: moved), logged and
+ * noted as a repository put aside is. */
+static void links_note(Workspace *ws, char **moved, void (*note)(Workspace *ws, const char *path)) {
+        for (char **m = moved; m && m[0] && m[1]; m += 2) {
+                log_warning("workspace %s: the jail put its own entry in place of the protected symlink %s (the host "
+                            "would take it for its own): %s%s",
+                            ws->path, m[0], *m[1] ? "put aside as " : "removed", m[1]);
+                note(ws, m[0]);
+                if (*m[1])
+                        note(ws, m[1]);
+        }
 }
 
 static char *what_of(const VsGitRepo *g) {
@@ -199,6 +224,11 @@ size_t git_watch_sweep(Workspace *ws, void (*note)(Workspace *ws, const char *pa
         size_t k = git_watch_put_aside(ws, &fresh, note);
         git_repos_done(&fresh);
         git_repos_done(&now);
+        _cleanup_strv_free_ char **moved = NULL;
+        MonitorMaker maker;
+        bool by = ws->git_base->n_links && link_monitor_maker(ws, &maker);
+        k += git_links_put_aside(ws->git_base, by ? &maker.maker : NULL, ws_could_write, NULL, ws, &moved, NULL);
+        links_note(ws, moved, note);
         return k;
 }
 
@@ -251,6 +281,7 @@ static void sweep_work(uv_work_t *w) {
                 (void)strv_extend(&s->moved, moved);
         }
         git_repos_done(&now);
+        (void)git_links_put_aside(s->base, s->by, sweep_could_write, NULL, s, &s->links_moved, &s->failed);
         s->us = now_us() - t0;
 }
 
@@ -260,7 +291,7 @@ static void sweep_after(uv_work_t *w, int status) {
         if (ws) {
                 ws->git_sweep = NULL;
                 for (char **f = s->failed; f && *f; f++)
-                        log_warning("workspace %s: a repository the jail made, %s, could not be put aside", ws->path, *f);
+                        log_warning("workspace %s: what the jail made at %s could not be put aside", ws->path, *f);
                 for (char **m = s->moved; m && m[0] && m[1]; m += 2) {
                         log_warning("workspace %s: the jail made a repository the host's git would use (its config and "
                                     "hooks are the agent's): %s put aside as %s",
@@ -268,6 +299,7 @@ static void sweep_after(uv_work_t *w, int status) {
                         s->note(ws, m[0]);
                         s->note(ws, m[1]);
                 }
+                links_note(ws, s->links_moved, s->note);
                 log_debug("workspace %s: repositories swept in %zu directories (%.1f ms, on the thread pool)", ws->path,
                           s->dirs, (double)s->us / 1000.0);
         }
@@ -282,6 +314,7 @@ static void sweep_after(uv_work_t *w, int status) {
         strv_free(s->protect_patterns);
         strv_free(s->moved);
         strv_free(s->failed);
+        strv_free(s->links_moved);
         free(s->workspace);
         void (*done)(Workspace *) = s->done;
         free(s);

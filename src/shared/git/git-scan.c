@@ -18,6 +18,7 @@
 #include "host-aside.h"
 #include "path-util.h"
 #include "policy.h"
+#include "strv.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -29,10 +30,23 @@ void git_repos_done(VsGitRepos *r) {
         for (size_t i = 0; i < r->n; i++)
                 free(r->items[i].dir);
         free(r->items);
+        for (size_t i = 0; i < r->n_links; i++)
+                free(r->links[i].path);
+        free(r->links);
         *r = (VsGitRepos){ 0 };
 }
 
-static int push(VsGitRepos *out, const char *dir, VsGitRepoKind kind, const struct stat *st) {
+void git_link_digest(int dfd, const char *name, char text[SHA256_HEX_LEN + 1]) {
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(dfd, name, buf, sizeof buf);
+        if (n < 0 || (size_t)n >= sizeof buf) {
+                text[0] = 0;
+                return;
+        }
+        sha256_hex(buf, (size_t)n, text);
+}
+
+static int push(VsGitRepos *out, const char *dir, VsGitRepoKind kind, const struct stat *st, int dfd) {
         VsGitRepo *n = realloc(out->items, (out->n + 1) * sizeof *n);
         if (!n)
                 return -ENOMEM;
@@ -42,6 +56,8 @@ static int push(VsGitRepos *out, const char *dir, VsGitRepoKind kind, const stru
                 return -ENOMEM;
         n[out->n++] = (VsGitRepo){ .dir = d, .kind = kind, .dev = st->st_dev, .ino = st->st_ino,
                                    .link = S_ISLNK(st->st_mode) };
+        if (S_ISLNK(st->st_mode))
+                git_link_digest(dfd, ".git", n[out->n - 1].text);
         return 0;
 }
 
@@ -102,15 +118,15 @@ int git_scan_look(int dfd, const char *dir, VsGitRepos *out) {
         if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
                         /* git reads "gitdir: PATH", or follows the link. */
-                        r = push(out, dir, VS_GIT_DOTGIT_LINK, &st);
+                        r = push(out, dir, VS_GIT_DOTGIT_LINK, &st, dfd);
                 else if (S_ISDIR(st.st_mode)) {
                         _cleanup_close_ int gfd = openat(dfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (gfd >= 0 && is_git_directory_at(gfd))
-                                r = push(out, dir, VS_GIT_DOTGIT, &st);
+                                r = push(out, dir, VS_GIT_DOTGIT, &st, dfd);
                 }
         }
         if (r >= 0 && is_git_directory_at(dfd) && fstat(dfd, &dst) == 0)
-                r = push(out, dir, VS_GIT_BARE, &dst);
+                r = push(out, dir, VS_GIT_BARE, &dst, dfd);
         return r;
 }
 
@@ -194,7 +210,8 @@ bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r) {
                 /* The same inode: a repository the host had, wherever it is
                  * now (the host renamed it: the jail cannot, its sealed
                  * files pin it). */
-                if (b->kind == r->kind && b->dev == r->dev && b->ino == r->ino)
+                if (b->kind == r->kind && b->dev == r->dev && b->ino == r->ino && b->link == r->link &&
+                    (!b->link || streq(b->text, r->text)))
                         return true;
                 /* A .git the host had in that directory: sealed or pinned
                  * in the jail, so whatever .git is there now the host put
@@ -246,5 +263,89 @@ int git_scan_base_standin(const VsPolicy *p, VsGitRepos *out) {
         struct stat st;
         if (wfd >= 0 && fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
                 return 0;
-        return push(out, p->workspace, VS_GIT_DOTGIT, &(struct stat){ 0 });
+        return push(out, p->workspace, VS_GIT_DOTGIT, &(struct stat){ 0 }, -EBADF);
+}
+
+/* The directory part of path (absolute) and its last component. */
+static int split_last(const char *path, char **ret_dir, const char **ret_name) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || !slash[1])
+                return -EINVAL;
+        *ret_dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+        *ret_name = slash + 1;
+        return *ret_dir ? 0 : -ENOMEM;
+}
+
+int git_links_note(VsGitRepos *base, const char *path, const struct stat *st) {
+        for (size_t i = 0; i < base->n_links; i++)
+                if (streq(base->links[i].path, path))
+                        return 0;
+        _cleanup_free_ char *dir = NULL;
+        const char *name;
+        if (split_last(path, &dir, &name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = chase_open_dir(dir);
+        if (dfd < 0)
+                return dfd == -ENOMEM ? dfd : 0;
+        struct stat own;
+        if (!st) {
+                if (fstatat(dfd, name, &own, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(own.st_mode))
+                        return 0;
+                st = &own;
+        }
+        VsGitLink *n = reallocarray(base->links, base->n_links + 1, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        base->links = n;
+        char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        n[base->n_links] = (VsGitLink){ .path = copy, .dev = st->st_dev, .ino = st->st_ino };
+        git_link_digest(dfd, name, n[base->n_links++].text);
+        return 0;
+}
+
+size_t git_links_put_aside(const VsGitRepos *base, const VsHostMaker *maker,
+                           bool (*could_write)(const char *dir, void *ud), void (*before)(void *ud), void *ud,
+                           char ***moved, char ***failed) {
+        size_t n = 0;
+        bool began = false;
+        for (size_t i = 0; base && i < base->n_links; i++) {
+                const VsGitLink *l = &base->links[i];
+                _cleanup_free_ char *dir = NULL;
+                const char *name;
+                if (split_last(l->path, &dir, &name) < 0)
+                        continue;
+                _cleanup_close_ int dfd = chase_open_dir(dir);
+                struct stat st;
+                /* Gone with its directory, or still the link: nothing to
+                 * put aside. */
+                if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                char text[SHA256_HEX_LEN + 1];
+                if (S_ISLNK(st.st_mode))
+                        git_link_digest(dfd, name, text);
+                /* The same inode number is not enough: a link the jail
+                 * made after removing this one may take it. */
+                if (S_ISLNK(st.st_mode) && st.st_dev == l->dev && st.st_ino == l->ino && *text && streq(text, l->text))
+                        continue;
+                if (could_write && !could_write(dir, ud))
+                        continue;
+                if (!began && before)
+                        before(ud);
+                began = true;
+                _cleanup_free_ char *to = NULL;
+                int r = host_put_aside(maker, dir, name, false, true, st.st_dev, st.st_ino, &to, NULL);
+                if (r == -ESTALE)
+                        continue;
+                if (r < 0) {
+                        if (failed)
+                                (void)strv_extend(failed, l->path);
+                        continue;
+                }
+                if (moved && strv_extend(moved, l->path) >= 0)
+                        (void)strv_extend(moved, to ? to : "");
+                n++;
+        }
+        return n;
 }

@@ -30,6 +30,9 @@
 
 #include "error.h"
 #include "host-make.h"
+#include "sha256.h"
+
+struct stat;
 
 typedef enum VsGitRepoKind {
         VS_GIT_DOTGIT,      /* DIR/.git is a directory that is a repository */
@@ -43,13 +46,35 @@ typedef struct VsGitRepo {
         dev_t dev;          /* of DIR/.git (the first two kinds) or of DIR (bare) */
         ino_t ino;
         bool link;          /* DIR/.git is a symlink: the jail can replace it (no mount pins one) */
+        /* A link's text, its SHA-256 in hex (git_link_digest): a link the
+         * jail made in its place after removing it may take the same inode
+         * number, and only what it says tells them apart. */
+        char text[SHA256_HEX_LEN + 1];
 } VsGitRepo;
+
+/* A protected name (policy.h protect, the plan's protected paths) that
+ * is a symlink where the jail writes, as the start found it: the plan
+ * seals where it leads, but no mount holds the link itself, so the jail
+ * can rename its own file, directory or link over it (or exchange them,
+ * renameat2), and the next start would seal that as the host's (an attack
+ * review: `.envrc -> cfg/rc`, `.vscode -> shared-vscode`). */
+typedef struct VsGitLink {
+        char *path;         /* absolute, canonical parent */
+        dev_t dev;
+        ino_t ino;
+        char text[SHA256_HEX_LEN + 1]; /* as VsGitRepo's */
+} VsGitLink;
 
 typedef struct VsGitRepos {
         VsGitRepo *items;
         size_t n;
         size_t dirs;    /* directories looked at */
         bool truncated; /* a bound was hit: some directories were not looked at */
+        /* The protected links at the start, swept with the repositories
+         * (git_links_put_aside): the host's baseline of what the jail may
+         * not replace. */
+        VsGitLink *links;
+        size_t n_links;
 } VsGitRepos;
 
 #define GIT_SCAN_MAX_DEPTH 128
@@ -99,3 +124,29 @@ bool git_repos_has(const VsGitRepos *base, const VsGitRepo *r);
  * one noted. maker (host-make.h; NULL: this process) moves it when it
  * lies below its workspace, by the same rules. */
 int git_quarantine(const VsGitRepo *r, const VsHostMaker *maker, char **ret_moved, VsError **err);
+
+/* The SHA-256 (hex) of what the symlink name in dfd says, into text; ""
+ * when it cannot be read. */
+void git_link_digest(int dfd, const char *name, char text[SHA256_HEX_LEN + 1]);
+
+/* Notes path (absolute; st its lstat, a symlink, or NULL: looked at
+ * here, and nothing noted unless it is one) in base->links, once; a link
+ * whose parent is no directory reached from / without a symlink is not
+ * noted (the sweep could not reach it either). 0 or -ENOMEM. */
+int git_links_note(VsGitRepos *base, const char *path, const struct stat *st);
+
+/* What stands now at each of base's links' paths that is not that link (a
+ * file, a directory, another link), where could_write(its directory, ud)
+ * says the jail writes (NULL: everywhere): put aside as git_quarantine
+ * puts a .git (NAME.vectora-quarantine beside it, never replacing, the
+ * entry checked to be the one found; a link with every name taken is
+ * removed), by maker where it serves. before(ud) (may be NULL) is called
+ * once ahead of the first: the caller ends a jail still running, which
+ * could put it back. Each put aside: its path and where it went ("" when
+ * removed) appended to *moved; each that could not be: its path to
+ * *failed (either may be NULL). Returns how many were put aside. A link
+ * the jail removed is left missing: the next start's placeholder stands
+ * in for it. */
+size_t git_links_put_aside(const VsGitRepos *base, const VsHostMaker *maker,
+                           bool (*could_write)(const char *dir, void *ud), void (*before)(void *ud), void *ud,
+                           char ***moved, char ***failed);

@@ -507,6 +507,13 @@ static bool below_rw(const VsPolicy *p, const char *path) {
 static int add_existing(const VsPolicy *p, VsJailFacts *f, const char *path, const struct stat *st) {
         if (!S_ISLNK(st->st_mode))
                 return strv_contains(f->protected_existing, path) ? 0 : strv_extend(&f->protected_existing, path);
+        /* The link itself, where the jail writes: no mount holds it, so
+         * what the jail puts in its place is put aside at the jail's end
+         * (git-scan.h VsGitLink), wherever the link leads. */
+        bool writable = false;
+        int k = f->git_base && jail_plan_seen_through(p, path, &writable) && writable ? git_links_note(f->git_base, path, st) : 0;
+        if (k < 0)
+                return k;
         char target[4096];
         ssize_t n = readlink(path, target, sizeof target - 1);
         if (n <= 0)
@@ -782,9 +789,16 @@ static int collect_protected(const VsPolicy *p, char *const *protected_paths, co
         _cleanup_free_ VsHostItem *items = NULL;
         size_t n_items = 0;
         int r = collect_git(p, maker, f, rw_masks, made, &gc, &items, &n_items, err);
-        _cleanup_strv_free_ char **absent = NULL;
+        _cleanup_strv_free_ char **absent = NULL, **links = NULL;
         if (r >= 0)
-                r = protect_absent_fill(p, maker, items, n_items, ret_sealed, &absent, err);
+                r = protect_absent_fill(p, maker, items, n_items, ret_sealed, &absent, &links, err);
+        /* The links on the way to a placeholder made where they lead: what
+         * the jail puts in their place is put aside at its end. */
+        for (char **l = links; r >= 0 && f->git_base && l && *l; l++) {
+                bool writable = false;
+                if (jail_plan_seen_through(p, *l, &writable) && writable)
+                        r = git_links_note(f->git_base, *l, NULL);
+        }
         if (r >= 0)
                 r = make_git_controls(p, maker, f, &gc, err);
         git_controls_done(&gc);

@@ -145,12 +145,95 @@ static int absent_step(int cur, const char *c, bool last, VsAbsent kind, const c
         return 2;
 }
 
+/* The link text t read in the directory dir (absolute, reached from root
+ * without a link), as an absolute path read lexically, or NULL: a ".."
+ * after another component (what it climbs out of may itself be a link,
+ * which the kernel would follow first), or no memory. */
+static char *link_lexical(const char *dir, const char *t) {
+        bool named = false;
+        for (const char *c = t; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 2 && c[0] == '.' && c[1] == '.') {
+                        if (named || t[0] == '/')
+                                return NULL;
+                } else if (n && !(n == 1 && c[0] == '.'))
+                        named = true;
+                c += n + (c[n] == '/');
+        }
+        _cleanup_free_ char *joined = t[0] == '/' ? strdup(t) : path_join(dir, t);
+        return joined ? path_normalize(joined) : NULL;
+}
+
+int protect_absent_resolve(const char *root, const char *rel, char **ret, char ***links) {
+        _cleanup_free_ char *path = path_join(root, rel);
+        if (!path)
+                return -ENOMEM;
+        for (unsigned hops = 0; hops <= VS_ABSENT_MAX_LINKS; hops++) {
+                const char *r = path_startswith(path, root);
+                if (!r || !*r)
+                        return 0; /* out of root, or root itself */
+                _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (cur < 0)
+                        return -errno;
+                _cleanup_free_ char *next = NULL;
+                for (size_t off = (size_t)(r - path); path[off] && !next;) {
+                        size_t n = strcspn(path + off, "/");
+                        _cleanup_free_ char *c = strndup(path + off, n);
+                        if (!c)
+                                return -ENOMEM;
+                        bool last = !path[off + n];
+                        struct stat st;
+                        /* Missing, or anything unforeseen: made (or
+                         * refused) by the walk that never follows a link. */
+                        if (fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode)) {
+                                int fd = !last && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+                                                 ? openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                                 : -1;
+                                if (fd < 0)
+                                        break;
+                                safe_close(cur);
+                                cur = fd;
+                                off += n + 1;
+                                continue;
+                        }
+                        char t[PATH_MAX];
+                        ssize_t k = readlinkat(cur, c, t, sizeof t - 1);
+                        if (k <= 0)
+                                return 0;
+                        t[k] = 0;
+                        _cleanup_free_ char *dir = strndup(path, off > 1 ? off - 1 : 1);
+                        _cleanup_free_ char *to = dir ? link_lexical(dir, t) : NULL;
+                        if (!to)
+                                return dir ? 0 : -ENOMEM;
+                        _cleanup_free_ char *link = strndup(path, off + n);
+                        if (!link || (links && !strv_contains(*links, link) && strv_extend(links, link) < 0))
+                                return -ENOMEM;
+                        next = last ? TAKE_PTR(to) : path_join(to, path + off + n + 1);
+                        if (!next)
+                                return -ENOMEM;
+                }
+                if (!next)
+                        return (*ret = strdup(r)) ? 1 : -ENOMEM;
+                free(path);
+                path = TAKE_PTR(next);
+        }
+        return 0;
+}
+
 /* protect_absent_make; with b, only what its maker would be asked is
  * noted there. */
 static int absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker,
                        Batch *b) {
         if (kind == VS_ABSENT_REPORT)
                 return 0;
+        /* Where the symlinks on its way lead, below root: a dangling
+         * .envrc -> cfg/envrc has its placeholder made at cfg/envrc, else
+         * the jail would create it there (an attack review). */
+        _cleanup_free_ char *resolved = NULL;
+        int k = protect_absent_resolve(root, rel, &resolved, NULL);
+        if (k <= 0)
+                return k;
+        rel = resolved;
         _cleanup_free_ char *abs = path_join(root, rel);
         const char *wrel;
         const VsHostMaker *m = abs ? host_maker_for(maker, abs, &wrel) : NULL;
@@ -228,9 +311,10 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
 }
 
 int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
-                        char ***ret_sealed, char ***ret_made, VsError **err) {
-        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *));
-        if (!sealed || !made)
+                        char ***ret_sealed, char ***ret_made, char ***ret_links, VsError **err) {
+        _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *)),
+                                 **links = calloc(1, sizeof(char *));
+        if (!sealed || !made || !links)
                 return -ENOMEM;
         /* A maker that takes a batch is first asked for everything the
          * pass below would ask it for, at once; the pass then finds it
@@ -260,12 +344,17 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 if (!root || !path_is_below_or_equal(root, p->workspace))
                                         continue;
                                 /* What may be made: noted when missing now. */
-                                _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit);
-                                _cleanup_free_ char *target = rel ? path_join(root, rel) : NULL;
+                                _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit), *res = NULL;
+                                _cleanup_strv_free_ char **passed = NULL;
+                                int k = rel ? protect_absent_resolve(root, rel, &res, &passed) : -ENOMEM;
+                                if (k < 0)
+                                        return k;
+                                _cleanup_free_ char *target = path_join(root, k > 0 ? res : rel);
                                 struct stat st;
                                 if (!target)
                                         return -ENOMEM;
-                                if (lstat(target, &st) < 0 && errno == ENOENT && !strv_contains(made, target) &&
+                                bool there = lstat(target, &st) == 0;
+                                if (!there && errno == ENOENT && !strv_contains(made, target) &&
                                     strv_extend(&made, target) < 0)
                                         return -ENOMEM;
                                 r = tool ? seal_tool_dir(root, lit, tool, len, maker, b, &sealed)
@@ -279,6 +368,16 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                         r = 0;
                                 if (r == -ENOMEM)
                                         return r;
+                                /* Made (or there) where a link leads: sealed
+                                 * there, and the links noted (the jail can
+                                 * replace a link: jail-facts.c). */
+                                if ((there || r > 0) && !b && k > 0 && passed) {
+                                        if (!strv_contains(sealed, target) && strv_extend(&sealed, target) < 0)
+                                                return -ENOMEM;
+                                        for (char **l = passed; *l; l++)
+                                                if (!strv_contains(links, *l) && strv_extend(&links, *l) < 0)
+                                                        return -ENOMEM;
+                                }
                                 if (r < 0)
                                         return vs_error_set_kind(
                                                 err, r, "sandbox_unavailable",
@@ -303,6 +402,8 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                 *ret_sealed = TAKE_PTR(sealed);
         if (ret_made)
                 *ret_made = TAKE_PTR(made);
+        if (ret_links)
+                *ret_links = TAKE_PTR(links);
         return 0;
 }
 

@@ -60,6 +60,19 @@ const VsProtectDefault *protect_tool_dir(const char *literal, size_t *ret_len);
  * this process) makes what lies below its workspace, by the same rules. */
 int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const char *content, const VsHostMaker *maker);
 
+#define VS_ABSENT_MAX_LINKS 16
+
+/* Where root/rel lies once each symlink on its way (the last component
+ * included) is read, never followed: its text, read in the directory
+ * reached (without a link) that holds it, taken lexically, must lead
+ * below root, its ".." only at its start. 1 with *ret, that path relative
+ * to root (rel itself when no link is on its way; what stands at it is
+ * left to the caller's walk); 0 when nothing is to be made: a link leads
+ * out of root, to root itself, or climbs after a name, or more than
+ * VS_ABSENT_MAX_LINKS were read; a negative errno. *links (may be NULL):
+ * each link read, absolute, appended once. */
+int protect_absent_resolve(const char *root, const char *rel, char **ret, char ***links);
+
 /* Every literal protect glob of p at every writable root in the
  * workspace (the workspace itself, or a listed path below it): its placeholder
  * where missing. A missing name inside a tool's configuration directory
@@ -73,9 +86,13 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * missing directories above it), for the masks (mask_walk_made). also
  * (n_also items, may be NULL): more for a batching maker to make in the
  * same batch, ahead of these (the git controls' placeholders); what the
- * batch does not make of them is the caller's to make. */
+ * batch does not make of them is the caller's to make. A name reached
+ * through symlinks below its root (a dangling .envrc -> cfg/envrc,
+ * "sub/.mcp.json" with sub -> real) is made where they lead
+ * (protect_absent_resolve), that path added to *ret_sealed, and the links
+ * read to *ret_links (may be NULL; absolute, once each). */
 int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
-                        char ***ret_sealed, char ***ret_made, VsError **err);
+                        char ***ret_sealed, char ***ret_made, char ***ret_links, VsError **err);
 
 /* The paths the protect globs name now below the writable roots (the
  * jail's walk, through symlinked directories too, nothing made): each as
