@@ -481,10 +481,96 @@ def t_placeholders_through_links(d, tmp):
         check(os.path.isdir(os.path.join(ws, "cfg/envrc")), (how, sorted(os.listdir(os.path.join(ws, "cfg")))))
         check(os.path.isdir(os.path.join(ws, "shared-vs")), (how, sorted(os.listdir(ws))))
         check(os.path.isfile(os.path.join(ws, "real/.mcp.json")), (how, sorted(os.listdir(os.path.join(ws, "real")))))
-        # The link on the way was replaced by the jail: put aside.
-        check(os.path.lexists(os.path.join(ws, "sub.vectora-quarantine")) or os.path.islink(os.path.join(ws, "sub")),
-              (how, "the jail's sub is left as the host's", sorted(os.listdir(ws))))
+        # The link on the way, moved by the jail: what it put there was put
+        # aside (or the watch ended the jail before it made one).
+        q = os.path.join(ws, "sub.vectora-quarantine")
+        check(not os.path.isfile(os.path.join(q, ".mcp.json")) or "evil" in open(os.path.join(q, ".mcp.json")).read(),
+              (how, sorted(os.listdir(ws))))
     c.close()
+
+
+EXCHANGE = "import ctypes, sys; print(\"xchg\", ctypes.CDLL(None).renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2))"
+
+# What a jail tried on the protected links once they were put aside (an
+# attack review of that mend): command, the host's path that must not hold
+# "JAIL" after a second call.
+LINK_ATTACKS = (
+    # The directory holding the link exchanged for a link to it, moved a
+    # level down: the link unchanged, its text leading to the jail's file.
+    ("mkdir -p z/cfg && echo JAIL > z/cfg/rc && ln -s z/sub z/sub && python3 -c '%s' sub z/sub" % EXCHANGE,
+     "sub/.envrc"),
+    # The same one level up, over a link on a protected name's way.
+    ("mkdir -p z/real && echo JAIL > z/real/.mcp.json && ln -s z/a z/a && python3 -c '%s' a z/a" % EXCHANGE,
+     "a/sub/.mcp.json"),
+    # Every put-aside name taken first, then a file over the link.
+    ("touch .envrc.vectora-quarantine; for i in $(seq 1 99); do touch .envrc.vectora-quarantine-$i; done; "
+     "echo JAIL > t && mv t .envrc", ".envrc"),
+    # A link on the way that leads out of the root, replaced by the
+    # jail's own link to a directory of its own.
+    ("rm out && mkdir j && echo JAIL > j/.mcp.json && ln -s j out", "out/.mcp.json"),
+)
+
+
+def t_protected_links_hold(d, tmp):
+    """An attack review of the protected links' put-aside: the jail moved
+    the directory holding a link (a link left in its place: the sweep could
+    not reach it, and the link's text then led to the jail's file), took
+    the hundred put-aside names first (a file could not be put aside), or
+    replaced a link on a protected name's way that leads out of the root
+    (not noted). A protected link's directories are now pinned, anything
+    past the hundred names goes to a random one, and every link on the way
+    is noted and watched. Daemon and embedded."""
+    c = d.conn()
+    outside = os.path.join(tmp, "links-outside")
+    os.makedirs(outside, exist_ok=True)
+    toml = SANDBOX + 'protect = [".envrc", "a/sub/.mcp.json", "out/.mcp.json"]\n'
+    for how in ("daemon", "embedded"):
+        for i, (attack, name) in enumerate(LINK_ATTACKS):
+            ws = new_ws(tmp, "links-hold-%s-%d" % (how, i), toml=toml, git=False)
+            for sub in ("cfg", "sub", "a", "real"):
+                os.makedirs(os.path.join(ws, sub))
+            with open(os.path.join(ws, "cfg/rc"), "w") as f:
+                f.write("echo host\n")
+            os.symlink("cfg/rc", os.path.join(ws, ".envrc"))
+            os.symlink("../cfg/rc", os.path.join(ws, "sub/.envrc"))
+            os.symlink("../real", os.path.join(ws, "a/sub"))
+            os.symlink(outside, os.path.join(ws, "out"))
+            chown_tree(ws)
+            for cmd in (attack, "true"):
+                if how == "daemon":
+                    term(c, ws, cmd)
+                else:
+                    cli("run", "-w", ws, cmd)
+            p = os.path.join(ws, name)
+            text = open(p).read() if os.path.isfile(p) else ""
+            check("JAIL" not in text, (how, attack[:40], name, "holds the jail's text", sorted(os.listdir(ws))))
+    c.close()
+
+
+def t_unreadable_protected_link_refuses(d, tmp):
+    """A dangling protected link whose text the host cannot read safely (a
+    ".." after a name, more than 16 links) got no placeholder and the jail
+    made its target (an attack review): the start is refused, saying why."""
+    for text in ("cfg/sub/../envrc", "l1"):
+        ws = new_ws(tmp, "unreadable-link-" + text.replace("/", "_"), git=False)
+        os.makedirs(os.path.join(ws, "cfg/sub"))
+        for i in range(1, 18):
+            os.symlink("l%d" % (i + 1), os.path.join(ws, "l%d" % i))
+        os.symlink(text, os.path.join(ws, ".envrc"))
+        chown_tree(ws)
+        r = cli("run", "-w", ws, "echo JAIL > cfg/envrc; echo JAIL > l18")
+        check(r.returncode != 0 and "symlink the jail could complete" in r.stderr, r)
+        for t in ("cfg/envrc", "l18"):
+            check(not os.path.exists(os.path.join(ws, t)), (text, t, "made"))
+    # Into another writable path, missing there: refused; existing there:
+    # sealed (t_symlinked_directory's link-cross).
+    other = make_ws(tmp, "unreadable-other", None, {"keep": ""})
+    ws = new_ws(tmp, "unreadable-cross", '[sandbox]\nrw_paths = [".", "%s"]\n' % other, git=False)
+    os.symlink(os.path.join(other, "envrc"), os.path.join(ws, ".envrc"))
+    chown_tree(ws)
+    r = cli("run", "-w", ws, "echo JAIL > %s" % os.path.join(other, "envrc"))
+    check(r.returncode != 0 and "missing in another writable path" in r.stderr, r)
+    check(not os.path.exists(os.path.join(other, "envrc")), "made in the other path")
 
 
 def t_placeholders_leave_host_tools_alone(d, tmp):
@@ -1678,6 +1764,8 @@ TESTS = [
     t_symlinked_git_swapped,
     t_symlinked_protected_names_swapped,
     t_placeholders_through_links,
+    t_protected_links_hold,
+    t_unreadable_protected_link_refuses,
 ]
 
 

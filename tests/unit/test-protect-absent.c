@@ -20,6 +20,7 @@
 #include "disk-maker.h"
 #include "host-make.h"
 #include "mask-walk.h"
+#include "path-util.h"
 #include "protect-absent.h"
 #include "strv.h"
 
@@ -132,22 +133,32 @@ static void test_resolve(void **state) {
         assert_int_equal(protect_absent_resolve(ws, "nothing/here", &res, NULL), 1);
         assert_string_equal(res, "nothing/here");
         free(res);
-        /* Out of the root (absolute or climbing), onto the root, climbing
-         * after a name (what it climbs from may be a link), a loop. */
+        /* Out of the root (absolute or climbing: where it leads, for the
+         * caller to weigh), onto the root, climbing after a name (what it
+         * climbs from may be a link), a loop; protect_absent_make makes
+         * nothing for any, and each link read is noted. */
         assert_int_equal(symlink("/etc/passwd", at("r-abs")), 0);
         assert_int_equal(symlink("../elsewhere", at("r-up")), 0);
         assert_int_equal(symlink(".", at("r-dot")), 0);
         assert_int_equal(symlink("rsub/../rcfg/y", at("r-mid")), 0);
         assert_int_equal(symlink("r-loop", at("r-loop")), 0);
-        for (const char *name = "r-abs"; name; name = streq(name, "r-abs")  ? "r-up"
-                                                        : streq(name, "r-up")  ? "r-dot"
-                                                        : streq(name, "r-dot") ? "r-mid"
-                                                        : streq(name, "r-mid") ? "r-loop"
-                                                                               : NULL) {
+        static const struct {
+                const char *name;
+                int r;
+        } odd[] = { { "r-abs", -EXDEV }, { "r-up", -EXDEV }, { "r-dot", 0 }, { "r-mid", -ELOOP }, { "r-loop", -ELOOP } };
+        for (size_t i = 0; i < ELEMENTSOF(odd); i++) {
                 res = NULL;
-                assert_int_equal(protect_absent_resolve(ws, name, &res, NULL), 0);
-                assert_null(res);
-                assert_int_equal(protect_absent_make(ws, name, VS_ABSENT_DIR, NULL, NULL), 0);
+                links = NULL;
+                assert_int_equal(protect_absent_resolve(ws, odd[i].name, &res, &links), odd[i].r);
+                assert_non_null(links);
+                assert_string_equal(links[0], at(odd[i].name));
+                if (odd[i].r == -EXDEV)
+                        assert_true(res && res[0] == '/' && !path_startswith(res, ws));
+                else
+                        assert_null(res);
+                free(res);
+                strv_free(links);
+                assert_int_equal(protect_absent_make(ws, odd[i].name, VS_ABSENT_DIR, NULL, NULL), 0);
         }
         /* An absolute text below the root is read as its place there. */
         char abs[300];

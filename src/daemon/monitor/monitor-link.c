@@ -751,8 +751,9 @@ int monitor_link_quarantine(Server *srv, uint64_t ws, const char *rel, uint64_t 
         int r = pool_count(srv, &e, &count, err);
         if (r < 0)
                 return r;
-        /* VS_ASIDE_TRIES: a link removed, its put-aside names all taken. */
-        if (count > VS_ASIDE_TRIES)
+        /* VS_ASIDE_TRIES: a link removed, its put-aside names all taken;
+         * above it, a random N (host_aside_at). */
+        if (count > UINT32_MAX)
                 return lost(srv, MONITOR_REQ_QUARANTINE, "a quarantine's answer without its name", err);
         *ret_n = (unsigned)count;
         return 0;

@@ -1486,7 +1486,8 @@ static int aside_in_child(FsJob *j, FsOut *out) {
  * the scan notes a repository). Reached as placeholder reaches a name, in
  * a child, as the owner. Nothing is deleted (the owner can take it back)
  * but a symlink whose VS_ASIDE_TRIES names are all taken: removed, the
- * count VS_ASIDE_TRIES saying so. */
+ * count VS_ASIDE_TRIES saying so (anything else then takes a random N
+ * above it). */
 static int quarantine(Monitor *m) {
         const char *rel = monitor_field_str(monitor_field(&m->msg, MONITOR_F_REL, -1));
         struct stat st;

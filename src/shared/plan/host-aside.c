@@ -17,7 +17,7 @@ static int moved_path(const char *dir, const char *name, unsigned n, char **ret_
         if (!ret_moved)
                 return 0;
         *ret_moved = NULL;
-        if (n >= VS_ASIDE_TRIES)
+        if (n == VS_ASIDE_TRIES)
                 return 0;
         char to[VS_ASIDE_NAME_SIZE];
         host_aside_name(to, name, n);
@@ -33,7 +33,7 @@ static int put_aside_by(const VsHostMaker *m, const char *rel, const char *dir, 
                 return r;
         if (r < 0)
                 return r == -ESTALE || (err && *err) ? r : vs_error_set_kind(err, r, "internal", "cannot put %s/%s aside: %s", dir, name, strerror(-r));
-        return moved_path(dir, name, n, ret_moved); /* removed past VS_ASIDE_TRIES (a link only: the maker checks it) */
+        return moved_path(dir, name, n, ret_moved); /* VS_ASIDE_TRIES: removed (a link only: the maker checks it) */
 }
 
 int host_put_aside(const VsHostMaker *maker, const char *dir, const char *name, bool dir_identity, bool may_remove,

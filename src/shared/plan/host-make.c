@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +95,21 @@ static int aside_try(int pfd, const char *name, bool may_remove, unsigned *ret_n
         if (r == -EEXIST && may_remove) {
                 if (unlinkat(pfd, name, 0) == 0) {
                         *ret_n = VS_ASIDE_TRIES;
+                        return 0;
+                }
+                r = errno == ENOENT ? -ESTALE : -errno;
+        }
+        /* Anything else past them: a name the jail cannot have taken
+         * beforehand (it kept its file at a protected name, its HEAD in a
+         * repository, by making the hundred first: an attack review). */
+        for (int k = 0; k < 16 && r == -EEXIST; k++) {
+                uint32_t x;
+                if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
+                        return -errno;
+                unsigned n = VS_ASIDE_TRIES + 1 + x % (UINT32_MAX - VS_ASIDE_TRIES - 1);
+                host_aside_name(to, name, n);
+                if (renameat2(pfd, name, pfd, to, RENAME_NOREPLACE) == 0) {
+                        *ret_n = n;
                         return 0;
                 }
                 r = errno == ENOENT ? -ESTALE : -errno;

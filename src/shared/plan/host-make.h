@@ -80,9 +80,11 @@ typedef struct VsHostMaker {
  * n > 0; NAME cut to 200 bytes, so the name fits NAME_MAX. */
 #define VS_ASIDE_NAME_SIZE 256
 void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n);
-/* How many names host_aside_name tries; past them a link (never a .git
- * or HEAD) is removed instead: its 100 names taken beforehand by the jail
- * kept a refused link in place (attack review 7). */
+/* How many names host_aside_name tries in order; past them a link
+ * (never a .git or HEAD) is removed instead: its 100 names taken
+ * beforehand by the jail kept a refused link in place (attack review 7).
+ * Anything else takes a random N above it (its file kept at a protected
+ * name, a review of the protected links). */
 #define VS_ASIDE_TRIES 100
 /* Whether name is one host_aside_name makes (NAME.vectora-quarantine,
  * NAME.vectora-quarantine-N): a link so named is left alone by the masks'
@@ -92,8 +94,8 @@ void host_aside_name(char to[VS_ASIDE_NAME_SIZE], const char *name, unsigned n);
 bool host_aside_named(const char *name);
 /* In directory pfd (an O_PATH descriptor will do), name renamed to its
  * put-aside name (host_aside_name, never replacing anything; *ret_n the N
- * used); with every name taken and may_remove, removed instead (*ret_n
- * VS_ASIDE_TRIES). A directory its owner (this process's file-system uid)
+ * used); with the first VS_ASIDE_TRIES names taken and may_remove, removed
+ * instead (*ret_n VS_ASIDE_TRIES), else renamed to a random N above it. A directory its owner (this process's file-system uid)
  * made read-only, which kept a link in place (attack review 8), is made
  * writable for it and given its mode back. 0; -ESTALE when name is gone;
  * else a negative errno. The caller checked what name is. */

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "git-scan.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -208,6 +209,13 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
                         if (!strv_contains(plan->protected_paths, *g) &&
                             (r = strv_extend(&plan->protected_paths, *g)) < 0)
                                 return r;
+        /* The protected links, those on a protected name's way too: the
+         * daemon's watch ends the jail when one changes (its sweep then
+         * puts aside what stands there), the file tools refuse them. */
+        for (size_t i = 0; f->git_base && i < f->git_base->n_links; i++)
+                if (!strv_contains(plan->protected_paths, f->git_base->links[i].path) &&
+                    (r = strv_extend(&plan->protected_paths, f->git_base->links[i].path)) < 0)
+                        return r;
         r = add_listed(plan, p);
         if (r < 0)
                 return r;
@@ -233,6 +241,16 @@ int jail_plan_build(const VsPolicy *p, char *const *protected_paths, const VsJai
                         return r;
         for (size_t i = 0; i < f->n_masks; i++)
                 if ((r = add_pin_dirs(&pins, plan, f->masks[i].path)) < 0)
+                        return r;
+        /* A protected link's directories too (a link on a protected
+         * name's way as well): no mount holds the link, and what the jail
+         * puts at its name is put aside at its end, by that name; moving
+         * a directory above it, with a link left in its place, moved the
+         * link out of that look while its text led to the jail's file (an
+         * attack review). */
+        for (size_t i = 0; f->git_base && i < f->git_base->n_links; i++)
+                if (root_of(plan, f->git_base->links[i].path) &&
+                    (r = add_pin_dirs(&pins, plan, f->git_base->links[i].path)) < 0)
                         return r;
         for (size_t i = 0; i < f->n_missing; i++)
                 if (root_of(plan, f->protected_missing[i].path) &&

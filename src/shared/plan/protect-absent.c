@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chase.h"
 #include "fd-util.h"
 #include "glob.h"
 #include "host-make.h"
@@ -170,8 +171,12 @@ int protect_absent_resolve(const char *root, const char *rel, char **ret, char *
                 return -ENOMEM;
         for (unsigned hops = 0; hops <= VS_ABSENT_MAX_LINKS; hops++) {
                 const char *r = path_startswith(path, root);
-                if (!r || !*r)
-                        return 0; /* out of root, or root itself */
+                if (!r) {
+                        *ret = TAKE_PTR(path);
+                        return -EXDEV;
+                }
+                if (!*r)
+                        return 0; /* root itself: there */
                 _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (cur < 0)
                         return -errno;
@@ -201,13 +206,16 @@ int protect_absent_resolve(const char *root, const char *rel, char **ret, char *
                         if (k <= 0)
                                 return 0;
                         t[k] = 0;
-                        _cleanup_free_ char *dir = strndup(path, off > 1 ? off - 1 : 1);
-                        _cleanup_free_ char *to = dir ? link_lexical(dir, t) : NULL;
-                        if (!to)
-                                return dir ? 0 : -ENOMEM;
+                        /* Noted first, whatever it says: the jail may
+                         * replace a link on the way with its own, which
+                         * the next start would read (an attack review). */
                         _cleanup_free_ char *link = strndup(path, off + n);
                         if (!link || (links && !strv_contains(*links, link) && strv_extend(links, link) < 0))
                                 return -ENOMEM;
+                        _cleanup_free_ char *dir = strndup(path, off > 1 ? off - 1 : 1);
+                        _cleanup_free_ char *to = dir ? link_lexical(dir, t) : NULL;
+                        if (!to)
+                                return dir ? -ELOOP : -ENOMEM;
                         next = last ? TAKE_PTR(to) : path_join(to, path + off + n + 1);
                         if (!next)
                                 return -ENOMEM;
@@ -217,7 +225,7 @@ int protect_absent_resolve(const char *root, const char *rel, char **ret, char *
                 free(path);
                 path = TAKE_PTR(next);
         }
-        return 0;
+        return -ELOOP;
 }
 
 /* protect_absent_make; with b, only what its maker would be asked is
@@ -231,6 +239,8 @@ static int absent_make(const char *root, const char *rel, VsAbsent kind, const c
          * the jail would create it there (an attack review). */
         _cleanup_free_ char *resolved = NULL;
         int k = protect_absent_resolve(root, rel, &resolved, NULL);
+        if (k == -EXDEV || k == -ELOOP)
+                return 0; /* nothing made here: protect_absent_fill weighs it */
         if (k <= 0)
                 return k;
         rel = resolved;
@@ -310,6 +320,23 @@ static int seal_tool_dir(const char *root, const char *rel, const VsProtectDefau
         return strv_extend(sealed, dir);
 }
 
+/* Whether path (absolute, lexical) lies below one of p's writable
+ * listed paths and is missing there (reached without a link, as the plan
+ * seals an existing one: jail-facts.c add_existing): a jail of p could
+ * make it. */
+static bool writable_elsewhere(const VsPolicy *p, const char *path) {
+        for (size_t i = 0; path && i < p->n_rw; i++) {
+                const char *root = p->rw_paths[i].resolved;
+                const char *rel = root ? path_startswith(path, root) : NULL;
+                if (!rel)
+                        continue;
+                _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_close_ int fd = rfd < 0 ? -errno : chase_beneath(rfd, rel, O_PATH);
+                return fd < 0;
+        }
+        return false;
+}
+
 int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
                         char ***ret_sealed, char ***ret_made, char ***ret_links, VsError **err) {
         _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *)),
@@ -347,6 +374,23 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit), *res = NULL;
                                 _cleanup_strv_free_ char **passed = NULL;
                                 int k = rel ? protect_absent_resolve(root, rel, &res, &passed) : -ENOMEM;
+                                /* Links the walk cannot read safely (a ".."
+                                 * after a name, too many), or leading into a
+                                 * writable path elsewhere: the jail could
+                                 * make what they lead to, and no placeholder
+                                 * stands there (an attack review). */
+                                if (k == -ELOOP || (k == -EXDEV && writable_elsewhere(p, res)))
+                                        return vs_error_set_kind(
+                                                err, -ELOOP, "sandbox_unavailable",
+                                                "%s/%s is a symlink the jail could complete: %s; make what it leads to "
+                                                "exist, or point it straight at a path inside %s",
+                                                root, rel,
+                                                k == -ELOOP ? "its text climbs (\"..\") after a name, or more than 16 "
+                                                              "links lead on"
+                                                            : "it leads to a path missing in another writable path",
+                                                root);
+                                if (k == -EXDEV)
+                                        k = 0;
                                 if (k < 0)
                                         return k;
                                 _cleanup_free_ char *target = path_join(root, k > 0 ? res : rel);
@@ -371,13 +415,12 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 /* Made (or there) where a link leads: sealed
                                  * there, and the links noted (the jail can
                                  * replace a link: jail-facts.c). */
-                                if ((there || r > 0) && !b && k > 0 && passed) {
-                                        if (!strv_contains(sealed, target) && strv_extend(&sealed, target) < 0)
+                                if ((there || r > 0) && !b && k > 0 && passed && !strv_contains(sealed, target) &&
+                                    strv_extend(&sealed, target) < 0)
+                                        return -ENOMEM;
+                                for (char **l = passed; !b && l && *l; l++)
+                                        if (!strv_contains(links, *l) && strv_extend(&links, *l) < 0)
                                                 return -ENOMEM;
-                                        for (char **l = passed; *l; l++)
-                                                if (!strv_contains(links, *l) && strv_extend(&links, *l) < 0)
-                                                        return -ENOMEM;
-                                }
                                 if (r < 0)
                                         return vs_error_set_kind(
                                                 err, r, "sandbox_unavailable",

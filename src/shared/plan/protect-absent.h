@@ -67,10 +67,13 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * reached (without a link) that holds it, taken lexically, must lead
  * below root, its ".." only at its start. 1 with *ret, that path relative
  * to root (rel itself when no link is on its way; what stands at it is
- * left to the caller's walk); 0 when nothing is to be made: a link leads
- * out of root, to root itself, or climbs after a name, or more than
- * VS_ABSENT_MAX_LINKS were read; a negative errno. *links (may be NULL):
- * each link read, absolute, appended once. */
+ * left to the caller's walk); 0 when it leads to root itself; -EXDEV
+ * when a link leads out of root, *ret then the absolute path it leads to
+ * (lexically); -ELOOP when a link's text climbs after a name (what it
+ * climbs out of may itself be a link, which the kernel would follow) or
+ * more than VS_ABSENT_MAX_LINKS were read; another negative errno.
+ * *links (may be NULL): each link read, absolute, appended once, also
+ * on -EXDEV and -ELOOP. */
 int protect_absent_resolve(const char *root, const char *rel, char **ret, char ***links);
 
 /* Every literal protect glob of p at every writable root in the
