@@ -431,13 +431,14 @@ def t_symlinked_protected_names_swapped(d, tmp):
             p = os.path.join(ws, name)
             text = open(p).read() if os.path.isfile(p) else ""
             check("jail" not in text, (how, name, "holds the jail's content", sorted(os.listdir(ws))))
-        # Each is the host's link still (the embedded jail may be ended
-        # by a change before it got that far), or what the jail put there
-        # was put aside.
+        # Each is the host's link still (the jail may be ended by a change
+        # before it got that far), or what the jail put there was put aside,
+        # or the jail was ended between its unlink and its new link and the
+        # name holds its placeholder now (no link).
         for name, text in ((".envrc", "cfg/rc"), (".vscode", "shared-vscode"), (".mcp.json", "cfg/mcp.json")):
             p = os.path.join(ws, name)
             kept = os.path.islink(p) and os.readlink(p) == text
-            check(kept or os.path.lexists(p + ".vectora-quarantine"),
+            check(kept or os.path.lexists(p + ".vectora-quarantine") or not os.path.islink(p),
                   (how, name, "what the jail put there is not put aside", sorted(os.listdir(ws))))
             moved.add(kept)
         with open(os.path.join(ws, "shared-vscode/tasks.json")) as f:
@@ -544,6 +545,44 @@ def t_protected_links_hold(d, tmp):
             p = os.path.join(ws, name)
             text = open(p).read() if os.path.isfile(p) else ""
             check("JAIL" not in text, (how, attack[:40], name, "holds the jail's text", sorted(os.listdir(ws))))
+    c.close()
+
+
+def t_protected_link_through_alias_and_other_path(d, tmp):
+    """A second attack review: a dangling .envrc written through an alias
+    of the workspace ($PWD reached through a host symlink) read as leading
+    out of it, so it got no placeholder and the jail made its target; and
+    a protected link in another writable path (rw_paths = [".", EXT]) that
+    the jail replaced stayed for the host to read until the next call (the
+    watch covered the workspace only). The placeholder is made where the
+    alias leads, and the daemon ends the jail at once."""
+    ws = new_ws(tmp, "alias-ws", git=False)
+    os.makedirs(os.path.join(ws, "cfg"))
+    alias = os.path.join(tmp, "alias-of-ws")
+    os.symlink(ws, alias)
+    os.symlink(os.path.join(alias, "cfg/envrc"), os.path.join(ws, ".envrc"))
+    chown_tree(ws)
+    c = d.conn()
+    for how in ("embedded", "daemon"):
+        cmd = "echo JAIL > cfg/envrc"
+        term(c, ws, cmd) if how == "daemon" else cli("run", "-w", ws, cmd)
+        p = os.path.join(ws, "cfg/envrc")
+        check(not os.path.isfile(p) or "JAIL" not in open(p).read(), (how, "the jail made the alias's target"))
+    ext = make_ws(tmp, "alias-ext", None, {"cfg/rc": "echo host\n"})
+    os.makedirs(os.path.join(ext, "sub"))
+    os.symlink("../cfg/rc", os.path.join(ext, "sub/.envrc"))
+    ws2 = new_ws(tmp, "alias-ws2", '[sandbox]\nrw_paths = [".", "%s"]\nprotect = ["**/.envrc"]\n' % ext, git=False)
+    chown_tree(ws2)
+    chown_tree(ext)
+    r = term(c, ws2, "echo JAIL > %s/sub/t && mv -f %s/sub/t %s/sub/.envrc; sleep 5; echo survived" % (ext, ext, ext))
+    check(not r["ok"] and r["error"]["code"] == "worker_recycled", r)
+    # Put aside by the sweep once the jail is reaped, within moments.
+    p = os.path.join(ext, "sub/.envrc")
+    for _ in range(50):
+        if not os.path.isfile(p) or "JAIL" not in open(p).read():
+            break
+        time.sleep(0.1)
+    check(not os.path.isfile(p) or "JAIL" not in open(p).read(), "the jail's .envrc stands in the other path")
     c.close()
 
 
@@ -1766,6 +1805,7 @@ TESTS = [
     t_placeholders_through_links,
     t_protected_links_hold,
     t_unreadable_protected_link_refuses,
+    t_protected_link_through_alias_and_other_path,
 ]
 
 

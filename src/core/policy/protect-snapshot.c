@@ -169,6 +169,18 @@ int protect_snapshot_watch_with(const VsProtectSnapshot *s, ProtectWatchAddFn ad
         for (size_t i = 0; i < s->n; i++) {
                 if (!path_is_below_or_equal(s->paths[i], s->root) || s->ids[i].type == S_IFLNK)
                         complete = false;
+                /* One outside the root (a protected link in another
+                 * writable path): its directory watched all the same, so
+                 * a jail's rename over it ends the jail at once, not at
+                 * the next call (an attack review). */
+                if (!path_is_below_or_equal(s->paths[i], s->root)) {
+                        _cleanup_free_ char *dir = strdup(s->paths[i]);
+                        char *slash = dir ? strrchr(dir, '/') : NULL;
+                        if (slash && slash != dir) {
+                                *slash = 0;
+                                (void)add(ctx, dir, mask);
+                        }
+                }
                 if (s->ids[i].exists && s->ids[i].type == S_IFDIR && add(ctx, s->paths[i], mask) < 0)
                         complete = false;
         }

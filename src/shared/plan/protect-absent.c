@@ -165,16 +165,52 @@ static char *link_lexical(const char *dir, const char *t) {
         return joined ? path_normalize(joined) : NULL;
 }
 
+/* path (absolute, lexical, out of root) read through the host's own
+ * links on its way (chase_path: none inside untrusted, nor inside root,
+ * is followed), as far as it exists, with what is missing after it: a
+ * link written through an alias of the workspace (`$PWD/cfg/envrc` with
+ * $PWD reached through ~/code -> /data/code) leads into it (an attack
+ * review). 0 with *ret; -ELOOP when a link inside those trees is met. */
+static int host_canonical(const char *path, const char *root, char *const *untrusted, char **ret) {
+        _cleanup_strv_free_ char **trees = strv_copy(untrusted);
+        if (!trees || (!strv_contains(trees, root) && strv_extend(&trees, root) < 0))
+                return -ENOMEM;
+        ChaseResult cr = { .fd = -1 };
+        int r = chase_path(path, trees, &cr);
+        if ((r == 0 || r == -ENOENT) && cr.path)
+                *ret = TAKE_PTR(cr.path);
+        else if (r >= 0 || r == -ENOENT)
+                r = -ENOMEM;
+        chase_result_done(&cr);
+        return r == -ENOENT ? 0 : r;
+}
+
 int protect_absent_resolve(const char *root, const char *rel, char **ret, char ***links) {
+        return protect_absent_resolve_in(root, rel, NULL, ret, links);
+}
+
+int protect_absent_resolve_in(const char *root, const char *rel, char *const *untrusted, char **ret, char ***links) {
         _cleanup_free_ char *path = path_join(root, rel);
         if (!path)
                 return -ENOMEM;
+        bool canonical = false;
         for (unsigned hops = 0; hops <= VS_ABSENT_MAX_LINKS; hops++) {
                 const char *r = path_startswith(path, root);
+                if (!r && !canonical) {
+                        _cleanup_free_ char *c = NULL;
+                        int k = host_canonical(path, root, untrusted, &c);
+                        if (k < 0)
+                                return k;
+                        canonical = true;
+                        free(path);
+                        path = TAKE_PTR(c);
+                        r = path_startswith(path, root);
+                }
                 if (!r) {
                         *ret = TAKE_PTR(path);
                         return -EXDEV;
                 }
+                canonical = false;
                 if (!*r)
                         return 0; /* root itself: there */
                 _cleanup_close_ int cur = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -340,9 +376,12 @@ static bool writable_elsewhere(const VsPolicy *p, const char *path) {
 int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHostItem *also, size_t n_also,
                         char ***ret_sealed, char ***ret_made, char ***ret_links, VsError **err) {
         _cleanup_strv_free_ char **sealed = calloc(1, sizeof(char *)), **made = calloc(1, sizeof(char *)),
-                                 **links = calloc(1, sizeof(char *));
-        if (!sealed || !made || !links)
+                                 **links = calloc(1, sizeof(char *)), **rw_roots = calloc(1, sizeof(char *));
+        if (!sealed || !made || !links || !rw_roots)
                 return -ENOMEM;
+        for (size_t i = 0; i < p->n_rw; i++)
+                if (p->rw_paths[i].resolved && strv_extend(&rw_roots, p->rw_paths[i].resolved) < 0)
+                        return -ENOMEM;
         /* A maker that takes a batch is first asked for everything the
          * pass below would ask it for, at once; the pass then finds it
          * there, and asks one by one only for what the batch did not
@@ -373,7 +412,7 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                 /* What may be made: noted when missing now. */
                                 _cleanup_free_ char *rel = tool ? strndup(lit, len) : strdup(lit), *res = NULL;
                                 _cleanup_strv_free_ char **passed = NULL;
-                                int k = rel ? protect_absent_resolve(root, rel, &res, &passed) : -ENOMEM;
+                                int k = rel ? protect_absent_resolve_in(root, rel, rw_roots, &res, &passed) : -ENOMEM;
                                 /* Links the walk cannot read safely (a ".."
                                  * after a name, too many), or leading into a
                                  * writable path elsewhere: the jail could
@@ -385,8 +424,8 @@ int protect_absent_fill(const VsPolicy *p, const VsHostMaker *maker, const VsHos
                                                 "%s/%s is a symlink the jail could complete: %s; make what it leads to "
                                                 "exist, or point it straight at a path inside %s",
                                                 root, rel,
-                                                k == -ELOOP ? "its text climbs (\"..\") after a name, or more than 16 "
-                                                              "links lead on"
+                                                k == -ELOOP ? "its text climbs (\"..\") after a name, leads through a link "
+                                                              "the jail could replace, or more than 16 links lead on"
                                                             : "it leads to a path missing in another writable path",
                                                 root);
                                 if (k == -EXDEV)

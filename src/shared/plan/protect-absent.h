@@ -75,6 +75,12 @@ int protect_absent_make(const char *root, const char *rel, VsAbsent kind, const 
  * *links (may be NULL): each link read, absolute, appended once, also
  * on -EXDEV and -ELOOP. */
 int protect_absent_resolve(const char *root, const char *rel, char **ret, char ***links);
+/* The same, where a link leading out of root is first read through the
+ * host's own links on its way (chase_path, no link followed inside root
+ * or untrusted: the trees a jail writes, NULL-terminated or NULL): a text
+ * written through an alias of the workspace leads into it; -ELOOP when
+ * that meets a link inside those trees. */
+int protect_absent_resolve_in(const char *root, const char *rel, char *const *untrusted, char **ret, char ***links);
 
 /* Every literal protect glob of p at every writable root in the
  * workspace (the workspace itself, or a listed path below it): its placeholder
